@@ -1,0 +1,448 @@
+// The Tile IR: immutable, reference-counted expression and statement nodes, buffers,
+// regions and functions. Everything in tl-ascend (the DSL, the printer/parser, the
+// verifier, passes, the virtual NPU) speaks this IR.
+//
+// Semantics (the virtual NPU implements exactly these):
+//  - Integer expressions are evaluated in 64-bit two's complement and the result is wrapped
+//    to the width of the node's dtype. Integer immediates default to int32; mixing int32 and
+//    int64 promotes to int64; mixing an integer and a float promotes to the float.
+//  - FloorDiv/FloorMod round toward negative infinity (TileLang's `//` and `%`), TruncDiv/
+//    TruncMod toward zero (C's `/` and `%`). The DSL's `/` and `%` on integer Exprs are the
+//    floor forms, as in TileLang; on float Exprs `/` is IEEE division. Division by zero is a
+//    run-time error naming the expression.
+//  - Float arithmetic on scalars is done in the node's dtype (fp16/bf16 results are rounded
+//    to nearest-even after each operation); comparisons give bool.
+//  - Operands are evaluated left to right; And/Or do not short-circuit (they have no side
+//    effects to skip).
+//  - Declarations (Let, Allocate) bind a name from their position to the end of the
+//    enclosing Seq. Loop variables, the kernel's cid/vid, parameters and dynamic symbols are
+//    the other binders.
+//  - A buffer of scope `var` holds one scalar that can be reassigned (T::alloc_var).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tl/dtype.h"
+#include "tl/error.h"
+
+namespace tl {
+
+// ---------------------------------------------------------------------------------------------
+// Enumerations shared by the IR, the targets and the simulator.
+
+/// Memory scopes: physical Ascend memories (expert mode) and developer-mode placeholders.
+enum class MemScope : uint8_t { GM, L1, L0A, L0B, L0C, UB, Shared, Fragment, Var };
+inline constexpr int kNumMemScopes = 9;
+std::string_view scope_name(MemScope s);  // "global", "L1", "L0A", ..., "shared", "fragment", "var"
+std::optional<MemScope> parse_scope(std::string_view s);
+
+/// Pipes of an Ascend core (DESIGN.md 3.2). ALL is only valid in barriers.
+enum class Pipe : uint8_t { S, V, M, MTE1, MTE2, MTE3, FIX, ALL };
+inline constexpr int kNumPipes = 8;
+std::string_view pipe_name(Pipe p);  // "S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX", "ALL"
+std::optional<Pipe> parse_pipe(std::string_view s);
+
+/// Which core of a block runs a scope: the AIC (cube) or the AIVs (vector).
+enum class CoreKind : uint8_t { Cube, Vector };
+std::string_view core_name(CoreKind c);  // "Cube", "Vector"
+std::optional<CoreKind> parse_core(std::string_view s);
+
+enum class ForKind : uint8_t { Serial, Parallel, Pipelined, Unrolled };
+std::string_view for_kind_name(ForKind k);  // "serial", "Parallel", "Pipelined", "unroll"
+
+enum class BinOp : uint8_t {
+  Add, Sub, Mul, Div, FloorDiv, FloorMod, TruncDiv, TruncMod, Min, Max,
+  EQ, NE, LT, LE, GT, GE, And, Or,
+  BitAnd, BitOr, BitXor, Shl, Shr,
+};
+std::string_view binop_name(BinOp op);  // "+", "-", ..., "T.min", ...
+bool is_comparison(BinOp op);
+bool is_logical(BinOp op);
+
+enum class SyncKind : uint8_t {
+  SetFlag, WaitFlag, PipeBarrier, BarrierAll, SetCrossFlag, WaitCrossFlag, SyncAll,
+};
+std::string_view sync_name(SyncKind k);  // "set_flag", ...
+
+// ---------------------------------------------------------------------------------------------
+// Node kinds. One X-macro list each, so visitors, mutators, printer, parser and structural
+// equality cannot drift apart.
+
+#define TL_EXPR_KINDS(X) \
+  X(IntImm) X(FloatImm) X(StringImm) X(Var) X(Binary) X(Not) X(Select) X(Cast) X(Load) X(Call)
+#define TL_STMT_KINDS(X) \
+  X(Seq) X(For) X(If) X(Let) X(Allocate) X(Store) X(TileOp) X(Sync) X(Scope) X(Kernel)
+
+enum class ExprKind : uint8_t {
+#define TL_ENUM(K) K,
+  TL_EXPR_KINDS(TL_ENUM)
+#undef TL_ENUM
+};
+enum class StmtKind : uint8_t {
+#define TL_ENUM(K) K,
+  TL_STMT_KINDS(TL_ENUM)
+#undef TL_ENUM
+};
+
+#define TL_FWD(K) struct K##Node;
+TL_EXPR_KINDS(TL_FWD)
+TL_STMT_KINDS(TL_FWD)
+#undef TL_FWD
+struct BufferNode;
+struct OpDef;
+
+// ---------------------------------------------------------------------------------------------
+// Expressions
+
+struct ExprNode {
+  ExprKind kind;
+  DType dtype;
+  ExprNode(ExprKind k, DType t) : kind(k), dtype(t) {}
+  virtual ~ExprNode() = default;
+};
+
+/// A handle to an immutable expression node. Copying shares the node.
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+  /// Integer and float literals convert implicitly so DSL code reads `cid / 4 * 128`.
+  Expr(bool v);     // NOLINT: bool immediate
+  Expr(int v);      // NOLINT: int32 immediate
+  Expr(int64_t v);  // NOLINT: int64 immediate
+  Expr(double v);   // NOLINT: float32 immediate
+
+  bool defined() const { return node_ != nullptr; }
+  const ExprNode* get() const { return node_.get(); }
+  const ExprNode* operator->() const { return node_.get(); }
+  ExprKind kind() const { return node_->kind; }
+  DType dtype() const { return node_->dtype; }
+  bool same_as(const Expr& o) const { return node_ == o.node_; }
+  template <typename N>
+  const N* as() const;
+  const std::shared_ptr<const ExprNode>& ptr() const { return node_; }
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+/// A symbolic scalar variable (loop variables, cid/vid, scalar parameters, dynamic sizes).
+/// Identity is the node: two Vars with the same name are different variables.
+class Var : public Expr {
+ public:
+  Var() = default;
+  Var(std::string name, DType t = DType::Int32);
+  explicit Var(std::shared_ptr<const ExprNode> n);
+  const VarNode* node() const;
+  const std::string& name() const;
+};
+
+struct IntImmNode : ExprNode {
+  int64_t value;
+  IntImmNode(DType t, int64_t v) : ExprNode(ExprKind::IntImm, t), value(v) {}
+  static Expr make(DType t, int64_t v);
+};
+struct FloatImmNode : ExprNode {
+  double value;
+  FloatImmNode(DType t, double v) : ExprNode(ExprKind::FloatImm, t), value(v) {}
+  static Expr make(DType t, double v);
+};
+struct StringImmNode : ExprNode {
+  std::string value;
+  explicit StringImmNode(std::string v)
+      : ExprNode(ExprKind::StringImm, DType::Int8), value(std::move(v)) {}
+  static Expr make(std::string v);
+};
+struct VarNode : ExprNode {
+  std::string name;
+  VarNode(std::string n, DType t) : ExprNode(ExprKind::Var, t), name(std::move(n)) {}
+};
+struct BinaryNode : ExprNode {
+  BinOp op;
+  Expr a, b;
+  BinaryNode(BinOp o, DType t, Expr x, Expr y)
+      : ExprNode(ExprKind::Binary, t), op(o), a(std::move(x)), b(std::move(y)) {}
+  /// Raw constructor: no folding, result dtype from the promotion rules above.
+  static Expr make(BinOp op, Expr a, Expr b);
+};
+struct NotNode : ExprNode {
+  Expr a;
+  explicit NotNode(Expr x) : ExprNode(ExprKind::Not, DType::Bool), a(std::move(x)) {}
+  static Expr make(Expr a);
+};
+struct SelectNode : ExprNode {
+  Expr cond, t, f;
+  SelectNode(DType dt, Expr c, Expr x, Expr y)
+      : ExprNode(ExprKind::Select, dt), cond(std::move(c)), t(std::move(x)), f(std::move(y)) {}
+  static Expr make(Expr cond, Expr t, Expr f);
+};
+struct CastNode : ExprNode {
+  Expr value;
+  CastNode(DType t, Expr v) : ExprNode(ExprKind::Cast, t), value(std::move(v)) {}
+  static Expr make(DType t, Expr v);
+};
+
+/// A buffer: a named, typed, shaped piece of some memory. Identity is the node.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::shared_ptr<const BufferNode> n) : node_(std::move(n)) {}
+  bool defined() const { return node_ != nullptr; }
+  const BufferNode* get() const { return node_.get(); }
+  const BufferNode* operator->() const { return node_.get(); }
+  bool same_as(const Buffer& o) const { return node_ == o.node_; }
+  const std::shared_ptr<const BufferNode>& ptr() const { return node_; }
+
+  // DSL sugar (TileLang's A[i, j], A[s0:s0+e0, ...] and A[s0, s1] start-point regions).
+  /// Scalar element `A(i, j)`; a `var` buffer reads as `v()`.
+  template <typename... I>
+  Expr operator()(I... idx) const {
+    return load({Expr(idx)...});
+  }
+  Expr load(std::vector<Expr> indices) const;
+  /// The region starting at `starts` with `extents`.
+  struct BufferRegion region(std::vector<Expr> starts, std::vector<Expr> extents) const;
+  /// A start-point-only region: its extents come from the other tile operand of the op
+  /// (leading dimensions beyond the other operand's rank get extent 1).
+  struct BufferRegion at(std::vector<Expr> starts) const;
+
+ private:
+  std::shared_ptr<const BufferNode> node_;
+};
+
+struct BufferNode {
+  std::string name;
+  DType dtype;
+  std::vector<Expr> shape;
+  std::vector<Expr> strides;  // empty: dense row-major
+  MemScope scope;
+  int64_t address = -1;  // byte offset in the scope's memory once planned; -1: not planned
+  SourceLoc loc;
+  static Buffer make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
+                     std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {});
+  size_t ndim() const { return shape.size(); }
+};
+
+struct LoadNode : ExprNode {
+  Buffer buffer;
+  std::vector<Expr> indices;
+  LoadNode(DType t, Buffer b, std::vector<Expr> idx)
+      : ExprNode(ExprKind::Load, t), buffer(std::move(b)), indices(std::move(idx)) {}
+  static Expr make(Buffer b, std::vector<Expr> indices);
+};
+/// A pure scalar intrinsic: exp, log, sqrt, rsqrt, abs, sigmoid, pow, ... (see ir.cpp).
+struct CallNode : ExprNode {
+  std::string name;
+  std::vector<Expr> args;
+  CallNode(DType t, std::string n, std::vector<Expr> a)
+      : ExprNode(ExprKind::Call, t), name(std::move(n)), args(std::move(a)) {}
+  static Expr make(DType t, std::string name, std::vector<Expr> args);
+};
+
+template <typename N>
+const N* Expr::as() const {
+  return node_ ? dynamic_cast<const N*>(node_.get()) : nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regions and tile-op arguments
+
+struct Range {
+  Expr min, extent;
+};
+
+/// A rectangular part of a buffer: per dimension, a start and an extent.
+struct BufferRegion {
+  Buffer buffer;
+  std::vector<Range> ranges;
+  /// The whole buffer.
+  static BufferRegion full(const Buffer& b);
+  bool defined() const { return buffer.defined(); }
+  /// True for a start-point-only region whose extents are still to be inferred.
+  bool partial() const { return !ranges.empty() && !ranges[0].extent.defined(); }
+};
+
+/// An operand of a tile op: a buffer region or a scalar expression.
+struct TileArg {
+  BufferRegion region;
+  Expr scalar;
+  TileArg() = default;
+  TileArg(BufferRegion r) : region(std::move(r)) {}  // NOLINT
+  TileArg(Expr e) : scalar(std::move(e)) {}          // NOLINT
+  TileArg(const Buffer& b) : region(BufferRegion::full(b)) {}  // NOLINT
+  TileArg(int v) : scalar(v) {}                                  // NOLINT
+  TileArg(double v) : scalar(v) {}                               // NOLINT
+  bool is_region() const { return region.defined(); }
+  bool is_scalar() const { return scalar.defined(); }
+};
+
+/// A static attribute of a tile op (transpose flags, rounding mode, ...).
+using AttrValue = std::variant<bool, int64_t, double, std::string>;
+struct Attr {
+  std::string key;
+  AttrValue value;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Statements
+
+struct StmtNode {
+  StmtKind kind;
+  SourceLoc loc;
+  StmtNode(StmtKind k, SourceLoc l) : kind(k), loc(std::move(l)) {}
+  virtual ~StmtNode() = default;
+};
+
+class Stmt {
+ public:
+  Stmt() = default;
+  explicit Stmt(std::shared_ptr<const StmtNode> n) : node_(std::move(n)) {}
+  bool defined() const { return node_ != nullptr; }
+  const StmtNode* get() const { return node_.get(); }
+  const StmtNode* operator->() const { return node_.get(); }
+  StmtKind kind() const { return node_->kind; }
+  bool same_as(const Stmt& o) const { return node_ == o.node_; }
+  template <typename N>
+  const N* as() const {
+    return node_ ? dynamic_cast<const N*>(node_.get()) : nullptr;
+  }
+  const std::shared_ptr<const StmtNode>& ptr() const { return node_; }
+
+ private:
+  std::shared_ptr<const StmtNode> node_;
+};
+
+struct SeqNode : StmtNode {
+  std::vector<Stmt> stmts;
+  SeqNode(std::vector<Stmt> s, SourceLoc l) : StmtNode(StmtKind::Seq, l), stmts(std::move(s)) {}
+  static Stmt make(std::vector<Stmt> stmts, SourceLoc loc = {});
+};
+struct ForNode : StmtNode {
+  Var var;
+  Expr min, extent;
+  ForKind for_kind;
+  int num_stages;  // Pipelined only; 0 otherwise
+  Stmt body;
+  ForNode(Var v, Expr mn, Expr ext, ForKind k, int ns, Stmt b, SourceLoc l)
+      : StmtNode(StmtKind::For, l), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
+        for_kind(k), num_stages(ns), body(std::move(b)) {}
+  static Stmt make(Var v, Expr min, Expr extent, ForKind k, int num_stages, Stmt body,
+                   SourceLoc loc = {});
+};
+struct IfNode : StmtNode {
+  Expr cond;
+  Stmt then_case, else_case;  // else_case may be undefined
+  IfNode(Expr c, Stmt t, Stmt e, SourceLoc l)
+      : StmtNode(StmtKind::If, l), cond(std::move(c)), then_case(std::move(t)),
+        else_case(std::move(e)) {}
+  static Stmt make(Expr cond, Stmt then_case, Stmt else_case = {}, SourceLoc loc = {});
+};
+/// Declaration: `var = value` for the rest of the enclosing Seq.
+struct LetNode : StmtNode {
+  Var var;
+  Expr value;
+  LetNode(Var v, Expr e, SourceLoc l)
+      : StmtNode(StmtKind::Let, l), var(std::move(v)), value(std::move(e)) {}
+  static Stmt make(Var v, Expr value, SourceLoc loc = {});
+};
+/// Declaration: an on-chip buffer (or scalar var) live from here to the end of the enclosing Seq.
+struct AllocateNode : StmtNode {
+  Buffer buffer;
+  AllocateNode(Buffer b, SourceLoc l) : StmtNode(StmtKind::Allocate, l), buffer(std::move(b)) {}
+  static Stmt make(Buffer b, SourceLoc loc = {});
+};
+/// Scalar store `buffer[indices] = value` (scalar pipe).
+struct StoreNode : StmtNode {
+  Buffer buffer;
+  std::vector<Expr> indices;
+  Expr value;
+  StoreNode(Buffer b, std::vector<Expr> i, Expr v, SourceLoc l)
+      : StmtNode(StmtKind::Store, l), buffer(std::move(b)), indices(std::move(i)),
+        value(std::move(v)) {}
+  static Stmt make(Buffer b, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
+};
+/// A call of a registered tile primitive (copy, gemm_v0, tile.add, reduce_sum, sort, ...).
+struct TileOpNode : StmtNode {
+  const OpDef* op;
+  std::vector<TileArg> args;
+  std::vector<Attr> attrs;  // every attribute of the op, defaults filled in, in OpDef order
+  TileOpNode(const OpDef* o, std::vector<TileArg> a, std::vector<Attr> at, SourceLoc l)
+      : StmtNode(StmtKind::TileOp, l), op(o), args(std::move(a)), attrs(std::move(at)) {}
+  static Stmt make(const OpDef* op, std::vector<TileArg> args, std::vector<Attr> attrs,
+                   SourceLoc loc = {});
+  const AttrValue* attr(std::string_view key) const;
+  bool attr_bool(std::string_view key) const;
+  int64_t attr_int(std::string_view key) const;
+  double attr_float(std::string_view key) const;
+  const std::string& attr_str(std::string_view key) const;
+};
+/// Synchronization: flags, barriers, cross-core flags, sync_all.
+struct SyncNode : StmtNode {
+  SyncKind sync_kind;
+  Pipe src = Pipe::S;  // set/wait_flag: source pipe; pipe_barrier: the pipe; set_cross_flag: pipe
+  Pipe dst = Pipe::S;  // set/wait_flag: destination pipe
+  Expr event_id;       // flags and cross flags; undefined otherwise
+  int mode = 0;        // set_cross_flag mode (0, 1, 2)
+  SyncNode(SyncKind k, Pipe s, Pipe d, Expr id, int m, SourceLoc l)
+      : StmtNode(StmtKind::Sync, l), sync_kind(k), src(s), dst(d), event_id(std::move(id)),
+        mode(m) {}
+  static Stmt make(SyncKind k, Pipe src, Pipe dst, Expr event_id, int mode, SourceLoc loc = {});
+};
+/// Code that runs only on the AIC (Cube) or only on the AIVs (Vector) of each block.
+struct ScopeNode : StmtNode {
+  CoreKind core;
+  Stmt body;
+  ScopeNode(CoreKind c, Stmt b, SourceLoc l)
+      : StmtNode(StmtKind::Scope, l), core(c), body(std::move(b)) {}
+  static Stmt make(CoreKind c, Stmt body, SourceLoc loc = {});
+};
+/// Kernel launch: `num_blocks` logical blocks, each 1 AIC + 2 AIV. cid in [0, num_blocks),
+/// vid in {0, 1} (the AIV index; 0 on the AIC).
+struct KernelNode : StmtNode {
+  Expr num_blocks;
+  Var cid, vid;
+  Stmt body;
+  KernelNode(Expr n, Var c, Var v, Stmt b, SourceLoc l)
+      : StmtNode(StmtKind::Kernel, l), num_blocks(std::move(n)), cid(std::move(c)),
+        vid(std::move(v)), body(std::move(b)) {}
+  static Stmt make(Expr num_blocks, Var cid, Var vid, Stmt body, SourceLoc loc = {});
+};
+
+// ---------------------------------------------------------------------------------------------
+// Functions
+
+/// A kernel parameter: a GM tensor or a scalar.
+struct Param {
+  Buffer tensor;  // defined for tensor parameters (scope GM)
+  Var scalar;     // defined for scalar parameters
+  bool is_tensor() const { return tensor.defined(); }
+  const std::string& name() const;
+};
+
+struct PrimFuncNode {
+  std::string name;
+  std::vector<Var> dynamics;  // symbolic sizes bound from tensor shapes at launch
+  std::vector<Param> params;
+  Stmt body;
+  SourceLoc loc;
+};
+using PrimFunc = std::shared_ptr<const PrimFuncNode>;
+PrimFunc make_prim_func(std::string name, std::vector<Var> dynamics, std::vector<Param> params,
+                        Stmt body, SourceLoc loc = {});
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+/// The value of an integer immediate, if `e` is one.
+std::optional<int64_t> as_const_int(const Expr& e);
+/// Product of the extents, if all are constant.
+std::optional<int64_t> const_product(const std::vector<Expr>& xs);
+/// Extents of a region.
+std::vector<Expr> region_extents(const BufferRegion& r);
+
+}  // namespace tl

@@ -1,0 +1,63 @@
+// Expression operators for building IR by hand and from the DSL. Integer immediates fold
+// (`4 * 128` becomes 512) and trivial identities simplify (x + 0, x * 1), so printed kernels
+// stay readable. Note the TileLang semantics: `/` and `%` on integers are floordiv/floormod.
+// `==`, `<`, ... build comparison nodes; use Expr::same_as or structural_equal to compare IR.
+#pragma once
+
+#include "tl/ir.h"
+
+namespace tl {
+
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);  // floordiv on integers, IEEE division on floats
+Expr operator%(Expr a, Expr b);  // floormod on integers
+Expr operator-(Expr a);
+Expr operator==(Expr a, Expr b);
+Expr operator!=(Expr a, Expr b);
+Expr operator<(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+Expr operator>(Expr a, Expr b);
+Expr operator>=(Expr a, Expr b);
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr operator!(Expr a);
+
+Expr floordiv(Expr a, Expr b);
+Expr floormod(Expr a, Expr b);
+Expr truncdiv(Expr a, Expr b);
+Expr truncmod(Expr a, Expr b);
+Expr ceildiv(Expr a, Expr b);  // floordiv(a + b - 1, b)
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+Expr select(Expr cond, Expr t, Expr f);
+Expr cast(DType t, Expr v);
+Expr bitwise_and(Expr a, Expr b);
+Expr bitwise_or(Expr a, Expr b);
+Expr bitwise_xor(Expr a, Expr b);
+Expr shift_left(Expr a, Expr b);
+Expr shift_right(Expr a, Expr b);
+
+/// A typed immediate: `imm(f16, 1.5)`, `imm(i64, 7)`.
+Expr imm(DType t, double v);
+/// +inf / -inf / nan of a float dtype.
+Expr inf(DType t);
+Expr neg_inf(DType t);
+
+// Scalar math intrinsics (Call nodes), dtype of the argument.
+Expr exp(Expr x);
+Expr log(Expr x);
+Expr sqrt(Expr x);
+Expr rsqrt(Expr x);
+Expr abs(Expr x);
+Expr sigmoid(Expr x);
+Expr pow(Expr x, Expr y);
+
+/// Names of the scalar intrinsics a Call may use, and their arity.
+int intrinsic_arity(std::string_view name);  // -1 if unknown
+
+/// Compile-time ceildiv for C++ ints (tiling arithmetic in kernel generators).
+constexpr int ceildiv(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace tl

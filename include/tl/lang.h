@@ -1,0 +1,198 @@
+// tl::T: the tile language embedded in C++, TileLang-Ascend's primitives spelled in C++.
+//
+// A kernel generator is an ordinary C++ function whose arguments are compile-time parameters;
+// it builds a tl::PrimFunc by calling T:: functions inside T::prim_func's body. Each call
+// appends one statement to the innermost open block and records the caller's file:line.
+// Destination-first for tile ops (`T::tile::add(dst, a, b)`), source-first for copy
+// (`T::copy(src, dst)`), as in TileLang. See docs/language.md for every primitive.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "tl/ir.h"
+#include "tl/ir_ops.h"
+
+namespace tl {
+
+using Core = CoreKind;
+using Loc = std::source_location;
+#define TL_LOC const ::tl::Loc& loc = ::tl::Loc::current()
+
+/// Repository-relative file and line of a DSL call.
+SourceLoc source_loc(const Loc& l);
+
+/// A kernel parameter in T::prim_func's list: a tensor (Buffer) or a scalar (Var).
+struct ParamRef {
+  Param p;
+  ParamRef(const Buffer& b) : p{b, {}} {}  // NOLINT
+  ParamRef(const Var& v) : p{{}, v} {}     // NOLINT
+};
+
+namespace T {
+
+// ---- Functions, parameters, symbols ------------------------------------------------------
+
+/// A GM tensor parameter. `strides` empty means dense row-major.
+Buffer Tensor(std::string name, std::vector<Expr> shape, DType dtype, std::vector<Expr> strides = {},
+              TL_LOC);
+/// A scalar kernel parameter.
+Var Scalar(std::string name, DType dtype);
+/// A dynamic size: bound at launch from the tensor shapes it appears in.
+Var dynamic(std::string name, DType dtype = DType::Int32);
+/// Builds a function: runs `body`, which must contain the T::Kernel launch.
+PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::function<void()>& body,
+                   TL_LOC);
+
+// ---- Launch and scopes ---------------------------------------------------------------------
+
+/// Launches `num_blocks` logical blocks (1 AIC + 2 AIV each). cid in [0, num_blocks); vid is
+/// the AIV index (0 or 1; 0 on the AIC).
+void Kernel(Expr num_blocks, const std::function<void(Expr cid, Expr vid)>& body, TL_LOC);
+/// Code for the AIC (Core::Cube) or for each AIV (Core::Vector) only.
+void Scope(Core core, const std::function<void()>& body, TL_LOC);
+
+// ---- Memory --------------------------------------------------------------------------------
+
+Buffer alloc_L1(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
+Buffer alloc_L0A(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
+Buffer alloc_L0B(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
+Buffer alloc_L0C(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
+Buffer alloc_ub(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
+/// Developer mode: the compiler places these (L1 or UB; L0A/L0B/L0C or UB).
+Buffer alloc_shared(std::string name, std::vector<Expr> shape, DType dtype, TL_LOC);
+Buffer alloc_fragment(std::string name, std::vector<Expr> shape, DType dtype, TL_LOC);
+/// A scalar variable (read with `v()`, written with T::assign), optionally initialised.
+Buffer alloc_var(std::string name, DType dtype, std::optional<Expr> init = std::nullopt, TL_LOC);
+void assign(const Buffer& var, Expr value, TL_LOC);
+/// Scalar store `buf[indices] = value` (S pipe).
+void store(const Buffer& buf, std::vector<Expr> indices, Expr value, TL_LOC);
+/// Binds `name = value` for the rest of the block and returns the variable.
+Var let(std::string name, Expr value, TL_LOC);
+
+// ---- Control flow --------------------------------------------------------------------------
+
+void serial(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
+void serial(Expr min, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
+void unroll(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
+void Parallel(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
+void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& body, TL_LOC);
+/// Persistent tiles: tiles of `domain` (row-major) are dealt to `num_workers` workers; worker
+/// `worker` runs `body` with the tile's coordinates for tiles worker, worker + num_workers, ...
+void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
+                const std::function<void(std::vector<Expr>)>& body, TL_LOC);
+void If(Expr cond, const std::function<void()>& then_body,
+        const std::function<void()>& else_body = nullptr, TL_LOC);
+
+// ---- Data movement and cube ------------------------------------------------------------------
+
+struct CopyOptions {
+  bool enable_relu = false;           // fixpipe ReLU (L0C -> GM/L1)
+  bool transpose = false;             // L1 -> L0A/L0B transposed load (16-bit types)
+  std::optional<double> pad_value{};  // GM -> UB padded copy: fill value of the 32 B tail
+  bool nd2nz = true;                  // GM -> L1 converts ND to the NZ fractal layout
+};
+/// Copies src to dst. Either side may be a start-point region (`A.at({i, j})`) whose extents
+/// are taken from the other side.
+void copy(TileArg src, TileArg dst, CopyOptions opt = {}, TL_LOC);
+/// dst (GM) += src, atomically across cores.
+void atomic_add(TileArg dst, TileArg src, TL_LOC);
+
+struct GemmOptions {
+  bool transpose_A = false;
+  bool transpose_B = false;
+  Expr init = false;  // true (or an expression like k == 0): C = A x B instead of C += A x B
+};
+/// C (L0C) [+]= op(A) x op(B) with A and B in L1 (loads L0A/L0B itself).
+void gemm_v0(TileArg A, TileArg B, TileArg C, GemmOptions opt = {}, TL_LOC);
+/// C (L0C) [+]= A (L0A) x B (L0B), one Mmad.
+void mma(TileArg A, TileArg B, TileArg C, Expr init = false, TL_LOC);
+
+// ---- Reductions and sorting --------------------------------------------------------------------
+
+void reduce_sum(TileArg src, TileArg dst, int dim = -1, bool clear = true, TL_LOC);
+void reduce_max(TileArg src, TileArg dst, int dim = -1, bool clear = true, TL_LOC);
+void reduce_min(TileArg src, TileArg dst, int dim = -1, bool clear = true, TL_LOC);
+/// dst = (value, index) pairs of src[0:actual_num], descending, ties to the smaller index.
+void sort(TileArg dst, TileArg src, Expr actual_num, TL_LOC);
+/// Merges 2-4 descending (value, index) queues.
+void merge_sort(TileArg dst, std::vector<TileArg> srcs, TL_LOC);
+void topk(TileArg dst, TileArg src, Expr k, Expr actual_num, TL_LOC);
+void init_sort_buf(TileArg dst, Expr num, std::optional<Expr> value = std::nullopt, TL_LOC);
+
+// ---- Synchronization -----------------------------------------------------------------------
+
+void set_flag(Pipe src, Pipe dst, Expr event_id, TL_LOC);
+void wait_flag(Pipe src, Pipe dst, Expr event_id, TL_LOC);
+void pipe_barrier(Pipe pipe, TL_LOC);
+void barrier_all(TL_LOC);
+/// mode 0: all AICs or all AIVs; 1: the two AIVs of a block; 2: AIC <-> its AIVs.
+void set_cross_flag(Pipe pipe, Expr event_id, int mode = 2, TL_LOC);
+void wait_cross_flag(Expr event_id, TL_LOC);
+void sync_all(TL_LOC);
+
+// ---- Debug ---------------------------------------------------------------------------------
+
+void printf(std::string fmt, std::vector<Expr> args = {}, TL_LOC);
+void dump_tensor(TileArg src, int64_t desc = 0, TL_LOC);
+
+// ---- Vector tile ops (AIV, UB operands, V pipe) -------------------------------------------------
+
+namespace tile {
+void add(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void sub(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void mul(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void div(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void max(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void min(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void bitwise_and(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void bitwise_or(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void bitwise_not(TileArg dst, TileArg src, TL_LOC);
+void shift_left(TileArg dst, TileArg src, Expr bits, TL_LOC);
+void shift_right(TileArg dst, TileArg src, Expr bits, TL_LOC);
+void exp(TileArg dst, TileArg src, TL_LOC);
+void ln(TileArg dst, TileArg src, TL_LOC);
+void abs(TileArg dst, TileArg src, TL_LOC);
+void reciprocal(TileArg dst, TileArg src, TL_LOC);
+void sqrt(TileArg dst, TileArg src, TL_LOC);
+void rsqrt(TileArg dst, TileArg src, TL_LOC);
+void relu(TileArg dst, TileArg src, TL_LOC);
+void sigmoid(TileArg dst, TileArg src, TL_LOC);
+void silu(TileArg dst, TileArg src, TL_LOC);
+void sin(TileArg dst, TileArg src, TL_LOC);
+void cos(TileArg dst, TileArg src, TL_LOC);
+void round(TileArg dst, TileArg src, TL_LOC);
+void axpy(TileArg dst, TileArg src, Expr alpha, TL_LOC);
+void leaky_relu(TileArg dst, TileArg src, Expr alpha, TL_LOC);
+void clamp(TileArg dst, TileArg src, Expr lo, Expr hi, TL_LOC);
+/// mode: "CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD".
+void cast(TileArg dst, TileArg src, std::string mode = "CAST_NONE", TL_LOC);
+/// dst: uint8 bitmask, one bit per element. mode: "LT", "GT", "EQ", "LE", "GE", "NE".
+void compare(TileArg dst, TileArg src0, TileArg src1, std::string mode, TL_LOC);
+void select(TileArg dst, TileArg mask, TileArg src0, TileArg src1, int mode = 2, TL_LOC);
+void fill(TileArg dst, Expr value, TL_LOC);
+void createvecindex(TileArg dst, Expr first, TL_LOC);
+void arith_progression(TileArg dst, Expr first, Expr diff, std::optional<Expr> count = std::nullopt,
+                       TL_LOC);
+void gather(TileArg dst, TileArg src, TileArg offsets, Expr base = 0, TL_LOC);
+/// pattern: "P0101" even, "P1010" odd, "P0001"/"P0010"/"P0100"/"P1000" one of four, "P1111" all.
+void gather_mask(TileArg dst, TileArg src, std::string pattern, TL_LOC);
+void gather_mask(TileArg dst, TileArg src, TileArg mask, TL_LOC);
+void broadcast(TileArg dst, TileArg src, TL_LOC);
+void row_expand_add(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void row_expand_sub(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void row_expand_mul(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void row_expand_div(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void row_expand_max(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void row_expand_min(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void transpose(TileArg dst, TileArg src, TL_LOC);
+}  // namespace tile
+
+/// Low-level escape: emit any registered tile op by name.
+void emit(std::string_view op, std::vector<TileArg> args, std::vector<Attr> attrs = {}, TL_LOC);
+
+}  // namespace T
+}  // namespace tl

@@ -1,0 +1,95 @@
+// Targets as data: one description per Ascend chip. The verifier, the memory planner, the
+// virtual NPU's timing model and (later) the AscendC emitter all read these tables; no chip
+// fact lives in code elsewhere. Values and their sources: src/target/targets.cpp.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tl/ir.h"
+
+namespace tl {
+
+/// A legal data path and the pipe that moves data along it.
+struct CopyPath {
+  MemScope src, dst;
+  Pipe pipe;
+};
+
+/// A legal cube (Mmad) dtype combination: a x b accumulated into c.
+struct MmaDTypes {
+  DType a, b, c;
+};
+
+/// A legal vector Cast: from -> to with the rounding modes allowed ("CAST_RINT", ...).
+struct CastRule {
+  DType from, to;
+  std::vector<std::string> modes;
+};
+
+/// A legal fixpipe conversion out of L0C: accumulator dtype -> destination dtype, per
+/// destination scope (GM or L1).
+struct FixpipeRule {
+  MemScope dst;
+  DType from, to;
+};
+
+/// Costs for the timing model (DESIGN.md 3.4). Cycles unless stated.
+struct CostTable {
+  double cube_fractals_per_cycle = 1.0;  // 16x16x16 fp16 fractal products per cycle per AIC
+  double cube_head_cycles = 6;
+  /// Theoretical bytes per cycle per core of each copy path, keyed "SRC->DST".
+  std::map<std::string, double> copy_bytes_per_cycle;
+  /// Latency constant K (bytes) of bw(B) = peak * B / (K + B), keyed like copy_bytes_per_cycle.
+  std::map<std::string, double> copy_latency_bytes;
+  double vector_bytes_per_repeat = 256;
+  /// Per-instruction vector costs: head + per_repeat * repeats + tail, keyed by op class.
+  struct VectorCost {
+    double head, per_repeat, tail;
+  };
+  std::map<std::string, VectorCost> vector;
+  double hbm_bytes_per_s = 1.8e12;
+  double l2_bytes_per_s = 5.0e12;
+};
+
+struct Target {
+  std::string name;  // "A2", "910B3", "910B4", "A3", "950"
+  std::string chip;  // "Ascend910B2", ...
+  int num_aic = 0;
+  int num_aiv = 0;
+  double clock_ghz = 0;
+  std::array<int64_t, kNumMemScopes> capacity{};   // bytes usable per core; 0 = unbounded/NA
+  std::array<int64_t, kNumMemScopes> alignment{};  // start-address alignment in bytes
+  int64_t gm_bytes = 0;
+  std::vector<CopyPath> copy_paths;
+  std::vector<MmaDTypes> mma_dtypes;
+  std::vector<FixpipeRule> fixpipe;
+  std::vector<CastRule> casts;
+  /// Legal dtypes of each vector op, keyed by op name ("tile.add", "reduce_sum", ...).
+  std::map<std::string, std::vector<DType>> vector_dtypes;
+  bool l1_transpose_16bit_only = true;  // LoadData transpose only for 16-bit types
+  int num_event_ids = 8;                // set_flag/wait_flag ids are 0 .. num_event_ids-1
+  std::vector<int> reserved_event_ids;  // ids the vendor runtime keeps for itself
+  int num_cross_flags = 16;             // cross-core flag ids 0 .. num_cross_flags-1
+  std::vector<int> sync_all_cross_flags;  // ids used by sync_all
+  int max_pending_cross_sets = 15;
+  CostTable costs;
+
+  /// The pipe of the copy src -> dst, if the path is legal on this target.
+  std::optional<Pipe> copy_pipe(MemScope src, MemScope dst) const;
+  bool vector_dtype_ok(std::string_view op, DType t) const;
+  int64_t cap(MemScope s) const { return capacity[static_cast<size_t>(s)]; }
+  int64_t align(MemScope s) const { return alignment[static_cast<size_t>(s)]; }
+};
+
+/// The target called `name` ("A2", "Ascend910B2", "910B3", "910B4", "A3", "950"); a user
+/// error that lists the known names otherwise.
+const Target& get_target(std::string_view name);
+/// The default target: A2 (Ascend 910B2).
+const Target& default_target();
+std::vector<std::string> target_names();
+
+}  // namespace tl

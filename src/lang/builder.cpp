@@ -1,0 +1,278 @@
+// The DSL's builder state and the structural T:: calls: functions, launch, scopes, memory,
+// scalars and control flow.
+#include "builder.h"
+
+#include <set>
+
+#include "tl/lang.h"
+
+namespace tl {
+
+SourceLoc source_loc(const Loc& l) { return SourceLoc{l.file_name(), static_cast<int>(l.line())}; }
+
+namespace lang {
+namespace {
+struct FuncState {
+  std::vector<std::vector<Stmt>> blocks;
+  std::set<std::string> names;
+  bool has_kernel = false;
+};
+thread_local std::vector<FuncState*> g_funcs;  // nested prim_func calls build independently
+
+FuncState& current(const SourceLoc& loc) {
+  if (g_funcs.empty())
+    user_error(loc, "T:: statements must be written inside the body of T::prim_func");
+  return *g_funcs.back();
+}
+}  // namespace
+
+bool building() { return !g_funcs.empty(); }
+
+void emit(Stmt s, const SourceLoc& loc) {
+  auto& f = current(loc);
+  TL_ASSERT(!f.blocks.empty(), "no open block");
+  f.blocks.back().push_back(std::move(s));
+}
+
+Stmt capture(const std::function<void()>& body, const SourceLoc& loc) {
+  auto& f = current(loc);
+  f.blocks.emplace_back();
+  try {
+    if (body) body();
+  } catch (...) {
+    f.blocks.pop_back();
+    throw;
+  }
+  std::vector<Stmt> stmts = std::move(f.blocks.back());
+  f.blocks.pop_back();
+  return SeqNode::make(std::move(stmts), loc);
+}
+
+std::string unique_name(const std::string& base) {
+  if (g_funcs.empty()) return base;
+  auto& names = g_funcs.back()->names;
+  std::string n = base;
+  for (int i = 1; names.count(n); ++i) n = fmt::format("{}_{}", base, i);
+  names.insert(n);
+  return n;
+}
+
+void claim_name(const std::string& name, const SourceLoc& loc) {
+  auto& f = current(loc);
+  if (!f.names.insert(name).second)
+    user_error(loc, "the name '{}' is already used in this kernel; buffer, variable and parameter "
+                    "names must be unique", name);
+}
+
+void note_kernel(const SourceLoc& loc) {
+  auto& f = current(loc);
+  if (f.has_kernel) user_error(loc, "a kernel has exactly one T::Kernel launch");
+  if (f.blocks.size() != 1) user_error(loc, "T::Kernel must be at the top level of T::prim_func");
+  f.has_kernel = true;
+}
+
+}  // namespace lang
+
+namespace T {
+using lang::capture;
+using lang::emit;
+
+namespace {
+void collect_dynamics(const Expr& e, std::vector<Var>& out) {
+  if (!e.defined()) return;
+  if (auto* v = e.as<VarNode>()) {
+    for (const auto& d : out)
+      if (d.get() == v) return;
+    out.push_back(Var(e.ptr()));
+    return;
+  }
+  if (auto* b = e.as<BinaryNode>()) {
+    collect_dynamics(b->a, out);
+    collect_dynamics(b->b, out);
+  } else if (auto* c = e.as<CastNode>()) {
+    collect_dynamics(c->value, out);
+  } else if (auto* s = e.as<SelectNode>()) {
+    collect_dynamics(s->cond, out);
+    collect_dynamics(s->t, out);
+    collect_dynamics(s->f, out);
+  } else if (auto* c2 = e.as<CallNode>()) {
+    for (const auto& a : c2->args) collect_dynamics(a, out);
+  }
+}
+
+Buffer alloc(std::string name, std::vector<Expr> shape, DType dtype, MemScope scope,
+             int64_t address, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  if (name.empty()) user_error(loc, "T::alloc_{}: a buffer needs a name", scope_name(scope));
+  if (shape.empty()) user_error(loc, "T::alloc_{}('{}'): shape is empty", scope_name(scope), name);
+  lang::claim_name(name, loc);
+  Buffer b = BufferNode::make(name, dtype, std::move(shape), scope, {}, address, loc);
+  emit(AllocateNode::make(b, loc), loc);
+  return b;
+}
+
+void loop(Expr min, Expr extent, ForKind kind, int stages, const std::function<void(Expr)>& body,
+          const Loc& l, const char* var_base) {
+  SourceLoc loc = source_loc(l);
+  Var v(lang::unique_name(var_base));
+  Stmt s = capture([&] { body(v); }, loc);
+  emit(ForNode::make(v, std::move(min), std::move(extent), kind, stages, s, loc), loc);
+}
+}  // namespace
+
+Buffer Tensor(std::string name, std::vector<Expr> shape, DType dtype, std::vector<Expr> strides,
+              const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  if (!strides.empty() && strides.size() != shape.size())
+    user_error(loc, "T::Tensor('{}'): {} strides for {} dimensions", name, strides.size(),
+               shape.size());
+  return BufferNode::make(std::move(name), dtype, std::move(shape), MemScope::GM, std::move(strides),
+                          -1, loc);
+}
+
+Var Scalar(std::string name, DType dtype) { return Var(std::move(name), dtype); }
+Var dynamic(std::string name, DType dtype) { return Var(std::move(name), dtype); }
+
+PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::function<void()>& body,
+                   const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  lang::FuncState state;
+  state.blocks.emplace_back();
+  std::vector<Param> ps;
+  std::vector<Var> dynamics;
+  for (auto& p : params) {
+    if (!state.names.insert(p.p.name()).second)
+      user_error(loc, "T::prim_func('{}'): two parameters are called '{}'", name, p.p.name());
+    if (p.p.is_tensor()) {
+      for (const auto& s : p.p.tensor->shape) collect_dynamics(s, dynamics);
+      for (const auto& s : p.p.tensor->strides) collect_dynamics(s, dynamics);
+    }
+    ps.push_back(p.p);
+  }
+  for (const auto& d : dynamics) state.names.insert(d.name());
+  lang::g_funcs.push_back(&state);
+  try {
+    body();
+  } catch (...) {
+    lang::g_funcs.pop_back();
+    throw;
+  }
+  lang::g_funcs.pop_back();
+  if (!state.has_kernel) user_error(loc, "T::prim_func('{}') has no T::Kernel launch", name);
+  Stmt b = SeqNode::make(std::move(state.blocks.back()), loc);
+  return make_prim_func(std::move(name), std::move(dynamics), std::move(ps), b, loc);
+}
+
+void Kernel(Expr num_blocks, const std::function<void(Expr, Expr)>& body, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  lang::note_kernel(loc);
+  Var cid(lang::unique_name("cid")), vid(lang::unique_name("vid"));
+  Stmt s = capture([&] { body(cid, vid); }, loc);
+  emit(KernelNode::make(std::move(num_blocks), cid, vid, s, loc), loc);
+}
+
+void Scope(Core core, const std::function<void()>& body, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  Stmt s = capture(body, loc);
+  emit(ScopeNode::make(core, s, loc), loc);
+}
+
+Buffer alloc_L1(std::string n, std::vector<Expr> s, DType t, int64_t a, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::L1, a, l);
+}
+Buffer alloc_L0A(std::string n, std::vector<Expr> s, DType t, int64_t a, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::L0A, a, l);
+}
+Buffer alloc_L0B(std::string n, std::vector<Expr> s, DType t, int64_t a, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::L0B, a, l);
+}
+Buffer alloc_L0C(std::string n, std::vector<Expr> s, DType t, int64_t a, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::L0C, a, l);
+}
+Buffer alloc_ub(std::string n, std::vector<Expr> s, DType t, int64_t a, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::UB, a, l);
+}
+Buffer alloc_shared(std::string n, std::vector<Expr> s, DType t, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::Shared, -1, l);
+}
+Buffer alloc_fragment(std::string n, std::vector<Expr> s, DType t, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::Fragment, -1, l);
+}
+Buffer alloc_var(std::string n, DType t, std::optional<Expr> init, const Loc& l) {
+  Buffer b = alloc(std::move(n), {Expr(1)}, t, MemScope::Var, -1, l);
+  if (init) assign(b, *init, l);
+  return b;
+}
+
+void assign(const Buffer& var, Expr value, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  if (var->scope != MemScope::Var)
+    user_error(loc, "T::assign: '{}' is a {} buffer, expected a scalar made by T::alloc_var",
+               var->name, scope_name(var->scope));
+  emit(StoreNode::make(var, {Expr(0)}, std::move(value), loc), loc);
+}
+
+void store(const Buffer& buf, std::vector<Expr> indices, Expr value, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  if (indices.size() != buf->ndim())
+    user_error(loc, "T::store to '{}': {} indices for {} dimensions", buf->name, indices.size(),
+               buf->ndim());
+  emit(StoreNode::make(buf, std::move(indices), std::move(value), loc), loc);
+}
+
+Var let(std::string name, Expr value, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  lang::claim_name(name, loc);
+  Var v(std::move(name), value.dtype());
+  emit(LetNode::make(v, std::move(value), loc), loc);
+  return v;
+}
+
+void serial(Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(Expr(0), std::move(extent), ForKind::Serial, 0, body, l, "i");
+}
+void serial(Expr min, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(std::move(min), std::move(extent), ForKind::Serial, 0, body, l, "i");
+}
+void unroll(Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(Expr(0), std::move(extent), ForKind::Unrolled, 0, body, l, "u");
+}
+void Parallel(Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(Expr(0), std::move(extent), ForKind::Parallel, 0, body, l, "p");
+}
+void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& body, const Loc& l) {
+  if (num_stages < 1)
+    user_error(source_loc(l), "T::Pipelined: num_stages must be >= 1, got {}", num_stages);
+  loop(Expr(0), std::move(extent), ForKind::Pipelined, num_stages, body, l, "k");
+}
+
+void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
+                const std::function<void(std::vector<Expr>)>& body, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  if (domain.empty()) user_error(loc, "T::Persistent: the tile domain is empty");
+  Expr total = domain[0];
+  for (size_t i = 1; i < domain.size(); ++i) total = total * domain[i];
+  serial(ceildiv(total, num_workers), [&](Expr it) {
+    Expr tile = it * num_workers + worker;
+    If(tile < total, [&] {
+      std::vector<Expr> coords(domain.size());
+      Expr rest = tile;
+      for (size_t d = domain.size(); d-- > 0;) {
+        coords[d] = d == 0 ? rest : rest % domain[d];
+        rest = rest / domain[d];
+      }
+      body(coords);
+    }, nullptr, l);
+  }, l);
+}
+
+void If(Expr cond, const std::function<void()>& then_body, const std::function<void()>& else_body,
+        const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  Stmt t = capture(then_body, loc);
+  Stmt e = else_body ? capture(else_body, loc) : Stmt();
+  emit(IfNode::make(std::move(cond), t, e, loc), loc);
+}
+
+}  // namespace T
+}  // namespace tl

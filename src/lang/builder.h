@@ -1,0 +1,25 @@
+// Internal: the DSL's statement builder. A thread-local stack of open blocks; each T:: call
+// appends to the innermost one. T::prim_func opens the outermost block.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "tl/ir.h"
+
+namespace tl::lang {
+
+/// Appends a statement to the innermost open block (a user error outside T::prim_func).
+void emit(Stmt s, const SourceLoc& loc);
+/// Runs `body` in a new block and returns the block's statements as one Stmt.
+Stmt capture(const std::function<void()>& body, const SourceLoc& loc);
+/// Records the function's T::Kernel launch (a user error if it is not the only one).
+void note_kernel(const SourceLoc& loc);
+/// True inside T::prim_func.
+bool building();
+/// Returns a name not yet used in the function being built (`base`, `base_1`, ...).
+std::string unique_name(const std::string& base);
+/// Records a buffer name as used; a user error if it already is.
+void claim_name(const std::string& name, const SourceLoc& loc);
+
+}  // namespace tl::lang

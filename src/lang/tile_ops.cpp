@@ -1,0 +1,179 @@
+// The DSL's tile-primitive calls: each is one T::emit of a registered op. Start-point regions
+// (`A.at({i, j})`) get their extents from the op's other tile operand here.
+#include "builder.h"
+#include "tl/lang.h"
+#include "tl/op.h"
+
+namespace tl::T {
+namespace {
+
+/// Gives every start-point region in `args` the extents of the first full tile operand.
+void resolve_start_point_regions(std::vector<TileArg>& args, std::string_view op, const SourceLoc& loc) {
+  const BufferRegion* full = nullptr;
+  for (const auto& a : args)
+    if (a.is_region() && !a.region.partial()) {
+      full = &a.region;
+      break;
+    }
+  for (auto& a : args) {
+    if (!a.is_region() || !a.region.partial()) continue;
+    if (!full)
+      user_error(loc, "T.{}: cannot infer the extents of the start-point region of '{}': no other "
+                      "operand is a full region", op, a.region.buffer->name);
+    size_t n = a.region.ranges.size(), m = full->ranges.size();
+    if (n < m)
+      user_error(loc, "T.{}: start-point region of '{}' has {} indices but the extents come from "
+                      "'{}' with {} dimensions", op, a.region.buffer->name, n, full->buffer->name, m);
+    for (size_t i = 0; i < n; ++i)
+      a.region.ranges[i].extent = i < n - m ? Expr(1) : full->ranges[i - (n - m)].extent;
+  }
+}
+
+Attr battr(const char* k, bool v) { return {k, v}; }
+Attr iattr(const char* k, int64_t v) { return {k, v}; }
+Attr sattr(const char* k, std::string v) { return {k, std::move(v)}; }
+
+}  // namespace
+
+void emit(std::string_view op, std::vector<TileArg> args, std::vector<Attr> attrs, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  resolve_start_point_regions(args, op, loc);
+  lang::emit(make_tile_op(op, std::move(args), std::move(attrs), loc), loc);
+}
+
+void copy(TileArg src, TileArg dst, CopyOptions opt, const Loc& l) {
+  std::vector<Attr> attrs;
+  if (opt.enable_relu) attrs.push_back(battr("enable_relu", true));
+  if (opt.transpose) attrs.push_back(battr("transpose", true));
+  if (opt.pad_value) {
+    attrs.push_back(battr("pad", true));
+    attrs.push_back({"pad_value", *opt.pad_value});
+  }
+  if (!opt.nd2nz) attrs.push_back(battr("nd2nz", false));
+  emit("copy", {std::move(src), std::move(dst)}, std::move(attrs), l);
+}
+void atomic_add(TileArg dst, TileArg src, const Loc& l) {
+  emit("atomic_add", {std::move(dst), std::move(src)}, {}, l);
+}
+void gemm_v0(TileArg A, TileArg B, TileArg C, GemmOptions opt, const Loc& l) {
+  std::vector<Attr> attrs;
+  if (opt.transpose_A) attrs.push_back(battr("transpose_A", true));
+  if (opt.transpose_B) attrs.push_back(battr("transpose_B", true));
+  emit("gemm_v0", {std::move(A), std::move(B), std::move(C), opt.init}, std::move(attrs), l);
+}
+void mma(TileArg A, TileArg B, TileArg C, Expr init, const Loc& l) {
+  emit("mma", {std::move(A), std::move(B), std::move(C), std::move(init)}, {}, l);
+}
+
+void reduce_sum(TileArg src, TileArg dst, int dim, bool clear, const Loc& l) {
+  emit("reduce_sum", {std::move(src), std::move(dst)}, {iattr("dim", dim), battr("clear", clear)}, l);
+}
+void reduce_max(TileArg src, TileArg dst, int dim, bool clear, const Loc& l) {
+  emit("reduce_max", {std::move(src), std::move(dst)}, {iattr("dim", dim), battr("clear", clear)}, l);
+}
+void reduce_min(TileArg src, TileArg dst, int dim, bool clear, const Loc& l) {
+  emit("reduce_min", {std::move(src), std::move(dst)}, {iattr("dim", dim), battr("clear", clear)}, l);
+}
+void sort(TileArg dst, TileArg src, Expr actual_num, const Loc& l) {
+  emit("sort", {std::move(dst), std::move(src), std::move(actual_num)}, {}, l);
+}
+void merge_sort(TileArg dst, std::vector<TileArg> srcs, const Loc& l) {
+  if (srcs.size() < 2 || srcs.size() > 4)
+    user_error(source_loc(l), "T.merge_sort merges 2 to 4 queues, got {}", srcs.size());
+  srcs.insert(srcs.begin(), std::move(dst));
+  emit("merge_sort", std::move(srcs), {}, l);
+}
+void topk(TileArg dst, TileArg src, Expr k, Expr actual_num, const Loc& l) {
+  emit("topk", {std::move(dst), std::move(src), std::move(k), std::move(actual_num)}, {}, l);
+}
+void init_sort_buf(TileArg dst, Expr num, std::optional<Expr> value, const Loc& l) {
+  std::vector<TileArg> args = {std::move(dst), std::move(num)};
+  if (value) args.push_back(*value);
+  emit("init_sort_buf", std::move(args), {}, l);
+}
+
+namespace {
+void sync(SyncKind k, Pipe src, Pipe dst, Expr id, int mode, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  lang::emit(SyncNode::make(k, src, dst, std::move(id), mode, loc), loc);
+}
+}  // namespace
+void set_flag(Pipe src, Pipe dst, Expr id, const Loc& l) { sync(SyncKind::SetFlag, src, dst, std::move(id), 0, l); }
+void wait_flag(Pipe src, Pipe dst, Expr id, const Loc& l) { sync(SyncKind::WaitFlag, src, dst, std::move(id), 0, l); }
+void pipe_barrier(Pipe pipe, const Loc& l) { sync(SyncKind::PipeBarrier, pipe, Pipe::S, Expr(), 0, l); }
+void barrier_all(const Loc& l) { sync(SyncKind::BarrierAll, Pipe::ALL, Pipe::S, Expr(), 0, l); }
+void set_cross_flag(Pipe pipe, Expr id, int mode, const Loc& l) {
+  sync(SyncKind::SetCrossFlag, pipe, Pipe::S, std::move(id), mode, l);
+}
+void wait_cross_flag(Expr id, const Loc& l) { sync(SyncKind::WaitCrossFlag, Pipe::S, Pipe::S, std::move(id), 0, l); }
+void sync_all(const Loc& l) { sync(SyncKind::SyncAll, Pipe::ALL, Pipe::S, Expr(), 0, l); }
+
+void printf(std::string fmt, std::vector<Expr> args, const Loc& l) {
+  std::vector<TileArg> a(args.begin(), args.end());
+  emit("printf", std::move(a), {sattr("fmt", std::move(fmt))}, l);
+}
+void dump_tensor(TileArg src, int64_t desc, const Loc& l) {
+  emit("dump_tensor", {std::move(src)}, {iattr("desc", desc)}, l);
+}
+
+namespace tile {
+#define TL_BINARY(NAME) \
+  void NAME(TileArg d, TileArg a, TileArg b, const Loc& l) { \
+    T::emit("tile." #NAME, {std::move(d), std::move(a), std::move(b)}, {}, l); \
+  }
+#define TL_UNARY(NAME) \
+  void NAME(TileArg d, TileArg s, const Loc& l) { T::emit("tile." #NAME, {std::move(d), std::move(s)}, {}, l); }
+TL_BINARY(add) TL_BINARY(sub) TL_BINARY(mul) TL_BINARY(div) TL_BINARY(max) TL_BINARY(min)
+TL_BINARY(bitwise_and) TL_BINARY(bitwise_or)
+TL_BINARY(row_expand_add) TL_BINARY(row_expand_sub) TL_BINARY(row_expand_mul)
+TL_BINARY(row_expand_div) TL_BINARY(row_expand_max) TL_BINARY(row_expand_min)
+TL_UNARY(bitwise_not) TL_UNARY(exp) TL_UNARY(ln) TL_UNARY(abs) TL_UNARY(reciprocal) TL_UNARY(sqrt)
+TL_UNARY(rsqrt) TL_UNARY(relu) TL_UNARY(sigmoid) TL_UNARY(silu) TL_UNARY(sin) TL_UNARY(cos)
+TL_UNARY(round) TL_UNARY(broadcast) TL_UNARY(transpose)
+#undef TL_BINARY
+#undef TL_UNARY
+
+void shift_left(TileArg d, TileArg s, Expr bits, const Loc& l) {
+  T::emit("tile.shift_left", {std::move(d), std::move(s), std::move(bits)}, {}, l);
+}
+void shift_right(TileArg d, TileArg s, Expr bits, const Loc& l) {
+  T::emit("tile.shift_right", {std::move(d), std::move(s), std::move(bits)}, {}, l);
+}
+void axpy(TileArg d, TileArg s, Expr alpha, const Loc& l) {
+  T::emit("tile.axpy", {std::move(d), std::move(s), std::move(alpha)}, {}, l);
+}
+void leaky_relu(TileArg d, TileArg s, Expr alpha, const Loc& l) {
+  T::emit("tile.leaky_relu", {std::move(d), std::move(s), std::move(alpha)}, {}, l);
+}
+void clamp(TileArg d, TileArg s, Expr lo, Expr hi, const Loc& l) {
+  T::emit("tile.clamp", {std::move(d), std::move(s), std::move(lo), std::move(hi)}, {}, l);
+}
+void cast(TileArg d, TileArg s, std::string mode, const Loc& l) {
+  T::emit("tile.cast", {std::move(d), std::move(s)}, {sattr("mode", std::move(mode))}, l);
+}
+void compare(TileArg d, TileArg a, TileArg b, std::string mode, const Loc& l) {
+  T::emit("tile.compare", {std::move(d), std::move(a), std::move(b)}, {sattr("mode", std::move(mode))}, l);
+}
+void select(TileArg d, TileArg mask, TileArg a, TileArg b, int mode, const Loc& l) {
+  T::emit("tile.select", {std::move(d), std::move(mask), std::move(a), std::move(b)}, {iattr("mode", mode)}, l);
+}
+void fill(TileArg d, Expr v, const Loc& l) { T::emit("tile.fill", {std::move(d), std::move(v)}, {}, l); }
+void createvecindex(TileArg d, Expr first, const Loc& l) {
+  T::emit("tile.createvecindex", {std::move(d), std::move(first)}, {}, l);
+}
+void arith_progression(TileArg d, Expr first, Expr diff, std::optional<Expr> count, const Loc& l) {
+  std::vector<TileArg> args = {std::move(d), std::move(first), std::move(diff)};
+  if (count) args.push_back(*count);
+  T::emit("tile.arith_progression", std::move(args), {}, l);
+}
+void gather(TileArg d, TileArg s, TileArg offsets, Expr base, const Loc& l) {
+  T::emit("tile.gather", {std::move(d), std::move(s), std::move(offsets), std::move(base)}, {}, l);
+}
+void gather_mask(TileArg d, TileArg s, std::string pattern, const Loc& l) {
+  T::emit("tile.gather_mask", {std::move(d), std::move(s)}, {sattr("pattern", std::move(pattern))}, l);
+}
+void gather_mask(TileArg d, TileArg s, TileArg mask, const Loc& l) {
+  T::emit("tile.gather_mask", {std::move(d), std::move(s), std::move(mask)}, {}, l);
+}
+}  // namespace tile
+}  // namespace tl::T

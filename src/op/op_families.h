@@ -1,0 +1,35 @@
+// Internal: each file in src/op/ registers one family of tile primitives.
+#pragma once
+
+#include <vector>
+
+#include "tl/op.h"
+
+namespace tl::ops {
+
+using OpList = std::vector<OpDef>;
+void register_move_ops(OpList& ops);    // copy, atomic_add
+void register_cube_ops(OpList& ops);    // gemm_v0, mma
+void register_vector_ops(OpList& ops);  // T.tile.*
+void register_reduce_sort_ops(OpList& ops);  // reduce_*, sort, merge_sort, topk, init_sort_buf
+void register_debug_ops(OpList& ops);   // printf, dump_tensor
+
+// Small builders that keep the op tables readable.
+inline OperandSpec in(std::string name, OperandKind k = OperandKind::Tile) {
+  return {std::move(name), k, Access::Read};
+}
+inline OperandSpec out(std::string name) { return {std::move(name), OperandKind::Tile, Access::Write}; }
+inline OperandSpec inout(std::string name) {
+  return {std::move(name), OperandKind::Tile, Access::ReadWrite};
+}
+inline OperandSpec scalar(std::string name) { return {std::move(name), OperandKind::Scalar, Access::Read}; }
+inline OperandSpec optional(OperandSpec s) {
+  s.optional = true;
+  return s;
+}
+/// A fixed pipe, independent of the target.
+inline std::function<Pipe(const TileOpNode&, const Target&)> on(Pipe p) {
+  return [p](const TileOpNode&, const Target&) { return p; };
+}
+
+}  // namespace tl::ops

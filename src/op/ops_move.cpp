@@ -1,0 +1,39 @@
+// Data-movement primitives: T.copy (every legal path, with relu / transpose / pad / ND->NZ
+// options) and T.atomic_add (accumulate a local tile into GM).
+#include "op_families.h"
+#include "tl/target.h"
+
+namespace tl::ops {
+namespace {
+Pipe path_pipe(const TileOpNode& n, const Target& t, int src, int dst) {
+  auto p = t.copy_pipe(n.args[src].region.buffer->scope, n.args[dst].region.buffer->scope);
+  return p.value_or(Pipe::S);  // illegal paths are rejected by the verifier before use
+}
+}  // namespace
+
+void register_move_ops(OpList& ops) {
+  ops.push_back({
+      .name = "copy",
+      .unit = OpUnit::Move,
+      .operands = {in("src"), out("dst")},
+      .attrs = {{"enable_relu", false, {}},
+                {"transpose", false, {}},
+                {"pad", false, {}},
+                {"pad_value", 0.0, {}},
+                {"nd2nz", true, {}}},
+      .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 0, 1); },
+      .verify = {},
+      .summary = "copy a tile along a legal path (GM<->UB, GM->L1, L1->L0A/L0B, L0C->GM/L1, ...)",
+  });
+  ops.push_back({
+      .name = "atomic_add",
+      .unit = OpUnit::Move,
+      .operands = {inout("dst"), in("src")},
+      .attrs = {},
+      .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 1, 0); },
+      .verify = {},
+      .summary = "dst (GM) += src (UB, L0C or L1), atomically across cores",
+  });
+}
+
+}  // namespace tl::ops

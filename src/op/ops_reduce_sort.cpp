@@ -1,0 +1,36 @@
+// Reductions (T.reduce_sum/max/min over one dimension) and the sort family (sort to
+// (value, index) pairs, 2-4 way merge_sort, topk, init_sort_buf), all on the V pipe.
+#include "op_families.h"
+
+namespace tl::ops {
+namespace {
+OpDef v_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
+           std::vector<AttrSpec> attrs = {}) {
+  return OpDef{.name = std::move(name),
+               .unit = OpUnit::Vector,
+               .operands = std::move(operands),
+               .attrs = std::move(attrs),
+               .pipe = on(Pipe::V),
+               .verify = {},
+               .summary = std::move(summary)};
+}
+}  // namespace
+
+void register_reduce_sort_ops(OpList& ops) {
+  for (const char* r : {"sum", "max", "min"})
+    ops.push_back(v_op(std::string("reduce_") + r, {in("src"), out("dst")},
+                       fmt::format("dst = {} of src over dimension `dim` (clear: overwrite, "
+                                   "else combine with dst)", r),
+                       {{"dim", int64_t{-1}, {}}, {"clear", true, {}}}));
+  ops.push_back(v_op("sort", {out("dst"), in("src"), scalar("actual_num")},
+                     "dst = (value, index) pairs of src sorted descending; ties: smaller index"));
+  ops.push_back(v_op("merge_sort",
+                     {out("dst"), in("src0"), in("src1"), optional(in("src2")), optional(in("src3"))},
+                     "merge 2-4 descending (value, index) queues into dst"));
+  ops.push_back(v_op("topk", {out("dst"), in("src"), scalar("k"), scalar("actual_num")},
+                     "dst = the k largest (value, index) pairs of src, descending"));
+  ops.push_back(v_op("init_sort_buf", {out("dst"), scalar("num"), optional(scalar("value"))},
+                     "fill a (value, index) buffer with num entries of (-inf or value, -1)"));
+}
+
+}  // namespace tl::ops

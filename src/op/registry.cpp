@@ -1,0 +1,137 @@
+// The tile-primitive registry: lookup by name and construction of checked TileOp statements.
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+
+#include "op_families.h"
+#include "tl/op.h"
+
+#include <fmt/ranges.h>
+
+namespace tl {
+namespace {
+
+struct Registry {
+  std::vector<OpDef> defs;
+  std::vector<const OpDef*> ptrs;
+  std::unordered_map<std::string, const OpDef*> by_name;
+};
+
+const Registry& registry() {
+  static const Registry reg = [] {
+    Registry r;
+    ops::register_move_ops(r.defs);
+    ops::register_cube_ops(r.defs);
+    ops::register_vector_ops(r.defs);
+    ops::register_reduce_sort_ops(r.defs);
+    ops::register_debug_ops(r.defs);
+    for (const auto& d : r.defs) {
+      TL_ASSERT(!r.by_name.count(d.name), "op {} registered twice", d.name);
+      TL_ASSERT(d.pipe != nullptr, "op {} has no pipe function", d.name);
+      r.ptrs.push_back(&d);
+      r.by_name.emplace(d.name, &d);
+    }
+    return r;
+  }();
+  return reg;
+}
+
+std::string_view attr_type_name(const AttrValue& v) {
+  switch (v.index()) {
+    case 0: return "bool";
+    case 1: return "int";
+    case 2: return "float";
+    default: return "string";
+  }
+}
+
+}  // namespace
+
+int OpDef::operand_index(std::string_view n) const {
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (operands[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+const AttrSpec* OpDef::attr_spec(std::string_view n) const {
+  for (const auto& a : attrs)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+const OpDef* find_op(std::string_view name) {
+  const auto& r = registry();
+  auto it = r.by_name.find(std::string(name));
+  return it == r.by_name.end() ? nullptr : it->second;
+}
+const std::vector<const OpDef*>& all_ops() { return registry().ptrs; }
+
+const TileArg* op_operand(const TileOpNode& n, std::string_view name) {
+  int i = n.op->operand_index(name);
+  if (i < 0 || static_cast<size_t>(i) >= n.args.size()) return nullptr;
+  return &n.args[i];
+}
+
+Stmt make_tile_op(std::string_view op_name, std::vector<TileArg> args, std::vector<Attr> attrs,
+                  const SourceLoc& loc) {
+  const OpDef* op = find_op(op_name);
+  if (!op) user_error(loc, "unknown tile primitive T.{}", op_name);
+  const auto& specs = op->operands;
+  size_t required = 0;
+  for (const auto& s : specs)
+    if (!s.optional && !s.variadic) ++required;
+  bool variadic = !specs.empty() && specs.back().variadic;
+  if (args.size() < required || (!variadic && args.size() > specs.size()))
+    user_error(loc, "T.{} takes {}{} operands, got {}", op->name, required,
+               variadic ? " or more" : (required == specs.size() ? "" : fmt::format("-{}", specs.size())),
+               args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& spec = specs[std::min(i, specs.size() - 1)];
+    const auto& a = args[i];
+    if (!a.is_region() && !a.is_scalar())
+      user_error(loc, "T.{}: operand {} ('{}') is empty", op->name, i, spec.name);
+    if (spec.kind == OperandKind::Tile && !a.is_region())
+      user_error(loc, "T.{}: operand '{}' must be a buffer or buffer region, got a scalar expression",
+                 op->name, spec.name);
+    if (spec.kind == OperandKind::Scalar && !a.is_scalar())
+      user_error(loc, "T.{}: operand '{}' must be a scalar expression, got buffer region of '{}'",
+                 op->name, spec.name, a.region.buffer->name);
+    if (a.is_region()) {
+      const auto& r = a.region;
+      if (r.ranges.size() != r.buffer->ndim())
+        user_error(loc, "T.{}: operand '{}' indexes buffer '{}' with {} dimensions, buffer has {}",
+                   op->name, spec.name, r.buffer->name, r.ranges.size(), r.buffer->ndim());
+      for (const auto& rg : r.ranges)
+        if (!rg.min.defined() || !rg.extent.defined())
+          user_error(loc, "T.{}: operand '{}' region of '{}' has no extent (a start-point region "
+                     "needs a full-region operand to take its extent from)",
+                     op->name, spec.name, r.buffer->name);
+    }
+  }
+  // Attributes: known names, matching types; defaults filled in, in OpDef order.
+  for (const auto& a : attrs) {
+    const AttrSpec* s = op->attr_spec(a.key);
+    if (!s) user_error(loc, "T.{} has no attribute '{}'", op->name, a.key);
+  }
+  std::vector<Attr> full;
+  for (const auto& s : op->attrs) {
+    Attr v{s.name, s.default_value};
+    for (const auto& a : attrs)
+      if (a.key == s.name) v.value = a.value;
+    // Integers are accepted where a float is expected.
+    if (std::holds_alternative<double>(s.default_value) && std::holds_alternative<int64_t>(v.value))
+      v.value = static_cast<double>(std::get<int64_t>(v.value));
+    if (v.value.index() != s.default_value.index())
+      user_error(loc, "T.{}: attribute '{}' expects a {}, got a {}", op->name, s.name,
+                 attr_type_name(s.default_value), attr_type_name(v.value));
+    if (!s.choices.empty()) {
+      const auto& str = std::get<std::string>(v.value);
+      if (std::find(s.choices.begin(), s.choices.end(), str) == s.choices.end())
+        user_error(loc, "T.{}: attribute '{}' must be one of {}, got \"{}\"", op->name, s.name,
+                   fmt::join(s.choices, ", "), str);
+    }
+    full.push_back(std::move(v));
+  }
+  return TileOpNode::make(op, std::move(args), std::move(full), loc);
+}
+
+}  // namespace tl
