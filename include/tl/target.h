@@ -7,16 +7,24 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tl/ir.h"
 
 namespace tl {
 
-/// A legal data path and the pipe that moves data along it.
+/// A legal data path, the pipe that moves data along it and the core that issues it (a copy
+/// must sit in a T::Scope of that core).
 struct CopyPath {
   MemScope src, dst;
   Pipe pipe;
+  CoreKind core = CoreKind::Cube;
+};
+
+/// A legal set_flag/wait_flag pipe pair (AscendC HardEvent::SRC_DST).
+struct HardEvent {
+  Pipe src, dst;
 };
 
 /// A legal cube (Mmad) dtype combination: a x b accumulated into c.
@@ -76,7 +84,34 @@ struct Target {
   int num_cross_flags = 16;             // cross-core flag ids 0 .. num_cross_flags-1
   std::vector<int> sync_all_cross_flags;  // ids used by sync_all
   int max_pending_cross_sets = 15;
+  int num_cross_flag_modes = 3;             // set_cross_flag mode is 0 .. num_cross_flag_modes-1
+  std::vector<Pipe> cross_flag_pipes;       // pipes set_cross_flag may be issued on
+  std::vector<HardEvent> hard_events;       // legal set_flag/wait_flag (src, dst) pairs
+  std::vector<Pipe> cube_pipes;             // pipes of the AIC (flags, barriers in Cube scopes)
+  std::vector<Pipe> vector_pipes;           // pipes of an AIV (flags, barriers in Vector scopes)
+  std::vector<DType> atomic_dtypes;         // dtypes of atomic_add into GM
+  std::vector<MemScope> scalar_scopes;      // memories the scalar unit may load/store
+  std::vector<MemScope> cube_memories;      // on-chip memories of the AIC (L1, L0A, L0B, L0C)
+  std::vector<MemScope> vector_memories;    // on-chip memories of an AIV (UB)
+  std::vector<MemScope> dump_scopes;        // memories dump_tensor can print
+  /// Compare modes allowed per source dtype ("LT", "EQ", ...); a dtype absent here allows all.
+  std::map<DType, std::vector<std::string>> compare_modes;
+  int64_t compare_align_bytes = 256;        // compare: count * sizeof must be a multiple of this
+  int64_t sort_pair_bytes = 8;              // one (score, index) entry of sort/merge_sort/topk
+  /// axpy dtype pairs (src, dst) with src != dst (fp16 src accumulated into fp32 dst).
+  std::vector<std::pair<DType, DType>> axpy_mixed;
+  /// Cube fractals: `fractal_rows` rows of `fractal_row_bytes` bytes (16 x 32 B on A2): M, N
+  /// multiples of fractal_rows, K a multiple of fractal_row_bytes / sizeof(operand).
+  int64_t fractal_rows = 16;
+  int64_t fractal_row_bytes = 32;
   CostTable costs;
+
+  /// The legal path src -> dst, if there is one on this target.
+  const CopyPath* copy_path(MemScope src, MemScope dst) const;
+  bool hard_event_ok(Pipe src, Pipe dst) const;
+  bool pipe_on_core(Pipe p, CoreKind c) const;
+  /// The core whose private memory `s` is (nullopt for GM, var and developer-mode scopes).
+  std::optional<CoreKind> memory_core(MemScope s) const;
 
   /// The pipe of the copy src -> dst, if the path is legal on this target.
   std::optional<Pipe> copy_pipe(MemScope src, MemScope dst) const;

@@ -1,8 +1,28 @@
 // The verifier: checks an expert-mode kernel against a target's rules and reports every
 // violation (not just the first). Each diagnostic names the op, the operand, the rule and
 // the DSL source line, e.g.
-//   examples/gemm.cpp:26: T.tile.add: operand 'dst' (buffer 'x_l1', scope L1): vector ops
+//   examples/gemm.cpp:26: T.tile.add: operand 'dst' (buffer 'x_l1' in L1): vector ops
 //   take UB operands only [rule: vector-operand-scope]
+//
+// What is checked (every chip fact comes from the Target; rule ids in brackets):
+//  - structure: exactly one T::Kernel [kernel-count] with num_blocks > 0 [kernel-num-blocks];
+//    nothing but declarations outside it [outside-kernel]; scopes not nested [nested-scope];
+//    every tile op (except printf/dump_tensor) and every flag/barrier inside a T::Scope
+//    [op-outside-scope] -- expert mode names the core of all work explicitly, also for
+//    vector-only kernels; cube ops in Cube and vector ops in Vector scopes [op-core-scope];
+//    copies in the scope of the core that issues their path [copy-core-scope]; on-chip
+//    buffers allocated in the scope of the core that owns them, or at kernel level
+//    [alloc-core-scope]; developer-mode memories rejected [developer-scope-in-expert-mode].
+//  - symbols: vars used outside their binding [undefined-var], bound twice [rebound-var];
+//    buffers used outside their Allocate's block [undefined-buffer]; scalar loads/stores on
+//    memories the scalar unit cannot address [scalar-access-scope].
+//  - buffers: capacity [buffer-capacity], explicit address alignment and range
+//    [buffer-address-alignment, buffer-address-range]; regions inside their buffer
+//    [region-out-of-bounds]; UB rows and starts 32 B aligned [ub-row-alignment,
+//    ub-start-alignment].
+//  - ops: operand memories, dtypes and shapes from the target tables (see src/verify/).
+//  - sync: event ids, HardEvent pairs, pipes per core, cross-flag ids/modes/pipes.
+// Rules register per op through OpDef::verify (src/op/*.cpp -> src/verify/op_rules.h).
 #pragma once
 
 #include <string>
@@ -19,8 +39,13 @@ struct Diagnostic {
   std::string rule;     // stable identifier: "copy-path", "ub-alignment", "event-id-range", ...
   std::string message;  // what was expected and what came
   SourceLoc loc;
+  std::string context;  // what the operand is, e.g. "buffer 'x_l1' in L1" ("" if nothing to add)
+  /// "file:line: T.op: operand 'dst' (context): message [rule: id]".
   std::string str() const;
 };
+
+/// All diagnostics, one per line.
+std::string format_diagnostics(const std::vector<Diagnostic>& ds);
 
 /// Context handed to per-op verifier rules (OpDef::verify).
 class VerifyContext {
@@ -29,9 +54,12 @@ class VerifyContext {
   const Target& target() const { return target_; }
   /// Reports a violation at `loc`.
   void error(const SourceLoc& loc, std::string op, std::string operand, std::string rule,
-             std::string message);
-  /// Reports a violation of tile op `n` (op name and location taken from it).
+             std::string message, std::string context = "");
+  /// Reports a violation of tile op `n` (op name and location taken from it; when `operand`
+  /// names a region operand, the buffer and its memory are added as context).
   void error(const TileOpNode& n, std::string operand, std::string rule, std::string message);
+  /// Number of diagnostics reported so far.
+  size_t num_errors() const { return out_.size(); }
   /// The core scope the statement being checked sits in (nullopt outside any T::Scope).
   std::optional<CoreKind> core() const { return core_; }
   void set_core(std::optional<CoreKind> c) { core_ = c; }

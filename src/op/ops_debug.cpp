@@ -1,4 +1,5 @@
 // Debug primitives: T.printf and T.dump_tensor, printed by the virtual NPU with the core id.
+#include "../verify/op_rules.h"
 #include "op_families.h"
 
 namespace tl::ops {
@@ -19,7 +20,7 @@ void register_debug_ops(OpList& ops) {
       .operands = {in("src")},
       .attrs = {{"desc", int64_t{0}, {}}},
       .pipe = on(Pipe::S),
-      .verify = {},
+      .verify = rules::rule_dump_tensor,
       .summary = "print a tile's contents with its description id and the core id",
   });
 }

@@ -1,5 +1,6 @@
 // Data-movement primitives: T.copy (every legal path, with relu / transpose / pad / ND->NZ
 // options) and T.atomic_add (accumulate a local tile into GM).
+#include "../verify/op_rules.h"
 #include "op_families.h"
 #include "tl/target.h"
 
@@ -22,7 +23,7 @@ void register_move_ops(OpList& ops) {
                 {"pad_value", 0.0, {}},
                 {"nd2nz", true, {}}},
       .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 0, 1); },
-      .verify = {},
+      .verify = rules::rule_copy,
       .summary = "copy a tile along a legal path (GM<->UB, GM->L1, L1->L0A/L0B, L0C->GM/L1, ...)",
   });
   ops.push_back({
@@ -31,7 +32,7 @@ void register_move_ops(OpList& ops) {
       .operands = {inout("dst"), in("src")},
       .attrs = {},
       .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 1, 0); },
-      .verify = {},
+      .verify = rules::rule_atomic_add,
       .summary = "dst (GM) += src (UB, L0C or L1), atomically across cores",
   });
 }

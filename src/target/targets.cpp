@@ -35,13 +35,17 @@ Target make_a2() {
   set(t.alignment, MemScope::UB, 32);
   set(t.alignment, MemScope::Var, 1);
   t.gm_bytes = int64_t{64} << 30;  // 64 GiB HBM
-  // Legal paths and their pipes (DESIGN.md 3.2). Not on A2: UB<->L1, L0C->UB, GM->GM.
+  // Legal paths, their pipes and issuing cores (DESIGN.md 3.2; ASCENDC_API.md, Data movement).
+  // Not on A2: UB<->L1, L0C->UB, GM->GM. UB paths run on an AIV, L1/L0 paths on the AIC.
   using S = MemScope;
+  const auto cube = CoreKind::Cube, vec = CoreKind::Vector;
   t.copy_paths = {
-      {S::GM, S::UB, Pipe::MTE2},   {S::GM, S::L1, Pipe::MTE2},   {S::GM, S::L0A, Pipe::MTE2},
-      {S::GM, S::L0B, Pipe::MTE2},  {S::UB, S::GM, Pipe::MTE3},   {S::UB, S::UB, Pipe::V},
-      {S::L1, S::L0A, Pipe::MTE1},  {S::L1, S::L0B, Pipe::MTE1},  {S::L0C, S::GM, Pipe::FIX},
-      {S::L0C, S::L1, Pipe::FIX},   {S::L1, S::GM, Pipe::MTE3},
+      {S::GM, S::UB, Pipe::MTE2, vec},   {S::UB, S::GM, Pipe::MTE3, vec},
+      {S::UB, S::UB, Pipe::V, vec},      {S::GM, S::L1, Pipe::MTE2, cube},
+      {S::GM, S::L0A, Pipe::MTE2, cube}, {S::GM, S::L0B, Pipe::MTE2, cube},
+      {S::L1, S::L0A, Pipe::MTE1, cube}, {S::L1, S::L0B, Pipe::MTE1, cube},
+      {S::L0C, S::GM, Pipe::FIX, cube},  {S::L0C, S::L1, Pipe::FIX, cube},
+      {S::L1, S::GM, Pipe::MTE3, cube},
   };
   // Mmad dtypes on A2 (ASCENDC_API.md, Cube: Mmad).
   t.mma_dtypes = {{DType::Int8, DType::Int8, DType::Int32},
@@ -110,10 +114,49 @@ Target make_a2() {
   // Event ids 0-7, 6-7 kept by the vendor runtime (ASCENDC_API.md, Synchronization).
   t.num_event_ids = 8;
   t.reserved_event_ids = {6, 7};
-  // Cross-core flags: ids 0-15, SyncAll uses 11-14, > 15 pending sets hang (DESIGN.md 3.3).
+  // Cross-core flags: ids 0-15, SyncAll uses 11-14, > 15 pending sets hang (DESIGN.md 3.3);
+  // modes 0-2 and pipes V, M, MTE1, MTE2, MTE3, FIX (ASCENDC_API.md, CrossCoreSetFlag).
   t.num_cross_flags = 16;
   t.sync_all_cross_flags = {11, 12, 13, 14};
   t.max_pending_cross_sets = 15;
+  t.num_cross_flag_modes = 3;
+  t.cross_flag_pipes = {Pipe::V, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX};
+  // The HardEvent list of SetFlag/WaitFlag (ASCENDC_API.md, Synchronization).
+  using P = Pipe;
+  t.hard_events = {
+      {P::MTE2, P::MTE1}, {P::MTE1, P::MTE2}, {P::MTE1, P::M},    {P::M, P::MTE1},
+      {P::MTE2, P::V},    {P::V, P::MTE2},    {P::MTE3, P::V},    {P::V, P::MTE3},
+      {P::M, P::V},       {P::V, P::M},       {P::V, P::V},       {P::MTE3, P::MTE1},
+      {P::MTE1, P::MTE3}, {P::MTE1, P::V},    {P::MTE2, P::M},    {P::M, P::MTE2},
+      {P::V, P::MTE1},    {P::M, P::FIX},     {P::FIX, P::M},     {P::MTE3, P::MTE2},
+      {P::MTE2, P::MTE3}, {P::S, P::V},       {P::V, P::S},       {P::S, P::MTE2},
+      {P::MTE2, P::S},    {P::S, P::MTE3},    {P::MTE3, P::S},    {P::MTE2, P::FIX},
+      {P::FIX, P::MTE2},  {P::FIX, P::S},     {P::M, P::S},       {P::FIX, P::MTE3},
+      {P::MTE1, P::FIX},  {P::FIX, P::MTE1},  {P::FIX, P::FIX},
+  };
+  // Pipes per core (DESIGN.md 3.2): the AIC has M, MTE1, MTE2, MTE3 (L1->GM), FIX and S; an
+  // AIV has V, MTE2, MTE3 and S.
+  t.cube_pipes = {P::S, P::M, P::MTE1, P::MTE2, P::MTE3, P::FIX, P::ALL};
+  t.vector_pipes = {P::S, P::V, P::MTE2, P::MTE3, P::ALL};
+  // SetAtomicAdd dtypes (ASCENDC_API.md, Data movement).
+  t.atomic_dtypes = {D::Int8, D::Int16, D::Float16, D::BFloat16, D::Int32, D::Float32};
+  // The scalar unit reads and writes GM and UB (and scalar vars); L1/L0 are not addressable.
+  t.scalar_scopes = {S::GM, S::UB, S::Var};
+  // Private memories per core (DESIGN.md 3.1): L1 and L0A/L0B/L0C on the AIC, UB on each AIV.
+  t.cube_memories = {S::L1, S::L0A, S::L0B, S::L0C};
+  t.vector_memories = {S::UB};
+  // DumpTensor works on UB, L1, L0C and GM (ASCENDC_API.md, Debug).
+  t.dump_scopes = {S::UB, S::L1, S::L0C, S::GM};
+  // Compare: fp16/fp32 all modes, int32 EQ only; count * sizeof a multiple of 256 B.
+  t.compare_modes[D::Int32] = {"EQ"};
+  t.compare_align_bytes = 256;
+  // Sort32 / MrgSort: (score, index) entries of 8 bytes.
+  t.sort_pair_bytes = 8;
+  // Axpy: fp16 src into an fp32 dst.
+  t.axpy_mixed = {{D::Float16, D::Float32}};
+  // Fractals: 512 B = 16 rows x 32 B (DESIGN.md 3.1).
+  t.fractal_rows = 16;
+  t.fractal_row_bytes = 32;
   // Costs (DESIGN.md 3.4; msKPP arch tables).
   auto& c = t.costs;
   c.copy_bytes_per_cycle = {{"global->UB", 128}, {"global->L1", 256}, {"L1->L0A", 256},
@@ -125,17 +168,103 @@ Target make_a2() {
   return t;
 }
 
+/// Atlas A2 Ascend 910B3 / 910B4: the A2 architecture with 20 AIC / 40 AIV (DESIGN.md 3.1,
+/// from the asc-devkit architecture spec); memories, paths and dtypes as 910B2.
+Target make_910b(const char* name, const char* chip) {
+  Target t = make_a2();
+  t.name = name;
+  t.chip = chip;
+  t.num_aic = 20;
+  t.num_aiv = 40;
+  return t;
+}
+
+/// Atlas A3 (Ascend 910_93): per die the A2 core (same AscendC arch 2201 rules and TBuf sizes,
+/// ASCENDC_API.md "A2/A3"); DESIGN.md 3.1 gives 20-24 AIC / 40-48 AIV per die and assumes the
+/// A2 clock. We model the 24/48 die.
+Target make_a3() {
+  Target t = make_a2();
+  t.name = "A3";
+  t.chip = "Ascend910_93";
+  t.num_aic = 24;
+  t.num_aiv = 48;
+  t.clock_ghz = 1.85;
+  return t;
+}
+
+/// Ascend 950 (950PR/DT). DESIGN.md 3.1 (asc-devkit architecture spec; AscendNPU-IR
+/// NPUTargetSpec.td): 28-36 AIC / 56-72 AIV, we model 32/64 at 1.65 GHz; L1 512 KB, L0A/L0B
+/// 64 KB, L0C 256 KB, UB 256 KB of which 248 KB usable by default; HBM ~1.6 TB/s. Data paths
+/// (DESIGN.md 3.1/3.2): UB<->L1 on MTE3 (new), no GM->L0A/L0B. Casts add fp8.
+Target make_950() {
+  Target t = make_a2();
+  t.name = "950";
+  t.chip = "Ascend950";
+  t.num_aic = 32;
+  t.num_aiv = 64;
+  t.clock_ghz = 1.65;
+  set(t.capacity, MemScope::L1, 524288);
+  set(t.capacity, MemScope::L0C, 262144);
+  set(t.capacity, MemScope::UB, 253952);  // 248 KB default (256 KB physical)
+  using S = MemScope;
+  std::erase_if(t.copy_paths, [](const CopyPath& p) {
+    return p.src == S::GM && (p.dst == S::L0A || p.dst == S::L0B);
+  });
+  // UB -> L1 is pushed by the AIV (the vector core writes its AIC's L1); L1 -> UB is pushed by
+  // the AIC into an AIV's UB. Both on MTE3 (DESIGN.md 3.2, "950: also UB<->L1").
+  t.copy_paths.push_back({S::UB, S::L1, Pipe::MTE3, CoreKind::Vector});
+  t.copy_paths.push_back({S::L1, S::UB, Pipe::MTE3, CoreKind::Cube});
+  // fp8 (e4m3 / e5m2) conversions on 950 (DESIGN.md 3.1 "950 casts may add fp8"; exact mode
+  // lists to be confirmed against the asc-devkit 950 Cast page): fp32 <-> fp8 and fp16 -> fp8.
+  using D = DType;
+  const std::vector<std::string> rint = {"CAST_RINT"};
+  const std::vector<std::string> exact = {"CAST_NONE"};
+  for (D f8 : {D::Float8E4M3, D::Float8E5M2}) {
+    t.casts.push_back({D::Float32, f8, rint});
+    t.casts.push_back({D::Float16, f8, rint});
+    t.casts.push_back({f8, D::Float32, exact});
+  }
+  t.gm_bytes = int64_t{128} << 30;  // 950PR: 128 GB HiBL (vendor announcement)
+  t.costs.hbm_bytes_per_s = 1.6e12;
+  return t;
+}
+
 const std::vector<Target>& targets() {
-  static const std::vector<Target> ts = {make_a2()};
+  // The default target comes first.
+  static const std::vector<Target> ts = {make_a2(), make_910b("910B3", "Ascend910B3"),
+                                         make_910b("910B4", "Ascend910B4"), make_a3(), make_950()};
   return ts;
 }
 
 }  // namespace
 
 std::optional<Pipe> Target::copy_pipe(MemScope src, MemScope dst) const {
-  for (const auto& p : copy_paths)
-    if (p.src == src && p.dst == dst) return p.pipe;
+  if (const CopyPath* p = copy_path(src, dst)) return p->pipe;
   return std::nullopt;
+}
+
+const CopyPath* Target::copy_path(MemScope src, MemScope dst) const {
+  for (const auto& p : copy_paths)
+    if (p.src == src && p.dst == dst) return &p;
+  return nullptr;
+}
+
+bool Target::hard_event_ok(Pipe src, Pipe dst) const {
+  return std::any_of(hard_events.begin(), hard_events.end(),
+                     [&](const HardEvent& e) { return e.src == src && e.dst == dst; });
+}
+
+std::optional<CoreKind> Target::memory_core(MemScope s) const {
+  if (std::find(cube_memories.begin(), cube_memories.end(), s) != cube_memories.end())
+    return CoreKind::Cube;
+  if (std::find(vector_memories.begin(), vector_memories.end(), s) != vector_memories.end())
+    return CoreKind::Vector;
+  return std::nullopt;
+}
+
+bool Target::pipe_on_core(Pipe p, CoreKind c) const {
+  const auto& ps = c == CoreKind::Cube ? cube_pipes : vector_pipes;
+  return std::find(ps.begin(), ps.end(), p) != ps.end();
 }
 
 bool Target::vector_dtype_ok(std::string_view op, DType t) const {

@@ -1,0 +1,290 @@
+// Generic rules of every tile op, driven by the op registry and the target tables: operand
+// arity and kinds, region bounds, memories of vector-op operands, copy paths, the core scope an
+// op must sit in, UB 32-byte alignment; and the rules of buffer declarations.
+#include "verify_util.h"
+
+namespace tl::rules {
+namespace {
+
+bool is_developer_scope(MemScope s) { return s == MemScope::Shared || s == MemScope::Fragment; }
+
+std::string region_str(const BufferRegion& r) { return fmt_extents(region_extents(r)); }
+
+void check_bounds(const TileOpNode& n, VerifyContext& ctx, const std::string& name,
+                  const BufferRegion& r) {
+  const auto& shape = r.buffer->shape;
+  for (size_t d = 0; d < r.ranges.size() && d < shape.size(); ++d) {
+    auto mn = as_const_int(r.ranges[d].min), ext = as_const_int(r.ranges[d].extent);
+    auto sz = as_const_int(shape[d]);
+    if (ext && *ext <= 0) {
+      ctx.error(n, name, "region-out-of-bounds",
+                fmt::format("dimension {} has extent {}; expected a positive extent", d, *ext));
+      return;
+    }
+    if (mn && *mn < 0) {
+      ctx.error(n, name, "region-out-of-bounds",
+                fmt::format("dimension {} starts at {}; expected a start >= 0", d, *mn));
+      return;
+    }
+    if (mn && ext && sz && *mn + *ext > *sz) {
+      ctx.error(n, name, "region-out-of-bounds",
+                fmt::format("dimension {} covers [{}, {}) but the buffer has {} elements there",
+                            d, *mn, *mn + *ext, *sz));
+      return;
+    }
+  }
+}
+
+/// UB operands: rows (the innermost contiguous run) a multiple of the UB block (32 B on A2),
+/// rows of multi-row regions on block-aligned pitches, and constant starts block aligned.
+void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::string& name,
+                        const BufferRegion& r, bool start_only) {
+  const int64_t align = ctx.target().align(MemScope::UB);
+  if (align <= 1) return;
+  const Buffer& b = r.buffer;
+  const int64_t bytes = dtype_bytes(b->dtype);
+  std::vector<int64_t> shape;
+  for (const auto& s : b->shape) {
+    auto v = as_const_int(s);
+    if (!v) return;
+    shape.push_back(*v);
+  }
+  if (shape.empty() || r.ranges.size() != shape.size()) return;
+  // Start offset of the region (dense row-major unless the buffer has strides).
+  std::vector<int64_t> strides(shape.size(), 1);
+  bool strides_known = true;
+  if (b->strides.empty()) {
+    for (size_t d = shape.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * shape[d + 1];
+  } else {
+    for (size_t d = 0; d < shape.size(); ++d) {
+      auto v = d < b->strides.size() ? as_const_int(b->strides[d]) : std::nullopt;
+      if (!v) strides_known = false;
+      else strides[d] = *v;
+    }
+  }
+  int64_t offset = 0;
+  bool offset_known = strides_known;
+  for (size_t d = 0; d < shape.size() && offset_known; ++d) {
+    auto mn = as_const_int(r.ranges[d].min);
+    if (!mn) offset_known = false;
+    else offset += *mn * strides[d];
+  }
+  if (offset_known && (offset * bytes) % align != 0) {
+    ctx.error(n, name, "ub-start-alignment",
+              fmt::format("region {} starts {} bytes into '{}'; UB regions must start on a "
+                          "{}-byte boundary", region_str(r), offset * bytes, b->name, align));
+    return;
+  }
+  if (start_only) return;
+  // Innermost run: the last dimension, skipping trailing dimensions of size 1.
+  size_t last = shape.size() - 1;
+  while (last > 0 && shape[last] == 1) --last;
+  auto ext = as_const_int(r.ranges[last].extent);
+  if (!ext) return;
+  if ((*ext * bytes) % align != 0) {
+    ctx.error(n, name, "ub-row-alignment",
+              fmt::format("the innermost contiguous run is {} x {} = {} bytes; UB rows must be a "
+                          "multiple of {} bytes", *ext, dtype_str(b->dtype), *ext * bytes, align));
+    return;
+  }
+  bool multi_row = false;
+  for (size_t d = 0; d < last; ++d)
+    if (auto e = as_const_int(r.ranges[d].extent); !e || *e > 1) multi_row = true;
+  const int64_t pitch = strides_known && last > 0 ? strides[last - 1] * bytes : 0;
+  if (multi_row && pitch % align != 0)
+    ctx.error(n, name, "ub-row-alignment",
+              fmt::format("rows of '{}' are {} bytes apart; multi-row UB regions need rows on "
+                          "{}-byte boundaries", b->name, pitch, align));
+}
+
+bool is_bitmask_operand(const TileOpNode& n, const std::string& name) {
+  return name == "mask" || (n.op->name == "tile.compare" && name == "dst");
+}
+
+std::string legal_from(const Target& t, MemScope src) {
+  std::string s;
+  for (const auto& p : t.copy_paths)
+    if (p.src == src) s += (s.empty() ? "" : ", ") + scope_str(p.dst);
+  return s.empty() ? "nothing" : s;
+}
+
+}  // namespace
+
+bool check_operands_wellformed(const TileOpNode& n, VerifyContext& ctx) {
+  const auto& specs = n.op->operands;
+  size_t required = 0;
+  for (const auto& s : specs)
+    if (!s.optional && !s.variadic) ++required;
+  const bool variadic = !specs.empty() && specs.back().variadic;
+  if (n.args.size() < required || (!variadic && n.args.size() > specs.size())) {
+    ctx.error(n, "", "operand-count",
+              fmt::format("expected {}{} operands, got {}", required,
+                          variadic ? " or more" : (required == specs.size() ? "" : fmt::format("-{}", specs.size())),
+                          n.args.size()));
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    const auto& spec = specs[std::min(i, specs.size() - 1)];
+    const auto& a = n.args[i];
+    if ((!a.is_region() && !a.is_scalar()) || (spec.kind == OperandKind::Tile && !a.is_region()) ||
+        (spec.kind == OperandKind::Scalar && !a.is_scalar())) {
+      ctx.error(n.loc, op_title(n), spec.name, "operand-kind",
+                fmt::format("expected {}, got {}",
+                            spec.kind == OperandKind::Tile ? "a buffer region"
+                            : spec.kind == OperandKind::Scalar ? "a scalar expression"
+                                                               : "a buffer region or a scalar",
+                            a.is_region() ? "a buffer region" : a.is_scalar() ? "a scalar" : "nothing"));
+      ok = false;
+      continue;
+    }
+    if (a.is_region()) {
+      const auto& r = a.region;
+      if (r.ranges.size() != r.buffer->ndim()) {
+        ctx.error(n, spec.name, "region-rank",
+                  fmt::format("expected {} index ranges for '{}', got {}", r.buffer->ndim(),
+                              r.buffer->name, r.ranges.size()));
+        ok = false;
+        continue;
+      }
+      for (const auto& rg : r.ranges)
+        if (!rg.min.defined() || !rg.extent.defined()) {
+          ctx.error(n, spec.name, "region-rank",
+                    "a dimension of the region has no start or extent; expected a full region");
+          ok = false;
+          break;
+        }
+    }
+  }
+  return ok;
+}
+
+void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
+  if (!check_operands_wellformed(n, ctx)) return;
+  const Target& t = ctx.target();
+  const auto regions = regions_of(n);
+  bool developer = false;
+  for (const auto& [name, r] : regions) {
+    if (is_developer_scope(r->buffer->scope)) developer = true;
+    check_bounds(n, ctx, name, *r);
+  }
+
+  // Operand memories and the core the op runs on.
+  std::optional<CoreKind> need;
+  switch (n.op->unit) {
+    case OpUnit::Vector:
+      need = CoreKind::Vector;
+      for (const auto& [name, r] : regions)
+        if (r->buffer->scope != MemScope::UB && !is_developer_scope(r->buffer->scope))
+          ctx.error(n, name, "vector-operand-scope",
+                    fmt::format("vector ops take UB operands only, got {}",
+                                scope_str(r->buffer->scope)));
+      break;
+    case OpUnit::Cube: need = CoreKind::Cube; break;
+    case OpUnit::Debug: break;
+    case OpUnit::Move: {
+      const BufferRegion *src = region_of(n, "src"), *dst = region_of(n, "dst");
+      if (!src || !dst || developer) break;
+      MemScope s = src->buffer->scope, d = dst->buffer->scope;
+      if (n.op->name == "atomic_add" && d != MemScope::GM) {
+        ctx.error(n, "dst", "atomic-add-dst",
+                  fmt::format("atomic_add accumulates into GM only, got {}", scope_str(d)));
+        break;
+      }
+      if (const CopyPath* p = t.copy_path(s, d)) {
+        need = p->core;
+      } else {
+        ctx.error(n, "dst", "copy-path",
+                  fmt::format("no {} -> {} path on {}; from {} the legal destinations are: {}",
+                              scope_str(s), scope_str(d), t.name, scope_str(s), legal_from(t, s)));
+      }
+      break;
+    }
+  }
+  if (need) {
+    auto core = ctx.core();
+    const bool move = n.op->unit == OpUnit::Move;
+    if (!core)
+      ctx.error(n, "", "op-outside-scope",
+                fmt::format("expert mode needs every {} inside T::Scope(Core::{}); it is outside "
+                            "any scope", move ? "copy" : "tile op", core_name(*need)));
+    else if (*core != *need)
+      ctx.error(n, "", move ? "copy-core-scope" : "op-core-scope",
+                move ? fmt::format("this copy path is issued by the {} core; expected "
+                                   "T::Scope(Core::{}), got T::Scope(Core::{})",
+                                   core_name(*need), core_name(*need), core_name(*core))
+                     : fmt::format("{} ops run on the {} core; expected T::Scope(Core::{}), got "
+                                   "T::Scope(Core::{})",
+                                   n.op->unit == OpUnit::Cube ? "cube" : "vector",
+                                   *need == CoreKind::Cube ? "AIC" : "AIV", core_name(*need),
+                                   core_name(*core)));
+  }
+
+  // UB alignment of every UB operand.
+  for (const auto& [name, r] : regions) {
+    if (r->buffer->scope != MemScope::UB) continue;
+    const auto& spec = n.op->operands[std::min<size_t>(n.op->operand_index(name), n.op->operands.size() - 1)];
+    bool start_only = is_bitmask_operand(n, name) ||
+                      (spec.kind == OperandKind::TileOrScalar && region_elems(*r) == 1);
+    check_ub_alignment(n, ctx, name, *r, start_only);
+  }
+
+  if (developer) return;  // developer-mode buffers are reported at their allocation
+  if (n.op->verify) n.op->verify(n, ctx);
+}
+
+void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
+  const Buffer& b = n.buffer;
+  const Target& t = ctx.target();
+  const std::string op = alloc_title(b->scope);
+  const std::string context = fmt::format("buffer '{}' in {}", b->name, scope_name(b->scope));
+  if (is_developer_scope(b->scope)) {
+    ctx.error(n.loc, op, "", "developer-scope-in-expert-mode",
+              fmt::format("'{}' is a developer-mode {} buffer; expert-mode kernels place every "
+                          "buffer explicitly (alloc_L1/L0A/L0B/L0C/ub)", b->name,
+                          scope_name(b->scope)),
+              context);
+    return;
+  }
+  if (b->scope == MemScope::GM) {
+    ctx.error(n.loc, op, "", "alloc-core-scope",
+              fmt::format("'{}' is allocated in GM; GM tensors are kernel parameters", b->name),
+              context);
+    return;
+  }
+  for (size_t d = 0; d < b->shape.size(); ++d)
+    if (auto v = as_const_int(b->shape[d]); v && *v <= 0)
+      ctx.error(n.loc, op, "shape", "buffer-shape",
+                fmt::format("dimension {} of '{}' is {}; expected a positive size", d, b->name, *v),
+                context);
+  if (auto owner = t.memory_core(b->scope); owner && ctx.core() && *ctx.core() != *owner)
+    ctx.error(n.loc, op, "", "alloc-core-scope",
+              fmt::format("{} belongs to the {} core; allocate '{}' in T::Scope(Core::{}) (or at "
+                          "kernel level), not in T::Scope(Core::{})",
+                          scope_name(b->scope), core_name(*owner), b->name, core_name(*owner),
+                          core_name(*ctx.core())),
+              context);
+  auto bytes = buffer_bytes(b);
+  const int64_t cap = t.cap(b->scope);
+  if (bytes && cap > 0 && *bytes > cap)
+    ctx.error(n.loc, op, "shape", "buffer-capacity",
+              fmt::format("'{}' needs {} bytes ({} x {}), but {} holds {} bytes on {}", b->name,
+                          *bytes, fmt_extents(b->shape), dtype_str(b->dtype), scope_name(b->scope),
+                          cap, t.name),
+              context);
+  if (b->address >= 0 && b->scope != MemScope::Var) {
+    const int64_t al = t.align(b->scope);
+    if (al > 1 && b->address % al != 0)
+      ctx.error(n.loc, op, "address", "buffer-address-alignment",
+                fmt::format("address {} of '{}' is not a multiple of the {}-byte alignment of {}",
+                            b->address, b->name, al, scope_name(b->scope)),
+                context);
+    if (bytes && cap > 0 && b->address + *bytes > cap)
+      ctx.error(n.loc, op, "address", "buffer-address-range",
+                fmt::format("'{}' occupies bytes [{}, {}) but {} has {} bytes on {}", b->name,
+                            b->address, b->address + *bytes, scope_name(b->scope), cap, t.name),
+                context);
+  }
+}
+
+}  // namespace tl::rules

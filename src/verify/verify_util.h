@@ -1,0 +1,60 @@
+// Internal: small helpers shared by the verifier's rule files (regions, extents, formatting).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tl/op.h"
+#include "tl/target.h"
+#include "tl/verifier.h"
+
+namespace tl::rules {
+
+/// "T.copy", "T.tile.add", ...
+std::string op_title(const TileOpNode& n);
+
+/// The region of operand `name`, or nullptr when it is omitted or a scalar.
+const BufferRegion* region_of(const TileOpNode& n, std::string_view name);
+/// Every region operand of `n` with its operand name, in operand order.
+std::vector<std::pair<std::string, const BufferRegion*>> regions_of(const TileOpNode& n);
+
+/// The region's extents with leading constant-1 extents dropped (at least one kept).
+std::vector<Expr> squeezed_extents(const BufferRegion& r);
+/// "[64, 7]".
+std::string fmt_extents(const std::vector<Expr>& xs);
+/// False only when the two extent lists provably differ (rank, or a pair of unequal constants).
+bool extents_may_equal(const std::vector<Expr>& a, const std::vector<Expr>& b);
+/// Number of elements of the region, if constant.
+std::optional<int64_t> region_elems(const BufferRegion& r);
+std::optional<int64_t> region_bytes(const BufferRegion& r);
+/// Constant buffer size in bytes.
+std::optional<int64_t> buffer_bytes(const Buffer& b);
+
+std::string dtype_str(DType t);
+std::string dtype_list(const std::vector<DType>& ts);
+std::string scope_str(MemScope s);
+
+/// Checks that operand `name` (if a region) has a dtype the target allows for the op
+/// [vector-dtype]. Returns false if it reported.
+bool check_vector_dtype(const TileOpNode& n, VerifyContext& ctx, std::string_view name);
+/// Checks that operand `name` (if a region) has dtype `want` [operand-dtype-mismatch].
+bool check_same_dtype(const TileOpNode& n, VerifyContext& ctx, std::string_view ref,
+                      std::string_view name);
+/// Checks that operand `name` (if a region) has the same extents as operand `ref` [shape-mismatch].
+bool check_same_shape(const TileOpNode& n, VerifyContext& ctx, std::string_view ref,
+                      std::string_view name);
+
+// Entry points of the rule files, called by the walk in verifier.cpp.
+/// Operand arity/kinds/ranks; false when the op is too malformed for further rules.
+bool check_operands_wellformed(const TileOpNode& n, VerifyContext& ctx);
+/// Generic rules of every tile op (memories, core scope, bounds, UB alignment), then op->verify.
+void check_tile_op(const TileOpNode& n, VerifyContext& ctx);
+/// Flags, barriers and cross-core flags (verify_sync.cpp).
+void check_sync(const SyncNode& n, VerifyContext& ctx);
+/// A buffer declaration: memory kind, capacity, address (verify_ops.cpp).
+void check_allocate(const AllocateNode& n, VerifyContext& ctx);
+/// "T.alloc_ub", "T.alloc_L1", ...
+std::string alloc_title(MemScope s);
+
+}  // namespace tl::rules
