@@ -195,6 +195,7 @@ class Buffer {
   bool defined() const { return node_ != nullptr; }
   const BufferNode* get() const { return node_.get(); }
   const BufferNode* operator->() const { return node_.get(); }
+  const BufferNode& operator*() const { return *node_; }
   bool same_as(const Buffer& o) const { return node_ == o.node_; }
   const std::shared_ptr<const BufferNode>& ptr() const { return node_; }
 

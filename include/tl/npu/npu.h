@@ -1,0 +1,66 @@
+// The virtual Ascend NPU's public interface: compile a verified expert-mode PrimFunc into an
+// executable kernel and launch it on a tl::Device with tensor and scalar arguments.
+//
+// Functional mode (this file) runs every core of every block: the AIC and the two AIVs of a
+// block run concurrently as cooperative interpreters with private memories of the target's
+// exact capacities; GM is shared. Cross-core flags and sync_all really synchronise them.
+// Blocks are placed on physical cores in waves and the physical cores are spread over host
+// threads; results are bit-identical for any thread count (see docs/virtual_npu.md).
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tl/ir.h"
+#include "tl/runtime.h"
+#include "tl/target.h"
+
+namespace tl {
+
+/// A kernel argument: a tensor, or a scalar for a T::Scalar parameter.
+struct Arg {
+  std::variant<Tensor, double> value;
+  Arg(Tensor t) : value(std::move(t)) {}  // NOLINT
+  Arg(double v) : value(v) {}             // NOLINT
+  Arg(int v) : value(static_cast<double>(v)) {}  // NOLINT
+  Arg(int64_t v) : value(static_cast<double>(v)) {}  // NOLINT
+};
+
+struct LaunchOptions {
+  int threads = 0;              // host threads; 0 = all hardware threads
+  std::ostream* out = nullptr;  // printf / dump_tensor output (default std::cout)
+};
+
+struct CompileOptions {
+  bool verify = true;  // run the verifier first (compile errors list every violation)
+};
+
+namespace npu {
+class Program;  // the executable form (src/npu/program.h)
+}
+
+/// A compiled, launchable kernel. Cheap to copy (shares the program).
+class CompiledKernel {
+ public:
+  CompiledKernel() = default;
+  explicit CompiledKernel(std::shared_ptr<const npu::Program> p) : program_(std::move(p)) {}
+  const PrimFunc& func() const;
+  const Target& target() const;
+  /// Runs the kernel. Checks each argument against the signature (dtype, rank, shape, strides,
+  /// device) with clear errors, binds dynamic symbols from tensor shapes, then executes.
+  void launch(Device& dev, const std::vector<Arg>& args, const LaunchOptions& opt = {}) const;
+  const npu::Program& program() const { return *program_; }
+
+ private:
+  std::shared_ptr<const npu::Program> program_;
+};
+
+/// Compiles `f` for `target`: verifies it (a tl::Error listing every violation otherwise),
+/// plans on-chip addresses and prepares it for execution.
+CompiledKernel compile(const PrimFunc& f, const Target& target = default_target(),
+                       const CompileOptions& opt = {});
+
+}  // namespace tl

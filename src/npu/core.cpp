@@ -1,0 +1,442 @@
+// The per-core interpreter: an explicit-stack walk of the kernel body that executes the
+// statements of one core (the AIC skips Vector scopes, the AIVs skip Cube scopes), evaluates
+// scalar expressions with the IR's semantics (ir.h), and blocks on cross-core waits so the
+// scheduler (launch.cpp) can run the other cores of the block.
+#include <cmath>
+
+#include "program.h"
+#include "tl/printer.h"
+#include "values.h"
+
+namespace tl::npu {
+
+namespace {
+int64_t floordiv_i(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
+  switch (n.op->unit) {
+    case OpUnit::Cube: return core == CoreKind::Cube;
+    case OpUnit::Vector: return core == CoreKind::Vector;
+    case OpUnit::Debug: return true;
+    case OpUnit::Move: {
+      // A copy runs on the core that owns its on-chip operand: UB paths on the AIVs, the rest
+      // (L1, L0A/L0B/L0C) on the AIC.
+      for (const auto& a : n.args)
+        if (a.is_region() && a.region.buffer->scope == MemScope::UB) return core == CoreKind::Vector;
+      (void)t;
+      return core == CoreKind::Cube;
+    }
+  }
+  return false;
+}
+int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
+}  // namespace
+
+Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph)
+    : program(p), launch(ls), kind(k), vid(v), phys(ph) {
+  const Target& t = *p.target;
+  auto alloc = [&](MemScope s) { mem[static_cast<size_t>(s)].assign(t.cap(s), 0); };
+  if (kind == CoreKind::Cube) {
+    alloc(MemScope::L1);
+    alloc(MemScope::L0A);
+    alloc(MemScope::L0B);
+    alloc(MemScope::L0C);
+  } else {
+    alloc(MemScope::UB);
+  }
+  slots_.resize(p.num_slots);
+}
+
+std::string Core::name() const {
+  return kind == CoreKind::Cube ? fmt::format("block {} AIC", block)
+                                : fmt::format("block {} AIV{}", block, vid);
+}
+
+void Core::start(int64_t b) {
+  block = b;
+  std::fill(slots_.begin(), slots_.end(), Scalar{});
+  const auto& f = program.func;
+  for (size_t i = 0; i < f->params.size(); ++i)
+    if (!f->params[i].is_tensor()) slots_[program.slot_of(f->params[i].scalar.node())] = launch.scalars[i];
+  for (size_t i = 0; i < f->dynamics.size(); ++i)
+    slots_[program.slot_of(f->dynamics[i].node())] = Scalar::of_int(launch.dynamics[i]);
+  set_var(program.kernel->cid, Scalar::of_int(b));
+  set_var(program.kernel->vid, Scalar::of_int(kind == CoreKind::Vector ? vid : 0));
+  flags_.fill(0);
+  stack_.clear();
+  stack_.push_back({program.kernel->body.get()});
+  recent_.clear();
+  status_ = Status::Runnable;
+}
+
+void Core::set_var(const Var& v, Scalar x) { slots_[program.slot_of(v.node())] = x; }
+
+bool Core::run() {
+  bool progressed = false;
+  while (status_ == Status::Runnable || status_ == Status::Blocked) {
+    if (stack_.empty()) {
+      status_ = Status::Done;
+      std::lock_guard<std::mutex> g(launch.mu);
+      if (program.sync_all_kinds & (kind == CoreKind::Cube ? 1 : 2)) ++launch.cores_done;
+      if (launch.barrier_arrived > 0) launch.cv.notify_all();
+      return true;
+    }
+    if (!step()) {
+      status_ = Status::Blocked;
+      return progressed;
+    }
+    status_ = Status::Runnable;
+    progressed = true;
+  }
+  return progressed;
+}
+
+bool Core::step() {
+  Frame& fr = stack_.back();
+  const StmtNode* s = fr.node;
+  switch (s->kind) {
+    case StmtKind::Seq: {
+      auto* q = static_cast<const SeqNode*>(s);
+      if (fr.index < q->stmts.size()) stack_.push_back({q->stmts[fr.index++].get()});
+      else stack_.pop_back();
+      return true;
+    }
+    case StmtKind::For: {
+      auto* f = static_cast<const ForNode*>(s);
+      if (fr.index == 0) {
+        loc_ = s->loc;
+        fr.i = eval_int(f->min);
+        fr.end = fr.i + eval_int(f->extent);
+        fr.index = 1;
+      }
+      if (fr.i < fr.end) {
+        set_var(f->var, Scalar::of_int(fr.i++));
+        stack_.push_back({f->body.get()});
+      } else {
+        stack_.pop_back();
+      }
+      return true;
+    }
+    case StmtKind::If: {
+      auto* n = static_cast<const IfNode*>(s);
+      loc_ = s->loc;
+      bool c = eval(n->cond).as_int() != 0;
+      stack_.pop_back();
+      const Stmt& branch = c ? n->then_case : n->else_case;
+      if (branch.defined()) stack_.push_back({branch.get()});
+      return true;
+    }
+    case StmtKind::Scope: {
+      auto* n = static_cast<const ScopeNode*>(s);
+      stack_.pop_back();
+      if (n->core == kind) stack_.push_back({n->body.get()});
+      return true;
+    }
+    case StmtKind::Kernel: {
+      auto* n = static_cast<const KernelNode*>(s);
+      stack_.pop_back();
+      stack_.push_back({n->body.get()});
+      return true;
+    }
+    case StmtKind::Sync: {
+      loc_ = s->loc;
+      if (!exec_sync(*static_cast<const SyncNode*>(s))) return false;
+      recent_.push_back(s);
+      if (recent_.size() > 8) recent_.pop_front();
+      stack_.pop_back();
+      return true;
+    }
+    default:
+      loc_ = s->loc;
+      exec_leaf(s);
+      recent_.push_back(s);
+      if (recent_.size() > 8) recent_.pop_front();
+      stack_.pop_back();
+      return true;
+  }
+}
+
+void Core::exec_leaf(const StmtNode* s) {
+  switch (s->kind) {
+    case StmtKind::Let: {
+      auto* n = static_cast<const LetNode*>(s);
+      set_var(n->var, eval(n->value));
+      return;
+    }
+    case StmtKind::Allocate: return;  // addresses are planned; memory persists (stale data)
+    case StmtKind::Store: return store(*static_cast<const StoreNode*>(s));
+    case StmtKind::TileOp: {
+      auto* n = static_cast<const TileOpNode*>(s);
+      if (!runs_on(*n, kind, *program.target)) return;
+      ExecFn fn = find_exec(n->op);
+      if (!fn) fail(fmt::format("T.{} has no virtual-NPU semantics yet", n->op->name));
+      fn(*n, *this);
+      return;
+    }
+    default: TL_ASSERT(false, "unexpected leaf statement kind {}", static_cast<int>(s->kind));
+  }
+}
+
+bool Core::exec_sync(const SyncNode& s) {
+  auto id_of = [&](int limit) {
+    int64_t id = eval_int(s.event_id);
+    if (id < 0 || id >= limit)
+      fail(fmt::format("T.{}: event id {} is outside [0, {})", sync_name(s.sync_kind), id, limit));
+    return static_cast<int>(id);
+  };
+  switch (s.sync_kind) {
+    case SyncKind::SetFlag: {
+      // Functional mode executes every pipe in program order, so flags only need bookkeeping:
+      // setting a set flag is an error (undefined on hardware); a wait needs a pending set.
+      int id = id_of(program.target->num_event_ids);
+      uint8_t& bits = flags_[static_cast<int>(s.src) * kNumPipes + static_cast<int>(s.dst)];
+      if (bits & (1u << id))
+        fail(fmt::format("T.set_flag(\"{}\", \"{}\", {}): the flag is already set (no wait_flag consumed "
+                         "the previous set)", pipe_name(s.src), pipe_name(s.dst), id));
+      bits |= static_cast<uint8_t>(1u << id);
+      return true;
+    }
+    case SyncKind::WaitFlag: {
+      int id = id_of(program.target->num_event_ids);
+      uint8_t& bits = flags_[static_cast<int>(s.src) * kNumPipes + static_cast<int>(s.dst)];
+      if (!(bits & (1u << id)))
+        fail(fmt::format("deadlock: T.wait_flag(\"{}\", \"{}\", {}) on {} waits for a flag no earlier "
+                         "set_flag raised; pipe {} would stall forever. Last events:\n{}",
+                         pipe_name(s.src), pipe_name(s.dst), id, name(), pipe_name(s.dst), last_events()));
+      bits &= static_cast<uint8_t>(~(1u << id));
+      return true;
+    }
+    case SyncKind::PipeBarrier:
+    case SyncKind::BarrierAll: return true;  // program order already holds in functional mode
+    case SyncKind::SetCrossFlag: {
+      int id = id_of(program.target->num_cross_flags);
+      auto bump = [&](int slot) {
+        int& c = launch.cross_counters(block, slot)[id];
+        if (++c > program.target->max_pending_cross_sets)
+          fail(fmt::format("T.set_cross_flag(\"{}\", {}): more than {} pending sets of cross-core flag {} "
+                           "(hangs on hardware)", pipe_name(s.src), id, program.target->max_pending_cross_sets, id));
+      };
+      if (s.mode == 2) {
+        if (kind == CoreKind::Cube) {
+          bump(1);
+          bump(2);
+        } else {
+          bump(3 + vid);  // the AIC sees a set once both AIVs have set (see wait below)
+        }
+      } else if (s.mode == 1) {
+        if (kind == CoreKind::Cube) fail("T.set_cross_flag mode 1 synchronises the two AIVs; the AIC cannot use it");
+        bump(1 + (1 - vid));
+      } else {
+        fail(fmt::format("T.set_cross_flag mode {} (all cores of a kind) is not supported by the functional "
+                         "virtual NPU yet; use sync_all", s.mode));
+      }
+      return true;
+    }
+    case SyncKind::WaitCrossFlag: {
+      int id = id_of(program.target->num_cross_flags);
+      if (kind == CoreKind::Cube) {
+        // An AIC wait completes when both AIVs of its block have set the flag.
+        int& a = launch.cross_counters(block, 3)[id];
+        int& b = launch.cross_counters(block, 4)[id];
+        if (a > 0 && b > 0) {
+          --a;
+          --b;
+          return true;
+        }
+      } else {
+        int& c = launch.cross_counters(block, 1 + vid)[id];
+        if (c > 0) {
+          --c;
+          return true;
+        }
+      }
+      blocked_ = fmt::format("T.wait_cross_flag({}) at {}", id, s.loc.str());
+      return false;
+    }
+    case SyncKind::SyncAll: {
+      // A barrier over every core of the launch. The first visit arrives; the core then parks
+      // (returns false) until the generation moves on, and the scheduler re-runs it.
+      std::unique_lock<std::mutex> g(launch.mu);
+      if (sync_gen_ >= 0) {
+        if (launch.barrier_generation > sync_gen_) {
+          sync_gen_ = -1;
+          blocked_.clear();
+          return true;
+        }
+        return false;
+      }
+      if (launch.cores_done > 0)
+        fail(fmt::format("deadlock: T.sync_all() on {} waits for every core, but {} core(s) already "
+                         "finished without reaching it", name(), launch.cores_done));
+      sync_gen_ = launch.barrier_generation;
+      if (++launch.barrier_arrived == launch.barrier_participants) {
+        launch.barrier_arrived = 0;
+        ++launch.barrier_generation;
+        launch.cv.notify_all();
+        sync_gen_ = -1;
+        return true;
+      }
+      blocked_ = fmt::format("T.sync_all() at {}", s.loc.str());
+      return false;
+    }
+  }
+  return true;
+}
+
+Scalar Core::eval(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::IntImm: return Scalar::of_int(e.as<IntImmNode>()->value);
+    case ExprKind::FloatImm: return Scalar::of_float(round_value(e.dtype(), e.as<FloatImmNode>()->value));
+    case ExprKind::StringImm: fail("a string literal is not a scalar value");
+    case ExprKind::Var: return slots_[program.slot_of(e.as<VarNode>())];
+    case ExprKind::Binary: {
+      auto* n = e.as<BinaryNode>();
+      Scalar a = eval(n->a), b = eval(n->b);
+      DType t = e.dtype();
+      bool flt = a.is_float || b.is_float || is_float(n->a.dtype()) || is_float(n->b.dtype());
+      if (flt) {
+        double x = a.as_double(), y = b.as_double(), r = 0;
+        switch (n->op) {
+          case BinOp::Add: r = x + y; break;
+          case BinOp::Sub: r = x - y; break;
+          case BinOp::Mul: r = x * y; break;
+          case BinOp::Div: case BinOp::TruncDiv: r = x / y; break;
+          case BinOp::FloorDiv: r = std::floor(x / y); break;
+          case BinOp::FloorMod: r = x - std::floor(x / y) * y; break;
+          case BinOp::TruncMod: r = std::fmod(x, y); break;
+          case BinOp::Min: r = std::min(x, y); break;
+          case BinOp::Max: r = std::max(x, y); break;
+          case BinOp::EQ: return Scalar::of_int(x == y);
+          case BinOp::NE: return Scalar::of_int(x != y);
+          case BinOp::LT: return Scalar::of_int(x < y);
+          case BinOp::LE: return Scalar::of_int(x <= y);
+          case BinOp::GT: return Scalar::of_int(x > y);
+          case BinOp::GE: return Scalar::of_int(x >= y);
+          case BinOp::And: return Scalar::of_int(x != 0 && y != 0);
+          case BinOp::Or: return Scalar::of_int(x != 0 || y != 0);
+          default: fail(fmt::format("bitwise operator {} on a float value in {}", binop_name(n->op), print(e)));
+        }
+        return Scalar::of_float(round_value(t, r));
+      }
+      int64_t x = a.i, y = b.i, r = 0;
+      switch (n->op) {
+        case BinOp::Add: r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); break;
+        case BinOp::Sub: r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); break;
+        case BinOp::Mul: r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); break;
+        case BinOp::Div: case BinOp::TruncDiv: case BinOp::TruncMod: case BinOp::FloorDiv: case BinOp::FloorMod:
+          if (y == 0) fail(fmt::format("division by zero in {}", print(e)));
+          if (n->op == BinOp::FloorDiv) r = floordiv_i(x, y);
+          else if (n->op == BinOp::FloorMod) r = x - floordiv_i(x, y) * y;
+          else if (n->op == BinOp::TruncMod) r = x % y;
+          else r = x / y;
+          break;
+        case BinOp::Min: r = std::min(x, y); break;
+        case BinOp::Max: r = std::max(x, y); break;
+        case BinOp::EQ: return Scalar::of_int(x == y);
+        case BinOp::NE: return Scalar::of_int(x != y);
+        case BinOp::LT: return Scalar::of_int(x < y);
+        case BinOp::LE: return Scalar::of_int(x <= y);
+        case BinOp::GT: return Scalar::of_int(x > y);
+        case BinOp::GE: return Scalar::of_int(x >= y);
+        case BinOp::And: return Scalar::of_int(x != 0 && y != 0);
+        case BinOp::Or: return Scalar::of_int(x != 0 || y != 0);
+        case BinOp::BitAnd: r = x & y; break;
+        case BinOp::BitOr: r = x | y; break;
+        case BinOp::BitXor: r = x ^ y; break;
+        case BinOp::Shl: r = static_cast<int64_t>(static_cast<uint64_t>(x) << (y & 63)); break;
+        case BinOp::Shr: r = x >> (y & 63); break;
+      }
+      return Scalar::of_int(wrap_int(t, r));
+    }
+    case ExprKind::Not: return Scalar::of_int(eval(e.as<NotNode>()->a).as_double() == 0);
+    case ExprKind::Select: {
+      auto* n = e.as<SelectNode>();
+      Scalar c = eval(n->cond), x = eval(n->t), y = eval(n->f);
+      return c.as_double() != 0 ? x : y;
+    }
+    case ExprKind::Cast: {
+      auto* n = e.as<CastNode>();
+      Scalar v = eval(n->value);
+      DType t = n->dtype;
+      if (is_float(t)) return Scalar::of_float(round_value(t, v.as_double()));
+      if (is_bool(t)) return Scalar::of_int(v.as_double() != 0);
+      if (v.is_float) {
+        double d = std::trunc(v.f);
+        if (std::isnan(d)) d = 0;
+        return Scalar::of_int(wrap_int(t, static_cast<int64_t>(std::clamp(d, -9.2e18, 9.2e18))));
+      }
+      return Scalar::of_int(wrap_int(t, v.i));
+    }
+    case ExprKind::Load: return load(*e.as<LoadNode>());
+    case ExprKind::Call: {
+      auto* n = e.as<CallNode>();
+      double x = eval(n->args.at(0)).as_double(), r = 0;
+      const std::string& f = n->name;
+      if (f == "exp") r = std::exp(x);
+      else if (f == "log") r = std::log(x);
+      else if (f == "sqrt") r = std::sqrt(x);
+      else if (f == "rsqrt") r = 1.0 / std::sqrt(x);
+      else if (f == "abs") r = std::fabs(x);
+      else if (f == "sigmoid") r = 1.0 / (1.0 + std::exp(-x));
+      else if (f == "pow") r = std::pow(x, eval(n->args.at(1)).as_double());
+      else fail(fmt::format("unknown intrinsic T.{}", f));
+      if (!is_float(e.dtype())) return Scalar::of_int(wrap_int(e.dtype(), static_cast<int64_t>(r)));
+      return Scalar::of_float(round_value(e.dtype(), r));
+    }
+  }
+  return {};
+}
+
+Scalar Core::load(const LoadNode& n) {
+  const BufferInfo& info = program.buffer(n.buffer.get());
+  if (info.scope == MemScope::Var) return slots_[info.slot];
+  std::vector<int64_t> idx;
+  for (const auto& i : n.indices) idx.push_back(eval_int(i));
+  BufferRegion r{n.buffer, {}};
+  for (auto v : idx) r.ranges.push_back({Expr(v), Expr(1)});
+  TileRef t = resolve(r, "load", n.buffer->name);
+  uint8_t* p = t.at(idx);
+  double v = load_value(t.dtype, p);
+  return is_float(t.dtype) ? Scalar::of_float(v) : Scalar::of_int(static_cast<int64_t>(v));
+}
+
+void Core::store(const StoreNode& n) {
+  const BufferInfo& info = program.buffer(n.buffer.get());
+  Scalar v = eval(n.value);
+  DType t = n.buffer->dtype;
+  Scalar stored = is_float(t) ? Scalar::of_float(round_value(t, v.as_double()))
+                              : Scalar::of_int(wrap_int(t, v.as_int()));
+  if (info.scope == MemScope::Var) {
+    slots_[info.slot] = stored;
+    return;
+  }
+  std::vector<int64_t> idx;
+  for (const auto& i : n.indices) idx.push_back(eval_int(i));
+  BufferRegion r{n.buffer, {}};
+  for (auto x : idx) r.ranges.push_back({Expr(x), Expr(1)});
+  TileRef ref = resolve(r, "store", n.buffer->name);
+  store_value(t, ref.at(idx), stored.as_double());
+}
+
+void Core::fail(const std::string& msg) const {
+  throw Error(loc_, fmt::format("{} ({}): {}", name(), program.func->name, msg));
+}
+
+std::string Core::last_events() const {
+  std::string s;
+  for (const auto* st : recent_) {
+    std::string p = print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, st)),
+                          {.locations = true});
+    s += "    " + p.substr(0, p.find('\n')) + "\n";
+  }
+  return s.empty() ? "    (none)\n" : s;
+}
+
+void Core::print_line(const std::string& text) {
+  std::lock_guard<std::mutex> g(launch.print_mu);
+  launch.printed.push_back({{block, core_slot(kind, vid), print_seq_++}, fmt::format("[{}] {}", name(), text)});
+}
+
+}  // namespace tl::npu

@@ -1,0 +1,157 @@
+// The op-semantics table, region resolution and the shared element-movement helpers.
+#include "exec.h"
+
+#include <unordered_map>
+
+#include "values.h"
+
+#include <fmt/ranges.h>
+
+namespace tl::npu {
+
+ExecFn find_exec(const OpDef* op) {
+  static const std::unordered_map<std::string, ExecFn> table = [] {
+    std::unordered_map<std::string, ExecFn> t;
+    for (auto list : {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(), debug_execs()})
+      for (const auto& e : list) t.emplace(e.op, e.fn);
+    return t;
+  }();
+  auto it = table.find(op->name);
+  return it == table.end() ? nullptr : it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Region resolution
+
+int64_t TileRef::numel() const {
+  int64_t n = 1;
+  for (auto e : extent) n *= e;
+  return n;
+}
+int64_t TileRef::rows() const {
+  int64_t n = 1;
+  for (size_t i = 0; i + 1 < extent.size(); ++i) n *= extent[i];
+  return n;
+}
+int64_t TileRef::cols() const { return extent.empty() ? 1 : extent.back(); }
+int64_t TileRef::row_stride() const { return strides.size() >= 2 ? strides[strides.size() - 2] : 0; }
+
+uint8_t* TileRef::at(const std::vector<int64_t>& idx) const {
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
+  return base + off * dtype_bytes(dtype);
+}
+
+uint8_t* TileRef::at_flat(int64_t flat) const {
+  std::vector<int64_t> idx(extent.size());
+  for (size_t d = extent.size(); d-- > 0;) {
+    idx[d] = start[d] + flat % extent[d];
+    flat /= extent[d];
+  }
+  return at(idx);
+}
+
+uint8_t* row_ptr(const TileRef& t, int64_t r) {
+  std::vector<int64_t> idx(t.extent.size());
+  if (!idx.empty()) idx.back() = t.start.back();
+  for (size_t d = t.extent.size() - 1; d-- > 0;) {
+    idx[d] = t.start[d] + r % t.extent[d];
+    r /= t.extent[d];
+  }
+  return t.at(idx);
+}
+
+TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_view operand) {
+  const BufferInfo& info = program.buffer(r.buffer.get());
+  const BufferNode& b = *r.buffer.get();
+  TileRef t;
+  t.buffer = &b;
+  t.scope = b.scope;
+  t.dtype = b.dtype;
+  if (info.scope == MemScope::Var) fail(fmt::format("T.{}: operand '{}' is the scalar variable '{}'", op, operand, b.name));
+  if (info.scope == MemScope::GM) {
+    const Tensor& ten = launch.tensors[info.param];
+    t.base = ten.data();
+    t.shape = ten.shape();
+    t.strides = ten.strides();
+  } else {
+    auto& m = mem[static_cast<size_t>(info.scope)];
+    if (m.empty())
+      fail(fmt::format("T.{}: operand '{}' uses '{}' in {}, which the {} does not have", op, operand, b.name,
+                       scope_name(info.scope), kind == CoreKind::Cube ? "AIC" : "AIV"));
+    t.base = m.data() + info.offset;
+    for (const auto& s : b.shape) t.shape.push_back(eval_int(s));
+    t.strides.assign(t.shape.size(), 1);
+    for (size_t d = t.shape.size() - 1; d-- > 0;) t.strides[d] = t.strides[d + 1] * t.shape[d + 1];
+  }
+  for (size_t d = 0; d < r.ranges.size(); ++d) {
+    int64_t s = eval_int(r.ranges[d].min), e = eval_int(r.ranges[d].extent);
+    if (e < 0 || s < 0 || s + e > t.shape[d])
+      fail(fmt::format("T.{}: out-of-bounds access to '{}' ({}, shape [{}]) by operand '{}': dimension {} "
+                       "covers [{}, {}), outside [0, {})",
+                       op, b.name, scope_name(b.scope), fmt::join(t.shape, ", "), operand, d, s, s + e, t.shape[d]));
+    t.start.push_back(s);
+    t.extent.push_back(e);
+  }
+  return t;
+}
+
+TileRef Core::operand(const TileOpNode& n, std::string_view name) {
+  const TileArg* a = op_operand(n, name);
+  TL_ASSERT(a && a->is_region(), "T.{}: operand {} is not a region", n.op->name, name);
+  return resolve(a->region, n.op->name, name);
+}
+
+bool Core::has_operand(const TileOpNode& n, std::string_view name) const { return op_operand(n, name) != nullptr; }
+
+// ---------------------------------------------------------------------------------------------
+// Element movement
+
+void load_f32(const TileRef& t, std::vector<float>& out) {
+  int64_t R = t.rows(), C = t.cols();
+  out.resize(R * C);
+  for (int64_t r = 0; r < R; ++r) convert(t.dtype, row_ptr(t, r), DType::Float32, out.data() + r * C, C);
+}
+void store_f32(const TileRef& t, const std::vector<float>& in, RoundMode m) {
+  int64_t R = t.rows(), C = t.cols();
+  for (int64_t r = 0; r < R; ++r) convert(DType::Float32, in.data() + r * C, t.dtype, row_ptr(t, r), C, m);
+}
+void load_i64(const TileRef& t, std::vector<int64_t>& out) {
+  int64_t R = t.rows(), C = t.cols(), es = dtype_bytes(t.dtype);
+  out.resize(R * C);
+  for (int64_t r = 0; r < R; ++r) {
+    uint8_t* p = row_ptr(t, r);
+    for (int64_t c = 0; c < C; ++c) out[r * C + c] = static_cast<int64_t>(load_value(t.dtype, p + c * es));
+  }
+}
+void store_i64(const TileRef& t, const std::vector<int64_t>& in) {
+  int64_t R = t.rows(), C = t.cols(), es = dtype_bytes(t.dtype);
+  for (int64_t r = 0; r < R; ++r) {
+    uint8_t* p = row_ptr(t, r);
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t w = wrap_int(t.dtype, in[r * C + c]);
+      std::memcpy(p + c * es, &w, es);
+    }
+  }
+}
+void load_bytes(const TileRef& t, std::vector<uint8_t>& out) {
+  int64_t R = t.rows(), row = t.cols() * dtype_bytes(t.dtype);
+  out.resize(R * row);
+  for (int64_t r = 0; r < R; ++r) std::memcpy(out.data() + r * row, row_ptr(t, r), row);
+}
+void store_bytes(const TileRef& t, const std::vector<uint8_t>& in) {
+  int64_t R = t.rows(), row = t.cols() * dtype_bytes(t.dtype);
+  for (int64_t r = 0; r < R; ++r) std::memcpy(row_ptr(t, r), in.data() + r * row, row);
+}
+
+RoundMode parse_round_mode(const std::string& s) {
+  if (s == "CAST_RINT") return RoundMode::Rint;
+  if (s == "CAST_FLOOR") return RoundMode::Floor;
+  if (s == "CAST_CEIL") return RoundMode::Ceil;
+  if (s == "CAST_ROUND") return RoundMode::Round;
+  if (s == "CAST_TRUNC") return RoundMode::Trunc;
+  if (s == "CAST_ODD") return RoundMode::Odd;
+  return RoundMode::None;
+}
+
+}  // namespace tl::npu

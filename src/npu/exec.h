@@ -1,0 +1,40 @@
+// Internal: helpers shared by the op semantics (exec_*.cpp): region data in and out as float
+// or integer arrays, and the registration table.
+#pragma once
+
+#include <vector>
+
+#include "program.h"
+#include "tl/npu/numerics.h"
+
+namespace tl::npu {
+
+/// One registered op semantics.
+struct ExecEntry {
+  const char* op;
+  ExecFn fn;
+};
+/// Each exec_*.cpp lists its ops; exec.cpp concatenates them.
+std::vector<ExecEntry> move_execs();
+std::vector<ExecEntry> cube_execs();
+std::vector<ExecEntry> vector_execs();
+std::vector<ExecEntry> reduce_sort_execs();
+std::vector<ExecEntry> debug_execs();
+
+/// Pointer to the first element of row `r` of the region viewed as rows x cols (ND buffers).
+uint8_t* row_ptr(const TileRef& t, int64_t r);
+/// All region elements, row-major, widened to float (exact for every float dtype but fp64).
+void load_f32(const TileRef& t, std::vector<float>& out);
+/// Stores `in` into the region, rounding to the region's dtype with `m`.
+void store_f32(const TileRef& t, const std::vector<float>& in, RoundMode m = RoundMode::Rint);
+/// All region elements as integers (floats truncated).
+void load_i64(const TileRef& t, std::vector<int64_t>& out);
+/// Stores integers, wrapping to the region's integer dtype.
+void store_i64(const TileRef& t, const std::vector<int64_t>& in);
+/// Raw bytes of the region, row-major (for dtype-agnostic movement).
+void load_bytes(const TileRef& t, std::vector<uint8_t>& out);
+void store_bytes(const TileRef& t, const std::vector<uint8_t>& in);
+
+RoundMode parse_round_mode(const std::string& s);
+
+}  // namespace tl::npu

@@ -1,0 +1,204 @@
+// Semantics of the cube ops on the virtual NPU.
+//
+// T.mma reads A from L0A (ZZ fractals) and B from L0B (ZN fractals), multiplies in fp32
+// (int32 for int8) and writes or accumulates C in L0C (NZ, 16x16 fractals). fp16/bf16
+// products are exact in fp32, so only the accumulation order differs from hardware.
+// T.gemm_v0 is what TileLang-Ascend's gemm_v0 template does: LoadData A and B from L1 into
+// L0A and L0B (both at offset 0, overwriting whatever the kernel kept there), then Mmad.
+#include <cblas.h>
+
+#include <mutex>
+
+#include "exec.h"
+#include "tl/npu/layout.h"
+#include "values.h"
+
+namespace tl::npu {
+
+int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);  // exec_move.cpp
+
+namespace {
+
+thread_local std::vector<float> g_a, g_bt, g_c;
+
+void single_threaded_blas() {
+  static std::once_flag once;
+  // Blocks already run on host threads; a single-threaded BLAS keeps results independent of
+  // how many there are.
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+/// Dense row-major [rows, cols] fp32 copy of a ZZ matrix whose padded width is cols_padded.
+void unpack_zz(const uint8_t* base, int64_t rows, int64_t cols, int64_t cols_padded, DType t, float* out) {
+  int c0 = c0_elems(t), es = dtype_bytes(t);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; c += c0)
+      convert(t, base + zz_offset(r, c, cols_padded, c0) * es, DType::Float32, out + r * cols + c,
+              std::min<int64_t>(c0, cols - c));
+}
+/// Dense row-major B^T [n, k] fp32 copy of a ZN matrix B [k, n] whose padded width is n_padded.
+void unpack_zn_t(const uint8_t* base, int64_t k, int64_t n, int64_t n_padded, DType t, float* out) {
+  int c0 = c0_elems(t), es = dtype_bytes(t);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < k; i += c0)
+      convert(t, base + zn_offset(i, j, n_padded, c0) * es, DType::Float32, out + j * k + i,
+              std::min<int64_t>(c0, k - i));
+}
+
+/// C (L0C region) = [C +] A x B with A, B given densely (A [M, K], BT [N, K]).
+void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool init) {
+  if (C.rows() != M || C.cols() != N)
+    c.fail(fmt::format("cube: 'C' ({}) is [{} x {}] but A x B is [{} x {}]", C.buffer->name, C.rows(), C.cols(), M, N));
+  g_c.assign(M * N, 0.0f);
+  std::vector<int64_t> idx(C.extent.size());
+  int64_t es = dtype_bytes(C.dtype);
+  auto visit = [&](auto&& fn) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        idx = C.start;
+        idx[idx.size() - 2] += i;
+        idx.back() += j;
+        fn(C.base + layout_offset(C, idx) * es, g_c[i * N + j]);
+      }
+  };
+  if (!init) visit([&](uint8_t* p, float& v) { v = static_cast<float>(load_value(C.dtype, p)); });
+  if (M > 0 && N > 0 && K > 0) {
+    single_threaded_blas();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N),
+                static_cast<int>(K), 1.0f, g_a.data(), static_cast<int>(K), g_bt.data(), static_cast<int>(K),
+                1.0f, g_c.data(), static_cast<int>(N));
+  }
+  visit([&](uint8_t* p, float& v) { store_value(C.dtype, p, v); });
+}
+
+/// The integer cube path: int8 x int8 -> int32, exact.
+void accumulate_int(Core& c, const TileRef& C, const std::vector<int64_t>& A, const std::vector<int64_t>& BT,
+                    int64_t M, int64_t N, int64_t K, bool init) {
+  std::vector<int64_t> idx;
+  int64_t es = dtype_bytes(C.dtype);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      idx = C.start;
+      idx[idx.size() - 2] += i;
+      idx.back() += j;
+      uint8_t* p = C.base + layout_offset(C, idx) * es;
+      int64_t acc = init ? 0 : static_cast<int64_t>(load_value(C.dtype, p));
+      for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * BT[j * K + k];
+      store_value(C.dtype, p, static_cast<double>(wrap_int(C.dtype, acc)));
+    }
+  (void)c;
+}
+
+bool init_of(const TileOpNode& n, Core& c) {
+  const TileArg* a = op_operand(n, "init");
+  return a && c.eval_int(a->scalar) != 0;
+}
+
+/// Dense operands from L0A/L0B regions (each element through its layout).
+void mma(const TileOpNode& n, Core& c) {
+  TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
+  int64_t M = A.rows(), K = A.cols(), N = B.cols();
+  if (B.rows() != K)
+    c.fail(fmt::format("T.mma: A ({}) is [{} x {}] but B ({}) is [{} x {}]; K must agree", A.buffer->name, M, K,
+                       B.buffer->name, B.rows(), N));
+  if (A.scope != MemScope::L0A || B.scope != MemScope::L0B || C.scope != MemScope::L0C)
+    c.fail("T.mma takes A in L0A, B in L0B and C in L0C");
+  bool integer = A.dtype == DType::Int8;
+  std::vector<int64_t> ia, ibt;
+  g_a.resize(M * K);
+  g_bt.resize(N * K);
+  std::vector<int64_t> idx;
+  int64_t aes = dtype_bytes(A.dtype), bes = dtype_bytes(B.dtype);
+  if (integer) {
+    ia.resize(M * K);
+    ibt.resize(N * K);
+  }
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      idx = A.start;
+      idx[idx.size() - 2] += i;
+      idx.back() += k;
+      double v = load_value(A.dtype, A.base + layout_offset(A, idx) * aes);
+      g_a[i * K + k] = static_cast<float>(v);
+      if (integer) ia[i * K + k] = static_cast<int64_t>(v);
+    }
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) {
+      idx = B.start;
+      idx[idx.size() - 2] += k;
+      idx.back() += j;
+      double v = load_value(B.dtype, B.base + layout_offset(B, idx) * bes);
+      g_bt[j * K + k] = static_cast<float>(v);
+      if (integer) ibt[j * K + k] = static_cast<int64_t>(v);
+    }
+  if (integer) accumulate_int(c, C, ia, ibt, M, N, K, init_of(n, c));
+  else accumulate(c, C, M, N, K, init_of(n, c));
+}
+
+/// LoadData of an L1 operand into L0 memory at offset 0; returns the L0 pointer.
+uint8_t* load_to_l0(Core& c, const TileRef& t, MemScope l0, int64_t rows, int64_t cols, bool transpose,
+                    const char* name) {
+  size_t nd = t.extent.size();
+  int c0 = c0_elems(t.dtype);
+  int64_t r0 = nd >= 2 ? t.start[nd - 2] : 0, col0 = t.start[nd - 1];
+  if (r0 % 16 != 0 || col0 % c0 != 0)
+    c.fail(fmt::format("T.gemm_v0: operand '{}' ({}) starts at ({}, {}), not on a fractal boundary (16 x {})", name,
+                       t.buffer->name, r0, col0, c0));
+  for (size_t d = 0; d + 2 < nd; ++d)
+    if (t.extent[d] != 1) c.fail(fmt::format("T.gemm_v0: operand '{}' must be a 2-D tile", name));
+  int64_t R = nd >= 2 ? t.shape[nd - 2] : 1, Cc = t.shape[nd - 1];
+  int64_t rp = align_up(R, 16);
+  int64_t lead = 0;
+  for (size_t d = 0; d + 2 < nd; ++d) lead = lead * t.shape[d] + t.start[d];
+  const uint8_t* src = t.base + (lead * rp * align_up(Cc, c0) + nz_offset(r0, col0, rp, c0)) * dtype_bytes(t.dtype);
+  auto& mem = c.mem[static_cast<size_t>(l0)];
+  // rows x cols is the operand as stored in L1 (before any transpose).
+  int64_t need = (l0 == MemScope::L0A ? align_up(transpose ? cols : rows, 16) * align_up(transpose ? rows : cols, c0)
+                                      : align_up(transpose ? rows : cols, c0) * align_up(transpose ? cols : rows, 16)) *
+                 dtype_bytes(t.dtype);
+  if (need > static_cast<int64_t>(mem.size()))
+    c.fail(fmt::format("T.gemm_v0: operand '{}' needs {} bytes of {}, capacity {}", name, need, scope_name(l0), mem.size()));
+  if (l0 == MemScope::L0A) {
+    // A [M, K]: stored as A (no transpose) or as A^T [K, M] (transpose_A).
+    int64_t M = transpose ? cols : rows, K = transpose ? rows : cols;
+    nz_to_zz(src, rp, M, K, t.dtype, transpose, mem.data());
+  } else {
+    // B [K, N]: stored as B [K, N] (LoadData transposes into ZN) or as B^T [N, K] (transpose_B).
+    int64_t K = transpose ? cols : rows, N = transpose ? rows : cols;
+    nz_to_zn(src, rp, K, N, t.dtype, !transpose, mem.data());
+  }
+  return mem.data();
+}
+
+void gemm_v0(const TileOpNode& n, Core& c) {
+  TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
+  if (A.scope != MemScope::L1 || B.scope != MemScope::L1 || C.scope != MemScope::L0C)
+    c.fail("T.gemm_v0 takes A and B in L1 and C in L0C");
+  bool ta = n.attr_bool("transpose_A"), tb = n.attr_bool("transpose_B");
+  int64_t M = ta ? A.cols() : A.rows(), K = ta ? A.rows() : A.cols();
+  int64_t KB = tb ? B.cols() : B.rows(), N = tb ? B.rows() : B.cols();
+  if (K != KB)
+    c.fail(fmt::format("T.gemm_v0: K of A ({}) is {} but K of B ({}) is {}", A.buffer->name, K, B.buffer->name, KB));
+  if (A.dtype != B.dtype)
+    c.fail(fmt::format("T.gemm_v0: A is {} but B is {}", dtype_name(A.dtype), dtype_name(B.dtype)));
+  const uint8_t* l0a = load_to_l0(c, A, MemScope::L0A, A.rows(), A.cols(), ta, "A");
+  const uint8_t* l0b = load_to_l0(c, B, MemScope::L0B, B.rows(), B.cols(), tb, "B");
+  int c0 = c0_elems(A.dtype);
+  int64_t kp = align_up(K, c0), np = align_up(N, 16);
+  g_a.resize(M * K);
+  g_bt.resize(N * K);
+  unpack_zz(l0a, M, K, kp, A.dtype, g_a.data());
+  unpack_zn_t(l0b, K, N, np, B.dtype, g_bt.data());
+  if (A.dtype == DType::Int8) {
+    std::vector<int64_t> ia(g_a.begin(), g_a.end()), ibt(g_bt.begin(), g_bt.end());
+    accumulate_int(c, C, ia, ibt, M, N, K, init_of(n, c));
+  } else {
+    accumulate(c, C, M, N, K, init_of(n, c));
+  }
+}
+
+}  // namespace
+
+std::vector<ExecEntry> cube_execs() { return {{"mma", mma}, {"gemm_v0", gemm_v0}}; }
+
+}  // namespace tl::npu

@@ -1,0 +1,247 @@
+// Semantics of T.copy and T.atomic_add on the virtual NPU, for every legal path.
+//
+// Each memory has its storage layout: GM is strided ND, UB row-major ND, L1 and L0C NZ
+// fractals, L0A ZZ, L0B ZN (layout.h). A copy maps region element (i, j) of the source to
+// region element (i, j) of the destination through both layouts, so data moved with the
+// wrong layout is visibly wrong, as on hardware:
+//  - GM -> L1 converts ND to NZ (nd2nz, on by default); with nd2nz=False the bytes land in
+//    L1 in ND order starting at the region's first fractal position.
+//  - L1 -> L0A/L0B reorders fractals (LoadData); `transpose` loads the transpose.
+//  - L0C -> GM/L1 is the fixpipe: NZ -> ND (or NZ), dtype conversion (RINT) and optional ReLU.
+//  - GM <-> UB moves whole 32-byte blocks per row (DataCopy); rows of other lengths need the
+//    padded form (pad=True: DataCopyPad), whose UB row tail up to 32 B gets pad_value.
+#include <cmath>
+#include <mutex>
+
+#include "exec.h"
+#include "tl/npu/layout.h"
+#include "values.h"
+
+namespace tl::npu {
+namespace {
+
+bool nd_scope(MemScope s) { return s == MemScope::GM || s == MemScope::UB; }
+
+/// Element offset of buffer element idx (absolute indices) in t's storage, and how many
+/// elements from there along the last dimension are contiguous in storage.
+int64_t storage_offset(const TileRef& t, const std::vector<int64_t>& idx, int64_t* run) {
+  size_t n = idx.size();
+  if (nd_scope(t.scope)) {
+    int64_t off = 0;
+    for (size_t d = 0; d < n; ++d) off += idx[d] * t.strides[d];
+    *run = t.strides[n - 1] == 1 ? t.shape[n - 1] - idx[n - 1] : 1;
+    return off;
+  }
+  int64_t R = n >= 2 ? t.shape[n - 2] : 1, C = t.shape[n - 1];
+  int64_t r = n >= 2 ? idx[n - 2] : 0, c = idx[n - 1];
+  int64_t lead = 0;
+  for (size_t d = 0; d + 2 < n; ++d) lead = lead * t.shape[d] + idx[d];
+  int c0 = c0_elems(t.dtype);
+  int64_t off = 0, mat = 0;
+  switch (t.scope) {
+    case MemScope::L1:
+      mat = align_up(R, 16) * align_up(C, c0);
+      off = nz_offset(r, c, align_up(R, 16), c0);
+      *run = std::min<int64_t>(c0 - c % c0, C - c);
+      break;
+    case MemScope::L0C:
+      mat = align_up(R, 16) * align_up(C, 16);
+      off = l0c_offset(r, c, align_up(R, 16));
+      *run = std::min<int64_t>(16 - c % 16, C - c);
+      break;
+    case MemScope::L0A:
+      mat = align_up(R, 16) * align_up(C, c0);
+      off = zz_offset(r, c, align_up(C, c0), c0);
+      *run = std::min<int64_t>(c0 - c % c0, C - c);
+      break;
+    case MemScope::L0B:
+      mat = align_up(R, c0) * align_up(C, 16);
+      off = zn_offset(r, c, align_up(C, 16), c0);
+      *run = 1;
+      break;
+    default: TL_ASSERT(false, "no storage layout for scope {}", scope_name(t.scope));
+  }
+  return lead * mat + off;
+}
+
+thread_local std::vector<float> g_run;
+
+/// Copies region src to region dst element by element through both layouts, in runs that
+/// are contiguous on both sides. Converts dtypes (RINT) and applies ReLU if asked.
+void copy_regions(const TileRef& src, const TileRef& dst, bool relu) {
+  int64_t rows = src.rows(), cols = src.cols();
+  size_t ns = src.extent.size(), nd = dst.extent.size();
+  std::vector<int64_t> si(ns), di(nd);
+  int64_t ses = dtype_bytes(src.dtype), des = dtype_bytes(dst.dtype);
+  bool same = src.dtype == dst.dtype && !relu;
+  for (int64_t r = 0; r < rows; ++r) {
+    // Row r of the source region and the matching position of the destination region.
+    int64_t flat = r * cols;
+    for (int64_t c = 0; c < cols;) {
+      int64_t f = flat + c, rem = f;
+      for (size_t d = ns; d-- > 0;) {
+        si[d] = src.start[d] + rem % src.extent[d];
+        rem /= src.extent[d];
+      }
+      rem = f;
+      for (size_t d = nd; d-- > 0;) {
+        di[d] = dst.start[d] + rem % dst.extent[d];
+        rem /= dst.extent[d];
+      }
+      int64_t srun, drun;
+      int64_t so = storage_offset(src, si, &srun), dof = storage_offset(dst, di, &drun);
+      int64_t dcol_left = dst.start[nd - 1] + dst.extent[nd - 1] - di[nd - 1];
+      int64_t len = std::min({cols - c, srun, drun, dcol_left});
+      len = std::max<int64_t>(len, 1);
+      const uint8_t* sp = src.base + so * ses;
+      uint8_t* dp = dst.base + dof * des;
+      if (same) {
+        std::memcpy(dp, sp, len * ses);
+      } else {
+        g_run.resize(len);
+        convert(src.dtype, sp, DType::Float32, g_run.data(), len);
+        if (relu)
+          for (auto& x : g_run) x = x > 0 ? x : (x != x ? x : 0.0f);
+        convert(DType::Float32, g_run.data(), dst.dtype, dp, len);
+      }
+      c += len;
+    }
+  }
+}
+
+/// Zero-fills the fractal padding around an NZ region written into L1 by a GM -> L1 copy:
+/// columns up to the next multiple of c0 and rows up to the next multiple of 16, within the
+/// buffer's padded matrix ("columns that do not fill 32 B are zero-padded").
+void zero_nz_padding(const TileRef& dst) {
+  size_t n = dst.extent.size();
+  if (n < 1) return;
+  int c0 = c0_elems(dst.dtype);
+  int64_t R = n >= 2 ? dst.shape[n - 2] : 1, C = dst.shape[n - 1];
+  int64_t r0 = n >= 2 ? dst.start[n - 2] : 0, r1 = r0 + (n >= 2 ? dst.extent[n - 2] : 1);
+  int64_t c0s = dst.start[n - 1], c1 = c0s + dst.extent[n - 1];
+  int64_t rp = std::min(align_up(r1, 16), align_up(R, 16)), cp = std::min(align_up(c1, c0), align_up(C, c0));
+  int64_t es = dtype_bytes(dst.dtype);
+  int64_t lead = 1;
+  for (size_t d = 0; d + 2 < n; ++d) lead *= dst.extent[d];
+  int64_t mat = align_up(R, 16) * align_up(C, c0);
+  for (int64_t l = 0; l < lead; ++l) {
+    int64_t base_lead = 0, rem = l;
+    std::vector<int64_t> li(n >= 2 ? n - 2 : 0);
+    for (size_t d = li.size(); d-- > 0;) {
+      li[d] = dst.start[d] + rem % dst.extent[d];
+      rem /= dst.extent[d];
+    }
+    for (size_t d = 0; d < li.size(); ++d) base_lead = base_lead * dst.shape[d] + li[d];
+    for (int64_t r = r0; r < rp; ++r)
+      for (int64_t c = c0s; c < cp; ++c)
+        if (r >= r1 || c >= c1) std::memset(dst.base + (base_lead * mat + nz_offset(r, c, align_up(R, 16), c0)) * es, 0, es);
+  }
+}
+
+void copy(const TileOpNode& n, Core& c) {
+  TileRef src = c.operand(n, "src"), dst = c.operand(n, "dst");
+  if (src.numel() != dst.numel())
+    c.fail(fmt::format("T.copy: 'src' ({}) has {} elements but 'dst' ({}) has {}", src.buffer->name, src.numel(),
+                       dst.buffer->name, dst.numel()));
+  bool relu = n.attr_bool("enable_relu");
+  bool transpose = n.attr_bool("transpose");
+  MemScope S = src.scope, D = dst.scope;
+  bool fixpipe = S == MemScope::L0C;
+  if (!fixpipe && src.dtype != dst.dtype)
+    c.fail(fmt::format("T.copy from {} to {}: dtypes differ ({} -> {}); only the fixpipe (L0C -> GM/L1) converts",
+                       scope_name(S), scope_name(D), dtype_name(src.dtype), dtype_name(dst.dtype)));
+  if (relu && !fixpipe) c.fail("T.copy: enable_relu is a fixpipe option (L0C -> GM/L1)");
+  // GM <-> UB: DataCopy moves whole 32-byte blocks of each row.
+  if ((S == MemScope::GM && D == MemScope::UB) || (S == MemScope::UB && D == MemScope::GM)) {
+    int64_t row_bytes = src.cols() * dtype_bytes(src.dtype);
+    bool pad = n.attr_bool("pad");
+    if (row_bytes % 32 != 0 && !pad)
+      c.fail(fmt::format("T.copy {} -> {}: each row moves {} bytes, not a multiple of 32 (DataCopy would round "
+                         "it down and drop the tail); use the padded copy (pad_value)",
+                         scope_name(S), scope_name(D), row_bytes));
+    copy_regions(src, dst, false);
+    if (pad && D == MemScope::UB) {
+      // DataCopyPad fills each UB row's tail up to the 32-byte boundary with pad_value.
+      int64_t es = dtype_bytes(dst.dtype), per_block = 32 / es;
+      int64_t c_end = dst.start.back() + dst.extent.back();
+      int64_t c_pad = std::min(align_up(c_end, per_block), dst.shape.back());
+      double v = n.attr_float("pad_value");
+      for (int64_t r = 0; r < dst.rows(); ++r) {
+        uint8_t* row = row_ptr(dst, r) - dst.start.back() * es;
+        for (int64_t col = c_end; col < c_pad; ++col) store_value(dst.dtype, row + col * es, v);
+      }
+    }
+    return;
+  }
+  if (transpose) {
+    if (!(S == MemScope::L1 && (D == MemScope::L0A || D == MemScope::L0B)))
+      c.fail("T.copy: transpose applies to L1 -> L0A/L0B loads only");
+    // dst (i, j) = src (j, i): walk the destination and read the transposed source element.
+    if (src.rows() != dst.cols() || src.cols() != dst.rows())
+      c.fail(fmt::format("T.copy(transpose=True): 'src' is [{} x {}], 'dst' must be [{} x {}], got [{} x {}]",
+                         src.rows(), src.cols(), src.cols(), src.rows(), dst.rows(), dst.cols()));
+    int64_t es = dtype_bytes(src.dtype), run;
+    size_t ns = src.extent.size(), nd = dst.extent.size();
+    std::vector<int64_t> si(src.start), di(dst.start);
+    for (int64_t i = 0; i < dst.rows(); ++i)
+      for (int64_t j = 0; j < dst.cols(); ++j) {
+        di[nd - 2] = dst.start[nd - 2] + i;
+        di[nd - 1] = dst.start[nd - 1] + j;
+        si[ns - 2] = src.start[ns - 2] + j;
+        si[ns - 1] = src.start[ns - 1] + i;
+        std::memcpy(dst.base + storage_offset(dst, di, &run) * es, src.base + storage_offset(src, si, &run) * es, es);
+      }
+    return;
+  }
+  if (S == MemScope::GM && D == MemScope::L1 && !n.attr_bool("nd2nz")) {
+    // No ND -> NZ conversion: the ND bytes are written linearly from the region's start.
+    int64_t run, es = dtype_bytes(src.dtype);
+    uint8_t* p = dst.base + storage_offset(dst, dst.start, &run) * es;
+    std::vector<uint8_t> bytes;
+    load_bytes(src, bytes);
+    if (p + bytes.size() > dst.base + c.program.buffer(dst.buffer).bytes)
+      c.fail(fmt::format("T.copy(nd2nz=False): {} bytes from the region start overflow '{}'", bytes.size(), dst.buffer->name));
+    std::memcpy(p, bytes.data(), bytes.size());
+    return;
+  }
+  copy_regions(src, dst, relu);
+  if (S == MemScope::GM && D == MemScope::L1) zero_nz_padding(dst);
+}
+
+std::mutex g_atomic_mu;
+
+void atomic_add(const TileOpNode& n, Core& c) {
+  TileRef dst = c.operand(n, "dst"), src = c.operand(n, "src");
+  if (dst.scope != MemScope::GM) c.fail(fmt::format("T.atomic_add: 'dst' ({}) must be in GM", dst.buffer->name));
+  if (src.numel() != dst.numel())
+    c.fail(fmt::format("T.atomic_add: 'src' has {} elements but 'dst' has {}", src.numel(), dst.numel()));
+  // Read src through its layout into a dense fp32 tile, then add under a lock.
+  std::vector<float> v(src.numel());
+  std::vector<int64_t> si(src.extent.size());
+  int64_t run, es = dtype_bytes(src.dtype);
+  for (int64_t f = 0; f < src.numel(); ++f) {
+    int64_t rem = f;
+    for (size_t d = si.size(); d-- > 0;) {
+      si[d] = src.start[d] + rem % src.extent[d];
+      rem /= src.extent[d];
+    }
+    v[f] = static_cast<float>(load_value(src.dtype, src.base + storage_offset(src, si, &run) * es));
+  }
+  std::lock_guard<std::mutex> g(g_atomic_mu);
+  for (int64_t f = 0; f < dst.numel(); ++f) {
+    uint8_t* p = dst.at_flat(f);
+    float cur = static_cast<float>(load_value(dst.dtype, p));
+    store_value(dst.dtype, p, static_cast<double>(cur + v[f]));
+  }
+}
+
+}  // namespace
+
+int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx) {
+  int64_t run;
+  return storage_offset(t, idx, &run);
+}
+
+std::vector<ExecEntry> move_execs() { return {{"copy", copy}, {"atomic_add", atomic_add}}; }
+
+}  // namespace tl::npu

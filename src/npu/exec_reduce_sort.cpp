@@ -1,0 +1,193 @@
+// Semantics of reductions and the sort family on the virtual NPU.
+//
+// Reductions work on the region as a 2-D tile [rows, cols] (leading dimensions folded into
+// rows). dim = -1/1 reduces each row, dim = 0 each column. Sums accumulate in fp32 the way
+// ReduceSum does: a binary tree inside each 256-byte repeat, then the repeat results in order.
+//
+// Sort entries are 8 bytes: the score in the low bytes (fp32, or fp16 followed by 2 bytes
+// of padding) and the uint32 index in the high 4 bytes (Sort32's format). Order: descending
+// score; equal scores keep the smaller index first; NaN sorts as the largest score.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "exec.h"
+#include "values.h"
+
+namespace tl::npu {
+namespace {
+
+thread_local std::vector<float> g_src, g_dst;
+
+float tree_sum(const float* x, int64_t n, int64_t per_repeat) {
+  float total = 0;
+  std::vector<float> buf;
+  for (int64_t s = 0; s < n; s += per_repeat) {
+    int64_t m = std::min(per_repeat, n - s);
+    buf.assign(x + s, x + s + m);
+    while (buf.size() > 1) {
+      size_t half = (buf.size() + 1) / 2;
+      for (size_t i = 0; i + half < buf.size(); ++i) buf[i] += buf[i + half];
+      buf.resize(half);
+    }
+    total += buf.empty() ? 0.0f : buf[0];
+  }
+  return total;
+}
+
+enum class Red { Sum, Max, Min };
+
+void reduce(const TileOpNode& n, Core& c, Red kind) {
+  TileRef s = c.operand(n, "src"), d = c.operand(n, "dst");
+  int64_t dim = n.attr_int("dim");
+  bool clear = n.attr_bool("clear");
+  int64_t R = s.rows(), C = s.cols();
+  bool rows = dim == -1 || dim == static_cast<int64_t>(s.extent.size()) - 1;
+  int64_t outn = rows ? R : C;
+  if (d.numel() != outn)
+    c.fail(fmt::format("T.{}: 'dst' has {} elements; reducing {} [{} x {}] over dim {} gives {}", n.op->name,
+                       d.numel(), s.buffer->name, R, C, dim, outn));
+  load_f32(s, g_src);
+  load_f32(d, g_dst);
+  int64_t per_repeat = 256 / dtype_bytes(s.dtype);
+  std::vector<float> col;
+  for (int64_t o = 0; o < outn; ++o) {
+    const float* p;
+    int64_t len;
+    if (rows) {
+      p = g_src.data() + o * C;
+      len = C;
+    } else {
+      col.resize(R);
+      for (int64_t r = 0; r < R; ++r) col[r] = g_src[r * C + o];
+      p = col.data();
+      len = R;
+    }
+    float v;
+    if (kind == Red::Sum) {
+      v = tree_sum(p, len, per_repeat);
+      if (!clear) v += g_dst[o];
+    } else {
+      v = kind == Red::Max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < len; ++i) {
+        if (std::isnan(p[i])) { v = p[i]; break; }
+        v = kind == Red::Max ? std::max(v, p[i]) : std::min(v, p[i]);
+      }
+      if (!clear) v = kind == Red::Max ? std::max(v, g_dst[o]) : std::min(v, g_dst[o]);
+    }
+    g_dst[o] = v;
+  }
+  store_f32(d, g_dst);
+}
+void reduce_sum(const TileOpNode& n, Core& c) { reduce(n, c, Red::Sum); }
+void reduce_max(const TileOpNode& n, Core& c) { reduce(n, c, Red::Max); }
+void reduce_min(const TileOpNode& n, Core& c) { reduce(n, c, Red::Min); }
+
+struct Entry {
+  float score;
+  uint32_t index;
+};
+bool before(const Entry& a, const Entry& b) {
+  bool an = std::isnan(a.score), bn = std::isnan(b.score);
+  if (an != bn) return an;
+  if (!an && a.score != b.score) return a.score > b.score;
+  return a.index < b.index;
+}
+
+int64_t entries_of(const TileRef& t) { return t.numel() * dtype_bytes(t.dtype) / 8; }
+
+std::vector<Entry> read_entries(const TileRef& t, int64_t count) {
+  std::vector<uint8_t> bytes;
+  load_bytes(t, bytes);
+  std::vector<Entry> e(count);
+  for (int64_t i = 0; i < count; ++i) {
+    e[i].score = static_cast<float>(load_value(t.dtype, &bytes[i * 8]));
+    std::memcpy(&e[i].index, &bytes[i * 8 + 4], 4);
+  }
+  return e;
+}
+void write_entries(const TileRef& t, const std::vector<Entry>& e) {
+  std::vector<uint8_t> bytes;
+  load_bytes(t, bytes);
+  for (size_t i = 0; i < e.size(); ++i) {
+    std::memset(&bytes[i * 8], 0, 4);
+    store_value(t.dtype, &bytes[i * 8], e[i].score);
+    std::memcpy(&bytes[i * 8 + 4], &e[i].index, 4);
+  }
+  store_bytes(t, bytes);
+}
+
+std::vector<Entry> sorted_source(const TileOpNode& n, Core& c, const TileRef& s, int64_t actual) {
+  if (actual < 0 || actual > s.numel())
+    c.fail(fmt::format("T.{}: actual_num {} is outside [0, {}] (elements of 'src')", n.op->name, actual, s.numel()));
+  load_f32(s, g_src);
+  // Sort32 works on whole repeats of 32: the unused tail is padded with -inf.
+  int64_t padded = (actual + 31) / 32 * 32;
+  std::vector<Entry> e(padded);
+  for (int64_t i = 0; i < padded; ++i)
+    e[i] = {i < actual ? g_src[i] : -std::numeric_limits<float>::infinity(), static_cast<uint32_t>(i)};
+  std::stable_sort(e.begin(), e.end(), before);
+  return e;
+}
+
+void sort(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  int64_t actual = c.eval_int(op_operand(n, "actual_num")->scalar);
+  auto e = sorted_source(n, c, s, actual);
+  if (entries_of(d) < static_cast<int64_t>(e.size()))
+    c.fail(fmt::format("T.sort: 'dst' holds {} (value, index) entries, {} are needed (actual_num {} rounded up to 32)",
+                       entries_of(d), e.size(), actual));
+  write_entries(d, e);
+}
+
+void topk(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  int64_t k = c.eval_int(op_operand(n, "k")->scalar);
+  int64_t actual = c.eval_int(op_operand(n, "actual_num")->scalar);
+  auto e = sorted_source(n, c, s, actual);
+  if (k < 0 || k > static_cast<int64_t>(e.size()))
+    c.fail(fmt::format("T.topk: k = {} but only {} entries are sorted", k, e.size()));
+  if (entries_of(d) < k)
+    c.fail(fmt::format("T.topk: 'dst' holds {} (value, index) entries, k = {}", entries_of(d), k));
+  e.resize(k);
+  write_entries(d, e);
+}
+
+void merge_sort(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  std::vector<Entry> all;
+  for (const char* name : {"src0", "src1", "src2", "src3"}) {
+    if (!c.has_operand(n, name)) continue;
+    TileRef s = c.operand(n, name);
+    auto e = read_entries(s, entries_of(s));
+    if (!std::is_sorted(e.begin(), e.end(), before))
+      c.fail(fmt::format("T.merge_sort: queue '{}' ({}) is not sorted in descending order", name, s.buffer->name));
+    all.insert(all.end(), e.begin(), e.end());
+  }
+  std::stable_sort(all.begin(), all.end(), before);
+  if (entries_of(d) < static_cast<int64_t>(all.size()))
+    c.fail(fmt::format("T.merge_sort: 'dst' holds {} entries, the queues have {}", entries_of(d), all.size()));
+  write_entries(d, all);
+}
+
+void init_sort_buf(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  int64_t num = c.eval_int(op_operand(n, "num")->scalar);
+  double v = c.has_operand(n, "value") ? c.eval_float(op_operand(n, "value")->scalar)
+                                        : -std::numeric_limits<double>::infinity();
+  int64_t count = num * dtype_bytes(d.dtype) / 8;
+  if (count > entries_of(d))
+    c.fail(fmt::format("T.init_sort_buf: num = {} elements exceeds 'dst' ({} elements)", num, d.numel()));
+  std::vector<Entry> e(count, Entry{static_cast<float>(v), 0xffffffffu});
+  write_entries(d, e);
+}
+
+}  // namespace
+
+std::vector<ExecEntry> reduce_sort_execs() {
+  return {{"reduce_sum", reduce_sum}, {"reduce_max", reduce_max}, {"reduce_min", reduce_min},
+          {"sort", sort},             {"topk", topk},             {"merge_sort", merge_sort},
+          {"init_sort_buf", init_sort_buf}};
+}
+
+}  // namespace tl::npu

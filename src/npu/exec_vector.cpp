@@ -1,0 +1,391 @@
+// Semantics of the vector tile ops (T.tile.*) on the virtual NPU. Float ops widen their
+// operands to fp32 (exact), compute in fp32 and round the result to the destination dtype
+// (RINT) - the vector unit's per-instruction rounding (numerics.h). Integer ops compute in
+// 64 bits and wrap to the destination width.
+#include <cmath>
+
+#include "exec.h"
+#include "values.h"
+
+namespace tl::npu {
+namespace {
+
+thread_local std::vector<float> g_a, g_b, g_d;
+thread_local std::vector<int64_t> g_ia, g_ib;
+
+/// Second operand: a tile, or a scalar broadcast to every element (rounded to the op dtype).
+struct Operand2 {
+  bool scalar = false;
+  double value = 0;
+  TileRef tile;
+};
+Operand2 second(const TileOpNode& n, Core& c, std::string_view name, DType op_dtype) {
+  const TileArg* a = op_operand(n, name);
+  Operand2 o;
+  if (a->is_region()) {
+    o.tile = c.resolve(a->region, n.op->name, name);
+  } else {
+    o.scalar = true;
+    o.value = c.eval_float(a->scalar);
+    if (is_float(op_dtype)) o.value = round_value(op_dtype, o.value);
+  }
+  return o;
+}
+
+void check_same_numel(const TileOpNode& n, Core& c, const TileRef& d, const TileRef& s, const char* name) {
+  if (d.numel() != s.numel())
+    c.fail(fmt::format("T.{}: operand '{}' has {} elements but 'dst' has {}", n.op->name, name, s.numel(), d.numel()));
+}
+
+template <typename F>
+void float_binary(const TileOpNode& n, Core& c, F f) {
+  TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0");
+  check_same_numel(n, c, d, a, "src0");
+  Operand2 b = second(n, c, "src1", a.dtype);
+  load_f32(a, g_a);
+  g_d.resize(g_a.size());
+  if (b.scalar) {
+    float y = static_cast<float>(b.value);
+    for (size_t i = 0; i < g_a.size(); ++i) g_d[i] = f(g_a[i], y);
+  } else {
+    check_same_numel(n, c, d, b.tile, "src1");
+    load_f32(b.tile, g_b);
+    for (size_t i = 0; i < g_a.size(); ++i) g_d[i] = f(g_a[i], g_b[i]);
+  }
+  store_f32(d, g_d);
+}
+
+template <typename F>
+void int_binary(const TileOpNode& n, Core& c, F f) {
+  TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0");
+  check_same_numel(n, c, d, a, "src0");
+  Operand2 b = second(n, c, "src1", a.dtype);
+  load_i64(a, g_ia);
+  if (b.scalar) {
+    g_ib.assign(g_ia.size(), static_cast<int64_t>(b.value));
+  } else {
+    check_same_numel(n, c, d, b.tile, "src1");
+    load_i64(b.tile, g_ib);
+  }
+  for (size_t i = 0; i < g_ia.size(); ++i) g_ia[i] = f(g_ia[i], g_ib[i]);
+  store_i64(d, g_ia);
+}
+
+template <typename FF, typename FI>
+void binary(const TileOpNode& n, Core& c, FF ff, FI fi) {
+  DType t = c.operand(n, "dst").dtype;
+  if (is_float(t)) float_binary(n, c, ff);
+  else int_binary(n, c, fi);
+}
+
+template <typename F>
+void float_unary(const TileOpNode& n, Core& c, F f) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  check_same_numel(n, c, d, s, "src");
+  load_f32(s, g_a);
+  for (auto& x : g_a) x = f(x);
+  store_f32(d, g_a);
+}
+
+#define BIN(NAME, EXPR_F, EXPR_I)                                                        \
+  void NAME(const TileOpNode& n, Core& c) {                                             \
+    binary(n, c, [](float a, float b) -> float { return EXPR_F; },                      \
+           [](int64_t a, int64_t b) -> int64_t { return EXPR_I; });                      \
+  }
+BIN(add, a + b, a + b)
+BIN(sub, a - b, a - b)
+BIN(mul, a * b, a * b)
+BIN(div, a / b, b == 0 ? 0 : a / b)
+BIN(vmax, (a != a || b != b) ? NAN : std::max(a, b), std::max(a, b))
+BIN(vmin, (a != a || b != b) ? NAN : std::min(a, b), std::min(a, b))
+BIN(band, ((void)b, a), a & b)
+BIN(bor, ((void)b, a), a | b)
+#undef BIN
+
+#define UN(NAME, EXPR)                                                   \
+  void NAME(const TileOpNode& n, Core& c) {                             \
+    float_unary(n, c, [](float x) -> float { return EXPR; });           \
+  }
+UN(vexp, std::exp(x))
+UN(ln, std::log(x))
+UN(vabs, std::fabs(x))
+UN(reciprocal, 1.0f / x)
+UN(vsqrt, std::sqrt(x))
+UN(rsqrt, 1.0f / std::sqrt(x))
+UN(vsigmoid, 1.0f / (1.0f + std::exp(-x)))
+UN(silu, x / (1.0f + std::exp(-x)))
+UN(vsin, std::sin(x))
+UN(vcos, std::cos(x))
+UN(vround, std::nearbyint(x))
+#undef UN
+
+void relu(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  if (is_float(d.dtype)) return float_unary(n, c, [](float x) { return x > 0 ? x : (x != x ? x : 0.0f); });
+  TileRef s = c.operand(n, "src");
+  load_i64(s, g_ia);
+  for (auto& x : g_ia) x = std::max<int64_t>(x, 0);
+  store_i64(d, g_ia);
+}
+
+void bnot(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  load_i64(s, g_ia);
+  for (auto& x : g_ia) x = ~x;
+  store_i64(d, g_ia);
+}
+void shift(const TileOpNode& n, Core& c, bool left) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  int64_t bits = c.eval_int(op_operand(n, "bits")->scalar);
+  load_i64(s, g_ia);
+  for (auto& x : g_ia) {
+    if (left) x = static_cast<int64_t>(static_cast<uint64_t>(x) << (bits & 63));
+    else if (is_unsigned_int(s.dtype)) x = static_cast<int64_t>(static_cast<uint64_t>(x) >> (bits & 63));
+    else x >>= (bits & 63);
+  }
+  store_i64(d, g_ia);
+}
+void shl(const TileOpNode& n, Core& c) { shift(n, c, true); }
+void shr(const TileOpNode& n, Core& c) { shift(n, c, false); }
+
+float scalar_of(const TileOpNode& n, Core& c, const char* name, DType t) {
+  return static_cast<float>(round_value(t, c.eval_float(op_operand(n, name)->scalar)));
+}
+
+void axpy(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  check_same_numel(n, c, d, s, "src");
+  float alpha = scalar_of(n, c, "alpha", s.dtype);
+  load_f32(s, g_a);
+  load_f32(d, g_d);
+  for (size_t i = 0; i < g_d.size(); ++i) g_d[i] = g_d[i] + alpha * g_a[i];
+  store_f32(d, g_d);
+}
+void leaky_relu(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  float alpha = scalar_of(n, c, "alpha", d.dtype);
+  float_unary(n, c, [alpha](float x) { return x >= 0 ? x : alpha * x; });
+}
+void clamp(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  float lo = scalar_of(n, c, "lo", d.dtype), hi = scalar_of(n, c, "hi", d.dtype);
+  float_unary(n, c, [lo, hi](float x) { return std::min(std::max(x, lo), hi); });
+}
+
+void cast(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  check_same_numel(n, c, d, s, "src");
+  RoundMode m = parse_round_mode(n.attr_str("mode"));
+  int64_t C = s.cols();
+  if (d.cols() == C && d.rows() == s.rows()) {
+    for (int64_t r = 0; r < s.rows(); ++r) convert(s.dtype, row_ptr(s, r), d.dtype, row_ptr(d, r), C, m);
+    return;
+  }
+  std::vector<uint8_t> tmp(d.numel() * dtype_bytes(d.dtype));
+  std::vector<uint8_t> src;
+  load_bytes(s, src);
+  convert(s.dtype, src.data(), d.dtype, tmp.data(), s.numel(), m);
+  store_bytes(d, tmp);
+}
+
+bool compare_values(const std::string& mode, double a, double b) {
+  if (mode == "LT") return a < b;
+  if (mode == "GT") return a > b;
+  if (mode == "EQ") return a == b;
+  if (mode == "LE") return a <= b;
+  if (mode == "GE") return a >= b;
+  return a != b;
+}
+void compare(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0");
+  Operand2 b = second(n, c, "src1", a.dtype);
+  const std::string& mode = n.attr_str("mode");
+  load_f32(a, g_a);
+  if (!b.scalar) load_f32(b.tile, g_b);
+  int64_t count = a.numel();
+  if (d.numel() * dtype_bytes(d.dtype) * 8 < count)
+    c.fail(fmt::format("T.tile.compare: 'dst' holds {} bits, {} elements are compared", d.numel() * dtype_bytes(d.dtype) * 8, count));
+  std::vector<uint8_t> bits((d.numel() * dtype_bytes(d.dtype)), 0);
+  load_bytes(d, bits);
+  std::fill(bits.begin(), bits.begin() + (count + 7) / 8, 0);
+  for (int64_t i = 0; i < count; ++i)
+    if (compare_values(mode, g_a[i], b.scalar ? b.value : g_b[i])) bits[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  store_bytes(d, bits);
+}
+
+void select(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), m = c.operand(n, "mask"), a = c.operand(n, "src0");
+  Operand2 b = second(n, c, "src1", a.dtype);
+  int64_t mode = n.attr_int("mode");
+  std::vector<uint8_t> bits;
+  load_bytes(m, bits);
+  load_f32(a, g_a);
+  if (!b.scalar) load_f32(b.tile, g_b);
+  int64_t per_repeat = 256 / dtype_bytes(d.dtype);
+  g_d.resize(g_a.size());
+  for (size_t i = 0; i < g_a.size(); ++i) {
+    int64_t bit = mode == 0 ? static_cast<int64_t>(i) % per_repeat : static_cast<int64_t>(i);
+    if (bit / 8 >= static_cast<int64_t>(bits.size()))
+      c.fail(fmt::format("T.tile.select: 'mask' has {} bits, element {} needs bit {}", bits.size() * 8, i, bit));
+    bool pick = (bits[bit / 8] >> (bit % 8)) & 1;
+    g_d[i] = pick ? g_a[i] : (b.scalar ? static_cast<float>(b.value) : g_b[i]);
+  }
+  store_f32(d, g_d);
+}
+
+void fill(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  double v = c.eval_float(op_operand(n, "value")->scalar);
+  std::vector<uint8_t> one(dtype_bytes(d.dtype)), all;
+  store_value(d.dtype, one.data(), v);
+  all.resize(d.numel() * one.size());
+  for (int64_t i = 0; i < d.numel(); ++i) std::memcpy(all.data() + i * one.size(), one.data(), one.size());
+  store_bytes(d, all);
+}
+
+void progression(const TileOpNode& n, Core& c, double first, double diff, int64_t count) {
+  TileRef d = c.operand(n, "dst");
+  if (count > d.numel())
+    c.fail(fmt::format("T.{}: count {} exceeds the {} elements of 'dst'", n.op->name, count, d.numel()));
+  int64_t es = dtype_bytes(d.dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    double v = is_float(d.dtype) ? round_value(d.dtype, first + static_cast<double>(i) * diff)
+                                 : first + static_cast<double>(i) * diff;
+    store_value(d.dtype, d.at_flat(i), v);
+  }
+  (void)es;
+}
+void createvecindex(const TileOpNode& n, Core& c) {
+  progression(n, c, c.eval_float(op_operand(n, "first")->scalar), 1, c.operand(n, "dst").numel());
+}
+void arith_progression(const TileOpNode& n, Core& c) {
+  int64_t count = c.has_operand(n, "count") ? c.eval_int(op_operand(n, "count")->scalar) : c.operand(n, "dst").numel();
+  progression(n, c, c.eval_float(op_operand(n, "first")->scalar), c.eval_float(op_operand(n, "diff")->scalar), count);
+}
+
+void gather(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src"), o = c.operand(n, "offsets");
+  int64_t base = c.has_operand(n, "base") ? c.eval_int(op_operand(n, "base")->scalar) : 0;
+  load_i64(o, g_ia);
+  int64_t es = dtype_bytes(s.dtype);
+  if (static_cast<int64_t>(g_ia.size()) < d.numel())
+    c.fail(fmt::format("T.tile.gather: 'offsets' has {} elements, 'dst' needs {}", g_ia.size(), d.numel()));
+  std::vector<uint8_t> out(d.numel() * es);
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    int64_t byte = base + (g_ia[i] & 0xffffffff);
+    int64_t e = byte / es;
+    if (byte % es != 0 || e < 0 || e >= s.numel())
+      c.fail(fmt::format("T.tile.gather: offset {} (element {}) of 'offsets' addresses byte {} of 'src', which has "
+                         "{} elements of {} bytes", g_ia[i], i, byte, s.numel(), es));
+    std::memcpy(out.data() + i * es, s.at_flat(e), es);
+  }
+  store_bytes(d, out);
+}
+
+void gather_mask(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  int64_t es = dtype_bytes(s.dtype), kept = 0;
+  std::vector<uint8_t> bits;
+  std::string pattern = n.attr_str("pattern");
+  if (c.has_operand(n, "mask")) load_bytes(c.operand(n, "mask"), bits);
+  else if (pattern.empty()) c.fail("T.tile.gather_mask needs a pattern or a mask tile");
+  for (int64_t i = 0; i < s.numel(); ++i) {
+    bool pick;
+    if (!bits.empty()) {
+      pick = i / 8 < static_cast<int64_t>(bits.size()) && ((bits[i / 8] >> (i % 8)) & 1);
+    } else {
+      // Pattern "Pb3b2b1b0": bit k (from the right) set keeps element k of every group of four
+      // ("P0101" keeps the even elements).
+      pick = pattern[4 - i % 4] == '1';
+    }
+    if (!pick) continue;
+    if (kept >= d.numel()) c.fail(fmt::format("T.tile.gather_mask: more than {} elements selected for 'dst'", d.numel()));
+    std::memcpy(d.at_flat(kept++), s.at_flat(i), es);
+  }
+}
+
+void broadcast(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  size_t nd = d.extent.size(), ns = s.extent.size();
+  if (ns > nd) c.fail(fmt::format("T.tile.broadcast: 'src' has rank {}, 'dst' rank {}", ns, nd));
+  for (size_t i = 0; i < ns; ++i) {
+    int64_t se = s.extent[ns - 1 - i], de = d.extent[nd - 1 - i];
+    if (se != 1 && se != de)
+      c.fail(fmt::format("T.tile.broadcast: dimension {} of 'src' is {}, expected 1 or {}", ns - 1 - i, se, de));
+  }
+  int64_t es = dtype_bytes(d.dtype);
+  std::vector<int64_t> idx(nd);
+  for (int64_t f = 0; f < d.numel(); ++f) {
+    int64_t r = f, sflat = 0, smul = 1;
+    for (size_t k = nd; k-- > 0;) {
+      idx[k] = r % d.extent[k];
+      r /= d.extent[k];
+    }
+    for (size_t i = 0; i < ns; ++i) {
+      int64_t se = s.extent[ns - 1 - i];
+      sflat += (se == 1 ? 0 : idx[nd - 1 - i]) * smul;
+      smul *= se;
+    }
+    std::memcpy(d.at_flat(f), s.at_flat(sflat), es);
+  }
+}
+
+template <typename F>
+void row_expand(const TileOpNode& n, Core& c, F f) {
+  TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0"), b = c.operand(n, "src1");
+  check_same_numel(n, c, d, a, "src0");
+  int64_t R = a.rows(), C = a.cols();
+  if (b.numel() != R)
+    c.fail(fmt::format("T.{}: 'src1' has {} elements, expected one per row of 'src0' ({})", n.op->name, b.numel(), R));
+  load_f32(a, g_a);
+  load_f32(b, g_b);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < C; ++k) g_a[r * C + k] = f(g_a[r * C + k], g_b[r]);
+  store_f32(d, g_a);
+}
+void rx_add(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a + b; }); }
+void rx_sub(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a - b; }); }
+void rx_mul(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a * b; }); }
+void rx_div(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a / b; }); }
+void rx_max(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return std::max(a, b); }); }
+void rx_min(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return std::min(a, b); }); }
+
+void transpose(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  if (s.numel() != 256 || d.numel() != 256 || dtype_bytes(s.dtype) != 2)
+    c.fail(fmt::format("T.tile.transpose transposes one 16x16 block of 16-bit elements; got {} elements of {}",
+                       s.numel(), dtype_name(s.dtype)));
+  std::vector<uint8_t> in, out(512);
+  load_bytes(s, in);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) std::memcpy(&out[(j * 16 + i) * 2], &in[(i * 16 + j) * 2], 2);
+  store_bytes(d, out);
+}
+
+}  // namespace
+
+std::vector<ExecEntry> vector_execs() {
+  return {{"tile.add", add},          {"tile.sub", sub},
+          {"tile.mul", mul},          {"tile.div", div},
+          {"tile.max", vmax},         {"tile.min", vmin},
+          {"tile.bitwise_and", band}, {"tile.bitwise_or", bor},
+          {"tile.bitwise_not", bnot}, {"tile.shift_left", shl},
+          {"tile.shift_right", shr},  {"tile.exp", vexp},
+          {"tile.ln", ln},            {"tile.abs", vabs},
+          {"tile.reciprocal", reciprocal}, {"tile.sqrt", vsqrt},
+          {"tile.rsqrt", rsqrt},      {"tile.relu", relu},
+          {"tile.sigmoid", vsigmoid}, {"tile.silu", silu},
+          {"tile.sin", vsin},         {"tile.cos", vcos},
+          {"tile.round", vround},     {"tile.axpy", axpy},
+          {"tile.leaky_relu", leaky_relu}, {"tile.clamp", clamp},
+          {"tile.cast", cast},        {"tile.compare", compare},
+          {"tile.select", select},    {"tile.fill", fill},
+          {"tile.createvecindex", createvecindex}, {"tile.arith_progression", arith_progression},
+          {"tile.gather", gather},    {"tile.gather_mask", gather_mask},
+          {"tile.broadcast", broadcast}, {"tile.row_expand_add", rx_add},
+          {"tile.row_expand_sub", rx_sub}, {"tile.row_expand_mul", rx_mul},
+          {"tile.row_expand_div", rx_div}, {"tile.row_expand_max", rx_max},
+          {"tile.row_expand_min", rx_min}, {"tile.transpose", transpose}};
+}
+
+}  // namespace tl::npu

@@ -1,0 +1,257 @@
+// compile() and launch(): argument checking and binding, and the scheduler that runs every
+// core of every block. Logical blocks are placed on physical core groups (1 AIC + 2 AIV) in
+// waves; groups are spread over host threads; within a thread the cores of its groups run as
+// cooperative interpreters (run until blocked, then the next), so a block's three cores
+// always share one thread and their cross-core flags need no locks.
+#include <algorithm>
+#include <iostream>
+#include <thread>
+
+#include "program.h"
+#include "tl/printer.h"
+#include "tl/verifier.h"
+
+#include <fmt/ranges.h>
+
+namespace tl {
+
+using npu::Core;
+using npu::LaunchState;
+using npu::Program;
+using npu::Scalar;
+
+const PrimFunc& CompiledKernel::func() const { return program_->func; }
+const Target& CompiledKernel::target() const { return *program_->target; }
+
+CompiledKernel compile(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+  if (opt.verify) verify_or_throw(f, target);
+  return CompiledKernel(npu::build_program(f, target));
+}
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+/// Evaluates a shape expression given the dynamic symbols bound so far.
+std::optional<int64_t> eval_shape(const Expr& e, const std::unordered_map<const VarNode*, int64_t>& env) {
+  if (auto v = as_const_int(e)) return v;
+  if (auto* var = e.as<VarNode>()) {
+    auto it = env.find(var);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  }
+  if (auto* b = e.as<BinaryNode>()) {
+    auto x = eval_shape(b->a, env), y = eval_shape(b->b, env);
+    if (!x || !y) return std::nullopt;
+    switch (b->op) {
+      case BinOp::Add: return *x + *y;
+      case BinOp::Sub: return *x - *y;
+      case BinOp::Mul: return *x * *y;
+      case BinOp::FloorDiv: if (*y) return *x / *y; break;
+      case BinOp::FloorMod: if (*y) return *x % *y; break;
+      case BinOp::Min: return std::min(*x, *y);
+      case BinOp::Max: return std::max(*x, *y);
+      default: break;
+    }
+  }
+  return std::nullopt;
+}
+
+void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args, LaunchState& ls) {
+  const auto& f = p.func;
+  std::vector<std::string> names;
+  for (const auto& prm : f->params) names.push_back(prm.name());
+  if (args.size() != f->params.size())
+    throw Error(fmt::format("kernel {} takes {} arguments ({}), got {}", f->name, f->params.size(),
+                            fmt::join(names, ", "), args.size()));
+  std::unordered_map<const VarNode*, int64_t> env;
+  ls.tensors.resize(args.size());
+  ls.scalars.resize(args.size());
+  // Bind dynamic symbols from dimensions that are exactly a symbol.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& prm = f->params[i];
+    if (!prm.is_tensor() || !std::holds_alternative<Tensor>(args[i].value)) continue;
+    const Tensor& t = std::get<Tensor>(args[i].value);
+    for (size_t d = 0; d < prm.tensor->shape.size() && d < t.shape().size(); ++d)
+      if (auto* v = prm.tensor->shape[d].as<VarNode>(); v && !env.count(v)) env[v] = t.shape()[d];
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& prm = f->params[i];
+    const std::string& name = prm.name();
+    if (!prm.is_tensor()) {
+      if (!std::holds_alternative<double>(args[i].value))
+        throw Error(fmt::format("kernel {}: argument {} ('{}') must be a {} scalar, got a tensor", f->name, i,
+                                name, dtype_name(prm.scalar.dtype())));
+      double v = std::get<double>(args[i].value);
+      ls.scalars[i] = is_float(prm.scalar.dtype()) ? Scalar::of_float(v) : Scalar::of_int(static_cast<int64_t>(v));
+      continue;
+    }
+    if (!std::holds_alternative<Tensor>(args[i].value))
+      throw Error(fmt::format("kernel {}: argument {} ('{}') must be a tensor, got a scalar", f->name, i, name));
+    const Tensor& t = std::get<Tensor>(args[i].value);
+    const BufferNode& b = *prm.tensor.get();
+    if (!t.defined()) throw Error(fmt::format("kernel {}: argument '{}' is an undefined tensor", f->name, name));
+    if (t.device() != &dev)
+      throw Error(fmt::format("kernel {}: argument '{}' lives on another device than the one launching", f->name,
+                              name));
+    if (t.dtype() != b.dtype)
+      throw Error(fmt::format("kernel {}: argument '{}' must have dtype {}, got {}", f->name, name,
+                              dtype_name(b.dtype), dtype_name(t.dtype())));
+    std::vector<int64_t> want;
+    for (const auto& s : b.shape) {
+      auto v = eval_shape(s, env);
+      if (!v) throw Error(fmt::format("kernel {}: cannot evaluate dimension {} of '{}'", f->name, print(s), name));
+      want.push_back(*v);
+    }
+    if (t.shape() != want)
+      throw Error(fmt::format("kernel {}: argument '{}' must have shape {}, got {}", f->name, name,
+                              shape_str(want), shape_str(t.shape())));
+    std::vector<int64_t> want_strides;
+    if (b.strides.empty()) {
+      int64_t s = 1;
+      want_strides.assign(want.size(), 0);
+      for (size_t d = want.size(); d-- > 0;) {
+        want_strides[d] = s;
+        s *= want[d];
+      }
+    } else {
+      for (const auto& s : b.strides) want_strides.push_back(eval_shape(s, env).value_or(-1));
+    }
+    for (size_t d = 0; d < want.size(); ++d)
+      if (want[d] > 1 && t.strides()[d] != want_strides[d])
+        throw Error(fmt::format("kernel {}: argument '{}' must have strides {}, got {}", f->name, name,
+                                shape_str(want_strides), shape_str(t.strides())));
+    ls.tensors[i] = t;
+  }
+  for (const auto& d : f->dynamics) {
+    auto it = env.find(d.node());
+    if (it == env.end())
+      throw Error(fmt::format("kernel {}: dynamic symbol {} does not appear as a tensor dimension", f->name,
+                              d.name()));
+    ls.dynamics.push_back(it->second);
+  }
+}
+
+/// The cores of one physical group and the logical blocks it runs, wave by wave.
+struct Group {
+  std::vector<std::unique_ptr<Core>> cores;
+  int64_t next_block;
+};
+
+void run_thread(LaunchState& ls, std::vector<Group*> groups) {
+  const int64_t P = ls.physical_blocks;
+  auto start_next = [&](Group& g) {
+    if (g.next_block >= ls.num_blocks) return false;
+    for (auto& c : g.cores) c->start(g.next_block);
+    g.next_block += P;
+    return true;
+  };
+  for (auto* g : groups) start_next(*g);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(ls.mu);
+      if (ls.aborted) return;
+    }
+    bool progress = false, all_done = true, at_barrier = false;
+    for (auto* g : groups) {
+      bool group_done = true;
+      for (auto& c : g->cores) {
+        if (c->status() != Core::Status::Done) progress |= c->run();
+        group_done &= c->status() == Core::Status::Done;
+      }
+      if (group_done && start_next(*g)) {
+        progress = true;
+        group_done = false;
+      }
+      all_done &= group_done;
+      for (auto& c : g->cores)
+        if (c->status() == Core::Status::Blocked && c->blocked_on().rfind("T.sync_all", 0) == 0) at_barrier = true;
+    }
+    if (all_done) return;
+    if (progress) continue;
+    // No core of this thread can move.
+    std::string waits;
+    bool local_wait = false;
+    for (auto* g : groups)
+      for (auto& c : g->cores)
+        if (c->status() == Core::Status::Blocked && c->blocked_on().rfind("T.sync_all", 0) != 0) {
+          local_wait = true;
+          waits += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(), c->last_events());
+        }
+    if (local_wait || !at_barrier)
+      throw Error(fmt::format("deadlock in kernel {}: a wait can never be satisfied\n{}", ls.program.func->name, waits));
+    std::unique_lock<std::mutex> lk(ls.mu);
+    int64_t gen = ls.barrier_generation;
+    ls.cv.wait(lk, [&] { return ls.aborted || ls.barrier_generation != gen || ls.cores_done > 0; });
+    if (ls.barrier_generation == gen && ls.cores_done > 0 && !ls.aborted)
+      throw Error(fmt::format("deadlock in kernel {}: T.sync_all() waits for cores that already finished",
+                              ls.program.func->name));
+  }
+}
+
+}  // namespace
+
+void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const LaunchOptions& opt) const {
+  const Program& p = *program_;
+  if (&dev.target() != p.target)
+    throw Error(fmt::format("kernel {} was compiled for {} but the device is a {}", p.func->name, p.target->name,
+                            dev.target().name));
+  LaunchState ls(p);
+  bind_arguments(p, dev, args, ls);
+  // The block count may depend on dynamic symbols: evaluate it with a throwaway core.
+  {
+    Core probe(p, ls, CoreKind::Vector, 0, 0);
+    probe.start(0);
+    ls.num_blocks = probe.eval_int(p.kernel->num_blocks);
+  }
+  if (ls.num_blocks < 0)
+    throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks", p.func->name, ls.num_blocks));
+  if (ls.num_blocks == 0) return;
+  ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
+  if (p.uses_sync_all && ls.num_blocks > p.target->num_aic)
+    throw Error(p.kernel->loc, fmt::format("kernel {} uses T.sync_all but launches {} blocks; all blocks must be "
+                                           "resident at once ({} on {})",
+                                           p.func->name, ls.num_blocks, p.target->num_aic, p.target->name));
+  ls.barrier_participants = ((p.sync_all_kinds & 1) ? ls.num_blocks : 0) +
+                            ((p.sync_all_kinds & 2) ? 2 * ls.num_blocks : 0);
+
+  std::vector<Group> groups(ls.physical_blocks);
+  for (int g = 0; g < ls.physical_blocks; ++g) {
+    groups[g].next_block = g;
+    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Cube, 0, g));
+    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 0, g));
+    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 1, g));
+  }
+  int n = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n = std::min(n, ls.physical_blocks);
+  std::vector<std::vector<Group*>> per_thread(n);
+  for (int g = 0; g < ls.physical_blocks; ++g) per_thread[g % n].push_back(&groups[g]);
+
+  std::mutex err_mu;
+  std::exception_ptr first_error;
+  auto body = [&](int t) {
+    try {
+      run_thread(ls, per_thread[t]);
+    } catch (...) {
+      std::lock_guard<std::mutex> g(err_mu);
+      if (!first_error) first_error = std::current_exception();
+      std::lock_guard<std::mutex> lk(ls.mu);
+      ls.aborted = true;
+      ls.cv.notify_all();
+    }
+  };
+  if (n == 1) {
+    body(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n; ++t) threads.emplace_back(body, t);
+    for (auto& th : threads) th.join();
+  }
+  // Output in (block, core, sequence) order: the same for any thread count.
+  std::sort(ls.printed.begin(), ls.printed.end());
+  std::ostream& out = opt.out ? *opt.out : std::cout;
+  for (const auto& [key, text] : ls.printed) out << text << "\n";
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace tl

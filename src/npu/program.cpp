@@ -1,0 +1,163 @@
+// Builds the executable form of a kernel: a slot for every variable, and an on-chip address
+// for every buffer (explicit addresses honoured; otherwise placed in allocation order at the
+// scope's alignment). Liveness-based reuse is the compiler's plan_memory pass (issue 5).
+#include "program.h"
+
+#include "tl/ir_functor.h"
+
+namespace tl::npu {
+namespace {
+
+int64_t align_up(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+
+/// Storage bytes of an on-chip buffer: fractal scopes pad rows to 16 and columns to a
+/// fractal width (32 bytes, or 16 elements in L0C).
+int64_t storage_bytes(const BufferNode& b, const std::vector<int64_t>& shape) {
+  int64_t esize = dtype_bytes(b.dtype);
+  bool fractal = b.scope == MemScope::L1 || b.scope == MemScope::L0A || b.scope == MemScope::L0B ||
+                 b.scope == MemScope::L0C;
+  if (!fractal || shape.empty()) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    return n * esize;
+  }
+  int64_t lead = 1;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
+  int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+  int64_t cols = shape.back();
+  int64_t c0 = b.scope == MemScope::L0C ? 16 : std::max<int64_t>(1, 32 / esize);
+  // L0B (ZN) pads its rows (K) to the fractal width and its columns (N) to 16.
+  if (b.scope == MemScope::L0B) return lead * align_up(rows, c0) * align_up(cols, 16) * esize;
+  return lead * align_up(rows, 16) * align_up(cols, c0) * esize;
+}
+
+class Planner : public IRVisitor {
+ public:
+  Planner(Program& p) : p_(p) {}
+
+  void add_var(const Var& v) { p_.var_slot.emplace(v.node(), p_.num_slots++); }
+
+  void visit_(const ForNode* n) override {
+    add_var(n->var);
+    IRVisitor::visit_(n);
+  }
+  void visit_(const LetNode* n) override {
+    add_var(n->var);
+    IRVisitor::visit_(n);
+  }
+  void visit_(const KernelNode* n) override {
+    add_var(n->cid);
+    add_var(n->vid);
+    if (!p_.kernel) p_.kernel = n;
+    IRVisitor::visit_(n);
+  }
+  void visit_(const SyncNode* n) override {
+    if (n->sync_kind == SyncKind::SyncAll) {
+      p_.uses_sync_all = true;
+      p_.sync_all_kinds |= core_ == 0 ? 3 : core_;
+    }
+    IRVisitor::visit_(n);
+  }
+  void visit_(const ScopeNode* n) override {
+    int saved = core_;
+    core_ = n->core == CoreKind::Cube ? 1 : 2;
+    IRVisitor::visit_(n);
+    core_ = saved;
+  }
+  void visit_(const AllocateNode* n) override {
+    const BufferNode& b = *n->buffer;
+    if (p_.buffer_index.count(&b)) return;
+    BufferInfo info;
+    info.node = &b;
+    info.scope = b.scope;
+    if (b.scope == MemScope::Var) {
+      info.slot = p_.num_slots++;
+    } else {
+      std::vector<int64_t> shape;
+      for (const auto& s : b.shape) {
+        auto v = as_const_int(s);
+        if (!v || *v <= 0)
+          throw Error(n->loc, fmt::format("buffer '{}': on-chip buffer shapes must be positive "
+                                          "constants, got {}", b.name, v ? std::to_string(*v) : "a symbolic size"));
+        shape.push_back(*v);
+      }
+      info.bytes = storage_bytes(b, shape);
+      int64_t& cursor = p_.scope_bytes[static_cast<size_t>(b.scope)];
+      int64_t align = std::max<int64_t>(p_.target->align(b.scope), 32);
+      if (b.address >= 0) {
+        info.offset = b.address;
+        cursor = std::max(cursor, align_up(b.address + info.bytes, align));
+      } else {
+        info.offset = align_up(cursor, align);
+        cursor = info.offset + info.bytes;
+      }
+      rows_.push_back(fmt::format("  {:<16} {:<8} {:>14} {:>10} {:>10}  {}", b.name, scope_name(b.scope),
+                                  fmt::format("{}", dtype_name(b.dtype)), info.offset, info.bytes, n->loc.str()));
+      scope_rows_[static_cast<size_t>(b.scope)].push_back(rows_.back());
+    }
+    p_.buffer_index.emplace(&b, static_cast<int>(p_.buffers.size()));
+    p_.buffers.push_back(info);
+  }
+
+  void check_capacities() {
+    for (int s = 0; s < kNumMemScopes; ++s) {
+      int64_t cap = p_.target->cap(static_cast<MemScope>(s));
+      if (cap > 0 && p_.scope_bytes[s] > cap) {
+        std::string table;
+        for (const auto& r : scope_rows_[s]) table += r + "\n";
+        throw Error(fmt::format("{} needs {} bytes, capacity {} on {}; buffers:\n  {:<16} {:<8} {:>14} "
+                                "{:>10} {:>10}  {}\n{}",
+                                scope_name(static_cast<MemScope>(s)), p_.scope_bytes[s], cap,
+                                p_.target->name, "name", "scope", "dtype", "offset", "bytes", "source",
+                                table));
+      }
+    }
+  }
+
+ private:
+  Program& p_;
+  int core_ = 0;  // enclosing scope: 0 none, 1 Cube, 2 Vector
+  std::vector<std::string> rows_;
+  std::array<std::vector<std::string>, kNumMemScopes> scope_rows_;
+};
+
+}  // namespace
+
+int Program::slot_of(const VarNode* v) const {
+  auto it = var_slot.find(v);
+  TL_ASSERT(it != var_slot.end(), "variable {} has no slot", v->name);
+  return it->second;
+}
+
+const BufferInfo& Program::buffer(const BufferNode* b) const {
+  auto it = buffer_index.find(b);
+  TL_ASSERT(it != buffer_index.end(), "buffer {} was not planned", b->name);
+  return buffers[it->second];
+}
+
+std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t) {
+  auto p = std::make_shared<Program>();
+  p->func = f;
+  p->target = &t;
+  Planner planner(*p);
+  for (const auto& d : f->dynamics) planner.add_var(d);
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    const auto& prm = f->params[i];
+    if (prm.is_tensor()) {
+      BufferInfo info;
+      info.node = prm.tensor.get();
+      info.scope = MemScope::GM;
+      info.param = static_cast<int>(i);
+      p->buffer_index.emplace(prm.tensor.get(), static_cast<int>(p->buffers.size()));
+      p->buffers.push_back(info);
+    } else {
+      planner.add_var(prm.scalar);
+    }
+  }
+  planner.visit(f->body);
+  if (!p->kernel) throw Error(f->loc, fmt::format("kernel {} has no T::Kernel launch", f->name));
+  planner.check_capacities();
+  return p;
+}
+
+}  // namespace tl::npu

@@ -1,0 +1,181 @@
+// Internal: the executable form of a kernel and the per-core interpreter state the op
+// semantics (exec_*.cpp) work against.
+#pragma once
+
+#include <array>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tl/ir.h"
+#include "tl/npu/npu.h"
+#include "tl/op.h"
+#include "tl/target.h"
+
+namespace tl::npu {
+
+/// A scalar value during interpretation: integers (and bools) in `i`, floats in `f`.
+struct Scalar {
+  bool is_float = false;
+  int64_t i = 0;
+  double f = 0;
+  static Scalar of_int(int64_t v) { return {false, v, 0}; }
+  static Scalar of_float(double v) { return {true, 0, v}; }
+  double as_double() const { return is_float ? f : static_cast<double>(i); }
+  int64_t as_int() const { return is_float ? static_cast<int64_t>(f) : i; }
+};
+
+/// Where a buffer lives once the program is planned.
+struct BufferInfo {
+  const BufferNode* node = nullptr;
+  MemScope scope = MemScope::GM;
+  int64_t offset = 0;  // bytes into the core's memory of that scope (on-chip buffers)
+  int64_t bytes = 0;   // storage bytes (fractal layouts include padding)
+  int param = -1;      // GM tensors: parameter index
+  int slot = -1;       // var buffers: scalar slot
+};
+
+class Program {
+ public:
+  PrimFunc func;
+  const Target* target = nullptr;
+  const KernelNode* kernel = nullptr;
+  std::unordered_map<const VarNode*, int> var_slot;
+  std::unordered_map<const BufferNode*, int> buffer_index;
+  std::vector<BufferInfo> buffers;
+  int num_slots = 0;
+  bool uses_sync_all = false;
+  int sync_all_kinds = 0;  // bit 1: T.sync_all in Cube code; bit 2: in Vector code
+  std::array<int64_t, kNumMemScopes> scope_bytes{};  // planned bytes per scope
+
+  int slot_of(const VarNode* v) const;
+  const BufferInfo& buffer(const BufferNode* b) const;
+};
+
+/// Builds the program: variable slots and on-chip address planning.
+std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t);
+
+struct LaunchState;
+class Core;
+
+/// A region of a buffer resolved against a core's memory or a GM tensor.
+struct TileRef {
+  const BufferNode* buffer = nullptr;
+  MemScope scope = MemScope::GM;
+  DType dtype = DType::Float32;
+  uint8_t* base = nullptr;             // the buffer's first byte
+  std::vector<int64_t> shape;          // buffer shape
+  std::vector<int64_t> strides;        // buffer element strides (row-major for on-chip)
+  std::vector<int64_t> start, extent;  // the region
+  int64_t numel() const;
+  /// Address of the region element at region-relative row-major index `flat` (ND buffers).
+  uint8_t* at_flat(int64_t flat) const;
+  /// Address of buffer element `idx` (absolute indices, ND buffers).
+  uint8_t* at(const std::vector<int64_t>& idx) const;
+  /// The region as a 2-D tile: product of all but the last extent, and the last extent.
+  int64_t rows() const;
+  int64_t cols() const;
+  /// Element stride between consecutive rows of the 2-D view (requires the leading
+  /// dimensions of the region to be contiguous in the buffer, true for on-chip buffers).
+  int64_t row_stride() const;
+};
+
+/// Semantics of one tile op on the virtual NPU (registered per op name in exec_*.cpp).
+using ExecFn = void (*)(const TileOpNode& op, Core& core);
+ExecFn find_exec(const OpDef* op);
+
+/// One core (AIC or AIV) of one physical block: private memories and an explicit-stack
+/// interpreter that can block on a wait and resume.
+class Core {
+ public:
+  Core(const Program& p, LaunchState& ls, CoreKind kind, int vid, int phys);
+
+  const Program& program;
+  LaunchState& launch;
+  CoreKind kind;
+  int vid;   // 0/1 on AIVs, 0 on the AIC
+  int phys;  // physical block (core group) index
+  int64_t block = -1;
+  std::array<std::vector<uint8_t>, kNumMemScopes> mem;
+
+  enum class Status { Runnable, Blocked, Done };
+  /// Starts logical block `b` on this core.
+  void start(int64_t b);
+  /// Runs until the core blocks or finishes; returns whether it made progress.
+  bool run();
+  Status status() const { return status_; }
+  /// What the core is blocked on (for deadlock reports).
+  const std::string& blocked_on() const { return blocked_; }
+  std::string name() const;  // "block 3 AIV1"
+
+  // Used by op semantics.
+  Scalar eval(const Expr& e);
+  int64_t eval_int(const Expr& e) { return eval(e).as_int(); }
+  double eval_float(const Expr& e) { return eval(e).as_double(); }
+  TileRef resolve(const BufferRegion& r, std::string_view op, std::string_view operand);
+  TileRef operand(const TileOpNode& n, std::string_view name);
+  bool has_operand(const TileOpNode& n, std::string_view name) const;
+  const SourceLoc& current_loc() const { return loc_; }
+  [[noreturn]] void fail(const std::string& msg) const;
+  void print_line(const std::string& text);  // printf / dump_tensor output, tagged with the core
+  std::string last_events() const;
+
+ private:
+  struct Frame {
+    const StmtNode* node;
+    size_t index = 0;
+    int64_t i = 0, end = 0;
+  };
+  bool step();  // executes one statement; false if blocked
+  bool exec_sync(const SyncNode& s);
+  void exec_leaf(const StmtNode* s);
+  Scalar load(const LoadNode& n);
+  void store(const StoreNode& n);
+  void set_var(const Var& v, Scalar x);
+
+  std::vector<Scalar> slots_;
+  std::vector<Frame> stack_;
+  Status status_ = Status::Done;
+  SourceLoc loc_;
+  std::string blocked_;
+  std::array<uint8_t, kNumPipes * kNumPipes> flags_{};  // bit per event id
+  std::deque<const StmtNode*> recent_;
+  int64_t print_seq_ = 0;
+  int64_t sync_gen_ = -1;  // barrier generation this core waits to pass (-1: not waiting)
+};
+
+/// Shared state of one launch: GM tensors, cross-core flags, global barriers.
+struct LaunchState {
+  const Program& program;
+  std::vector<Tensor> tensors;    // per parameter (undefined for scalars)
+  std::vector<Scalar> scalars;    // per parameter
+  std::vector<int64_t> dynamics;  // values of the dynamic symbols
+  int64_t num_blocks = 0;
+  int physical_blocks = 0;
+
+  // Cross-core flag counters per (logical block, core: 0 AIC, 1 AIV0, 2 AIV1, id). Only the
+  // block's own cores touch them, and a block's cores always run on one host thread.
+  std::unordered_map<int64_t, std::array<int, 16>> cross;
+  std::array<int, 16>& cross_counters(int64_t block, int core_slot) {
+    return cross[block * 4 + core_slot];
+  }
+
+  // sync_all: a barrier over every core of the launch, across host threads.
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t barrier_generation = 0;
+  int64_t barrier_arrived = 0;
+  int64_t barrier_participants = 0;
+  int64_t cores_done = 0;
+  bool aborted = false;
+
+  std::mutex print_mu;
+  std::vector<std::pair<std::tuple<int64_t, int, int64_t>, std::string>> printed;
+
+  explicit LaunchState(const Program& p) : program(p) {}
+};
+
+}  // namespace tl::npu
