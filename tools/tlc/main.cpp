@@ -1,11 +1,23 @@
-// tlc: the tl-ascend command-line driver. `tlc list` shows the registered kernels,
-// `tlc print KERNEL` prints one as IR text, `tlc verify KERNEL --target A2` checks it.
+// tlc: the tl-ascend command-line driver.
+//   tlc list                         registered kernels and their parameters
+//   tlc print KERNEL [--set N=V]     IR text (with `# @file:line` locations)
+//   tlc verify KERNEL [--target A2]  every verifier diagnostic
+//   tlc run KERNEL [--set N=V]       run on the virtual NPU with random inputs, check the
+//                                    reference when one is registered, print the results
+//   tlc demo                         the main job: verify and run every example kernel
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "tl/kernel_registry.h"
+#include "tl/npu/npu.h"
 #include "tl/printer.h"
+#include "tl/verifier.h"
+#ifdef TL_HAVE_REFERENCES
+#include "common/example_checks.h"
+#endif
 
 namespace {
 
@@ -20,6 +32,78 @@ std::map<std::string, std::string> parse_sets(const std::vector<std::string>& se
   return m;
 }
 
+tl::KernelArgs resolved_args(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets) {
+  tl::KernelArgs a;
+  for (const auto& p : k.params) a.set(p.name, p.default_value);
+  for (const auto& [n, v] : sets) a.set(n, v);
+  return a;
+}
+
+/// Random inputs for every tensor parameter (deterministic seeds), defaults for scalars.
+std::vector<tl::Arg> make_args(tl::Device& dev, const tl::PrimFunc& f, uint64_t seed) {
+  std::vector<tl::Arg> args;
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    const auto& p = f->params[i];
+    if (!p.is_tensor()) {
+      args.emplace_back(tl::is_float(p.scalar.dtype()) ? 1e-6 : 0.0);
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (const auto& s : p.tensor->shape) {
+      auto v = tl::as_const_int(s);
+      if (!v) throw tl::Error(fmt::format("tlc run: parameter {} has a symbolic shape; pass sizes with --set", p.name()));
+      shape.push_back(*v);
+    }
+    args.emplace_back(tl::uniform(dev, shape, p.tensor->dtype, seed + i, -1.0, 1.0));
+  }
+  return args;
+}
+
+std::string summary(const tl::Tensor& t) {
+  auto v = t.to_vector();
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (double x : v) {
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+  }
+  std::string head;
+  for (size_t i = 0; i < std::min<size_t>(4, v.size()); ++i) head += fmt::format("{}{:.4g}", i ? ", " : "", v[i]);
+  return fmt::format("{:<22} min {:>10.4g}  max {:>10.4g}  mean {:>10.4g}  [{}, ...]", t.describe(), lo, hi,
+                     v.empty() ? 0.0 : sum / static_cast<double>(v.size()), head);
+}
+
+/// Runs one kernel; returns false when its reference check fails.
+bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets, const tl::Target& target,
+                int threads) {
+  auto f = tl::build_kernel(k, sets);
+  auto t0 = std::chrono::steady_clock::now();
+  auto kern = tl::compile(f, target);
+  auto t1 = std::chrono::steady_clock::now();
+  tl::Device dev(target);
+  auto args = make_args(dev, f, 1);
+  kern.launch(dev, args, {.threads = threads});
+  auto t2 = std::chrono::steady_clock::now();
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  fmt::print("{} on the virtual {}: compiled in {:.1f} ms, ran in {:.1f} ms (host), GM peak {} bytes\n", k.name,
+             target.name, ms(t0, t1), ms(t1, t2), dev.gm_peak_bytes());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (f->params[i].is_tensor()) fmt::print("  {:<8} {}\n", f->params[i].name(), summary(std::get<tl::Tensor>(args[i].value)));
+  bool ok = true;
+#ifdef TL_HAVE_REFERENCES
+  auto check = tl::ref::check_kernel(k.name, resolved_args(k, sets), args);
+  if (!check) fmt::print("  reference: none registered\n");
+  else if (check->empty()) fmt::print("  reference: match\n");
+  else {
+    fmt::print("  reference: MISMATCH\n{}", *check);
+    ok = false;
+  }
+#else
+  fmt::print("  reference: not built (configure with TL_BUILD_TESTS=ON)\n");
+#endif
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -28,30 +112,32 @@ int main(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "list the registered kernels");
 
-  std::string kernel;
+  std::string kernel, target_name = "A2";
   std::vector<std::string> sets;
   bool no_loc = false;
+  int threads = 0;
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("kernel", kernel, "kernel name (see tlc list)")->required();
+    c->add_option("--set", sets, "override a kernel parameter: NAME=VALUE");
+    c->add_option("--target", target_name, "target chip (A2, 910B3, 910B4, A3, 950)");
+  };
   auto* print_cmd = app.add_subcommand("print", "print a kernel as IR text");
-  print_cmd->add_option("kernel", kernel, "kernel name (see tlc list)")->required();
-  print_cmd->add_option("--set", sets, "override a kernel parameter: NAME=VALUE");
+  add_common(print_cmd);
   print_cmd->add_flag("--no-loc", no_loc, "omit `# @file:line` source locations");
-
-  auto* demo = app.add_subcommand("demo", "the main job: build and print every example kernel");
+  auto* verify_cmd = app.add_subcommand("verify", "verify a kernel for a target");
+  add_common(verify_cmd);
+  auto* run_cmd = app.add_subcommand("run", "run a kernel on the virtual NPU with random inputs");
+  add_common(run_cmd);
+  run_cmd->add_option("--threads", threads, "host threads (0: all)");
+  auto* demo = app.add_subcommand("demo", "the main job: verify and run every example kernel");
 
   CLI11_PARSE(app, argc, argv);
   try {
+    const tl::Target& target = tl::get_target(target_name);
     if (*list) {
       for (const auto* k : tl::registered_kernels()) {
         fmt::print("{:<24} {}\n", k->name, k->summary);
-        for (const auto& p : k->params)
-          fmt::print("    {:<12} = {:<10} {}\n", p.name, p.default_value, p.help);
-      }
-      return 0;
-    }
-    if (*demo) {
-      for (const auto* k : tl::registered_kernels()) {
-        auto f = tl::build_kernel(*k);
-        fmt::print("==== {}: {}\n{}\n", k->name, k->summary, tl::print(f));
+        for (const auto& p : k->params) fmt::print("    {:<12} = {:<10} {}\n", p.name, p.default_value, p.help);
       }
       return 0;
     }
@@ -59,6 +145,27 @@ int main(int argc, char** argv) {
       auto f = tl::build_kernel(tl::find_kernel(kernel), parse_sets(sets));
       std::cout << tl::print(f, {.locations = !no_loc});
       return 0;
+    }
+    if (*verify_cmd) {
+      auto f = tl::build_kernel(tl::find_kernel(kernel), parse_sets(sets));
+      auto diags = tl::verify(f, target);
+      for (const auto& d : diags) fmt::print("{}\n", d.str());
+      fmt::print("{}: {} error(s) on {}\n", kernel, diags.size(), target.name);
+      return diags.empty() ? 0 : 1;
+    }
+    if (*run_cmd) return run_kernel(tl::find_kernel(kernel), parse_sets(sets), target, threads) ? 0 : 1;
+    if (*demo) {
+      bool ok = true;
+      for (const auto* k : tl::registered_kernels()) {
+        auto f = tl::build_kernel(*k);
+        auto diags = tl::verify(f, target);
+        fmt::print("==== {}: {}\n{}", k->name, k->summary, tl::print(f));
+        fmt::print("verify on {}: {} error(s)\n", target.name, diags.size());
+        for (const auto& d : diags) fmt::print("  {}\n", d.str());
+        ok &= diags.empty() && run_kernel(*k, {}, target, 0);
+        fmt::print("\n");
+      }
+      return ok ? 0 : 1;
     }
   } catch (const tl::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
