@@ -45,30 +45,40 @@ void unpack_zn_t(const uint8_t* base, int64_t k, int64_t n, int64_t n_padded, DT
               std::min<int64_t>(c0, k - i));
 }
 
+/// Moves the L0C region C to or from the dense row-major fp32 tile g_c, in the contiguous
+/// runs of the NZ layout (16 elements of a fractal row).
+void l0c_transfer(Core& c, const TileRef& C, int64_t M, int64_t N, bool to_dense) {
+  size_t nd = C.extent.size();
+  for (size_t d = 0; d + 2 < nd; ++d)
+    if (C.extent[d] != 1) c.fail(fmt::format("cube: 'C' ({}) must be a 2-D tile", C.buffer->name));
+  std::vector<int64_t> idx = C.start;
+  int64_t es = dtype_bytes(C.dtype);
+  for (int64_t i = 0; i < M; ++i) {
+    idx[nd - 2] = C.start[nd - 2] + i;
+    for (int64_t j = 0; j < N;) {
+      idx[nd - 1] = C.start[nd - 1] + j;
+      int64_t run = std::min<int64_t>(16 - idx[nd - 1] % 16, N - j);
+      uint8_t* p = C.base + layout_offset(C, idx) * es;
+      if (to_dense) convert(C.dtype, p, DType::Float32, g_c.data() + i * N + j, run);
+      else convert(DType::Float32, g_c.data() + i * N + j, C.dtype, p, run);
+      j += run;
+    }
+  }
+}
+
 /// C (L0C region) = [C +] A x B with A, B given densely (A [M, K], BT [N, K]).
 void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool init) {
   if (C.rows() != M || C.cols() != N)
     c.fail(fmt::format("cube: 'C' ({}) is [{} x {}] but A x B is [{} x {}]", C.buffer->name, C.rows(), C.cols(), M, N));
   g_c.assign(M * N, 0.0f);
-  std::vector<int64_t> idx(C.extent.size());
-  int64_t es = dtype_bytes(C.dtype);
-  auto visit = [&](auto&& fn) {
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        idx = C.start;
-        idx[idx.size() - 2] += i;
-        idx.back() += j;
-        fn(C.base + layout_offset(C, idx) * es, g_c[i * N + j]);
-      }
-  };
-  if (!init) visit([&](uint8_t* p, float& v) { v = static_cast<float>(load_value(C.dtype, p)); });
+  if (!init) l0c_transfer(c, C, M, N, true);
   if (M > 0 && N > 0 && K > 0) {
     single_threaded_blas();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N),
                 static_cast<int>(K), 1.0f, g_a.data(), static_cast<int>(K), g_bt.data(), static_cast<int>(K),
                 1.0f, g_c.data(), static_cast<int>(N));
   }
-  visit([&](uint8_t* p, float& v) { store_value(C.dtype, p, v); });
+  l0c_transfer(c, C, M, N, false);
 }
 
 /// The integer cube path: int8 x int8 -> int32, exact.
