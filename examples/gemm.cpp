@@ -18,7 +18,7 @@ PrimFunc gemm(int M, int N, int K, int bM, int bN, int bK, DType dtype) {
         auto a_l1 = T::alloc_L1("A_L1", {bM, bK}, dtype);
         auto b_l1 = T::alloc_L1("B_L1", {bK, bN}, dtype);
         auto c_l0c = T::alloc_L0C("C_L0C", {bM, bN}, f32);
-        T::serial(ceildiv(K, bK), [&](Expr k) {
+        T::serial("k", ceildiv(K, bK), [&](Expr k) {
           T::copy(A.at({bx * bM, k * bK}), a_l1);
           T::copy(B.at({k * bK, by * bN}), b_l1);
           T::set_flag(Pipe::MTE2, Pipe::MTE1, 0);

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -112,7 +113,9 @@ class Expr {
   Expr() = default;
   explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
   /// Integer and float literals convert implicitly so DSL code reads `cid / 4 * 128`.
-  Expr(bool v);     // NOLINT: bool immediate
+  /// Bool immediate. A template so that pointers (string literals) never convert to Expr.
+  template <typename B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Expr(B v) : Expr(make_bool(v)) {}  // NOLINT
   Expr(int v);      // NOLINT: int32 immediate
   Expr(int64_t v);  // NOLINT: int64 immediate
   Expr(double v);   // NOLINT: float32 immediate
@@ -120,6 +123,7 @@ class Expr {
   bool defined() const { return node_ != nullptr; }
   const ExprNode* get() const { return node_.get(); }
   const ExprNode* operator->() const { return node_.get(); }
+  static Expr make_bool(bool v);
   ExprKind kind() const { return node_->kind; }
   DType dtype() const { return node_->dtype; }
   bool same_as(const Expr& o) const { return node_ == o.node_; }

@@ -50,7 +50,7 @@ std::string_view sync_name(SyncKind k) { return kSyncNames[static_cast<size_t>(k
 // ---------------------------------------------------------------------------------------------
 // Expressions
 
-Expr::Expr(bool v) : node_(std::make_shared<IntImmNode>(DType::Bool, v ? 1 : 0)) {}
+Expr Expr::make_bool(bool v) { return Expr(std::make_shared<IntImmNode>(DType::Bool, v ? 1 : 0)); }
 Expr::Expr(int v) : node_(std::make_shared<IntImmNode>(DType::Int32, v)) {}
 Expr::Expr(int64_t v) : node_(std::make_shared<IntImmNode>(DType::Int64, v)) {}
 Expr::Expr(double v) : node_(std::make_shared<FloatImmNode>(DType::Float32, v)) {}

@@ -246,6 +246,22 @@ void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& bod
   loop(Expr(0), std::move(extent), ForKind::Pipelined, num_stages, body, l, "k");
 }
 
+void serial(std::string name, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(Expr(0), std::move(extent), ForKind::Serial, 0, body, l, name.c_str());
+}
+void unroll(std::string name, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(Expr(0), std::move(extent), ForKind::Unrolled, 0, body, l, name.c_str());
+}
+void Parallel(std::string name, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(Expr(0), std::move(extent), ForKind::Parallel, 0, body, l, name.c_str());
+}
+void Pipelined(std::string name, Expr extent, int num_stages, const std::function<void(Expr)>& body,
+               const Loc& l) {
+  if (num_stages < 1)
+    user_error(source_loc(l), "T::Pipelined: num_stages must be >= 1, got {}", num_stages);
+  loop(Expr(0), std::move(extent), ForKind::Pipelined, num_stages, body, l, name.c_str());
+}
+
 void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
                 const std::function<void(std::vector<Expr>)>& body, const Loc& l) {
   SourceLoc loc = source_loc(l);

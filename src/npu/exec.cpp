@@ -43,12 +43,12 @@ uint8_t* TileRef::at(const std::vector<int64_t>& idx) const {
 }
 
 uint8_t* TileRef::at_flat(int64_t flat) const {
-  std::vector<int64_t> idx(extent.size());
+  int64_t off = 0;
   for (size_t d = extent.size(); d-- > 0;) {
-    idx[d] = start[d] + flat % extent[d];
+    off += (start[d] + flat % extent[d]) * strides[d];
     flat /= extent[d];
   }
-  return at(idx);
+  return base + off * dtype_bytes(dtype);
 }
 
 uint8_t* row_ptr(const TileRef& t, int64_t r) {

@@ -49,21 +49,31 @@ void unpack_zn_t(const uint8_t* base, int64_t k, int64_t n, int64_t n_padded, DT
 /// runs of the NZ layout (16 elements of a fractal row).
 void l0c_transfer(Core& c, const TileRef& C, int64_t M, int64_t N, bool to_dense) {
   size_t nd = C.extent.size();
-  for (size_t d = 0; d + 2 < nd; ++d)
+  int64_t lead = 0;
+  for (size_t d = 0; d + 2 < nd; ++d) {
     if (C.extent[d] != 1) c.fail(fmt::format("cube: 'C' ({}) must be a 2-D tile", C.buffer->name));
-  std::vector<int64_t> idx = C.start;
+    lead = lead * C.shape[d] + C.start[d];
+  }
+  int64_t R = nd >= 2 ? C.shape[nd - 2] : 1, Cc = C.shape[nd - 1];
+  int64_t rp = align_up(R, 16), mat = rp * align_up(Cc, 16);
+  int64_t r0 = nd >= 2 ? C.start[nd - 2] : 0, c0 = C.start[nd - 1];
   int64_t es = dtype_bytes(C.dtype);
-  for (int64_t i = 0; i < M; ++i) {
-    idx[nd - 2] = C.start[nd - 2] + i;
+  bool f32 = C.dtype == DType::Float32;
+  for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N;) {
-      idx[nd - 1] = C.start[nd - 1] + j;
-      int64_t run = std::min<int64_t>(16 - idx[nd - 1] % 16, N - j);
-      uint8_t* p = C.base + layout_offset(C, idx) * es;
-      if (to_dense) convert(C.dtype, p, DType::Float32, g_c.data() + i * N + j, run);
-      else convert(DType::Float32, g_c.data() + i * N + j, C.dtype, p, run);
+      int64_t col = c0 + j, run = std::min<int64_t>(16 - col % 16, N - j);
+      uint8_t* p = C.base + (lead * mat + l0c_offset(r0 + i, col, rp)) * es;
+      float* q = g_c.data() + i * N + j;
+      if (f32) {
+        if (to_dense) std::memcpy(q, p, run * 4);
+        else std::memcpy(p, q, run * 4);
+      } else if (to_dense) {
+        convert(C.dtype, p, DType::Float32, q, run);
+      } else {
+        convert(DType::Float32, q, C.dtype, p, run);
+      }
       j += run;
     }
-  }
 }
 
 /// C (L0C region) = [C +] A x B with A, B given densely (A [M, K], BT [N, K]).

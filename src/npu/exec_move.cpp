@@ -74,25 +74,30 @@ void copy_regions(const TileRef& src, const TileRef& dst, bool relu) {
   std::vector<int64_t> si(ns), di(nd);
   int64_t ses = dtype_bytes(src.dtype), des = dtype_bytes(dst.dtype);
   bool same = src.dtype == dst.dtype && !relu;
+  bool same_rows = dst.cols() == cols;
   for (int64_t r = 0; r < rows; ++r) {
-    // Row r of the source region and the matching position of the destination region.
+    // Row r of the source region and the matching position of the destination region; when
+    // both regions have rows of the same length the indices only advance along the row.
     int64_t flat = r * cols;
+    bool fresh = true;
     for (int64_t c = 0; c < cols;) {
-      int64_t f = flat + c, rem = f;
-      for (size_t d = ns; d-- > 0;) {
-        si[d] = src.start[d] + rem % src.extent[d];
-        rem /= src.extent[d];
-      }
-      rem = f;
-      for (size_t d = nd; d-- > 0;) {
-        di[d] = dst.start[d] + rem % dst.extent[d];
-        rem /= dst.extent[d];
+      if (fresh || !same_rows) {
+        int64_t f = flat + c, rem = f;
+        for (size_t d = ns; d-- > 0;) {
+          si[d] = src.start[d] + rem % src.extent[d];
+          rem /= src.extent[d];
+        }
+        rem = f;
+        for (size_t d = nd; d-- > 0;) {
+          di[d] = dst.start[d] + rem % dst.extent[d];
+          rem /= dst.extent[d];
+        }
+        fresh = false;
       }
       int64_t srun, drun;
       int64_t so = storage_offset(src, si, &srun), dof = storage_offset(dst, di, &drun);
       int64_t dcol_left = dst.start[nd - 1] + dst.extent[nd - 1] - di[nd - 1];
-      int64_t len = std::min({cols - c, srun, drun, dcol_left});
-      len = std::max<int64_t>(len, 1);
+      int64_t len = std::max<int64_t>(std::min({cols - c, srun, drun, dcol_left}), 1);
       const uint8_t* sp = src.base + so * ses;
       uint8_t* dp = dst.base + dof * des;
       if (same) {
@@ -105,6 +110,8 @@ void copy_regions(const TileRef& src, const TileRef& dst, bool relu) {
         convert(DType::Float32, g_run.data(), dst.dtype, dp, len);
       }
       c += len;
+      si[ns - 1] += len;
+      di[nd - 1] += len;
     }
   }
 }

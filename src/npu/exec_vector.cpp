@@ -313,20 +313,31 @@ void broadcast(const TileOpNode& n, Core& c) {
     if (se != 1 && se != de)
       c.fail(fmt::format("T.tile.broadcast: dimension {} of 'src' is {}, expected 1 or {}", ns - 1 - i, se, de));
   }
-  int64_t es = dtype_bytes(d.dtype);
+  // Work row by row: a destination row comes from one source row (last dimension kept) or
+  // from one source element (last dimension broadcast).
+  int64_t es = dtype_bytes(d.dtype), cols = d.cols();
+  bool last_kept = ns > 0 && s.extent[ns - 1] != 1;
   std::vector<int64_t> idx(nd);
-  for (int64_t f = 0; f < d.numel(); ++f) {
-    int64_t r = f, sflat = 0, smul = 1;
-    for (size_t k = nd; k-- > 0;) {
-      idx[k] = r % d.extent[k];
-      r /= d.extent[k];
+  for (int64_t r = 0; r < d.rows(); ++r) {
+    int64_t rem = r, sflat = 0, smul = last_kept ? s.extent[ns - 1] : 1;
+    for (size_t k = nd - 1; k-- > 0;) {
+      idx[k] = rem % d.extent[k];
+      rem /= d.extent[k];
     }
-    for (size_t i = 0; i < ns; ++i) {
+    for (size_t i = 1; i < ns; ++i) {
       int64_t se = s.extent[ns - 1 - i];
       sflat += (se == 1 ? 0 : idx[nd - 1 - i]) * smul;
       smul *= se;
     }
-    std::memcpy(d.at_flat(f), s.at_flat(sflat), es);
+    uint8_t* dst = row_ptr(d, r);
+    if (last_kept && s.strides.back() == 1 && d.strides.back() == 1) {
+      std::memcpy(dst, s.at_flat(sflat), cols * es);  // a source row is contiguous in UB
+    } else if (last_kept) {
+      for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, s.at_flat(sflat + k), es);
+    } else {
+      const uint8_t* v = s.at_flat(sflat);
+      for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, v, es);
+    }
   }
 }
 

@@ -12,9 +12,9 @@ namespace {
 TEST(Dsl, GemmPrintsWithLocations) {
   auto f = build_kernel(find_kernel("gemm"));
   std::string text = print(f);
-  EXPECT_NE(text.find("T.gemm_v0(A_L1, B_L1, C_L0C, i == 0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("T.gemm_v0(A_L1, B_L1, C_L0C, k == 0)"), std::string::npos) << text;
   EXPECT_NE(text.find("# @examples/gemm.cpp:"), std::string::npos) << text;
-  EXPECT_NE(text.find("T.copy(A[cid // 4 * 128:cid // 4 * 128 + 128, i * 64:i * 64 + 64], A_L1)"),
+  EXPECT_NE(text.find("T.copy(A[cid // 4 * 128:cid // 4 * 128 + 128, k * 64:k * 64 + 64], A_L1)"),
             std::string::npos)
       << text;
 }
