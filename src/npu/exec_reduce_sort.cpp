@@ -175,9 +175,9 @@ void init_sort_buf(const TileOpNode& n, Core& c) {
   int64_t num = c.eval_int(op_operand(n, "num")->scalar);
   double v = c.has_operand(n, "value") ? c.eval_float(op_operand(n, "value")->scalar)
                                         : -std::numeric_limits<double>::infinity();
-  int64_t count = num * dtype_bytes(d.dtype) / 8;
+  int64_t count = num;  // entries (docs/language.md; the verifier's sort-buffer-size rule)
   if (count > entries_of(d))
-    c.fail(fmt::format("T.init_sort_buf: num = {} elements exceeds 'dst' ({} elements)", num, d.numel()));
+    c.fail(fmt::format("T.init_sort_buf: num = {} entries exceeds 'dst' ({} entries)", num, entries_of(d)));
   std::vector<Entry> e(count, Entry{static_cast<float>(v), 0xffffffffu});
   write_entries(d, e);
 }
