@@ -36,8 +36,14 @@ int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
 
 Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph)
     : program(p), launch(ls), kind(k), vid(v), phys(ph) {
+  // Each memory is sized to what the planned program can address (the planner has checked
+  // it against the target's capacity), so launches do not zero megabytes nobody reads.
+  // L0A/L0B are always whole: gemm_v0 loads them from offset 0.
   const Target& t = *p.target;
-  auto alloc = [&](MemScope s) { mem[static_cast<size_t>(s)].assign(t.cap(s), 0); };
+  auto alloc = [&](MemScope s) {
+    bool whole = s == MemScope::L0A || s == MemScope::L0B;
+    mem[static_cast<size_t>(s)].assign(whole ? t.cap(s) : std::min(t.cap(s), p.scope_bytes[static_cast<size_t>(s)]), 0);
+  };
   if (kind == CoreKind::Cube) {
     alloc(MemScope::L1);
     alloc(MemScope::L0A);

@@ -80,6 +80,26 @@ void l0c_transfer(Core& c, const TileRef& C, int64_t M, int64_t N, bool to_dense
 void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool init) {
   if (C.rows() != M || C.cols() != N)
     c.fail(fmt::format("cube: 'C' ({}) is [{} x {}] but A x B is [{} x {}]", C.buffer->name, C.rows(), C.cols(), M, N));
+  // Fast path: an fp32 L0C tile starting on a fractal column is, per 16-column block, a
+  // row-major [rows, 16] matrix (NZ with 16 x 16 fractals), so the product accumulates
+  // straight into L0C memory one column block at a time.
+  size_t nd = C.extent.size();
+  bool two_d = true;
+  for (size_t d = 0; d + 2 < nd; ++d) two_d &= C.extent[d] == 1;
+  if (C.dtype == DType::Float32 && two_d && nd >= 2 && C.start[nd - 1] % 16 == 0 && M > 0 && N > 0 && K > 0) {
+    single_threaded_blas();
+    int64_t lead = 0;
+    for (size_t d = 0; d + 2 < nd; ++d) lead = lead * C.shape[d] + C.start[d];
+    int64_t rp = align_up(C.shape[nd - 2], 16), mat = rp * align_up(C.shape[nd - 1], 16);
+    float* base = reinterpret_cast<float*>(C.base) + lead * mat;
+    for (int64_t j = 0; j < N; j += 16) {
+      float* blk = base + l0c_offset(C.start[nd - 2], C.start[nd - 1] + j, rp);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(std::min<int64_t>(16, N - j)),
+                  static_cast<int>(K), 1.0f, g_a.data(), static_cast<int>(K), g_bt.data() + j * K, static_cast<int>(K),
+                  init ? 0.0f : 1.0f, blk, 16);
+    }
+    return;
+  }
   g_c.assign(M * N, 0.0f);
   if (!init) l0c_transfer(c, C, M, N, true);
   if (M > 0 && N > 0 && K > 0) {

@@ -145,6 +145,10 @@ void zero_nz_padding(const TileRef& dst) {
   }
 }
 
+bool whole_2d_buffer(const TileRef& t) {
+  return t.shape.size() == 2 && t.start[0] == 0 && t.start[1] == 0 && t.extent == t.shape;
+}
+
 void copy(const TileOpNode& n, Core& c) {
   TileRef src = c.operand(n, "src"), dst = c.operand(n, "dst");
   if (src.numel() != dst.numel())
@@ -209,6 +213,13 @@ void copy(const TileOpNode& n, Core& c) {
     if (p + bytes.size() > dst.base + c.program.buffer(dst.buffer).bytes)
       c.fail(fmt::format("T.copy(nd2nz=False): {} bytes from the region start overflow '{}'", bytes.size(), dst.buffer->name));
     std::memcpy(p, bytes.data(), bytes.size());
+    return;
+  }
+  if (S == MemScope::GM && D == MemScope::L1 && whole_2d_buffer(dst) && src.strides.back() == 1 &&
+      src.extent.size() >= 2 && src.extent.back() == dst.shape[1]) {
+    // The common case: a 2-D GM tile into a whole L1 buffer, converted by rows of fractals.
+    size_t ns = src.extent.size();
+    nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype, dst.base);
     return;
   }
   copy_regions(src, dst, relu);

@@ -37,11 +37,31 @@ void check_same_numel(const TileOpNode& n, Core& c, const TileRef& d, const Tile
     c.fail(fmt::format("T.{}: operand '{}' has {} elements but 'dst' has {}", n.op->name, name, s.numel(), d.numel()));
 }
 
+/// fp32 operands whose rows line up are computed in place, row by row, without staging.
+bool rows_align(const TileRef& x, const TileRef& y) {
+  return x.dtype == DType::Float32 && y.dtype == DType::Float32 && x.cols() == y.cols() && x.rows() == y.rows();
+}
+
 template <typename F>
 void float_binary(const TileOpNode& n, Core& c, F f) {
   TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0");
   check_same_numel(n, c, d, a, "src0");
   Operand2 b = second(n, c, "src1", a.dtype);
+  if (rows_align(d, a) && (b.scalar || rows_align(d, b.tile))) {
+    int64_t C = d.cols();
+    float y = static_cast<float>(b.value);
+    for (int64_t r = 0; r < d.rows(); ++r) {
+      float* dp = reinterpret_cast<float*>(row_ptr(d, r));
+      const float* ap = reinterpret_cast<const float*>(row_ptr(a, r));
+      if (b.scalar) {
+        for (int64_t k = 0; k < C; ++k) dp[k] = f(ap[k], y);
+      } else {
+        const float* bp = reinterpret_cast<const float*>(row_ptr(b.tile, r));
+        for (int64_t k = 0; k < C; ++k) dp[k] = f(ap[k], bp[k]);
+      }
+    }
+    return;
+  }
   load_f32(a, g_a);
   g_d.resize(g_a.size());
   if (b.scalar) {
@@ -82,6 +102,14 @@ template <typename F>
 void float_unary(const TileOpNode& n, Core& c, F f) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
   check_same_numel(n, c, d, s, "src");
+  if (rows_align(d, s)) {
+    for (int64_t r = 0; r < d.rows(); ++r) {
+      float* dp = reinterpret_cast<float*>(row_ptr(d, r));
+      const float* sp = reinterpret_cast<const float*>(row_ptr(s, r));
+      for (int64_t k = 0; k < d.cols(); ++k) dp[k] = f(sp[k]);
+    }
+    return;
+  }
   load_f32(s, g_a);
   for (auto& x : g_a) x = f(x);
   store_f32(d, g_a);
@@ -236,11 +264,11 @@ void select(const TileOpNode& n, Core& c) {
 void fill(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst");
   double v = c.eval_float(op_operand(n, "value")->scalar);
-  std::vector<uint8_t> one(dtype_bytes(d.dtype)), all;
-  store_value(d.dtype, one.data(), v);
-  all.resize(d.numel() * one.size());
-  for (int64_t i = 0; i < d.numel(); ++i) std::memcpy(all.data() + i * one.size(), one.data(), one.size());
-  store_bytes(d, all);
+  int64_t es = dtype_bytes(d.dtype), cols = d.cols();
+  std::vector<uint8_t> row(cols * es);
+  store_value(d.dtype, row.data(), v);
+  for (int64_t k = 1; k < cols; ++k) std::memcpy(row.data() + k * es, row.data(), es);
+  for (int64_t r = 0; r < d.rows(); ++r) std::memcpy(row_ptr(d, r), row.data(), row.size());
 }
 
 void progression(const TileOpNode& n, Core& c, double first, double diff, int64_t count) {
@@ -348,8 +376,16 @@ void row_expand(const TileOpNode& n, Core& c, F f) {
   int64_t R = a.rows(), C = a.cols();
   if (b.numel() != R)
     c.fail(fmt::format("T.{}: 'src1' has {} elements, expected one per row of 'src0' ({})", n.op->name, b.numel(), R));
-  load_f32(a, g_a);
   load_f32(b, g_b);
+  if (rows_align(d, a)) {
+    for (int64_t r = 0; r < R; ++r) {
+      float* dp = reinterpret_cast<float*>(row_ptr(d, r));
+      const float* ap = reinterpret_cast<const float*>(row_ptr(a, r));
+      for (int64_t k = 0; k < C; ++k) dp[k] = f(ap[k], g_b[r]);
+    }
+    return;
+  }
+  load_f32(a, g_a);
   for (int64_t r = 0; r < R; ++r)
     for (int64_t k = 0; k < C; ++k) g_a[r * C + k] = f(g_a[r * C + k], g_b[r]);
   store_f32(d, g_a);
