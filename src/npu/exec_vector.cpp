@@ -228,16 +228,27 @@ void compare(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0");
   Operand2 b = second(n, c, "src1", a.dtype);
   const std::string& mode = n.attr_str("mode");
-  load_f32(a, g_a);
-  if (!b.scalar) load_f32(b.tile, g_b);
   int64_t count = a.numel();
+  // Integers compare exactly (int32 values above 2^24 do not survive a trip through fp32).
+  bool integer = is_int(a.dtype);
+  if (integer) {
+    load_i64(a, g_ia);
+    if (b.scalar) g_ib.assign(g_ia.size(), static_cast<int64_t>(b.value));
+    else load_i64(b.tile, g_ib);
+  } else {
+    load_f32(a, g_a);
+    if (!b.scalar) load_f32(b.tile, g_b);
+  }
   if (d.numel() * dtype_bytes(d.dtype) * 8 < count)
     c.fail(fmt::format("T.tile.compare: 'dst' holds {} bits, {} elements are compared", d.numel() * dtype_bytes(d.dtype) * 8, count));
   std::vector<uint8_t> bits((d.numel() * dtype_bytes(d.dtype)), 0);
   load_bytes(d, bits);
   std::fill(bits.begin(), bits.begin() + (count + 7) / 8, 0);
-  for (int64_t i = 0; i < count; ++i)
-    if (compare_values(mode, g_a[i], b.scalar ? b.value : g_b[i])) bits[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  for (int64_t i = 0; i < count; ++i) {
+    bool hit = integer ? compare_values(mode, g_ia[i] - g_ib[i] + 0.0, 0.0)
+                       : compare_values(mode, g_a[i], b.scalar ? b.value : g_b[i]);
+    if (hit) bits[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  }
   store_bytes(d, bits);
 }
 
@@ -369,13 +380,21 @@ void broadcast(const TileOpNode& n, Core& c) {
   }
 }
 
-template <typename F>
-void row_expand(const TileOpNode& n, Core& c, F f) {
+template <typename F, typename FI>
+void row_expand(const TileOpNode& n, Core& c, F f, FI fi) {
   TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0"), b = c.operand(n, "src1");
   check_same_numel(n, c, d, a, "src0");
   int64_t R = a.rows(), C = a.cols();
   if (b.numel() != R)
     c.fail(fmt::format("T.{}: 'src1' has {} elements, expected one per row of 'src0' ({})", n.op->name, b.numel(), R));
+  if (is_int(d.dtype)) {  // exact, wrapping like the elementwise integer ops
+    load_i64(a, g_ia);
+    load_i64(b, g_ib);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t k = 0; k < C; ++k) g_ia[r * C + k] = fi(g_ia[r * C + k], g_ib[r]);
+    store_i64(d, g_ia);
+    return;
+  }
   load_f32(b, g_b);
   if (rows_align(d, a)) {
     for (int64_t r = 0; r < R; ++r) {
@@ -390,12 +409,18 @@ void row_expand(const TileOpNode& n, Core& c, F f) {
     for (int64_t k = 0; k < C; ++k) g_a[r * C + k] = f(g_a[r * C + k], g_b[r]);
   store_f32(d, g_a);
 }
-void rx_add(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a + b; }); }
-void rx_sub(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a - b; }); }
-void rx_mul(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a * b; }); }
-void rx_div(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return a / b; }); }
-void rx_max(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return std::max(a, b); }); }
-void rx_min(const TileOpNode& n, Core& c) { row_expand(n, c, [](float a, float b) { return std::min(a, b); }); }
+#define RX(NAME, EXPR_F, EXPR_I)                                                              \
+  void NAME(const TileOpNode& n, Core& c) {                                                   \
+    row_expand(n, c, [](float a, float b) -> float { return EXPR_F; },                        \
+               [](int64_t a, int64_t b) -> int64_t { return EXPR_I; });                        \
+  }
+RX(rx_add, a + b, a + b)
+RX(rx_sub, a - b, a - b)
+RX(rx_mul, a * b, a * b)
+RX(rx_div, a / b, b == 0 ? 0 : a / b)
+RX(rx_max, std::max(a, b), std::max(a, b))
+RX(rx_min, std::min(a, b), std::min(a, b))
+#undef RX
 
 void transpose(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");

@@ -311,8 +311,6 @@ TEST(VectorOps, CompareToBitmask) {
 
 TEST(VectorOps, CompareInt32EqIsExactBeyondFp32Precision) {
   // int32 EQ compares integers: 16777217 != 16777216 although both round to the same fp32.
-  GTEST_SKIP() << "BUG (src/npu/exec_vector.cpp compare): operands are loaded with load_f32, so int32 values "
-                  "that differ but round to the same fp32 (|x| > 2^24) compare EQ; needs an integer path";
   const int64_t n = 64;
   std::vector<double> a0(n), b0(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -545,9 +543,6 @@ TEST(VectorOps, RowExpandAllOpsAndDtypes) {
 
 TEST(VectorOps, RowExpandInt32IsExactBeyondFp32Precision) {
   // Integer row_expand must compute in integers, like tile.add does: 2^30 + 3 + 1 is exact.
-  GTEST_SKIP() << "BUG (src/npu/exec_vector.cpp row_expand): integer dtypes go through load_f32/store_f32, so "
-                  "int32 results lose bits beyond 2^24 and int16/int32 overflow saturates instead of wrapping "
-                  "(tile.add/mul wrap); needs an integer path like int_binary";
   const int64_t R = 8, C = 8;
   std::vector<double> a0(R * C), b0(R);
   for (int64_t i = 0; i < R * C; ++i) a0[i] = (1 << 30) + 3 + i;
