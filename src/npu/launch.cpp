@@ -208,6 +208,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks", p.func->name, ls.num_blocks));
   if (ls.num_blocks == 0) return;
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
+  ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});
   if (p.uses_sync_all && ls.num_blocks > p.target->num_aic)
     throw Error(p.kernel->loc, fmt::format("kernel {} uses T.sync_all but launches {} blocks; all blocks must be "
                                            "resident at once ({} on {})",

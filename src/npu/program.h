@@ -156,12 +156,13 @@ struct LaunchState {
   int64_t num_blocks = 0;
   int physical_blocks = 0;
 
-  // Cross-core flag counters per (logical block, core: 0 AIC, 1 AIV0, 2 AIV1, id). Only the
-  // block's own cores touch them, and a block's cores always run on one host thread.
-  std::unordered_map<int64_t, std::array<int, 16>> cross;
-  std::array<int, 16>& cross_counters(int64_t block, int core_slot) {
-    return cross[block * 4 + core_slot];
-  }
+  // Cross-core flag counters per (logical block, slot, id): slots 1/2 are what AIV0/AIV1
+  // may consume, 3/4 the sets AIV0/AIV1 made towards the AIC. Only the block's own cores touch
+  // them, and a block's cores always run on one host thread; the table is sized before the
+  // threads start so no thread ever reshapes it.
+  static constexpr int kCrossSlots = 5;
+  std::vector<std::array<int, 16>> cross;
+  std::array<int, 16>& cross_counters(int64_t block, int slot) { return cross[block * kCrossSlots + slot]; }
 
   // sync_all: a barrier over every core of the launch, across host threads.
   std::mutex mu;
