@@ -23,10 +23,6 @@ using npu::Scalar;
 const PrimFunc& CompiledKernel::func() const { return program_->func; }
 const Target& CompiledKernel::target() const { return *program_->target; }
 
-CompiledKernel compile(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  if (opt.verify) verify_or_throw(f, target);
-  return CompiledKernel(npu::build_program(f, target));
-}
 
 namespace {
 
