@@ -6,6 +6,7 @@
 
 #include "program.h"
 #include "tl/printer.h"
+#include "trace_record.h"
 #include "values.h"
 
 namespace tl::npu {
@@ -71,6 +72,14 @@ void Core::start(int64_t b) {
   set_var(program.kernel->cid, Scalar::of_int(b));
   set_var(program.kernel->vid, Scalar::of_int(kind == CoreKind::Vector ? vid : 0));
   flags_.fill(0);
+  trace_ = nullptr;
+  if (launch.trace) {
+    trace_ = &launch.trace->cores[b * 3 + core_slot(kind, vid)];
+    trace_->block = b;
+    trace_->kind = kind;
+    trace_->vid = vid;
+    trace_->phys = phys;
+  }
   stack_.clear();
   stack_.push_back({program.kernel->body.get()});
   recent_.clear();
@@ -149,6 +158,7 @@ bool Core::step() {
     case StmtKind::Sync: {
       loc_ = s->loc;
       if (!exec_sync(*static_cast<const SyncNode*>(s))) return false;
+      if (trace_) record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
       recent_.push_back(s);
       if (recent_.size() > 8) recent_.pop_front();
       stack_.pop_back();
@@ -168,16 +178,20 @@ void Core::exec_leaf(const StmtNode* s) {
   switch (s->kind) {
     case StmtKind::Let: {
       auto* n = static_cast<const LetNode*>(s);
+      if (trace_) record_scalar(*this, *trace_, *s);
       set_var(n->var, eval(n->value));
       return;
     }
     case StmtKind::Allocate: return;  // addresses are planned; memory persists (stale data)
-    case StmtKind::Store: return store(*static_cast<const StoreNode*>(s));
+    case StmtKind::Store:
+      if (trace_) record_scalar(*this, *trace_, *s);
+      return store(*static_cast<const StoreNode*>(s));
     case StmtKind::TileOp: {
       auto* n = static_cast<const TileOpNode*>(s);
       if (!runs_on(*n, kind, *program.target)) return;
       ExecFn fn = find_exec(n->op);
       if (!fn) fail(fmt::format("T.{} has no virtual-NPU semantics yet", n->op->name));
+      if (trace_) record_op(*this, *trace_, *n);
       fn(*n, *this);
       return;
     }

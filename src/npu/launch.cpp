@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "program.h"
+#include "tl/npu/trace.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
 
@@ -205,6 +206,14 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   if (ls.num_blocks == 0) return;
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
   ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});
+  if (opt.trace) {
+    *opt.trace = npu::Trace{};
+    opt.trace->kernel = p.func->name;
+    opt.trace->num_blocks = ls.num_blocks;
+    opt.trace->physical_blocks = ls.physical_blocks;
+    opt.trace->cores.resize(ls.num_blocks * 3);
+    ls.trace = opt.trace;
+  }
   if (p.uses_sync_all && ls.num_blocks > p.target->num_aic)
     throw Error(p.kernel->loc, fmt::format("kernel {} uses T.sync_all but launches {} blocks; all blocks must be "
                                            "resident at once ({} on {})",

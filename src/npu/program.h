@@ -144,7 +144,8 @@ class Core {
   std::array<uint8_t, kNumPipes * kNumPipes> flags_{};  // bit per event id
   std::deque<const StmtNode*> recent_;
   int64_t print_seq_ = 0;
-  int64_t sync_gen_ = -1;  // barrier generation this core waits to pass (-1: not waiting)
+  int64_t sync_gen_ = -1;
+  struct CoreTrace* trace_ = nullptr;  // this block's instruction trace, when recording  // barrier generation this core waits to pass (-1: not waiting)
 };
 
 /// Shared state of one launch: GM tensors, cross-core flags, global barriers.
@@ -172,6 +173,8 @@ struct LaunchState {
   int64_t barrier_participants = 0;
   int64_t cores_done = 0;
   bool aborted = false;
+
+  struct Trace* trace = nullptr;  // LaunchOptions::trace, sized before the threads start
 
   std::mutex print_mu;
   std::vector<std::pair<std::tuple<int64_t, int, int64_t>, std::string>> printed;

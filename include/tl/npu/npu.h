@@ -29,13 +29,23 @@ struct Arg {
   Arg(int64_t v) : value(static_cast<double>(v)) {}  // NOLINT
 };
 
+namespace npu {
+struct Trace;
+}
+
 struct LaunchOptions {
   int threads = 0;              // host threads; 0 = all hardware threads
   std::ostream* out = nullptr;  // printf / dump_tensor output (default std::cout)
+  npu::Trace* trace = nullptr;  // if set, receives every core's instruction trace
 };
 
 struct CompileOptions {
   bool verify = true;  // run the verifier first (compile errors list every violation)
+  /// JIT cache (include/tl/jit.h): look the kernel up in memory and on disk before lowering
+  /// it. Env TL_CACHE=0 disables the cache regardless.
+  bool cache = true;
+  bool disk_cache = true;  // false: memory level only
+  std::string cache_dir{};  // disk directory; "" = env TL_CACHE_DIR, else the user cache dir
 };
 
 namespace npu {

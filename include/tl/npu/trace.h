@@ -1,0 +1,77 @@
+// The instruction trace of a launch: for every core of every logical block, the instructions
+// it issued in program order, each with its pipe, its memory accesses (byte ranges in a named
+// memory) and the sizes the cost model needs. The hazard checker (happens-before over flags,
+// barriers and cross-core flags) and the timing model both read it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tl/ir.h"
+
+namespace tl::npu {
+
+/// A memory instance: GM (shared by every core), or one on-chip memory of one core.
+struct MemoryId {
+  MemScope scope = MemScope::GM;
+  int64_t block = -1;  // logical block for on-chip memories (-1 for GM)
+  int core = 0;        // 0 AIC, 1 AIV0, 2 AIV1
+  bool operator==(const MemoryId& o) const {
+    return scope == o.scope && block == o.block && core == o.core;
+  }
+};
+
+/// Bytes touched: `count` runs of `len` bytes starting at `start`, `pitch` bytes apart.
+/// GM offsets are host addresses of the tensor storage; on-chip offsets are byte offsets into
+/// that core's memory.
+struct Access {
+  MemoryId mem;
+  uint64_t start = 0;
+  uint64_t len = 0;
+  uint64_t pitch = 0;
+  uint64_t count = 1;
+  bool write = false;
+  std::string buffer;  // for reports
+  uint64_t end() const { return start + (count - 1) * pitch + len; }
+};
+/// True if the two accesses touch a common byte.
+bool overlaps(const Access& a, const Access& b);
+
+enum class EventKind : uint8_t { Op, SetFlag, WaitFlag, Barrier, SetCross, WaitCross, SyncAll };
+
+struct TraceEvent {
+  EventKind kind = EventKind::Op;
+  Pipe pipe = Pipe::S;  // issuing pipe (flags: source pipe; barriers: the drained pipe or ALL)
+  Pipe dst = Pipe::S;   // wait/set flag destination pipe
+  int id = 0;           // event or cross-flag id
+  int mode = 0;         // cross-flag mode
+  std::string name;     // "copy", "tile.add", "gemm_v0.load", "set_flag", ...
+  SourceLoc loc;
+  std::vector<Access> accesses;
+  // Inputs of the cost model.
+  MemScope src_scope = MemScope::GM, dst_scope = MemScope::GM;  // copies
+  int64_t bytes = 0;     // bytes moved (copies) or touched (vector)
+  int64_t rows = 1;      // bursts of a copy
+  int64_t elements = 0;  // vector elements
+  DType dtype = DType::Float32;
+  int64_t m = 0, n = 0, k = 0;  // cube
+};
+
+struct CoreTrace {
+  int64_t block = 0;
+  CoreKind kind = CoreKind::Cube;
+  int vid = 0;
+  int phys = 0;  // physical core group the block ran on
+  std::vector<TraceEvent> events;
+  std::string name() const;  // "block 3 AIV1"
+};
+
+struct Trace {
+  std::string kernel;
+  int64_t num_blocks = 0;
+  int physical_blocks = 0;
+  std::vector<CoreTrace> cores;  // index: block * 3 + (0 AIC, 1 AIV0, 2 AIV1)
+};
+
+}  // namespace tl::npu

@@ -1,0 +1,257 @@
+// Records the instruction trace (tl/npu/trace.h) as the interpreter executes: one event per
+// tile op, sync op and scalar memory access, with byte-exact access ranges.
+#include "trace_record.h"
+
+#include "exec.h"
+#include "tl/ir_functor.h"
+#include "tl/npu/layout.h"
+
+namespace tl::npu {
+
+int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);  // exec_move.cpp
+
+bool overlaps(const Access& a, const Access& b) {
+  if (!(a.mem == b.mem)) return false;
+  if (a.end() <= b.start || b.end() <= a.start) return false;
+  if (a.count == 1 && b.count == 1) return true;
+  // Walk the runs of the access with fewer runs against the other one.
+  const Access& x = a.count <= b.count ? a : b;
+  const Access& y = a.count <= b.count ? b : a;
+  for (uint64_t i = 0; i < x.count && i < 4096; ++i) {
+    uint64_t s = x.start + i * x.pitch, e = s + x.len;
+    if (e <= y.start || s >= y.end()) continue;
+    if (y.count == 1) return true;
+    // Runs of y that can intersect [s, e).
+    uint64_t first = s > y.start + y.len ? (s - y.start - y.len) / y.pitch : 0;
+    for (uint64_t j = first; j < y.count; ++j) {
+      uint64_t ys = y.start + j * y.pitch;
+      if (ys >= e) break;
+      if (ys + y.len > s) return true;
+    }
+  }
+  return x.count > 4096;  // very long strided accesses: be conservative
+}
+
+std::string CoreTrace::name() const {
+  return kind == CoreKind::Cube ? fmt::format("block {} AIC", block) : fmt::format("block {} AIV{}", block, vid);
+}
+
+namespace {
+
+int slot_of(const Core& c) { return c.kind == CoreKind::Cube ? 0 : 1 + c.vid; }
+
+MemoryId memory_of(const Core& c, MemScope s) {
+  if (s == MemScope::GM) return {};
+  return {s, c.block, slot_of(c)};
+}
+
+/// The bytes a region touches.
+std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write) {
+  std::vector<Access> out;
+  int64_t es = dtype_bytes(t.dtype);
+  size_t n = t.extent.size();
+  if (t.numel() == 0) return out;
+  if (t.scope == MemScope::GM || t.scope == MemScope::UB) {
+    // Runs along the last dimension, one strided access per combination of the indices
+    // above the second-to-last dimension.
+    uint64_t base = t.scope == MemScope::GM
+                        ? reinterpret_cast<uintptr_t>(t.base)
+                        : static_cast<uint64_t>(t.base - c.mem[static_cast<size_t>(MemScope::UB)].data());
+    int64_t lead = 1;
+    for (size_t d = 0; d + 2 < n; ++d) lead *= t.extent[d];
+    std::vector<int64_t> idx(t.start);
+    for (int64_t l = 0; l < lead && l < 256; ++l) {
+      int64_t rem = l;
+      for (size_t d = n >= 2 ? n - 2 : 0; d-- > 0;) {
+        idx[d] = t.start[d] + rem % t.extent[d];
+        rem /= t.extent[d];
+      }
+      int64_t off = 0;
+      for (size_t d = 0; d < n; ++d) off += idx[d] * t.strides[d];
+      Access a;
+      a.mem = memory_of(c, t.scope);
+      a.start = base + off * es;
+      a.len = t.strides[n - 1] == 1 ? t.extent[n - 1] * es : ((t.extent[n - 1] - 1) * t.strides[n - 1] + 1) * es;
+      a.count = n >= 2 ? t.extent[n - 2] : 1;
+      a.pitch = n >= 2 ? t.strides[n - 2] * es : 0;
+      a.write = write;
+      a.buffer = t.buffer->name;
+      out.push_back(a);
+    }
+    return out;
+  }
+  // Fractal memories: the layouts are monotonic in every index, so the first and the last
+  // element of the region bound it.
+  std::vector<int64_t> last(t.start);
+  for (size_t d = 0; d < n; ++d) last[d] += t.extent[d] - 1;
+  uint64_t mem_base = static_cast<uint64_t>(t.base - c.mem[static_cast<size_t>(t.scope)].data());
+  Access a;
+  a.mem = memory_of(c, t.scope);
+  a.start = mem_base + layout_offset(t, t.start) * es;
+  a.len = (layout_offset(t, last) - layout_offset(t, t.start) + 1) * es;
+  a.write = write;
+  a.buffer = t.buffer->name;
+  out.push_back(a);
+  return out;
+}
+
+/// Scalar memory reads inside an expression (the S pipe reads UB/GM).
+void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out) {
+  if (!e.defined()) return;
+  struct V : IRVisitor {
+    Core& c;
+    std::vector<Access>& out;
+    V(Core& core, std::vector<Access>& o) : c(core), out(o) {}
+    void visit_(const LoadNode* n) override {
+      IRVisitor::visit_(n);
+      if (n->buffer->scope == MemScope::Var) return;
+      BufferRegion r{n->buffer, {}};
+      for (const auto& i : n->indices) r.ranges.push_back({i, Expr(1)});
+      TileRef t = c.resolve(r, "load", n->buffer->name);
+      for (auto& a : accesses_of(c, t, false)) out.push_back(a);
+    }
+  } v(c, out);
+  v.visit(e);
+}
+
+}  // namespace
+
+void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
+  const Target& target = *c.program.target;
+  TraceEvent ev;
+  ev.kind = EventKind::Op;
+  ev.name = n.op->name;
+  ev.loc = n.loc;
+  ev.pipe = n.op->pipe(n, target);
+  std::vector<TileRef> refs;
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    const auto& spec = n.op->operands[std::min(i, n.op->operands.size() - 1)];
+    const TileArg& a = n.args[i];
+    if (a.is_region()) {
+      TileRef t = c.resolve(a.region, n.op->name, spec.name);
+      if (spec.access != tl::Access::Write)
+        for (auto& x : accesses_of(c, t, false)) ev.accesses.push_back(x);
+      if (spec.access != tl::Access::Read)
+        for (auto& x : accesses_of(c, t, true)) ev.accesses.push_back(x);
+      refs.push_back(t);
+    } else {
+      scalar_reads(c, a.scalar, ev.accesses);
+    }
+  }
+  if (!refs.empty()) {
+    ev.dtype = refs[0].dtype;
+    ev.elements = refs[0].numel();
+    ev.bytes = refs[0].numel() * dtype_bytes(refs[0].dtype);
+    ev.rows = refs[0].rows();
+  }
+  if (n.op->unit == OpUnit::Move && refs.size() >= 2) {
+    // copy(src, dst) / atomic_add(dst, src)
+    const TileRef& src = n.op->name == "copy" ? refs[0] : refs[1];
+    const TileRef& dst = n.op->name == "copy" ? refs[1] : refs[0];
+    ev.src_scope = src.scope;
+    ev.dst_scope = dst.scope;
+    ev.dtype = src.dtype;
+    ev.bytes = src.numel() * dtype_bytes(src.dtype);
+    ev.rows = src.rows();
+  }
+  if (n.op->name == "gemm_v0" && refs.size() >= 3) {
+    // TileLang-Ascend's gemm_v0 template: PipeBarrier<ALL>, LoadData A and B into L0A/L0B
+    // (offset 0, MTE1), PipeBarrier<ALL>, Mmad (M), PipeBarrier<ALL>.
+    bool ta = n.attr_bool("transpose_A"), tb = n.attr_bool("transpose_B");
+    int64_t M = ta ? refs[0].cols() : refs[0].rows(), K = ta ? refs[0].rows() : refs[0].cols();
+    int64_t N = tb ? refs[1].rows() : refs[1].cols();
+    auto barrier = [&] {
+      TraceEvent b;
+      b.kind = EventKind::Barrier;
+      b.pipe = Pipe::ALL;
+      b.name = "gemm_v0.barrier";
+      b.loc = n.loc;
+      ct.events.push_back(b);
+    };
+    int64_t es = dtype_bytes(refs[0].dtype);
+    int c0 = c0_elems(refs[0].dtype);
+    int64_t a_bytes = align_up(M, 16) * align_up(K, c0) * es, b_bytes = align_up(K, c0) * align_up(N, 16) * es;
+    TraceEvent load;
+    load.kind = EventKind::Op;
+    load.name = "gemm_v0.load";
+    load.loc = n.loc;
+    load.pipe = Pipe::MTE1;
+    load.src_scope = MemScope::L1;
+    load.dst_scope = MemScope::L0A;
+    load.bytes = a_bytes + b_bytes;
+    load.dtype = refs[0].dtype;
+    for (int i = 0; i < 2; ++i)
+      for (auto& x : accesses_of(c, refs[i], false)) load.accesses.push_back(x);
+    load.accesses.push_back({memory_of(c, MemScope::L0A), 0, static_cast<uint64_t>(a_bytes), 0, 1, true, "L0A"});
+    load.accesses.push_back({memory_of(c, MemScope::L0B), 0, static_cast<uint64_t>(b_bytes), 0, 1, true, "L0B"});
+    TraceEvent mm;
+    mm.kind = EventKind::Op;
+    mm.name = "gemm_v0.mmad";
+    mm.loc = n.loc;
+    mm.pipe = Pipe::M;
+    mm.m = M;
+    mm.n = N;
+    mm.k = K;
+    mm.dtype = refs[0].dtype;
+    mm.accesses.push_back({memory_of(c, MemScope::L0A), 0, static_cast<uint64_t>(a_bytes), 0, 1, false, "L0A"});
+    mm.accesses.push_back({memory_of(c, MemScope::L0B), 0, static_cast<uint64_t>(b_bytes), 0, 1, false, "L0B"});
+    for (auto& x : accesses_of(c, refs[2], false)) mm.accesses.push_back(x);
+    for (auto& x : accesses_of(c, refs[2], true)) mm.accesses.push_back(x);
+    barrier();
+    ct.events.push_back(std::move(load));
+    barrier();
+    ct.events.push_back(std::move(mm));
+    barrier();
+    return;
+  }
+  if (n.op->name == "mma" && refs.size() >= 3) {
+    ev.m = refs[0].rows();
+    ev.k = refs[0].cols();
+    ev.n = refs[1].cols();
+  }
+  ct.events.push_back(std::move(ev));
+}
+
+void record_sync(Core& c, CoreTrace& ct, const SyncNode& s) {
+  TraceEvent ev;
+  ev.loc = s.loc;
+  ev.name = std::string(sync_name(s.sync_kind));
+  ev.pipe = s.src;
+  ev.dst = s.dst;
+  ev.mode = s.mode;
+  if (s.event_id.defined()) ev.id = static_cast<int>(c.eval_int(s.event_id));
+  switch (s.sync_kind) {
+    case SyncKind::SetFlag: ev.kind = EventKind::SetFlag; break;
+    case SyncKind::WaitFlag: ev.kind = EventKind::WaitFlag; break;
+    case SyncKind::PipeBarrier: ev.kind = EventKind::Barrier; break;
+    case SyncKind::BarrierAll: ev.kind = EventKind::Barrier; ev.pipe = Pipe::ALL; break;
+    case SyncKind::SetCrossFlag: ev.kind = EventKind::SetCross; break;
+    case SyncKind::WaitCrossFlag: ev.kind = EventKind::WaitCross; break;
+    case SyncKind::SyncAll: ev.kind = EventKind::SyncAll; ev.pipe = Pipe::ALL; break;
+  }
+  ct.events.push_back(std::move(ev));
+}
+
+void record_scalar(Core& c, CoreTrace& ct, const StmtNode& s) {
+  TraceEvent ev;
+  ev.kind = EventKind::Op;
+  ev.pipe = Pipe::S;
+  ev.loc = s.loc;
+  if (auto* st = dynamic_cast<const StoreNode*>(&s)) {
+    ev.name = "store";
+    scalar_reads(c, st->value, ev.accesses);
+    for (const auto& i : st->indices) scalar_reads(c, i, ev.accesses);
+    if (st->buffer->scope != MemScope::Var) {
+      BufferRegion r{st->buffer, {}};
+      for (const auto& i : st->indices) r.ranges.push_back({i, Expr(1)});
+      TileRef t = c.resolve(r, "store", st->buffer->name);
+      for (auto& a : accesses_of(c, t, true)) ev.accesses.push_back(a);
+    }
+  } else if (auto* l = dynamic_cast<const LetNode*>(&s)) {
+    ev.name = "let";
+    scalar_reads(c, l->value, ev.accesses);
+  }
+  if (!ev.accesses.empty()) ct.events.push_back(std::move(ev));
+}
+
+}  // namespace tl::npu

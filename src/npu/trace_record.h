@@ -1,0 +1,14 @@
+// Internal: the interpreter's hooks that append to the instruction trace.
+#pragma once
+
+#include "program.h"
+#include "tl/npu/trace.h"
+
+namespace tl::npu {
+
+void record_op(Core& c, CoreTrace& ct, const TileOpNode& n);
+void record_sync(Core& c, CoreTrace& ct, const SyncNode& s);
+/// Scalar-pipe memory traffic of a Store or a Let (loads of UB/GM inside the expression).
+void record_scalar(Core& c, CoreTrace& ct, const StmtNode& s);
+
+}  // namespace tl::npu

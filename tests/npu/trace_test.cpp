@@ -1,0 +1,58 @@
+// The instruction trace records every core's instructions with pipes and byte-exact accesses.
+#include <gtest/gtest.h>
+
+#include "tl/kernel_registry.h"
+#include "tl/npu/npu.h"
+#include "tl/npu/trace.h"
+
+namespace tl {
+namespace {
+
+TEST(Trace, GemmRecordsPipesAndAccesses) {
+  Device dev;
+  auto kern = compile(build_kernel(find_kernel("gemm"), {{"M", "256"}, {"N", "256"}, {"K", "128"}}));
+  Tensor A = uniform(dev, {256, 128}, f16, 1), B = uniform(dev, {128, 256}, f16, 2), C = Tensor::empty(dev, {256, 256}, f16);
+  npu::Trace trace;
+  kern.launch(dev, {A, B, C}, {.trace = &trace});
+  ASSERT_EQ(trace.num_blocks, 2);
+  ASSERT_EQ(trace.cores.size(), 6u);
+  const auto& aic = trace.cores[0];
+  EXPECT_EQ(aic.kind, CoreKind::Cube);
+  int copies = 0, mmads = 0, flags = 0;
+  for (const auto& e : aic.events) {
+    if (e.name == "copy") {
+      ++copies;
+      EXPECT_FALSE(e.accesses.empty());
+    }
+    if (e.name == "gemm_v0.mmad") {
+      ++mmads;
+      EXPECT_EQ(e.pipe, Pipe::M);
+      EXPECT_EQ(e.m, 128);
+      EXPECT_EQ(e.n, 256);
+      EXPECT_EQ(e.k, 64);
+    }
+    if (e.kind == npu::EventKind::SetFlag) ++flags;
+  }
+  EXPECT_EQ(copies, 2 * 2 + 1);  // A and B panels for 2 K steps, then the fixpipe
+  EXPECT_EQ(mmads, 2);
+  EXPECT_EQ(flags, 2 * 2 + 1);
+  EXPECT_TRUE(trace.cores[1].events.empty());  // the AIVs have nothing to do in a cube kernel
+  // The first A panel read covers 128 rows of 64 fp16 (128 bytes) at a row pitch of 256 bytes.
+  const auto& a_copy = aic.events[0];
+  ASSERT_EQ(a_copy.name, "copy");
+  EXPECT_EQ(a_copy.pipe, Pipe::MTE2);
+  EXPECT_EQ(a_copy.accesses[0].count, 128u);
+  EXPECT_EQ(a_copy.accesses[0].len, 128u);
+  EXPECT_EQ(a_copy.accesses[0].pitch, 256u);
+}
+
+TEST(Trace, OverlapOfStridedAccesses) {
+  npu::Access a{{}, 0, 16, 64, 4, false, "a"}, b{{}, 16, 16, 64, 4, true, "b"}, c{{}, 60, 4, 0, 1, true, "c"};
+  EXPECT_FALSE(npu::overlaps(a, b));  // interleaved columns of the same rows
+  EXPECT_FALSE(npu::overlaps(a, c));  // ends where the second run starts
+  EXPECT_TRUE(npu::overlaps(b, npu::Access{{}, 24, 4, 0, 1, false, "d"}));
+  EXPECT_TRUE(npu::overlaps(a, npu::Access{{}, 130, 2, 0, 1, false, "e"}));
+}
+
+}  // namespace
+}  // namespace tl
