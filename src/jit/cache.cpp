@@ -1,0 +1,299 @@
+// The JIT cache (include/tl/jit.h): an in-memory map and an on-disk store of lowered IR text.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "../npu/program.h"
+#include "tl/ir_equal.h"
+#include "tl/jit.h"
+#include "tl/op.h"
+#include "tl/parser.h"
+#include "tl/printer.h"
+
+namespace tl::jit {
+
+std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Target& target,
+                                                   const CompileOptions& opt);
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kFormat = 1;
+
+// FNV-1a, 64 bits: stable across runs and platforms.
+struct Fnv {
+  uint64_t h = 1469598103934665603ull;
+  void bytes(const void* p, size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= c[i];
+      h *= 1099511628211ull;
+    }
+  }
+  void str(std::string_view s) {
+    uint64_t n = s.size();
+    bytes(&n, sizeof n);
+    bytes(s.data(), s.size());
+  }
+  void num(int64_t v) { bytes(&v, sizeof v); }
+};
+
+/// What the op registry looks like to the compiler: names, operands, attributes. A binary
+/// with a different op set never loads another binary's artifacts.
+uint64_t ops_fingerprint() {
+  static const uint64_t fp = [] {
+    Fnv h;
+    for (const OpDef* op : all_ops()) {
+      h.str(op->name);
+      h.num(static_cast<int64_t>(op->unit));
+      for (const auto& o : op->operands) {
+        h.str(o.name);
+        h.num(static_cast<int64_t>(o.kind) * 64 + static_cast<int64_t>(o.access) * 4 + o.optional * 2 + o.variadic);
+      }
+      for (const auto& a : op->attrs) h.str(a.name);
+    }
+    return h.h;
+  }();
+  return fp;
+}
+
+uint64_t target_fingerprint(const Target& t) {
+  Fnv h;
+  h.str(t.name);
+  h.str(t.chip);
+  h.num(t.num_aic);
+  h.num(t.num_aiv);
+  for (auto c : t.capacity) h.num(c);
+  for (auto a : t.alignment) h.num(a);
+  return h.h;
+}
+
+std::string make_key(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+  return fmt::format("{}|ops={:016x}|target={}:{:016x}|verify={}|ir={:016x}", kCompilerVersion, ops_fingerprint(),
+                     target.name, target_fingerprint(target), opt.verify ? 1 : 0, structural_hash(f));
+}
+
+bool env_disabled() {
+  const char* v = std::getenv("TL_CACHE");
+  if (!v) return false;
+  std::string_view s(v);
+  return s == "0" || s == "off" || s == "false" || s == "no";
+}
+
+std::string resolve_dir(const CompileOptions& opt) {
+  if (!opt.disk_cache) return "";
+  if (!opt.cache_dir.empty()) return opt.cache_dir;
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  if (auto d = env("TL_CACHE_DIR"); !d.empty()) return d;
+  if (auto d = env("XDG_CACHE_HOME"); !d.empty()) return (fs::path(d) / "tl-ascend").string();
+  if (auto d = env("HOME"); !d.empty()) return (fs::path(d) / ".cache" / "tl-ascend").string();
+  return "";
+}
+
+std::string file_for(const std::string& dir, const std::string& key) {
+  Fnv h;
+  h.str(key);
+  return (fs::path(dir) / fmt::format("{:016x}.tlir", h.h)).string();
+}
+
+struct Entry {
+  PrimFunc source;  // the function as first compiled (collision check)
+  std::shared_ptr<const npu::Program> program;
+};
+
+struct Cache {
+  std::shared_mutex mu;
+  std::unordered_map<std::string, Entry> map;
+  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejects{0}, disk_errors{0};
+  std::atomic<uint64_t> tmp_counter{0};
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: compiles may run during static destruction
+  return *c;
+}
+
+/// Reads the artifact at `path`. nullopt without a file; a reject (counted) when it exists but
+/// does not hold `key` at this version or does not parse back to the recorded function.
+std::shared_ptr<const npu::Program> load_artifact(const std::string& path, const std::string& key,
+                                                  const Target& target) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return nullptr;
+  auto reject = [&] {
+    cache().disk_rejects.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  };
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return reject();
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = std::move(ss).str();
+  }
+  size_t nl = text.find('\n');
+  if (nl == std::string::npos) return reject();
+  auto header = nlohmann::json::parse(std::string_view(text).substr(0, nl), nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object()) return reject();
+  auto field = [&](const char* name) -> std::string {
+    auto it = header.find(name);
+    return it != header.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto fmt_it = header.find("format");
+  if (fmt_it == header.end() || !fmt_it->is_number_integer() || fmt_it->get<int>() != kFormat) return reject();
+  if (field("version") != kCompilerVersion || field("key") != key || field("target") != target.name) return reject();
+  uint64_t want_hash = 0;
+  try {
+    size_t used = 0;
+    std::string h = field("lowered_hash");
+    want_hash = std::stoull(h, &used, 16);
+    if (used != h.size() || h.empty()) return reject();
+  } catch (const std::exception&) {
+    return reject();
+  }
+  try {
+    PrimFunc lowered = parse(std::string_view(text).substr(nl + 1), path);
+    if (structural_hash(lowered) != want_hash) return reject();
+    return npu::build_program(lowered, target);
+  } catch (const std::exception&) {
+    return reject();
+  }
+}
+
+/// Writes the artifact atomically (unique temporary file, then rename). Never throws.
+void store_artifact(const std::string& dir, const std::string& path, const std::string& key, const Target& target,
+                    const npu::Program& program) {
+  auto& c = cache();
+  std::string tmp;
+  try {
+    nlohmann::json header = {{"format", kFormat},
+                             {"version", std::string(kCompilerVersion)},
+                             {"key", key},
+                             {"target", target.name},
+                             {"kernel", program.func->name},
+                             {"lowered_hash", fmt::format("{:016x}", structural_hash(program.func))}};
+    std::string text = header.dump() + "\n" + print(program.func);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    tmp = fmt::format("{}.tmp.{}.{:x}.{}", path, static_cast<long>(::getpid()),
+                      std::hash<std::thread::id>()(std::this_thread::get_id()),
+                      c.tmp_counter.fetch_add(1, std::memory_order_relaxed));
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      out.close();
+      if (!out) throw std::runtime_error("write failed");
+    }
+    fs::rename(tmp, path, ec);
+    if (ec) throw std::runtime_error(ec.message());
+    c.disk_writes.fetch_add(1, std::memory_order_relaxed);
+  } catch (const std::exception&) {
+    c.disk_errors.fetch_add(1, std::memory_order_relaxed);
+    if (!tmp.empty()) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Target& target,
+                                                   const CompileOptions& opt) {
+  if (!opt.cache || env_disabled()) {
+    cache().misses.fetch_add(1, std::memory_order_relaxed);
+    return compile_uncached(f, target, opt);
+  }
+  auto& c = cache();
+  const std::string key = make_key(f, target, opt);
+  // The in-memory key also names the Target object: programs point at it.
+  const std::string mem_key = fmt::format("{}|@{}", key, static_cast<const void*>(&target));
+  {
+    std::shared_lock lk(c.mu);
+    auto it = c.map.find(mem_key);
+    if (it != c.map.end() && structural_equal(it->second.source, f)) {
+      c.memory_hits.fetch_add(1, std::memory_order_relaxed);
+      return it->second.program;
+    }
+  }
+  const std::string dir = resolve_dir(opt);
+  const std::string path = dir.empty() ? std::string() : file_for(dir, key);
+  std::shared_ptr<const npu::Program> program;
+  if (!path.empty()) program = load_artifact(path, key, target);
+  if (program) {
+    c.disk_hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    c.misses.fetch_add(1, std::memory_order_relaxed);
+    program = compile_uncached(f, target, opt);  // user errors propagate; nothing is cached
+    if (!path.empty()) store_artifact(dir, path, key, target, *program);
+  }
+  std::unique_lock lk(c.mu);
+  auto [it, inserted] = c.map.try_emplace(mem_key, Entry{f, program});
+  if (!inserted) {
+    // Another thread compiled the same kernel meanwhile: everyone shares its program. (On a
+    // hash collision with a different function, keep the entry and return our own program.)
+    if (structural_equal(it->second.source, f)) return it->second.program;
+  }
+  return program;
+}
+
+CacheStats cache_stats() {
+  auto& c = cache();
+  CacheStats s;
+  s.memory_hits = c.memory_hits.load();
+  s.disk_hits = c.disk_hits.load();
+  s.misses = c.misses.load();
+  s.disk_writes = c.disk_writes.load();
+  s.disk_rejects = c.disk_rejects.load();
+  s.disk_errors = c.disk_errors.load();
+  return s;
+}
+
+void reset_cache_stats() {
+  auto& c = cache();
+  for (auto* a : {&c.memory_hits, &c.disk_hits, &c.misses, &c.disk_writes, &c.disk_rejects, &c.disk_errors})
+    a->store(0);
+}
+
+size_t cache_entries() {
+  auto& c = cache();
+  std::shared_lock lk(c.mu);
+  return c.map.size();
+}
+
+void clear_cache() {
+  auto& c = cache();
+  std::unique_lock lk(c.mu);
+  c.map.clear();
+}
+
+std::string cache_key(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+  return make_key(f, target, opt);
+}
+
+std::string cache_dir(const CompileOptions& opt) {
+  if (!opt.cache || env_disabled()) return "";
+  return resolve_dir(opt);
+}
+
+std::string cache_file(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+  std::string dir = cache_dir(opt);
+  return dir.empty() ? std::string() : file_for(dir, make_key(f, target, opt));
+}
+
+}  // namespace tl::jit
