@@ -22,6 +22,15 @@ void flatten(const Stmt& s, std::vector<Stmt>& out) {
   }
 }
 
+/// Attribute values compare by value, with NaN equal to NaN (pad_value=float("nan")).
+bool same_attr(const AttrValue& a, const AttrValue& b) {
+  if (std::holds_alternative<double>(a) && std::holds_alternative<double>(b)) {
+    double x = std::get<double>(a), y = std::get<double>(b);
+    return std::memcmp(&x, &y, sizeof x) == 0 || (x != x && y != y);
+  }
+  return a == b;
+}
+
 class Equal {
  public:
   std::string diff;  // description of the first mismatch
@@ -171,7 +180,7 @@ class Equal {
         }
         if (x->attrs.size() != y->attrs.size()) return fail("attributes of " + x->op->name);
         for (size_t i = 0; i < x->attrs.size(); ++i)
-          if (x->attrs[i].key != y->attrs[i].key || !(x->attrs[i].value == y->attrs[i].value))
+          if (x->attrs[i].key != y->attrs[i].key || !same_attr(x->attrs[i].value, y->attrs[i].value))
             return fail(fmt::format("attribute {} of {}", x->attrs[i].key, x->op->name));
         return true;
       }

@@ -2,6 +2,7 @@
 // scalars and control flow.
 #include "builder.h"
 
+#include <cctype>
 #include <set>
 
 #include "tl/lang.h"
@@ -57,7 +58,21 @@ std::string unique_name(const std::string& base) {
   return n;
 }
 
+bool is_identifier(const std::string& s) {
+  static const char* kReserved[] = {"T", "and", "or", "not", "in", "if", "else", "for", "def", "with", "as",
+                                    "pass", "True", "False", "float", "return", "while", "import", "from"};
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  for (const char* r : kReserved)
+    if (s == r) return false;
+  return true;
+}
+
 void claim_name(const std::string& name, const SourceLoc& loc) {
+  if (!is_identifier(name))
+    user_error(loc, "'{}' cannot name a buffer or variable: expected an identifier (letters, digits, _) that is "
+                    "not a keyword of the IR text format", name);
   auto& f = current(loc);
   if (!f.names.insert(name).second)
     user_error(loc, "the name '{}' is already used in this kernel; buffer, variable and parameter "
@@ -114,6 +129,7 @@ Buffer alloc(std::string name, std::vector<Expr> shape, DType dtype, MemScope sc
 void loop(Expr min, Expr extent, ForKind kind, int stages, const std::function<void(Expr)>& body,
           const Loc& l, const char* var_base) {
   SourceLoc loc = source_loc(l);
+  if (!lang::is_identifier(var_base)) user_error(loc, "loop variable name '{}' is not an identifier", var_base);
   Var v(lang::unique_name(var_base));
   Stmt s = capture([&] { body(v); }, loc);
   emit(ForNode::make(v, std::move(min), std::move(extent), kind, stages, s, loc), loc);
@@ -141,6 +157,8 @@ PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::fu
   std::vector<Param> ps;
   std::vector<Var> dynamics;
   for (auto& p : params) {
+    if (!lang::is_identifier(p.p.name()))
+      user_error(loc, "T::prim_func('{}'): parameter name '{}' is not an identifier", name, p.p.name());
     if (!state.names.insert(p.p.name()).second)
       user_error(loc, "T::prim_func('{}'): two parameters are called '{}'", name, p.p.name());
     if (p.p.is_tensor()) {

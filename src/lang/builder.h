@@ -19,7 +19,9 @@ void note_kernel(const SourceLoc& loc);
 bool building();
 /// Returns a name not yet used in the function being built (`base`, `base_1`, ...).
 std::string unique_name(const std::string& base);
-/// Records a buffer name as used; a user error if it already is.
+/// True for names the IR text format can print and parse back (not keywords).
+bool is_identifier(const std::string& s);
+/// Records a buffer name as used; a user error if it already is, or is not an identifier.
 void claim_name(const std::string& name, const SourceLoc& loc);
 
 }  // namespace tl::lang
