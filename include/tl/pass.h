@@ -1,11 +1,14 @@
 // The compiler's pass pipeline. `lower` takes a kernel as written and returns the form the
 // backends execute: verified, simplified, with every on-chip buffer at a planned address.
 // The pipeline itself is one short function (src/pass/lower.cpp) that reads as a table of
-// contents; each pass lives in its own file and is tested on IR text in, IR text out.
+// contents; each pass lives in its own file and is tested on IR text in, IR text out
+// (tests/pass/). Debug knobs (print the IR after passes, time them) come from PassOptions or
+// from the environment variables listed in env_registry() and docs/compiler.md.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tl/ir.h"
@@ -16,15 +19,75 @@ namespace tl {
 struct PassOptions {
   /// Print the IR after every pass that changed it (also: env TL_PRINT_AFTER_ALL=1).
   bool print_after_all = false;
-  /// Print the IR after these passes only (also: env TL_PRINT_AFTER=name1,name2).
+  /// Print the IR after these passes only, when they changed it (also: env
+  /// TL_PRINT_AFTER=name1,name2).
   std::vector<std::string> print_after;
-  /// Report the time each pass took (also: env TL_TIME_PASSES=1).
+  /// Report the time each pass took, in microseconds (also: env TL_TIME_PASSES=1).
   bool time_passes = false;
   /// Where dumps and timings go (default: stderr).
   std::function<void(const std::string&)> sink;
 };
 
+/// A named pass: a function from a kernel to a kernel. Passes return their input unchanged
+/// (the same PrimFunc) when they have nothing to do.
+struct Pass {
+  std::string name;
+  std::function<PrimFunc(const PrimFunc&, const Target&)> run;
+};
+
 /// Runs the pipeline. User errors (tl::Error) carry the kernel's source location.
 PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt = {});
+
+/// Runs `passes` in order with the debug knobs of `opt` merged with the environment: after a
+/// pass that changed the IR and is selected for printing, writes `// IR after <name>` and
+/// the IR to the sink; with timing on, one `// pass <name>: <N> us` line per pass.
+PrimFunc run_passes(const PrimFunc& f, const Target& target, const std::vector<Pass>& passes,
+                    const PassOptions& opt = {});
+
+/// `opt` with the environment variables TL_PRINT_AFTER_ALL, TL_PRINT_AFTER and
+/// TL_TIME_PASSES folded in (an option set in code stays set).
+PassOptions with_env(PassOptions opt);
+
+// ---- Environment variables ------------------------------------------------------------------
+
+/// One registered environment variable of tl-ascend (TileLang's env.py): every TL_* knob
+/// read anywhere is listed here and in docs/compiler.md.
+struct EnvVar {
+  std::string_view name;
+  std::string_view default_value;
+  std::string_view help;
+};
+const std::vector<EnvVar>& env_registry();
+/// The value of registered variable `name` ("" when unset). Reading an unregistered name is
+/// an internal error, so the registry cannot fall behind the code.
+std::string env_value(std::string_view name);
+
+// ---- Passes (one file each under src/pass/) ---------------------------------------------------
+
+/// verify: the expert-mode spec (tl/verifier.h). Throws tl::Error listing every violation;
+/// returns `f` itself otherwise. Runs first: every later pass may assume a valid kernel.
+PrimFunc verify_pass(const PrimFunc& f, const Target& target);
+
+/// simplify: folds integer constants (4 * 128 -> 512, wrapping to the node's dtype exactly as
+/// the IR semantics say; floordiv/floormod round toward -inf; division by a constant zero is
+/// left for run time) and removes trivial identities on integer expressions: x + 0, x - 0,
+/// x * 1, x // 1, x * 0 and x % 1 (the last two only when x cannot fail at run time), nested
+/// constant adds and multiplies ((x + 3) + 4 -> x + 7), constants moved right (4 + x -> x + 4),
+/// constant comparisons, logic and selects, casts of integer constants. Only rewrites that
+/// keep the dtype of the node. Float arithmetic is never touched. Returns `f` itself when
+/// nothing changed.
+PrimFunc simplify(const PrimFunc& f);
+Expr simplify(const Expr& e);
+
+/// plan_memory: assigns BufferNode::address to every on-chip buffer (L1, L0A, L0B, L0C, UB)
+/// that has none, per scope, aligned to max(target alignment, 32) (tl/storage.h). Buffers
+/// share bytes only when their live ranges are disjoint; a live range runs from the first to
+/// the last access in program order, widened to a whole loop when the buffer is declared
+/// outside a loop that accesses it (its value lives across iterations). Explicit addresses
+/// are kept and reserved while their buffer is live. A scope that does not fit its capacity
+/// is a tl::Error at the kernel's location with a per-buffer table (name, shape, dtype,
+/// bytes, live range, source line, offset) and the total against the capacity. Must run
+/// after every pass that creates, resizes or moves uses of on-chip buffers.
+PrimFunc plan_memory(const PrimFunc& f, const Target& target);
 
 }  // namespace tl

@@ -4,32 +4,12 @@
 #include "program.h"
 
 #include "tl/ir_functor.h"
+#include "tl/storage.h"
 
 namespace tl::npu {
 namespace {
 
 int64_t align_up(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
-
-/// Storage bytes of an on-chip buffer: fractal scopes pad rows to 16 and columns to a
-/// fractal width (32 bytes, or 16 elements in L0C).
-int64_t storage_bytes(const BufferNode& b, const std::vector<int64_t>& shape) {
-  int64_t esize = dtype_bytes(b.dtype);
-  bool fractal = b.scope == MemScope::L1 || b.scope == MemScope::L0A || b.scope == MemScope::L0B ||
-                 b.scope == MemScope::L0C;
-  if (!fractal || shape.empty()) {
-    int64_t n = 1;
-    for (auto s : shape) n *= s;
-    return n * esize;
-  }
-  int64_t lead = 1;
-  for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
-  int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
-  int64_t cols = shape.back();
-  int64_t c0 = b.scope == MemScope::L0C ? 16 : std::max<int64_t>(1, 32 / esize);
-  // L0B (ZN) pads its rows (K) to the fractal width and its columns (N) to 16.
-  if (b.scope == MemScope::L0B) return lead * align_up(rows, c0) * align_up(cols, 16) * esize;
-  return lead * align_up(rows, 16) * align_up(cols, c0) * esize;
-}
 
 class Planner : public IRVisitor {
  public:
@@ -81,9 +61,9 @@ class Planner : public IRVisitor {
                                           "constants, got {}", b.name, v ? std::to_string(*v) : "a symbolic size"));
         shape.push_back(*v);
       }
-      info.bytes = storage_bytes(b, shape);
+      info.bytes = storage_bytes(b.scope, b.dtype, shape);
       int64_t& cursor = p_.scope_bytes[static_cast<size_t>(b.scope)];
-      int64_t align = std::max<int64_t>(p_.target->align(b.scope), 32);
+      int64_t align = planning_alignment(*p_.target, b.scope);
       if (b.address >= 0) {
         info.offset = b.address;
         cursor = std::max(cursor, align_up(b.address + info.bytes, align));

@@ -1,6 +1,8 @@
 // tlc: the tl-ascend command-line driver.
 //   tlc list                         registered kernels and their parameters
-//   tlc print KERNEL [--set N=V]     IR text (with `# @file:line` locations)
+//   tlc print KERNEL [--set N=V]     IR text (with `# @file:line` locations); with
+//        [--print-after-all | --print-after=NAME[,NAME] | --time-passes] the kernel is
+//        lowered: IR dumps / pass timings on stderr, the lowered IR on stdout
 //   tlc verify KERNEL [--target A2]  every verifier diagnostic
 //   tlc run KERNEL [--set N=V]       run on the virtual NPU with random inputs, check the
 //                                    reference when one is registered, print the results
@@ -13,6 +15,7 @@
 
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
+#include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
 #ifdef TL_HAVE_REFERENCES
@@ -124,6 +127,13 @@ int main(int argc, char** argv) {
   auto* print_cmd = app.add_subcommand("print", "print a kernel as IR text");
   add_common(print_cmd);
   print_cmd->add_flag("--no-loc", no_loc, "omit `# @file:line` source locations");
+  tl::PassOptions pass_opt;
+  print_cmd->add_flag("--print-after-all", pass_opt.print_after_all,
+                      "lower the kernel, printing the IR after every pass that changed it");
+  print_cmd->add_option("--print-after", pass_opt.print_after,
+                        "lower the kernel, printing the IR after the named passes")
+      ->delimiter(',');
+  print_cmd->add_flag("--time-passes", pass_opt.time_passes, "lower the kernel and time every pass");
   auto* verify_cmd = app.add_subcommand("verify", "verify a kernel for a target");
   add_common(verify_cmd);
   auto* run_cmd = app.add_subcommand("run", "run a kernel on the virtual NPU with random inputs");
@@ -143,6 +153,8 @@ int main(int argc, char** argv) {
     }
     if (*print_cmd) {
       auto f = tl::build_kernel(tl::find_kernel(kernel), parse_sets(sets));
+      if (pass_opt.print_after_all || !pass_opt.print_after.empty() || pass_opt.time_passes)
+        f = tl::lower(f, target, pass_opt);
       std::cout << tl::print(f, {.locations = !no_loc});
       return 0;
     }

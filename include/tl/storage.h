@@ -1,0 +1,43 @@
+// Storage of on-chip buffers: how many bytes a buffer occupies in its memory (fractal scopes
+// pad to whole fractals) and the interval-assignment core of the memory planner. The planner
+// (plan_memory) and the virtual NPU (npu::build_program) both size buffers with
+// storage_bytes, so a planned layout is exactly the layout that runs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tl/ir.h"
+#include "tl/target.h"
+
+namespace tl {
+
+/// Bytes a buffer of constant `shape` occupies in `scope`. ND scopes (UB, GM): the dense
+/// product. Fractal scopes pad the last two dimensions (rows, cols) to whole fractals:
+/// L1 and L0A pad rows to 16 and cols to 32 B / sizeof(dtype); L0B pads rows to
+/// 32 B / sizeof(dtype) and cols to 16; L0C pads both to 16. Leading dimensions multiply.
+int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& shape);
+
+/// Start-address alignment the planner uses in `scope`: max(target alignment, 32 bytes).
+int64_t planning_alignment(const Target& t, MemScope scope);
+
+/// True for the memories plan_memory places: L1, L0A, L0B, L0C and UB.
+bool is_planned_scope(MemScope s);
+
+/// One block to place: its size, alignment and live range [first, last] (inclusive, in any
+/// linear program order). `fixed` >= 0 pins the block at that offset (explicit addresses).
+struct LiveBlock {
+  int64_t bytes = 0;
+  int64_t align = 32;
+  int64_t first = 0, last = 0;
+  int64_t fixed = -1;
+};
+
+/// Offsets for `blocks` such that blocks whose live ranges intersect never share a byte
+/// (fixed blocks keep their offset and are avoided; two fixed blocks are not checked against
+/// each other), every free offset is a multiple of its block's alignment, and the footprint
+/// stays small: the better of first fit largest-first and first fit in the given order, so
+/// never above a bump allocator in the given order. Deterministic. Pure: no capacity check.
+std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks);
+
+}  // namespace tl

@@ -1,0 +1,29 @@
+// The one registry of tl-ascend's environment variables (tl/pass.h, docs/compiler.md).
+#include <cstdlib>
+
+#include "tl/pass.h"
+
+namespace tl {
+
+const std::vector<EnvVar>& env_registry() {
+  static const std::vector<EnvVar> vars = {
+      {"TL_PRINT_AFTER_ALL", "0", "1: print the IR after every pass that changed it (stderr)"},
+      {"TL_PRINT_AFTER", "", "comma-separated pass names: print the IR after these passes only"},
+      {"TL_TIME_PASSES", "0", "1: print the wall time of every pass in microseconds (stderr)"},
+      {"TL_CACHE", "1", "0: disable the JIT cache (memory and disk)"},
+      {"TL_CACHE_DIR", "", "directory of the on-disk JIT cache (empty: memory cache only)"},
+      {"TL_TEST_LEVEL", "0", "tests: 1 runs the exhaustive numeric sweeps"},
+      {"TL_SOURCE_DIR", "", "tests: repository root, set by ctest, for reading examples"},
+  };
+  return vars;
+}
+
+std::string env_value(std::string_view name) {
+  bool known = false;
+  for (const auto& v : env_registry()) known |= v.name == name;
+  TL_ASSERT(known, "environment variable {} is read but not in env_registry()", name);
+  const char* s = std::getenv(std::string(name).c_str());
+  return s ? s : "";
+}
+
+}  // namespace tl

@@ -1,0 +1,197 @@
+// The plan_memory pass: liveness-based placement of on-chip buffers. Linearises the kernel
+// (one index per statement, in program order), computes each buffer's live range, places
+// every scope's buffers with assign_offsets (tl/storage.h) and checks the capacity.
+//
+// The AIC and each AIV have their own memories (L1/L0A/L0B/L0C on the AIC, UB on an AIV),
+// and a scope's memory is per core, so only buffers of the same scope compete. Cube and
+// Vector code interleave in the linear order, which is harmless: a scope's buffers are only
+// touched by the one kind of core, which runs its code in that same order.
+#include <unordered_map>
+
+#include "tl/ir_functor.h"
+#include "tl/pass.h"
+#include "tl/storage.h"
+
+namespace tl {
+namespace {
+
+struct BufferLife {
+  Buffer buffer;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  int64_t decl_pos = 0;
+  size_t decl_depth = 0;  // loops enclosing the declaration
+  int64_t first = -1, last = -1;
+};
+
+/// Live ranges of the on-chip buffers, in statement indices of a pre-order walk.
+class Liveness : public IRVisitor {
+ public:
+  using IRVisitor::visit;
+  std::vector<BufferLife> buffers;
+  std::unordered_map<const BufferNode*, size_t> index;
+  std::vector<SourceLoc> stmt_loc;  // per statement index
+
+  void visit(const Stmt& s) override {
+    if (!s.defined()) return;
+    pos_ = static_cast<int64_t>(stmt_loc.size());
+    stmt_loc.push_back(s->loc);
+    IRVisitor::visit(s);
+  }
+
+  /// Resolves the accesses into [first, last] once every loop's extent in the order is known.
+  void finish() {
+    for (const auto& a : accesses_) {
+      BufferLife& b = buffers[a.buffer];
+      int64_t lo = a.loop >= 0 ? loops_[a.loop].first : a.pos;
+      int64_t hi = a.loop >= 0 ? loops_[a.loop].last : a.pos;
+      b.first = b.first < 0 ? lo : std::min(b.first, lo);
+      b.last = std::max(b.last, hi);
+    }
+    for (auto& b : buffers)
+      if (b.first < 0) b.first = b.last = b.decl_pos;  // never used: live where declared
+  }
+
+ protected:
+  void visit_(const ForNode* n) override {
+    size_t id = loops_.size();
+    loops_.push_back({pos_, pos_});
+    stack_.push_back(id);
+    IRVisitor::visit_(n);
+    stack_.pop_back();
+    loops_[id].last = static_cast<int64_t>(stmt_loc.size()) - 1;
+  }
+
+  void visit_(const AllocateNode* n) override {
+    const BufferNode& b = *n->buffer;
+    if (!is_planned_scope(b.scope)) return;
+    if (auto it = index.find(&b); it != index.end()) {
+      // Declared again (a generator reusing a handle): the outermost declaration governs.
+      auto& life = buffers[it->second];
+      life.decl_depth = std::min(life.decl_depth, stack_.size());
+      return;
+    }
+    BufferLife life;
+    life.buffer = n->buffer;
+    for (const auto& s : b.shape) {
+      auto v = as_const_int(s);
+      if (!v || *v <= 0)
+        throw Error(n->loc, fmt::format("buffer '{}': on-chip buffer shapes must be positive constants, got {}",
+                                        b.name, v ? std::to_string(*v) : "a symbolic size"));
+      life.shape.push_back(*v);
+    }
+    life.bytes = storage_bytes(b.scope, b.dtype, life.shape);
+    life.decl_pos = pos_;
+    life.decl_depth = stack_.size();
+    index.emplace(&b, buffers.size());
+    buffers.push_back(std::move(life));
+  }
+
+  void visit_buffer(const Buffer& b) override {
+    auto it = index.find(b.get());
+    if (it == index.end()) return;
+    const BufferLife& life = buffers[it->second];
+    // Inside a loop the declaration is not in, the value lives across iterations: the buffer
+    // is live for the whole of the outermost such loop.
+    int64_t loop = stack_.size() > life.decl_depth ? static_cast<int64_t>(stack_[life.decl_depth]) : -1;
+    accesses_.push_back({it->second, pos_, loop});
+  }
+
+ private:
+  struct Loop {
+    int64_t first, last;
+  };
+  struct Access {
+    size_t buffer;
+    int64_t pos;
+    int64_t loop;  // index into loops_, or -1
+  };
+  int64_t pos_ = 0;
+  std::vector<Loop> loops_;
+  std::vector<size_t> stack_;
+  std::vector<Access> accesses_;
+};
+
+class UseAddresses : public IRMutator {
+ public:
+  std::unordered_map<const BufferNode*, Buffer> planned;
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto it = planned.find(b.get());
+    return it == planned.end() ? b : it->second;
+  }
+};
+
+std::string grouped(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+[[noreturn]] void report_overflow(const PrimFunc& f, const Target& target, MemScope scope, int64_t total,
+                                  const std::vector<const BufferLife*>& lives, const std::vector<int64_t>& offsets,
+                                  const Liveness& lv) {
+  auto line_of = [&](int64_t pos) {
+    const SourceLoc& l = lv.stmt_loc[static_cast<size_t>(pos)];
+    return l.known() ? std::to_string(l.line) : std::string("?");
+  };
+  std::string table = fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<28} {:>10}\n", "name", "shape",
+                                  "dtype", "bytes", "live stmts", "live lines", "declared at", "offset");
+  for (size_t i = 0; i < lives.size(); ++i) {
+    const BufferLife& b = *lives[i];
+    std::string offset = grouped(offsets[i]) + (b.buffer->address >= 0 ? " (explicit)" : "");
+    table += fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<28} {:>10}\n", b.buffer->name,
+                         shape_str(b.shape), dtype_name(b.buffer->dtype), grouped(b.bytes),
+                         fmt::format("{}-{}", b.first, b.last),
+                         fmt::format("{}-{}", line_of(b.first), line_of(b.last)), b.buffer->loc.str(), offset);
+  }
+  throw Error(f->loc,
+              fmt::format("kernel {}: {} needs {} bytes, capacity {} on {} (buffers live at the same time cannot "
+                          "share bytes):\n{}",
+                          f->name, scope_name(scope), grouped(total), grouped(target.cap(scope)), target.name,
+                          table));
+}
+
+}  // namespace
+
+PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
+  Liveness lv;
+  lv.visit(f->body);
+  lv.finish();
+
+  UseAddresses placer;
+  for (MemScope scope : {MemScope::L1, MemScope::L0A, MemScope::L0B, MemScope::L0C, MemScope::UB}) {
+    std::vector<const BufferLife*> lives;
+    std::vector<LiveBlock> blocks;
+    int64_t align = planning_alignment(target, scope);
+    for (const auto& b : lv.buffers) {
+      if (b.buffer->scope != scope) continue;
+      lives.push_back(&b);
+      blocks.push_back({.bytes = b.bytes, .align = align, .first = b.first, .last = b.last,
+                        .fixed = b.buffer->address});
+    }
+    if (blocks.empty()) continue;
+    std::vector<int64_t> offsets = assign_offsets(blocks);
+    int64_t total = 0;
+    for (size_t i = 0; i < blocks.size(); ++i) total = std::max(total, offsets[i] + blocks[i].bytes);
+    int64_t cap = target.cap(scope);
+    if (cap > 0 && total > cap) report_overflow(f, target, scope, total, lives, offsets, lv);
+    for (size_t i = 0; i < lives.size(); ++i) {
+      const BufferNode& b = *lives[i]->buffer;
+      if (b.address >= 0) continue;
+      placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, offsets[i], b.loc));
+    }
+  }
+  if (placer.planned.empty()) return f;
+  return with_body(f, placer.mutate(f->body));
+}
+
+}  // namespace tl

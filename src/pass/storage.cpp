@@ -1,0 +1,97 @@
+// Storage sizes of on-chip buffers and the planner's interval assignment (tl/storage.h).
+#include "tl/storage.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tl {
+namespace {
+int64_t align_up(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+}  // namespace
+
+int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& shape) {
+  int64_t esize = dtype_bytes(dtype);
+  bool fractal = scope == MemScope::L1 || scope == MemScope::L0A || scope == MemScope::L0B ||
+                 scope == MemScope::L0C;
+  if (!fractal || shape.empty()) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    return n * esize;
+  }
+  int64_t lead = 1;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
+  int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+  int64_t cols = shape.back();
+  int64_t c0 = scope == MemScope::L0C ? 16 : std::max<int64_t>(1, 32 / esize);
+  // L0B (ZN) pads its rows (K) to the fractal width and its columns (N) to 16.
+  if (scope == MemScope::L0B) return lead * align_up(rows, c0) * align_up(cols, 16) * esize;
+  return lead * align_up(rows, 16) * align_up(cols, c0) * esize;
+}
+
+int64_t planning_alignment(const Target& t, MemScope scope) {
+  return std::max<int64_t>(t.align(scope), 32);
+}
+
+bool is_planned_scope(MemScope s) {
+  return s == MemScope::L1 || s == MemScope::L0A || s == MemScope::L0B || s == MemScope::L0C ||
+         s == MemScope::UB;
+}
+
+namespace {
+
+/// First fit in `order`: each block at the lowest aligned offset that misses every placed
+/// block it is live with. Returns the offsets and the footprint.
+std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>& blocks,
+                                                   const std::vector<size_t>& order) {
+  std::vector<int64_t> offset(blocks.size(), -1);
+  std::vector<size_t> placed;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].fixed >= 0) {
+      offset[i] = blocks[i].fixed;
+      placed.push_back(i);
+    }
+  }
+  std::vector<size_t> conflicts;
+  for (size_t i : order) {
+    const LiveBlock& b = blocks[i];
+    conflicts.clear();
+    for (size_t j : placed) {
+      const LiveBlock& o = blocks[j];
+      if (o.first <= b.last && b.first <= o.last && o.bytes > 0) conflicts.push_back(j);
+    }
+    std::sort(conflicts.begin(), conflicts.end(), [&](size_t x, size_t y) { return offset[x] < offset[y]; });
+    int64_t at = 0;
+    for (size_t j : conflicts) {
+      if (offset[j] >= at + b.bytes) break;  // fits in the gap below conflict j
+      at = std::max(at, align_up(offset[j] + blocks[j].bytes, b.align));
+    }
+    offset[i] = at;
+    placed.push_back(i);
+  }
+  int64_t footprint = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) footprint = std::max(footprint, offset[i] + blocks[i].bytes);
+  return {offset, footprint};
+}
+
+}  // namespace
+
+std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks) {
+  std::vector<size_t> in_order;
+  for (size_t i = 0; i < blocks.size(); ++i)
+    if (blocks[i].fixed < 0) in_order.push_back(i);
+  // Largest first usually packs best: big blocks get the low, contiguous space and small ones
+  // fill the gaps.
+  std::vector<size_t> by_size = in_order;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+    if (blocks[a].bytes != blocks[b].bytes) return blocks[a].bytes > blocks[b].bytes;
+    return blocks[a].first < blocks[b].first;
+  });
+  auto best = first_fit(blocks, by_size);
+  // First fit in the given order never ends above a bump allocator in that order (each block
+  // has the top of everything placed so far as a candidate), so taking the better of the two
+  // guarantees that reuse never costs memory.
+  auto plain = first_fit(blocks, in_order);
+  return plain.second < best.second ? plain.first : best.first;
+}
+
+}  // namespace tl

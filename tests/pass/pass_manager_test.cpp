@@ -1,0 +1,135 @@
+// The pass manager: passes run in order; --print-after-all / --print-after dump the IR only
+// after passes that changed it, under a `// IR after <pass>` header; --time-passes reports
+// every pass; the environment variables do the same; unknown pass names are user errors.
+#include <cstdlib>
+
+#include "pass/pass_test_util.h"
+
+namespace tl {
+namespace {
+
+using testing::error_of;
+
+constexpr std::string_view kKernel = R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(2 * 1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((64,), "float32")
+            T.copy(X, a)
+            T.set_flag("MTE2", "MTE3", 0)
+            T.wait_flag("MTE2", "MTE3", 0)
+            T.copy(a, X)
+)";
+
+struct Captured {
+  std::string text;
+  PassOptions options() {
+    PassOptions o;
+    o.sink = [this](const std::string& s) { text += s; };
+    return o;
+  }
+};
+
+size_t count(const std::string& s, std::string_view part) {
+  size_t n = 0;
+  for (size_t p = s.find(part); p != std::string::npos; p = s.find(part, p + 1)) ++n;
+  return n;
+}
+
+TEST(PassManager, LowerRunsVerifySimplifyAndPlanMemory) {
+  PrimFunc g = lower(parse(kKernel), default_target());
+  EXPECT_EQ(print(g, {.locations = false}), R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((64,), "float32", address=0)
+            T.copy(X, a)
+            T.set_flag("MTE2", "MTE3", 0)
+            T.wait_flag("MTE2", "MTE3", 0)
+            T.copy(a, X)
+)");
+}
+
+TEST(PassManager, PrintAfterAllDumpsOnlyPassesThatChangedTheIr) {
+  Captured c;
+  PassOptions o = c.options();
+  o.print_after_all = true;
+  lower(parse(kKernel), default_target(), o);
+  EXPECT_EQ(count(c.text, "// IR after verify"), 0u) << c.text;  // verify changes nothing
+  EXPECT_EQ(count(c.text, "// IR after simplify"), 1u) << c.text;
+  EXPECT_EQ(count(c.text, "// IR after plan_memory"), 1u) << c.text;
+  EXPECT_LT(c.text.find("// IR after simplify"), c.text.find("// IR after plan_memory"));
+  EXPECT_NE(c.text.find("with T.Kernel(2, is_npu=True)"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("address=0"), std::string::npos) << c.text;
+}
+
+TEST(PassManager, PrintAfterSelectsPasses) {
+  Captured c;
+  PassOptions o = c.options();
+  o.print_after = {"plan_memory"};
+  lower(parse(kKernel), default_target(), o);
+  EXPECT_EQ(count(c.text, "// IR after"), 1u) << c.text;
+  EXPECT_EQ(c.text.rfind("// IR after plan_memory\n@T.prim_func", 0), 0u) << c.text;
+}
+
+TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
+  Captured c;
+  PassOptions o = c.options();
+  o.time_passes = true;
+  lower(parse(kKernel), default_target(), o);
+  for (const char* p : {"// pass verify: ", "// pass simplify: ", "// pass plan_memory: "})
+    EXPECT_NE(c.text.find(p), std::string::npos) << p << "\n" << c.text;
+  EXPECT_EQ(count(c.text, " us\n"), 3u) << c.text;
+  EXPECT_EQ(count(c.text, "// IR after"), 0u) << c.text;
+}
+
+TEST(PassManager, RunsCustomPassesInOrder) {
+  std::string order;
+  std::vector<Pass> passes = {
+      {"first", [&](const PrimFunc& f, const Target&) { order += "1"; return f; }},
+      {"second", [&](const PrimFunc& f, const Target&) { order += "2"; return simplify(f); }},
+  };
+  Captured c;
+  PassOptions o = c.options();
+  o.print_after = {"first", "second"};
+  run_passes(parse(kKernel), default_target(), passes, o);
+  EXPECT_EQ(order, "12");
+  EXPECT_EQ(count(c.text, "// IR after first"), 0u) << c.text;
+  EXPECT_EQ(count(c.text, "// IR after second"), 1u) << c.text;
+}
+
+TEST(PassManager, UnknownPassNameIsAUserError) {
+  PassOptions o;
+  o.print_after = {"plan_memroy"};
+  std::string msg = error_of([&] { lower(parse(kKernel), default_target(), o); });
+  EXPECT_NE(msg.find("no pass named 'plan_memroy'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("plan_memory"), std::string::npos) << msg;
+}
+
+TEST(PassManager, EnvironmentVariablesTurnOnTheKnobs) {
+  ::setenv("TL_PRINT_AFTER", "simplify, plan_memory", 1);
+  ::setenv("TL_TIME_PASSES", "1", 1);
+  PassOptions o = with_env({});
+  ::unsetenv("TL_PRINT_AFTER");
+  ::unsetenv("TL_TIME_PASSES");
+  EXPECT_EQ(o.print_after, (std::vector<std::string>{"simplify", "plan_memory"}));
+  EXPECT_TRUE(o.time_passes);
+  EXPECT_FALSE(o.print_after_all);
+  EXPECT_FALSE(with_env({}).time_passes);
+}
+
+TEST(PassManager, EveryEnvironmentVariableIsRegisteredAndDocumented) {
+  const char* root = std::getenv("TL_SOURCE_DIR");
+  if (!root) GTEST_SKIP() << "TL_SOURCE_DIR not set (run through ctest)";
+  std::FILE* fp = std::fopen((std::string(root) + "/docs/compiler.md").c_str(), "r");
+  ASSERT_TRUE(fp);
+  std::string doc;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, fp)) > 0;) doc.append(buf, n);
+  std::fclose(fp);
+  for (const auto& v : env_registry())
+    EXPECT_NE(doc.find("`" + std::string(v.name) + "`"), std::string::npos) << v.name << " missing in docs/compiler.md";
+}
+
+}  // namespace
+}  // namespace tl

@@ -1,0 +1,249 @@
+// plan_memory on IR text: reuse of bytes between buffers whose live ranges are disjoint,
+// alignment, live ranges widened over loops, explicit addresses, per-scope memories, fractal
+// padding, and the capacity error with its per-buffer table.
+#include "pass/pass_test_util.h"
+
+#include "tl/target.h"
+
+namespace tl {
+namespace {
+
+using testing::error_of;
+using testing::run_on_text;
+
+std::string planned(std::string_view text, const Target& t = default_target()) {
+  return run_on_text(text, [&](const PrimFunc& f) { return plan_memory(f, t); });
+}
+
+TEST(PlanMemory, BuffersWithDisjointLiveRangesShareBytes) {
+  // a dies at the exp into b; c is born after, so it takes a's bytes. b overlaps both.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32")
+            b = T.alloc_ub((16, 64), "float32")
+            c = T.alloc_ub((16, 64), "float32")
+            T.copy(X, a)
+            T.tile.exp(b, a)
+            T.tile.add(c, b, b)
+            T.copy(c, Y)
+)";
+  constexpr std::string_view out = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32", address=0)
+            b = T.alloc_ub((16, 64), "float32", address=4096)
+            c = T.alloc_ub((16, 64), "float32", address=0)
+            T.copy(X, a)
+            T.tile.exp(b, a)
+            T.tile.add(c, b, b)
+            T.copy(c, Y)
+)";
+  EXPECT_EQ(planned(in), out);
+}
+
+TEST(PlanMemory, LiveTogetherMeansDisjointAndAligned) {
+  // 12-byte and 40-byte buffers live at the same time: each starts on a 32-byte boundary.
+  // Declaration order (a, b, c, d: 136 bytes) beats largest first (d, a, b, c: 140 bytes).
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((16,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((3,), "float32")
+            b = T.alloc_ub((3,), "float32")
+            c = T.alloc_ub((3,), "float32")
+            d = T.alloc_ub((10,), "float32")
+            T.tile.fill(a, 1.0)
+            T.tile.fill(b, 1.0)
+            T.tile.fill(c, 1.0)
+            T.tile.fill(d, 1.0)
+            T.tile.add(a, b, c)
+            T.tile.add(d, d, d)
+            T.tile.add(a, a, a)
+)";
+  constexpr std::string_view out = R"(@T.prim_func
+def f(X: T.Tensor((16,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((3,), "float32", address=0)
+            b = T.alloc_ub((3,), "float32", address=32)
+            c = T.alloc_ub((3,), "float32", address=64)
+            d = T.alloc_ub((10,), "float32", address=96)
+            T.tile.fill(a, 1.0)
+            T.tile.fill(b, 1.0)
+            T.tile.fill(c, 1.0)
+            T.tile.fill(d, 1.0)
+            T.tile.add(a, b, c)
+            T.tile.add(d, d, d)
+            T.tile.add(a, a, a)
+)";
+  EXPECT_EQ(planned(in), out);
+}
+
+TEST(PlanMemory, ValuesLiveAcrossIterationsOfLoopsOutsideTheirDeclaration) {
+  // acc is declared outside the loop and only touched at the top of its body, yet it carries
+  // a value from one iteration to the next: it is live for the whole loop, so t (used at the
+  // bottom) cannot take its bytes. s is declared inside the body: a fresh value per
+  // iteration, dead before t is born, so t reuses it.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            acc = T.alloc_ub((64,), "float32")
+            T.tile.fill(acc, 0.0)
+            for k in T.serial(4):
+                T.tile.add(acc, acc, acc)
+                s = T.alloc_ub((64,), "float32")
+                t = T.alloc_ub((64,), "float32")
+                T.tile.fill(s, 1.0)
+                T.tile.fill(t, 2.0)
+)";
+  constexpr std::string_view out = R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            acc = T.alloc_ub((64,), "float32", address=0)
+            T.tile.fill(acc, 0.0)
+            for k in T.serial(4):
+                T.tile.add(acc, acc, acc)
+                s = T.alloc_ub((64,), "float32", address=256)
+                t = T.alloc_ub((64,), "float32", address=256)
+                T.tile.fill(s, 1.0)
+                T.tile.fill(t, 2.0)
+)";
+  EXPECT_EQ(planned(in), out);
+}
+
+TEST(PlanMemory, ExplicitAddressesAreKeptAndReservedWhileLive) {
+  // e sits at 0 by hand. b (512 B, the largest, placed first) is born after e's last use,
+  // so it may take e's bytes; a is live with both e and b, so it goes above both.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            e = T.alloc_ub((64,), "float32", address=0)
+            a = T.alloc_ub((64,), "float32")
+            b = T.alloc_ub((128,), "float32")
+            T.tile.fill(e, 0.0)
+            T.tile.add(a, e, e)
+            T.tile.fill(b, 1.0)
+            T.tile.add(a, a, a)
+)";
+  constexpr std::string_view out = R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            e = T.alloc_ub((64,), "float32", address=0)
+            a = T.alloc_ub((64,), "float32", address=512)
+            b = T.alloc_ub((128,), "float32", address=0)
+            T.tile.fill(e, 0.0)
+            T.tile.add(a, e, e)
+            T.tile.fill(b, 1.0)
+            T.tile.add(a, a, a)
+)";
+  EXPECT_EQ(planned(in), out);
+}
+
+TEST(PlanMemory, EachScopeIsItsOwnMemoryAndFractalsArePadded) {
+  // L1 and UB buffers both start at 0 (different memories, different cores). The L0C tile
+  // (16, 8) fp32 pads its columns to 16: 1 KiB, so the next L0C buffer starts at 1024. The
+  // L1 (20, 16) fp16 tile pads its rows to 32: 1 KiB.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(A: T.Tensor((32, 16), "float16"), B: T.Tensor((16, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a_l1 = T.alloc_L1((20, 16), "float16")
+            b_l1 = T.alloc_L1((16, 16), "float16")
+            c0 = T.alloc_L0C((16, 8), "float32")
+            c1 = T.alloc_L0C((16, 16), "float32")
+            T.copy(A[0:20, 0:16], a_l1)
+            T.copy(B[0:16, 0:16], b_l1)
+            T.gemm_v0(a_l1[0:16, 0:16], b_l1[0:16, 0:8], c0, True)
+            T.gemm_v0(a_l1[0:16, 0:16], b_l1, c1, True)
+            T.copy(c0, C[0:16, 0:8])
+            T.copy(c1, C[16:32, 0:16])
+        with T.Scope("Vector"):
+            u = T.alloc_ub((8, 8), "float32")
+            T.copy(C[0:8, 0:8], u)
+)";
+  std::string got = planned(in);
+  EXPECT_NE(got.find(R"(a_l1 = T.alloc_L1((20, 16), "float16", address=0))"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"(b_l1 = T.alloc_L1((16, 16), "float16", address=1024))"), std::string::npos) << got;
+  // c0 and c1 are both 1 KiB; the one used first (c0) is placed first.
+  EXPECT_NE(got.find(R"(c0 = T.alloc_L0C((16, 8), "float32", address=0))"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"(c1 = T.alloc_L0C((16, 16), "float32", address=1024))"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"(u = T.alloc_ub((8, 8), "float32", address=0))"), std::string::npos) << got;
+}
+
+TEST(PlanMemory, BranchesOfAnIfDoNotOverlapInTime) {
+  // p lives only in the then branch, q only in the else branch: they share bytes.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            p = T.alloc_ub((64,), "float32")
+            q = T.alloc_ub((64,), "float32")
+            if cid == 0:
+                T.tile.fill(p, 0.0)
+                T.copy(p, X)
+            else:
+                T.tile.fill(q, 1.0)
+                T.copy(q, X)
+)";
+  std::string got = planned(in);
+  EXPECT_NE(got.find(R"(p = T.alloc_ub((64,), "float32", address=0))"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"(q = T.alloc_ub((64,), "float32", address=0))"), std::string::npos) << got;
+}
+
+TEST(PlanMemory, AlreadyPlannedKernelsComeBackUnchanged) {
+  PrimFunc f = parse(R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            p = T.alloc_ub((64,), "float32", address=256)
+            T.tile.fill(p, 0.0)
+)");
+  EXPECT_EQ(plan_memory(f, default_target()), f);
+}
+
+TEST(PlanMemory, OverflowIsAnErrorWithTheScopesBufferTable) {
+  // Three 64 KiB fp32 buffers all live at the last add: 196,608 bytes > 196,352 on A2.
+  constexpr std::string_view in = R"(@T.prim_func
+def big(X: T.Tensor((64, 256), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((64, 256), "float32")
+            b = T.alloc_ub((64, 256), "float32")
+            c = T.alloc_ub((64, 256), "float32")
+            T.copy(X, a)
+            T.copy(X, b)
+            T.tile.add(c, a, b)
+)";
+  std::string msg = error_of([&] { planned(in); });
+  EXPECT_NE(msg.find("kernel big: UB needs 196,608 bytes, capacity 196,352 on A2"), std::string::npos) << msg;
+  for (const char* col : {"name", "shape", "dtype", "bytes", "live stmts", "declared at", "offset"})
+    EXPECT_NE(msg.find(col), std::string::npos) << col << "\n" << msg;
+  EXPECT_NE(msg.find("(64, 256)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("65,536"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("131,072"), std::string::npos) << msg;  // c's offset
+}
+
+TEST(PlanMemory, SymbolicOnChipShapesAreUserErrors) {
+  std::string msg = error_of([] {
+    planned(R"(N = T.dynamic("N")
+
+@T.prim_func
+def f(X: T.Tensor((N,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            p = T.alloc_ub((N,), "float32")
+            T.tile.fill(p, 0.0)
+)");
+  });
+  EXPECT_NE(msg.find("buffer 'p': on-chip buffer shapes must be positive constants"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace tl
