@@ -42,8 +42,11 @@ tl::KernelArgs resolved_args(const tl::KernelEntry& k, const std::map<std::strin
   return a;
 }
 
+constexpr int64_t kDefaultDynamic = 1000;  // value of a dynamic size not given with --dyn
+
 /// Random inputs for every tensor parameter (deterministic seeds), defaults for scalars.
-std::vector<tl::Arg> make_args(tl::Device& dev, const tl::PrimFunc& f, uint64_t seed) {
+std::vector<tl::Arg> make_args(tl::Device& dev, const tl::PrimFunc& f, uint64_t seed,
+                               const std::map<std::string, int64_t>& dyn) {
   std::vector<tl::Arg> args;
   for (size_t i = 0; i < f->params.size(); ++i) {
     const auto& p = f->params[i];
@@ -54,7 +57,15 @@ std::vector<tl::Arg> make_args(tl::Device& dev, const tl::PrimFunc& f, uint64_t 
     std::vector<int64_t> shape;
     for (const auto& s : p.tensor->shape) {
       auto v = tl::as_const_int(s);
-      if (!v) throw tl::Error(fmt::format("tlc run: parameter {} has a symbolic shape; pass sizes with --set", p.name()));
+      if (!v) {
+        // A dynamic size: its value comes from --dyn NAME=VALUE (default kDefaultDynamic).
+        auto* var = s.as<tl::VarNode>();
+        if (!var)
+          throw tl::Error(fmt::format("tlc run: dimension {} of parameter {} is an expression of dynamic sizes; "
+                                      "tlc can only fill plain dynamic dimensions", tl::print(s), p.name()));
+        auto it = dyn.find(var->name);
+        v = it == dyn.end() ? kDefaultDynamic : it->second;
+      }
       shape.push_back(*v);
     }
     args.emplace_back(tl::uniform(dev, shape, p.tensor->dtype, seed + i, -1.0, 1.0));
@@ -78,13 +89,13 @@ std::string summary(const tl::Tensor& t) {
 
 /// Runs one kernel; returns false when its reference check fails.
 bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets, const tl::Target& target,
-                int threads) {
+                int threads, const std::map<std::string, int64_t>& dyn = {}) {
   auto f = tl::build_kernel(k, sets);
   auto t0 = std::chrono::steady_clock::now();
   auto kern = tl::compile(f, target);
   auto t1 = std::chrono::steady_clock::now();
   tl::Device dev(target);
-  auto args = make_args(dev, f, 1);
+  auto args = make_args(dev, f, 1, dyn);
   kern.launch(dev, args, {.threads = threads});
   auto t2 = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -139,6 +150,8 @@ int main(int argc, char** argv) {
   auto* run_cmd = app.add_subcommand("run", "run a kernel on the virtual NPU with random inputs");
   add_common(run_cmd);
   run_cmd->add_option("--threads", threads, "host threads (0: all)");
+  std::vector<std::string> dyn_sets;
+  run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE (default 1000)");
   auto* demo = app.add_subcommand("demo", "the main job: verify and run every example kernel");
 
   CLI11_PARSE(app, argc, argv);
@@ -165,7 +178,11 @@ int main(int argc, char** argv) {
       fmt::print("{}: {} error(s) on {}\n", kernel, diags.size(), target.name);
       return diags.empty() ? 0 : 1;
     }
-    if (*run_cmd) return run_kernel(tl::find_kernel(kernel), parse_sets(sets), target, threads) ? 0 : 1;
+    if (*run_cmd) {
+      std::map<std::string, int64_t> dyn;
+      for (const auto& [n, v] : parse_sets(dyn_sets)) dyn[n] = std::stoll(v);
+      return run_kernel(tl::find_kernel(kernel), parse_sets(sets), target, threads, dyn) ? 0 : 1;
+    }
     if (*demo) {
       bool ok = true;
       for (const auto* k : tl::registered_kernels()) {
