@@ -192,7 +192,7 @@ TL_REGISTER_KERNEL({
     .summary = "expert FlashAttention forward (BHSD): QK^T and PV on the cube, online softmax on both AIVs",
     .params = {{"B", "1", "batch"},
                {"H", "1", "heads"},
-               {"S", "128", "sequence length (queries and keys)"},
+               {"S", "512", "sequence length (queries and keys)"},
                {"D", "512", "head dimension; scale = 1/sqrt(D)"},
                {"bM", "64", "q-tile rows per block (each AIV takes bM/2)"},
                {"bN", "64", "kv-tile rows per iteration"},
