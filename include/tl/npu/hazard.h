@@ -1,0 +1,73 @@
+// The hazard checker and the flag/deadlock checker over an instruction trace (tl/npu/trace.h).
+//
+// check_hazards builds happens-before (HB) from the trace with vector clocks, one component per
+// (core, pipe) timeline of a block (cross-block order only comes from sync_all), and reports
+// every pair of conflicting accesses (overlapping bytes of one memory, GM included, at least
+// one a write) that HB does not order. The HB rules are documented in docs/virtual_npu.md
+// ("Hazard checker") and DESIGN.md 3.3:
+//   - MTE1, M, FIX and S are in order: each instruction HB the next on its pipe. V, MTE2 and
+//     MTE3 may overlap consecutive instructions: only barriers and flags order them.
+//   - an S (scalar) event HB every later instruction of its core.
+//   - set_flag(src, dst, id) fires when every earlier src instruction is done; the matching
+//     wait_flag (k-th wait <-> k-th set of (src, dst, id) on that core) orders every later dst
+//     instruction after them.
+//   - pipe_barrier(P): earlier P before later P. barrier_all: everything before everything.
+//   - set_cross_flag(pipe, id, mode) fires when the core's earlier `pipe` work is done; a
+//     wait_cross_flag(id) orders everything after it on the waiting core (all pipes) after the
+//     matching set(s) (mode 2 from the AIC: each AIV's k-th wait <-> the k-th set; mode 2 from
+//     the AIVs: the AIC's k-th wait <-> the k-th set of each AIV; mode 1: AIV <-> other AIV).
+//   - sync_all: everything before it on the participating cores before everything after it.
+// HB is transitive (knowledge travels through chains of flags and cross-core flags).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tl/npu/trace.h"
+#include "tl/target.h"
+
+namespace tl::npu {
+
+/// One side of a hazard: an instruction and the access of it that conflicts.
+struct HazardSide {
+  std::string op;    // "copy", "tile.exp", "gemm_v0.mmad", "store", ...
+  Pipe pipe = Pipe::S;
+  std::string core;  // "block 0 AIV1"
+  std::string buffer;
+  uint64_t start = 0, end = 0;  // byte range [start, end) (GM: host addresses)
+  bool write = false;
+  SourceLoc loc;
+  int core_index = 0;   // index into Trace::cores
+  size_t event = 0;     // index into CoreTrace::events
+};
+
+/// Two conflicting accesses not ordered by happens-before.
+struct Hazard {
+  std::string kind;    // "RAW", "WAR" or "WAW" (first -> second in trace order of the checker)
+  std::string memory;  // "GM", "UB of block 0 AIV1", ...
+  HazardSide first, second;
+  int count = 1;       // occurrences with the same pair of source lines and buffers
+  std::string str() const;
+};
+
+/// A flag protocol error or a deadlock found in a trace.
+struct FlagIssue {
+  std::string kind;  // "deadlock", "set twice", "too many pending cross-core sets", "unsupported"
+  std::string core;
+  Pipe pipe = Pipe::S;
+  std::string flag;  // "wait_flag(MTE2, V, 0)", "wait_cross_flag(3)", ...
+  SourceLoc loc;
+  std::vector<std::string> last_events;  // the core's events just before it
+  std::string str() const;
+};
+
+/// Every unordered conflicting pair, deduplicated by (source lines, buffers).
+std::vector<Hazard> check_hazards(const Trace& trace, const Target& target = default_target());
+
+/// Flag bookkeeping errors and waits that can never be satisfied.
+std::vector<FlagIssue> check_flags(const Trace& trace, int max_pending_cross_sets = 15);
+
+/// Runs both checkers and throws a tl::Error listing what they found (LaunchOptions::check_hazards).
+void throw_on_hazards(const Trace& trace, const Target& target);
+
+}  // namespace tl::npu

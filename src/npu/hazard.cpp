@@ -1,0 +1,440 @@
+// The hazard checker and the flag/deadlock checker (tl/npu/hazard.h).
+//
+// Happens-before with vector clocks. Knowledge is per block: one component per (core, pipe)
+// timeline of the block (3 cores x 7 pipes); a component value c on a pipe's knowledge means
+// "instruction c of that timeline (and, transitively, everything it was ordered after) has
+// completed before the next instruction issued on this pipe starts". Only sync_all orders
+// blocks against each other; for that each pipe also knows the generation g of the last
+// sync_all it is ordered after, and sync_vc[g][block] holds what every core of `block` had
+// completed when it arrived there.
+//
+// In-order pipes (S, M, MTE1, FIX) know their own previous instruction; V, MTE2 and MTE3 only
+// learn their own completions through pipe_barrier / barrier_all / flags, each of which
+// drains the whole pipe, so a component value always means "everything up to c is done".
+//
+// The trace is replayed core by core (run until a cross-core wait or sync_all blocks, then the
+// next core), which is a valid interleaving; every access is checked against the shadow state
+// of its memory: the recent accesses not yet replaced by a covering access that is ordered
+// after them (FastTrack-style: a later write that covers an earlier access and is ordered
+// after it reports every future conflict the earlier one would have), kept in a map by start
+// address so that only candidates near the access are tested with overlaps().
+#include "tl/npu/hazard.h"
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "tl/error.h"
+
+namespace tl::npu {
+
+namespace {
+
+constexpr int kPipes = 7;            // S V M MTE1 MTE2 MTE3 FIX
+constexpr int kLocal = 3 * kPipes;   // timelines of one block
+constexpr int kAll = static_cast<int>(Pipe::ALL);
+
+struct Know {
+  std::array<uint32_t, kLocal> vc{};
+  uint32_t gen = 0;
+  void join(const Know& o) {
+    for (int i = 0; i < kLocal; ++i) vc[i] = std::max(vc[i], o.vc[i]);
+    gen = std::max(gen, o.gen);
+  }
+};
+
+bool in_order(int p) {
+  Pipe x = static_cast<Pipe>(p);
+  return x == Pipe::S || x == Pipe::M || x == Pipe::MTE1 || x == Pipe::FIX;
+}
+
+std::string core_name_of(int ci) {
+  int slot = ci % 3;
+  return slot == 0 ? fmt::format("block {} AIC", ci / 3) : fmt::format("block {} AIV{}", ci / 3, slot - 1);
+}
+
+std::string memory_name(const MemoryId& m) {
+  if (m.scope == MemScope::GM) return "GM";
+  return fmt::format("{} of {}", scope_name(m.scope), core_name_of(static_cast<int>(m.block * 3 + m.core)));
+}
+
+std::string event_str(const TraceEvent& e) {
+  switch (e.kind) {
+    case EventKind::Op: return fmt::format("{} ({}) at {}", e.name, pipe_name(e.pipe), e.loc.str());
+    case EventKind::SetFlag:
+    case EventKind::WaitFlag:
+      return fmt::format("{}({}, {}, {}) at {}", e.kind == EventKind::SetFlag ? "set_flag" : "wait_flag",
+                         pipe_name(e.pipe), pipe_name(e.dst), e.id, e.loc.str());
+    case EventKind::Barrier: return fmt::format("{}({}) at {}", e.name, pipe_name(e.pipe), e.loc.str());
+    case EventKind::SetCross:
+      return fmt::format("set_cross_flag({}, {}, mode {}) at {}", pipe_name(e.pipe), e.id, e.mode, e.loc.str());
+    case EventKind::WaitCross: return fmt::format("wait_cross_flag({}) at {}", e.id, e.loc.str());
+    case EventKind::SyncAll: return fmt::format("sync_all() at {}", e.loc.str());
+  }
+  return e.name;
+}
+
+/// True if every byte of `r` is a byte of `w`.
+bool covers(const Access& w, const Access& r) {
+  if (!(w.mem == r.mem)) return false;
+  if (r.start < w.start || r.end() > w.end()) return false;
+  if (w.count <= 1 || w.pitch == w.len) return true;  // contiguous
+  if (r.count > 4096 || w.pitch == 0) return false;
+  for (uint64_t i = 0; i < r.count; ++i) {
+    uint64_t off = r.start + i * r.pitch - w.start;
+    uint64_t row = off / w.pitch, col = off % w.pitch;
+    if (row >= w.count || col + r.len > w.len) return false;
+  }
+  return true;
+}
+
+struct Rec {
+  const Access* acc;
+  uint32_t core;
+  uint32_t event;
+  int64_t block;
+  uint8_t t;  // timeline within the block
+  uint32_t clock;
+};
+
+struct Shadow {
+  std::multimap<uint64_t, Rec> recs;
+  uint64_t maxspan = 0;
+};
+
+struct MemKey {
+  int scope;
+  int64_t block;
+  int core;
+  bool operator<(const MemKey& o) const {
+    return std::tie(scope, block, core) < std::tie(o.scope, o.block, o.core);
+  }
+};
+
+struct CoreState {
+  size_t pc = 0;
+  std::array<Know, kPipes> know{};
+  std::array<uint32_t, kPipes> issued{};
+  int syncs = 0;
+  bool arrived = false;
+  std::map<std::tuple<int, int, int>, std::deque<Know>> flags;
+};
+
+class Engine {
+ public:
+  Engine(const Trace& t, int max_pending, bool hazards) : tr_(t), max_pending_(max_pending), check_(hazards) {}
+
+  void run() {
+    size_t n = tr_.cores.size();
+    st_.assign(n, {});
+    participants_ = 0;
+    for (const auto& c : tr_.cores)
+      for (const auto& e : c.events)
+        if (e.kind == EventKind::SyncAll) {
+          ++participants_;
+          break;
+        }
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (size_t ci = 0; ci < n; ++ci) {
+        const auto& evs = tr_.cores[ci].events;
+        while (st_[ci].pc < evs.size() && step(static_cast<int>(ci), evs[st_[ci].pc])) {
+          ++st_[ci].pc;
+          progress = true;
+        }
+      }
+    }
+    for (size_t ci = 0; ci < n; ++ci) {
+      const auto& evs = tr_.cores[ci].events;
+      if (st_[ci].pc >= evs.size()) continue;
+      const TraceEvent& e = evs[st_[ci].pc];
+      if (e.kind == EventKind::WaitCross)
+        issue(static_cast<int>(ci), "deadlock", Pipe::ALL, fmt::format("wait_cross_flag({})", e.id), e,
+              "no matching set_cross_flag is ever issued: every pipe of the core stalls forever");
+      else
+        issue(static_cast<int>(ci), "deadlock", Pipe::ALL, "sync_all()", e,
+              "some participating core finished (or is stuck) without reaching this sync_all");
+    }
+  }
+
+  std::vector<Hazard> hazards;
+  std::vector<FlagIssue> issues;
+
+ private:
+  const Trace& tr_;
+  int max_pending_;
+  bool check_;
+  std::vector<CoreState> st_;
+  int participants_ = 0;
+  std::map<int, int> arrivals_;                            // sync index -> cores arrived
+  std::vector<std::vector<std::array<uint32_t, kLocal>>> sync_vc_;  // [generation][block]
+  std::map<std::tuple<int64_t, int, int>, std::deque<Know>> cross_;  // (block, slot, id)
+  std::map<std::tuple<int64_t, int, int>, bool> cross_reported_;
+  std::map<MemKey, Shadow> shadow_;
+  std::unordered_map<std::string, size_t> seen_;
+
+  int64_t block_of(int ci) const { return ci / 3; }
+  int slot_of(int ci) const { return ci % 3; }
+
+  Know drained(int ci, int p) const {
+    const CoreState& s = st_[ci];
+    if (p >= kPipes) {
+      Know k;
+      for (int q = 0; q < kPipes; ++q) k.join(drained(ci, q));
+      return k;
+    }
+    Know k = s.know[p];
+    uint32_t& c = k.vc[slot_of(ci) * kPipes + p];
+    c = std::max(c, s.issued[p]);
+    return k;
+  }
+  void join_all(int ci, const Know& k) {
+    for (auto& x : st_[ci].know) x.join(k);
+  }
+  void join_pipe(int ci, int p, const Know& k) {
+    if (p >= kPipes) join_all(ci, k);
+    else st_[ci].know[p].join(k);
+  }
+
+  void issue(int ci, std::string kind, Pipe pipe, std::string flag, const TraceEvent& e, const std::string& why) {
+    FlagIssue f;
+    f.kind = std::move(kind);
+    f.core = core_name_of(ci);
+    f.pipe = pipe;
+    f.flag = std::move(flag) + ": " + why;
+    f.loc = e.loc;
+    const auto& evs = tr_.cores[ci].events;
+    size_t pc = st_[ci].pc;
+    for (size_t i = pc > 6 ? pc - 6 : 0; i < pc; ++i) f.last_events.push_back(event_str(evs[i]));
+    issues.push_back(std::move(f));
+  }
+
+  bool step(int ci, const TraceEvent& e) {
+    CoreState& s = st_[ci];
+    int p = static_cast<int>(e.pipe);
+    switch (e.kind) {
+      case EventKind::Op: {
+        if (p >= kPipes) p = 0;
+        Know start = s.know[p];
+        uint32_t c = ++s.issued[p];
+        if (check_) access(ci, e, p, c, start);
+        if (in_order(p)) s.know[p].vc[slot_of(ci) * kPipes + p] = c;
+        if (p == static_cast<int>(Pipe::S)) join_all(ci, Know(s.know[p]));
+        return true;
+      }
+      case EventKind::SetFlag: {
+        auto& q = s.flags[{p, static_cast<int>(e.dst), e.id}];
+        if (!q.empty())
+          issue(ci, "set twice", e.pipe, fmt::format("set_flag({}, {}, {})", pipe_name(e.pipe), pipe_name(e.dst), e.id),
+                e, "the flag is still set (no wait_flag consumed the previous set)");
+        q.push_back(drained(ci, p));
+        return true;
+      }
+      case EventKind::WaitFlag: {
+        auto& q = s.flags[{p, static_cast<int>(e.dst), e.id}];
+        if (q.empty()) {
+          issue(ci, "deadlock", e.dst, fmt::format("wait_flag({}, {}, {})", pipe_name(e.pipe), pipe_name(e.dst), e.id),
+                e, fmt::format("no earlier set_flag raised it; pipe {} stalls forever", pipe_name(e.dst)));
+          return true;
+        }
+        join_pipe(ci, static_cast<int>(e.dst), q.front());
+        q.pop_front();
+        return true;
+      }
+      case EventKind::Barrier: {
+        if (p >= kPipes) join_all(ci, drained(ci, kAll));
+        else s.know[p].join(drained(ci, p));
+        return true;
+      }
+      case EventKind::SetCross: {
+        Know k = drained(ci, p);
+        int64_t b = block_of(ci);
+        int slot = slot_of(ci);
+        auto push = [&](int to) {
+          auto key = std::make_tuple(b, to, e.id);
+          auto& q = cross_[key];
+          q.push_back(k);
+          if (static_cast<int>(q.size()) > max_pending_ && !cross_reported_[key]) {
+            cross_reported_[key] = true;
+            issue(ci, "too many pending cross-core sets", e.pipe,
+                  fmt::format("set_cross_flag({}, {}, mode {})", pipe_name(e.pipe), e.id, e.mode), e,
+                  fmt::format("more than {} sets are pending (hangs on hardware)", max_pending_));
+          }
+        };
+        if (e.mode == 2) {
+          if (slot == 0) {
+            push(1);
+            push(2);
+          } else {
+            push(2 + slot);  // 3: from AIV0, 4: from AIV1
+          }
+        } else if (e.mode == 1 && slot != 0) {
+          push(slot == 1 ? 2 : 1);
+        } else {
+          issue(ci, "unsupported", e.pipe, fmt::format("set_cross_flag({}, {}, mode {})", pipe_name(e.pipe), e.id, e.mode),
+                e, "this mode is not modelled (mode 0, or mode 1 on the AIC)");
+        }
+        return true;
+      }
+      case EventKind::WaitCross: {
+        int64_t b = block_of(ci);
+        int slot = slot_of(ci);
+        if (slot == 0) {
+          auto& a = cross_[{b, 3, e.id}];
+          auto& c = cross_[{b, 4, e.id}];
+          if (a.empty() || c.empty()) return false;
+          join_all(ci, a.front());
+          join_all(ci, c.front());
+          a.pop_front();
+          c.pop_front();
+        } else {
+          auto& q = cross_[{b, slot, e.id}];
+          if (q.empty()) return false;
+          join_all(ci, q.front());
+          q.pop_front();
+        }
+        return true;
+      }
+      case EventKind::SyncAll: {
+        int k = s.syncs;
+        if (sync_vc_.size() < static_cast<size_t>(k) + 2)
+          sync_vc_.resize(k + 2, std::vector<std::array<uint32_t, kLocal>>(tr_.cores.size() / 3 + 1));
+        if (!s.arrived) {
+          s.arrived = true;
+          Know d = drained(ci, kAll);
+          auto& v = sync_vc_[k + 1][block_of(ci)];
+          for (int i = 0; i < kLocal; ++i) v[i] = std::max(v[i], d.vc[i]);
+          ++arrivals_[k];
+        }
+        if (arrivals_[k] < participants_) return false;
+        Know g;
+        g.vc = sync_vc_[k + 1][block_of(ci)];
+        g.gen = static_cast<uint32_t>(k + 1);
+        join_all(ci, g);
+        s.arrived = false;
+        ++s.syncs;
+        return true;
+      }
+    }
+    return true;
+  }
+
+  bool hb(const Rec& r, const Know& start, int64_t block) const {
+    if (r.block == block) return start.vc[r.t] >= r.clock;
+    return start.gen > 0 && sync_vc_[start.gen][r.block][r.t] >= r.clock;
+  }
+
+  void access(int ci, const TraceEvent& e, int p, uint32_t c, const Know& start) {
+    const int64_t block = block_of(ci);
+    const uint8_t t = static_cast<uint8_t>(slot_of(ci) * kPipes + p);
+    // Check every access against the recent ones, then record them.
+    for (const Access& a : e.accesses) {
+      Shadow& sh = shadow_[{static_cast<int>(a.mem.scope), a.mem.block, a.mem.core}];
+      uint64_t lo = a.start > sh.maxspan ? a.start - sh.maxspan : 0, hi = a.end();
+      for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi; ++it) {
+        const Rec& r = it->second;
+        if (!r.acc->write && !a.write) continue;
+        if (!overlaps(*r.acc, a) || hb(r, start, block)) continue;
+        report(r, ci, e, a);
+      }
+    }
+    for (const Access& a : e.accesses) {
+      Shadow& sh = shadow_[{static_cast<int>(a.mem.scope), a.mem.block, a.mem.core}];
+      uint64_t lo = a.start > sh.maxspan ? a.start - sh.maxspan : 0, hi = a.end();
+      for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi;) {
+        const Rec& r = it->second;
+        bool same = r.core == static_cast<uint32_t>(ci) && r.event == st_[ci].pc;
+        if ((a.write || !r.acc->write) && covers(a, *r.acc) && (same || hb(r, start, block)))
+          it = sh.recs.erase(it);
+        else
+          ++it;
+      }
+      sh.maxspan = std::max(sh.maxspan, a.end() - a.start);
+      sh.recs.emplace(a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc), block, t, c});
+    }
+  }
+
+  HazardSide side(int ci, size_t ev, const Access& a) const {
+    const TraceEvent& e = tr_.cores[ci].events[ev];
+    HazardSide s;
+    s.op = e.name;
+    s.pipe = e.pipe;
+    s.core = core_name_of(ci);
+    s.buffer = a.buffer;
+    s.start = a.start;
+    s.end = a.end();
+    s.write = a.write;
+    s.loc = e.loc;
+    s.core_index = ci;
+    s.event = ev;
+    return s;
+  }
+
+  void report(const Rec& r, int ci, const TraceEvent& e, const Access& a) {
+    const TraceEvent& first = tr_.cores[r.core].events[r.event];
+    std::string kind = r.acc->write ? (a.write ? "WAW" : "RAW") : "WAR";
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", first.loc.str(), e.loc.str(), r.acc->buffer, a.buffer,
+                                  kind, first.name, e.name, pipe_name(e.pipe));
+    auto [it, fresh] = seen_.emplace(key, hazards.size());
+    if (!fresh) {
+      ++hazards[it->second].count;
+      return;
+    }
+    Hazard h;
+    h.kind = kind;
+    h.memory = memory_name(a.mem);
+    h.first = side(static_cast<int>(r.core), r.event, *r.acc);
+    h.second = side(ci, st_[ci].pc, a);
+    hazards.push_back(std::move(h));
+  }
+};
+
+std::string side_str(const HazardSide& s) {
+  return fmt::format("{} ({}, {}) {} {} [{:#x}, {:#x}) at {}", s.op, pipe_name(s.pipe), s.core,
+                     s.write ? "writes" : "reads", s.buffer, s.start, s.end, s.loc.str());
+}
+
+}  // namespace
+
+std::string Hazard::str() const {
+  return fmt::format("{} hazard on {}: {}\n    is not ordered after {}{}", kind, memory, side_str(second),
+                     side_str(first), count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
+}
+
+std::string FlagIssue::str() const {
+  std::string s = fmt::format("{}: {} on {} (pipe {}) at {}", kind, flag, core, pipe_name(pipe), loc.str());
+  if (!last_events.empty()) {
+    s += "\n    last events:";
+    for (const auto& e : last_events) s += "\n      " + e;
+  }
+  return s;
+}
+
+std::vector<Hazard> check_hazards(const Trace& trace, const Target& target) {
+  Engine e(trace, target.max_pending_cross_sets, true);
+  e.run();
+  return std::move(e.hazards);
+}
+
+std::vector<FlagIssue> check_flags(const Trace& trace, int max_pending_cross_sets) {
+  Engine e(trace, max_pending_cross_sets, false);
+  e.run();
+  return std::move(e.issues);
+}
+
+void throw_on_hazards(const Trace& trace, const Target& target) {
+  Engine e(trace, target.max_pending_cross_sets, true);
+  e.run();
+  if (e.hazards.empty() && e.issues.empty()) return;
+  std::string msg = fmt::format("hazard check of kernel {}: {} unordered access pair(s), {} flag issue(s)",
+                                trace.kernel, e.hazards.size(), e.issues.size());
+  for (const auto& i : e.issues) msg += "\n  " + i.str();
+  for (const auto& h : e.hazards) msg += "\n  " + h.str();
+  throw Error(msg);
+}
+
+}  // namespace tl::npu
