@@ -61,6 +61,18 @@ struct CostTable {
   std::map<std::string, VectorCost> vector;
   double hbm_bytes_per_s = 1.8e12;
   double l2_bytes_per_s = 5.0e12;
+  // Timing-model additions (src/npu/timing.cpp; values and sources in src/target/targets.cpp).
+  /// Measured single-core plateau of a copy path in bytes/s, keyed like copy_bytes_per_cycle;
+  /// a core's rate on a path is min(theoretical, measured plateau).
+  std::map<std::string, double> copy_measured_bytes_per_s;
+  /// Latency of on-chip copies (L1->L0A/L0B, L0C->L1, UB->UB) when copy_latency_bytes has no
+  /// entry; GM paths without an entry take the GM->UB latency in cycles.
+  double onchip_copy_latency_cycles = 28;
+  double l2_bytes = 192.0 * 1024 * 1024;  // L2 capacity shared by all cores
+  double issue_cycles = 1;                // scalar unit: cycles to issue one instruction
+  double scalar_op_cycles = 2;            // scalar load / store / let
+  double cross_flag_latency_cycles = 50;  // set_cross_flag -> the waiting core sees it
+  double sync_all_latency_cycles = 100;   // sync_all: last arrival -> every core released
 };
 
 struct Target {

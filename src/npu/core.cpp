@@ -192,7 +192,7 @@ void Core::exec_leaf(const StmtNode* s) {
       ExecFn fn = find_exec(n->op);
       if (!fn) fail(fmt::format("T.{} has no virtual-NPU semantics yet", n->op->name));
       if (trace_) record_op(*this, *trace_, *n);
-      fn(*n, *this);
+      if (!launch.timing_only) fn(*n, *this);
       return;
     }
     default: TL_ASSERT(false, "unexpected leaf statement kind {}", static_cast<int>(s->kind));

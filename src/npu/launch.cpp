@@ -206,6 +206,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   if (ls.num_blocks == 0) return;
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
   ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});
+  ls.timing_only = opt.timing_only;
   if (opt.trace) {
     *opt.trace = npu::Trace{};
     opt.trace->kernel = p.func->name;

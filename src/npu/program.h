@@ -175,6 +175,7 @@ struct LaunchState {
   bool aborted = false;
 
   struct Trace* trace = nullptr;  // LaunchOptions::trace, sized before the threads start
+  bool timing_only = false;       // LaunchOptions::timing_only: skip the tile ops' data work
 
   std::mutex print_mu;
   std::vector<std::pair<std::tuple<int64_t, int, int64_t>, std::string>> printed;

@@ -162,9 +162,30 @@ Target make_a2() {
   c.copy_bytes_per_cycle = {{"global->UB", 128}, {"global->L1", 256}, {"L1->L0A", 256},
                             {"L1->L0B", 128},    {"L0C->global", 128}, {"L0C->L1", 256},
                             {"UB->UB", 128},     {"UB->global", 128}};
-  c.copy_latency_bytes = {{"global->UB", 30 * 1024}};
+  // bw(B) = peak * B / (K + B): K ~ 30 KB for GM->UB (DESIGN.md 3.4, msKPP measured curve).
+  // L1->L0A/L0B: ~28 cycles latency (CALIBRATION.md, stated hardware parameters), i.e. K =
+  // 28 x bytes/cycle.
+  c.copy_latency_bytes = {{"global->UB", 30 * 1024}, {"L1->L0A", 28 * 256}, {"L1->L0B", 28 * 128}};
+  // Measured single-core plateaus (DESIGN.md 3.4, msKPP measured curves): the theoretical
+  // bytes/cycle above are never reached by one core on the GM paths.
+  c.copy_measured_bytes_per_s = {{"global->UB", 78e9},  {"UB->global", 109e9}, {"global->L1", 270e9},
+                                 {"L1->L0A", 429e9},    {"L1->L0B", 218e9},    {"L0C->global", 200e9}};
+  // On-chip copies without a K: the L1->L0A latency (CALIBRATION.md, ~28 cycles).
+  c.onchip_copy_latency_cycles = 28;
+  // Vector: head + per_repeat x repeats + tail (DESIGN.md 3.4, pto-isa cost model).
   c.vector = {{"simple", {10, 2, 14}}, {"exp", {13, 2, 18}}, {"div", {11, 4, 19}},
               {"reduce", {14, 7, 32}}, {"merge_sort", {20, 78, 0}}};
+  // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (DESIGN.md 3.1 / 3.4).
+  c.hbm_bytes_per_s = 1.8e12;
+  c.l2_bytes_per_s = 5.0e12;
+  c.l2_bytes = 192.0 * 1024 * 1024;
+  // Not published: scalar issue 1 cycle per instruction, 2 cycles per scalar op, 50 cycles for
+  // a cross-core flag to reach the other core and 100 for sync_all (assumptions, unfitted; they
+  // only matter for latency-bound kernels, see docs/calibration.md).
+  c.issue_cycles = 1;
+  c.scalar_op_cycles = 2;
+  c.cross_flag_latency_cycles = 50;
+  c.sync_all_latency_cycles = 100;
   return t;
 }
 

@@ -37,6 +37,9 @@ struct LaunchOptions {
   int threads = 0;              // host threads; 0 = all hardware threads
   std::ostream* out = nullptr;  // printf / dump_tensor output (default std::cout)
   npu::Trace* trace = nullptr;  // if set, receives every core's instruction trace
+  /// Timed-only runs (tlc run --mode timed): record the trace but skip the tile ops' data work
+  /// (control flow and scalar values are still computed; tensor contents are not).
+  bool timing_only = false;
 };
 
 struct CompileOptions {

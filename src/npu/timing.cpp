@@ -1,0 +1,894 @@
+// The timing model of the virtual NPU (tl/npu/timing.h): a discrete-event replay of an
+// instruction trace.
+//
+// Per core: a scalar unit walks the core's events in program order, paying issue_cycles per
+// instruction, and appends them to per-pipe queues (scalar ops, barrier_all, S-pipe flags,
+// cross-core waits and sync_all are executed by the scalar unit itself and stall it). Each pipe
+// executes its queue in order:
+//   - V, MTE2, MTE3 overlap: an instruction may start once the previous one has started plus
+//     its issue interval (vector: per_repeat x repeats; copies: issue_cycles, the DMA latency
+//     of the next copy overlaps the data phase of the previous one, data phases serialise);
+//   - S, M, MTE1, FIX serialise (start after the previous instruction ended);
+//   - pipe_barrier(P): later P instructions start after every earlier one ended;
+//   - set_flag(src, dst): fires when every earlier src instruction ended; wait_flag on dst:
+//     later dst instructions start after the matching (FIFO) set fired;
+//   - set_cross_flag fires when its pipe's earlier work ended (+ cross_flag_latency); the k-th
+//     wait_cross_flag of a core needs the k-th set of every core that sends it that flag id;
+//   - sync_all: every participating core drains and meets.
+// Blocks are placed on their physical group in waves. Every transfer to or from GM is a fluid
+// flow: its latency phase costs fixed cycles, its data phase moves bytes at
+// rate = cap x f, cap = the core's rate on that path, f = min(1, HBM / sum of HBM demand,
+// L2 / sum of demand) over the flows active at that moment (proportional sharing of the
+// chip's aggregate bandwidth, re-evaluated whenever a flow starts or ends). A flow's HBM
+// demand is its L2 miss fraction: a read of a GM region that an earlier instruction already
+// touched with the identical (start, len, pitch, count) hits in L2 while the footprint fits.
+#include "tl/npu/timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <ostream>
+#include <queue>
+#include <set>
+#include <unordered_set>
+
+#include "tl/error.h"
+#include "tl/npu/trace.h"
+
+namespace tl::npu {
+namespace {
+
+constexpr int kP = kNumPipes;
+constexpr double kInf = 1e300;
+
+bool overlapping(Pipe p) { return p == Pipe::V || p == Pipe::MTE2 || p == Pipe::MTE3; }
+
+std::string path_key(MemScope s, MemScope d) { return fmt::format("{}->{}", scope_name(s), scope_name(d)); }
+
+std::string short_loc(const SourceLoc& l) {
+  if (!l.known()) return "";
+  auto slash = l.file.find_last_of('/');
+  return fmt::format("{}:{}", slash == std::string::npos ? l.file : l.file.substr(slash + 1), l.line);
+}
+
+/// Op class of a vector instruction (DESIGN.md 3.4 cost rows) by its name.
+std::string vector_class(const std::string& name) {
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("sort") || has("topk")) return "merge_sort";
+  if (has("reduce")) return "reduce";
+  if (has("div") || has("reciprocal")) return "div";
+  if (has("exp") || has("ln") || has("sqrt") || has("sigmoid") || has("silu") || has("sin") || has("cos") ||
+      has("gelu") || has("tanh"))
+    return "exp";
+  return "simple";
+}
+
+/// Cost of one instruction: fixed part (latency, or the whole duration for non-GM work), the
+/// data bytes and rate of a GM flow, and the issue interval of overlapping pipes.
+struct Cost {
+  double fixed = 0;     // cycles before the data phase (or the whole instruction)
+  double bytes = 0;     // GM data phase: bytes at `rate` (0: no GM flow)
+  double rate = 0;      // bytes per cycle of this core on the path
+  double interval = 1;  // overlapping pipes: next start >= this start + interval
+  bool gm = false;
+  bool write = false;   // GM write
+};
+
+class Model {
+ public:
+  Model(const Trace& t, const Target& tg) : tr_(t), tg_(tg), c_(tg.costs) {
+    clock_hz_ = tg.clock_ghz * 1e9;
+    hbm_pc_ = c_.hbm_bytes_per_s / clock_hz_;
+    l2_pc_ = c_.l2_bytes_per_s / clock_hz_;
+    // GM latency: K / plateau of GM->UB (DESIGN.md 3.4), used by GM paths without their own K.
+    gm_latency_ = latency(MemScope::GM, MemScope::UB);
+  }
+
+  double rate(MemScope s, MemScope d) const {
+    auto k = path_key(s, d);
+    auto it = c_.copy_bytes_per_cycle.find(k);
+    double r = it != c_.copy_bytes_per_cycle.end() ? it->second : 128;
+    auto m = c_.copy_measured_bytes_per_s.find(k);
+    if (m != c_.copy_measured_bytes_per_s.end()) r = std::min(r, m->second / clock_hz_);
+    return r;
+  }
+  double latency(MemScope s, MemScope d) const {
+    auto it = c_.copy_latency_bytes.find(path_key(s, d));
+    if (it != c_.copy_latency_bytes.end()) return it->second / rate(s, d);
+    if (s == MemScope::GM || d == MemScope::GM) return gm_latency_;
+    return c_.onchip_copy_latency_cycles;
+  }
+
+  Cost cost(const TraceEvent& e) const {
+    Cost k;
+    const bool is_copy = e.name == "copy" || e.name == "atomic_add" || e.name == "gemm_v0.load" ||
+                         (e.pipe != Pipe::V && e.pipe != Pipe::M && e.pipe != Pipe::S && e.src_scope != e.dst_scope);
+    if (e.pipe == Pipe::M) {
+      // One 16x16x16 fp16/bf16 fractal per cycle; int8 k in 32s; fp32 a quarter of the rate.
+      double kf = std::ceil(static_cast<double>(e.k) / (e.dtype == DType::Int8 || e.dtype == DType::UInt8 ? 32 : 16));
+      double fr = std::ceil(e.m / 16.0) * std::ceil(e.n / 16.0) * kf;
+      if (e.dtype == DType::Float32) fr *= 4;
+      k.fixed = c_.cube_head_cycles + fr / c_.cube_fractals_per_cycle;
+      k.interval = k.fixed;
+      return k;
+    }
+    if (e.name == "gemm_v0.load") {
+      // A into L0A and B into L0B (the write accesses carry the two sizes).
+      double a = 0, b = 0;
+      for (const auto& x : e.accesses)
+        if (x.write && x.mem.scope == MemScope::L0A) a += static_cast<double>(x.len * x.count);
+        else if (x.write && x.mem.scope == MemScope::L0B) b += static_cast<double>(x.len * x.count);
+      if (a + b == 0) a = static_cast<double>(e.bytes);
+      k.fixed = latency(MemScope::L1, MemScope::L0A) + a / rate(MemScope::L1, MemScope::L0A) +
+                b / rate(MemScope::L1, MemScope::L0B);
+      k.interval = k.fixed;
+      return k;
+    }
+    if (is_copy) {
+      MemScope s = e.src_scope, d = e.dst_scope;
+      double r = rate(s, d), lat = latency(s, d), by = static_cast<double>(e.bytes);
+      if (s == MemScope::GM || d == MemScope::GM) {
+        k.gm = true;
+        k.write = d == MemScope::GM;
+        k.fixed = lat;
+        k.bytes = by;
+        k.rate = r;
+        k.interval = c_.issue_cycles;
+      } else {
+        k.fixed = lat + by / r;
+        k.interval = std::max(c_.issue_cycles, by / r);
+      }
+      return k;
+    }
+    if (e.pipe == Pipe::V) {
+      auto it = c_.vector.find(vector_class(e.name));
+      if (it == c_.vector.end()) it = c_.vector.find("simple");
+      CostTable::VectorCost vc = it != c_.vector.end() ? it->second : CostTable::VectorCost{10, 2, 14};
+      double reps = std::max(1.0, std::ceil(static_cast<double>(e.bytes) / c_.vector_bytes_per_repeat));
+      k.fixed = vc.head + vc.per_repeat * reps + vc.tail;
+      k.interval = std::max(c_.issue_cycles, vc.per_repeat * reps);
+      return k;
+    }
+    k.fixed = c_.scalar_op_cycles;
+    k.interval = k.fixed;
+    return k;
+  }
+
+  Profile run(const TimingOptions& opt);
+
+ private:
+  struct Item {
+    int ev;
+    double issue;
+  };
+  struct PipeState {
+    std::deque<Item> q;
+    double next_free = 0;  // earliest start of the next instruction (issue interval / end)
+    double max_end = 0;    // latest end of the instructions executed so far
+    double floor = 0;      // waits and barriers: later instructions start no earlier
+    bool inflight = false;  // a GM flow whose end is not known yet
+  };
+  struct CoreSim {
+    const CoreTrace* ct = nullptr;
+    bool started = false, done = false;
+    size_t next = 0;
+    double scalar = 0, start = 0, end = 0;
+    std::array<PipeState, kP> pipes;
+    std::map<int, std::deque<double>> flags;  // (src, dst, id) -> fire times not yet consumed
+    std::array<int, 64> cross_consumed{};
+    int sync_k = 0;
+    bool sync_arrived = false;
+  };
+  struct Flow {
+    int core, pipe, instr;
+    double begin, remaining, cap, miss, rate = 0;
+    int64_t seq;
+  };
+
+  void advance(int c);
+  bool run_scalar(int c);
+  bool run_pipe(int c, int p);
+  void start_op(int c, int p, const Item& it);
+  void finish_core(int c);
+  void mark(int c) {
+    if (!in_dirty_[c]) {
+      in_dirty_[c] = 1;
+      dirty_.push_back(c);
+    }
+  }
+  std::vector<int> cross_dests(int c, int mode) const;
+  double miss_fraction(const TraceEvent& e, bool write);
+  void fluid_step();
+  void set_rates();
+  int record(int c, int ev, Pipe p, double s, double e);
+
+  const Trace& tr_;
+  const Target& tg_;
+  const CostTable& c_;
+  double clock_hz_ = 1, hbm_pc_ = 1, l2_pc_ = 1, gm_latency_ = 0;
+  std::vector<CoreSim> cores_;
+  std::deque<int> dirty_;
+  std::vector<char> in_dirty_;
+  // Cross-core flags: (dst core, id) -> src core -> fire times.
+  std::map<std::pair<int, int>, std::map<int, std::vector<double>>> chan_;
+  std::map<std::pair<int, int>, std::set<int>> sources_;
+  // sync_all generations: arrivals and release times.
+  int sync_participants_ = 0;
+  std::vector<std::vector<double>> sync_arrivals_;
+  std::vector<double> sync_release_;
+  std::vector<int> sync_waiting_;
+  // Waves: blocks in placement order per physical group.
+  std::map<int, std::vector<int64_t>> phys_blocks_;
+  std::map<int64_t, size_t> wave_pos_;
+  // GM flows.
+  double now_ = 0;
+  std::vector<Flow> active_;
+  struct Later {
+    bool operator()(const Flow& a, const Flow& b) const {
+      return a.begin != b.begin ? a.begin > b.begin : a.seq > b.seq;
+    }
+  };
+  std::priority_queue<Flow, std::vector<Flow>, Later> pending_;
+  int64_t flow_seq_ = 0;
+  bool rates_dirty_ = true;
+  // L2 model.
+  struct AccKey {
+    uint64_t s, l, p, n;
+    bool operator==(const AccKey& o) const { return s == o.s && l == o.l && p == o.p && n == o.n; }
+  };
+  struct AccHash {
+    size_t operator()(const AccKey& k) const {
+      uint64_t h = k.s * 0x9E3779B97F4A7C15ull;
+      h ^= (k.l + 0x7f4a7c15) * 0xBF58476D1CE4E5B9ull;
+      h ^= (k.p + 0x94d049bb) * 0x94D049BB133111EBull;
+      h ^= k.n + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_set<AccKey, AccHash> touched_;
+  double footprint_ = 0;
+  Profile prof_;
+};
+
+std::vector<int> Model::cross_dests(int c, int mode) const {
+  int b = c / 3, s = c % 3;
+  std::vector<int> d;
+  if (mode == 2) {
+    if (s == 0) d = {b * 3 + 1, b * 3 + 2};
+    else d = {b * 3};
+  } else if (mode == 1) {
+    if (s != 0) d = {b * 3 + (3 - s)};
+  } else {
+    for (int64_t o = 0; o < tr_.num_blocks; ++o)
+      for (int t = 0; t < 3; ++t)
+        if ((t == 0) == (s == 0)) d.push_back(static_cast<int>(o * 3 + t));
+  }
+  return d;
+}
+
+double Model::miss_fraction(const TraceEvent& e, bool write) {
+  double total = 0, hit = 0;
+  for (const auto& a : e.accesses) {
+    if (a.mem.scope != MemScope::GM) continue;
+    double by = static_cast<double>(a.len * a.count);
+    total += by;
+    if (touched_.insert({a.start, a.len, a.pitch, a.count}).second) footprint_ += by;
+    else if (!a.write) hit += by;
+  }
+  if (write || total == 0) return 1.0;
+  double h = hit / total;
+  if (footprint_ > c_.l2_bytes) h *= c_.l2_bytes / footprint_;
+  return 1.0 - h;
+}
+
+int Model::record(int c, int ev, Pipe p, double s, double e) {
+  const TraceEvent& t = cores_[c].ct->events[ev];
+  TimedInstr ti;
+  ti.core = c;
+  ti.event = ev;
+  ti.pipe = p;
+  ti.start = s;
+  ti.end = e;
+  ti.name = t.name;
+  if (t.name == "copy" || t.name == "atomic_add")
+    ti.name = fmt::format("{} {}->{}", t.name, scope_name(t.src_scope), scope_name(t.dst_scope));
+  ti.loc = short_loc(t.loc);
+  ti.bytes = t.bytes;
+  ti.m = t.m;
+  ti.n = t.n;
+  ti.k = t.k;
+  prof_.instrs.push_back(std::move(ti));
+  return static_cast<int>(prof_.instrs.size()) - 1;
+}
+
+void Model::start_op(int c, int p, const Item& it) {
+  CoreSim& cs = cores_[c];
+  PipeState& ps = cs.pipes[p];
+  const TraceEvent& e = cs.ct->events[it.ev];
+  Cost k = cost(e);
+  double start = std::max({it.issue, ps.floor, ps.next_free});
+  if (k.gm) {
+    int idx = record(c, it.ev, static_cast<Pipe>(p), start, start);
+    double begin = std::max({start + k.fixed, ps.max_end, now_});
+    prof_.gm_bytes += k.bytes;
+    double miss = miss_fraction(e, k.write);
+    prof_.gm_hbm_bytes += k.bytes * miss;
+    pending_.push(Flow{c, p, idx, begin, std::max(k.bytes, 1e-9), k.rate, miss, 0, flow_seq_++});
+    ps.inflight = true;
+    ps.next_free = overlapping(static_cast<Pipe>(p)) ? start + k.interval : kInf;
+    return;
+  }
+  double end = start + k.fixed;
+  record(c, it.ev, static_cast<Pipe>(p), start, end);
+  ps.next_free = overlapping(static_cast<Pipe>(p)) ? start + k.interval : end;
+  ps.max_end = std::max(ps.max_end, end);
+}
+
+bool Model::run_pipe(int c, int p) {
+  CoreSim& cs = cores_[c];
+  PipeState& ps = cs.pipes[p];
+  bool progressed = false;
+  while (!ps.q.empty() && !ps.inflight) {
+    Item it = ps.q.front();
+    const TraceEvent& e = cs.ct->events[it.ev];
+    switch (e.kind) {
+      case EventKind::Op: start_op(c, p, it); break;
+      case EventKind::SetFlag: {
+        int key = (static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id;
+        cs.flags[key].push_back(std::max(it.issue, ps.max_end));
+        break;
+      }
+      case EventKind::WaitFlag: {
+        int key = (static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id;
+        auto& f = cs.flags[key];
+        if (f.empty()) return progressed;
+        ps.floor = std::max({ps.floor, f.front(), it.issue});
+        f.pop_front();
+        break;
+      }
+      case EventKind::Barrier: ps.floor = std::max({ps.floor, ps.max_end, it.issue}); break;
+      case EventKind::SetCross: {
+        double fire = std::max(it.issue, ps.max_end) + c_.cross_flag_latency_cycles;
+        for (int d : cross_dests(c, e.mode)) {
+          chan_[{d, e.id}][c].push_back(fire);
+          mark(d);
+        }
+        break;
+      }
+      default: TL_ASSERT(false, "event kind {} queued on a pipe", static_cast<int>(e.kind));
+    }
+    ps.q.pop_front();
+    progressed = true;
+  }
+  return progressed;
+}
+
+bool Model::run_scalar(int c) {
+  CoreSim& cs = cores_[c];
+  const auto& evs = cs.ct->events;
+  bool progressed = false;
+  auto drained = [&](double& t) {
+    t = cs.scalar;
+    for (auto& ps : cs.pipes) {
+      if (!ps.q.empty() || ps.inflight) return false;
+      t = std::max(t, ps.max_end);
+    }
+    return true;
+  };
+  while (cs.next < evs.size()) {
+    const TraceEvent& e = evs[cs.next];
+    const int ev = static_cast<int>(cs.next);
+    auto queue = [&](Pipe p) {
+      cs.scalar += c_.issue_cycles;
+      cs.pipes[static_cast<int>(p)].q.push_back({ev, cs.scalar});
+    };
+    switch (e.kind) {
+      case EventKind::Op:
+        if (e.pipe == Pipe::S || e.pipe == Pipe::ALL) {
+          cs.scalar += c_.issue_cycles;
+          double s = cs.scalar;
+          cs.scalar += c_.scalar_op_cycles;
+          record(c, ev, Pipe::S, s, cs.scalar);
+          cs.pipes[0].max_end = std::max(cs.pipes[0].max_end, cs.scalar);
+        } else {
+          queue(e.pipe);
+        }
+        break;
+      case EventKind::SetFlag:
+        if (e.pipe == Pipe::S) {
+          cs.scalar += c_.issue_cycles;
+          cs.flags[(static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id].push_back(cs.scalar);
+        } else {
+          queue(e.pipe);
+        }
+        break;
+      case EventKind::WaitFlag:
+        if (e.dst == Pipe::S) {
+          auto& f = cs.flags[(static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id];
+          if (f.empty()) return progressed;
+          cs.scalar = std::max(cs.scalar, f.front()) + c_.issue_cycles;
+          f.pop_front();
+        } else {
+          queue(e.dst);
+        }
+        break;
+      case EventKind::Barrier:
+        if (e.pipe == Pipe::ALL) {
+          double t;
+          if (!drained(t)) return progressed;
+          cs.scalar = t + c_.issue_cycles;
+        } else if (e.pipe == Pipe::S) {
+          cs.scalar += c_.issue_cycles;
+        } else {
+          queue(e.pipe);
+        }
+        break;
+      case EventKind::SetCross:
+        if (e.pipe == Pipe::S || e.pipe == Pipe::ALL) {
+          cs.scalar += c_.issue_cycles;
+          for (int d : cross_dests(c, e.mode)) {
+            chan_[{d, e.id}][c].push_back(cs.scalar + c_.cross_flag_latency_cycles);
+            mark(d);
+          }
+        } else {
+          queue(e.pipe);
+        }
+        break;
+      case EventKind::WaitCross: {
+        auto src = sources_.find({c, e.id});
+        if (src == sources_.end()) return progressed;  // never satisfied: reported as a deadlock
+        int k = cs.cross_consumed[e.id];
+        double t = 0;
+        auto& ch = chan_[{c, e.id}];
+        for (int s : src->second) {
+          auto& v = ch[s];
+          if (static_cast<int>(v.size()) <= k) return progressed;
+          t = std::max(t, v[k]);
+        }
+        ++cs.cross_consumed[e.id];
+        cs.scalar = std::max(cs.scalar, t) + c_.issue_cycles;
+        break;
+      }
+      case EventKind::SyncAll: {
+        if (!cs.sync_arrived) {
+          double t;
+          if (!drained(t)) return progressed;
+          if (static_cast<int>(sync_arrivals_.size()) <= cs.sync_k) {
+            sync_arrivals_.resize(cs.sync_k + 1);
+            sync_release_.resize(cs.sync_k + 1, -1);
+          }
+          auto& arr = sync_arrivals_[cs.sync_k];
+          arr.push_back(t);
+          cs.sync_arrived = true;
+          sync_waiting_.push_back(c);
+          if (static_cast<int>(arr.size()) == sync_participants_) {
+            sync_release_[cs.sync_k] = *std::max_element(arr.begin(), arr.end()) + c_.sync_all_latency_cycles;
+            for (int w : sync_waiting_) mark(w);
+            sync_waiting_.clear();
+          }
+        }
+        if (sync_release_[cs.sync_k] < 0) return progressed;
+        cs.scalar = std::max(cs.scalar, sync_release_[cs.sync_k]) + c_.issue_cycles;
+        cs.sync_arrived = false;
+        ++cs.sync_k;
+        break;
+      }
+    }
+    ++cs.next;
+    progressed = true;
+  }
+  return progressed;
+}
+
+void Model::advance(int c) {
+  CoreSim& cs = cores_[c];
+  if (!cs.started || cs.done) return;
+  bool progress = true;
+  while (progress) {
+    progress = run_scalar(c);
+    for (int p = 0; p < kP; ++p) progress |= run_pipe(c, p);
+  }
+  if (cs.next < cs.ct->events.size()) return;
+  double t = cs.scalar;
+  for (auto& ps : cs.pipes) {
+    if (!ps.q.empty() || ps.inflight) return;
+    t = std::max(t, ps.max_end);
+  }
+  cs.done = true;
+  cs.end = t;
+  finish_core(c);
+}
+
+void Model::finish_core(int c) {
+  int64_t b = c / 3;
+  for (int s = 0; s < 3; ++s)
+    if (!cores_[b * 3 + s].done) return;
+  double end = 0;
+  for (int s = 0; s < 3; ++s) end = std::max(end, cores_[b * 3 + s].end);
+  // The next block of this physical group starts when this one has finished.
+  int phys = cores_[b * 3].ct->phys;
+  auto& order = phys_blocks_[phys];
+  size_t pos = wave_pos_[b] + 1;
+  if (pos < order.size()) {
+    int64_t nb = order[pos];
+    for (int s = 0; s < 3; ++s) {
+      CoreSim& n = cores_[nb * 3 + s];
+      n.started = true;
+      n.scalar = n.start = end;
+      for (auto& ps : n.pipes) ps.next_free = ps.max_end = ps.floor = end;
+      mark(static_cast<int>(nb * 3 + s));
+    }
+  }
+}
+
+void Model::set_rates() {
+  double demand = 0, hbm = 0;
+  for (const auto& f : active_) {
+    demand += f.cap;
+    hbm += f.cap * f.miss;
+  }
+  double k = 1;
+  if (hbm > 0) k = std::min(k, hbm_pc_ / hbm);
+  if (demand > 0) k = std::min(k, l2_pc_ / demand);
+  for (auto& f : active_) f.rate = f.cap * k;
+  rates_dirty_ = false;
+}
+
+void Model::fluid_step() {
+  if (rates_dirty_) set_rates();
+  double t_done = kInf;
+  size_t arg = 0;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    double t = now_ + active_[i].remaining / active_[i].rate;
+    if (t < t_done) {
+      t_done = t;
+      arg = i;
+    }
+  }
+  double t_begin = pending_.empty() ? kInf : pending_.top().begin;
+  double t = std::min(t_done, t_begin);
+  double dt = t - now_;
+  for (auto& f : active_) f.remaining -= f.rate * dt;
+  if (t_done <= t_begin && !active_.empty()) active_[arg].remaining = 0;
+  now_ = std::max(now_, t);
+  while (!pending_.empty() && pending_.top().begin <= now_) {
+    active_.push_back(pending_.top());
+    pending_.pop();
+    rates_dirty_ = true;
+  }
+  std::vector<Flow> done;
+  for (size_t i = 0; i < active_.size();) {
+    if (active_[i].remaining <= 1e-6) {
+      done.push_back(active_[i]);
+      active_[i] = active_.back();
+      active_.pop_back();
+      rates_dirty_ = true;
+    } else {
+      ++i;
+    }
+  }
+  // Keep the active list in a canonical order (determinism of the float sums).
+  std::sort(active_.begin(), active_.end(), [](const Flow& a, const Flow& b) { return a.seq < b.seq; });
+  std::sort(done.begin(), done.end(), [](const Flow& a, const Flow& b) { return a.seq < b.seq; });
+  for (const auto& f : done) {
+    PipeState& ps = cores_[f.core].pipes[f.pipe];
+    prof_.instrs[f.instr].end = now_;
+    ps.inflight = false;
+    ps.max_end = std::max(ps.max_end, now_);
+    if (!overlapping(static_cast<Pipe>(f.pipe))) ps.next_free = now_;
+    mark(f.core);
+  }
+}
+
+Profile Model::run(const TimingOptions& opt) {
+  const size_t n = tr_.cores.size();
+  cores_.resize(n);
+  in_dirty_.assign(n, 0);
+  prof_.kernel = tr_.kernel;
+  prof_.target = tg_.name;
+  prof_.clock_ghz = tg_.clock_ghz;
+  prof_.num_blocks = tr_.num_blocks;
+  prof_.physical_blocks = tr_.physical_blocks;
+  size_t total_events = 0;
+  for (size_t c = 0; c < n; ++c) {
+    cores_[c].ct = &tr_.cores[c];
+    total_events += tr_.cores[c].events.size();
+    bool syncs = false;
+    for (const auto& e : tr_.cores[c].events) {
+      if (e.kind == EventKind::SetCross)
+        for (int d : cross_dests(static_cast<int>(c), e.mode)) sources_[{d, e.id}].insert(static_cast<int>(c));
+      if (e.kind == EventKind::SyncAll) syncs = true;
+    }
+    sync_participants_ += syncs;
+  }
+  prof_.events = static_cast<int64_t>(total_events);
+  prof_.instrs.reserve(total_events);
+  for (int64_t b = 0; b < tr_.num_blocks; ++b) {
+    int phys = tr_.cores[b * 3].phys;
+    wave_pos_[b] = phys_blocks_[phys].size();
+    phys_blocks_[phys].push_back(b);
+  }
+  for (auto& [phys, order] : phys_blocks_)
+    for (int s = 0; s < 3; ++s) {
+      cores_[order[0] * 3 + s].started = true;
+      mark(static_cast<int>(order[0] * 3 + s));
+    }
+  int next_report = opt.progress_percent;
+  for (;;) {
+    while (!dirty_.empty()) {
+      int c = dirty_.front();
+      dirty_.pop_front();
+      in_dirty_[c] = 0;
+      advance(c);
+    }
+    if (pending_.empty() && active_.empty()) break;
+    fluid_step();
+    if (opt.progress_percent > 0 && total_events > 0) {
+      int pct = static_cast<int>(100.0 * static_cast<double>(prof_.instrs.size()) / static_cast<double>(total_events));
+      if (pct >= next_report) {
+        fmt::print(stderr, "timing: {}% of the instructions started ({:.1f} us simulated)\n", pct,
+                   now_ / (tg_.clock_ghz * 1e3));
+        next_report = pct + opt.progress_percent;
+      }
+    }
+  }
+  for (size_t c = 0; c < n; ++c) {
+    const CoreSim& cs = cores_[c];
+    if (cs.done) continue;
+    std::string what = cs.started ? "never started" : "";
+    if (cs.started) {
+      const auto& evs = cs.ct->events;
+      if (cs.next < evs.size()) {
+        const auto& e = evs[cs.next];
+        what = fmt::format("scalar unit blocked at {} (id {}) at {}", e.name, e.id, e.loc.str());
+      }
+      for (int p = 0; p < kP && what.empty(); ++p)
+        if (!cs.pipes[p].q.empty()) {
+          const auto& e = evs[cs.pipes[p].q.front().ev];
+          what = fmt::format("pipe {} blocked at {} (id {}) at {}", pipe_name(static_cast<Pipe>(p)), e.name, e.id,
+                             e.loc.str());
+        }
+    }
+    throw Error(fmt::format("timing model of {}: deadlock, {} {}", tr_.kernel, tr_.cores[c].name(), what));
+  }
+  // Per-core summaries and busy time (union of instruction spans per pipe).
+  prof_.cores.resize(n);
+  std::vector<std::array<std::pair<double, double>, kP>> cur(n);
+  for (size_t c = 0; c < n; ++c) {
+    auto& cp = prof_.cores[c];
+    cp.block = tr_.cores[c].block;
+    cp.slot = static_cast<int>(c % 3);
+    cp.block = static_cast<int64_t>(c / 3);
+    cp.phys = tr_.cores[c].phys;
+    cp.name = cp.slot == 0 ? fmt::format("block {} AIC", cp.block) : fmt::format("block {} AIV{}", cp.block, cp.slot - 1);
+    cp.start = cores_[c].start;
+    cp.end = cores_[c].end;
+    cp.instructions = static_cast<int64_t>(tr_.cores[c].events.size());
+    cur[c].fill({-1, -1});
+    prof_.total_cycles = std::max(prof_.total_cycles, cp.end);
+  }
+  for (const auto& ti : prof_.instrs) {
+    auto& [s, e] = cur[ti.core][static_cast<int>(ti.pipe)];
+    auto& busy = prof_.cores[ti.core].busy[static_cast<int>(ti.pipe)];
+    if (ti.start >= e) {
+      if (e > s) busy += e - s;
+      s = ti.start;
+      e = ti.end;
+    } else {
+      e = std::max(e, ti.end);
+    }
+  }
+  for (size_t c = 0; c < n; ++c)
+    for (int p = 0; p < kP; ++p)
+      if (cur[c][p].second > cur[c][p].first) prof_.cores[c].busy[p] += cur[c][p].second - cur[c][p].first;
+  prof_.total_us = prof_.us(prof_.total_cycles);
+  return std::move(prof_);
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) continue;
+    o += ch;
+  }
+  return o;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '<') o += "&lt;";
+    else if (ch == '>') o += "&gt;";
+    else if (ch == '&') o += "&amp;";
+    else if (ch == '"') o += "&quot;";
+    else o += ch;
+  }
+  return o;
+}
+
+const char* pipe_color(Pipe p) {
+  switch (p) {
+    case Pipe::S: return "#9e9e9e";
+    case Pipe::V: return "#43a047";
+    case Pipe::M: return "#e53935";
+    case Pipe::MTE1: return "#fb8c00";
+    case Pipe::MTE2: return "#1e88e5";
+    case Pipe::MTE3: return "#8e24aa";
+    case Pipe::FIX: return "#00897b";
+    default: return "#000000";
+  }
+}
+
+const char* slot_name(int s) { return s == 0 ? "AIC" : s == 1 ? "AIV0" : "AIV1"; }
+
+}  // namespace
+
+double Profile::busy_ratio(Pipe p, CoreKind kind) const {
+  if (total_cycles <= 0) return 0;
+  double sum = 0;
+  int n = 0;
+  for (const auto& c : cores) {
+    if ((c.slot == 0) != (kind == CoreKind::Cube) || c.instructions == 0) continue;
+    sum += c.busy[static_cast<int>(p)];
+    ++n;
+  }
+  // Cores of later waves share a physical group: normalise per physical core.
+  int groups = std::max(1, physical_blocks) * (kind == CoreKind::Cube ? 1 : 2);
+  int denom = std::min(n, groups);
+  return denom ? sum / denom / total_cycles : 0;
+}
+
+Profile simulate_timing(const Trace& trace, const Target& target, const TimingOptions& opt) {
+  Model m(trace, target);
+  return m.run(opt);
+}
+
+void write_chrome_trace(const Profile& p, std::ostream& os) {
+  const double to_us = 1.0 / (p.clock_ghz * 1e3);
+  os << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"kernel\":\"" << json_escape(p.kernel) << "\",\"target\":\""
+     << json_escape(p.target) << "\",\"total_us\":" << p.total_us << "},\"traceEvents\":[\n";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) os << ",\n";
+    first = false;
+  };
+  std::set<std::pair<int64_t, int>> threads;
+  for (const auto& ti : p.instrs) threads.insert({p.cores[ti.core].block, ti.core % 3 * 8 + static_cast<int>(ti.pipe)});
+  std::set<int64_t> blocks;
+  for (const auto& [b, tid] : threads) {
+    if (blocks.insert(b).second) {
+      sep();
+      os << fmt::format(R"J({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"block {} (core group {})"}}}})J", b,
+                        b, p.cores[b * 3].phys);
+      sep();
+      os << fmt::format(R"J({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})J", b, b);
+    }
+    sep();
+    os << fmt::format(R"J({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{} {}"}}}})J", b, tid,
+                      slot_name(tid / 8), pipe_name(static_cast<Pipe>(tid % 8)));
+    sep();
+    os << fmt::format(R"J({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})J", b, tid,
+                      tid);
+  }
+  for (const auto& ti : p.instrs) {
+    sep();
+    std::string name = ti.loc.empty() ? ti.name : ti.name + " @" + ti.loc;
+    std::string args = fmt::format(R"J("loc":"{}","cycles":{:.1f})J", json_escape(ti.loc), ti.end - ti.start);
+    if (ti.bytes) args += fmt::format(R"J(,"bytes":{})J", ti.bytes);
+    if (ti.m) args += fmt::format(R"J(,"m":{},"n":{},"k":{})J", ti.m, ti.n, ti.k);
+    os << fmt::format(R"J({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{:.4f},"dur":{:.4f},"args":{{{}}}}})J",
+                      json_escape(name), pipe_name(ti.pipe), p.cores[ti.core].block,
+                      ti.core % 3 * 8 + static_cast<int>(ti.pipe), ti.start * to_us,
+                      std::max(0.0, ti.end - ti.start) * to_us, args);
+  }
+  os << "\n]}\n";
+}
+
+void write_html_timeline(const Profile& p, std::ostream& os, int max_blocks) {
+  // Rows: (core, pipe) pairs with at least one instruction, for the first max_blocks blocks.
+  std::map<std::pair<int, int>, int> rows;
+  double t_end = 0;
+  for (const auto& ti : p.instrs)
+    if (p.cores[ti.core].block < max_blocks) {
+      rows[{ti.core, static_cast<int>(ti.pipe)}] = 0;
+      t_end = std::max(t_end, ti.end);
+    }
+  int r = 0;
+  for (auto& [k, v] : rows) v = r++;
+  const double label_w = 150, width = 1400, row_h = 16, top = 30;
+  const double plot_w = width - label_w - 10;
+  const double height = top + row_h * r + 30;
+  const double to_us = 1.0 / (p.clock_ghz * 1e3);
+  const double span = std::max(t_end, 1.0);
+  auto x = [&](double cyc) { return label_w + cyc / span * plot_w; };
+  os << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << html_escape(p.kernel)
+     << " timeline</title>\n<style>body{font-family:sans-serif;font-size:12px} rect.i:hover{stroke:#000}"
+        " text{font-size:10px}</style></head><body>\n";
+  os << fmt::format("<h3>{} on {}: {:.0f} cycles = {:.2f} us ({} blocks on {} core groups; first {} blocks shown)</h3>\n",
+                    html_escape(p.kernel), html_escape(p.target), p.total_cycles, p.total_us, p.num_blocks,
+                    p.physical_blocks, std::min<int64_t>(max_blocks, p.num_blocks));
+  os << "<p>";
+  for (Pipe pp : {Pipe::S, Pipe::V, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX})
+    os << fmt::format("<span style=\"background:{};color:#fff;padding:1px 6px;margin-right:4px\">{}</span>",
+                      pipe_color(pp), pipe_name(pp));
+  os << " white space in a row = the pipe is idle (bubble). Hover a box for the instruction.</p>\n";
+  os << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">\n", width, height);
+  // Time axis.
+  double us_span = span * to_us;
+  double step = std::pow(10.0, std::floor(std::log10(std::max(us_span, 1e-6) / 10)));
+  if (us_span / step > 25) step *= 5;
+  else if (us_span / step > 12) step *= 2;
+  for (double u = 0; u <= us_span + 1e-12; u += step) {
+    double xx = x(u / to_us);
+    os << fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#ddd\"/>", xx, top - 5, xx,
+                      height - 25);
+    os << fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g} us</text>\n", xx, top - 10, u);
+  }
+  for (const auto& [k, row] : rows) {
+    double y = top + row * row_h;
+    if (row % 2 == 0)
+      os << fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f7\"/>", y, width, row_h);
+    os << fmt::format("<text x=\"4\" y=\"{}\">{} {}</text>\n", y + row_h - 4, html_escape(p.cores[k.first].name),
+                      pipe_name(static_cast<Pipe>(k.second)));
+  }
+  int64_t drawn = 0;
+  for (const auto& ti : p.instrs) {
+    if (p.cores[ti.core].block >= max_blocks) continue;
+    if (++drawn > 40000) break;  // keep the file small
+    double y = top + rows[{ti.core, static_cast<int>(ti.pipe)}] * row_h + 2;
+    double x0 = x(ti.start), w = std::max(0.5, x(ti.end) - x0);
+    os << fmt::format(
+        "<rect class=\"i\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.8\">"
+        "<title>{} {} [{:.3f} - {:.3f} us, {:.0f} cycles]{}</title></rect>\n",
+        x0, y, w, row_h - 4, pipe_color(ti.pipe), html_escape(ti.name), html_escape(ti.loc), ti.start * to_us,
+        ti.end * to_us, ti.end - ti.start,
+        ti.bytes ? fmt::format(" {} B", ti.bytes) : (ti.m ? fmt::format(" m={} n={} k={}", ti.m, ti.n, ti.k) : ""));
+  }
+  os << fmt::format("<text x=\"{}\" y=\"{}\">time (us)</text>\n", label_w, height - 8);
+  os << "</svg>\n</body></html>\n";
+}
+
+void print_profile(const Profile& p, std::ostream& os, int max_groups) {
+  os << fmt::format("{} on {} (timed): {:.0f} cycles = {:.2f} us at {:.2f} GHz; {} blocks on {} core groups, "
+                    "{} events; GM traffic {:.1f} MB ({:.1f} MB to HBM)\n",
+                    p.kernel, p.target, p.total_cycles, p.total_us, p.clock_ghz, p.num_blocks, p.physical_blocks,
+                    p.events, p.gm_bytes / 1e6, p.gm_hbm_bytes / 1e6);
+  const std::vector<Pipe> aic = {Pipe::S, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX};
+  const std::vector<Pipe> aiv = {Pipe::S, Pipe::V, Pipe::MTE2, Pipe::MTE3};
+  os << fmt::format("busy % of the kernel time per core group ({:.2f} us):\n", p.total_us);
+  std::string hdr = fmt::format("{:>8} |", "group");
+  for (Pipe q : aic) hdr += fmt::format(" AIC.{:<4}", pipe_name(q));
+  hdr += " |";
+  for (Pipe q : aiv) hdr += fmt::format(" AIV.{:<4}", pipe_name(q));
+  os << hdr << "\n";
+  // Sum per group.
+  int groups = std::max(1, p.physical_blocks);
+  std::vector<std::array<double, kNumPipes>> gc(groups), gv(groups);
+  for (auto& a : gc) a.fill(0);
+  for (auto& a : gv) a.fill(0);
+  for (const auto& c : p.cores) {
+    int g = std::clamp(c.phys, 0, groups - 1);
+    for (int q = 0; q < kNumPipes; ++q) (c.slot == 0 ? gc : gv)[g][q] += c.slot == 0 ? c.busy[q] : c.busy[q] / 2;
+  }
+  auto row = [&](const std::string& label, const std::array<double, kNumPipes>& c, const std::array<double, kNumPipes>& v) {
+    std::string s = fmt::format("{:>8} |", label);
+    double T = std::max(p.total_cycles, 1.0);
+    for (Pipe q : aic) s += fmt::format(" {:>7.1f}%", 100 * c[static_cast<int>(q)] / T);
+    s += " |";
+    for (Pipe q : aiv) s += fmt::format(" {:>7.1f}%", 100 * v[static_cast<int>(q)] / T);
+    os << s << "\n";
+  };
+  for (int g = 0; g < std::min(groups, max_groups); ++g) row(std::to_string(g), gc[g], gv[g]);
+  if (groups > max_groups) os << fmt::format("{:>8} |\n", "...");
+  std::array<double, kNumPipes> ac{}, av{};
+  for (int g = 0; g < groups; ++g)
+    for (int q = 0; q < kNumPipes; ++q) {
+      ac[q] += gc[g][q] / groups;
+      av[q] += gv[g][q] / groups;
+    }
+  row("all", ac, av);
+}
+
+}  // namespace tl::npu
