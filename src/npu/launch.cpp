@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "program.h"
+#include "tl/npu/hazard.h"
 #include "tl/npu/trace.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
@@ -207,13 +208,15 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
   ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});
   ls.timing_only = opt.timing_only;
-  if (opt.trace) {
-    *opt.trace = npu::Trace{};
-    opt.trace->kernel = p.func->name;
-    opt.trace->num_blocks = ls.num_blocks;
-    opt.trace->physical_blocks = ls.physical_blocks;
-    opt.trace->cores.resize(ls.num_blocks * 3);
-    ls.trace = opt.trace;
+  npu::Trace own_trace;  // check_hazards without a caller trace
+  npu::Trace* trace = opt.trace ? opt.trace : opt.check_hazards ? &own_trace : nullptr;
+  if (trace) {
+    *trace = npu::Trace{};
+    trace->kernel = p.func->name;
+    trace->num_blocks = ls.num_blocks;
+    trace->physical_blocks = ls.physical_blocks;
+    trace->cores.resize(ls.num_blocks * 3);
+    ls.trace = trace;
   }
   if (p.uses_sync_all && ls.num_blocks > p.target->num_aic)
     throw Error(p.kernel->loc, fmt::format("kernel {} uses T.sync_all but launches {} blocks; all blocks must be "
@@ -259,6 +262,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   std::ostream& out = opt.out ? *opt.out : std::cout;
   for (const auto& [key, text] : ls.printed) out << text << "\n";
   if (first_error) std::rethrow_exception(first_error);
+  if (opt.check_hazards) npu::throw_on_hazards(*trace, *p.target);
 }
 
 }  // namespace tl

@@ -40,6 +40,9 @@ struct LaunchOptions {
   /// Timed-only runs (tlc run --mode timed): record the trace but skip the tile ops' data work
   /// (control flow and scalar values are still computed; tensor contents are not).
   bool timing_only = false;
+  /// Record a trace (if `trace` is unset) and run the hazard and flag checkers on it
+  /// (tl/npu/hazard.h); a tl::Error lists every unordered access pair and flag issue.
+  bool check_hazards = false;
 };
 
 struct CompileOptions {
