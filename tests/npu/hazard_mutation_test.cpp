@@ -10,6 +10,7 @@
 #include "tl/ir_functor.h"
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
+#include "tl/printer.h"
 
 namespace tl {
 namespace {
@@ -20,7 +21,8 @@ struct Mutation {
 };
 
 std::string pipe_s(Pipe p) { return std::string(pipe_name(p)); }
-int id_of(const SyncNode* s) { return static_cast<int>(as_const_int(s->event_id).value_or(-1)); }
+/// The event id as written ("0", "kv % 2 + 3"): pairs and cross-flag groups match on it.
+std::string id_of(const SyncNode* s) { return s->event_id.defined() ? print(s->event_id) : ""; }
 
 /// Every single-sync deletion of `f`, labelled "flag SRC->DST id N #k", "pipe_barrier(P) #k",
 /// "barrier_all #k", "cross N: set+waits", "cross N: set only", "cross N: waits only".
@@ -33,7 +35,7 @@ std::vector<Mutation> mutations(const PrimFunc& f) {
   std::map<std::string, int> ordinal;
   auto label = [&](const std::string& base) { return fmt::format("{} #{}", base, ordinal[base]++); };
   std::set<const SyncNode*> paired;
-  std::map<int, std::vector<const SyncNode*>> cross_sets, cross_waits;
+  std::map<std::string, std::vector<const SyncNode*>> cross_sets, cross_waits;
   for (size_t i = 0; i < syncs.size(); ++i) {
     const SyncNode* s = syncs[i];
     switch (s->sync_kind) {
@@ -190,6 +192,46 @@ TEST(HazardMutation, RmsNorm) {
                 1e-6};
       },
       {});
+}
+
+}  // namespace
+}  // namespace tl
+
+namespace tl {
+namespace {
+
+std::vector<Arg> fa_args(Device& dev, int S, int D, int bM, int bN, int slots) {
+  const int blocks = S / bM;
+  auto ws = [&](std::vector<int64_t> tail, DType t) {
+    std::vector<int64_t> shape{blocks};
+    if (slots > 1) shape.push_back(slots);
+    shape.insert(shape.end(), tail.begin(), tail.end());
+    return Tensor::empty(dev, shape, t);
+  };
+  return {uniform(dev, {1, 1, S, D}, f16, 7), uniform(dev, {1, 1, S, D}, f16, 8), uniform(dev, {1, 1, S, D}, f16, 9),
+          Tensor::empty(dev, {1, 1, S, D}, f16), ws({bM, bN}, f32), ws({bM, bN}, f16), ws({bM, D}, f32)};
+}
+
+// The examples at the sizes of tests/examples/run_examples_test.cpp are clean too.
+TEST(HazardMutation, ExamplesCleanAtRunSizes) {
+  auto gemm = build_kernel(find_kernel("gemm"), sizes({{"M", 256}, {"N", 512}, {"K", 128}}));
+  EXPECT_EQ(outcome(gemm, [](Device& dev) -> std::vector<Arg> {
+              return {uniform(dev, {256, 128}, f16, 1), uniform(dev, {128, 512}, f16, 2), Tensor::empty(dev, {256, 512}, f16)};
+            }), "clean");
+  auto rms = build_kernel(find_kernel("rms_norm"), sizes({{"M", 64}, {"N", 2048}}));
+  EXPECT_EQ(outcome(rms, [](Device& dev) -> std::vector<Arg> {
+              return {randn(dev, {64, 2048}, bf16, 3), uniform(dev, {2048}, bf16, 4, 0.5, 1.5),
+                      Tensor::empty(dev, {64, 2048}, bf16), 1e-6};
+            }), "clean");
+  auto fa = build_kernel(find_kernel("flash_attention"), sizes({{"S", 128}, {"D", 512}, {"bD", 256}}));
+  EXPECT_EQ(outcome(fa, [](Device& dev) { return fa_args(dev, 128, 512, 64, 64, 1); }), "clean");
+}
+
+TEST(HazardMutation, FlashAttentionPipelined) {
+  const int S = 256, D = 256, bM = 32, bN = 64;
+  auto f = build_kernel(find_kernel("flash_attention_pipelined"),
+                        sizes({{"S", S}, {"D", D}, {"bM", bM}, {"bN", bN}, {"bK", 128}, {"bD", 128}}));
+  check_example(f, [&](Device& dev) { return fa_args(dev, S, D, bM, bN, 2); }, {});
 }
 
 }  // namespace
