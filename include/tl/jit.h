@@ -11,8 +11,9 @@
 // errors). The kernel's own name is part of structural_hash, so it always matches.
 //
 // Two levels:
-//  * memory: a thread-safe map key -> shared npu::Program (a hit costs one structural hash and
-//    one structural comparison with the cached function);
+//  * memory: a thread-safe map key -> shared npu::Program. Compiling the very PrimFunc object
+//    an entry was made from again is a pointer lookup; an equal function built anew costs one
+//    structural hash and one structural comparison with the cached function;
 //  * disk: one file per key in cache_dir(): a one-line JSON header (format, version, key,
 //    target, kernel name, hash of the lowered function) followed by the LOWERED IR text
 //    (tl::print). A disk hit parses the text and builds the program without running the pass

@@ -116,9 +116,24 @@ struct Entry {
   std::shared_ptr<const npu::Program> program;
 };
 
+/// The very function object an entry was compiled from (kept alive by the entry, so the
+/// pointer is never reused while it is in the map): a hit without hashing.
+struct IdentityKey {
+  const PrimFuncNode* func;
+  const Target* target;
+  bool verify;
+  bool operator==(const IdentityKey&) const = default;
+};
+struct IdentityHash {
+  size_t operator()(const IdentityKey& k) const {
+    return std::hash<const void*>()(k.func) ^ (std::hash<const void*>()(k.target) << 1) ^ k.verify;
+  }
+};
+
 struct Cache {
   std::shared_mutex mu;
   std::unordered_map<std::string, Entry> map;
+  std::unordered_map<IdentityKey, std::shared_ptr<const npu::Program>, IdentityHash> by_identity;
   std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejects{0}, disk_errors{0};
   std::atomic<uint64_t> tmp_counter{0};
 };
@@ -220,6 +235,14 @@ std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Targ
     return compile_uncached(f, target, opt);
   }
   auto& c = cache();
+  const IdentityKey id{f.get(), &target, opt.verify};
+  {
+    std::shared_lock lk(c.mu);
+    if (auto it = c.by_identity.find(id); it != c.by_identity.end()) {
+      c.memory_hits.fetch_add(1, std::memory_order_relaxed);
+      return it->second;
+    }
+  }
   const std::string key = make_key(f, target, opt);
   // The in-memory key also names the Target object: programs point at it.
   const std::string mem_key = fmt::format("{}|@{}", key, static_cast<const void*>(&target));
@@ -244,7 +267,9 @@ std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Targ
   }
   std::unique_lock lk(c.mu);
   auto [it, inserted] = c.map.try_emplace(mem_key, Entry{f, program});
-  if (!inserted) {
+  if (inserted) {
+    c.by_identity.emplace(id, program);
+  } else {
     // Another thread compiled the same kernel meanwhile: everyone shares its program. (On a
     // hash collision with a different function, keep the entry and return our own program.)
     if (structural_equal(it->second.source, f)) return it->second.program;
@@ -279,6 +304,7 @@ size_t cache_entries() {
 void clear_cache() {
   auto& c = cache();
   std::unique_lock lk(c.mu);
+  c.by_identity.clear();
   c.map.clear();
 }
 

@@ -89,13 +89,15 @@ class JitCache : public ::testing::Test {
 };
 
 TEST_F(JitCache, MemoryHitReturnsTheSameProgram) {
-  auto a = compile(norm_kernel(), default_target(), memory_only());
+  PrimFunc f = norm_kernel();
+  auto a = compile(f, default_target(), memory_only());
   auto b = compile(norm_kernel(), default_target(), memory_only());  // a new, equal PrimFunc
   EXPECT_EQ(&a.program(), &b.program());
+  EXPECT_EQ(&a.program(), &compile(f, default_target(), memory_only()).program());  // the same object
   EXPECT_EQ(jit::cache_entries(), 1u);
   auto s = jit::cache_stats();
   EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.memory_hits, 1u);
+  EXPECT_EQ(s.memory_hits, 2u);
   EXPECT_EQ(s.disk_writes, 0u);
   check_norm(b);
 }
