@@ -33,6 +33,22 @@ bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
   return false;
 }
 int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
+
+/// Comparisons and logical ops give bool for ints and floats alike; nullopt for other ops.
+template <typename V>
+std::optional<bool> compare_op(BinOp op, V x, V y) {
+  switch (op) {
+    case BinOp::EQ: return x == y;
+    case BinOp::NE: return x != y;
+    case BinOp::LT: return x < y;
+    case BinOp::LE: return x <= y;
+    case BinOp::GT: return x > y;
+    case BinOp::GE: return x >= y;
+    case BinOp::And: return x != 0 && y != 0;
+    case BinOp::Or: return x != 0 || y != 0;
+    default: return std::nullopt;
+  }
+}
 }  // namespace
 
 Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph)
@@ -328,15 +344,9 @@ Scalar Core::eval(const Expr& e) {
           case BinOp::TruncMod: r = std::fmod(x, y); break;
           case BinOp::Min: r = std::min(x, y); break;
           case BinOp::Max: r = std::max(x, y); break;
-          case BinOp::EQ: return Scalar::of_int(x == y);
-          case BinOp::NE: return Scalar::of_int(x != y);
-          case BinOp::LT: return Scalar::of_int(x < y);
-          case BinOp::LE: return Scalar::of_int(x <= y);
-          case BinOp::GT: return Scalar::of_int(x > y);
-          case BinOp::GE: return Scalar::of_int(x >= y);
-          case BinOp::And: return Scalar::of_int(x != 0 && y != 0);
-          case BinOp::Or: return Scalar::of_int(x != 0 || y != 0);
-          default: fail(fmt::format("bitwise operator {} on a float value in {}", binop_name(n->op), print(e)));
+          default:
+            if (auto c = compare_op(n->op, x, y)) return Scalar::of_int(*c);
+            fail(fmt::format("bitwise operator {} on a float value in {}", binop_name(n->op), print(e)));
         }
         return Scalar::of_float(round_value(t, r));
       }
@@ -347,21 +357,22 @@ Scalar Core::eval(const Expr& e) {
         case BinOp::Mul: r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); break;
         case BinOp::Div: case BinOp::TruncDiv: case BinOp::TruncMod: case BinOp::FloorDiv: case BinOp::FloorMod:
           if (y == 0) fail(fmt::format("division by zero in {}", print(e)));
-          if (n->op == BinOp::FloorDiv) r = floordiv_i(x, y);
-          else if (n->op == BinOp::FloorMod) r = x - floordiv_i(x, y) * y;
-          else if (n->op == BinOp::TruncMod) r = x % y;
-          else r = x / y;
+          if (y == -1) {  // x / -1 wraps (INT64_MIN / -1 would overflow); any x % -1 is 0
+            r = n->op == BinOp::FloorMod || n->op == BinOp::TruncMod
+                    ? 0
+                    : static_cast<int64_t>(0 - static_cast<uint64_t>(x));
+          } else if (n->op == BinOp::FloorDiv) {
+            r = floordiv_i(x, y);
+          } else if (n->op == BinOp::FloorMod) {
+            r = x - floordiv_i(x, y) * y;
+          } else {
+            r = n->op == BinOp::TruncMod ? x % y : x / y;
+          }
           break;
         case BinOp::Min: r = std::min(x, y); break;
         case BinOp::Max: r = std::max(x, y); break;
-        case BinOp::EQ: return Scalar::of_int(x == y);
-        case BinOp::NE: return Scalar::of_int(x != y);
-        case BinOp::LT: return Scalar::of_int(x < y);
-        case BinOp::LE: return Scalar::of_int(x <= y);
-        case BinOp::GT: return Scalar::of_int(x > y);
-        case BinOp::GE: return Scalar::of_int(x >= y);
-        case BinOp::And: return Scalar::of_int(x != 0 && y != 0);
-        case BinOp::Or: return Scalar::of_int(x != 0 || y != 0);
+        case BinOp::EQ: case BinOp::NE: case BinOp::LT: case BinOp::LE: case BinOp::GT: case BinOp::GE:
+        case BinOp::And: case BinOp::Or: return Scalar::of_int(*compare_op(n->op, x, y));
         case BinOp::BitAnd: r = x & y; break;
         case BinOp::BitOr: r = x | y; break;
         case BinOp::BitXor: r = x ^ y; break;
