@@ -1,7 +1,8 @@
 // The JIT cache behind tl::compile (include/tl/npu/npu.h).
 //
 // tl::compile(f, target, options) looks the kernel up before lowering it. The key is
-//   compiler version (kCompilerVersion) + a fingerprint of the op registry
+//   compiler version (kCompilerVersion) + the running binary (path, size, mtime: any rebuild
+//   invalidates the disk entries of older builds) + a fingerprint of the op registry
 //   + the target (name, chip, core counts, memory capacities and alignments)
 //   + the options that change the result (CompileOptions::verify)
 //   + structural_hash(f)
