@@ -6,15 +6,20 @@
 //   tlc verify KERNEL [--target A2]  every verifier diagnostic
 //   tlc run KERNEL [--set N=V]       run on the virtual NPU with random inputs, check the
 //                                    reference when one is registered, print the results
+//   tlc run KERNEL --mode timed [--trace F.json] [--html F.html]
+//                                    timing model: profile table, Perfetto trace, HTML timeline
 //   tlc demo                         the main job: verify and run every example kernel
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
+#include "tl/npu/timing.h"
+#include "tl/npu/trace.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
@@ -87,6 +92,42 @@ std::string summary(const tl::Tensor& t) {
                      v.empty() ? 0.0 : sum / static_cast<double>(v.size()), head);
 }
 
+/// `tlc run --mode timed`: trace the launch without the data work, simulate the timing model,
+/// print the profile table and write the optional Chrome trace / HTML timeline.
+struct TimedRun {
+  std::string mode = "fast";
+  std::string trace_file, html_file;
+  int html_blocks = 4;
+} g_timed;
+
+bool run_timed(const tl::KernelEntry& k, const tl::PrimFunc& f, const tl::CompiledKernel& kern, tl::Device& dev,
+               std::vector<tl::Arg>& args, const tl::Target& target, int threads) {
+  auto t0 = std::chrono::steady_clock::now();
+  tl::npu::Trace trace;
+  kern.launch(dev, args, {.threads = threads, .trace = &trace, .timing_only = true});
+  auto t1 = std::chrono::steady_clock::now();
+  size_t events = 0;
+  for (const auto& c : trace.cores) events += c.events.size();
+  auto prof = tl::npu::simulate_timing(trace, target, {.progress_percent = events > 2000000 ? 10 : 0});
+  auto t2 = std::chrono::steady_clock::now();
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  fmt::print("{} on the virtual {} (timed mode; tensor data not computed): traced {} events in {:.1f} ms, "
+             "simulated in {:.1f} ms (host)\n", k.name, target.name, events, ms(t0, t1), ms(t1, t2));
+  (void)f;
+  tl::npu::print_profile(prof, std::cout);
+  if (!g_timed.trace_file.empty()) {
+    std::ofstream os(g_timed.trace_file);
+    tl::npu::write_chrome_trace(prof, os);
+    fmt::print("  chrome trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", g_timed.trace_file);
+  }
+  if (!g_timed.html_file.empty()) {
+    std::ofstream os(g_timed.html_file);
+    tl::npu::write_html_timeline(prof, os, g_timed.html_blocks);
+    fmt::print("  timeline: {}\n", g_timed.html_file);
+  }
+  return true;
+}
+
 /// Runs one kernel; returns false when its reference check fails.
 bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets, const tl::Target& target,
                 int threads, const std::map<std::string, int64_t>& dyn = {}) {
@@ -96,6 +137,7 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
   auto t1 = std::chrono::steady_clock::now();
   tl::Device dev(target);
   auto args = make_args(dev, f, 1, dyn);
+  if (g_timed.mode == "timed") return run_timed(k, f, kern, dev, args, target, threads);
   kern.launch(dev, args, {.threads = threads});
   auto t2 = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -150,6 +192,11 @@ int main(int argc, char** argv) {
   auto* run_cmd = app.add_subcommand("run", "run a kernel on the virtual NPU with random inputs");
   add_common(run_cmd);
   run_cmd->add_option("--threads", threads, "host threads (0: all)");
+  run_cmd->add_option("--mode", g_timed.mode, "fast: functional run; timed: trace + timing model, profile table")
+      ->check(CLI::IsMember({"fast", "timed"}));
+  run_cmd->add_option("--trace", g_timed.trace_file, "timed: write a Chrome/Perfetto trace JSON");
+  run_cmd->add_option("--html", g_timed.html_file, "timed: write an HTML timeline (first --html-blocks blocks)");
+  run_cmd->add_option("--html-blocks", g_timed.html_blocks, "timed: blocks drawn in the HTML timeline (default 4)");
   std::vector<std::string> dyn_sets;
   run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE (default 1000)");
   auto* demo = app.add_subcommand("demo", "the main job: verify and run every example kernel");

@@ -1,0 +1,76 @@
+// Expert-mode elementwise add Z = X + Y on the vector cores, double buffered: calibration row
+// C9 of the timing model (8192 x 8192 fp16 on 48 AIVs, docs/calibration.md).
+//
+// The rows are cut into tiles of `tile` elements; tile t goes to worker t % (2 * blocks) (the
+// AIVs of all blocks). Each worker ping-pongs two buffer sets (x, y, z): while V adds tile t in
+// set b, MTE2 loads tile t + 1 into set 1 - b and MTE3 stores tile t - 1. Flags per set b:
+//   V -> MTE2 (b)  x_b / y_b have been read by the add, the next load may overwrite them
+//   MTE2 -> V (b)  the load has landed
+//   MTE3 -> V (b)  z_b has been stored, the next add may overwrite it
+//   V -> MTE3 (b)  the add has written z_b
+#include "tl/kernel_registry.h"
+#include "tl/lang.h"
+
+namespace tl::examples {
+
+PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
+  if (N % tile != 0) throw Error(fmt::format("elementwise_add: N={} must be a multiple of tile={}", N, tile));
+  const int per_row = N / tile, tiles = M * per_row, workers = 2 * blocks;
+  const int rounds = ceildiv(ceildiv(tiles, workers), 2);  // two tiles (one per buffer set) per round
+  auto X = T::Tensor("X", {M, N}, dtype);
+  auto Y = T::Tensor("Y", {M, N}, dtype);
+  auto Z = T::Tensor("Z", {M, N}, dtype);
+  return T::prim_func("elementwise_add", {X, Y, Z}, [&] {
+    T::Kernel(blocks, [&](Expr cid, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        Buffer x[2] = {T::alloc_ub("x0", {1, tile}, dtype), T::alloc_ub("x1", {1, tile}, dtype)};
+        Buffer y[2] = {T::alloc_ub("y0", {1, tile}, dtype), T::alloc_ub("y1", {1, tile}, dtype)};
+        Buffer z[2] = {T::alloc_ub("z0", {1, tile}, dtype), T::alloc_ub("z1", {1, tile}, dtype)};
+        Var w = T::let("w", cid * 2 + vid);
+        for (int b = 0; b < 2; ++b) {
+          T::set_flag(Pipe::V, Pipe::MTE2, b);
+          T::set_flag(Pipe::MTE3, Pipe::V, b);
+        }
+        T::serial("r", rounds, [&](Expr r) {
+          for (int b = 0; b < 2; ++b) {
+            Expr t = (r * 2 + b) * workers + w;
+            T::If(t < tiles, [&] {
+              Expr row = t / per_row, col = t % per_row * tile;
+              T::wait_flag(Pipe::V, Pipe::MTE2, b);
+              T::copy(X.at({row, col}), x[b]);
+              T::copy(Y.at({row, col}), y[b]);
+              T::set_flag(Pipe::MTE2, Pipe::V, b);
+              T::wait_flag(Pipe::MTE2, Pipe::V, b);
+              T::wait_flag(Pipe::MTE3, Pipe::V, b);
+              T::tile::add(z[b], x[b], y[b]);
+              T::set_flag(Pipe::V, Pipe::MTE2, b);
+              T::set_flag(Pipe::V, Pipe::MTE3, b);
+              T::wait_flag(Pipe::V, Pipe::MTE3, b);
+              T::copy(z[b], Z.at({row, col}));
+              T::set_flag(Pipe::MTE3, Pipe::V, b);
+            });
+          }
+        });
+        for (int b = 0; b < 2; ++b) {
+          T::wait_flag(Pipe::V, Pipe::MTE2, b);
+          T::wait_flag(Pipe::MTE3, Pipe::V, b);
+        }
+      });
+    });
+  });
+}
+
+TL_REGISTER_KERNEL({
+    .name = "elementwise_add",
+    .summary = "expert elementwise add on the AIVs, double buffered (timing calibration C9)",
+    .params = {{"M", "96", "rows"},
+               {"N", "8192", "columns"},
+               {"tile", "8192", "elements per tile (a multiple dividing N)"},
+               {"blocks", "24", "blocks (2 AIVs each)"},
+               {"dtype", "float16", "X, Y, Z dtype"}},
+    .build = [](const KernelArgs& a) {
+      return elementwise_add(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"), a.get_dtype("dtype"));
+    },
+});
+
+}  // namespace tl::examples
