@@ -22,6 +22,11 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     auto want = rms_norm(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, scalar(a, 3));
     return compare(tensor(a, 2).to_vector(), want, N, 1e-2, 1.6e-2);
   }
+  if (kernel == "elementwise_add") {
+    auto x = tensor(a, 0).to_vector(), y = tensor(a, 1).to_vector();
+    for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+    return compare(tensor(a, 2).to_vector(), x, p.get("N"), 1e-3, 1e-3);
+  }
   if (kernel == "rms_norm_dynamic") {
     const Tensor& x = tensor(a, 0);
     int M = static_cast<int>(x.dim(0)), N = p.get("N");

@@ -8,11 +8,14 @@
 //                                    reference when one is registered, print the results
 //   tlc run KERNEL --mode timed [--trace F.json] [--html F.html]
 //                                    timing model: profile table, Perfetto trace, HTML timeline
-//   tlc demo                         the main job: verify and run every example kernel
+//   tlc demo [--out DIR]             the main job: verify, run (hazard-checked, reference-checked)
+//                                    and profile every example; IR, traces, timelines to out/
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <fstream>
 #include <iostream>
 
@@ -98,6 +101,7 @@ struct TimedRun {
   std::string mode = "fast";
   std::string trace_file, html_file;
   int html_blocks = 4;
+  bool check_hazards = false;  // fast mode: run the hazard checker on the launch's trace
 } g_timed;
 
 bool run_timed(const tl::KernelEntry& k, const tl::PrimFunc& f, const tl::CompiledKernel& kern, tl::Device& dev,
@@ -138,7 +142,7 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
   tl::Device dev(target);
   auto args = make_args(dev, f, 1, dyn);
   if (g_timed.mode == "timed") return run_timed(k, f, kern, dev, args, target, threads);
-  kern.launch(dev, args, {.threads = threads});
+  kern.launch(dev, args, {.threads = threads, .check_hazards = g_timed.check_hazards});
   auto t2 = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   fmt::print("{} on the virtual {}: compiled in {:.1f} ms, ran in {:.1f} ms (host), GM peak {} bytes\n", k.name,
@@ -197,9 +201,12 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--trace", g_timed.trace_file, "timed: write a Chrome/Perfetto trace JSON");
   run_cmd->add_option("--html", g_timed.html_file, "timed: write an HTML timeline (first --html-blocks blocks)");
   run_cmd->add_option("--html-blocks", g_timed.html_blocks, "timed: blocks drawn in the HTML timeline (default 4)");
+  run_cmd->add_flag("--check-hazards", g_timed.check_hazards, "fast: report unsynchronised instructions (hazard checker)");
   std::vector<std::string> dyn_sets;
   run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE (default 1000)");
-  auto* demo = app.add_subcommand("demo", "the main job: verify and run every example kernel");
+  auto* demo = app.add_subcommand("demo", "the main job: verify, run, check and profile every example kernel");
+  std::string demo_dir = "out";
+  demo->add_option("--out", demo_dir, "directory for IR dumps, traces and timelines (default out/)");
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -231,16 +238,34 @@ int main(int argc, char** argv) {
       return run_kernel(tl::find_kernel(kernel), parse_sets(sets), target, threads, dyn) ? 0 : 1;
     }
     if (*demo) {
+      // The main job: every example is verified, run functionally with the hazard checker and
+      // checked against its reference, then run in timed mode; IR, Perfetto trace and HTML
+      // timeline go to out/.
+      std::filesystem::create_directories(demo_dir);
       bool ok = true;
       for (const auto* k : tl::registered_kernels()) {
         auto f = tl::build_kernel(*k);
         auto diags = tl::verify(f, target);
-        fmt::print("==== {}: {}\n{}", k->name, k->summary, tl::print(f));
-        fmt::print("verify on {}: {} error(s)\n", target.name, diags.size());
+        std::string base = demo_dir + "/" + k->name;
+        std::ofstream(base + ".ir.txt") << tl::print(f);
+        fmt::print("==== {}: {}\n  IR: {}.ir.txt; verify on {}: {} error(s)\n", k->name, k->summary, base, target.name,
+                   diags.size());
         for (const auto& d : diags) fmt::print("  {}\n", d.str());
-        ok &= diags.empty() && run_kernel(*k, {}, target, 0);
+        if (!diags.empty()) {
+          ok = false;
+          continue;
+        }
+        g_timed = TimedRun{};
+        g_timed.check_hazards = true;
+        ok &= run_kernel(*k, {}, target, 0);
+        g_timed.mode = "timed";
+        g_timed.trace_file = base + ".trace.json";
+        g_timed.html_file = base + ".timeline.html";
+        ok &= run_kernel(*k, {}, target, 0);
         fmt::print("\n");
       }
+      fmt::print("demo: {}\n", ok ? "every example verified, hazard-free, matched its reference and was profiled"
+                                   : "FAILED (see above)");
       return ok ? 0 : 1;
     }
   } catch (const tl::Error& e) {
