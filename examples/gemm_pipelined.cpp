@@ -1,5 +1,5 @@
 // Expert-mode GEMM with the data movement overlapped with the cube (AscendC high-performance
-// matmul structure): C[M, N] = A[M, K] x B[K, N], fp16 in, fp32 accumulation in L0C, fp16 out.
+// matmul structure): C[M, N] = A[M, K] x B[K, N], fp16 in, fp32 accumulation in L0C, fp16 (or fp32) out.
 //
 // `blocks` AICs are persistent over the (M / bM) x (N / bN) output tiles (tile cid,
 // cid + blocks, ...). Each tile walks K in L1 panels of depth kL1 (A [bM, kL1], B [kL1, bN]),
@@ -38,7 +38,8 @@
 
 namespace tl::examples {
 
-PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, int blocks, DType dtype) {
+PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, int blocks, DType dtype,
+                        DType out_dtype) {
   auto fail = [](const std::string& m) { throw Error("gemm_pipelined: " + m); };
   if (M % bM != 0 || N % bN != 0) fail(fmt::format("M={} and N={} must be multiples of bM={} and bN={}", M, N, bM, bN));
   if (K % kL1 != 0 || kL1 % bK != 0) fail(fmt::format("K={} must be a multiple of kL1={}, kL1 of bK={}", K, kL1, bK));
@@ -46,6 +47,8 @@ PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, in
     fail(fmt::format("bM={}, bN={}, bK={} must be multiples of 16 (cube fractals)", bM, bN, bK));
   if (blocks < 1) fail("blocks must be >= 1");
   if (dtype != f16 && dtype != bf16) fail(fmt::format("dtype must be float16 or bfloat16, got {}", dtype_name(dtype)));
+  if (out_dtype != dtype && out_dtype != f32)
+    fail(fmt::format("out_dtype must be dtype or float32, got {}", dtype_name(out_dtype)));
   const int64_t e = dtype_bytes(dtype);
   const int64_t l1 = 2 * (int64_t{bM} * kL1 + int64_t{kL1} * bN) * e;
   const int64_t l0a = 2 * int64_t{bM} * bK * e, l0b = 2 * int64_t{bK} * bN * e, l0c = int64_t{bM} * bN * 4;
@@ -55,7 +58,7 @@ PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, in
 
   auto A = T::Tensor("A", {M, K}, dtype);
   auto B = T::Tensor("B", {K, N}, dtype);
-  auto C = T::Tensor("C", {M, N}, dtype);
+  auto C = T::Tensor("C", {M, N}, out_dtype);
   const int n_tiles_n = N / bN, n_tiles = (M / bM) * n_tiles_n;
   const int panels = K / kL1, steps = kL1 / bK;  // per tile, per panel
   const int rounds = ceildiv(n_tiles, blocks);  // tiles of the busiest core
@@ -102,7 +105,7 @@ PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, in
               });
               T::If(g + 2 < g_end, [&] { T::set_flag(Pipe::MTE1, Pipe::MTE2, s); });
             });
-            // The tile is complete in L0C: fixpipe it out (fp32 -> dtype).
+            // The tile is complete in L0C: fixpipe it out (fp32 -> out_dtype).
             T::set_flag(Pipe::M, Pipe::FIX, 0);
             T::wait_flag(Pipe::M, Pipe::FIX, 0);
             T::copy(c_l0c, C.at({bx * bM, by * bN}));
@@ -130,10 +133,12 @@ TL_REGISTER_KERNEL({
                {"bK", "64", "K depth of one Mmad (L0A / L0B)"},
                {"kL1", "256", "K depth of an L1 panel"},
                {"blocks", "24", "persistent AICs (A2: 24)"},
-               {"dtype", "float16", "A, B and C dtype (float16 or bfloat16)"}},
+               {"dtype", "float16", "A and B dtype (float16 or bfloat16)"},
+               {"out_dtype", "", "C dtype: float32 or empty for dtype"}},
     .build = [](const KernelArgs& a) {
       return gemm_pipelined(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"), a.get("kL1"),
-                            a.get("blocks"), a.get_dtype("dtype"));
+                            a.get("blocks"), a.get_dtype("dtype"),
+                            a.get_str("out_dtype").empty() ? a.get_dtype("dtype") : a.get_dtype("out_dtype"));
     },
 });
 

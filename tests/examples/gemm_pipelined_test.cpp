@@ -152,3 +152,30 @@ TEST(GemmPipelined, TimedOverlapBeatsSerialGemm) {
 
 }  // namespace
 }  // namespace tl
+
+// The calibration kernels of C11 and C13 (examples/copy_bench.cpp, examples/gelu.cpp) at small
+// sizes: hazard-clean, and GELU matches x * sigmoid(1.702 x).
+namespace tl {
+namespace {
+
+TEST(CalibrationKernels, GeluMatchesAndIsHazardClean) {
+  const int M = 8, N = 2048;
+  Device dev;
+  auto kern = compile(build_kernel(find_kernel("gelu"),
+                                   {{"M", "8"}, {"N", "2048"}, {"tile", "512"}, {"blocks", "2"}}));
+  Tensor X = uniform(dev, {M, N}, f32, 3, -4, 4), Y = Tensor::empty(dev, {M, N}, f32);
+  kern.launch(dev, {X, Y}, {.threads = 2, .check_hazards = true});
+  auto x = X.to_vector(), y = Y.to_vector();
+  std::vector<double> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] / (1 + std::exp(-1.702 * x[i]));
+  EXPECT_EQ(ref::compare(y, want, N, 1e-5, 1e-5), "");
+}
+
+TEST(CalibrationKernels, CopyGmUbIsHazardClean) {
+  Device dev;
+  auto kern = compile(build_kernel(find_kernel("copy_gm_ub"), {{"M", "256"}, {"N", "2048"}, {"blocks", "2"}}));
+  EXPECT_NO_THROW(kern.launch(dev, {uniform(dev, {256, 2048}, f16, 4)}, {.threads = 2, .check_hazards = true}));
+}
+
+}  // namespace
+}  // namespace tl
