@@ -37,9 +37,13 @@ class Device {
   /// Allocates `bytes` of GM (zero-filled); a user error naming the sizes if GM is exhausted.
   std::shared_ptr<Storage> allocate(int64_t bytes);
   void release(int64_t bytes) { in_use_ -= bytes; }
+  /// State the virtual NPU keeps per device: its cores' on-chip memories, which persist from
+  /// one launch to the next as on hardware. Opaque here (src/npu owns it).
+  std::shared_ptr<void>& npu_state() { return npu_state_; }
 
  private:
   const Target* target_;
+  std::shared_ptr<void> npu_state_;
   std::atomic<int64_t> in_use_{0}, peak_{0};
 };
 

@@ -51,23 +51,28 @@ std::optional<bool> compare_op(BinOp op, V x, V y) {
 }
 }  // namespace
 
-Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph)
+Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph,
+           std::array<std::vector<uint8_t>, kNumMemScopes>& memories)
     : program(p), launch(ls), kind(k), vid(v), phys(ph) {
-  // Each memory is sized to what the planned program can address (the planner has checked
-  // it against the target's capacity), so launches do not zero megabytes nobody reads.
-  // L0A/L0B are always whole: gemm_v0 loads them from offset 0.
+  // Each memory covers what the planned program can address (the planner has checked it
+  // against the target's capacity); L0A/L0B are whole whenever the kernel has cube code,
+  // since gemm_v0 loads them from offset 0. Memories only grow, and keep their contents
+  // between launches, as on hardware.
   const Target& t = *p.target;
-  auto alloc = [&](MemScope s) {
-    bool whole = s == MemScope::L0A || s == MemScope::L0B;
-    mem[static_cast<size_t>(s)].assign(whole ? t.cap(s) : std::min(t.cap(s), p.scope_bytes[static_cast<size_t>(s)]), 0);
+  auto use = [&](MemScope s, int64_t need) {
+    auto& m = memories[static_cast<size_t>(s)];
+    need = std::min(need, t.cap(s));
+    if (static_cast<int64_t>(m.size()) < need) m.resize(need, 0);
+    mem[static_cast<size_t>(s)] = std::span<uint8_t>(m.data(), need);
   };
+  auto planned = [&](MemScope s) { return p.scope_bytes[static_cast<size_t>(s)]; };
   if (kind == CoreKind::Cube) {
-    alloc(MemScope::L1);
-    alloc(MemScope::L0A);
-    alloc(MemScope::L0B);
-    alloc(MemScope::L0C);
+    use(MemScope::L1, planned(MemScope::L1));
+    use(MemScope::L0A, p.has_cube_code ? t.cap(MemScope::L0A) : planned(MemScope::L0A));
+    use(MemScope::L0B, p.has_cube_code ? t.cap(MemScope::L0B) : planned(MemScope::L0B));
+    use(MemScope::L0C, planned(MemScope::L0C));
   } else {
-    alloc(MemScope::UB);
+    use(MemScope::UB, planned(MemScope::UB));
   }
   slots_.resize(p.num_slots);
 }

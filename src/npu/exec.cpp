@@ -52,13 +52,13 @@ uint8_t* TileRef::at_flat(int64_t flat) const {
 }
 
 uint8_t* row_ptr(const TileRef& t, int64_t r) {
-  std::vector<int64_t> idx(t.extent.size());
-  if (!idx.empty()) idx.back() = t.start.back();
-  for (size_t d = t.extent.size() - 1; d-- > 0;) {
-    idx[d] = t.start[d] + r % t.extent[d];
+  size_t n = t.extent.size();
+  int64_t off = t.start[n - 1] * t.strides[n - 1];
+  for (size_t d = n - 1; d-- > 0;) {
+    off += (t.start[d] + r % t.extent[d]) * t.strides[d];
     r /= t.extent[d];
   }
-  return t.at(idx);
+  return t.base + off * dtype_bytes(t.dtype);
 }
 
 TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_view operand) {

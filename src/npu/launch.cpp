@@ -198,7 +198,11 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   bind_arguments(p, dev, args, ls);
   // The block count may depend on dynamic symbols: evaluate it with a throwaway core.
   {
-    Core probe(p, ls, CoreKind::Vector, 0, 0);
+    std::array<std::vector<uint8_t>, kNumMemScopes> no_memory;
+    Program scalar_only = p;  // a probe core with no memories
+    scalar_only.scope_bytes.fill(0);
+    scalar_only.has_cube_code = false;
+    Core probe(scalar_only, ls, CoreKind::Vector, 0, 0, no_memory);
     probe.start(0);
     ls.num_blocks = probe.eval_int(p.kernel->num_blocks);
   }
@@ -225,12 +229,19 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   ls.barrier_participants = ((p.sync_all_kinds & 1) ? ls.num_blocks : 0) +
                             ((p.sync_all_kinds & 2) ? 2 * ls.num_blocks : 0);
 
+  // The device's core memories: created on the first launch, kept across launches, used by
+  // one launch at a time.
+  auto& state = dev.npu_state();
+  if (!state) state = std::make_shared<npu::DeviceMemories>();
+  auto& memories = *static_cast<npu::DeviceMemories*>(state.get());
+  std::lock_guard<std::mutex> device_lock(memories.in_use);
+  if (memories.cores.size() < static_cast<size_t>(ls.physical_blocks) * 3) memories.cores.resize(ls.physical_blocks * 3);
   std::vector<Group> groups(ls.physical_blocks);
   for (int g = 0; g < ls.physical_blocks; ++g) {
     groups[g].next_block = g;
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Cube, 0, g));
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 0, g));
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 1, g));
+    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Cube, 0, g, memories.cores[g * 3]));
+    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 0, g, memories.cores[g * 3 + 1]));
+    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 1, g, memories.cores[g * 3 + 2]));
   }
   int n = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n = std::min(n, ls.physical_blocks);

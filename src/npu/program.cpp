@@ -4,6 +4,7 @@
 #include "program.h"
 
 #include "tl/ir_functor.h"
+#include "tl/op.h"
 #include "tl/storage.h"
 
 namespace tl::npu {
@@ -31,6 +32,10 @@ class Planner : public IRVisitor {
     if (!p_.kernel) p_.kernel = n;
     IRVisitor::visit_(n);
   }
+  void visit_(const TileOpNode* n) override {
+    if (n->op->unit == OpUnit::Cube) p_.has_cube_code = true;
+    IRVisitor::visit_(n);
+  }
   void visit_(const SyncNode* n) override {
     if (n->sync_kind == SyncKind::SyncAll) {
       p_.uses_sync_all = true;
@@ -39,6 +44,7 @@ class Planner : public IRVisitor {
     IRVisitor::visit_(n);
   }
   void visit_(const ScopeNode* n) override {
+    if (n->core == CoreKind::Cube) p_.has_cube_code = true;
     int saved = core_;
     core_ = n->core == CoreKind::Cube ? 1 : 2;
     IRVisitor::visit_(n);

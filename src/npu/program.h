@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -48,7 +49,8 @@ class Program {
   std::vector<BufferInfo> buffers;
   int num_slots = 0;
   bool uses_sync_all = false;
-  int sync_all_kinds = 0;  // bit 1: T.sync_all in Cube code; bit 2: in Vector code
+  int sync_all_kinds = 0;
+  bool has_cube_code = false;  // a Cube scope or a cube op: the AIC needs its L0A/L0B  // bit 1: T.sync_all in Cube code; bit 2: in Vector code
   std::array<int64_t, kNumMemScopes> scope_bytes{};  // planned bytes per scope
 
   int slot_of(const VarNode* v) const;
@@ -60,6 +62,13 @@ std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t);
 
 struct LaunchState;
 class Core;
+
+/// The on-chip memories of a device's cores (per physical group: AIC, AIV0, AIV1), kept in
+/// tl::Device::npu_state() so they persist across launches. One launch at a time uses them.
+struct DeviceMemories {
+  std::mutex in_use;
+  std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> cores;  // index: group * 3 + slot
+};
 
 /// A region of a buffer resolved against a core's memory or a GM tensor.
 struct TileRef {
@@ -91,7 +100,9 @@ ExecFn find_exec(const OpDef* op);
 /// interpreter that can block on a wait and resume.
 class Core {
  public:
-  Core(const Program& p, LaunchState& ls, CoreKind kind, int vid, int phys);
+  /// `memories` holds this core's memories; each scope the program uses grows to its need.
+  Core(const Program& p, LaunchState& ls, CoreKind kind, int vid, int phys,
+       std::array<std::vector<uint8_t>, kNumMemScopes>& memories);
 
   const Program& program;
   LaunchState& launch;
@@ -99,7 +110,7 @@ class Core {
   int vid;   // 0/1 on AIVs, 0 on the AIC
   int phys;  // physical block (core group) index
   int64_t block = -1;
-  std::array<std::vector<uint8_t>, kNumMemScopes> mem;
+  std::array<std::span<uint8_t>, kNumMemScopes> mem;  // views of the device's memories
 
   enum class Status { Runnable, Blocked, Done };
   /// Starts logical block `b` on this core.
