@@ -12,7 +12,7 @@ double scalar(const std::vector<Arg>& a, size_t i) { return std::get<double>(a.a
 }  // namespace
 
 std::optional<std::string> check_kernel(const std::string& kernel, const KernelArgs& p, const std::vector<Arg>& a) {
-  if (kernel == "gemm") {
+  if (kernel == "gemm" || kernel == "gemm_pipelined") {
     int M = p.get("M"), N = p.get("N"), K = p.get("K");
     auto want = matmul(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, K);
     return compare(tensor(a, 2).to_vector(), want, N, 1e-3 * std::sqrt(K), 1e-2);
@@ -21,6 +21,11 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     int M = p.get("M"), N = p.get("N");
     auto want = rms_norm(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, scalar(a, 3));
     return compare(tensor(a, 2).to_vector(), want, N, 1e-2, 1.6e-2);
+  }
+  if (kernel == "gelu") {  // the sigmoid form x * sigmoid(1.702 x) the example computes
+    auto x = tensor(a, 0).to_vector();
+    for (auto& v : x) v = v / (1.0 + std::exp(-1.702 * v));
+    return compare(tensor(a, 1).to_vector(), x, p.get("N"), 1e-5, 1e-4);
   }
   if (kernel == "elementwise_add") {
     auto x = tensor(a, 0).to_vector(), y = tensor(a, 1).to_vector();
