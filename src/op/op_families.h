@@ -32,4 +32,17 @@ inline std::function<Pipe(const TileOpNode&, const Target&)> on(Pipe p) {
   return [p](const TileOpNode&, const Target&) { return p; };
 }
 
+/// An op of the vector unit: runs on the V pipe of an AIV.
+inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
+                       std::vector<AttrSpec> attrs,
+                       std::function<void(const TileOpNode&, VerifyContext&)> verify) {
+  return OpDef{.name = std::move(name),
+               .unit = OpUnit::Vector,
+               .operands = std::move(operands),
+               .attrs = std::move(attrs),
+               .pipe = on(Pipe::V),
+               .verify = std::move(verify),
+               .summary = std::move(summary)};
+}
+
 }  // namespace tl::ops

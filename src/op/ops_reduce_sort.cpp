@@ -4,35 +4,21 @@
 #include "op_families.h"
 
 namespace tl::ops {
-namespace {
-using Rule = std::function<void(const TileOpNode&, VerifyContext&)>;
-OpDef v_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
-           std::vector<AttrSpec> attrs, Rule verify) {
-  return OpDef{.name = std::move(name),
-               .unit = OpUnit::Vector,
-               .operands = std::move(operands),
-               .attrs = std::move(attrs),
-               .pipe = on(Pipe::V),
-               .verify = std::move(verify),
-               .summary = std::move(summary)};
-}
-}  // namespace
-
 void register_reduce_sort_ops(OpList& ops) {
   for (const char* r : {"sum", "max", "min"})
-    ops.push_back(v_op(std::string("reduce_") + r, {in("src"), out("dst")},
+    ops.push_back(vector_op(std::string("reduce_") + r, {in("src"), out("dst")},
                        fmt::format("dst = {} of src over dimension `dim` (clear: overwrite, "
                                    "else combine with dst)", r),
                        {{"dim", int64_t{-1}, {}}, {"clear", true, {}}}, rules::rule_reduce));
-  ops.push_back(v_op("sort", {out("dst"), in("src"), scalar("actual_num")},
+  ops.push_back(vector_op("sort", {out("dst"), in("src"), scalar("actual_num")},
                      "dst = (value, index) pairs of src sorted descending; ties: smaller index", {},
                      rules::rule_sort));
-  ops.push_back(v_op("merge_sort",
+  ops.push_back(vector_op("merge_sort",
                      {out("dst"), in("src0"), in("src1"), optional(in("src2")), optional(in("src3"))},
                      "merge 2-4 descending (value, index) queues into dst", {}, rules::rule_merge_sort));
-  ops.push_back(v_op("topk", {out("dst"), in("src"), scalar("k"), scalar("actual_num")},
+  ops.push_back(vector_op("topk", {out("dst"), in("src"), scalar("k"), scalar("actual_num")},
                      "dst = the k largest (value, index) pairs of src, descending", {}, rules::rule_topk));
-  ops.push_back(v_op("init_sort_buf", {out("dst"), scalar("num"), optional(scalar("value"))},
+  ops.push_back(vector_op("init_sort_buf", {out("dst"), scalar("num"), optional(scalar("value"))},
                      "fill a (value, index) buffer with num entries of (-inf or value, -1)", {},
                      rules::rule_fill_like));
 }

@@ -15,13 +15,7 @@ const std::vector<std::string> kGatherPatterns = {"",      "P0101", "P1010", "P0
 using Rule = std::function<void(const TileOpNode&, VerifyContext&)>;
 OpDef vec(std::string name, std::vector<OperandSpec> operands, std::string summary,
           std::vector<AttrSpec> attrs = {}, Rule verify = rules::rule_elementwise) {
-  return OpDef{.name = "tile." + name,
-               .unit = OpUnit::Vector,
-               .operands = std::move(operands),
-               .attrs = std::move(attrs),
-               .pipe = on(Pipe::V),
-               .verify = std::move(verify),
-               .summary = std::move(summary)};
+  return vector_op("tile." + name, std::move(operands), std::move(summary), std::move(attrs), std::move(verify));
 }
 }  // namespace
 
