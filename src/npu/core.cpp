@@ -34,6 +34,12 @@ bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
 }
 int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
 
+/// Downcast of an expression whose kind the caller has switched on (no RTTI on the hot path).
+template <typename N>
+const N* node(const Expr& e) {
+  return static_cast<const N*>(e.get());
+}
+
 /// Comparisons and logical ops give bool for ints and floats alike; nullopt for other ops.
 template <typename V>
 std::optional<bool> compare_op(BinOp op, V x, V y) {
@@ -328,12 +334,12 @@ bool Core::exec_sync(const SyncNode& s) {
 
 Scalar Core::eval(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::IntImm: return Scalar::of_int(e.as<IntImmNode>()->value);
-    case ExprKind::FloatImm: return Scalar::of_float(round_value(e.dtype(), e.as<FloatImmNode>()->value));
+    case ExprKind::IntImm: return Scalar::of_int(node<IntImmNode>(e)->value);
+    case ExprKind::FloatImm: return Scalar::of_float(round_value(e.dtype(), node<FloatImmNode>(e)->value));
     case ExprKind::StringImm: fail("a string literal is not a scalar value");
-    case ExprKind::Var: return slots_[program.slot_of(e.as<VarNode>())];
+    case ExprKind::Var: return slots_[program.slot_of(node<VarNode>(e))];
     case ExprKind::Binary: {
-      auto* n = e.as<BinaryNode>();
+      auto* n = node<BinaryNode>(e);
       Scalar a = eval(n->a), b = eval(n->b);
       DType t = e.dtype();
       bool flt = a.is_float || b.is_float || is_float(n->a.dtype()) || is_float(n->b.dtype());
@@ -386,14 +392,14 @@ Scalar Core::eval(const Expr& e) {
       }
       return Scalar::of_int(wrap_int(t, r));
     }
-    case ExprKind::Not: return Scalar::of_int(eval(e.as<NotNode>()->a).as_double() == 0);
+    case ExprKind::Not: return Scalar::of_int(eval(node<NotNode>(e)->a).as_double() == 0);
     case ExprKind::Select: {
-      auto* n = e.as<SelectNode>();
+      auto* n = node<SelectNode>(e);
       Scalar c = eval(n->cond), x = eval(n->t), y = eval(n->f);
       return c.as_double() != 0 ? x : y;
     }
     case ExprKind::Cast: {
-      auto* n = e.as<CastNode>();
+      auto* n = node<CastNode>(e);
       Scalar v = eval(n->value);
       DType t = n->dtype;
       if (is_float(t)) return Scalar::of_float(round_value(t, v.as_double()));
@@ -405,9 +411,9 @@ Scalar Core::eval(const Expr& e) {
       }
       return Scalar::of_int(wrap_int(t, v.i));
     }
-    case ExprKind::Load: return load(*e.as<LoadNode>());
+    case ExprKind::Load: return load(*node<LoadNode>(e));
     case ExprKind::Call: {
-      auto* n = e.as<CallNode>();
+      auto* n = node<CallNode>(e);
       double x = eval(n->args.at(0)).as_double(), r = 0;
       const std::string& f = n->name;
       if (f == "exp") r = std::exp(x);

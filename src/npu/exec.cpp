@@ -80,9 +80,8 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
       fail(fmt::format("T.{}: operand '{}' uses '{}' in {}, which the {} does not have", op, operand, b.name,
                        scope_name(info.scope), kind == CoreKind::Cube ? "AIC" : "AIV"));
     t.base = m.data() + info.offset;
-    for (const auto& s : b.shape) t.shape.push_back(eval_int(s));
-    t.strides.assign(t.shape.size(), 1);
-    for (size_t d = t.shape.size() - 1; d-- > 0;) t.strides[d] = t.strides[d + 1] * t.shape[d + 1];
+    t.shape = info.shape;  // constant, planned once
+    t.strides = info.strides;
   }
   for (size_t d = 0; d < r.ranges.size(); ++d) {
     int64_t s = eval_int(r.ranges[d].min), e = eval_int(r.ranges[d].extent);

@@ -67,6 +67,9 @@ class Planner : public IRVisitor {
                                           "constants, got {}", b.name, v ? std::to_string(*v) : "a symbolic size"));
         shape.push_back(*v);
       }
+      info.shape = shape;
+      info.strides.assign(shape.size(), 1);
+      for (size_t d = shape.size(); d-- > 1;) info.strides[d - 1] = info.strides[d] * shape[d];
       info.bytes = storage_bytes(b.scope, b.dtype, shape);
       int64_t& cursor = p_.scope_bytes[static_cast<size_t>(b.scope)];
       int64_t align = planning_alignment(*p_.target, b.scope);

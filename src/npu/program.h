@@ -37,6 +37,7 @@ struct BufferInfo {
   int64_t bytes = 0;   // storage bytes (fractal layouts include padding)
   int param = -1;      // GM tensors: parameter index
   int slot = -1;       // var buffers: scalar slot
+  std::vector<int64_t> shape, strides;  // on-chip buffers: constant shape, row-major strides
 };
 
 class Program {
