@@ -37,4 +37,8 @@ void store_bytes(const TileRef& t, const std::vector<uint8_t>& in);
 
 RoundMode parse_round_mode(const std::string& s);
 
+/// Element offset of buffer element `idx` (absolute indices) in the storage layout of t's
+/// memory (ND for GM/UB, NZ/ZZ/ZN fractals on the cube side). Defined in exec_move.cpp.
+int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);
+
 }  // namespace tl::npu

@@ -15,8 +15,6 @@
 
 namespace tl::npu {
 
-int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);  // exec_move.cpp
-
 namespace {
 
 thread_local std::vector<float> g_a, g_bt, g_c;

@@ -8,8 +8,6 @@
 
 namespace tl::npu {
 
-int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);  // exec_move.cpp
-
 bool overlaps(const Access& a, const Access& b) {
   if (!(a.mem == b.mem)) return false;
   if (a.end() <= b.start || b.end() <= a.start) return false;
