@@ -99,6 +99,7 @@ void Core::start(int64_t b) {
   set_var(program.kernel->cid, Scalar::of_int(b));
   set_var(program.kernel->vid, Scalar::of_int(kind == CoreKind::Vector ? vid : 0));
   flags_.fill(0);
+  gate_recorded_ = false;
   trace_ = nullptr;
   if (launch.trace) {
     trace_ = &launch.trace->cores[b * 3 + core_slot(kind, vid)];
@@ -184,8 +185,13 @@ bool Core::step() {
     }
     case StmtKind::Sync: {
       loc_ = s->loc;
-      if (!exec_sync(*static_cast<const SyncNode*>(s))) return false;
-      if (trace_) record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
+      if (replay_) {
+        // The functional run has checked the flags; their ordering is in the simulated times.
+        if (!replay_gate(s)) return false;
+      } else {
+        if (!exec_sync(*static_cast<const SyncNode*>(s))) return false;
+        if (trace_) record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
+      }
       recent_.push_back(s);
       if (recent_.size() > 8) recent_.pop_front();
       stack_.pop_back();
@@ -193,6 +199,7 @@ bool Core::step() {
     }
     default:
       loc_ = s->loc;
+      if (replay_ && !replay_gate(s)) return false;
       exec_leaf(s);
       recent_.push_back(s);
       if (recent_.size() > 8) recent_.pop_front();
@@ -205,25 +212,69 @@ void Core::exec_leaf(const StmtNode* s) {
   switch (s->kind) {
     case StmtKind::Let: {
       auto* n = static_cast<const LetNode*>(s);
-      if (trace_) record_scalar(*this, *trace_, *s);
+      if (trace_ && !replay_) record_scalar(*this, *trace_, *s);
       set_var(n->var, eval(n->value));
       return;
     }
     case StmtKind::Allocate: return;  // addresses are planned; memory persists (stale data)
     case StmtKind::Store:
-      if (trace_) record_scalar(*this, *trace_, *s);
+      if (trace_ && !replay_) record_scalar(*this, *trace_, *s);
       return store(*static_cast<const StoreNode*>(s));
     case StmtKind::TileOp: {
       auto* n = static_cast<const TileOpNode*>(s);
       if (!runs_on(*n, kind, *program.target)) return;
       ExecFn fn = find_exec(n->op);
       if (!fn) fail(fmt::format("T.{} has no virtual-NPU semantics yet", n->op->name));
+      if (replay_) return replay_->defer(*this, *n, gate_first_, gate_end_);
       if (trace_) record_op(*this, *trace_, *n);
       if (!launch.timing_only) fn(*n, *this);
       return;
     }
     default: TL_ASSERT(false, "unexpected leaf statement kind {}", static_cast<int>(s->kind));
   }
+}
+
+void Core::record_events(const StmtNode* s) {
+  switch (s->kind) {
+    case StmtKind::Sync: return record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
+    case StmtKind::Let:
+    case StmtKind::Store: return record_scalar(*this, *trace_, *s);
+    case StmtKind::TileOp: {
+      auto* n = static_cast<const TileOpNode*>(s);
+      if (runs_on(*n, kind, *program.target)) record_op(*this, *trace_, *n);
+      return;
+    }
+    default: return;
+  }
+}
+
+bool Core::replay_gate(const StmtNode* s) {
+  // Record the statement's events once (the statement may block here and be re-run).
+  if (!gate_recorded_) {
+    gate_first_ = trace_->events.size();
+    record_events(s);
+    gate_end_ = trace_->events.size();
+    gate_recorded_ = true;
+  }
+  if (gate_end_ > gate_first_ && !replay_->may_issue(*this, gate_first_, gate_end_)) {
+    blocked_ = "replay: waiting for simulated time";
+    return false;
+  }
+  gate_recorded_ = false;
+  return true;
+}
+
+void Core::exec_deferred(const TileOpNode& op, const std::vector<Scalar>& slots, const SourceLoc& loc) {
+  std::vector<Scalar> now = std::move(slots_);
+  slots_ = slots;
+  loc_ = loc;
+  try {
+    find_exec(op.op)(op, *this);
+  } catch (...) {
+    slots_ = std::move(now);
+    throw;
+  }
+  slots_ = std::move(now);
 }
 
 bool Core::exec_sync(const SyncNode& s) {

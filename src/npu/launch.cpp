@@ -5,10 +5,13 @@
 // always share one thread and their cross-core flags need no locks.
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "program.h"
+#include "replay.h"
 #include "tl/npu/hazard.h"
+#include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
@@ -187,6 +190,13 @@ void run_thread(LaunchState& ls, std::vector<Group*> groups) {
   }
 }
 
+/// printf / dump_tensor output in (block, core, sequence) order: the same for any thread count.
+void print_output(LaunchState& ls, const LaunchOptions& opt) {
+  std::sort(ls.printed.begin(), ls.printed.end());
+  std::ostream& out = opt.out ? *opt.out : std::cout;
+  for (const auto& [key, text] : ls.printed) out << text << "\n";
+}
+
 }  // namespace
 
 void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const LaunchOptions& opt) const {
@@ -212,8 +222,8 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
   ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});
   ls.timing_only = opt.timing_only;
-  npu::Trace own_trace;  // check_hazards without a caller trace
-  npu::Trace* trace = opt.trace ? opt.trace : opt.check_hazards ? &own_trace : nullptr;
+  npu::Trace own_trace;  // check_hazards or timed mode without a caller trace
+  npu::Trace* trace = opt.trace ? opt.trace : (opt.check_hazards || opt.profile) ? &own_trace : nullptr;
   if (trace) {
     *trace = npu::Trace{};
     trace->kernel = p.func->name;
@@ -243,6 +253,11 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 0, g, memories.cores[g * 3 + 1]));
     groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 1, g, memories.cores[g * 3 + 2]));
   }
+  // Timed mode with data runs the launch twice (functional, then in simulated-time order)
+  // from the same memory.
+  const bool replay = opt.profile && !opt.timing_only;
+  std::optional<npu::LaunchSnapshot> before;
+  if (replay) before.emplace(ls, memories, ls.physical_blocks);
   int n = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n = std::min(n, ls.physical_blocks);
   std::vector<std::vector<Group*>> per_thread(n);
@@ -268,11 +283,23 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     for (int t = 0; t < n; ++t) threads.emplace_back(body, t);
     for (auto& th : threads) th.join();
   }
-  // Output in (block, core, sequence) order: the same for any thread count.
-  std::sort(ls.printed.begin(), ls.printed.end());
-  std::ostream& out = opt.out ? *opt.out : std::cout;
-  for (const auto& [key, text] : ls.printed) out << text << "\n";
-  if (first_error) std::rethrow_exception(first_error);
+  if (first_error) {
+    print_output(ls, opt);
+    std::rethrow_exception(first_error);
+  }
+  if (opt.profile) {
+    size_t events = 0;
+    for (const auto& c : trace->cores) events += c.events.size();
+    *opt.profile = npu::simulate_timing(*trace, *p.target,
+                                        {.progress_percent = events > 2'000'000 ? opt.progress_percent : 0});
+    if (replay) {
+      auto program_order = npu::capture_tensors(ls);
+      before->restore();
+      npu::replay_in_time_order(ls, memories, *trace, *opt.profile);
+      opt.profile->time_order_effects = npu::diff_tensors(ls, program_order);
+    }
+  }
+  print_output(ls, opt);
   if (opt.check_hazards) npu::throw_on_hazards(*trace, *p.target);
 }
 

@@ -97,6 +97,20 @@ struct TileRef {
 using ExecFn = void (*)(const TileOpNode& op, Core& core);
 ExecFn find_exec(const OpDef* op);
 
+/// The time-ordered replay (replay.cpp) steers a core through these hooks: before a statement
+/// that records trace events the core asks whether it may go on (the driver answers once
+/// simulated time has reached the statement's issue cycle), and tile ops are handed to the driver,
+/// which applies their memory effects at their simulated start and end.
+class ReplayDriver {
+ public:
+  virtual ~ReplayDriver() = default;
+  /// May `core` execute the statement that recorded its trace events [first, end)? false: the
+  /// core blocks and the driver runs it again later.
+  virtual bool may_issue(Core& core, size_t first, size_t end) = 0;
+  /// A tile op whose trace events are [first, end), to execute at its simulated times.
+  virtual void defer(Core& core, const TileOpNode& op, size_t first, size_t end) = 0;
+};
+
 /// One core (AIC or AIV) of one physical block: private memories and an explicit-stack
 /// interpreter that can block on a wait and resume.
 class Core {
@@ -131,6 +145,11 @@ class Core {
   TileRef operand(const TileOpNode& n, std::string_view name);
   bool has_operand(const TileOpNode& n, std::string_view name) const;
   const SourceLoc& current_loc() const { return loc_; }
+  /// Replay mode (replay.cpp): tile ops go to `d` instead of executing; syncs only record.
+  void set_replay(ReplayDriver* d) { replay_ = d; }
+  const std::vector<Scalar>& scalar_slots() const { return slots_; }
+  /// Executes a tile op the replay deferred, with the scalar state it had when issued.
+  void exec_deferred(const TileOpNode& op, const std::vector<Scalar>& slots, const SourceLoc& loc);
   [[noreturn]] void fail(const std::string& msg) const;
   void print_line(const std::string& text);  // printf / dump_tensor output, tagged with the core
   std::string last_events() const;
@@ -143,6 +162,8 @@ class Core {
   };
   bool step();  // executes one statement; false if blocked
   bool exec_sync(const SyncNode& s);
+  bool replay_gate(const StmtNode* s);
+  void record_events(const StmtNode* s);
   void exec_leaf(const StmtNode* s);
   Scalar load(const LoadNode& n);
   void store(const StoreNode& n);
@@ -156,8 +177,11 @@ class Core {
   std::array<uint8_t, kNumPipes * kNumPipes> flags_{};  // bit per event id
   std::deque<const StmtNode*> recent_;
   int64_t print_seq_ = 0;
-  int64_t sync_gen_ = -1;
-  struct CoreTrace* trace_ = nullptr;  // this block's instruction trace, when recording  // barrier generation this core waits to pass (-1: not waiting)
+  int64_t sync_gen_ = -1;  // barrier generation this core waits to pass (-1: not waiting)
+  struct CoreTrace* trace_ = nullptr;  // this block's instruction trace, when recording
+  ReplayDriver* replay_ = nullptr;
+  bool gate_recorded_ = false;       // replay: the blocked statement's events are recorded
+  size_t gate_first_ = 0, gate_end_ = 0;
 };
 
 /// Shared state of one launch: GM tensors, cross-core flags, global barriers.

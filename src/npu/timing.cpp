@@ -247,6 +247,7 @@ class Model {
     }
   };
   std::unordered_set<AccKey, AccHash> touched_;
+  std::vector<std::vector<double>> issue_;  // per core, per event: CoreProfile::issue
   double footprint_ = 0;
   Profile prof_;
 };
@@ -379,6 +380,7 @@ bool Model::run_scalar(int c) {
   while (cs.next < evs.size()) {
     const TraceEvent& e = evs[cs.next];
     const int ev = static_cast<int>(cs.next);
+    const double issued = cs.scalar;
     auto queue = [&](Pipe p) {
       cs.scalar += c_.issue_cycles;
       cs.pipes[static_cast<int>(p)].q.push_back({ev, cs.scalar});
@@ -475,6 +477,7 @@ bool Model::run_scalar(int c) {
         break;
       }
     }
+    issue_[c][ev] = issued;
     ++cs.next;
     progressed = true;
   }
@@ -593,6 +596,7 @@ Profile Model::run(const TimingOptions& opt) {
   size_t total_events = 0;
   for (size_t c = 0; c < n; ++c) {
     cores_[c].ct = &tr_.cores[c];
+    issue_.emplace_back(tr_.cores[c].events.size(), 0.0);
     total_events += tr_.cores[c].events.size();
     bool syncs = false;
     for (const auto& e : tr_.cores[c].events) {
@@ -665,6 +669,7 @@ Profile Model::run(const TimingOptions& opt) {
     cp.start = cores_[c].start;
     cp.end = cores_[c].end;
     cp.instructions = static_cast<int64_t>(tr_.cores[c].events.size());
+    cp.issue = std::move(issue_[c]);
     cur[c].fill({-1, -1});
     prof_.total_cycles = std::max(prof_.total_cycles, cp.end);
   }

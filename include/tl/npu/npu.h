@@ -31,6 +31,7 @@ struct Arg {
 
 namespace npu {
 struct Trace;
+struct Profile;
 }
 
 struct LaunchOptions {
@@ -43,6 +44,16 @@ struct LaunchOptions {
   /// Record a trace (if `trace` is unset) and run the hazard and flag checkers on it
   /// (tl/npu/hazard.h); a tl::Error lists every unordered access pair and flag issue.
   bool check_hazards = false;
+  /// Timed mode: if set, the launch is traced, the timing model (tl/npu/timing.h) gives every
+  /// instruction its simulated cycles, and its profile lands here. Unless `timing_only`, the
+  /// tensors then hold the result of a second execution in simulated-time order: each
+  /// instruction reads its operands at its start cycle and its writes land at its end cycle,
+  /// so a missing synchronisation gives wrong data, as on hardware (Profile::time_order_effects
+  /// lists the outputs that differ from program order). Docs: docs/virtual_npu.md.
+  npu::Profile* profile = nullptr;
+  /// Timed mode: progress lines on stderr every this many % of the simulated instructions, for
+  /// long simulations (over two million trace events).
+  int progress_percent = 0;
 };
 
 struct CompileOptions {

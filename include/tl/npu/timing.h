@@ -44,6 +44,10 @@ struct CoreProfile {
   double start = 0, end = 0;                 // cycles; start = when the block was placed
   std::array<double, kNumPipes> busy{};      // busy cycles per pipe (union of instruction spans)
   int64_t instructions = 0;                  // events in the trace
+  /// Per trace event: the cycle the scalar unit reached it (issued it into its pipe queue, or
+  /// began executing it). Non-decreasing in program order. The time-ordered replay
+  /// (LaunchOptions::profile) lets each core's interpreter past event i only at issue[i].
+  std::vector<double> issue;
 };
 
 struct Profile {
@@ -59,6 +63,10 @@ struct Profile {
   double gm_hbm_bytes = 0;   // of those, bytes the L2 model sent to HBM
   std::vector<CoreProfile> cores;  // index like Trace::cores
   std::vector<TimedInstr> instrs;  // in completion-independent order: per core, program order
+  /// Timed launches with data (LaunchOptions::profile): the tensor arguments whose contents
+  /// differ between program order and simulated-time order, one line each with the first
+  /// differing element. Non-empty means an unsynchronised instruction pair changed the result.
+  std::vector<std::string> time_order_effects;
   /// Busy fraction of `p` averaged over the cores of `kind` that issued anything, relative to
   /// the kernel's total time (what msOpProf's PipeUtilization reports).
   double busy_ratio(Pipe p, CoreKind kind) const;
