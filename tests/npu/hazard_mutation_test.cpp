@@ -11,78 +11,10 @@
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/printer.h"
+#include "sync_mutations.h"
 
 namespace tl {
 namespace {
-
-struct Mutation {
-  std::string label;
-  std::set<const StmtNode*> drop;
-};
-
-std::string pipe_s(Pipe p) { return std::string(pipe_name(p)); }
-/// The event id as written ("0", "kv % 2 + 3"): pairs and cross-flag groups match on it.
-std::string id_of(const SyncNode* s) { return s->event_id.defined() ? print(s->event_id) : ""; }
-
-/// Every single-sync deletion of `f`, labelled "flag SRC->DST id N #k", "pipe_barrier(P) #k",
-/// "barrier_all #k", "cross N: set+waits", "cross N: set only", "cross N: waits only".
-std::vector<Mutation> mutations(const PrimFunc& f) {
-  std::vector<const SyncNode*> syncs;
-  pre_order_visit(f->body, [&](const Stmt& s) {
-    if (auto* n = dynamic_cast<const SyncNode*>(s.get())) syncs.push_back(n);
-  });
-  std::vector<Mutation> out;
-  std::map<std::string, int> ordinal;
-  auto label = [&](const std::string& base) { return fmt::format("{} #{}", base, ordinal[base]++); };
-  std::set<const SyncNode*> paired;
-  std::map<std::string, std::vector<const SyncNode*>> cross_sets, cross_waits;
-  for (size_t i = 0; i < syncs.size(); ++i) {
-    const SyncNode* s = syncs[i];
-    switch (s->sync_kind) {
-      case SyncKind::SetFlag: {
-        const SyncNode* w = nullptr;
-        for (size_t j = i + 1; j < syncs.size() && !w; ++j)
-          if (syncs[j]->sync_kind == SyncKind::WaitFlag && syncs[j]->src == s->src && syncs[j]->dst == s->dst &&
-              id_of(syncs[j]) == id_of(s) && !paired.count(syncs[j]))
-            w = syncs[j];
-        Mutation m{label(fmt::format("flag {}->{} id {}", pipe_s(s->src), pipe_s(s->dst), id_of(s))), {s}};
-        if (w) {
-          paired.insert(w);
-          m.drop.insert(w);
-        }
-        out.push_back(m);
-        break;
-      }
-      case SyncKind::WaitFlag:
-        if (!paired.count(s))
-          out.push_back({label(fmt::format("lone wait {}->{} id {}", pipe_s(s->src), pipe_s(s->dst), id_of(s))), {s}});
-        break;
-      case SyncKind::PipeBarrier: out.push_back({label(fmt::format("pipe_barrier({})", pipe_s(s->src))), {s}}); break;
-      case SyncKind::BarrierAll: out.push_back({label("barrier_all"), {s}}); break;
-      case SyncKind::SetCrossFlag: cross_sets[id_of(s)].push_back(s); break;
-      case SyncKind::WaitCrossFlag: cross_waits[id_of(s)].push_back(s); break;
-      case SyncKind::SyncAll: out.push_back({label("sync_all"), {s}}); break;
-    }
-  }
-  for (const auto& [id, sets] : cross_sets) {
-    Mutation both{fmt::format("cross {}: set+waits", id), {}}, set{fmt::format("cross {}: set only", id), {}},
-        waits{fmt::format("cross {}: waits only", id), {}};
-    for (auto* s : sets) both.drop.insert(s), set.drop.insert(s);
-    for (auto* w : cross_waits[id]) both.drop.insert(w), waits.drop.insert(w);
-    out.push_back(both);
-    out.push_back(set);
-    if (!waits.drop.empty()) out.push_back(waits);
-  }
-  return out;
-}
-
-struct Dropper : IRMutator {
-  const std::set<const StmtNode*>& drop;
-  explicit Dropper(const std::set<const StmtNode*>& d) : drop(d) {}
-  Stmt mutate_(const SyncNode* n, const Stmt& self) override {
-    return drop.count(n) ? Stmt() : IRMutator::mutate_(n, self);
-  }
-};
 
 /// "clean", "hazard", "deadlock" or "error: <message>".
 std::string outcome(const PrimFunc& f, const std::function<std::vector<Arg>(Device&)>& args) {
@@ -97,12 +29,6 @@ std::string outcome(const PrimFunc& f, const std::function<std::vector<Arg>(Devi
     return "error: " + m;
   }
   return "clean";
-}
-
-std::map<std::string, std::string> sizes(std::initializer_list<std::pair<const char*, int>> kv) {
-  std::map<std::string, std::string> m;
-  for (auto& [k, v] : kv) m[k] = std::to_string(v);
-  return m;
 }
 
 void check_example(const PrimFunc& f, const std::function<std::vector<Arg>(Device&)>& args,

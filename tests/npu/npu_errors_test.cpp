@@ -148,8 +148,8 @@ TEST(NpuErrors, CrossFlagNeverSetIsADeadlockNamingCoreAndFlag) {
   for (int threads : {1, 2}) {
     std::string m = error_of([&] { k.launch(dev, {t}, {.threads = threads}); });
     EXPECT_HAS(m, "deadlock");
-    EXPECT_HAS(m, "AIC");
-    EXPECT_HAS(m, "block 0");
+    // Both blocks hang; with 2 threads either may be reported first.
+    EXPECT_TRUE(m.find("block 0 AIC") != std::string::npos || m.find("block 1 AIC") != std::string::npos) << m;
     EXPECT_HAS(m, "5");
     EXPECT_HAS(m, "wait_cross_flag");
   }
