@@ -290,12 +290,12 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   if (opt.profile) {
     size_t events = 0;
     for (const auto& c : trace->cores) events += c.events.size();
-    *opt.profile = npu::simulate_timing(*trace, *p.target,
-                                        {.progress_percent = events > 2'000'000 ? opt.progress_percent : 0});
+    const int progress = events > 2'000'000 ? opt.progress_percent : 0;
+    *opt.profile = npu::simulate_timing(*trace, *p.target, {.progress_percent = progress});
     if (replay) {
       auto program_order = npu::capture_tensors(ls);
       before->restore();
-      npu::replay_in_time_order(ls, memories, *trace, *opt.profile);
+      npu::replay_in_time_order(ls, memories, *trace, *opt.profile, progress);
       opt.profile->time_order_effects = npu::diff_tensors(ls, program_order);
     }
   }

@@ -100,7 +100,7 @@ class TimeOrderedReplay final : public ReplayDriver {
   TimeOrderedReplay(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& prof)
       : ls_(ls), mem_(mem), trace_(trace), prof_(prof) {}
 
-  void run();
+  void run(int progress_percent);
   bool may_issue(Core& core, size_t first, size_t end) override;
   void defer(Core& core, const TileOpNode& op, size_t first, size_t end) override;
 
@@ -278,7 +278,7 @@ void TimeOrderedReplay::commit(Deferred& d, Core& core) {
   mark_torn_reads(index_of(core), d);
 }
 
-void TimeOrderedReplay::run() {
+void TimeOrderedReplay::run(int progress_percent) {
   const Program& p = ls_.program;
   const size_t n = trace_.cores.size();
   instr_of_.resize(n);
@@ -298,6 +298,7 @@ void TimeOrderedReplay::run() {
     cores_[c]->start(static_cast<int64_t>(c / 3));
     cores_[c]->run();
   }
+  size_t started = 0, step = prof_.instrs.size() * std::max(progress_percent, 1) / 100 + 1, next_report = step;
   while (!queue_.empty()) {
     Action a = queue_.top();
     queue_.pop();
@@ -314,6 +315,11 @@ void TimeOrderedReplay::run() {
     TL_ASSERT(it != deferred_[a.core].end(), "replay: no deferred op at event {} of {}", a.event, core.name());
     if (a.phase == kStart) {
       start(it->second, core);
+      if (progress_percent > 0 && ++started >= next_report) {
+        fmt::print(stderr, "replay in simulated-time order: {}% of the instructions started\n",
+                   100 * started / std::max<size_t>(1, prof_.instrs.size()));
+        next_report += step;
+      }
     } else {
       commit(it->second, core);
       deferred_[a.core].erase(it);
@@ -409,9 +415,10 @@ std::vector<std::string> diff_tensors(const LaunchState& ls, const TensorContent
   return out;
 }
 
-void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& profile) {
+void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& profile,
+                          int progress_percent) {
   TimeOrderedReplay r(ls, mem, trace, profile);
-  r.run();
+  r.run(progress_percent);
 }
 
 }  // namespace tl::npu

@@ -46,6 +46,8 @@ std::vector<std::string> diff_tensors(const LaunchState& ls, const TensorContent
 /// writes at its end, as the GM atomic unit does), and scalar loads and stores act at their
 /// cycle. Throws tl::Error if a core takes a different path than in the functional run (its
 /// control flow read data that an unsynchronised instruction changed).
-void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& profile);
+/// `progress_percent` > 0: a line on stderr every that many % of the instructions started.
+void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& profile,
+                          int progress_percent = 0);
 
 }  // namespace tl::npu
