@@ -16,8 +16,15 @@ ExecFn find_exec(const OpDef* op) {
       for (const auto& e : list) t.emplace(e.op, e.fn);
     return t;
   }();
-  auto it = table.find(op->name);
-  return it == table.end() ? nullptr : it->second;
+  // Every tile op executed asks this: remember the answer per OpDef (op definitions live as
+  // long as the registry), so the name is hashed once per op and thread, not per instruction.
+  thread_local std::unordered_map<const OpDef*, ExecFn> memo;
+  auto [m, fresh] = memo.try_emplace(op, nullptr);
+  if (fresh) {
+    auto it = table.find(op->name);
+    m->second = it == table.end() ? nullptr : it->second;
+  }
+  return m->second;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -36,7 +43,7 @@ int64_t TileRef::rows() const {
 int64_t TileRef::cols() const { return extent.empty() ? 1 : extent.back(); }
 int64_t TileRef::row_stride() const { return strides.size() >= 2 ? strides[strides.size() - 2] : 0; }
 
-uint8_t* TileRef::at(const std::vector<int64_t>& idx) const {
+uint8_t* TileRef::at(std::span<const int64_t> idx) const {
   int64_t off = 0;
   for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
   return base + off * dtype_bytes(dtype);
@@ -69,6 +76,9 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
   t.scope = b.scope;
   t.dtype = b.dtype;
   if (info.scope == MemScope::Var) fail(fmt::format("T.{}: operand '{}' is the scalar variable '{}'", op, operand, b.name));
+  if (r.ranges.size() > Dims::kMaxRank)
+    fail(fmt::format("T.{}: operand '{}' ('{}') has rank {}; the virtual NPU supports up to {}", op, operand, b.name,
+                     r.ranges.size(), Dims::kMaxRank));
   if (info.scope == MemScope::GM) {
     const Tensor& ten = launch.tensors[info.param];
     t.base = ten.data();
