@@ -82,16 +82,16 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
   if (info.scope == MemScope::GM) {
     const Tensor& ten = launch.tensors[info.param];
     t.base = ten.data();
-    t.shape = ten.shape();
-    t.strides = ten.strides();
+    t.shape.assign(ten.shape().begin(), ten.shape().end());  // in place: no temporary Dims
+    t.strides.assign(ten.strides().begin(), ten.strides().end());
   } else {
     auto& m = mem[static_cast<size_t>(info.scope)];
     if (m.empty())
       fail(fmt::format("T.{}: operand '{}' uses '{}' in {}, which the {} does not have", op, operand, b.name,
                        scope_name(info.scope), kind == CoreKind::Cube ? "AIC" : "AIV"));
     t.base = m.data() + info.offset;
-    t.shape = info.shape;  // constant, planned once
-    t.strides = info.strides;
+    t.shape.assign(info.shape.begin(), info.shape.end());  // constant, planned once
+    t.strides.assign(info.strides.begin(), info.strides.end());
   }
   for (size_t d = 0; d < r.ranges.size(); ++d) {
     int64_t s = eval_int(r.ranges[d].min), e = eval_int(r.ranges[d].extent);

@@ -83,9 +83,10 @@ class Dims {
   Dims(const std::vector<int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: drop-in for vectors
   template <typename It>
   void assign(It first, It last) {
-    TL_ASSERT(last - first <= static_cast<ptrdiff_t>(kMaxRank), "rank {} exceeds {}", last - first, kMaxRank);
-    n_ = 0;
-    for (; first != last; ++first) v_[n_++] = *first;
+    auto n = static_cast<size_t>(last - first);
+    TL_ASSERT(n <= kMaxRank, "rank {} exceeds {}", n, kMaxRank);
+    std::copy(first, last, v_.begin());
+    n_ = n;
   }
   void push_back(int64_t x) {
     TL_ASSERT(n_ < kMaxRank, "rank exceeds {}", kMaxRank);
