@@ -68,6 +68,14 @@ uint8_t* row_ptr(const TileRef& t, int64_t r) {
   return t.base + off * dtype_bytes(t.dtype);
 }
 
+namespace {
+/// A region bound: most are literals, read directly instead of through the evaluator.
+int64_t bound(Core& c, const Expr& e) {
+  if (e.kind() == ExprKind::IntImm) return static_cast<const IntImmNode*>(e.get())->value;
+  return c.eval_int(e);
+}
+}  // namespace
+
 TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_view operand) {
   const BufferInfo& info = program.buffer(r.buffer.get());
   const BufferNode& b = *r.buffer.get();
@@ -94,7 +102,7 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
     t.strides.assign(info.strides.begin(), info.strides.end());
   }
   for (size_t d = 0; d < r.ranges.size(); ++d) {
-    int64_t s = eval_int(r.ranges[d].min), e = eval_int(r.ranges[d].extent);
+    int64_t s = bound(*this, r.ranges[d].min), e = bound(*this, r.ranges[d].extent);
     if (e < 0 || s < 0 || s + e > t.shape[d])
       fail(fmt::format("T.{}: out-of-bounds access to '{}' ({}, shape [{}]) by operand '{}': dimension {} "
                        "covers [{}, {}), outside [0, {})",

@@ -125,9 +125,16 @@ void int_binary(const TileOpNode& n, Core& c, F f) {
   store_i64(d, g_ia);
 }
 
+/// The dtype of a region operand, without resolving the region (the op resolves it later).
+DType operand_dtype(const TileOpNode& n, std::string_view name) {
+  const TileArg* a = op_operand(n, name);
+  TL_ASSERT(a && a->is_region(), "T.{}: operand {} is not a region", n.op->name, name);
+  return a->region.buffer->dtype;
+}
+
 template <typename FF, typename FI>
 void binary(const TileOpNode& n, Core& c, FF ff, FI fi) {
-  DType t = c.operand(n, "dst").dtype;
+  DType t = operand_dtype(n, "dst");
   if (is_float(t)) float_binary(n, c, ff);
   else int_binary(n, c, fi);
 }
@@ -182,9 +189,9 @@ UN(vround, std::nearbyint(x))
 #undef UN
 
 void relu(const TileOpNode& n, Core& c) {
-  TileRef d = c.operand(n, "dst");
-  if (is_float(d.dtype)) return float_unary(n, c, [](float x) { return x > 0 ? x : (x != x ? x : 0.0f); });
-  TileRef s = c.operand(n, "src");
+  if (is_float(operand_dtype(n, "dst")))
+    return float_unary(n, c, [](float x) { return x > 0 ? x : (x != x ? x : 0.0f); });
+  TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
   load_i64(s, g_ia);
   for (auto& x : g_ia) x = std::max<int64_t>(x, 0);
   store_i64(d, g_ia);
@@ -224,13 +231,12 @@ void axpy(const TileOpNode& n, Core& c) {
   store_f32(d, g_d);
 }
 void leaky_relu(const TileOpNode& n, Core& c) {
-  TileRef d = c.operand(n, "dst");
-  float alpha = scalar_of(n, c, "alpha", d.dtype);
+  float alpha = scalar_of(n, c, "alpha", operand_dtype(n, "dst"));
   float_unary(n, c, [alpha](float x) { return x >= 0 ? x : alpha * x; });
 }
 void clamp(const TileOpNode& n, Core& c) {
-  TileRef d = c.operand(n, "dst");
-  float lo = scalar_of(n, c, "lo", d.dtype), hi = scalar_of(n, c, "hi", d.dtype);
+  DType t = operand_dtype(n, "dst");
+  float lo = scalar_of(n, c, "lo", t), hi = scalar_of(n, c, "hi", t);
   float_unary(n, c, [lo, hi](float x) { return std::min(std::max(x, lo), hi); });
 }
 
