@@ -16,8 +16,15 @@ ExecFn find_exec(const OpDef* op) {
       for (const auto& e : list) t.emplace(e.op, e.fn);
     return t;
   }();
-  auto it = table.find(op->name);
-  return it == table.end() ? nullptr : it->second;
+  // Every tile op executed asks this: remember the answer per OpDef (op definitions live as
+  // long as the registry), so the name is hashed once per op and thread, not per instruction.
+  thread_local std::unordered_map<const OpDef*, ExecFn> memo;
+  auto [m, fresh] = memo.try_emplace(op, nullptr);
+  if (fresh) {
+    auto it = table.find(op->name);
+    m->second = it == table.end() ? nullptr : it->second;
+  }
+  return m->second;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -36,7 +43,7 @@ int64_t TileRef::rows() const {
 int64_t TileRef::cols() const { return extent.empty() ? 1 : extent.back(); }
 int64_t TileRef::row_stride() const { return strides.size() >= 2 ? strides[strides.size() - 2] : 0; }
 
-uint8_t* TileRef::at(const std::vector<int64_t>& idx) const {
+uint8_t* TileRef::at(std::span<const int64_t> idx) const {
   int64_t off = 0;
   for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
   return base + off * dtype_bytes(dtype);
@@ -61,6 +68,14 @@ uint8_t* row_ptr(const TileRef& t, int64_t r) {
   return t.base + off * dtype_bytes(t.dtype);
 }
 
+namespace {
+/// A region bound: most are literals, read directly instead of through the evaluator.
+int64_t bound(Core& c, const Expr& e) {
+  if (e.kind() == ExprKind::IntImm) return static_cast<const IntImmNode*>(e.get())->value;
+  return c.eval_int(e);
+}
+}  // namespace
+
 TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_view operand) {
   const BufferInfo& info = program.buffer(r.buffer.get());
   const BufferNode& b = *r.buffer.get();
@@ -69,22 +84,25 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
   t.scope = b.scope;
   t.dtype = b.dtype;
   if (info.scope == MemScope::Var) fail(fmt::format("T.{}: operand '{}' is the scalar variable '{}'", op, operand, b.name));
+  if (r.ranges.size() > Dims::kMaxRank)
+    fail(fmt::format("T.{}: operand '{}' ('{}') has rank {}; the virtual NPU supports up to {}", op, operand, b.name,
+                     r.ranges.size(), Dims::kMaxRank));
   if (info.scope == MemScope::GM) {
     const Tensor& ten = launch.tensors[info.param];
     t.base = ten.data();
-    t.shape = ten.shape();
-    t.strides = ten.strides();
+    t.shape.assign(ten.shape().begin(), ten.shape().end());  // in place: no temporary Dims
+    t.strides.assign(ten.strides().begin(), ten.strides().end());
   } else {
     auto& m = mem[static_cast<size_t>(info.scope)];
     if (m.empty())
       fail(fmt::format("T.{}: operand '{}' uses '{}' in {}, which the {} does not have", op, operand, b.name,
                        scope_name(info.scope), kind == CoreKind::Cube ? "AIC" : "AIV"));
     t.base = m.data() + info.offset;
-    t.shape = info.shape;  // constant, planned once
-    t.strides = info.strides;
+    t.shape.assign(info.shape.begin(), info.shape.end());  // constant, planned once
+    t.strides.assign(info.strides.begin(), info.strides.end());
   }
   for (size_t d = 0; d < r.ranges.size(); ++d) {
-    int64_t s = eval_int(r.ranges[d].min), e = eval_int(r.ranges[d].extent);
+    int64_t s = bound(*this, r.ranges[d].min), e = bound(*this, r.ranges[d].extent);
     if (e < 0 || s < 0 || s + e > t.shape[d])
       fail(fmt::format("T.{}: out-of-bounds access to '{}' ({}, shape [{}]) by operand '{}': dimension {} "
                        "covers [{}, {}), outside [0, {})",

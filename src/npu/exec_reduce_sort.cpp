@@ -8,6 +8,7 @@
 // of padding) and the uint32 index in the high 4 bytes (Sort32's format). Order: descending
 // score; equal scores keep the smaller index first; NaN sorts as the largest score.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -19,18 +20,39 @@ namespace {
 
 thread_local std::vector<float> g_src, g_dst;
 
+constexpr int64_t kRepeatBytes = 256;  // one vector repeat; at most 256 elements (1-byte types)
+
+/// The pairwise tree over the m values of one repeat: each level adds the upper half onto the
+/// lower half. The first level reads x directly.
+float repeat_tree(const float* x, int64_t m, float* buf) {
+  if (m == 1) return x[0];
+  int64_t half = (m + 1) / 2;
+  for (int64_t i = 0; i < half; ++i) buf[i] = i + half < m ? x[i] + x[i + half] : x[i];
+  for (m = half; m > 1; m = half) {
+    half = (m + 1) / 2;
+    for (int64_t i = 0; i + half < m; ++i) buf[i] += buf[i + half];
+  }
+  return buf[0];
+}
+
+/// The same tree for a full repeat of M values, with every level's length known at compile
+/// time so the compiler can vectorise it (the same additions in the same order).
+template <int64_t M>
+float full_repeat_tree(const float* x) {
+  std::array<float, M / 2> buf;
+  for (int64_t i = 0; i < M / 2; ++i) buf[i] = x[i] + x[i + M / 2];
+  if constexpr (M / 2 > 1) return full_repeat_tree<M / 2>(buf.data());
+  return buf[0];
+}
+
 float tree_sum(const float* x, int64_t n, int64_t per_repeat) {
   float total = 0;
-  std::vector<float> buf;
+  std::array<float, kRepeatBytes> buf;  // on the stack: this runs once per repeat of every row
   for (int64_t s = 0; s < n; s += per_repeat) {
     int64_t m = std::min(per_repeat, n - s);
-    buf.assign(x + s, x + s + m);
-    while (buf.size() > 1) {
-      size_t half = (buf.size() + 1) / 2;
-      for (size_t i = 0; i + half < buf.size(); ++i) buf[i] += buf[i + half];
-      buf.resize(half);
-    }
-    total += buf.empty() ? 0.0f : buf[0];
+    if (m == 64) total += full_repeat_tree<64>(x + s);  // fp32 sources
+    else if (m == 128) total += full_repeat_tree<128>(x + s);  // fp16 / bf16 sources
+    else total += repeat_tree(x + s, m, buf.data());
   }
   return total;
 }
@@ -47,15 +69,17 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
   if (d.numel() != outn)
     c.fail(fmt::format("T.{}: 'dst' has {} elements; reducing {} [{} x {}] over dim {} gives {}", n.op->name,
                        d.numel(), s.buffer->name, R, C, dim, outn));
-  load_f32(s, g_src);
+  // Row reductions of an fp32 source read its rows in place; anything else is widened first.
+  bool in_place = rows && s.dtype == DType::Float32;
+  if (!in_place) load_f32(s, g_src);
   load_f32(d, g_dst);
-  int64_t per_repeat = 256 / dtype_bytes(s.dtype);
+  int64_t per_repeat = kRepeatBytes / dtype_bytes(s.dtype);
   std::vector<float> col;
   for (int64_t o = 0; o < outn; ++o) {
     const float* p;
     int64_t len;
     if (rows) {
-      p = g_src.data() + o * C;
+      p = in_place ? reinterpret_cast<const float*>(row_ptr(s, o)) : g_src.data() + o * C;
       len = C;
     } else {
       col.resize(R);

@@ -2,6 +2,7 @@
 // semantics (exec_*.cpp) work against.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <deque>
@@ -71,20 +72,56 @@ struct DeviceMemories {
   std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> cores;  // index: group * 3 + slot
 };
 
+/// A short list of dimensions (shape, strides, region start or extent) stored inline, so
+/// that resolving a region, which every tile op does for each operand, never allocates.
+/// Ranks above kMaxRank are rejected when a region is resolved. Entries past size() are left
+/// uninitialised (never read): zeroing them on every resolve was a measurable cost.
+class Dims {
+ public:
+  static constexpr size_t kMaxRank = 8;
+  Dims() = default;
+  Dims(const std::vector<int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: drop-in for vectors
+  template <typename It>
+  void assign(It first, It last) {
+    auto n = static_cast<size_t>(last - first);
+    TL_ASSERT(n <= kMaxRank, "rank {} exceeds {}", n, kMaxRank);
+    std::copy(first, last, v_.begin());
+    n_ = n;
+  }
+  void push_back(int64_t x) {
+    TL_ASSERT(n_ < kMaxRank, "rank exceeds {}", kMaxRank);
+    v_[n_++] = x;
+  }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t& operator[](size_t i) { return v_[i]; }
+  int64_t operator[](size_t i) const { return v_[i]; }
+  int64_t back() const { return v_[n_ - 1]; }
+  const int64_t* begin() const { return v_.data(); }
+  const int64_t* end() const { return v_.data() + n_; }
+  const int64_t* data() const { return v_.data(); }
+  operator std::vector<int64_t>() const { return {begin(), end()}; }  // NOLINT: for index vectors
+  friend bool operator==(const Dims& a, const Dims& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+
+ private:
+  std::array<int64_t, kMaxRank> v_;
+  size_t n_ = 0;
+};
+
 /// A region of a buffer resolved against a core's memory or a GM tensor.
 struct TileRef {
   const BufferNode* buffer = nullptr;
   MemScope scope = MemScope::GM;
   DType dtype = DType::Float32;
-  uint8_t* base = nullptr;             // the buffer's first byte
-  std::vector<int64_t> shape;          // buffer shape
-  std::vector<int64_t> strides;        // buffer element strides (row-major for on-chip)
-  std::vector<int64_t> start, extent;  // the region
+  uint8_t* base = nullptr;  // the buffer's first byte
+  Dims shape;               // buffer shape
+  Dims strides;             // buffer element strides (row-major for on-chip)
+  Dims start, extent;       // the region
   int64_t numel() const;
   /// Address of the region element at region-relative row-major index `flat` (ND buffers).
   uint8_t* at_flat(int64_t flat) const;
   /// Address of buffer element `idx` (absolute indices, ND buffers).
-  uint8_t* at(const std::vector<int64_t>& idx) const;
+  uint8_t* at(std::span<const int64_t> idx) const;
   /// The region as a 2-D tile: product of all but the last extent, and the last extent.
   int64_t rows() const;
   int64_t cols() const;

@@ -29,15 +29,21 @@ void run_gemm(int M, int N, int K, int threads) {
 TEST(RunExamples, GemmSmall) { run_gemm(256, 512, 128, 2); }
 TEST(RunExamples, Gemm1024Cubed) { run_gemm(1024, 1024, 1024, 0); }
 
-TEST(RunExamples, RmsNorm) {
+void run_rms_norm(std::map<std::string, std::string> params, int threads) {
   const int M = 64, N = 2048;
+  params["M"] = std::to_string(M);
+  params["N"] = std::to_string(N);
   Device dev;
-  auto kern = compile(build_kernel(find_kernel("rms_norm"), sizes({{"M", M}, {"N", N}})));
+  auto kern = compile(build_kernel(find_kernel("rms_norm"), params));
   Tensor X = randn(dev, {M, N}, bf16, 3), W = uniform(dev, {N}, bf16, 4, 0.5, 1.5), Y = Tensor::empty(dev, {M, N}, bf16);
-  kern.launch(dev, {X, W, Y, 1e-6});
+  kern.launch(dev, {X, W, Y, 1e-6}, {.threads = threads});
   auto want = ref::rms_norm(X.to_vector(), W.to_vector(), M, N, 1e-6);
   EXPECT_EQ(ref::compare(Y.to_vector(), want, N, 1e-2, 1.6e-2), "");
 }
+
+TEST(RunExamples, RmsNorm) { run_rms_norm({}, 0); }
+// The one-pass schedule: each [8, 2048] row tile stays in UB, fp32 math in 512-wide chunks.
+TEST(RunExamples, RmsNormOnePass) { run_rms_norm(sizes({{"passes", 1}, {"bN", 512}}), 2); }
 
 TEST(RunExamples, Minicv) {
   const int M = 256, N = 256, K = 256, bM = 128, bN = 128;

@@ -120,6 +120,20 @@ TEST(HazardMutation, RmsNorm) {
       {});
 }
 
+TEST(HazardMutation, RmsNormOnePass) {
+  // passes=1: the [8, 256] row tile stays in UB; 2 fp32 chunks per tile, 2 tiles per worker.
+  const int M = 64, N = 256;
+  auto f = build_kernel(find_kernel("rms_norm"),
+                        sizes({{"M", M}, {"N", N}, {"rM", 8}, {"bN", 128}, {"blocks", 2}, {"passes", 1}}));
+  check_example(
+      f,
+      [&](Device& dev) -> std::vector<Arg> {
+        return {randn(dev, {M, N}, bf16, 3), uniform(dev, {N}, bf16, 4, 0.5, 1.5), Tensor::empty(dev, {M, N}, bf16),
+                1e-6};
+      },
+      {});
+}
+
 }  // namespace
 }  // namespace tl
 

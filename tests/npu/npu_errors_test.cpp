@@ -247,9 +247,9 @@ TEST(NpuDeterminism, GemmAndRmsNormBitIdenticalFor1And2Threads) {
     }
     EXPECT_TRUE(out[0] == out[1]) << "gemm differs between 1 and 2 threads";
   }
-  {
+  for (int passes : {2, 1}) {
     const int M = 64, N = 2048;
-    auto kern = compile(build_kernel(find_kernel("rms_norm"), sizes({{"M", M}, {"N", N}})));
+    auto kern = compile(build_kernel(find_kernel("rms_norm"), sizes({{"M", M}, {"N", N}, {"passes", passes}})));
     std::vector<std::vector<uint8_t>> out;
     for (int threads : {1, 2}) {
       Device dev;
@@ -258,7 +258,7 @@ TEST(NpuDeterminism, GemmAndRmsNormBitIdenticalFor1And2Threads) {
       kern.launch(dev, {X, W, Y, 1e-6}, {.threads = threads});
       out.push_back(bytes_of(Y));
     }
-    EXPECT_TRUE(out[0] == out[1]) << "rms_norm differs between 1 and 2 threads";
+    EXPECT_TRUE(out[0] == out[1]) << "rms_norm (passes=" << passes << ") differs between 1 and 2 threads";
   }
 }
 

@@ -172,6 +172,9 @@ void convert(DType src_t, const void* src, DType dst_t, void* dst, int64_t n,
 
 /// Whether convert() uses the host's F16C instructions (results are identical either way).
 bool host_has_f16c();
+/// Whether the host has AVX2: convert() (bf16 <-> fp32) and the vector ops' fp32 loops then
+/// run 8 lanes wide (results are identical either way: the same IEEE operations, no FMA).
+bool host_has_avx2();
 
 // ---- vector-unit arithmetic on fp16/bf16 ------------------------------------------------
 //
