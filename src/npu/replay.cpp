@@ -14,11 +14,15 @@
 //   - Commit(op): at its end cycle those bytes land (only the ones the op changed, so bytes it
 //     merely spans, e.g. the gaps of a strided write, are not clobbered).
 // At equal cycles commits go first: an instruction ordered after another by a flag or barrier
-// starts no earlier than that one ends, and must see its result. atomic_add reads and writes
-// GM at its end, as the atomic unit does. Control flow is replayed too; if a core's path
-// differs from the functional run (its scalar unit read data an unsynchronised instruction
-// changed), the replay stops with an error naming the instruction. The replay is one thread:
-// its order is the simulated one, so the result does not depend on the host.
+// starts no earlier than that one ends, and must see its result. Write-after-read races: an
+// instruction whose operands a later instruction of its core writes while it runs (that one
+// started before it, or starts before it ends) reads them as that one leaves them; so does one
+// whose operands an instruction that started after it on another core overwrites before it
+// ends. atomic_add reads and writes GM at its end, as the atomic unit does. Control flow is
+// replayed too; if a core's path differs from the functional run (its scalar unit read data an
+// unsynchronised instruction changed), the replay stops with an error naming the instruction.
+// The replay is one thread: its order is the simulated one, so the result does not depend on
+// the host.
 #include "replay.h"
 
 #include <algorithm>
@@ -131,7 +135,7 @@ class TimeOrderedReplay final : public ReplayDriver {
     bool atomic;
     double start, finish;
     std::vector<Run> runs;
-    bool torn = false;  // a later write landed on its operands while it ran: it reads at its end
+    bool torn = false;  // a later write hit its operands while it ran: it reads them at its end
   };
 
   int index_of(const Core& c) const {
@@ -139,6 +143,9 @@ class TimeOrderedReplay final : public ReplayDriver {
   }
   uint8_t* address(const Access& a) const;
   void check_same_path(const Core& core, int c, size_t first, size_t end) const;
+  /// Runs the op against memory as it is now (plus the overlay of later same-core writers) and
+  /// keeps its writes in d.runs instead of leaving them in memory.
+  void execute(Deferred& d, Core& core);
   void start(Deferred& d, Core& core);
   void commit(Deferred& d, Core& core);
   /// Does `r` (on core rc) read a byte that `w` (on core wc) writes?
@@ -222,8 +229,9 @@ bool TimeOrderedReplay::reads_what_writes(int rc, const Deferred& r, int wc, con
   return false;
 }
 
-void TimeOrderedReplay::start(Deferred& d, Core& core) {
+void TimeOrderedReplay::execute(Deferred& d, Core& core) {
   const int c = index_of(core);
+  d.runs.clear();
   for (size_t i = d.first; i < d.end; ++i)
     for (const Access& a : trace_.cores[c].events[i].accesses)
       if (a.write)
@@ -231,8 +239,8 @@ void TimeOrderedReplay::start(Deferred& d, Core& core) {
           uint8_t* p = address(a) + r * a.pitch;
           d.runs.push_back({p, std::vector<uint8_t>(p, p + a.len), {}});
         }
-  // A later instruction of this core that is already writing what this one reads (a WAR
-  // without its synchronisation): this one reads the bytes as that one leaves them.
+  // Later instructions of this core already writing what this one reads (a WAR without its
+  // synchronisation): this one reads the bytes as they leave them.
   std::vector<Run> overlay;
   for (const Deferred* w : running_[c]) {
     if (w->first <= d.first || !reads_what_writes(c, d, c, *w)) continue;
@@ -246,6 +254,15 @@ void TimeOrderedReplay::start(Deferred& d, Core& core) {
   // Later runs may overlap earlier ones: restore backwards so the oldest bytes win.
   for (auto it = d.runs.rbegin(); it != d.runs.rend(); ++it) std::memcpy(it->at, it->before.data(), it->before.size());
   for (auto it = overlay.rbegin(); it != overlay.rend(); ++it) std::memcpy(it->at, it->before.data(), it->before.size());
+}
+
+void TimeOrderedReplay::start(Deferred& d, Core& core) {
+  const int c = index_of(core);
+  execute(d, core);
+  // Earlier instructions of this core still reading what this one starts writing (a WAR
+  // without its synchronisation) read it at their end, as this one leaves it.
+  for (Deferred* r : running_[c])
+    if (!r->torn && r->first < d.first && reads_what_writes(c, *r, c, d)) r->torn = true;
   running_[c].push_back(&d);
   push(d.finish, kCommit, c, d.first);
 }
@@ -270,9 +287,10 @@ void TimeOrderedReplay::mark_torn_reads(int wc, const Deferred& w) {
 void TimeOrderedReplay::commit(Deferred& d, Core& core) {
   auto& running = running_[index_of(core)];
   running.erase(std::remove(running.begin(), running.end(), &d), running.end());
-  if (d.atomic || d.torn) {
+  if (d.atomic) {
     core.exec_deferred(*d.op, d.slots, d.loc);
   } else {
+    if (d.torn) execute(d, core);  // read the operands again, now
     for (const auto& run : d.runs) write_changed(run.at, run.before, run.after);
   }
   mark_torn_reads(index_of(core), d);
