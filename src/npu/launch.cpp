@@ -148,11 +148,10 @@ void run_thread(LaunchState& ls, std::vector<Group*> groups) {
     return true;
   };
   for (auto* g : groups) start_next(*g);
+  // A failure on another thread does not stop this one (only a barrier it can no longer pass
+  // does): every thread reaches its own first error, so which error the launch reports does
+  // not depend on how the threads were scheduled.
   for (;;) {
-    {
-      std::lock_guard<std::mutex> lk(ls.mu);
-      if (ls.aborted) return;
-    }
     bool progress = false, all_done = true, at_barrier = false;
     for (auto* g : groups) {
       bool group_done = true;
@@ -184,7 +183,8 @@ void run_thread(LaunchState& ls, std::vector<Group*> groups) {
     std::unique_lock<std::mutex> lk(ls.mu);
     int64_t gen = ls.barrier_generation;
     ls.cv.wait(lk, [&] { return ls.aborted || ls.barrier_generation != gen || ls.cores_done > 0; });
-    if (ls.barrier_generation == gen && ls.cores_done > 0 && !ls.aborted)
+    if (ls.aborted) return;  // another thread failed: this barrier will never complete
+    if (ls.barrier_generation == gen && ls.cores_done > 0)
       throw Error(fmt::format("deadlock in kernel {}: T.sync_all() waits for cores that already finished",
                               ls.program.func->name));
   }
@@ -263,14 +263,14 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   std::vector<std::vector<Group*>> per_thread(n);
   for (int g = 0; g < ls.physical_blocks; ++g) per_thread[g % n].push_back(&groups[g]);
 
-  std::mutex err_mu;
-  std::exception_ptr first_error;
+  // Each thread's first error; the launch reports the one of the lowest thread (the lowest
+  // physical groups), whatever order the threads failed in.
+  std::vector<std::exception_ptr> errors(n);
   auto body = [&](int t) {
     try {
       run_thread(ls, per_thread[t]);
     } catch (...) {
-      std::lock_guard<std::mutex> g(err_mu);
-      if (!first_error) first_error = std::current_exception();
+      errors[t] = std::current_exception();
       std::lock_guard<std::mutex> lk(ls.mu);
       ls.aborted = true;
       ls.cv.notify_all();
@@ -283,10 +283,11 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     for (int t = 0; t < n; ++t) threads.emplace_back(body, t);
     for (auto& th : threads) th.join();
   }
-  if (first_error) {
-    print_output(ls, opt);
-    std::rethrow_exception(first_error);
-  }
+  for (const auto& e : errors)
+    if (e) {
+      print_output(ls, opt);
+      std::rethrow_exception(e);
+    }
   if (opt.profile) {
     size_t events = 0;
     for (const auto& c : trace->cores) events += c.events.size();
