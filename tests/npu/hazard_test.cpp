@@ -6,6 +6,7 @@
 #include "tl/npu/hazard.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/trace.h"
+#include "load_exp_store.h"
 
 namespace tl {
 namespace {
@@ -30,34 +31,9 @@ std::string all(const std::vector<Hazard>& hs) {
   return s;
 }
 
-/// X -> UB (MTE2), exp (V), UB -> Y (MTE3) on each AIV; `flag_in` toggles the MTE2 -> V flag.
-PrimFunc load_exp_store(bool flag_in, int* copy_line, int* exp_line) {
-  auto X = T::Tensor("X", {2 * R, C}, f32);
-  auto Y = T::Tensor("Y", {2 * R, C}, f32);
-  return T::prim_func("load_exp_store", {X, Y}, [&] {
-    T::Kernel(1, [&](Expr, Expr vid) {
-      T::Scope(Core::Vector, [&] {
-        auto x = T::alloc_ub("x_ub", {R, C}, f32);
-        auto y = T::alloc_ub("y_ub", {R, C}, f32);
-        *copy_line = __LINE__ + 1;
-        T::copy(X.at({vid * R, 0}), x);
-        if (flag_in) {
-          T::set_flag(Pipe::MTE2, Pipe::V, 0);
-          T::wait_flag(Pipe::MTE2, Pipe::V, 0);
-        }
-        *exp_line = __LINE__ + 1;
-        T::tile::exp(y, x);
-        T::set_flag(Pipe::V, Pipe::MTE3, 0);
-        T::wait_flag(Pipe::V, Pipe::MTE3, 0);
-        T::copy(y, Y.at({vid * R, 0}));
-      });
-    });
-  });
-}
-
 TEST(Hazard, MissingMte2ToVFlagIsReported) {
   int copy_line = 0, exp_line = 0;
-  auto hs = hazards_of(load_exp_store(false, &copy_line, &exp_line));
+  auto hs = hazards_of(load_exp_store(R, C, false, &copy_line, &exp_line));
   ASSERT_EQ(hs.size(), 1u) << all(hs);  // deduplicated: both AIVs, one pair of lines
   const Hazard& h = hs[0];
   EXPECT_EQ(h.kind, "RAW");
@@ -83,14 +59,14 @@ TEST(Hazard, MissingMte2ToVFlagIsReported) {
 
 TEST(Hazard, WithTheFlagIsClean) {
   int a = 0, b = 0;
-  auto hs = hazards_of(load_exp_store(true, &a, &b));
+  auto hs = hazards_of(load_exp_store(R, C, true, &a, &b));
   EXPECT_TRUE(hs.empty()) << all(hs);
 }
 
 TEST(Hazard, LaunchOptionThrowsListingTheHazard) {
   int a = 0, b = 0;
   Device dev;
-  auto kern = compile(load_exp_store(false, &a, &b), default_target(), {.verify = false, .cache = false});
+  auto kern = compile(load_exp_store(R, C, false, &a, &b), default_target(), {.verify = false, .cache = false});
   Tensor X = uniform(dev, {2 * R, C}, f32, 1), Y = Tensor::empty(dev, {2 * R, C}, f32);
   try {
     kern.launch(dev, {X, Y}, {.check_hazards = true});
@@ -99,7 +75,7 @@ TEST(Hazard, LaunchOptionThrowsListingTheHazard) {
     std::string m = e.what();
     EXPECT_NE(m.find("RAW hazard on UB of block 0 AIV0"), std::string::npos) << m;
   }
-  auto ok = compile(load_exp_store(true, &a, &b), default_target(), {.verify = false, .cache = false});
+  auto ok = compile(load_exp_store(R, C, true, &a, &b), default_target(), {.verify = false, .cache = false});
   EXPECT_NO_THROW(ok.launch(dev, {X, Y}, {.check_hazards = true}));
 }
 

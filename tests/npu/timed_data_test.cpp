@@ -13,12 +13,11 @@
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
-#include "sync_mutations.h"
+#include "example_cases.h"
+#include "load_exp_store.h"
 
 namespace tl {
 namespace {
-
-using ArgsFn = std::function<std::vector<Arg>(Device&)>;
 
 struct Result {
   std::vector<std::vector<double>> tensors;  // every tensor argument after the launch
@@ -48,38 +47,15 @@ Result launch(const PrimFunc& f, const ArgsFn& make, bool timed, int threads = 2
 
 constexpr int R = 8, C = 64;
 
-/// X -> UB (MTE2), exp (V), UB -> Y (MTE3) on each AIV; `flag_in` toggles the MTE2 -> V flag.
-PrimFunc load_exp_store(bool flag_in) {
-  auto X = T::Tensor("X", {2 * R, C}, f32);
-  auto Y = T::Tensor("Y", {2 * R, C}, f32);
-  return T::prim_func("load_exp_store", {X, Y}, [&] {
-    T::Kernel(1, [&](Expr, Expr vid) {
-      T::Scope(Core::Vector, [&] {
-        auto x = T::alloc_ub("x_ub", {R, C}, f32);
-        auto y = T::alloc_ub("y_ub", {R, C}, f32);
-        T::copy(X.at({vid * R, 0}), x);
-        if (flag_in) {
-          T::set_flag(Pipe::MTE2, Pipe::V, 0);
-          T::wait_flag(Pipe::MTE2, Pipe::V, 0);
-        }
-        T::tile::exp(y, x);
-        T::set_flag(Pipe::V, Pipe::MTE3, 0);
-        T::wait_flag(Pipe::V, Pipe::MTE3, 0);
-        T::copy(y, Y.at({vid * R, 0}));
-      });
-    });
-  });
-}
-
 TEST(TimedData, ReadBeforeTheCopyLandsSeesStaleData) {
   auto args = [](Device& dev) -> std::vector<Arg> {
     return {uniform(dev, {2 * R, C}, f32, 1), full(dev, {2 * R, C}, f32, 0)};
   };
-  Result right = launch(load_exp_store(true), args, false);
+  Result right = launch(load_exp_store(R, C, true), args, false);
   ASSERT_EQ(right.error, "");
   // Program order hides the missing flag; simulated-time order does not: exp reads x_ub
   // before the copy has written it (fresh device: zeros, so Y = exp(0) = 1).
-  Result fast = launch(load_exp_store(false), args, false), timed = launch(load_exp_store(false), args, true);
+  Result fast = launch(load_exp_store(R, C, false), args, false), timed = launch(load_exp_store(R, C, false), args, true);
   EXPECT_TRUE(fast.tensors == right.tensors);
   ASSERT_EQ(timed.error, "");
   EXPECT_FALSE(timed.tensors == right.tensors);
@@ -89,7 +65,7 @@ TEST(TimedData, ReadBeforeTheCopyLandsSeesStaleData) {
   EXPECT_NE(timed.effects[0].find("in simulated-time order (1024 of 1024 elements differ)"), std::string::npos)
       << timed.effects[0];
   // With the flag, timed mode computes exactly what program order does.
-  Result synced = launch(load_exp_store(true), args, true);
+  Result synced = launch(load_exp_store(R, C, true), args, true);
   EXPECT_TRUE(synced.tensors == right.tensors);
   EXPECT_TRUE(synced.effects.empty());
 }
@@ -132,98 +108,16 @@ TEST(TimedData, ControlFlowOnUnsynchronisedDataIsReported) {
   EXPECT_EQ(launch(branch_on_ub(false), args, false).error, "");
 }
 
-struct Case {
-  PrimFunc f;
-  ArgsFn args;
-  std::set<std::string> redundant;  // deletions hazard_mutation_test.cpp argues are redundant
-};
-
-std::vector<Arg> fa_args(Device& dev, int S, int D, int bM, int bN, int slots) {
-  const int blocks = S / bM;
-  auto ws = [&](std::vector<int64_t> tail, DType t) {
-    std::vector<int64_t> shape{blocks};
-    if (slots > 1) shape.push_back(slots);
-    shape.insert(shape.end(), tail.begin(), tail.end());
-    return Tensor::empty(dev, shape, t);
-  };
-  return {uniform(dev, {1, 1, S, D}, f16, 7), uniform(dev, {1, 1, S, D}, f16, 8), uniform(dev, {1, 1, S, D}, f16, 9),
-          Tensor::empty(dev, {1, 1, S, D}, f16), ws({bM, bN}, f32), ws({bM, bN}, f16), ws({bM, D}, f32)};
-}
-
-Case rms_norm_case() {
-  const int M = 64, N = 256;
-  return {build_kernel(find_kernel("rms_norm"), sizes({{"M", M}, {"N", N}, {"rM", 8}, {"bN", 128}, {"blocks", 2}})),
-          [=](Device& dev) -> std::vector<Arg> {
-            return {randn(dev, {M, N}, bf16, 3), uniform(dev, {N}, bf16, 4, 0.5, 1.5), full(dev, {M, N}, bf16, 0),
-                    1e-6};
-          },
-          {}};
-}
-
-Case rms_norm_one_pass_case() {
-  Case c = rms_norm_case();
-  c.f = build_kernel(find_kernel("rms_norm"),
-                     sizes({{"M", 64}, {"N", 256}, {"rM", 8}, {"bN", 128}, {"blocks", 2}, {"passes", 1}}));
-  return c;
-}
-
-Case gemm_case() {
-  return {build_kernel(find_kernel("gemm"), sizes({{"M", 256}, {"N", 256}, {"K", 256}, {"bM", 128}, {"bN", 256}, {"bK", 64}})),
-          [](Device& dev) -> std::vector<Arg> {
-            return {uniform(dev, {256, 256}, f16, 1), uniform(dev, {256, 256}, f16, 2), full(dev, {256, 256}, f16, 0)};
-          },
-          {"flag MTE2->MTE1 id 0 #0", "flag M->MTE2 id 0 #0", "flag M->FIX id 0 #0"}};
-}
-
-Case minicv_case() {
-  const int M = 128, N = 128, K = 64, bM = 64, bN = 64;
-  auto m = sizes({{"M", M}, {"N", N}, {"K", K}, {"bM", bM}, {"bN", bN}});
-  m["out_dtype"] = "float16";
-  return {build_kernel(find_kernel("minicv"), m),
-          [=](Device& dev) -> std::vector<Arg> {
-            return {uniform(dev, {M, K}, f16, 5, -0.1, 0.1), uniform(dev, {K, N}, f16, 6, -0.1, 0.1),
-                    full(dev, {M, N}, f16, 0), full(dev, {(M / bM) * (N / bN), bM, bN}, f32, 0)};
-          },
-          {"flag MTE2->MTE1 id 0 #0", "flag M->FIX id 0 #0"}};
-}
-
-Case flash_attention_case() {
-  const int S = 128, D = 256, bM = 32, bN = 64;
-  return {build_kernel(find_kernel("flash_attention"),
-                       sizes({{"S", S}, {"D", D}, {"bM", bM}, {"bN", bN}, {"bK", 128}, {"bD", 128}})),
-          [=](Device& dev) { return fa_args(dev, S, D, bM, bN, 1); },
-          {"flag MTE2->MTE1 id 0 #0", "pipe_barrier(M) #0", "flag M->FIX id 2 #0", "flag MTE2->MTE1 id 1 #0",
-           "flag M->FIX id 3 #0", "flag FIX->M id 3 #0", "flag M->MTE2 id 4 #0"}};
-}
-
-Case flash_attention_pipelined_case() {
-  const int S = 256, D = 256, bM = 32, bN = 64;
-  return {build_kernel(find_kernel("flash_attention_pipelined"),
-                       sizes({{"S", S}, {"D", D}, {"bM", bM}, {"bN", bN}, {"bK", 128}, {"bD", 128}})),
-          [=](Device& dev) { return fa_args(dev, S, D, bM, bN, 2); },
-          {}};
-}
-
-Case gemm_pipelined_case() {
-  return {build_kernel(find_kernel("gemm_pipelined"), sizes({{"M", 256}, {"N", 512}, {"K", 512}, {"kL1", 128}, {"blocks", 2}})),
-          [](Device& dev) -> std::vector<Arg> {
-            return {uniform(dev, {256, 512}, f16, 1), uniform(dev, {512, 512}, f16, 2), full(dev, {256, 512}, f16, 0)};
-          },
-          {}};
-}
-
-std::vector<std::pair<std::string, Case>> cases() {
-  return {{"gemm", gemm_case()},
-          {"minicv", minicv_case()},
-          {"flash_attention", flash_attention_case()},
-          {"rms_norm", rms_norm_case()},
-          {"rms_norm passes=1", rms_norm_one_pass_case()},
-          {"flash_attention_pipelined", flash_attention_pipelined_case()},
-          {"gemm_pipelined", gemm_pipelined_case()}};
+std::vector<ExampleCase> cases() {
+  return {gemm_case(),      minicv_case(),
+          flash_attention_case(), rms_norm_case(2),
+          rms_norm_case(1), flash_attention_pipelined_case(),
+          gemm_pipelined_case()};
 }
 
 TEST(TimedData, ExamplesMatchProgramOrder) {
-  for (const auto& [name, c] : cases()) {
+  for (const auto& c : cases()) {
+    const std::string& name = c.name;
     SCOPED_TRACE(name);
     Result fast = launch(c.f, c.args, false), timed1 = launch(c.f, c.args, true, 1),
            timed2 = launch(c.f, c.args, true, 2);
@@ -260,7 +154,7 @@ bool hazards_ordered_by_timing(const npu::Trace& trace, const npu::Profile& prof
 
 /// "wrong data", "right data (timing ordered the pair)", "deadlock", "flag set twice",
 /// "diverged", or what went wrong.
-std::string timed_outcome(const Case& c, const PrimFunc& mutated, const Result& right) {
+std::string timed_outcome(const ExampleCase& c, const PrimFunc& mutated, const Result& right) {
   Result r = launch(mutated, c.args, true);
   if (r.error.find("deadlock") != std::string::npos) return "deadlock";
   if (r.error.find("already set") != std::string::npos) return "flag set twice";
@@ -299,7 +193,8 @@ const std::set<std::string> kHarmless = {"flash_attention_pipelined pipe_barrier
 
 TEST(TimedData, MissingSyncsGiveWrongData) {
   std::map<std::string, int> tally;
-  for (const auto& [name, c] : cases()) {
+  for (const auto& c : cases()) {
+    const std::string& name = c.name;
     Result right = launch(c.f, c.args, false);
     for (const auto& m : mutations(c.f)) {
       if (c.redundant.count(m.label)) continue;
