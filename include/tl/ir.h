@@ -15,8 +15,12 @@
 //  - Operands are evaluated left to right; And/Or do not short-circuit (they have no side
 //    effects to skip).
 //  - Declarations (Let, Allocate) bind a name from their position to the end of the
-//    enclosing Seq. Loop variables, the kernel's cid/vid, parameters and dynamic symbols are
-//    the other binders.
+//    enclosing *block*: the body of the For, the If branch, the Scope, the Kernel or the
+//    function that contains them. A Seq is only a list of statements, never a scope:
+//    SeqNode::make splices nested Seqs into their parent (so IRMutator splices a statement
+//    that expands into several), and the verifier, printer, parser, structural equality and
+//    hashing all see the same blocks. Loop variables, the kernel's cid/vid, parameters and
+//    dynamic symbols are the other binders.
 //  - A buffer of scope `var` holds one scalar that can be reassigned (T::alloc_var).
 #pragma once
 
@@ -325,6 +329,8 @@ class Stmt {
 struct SeqNode : StmtNode {
   std::vector<Stmt> stmts;
   SeqNode(std::vector<Stmt> s, SourceLoc l) : StmtNode(StmtKind::Seq, l), stmts(std::move(s)) {}
+  /// A statement list: undefined statements are dropped and nested Seqs spliced in, so a Seq
+  /// never directly contains a Seq (a Seq is not a scope; see the scoping rule above).
   static Stmt make(std::vector<Stmt> stmts, SourceLoc loc = {});
 };
 struct ForNode : StmtNode {

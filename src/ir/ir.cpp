@@ -129,7 +129,22 @@ BufferRegion BufferRegion::full(const Buffer& b) {
 // Statements
 
 Stmt SeqNode::make(std::vector<Stmt> stmts, SourceLoc loc) {
-  return Stmt(std::make_shared<SeqNode>(std::move(stmts), std::move(loc)));
+  // One scoping rule (ir.h): a Seq is only a list, so nested Seqs are spliced in here and no
+  // pass, printer or checker ever sees block structure the text format cannot show.
+  bool flat = true;
+  for (const auto& s : stmts) flat &= s.defined() && s.kind() != StmtKind::Seq;
+  if (flat) return Stmt(std::make_shared<SeqNode>(std::move(stmts), std::move(loc)));
+  std::vector<Stmt> out;
+  out.reserve(stmts.size());
+  for (auto& s : stmts) {
+    if (!s.defined()) continue;
+    if (s.kind() == StmtKind::Seq) {
+      for (const auto& c : static_cast<const SeqNode*>(s.get())->stmts) out.push_back(c);
+    } else {
+      out.push_back(std::move(s));
+    }
+  }
+  return Stmt(std::make_shared<SeqNode>(std::move(out), std::move(loc)));
 }
 Stmt ForNode::make(Var v, Expr min, Expr extent, ForKind k, int ns, Stmt body, SourceLoc loc) {
   return Stmt(std::make_shared<ForNode>(std::move(v), std::move(min), std::move(extent), k, ns,

@@ -209,9 +209,9 @@ class Walker {
     reported_.clear();
     switch (s.kind()) {
       case StmtKind::Seq: {
-        push();
+        // Not a scope (ir.h): declarations stay visible to the end of the enclosing block,
+        // exactly as the printer, parser and structural equality see them.
         for (const auto& c : static_cast<const SeqNode*>(s.get())->stmts) walk(c);
-        pop();
         return;
       }
       case StmtKind::For: {
