@@ -81,8 +81,11 @@ std::string event_str(const TraceEvent& e) {
 bool covers(const Access& w, const Access& r) {
   if (!(w.mem == r.mem)) return false;
   if (r.start < w.start || r.end() > w.end()) return false;
-  if (w.count <= 1 || w.pitch == w.len) return true;  // contiguous
-  if (r.count > 4096 || w.pitch == 0) return false;
+  if (w.count <= 1 || w.pitch <= w.len) return true;  // contiguous
+  if (r.count > 1 && r.pitch <= r.len) {                 // r is one contiguous range
+    uint64_t off = r.start - w.start;
+    return off % w.pitch + (r.end() - r.start) <= w.len;
+  }
   for (uint64_t i = 0; i < r.count; ++i) {
     uint64_t off = r.start + i * r.pitch - w.start;
     uint64_t row = off / w.pitch, col = off % w.pitch;

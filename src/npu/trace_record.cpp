@@ -8,26 +8,30 @@
 
 namespace tl::npu {
 
+namespace {
+/// True if some run of `y` intersects the byte range [s, e). O(1): the union of y's runs is
+/// one interval when its runs touch, otherwise only the first run ending after s can hit.
+bool hits_run(const Access& y, uint64_t s, uint64_t e) {
+  if (e <= y.start || s >= y.end()) return false;
+  if (y.count == 1 || y.pitch <= y.len) return true;
+  uint64_t j = s < y.start + y.len ? 0 : (s - y.start - y.len) / y.pitch + 1;
+  return j < y.count && y.start + j * y.pitch < e;
+}
+}  // namespace
+
 bool overlaps(const Access& a, const Access& b) {
-  if (!(a.mem == b.mem)) return false;
+  if (!(a.mem == b.mem) || a.len == 0 || b.len == 0 || a.count == 0 || b.count == 0) return false;
   if (a.end() <= b.start || b.end() <= a.start) return false;
-  if (a.count == 1 && b.count == 1) return true;
-  // Walk the runs of the access with fewer runs against the other one.
+  // Walk the runs of the access with fewer runs against the other one: exact, with no cap on
+  // the number of runs (a capped walk either misses hazards or reports false ones).
   const Access& x = a.count <= b.count ? a : b;
   const Access& y = a.count <= b.count ? b : a;
-  for (uint64_t i = 0; i < x.count && i < 4096; ++i) {
-    uint64_t s = x.start + i * x.pitch, e = s + x.len;
-    if (e <= y.start || s >= y.end()) continue;
-    if (y.count == 1) return true;
-    // Runs of y that can intersect [s, e).
-    uint64_t first = s > y.start + y.len ? (s - y.start - y.len) / y.pitch : 0;
-    for (uint64_t j = first; j < y.count; ++j) {
-      uint64_t ys = y.start + j * y.pitch;
-      if (ys >= e) break;
-      if (ys + y.len > s) return true;
-    }
+  if (x.count == 1 || x.pitch <= x.len) return hits_run(y, x.start, x.end());
+  for (uint64_t i = 0; i < x.count; ++i) {
+    uint64_t s = x.start + i * x.pitch;
+    if (hits_run(y, s, s + x.len)) return true;
   }
-  return x.count > 4096;  // very long strided accesses: be conservative
+  return false;
 }
 
 std::string CoreTrace::name() const {
@@ -43,7 +47,19 @@ MemoryId memory_of(const Core& c, MemScope s) {
   return {s, c.block, slot_of(c)};
 }
 
-/// The bytes a region touches.
+/// Appends the runs of `a` to `last` when together they are still evenly spaced runs of one
+/// length (the leading dimensions of a region are usually contiguous), so a region of any
+/// number of rows is a handful of accesses.
+bool extend(Access& last, const Access& a) {
+  if (a.len != last.len || a.write != last.write || a.start <= last.start) return false;
+  uint64_t pitch = last.count > 1 ? last.pitch : a.count > 1 ? a.pitch : a.start - last.start;
+  if ((a.count > 1 && a.pitch != pitch) || a.start != last.start + last.count * pitch) return false;
+  last.pitch = pitch;
+  last.count += a.count;
+  return true;
+}
+
+/// The bytes a region touches: every element, whatever the number of rows.
 std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write) {
   std::vector<Access> out;
   int64_t es = dtype_bytes(t.dtype);
@@ -58,7 +74,7 @@ std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write) {
     int64_t lead = 1;
     for (size_t d = 0; d + 2 < n; ++d) lead *= t.extent[d];
     std::vector<int64_t> idx(t.start);
-    for (int64_t l = 0; l < lead && l < 256; ++l) {
+    for (int64_t l = 0; l < lead; ++l) {
       int64_t rem = l;
       for (size_t d = n >= 2 ? n - 2 : 0; d-- > 0;) {
         idx[d] = t.start[d] + rem % t.extent[d];
@@ -74,7 +90,7 @@ std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write) {
       a.pitch = n >= 2 ? t.strides[n - 2] * es : 0;
       a.write = write;
       a.buffer = t.buffer->name;
-      out.push_back(a);
+      if (out.empty() || !extend(out.back(), a)) out.push_back(a);
     }
     return out;
   }

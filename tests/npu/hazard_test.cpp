@@ -79,6 +79,64 @@ TEST(Hazard, LaunchOptionThrowsListingTheHazard) {
   EXPECT_NO_THROW(ok.launch(dev, {X, Y}, {.check_hazards = true}));
 }
 
+/// A (300, 1, 8) UB tile loaded in two parts; only the first part is flagged before the exp
+/// that reads all 300 rows. The unsynchronised rows 280..299 lie beyond the first 256 rows, where
+/// an earlier trace recorder stopped recording a region's leading rows.
+PrimFunc late_rows_unsynchronised(bool flag_tail, int* tail_line, int* exp_line) {
+  auto X = T::Tensor("X", {300, 1, 8}, f32);
+  auto Y = T::Tensor("Y", {300, 1, 8}, f32);
+  return T::prim_func("late_rows", {X, Y}, [&] {
+    T::Kernel(1, [&](Expr, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        auto x = T::alloc_ub("x_ub", {300, 1, 8}, f32);
+        T::If(vid == 0, [&] {
+        T::copy(X.region({0, 0, 0}, {280, 1, 8}), x.region({0, 0, 0}, {280, 1, 8}));
+        T::set_flag(Pipe::MTE2, Pipe::V, 0);
+        T::wait_flag(Pipe::MTE2, Pipe::V, 0);
+        *tail_line = __LINE__ + 1;
+        T::copy(X.region({280, 0, 0}, {20, 1, 8}), x.region({280, 0, 0}, {20, 1, 8}));
+        if (flag_tail) {
+          T::set_flag(Pipe::MTE2, Pipe::V, 1);
+          T::wait_flag(Pipe::MTE2, Pipe::V, 1);
+        }
+        *exp_line = __LINE__ + 1;
+        T::tile::exp(x, x);
+        T::set_flag(Pipe::V, Pipe::MTE3, 0);
+        T::wait_flag(Pipe::V, Pipe::MTE3, 0);
+        T::copy(x, Y);
+        });
+      });
+    });
+  });
+}
+
+TEST(Hazard, RowsBeyondTheFirst256AreChecked) {
+  int tail = 0, exp = 0;
+  Device dev;
+  auto run = [&](bool flag) {
+    auto kern = compile(late_rows_unsynchronised(flag, &tail, &exp), default_target(), {.cache = false});
+    Tensor X = uniform(dev, {300, 1, 8}, f32, 1), Y = Tensor::empty(dev, {300, 1, 8}, f32);
+    npu::Trace trace;
+    kern.launch(dev, {X, Y}, {.threads = 1, .trace = &trace});
+    EXPECT_TRUE(npu::check_flags(trace).empty());
+    return npu::check_hazards(trace);
+  };
+  // exp reads (RAW) and writes (WAW) the tail rows, and the store after it reads them (RAW):
+  // every report names the unflagged copy of rows 280..299 (32 bytes a row) as the first side.
+  auto hs = run(false);
+  ASSERT_FALSE(hs.empty());
+  bool raw_exp = false;
+  for (const auto& h : hs) {
+    EXPECT_EQ(h.first.loc.line, tail) << all(hs);
+    EXPECT_EQ(h.first.start, 280u * 32);
+    EXPECT_EQ(h.first.end, 300u * 32);
+    raw_exp |= h.kind == "RAW" && h.second.loc.line == exp;
+  }
+  EXPECT_TRUE(raw_exp) << all(hs);
+  auto clean = run(true);
+  EXPECT_TRUE(clean.empty()) << all(clean);
+}
+
 /// exp writes y, MTE3 stores y, then fill overwrites y: WAR between MTE3 and V unless MTE3 -> V.
 PrimFunc store_then_overwrite(bool flag) {
   auto X = T::Tensor("X", {2 * R, C}, f32);

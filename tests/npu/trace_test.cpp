@@ -1,6 +1,9 @@
 // The instruction trace records every core's instructions with pipes and byte-exact accesses.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
+
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/trace.h"
@@ -52,6 +55,41 @@ TEST(Trace, OverlapOfStridedAccesses) {
   EXPECT_FALSE(npu::overlaps(a, c));  // ends where the second run starts
   EXPECT_TRUE(npu::overlaps(b, npu::Access{{}, 24, 4, 0, 1, false, "d"}));
   EXPECT_TRUE(npu::overlaps(a, npu::Access{{}, 130, 2, 0, 1, false, "e"}));
+}
+
+/// overlaps() against a byte-by-byte reference on random strided accesses, including many
+/// more than 4096 runs (an earlier version stopped walking there and answered "overlaps").
+TEST(Trace, OverlapIsExactForAnyNumberOfRuns) {
+  std::mt19937_64 rng(7);
+  auto random_access = [&](uint64_t max_runs) {
+    npu::Access a;
+    a.len = 1 + rng() % 8;
+    a.count = 1 + rng() % max_runs;
+    a.pitch = rng() % 3 == 0 ? a.len : a.len + rng() % 12;  // contiguous or with gaps
+    a.start = rng() % 64;
+    return a;
+  };
+  auto brute = [](const npu::Access& a, const npu::Access& b) {
+    std::set<uint64_t> bytes;
+    for (uint64_t i = 0; i < a.count; ++i)
+      for (uint64_t k = 0; k < a.len; ++k) bytes.insert(a.start + i * a.pitch + k);
+    for (uint64_t i = 0; i < b.count; ++i)
+      for (uint64_t k = 0; k < b.len; ++k)
+        if (bytes.count(b.start + i * b.pitch + k)) return true;
+    return false;
+  };
+  for (int it = 0; it < 3000; ++it) {
+    npu::Access a = random_access(it % 10 == 0 ? 6000 : 40), b = random_access(40);
+    ASSERT_EQ(npu::overlaps(a, b), brute(a, b)) << it;
+    ASSERT_EQ(npu::overlaps(b, a), brute(a, b)) << it;
+  }
+  // Interleaved halves of 5000 rows never touch; the last row of one touches the other.
+  npu::Access even{{}, 0, 16, 32, 5000, false, "even"}, odd{{}, 16, 16, 32, 5000, true, "odd"};
+  EXPECT_FALSE(npu::overlaps(even, odd));
+  npu::Access tail{{}, 4999 * 32 + 8, 4, 0, 1, true, "tail"};
+  EXPECT_TRUE(npu::overlaps(even, tail));
+  npu::Access late{{}, 4999 * 32 + 8, 16, 32, 5000, true, "late"};
+  EXPECT_TRUE(npu::overlaps(even, late));
 }
 
 }  // namespace
