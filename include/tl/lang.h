@@ -147,29 +147,21 @@ void dump_tensor(TileArg src, int64_t desc = 0, TL_LOC);
 // ---- Vector tile ops (AIV, UB operands, V pipe) -------------------------------------------------
 
 namespace tile {
-void add(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void sub(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void mul(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void div(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void max(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void min(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+// The elementwise ops of include/tl/vector_ops.def (add sub mul div max min; exp ln abs
+// reciprocal sqrt rsqrt sigmoid silu sin cos round; row_expand_add ... row_expand_min):
+//   void add(TileArg dst, TileArg src0, TileArg src1);  // src1: tile, UB scalar or expression
+//   void exp(TileArg dst, TileArg src);
+//   void row_expand_sub(TileArg dst, TileArg src0, TileArg src1);  // src1: one value per row
+#define TL_VECTOR_BINARY(NAME, ...) void NAME(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+#define TL_VECTOR_UNARY(NAME, ...) void NAME(TileArg dst, TileArg src, TL_LOC);
+#define TL_VECTOR_ROW_EXPAND(NAME, ...) void row_expand_##NAME(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+#include "tl/vector_ops.def"
 void bitwise_and(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 void bitwise_or(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 void bitwise_not(TileArg dst, TileArg src, TL_LOC);
 void shift_left(TileArg dst, TileArg src, Expr bits, TL_LOC);
 void shift_right(TileArg dst, TileArg src, Expr bits, TL_LOC);
-void exp(TileArg dst, TileArg src, TL_LOC);
-void ln(TileArg dst, TileArg src, TL_LOC);
-void abs(TileArg dst, TileArg src, TL_LOC);
-void reciprocal(TileArg dst, TileArg src, TL_LOC);
-void sqrt(TileArg dst, TileArg src, TL_LOC);
-void rsqrt(TileArg dst, TileArg src, TL_LOC);
 void relu(TileArg dst, TileArg src, TL_LOC);
-void sigmoid(TileArg dst, TileArg src, TL_LOC);
-void silu(TileArg dst, TileArg src, TL_LOC);
-void sin(TileArg dst, TileArg src, TL_LOC);
-void cos(TileArg dst, TileArg src, TL_LOC);
-void round(TileArg dst, TileArg src, TL_LOC);
 void axpy(TileArg dst, TileArg src, Expr alpha, TL_LOC);
 void leaky_relu(TileArg dst, TileArg src, Expr alpha, TL_LOC);
 void clamp(TileArg dst, TileArg src, Expr lo, Expr hi, TL_LOC);
@@ -187,12 +179,6 @@ void gather(TileArg dst, TileArg src, TileArg offsets, Expr base = 0, TL_LOC);
 void gather_mask(TileArg dst, TileArg src, std::string pattern, TL_LOC);
 void gather_mask(TileArg dst, TileArg src, TileArg mask, TL_LOC);
 void broadcast(TileArg dst, TileArg src, TL_LOC);
-void row_expand_add(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void row_expand_sub(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void row_expand_mul(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void row_expand_div(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void row_expand_max(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
-void row_expand_min(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 void transpose(TileArg dst, TileArg src, TL_LOC);
 }  // namespace tile
 

@@ -1,8 +1,17 @@
 // The tile-primitive registry. A tile primitive (copy, gemm_v0, tile.add, reduce_sum, sort,
-// ...) is one OpDef: its operands (name, tile or scalar, read/write), its static attributes
-// with defaults, the core it runs on, the pipe it issues to, and its verifier rule. The
-// printer, the parser, the DSL and the verifier are generic over this table; the virtual NPU
-// registers each op's semantics and cost separately (per backend), keyed by the op's name.
+// ...) is one OpDef, and everything about it hangs off that one definition:
+//  - its operands (name, tile or scalar, read/write), its static attributes with defaults, the
+//    core unit it runs on and the pipe it issues to on a target;
+//  - its verifier rule, and the dtypes it accepts per chip family (OpDTypes);
+//  - its cost class (the timing model's row, an enum) and its instruction expansion (the
+//    hardware instructions it issues: pipe, memory touched, cost class), which the virtual
+//    NPU's tracer, the hazard checker and sync insertion read;
+//  - its docs row in docs/language.md (a test walks all_ops() and checks every piece).
+// The registry checks each definition when it is built: a missing piece is a registration
+// error (tl::InternalError), never a silent default. Backends register their own part per op
+// (the virtual NPU's semantics, src/npu/exec*.cpp) and check at registration that every op
+// has one. The simple elementwise vector ops are rows of one table, include/tl/vector_ops.def,
+// from which the registry, the DSL and the virtual NPU all instantiate them.
 #pragma once
 
 #include <functional>
@@ -10,10 +19,10 @@
 #include <vector>
 
 #include "tl/ir.h"
+#include "tl/target.h"
 
 namespace tl {
 
-struct Target;
 class VerifyContext;
 
 enum class Access : uint8_t { Read, Write, ReadWrite };
@@ -45,6 +54,51 @@ enum class OpUnit : uint8_t {
   Debug,   // printf / dump_tensor: any core, scalar pipe
 };
 
+/// The element types an op accepts, per chip family. Every op states where its legality
+/// comes from: a list (per Arch), a table of the Target (cast pairs, fixpipe and Mmad
+/// combinations, atomic dtypes: the op's rule consults it), or any dtype (data movement that
+/// only moves bytes, debug printing).
+struct OpDTypes {
+  enum class Kind : uint8_t { Unset, List, TargetTable, Any };
+  Kind kind = Kind::Unset;
+  /// Kind::List: the legal dtypes on every Arch without its own row in `per_arch`.
+  std::vector<DType> dtypes;
+  std::vector<std::pair<Arch, std::vector<DType>>> per_arch;
+  /// Kind::TargetTable: which Target table decides ("casts", "mma_dtypes", ...), for the docs.
+  std::string table;
+  /// The legal dtypes on `t`; nullptr unless kind is List.
+  const std::vector<DType>* on(const Target& t) const;
+};
+/// Builders: `only_dtypes({f16, f32})`, `dtypes_from_target("casts")`, `any_dtype()`.
+OpDTypes only_dtypes(std::vector<DType> dtypes);
+OpDTypes dtypes_from_target(std::string table);
+OpDTypes any_dtype();
+
+/// One hardware instruction of an op's expansion: what the tracer records, the hazard checker
+/// orders and sync insertion synchronises. Most ops are one instruction on their pipe that
+/// touches every tile operand as the operand's Access says (the registry builds that default);
+/// gemm_v0 is five (PipeBarrier<ALL>, LoadData into L0A/L0B, PipeBarrier<ALL>, Mmad,
+/// PipeBarrier<ALL>, as TileLang-Ascend's template issues them).
+struct InstrSpec {
+  enum class Kind : uint8_t { Op, BarrierAll };
+  /// Bytes of a scratch area an instruction touches, from the extents of the op's region
+  /// operands (operand order; empty for scalar operands).
+  using ScratchBytes = int64_t (*)(const TileOpNode& n, const std::vector<std::vector<int64_t>>& extents);
+  struct Touch {
+    /// Index into OpDef::operands (a region operand's bytes, or the loads inside a scalar
+    /// operand's expression; an omitted optional operand touches nothing); -1: a scratch area.
+    int operand = -1;
+    Access access = Access::Read;
+    MemScope scratch = MemScope::GM;  // operand == -1: the memory, touched from offset 0
+    ScratchBytes bytes = nullptr;     // operand == -1: how many bytes
+  };
+  Kind kind = Kind::Op;
+  std::string name{};        // trace name ("gemm_v0.load"); empty: the op's name
+  std::optional<Pipe> pipe{};  // empty: the op's pipe on the target
+  CostClass cost = CostClass::VecSimple;
+  std::vector<Touch> touches{};
+};
+
 struct OpDef {
   std::string name;  // as written after "T.": "copy", "tile.add", "reduce_sum", ...
   OpUnit unit = OpUnit::Vector;
@@ -53,9 +107,21 @@ struct OpDef {
   /// The pipe the op issues to on a given target (copies depend on their path).
   std::function<Pipe(const TileOpNode&, const Target&)> pipe;
   /// Op-specific verifier rules beyond the generic ones (operand arity/kind, scopes from the
-  /// target's tables). Reports through the context; never throws.
+  /// target's tables). Reports through the context; never throws. May be empty only for ops
+  /// whose generic rules say everything (printf).
   std::function<void(const TileOpNode&, VerifyContext&)> verify;
+  /// The element types the op accepts (required).
+  OpDTypes dtypes{};
+  /// The cost class of the op's instruction (required; an expansion names one per instruction).
+  std::optional<CostClass> cost{};
+  /// The instructions the op issues; empty at registration means one instruction on `pipe`
+  /// touching every tile operand, which the registry fills in.
+  std::vector<InstrSpec> expansion{};
+  /// Reads and writes its destination in one indivisible step at its end (the atomic unit).
+  bool atomic = false;
   std::string summary;  // one line for `tlc ops` and the docs
+  /// Dense index in all_ops() (set by the registry): backends keep per-op tables by it.
+  int id = -1;
 
   int operand_index(std::string_view name) const;
   const AttrSpec* attr_spec(std::string_view name) const;

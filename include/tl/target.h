@@ -1,6 +1,8 @@
 // Targets as data: one description per Ascend chip. The verifier, the memory planner, the
 // virtual NPU's timing model and (later) the AscendC emitter all read these tables; no chip
-// fact lives in code elsewhere. Values and their sources: src/target/targets.cpp.
+// fact lives in code elsewhere. Values and their sources: src/target/targets.cpp. What a tile
+// primitive accepts (its dtypes per Arch) lives with the primitive (OpDef, include/tl/op.h),
+// so adding a primitive touches one place.
 #pragma once
 
 #include <array>
@@ -45,6 +47,32 @@ struct FixpipeRule {
   DType from, to;
 };
 
+/// Chip families whose instruction sets differ (AscendC's __NPU_ARCH__): the A2 and A3 series
+/// (910B, 910_93) share 2201; Ascend 950 is 3510. Per-op legality tables (OpDef::dtypes) are
+/// keyed by it.
+enum class Arch : uint8_t { Npu2201, Npu3510 };
+inline constexpr int kNumArches = 2;
+std::string_view arch_name(Arch a);  // "2201", "3510"
+
+/// The row of the cost table an instruction is charged from (DESIGN.md 3.4). Every tile op and
+/// every instruction of an op's expansion names its class when it is registered (OpDef::cost,
+/// InstrSpec::cost); the timing model never guesses it from a name.
+enum class CostClass : uint8_t {
+  Copy,               // a data transfer along a copy path: the path's rate and latency
+  CubeLoad,           // gemm_v0's L1 -> L0A and L1 -> L0B loads (MTE1)
+  Mmad,               // cube fractal products (M)
+  VecSimple,          // vector add/mul class: head + 2/repeat + tail
+  VecTranscendental,  // vector exp class (exp, ln, sqrt, sigmoid, sin, tanh, ...)
+  VecDiv,             // vector division class (div, reciprocal)
+  VecReduce,          // vector reductions
+  VecSort,            // sort / merge sort (Sort32, MrgSort)
+  Scalar,             // the scalar unit (printf, dump_tensor; scalar loads and stores)
+};
+inline constexpr int kNumCostClasses = 9;
+std::string_view cost_class_name(CostClass c);  // "copy", "cube_load", "mmad", "vec_simple", ...
+/// True for the vector classes, which have a row in CostTable::vector.
+inline bool is_vector_cost(CostClass c) { return c >= CostClass::VecSimple && c <= CostClass::VecSort; }
+
 /// Costs for the timing model (DESIGN.md 3.4). Cycles unless stated.
 struct CostTable {
   double cube_fractals_per_cycle = 1.0;  // 16x16x16 fp16 fractal products per cycle per AIC
@@ -54,14 +82,17 @@ struct CostTable {
   /// Latency constant K (bytes) of bw(B) = peak * B / (K + B), keyed like copy_bytes_per_cycle.
   std::map<std::string, double> copy_latency_bytes;
   double vector_bytes_per_repeat = 256;
-  /// Per-instruction vector costs: head + per_repeat * repeats + tail, keyed by op class.
+  /// Per-instruction vector costs: head + per_repeat * repeats + tail, one row per vector
+  /// cost class (is_vector_cost); vector_cost() reads it.
   struct VectorCost {
-    double head, per_repeat, tail;
+    double head = 0, per_repeat = 0, tail = 0;
   };
-  std::map<std::string, VectorCost> vector;
+  std::map<CostClass, VectorCost> vector;
+  /// The row of a vector cost class; a missing row is an internal error.
+  const VectorCost& vector_cost(CostClass c) const;
   double hbm_bytes_per_s = 1.8e12;
   double l2_bytes_per_s = 5.0e12;
-  // Timing-model additions (src/npu/timing.cpp; values and sources in src/target/targets.cpp).
+  // Timing-model additions (src/npu/timing_costs.cpp, timing_model.cpp; values and sources in src/target/targets.cpp).
   /// Measured single-core plateau of a copy path in bytes/s, keyed like copy_bytes_per_cycle;
   /// a core's rate on a path is min(theoretical, measured plateau).
   std::map<std::string, double> copy_measured_bytes_per_s;
@@ -78,6 +109,7 @@ struct CostTable {
 struct Target {
   std::string name;  // "A2", "910B3", "910B4", "A3", "950"
   std::string chip;  // "Ascend910B2", ...
+  Arch arch = Arch::Npu2201;
   int num_aic = 0;
   int num_aiv = 0;
   double clock_ghz = 0;
@@ -88,8 +120,6 @@ struct Target {
   std::vector<MmaDTypes> mma_dtypes;
   std::vector<FixpipeRule> fixpipe;
   std::vector<CastRule> casts;
-  /// Legal dtypes of each vector op, keyed by op name ("tile.add", "reduce_sum", ...).
-  std::map<std::string, std::vector<DType>> vector_dtypes;
   bool l1_transpose_16bit_only = true;  // LoadData transpose only for 16-bit types
   int num_event_ids = 8;                // set_flag/wait_flag ids are 0 .. num_event_ids-1
   std::vector<int> reserved_event_ids;  // ids the vendor runtime keeps for itself
@@ -127,7 +157,6 @@ struct Target {
 
   /// The pipe of the copy src -> dst, if the path is legal on this target.
   std::optional<Pipe> copy_pipe(MemScope src, MemScope dst) const;
-  bool vector_dtype_ok(std::string_view op, DType t) const;
   int64_t cap(MemScope s) const { return capacity[static_cast<size_t>(s)]; }
   int64_t align(MemScope s) const { return alignment[static_cast<size_t>(s)]; }
 };

@@ -117,19 +117,19 @@ void dump_tensor(TileArg src, int64_t desc, const Loc& l) {
 }
 
 namespace tile {
-#define TL_BINARY(NAME) \
+#define TL_BINARY(NAME, OP) \
   void NAME(TileArg d, TileArg a, TileArg b, const Loc& l) { \
-    T::emit("tile." #NAME, {std::move(d), std::move(a), std::move(b)}, {}, l); \
+    T::emit(OP, {std::move(d), std::move(a), std::move(b)}, {}, l); \
   }
-#define TL_UNARY(NAME) \
-  void NAME(TileArg d, TileArg s, const Loc& l) { T::emit("tile." #NAME, {std::move(d), std::move(s)}, {}, l); }
-TL_BINARY(add) TL_BINARY(sub) TL_BINARY(mul) TL_BINARY(div) TL_BINARY(max) TL_BINARY(min)
-TL_BINARY(bitwise_and) TL_BINARY(bitwise_or)
-TL_BINARY(row_expand_add) TL_BINARY(row_expand_sub) TL_BINARY(row_expand_mul)
-TL_BINARY(row_expand_div) TL_BINARY(row_expand_max) TL_BINARY(row_expand_min)
-TL_UNARY(bitwise_not) TL_UNARY(exp) TL_UNARY(ln) TL_UNARY(abs) TL_UNARY(reciprocal) TL_UNARY(sqrt)
-TL_UNARY(rsqrt) TL_UNARY(relu) TL_UNARY(sigmoid) TL_UNARY(silu) TL_UNARY(sin) TL_UNARY(cos)
-TL_UNARY(round) TL_UNARY(broadcast) TL_UNARY(transpose)
+#define TL_UNARY(NAME, OP) \
+  void NAME(TileArg d, TileArg s, const Loc& l) { T::emit(OP, {std::move(d), std::move(s)}, {}, l); }
+#define TL_VECTOR_BINARY(NAME, ...) TL_BINARY(NAME, "tile." #NAME)
+#define TL_VECTOR_UNARY(NAME, ...) TL_UNARY(NAME, "tile." #NAME)
+#define TL_VECTOR_ROW_EXPAND(NAME, ...) TL_BINARY(row_expand_##NAME, "tile.row_expand_" #NAME)
+#include "tl/vector_ops.def"
+TL_BINARY(bitwise_and, "tile.bitwise_and") TL_BINARY(bitwise_or, "tile.bitwise_or")
+TL_UNARY(bitwise_not, "tile.bitwise_not") TL_UNARY(relu, "tile.relu") TL_UNARY(broadcast, "tile.broadcast")
+TL_UNARY(transpose, "tile.transpose")
 #undef TL_BINARY
 #undef TL_UNARY
 

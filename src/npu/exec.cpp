@@ -1,7 +1,6 @@
 // The op-semantics table, region resolution and the shared element-movement helpers.
 #include "exec.h"
 
-#include <unordered_map>
 
 #include "values.h"
 
@@ -9,23 +8,29 @@
 
 namespace tl::npu {
 
-ExecFn find_exec(const OpDef* op) {
-  static const std::unordered_map<std::string, ExecFn> table = [] {
-    std::unordered_map<std::string, ExecFn> t;
-    for (auto list : {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(), debug_execs()})
-      for (const auto& e : list) t.emplace(e.op, e.fn);
+namespace {
+/// The semantics of every op, indexed by OpDef::id. Built once from the families' lists; an op
+/// without semantics, two semantics for one op, or semantics naming no registered op are
+/// registration errors, found the first time any kernel runs, not when that op first does.
+const std::vector<ExecFn>& exec_table() {
+  static const std::vector<ExecFn> table = [] {
+    std::vector<ExecFn> t(all_ops().size(), nullptr);
+    for (const auto& list : {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(), debug_execs()})
+      for (const auto& e : list) {
+        const OpDef* op = find_op(e.op);
+        TL_ASSERT(op, "the virtual NPU defines semantics for T.{}, which is not a registered op", e.op);
+        TL_ASSERT(!t[op->id], "T.{} has two virtual-NPU semantics", e.op);
+        t[op->id] = e.fn;
+      }
+    for (const OpDef* op : all_ops()) TL_ASSERT(t[op->id], "T.{} has no virtual-NPU semantics", op->name);
     return t;
   }();
-  // Every tile op executed asks this: remember the answer per OpDef (op definitions live as
-  // long as the registry), so the name is hashed once per op and thread, not per instruction.
-  thread_local std::unordered_map<const OpDef*, ExecFn> memo;
-  auto [m, fresh] = memo.try_emplace(op, nullptr);
-  if (fresh) {
-    auto it = table.find(op->name);
-    m->second = it == table.end() ? nullptr : it->second;
-  }
-  return m->second;
+  return table;
 }
+}  // namespace
+
+ExecFn find_exec(const OpDef* op) { return exec_table()[op->id]; }
+bool implements(const OpDef& op) { return op.id >= 0 && exec_table()[op.id] != nullptr; }
 
 // ---------------------------------------------------------------------------------------------
 // Region resolution

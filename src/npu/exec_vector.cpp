@@ -156,37 +156,12 @@ void float_unary(const TileOpNode& n, Core& c, F f) {
   store_f32(d, g_a);
 }
 
-#define BIN(NAME, EXPR_F, EXPR_I)                                                        \
-  void NAME(const TileOpNode& n, Core& c) {                                             \
-    binary(n, c, [](float a, float b) -> float { return EXPR_F; },                      \
-           [](int64_t a, int64_t b) -> int64_t { return EXPR_I; });                      \
-  }
-BIN(add, a + b, a + b)
-BIN(sub, a - b, a - b)
-BIN(mul, a * b, a * b)
-BIN(div, a / b, b == 0 ? 0 : a / b)
-BIN(vmax, (a != a || b != b) ? NAN : std::max(a, b), std::max(a, b))
-BIN(vmin, (a != a || b != b) ? NAN : std::min(a, b), std::min(a, b))
-BIN(band, ((void)b, a), a & b)
-BIN(bor, ((void)b, a), a | b)
-#undef BIN
-
-#define UN(NAME, EXPR)                                                   \
-  void NAME(const TileOpNode& n, Core& c) {                             \
-    float_unary(n, c, [](float x) -> float { return EXPR; });           \
-  }
-UN(vexp, std::exp(x))
-UN(ln, std::log(x))
-UN(vabs, std::fabs(x))
-UN(reciprocal, 1.0f / x)
-UN(vsqrt, std::sqrt(x))
-UN(rsqrt, 1.0f / std::sqrt(x))
-UN(vsigmoid, 1.0f / (1.0f + std::exp(-x)))
-UN(silu, x / (1.0f + std::exp(-x)))
-UN(vsin, std::sin(x))
-UN(vcos, std::cos(x))
-UN(vround, std::nearbyint(x))
-#undef UN
+void band(const TileOpNode& n, Core& c) {
+  binary(n, c, [](float a, float) -> float { return a; }, [](int64_t a, int64_t b) -> int64_t { return a & b; });
+}
+void bor(const TileOpNode& n, Core& c) {
+  binary(n, c, [](float a, float) -> float { return a; }, [](int64_t a, int64_t b) -> int64_t { return a | b; });
+}
 
 void relu(const TileOpNode& n, Core& c) {
   if (is_float(operand_dtype(n, "dst")))
@@ -449,18 +424,22 @@ void row_expand(const TileOpNode& n, Core& c, F f, FI fi) {
     for (int64_t k = 0; k < C; ++k) g_a[r * C + k] = f(g_a[r * C + k], g_b[r]);
   store_f32(d, g_a);
 }
-#define RX(NAME, EXPR_F, EXPR_I)                                                              \
-  void NAME(const TileOpNode& n, Core& c) {                                                   \
-    row_expand(n, c, [](float a, float b) -> float { return EXPR_F; },                        \
-               [](int64_t a, int64_t b) -> int64_t { return EXPR_I; });                        \
+
+// The elementwise ops of include/tl/vector_ops.def, instantiated from the math written there
+// (inlined into the row loops, so the compiler vectorises them).
+#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY)                                \
+  void exec_##NAME(const TileOpNode& n, Core& c) {                                         \
+    binary(n, c, [](float a, float b) -> float { return F; },                              \
+           [](int64_t a, int64_t b) -> int64_t { return FI; });                             \
   }
-RX(rx_add, a + b, a + b)
-RX(rx_sub, a - b, a - b)
-RX(rx_mul, a * b, a * b)
-RX(rx_div, a / b, b == 0 ? 0 : a / b)
-RX(rx_max, std::max(a, b), std::max(a, b))
-RX(rx_min, std::min(a, b), std::min(a, b))
-#undef RX
+#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY) \
+  void exec_##NAME(const TileOpNode& n, Core& c) { float_unary(n, c, [](float x) -> float { return F; }); }
+#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)                            \
+  void exec_row_expand_##NAME(const TileOpNode& n, Core& c) {                              \
+    row_expand(n, c, [](float a, float b) -> float { return F; },                          \
+               [](int64_t a, int64_t b) -> int64_t { return FI; });                         \
+  }
+#include "tl/vector_ops.def"
 
 void transpose(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
@@ -477,27 +456,31 @@ void transpose(const TileOpNode& n, Core& c) {
 }  // namespace
 
 std::vector<ExecEntry> vector_execs() {
-  return {{"tile.add", add},          {"tile.sub", sub},
-          {"tile.mul", mul},          {"tile.div", div},
-          {"tile.max", vmax},         {"tile.min", vmin},
-          {"tile.bitwise_and", band}, {"tile.bitwise_or", bor},
-          {"tile.bitwise_not", bnot}, {"tile.shift_left", shl},
-          {"tile.shift_right", shr},  {"tile.exp", vexp},
-          {"tile.ln", ln},            {"tile.abs", vabs},
-          {"tile.reciprocal", reciprocal}, {"tile.sqrt", vsqrt},
-          {"tile.rsqrt", rsqrt},      {"tile.relu", relu},
-          {"tile.sigmoid", vsigmoid}, {"tile.silu", silu},
-          {"tile.sin", vsin},         {"tile.cos", vcos},
-          {"tile.round", vround},     {"tile.axpy", axpy},
-          {"tile.leaky_relu", leaky_relu}, {"tile.clamp", clamp},
-          {"tile.cast", cast},        {"tile.compare", compare},
-          {"tile.select", select},    {"tile.fill", fill},
-          {"tile.createvecindex", createvecindex}, {"tile.arith_progression", arith_progression},
-          {"tile.gather", gather},    {"tile.gather_mask", gather_mask},
-          {"tile.broadcast", broadcast}, {"tile.row_expand_add", rx_add},
-          {"tile.row_expand_sub", rx_sub}, {"tile.row_expand_mul", rx_mul},
-          {"tile.row_expand_div", rx_div}, {"tile.row_expand_max", rx_max},
-          {"tile.row_expand_min", rx_min}, {"tile.transpose", transpose}};
+  return {
+#define TL_VECTOR_BINARY(NAME, ...) {"tile." #NAME, exec_##NAME},
+#define TL_VECTOR_UNARY(NAME, ...) {"tile." #NAME, exec_##NAME},
+#define TL_VECTOR_ROW_EXPAND(NAME, ...) {"tile.row_expand_" #NAME, exec_row_expand_##NAME},
+#include "tl/vector_ops.def"
+      {"tile.bitwise_and", band},
+      {"tile.bitwise_or", bor},
+      {"tile.bitwise_not", bnot},
+      {"tile.shift_left", shl},
+      {"tile.shift_right", shr},
+      {"tile.relu", relu},
+      {"tile.axpy", axpy},
+      {"tile.leaky_relu", leaky_relu},
+      {"tile.clamp", clamp},
+      {"tile.cast", cast},
+      {"tile.compare", compare},
+      {"tile.select", select},
+      {"tile.fill", fill},
+      {"tile.createvecindex", createvecindex},
+      {"tile.arith_progression", arith_progression},
+      {"tile.gather", gather},
+      {"tile.gather_mask", gather_mask},
+      {"tile.broadcast", broadcast},
+      {"tile.transpose", transpose},
+  };
 }
 
 }  // namespace tl::npu

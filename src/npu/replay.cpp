@@ -3,7 +3,7 @@
 // The functional run executes each core in program order, which hides a missing
 // synchronisation: a vector op that reads a buffer before the MTE2 copy into it has finished
 // still sees the copied data. Hardware does not. So, once the timing model has placed every
-// instruction in simulated time (timing.cpp), the launch runs again from the same memory, one
+// instruction in simulated time (timing_model.cpp), the launch runs again from the same memory, one
 // global event queue ordering everything by cycle:
 //   - Resume(core, i): a core's interpreter may issue trace event i at the cycle its scalar unit
 //     reached it (CoreProfile::issue; a scalar load or store acts at its start cycle). Issue
@@ -205,7 +205,7 @@ bool TimeOrderedReplay::may_issue(Core& core, size_t first, size_t end) {
 
 void TimeOrderedReplay::defer(Core& core, const TileOpNode& op, size_t first, size_t end) {
   const int c = index_of(core);
-  Deferred d{&op, core.scalar_slots(), core.current_loc(), first, end, op.op->name == "atomic_add", 1e300, 0, {}};
+  Deferred d{&op, core.scalar_slots(), core.current_loc(), first, end, op.op->atomic, 1e300, 0, {}};
   for (size_t i = first; i < end; ++i)
     if (int ti = instr_of_[c][i]; ti >= 0) {
       d.start = std::min(d.start, prof_.instrs[ti].start);

@@ -2,9 +2,12 @@
 // tile op, sync op and scalar memory access, with byte-exact access ranges.
 #include "trace_record.h"
 
+#include <optional>
+
 #include "exec.h"
 #include "tl/ir_functor.h"
 #include "tl/npu/layout.h"
+#include "tl/op.h"
 
 namespace tl::npu {
 
@@ -130,100 +133,111 @@ void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out) {
 
 }  // namespace
 
-void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
-  const Target& target = *c.program.target;
-  TraceEvent ev;
-  ev.kind = EventKind::Op;
-  ev.name = n.op->name;
-  ev.loc = n.loc;
-  ev.pipe = n.op->pipe(n, target);
-  std::vector<TileRef> refs;
-  for (size_t i = 0; i < n.args.size(); ++i) {
-    const auto& spec = n.op->operands[std::min(i, n.op->operands.size() - 1)];
-    const TileArg& a = n.args[i];
-    if (a.is_region()) {
-      TileRef t = c.resolve(a.region, n.op->name, spec.name);
-      if (spec.access != tl::Access::Write)
-        for (auto& x : accesses_of(c, t, false)) ev.accesses.push_back(x);
-      if (spec.access != tl::Access::Read)
-        for (auto& x : accesses_of(c, t, true)) ev.accesses.push_back(x);
-      refs.push_back(t);
-    } else {
-      scalar_reads(c, a.scalar, ev.accesses);
+namespace {
+
+/// The cost-model inputs of one instruction, from its cost class and the op's operands.
+void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std::optional<TileRef>>& refs,
+                     const InstrSpec& spec) {
+  const TileRef* first = nullptr;
+  for (const auto& r : refs)
+    if (r) {
+      first = &*r;
+      break;
     }
+  if (first) ev.dtype = first->dtype;
+  switch (spec.cost) {
+    case CostClass::Copy: {
+      // The source is the operand the instruction reads, the destination the one it writes.
+      const TileRef *src = nullptr, *dst = nullptr;
+      for (const auto& t : spec.touches) {
+        if (t.operand < 0 || !refs[t.operand]) continue;
+        if (t.access == tl::Access::Read) src = &*refs[t.operand];
+        else dst = &*refs[t.operand];
+      }
+      TL_ASSERT(src && dst, "T.{}: a copy instruction without a source and a destination", n.op->name);
+      ev.src_scope = src->scope;
+      ev.dst_scope = dst->scope;
+      ev.dtype = src->dtype;
+      ev.bytes = src->numel() * dtype_bytes(src->dtype);
+      return;
+    }
+    case CostClass::CubeLoad:
+      ev.src_scope = MemScope::L1;
+      ev.dst_scope = MemScope::L0A;
+      for (const auto& a : ev.accesses)
+        if (a.write) ev.bytes += static_cast<int64_t>(a.len * a.count);
+      return;
+    case CostClass::Mmad: {
+      TL_ASSERT(refs.size() >= 2 && refs[0] && refs[1], "T.{}: a cube instruction without A and B", n.op->name);
+      const auto* ta = n.attr("transpose_A");
+      const auto* tb = n.attr("transpose_B");
+      bool trans_a = ta && std::get<bool>(*ta), trans_b = tb && std::get<bool>(*tb);
+      ev.m = trans_a ? refs[0]->cols() : refs[0]->rows();
+      ev.k = trans_a ? refs[0]->rows() : refs[0]->cols();
+      ev.n = trans_b ? refs[1]->rows() : refs[1]->cols();
+      return;
+    }
+    default:
+      if (first) ev.bytes = first->numel() * dtype_bytes(first->dtype);
+      return;
   }
-  if (!refs.empty()) {
-    ev.dtype = refs[0].dtype;
-    ev.elements = refs[0].numel();
-    ev.bytes = refs[0].numel() * dtype_bytes(refs[0].dtype);
-    ev.rows = refs[0].rows();
+}
+
+}  // namespace
+
+void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
+  const OpDef& op = *n.op;
+  // Resolve every region operand once (the variadic last operand spec covers trailing args).
+  std::vector<std::optional<TileRef>> refs(n.args.size());
+  std::vector<std::vector<int64_t>> extents(n.args.size());
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    if (!n.args[i].is_region()) continue;
+    const auto& spec = op.operands[std::min(i, op.operands.size() - 1)];
+    refs[i] = c.resolve(n.args[i].region, op.name, spec.name);
+    extents[i] = refs[i]->extent;
   }
-  if (n.op->unit == OpUnit::Move && refs.size() >= 2) {
-    // copy(src, dst) / atomic_add(dst, src)
-    const TileRef& src = n.op->name == "copy" ? refs[0] : refs[1];
-    const TileRef& dst = n.op->name == "copy" ? refs[1] : refs[0];
-    ev.src_scope = src.scope;
-    ev.dst_scope = dst.scope;
-    ev.dtype = src.dtype;
-    ev.bytes = src.numel() * dtype_bytes(src.dtype);
-    ev.rows = src.rows();
+  // The operands a touch of operand `k` means: k itself, or every trailing arg of a variadic one.
+  auto args_of = [&](int k) {
+    size_t last = op.operands[k].variadic ? n.args.size() : std::min<size_t>(k + 1, n.args.size());
+    return std::pair<size_t, size_t>{static_cast<size_t>(k), last};
+  };
+  for (const InstrSpec& spec : op.expansion) {
+    TraceEvent ev;
+    ev.loc = n.loc;
+    ev.name = spec.name.empty() ? op.name : spec.name;
+    if (spec.kind == InstrSpec::Kind::BarrierAll) {
+      ev.kind = EventKind::Barrier;
+      ev.pipe = Pipe::ALL;
+      ct.events.push_back(std::move(ev));
+      continue;
+    }
+    ev.kind = EventKind::Op;
+    ev.pipe = spec.pipe ? *spec.pipe : op.pipe(n, *c.program.target);
+    ev.cost = spec.cost;
+    for (const auto& t : spec.touches) {
+      if (t.operand < 0) {
+        auto bytes = static_cast<uint64_t>(t.bytes(n, extents));
+        bool write = t.access != tl::Access::Read;
+        if (t.access != tl::Access::Write)
+          ev.accesses.push_back({memory_of(c, t.scratch), 0, bytes, 0, 1, false, std::string(scope_name(t.scratch))});
+        if (write) ev.accesses.push_back({memory_of(c, t.scratch), 0, bytes, 0, 1, true, std::string(scope_name(t.scratch))});
+        continue;
+      }
+      auto [lo, hi] = args_of(t.operand);
+      for (size_t i = lo; i < hi; ++i) {
+        if (!refs[i]) {
+          scalar_reads(c, n.args[i].scalar, ev.accesses);
+          continue;
+        }
+        if (t.access != tl::Access::Write)
+          for (auto& x : accesses_of(c, *refs[i], false)) ev.accesses.push_back(x);
+        if (t.access != tl::Access::Read)
+          for (auto& x : accesses_of(c, *refs[i], true)) ev.accesses.push_back(x);
+      }
+    }
+    set_cost_inputs(ev, n, refs, spec);
+    ct.events.push_back(std::move(ev));
   }
-  if (n.op->name == "gemm_v0" && refs.size() >= 3) {
-    // TileLang-Ascend's gemm_v0 template: PipeBarrier<ALL>, LoadData A and B into L0A/L0B
-    // (offset 0, MTE1), PipeBarrier<ALL>, Mmad (M), PipeBarrier<ALL>.
-    bool ta = n.attr_bool("transpose_A"), tb = n.attr_bool("transpose_B");
-    int64_t M = ta ? refs[0].cols() : refs[0].rows(), K = ta ? refs[0].rows() : refs[0].cols();
-    int64_t N = tb ? refs[1].rows() : refs[1].cols();
-    auto barrier = [&] {
-      TraceEvent b;
-      b.kind = EventKind::Barrier;
-      b.pipe = Pipe::ALL;
-      b.name = "gemm_v0.barrier";
-      b.loc = n.loc;
-      ct.events.push_back(b);
-    };
-    int64_t es = dtype_bytes(refs[0].dtype);
-    int c0 = c0_elems(refs[0].dtype);
-    int64_t a_bytes = align_up(M, 16) * align_up(K, c0) * es, b_bytes = align_up(K, c0) * align_up(N, 16) * es;
-    TraceEvent load;
-    load.kind = EventKind::Op;
-    load.name = "gemm_v0.load";
-    load.loc = n.loc;
-    load.pipe = Pipe::MTE1;
-    load.src_scope = MemScope::L1;
-    load.dst_scope = MemScope::L0A;
-    load.bytes = a_bytes + b_bytes;
-    load.dtype = refs[0].dtype;
-    for (int i = 0; i < 2; ++i)
-      for (auto& x : accesses_of(c, refs[i], false)) load.accesses.push_back(x);
-    load.accesses.push_back({memory_of(c, MemScope::L0A), 0, static_cast<uint64_t>(a_bytes), 0, 1, true, "L0A"});
-    load.accesses.push_back({memory_of(c, MemScope::L0B), 0, static_cast<uint64_t>(b_bytes), 0, 1, true, "L0B"});
-    TraceEvent mm;
-    mm.kind = EventKind::Op;
-    mm.name = "gemm_v0.mmad";
-    mm.loc = n.loc;
-    mm.pipe = Pipe::M;
-    mm.m = M;
-    mm.n = N;
-    mm.k = K;
-    mm.dtype = refs[0].dtype;
-    mm.accesses.push_back({memory_of(c, MemScope::L0A), 0, static_cast<uint64_t>(a_bytes), 0, 1, false, "L0A"});
-    mm.accesses.push_back({memory_of(c, MemScope::L0B), 0, static_cast<uint64_t>(b_bytes), 0, 1, false, "L0B"});
-    for (auto& x : accesses_of(c, refs[2], false)) mm.accesses.push_back(x);
-    for (auto& x : accesses_of(c, refs[2], true)) mm.accesses.push_back(x);
-    barrier();
-    ct.events.push_back(std::move(load));
-    barrier();
-    ct.events.push_back(std::move(mm));
-    barrier();
-    return;
-  }
-  if (n.op->name == "mma" && refs.size() >= 3) {
-    ev.m = refs[0].rows();
-    ev.k = refs[0].cols();
-    ev.n = refs[1].cols();
-  }
-  ct.events.push_back(std::move(ev));
 }
 
 void record_sync(Core& c, CoreTrace& ct, const SyncNode& s) {

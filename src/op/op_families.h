@@ -32,17 +32,24 @@ inline std::function<Pipe(const TileOpNode&, const Target&)> on(Pipe p) {
   return [p](const TileOpNode&, const Target&) { return p; };
 }
 
-/// An op of the vector unit: runs on the V pipe of an AIV.
+/// An op of the vector unit: one instruction on the V pipe of an AIV.
 inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
                        std::vector<AttrSpec> attrs,
-                       std::function<void(const TileOpNode&, VerifyContext&)> verify) {
+                       std::function<void(const TileOpNode&, VerifyContext&)> verify, OpDTypes dtypes,
+                       CostClass cost) {
   return OpDef{.name = std::move(name),
                .unit = OpUnit::Vector,
                .operands = std::move(operands),
                .attrs = std::move(attrs),
                .pipe = on(Pipe::V),
                .verify = std::move(verify),
+               .dtypes = std::move(dtypes),
+               .cost = cost,
                .summary = std::move(summary)};
 }
+
+// Dtype lists of the vector unit on every target (ASCENDC_API.md, Vector table).
+inline const std::vector<DType> kArith = {DType::Int16, DType::Float16, DType::Int32, DType::Float32};
+inline const std::vector<DType> kFloat = {DType::Float16, DType::Float32};
 
 }  // namespace tl::ops

@@ -12,6 +12,8 @@ void register_debug_ops(OpList& ops) {
       .attrs = {{"fmt", std::string(""), {}}},
       .pipe = on(Pipe::S),
       .verify = {},
+      .dtypes = any_dtype(),
+      .cost = CostClass::Scalar,
       .summary = "print a formatted line (%d %i %u %x %f %s) prefixed by the core id",
   });
   ops.push_back({
@@ -21,6 +23,8 @@ void register_debug_ops(OpList& ops) {
       .attrs = {{"desc", int64_t{0}, {}}},
       .pipe = on(Pipe::S),
       .verify = rules::rule_dump_tensor,
+      .dtypes = any_dtype(),
+      .cost = CostClass::Scalar,
       .summary = "print a tile's contents with its description id and the core id",
   });
 }

@@ -24,6 +24,9 @@ void register_move_ops(OpList& ops) {
                 {"nd2nz", true, {}}},
       .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 0, 1); },
       .verify = rules::rule_copy,
+      // Any element type moves; the fixpipe's conversions come from the target (rule_copy).
+      .dtypes = any_dtype(),
+      .cost = CostClass::Copy,
       .summary = "copy a tile along a legal path (GM<->UB, GM->L1, L1->L0A/L0B, L0C->GM/L1, ...)",
   });
   ops.push_back({
@@ -33,6 +36,9 @@ void register_move_ops(OpList& ops) {
       .attrs = {},
       .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 1, 0); },
       .verify = rules::rule_atomic_add,
+      .dtypes = dtypes_from_target("atomic_dtypes"),
+      .cost = CostClass::Copy,
+      .atomic = true,
       .summary = "dst (GM) += src (UB, L0C or L1), atomically across cores",
   });
 }

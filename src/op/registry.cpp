@@ -1,4 +1,6 @@
-// The tile-primitive registry: lookup by name and construction of checked TileOp statements.
+// The tile-primitive registry: building and checking the definitions (every piece present,
+// the default one-instruction expansion filled in), lookup by name and construction of checked
+// TileOp statements.
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
@@ -17,6 +19,42 @@ struct Registry {
   std::unordered_map<std::string, const OpDef*> by_name;
 };
 
+/// One instruction on the op's pipe that touches every operand as its spec says.
+std::vector<InstrSpec> default_expansion(const OpDef& d) {
+  InstrSpec i{.cost = *d.cost};
+  for (size_t k = 0; k < d.operands.size(); ++k)
+    i.touches.push_back({.operand = static_cast<int>(k), .access = d.operands[k].access});
+  return {i};
+}
+
+/// A definition with a piece missing is a bug of the registration, found here, the first time
+/// anything asks for an op, rather than a silent default later.
+void check_definition(const OpDef& d) {
+  TL_ASSERT(!d.name.empty(), "an op without a name is registered");
+  TL_ASSERT(d.pipe != nullptr, "op {} has no pipe function", d.name);
+  TL_ASSERT(d.verify != nullptr || d.unit == OpUnit::Debug, "op {} has no verifier rule", d.name);
+  TL_ASSERT(!d.summary.empty(), "op {} has no summary", d.name);
+  TL_ASSERT(d.cost.has_value(), "op {} has no cost class", d.name);
+  TL_ASSERT(d.dtypes.kind != OpDTypes::Kind::Unset, "op {} does not say which dtypes it accepts", d.name);
+  if (d.dtypes.kind == OpDTypes::Kind::List)
+    for (int a = 0; a < kNumArches; ++a) {
+      Target probe;
+      probe.arch = static_cast<Arch>(a);
+      const auto* list = d.dtypes.on(probe);
+      TL_ASSERT(list && !list->empty(), "op {} has no dtype list for arch {}", d.name, arch_name(probe.arch));
+    }
+  if (d.dtypes.kind == OpDTypes::Kind::TargetTable)
+    TL_ASSERT(!d.dtypes.table.empty(), "op {} takes its dtypes from an unnamed target table", d.name);
+  TL_ASSERT(!d.expansion.empty(), "op {} has no instructions", d.name);
+  for (const auto& i : d.expansion)
+    for (const auto& t : i.touches) {
+      TL_ASSERT(t.operand < static_cast<int>(d.operands.size()), "op {}: instruction {} touches operand {} of {}",
+                d.name, i.name, t.operand, d.operands.size());
+      TL_ASSERT(t.operand >= 0 || (t.bytes != nullptr && t.scratch != MemScope::GM),
+                "op {}: instruction {} touches a scratch area without a memory or a size", d.name, i.name);
+    }
+}
+
 const Registry& registry() {
   static const Registry reg = [] {
     Registry r;
@@ -25,9 +63,11 @@ const Registry& registry() {
     ops::register_vector_ops(r.defs);
     ops::register_reduce_sort_ops(r.defs);
     ops::register_debug_ops(r.defs);
-    for (const auto& d : r.defs) {
+    for (auto& d : r.defs) {
       TL_ASSERT(!r.by_name.count(d.name), "op {} registered twice", d.name);
-      TL_ASSERT(d.pipe != nullptr, "op {} has no pipe function", d.name);
+      if (d.expansion.empty() && d.cost) d.expansion = default_expansion(d);
+      check_definition(d);
+      d.id = static_cast<int>(r.ptrs.size());
       r.ptrs.push_back(&d);
       r.by_name.emplace(d.name, &d);
     }
@@ -46,6 +86,20 @@ std::string_view attr_type_name(const AttrValue& v) {
 }
 
 }  // namespace
+
+const std::vector<DType>* OpDTypes::on(const Target& t) const {
+  if (kind != Kind::List) return nullptr;
+  for (const auto& [arch, list] : per_arch)
+    if (arch == t.arch) return &list;
+  return &dtypes;
+}
+OpDTypes only_dtypes(std::vector<DType> dtypes) {
+  return OpDTypes{.kind = OpDTypes::Kind::List, .dtypes = std::move(dtypes), .per_arch = {}, .table = {}};
+}
+OpDTypes dtypes_from_target(std::string table) {
+  return OpDTypes{.kind = OpDTypes::Kind::TargetTable, .dtypes = {}, .per_arch = {}, .table = std::move(table)};
+}
+OpDTypes any_dtype() { return OpDTypes{.kind = OpDTypes::Kind::Any, .dtypes = {}, .per_arch = {}, .table = {}}; }
 
 int OpDef::operand_index(std::string_view n) const {
   for (size_t i = 0; i < operands.size(); ++i)

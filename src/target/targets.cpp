@@ -80,37 +80,6 @@ Target make_a2() {
       {D::Int32, D::Int16, exact},        {D::Int32, D::Int64, exact},
       {D::Int64, D::Int32, exact},        {D::Int64, D::Float32, rounding},
   };
-  // Vector op dtypes (ASCENDC_API.md, Vector table).
-  const std::vector<DType> arith = {D::Int16, D::Float16, D::Int32, D::Float32};
-  const std::vector<DType> flt = {D::Float16, D::Float32};
-  for (const char* op : {"tile.add", "tile.sub", "tile.mul", "tile.max", "tile.min"})
-    t.vector_dtypes[op] = arith;
-  t.vector_dtypes["tile.div"] = flt;
-  for (const char* op : {"tile.exp", "tile.ln", "tile.sqrt", "tile.rsqrt", "tile.reciprocal",
-                         "tile.abs", "tile.leaky_relu", "tile.sigmoid", "tile.silu", "tile.sin",
-                         "tile.cos", "tile.round", "tile.axpy", "tile.clamp", "tile.select",
-                         "reduce_sum", "reduce_max", "reduce_min", "sort", "topk", "merge_sort",
-                         "init_sort_buf"})
-    t.vector_dtypes[op] = flt;
-  t.vector_dtypes["tile.relu"] = {D::Float16, D::Int32, D::Float32};
-  t.vector_dtypes["tile.compare"] = {D::Float16, D::Float32, D::Int32};
-  t.vector_dtypes["tile.fill"] = {D::Int16, D::UInt16, D::Float16, D::BFloat16, D::Int32,
-                                  D::UInt32, D::Float32};
-  t.vector_dtypes["tile.createvecindex"] = arith;
-  t.vector_dtypes["tile.arith_progression"] = arith;
-  for (const char* op : {"tile.bitwise_and", "tile.bitwise_or", "tile.bitwise_not"})
-    t.vector_dtypes[op] = {D::Int16, D::UInt16};
-  for (const char* op : {"tile.shift_left", "tile.shift_right"})
-    t.vector_dtypes[op] = {D::Int16, D::UInt16, D::Int32, D::UInt32};
-  t.vector_dtypes["tile.transpose"] = {D::Int16, D::UInt16, D::Float16, D::BFloat16};
-  for (const char* op : {"tile.row_expand_add", "tile.row_expand_sub", "tile.row_expand_mul",
-                         "tile.row_expand_max", "tile.row_expand_min"})
-    t.vector_dtypes[op] = arith;
-  t.vector_dtypes["tile.row_expand_div"] = flt;
-  const std::vector<DType> any_dt = {D::Int8, D::UInt8, D::Int16, D::UInt16, D::Float16, D::BFloat16,
-                                     D::Int32, D::UInt32, D::Float32};
-  for (const char* op : {"tile.gather", "tile.gather_mask", "tile.broadcast"})
-    t.vector_dtypes[op] = any_dt;
   // Event ids 0-7, 6-7 kept by the vendor runtime (ASCENDC_API.md, Synchronization).
   t.num_event_ids = 8;
   t.reserved_event_ids = {6, 7};
@@ -173,8 +142,9 @@ Target make_a2() {
   // On-chip copies without a K: the L1->L0A latency (CALIBRATION.md, ~28 cycles).
   c.onchip_copy_latency_cycles = 28;
   // Vector: head + per_repeat x repeats + tail (DESIGN.md 3.4, pto-isa cost model).
-  c.vector = {{"simple", {10, 2, 14}}, {"exp", {13, 2, 18}}, {"div", {11, 4, 19}},
-              {"reduce", {14, 7, 32}}, {"merge_sort", {20, 78, 0}}};
+  c.vector = {{CostClass::VecSimple, {10, 2, 14}}, {CostClass::VecTranscendental, {13, 2, 18}},
+              {CostClass::VecDiv, {11, 4, 19}},    {CostClass::VecReduce, {14, 7, 32}},
+              {CostClass::VecSort, {20, 78, 0}}};
   // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (DESIGN.md 3.1 / 3.4).
   c.hbm_bytes_per_s = 1.8e12;
   c.l2_bytes_per_s = 5.0e12;
@@ -221,6 +191,7 @@ Target make_950() {
   Target t = make_a2();
   t.name = "950";
   t.chip = "Ascend950";
+  t.arch = Arch::Npu3510;
   t.num_aic = 32;
   t.num_aiv = 64;
   t.clock_ghz = 1.65;
@@ -288,10 +259,18 @@ bool Target::pipe_on_core(Pipe p, CoreKind c) const {
   return std::find(ps.begin(), ps.end(), p) != ps.end();
 }
 
-bool Target::vector_dtype_ok(std::string_view op, DType t) const {
-  auto it = vector_dtypes.find(std::string(op));
-  if (it == vector_dtypes.end()) return true;
-  return std::find(it->second.begin(), it->second.end(), t) != it->second.end();
+std::string_view arch_name(Arch a) { return a == Arch::Npu2201 ? "2201" : "3510"; }
+
+std::string_view cost_class_name(CostClass c) {
+  static constexpr std::string_view kNames[kNumCostClasses] = {
+      "copy", "cube_load", "mmad", "vec_simple", "vec_transcendental", "vec_div", "vec_reduce", "vec_sort", "scalar"};
+  return kNames[static_cast<size_t>(c)];
+}
+
+const CostTable::VectorCost& CostTable::vector_cost(CostClass c) const {
+  auto it = vector.find(c);
+  TL_ASSERT(it != vector.end(), "the cost table has no row for {}", cost_class_name(c));
+  return it->second;
 }
 
 const Target& get_target(std::string_view name) {

@@ -1,7 +1,7 @@
 // Op rules of the vector unit: elementwise dtypes and shapes, cast pairs and modes, compare's
 // bitmask, select, gathers, broadcasts, the 16x16 transpose, reductions and the sort family.
-// UB operand memories and alignment are generic (verify_ops.cpp). Dtype sets come from the
-// target (vector_dtypes, casts, compare_modes, ...).
+// UB operand memories and alignment are generic (verify_ops.cpp). Dtype lists come from each
+// op's definition (OpDef::dtypes), pair tables from the target (casts, compare_modes, ...).
 #include <algorithm>
 
 #include "op_rules.h"

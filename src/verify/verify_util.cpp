@@ -1,6 +1,8 @@
 // Helpers shared by the verifier's rule files.
 #include "verify_util.h"
 
+#include <algorithm>
+
 #include "tl/printer.h"
 
 namespace tl::rules {
@@ -70,10 +72,11 @@ bool check_vector_dtype(const TileOpNode& n, VerifyContext& ctx, std::string_vie
   if (!r) return true;
   const auto& t = ctx.target();
   DType d = r->buffer->dtype;
-  if (t.vector_dtype_ok(n.op->name, d)) return true;
+  const std::vector<DType>* legal = n.op->dtypes.on(t);
+  TL_ASSERT(legal, "{} checks a dtype list it does not have", op_title(n));
+  if (std::find(legal->begin(), legal->end(), d) != legal->end()) return true;
   ctx.error(n, std::string(name), "vector-dtype",
-            fmt::format("{} on {} takes {}, got {}", op_title(n), t.name,
-                        dtype_list(t.vector_dtypes.at(n.op->name)), dtype_str(d)));
+            fmt::format("{} on {} takes {}, got {}", op_title(n), t.name, dtype_list(*legal), dtype_str(d)));
   return false;
 }
 

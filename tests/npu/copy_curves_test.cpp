@@ -132,7 +132,7 @@ Point measure(Path path, int bytes) {
 }
 
 /// The model's latency constant K (bytes) of a path: its own copy_latency_bytes, else the GM
-/// latency in cycles (GM->UB's K over GM->UB's rate) times the path's rate (src/npu/timing.cpp).
+/// latency in cycles (GM->UB's K over GM->UB's rate) times the path's rate (src/npu/timing_costs.cpp).
 double path_rate(const CostTable& c, double clock_hz, const std::string& key) {
   double r = c.copy_bytes_per_cycle.at(key);
   return std::min(r, c.copy_measured_bytes_per_s.at(key) / clock_hz);

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "npu/op_harness.h"
+#include "tl/op.h"
 
 namespace tl {
 namespace {
@@ -57,7 +58,8 @@ std::string describe(const std::vector<Entry>& got, const std::vector<Entry>& wa
   return s;
 }
 
-const std::vector<DType>& legal(const char* op) { return default_target().vector_dtypes.at(op); }
+/// The dtypes A2 allows for `op` (its definition's list).
+const std::vector<DType>& legal(const char* op) { return *find_op(op)->dtypes.on(default_target()); }
 /// Elements of dtype t per 8-byte entry.
 int64_t per_entry(DType t) { return 8 / dtype_bytes(t); }
 

@@ -1,5 +1,5 @@
 // Per-primitive tests of the virtual NPU's vector tile ops and reductions: each op runs alone
-// on one AIV over every dtype A2 allows for it (target.vector_dtypes), on regions with tails
+// on one AIV over every dtype A2 allows for it (OpDef::dtypes), on regions with tails
 // (element counts that are not a multiple of a 256-byte repeat, strided sub-regions), and is
 // compared bit-exactly against a plain C++ reference of the rounding model (compute in fp32,
 // round to the destination dtype with RINT; integers wrap). Elements outside the region must
@@ -13,6 +13,7 @@
 #include <random>
 
 #include "npu/op_harness.h"
+#include "tl/op.h"
 
 namespace tl {
 namespace {
@@ -20,7 +21,8 @@ namespace {
 using namespace optest;
 using npu::RoundMode;
 
-const std::vector<DType>& legal(const char* op) { return default_target().vector_dtypes.at(op); }
+/// The dtypes A2 allows for `op` (its definition's list).
+const std::vector<DType>& legal(const char* op) { return *find_op(op)->dtypes.on(default_target()); }
 
 Tensor input(Device& dev, const std::vector<int64_t>& shape, DType t, uint64_t seed, double lo = -4, double hi = 4) {
   if (!is_float(t)) {

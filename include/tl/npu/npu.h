@@ -67,6 +67,9 @@ struct CompileOptions {
 
 namespace npu {
 class Program;  // the executable form (src/npu/program.h)
+/// True if the virtual NPU has semantics for `op`. Every registered op must: the table is
+/// checked when it is built, and a gap is a registration error (tl::InternalError).
+bool implements(const OpDef& op);
 }
 
 /// A compiled, launchable kernel. Cheap to copy (shares the program).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tl/ir.h"
+#include "tl/target.h"
 
 namespace tl::npu {
 
@@ -50,10 +51,9 @@ struct TraceEvent {
   SourceLoc loc;
   std::vector<Access> accesses;
   // Inputs of the cost model.
+  CostClass cost = CostClass::Scalar;  // the instruction's row of the cost table (its op's)
   MemScope src_scope = MemScope::GM, dst_scope = MemScope::GM;  // copies
-  int64_t bytes = 0;     // bytes moved (copies) or touched (vector)
-  int64_t rows = 1;      // bursts of a copy
-  int64_t elements = 0;  // vector elements
+  int64_t bytes = 0;  // bytes moved (copies, cube loads) or touched (vector)
   DType dtype = DType::Float32;
   int64_t m = 0, n = 0, k = 0;  // cube
 };

@@ -1,5 +1,6 @@
 // The timing model of the virtual NPU (tl/npu/timing.h): a discrete-event replay of an
-// instruction trace.
+// instruction trace, with instruction costs from timing_costs.h and reports in
+// timing_report.cpp.
 //
 // Per core: a scalar unit walks the core's events in program order, paying issue_cycles per
 // instruction, and appends them to per-pipe queues (scalar ops, barrier_all, S-pipe flags,
@@ -28,11 +29,11 @@
 #include <cmath>
 #include <deque>
 #include <map>
-#include <ostream>
 #include <queue>
 #include <set>
 #include <unordered_set>
 
+#include "timing_costs.h"
 #include "tl/error.h"
 #include "tl/npu/trace.h"
 
@@ -44,115 +45,18 @@ constexpr double kInf = 1e300;
 
 bool overlapping(Pipe p) { return p == Pipe::V || p == Pipe::MTE2 || p == Pipe::MTE3; }
 
-std::string path_key(MemScope s, MemScope d) { return fmt::format("{}->{}", scope_name(s), scope_name(d)); }
-
 std::string short_loc(const SourceLoc& l) {
   if (!l.known()) return "";
   auto slash = l.file.find_last_of('/');
   return fmt::format("{}:{}", slash == std::string::npos ? l.file : l.file.substr(slash + 1), l.line);
 }
 
-/// Op class of a vector instruction (DESIGN.md 3.4 cost rows) by its name.
-std::string vector_class(const std::string& name) {
-  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("sort") || has("topk")) return "merge_sort";
-  if (has("reduce")) return "reduce";
-  if (has("div") || has("reciprocal")) return "div";
-  if (has("exp") || has("ln") || has("sqrt") || has("sigmoid") || has("silu") || has("sin") || has("cos") ||
-      has("gelu") || has("tanh"))
-    return "exp";
-  return "simple";
-}
-
-/// Cost of one instruction: fixed part (latency, or the whole duration for non-GM work), the
-/// data bytes and rate of a GM flow, and the issue interval of overlapping pipes.
-struct Cost {
-  double fixed = 0;     // cycles before the data phase (or the whole instruction)
-  double bytes = 0;     // GM data phase: bytes at `rate` (0: no GM flow)
-  double rate = 0;      // bytes per cycle of this core on the path
-  double interval = 1;  // overlapping pipes: next start >= this start + interval
-  bool gm = false;
-  bool write = false;   // GM write
-};
-
 class Model {
  public:
-  Model(const Trace& t, const Target& tg) : tr_(t), tg_(tg), c_(tg.costs) {
+  Model(const Trace& t, const Target& tg) : tr_(t), tg_(tg), c_(tg.costs), costs_(tg) {
     clock_hz_ = tg.clock_ghz * 1e9;
     hbm_pc_ = c_.hbm_bytes_per_s / clock_hz_;
     l2_pc_ = c_.l2_bytes_per_s / clock_hz_;
-    // GM latency: K / plateau of GM->UB (DESIGN.md 3.4), used by GM paths without their own K.
-    gm_latency_ = latency(MemScope::GM, MemScope::UB);
-  }
-
-  double rate(MemScope s, MemScope d) const {
-    auto k = path_key(s, d);
-    auto it = c_.copy_bytes_per_cycle.find(k);
-    double r = it != c_.copy_bytes_per_cycle.end() ? it->second : 128;
-    auto m = c_.copy_measured_bytes_per_s.find(k);
-    if (m != c_.copy_measured_bytes_per_s.end()) r = std::min(r, m->second / clock_hz_);
-    return r;
-  }
-  double latency(MemScope s, MemScope d) const {
-    auto it = c_.copy_latency_bytes.find(path_key(s, d));
-    if (it != c_.copy_latency_bytes.end()) return it->second / rate(s, d);
-    if (s == MemScope::GM || d == MemScope::GM) return gm_latency_;
-    return c_.onchip_copy_latency_cycles;
-  }
-
-  Cost cost(const TraceEvent& e) const {
-    Cost k;
-    const bool is_copy = e.name == "copy" || e.name == "atomic_add" || e.name == "gemm_v0.load" ||
-                         (e.pipe != Pipe::V && e.pipe != Pipe::M && e.pipe != Pipe::S && e.src_scope != e.dst_scope);
-    if (e.pipe == Pipe::M) {
-      // One 16x16x16 fp16/bf16 fractal per cycle; int8 k in 32s; fp32 a quarter of the rate.
-      double kf = std::ceil(static_cast<double>(e.k) / (e.dtype == DType::Int8 || e.dtype == DType::UInt8 ? 32 : 16));
-      double fr = std::ceil(e.m / 16.0) * std::ceil(e.n / 16.0) * kf;
-      if (e.dtype == DType::Float32) fr *= 4;
-      k.fixed = c_.cube_head_cycles + fr / c_.cube_fractals_per_cycle;
-      k.interval = k.fixed;
-      return k;
-    }
-    if (e.name == "gemm_v0.load") {
-      // A into L0A and B into L0B (the write accesses carry the two sizes).
-      double a = 0, b = 0;
-      for (const auto& x : e.accesses)
-        if (x.write && x.mem.scope == MemScope::L0A) a += static_cast<double>(x.len * x.count);
-        else if (x.write && x.mem.scope == MemScope::L0B) b += static_cast<double>(x.len * x.count);
-      if (a + b == 0) a = static_cast<double>(e.bytes);
-      k.fixed = latency(MemScope::L1, MemScope::L0A) + a / rate(MemScope::L1, MemScope::L0A) +
-                b / rate(MemScope::L1, MemScope::L0B);
-      k.interval = k.fixed;
-      return k;
-    }
-    if (is_copy) {
-      MemScope s = e.src_scope, d = e.dst_scope;
-      double r = rate(s, d), lat = latency(s, d), by = static_cast<double>(e.bytes);
-      if (s == MemScope::GM || d == MemScope::GM) {
-        k.gm = true;
-        k.write = d == MemScope::GM;
-        k.fixed = lat;
-        k.bytes = by;
-        k.rate = r;
-        k.interval = c_.issue_cycles;
-      } else {
-        k.fixed = lat + by / r;
-        k.interval = std::max(c_.issue_cycles, by / r);
-      }
-      return k;
-    }
-    if (e.pipe == Pipe::V) {
-      auto it = c_.vector.find(vector_class(e.name));
-      if (it == c_.vector.end()) it = c_.vector.find("simple");
-      CostTable::VectorCost vc = it != c_.vector.end() ? it->second : CostTable::VectorCost{10, 2, 14};
-      double reps = std::max(1.0, std::ceil(static_cast<double>(e.bytes) / c_.vector_bytes_per_repeat));
-      k.fixed = vc.head + vc.per_repeat * reps + vc.tail;
-      k.interval = std::max(c_.issue_cycles, vc.per_repeat * reps);
-      return k;
-    }
-    k.fixed = c_.scalar_op_cycles;
-    k.interval = k.fixed;
-    return k;
   }
 
   Profile run(const TimingOptions& opt);
@@ -206,7 +110,8 @@ class Model {
   const Trace& tr_;
   const Target& tg_;
   const CostTable& c_;
-  double clock_hz_ = 1, hbm_pc_ = 1, l2_pc_ = 1, gm_latency_ = 0;
+  const CostModel costs_;
+  double clock_hz_ = 1, hbm_pc_ = 1, l2_pc_ = 1;
   std::vector<CoreSim> cores_;
   std::deque<int> dirty_;
   std::vector<char> in_dirty_;
@@ -292,7 +197,7 @@ int Model::record(int c, int ev, Pipe p, double s, double e) {
   ti.start = s;
   ti.end = e;
   ti.name = t.name;
-  if (t.name == "copy" || t.name == "atomic_add")
+  if (t.cost == CostClass::Copy)
     ti.name = fmt::format("{} {}->{}", t.name, scope_name(t.src_scope), scope_name(t.dst_scope));
   ti.loc = short_loc(t.loc);
   ti.bytes = t.bytes;
@@ -307,7 +212,7 @@ void Model::start_op(int c, int p, const Item& it) {
   CoreSim& cs = cores_[c];
   PipeState& ps = cs.pipes[p];
   const TraceEvent& e = cs.ct->events[it.ev];
-  Cost k = cost(e);
+  Cost k = costs_.cost(e);
   double start = std::max({it.issue, ps.floor, ps.next_free});
   if (k.gm) {
     int idx = record(c, it.ev, static_cast<Pipe>(p), start, start);
@@ -691,43 +596,6 @@ Profile Model::run(const TimingOptions& opt) {
   return std::move(prof_);
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) continue;
-    o += ch;
-  }
-  return o;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '<') o += "&lt;";
-    else if (ch == '>') o += "&gt;";
-    else if (ch == '&') o += "&amp;";
-    else if (ch == '"') o += "&quot;";
-    else o += ch;
-  }
-  return o;
-}
-
-const char* pipe_color(Pipe p) {
-  switch (p) {
-    case Pipe::S: return "#9e9e9e";
-    case Pipe::V: return "#43a047";
-    case Pipe::M: return "#e53935";
-    case Pipe::MTE1: return "#fb8c00";
-    case Pipe::MTE2: return "#1e88e5";
-    case Pipe::MTE3: return "#8e24aa";
-    case Pipe::FIX: return "#00897b";
-    default: return "#000000";
-  }
-}
-
-const char* slot_name(int s) { return s == 0 ? "AIC" : s == 1 ? "AIV0" : "AIV1"; }
-
 }  // namespace
 
 double Profile::busy_ratio(Pipe p, CoreKind kind) const {
@@ -748,152 +616,6 @@ double Profile::busy_ratio(Pipe p, CoreKind kind) const {
 Profile simulate_timing(const Trace& trace, const Target& target, const TimingOptions& opt) {
   Model m(trace, target);
   return m.run(opt);
-}
-
-void write_chrome_trace(const Profile& p, std::ostream& os) {
-  const double to_us = 1.0 / (p.clock_ghz * 1e3);
-  os << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"kernel\":\"" << json_escape(p.kernel) << "\",\"target\":\""
-     << json_escape(p.target) << "\",\"total_us\":" << p.total_us << "},\"traceEvents\":[\n";
-  bool first = true;
-  auto sep = [&] {
-    if (!first) os << ",\n";
-    first = false;
-  };
-  std::set<std::pair<int64_t, int>> threads;
-  for (const auto& ti : p.instrs) threads.insert({p.cores[ti.core].block, ti.core % 3 * 8 + static_cast<int>(ti.pipe)});
-  std::set<int64_t> blocks;
-  for (const auto& [b, tid] : threads) {
-    if (blocks.insert(b).second) {
-      sep();
-      os << fmt::format(R"J({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"block {} (core group {})"}}}})J", b,
-                        b, p.cores[b * 3].phys);
-      sep();
-      os << fmt::format(R"J({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})J", b, b);
-    }
-    sep();
-    os << fmt::format(R"J({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{} {}"}}}})J", b, tid,
-                      slot_name(tid / 8), pipe_name(static_cast<Pipe>(tid % 8)));
-    sep();
-    os << fmt::format(R"J({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})J", b, tid,
-                      tid);
-  }
-  for (const auto& ti : p.instrs) {
-    sep();
-    std::string name = ti.loc.empty() ? ti.name : ti.name + " @" + ti.loc;
-    std::string args = fmt::format(R"J("loc":"{}","cycles":{:.1f})J", json_escape(ti.loc), ti.end - ti.start);
-    if (ti.bytes) args += fmt::format(R"J(,"bytes":{})J", ti.bytes);
-    if (ti.m) args += fmt::format(R"J(,"m":{},"n":{},"k":{})J", ti.m, ti.n, ti.k);
-    os << fmt::format(R"J({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{:.4f},"dur":{:.4f},"args":{{{}}}}})J",
-                      json_escape(name), pipe_name(ti.pipe), p.cores[ti.core].block,
-                      ti.core % 3 * 8 + static_cast<int>(ti.pipe), ti.start * to_us,
-                      std::max(0.0, ti.end - ti.start) * to_us, args);
-  }
-  os << "\n]}\n";
-}
-
-void write_html_timeline(const Profile& p, std::ostream& os, int max_blocks) {
-  // Rows: (core, pipe) pairs with at least one instruction, for the first max_blocks blocks.
-  std::map<std::pair<int, int>, int> rows;
-  double t_end = 0;
-  for (const auto& ti : p.instrs)
-    if (p.cores[ti.core].block < max_blocks) {
-      rows[{ti.core, static_cast<int>(ti.pipe)}] = 0;
-      t_end = std::max(t_end, ti.end);
-    }
-  int r = 0;
-  for (auto& [k, v] : rows) v = r++;
-  const double label_w = 150, width = 1400, row_h = 16, top = 30;
-  const double plot_w = width - label_w - 10;
-  const double height = top + row_h * r + 30;
-  const double to_us = 1.0 / (p.clock_ghz * 1e3);
-  const double span = std::max(t_end, 1.0);
-  auto x = [&](double cyc) { return label_w + cyc / span * plot_w; };
-  os << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << html_escape(p.kernel)
-     << " timeline</title>\n<style>body{font-family:sans-serif;font-size:12px} rect.i:hover{stroke:#000}"
-        " text{font-size:10px}</style></head><body>\n";
-  os << fmt::format("<h3>{} on {}: {:.0f} cycles = {:.2f} us ({} blocks on {} core groups; first {} blocks shown)</h3>\n",
-                    html_escape(p.kernel), html_escape(p.target), p.total_cycles, p.total_us, p.num_blocks,
-                    p.physical_blocks, std::min<int64_t>(max_blocks, p.num_blocks));
-  os << "<p>";
-  for (Pipe pp : {Pipe::S, Pipe::V, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX})
-    os << fmt::format("<span style=\"background:{};color:#fff;padding:1px 6px;margin-right:4px\">{}</span>",
-                      pipe_color(pp), pipe_name(pp));
-  os << " white space in a row = the pipe is idle (bubble). Hover a box for the instruction.</p>\n";
-  os << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">\n", width, height);
-  // Time axis.
-  double us_span = span * to_us;
-  double step = std::pow(10.0, std::floor(std::log10(std::max(us_span, 1e-6) / 10)));
-  if (us_span / step > 25) step *= 5;
-  else if (us_span / step > 12) step *= 2;
-  for (double u = 0; u <= us_span + 1e-12; u += step) {
-    double xx = x(u / to_us);
-    os << fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#ddd\"/>", xx, top - 5, xx,
-                      height - 25);
-    os << fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g} us</text>\n", xx, top - 10, u);
-  }
-  for (const auto& [k, row] : rows) {
-    double y = top + row * row_h;
-    if (row % 2 == 0)
-      os << fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f7\"/>", y, width, row_h);
-    os << fmt::format("<text x=\"4\" y=\"{}\">{} {}</text>\n", y + row_h - 4, html_escape(p.cores[k.first].name),
-                      pipe_name(static_cast<Pipe>(k.second)));
-  }
-  int64_t drawn = 0;
-  for (const auto& ti : p.instrs) {
-    if (p.cores[ti.core].block >= max_blocks) continue;
-    if (++drawn > 40000) break;  // keep the file small
-    double y = top + rows[{ti.core, static_cast<int>(ti.pipe)}] * row_h + 2;
-    double x0 = x(ti.start), w = std::max(0.5, x(ti.end) - x0);
-    os << fmt::format(
-        "<rect class=\"i\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.8\">"
-        "<title>{} {} [{:.3f} - {:.3f} us, {:.0f} cycles]{}</title></rect>\n",
-        x0, y, w, row_h - 4, pipe_color(ti.pipe), html_escape(ti.name), html_escape(ti.loc), ti.start * to_us,
-        ti.end * to_us, ti.end - ti.start,
-        ti.bytes ? fmt::format(" {} B", ti.bytes) : (ti.m ? fmt::format(" m={} n={} k={}", ti.m, ti.n, ti.k) : ""));
-  }
-  os << fmt::format("<text x=\"{}\" y=\"{}\">time (us)</text>\n", label_w, height - 8);
-  os << "</svg>\n</body></html>\n";
-}
-
-void print_profile(const Profile& p, std::ostream& os, int max_groups) {
-  os << fmt::format("{} on {} (timed): {:.0f} cycles = {:.2f} us at {:.2f} GHz; {} blocks on {} core groups, "
-                    "{} events; GM traffic {:.1f} MB ({:.1f} MB to HBM)\n",
-                    p.kernel, p.target, p.total_cycles, p.total_us, p.clock_ghz, p.num_blocks, p.physical_blocks,
-                    p.events, p.gm_bytes / 1e6, p.gm_hbm_bytes / 1e6);
-  const std::vector<Pipe> aic = {Pipe::S, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX};
-  const std::vector<Pipe> aiv = {Pipe::S, Pipe::V, Pipe::MTE2, Pipe::MTE3};
-  os << fmt::format("busy % of the kernel time per core group ({:.2f} us):\n", p.total_us);
-  std::string hdr = fmt::format("{:>8} |", "group");
-  for (Pipe q : aic) hdr += fmt::format(" AIC.{:<4}", pipe_name(q));
-  hdr += " |";
-  for (Pipe q : aiv) hdr += fmt::format(" AIV.{:<4}", pipe_name(q));
-  os << hdr << "\n";
-  // Sum per group.
-  int groups = std::max(1, p.physical_blocks);
-  std::vector<std::array<double, kNumPipes>> gc(groups), gv(groups);
-  for (auto& a : gc) a.fill(0);
-  for (auto& a : gv) a.fill(0);
-  for (const auto& c : p.cores) {
-    int g = std::clamp(c.phys, 0, groups - 1);
-    for (int q = 0; q < kNumPipes; ++q) (c.slot == 0 ? gc : gv)[g][q] += c.slot == 0 ? c.busy[q] : c.busy[q] / 2;
-  }
-  auto row = [&](const std::string& label, const std::array<double, kNumPipes>& c, const std::array<double, kNumPipes>& v) {
-    std::string s = fmt::format("{:>8} |", label);
-    double T = std::max(p.total_cycles, 1.0);
-    for (Pipe q : aic) s += fmt::format(" {:>7.1f}%", 100 * c[static_cast<int>(q)] / T);
-    s += " |";
-    for (Pipe q : aiv) s += fmt::format(" {:>7.1f}%", 100 * v[static_cast<int>(q)] / T);
-    os << s << "\n";
-  };
-  for (int g = 0; g < std::min(groups, max_groups); ++g) row(std::to_string(g), gc[g], gv[g]);
-  if (groups > max_groups) os << fmt::format("{:>8} |\n", "...");
-  std::array<double, kNumPipes> ac{}, av{};
-  for (int g = 0; g < groups; ++g)
-    for (int q = 0; q < kNumPipes; ++q) {
-      ac[q] += gc[g][q] / groups;
-      av[q] += gv[g][q] / groups;
-    }
-  row("all", ac, av);
 }
 
 }  // namespace tl::npu
