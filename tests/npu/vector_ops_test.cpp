@@ -159,6 +159,7 @@ std::vector<UnCase> un_cases() {
        false, -8, 8},
       {"sin", [](TileArg d, TileArg s) { T::tile::sin(d, s); }, [](double x) { return std::sin(x); }, false, -3, 3},
       {"cos", [](TileArg d, TileArg s) { T::tile::cos(d, s); }, [](double x) { return std::cos(x); }, false, -1.5, 1.5},
+      {"tanh", [](TileArg d, TileArg s) { T::tile::tanh(d, s); }, [](double x) { return std::tanh(x); }, false, -4, 4},
       {"round", [](TileArg d, TileArg s) { T::tile::round(d, s); },
        [](double x) { return std::copysign(npu::round_integral(x, RoundMode::Rint), x); }, true, -9, 9},
   };
