@@ -164,8 +164,9 @@ Cache& cache() {
   return *c;
 }
 
-/// Reads the artifact at `path`. nullopt without a file; a reject (counted) when it exists but
+/// Reads the artifact at `path`. nullptr without a file; a reject (counted) when it exists but
 /// does not hold `key` at this version or does not parse back to the recorded function.
+/// Internal errors are bugs and propagate.
 std::shared_ptr<const npu::Program> load_artifact(const std::string& path, const std::string& key,
                                                   const Target& target) {
   std::error_code ec;
@@ -206,12 +207,15 @@ std::shared_ptr<const npu::Program> load_artifact(const std::string& path, const
     PrimFunc lowered = parse(std::string_view(text).substr(nl + 1), path);
     if (structural_hash(lowered) != want_hash) return reject();
     return npu::build_program(lowered, target);
+  } catch (const InternalError&) {
+    throw;
   } catch (const std::exception&) {
     return reject();
   }
 }
 
-/// Writes the artifact atomically (unique temporary file, then rename). Never throws.
+/// Writes the artifact atomically (unique temporary file, then rename). I/O errors are
+/// counted, never thrown.
 void store_artifact(const std::string& dir, const std::string& path, const std::string& key, const Target& target,
                     const npu::Program& program) {
   auto& c = cache();
@@ -238,12 +242,13 @@ void store_artifact(const std::string& dir, const std::string& path, const std::
     fs::rename(tmp, path, ec);
     if (ec) throw std::runtime_error(ec.message());
     c.disk_writes.fetch_add(1, std::memory_order_relaxed);
-  } catch (const std::exception&) {
-    c.disk_errors.fetch_add(1, std::memory_order_relaxed);
+  } catch (const std::exception& e) {
     if (!tmp.empty()) {
       std::error_code ec;
       fs::remove(tmp, ec);
     }
+    if (dynamic_cast<const InternalError*>(&e)) throw;  // a bug (in the printer), not an I/O error
+    c.disk_errors.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

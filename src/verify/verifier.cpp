@@ -345,6 +345,8 @@ std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t) {
   Walker w(t, out);
   try {
     w.run(f);
+  } catch (const InternalError&) {
+    throw;  // a broken invariant is a bug to report, not a property of the kernel
   } catch (const std::exception& e) {
     // A rule must never throw; if one does (a bug), keep what was found and say so.
     out.push_back(Diagnostic{"T.prim_func", "", "verifier-internal",
