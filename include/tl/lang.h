@@ -98,6 +98,8 @@ Var let(std::string name, Expr value, TL_LOC);
 void serial(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void serial(Expr min, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void unroll(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
+/// Developer-mode loops. Until the passes that lower them exist, the verifier rejects them in
+/// expert kernels [developer-loop-in-expert-mode]: use serial or unroll there.
 void Parallel(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& body, TL_LOC);
 /// Persistent tiles: tiles of `domain` (row-major) are dealt to `num_workers` workers; worker

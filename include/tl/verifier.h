@@ -12,7 +12,9 @@
 //    vector-only kernels; cube ops in Cube and vector ops in Vector scopes [op-core-scope];
 //    copies in the scope of the core that issues their path [copy-core-scope]; on-chip
 //    buffers allocated in the scope of the core that owns them, or at kernel level
-//    [alloc-core-scope]; developer-mode memories rejected [developer-scope-in-expert-mode].
+//    [alloc-core-scope]; developer-mode memories rejected [developer-scope-in-expert-mode];
+//    T::Parallel and T::Pipelined loops rejected until the developer-mode passes lower them
+//    [developer-loop-in-expert-mode].
 //  - symbols: vars used outside their binding [undefined-var], bound twice [rebound-var];
 //    buffers used outside their Allocate's block [undefined-buffer]; scalar loads/stores on
 //    memories the scalar unit cannot address [scalar-access-scope].

@@ -219,6 +219,11 @@ class Walker {
         std::string op = for_title(n->for_kind);
         check_expr(n->min, n->loc, op, "min");
         check_expr(n->extent, n->loc, op, "extent");
+        if (n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined)
+          ctx_.error(n->loc, op, "", "developer-loop-in-expert-mode",
+                     fmt::format("{} is a developer-mode loop, and the developer-mode passes that "
+                                 "lower it do not exist yet (it would run as a plain serial loop); "
+                                 "expected T::serial or T::unroll in an expert kernel", op));
         push();
         bind_var(n->var, n->loc, op);
         walk_block(n->body);
