@@ -42,6 +42,8 @@ void VerifyContext::error(const TileOpNode& n, std::string operand, std::string 
                             std::move(message), n.loc, std::move(context)});
 }
 
+std::string_view spec_name(Spec s) { return s == Spec::Planned ? "planned" : "expert"; }
+
 namespace {
 
 std::string for_title(ForKind k) {
@@ -56,7 +58,7 @@ std::string for_title(ForKind k) {
 
 class Walker {
  public:
-  Walker(const Target& t, std::vector<Diagnostic>& out) : ctx_(t, out) {}
+  Walker(const Target& t, std::vector<Diagnostic>& out, Spec spec) : ctx_(t, out, spec) {}
 
   void run(const PrimFunc& f) {
     if (!f) {
@@ -345,9 +347,9 @@ class Walker {
 
 }  // namespace
 
-std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t) {
+std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t, const VerifyOptions& opt) {
   std::vector<Diagnostic> out;
-  Walker w(t, out);
+  Walker w(t, out, opt.spec);
   try {
     w.run(f);
   } catch (const InternalError&) {
@@ -361,8 +363,8 @@ std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t) {
   return out;
 }
 
-void verify_or_throw(const PrimFunc& f, const Target& t) {
-  auto ds = verify(f, t);
+void verify_or_throw(const PrimFunc& f, const Target& t, const VerifyOptions& opt) {
+  auto ds = verify(f, t, opt);
   if (ds.empty()) return;
   throw Error(fmt::format("kernel '{}' fails verification on target {} ({} error{}):\n{}",
                           f ? f->name : "<null>", t.name, ds.size(), ds.size() == 1 ? "" : "s",
