@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "tl/error.h"
+#include "tl/lang.h"
+#include "tl/npu/npu.h"
 #include "tl/pass.h"
 
 namespace tl {
@@ -57,6 +59,27 @@ TEST(InternalError, IsAStdException) {
     return;
   }
   FAIL() << "expected a std::logic_error";
+}
+
+TEST(InternalError, RaisedOnACoreThreadReachesTheCallerOfLaunch) {
+  // The interpreter trusts a verified kernel: every variable has a slot. An unverified one
+  // with a stray variable trips that invariant on the core threads (four blocks, two host
+  // threads); the launch rethrows it to the caller, still an InternalError.
+  auto X = T::Tensor("X", {64}, f32);
+  PrimFunc f = T::prim_func("stray_var", {X}, [&] {
+    T::Kernel(4, [&](Expr, Expr) {
+      T::Scope(Core::Vector, [&] { T::store(X, {Var("stray")}, 1.0f); });
+    });
+  });
+  auto k = compile(f, default_target(), {.verify = false, .lower = false, .cache = false});
+  Device dev;
+  Tensor t = Tensor::empty(dev, {64}, f32);
+  try {
+    k.launch(dev, {t}, {.threads = 2});
+    FAIL() << "expected an InternalError";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("variable stray has no slot"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
