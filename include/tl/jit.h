@@ -1,9 +1,9 @@
 // The JIT cache behind tl::compile (tl/backend.h; the NPU's form in tl/npu/npu.h).
 //
 // tl::compile(backend, f, target, options) looks the kernel up before compiling it. The key is
-//   compiler version (kCompilerVersion) + the running binary (path, size, mtime: any rebuild
-//   invalidates the disk entries of older builds) + a fingerprint of the op registry
-//   + the backend's name
+//   compiler version (kCompilerVersion) + the build id (build_id(): a hash of the library's
+//   sources, so any change to the compiler invalidates the disk entries of older builds)
+//   + a fingerprint of the op registry + the backend's name
 //   + the target (name, chip, core counts, memory capacities and alignments)
 //   + the options that change the result (CompileOptions::verify and ::lower)
 //   + structural_hash(f)
@@ -41,9 +41,17 @@
 #include "tl/ir.h"
 #include "tl/target.h"
 
+namespace tl {
+/// The build id of this library: a SHA-256 (64 hex digits) over the contents and paths of its
+/// sources (src/ and include/), computed at build time. The same sources give the same id, in
+/// any build directory and on any machine; any edit gives another.
+std::string_view build_id();
+}  // namespace tl
+
 namespace tl::jit {
 
-/// Bump whenever lowering or the artifact format changes: old disk entries are then ignored.
+/// Bump when the artifact format changes: old disk entries are then ignored. (Changes to the
+/// compiler's sources need no bump: they change build_id().)
 inline constexpr std::string_view kCompilerVersion = "tl-ascend-jit-2";
 
 struct CacheStats {

@@ -69,26 +69,6 @@ uint64_t ops_fingerprint() {
   return fp;
 }
 
-/// The running compiler binary: its path, size and modification time. Any rebuild (of the
-/// passes, the parser, anything linked in) changes it, so a developer's tree never loads
-/// artifacts lowered by an older build even if kCompilerVersion was not bumped; an installed
-/// binary keeps its cache across runs.
-uint64_t build_fingerprint() {
-  static const uint64_t fp = [] {
-    Fnv h;
-    std::error_code ec;
-    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return h.h;
-    h.str(exe.string());
-    auto size = fs::file_size(exe, ec);
-    if (!ec) h.num(static_cast<int64_t>(size));
-    auto mtime = fs::last_write_time(exe, ec);
-    if (!ec) h.num(static_cast<int64_t>(mtime.time_since_epoch().count()));
-    return h.h;
-  }();
-  return fp;
-}
-
 uint64_t target_fingerprint(const Target& t) {
   Fnv h;
   h.str(t.name);
@@ -101,8 +81,8 @@ uint64_t target_fingerprint(const Target& t) {
 }
 
 std::string make_key(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  return fmt::format("{}|build={:016x}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|ir={:016x}",
-                     kCompilerVersion, build_fingerprint(), ops_fingerprint(), backend.name(), target.name,
+  return fmt::format("{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|ir={:016x}",
+                     kCompilerVersion, build_id(), ops_fingerprint(), backend.name(), target.name,
                      target_fingerprint(target), opt.verify ? 1 : 0, opt.lower ? 1 : 0, structural_hash(f));
 }
 

@@ -108,6 +108,7 @@ TEST_F(Backends, EachBackendHasItsOwnCacheEntries) {
   std::string key = jit::cache_key(echo, f, default_target());
   EXPECT_NE(key.find("|backend=echo|"), std::string::npos) << key;
   EXPECT_NE(key, jit::cache_key(other, f, default_target()));
+  EXPECT_NE(key.find("|build=" + std::string(build_id()) + "|"), std::string::npos) << key;
 }
 
 TEST_F(Backends, DiskHitRebuildsTheArtifactFromTheStoredIr) {
