@@ -1,8 +1,12 @@
 // Errors of tl-ascend. Two kinds, never mixed:
 //  - user errors (tl::Error): something the kernel author or caller did wrong. The message
 //    names the argument/op, what was expected and what came, and the DSL source location.
-//  - internal invariants (TL_ASSERT): a bug in tl-ascend itself; aborts with file, line,
-//    condition and context. Tests of user errors fail if an internal assert fires.
+//  - internal errors (tl::InternalError, raised by TL_ASSERT): a bug in tl-ascend itself. The
+//    message gives file, line, the failed condition and context. They are thrown, not
+//    aborted on, so that a process hosting the library (a Python interpreter) survives
+//    them; InternalError is deliberately not a tl::Error, so code (and every test) that
+//    catches user errors lets an internal error through. An InternalError raised on one of
+//    the virtual NPU's core threads reaches the caller of launch like any other exception.
 #pragma once
 
 #include <fmt/format.h>
@@ -32,6 +36,23 @@ class Error : public std::runtime_error {
   SourceLoc loc_;
 };
 
+/// A broken internal invariant (TL_ASSERT): a bug in tl-ascend, never the caller's fault.
+/// what() is "tl-ascend internal error at FILE:LINE: assertion `COND` failed: CONTEXT".
+class InternalError : public std::logic_error {
+ public:
+  InternalError(std::string file, int line, std::string condition, std::string context);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  const std::string& condition() const { return condition_; }
+  const std::string& context() const { return context_; }
+
+ private:
+  std::string file_;
+  int line_;
+  std::string condition_, context_;
+};
+
+/// Throws InternalError (what TL_ASSERT calls when its condition is false).
 [[noreturn]] void internal_error(const char* file, int line, const char* cond, const std::string& msg);
 
 template <typename... Args>
@@ -41,7 +62,8 @@ template <typename... Args>
 
 }  // namespace tl
 
-/// Internal invariant: a failure is a tl-ascend bug, not a user error.
+/// Internal invariant: a failure is a tl-ascend bug, not a user error; throws tl::InternalError.
+/// Do not use it where an exception cannot leave (destructors, noexcept functions).
 #define TL_ASSERT(cond, ...)                                                           \
   do {                                                                                 \
     if (!(cond)) ::tl::internal_error(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \

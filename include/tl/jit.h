@@ -1,25 +1,27 @@
-// The JIT cache behind tl::compile (include/tl/npu/npu.h).
+// The JIT cache behind tl::compile (tl/backend.h; the NPU's form in tl/npu/npu.h).
 //
-// tl::compile(f, target, options) looks the kernel up before lowering it. The key is
-//   compiler version (kCompilerVersion) + the running binary (path, size, mtime: any rebuild
-//   invalidates the disk entries of older builds) + a fingerprint of the op registry
+// tl::compile(backend, f, target, options) looks the kernel up before compiling it. The key is
+//   compiler version (kCompilerVersion) + the build id (build_id(): a hash of the library's
+//   sources, so any change to the compiler invalidates the disk entries of older builds)
+//   + a fingerprint of the op registry + the backend's name
 //   + the target (name, chip, core counts, memory capacities and alignments)
-//   + the options that change the result (CompileOptions::verify)
+//   + the options that change the result (CompileOptions::verify and ::lower)
 //   + structural_hash(f)
 // so variable and buffer names and source locations do not matter: the same kernel built again
 // from other source lines, with other variable names, or parsed back from text, hits the entry
-// of the first one (and its CompiledKernel reports the first one's names and locations in
-// errors). The kernel's own name is part of structural_hash, so it always matches.
+// of the first one (and its artifact reports the first one's names and locations in errors).
+// The kernel's own name is part of structural_hash, so it always matches.
 //
-// Two levels:
-//  * memory: a thread-safe map key -> shared npu::Program. Compiling the very PrimFunc object
-//    an entry was made from again is a pointer lookup; an equal function built anew costs one
+// Two levels, shared by every backend:
+//  * memory: a thread-safe map key -> shared Artifact. Compiling the very PrimFunc object an
+//    entry was made from again is a pointer lookup; an equal function built anew costs one
 //    structural hash and one structural comparison with the cached function;
 //  * disk: one file per key in cache_dir(): a one-line JSON header (format, version, key,
-//    target, kernel name, hash of the lowered function) followed by the LOWERED IR text
-//    (tl::print). A disk hit parses the text and builds the program without running the pass
-//    pipeline again. Files are written to a unique temporary name in the same directory and
-//    renamed into place, so concurrent processes never see a partial file. An entry whose
+//    backend, target, kernel name, hash of the IR) followed by the IR the backend was given
+//    (the LOWERED IR unless CompileOptions::lower = false) as text (tl::print). A disk hit
+//    parses the text and has the backend build its artifact from it, without running the
+//    pass pipeline again. Files are written to a unique temporary name in the same directory
+//    and renamed into place, so concurrent processes never see a partial file. An entry whose
 //    version or key differs, that does not parse, or whose parsed function does not hash to
 //    the recorded value is ignored (counted in disk_rejects) and overwritten.
 //
@@ -35,19 +37,27 @@
 #include <string>
 #include <string_view>
 
+#include "tl/backend.h"
 #include "tl/ir.h"
-#include "tl/npu/npu.h"
 #include "tl/target.h"
+
+namespace tl {
+/// The build id of this library: a SHA-256 (64 hex digits) over the contents and paths of its
+/// sources (src/ and include/), computed at build time. The same sources give the same id, in
+/// any build directory and on any machine; any edit gives another.
+std::string_view build_id();
+}  // namespace tl
 
 namespace tl::jit {
 
-/// Bump whenever lowering or the artifact format changes: old disk entries are then ignored.
-inline constexpr std::string_view kCompilerVersion = "tl-ascend-jit-1";
+/// Bump when the artifact format changes: old disk entries are then ignored. (Changes to the
+/// compiler's sources need no bump: they change build_id().)
+inline constexpr std::string_view kCompilerVersion = "tl-ascend-jit-2";
 
 struct CacheStats {
   uint64_t memory_hits = 0;   // compile() answered from the in-memory map
   uint64_t disk_hits = 0;     // answered by parsing a disk artifact
-  uint64_t misses = 0;        // lowered through the pass pipeline
+  uint64_t misses = 0;        // compiled (pipeline and backend)
   uint64_t disk_writes = 0;   // artifacts written
   uint64_t disk_rejects = 0;  // artifacts present but ignored (version/key mismatch, corrupt)
   uint64_t disk_errors = 0;   // artifacts that could not be written (I/O errors; never fatal)
@@ -61,15 +71,20 @@ size_t cache_entries();
 /// Empties the in-memory cache (the disk cache stays; a later compile may hit it).
 void clear_cache();
 
-/// The cache key of `f` compiled for `target` with `opt` (a printable string).
-std::string cache_key(const PrimFunc& f, const Target& target, const CompileOptions& opt = {});
+/// The cache key of `f` compiled for `target` by `backend` with `opt` (a printable string).
+std::string cache_key(const Backend& backend, const PrimFunc& f, const Target& target,
+                      const CompileOptions& opt = {});
 /// The disk directory `opt` resolves to; "" when the disk level is disabled or unresolvable.
 std::string cache_dir(const CompileOptions& opt = {});
 /// The artifact file of `f` ("" when the disk level is disabled).
-std::string cache_file(const PrimFunc& f, const Target& target, const CompileOptions& opt = {});
+std::string cache_file(const Backend& backend, const PrimFunc& f, const Target& target,
+                       const CompileOptions& opt = {});
 
-/// Lowers and builds without consulting or filling the cache (what a miss runs).
-std::shared_ptr<const npu::Program> compile_uncached(const PrimFunc& f, const Target& target,
-                                                     const CompileOptions& opt);
+/// The IR a backend receives for `f` under `opt` (the table on CompileOptions): the pipeline's
+/// output, or `f` itself, verified or not. User errors are tl::Error.
+PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& opt = {});
+/// Prepares and builds without consulting or filling the cache (what a miss runs).
+std::shared_ptr<const Artifact> compile_uncached(const Backend& backend, const PrimFunc& f, const Target& target,
+                                                 const CompileOptions& opt = {});
 
 }  // namespace tl::jit

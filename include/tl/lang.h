@@ -2,7 +2,8 @@
 //
 // A kernel generator is an ordinary C++ function whose arguments are compile-time parameters;
 // it builds a tl::PrimFunc by calling T:: functions inside T::prim_func's body. Each call
-// appends one statement to the innermost open block and records the caller's file:line.
+// appends one statement to the innermost open block and records the caller's file:line
+// (or the location a binding set with ScopedSourceLoc).
 // Destination-first for tile ops (`T::tile::add(dst, a, b)`), source-first for copy
 // (`T::copy(src, dst)`), as in TileLang. See docs/language.md for every primitive.
 #pragma once
@@ -22,8 +23,27 @@ using Core = CoreKind;
 using Loc = std::source_location;
 #define TL_LOC const ::tl::Loc& loc = ::tl::Loc::current()
 
-/// Repository-relative file and line of a DSL call.
+/// Repository-relative file and line of a DSL call, or the location of the innermost live
+/// ScopedSourceLoc on this thread when there is one.
 SourceLoc source_loc(const Loc& l);
+
+/// While alive, every DSL call on this thread records `loc` instead of its C++ caller's
+/// file:line, so a binding (the Python front end) can report its own caller's position:
+///   tl::ScopedSourceLoc at(tl::SourceLoc{"kernel.py", 12});
+///   T::copy(a, b);  // recorded at kernel.py:12
+/// Guards nest (the innermost one wins and the previous location comes back when it is
+/// destroyed) and are per thread. Destroy them in reverse order of construction, as scopes do.
+class ScopedSourceLoc {
+ public:
+  explicit ScopedSourceLoc(SourceLoc loc);
+  ~ScopedSourceLoc();
+  ScopedSourceLoc(const ScopedSourceLoc&) = delete;
+  ScopedSourceLoc& operator=(const ScopedSourceLoc&) = delete;
+
+ private:
+  SourceLoc loc_;
+  const SourceLoc* outer_;
+};
 
 /// A kernel parameter in T::prim_func's list: a tensor (Buffer) or a scalar (Var).
 struct ParamRef {
@@ -78,6 +98,8 @@ Var let(std::string name, Expr value, TL_LOC);
 void serial(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void serial(Expr min, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void unroll(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
+/// Developer-mode loops. Until the passes that lower them exist, the verifier rejects them in
+/// expert kernels [developer-loop-in-expert-mode]: use serial or unroll there.
 void Parallel(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& body, TL_LOC);
 /// Persistent tiles: tiles of `domain` (row-major) are dealt to `num_workers` workers; worker

@@ -2,17 +2,21 @@
 // backends execute: verified, simplified, with every on-chip buffer at a planned address.
 // The pipeline itself is one short function (src/pass/lower.cpp) that reads as a table of
 // contents; each pass lives in its own file and is tested on IR text in, IR text out
-// (tests/pass/). Debug knobs (print the IR after passes, time them) come from PassOptions or
-// from the environment variables listed in env_registry() and docs/compiler.md.
+// (tests/pass/). Each pass states its output invariant as a verifier spec (tl/verifier.h);
+// PassOptions::verify_each checks every pass against it. Debug knobs (print the IR after
+// passes, time them, verify after each) come from PassOptions or from the environment
+// variables listed in env_registry() and docs/compiler.md.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tl/ir.h"
 #include "tl/target.h"
+#include "tl/verifier.h"
 
 namespace tl {
 
@@ -24,6 +28,15 @@ struct PassOptions {
   std::vector<std::string> print_after;
   /// Report the time each pass took, in microseconds (also: env TL_TIME_PASSES=1).
   bool time_passes = false;
+  /// Check the output of every pass that states an invariant (Pass::ensures) against it; a
+  /// violation is a tl::InternalError naming the pass and listing the violations (also: env
+  /// TL_VERIFY_EACH=1). A pass is only held to its invariant when its input met the expert
+  /// spec: with the verify pass in the pipeline an input that does not is a user error anyway;
+  /// without it (CompileOptions::verify = false) passes are checked from the first valid IR on.
+  bool verify_each = false;
+  /// Passes to leave out, by name (an unknown name is a user error listing the passes).
+  /// CompileOptions::verify = false disables "verify".
+  std::vector<std::string> disabled_passes;
   /// Where dumps and timings go (default: stderr).
   std::function<void(const std::string&)> sink;
 };
@@ -33,19 +46,25 @@ struct PassOptions {
 struct Pass {
   std::string name;
   std::function<PrimFunc(const PrimFunc&, const Target&)> run;
+  /// The output invariant: given an input that meets the expert spec, the output meets this
+  /// spec (nullopt: the pass states none). Breaking it is a compiler bug, which
+  /// PassOptions::verify_each reports.
+  std::optional<Spec> ensures{};
 };
 
 /// Runs the pipeline. User errors (tl::Error) carry the kernel's source location.
 PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt = {});
 
-/// Runs `passes` in order with the debug knobs of `opt` merged with the environment: after a
-/// pass that changed the IR and is selected for printing, writes `// IR after <name>` and
-/// the IR to the sink; with timing on, one `// pass <name>: <N> us` line per pass.
+/// Runs `passes` in order, except those in `opt.disabled_passes`, with the debug knobs of
+/// `opt` merged with the environment: after a pass that changed the IR and is selected for
+/// printing, writes `// IR after <name>` and the IR to the sink; with timing on, one
+/// `// pass <name>: <N> us` line per pass; with verify_each on, checks each pass's output
+/// against its invariant.
 PrimFunc run_passes(const PrimFunc& f, const Target& target, const std::vector<Pass>& passes,
                     const PassOptions& opt = {});
 
-/// `opt` with the environment variables TL_PRINT_AFTER_ALL, TL_PRINT_AFTER and
-/// TL_TIME_PASSES folded in (an option set in code stays set).
+/// `opt` with the environment variables TL_PRINT_AFTER_ALL, TL_PRINT_AFTER, TL_TIME_PASSES
+/// and TL_VERIFY_EACH folded in (an option set in code stays set).
 PassOptions with_env(PassOptions opt);
 
 // ---- Environment variables ------------------------------------------------------------------
@@ -66,6 +85,7 @@ std::string env_value(std::string_view name);
 
 /// verify: the expert-mode spec (tl/verifier.h). Throws tl::Error listing every violation;
 /// returns `f` itself otherwise. Runs first: every later pass may assume a valid kernel.
+/// Output invariant: the expert spec.
 PrimFunc verify_pass(const PrimFunc& f, const Target& target);
 
 /// simplify: folds integer constants (4 * 128 -> 512, wrapping to the node's dtype exactly as
@@ -75,7 +95,7 @@ PrimFunc verify_pass(const PrimFunc& f, const Target& target);
 /// constant adds and multiplies ((x + 3) + 4 -> x + 7), constants moved right (4 + x -> x + 4),
 /// constant comparisons, logic and selects, casts of integer constants. Only rewrites that
 /// keep the dtype of the node. Float arithmetic is never touched. Returns `f` itself when
-/// nothing changed.
+/// nothing changed. Output invariant: the expert spec.
 PrimFunc simplify(const PrimFunc& f);
 Expr simplify(const Expr& e);
 
@@ -87,7 +107,8 @@ Expr simplify(const Expr& e);
 /// are kept and reserved while their buffer is live. A scope that does not fit its capacity
 /// is a tl::Error at the kernel's location with a per-buffer table (name, shape, dtype,
 /// bytes, live range, source line, offset) and the total against the capacity. Must run
-/// after every pass that creates, resizes or moves uses of on-chip buffers.
+/// after every pass that creates, resizes or moves uses of on-chip buffers. Output invariant:
+/// the planned spec (every on-chip buffer has an address, aligned and within capacity).
 PrimFunc plan_memory(const PrimFunc& f, const Target& target);
 
 }  // namespace tl

@@ -4,6 +4,10 @@
 //   examples/gemm.cpp:26: T.tile.add: operand 'dst' (buffer 'x_l1' in L1): vector ops
 //   take UB operands only [rule: vector-operand-scope]
 //
+// Specs: the expert spec (the default) is what an expert-mode kernel as written must satisfy;
+// the planned spec is the expert spec plus what plan_memory establishes, so passes can be
+// checked against it (PassOptions::verify_each): verify(f, t, {.spec = Spec::Planned}).
+//
 // What is checked (every chip fact comes from the Target; rule ids in brackets):
 //  - structure: exactly one T::Kernel [kernel-count] with num_blocks > 0 [kernel-num-blocks];
 //    nothing but declarations outside it [outside-kernel]; scopes not nested [nested-scope];
@@ -12,20 +16,27 @@
 //    vector-only kernels; cube ops in Cube and vector ops in Vector scopes [op-core-scope];
 //    copies in the scope of the core that issues their path [copy-core-scope]; on-chip
 //    buffers allocated in the scope of the core that owns them, or at kernel level
-//    [alloc-core-scope]; developer-mode memories rejected [developer-scope-in-expert-mode].
+//    [alloc-core-scope]; developer-mode memories rejected [developer-scope-in-expert-mode];
+//    T::Parallel and T::Pipelined loops rejected until the developer-mode passes lower them
+//    [developer-loop-in-expert-mode].
 //  - symbols: vars used outside their binding [undefined-var], bound twice [rebound-var];
 //    buffers used outside their Allocate's block [undefined-buffer]; scalar loads/stores on
 //    memories the scalar unit cannot address [scalar-access-scope].
-//  - buffers: capacity [buffer-capacity], explicit address alignment and range
-//    [buffer-address-alignment, buffer-address-range]; regions inside their buffer
-//    [region-out-of-bounds]; UB rows and starts 32 B aligned [ub-row-alignment,
-//    ub-start-alignment].
+//  - buffers: capacity [buffer-capacity], explicit address alignment and range (the padded
+//    footprint ends within capacity) [buffer-address-alignment, buffer-address-range];
+//    regions inside their buffer [region-out-of-bounds]; UB rows and starts 32 B aligned
+//    [ub-row-alignment, ub-start-alignment].
 //  - ops: operand memories, dtypes and shapes from the target tables (see src/verify/).
 //  - sync: event ids, HardEvent pairs, pipes per core, cross-flag ids/modes/pipes.
+//  - planned spec only: every on-chip buffer (L1, L0A, L0B, L0C, UB) has an address
+//    [buffer-unplanned]; with the address rules above it is then aligned and in capacity.
 // Rules register per op through OpDef::verify (src/op/*.cpp -> src/verify/op_rules.h).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tl/ir.h"
@@ -47,11 +58,24 @@ struct Diagnostic {
 /// All diagnostics, one per line.
 std::string format_diagnostics(const std::vector<Diagnostic>& ds);
 
+/// Which phase's rules apply (the legal IR narrows as lowering proceeds).
+enum class Spec : uint8_t {
+  Expert,   // an expert-mode kernel: what the verify pass demands of its input
+  Planned,  // Expert, and every on-chip buffer has an address (plan_memory's output)
+};
+std::string_view spec_name(Spec s);  // "expert", "planned"
+
+struct VerifyOptions {
+  Spec spec = Spec::Expert;
+};
+
 /// Context handed to per-op verifier rules (OpDef::verify).
 class VerifyContext {
  public:
-  VerifyContext(const Target& t, std::vector<Diagnostic>& out) : target_(t), out_(out) {}
+  VerifyContext(const Target& t, std::vector<Diagnostic>& out, Spec spec = Spec::Expert)
+      : target_(t), out_(out), spec_(spec) {}
   const Target& target() const { return target_; }
+  Spec spec() const { return spec_; }
   /// Reports a violation at `loc`.
   void error(const SourceLoc& loc, std::string op, std::string operand, std::string rule,
              std::string message, std::string context = "");
@@ -67,12 +91,15 @@ class VerifyContext {
  private:
   const Target& target_;
   std::vector<Diagnostic>& out_;
+  Spec spec_;
   std::optional<CoreKind> core_;
 };
 
-/// Every violation of `f` on target `t`; empty when the kernel is valid.
-std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t = default_target());
+/// Every violation of `f` on target `t` against `opt.spec`; empty when the kernel is valid.
+/// Never throws a tl::Error (a tl::InternalError on a verifier bug propagates).
+std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t = default_target(),
+                               const VerifyOptions& opt = {});
 /// Throws tl::Error listing every violation, if there are any.
-void verify_or_throw(const PrimFunc& f, const Target& t = default_target());
+void verify_or_throw(const PrimFunc& f, const Target& t = default_target(), const VerifyOptions& opt = {});
 
 }  // namespace tl

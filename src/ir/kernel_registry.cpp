@@ -5,12 +5,6 @@
 #include <charconv>
 
 namespace tl {
-namespace {
-std::vector<KernelEntry>& entries() {
-  static std::vector<KernelEntry> e;
-  return e;
-}
-}  // namespace
 
 int64_t KernelArgs::get_int(const std::string& name) const {
   const std::string& s = get_str(name);
@@ -32,25 +26,59 @@ const std::string& KernelArgs::get_str(const std::string& name) const {
   return it->second;
 }
 
-bool register_kernel(KernelEntry entry) {
-  entries().push_back(std::move(entry));
+bool KernelRegistry::add(KernelEntry entry, SourceLoc site) {
+  std::lock_guard lk(mu_);
+  entry.site = std::move(site);
+  entries_.push_back(std::move(entry));
   return true;
 }
 
-std::vector<const KernelEntry*> registered_kernels() {
+void KernelRegistry::check_unique() const {
+  std::map<std::string_view, const KernelEntry*> seen;
+  std::string dups;
+  for (const auto& e : entries_) {
+    auto [it, fresh] = seen.emplace(e.name, &e);
+    if (!fresh)
+      dups += fmt::format("\n  kernel '{}' at {} and at {}", e.name, it->second->site.str(), e.site.str());
+  }
+  if (!dups.empty())
+    throw Error(fmt::format("kernel names must be unique, but some are registered twice (TL_REGISTER_KERNEL):{}",
+                            dups));
+}
+
+std::vector<const KernelEntry*> KernelRegistry::entries() const {
+  std::lock_guard lk(mu_);
+  check_unique();
   std::vector<const KernelEntry*> r;
-  for (const auto& e : entries()) r.push_back(&e);
+  for (const auto& e : entries_) r.push_back(&e);
   std::sort(r.begin(), r.end(), [](auto* a, auto* b) { return a->name < b->name; });
   return r;
 }
 
-const KernelEntry& find_kernel(const std::string& name) {
-  for (const auto& e : entries())
-    if (e.name == name) return e;
+const KernelEntry& KernelRegistry::find(const std::string& name) const {
+  {
+    std::lock_guard lk(mu_);
+    check_unique();
+    for (const auto& e : entries_)
+      if (e.name == name) return e;
+  }
   std::string known;
-  for (auto* e : registered_kernels()) known += (known.empty() ? "" : ", ") + e->name;
+  for (auto* e : entries()) known += (known.empty() ? "" : ", ") + e->name;
   throw Error(fmt::format("unknown kernel '{}'; registered kernels: {}", name, known));
 }
+
+KernelRegistry& KernelRegistry::global() {
+  static KernelRegistry* r = new KernelRegistry;  // never destroyed: lookups may run at exit
+  return *r;
+}
+
+bool register_kernel(KernelEntry entry, SourceLoc site) {
+  return KernelRegistry::global().add(std::move(entry), std::move(site));
+}
+
+std::vector<const KernelEntry*> registered_kernels() { return KernelRegistry::global().entries(); }
+
+const KernelEntry& find_kernel(const std::string& name) { return KernelRegistry::global().find(name); }
 
 PrimFunc build_kernel(const KernelEntry& entry, const std::map<std::string, std::string>& overrides) {
   std::map<std::string, std::string> values;

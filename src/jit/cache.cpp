@@ -1,4 +1,5 @@
-// The JIT cache (include/tl/jit.h): an in-memory map and an on-disk store of lowered IR text.
+// The JIT cache (include/tl/jit.h): an in-memory map of backend artifacts and an on-disk store
+// of the IR text they were built from, for any backend.
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +16,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "../npu/program.h"
 #include "tl/ir_equal.h"
 #include "tl/jit.h"
 #include "tl/op.h"
@@ -24,8 +24,8 @@
 
 namespace tl::jit {
 
-std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Target& target,
-                                                   const CompileOptions& opt);
+std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f, const Target& target,
+                                               const CompileOptions& opt);
 
 namespace {
 
@@ -69,26 +69,6 @@ uint64_t ops_fingerprint() {
   return fp;
 }
 
-/// The running compiler binary: its path, size and modification time. Any rebuild (of the
-/// passes, the parser, anything linked in) changes it, so a developer's tree never loads
-/// artifacts lowered by an older build even if kCompilerVersion was not bumped; an installed
-/// binary keeps its cache across runs.
-uint64_t build_fingerprint() {
-  static const uint64_t fp = [] {
-    Fnv h;
-    std::error_code ec;
-    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return h.h;
-    h.str(exe.string());
-    auto size = fs::file_size(exe, ec);
-    if (!ec) h.num(static_cast<int64_t>(size));
-    auto mtime = fs::last_write_time(exe, ec);
-    if (!ec) h.num(static_cast<int64_t>(mtime.time_since_epoch().count()));
-    return h.h;
-  }();
-  return fp;
-}
-
 uint64_t target_fingerprint(const Target& t) {
   Fnv h;
   h.str(t.name);
@@ -100,10 +80,10 @@ uint64_t target_fingerprint(const Target& t) {
   return h.h;
 }
 
-std::string make_key(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  return fmt::format("{}|build={:016x}|ops={:016x}|target={}:{:016x}|verify={}|ir={:016x}", kCompilerVersion,
-                     build_fingerprint(), ops_fingerprint(), target.name, target_fingerprint(target),
-                     opt.verify ? 1 : 0, structural_hash(f));
+std::string make_key(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+  return fmt::format("{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|ir={:016x}",
+                     kCompilerVersion, build_id(), ops_fingerprint(), backend.name(), target.name,
+                     target_fingerprint(target), opt.verify ? 1 : 0, opt.lower ? 1 : 0, structural_hash(f));
 }
 
 bool env_disabled() {
@@ -134,7 +114,7 @@ std::string file_for(const std::string& dir, const std::string& key) {
 
 struct Entry {
   PrimFunc source;  // the function as first compiled (collision check)
-  std::shared_ptr<const npu::Program> program;
+  std::shared_ptr<const Artifact> artifact;
 };
 
 /// The very function object an entry was compiled from (kept alive by the entry, so the
@@ -142,19 +122,21 @@ struct Entry {
 struct IdentityKey {
   const PrimFuncNode* func;
   const Target* target;
-  bool verify;
+  const Backend* backend;
+  bool verify, lower;
   bool operator==(const IdentityKey&) const = default;
 };
 struct IdentityHash {
   size_t operator()(const IdentityKey& k) const {
-    return std::hash<const void*>()(k.func) ^ (std::hash<const void*>()(k.target) << 1) ^ k.verify;
+    return std::hash<const void*>()(k.func) ^ (std::hash<const void*>()(k.target) << 1) ^
+           (std::hash<const void*>()(k.backend) << 2) ^ (k.verify ? 1u : 0u) ^ (k.lower ? 2u : 0u);
   }
 };
 
 struct Cache {
   std::shared_mutex mu;
   std::unordered_map<std::string, Entry> map;
-  std::unordered_map<IdentityKey, std::shared_ptr<const npu::Program>, IdentityHash> by_identity;
+  std::unordered_map<IdentityKey, std::shared_ptr<const Artifact>, IdentityHash> by_identity;
   std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejects{0}, disk_errors{0};
   std::atomic<uint64_t> tmp_counter{0};
 };
@@ -164,10 +146,11 @@ Cache& cache() {
   return *c;
 }
 
-/// Reads the artifact at `path`. nullopt without a file; a reject (counted) when it exists but
-/// does not hold `key` at this version or does not parse back to the recorded function.
-std::shared_ptr<const npu::Program> load_artifact(const std::string& path, const std::string& key,
-                                                  const Target& target) {
+/// Reads the artifact at `path` and has `backend` build it. nullptr without a file; a reject
+/// (counted) when it exists but does not hold `key` at this version or does not parse back to
+/// the recorded function. Internal errors are bugs and propagate.
+std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std::string& key,
+                                              const Backend& backend, const Target& target) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return nullptr;
   auto reject = [&] {
@@ -192,7 +175,9 @@ std::shared_ptr<const npu::Program> load_artifact(const std::string& path, const
   };
   auto fmt_it = header.find("format");
   if (fmt_it == header.end() || !fmt_it->is_number_integer() || fmt_it->get<int>() != kFormat) return reject();
-  if (field("version") != kCompilerVersion || field("key") != key || field("target") != target.name) return reject();
+  if (field("version") != kCompilerVersion || field("key") != key || field("backend") != backend.name() ||
+      field("target") != target.name)
+    return reject();
   uint64_t want_hash = 0;
   try {
     size_t used = 0;
@@ -205,25 +190,29 @@ std::shared_ptr<const npu::Program> load_artifact(const std::string& path, const
   try {
     PrimFunc lowered = parse(std::string_view(text).substr(nl + 1), path);
     if (structural_hash(lowered) != want_hash) return reject();
-    return npu::build_program(lowered, target);
+    return backend.build(lowered, target);
+  } catch (const InternalError&) {
+    throw;
   } catch (const std::exception&) {
     return reject();
   }
 }
 
-/// Writes the artifact atomically (unique temporary file, then rename). Never throws.
-void store_artifact(const std::string& dir, const std::string& path, const std::string& key, const Target& target,
-                    const npu::Program& program) {
+/// Writes `lowered`, the IR a backend was given, atomically (unique temporary file, then
+/// rename). I/O errors are counted, never thrown.
+void store_artifact(const std::string& dir, const std::string& path, const std::string& key, const Backend& backend,
+                    const Target& target, const PrimFunc& lowered) {
   auto& c = cache();
   std::string tmp;
   try {
     nlohmann::json header = {{"format", kFormat},
                              {"version", std::string(kCompilerVersion)},
                              {"key", key},
+                             {"backend", std::string(backend.name())},
                              {"target", target.name},
-                             {"kernel", program.func->name},
-                             {"lowered_hash", fmt::format("{:016x}", structural_hash(program.func))}};
-    std::string text = header.dump() + "\n" + print(program.func);
+                             {"kernel", lowered->name},
+                             {"lowered_hash", fmt::format("{:016x}", structural_hash(lowered))}};
+    std::string text = header.dump() + "\n" + print(lowered);
     std::error_code ec;
     fs::create_directories(dir, ec);
     tmp = fmt::format("{}.tmp.{}.{:x}.{}", path, static_cast<long>(::getpid()),
@@ -238,25 +227,26 @@ void store_artifact(const std::string& dir, const std::string& path, const std::
     fs::rename(tmp, path, ec);
     if (ec) throw std::runtime_error(ec.message());
     c.disk_writes.fetch_add(1, std::memory_order_relaxed);
-  } catch (const std::exception&) {
-    c.disk_errors.fetch_add(1, std::memory_order_relaxed);
+  } catch (const std::exception& e) {
     if (!tmp.empty()) {
       std::error_code ec;
       fs::remove(tmp, ec);
     }
+    if (dynamic_cast<const InternalError*>(&e)) throw;  // a bug (in the printer), not an I/O error
+    c.disk_errors.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 }  // namespace
 
-std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Target& target,
-                                                   const CompileOptions& opt) {
+std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f, const Target& target,
+                                               const CompileOptions& opt) {
   if (!opt.cache || env_disabled()) {
     cache().misses.fetch_add(1, std::memory_order_relaxed);
-    return compile_uncached(f, target, opt);
+    return compile_uncached(backend, f, target, opt);
   }
   auto& c = cache();
-  const IdentityKey id{f.get(), &target, opt.verify};
+  const IdentityKey id{f.get(), &target, &backend, opt.verify, opt.lower};
   {
     std::shared_lock lk(c.mu);
     if (auto it = c.by_identity.find(id); it != c.by_identity.end()) {
@@ -264,38 +254,41 @@ std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Targ
       return it->second;
     }
   }
-  const std::string key = make_key(f, target, opt);
-  // The in-memory key also names the Target object: programs point at it.
-  const std::string mem_key = fmt::format("{}|@{}", key, static_cast<const void*>(&target));
+  const std::string key = make_key(backend, f, target, opt);
+  // The in-memory key also names the Target and Backend objects: artifacts point at the
+  // target, and two backend objects are two backends.
+  const std::string mem_key =
+      fmt::format("{}|@{}|@{}", key, static_cast<const void*>(&target), static_cast<const void*>(&backend));
   {
     std::shared_lock lk(c.mu);
     auto it = c.map.find(mem_key);
     if (it != c.map.end() && structural_equal(it->second.source, f)) {
       c.memory_hits.fetch_add(1, std::memory_order_relaxed);
-      return it->second.program;
+      return it->second.artifact;
     }
   }
   const std::string dir = resolve_dir(opt);
   const std::string path = dir.empty() ? std::string() : file_for(dir, key);
-  std::shared_ptr<const npu::Program> program;
-  if (!path.empty()) program = load_artifact(path, key, target);
-  if (program) {
+  std::shared_ptr<const Artifact> artifact;
+  if (!path.empty()) artifact = load_artifact(path, key, backend, target);
+  if (artifact) {
     c.disk_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     c.misses.fetch_add(1, std::memory_order_relaxed);
-    program = compile_uncached(f, target, opt);  // user errors propagate; nothing is cached
-    if (!path.empty()) store_artifact(dir, path, key, target, *program);
+    PrimFunc lowered = prepare(f, target, opt);  // user errors propagate; nothing is cached
+    artifact = backend.build(lowered, target);
+    if (!path.empty()) store_artifact(dir, path, key, backend, target, lowered);
   }
   std::unique_lock lk(c.mu);
-  auto [it, inserted] = c.map.try_emplace(mem_key, Entry{f, program});
+  auto [it, inserted] = c.map.try_emplace(mem_key, Entry{f, artifact});
   if (inserted) {
-    c.by_identity.emplace(id, program);
+    c.by_identity.emplace(id, artifact);
   } else {
-    // Another thread compiled the same kernel meanwhile: everyone shares its program. (On a
-    // hash collision with a different function, keep the entry and return our own program.)
-    if (structural_equal(it->second.source, f)) return it->second.program;
+    // Another thread compiled the same kernel meanwhile: everyone shares its artifact. (On a
+    // hash collision with a different function, keep the entry and return our own artifact.)
+    if (structural_equal(it->second.source, f)) return it->second.artifact;
   }
-  return program;
+  return artifact;
 }
 
 CacheStats cache_stats() {
@@ -329,8 +322,8 @@ void clear_cache() {
   c.map.clear();
 }
 
-std::string cache_key(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  return make_key(f, target, opt);
+std::string cache_key(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+  return make_key(backend, f, target, opt);
 }
 
 std::string cache_dir(const CompileOptions& opt) {
@@ -338,9 +331,9 @@ std::string cache_dir(const CompileOptions& opt) {
   return resolve_dir(opt);
 }
 
-std::string cache_file(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+std::string cache_file(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
   std::string dir = cache_dir(opt);
-  return dir.empty() ? std::string() : file_for(dir, make_key(f, target, opt));
+  return dir.empty() ? std::string() : file_for(dir, make_key(backend, f, target, opt));
 }
 
 }  // namespace tl::jit

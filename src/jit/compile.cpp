@@ -1,27 +1,36 @@
-// tl::compile: look the kernel up in the JIT cache (cache.cpp); on a miss, lower it through the
-// pass pipeline and build its executable form.
-#include "../npu/program.h"
+// tl::compile(backend, f, target, options): look the kernel up in the JIT cache (cache.cpp);
+// on a miss, prepare the IR as the options say (the pass pipeline, the verifier, or neither)
+// and hand it to the backend.
 #include "tl/jit.h"
-#include "tl/npu/npu.h"
 #include "tl/pass.h"
 #include "tl/verifier.h"
 
 namespace tl {
 namespace jit {
 
-std::shared_ptr<const npu::Program> compile_uncached(const PrimFunc& f, const Target& target,
-                                                     const CompileOptions& opt) {
-  PrimFunc lowered = opt.verify ? lower(f, target) : f;
-  return npu::build_program(lowered, target);
+PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+  if (opt.lower) {
+    PassOptions passes;
+    if (!opt.verify) passes.disabled_passes = {"verify"};
+    return lower(f, target, passes);
+  }
+  if (opt.verify) verify_or_throw(f, target);
+  return f;
 }
 
-std::shared_ptr<const npu::Program> compile_cached(const PrimFunc& f, const Target& target,
-                                                   const CompileOptions& opt);  // cache.cpp
+std::shared_ptr<const Artifact> compile_uncached(const Backend& backend, const PrimFunc& f, const Target& target,
+                                                 const CompileOptions& opt) {
+  return backend.build(prepare(f, target, opt), target);
+}
+
+std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f, const Target& target,
+                                               const CompileOptions& opt);  // cache.cpp
 
 }  // namespace jit
 
-CompiledKernel compile(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  return CompiledKernel(jit::compile_cached(f, target, opt));
+std::shared_ptr<const Artifact> compile(const Backend& backend, const PrimFunc& f, const Target& target,
+                                        const CompileOptions& opt) {
+  return jit::compile_cached(backend, f, target, opt);
 }
 
 }  // namespace tl

@@ -1,5 +1,5 @@
-// The DSL's builder state and the structural T:: calls: functions, launch, scopes, memory,
-// scalars and control flow.
+// The DSL's builder state (open blocks, the thread's source-location override) and the
+// structural T:: calls: functions, launch, scopes, memory, scalars and control flow.
 #include "builder.h"
 
 #include <cctype>
@@ -9,7 +9,20 @@
 
 namespace tl {
 
-SourceLoc source_loc(const Loc& l) { return SourceLoc{l.file_name(), static_cast<int>(l.line())}; }
+namespace {
+// The innermost live ScopedSourceLoc of this thread (the guards form a stack through outer_).
+thread_local const SourceLoc* g_loc_override = nullptr;
+}  // namespace
+
+SourceLoc source_loc(const Loc& l) {
+  if (g_loc_override) return *g_loc_override;
+  return SourceLoc{l.file_name(), static_cast<int>(l.line())};
+}
+
+ScopedSourceLoc::ScopedSourceLoc(SourceLoc loc) : loc_(std::move(loc)), outer_(g_loc_override) {
+  g_loc_override = &loc_;
+}
+ScopedSourceLoc::~ScopedSourceLoc() { g_loc_override = outer_; }
 
 namespace lang {
 namespace {

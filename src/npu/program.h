@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tl/backend.h"
 #include "tl/ir.h"
 #include "tl/npu/npu.h"
 #include "tl/op.h"
@@ -41,10 +42,9 @@ struct BufferInfo {
   std::vector<int64_t> shape, strides;  // on-chip buffers: constant shape, row-major strides
 };
 
-class Program {
+/// The npu backend's artifact (func and target are the Artifact's).
+class Program : public Artifact {
  public:
-  PrimFunc func;
-  const Target* target = nullptr;
   const KernelNode* kernel = nullptr;
   std::unordered_map<const VarNode*, int> var_slot;
   std::unordered_map<const BufferNode*, int> buffer_index;

@@ -10,6 +10,7 @@ const std::vector<EnvVar>& env_registry() {
       {"TL_PRINT_AFTER_ALL", "0", "1: print the IR after every pass that changed it (stderr)"},
       {"TL_PRINT_AFTER", "", "comma-separated pass names: print the IR after these passes only"},
       {"TL_TIME_PASSES", "0", "1: print the wall time of every pass in microseconds (stderr)"},
+      {"TL_VERIFY_EACH", "0", "1: check every pass's output against its invariant (a violation is an internal error)"},
       {"TL_CACHE", "1", "0: disable the JIT cache (memory and disk)"},
       {"TL_CACHE_DIR", "", "directory of the on-disk JIT cache (empty: memory cache only)"},
       {"TL_TEST_LEVEL", "0", "tests: 1 runs the exhaustive numeric sweeps"},

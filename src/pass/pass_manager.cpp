@@ -1,5 +1,5 @@
 // The pass manager: runs named passes in order and implements the debug knobs (print the IR
-// after passes that changed it, time each pass).
+// after passes that changed it, time each pass, check each pass's output invariant).
 #include <chrono>
 #include <cstdio>
 
@@ -29,11 +29,38 @@ bool env_on(std::string_view name) {
   return !v.empty() && v != "0";
 }
 
+/// A user error unless every name in `names` is a pass of `passes`.
+void check_pass_names(const std::vector<std::string>& names, const std::vector<Pass>& passes,
+                      std::string_view option) {
+  for (const auto& name : names) {
+    bool known = false;
+    for (const auto& p : passes) known |= p.name == name;
+    if (!known) {
+      std::string all;
+      for (const auto& p : passes) all += (all.empty() ? "" : ", ") + p.name;
+      throw Error(fmt::format("{}: no pass named '{}' (passes: {})", option, name, all));
+    }
+  }
+}
+
+/// verify_each: `out`, the output of `pass`, must meet the pass's invariant. A violation is
+/// the pass's bug, not the user's: an InternalError naming the pass and every violation.
+void check_invariant(const Pass& pass, const PrimFunc& out, const Target& target) {
+  auto ds = verify(out, target, {.spec = *pass.ensures});
+  if (ds.empty()) return;
+  internal_error(__FILE__, __LINE__, "the output of every pass meets its invariant",
+                 fmt::format("pass '{}' broke its output invariant (the {} spec) on kernel '{}', target {}; "
+                             "{} violation{}:\n{}",
+                             pass.name, spec_name(*pass.ensures), out->name, target.name, ds.size(),
+                             ds.size() == 1 ? "" : "s", format_diagnostics(ds)));
+}
+
 }  // namespace
 
 PassOptions with_env(PassOptions opt) {
   opt.print_after_all |= env_on("TL_PRINT_AFTER_ALL");
   opt.time_passes |= env_on("TL_TIME_PASSES");
+  opt.verify_each |= env_on("TL_VERIFY_EACH");
   for (auto& n : split_names(env_value("TL_PRINT_AFTER"))) opt.print_after.push_back(std::move(n));
   return opt;
 }
@@ -42,17 +69,17 @@ PrimFunc run_passes(const PrimFunc& f, const Target& target, const std::vector<P
                     const PassOptions& options) {
   PassOptions opt = with_env(options);
   auto sink = opt.sink ? opt.sink : [](const std::string& s) { std::fputs(s.c_str(), stderr); };
-  for (const auto& name : opt.print_after) {
-    bool known = false;
-    for (const auto& p : passes) known |= p.name == name;
-    if (!known) {
-      std::string names;
-      for (const auto& p : passes) names += (names.empty() ? "" : ", ") + p.name;
-      throw Error(fmt::format("print-after: no pass named '{}' (passes: {})", name, names));
-    }
-  }
+  check_pass_names(opt.print_after, passes, "print-after");
+  check_pass_names(opt.disabled_passes, passes, "disabled passes");
+  // verify_each: a pass is held to its invariant only when its input met the expert spec (an
+  // invalid input is the user's doing, reported by the verify pass unless it is disabled).
+  // A pass that met its invariant also met the expert spec, which every spec includes.
+  bool input_valid = opt.verify_each && verify(f, target).empty();
   PrimFunc cur = f;
   for (const auto& pass : passes) {
+    bool disabled = false;
+    for (const auto& n : opt.disabled_passes) disabled |= n == pass.name;
+    if (disabled) continue;
     bool dump = opt.print_after_all;
     for (const auto& n : opt.print_after) dump |= n == pass.name;
     // Text before the pass, only when a dump may need it: printing is not free.
@@ -68,6 +95,10 @@ PrimFunc run_passes(const PrimFunc& f, const Target& target, const std::vector<P
     if (dump && next != cur) {
       std::string after = print(next);
       if (after != before) sink(fmt::format("// IR after {}\n{}", pass.name, after));
+    }
+    if (opt.verify_each) {
+      if (input_valid && pass.ensures) check_invariant(pass, next, target);
+      else input_valid = verify(next, target).empty();
     }
     cur = next;
   }

@@ -42,6 +42,8 @@ void VerifyContext::error(const TileOpNode& n, std::string operand, std::string 
                             std::move(message), n.loc, std::move(context)});
 }
 
+std::string_view spec_name(Spec s) { return s == Spec::Planned ? "planned" : "expert"; }
+
 namespace {
 
 std::string for_title(ForKind k) {
@@ -56,7 +58,7 @@ std::string for_title(ForKind k) {
 
 class Walker {
  public:
-  Walker(const Target& t, std::vector<Diagnostic>& out) : ctx_(t, out) {}
+  Walker(const Target& t, std::vector<Diagnostic>& out, Spec spec) : ctx_(t, out, spec) {}
 
   void run(const PrimFunc& f) {
     if (!f) {
@@ -219,6 +221,11 @@ class Walker {
         std::string op = for_title(n->for_kind);
         check_expr(n->min, n->loc, op, "min");
         check_expr(n->extent, n->loc, op, "extent");
+        if (n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined)
+          ctx_.error(n->loc, op, "", "developer-loop-in-expert-mode",
+                     fmt::format("{} is a developer-mode loop, and the developer-mode passes that "
+                                 "lower it do not exist yet (it would run as a plain serial loop); "
+                                 "expected T::serial or T::unroll in an expert kernel", op));
         push();
         bind_var(n->var, n->loc, op);
         walk_block(n->body);
@@ -340,11 +347,13 @@ class Walker {
 
 }  // namespace
 
-std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t) {
+std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t, const VerifyOptions& opt) {
   std::vector<Diagnostic> out;
-  Walker w(t, out);
+  Walker w(t, out, opt.spec);
   try {
     w.run(f);
+  } catch (const InternalError&) {
+    throw;  // a broken invariant is a bug to report, not a property of the kernel
   } catch (const std::exception& e) {
     // A rule must never throw; if one does (a bug), keep what was found and say so.
     out.push_back(Diagnostic{"T.prim_func", "", "verifier-internal",
@@ -354,8 +363,8 @@ std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t) {
   return out;
 }
 
-void verify_or_throw(const PrimFunc& f, const Target& t) {
-  auto ds = verify(f, t);
+void verify_or_throw(const PrimFunc& f, const Target& t, const VerifyOptions& opt) {
+  auto ds = verify(f, t, opt);
   if (ds.empty()) return;
   throw Error(fmt::format("kernel '{}' fails verification on target {} ({} error{}):\n{}",
                           f ? f->name : "<null>", t.name, ds.size(), ds.size() == 1 ? "" : "s",

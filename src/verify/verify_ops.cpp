@@ -1,6 +1,7 @@
 // Generic rules of every tile op, driven by the op registry and the target tables: operand
 // arity and kinds, region bounds, memories of vector-op operands, copy paths, the core scope an
 // op must sit in, UB 32-byte alignment; and the rules of buffer declarations.
+#include "tl/storage.h"
 #include "verify_util.h"
 
 namespace tl::rules {
@@ -272,6 +273,12 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
                           *bytes, fmt_extents(b->shape), dtype_str(b->dtype), scope_name(b->scope),
                           cap, t.name),
               context);
+  if (ctx.spec() == Spec::Planned && is_planned_scope(b->scope) && b->address < 0)
+    ctx.error(n.loc, op, "address", "buffer-unplanned",
+              fmt::format("'{}' has no address; the planned spec expects every {} buffer placed by "
+                          "plan_memory (or pinned with an explicit address)", b->name,
+                          scope_name(b->scope)),
+              context);
   if (b->address >= 0 && b->scope != MemScope::Var) {
     const int64_t al = t.align(b->scope);
     if (al > 1 && b->address % al != 0)
@@ -279,10 +286,16 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
                 fmt::format("address {} of '{}' is not a multiple of the {}-byte alignment of {}",
                             b->address, b->name, al, scope_name(b->scope)),
                 context);
-    if (bytes && cap > 0 && b->address + *bytes > cap)
+    // The bytes the buffer really occupies: fractal memories pad to whole fractals.
+    std::optional<int64_t> footprint;
+    std::vector<int64_t> shape;
+    for (const auto& e : b->shape)
+      if (auto v = as_const_int(e); v && *v > 0) shape.push_back(*v);
+    if (shape.size() == b->shape.size()) footprint = storage_bytes(b->scope, b->dtype, shape);
+    if (footprint && cap > 0 && b->address + *footprint > cap)
       ctx.error(n.loc, op, "address", "buffer-address-range",
                 fmt::format("'{}' occupies bytes [{}, {}) but {} has {} bytes on {}", b->name,
-                            b->address, b->address + *bytes, scope_name(b->scope), cap, t.name),
+                            b->address, b->address + *footprint, scope_name(b->scope), cap, t.name),
                 context);
   }
 }

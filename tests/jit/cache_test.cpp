@@ -133,8 +133,9 @@ TEST_F(JitCache, DifferentTargetOptionsOrIrMiss) {
   EXPECT_EQ(jit::cache_entries(), 4u);
   EXPECT_EQ(jit::cache_stats().misses, 4u);
   EXPECT_EQ(jit::cache_stats().memory_hits, 0u);
-  EXPECT_NE(jit::cache_key(f, default_target()), jit::cache_key(f, get_target("910B4")));
-  EXPECT_NE(jit::cache_key(f, default_target()), jit::cache_key(f, default_target(), nv));
+  const Backend& npu = npu_backend();
+  EXPECT_NE(jit::cache_key(npu, f, default_target()), jit::cache_key(npu, f, get_target("910B4")));
+  EXPECT_NE(jit::cache_key(npu, f, default_target()), jit::cache_key(npu, f, default_target(), nv));
   EXPECT_EQ(&t.target(), &get_target("910B4"));
   check_norm(t);
   check_norm(i, 2 * kNormM);
@@ -184,7 +185,7 @@ TEST_F(JitCache, DiskRoundTripSkipsTheCompilerAndRuns) {
     jit::clear_cache();
     jit::reset_cache_stats();
     auto a = compile(f, default_target(), disk_at(d));
-    std::string file = jit::cache_file(f, default_target(), disk_at(d));
+    std::string file = jit::cache_file(npu_backend(), f, default_target(), disk_at(d));
     ASSERT_TRUE(fs::exists(file)) << file;
     EXPECT_EQ(jit::cache_stats().disk_writes, 1u);
     // The artifact: a JSON header line, then the lowered IR text.
@@ -230,7 +231,7 @@ void expect_rejected(const std::function<void(const std::string& file)>& damage)
   PrimFunc f = norm_kernel();
   jit::clear_cache();
   compile(f, default_target(), disk_at(d));
-  std::string file = jit::cache_file(f, default_target(), disk_at(d));
+  std::string file = jit::cache_file(npu_backend(), f, default_target(), disk_at(d));
   std::string good = jittest::read_file(file);
   damage(file);
   jit::clear_cache();

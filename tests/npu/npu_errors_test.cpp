@@ -42,7 +42,7 @@ TEST(NpuErrors, OutOfBoundsRegionNamesBufferRangeAndLine) {
   try {
     k = compile(f);
   } catch (const Error&) {
-    k = compile(f, default_target(), {.verify = false});
+    k = compile(f, default_target(), {.verify = false, .lower = false});
   }
   Device dev;
   Tensor d = Tensor::empty(dev, {64}, DType::Float32), b = Tensor::empty(dev, {128}, DType::Float32);
@@ -76,7 +76,7 @@ TEST(NpuErrors, OutOfBoundsGmCopyAtRunTime) {
   try {
     k = compile(f);
   } catch (const Error&) {
-    k = compile(f, default_target(), {.verify = false});
+    k = compile(f, default_target(), {.verify = false, .lower = false});
   }
   Device dev;
   Tensor t = Tensor::empty(dev, {256}, DType::Float32);
@@ -141,7 +141,7 @@ TEST(NpuErrors, CrossFlagNeverSetIsADeadlockNamingCoreAndFlag) {
   try {
     k = compile(f);
   } catch (const Error&) {
-    k = compile(f, default_target(), {.verify = false});
+    k = compile(f, default_target(), {.verify = false, .lower = false});
   }
   Device dev;
   Tensor t = Tensor::empty(dev, {64}, DType::Float32);
@@ -166,7 +166,7 @@ TEST(NpuErrors, WaitFlagNeverSetIsADeadlock) {
   try {
     k = compile(f);
   } catch (const Error&) {
-    k = compile(f, default_target(), {.verify = false});
+    k = compile(f, default_target(), {.verify = false, .lower = false});
   }
   Device dev;
   Tensor t = Tensor::empty(dev, {64}, DType::Float32);
@@ -215,7 +215,7 @@ TEST(NpuErrors, GemmWithoutNd2NzGivesWrongNumbers) {
     try {
       k = compile(f);
     } catch (const Error&) {
-      k = compile(f, default_target(), {.verify = false});
+      k = compile(f, default_target(), {.verify = false, .lower = false});
     }
     Tensor C = Tensor::empty(dev, {M, N}, DType::Float16);
     k.launch(dev, {A, B, C});

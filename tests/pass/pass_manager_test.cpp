@@ -1,9 +1,11 @@
 // The pass manager: passes run in order; --print-after-all / --print-after dump the IR only
 // after passes that changed it, under a `// IR after <pass>` header; --time-passes reports
-// every pass; the environment variables do the same; unknown pass names are user errors.
+// every pass; the environment variables do the same; unknown pass names are user errors;
+// disabled passes do not run; verify_each holds every pass to its output invariant.
 #include <cstdlib>
 
 #include "pass/pass_test_util.h"
+#include "tl/kernel_registry.h"
 
 namespace tl {
 namespace {
@@ -116,6 +118,132 @@ TEST(PassManager, EnvironmentVariablesTurnOnTheKnobs) {
   EXPECT_TRUE(o.time_passes);
   EXPECT_FALSE(o.print_after_all);
   EXPECT_FALSE(with_env({}).time_passes);
+}
+
+TEST(PassManager, DisabledPassesDoNotRun) {
+  std::string order;
+  std::vector<Pass> passes = {
+      {"first", [&](const PrimFunc& f, const Target&) { order += "1"; return f; }},
+      {"second", [&](const PrimFunc& f, const Target&) { order += "2"; return f; }},
+  };
+  PassOptions o;
+  o.disabled_passes = {"first"};
+  run_passes(parse(kKernel), default_target(), passes, o);
+  EXPECT_EQ(order, "2");
+  o.disabled_passes = {"frist"};
+  std::string msg = error_of([&] { run_passes(parse(kKernel), default_target(), passes, o); });
+  EXPECT_NE(msg.find("no pass named 'frist' (passes: first, second)"), std::string::npos) << msg;
+}
+
+TEST(PassManager, LowerWithoutItsVerifyPassTrustsTheInput) {
+  // A T.Parallel loop fails the expert spec but lowers: with "verify" disabled it goes through.
+  constexpr std::string_view kParallel = R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((64,), "float32")
+            for p in T.Parallel(4):
+                T.pipe_barrier("V")
+)";
+  EXPECT_THROW(lower(parse(kParallel), default_target()), Error);
+  PassOptions o;
+  o.disabled_passes = {"verify"};
+  PrimFunc g = lower(parse(kParallel), default_target(), o);
+  EXPECT_NE(print(g).find("address=0"), std::string::npos) << print(g);
+  o.verify_each = true;  // an invalid input is nobody's invariant to keep
+  EXPECT_NO_THROW(lower(parse(kParallel), default_target(), o));
+}
+
+/// The InternalError `fn` throws ("" and a test failure if it throws none).
+template <typename Fn>
+std::string internal_error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const InternalError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a tl::InternalError";
+  return "";
+}
+
+TEST(PassManager, VerifyEachCatchesAPassThatBreaksTheExpertSpec) {
+  // The broken pass moves the vector work into a Cube scope.
+  Pass broken{"break_scopes",
+              [](const PrimFunc& f, const Target&) {
+                std::string text = print(f);
+                text.replace(text.find("\"Vector\""), 8, "\"Cube\"");
+                return parse(text);
+              },
+              Spec::Expert};
+  std::vector<Pass> passes = {{"verify", verify_pass, Spec::Expert}, broken};
+  PassOptions o;
+  if (env_value("TL_VERIFY_EACH").empty()) {  // off by default: unchecked
+    EXPECT_NO_THROW(run_passes(parse(kKernel), default_target(), passes, o));
+  }
+  o.verify_each = true;
+  std::string msg = internal_error_of([&] { run_passes(parse(kKernel), default_target(), passes, o); });
+  EXPECT_NE(msg.find("pass 'break_scopes' broke its output invariant (the expert spec)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[rule: copy-core-scope]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[rule: alloc-core-scope]"), std::string::npos) << msg;
+}
+
+TEST(PassManager, VerifyEachCatchesAPassThatBreaksThePlannedSpec) {
+  // Claims to plan memory but does nothing: the UB buffer has no address.
+  std::vector<Pass> passes = {{"verify", verify_pass, Spec::Expert},
+                              {"fake_plan", [](const PrimFunc& f, const Target&) { return f; }, Spec::Planned}};
+  PassOptions o;
+  o.verify_each = true;
+  std::string msg = internal_error_of([&] { run_passes(parse(kKernel), default_target(), passes, o); });
+  EXPECT_NE(msg.find("pass 'fake_plan' broke its output invariant (the planned spec)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1 violation:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[rule: buffer-unplanned]"), std::string::npos) << msg;
+  // The environment variable turns it on too.
+  ::setenv("TL_VERIFY_EACH", "1", 1);
+  bool internal = false;
+  try {
+    run_passes(parse(kKernel), default_target(), passes, {});
+  } catch (const InternalError&) {
+    internal = true;
+  }
+  ::unsetenv("TL_VERIFY_EACH");
+  EXPECT_TRUE(internal);
+}
+
+TEST(PassManager, VerifyEachBlamesThePassAfterAnUncheckedOne) {
+  // A pass without an invariant breaks the kernel; the next pass is not blamed for it.
+  std::vector<Pass> passes = {
+      {"verify", verify_pass, Spec::Expert},
+      {"unchecked", [](const PrimFunc& f, const Target&) {
+         std::string text = print(f);
+         return parse(text.replace(text.find("\"Vector\""), 8, "\"Cube\""));
+       }},
+      {"simplify", [](const PrimFunc& g, const Target&) { return simplify(g); }, Spec::Expert}};
+  PassOptions o;
+  o.verify_each = true;
+  EXPECT_NO_THROW(run_passes(parse(kKernel), default_target(), passes, o));
+}
+
+TEST(PassManager, InvalidInputIsAUserErrorEvenWithVerifyEach) {
+  PassOptions o;
+  o.verify_each = true;
+  std::string text(kKernel);
+  text.replace(text.find("\"Vector\""), 8, "\"Cube\"");
+  std::string msg = error_of([&] { lower(parse(text), default_target(), o); });
+  EXPECT_NE(msg.find("fails verification"), std::string::npos) << msg;
+}
+
+TEST(PassManager, EveryExampleKernelLowersWithVerifyEach) {
+  PassOptions o;
+  o.verify_each = true;
+  for (const KernelEntry* k : registered_kernels()) {
+    SCOPED_TRACE(k->name);
+    PrimFunc g;
+    EXPECT_NO_THROW(g = lower(build_kernel(*k), default_target(), o));
+    if (g) {
+      auto ds = verify(g, default_target(), {.spec = Spec::Planned});
+      EXPECT_TRUE(ds.empty()) << format_diagnostics(ds);
+    }
+  }
 }
 
 TEST(PassManager, EveryEnvironmentVariableIsRegisteredAndDocumented) {

@@ -277,6 +277,9 @@ int main(int argc, char** argv) {
   } catch (const tl::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
+  } catch (const tl::InternalError& e) {
+    fmt::print(stderr, "{}\n(this is a bug in tl-ascend, not in the kernel; please report it)\n", e.what());
+    return 2;
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 // The virtual Ascend NPU's public interface: compile a verified expert-mode PrimFunc into an
-// executable kernel and launch it on a tl::Device with tensor and scalar arguments.
+// executable kernel and launch it on a tl::Device with tensor and scalar arguments. The NPU is
+// a compiler backend (tl/backend.h, npu_backend()); tl::compile(f, target, opt) here is the
+// convenience that compiles with it and returns a launchable CompiledKernel.
 //
 // Functional mode (this file) runs every core of every block: the AIC and the two AIVs of a
 // block run concurrently as cooperative interpreters with private memories of the target's
@@ -14,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "tl/backend.h"
 #include "tl/ir.h"
 #include "tl/runtime.h"
 #include "tl/target.h"
@@ -56,21 +59,15 @@ struct LaunchOptions {
   int progress_percent = 0;
 };
 
-struct CompileOptions {
-  bool verify = true;  // run the verifier first (compile errors list every violation)
-  /// JIT cache (include/tl/jit.h): look the kernel up in memory and on disk before lowering
-  /// it. Env TL_CACHE=0 disables the cache regardless.
-  bool cache = true;
-  bool disk_cache = true;  // false: memory level only
-  std::string cache_dir{};  // disk directory; "" = env TL_CACHE_DIR, else the user cache dir
-};
-
 namespace npu {
-class Program;  // the executable form (src/npu/program.h)
+class Program;  // the executable form (src/npu/program.h), the npu backend's Artifact
 /// True if the virtual NPU has semantics for `op`. Every registered op must: the table is
 /// checked when it is built, and a gap is a registration error (tl::InternalError).
 bool implements(const OpDef& op);
 }
+
+/// The virtual NPU as a backend (name "npu"): its artifacts are npu::Programs.
+const Backend& npu_backend();
 
 /// A compiled, launchable kernel. Cheap to copy (shares the program).
 class CompiledKernel {
@@ -88,8 +85,9 @@ class CompiledKernel {
   std::shared_ptr<const npu::Program> program_;
 };
 
-/// Compiles `f` for `target`: verifies it (a tl::Error listing every violation otherwise),
-/// plans on-chip addresses and prepares it for execution.
+/// Compiles `f` for `target` with npu_backend(): verifies it (a tl::Error listing every
+/// violation otherwise), lowers it (planning on-chip addresses) and prepares it for execution,
+/// as `opt` says (tl/backend.h).
 CompiledKernel compile(const PrimFunc& f, const Target& target = default_target(),
                        const CompileOptions& opt = {});
 
