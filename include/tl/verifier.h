@@ -19,7 +19,7 @@
 //    [alloc-core-scope]; developer-mode memories rejected [developer-scope-in-expert-mode];
 //    T::Parallel and T::Pipelined loops rejected until the developer-mode passes lower them
 //    [developer-loop-in-expert-mode].
-//  - symbols: vars used outside their binding [undefined-var], bound twice [rebound-var];
+//  - symbols: vars used outside their binding [undefined-var], bound twice [rebound-symbol];
 //    buffers used outside their Allocate's block [undefined-buffer]; scalar loads/stores on
 //    memories the scalar unit cannot address [scalar-access-scope].
 //  - buffers: capacity [buffer-capacity], explicit address alignment and range (the padded

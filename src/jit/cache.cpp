@@ -20,7 +20,9 @@
 #include "tl/jit.h"
 #include "tl/op.h"
 #include "tl/parser.h"
+#include "tl/pass.h"
 #include "tl/printer.h"
+#include "tl/verifier.h"
 
 namespace tl::jit {
 
@@ -87,9 +89,7 @@ std::string make_key(const Backend& backend, const PrimFunc& f, const Target& ta
 }
 
 bool env_disabled() {
-  const char* v = std::getenv("TL_CACHE");
-  if (!v) return false;
-  std::string_view s(v);
+  std::string s = env_value("TL_CACHE");
   return s == "0" || s == "off" || s == "false" || s == "no";
 }
 
@@ -100,7 +100,7 @@ std::string resolve_dir(const CompileOptions& opt) {
     const char* v = std::getenv(name);
     return v ? std::string(v) : std::string();
   };
-  if (auto d = env("TL_CACHE_DIR"); !d.empty()) return d;
+  if (auto d = env_value("TL_CACHE_DIR"); !d.empty()) return d;
   if (auto d = env("XDG_CACHE_HOME"); !d.empty()) return (fs::path(d) / "tl-ascend").string();
   if (auto d = env("HOME"); !d.empty()) return (fs::path(d) / ".cache" / "tl-ascend").string();
   return "";
@@ -272,6 +272,11 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
   std::shared_ptr<const Artifact> artifact;
   if (!path.empty()) artifact = load_artifact(path, key, backend, target);
   if (artifact) {
+    // The disk matches on the key's structural hash alone, never on the function itself, so
+    // the function is verified here: a kernel is never handed out for a function that would
+    // not verify. (A memory hit compares the functions: structurally equal functions get the
+    // same verdict, tests/ir/scoping_property_test.cpp.)
+    if (opt.verify) verify_or_throw(f, target);
     c.disk_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     c.misses.fetch_add(1, std::memory_order_relaxed);

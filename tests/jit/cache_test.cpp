@@ -15,6 +15,7 @@
 #include "tl/npu/npu.h"
 #include "tl/parser.h"
 #include "tl/printer.h"
+#include "tl/verifier.h"
 
 namespace tl {
 namespace {
@@ -244,6 +245,33 @@ void expect_rejected(const std::function<void(const std::string& file)>& damage)
   EXPECT_EQ(s.disk_writes, 1u);
   EXPECT_EQ(jittest::read_file(file), good);  // overwritten with a good entry
   check_norm(k);
+}
+
+/// The disk level matches on the key (a structural hash) alone. Even an entry planted under
+/// the key of a function that does not verify (as a hash collision would) never makes that
+/// function compile: the function itself is verified on a disk hit.
+TEST_F(JitCache, DiskHitNeverReturnsAKernelForAnInvalidFunction) {
+  TempDir d;
+  PrimFunc f = norm_kernel();
+  compile(f, default_target(), disk_at(d));
+  std::string text = print(f);
+  size_t at = text.find("T.serial(");
+  ASSERT_NE(at, std::string::npos);
+  PrimFunc g = parse(text.replace(at, 9, "T.Parallel("));  // a developer loop: not expert mode
+  ASSERT_FALSE(verify(g).empty());
+  std::string good = jittest::read_file(jit::cache_file(npu_backend(), f, default_target(), disk_at(d)));
+  std::string key_f = jit::cache_key(npu_backend(), f, default_target(), disk_at(d));
+  std::string key_g = jit::cache_key(npu_backend(), g, default_target(), disk_at(d));
+  std::string planted = good;
+  planted.replace(planted.find(key_f), key_f.size(), key_g);
+  jittest::write_file(jit::cache_file(npu_backend(), g, default_target(), disk_at(d)), planted);
+  jit::clear_cache();
+  try {
+    compile(g, default_target(), disk_at(d));
+    FAIL() << "an invalid function compiled from a disk entry";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("developer-loop-in-expert-mode"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(JitCache, VersionMismatchIsIgnored) {
