@@ -361,11 +361,20 @@ struct LetNode : StmtNode {
       : StmtNode(StmtKind::Let, l), var(std::move(v)), value(std::move(e)) {}
   static Stmt make(Var v, Expr value, SourceLoc loc = {});
 };
-/// Declaration: an on-chip buffer (or scalar var) live from here to the end of the enclosing Seq.
+/// Declaration: an on-chip buffer (or scalar var) live from here to the end of the enclosing
+/// block. With `view_of` defined it allocates nothing: `buffer` is a view of that earlier
+/// buffer's bytes reinterpreted as another dtype of the same width and the same shape (a
+/// bitcast; e.g. the int32 index lanes of sort's (value, index) pairs). Every access through
+/// the view is an access of the viewed buffer's bytes.
 struct AllocateNode : StmtNode {
   Buffer buffer;
-  AllocateNode(Buffer b, SourceLoc l) : StmtNode(StmtKind::Allocate, l), buffer(std::move(b)) {}
+  Buffer view_of;  // undefined: fresh storage
+  AllocateNode(Buffer b, Buffer v, SourceLoc l)
+      : StmtNode(StmtKind::Allocate, l), buffer(std::move(b)), view_of(std::move(v)) {}
   static Stmt make(Buffer b, SourceLoc loc = {});
+  /// `view` (same scope, shape and dtype width as `base`) declared as a view of `base`.
+  static Stmt make_view(Buffer view, Buffer base, SourceLoc loc = {});
+  bool is_view() const { return view_of.defined(); }
 };
 /// Scalar store `buffer[indices] = value` (scalar pipe).
 struct StoreNode : StmtNode {

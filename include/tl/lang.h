@@ -88,6 +88,10 @@ Buffer alloc_fragment(std::string name, std::vector<Expr> shape, DType dtype, TL
 /// A scalar variable (read with `v()`, written with T::assign), optionally initialised.
 Buffer alloc_var(std::string name, DType dtype, std::optional<Expr> init = std::nullopt, TL_LOC);
 void assign(const Buffer& var, Expr value, TL_LOC);
+/// A view of on-chip buffer `base`'s bytes as `dtype` (same element width, same shape and
+/// address; nothing is allocated: AscendC's ReinterpretCast). E.g. the int32 index lanes of
+/// sort's float (value, index) pairs: `auto idx = T::view("idx", pairs, i32);`.
+Buffer view(std::string name, const Buffer& base, DType dtype, TL_LOC);
 /// Scalar store `buf[indices] = value` (S pipe).
 void store(const Buffer& buf, std::vector<Expr> indices, Expr value, TL_LOC);
 /// Binds `name = value` for the rest of the block and returns the variable.

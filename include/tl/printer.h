@@ -12,6 +12,7 @@
 //       with T.Kernel(24, is_npu=True) as (cid, vid):
 //           a = T.alloc_L1((128, 256), "float16")            # Allocate (address=N if planned)
 //           acc = T.alloc_var("float32")                     # scalar variable
+//           ai = T.view(a, "int16")                          # a's bytes as int16 (a view)
 //           bx = cid // 4 * 128                              # Let
 //           acc[0] = acc[0] + T.float16(1.5)                 # Store
 //           with T.Scope("Cube"):                            # Scope

@@ -22,6 +22,8 @@
 //  - symbols: vars used outside their binding [undefined-var], bound twice [rebound-symbol];
 //    buffers used outside their Allocate's block [undefined-buffer]; scalar loads/stores on
 //    memories the scalar unit cannot address [scalar-access-scope].
+//  - views (T::view): of an on-chip buffer [view-scope], same element width [view-dtype-width],
+//    the base's scope, shape and address [view-layout].
 //  - buffers: capacity [buffer-capacity], explicit address alignment and range (the padded
 //    footprint ends within capacity) [buffer-address-alignment, buffer-address-range];
 //    regions inside their buffer [region-out-of-bounds]; UB rows and starts 32 B aligned

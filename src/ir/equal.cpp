@@ -162,8 +162,12 @@ class Equal {
         auto *x = a.as<LetNode>(), *y = b.as<LetNode>();
         return expr(x->value, y->value) && bind(x->var, y->var);
       }
-      case StmtKind::Allocate:
-        return bind_buffer(a.as<AllocateNode>()->buffer, b.as<AllocateNode>()->buffer);
+      case StmtKind::Allocate: {
+        auto *x = a.as<AllocateNode>(), *y = b.as<AllocateNode>();
+        if (x->is_view() != y->is_view()) return fail("a view vs an allocation");
+        if (x->is_view() && !use_buffer(x->view_of, y->view_of)) return false;
+        return bind_buffer(x->buffer, y->buffer);
+      }
       case StmtKind::Store: {
         auto *x = a.as<StoreNode>(), *y = b.as<StoreNode>();
         return use_buffer(x->buffer, y->buffer) && exprs(x->indices, y->indices) &&
@@ -332,7 +336,12 @@ class Hasher {
         expr(n->value);
         return bind(n->var);
       }
-      case StmtKind::Allocate: return buffer_def(s.as<AllocateNode>()->buffer);
+      case StmtKind::Allocate: {
+        auto* n = s.as<AllocateNode>();
+        mix(n->is_view());
+        if (n->is_view()) buffer_use(n->view_of);
+        return buffer_def(n->buffer);
+      }
       case StmtKind::Store: {
         auto* n = s.as<StoreNode>();
         buffer_use(n->buffer);

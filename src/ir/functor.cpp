@@ -71,6 +71,7 @@ void IRVisitor::visit_(const IfNode* n) {
 }
 void IRVisitor::visit_(const LetNode* n) { visit(n->value); }
 void IRVisitor::visit_(const AllocateNode* n) {
+  if (n->view_of.defined()) visit_buffer(n->view_of);
   visit_buffer(n->buffer);
   for (const auto& s : n->buffer->shape) visit(s);
 }
@@ -193,8 +194,10 @@ Stmt IRMutator::mutate_(const LetNode* n, const Stmt& self) {
   return v.same_as(n->value) ? self : LetNode::make(n->var, v, n->loc);
 }
 Stmt IRMutator::mutate_(const AllocateNode* n, const Stmt& self) {
+  Buffer base = n->view_of.defined() ? mutate_buffer(n->view_of) : Buffer();
   Buffer b = mutate_buffer(n->buffer);
-  return b.same_as(n->buffer) ? self : AllocateNode::make(b, n->loc);
+  if (b.same_as(n->buffer) && base.same_as(n->view_of)) return self;
+  return base.defined() ? AllocateNode::make_view(b, base, n->loc) : AllocateNode::make(b, n->loc);
 }
 Stmt IRMutator::mutate_(const StoreNode* n, const Stmt& self) {
   Buffer b = mutate_buffer(n->buffer);

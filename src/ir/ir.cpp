@@ -157,7 +157,11 @@ Stmt LetNode::make(Var v, Expr value, SourceLoc loc) {
   return Stmt(std::make_shared<LetNode>(std::move(v), std::move(value), std::move(loc)));
 }
 Stmt AllocateNode::make(Buffer b, SourceLoc loc) {
-  return Stmt(std::make_shared<AllocateNode>(std::move(b), std::move(loc)));
+  return Stmt(std::make_shared<AllocateNode>(std::move(b), Buffer(), std::move(loc)));
+}
+Stmt AllocateNode::make_view(Buffer view, Buffer base, SourceLoc loc) {
+  TL_ASSERT(view.defined() && base.defined(), "a view without a buffer or a base");
+  return Stmt(std::make_shared<AllocateNode>(std::move(view), std::move(base), std::move(loc)));
 }
 Stmt StoreNode::make(Buffer b, std::vector<Expr> idx, Expr v, SourceLoc loc) {
   return Stmt(

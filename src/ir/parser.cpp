@@ -774,6 +774,7 @@ class Parser {
     expect("=");
     if (is("T") && is(".", 1) && peek(2).kind == Tok::Name && peek(2).text.starts_with("alloc_"))
       return alloc_stmt(name);
+    if (is("T") && is(".", 1) && is("view", 2) && is("(", 3)) return view_stmt(name);
     Expr value = expr().e;
     SourceLoc loc = end_of_line();
     Var var(name, value.dtype());
@@ -812,6 +813,25 @@ class Parser {
     Buffer b = BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc);
     bind(name, {{}, b});
     return AllocateNode::make(b, std::move(loc));
+  }
+
+  /// `name = T.view(base, "dtype")`: base's bytes as another dtype of the same width. The view
+  /// has the base's scope, shape and address; the verifier checks the dtype width.
+  Stmt view_stmt(const std::string& name) {
+    expect("T");
+    expect(".");
+    expect("view");
+    expect("(");
+    if (peek().kind != Tok::Name) expected("the name of the buffer to view");
+    Buffer base = buffer_named(next());
+    expect(",");
+    DType t = dtype_string();
+    accept(",");
+    expect(")");
+    SourceLoc loc = end_of_line();
+    Buffer b = BufferNode::make(name, t, base->shape, base->scope, base->strides, base->address, loc);
+    bind(name, {{}, b});
+    return AllocateNode::make_view(b, base, std::move(loc));
   }
 
   /// `buf[i, j] = value`

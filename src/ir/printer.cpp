@@ -165,7 +165,12 @@ class Printer {
         break;
       }
       case StmtKind::Allocate: {
-        const auto& b = s.as<AllocateNode>()->buffer;
+        const auto* a = s.as<AllocateNode>();
+        const auto& b = a->buffer;
+        if (a->is_view()) {
+          line(ind, fmt::format("{} = T.view({}, \"{}\")", b->name, a->view_of->name, dtype_name(b->dtype)), s->loc);
+          break;
+        }
         std::string call;
         switch (b->scope) {
           case MemScope::Var: call = fmt::format("T.alloc_var(\"{}\"", dtype_name(b->dtype)); break;

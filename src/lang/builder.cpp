@@ -235,6 +235,15 @@ Buffer alloc_var(std::string n, DType t, std::optional<Expr> init, const Loc& l)
   return b;
 }
 
+Buffer view(std::string name, const Buffer& base, DType dtype, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  if (!base.defined()) user_error(loc, "T::view('{}'): the buffer to view is undefined", name);
+  lang::claim_name(name, loc);
+  Buffer b = BufferNode::make(name, dtype, base->shape, base->scope, base->strides, base->address, loc);
+  emit(AllocateNode::make_view(b, base, loc), loc);
+  return b;
+}
+
 void assign(const Buffer& var, Expr value, const Loc& l) {
   SourceLoc loc = source_loc(l);
   if (var->scope != MemScope::Var)

@@ -53,6 +53,15 @@ class Planner : public IRVisitor {
   void visit_(const AllocateNode* n) override {
     const BufferNode& b = *n->buffer;
     if (p_.buffer_index.count(&b)) return;
+    if (n->is_view()) {
+      // A view occupies its base's bytes: the base's placement with the view's dtype (the
+      // verifier has checked scope, shape and width).
+      BufferInfo info = p_.buffer(n->view_of.get());
+      info.node = &b;
+      p_.buffer_index.emplace(&b, static_cast<int>(p_.buffers.size()));
+      p_.buffers.push_back(info);
+      return;
+    }
     BufferInfo info;
     info.node = &b;
     info.scope = b.scope;

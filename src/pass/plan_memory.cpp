@@ -29,7 +29,12 @@ class Liveness : public IRVisitor {
  public:
   using IRVisitor::visit;
   std::vector<BufferLife> buffers;
-  std::unordered_map<const BufferNode*, size_t> index;
+  std::unordered_map<const BufferNode*, size_t> index;  // views map to their base's entry
+  struct View {
+    Buffer buffer;
+    size_t base;  // index into buffers
+  };
+  std::vector<View> views;
   std::vector<SourceLoc> stmt_loc;  // per statement index
 
   void visit(const Stmt& s) override {
@@ -65,6 +70,16 @@ class Liveness : public IRVisitor {
   void visit_(const AllocateNode* n) override {
     const BufferNode& b = *n->buffer;
     if (!is_planned_scope(b.scope)) return;
+    if (n->is_view()) {
+      // A view is its base's bytes: every access through it is an access of the base, and it
+      // is placed where the base is.
+      visit_buffer(n->view_of);
+      if (auto it = index.find(n->view_of.get()); it != index.end()) {
+        index.emplace(&b, it->second);
+        views.push_back({n->buffer, it->second});
+      }
+      return;
+    }
     if (auto it = index.find(&b); it != index.end()) {
       // Declared again (a generator reusing a handle): the outermost declaration governs.
       auto& life = buffers[it->second];
@@ -189,6 +204,13 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
       if (b.address >= 0) continue;
       placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, offsets[i], b.loc));
     }
+  }
+  for (const auto& v : lv.views) {
+    const BufferNode& base = *lv.buffers[v.base].buffer;
+    if (base.address >= 0) continue;
+    const BufferNode& b = *v.buffer;
+    int64_t at = placer.planned.at(&base)->address;
+    placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, at, b.loc));
   }
   if (placer.planned.empty()) return f;
   return with_body(f, placer.mutate(f->body));

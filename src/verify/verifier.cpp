@@ -248,7 +248,8 @@ class Walker {
       case StmtKind::Allocate: {
         auto* n = static_cast<const AllocateNode*>(s.get());
         if (!n->buffer.defined()) return;
-        std::string op = rules::alloc_title(n->buffer->scope);
+        std::string op = n->is_view() ? "T.view" : rules::alloc_title(n->buffer->scope);
+        if (n->is_view()) check_buffer_use(n->view_of, n->loc, op, "base");
         for (const auto& e : n->buffer->shape) check_expr(e, n->loc, op, "shape");
         rules::check_allocate(*n, ctx_);
         bind_buffer(n->buffer, n->loc, op);

@@ -234,7 +234,34 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
   if (n.op->verify) n.op->verify(n, ctx);
 }
 
+namespace {
+/// A view reinterprets an on-chip buffer's bytes: same memory, shape and address, a dtype of
+/// the same width (AscendC's LocalTensor::ReinterpretCast).
+void check_view(const AllocateNode& n, VerifyContext& ctx) {
+  const Buffer &v = n.buffer, &b = n.view_of;
+  const std::string context = fmt::format("view '{}' of '{}'", v->name, b->name);
+  auto error = [&](const char* rule, std::string msg) { ctx.error(n.loc, "T.view", "", rule, std::move(msg), context); };
+  if (!is_planned_scope(b->scope)) {
+    error("view-scope", fmt::format("'{}' is in {}; a view reinterprets an on-chip buffer (L1, L0A, L0B, L0C or UB)",
+                                    b->name, scope_name(b->scope)));
+    return;
+  }
+  if (dtype_bytes(v->dtype) != dtype_bytes(b->dtype))
+    error("view-dtype-width", fmt::format("{} is {} bytes wide but '{}' holds {} ({} bytes); a view keeps the "
+                                          "element width", dtype_str(v->dtype), dtype_bytes(v->dtype), b->name,
+                                          dtype_str(b->dtype), dtype_bytes(b->dtype)));
+  bool same_shape = v->shape.size() == b->shape.size();
+  for (size_t d = 0; same_shape && d < v->shape.size(); ++d)
+    same_shape = v->shape[d].same_as(b->shape[d]) || (as_const_int(v->shape[d]) && as_const_int(v->shape[d]) == as_const_int(b->shape[d]));
+  if (v->scope != b->scope || !same_shape || v->address != b->address)
+    error("view-layout", fmt::format("'{}' ({} {}, address {}) must have the scope, shape and address of '{}' ({} {}, "
+                                     "address {})", v->name, scope_str(v->scope), fmt_extents(v->shape), v->address,
+                                     b->name, scope_str(b->scope), fmt_extents(b->shape), b->address));
+}
+}  // namespace
+
 void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
+  if (n.is_view()) return check_view(n, ctx);
   const Buffer& b = n.buffer;
   const Target& t = ctx.target();
   const std::string op = alloc_title(b->scope);

@@ -47,6 +47,7 @@ def snippet(A: T.Tensor((M, 64), "float16"), B: T.Tensor((L, 8), "float32", stri
         l0b = T.alloc_L0B((64, 64), "float16")
         l0c = T.alloc_L0C((64, 64), "float32", address=128)
         ub = T.alloc_ub((16, 16), "float16")
+        ubi = T.view(ub, "int16")
         sh = T.alloc_shared((8,), "int32")
         fr = T.alloc_fragment((8, 8), "float32")
         acc = T.alloc_var("float32")
