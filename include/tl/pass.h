@@ -101,9 +101,13 @@ Expr simplify(const Expr& e);
 
 /// plan_memory: assigns BufferNode::address to every on-chip buffer (L1, L0A, L0B, L0C, UB)
 /// that has none, per scope, aligned to max(target alignment, 32) (tl/storage.h). Buffers
-/// share bytes only when their live ranges are disjoint; a live range runs from the first to
-/// the last access in program order, widened to a whole loop when the buffer is declared
-/// outside a loop that accesses it (its value lives across iterations). Explicit addresses
+/// share bytes only when their live ranges are disjoint AND the program orders the old
+/// owner's last accesses before the new owner's first ones (same in-order pipe, or a flag or
+/// barrier already on every path; around the back edge too when both live in one loop
+/// iteration), so the plan never adds a race the kernel as written does not have. A live
+/// range runs from the first to the last access in program order, widened to a whole loop
+/// when the buffer is declared outside a loop that accesses it (its value lives across
+/// iterations); a view's accesses are its base's. Explicit addresses
 /// are kept and reserved while their buffer is live. A scope that does not fit its capacity
 /// is a tl::Error at the kernel's location with a per-buffer table (name, shape, dtype,
 /// bytes, live range, source line, offset) and the total against the capacity. Must run

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "tl/ir.h"
@@ -33,11 +34,16 @@ struct LiveBlock {
   int64_t fixed = -1;
 };
 
-/// Offsets for `blocks` such that blocks whose live ranges intersect never share a byte
-/// (fixed blocks keep their offset and are avoided; two fixed blocks are not checked against
-/// each other), every free offset is a multiple of its block's alignment, and the footprint
-/// stays small: the better of first fit largest-first and first fit in the given order, so
-/// never above a bump allocator in the given order. Deterministic. Pure: no capacity check.
-std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks);
+/// May blocks i and j (whose live ranges do not intersect) share bytes? (plan_memory: only when
+/// the program orders the one's last accesses before the other's first.)
+using MayShare = std::function<bool(size_t i, size_t j)>;
+
+/// Offsets for `blocks` such that blocks whose live ranges intersect never share a byte, nor
+/// do blocks `may_share` refuses (fixed blocks keep their offset and are avoided; two fixed
+/// blocks are not checked against each other), every free offset is a multiple of its block's
+/// alignment, and the footprint stays small: the better of first fit largest-first and first
+/// fit in the given order, so never above a bump allocator in the given order. Deterministic.
+/// Pure: no capacity check.
+std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks, const MayShare& may_share = {});
 
 }  // namespace tl

@@ -6,7 +6,17 @@
 // and a scope's memory is per core, so only buffers of the same scope compete. Cube and
 // Vector code interleave in the linear order, which is harmless: a scope's buffers are only
 // touched by the one kind of core, which runs its code in that same order.
+//
+// Disjoint live ranges are not enough on the chip, whose pipes run concurrently: a buffer
+// takes over another's bytes only when the program already orders the old owner's last
+// accesses before the new owner's first ones (reuse_order.h). Otherwise the two get separate
+// bytes, and an overflow error says which reuses were refused and why. (tilelang-ascend issue
+// 1156: a planner that reuses live bytes across pipes turns a correctly synchronised kernel
+// into a racy one.)
+#include <map>
 #include <unordered_map>
+
+#include "reuse_order.h"
 
 #include "tl/ir_functor.h"
 #include "tl/pass.h"
@@ -151,9 +161,12 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+/// Reuse refused for a pair of buffers (earlier, later) and why, for the overflow error.
+using Refusals = std::map<std::pair<size_t, size_t>, std::string>;
+
 [[noreturn]] void report_overflow(const PrimFunc& f, const Target& target, MemScope scope, int64_t total,
                                   const std::vector<const BufferLife*>& lives, const std::vector<int64_t>& offsets,
-                                  const Liveness& lv) {
+                                  const Liveness& lv, const Refusals& refused) {
   auto line_of = [&](int64_t pos) {
     const SourceLoc& l = lv.stmt_loc[static_cast<size_t>(pos)];
     return l.known() ? std::to_string(l.line) : std::string("?");
@@ -168,11 +181,25 @@ std::string shape_str(const std::vector<int64_t>& shape) {
                          fmt::format("{}-{}", b.first, b.last),
                          fmt::format("{}-{}", line_of(b.first), line_of(b.last)), b.buffer->loc.str(), offset);
   }
+  std::string reuse;
+  if (!refused.empty()) {
+    reuse = fmt::format("reuse refused for {} pair(s) of buffers whose live ranges are disjoint: sharing bytes "
+                        "needs the old owner's last access ordered before the new owner's first (a flag, a "
+                        "barrier, or the same in-order pipe):\n", refused.size());
+    int shown = 0;
+    for (const auto& [pair, why] : refused) {
+      if (++shown > 8) {
+        reuse += fmt::format("  ... and {} more\n", refused.size() - 8);
+        break;
+      }
+      reuse += fmt::format("  '{}' after '{}': {}\n", lives[pair.second]->buffer->name, lives[pair.first]->buffer->name, why);
+    }
+  }
   throw Error(f->loc,
               fmt::format("kernel {}: {} needs {} bytes, capacity {} on {} (buffers live at the same time cannot "
-                          "share bytes):\n{}",
+                          "share bytes):\n{}{}",
                           f->name, scope_name(scope), grouped(total), grouped(target.cap(scope)), target.name,
-                          table));
+                          table, reuse));
 }
 
 }  // namespace
@@ -183,6 +210,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
   lv.finish();
 
   UseAddresses placer;
+  const AccessOrder order(f->body, target);
   for (MemScope scope : {MemScope::L1, MemScope::L0A, MemScope::L0B, MemScope::L0C, MemScope::UB}) {
     std::vector<const BufferLife*> lives;
     std::vector<LiveBlock> blocks;
@@ -194,11 +222,26 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
                         .fixed = b.buffer->address});
     }
     if (blocks.empty()) continue;
-    std::vector<int64_t> offsets = assign_offsets(blocks);
+    // Disjoint live ranges may share bytes only when the program orders them (memoised: the
+    // placement asks about a pair more than once).
+    std::map<std::pair<size_t, size_t>, bool> memo;
+    Refusals refused;
+    auto may_share = [&](size_t i, size_t j) {
+      size_t early = lives[i]->last < lives[j]->first ? i : j, late = early == i ? j : i;
+      auto [it, fresh] = memo.try_emplace({early, late}, true);
+      if (fresh) {
+        if (auto why = order.reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
+          it->second = false;
+          refused.emplace(std::pair{early, late}, *why);
+        }
+      }
+      return it->second;
+    };
+    std::vector<int64_t> offsets = assign_offsets(blocks, may_share);
     int64_t total = 0;
     for (size_t i = 0; i < blocks.size(); ++i) total = std::max(total, offsets[i] + blocks[i].bytes);
     int64_t cap = target.cap(scope);
-    if (cap > 0 && total > cap) report_overflow(f, target, scope, total, lives, offsets, lv);
+    if (cap > 0 && total > cap) report_overflow(f, target, scope, total, lives, offsets, lv, refused);
     for (size_t i = 0; i < lives.size(); ++i) {
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;

@@ -42,7 +42,7 @@ namespace {
 /// First fit in `order`: each block at the lowest aligned offset that misses every placed
 /// block it is live with. Returns the offsets and the footprint.
 std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>& blocks,
-                                                   const std::vector<size_t>& order) {
+                                                   const std::vector<size_t>& order, const MayShare& may_share) {
   std::vector<int64_t> offset(blocks.size(), -1);
   std::vector<size_t> placed;
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -57,7 +57,8 @@ std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>&
     conflicts.clear();
     for (size_t j : placed) {
       const LiveBlock& o = blocks[j];
-      if (o.first <= b.last && b.first <= o.last && o.bytes > 0) conflicts.push_back(j);
+      bool live_together = o.first <= b.last && b.first <= o.last;
+      if (o.bytes > 0 && (live_together || (may_share && !may_share(i, j)))) conflicts.push_back(j);
     }
     std::sort(conflicts.begin(), conflicts.end(), [&](size_t x, size_t y) { return offset[x] < offset[y]; });
     int64_t at = 0;
@@ -75,7 +76,7 @@ std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>&
 
 }  // namespace
 
-std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks) {
+std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks, const MayShare& may_share) {
   std::vector<size_t> in_order;
   for (size_t i = 0; i < blocks.size(); ++i)
     if (blocks[i].fixed < 0) in_order.push_back(i);
@@ -86,11 +87,11 @@ std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks) {
     if (blocks[a].bytes != blocks[b].bytes) return blocks[a].bytes > blocks[b].bytes;
     return blocks[a].first < blocks[b].first;
   });
-  auto best = first_fit(blocks, by_size);
+  auto best = first_fit(blocks, by_size, may_share);
   // First fit in the given order never ends above a bump allocator in that order (each block
   // has the top of everything placed so far as a candidate), so taking the better of the two
   // guarantees that reuse never costs memory.
-  auto plain = first_fit(blocks, in_order);
+  auto plain = first_fit(blocks, in_order, may_share);
   return plain.second < best.second ? plain.first : best.first;
 }
 

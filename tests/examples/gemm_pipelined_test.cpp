@@ -76,7 +76,7 @@ std::string outcome(const PrimFunc& f) {
   const int M = 256, N = 512, K = 512;
   Device dev;
   try {
-    auto kern = compile(f, default_target(), {.verify = false, .lower = false, .cache = false});
+    auto kern = compile(f, default_target(), {.cache = false});
     kern.launch(dev, {uniform(dev, {M, K}, f16, 1), uniform(dev, {K, N}, f16, 2), Tensor::empty(dev, {M, N}, f16)},
                 {.threads = 2, .check_hazards = true});
   } catch (const Error& e) {

@@ -20,7 +20,7 @@ namespace {
 std::string outcome(const PrimFunc& f, const ArgsFn& args) {
   Device dev;
   try {
-    auto kern = compile(f, default_target(), {.verify = false, .lower = false, .cache = false});
+    auto kern = compile(f, default_target(), {.cache = false});
     kern.launch(dev, args(dev), {.threads = 2, .check_hazards = true});
   } catch (const Error& e) {
     std::string m = e.what();

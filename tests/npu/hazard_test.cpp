@@ -17,7 +17,7 @@ constexpr int R = 8, C = 64;  // a small fp32 tile
 
 std::vector<Hazard> hazards_of(const PrimFunc& f, int blocks_rows = 1) {
   Device dev;
-  auto kern = compile(f, default_target(), {.verify = false, .lower = false, .cache = false});
+  auto kern = compile(f, default_target(), {.cache = false});
   Tensor X = uniform(dev, {blocks_rows * 2 * R, C}, f32, 1), Y = Tensor::empty(dev, {blocks_rows * 2 * R, C}, f32);
   npu::Trace trace;
   kern.launch(dev, {X, Y}, {.threads = 1, .trace = &trace});
@@ -67,7 +67,7 @@ TEST(Hazard, LaunchOptionThrowsListingTheHazard) {
   int a = 0, b = 0;
   Device dev;
   auto kern = compile(load_exp_store(R, C, false, &a, &b), default_target(),
-                      {.verify = false, .lower = false, .cache = false});
+                      {.cache = false});
   Tensor X = uniform(dev, {2 * R, C}, f32, 1), Y = Tensor::empty(dev, {2 * R, C}, f32);
   try {
     kern.launch(dev, {X, Y}, {.check_hazards = true});
@@ -77,7 +77,7 @@ TEST(Hazard, LaunchOptionThrowsListingTheHazard) {
     EXPECT_NE(m.find("RAW hazard on UB of block 0 AIV0"), std::string::npos) << m;
   }
   auto ok = compile(load_exp_store(R, C, true, &a, &b), default_target(),
-                    {.verify = false, .lower = false, .cache = false});
+                    {.cache = false});
   EXPECT_NO_THROW(ok.launch(dev, {X, Y}, {.check_hazards = true}));
 }
 

@@ -30,7 +30,7 @@ Result launch(const PrimFunc& f, const ArgsFn& make, bool timed, int threads = 2
   Result r;
   auto args = make(dev);
   try {
-    auto kern = compile(f, default_target(), {.verify = false, .lower = false, .cache = false});
+    auto kern = compile(f, default_target(), {.cache = false});
     npu::Profile prof;
     kern.launch(dev, args, {.threads = threads, .profile = timed ? &prof : nullptr});
     r.effects = prof.time_order_effects;
@@ -166,7 +166,7 @@ std::string timed_outcome(const ExampleCase& c, const PrimFunc& mutated, const R
   auto args = c.args(dev);
   npu::Trace trace;
   npu::Profile prof;
-  compile(mutated, default_target(), {.verify = false, .lower = false, .cache = false})
+  compile(mutated, default_target(), {.cache = false})
       .launch(dev, args, {.threads = 2, .trace = &trace, .profile = &prof});
   std::string why;
   return hazards_ordered_by_timing(trace, prof, &why) ? "right data (timing ordered the pair)"

@@ -16,7 +16,10 @@ std::string planned(std::string_view text, const Target& t = default_target()) {
 }
 
 TEST(PlanMemory, BuffersWithDisjointLiveRangesShareBytes) {
-  // a dies at the exp into b; c is born after, so it takes a's bytes. b overlaps both.
+  // a dies at the exp into b; c is born after, so it takes a's bytes. b overlaps both. The
+  // flag orders the load of a before the exp and the pipe_barrier(V) the exp's read of a
+  // before the add's write of c (V may overlap consecutive instructions); without them c gets
+  // bytes of its own (ReuseAcrossPipesNeedsTheProgramToOrderThem).
   constexpr std::string_view in = R"(@T.prim_func
 def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -25,8 +28,13 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
             b = T.alloc_ub((16, 64), "float32")
             c = T.alloc_ub((16, 64), "float32")
             T.copy(X, a)
+            T.set_flag("MTE2", "V", 0)
+            T.wait_flag("MTE2", "V", 0)
             T.tile.exp(b, a)
+            T.pipe_barrier("V")
             T.tile.add(c, b, b)
+            T.set_flag("V", "MTE3", 0)
+            T.wait_flag("V", "MTE3", 0)
             T.copy(c, Y)
 )";
   constexpr std::string_view out = R"(@T.prim_func
@@ -37,8 +45,13 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
             b = T.alloc_ub((16, 64), "float32", address=4096)
             c = T.alloc_ub((16, 64), "float32", address=0)
             T.copy(X, a)
+            T.set_flag("MTE2", "V", 0)
+            T.wait_flag("MTE2", "V", 0)
             T.tile.exp(b, a)
+            T.pipe_barrier("V")
             T.tile.add(c, b, b)
+            T.set_flag("V", "MTE3", 0)
+            T.wait_flag("V", "MTE3", 0)
             T.copy(c, Y)
 )";
   EXPECT_EQ(planned(in), out);
@@ -86,7 +99,8 @@ TEST(PlanMemory, ValuesLiveAcrossIterationsOfLoopsOutsideTheirDeclaration) {
   // acc is declared outside the loop and only touched at the top of its body, yet it carries
   // a value from one iteration to the next: it is live for the whole loop, so t (used at the
   // bottom) cannot take its bytes. s is declared inside the body: a fresh value per
-  // iteration, dead before t is born, so t reuses it.
+  // iteration, dead before t is born, so t reuses it (the barriers order s's fill before t's,
+  // and t's before the next iteration's fill of s).
   constexpr std::string_view in = R"(@T.prim_func
 def f(X: T.Tensor((64,), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -98,7 +112,9 @@ def f(X: T.Tensor((64,), "float32")):
                 s = T.alloc_ub((64,), "float32")
                 t = T.alloc_ub((64,), "float32")
                 T.tile.fill(s, 1.0)
+                T.pipe_barrier("V")
                 T.tile.fill(t, 2.0)
+                T.pipe_barrier("V")
 )";
   constexpr std::string_view out = R"(@T.prim_func
 def f(X: T.Tensor((64,), "float32")):
@@ -111,14 +127,17 @@ def f(X: T.Tensor((64,), "float32")):
                 s = T.alloc_ub((64,), "float32", address=256)
                 t = T.alloc_ub((64,), "float32", address=256)
                 T.tile.fill(s, 1.0)
+                T.pipe_barrier("V")
                 T.tile.fill(t, 2.0)
+                T.pipe_barrier("V")
 )";
   EXPECT_EQ(planned(in), out);
 }
 
 TEST(PlanMemory, ExplicitAddressesAreKeptAndReservedWhileLive) {
-  // e sits at 0 by hand. b (512 B, the largest, placed first) is born after e's last use,
-  // so it may take e's bytes; a is live with both e and b, so it goes above both.
+  // e sits at 0 by hand. b (512 B, the largest, placed first) is born after e's last use
+  // (ordered before it by the barrier), so it may take e's bytes; a is live with both e and
+  // b, so it goes above both.
   constexpr std::string_view in = R"(@T.prim_func
 def f(X: T.Tensor((64,), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -128,6 +147,7 @@ def f(X: T.Tensor((64,), "float32")):
             b = T.alloc_ub((128,), "float32")
             T.tile.fill(e, 0.0)
             T.tile.add(a, e, e)
+            T.pipe_barrier("V")
             T.tile.fill(b, 1.0)
             T.tile.add(a, a, a)
 )";
@@ -140,10 +160,100 @@ def f(X: T.Tensor((64,), "float32")):
             b = T.alloc_ub((128,), "float32", address=0)
             T.tile.fill(e, 0.0)
             T.tile.add(a, e, e)
+            T.pipe_barrier("V")
             T.tile.fill(b, 1.0)
             T.tile.add(a, a, a)
 )";
   EXPECT_EQ(planned(in), out);
+}
+
+/// The regression of tilelang-ascend issue 1156: disjoint live ranges are not enough on a chip
+/// whose pipes run concurrently. c's first access (an MTE2 load) would overwrite a's bytes while
+/// the V exp may still read them: nothing orders V before MTE2 here, so c gets its own bytes.
+/// With set_flag(V, MTE2) / wait_flag the program orders them and c may take a's bytes.
+TEST(PlanMemory, ReuseAcrossPipesNeedsTheProgramToOrderThem) {
+  auto kernel = [](bool flag) {
+    return fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32")
+            b = T.alloc_ub((16, 64), "float32")
+            T.copy(X, a)
+            T.set_flag("MTE2", "V", 0)
+            T.wait_flag("MTE2", "V", 0)
+            T.tile.exp(b, a){}
+            c = T.alloc_ub((16, 64), "float32")
+            T.copy(X, c)
+            T.set_flag("MTE2", "V", 0)
+            T.wait_flag("MTE2", "V", 0)
+            T.tile.add(b, b, c)
+            T.set_flag("V", "MTE3", 0)
+            T.wait_flag("V", "MTE3", 0)
+            T.copy(b, Y)
+)",
+                       flag ? "\n            T.set_flag(\"V\", \"MTE2\", 0)\n            T.wait_flag(\"V\", \"MTE2\", 0)" : "");
+  };
+  std::string racy = planned(kernel(false));
+  EXPECT_NE(racy.find(R"(a = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos) << racy;
+  EXPECT_NE(racy.find(R"(c = T.alloc_ub((16, 64), "float32", address=8192))"), std::string::npos) << racy;
+  std::string ordered = planned(kernel(true));
+  EXPECT_NE(ordered.find(R"(c = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos) << ordered;
+}
+
+TEST(PlanMemory, ReuseWithinALoopNeedsTheBackEdgeOrderedToo) {
+  // s and t are fresh per iteration and t takes s's bytes within one iteration (the first
+  // barrier), but iteration i's fill of t then races iteration i+1's fill of s unless something
+  // on the back edge orders them: without the second barrier they get separate bytes.
+  auto kernel = [](bool back_edge_barrier) {
+    return fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            for k in T.serial(4):
+                s = T.alloc_ub((64,), "float32")
+                t = T.alloc_ub((64,), "float32")
+                T.tile.fill(s, 1.0)
+                T.pipe_barrier("V")
+                T.tile.fill(t, 2.0){}
+)",
+                       back_edge_barrier ? "\n                T.pipe_barrier(\"V\")" : "");
+  };
+  std::string racy = planned(kernel(false));
+  EXPECT_NE(racy.find(R"(t = T.alloc_ub((64,), "float32", address=256))"), std::string::npos) << racy;
+  std::string ordered = planned(kernel(true));
+  EXPECT_NE(ordered.find(R"(t = T.alloc_ub((64,), "float32", address=0))"), std::string::npos) << ordered;
+}
+
+TEST(PlanMemory, OverflowSaysWhichReusesWereRefusedAndWhy) {
+  // Three 80 KB tiles fit UB (192 KB) only if c takes a's bytes, which nothing orders.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((320, 64), "float32"), Y: T.Tensor((320, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((320, 64), "float32")  # @k.cpp:5
+            b = T.alloc_ub((320, 64), "float32")  # @k.cpp:6
+            T.copy(X, a)  # @k.cpp:7
+            T.set_flag("MTE2", "V", 0)
+            T.wait_flag("MTE2", "V", 0)
+            T.tile.exp(b, a)  # @k.cpp:10
+            c = T.alloc_ub((320, 64), "float32")  # @k.cpp:11
+            T.copy(X, c)  # @k.cpp:12
+            T.set_flag("MTE2", "V", 0)
+            T.wait_flag("MTE2", "V", 0)
+            T.tile.add(b, b, c)
+            T.set_flag("V", "MTE3", 0)
+            T.wait_flag("V", "MTE3", 0)
+            T.copy(b, Y)
+)";
+  std::string msg = error_of([&] { planned(in); });
+  EXPECT_NE(msg.find("UB needs 245,760 bytes, capacity 196,352"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("reuse refused for 1 pair(s)"), std::string::npos) << msg;
+  // The first unordered pair: the two loads (MTE2 overlaps consecutive DMAs).
+  EXPECT_NE(msg.find("'c' after 'a': T.copy (MTE2) at k.cpp:7 writes 'a', then T.copy (MTE2) at k.cpp:12 "
+                     "writes 'c': MTE2 may overlap consecutive instructions and nothing orders these two"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(PlanMemory, EachScopeIsItsOwnMemoryAndFractalsArePadded) {

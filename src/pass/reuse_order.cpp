@@ -1,0 +1,401 @@
+// AccessOrder (reuse_order.h): is every access of one buffer done before a conflicting access of
+// another starts, on every path between them? The kernel becomes a tree of statements; each
+// access of an on-chip buffer is a leaf instruction with its pipe (tile ops through their
+// instruction expansion, scalar loads and stores on S). Between two accesses the statements that
+// execute on every path (the rest of each enclosing block after the first, the blocks in
+// between, the start of each enclosing block of the second; loop bodies only when the loop
+// surely runs; never an if branch) are replayed in order with the hazard checker's rules
+// (DESIGN.md 3.3): an in-order pipe (S, M, MTE1, FIX) orders its own instructions; a
+// set_flag on a pipe that knows the first access is done, matched by a wait_flag, teaches the
+// destination pipe; pipe_barrier(P) teaches P; barrier_all, PIPE_ALL and sync_all (and
+// gemm_v0's template barriers) order everything; a wait on S orders everything after it.
+#include "reuse_order.h"
+
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "tl/ir_functor.h"
+#include "tl/op.h"
+#include "tl/printer.h"
+
+namespace tl {
+namespace {
+
+constexpr uint32_t bit(Pipe p) { return 1u << static_cast<unsigned>(p); }
+bool in_order(Pipe p) { return p == Pipe::S || p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX; }
+
+/// A node of the statement tree: its statement, parent and position among the parent's
+/// children (Seq: its statements; For/Scope/Kernel: the body; If: then, else).
+struct Node {
+  const StmtNode* stmt = nullptr;
+  int parent = -1;
+  int pos = 0;
+  std::vector<int> kids;
+};
+
+/// One access of an on-chip buffer: the statement (a leaf, or an If/For whose condition or
+/// bounds load it), the instruction of its op's expansion (-1: a scalar access before it), the
+/// pipe, and whether it writes.
+struct Acc {
+  const BufferNode* buffer;
+  int node;
+  int instr;
+  Pipe pipe;
+  bool write;
+};
+
+/// What the walk knows about the first access: which pipes have seen it complete, and the flags
+/// set since that carry that knowledge.
+struct Knowledge {
+  Pipe pipe;
+  uint32_t knows = 0;
+  bool all = false;  // everything issued from here on starts after it
+  std::map<std::string, std::deque<bool>> pending;  // "src dst id" -> sets, oldest first
+
+  explicit Knowledge(Pipe p) : pipe(p), knows(in_order(p) ? bit(p) : 0), all(p == Pipe::S) {}
+  bool has(Pipe p) const { return all || (knows & bit(p)); }
+  void sync(const SyncNode& s) {
+    if (all) return;
+    auto key = [&] { return fmt::format("{} {} {}", pipe_name(s.src), pipe_name(s.dst), print(s.event_id)); };
+    switch (s.sync_kind) {
+      case SyncKind::BarrierAll:
+      case SyncKind::SyncAll: all = true; return;
+      case SyncKind::PipeBarrier:
+        if (s.src == Pipe::ALL) all = true;
+        else if (s.src == pipe) knows |= bit(pipe);
+        return;
+      case SyncKind::SetFlag: pending[key()].push_back(s.src == pipe || has(s.src)); return;
+      case SyncKind::WaitFlag: {
+        auto& q = pending[key()];
+        if (q.empty()) return;  // matches a set from before the first access: teaches nothing
+        bool carries = q.front();
+        q.pop_front();
+        if (carries && s.dst == Pipe::S) all = true;  // the scalar unit issues everything later
+        if (carries) knows |= bit(s.dst);
+        return;
+      }
+      default: return;  // cross-core flags order other cores
+    }
+  }
+  /// Around a loop's back edge a flag id that is not a constant names another flag.
+  void cross_back_edge() {
+    for (auto it = pending.begin(); it != pending.end();)
+      it = it->first.find_first_not_of("0123456789", it->first.rfind(' ') + 1) == std::string::npos ? std::next(it)
+                                                                                              : pending.erase(it);
+  }
+};
+
+}  // namespace
+
+struct AccessOrder::Impl {
+  const Target& target;
+  std::vector<Node> nodes;
+  std::vector<std::optional<CoreKind>> core;  // per node: the Scope it sits in (nullopt: all)
+  std::unordered_map<const BufferNode*, const BufferNode*> base;  // view -> viewed buffer
+  std::unordered_map<const BufferNode*, std::vector<Acc>> accesses;
+
+  explicit Impl(const Target& t) : target(t) {}
+
+  const BufferNode* resolve(const BufferNode* b) const {
+    auto it = base.find(b);
+    return it == base.end() ? b : it->second;
+  }
+
+  // ---- building -------------------------------------------------------------------------
+
+  int add(const Stmt& s, int parent, int pos, std::optional<CoreKind> c) {
+    int id = static_cast<int>(nodes.size());
+    nodes.push_back({s.get(), parent, pos, {}});
+    core.push_back(c);
+    auto child = [&](const Stmt& k, std::optional<CoreKind> kc) {
+      if (!k.defined()) return;
+      int kid = add(k, id, static_cast<int>(nodes[id].kids.size()), kc);
+      nodes[id].kids.push_back(kid);
+    };
+    switch (s.kind()) {
+      case StmtKind::Seq:
+        for (const auto& k : s.as<SeqNode>()->stmts) child(k, c);
+        break;
+      case StmtKind::For: {
+        auto* n = s.as<ForNode>();
+        scalar_loads(n->min, id);
+        scalar_loads(n->extent, id);
+        child(n->body, c);
+        break;
+      }
+      case StmtKind::If: {
+        auto* n = s.as<IfNode>();
+        scalar_loads(n->cond, id);
+        child(n->then_case, c);
+        child(n->else_case, c);
+        break;
+      }
+      case StmtKind::Scope: child(s.as<ScopeNode>()->body, s.as<ScopeNode>()->core); break;
+      case StmtKind::Kernel: child(s.as<KernelNode>()->body, c); break;
+      case StmtKind::Allocate: {
+        auto* n = s.as<AllocateNode>();
+        if (n->is_view()) base[n->buffer.get()] = resolve(n->view_of.get());
+        break;
+      }
+      case StmtKind::Let: scalar_loads(s.as<LetNode>()->value, id); break;
+      case StmtKind::Store: {
+        auto* n = s.as<StoreNode>();
+        for (const auto& i : n->indices) scalar_loads(i, id);
+        scalar_loads(n->value, id);
+        record(n->buffer.get(), id, -1, Pipe::S, true);
+        break;
+      }
+      case StmtKind::TileOp: tile_op(*s.as<TileOpNode>(), id); break;
+      case StmtKind::Sync: scalar_loads(s.as<SyncNode>()->event_id, id); break;
+    }
+    return id;
+  }
+
+  void record(const BufferNode* b, int node, int instr, Pipe p, bool write) {
+    if (!b || !is_planned(b->scope)) return;
+    const BufferNode* r = resolve(b);
+    accesses[r].push_back({r, node, instr, p, write});
+  }
+  static bool is_planned(MemScope s) {
+    return s == MemScope::L1 || s == MemScope::L0A || s == MemScope::L0B || s == MemScope::L0C || s == MemScope::UB;
+  }
+  void scalar_loads(const Expr& e, int node) {
+    if (!e.defined()) return;
+    struct V : IRVisitor {
+      Impl& impl;
+      int node;
+      V(Impl& i, int n) : impl(i), node(n) {}
+      void visit_(const LoadNode* n) override {
+        impl.record(n->buffer.get(), node, -1, Pipe::S, false);
+        IRVisitor::visit_(n);
+      }
+    } v(*this, node);
+    v.visit(e);
+  }
+  void tile_op(const TileOpNode& n, int node) {
+    const OpDef& op = *n.op;
+    for (size_t i = 0; i < op.expansion.size(); ++i) {
+      const InstrSpec& spec = op.expansion[i];
+      if (spec.kind != InstrSpec::Kind::Op) continue;
+      Pipe p = spec.pipe ? *spec.pipe : op.pipe(n, target);
+      for (const auto& t : spec.touches) {
+        if (t.operand < 0) continue;  // scratch (gemm_v0's L0A/L0B) is not a planned buffer
+        size_t hi = op.operands[t.operand].variadic ? n.args.size() : std::min(n.args.size(), size_t(t.operand) + 1);
+        for (size_t a = static_cast<size_t>(t.operand); a < hi; ++a) {
+          const TileArg& arg = n.args[a];
+          if (!arg.is_region()) {
+            scalar_loads(arg.scalar, node);
+            continue;
+          }
+          for (const auto& r : arg.region.ranges) {
+            scalar_loads(r.min, node);
+            scalar_loads(r.extent, node);
+          }
+          const BufferNode* b = arg.region.buffer.get();
+          if (t.access != Access::Write) record(b, node, static_cast<int>(i), p, false);
+          if (t.access != Access::Read) record(b, node, static_cast<int>(i), p, true);
+        }
+      }
+    }
+  }
+
+  // ---- the walk ---------------------------------------------------------------------------
+
+  /// Does tile op `n` run on `c` (the core whose memory the buffers are)?
+  static bool runs_on(const TileOpNode& n, CoreKind c) {
+    switch (n.op->unit) {
+      case OpUnit::Cube: return c == CoreKind::Cube;
+      case OpUnit::Vector: return c == CoreKind::Vector;
+      case OpUnit::Debug: return true;
+      case OpUnit::Move:
+        for (const auto& a : n.args)
+          if (a.is_region() && a.region.buffer->scope == MemScope::UB) return c == CoreKind::Vector;
+        return c == CoreKind::Cube;
+    }
+    return false;
+  }
+
+  /// Feeds the barrier instructions of `n`'s expansion in [from, to) to `k`.
+  static void expansion_barriers(const TileOpNode& n, size_t from, size_t to, Knowledge& k) {
+    for (size_t i = from; i < to && i < n.op->expansion.size(); ++i)
+      if (n.op->expansion[i].kind == InstrSpec::Kind::BarrierAll) k.all = true;
+  }
+
+  /// Feeds what statement `id` surely does on core `c` to `k`.
+  void run(int id, CoreKind c, Knowledge& k) const {
+    if (k.all) return;
+    const Node& nd = nodes[id];
+    const StmtNode* s = nd.stmt;
+    if (core[id] && *core[id] != c) return;
+    switch (s->kind) {
+      case StmtKind::Sync: k.sync(*static_cast<const SyncNode*>(s)); return;
+      case StmtKind::TileOp: {
+        auto* n = static_cast<const TileOpNode*>(s);
+        if (runs_on(*n, c)) expansion_barriers(*n, 0, n->op->expansion.size(), k);
+        return;
+      }
+      case StmtKind::For: {
+        // Only a loop that surely runs contributes (its first iteration's body).
+        auto ext = as_const_int(static_cast<const ForNode*>(s)->extent);
+        if (ext && *ext >= 1)
+          for (int kid : nd.kids) run(kid, c, k);
+        return;
+      }
+      case StmtKind::If: return;  // a branch does not surely run
+      default:
+        for (int kid : nd.kids) run(kid, c, k);
+        return;
+    }
+  }
+
+  std::vector<int> ancestors(int id) const {
+    std::vector<int> chain;
+    for (int x = id; x >= 0; x = nodes[x].parent) chain.push_back(x);
+    return chain;  // id first, root last
+  }
+
+  /// Feeds to `k` what surely runs after `id` until control leaves the subtree of `stop`
+  /// (the rest of every enclosing Seq below it).
+  void after(int id, int stop, CoreKind c, Knowledge& k) const {
+    for (int x = id; x != stop && nodes[x].parent >= 0; x = nodes[x].parent) {
+      const Node& p = nodes[nodes[x].parent];
+      if (p.stmt->kind != StmtKind::Seq || nodes[x].parent == stop) continue;
+      for (size_t j = nodes[x].pos + 1; j < p.kids.size(); ++j) run(p.kids[j], c, k);
+    }
+  }
+  /// Feeds to `k` what surely runs from entering the subtree of `start` until `id` (the start
+  /// of every enclosing Seq below it).
+  void before(int id, int start, CoreKind c, Knowledge& k) const {
+    std::vector<int> chain;
+    for (int x = id; x != start && nodes[x].parent >= 0; x = nodes[x].parent) chain.push_back(x);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      int parent = nodes[*it].parent;
+      if (parent == start || nodes[parent].stmt->kind != StmtKind::Seq) continue;
+      for (int j = 0; j < nodes[*it].pos; ++j) run(nodes[parent].kids[j], c, k);
+    }
+  }
+  /// The child of `ancestor` on the way down to `id`.
+  int child_towards(int ancestor, int id) const {
+    int x = id;
+    while (nodes[x].parent != ancestor) x = nodes[x].parent;
+    return x;
+  }
+
+  /// Is access `a` done before access `b` starts (b after a in program order)? `loop`: the For
+  /// node whose back edge lies between them (b in the next iteration), or -1.
+  bool ordered(const Acc& a, const Acc& b, CoreKind c, int loop) const {
+    Knowledge k(a.pipe);
+    // The rest of a's op (gemm_v0's trailing barrier), then the statements after it.
+    if (a.instr >= 0) {
+      auto* n = static_cast<const TileOpNode*>(nodes[a.node].stmt);
+      expansion_barriers(*n, a.instr + 1, n->op->expansion.size(), k);
+    }
+    if (loop >= 0) {
+      int body = nodes[loop].kids.empty() ? -1 : nodes[loop].kids[0];
+      if (body < 0) return true;
+      after(a.node, body, c, k);
+      if (nodes[body].stmt->kind == StmtKind::Seq && a.node != body) {
+        for (size_t j = nodes[child_towards(body, a.node)].pos + 1; j < nodes[body].kids.size(); ++j)
+          run(nodes[body].kids[j], c, k);
+      }
+      k.cross_back_edge();
+      if (nodes[body].stmt->kind == StmtKind::Seq && b.node != body) {
+        for (int j = 0; j < nodes[child_towards(body, b.node)].pos; ++j) run(nodes[body].kids[j], c, k);
+      }
+      before(b.node, body, c, k);
+    } else {
+      auto up = ancestors(a.node), down = ancestors(b.node);
+      int lca = -1;
+      for (int x : up)
+        if (std::find(down.begin(), down.end(), x) != down.end()) {
+          lca = x;
+          break;
+        }
+      if (lca < 0 || lca == a.node || lca == b.node) return k.has(b.pipe) || a.node == b.node;
+      // Two branches of one If never both run in one pass (a loop around them is the back-edge
+      // case of that loop).
+      if (nodes[lca].stmt->kind != StmtKind::Seq) return true;
+      after(a.node, lca, c, k);
+      int ca = child_towards(lca, a.node), cb = child_towards(lca, b.node);
+      for (int j = nodes[ca].pos + 1; j < nodes[cb].pos; ++j) run(nodes[lca].kids[j], c, k);
+      before(b.node, lca, c, k);
+    }
+    if (b.instr >= 0) {
+      auto* n = static_cast<const TileOpNode*>(nodes[b.node].stmt);
+      expansion_barriers(*n, 0, b.instr, k);
+    }
+    return k.has(b.pipe);
+  }
+
+  /// The innermost loop whose body holds every access in `xs` and `ys`, or -1.
+  int common_loop(const std::vector<Acc>& xs, const std::vector<Acc>& ys) const {
+    if (xs.empty() || ys.empty()) return -1;
+    auto chain = ancestors(xs[0].node);
+    for (int x : chain) {
+      if (nodes[x].stmt->kind != StmtKind::For) continue;
+      bool all_inside = true;
+      for (const auto* list : {&xs, &ys})
+        for (const Acc& a : *list) {
+          auto up = ancestors(a.node);
+          all_inside &= a.node != x && std::find(up.begin(), up.end(), x) != up.end();
+        }
+      if (all_inside) return x;
+    }
+    return -1;
+  }
+
+  std::string describe(const Acc& a) const {
+    const StmtNode* s = nodes[a.node].stmt;
+    std::string what = "a scalar access";
+    if (a.instr >= 0) {
+      auto* n = static_cast<const TileOpNode*>(s);
+      const auto& spec = n->op->expansion[a.instr];
+      what = "T." + (spec.name.empty() ? n->op->name : spec.name);
+    } else if (s->kind == StmtKind::Store) {
+      what = "a scalar store";
+    }
+    return fmt::format("{} ({}) at {} {} '{}'", what, pipe_name(a.pipe), s->loc.str(), a.write ? "writes" : "reads",
+                       a.buffer->name);
+  }
+};
+
+AccessOrder::AccessOrder(const Stmt& body, const Target& target) : impl_(std::make_unique<Impl>(target)) {
+  if (body.defined()) impl_->add(body, -1, 0, std::nullopt);
+}
+AccessOrder::~AccessOrder() = default;
+
+std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier, const BufferNode* later) const {
+  const Impl& m = *impl_;
+  auto find = [&](const BufferNode* b) -> const std::vector<Acc>& {
+    static const std::vector<Acc> none;
+    auto it = m.accesses.find(m.resolve(b));
+    return it == m.accesses.end() ? none : it->second;
+  };
+  const auto& xs = find(earlier);
+  const auto& ys = find(later);
+  auto owner = m.target.memory_core(earlier->scope);
+  CoreKind c = owner ? *owner : CoreKind::Vector;
+  auto unordered = [&](const Acc& a, const Acc& b, int loop) -> std::optional<std::string> {
+    if (!a.write && !b.write) return std::nullopt;
+    if (m.ordered(a, b, c, loop)) return std::nullopt;
+    std::string fix =
+        a.pipe == b.pipe
+            ? fmt::format("{0} may overlap consecutive instructions and nothing orders these two (a "
+                          "pipe_barrier({0}) or a flag chain would)", pipe_name(a.pipe))
+            : fmt::format("nothing orders {0} before {1} (set_flag({0}, {1}) / wait_flag or a barrier would)",
+                          pipe_name(a.pipe), pipe_name(b.pipe));
+    return fmt::format("{}, then {}{}: {}", m.describe(a), m.describe(b), loop >= 0 ? " in the next iteration" : "",
+                       fix);
+  };
+  for (const Acc& a : xs)
+    for (const Acc& b : ys)
+      if (auto why = unordered(a, b, -1)) return why;
+  if (int loop = m.common_loop(xs, ys); loop >= 0)
+    for (const Acc& b : ys)
+      for (const Acc& a : xs)
+        if (auto why = unordered(b, a, loop)) return why;
+  return std::nullopt;
+}
+
+}  // namespace tl

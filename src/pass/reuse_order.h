@@ -1,0 +1,41 @@
+// Internal: the program-order test plan_memory needs before two buffers may share bytes. On the
+// chip each core's pipes run concurrently, so a buffer may take over another's bytes only when
+// the old owner's last accesses are done before the new owner's first accesses start: on the
+// same in-order pipe, or through a flag, a barrier or a barrier_all that the program already
+// has on every path between them (and, for two buffers that live in one loop iteration, on the
+// path around the loop's back edge too). AccessOrder answers that from the IR as written,
+// using the happens-before rules of the hazard checker (tl/npu/hazard.h, DESIGN.md 3.3) and
+// each tile op's instruction expansion (OpDef::expansion).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tl/ir.h"
+#include "tl/target.h"
+
+namespace tl {
+
+class AccessOrder {
+ public:
+  /// Indexes every access of every on-chip buffer of `body` (views count as their base).
+  AccessOrder(const Stmt& body, const Target& target);
+  ~AccessOrder();
+  AccessOrder(const AccessOrder&) = delete;
+  AccessOrder& operator=(const AccessOrder&) = delete;
+
+  /// Why `later` (whose accesses all follow `earlier`'s in program order) may not take
+  /// `earlier`'s bytes: the first pair of conflicting accesses (at least one a write) that
+  /// nothing in the program orders, named with ops, pipes and source lines. nullopt when
+  /// sharing is safe. When a loop holds every access of both buffers (each a fresh value per
+  /// iteration), `later`'s accesses must also be ordered before `earlier`'s accesses of the
+  /// next iteration, around the loop's back edge.
+  std::optional<std::string> reuse_hazard(const BufferNode* earlier, const BufferNode* later) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tl
