@@ -1,32 +1,30 @@
 // Debug primitives: T.printf and T.dump_tensor, printed by the virtual NPU with the core id.
+// Both run on the scalar unit of any core and accept any dtype.
 #include "../verify/op_rules.h"
 #include "op_families.h"
 
 namespace tl::ops {
+namespace {
+OpDef debug_op(std::string name, std::vector<OperandSpec> operands, AttrSpec attr,
+               std::function<void(const TileOpNode&, VerifyContext&)> verify, std::string summary) {
+  return OpDef{.name = std::move(name),
+               .unit = OpUnit::Debug,
+               .operands = std::move(operands),
+               .attrs = {std::move(attr)},
+               .pipe = on(Pipe::S),
+               .verify = std::move(verify),
+               .dtypes = any_dtype(),
+               .cost = CostClass::Scalar,
+               .summary = std::move(summary)};
+}
+}  // namespace
 
 void register_debug_ops(OpList& ops) {
-  ops.push_back({
-      .name = "printf",
-      .unit = OpUnit::Debug,
-      .operands = {{"args", OperandKind::Scalar, Access::Read, true, true}},
-      .attrs = {{"fmt", std::string(""), {}}},
-      .pipe = on(Pipe::S),
-      .verify = {},
-      .dtypes = any_dtype(),
-      .cost = CostClass::Scalar,
-      .summary = "print a formatted line (%d %i %u %x %f %s) prefixed by the core id",
-  });
-  ops.push_back({
-      .name = "dump_tensor",
-      .unit = OpUnit::Debug,
-      .operands = {in("src")},
-      .attrs = {{"desc", int64_t{0}, {}}},
-      .pipe = on(Pipe::S),
-      .verify = rules::rule_dump_tensor,
-      .dtypes = any_dtype(),
-      .cost = CostClass::Scalar,
-      .summary = "print a tile's contents with its description id and the core id",
-  });
+  ops.push_back(debug_op("printf", {{"args", OperandKind::Scalar, Access::Read, true, true}},
+                         {"fmt", std::string(""), {}}, {},
+                         "print a formatted line (%d %i %u %x %f %s) prefixed by the core id"));
+  ops.push_back(debug_op("dump_tensor", {in("src")}, {"desc", int64_t{0}, {}}, rules::rule_dump_tensor,
+                         "print a tile's contents with its description id and the core id"));
 }
 
 }  // namespace tl::ops

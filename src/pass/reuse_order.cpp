@@ -119,16 +119,14 @@ struct AccessOrder::Impl {
         break;
       case StmtKind::For: {
         auto* n = s.as<ForNode>();
-        scalar_loads(n->min, id);
-        scalar_loads(n->extent, id);
+        for (const Expr* e : {&n->min, &n->extent}) scalar_loads(*e, id);
         child(n->body, c);
         break;
       }
       case StmtKind::If: {
         auto* n = s.as<IfNode>();
         scalar_loads(n->cond, id);
-        child(n->then_case, c);
-        child(n->else_case, c);
+        for (const Stmt* k : {&n->then_case, &n->else_case}) child(*k, c);
         break;
       }
       case StmtKind::Scope: child(s.as<ScopeNode>()->body, s.as<ScopeNode>()->core); break;
