@@ -376,8 +376,8 @@ void Core::store(const StoreNode& n) {
   const BufferInfo& info = program.buffer(n.buffer.get());
   Scalar v = eval(n.value);
   DType t = n.buffer->dtype;
-  Scalar stored = is_float(t) ? Scalar::of_float(arith::round_float(t, v.as_double()))
-                              : Scalar::of_int(arith::wrap(t, v.as_int()));
+  Scalar stored = is_float(t) ? Scalar::of_float(round_value(t, v.as_double()))
+                              : Scalar::of_int(wrap_int(t, v.as_int()));
   if (info.scope == MemScope::Var) {
     slots_[info.slot] = stored;
     return;

@@ -146,7 +146,7 @@ void store_i64(const TileRef& t, const std::vector<int64_t>& in) {
   for (int64_t r = 0; r < R; ++r) {
     uint8_t* p = row_ptr(t, r);
     for (int64_t c = 0; c < C; ++c) {
-      int64_t w = arith::wrap(t.dtype, in[r * C + c]);
+      int64_t w = wrap_int(t.dtype, in[r * C + c]);
       std::memcpy(p + c * es, &w, es);
     }
   }

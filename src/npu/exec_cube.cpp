@@ -122,7 +122,7 @@ void accumulate_int(Core& c, const TileRef& C, const std::vector<int64_t>& A, co
       uint8_t* p = C.base + layout_offset(C, idx) * es;
       int64_t acc = init ? 0 : static_cast<int64_t>(load_value(C.dtype, p));
       for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * BT[j * K + k];
-      store_value(C.dtype, p, static_cast<double>(arith::wrap(C.dtype, acc)));
+      store_value(C.dtype, p, static_cast<double>(wrap_int(C.dtype, acc)));
     }
   (void)c;
 }

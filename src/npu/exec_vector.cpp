@@ -65,7 +65,7 @@ Operand2 second(const TileOpNode& n, Core& c, std::string_view name, DType op_dt
   } else {
     o.scalar = true;
     o.value = c.eval_float(a->scalar);
-    if (is_float(op_dtype)) o.value = arith::round_float(op_dtype, o.value);
+    if (is_float(op_dtype)) o.value = round_value(op_dtype, o.value);
   }
   return o;
 }
@@ -218,7 +218,7 @@ void shl(const TileOpNode& n, Core& c) { shift(n, c, true); }
 void shr(const TileOpNode& n, Core& c) { shift(n, c, false); }
 
 float scalar_of(const TileOpNode& n, Core& c, const char* name, DType t) {
-  return static_cast<float>(arith::round_float(t, c.eval_float(op_operand(n, name)->scalar)));
+  return static_cast<float>(round_value(t, c.eval_float(op_operand(n, name)->scalar)));
 }
 
 void axpy(const TileOpNode& n, Core& c) {
@@ -328,7 +328,7 @@ void progression(const TileOpNode& n, Core& c, double first, double diff, int64_
     c.fail(fmt::format("T.{}: count {} exceeds the {} elements of 'dst'", n.op->name, count, d.numel()));
   int64_t es = dtype_bytes(d.dtype);
   for (int64_t i = 0; i < count; ++i) {
-    double v = is_float(d.dtype) ? arith::round_float(d.dtype, first + static_cast<double>(i) * diff)
+    double v = is_float(d.dtype) ? round_value(d.dtype, first + static_cast<double>(i) * diff)
                                  : first + static_cast<double>(i) * diff;
     store_value(d.dtype, d.at_flat(i), v);
   }
