@@ -105,7 +105,7 @@ struct Vars {
       DType t = r.int_type();
       Var v("v" + std::to_string(i), t);
       int64_t a = r.value_of(t), b = r.value_of(t);
-      if (r.chance(40)) b = arith::wrap(t, a + r.below(40));  // a narrow interval
+      if (r.chance(40)) b = arith::wrap(t, static_cast<int64_t>(static_cast<uint64_t>(a) + r.below(40)));  // narrow
       Interval iv{std::min(a, b), std::max(a, b)};
       if (r.chance(15)) iv = Interval::of_dtype(t);
       intervals[v.node()] = iv;
