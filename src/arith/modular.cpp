@@ -112,9 +112,11 @@ class Modular {
         i128 c = detail::gcd128(detail::gcd128(a.coeff * b.coeff, a.coeff * b.base), b.coeff * a.base);
         return settle(c, a.base * b.base, exact, t, iv);
       }
-      case BinOp::Shl:
+      case BinOp::Shl: {
         if (b.coeff != 0) break;
-        return settle(a.coeff * (i128(1) << int(b.base & 63)), a.base * (i128(1) << int(b.base & 63)), exact, t, iv);
+        i128 scale = i128(1) << int(b.base & 63);
+        return settle(a.coeff * scale, a.base * scale, exact, t, iv);
+      }
       case BinOp::Div:
       case BinOp::TruncDiv:
       case BinOp::FloorDiv: {

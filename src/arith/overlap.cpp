@@ -64,7 +64,8 @@ constexpr size_t kMaxTerms = 64;
 
 void add_scaled(Linear& x, const Linear& y, i128 k) {
   for (const auto& t : y.terms) {
-    auto it = std::find_if(x.terms.begin(), x.terms.end(), [&](const Term& u) { return identical(u.atom, t.atom); });
+    auto same = [&](const Term& u) { return identical(u.atom, t.atom); };
+    auto it = std::find_if(x.terms.begin(), x.terms.end(), same);
     if (it != x.terms.end()) it->coeff += k * t.coeff;
     else x.terms.push_back({t.atom, k * t.coeff});
   }

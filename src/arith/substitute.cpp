@@ -124,7 +124,9 @@ std::unordered_set<std::string> names_in(const PrimFunc& f) {
   return names;
 }
 
-Stmt clone_fresh(const Stmt& s, std::unordered_set<std::string>& taken) { return Rebinder({}, &taken).mutate(s); }
+Stmt clone_fresh(const Stmt& s, std::unordered_set<std::string>& taken) {
+  return Rebinder({}, &taken).mutate(s);
+}
 
 PrimFunc clone_fresh(const PrimFunc& f) {
   std::unordered_set<std::string> taken;

@@ -53,7 +53,8 @@ class LaunchEvaluator final : public arith::Evaluator {
  protected:
   Scalar var(const VarNode& v) override {
     auto it = env.find(&v);
-    if (it == env.end()) raise(fmt::format("{} is not bound yet (bind it from a tensor dimension that is exactly {})", v.name, v.name));
+    if (it == env.end())
+      raise(fmt::format("{} is not bound yet (bind it from a tensor dimension that is exactly {})", v.name, v.name));
     return it->second;
   }
 };
@@ -106,7 +107,8 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
     for (const auto& s : b.shape) {
       std::string why;
       auto v = ev.try_int(s, &why);
-      if (!v) throw Error(fmt::format("kernel {}: cannot evaluate dimension {} of '{}': {}", f->name, print(s), name, why));
+      if (!v)
+        throw Error(fmt::format("kernel {}: cannot evaluate dimension {} of '{}': {}", f->name, print(s), name, why));
       want.push_back(*v);
     }
     if (t.shape() != want)

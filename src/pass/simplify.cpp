@@ -105,7 +105,8 @@ class Simplifier : public IRMutator {
     if (same_t && c == 1 && (op == BinOp::Mul || op == BinOp::FloorDiv || op == BinOp::TruncDiv || op == BinOp::Div))
       return a;
     if (c == 0 && op == BinOp::Mul && !arith::can_fail(a)) return arith::make_int(t, 0);
-    if (c == 1 && (op == BinOp::FloorMod || op == BinOp::TruncMod) && !arith::can_fail(a)) return arith::make_int(t, 0);
+    if (c == 1 && (op == BinOp::FloorMod || op == BinOp::TruncMod) && !arith::can_fail(a))
+      return arith::make_int(t, 0);
 
     // Nested constants: (x + c1) + c2 -> x + (c1 + c2), (x * c1) * c2 -> x * (c1 * c2). Exact
     // in wrapping arithmetic when every node has dtype t.

@@ -27,10 +27,11 @@ int iterations() {
 
 constexpr DType kIntTypes[] = {DType::Bool,  DType::Int8,   DType::Int16,  DType::Int32, DType::Int64,
                                DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64};
-constexpr BinOp kOps[] = {
-    BinOp::Add, BinOp::Sub, BinOp::Mul,    BinOp::Div,   BinOp::FloorDiv, BinOp::FloorMod, BinOp::TruncDiv, BinOp::TruncMod,
-    BinOp::Min, BinOp::Max, BinOp::EQ,     BinOp::NE,    BinOp::LT,       BinOp::LE,       BinOp::GT,       BinOp::GE,
-    BinOp::And, BinOp::Or,  BinOp::BitAnd, BinOp::BitOr, BinOp::BitXor,   BinOp::Shl,      BinOp::Shr};
+constexpr BinOp kOps[] = {BinOp::Add,      BinOp::Sub,      BinOp::Mul,    BinOp::Div,   BinOp::FloorDiv,
+                          BinOp::FloorMod, BinOp::TruncDiv, BinOp::TruncMod, BinOp::Min, BinOp::Max,
+                          BinOp::EQ,       BinOp::NE,       BinOp::LT,     BinOp::LE,    BinOp::GT,
+                          BinOp::GE,       BinOp::And,      BinOp::Or,     BinOp::BitAnd, BinOp::BitOr,
+                          BinOp::BitXor,   BinOp::Shl,      BinOp::Shr};
 
 /// The DSL operator for `op` (the DSL has no integer `Div`; truncdiv has its value and dtype).
 Expr dsl_binary(BinOp op, Expr a, Expr b) {
@@ -138,7 +139,8 @@ struct Vars {
     for (const auto& v : vars) {
       Interval iv = intervals.at(v.node());
       s += fmt::format("{}: {} = {} in [{}, {}]", v.name(), dtype_name(v.dtype()), env.at(v.node()).i, iv.lo, iv.hi);
-      if (auto it = mods.find(v.node()); it != mods.end()) s += fmt::format(" = {}k + {}", it->second.coeff, it->second.base);
+      if (auto it = mods.find(v.node()); it != mods.end())
+        s += fmt::format(" = {}k + {}", it->second.coeff, it->second.base);
       s += "; ";
     }
     return s;
@@ -261,8 +263,10 @@ TEST(ArithProperty, FoldingBoundsAndModularSetsAgreeWithEvaluation) {
 /// (floordiv, min) or an operation that may wrap.
 Expr random_start(Random& r, const std::vector<Var>& vars, const std::vector<Expr>& opaque) {
   Expr e = Expr(static_cast<int>(r.below(41)) - 20);
-  for (const auto& v : vars)
-    if (r.chance(60)) e = BinaryNode::make(BinOp::Add, e, BinaryNode::make(BinOp::Mul, Expr(static_cast<int>(r.below(9)) - 4), v));
+  for (const auto& v : vars) {
+    Expr coeff = Expr(static_cast<int>(r.below(9)) - 4);
+    if (r.chance(60)) e = BinaryNode::make(BinOp::Add, e, BinaryNode::make(BinOp::Mul, coeff, v));
+  }
   for (const auto& o : opaque)
     if (r.chance(30)) e = BinaryNode::make(BinOp::Add, e, o);
   return e;
@@ -313,11 +317,11 @@ TEST(ArithProperty, OverlapNeverContradictsSampledPoints) {
         ++failures;
         std::string regions, values;
         for (size_t d = 0; d < rank; ++d)
-          regions += fmt::format("\n  dim {}: a [{}, +{}), b [{}, +{})", d, print(a.ranges[d].min), print(a.ranges[d].extent),
-                                 print(b.ranges[d].min), print(b.ranges[d].extent));
+          regions += fmt::format("\n  dim {}: a [{}, +{}), b [{}, +{})", d, print(a.ranges[d].min),
+                                 print(a.ranges[d].extent), print(b.ranges[d].min), print(b.ranges[d].extent));
         for (const auto& v : vars) values += fmt::format("{} = {}; ", v.name(), env[v.node()].i);
-        ADD_FAILURE() << "answer " << static_cast<int>(answer) << " but the sampled regions " << (meet ? "meet" : "do not meet")
-                      << regions << "\n  " << values;
+        ADD_FAILURE() << "answer " << static_cast<int>(answer) << " but the sampled regions "
+                      << (meet ? "meet" : "do not meet") << regions << "\n  " << values;
         break;
       }
     }

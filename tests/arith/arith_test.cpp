@@ -106,7 +106,8 @@ TEST(ArithFold, DivisionByAConstantZeroStaysForRunTime) {
   Expr e = Expr(7) / 0;
   ASSERT_TRUE(e.as<BinaryNode>()) << print(e);
   EXPECT_EQ(eval_error(e), "division by zero in 7 // 0");
-  EXPECT_EQ(eval_error(truncmod(Expr(int64_t{5}), Expr(int64_t{0}))), "division by zero in T.truncmod(T.int64(5), T.int64(0))");
+  EXPECT_EQ(eval_error(truncmod(Expr(int64_t{5}), Expr(int64_t{0}))),
+            "division by zero in T.truncmod(T.int64(5), T.int64(0))");
   // x * 0 keeps an x that can fail; i * 0 folds.
   Var i("i");
   EXPECT_EQ(print(i / 0 * 0), "i // 0 * 0");
@@ -432,7 +433,8 @@ TEST(ArithLaunch, AShapeThatDividesByZeroIsALaunchError) {
     k.launch(dev, {Tensor::empty(dev, {4}, DType::Int32), Tensor::empty(dev, {1}, DType::Int32)});
     FAIL() << "expected a launch error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot evaluate dimension 8 // (M - 4) of 'Y': division by zero in 8 // (M - 4)"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "cannot evaluate dimension 8 // (M - 4) of 'Y': division by zero in 8 // (M - 4)"),
               std::string::npos)
         << e.what();
   }
