@@ -2,7 +2,9 @@
 // regions and functions. Everything in tl-ascend (the DSL, the printer/parser, the
 // verifier, passes, the virtual NPU) speaks this IR.
 //
-// Semantics (the virtual NPU implements exactly these):
+// Semantics (the virtual NPU implements exactly these; tl/arith.h is their one implementation,
+// shared by the DSL's folding, simplify, the launcher and the virtual NPU, and documents the
+// details: dtype promotion, shifts, casts, uint64):
 //  - Integer expressions are evaluated in 64-bit two's complement and the result is wrapped
 //    to the width of the node's dtype. Integer immediates default to int32; mixing int32 and
 //    int64 promotes to int64; mixing an integer and a float promotes to the float.

@@ -1,6 +1,7 @@
 // Expression operators for building IR by hand and from the DSL. Integer immediates fold
-// (`4 * 128` becomes 512) and trivial identities simplify (x + 0, x * 1), so printed kernels
-// stay readable. Note the TileLang semantics: `/` and `%` on integers are floordiv/floormod.
+// (`4 * 128` becomes 512, with the value and dtype the unfolded node evaluates to: tl/arith.h)
+// and trivial identities simplify (x + 0, x * 1), so printed kernels stay readable. Note the
+// TileLang semantics: `/` and `%` on integers are floordiv/floormod.
 // `==`, `<`, ... build comparison nodes; use Expr::same_as or structural_equal to compare IR.
 #pragma once
 

@@ -1,8 +1,9 @@
-// Constructors of IR nodes (dtype promotion, argument checks) and enum names.
+// Constructors of IR nodes (argument checks; dtype promotion is arith's) and enum names.
 #include "tl/ir.h"
 
 #include <array>
 
+#include "tl/arith.h"
 #include "tl/op.h"
 
 namespace tl {
@@ -74,27 +75,14 @@ Expr StringImmNode::make(std::string v) {
   return Expr(std::make_shared<StringImmNode>(std::move(v)));
 }
 
-namespace {
-/// Result dtype of an arithmetic op on a and b: float wins, then the wider integer.
-DType promote(DType a, DType b) {
-  if (a == b) return a;
-  if (is_float(a) && !is_float(b)) return a;
-  if (is_float(b) && !is_float(a)) return b;
-  if (is_float(a) && is_float(b)) return dtype_bits(a) >= dtype_bits(b) ? a : b;
-  if (is_bool(a)) return b;
-  if (is_bool(b)) return a;
-  return dtype_bits(a) >= dtype_bits(b) ? a : b;
-}
-}  // namespace
-
 Expr BinaryNode::make(BinOp op, Expr a, Expr b) {
   TL_ASSERT(a.defined() && b.defined(), "Binary {} with an undefined operand", binop_name(op));
-  DType t = (is_comparison(op) || is_logical(op)) ? DType::Bool : promote(a.dtype(), b.dtype());
+  DType t = arith::binary_dtype(op, a.dtype(), b.dtype());
   return Expr(std::make_shared<BinaryNode>(op, t, std::move(a), std::move(b)));
 }
 Expr NotNode::make(Expr a) { return Expr(std::make_shared<NotNode>(std::move(a))); }
 Expr SelectNode::make(Expr c, Expr t, Expr f) {
-  DType dt = promote(t.dtype(), f.dtype());
+  DType dt = arith::promote(t.dtype(), f.dtype());
   return Expr(std::make_shared<SelectNode>(dt, std::move(c), std::move(t), std::move(f)));
 }
 Expr CastNode::make(DType t, Expr v) { return Expr(std::make_shared<CastNode>(t, std::move(v))); }

@@ -1,7 +1,8 @@
 // The per-core interpreter: an explicit-stack walk of the kernel body that executes the
 // statements of one core (the AIC skips Vector scopes, the AIVs skip Cube scopes), evaluates
-// scalar expressions with the IR's semantics (ir.h), and blocks on cross-core waits so the
-// scheduler (launch.cpp) can run the other cores of the block.
+// scalar expressions with the IR's semantics (through arith::Evaluator, tl/arith.h, whose
+// variable and load hooks read this core's registers and memories), and blocks on cross-core
+// waits so the scheduler (launch.cpp) can run the other cores of the block.
 #include <cmath>
 
 #include "program.h"
@@ -12,10 +13,6 @@
 namespace tl::npu {
 
 namespace {
-int64_t floordiv_i(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
   switch (n.op->unit) {
     case OpUnit::Cube: return core == CoreKind::Cube;
@@ -34,27 +31,6 @@ bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
 }
 int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
 
-/// Downcast of an expression whose kind the caller has switched on (no RTTI on the hot path).
-template <typename N>
-const N* node(const Expr& e) {
-  return static_cast<const N*>(e.get());
-}
-
-/// Comparisons and logical ops give bool for ints and floats alike; nullopt for other ops.
-template <typename V>
-std::optional<bool> compare_op(BinOp op, V x, V y) {
-  switch (op) {
-    case BinOp::EQ: return x == y;
-    case BinOp::NE: return x != y;
-    case BinOp::LT: return x < y;
-    case BinOp::LE: return x <= y;
-    case BinOp::GT: return x > y;
-    case BinOp::GE: return x >= y;
-    case BinOp::And: return x != 0 && y != 0;
-    case BinOp::Or: return x != 0 || y != 0;
-    default: return std::nullopt;
-  }
-}
 }  // namespace
 
 Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph,
@@ -381,105 +357,6 @@ bool Core::exec_sync(const SyncNode& s) {
     }
   }
   return true;
-}
-
-Scalar Core::eval(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::IntImm: return Scalar::of_int(node<IntImmNode>(e)->value);
-    case ExprKind::FloatImm: return Scalar::of_float(round_value(e.dtype(), node<FloatImmNode>(e)->value));
-    case ExprKind::StringImm: fail("a string literal is not a scalar value");
-    case ExprKind::Var: return slots_[program.slot_of(node<VarNode>(e))];
-    case ExprKind::Binary: {
-      auto* n = node<BinaryNode>(e);
-      Scalar a = eval(n->a), b = eval(n->b);
-      DType t = e.dtype();
-      bool flt = a.is_float || b.is_float || is_float(n->a.dtype()) || is_float(n->b.dtype());
-      if (flt) {
-        double x = a.as_double(), y = b.as_double(), r = 0;
-        switch (n->op) {
-          case BinOp::Add: r = x + y; break;
-          case BinOp::Sub: r = x - y; break;
-          case BinOp::Mul: r = x * y; break;
-          case BinOp::Div: case BinOp::TruncDiv: r = x / y; break;
-          case BinOp::FloorDiv: r = std::floor(x / y); break;
-          case BinOp::FloorMod: r = x - std::floor(x / y) * y; break;
-          case BinOp::TruncMod: r = std::fmod(x, y); break;
-          case BinOp::Min: r = std::min(x, y); break;
-          case BinOp::Max: r = std::max(x, y); break;
-          default:
-            if (auto c = compare_op(n->op, x, y)) return Scalar::of_int(*c);
-            fail(fmt::format("bitwise operator {} on a float value in {}", binop_name(n->op), print(e)));
-        }
-        return Scalar::of_float(round_value(t, r));
-      }
-      int64_t x = a.i, y = b.i, r = 0;
-      switch (n->op) {
-        case BinOp::Add: r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); break;
-        case BinOp::Sub: r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); break;
-        case BinOp::Mul: r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); break;
-        case BinOp::Div: case BinOp::TruncDiv: case BinOp::TruncMod: case BinOp::FloorDiv: case BinOp::FloorMod:
-          if (y == 0) fail(fmt::format("division by zero in {}", print(e)));
-          if (y == -1) {  // x / -1 wraps (INT64_MIN / -1 would overflow); any x % -1 is 0
-            r = n->op == BinOp::FloorMod || n->op == BinOp::TruncMod
-                    ? 0
-                    : static_cast<int64_t>(0 - static_cast<uint64_t>(x));
-          } else if (n->op == BinOp::FloorDiv) {
-            r = floordiv_i(x, y);
-          } else if (n->op == BinOp::FloorMod) {
-            r = x - floordiv_i(x, y) * y;
-          } else {
-            r = n->op == BinOp::TruncMod ? x % y : x / y;
-          }
-          break;
-        case BinOp::Min: r = std::min(x, y); break;
-        case BinOp::Max: r = std::max(x, y); break;
-        case BinOp::EQ: case BinOp::NE: case BinOp::LT: case BinOp::LE: case BinOp::GT: case BinOp::GE:
-        case BinOp::And: case BinOp::Or: return Scalar::of_int(*compare_op(n->op, x, y));
-        case BinOp::BitAnd: r = x & y; break;
-        case BinOp::BitOr: r = x | y; break;
-        case BinOp::BitXor: r = x ^ y; break;
-        case BinOp::Shl: r = static_cast<int64_t>(static_cast<uint64_t>(x) << (y & 63)); break;
-        case BinOp::Shr: r = x >> (y & 63); break;
-      }
-      return Scalar::of_int(wrap_int(t, r));
-    }
-    case ExprKind::Not: return Scalar::of_int(eval(node<NotNode>(e)->a).as_double() == 0);
-    case ExprKind::Select: {
-      auto* n = node<SelectNode>(e);
-      Scalar c = eval(n->cond), x = eval(n->t), y = eval(n->f);
-      return c.as_double() != 0 ? x : y;
-    }
-    case ExprKind::Cast: {
-      auto* n = node<CastNode>(e);
-      Scalar v = eval(n->value);
-      DType t = n->dtype;
-      if (is_float(t)) return Scalar::of_float(round_value(t, v.as_double()));
-      if (is_bool(t)) return Scalar::of_int(v.as_double() != 0);
-      if (v.is_float) {
-        double d = std::trunc(v.f);
-        if (std::isnan(d)) d = 0;
-        return Scalar::of_int(wrap_int(t, static_cast<int64_t>(std::clamp(d, -9.2e18, 9.2e18))));
-      }
-      return Scalar::of_int(wrap_int(t, v.i));
-    }
-    case ExprKind::Load: return load(*node<LoadNode>(e));
-    case ExprKind::Call: {
-      auto* n = node<CallNode>(e);
-      double x = eval(n->args.at(0)).as_double(), r = 0;
-      const std::string& f = n->name;
-      if (f == "exp") r = std::exp(x);
-      else if (f == "log") r = std::log(x);
-      else if (f == "sqrt") r = std::sqrt(x);
-      else if (f == "rsqrt") r = 1.0 / std::sqrt(x);
-      else if (f == "abs") r = std::fabs(x);
-      else if (f == "sigmoid") r = 1.0 / (1.0 + std::exp(-x));
-      else if (f == "pow") r = std::pow(x, eval(n->args.at(1)).as_double());
-      else fail(fmt::format("unknown intrinsic T.{}", f));
-      if (!is_float(e.dtype())) return Scalar::of_int(wrap_int(e.dtype(), static_cast<int64_t>(r)));
-      return Scalar::of_float(round_value(e.dtype(), r));
-    }
-  }
-  return {};
 }
 
 Scalar Core::load(const LoadNode& n) {

@@ -10,6 +10,7 @@
 
 #include "program.h"
 #include "replay.h"
+#include "tl/arith.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
@@ -33,30 +34,30 @@ namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-/// Evaluates a shape expression given the dynamic symbols bound so far.
-std::optional<int64_t> eval_shape(const Expr& e, const std::unordered_map<const VarNode*, int64_t>& env) {
-  if (auto v = as_const_int(e)) return v;
-  if (auto* var = e.as<VarNode>()) {
-    auto it = env.find(var);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  }
-  if (auto* b = e.as<BinaryNode>()) {
-    auto x = eval_shape(b->a, env), y = eval_shape(b->b, env);
-    if (!x || !y) return std::nullopt;
-    switch (b->op) {
-      case BinOp::Add: return *x + *y;
-      case BinOp::Sub: return *x - *y;
-      case BinOp::Mul: return *x * *y;
-      case BinOp::FloorDiv: if (*y) return *x / *y; break;
-      case BinOp::FloorMod: if (*y) return *x % *y; break;
-      case BinOp::Min: return std::min(*x, *y);
-      case BinOp::Max: return std::max(*x, *y);
-      default: break;
+/// Evaluates launch-time expressions (tensor shapes and strides, the block count) with the
+/// IR's semantics (tl/arith.h): floor division, wrapping, errors for division by zero. Variables
+/// are the dynamic symbols bound so far and the scalar parameters.
+class LaunchEvaluator final : public arith::Evaluator {
+ public:
+  std::unordered_map<const VarNode*, Scalar> env;
+  /// `e`, or nullopt with the reason in `why` when it cannot be evaluated.
+  std::optional<int64_t> try_int(const Expr& e, std::string* why = nullptr) {
+    try {
+      return eval_int(e);
+    } catch (const Error& err) {
+      if (why) *why = err.what();
+      return std::nullopt;
     }
   }
-  return std::nullopt;
-}
+
+ protected:
+  Scalar var(const VarNode& v) override {
+    auto it = env.find(&v);
+    if (it == env.end())
+      raise(fmt::format("{} is not bound yet (bind it from a tensor dimension that is exactly {})", v.name, v.name));
+    return it->second;
+  }
+};
 
 void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args, LaunchState& ls) {
   const auto& f = p.func;
@@ -65,7 +66,8 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
   if (args.size() != f->params.size())
     throw Error(fmt::format("kernel {} takes {} arguments ({}), got {}", f->name, f->params.size(),
                             fmt::join(names, ", "), args.size()));
-  std::unordered_map<const VarNode*, int64_t> env;
+  LaunchEvaluator ev;
+  auto& env = ev.env;
   ls.tensors.resize(args.size());
   ls.scalars.resize(args.size());
   // Bind dynamic symbols from dimensions that are exactly a symbol.
@@ -74,7 +76,7 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
     if (!prm.is_tensor() || !std::holds_alternative<Tensor>(args[i].value)) continue;
     const Tensor& t = std::get<Tensor>(args[i].value);
     for (size_t d = 0; d < prm.tensor->shape.size() && d < t.shape().size(); ++d)
-      if (auto* v = prm.tensor->shape[d].as<VarNode>(); v && !env.count(v)) env[v] = t.shape()[d];
+      if (auto* v = prm.tensor->shape[d].as<VarNode>(); v && !env.count(v)) env[v] = Scalar::of_int(t.shape()[d]);
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& prm = f->params[i];
@@ -84,7 +86,10 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
         throw Error(fmt::format("kernel {}: argument {} ('{}') must be a {} scalar, got a tensor", f->name, i,
                                 name, dtype_name(prm.scalar.dtype())));
       double v = std::get<double>(args[i].value);
-      ls.scalars[i] = is_float(prm.scalar.dtype()) ? Scalar::of_float(v) : Scalar::of_int(static_cast<int64_t>(v));
+      // Integer scalars convert as a cast does; float scalars keep the caller's double.
+      DType st = prm.scalar.dtype();
+      ls.scalars[i] = is_float(st) ? Scalar::of_float(v) : arith::cast_value(st, Scalar::of_float(v));
+      env[prm.scalar.node()] = ls.scalars[i];
       continue;
     }
     if (!std::holds_alternative<Tensor>(args[i].value))
@@ -100,8 +105,10 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
                               dtype_name(b.dtype), dtype_name(t.dtype())));
     std::vector<int64_t> want;
     for (const auto& s : b.shape) {
-      auto v = eval_shape(s, env);
-      if (!v) throw Error(fmt::format("kernel {}: cannot evaluate dimension {} of '{}'", f->name, print(s), name));
+      std::string why;
+      auto v = ev.try_int(s, &why);
+      if (!v)
+        throw Error(fmt::format("kernel {}: cannot evaluate dimension {} of '{}': {}", f->name, print(s), name, why));
       want.push_back(*v);
     }
     if (t.shape() != want)
@@ -116,7 +123,7 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
         s *= want[d];
       }
     } else {
-      for (const auto& s : b.strides) want_strides.push_back(eval_shape(s, env).value_or(-1));
+      for (const auto& s : b.strides) want_strides.push_back(ev.try_int(s).value_or(-1));
     }
     for (size_t d = 0; d < want.size(); ++d)
       if (want[d] > 1 && t.strides()[d] != want_strides[d])
@@ -129,8 +136,14 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
     if (it == env.end())
       throw Error(fmt::format("kernel {}: dynamic symbol {} does not appear as a tensor dimension", f->name,
                               d.name()));
-    ls.dynamics.push_back(it->second);
+    ls.dynamics.push_back(it->second.i);
   }
+  std::string why;
+  auto blocks = ev.try_int(p.kernel->num_blocks, &why);
+  if (!blocks)
+    throw Error(p.kernel->loc, fmt::format("kernel {}: cannot evaluate the block count {}: {}", f->name,
+                                           print(p.kernel->num_blocks), why));
+  ls.num_blocks = *blocks;
 }
 
 /// The cores of one physical group and the logical blocks it runs, wave by wave.
@@ -205,17 +218,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     throw Error(fmt::format("kernel {} was compiled for {} but the device is a {}", p.func->name, p.target->name,
                             dev.target().name));
   LaunchState ls(p);
-  bind_arguments(p, dev, args, ls);
-  // The block count may depend on dynamic symbols: evaluate it with a throwaway core.
-  {
-    std::array<std::vector<uint8_t>, kNumMemScopes> no_memory;
-    Program scalar_only = p;  // a probe core with no memories
-    scalar_only.scope_bytes.fill(0);
-    scalar_only.has_cube_code = false;
-    Core probe(scalar_only, ls, CoreKind::Vector, 0, 0, no_memory);
-    probe.start(0);
-    ls.num_blocks = probe.eval_int(p.kernel->num_blocks);
-  }
+  bind_arguments(p, dev, args, ls);  // also evaluates the block count
   if (ls.num_blocks < 0)
     throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks", p.func->name, ls.num_blocks));
   if (ls.num_blocks == 0) return;

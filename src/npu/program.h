@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tl/arith.h"
 #include "tl/backend.h"
 #include "tl/ir.h"
 #include "tl/npu/npu.h"
@@ -21,15 +22,7 @@
 namespace tl::npu {
 
 /// A scalar value during interpretation: integers (and bools) in `i`, floats in `f`.
-struct Scalar {
-  bool is_float = false;
-  int64_t i = 0;
-  double f = 0;
-  static Scalar of_int(int64_t v) { return {false, v, 0}; }
-  static Scalar of_float(double v) { return {true, 0, v}; }
-  double as_double() const { return is_float ? f : static_cast<double>(i); }
-  int64_t as_int() const { return is_float ? static_cast<int64_t>(f) : i; }
-};
+using Scalar = arith::Value;
 
 /// Where a buffer lives once the program is planned.
 struct BufferInfo {
@@ -149,8 +142,10 @@ class ReplayDriver {
 };
 
 /// One core (AIC or AIV) of one physical block: private memories and an explicit-stack
-/// interpreter that can block on a wait and resume.
-class Core {
+/// interpreter that can block on a wait and resume. Scalar expressions are evaluated by the
+/// IR's one evaluator (arith::Evaluator), whose variables are this core's registers and whose
+/// loads read its memories.
+class Core final : public arith::Evaluator {
  public:
   /// `memories` holds this core's memories; each scope the program uses grows to its need.
   Core(const Program& p, LaunchState& ls, CoreKind kind, int vid, int phys,
@@ -174,10 +169,7 @@ class Core {
   const std::string& blocked_on() const { return blocked_; }
   std::string name() const;  // "block 3 AIV1"
 
-  // Used by op semantics.
-  Scalar eval(const Expr& e);
-  int64_t eval_int(const Expr& e) { return eval(e).as_int(); }
-  double eval_float(const Expr& e) { return eval(e).as_double(); }
+  // Used by op semantics (and eval, eval_int, eval_float of arith::Evaluator).
   TileRef resolve(const BufferRegion& r, std::string_view op, std::string_view operand);
   TileRef operand(const TileOpNode& n, std::string_view name);
   bool has_operand(const TileOpNode& n, std::string_view name) const;
@@ -187,7 +179,8 @@ class Core {
   const std::vector<Scalar>& scalar_slots() const { return slots_; }
   /// Executes a tile op the replay deferred, with the scalar state it had when issued.
   void exec_deferred(const TileOpNode& op, const std::vector<Scalar>& slots, const SourceLoc& loc);
-  [[noreturn]] void fail(const std::string& msg) const;
+  /// A tl::Error at the current statement's location, naming the core and the kernel.
+  [[noreturn]] void fail(const std::string& msg) const override;
   void print_line(const std::string& text);  // printf / dump_tensor output, tagged with the core
   std::string last_events() const;
 
@@ -202,7 +195,8 @@ class Core {
   bool replay_gate(const StmtNode* s);
   void record_events(const StmtNode* s);
   void exec_leaf(const StmtNode* s);
-  Scalar load(const LoadNode& n);
+  Scalar var(const VarNode& v) override { return slots_[program.slot_of(&v)]; }
+  Scalar load(const LoadNode& n) override;
   void store(const StoreNode& n);
   void set_var(const Var& v, Scalar x);
 

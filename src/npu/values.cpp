@@ -18,22 +18,4 @@ void store_value(DType t, uint8_t* p, double v) {
   from_double(t, v, p);
 }
 
-double round_value(DType t, double v) {
-  if (t == DType::Float64) return v;
-  if (!is_float(t)) return v;
-  alignas(8) uint8_t buf[8];
-  from_double(t, v, buf);
-  return to_double(t, buf);
-}
-
-int64_t wrap_int(DType t, int64_t v) {
-  int bits = dtype_bits(t);
-  if (is_bool(t)) return v != 0;
-  if (bits >= 64) return v;
-  uint64_t mask = (uint64_t{1} << bits) - 1;
-  uint64_t u = static_cast<uint64_t>(v) & mask;
-  if (is_signed_int(t) && (u >> (bits - 1))) u |= ~mask;
-  return static_cast<int64_t>(u);
-}
-
 }  // namespace tl::npu
