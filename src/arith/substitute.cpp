@@ -69,11 +69,13 @@ class Rebinder : public IRMutator {
     bool changed = taken_ != nullptr;
     for (const auto& s : b.shape) changed |= !shape.emplace_back(mutate(s)).same_as(s);
     for (const auto& s : b.strides) changed |= !strides.emplace_back(mutate(s)).same_as(s);
+    Buffer base = n->is_view() ? mutate_buffer(n->view_of) : Buffer();  // a view follows its base
+    changed |= !base.same_as(n->view_of);
     if (!changed) return self;
     std::string name = taken_ ? fresh_name(b.name, *taken_) : b.name;
     Buffer nb = BufferNode::make(name, b.dtype, shape, b.scope, strides, b.address, b.loc);
     bufs_[n->buffer.get()] = nb;
-    return AllocateNode::make(nb, n->loc);
+    return base.defined() ? AllocateNode::make_view(nb, base, n->loc) : AllocateNode::make(nb, n->loc);
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "tl/arith.h"
 #include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
 #include "tl/lang.h"
@@ -106,6 +107,13 @@ TEST(View, PrintsParsesAndIsPlacedAtItsBase) {
   EXPECT_EQ(view, base);
   EXPECT_TRUE(verify(planned, default_target(), {.spec = Spec::Planned}).empty());
   EXPECT_TRUE(structural_equal(planned, parse(print(planned))));
+}
+
+TEST(View, CloneFreshRebindsTheViewToTheClonedBase) {
+  PrimFunc f = argsort_kernel();
+  PrimFunc g = arith::clone_fresh(f);
+  EXPECT_TRUE(structural_equal(f, g)) << first_difference(f, g);
+  EXPECT_TRUE(verify(g).empty()) << format_diagnostics(verify(g));
 }
 
 TEST(View, KeepsItsBaseLive) {
