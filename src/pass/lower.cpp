@@ -22,8 +22,8 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // resize buffers, so they must run before plan_memory.
 
       // Last of the buffer passes: addresses are final only once no pass adds, resizes or
-      // moves a use of an on-chip buffer. Insert syncs (future) runs after it, because
-      // reusing bytes creates hazards that need flags.
+      // moves a use of an on-chip buffer. It shares bytes only where the syncs already in the
+      // kernel order the two buffers; insert_syncs (future) runs after it, on final addresses.
       {"plan_memory", plan_memory, Spec::Planned},
   };
   return run_passes(f, target, passes, opt);

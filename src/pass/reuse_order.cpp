@@ -18,6 +18,7 @@
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/printer.h"
+#include "tl/storage.h"
 
 namespace tl {
 namespace {
@@ -151,12 +152,9 @@ struct AccessOrder::Impl {
   }
 
   void record(const BufferNode* b, int node, int instr, Pipe p, bool write) {
-    if (!b || !is_planned(b->scope)) return;
+    if (!b || !is_planned_scope(b->scope)) return;
     const BufferNode* r = resolve(b);
     accesses[r].push_back({r, node, instr, p, write});
-  }
-  static bool is_planned(MemScope s) {
-    return s == MemScope::L1 || s == MemScope::L0A || s == MemScope::L0B || s == MemScope::L0C || s == MemScope::UB;
   }
   void scalar_loads(const Expr& e, int node) {
     if (!e.defined()) return;
@@ -389,10 +387,18 @@ std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier, 
   for (const Acc& a : xs)
     for (const Acc& b : ys)
       if (auto why = unordered(a, b, -1)) return why;
-  if (int loop = m.common_loop(xs, ys); loop >= 0)
+  // Both live within one iteration of a loop: iteration i's accesses of either buffer also
+  // meet iteration i+1's accesses of the other around the back edge. (Where the two are in one
+  // block, that path contains the in-iteration one, but two branches of an if have no
+  // in-iteration path at all.)
+  if (int loop = m.common_loop(xs, ys); loop >= 0) {
     for (const Acc& b : ys)
       for (const Acc& a : xs)
         if (auto why = unordered(b, a, loop)) return why;
+    for (const Acc& a : xs)
+      for (const Acc& b : ys)
+        if (auto why = unordered(a, b, loop)) return why;
+  }
   return std::nullopt;
 }
 

@@ -225,6 +225,40 @@ def f(X: T.Tensor((64,), "float32")):
   EXPECT_NE(ordered.find(R"(t = T.alloc_ub((64,), "float32", address=0))"), std::string::npos) << ordered;
 }
 
+TEST(PlanMemory, BranchesInsideALoopMeetAcrossIterations) {
+  // p lives only in the then branch and q only in the else branch, so within one iteration they
+  // never meet; but around the back edge iteration i's store of one meets iteration i+1's fill
+  // of the other. The else branch orders its store before the next fill (MTE3 -> V); the then
+  // branch only when `both` is set, and only then may p and q share bytes.
+  auto kernel = [](bool both) {
+    return fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            for k in T.serial(4):
+                p = T.alloc_ub((64,), "float32")
+                q = T.alloc_ub((64,), "float32")
+                if k % 2 == 0:
+                    T.tile.fill(p, 0.0)
+                    T.set_flag("V", "MTE3", 0)
+                    T.wait_flag("V", "MTE3", 0)
+                    T.copy(p, X){}
+                else:
+                    T.tile.fill(q, 1.0)
+                    T.set_flag("V", "MTE3", 0)
+                    T.wait_flag("V", "MTE3", 0)
+                    T.copy(q, X)
+                    T.set_flag("MTE3", "V", 0)
+                    T.wait_flag("MTE3", "V", 0)
+)",
+                       both ? "\n                    T.set_flag(\"MTE3\", \"V\", 0)\n                    T.wait_flag(\"MTE3\", \"V\", 0)" : "");
+  };
+  std::string racy = planned(kernel(false));
+  EXPECT_NE(racy.find(R"(q = T.alloc_ub((64,), "float32", address=256))"), std::string::npos) << racy;
+  std::string ordered = planned(kernel(true));
+  EXPECT_NE(ordered.find(R"(q = T.alloc_ub((64,), "float32", address=0))"), std::string::npos) << ordered;
+}
+
 TEST(PlanMemory, OverflowSaysWhichReusesWereRefusedAndWhy) {
   // Three 80 KB tiles fit UB (192 KB) only if c takes a's bytes, which nothing orders.
   constexpr std::string_view in = R"(@T.prim_func
