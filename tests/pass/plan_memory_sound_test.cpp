@@ -1,8 +1,9 @@
 // Soundness of plan_memory's reuse against the hazard checker, on random vector kernels: UB
 // tiles declared next to their first use (so many are dead before others are born), copies in
-// (MTE2) and out (MTE3), vector ops (V), and a random subset of the flags and barriers a kernel
-// might have, some inside a loop whose tiles are fresh per iteration. Property: if the kernel
-// with every tile in bytes of its own is hazard-free, the planned kernel is too. Planning must
+// (MTE2) and out (MTE3), vector ops (V), the flags and barriers each tile needs plus random
+// extra ones, some inside a loop whose tiles are fresh per iteration and which may end in an
+// if/else. Property: if the kernel with every tile in bytes of its own is hazard-free, the
+// planned kernel is too. Planning must
 // never add a race (the reuse must be ordered by what the program already has), and it must
 // still reuse bytes often (the test counts the kernels where it did).
 #include <gtest/gtest.h>
@@ -69,6 +70,15 @@ struct Pending {
   void all() {
     for (auto& a : accs) a.known = ~0u;
   }
+  /// After an if whose branches started from `before`: every access of either branch, and a
+  /// pipe knows an earlier access only if it does on both paths.
+  static Pending join(const Pending& before, const Pending& a, const Pending& b) {
+    Pending m = a;
+    size_t n = before.accs.size();
+    for (size_t i = 0; i < n; ++i) m.accs[i].known &= b.accs[i].known;
+    m.accs.insert(m.accs.end(), b.accs.begin() + static_cast<std::ptrdiff_t>(n), b.accs.end());
+    return m;
+  }
   /// Adds to `o` the syncs its accesses need after everything pending, applying them.
   void order_before(Op& o) {
     Pipe p = pipe_of(o);
@@ -93,16 +103,24 @@ class RandomKernel {
   explicit RandomKernel(uint64_t seed) : rng_(seed) {}
 
   PrimFunc build() {
-    // Abstract program: a segment, maybe a loop (its tiles fresh per iteration), a segment.
-    std::vector<Op> head = segment(4 + pick(5)), body, tail;
+    // Abstract program: a segment, maybe a loop (its tiles fresh per iteration) that may end in
+    // an if/else (then on even iterations, else on odd ones), a segment.
+    std::vector<Op> head = segment(4 + pick(5)), body, then_ops, else_ops, tail;
     if (pick(3) > 0) body = segment(3 + pick(4));
+    if (!body.empty() && pick(2)) then_ops = segment(2 + pick(3)), else_ops = segment(2 + pick(3));
     tail = segment(2 + pick(4));
     // The syncs each tile needs: the loop body's are those of two iterations in a row (its
-    // tiles reuse their bytes in the next iteration), plus random extra ones.
+    // tiles reuse their bytes in the next iteration), each iteration taking either branch,
+    // plus random extra ones.
     Pending pend;
     for (auto& o : head) extra_and_needed(pend, o);
-    for (int it = 0; it < 2; ++it)
+    for (int it = 0; it < 2; ++it) {
       for (auto& o : body) extra_and_needed(pend, o);
+      Pending in_then = pend, in_else = pend;
+      for (auto& o : then_ops) extra_and_needed(in_then, o);
+      for (auto& o : else_ops) extra_and_needed(in_else, o);
+      pend = Pending::join(pend, in_then, in_else);
+    }
     for (auto& o : tail) extra_and_needed(pend, o);
 
     auto X = T::Tensor("X", {R, C}, f32);
@@ -113,9 +131,11 @@ class RandomKernel {
           T::If(vid == 0, [&] {
             std::map<int, Buffer> tiles;
             emit(head, tiles, X, Y);
-            if (!body.empty()) T::serial("k", 2, [&](Expr) {
+            if (!body.empty()) T::serial("k", 2, [&](Expr k) {
                 std::map<int, Buffer> fresh = tiles;  // body tiles are declared in the body
                 emit(body, fresh, X, Y);
+                if (!then_ops.empty())
+                  T::If(k % 2 == 0, [&] { emit(then_ops, fresh, X, Y); }, [&] { emit(else_ops, fresh, X, Y); });
               });
             emit(tail, tiles, X, Y);
           });
