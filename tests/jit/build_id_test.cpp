@@ -50,7 +50,8 @@ TEST(BuildId, SameSourcesGiveTheSameId) {
   if (!root) GTEST_SKIP() << "TL_SOURCE_DIR not set (run through ctest)";
   // The tree this binary was built from, hashed again into another file: the same id (unless
   // a source was edited after the build).
-  EXPECT_EQ(compute_id(root), build_id());
+  EXPECT_EQ(compute_id(root), build_id())
+      << "the sources under src/ and include/ changed since this binary was built: rebuild, then run ctest";
 }
 
 TEST(BuildId, DependsOnContentsAndPathsOnly) {
