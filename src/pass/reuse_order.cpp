@@ -56,9 +56,9 @@ struct Knowledge {
 
   explicit Knowledge(Pipe p) : pipe(p), knows(in_order(p) ? bit(p) : 0), all(p == Pipe::S) {}
   bool has(Pipe p) const { return all || (knows & bit(p)); }
-  void sync(const SyncNode& s) {
+  /// `flag`: "src dst id" of a set_flag / wait_flag (its id as printed).
+  void sync(const SyncNode& s, const std::string& flag) {
     if (all) return;
-    auto key = [&] { return fmt::format("{} {} {}", pipe_name(s.src), pipe_name(s.dst), print(s.event_id)); };
     switch (s.sync_kind) {
       case SyncKind::BarrierAll:
       case SyncKind::SyncAll: all = true; return;
@@ -66,9 +66,9 @@ struct Knowledge {
         if (s.src == Pipe::ALL) all = true;
         else if (s.src == pipe) knows |= bit(pipe);
         return;
-      case SyncKind::SetFlag: pending[key()].push_back(s.src == pipe || has(s.src)); return;
+      case SyncKind::SetFlag: pending[flag].push_back(s.src == pipe || has(s.src)); return;
       case SyncKind::WaitFlag: {
-        auto& q = pending[key()];
+        auto& q = pending[flag];
         if (q.empty()) return;  // matches a set from before the first access: teaches nothing
         bool carries = q.front();
         q.pop_front();
@@ -95,6 +95,7 @@ struct AccessOrder::Impl {
   std::vector<std::optional<CoreKind>> core;  // per node: the Scope it sits in (nullopt: all)
   std::unordered_map<const BufferNode*, const BufferNode*> base;  // view -> viewed buffer
   std::unordered_map<const BufferNode*, std::vector<Acc>> accesses;
+  std::unordered_map<const StmtNode*, std::string> flag_key;  // set/wait_flag -> "src dst id"
 
   explicit Impl(const Target& t) : target(t) {}
 
@@ -146,7 +147,13 @@ struct AccessOrder::Impl {
         break;
       }
       case StmtKind::TileOp: tile_op(*s.as<TileOpNode>(), id); break;
-      case StmtKind::Sync: scalar_loads(s.as<SyncNode>()->event_id, id); break;
+      case StmtKind::Sync: {
+        auto* n = s.as<SyncNode>();
+        scalar_loads(n->event_id, id);
+        if (n->sync_kind == SyncKind::SetFlag || n->sync_kind == SyncKind::WaitFlag)
+          flag_key[s.get()] = fmt::format("{} {} {}", pipe_name(n->src), pipe_name(n->dst), print(n->event_id));
+        break;
+      }
     }
     return id;
   }
@@ -225,7 +232,11 @@ struct AccessOrder::Impl {
     const StmtNode* s = nd.stmt;
     if (core[id] && *core[id] != c) return;
     switch (s->kind) {
-      case StmtKind::Sync: k.sync(*static_cast<const SyncNode*>(s)); return;
+      case StmtKind::Sync: {
+        auto it = flag_key.find(s);
+        k.sync(*static_cast<const SyncNode*>(s), it == flag_key.end() ? std::string() : it->second);
+        return;
+      }
       case StmtKind::TileOp: {
         auto* n = static_cast<const TileOpNode*>(s);
         if (runs_on(*n, c)) expansion_barriers(*n, 0, n->op->expansion.size(), k);
