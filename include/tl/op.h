@@ -66,8 +66,9 @@ struct OpDTypes {
   std::vector<std::pair<Arch, std::vector<DType>>> per_arch;
   /// Kind::TargetTable: which Target table decides ("casts", "mma_dtypes", ...), for the docs.
   std::string table;
-  /// The legal dtypes on `t`; nullptr unless kind is List.
-  const std::vector<DType>* on(const Target& t) const;
+  /// The legal dtypes on chips of `arch` (or target `t`); nullptr unless kind is List.
+  const std::vector<DType>* on(Arch arch) const;
+  const std::vector<DType>* on(const Target& t) const { return on(t.arch); }
 };
 /// Builders: `only_dtypes({f16, f32})`, `dtypes_from_target("casts")`, `any_dtype()`.
 OpDTypes only_dtypes(std::vector<DType> dtypes);

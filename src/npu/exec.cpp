@@ -1,7 +1,6 @@
 // The op-semantics table, region resolution and the shared element-movement helpers.
 #include "exec.h"
 
-
 #include "values.h"
 
 #include <fmt/ranges.h>

@@ -38,10 +38,8 @@ void check_definition(const OpDef& d) {
   TL_ASSERT(d.dtypes.kind != OpDTypes::Kind::Unset, "op {} does not say which dtypes it accepts", d.name);
   if (d.dtypes.kind == OpDTypes::Kind::List)
     for (int a = 0; a < kNumArches; ++a) {
-      Target probe;
-      probe.arch = static_cast<Arch>(a);
-      const auto* list = d.dtypes.on(probe);
-      TL_ASSERT(list && !list->empty(), "op {} has no dtype list for arch {}", d.name, arch_name(probe.arch));
+      const auto* list = d.dtypes.on(static_cast<Arch>(a));
+      TL_ASSERT(list && !list->empty(), "op {} has no dtype list for arch {}", d.name, arch_name(static_cast<Arch>(a)));
     }
   if (d.dtypes.kind == OpDTypes::Kind::TargetTable)
     TL_ASSERT(!d.dtypes.table.empty(), "op {} takes its dtypes from an unnamed target table", d.name);
@@ -87,10 +85,10 @@ std::string_view attr_type_name(const AttrValue& v) {
 
 }  // namespace
 
-const std::vector<DType>* OpDTypes::on(const Target& t) const {
+const std::vector<DType>* OpDTypes::on(Arch a) const {
   if (kind != Kind::List) return nullptr;
   for (const auto& [arch, list] : per_arch)
-    if (arch == t.arch) return &list;
+    if (arch == a) return &list;
   return &dtypes;
 }
 OpDTypes only_dtypes(std::vector<DType> dtypes) {

@@ -11,6 +11,7 @@
 // gemm_v0's template barriers) order everything; a wait on S orders everything after it.
 #include "reuse_order.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <unordered_map>
@@ -48,16 +49,27 @@ struct Acc {
 
 /// What the walk knows about the first access: which pipes have seen it complete, and the flags
 /// set since that carry that knowledge.
+/// A set_flag / wait_flag's flag: "src dst id" (its id as printed), and whether the id is a
+/// constant (the same flag in every loop iteration).
+struct FlagKey {
+  std::string name;
+  bool constant = false;
+};
+
 struct Knowledge {
   Pipe pipe;
   uint32_t knows = 0;
   bool all = false;  // everything issued from here on starts after it
-  std::map<std::string, std::deque<bool>> pending;  // "src dst id" -> sets, oldest first
+  struct Sets {
+    bool constant_id = false;
+    std::deque<bool> carries;  // oldest first: does the set carry the knowledge
+  };
+  std::map<std::string, Sets> pending;  // by FlagKey::name
 
   explicit Knowledge(Pipe p) : pipe(p), knows(in_order(p) ? bit(p) : 0), all(p == Pipe::S) {}
   bool has(Pipe p) const { return all || (knows & bit(p)); }
-  /// `flag`: "src dst id" of a set_flag / wait_flag (its id as printed).
-  void sync(const SyncNode& s, const std::string& flag) {
+  /// `flag`: the flag of a set_flag / wait_flag (unused for other syncs).
+  void sync(const SyncNode& s, const FlagKey& flag) {
     if (all) return;
     switch (s.sync_kind) {
       case SyncKind::BarrierAll:
@@ -66,9 +78,14 @@ struct Knowledge {
         if (s.src == Pipe::ALL) all = true;
         else if (s.src == pipe) knows |= bit(pipe);
         return;
-      case SyncKind::SetFlag: pending[flag].push_back(s.src == pipe || has(s.src)); return;
+      case SyncKind::SetFlag: {
+        Sets& sets = pending[flag.name];
+        sets.constant_id = flag.constant;
+        sets.carries.push_back(s.src == pipe || has(s.src));
+        return;
+      }
       case SyncKind::WaitFlag: {
-        auto& q = pending[flag];
+        auto& q = pending[flag.name].carries;
         if (q.empty()) return;  // matches a set from before the first access: teaches nothing
         bool carries = q.front();
         q.pop_front();
@@ -81,9 +98,7 @@ struct Knowledge {
   }
   /// Around a loop's back edge a flag id that is not a constant names another flag.
   void cross_back_edge() {
-    for (auto it = pending.begin(); it != pending.end();)
-      it = it->first.find_first_not_of("0123456789", it->first.rfind(' ') + 1) == std::string::npos ? std::next(it)
-                                                                                              : pending.erase(it);
+    std::erase_if(pending, [](const auto& kv) { return !kv.second.constant_id; });
   }
 };
 
@@ -95,7 +110,7 @@ struct AccessOrder::Impl {
   std::vector<std::optional<CoreKind>> core;  // per node: the Scope it sits in (nullopt: all)
   std::unordered_map<const BufferNode*, const BufferNode*> base;  // view -> viewed buffer
   std::unordered_map<const BufferNode*, std::vector<Acc>> accesses;
-  std::unordered_map<const StmtNode*, std::string> flag_key;  // set/wait_flag -> "src dst id"
+  std::unordered_map<const StmtNode*, FlagKey> flag_key;  // of every set_flag / wait_flag
 
   explicit Impl(const Target& t) : target(t) {}
 
@@ -151,7 +166,8 @@ struct AccessOrder::Impl {
         auto* n = s.as<SyncNode>();
         scalar_loads(n->event_id, id);
         if (n->sync_kind == SyncKind::SetFlag || n->sync_kind == SyncKind::WaitFlag)
-          flag_key[s.get()] = fmt::format("{} {} {}", pipe_name(n->src), pipe_name(n->dst), print(n->event_id));
+          flag_key[s.get()] = {fmt::format("{} {} {}", pipe_name(n->src), pipe_name(n->dst), print(n->event_id)),
+                               as_const_int(n->event_id).has_value()};
         break;
       }
     }
@@ -233,8 +249,9 @@ struct AccessOrder::Impl {
     if (core[id] && *core[id] != c) return;
     switch (s->kind) {
       case StmtKind::Sync: {
+        static const FlagKey kNone;
         auto it = flag_key.find(s);
-        k.sync(*static_cast<const SyncNode*>(s), it == flag_key.end() ? std::string() : it->second);
+        k.sync(*static_cast<const SyncNode*>(s), it == flag_key.end() ? kNone : it->second);
         return;
       }
       case StmtKind::TileOp: {

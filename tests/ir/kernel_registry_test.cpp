@@ -3,6 +3,7 @@
 // itself, at static-initialisation time, never throws).
 #include <gtest/gtest.h>
 
+#include "pass/pass_test_util.h"
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 
@@ -15,16 +16,7 @@ KernelEntry entry(const std::string& name) {
                      }};
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a tl::Error";
-  return "";
-}
+using testing::error_of;
 
 TEST(KernelRegistry, MacroRecordsTheRegistrationSite) {
   const KernelEntry& gemm = find_kernel("gemm");

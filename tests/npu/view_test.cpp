@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "pass/pass_test_util.h"
 #include "tl/arith.h"
 #include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
@@ -96,13 +97,7 @@ TEST(View, PrintsParsesAndIsPlacedAtItsBase) {
   EXPECT_TRUE(verify(g).empty());
   // After planning the view has its base's address, in the printed and the parsed form.
   PrimFunc planned = lower(f, default_target());
-  int64_t base = -1, view = -2;
-  pre_order_visit(planned->body, [&](const Stmt& s) {
-    if (auto* a = s.as<AllocateNode>()) {
-      if (a->buffer->name == "pairs") base = a->buffer->address;
-      if (a->buffer->name == "lanes") view = a->buffer->address;
-    }
-  });
+  int64_t base = testing::address_of(planned, "pairs"), view = testing::address_of(planned, "lanes");
   EXPECT_GE(base, 0);
   EXPECT_EQ(view, base);
   EXPECT_TRUE(verify(planned, default_target(), {.spec = Spec::Planned}).empty());
@@ -134,13 +129,7 @@ TEST(View, KeepsItsBaseLive) {
     });
   });
   PrimFunc planned = lower(f, default_target());
-  int64_t a = -1, b = -1;
-  pre_order_visit(planned->body, [&](const Stmt& s) {
-    if (auto* al = s.as<AllocateNode>()) {
-      if (al->buffer->name == "a") a = al->buffer->address;
-      if (al->buffer->name == "b") b = al->buffer->address;
-    }
-  });
+  int64_t a = testing::address_of(planned, "a"), b = testing::address_of(planned, "b");
   EXPECT_NE(a, b);
 }
 

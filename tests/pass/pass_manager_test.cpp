@@ -154,17 +154,6 @@ def f(X: T.Tensor((64,), "float32")):
   EXPECT_NO_THROW(lower(parse(kParallel), default_target(), o));
 }
 
-/// The InternalError `fn` throws ("" and a test failure if it throws none).
-template <typename Fn>
-std::string internal_error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const InternalError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a tl::InternalError";
-  return "";
-}
 
 TEST(PassManager, VerifyEachCatchesAPassThatBreaksTheExpertSpec) {
   // The broken pass moves the vector work into a Cube scope.
@@ -181,7 +170,7 @@ TEST(PassManager, VerifyEachCatchesAPassThatBreaksTheExpertSpec) {
     EXPECT_NO_THROW(run_passes(parse(kKernel), default_target(), passes, o));
   }
   o.verify_each = true;
-  std::string msg = internal_error_of([&] { run_passes(parse(kKernel), default_target(), passes, o); });
+  std::string msg = error_of<InternalError>([&] { run_passes(parse(kKernel), default_target(), passes, o); });
   EXPECT_NE(msg.find("pass 'break_scopes' broke its output invariant (the expert spec)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[rule: copy-core-scope]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[rule: alloc-core-scope]"), std::string::npos) << msg;
@@ -193,7 +182,7 @@ TEST(PassManager, VerifyEachCatchesAPassThatBreaksThePlannedSpec) {
                               {"fake_plan", [](const PrimFunc& f, const Target&) { return f; }, Spec::Planned}};
   PassOptions o;
   o.verify_each = true;
-  std::string msg = internal_error_of([&] { run_passes(parse(kKernel), default_target(), passes, o); });
+  std::string msg = error_of<InternalError>([&] { run_passes(parse(kKernel), default_target(), passes, o); });
   EXPECT_NE(msg.find("pass 'fake_plan' broke its output invariant (the planned spec)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1 violation:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[rule: buffer-unplanned]"), std::string::npos) << msg;

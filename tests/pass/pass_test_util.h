@@ -7,7 +7,9 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "tl/ir_functor.h"
 #include "tl/parser.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
@@ -21,16 +23,26 @@ std::string run_on_text(std::string_view text, PassFn&& pass) {
   return print(pass(f), {.locations = false});
 }
 
-/// The message of the tl::Error `fn` throws ("" and a test failure if it throws none).
-template <typename Fn>
+/// The message of the `E` (tl::Error, or tl::InternalError) that `fn` throws ("" and a test
+/// failure if it throws none).
+template <typename E = Error, typename Fn>
 std::string error_of(Fn&& fn) {
   try {
     fn();
-  } catch (const Error& e) {
+  } catch (const E& e) {
     return e.what();
   }
-  ADD_FAILURE() << "expected a tl::Error";
+  ADD_FAILURE() << "expected a " << (std::is_same_v<E, Error> ? "tl::Error" : "tl::InternalError");
   return "";
+}
+
+/// The address of the buffer called `name` in `f` (-1 when it has none or is not declared).
+inline int64_t address_of(const PrimFunc& f, std::string_view name) {
+  int64_t at = -1;
+  pre_order_visit(f->body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>(); a && a->buffer->name == name) at = a->buffer->address;
+  });
+  return at;
 }
 
 }  // namespace tl::testing
