@@ -1,6 +1,12 @@
-// Device (GM allocator with current/peak accounting) and Tensor (strided views over shared
-// storage), plus deterministic creation helpers.
+// Device (GM allocator with current/peak accounting, checked against the target's GM and the
+// host's memory) and Tensor (strided views over shared storage, every size checked so a view
+// never reaches outside its storage), plus deterministic creation helpers.
+#include <unistd.h>
+
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <numeric>
 
 #include "tl/npu/numerics.h"
@@ -10,39 +16,159 @@
 
 namespace tl {
 
-Storage::~Storage() {
-  if (device) device->release(static_cast<int64_t>(bytes.size()));
+namespace {
+
+/// GM bytes held by every Device of this process: they all share the host's memory.
+std::atomic<int64_t> g_host_gm_in_use{0};
+
+/// Adds `bytes` to `counter` if the sum stays within `limit` (atomically, so two threads cannot
+/// both pass the check and together overshoot); returns false, leaving it unchanged, otherwise.
+bool reserve(std::atomic<int64_t>& counter, int64_t bytes, int64_t limit) {
+  int64_t cur = counter.load();
+  do {
+    if (bytes > limit - cur) return false;  // both >= 0: no overflow
+  } while (!counter.compare_exchange_weak(cur, cur + bytes));
+  return true;
 }
 
-Device::Device(const Target& target) : target_(&target) {}
+int64_t physical_memory_bytes() {
+  static const int64_t phys = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    int64_t b = 0;
+    if (pages <= 0 || page <= 0 || __builtin_mul_overflow(int64_t{pages}, int64_t{page}, &b))
+      return std::numeric_limits<int64_t>::max();  // unknown: let the allocator decide
+    return b;
+  }();
+  return phys;
+}
+
+/// Where the host-memory limit comes from, for error messages.
+std::string host_limit_source() {
+  return std::getenv("TL_HOST_MEMORY") ? "set by TL_HOST_MEMORY"
+                                       : "the machine's physical memory; TL_HOST_MEMORY overrides it";
+}
+
+/// Row-major strides of `shape`, after checking what every Tensor relies on: no negative
+/// dimension, and the element count, the byte count and every stride within int64 (a shape
+/// with a zero dimension has no elements but may still have overflowing strides). `who` names
+/// the operation in errors; the element count goes to `numel`.
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape, DType dtype, const char* who,
+                                   int64_t* numel) {
+  auto fail = [&](const std::string& why) {
+    throw Error(fmt::format("{}: shape [{}] of {}: {}", who, fmt::join(shape, ", "), dtype_name(dtype), why));
+  };
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0) fail(fmt::format("dimension {} is {}, must be >= 0", d, shape[d]));
+  std::vector<int64_t> strides(shape.size(), 1);
+  int64_t n = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = n;
+    if (__builtin_mul_overflow(n, shape[d], &n))
+      fail(fmt::format("the element count (or a stride) overflows int64 from dimension {} on", d));
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(n, int64_t{dtype_bytes(dtype)}, &bytes))
+    fail(fmt::format("{} elements of {} bytes overflow int64 bytes", n, dtype_bytes(dtype)));
+  *numel = n;
+  return strides;
+}
+
+}  // namespace
+
+int64_t host_memory_bytes() {
+  const char* env = std::getenv("TL_HOST_MEMORY");
+  if (!env) return physical_memory_bytes();
+  std::string_view v(env);
+  auto bad = [&] {
+    return Error(fmt::format("TL_HOST_MEMORY is '{}'; expected a byte count such as 8589934592 or 8G (suffixes K, "
+                             "M, G, T: powers of 1024)", v));
+  };
+  int64_t n = 0;
+  size_t i = 0;
+  for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i)
+    if (__builtin_mul_overflow(n, int64_t{10}, &n) || __builtin_add_overflow(n, int64_t{v[i] - '0'}, &n)) throw bad();
+  if (i == 0) throw bad();
+  if (i < v.size()) {
+    static constexpr std::string_view kSuffixes = "KMGT";
+    size_t k = kSuffixes.find(static_cast<char>(std::toupper(static_cast<unsigned char>(v[i]))));
+    if (k == std::string_view::npos || i + 1 != v.size()) throw bad();
+    if (__builtin_mul_overflow(n, int64_t{1} << (10 * (k + 1)), &n)) throw bad();
+  }
+  return n;
+}
+
+void check_host_memory(int64_t bytes, std::string_view what) {
+  int64_t limit = host_memory_bytes(), used = g_host_gm_in_use.load();
+  if (bytes < 0 || bytes > limit - used)
+    throw Error(fmt::format("{} needs {} bytes of host memory, but device GM holds {} of the {} bytes available ({})",
+                            what, bytes, used, limit, host_limit_source()));
+}
+
+Storage::~Storage() {
+  if (!account) return;
+  auto n = static_cast<int64_t>(bytes.size());
+  account->in_use -= n;
+  g_host_gm_in_use -= n;
+}
+
+Device::Device(const Target& target) : target_(&target), account_(std::make_shared<GmAccount>()) {
+  account_->device = this;
+}
+
+Device::~Device() { account_->device = nullptr; }
 
 std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
   if (bytes < 0) throw Error(fmt::format("Device::allocate: negative size {}", bytes));
-  if (in_use_.load() + bytes > target_->gm_bytes)
+  GmAccount& a = *account_;
+  if (!reserve(a.in_use, bytes, target_->gm_bytes))
     throw Error(fmt::format("GM exhausted on the virtual {}: {} bytes requested, {} in use, capacity {}",
-                            target_->name, bytes, in_use_.load(), target_->gm_bytes));
+                            target_->name, bytes, a.in_use.load(), target_->gm_bytes));
+  const int64_t limit = host_memory_bytes();
+  if (!reserve(g_host_gm_in_use, bytes, limit)) {
+    a.in_use -= bytes;
+    throw Error(fmt::format("Device::allocate: {} bytes of GM do not fit in host memory: device GM of this process "
+                            "holds {} of the {} bytes available ({})",
+                            bytes, g_host_gm_in_use.load(), limit, host_limit_source()));
+  }
   auto s = std::make_shared<Storage>();
-  s->bytes.assign(static_cast<size_t>(bytes), 0);
-  s->device = this;
-  int64_t now = in_use_ += bytes;
-  int64_t peak = peak_.load();
-  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {}
+  try {
+    s->bytes.assign(static_cast<size_t>(bytes), 0);
+  } catch (const std::bad_alloc&) {
+    a.in_use -= bytes;
+    g_host_gm_in_use -= bytes;
+    throw Error(fmt::format("Device::allocate: the host could not allocate {} bytes of GM ({} held by device GM of "
+                            "this process)", bytes, g_host_gm_in_use.load()));
+  }
+  s->account = account_;
+  int64_t now = a.in_use.load();
+  int64_t peak = a.peak.load();
+  while (now > peak && !a.peak.compare_exchange_weak(peak, now)) {}
   return s;
 }
 
 Tensor Tensor::empty(Device& dev, std::vector<int64_t> shape, DType dtype) {
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] < 0) throw Error(fmt::format("Tensor::empty: dimension {} is {}, must be >= 0", i, shape[i]));
+  int64_t n;
+  auto strides = dense_strides(shape, dtype, "Tensor::empty", &n);
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.strides_.assign(t.shape_.size(), 1);
-  for (size_t d = t.shape_.size(); d-- > 1;) t.strides_[d - 1] = t.strides_[d] * t.shape_[d];
-  t.storage_ = dev.allocate(t.numel() * dtype_bytes(dtype));
+  t.strides_ = std::move(strides);
+  t.storage_ = dev.allocate(n * dtype_bytes(dtype));
   return t;
 }
 
+void Tensor::require_defined(const char* what) const {
+  if (!storage_) throw Error(fmt::format("Tensor::{}: the tensor is undefined (default-constructed)", what));
+}
+
+int64_t Tensor::dim(int i) const {
+  if (i < 0 || i >= ndim()) throw Error(fmt::format("Tensor::dim: dim {} is outside [0, {}) of {}", i, ndim(), describe()));
+  return shape_[i];
+}
+
 int64_t Tensor::numel() const {
+  if (!storage_) return 0;
+  // No overflow: the view lies inside its storage (the invariant every constructor checks).
   return std::accumulate(shape_.begin(), shape_.end(), int64_t{1}, std::multiplies<>());
 }
 
@@ -55,32 +181,46 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+uint8_t* Tensor::data() const {
+  require_defined("data");
+  return storage_->bytes.data() + byte_offset_;
+}
+
 Tensor Tensor::slice(int dim, int64_t start, int64_t length) const {
+  require_defined("slice");
   if (dim < 0 || dim >= ndim())
     throw Error(fmt::format("Tensor::slice: dim {} is outside [0, {}) of {}", dim, ndim(), describe()));
-  if (start < 0 || length < 0 || start + length > shape_[dim])
-    throw Error(fmt::format("Tensor::slice: [{}, {}) is outside dimension {} of {} (size {})", start, start + length,
-                            dim, describe(), shape_[dim]));
+  // `length > size - start` rather than `start + length > size`, which overflows.
+  if (start < 0 || length < 0 || start > shape_[dim] || length > shape_[dim] - start) {
+    int64_t end;
+    std::string e = __builtin_add_overflow(start, length, &end) ? fmt::format("{} + {}", start, length)
+                                                                 : std::to_string(end);
+    throw Error(fmt::format("Tensor::slice: [{}, {}) is outside dimension {} of {} (size {})", start, e, dim,
+                            describe(), shape_[dim]));
+  }
   Tensor t = *this;
   t.shape_[dim] = length;
+  // start <= size, so this is at most one past the view's last element: inside the storage.
   t.byte_offset_ += start * strides_[dim] * dtype_bytes(dtype_);
   return t;
 }
 
 Tensor Tensor::reshape(std::vector<int64_t> shape) const {
-  int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  require_defined("reshape");
+  int64_t n;
+  auto strides = dense_strides(shape, dtype_, "Tensor::reshape", &n);
   if (n != numel())
     throw Error(fmt::format("Tensor::reshape: {} has {} elements, shape [{}] has {}", describe(), numel(),
                             fmt::join(shape, ", "), n));
   if (!is_contiguous()) throw Error(fmt::format("Tensor::reshape: {} is not contiguous", describe()));
   Tensor t = *this;
   t.shape_ = std::move(shape);
-  t.strides_.assign(t.shape_.size(), 1);
-  for (size_t d = t.shape_.size(); d-- > 1;) t.strides_[d - 1] = t.strides_[d] * t.shape_[d];
+  t.strides_ = std::move(strides);
   return t;
 }
 
 DLView Tensor::dlpack() const {
+  require_defined("dlpack");
   uint8_t code = is_float(dtype_) ? (dtype_ == DType::BFloat16 ? 4 : 2)
                                   : is_bool(dtype_) ? 6 : is_unsigned_int(dtype_) ? 1 : 0;
   return DLView{storage_->bytes.data(), 1, 0, ndim(), code, static_cast<uint8_t>(dtype_bits(dtype_)), 1,
@@ -98,16 +238,26 @@ int64_t Tensor::element_offset(int64_t flat) const {
   return off;
 }
 
-double Tensor::get(int64_t flat) const { return npu::to_double(dtype_, data() + element_offset(flat) * dtype_bytes(dtype_)); }
+double Tensor::get(int64_t flat) const {
+  require_defined("get");
+  return npu::to_double(dtype_, data() + element_offset(flat) * dtype_bytes(dtype_));
+}
 void Tensor::set(int64_t flat, double v) const {
+  require_defined("set");
   npu::from_double(dtype_, v, data() + element_offset(flat) * dtype_bytes(dtype_));
 }
 std::vector<double> Tensor::to_vector() const {
+  require_defined("to_vector");
+  // Eight bytes per element, up to eight times the tensor: checked like any host allocation.
+  check_host_memory(numel() * static_cast<int64_t>(sizeof(double)), fmt::format("Tensor::to_vector of {}", describe()));
   std::vector<double> v(numel());
   for (int64_t i = 0; i < numel(); ++i) v[i] = get(i);
   return v;
 }
-std::string Tensor::describe() const { return fmt::format("{}[{}]", dtype_name(dtype_), fmt::join(shape_, ", ")); }
+std::string Tensor::describe() const {
+  if (!storage_) return "undefined tensor";
+  return fmt::format("{}[{}]", dtype_name(dtype_), fmt::join(shape_, ", "));
+}
 
 namespace {
 /// SplitMix64: a deterministic hash of (seed, index) so every element is independent of
@@ -149,9 +299,12 @@ Tensor full(Device& dev, std::vector<int64_t> shape, DType dtype, double value) 
   return generate(dev, std::move(shape), dtype, [&](int64_t) { return value; });
 }
 Tensor from_vector(Device& dev, std::vector<int64_t> shape, DType dtype, const std::vector<double>& v) {
+  int64_t n;
+  dense_strides(shape, dtype, "from_vector", &n);  // the count is checked before allocating
+  if (static_cast<int64_t>(v.size()) != n)
+    throw Error(fmt::format("from_vector: {} values for {}[{}] ({} elements)", v.size(), dtype_name(dtype),
+                            fmt::join(shape, ", "), n));
   Tensor t = Tensor::empty(dev, std::move(shape), dtype);
-  if (static_cast<int64_t>(v.size()) != t.numel())
-    throw Error(fmt::format("from_vector: {} values for {} ({} elements)", v.size(), t.describe(), t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v[i]);
   return t;
 }
