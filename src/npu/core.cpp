@@ -4,6 +4,7 @@
 // variable and load hooks read this core's registers and memories), and blocks on cross-core
 // waits so the scheduler (launch.cpp) can run the other cores of the block.
 #include <cmath>
+#include <limits>
 
 #include "program.h"
 #include "tl/printer.h"
@@ -112,6 +113,24 @@ bool Core::run() {
   return progressed;
 }
 
+int64_t Core::loop_trip_count(const ForNode& f, int64_t min, int64_t extent) {
+  if (extent <= 0) return 0;
+  // The variable takes min .. min + extent - 1; each must be a value of its dtype (computing
+  // min + extent as the end overflowed: a loop starting near INT64_MAX ran no iteration).
+  DType t = f.var.dtype();
+  if (!is_int(t)) return extent;
+  int64_t last;
+  bool overflow = __builtin_add_overflow(min, extent - 1, &last);
+  int64_t lo = arith::dtype_min(t), hi = t == DType::UInt64 ? std::numeric_limits<int64_t>::max() : arith::dtype_max(t);
+  if (overflow || min < lo || last > hi)
+    fail(fmt::format("loop '{}' (T.{}, min {}, extent {}): its variable would take the values {} .. {}, outside the "
+                     "range [{}, {}] of its dtype {}",
+                     f.var.name(), for_kind_name(f.for_kind), min, extent, min,
+                     overflow ? fmt::format("{} + {} - 1", min, extent) : std::to_string(last), lo,
+                     t == DType::UInt64 ? "18446744073709551615" : std::to_string(hi), dtype_name(t)));
+  return extent;
+}
+
 bool Core::step() {
   Frame& fr = stack_.back();
   const StmtNode* s = fr.node;
@@ -127,11 +146,12 @@ bool Core::step() {
       if (fr.index == 0) {
         loc_ = s->loc;
         fr.i = eval_int(f->min);
-        fr.end = fr.i + eval_int(f->extent);
+        fr.end = loop_trip_count(*f, fr.i, eval_int(f->extent));
         fr.index = 1;
       }
-      if (fr.i < fr.end) {
-        set_var(f->var, Scalar::of_int(fr.i++));
+      if (fr.end > 0) {
+        set_var(f->var, Scalar::of_int(fr.i));
+        if (--fr.end > 0) ++fr.i;  // never past the last value, which may be the dtype's max
         stack_.push_back({f->body.get()});
       } else {
         stack_.pop_back();

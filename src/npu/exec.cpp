@@ -107,10 +107,16 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
   }
   for (size_t d = 0; d < r.ranges.size(); ++d) {
     int64_t s = bound(*this, r.ranges[d].min), e = bound(*this, r.ranges[d].extent);
-    if (e < 0 || s < 0 || s + e > t.shape[d])
+    // `e > shape - s` rather than `s + e > shape`, which overflows for a start near INT64_MAX
+    // (the region then passed and the copy reached before the buffer). Every address the op
+    // semantics compute from a checked region lies inside the buffer: no further overflow.
+    if (e < 0 || s < 0 || s > t.shape[d] || e > t.shape[d] - s) {
+      int64_t end;
+      std::string e_str = __builtin_add_overflow(s, e, &end) ? fmt::format("{} + {}", s, e) : std::to_string(end);
       fail(fmt::format("T.{}: out-of-bounds access to '{}' ({}, shape [{}]) by operand '{}': dimension {} "
                        "covers [{}, {}), outside [0, {})",
-                       op, b.name, scope_name(b.scope), fmt::join(t.shape, ", "), operand, d, s, s + e, t.shape[d]));
+                       op, b.name, scope_name(b.scope), fmt::join(t.shape, ", "), operand, d, s, e_str, t.shape[d]));
+    }
     t.start.push_back(s);
     t.extent.push_back(e);
   }

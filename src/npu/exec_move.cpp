@@ -207,12 +207,13 @@ void copy(const TileOpNode& n, Core& c) {
   if (S == MemScope::GM && D == MemScope::L1 && !n.attr_bool("nd2nz")) {
     // No ND -> NZ conversion: the ND bytes are written linearly from the region's start.
     int64_t run, es = dtype_bytes(src.dtype);
-    uint8_t* p = dst.base + storage_offset(dst, dst.start, &run) * es;
+    int64_t at = storage_offset(dst, dst.start, &run) * es;  // inside the buffer: the region is checked
     std::vector<uint8_t> bytes;
     load_bytes(src, bytes);
-    if (p + bytes.size() > dst.base + c.program.buffer(dst.buffer).bytes)
+    // Compared as byte counts: a pointer past the buffer's end is not even formed.
+    if (static_cast<int64_t>(bytes.size()) > c.program.buffer(dst.buffer).bytes - at)
       c.fail(fmt::format("T.copy(nd2nz=False): {} bytes from the region start overflow '{}'", bytes.size(), dst.buffer->name));
-    std::memcpy(p, bytes.data(), bytes.size());
+    std::memcpy(dst.base + at, bytes.data(), bytes.size());
     return;
   }
   if (S == MemScope::GM && D == MemScope::L1 && whole_2d_buffer(dst) && src.strides.back() == 1 &&

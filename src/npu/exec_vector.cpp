@@ -326,11 +326,13 @@ void gather(const TileOpNode& n, Core& c) {
     c.fail(fmt::format("T.tile.gather: 'offsets' has {} elements, 'dst' needs {}", g_ia.size(), d.numel()));
   std::vector<uint8_t> out(d.numel() * es);
   for (int64_t i = 0; i < d.numel(); ++i) {
-    int64_t byte = base + (g_ia[i] & 0xffffffff);
-    int64_t e = byte / es;
-    if (byte % es != 0 || e < 0 || e >= s.numel())
+    int64_t off = g_ia[i] & 0xffffffff, byte, e = -1;
+    bool wrapped = __builtin_add_overflow(base, off, &byte);  // a base near INT64_MAX
+    if (!wrapped) e = byte / es;
+    if (wrapped || byte % es != 0 || e < 0 || e >= s.numel())
       c.fail(fmt::format("T.tile.gather: offset {} (element {}) of 'offsets' addresses byte {} of 'src', which has "
-                         "{} elements of {} bytes", g_ia[i], i, byte, s.numel(), es));
+                         "{} elements of {} bytes", g_ia[i], i,
+                         wrapped ? fmt::format("{} + {}", base, off) : std::to_string(byte), s.numel(), es));
     std::memcpy(out.data() + i * es, s.at_flat(e), es);
   }
   store_bytes(d, out);

@@ -188,9 +188,12 @@ class Core final : public arith::Evaluator {
   struct Frame {
     const StmtNode* node;
     size_t index = 0;
-    int64_t i = 0, end = 0;
+    int64_t i = 0, end = 0;  // For: the variable's next value and the iterations left
   };
   bool step();  // executes one statement; false if blocked
+  /// The number of iterations of `f` from `min` (>= 0); a tl::Error naming the loop when its
+  /// variable would leave its dtype's range.
+  int64_t loop_trip_count(const ForNode& f, int64_t min, int64_t extent);
   bool exec_sync(const SyncNode& s);
   bool replay_gate(const StmtNode* s);
   void record_events(const StmtNode* s);
