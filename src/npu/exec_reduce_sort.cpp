@@ -200,6 +200,8 @@ void init_sort_buf(const TileOpNode& n, Core& c) {
   double v = c.has_operand(n, "value") ? c.eval_float(op_operand(n, "value")->scalar)
                                         : -std::numeric_limits<double>::infinity();
   int64_t count = num;  // entries (docs/language.md; the verifier's sort-buffer-size rule)
+  if (count < 0)  // sized a vector with it: std::length_error
+    c.fail(fmt::format("T.init_sort_buf: num = {} entries; it must be >= 0", num));
   if (count > entries_of(d))
     c.fail(fmt::format("T.init_sort_buf: num = {} entries exceeds 'dst' ({} entries)", num, entries_of(d)));
   std::vector<Entry> e(count, Entry{static_cast<float>(v), 0xffffffffu});

@@ -4,6 +4,7 @@
 // cooperative interpreters (run until blocked, then the next), so a block's three cores
 // always share one thread and their cross-core flags need no locks.
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -59,6 +60,62 @@ class LaunchEvaluator final : public arith::Evaluator {
   }
 };
 
+/// "[-128, 127]": the values integer dtype `t` holds.
+std::string int_range(DType t) {
+  if (t == DType::UInt64) return "[0, 18446744073709551615]";
+  return fmt::format("[{}, {}]", arith::dtype_min(t), arith::dtype_max(t));
+}
+
+/// The value scalar argument `a` gives a parameter of dtype `t` named `name` of kernel `kernel`:
+/// exactly the value passed, or a tl::Error naming the parameter, the dtype's range and the
+/// value when the dtype cannot hold it (it used to be wrapped or saturated silently).
+Scalar scalar_argument(const std::string& kernel, const std::string& name, DType t, const Arg& a) {
+  auto bad = [&](const std::string& value, const std::string& why) {
+    return Error(fmt::format("kernel {}: scalar argument '{}' is {}, {}", kernel, name, value, why));
+  };
+  const std::string range = is_float(t) ? "" : fmt::format("{}'s range {}", dtype_name(t), int_range(t));
+  if (is_float(t)) {
+    double v = std::holds_alternative<double>(a.value) ? std::get<double>(a.value)
+                                                       : static_cast<double>(std::get<int64_t>(a.value));
+    // Float scalars keep the caller's double; one the dtype would round to inf (or NaN, for
+    // fp8 without inf) does not fit.
+    if (std::isfinite(v) && !std::isfinite(arith::round_float(t, v)))
+      throw bad(fmt::format("{}", v), fmt::format("beyond {}'s largest finite value (it would round to inf)",
+                                                  dtype_name(t)));
+    return Scalar::of_float(v);
+  }
+  int64_t v;
+  if (std::holds_alternative<int64_t>(a.value)) {
+    v = std::get<int64_t>(a.value);
+    if (t == DType::UInt64 && v < 0) throw bad(std::to_string(v), "outside " + range);
+  } else {
+    double d = std::get<double>(a.value);
+    if (!std::isfinite(d) || d != std::trunc(d)) throw bad(fmt::format("{}", d), "not an integer in " + range);
+    constexpr double k63 = 9223372036854775808.0, k64 = 18446744073709551616.0;
+    if (t == DType::UInt64) {
+      if (d < 0 || d >= k64) throw bad(fmt::format("{}", d), "outside " + range);
+      return Scalar::of_int(static_cast<int64_t>(static_cast<uint64_t>(d)));  // held as its bits
+    }
+    if (d < -k63 || d >= k63) throw bad(fmt::format("{}", d), "outside " + range);
+    v = static_cast<int64_t>(d);
+  }
+  if (t != DType::UInt64 && (v < arith::dtype_min(t) || v > arith::dtype_max(t)))
+    throw bad(std::to_string(v), "outside " + range);
+  return Scalar::of_int(v);
+}
+
+/// Row-major strides of `shape` (element counts), or nullopt when one overflows int64: such a
+/// shape matches no tensor (every Tensor's strides fit).
+std::optional<std::vector<int64_t>> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 0);
+  int64_t s = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    st[d] = s;
+    if (d > 0 && __builtin_mul_overflow(s, shape[d], &s)) return std::nullopt;
+  }
+  return st;
+}
+
 void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args, LaunchState& ls) {
   const auto& f = p.func;
   std::vector<std::string> names;
@@ -76,19 +133,25 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
     if (!prm.is_tensor() || !std::holds_alternative<Tensor>(args[i].value)) continue;
     const Tensor& t = std::get<Tensor>(args[i].value);
     for (size_t d = 0; d < prm.tensor->shape.size() && d < t.shape().size(); ++d)
-      if (auto* v = prm.tensor->shape[d].as<VarNode>(); v && !env.count(v)) env[v] = Scalar::of_int(t.shape()[d]);
+      if (auto* v = prm.tensor->shape[d].as<VarNode>(); v && !env.count(v)) {
+        // A size its symbol's dtype cannot hold would be bound wrapped: the kernel would see
+        // another size than the tensor has.
+        int64_t n = t.shape()[d];
+        if (is_int(v->dtype) && v->dtype != DType::UInt64 && n > arith::dtype_max(v->dtype))
+          throw Error(fmt::format("kernel {}: dimension {} of argument '{}' is {}, but it binds the dynamic symbol "
+                                  "'{}' of dtype {}, range {}",
+                                  f->name, d, prm.name(), n, v->name, dtype_name(v->dtype), int_range(v->dtype)));
+        env[v] = Scalar::of_int(n);
+      }
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& prm = f->params[i];
     const std::string& name = prm.name();
     if (!prm.is_tensor()) {
-      if (!std::holds_alternative<double>(args[i].value))
+      if (std::holds_alternative<Tensor>(args[i].value))
         throw Error(fmt::format("kernel {}: argument {} ('{}') must be a {} scalar, got a tensor", f->name, i,
                                 name, dtype_name(prm.scalar.dtype())));
-      double v = std::get<double>(args[i].value);
-      // Integer scalars convert as a cast does; float scalars keep the caller's double.
-      DType st = prm.scalar.dtype();
-      ls.scalars[i] = is_float(st) ? Scalar::of_float(v) : arith::cast_value(st, Scalar::of_float(v));
+      ls.scalars[i] = scalar_argument(f->name, name, prm.scalar.dtype(), args[i]);
       env[prm.scalar.node()] = ls.scalars[i];
       continue;
     }
@@ -116,12 +179,10 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
                               shape_str(want), shape_str(t.shape())));
     std::vector<int64_t> want_strides;
     if (b.strides.empty()) {
-      int64_t s = 1;
-      want_strides.assign(want.size(), 0);
-      for (size_t d = want.size(); d-- > 0;) {
-        want_strides[d] = s;
-        s *= want[d];
-      }
+      // The shapes are equal, and a Tensor's own strides fit: so do these.
+      auto st = dense_strides(want);
+      TL_ASSERT(st, "strides of the tensor shape {} overflow", shape_str(want));
+      want_strides = *st;
     } else {
       for (const auto& s : b.strides) want_strides.push_back(ev.try_int(s).value_or(-1));
     }
@@ -144,6 +205,82 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
     throw Error(p.kernel->loc, fmt::format("kernel {}: cannot evaluate the block count {}: {}", f->name,
                                            print(p.kernel->num_blocks), why));
   ls.num_blocks = *blocks;
+}
+
+/// Bytes the layout of an on-chip buffer of `shape` spans in `scope` (fractal scopes pad their
+/// last two dimensions, as tl::storage_bytes does), or nullopt when that overflows int64.
+std::optional<int64_t> layout_span(MemScope scope, DType dtype, const std::vector<int64_t>& shape) {
+  const int64_t es = dtype_bytes(dtype), c0 = std::max<int64_t>(1, 32 / es);
+  auto up = [](int64_t v, int64_t a, int64_t* out) {
+    if (__builtin_add_overflow(v, a - 1, out)) return false;
+    *out = *out / a * a;
+    return true;
+  };
+  const size_t n = shape.size();
+  int64_t lead = 1, R = n >= 2 ? shape[n - 2] : 1, C = n >= 1 ? shape[n - 1] : 1;
+  for (size_t d = 0; d + 2 < n; ++d)
+    if (__builtin_mul_overflow(lead, shape[d], &lead)) return std::nullopt;
+  int64_t ra = 1, ca = 1;  // row and column padding
+  switch (scope) {
+    case MemScope::L1:
+    case MemScope::L0A: ra = 16, ca = c0; break;
+    case MemScope::L0B: ra = c0, ca = 16; break;
+    case MemScope::L0C: ra = 16, ca = 16; break;
+    default: break;  // UB: row-major, unpadded
+  }
+  int64_t rp, cp, out;
+  if (!up(R, ra, &rp) || !up(C, ca, &cp) || __builtin_mul_overflow(lead, rp, &out) ||
+      __builtin_mul_overflow(out, cp, &out) || __builtin_mul_overflow(out, es, &out))
+    return std::nullopt;
+  return out;
+}
+
+/// Every on-chip buffer lies inside the memory its core will have (the planned bytes of its
+/// scope, at most the target's capacity). With that, and regions checked against buffer
+/// shapes, no address the op semantics compute leaves a core's memory. The verifier checks
+/// placements too, but a kernel compiled with verify = false (or a planned size that
+/// overflowed) reached the interpreter with a buffer at 2^63 - 32 and crashed it.
+void check_buffer_placement(const Program& p) {
+  for (const auto& info : p.buffers) {
+    if (info.scope == MemScope::GM || info.scope == MemScope::Var || !info.node) continue;
+    const BufferNode& b = *info.node;
+    int64_t mem = std::min(p.scope_bytes[static_cast<size_t>(info.scope)], p.target->cap(info.scope));
+    auto span = layout_span(info.scope, b.dtype, info.shape);
+    if (info.offset < 0 || !span || mem < 0 || info.offset > mem || *span > mem - info.offset)
+      throw Error(b.loc, fmt::format("kernel {}: buffer '{}' ({} {}[{}]) at byte {}, {}, lies outside the {} bytes "
+                                     "of {} its core has",
+                                     p.func->name, b.name, scope_name(info.scope), dtype_name(b.dtype),
+                                     fmt::join(info.shape, ", "), info.offset,
+                                     span ? fmt::format("{} bytes long", *span) : "its size overflowing int64",
+                                     std::max<int64_t>(mem, 0), scope_name(info.scope)));
+  }
+}
+
+/// Limits checked before anything is sized by them: the block count (per-block tables and
+/// traces), and the host memory the launch itself allocates on top of the tensors (timed mode
+/// with data keeps copies of them). Each was a std::bad_alloc, a length_error or the OOM killer.
+void check_launch_limits(const Program& p, const LaunchState& ls, const LaunchOptions& opt) {
+  if (ls.num_blocks < 0)
+    throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks", p.func->name, ls.num_blocks));
+  if (ls.num_blocks > kMaxLaunchBlocks)
+    throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks; at most {} are allowed (the "
+                                           "blockDim limit)", p.func->name, ls.num_blocks, kMaxLaunchBlocks));
+  // Both factors are bounded (blocks above, tensor bytes by the host memory they occupy).
+  int64_t bytes = ls.num_blocks * LaunchState::kCrossSlots * static_cast<int64_t>(sizeof(ls.cross[0]));
+  if (opt.trace || opt.check_hazards || opt.profile)
+    bytes += ls.num_blocks * 3 * static_cast<int64_t>(sizeof(npu::CoreTrace));
+  if (opt.profile && !opt.timing_only) {
+    // The snapshot before the run, the program-order contents, and one tensor being compared.
+    int64_t tensors = 0, largest = 0;
+    for (const auto& t : ls.tensors) {
+      tensors += t.nbytes();
+      largest = std::max(largest, t.nbytes());
+    }
+    bytes += 2 * tensors + largest;
+  }
+  check_host_memory(bytes, fmt::format("launching kernel {} ({} blocks{})", p.func->name, ls.num_blocks,
+                                       opt.profile && !opt.timing_only ? ", timed mode keeping copies of the tensors"
+                                                                       : ""));
 }
 
 /// The cores of one physical group and the logical blocks it runs, wave by wave.
@@ -219,8 +356,8 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
                             dev.target().name));
   LaunchState ls(p);
   bind_arguments(p, dev, args, ls);  // also evaluates the block count
-  if (ls.num_blocks < 0)
-    throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks", p.func->name, ls.num_blocks));
+  check_launch_limits(p, ls, opt);
+  check_buffer_placement(p);
   if (ls.num_blocks == 0) return;
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
   ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});

@@ -5,11 +5,11 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <numeric>
 
 #include "tl/npu/numerics.h"
+#include "tl/pass.h"  // env_value
 #include "tl/runtime.h"
 
 #include <fmt/ranges.h>
@@ -44,8 +44,8 @@ int64_t physical_memory_bytes() {
 
 /// Where the host-memory limit comes from, for error messages.
 std::string host_limit_source() {
-  return std::getenv("TL_HOST_MEMORY") ? "set by TL_HOST_MEMORY"
-                                       : "the machine's physical memory; TL_HOST_MEMORY overrides it";
+  return env_value("TL_HOST_MEMORY").empty() ? "the machine's physical memory; TL_HOST_MEMORY overrides it"
+                                              : "set by TL_HOST_MEMORY";
 }
 
 /// Row-major strides of `shape`, after checking what every Tensor relies on: no negative
@@ -76,8 +76,8 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape, DType dtyp
 }  // namespace
 
 int64_t host_memory_bytes() {
-  const char* env = std::getenv("TL_HOST_MEMORY");
-  if (!env) return physical_memory_bytes();
+  const std::string env = env_value("TL_HOST_MEMORY");
+  if (env.empty()) return physical_memory_bytes();
   std::string_view v(env);
   auto bad = [&] {
     return Error(fmt::format("TL_HOST_MEMORY is '{}'; expected a byte count such as 8589934592 or 8G (suffixes K, "
@@ -120,10 +120,10 @@ Device::~Device() { account_->device = nullptr; }
 std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
   if (bytes < 0) throw Error(fmt::format("Device::allocate: negative size {}", bytes));
   GmAccount& a = *account_;
+  const int64_t limit = host_memory_bytes();  // may throw: before anything is reserved
   if (!reserve(a.in_use, bytes, target_->gm_bytes))
     throw Error(fmt::format("GM exhausted on the virtual {}: {} bytes requested, {} in use, capacity {}",
                             target_->name, bytes, a.in_use.load(), target_->gm_bytes));
-  const int64_t limit = host_memory_bytes();
   if (!reserve(g_host_gm_in_use, bytes, limit)) {
     a.in_use -= bytes;
     throw Error(fmt::format("Device::allocate: {} bytes of GM do not fit in host memory: device GM of this process "

@@ -23,14 +23,22 @@
 
 namespace tl {
 
-/// A kernel argument: a tensor, or a scalar for a T::Scalar parameter.
+/// A kernel argument: a tensor, or a scalar for a T::Scalar parameter. Integers are kept
+/// exactly (an int64 beyond 2^53 does not pass through a double). A scalar must fit its
+/// parameter's dtype: an integer parameter takes an integral value in its dtype's range (no
+/// NaN, inf or fraction), a float parameter any value that does not overflow its dtype to inf;
+/// anything else is a launch error naming the parameter, its dtype's range and the value.
 struct Arg {
-  std::variant<Tensor, double> value;
+  std::variant<Tensor, double, int64_t> value;
   Arg(Tensor t) : value(std::move(t)) {}  // NOLINT
   Arg(double v) : value(v) {}             // NOLINT
-  Arg(int v) : value(static_cast<double>(v)) {}  // NOLINT
-  Arg(int64_t v) : value(static_cast<double>(v)) {}  // NOLINT
+  Arg(int v) : value(int64_t{v}) {}       // NOLINT
+  Arg(int64_t v) : value(v) {}            // NOLINT
 };
+
+/// The most logical blocks one launch may have (T::Kernel's block count), AscendC's blockDim
+/// limit; more is a launch error (docs/virtual_npu.md).
+inline constexpr int64_t kMaxLaunchBlocks = 65535;
 
 namespace npu {
 struct Trace;
