@@ -13,6 +13,8 @@
 #include "tl/npu/layout.h"
 #include "values.h"
 
+#include <fmt/ranges.h>
+
 namespace tl::npu {
 
 namespace {
@@ -132,9 +134,24 @@ bool init_of(const TileOpNode& n, Core& c) {
   return a && c.eval_int(a->scalar) != 0;
 }
 
+/// Cube operands are matrices: rank >= 2 with extent 1 in every leading dimension (what the
+/// verifier's gemm-shape rule accepts). The element loops index the last two dimensions, so a
+/// rank-1 region (or leading extents > 1) would index outside the region, and the buffer.
+void require_matrix(Core& c, const TileOpNode& n, const TileRef& t, const char* name) {
+  size_t nd = t.extent.size();
+  bool ok = nd >= 2;
+  for (size_t d = 0; ok && d + 2 < nd; ++d) ok = t.extent[d] == 1;
+  if (!ok)
+    c.fail(fmt::format("T.{}: operand '{}' ({}) must be a 2-D tile (leading extents 1), got extents [{}]",
+                       n.op->name, name, t.buffer->name, fmt::join(t.extent, ", ")));
+}
+
 /// Dense operands from L0A/L0B regions (each element through its layout).
 void mma(const TileOpNode& n, Core& c) {
   TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
+  require_matrix(c, n, A, "A");
+  require_matrix(c, n, B, "B");
+  require_matrix(c, n, C, "C");
   int64_t M = A.rows(), K = A.cols(), N = B.cols();
   if (B.rows() != K)
     c.fail(fmt::format("T.mma: A ({}) is [{} x {}] but B ({}) is [{} x {}]; K must agree", A.buffer->name, M, K,
@@ -212,6 +229,9 @@ void gemm_v0(const TileOpNode& n, Core& c) {
   TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
   if (A.scope != MemScope::L1 || B.scope != MemScope::L1 || C.scope != MemScope::L0C)
     c.fail("T.gemm_v0 takes A and B in L1 and C in L0C");
+  require_matrix(c, n, A, "A");
+  require_matrix(c, n, B, "B");
+  require_matrix(c, n, C, "C");
   bool ta = n.attr_bool("transpose_A"), tb = n.attr_bool("transpose_B");
   int64_t M = ta ? A.cols() : A.rows(), K = ta ? A.rows() : A.cols();
   int64_t KB = tb ? B.cols() : B.rows(), N = tb ? B.rows() : B.cols();

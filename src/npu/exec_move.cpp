@@ -149,6 +149,15 @@ bool whole_2d_buffer(const TileRef& t) {
   return t.shape.size() == 2 && t.start[0] == 0 && t.start[1] == 0 && t.extent == t.shape;
 }
 
+/// The region's rows are evenly spaced in memory (row r at r * strides[n-2]): true when every
+/// dimension before the last two has extent 1. A region [2, 16, C] of a [2, 32, C] tensor is
+/// not: its row 16 is the first row of the second matrix, not row 16 of the first.
+bool rows_evenly_spaced(const TileRef& t) {
+  for (size_t d = 0; d + 2 < t.extent.size(); ++d)
+    if (t.extent[d] != 1) return false;
+  return true;
+}
+
 void copy(const TileOpNode& n, Core& c) {
   TileRef src = c.operand(n, "src"), dst = c.operand(n, "dst");
   if (src.numel() != dst.numel())
@@ -217,7 +226,7 @@ void copy(const TileOpNode& n, Core& c) {
     return;
   }
   if (S == MemScope::GM && D == MemScope::L1 && whole_2d_buffer(dst) && src.strides.back() == 1 &&
-      src.extent.size() >= 2 && src.extent.back() == dst.shape[1]) {
+      src.extent.size() >= 2 && rows_evenly_spaced(src) && src.extent.back() == dst.shape[1]) {
     // The common case: a 2-D GM tile into a whole L1 buffer, converted by rows of fractals.
     size_t ns = src.extent.size();
     nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype, dst.base);

@@ -167,6 +167,7 @@ void relu(const TileOpNode& n, Core& c) {
   if (is_float(operand_dtype(n, "dst")))
     return float_unary(n, c, [](float x) { return x > 0 ? x : (x != x ? x : 0.0f); });
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  check_same_numel(n, c, d, s, "src");
   load_i64(s, g_ia);
   for (auto& x : g_ia) x = std::max<int64_t>(x, 0);
   store_i64(d, g_ia);
@@ -174,12 +175,14 @@ void relu(const TileOpNode& n, Core& c) {
 
 void bnot(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  check_same_numel(n, c, d, s, "src");
   load_i64(s, g_ia);
   for (auto& x : g_ia) x = ~x;
   store_i64(d, g_ia);
 }
 void shift(const TileOpNode& n, Core& c, bool left) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
+  check_same_numel(n, c, d, s, "src");
   int64_t bits = c.eval_int(op_operand(n, "bits")->scalar);
   load_i64(s, g_ia);
   for (auto& x : g_ia) {
@@ -244,6 +247,8 @@ void compare(const TileOpNode& n, Core& c) {
   Operand2 b = second(n, c, "src1", a.dtype);
   const std::string& mode = n.attr_str("mode");
   int64_t count = a.numel();
+  if (!b.scalar && b.tile.numel() != count)
+    c.fail(fmt::format("T.tile.compare: 'src1' has {} elements but 'src0' has {}", b.tile.numel(), count));
   // Integers compare exactly (int32 values above 2^24 do not survive a trip through fp32).
   bool integer = is_int(a.dtype);
   if (integer) {
@@ -260,7 +265,8 @@ void compare(const TileOpNode& n, Core& c) {
   load_bytes(d, bits);
   std::fill(bits.begin(), bits.begin() + (count + 7) / 8, 0);
   for (int64_t i = 0; i < count; ++i) {
-    bool hit = integer ? compare_values(mode, g_ia[i] - g_ib[i] + 0.0, 0.0)
+    // The sign of a - b without computing it (int64 operands may overflow the difference).
+    bool hit = integer ? compare_values(mode, (g_ia[i] > g_ib[i]) - (g_ia[i] < g_ib[i]), 0.0)
                        : compare_values(mode, g_a[i], b.scalar ? b.value : g_b[i]);
     if (hit) bits[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
   }
@@ -269,7 +275,9 @@ void compare(const TileOpNode& n, Core& c) {
 
 void select(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), m = c.operand(n, "mask"), a = c.operand(n, "src0");
+  check_same_numel(n, c, d, a, "src0");
   Operand2 b = second(n, c, "src1", a.dtype);
+  if (!b.scalar) check_same_numel(n, c, d, b.tile, "src1");
   int64_t mode = n.attr_int("mode");
   std::vector<uint8_t> bits;
   load_bytes(m, bits);

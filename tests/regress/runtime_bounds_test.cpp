@@ -102,6 +102,95 @@ TEST(RuntimeBounds, OnChipBufferOutsideItsMemoryIsAnError) {
   unchecked(fill_ub(-1, {Expr(2), Expr(8)})).launch(dev, {x, 1});  // in its memory: runs
 }
 
+/// One AIV runs `body` on UB buffers d {64}, s {32} (int32), m {8} (uint8) and f {64} (fp32).
+PrimFunc ub_op(const std::function<void(Buffer d, Buffer s, Buffer m, Buffer f)>& body) {
+  auto X = T::Tensor("X", {64}, i32);
+  return T::prim_func("ub_op", {X}, [&] {
+    T::Kernel(1, [&](Expr, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        auto d = T::alloc_ub("d", {64}, i32), s = T::alloc_ub("s", {32}, i32);
+        auto m = T::alloc_ub("m", {8}, DType::UInt8);
+        auto fl = T::alloc_ub("f", {64}, f32);
+        T::If(vid == 0, [&] { body(d, s, m, fl); });
+      });
+    });
+  });
+}
+
+TEST(RuntimeBounds, VectorOpsCheckOperandSizes) {
+  // Unverified kernels whose operands differ in size: the integer paths of relu, bnot and the
+  // shifts, compare's second operand and select's operands were staged in vectors sized by
+  // one operand and read for as many elements as another has (heap over-reads).
+  Device dev;
+  Tensor x = Tensor::empty(dev, {64}, i32);
+  std::vector<std::pair<const char*, std::function<void(Buffer, Buffer, Buffer, Buffer)>>> cases = {
+      {"relu", [](Buffer d, Buffer s, Buffer, Buffer) { T::tile::relu(d, s); }},
+      {"bitwise_not", [](Buffer d, Buffer s, Buffer, Buffer) { T::tile::bitwise_not(d, s); }},
+      {"shift_left", [](Buffer d, Buffer s, Buffer, Buffer) { T::tile::shift_left(d, s, 1); }},
+      {"compare", [](Buffer d, Buffer s, Buffer m, Buffer) { T::tile::compare(m, d, s, "LT"); }},
+      {"select", [](Buffer, Buffer, Buffer m, Buffer f) { T::tile::select(f, m, f.region({0}, {32}), f); }},
+  };
+  for (auto& [name, body] : cases) {
+    SCOPED_TRACE(name);
+    std::string m = error_of([&] { unchecked(ub_op(body)).launch(dev, {x}); });
+    EXPECT_HAS(m, "elements");
+  }
+}
+
+TEST(RuntimeBounds, CubeOpsRejectTilesThatAreNotMatrices) {
+  // A rank-1 L0A/L0B/L0C operand made T.mma index dimension size() - 2 of a one-entry index
+  // vector: a write before the vector (heap corruption).
+  auto X = T::Tensor("X", {64}, f32);
+  auto f = T::prim_func("mma_1d", {X}, [&] {
+    T::Kernel(1, [&](Expr, Expr) {
+      T::Scope(Core::Cube, [&] {
+        auto a = T::alloc_L0A("a", {256}, DType::Float16), b = T::alloc_L0B("b", {256}, DType::Float16);
+        auto c = T::alloc_L0C("c", {256}, f32);
+        T::mma(a, b, c, true);
+      });
+    });
+  });
+  Device dev;
+  Tensor x = Tensor::empty(dev, {64}, f32);
+  std::string m = error_of([&] { unchecked(f).launch(dev, {x}); });
+  EXPECT_HAS(m, "2-D tile");
+  EXPECT_HAS(m, "'A'");
+}
+
+TEST(RuntimeBounds, GmToL1CopyOfAThreeDimensionalRegion) {
+  // X[0:2, 0:16, 0:16] of a [2, 32, 16] tensor into a whole [32, 16] L1 buffer: the fast ND ->
+  // NZ path read row r at r * 16, i.e. X[0, 16:32] for the second half instead of X[1, 0:16].
+  // Checked through C = A x I (A the L1 tile, I the identity).
+  auto X = T::Tensor("X", {2, 32, 16}, DType::Float16), I = T::Tensor("I", {16, 16}, DType::Float16);
+  auto Y = T::Tensor("Y", {32, 16}, f32);
+  auto f = T::prim_func("copy3d", {X, I, Y}, [&] {
+    T::Kernel(1, [&](Expr, Expr) {
+      T::Scope(Core::Cube, [&] {
+        auto a = T::alloc_L1("a", {32, 16}, DType::Float16), id = T::alloc_L1("id", {16, 16}, DType::Float16);
+        auto c = T::alloc_L0C("c", {32, 16}, f32);
+        T::copy(X.region({0, 0, 0}, {2, 16, 16}), a);
+        T::copy(I, id);
+        T::set_flag(Pipe::MTE2, Pipe::MTE1, 0);
+        T::wait_flag(Pipe::MTE2, Pipe::MTE1, 0);
+        T::gemm_v0(a, id, c, {.init = true});
+        T::set_flag(Pipe::M, Pipe::FIX, 0);
+        T::wait_flag(Pipe::M, Pipe::FIX, 0);
+        T::copy(c, Y);
+      });
+    });
+  });
+  Device dev;
+  Tensor x = arange(dev, {2, 32, 16}, DType::Float16, 0, 1), id = Tensor::empty(dev, {16, 16}, DType::Float16);
+  for (int i = 0; i < 16; ++i) id.set(i * 16 + i, 1.0);
+  Tensor y = Tensor::empty(dev, {32, 16}, f32);
+  unchecked(f).launch(dev, {x, id, y});
+  for (int r = 0; r < 32; ++r)
+    for (int col = 0; col < 16; ++col) {
+      int64_t want = (r < 16 ? r : 32 + r - 16) * 16 + col;  // X[r / 16, r % 16, col]
+      ASSERT_EQ(y.get(r * 16 + col), static_cast<double>(want)) << "row " << r << " col " << col;
+    }
+}
+
 /// Counts the iterations of `serial(min, extent)` into O[0] and the last value of i into O[1].
 PrimFunc count_loop(Expr min, Expr extent) {
   auto O = T::Tensor("O", {8}, i32);
