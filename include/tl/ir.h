@@ -462,7 +462,7 @@ PrimFunc make_prim_func(std::string name, std::vector<Var> dynamics, std::vector
 
 /// The value of an integer immediate, if `e` is one.
 std::optional<int64_t> as_const_int(const Expr& e);
-/// Product of the extents, if all are constant.
+/// Product of the extents, if all are constant and the product fits in int64.
 std::optional<int64_t> const_product(const std::vector<Expr>& xs);
 /// Extents of a region.
 std::vector<Expr> region_extents(const BufferRegion& r);

@@ -220,8 +220,7 @@ std::optional<int64_t> const_product(const std::vector<Expr>& xs) {
   int64_t p = 1;
   for (const auto& x : xs) {
     auto v = as_const_int(x);
-    if (!v) return std::nullopt;
-    p *= *v;
+    if (!v || __builtin_mul_overflow(p, *v, &p)) return std::nullopt;
   }
   return p;
 }
