@@ -21,6 +21,44 @@ int64_t align_up(int64_t v, int64_t a) {
   return __builtin_add_overflow(v, a - v % a, &r) ? std::numeric_limits<int64_t>::max() : r;
 }
 
+[[noreturn]] void unbound_buffer(const PrimFuncNode& f, const Buffer& b, const SourceLoc& loc) {
+  throw Error(loc, fmt::format("buffer '{}' ({}) is used in kernel '{}' but is neither one of its parameters nor "
+                               "allocated in it (a buffer of another kernel?); compile with verification on to "
+                               "see every such use", b->name, scope_name(b->scope), f.name));
+}
+
+/// Every variable and buffer the kernel uses must be bound in it: one of another kernel (its
+/// loop variable, its buffer) has no slot or placement here. The verifier reports such uses
+/// [undefined-var, undefined-buffer]; a kernel compiled without it is checked here, so that the
+/// executor never meets a symbol it cannot resolve.
+class BoundSymbols : public IRVisitor {
+ public:
+  explicit BoundSymbols(const Program& p) : p_(p) {}
+  using IRVisitor::visit;
+  void visit(const Stmt& s) override {
+    if (!s.defined()) return;
+    loc_ = s->loc;  // a statement's own expressions are visited before its nested statements
+    IRVisitor::visit(s);
+  }
+  void visit_buffer(const Buffer& b) override {
+    if (!b.defined()) return;
+    if (!p_.buffer_index.count(b.get())) unbound_buffer(*p_.func, b, loc_);
+    for (const auto& e : b->shape) visit(e);
+  }
+
+ protected:
+  void visit_(const VarNode* v) override {
+    if (!p_.var_slot.count(v))
+      throw Error(loc_, fmt::format("variable '{}' is used in kernel '{}' but bound nowhere in it (a loop "
+                                    "variable or T::let of another kernel?); compile with verification on to "
+                                    "see every such use", v->name, p_.func->name));
+  }
+
+ private:
+  const Program& p_;
+  SourceLoc loc_;
+};
+
 class Planner : public IRVisitor {
  public:
   Planner(Program& p) : p_(p) {}
@@ -65,6 +103,7 @@ class Planner : public IRVisitor {
     if (n->is_view()) {
       // A view occupies its base's bytes: the base's placement with the view's dtype (the
       // verifier has checked scope, shape and width).
+      if (!p_.buffer_index.count(n->view_of.get())) unbound_buffer(*p_.func, n->view_of, n->loc);
       BufferInfo info = p_.buffer(n->view_of.get());
       info.node = &b;
       p_.buffer_index.emplace(&b, static_cast<int>(p_.buffers.size()));
@@ -168,6 +207,7 @@ std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t) {
   }
   planner.visit(f->body);
   if (!p->kernel) throw Error(f->loc, fmt::format("kernel {} has no T::Kernel launch", f->name));
+  BoundSymbols(*p).visit(f->body);
   planner.check_capacities();
   return p;
 }
