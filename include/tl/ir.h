@@ -24,9 +24,16 @@
 //    hashing all see the same blocks. Loop variables, the kernel's cid/vid, parameters and
 //    dynamic symbols are the other binders.
 //  - A buffer of scope `var` holds one scalar that can be reassigned (T::alloc_var).
+//  - An integer immediate holds its value wrapped to its dtype (IntImmNode::make wraps), so
+//    every immediate prints as a literal of its dtype's range.
+//  - Nesting is bounded (kMaxNestingDepth, kMaxExprNodes below): constructing a deeper
+//    expression or statement nest, or a larger expression tree, is a tl::Error. Every
+//    recursive walk of the IR (verifier, printer, parser, passes, destruction) therefore stays
+//    within a few hundred frames, and everything the DSL builds prints and parses back.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -104,12 +111,33 @@ struct BufferNode;
 struct OpDef;
 
 // ---------------------------------------------------------------------------------------------
+// Nesting limits
+
+/// The deepest expression tree and statement nest the IR holds: a leaf expression is 1 deep,
+/// an operator one more than its deepest operand (a load also counts its buffer's shape); a
+/// simple statement is 1 deep, a For/If/Scope/Kernel one more than its body, a Seq as deep as
+/// its deepest statement. It is the IR text parser's limit too (200 nested blocks, the function
+/// body included, and 200 levels of expression).
+inline constexpr int kMaxNestingDepth = 200;
+/// The most nodes one expression tree holds, counting a shared subexpression once per use (as
+/// printing and every tree walk see it): `e = e + e` repeated does not grow a DAG whose printed
+/// form has 2^n terms.
+inline constexpr int64_t kMaxExprNodes = int64_t{1} << 16;
+
+/// Depth and tree size of an expression (or of a buffer's shape and strides).
+struct Nesting {
+  uint16_t depth = 1;
+  uint32_t size = 1;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Expressions
 
 struct ExprNode {
   ExprKind kind;
   DType dtype;
-  ExprNode(ExprKind k, DType t) : kind(k), dtype(t) {}
+  Nesting nest;  // set by the constructors below; bounded by the limits above
+  ExprNode(ExprKind k, DType t, Nesting n = {}) : kind(k), dtype(t), nest(n) {}
   virtual ~ExprNode() = default;
 };
 
@@ -140,6 +168,14 @@ class Expr {
  private:
   std::shared_ptr<const ExprNode> node_;
 };
+
+namespace detail {
+/// The nesting of a node whose operands are `kids` (undefined ones ignored) plus `extra` (a
+/// buffer's shape, for loads): one deeper than the deepest, one more node than all together.
+/// Throws tl::Error beyond kMaxNestingDepth or kMaxExprNodes.
+Nesting nest_of(std::initializer_list<const Expr*> kids, Nesting extra = {0, 0});
+Nesting nest_of(const std::vector<Expr>& kids, Nesting extra = {0, 0});
+}  // namespace detail
 
 /// A symbolic scalar variable (loop variables, cid/vid, scalar parameters, dynamic sizes).
 /// Identity is the node: two Vars with the same name are different variables.
@@ -176,24 +212,25 @@ struct BinaryNode : ExprNode {
   BinOp op;
   Expr a, b;
   BinaryNode(BinOp o, DType t, Expr x, Expr y)
-      : ExprNode(ExprKind::Binary, t), op(o), a(std::move(x)), b(std::move(y)) {}
+      : ExprNode(ExprKind::Binary, t, detail::nest_of({&x, &y})), op(o), a(std::move(x)), b(std::move(y)) {}
   /// Raw constructor: no folding, result dtype from the promotion rules above.
   static Expr make(BinOp op, Expr a, Expr b);
 };
 struct NotNode : ExprNode {
   Expr a;
-  explicit NotNode(Expr x) : ExprNode(ExprKind::Not, DType::Bool), a(std::move(x)) {}
+  explicit NotNode(Expr x) : ExprNode(ExprKind::Not, DType::Bool, detail::nest_of({&x})), a(std::move(x)) {}
   static Expr make(Expr a);
 };
 struct SelectNode : ExprNode {
   Expr cond, t, f;
   SelectNode(DType dt, Expr c, Expr x, Expr y)
-      : ExprNode(ExprKind::Select, dt), cond(std::move(c)), t(std::move(x)), f(std::move(y)) {}
+      : ExprNode(ExprKind::Select, dt, detail::nest_of({&c, &x, &y})), cond(std::move(c)), t(std::move(x)),
+        f(std::move(y)) {}
   static Expr make(Expr cond, Expr t, Expr f);
 };
 struct CastNode : ExprNode {
   Expr value;
-  CastNode(DType t, Expr v) : ExprNode(ExprKind::Cast, t), value(std::move(v)) {}
+  CastNode(DType t, Expr v) : ExprNode(ExprKind::Cast, t, detail::nest_of({&v})), value(std::move(v)) {}
   static Expr make(DType t, Expr v);
 };
 
@@ -234,6 +271,7 @@ struct BufferNode {
   MemScope scope;
   int64_t address = -1;  // byte offset in the scope's memory once planned; -1: not planned
   SourceLoc loc;
+  Nesting nest{0, 0};  // of the shape and strides (make sets it): a load of the buffer adds it
   static Buffer make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                      std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {});
   size_t ndim() const { return shape.size(); }
@@ -243,7 +281,8 @@ struct LoadNode : ExprNode {
   Buffer buffer;
   std::vector<Expr> indices;
   LoadNode(DType t, Buffer b, std::vector<Expr> idx)
-      : ExprNode(ExprKind::Load, t), buffer(std::move(b)), indices(std::move(idx)) {}
+      : ExprNode(ExprKind::Load, t, detail::nest_of(idx, b.defined() ? b->nest : Nesting{0, 0})),
+        buffer(std::move(b)), indices(std::move(idx)) {}
   static Expr make(Buffer b, std::vector<Expr> indices);
 };
 /// A pure scalar intrinsic: exp, log, sqrt, rsqrt, abs, sigmoid, pow, ... (see ir.cpp).
@@ -251,7 +290,7 @@ struct CallNode : ExprNode {
   std::string name;
   std::vector<Expr> args;
   CallNode(DType t, std::string n, std::vector<Expr> a)
-      : ExprNode(ExprKind::Call, t), name(std::move(n)), args(std::move(a)) {}
+      : ExprNode(ExprKind::Call, t, detail::nest_of(a)), name(std::move(n)), args(std::move(a)) {}
   static Expr make(DType t, std::string name, std::vector<Expr> args);
 };
 
@@ -304,8 +343,9 @@ struct Attr {
 
 struct StmtNode {
   StmtKind kind;
+  uint16_t depth;  // nesting depth (see kMaxNestingDepth), set by the constructors below
   SourceLoc loc;
-  StmtNode(StmtKind k, SourceLoc l) : kind(k), loc(std::move(l)) {}
+  StmtNode(StmtKind k, SourceLoc l, uint16_t d = 1) : kind(k), depth(d), loc(std::move(l)) {}
   virtual ~StmtNode() = default;
 };
 
@@ -328,9 +368,17 @@ class Stmt {
   std::shared_ptr<const StmtNode> node_;
 };
 
+namespace detail {
+/// The depth of a statement whose bodies are `bodies` (one more than the deepest); of a Seq of
+/// `stmts` (the deepest, 1 when empty). Throw tl::Error at `loc` beyond kMaxNestingDepth.
+uint16_t stmt_depth(std::initializer_list<const Stmt*> bodies, const SourceLoc& loc);
+uint16_t seq_depth(const std::vector<Stmt>& stmts, const SourceLoc& loc);
+}  // namespace detail
+
 struct SeqNode : StmtNode {
   std::vector<Stmt> stmts;
-  SeqNode(std::vector<Stmt> s, SourceLoc l) : StmtNode(StmtKind::Seq, l), stmts(std::move(s)) {}
+  SeqNode(std::vector<Stmt> s, SourceLoc l)
+      : StmtNode(StmtKind::Seq, l, detail::seq_depth(s, l)), stmts(std::move(s)) {}
   /// A statement list: undefined statements are dropped and nested Seqs spliced in, so a Seq
   /// never directly contains a Seq (a Seq is not a scope; see the scoping rule above).
   static Stmt make(std::vector<Stmt> stmts, SourceLoc loc = {});
@@ -342,7 +390,8 @@ struct ForNode : StmtNode {
   int num_stages;  // Pipelined only; 0 otherwise
   Stmt body;
   ForNode(Var v, Expr mn, Expr ext, ForKind k, int ns, Stmt b, SourceLoc l)
-      : StmtNode(StmtKind::For, l), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
+      : StmtNode(StmtKind::For, l, detail::stmt_depth({&b}, l)), var(std::move(v)), min(std::move(mn)),
+        extent(std::move(ext)),
         for_kind(k), num_stages(ns), body(std::move(b)) {}
   static Stmt make(Var v, Expr min, Expr extent, ForKind k, int num_stages, Stmt body,
                    SourceLoc loc = {});
@@ -351,7 +400,7 @@ struct IfNode : StmtNode {
   Expr cond;
   Stmt then_case, else_case;  // else_case may be undefined
   IfNode(Expr c, Stmt t, Stmt e, SourceLoc l)
-      : StmtNode(StmtKind::If, l), cond(std::move(c)), then_case(std::move(t)),
+      : StmtNode(StmtKind::If, l, detail::stmt_depth({&t, &e}, l)), cond(std::move(c)), then_case(std::move(t)),
         else_case(std::move(e)) {}
   static Stmt make(Expr cond, Stmt then_case, Stmt else_case = {}, SourceLoc loc = {});
 };
@@ -420,7 +469,7 @@ struct ScopeNode : StmtNode {
   CoreKind core;
   Stmt body;
   ScopeNode(CoreKind c, Stmt b, SourceLoc l)
-      : StmtNode(StmtKind::Scope, l), core(c), body(std::move(b)) {}
+      : StmtNode(StmtKind::Scope, l, detail::stmt_depth({&b}, l)), core(c), body(std::move(b)) {}
   static Stmt make(CoreKind c, Stmt body, SourceLoc loc = {});
 };
 /// Kernel launch: `num_blocks` logical blocks, each 1 AIC + 2 AIV. cid in [0, num_blocks),
@@ -430,7 +479,7 @@ struct KernelNode : StmtNode {
   Var cid, vid;
   Stmt body;
   KernelNode(Expr n, Var c, Var v, Stmt b, SourceLoc l)
-      : StmtNode(StmtKind::Kernel, l), num_blocks(std::move(n)), cid(std::move(c)),
+      : StmtNode(StmtKind::Kernel, l, detail::stmt_depth({&b}, l)), num_blocks(std::move(n)), cid(std::move(c)),
         vid(std::move(v)), body(std::move(b)) {}
   static Stmt make(Expr num_blocks, Var cid, Var vid, Stmt body, SourceLoc loc = {});
 };
@@ -462,7 +511,7 @@ PrimFunc make_prim_func(std::string name, std::vector<Var> dynamics, std::vector
 
 /// The value of an integer immediate, if `e` is one.
 std::optional<int64_t> as_const_int(const Expr& e);
-/// Product of the extents, if all are constant.
+/// Product of the extents, if all are constant and the product fits in int64.
 std::optional<int64_t> const_product(const std::vector<Expr>& xs);
 /// Extents of a region.
 std::vector<Expr> region_extents(const BufferRegion& r);

@@ -33,7 +33,7 @@ Expr ceildiv(Expr a, Expr b);  // floordiv(a + b - 1, b)
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr select(Expr cond, Expr t, Expr f);
-Expr cast(DType t, Expr v);
+Expr cast(DType t, Expr v);  // an integer constant cast to an integer dtype folds (wrapped)
 Expr bitwise_and(Expr a, Expr b);
 Expr bitwise_or(Expr a, Expr b);
 Expr bitwise_xor(Expr a, Expr b);

@@ -22,8 +22,10 @@
 //    parses the text and has the backend build its artifact from it, without running the
 //    pass pipeline again. Files are written to a unique temporary name in the same directory
 //    and renamed into place, so concurrent processes never see a partial file. An entry whose
-//    version or key differs, that does not parse, or whose parsed function does not hash to
-//    the recorded value is ignored (counted in disk_rejects) and overwritten.
+//    version or key differs, that does not parse, whose parsed function does not hash to
+//    the recorded value, or that fails the verifier (the planned spec for lowered IR, the
+//    expert spec with lower = false: a cache file is untrusted input, and a forged address
+//    must never reach the backend) is ignored (counted in disk_rejects) and overwritten.
 //
 // Configuration:
 //  * env TL_CACHE=0 disables both levels (as does CompileOptions::cache = false);

@@ -17,6 +17,9 @@ namespace tl {
 /// product. Fractal scopes pad the last two dimensions (rows, cols) to whole fractals:
 /// L1 and L0A pad rows to 16 and cols to 32 B / sizeof(dtype); L0B pads rows to
 /// 32 B / sizeof(dtype) and cols to 16; L0C pads both to 16. Leading dimensions multiply.
+/// `shape` must be positive. Saturates at INT64_MAX when the size does not fit in int64 (more
+/// than any memory holds, so a capacity check rejects it; callers add it to an address with
+/// checked arithmetic).
 int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& shape);
 
 /// Start-address alignment the planner uses in `scope`: max(target alignment, 32 bytes).
@@ -43,7 +46,7 @@ using MayShare = std::function<bool(size_t i, size_t j)>;
 /// blocks are not checked against each other), every free offset is a multiple of its block's
 /// alignment, and the footprint stays small: the better of first fit largest-first and first
 /// fit in the given order, so never above a bump allocator in the given order. Deterministic.
-/// Pure: no capacity check.
+/// Pure: no capacity check (offsets and ends saturate at INT64_MAX, beyond every capacity).
 std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks, const MayShare& may_share = {});
 
 }  // namespace tl

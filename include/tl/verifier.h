@@ -24,8 +24,11 @@
 //    memories the scalar unit cannot address [scalar-access-scope].
 //  - views (T::view): of an on-chip buffer [view-scope], same element width [view-dtype-width],
 //    the base's scope, shape and address [view-layout].
-//  - buffers: capacity [buffer-capacity], explicit address alignment and range (the padded
-//    footprint ends within capacity) [buffer-address-alignment, buffer-address-range];
+//  - buffers: positive on-chip sizes, GM tensor sizes >= 0 whose byte size fits in int64
+//    [buffer-shape]; capacity [buffer-capacity], explicit address alignment and range (the padded
+//    footprint ends within capacity) [buffer-address-alignment, buffer-address-range]. Sizes,
+//    ends and offsets are computed with checked arithmetic: a value that overflows int64 is
+//    reported, never wrapped into range;
 //    regions inside their buffer [region-out-of-bounds]; UB rows and starts 32 B aligned
 //    [ub-row-alignment, ub-start-alignment].
 //  - ops: operand memories, dtypes and shapes from the target tables (see src/verify/).

@@ -1,6 +1,7 @@
 // Constructors of IR nodes (argument checks; dtype promotion is arith's) and enum names.
 #include "tl/ir.h"
 
+#include <algorithm>
 #include <array>
 
 #include "tl/arith.h"
@@ -49,6 +50,65 @@ bool is_logical(BinOp op) { return op == BinOp::And || op == BinOp::Or; }
 std::string_view sync_name(SyncKind k) { return kSyncNames[static_cast<size_t>(k)]; }
 
 // ---------------------------------------------------------------------------------------------
+// Nesting limits
+
+namespace detail {
+namespace {
+Nesting grow(Nesting acc, Nesting kid) {
+  acc.depth = std::max(acc.depth, kid.depth);
+  acc.size += kid.size;  // both <= kMaxExprNodes: no overflow in uint32
+  if (acc.size > kMaxExprNodes) acc.size = kMaxExprNodes + 1;
+  return acc;
+}
+Nesting finish(Nesting acc) {
+  if (acc.depth + 1 > kMaxNestingDepth)
+    throw Error(fmt::format("expression nested too deeply (more than {} levels, the limit of the IR and of its "
+                            "text format); build long sums and chains as balanced trees, or accumulate in a "
+                            "T::alloc_var", kMaxNestingDepth));
+  if (acc.size + 1 > kMaxExprNodes)
+    throw Error(fmt::format("expression tree of more than {} nodes, counting a shared subexpression once per "
+                            "use (the limit of the IR); bind repeated subexpressions with T::let", kMaxExprNodes));
+  return {static_cast<uint16_t>(acc.depth + 1), acc.size + 1};
+}
+}  // namespace
+
+Nesting nest_of(std::initializer_list<const Expr*> kids, Nesting extra) {
+  Nesting acc = extra;
+  for (const Expr* k : kids)
+    if (k->defined()) acc = grow(acc, k->get()->nest);
+  return finish(acc);
+}
+Nesting nest_of(const std::vector<Expr>& kids, Nesting extra) {
+  Nesting acc = extra;
+  for (const Expr& k : kids)
+    if (k.defined()) acc = grow(acc, k.get()->nest);
+  return finish(acc);
+}
+
+namespace {
+[[noreturn]] void too_deep(const SourceLoc& loc) {
+  throw Error(loc, fmt::format("statements nested too deeply (more than {} levels, the limit of the IR and of "
+                               "its text format, whose function body counts as one)", kMaxNestingDepth));
+}
+}  // namespace
+
+uint16_t stmt_depth(std::initializer_list<const Stmt*> bodies, const SourceLoc& loc) {
+  int d = 1;  // an empty body prints as `pass`, a statement of its own
+  for (const Stmt* b : bodies)
+    if (b->defined()) d = std::max<int>(d, b->get()->depth);
+  if (d + 1 > kMaxNestingDepth) too_deep(loc);
+  return static_cast<uint16_t>(d + 1);
+}
+uint16_t seq_depth(const std::vector<Stmt>& stmts, const SourceLoc& loc) {
+  int d = 1;
+  for (const Stmt& s : stmts)
+    if (s.defined()) d = std::max<int>(d, s.get()->depth);
+  if (d > kMaxNestingDepth) too_deep(loc);
+  return static_cast<uint16_t>(d);
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
 // Expressions
 
 Expr Expr::make_bool(bool v) { return Expr(std::make_shared<IntImmNode>(DType::Bool, v ? 1 : 0)); }
@@ -65,7 +125,9 @@ const std::string& Var::name() const { return node()->name; }
 
 Expr IntImmNode::make(DType t, int64_t v) {
   TL_ASSERT(is_int(t) || is_bool(t), "IntImm of dtype {}", dtype_name(t));
-  return Expr(std::make_shared<IntImmNode>(t, v));
+  // Held wrapped (ir.h): the value every evaluation and fold sees, and one the text format
+  // can print as a literal of the dtype.
+  return Expr(std::make_shared<IntImmNode>(t, arith::wrap(t, v)));
 }
 Expr FloatImmNode::make(DType t, double v) {
   TL_ASSERT(is_float(t), "FloatImm of dtype {}", dtype_name(t));
@@ -104,6 +166,17 @@ Buffer BufferNode::make(std::string name, DType dtype, std::vector<Expr> shape, 
   n->scope = scope;
   n->address = address;
   n->loc = std::move(loc);
+  Nesting acc{0, 0};
+  for (const auto* dims : {&n->shape, &n->strides})
+    for (const auto& e : *dims) {
+      if (!e.defined()) continue;
+      acc.depth = std::max(acc.depth, e->nest.depth);
+      acc.size += e->nest.size;
+      if (acc.size > kMaxExprNodes)
+        throw Error(n->loc, fmt::format("the shape of buffer '{}' has more than {} expression nodes (the limit "
+                                        "of the IR)", n->name, kMaxExprNodes));
+    }
+  n->nest = acc;
   return Buffer(std::move(n));
 }
 
@@ -158,6 +231,15 @@ Stmt StoreNode::make(Buffer b, std::vector<Expr> idx, Expr v, SourceLoc loc) {
 Stmt TileOpNode::make(const OpDef* op, std::vector<TileArg> args, std::vector<Attr> attrs,
                       SourceLoc loc) {
   TL_ASSERT(op != nullptr, "TileOp without an OpDef");
+  // A region prints as `lo:lo + ext` (printer.h): that sum must be an expression the IR holds.
+  for (const auto& arg : args)
+    for (const auto& rg : arg.region.ranges) {
+      try {
+        detail::nest_of({&rg.min, &rg.extent});
+      } catch (const Error& e) {
+        throw Error(loc, fmt::format("a region of '{}': {}", arg.region.buffer->name, e.what()));
+      }
+    }
   return Stmt(
       std::make_shared<TileOpNode>(op, std::move(args), std::move(attrs), std::move(loc)));
 }
@@ -220,8 +302,7 @@ std::optional<int64_t> const_product(const std::vector<Expr>& xs) {
   int64_t p = 1;
   for (const auto& x : xs) {
     auto v = as_const_int(x);
-    if (!v) return std::nullopt;
-    p *= *v;
+    if (!v || __builtin_mul_overflow(p, *v, &p)) return std::nullopt;
   }
   return p;
 }

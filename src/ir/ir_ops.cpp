@@ -84,6 +84,8 @@ Expr max(Expr a, Expr b) { return bin(BinOp::Max, std::move(a), std::move(b)); }
 Expr select(Expr c, Expr t, Expr f) { return SelectNode::make(std::move(c), std::move(t), std::move(f)); }
 Expr cast(DType t, Expr v) {
   if (v.dtype() == t) return v;
+  // An integer constant folds like the operators do: to the value the cast evaluates to.
+  if (Expr f = arith::fold_cast(t, v); f.defined()) return f;
   return CastNode::make(t, std::move(v));
 }
 Expr bitwise_and(Expr a, Expr b) { return bin(BinOp::BitAnd, std::move(a), std::move(b)); }

@@ -13,9 +13,10 @@
 //    printed; tile ops go through the generic op registry (find_op / make_tile_op).
 //
 // Every failure is a tl::Error "FILE:LINE:COL: message", most of them "expected X, got Y".
-// The parser must not crash, hang or abort on any input: recursion, block nesting and
-// expression-tree depth are capped at kMaxDepth, and every value is checked before it reaches
-// a node constructor that asserts.
+// The parser must not crash, hang or abort on any input: input, line, token and name sizes
+// are capped (tl/parser.h), recursion and block nesting at kMaxDepth, expression trees by the
+// IR's own limits (its constructors throw, and the error gets the position here), and every
+// value is checked before it reaches a node constructor that asserts.
 #include "tl/parser.h"
 
 #include <charconv>
@@ -31,8 +32,9 @@
 namespace tl {
 namespace {
 
-/// Deepest nesting of blocks, of parser recursion and of expression trees.
-constexpr int kMaxDepth = 200;
+/// Deepest nesting of blocks and of parser recursion: the IR's limit (tl/ir.h), so that every
+/// nest the IR can hold parses back and nothing deeper does.
+constexpr int kMaxDepth = kMaxNestingDepth;
 
 [[noreturn]] void fail_at(std::string_view file, int line, int col, const std::string& msg) {
   throw Error(fmt::format("{}:{}:{}: {}", file, line, col, msg));
@@ -89,6 +91,7 @@ class Lexer {
 
   std::vector<Token> run() {
     while (pos_ < src_.size()) {
+      check_line();
       if (line_start_) {
         line_start_ = false;
         if (brackets_ == 0) indentation();
@@ -103,6 +106,7 @@ class Lexer {
       else if (c == '"' || c == '\'') string();
       else punct();
     }
+    check_line();
     if (line_has_tokens_) push(Tok::Newline, "", pending_loc_);
     while (indents_.size() > 1) {
       indents_.pop_back();
@@ -116,7 +120,20 @@ class Lexer {
   int col() const { return static_cast<int>(pos_ - line_begin_) + 1; }
   [[noreturn]] void fail(const std::string& msg) { fail_at(file_, line_, col(), msg); }
 
+  /// The current line is within kMaxIrLineBytes (checked before each token and at the end).
+  void check_line() {
+    if (pos_ - line_begin_ <= kMaxIrLineBytes) return;
+    fail_at(file_, line_, 1, fmt::format("line longer than {} bytes (the IR text format's limit)", kMaxIrLineBytes));
+  }
+  /// A token of `n` bytes started at column tok_col_ is within `limit`.
+  void check_token(size_t n, size_t limit, const char* what) {
+    if (n <= limit) return;
+    fail_at(file_, line_, tok_col_, fmt::format("{} longer than {} bytes (the IR text format's limit)", what, limit));
+  }
+
   void push(Tok k, std::string text, SourceLoc loc = {}) {
+    if (toks_.size() >= kMaxIrTokens)
+      fail(fmt::format("more than {} tokens (the IR text format's limit)", kMaxIrTokens));
     Token t;
     t.kind = k;
     t.text = std::move(text);
@@ -198,6 +215,7 @@ class Lexer {
     size_t b = pos_;
     while (pos_ < src_.size() && is_name_char(src_[pos_])) ++pos_;
     tok_col_ = static_cast<int>(b - line_begin_) + 1;
+    check_token(pos_ - b, kMaxIrNameBytes, "name");
     push(Tok::Name, std::string(src_.substr(b, pos_ - b)));
   }
 
@@ -225,7 +243,7 @@ class Lexer {
     if (pos_ < src_.size() && (is_name_char(src_[pos_]) || src_[pos_] == '.'))
       fail(fmt::format("expected an operator or delimiter after a number, got {}", next_char()));
     std::string_view s = src_.substr(b, pos_ - b);
-    Token t;
+    check_token(s.size(), kMaxIrTokenBytes, "number");
     if (is_float) {
       double v = 0;
       auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -268,6 +286,7 @@ class Lexer {
         fail(fmt::format("expected the closing {} of the string, got end of line", q));
       char c = src_[pos_];
       if (c == q) break;
+      check_token(value.size() + 2, kMaxIrTokenBytes, "string literal");  // with its quotes
       if (c != '\\') {
         value += c;
         ++pos_;
@@ -344,20 +363,33 @@ class Lexer {
 // =============================================================================================
 // Parser
 
-/// A parsed expression and the depth of its tree (capped to keep destruction and printing
-/// of parsed IR within the stack).
+/// A parsed expression. (The IR nodes track their own depth and size: tl/ir.h.)
 struct Ex {
   Expr e;
-  int depth = 1;
 };
 
 bool is_reserved(std::string_view n) {
   static constexpr std::string_view kWords[] = {
-      "T",   "True", "False", "None", "and", "or", "not",  "if",    "else", "elif",
-      "for", "in",   "with",  "as",   "def", "pass", "float", "while", "return", "lambda"};
+      "T",   "True", "False", "None", "and", "or", "not",  "if",    "else", "elif",  "for",
+      "in",  "with", "as",    "def",  "pass", "float", "while", "return", "lambda", "import", "from"};
   for (auto w : kWords)
     if (n == w) return true;
   return false;
+}
+
+/// The most negative and most positive value of integer dtype `t` as a sign and a magnitude.
+struct IntRange {
+  uint64_t neg_max, pos_max;  // the range is [-neg_max, pos_max]
+};
+IntRange int_range(DType t) {
+  if (is_bool(t)) return {0, 1};
+  const int bits = dtype_bits(t);
+  if (is_unsigned_int(t)) return {0, bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1};
+  return {uint64_t{1} << (bits - 1), (uint64_t{1} << (bits - 1)) - 1};
+}
+std::string range_str(DType t) {
+  IntRange r = int_range(t);
+  return fmt::format("[{}{}, {}]", r.neg_max ? "-" : "", r.neg_max, r.pos_max);
 }
 
 class Parser {
@@ -436,9 +468,9 @@ class Parser {
   [[noreturn]] void expected(const std::string& what) const {
     error_at(peek(), fmt::format("expected {}, got {}", what, describe(peek())));
   }
-  /// A name that can be bound (not a keyword).
+  /// A name that can be bound (is_ir_name: not a keyword).
   std::string expect_name(std::string_view what) {
-    if (peek().kind != Tok::Name || is_reserved(peek().text)) expected(std::string(what));
+    if (peek().kind != Tok::Name || !is_ir_name(peek().text)) expected(std::string(what));
     return next().text;
   }
   std::string expect_string(std::string_view what) {
@@ -478,6 +510,29 @@ class Parser {
     if (neg) return t.int_value == kMax + 1 ? std::numeric_limits<int64_t>::min()
                                             : -static_cast<int64_t>(t.int_value);
     return static_cast<int64_t>(t.int_value);
+  }
+  /// An integer literal token (negated if `neg`) as the held value of an immediate of dtype `t`
+  /// (tl/ir.h: uint64 values of 2^63 and above are held as their two's complement); an error
+  /// naming the literal, the dtype and its range when it does not fit.
+  int64_t int_literal(const Token& t, bool neg, DType dt) const {
+    IntRange r = int_range(dt);
+    const uint64_t m = t.int_value;
+    if (m > (neg ? r.neg_max : r.pos_max))
+      error_at(t, fmt::format("integer literal {}{} is out of range for {}: expected a value in {}", neg ? "-" : "",
+                              excerpt(t.text), dtype_name(dt), range_str(dt)));
+    return neg ? static_cast<int64_t>(0 - m) : static_cast<int64_t>(m);  // two's complement, as held
+  }
+  /// `-v` for the held value `v` of an immediate of dtype `t`; an error when it does not fit `t`.
+  int64_t negated(const Token& at, int64_t v, DType t) const {
+    IntRange r = int_range(t);
+    const bool unsigned_t = is_unsigned_int(t) || is_bool(t);
+    const uint64_t mag = unsigned_t || v >= 0 ? static_cast<uint64_t>(v) : 0 - static_cast<uint64_t>(v);
+    const bool fits = mag == 0 || (!unsigned_t && (v > 0 ? mag <= r.neg_max : mag <= r.pos_max));
+    if (!fits)
+      error_at(at, fmt::format("-({}) is out of range for {}: expected a value in {}",
+                               unsigned_t ? fmt::format("{}", mag) : fmt::format("{}", v), dtype_name(t),
+                               range_str(t)));
+    return static_cast<int64_t>(0 - static_cast<uint64_t>(v));
   }
   /// `[-]INT` within [lo, hi].
   int64_t int_in_range(std::string_view what, int64_t lo, int64_t hi) {
@@ -989,27 +1044,30 @@ class Parser {
     bool l32 = l && l->dtype == DType::Int32, h32 = h && h->dtype == DType::Int32;
     if (l32 && l->value == 0) return {lo, hi};
     if (l32 && h32) {
-      int64_t ext = 0;
-      if (__builtin_sub_overflow(h->value, l->value, &ext))
-        error_at(at, "expected a slice whose extent fits in int64, got an overflowing one");
+      const int64_t ext = h->value - l->value;  // both int32: no overflow
+      if (ext < std::numeric_limits<int32_t>::min() || ext > std::numeric_limits<int32_t>::max())
+        error_at(at, fmt::format("expected a slice whose extent fits in int32, got {}:{} (extent {})", l->value,
+                                 h->value, ext));
       return {lo, IntImmNode::make(DType::Int32, ext)};
     }
     if (auto* add = hi.as<BinaryNode>(); add && add->op == BinOp::Add && structural_equal(add->a, lo))
       return {lo, add->b};
-    return {lo, BinaryNode::make(BinOp::Sub, hi, lo)};
+    return {lo, node(at, [&] { return BinaryNode::make(BinOp::Sub, hi, lo); }).e};
   }
 
   // ---- Expressions ----------------------------------------------------------------------------
 
-  Ex node(Expr e, std::initializer_list<const Ex*> kids, const Token& at) const {
-    int d = 0;
-    for (const Ex* k : kids) d = std::max(d, k->depth);
-    if (d + 1 > kMaxDepth)
-      error_at(at, fmt::format("expression nested too deeply (more than {} levels)", kMaxDepth));
-    return {std::move(e), d + 1};
+  /// The node `make` returns; beyond the IR's nesting limits (tl/ir.h) an error at `at`.
+  template <typename F>
+  Ex node(const Token& at, F&& make) const {
+    try {
+      return {make()};
+    } catch (const Error& e) {  // InternalError is no tl::Error: a bug propagates unchanged
+      error_at(at, e.what());
+    }
   }
   Ex binary(BinOp op, const Ex& a, const Ex& b, const Token& at) const {
-    return node(BinaryNode::make(op, a.e, b.e), {&a, &b}, at);
+    return node(at, [&] { return BinaryNode::make(op, a.e, b.e); });
   }
 
   using Level = Ex (Parser::*)();
@@ -1037,7 +1095,7 @@ class Parser {
     const Token& at = next();
     Nest guard(*this, at);
     Ex a = not_expr();
-    return node(NotNode::make(a.e), {&a}, at);
+    return node(at, [&] { return NotNode::make(a.e); });
   }
   std::optional<BinOp> comparison_op() const {
     static constexpr std::pair<std::string_view, BinOp> kOps[] = {
@@ -1077,13 +1135,10 @@ class Parser {
     if (!is("-")) return primary();
     const Token& at = next();
     Nest guard(*this, at);
-    if (peek().kind == Tok::Int) return {IntImmNode::make(DType::Int32, signed_int(next(), true))};
+    if (peek().kind == Tok::Int) return {IntImmNode::make(DType::Int32, int_literal(next(), true, DType::Int32))};
     Ex a = unary();
-    if (auto* i = a.e.as<IntImmNode>(); i && is_int(i->dtype)) {
-      if (i->value == std::numeric_limits<int64_t>::min())
-        error_at(at, "expected a negatable integer, got the most negative int64");
-      return {IntImmNode::make(i->dtype, -i->value)};
-    }
+    if (auto* i = a.e.as<IntImmNode>(); i && is_int(i->dtype))
+      return {IntImmNode::make(i->dtype, negated(at, i->value, i->dtype))};
     if (auto* f = a.e.as<FloatImmNode>()) return {FloatImmNode::make(f->dtype, -f->value)};
     DType t = a.e.dtype();
     Ex zero{is_float(t) ? FloatImmNode::make(t, 0.0) : IntImmNode::make(t, 0)};
@@ -1093,7 +1148,7 @@ class Parser {
   Ex primary() {
     const Token& t = peek();
     switch (t.kind) {
-      case Tok::Int: next(); return {IntImmNode::make(DType::Int32, signed_int(t, false))};
+      case Tok::Int: next(); return {IntImmNode::make(DType::Int32, int_literal(t, false, DType::Int32))};
       case Tok::Float: next(); return {FloatImmNode::make(DType::Float32, t.float_value)};
       case Tok::String: next(); return {StringImmNode::make(t.text)};
       case Tok::Punct:
@@ -1128,14 +1183,9 @@ class Parser {
       error_at(t, fmt::format("expected a scalar expression, got buffer '{}' (write '{}[...]' for "
                               "an element)", excerpt(t.text), excerpt(t.text)));
     std::vector<Ex> idx = index_list();
-    int d = 0;
     std::vector<Expr> es;
-    for (auto& x : idx) {
-      d = std::max(d, x.depth);
-      es.push_back(std::move(x.e));
-    }
-    Ex load{LoadNode::make(b->buf, std::move(es)), d};
-    return node(load.e, {&load}, t);
+    for (auto& x : idx) es.push_back(std::move(x.e));
+    return node(t, [&] { return LoadNode::make(b->buf, std::move(es)); });
   }
 
   /// `[e, e, ...]` (possibly empty).
@@ -1186,7 +1236,7 @@ class Parser {
     }
     if (n == "if_then_else") {
       auto a = call_args(3, fn);
-      return node(SelectNode::make(a[0].e, a[1].e, a[2].e), {&a[0], &a[1], &a[2]}, fn);
+      return node(fn, [&] { return SelectNode::make(a[0].e, a[1].e, a[2].e); });
     }
     if (n == "cast") {
       expect("(");
@@ -1195,19 +1245,14 @@ class Parser {
       DType t = dtype_string();
       accept(",");
       expect(")");
-      return node(CastNode::make(t, v.e), {&v}, fn);
+      return node(fn, [&] { return CastNode::make(t, v.e); });
     }
     if (int arity = intrinsic_arity(n); arity > 0) {
       auto a = call_args(static_cast<size_t>(arity), fn);
-      int d = 0;
       std::vector<Expr> es;
-      for (auto& x : a) {
-        d = std::max(d, x.depth);
-        es.push_back(x.e);
-      }
+      for (auto& x : a) es.push_back(x.e);
       DType t = es[0].dtype();  // before es is moved from
-      Ex call{CallNode::make(t, n, std::move(es)), d};
-      return node(call.e, {&call}, fn);
+      return node(fn, [&] { return CallNode::make(t, n, std::move(es)); });
     }
     error_at(fn, fmt::format("unknown function 'T.{}'", excerpt(n)));
   }
@@ -1224,7 +1269,7 @@ class Parser {
       const Token& v = peek();
       if (is_int(t)) {
         if (v.kind != Tok::Int) expected(fmt::format("an integer literal for T.{}", dtype_name(t)));
-        e = IntImmNode::make(t, signed_int(next(), neg));
+        e = IntImmNode::make(t, int_literal(next(), neg, t));
       } else {
         double x = 0;
         if (v.kind == Tok::Int) x = static_cast<double>(next().int_value);
@@ -1249,8 +1294,22 @@ class Parser {
 }  // namespace
 
 PrimFunc parse(std::string_view text, std::string_view filename) {
+  if (text.size() > kMaxIrTextBytes)
+    fail_at(filename, 1, 1, fmt::format("input of {} bytes is longer than {} bytes (the IR text format's limit)",
+                                        text.size(), kMaxIrTextBytes));
   Parser p(Lexer(text, filename).run(), filename);
   return p.function();
+}
+
+}  // namespace tl
+
+namespace tl {
+
+bool is_ir_name(std::string_view s) {
+  if (s.empty() || s.size() > kMaxIrNameBytes || !is_name_start(s[0])) return false;
+  for (char c : s)
+    if (!is_name_char(c)) return false;
+  return !is_reserved(s);
 }
 
 }  // namespace tl

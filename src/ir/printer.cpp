@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "tl/op.h"
@@ -74,6 +75,8 @@ class Printer {
         auto* n = e.as<IntImmNode>();
         if (n->dtype == DType::Bool) return n->value ? "True" : "False";
         if (n->dtype == DType::Int32) return std::to_string(n->value);
+        // uint64 values of 2^63 and above are held negative (tl/arith.h); the literal is the value.
+        if (n->dtype == DType::UInt64) return fmt::format("T.uint64({})", static_cast<uint64_t>(n->value));
         return fmt::format("T.{}({})", dtype_name(n->dtype), n->value);
       }
       case ExprKind::FloatImm: {
@@ -231,9 +234,12 @@ class Printer {
   }
   std::string slice(const Range& rg) {
     if (is_zero(rg.min)) return "0:" + expr(rg.extent);
-    if (is_int32_lit(rg.min) && is_int32_lit(rg.extent))
-      return fmt::format("{}:{}", rg.min.as<IntImmNode>()->value,
-                         rg.min.as<IntImmNode>()->value + rg.extent.as<IntImmNode>()->value);
+    if (is_int32_lit(rg.min) && is_int32_lit(rg.extent)) {
+      // `lo:hi` only when hi is an int32 literal too (both are held in int32: no overflow).
+      const int64_t hi = rg.min.as<IntImmNode>()->value + rg.extent.as<IntImmNode>()->value;
+      if (hi >= std::numeric_limits<int32_t>::min() && hi <= std::numeric_limits<int32_t>::max())
+        return fmt::format("{}:{}", rg.min.as<IntImmNode>()->value, hi);
+    }
     return expr(rg.min) + ":" + expr(BinaryNode::make(BinOp::Add, rg.min, rg.extent));
   }
   std::string paren(const Expr& e, int parent_prec, bool strict) {

@@ -147,10 +147,13 @@ Cache& cache() {
 }
 
 /// Reads the artifact at `path` and has `backend` build it. nullptr without a file; a reject
-/// (counted) when it exists but does not hold `key` at this version or does not parse back to
-/// the recorded function. Internal errors are bugs and propagate.
+/// (counted) when it exists but does not hold `key` at this version, does not parse back to
+/// the recorded function, or the function fails the verifier against `spec` (what the
+/// pipeline's output satisfies: a file is input like any other, and a damaged or forged one,
+/// say with an address near INT64_MAX, must never reach the backend). Internal errors are
+/// bugs and propagate.
 std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std::string& key,
-                                              const Backend& backend, const Target& target) {
+                                              const Backend& backend, const Target& target, Spec spec) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return nullptr;
   auto reject = [&] {
@@ -190,6 +193,7 @@ std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std
   try {
     PrimFunc lowered = parse(std::string_view(text).substr(nl + 1), path);
     if (structural_hash(lowered) != want_hash) return reject();
+    if (!verify(lowered, target, {.spec = spec}).empty()) return reject();
     return backend.build(lowered, target);
   } catch (const InternalError&) {
     throw;
@@ -270,7 +274,9 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
   const std::string dir = resolve_dir(opt);
   const std::string path = dir.empty() ? std::string() : file_for(dir, key);
   std::shared_ptr<const Artifact> artifact;
-  if (!path.empty()) artifact = load_artifact(path, key, backend, target);
+  // The pipeline's output satisfies the planned spec; a function compiled as written, the expert
+  // spec (an unverified kernel that fails it is simply compiled again).
+  if (!path.empty()) artifact = load_artifact(path, key, backend, target, opt.lower ? Spec::Planned : Spec::Expert);
   if (artifact) {
     // The disk matches on the key's structural hash alone, never on the function itself, so
     // the function is verified here: a kernel is never handed out for a function that would

@@ -2,10 +2,10 @@
 // structural T:: calls: functions, launch, scopes, memory, scalars and control flow.
 #include "builder.h"
 
-#include <cctype>
 #include <set>
 
 #include "tl/lang.h"
+#include "tl/parser.h"
 
 namespace tl {
 
@@ -48,6 +48,18 @@ void emit(Stmt s, const SourceLoc& loc) {
   f.blocks.back().push_back(std::move(s));
 }
 
+[[noreturn]] void rethrow_located(const SourceLoc& loc) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    // An error without a location (an expression operator's, e.g. the IR's nesting limit) is
+    // attributed to the innermost DSL statement whose body raised it.
+    if (!e.loc().known() && loc.known())
+      throw Error(loc, fmt::format("{} (raised in the body of the T:: statement at this line)", e.what()));
+    throw;
+  }
+}
+
 Stmt capture(const std::function<void()>& body, const SourceLoc& loc) {
   auto& f = current(loc);
   f.blocks.emplace_back();
@@ -55,7 +67,7 @@ Stmt capture(const std::function<void()>& body, const SourceLoc& loc) {
     if (body) body();
   } catch (...) {
     f.blocks.pop_back();
-    throw;
+    rethrow_located(loc);
   }
   std::vector<Stmt> stmts = std::move(f.blocks.back());
   f.blocks.pop_back();
@@ -71,21 +83,20 @@ std::string unique_name(const std::string& base) {
   return n;
 }
 
-bool is_identifier(const std::string& s) {
-  static const char* kReserved[] = {"T", "and", "or", "not", "in", "if", "else", "for", "def", "with", "as",
-                                    "pass", "True", "False", "float", "return", "while", "import", "from"};
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  for (const char* r : kReserved)
-    if (s == r) return false;
-  return true;
+bool is_identifier(const std::string& s) { return is_ir_name(s); }
+
+std::string name_rule() {
+  return fmt::format("expected an identifier (an ASCII letter or _, then letters, digits or _, at most {} "
+                     "characters) that is not a keyword of the IR text format", kMaxIrNameBytes);
+}
+
+std::string shown_name(const std::string& name) {
+  return name.size() <= 64 ? name : name.substr(0, 64) + fmt::format("... ({} characters)", name.size());
 }
 
 void claim_name(const std::string& name, const SourceLoc& loc) {
   if (!is_identifier(name))
-    user_error(loc, "'{}' cannot name a buffer or variable: expected an identifier (letters, digits, _) that is "
-                    "not a keyword of the IR text format", name);
+    user_error(loc, "'{}' cannot name a buffer or variable: {}", shown_name(name), name_rule());
   auto& f = current(loc);
   if (!f.names.insert(name).second)
     user_error(loc, "the name '{}' is already used in this kernel; buffer, variable and parameter "
@@ -142,8 +153,10 @@ Buffer alloc(std::string name, std::vector<Expr> shape, DType dtype, MemScope sc
 void loop(Expr min, Expr extent, ForKind kind, int stages, const std::function<void(Expr)>& body,
           const Loc& l, const char* var_base) {
   SourceLoc loc = source_loc(l);
-  if (!lang::is_identifier(var_base)) user_error(loc, "loop variable name '{}' is not an identifier", var_base);
-  Var v(lang::unique_name(var_base));
+  std::string name = lang::is_identifier(var_base) ? lang::unique_name(var_base) : std::string(var_base);
+  if (!lang::is_identifier(name))  // a valid base may still grow too long with its suffix
+    user_error(loc, "'{}' cannot name a loop variable: {}", lang::shown_name(name), lang::name_rule());
+  Var v(name);
   Stmt s = capture([&] { body(v); }, loc);
   emit(ForNode::make(v, std::move(min), std::move(extent), kind, stages, s, loc), loc);
 }
@@ -169,9 +182,12 @@ PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::fu
   state.blocks.emplace_back();
   std::vector<Param> ps;
   std::vector<Var> dynamics;
+  if (!lang::is_identifier(name))
+    user_error(loc, "T::prim_func: '{}' cannot name a function: {}", lang::shown_name(name), lang::name_rule());
   for (auto& p : params) {
     if (!lang::is_identifier(p.p.name()))
-      user_error(loc, "T::prim_func('{}'): parameter name '{}' is not an identifier", name, p.p.name());
+      user_error(loc, "T::prim_func('{}'): parameter name '{}' is not an identifier: {}", name,
+                 lang::shown_name(p.p.name()), lang::name_rule());
     if (!state.names.insert(p.p.name()).second)
       user_error(loc, "T::prim_func('{}'): two parameters are called '{}'", name, p.p.name());
     if (p.p.is_tensor()) {
@@ -180,13 +196,18 @@ PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::fu
     }
     ps.push_back(p.p);
   }
-  for (const auto& d : dynamics) state.names.insert(d.name());
+  for (const auto& d : dynamics) {
+    if (!lang::is_identifier(d.name()))
+      user_error(loc, "T::prim_func('{}'): dynamic symbol name '{}' is not an identifier: {}", name,
+                 lang::shown_name(d.name()), lang::name_rule());
+    state.names.insert(d.name());
+  }
   lang::g_funcs.push_back(&state);
   try {
     body();
   } catch (...) {
     lang::g_funcs.pop_back();
-    throw;
+    lang::rethrow_located(loc);
   }
   lang::g_funcs.pop_back();
   if (!state.has_kernel) user_error(loc, "T::prim_func('{}') has no T::Kernel launch", name);

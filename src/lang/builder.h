@@ -19,8 +19,15 @@ void note_kernel(const SourceLoc& loc);
 bool building();
 /// Returns a name not yet used in the function being built (`base`, `base_1`, ...).
 std::string unique_name(const std::string& base);
-/// True for names the IR text format can print and parse back (not keywords).
+/// True for names the IR text format can print and parse back: tl::is_ir_name, the one rule
+/// the parser applies too.
 bool is_identifier(const std::string& s);
+/// Why a name is rejected ("expected an identifier ..."), and a bounded rendering of one.
+std::string name_rule();
+std::string shown_name(const std::string& name);
+/// Rethrows the exception being handled; a tl::Error without a location gets `loc` (the DSL
+/// statement whose body raised it). Call only inside a catch block.
+[[noreturn]] void rethrow_located(const SourceLoc& loc);
 /// Records a buffer name as used; a user error if it already is, or is not an identifier.
 void claim_name(const std::string& name, const SourceLoc& loc);
 

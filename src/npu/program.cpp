@@ -3,6 +3,10 @@
 // scope's alignment). Liveness-based reuse is the compiler's plan_memory pass (issue 5).
 #include "program.h"
 
+#include <fmt/ranges.h>
+
+#include <limits>
+
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/storage.h"
@@ -10,7 +14,50 @@
 namespace tl::npu {
 namespace {
 
-int64_t align_up(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+/// `v` rounded up to a multiple of `a`, saturating at INT64_MAX (beyond every capacity).
+int64_t align_up(int64_t v, int64_t a) {
+  if (a <= 1 || v % a == 0) return v;
+  int64_t r = 0;
+  return __builtin_add_overflow(v, a - v % a, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+
+[[noreturn]] void unbound_buffer(const PrimFuncNode& f, const Buffer& b, const SourceLoc& loc) {
+  throw Error(loc, fmt::format("buffer '{}' ({}) is used in kernel '{}' but is neither one of its parameters nor "
+                               "allocated in it (a buffer of another kernel?); compile with verification on to "
+                               "see every such use", b->name, scope_name(b->scope), f.name));
+}
+
+/// Every variable and buffer the kernel uses must be bound in it: one of another kernel (its
+/// loop variable, its buffer) has no slot or placement here. The verifier reports such uses
+/// [undefined-var, undefined-buffer]; a kernel compiled without it is checked here, so that the
+/// executor never meets a symbol it cannot resolve.
+class BoundSymbols : public IRVisitor {
+ public:
+  explicit BoundSymbols(const Program& p) : p_(p) {}
+  using IRVisitor::visit;
+  void visit(const Stmt& s) override {
+    if (!s.defined()) return;
+    loc_ = s->loc;  // a statement's own expressions are visited before its nested statements
+    IRVisitor::visit(s);
+  }
+  void visit_buffer(const Buffer& b) override {
+    if (!b.defined()) return;
+    if (!p_.buffer_index.count(b.get())) unbound_buffer(*p_.func, b, loc_);
+    for (const auto& e : b->shape) visit(e);
+  }
+
+ protected:
+  void visit_(const VarNode* v) override {
+    if (!p_.var_slot.count(v))
+      throw Error(loc_, fmt::format("variable '{}' is used in kernel '{}' but bound nowhere in it (a loop "
+                                    "variable or T::let of another kernel?); compile with verification on to "
+                                    "see every such use", v->name, p_.func->name));
+  }
+
+ private:
+  const Program& p_;
+  SourceLoc loc_;
+};
 
 class Planner : public IRVisitor {
  public:
@@ -56,6 +103,7 @@ class Planner : public IRVisitor {
     if (n->is_view()) {
       // A view occupies its base's bytes: the base's placement with the view's dtype (the
       // verifier has checked scope, shape and width).
+      if (!p_.buffer_index.count(n->view_of.get())) unbound_buffer(*p_.func, n->view_of, n->loc);
       BufferInfo info = p_.buffer(n->view_of.get());
       info.node = &b;
       p_.buffer_index.emplace(&b, static_cast<int>(p_.buffers.size()));
@@ -76,19 +124,24 @@ class Planner : public IRVisitor {
                                           "constants, got {}", b.name, v ? std::to_string(*v) : "a symbolic size"));
         shape.push_back(*v);
       }
-      info.shape = shape;
-      info.strides.assign(shape.size(), 1);
-      for (size_t d = shape.size(); d-- > 1;) info.strides[d - 1] = info.strides[d] * shape[d];
-      info.bytes = storage_bytes(b.scope, b.dtype, shape);
+      info.bytes = storage_bytes(b.scope, b.dtype, shape);  // saturates beyond int64
       int64_t& cursor = p_.scope_bytes[static_cast<size_t>(b.scope)];
       int64_t align = planning_alignment(*p_.target, b.scope);
-      if (b.address >= 0) {
-        info.offset = b.address;
-        cursor = std::max(cursor, align_up(b.address + info.bytes, align));
-      } else {
-        info.offset = align_up(cursor, align);
-        cursor = info.offset + info.bytes;
-      }
+      info.offset = b.address >= 0 ? b.address : align_up(cursor, align);
+      // The executor indexes the core's memory with these bytes, so they must lie inside it
+      // before anything runs, whether or not the kernel was verified (checked arithmetic: an
+      // address near INT64_MAX must not wrap below the capacity).
+      const int64_t cap = p_.target->cap(b.scope);
+      int64_t end = 0;
+      if (info.bytes == std::numeric_limits<int64_t>::max() || __builtin_add_overflow(info.offset, info.bytes, &end) ||
+          (cap > 0 && end > cap))
+        throw Error(n->loc, fmt::format("buffer '{}' ({} x {}) at byte {} needs {} bytes, beyond the {} bytes of "
+                                        "{} on {}", b.name, fmt::join(shape, " x "), dtype_name(b.dtype),
+                                        info.offset, info.bytes, cap, scope_name(b.scope), p_.target->name));
+      cursor = std::max(cursor, b.address >= 0 ? align_up(end, align) : end);
+      info.shape = shape;
+      info.strides.assign(shape.size(), 1);  // info.bytes is exact, so no stride overflows
+      for (size_t d = shape.size(); d-- > 1;) info.strides[d - 1] = info.strides[d] * shape[d];
       rows_.push_back(fmt::format("  {:<16} {:<8} {:>14} {:>10} {:>10}  {}", b.name, scope_name(b.scope),
                                   fmt::format("{}", dtype_name(b.dtype)), info.offset, info.bytes, n->loc.str()));
       scope_rows_[static_cast<size_t>(b.scope)].push_back(rows_.back());
@@ -154,6 +207,7 @@ std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t) {
   }
   planner.visit(f->body);
   if (!p->kernel) throw Error(f->loc, fmt::format("kernel {} has no T::Kernel launch", f->name));
+  BoundSymbols(*p).visit(f->body);
   planner.check_capacities();
   return p;
 }

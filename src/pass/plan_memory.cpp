@@ -13,6 +13,7 @@
 // bytes, and an overflow error says which reuses were refused and why. (tilelang-ascend issue
 // 1156: a planner that reuses live bytes across pipes turns a correctly synchronised kernel
 // into a racy one.)
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -239,7 +240,12 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
     };
     std::vector<int64_t> offsets = assign_offsets(blocks, may_share);
     int64_t total = 0;
-    for (size_t i = 0; i < blocks.size(); ++i) total = std::max(total, offsets[i] + blocks[i].bytes);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      // Saturating: a pinned address near INT64_MAX must fail the capacity check, not wrap.
+      int64_t end = 0;
+      if (__builtin_add_overflow(offsets[i], blocks[i].bytes, &end)) end = std::numeric_limits<int64_t>::max();
+      total = std::max(total, end);
+    }
     int64_t cap = target.cap(scope);
     if (cap > 0 && total > cap) report_overflow(f, target, scope, total, lives, offsets, lv, refused);
     for (size_t i = 0; i < lives.size(); ++i) {

@@ -2,11 +2,28 @@
 #include "tl/storage.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace tl {
 namespace {
-int64_t align_up(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+// Saturating arithmetic on non-negative sizes and offsets: a result beyond int64 becomes
+// INT64_MAX, which is more than any memory holds, so every capacity check still fails on it
+// (wrapping around would turn a huge buffer into a small one).
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? kMax : r;
+}
+int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? kMax : r;
+}
+int64_t align_up(int64_t v, int64_t a) {
+  if (a <= 1) return v;
+  int64_t r = v % a;
+  return r == 0 ? v : sat_add(v, a - r);
+}
 }  // namespace
 
 int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& shape) {
@@ -15,17 +32,17 @@ int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& s
                  scope == MemScope::L0C;
   if (!fractal || shape.empty()) {
     int64_t n = 1;
-    for (auto s : shape) n *= s;
-    return n * esize;
+    for (auto s : shape) n = sat_mul(n, s);
+    return sat_mul(n, esize);
   }
   int64_t lead = 1;
-  for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
+  for (size_t i = 0; i + 2 < shape.size(); ++i) lead = sat_mul(lead, shape[i]);
   int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
   int64_t cols = shape.back();
   int64_t c0 = scope == MemScope::L0C ? 16 : std::max<int64_t>(1, 32 / esize);
   // L0B (ZN) pads its rows (K) to the fractal width and its columns (N) to 16.
-  if (scope == MemScope::L0B) return lead * align_up(rows, c0) * align_up(cols, 16) * esize;
-  return lead * align_up(rows, 16) * align_up(cols, c0) * esize;
+  if (scope == MemScope::L0B) return sat_mul(sat_mul(sat_mul(lead, align_up(rows, c0)), align_up(cols, 16)), esize);
+  return sat_mul(sat_mul(sat_mul(lead, align_up(rows, 16)), align_up(cols, c0)), esize);
 }
 
 int64_t planning_alignment(const Target& t, MemScope scope) {
@@ -63,14 +80,14 @@ std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>&
     std::sort(conflicts.begin(), conflicts.end(), [&](size_t x, size_t y) { return offset[x] < offset[y]; });
     int64_t at = 0;
     for (size_t j : conflicts) {
-      if (offset[j] >= at + b.bytes) break;  // fits in the gap below conflict j
-      at = std::max(at, align_up(offset[j] + blocks[j].bytes, b.align));
+      if (offset[j] >= sat_add(at, b.bytes)) break;  // fits in the gap below conflict j
+      at = std::max(at, align_up(sat_add(offset[j], blocks[j].bytes), b.align));
     }
     offset[i] = at;
     placed.push_back(i);
   }
   int64_t footprint = 0;
-  for (size_t i = 0; i < blocks.size(); ++i) footprint = std::max(footprint, offset[i] + blocks[i].bytes);
+  for (size_t i = 0; i < blocks.size(); ++i) footprint = std::max(footprint, sat_add(offset[i], blocks[i].bytes));
   return {offset, footprint};
 }
 

@@ -13,6 +13,9 @@ namespace {
 
 bool is_single_element(const BufferRegion& r) { return region_elems(r) == 1; }
 
+/// Bytes of a bitmask of `count` >= 0 bits, without overflow near INT64_MAX.
+int64_t mask_bytes(int64_t count) { return count / 8 + (count % 8 != 0); }
+
 std::vector<Expr> squeeze(std::vector<Expr> e) {
   size_t i = 0;
   while (i + 1 < e.size() && as_const_int(e[i]) == 1) ++i;
@@ -43,13 +46,19 @@ void check_sort_capacity(const TileOpNode& n, VerifyContext& ctx, const char* op
                          std::optional<int64_t> entries, const char* what) {
   const BufferRegion* dst = region_of(n, operand);
   if (!dst || !entries) return;
+  if (*entries < 0) {
+    ctx.error(n, operand, "sort-count",
+              fmt::format("{} {} (score, index) entries; expected a count >= 0", what, *entries));
+    return;
+  }
   auto bytes = region_bytes(*dst);
-  const int64_t need = *entries * ctx.target().sort_pair_bytes;
-  if (bytes && *bytes < need)
+  auto need = checked_mul(*entries, ctx.target().sort_pair_bytes);  // nullopt: beyond any buffer
+  if (bytes && (!need || *bytes < *need))
     ctx.error(n, operand, "sort-buffer-size",
               fmt::format("{} {} (score, index) entries of {} bytes need {} bytes, '{}' has {}",
-                          what, *entries, ctx.target().sort_pair_bytes, need, dst->buffer->name,
-                          *bytes));
+                          what, *entries, ctx.target().sort_pair_bytes,
+                          need ? fmt::format("{}", *need) : std::string("more than 2^63"),
+                          dst->buffer->name, *bytes));
 }
 
 }  // namespace
@@ -123,15 +132,15 @@ void rule_compare(const TileOpNode& n, VerifyContext& ctx) {
                             str_list(it->second), t.name, mode));
   }
   if (auto count = region_elems(*src0)) {
-    const int64_t bytes = *count * dtype_bytes(d);
-    if (t.compare_align_bytes > 0 && bytes % t.compare_align_bytes != 0)
+    auto bytes = checked_mul(*count, dtype_bytes(d));
+    if (bytes && t.compare_align_bytes > 0 && *bytes % t.compare_align_bytes != 0)
       ctx.error(n, "src0", "compare-count-alignment",
                 fmt::format("compare needs count x sizeof a multiple of {} bytes, got {} x {} = {} "
-                            "bytes", t.compare_align_bytes, *count, dtype_bytes(d), bytes));
-    if (auto mask = region_bytes(*dst); mask && *mask * 8 < *count)
+                            "bytes", t.compare_align_bytes, *count, dtype_bytes(d), *bytes));
+    if (auto mask = region_bytes(*dst); mask && *mask < mask_bytes(*count))
       ctx.error(n, "dst", "compare-dst-size",
                 fmt::format("the bitmask of {} elements needs {} bytes, '{}' has {}", *count,
-                            (*count + 7) / 8, dst->buffer->name, *mask));
+                            mask_bytes(*count), dst->buffer->name, *mask));
   }
 }
 
@@ -161,10 +170,10 @@ void rule_select(const TileOpNode& n, VerifyContext& ctx) {
   if (mode >= 1) {
     auto count = region_elems(*dst);
     auto bytes = region_bytes(*mask);
-    if (count && bytes && *bytes * 8 < *count)
+    if (count && bytes && *bytes < mask_bytes(*count))
       ctx.error(n, "mask", "select-mask-size",
                 fmt::format("mode {} consumes one mask bit per element: {} elements need {} bytes, "
-                            "'{}' has {}", mode, *count, (*count + 7) / 8, mask->buffer->name, *bytes));
+                            "'{}' has {}", mode, *count, mask_bytes(*count), mask->buffer->name, *bytes));
   }
 }
 
@@ -327,7 +336,14 @@ void rule_merge_sort(const TileOpNode& n, VerifyContext& ctx) {
       ctx.error(n, name, "sort-buffer-size",
                 fmt::format("a sorted queue holds whole {}-byte (score, index) entries, '{}' has {} "
                             "bytes", pair, r->buffer->name, *b));
-    total += *b;
+    auto sum = checked_add(total, *b);
+    if (!sum) {  // more queue bytes than int64 holds: no destination can take them
+      known = false;
+      ctx.error(n, name, "sort-buffer-size", "the queues' byte sizes add up beyond int64; expected "
+                                             "queues that fit in UB");
+      break;
+    }
+    total = *sum;
   }
   if (const BufferRegion* dst = region_of(n, "dst"); dst && known && pair > 0) {
     auto b = region_bytes(*dst);

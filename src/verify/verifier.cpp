@@ -72,8 +72,10 @@ class Walker {
       else if (p.scalar.defined()) bind_var(p.scalar, f->loc, "T.prim_func");
     }
     for (const auto& p : f->params)
-      if (p.is_tensor())
+      if (p.is_tensor()) {
         for (const auto& e : p.tensor->shape) check_expr(e, f->loc, "T.prim_func", p.tensor->name);
+        rules::check_tensor_param(p.tensor, p.tensor->loc.known() ? p.tensor->loc : f->loc, ctx_);
+      }
     walk(f->body);
     if (kernels_ == 0)
       ctx_.error(f->loc, "T.prim_func", "", "kernel-count",

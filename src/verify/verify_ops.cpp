@@ -27,11 +27,16 @@ void check_bounds(const TileOpNode& n, VerifyContext& ctx, const std::string& na
                 fmt::format("dimension {} starts at {}; expected a start >= 0", d, *mn));
       return;
     }
-    if (mn && ext && sz && *mn + *ext > *sz) {
-      ctx.error(n, name, "region-out-of-bounds",
-                fmt::format("dimension {} covers [{}, {}) but the buffer has {} elements there",
-                            d, *mn, *mn + *ext, *sz));
-      return;
+    if (mn && ext && sz) {
+      // A start near INT64_MAX must not wrap the end around below the size.
+      auto end = checked_add(*mn, *ext);
+      if (!end || *end > *sz) {
+        ctx.error(n, name, "region-out-of-bounds",
+                  fmt::format("dimension {} covers [{}, {}) but the buffer has {} elements there",
+                              d, *mn, end ? fmt::format("{}", *end) : fmt::format("{} + {}", *mn, *ext),
+                              *sz));
+        return;
+      }
     }
   }
 }
@@ -52,10 +57,16 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   }
   if (shape.empty() || r.ranges.size() != shape.size()) return;
   // Start offset of the region (dense row-major unless the buffer has strides).
+  // Sizes and offsets that do not fit in int64 leave the alignment unknown: such a buffer or
+  // region is reported by the capacity and bounds rules.
   std::vector<int64_t> strides(shape.size(), 1);
   bool strides_known = true;
   if (b->strides.empty()) {
-    for (size_t d = shape.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * shape[d + 1];
+    for (size_t d = shape.size() - 1; d-- > 0 && strides_known;) {
+      auto v = checked_mul(strides[d + 1], shape[d + 1]);
+      if (!v) strides_known = false;
+      else strides[d] = *v;
+    }
   } else {
     for (size_t d = 0; d < shape.size(); ++d) {
       auto v = d < b->strides.size() ? as_const_int(b->strides[d]) : std::nullopt;
@@ -63,17 +74,17 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
       else strides[d] = *v;
     }
   }
-  int64_t offset = 0;
-  bool offset_known = strides_known;
-  for (size_t d = 0; d < shape.size() && offset_known; ++d) {
+  std::optional<int64_t> offset = 0;
+  for (size_t d = 0; d < shape.size() && offset && strides_known; ++d) {
     auto mn = as_const_int(r.ranges[d].min);
-    if (!mn) offset_known = false;
-    else offset += *mn * strides[d];
+    auto term = mn ? checked_mul(*mn, strides[d]) : std::nullopt;
+    offset = term ? checked_add(*offset, *term) : std::nullopt;
   }
-  if (offset_known && (offset * bytes) % align != 0) {
+  auto offset_bytes = offset && strides_known ? checked_mul(*offset, bytes) : std::nullopt;
+  if (offset_bytes && *offset_bytes % align != 0) {
     ctx.error(n, name, "ub-start-alignment",
               fmt::format("region {} starts {} bytes into '{}'; UB regions must start on a "
-                          "{}-byte boundary", region_str(r), offset * bytes, b->name, align));
+                          "{}-byte boundary", region_str(r), *offset_bytes, b->name, align));
     return;
   }
   if (start_only) return;
@@ -81,17 +92,20 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   size_t last = shape.size() - 1;
   while (last > 0 && shape[last] == 1) --last;
   auto ext = as_const_int(r.ranges[last].extent);
-  if (!ext) return;
-  if ((*ext * bytes) % align != 0) {
+  auto run = ext ? checked_mul(*ext, bytes) : std::nullopt;
+  if (!run) return;
+  if (*run % align != 0) {
     ctx.error(n, name, "ub-row-alignment",
               fmt::format("the innermost contiguous run is {} x {} = {} bytes; UB rows must be a "
-                          "multiple of {} bytes", *ext, dtype_str(b->dtype), *ext * bytes, align));
+                          "multiple of {} bytes", *ext, dtype_str(b->dtype), *run, align));
     return;
   }
   bool multi_row = false;
   for (size_t d = 0; d < last; ++d)
     if (auto e = as_const_int(r.ranges[d].extent); !e || *e > 1) multi_row = true;
-  const int64_t pitch = strides_known && last > 0 ? strides[last - 1] * bytes : 0;
+  auto pitch_bytes = strides_known && last > 0 ? checked_mul(strides[last - 1], bytes) : std::optional<int64_t>(0);
+  if (!pitch_bytes) return;
+  const int64_t pitch = *pitch_bytes;
   if (multi_row && pitch % align != 0)
     ctx.error(n, name, "ub-row-alignment",
               fmt::format("rows of '{}' are {} bytes apart; multi-row UB regions need rows on "
@@ -260,6 +274,24 @@ void check_view(const AllocateNode& n, VerifyContext& ctx) {
 }
 }  // namespace
 
+void check_tensor_param(const Buffer& b, const SourceLoc& loc, VerifyContext& ctx) {
+  const std::string context = fmt::format("buffer '{}' in {}", b->name, scope_name(b->scope));
+  bool all_const = true;
+  for (size_t d = 0; d < b->shape.size(); ++d) {
+    auto v = as_const_int(b->shape[d]);
+    all_const = all_const && v.has_value();
+    if (v && *v < 0)
+      ctx.error(loc, "T.Tensor", "shape", "buffer-shape",
+                fmt::format("dimension {} of '{}' is {}; expected a size >= 0", d, b->name, *v), context);
+  }
+  // No tensor that large can exist, and the launcher's size arithmetic must never wrap.
+  if (all_const && !buffer_bytes(b))
+    ctx.error(loc, "T.Tensor", "shape", "buffer-shape",
+              fmt::format("'{}' of {} x {} has more than 2^63 bytes (its size overflows int64)", b->name,
+                          fmt_extents(b->shape), dtype_str(b->dtype)),
+              context);
+}
+
 void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
   if (n.is_view()) return check_view(n, ctx);
   const Buffer& b = n.buffer;
@@ -294,6 +326,14 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
               context);
   auto bytes = buffer_bytes(b);
   const int64_t cap = t.cap(b->scope);
+  bool all_const = true;
+  for (const auto& e : b->shape) all_const = all_const && as_const_int(e).has_value();
+  if (all_const && !bytes)  // a constant shape whose byte size does not even fit in int64
+    ctx.error(n.loc, op, "shape", "buffer-capacity",
+              fmt::format("'{}' of {} x {} needs more than 2^63 bytes (its size overflows int64), "
+                          "but {} holds {} bytes on {}", b->name, fmt_extents(b->shape),
+                          dtype_str(b->dtype), scope_name(b->scope), cap, t.name),
+              context);
   if (bytes && cap > 0 && *bytes > cap)
     ctx.error(n.loc, op, "shape", "buffer-capacity",
               fmt::format("'{}' needs {} bytes ({} x {}), but {} holds {} bytes on {}", b->name,
@@ -319,10 +359,13 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
     for (const auto& e : b->shape)
       if (auto v = as_const_int(e); v && *v > 0) shape.push_back(*v);
     if (shape.size() == b->shape.size()) footprint = storage_bytes(b->scope, b->dtype, shape);
-    if (footprint && cap > 0 && b->address + *footprint > cap)
+    // Checked: an address near INT64_MAX must not wrap the end of the buffer below capacity.
+    auto end = footprint ? checked_add(b->address, *footprint) : std::nullopt;
+    if (footprint && cap > 0 && (!end || *end > cap))
       ctx.error(n.loc, op, "address", "buffer-address-range",
                 fmt::format("'{}' occupies bytes [{}, {}) but {} has {} bytes on {}", b->name,
-                            b->address, b->address + *footprint, scope_name(b->scope), cap, t.name),
+                            b->address, end ? fmt::format("{}", *end) : fmt::format("{} + {}", b->address, *footprint),
+                            scope_name(b->scope), cap, t.name),
                 context);
   }
 }

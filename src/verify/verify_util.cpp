@@ -47,16 +47,27 @@ bool extents_may_equal(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   return true;
 }
 
+std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+std::optional<int64_t> checked_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
 std::optional<int64_t> region_elems(const BufferRegion& r) { return const_product(region_extents(r)); }
 std::optional<int64_t> region_bytes(const BufferRegion& r) {
   auto n = region_elems(r);
   if (!n) return std::nullopt;
-  return *n * dtype_bytes(r.buffer->dtype);
+  return checked_mul(*n, dtype_bytes(r.buffer->dtype));
 }
 std::optional<int64_t> buffer_bytes(const Buffer& b) {
   auto n = const_product(b->shape);
   if (!n) return std::nullopt;
-  return *n * dtype_bytes(b->dtype);
+  return checked_mul(*n, dtype_bytes(b->dtype));
 }
 
 std::string dtype_str(DType t) { return std::string(dtype_name(t)); }

@@ -25,10 +25,15 @@ std::vector<Expr> squeezed_extents(const BufferRegion& r);
 std::string fmt_extents(const std::vector<Expr>& xs);
 /// False only when the two extent lists provably differ (rank, or a pair of unequal constants).
 bool extents_may_equal(const std::vector<Expr>& a, const std::vector<Expr>& b);
-/// Number of elements of the region, if constant.
+/// `a * b` and `a + b`, or nullopt when the exact result does not fit in int64. Every size,
+/// byte count and address the rules compute goes through these: a shape or an address near
+/// 2^63 must never wrap around to a small number that passes a check.
+std::optional<int64_t> checked_mul(int64_t a, int64_t b);
+std::optional<int64_t> checked_add(int64_t a, int64_t b);
+/// Number of elements of the region, if constant (and representable in int64).
 std::optional<int64_t> region_elems(const BufferRegion& r);
 std::optional<int64_t> region_bytes(const BufferRegion& r);
-/// Constant buffer size in bytes.
+/// Constant buffer size in bytes (nullopt when symbolic or beyond int64).
 std::optional<int64_t> buffer_bytes(const Buffer& b);
 
 std::string dtype_str(DType t);
@@ -54,6 +59,8 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx);
 void check_sync(const SyncNode& n, VerifyContext& ctx);
 /// A buffer declaration: memory kind, capacity, address (verify_ops.cpp).
 void check_allocate(const AllocateNode& n, VerifyContext& ctx);
+/// A GM tensor parameter: constant dimensions >= 0 and a byte size within int64.
+void check_tensor_param(const Buffer& b, const SourceLoc& loc, VerifyContext& ctx);
 /// "T.alloc_ub", "T.alloc_L1", ...
 std::string alloc_title(MemScope s);
 

@@ -5,6 +5,7 @@
 #include "tl/error.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
+#include "tl/op.h"
 #include "tl/pass.h"
 
 namespace tl {
@@ -62,15 +63,16 @@ TEST(InternalError, IsAStdException) {
 }
 
 TEST(InternalError, RaisedOnACoreThreadReachesTheCallerOfLaunch) {
-  // The interpreter trusts a verified kernel: every variable has a slot. An unverified one
-  // with a stray variable trips that invariant on the core threads (four blocks, two host
-  // threads); the launch rethrows it to the caller, still an InternalError.
-  auto X = T::Tensor("X", {64}, f32);
-  PrimFunc f = T::prim_func("stray_var", {X}, [&] {
-    T::Kernel(4, [&](Expr, Expr) {
-      T::Scope(Core::Vector, [&] { T::store(X, {Var("stray")}, 1.0f); });
-    });
-  });
+  // The interpreter trusts a verified kernel: tile operands are regions where the op needs
+  // them. An unverified one made of raw nodes (no DSL or verifier checks), with a scalar as
+  // tile.add's destination, trips that invariant on the core threads (four blocks, two host
+  // threads); the launch rethrows it to the caller, still an InternalError. (A stray variable
+  // used to serve here; the NPU's compile step now reports unbound symbols as user errors.)
+  Buffer X = BufferNode::make("X", f32, {64}, MemScope::GM);
+  Stmt add = TileOpNode::make(find_op("tile.add"), {TileArg(Expr(1.0)), TileArg(Expr(1.0)), TileArg(Expr(1.0))}, {});
+  Var cid("cid"), vid("vid");
+  PrimFunc f = make_prim_func("raw_op", {}, {Param{X, {}}},
+                              KernelNode::make(4, cid, vid, ScopeNode::make(CoreKind::Vector, add)));
   auto k = compile(f, default_target(), {.verify = false, .lower = false, .cache = false});
   Device dev;
   Tensor t = Tensor::empty(dev, {64}, f32);
@@ -78,7 +80,7 @@ TEST(InternalError, RaisedOnACoreThreadReachesTheCallerOfLaunch) {
     k.launch(dev, {t}, {.threads = 2});
     FAIL() << "expected an InternalError";
   } catch (const InternalError& e) {
-    EXPECT_NE(std::string(e.what()).find("variable stray has no slot"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not a region"), std::string::npos) << e.what();
   }
 }
 
