@@ -137,7 +137,7 @@ void Core::fail_budget() {
   const ForNode* loop = nullptr;
   int64_t at = 0;
   for (auto it = stack_.rbegin(); it != stack_.rend() && !loop; ++it)
-    if (it->node->kind == StmtKind::For) {
+    if (it->node->kind == StmtKind::For && it->index != 0) {  // index 0: bounds not evaluated yet
       loop = static_cast<const ForNode*>(it->node);
       at = it->i - 1;
     }
