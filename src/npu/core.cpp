@@ -2,7 +2,7 @@
 // statements of one core (the AIC skips Vector scopes, the AIVs skip Cube scopes), evaluates
 // scalar expressions with the IR's semantics (through arith::Evaluator, tl/arith.h, whose
 // variable and load hooks read this core's registers and memories), and blocks on cross-core
-// waits so the scheduler (launch.cpp) can run the other cores of the block.
+// waits so the scheduler (scheduler.cpp) can run the other cores of the block.
 #include <cmath>
 #include <limits>
 
@@ -88,6 +88,8 @@ void Core::start(int64_t b) {
   stack_.clear();
   stack_.push_back({program.kernel->body.get()});
   recent_.clear();
+  steps_ = steps_reported_ = 0;
+  step_mark_ = std::min(launch.max_steps, LaunchState::kStepChunk);
   status_ = Status::Runnable;
 }
 
@@ -97,16 +99,15 @@ bool Core::run() {
   bool progressed = false;
   while (status_ == Status::Runnable || status_ == Status::Blocked) {
     if (stack_.empty()) {
-      status_ = Status::Done;
-      std::lock_guard<std::mutex> g(launch.mu);
-      if (program.sync_all_kinds & (kind == CoreKind::Cube ? 1 : 2)) ++launch.cores_done;
-      if (launch.barrier_arrived > 0) launch.cv.notify_all();
+      finish();
       return true;
     }
+    if (steps_ >= step_mark_) count_steps();
     if (!step()) {
       status_ = Status::Blocked;
       return progressed;
     }
+    ++steps_;
     status_ = Status::Runnable;
     progressed = true;
   }
@@ -129,6 +130,50 @@ int64_t Core::loop_trip_count(const ForNode& f, int64_t min, int64_t extent) {
                      overflow ? fmt::format("{} + {} - 1", min, extent) : std::to_string(last), lo,
                      t == DType::UInt64 ? "18446744073709551615" : std::to_string(hi), dtype_name(t)));
   return extent;
+}
+
+void Core::finish() {
+  status_ = Status::Done;
+  launch.add_steps(steps_ - steps_reported_);
+  steps_reported_ = steps_;
+  launch.output.done(block * 3 + core_slot(kind, vid));
+  if (program.sync_all_kinds & (kind == CoreKind::Cube ? 1 : 2)) {
+    std::lock_guard<std::mutex> g(launch.mu);
+    ++launch.cores_done;
+  }
+}
+
+void Core::count_steps() {
+  launch.add_steps(steps_ - steps_reported_);
+  steps_reported_ = steps_;
+  if (steps_ >= launch.max_steps) fail_budget();
+  step_mark_ = steps_ + std::min(launch.max_steps - steps_, LaunchState::kStepChunk);
+}
+
+void Core::fail_budget() {
+  // Name the innermost loop being executed: that is the loop that does not end (or the one
+  // to look at when the budget is simply too small).
+  const ForNode* loop = nullptr;
+  int64_t at = 0;
+  for (auto it = stack_.rbegin(); it != stack_.rend() && !loop; ++it)
+    if (it->node->kind == StmtKind::For && it->index != 0) {  // index 0: bounds not evaluated yet
+      loop = static_cast<const ForNode*>(it->node);
+      at = it->i - 1;
+    }
+  std::string where = "outside any loop";
+  if (loop) {
+    std::string head = print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, loop)),
+                             {.locations = false});
+    head = head.substr(0, head.find('\n'));
+    while (!head.empty() && head.back() == ':') head.pop_back();
+    where = fmt::format("in the loop `{}`{}, at {} = {}", head, loop->loc.known() ? " at " + loop->loc.str() : "",
+                        loop->var.name(), at);
+  }
+  std::string msg = fmt::format("{} ({}): the instruction budget of {} interpreter steps per core and block ({}) "
+                                "ran out {}; a loop that never ends? Raise the budget with TL_MAX_STEPS or "
+                                "LaunchOptions::max_steps if the kernel is just long",
+                                name(), program.func->name, launch.max_steps, launch.max_steps_source, where);
+  throw Error(loop ? loop->loc : loc_, msg);
 }
 
 bool Core::step() {
@@ -350,20 +395,20 @@ bool Core::exec_sync(const SyncNode& s) {
       return false;
     }
     case SyncKind::SyncAll: {
-      // A barrier over every core of the launch. The first visit arrives; the core then parks
-      // (returns false) until the generation moves on, and the scheduler re-runs it.
+      // A barrier over every participating core of the launch. The first visit arrives; the
+      // core then parks (returns false) until the generation moves on, and the scheduler
+      // re-runs it.
       std::unique_lock<std::mutex> g(launch.mu);
       if (sync_gen_ >= 0) {
-        if (launch.barrier_generation > sync_gen_) {
+        if (barrier_view_ > sync_gen_) {
           sync_gen_ = -1;
           blocked_.clear();
           return true;
         }
         return false;
       }
-      if (launch.cores_done > 0)
-        fail(fmt::format("deadlock: T.sync_all() on {} waits for every core, but {} core(s) already "
-                         "finished without reaching it", name(), launch.cores_done));
+      // A participant that finished without arriving is found by the scheduler once every
+      // thread waits (scheduler.cpp): checking here would depend on the thread schedule.
       sync_gen_ = launch.barrier_generation;
       if (++launch.barrier_arrived == launch.barrier_participants) {
         launch.barrier_arrived = 0;
@@ -425,8 +470,7 @@ std::string Core::last_events() const {
 }
 
 void Core::print_line(const std::string& text) {
-  std::lock_guard<std::mutex> g(launch.print_mu);
-  launch.printed.push_back({{block, core_slot(kind, vid), print_seq_++}, fmt::format("[{}] {}", name(), text)});
+  launch.output.line(block * 3 + core_slot(kind, vid), fmt::format("[{}] {}", name(), text));
 }
 
 }  // namespace tl::npu

@@ -1,5 +1,6 @@
-// Semantics of T.printf and T.dump_tensor: lines tagged with the core, printed at the end of
-// the launch in (block, core, program) order so the output does not depend on host threads.
+// Semantics of T.printf and T.dump_tensor: lines tagged with the core, written in (block,
+// core, program) order as the cores finish (print_sink.h), so the output does not depend on
+// host threads.
 #include "exec.h"
 #include "values.h"
 
@@ -37,15 +38,30 @@ void do_printf(const TileOpNode& n, Core& c) {
 
 void dump_tensor(const TileOpNode& n, Core& c) {
   TileRef t = c.operand(n, "src");
-  std::string s = fmt::format("dump_tensor desc={} {} {} [", n.attr_int("desc"), t.buffer->name, dtype_name(t.dtype));
-  if (t.scope == MemScope::UB || t.scope == MemScope::GM) {
-    for (int64_t i = 0; i < t.numel(); ++i)
-      s += fmt::format("{}{}", i ? ", " : "", load_value(t.dtype, t.at_flat(i)));
-  } else {
-    // Fractal memories are dumped in storage order, as DumpTensor shows them.
-    int64_t es = dtype_bytes(t.dtype);
-    for (int64_t i = 0; i < t.numel(); ++i)
-      s += fmt::format("{}{}", i ? ", " : "", load_value(t.dtype, t.base + i * es));
+  std::string s = fmt::format("dump_tensor desc={} {} {}", n.attr_int("desc"), t.buffer->name, dtype_name(t.dtype));
+  bool whole = true;
+  for (size_t d = 0; d < t.shape.size(); ++d) whole &= t.start[d] == 0 && t.extent[d] == t.shape[d];
+  if (!whole) {
+    // A sub-region says which one it is: its elements alone are printed.
+    std::string r;
+    for (size_t d = 0; d < t.start.size(); ++d)
+      r += fmt::format("{}{}:{}", d ? ", " : "", t.start[d], t.start[d] + t.extent[d]);
+    s += " [" + r + "]";
+  }
+  s += " [";
+  // Every memory prints the region's elements in row-major order; the fractal memories (L1,
+  // L0A/B/C) are read through their layout, so the numbers are the tile's, not whatever
+  // bytes (padding included) come first in storage.
+  const bool nd = t.scope == MemScope::UB || t.scope == MemScope::GM;
+  const int64_t es = dtype_bytes(t.dtype), total = t.numel();
+  std::vector<int64_t> idx(t.start.begin(), t.start.end());
+  for (int64_t i = 0; i < total; ++i) {
+    const uint8_t* p = nd ? t.at_flat(i) : t.base + layout_offset(t, idx) * es;
+    s += fmt::format("{}{}", i ? ", " : "", load_value(t.dtype, p));
+    for (size_t d = idx.size(); d-- > 0;) {  // next index, row-major
+      if (++idx[d] < t.start[d] + t.extent[d]) break;
+      idx[d] = t.start[d];
+    }
   }
   c.print_line(s + "]");
 }

@@ -1,7 +1,7 @@
-// compile() and launch(): argument checking and binding, and the scheduler that runs every
-// core of every block. Logical blocks are placed on physical core groups (1 AIC + 2 AIV) in
-// waves; groups are spread over host threads; within a thread the cores of its groups run as
-// cooperative interpreters (run until blocked, then the next), so a block's three cores
+// compile() and launch(): argument checking and binding, then the launch itself. Logical
+// blocks are placed on physical core groups (1 AIC + 2 AIV) in waves; groups are spread over
+// host threads by the scheduler (scheduler.cpp); within a thread the cores of its groups run
+// as cooperative interpreters (run until blocked, then the next), so a block's three cores
 // always share one thread and their cross-core flags need no locks.
 #include <algorithm>
 #include <cmath>
@@ -11,6 +11,7 @@
 
 #include "program.h"
 #include "replay.h"
+#include "scheduler.h"
 #include "tl/arith.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
@@ -283,70 +284,6 @@ void check_launch_limits(const Program& p, const LaunchState& ls, const LaunchOp
                                                                        : ""));
 }
 
-/// The cores of one physical group and the logical blocks it runs, wave by wave.
-struct Group {
-  std::vector<std::unique_ptr<Core>> cores;
-  int64_t next_block;
-};
-
-void run_thread(LaunchState& ls, std::vector<Group*> groups) {
-  const int64_t P = ls.physical_blocks;
-  auto start_next = [&](Group& g) {
-    if (g.next_block >= ls.num_blocks) return false;
-    for (auto& c : g.cores) c->start(g.next_block);
-    g.next_block += P;
-    return true;
-  };
-  for (auto* g : groups) start_next(*g);
-  // A failure on another thread does not stop this one (only a barrier it can no longer pass
-  // does): every thread reaches its own first error, so which error the launch reports does
-  // not depend on how the threads were scheduled.
-  for (;;) {
-    bool progress = false, all_done = true, at_barrier = false;
-    for (auto* g : groups) {
-      bool group_done = true;
-      for (auto& c : g->cores) {
-        if (c->status() != Core::Status::Done) progress |= c->run();
-        group_done &= c->status() == Core::Status::Done;
-      }
-      if (group_done && start_next(*g)) {
-        progress = true;
-        group_done = false;
-      }
-      all_done &= group_done;
-      for (auto& c : g->cores)
-        if (c->status() == Core::Status::Blocked && c->blocked_on().rfind("T.sync_all", 0) == 0) at_barrier = true;
-    }
-    if (all_done) return;
-    if (progress) continue;
-    // No core of this thread can move.
-    std::string waits;
-    bool local_wait = false;
-    for (auto* g : groups)
-      for (auto& c : g->cores)
-        if (c->status() == Core::Status::Blocked && c->blocked_on().rfind("T.sync_all", 0) != 0) {
-          local_wait = true;
-          waits += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(), c->last_events());
-        }
-    if (local_wait || !at_barrier)
-      throw Error(fmt::format("deadlock in kernel {}: a wait can never be satisfied\n{}", ls.program.func->name, waits));
-    std::unique_lock<std::mutex> lk(ls.mu);
-    int64_t gen = ls.barrier_generation;
-    ls.cv.wait(lk, [&] { return ls.aborted || ls.barrier_generation != gen || ls.cores_done > 0; });
-    if (ls.aborted) return;  // another thread failed: this barrier will never complete
-    if (ls.barrier_generation == gen && ls.cores_done > 0)
-      throw Error(fmt::format("deadlock in kernel {}: T.sync_all() waits for cores that already finished",
-                              ls.program.func->name));
-  }
-}
-
-/// printf / dump_tensor output in (block, core, sequence) order: the same for any thread count.
-void print_output(LaunchState& ls, const LaunchOptions& opt) {
-  std::sort(ls.printed.begin(), ls.printed.end());
-  std::ostream& out = opt.out ? *opt.out : std::cout;
-  for (const auto& [key, text] : ls.printed) out << text << "\n";
-}
-
 }  // namespace
 
 void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const LaunchOptions& opt) const {
@@ -386,7 +323,8 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   auto& memories = *static_cast<npu::DeviceMemories*>(state.get());
   std::lock_guard<std::mutex> device_lock(memories.in_use);
   if (memories.cores.size() < static_cast<size_t>(ls.physical_blocks) * 3) memories.cores.resize(ls.physical_blocks * 3);
-  std::vector<Group> groups(ls.physical_blocks);
+  npu::configure_budget(ls, opt);
+  std::vector<npu::Group> groups(ls.physical_blocks);
   for (int g = 0; g < ls.physical_blocks; ++g) {
     groups[g].next_block = g;
     groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Cube, 0, g, memories.cores[g * 3]));
@@ -400,34 +338,16 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   if (replay) before.emplace(ls, memories, ls.physical_blocks);
   int n = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n = std::min(n, ls.physical_blocks);
-  std::vector<std::vector<Group*>> per_thread(n);
-  for (int g = 0; g < ls.physical_blocks; ++g) per_thread[g % n].push_back(&groups[g]);
 
-  // Each thread's first error; the launch reports the one of the lowest thread (the lowest
-  // physical groups), whatever order the threads failed in.
-  std::vector<std::exception_ptr> errors(n);
-  auto body = [&](int t) {
-    try {
-      run_thread(ls, per_thread[t]);
-    } catch (...) {
-      errors[t] = std::current_exception();
-      std::lock_guard<std::mutex> lk(ls.mu);
-      ls.aborted = true;
-      ls.cv.notify_all();
-    }
-  };
-  if (n == 1) {
-    body(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (int t = 0; t < n; ++t) threads.emplace_back(body, t);
-    for (auto& th : threads) th.join();
+  // The printed lines of a timed launch with data are those of its second, time-ordered run;
+  // the first run's only count if it fails.
+  ls.output.open(opt.out ? opt.out : &std::cout, /*hold=*/replay);
+  try {
+    npu::run_groups(ls, groups, n);
+  } catch (...) {
+    ls.output.finish();
+    throw;
   }
-  for (const auto& e : errors)
-    if (e) {
-      print_output(ls, opt);
-      std::rethrow_exception(e);
-    }
   if (opt.profile) {
     size_t events = 0;
     for (const auto& c : trace->cores) events += c.events.size();
@@ -436,11 +356,21 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     if (replay) {
       auto program_order = npu::capture_tensors(ls);
       before->restore();
-      npu::replay_in_time_order(ls, memories, *trace, *opt.profile, progress);
+      ls.output.discard();
+      // The replay executes printf at its simulated time, after the core's interpreter has
+      // moved on (even finished): hold every line, write them in order at the end.
+      ls.output.open(opt.out ? opt.out : &std::cout, /*hold=*/true);
+      ls.progress_percent = 0;  // the replay reports its own progress
+      try {
+        npu::replay_in_time_order(ls, memories, *trace, *opt.profile, progress);
+      } catch (...) {
+        ls.output.finish();
+        throw;
+      }
       opt.profile->time_order_effects = npu::diff_tensors(ls, program_order);
     }
   }
-  print_output(ls, opt);
+  ls.output.finish();
   if (opt.check_hazards) npu::throw_on_hazards(*trace, *p.target);
 }
 

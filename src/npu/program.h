@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -12,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "print_sink.h"
 #include "tl/arith.h"
 #include "tl/backend.h"
 #include "tl/ir.h"
@@ -167,6 +170,12 @@ class Core final : public arith::Evaluator {
   Status status() const { return status_; }
   /// What the core is blocked on (for deadlock reports).
   const std::string& blocked_on() const { return blocked_; }
+  /// Blocked at T.sync_all, waiting for the other participants.
+  bool at_barrier() const { return sync_gen_ >= 0; }
+  /// The barrier generation the scheduler saw before its current sweep: a core waiting at
+  /// sync_all passes only once this has moved on, so the sweep in which it passes does not
+  /// depend on when another host thread completed the barrier.
+  void see_barrier(int64_t generation) { barrier_view_ = generation; }
   std::string name() const;  // "block 3 AIV1"
 
   // Used by op semantics (and eval, eval_int, eval_float of arith::Evaluator).
@@ -194,6 +203,9 @@ class Core final : public arith::Evaluator {
   /// The number of iterations of `f` from `min` (>= 0); a tl::Error naming the loop when its
   /// variable would leave its dtype's range.
   int64_t loop_trip_count(const ForNode& f, int64_t min, int64_t extent);
+  void finish();  // the block's program is done on this core
+  void count_steps();  // every kStepChunk steps and at the budget: progress, budget check
+  [[noreturn]] void fail_budget();
   bool exec_sync(const SyncNode& s);
   bool replay_gate(const StmtNode* s);
   void record_events(const StmtNode* s);
@@ -210,8 +222,11 @@ class Core final : public arith::Evaluator {
   std::string blocked_;
   std::array<uint8_t, kNumPipes * kNumPipes> flags_{};  // bit per event id
   std::deque<const StmtNode*> recent_;
-  int64_t print_seq_ = 0;
+  int64_t steps_ = 0;          // interpreter steps of the current block
+  int64_t steps_reported_ = 0;  // of those, added to LaunchState::steps
+  int64_t step_mark_ = 0;       // count_steps() runs when steps_ reaches this
   int64_t sync_gen_ = -1;  // barrier generation this core waits to pass (-1: not waiting)
+  int64_t barrier_view_ = 0;  // see_barrier()
   struct CoreTrace* trace_ = nullptr;  // this block's instruction trace, when recording
   ReplayDriver* replay_ = nullptr;
   bool gate_recorded_ = false;       // replay: the blocked statement's events are recorded
@@ -235,22 +250,44 @@ struct LaunchState {
   std::vector<std::array<int, 16>> cross;
   std::array<int, 16>& cross_counters(int64_t block, int slot) { return cross[block * kCrossSlots + slot]; }
 
-  // sync_all: a barrier over every core of the launch, across host threads.
+  // sync_all: a barrier over every core of the launch, across host threads. The scheduler
+  // (scheduler.cpp) also keeps here which threads still run and which can only wait for the
+  // barrier: a deadlock involving sync_all is only certain once every running thread waits.
   std::mutex mu;
   std::condition_variable cv;
   int64_t barrier_generation = 0;
   int64_t barrier_arrived = 0;
   int64_t barrier_participants = 0;
-  int64_t cores_done = 0;
-  bool aborted = false;
+  int64_t cores_done = 0;       // participating cores (of a kind that calls sync_all) finished
+  int live_threads = 0;         // host threads still running cores
+  int parked_threads = 0;       // of those, threads that can only wait for the barrier
+  int failed_threads = 0;       // threads that stopped with an error
+  bool stuck = false;           // every live thread is parked: the barrier never completes
 
   struct Trace* trace = nullptr;  // LaunchOptions::trace, sized before the threads start
   bool timing_only = false;       // LaunchOptions::timing_only: skip the tile ops' data work
 
-  std::mutex print_mu;
-  std::vector<std::pair<std::tuple<int64_t, int, int64_t>, std::string>> printed;
+  // Budget and progress (LaunchOptions::max_steps, TL_MAX_STEPS, progress_percent).
+  int64_t max_steps = INT64_MAX;  // interpreter steps each core may take per block
+  std::string max_steps_source;   // how the budget was set, for its error message
+  int progress_percent = 0;
+  std::atomic<int64_t> steps{0};        // interpreter steps of all cores, in chunks
+  std::atomic<int64_t> blocks_done{0};
+  std::mutex progress_mu;
+  int next_progress_percent = 0;
+  int64_t next_progress_steps = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  /// Core::run reports its steps in chunks of this many; a line on stderr may follow.
+  static constexpr int64_t kStepChunk = 1 << 20;
+  void add_steps(int64_t n);
+  void block_done();
+
+  PrintSink output;  // printf / dump_tensor lines
 
   explicit LaunchState(const Program& p) : program(p) {}
+
+ private:
+  void report_progress(int64_t steps_now, int64_t blocks_now);
 };
 
 }  // namespace tl::npu

@@ -306,7 +306,6 @@ void TimeOrderedReplay::run(int progress_percent) {
   running_.resize(n);
   shadow_.cores.resize(n);
   ls_.trace = &shadow_;
-  ls_.printed.clear();
   cores_.resize(n);
   for (size_t c = 0; c < n; ++c) {
     const int slot = static_cast<int>(c % 3), phys = trace_.cores[c].phys;

@@ -62,9 +62,14 @@ struct LaunchOptions {
   /// so a missing synchronisation gives wrong data, as on hardware (Profile::time_order_effects
   /// lists the outputs that differ from program order). Docs: docs/virtual_npu.md.
   npu::Profile* profile = nullptr;
-  /// Timed mode: progress lines on stderr every this many % of the simulated instructions, for
-  /// long simulations (over two million trace events).
+  /// Progress lines on stderr for long launches (over two million interpreter steps, or two
+  /// million trace events in timed mode): every this many % of the blocks finished (timed mode:
+  /// of the simulated instructions), and at least every 2^27 steps. 0 = quiet.
   int progress_percent = 0;
+  /// Instruction budget: each core may take at most this many interpreter steps (statements
+  /// and loop iterations) per block; beyond, the launch fails naming the innermost loop being
+  /// executed. 0 = the TL_MAX_STEPS environment variable if set, else no budget.
+  int64_t max_steps = 0;
 };
 
 namespace npu {

@@ -1,0 +1,248 @@
+// The block scheduler of a functional launch: host threads, deadlock detection, the
+// instruction budget and progress lines.
+//
+// Each host thread runs its core groups in sweeps (every core runs until it blocks or
+// finishes). Cross-core flags are local to a block, and a block's three cores share a thread,
+// so a thread none of whose cores can move and none of which waits at sync_all is deadlocked
+// on its own. A thread with a core at sync_all may still be released by other threads (the
+// barrier completes; a core of this thread then sets a flag another one waits for), so it
+// waits; the barrier can never complete only when every thread still running waits that way,
+// which the threads find together under LaunchState::mu.
+//
+// Determinism: a core passes a barrier only in a sweep that started after the barrier
+// completed (Core::see_barrier), so which cores move in which sweep, and therefore each
+// thread's first error, does not depend on when another thread completed the barrier.
+#include "scheduler.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <thread>
+
+#include "tl/npu/npu.h"
+#include "tl/pass.h"
+
+namespace tl::npu {
+
+namespace {
+
+/// Launches under this many interpreter steps stay quiet (as the timing model's progress does
+/// below two million events); longer ones report at each `progress_percent` of the blocks and
+/// at least every kHeartbeatSteps steps (a long block, or a loop that does not end).
+constexpr int64_t kQuietSteps = 2'000'000;
+constexpr int64_t kHeartbeatSteps = int64_t{1} << 27;
+
+/// Up to `max` names, then "and N more".
+std::string name_list(const std::vector<std::string>& names, size_t max = 12) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < max; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > max) s += fmt::format(" and {} more", names.size() - max);
+  return s;
+}
+
+/// The launch-wide deadlock at sync_all: every running thread waits for the barrier. Lists
+/// the cores of every group (all threads are parked, so their cores do not change; the caller
+/// holds LaunchState::mu, which orders their last writes before these reads).
+std::string barrier_deadlock(const LaunchState& ls, const std::vector<Group>& groups) {
+  std::vector<std::string> at_barrier, finished;
+  std::string other, where;
+  for (const auto& g : groups)
+    for (const auto& c : g.cores) {
+      const bool participant = ls.program.sync_all_kinds & (c->kind == CoreKind::Cube ? 1 : 2);
+      if (c->at_barrier()) {
+        at_barrier.push_back(c->name());
+        if (where.empty()) where = c->blocked_on();
+      } else if (c->status() == Core::Status::Blocked) {
+        other += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(), c->last_events());
+      } else if (c->status() == Core::Status::Done && participant) {
+        finished.push_back(c->name());
+      }
+    }
+  std::string s = fmt::format("deadlock in kernel {}: {} can never complete: {} of the {} participating cores "
+                              "reached it ({})",
+                              ls.program.func->name, where, at_barrier.size(), ls.barrier_participants,
+                              name_list(at_barrier));
+  if (!finished.empty())
+    s += fmt::format("; {} finished without reaching it ({})", finished.size(), name_list(finished));
+  s += "\n";
+  if (!other.empty()) s += "the others wait for something only cores at the barrier could give:\n" + other;
+  return s;
+}
+
+/// Waits until another thread completes the barrier this thread's cores wait at (true), or
+/// until every running thread waits so (false: the barrier never completes; `report` is the
+/// deadlock message, or empty when another thread failed and its error explains the rest).
+bool wait_for_barrier(LaunchState& ls, int64_t gen_seen, const std::vector<Group>& all, std::string& report) {
+  std::unique_lock<std::mutex> lk(ls.mu);
+  if (ls.barrier_generation != gen_seen) return true;
+  ++ls.parked_threads;
+  if (ls.parked_threads == ls.live_threads) {
+    ls.stuck = true;
+    ls.cv.notify_all();
+  }
+  ls.cv.wait(lk, [&] { return ls.stuck || ls.barrier_generation != gen_seen; });
+  --ls.parked_threads;
+  if (ls.barrier_generation != gen_seen) return true;
+  if (ls.failed_threads == 0) report = barrier_deadlock(ls, all);
+  return false;
+}
+
+/// A thread stops running cores (all done, or failed): the others may now all be waiting.
+void leave(LaunchState& ls, bool failed) {
+  std::lock_guard<std::mutex> lk(ls.mu);
+  --ls.live_threads;
+  ls.failed_threads += failed;
+  if (ls.live_threads > 0 && ls.parked_threads == ls.live_threads) {
+    ls.stuck = true;
+    ls.cv.notify_all();
+  }
+}
+
+void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::vector<Group>& all) {
+  const int64_t P = ls.physical_blocks;
+  auto start_next = [&](Group& g) {
+    if (g.next_block >= ls.num_blocks) return false;
+    for (auto& c : g.cores) c->start(g.next_block);
+    g.next_block += P;
+    g.running = true;
+    return true;
+  };
+  for (auto* g : groups) start_next(*g);
+  // A failure on another thread does not stop this one (only a barrier it can no longer pass
+  // does): every thread reaches its own first error, so which error the launch reports does
+  // not depend on how the threads were scheduled.
+  for (;;) {
+    int64_t gen_seen;
+    {
+      std::lock_guard<std::mutex> lk(ls.mu);
+      gen_seen = ls.barrier_generation;
+    }
+    bool progress = false, all_done = true, at_barrier = false;
+    for (auto* g : groups) {
+      bool group_done = true;
+      for (auto& c : g->cores) {
+        c->see_barrier(gen_seen);
+        if (c->status() != Core::Status::Done) progress |= c->run();
+        group_done &= c->status() == Core::Status::Done;
+      }
+      if (group_done && g->running) {
+        g->running = false;
+        ls.block_done();
+      }
+      if (group_done && start_next(*g)) {
+        progress = true;
+        group_done = false;
+      }
+      all_done &= group_done;
+      for (auto& c : g->cores) at_barrier |= c->at_barrier();
+    }
+    if (all_done) return;
+    if (progress) continue;
+    if (!at_barrier) {
+      // No core of this thread can move, and no other thread can change that.
+      std::string waits;
+      for (auto* g : groups)
+        for (auto& c : g->cores)
+          if (c->status() == Core::Status::Blocked)
+            waits += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(), c->last_events());
+      throw Error(fmt::format("deadlock in kernel {}: a wait can never be satisfied\n{}", ls.program.func->name, waits));
+    }
+    std::string report;
+    if (!wait_for_barrier(ls, gen_seen, all, report)) {
+      if (report.empty()) return;  // another thread failed: its error is the launch's
+      throw Error(report);
+    }
+  }
+}
+
+}  // namespace
+
+void run_groups(LaunchState& ls, std::vector<Group>& groups, int n) {
+  std::vector<std::vector<Group*>> per_thread(n);
+  for (size_t g = 0; g < groups.size(); ++g) per_thread[g % n].push_back(&groups[g]);
+  ls.live_threads = n;
+  // Each thread's first error; the launch reports the one of the lowest thread (the lowest
+  // physical groups), whatever order the threads failed in.
+  std::vector<std::exception_ptr> errors(n);
+  auto body = [&](int t) {
+    try {
+      run_thread(ls, per_thread[t], groups);
+      leave(ls, false);
+    } catch (...) {
+      errors[t] = std::current_exception();
+      leave(ls, true);
+    }
+  };
+  if (n == 1) {
+    body(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n; ++t) threads.emplace_back(body, t);
+    for (auto& th : threads) th.join();
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+void configure_budget(LaunchState& ls, const LaunchOptions& opt) {
+  ls.progress_percent = std::max(opt.progress_percent, 0);
+  ls.next_progress_percent = ls.progress_percent;
+  ls.next_progress_steps = kQuietSteps;
+  if (opt.max_steps < 0)
+    throw Error(fmt::format("LaunchOptions::max_steps must be positive (interpreter steps per core and block) or 0 "
+                            "for no budget, got {}",
+                            opt.max_steps));
+  if (opt.max_steps > 0) {
+    ls.max_steps = opt.max_steps;
+    ls.max_steps_source = "LaunchOptions::max_steps";
+    return;
+  }
+  const std::string env = env_value("TL_MAX_STEPS");
+  if (env.empty()) return;
+  // An integer, or a number such as 1e9 that is one.
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(env.c_str(), &end, 10);
+  if (errno == 0 && *end != '\0') {
+    errno = 0;
+    double d = std::strtod(env.c_str(), &end);
+    v = -1;
+    if (errno == 0 && *end == '\0' && d >= 0 && d < 9.2e18 && d == static_cast<double>(static_cast<long long>(d)))
+      v = static_cast<long long>(d);
+  }
+  if (errno != 0 || *end != '\0' || v < 0)
+    throw Error(fmt::format("TL_MAX_STEPS must be a positive integer (interpreter steps per core and block) or 0 "
+                            "for no budget, got '{}'",
+                            env));
+  if (v > 0) {
+    ls.max_steps = v;
+    ls.max_steps_source = "TL_MAX_STEPS";
+  }
+}
+
+void LaunchState::add_steps(int64_t n) {
+  int64_t now = steps.fetch_add(n, std::memory_order_relaxed) + n;
+  if (progress_percent > 0 && now >= kQuietSteps) report_progress(now, blocks_done.load(std::memory_order_relaxed));
+}
+
+void LaunchState::block_done() {
+  int64_t now = blocks_done.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (progress_percent > 0) report_progress(steps.load(std::memory_order_relaxed), now);
+}
+
+void LaunchState::report_progress(int64_t steps_now, int64_t blocks_now) {
+  if (steps_now < kQuietSteps) return;
+  std::lock_guard<std::mutex> g(progress_mu);
+  const int pct = static_cast<int>(100 * blocks_now / std::max<int64_t>(num_blocks, 1));
+  bool line = steps_now >= next_progress_steps;
+  if (pct >= next_progress_percent) {
+    line = true;
+    next_progress_percent = (pct / progress_percent + 1) * progress_percent;
+  }
+  if (!line) return;
+  next_progress_steps = steps_now + kHeartbeatSteps;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  fmt::print(stderr, "launch {}: {}% of the blocks finished ({} of {}), {:.1f}M interpreter steps, {:.1f} s\n",
+             program.func->name, pct, blocks_now, num_blocks, static_cast<double>(steps_now) / 1e6, secs);
+}
+
+}  // namespace tl::npu
