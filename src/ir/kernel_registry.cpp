@@ -27,6 +27,9 @@ std::string join(const std::vector<std::string>& v) {
 /// The user error for `value` of parameter `p` of kernel `kernel`, or "" when it is accepted.
 std::string rule_violation(const std::string& kernel, const KernelParam& p, const std::string& value) {
   const ParamRule& r = p.rule;
+  if (r.is_integer() && (r.multiple_of < 1 || r.min > r.max))  // a registration mistake
+    return fmt::format("kernel {}: parameter {} has an empty rule (min {}, max {}, multiple_of {}); fix its "
+                       "TL_REGISTER_KERNEL", kernel, p.name, r.min, r.max, r.multiple_of);
   bool ok = false;
   if (r.is_integer()) {
     auto v = parse_int(value);

@@ -92,6 +92,18 @@ TEST(KernelParams, HugeValuesNeverCrashAGeneratorOrTheVerifier) {
     }
 }
 
+TEST(KernelParams, ARuleWithoutValuesIsReportedNotDividedBy) {
+  KernelEntry k{.name = "k",
+                .summary = "",
+                .params = {{"bM", "16", "", {.multiple_of = 0}}},
+                .build = [](const KernelArgs&) { return PrimFunc(); }};
+  std::string msg = error_of([&] { resolve_kernel_args(k); });
+  EXPECT_NE(msg.find("kernel k: parameter bM has an empty rule"), std::string::npos) << msg;
+  k.params[0].rule = {.min = 5, .max = 4};
+  msg = error_of([&] { resolve_kernel_args(k); });
+  EXPECT_NE(msg.find("has an empty rule"), std::string::npos) << msg;
+}
+
 TEST(KernelParams, CheckedProductReportsOverflow) {
   EXPECT_EQ(checked_product("x", {3, 5, 7}), 105);
   std::string msg = error_of([&] { checked_product("gemm: the block count", {65536, 65536}); });

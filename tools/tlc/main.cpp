@@ -158,7 +158,8 @@ struct OutFile {
     option = std::move(opt);
     path = std::move(p);
     if (path.empty()) throw UsageError(fmt::format("{}: expected a file name, got ''", option));
-    if (std::filesystem::is_directory(path))
+    std::error_code ec;  // the throwing overload fails on an unreadable parent directory
+    if (std::filesystem::is_directory(path, ec))
       throw UsageError(fmt::format("{} {}: is a directory, expected a file name", option, path));
     errno = 0;
     os.open(path, std::ios::out | std::ios::trunc);
@@ -270,7 +271,7 @@ int run_demo(const std::string& dir, const tl::Target& target) {
   if (dir.empty()) throw UsageError("--out: expected a directory name, got ''");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir))
+  if (ec || !std::filesystem::is_directory(dir, ec))
     throw UsageError(fmt::format("--out {}: cannot create the directory ({})", dir,
                                  ec ? ec.message() : "a file of that name exists"));
   bool ok = true;
