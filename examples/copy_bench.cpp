@@ -12,7 +12,9 @@ namespace tl::examples {
 PrimFunc copy_gm_ub(int M, int N, int tM, int tN, int blocks, DType dtype) {
   if (M % tM != 0 || N % tN != 0)
     throw Error(fmt::format("copy_gm_ub: M={} and N={} must be multiples of tM={} and tN={}", M, N, tM, tN));
-  const int per_row = N / tN, tiles = (M / tM) * per_row, workers = 2 * blocks;
+  const int per_row = N / tN;
+  const int tiles = checked_product("copy_gm_ub: the tile count (M / tM) * (N / tN)", {M / tM, per_row});
+  const int workers = 2 * blocks;
   auto X = T::Tensor("X", {M, N}, dtype);
   return T::prim_func("copy_gm_ub", {X}, [&] {
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
@@ -36,10 +38,11 @@ TL_REGISTER_KERNEL({
     .summary = "GM -> UB copy bandwidth on the AIVs (timing calibration C11)",
     .params = {{"M", "1536", "rows"},
                {"N", "12288", "columns"},
-               {"tM", "64", "tile rows"},
-               {"tN", "1024", "tile columns"},
-               {"blocks", "24", "blocks (2 AIVs each)"},
-               {"dtype", "float16", "X dtype"}},
+               {"tM", "64", "tile rows", ParamRule::tile()},
+               {"tN", "1024", "tile columns", ParamRule::tile()},
+               {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
+               {"dtype", "float16", "X dtype",
+                {.one_of = {"float16", "bfloat16", "float32", "int8", "uint8", "int16", "int32"}}}},
     .build = [](const KernelArgs& a) {
       return copy_gm_ub(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"), a.get_dtype("dtype"));
     },

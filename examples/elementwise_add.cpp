@@ -15,7 +15,8 @@ namespace tl::examples {
 
 PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
   if (N % tile != 0) throw Error(fmt::format("elementwise_add: N={} must be a multiple of tile={}", N, tile));
-  const int per_row = N / tile, tiles = M * per_row, workers = 2 * blocks;
+  const int per_row = N / tile, tiles = checked_product("elementwise_add: the tile count M * (N / tile)", {M, per_row});
+  const int workers = 2 * blocks;
   const int rounds = ceildiv(ceildiv(tiles, workers), 2);  // two tiles (one per buffer set) per round
   auto X = T::Tensor("X", {M, N}, dtype);
   auto Y = T::Tensor("Y", {M, N}, dtype);
@@ -65,9 +66,9 @@ TL_REGISTER_KERNEL({
     .summary = "expert elementwise add on the AIVs, double buffered (timing calibration C9)",
     .params = {{"M", "96", "rows"},
                {"N", "8192", "columns"},
-               {"tile", "8192", "elements per tile (a multiple dividing N)"},
-               {"blocks", "24", "blocks (2 AIVs each)"},
-               {"dtype", "float16", "X, Y, Z dtype"}},
+               {"tile", "8192", "elements per tile (a divisor of N)", ParamRule::tile()},
+               {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
+               {"dtype", "float16", "X, Y, Z dtype", {.one_of = {"float16", "float32", "int16", "int32"}}}},
     .build = [](const KernelArgs& a) {
       return elementwise_add(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"), a.get_dtype("dtype"));
     },

@@ -55,12 +55,12 @@ PrimFunc flash_attention_pipelined(int Bt, int H, int S, int D, int bM, int bN, 
   auto fail = [](const std::string& m) { throw Error("flash_attention_pipelined: " + m); };
   if (S % bM != 0 || S % bN != 0) fail(fmt::format("S={} must be a multiple of bM={} and bN={}", S, bM, bN));
   if (D % bK != 0 || D % bD != 0) fail(fmt::format("D={} must be a multiple of bK={} and bD={}", D, bK, bD));
-  if (bM % 32 != 0) fail(fmt::format("bM={} must be a multiple of 32 (two AIV halves of 16 rows)", bM));
-  if (bN % 16 != 0 || bK % 16 != 0 || bD % 16 != 0)
-    fail(fmt::format("bN={}, bK={}, bD={} must be multiples of 16 (cube fractals)", bN, bK, bD));
-  if (dtype != f16 && dtype != bf16) fail(fmt::format("dtype must be float16 or bfloat16, got {}", dtype_name(dtype)));
 
-  const int q_tiles = S / bM, n = S / bN, num_blocks = Bt * H * q_tiles;
+  const int q_tiles = S / bM, n = S / bN;
+  const int num_blocks =
+      checked_product("flash_attention_pipelined: the block count B * H * (S / bM)", {Bt, H, q_tiles});
+  if (num_blocks > ParamRule::kMaxBlocks)
+    fail(fmt::format("B * H * (S / bM) = {} blocks, at most {} (use a larger bM)", num_blocks, ParamRule::kMaxBlocks));
   const int r = bM / 2;  // rows per AIV
   // Capacities (A2) of everything live at once; the memory planner checks this too.
   const int64_t e = dtype_bytes(dtype);
@@ -233,11 +233,12 @@ TL_REGISTER_KERNEL({
                {"H", "1", "heads"},
                {"S", "512", "sequence length (queries and keys)"},
                {"D", "512", "head dimension; scale = 1/sqrt(D)"},
-               {"bM", "64", "q-tile rows per block (each AIV takes bM/2)"},
-               {"bN", "64", "kv-tile rows per iteration"},
-               {"bK", "128", "K-dim chunk of QK^T (L0A/L0B)"},
-               {"bD", "256", "output-column chunk of PV (L0C)"},
-               {"dtype", "float16", "Q, K, V, O dtype (float16 or bfloat16)"}},
+               // Two AIV halves of whole 16-row fractals; the cube's tiles are whole fractals.
+               {"bM", "64", "q-tile rows per block (each AIV takes bM/2)", ParamRule::tile(32)},
+               {"bN", "64", "kv-tile rows per iteration", ParamRule::tile(16)},
+               {"bK", "128", "K-dim chunk of QK^T (L0A/L0B)", ParamRule::tile(16)},
+               {"bD", "256", "output-column chunk of PV (L0C)", ParamRule::tile(16)},
+               {"dtype", "float16", "Q, K, V, O dtype", {.one_of = {"float16", "bfloat16"}}}},
     .build = [](const KernelArgs& a) {
       return flash_attention_pipelined(a.get("B"), a.get("H"), a.get("S"), a.get("D"), a.get("bM"), a.get("bN"),
                                        a.get("bK"), a.get("bD"), a.get_dtype("dtype"));

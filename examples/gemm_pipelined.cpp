@@ -43,10 +43,6 @@ PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, in
   auto fail = [](const std::string& m) { throw Error("gemm_pipelined: " + m); };
   if (M % bM != 0 || N % bN != 0) fail(fmt::format("M={} and N={} must be multiples of bM={} and bN={}", M, N, bM, bN));
   if (K % kL1 != 0 || kL1 % bK != 0) fail(fmt::format("K={} must be a multiple of kL1={}, kL1 of bK={}", K, kL1, bK));
-  if (bM % 16 != 0 || bN % 16 != 0 || bK % 16 != 0)
-    fail(fmt::format("bM={}, bN={}, bK={} must be multiples of 16 (cube fractals)", bM, bN, bK));
-  if (blocks < 1) fail("blocks must be >= 1");
-  if (dtype != f16 && dtype != bf16) fail(fmt::format("dtype must be float16 or bfloat16, got {}", dtype_name(dtype)));
   if (out_dtype != dtype && out_dtype != f32)
     fail(fmt::format("out_dtype must be dtype or float32, got {}", dtype_name(out_dtype)));
   const int64_t e = dtype_bytes(dtype);
@@ -59,7 +55,8 @@ PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, in
   auto A = T::Tensor("A", {M, K}, dtype);
   auto B = T::Tensor("B", {K, N}, dtype);
   auto C = T::Tensor("C", {M, N}, out_dtype);
-  const int n_tiles_n = N / bN, n_tiles = (M / bM) * n_tiles_n;
+  const int n_tiles_n = N / bN, n_tiles = checked_product("gemm_pipelined: the tile count (M / bM) * (N / bN)",
+                                                          {M / bM, n_tiles_n});
   const int panels = K / kL1, steps = kL1 / bK;  // per tile, per panel
   const int rounds = ceildiv(n_tiles, blocks);  // tiles of the busiest core
 
@@ -122,19 +119,23 @@ PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, in
   });
 }
 
+// Cube tiles are whole 16 x 16 fractals.
+const ParamRule kFractal = ParamRule::tile(16);
+
 TL_REGISTER_KERNEL({
     .name = "gemm_pipelined",
     .summary = "expert GEMM: persistent AICs, double-buffered L1 panels and L0A/L0B, flags instead of barriers",
     .params = {{"M", "1024", "rows of A and C"},
                {"N", "1024", "columns of B and C"},
                {"K", "1024", "columns of A, rows of B"},
-               {"bM", "128", "tile rows (L0A / L0C)"},
-               {"bN", "256", "tile columns (L0B / L0C)"},
-               {"bK", "64", "K depth of one Mmad (L0A / L0B)"},
-               {"kL1", "256", "K depth of an L1 panel"},
-               {"blocks", "24", "persistent AICs (A2: 24)"},
-               {"dtype", "float16", "A and B dtype (float16 or bfloat16)"},
-               {"out_dtype", "", "C dtype: float32 or empty for dtype"}},
+               {"bM", "128", "tile rows (L0A / L0C)", kFractal},
+               {"bN", "256", "tile columns (L0B / L0C)", kFractal},
+               {"bK", "64", "K depth of one Mmad (L0A / L0B)", kFractal},
+               {"kL1", "256", "K depth of an L1 panel (a multiple of bK)", kFractal},
+               {"blocks", "24", "persistent AICs (A2: 24)", ParamRule::blocks()},
+               {"dtype", "float16", "A and B dtype", {.one_of = {"float16", "bfloat16"}}},
+               {"out_dtype", "", "C dtype: float32 or empty for dtype",
+                {.one_of = {"", "float32", "float16", "bfloat16"}}}},
     .build = [](const KernelArgs& a) {
       return gemm_pipelined(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"), a.get("kL1"),
                             a.get("blocks"), a.get_dtype("dtype"),

@@ -19,12 +19,11 @@ namespace tl::examples {
 PrimFunc minicv(int M, int N, int K, int bM, int bN, DType dtype, DType out_dtype) {
   if (M % bM != 0 || N % bN != 0)
     throw Error(fmt::format("minicv: M={} and N={} must be multiples of bM={} and bN={}", M, N, bM, bN));
-  if (bM % 32 != 0 || bN % 16 != 0 || K % 16 != 0)
-    throw Error(fmt::format("minicv: bM={} must be a multiple of 32 (two AIV halves of 16-row "
-                            "fractals), bN={} and K={} multiples of 16", bM, bN, K));
-  if (out_dtype != f32 && out_dtype != f16)
-    throw Error(fmt::format("minicv: out_dtype must be float32 or float16, got {}", dtype_name(out_dtype)));
-  const int m_tiles = M / bM, n_tiles = N / bN, num_blocks = m_tiles * n_tiles;
+  const int m_tiles = M / bM, n_tiles = N / bN;
+  const int num_blocks = checked_product("minicv: the block count (M / bM) * (N / bN)", {m_tiles, n_tiles});
+  if (num_blocks > ParamRule::kMaxBlocks)
+    throw Error(fmt::format("minicv: (M / bM) * (N / bN) = {} blocks, at most {} (use larger tiles)", num_blocks,
+                            ParamRule::kMaxBlocks));
   const int half = bM / 2;  // rows per AIV
 
   auto A = T::Tensor("A", {M, K}, dtype);
@@ -81,11 +80,13 @@ TL_REGISTER_KERNEL({
     .summary = "expert CV fusion: D = exp(A x B), GEMM on the cube, exp on both AIVs via a GM workspace",
     .params = {{"M", "1024", "rows of A and D"},
                {"N", "1024", "columns of B and D"},
-               {"K", "256", "columns of A, rows of B (held whole in L1)"},
-               {"bM", "128", "tile rows per block (each AIV takes bM/2)"},
-               {"bN", "128", "tile columns per block"},
-               {"dtype", "float16", "A and B dtype (float16 or bfloat16)"},
-               {"out_dtype", "float32", "D dtype (float32, or float16 through a vector cast)"}},
+               {"K", "256", "columns of A, rows of B (held whole in L1)", ParamRule::tile(16)},
+               // Two AIV halves of whole 16-row fractals.
+               {"bM", "128", "tile rows per block (each AIV takes bM/2)", ParamRule::tile(32)},
+               {"bN", "128", "tile columns per block", ParamRule::tile(16)},
+               {"dtype", "float16", "A and B dtype", {.one_of = {"float16", "bfloat16", "float32"}}},
+               {"out_dtype", "float32", "D dtype (float32, or float16 through a vector cast)",
+                {.one_of = {"float32", "float16"}}}},
     .build = [](const KernelArgs& a) {
       return minicv(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get_dtype("dtype"),
                     a.get_dtype("out_dtype"));

@@ -157,10 +157,6 @@ PrimFunc rms_norm(int M, int N, int rM, int bN, int blocks, int passes, DType dt
   auto fail = [](const std::string& m) { throw Error("rms_norm: " + m); };
   if (M % rM != 0) fail(fmt::format("M={} must be a multiple of rM={}", M, rM));
   if (N % bN != 0) fail(fmt::format("N={} must be a multiple of bN={}", N, bN));
-  if (bN % 16 != 0) fail(fmt::format("bN={} must be a multiple of 16 (32-byte UB rows in 16-bit types)", bN));
-  if (rM % 8 != 0) fail(fmt::format("rM={} must be a multiple of 8 (32-byte fp32 row statistics)", rM));
-  if (passes != 1 && passes != 2) fail(fmt::format("passes={} must be 1 or 2", passes));
-  if (dtype != bf16 && dtype != f16) fail(fmt::format("dtype must be bfloat16 or float16, got {}", dtype_name(dtype)));
   const int row_tiles = M / rM, tile_cols = passes == 1 ? N : bN;
 
   Norm k{.X = T::Tensor("X", {M, N}, dtype),
@@ -195,11 +191,13 @@ TL_REGISTER_KERNEL({
     .summary = "expert RMSNorm on the vector cores: bf16 in/out, fp32 math, column chunks, eps a scalar",
     .params = {{"M", "4096", "rows"},
                {"N", "7168", "columns (normalised dimension)"},
-               {"rM", "8", "rows per tile (one AIV handles one tile at a time)"},
-               {"bN", "1024", "column chunk width of the fp32 math"},
-               {"blocks", "24", "logical blocks (2 AIVs each)"},
-               {"passes", "2", "2: X read from GM twice in chunks; 1: the [rM, N] row tile stays in UB"},
-               {"dtype", "bfloat16", "X, W, Y dtype (bfloat16 or float16)"}},
+               // 32-byte fp32 row statistics; 32-byte UB rows in 16-bit types.
+               {"rM", "8", "rows per tile (one AIV handles one tile at a time)", ParamRule::tile(8)},
+               {"bN", "1024", "column chunk width of the fp32 math", ParamRule::tile(16)},
+               {"blocks", "24", "logical blocks (2 AIVs each)", ParamRule::blocks()},
+               {"passes", "2", "2: X read from GM twice in chunks; 1: the [rM, N] row tile stays in UB",
+                {.min = 1, .max = 2}},
+               {"dtype", "bfloat16", "X, W, Y dtype", {.one_of = {"bfloat16", "float16"}}}},
     .build = [](const KernelArgs& a) {
       return rms_norm(a.get("M"), a.get("N"), a.get("rM"), a.get("bN"), a.get("blocks"), a.get("passes"),
                       a.get_dtype("dtype"));

@@ -29,10 +29,6 @@ namespace tl::examples {
 PrimFunc rms_norm_dynamic(int N, int rM, int bN, int blocks, DType dtype) {
   auto fail = [](const std::string& m) { throw Error("rms_norm_dynamic: " + m); };
   if (N % bN != 0) fail(fmt::format("N={} must be a multiple of bN={}", N, bN));
-  if (bN % 16 != 0) fail(fmt::format("bN={} must be a multiple of 16 (32-byte UB rows in 16-bit types)", bN));
-  if (rM % 8 != 0 || rM <= 0) fail(fmt::format("rM={} must be a positive multiple of 8 (32-byte fp32 row statistics)", rM));
-  if (blocks <= 0) fail(fmt::format("blocks={} must be positive", blocks));
-  if (dtype != bf16 && dtype != f16) fail(fmt::format("dtype must be bfloat16 or float16, got {}", dtype_name(dtype)));
   const int chunks = N / bN;
 
   auto M = T::dynamic("M");
@@ -137,10 +133,11 @@ TL_REGISTER_KERNEL({
     .name = "rms_norm_dynamic",
     .summary = "expert RMSNorm with a dynamic row count M (bound at launch): full rM-row tiles, then tail rows",
     .params = {{"N", "4096", "columns (normalised dimension), compile-time"},
-               {"rM", "8", "rows per full tile"},
-               {"bN", "1024", "column chunk width"},
-               {"blocks", "24", "maximum logical blocks (2 AIVs each)"},
-               {"dtype", "bfloat16", "X, W, Y dtype (bfloat16 or float16)"}},
+               // 32-byte fp32 row statistics; 32-byte UB rows in 16-bit types.
+               {"rM", "8", "rows per full tile", ParamRule::tile(8)},
+               {"bN", "1024", "column chunk width", ParamRule::tile(16)},
+               {"blocks", "24", "maximum logical blocks (2 AIVs each)", ParamRule::blocks()},
+               {"dtype", "bfloat16", "X, W, Y dtype", {.one_of = {"bfloat16", "float16"}}}},
     .build = [](const KernelArgs& a) {
       return rms_norm_dynamic(a.get("N"), a.get("rM"), a.get("bN"), a.get("blocks"), a.get_dtype("dtype"));
     },

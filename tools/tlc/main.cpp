@@ -1,5 +1,5 @@
 // tlc: the tl-ascend command-line driver.
-//   tlc list                         registered kernels and their parameters
+//   tlc list                         registered kernels, their parameters and accepted values
 //   tlc print KERNEL [--set N=V]     IR text (with `# @file:line` locations); with
 //        [--print-after-all | --print-after=NAME[,NAME] | --time-passes] the kernel is
 //        lowered: IR dumps / pass timings on stderr, the lowered IR on stdout
@@ -11,13 +11,22 @@
 //                                    the data is computed in simulated-time order and checked
 //   tlc demo [--out DIR]             the main job: verify, run (hazard-checked, reference-checked)
 //                                    and profile every example; IR, traces, timelines to out/
+//
+// Whatever the command line, tlc ends with one of the exit statuses of kExitHelp: every
+// exception becomes a one-line error, and an option that would do nothing in the chosen mode
+// is an error rather than silently ignored.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
@@ -32,22 +41,67 @@
 
 namespace {
 
-std::map<std::string, std::string> parse_sets(const std::vector<std::string>& sets) {
+// Exit statuses: scripts that sweep parameters tell a kernel that fails (1) from a command
+// line that asks for something impossible (2) and from a bug in tl-ascend (3).
+enum Exit : int { kOk = 0, kKernelFailed = 1, kUsage = 2, kInternal = 3 };
+constexpr const char* kExitHelp =
+    "Exit status: 0 success; 1 the kernel failed (verifier errors, a reference MISMATCH, an error "
+    "while compiling or running it); 2 a usage error (bad option, parameter value, kernel or target "
+    "name, unwritable output); 3 an internal error (a bug in tl-ascend, please report it).";
+
+/// A mistake on the command line: exit status kUsage wherever it is raised.
+struct UsageError : tl::Error {
+  using tl::Error::Error;
+};
+
+/// The status a tl::Error gets: kUsage until the kernel is built from valid options, then
+/// kKernelFailed (the kernel does not verify, compile or run).
+Exit g_error_exit = kUsage;
+
+/// NAME=VALUE pairs of a repeatable option (`--set`, `--dyn`); a name given twice is an error
+/// (the later value would silently win).
+std::map<std::string, std::string> parse_pairs(const char* option, const std::vector<std::string>& pairs) {
   std::map<std::string, std::string> m;
-  for (const auto& s : sets) {
+  for (const auto& s : pairs) {
     auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw tl::Error(fmt::format("--set expects NAME=VALUE, got '{}'", s));
-    m[s.substr(0, eq)] = s.substr(eq + 1);
+      throw UsageError(fmt::format("{} expects NAME=VALUE, got '{}'", option, s));
+    auto [it, fresh] = m.emplace(s.substr(0, eq), s.substr(eq + 1));
+    if (!fresh) throw UsageError(fmt::format("{} {} is given twice", option, it->first));
   }
   return m;
 }
 
-tl::KernelArgs resolved_args(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets) {
-  tl::KernelArgs a;
-  for (const auto& p : k.params) a.set(p.name, p.default_value);
-  for (const auto& [n, v] : sets) a.set(n, v);
-  return a;
+/// Names of the dynamic sizes among `f`'s tensor dimensions.
+std::set<std::string> dynamic_sizes(const tl::PrimFunc& f) {
+  std::set<std::string> names;
+  for (const auto& p : f->params)
+    if (p.is_tensor())
+      for (const auto& s : p.tensor->shape)
+        if (auto* v = s.as<tl::VarNode>()) names.insert(v->name);
+  return names;
+}
+
+/// `--dyn` values: each names a dynamic size of `f` and is an integer in [0, INT32_MAX] (a
+/// dynamic size is an int32 symbol; 0 rows is a valid launch).
+std::map<std::string, int64_t> parse_dyn(const tl::KernelEntry& k, const tl::PrimFunc& f,
+                                         const std::vector<std::string>& dyn_sets) {
+  std::map<std::string, int64_t> dyn;
+  const auto names = dynamic_sizes(f);
+  for (const auto& [n, s] : parse_pairs("--dyn", dyn_sets)) {
+    if (!names.count(n)) {
+      std::string known;
+      for (const auto& x : names) known += (known.empty() ? "" : ", ") + x;
+      throw UsageError(fmt::format("--dyn {}: kernel {} has no dynamic size '{}' ({})", n, k.name, n,
+                                   known.empty() ? "its shapes are all static" : "its dynamic sizes: " + known));
+    }
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || v < 0 || v > INT32_MAX)
+      throw UsageError(fmt::format("--dyn {}: expected an integer in [0, {}], got '{}'", n, INT32_MAX, s));
+    dyn[n] = v;
+  }
+  return dyn;
 }
 
 constexpr int64_t kDefaultDynamic = 1000;  // value of a dynamic size not given with --dyn
@@ -95,10 +149,39 @@ std::string summary(const tl::Tensor& t) {
                      v.empty() ? 0.0 : sum / static_cast<double>(v.size()), head);
 }
 
+/// An output file named by `option`, opened (and truncated) before the kernel runs, so an
+/// unwritable path fails at once instead of after a long run.
+struct OutFile {
+  std::string option, path;
+  std::ofstream os;
+  void open(std::string opt, std::string p) {
+    option = std::move(opt);
+    path = std::move(p);
+    if (path.empty()) throw UsageError(fmt::format("{}: expected a file name, got ''", option));
+    std::error_code ec;  // the throwing overload fails on an unreadable parent directory
+    if (std::filesystem::is_directory(path, ec))
+      throw UsageError(fmt::format("{} {}: is a directory, expected a file name", option, path));
+    errno = 0;
+    os.open(path, std::ios::out | std::ios::trunc);
+    if (!os)
+      throw UsageError(fmt::format("{} {}: cannot open for writing ({})", option, path,
+                                   errno ? std::strerror(errno) : "unknown reason"));
+  }
+  bool is_open() const { return os.is_open(); }
+  /// Flushes and closes; a failed write (disk full, ...) is an error, not a silent truncation.
+  void close() {
+    os.flush();
+    const bool ok = static_cast<bool>(os);
+    os.close();
+    if (!ok || !os) throw UsageError(fmt::format("{} {}: writing failed", option, path));
+  }
+};
+
 /// Options of `tlc run` beyond the kernel's parameters.
 struct RunMode {
   std::string mode = "fast";  // fast | timed
   std::string trace_file, html_file;
+  bool want_trace = false, want_html = false;  // --trace / --html given (even with an empty name)
   int html_blocks = 4;
   bool timing_only = false;    // timed: profile only, no tensor data
   bool check_hazards = false;  // run the hazard checker on the launch's trace
@@ -106,17 +189,17 @@ struct RunMode {
 
 /// Timed mode: the profile table, the Chrome trace / HTML timeline, and the outputs that
 /// depend on the order of unsynchronised instructions.
-void report_timed(const tl::npu::Profile& prof) {
+void report_timed(const tl::npu::Profile& prof, OutFile& trace, OutFile& html) {
   tl::npu::print_profile(prof, std::cout);
-  if (!g_timed.trace_file.empty()) {
-    std::ofstream os(g_timed.trace_file);
-    tl::npu::write_chrome_trace(prof, os);
-    fmt::print("  chrome trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", g_timed.trace_file);
+  if (trace.is_open()) {
+    tl::npu::write_chrome_trace(prof, trace.os);
+    trace.close();
+    fmt::print("  chrome trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", trace.path);
   }
-  if (!g_timed.html_file.empty()) {
-    std::ofstream os(g_timed.html_file);
-    tl::npu::write_html_timeline(prof, os, g_timed.html_blocks);
-    fmt::print("  timeline: {}\n", g_timed.html_file);
+  if (html.is_open()) {
+    tl::npu::write_html_timeline(prof, html.os, g_timed.html_blocks);
+    html.close();
+    fmt::print("  timeline: {}\n", html.path);
   }
   if (g_timed.timing_only) return;
   if (prof.time_order_effects.empty()) {
@@ -130,14 +213,20 @@ void report_timed(const tl::npu::Profile& prof) {
 
 /// Runs one kernel; returns false when its reference check fails.
 bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets, const tl::Target& target,
-                int threads, const std::map<std::string, int64_t>& dyn = {}) {
-  auto f = tl::build_kernel(k, sets);
+                int threads, const std::vector<std::string>& dyn_sets = {}) {
+  const tl::KernelArgs params = tl::resolve_kernel_args(k, sets);
+  auto f = k.build(params);
+  const auto dyn = parse_dyn(k, f, dyn_sets);
+  const bool timed = g_timed.mode == "timed";
+  OutFile trace, html;
+  if (g_timed.want_trace) trace.open("--trace", g_timed.trace_file);
+  if (g_timed.want_html) html.open("--html", g_timed.html_file);
+  g_error_exit = kKernelFailed;  // the options are valid: from here on, errors are the kernel's
   auto t0 = std::chrono::steady_clock::now();
   auto kern = tl::compile(f, target);
   auto t1 = std::chrono::steady_clock::now();
   tl::Device dev(target);
   auto args = make_args(dev, f, 1, dyn);
-  const bool timed = g_timed.mode == "timed";
   tl::npu::Profile prof;
   kern.launch(dev, args, {.threads = threads, .timing_only = timed && g_timed.timing_only,
                           .check_hazards = g_timed.check_hazards, .profile = timed ? &prof : nullptr,
@@ -148,13 +237,13 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
              target.name,
              !timed ? "" : g_timed.timing_only ? " (timed mode, no data)" : " (timed mode, data in simulated-time order)",
              ms(t0, t1), ms(t1, t2), dev.gm_peak_bytes());
-  if (timed) report_timed(prof);
+  if (timed) report_timed(prof, trace, html);
   if (timed && g_timed.timing_only) return true;
   for (size_t i = 0; i < args.size(); ++i)
     if (f->params[i].is_tensor()) fmt::print("  {:<8} {}\n", f->params[i].name(), summary(std::get<tl::Tensor>(args[i].value)));
   bool ok = true;
 #ifdef TL_HAVE_REFERENCES
-  auto check = tl::ref::check_kernel(k.name, resolved_args(k, sets), args);
+  auto check = tl::ref::check_kernel(k.name, params, args);
   if (!check) fmt::print("  reference: none registered\n");
   else if (check->empty()) fmt::print("  reference: match\n");
   else {
@@ -167,11 +256,63 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
   return ok;
 }
 
-}  // namespace
+/// Writes `text` to `path` (an IR dump of the demo); a failure is an error.
+void write_file(const std::string& path, const std::string& text) {
+  OutFile f;
+  f.open("--out", path);
+  f.os << text;
+  f.close();
+}
 
-int main(int argc, char** argv) {
+/// The demo: every example is verified, run functionally with the hazard checker and checked
+/// against its reference, then run in timed mode; IR, Perfetto trace and HTML timeline go to
+/// `dir`. A kernel that fails is reported and the demo goes on with the next one.
+int run_demo(const std::string& dir, const tl::Target& target) {
+  if (dir.empty()) throw UsageError("--out: expected a directory name, got ''");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec))
+    throw UsageError(fmt::format("--out {}: cannot create the directory ({})", dir,
+                                 ec ? ec.message() : "a file of that name exists"));
+  bool ok = true;
+  for (const auto* k : tl::registered_kernels()) {
+    std::string base = dir + "/" + k->name;
+    try {
+      g_error_exit = kKernelFailed;
+      auto f = tl::build_kernel(*k);
+      auto diags = tl::verify(f, target);
+      write_file(base + ".ir.txt", tl::print(f));
+      fmt::print("==== {}: {}\n  IR: {}.ir.txt; verify on {}: {} error(s)\n", k->name, k->summary, base, target.name,
+                 diags.size());
+      for (const auto& d : diags) fmt::print("  {}\n", d.str());
+      if (!diags.empty()) {
+        ok = false;
+        continue;
+      }
+      g_timed = RunMode{};
+      g_timed.check_hazards = true;
+      ok &= run_kernel(*k, {}, target, 0);
+      g_timed.mode = "timed";
+      g_timed.want_trace = g_timed.want_html = true;
+      g_timed.trace_file = base + ".trace.json";
+      g_timed.html_file = base + ".timeline.html";
+      ok &= run_kernel(*k, {}, target, 0);
+    } catch (const tl::Error& e) {
+      fmt::print("  error: {}\n", e.what());
+      ok = false;
+    }
+    fmt::print("\n");
+  }
+  fmt::print("demo: {}\n", ok ? "every example verified, hazard-free, matched its reference in program order and in "
+                                    "simulated-time order, and was profiled"
+                               : "FAILED (see above)");
+  return ok ? kOk : kKernelFailed;
+}
+
+int tlc_main(int argc, char** argv) {
   CLI::App app{"tlc: the tl-ascend compiler driver"};
   app.require_subcommand(1);
+  app.footer(kExitHelp);
 
   auto* list = app.add_subcommand("list", "list the registered kernels");
 
@@ -181,7 +322,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   auto add_common = [&](CLI::App* c) {
     c->add_option("kernel", kernel, "kernel name (see tlc list)")->required();
-    c->add_option("--set", sets, "override a kernel parameter: NAME=VALUE");
+    c->add_option("--set", sets, "override a kernel parameter: NAME=VALUE (tlc list: the values each accepts)");
     c->add_option("--target", target_name, "target chip (A2, 910B3, 910B4, A3, 950)");
   };
   auto* print_cmd = app.add_subcommand("print", "print a kernel as IR text");
@@ -198,88 +339,115 @@ int main(int argc, char** argv) {
   add_common(verify_cmd);
   auto* run_cmd = app.add_subcommand("run", "run a kernel on the virtual NPU with random inputs");
   add_common(run_cmd);
-  run_cmd->add_option("--threads", threads, "host threads (0: all)");
+  run_cmd->add_option("--threads", threads, "host threads (0: all)")->check(CLI::Range(0, 4096));
   run_cmd->add_option("--mode", g_timed.mode,
                       "fast: functional run; timed: timing model, profile table, data in simulated-time order")
       ->check(CLI::IsMember({"fast", "timed"}));
-  run_cmd->add_flag("--timing-only", g_timed.timing_only, "timed: profile only, skip the tensor data (faster)");
-  run_cmd->add_option("--trace", g_timed.trace_file, "timed: write a Chrome/Perfetto trace JSON");
-  run_cmd->add_option("--html", g_timed.html_file, "timed: write an HTML timeline (first --html-blocks blocks)");
-  run_cmd->add_option("--html-blocks", g_timed.html_blocks, "timed: blocks drawn in the HTML timeline (default 4)");
+  auto* timing_only_opt =
+      run_cmd->add_flag("--timing-only", g_timed.timing_only, "timed: profile only, skip the tensor data (faster)");
+  auto* trace_opt = run_cmd->add_option("--trace", g_timed.trace_file, "timed: write a Chrome/Perfetto trace JSON");
+  auto* html_opt =
+      run_cmd->add_option("--html", g_timed.html_file, "timed: write an HTML timeline (first --html-blocks blocks)");
+  auto* html_blocks_opt =
+      run_cmd->add_option("--html-blocks", g_timed.html_blocks, "timed: blocks drawn in the HTML timeline (default 4)")
+          ->check(CLI::PositiveNumber);
   run_cmd->add_flag("--check-hazards", g_timed.check_hazards, "report unsynchronised instructions (hazard checker)");
   std::vector<std::string> dyn_sets;
-  run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE (default 1000)");
+  run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
   auto* demo = app.add_subcommand("demo", "the main job: verify, run, check and profile every example kernel");
   std::string demo_dir = "out";
   demo->add_option("--out", demo_dir, "directory for IR dumps, traces and timelines (default out/)");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints the help or the error
+    return rc == 0 ? kOk : kUsage;
+  }
   try {
     const tl::Target& target = tl::get_target(target_name);
     if (*list) {
       for (const auto* k : tl::registered_kernels()) {
         fmt::print("{:<24} {}\n", k->name, k->summary);
-        for (const auto& p : k->params) fmt::print("    {:<12} = {:<10} {}\n", p.name, p.default_value, p.help);
+        for (const auto& p : k->params)
+          fmt::print("    {:<12} = {:<10} {} ({})\n", p.name, p.default_value.empty() ? "''" : p.default_value, p.help,
+                     p.rule.describe());
       }
-      return 0;
+      return kOk;
     }
     if (*print_cmd) {
-      auto f = tl::build_kernel(tl::find_kernel(kernel), parse_sets(sets));
-      if (pass_opt.print_after_all || !pass_opt.print_after.empty() || pass_opt.time_passes)
-        f = tl::lower(f, target, pass_opt);
+      auto f = tl::build_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets));
+      g_error_exit = kKernelFailed;
+      if (pass_opt.print_after_all || !pass_opt.print_after.empty() || pass_opt.time_passes) {
+        try {
+          f = tl::lower(f, target, pass_opt);
+        } catch (const tl::Error& e) {
+          // The pass manager checks --print-after's names before any pass runs: a misspelt
+          // pass is the command line's mistake, not the kernel's.
+          if (std::string_view(e.what()).starts_with("print-after: no pass named")) throw UsageError(e.what());
+          throw;
+        }
+      }
       std::cout << tl::print(f, {.locations = !no_loc});
-      return 0;
+      return kOk;
     }
     if (*verify_cmd) {
-      auto f = tl::build_kernel(tl::find_kernel(kernel), parse_sets(sets));
+      auto f = tl::build_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets));
+      g_error_exit = kKernelFailed;
       auto diags = tl::verify(f, target);
       for (const auto& d : diags) fmt::print("{}\n", d.str());
       fmt::print("{}: {} error(s) on {}\n", kernel, diags.size(), target.name);
-      return diags.empty() ? 0 : 1;
+      return diags.empty() ? kOk : kKernelFailed;
     }
     if (*run_cmd) {
-      std::map<std::string, int64_t> dyn;
-      for (const auto& [n, v] : parse_sets(dyn_sets)) dyn[n] = std::stoll(v);
-      return run_kernel(tl::find_kernel(kernel), parse_sets(sets), target, threads, dyn) ? 0 : 1;
+      // Options that only mean something in timed mode are errors in fast mode, not no-ops.
+      g_timed.want_trace = trace_opt->count() > 0;
+      g_timed.want_html = html_opt->count() > 0;
+      if (g_timed.mode != "timed")
+        for (const auto* o : {timing_only_opt, trace_opt, html_opt, html_blocks_opt})
+          if (o->count() > 0)
+            throw UsageError(fmt::format("{} only applies to timed mode (add --mode timed)", o->get_name()));
+      if (html_blocks_opt->count() > 0 && !g_timed.want_html)
+        throw UsageError("--html-blocks only applies with --html");
+      return run_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, threads, dyn_sets)
+                 ? kOk
+                 : kKernelFailed;
     }
-    if (*demo) {
-      // The main job: every example is verified, run functionally with the hazard checker and
-      // checked against its reference, then run in timed mode; IR, Perfetto trace and HTML
-      // timeline go to out/.
-      std::filesystem::create_directories(demo_dir);
-      bool ok = true;
-      for (const auto* k : tl::registered_kernels()) {
-        auto f = tl::build_kernel(*k);
-        auto diags = tl::verify(f, target);
-        std::string base = demo_dir + "/" + k->name;
-        std::ofstream(base + ".ir.txt") << tl::print(f);
-        fmt::print("==== {}: {}\n  IR: {}.ir.txt; verify on {}: {} error(s)\n", k->name, k->summary, base, target.name,
-                   diags.size());
-        for (const auto& d : diags) fmt::print("  {}\n", d.str());
-        if (!diags.empty()) {
-          ok = false;
-          continue;
-        }
-        g_timed = RunMode{};
-        g_timed.check_hazards = true;
-        ok &= run_kernel(*k, {}, target, 0);
-        g_timed.mode = "timed";
-        g_timed.trace_file = base + ".trace.json";
-        g_timed.html_file = base + ".timeline.html";
-        ok &= run_kernel(*k, {}, target, 0);
-        fmt::print("\n");
-      }
-      fmt::print("demo: {}\n", ok ? "every example verified, hazard-free, matched its reference in program order and in "
-                                        "simulated-time order, and was profiled"
-                                   : "FAILED (see above)");
-      return ok ? 0 : 1;
-    }
+    if (*demo) return run_demo(demo_dir, target);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kUsage;
   } catch (const tl::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
+    return g_error_exit;
   } catch (const tl::InternalError& e) {
     fmt::print(stderr, "{}\n(this is a bug in tl-ascend, not in the kernel; please report it)\n", e.what());
-    return 2;
+    return kInternal;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: out of host memory (the kernel's tensors or the virtual NPU's state do not fit)\n");
+    return kKernelFailed;
+  } catch (const std::exception& e) {
+    if (std::ferror(stdout)) return kUsage;  // fmt::print to a full or closed stdout; main reports it
+    fmt::print(stderr, "internal error: unexpected exception: {}\n(this is a bug in tl-ascend; please report it)\n",
+               e.what());
+    return kInternal;
+  } catch (...) {
+    fmt::print(stderr, "internal error: unexpected exception of unknown type\n(this is a bug in tl-ascend; please "
+                       "report it)\n");
+    return kInternal;
   }
-  return 0;
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rc = tlc_main(argc, argv);
+  // Output that never reached stdout (a full disk, a closed pipe) is a failure, not success.
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    fmt::print(stderr, "error: writing to standard output failed\n");
+    if (rc == kOk) rc = kUsage;
+  }
+  return rc;
 }
