@@ -33,6 +33,10 @@
 #include "tl/runtime.h"
 #include "tl/verifier.h"
 
+#ifdef TL_FUZZ_LIBFUZZER
+#include "text_mutator.h"
+#endif
+
 namespace {
 
 using namespace tl;

@@ -37,6 +37,10 @@
 #include "tl/parser.h"
 #include "tl/runtime.h"
 
+#ifdef TL_FUZZ_LIBFUZZER
+#include "text_mutator.h"
+#endif
+
 namespace {
 
 using namespace tl;
