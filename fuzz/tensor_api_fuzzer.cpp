@@ -79,9 +79,11 @@ int64_t parse_int(const std::string& tok) {
     long e = std::strtol(end + 1, &end, 10);
     __int128 base = v;
     v = 1;
-    for (long i = 0; i < std::min(e, 130L) && v < (__int128{1} << 100) && v > -(__int128{1} << 100); ++i) v *= base;
+    // Both factors within int64: the product fits __int128; saturate() clamps the result
+    // (and 64 steps are enough for any base but 0 and +-1).
+    for (long i = 0; i < std::min(e, 64L) && v <= INT64_MAX && v >= INT64_MIN; ++i) v *= base;
   }
-  if (*end == '+' || *end == '-') v += std::strtoll(end, &end, 0);
+  if (*end == '+' || *end == '-') v = saturate(v) + static_cast<__int128>(std::strtoll(end, &end, 0));
   return saturate(v);
 }
 
@@ -384,7 +386,7 @@ class Script {
     for (int d = 0; d < t.ndim(); ++d) (void)t.dim(d);
     if (!t.defined()) return;
     DLView v = t.dlpack();
-    if (v.ndim != t.ndim() || static_cast<uint8_t*>(v.data) + v.byte_offset != t.data())
+    if (v.ndim != t.ndim() || reinterpret_cast<uintptr_t>(v.data) + v.byte_offset != reinterpret_cast<uintptr_t>(t.data()))
       fail(fmt::format("dlpack of {} does not describe it", t.describe()));
     for (int d = 0; d < t.ndim(); ++d)
       if (v.shape[d] != t.shape()[d] || v.strides[d] != t.strides()[d])
