@@ -48,13 +48,23 @@ inline std::string edge_number(std::mt19937_64& rng, const std::string& old) {
       "nan", "inf", "65504", "3e9", "300", "-129"};
   if (rng() % 3 == 0) {
     // A neighbour of the old value: off by one, doubled, negated.
-    long long v = std::strtoll(old.c_str(), nullptr, 10);
+    // In __int128, so the neighbours of INT64_MAX and INT64_MIN are written out too (the
+    // parser must reject them).
+    __int128 v = std::strtoll(old.c_str(), nullptr, 10);
     switch (rng() % 4) {
-      case 0: return std::to_string(v + 1);
-      case 1: return std::to_string(v - 1);
-      case 2: return std::to_string(v > (1LL << 61) || v < -(1LL << 61) ? v : v * 2);
-      default: return std::to_string(v == INT64_MIN ? v : -v);
+      case 0: v += 1; break;
+      case 1: v -= 1; break;
+      case 2: v *= 2; break;
+      default: v = -v;
     }
+    bool neg = v < 0;
+    unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+    std::string digits;
+    do {
+      digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+      m /= 10;
+    } while (m != 0);
+    return neg ? "-" + digits : digits;
   }
   return kEdges[rng() % std::size(kEdges)];
 }

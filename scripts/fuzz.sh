@@ -28,6 +28,8 @@ work=${TL_FUZZ_WORK:-$root/build/fuzz/work/$target}
 mkdir -p "$work/corpus" "$work/artifacts"
 log=$work/log.txt
 
+stamp=$work/.started
+touch "$stamp"
 start=$(date +%s.%N)
 status=0
 # One worker, deterministic per -seed; -timeout catches a hang (a launch is milliseconds),
@@ -45,6 +47,6 @@ echo "  cov (edges) $(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<< "$last"), ft (feat
 grep -E '^stat::' "$log" | sed 's/^/  /' || true
 if [ "$status" -ne 0 ]; then
   echo "  crash: see $log; reproducer(s):"
-  ls -1 "$work/artifacts" | sed "s|^|    $work/artifacts/|"
+  find "$work/artifacts" -type f -newer "$stamp" | sed 's|^|    |'
 fi
 exit "$status"

@@ -16,17 +16,17 @@ seed() {
   if [ -n "$directives" ]; then echo "#fuzz: $directives" >> "$OUT/$file.ir"; fi
 }
 
-seed kernel_copy_gm_ub "" copy_gm_ub --set M=64 --set N=256 --set tM=32 --set tN=128 --set blocks=2
+seed kernel_copy_gm_ub "" copy_gm_ub --set M=32 --set N=128 --set tM=16 --set tN=64 --set blocks=2
 seed kernel_elementwise_add "" elementwise_add --set M=2 --set N=256 --set tile=128 --set blocks=2
 seed kernel_elementwise_add_f32 "" elementwise_add --set M=3 --set N=128 --set tile=64 --set blocks=1 --set dtype=float32
 seed kernel_gelu "" gelu --set M=2 --set N=256 --set tile=128 --set blocks=2
-seed kernel_flash_attention "" flash_attention --set S=128 --set D=64 --set bM=64 --set bN=64 --set bK=64 --set bD=64
-seed kernel_flash_attention_pipelined "" flash_attention_pipelined --set S=128 --set D=64 --set bM=64 --set bN=64 \
-  --set bK=64 --set bD=64
-seed kernel_gemm "" gemm --set M=128 --set N=128 --set K=128 --set bM=64 --set bN=64 --set bK=64
-seed kernel_gemm_pipelined "" gemm_pipelined --set M=128 --set N=128 --set K=128 --set bM=64 --set bN=64 --set bK=64 \
-  --set kL1=128 --set blocks=2
-seed kernel_minicv "" minicv --set M=128 --set N=128 --set K=64 --set bM=64 --set bN=64
+seed kernel_flash_attention "" flash_attention --set S=64 --set D=64 --set bM=32 --set bN=32 --set bK=32 --set bD=32
+seed kernel_flash_attention_pipelined "" flash_attention_pipelined --set S=64 --set D=64 --set bM=32 --set bN=32 \
+  --set bK=32 --set bD=32
+seed kernel_gemm "" gemm --set M=64 --set N=64 --set K=64 --set bM=32 --set bN=32 --set bK=32
+seed kernel_gemm_pipelined "" gemm_pipelined --set M=64 --set N=64 --set K=64 --set bM=32 --set bN=32 --set bK=32 \
+  --set kL1=64 --set blocks=2
+seed kernel_minicv "" minicv --set M=64 --set N=64 --set K=32 --set bM=32 --set bN=32
 seed kernel_rms_norm "eps=1e-6" rms_norm --set M=32 --set N=256 --set rM=8 --set bN=128 --set blocks=2
 seed kernel_rms_norm_1pass "eps=0.5 seed=7" rms_norm --set M=32 --set N=256 --set rM=8 --set bN=128 --set blocks=2 \
   --set passes=1
