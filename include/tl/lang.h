@@ -20,7 +20,21 @@
 namespace tl {
 
 using Core = CoreKind;
+#if defined(__cpp_lib_source_location)
 using Loc = std::source_location;
+#else
+/// What std::source_location gives, for compilers whose standard library lacks it (clang 14
+/// with libstdc++, which the fuzz preset uses): the same builtins it is made of.
+struct Loc {
+  static constexpr Loc current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) noexcept {
+    return Loc{file, line};
+  }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr unsigned line() const noexcept { return line_; }
+  const char* file_;
+  unsigned line_;
+};
+#endif
 #define TL_LOC const ::tl::Loc& loc = ::tl::Loc::current()
 
 /// Repository-relative file and line of a DSL call, or the location of the innermost live

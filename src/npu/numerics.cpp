@@ -10,6 +10,7 @@
 #include "tl/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define TL_NPU_X86 1
 #endif
@@ -441,7 +442,12 @@ bool host_has_avx2() {
 
 bool host_has_f16c() {
 #ifdef TL_NPU_X86
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  // CPUID.1:ECX.F16C[bit 29] directly: clang before 15 does not know "f16c" as a
+  // __builtin_cpu_supports feature. The "avx" check covers the OS's saving of the YMM state.
+  static const bool has = [] {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) && __builtin_cpu_supports("avx");
+  }();
   return has;
 #else
   return false;

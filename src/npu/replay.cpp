@@ -367,6 +367,9 @@ LaunchSnapshot::LaunchSnapshot(const LaunchState& ls, DeviceMemories& mem, int p
     if (t.defined()) spans.push_back(span_of(t));
   std::sort(spans.begin(), spans.end());
   for (const auto& [p, len] : spans) {
+    // A tensor without elements has no bytes to keep (and possibly no storage: memcpy of a
+    // null pointer is undefined even for 0 bytes).
+    if (len == 0) continue;
     if (!gm_.empty() && p <= gm_.back().data + gm_.back().saved.size()) {
       auto& last = gm_.back();
       size_t want = static_cast<size_t>(p + len - last.data);
