@@ -183,6 +183,9 @@ bool Tensor::is_contiguous() const {
 
 uint8_t* Tensor::data() const {
   require_defined("data");
+  // A view of a storage with no bytes has no elements to address; its offset (from slicing
+  // a zero-sized dimension) must not be added to a null pointer (UB, found by the fuzzer).
+  if (storage_->bytes.empty()) return storage_->bytes.data();
   return storage_->bytes.data() + byte_offset_;
 }
 
