@@ -227,7 +227,9 @@ DLView Tensor::dlpack() const {
   uint8_t code = is_float(dtype_) ? (dtype_ == DType::BFloat16 ? 4 : 2)
                                   : is_bool(dtype_) ? 6 : is_unsigned_int(dtype_) ? 1 : 0;
   return DLView{storage_->bytes.data(), 1, 0, ndim(), code, static_cast<uint8_t>(dtype_bits(dtype_)), 1,
-                shape_.data(), strides_.data(), static_cast<uint64_t>(byte_offset_)};
+                shape_.data(), strides_.data(),
+                // data + byte_offset is data(): no offset on an empty storage's null pointer.
+                static_cast<uint64_t>(storage_->bytes.empty() ? 0 : byte_offset_)};
 }
 
 int64_t Tensor::element_offset(int64_t flat) const {
