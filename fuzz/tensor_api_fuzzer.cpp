@@ -123,9 +123,14 @@ class Line {
 
 /// The exact element count of `shape`, or -1 if a dimension is negative or it exceeds int64.
 __int128 exact_numel(const std::vector<int64_t>& shape) {
+  // A zero dimension makes any shape empty, wherever it stands: (2^63 - 1, 2^62, 0) has no
+  // elements and no overflowing stride, as in torch.
+  for (int64_t d : shape)
+    if (d < 0) return -1;
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   __int128 n = 1;
   for (int64_t d : shape) {
-    if (d < 0) return -1;
     n *= d;
     if (n > INT64_MAX) return -1;
   }

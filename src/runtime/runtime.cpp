@@ -168,11 +168,15 @@ int64_t Tensor::dim(int i) const {
 
 int64_t Tensor::numel() const {
   if (!storage_) return 0;
-  // No overflow: the view lies inside its storage (the invariant every constructor checks).
+  // A zero dimension empties the view wherever it stands ((2^63 - 1, 2^62, 0) is valid);
+  // otherwise no overflow: the view lies inside its storage (every constructor checks it).
+  for (int64_t d : shape_)
+    if (d == 0) return 0;
   return std::accumulate(shape_.begin(), shape_.end(), int64_t{1}, std::multiplies<>());
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // nothing to lay out (and the products below could overflow)
   int64_t s = 1;
   for (size_t d = shape_.size(); d-- > 0;) {
     if (shape_[d] != 1 && strides_[d] != s) return false;

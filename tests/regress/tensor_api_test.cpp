@@ -36,6 +36,16 @@ TEST(TensorApi, EmptyRejectsOverflowingShape) {
   EXPECT_EQ(dev.gm_bytes_in_use(), 0);
 }
 
+TEST(TensorApi, ZeroDimensionAfterHugeDimensionsIsEmpty) {
+  Device dev;
+  // Found by fuzz_tensor_api: every stride is 0 or 1, but numel() multiplied the dimensions
+  // left to right and overflowed before it reached the 0 (UBSan).
+  Tensor t = Tensor::empty(dev, {std::numeric_limits<int64_t>::max(), int64_t{1} << 62, 0}, DType::Float32);
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.nbytes(), 0);
+  EXPECT_TRUE(t.is_contiguous());
+}
+
 TEST(TensorApi, SliceRejectsOverflowingRange) {
   Device dev;
   Tensor t = Tensor::empty(dev, {8}, DType::Float32);
