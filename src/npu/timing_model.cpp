@@ -11,9 +11,12 @@
 //     of the next copy overlaps the data phase of the previous one, data phases serialise);
 //   - S, M, MTE1, FIX serialise (start after the previous instruction ended);
 //   - pipe_barrier(P): later P instructions start after every earlier one ended;
-//   - set_flag(src, dst): fires when every earlier src instruction ended; wait_flag on dst:
-//     later dst instructions start after the matching (FIFO) set fired;
-//   - set_cross_flag fires when its pipe's earlier work ended (+ cross_flag_latency); the k-th
+//   - set_flag(src, dst): fires when every earlier src instruction ended and the src pipe's
+//     earlier waits were satisfied (it sits in src's queue behind them, so a chain
+//     set(V, MTE2); wait(V, MTE2); set(MTE2, V) fires after V's work); wait_flag on dst:
+//     later dst instructions (flag sets included) start after the matching (FIFO) set fired;
+//   - set_cross_flag fires when its pipe's earlier work ended and its earlier waits were
+//     satisfied (+ cross_flag_latency); the k-th
 //     wait_cross_flag of a core needs the k-th set of every core that sends it that flag id;
 //   - sync_all: every participating core drains and meets.
 // Blocks are placed on their physical group in waves. Every transfer to or from GM is a fluid
@@ -242,7 +245,9 @@ bool Model::run_pipe(int c, int p) {
       case EventKind::Op: start_op(c, p, it); break;
       case EventKind::SetFlag: {
         int key = (static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id;
-        cs.flags[key].push_back(std::max(it.issue, ps.max_end));
+        // The floor too: a wait (or barrier) earlier in this pipe's queue holds the set back
+        // (set_flag(V, MTE2); wait_flag(V, MTE2); set_flag(MTE2, V) is a chain V -> MTE2 -> V).
+        cs.flags[key].push_back(std::max({it.issue, ps.max_end, ps.floor}));
         break;
       }
       case EventKind::WaitFlag: {
@@ -255,7 +260,7 @@ bool Model::run_pipe(int c, int p) {
       }
       case EventKind::Barrier: ps.floor = std::max({ps.floor, ps.max_end, it.issue}); break;
       case EventKind::SetCross: {
-        double fire = std::max(it.issue, ps.max_end) + c_.cross_flag_latency_cycles;
+        double fire = std::max({it.issue, ps.max_end, ps.floor}) + c_.cross_flag_latency_cycles;
         for (int d : cross_dests(c, e.mode)) {
           chan_[{d, e.id}][c].push_back(fire);
           mark(d);
