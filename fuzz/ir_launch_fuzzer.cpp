@@ -42,11 +42,13 @@ namespace {
 
 using namespace tl;
 
-// Limits that keep one input to milliseconds and a few MB. Until launches take an instruction
-// budget (issue 10 item 8: TL_MAX_STEPS / a launch option), the static estimate below is the
-// only guard against long runs; once it exists, launch with a budget of about kMaxWork steps
-// as well, and the estimate can be loosened (a runaway loop then ends in a tl::Error).
+// Limits that keep one input to milliseconds and a few MB. The static estimate is the guard
+// against large element work; the instruction budget (LaunchOptions::max_steps) is the guard
+// against a loop the estimate misjudges: a runaway input ends in a tl::Error, not a timeout.
+// Steps count statements a core executes, the same in every mode, so all three launches of
+// an input stop (or not) alike.
 constexpr double kMaxWork = 1e6;           // estimated element operations, all cores together
+constexpr int64_t kMaxSteps = 4'000'000;   // interpreter steps per core and block
 constexpr int64_t kMaxBlocks = 4;          // logical blocks
 constexpr int64_t kMaxTrips = 1 << 16;     // iterations of one loop
 constexpr int64_t kMaxElements = 1 << 18;  // elements over all tensor arguments
@@ -297,6 +299,7 @@ Outcome run(const CompiledKernel& k, const ArgPlan& plan, int threads, bool haza
   opt.threads = threads;
   opt.out = &out;
   opt.check_hazards = hazards;
+  opt.max_steps = kMaxSteps;
   if (timed) opt.profile = &o.profile;
   try {
     k.launch(dev, args, opt);
