@@ -43,6 +43,7 @@
 
 #include "tl/dtype.h"
 #include "tl/error.h"
+#include "tl/loc.h"
 
 namespace tl {
 
@@ -234,6 +235,8 @@ struct CastNode : ExprNode {
   static Expr make(DType t, Expr v);
 };
 
+class ElemRef;
+
 /// A buffer: a named, typed, shaped piece of some memory. Identity is the node.
 class Buffer {
  public:
@@ -247,11 +250,14 @@ class Buffer {
   const std::shared_ptr<const BufferNode>& ptr() const { return node_; }
 
   // DSL sugar (TileLang's A[i, j], A[s0:s0+e0, ...] and A[s0, s1] start-point regions).
-  /// Scalar element `A(i, j)`; a `var` buffer reads as `v()`.
-  template <typename... I>
-  Expr operator()(I... idx) const {
-    return load({Expr(idx)...});
-  }
+  /// Element `A(i, j)`: reads as an Expr; assigning to it (`c(i, j) = a(i, j) + 1`) appends a
+  /// store to the DSL block being built, at the line of the `c(i, j)`. A `var` buffer reads as
+  /// `v()`.
+  ElemRef operator()(TL_LOC) const;
+  ElemRef operator()(Expr i, TL_LOC) const;
+  ElemRef operator()(Expr i, Expr j, TL_LOC) const;
+  ElemRef operator()(Expr i, Expr j, Expr k, TL_LOC) const;
+  ElemRef operator()(Expr i, Expr j, Expr k, Expr l, TL_LOC) const;
   Expr load(std::vector<Expr> indices) const;
   /// The region starting at `starts` with `extents`.
   struct BufferRegion region(std::vector<Expr> starts, std::vector<Expr> extents) const;
@@ -275,6 +281,25 @@ struct BufferNode {
   static Buffer make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                      std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {});
   size_t ndim() const { return shape.size(); }
+};
+
+/// An element of a buffer named in DSL code (Buffer::operator()): an rvalue Expr (a load) or,
+/// on the left of `=`, a store (T::store) recorded at the line that named the element.
+class ElemRef {
+ public:
+  ElemRef(Buffer b, std::vector<Expr> indices, const Loc& at) : buffer_(std::move(b)), indices_(std::move(indices)), at_(at) {}
+  operator Expr() const { return buffer_.load(indices_); }  // NOLINT: reads as the element's value
+  Expr expr() const { return *this; }
+  DType dtype() const;
+  /// Appends `buffer[indices] = value` to the innermost open DSL block.
+  const ElemRef& operator=(const Expr& value) const;
+  const ElemRef& operator=(const ElemRef& other) const { return *this = Expr(other); }
+  ElemRef(const ElemRef&) = default;
+
+ private:
+  Buffer buffer_;
+  std::vector<Expr> indices_;
+  Loc at_;
 };
 
 struct LoadNode : ExprNode {
@@ -324,6 +349,7 @@ struct TileArg {
   TileArg() = default;
   TileArg(BufferRegion r) : region(std::move(r)) {}  // NOLINT
   TileArg(Expr e) : scalar(std::move(e)) {}          // NOLINT
+  TileArg(const ElemRef& e) : scalar(e) {}           // NOLINT: a scalar operand read from a buffer
   TileArg(const Buffer& b) : region(BufferRegion::full(b)) {}  // NOLINT
   TileArg(int v) : scalar(v) {}                                  // NOLINT
   TileArg(double v) : scalar(v) {}                               // NOLINT
@@ -474,14 +500,23 @@ struct ScopeNode : StmtNode {
 };
 /// Kernel launch: `num_blocks` logical blocks, each 1 AIC + 2 AIV. cid in [0, num_blocks),
 /// vid in {0, 1} (the AIV index; 0 on the AIC).
+///
+/// Two forms. An expert kernel binds both cid and vid and names the core of all its work with
+/// Scope statements. A developer kernel (docs/developer_mode.md) binds only cid (`vid` is
+/// undefined) and `threads` (1 or 2: the AIV:AIC ratio TileLang-Ascend's `threads` gives): the
+/// compiler places its buffers, splits its work between the cores and inserts its syncs, and
+/// the lowered kernel is an expert one.
 struct KernelNode : StmtNode {
   Expr num_blocks;
   Var cid, vid;
   Stmt body;
-  KernelNode(Expr n, Var c, Var v, Stmt b, SourceLoc l)
+  int threads = 0;  // developer kernels: 1 or 2; expert kernels: 0
+  KernelNode(Expr n, Var c, Var v, Stmt b, SourceLoc l, int t = 0)
       : StmtNode(StmtKind::Kernel, l, detail::stmt_depth({&b}, l)), num_blocks(std::move(n)), cid(std::move(c)),
-        vid(std::move(v)), body(std::move(b)) {}
-  static Stmt make(Expr num_blocks, Var cid, Var vid, Stmt body, SourceLoc loc = {});
+        vid(std::move(v)), body(std::move(b)), threads(t) {}
+  /// An expert kernel (vid defined, threads 0) or a developer one (vid undefined, threads > 0).
+  static Stmt make(Expr num_blocks, Var cid, Var vid, Stmt body, SourceLoc loc = {}, int threads = 0);
+  bool developer() const { return !vid.defined(); }
 };
 
 // ---------------------------------------------------------------------------------------------

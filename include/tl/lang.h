@@ -10,7 +10,6 @@
 
 #include <functional>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -20,22 +19,6 @@
 namespace tl {
 
 using Core = CoreKind;
-#if defined(__cpp_lib_source_location)
-using Loc = std::source_location;
-#else
-/// What std::source_location gives, for compilers whose standard library lacks it (clang 14
-/// with libstdc++, which the fuzz preset uses): the same builtins it is made of.
-struct Loc {
-  static constexpr Loc current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) noexcept {
-    return Loc{file, line};
-  }
-  constexpr const char* file_name() const noexcept { return file_; }
-  constexpr unsigned line() const noexcept { return line_; }
-  const char* file_;
-  unsigned line_;
-};
-#endif
-#define TL_LOC const ::tl::Loc& loc = ::tl::Loc::current()
 
 /// Repository-relative file and line of a DSL call, or the location of the innermost live
 /// ScopedSourceLoc on this thread when there is one.
@@ -86,6 +69,12 @@ PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::fu
 /// Launches `num_blocks` logical blocks (1 AIC + 2 AIV each). cid in [0, num_blocks); vid is
 /// the AIV index (0 or 1; 0 on the AIC).
 void Kernel(Expr num_blocks, const std::function<void(Expr cid, Expr vid)>& body, TL_LOC);
+/// Developer launch (docs/developer_mode.md): `num_blocks` blocks, cid only. The compiler
+/// places buffers, splits the work between the AIC and the AIVs and inserts every sync.
+struct KernelOptions {
+  int threads = 1;  // vector cores per cube core doing the vector work: 1 or 2
+};
+void Kernel(Expr num_blocks, const std::function<void(Expr cid)>& body, KernelOptions opt = {}, TL_LOC);
 /// Code for the AIC (Core::Cube) or for each AIV (Core::Vector) only.
 void Scope(Core core, const std::function<void()>& body, TL_LOC);
 
@@ -120,6 +109,10 @@ void unroll(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 /// expert kernels [developer-loop-in-expert-mode]: use serial or unroll there.
 void Parallel(Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& body, TL_LOC);
+/// Multi-dimensional element loops: `T::Parallel({M, N}, [&](Expr i, Expr j) { c(i, j) = ...; })`
+/// (nested Parallel loops, outermost first).
+void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr)>& body, TL_LOC);
+void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr, Expr)>& body, TL_LOC);
 /// Persistent tiles: tiles of `domain` (row-major) are dealt to `num_workers` workers; worker
 /// `worker` runs `body` with the tile's coordinates for tiles worker, worker + num_workers, ...
 void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
@@ -153,6 +146,12 @@ struct GemmOptions {
 };
 /// C (L0C) [+]= op(A) x op(B) with A and B in L1 (loads L0A/L0B itself).
 void gemm_v0(TileArg A, TileArg B, TileArg C, GemmOptions opt = {}, TL_LOC);
+/// Developer mode: C [+]= op(A) x op(B) on tiles the compiler places (A, B shared -> L1,
+/// C fragment -> L0C); lowered to L1 -> L0A/L0B loads into two slots and Mmads, never gemm_v0.
+void gemm(TileArg A, TileArg B, TileArg C, GemmOptions opt = {}, TL_LOC);
+/// dst = value (every element); T::clear(dst) is fill with 0. Developer and expert (UB) buffers.
+void fill(TileArg dst, Expr value, TL_LOC);
+void clear(TileArg dst, TL_LOC);
 /// C (L0C) [+]= A (L0A) x B (L0B), one Mmad.
 void mma(TileArg A, TileArg B, TileArg C, Expr init = false, TL_LOC);
 

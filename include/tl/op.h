@@ -120,6 +120,9 @@ struct OpDef {
   std::vector<InstrSpec> expansion{};
   /// Reads and writes its destination in one indivisible step at its end (the atomic unit).
   bool atomic = false;
+  /// Exists only in developer kernels: the developer-mode passes lower it, so the verifier
+  /// rejects it in an expert kernel [developer-op-in-expert-mode] and no backend executes it.
+  bool developer_only = false;
   std::string summary;  // one line for `tlc ops` and the docs
   /// Dense index in all_ops() (set by the registry): backends keep per-op tables by it.
   int id = -1;

@@ -19,6 +19,11 @@
 //    [alloc-core-scope]; developer-mode memories rejected [developer-scope-in-expert-mode];
 //    T::Parallel and T::Pipelined loops rejected until the developer-mode passes lower them
 //    [developer-loop-in-expert-mode].
+//  - developer kernels (T::Kernel without vid, docs/developer_mode.md): no T::Scope
+//    [developer-scope], no user sync [developer-user-sync], no physically placed buffer
+//    [developer-physical-scope] -- the compiler does all three; T::Parallel and T::Pipelined
+//    are allowed; tile-op rules about memories and cores are checked on the lowered kernel
+//    (the expert re-verify after the developer passes), which reports at the user's lines.
 //  - symbols: vars used outside their binding [undefined-var], bound twice [rebound-symbol];
 //    buffers used outside their Allocate's block [undefined-buffer]; scalar loads/stores on
 //    memories the scalar unit cannot address [scalar-access-scope].
@@ -92,12 +97,17 @@ class VerifyContext {
   /// The core scope the statement being checked sits in (nullopt outside any T::Scope).
   std::optional<CoreKind> core() const { return core_; }
   void set_core(std::optional<CoreKind> c) { core_ = c; }
+  /// True inside a developer kernel (KernelNode::developer): the compiler, not the author,
+  /// names cores, memories and syncs there, so the rules about them wait for the lowered IR.
+  bool developer() const { return developer_; }
+  void set_developer(bool d) { developer_ = d; }
 
  private:
   const Target& target_;
   std::vector<Diagnostic>& out_;
   Spec spec_;
   std::optional<CoreKind> core_;
+  bool developer_ = false;
 };
 
 /// Every violation of `f` on target `t` against `opt.spec`; empty when the kernel is valid.

@@ -200,8 +200,9 @@ class Equal {
       }
       case StmtKind::Kernel: {
         auto *x = a.as<KernelNode>(), *y = b.as<KernelNode>();
-        return expr(x->num_blocks, y->num_blocks) && bind(x->cid, y->cid) && bind(x->vid, y->vid) &&
-               stmt(x->body, y->body);
+        if (x->threads != y->threads || x->developer() != y->developer()) return fail("kernel mode or threads");
+        return expr(x->num_blocks, y->num_blocks) && bind(x->cid, y->cid) &&
+               (x->developer() || bind(x->vid, y->vid)) && stmt(x->body, y->body);
       }
     }
     return false;
@@ -390,8 +391,9 @@ class Hasher {
       case StmtKind::Kernel: {
         auto* n = s.as<KernelNode>();
         expr(n->num_blocks);
+        mix(n->threads);
         bind(n->cid);
-        bind(n->vid);
+        if (!n->developer()) bind(n->vid);
         return stmt(n->body);
       }
     }

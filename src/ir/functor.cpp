@@ -239,7 +239,7 @@ Stmt IRMutator::mutate_(const KernelNode* n, const Stmt& self) {
   Expr nb = mutate(n->num_blocks);
   Stmt b = mutate(n->body);
   if (nb.same_as(n->num_blocks) && b.same_as(n->body)) return self;
-  return KernelNode::make(nb, n->cid, n->vid, b, n->loc);
+  return KernelNode::make(nb, n->cid, n->vid, b, n->loc, n->threads);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -276,9 +276,12 @@ Stmt SyncNode::make(SyncKind k, Pipe src, Pipe dst, Expr id, int mode, SourceLoc
 Stmt ScopeNode::make(CoreKind c, Stmt body, SourceLoc loc) {
   return Stmt(std::make_shared<ScopeNode>(c, std::move(body), std::move(loc)));
 }
-Stmt KernelNode::make(Expr n, Var cid, Var vid, Stmt body, SourceLoc loc) {
+Stmt KernelNode::make(Expr n, Var cid, Var vid, Stmt body, SourceLoc loc, int threads) {
+  TL_ASSERT(vid.defined() == (threads == 0),
+            "KernelNode: an expert kernel binds vid and has threads 0, a developer kernel has no vid "
+            "and threads > 0 (vid {}, threads {})", vid.defined() ? "defined" : "undefined", threads);
   return Stmt(std::make_shared<KernelNode>(std::move(n), std::move(cid), std::move(vid),
-                                           std::move(body), std::move(loc)));
+                                           std::move(body), std::move(loc), threads));
 }
 
 const std::string& Param::name() const { return is_tensor() ? tensor->name : scalar.name(); }
@@ -315,6 +318,19 @@ std::vector<Expr> region_extents(const BufferRegion& r) {
 }  // namespace tl
 
 namespace tl {
+ElemRef Buffer::operator()(const Loc& loc) const { return ElemRef(*this, {}, loc); }
+ElemRef Buffer::operator()(Expr i, const Loc& loc) const { return ElemRef(*this, {std::move(i)}, loc); }
+ElemRef Buffer::operator()(Expr i, Expr j, const Loc& loc) const {
+  return ElemRef(*this, {std::move(i), std::move(j)}, loc);
+}
+ElemRef Buffer::operator()(Expr i, Expr j, Expr k, const Loc& loc) const {
+  return ElemRef(*this, {std::move(i), std::move(j), std::move(k)}, loc);
+}
+ElemRef Buffer::operator()(Expr i, Expr j, Expr k, Expr l, const Loc& loc) const {
+  return ElemRef(*this, {std::move(i), std::move(j), std::move(k), std::move(l)}, loc);
+}
+DType ElemRef::dtype() const { return buffer_->dtype; }
+
 Expr Buffer::load(std::vector<Expr> indices) const {
   if (indices.empty() && get()->scope == MemScope::Var) indices.push_back(Expr(0));
   return LoadNode::make(*this, std::move(indices));

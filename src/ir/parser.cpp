@@ -789,26 +789,43 @@ class Parser {
     expected("'Kernel' or 'Scope'");
   }
 
+  /// Expert: `with T.Kernel(n, is_npu=True) as (cid, vid):`; developer:
+  /// `with T.Kernel(n, threads=T) as cid:`.
   Stmt kernel_stmt() {
     expect("(");
     Expr n = expr().e;
-    if (accept(",") && !is(")")) {
-      expect("is_npu");
-      expect("=");
-      expect("True");
-      accept(",");
+    int threads = 0;
+    while (accept(",") && !is(")")) {
+      if (accept("is_npu")) {
+        expect("=");
+        expect("True");
+      } else if (accept("threads")) {
+        expect("=");
+        threads = static_cast<int>(int_in_range("threads (vector cores per cube core)", 1, 2));
+      } else {
+        expected("'is_npu=True' or 'threads=N'");
+      }
     }
     expect(")");
     expect("as");
     bool paren = accept("(");
     std::string cid = expect_name("the block index name");
-    expect(",");
-    std::string vid = expect_name("the vector core index name");
-    if (paren) expect(")");
+    std::string vid;
+    if (paren || threads == 0) {
+      expect(",");
+      vid = expect_name("the vector core index name");
+      if (paren) expect(")");
+      if (threads != 0) expected("'as cid' (a developer kernel with threads= binds no vector core index)");
+    }
     SourceLoc loc = header_end();
-    Var c(cid), v(vid);
-    Stmt body = block({{cid, {c, {}}}, {vid, {v, {}}}});
-    return KernelNode::make(std::move(n), c, v, std::move(body), std::move(loc));
+    Var c(cid), v;
+    Binds names = {{cid, {c, {}}}};
+    if (!vid.empty()) {
+      v = Var(vid);
+      names.push_back({vid, {v, {}}});
+    }
+    Stmt body = block(std::move(names));
+    return KernelNode::make(std::move(n), c, v, std::move(body), std::move(loc), threads);
   }
 
   Stmt scope_stmt() {

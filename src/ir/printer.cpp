@@ -200,9 +200,13 @@ class Printer {
       }
       case StmtKind::Kernel: {
         auto* n = s.as<KernelNode>();
-        line(ind, fmt::format("with T.Kernel({}, is_npu=True) as ({}, {}):", expr(n->num_blocks),
-                              n->cid.name(), n->vid.name()),
-             s->loc);
+        if (n->developer())
+          line(ind, fmt::format("with T.Kernel({}, threads={}) as {}:", expr(n->num_blocks), n->threads, n->cid.name()),
+               s->loc);
+        else
+          line(ind, fmt::format("with T.Kernel({}, is_npu=True) as ({}, {}):", expr(n->num_blocks),
+                                n->cid.name(), n->vid.name()),
+               s->loc);
         block(n->body, ind + 1);
         break;
       }

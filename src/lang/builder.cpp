@@ -223,6 +223,16 @@ void Kernel(Expr num_blocks, const std::function<void(Expr, Expr)>& body, const 
   emit(KernelNode::make(std::move(num_blocks), cid, vid, s, loc), loc);
 }
 
+void Kernel(Expr num_blocks, const std::function<void(Expr)>& body, KernelOptions opt, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  if (opt.threads != 1 && opt.threads != 2)
+    user_error(loc, "T::Kernel: threads must be 1 or 2 (vector cores per cube core on A2), got {}", opt.threads);
+  lang::note_kernel(loc);
+  Var cid(lang::unique_name("cid"));
+  Stmt s = capture([&] { body(cid); }, loc);
+  emit(KernelNode::make(std::move(num_blocks), cid, Var(), s, loc, opt.threads), loc);
+}
+
 void Scope(Core core, const std::function<void()>& body, const Loc& l) {
   SourceLoc loc = source_loc(l);
   Stmt s = capture(body, loc);
@@ -281,6 +291,16 @@ void store(const Buffer& buf, std::vector<Expr> indices, Expr value, const Loc& 
   emit(StoreNode::make(buf, std::move(indices), std::move(value), loc), loc);
 }
 
+}  // namespace T
+
+const ElemRef& ElemRef::operator=(const Expr& value) const {
+  if (buffer_.defined() && buffer_->scope == MemScope::Var && indices_.empty()) T::assign(buffer_, value, at_);
+  else T::store(buffer_, indices_, value, at_);
+  return *this;
+}
+
+namespace T {
+
 Var let(std::string name, Expr value, const Loc& l) {
   SourceLoc loc = source_loc(l);
   lang::claim_name(name, loc);
@@ -300,6 +320,22 @@ void unroll(Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
 }
 void Parallel(Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
   loop(Expr(0), std::move(extent), ForKind::Parallel, 0, body, l, "p");
+}
+void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr)>& body, const Loc& l) {
+  if (extents.size() != 2)
+    user_error(source_loc(l), "T::Parallel: a body of 2 indices needs 2 extents, got {}", extents.size());
+  loop(Expr(0), extents[0], ForKind::Parallel, 0, [&](Expr i) {
+    loop(Expr(0), extents[1], ForKind::Parallel, 0, [&](Expr j) { body(i, j); }, l, "j");
+  }, l, "i");
+}
+void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr, Expr)>& body, const Loc& l) {
+  if (extents.size() != 3)
+    user_error(source_loc(l), "T::Parallel: a body of 3 indices needs 3 extents, got {}", extents.size());
+  loop(Expr(0), extents[0], ForKind::Parallel, 0, [&](Expr i) {
+    loop(Expr(0), extents[1], ForKind::Parallel, 0, [&](Expr j) {
+      loop(Expr(0), extents[2], ForKind::Parallel, 0, [&](Expr k) { body(i, j, k); }, l, "k");
+    }, l, "j");
+  }, l, "i");
 }
 void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& body, const Loc& l) {
   if (num_stages < 1)

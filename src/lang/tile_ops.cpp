@@ -61,6 +61,17 @@ void gemm_v0(TileArg A, TileArg B, TileArg C, GemmOptions opt, const Loc& l) {
   if (opt.transpose_B) attrs.push_back(battr("transpose_B", true));
   emit("gemm_v0", {std::move(A), std::move(B), std::move(C), opt.init}, std::move(attrs), l);
 }
+void gemm(TileArg A, TileArg B, TileArg C, GemmOptions opt, const Loc& l) {
+  std::vector<Attr> attrs;
+  if (opt.transpose_A) attrs.push_back(battr("transpose_A", true));
+  if (opt.transpose_B) attrs.push_back(battr("transpose_B", true));
+  emit("gemm", {std::move(A), std::move(B), std::move(C), opt.init}, std::move(attrs), l);
+}
+void fill(TileArg dst, Expr value, const Loc& l) { emit("tile.fill", {std::move(dst), std::move(value)}, {}, l); }
+void clear(TileArg dst, const Loc& l) {
+  DType t = dst.is_region() ? dst.region.buffer->dtype : DType::Float32;
+  emit("tile.fill", {std::move(dst), imm(t, 0)}, {}, l);
+}
 void mma(TileArg A, TileArg B, TileArg C, Expr init, const Loc& l) {
   emit("mma", {std::move(A), std::move(B), std::move(C), std::move(init)}, {}, l);
 }

@@ -74,6 +74,19 @@ void register_cube_ops(OpList& ops) {
       .summary = "C (L0C) = [C +] op(A) x op(B), A and B in L1; init clears C first",
   });
   ops.push_back({
+      .name = "gemm",
+      .unit = OpUnit::Cube,
+      .operands = {in("A"), in("B"), inout("C"), optional(scalar("init"))},
+      .attrs = {{"transpose_A", false, {}}, {"transpose_B", false, {}}},
+      .pipe = on(Pipe::M),
+      .verify = rules::rule_gemm_v0,
+      .dtypes = dtypes_from_target("mma_dtypes"),
+      .cost = CostClass::Mmad,
+      .developer_only = true,
+      .summary = "developer mode: C [+]= op(A) x op(B) on compiler-placed tiles (lowered to L1 -> L0A/L0B "
+                 "loads and Mmads, never gemm_v0)",
+  });
+  ops.push_back({
       .name = "mma",
       .unit = OpUnit::Cube,
       .operands = {in("A"), in("B"), inout("C"), optional(scalar("init"))},

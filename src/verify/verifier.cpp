@@ -223,7 +223,7 @@ class Walker {
         std::string op = for_title(n->for_kind);
         check_expr(n->min, n->loc, op, "min");
         check_expr(n->extent, n->loc, op, "extent");
-        if (n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined)
+        if ((n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined) && !ctx_.developer())
           ctx_.error(n->loc, op, "", "developer-loop-in-expert-mode",
                      fmt::format("{} is a developer-mode loop, and the developer-mode passes that "
                                  "lower it do not exist yet (it would run as a plain serial loop); "
@@ -274,6 +274,11 @@ class Walker {
           return;
         }
         if (n->op->unit != OpUnit::Debug) require_kernel(n->loc, rules::op_title(*n));
+        if (n->op->developer_only && !ctx_.developer())
+          ctx_.error(n->loc, rules::op_title(*n), "", "developer-op-in-expert-mode",
+                     fmt::format("{} is a developer-mode op (the compiler lowers it); an expert kernel "
+                                 "(T::Kernel with cid and vid) writes the lowered form (gemm: T::copy L1 -> "
+                                 "L0A/L0B, then T::mma), or use a developer kernel", rules::op_title(*n)));
         for (size_t i = 0; i < n->args.size(); ++i) {
           const auto& specs = n->op->operands;
           std::string name = specs.empty() ? "" : specs[std::min(i, specs.size() - 1)].name;
@@ -295,6 +300,13 @@ class Walker {
         auto* n = static_cast<const SyncNode*>(s.get());
         std::string op = fmt::format("T.{}", sync_name(n->sync_kind));
         require_kernel(n->loc, op);
+        if (ctx_.developer()) {
+          ctx_.error(n->loc, op, "", "developer-user-sync",
+                     "a developer kernel (T::Kernel without vid) gets its synchronisation from the compiler; "
+                     "remove this call, or write an expert kernel (T::Kernel with cid and vid, T::Scope) to "
+                     "place flags by hand");
+          return;
+        }
         check_expr(n->event_id, n->loc, op, "event_id");
         rules::check_sync(*n, ctx_);
         return;
@@ -302,6 +314,11 @@ class Walker {
       case StmtKind::Scope: {
         auto* n = static_cast<const ScopeNode*>(s.get());
         require_kernel(n->loc, "T.Scope");
+        if (ctx_.developer())
+          ctx_.error(n->loc, "T.Scope", "", "developer-scope",
+                     fmt::format("T::Scope({}) in a developer kernel (T::Kernel without vid): the compiler splits "
+                                 "the work between the cores; remove the scope, or write an expert kernel "
+                                 "(T::Kernel with cid and vid)", core_name(n->core)));
         if (ctx_.core())
           ctx_.error(n->loc, "T.Scope", "", "nested-scope",
                      fmt::format("T::Scope({}) inside T::Scope({}); expected scopes side by side "
@@ -325,14 +342,21 @@ class Walker {
         if (auto nb = as_const_int(n->num_blocks); nb && *nb <= 0)
           ctx_.error(n->loc, "T.Kernel", "num_blocks", "kernel-num-blocks",
                      fmt::format("expected a positive number of blocks, got {}", *nb));
+        if (n->developer() && n->threads != 1 && n->threads != 2)
+          ctx_.error(n->loc, "T.Kernel", "threads", "kernel-threads",
+                     fmt::format("a developer kernel runs 1 or 2 vector cores per cube core, got threads={}",
+                                 n->threads));
         bool saved = in_kernel_;
+        bool saved_dev = ctx_.developer();
         in_kernel_ = true;
+        ctx_.set_developer(n->developer());
         push();
         bind_var(n->cid, n->loc, "T.Kernel");
         bind_var(n->vid, n->loc, "T.Kernel");
         walk_block(n->body);
         pop();
         in_kernel_ = saved;
+        ctx_.set_developer(saved_dev);
         return;
       }
     }

@@ -216,7 +216,7 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
       break;
     }
   }
-  if (need) {
+  if (need && !ctx.developer()) {
     auto core = ctx.core();
     const bool move = n.op->unit == OpUnit::Move;
     if (!core)
@@ -298,7 +298,15 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
   const Target& t = ctx.target();
   const std::string op = alloc_title(b->scope);
   const std::string context = fmt::format("buffer '{}' in {}", b->name, scope_name(b->scope));
-  if (is_developer_scope(b->scope)) {
+  if (ctx.developer() && is_planned_scope(b->scope)) {
+    ctx.error(n.loc, op, "", "developer-physical-scope",
+              fmt::format("'{}' is placed in {} by hand; a developer kernel (T::Kernel without vid) lets "
+                          "the compiler place its buffers: use T::alloc_shared or T::alloc_fragment, or write "
+                          "an expert kernel (T::Kernel with cid and vid, T::Scope)", b->name, scope_name(b->scope)),
+              context);
+    return;
+  }
+  if (is_developer_scope(b->scope) && !ctx.developer()) {
     ctx.error(n.loc, op, "", "developer-scope-in-expert-mode",
               fmt::format("'{}' is a developer-mode {} buffer; expert-mode kernels place every "
                           "buffer explicitly (alloc_L1/L0A/L0B/L0C/ub)", b->name,
