@@ -103,7 +103,7 @@ void check_cube(const TileOpNode& n, VerifyContext& ctx, MemScope a_scope, MemSc
   Expr M = ta ? ea[1] : ea[0], Ka = ta ? ea[0] : ea[1];
   Expr Kb = tb ? eb[1] : eb[0], N = tb ? eb[0] : eb[1];
   auto differ = [](const Expr& x, const Expr& y) {
-    auto a = as_const_int(x), b = as_const_int(y);
+    auto a = const_int(x), b = const_int(y);
     return a && b && *a != *b;
   };
   if (differ(Ka, Kb))
@@ -121,7 +121,7 @@ void check_cube(const TileOpNode& n, VerifyContext& ctx, MemScope a_scope, MemSc
   // Fractals: M and N multiples of the fractal rows, K of fractal_row_bytes / sizeof (per
   // operand dtype). M == 1 is the GEMV form.
   auto check_mult = [&](const char* operand, const char* dim, const Expr& e, int64_t mult) {
-    auto v = as_const_int(e);
+    auto v = const_int(e);
     if (!v || mult <= 1 || *v % mult == 0) return;
     if (std::string(dim) == "M" && *v == 1) return;
     ctx.error(n, operand, "cube-fractal-shape",

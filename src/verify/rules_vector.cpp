@@ -18,7 +18,7 @@ int64_t mask_bytes(int64_t count) { return count / 8 + (count % 8 != 0); }
 
 std::vector<Expr> squeeze(std::vector<Expr> e) {
   size_t i = 0;
-  while (i + 1 < e.size() && as_const_int(e[i]) == 1) ++i;
+  while (i + 1 < e.size() && const_int(e[i]) == 1) ++i;
   return {e.begin() + static_cast<std::ptrdiff_t>(i), e.end()};
 }
 
@@ -69,7 +69,7 @@ void rule_fill_like(const TileOpNode& n, VerifyContext& ctx) {
   check_vector_dtype(n, ctx, "dst");
   if (n.op->name == "init_sort_buf")
     if (const TileArg* num = op_operand(n, "num"))
-      check_sort_capacity(n, ctx, "dst", as_const_int(num->scalar), "init_sort_buf of");
+      check_sort_capacity(n, ctx, "dst", const_int(num->scalar), "init_sort_buf of");
 }
 
 void rule_axpy(const TileOpNode& n, VerifyContext& ctx) {
@@ -220,7 +220,7 @@ void rule_broadcast(const TileOpNode& n, VerifyContext& ctx) {
   auto ed = region_extents(*dst), es = squeeze(region_extents(*src));
   bool ok = es.size() <= ed.size();
   for (size_t i = 0; ok && i < es.size(); ++i) {
-    auto s = as_const_int(es[es.size() - 1 - i]), d = as_const_int(ed[ed.size() - 1 - i]);
+    auto s = const_int(es[es.size() - 1 - i]), d = const_int(ed[ed.size() - 1 - i]);
     if (s && d && *s != 1 && *s != *d) ok = false;
   }
   if (!ok)
@@ -256,7 +256,7 @@ void rule_transpose(const TileOpNode& n, VerifyContext& ctx) {
   for (const char* name : {"dst", "src"})
     if (const BufferRegion* r = region_of(n, name)) {
       auto e = squeeze(region_extents(*r));
-      bool ok = e.size() == 2 && as_const_int(e[0]) == 16 && as_const_int(e[1]) == 16;
+      bool ok = e.size() == 2 && const_int(e[0]) == 16 && const_int(e[1]) == 16;
       if (!ok)
         ctx.error(n, name, "transpose-shape",
                   fmt::format("tile.transpose works on one 16 x 16 block, got {}", fmt_extents(e)));
@@ -299,7 +299,7 @@ void rule_sort(const TileOpNode& n, VerifyContext& ctx) {
   auto elems = region_elems(*src);
   check_sort_capacity(n, ctx, "dst", elems, "sorting");
   if (const TileArg* a = op_operand(n, "actual_num"))
-    if (auto v = as_const_int(a->scalar); v && elems && (*v < 0 || *v > *elems))
+    if (auto v = const_int(a->scalar); v && elems && (*v < 0 || *v > *elems))
       ctx.error(n, "actual_num", "sort-count",
                 fmt::format("expected actual_num in [0, {}] (the elements of src), got {}", *elems, *v));
 }
@@ -311,7 +311,7 @@ void rule_topk(const TileOpNode& n, VerifyContext& ctx) {
   check_same_dtype(n, ctx, "src", "dst");
   auto elems = region_elems(*src);
   const TileArg* k = op_operand(n, "k");
-  auto kv = k ? as_const_int(k->scalar) : std::nullopt;
+  auto kv = k ? const_int(k->scalar) : std::nullopt;
   if (kv && elems && (*kv <= 0 || *kv > *elems))
     ctx.error(n, "k", "sort-count",
               fmt::format("expected k in [1, {}] (the elements of src), got {}", *elems, *kv));

@@ -339,7 +339,7 @@ class Walker {
                                 : fmt::format("launch #{} of the function; expected exactly one "
                                               "T::Kernel", kernels_));
         check_expr(n->num_blocks, n->loc, "T.Kernel", "num_blocks");
-        if (auto nb = as_const_int(n->num_blocks); nb && *nb <= 0)
+        if (auto nb = rules::const_int(n->num_blocks); nb && *nb <= 0)
           ctx_.error(n->loc, "T.Kernel", "num_blocks", "kernel-num-blocks",
                      fmt::format("expected a positive number of blocks, got {}", *nb));
         if (n->developer() && n->threads != 1 && n->threads != 2)

@@ -15,8 +15,8 @@ void check_bounds(const TileOpNode& n, VerifyContext& ctx, const std::string& na
                   const BufferRegion& r) {
   const auto& shape = r.buffer->shape;
   for (size_t d = 0; d < r.ranges.size() && d < shape.size(); ++d) {
-    auto mn = as_const_int(r.ranges[d].min), ext = as_const_int(r.ranges[d].extent);
-    auto sz = as_const_int(shape[d]);
+    auto mn = const_int(r.ranges[d].min), ext = const_int(r.ranges[d].extent);
+    auto sz = const_int(shape[d]);
     if (ext && *ext <= 0) {
       ctx.error(n, name, "region-out-of-bounds",
                 fmt::format("dimension {} has extent {}; expected a positive extent", d, *ext));
@@ -51,7 +51,7 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   const int64_t bytes = dtype_bytes(b->dtype);
   std::vector<int64_t> shape;
   for (const auto& s : b->shape) {
-    auto v = as_const_int(s);
+    auto v = const_int(s);
     if (!v) return;
     shape.push_back(*v);
   }
@@ -69,14 +69,14 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
     }
   } else {
     for (size_t d = 0; d < shape.size(); ++d) {
-      auto v = d < b->strides.size() ? as_const_int(b->strides[d]) : std::nullopt;
+      auto v = d < b->strides.size() ? const_int(b->strides[d]) : std::nullopt;
       if (!v) strides_known = false;
       else strides[d] = *v;
     }
   }
   std::optional<int64_t> offset = 0;
   for (size_t d = 0; d < shape.size() && offset && strides_known; ++d) {
-    auto mn = as_const_int(r.ranges[d].min);
+    auto mn = const_int(r.ranges[d].min);
     auto term = mn ? checked_mul(*mn, strides[d]) : std::nullopt;
     offset = term ? checked_add(*offset, *term) : std::nullopt;
   }
@@ -91,7 +91,7 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   // Innermost run: the last dimension, skipping trailing dimensions of size 1.
   size_t last = shape.size() - 1;
   while (last > 0 && shape[last] == 1) --last;
-  auto ext = as_const_int(r.ranges[last].extent);
+  auto ext = const_int(r.ranges[last].extent);
   auto run = ext ? checked_mul(*ext, bytes) : std::nullopt;
   if (!run) return;
   if (*run % align != 0) {
@@ -102,7 +102,7 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   }
   bool multi_row = false;
   for (size_t d = 0; d < last; ++d)
-    if (auto e = as_const_int(r.ranges[d].extent); !e || *e > 1) multi_row = true;
+    if (auto e = const_int(r.ranges[d].extent); !e || *e > 1) multi_row = true;
   auto pitch_bytes = strides_known && last > 0 ? checked_mul(strides[last - 1], bytes) : std::optional<int64_t>(0);
   if (!pitch_bytes) return;
   const int64_t pitch = *pitch_bytes;
@@ -266,7 +266,7 @@ void check_view(const AllocateNode& n, VerifyContext& ctx) {
                                           dtype_str(b->dtype), dtype_bytes(b->dtype)));
   bool same_shape = v->shape.size() == b->shape.size();
   for (size_t d = 0; same_shape && d < v->shape.size(); ++d)
-    same_shape = v->shape[d].same_as(b->shape[d]) || (as_const_int(v->shape[d]) && as_const_int(v->shape[d]) == as_const_int(b->shape[d]));
+    same_shape = v->shape[d].same_as(b->shape[d]) || (const_int(v->shape[d]) && const_int(v->shape[d]) == const_int(b->shape[d]));
   if (v->scope != b->scope || !same_shape || v->address != b->address)
     error("view-layout", fmt::format("'{}' ({} {}, address {}) must have the scope, shape and address of '{}' ({} {}, "
                                      "address {})", v->name, scope_str(v->scope), fmt_extents(v->shape), v->address,
@@ -278,7 +278,7 @@ void check_tensor_param(const Buffer& b, const SourceLoc& loc, VerifyContext& ct
   const std::string context = fmt::format("buffer '{}' in {}", b->name, scope_name(b->scope));
   bool all_const = true;
   for (size_t d = 0; d < b->shape.size(); ++d) {
-    auto v = as_const_int(b->shape[d]);
+    auto v = const_int(b->shape[d]);
     all_const = all_const && v.has_value();
     if (v && *v < 0)
       ctx.error(loc, "T.Tensor", "shape", "buffer-shape",
@@ -321,7 +321,7 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
     return;
   }
   for (size_t d = 0; d < b->shape.size(); ++d)
-    if (auto v = as_const_int(b->shape[d]); v && *v <= 0)
+    if (auto v = const_int(b->shape[d]); v && *v <= 0)
       ctx.error(n.loc, op, "shape", "buffer-shape",
                 fmt::format("dimension {} of '{}' is {}; expected a positive size", d, b->name, *v),
                 context);
@@ -335,7 +335,7 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
   auto bytes = buffer_bytes(b);
   const int64_t cap = t.cap(b->scope);
   bool all_const = true;
-  for (const auto& e : b->shape) all_const = all_const && as_const_int(e).has_value();
+  for (const auto& e : b->shape) all_const = all_const && const_int(e).has_value();
   if (all_const && !bytes)  // a constant shape whose byte size does not even fit in int64
     ctx.error(n.loc, op, "shape", "buffer-capacity",
               fmt::format("'{}' of {} x {} needs more than 2^63 bytes (its size overflows int64), "
@@ -365,7 +365,7 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
     std::optional<int64_t> footprint;
     std::vector<int64_t> shape;
     for (const auto& e : b->shape)
-      if (auto v = as_const_int(e); v && *v > 0) shape.push_back(*v);
+      if (auto v = const_int(e); v && *v > 0) shape.push_back(*v);
     if (shape.size() == b->shape.size()) footprint = storage_bytes(b->scope, b->dtype, shape);
     // Checked: an address near INT64_MAX must not wrap the end of the buffer below capacity.
     auto end = footprint ? checked_add(b->address, *footprint) : std::nullopt;

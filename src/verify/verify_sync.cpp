@@ -46,7 +46,7 @@ void check_sync(const SyncNode& n, VerifyContext& ctx) {
     case SyncKind::SetFlag:
     case SyncKind::WaitFlag: {
       require_scope(n, ctx, op);
-      if (auto id = as_const_int(n.event_id)) {
+      if (auto id = const_int(n.event_id)) {
         if (*id < 0 || *id >= t.num_event_ids)
           ctx.error(n.loc, op, "event_id", "event-id-range",
                     fmt::format("expected an event id in [0, {}) on {}, got {}", t.num_event_ids,
@@ -81,7 +81,7 @@ void check_sync(const SyncNode& n, VerifyContext& ctx) {
     case SyncKind::SetCrossFlag:
     case SyncKind::WaitCrossFlag: {
       require_scope(n, ctx, op);
-      if (auto id = as_const_int(n.event_id)) {
+      if (auto id = const_int(n.event_id)) {
         if (*id < 0 || *id >= t.num_cross_flags)
           ctx.error(n.loc, op, "event_id", "cross-flag-id-range",
                     fmt::format("expected a cross-core flag id in [0, {}) on {}, got {}",

@@ -3,9 +3,17 @@
 
 #include <algorithm>
 
+#include "tl/pass.h"
 #include "tl/printer.h"
 
 namespace tl::rules {
+
+std::optional<int64_t> const_int(const Expr& e) {
+  if (!e.defined()) return std::nullopt;
+  if (auto v = as_const_int(e)) return v;
+  if (e.kind() == ExprKind::Var || e.kind() == ExprKind::Load || e.kind() == ExprKind::FloatImm) return std::nullopt;
+  return as_const_int(simplify(e));
+}
 
 std::string op_title(const TileOpNode& n) { return "T." + (n.op ? n.op->name : std::string("<op>")); }
 
@@ -28,7 +36,7 @@ std::vector<std::pair<std::string, const BufferRegion*>> regions_of(const TileOp
 std::vector<Expr> squeezed_extents(const BufferRegion& r) {
   std::vector<Expr> e = region_extents(r);
   size_t i = 0;
-  while (i + 1 < e.size() && as_const_int(e[i]) == 1) ++i;
+  while (i + 1 < e.size() && const_int(e[i]) == 1) ++i;
   return {e.begin() + static_cast<std::ptrdiff_t>(i), e.end()};
 }
 
@@ -41,7 +49,7 @@ std::string fmt_extents(const std::vector<Expr>& xs) {
 bool extents_may_equal(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    auto x = as_const_int(a[i]), y = as_const_int(b[i]);
+    auto x = const_int(a[i]), y = const_int(b[i]);
     if (x && y && *x != *y) return false;
   }
   return true;

@@ -11,6 +11,11 @@
 
 namespace tl::rules {
 
+/// The value of `e` if it is an integer constant once folded the way the simplify pass folds
+/// it. Every constant the verifier judges goes through this, so `255 - 45` as an event id is
+/// judged as the 210 simplify will make of it (a check on the literal form alone let it pass).
+std::optional<int64_t> const_int(const Expr& e);
+
 /// "T.copy", "T.tile.add", ...
 std::string op_title(const TileOpNode& n);
 

@@ -17,6 +17,19 @@ TEST(VerifySync, EventIdNine) {
   EXPECT_TRUE(Reports(f, "event-id-range", "T.set_flag", "event_id", bad));
 }
 
+// Found by fuzz_ir_launch (fuzz/regressions/ir_launch/event_id_constant_expression.ir): an
+// event id written as a constant expression passed the verifier, then simplify folded it to
+// 210 and the pass manager's invariant check failed. Constants are judged folded.
+TEST(VerifySync, EventIdAsAConstantExpression) {
+  int bad = 0;
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__ + 1;
+    T::set_flag(Pipe::MTE2, Pipe::V, BinaryNode::make(BinOp::Sub, Expr(255), Expr(45)));
+    T::wait_flag(Pipe::MTE2, Pipe::V, BinaryNode::make(BinOp::Sub, Expr(255), Expr(45)));
+  });
+  EXPECT_TRUE(Reports(f, "event-id-range", "T.set_flag", "event_id", bad));
+}
+
 TEST(VerifySync, ReservedEventId) {
   int bad = 0;
   auto f = vector_kernel({}, [&] { bad = __LINE__; T::wait_flag(Pipe::V, Pipe::MTE3, 6); });
