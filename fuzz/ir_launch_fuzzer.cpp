@@ -130,7 +130,7 @@ class WorkEstimate {
       if (nb.hi > kMaxBlocks) return reject("more than {} blocks", kMaxBlocks);
       if (nb.hi <= 0) return;
       vars[n->cid.node()] = {0, nb.hi - 1};
-      vars[n->vid.node()] = {0, 1};
+      if (n->vid.defined()) vars[n->vid.node()] = {0, 1};
       stmt(n->body, mult * static_cast<double>(nb.hi), 3);
     } else if (auto* n = s.as<ForNode>()) {
       arith::Interval mn = arith::bound(n->min, vars), ex = arith::bound(n->extent, vars);

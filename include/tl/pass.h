@@ -99,6 +99,27 @@ PrimFunc verify_pass(const PrimFunc& f, const Target& target);
 PrimFunc simplify(const PrimFunc& f);
 Expr simplify(const Expr& e);
 
+// ---- Developer mode (docs/developer_mode.md): each returns an expert kernel unchanged ----------
+
+/// infer_scopes: places every T::alloc_shared / T::alloc_fragment buffer by its uses: gemm A/B
+/// -> L1 (a fragment: L0A/L0B), gemm C -> L0C, vector use or copies only -> UB. A buffer both cores
+/// use, or used in two gemm operand positions, or a shared accumulator, is a tl::Error naming the
+/// uses. Output invariant: no shared or fragment buffer left.
+PrimFunc infer_scopes(const PrimFunc& f, const Target& target);
+
+/// lower_cube_ops: T::gemm -> L1 -> L0A/L0B copies (MTE1) into two slots per K chunk (the
+/// largest multiple of the fractal K that double-buffers in L0A and L0B) and one T::mma each;
+/// a T::clear of an accumulator is folded into the init of the first gemm into it (in a loop:
+/// init = (k == min)). Never gemm_v0. Output invariant: no gemm, no fill of L0C.
+PrimFunc lower_cube_ops(const PrimFunc& f, const Target& target);
+
+/// split_cube_vector: the developer kernel becomes an expert one (cid, vid) with a Cube scope and
+/// a Vector scope, each the body projected on its core (its statements plus the scalar skeleton
+/// both run); vector work runs on AIV 0 until split_aiv exists; Pipelined loops run serially
+/// until pipeline_loops exists. A loop bound or condition that reads the other core's memory is
+/// a tl::Error. Output invariant: the expert spec.
+PrimFunc split_cube_vector(const PrimFunc& f, const Target& target);
+
 /// plan_memory: assigns BufferNode::address to every on-chip buffer (L1, L0A, L0B, L0C, UB)
 /// that has none, per scope, aligned to max(target alignment, 32) (tl/storage.h). Buffers
 /// share bytes only when their live ranges are disjoint AND the program orders the old

@@ -57,11 +57,11 @@ class Rebinder : public IRMutator {
   }
   Stmt mutate_(const KernelNode* n, const Stmt& self) override {
     Expr nb = mutate(n->num_blocks);
-    Var cid = bind(n->cid), vid = bind(n->vid);
+    Var cid = bind(n->cid), vid = n->vid.defined() ? bind(n->vid) : n->vid;  // developer kernels bind no vid
     Stmt body = mutate(n->body);
     if (cid.same_as(n->cid) && vid.same_as(n->vid) && nb.same_as(n->num_blocks) && body.same_as(n->body))
       return self;
-    return KernelNode::make(nb, cid, vid, body, n->loc);
+    return KernelNode::make(nb, cid, vid, body, n->loc, n->threads);
   }
   Stmt mutate_(const AllocateNode* n, const Stmt& self) override {
     const BufferNode& b = *n->buffer;
@@ -118,7 +118,7 @@ std::unordered_set<std::string> names_in(const PrimFunc& f) {
       case StmtKind::Allocate: names.insert(s.as<AllocateNode>()->buffer->name); break;
       case StmtKind::Kernel:
         names.insert(s.as<KernelNode>()->cid.name());
-        names.insert(s.as<KernelNode>()->vid.name());
+        if (s.as<KernelNode>()->vid.defined()) names.insert(s.as<KernelNode>()->vid.name());
         break;
       default: break;
     }

@@ -74,6 +74,9 @@ class Planner : public IRVisitor {
     IRVisitor::visit_(n);
   }
   void visit_(const KernelNode* n) override {
+    if (n->developer())
+      throw Error(n->loc, "the virtual NPU runs expert kernels: this developer kernel (T::Kernel without vid) was not "
+                          "lowered; was a developer-mode pass (split_cube_vector) disabled?");
     add_var(n->cid);
     add_var(n->vid);
     if (!p_.kernel) p_.kernel = n;

@@ -3,11 +3,17 @@
 // tl/pass.h, as is each pass's output invariant (the verifier spec its output meets, the third
 // field below). run_passes (pass_manager.cpp) adds the debug knobs: --print-after-all,
 // --print-after=NAME, --time-passes, verify_each and their TL_* environment variables.
+#include "developer.h"
 #include "tl/pass.h"
 
 namespace tl {
 
 PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) {
+  const bool developer = dev::is_developer(f);
+  // Passes that only lowered developer kernels need (expert kernels were checked by "verify").
+  auto if_lowered = [developer](PrimFunc (*pass)(const PrimFunc&, const Target&)) {
+    return [developer, pass](const PrimFunc& g, const Target& t) { return developer ? pass(g, t) : g; };
+  };
   std::vector<Pass> passes = {
       // First: every later pass may assume a well-formed expert-mode kernel, and the user
       // gets all violations against the source as written.
@@ -16,10 +22,17 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // analyses (and the printed IR) see constants where there are constants.
       {"simplify", [](const PrimFunc& g, const Target&) { return simplify(g); }, Spec::Expert},
 
-      // Developer-mode passes slot in here, lowering to expert-mode IR (DESIGN.md 5):
-      // infer scopes, legalize copies, vectorize Parallel, lower reduce/gemm, split
-      // Cube/Vector, split across the two AIVs, pipeline (multi-buffer). They create and
-      // resize buffers, so they must run before plan_memory.
+      // Developer mode (docs/developer_mode.md): each pass returns expert kernels unchanged.
+      // Placement first: every later pass reasons about physical memories.
+      {"infer_scopes", infer_scopes},
+      // Needs L1/L0C placements; creates L0A/L0B buffers, so before plan_memory.
+      {"lower_cube_ops", lower_cube_ops},
+      // Last developer pass: from here on the kernel is an expert one.
+      {"split_cube_vector", split_cube_vector, Spec::Expert},
+      // Lowering leaves index arithmetic behind, and the developer kernel met only the
+      // developer rules: check the expert ones, at the user's lines.
+      {"simplify_lowered", if_lowered([](const PrimFunc& g, const Target&) { return simplify(g); }), Spec::Expert},
+      {"verify_lowered", if_lowered(verify_pass), Spec::Expert},
 
       // Last of the buffer passes: addresses are final only once no pass adds, resizes or
       // moves a use of an on-chip buffer. It shares bytes only where the syncs already in the

@@ -1,0 +1,178 @@
+// infer_scopes: places every developer buffer (T::alloc_shared / T::alloc_fragment) in a
+// physical memory from how the kernel uses it (docs/developer_mode.md, DEVMODE.md section 3):
+//   - gemm operand A or B: shared -> L1 (the lowering loads L0A/L0B from it); a fragment
+//     operand is loaded straight into L0A / L0B;
+//   - gemm accumulator C: fragment -> L0C (a shared accumulator is an error: the cube
+//     accumulates in L0C only);
+//   - anything the vector unit touches (tile ops, reductions, element loads and stores, Parallel
+//     loops), and buffers that are only copied: UB.
+// A T::fill / T::clear of an accumulator is a cube clear (lower_cube_ops folds it into the
+// gemm's init), not a vector use. A buffer that both cores use needs a twin on the other side
+// and a channel through a GM workspace; until that lowering exists it is an error that names
+// both uses, never a silent wrong placement.
+#include <unordered_map>
+
+#include "developer.h"
+#include "tl/ir_functor.h"
+#include "tl/op.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+enum Role : unsigned { kCubeA = 1, kCubeB = 2, kCubeC = 4, kVector = 8 };
+
+bool is_developer_scope(MemScope s) { return s == MemScope::Shared || s == MemScope::Fragment; }
+
+struct Uses {
+  unsigned roles = 0;
+  Stmt first_cube, first_vector;  // the first statement giving each role, for messages
+};
+
+/// Collects the roles of every developer buffer.
+class RoleCollector : public IRVisitor {
+ public:
+  std::unordered_map<const BufferNode*, Uses> uses;
+  std::unordered_map<const BufferNode*, const BufferNode*> view_base;  // view -> base
+
+  void visit(const Stmt& s) override {
+    Stmt saved = current_;
+    current_ = s;
+    IRVisitor::visit(s);
+    current_ = saved;
+  }
+
+ protected:
+  void visit_(const AllocateNode* n) override {
+    if (n->is_view()) view_base[n->buffer.get()] = base_of(n->view_of.get());
+    IRVisitor::visit_(n);
+  }
+  void visit_(const TileOpNode* n) override {
+    if (n->op->name == "gemm") {
+      const unsigned roles[3] = {kCubeA, kCubeB, kCubeC};
+      for (int i = 0; i < 3 && i < static_cast<int>(n->args.size()); ++i)
+        if (n->args[i].is_region()) add(n->args[i].region.buffer, roles[i]);
+    } else if (n->op->name == "tile.fill") {
+      fills_.push_back(n);  // a vector use unless the buffer turns out to be an accumulator
+    } else if (n->op->unit == OpUnit::Vector) {
+      for (const auto& a : n->args)
+        if (a.is_region()) add(a.region.buffer, kVector);
+    }
+    // Copies give no role: their path follows from the two sides' placements.
+    IRVisitor::visit_(n);
+  }
+  void visit_(const StoreNode* n) override {
+    add(n->buffer, kVector);
+    IRVisitor::visit_(n);
+  }
+  void visit_(const LoadNode* n) override {
+    add(n->buffer, kVector);
+    IRVisitor::visit_(n);
+  }
+
+ public:
+  /// Fills of buffers that are not accumulators are vector uses.
+  void settle_fills() {
+    for (const TileOpNode* n : fills_) {
+      const Buffer& b = n->args[0].region.buffer;
+      if (!n->args[0].is_region()) continue;
+      auto it = uses.find(base_of(b.get()));
+      if (it != uses.end() && (it->second.roles & kCubeC)) continue;
+      current_ = Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, n));  // the IR outlives it
+      add(b, kVector);
+    }
+  }
+
+ private:
+  const BufferNode* base_of(const BufferNode* b) const {
+    auto it = view_base.find(b);
+    return it == view_base.end() ? b : it->second;
+  }
+  void add(const Buffer& b, unsigned role) {
+    if (!b.defined() || !is_developer_scope(b->scope)) return;
+    Uses& u = uses[base_of(b.get())];
+    const Stmt& where = current_;
+    if ((role & kVector) && !u.first_vector.defined()) u.first_vector = where;
+    if ((role & ~kVector) && !u.first_cube.defined()) u.first_cube = where;
+    u.roles |= role;
+  }
+
+  Stmt current_;
+  std::vector<const TileOpNode*> fills_;
+};
+
+/// The physical scope of a developer buffer with `roles`; a user error when there is none.
+MemScope place(const BufferNode* b, const Uses& u) {
+  const bool cube = u.roles & (kCubeA | kCubeB | kCubeC);
+  const Buffer handle(std::shared_ptr<const BufferNode>(std::shared_ptr<const BufferNode>{}, b));
+  if (cube && (u.roles & kVector))
+    user_error(b->loc,
+               "buffer {} is used by the cube core ({}) and by the vector cores ({}); data that crosses "
+               "cores travels through a GM workspace channel, which developer mode does not lower yet: "
+               "use two buffers and copy through a T::alloc_workspace tensor, or write this part in expert mode",
+               dev::describe(handle), dev::describe(u.first_cube), dev::describe(u.first_vector));
+  if (!cube) return MemScope::UB;
+  const unsigned cube_roles = u.roles & (kCubeA | kCubeB | kCubeC);
+  if (cube_roles != kCubeA && cube_roles != kCubeB && cube_roles != kCubeC)
+    user_error(b->loc, "buffer {} is used in two gemm operand positions (first at {}); A, B and the accumulator C "
+                       "live in different memories (L1 or L0A, L1 or L0B, L0C)",
+               dev::describe(handle), dev::describe(u.first_cube));
+  if (cube_roles == kCubeC) {
+    if (b->scope != MemScope::Fragment)
+      user_error(b->loc, "buffer {} is the accumulator of {} but was made by T::alloc_shared; the cube "
+                         "accumulates in L0C: make it with T::alloc_fragment",
+                 dev::describe(handle), dev::describe(u.first_cube));
+    return MemScope::L0C;
+  }
+  if (b->scope == MemScope::Shared) return MemScope::L1;
+  return cube_roles == kCubeA ? MemScope::L0A : MemScope::L0B;
+}
+
+class Placer : public IRMutator {
+ public:
+  explicit Placer(std::unordered_map<const BufferNode*, MemScope> scopes) : scopes_(std::move(scopes)) {}
+
+  Buffer mutate_buffer(const Buffer& b) override {
+    if (!b.defined() || !is_developer_scope(b->scope)) return b;
+    auto done = placed_.find(b.get());
+    if (done != placed_.end()) return done->second;
+    auto it = scopes_.find(b.get());
+    MemScope s = it == scopes_.end() ? MemScope::UB : it->second;
+    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, s, b->strides, b->address, b->loc);
+    placed_.emplace(b.get(), p);
+    return p;
+  }
+
+ protected:
+  Stmt mutate_(const AllocateNode* n, const Stmt& self) override {
+    if (n->is_view()) {
+      // A view lives where its base does.
+      Buffer base = mutate_buffer(n->view_of);
+      auto it = scopes_.find(n->view_of.get());
+      if (it != scopes_.end()) scopes_[n->buffer.get()] = it->second;
+      Buffer v = mutate_buffer(n->buffer);
+      return v.same_as(n->buffer) && base.same_as(n->view_of) ? self : AllocateNode::make_view(v, base, n->loc);
+    }
+    return IRMutator::mutate_(n, self);
+  }
+
+ private:
+  std::unordered_map<const BufferNode*, MemScope> scopes_;
+  std::unordered_map<const BufferNode*, Buffer> placed_;
+};
+
+}  // namespace
+
+PrimFunc infer_scopes(const PrimFunc& f, const Target&) {
+  if (!dev::is_developer(f)) return f;
+  RoleCollector roles;
+  roles.visit(f->body);
+  roles.settle_fills();
+  std::unordered_map<const BufferNode*, MemScope> scopes;
+  for (const auto& [b, u] : roles.uses) scopes[b] = place(b, u);
+  Placer placer(std::move(scopes));
+  Stmt body = placer.mutate(f->body);
+  return body.same_as(f->body) ? f : with_body(f, body);
+}
+
+}  // namespace tl

@@ -1,0 +1,191 @@
+// split_cube_vector: turns a developer kernel whose buffers are placed (infer_scopes) and whose
+// ops are the cube's and the vector unit's own (lower_cube_ops, vectorize_parallel) into an
+// expert kernel: `T.Kernel(n) as (cid, vid)` with one T.Scope("Cube") and one T.Scope("Vector")
+// (docs/developer_mode.md). Each scope is the kernel body *projected* on its core: the core's
+// own statements, plus the scalar skeleton both cores run (loops, ifs, lets, scalar variables),
+// with loops and ifs that end up empty dropped. A condition or loop bound that reads the other
+// core's memory is an error (the other core cannot see it without a channel).
+//
+// Until split_aiv exists, the vector work runs on AIV 0 of each block (`if vid == 0`), for
+// threads = 1 and 2 alike: two AIVs repeating the same work would race on their GM outputs.
+// Until pipeline_loops exists, a T.Pipelined loop runs as T.serial (correct, not overlapped).
+#include <functional>
+
+#include "developer.h"
+#include "tl/arith.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
+#include "tl/op.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+/// The core a leaf statement runs on; nullopt: both (scalar work, declarations of scalars).
+std::optional<CoreKind> core_of(const Stmt& s, const Target& t) {
+  switch (s.kind()) {
+    case StmtKind::Allocate: return t.memory_core(s.as<AllocateNode>()->buffer->scope);
+    case StmtKind::Store: return t.memory_core(s.as<StoreNode>()->buffer->scope);
+    case StmtKind::TileOp: {
+      auto* n = s.as<TileOpNode>();
+      switch (n->op->unit) {
+        case OpUnit::Cube: return CoreKind::Cube;
+        case OpUnit::Vector: return CoreKind::Vector;
+        case OpUnit::Move: {
+          const TileArg* src = op_operand(*n, "src");
+          const TileArg* dst = op_operand(*n, "dst");
+          if (src && dst && src->is_region() && dst->is_region())
+            if (const CopyPath* p = t.copy_path(src->region.buffer->scope, dst->region.buffer->scope)) return p->core;
+          // An illegal path: legalize_copies reports it; the expert verifier names it if it did not.
+          for (const auto& a : n->args)
+            if (a.is_region())
+              if (auto c = t.memory_core(a.region.buffer->scope)) return c;
+          return CoreKind::Vector;
+        }
+        case OpUnit::Debug:
+          for (const auto& a : n->args)
+            if (a.is_region())
+              if (auto c = t.memory_core(a.region.buffer->scope)) return c;
+          return CoreKind::Vector;  // a printf without buffers prints once, from AIV 0
+      }
+      return CoreKind::Vector;
+    }
+    default: return std::nullopt;
+  }
+}
+
+/// The first on-chip buffer of another core than `core` that `e` loads, if any.
+const BufferNode* foreign_load(const Expr& e, CoreKind core, const Target& t) {
+  const BufferNode* found = nullptr;
+  if (!e.defined()) return nullptr;
+  std::function<void(const Expr&)> walk = [&](const Expr& x) {
+    if (found || !x.defined()) return;
+    if (auto* l = x.as<LoadNode>()) {
+      auto c = t.memory_core(l->buffer->scope);
+      if (c && *c != core) found = l->buffer.get();
+      for (const auto& i : l->indices) walk(i);
+    } else if (auto* b = x.as<BinaryNode>()) {
+      walk(b->a);
+      walk(b->b);
+    } else if (auto* n = x.as<NotNode>()) {
+      walk(n->a);
+    } else if (auto* s = x.as<SelectNode>()) {
+      walk(s->cond);
+      walk(s->t);
+      walk(s->f);
+    } else if (auto* c = x.as<CastNode>()) {
+      walk(c->value);
+    } else if (auto* call = x.as<CallNode>()) {
+      for (const auto& a : call->args) walk(a);
+    }
+  };
+  walk(e);
+  return found;
+}
+
+class Projector {
+ public:
+  Projector(CoreKind core, const Target& t) : core_(core), target_(t) {}
+
+  /// `s` restricted to this core (undefined when nothing is left).
+  Stmt project(const Stmt& s) {
+    if (!s.defined()) return s;
+    switch (s.kind()) {
+      case StmtKind::Seq: {
+        std::vector<Stmt> out;
+        for (const auto& c : s.as<SeqNode>()->stmts)
+          if (Stmt p = project(c); p.defined()) out.push_back(p);
+        if (out.empty()) return Stmt();
+        return SeqNode::make(std::move(out), s->loc);
+      }
+      case StmtKind::For: {
+        auto* f = s.as<ForNode>();
+        Stmt body = project(f->body);
+        if (!has_work(body)) return Stmt();
+        check_local(f->min, s, "loop start");
+        check_local(f->extent, s, "loop extent");
+        ForKind kind = f->for_kind == ForKind::Pipelined ? ForKind::Serial : f->for_kind;
+        return ForNode::make(f->var, f->min, f->extent, kind, kind == ForKind::Pipelined ? f->num_stages : 0, body,
+                             f->loc);
+      }
+      case StmtKind::If: {
+        auto* n = s.as<IfNode>();
+        Stmt t = project(n->then_case), e = project(n->else_case);
+        if (!has_work(t) && !has_work(e)) return Stmt();
+        check_local(n->cond, s, "condition");
+        return IfNode::make(n->cond, t.defined() ? t : SeqNode::make({}, n->loc), e, n->loc);
+      }
+      case StmtKind::Let: {
+        check_local(s.as<LetNode>()->value, s, "value");
+        return s;
+      }
+      default: {
+        auto c = core_of(s, target_);
+        if (!c) {
+          if (auto* st = s.as<StoreNode>()) check_local(st->value, s, "value");
+          return s;
+        }
+        return *c == core_ ? s : Stmt();
+      }
+    }
+  }
+
+ private:
+  /// True if `s` holds a statement of this core (not only the shared scalar skeleton).
+  bool has_work(const Stmt& s) const {
+    bool work = false;
+    pre_order_visit(s, [&](const Stmt& x) {
+      if (x.kind() == StmtKind::TileOp || x.kind() == StmtKind::Store || x.kind() == StmtKind::Allocate)
+        if (auto c = core_of(x, target_); c && *c == core_) work = true;
+    });
+    return work;
+  }
+  void check_local(const Expr& e, const Stmt& s, const char* what) const {
+    if (const BufferNode* b = foreign_load(e, core_, target_))
+      user_error(s->loc, "{}: its {} reads '{}' ({}), which lives on the {} core, but it also controls work of the "
+                         "{} core; a value crosses cores only through a channel (a GM workspace copy), which "
+                         "developer mode does not lower for scalars: compute it on both sides from GM data",
+                 dev::describe(s), what, b->name, scope_name(b->scope), core_name(core_ == CoreKind::Cube ? CoreKind::Vector : CoreKind::Cube),
+                 core_name(core_));
+  }
+
+  CoreKind core_;
+  const Target& target_;
+};
+
+}  // namespace
+
+PrimFunc split_cube_vector(const PrimFunc& f, const Target& target) {
+  if (!dev::is_developer(f)) return f;
+  const KernelNode* k = dev::find_kernel(f);
+  Stmt cube = Projector(CoreKind::Cube, target).project(k->body);
+  Stmt vec = Projector(CoreKind::Vector, target).project(k->body);
+  // A fresh name: the printed kernel must parse back with one binding per name.
+  std::unordered_set<std::string> taken = arith::names_in(f);
+  std::string vid_name = "vid";
+  for (int i = 1; taken.count(vid_name); ++i) vid_name = fmt::format("vid_{}", i);
+  Var vid(vid_name);
+  std::vector<Stmt> scopes;
+  auto has_op = [&](const Stmt& s, CoreKind c) {
+    bool any = false;
+    pre_order_visit(s, [&](const Stmt& x) {
+      if (x.kind() == StmtKind::TileOp || x.kind() == StmtKind::Store)
+        if (auto cc = core_of(x, target); cc && *cc == c) any = true;
+    });
+    return any;
+  };
+  if (has_op(cube, CoreKind::Cube)) scopes.push_back(ScopeNode::make(CoreKind::Cube, cube, k->loc));
+  if (has_op(vec, CoreKind::Vector))
+    scopes.push_back(ScopeNode::make(CoreKind::Vector, IfNode::make(vid == 0, vec, Stmt(), k->loc), k->loc));
+  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, vid, SeqNode::make(std::move(scopes), k->loc), k->loc);
+  // The kernel statement replaced inside the function body.
+  std::vector<Stmt> top;
+  if (auto* seq = f->body.as<SeqNode>()) {
+    for (const auto& s : seq->stmts) top.push_back(s.as<KernelNode>() ? kernel : s);
+  } else {
+    top.push_back(kernel);
+  }
+  return with_body(f, SeqNode::make(std::move(top), f->body->loc));
+}
+
+}  // namespace tl

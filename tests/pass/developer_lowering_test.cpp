@@ -1,0 +1,378 @@
+// The developer-mode passes on IR text (docs/developer_mode.md): infer_scopes (placement by
+// use, and the errors for uses it cannot place), lower_cube_ops (gemm -> L1 -> L0A/L0B loads
+// and Mmads in K chunks, clear folded into init), split_cube_vector (projection on each core,
+// vector work on AIV 0), and a developer GEMM run end to end on the virtual NPU.
+#include <cmath>
+
+#include "common/references.h"
+#include "pass/pass_test_util.h"
+#include "tl/lang.h"
+#include "tl/npu/npu.h"
+#include "tl/target.h"
+
+namespace tl {
+namespace {
+
+using testing::error_of;
+using testing::run_on_text;
+
+std::string placed(std::string_view text) {
+  return run_on_text(text, [](const PrimFunc& f) { return infer_scopes(f, default_target()); });
+}
+std::string cube_lowered(std::string_view text) {
+  return run_on_text(text, [](const PrimFunc& f) {
+    return lower_cube_ops(infer_scopes(f, default_target()), default_target());
+  });
+}
+std::string split(std::string_view text) {
+  return run_on_text(text, [](const PrimFunc& f) {
+    const Target& t = default_target();
+    return split_cube_vector(lower_cube_ops(infer_scopes(f, t), t), t);
+  });
+}
+
+// ---- infer_scopes ----------------------------------------------------------------------------
+
+TEST(InferScopes, GemmOperandsGoToL1AndTheAccumulatorToL0C) {
+  EXPECT_EQ(placed(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        b = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        T.copy(A, b)
+        T.gemm(a, b, c, True)
+        T.copy(c, A)
+)"),
+            R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_L1((32, 32), "float16")
+        b = T.alloc_L1((32, 32), "float16")
+        c = T.alloc_L0C((32, 32), "float32")
+        T.copy(A, a)
+        T.copy(A, b)
+        T.gemm(a, b, c, True)
+        T.copy(c, A)
+)");
+}
+
+TEST(InferScopes, FragmentOperandsAreLoadedStraightIntoL0AAndL0B) {
+  std::string out = placed(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_fragment((32, 32), "float16")
+        b = T.alloc_fragment((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        T.copy(A, b)
+        T.gemm(a, b, c, True)
+)");
+  EXPECT_NE(out.find("a = T.alloc_L0A((32, 32)"), std::string::npos) << out;
+  EXPECT_NE(out.find("b = T.alloc_L0B((32, 32)"), std::string::npos) << out;
+  EXPECT_NE(out.find("c = T.alloc_L0C((32, 32)"), std::string::npos) << out;
+}
+
+TEST(InferScopes, VectorUsesAndCopyOnlyBuffersGoToUB) {
+  std::string out = placed(R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        x = T.alloc_shared((16, 64), "float32")
+        y = T.alloc_fragment((16, 64), "float32")
+        z = T.alloc_shared((16, 64), "float32")
+        s = T.alloc_fragment((16, 64), "float32")
+        T.copy(X, x)
+        T.tile.exp(y, x)
+        for i in T.Parallel(16):
+            for j in T.Parallel(64):
+                s[i, j] = y[i, j]
+        T.copy(X, z)
+        T.copy(z, Y)
+        T.copy(s, Y)
+)");
+  for (const char* b : {"x", "y", "z", "s"})
+    EXPECT_NE(out.find(fmt::format("{} = T.alloc_ub((16, 64)", b)), std::string::npos) << b << "\n" << out;
+}
+
+TEST(InferScopes, AClearedAccumulatorStaysInL0C) {
+  std::string out = placed(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.tile.fill(c, 0.0)
+        T.copy(A, a)
+        T.gemm(a, a, c, False)
+)");
+  EXPECT_NE(out.find("c = T.alloc_L0C((32, 32)"), std::string::npos) << out;
+}
+
+TEST(InferScopes, ABufferBothCoresUseNamesBothUses) {
+  std::string msg = error_of([] {
+    placed(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        T.gemm(a, a, c, True)
+        T.tile.exp(a, a)
+)");
+  });
+  EXPECT_NE(msg.find("buffer 'a' (<input>:5) is used by the cube core (`T.gemm(a, a, c, True)` at <input>:7) and "
+                     "by the vector cores (`T.tile.exp(a, a)` at <input>:8)"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(InferScopes, ASharedAccumulatorIsAnError) {
+  std::string msg = error_of([] {
+    placed(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_shared((32, 32), "float32")
+        T.gemm(a, a, c, True)
+)");
+  });
+  EXPECT_NE(msg.find("<input>:5: buffer 'c' (<input>:5) is the accumulator of"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("make it with T::alloc_fragment"), std::string::npos) << msg;
+}
+
+TEST(InferScopes, ExpertKernelsAreReturnedUnchanged) {
+  PrimFunc f = parse(R"(@T.prim_func
+def f(X: T.Tensor((16,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((16,), "float32")
+            T.copy(X, x)
+)");
+  const Target& t = default_target();
+  EXPECT_EQ(infer_scopes(f, t), f);
+  EXPECT_EQ(lower_cube_ops(f, t), f);
+  EXPECT_EQ(split_cube_vector(f, t), f);
+}
+
+// ---- lower_cube_ops --------------------------------------------------------------------------
+
+TEST(LowerCubeOps, ClearBeforeTheKLoopBecomesInitOnTheFirstIteration) {
+  EXPECT_EQ(cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((32, 64), "float16"), B: T.Tensor((64, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        b = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.tile.fill(c, 0.0)
+        for k in T.serial(2):
+            T.copy(A[0:32, k * 32:k * 32 + 32], a)
+            T.copy(B[k * 32:k * 32 + 32, 0:32], b)
+            T.gemm(a, b, c, False)
+        T.copy(c, C)
+)"),
+            R"(@T.prim_func
+def f(A: T.Tensor((32, 64), "float16"), B: T.Tensor((64, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_L1((32, 32), "float16")
+        b = T.alloc_L1((32, 32), "float16")
+        c = T.alloc_L0C((32, 32), "float32")
+        for k in T.serial(2):
+            T.copy(A[0:32, k * 32:k * 32 + 32], a)
+            T.copy(B[k * 32:k * 32 + 32, 0:32], b)
+            a_l0a = T.alloc_L0A((32, 32), "float16")
+            b_l0b = T.alloc_L0B((32, 32), "float16")
+            T.copy(a[0:32, 0:32], a_l0a[0:32, 0:32])
+            T.copy(b[0:32, 0:32], b_l0b[0:32, 0:32])
+            T.mma(a_l0a[0:32, 0:32], b_l0b[0:32, 0:32], c, k == 0)
+        T.copy(c, C)
+)");
+}
+
+TEST(LowerCubeOps, LongKIsChunkedIntoTwoAlternatingSlots) {
+  // K = 1024 fp16 with M = N = 64: two slots of 64 x K chunks must fit 64 KiB L0A, so the chunk
+  // is 256 and the four chunks alternate between slot 0 and slot 1.
+  std::string out = cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((64, 1024), "float16"), B: T.Tensor((1024, 64), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((64, 1024), "float16")
+        b = T.alloc_shared((1024, 64), "float16")
+        c = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.gemm(a, b, c, True)
+)");
+  EXPECT_NE(out.find("a_l0a = T.alloc_L0A((128, 256), \"float16\")"), std::string::npos) << out;
+  EXPECT_NE(out.find("b_l0b = T.alloc_L0B((512, 64), \"float16\")"), std::string::npos) << out;
+  EXPECT_NE(out.find("T.copy(a[0:64, 768:1024], a_l0a[64:128, 0:256])"), std::string::npos) << out;
+  EXPECT_NE(out.find("T.mma(a_l0a[0:64, 0:256], b_l0b[0:256, 0:64], c, True)"), std::string::npos) << out;
+  EXPECT_NE(out.find("T.mma(a_l0a[64:128, 0:256], b_l0b[256:512, 0:64], c, False)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("gemm"), std::string::npos) << out;
+}
+
+TEST(LowerCubeOps, TransposedOperandsAreLoadedTransposed) {
+  std::string out = cube_lowered(R"(@T.prim_func
+def f(Q: T.Tensor((32, 64), "float16"), K: T.Tensor((32, 64), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        q = T.alloc_shared((32, 64), "float16")
+        k = T.alloc_shared((32, 64), "float16")
+        s = T.alloc_fragment((32, 32), "float32")
+        T.copy(Q, q)
+        T.copy(K, k)
+        T.gemm(q, k, s, True, transpose_B=True)
+)");
+  EXPECT_NE(out.find("T.copy(k[0:32, 0:64], k_l0b[0:64, 0:32], transpose=True)"), std::string::npos) << out;
+}
+
+TEST(LowerCubeOps, AClearNotFollowedByItsGemmIsAnError) {
+  std::string msg = error_of([] {
+    cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        T.gemm(a, a, c, True)
+        T.tile.fill(c, 0.0)
+)");
+  });
+  EXPECT_NE(msg.find("<input>:8: T.clear of the accumulator 'c' is not followed by a T.gemm"), std::string::npos)
+      << msg;
+}
+
+TEST(LowerCubeOps, FillingAnAccumulatorWithNonZeroIsAnError) {
+  std::string msg = error_of([] {
+    cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.tile.fill(c, 1.0)
+        T.gemm(a, a, c, False)
+)");
+  });
+  EXPECT_NE(msg.find("<input>:6: T.fill of the accumulator 'c' with a value other than 0"), std::string::npos)
+      << msg;
+}
+
+// ---- split_cube_vector -----------------------------------------------------------------------
+
+TEST(SplitCubeVector, EachCoreGetsItsOwnWorkAndTheSharedSkeleton) {
+  EXPECT_EQ(split(R"(@T.prim_func
+def f(A: T.Tensor((64, 32), "float16"), X: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, threads=1) as cid:
+        row = cid * 32
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((32, 64), "float32")
+        T.copy(A[row:row + 32, 0:32], a)
+        T.gemm(a, a, c, True)
+        T.copy(c, X[row:row + 32, 0:32])
+        for i in T.serial(2):
+            T.copy(X[row:row + 32, 0:64], x)
+            T.tile.exp(x, x)
+            T.copy(x, X[row:row + 32, 0:64])
+)"),
+            R"(@T.prim_func
+def f(A: T.Tensor((64, 32), "float16"), X: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            row = cid * 32
+            a = T.alloc_L1((32, 32), "float16")
+            c = T.alloc_L0C((32, 32), "float32")
+            T.copy(A[row:row + 32, 0:32], a)
+            a_l0a = T.alloc_L0A((32, 32), "float16")
+            a_l0b = T.alloc_L0B((32, 32), "float16")
+            T.copy(a[0:32, 0:32], a_l0a[0:32, 0:32])
+            T.copy(a[0:32, 0:32], a_l0b[0:32, 0:32])
+            T.mma(a_l0a[0:32, 0:32], a_l0b[0:32, 0:32], c, True)
+            T.copy(c, X[row:row + 32, 0:32])
+        with T.Scope("Vector"):
+            if vid == 0:
+                row = cid * 32
+                x = T.alloc_ub((32, 64), "float32")
+                for i in T.serial(2):
+                    T.copy(X[row:row + 32, 0:64], x)
+                    T.tile.exp(x, x)
+                    T.copy(x, X[row:row + 32, 0:64])
+)");
+}
+
+TEST(SplitCubeVector, AConditionOnTheOtherCoresDataIsAnError) {
+  std::string msg = error_of([] {
+    split(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16"), X: T.Tensor((32,), "int32")):
+    with T.Kernel(1, threads=1) as cid:
+        x = T.alloc_shared((32,), "int32")
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(X, x)
+        if x[0] > 0:
+            T.copy(A, a)
+            T.gemm(a, a, c, True)
+)");
+  });
+  EXPECT_NE(msg.find("<input>:8: `if x[0] > 0` at <input>:8: its condition reads 'x' (UB), which lives on the Vector "
+                     "core, but it also controls work of the Cube core"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(SplitCubeVector, ThePrintedResultParsesBackAndVerifies) {
+  PrimFunc f = parse(R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, threads=2) as cid:
+        vid = 3
+        x = T.alloc_shared((16, 64), "float32")
+        T.copy(X, x)
+        T.tile.exp(x, x)
+        T.copy(x, X)
+)");
+  const Target& t = default_target();
+  PrimFunc g = split_cube_vector(infer_scopes(f, t), t);
+  std::string text = print(g);
+  EXPECT_NE(text.find("as (cid, vid_1):"), std::string::npos) << text;  // the user's `vid` keeps its name
+  EXPECT_EQ(print(parse(text)), text);
+  EXPECT_TRUE(verify(g, t).empty()) << format_diagnostics(verify(g, t));
+}
+
+// ---- end to end ------------------------------------------------------------------------------
+
+PrimFunc developer_gemm(int M, int N, int K, int bM, int bN, int bK) {
+  auto A = T::Tensor("A", {M, K}, f16);
+  auto B = T::Tensor("B", {K, N}, f16);
+  auto C = T::Tensor("C", {M, N}, f16);
+  const int n_tiles = N / bN;
+  return T::prim_func("gemm_dev", {A, B, C}, [&] {
+    T::Kernel((M / bM) * n_tiles, [&](Expr cid) {
+      Expr bx = cid / n_tiles, by = cid % n_tiles;
+      auto a = T::alloc_shared("A_s", {bM, bK}, f16);
+      auto b = T::alloc_shared("B_s", {bK, bN}, f16);
+      auto c = T::alloc_fragment("C_f", {bM, bN}, f32);
+      T::clear(c);
+      T::serial("k", K / bK, [&](Expr k) {
+        T::copy(A.at({bx * bM, k * bK}), a);
+        T::copy(B.at({k * bK, by * bN}), b);
+        T::gemm(a, b, c);
+      });
+      T::copy(c, C.at({bx * bM, by * bN}));
+    });
+  });
+}
+
+TEST(DeveloperLowering, GemmLowersWithoutGemmV0OrBarriersAndMatchesTheReference) {
+  const int M = 128, N = 256, K = 512;
+  auto kern = compile(developer_gemm(M, N, K, 64, 128, 256));
+  std::string ir = print(kern.func(), {.locations = false});
+  EXPECT_EQ(ir.find("gemm"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("barrier_all"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("T.mma("), std::string::npos) << ir;
+  Device dev;
+  Tensor A = uniform(dev, {M, K}, f16, 1), B = uniform(dev, {K, N}, f16, 2), C = Tensor::empty(dev, {M, N}, f16);
+  kern.launch(dev, {A, B, C});
+  EXPECT_EQ(ref::compare(C.to_vector(), ref::matmul(A.to_vector(), B.to_vector(), M, N, K), N, 1e-3 * std::sqrt(K),
+                         1e-3),
+            "");
+}
+
+}  // namespace
+}  // namespace tl
