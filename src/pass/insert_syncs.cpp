@@ -50,6 +50,9 @@ struct Acc {
   Pipe pipe;
   bool write;
   Region region;
+  /// Two executions in different iterations of the innermost loop around the statement touch
+  /// disjoint elements (some dimension starts at c * var + invariant with extent <= |c|).
+  bool iterations_disjoint = false;
 };
 
 /// One instruction of a statement. Publish is a set_cross_flag: the other core reads what this
@@ -123,6 +126,7 @@ class Inserter {
     body_ = build_block(body, -1, false);
   }
 
+  /// The scope body with its syncs; undefined when it needs none.
   Stmt run() {
     for (;;) {
       reset();
@@ -136,7 +140,10 @@ class Inserter {
       prune();
       if (colour()) break;
     }
-    return rebuild_block(body_);
+    bool any = std::any_of(flags_.begin(), flags_.end(), [](const Flag& f) { return !f.off; });
+    for (const auto& [at, list] : plan_)
+      for (const Planned& p : list) any |= p.kind == Planned::Barrier && !p.off;
+    return any ? rebuild_block(body_) : Stmt();
   }
 
  private:
@@ -146,6 +153,14 @@ class Inserter {
   std::vector<Acc> accs_;
   int body_ = 0;
   int clock_ = 0;
+  /// While building: the loops around the statement being built, innermost last, each with
+  /// the variables bound inside its body so far (they may change from one iteration to the
+  /// next).
+  struct LoopCtx {
+    const VarNode* var;
+    std::set<const VarNode*> varying;
+  };
+  std::vector<LoopCtx> loops_;
   std::vector<Flag> flags_;
   std::map<std::tuple<int, int, bool>, std::vector<Planned>> plan_;  // (block, position, after)
   std::set<std::pair<Pipe, Pipe>> coarse_;
@@ -153,6 +168,29 @@ class Inserter {
   bool changed_ = false;
   bool checking_ = false;  // prune(): only find out whether something is unordered
   bool unordered_ = false;
+
+  /// A pending access by its key: an access index, or (>= accs_.size()) a shadow of one: the
+  /// instances of an access from earlier executions of its innermost loop, kept apart from
+  /// the current execution's so that "an earlier iteration" means "of this execution".
+  const Acc& acc(int key) const { return accs_[static_cast<size_t>(key) % accs_.size()]; }
+  void shadow_loop(int loop, State& st) const {
+    State moved;
+    for (auto it = st.begin(); it != st.end();) {
+      if (it->first < static_cast<int>(accs_.size()) && inside(acc(it->first).node, loop)) {
+        int key = it->first + static_cast<int>(accs_.size());
+        moved = join(moved, State{{key, it->second}});
+        it = st.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [k, r] : moved) st = join(st, State{{k, r}});
+  }
+  bool inside(int node, int loop) const {
+    for (int x = node; x >= 0; x = blocks_[nodes_[x].blk].owner)
+      if (blocks_[nodes_[x].blk].owner == loop) return true;
+    return false;
+  }
 
   void reset() {
     flags_.clear();
@@ -213,7 +251,10 @@ class Inserter {
       case StmtKind::For: {
         auto* f = s.as<ForNode>();
         scalar(instrs, n, {&f->min, &f->extent});
+        for (auto& l : loops_) l.varying.insert(f->var.node());
+        loops_.push_back({f->var.node(), {}});
         int b = build_block(f->body, n, true);
+        loops_.pop_back();
         nodes_[n].blocks = {b};
         break;
       }
@@ -225,7 +266,10 @@ class Inserter {
         nodes_[n].blocks = bs;
         break;
       }
-      case StmtKind::Let: scalar(instrs, n, {&s.as<LetNode>()->value}); break;
+      case StmtKind::Let:
+        scalar(instrs, n, {&s.as<LetNode>()->value});
+        for (auto& l : loops_) l.varying.insert(s.as<LetNode>()->var.node());
+        break;
       case StmtKind::Store: {
         auto* st = s.as<StoreNode>();
         Instr in{Instr::Op, Pipe::S, {}};
@@ -234,7 +278,7 @@ class Inserter {
         if (st->buffer->scope != MemScope::Var) {
           std::vector<Range> r;
           for (const auto& i : st->indices) r.push_back({i, Expr(1)});
-          add_acc(in.accs, n, Pipe::S, true, region_of(st->buffer, r));
+          add_acc(in.accs, n, Pipe::S, true, region_of(st->buffer, r), iterations_disjoint(r));
         }
         instrs.push_back(std::move(in));
         break;
@@ -259,9 +303,61 @@ class Inserter {
     return n;
   }
 
-  void add_acc(std::vector<int>& out, int node, Pipe p, bool write, Region r) {
+  void add_acc(std::vector<int>& out, int node, Pipe p, bool write, Region r, bool disjoint = false) {
     out.push_back(static_cast<int>(accs_.size()));
-    accs_.push_back({node, p, write, r});
+    accs_.push_back({node, p, write, r, disjoint});
+  }
+
+  /// Does `e` avoid the loop variable, every variable in `varying` and memory?
+  static bool invariant(const Expr& e, const VarNode* v, const std::set<const VarNode*>& varying) {
+    struct V : IRVisitor {
+      const VarNode* v;
+      const std::set<const VarNode*>& varying;
+      bool ok = true;
+      V(const VarNode* x, const std::set<const VarNode*>& s) : v(x), varying(s) {}
+      void visit_(const VarNode* n) override { ok &= n != v && !varying.count(n); }
+      void visit_(const LoadNode* n) override {
+        ok = false;
+        IRVisitor::visit_(n);
+      }
+    } vis(v, varying);
+    vis.visit(e);
+    return vis.ok;
+  }
+  /// c when `e` is c * v + (an expression invariant in the loop), else nullopt.
+  static std::optional<int64_t> coefficient(const Expr& e, const VarNode* v, const std::set<const VarNode*>& varying) {
+    if (auto* b = e.as<BinaryNode>()) {
+      if (b->op == BinOp::Add || b->op == BinOp::Sub) {
+        auto x = coefficient(b->a, v, varying), y = coefficient(b->b, v, varying);
+        if (!x || !y) return std::nullopt;
+        return b->op == BinOp::Add ? *x + *y : *x - *y;
+      }
+      if (b->op == BinOp::Mul) {
+        if (auto k = as_const_int(b->b)) {
+          auto x = coefficient(b->a, v, varying);
+          return x ? std::optional<int64_t>(*x * *k) : std::nullopt;
+        }
+        if (auto k = as_const_int(b->a)) {
+          auto x = coefficient(b->b, v, varying);
+          return x ? std::optional<int64_t>(*x * *k) : std::nullopt;
+        }
+      }
+    }
+    if (e.as<VarNode>() == v) return 1;
+    return invariant(e, v, varying) ? std::optional<int64_t>(0) : std::nullopt;
+  }
+  /// Do two iterations of the innermost loop touch disjoint elements through `ranges`? True
+  /// when some dimension starts at c * var + invariant and has a constant extent <= |c|.
+  bool iterations_disjoint(const std::vector<Range>& ranges) const {
+    if (loops_.empty()) return false;
+    const LoopCtx& l = loops_.back();
+    for (const auto& r : ranges) {
+      if (!r.extent.defined()) continue;
+      int64_t e = as_const_int(r.extent).value_or(0);
+      int64_t c = coefficient(r.min, l.var, l.varying).value_or(0);
+      if (e >= 1 && c != 0 && e <= (c < 0 ? -c : c)) return true;
+    }
+    return false;
   }
 
   static Region region_of(const Buffer& b, const std::vector<Range>& ranges) {
@@ -315,7 +411,7 @@ class Inserter {
         if (l->buffer->scope == MemScope::Var) return;
         std::vector<Range> r;
         for (const auto& i : l->indices) r.push_back({i, Expr(1)});
-        self.add_acc(out, node, p, false, region_of(l->buffer, r));
+        self.add_acc(out, node, p, false, region_of(l->buffer, r), self.iterations_disjoint(r));
       }
     } v(*this, node, p, out);
     v.visit(e);
@@ -361,8 +457,9 @@ class Inserter {
             continue;
           }
           Region r = region_of(a.region.buffer, a.region.ranges);
-          if (tc.access != Access::Write) add_acc(in.accs, node, in.pipe, false, r);
-          if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r);
+          bool d = iterations_disjoint(a.region.ranges);
+          if (tc.access != Access::Write) add_acc(in.accs, node, in.pipe, false, r, d);
+          if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r, d);
         }
       }
       instrs.push_back(std::move(in));
@@ -385,6 +482,7 @@ class Inserter {
     if (s.kind() == StmtKind::For) {
       // Iterate the body to a fixpoint: its entry state joins the state before the loop and
       // the state at the end of the body (the back edge).
+      shadow_loop(n, st);
       State entry = st, in = st, out;
       for (int it = 0;; ++it) {
         out = in;
@@ -417,7 +515,7 @@ class Inserter {
   void effect(const Planned& p, State& st) {
     if (p.kind == Planned::Barrier) {
       for (auto& [k, r] : st)
-        if (accs_[k].pipe == p.pipe) r.known |= bit(p.pipe);
+        if (acc(k).pipe == p.pipe) r.known |= bit(p.pipe);
       return;
     }
     const Flag& f = flags_[p.flag];
@@ -428,7 +526,7 @@ class Inserter {
       if (p.kind == Planned::Set) {
         // set_flag fires once every earlier instruction of its pipe is done, and carries what
         // that pipe knew.
-        if (!has && (accs_[it->first].pipe == f.p || (r.known & bit(f.p)))) r.carried.insert(c, p.flag);
+        if (!has && (acc(it->first).pipe == f.p || (r.known & bit(f.p)))) r.carried.insert(c, p.flag);
       } else if (has) {
         r.carried.erase(c);
         r.known |= bit(f.q);
@@ -446,16 +544,20 @@ class Inserter {
     std::map<Pipe, std::vector<int>> needs;  // by source pipe
     for (const auto& [k, r] : st) {
       if (r.known & bit(q)) continue;
-      const Acc& a = accs_[k];
+      const Acc& a = acc(k);
       bool hit = false;
       if (in.kind == Instr::Publish) {
         hit = a.region.scope == MemScope::GM && a.pipe != q;
       } else {
-        for (int x : in.accs)
+        for (int x : in.accs) {
+          // The same access of an earlier iteration of this execution of its loop (shadows
+          // hold earlier executions' instances).
+          if (k == x && accs_[x].iterations_disjoint) continue;
           if ((a.write || accs_[x].write) && conflict(a.region, accs_[x].region)) {
             hit = true;
             break;
           }
+        }
       }
       if (hit) needs[a.pipe].push_back(k);
     }
@@ -506,7 +608,7 @@ class Inserter {
       int blk = nodes_[x].blk, k = nodes_[x].pos;
       int before = -1, any = -1;
       for (int r : recs) {
-        int pos = pos_in(accs_[r].node, blk);
+        int pos = pos_in(acc(r).node, blk);
         if (pos < 0) continue;
         if (pos < k) before = std::max(before, pos);
         any = std::max(any, pos);
@@ -714,7 +816,7 @@ struct ScopeRewriter : IRMutator {
   Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
     if (has_own_syncs(n->body)) return self;
     Stmt body = Inserter(n->body, t).run();
-    return ScopeNode::make(n->core, body, n->loc);
+    return body.defined() ? ScopeNode::make(n->core, body, n->loc) : self;
   }
 };
 

@@ -3,7 +3,8 @@
 // tiles whose planned addresses may share bytes, with MTE2 copies in (from the input and
 // back from the output), V ops, MTE3 copies out (to fixed rows and to rows that move with the
 // loop), and scalar loads and stores of UB and GM. Property: the launch reports no unordered
-// access pair, no deadlock and no flag left set; the output has no barrier_all, and its event
+// access pair, no deadlock and no flag left set (rows that move with a loop exercise the
+// rule that iterations of one loop touch disjoint rows); the output has no barrier_all, and its event
 // ids are constants within the target's budget. 300 kernels by default; TL_TEST_LEVEL=2 runs
 // 5000, TL_INSERT_SYNCS_PROGRAMS=N runs N.
 #include <gtest/gtest.h>
@@ -69,9 +70,14 @@ class RandomKernel {
 
   void op(Expr k, const Buffer& X, const Buffer& Y, const Buffer& Z) {
     int j = pick(C);
-    Expr row = pick(2) ? Expr(pick(kOuts) * R) : (k % kOuts) * R;
-    switch (pick(9)) {
+    // Output rows: fixed, moving with the loop (k < 3 here, so k * R stays inside Y), or
+    // wrapping; UB rows fixed or moving.
+    int how = pick(3);
+    Expr row = how == 0 ? Expr(pick(kOuts) * R) : how == 1 ? k * R : (k % kOuts) * R;
+    Expr urow = pick(2) ? Expr(pick(R)) : k;
+    switch (pick(10)) {
       case 0: T::copy(X, tile()); break;
+      case 9: T::copy(X.region({urow, 0}, {1, C}), tile().region({urow, 0}, {1, C})); break;
       case 1: T::copy(Y.region({row, 0}, {R, C}), tile()); break;
       case 2: T::tile::fill(tile(), 1.0); break;
       case 3: T::tile::exp(tile(), tile()); break;
@@ -82,10 +88,10 @@ class RandomKernel {
       }
       case 5:
       case 6: T::copy(tile(), Y.region({row, 0}, {R, C})); break;
-      case 7: T::store(tile(), {pick(R), j}, Expr(2.0f)); break;
+      case 7: T::store(tile(), {urow, j}, Expr(2.0f)); break;
       default:
-        if (pick(2)) T::store(Z, {j}, tile()(pick(R), j));
-        else T::store(tile(), {pick(R), j}, Z(j));
+        if (pick(2)) T::store(Z, {j}, tile()(urow, j));
+        else T::store(tile(), {urow, j}, Z(j));
         break;
     }
   }
