@@ -32,8 +32,9 @@ namespace {
 constexpr uint8_t kAllPipes = 0x7f;  // S V M MTE1 MTE2 MTE3 FIX: known to all means done
 uint8_t bit(Pipe p) { return static_cast<uint8_t>(1u << static_cast<unsigned>(p)); }
 
-/// Bytes of one memory an access may touch. GM accesses are by tensor (any region of one
-/// tensor may meet any other); on-chip accesses are byte intervals of the planned addresses.
+/// Bytes of one memory an access may touch: on-chip, a byte interval of the planned
+/// addresses; GM, a tensor and a byte interval within it (the whole tensor unless the region
+/// is constant).
 struct Region {
   MemScope scope = MemScope::GM;
   const BufferNode* tensor = nullptr;
@@ -41,7 +42,7 @@ struct Region {
 };
 bool conflict(const Region& a, const Region& b) {
   if (a.scope != b.scope) return false;
-  if (a.scope == MemScope::GM) return !a.tensor || !b.tensor || a.tensor == b.tensor;
+  if (a.scope == MemScope::GM && a.tensor && b.tensor && a.tensor != b.tensor) return false;
   return a.lo < b.hi && b.lo < a.hi;
 }
 
@@ -363,26 +364,25 @@ class Inserter {
   static Region region_of(const Buffer& b, const std::vector<Range>& ranges) {
     Region g;
     g.scope = b->scope;
-    if (b->scope == MemScope::GM) {
-      g.tensor = b.get();
-      return g;
-    }
-    if (b->address < 0) return g;  // unplanned: conflicts with the whole memory
+    if (b->scope == MemScope::GM) g.tensor = b.get();
+    else if (b->address < 0) return g;  // unplanned: conflicts with the whole memory
+    const int64_t base = b->scope == MemScope::GM ? 0 : b->address;
     std::vector<int64_t> shape;
     for (const auto& e : b->shape) {
       auto v = as_const_int(e);
       if (!v || *v <= 0) {
-        g.lo = b->address;
+        g.lo = base;
         return g;
       }
       shape.push_back(*v);
     }
     int64_t bytes = storage_bytes(b->scope, b->dtype, shape);
-    g.lo = b->address;
-    g.hi = bytes > INT64_MAX - b->address ? INT64_MAX : b->address + bytes;
-    // UB is row-major and byte-addressed: a constant region narrows to the bytes between its
-    // first and last element (fractal memories keep the whole buffer).
-    if (b->scope != MemScope::UB || !b->strides.empty() || ranges.size() != shape.size()) return g;
+    g.lo = base;
+    g.hi = bytes > INT64_MAX - base ? INT64_MAX : base + bytes;
+    // UB and GM are row-major and byte-addressed: a constant region narrows to the bytes
+    // between its first and last element (fractal memories keep the whole buffer).
+    bool dense = b->scope == MemScope::UB || b->scope == MemScope::GM;
+    if (!dense || !b->strides.empty() || ranges.size() != shape.size()) return g;
     int64_t first = 0, last = 0;
     for (size_t d = 0; d < shape.size(); ++d) {
       auto s = as_const_int(ranges[d].min);
@@ -392,8 +392,8 @@ class Inserter {
       last = last * shape[d] + *s + *e - 1;
     }
     int64_t es = dtype_bytes(b->dtype);
-    g.lo = b->address + first * es;
-    g.hi = b->address + (last + 1) * es;
+    g.lo = base + first * es;
+    g.hi = base + (last + 1) * es;
     return g;
   }
 
