@@ -1,7 +1,8 @@
 // insert_syncs on IR text: the synchronisation it writes for straight-line code, same-pipe
 // dependences, loops (double buffering, dependences over the back edge), if/else joins, scalar
-// reads, bytes plan_memory shares between buffers, many live flags and cross-core flags the
-// compiler wrote; that it leaves scopes with syncs of their own alone and is idempotent; and
+// reads, bytes plan_memory shares between buffers, many live flags, cross-core flags the
+// compiler wrote and a pipe pair without a hardware event; that it leaves scopes with syncs
+// of their own alone and is idempotent; and
 // that its `auto=True` marks print and parse back. Every output is also launched on the
 // virtual NPU with the hazard checker (no unordered pair, no deadlock, flags balanced).
 #include "pass/pass_test_util.h"
@@ -523,6 +524,38 @@ def f(X: T.Tensor((16, 64), "float32"), W: T.Tensor((2, 16, 64), "float32")):
             T.set_cross_flag("V", 0, mode=2, auto=True)
         with T.Scope("Cube"):
             T.wait_cross_flag(0, auto=True)
+)";
+  EXPECT_EQ(inserted(in), out);
+}
+
+TEST(InsertSyncs, PairWithoutAHardwareEventGoesThroughAThirdPipe) {
+  // The cube's MTE3 (L1 -> GM) and FIX (L0C -> GM) write the same tensor, and A2 has no
+  // MTE3 -> FIX event: the order goes MTE3 -> MTE1 -> FIX, next to the destination.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((16, 16), "float16"), Y: T.Tensor((16, 16), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1((16, 16), "float32", address=0)
+            c = T.alloc_L0C((16, 16), "float32", address=0)
+            T.copy(Y, a)
+            T.copy(a, Y)
+            T.copy(c, Y)
+)";
+  constexpr std::string_view out = R"(@T.prim_func
+def f(X: T.Tensor((16, 16), "float16"), Y: T.Tensor((16, 16), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1((16, 16), "float32", address=0)
+            c = T.alloc_L0C((16, 16), "float32", address=0)
+            T.copy(Y, a)
+            T.set_flag("MTE2", "MTE3", 0, auto=True)
+            T.wait_flag("MTE2", "MTE3", 0, auto=True)
+            T.copy(a, Y)
+            T.set_flag("MTE3", "MTE1", 0, auto=True)
+            T.wait_flag("MTE3", "MTE1", 0, auto=True)
+            T.set_flag("MTE1", "FIX", 0, auto=True)
+            T.wait_flag("MTE1", "FIX", 0, auto=True)
+            T.copy(c, Y)
 )";
   EXPECT_EQ(inserted(in), out);
 }
