@@ -23,6 +23,7 @@
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/pass.h"
+#include "tl/printer.h"
 #include "tl/storage.h"
 #include "tl/sync_rules.h"
 
@@ -51,9 +52,11 @@ struct Acc {
   Pipe pipe;
   bool write;
   Region region;
-  /// Two executions in different iterations of the innermost loop around the statement touch
-  /// disjoint elements (some dimension starts at c * var + invariant with extent <= |c|).
-  bool iterations_disjoint = false;
+  /// Set when executions in different iterations of the innermost loop around the statement
+  /// touch disjoint elements (some dimension starts at c * var + invariant with extent <=
+  /// |c|): the instruction of the statement and the region as written. Two accesses of one
+  /// statement with the same key never meet across iterations.
+  std::string iteration_key;
 };
 
 /// One instruction of a statement. Publish is a set_cross_flag: the other core reads what this
@@ -279,7 +282,7 @@ class Inserter {
         if (st->buffer->scope != MemScope::Var) {
           std::vector<Range> r;
           for (const auto& i : st->indices) r.push_back({i, Expr(1)});
-          add_acc(in.accs, n, Pipe::S, true, region_of(st->buffer, r), iterations_disjoint(r));
+          add_acc(in.accs, n, Pipe::S, true, region_of(st->buffer, r), iteration_key({st->buffer, r}, "store"));
         }
         instrs.push_back(std::move(in));
         break;
@@ -304,9 +307,13 @@ class Inserter {
     return n;
   }
 
-  void add_acc(std::vector<int>& out, int node, Pipe p, bool write, Region r, bool disjoint = false) {
+  void add_acc(std::vector<int>& out, int node, Pipe p, bool write, Region r, std::string key = {}) {
     out.push_back(static_cast<int>(accs_.size()));
-    accs_.push_back({node, p, write, r, disjoint});
+    accs_.push_back({node, p, write, r, std::move(key)});
+  }
+  /// The Acc::iteration_key of instruction `instr` of a statement touching `region`.
+  std::string iteration_key(const BufferRegion& region, const std::string& instr) const {
+    return iterations_disjoint(region.ranges) ? instr + " " + print(region) : std::string();
   }
 
   /// Does `e` avoid the loop variable, every variable in `varying` and memory?
@@ -411,7 +418,8 @@ class Inserter {
         if (l->buffer->scope == MemScope::Var) return;
         std::vector<Range> r;
         for (const auto& i : l->indices) r.push_back({i, Expr(1)});
-        self.add_acc(out, node, p, false, region_of(l->buffer, r), self.iterations_disjoint(r));
+        self.add_acc(out, node, p, false, region_of(l->buffer, r),
+                     self.iteration_key({l->buffer, r}, fmt::format("load on {}", pipe_name(p))));
       }
     } v(*this, node, p, out);
     v.visit(e);
@@ -457,9 +465,9 @@ class Inserter {
             continue;
           }
           Region r = region_of(a.region.buffer, a.region.ranges);
-          bool d = iterations_disjoint(a.region.ranges);
-          if (tc.access != Access::Write) add_acc(in.accs, node, in.pipe, false, r, d);
-          if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r, d);
+          std::string key = iteration_key(a.region, fmt::format("instruction {}", &spec - op.expansion.data()));
+          if (tc.access != Access::Write) add_acc(in.accs, node, in.pipe, false, r, key);
+          if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r, key);
         }
       }
       instrs.push_back(std::move(in));
@@ -552,7 +560,10 @@ class Inserter {
         for (int x : in.accs) {
           // The same access of an earlier iteration of this execution of its loop (shadows
           // hold earlier executions' instances).
-          if (k == x && accs_[x].iterations_disjoint) continue;
+          const Acc& b = accs_[x];
+          if (k < static_cast<int>(accs_.size()) && a.node == b.node && !b.iteration_key.empty() &&
+              a.iteration_key == b.iteration_key)
+            continue;
           if ((a.write || accs_[x].write) && conflict(a.region, accs_[x].region)) {
             hit = true;
             break;
@@ -585,7 +596,14 @@ class Inserter {
     switch (ordering_needed(p, q)) {
       case Ordering::Nothing: TL_ASSERT(false, "insert_syncs: {} -> {} needs no order but was unordered", pipe_name(p), pipe_name(q));
       case Ordering::PipeBarrier: {
-        auto& at = plan_[{nodes_[n].blk, nodes_[n].pos, false}];
+        // Before the destination's statement in the innermost enclosing block that holds a
+        // source: a source outside it ran before the block was entered, so a barrier in
+        // front of a loop orders it before every iteration at once.
+        int x = n;
+        while (blocks_[nodes_[x].blk].owner >= 0 &&
+               std::none_of(recs.begin(), recs.end(), [&](int r) { return pos_in(acc(r).node, nodes_[x].blk) >= 0; }))
+          x = blocks_[nodes_[x].blk].owner;
+        auto& at = plan_[{nodes_[x].blk, nodes_[x].pos, false}];
         bool have = std::any_of(at.begin(), at.end(),
                                 [&](const Planned& x) { return x.kind == Planned::Barrier && x.pipe == q; });
         if (!have) {

@@ -70,10 +70,11 @@ class RandomKernel {
 
   void op(Expr k, const Buffer& X, const Buffer& Y, const Buffer& Z) {
     int j = pick(C);
-    // Output rows: fixed, moving with the loop (k < 3 here, so k * R stays inside Y), or
-    // wrapping; UB rows fixed or moving.
-    int how = pick(3);
-    Expr row = how == 0 ? Expr(pick(kOuts) * R) : how == 1 ? k * R : (k % kOuts) * R;
+    // Output rows: fixed, moving with the loop by a whole tile (k < 3 here, so k * R stays
+    // inside Y) or by half a tile (consecutive iterations overlap), or wrapping; UB rows fixed
+    // or moving.
+    int how = pick(4);
+    Expr row = how == 0 ? Expr(pick(kOuts) * R) : how == 1 ? k * R : how == 2 ? k * (R / 2) : (k % kOuts) * R;
     Expr urow = pick(2) ? Expr(pick(R)) : k;
     switch (pick(10)) {
       case 0: T::copy(X, tile()); break;

@@ -1,6 +1,7 @@
 // insert_syncs on IR text: the synchronisation it writes for straight-line code, same-pipe
 // dependences, loops (double buffering, dependences over the back edge), if/else joins, scalar
-// reads, bytes plan_memory shares between buffers, many live flags, cross-core flags the
+// reads, bytes plan_memory shares between buffers, loop iterations on disjoint rows, many
+// live flags, cross-core flags the
 // compiler wrote and a pipe pair without a hardware event; that it leaves scopes with syncs
 // of their own alone and is idempotent; and
 // that its `auto=True` marks print and parse back. Every output is also launched on the
@@ -526,6 +527,72 @@ def f(X: T.Tensor((16, 64), "float32"), W: T.Tensor((2, 16, 64), "float32")):
             T.wait_cross_flag(0, auto=True)
 )";
   EXPECT_EQ(inserted(in), out);
+}
+
+TEST(InsertSyncs, IterationsOnDisjointRowsNeedNoBarrierBetweenThem) {
+  // Iteration i updates row i of b: no two iterations touch the same bytes, so the only V -> V
+  // dependence is on the exp before the loop, ordered once by a barrier in front of the loop.
+  constexpr std::string_view in = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((2, 16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32", address=0)
+            b = T.alloc_ub((16, 64), "float32", address=4096)
+            T.copy(X, a)
+            T.tile.exp(b, a)
+            for i in T.serial(16):
+                T.tile.mul(b[i:i + 1, 0:64], b[i:i + 1, 0:64], a[i:i + 1, 0:64])
+            T.copy(b, Y[vid:vid + 1, 0:16, 0:64])
+)";
+  constexpr std::string_view out = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((2, 16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32", address=0)
+            b = T.alloc_ub((16, 64), "float32", address=4096)
+            T.copy(X, a)
+            T.set_flag("MTE2", "V", 0, auto=True)
+            T.wait_flag("MTE2", "V", 0, auto=True)
+            T.tile.exp(b, a)
+            T.pipe_barrier("V", auto=True)
+            for i in T.serial(16):
+                T.tile.mul(b[i:i + 1, 0:64], b[i:i + 1, 0:64], a[i:i + 1, 0:64])
+            T.set_flag("V", "MTE3", 0, auto=True)
+            T.wait_flag("V", "MTE3", 0, auto=True)
+            T.copy(b, Y[vid:vid + 1, 0:16, 0:64])
+)";
+  EXPECT_EQ(inserted(in), out);
+  // Row i // 2: iterations 2j and 2j + 1 update the same row: a barrier in every iteration.
+  constexpr std::string_view same_rows = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((2, 16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32", address=0)
+            b = T.alloc_ub((16, 64), "float32", address=4096)
+            T.copy(X, a)
+            T.tile.exp(b, a)
+            for i in T.serial(16):
+                T.tile.mul(b[i // 2:i // 2 + 1, 0:64], b[i // 2:i // 2 + 1, 0:64], a[i:i + 1, 0:64])
+            T.copy(b, Y[vid:vid + 1, 0:16, 0:64])
+)";
+  constexpr std::string_view same_rows_out = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((2, 16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32", address=0)
+            b = T.alloc_ub((16, 64), "float32", address=4096)
+            T.copy(X, a)
+            T.set_flag("MTE2", "V", 0, auto=True)
+            T.wait_flag("MTE2", "V", 0, auto=True)
+            T.tile.exp(b, a)
+            for i in T.serial(16):
+                T.pipe_barrier("V", auto=True)
+                T.tile.mul(b[i // 2:i // 2 + 1, 0:64], b[i // 2:i // 2 + 1, 0:64], a[i:i + 1, 0:64])
+            T.set_flag("V", "MTE3", 0, auto=True)
+            T.wait_flag("V", "MTE3", 0, auto=True)
+            T.copy(b, Y[vid:vid + 1, 0:16, 0:64])
+)";
+  EXPECT_EQ(inserted(same_rows), same_rows_out);
 }
 
 TEST(InsertSyncs, PairWithoutAHardwareEventGoesThroughAThirdPipe) {
