@@ -83,6 +83,8 @@ enum class SyncKind : uint8_t {
   SetFlag, WaitFlag, PipeBarrier, BarrierAll, SetCrossFlag, WaitCrossFlag, SyncAll,
 };
 std::string_view sync_name(SyncKind k);  // "set_flag", ...
+/// Who wrote a synchronisation: the kernel author (User) or the compiler's insert_syncs (Auto).
+enum class SyncOrigin : uint8_t { User, Auto };
 
 // ---------------------------------------------------------------------------------------------
 // Node kinds. One X-macro list each, so visitors, mutators, printer, parser and structural
@@ -485,10 +487,12 @@ struct SyncNode : StmtNode {
   Pipe dst = Pipe::S;  // set/wait_flag: destination pipe
   Expr event_id;       // flags and cross flags; undefined otherwise
   int mode = 0;        // set_cross_flag mode (0, 1, 2)
-  SyncNode(SyncKind k, Pipe s, Pipe d, Expr id, int m, SourceLoc l)
+  SyncOrigin origin = SyncOrigin::User;  // printed as a trailing `auto=True` when Auto
+  SyncNode(SyncKind k, Pipe s, Pipe d, Expr id, int m, SourceLoc l, SyncOrigin o = SyncOrigin::User)
       : StmtNode(StmtKind::Sync, l), sync_kind(k), src(s), dst(d), event_id(std::move(id)),
-        mode(m) {}
-  static Stmt make(SyncKind k, Pipe src, Pipe dst, Expr event_id, int mode, SourceLoc loc = {});
+        mode(m), origin(o) {}
+  static Stmt make(SyncKind k, Pipe src, Pipe dst, Expr event_id, int mode, SourceLoc loc = {},
+                   SyncOrigin origin = SyncOrigin::User);
 };
 /// Code that runs only on the AIC (Cube) or only on the AIVs (Vector) of each block.
 struct ScopeNode : StmtNode {

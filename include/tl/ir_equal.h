@@ -1,7 +1,8 @@
 // Structural equality and hashing of IR. Variables and buffers are compared by where they
 // are bound (parameters, dynamic symbols, loop variables, cid/vid, Let, Allocate), not by
 // name or pointer, so a parsed function equals the DSL function it was printed from and a
-// renamed copy of a kernel hashes the same. Source locations are ignored. Nested sequences
+// renamed copy of a kernel hashes the same. Source locations are ignored, and so is a sync's
+// origin (SyncOrigin: who wrote a sync, like where, is not what it does). Nested sequences
 // are flattened and one-statement sequences unwrapped before comparison, so block structure
 // that the text format does not show does not matter.
 #pragma once

@@ -136,4 +136,19 @@ PrimFunc split_cube_vector(const PrimFunc& f, const Target& target);
 /// the planned spec (every on-chip buffer has an address, aligned and within capacity).
 PrimFunc plan_memory(const PrimFunc& f, const Target& target);
 
+/// insert_syncs: writes the intra-core synchronisation of every T::Scope that has none of its
+/// own (no sync of SyncOrigin::User, no set/wait_flag, pipe_barrier or barrier_all); a scope
+/// that has any is returned as written, so expert kernels pass through untouched. Cross-core
+/// syncs the compiler wrote (origin Auto) are kept: a set_cross_flag(P) is ordered after every
+/// earlier GM access of the core. Runs after plan_memory: accesses are byte ranges of the
+/// planned addresses (GM: by tensor), so bytes plan_memory gave two buffers count too.
+/// Output invariant: under the hazard checker's rules (tl/sync_rules.h) every pair of
+/// conflicting accesses of a processed scope is ordered, on every path and around every loop
+/// back edge; each inserted sync has origin Auto and prints `auto=True`; set_flag/wait_flag
+/// are balanced on every path (correct for any trip count, zero included) and no flag is set
+/// twice; event ids are constants within [0, num_event_ids) minus the reserved ones; no
+/// barrier_all and no pipe_barrier(ALL). The expert spec holds. Not in the pipeline yet:
+/// developer kernels only (docs/compiler.md).
+PrimFunc insert_syncs(const PrimFunc& f, const Target& target);
+
 }  // namespace tl

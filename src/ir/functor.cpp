@@ -229,7 +229,7 @@ Stmt IRMutator::mutate_(const TileOpNode* n, const Stmt& self) {
 Stmt IRMutator::mutate_(const SyncNode* n, const Stmt& self) {
   Expr id = mutate(n->event_id);
   return id.same_as(n->event_id) ? self
-                                 : SyncNode::make(n->sync_kind, n->src, n->dst, id, n->mode, n->loc);
+                                 : SyncNode::make(n->sync_kind, n->src, n->dst, id, n->mode, n->loc, n->origin);
 }
 Stmt IRMutator::mutate_(const ScopeNode* n, const Stmt& self) {
   Stmt b = mutate(n->body);

@@ -270,8 +270,8 @@ const std::string& TileOpNode::attr_str(std::string_view key) const {
             key);
   return std::get<std::string>(*v);
 }
-Stmt SyncNode::make(SyncKind k, Pipe src, Pipe dst, Expr id, int mode, SourceLoc loc) {
-  return Stmt(std::make_shared<SyncNode>(k, src, dst, std::move(id), mode, std::move(loc)));
+Stmt SyncNode::make(SyncKind k, Pipe src, Pipe dst, Expr id, int mode, SourceLoc loc, SyncOrigin origin) {
+  return Stmt(std::make_shared<SyncNode>(k, src, dst, std::move(id), mode, std::move(loc), origin));
 }
 Stmt ScopeNode::make(CoreKind c, Stmt body, SourceLoc loc) {
   return Stmt(std::make_shared<ScopeNode>(c, std::move(body), std::move(loc)));

@@ -957,7 +957,8 @@ class Parser {
         expect(",");
         id = expr().e;
         mode = 2;
-        if (accept(",") && !is(")")) {
+        if (is(",") && is("mode", 1)) {
+          expect(",");
           expect("mode");
           expect("=");
           mode = static_cast<int>(int_in_range("mode", 0, 2));
@@ -965,9 +966,20 @@ class Parser {
         break;
       case SyncKind::WaitCrossFlag: id = expr().e; break;
     }
+    // The trailing `auto=True` of a synchronisation insert_syncs wrote (SyncOrigin::Auto).
+    SyncOrigin origin = SyncOrigin::User;
+    bool no_args = k == SyncKind::BarrierAll || k == SyncKind::SyncAll;
+    if ((no_args && is("auto")) || (!no_args && accept(",") && !is(")"))) {
+      expect("auto");
+      expect("=");
+      if (!accept("False")) {
+        expect("True");
+        origin = SyncOrigin::Auto;
+      }
+    }
     expect(")");
     SourceLoc loc = end_of_line();
-    return SyncNode::make(k, src, dst, std::move(id), mode, std::move(loc));
+    return SyncNode::make(k, src, dst, std::move(id), mode, std::move(loc), origin);
   }
 
   /// Operands positionally, then attributes as `key=value`; checked by make_tile_op.

@@ -286,6 +286,11 @@ class Printer {
     return fmt::format("T.{}({})", n.op->name, fmt::join(parts, ", "));
   }
   std::string sync(const SyncNode& n) {
+    std::string s = sync_call(n);
+    if (n.origin == SyncOrigin::Auto) s.insert(s.size() - 1, s.ends_with("()") ? "auto=True" : ", auto=True");
+    return s;
+  }
+  std::string sync_call(const SyncNode& n) {
     auto name = sync_name(n.sync_kind);
     switch (n.sync_kind) {
       case SyncKind::SetFlag:

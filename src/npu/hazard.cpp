@@ -28,6 +28,7 @@
 #include <unordered_map>
 
 #include "tl/error.h"
+#include "tl/sync_rules.h"
 
 namespace tl::npu {
 
@@ -46,10 +47,9 @@ struct Know {
   }
 };
 
-bool in_order(int p) {
-  Pipe x = static_cast<Pipe>(p);
-  return x == Pipe::S || x == Pipe::M || x == Pipe::MTE1 || x == Pipe::FIX;
-}
+// The in-order pipes and the scalar unit's issue order come from the rule table insert_syncs
+// and plan_memory share (tl/sync_rules.h).
+bool in_order(int p) { return pipe_in_order(static_cast<Pipe>(p)); }
 
 std::string core_name_of(int ci) {
   int slot = ci % 3;
@@ -162,6 +162,7 @@ class Engine {
         issue(static_cast<int>(ci), "deadlock", Pipe::ALL, "sync_all()", e,
               "some participating core finished (or is stuck) without reaching this sync_all");
     }
+    unbalanced();
   }
 
   std::vector<Hazard> hazards;
@@ -203,6 +204,53 @@ class Engine {
     else st_[ci].know[p].join(k);
   }
 
+  /// The last event of core `ci` matching `pred` (for the location of a leftover set).
+  template <typename Pred>
+  const TraceEvent* last_event(int ci, Pred pred) const {
+    const auto& evs = tr_.cores[ci].events;
+    for (size_t i = evs.size(); i-- > 0;)
+      if (pred(evs[i])) return &evs[i];
+    return nullptr;
+  }
+
+  /// Flags must be balanced when a block ends: a set_flag no wait_flag consumed, or a cross-core
+  /// set no core waited for, stays raised on the hardware and is consumed by whatever the next
+  /// kernel on that core waits for first. Cores that did not finish are reported as deadlocks.
+  void unbalanced() {
+    for (size_t ci = 0; ci < st_.size(); ++ci) {
+      if (st_[ci].pc < tr_.cores[ci].events.size()) continue;
+      for (const auto& [key, q] : st_[ci].flags) {
+        if (q.empty()) continue;
+        auto [p, d, id] = key;
+        const TraceEvent* set = last_event(static_cast<int>(ci), [&](const TraceEvent& e) {
+          return e.kind == EventKind::SetFlag && static_cast<int>(e.pipe) == p && static_cast<int>(e.dst) == d &&
+                 e.id == id;
+        });
+        TL_ASSERT(set, "a pending flag without a set_flag event");
+        issue(static_cast<int>(ci), "flag left set", static_cast<Pipe>(p),
+              fmt::format("set_flag({}, {}, {})", pipe_name(static_cast<Pipe>(p)), pipe_name(static_cast<Pipe>(d)), id),
+              *set, fmt::format("{} set(s) never consumed by a wait_flag when the core finished", q.size()));
+      }
+    }
+    for (const auto& [key, q] : cross_) {
+      if (q.empty()) continue;
+      auto [b, to, id] = key;
+      // Slots 1, 2: sets for AIV0 / AIV1 (from the AIC, or mode 1 from the other AIV);
+      // 3, 4: sets for the AIC from AIV0 / AIV1.
+      int waiter = static_cast<int>(b * 3) + (to <= 2 ? to : 0);
+      int setter = static_cast<int>(b * 3) + (to >= 3 ? to - 2 : 0);
+      if (static_cast<size_t>(waiter) >= st_.size() || st_[waiter].pc < tr_.cores[waiter].events.size()) continue;
+      const TraceEvent* set = nullptr;
+      for (int c : {setter, static_cast<int>(b * 3) + 1, static_cast<int>(b * 3) + 2})
+        if (!set && static_cast<size_t>(c) < st_.size())
+          set = last_event(c, [&](const TraceEvent& e) { return e.kind == EventKind::SetCross && e.id == id; });
+      TL_ASSERT(set, "a pending cross-core flag without a set_cross_flag event");
+      issue(waiter, "cross flag left set", set->pipe, fmt::format("cross-core flag {}", id), *set,
+            fmt::format("{} set(s) never consumed by a wait_cross_flag on {} when it finished", q.size(),
+                        core_name_of(waiter)));
+    }
+  }
+
   void issue(int ci, std::string kind, Pipe pipe, std::string flag, const TraceEvent& e, const std::string& why) {
     FlagIssue f;
     f.kind = std::move(kind);
@@ -226,7 +274,7 @@ class Engine {
         uint32_t c = ++s.issued[p];
         if (check_) access(ci, e, p, c, start);
         if (in_order(p)) s.know[p].vc[slot_of(ci) * kPipes + p] = c;
-        if (p == static_cast<int>(Pipe::S)) join_all(ci, Know(s.know[p]));
+        if (pipe_orders_later_issue(static_cast<Pipe>(p))) join_all(ci, Know(s.know[p]));
         return true;
       }
       case EventKind::SetFlag: {

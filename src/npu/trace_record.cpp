@@ -8,6 +8,7 @@
 #include "tl/ir_functor.h"
 #include "tl/npu/layout.h"
 #include "tl/op.h"
+#include "tl/sync_rules.h"
 
 namespace tl::npu {
 
@@ -212,7 +213,7 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       continue;
     }
     ev.kind = EventKind::Op;
-    ev.pipe = spec.pipe ? *spec.pipe : op.pipe(n, *c.program.target);
+    ev.pipe = instr_pipe(n, spec, *c.program.target);
     ev.cost = spec.cost;
     for (const auto& t : spec.touches) {
       if (t.operand < 0) {

@@ -20,12 +20,13 @@
 #include "tl/op.h"
 #include "tl/printer.h"
 #include "tl/storage.h"
+#include "tl/sync_rules.h"
 
 namespace tl {
 namespace {
 
 constexpr uint32_t bit(Pipe p) { return 1u << static_cast<unsigned>(p); }
-bool in_order(Pipe p) { return p == Pipe::S || p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX; }
+bool in_order(Pipe p) { return pipe_in_order(p); }  // the rule table (tl/sync_rules.h)
 
 /// A node of the statement tree: its statement, parent and position among the parent's
 /// children (Seq: its statements; For/Scope/Kernel: the body; If: then, else).
@@ -197,7 +198,7 @@ struct AccessOrder::Impl {
     for (size_t i = 0; i < op.expansion.size(); ++i) {
       const InstrSpec& spec = op.expansion[i];
       if (spec.kind != InstrSpec::Kind::Op) continue;
-      Pipe p = spec.pipe ? *spec.pipe : op.pipe(n, target);
+      Pipe p = instr_pipe(n, spec, target);
       for (const auto& t : spec.touches) {
         if (t.operand < 0) continue;  // scratch (gemm_v0's L0A/L0B) is not a planned buffer
         size_t hi = op.operands[t.operand].variadic ? n.args.size() : std::min(n.args.size(), size_t(t.operand) + 1);

@@ -324,11 +324,48 @@ TEST(HazardFlags, SetTwice) {
   t.cores[2].events.push_back(sync_ev(npu::EventKind::SetFlag, Pipe::V, Pipe::MTE3, 1));
   t.cores[2].events.push_back(sync_ev(npu::EventKind::SetFlag, Pipe::V, Pipe::MTE3, 1));
   auto is = npu::check_flags(t);
-  ASSERT_EQ(is.size(), 1u);
+  ASSERT_EQ(is.size(), 2u);
   EXPECT_EQ(is[0].kind, "set twice");
   EXPECT_EQ(is[0].core, "block 0 AIV1");
   ASSERT_EQ(is[0].last_events.size(), 1u);
   EXPECT_NE(is[0].last_events[0].find("set_flag(V, MTE3, 1)"), std::string::npos);
+  // And neither set is ever consumed.
+  EXPECT_EQ(is[1].kind, "flag left set");
+  EXPECT_NE(is[1].str().find("2 set(s) never consumed"), std::string::npos) << is[1].str();
+}
+
+TEST(HazardFlags, FlagLeftSetWhenTheCoreFinishes) {
+  // Balanced: set, wait, set, wait. Then one more set that nothing waits for.
+  auto t = one_block();
+  for (int i = 0; i < 2; ++i) {
+    t.cores[1].events.push_back(sync_ev(npu::EventKind::SetFlag, Pipe::MTE2, Pipe::V, 2));
+    t.cores[1].events.push_back(sync_ev(npu::EventKind::WaitFlag, Pipe::MTE2, Pipe::V, 2));
+  }
+  EXPECT_TRUE(npu::check_flags(t).empty());
+  t.cores[1].events.push_back(sync_ev(npu::EventKind::SetFlag, Pipe::MTE2, Pipe::V, 2));
+  t.cores[1].events.back().loc = {"k.cpp", 9};
+  auto is = npu::check_flags(t);
+  ASSERT_EQ(is.size(), 1u);
+  EXPECT_EQ(is[0].kind, "flag left set");
+  EXPECT_EQ(is[0].core, "block 0 AIV0");
+  EXPECT_EQ(is[0].pipe, Pipe::MTE2);
+  EXPECT_EQ(is[0].loc.line, 9);
+  EXPECT_NE(is[0].str().find("set_flag(MTE2, V, 2)"), std::string::npos) << is[0].str();
+}
+
+TEST(HazardFlags, CrossFlagLeftSetWhenTheWaiterFinishes) {
+  // The AIC sets mode 2 (one set per AIV); AIV0 waits, AIV1 finishes without waiting.
+  auto t = one_block();
+  t.cores[0].events.push_back(sync_ev(npu::EventKind::SetCross, Pipe::FIX, Pipe::S, 5));
+  t.cores[1].events.push_back(sync_ev(npu::EventKind::WaitCross, Pipe::S, Pipe::S, 5));
+  auto is = npu::check_flags(t);
+  ASSERT_EQ(is.size(), 1u);
+  EXPECT_EQ(is[0].kind, "cross flag left set");
+  EXPECT_EQ(is[0].core, "block 0 AIV1");
+  EXPECT_NE(is[0].str().find("cross-core flag 5"), std::string::npos) << is[0].str();
+  // With AIV1's wait it is balanced.
+  t.cores[2].events.push_back(sync_ev(npu::EventKind::WaitCross, Pipe::S, Pipe::S, 5));
+  EXPECT_TRUE(npu::check_flags(t).empty());
 }
 
 TEST(HazardFlags, CrossWaitNeverSatisfiedAndTooManyPending) {

@@ -52,7 +52,10 @@ struct Hazard {
 
 /// A flag protocol error or a deadlock found in a trace.
 struct FlagIssue {
-  std::string kind;  // "deadlock", "set twice", "too many pending cross-core sets", "unsupported"
+  /// "deadlock", "set twice", "too many pending cross-core sets", "unsupported", "flag left set"
+  /// (a set_flag no wait_flag consumed when its core finished), "cross flag left set" (a
+  /// cross-core set the waiting core never consumed before it finished).
+  std::string kind;
   std::string core;
   Pipe pipe = Pipe::S;
   std::string flag;  // "wait_flag(MTE2, V, 0)", "wait_cross_flag(3)", ...
