@@ -36,8 +36,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
 
       // Last of the buffer passes: addresses are final only once no pass adds, resizes or
       // moves a use of an on-chip buffer. It shares bytes only where the syncs already in the
-      // kernel order the two buffers; insert_syncs (future) runs after it, on final addresses.
+      // kernel order the two buffers (for a developer kernel: none yet, so it shares only
+      // within an in-order pipe); insert_syncs runs after it, on final addresses.
       {"plan_memory", plan_memory, Spec::Planned},
+      // On final addresses, so bytes plan_memory shares between buffers are ordered too.
+      // Developer kernels only: an expert kernel's syncs are the author's.
+      {"insert_syncs", if_lowered(insert_syncs), Spec::Planned},
   };
   return run_passes(f, target, passes, opt);
 }
