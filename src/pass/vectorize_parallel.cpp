@@ -60,6 +60,9 @@ struct Affine {
 
 std::string dt(DType t) { return std::string(dtype_name(t)); }
 
+/// An integer immediate, int32 when it fits (so messages print `16`, not `T.int64(16)`).
+Expr int_imm(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_cast<int>(v)) : Expr(v); }
+
 /// A remark to the caller's sink, or to stderr: a fallback is never silent.
 void emit_remark(const VectorizeOptions& opt, const SourceLoc& loc, const std::string& msg) {
   if (opt.remark) return opt.remark(loc, msg);
@@ -148,6 +151,7 @@ class Vectorizer {
   struct Temp {
     Buffer buf;
     bool busy = false;
+    int pending = 0;  // reads still to come (a shared subexpression is read once per use)
   };
 
   static const char* stmt_kind_word(const Stmt& s) {
@@ -288,7 +292,9 @@ class Vectorizer {
                            access_str(st.buffer, st.indices), dims_[k].var.name()));
       }
     for (const auto& w : writes_)
-      if (w.first.same_as(st.buffer) && !same_indices(w.second, st.indices))
+      if (w.first.same_as(st.buffer) && !same_indices(w.second, st.indices) &&
+          arith::regions_overlap(region_from(st.buffer, acc), region_of(w.first, w.second, "store to")) !=
+              arith::Overlap::No)
         reject(fmt::format("cross-iteration write: '{}' is stored at {} and at {}", st.buffer->name,
                            access_str(st.buffer, w.second), access_str(st.buffer, st.indices)));
     writes_.push_back({st.buffer, st.indices});
@@ -362,28 +368,28 @@ class Vectorizer {
     const size_t n = shape.size();
     std::vector<int64_t> stride(n, 1);
     for (size_t d = n - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
-    Expr start = arith::make_int(DType::Int64, 0);
+    Expr start = int_imm(0);
     for (size_t d = 0; d < n; ++d)
-      start = start + cast(DType::Int64, r.ranges[d].min) * arith::make_int(DType::Int64, stride[d] * bytes);
+      start = start + r.ranges[d].min * int_imm(stride[d] * bytes);
     start = simplify(start);
     arith::ModularSet m = arith::modular_set(start);
     if (align > 1 && !(m.coeff % align == 0 && m.base % align == 0)) {
       if (auto c = as_const_int(start))
-        reject(fmt::format("unaligned start: {} {} starts {} bytes into '{}'; UB operands must start on a {}-byte "
+        reject(fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}'; UB operands must start on a {}-byte "
                            "boundary",
                            what, print(r), *c, b->name, align));
-      reject(fmt::format("unaligned start: {} {} starts {} bytes into '{}', which is not provably a multiple of {}",
+      reject(fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}', which is not provably a multiple of {}",
                          what, print(r), print(start), b->name, align));
     }
     size_t last = n - 1;
     while (last > 0 && shape[last] == 1) --last;
-    Expr run = simplify(cast(DType::Int64, r.ranges[last].extent) * arith::make_int(DType::Int64, bytes));
+    Expr run = simplify(r.ranges[last].extent * int_imm(bytes));
     arith::ModularSet mr = arith::modular_set(run);
     if (align > 1 && !(mr.coeff % align == 0 && mr.base % align == 0))
-      reject(fmt::format("unaligned innermost run: {} {} has rows of {} x {} = {} bytes, not {} a multiple of the "
+      reject(fmt::format("unaligned innermost run: {} (region {}) has rows of {} x {} = {} bytes, not {}a multiple of the "
                          "{}-byte UB block",
                          what, print(r), print(r.ranges[last].extent), dt(b->dtype), print(run),
-                         as_const_int(run) ? "" : "provably", align));
+                         as_const_int(run) ? "" : "provably ", align));
     // Rows evenly spaced: between two consecutive non-unit leading dimensions p < q, the stride
     // of p must be the extent of q times the stride of q.
     int prev = -1;
@@ -395,7 +401,7 @@ class Vectorizer {
       if (prev >= 0) {
         auto ep = as_const_int(r.ranges[d].extent);
         if (!ep || stride[prev] != *ep * stride[d])
-          reject(fmt::format("{} {} is not a set of evenly spaced rows of '{}'", what, print(r), b->name));
+          reject(fmt::format("{} (region {}) is not a set of evenly spaced rows of '{}'", what, print(r), b->name));
       }
       prev = static_cast<int>(d);
     }
@@ -435,13 +441,14 @@ class Vectorizer {
         if (as_const_int(t.buf->shape[d]) != shape[d]) same = false;
       if (!same) continue;
       t.busy = true;
+      t.pending = 1;
       return {kind, BufferRegion::full(t.buf), {}, dtype, static_cast<int>(i)};
     }
     std::vector<Expr> sh;
-    for (int64_t s : shape) sh.push_back(Expr(s));
+    for (int64_t s : shape) sh.push_back(s <= INT32_MAX ? Expr(static_cast<int>(s)) : Expr(s));
     Buffer b = BufferNode::make(fresh_name(), dtype, sh, MemScope::UB, {}, -1, loc_);
     allocs_.push_back(AllocateNode::make(b, loc_));
-    temps_.push_back({b, true});
+    temps_.push_back({b, true, 1});
     Val v{kind, BufferRegion::full(b), {}, dtype, static_cast<int>(temps_.size() - 1)};
     if (kind != Kind::Mask) check_alignment(v.region, fmt::format("the {} temporary", dt(dtype)));
     return v;
@@ -457,7 +464,9 @@ class Vectorizer {
     return temp(DType::UInt8, {bytes}, Kind::Mask);
   }
   void release(const Val& v) {
-    if (v.temp >= 0) temps_[v.temp].busy = false;
+    if (v.temp < 0) return;
+    Temp& t = temps_[v.temp];
+    if (--t.pending <= 0) t.busy = false;
   }
 
   /// Where a node's result of dtype `t` goes: the store's destination when it is the root and
@@ -639,7 +648,25 @@ class Vectorizer {
     return "(" + s + ")";
   }
 
+  /// gen() computing a subexpression that occurs several times (a let used twice) once: its
+  /// temporary stays live until its last use has read it.
   Val gen(const Expr& e, const BufferRegion* into = nullptr) {
+    auto uses = uses_.find(e.get());
+    if (uses == uses_.end() || uses->second < 2) return gen_node(e, into);
+    if (auto m = memo_.find(e.get()); m != memo_.end()) return m->second;
+    Val v = gen_node(e, nullptr);
+    if (v.temp >= 0) temps_[v.temp].pending = uses->second;
+    memo_[e.get()] = v;
+    return v;
+  }
+
+  /// How often each subexpression node of `e` occurs in it (lets inline one node many times).
+  void count_uses(const Expr& e) {
+    pre_order_visit(StoreNode::make(Buffer(), {}, e), [](const Stmt&) {},
+                    [&](const Expr& x) { ++uses_[x.get()]; });
+  }
+
+  Val gen_node(const Expr& e, const BufferRegion* into) {
     if (invariant(e)) {
       if (e.dtype() == DType::Bool) reject(fmt::format("unsupported: a loop-invariant condition {}", print(e)));
       // Loads of buffers the loop writes were checked by check_no_cross_iteration.
@@ -927,10 +954,13 @@ class Vectorizer {
 
   void emit_store(const StoreNode& st, const BufferRegion& d) {
     for (auto& t : temps_) t.busy = false;  // the values of earlier stores are dead
+    uses_.clear();
+    memo_.clear();
     check_alignment(d, fmt::format("destination {}", access_str(st.buffer, st.indices)));
     const DType B = st.buffer->dtype;
     Expr value = st.value;
     if (value.dtype() != B) value = CastNode::make(B, value);  // a store converts as a cast does
+    count_uses(value);
     Val v = gen(value, &d);
     if (v.kind == Kind::Tile && v.region.buffer.same_as(d.buffer) && print(v.region) == print(d)) {
       release(v);
@@ -959,6 +989,8 @@ class Vectorizer {
   std::vector<Stmt> allocs_, ops_;
   std::vector<Temp> temps_;
   std::vector<std::pair<Buffer, std::vector<Expr>>> writes_;
+  std::unordered_map<const ExprNode*, int> uses_;
+  std::unordered_map<const ExprNode*, Val> memo_;
   int name_counter_ = 0;
 };
 
@@ -980,8 +1012,10 @@ class ParallelRewriter : public IRMutator {
     if (n->for_kind != ForKind::Parallel) return IRMutator::mutate_(n, self);
     std::vector<LoopDim> dims;
     Stmt body = self;
-    while (auto* f = body.as<ForNode>()) {
-      if (f->for_kind != ForKind::Parallel) break;
+    for (;;) {
+      if (auto* q = body.as<SeqNode>(); q && q->stmts.size() == 1) body = q->stmts[0];
+      auto* f = body.as<ForNode>();
+      if (!f || f->for_kind != ForKind::Parallel) break;
       dims.push_back({f->var, f->min, f->extent});
       body = f->body;
     }

@@ -1,0 +1,705 @@
+// vectorize_parallel: T.Parallel element loops -> vector tile ops. IR text in / exact IR text
+// out for each mapping (1-3 dims, broadcasts, scalars, casts, selects, temporaries, partial and
+// symbolic regions), errors with their reason and source line, the scalar fallback, and the
+// numeric contract: a fuzzer runs random expression trees vectorised and as serial scalar
+// loops on the virtual NPU and compares the outputs bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "pass/pass_test_util.h"
+#include "tl/npu/npu.h"
+#include "tl/runtime.h"
+#include "tl/verifier.h"
+
+namespace tl {
+namespace {
+
+using testing::error_of;
+
+/// A vector-scope kernel around `body` (indented 12 spaces), with UB buffers declared.
+std::string kernel(std::string_view decls, std::string_view body, std::string_view params = "") {
+  return fmt::format(R"(@T.prim_func
+def f(A: T.Tensor((64,), "float32"){}):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+{}{})",
+                     params, decls, body);
+}
+
+std::string vectorized(const std::string& text, const VectorizeOptions& o = {}) {
+  PrimFunc f = parse(text);
+  PrimFunc g = vectorize_parallel(f, default_target(), o);
+  // The output invariant: no Parallel loop left, and the expert spec holds.
+  bool parallel = false;
+  pre_order_visit(g->body, [&](const Stmt& s) {
+    if (auto* l = s.as<ForNode>(); l && l->for_kind == ForKind::Parallel) parallel = true;
+  });
+  EXPECT_FALSE(parallel) << print(g);
+  auto diags = verify(g, default_target());
+  for (const auto& d : diags) ADD_FAILURE() << d.message << "\n" << print(g);
+  return print(g, {.locations = false});
+}
+
+std::string error_text(const std::string& text) {
+  return error_of([&] { vectorize_parallel(parse(text, "k.py"), default_target()); });
+}
+
+// ---- IR text in, IR text out -------------------------------------------------------------------
+
+TEST(VectorizeParallel, OneDimensionalElementwiseWritesTheDestinationDirectly) {
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((64,), "float32")
+            b = T.alloc_ub((64,), "float32")
+            c = T.alloc_ub((64,), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(64):
+                c[i] = a[i] + b[i]
+)")),
+            kernel(decls, R"(            T.tile.add(c, a, b)
+)"));
+}
+
+TEST(VectorizeParallel, TwoDimensionalExpressionUsesOneTemporary) {
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 32), "float32")
+            b = T.alloc_ub((16, 32), "float32")
+            c = T.alloc_ub((16, 32), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(32):
+                    c[i, j] = a[i, j] * b[i, j] - a[i, j]
+)")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((16, 32), "float32")
+            T.tile.mul(vec_t0, a, b)
+            T.tile.sub(c, vec_t0, a)
+)"));
+}
+
+TEST(VectorizeParallel, ThreeDimensionalMaxIsCompareAndSelect) {
+  // tile.max gives NaN when either operand is NaN; the scalar loop's max(x, y) is
+  // (x < y ? y : x), which keeps x when y is NaN: compare + select is the exact form.
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((2, 4, 16), "float32")
+            b = T.alloc_ub((2, 4, 16), "float32")
+            c = T.alloc_ub((2, 4, 16), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(2):
+                for j in T.Parallel(4):
+                    for k in T.Parallel(16):
+                        c[i, j, k] = T.max(a[i, j, k], b[i, j, k])
+)")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((32,), "uint8")
+            T.tile.compare(vec_t0, a, b)
+            T.tile.select(c, vec_t0, b, a)
+)"));
+}
+
+TEST(VectorizeParallel, RowBroadcastIsRowExpand) {
+  // r[i] on the right of - maps to row_expand_sub; on the left of * it moves right (x * y is
+  // commutative bit for bit).
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 16), "float32")
+            r = T.alloc_ub((16,), "float32")
+            c = T.alloc_ub((16, 16), "float32")
+            d = T.alloc_ub((16, 16), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(16):
+                    c[i, j] = a[i, j] - r[i]
+                    d[i, j] = r[i] * a[i, j]
+)")),
+            kernel(decls, R"(            T.tile.row_expand_sub(c, a, r)
+            T.tile.row_expand_mul(d, a, r)
+)"));
+}
+
+TEST(VectorizeParallel, ColumnBroadcastGoesThroughATemporary) {
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 32), "float16")
+            q = T.alloc_ub((32,), "float16")
+            c = T.alloc_ub((16, 32), "float16")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(32):
+                    c[i, j] = a[i, j] / q[j]
+)")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((16, 32), "float16")
+            T.tile.broadcast(vec_t0, q)
+            T.tile.div(c, a, vec_t0)
+)"));
+}
+
+TEST(VectorizeParallel, ScalarOperandsUseTheScalarFormsOrAFill) {
+  // a * x + 1.0: the scalar forms of mul and add. 2.0 - a: sub has no scalar-first form, so
+  // 2.0 fills a temporary.
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((64,), "float32")
+            c = T.alloc_ub((64,), "float32")
+            d = T.alloc_ub((64,), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(64):
+                c[i] = a[i] * x + 1.0
+                d[i] = 2.0 - a[i]
+)",
+                              ", x: T.float32")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((64,), "float32")
+            T.tile.mul(vec_t0, a, x)
+            T.tile.add(c, vec_t0, 1.0)
+            T.tile.fill(vec_t0, 2.0)
+            T.tile.sub(d, vec_t0, a)
+)",
+                   ", x: T.float32"));
+}
+
+TEST(VectorizeParallel, CastsRoundOnceAndBfloat16ComputesInFloat32) {
+  // The DEVMODE example: cast(c, f16) + d. bfloat16 has no vector arithmetic: both operands
+  // widen to float32 (exact), multiply, and round once to bfloat16.
+  constexpr std::string_view decls = R"(            cf = T.alloc_ub((16, 16), "float32")
+            d = T.alloc_ub((16, 16), "float16")
+            x = T.alloc_ub((16, 16), "bfloat16")
+            y = T.alloc_ub((16, 16), "bfloat16")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(16):
+                    d[i, j] = T.cast(cf[i, j], "float16") + d[i, j]
+                    y[i, j] = x[i, j] * y[i, j]
+)")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((16, 16), "float16")
+            vec_t1 = T.alloc_ub((16, 16), "float32")
+            vec_t2 = T.alloc_ub((16, 16), "float32")
+            T.tile.cast(vec_t0, cf, mode="CAST_RINT")
+            T.tile.add(d, vec_t0, d)
+            T.tile.cast(vec_t1, x)
+            T.tile.cast(vec_t2, y)
+            T.tile.mul(vec_t1, vec_t1, vec_t2)
+            T.tile.cast(y, vec_t1, mode="CAST_RINT")
+)"));
+}
+
+TEST(VectorizeParallel, IfThenElseIsCompareAndSelect) {
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((64,), "float32")
+            b = T.alloc_ub((64,), "float32")
+            c = T.alloc_ub((64,), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(64):
+                c[i] = T.if_then_else(a[i] < b[i], a[i], 0.0)
+)")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((32,), "uint8")
+            T.tile.compare(vec_t0, a, b)
+            T.tile.select(c, vec_t0, a, 0.0, mode=1)
+)"));
+}
+
+TEST(VectorizeParallel, NestedExpressionReusesDeadTemporaries) {
+  // Six interior nodes, three temporaries: the let `t` is computed once and stays live until its
+  // second use (abs) has read it; a temporary is free again once its last use is read, and an
+  // op may write the temporary it reads (vec_t0 = vec_t0 * vec_t1).
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((64,), "float32")
+            b = T.alloc_ub((64,), "float32")
+            c = T.alloc_ub((64,), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(64):
+                t = a[i] - b[i]
+                c[i] = (a[i] + b[i]) * t + T.abs(t) * T.sqrt(a[i])
+)")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((64,), "float32")
+            vec_t1 = T.alloc_ub((64,), "float32")
+            vec_t2 = T.alloc_ub((64,), "float32")
+            T.tile.add(vec_t0, a, b)
+            T.tile.sub(vec_t1, a, b)
+            T.tile.mul(vec_t0, vec_t0, vec_t1)
+            T.tile.abs(vec_t1, vec_t1)
+            T.tile.sqrt(vec_t2, a)
+            T.tile.mul(vec_t1, vec_t1, vec_t2)
+            T.tile.add(c, vec_t0, vec_t1)
+)"));
+}
+
+TEST(VectorizeParallel, PartialRegionOfABiggerBuffer) {
+  // The loop walks big[8:16, 16:32]; rows 256 bytes apart, 64 bytes each (compact -> aligned
+  // store, TileLang-Ascend issue 1194: the copy keeps each row's pitch).
+  constexpr std::string_view decls = R"(            big = T.alloc_ub((32, 64), "float32")
+            small = T.alloc_ub((8, 16), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(8):
+                for j in T.Parallel(16):
+                    big[i + 8, j + 16] = small[i, j]
+                    big[i + 16, j] = small[i, j] * 2.0
+)")),
+            kernel(decls, R"(            T.copy(small, big[8:16, 16:32])
+            T.tile.mul(big[16:24, 0:16], small, 2.0)
+)"));
+}
+
+TEST(VectorizeParallel, SymbolicOuterExtent) {
+  // n rows of 32: the region's row count is symbolic, its rows are aligned; no temporary is
+  // needed, so nothing has to be sized at compile time.
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 32), "float32")
+            c = T.alloc_ub((16, 32), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(n):
+                for j in T.Parallel(32):
+                    c[i, j] = a[i, j] + 1.0
+)",
+                              ", n: T.int32")),
+            kernel(decls, R"(            T.tile.add(c[0:n, 0:32], a[0:n, 0:32], 1.0)
+)",
+                   ", n: T.int32"));
+}
+
+// ---- errors: the reason and the loop's line -----------------------------------------------------
+
+constexpr std::string_view kDecls = R"(            a = T.alloc_ub((16, 16), "float32")
+            b = T.alloc_ub((16, 16), "float32")
+            c = T.alloc_ub((16, 16), "float32")
+            s = T.alloc_ub((16,), "float32")
+            h = T.alloc_ub((16, 16), "int32")
+)";
+
+TEST(VectorizeParallel, ErrorGmOperand) {
+  std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:7
+                s[i] = A[i] + 1.0
+)"));
+  EXPECT_NE(msg.find("k.py:7: T.Parallel: cannot vectorise: GM operand: operand A[i] is in global memory"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(VectorizeParallel, ErrorNonUnitStride) {
+  std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:8
+                s[i] = a[i, 0] + 1.0
+)"));
+  EXPECT_NE(msg.find("k.py:8: T.Parallel: cannot vectorise: non-unit stride in the innermost dimension: operand "
+                     "a[i, 0] walks dimension 0 of 'a' with i"),
+            std::string::npos)
+      << msg;
+  msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(8):  # @k.py:9
+                s[i] = a[0, i * 2]
+)"));
+  EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: non-unit stride in the innermost dimension: operand "
+                     "a[0, i * 2] steps 2 element(s) of dimension 0 per iteration of i"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(VectorizeParallel, ErrorCrossIterationRead) {
+  std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:10
+                for j in T.Parallel(8):  # @k.py:11
+                    c[i, j] = c[i, j + 1] * 2.0
+)"));
+  EXPECT_NE(msg.find("k.py:10: T.Parallel: cannot vectorise: cross-iteration read: c[i, j + 1] is read while "
+                     "c[i, j] is written"),
+            std::string::npos)
+      << msg;
+  // Disjoint halves of one buffer are independent.
+  EXPECT_NO_THROW(vectorize_parallel(parse(kernel(kDecls, R"(            for i in T.Parallel(8):
+                for j in T.Parallel(16):
+                    c[i, j] = c[i + 8, j] * 2.0
+)")),
+                                     default_target()));
+}
+
+TEST(VectorizeParallel, ErrorReductionInsideParallel) {
+  std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:11
+                for j in T.Parallel(16):
+                    s[i] = s[i] + a[i, j]
+)"));
+  EXPECT_NE(msg.find("k.py:11: T.Parallel: cannot vectorise: reduction inside T.Parallel: s[i] is written by "
+                     "every iteration of j (use T.reduce_sum / reduce_max / reduce_min"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(VectorizeParallel, ErrorUnalignedInnermostRun) {
+  std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(4):  # @k.py:12
+                s[i] = s[i] * 2.0
+)"));
+  EXPECT_NE(msg.find("k.py:12: T.Parallel: cannot vectorise: unaligned innermost run: destination s[i] (region "
+                     "s[0:4]) has rows of 4 x float32 = 16 bytes, not a multiple of the 32-byte UB block"),
+            std::string::npos)
+      << msg;
+  msg = error_text(kernel(kDecls, R"(            for j in T.Parallel(8):  # @k.py:13
+                s[j + 4] = s[j + 4] * 2.0
+)"));
+  EXPECT_NE(msg.find("k.py:13: T.Parallel: cannot vectorise: unaligned start: destination s[j + 4] (region "
+                     "s[4:12]) starts 16 bytes into 's'; UB operands must start on a 32-byte boundary"),
+            std::string::npos)
+      << msg;
+  // A symbolic innermost extent: its run cannot be proven whole blocks (DEVMODE trap list).
+  msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(n):  # @k.py:14
+                s[i] = s[i] * 2.0
+)",
+                          ", n: T.int32"));
+  EXPECT_NE(msg.find("k.py:14: T.Parallel: cannot vectorise: unaligned innermost run"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not provably a multiple of the 32-byte UB block"), std::string::npos) << msg;
+}
+
+TEST(VectorizeParallel, ErrorUnsupportedOperationOrDtypeIsNamed) {
+  std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:15
+                for j in T.Parallel(16):
+                    c[i, j] = T.exp(a[i, j])
+)"));
+  EXPECT_NE(msg.find("k.py:15: T.Parallel: cannot vectorise: unsupported operation: T.exp on float32: tile.exp "
+                     "computes in float32 and differs from the scalar loop's correctly rounded result"),
+            std::string::npos)
+      << msg;
+  msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:16
+                for j in T.Parallel(16):
+                    h[i, j] = T.cast(a[i, j], "int32")
+)"));
+  EXPECT_NE(msg.find("k.py:16: T.Parallel: cannot vectorise: unsupported cast float32 -> int32: the scalar cast "
+                     "truncates and wraps out-of-range values"),
+            std::string::npos)
+      << msg;
+  msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:17
+                for j in T.Parallel(16):
+                    h[i, j] = h[i, j] // 3
+)"));
+  EXPECT_NE(msg.find("k.py:17: T.Parallel: cannot vectorise: unsupported operation: // on int32"), std::string::npos)
+      << msg;
+}
+
+TEST(VectorizeParallel, ErrorOutsideAVectorScopeAndTooDeep) {
+  std::string text = R"(@T.prim_func
+def f(A: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        a = T.alloc_ub((64,), "float32")
+        for i in T.Parallel(64):  # @k.py:5
+            a[i] = a[i] + 1.0
+)";
+  std::string msg = error_text(text);
+  EXPECT_NE(msg.find("k.py:5: T.Parallel: cannot vectorise: T.Parallel outside T.Scope(\"Vector\")"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(VectorizeParallel, ScalarFallbackIsSerialWithARemark) {
+  std::string text = kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:7
+                s[i] = A[i] + 1.0
+)");
+  std::vector<std::string> remarks;
+  VectorizeOptions o;
+  o.scalar_fallback = true;
+  o.remark = [&](const SourceLoc& loc, const std::string& m) { remarks.push_back(loc.str() + ": " + m); };
+  PrimFunc g = vectorize_parallel(parse(text, "k.py"), default_target(), o);
+  std::string ir = print(g, {.locations = false});
+  EXPECT_NE(ir.find("for i in T.serial(16):\n                s[i] = A[i] + 1.0"), std::string::npos) << ir;
+  ASSERT_EQ(remarks.size(), 1u);
+  EXPECT_EQ(remarks[0], "k.py:7: T.Parallel runs as a serial scalar loop (scalar_fallback): GM operand: operand "
+                        "A[i] is in global memory; T.Parallel works on UB tiles (T.copy it to a UB buffer first)");
+  // Kernels without Parallel loops come back unchanged (the same function).
+  PrimFunc plain = parse(kernel(kDecls, "            T.tile.add(a, a, b)\n"));
+  EXPECT_EQ(vectorize_parallel(plain, default_target()), plain);
+}
+
+// ---- the numeric contract: vectorised == serial scalar loop, bit for bit ------------------------
+
+int test_level() {
+  const char* e = std::getenv("TL_TEST_LEVEL");
+  return e ? std::atoi(e) : 0;
+}
+
+/// Bytes equal, except that two NaNs are equal whatever their sign and payload: the scalar
+/// unit's loads canonicalise NaNs (arith's double values carry no payload), the vector unit
+/// keeps them, so NaN bits are not part of the contract (docs/compiler.md).
+int64_t count_mismatches(const Tensor& want, const Tensor& got, std::string* first = nullptr) {
+  if (std::memcmp(want.data(), got.data(), static_cast<size_t>(want.nbytes())) == 0) return 0;
+  std::vector<double> w = want.to_vector(), g = got.to_vector();
+  const int64_t es = dtype_bytes(want.dtype());
+  int64_t bad = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (std::memcmp(want.data() + i * es, got.data() + i * es, static_cast<size_t>(es)) == 0) continue;
+    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+    if (bad++ == 0 && first) *first = fmt::format("element {}: scalar loop {} (0x{:x}), vectorised {} (0x{:x})", i, w[i],
+                                                  want.data()[i * es + es - 1], g[i], got.data()[i * es + es - 1]);
+  }
+  return bad;
+}
+
+/// Random T.Parallel expression trees over three full tiles a, b, c, a row vector r, a column
+/// vector q, a float32 scalar x and literals, in float16 / bfloat16 / float32, with every
+/// mapped operation: + - * / min max abs sqrt rsqrt exp log casts and if_then_else on all six
+/// comparisons.
+class TreeGen {
+ public:
+  explicit TreeGen(uint64_t seed) : rng_(seed) {}
+
+  struct Case {
+    std::vector<int64_t> ext;
+    std::string dtypes[6];  // a b c r q o
+    std::string expr;
+    bool in_place = false;  // the store writes a instead of o
+  };
+
+  Case next() {
+    static const std::vector<std::vector<int64_t>> shapes = {{128}, {256}, {16, 16}, {16, 32}, {8, 16}, {2, 16, 16}};
+    Case c;
+    c.ext = shapes[pick(shapes.size())];
+    k_ = c.ext.size();
+    for (auto& d : c.dtypes) d = dtypes_[pick(3)];
+    if (c.ext.size() >= 2 && c.ext[0] == 8) c.dtypes[3] = "float32";  // 8-element rows: 32 bytes in float32 only
+    expr_depth_ = 0;
+    c.expr = gen(1 + static_cast<int>(pick(4)));
+    c.in_place = pick(6) == 0;
+    return c;
+  }
+
+ private:
+  size_t pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  std::string idx(size_t from, size_t to) const {
+    static const char* v[] = {"i", "j", "k"};
+    std::string s;
+    for (size_t d = from; d < to; ++d) s += (s.empty() ? "" : ", ") + std::string(v[d]);
+    return s;
+  }
+  std::string leaf() {
+    switch (pick(k_ >= 2 ? 9 : 7)) {
+      case 0: case 1: return "a[" + idx(0, k_) + "]";
+      case 2: return "b[" + idx(0, k_) + "]";
+      case 3: return "c[" + idx(0, k_) + "]";
+      case 4: return "x";
+      case 5: {
+        static const char* lits[] = {"0.5", "-1.25", "2.0", "T.float16(0.75)", "T.bfloat16(3.0)", "0.0", "-0.0"};
+        return lits[pick(7)];
+      }
+      case 6: return "a[" + idx(0, k_) + "]";
+      case 7: return "r[" + idx(0, k_ - 1) + "]";
+      default: return "q[" + idx(1, k_) + "]";
+    }
+  }
+  std::string gen(int depth) {
+    if (depth <= 0) return leaf();
+    std::string a = gen(depth - 1 - static_cast<int>(pick(2))), b = gen(depth - 1 - static_cast<int>(pick(2)));
+    switch (pick(14)) {
+      case 0: return "(" + a + " + " + b + ")";
+      case 1: return "(" + a + " - " + b + ")";
+      case 2: return "(" + a + " * " + b + ")";
+      case 3: return "(" + a + " / " + b + ")";
+      case 4: return "T.min(" + a + ", " + b + ")";
+      case 5: return "T.max(" + a + ", " + b + ")";
+      case 6: return "T.abs(" + a + ")";
+      case 7: return "T.sqrt(" + a + ")";
+      case 8: return pick(2) ? "T.rsqrt(T.cast(" + a + ", \"float16\"))" : "T.rsqrt(T.cast(" + a + ", \"bfloat16\"))";
+      case 9: return pick(2) ? "T.exp(T.cast(" + a + ", \"bfloat16\"))" : "T.log(T.cast(" + a + ", \"bfloat16\"))";
+      case 10:
+      case 11: return "T.cast(" + a + ", \"" + dtypes_[pick(3)] + "\")";
+      default: {
+        static const char* cmp[] = {"<", "<=", ">", ">=", "==", "!="};
+        std::string c = gen(depth - 1);
+        return "T.if_then_else(" + a + " " + cmp[pick(6)] + " " + b + ", " + c + ", " + gen(depth - 1) + ")";
+      }
+    }
+  }
+
+  std::mt19937_64 rng_;
+  size_t k_ = 1;
+  int expr_depth_ = 0;
+  const std::vector<std::string> dtypes_ = {"float16", "bfloat16", "float32"};
+};
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+/// A kernel running `cases` (one T.Parallel loop each) on AIV 0: inputs copied in from GM,
+/// outputs copied out; `loop` is "Parallel" or "serial".
+std::string fuzz_kernel(const std::vector<TreeGen::Case>& cases, std::string_view loop) {
+  std::string params, decls, in, body, out;
+  static const char* names[] = {"a", "b", "c", "r", "q", "o"};
+  static const char* vars[] = {"i", "j", "k"};
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const auto& c = cases[n];
+    std::vector<int64_t> rs(c.ext.begin(), c.ext.end() - 1), qs(c.ext.begin() + 1, c.ext.end());
+    if (rs.empty()) rs = {32};
+    if (qs.empty()) qs = {32};
+    const std::vector<int64_t>* shapes[] = {&c.ext, &c.ext, &c.ext, &rs, &qs, &c.ext};
+    for (int b = 0; b < 6; ++b) {
+      std::string nm = fmt::format("{}{}", names[b], n);
+      params += fmt::format(", G{}: T.Tensor({}, \"{}\")", nm, shape_str(*shapes[b]), c.dtypes[b]);
+      decls += fmt::format("            {} = T.alloc_ub({}, \"{}\")\n", nm, shape_str(*shapes[b]), c.dtypes[b]);
+      if (b < 5) in += fmt::format("                T.copy(G{}, {})\n", nm, nm);
+    }
+    std::string ind = "                ", e = c.expr;
+    // Rename the operands of case n.
+    std::string renamed;
+    for (size_t p = 0; p < e.size(); ++p) {
+      char ch = e[p];
+      bool ident_start = p == 0 || !(std::isalnum(static_cast<unsigned char>(e[p - 1])) || e[p - 1] == '_' || e[p - 1] == '.');
+      if (ident_start && p + 1 < e.size() && e[p + 1] == '[' && std::strchr("abcrq", ch)) {
+        renamed += fmt::format("{}{}", ch, n);
+        continue;
+      }
+      renamed += ch;
+    }
+    for (size_t d = 0; d < c.ext.size(); ++d) {
+      body += fmt::format("{}for {} in T.{}({}):\n", ind, vars[d], loop, c.ext[d]);
+      ind += "    ";
+    }
+    std::string idx;
+    for (size_t d = 0; d < c.ext.size(); ++d) idx += (d ? ", " : "") + std::string(vars[d]);
+    std::string dst = fmt::format("{}{}", c.in_place ? "a" : "o", n);
+    body += fmt::format("{}{}[{}] = {}\n", ind, dst, idx, renamed);
+    out += fmt::format("                T.copy({}, G{})\n", dst, dst);
+  }
+  return fmt::format(R"(@T.prim_func
+def fz(x: T.float32{}):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+{}            if vid == 0:
+{}                T.barrier_all()
+{}                T.barrier_all()
+{})",
+                     params, decls, in, body, out);
+}
+
+std::vector<double> fuzz_values(std::mt19937_64& rng, int64_t n) {
+  std::uniform_real_distribution<double> u(-4, 4);
+  std::uniform_int_distribution<int> kind(0, 99);
+  std::vector<double> v(n);
+  for (auto& x : v) {
+    int k = kind(rng);
+    if (k < 70) x = u(rng);
+    else if (k < 78) x = std::round(u(rng));
+    else if (k < 82) x = 0.0;
+    else if (k < 86) x = -0.0;
+    else if (k < 90) x = u(rng) * 1e4;
+    else if (k < 94) x = u(rng) * 1e-5;
+    else if (k < 96) x = INFINITY;
+    else if (k < 98) x = -INFINITY;
+    else x = NAN;
+  }
+  return v;
+}
+
+std::vector<int64_t> buffer_shape(const TreeGen::Case& c, int b) {
+  if (b == 3) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin(), c.ext.end() - 1) : std::vector<int64_t>{32};
+  if (b == 4) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin() + 1, c.ext.end()) : std::vector<int64_t>{32};
+  return c.ext;
+}
+
+TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
+  const int trees = test_level() >= 1 ? 20000 : 2000;
+  const int per_kernel = 10;
+  TreeGen gen(20261201);
+  std::mt19937_64 rng(7);
+  Device dev(default_target());
+  int accepted = 0, rejected = 0, launches = 0;
+  std::map<std::string, int> reasons;
+  std::vector<TreeGen::Case> batch;
+  auto run_batch = [&] {
+    std::string par = fuzz_kernel(batch, "Parallel"), ser = fuzz_kernel(batch, "serial");
+    PrimFunc vec = vectorize_parallel(parse(par), default_target());
+    CompiledKernel kv = compile(vec), ks = compile(parse(ser));
+    std::vector<Arg> args_v = {Arg(0.375)}, args_s = {Arg(0.375)};
+    std::vector<Tensor> outs_v, outs_s;
+    for (const auto& c : batch)
+      for (int b = 0; b < 6; ++b) {
+        std::vector<int64_t> shape = buffer_shape(c, b);
+        DType t = *parse_dtype(c.dtypes[b]);
+        int64_t n = 1;
+        for (int64_t x : shape) n *= x;
+        Tensor tv = from_vector(dev, shape, t, fuzz_values(rng, n));
+        Tensor ts = Tensor::empty(dev, shape, t);
+        std::memcpy(ts.data(), tv.data(), static_cast<size_t>(tv.nbytes()));
+        args_v.push_back(tv);
+        args_s.push_back(ts);
+        if (b == (c.in_place ? 0 : 5)) {
+          outs_v.push_back(tv);
+          outs_s.push_back(ts);
+        }
+      }
+    kv.launch(dev, args_v, {.threads = 1});
+    ks.launch(dev, args_s, {.threads = 1});
+    ++launches;
+    for (size_t n = 0; n < batch.size(); ++n) {
+      std::string first;
+      int64_t bad = count_mismatches(outs_s[n], outs_v[n], &first);
+      EXPECT_EQ(bad, 0) << first << "\nexpression: " << batch[n].expr << "\n" << fuzz_kernel({batch[n]}, "Parallel")
+                        << print(vectorize_parallel(parse(fuzz_kernel({batch[n]}, "Parallel")), default_target()),
+                                 {.locations = false});
+    }
+    batch.clear();
+  };
+  for (int t = 0; t < trees; ++t) {
+    TreeGen::Case c = gen.next();
+    try {  // vectorisable on its own? (rejections are legitimate: they name a reason)
+      vectorize_parallel(parse(fuzz_kernel({c}, "Parallel")), default_target());
+    } catch (const Error& e) {
+      ++rejected;
+      std::string m = e.what();
+      auto at = m.find("cannot vectorise: ");
+      std::string reason = at == std::string::npos ? m : m.substr(at + 18, 40);
+      ++reasons[reason];
+      continue;
+    }
+    ++accepted;
+    batch.push_back(c);
+    if (static_cast<int>(batch.size()) == per_kernel) run_batch();
+    if (::testing::Test::HasFailure()) break;
+  }
+  if (!batch.empty()) run_batch();
+  std::string why;
+  for (const auto& [r, n] : reasons) why += fmt::format("  {:5} {}\n", n, r);
+  std::printf("vectorize_parallel fuzz: %d trees, %d vectorised and bit-identical (%d launches), %d rejected:\n%s",
+              trees, accepted, launches, rejected, why.c_str());
+  EXPECT_GE(accepted, trees / 2) << why;
+}
+
+TEST(VectorizeParallel, IntrinsicExactnessTableMatchesExhaustiveRuns) {
+  // For every float16 and bfloat16 input (all 65,536 bit patterns), the pass accepts a math
+  // intrinsic exactly when the vector op matches the scalar loop on every input; the ones it
+  // rejects do differ somewhere (so the rejection is not over-cautious on this domain).
+  constexpr int64_t kChunk = 16384;
+  Device dev(default_target());
+  for (const char* dtype : {"float16", "bfloat16"})
+    for (const char* fn : {"exp", "log", "sqrt", "rsqrt", "abs", "sigmoid"}) {
+      std::string par = fmt::format(R"(@T.prim_func
+def ex(GI: T.Tensor(({0},), "{1}"), GO: T.Tensor(({0},), "{1}")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            i_ub = T.alloc_ub(({0},), "{1}")
+            o_ub = T.alloc_ub(({0},), "{1}")
+            if vid == 0:
+                T.copy(GI, i_ub)
+                T.barrier_all()
+                for p in T.Parallel({0}):
+                    o_ub[p] = T.{2}(i_ub[p])
+                T.barrier_all()
+                T.copy(o_ub, GO)
+)",
+                                    kChunk, dtype, fn);
+      std::string ser = par;
+      ser.replace(ser.find("T.Parallel"), 10, "T.serial");
+      bool accepted = true;
+      try {
+        vectorize_parallel(parse(par), default_target());
+      } catch (const Error&) {
+        accepted = false;
+      }
+      VectorizeOptions o;
+      o.allow_inexact_math = true;
+      o.remark = [](const SourceLoc&, const std::string&) {};
+      CompiledKernel kv = compile(vectorize_parallel(parse(par), default_target(), o)), ks = compile(parse(ser));
+      DType t = *parse_dtype(dtype);
+      int64_t bad = 0;
+      std::string first;
+      for (int64_t chunk = 0; chunk < 65536 / kChunk; ++chunk) {
+        Tensor in = Tensor::empty(dev, {kChunk}, t);
+        for (int64_t e = 0; e < kChunk; ++e) {
+          uint16_t bits = static_cast<uint16_t>(chunk * kChunk + e);
+          std::memcpy(in.data() + 2 * e, &bits, 2);
+        }
+        Tensor ov = Tensor::empty(dev, {kChunk}, t), os = Tensor::empty(dev, {kChunk}, t);
+        kv.launch(dev, {in, ov}, {.threads = 1});
+        ks.launch(dev, {in, os}, {.threads = 1});
+        bad += count_mismatches(os, ov, first.empty() ? &first : nullptr);
+      }
+      if (accepted) EXPECT_EQ(bad, 0) << "T." << fn << " on " << dtype << ": " << first;
+      else EXPECT_GT(bad, 0) << "T." << fn << " on " << dtype << " is rejected but matches on every input";
+      std::printf("T.%s on %s: %s, %lld of 65536 inputs differ as tile ops\n", fn, dtype,
+                  accepted ? "vectorised" : "rejected", static_cast<long long>(bad));
+    }
+}
+
+}  // namespace
+}  // namespace tl
