@@ -586,7 +586,7 @@ class Vectorizer {
   /// already be one of `t` (its dtype converts exactly, or it is an exactly representable
   /// literal).
   Val scalar_operand(const Val& v, DType t) {
-    if (v.dtype == t || exact_conversion(v.dtype, t)) return v;
+    if (v.dtype == t || exact_conversion(v.dtype, t)) return {Kind::Scalar, {}, v.scalar, t, -1};
     if (auto* f = v.scalar.as<FloatImmNode>(); f && is_float(t) && arith::round_float(t, f->value) == f->value)
       return {Kind::Scalar, {}, v.scalar, t, -1};
     if (auto c = as_const_int(v.scalar)) {

@@ -275,7 +275,7 @@ TEST(VectorizeParallel, ErrorNonUnitStride) {
                 s[i] = a[0, i * 2]
 )"));
   EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: non-unit stride in the innermost dimension: operand "
-                     "a[0, i * 2] steps 2 element(s) of dimension 0 per iteration of i"),
+                     "a[0, i * 2] steps 2 element(s) of dimension 1 per iteration of i"),
             std::string::npos)
       << msg;
 }
@@ -623,7 +623,10 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
   for (int t = 0; t < trees; ++t) {
     TreeGen::Case c = gen.next();
     try {  // vectorisable on its own? (rejections are legitimate: they name a reason)
-      vectorize_parallel(parse(fuzz_kernel({c}, "Parallel")), default_target());
+      PrimFunc g = vectorize_parallel(parse(fuzz_kernel({c}, "Parallel")), default_target());
+      auto diags = verify(g, default_target());
+      for (const auto& d : diags) ADD_FAILURE() << d.message << "\nexpression: " << c.expr << "\n" << print(g);
+      if (!diags.empty()) break;
     } catch (const Error& e) {
       ++rejected;
       std::string m = e.what();
