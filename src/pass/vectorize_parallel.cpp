@@ -696,7 +696,31 @@ class Vectorizer {
   /// The dtype a float node computes in on the vector unit: bfloat16 has no vector arithmetic,
   /// so it computes in float32 and rounds once at the end (for + - * / the double rounding
   /// through float32 is innocuous: 24 >= 2 * 8 + 2 bits).
-  static DType compute_dtype(DType t) { return t == DType::BFloat16 ? DType::Float32 : t; }
+  ///
+  /// That argument needs every operand to be a value of the node's dtype. An operand that is
+  /// not (a bfloat16 value in a float16 node or the reverse, an int16 in a float16 node) makes
+  /// the node "mixed": operations that only pick a value (min, max, select) still compute in
+  /// float32 and round once, but + - * / are rejected, since their float32 result could round
+  /// twice.
+  static DType compute_dtype(DType t, std::initializer_list<const Val*> operands = {}) {
+    if (t == DType::BFloat16 || (t == DType::Float16 && mixed(t, operands))) return DType::Float32;
+    return t;
+  }
+  static bool mixed(DType t, std::initializer_list<const Val*> operands) {
+    if (t == DType::Float32) return false;
+    for (const Val* v : operands) {
+      if (auto* f = v->kind == Kind::Scalar ? v->scalar.as<FloatImmNode>() : nullptr) {
+        if (arith::round_float(t, f->value) != f->value) return true;
+        continue;
+      }
+      if (auto c = v->kind == Kind::Scalar ? as_const_int(v->scalar) : std::nullopt) {
+        if (arith::round_float(t, static_cast<double>(*c)) != static_cast<double>(*c)) return true;
+        continue;
+      }
+      if (!exact_conversion(v->dtype, t)) return true;
+    }
+    return false;
+  }
 
   Val finish(Val r, DType node_dtype, const BufferRegion* into) {
     if (r.dtype == node_dtype) return r;
@@ -712,7 +736,8 @@ class Vectorizer {
     const bool flt = is_float(T);
     if (flt && T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
       reject(fmt::format("unsupported dtype: {} on {}", op_word(n.op), dt(T)));
-    const DType C = flt ? compute_dtype(T) : T;
+    Val a = gen(n.a), b = gen(n.b);
+    const DType C = flt ? compute_dtype(T, {&a, &b}) : T;
     const BufferRegion* out = C == T ? into : nullptr;
     switch (n.op) {
       case BinOp::Add:
@@ -724,7 +749,11 @@ class Vectorizer {
           reject(fmt::format("unsupported dtype: {} on {} (the vector unit has int16 and int32 arithmetic)",
                              op_word(n.op), dt(T)));
         const char* name = n.op == BinOp::Add ? "add" : n.op == BinOp::Sub ? "sub" : n.op == BinOp::Mul ? "mul" : "div";
-        Val a = gen(n.a), b = gen(n.b);
+        if (flt && mixed(T, {&a, &b}))
+          reject(fmt::format("mixed precision: {} of {} and {} in a {} node would round twice (in float32, then to "
+                             "{}), while the scalar loop rounds the exact result once (cast the operands to one "
+                             "dtype)",
+                             op_word(n.op), dt(a.dtype), dt(b.dtype), dt(T), dt(T)));
         // x + y and x * y are commutative bit for bit, so a row or scalar on the left moves
         // right, where the op takes it directly.
         bool commutative = n.op == BinOp::Add || n.op == BinOp::Mul;
@@ -761,7 +790,6 @@ class Vectorizer {
         if (!flt) {
           if (C != DType::Int16 && C != DType::Int32)
             reject(fmt::format("unsupported dtype: T.{} on {}", name, dt(T)));
-          Val a = gen(n.a), b = gen(n.b);
           if (a.kind != Kind::Tile && b.kind == Kind::Tile) std::swap(a, b);  // exact for integers
           a = to_tile(convert(a, C, false));
           if (b.kind == Kind::Scalar) {
@@ -780,7 +808,6 @@ class Vectorizer {
         }
         // Floats: the scalar loop's max(x, y) is (x < y ? y : x) and min(x, y) is (y < x ? y :
         // x), which keep x when y is NaN; tile.max/min give NaN. compare + select is exact.
-        Val a = gen(n.a), b = gen(n.b);
         a = to_tile(convert(a, C, false));
         if (b.kind == Kind::Scalar) b = scalar_operand(b, C);
         else b = to_tile(convert(b, C, false));
@@ -805,8 +832,8 @@ class Vectorizer {
         if (T != DType::Int16 && T != DType::UInt16)
           reject(fmt::format("unsupported dtype: {} on {} (tile.bitwise_and/or take int16 and uint16)", op_word(n.op),
                              dt(T)));
-        Val a = to_tile(convert(gen(n.a), T, false));
-        Val b = to_tile(convert(gen(n.b), T, false));
+        a = to_tile(convert(a, T, false));
+        b = to_tile(convert(b, T, false));
         release(a);
         release(b);
         Val r = dest(T, into);
@@ -818,7 +845,7 @@ class Vectorizer {
         if (T != DType::Int16 && T != DType::UInt16 && T != DType::Int32 && T != DType::UInt32)
           reject(fmt::format("unsupported dtype: {} on {} (vector shifts take 16- and 32-bit integers)", op_word(n.op),
                              dt(T)));
-        Val a = to_tile(convert(gen(n.a), T, false)), b = gen(n.b);
+        a = to_tile(convert(a, T, false));
         if (b.kind != Kind::Scalar)
           reject(fmt::format("unsupported operation: {} by a per-element amount (vector shifts take one "
                              "loop-invariant shift count)",
@@ -889,13 +916,13 @@ class Vectorizer {
     const DType T = n.dtype;
     if (T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
       reject(fmt::format("unsupported dtype: T.if_then_else of {} (tile.select takes float16 and float32)", dt(T)));
-    const DType C = compute_dtype(T);
     Val m = gen(n.cond);
     if (m.kind != Kind::Mask)
       reject(fmt::format("unsupported condition {} (a T.if_then_else condition must be one comparison)",
                          print(n.cond)));
-    Val t = to_tile(convert(gen(n.t), C, false));
-    Val f = gen(n.f);
+    Val t = gen(n.t), f = gen(n.f);
+    const DType C = compute_dtype(T, {&t, &f});
+    t = to_tile(convert(t, C, false));
     if (f.kind == Kind::Scalar) {
       f = scalar_operand(f, C);
       release(m);
