@@ -126,6 +126,16 @@ class Vectorizer {
     for (const Stmt& s : rebuilt) stores.push_back(s.as<StoreNode>());
     // Written buffers, and which element each writes (cross-iteration checks).
     for (const StoreNode* st : stores) check_store(*st);
+    bounds_.assign(dims_.size(), -1);
+    for (size_t k = 0; k < dims_.size(); ++k) {
+      if (auto c = as_const_int(dims_[k].extent)) bounds_[k] = *c;
+      else
+        for (const StoreNode* st : stores) {
+          auto acc = access(st->buffer, st->indices, "store to");
+          auto sz = as_const_int(st->buffer->shape[position_of(acc, static_cast<int>(k))]);
+          if (sz && (bounds_[k] < 0 || *sz < bounds_[k])) bounds_[k] = *sz;
+        }
+    }
     for (const StoreNode* st : stores) {
       BufferRegion d = region_of(st->buffer, st->indices, "store to");
       check_no_cross_iteration(st->value, st);
@@ -412,14 +422,30 @@ class Vectorizer {
 
   // ---- temporaries --------------------------------------------------------------------------
 
+  /// The loop extents, which must be constants (a comparison's element count).
   std::vector<int64_t> const_extents(size_t count) const {
     std::vector<int64_t> out;
     for (size_t k = 0; k < count; ++k) {
       auto v = as_const_int(dims_[k].extent);
       if (!v)
-        reject(fmt::format("this expression needs a UB temporary, but the extent {} of loop {} is symbolic",
+        reject(fmt::format("a comparison over a symbolic number of elements (extent {} of loop {}): "
+                           "tile.compare's count must be a known multiple of 256 bytes",
                            print(dims_[k].extent), dims_[k].var.name()));
       out.push_back(*v);
+    }
+    return out;
+  }
+  /// Constant upper bounds of the first `count` loop extents, the shape of a temporary: the
+  /// extent itself, or for a symbolic one the size of the destination dimension the loop walks
+  /// (a larger extent would store out of bounds).
+  std::vector<int64_t> extent_bounds(size_t count) const {
+    std::vector<int64_t> out;
+    for (size_t k = 0; k < count; ++k) {
+      if (bounds_[k] < 0)
+        reject(fmt::format("this expression needs a UB temporary, but the extent {} of loop {} is symbolic and "
+                           "has no constant bound",
+                           print(dims_[k].extent), dims_[k].var.name()));
+      out.push_back(bounds_[k]);
     }
     return out;
   }
@@ -442,19 +468,30 @@ class Vectorizer {
       if (!same) continue;
       t.busy = true;
       t.pending = 1;
-      return {kind, BufferRegion::full(t.buf), {}, dtype, static_cast<int>(i)};
+      return {kind, temp_region(t.buf, kind), {}, dtype, static_cast<int>(i)};
     }
     std::vector<Expr> sh;
     for (int64_t s : shape) sh.push_back(s <= INT32_MAX ? Expr(static_cast<int>(s)) : Expr(s));
     Buffer b = BufferNode::make(fresh_name(), dtype, sh, MemScope::UB, {}, -1, loc_);
     allocs_.push_back(AllocateNode::make(b, loc_));
     temps_.push_back({b, true, 1});
-    Val v{kind, BufferRegion::full(b), {}, dtype, static_cast<int>(temps_.size() - 1)};
+    Val v{kind, temp_region(b, kind), {}, dtype, static_cast<int>(temps_.size() - 1)};
     if (kind != Kind::Mask) check_alignment(v.region, fmt::format("the {} temporary", dt(dtype)));
     return v;
   }
-  Val tile_temp(DType t) { return temp(t, const_extents(dims_.size()), Kind::Tile); }
-  Val row_temp(DType t) { return temp(t, const_extents(dims_.size() - 1), Kind::Row); }
+  /// The part of temporary `b` a value of the loop's shape occupies (all of it unless an
+  /// extent is symbolic).
+  BufferRegion temp_region(const Buffer& b, Kind kind) const {
+    if (kind == Kind::Mask) return BufferRegion::full(b);
+    BufferRegion r{b, {}};
+    for (size_t k = 0; k < b->ndim(); ++k) {
+      bool whole = as_const_int(dims_[k].extent) == as_const_int(b->shape[k]);
+      r.ranges.push_back({Expr(0), whole ? b->shape[k] : dims_[k].extent});
+    }
+    return r;
+  }
+  Val tile_temp(DType t) { return temp(t, extent_bounds(dims_.size()), Kind::Tile); }
+  Val row_temp(DType t) { return temp(t, extent_bounds(dims_.size() - 1), Kind::Row); }
   Val mask_temp() {
     auto e = const_extents(dims_.size());
     int64_t n = 1;
@@ -912,7 +949,35 @@ class Vectorizer {
     return m;
   }
 
+  /// T.if_then_else(cond, t, f) with a loop-invariant cond: the scalar unit branches, each
+  /// branch computing its value into one tile (no vector select; any dtype). Only the chosen
+  /// branch runs; the scalar loop evaluates both, but float arithmetic cannot fail, so the
+  /// results agree.
+  Val gen_invariant_select(const SelectNode& n, const BufferRegion* into) {
+    Val r = dest(n.dtype, into);
+    if (r.temp >= 0) temps_[r.temp].pending = 1 << 20;  // held through both branches
+    auto branch = [&](const Expr& e) {
+      size_t mark = ops_.size();
+      auto memo = memo_;
+      std::vector<Temp> before = temps_;
+      write_to(e, r.region);
+      memo_ = memo;  // values computed on one path only are not available after the if
+      // A value computed before the if stays where it is: a branch may read it but not free
+      // its temporary (the other path, or code after the if, may still read it).
+      for (size_t i = 0; i < before.size(); ++i)
+        if (before[i].busy) temps_[i] = before[i];
+      std::vector<Stmt> body(ops_.begin() + static_cast<std::ptrdiff_t>(mark), ops_.end());
+      ops_.resize(mark);
+      return SeqNode::make(std::move(body), loc_);
+    };
+    Stmt then_case = branch(n.t), else_case = branch(n.f);
+    ops_.push_back(IfNode::make(n.cond, then_case, else_case, loc_));
+    if (r.temp >= 0) temps_[r.temp].pending = 1;
+    return r;
+  }
+
   Val gen_select(const SelectNode& n, const BufferRegion* into) {
+    if (invariant(n.cond)) return gen_invariant_select(n, into);
     const DType T = n.dtype;
     if (T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
       reject(fmt::format("unsupported dtype: T.if_then_else of {} (tile.select takes float16 and float32)", dt(T)));
@@ -984,10 +1049,15 @@ class Vectorizer {
     uses_.clear();
     memo_.clear();
     check_alignment(d, fmt::format("destination {}", access_str(st.buffer, st.indices)));
-    const DType B = st.buffer->dtype;
-    Expr value = st.value;
+    count_uses(st.value);
+    write_to(st.value, d);
+  }
+
+  /// Ops computing `value` into region `d` (of the loop's shape).
+  void write_to(const Expr& e, const BufferRegion& d) {
+    const DType B = d.buffer->dtype;
+    Expr value = e;
     if (value.dtype() != B) value = CastNode::make(B, value);  // a store converts as a cast does
-    count_uses(value);
     Val v = gen(value, &d);
     if (v.kind == Kind::Tile && v.region.buffer.same_as(d.buffer) && print(v.region) == print(d)) {
       release(v);
@@ -998,7 +1068,7 @@ class Vectorizer {
       case Kind::Mask: reject("a comparison stored as a value (use T.if_then_else(cond, 1, 0))");
       default: {
         v = to_tile(v);
-        TL_ASSERT(v.dtype == B, "vectorize_parallel: value of {} for a {} store", dt(v.dtype), dt(B));
+        TL_ASSERT(v.dtype == B, "vectorize_parallel: value of {} for a {} destination", dt(v.dtype), dt(B));
         emit("copy", {v.region, d});
         release(v);
       }
@@ -1016,6 +1086,7 @@ class Vectorizer {
   std::vector<Stmt> allocs_, ops_;
   std::vector<Temp> temps_;
   std::vector<std::pair<Buffer, std::vector<Expr>>> writes_;
+  std::vector<int64_t> bounds_;  // extent_bounds()
   std::unordered_map<const ExprNode*, int> uses_;
   std::unordered_map<const ExprNode*, Val> memo_;
   int name_counter_ = 0;

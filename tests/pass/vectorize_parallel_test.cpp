@@ -230,19 +230,46 @@ TEST(VectorizeParallel, PartialRegionOfABiggerBuffer) {
 }
 
 TEST(VectorizeParallel, SymbolicOuterExtent) {
-  // n rows of 32: the region's row count is symbolic, its rows are aligned; no temporary is
-  // needed, so nothing has to be sized at compile time.
+  // n rows of 32 (DEVMODE trap list): the regions' row count is symbolic, their rows are
+  // aligned. The temporary is sized by the destination's 16 rows (a larger n would store out
+  // of bounds) and used as its first n rows.
   constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 32), "float32")
             c = T.alloc_ub((16, 32), "float32")
 )";
   EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(n):
                 for j in T.Parallel(32):
-                    c[i, j] = a[i, j] + 1.0
+                    c[i, j] = a[i, j] * 2.0 + c[i, j]
 )",
                               ", n: T.int32")),
-            kernel(decls, R"(            T.tile.add(c[0:n, 0:32], a[0:n, 0:32], 1.0)
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((16, 32), "float32")
+            T.tile.mul(vec_t0[0:n, 0:32], a[0:n, 0:32], 2.0)
+            T.tile.add(c[0:n, 0:32], vec_t0[0:n, 0:32], c[0:n, 0:32])
 )",
                    ", n: T.int32"));
+}
+
+TEST(VectorizeParallel, LoopInvariantConditionBranchesOnTheScalarUnit) {
+  // A condition that does not depend on the loop is decided once: each branch computes its
+  // value into the destination (no compare/select, any dtype).
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 16), "bfloat16")
+            c = T.alloc_ub((16, 16), "bfloat16")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(16):
+                    c[i, j] = T.if_then_else(x > 0.0, a[i, j] * a[i, j], a[i, j])
+)",
+                              ", x: T.float32")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((16, 16), "float32")
+            vec_t1 = T.alloc_ub((16, 16), "float32")
+            if x > 0.0:
+                T.tile.cast(vec_t0, a)
+                T.tile.cast(vec_t1, a)
+                T.tile.mul(vec_t0, vec_t0, vec_t1)
+                T.tile.cast(c, vec_t0, mode="CAST_RINT")
+            else:
+                T.copy(a, c)
+)",
+                   ", x: T.float32"));
 }
 
 // ---- errors: the reason and the loop's line -----------------------------------------------------
@@ -702,6 +729,92 @@ def ex(GI: T.Tensor(({0},), "{1}"), GO: T.Tensor(({0},), "{1}")):
       std::printf("T.%s on %s: %s, %lld of 65536 inputs differ as tile ops\n", fn, dtype,
                   accepted ? "vectorised" : "rejected", static_cast<long long>(bad));
     }
+}
+
+/// Runs `text` (a kernel with T.Parallel loops) vectorised and with the loops serial on the
+/// virtual NPU, with the same random float inputs for every tensor parameter and `scalars`
+/// for the scalar ones; expects the tensors to end bit-identical.
+void expect_same_as_serial(const std::string& text, std::vector<Arg> scalars = {}) {
+  PrimFunc par = parse(text);
+  std::string ser_text = text;
+  for (size_t at; (at = ser_text.find("T.Parallel(")) != std::string::npos;) ser_text.replace(at, 10, "T.serial");
+  CompiledKernel kv = compile(vectorize_parallel(par, default_target())), ks = compile(parse(ser_text));
+  Device dev(default_target());
+  std::mt19937_64 rng(11);
+  std::vector<Arg> av = scalars, as = scalars;
+  std::vector<Tensor> tv, ts;
+  for (const Param& p : par->params) {
+    if (!p.is_tensor()) continue;
+    std::vector<int64_t> shape;
+    for (const auto& e : p.tensor->shape) shape.push_back(*as_const_int(e));
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    Tensor v = from_vector(dev, shape, p.tensor->dtype, fuzz_values(rng, n)), s = Tensor::empty(dev, shape, p.tensor->dtype);
+    std::memcpy(s.data(), v.data(), static_cast<size_t>(v.nbytes()));
+    tv.push_back(v);
+    ts.push_back(s);
+  }
+  av.insert(av.end(), tv.begin(), tv.end());
+  as.insert(as.end(), ts.begin(), ts.end());
+  kv.launch(dev, av, {.threads = 1});
+  ks.launch(dev, as, {.threads = 1});
+  for (size_t i = 0; i < tv.size(); ++i) {
+    std::string first;
+    EXPECT_EQ(count_mismatches(ts[i], tv[i], &first), 0) << "tensor " << i << ": " << first;
+  }
+}
+
+TEST(VectorizeParallel, CompactToAlignedStoreRunsLikeTheScalarLoop) {
+  // DEVMODE trap (TileLang-Ascend issue 1194): a compact (8, 16) tile stored into rows of a
+  // (32, 64) tile: each destination row keeps its 128-byte pitch, nothing is stored flat.
+  expect_same_as_serial(R"(@T.prim_func
+def f(GS: T.Tensor((8, 16), "float16"), GB: T.Tensor((32, 64), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            small = T.alloc_ub((8, 16), "float16")
+            big = T.alloc_ub((32, 64), "float16")
+            if vid == 0:
+                T.copy(GS, small)
+                T.copy(GB, big)
+                T.barrier_all()
+                for i in T.Parallel(8):
+                    for j in T.Parallel(16):
+                        big[i + 8, j + 16] = small[i, j] * T.float16(2.0) + big[i + 8, j + 16]
+                T.barrier_all()
+                T.copy(big, GB)
+)");
+}
+
+TEST(VectorizeParallel, SymbolicExtentAndThreeDimensionsRunLikeTheScalarLoop) {
+  // n rows chosen at launch; a 3-D loop over a sub-block with row and column broadcasts.
+  expect_same_as_serial(R"(@T.prim_func
+def f(n: T.int32, GA: T.Tensor((16, 32), "float32"), GC: T.Tensor((16, 32), "float32"), GX: T.Tensor((4, 8, 32), "bfloat16"), GR: T.Tensor((4, 8), "float32"), GQ: T.Tensor((8, 32), "bfloat16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 32), "float32")
+            c = T.alloc_ub((16, 32), "float32")
+            x = T.alloc_ub((4, 8, 32), "bfloat16")
+            r = T.alloc_ub((4, 8), "float32")
+            q = T.alloc_ub((8, 32), "bfloat16")
+            if vid == 0:
+                T.copy(GA, a)
+                T.copy(GC, c)
+                T.copy(GX, x)
+                T.copy(GR, r)
+                T.copy(GQ, q)
+                T.barrier_all()
+                for i in T.Parallel(n):
+                    for j in T.Parallel(32):
+                        c[i, j] = c[i, j] + a[i, j] * 0.5
+                for i in T.Parallel(2):
+                    for j in T.Parallel(8):
+                        for k in T.Parallel(32):
+                            x[i + 1, j, k] = T.cast(T.cast(x[i + 1, j, k], "float32") - r[i + 1, j], "bfloat16") * q[j, k]
+                T.barrier_all()
+                T.copy(c, GC)
+                T.copy(x, GX)
+)",
+                        {Arg(int64_t{11})});
 }
 
 }  // namespace
