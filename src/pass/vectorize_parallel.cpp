@@ -600,8 +600,8 @@ class Vectorizer {
     if (v.dtype == to) return v;
     if (v.kind == Kind::Mask) reject("a comparison used as a value (comparisons may only be T.if_then_else conditions)");
     if (!rounding && !exact_conversion(v.dtype, to))
-      reject(fmt::format("an operand of dtype {} in a {} operation: the conversion rounds, and the scalar loop "
-                         "computes with the exact value (write an explicit cast)",
+      reject(fmt::format("an operand of dtype {} in an operation on {}: the conversion rounds or has no vector "
+                         "cast, and the scalar loop computes with the exact value (write an explicit cast)",
                          dt(v.dtype), dt(to)));
     // A vector op rounds a scalar operand to its own dtype: exact conversions only (a Cast of
     // a loop-invariant value is itself loop-invariant, so it never gets here).

@@ -5,13 +5,16 @@
 // loops on the virtual NPU and compares the outputs bit for bit.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
 
 #include "pass/pass_test_util.h"
+#include "tl/arith.h"
 #include "tl/npu/npu.h"
+#include "tl/op.h"
 #include "tl/runtime.h"
 #include "tl/verifier.h"
 
@@ -442,9 +445,11 @@ int64_t count_mismatches(const Tensor& want, const Tensor& got, std::string* fir
 }
 
 /// Random T.Parallel expression trees over three full tiles a, b, c, a row vector r, a column
-/// vector q, a float32 scalar x and literals, in float16 / bfloat16 / float32, with every
-/// mapped operation: + - * / min max abs sqrt rsqrt exp log casts and if_then_else on all six
-/// comparisons.
+/// vector q, a float32 scalar x and literals. Float cases (float16 / bfloat16 / float32 mixed)
+/// use + - * / min max abs sqrt rsqrt exp log casts and if_then_else on all six comparisons
+/// (loop-dependent and loop-invariant conditions); integer cases (int16 or int32) use + - *
+/// min max, & | (int16), << >> by a constant, and int -> float casts. Some cases bind a let
+/// used twice (a shared temporary), and some store into an offset region of a bigger buffer.
 class TreeGen {
  public:
   explicit TreeGen(uint64_t seed) : rng_(seed) {}
@@ -452,8 +457,10 @@ class TreeGen {
   struct Case {
     std::vector<int64_t> ext;
     std::string dtypes[6];  // a b c r q o
+    std::string let;        // `t = <let>` before the store ("" for none)
     std::string expr;
     bool in_place = false;  // the store writes a instead of o
+    int64_t offset = 0;     // o has `offset` more leading rows (elements in 1-D); stored at + offset
   };
 
   Case next() {
@@ -461,11 +468,29 @@ class TreeGen {
     Case c;
     c.ext = shapes[pick(shapes.size())];
     k_ = c.ext.size();
-    for (auto& d : c.dtypes) d = dtypes_[pick(3)];
-    if (c.ext.size() >= 2 && c.ext[0] == 8) c.dtypes[3] = "float32";  // 8-element rows: 32 bytes in float32 only
-    expr_depth_ = 0;
+    int_ = pick(4) == 0;
+    if (int_) {
+      int_dtype_ = pick(2) ? "int16" : "int32";
+      for (auto& d : c.dtypes) d = int_dtype_;
+      if (c.ext.size() >= 2 && c.ext[0] == 8) c.dtypes[3] = "int32";  // 8-element rows: 32 bytes in int32 only
+    } else {
+      for (auto& d : c.dtypes) d = dtypes_[pick(3)];
+      if (c.ext.size() >= 2 && c.ext[0] == 8) c.dtypes[3] = "float32";  // 8-element rows: 32 bytes in float32 only
+    }
+    has_let_ = pick(4) == 0;
+    if (has_let_) {
+      has_let_ = false;
+      c.let = gen(1 + static_cast<int>(pick(2)));
+      has_let_ = true;
+    }
     c.expr = gen(1 + static_cast<int>(pick(4)));
-    c.in_place = pick(6) == 0;
+    if (has_let_) c.expr = int_ ? "((" + c.expr + " + t) * t)" : "T.max(" + c.expr + " * t, t)";
+    if (int_ && pick(3) == 0) {  // int -> float at the root
+      c.expr = "T.cast(" + c.expr + ", \"" + (int_dtype_ == "int16" ? "float16" : "float32") + "\")";
+      c.dtypes[5] = int_dtype_ == "int16" ? (pick(2) ? "float16" : "float32") : "float32";
+    }
+    c.in_place = !int_ && pick(6) == 0;
+    if (!c.in_place && pick(4) == 0) c.offset = c.ext.size() == 1 ? 16 : 2;
     return c;
   }
 
@@ -477,25 +502,44 @@ class TreeGen {
     for (size_t d = from; d < to; ++d) s += (s.empty() ? "" : ", ") + std::string(v[d]);
     return s;
   }
+  std::string lit() {
+    if (int_) {
+      static const char* lits[] = {"3", "-2", "0", "1", "-7"};
+      std::string v = lits[pick(5)];
+      return int_dtype_ == "int16" ? "T.int16(" + v + ")" : v;
+    }
+    static const char* lits[] = {"0.5", "-1.25", "2.0", "T.float16(0.75)", "T.bfloat16(3.0)", "0.0", "-0.0"};
+    return lits[pick(7)];
+  }
   std::string leaf() {
-    switch (pick(k_ >= 2 ? 9 : 7)) {
-      case 0: case 1: return "a[" + idx(0, k_) + "]";
+    switch (pick(k_ >= 2 ? 10 : 8)) {
+      case 0: case 1: case 6: return "a[" + idx(0, k_) + "]";
       case 2: return "b[" + idx(0, k_) + "]";
       case 3: return "c[" + idx(0, k_) + "]";
-      case 4: return "x";
-      case 5: {
-        static const char* lits[] = {"0.5", "-1.25", "2.0", "T.float16(0.75)", "T.bfloat16(3.0)", "0.0", "-0.0"};
-        return lits[pick(7)];
-      }
-      case 6: return "a[" + idx(0, k_) + "]";
-      case 7: return "r[" + idx(0, k_ - 1) + "]";
+      case 4: return int_ ? lit() : "x";
+      case 5: return lit();
+      case 7: return has_let_ ? "t" : "a[" + idx(0, k_) + "]";
+      case 8: return "r[" + idx(0, k_ - 1) + "]";
       default: return "q[" + idx(1, k_) + "]";
     }
   }
   std::string gen(int depth) {
     if (depth <= 0) return leaf();
     std::string a = gen(depth - 1 - static_cast<int>(pick(2))), b = gen(depth - 1 - static_cast<int>(pick(2)));
-    switch (pick(14)) {
+    if (int_) {
+      switch (pick(int_dtype_ == "int16" ? 9 : 7)) {
+        case 0: return "(" + a + " + " + b + ")";
+        case 1: return "(" + a + " - " + b + ")";
+        case 2: return "(" + a + " * " + b + ")";
+        case 3: return "T.min(" + a + ", " + b + ")";
+        case 4: return "T.max(" + a + ", " + b + ")";
+        case 5: return "(" + a + " << " + (int_dtype_ == "int16" ? "T.int16(" : "T.int32(") + std::to_string(pick(4)) + "))";
+        case 6: return "(" + a + " >> " + (int_dtype_ == "int16" ? "T.int16(" : "T.int32(") + std::to_string(pick(4)) + "))";
+        case 7: return "(" + a + " & " + b + ")";
+        default: return "(" + a + " | " + b + ")";
+      }
+    }
+    switch (pick(15)) {
       case 0: return "(" + a + " + " + b + ")";
       case 1: return "(" + a + " - " + b + ")";
       case 2: return "(" + a + " * " + b + ")";
@@ -508,6 +552,7 @@ class TreeGen {
       case 9: return pick(2) ? "T.exp(T.cast(" + a + ", \"bfloat16\"))" : "T.log(T.cast(" + a + ", \"bfloat16\"))";
       case 10:
       case 11: return "T.cast(" + a + ", \"" + dtypes_[pick(3)] + "\")";
+      case 12: return "T.if_then_else(x " + std::string(pick(2) ? "<" : ">=") + " 0.5, " + a + ", " + b + ")";
       default: {
         static const char* cmp[] = {"<", "<=", ">", ">=", "==", "!="};
         std::string c = gen(depth - 1);
@@ -518,7 +563,8 @@ class TreeGen {
 
   std::mt19937_64 rng_;
   size_t k_ = 1;
-  int expr_depth_ = 0;
+  bool int_ = false, has_let_ = false;
+  std::string int_dtype_ = "int32";
   const std::vector<std::string> dtypes_ = {"float16", "bfloat16", "float32"};
 };
 
@@ -528,44 +574,55 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-/// A kernel running `cases` (one T.Parallel loop each) on AIV 0: inputs copied in from GM,
-/// outputs copied out; `loop` is "Parallel" or "serial".
+std::vector<int64_t> buffer_shape(const TreeGen::Case& c, int b) {
+  if (b == 3) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin(), c.ext.end() - 1) : std::vector<int64_t>{32};
+  if (b == 4) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin() + 1, c.ext.end()) : std::vector<int64_t>{32};
+  std::vector<int64_t> s = c.ext;
+  if (b == 5) s[0] += c.offset;
+  return s;
+}
+
+/// A kernel running `cases` (one T.Parallel loop each) on AIV 0: every buffer copied in from
+/// GM, the destinations copied out; `loop` is "Parallel" or "serial".
 std::string fuzz_kernel(const std::vector<TreeGen::Case>& cases, std::string_view loop) {
   std::string params, decls, in, body, out;
   static const char* names[] = {"a", "b", "c", "r", "q", "o"};
   static const char* vars[] = {"i", "j", "k"};
-  for (size_t n = 0; n < cases.size(); ++n) {
-    const auto& c = cases[n];
-    std::vector<int64_t> rs(c.ext.begin(), c.ext.end() - 1), qs(c.ext.begin() + 1, c.ext.end());
-    if (rs.empty()) rs = {32};
-    if (qs.empty()) qs = {32};
-    const std::vector<int64_t>* shapes[] = {&c.ext, &c.ext, &c.ext, &rs, &qs, &c.ext};
-    for (int b = 0; b < 6; ++b) {
-      std::string nm = fmt::format("{}{}", names[b], n);
-      params += fmt::format(", G{}: T.Tensor({}, \"{}\")", nm, shape_str(*shapes[b]), c.dtypes[b]);
-      decls += fmt::format("            {} = T.alloc_ub({}, \"{}\")\n", nm, shape_str(*shapes[b]), c.dtypes[b]);
-      if (b < 5) in += fmt::format("                T.copy(G{}, {})\n", nm, nm);
-    }
-    std::string ind = "                ", e = c.expr;
-    // Rename the operands of case n.
+  auto rename = [](const std::string& e, size_t n) {  // the operands of case n: a -> a<n>
     std::string renamed;
     for (size_t p = 0; p < e.size(); ++p) {
       char ch = e[p];
-      bool ident_start = p == 0 || !(std::isalnum(static_cast<unsigned char>(e[p - 1])) || e[p - 1] == '_' || e[p - 1] == '.');
-      if (ident_start && p + 1 < e.size() && e[p + 1] == '[' && std::strchr("abcrq", ch)) {
+      bool ident_start =
+          p == 0 || !(std::isalnum(static_cast<unsigned char>(e[p - 1])) || e[p - 1] == '_' || e[p - 1] == '.');
+      bool ident_end = p + 1 == e.size() || !(std::isalnum(static_cast<unsigned char>(e[p + 1])) || e[p + 1] == '_');
+      if (ident_start && ((p + 1 < e.size() && e[p + 1] == '[' && std::strchr("abcrq", ch)) || (ch == 't' && ident_end))) {
         renamed += fmt::format("{}{}", ch, n);
         continue;
       }
       renamed += ch;
     }
+    return renamed;
+  };
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const auto& c = cases[n];
+    for (int b = 0; b < 6; ++b) {
+      std::string nm = fmt::format("{}{}", names[b], n);
+      std::string shape = shape_str(buffer_shape(c, b));
+      params += fmt::format(", G{}: T.Tensor({}, \"{}\")", nm, shape, c.dtypes[b]);
+      decls += fmt::format("            {} = T.alloc_ub({}, \"{}\")\n", nm, shape, c.dtypes[b]);
+      in += fmt::format("                T.copy(G{}, {})\n", nm, nm);
+    }
+    std::string ind = "                ";
     for (size_t d = 0; d < c.ext.size(); ++d) {
       body += fmt::format("{}for {} in T.{}({}):\n", ind, vars[d], loop, c.ext[d]);
       ind += "    ";
     }
     std::string idx;
-    for (size_t d = 0; d < c.ext.size(); ++d) idx += (d ? ", " : "") + std::string(vars[d]);
+    for (size_t d = 0; d < c.ext.size(); ++d)
+      idx += (d ? ", " : "") + std::string(vars[d]) + (d == 0 && c.offset ? fmt::format(" + {}", c.offset) : "");
     std::string dst = fmt::format("{}{}", c.in_place ? "a" : "o", n);
-    body += fmt::format("{}{}[{}] = {}\n", ind, dst, idx, renamed);
+    if (!c.let.empty()) body += fmt::format("{}t{} = {}\n", ind, n, rename(c.let, n));
+    body += fmt::format("{}{}[{}] = {}\n", ind, dst, idx, rename(c.expr, n));
     out += fmt::format("                T.copy({}, G{})\n", dst, dst);
   }
   return fmt::format(R"(@T.prim_func
@@ -579,10 +636,17 @@ def fz(x: T.float32{}):
                      params, decls, in, body, out);
 }
 
-std::vector<double> fuzz_values(std::mt19937_64& rng, int64_t n) {
+/// Inputs: mostly small values, with zeros of both signs, large and tiny values, infinities
+/// and NaNs (floats); for integers, values across the dtype's range (products wrap).
+std::vector<double> fuzz_values(std::mt19937_64& rng, int64_t n, DType t = DType::Float32) {
   std::uniform_real_distribution<double> u(-4, 4);
   std::uniform_int_distribution<int> kind(0, 99);
   std::vector<double> v(n);
+  if (is_int(t)) {
+    std::uniform_int_distribution<int64_t> full(arith::dtype_min(t), arith::dtype_max(t));
+    for (auto& x : v) x = kind(rng) < 70 ? std::round(u(rng) * 8) : static_cast<double>(full(rng));
+    return v;
+  }
   for (auto& x : v) {
     int k = kind(rng);
     if (k < 70) x = u(rng);
@@ -598,12 +662,6 @@ std::vector<double> fuzz_values(std::mt19937_64& rng, int64_t n) {
   return v;
 }
 
-std::vector<int64_t> buffer_shape(const TreeGen::Case& c, int b) {
-  if (b == 3) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin(), c.ext.end() - 1) : std::vector<int64_t>{32};
-  if (b == 4) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin() + 1, c.ext.end()) : std::vector<int64_t>{32};
-  return c.ext;
-}
-
 TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
   const int trees = test_level() >= 1 ? 20000 : 2000;
   const int per_kernel = 10;
@@ -612,6 +670,7 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
   Device dev(default_target());
   int accepted = 0, rejected = 0, launches = 0;
   std::map<std::string, int> reasons;
+  std::map<std::string, int> ops_seen;  // which vector ops the accepted trees exercised
   std::vector<TreeGen::Case> batch;
   auto run_batch = [&] {
     std::string par = fuzz_kernel(batch, "Parallel"), ser = fuzz_kernel(batch, "serial");
@@ -625,7 +684,7 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
         DType t = *parse_dtype(c.dtypes[b]);
         int64_t n = 1;
         for (int64_t x : shape) n *= x;
-        Tensor tv = from_vector(dev, shape, t, fuzz_values(rng, n));
+        Tensor tv = from_vector(dev, shape, t, fuzz_values(rng, n, t));
         Tensor ts = Tensor::empty(dev, shape, t);
         std::memcpy(ts.data(), tv.data(), static_cast<size_t>(tv.nbytes()));
         args_v.push_back(tv);
@@ -654,6 +713,11 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
       auto diags = verify(g, default_target());
       for (const auto& d : diags) ADD_FAILURE() << d.message << "\nexpression: " << c.expr << "\n" << print(g);
       if (!diags.empty()) break;
+      pre_order_visit(g->body, [&](const Stmt& s) {
+        if (auto* op = s.as<TileOpNode>())  // (the harness's own GM copies do not count)
+          if (op->op->name != "copy" || op->args[0].region.buffer->scope == MemScope::UB) ++ops_seen[op->op->name];
+        if (s.as<IfNode>() && s.as<IfNode>()->else_case.defined()) ++ops_seen["(if on an invariant condition)"];
+      });
     } catch (const Error& e) {
       ++rejected;
       std::string m = e.what();
@@ -668,11 +732,20 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
     if (::testing::Test::HasFailure()) break;
   }
   if (!batch.empty()) run_batch();
-  std::string why;
+  std::string why, ops;
   for (const auto& [r, n] : reasons) why += fmt::format("  {:5} {}\n", n, r);
-  std::printf("vectorize_parallel fuzz: %d trees, %d vectorised and bit-identical (%d launches), %d rejected:\n%s",
-              trees, accepted, launches, rejected, why.c_str());
+  for (const auto& [o, n] : ops_seen) ops += fmt::format(" {}:{}", o, n);
+  std::printf("vectorize_parallel fuzz: %d trees, %d vectorised and bit-identical (%d launches), %d rejected:\n%s"
+              "ops:%s\n",
+              trees, accepted, launches, rejected, why.c_str(), ops.c_str());
   EXPECT_GE(accepted, trees / 2) << why;
+  // Every mapped op family is exercised.
+  for (const char* op : {"tile.add", "tile.sub", "tile.mul", "tile.div", "tile.compare", "tile.select", "tile.cast",
+                         "tile.abs", "tile.sqrt", "tile.rsqrt", "tile.exp", "tile.ln", "tile.max", "tile.min",
+                         "tile.bitwise_and", "tile.bitwise_or", "tile.shift_left", "tile.shift_right", "tile.fill",
+                         "tile.broadcast", "tile.row_expand_add", "tile.row_expand_sub", "tile.row_expand_mul",
+                         "tile.row_expand_div", "copy", "(if on an invariant condition)"})
+    EXPECT_GT(ops_seen[op], 0) << op << " never exercised";
 }
 
 TEST(VectorizeParallel, IntrinsicExactnessTableMatchesExhaustiveRuns) {
@@ -749,7 +822,7 @@ void expect_same_as_serial(const std::string& text, std::vector<Arg> scalars = {
     for (const auto& e : p.tensor->shape) shape.push_back(*as_const_int(e));
     int64_t n = 1;
     for (int64_t x : shape) n *= x;
-    Tensor v = from_vector(dev, shape, p.tensor->dtype, fuzz_values(rng, n)), s = Tensor::empty(dev, shape, p.tensor->dtype);
+    Tensor v = from_vector(dev, shape, p.tensor->dtype, fuzz_values(rng, n, p.tensor->dtype)), s = Tensor::empty(dev, shape, p.tensor->dtype);
     std::memcpy(s.data(), v.data(), static_cast<size_t>(v.nbytes()));
     tv.push_back(v);
     ts.push_back(s);
