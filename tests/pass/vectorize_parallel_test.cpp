@@ -387,6 +387,22 @@ TEST(VectorizeParallel, ErrorUnsupportedOperationOrDtypeIsNamed) {
       << msg;
 }
 
+TEST(VectorizeParallel, InexactMathOnlyOnRequestWithARemark) {
+  std::string text = kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:7
+                for j in T.Parallel(16):
+                    c[i, j] = T.exp(a[i, j] - b[i, j])
+)");
+  std::vector<std::string> remarks;
+  VectorizeOptions o;
+  o.allow_inexact_math = true;
+  o.remark = [&](const SourceLoc& loc, const std::string& m) { remarks.push_back(loc.str() + ": " + m); };
+  std::string ir = print(vectorize_parallel(parse(text, "k.py"), default_target(), o), {.locations = false});
+  EXPECT_NE(ir.find("T.tile.sub(vec_t0, a, b)\n            T.tile.exp(c, vec_t0)"), std::string::npos) << ir;
+  ASSERT_EQ(remarks.size(), 1u);
+  EXPECT_EQ(remarks[0], "k.py:7: T.exp on float32 vectorised as tile.exp, which may differ from the scalar loop in "
+                        "the last bit");
+}
+
 TEST(VectorizeParallel, ErrorOutsideAVectorScopeAndTooDeep) {
   std::string text = R"(@T.prim_func
 def f(A: T.Tensor((64,), "float32")):
