@@ -577,6 +577,10 @@ class Vectorizer {
       }
       case Kind::Row: {
         // x + (-0.0) is x for every x (-0.0 included): a row broadcast through row_expand_add.
+        if (v.dtype == DType::BFloat16) {  // no bfloat16 arithmetic: through float32, both casts exact
+          Val wide = to_tile(convert(v, DType::Float32, false));
+          return convert(wide, DType::BFloat16, true);
+        }
         if (v.dtype != DType::Float16 && v.dtype != DType::Float32 && v.dtype != DType::Int16 &&
             v.dtype != DType::Int32)
           reject(fmt::format("unsupported dtype: a row broadcast of {}", dt(v.dtype)));
@@ -1049,8 +1053,34 @@ class Vectorizer {
     uses_.clear();
     memo_.clear();
     check_alignment(d, fmt::format("destination {}", access_str(st.buffer, st.indices)));
-    count_uses(st.value);
-    write_to(st.value, d);
+    Expr value = share_common_subexpressions(st.value);
+    count_uses(value);
+    write_to(value, d);
+  }
+
+  /// `e` with structurally identical subexpressions made one node, so gen() computes each once
+  /// (a[i] * a[i] casts a bfloat16 a once). Identity is the printed form, which is exact unless
+  /// two different variables share a name; then nothing is shared.
+  static Expr share_common_subexpressions(const Expr& e) {
+    std::unordered_map<std::string, const VarNode*> names;
+    bool ambiguous = false;
+    pre_order_visit(StoreNode::make(Buffer(), {}, e), [](const Stmt&) {}, [&](const Expr& x) {
+      if (auto* v = x.as<VarNode>()) {
+        auto [it, fresh] = names.emplace(v->name, v);
+        if (!fresh && it->second != v) ambiguous = true;
+      }
+    });
+    if (ambiguous) return e;
+    struct Cse : IRMutator {
+      std::unordered_map<std::string, Expr> seen;
+      Expr mutate(const Expr& x) override {
+        Expr y = IRMutator::mutate(x);
+        if (y.kind() == ExprKind::Var || y.kind() == ExprKind::IntImm || y.kind() == ExprKind::FloatImm) return y;
+        auto [it, fresh] = seen.emplace(fmt::format("{}:{}", dtype_name(y.dtype()), print(y)), y);
+        return fresh ? y : it->second;
+      }
+    } cse;
+    return cse.mutate(e);
   }
 
   /// Ops computing `value` into region `d` (of the loop's shape).
