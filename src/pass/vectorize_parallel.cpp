@@ -115,7 +115,7 @@ class Vectorizer {
           reject(fmt::format("a {} loop inside T.Parallel (only Parallel loops nest directly, and the body may "
                              "hold only stores and lets)",
                              for_kind_name(f->for_kind)));
-        reject(fmt::format("a {} statement inside T.Parallel (the body may hold only element stores and lets; "
+        reject(fmt::format("{} inside T.Parallel (the body may hold only element stores and lets; "
                            "write a condition as T.if_then_else)",
                            stmt_kind_word(s)));
       }
@@ -166,13 +166,13 @@ class Vectorizer {
 
   static const char* stmt_kind_word(const Stmt& s) {
     switch (s.kind()) {
-      case StmtKind::If: return "an if";
+      case StmtKind::If: return "an if statement";
       case StmtKind::TileOp: return "a tile op";
       case StmtKind::Sync: return "a synchronisation";
       case StmtKind::Allocate: return "an allocation";
       case StmtKind::Scope: return "a scope";
       case StmtKind::Kernel: return "a kernel";
-      default: return "such a";
+      default: return "a statement that is neither a store nor a let";
     }
   }
 

@@ -415,6 +415,24 @@ def f(A: T.Tensor((64,), "float32")):
   EXPECT_NE(msg.find("k.py:5: T.Parallel: cannot vectorise: T.Parallel outside T.Scope(\"Vector\")"),
             std::string::npos)
       << msg;
+  msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:8
+                if i > 2:
+                    s[i] = s[i] * 2.0
+)"));
+  EXPECT_NE(msg.find("k.py:8: T.Parallel: cannot vectorise: an if statement inside T.Parallel (the body may hold "
+                     "only element stores and lets; write a condition as T.if_then_else)"),
+            std::string::npos)
+      << msg;
+  msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(2):  # @k.py:9
+                for j in T.Parallel(2):
+                    for k in T.Parallel(2):
+                        for l in T.Parallel(8):
+                            s[l] = s[l] * 2.0
+)"));
+  EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: a 4-deep T.Parallel nest (the vector unit takes 1 to 3 "
+                     "dimensions)"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(VectorizeParallel, ScalarFallbackIsSerialWithARemark) {
