@@ -117,8 +117,36 @@ PrimFunc lower_cube_ops(const PrimFunc& f, const Target& target);
 /// a Vector scope, each the body projected on its core (its statements plus the scalar skeleton
 /// both run); vector work runs on AIV 0 until split_aiv exists; Pipelined loops run serially
 /// until pipeline_loops exists. A loop bound or condition that reads the other core's memory is
-/// a tl::Error. Output invariant: the expert spec.
+/// a tl::Error. Output invariant: the expert spec except T.Parallel loops (vectorize_parallel,
+/// which runs next, needs them inside the Vector scope).
 PrimFunc split_cube_vector(const PrimFunc& f, const Target& target);
+
+/// Options of vectorize_parallel.
+struct VectorizeOptions {
+  /// A loop that cannot be vectorised becomes serial scalar code (S pipe) with a remark,
+  /// instead of a tl::Error. Off by default: a silent 100x slowdown is worse than an error.
+  bool scalar_fallback = false;
+  /// Accept T.exp / log / sigmoid (any float dtype) and T.rsqrt (float32), whose vector ops
+  /// compute in float32 and may differ from the scalar loop's correctly rounded result in the
+  /// last bit (a remark each). Off by default: the vectorised loop is bit-identical.
+  bool allow_inexact_math = false;
+  /// Where remarks go (default: stderr, one `file:line: remark: ...` line each).
+  std::function<void(const SourceLoc&, const std::string&)> remark;
+};
+
+/// vectorize_parallel (developer mode; after infer_scopes): replaces every nest of 1 to 3
+/// T.Parallel loops inside T.Scope("Vector") whose body is element stores (and lets) on UB
+/// buffers by vector tile ops (T.tile.* and UB->UB copies) over the regions the loops walk,
+/// with UB temporaries (float32 for bfloat16 arithmetic, uint8 bitmasks for comparisons)
+/// declared just before the ops and reused once dead. The result is bit-identical to running
+/// the loop as serial scalar code; what cannot be vectorised exactly is a tl::Error at the loop
+/// naming the reason (GM operand, non-unit stride, cross-iteration read, reduction, unaligned
+/// run, unsupported op or dtype), or, with scalar_fallback, a serial loop and a remark. The
+/// mapping and every numeric decision: docs/compiler.md, "vectorize_parallel". Returns `f`
+/// itself when it has no Parallel loop. Output invariant: no Parallel loop left; every
+/// temporary a UB Allocate (the expert spec, once the kernel's syncs are inserted).
+PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, const VectorizeOptions& opt);
+PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, bool scalar_fallback = false);
 
 /// plan_memory: assigns BufferNode::address to every on-chip buffer (L1, L0A, L0B, L0C, UB)
 /// that has none, per scope, aligned to max(target alignment, 32) (tl/storage.h). Buffers

@@ -27,8 +27,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       {"infer_scopes", infer_scopes},
       // Needs L1/L0C placements; creates L0A/L0B buffers, so before plan_memory.
       {"lower_cube_ops", lower_cube_ops},
-      // Last developer pass: from here on the kernel is an expert one.
-      {"split_cube_vector", split_cube_vector, Spec::Expert},
+      // From here on the kernel is an expert one (cid, vid, scopes), but for its Parallel loops.
+      {"split_cube_vector", split_cube_vector},
+      // Element loops on UB tiles (in the Vector scope) -> vector tile ops, bit-identical to
+      // the scalar loop or an error naming the reason.
+      {"vectorize_parallel", [](const PrimFunc& g, const Target& t) { return vectorize_parallel(g, t); },
+       Spec::Expert},
       // Lowering leaves index arithmetic behind, and the developer kernel met only the
       // developer rules: check the expert ones, at the user's lines.
       {"simplify_lowered", if_lowered([](const PrimFunc& g, const Target&) { return simplify(g); }), Spec::Expert},
