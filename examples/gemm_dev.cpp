@@ -11,6 +11,9 @@ PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype) {
   auto A = T::Tensor("A", {M, K}, dtype);
   auto B = T::Tensor("B", {K, N}, dtype);
   auto C = T::Tensor("C", {M, N}, dtype);
+  for (auto [v, t, n] : {std::tuple{M, bM, "M"}, {N, bN, "N"}, {K, bK, "K"}})
+    if (v % t != 0)
+      throw Error(fmt::format("gemm_dev: {}={} must be a multiple of its tile {} (tails are not lowered yet)", n, v, t));
   const int n_tiles = ceildiv(N, bN);
   const int blocks = checked_product("gemm_dev: the block count ceildiv(M, bM) * ceildiv(N, bN)", {ceildiv(M, bM), n_tiles});
   return T::prim_func("gemm_dev", {A, B, C}, [&] {
@@ -29,5 +32,20 @@ PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype) {
     });
   });
 }
+
+TL_REGISTER_KERNEL({
+    .name = "gemm_dev",
+    .summary = "developer GEMM: shared/fragment tiles, T::gemm; the compiler places, lowers and syncs",
+    .params = {{"M", "1024", "rows of A and C"},
+               {"N", "1024", "columns of B and C"},
+               {"K", "1024", "columns of A, rows of B"},
+               {"bM", "128", "tile rows", ParamRule::tile(16)},
+               {"bN", "256", "tile columns", ParamRule::tile(16)},
+               {"bK", "64", "K panel width", ParamRule::tile(16)},
+               {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16"}}}},
+    .build = [](const KernelArgs& a) {
+      return gemm_dev(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"), a.get_dtype("dtype"));
+    },
+});
 
 }  // namespace tl::examples

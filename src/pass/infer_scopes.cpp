@@ -113,9 +113,11 @@ MemScope place(const BufferNode* b, const Uses& u) {
                dev::describe(handle), dev::describe(u.first_cube), dev::describe(u.first_vector));
   if (!cube) return MemScope::UB;
   const unsigned cube_roles = u.roles & (kCubeA | kCubeB | kCubeC);
-  if (cube_roles != kCubeA && cube_roles != kCubeB && cube_roles != kCubeC)
+  // One L1 tile may feed both operands (A x A^T); L0A, L0B and L0C are separate memories.
+  const bool shared_operand = cube_roles == (kCubeA | kCubeB) && b->scope == MemScope::Shared;
+  if (cube_roles != kCubeA && cube_roles != kCubeB && cube_roles != kCubeC && !shared_operand)
     user_error(b->loc, "buffer {} is used in two gemm operand positions (first at {}); A, B and the accumulator C "
-                       "live in different memories (L1 or L0A, L1 or L0B, L0C)",
+                       "live in different memories (a shared tile may feed A and B from L1; a fragment is L0A, L0B or L0C)",
                dev::describe(handle), dev::describe(u.first_cube));
   if (cube_roles == kCubeC) {
     if (b->scope != MemScope::Fragment)
@@ -124,7 +126,7 @@ MemScope place(const BufferNode* b, const Uses& u) {
                  dev::describe(handle), dev::describe(u.first_cube));
     return MemScope::L0C;
   }
-  if (b->scope == MemScope::Shared) return MemScope::L1;
+  if (b->scope == MemScope::Shared) return MemScope::L1;  // the lowering loads L0A / L0B from it
   return cube_roles == kCubeA ? MemScope::L0A : MemScope::L0B;
 }
 

@@ -127,7 +127,8 @@ class CubeLowering : public IRMutator {
       return TileOpNode::make(t->op, std::move(args), t->attrs, t->loc);
     }
     if (auto* f = s.as<ForNode>()) {
-      Stmt body = first_touch_with_init(f->body, c, cond && (f->var == f->min), clear_loc);
+      Expr first = f->var == f->min;
+      Stmt body = first_touch_with_init(f->body, c, as_const_int(cond) == 1 ? first : (cond && first), clear_loc);
       return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc);
     }
     if (s.as<SeqNode>()) return first_touch_with_init(s, c, cond, clear_loc);

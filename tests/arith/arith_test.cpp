@@ -322,7 +322,10 @@ std::vector<std::string> repeated_binders(const PrimFunc& f) {
     if (auto* n = s.as<ForNode>()) ++count[n->var.name()];
     if (auto* n = s.as<LetNode>()) ++count[n->var.name()];
     if (auto* n = s.as<AllocateNode>()) ++count[n->buffer->name];
-    if (auto* n = s.as<KernelNode>()) ++count[n->cid.name()], ++count[n->vid.name()];
+    if (auto* n = s.as<KernelNode>()) {
+      ++count[n->cid.name()];
+      if (n->vid.defined()) ++count[n->vid.name()];  // developer kernels bind no vid
+    }
   });
   std::vector<std::string> out;
   for (const auto& [name, c] : count)

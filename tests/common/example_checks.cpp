@@ -39,8 +39,24 @@ std::string compare_stored(DType t, std::vector<double> got, std::vector<double>
 }
 }  // namespace
 
+/// Random inputs as `tlc run` makes them (uniform in [-1, 1]; dynamic sizes 13; eps 1e-6).
+std::vector<Arg> random_args(Device& dev, const PrimFunc& f) {
+  std::vector<Arg> args;
+  for (size_t i = 0; i < f->params.size(); ++i) {
+    const auto& p = f->params[i];
+    if (!p.is_tensor()) {
+      args.emplace_back(is_float(p.scalar.dtype()) ? 1e-6 : 0.0);
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (const auto& s : p.tensor->shape) shape.push_back(as_const_int(s).value_or(13));
+    args.emplace_back(uniform(dev, shape, p.tensor->dtype, 1 + i, -1.0, 1.0));
+  }
+  return args;
+}
+
 std::optional<std::string> check_kernel(const std::string& kernel, const KernelArgs& p, const std::vector<Arg>& a) {
-  if (kernel == "gemm" || kernel == "gemm_pipelined") {
+  if (kernel == "gemm" || kernel == "gemm_pipelined" || kernel == "gemm_dev") {
     int M = p.get("M"), N = p.get("N"), K = p.get("K");
     auto want = matmul(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, K);
     return compare(tensor(a, 2).to_vector(), want, N, 1e-3 * std::sqrt(K), 1e-2);
@@ -57,7 +73,7 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     for (auto& v : x) v = v / (1.0 + std::exp(-1.702 * v));
     return compare_stored(t, tensor(a, 1).to_vector(), x, p.get("N"), 1e-5, std::max(1e-4, 8 * unit_roundoff(t)));
   }
-  if (kernel == "elementwise_add") {  // one rounding of the exact sum (none for integers)
+  if (kernel == "elementwise_add" || kernel == "add_dev") {  // one rounding of the exact sum (none for integers)
     const DType t = p.get_dtype("dtype");
     auto x = tensor(a, 0).to_vector(), y = tensor(a, 1).to_vector();
     for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];

@@ -16,4 +16,7 @@ namespace tl::ref {
 std::optional<std::string> check_kernel(const std::string& kernel, const KernelArgs& params,
                                         const std::vector<Arg>& args);
 
+/// Random inputs for `f` as `tlc run` makes them (uniform in [-1, 1]; dynamic sizes 13; eps 1e-6).
+std::vector<Arg> random_args(Device& dev, const PrimFunc& f);
+
 }  // namespace tl::ref

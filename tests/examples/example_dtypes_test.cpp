@@ -25,25 +25,11 @@ const std::map<std::string, std::map<std::string, std::string>>& small_sizes() {
       {"rms_norm_dynamic", {{"N", "2048"}, {"blocks", "2"}}},
       {"flash_attention", {{"S", "128"}, {"D", "128"}, {"bK", "128"}, {"bD", "128"}}},
       {"flash_attention_pipelined", {{"S", "128"}, {"D", "128"}, {"bK", "128"}, {"bD", "128"}}},
+      {"gemm_dev", {{"M", "128"}, {"N", "256"}, {"K", "128"}}},
+      {"add_dev", {{"M", "8"}, {"N", "1024"}, {"bM", "2"}}},
       {"copy_gm_ub", {{"M", "64"}, {"N", "1024"}, {"tN", "256"}, {"blocks", "1"}}},
   };
   return m;
-}
-
-/// Random inputs as `tlc run` makes them (uniform in [-1, 1]; dynamic sizes 13; eps 1e-6).
-std::vector<Arg> random_args(Device& dev, const PrimFunc& f) {
-  std::vector<Arg> args;
-  for (size_t i = 0; i < f->params.size(); ++i) {
-    const auto& p = f->params[i];
-    if (!p.is_tensor()) {
-      args.emplace_back(is_float(p.scalar.dtype()) ? 1e-6 : 0.0);
-      continue;
-    }
-    std::vector<int64_t> shape;
-    for (const auto& s : p.tensor->shape) shape.push_back(as_const_int(s).value_or(13));
-    args.emplace_back(uniform(dev, shape, p.tensor->dtype, 1 + i, -1.0, 1.0));
-  }
-  return args;
 }
 
 /// Every combination of the values of `k`'s non-integer parameters.
@@ -68,7 +54,7 @@ std::string run_and_check(const std::string& name, const std::map<std::string, s
   const KernelEntry& k = find_kernel(name);
   PrimFunc f = build_kernel(k, overrides);
   Device dev;
-  auto args = random_args(dev, f);
+  auto args = ref::random_args(dev, f);
   compile(f).launch(dev, args);
   std::map<std::string, std::string> values;
   for (const auto& p : k.params) values[p.name] = p.default_value;
@@ -109,7 +95,7 @@ TEST_P(ExampleDtypes, EveryAcceptedDtypeMatchesItsReference) {
       continue;
     }
     Device dev;
-    auto args = random_args(dev, f);
+    auto args = ref::random_args(dev, f);
     ASSERT_NO_THROW(compile(f).launch(dev, args)) << k.name << what;
     auto check = ref::check_kernel(k.name, resolve_kernel_args(k, overrides), args);
     if (!check) continue;  // no reference (copy_gm_ub)
