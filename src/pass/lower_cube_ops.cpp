@@ -153,21 +153,38 @@ class CubeLowering : public IRMutator {
     const BufferRegion &A = g.args[0].region, &B = g.args[1].region, &C = g.args[2].region;
     const bool ta = g.attr_bool("transpose_A"), tb = g.attr_bool("transpose_B");
     Expr init = g.args.size() > 3 && g.args[3].is_scalar() ? g.args[3].scalar : Expr(false);
+    for (const auto& [r, name] : {std::pair{&A, "A"}, {&B, "B"}, {&C, "C"}}) {
+      size_t rank = r->ranges.empty() ? r->buffer->ndim() : r->ranges.size();
+      if (rank != 2)
+        user_error(g.loc, "T.gemm: operand '{}' ({}) is a {}-D region; gemm multiplies 2-D tiles", name,
+                   r->buffer->name, rank);
+    }
     auto [ar, ac] = matrix(const_extents(A, g, "A"));
     auto [br, bc] = matrix(const_extents(B, g, "B"));
+    auto [cr, cc] = matrix(const_extents(C, g, "C"));
     const int64_t M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+    if (M <= 0 || N <= 0 || K <= 0)
+      user_error(g.loc, "T.gemm: M = {}, N = {}, K = {}; expected positive sizes", M, N, K);
     if ((tb ? bc : br) != K)
       user_error(g.loc, "T.gemm: A is {} x {} and B is {} x {}{}: their K dimensions disagree", M, K, br, bc,
                  tb ? " (transposed)" : "");
+    if (cr != M || cc != N)
+      user_error(g.loc, "T.gemm: A x B is {} x {} but the accumulator C ('{}') is {} x {}", M, N, C.buffer->name, cr,
+                 cc);
+    if (A.buffer->dtype != B.buffer->dtype)
+      user_error(g.loc, "T.gemm: A is {} and B is {}; the cube multiplies operands of one dtype",
+                 dtype_name(A.buffer->dtype), dtype_name(B.buffer->dtype));
     const DType dt = A.buffer->dtype;
     const int64_t es = dtype_bytes(dt);
     const int64_t k_step = std::max<int64_t>(16, target_.fractal_row_bytes / es);
     const bool a_in_l0 = A.buffer->scope == MemScope::L0A, b_in_l0 = B.buffer->scope == MemScope::L0B;
     // The largest K chunk (a multiple of the fractal K) whose two slots fit L0A and L0B.
     int64_t kc = K;
-    auto fits = [&](int64_t k) {
-      return (a_in_l0 || 2 * M * k * es <= target_.cap(MemScope::L0A)) &&
-             (b_in_l0 || 2 * k * N * es <= target_.cap(MemScope::L0B));
+    auto fits = [&](int64_t k) {  // in double: M, N, K of a malformed kernel may be huge
+      double a = 2.0 * static_cast<double>(M) * static_cast<double>(k) * static_cast<double>(es);
+      double b = 2.0 * static_cast<double>(k) * static_cast<double>(N) * static_cast<double>(es);
+      return (a_in_l0 || a <= static_cast<double>(target_.cap(MemScope::L0A))) &&
+             (b_in_l0 || b <= static_cast<double>(target_.cap(MemScope::L0B)));
     };
     if (!(a_in_l0 && b_in_l0)) {
       kc = std::max<int64_t>(k_step, K / k_step * k_step);
@@ -180,6 +197,10 @@ class CubeLowering : public IRMutator {
     }
     if (a_in_l0 || b_in_l0) kc = K;  // an operand already in L0 is multiplied whole
     const int64_t chunks = (K + kc - 1) / kc;
+    constexpr int64_t kMaxChunks = 256;  // each chunk is two loads and an mma, written out
+    if (chunks > kMaxChunks)
+      user_error(g.loc, "T.gemm: K = {} needs {} chunks of {} in L0A/L0B, more than {}; loop over K panels "
+                        "around the gemm instead (as gemm_dev does)", K, chunks, kc, kMaxChunks);
     const int slots = chunks > 1 ? 2 : 1;
 
     std::vector<Stmt> out;

@@ -10,6 +10,7 @@
 // threads = 1 and 2 alike: two AIVs repeating the same work would race on their GM outputs.
 // Until pipeline_loops exists, a T.Pipelined loop runs as T.serial (correct, not overlapped).
 #include <functional>
+#include <unordered_set>
 
 #include "developer.h"
 #include "tl/arith.h"
@@ -116,16 +117,33 @@ class Projector {
         return IfNode::make(n->cond, t.defined() ? t : SeqNode::make({}, n->loc), e, n->loc);
       }
       case StmtKind::Let: {
-        check_local(s.as<LetNode>()->value, s, "value");
+        // A value computed from the other core's memory stays on that core; a use of it on
+        // this one is reported where it happens (check_local).
+        auto* n = s.as<LetNode>();
+        if (foreign_load(n->value, core_, target_) || uses_foreign(n->value)) {
+          foreign_vars_.insert(n->var.node());
+          return Stmt();
+        }
         return s;
       }
       default: {
         auto c = core_of(s, target_);
         if (!c) {
-          if (auto* st = s.as<StoreNode>()) check_local(st->value, s, "value");
+          if (auto* st = s.as<StoreNode>(); st && (foreign_load(st->value, core_, target_) || uses_foreign(st->value))) {
+            foreign_bufs_.insert(st->buffer.get());  // a scalar variable set from the other core's data
+            return Stmt();
+          }
           return s;
         }
-        return *c == core_ ? s : Stmt();
+        if (*c != core_) return Stmt();
+        pre_order_visit(s, nullptr, [&](const Expr& e) {
+          if (const char* what = foreign_symbol(e))
+            user_error(s->loc, "{} uses '{}', which is computed from the other core's memory; a value crosses cores "
+                               "only through a channel (a GM workspace copy), which developer mode does not lower for "
+                               "scalars: compute it on both sides from GM data",
+                       dev::describe(s), what);
+        });
+        return s;
       }
     }
   }
@@ -140,7 +158,47 @@ class Projector {
     });
     return work;
   }
+  /// The name of a variable (or scalar buffer) computed from the other core's memory that `e`
+  /// itself is, or reads; nullptr if none.
+  const char* foreign_symbol(const Expr& e) const {
+    if (auto* v = e.as<VarNode>(); v && foreign_vars_.count(v)) return v->name.c_str();
+    if (auto* l = e.as<LoadNode>(); l && foreign_bufs_.count(l->buffer.get())) return l->buffer->name.c_str();
+    return nullptr;
+  }
+  bool uses_foreign(const Expr& e) const {
+    bool any = false;
+    std::function<void(const Expr&)> walk = [&](const Expr& x) {
+      if (any || !x.defined()) return;
+      if (foreign_symbol(x)) {
+        any = true;
+        return;
+      }
+      if (auto* b = x.as<BinaryNode>()) {
+        walk(b->a);
+        walk(b->b);
+      } else if (auto* n = x.as<NotNode>()) {
+        walk(n->a);
+      } else if (auto* sel = x.as<SelectNode>()) {
+        walk(sel->cond);
+        walk(sel->t);
+        walk(sel->f);
+      } else if (auto* c = x.as<CastNode>()) {
+        walk(c->value);
+      } else if (auto* call = x.as<CallNode>()) {
+        for (const auto& a : call->args) walk(a);
+      } else if (auto* l = x.as<LoadNode>()) {
+        for (const auto& i : l->indices) walk(i);
+      }
+    };
+    walk(e);
+    return any;
+  }
   void check_local(const Expr& e, const Stmt& s, const char* what) const {
+    if (uses_foreign(e))
+      user_error(s->loc, "{}: its {} is computed from the other core's memory, but it also controls work of the {} "
+                         "core; a value crosses cores only through a channel (a GM workspace copy), which developer "
+                         "mode does not lower for scalars: compute it on both sides from GM data",
+                 dev::describe(s), what, core_name(core_));
     if (const BufferNode* b = foreign_load(e, core_, target_))
       user_error(s->loc, "{}: its {} reads '{}' ({}), which lives on the {} core, but it also controls work of the "
                          "{} core; a value crosses cores only through a channel (a GM workspace copy), which "
@@ -151,6 +209,8 @@ class Projector {
 
   CoreKind core_;
   const Target& target_;
+  std::unordered_set<const VarNode*> foreign_vars_;      // lets computed from the other core's memory
+  std::unordered_set<const BufferNode*> foreign_bufs_;   // scalar variables set from it
 };
 
 }  // namespace

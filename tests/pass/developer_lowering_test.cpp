@@ -317,6 +317,55 @@ def f(A: T.Tensor((32, 32), "float16"), X: T.Tensor((32,), "int32")):
       << msg;
 }
 
+TEST(SplitCubeVector, AValueComputedFromVectorDataStaysOnTheVectorSide) {
+  // The cube projection drops `m` (it reads UB); the vector side keeps and uses it.
+  std::string out = split(R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        x = T.alloc_shared((16, 64), "float32")
+        T.copy(X, x)
+        m = x[0, 0]
+        T.tile.add(x, x, m)
+        T.copy(x, X)
+)");
+  EXPECT_EQ(out.find("Cube"), std::string::npos) << out;
+  EXPECT_NE(out.find("m = x[0, 0]"), std::string::npos) << out;
+  // Used by the cube's work, it is an error naming the use.
+  std::string msg = error_of([] {
+    split(R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), A: T.Tensor((64, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        x = T.alloc_shared((16, 64), "float32")
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(X, x)
+        m = T.cast(x[0, 0], "int32")
+        T.copy(A[m:m + 32, 0:32], a)  # @k.py:10
+        T.gemm(a, a, c, True)
+)");
+  });
+  EXPECT_NE(msg.find("k.py:10: `T.copy(A[m:m + 32, 0:32], a)` at k.py:10 uses 'm', which is computed from the other "
+                     "core's memory"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(LowerCubeOps, MalformedGemmsAreUserErrors) {
+  for (const char* body : {"T.gemm(a[0:0, 0:32], a, c, True)", "T.gemm(a, a[0:16, 0:32], c, True)",
+                           "T.gemm(a, a, c[0:16, 0:32], True)"}) {
+    std::string text = fmt::format(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        {}
+)", body);
+    std::string msg = error_of([&] { cube_lowered(text); });
+    EXPECT_NE(msg.find("T.gemm: "), std::string::npos) << body << ": " << msg;
+  }
+}
+
 TEST(SplitCubeVector, ThePrintedResultParsesBackAndVerifies) {
   PrimFunc f = parse(R"(@T.prim_func
 def f(X: T.Tensor((16, 64), "float32")):
