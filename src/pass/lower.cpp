@@ -3,13 +3,41 @@
 // tl/pass.h, as is each pass's output invariant (the verifier spec its output meets, the third
 // field below). run_passes (pass_manager.cpp) adds the debug knobs: --print-after-all,
 // --print-after=NAME, --time-passes, verify_each and their TL_* environment variables.
+#include <algorithm>
+
 #include "developer.h"
 #include "tl/pass.h"
 
 namespace tl {
+namespace {
+
+/// Developer-mode passes that need an earlier one: switching the earlier one off while the
+/// later stays on is an error, not a half-lowered kernel (tilelang-ascend issue 1825: options
+/// that silently depended on each other).
+void check_developer_dependencies(const PassOptions& opt) {
+  static const std::pair<const char*, std::vector<const char*>> kNeeds[] = {
+      {"lower_cube_ops", {"infer_scopes"}},
+      {"split_cube_vector", {"infer_scopes", "lower_cube_ops"}},
+      {"vectorize_parallel", {"split_cube_vector"}},
+      {"verify_lowered", {"split_cube_vector", "vectorize_parallel"}},
+      {"insert_syncs", {"split_cube_vector", "plan_memory"}},
+  };
+  auto off = [&](std::string_view n) {
+    return std::find(opt.disabled_passes.begin(), opt.disabled_passes.end(), n) != opt.disabled_passes.end();
+  };
+  for (const auto& [pass, needs] : kNeeds)
+    for (const char* need : needs)
+      if (!off(pass) && off(need))
+        throw Error(fmt::format("disabled passes: '{}' is off but '{}', which lowers what it leaves, is on; switch "
+                                "'{}' off too, or keep '{}' (docs/developer_mode.md)",
+                                need, pass, pass, need));
+}
+
+}  // namespace
 
 PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) {
   const bool developer = dev::is_developer(f);
+  if (developer) check_developer_dependencies(opt);
   // Passes that only lowered developer kernels need (expert kernels were checked by "verify").
   auto if_lowered = [developer](PrimFunc (*pass)(const PrimFunc&, const Target&)) {
     return [developer, pass](const PrimFunc& g, const Target& t) { return developer ? pass(g, t) : g; };

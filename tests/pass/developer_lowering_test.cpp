@@ -408,6 +408,28 @@ PrimFunc developer_gemm(int M, int N, int K, int bM, int bN, int bK) {
   });
 }
 
+TEST(DeveloperLowering, SwitchingOffAPassALaterOneNeedsIsAnError) {
+  PrimFunc f = developer_gemm(64, 64, 64, 32, 32, 32);
+  auto without = [](std::vector<std::string> passes) {
+    PassOptions o;
+    o.disabled_passes = std::move(passes);
+    return o;
+  };
+  std::string msg = error_of([&] { lower(f, default_target(), without({"infer_scopes"})); });
+  EXPECT_NE(msg.find("disabled passes: 'infer_scopes' is off but 'lower_cube_ops', which lowers what it leaves, is on"),
+            std::string::npos)
+      << msg;
+  // Switching off the whole tail of the chain is allowed (to look at the IR), and so is
+  // insert_syncs alone (to see what the hazard checker says without it).
+  EXPECT_NO_THROW(lower(f, default_target(), without({"insert_syncs"})));
+  PrimFunc unlowered;
+  EXPECT_NO_THROW(unlowered = lower(f, default_target(),
+                                    without({"split_cube_vector", "vectorize_parallel", "verify_lowered", "insert_syncs"})));
+  // ... but such a kernel does not run: the virtual NPU says why.
+  std::string run = error_of([&] { compile(unlowered, default_target(), {.verify = false, .lower = false}); });
+  EXPECT_NE(run.find("this developer kernel (T::Kernel without vid) was not lowered"), std::string::npos) << run;
+}
+
 TEST(DeveloperLowering, GemmLowersWithoutGemmV0OrBarriersAndMatchesTheReference) {
   const int M = 128, N = 256, K = 512;
   auto kern = compile(developer_gemm(M, N, K, 64, 128, 256));
