@@ -28,6 +28,9 @@ std::vector<DevCase> cases() {
       {"add_dev", {}},
       {"add_dev", {{"M", "6"}, {"N", "4096"}, {"bM", "3"}, {"dtype", "float32"}}},
       {"add_dev", {{"M", "16"}, {"N", "512"}, {"bM", "16"}, {"dtype", "int32"}}},
+      {"rms_norm_dev", {}},
+      {"rms_norm_dev", {{"M", "48"}, {"N", "512"}, {"rM", "8"}, {"dtype", "float16"}}},
+      {"rms_norm_dev", {{"M", "32"}, {"N", "256"}, {"rM", "16"}}},
   };
 }
 
