@@ -66,7 +66,7 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     auto want = rms_norm(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, scalar(a, 3));
     return compare(tensor(a, 2).to_vector(), want, N, 1e-2, 1.6e-2);
   }
-  if (kernel == "gelu") {  // the sigmoid form x * sigmoid(1.702 x) the example computes
+  if (kernel == "gelu" || kernel == "gelu_dev") {  // the sigmoid form x * sigmoid(1.702 x) the example computes
     // Four vector ops in the dtype (mul, exp, add, div), each rounding once, plus the store.
     const DType t = p.get_dtype("dtype");
     auto x = tensor(a, 0).to_vector();

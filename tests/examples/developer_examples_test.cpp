@@ -29,6 +29,9 @@ std::vector<DevCase> cases() {
       {"add_dev", {{"M", "6"}, {"N", "4096"}, {"bM", "3"}, {"dtype", "float32"}}},
       {"add_dev", {{"M", "16"}, {"N", "512"}, {"bM", "16"}, {"dtype", "int32"}}},
       {"rms_norm_dev", {}},
+      {"gelu_dev", {}},
+      {"gelu_dev", {{"M", "6"}, {"N", "512"}, {"bM", "3"}, {"dtype", "float16"}}},
+      {"gelu_dev", {{"M", "8"}, {"N", "4096"}, {"bM", "1"}}},
       {"rms_norm_dev", {{"M", "48"}, {"N", "512"}, {"rM", "8"}, {"dtype", "float16"}}},
       {"rms_norm_dev", {{"M", "32"}, {"N", "256"}, {"rM", "16"}}},
   };

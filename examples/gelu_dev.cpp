@@ -1,0 +1,43 @@
+// Developer-mode GELU (sigmoid form), y = x / (1 + exp(-1.702 x)): the math of examples/gelu.cpp
+// on one row tile per block. The exact steps are element loops; the exp is T::tile::exp on a
+// developer tile, the chip's approximation chosen explicitly (the vectoriser never substitutes
+// it for the scalar loop's exact exp). The compiler places the tiles in UB, vectorises and
+// inserts the flags (docs/developer_mode.md).
+#include "tl/arith.h"
+#include "tl/kernel_registry.h"
+#include "tl/lang.h"
+
+namespace tl::examples {
+
+PrimFunc gelu_dev(int M, int N, int bM, DType dtype) {
+  if (M % bM != 0) throw Error(fmt::format("gelu_dev: M={} must be a multiple of bM={} (tails are not lowered yet)", M, bM));
+  auto X = T::Tensor("X", {M, N}, dtype);
+  auto Y = T::Tensor("Y", {M, N}, dtype);
+  return T::prim_func("gelu_dev", {X, Y}, [&] {
+    T::Kernel(M / bM, [&](Expr cid) {
+      auto x = T::alloc_shared("x", {bM, N}, dtype);
+      auto e = T::alloc_fragment("e", {bM, N}, dtype);
+      auto y = T::alloc_shared("y", {bM, N}, dtype);
+      T::copy(X.at({cid * bM, 0}), x);
+      // -1.702 as a value of the dtype: the vector mul takes its scalar in the dtype, and the
+      // element loop must say so to be vectorised bit-identically.
+      Expr k = imm(dtype, arith::round_float(dtype, -1.702));
+      T::Parallel({bM, N}, [&](Expr i, Expr j) { e(i, j) = x(i, j) * k; });
+      T::tile::exp(e, e);
+      T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / (e(i, j) + imm(dtype, 1.0)); });
+      T::copy(y, Y.at({cid * bM, 0}));
+    });
+  });
+}
+
+TL_REGISTER_KERNEL({
+    .name = "gelu_dev",
+    .summary = "developer GELU (sigmoid form): element loops and an explicit tile exp; the compiler vectorises and syncs",
+    .params = {{"M", "96", "rows"},
+               {"N", "2048", "columns"},
+               {"bM", "4", "rows per block", ParamRule::tile()},
+               {"dtype", "float32", "X, Y dtype", {.one_of = {"float32", "float16"}}}},
+    .build = [](const KernelArgs& a) { return gelu_dev(a.get("M"), a.get("N"), a.get("bM"), a.get_dtype("dtype")); },
+});
+
+}  // namespace tl::examples
