@@ -22,6 +22,7 @@ seed kernel_elementwise_add_f32 "" elementwise_add --set M=3 --set N=128 --set t
 seed kernel_add_dev "" add_dev --set M=4 --set N=256 --set bM=2
 seed kernel_rms_norm_dev "eps=1e-6" rms_norm_dev --set M=16 --set N=256 --set rM=8
 seed kernel_gelu_dev "" gelu_dev --set M=4 --set N=256 --set bM=2 --set dtype=float16
+seed kernel_softmax_dev "" softmax_dev --set M=16 --set N=64 --set bM=8
 seed kernel_gemm_dev "" gemm_dev --set M=64 --set N=64 --set K=64 --set bM=32 --set bN=32 --set bK=32
 seed kernel_gelu "" gelu --set M=2 --set N=256 --set tile=128 --set blocks=2
 seed kernel_flash_attention "" flash_attention --set S=64 --set D=64 --set bM=32 --set bN=32 --set bK=32 --set bD=32

@@ -79,6 +79,17 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
     return compare_stored(t, tensor(a, 2).to_vector(), x, p.get("N"), 1e-6, 2 * unit_roundoff(t));
   }
+  if (kernel == "softmax_dev") {  // fp32 row softmax; the chip's exp is within ~1e-6 relative
+    const int N = p.get("N");
+    auto x = tensor(a, 0).to_vector();
+    for (size_t r = 0; r < x.size() / N; ++r) {
+      double mx = -INFINITY, sum = 0;
+      for (int j = 0; j < N; ++j) mx = std::max(mx, x[r * N + j]);
+      for (int j = 0; j < N; ++j) sum += x[r * N + j] = std::exp(x[r * N + j] - mx);
+      for (int j = 0; j < N; ++j) x[r * N + j] /= sum;
+    }
+    return compare(tensor(a, 1).to_vector(), x, N, 1e-7, 1e-5);
+  }
   if (kernel == "rms_norm_dynamic") {
     const Tensor& x = tensor(a, 0);
     int M = static_cast<int>(x.dim(0)), N = p.get("N");

@@ -29,6 +29,7 @@ const std::map<std::string, std::map<std::string, std::string>>& small_sizes() {
       {"add_dev", {{"M", "8"}, {"N", "1024"}, {"bM", "2"}}},
       {"rms_norm_dev", {{"M", "16"}, {"N", "256"}}},
       {"gelu_dev", {{"M", "4"}, {"N", "1024"}, {"bM", "2"}}},
+      {"softmax_dev", {{"M", "16"}, {"N", "256"}}},
       {"copy_gm_ub", {{"M", "64"}, {"N", "1024"}, {"tN", "256"}, {"blocks", "1"}}},
   };
   return m;

@@ -1,0 +1,40 @@
+// Developer-mode row softmax, Y[i, :] = exp(X[i, :] - max_j X[i, j]) / sum_j exp(...), fp32, one
+// row tile per block: the row statistics are T::reduce_max / T::reduce_sum on developer tiles,
+// the broadcasts are element loops, and the exp is T::tile::exp (the chip's approximation,
+// chosen explicitly). The compiler places the tiles in UB, vectorises and inserts the flags
+// (docs/developer_mode.md).
+#include "tl/kernel_registry.h"
+#include "tl/lang.h"
+
+namespace tl::examples {
+
+PrimFunc softmax_dev(int M, int N, int bM) {
+  if (M % bM != 0) throw Error(fmt::format("softmax_dev: M={} must be a multiple of bM={} (tails are not lowered yet)", M, bM));
+  auto X = T::Tensor("X", {M, N}, f32);
+  auto Y = T::Tensor("Y", {M, N}, f32);
+  return T::prim_func("softmax_dev", {X, Y}, [&] {
+    T::Kernel(M / bM, [&](Expr cid) {
+      auto x = T::alloc_shared("x", {bM, N}, f32);
+      auto m = T::alloc_fragment("m", {bM}, f32);
+      auto s = T::alloc_fragment("s", {bM}, f32);
+      T::copy(X.at({cid * bM, 0}), x);
+      T::reduce_max(x, m, -1);
+      T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) - m(i); });
+      T::tile::exp(x, x);
+      T::reduce_sum(x, s, -1);
+      T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) / s(i); });
+      T::copy(x, Y.at({cid * bM, 0}));
+    });
+  });
+}
+
+TL_REGISTER_KERNEL({
+    .name = "softmax_dev",
+    .summary = "developer row softmax (fp32): reductions, broadcasts and an explicit tile exp; the compiler does the rest",
+    .params = {{"M", "128", "rows"},
+               {"N", "1024", "columns (softmax dimension)"},
+               {"bM", "8", "rows per block (32-byte fp32 row statistics)", ParamRule::tile(8)}},
+    .build = [](const KernelArgs& a) { return softmax_dev(a.get("M"), a.get("N"), a.get("bM")); },
+});
+
+}  // namespace tl::examples
