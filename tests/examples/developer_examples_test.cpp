@@ -93,5 +93,29 @@ TEST(DeveloperExamples, TheCompilerDidTheHardwareWork) {
   }
 }
 
+/// Simulated cycles of `kernel` at `params` (timed mode, profile only).
+double cycles(const std::string& kernel, const std::map<std::string, std::string>& params) {
+  PrimFunc f = build_kernel(find_kernel(kernel), params);
+  Device dev;
+  auto args = ref::random_args(dev, f);
+  npu::Profile prof;
+  LaunchOptions opt;
+  opt.profile = &prof;
+  opt.timing_only = true;
+  compile(f).launch(dev, args, opt);
+  return prof.total_cycles;
+}
+
+// Issue "Developer mode I", must-show 8 (no pipelining yet): gemm_dev at least 0.95x the
+// cycles-speed of its serial expert twin. Simulated cycles are deterministic, so this is a
+// property of the compiler's output, not a host timing.
+TEST(DeveloperExamples, GemmDevIsAtLeastAsFastAsTheSerialExpertGemm) {
+  std::map<std::string, std::string> p = {{"M", "512"}, {"N", "512"}, {"K", "512"}, {"bM", "128"}, {"bN", "256"},
+                                          {"bK", "64"}};
+  double dev = cycles("gemm_dev", p), expert = cycles("gemm", p);
+  std::printf("  gemm_dev %.0f cycles, gemm %.0f cycles: %.2fx\n", dev, expert, expert / dev);
+  EXPECT_GE(expert / dev, 0.95);
+}
+
 }  // namespace
 }  // namespace tl
