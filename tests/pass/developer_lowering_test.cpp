@@ -154,6 +154,32 @@ def f(X: T.Tensor((16,), "float32")):
   EXPECT_EQ(split_cube_vector(f, t), f);
 }
 
+TEST(InferScopes, AViewLivesWhereItsBaseDoes) {
+  std::string out = placed(R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        x = T.alloc_shared((16, 64), "float32")
+        xi = T.view(x, "int32")
+        T.copy(X, x)
+        T.tile.exp(x, x)
+)");
+  EXPECT_NE(out.find("x = T.alloc_ub((16, 64)"), std::string::npos) << out;
+  EXPECT_NE(out.find("xi = T.view(x, \"int32\")"), std::string::npos) << out;
+}
+
+TEST(InferScopes, TwoFragmentOperandPositionsAreAnError) {
+  std::string msg = error_of([] {
+    placed(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_fragment((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.gemm(a, a, c, True)
+)");
+  });
+  EXPECT_NE(msg.find("buffer 'a' is used in two gemm operand positions"), std::string::npos) << msg;
+}
+
 // ---- lower_cube_ops --------------------------------------------------------------------------
 
 TEST(LowerCubeOps, ClearBeforeTheKLoopBecomesInitOnTheFirstIteration) {
@@ -252,6 +278,37 @@ def f(A: T.Tensor((32, 32), "float16")):
   });
   EXPECT_NE(msg.find("k.py:6: T.fill of the accumulator 'c' with a value other than 0"), std::string::npos)
       << msg;
+}
+
+TEST(LowerCubeOps, AFragmentOperandAlreadyInL0IsMultipliedDirectly) {
+  std::string out = cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_fragment((32, 32), "float16")
+        b = T.alloc_fragment((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        T.copy(A, b)
+        T.gemm(a, b, c, True)
+)");
+  EXPECT_NE(out.find("T.mma(a, b, c, True)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("_l0a"), std::string::npos) << out;
+}
+
+TEST(LowerCubeOps, ClearBeforeNestedLoopsInitsOnTheFirstIterationOfEach) {
+  std::string out = cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.tile.fill(c, 0.0)
+        for i in T.serial(2):
+            for k in T.serial(3, min=1):
+                T.copy(A, a)
+                T.gemm(a, a, c, False)
+        T.copy(c, A)
+)");
+  EXPECT_NE(out.find("T.mma(a_l0a, a_l0b, c, i == 0 and k == 1)"), std::string::npos) << out;
 }
 
 // ---- split_cube_vector -----------------------------------------------------------------------
@@ -364,6 +421,57 @@ def f(A: T.Tensor((32, 32), "float16")):
     std::string msg = error_of([&] { cube_lowered(text); });
     EXPECT_NE(msg.find("T.gemm: "), std::string::npos) << body << ": " << msg;
   }
+}
+
+TEST(SplitCubeVector, ACubeOnlyKernelHasNoVectorScope) {
+  std::string out = split(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        T.gemm(a, a, c, True)
+        T.copy(c, C)
+)");
+  EXPECT_NE(out.find("with T.Scope(\"Cube\"):"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Vector"), std::string::npos) << out;
+}
+
+TEST(SplitCubeVector, PipelinedLoopsRunSeriallyUntilPipelineLoopsExists) {
+  std::string out = split(R"(@T.prim_func
+def f(X: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        x = T.alloc_shared((16, 64), "float32")
+        for t in T.Pipelined(4, num_stages=2):
+            T.copy(X[t * 16:t * 16 + 16, 0:64], x)
+            T.tile.exp(x, x)
+            T.copy(x, X[t * 16:t * 16 + 16, 0:64])
+)");
+  EXPECT_NE(out.find("for t in T.serial(4):"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Pipelined"), std::string::npos) << out;
+}
+
+TEST(SplitCubeVector, ALoopWithWorkOnBothCoresIsInBothScopes) {
+  std::string out = split(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16"), X: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((16, 64), "float32")
+        for r in T.serial(3):
+            T.copy(A, a)
+            T.gemm(a, a, c, r == 0)
+            T.copy(X, x)
+            T.tile.exp(x, x)
+            T.copy(x, X)
+)");
+  size_t cube = out.find("with T.Scope(\"Cube\"):"), vec = out.find("with T.Scope(\"Vector\"):");
+  ASSERT_NE(cube, std::string::npos) << out;
+  ASSERT_NE(vec, std::string::npos) << out;
+  EXPECT_NE(out.find("for r in T.serial(3):", cube), std::string::npos) << out;
+  EXPECT_NE(out.find("for r in T.serial(3):", vec), std::string::npos) << out;
+  EXPECT_EQ(out.find("T.mma", vec), std::string::npos) << out;
+  EXPECT_EQ(out.find("T.tile.exp", cube), out.find("T.tile.exp", vec)) << out;
 }
 
 TEST(SplitCubeVector, ThePrintedResultParsesBackAndVerifies) {
