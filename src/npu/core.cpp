@@ -413,6 +413,9 @@ bool Core::exec_sync(const SyncNode& s) {
       if (++launch.barrier_arrived == launch.barrier_participants) {
         launch.barrier_arrived = 0;
         ++launch.barrier_generation;
+        // Threads parked on the old generation can run again: they no longer count towards
+        // "every thread waits at the barrier" (scheduler.cpp), even before they wake up.
+        launch.parked_threads = 0;
         launch.cv.notify_all();
         sync_gen_ = -1;
         return true;

@@ -80,8 +80,11 @@ bool wait_for_barrier(LaunchState& ls, int64_t gen_seen, const std::vector<Group
     ls.cv.notify_all();
   }
   ls.cv.wait(lk, [&] { return ls.stuck || ls.barrier_generation != gen_seen; });
-  --ls.parked_threads;
+  // The barrier's completion reset the count (Core, SyncAll): a thread parked on an older
+  // generation is not waiting any more, even if it has not been scheduled to wake yet.
+  // Counting it found a false deadlock when another thread reached the *next* sync_all first.
   if (ls.barrier_generation != gen_seen) return true;
+  --ls.parked_threads;
   if (ls.failed_threads == 0) report = barrier_deadlock(ls, all);
   return false;
 }

@@ -33,14 +33,14 @@ std::string error_of(const std::function<void()>& f) {
 /// cross-core flag (mode 2); the released AIVs compute Y = X + 1 on their rows. `cube_barrier`:
 /// the AIC syncs and signals the AIVs (the kernel); otherwise the AIVs sync, signal the
 /// AIC, which waits and signals them back.
-PrimFunc barrier_then_flag(int blocks, bool cube_barrier) {
+PrimFunc barrier_then_flag(int blocks, bool cube_barrier, int barriers = 1) {
   auto X = T::Tensor("X", {blocks * 2 * kRows, kCols}, DType::Float32);
   auto Y = T::Tensor("Y", {blocks * 2 * kRows, kCols}, DType::Float32);
   return T::prim_func(cube_barrier ? "cube_sync_all_then_flag" : "vector_sync_all_then_flag", {X, Y}, [&] {
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
       T::Scope(Core::Cube, [&] {
         if (cube_barrier) {
-          T::sync_all();
+          for (int b = 0; b < barriers; ++b) T::sync_all();
         } else {
           T::wait_cross_flag(1);
         }
@@ -49,7 +49,7 @@ PrimFunc barrier_then_flag(int blocks, bool cube_barrier) {
       T::Scope(Core::Vector, [&] {
         auto x = T::alloc_ub("x", {kRows, kCols}, DType::Float32);
         if (!cube_barrier) {
-          T::sync_all();
+          for (int b = 0; b < barriers; ++b) T::sync_all();
           T::set_cross_flag(Pipe::MTE3, 1, 2);
         }
         T::wait_cross_flag(0);
@@ -92,6 +92,26 @@ void run_across_thread_counts(bool cube_barrier) {
 TEST(NpuScheduling, CubeSyncAllThenCrossFlagIsNoDeadlockOnAnyThreadCount) { run_across_thread_counts(true); }
 
 TEST(NpuScheduling, VectorSyncAllThenCrossFlagIsNoDeadlockOnAnyThreadCount) { run_across_thread_counts(false); }
+
+// Found by fuzz_ir_launch (fuzz/regressions/ir_launch/two_sync_alls_false_deadlock.ir): with two
+// sync_alls in a row, a thread that passed the first and parked at the second counted the
+// thread still parked on the first (whose barrier had completed, but which had not woken up
+// yet) as waiting, and reported a deadlock. Many short launches on 2 threads hit the window.
+TEST(NpuScheduling, ConsecutiveSyncAllsAreNoDeadlockOnAnyThreadCount) {
+  for (bool cube : {true, false})
+    for (int barriers : {2, 3}) {
+      auto k = compile(barrier_then_flag(2, cube, barriers));
+      Device dev;
+      Tensor X = uniform(dev, {2 * 2 * kRows, kCols}, DType::Float32, 7);
+      for (int threads : {2, 3})
+        for (int rep = 0; rep < 200; ++rep) {
+          Tensor Y = Tensor::empty(dev, {2 * 2 * kRows, kCols}, DType::Float32);
+          std::string m = error_of([&] { k.launch(dev, {X, Y}, {.threads = threads}); });
+          ASSERT_EQ(m, "<no error>") << (cube ? "cube" : "vector") << " barriers " << barriers << ", " << threads
+                                     << " threads, run " << rep;
+        }
+    }
+}
 
 /// 6 blocks; the AIVs of block `skip` do not call sync_all (a real deadlock); with
 /// `stuck_aic`, block `skip`'s AIC waits for a cross flag nobody sets instead (it never
