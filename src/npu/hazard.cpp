@@ -221,7 +221,9 @@ class Engine {
       if (st_[ci].pc < tr_.cores[ci].events.size()) continue;
       for (const auto& [key, q] : st_[ci].flags) {
         if (q.empty()) continue;
-        auto [p, d, id] = key;
+        // Plain copies: lambdas cannot capture structured bindings before C++20 in clang < 16.
+        const auto p = std::get<0>(key), d = std::get<1>(key);
+        const auto id = std::get<2>(key);
         const TraceEvent* set = last_event(static_cast<int>(ci), [&](const TraceEvent& e) {
           return e.kind == EventKind::SetFlag && static_cast<int>(e.pipe) == p && static_cast<int>(e.dst) == d &&
                  e.id == id;
@@ -234,7 +236,9 @@ class Engine {
     }
     for (const auto& [key, q] : cross_) {
       if (q.empty()) continue;
-      auto [b, to, id] = key;
+      const auto b = std::get<0>(key);
+      const auto to = std::get<1>(key);
+      const auto id = std::get<2>(key);  // a copy: captured by the lambda below (clang < 16)
       // Slots 1, 2: sets for AIV0 / AIV1 (from the AIC, or mode 1 from the other AIV);
       // 3, 4: sets for the AIC from AIV0 / AIV1.
       int waiter = static_cast<int>(b * 3) + (to <= 2 ? to : 0);
