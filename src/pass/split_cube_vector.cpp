@@ -55,33 +55,34 @@ std::optional<CoreKind> core_of(const Stmt& s, const Target& t) {
   }
 }
 
+/// The first subexpression of `e` (itself included, parents first) for which `pred` holds.
+const ExprNode* find_subexpr(const Expr& e, const std::function<bool(const Expr&)>& pred) {
+  struct Finder : IRVisitor {
+    const std::function<bool(const Expr&)>& pred;
+    const ExprNode* found = nullptr;
+    explicit Finder(const std::function<bool(const Expr&)>& p) : pred(p) {}
+    void visit(const Expr& x) override {
+      if (found || !x.defined()) return;
+      if (pred(x)) {
+        found = x.get();
+        return;
+      }
+      IRVisitor::visit(x);
+    }
+  } finder(pred);
+  finder.visit(e);
+  return finder.found;
+}
+
 /// The first on-chip buffer of another core than `core` that `e` loads, if any.
 const BufferNode* foreign_load(const Expr& e, CoreKind core, const Target& t) {
-  const BufferNode* found = nullptr;
-  if (!e.defined()) return nullptr;
-  std::function<void(const Expr&)> walk = [&](const Expr& x) {
-    if (found || !x.defined()) return;
-    if (auto* l = x.as<LoadNode>()) {
-      auto c = t.memory_core(l->buffer->scope);
-      if (c && *c != core) found = l->buffer.get();
-      for (const auto& i : l->indices) walk(i);
-    } else if (auto* b = x.as<BinaryNode>()) {
-      walk(b->a);
-      walk(b->b);
-    } else if (auto* n = x.as<NotNode>()) {
-      walk(n->a);
-    } else if (auto* s = x.as<SelectNode>()) {
-      walk(s->cond);
-      walk(s->t);
-      walk(s->f);
-    } else if (auto* c = x.as<CastNode>()) {
-      walk(c->value);
-    } else if (auto* call = x.as<CallNode>()) {
-      for (const auto& a : call->args) walk(a);
-    }
-  };
-  walk(e);
-  return found;
+  const ExprNode* hit = find_subexpr(e, [&](const Expr& x) {
+    auto* l = x.as<LoadNode>();
+    if (!l) return false;
+    auto c = t.memory_core(l->buffer->scope);
+    return c && *c != core;
+  });
+  return hit ? static_cast<const LoadNode*>(hit)->buffer.get() : nullptr;
 }
 
 class Projector {
@@ -166,32 +167,7 @@ class Projector {
     return nullptr;
   }
   bool uses_foreign(const Expr& e) const {
-    bool any = false;
-    std::function<void(const Expr&)> walk = [&](const Expr& x) {
-      if (any || !x.defined()) return;
-      if (foreign_symbol(x)) {
-        any = true;
-        return;
-      }
-      if (auto* b = x.as<BinaryNode>()) {
-        walk(b->a);
-        walk(b->b);
-      } else if (auto* n = x.as<NotNode>()) {
-        walk(n->a);
-      } else if (auto* sel = x.as<SelectNode>()) {
-        walk(sel->cond);
-        walk(sel->t);
-        walk(sel->f);
-      } else if (auto* c = x.as<CastNode>()) {
-        walk(c->value);
-      } else if (auto* call = x.as<CallNode>()) {
-        for (const auto& a : call->args) walk(a);
-      } else if (auto* l = x.as<LoadNode>()) {
-        for (const auto& i : l->indices) walk(i);
-      }
-    };
-    walk(e);
-    return any;
+    return find_subexpr(e, [&](const Expr& x) { return foreign_symbol(x) != nullptr; }) != nullptr;
   }
   void check_local(const Expr& e, const Stmt& s, const char* what) const {
     if (uses_foreign(e))
