@@ -160,6 +160,7 @@ class Walker {
         auto* l = static_cast<const LoadNode*>(e.get());
         check_buffer_use(l->buffer, loc, op, operand);
         check_scalar_access(l->buffer, loc, op, operand);
+        check_index_count(l->buffer, l->indices.size(), loc, op, operand);
         for (const auto& i : l->indices) check_expr(i, loc, op, operand);
         return;
       }
@@ -192,6 +193,16 @@ class Walker {
                                for (auto m : ok) s += (s.empty() ? "" : ", ") + std::string(scope_name(m));
                                return s;
                              }()));
+  }
+
+  /// An element access names one index per dimension (IR text and hand-built IR can give
+  /// fewer or more; the DSL checks its own).
+  void check_index_count(const Buffer& b, size_t count, const SourceLoc& loc, const std::string& op,
+                         const std::string& operand) {
+    if (b->scope == MemScope::Var || count == b->ndim()) return;
+    ctx_.error(loc, op, operand, "element-index-count",
+               fmt::format("element of '{}' with {} index(es); expected one per dimension of its shape {}, {}",
+                           b->name, count, rules::fmt_extents(b->shape), b->ndim()));
   }
 
   // ---- statements ---------------------------------------------------------------------------
@@ -263,6 +274,7 @@ class Walker {
         if (!n->buffer.defined()) return;
         check_buffer_use(n->buffer, n->loc, op, n->buffer->name);
         check_scalar_access(n->buffer, n->loc, op, n->buffer->name);
+        check_index_count(n->buffer, n->indices.size(), n->loc, op, n->buffer->name);
         for (const auto& i : n->indices) check_expr(i, n->loc, op, "index");
         check_expr(n->value, n->loc, op, "value");
         return;

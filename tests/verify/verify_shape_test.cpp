@@ -2,6 +2,8 @@
 // cube fractals, buffer capacity and addresses, region bounds.
 #include "verify_test_util.h"
 
+#include "tl/parser.h"
+
 namespace tl {
 namespace {
 using testing::Clean;
@@ -16,6 +18,29 @@ TEST(VerifyShape, ElementwiseExtentsDiffer) {
     bad = __LINE__; T::tile::add(x, x, y);
   });
   EXPECT_TRUE(Reports(f, "shape-mismatch", "T.tile.add", "src1", bad));
+}
+
+// Found by fuzz_ir_launch (fuzz/regressions/ir_launch/load_with_too_few_indices.ir): `x[i]` on
+// a 2-D tile in IR text passed the verifier and reached an internal assertion of
+// vectorize_parallel's overlap analysis. An element access names one index per dimension.
+TEST(VerifyShape, ElementAccessWithTheWrongNumberOfIndices) {
+  int load_line = 0;
+  auto f = vector_kernel({}, [&] {
+    auto x = T::alloc_ub("x", {8, 64}, f32), y = T::alloc_ub("y", {8, 64}, f32);
+    load_line = __LINE__; T::store(y, {0, 0}, LoadNode::make(x, {Expr(1)}));
+  });
+  EXPECT_TRUE(Reports(f, "element-index-count", "T.store", "value", load_line));
+  // A store with one index too many, as IR text can write it (the DSL rejects it itself).
+  auto g = parse(R"(@T.prim_func
+def k():
+    with T.Kernel(1) as (cid, vid):
+        with T.Scope("Vector"):
+            y = T.alloc_ub((8, 64), "float32")
+            y[0, 0, 0] = T.float32(1)
+)");
+  auto ds = verify(g, get_target("A2"));
+  ASSERT_FALSE(ds.empty());
+  EXPECT_NE(format_diagnostics(ds).find("element-index-count"), std::string::npos) << format_diagnostics(ds);
 }
 
 TEST(VerifyShape, CopyExtentsDiffer) {
