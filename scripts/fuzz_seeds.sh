@@ -24,6 +24,11 @@ seed kernel_rms_norm_dev "eps=1e-6" rms_norm_dev --set M=16 --set N=256 --set rM
 seed kernel_gelu_dev "" gelu_dev --set M=4 --set N=256 --set bM=2 --set dtype=float16
 seed kernel_softmax_dev "" softmax_dev --set M=16 --set N=64 --set bM=8
 seed kernel_gemm_dev "" gemm_dev --set M=64 --set N=64 --set K=64 --set bM=32 --set bN=32 --set bK=32
+# Tails (legalize_copies): a short last block, rows that are not whole 32-byte blocks, K tails.
+seed kernel_add_dev_tails "" add_dev --set M=5 --set N=37 --set bM=2
+seed kernel_rms_norm_dev_tails "eps=1e-6" rms_norm_dev --set M=11 --set N=100 --set rM=8 --set dtype=float16
+seed kernel_softmax_dev_tails "" softmax_dev --set M=9 --set N=37 --set bM=8
+seed kernel_gemm_dev_tails "" gemm_dev --set M=40 --set N=24 --set K=40 --set bM=32 --set bN=16 --set bK=32
 seed kernel_gelu "" gelu --set M=2 --set N=256 --set tile=128 --set blocks=2
 seed kernel_flash_attention "" flash_attention --set S=64 --set D=64 --set bM=32 --set bN=32 --set bK=32 --set bD=32
 seed kernel_flash_attention_pipelined "" flash_attention_pipelined --set S=64 --set D=64 --set bM=32 --set bN=32 \

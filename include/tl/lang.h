@@ -152,6 +152,8 @@ void gemm(TileArg A, TileArg B, TileArg C, GemmOptions opt = {}, TL_LOC);
 /// dst = value (every element); T::clear(dst) is fill with 0. Developer and expert (UB) buffers.
 void fill(TileArg dst, Expr value, TL_LOC);
 void clear(TileArg dst, TL_LOC);
+/// dst (a whole L1 / L0A / L0B tile) = value: AscendC InitConstValue, on MTE2.
+void init_const(TileArg dst, Expr value, TL_LOC);
 /// C (L0C) [+]= A (L0A) x B (L0B), one Mmad.
 void mma(TileArg A, TileArg B, TileArg C, Expr init = false, TL_LOC);
 

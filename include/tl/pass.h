@@ -113,6 +113,16 @@ PrimFunc infer_scopes(const PrimFunc& f, const Target& target);
 /// init = (k == min)). Never gemm_v0. Output invariant: no gemm, no fill of L0C.
 PrimFunc lower_cube_ops(const PrimFunc& f, const Target& target);
 
+/// legalize_copies (after lower_cube_ops): every copy between GM and a tile is clipped to the
+/// tensor along the dimensions whose end is not provably inside it (row and column tails: the
+/// extent becomes min(tile extent, tensor extent - start) on both sides); UB tiles whose rows
+/// are not whole 32-byte blocks get padded rows (one padded width per logical width) and padded
+/// GM copies (DataCopyPad); element loops and elementwise tile ops over the logical width run
+/// over the padded width (pad lanes are never stored; reductions keep the logical width); a GM
+/// -> L1 copy that may be partial zero-fills the tile first (T.init_const) when it is. Output
+/// invariant: no copy reaches past its tensor for any block.
+PrimFunc legalize_copies(const PrimFunc& f, const Target& target);
+
 /// split_cube_vector: the developer kernel becomes an expert one (cid, vid) with a Cube scope and
 /// a Vector scope, each the body projected on its core (its statements plus the scalar skeleton
 /// both run); vector work runs on AIV 0 until split_aiv exists; Pipelined loops run serially

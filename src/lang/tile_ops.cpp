@@ -72,6 +72,8 @@ void clear(TileArg dst, const Loc& l) {
   DType t = dst.is_region() ? dst.region.buffer->dtype : DType::Float32;
   emit("tile.fill", {std::move(dst), imm(t, 0)}, {}, l);
 }
+void init_const(TileArg dst, Expr value, const Loc& l) { emit("init_const", {std::move(dst), std::move(value)}, {}, l); }
+
 void mma(TileArg A, TileArg B, TileArg C, Expr init, const Loc& l) {
   emit("mma", {std::move(A), std::move(B), std::move(C), std::move(init)}, {}, l);
 }

@@ -255,8 +255,18 @@ void gemm_v0(const TileOpNode& n, Core& c) {
   }
 }
 
+/// InitConstValue: every element of the tile's storage (fractal padding included) = value.
+void init_const(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  const double v = c.eval_float(op_operand(n, "value")->scalar);
+  const int64_t es = dtype_bytes(d.dtype), bytes = c.program.buffer(d.buffer).bytes;
+  if (bytes < es) return;
+  store_value(d.dtype, d.base, v);
+  for (int64_t at = es; at + es <= bytes; at += es) std::memcpy(d.base + at, d.base, es);
+}
+
 }  // namespace
 
-std::vector<ExecEntry> cube_execs() { return {{"mma", mma}, {"gemm_v0", gemm_v0}}; }
+std::vector<ExecEntry> cube_execs() { return {{"mma", mma}, {"gemm_v0", gemm_v0}, {"init_const", init_const}}; }
 
 }  // namespace tl::npu

@@ -97,6 +97,22 @@ void register_cube_ops(OpList& ops) {
       .cost = CostClass::Mmad,
       .summary = "C (L0C) = [C +] A (L0A) x B (L0B); init clears C first",
   });
+  // AscendC InitConstValue (atlasascendc_api_07_0236): fills A1/B1 (L1) or A2/B2 (L0A/L0B)
+  // with a constant, issued on MTE2 on A2. A whole tile here: the chip fills whole 32 B (L1)
+  // or 512 B (L0A/L0B) blocks from an aligned start, which a whole planned tile is.
+  ops.push_back({
+      .name = "init_const",
+      .unit = OpUnit::Cube,
+      .operands = {out("dst"), scalar("value")},
+      .attrs = {},
+      .pipe = on(Pipe::MTE2),
+      .verify = rules::rule_init_const,
+      .dtypes = only_dtypes({DType::Float16, DType::BFloat16, DType::Int16, DType::UInt16, DType::Float32,
+                             DType::Int32, DType::UInt32}),
+      // No published timing: costed as an on-chip write of the tile's bytes (the MTE1 load rate).
+      .cost = CostClass::CubeLoad,
+      .summary = "dst (a whole L1 / L0A / L0B tile) = value (InitConstValue; clears a partial tile's stale tail)",
+  });
 }
 
 }  // namespace tl::ops

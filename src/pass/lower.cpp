@@ -17,6 +17,7 @@ namespace {
 void check_developer_dependencies(const PassOptions& opt) {
   static const std::pair<const char*, std::vector<const char*>> kNeeds[] = {
       {"lower_cube_ops", {"infer_scopes"}},
+      {"legalize_copies", {"infer_scopes"}},
       {"split_cube_vector", {"infer_scopes", "lower_cube_ops"}},
       {"vectorize_parallel", {"split_cube_vector"}},
       {"verify_lowered", {"split_cube_vector", "vectorize_parallel"}},
@@ -55,6 +56,9 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       {"infer_scopes", infer_scopes},
       // Needs L1/L0C placements; creates L0A/L0B buffers, so before plan_memory.
       {"lower_cube_ops", lower_cube_ops},
+      // Tails and padded rows: needs physical scopes (L1 tiles are cleared, UB rows padded) and
+      // runs before vectorize_parallel, which vectorises the widened element loops.
+      {"legalize_copies", legalize_copies},
       // From here on the kernel is an expert one (cid, vid, scopes), but for its Parallel loops.
       {"split_cube_vector", split_cube_vector},
       // Element loops on UB tiles (in the Vector scope) -> vector tile ops, bit-identical to

@@ -161,9 +161,10 @@ void rule_copy(const TileOpNode& n, VerifyContext& ctx) {
     ctx.error(n, "src", "copy-option",
               fmt::format("enable_relu is a fixpipe option (copies out of L0C), got {} -> {}",
                           scope_str(s), scope_str(d)));
-  if (n.attr_bool("pad") && !(s == MemScope::GM && d == MemScope::UB))
+  // DataCopyPad moves rows of any byte length both ways (GM -> UB pads each UB row to 32 B).
+  if (n.attr_bool("pad") && !((s == MemScope::GM && d == MemScope::UB) || (s == MemScope::UB && d == MemScope::GM)))
     ctx.error(n, "src", "copy-option",
-              fmt::format("pad_value applies to GM -> UB copies only, got {} -> {}", scope_str(s),
+              fmt::format("the padded copy (pad) moves GM <-> UB only, got {} -> {}", scope_str(s),
                           scope_str(d)));
 }
 
@@ -186,6 +187,27 @@ void rule_gemm_v0(const TileOpNode& n, VerifyContext& ctx) {
 
 void rule_mma(const TileOpNode& n, VerifyContext& ctx) {
   check_cube(n, ctx, MemScope::L0A, MemScope::L0B, false, false);
+}
+
+void rule_init_const(const TileOpNode& n, VerifyContext& ctx) {
+  const BufferRegion* dst = region_of(n, "dst");
+  if (!dst) return;
+  const MemScope s = dst->buffer->scope;
+  if (s != MemScope::L1 && s != MemScope::L0A && s != MemScope::L0B) {
+    ctx.error(n, "dst", "init-const-scope",
+              fmt::format("init_const fills L1, L0A or L0B tiles (InitConstValue), got {}", scope_str(s)));
+    return;
+  }
+  for (size_t d = 0; d < dst->ranges.size() && d < dst->buffer->shape.size(); ++d) {
+    auto mn = const_int(dst->ranges[d].min), ext = const_int(dst->ranges[d].extent);
+    auto dim = const_int(dst->buffer->shape[d]);
+    if (!mn || *mn != 0 || !ext || !dim || *ext != *dim) {
+      ctx.error(n, "dst", "init-const-region",
+                fmt::format("init_const fills a whole tile; expected all of '{}' {}, got {}", dst->buffer->name,
+                            fmt_extents(dst->buffer->shape), fmt_extents(region_extents(*dst))));
+      return;
+    }
+  }
 }
 
 void rule_dump_tensor(const TileOpNode& n, VerifyContext& ctx) {

@@ -11,8 +11,10 @@ bool is_developer_scope(MemScope s) { return s == MemScope::Shared || s == MemSc
 
 std::string region_str(const BufferRegion& r) { return fmt_extents(region_extents(r)); }
 
+/// `clipped`: the GM side of a copy in a developer kernel, which legalize_copies clips to the
+/// tensor (a tile may reach past a tensor's end; it must start inside it).
 void check_bounds(const TileOpNode& n, VerifyContext& ctx, const std::string& name,
-                  const BufferRegion& r) {
+                  const BufferRegion& r, bool clipped) {
   const auto& shape = r.buffer->shape;
   for (size_t d = 0; d < r.ranges.size() && d < shape.size(); ++d) {
     auto mn = const_int(r.ranges[d].min), ext = const_int(r.ranges[d].extent);
@@ -26,6 +28,12 @@ void check_bounds(const TileOpNode& n, VerifyContext& ctx, const std::string& na
       ctx.error(n, name, "region-out-of-bounds",
                 fmt::format("dimension {} starts at {}; expected a start >= 0", d, *mn));
       return;
+    }
+    if (clipped) {
+      if (mn && sz && *mn >= *sz)
+        ctx.error(n, name, "region-out-of-bounds",
+                  fmt::format("dimension {} starts at {} but the buffer has {} elements there", d, *mn, *sz));
+      continue;
     }
     if (mn && ext && sz) {
       // A start near INT64_MAX must not wrap the end around below the size.
@@ -43,8 +51,10 @@ void check_bounds(const TileOpNode& n, VerifyContext& ctx, const std::string& na
 
 /// UB operands: rows (the innermost contiguous run) a multiple of the UB block (32 B on A2),
 /// rows of multi-row regions on block-aligned pitches, and constant starts block aligned.
+/// `any_run`: the instruction takes rows of any length (still block-aligned starts and
+/// pitches): DataCopyPad, and the count form of the row reductions.
 void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::string& name,
-                        const BufferRegion& r, bool start_only) {
+                        const BufferRegion& r, bool start_only, bool any_run) {
   const int64_t align = ctx.target().align(MemScope::UB);
   if (align <= 1) return;
   const Buffer& b = r.buffer;
@@ -94,7 +104,7 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   auto ext = const_int(r.ranges[last].extent);
   auto run = ext ? checked_mul(*ext, bytes) : std::nullopt;
   if (!run) return;
-  if (*run % align != 0) {
+  if (*run % align != 0 && !any_run) {
     ctx.error(n, name, "ub-row-alignment",
               fmt::format("the innermost contiguous run is {} x {} = {} bytes; UB rows must be a "
                           "multiple of {} bytes", *ext, dtype_str(b->dtype), *run, align));
@@ -110,6 +120,20 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
     ctx.error(n, name, "ub-row-alignment",
               fmt::format("rows of '{}' are {} bytes apart; multi-row UB regions need rows on "
                           "{}-byte boundaries", b->name, pitch, align));
+}
+
+/// Operands whose rows may be any number of elements (ASCENDC_API.md): the UB side of a
+/// padded GM copy (DataCopyPad: blockLen in bytes, each UB block padded to 32 B), and the source
+/// of a row reduction (ReduceSum / ReduceMax / ReduceMin take a count per row, any count).
+bool takes_any_row_length(const TileOpNode& n, const std::string& name) {
+  const std::string& op = n.op->name;
+  if (op == "copy") return n.attr_bool("pad");
+  if ((op == "reduce_sum" || op == "reduce_max" || op == "reduce_min") && name == "src") {
+    const BufferRegion* src = region_of(n, "src");
+    const int64_t dim = n.attr_int("dim");
+    return src && (dim == -1 || dim == static_cast<int64_t>(src->ranges.size()) - 1);
+  }
+  return false;
 }
 
 bool is_bitmask_operand(const TileOpNode& n, const std::string& name) {
@@ -181,7 +205,9 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
   bool developer = false;
   for (const auto& [name, r] : regions) {
     if (is_developer_scope(r->buffer->scope)) developer = true;
-    check_bounds(n, ctx, name, *r);
+    const bool clipped = ctx.developer() && r->buffer->scope == MemScope::GM &&
+                         (n.op->name == "copy" || n.op->name == "atomic_add");
+    check_bounds(n, ctx, name, *r, clipped);
   }
 
   // Operand memories and the core the op runs on.
@@ -241,7 +267,7 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
     const auto& spec = n.op->operands[std::min<size_t>(n.op->operand_index(name), n.op->operands.size() - 1)];
     bool start_only = is_bitmask_operand(n, name) ||
                       (spec.kind == OperandKind::TileOrScalar && region_elems(*r) == 1);
-    check_ub_alignment(n, ctx, name, *r, start_only);
+    check_ub_alignment(n, ctx, name, *r, start_only, takes_any_row_length(n, name));
   }
 
   if (developer) return;  // developer-mode buffers are reported at their allocation

@@ -1,4 +1,4 @@
-// The developer-mode examples (gemm_dev, add_dev; docs/developer_mode.md) at several sizes:
+// The developer-mode examples (docs/developer_mode.md) at several sizes, tails included:
 // they match their references under the hazard checker (0 hazards, 0 deadlocks, flags
 // balanced) and in timed mode; their lowered IR has no barrier_all / PIPE_ALL and their
 // unlowered IR no sync, no T::Scope, no physical memory and no vid (the compiler did all of it).
@@ -37,6 +37,19 @@ std::vector<DevCase> cases() {
       {"gelu_dev", {{"M", "8"}, {"N", "4096"}, {"bM", "1"}}},
       {"rms_norm_dev", {{"M", "48"}, {"N", "512"}, {"rM", "8"}, {"dtype", "float16"}}},
       {"rms_norm_dev", {{"M", "32"}, {"N", "256"}, {"rM", "16"}}},
+      // Row and column tails, lowered by the compiler (legalize_copies): a last block with fewer
+      // rows, rows that are not whole 32-byte blocks (padded UB rows, DataCopyPad both ways).
+      {"add_dev", {{"M", "13"}, {"N", "100"}, {"bM", "4"}}},
+      {"add_dev", {{"M", "7"}, {"N", "77"}, {"bM", "2"}, {"dtype", "int16"}}},
+      {"gelu_dev", {{"M", "13"}, {"N", "1001"}, {"bM", "4"}, {"dtype", "float16"}}},
+      {"gelu_dev", {{"M", "5"}, {"N", "37"}, {"bM", "2"}}},
+      {"rms_norm_dev", {{"M", "37"}, {"N", "1029"}, {"rM", "8"}}},
+      {"rms_norm_dev", {{"M", "17"}, {"N", "100"}, {"rM", "16"}, {"dtype", "float16"}}},
+      {"softmax_dev", {{"M", "129"}, {"N", "1000"}, {"bM", "8"}}},
+      {"softmax_dev", {{"M", "9"}, {"N", "37"}, {"bM", "8"}}},
+      // GEMM tails in M, N and K (a partial K panel is zero-filled in L1 before its copy).
+      {"gemm_dev", {{"M", "200"}, {"N", "136"}, {"K", "72"}, {"bM", "64"}, {"bN", "64"}, {"bK", "32"}}},
+      {"gemm_dev", {{"M", "40"}, {"N", "24"}, {"K", "1000"}, {"bM", "32"}, {"bN", "16"}, {"bK", "256"}, {"dtype", "bfloat16"}}},
   };
 }
 

@@ -1,0 +1,322 @@
+// legalize_copies (developer mode, after infer_scopes and lower_cube_ops): makes every copy a
+// legal path for every block, so a developer kernel handles row and column tails without one
+// `T::If` per tail kind (docs/developer_mode.md, "Tails"):
+//   - Clipping. A copy between a GM tensor and an on-chip tile moves the part of the tile that
+//     lies inside the tensor: along each dimension whose end the compiler cannot prove inside
+//     the tensor, the extent becomes min(tile extent, tensor extent - start) on both sides. A
+//     tail block moves fewer rows or columns; the rows past the tensor stay stale in the tile and
+//     are never stored (TileLang's copies clip the same way).
+//   - Padded UB rows. A UB tile whose rows are not whole 32-byte blocks gets its last dimension
+//     padded (to a common width for every tile of that logical width, so element loops over
+//     tiles of different dtypes stay aligned), and its GM copies use the padded form
+//     (DataCopyPad) in both directions. Element loops and elementwise tile ops over the logical
+//     width are widened to the padded width: the pad lanes compute garbage that no copy stores
+//     and no reduction reads (reductions keep the logical width; each row is one count-form
+//     ReduceSum/ReduceMax, which takes any count).
+//   - Cleared L1 tails. A GM -> L1 copy that may move a partial tile first zero-fills the tile
+//     when it does (T.init_const, AscendC InitConstValue): the hardware zero-fills only up to
+//     the next 32-byte block, and a stale K tail would enter the product.
+// Expert kernels are returned unchanged.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "developer.h"
+#include "tl/arith.h"
+#include "tl/ir_equal.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
+#include "tl/op.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+constexpr int64_t kUbBlock = 32;  // bytes; UB rows are whole blocks (ASCENDC_API.md, DataCopy)
+
+std::optional<int64_t> const_last_dim(const Buffer& b) {
+  if (b->shape.empty()) return std::nullopt;
+  return as_const_int(b->shape.back());
+}
+
+/// A logical row width W shared by UB tiles that need padding, and the width P they all get.
+struct PadWidth {
+  int64_t logical = 0, padded = 0;
+};
+
+/// Decides which UB tiles get padded rows: per logical width W, the tiles of that width are
+/// padded together to a multiple of 32 bytes for the narrowest dtype among them, when any of
+/// them has rows that are not whole blocks. Views (reinterpretations of a tile's bytes) keep a
+/// group unpadded: their layout is the author's.
+class PadPlanner : public IRVisitor {
+ public:
+  std::unordered_map<const BufferNode*, PadWidth> plan() const {
+    std::unordered_map<const BufferNode*, PadWidth> out;
+    for (const auto& [w, g] : groups_) {
+      if (!g.needs || g.has_view) continue;
+      const int64_t per_block = kUbBlock / g.min_bytes;
+      const int64_t padded = (w + per_block - 1) / per_block * per_block;
+      for (const BufferNode* b : g.members) out[b] = {w, padded};
+    }
+    return out;
+  }
+
+ protected:
+  void visit_(const AllocateNode* n) override {
+    const Buffer& b = n->buffer;
+    if (b->scope == MemScope::UB && b->strides.empty() && b->address < 0) {
+      if (auto w = const_last_dim(b); w && *w > 0) {
+        Group& g = groups_[*w];
+        const int64_t es = dtype_bytes(b->dtype);
+        g.min_bytes = std::min(g.min_bytes, es);
+        g.needs = g.needs || (*w * es) % kUbBlock != 0;
+        if (n->is_view()) g.has_view = true;
+        else g.members.push_back(b.get());
+      }
+    }
+    IRVisitor::visit_(n);
+  }
+
+ private:
+  struct Group {
+    int64_t min_bytes = kUbBlock;
+    bool needs = false, has_view = false;
+    std::vector<const BufferNode*> members;
+  };
+  std::map<int64_t, Group> groups_;
+};
+
+/// Vector tile ops that act element by element on same-shaped operands: widening them to the
+/// padded width changes only pad lanes. Reductions, broadcasts, gathers, sorts and bitmask ops
+/// are not among them.
+bool is_elementwise(const OpDef& op) {
+  static const std::unordered_set<std::string> kOthers = {
+      "tile.cast", "tile.fill", "tile.relu", "tile.axpy", "tile.leaky_relu", "tile.clamp",
+      "tile.bitwise_and", "tile.bitwise_or", "tile.bitwise_not", "tile.shift_left", "tile.shift_right"};
+  if (op.unit != OpUnit::Vector) return false;
+  if (kOthers.count(op.name)) return true;
+  static const std::unordered_set<std::string> kFromDef = [] {
+    std::unordered_set<std::string> s;
+#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY) s.insert("tile." #NAME);
+#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY) s.insert("tile." #NAME);
+#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)
+#include "tl/vector_ops.def"
+    return s;
+  }();
+  return kFromDef.count(op.name) > 0;
+}
+
+bool is_gm(const Buffer& b) { return b->scope == MemScope::GM; }
+/// Memories a GM copy reaches: UB (MTE2/MTE3), L1 (MTE2), L0C (the fixpipe, out only).
+bool is_on_chip(const Buffer& b) {
+  return b->scope == MemScope::UB || b->scope == MemScope::L1 || b->scope == MemScope::L0C;
+}
+
+Attr* find_attr(std::vector<Attr>& attrs, std::string_view key) {
+  for (auto& a : attrs)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
+class Legalizer : public IRMutator {
+ public:
+  explicit Legalizer(std::unordered_map<const BufferNode*, PadWidth> pads) : pads_(std::move(pads)) {}
+
+  Buffer mutate_buffer(const Buffer& b) override {
+    if (!b.defined()) return b;
+    auto it = pads_.find(b.get());
+    if (it == pads_.end()) return b;
+    auto done = padded_.find(b.get());
+    if (done != padded_.end()) return done->second;
+    std::vector<Expr> shape = b->shape;
+    shape.back() = arith::make_int(shape.back().dtype(), it->second.padded);
+    Buffer p = BufferNode::make(b->name, b->dtype, std::move(shape), b->scope, b->strides, b->address, b->loc);
+    padded_.emplace(b.get(), p);
+    width_of_.emplace(p.get(), it->second);
+    return p;
+  }
+
+ protected:
+  Stmt mutate_(const KernelNode* n, const Stmt& self) override {
+    if (n->developer()) {
+      arith::Interval blocks = arith::bound(n->num_blocks, vars_);
+      vars_[n->cid.node()] = {0, std::max<int64_t>(blocks.hi - 1, 0)};
+    }
+    return IRMutator::mutate_(n, self);
+  }
+
+  Stmt mutate_(const ForNode* n, const Stmt& self) override {
+    arith::Interval lo = arith::bound(n->min, vars_), ext = arith::bound(n->extent, vars_);
+    int64_t end;
+    const bool fits = !__builtin_add_overflow(lo.hi, ext.hi, &end);
+    vars_[n->var.node()] = {lo.lo, fits ? std::max(lo.lo, end - 1) : arith::Interval::of_dtype(n->var.dtype()).hi};
+    Stmt s = IRMutator::mutate_(n, self);
+    const auto* f = s.as<ForNode>();
+    if (!f || f->for_kind != ForKind::Parallel) return s;
+    if (auto w = widened_extent(*f)) return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->body, f->loc);
+    return s;
+  }
+
+  Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
+    Stmt s = IRMutator::mutate_(n, self);
+    const auto* t = s.as<TileOpNode>();
+    if (t->op->name == "copy" || t->op->name == "atomic_add") return legalize_copy(*t, s);
+    if (is_elementwise(*t->op)) return widen_elementwise(*t, s);
+    return s;
+  }
+
+ private:
+  /// The padded extent for a Parallel loop over the logical width W of padded tiles: every
+  /// element access indexed by the loop variable uses it as the last index of a padded tile
+  /// of width W. Anything else (the variable in another index, or in an index expression)
+  /// keeps the loop as written.
+  std::optional<Expr> widened_extent(const ForNode& f) const {
+    auto w = as_const_int(f.extent);
+    auto m = as_const_int(f.min);
+    if (!w || !m || *m != 0) return std::nullopt;
+    std::optional<int64_t> padded;
+    bool ok = true;
+    auto check = [&](const Buffer& b, const std::vector<Expr>& idx) {
+      for (size_t d = 0; d < idx.size(); ++d) {
+        if (!uses_var(idx[d], f.var)) continue;
+        auto it = width_of_.find(b.get());
+        const bool last_is_var = d + 1 == idx.size() && idx[d].as<VarNode>() == f.var.node();
+        if (!last_is_var || it == width_of_.end() || it->second.logical != *w) {
+          ok = false;
+          return;
+        }
+        if (padded && *padded != it->second.padded) ok = false;
+        padded = it->second.padded;
+      }
+    };
+    pre_order_visit(
+        f.body,
+        [&](const Stmt& st) {
+          if (const auto* store = st.as<StoreNode>()) check(store->buffer, store->indices);
+          if (st.as<TileOpNode>()) ok = false;  // not an element loop: vectorize_parallel reports it
+        },
+        [&](const Expr& e) {
+          if (const auto* ld = e.as<LoadNode>()) check(ld->buffer, ld->indices);
+        });
+    if (!ok || !padded || *padded == *w) return std::nullopt;
+    return arith::make_int(f.extent.dtype(), *padded);
+  }
+
+  static bool uses_var(const Expr& e, const Var& v) {
+    struct Finder : IRVisitor {
+      const VarNode* v;
+      bool found = false;
+      void visit_(const VarNode* n) override { found = found || n == v; }
+    } finder;
+    finder.v = v.node();
+    finder.visit(e);
+    return finder.found;
+  }
+
+  /// Widens every region operand of an elementwise op to the padded width, when all of them
+  /// cover the logical width of one padded group (a row_expand's per-row operand excepted).
+  Stmt widen_elementwise(const TileOpNode& n, const Stmt& self) {
+    std::optional<PadWidth> group;
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const TileArg& a = n.args[i];
+      if (!a.is_region()) continue;
+      auto it = width_of_.find(a.region.buffer.get());
+      if (it == width_of_.end()) return self;
+      const Range& last = a.region.ranges.back();
+      auto mn = as_const_int(last.min), ext = as_const_int(last.extent);
+      if (!mn || *mn != 0 || !ext || *ext != it->second.logical) return self;
+      if (group && group->padded != it->second.padded) return self;
+      group = it->second;
+    }
+    if (!group) return self;
+    std::vector<TileArg> args = n.args;
+    for (auto& a : args)
+      if (a.is_region()) a.region.ranges.back().extent = arith::make_int(a.region.ranges.back().extent.dtype(), group->padded);
+    return TileOpNode::make(n.op, std::move(args), n.attrs, n.loc);
+  }
+
+  /// Clips a GM <-> on-chip copy to the tensor (both sides), and picks the padded form where
+  /// a UB row is not whole blocks.
+  Stmt legalize_copy(const TileOpNode& n, const Stmt& self) {
+    if (n.args.size() < 2 || !n.args[0].is_region() || !n.args[1].is_region()) return self;
+    const bool atomic = n.op->name == "atomic_add";
+    const int gi = is_gm(n.args[0].region.buffer) ? 0 : 1, ti = 1 - gi;
+    BufferRegion g = n.args[gi].region, t = n.args[ti].region;
+    if (!is_gm(g.buffer) || !is_on_chip(t.buffer)) return self;
+    const size_t ng = g.ranges.size(), nt = t.ranges.size();
+    if (ng == 0 || nt == 0) return self;
+    bool clipped = false, clipped_last = false;
+    // Trailing dimensions correspond; a dimension of one side beyond the other's rank must
+    // have extent 1 (checked by the verifier's copy rule).
+    for (size_t k = 1; k <= std::min(ng, nt); ++k) {
+      Range& gr = g.ranges[ng - k];
+      Range& tr = t.ranges[nt - k];
+      if (!ir_equal_ext(gr.extent, tr.extent)) return self;  // shapes differ: the author's layout
+      const Expr& size = g.buffer->shape[ng - k];
+      arith::Interval room = arith::bound(size - gr.min - gr.extent, vars_);
+      if (room.lo >= 0) continue;
+      Expr ext = simplify(min(gr.extent, size - gr.min));
+      gr.extent = ext;
+      tr.extent = ext;
+      clipped = true;
+      if (k == 1) clipped_last = true;
+    }
+    const Buffer& tb = t.buffer;
+    const bool padded_rows = width_of_.count(tb.get()) > 0;
+    std::vector<Attr> attrs = n.attrs;
+    bool padded_form = false;
+    if (tb->scope == MemScope::UB && !atomic) {
+      const int64_t es = dtype_bytes(tb->dtype);
+      auto run = as_const_int(t.ranges.back().extent);
+      const bool whole_blocks = run && (*run * es) % kUbBlock == 0;
+      Attr* pad = find_attr(attrs, "pad");
+      if (pad && (padded_rows || clipped_last || !whole_blocks) && !n.attr_bool("pad")) {
+        pad->value = true;
+        padded_form = true;
+      }
+    }
+    if (!clipped && !padded_form) return self;
+    std::vector<TileArg> args = n.args;
+    args[gi] = g;
+    args[ti] = t;
+    Stmt copy = TileOpNode::make(n.op, std::move(args), std::move(attrs), n.loc);
+    if (!clipped || tb->scope != MemScope::L1 || atomic || gi != 0) return copy;
+    // A partial L1 tile: zero it first (when the tile is partial) so no stale K tail enters
+    // a product.
+    Expr partial;
+    const auto& orig = n.args[ti].region;
+    for (size_t d = 0; d < nt; ++d) {
+      if (t.ranges[d].extent.same_as(orig.ranges[d].extent)) continue;
+      Expr p = t.ranges[d].extent < orig.ranges[d].extent;
+      partial = partial.defined() ? (partial || p) : p;
+    }
+    Stmt clear = make_tile_op("init_const", {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))}, {}, n.loc);
+    partial = simplify(partial);
+    if (auto always = as_const_int(partial)) return *always ? SeqNode::make({clear, copy}, n.loc) : copy;
+    return SeqNode::make({IfNode::make(partial, clear, Stmt(), n.loc), copy}, n.loc);
+  }
+
+  static bool ir_equal_ext(const Expr& a, const Expr& b) {
+    auto x = as_const_int(a), y = as_const_int(b);
+    return x && y ? *x == *y : structural_equal(a, b);
+  }
+
+  std::unordered_map<const BufferNode*, PadWidth> pads_;
+  std::unordered_map<const BufferNode*, Buffer> padded_;
+  std::unordered_map<const BufferNode*, PadWidth> width_of_;  // padded buffer -> its widths
+  arith::VarIntervals vars_;
+};
+
+}  // namespace
+
+PrimFunc legalize_copies(const PrimFunc& f, const Target&) {
+  if (!dev::is_developer(f)) return f;
+  PadPlanner planner;
+  planner.visit(f->body);
+  Legalizer legalizer(planner.plan());
+  Stmt body = legalizer.mutate(f->body);
+  return body.same_as(f->body) ? f : with_body(f, body);
+}
+
+}  // namespace tl
