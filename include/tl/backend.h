@@ -41,6 +41,30 @@ class Backend {
   virtual std::shared_ptr<const Artifact> build(const PrimFunc& f, const Target& target) const = 0;
 };
 
+/// Developer-mode automations (docs/developer_mode.md, "Options"): each is on by default and
+/// can be switched off, to see what it does or to do its job by hand. One that needs another is
+/// rejected when that one is off (tilelang-ascend issue 1825: options that silently depended
+/// on each other). Expert kernels are unaffected. Part of the JIT cache key.
+struct DeveloperOptions {
+  bool infer_scopes = true;       // place shared/fragment tiles in L1/L0A/L0B/L0C/UB
+  bool lower_cube_ops = true;     // gemm -> L1 -> L0A/L0B loads + mma; needs infer_scopes
+  bool legalize_copies = true;    // tails, padded rows, partial L1 panels; needs infer_scopes
+  bool split_cube_vector = true;  // Cube and Vector scopes; needs infer_scopes, lower_cube_ops
+  bool vectorize = true;          // Parallel element loops -> vector ops; needs split_cube_vector
+  bool insert_syncs = true;       // flags and barriers; needs split_cube_vector
+  /// A loop that cannot be vectorised runs serially on the scalar unit, with a remark (off: an
+  /// error naming the reason). Needs vectorize.
+  bool scalar_fallback = false;
+  /// Element loops may use the vector unit's exp / log / sigmoid / rsqrt, which can differ from
+  /// the correctly rounded scalar result in the last bit (a remark each). Needs vectorize.
+  bool allow_inexact_math = false;
+
+  /// A tl::Error naming both options when an enabled one needs a disabled one.
+  void validate() const;
+  /// "infer_scopes=1,lower_cube_ops=1,...": every option, for the cache key and messages.
+  std::string fingerprint() const;
+};
+
 /// How tl::compile prepares the IR a backend receives, and the JIT cache:
 ///
 ///   verify  lower   the backend receives
@@ -58,6 +82,7 @@ struct CompileOptions {
   bool cache = true;
   bool disk_cache = true;  // false: memory level only
   std::string cache_dir{};  // disk directory; "" = env TL_CACHE_DIR, else the user cache dir
+  DeveloperOptions dev{};   // developer-mode automations (with lower = true)
 };
 
 /// Compiles `f` for `target` with `backend`: prepares the IR as `opt` says (user errors, such

@@ -20,6 +20,19 @@
 
 namespace tl {
 
+/// Options of vectorize_parallel (developer mode).
+struct VectorizeOptions {
+  /// A loop that cannot be vectorised becomes serial scalar code (S pipe) with a remark,
+  /// instead of a tl::Error. Off by default: a silent 100x slowdown is worse than an error.
+  bool scalar_fallback = false;
+  /// Accept T.exp / log / sigmoid (any float dtype) and T.rsqrt (float32), whose vector ops
+  /// compute in float32 and may differ from the scalar loop's correctly rounded result in the
+  /// last bit (a remark each). Off by default: the vectorised loop is bit-identical.
+  bool allow_inexact_math = false;
+  /// Where remarks go (default: stderr, one `file:line: remark: ...` line each).
+  std::function<void(const SourceLoc&, const std::string&)> remark;
+};
+
 struct PassOptions {
   /// Print the IR after every pass that changed it (also: env TL_PRINT_AFTER_ALL=1).
   bool print_after_all = false;
@@ -37,6 +50,8 @@ struct PassOptions {
   /// Passes to leave out, by name (an unknown name is a user error listing the passes).
   /// CompileOptions::verify = false disables "verify".
   std::vector<std::string> disabled_passes;
+  /// How vectorize_parallel treats loops it cannot vectorise exactly (CompileOptions::dev).
+  VectorizeOptions vectorize;
   /// Where dumps and timings go (default: stderr).
   std::function<void(const std::string&)> sink;
 };
@@ -130,19 +145,6 @@ PrimFunc legalize_copies(const PrimFunc& f, const Target& target);
 /// a tl::Error. Output invariant: the expert spec except T.Parallel loops (vectorize_parallel,
 /// which runs next, needs them inside the Vector scope).
 PrimFunc split_cube_vector(const PrimFunc& f, const Target& target);
-
-/// Options of vectorize_parallel.
-struct VectorizeOptions {
-  /// A loop that cannot be vectorised becomes serial scalar code (S pipe) with a remark,
-  /// instead of a tl::Error. Off by default: a silent 100x slowdown is worse than an error.
-  bool scalar_fallback = false;
-  /// Accept T.exp / log / sigmoid (any float dtype) and T.rsqrt (float32), whose vector ops
-  /// compute in float32 and may differ from the scalar loop's correctly rounded result in the
-  /// last bit (a remark each). Off by default: the vectorised loop is bit-identical.
-  bool allow_inexact_math = false;
-  /// Where remarks go (default: stderr, one `file:line: remark: ...` line each).
-  std::function<void(const SourceLoc&, const std::string&)> remark;
-};
 
 /// vectorize_parallel (developer mode; after infer_scopes): replaces every nest of 1 to 3
 /// T.Parallel loops inside T.Scope("Vector") whose body is element stores (and lets) on UB

@@ -83,9 +83,10 @@ uint64_t target_fingerprint(const Target& t) {
 }
 
 std::string make_key(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  return fmt::format("{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|ir={:016x}",
+  return fmt::format("{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|dev={}|ir={:016x}",
                      kCompilerVersion, build_id(), ops_fingerprint(), backend.name(), target.name,
-                     target_fingerprint(target), opt.verify ? 1 : 0, opt.lower ? 1 : 0, structural_hash(f));
+                     target_fingerprint(target), opt.verify ? 1 : 0, opt.lower ? 1 : 0, opt.dev.fingerprint(),
+                     structural_hash(f));
 }
 
 bool env_disabled() {
@@ -124,12 +125,14 @@ struct IdentityKey {
   const Target* target;
   const Backend* backend;
   bool verify, lower;
+  std::string dev;  // DeveloperOptions::fingerprint
   bool operator==(const IdentityKey&) const = default;
 };
 struct IdentityHash {
   size_t operator()(const IdentityKey& k) const {
     return std::hash<const void*>()(k.func) ^ (std::hash<const void*>()(k.target) << 1) ^
-           (std::hash<const void*>()(k.backend) << 2) ^ (k.verify ? 1u : 0u) ^ (k.lower ? 2u : 0u);
+           (std::hash<const void*>()(k.backend) << 2) ^ (k.verify ? 1u : 0u) ^ (k.lower ? 2u : 0u) ^
+           (std::hash<std::string>()(k.dev) << 3);
   }
 };
 
@@ -250,7 +253,8 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
     return compile_uncached(backend, f, target, opt);
   }
   auto& c = cache();
-  const IdentityKey id{f.get(), &target, &backend, opt.verify, opt.lower};
+  opt.dev.validate();  // before any lookup: an invalid combination is an error, not a cache hit
+  const IdentityKey id{f.get(), &target, &backend, opt.verify, opt.lower, opt.dev.fingerprint()};
   {
     std::shared_lock lk(c.mu);
     if (auto it = c.by_identity.find(id); it != c.by_identity.end()) {

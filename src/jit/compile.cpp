@@ -1,6 +1,8 @@
 // tl::compile(backend, f, target, options): look the kernel up in the JIT cache (cache.cpp);
 // on a miss, prepare the IR as the options say (the pass pipeline, the verifier, or neither)
 // and hand it to the backend.
+#include <tuple>
+
 #include "tl/jit.h"
 #include "tl/pass.h"
 #include "tl/verifier.h"
@@ -10,8 +12,23 @@ namespace jit {
 
 PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
   if (opt.lower) {
+    opt.dev.validate();
     PassOptions passes;
     if (!opt.verify) passes.disabled_passes = {"verify"};
+    const DeveloperOptions& d = opt.dev;
+    const std::pair<bool, const char*> off[] = {{d.infer_scopes, "infer_scopes"},
+                                                {d.lower_cube_ops, "lower_cube_ops"},
+                                                {d.legalize_copies, "legalize_copies"},
+                                                {d.split_cube_vector, "split_cube_vector"},
+                                                {d.vectorize, "vectorize_parallel"},
+                                                {d.insert_syncs, "insert_syncs"}};
+    for (const auto& [on, pass] : off)
+      if (!on) passes.disabled_passes.push_back(pass);
+    // The expert re-verify checks a lowered kernel; without the split or the vectoriser the
+    // kernel is not one, and the backend says so ("not lowered").
+    if (!d.split_cube_vector || !d.vectorize) passes.disabled_passes.push_back("verify_lowered");
+    passes.vectorize.scalar_fallback = d.scalar_fallback;
+    passes.vectorize.allow_inexact_math = d.allow_inexact_math;
     return lower(f, target, passes);
   }
   if (opt.verify) verify_or_throw(f, target);
@@ -27,6 +44,34 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
                                                const CompileOptions& opt);  // cache.cpp
 
 }  // namespace jit
+
+void DeveloperOptions::validate() const {
+  // What each automation needs: the lowering of what an earlier one leaves (lower.cpp checks
+  // the same on pass names).
+  const std::tuple<bool, const char*, bool, const char*> needs[] = {
+      {lower_cube_ops, "lower_cube_ops", infer_scopes, "infer_scopes"},
+      {legalize_copies, "legalize_copies", infer_scopes, "infer_scopes"},
+      {split_cube_vector, "split_cube_vector", infer_scopes, "infer_scopes"},
+      {split_cube_vector, "split_cube_vector", lower_cube_ops, "lower_cube_ops"},
+      {vectorize, "vectorize", split_cube_vector, "split_cube_vector"},
+      {insert_syncs, "insert_syncs", split_cube_vector, "split_cube_vector"},
+      {scalar_fallback, "scalar_fallback", vectorize, "vectorize"},
+      {allow_inexact_math, "allow_inexact_math", vectorize, "vectorize"},
+  };
+  for (const auto& [on, name, need_on, need] : needs)
+    if (on && !need_on)
+      throw Error(fmt::format("CompileOptions::dev: '{}' is on but needs '{}', which is off; switch '{}' off too, or "
+                              "'{}' on (docs/developer_mode.md, \"Options\")",
+                              name, need, name, need));
+}
+
+std::string DeveloperOptions::fingerprint() const {
+  return fmt::format(
+      "infer_scopes={:d},lower_cube_ops={:d},legalize_copies={:d},split_cube_vector={:d},vectorize={:d},"
+      "insert_syncs={:d},scalar_fallback={:d},allow_inexact_math={:d}",
+      infer_scopes, lower_cube_ops, legalize_copies, split_cube_vector, vectorize, insert_syncs, scalar_fallback,
+      allow_inexact_math);
+}
 
 std::shared_ptr<const Artifact> compile(const Backend& backend, const PrimFunc& f, const Target& target,
                                         const CompileOptions& opt) {

@@ -63,7 +63,8 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       {"split_cube_vector", split_cube_vector},
       // Element loops on UB tiles (in the Vector scope) -> vector tile ops, bit-identical to
       // the scalar loop or an error naming the reason.
-      {"vectorize_parallel", if_lowered([](const PrimFunc& g, const Target& t) { return vectorize_parallel(g, t); }),
+      {"vectorize_parallel",
+       [developer, &opt](const PrimFunc& g, const Target& t) { return developer ? vectorize_parallel(g, t, opt.vectorize) : g; },
        Spec::Expert},
       // Lowering leaves index arithmetic behind, and the developer kernel met only the
       // developer rules: check the expert ones, at the user's lines.

@@ -1163,10 +1163,17 @@ class ParallelRewriter : public IRMutator {
   }
 
  private:
+  /// Every Parallel loop of the nest becomes serial, the inner ones too (a nest's levels are
+  /// separated by one-statement blocks in DSL-built IR).
   static Stmt to_serial(const Stmt& s) {
-    auto* f = s.as<ForNode>();
-    if (!f || f->for_kind != ForKind::Parallel) return s;
-    return ForNode::make(f->var, f->min, f->extent, ForKind::Serial, 0, to_serial(f->body), f->loc);
+    struct Serialiser : IRMutator {
+      Stmt mutate_(const ForNode* f, const Stmt& self) override {
+        Stmt body = mutate(f->body);
+        if (f->for_kind != ForKind::Parallel) return body.same_as(f->body) ? self : ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc);
+        return ForNode::make(f->var, f->min, f->extent, ForKind::Serial, 0, body, f->loc);
+      }
+    } serialiser;
+    return serialiser.mutate(s);
   }
 
   const Target& target_;

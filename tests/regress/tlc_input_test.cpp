@@ -71,6 +71,18 @@ TEST(TlcInput, DynValueThatIsNotAnIntegerIsAUsageError) {
   EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "M=1", "--dyn", "M=2"}), 2, "--dyn M is given twice");
 }
 
+TEST(TlcInput, DeveloperAutomationsAreSwitchedOffByNameAndValidated) {
+  EXPECT_TLC(tlc({"run", "add_dev", "--off", "syncs"}), 2,
+             "--off: no automation named 'syncs'; expected one of infer_scopes, lower_cube_ops");
+  EXPECT_TLC(tlc({"run", "add_dev", "--off", "infer_scopes"}), 2,
+             "'lower_cube_ops' is on but needs 'infer_scopes', which is off");
+  EXPECT_TLC(tlc({"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off", "insert_syncs",
+                  "--allow-inexact-math"}),
+             2, "'allow_inexact_math' is on but needs 'vectorize', which is off");
+  // Without the inserted flags the hazard checker names what is unordered (a kernel failure).
+  EXPECT_TLC(tlc({"run", "add_dev", "--set", "M=8", "--off", "insert_syncs", "--check-hazards"}), 1, "RAW hazard on UB");
+}
+
 TEST(TlcInput, DynOnAStaticKernelOrAnUnknownSymbolIsAnError) {
   EXPECT_TLC(tlc(small_gemm({"--dyn", "M=5"})), 2, "kernel gemm has no dynamic size 'M' (its shapes are all static)");
   EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "Q=5"}), 2, "has no dynamic size 'Q' (its dynamic sizes: M)");

@@ -185,7 +185,27 @@ struct RunMode {
   int html_blocks = 4;
   bool timing_only = false;    // timed: profile only, no tensor data
   bool check_hazards = false;  // run the hazard checker on the launch's trace
+  tl::DeveloperOptions dev;    // --off, --scalar-fallback, --allow-inexact-math
 } g_timed;
+
+/// `--off NAME`: switches a developer-mode automation off (tl::DeveloperOptions).
+void switch_off(tl::DeveloperOptions& d, const std::string& name) {
+  const std::pair<const char*, bool*> all[] = {{"infer_scopes", &d.infer_scopes},
+                                               {"lower_cube_ops", &d.lower_cube_ops},
+                                               {"legalize_copies", &d.legalize_copies},
+                                               {"split_cube_vector", &d.split_cube_vector},
+                                               {"vectorize", &d.vectorize},
+                                               {"insert_syncs", &d.insert_syncs}};
+  std::string names;
+  for (const auto& [n, flag] : all) {
+    if (name == n) {
+      *flag = false;
+      return;
+    }
+    names += (names.empty() ? "" : ", ") + std::string(n);
+  }
+  throw UsageError(fmt::format("--off: no automation named '{}'; expected one of {}", name, names));
+}
 
 /// Timed mode: the profile table, the Chrome trace / HTML timeline, and the outputs that
 /// depend on the order of unsynchronised instructions.
@@ -223,7 +243,7 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
   if (g_timed.want_html) html.open("--html", g_timed.html_file);
   g_error_exit = kKernelFailed;  // the options are valid: from here on, errors are the kernel's
   auto t0 = std::chrono::steady_clock::now();
-  auto kern = tl::compile(f, target);
+  auto kern = tl::compile(f, target, {.dev = g_timed.dev});
   auto t1 = std::chrono::steady_clock::now();
   tl::Device dev(target);
   auto args = make_args(dev, f, 1, dyn);
@@ -352,6 +372,15 @@ int tlc_main(int argc, char** argv) {
       run_cmd->add_option("--html-blocks", g_timed.html_blocks, "timed: blocks drawn in the HTML timeline (default 4)")
           ->check(CLI::PositiveNumber);
   run_cmd->add_flag("--check-hazards", g_timed.check_hazards, "report unsynchronised instructions (hazard checker)");
+  std::vector<std::string> offs;
+  run_cmd->add_option("--off", offs,
+                      "switch a developer-mode automation off: infer_scopes, lower_cube_ops, legalize_copies, "
+                      "split_cube_vector, vectorize, insert_syncs (docs/developer_mode.md, Options)");
+  run_cmd->add_flag("--scalar-fallback", g_timed.dev.scalar_fallback,
+                    "developer mode: run element loops that cannot be vectorised on the scalar unit (a remark each)");
+  run_cmd->add_flag("--allow-inexact-math", g_timed.dev.allow_inexact_math,
+                    "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
+                    "differences, a remark each)");
   std::vector<std::string> dyn_sets;
   run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
   auto* demo = app.add_subcommand("demo", "the main job: verify, run, check and profile every example kernel");
@@ -409,6 +438,12 @@ int tlc_main(int argc, char** argv) {
             throw UsageError(fmt::format("{} only applies to timed mode (add --mode timed)", o->get_name()));
       if (html_blocks_opt->count() > 0 && !g_timed.want_html)
         throw UsageError("--html-blocks only applies with --html");
+      for (const auto& o : offs) switch_off(g_timed.dev, o);
+      try {
+        g_timed.dev.validate();
+      } catch (const tl::Error& e) {
+        throw UsageError(e.what());
+      }
       return run_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, threads, dyn_sets)
                  ? kOk
                  : kKernelFailed;

@@ -1,0 +1,129 @@
+// CompileOptions::dev (docs/developer_mode.md, "Options"): every developer-mode automation can be
+// switched off; a combination where an enabled automation needs a disabled one is a tl::Error
+// naming both (before any cache lookup); the options are part of the JIT cache key; switching
+// an automation off shows up where it should (the hazard checker without insert_syncs, a
+// run-time bounds error without legalize_copies, the vectoriser's error without its options).
+#include <gtest/gtest.h>
+
+#include "common/example_checks.h"
+#include "pass_test_util.h"
+#include "tl/jit.h"
+#include "tl/kernel_registry.h"
+#include "tl/lang.h"
+#include "tl/npu/npu.h"
+
+namespace tl {
+namespace {
+
+using testing::error_of;
+
+PrimFunc registered(const std::string& name, std::map<std::string, std::string> params) {
+  return build_kernel(find_kernel(name), params);
+}
+
+TEST(DeveloperOptions, AnAutomationWhoseInputIsOffIsRejectedNamingBoth) {
+  PrimFunc f = registered("add_dev", {});
+  struct Case {
+    DeveloperOptions dev;
+    const char* on;
+    const char* off;
+  };
+  auto with = [](auto set) {
+    DeveloperOptions d;
+    set(d);
+    return d;
+  };
+  const Case cases[] = {
+      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.split_cube_vector = false; d.vectorize = false;
+                                      d.insert_syncs = false; d.legalize_copies = false; }),
+       "lower_cube_ops", "infer_scopes"},
+      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.lower_cube_ops = false; }), "legalize_copies",
+       "infer_scopes"},
+      {with([](DeveloperOptions& d) { d.lower_cube_ops = false; }), "split_cube_vector", "lower_cube_ops"},
+      {with([](DeveloperOptions& d) { d.split_cube_vector = false; }), "vectorize", "split_cube_vector"},
+      {with([](DeveloperOptions& d) { d.split_cube_vector = false; d.vectorize = false; }), "insert_syncs",
+       "split_cube_vector"},
+      {with([](DeveloperOptions& d) { d.vectorize = false; d.scalar_fallback = true; }), "scalar_fallback",
+       "vectorize"},
+      {with([](DeveloperOptions& d) { d.vectorize = false; d.allow_inexact_math = true; }), "allow_inexact_math",
+       "vectorize"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.dev.fingerprint());
+    std::string msg = error_of([&] { compile(f, default_target(), {.dev = c.dev}); });
+    EXPECT_NE(msg.find(fmt::format("'{}' is on but needs '{}', which is off", c.on, c.off)), std::string::npos) << msg;
+  }
+}
+
+TEST(DeveloperOptions, TheOptionsArePartOfTheCacheKey) {
+  PrimFunc f = registered("add_dev", {});
+  DeveloperOptions no_syncs;
+  no_syncs.insert_syncs = false;
+  EXPECT_NE(jit::cache_key(npu_backend(), f, default_target(), {}),
+            jit::cache_key(npu_backend(), f, default_target(), {.dev = no_syncs}));
+  // Two compiles of one function with different options are two kernels.
+  auto with = compile(f, default_target(), {.disk_cache = false});
+  auto without = compile(f, default_target(), {.disk_cache = false, .dev = no_syncs});
+  EXPECT_NE(print(with.func()), print(without.func()));
+}
+
+TEST(DeveloperOptions, WithoutInsertSyncsTheHazardCheckerReportsTheUnorderedPairs) {
+  PrimFunc f = registered("add_dev", {{"M", "8"}, {"N", "256"}, {"bM", "4"}});
+  DeveloperOptions d;
+  d.insert_syncs = false;
+  auto kern = compile(f, default_target(), {.disk_cache = false, .dev = d});
+  EXPECT_EQ(print(kern.func()).find("set_flag"), std::string::npos);
+  Device dev;
+  auto args = ref::random_args(dev, f);
+  std::string msg = error_of([&] { kern.launch(dev, args, {.check_hazards = true}); });
+  EXPECT_NE(msg.find("RAW hazard on UB"), std::string::npos) << msg;
+}
+
+TEST(DeveloperOptions, WithoutLegalizeCopiesATailBlockIsARunTimeBoundsError) {
+  PrimFunc f = registered("add_dev", {{"M", "13"}, {"N", "256"}, {"bM", "4"}});
+  DeveloperOptions d;
+  d.legalize_copies = false;
+  auto kern = compile(f, default_target(), {.disk_cache = false, .dev = d});
+  Device dev;
+  auto args = ref::random_args(dev, f);
+  std::string msg = error_of([&] { kern.launch(dev, args); });
+  EXPECT_NE(msg.find("out-of-bounds access to 'X'"), std::string::npos) << msg;
+  // With it (the default) the same kernel runs and matches.
+  auto ok = compile(f);
+  EXPECT_NO_THROW(ok.launch(dev, args));
+}
+
+TEST(DeveloperOptions, InexactMathAndScalarFallbackAreOptInWithRemarks) {
+  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32);
+  PrimFunc f = T::prim_func("exp_dev", {X, Y}, [&] {
+    T::Kernel(1, [&](Expr) {
+      auto x = T::alloc_shared("x", {8, 64}, f32);
+      T::copy(X, x);
+      T::Parallel({8, 64}, [&](Expr i, Expr j) { x(i, j) = exp(x(i, j)); });
+      T::copy(x, Y);
+    });
+  });
+  std::string msg = error_of([&] { compile(f, default_target(), {.cache = false}); });
+  EXPECT_NE(msg.find("allow_inexact_math"), std::string::npos) << msg;
+  DeveloperOptions inexact;
+  inexact.allow_inexact_math = true;
+  auto kern = compile(f, default_target(), {.cache = false, .dev = inexact});
+  EXPECT_NE(print(kern.func()).find("T.tile.exp"), std::string::npos);
+  DeveloperOptions serial;
+  serial.scalar_fallback = true;
+  auto slow = compile(f, default_target(), {.cache = false, .dev = serial});
+  EXPECT_EQ(print(slow.func()).find("T.tile.exp"), std::string::npos);
+  EXPECT_EQ(print(slow.func()).find("T.Parallel"), std::string::npos);  // the whole nest is serial
+  // Both run and agree with each other to the vector exp's last-bit difference.
+  Device dev;
+  auto args = ref::random_args(dev, f);
+  kern.launch(dev, args);  // X is only read: both launches see the same input
+  std::vector<double> fast = std::get<Tensor>(args[1].value).to_vector();
+  slow.launch(dev, args);
+  std::vector<double> exact = std::get<Tensor>(args[1].value).to_vector();
+  ASSERT_EQ(fast.size(), exact.size());
+  for (size_t i = 0; i < fast.size(); ++i) EXPECT_NEAR(fast[i], exact[i], 1e-6 * std::abs(exact[i]) + 1e-30) << i;
+}
+
+}  // namespace
+}  // namespace tl
