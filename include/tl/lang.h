@@ -88,6 +88,11 @@ Buffer alloc_ub(std::string name, std::vector<Expr> shape, DType dtype, int64_t 
 /// Developer mode: the compiler places these (L1 or UB; L0A/L0B/L0C or UB).
 Buffer alloc_shared(std::string name, std::vector<Expr> shape, DType dtype, TL_LOC);
 Buffer alloc_fragment(std::string name, std::vector<Expr> shape, DType dtype, TL_LOC);
+/// GM scratch for this launch (T.alloc_workspace): allocated by the launcher for every launch,
+/// never part of the kernel's signature, shared by every block and core (index it by cid).
+/// Its contents are undefined until written (the virtual NPU fills it with NaN bytes).
+/// Developer mode makes its own for data that crosses cores.
+Buffer alloc_workspace(std::string name, std::vector<Expr> shape, DType dtype, TL_LOC);
 /// A scalar variable (read with `v()`, written with T::assign), optionally initialised.
 Buffer alloc_var(std::string name, DType dtype, std::optional<Expr> init = std::nullopt, TL_LOC);
 void assign(const Buffer& var, Expr value, TL_LOC);

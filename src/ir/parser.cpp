@@ -854,15 +854,17 @@ class Parser {
     return LetNode::make(var, std::move(value), std::move(loc));
   }
 
-  /// `name = T.alloc_L1((shape), "dtype"[, address=N])`, ..., `name = T.alloc_var("dtype")`
+  /// `name = T.alloc_L1((shape), "dtype"[, address=N])`, ..., `name = T.alloc_var("dtype")`,
+  /// `name = T.alloc_workspace((shape), "dtype")` (GM scratch the launcher allocates)
   Stmt alloc_stmt(const std::string& name) {
     expect("T");
     expect(".");
     const Token& kt = next();
-    auto scope = parse_scope(std::string_view(kt.text).substr(6));
-    if (!scope || *scope == MemScope::GM)
+    const std::string_view kind = std::string_view(kt.text).substr(6);
+    auto scope = kind == "workspace" ? std::optional<MemScope>(MemScope::GM) : parse_scope(kind);
+    if (!scope || (*scope == MemScope::GM && kind != "workspace"))
       error_at(kt, fmt::format("expected an allocation (alloc_L1, alloc_L0A, alloc_L0B, alloc_L0C, "
-                               "alloc_ub, alloc_shared, alloc_fragment or alloc_var), got 'T.{}'",
+                               "alloc_ub, alloc_shared, alloc_fragment, alloc_var or alloc_workspace), got 'T.{}'",
                                excerpt(kt.text)));
     expect("(");
     std::vector<Expr> shape;

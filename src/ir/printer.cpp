@@ -178,6 +178,9 @@ class Printer {
         switch (b->scope) {
           case MemScope::Var: call = fmt::format("T.alloc_var(\"{}\"", dtype_name(b->dtype)); break;
           case MemScope::UB: call = fmt::format("T.alloc_ub({}, \"{}\"", tuple(b->shape), dtype_name(b->dtype)); break;
+          case MemScope::GM:
+            call = fmt::format("T.alloc_workspace({}, \"{}\"", tuple(b->shape), dtype_name(b->dtype));
+            break;
           default:
             call = fmt::format("T.alloc_{}({}, \"{}\"", scope_name(b->scope), tuple(b->shape), dtype_name(b->dtype));
         }

@@ -24,6 +24,7 @@ PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& 
                                                 {d.insert_syncs, "insert_syncs"}};
     for (const auto& [on, pass] : off)
       if (!on) passes.disabled_passes.push_back(pass);
+    if (!d.insert_syncs) passes.disabled_passes.push_back("insert_channel_syncs");
     // The expert re-verify checks a lowered kernel; without the split or the vectoriser the
     // kernel is not one, and the backend says so ("not lowered").
     if (!d.split_cube_vector || !d.vectorize) passes.disabled_passes.push_back("verify_lowered");

@@ -260,6 +260,9 @@ Buffer alloc_shared(std::string n, std::vector<Expr> s, DType t, const Loc& l) {
 Buffer alloc_fragment(std::string n, std::vector<Expr> s, DType t, const Loc& l) {
   return alloc(std::move(n), std::move(s), t, MemScope::Fragment, -1, l);
 }
+Buffer alloc_workspace(std::string n, std::vector<Expr> s, DType t, const Loc& l) {
+  return alloc(std::move(n), std::move(s), t, MemScope::GM, -1, l);
+}
 Buffer alloc_var(std::string n, DType t, std::optional<Expr> init, const Loc& l) {
   Buffer b = alloc(std::move(n), {Expr(1)}, t, MemScope::Var, -1, l);
   if (init) assign(b, *init, l);

@@ -5,6 +5,7 @@
 // always share one thread and their cross-core flags need no locks.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -117,6 +118,30 @@ std::optional<std::vector<int64_t>> dense_strides(const std::vector<int64_t>& sh
   return st;
 }
 
+/// The T.alloc_workspace tensors of this launch, after the parameters in ls.tensors. Their
+/// shapes may use dynamic sizes (bound by now). Tensor::empty checks the bytes against the
+/// host's memory before allocating. They start as NaN bytes (0xFF): the chip's workspace holds
+/// whatever was there, and a kernel must not read what it has not written.
+void allocate_workspaces(const Program& p, Device& dev, LaunchEvaluator& ev, LaunchState& ls) {
+  for (const BufferNode* w : p.workspaces) {
+    std::vector<int64_t> shape;
+    for (const auto& e : w->shape) {
+      std::string why;
+      auto v = ev.try_int(e, &why);
+      if (!v)
+        throw Error(w->loc, fmt::format("kernel {}: cannot evaluate dimension {} of workspace '{}': {}", p.func->name,
+                                        print(e), w->name, why));
+      if (*v <= 0)
+        throw Error(w->loc, fmt::format("kernel {}: workspace '{}' has dimension {} = {}; expected a positive size",
+                                        p.func->name, w->name, print(e), *v));
+      shape.push_back(*v);
+    }
+    Tensor t = Tensor::empty(dev, shape, w->dtype);
+    std::memset(t.data(), 0xFF, static_cast<size_t>(t.nbytes()));
+    ls.tensors.push_back(std::move(t));
+  }
+}
+
 void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args, LaunchState& ls) {
   const auto& f = p.func;
   std::vector<std::string> names;
@@ -200,6 +225,7 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
                               d.name()));
     ls.dynamics.push_back(it->second.i);
   }
+  allocate_workspaces(p, dev, ev, ls);
   std::string why;
   auto blocks = ev.try_int(p.kernel->num_blocks, &why);
   if (!blocks)

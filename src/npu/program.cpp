@@ -116,6 +116,14 @@ class Planner : public IRVisitor {
     BufferInfo info;
     info.node = &b;
     info.scope = b.scope;
+    if (b.scope == MemScope::GM) {
+      // A workspace: its tensor is allocated by each launch (launch.cpp), after the parameters.
+      info.param = static_cast<int>(p_.func->params.size() + p_.workspaces.size());
+      p_.workspaces.push_back(&b);
+      p_.buffer_index.emplace(&b, static_cast<int>(p_.buffers.size()));
+      p_.buffers.push_back(info);
+      return;
+    }
     if (b.scope == MemScope::Var) {
       info.slot = p_.num_slots++;
     } else {

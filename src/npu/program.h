@@ -33,7 +33,7 @@ struct BufferInfo {
   MemScope scope = MemScope::GM;
   int64_t offset = 0;  // bytes into the core's memory of that scope (on-chip buffers)
   int64_t bytes = 0;   // storage bytes (fractal layouts include padding)
-  int param = -1;      // GM tensors: parameter index
+  int param = -1;      // GM tensors: parameter index (workspaces: params + their index)
   int slot = -1;       // var buffers: scalar slot
   std::vector<int64_t> shape, strides;  // on-chip buffers: constant shape, row-major strides
 };
@@ -50,6 +50,9 @@ class Program : public Artifact {
   int sync_all_kinds = 0;
   bool has_cube_code = false;  // a Cube scope or a cube op: the AIC needs its L0A/L0B  // bit 1: T.sync_all in Cube code; bit 2: in Vector code
   std::array<int64_t, kNumMemScopes> scope_bytes{};  // planned bytes per scope
+  /// T.alloc_workspace buffers, in declaration order; workspace k is LaunchState::tensors
+  /// [params + k] (BufferInfo::param), allocated by every launch.
+  std::vector<const BufferNode*> workspaces;
 
   int slot_of(const VarNode* v) const;
   const BufferInfo& buffer(const BufferNode* b) const;
@@ -236,7 +239,7 @@ class Core final : public arith::Evaluator {
 /// Shared state of one launch: GM tensors, cross-core flags, global barriers.
 struct LaunchState {
   const Program& program;
-  std::vector<Tensor> tensors;    // per parameter (undefined for scalars)
+  std::vector<Tensor> tensors;    // per parameter (undefined for scalars), then the workspaces
   std::vector<Scalar> scalars;    // per parameter
   std::vector<int64_t> dynamics;  // values of the dynamic symbols
   int64_t num_blocks = 0;

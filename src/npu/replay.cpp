@@ -428,8 +428,11 @@ std::vector<std::string> diff_tensors(const LaunchState& ls, const TensorContent
         if (first < 0) first = e;
         ++differ;
       }
+    // Tensors after the parameters are the launch's workspaces.
+    const std::string name = i < params.size() ? params[i].name()
+                                               : "workspace " + ls.program.workspaces[i - params.size()]->name;
     out.push_back(fmt::format("{}{}: {} in program order, {} in simulated-time order ({} of {} elements differ)",
-                              params[i].name(), index_str(t, first), to_double(t.dtype(), &was[first * es]),
+                              name, index_str(t, first), to_double(t.dtype(), &was[first * es]),
                               to_double(t.dtype(), &now[first * es]), differ, t.numel()));
   }
   return out;

@@ -7,12 +7,17 @@
 //   - anything the vector unit touches (tile ops, reductions, element loads and stores, Parallel
 //     loops), and buffers that are only copied: UB.
 // A T::fill / T::clear of an accumulator is a cube clear (lower_cube_ops folds it into the
-// gemm's init), not a vector use. A buffer that both cores use needs a twin on the other side
-// and a channel through a GM workspace; until that lowering exists it is an error that names
+// gemm's init), not a vector use. A gemm accumulator the vector unit reads afterwards stays in
+// L0C and gets a UB twin `c_ub`, filled by one crossing copy before the first vector use
+// (legalize_copies makes it a channel through a GM workspace). Other buffers both cores use
+// (a tile the vector unit produces for the cube, a crossing inside a loop) are errors that name
 // both uses, never a silent wrong placement.
+#include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "developer.h"
+#include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/pass.h"
@@ -101,15 +106,24 @@ class RoleCollector : public IRVisitor {
   std::vector<const TileOpNode*> fills_;
 };
 
+/// A fragment the cube accumulates and the vector unit then reads (C = A x B, then element work
+/// on C): it stays in L0C and gets a UB twin, filled by one crossing copy (legalize_copies
+/// turns it into a channel through a GM workspace).
+bool is_cube_to_vector(const BufferNode* b, const Uses& u) {
+  return u.roles == (kCubeC | kVector) && b->scope == MemScope::Fragment;
+}
+
 /// The physical scope of a developer buffer with `roles`; a user error when there is none.
 MemScope place(const BufferNode* b, const Uses& u) {
   const bool cube = u.roles & (kCubeA | kCubeB | kCubeC);
   const Buffer handle(std::shared_ptr<const BufferNode>(std::shared_ptr<const BufferNode>{}, b));
+  if (is_cube_to_vector(b, u)) return MemScope::L0C;
   if (cube && (u.roles & kVector))
     user_error(b->loc,
-               "buffer {} is used by the cube core ({}) and by the vector cores ({}); data that crosses "
-               "cores travels through a GM workspace channel, which developer mode does not lower yet: "
-               "use two buffers and copy through a T::alloc_workspace tensor, or write this part in expert mode",
+               "buffer {} is used by the cube core ({}) and by the vector cores ({}); data crosses cores "
+               "through a GM workspace channel, which developer mode lowers for a gemm accumulator the vector "
+               "unit reads afterwards, not yet for a tile the vector unit produces for the cube: use two buffers "
+               "and copy through a T::alloc_workspace tensor, or write this part in expert mode",
                dev::describe(handle), dev::describe(u.first_cube), dev::describe(u.first_vector));
   if (!cube) return MemScope::UB;
   const unsigned cube_roles = u.roles & (kCubeA | kCubeB | kCubeC);
@@ -163,6 +177,99 @@ class Placer : public IRMutator {
   std::unordered_map<const BufferNode*, Buffer> placed_;
 };
 
+/// Gives each cube -> vector buffer its UB twin: in the kernel body, every statement that uses
+/// the buffer from the vector side uses the twin instead, and one `T.copy(home, twin)` (with
+/// the twin's declaration) goes right before the first of them. The cube's statements must all
+/// come before the vector's at the kernel's top level; a buffer both cores use inside one loop
+/// needs a channel per iteration (with credits), which is not lowered yet: an error.
+class Twinner {
+ public:
+  Twinner(const KernelNode& k, std::unordered_set<std::string>& taken) : kernel_(k), taken_(taken) {}
+
+  Stmt run(const std::vector<std::pair<Buffer, Buffer>>& homes) {
+    std::vector<Stmt> body = top_level(kernel_.body);
+    for (const auto& [home, orig] : homes) body = twin(body, home, orig);
+    return KernelNode::make(kernel_.num_blocks, kernel_.cid, kernel_.vid, SeqNode::make(std::move(body), kernel_.loc),
+                            kernel_.loc, kernel_.threads);
+  }
+
+ private:
+  static std::vector<Stmt> top_level(const Stmt& s) {
+    if (auto* q = s.as<SeqNode>()) return q->stmts;
+    return {s};
+  }
+
+  /// Which cores' work in `s` touches `b`: bit 1 the cube's (gemm, mma, fills of it), bit 2
+  /// the vector's (everything else but copies of it, which are the cube's when b is L0C).
+  static unsigned sides(const Stmt& s, const BufferNode* b) {
+    unsigned out = 0;
+    pre_order_visit(
+        s,
+        [&](const Stmt& x) {
+          if (auto* op = x.as<TileOpNode>()) {
+            bool touches = false;
+            for (const auto& a : op->args)
+              if (a.is_region() && a.region.buffer.get() == b) touches = true;
+            if (!touches) return;
+            const bool cube = op->op->name == "gemm" || op->op->name == "mma" || op->op->unit == OpUnit::Cube ||
+                              (op->op->name == "tile.fill" && op->args[0].is_region() &&
+                               op->args[0].region.buffer.get() == b) ||
+                              op->op->unit == OpUnit::Move;
+            out |= cube ? 1u : 2u;
+          } else if (auto* st = x.as<StoreNode>(); st && st->buffer.get() == b) {
+            out |= 2u;
+          }
+        },
+        [&](const Expr& e) {
+          if (auto* ld = e.as<LoadNode>(); ld && ld->buffer.get() == b) out |= 2u;
+        });
+    return out;
+  }
+
+  std::vector<Stmt> twin(const std::vector<Stmt>& body, const Buffer& home, const Buffer& orig) {
+    std::string name = orig->name + "_ub";
+    for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_ub{}", orig->name, i);
+    taken_.insert(name);
+    Buffer twin = BufferNode::make(name, home->dtype, home->shape, MemScope::UB, {}, -1, orig->loc);
+    std::vector<Stmt> out;
+    bool crossed = false;
+    Stmt first_vector;
+    for (const Stmt& s : body) {
+      const unsigned used = sides(s, home.get());
+      if (used == 3u)
+        user_error(s->loc,
+                   "buffer {} is written by the cube and read by the vector unit inside one statement ({}); data "
+                   "crosses cores through a GM workspace channel, which developer mode lowers between top-level "
+                   "statements of the kernel, not yet inside a loop (that needs one channel per iteration)",
+                   dev::describe(orig), dev::describe(s));
+      if ((used & 1u) && crossed)
+        user_error(s->loc,
+                   "buffer {} is used by the cube again ({}) after the vector unit read it ({}); developer mode "
+                   "lowers one crossing from the cube to the vector unit per buffer",
+                   dev::describe(orig), dev::describe(s), dev::describe(first_vector));
+      if ((used & 2u) && !crossed) {
+        out.push_back(AllocateNode::make(twin, s->loc));
+        out.push_back(make_tile_op("copy", {BufferRegion::full(home), BufferRegion::full(twin)}, {}, s->loc));
+        crossed = true;
+        first_vector = s;
+      }
+      out.push_back(used & 2u ? Retarget(home.get(), twin).mutate(s) : s);
+    }
+    return out;
+  }
+
+  /// Replaces one buffer by another everywhere in a statement.
+  struct Retarget : IRMutator {
+    Retarget(const BufferNode* from, Buffer to) : from_(from), to_(std::move(to)) {}
+    Buffer mutate_buffer(const Buffer& b) override { return b.get() == from_ ? to_ : b; }
+    const BufferNode* from_;
+    Buffer to_;
+  };
+
+  const KernelNode& kernel_;
+  std::unordered_set<std::string>& taken_;
+};
+
 }  // namespace
 
 PrimFunc infer_scopes(const PrimFunc& f, const Target&) {
@@ -171,9 +278,33 @@ PrimFunc infer_scopes(const PrimFunc& f, const Target&) {
   roles.visit(f->body);
   roles.settle_fills();
   std::unordered_map<const BufferNode*, MemScope> scopes;
-  for (const auto& [b, u] : roles.uses) scopes[b] = place(b, u);
+  std::vector<const BufferNode*> crossing;
+  for (const auto& [b, u] : roles.uses) {
+    scopes[b] = place(b, u);
+    if (is_cube_to_vector(b, u)) crossing.push_back(b);
+  }
   Placer placer(std::move(scopes));
   Stmt body = placer.mutate(f->body);
+  if (!crossing.empty()) {
+    // Declaration order, so twins are named and placed deterministically.
+    std::vector<std::pair<Buffer, Buffer>> homes;
+    pre_order_visit(f->body, [&](const Stmt& s) {
+      if (auto* a = s.as<AllocateNode>(); a && !a->is_view())
+        if (std::find(crossing.begin(), crossing.end(), a->buffer.get()) != crossing.end())
+          homes.push_back({placer.mutate_buffer(a->buffer), a->buffer});
+    });
+    PrimFunc placed = with_body(f, body);
+    std::unordered_set<std::string> taken = arith::names_in(placed);
+    const KernelNode* k = dev::find_kernel(placed);
+    Stmt kernel = Twinner(*k, taken).run(homes);
+    std::vector<Stmt> top;
+    if (auto* seq = body.as<SeqNode>()) {
+      for (const auto& s : seq->stmts) top.push_back(s.as<KernelNode>() ? kernel : s);
+    } else {
+      top.push_back(kernel);
+    }
+    body = SeqNode::make(std::move(top), body->loc);
+  }
   return body.same_as(f->body) ? f : with_body(f, body);
 }
 

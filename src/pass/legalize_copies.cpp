@@ -13,6 +13,10 @@
 //     width are widened to the padded width: the pad lanes compute garbage that no copy stores
 //     and no reduction reads (reductions keep the logical width; each row is one count-form
 //     ReduceSum/ReduceMax, which takes any count).
+//   - Channels. A copy between the two cores' memories without a path on the target (L0C -> UB,
+//     UB -> L1 on A2) goes through the producer block's slot of a GM workspace
+//     [num_blocks, rows, cols] declared at the kernel's top (the launcher allocates it);
+//     insert_channel_syncs orders the two halves with cross-core flags.
 //   - Cleared L1 tails. A GM -> L1 copy that may move a partial tile first zero-fills the tile
 //     when it does (T.init_const, AscendC InitConstValue): the hardware zero-fills only up to
 //     the next 32-byte block, and a stale K tail would enter the product.
@@ -29,6 +33,8 @@
 #include "tl/ir_ops.h"
 #include "tl/op.h"
 #include "tl/pass.h"
+#include "tl/printer.h"
+#include "tl/target.h"
 
 namespace tl {
 namespace {
@@ -121,7 +127,9 @@ Attr* find_attr(std::vector<Attr>& attrs, std::string_view key) {
 
 class Legalizer : public IRMutator {
  public:
-  explicit Legalizer(std::unordered_map<const BufferNode*, PadWidth> pads) : pads_(std::move(pads)) {}
+  Legalizer(std::unordered_map<const BufferNode*, PadWidth> pads, const Target& target,
+            std::unordered_set<std::string> taken)
+      : pads_(std::move(pads)), target_(target), taken_(std::move(taken)) {}
 
   Buffer mutate_buffer(const Buffer& b) override {
     if (!b.defined()) return b;
@@ -139,11 +147,18 @@ class Legalizer : public IRMutator {
 
  protected:
   Stmt mutate_(const KernelNode* n, const Stmt& self) override {
-    if (n->developer()) {
-      arith::Interval blocks = arith::bound(n->num_blocks, vars_);
-      vars_[n->cid.node()] = {0, std::max<int64_t>(blocks.hi - 1, 0)};
-    }
-    return IRMutator::mutate_(n, self);
+    if (!n->developer()) return IRMutator::mutate_(n, self);
+    arith::Interval blocks = arith::bound(n->num_blocks, vars_);
+    vars_[n->cid.node()] = {0, std::max<int64_t>(blocks.hi - 1, 0)};
+    kernel_ = n;
+    Stmt body = mutate(n->body);
+    if (workspaces_.empty() && body.same_as(n->body)) return self;
+    // Workspaces are declared first: every block and core indexes the same tensors.
+    std::vector<Stmt> stmts = std::move(workspaces_);
+    if (auto* q = body.as<SeqNode>()) stmts.insert(stmts.end(), q->stmts.begin(), q->stmts.end());
+    else stmts.push_back(body);
+    return KernelNode::make(n->num_blocks, n->cid, n->vid, SeqNode::make(std::move(stmts), n->loc), n->loc,
+                            n->threads);
   }
 
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
@@ -161,6 +176,7 @@ class Legalizer : public IRMutator {
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
     Stmt s = IRMutator::mutate_(n, self);
     const auto* t = s.as<TileOpNode>();
+    if (t->op->name == "copy" && needs_channel(*t)) return channel(*t);
     if (t->op->name == "copy" || t->op->name == "atomic_add") return legalize_copy(*t, s);
     if (is_elementwise(*t->op)) return widen_elementwise(*t, s);
     return s;
@@ -236,6 +252,44 @@ class Legalizer : public IRMutator {
     return TileOpNode::make(n.op, std::move(args), n.attrs, n.loc);
   }
 
+  /// A copy between the two cores' memories that the target has no path for (L0C -> UB, UB ->
+  /// L1 on A2).
+  bool needs_channel(const TileOpNode& n) const {
+    if (n.args.size() < 2 || !n.args[0].is_region() || !n.args[1].is_region()) return false;
+    const MemScope s = n.args[0].region.buffer->scope, d = n.args[1].region.buffer->scope;
+    auto cs = target_.memory_core(s), cd = target_.memory_core(d);
+    return cs && cd && *cs != *cd && !target_.copy_path(s, d);
+  }
+
+  /// A channel (DEVMODE.md section 2): the producer core copies the tile into its block's slot
+  /// of a GM workspace [num_blocks, rows, cols] of the consumer's dtype (the fixpipe converts
+  /// on the way out of L0C), the consumer core copies it in; insert_channel_syncs orders the
+  /// two with cross-core flags.
+  Stmt channel(const TileOpNode& n) {
+    const BufferRegion& src = n.args[0].region;
+    const BufferRegion& dst = n.args[1].region;
+    std::vector<Expr> shape = {kernel_->num_blocks};
+    std::vector<Expr> starts = {Expr(kernel_->cid)}, extents = {Expr(1)};
+    for (const auto& r : dst.ranges) {
+      shape.push_back(r.extent);
+      starts.push_back(Expr(0));
+      extents.push_back(r.extent);
+    }
+    for (const Expr& e : shape)
+      if (!as_const_int(e) && e.get() != kernel_->num_blocks.get())
+        user_error(n.loc, "T.copy from {} to {}: the tile crosses cores through a GM workspace, whose rows and "
+                          "columns must be constants; got a region of extents {}",
+                   scope_name(src.buffer->scope), scope_name(dst.buffer->scope), print(extents.back()));
+    std::string name = dst.buffer->name + "_ws";
+    for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_ws{}", dst.buffer->name, i);
+    taken_.insert(name);
+    Buffer ws = BufferNode::make(name, dst.buffer->dtype, shape, MemScope::GM, {}, -1, n.loc);
+    workspaces_.push_back(AllocateNode::make(ws, n.loc));
+    BufferRegion slot = ws.region(starts, extents);
+    return SeqNode::make({make_tile_op("copy", {src, slot}, {}, n.loc), make_tile_op("copy", {slot, dst}, {}, n.loc)},
+                         n.loc);
+  }
+
   /// Clips a GM <-> on-chip copy to the tensor (both sides), and picks the padded form where
   /// a UB row is not whole blocks.
   Stmt legalize_copy(const TileOpNode& n, const Stmt& self) {
@@ -303,6 +357,10 @@ class Legalizer : public IRMutator {
   }
 
   std::unordered_map<const BufferNode*, PadWidth> pads_;
+  const Target& target_;
+  std::unordered_set<std::string> taken_;  // names in the function, for the workspaces
+  const KernelNode* kernel_ = nullptr;
+  std::vector<Stmt> workspaces_;  // their declarations, for the kernel's top
   std::unordered_map<const BufferNode*, Buffer> padded_;
   std::unordered_map<const BufferNode*, PadWidth> width_of_;  // padded buffer -> its widths
   arith::VarIntervals vars_;
@@ -310,11 +368,11 @@ class Legalizer : public IRMutator {
 
 }  // namespace
 
-PrimFunc legalize_copies(const PrimFunc& f, const Target&) {
+PrimFunc legalize_copies(const PrimFunc& f, const Target& target) {
   if (!dev::is_developer(f)) return f;
   PadPlanner planner;
   planner.visit(f->body);
-  Legalizer legalizer(planner.plan());
+  Legalizer legalizer(planner.plan(), target, arith::names_in(f));
   Stmt body = legalizer.mutate(f->body);
   return body.same_as(f->body) ? f : with_body(f, body);
 }

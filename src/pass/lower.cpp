@@ -22,6 +22,7 @@ void check_developer_dependencies(const PassOptions& opt) {
       {"vectorize_parallel", {"split_cube_vector"}},
       {"verify_lowered", {"split_cube_vector", "vectorize_parallel"}},
       {"insert_syncs", {"split_cube_vector", "plan_memory"}},
+      {"insert_channel_syncs", {"split_cube_vector"}},
   };
   auto off = [&](std::string_view n) {
     return std::find(opt.disabled_passes.begin(), opt.disabled_passes.end(), n) != opt.disabled_passes.end();
@@ -79,6 +80,9 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // On final addresses, so bytes plan_memory shares between buffers are ordered too.
       // Developer kernels only: an expert kernel's syncs are the author's.
       {"insert_syncs", if_lowered(insert_syncs), Spec::Planned},
+      // Cross-core: after insert_syncs, which orders each core's own pipes and knows nothing of
+      // the other core.
+      {"insert_channel_syncs", if_lowered(insert_channel_syncs), Spec::Planned},
   };
   return run_passes(f, target, passes, opt);
 }

@@ -128,6 +128,8 @@ class Projector {
         return s;
       }
       default: {
+        // Workspaces belong to the kernel, not to a core: split_cube_vector declares them first.
+        if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::GM) return Stmt();
         auto c = core_of(s, target_);
         if (!c) {
           if (auto* st = s.as<StoreNode>(); st && (foreign_load(st->value, core_, target_) || uses_foreign(st->value))) {
@@ -202,6 +204,11 @@ PrimFunc split_cube_vector(const PrimFunc& f, const Target& target) {
   for (int i = 1; taken.count(vid_name); ++i) vid_name = fmt::format("vid_{}", i);
   Var vid(vid_name);
   std::vector<Stmt> scopes;
+  // GM workspaces (T.alloc_workspace, legalize_copies' channels) are shared by both cores:
+  // declared at kernel level, before the scopes.
+  pre_order_visit(k->body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::GM) scopes.push_back(s);
+  });
   auto has_op = [&](const Stmt& s, CoreKind c) {
     bool any = false;
     pre_order_visit(s, [&](const Stmt& x) {

@@ -318,6 +318,34 @@ void check_tensor_param(const Buffer& b, const SourceLoc& loc, VerifyContext& ct
               context);
 }
 
+/// T.alloc_workspace: GM scratch the launcher allocates. Its shape may use the kernel's dynamic
+/// sizes (evaluated at launch); the launcher checks the bytes against the host's memory.
+void check_workspace(const AllocateNode& n, VerifyContext& ctx) {
+  const Buffer& b = n.buffer;
+  const std::string op = alloc_title(b->scope), context = fmt::format("workspace '{}'", b->name);
+  if (b->address >= 0)
+    ctx.error(n.loc, op, "address", "workspace-address",
+              fmt::format("workspace '{}' has address {}; the launcher places workspaces, expected none", b->name,
+                          b->address),
+              context);
+  if (!b->strides.empty())
+    ctx.error(n.loc, op, "", "workspace-strides",
+              fmt::format("workspace '{}' has strides; workspaces are dense row-major", b->name), context);
+  bool all_const = true;
+  for (size_t d = 0; d < b->shape.size(); ++d) {
+    auto v = const_int(b->shape[d]);
+    all_const = all_const && v.has_value();
+    if (v && *v <= 0)
+      ctx.error(n.loc, op, "shape", "buffer-shape",
+                fmt::format("dimension {} of '{}' is {}; expected a positive size", d, b->name, *v), context);
+  }
+  if (all_const && !buffer_bytes(b))
+    ctx.error(n.loc, op, "shape", "buffer-capacity",
+              fmt::format("workspace '{}' of {} x {} needs more than 2^63 bytes (its size overflows int64)", b->name,
+                          fmt_extents(b->shape), dtype_str(b->dtype)),
+              context);
+}
+
 void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
   if (n.is_view()) return check_view(n, ctx);
   const Buffer& b = n.buffer;
@@ -340,12 +368,7 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
               context);
     return;
   }
-  if (b->scope == MemScope::GM) {
-    ctx.error(n.loc, op, "", "alloc-core-scope",
-              fmt::format("'{}' is allocated in GM; GM tensors are kernel parameters", b->name),
-              context);
-    return;
-  }
+  if (b->scope == MemScope::GM) return check_workspace(n, ctx);
   for (size_t d = 0; d < b->shape.size(); ++d)
     if (auto v = const_int(b->shape[d]); v && *v <= 0)
       ctx.error(n.loc, op, "shape", "buffer-shape",

@@ -127,7 +127,7 @@ std::string alloc_title(MemScope s) {
     case MemScope::Shared: return "T.alloc_shared";
     case MemScope::Fragment: return "T.alloc_fragment";
     case MemScope::Var: return "T.alloc_var";
-    case MemScope::GM: return "T.Tensor";
+    case MemScope::GM: return "T.alloc_workspace";
     default: return "T.alloc_" + scope_str(s);
   }
 }

@@ -61,6 +61,13 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     auto want = matmul(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, K);
     return compare(tensor(a, 2).to_vector(), want, N, 1e-3 * std::sqrt(K), 1e-2);
   }
+  if (kernel == "matmul_add_dev") {  // fp32 accumulation, rounded to the dtype, plus D in the dtype
+    int M = p.get("M"), N = p.get("N"), K = p.get("K");
+    auto want = matmul(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, K);
+    auto d = tensor(a, 2).to_vector();
+    for (size_t i = 0; i < want.size(); ++i) want[i] += d[i];
+    return compare(tensor(a, 3).to_vector(), want, N, 1e-3 * std::sqrt(K), 1e-2);
+  }
   if (kernel == "rms_norm" || kernel == "rms_norm_dev") {
     int M = p.get("M"), N = p.get("N");
     auto want = rms_norm(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, scalar(a, 3));

@@ -50,6 +50,11 @@ std::vector<DevCase> cases() {
       // GEMM tails in M, N and K (a partial K panel is zero-filled in L1 before its copy).
       {"gemm_dev", {{"M", "200"}, {"N", "136"}, {"K", "72"}, {"bM", "64"}, {"bN", "64"}, {"bK", "32"}}},
       {"gemm_dev", {{"M", "40"}, {"N", "24"}, {"K", "1000"}, {"bM", "32"}, {"bN", "16"}, {"bK", "256"}, {"dtype", "bfloat16"}}},
+      // The accumulator crosses from the cube to the vector unit (a compiler-made workspace
+      // channel with a cross-core flag; AIV 1 runs the flag protocol alone).
+      {"matmul_add_dev", {}},
+      {"matmul_add_dev", {{"M", "200"}, {"N", "136"}, {"K", "72"}, {"bM", "64"}, {"bN", "64"}, {"bK", "32"}}},
+      {"matmul_add_dev", {{"M", "40"}, {"N", "24"}, {"K", "1000"}, {"bM", "32"}, {"bN", "16"}, {"bK", "256"}, {"dtype", "bfloat16"}}},
   };
 }
 

@@ -532,7 +532,8 @@ TEST(DeveloperLowering, SwitchingOffAPassALaterOneNeedsIsAnError) {
   EXPECT_NO_THROW(lower(f, default_target(), without({"insert_syncs"})));
   PrimFunc unlowered;
   EXPECT_NO_THROW(unlowered = lower(f, default_target(),
-                                    without({"split_cube_vector", "vectorize_parallel", "verify_lowered", "insert_syncs"})));
+                                    without({"split_cube_vector", "vectorize_parallel", "verify_lowered", "insert_syncs",
+                                             "insert_channel_syncs"})));
   // ... but such a kernel does not run: the virtual NPU says why.
   std::string run = error_of([&] { compile(unlowered, default_target(), {.verify = false, .lower = false}); });
   EXPECT_NE(run.find("this developer kernel (T::Kernel without vid) was not lowered"), std::string::npos) << run;

@@ -1,0 +1,204 @@
+// Cross-core channels in developer mode (DEVMODE.md sections 2, 4, 7; docs/developer_mode.md,
+// "Data that crosses cores"): infer_scopes gives a gemm accumulator the vector unit reads a UB
+// twin and one crossing copy; legalize_copies turns an L0C -> UB copy into a channel through a
+// compiler-made GM workspace; insert_channel_syncs orders the channel with a cross-core flag and
+// runs AIV 1's side of the protocol. IR text in, IR text out; matmul_add_dev runs end to end in
+// tests/examples/developer_examples_test.cpp. Also T.alloc_workspace itself: parse/print, the
+// verifier, and the launcher's allocation.
+#include "pass_test_util.h"
+
+#include <cmath>
+
+#include "tl/lang.h"
+#include "tl/npu/npu.h"
+#include "tl/verifier.h"
+
+namespace tl {
+namespace {
+
+using testing::error_of;
+
+std::string after(std::string_view text, PrimFunc (*pass)(const PrimFunc&, const Target&)) {
+  return testing::run_on_text(text, [&](const PrimFunc& f) { return pass(f, default_target()); });
+}
+
+TEST(InferScopes, AnAccumulatorTheVectorReadsGetsAUbTwinAndOneCrossingCopy) {
+  EXPECT_EQ(after(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        d = T.alloc_shared((32, 32), "float16")
+        T.copy(A, a)
+        T.gemm(a, a, c, True)
+        for i in T.Parallel(32):
+            for j in T.Parallel(32):
+                d[i, j] = T.cast(c[i, j], "float16")
+        T.copy(d, C)
+)",
+                  infer_scopes),
+            R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_L1((32, 32), "float16")
+        c = T.alloc_L0C((32, 32), "float32")
+        d = T.alloc_ub((32, 32), "float16")
+        T.copy(A, a)
+        T.gemm(a, a, c, True)
+        c_ub = T.alloc_ub((32, 32), "float32")
+        T.copy(c, c_ub)
+        for i in T.Parallel(32):
+            for j in T.Parallel(32):
+                d[i, j] = T.cast(c_ub[i, j], "float16")
+        T.copy(d, C)
+)");
+}
+
+TEST(InferScopes, ACrossingInsideALoopIsAnErrorNamingTheStatement) {
+  std::string msg = error_of([] {
+    after(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        T.copy(A, a)
+        for k in T.serial(2):  # @k.py:7
+            T.gemm(a, a, c, True)
+            T.tile.exp(c, c)
+        T.copy(c, C)
+)",
+          infer_scopes);
+  });
+  EXPECT_NE(msg.find("buffer 'c' is written by the cube and read by the vector unit inside one statement"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("not yet inside a loop"), std::string::npos) << msg;
+}
+
+TEST(LegalizeCopies, AnL0CToUbCopyBecomesAChannelThroughAWorkspace) {
+  EXPECT_EQ(after(R"(@T.prim_func
+def f(C: T.Tensor((64, 32), "float32")):
+    with T.Kernel(2, threads=1) as cid:
+        c = T.alloc_L0C((32, 32), "float32")
+        c_ub = T.alloc_ub((32, 32), "float32")
+        T.copy(c, c_ub)
+        T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
+)",
+                  legalize_copies),
+            R"(@T.prim_func
+def f(C: T.Tensor((64, 32), "float32")):
+    with T.Kernel(2, threads=1) as cid:
+        c_ub_ws = T.alloc_workspace((2, 32, 32), "float32")
+        c = T.alloc_L0C((32, 32), "float32")
+        c_ub = T.alloc_ub((32, 32), "float32")
+        T.copy(c, c_ub_ws[cid:cid + 1, 0:32, 0:32])
+        T.copy(c_ub_ws[cid:cid + 1, 0:32, 0:32], c_ub)
+        T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
+)");
+}
+
+constexpr const char* kSplitChannel = R"(@T.prim_func
+def f(C: T.Tensor((64, 32), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((2, 32, 32), "float32")
+        with T.Scope("Cube"):
+            c = T.alloc_L0C((32, 32), "float32")
+            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+        with T.Scope("Vector"):
+            if vid == 0:
+                c_ub = T.alloc_ub((32, 32), "float32")
+                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
+)";
+
+TEST(InsertChannelSyncs, TheProducerSetsAfterItsCopyTheConsumerWaitsBeforeAndAiv1RunsTheProtocol) {
+  EXPECT_EQ(after(kSplitChannel, insert_channel_syncs), R"(@T.prim_func
+def f(C: T.Tensor((64, 32), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((2, 32, 32), "float32")
+        with T.Scope("Cube"):
+            c = T.alloc_L0C((32, 32), "float32")
+            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+            T.set_cross_flag("FIX", 0, mode=2, auto=True)
+        with T.Scope("Vector"):
+            if vid == 0:
+                c_ub = T.alloc_ub((32, 32), "float32")
+                T.wait_cross_flag(0, auto=True)
+                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
+            else:
+                T.wait_cross_flag(0, auto=True)
+)");
+}
+
+TEST(InsertChannelSyncs, AWorkspaceUsedInsideALoopIsAnError) {
+  std::string text = kSplitChannel;
+  std::string from = "            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])\n";
+  text.replace(text.find(from), from.size(),
+               "            for k in T.serial(2):\n                T.copy(c, ws[cid:cid + 1, 0:32, 0:32])\n");
+  std::string msg = error_of([&] { after(text, insert_channel_syncs); });
+  EXPECT_NE(msg.find("workspace 'ws' is used inside a loop or an if (1 of its 2 uses)"), std::string::npos) << msg;
+}
+
+TEST(Workspace, PrintsAndParsesBackAndIsNotInTheSignature) {
+  std::string text = kSplitChannel;
+  PrimFunc f = parse(text);
+  EXPECT_EQ(print(f, {.locations = false}), text);
+  ASSERT_EQ(f->params.size(), 1u);  // C only
+}
+
+TEST(Workspace, VerifierRejectsAPinnedAddressAndAnEmptyDimension) {
+  PrimFunc f = parse(R"(@T.prim_func
+def f():
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((2, 0), "float32")
+        w2 = T.alloc_workspace((4,), "float32", address=64)
+)");
+  std::string all = format_diagnostics(verify(f, default_target()));
+  EXPECT_NE(all.find("[rule: buffer-shape]"), std::string::npos) << all;
+  EXPECT_NE(all.find("[rule: workspace-address]"), std::string::npos) << all;
+}
+
+TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
+  // An expert vector kernel staging X through a workspace: MTE3 out, MTE2 back in, ordered by
+  // flags; Y = X, and one element of the workspace never written reads back as NaN.
+  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32), Z = T::Tensor("Z", {8}, f32);
+  PrimFunc f = T::prim_func("stage", {X, Y, Z}, [&] {
+    T::Kernel(1, [&](Expr, Expr vid) {
+      auto ws = T::alloc_workspace("ws", {2, 8, 64}, f32);
+      T::Scope(Core::Vector, [&] {
+        T::If(vid == 0, [&] {
+          auto x = T::alloc_ub("x", {8, 64}, f32), z = T::alloc_ub("z", {8}, f32);
+          T::copy(X, x);
+          T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
+          T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
+          T::copy(x, ws.region({0, 0, 0}, {1, 8, 64}));
+          T::set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+          T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+          T::copy(ws.region({0, 0, 0}, {1, 8, 64}), x);
+          T::copy(ws.region({1, 0, 0}, {1, 1, 8}), z);  // never written
+          T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
+          T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
+          T::copy(x, Y);
+          T::copy(z, Z);
+        });
+      });
+    });
+  });
+  ASSERT_EQ(f->params.size(), 3u);
+  auto kern = compile(f);
+  Device dev;
+  std::vector<double> in(8 * 64);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i) * 0.5;
+  Tensor x = from_vector(dev, {8, 64}, f32, in), y = Tensor::empty(dev, {8, 64}, f32), z = Tensor::empty(dev, {8}, f32);
+  dev.reset_peak();
+  const int64_t before = dev.gm_peak_bytes();
+  kern.launch(dev, {x, y, z}, {.check_hazards = true});
+  std::vector<double> out = y.to_vector();
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], in[i]) << i;
+  for (double v : z.to_vector()) EXPECT_TRUE(std::isnan(v));
+  EXPECT_GE(dev.gm_peak_bytes() - before, 2 * 8 * 64 * 4);  // the workspace was on the device
+}
+
+}  // namespace
+}  // namespace tl
