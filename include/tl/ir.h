@@ -280,8 +280,12 @@ struct BufferNode {
   int64_t address = -1;  // byte offset in the scope's memory once planned; -1: not planned
   SourceLoc loc;
   Nesting nest{0, 0};  // of the shape and strides (make sets it): a load of the buffer adds it
+  /// What made a buffer the compiler made ("UB twin of 'c'", "temporary of an element loop");
+  /// empty for the author's. Diagnostics only (the memory table); not printed, not compared.
+  std::string origin;
   static Buffer make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
-                     std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {});
+                     std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {},
+                     std::string origin = {});
   size_t ndim() const { return shape.size(); }
 };
 

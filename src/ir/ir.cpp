@@ -157,9 +157,10 @@ Expr CallNode::make(DType t, std::string name, std::vector<Expr> args) {
 }
 
 Buffer BufferNode::make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
-                        std::vector<Expr> strides, int64_t address, SourceLoc loc) {
+                        std::vector<Expr> strides, int64_t address, SourceLoc loc, std::string origin) {
   auto n = std::make_shared<BufferNode>();
   n->name = std::move(name);
+  n->origin = std::move(origin);
   n->dtype = dtype;
   n->shape = std::move(shape);
   n->strides = std::move(strides);

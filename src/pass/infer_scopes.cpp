@@ -154,7 +154,7 @@ class Placer : public IRMutator {
     if (done != placed_.end()) return done->second;
     auto it = scopes_.find(b.get());
     MemScope s = it == scopes_.end() ? MemScope::UB : it->second;
-    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, s, b->strides, b->address, b->loc);
+    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, s, b->strides, b->address, b->loc, b->origin);
     placed_.emplace(b.get(), p);
     return p;
   }
@@ -230,7 +230,8 @@ class Twinner {
     std::string name = orig->name + "_ub";
     for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_ub{}", orig->name, i);
     taken_.insert(name);
-    Buffer twin = BufferNode::make(name, home->dtype, home->shape, MemScope::UB, {}, -1, orig->loc);
+    Buffer twin = BufferNode::make(name, home->dtype, home->shape, MemScope::UB, {}, -1, orig->loc,
+                                    fmt::format("UB twin of '{}'", orig->name));
     std::vector<Stmt> out;
     bool crossed = false;
     Stmt first_vector;

@@ -139,7 +139,10 @@ class Legalizer : public IRMutator {
     if (done != padded_.end()) return done->second;
     std::vector<Expr> shape = b->shape;
     shape.back() = arith::make_int(shape.back().dtype(), it->second.padded);
-    Buffer p = BufferNode::make(b->name, b->dtype, std::move(shape), b->scope, b->strides, b->address, b->loc);
+    Buffer p = BufferNode::make(b->name, b->dtype, std::move(shape), b->scope, b->strides, b->address, b->loc,
+                                b->origin.empty() ? fmt::format("rows padded from {} to {}", it->second.logical,
+                                                                it->second.padded)
+                                                  : b->origin);
     padded_.emplace(b.get(), p);
     width_of_.emplace(p.get(), it->second);
     return p;
@@ -283,7 +286,8 @@ class Legalizer : public IRMutator {
     std::string name = dst.buffer->name + "_ws";
     for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_ws{}", dst.buffer->name, i);
     taken_.insert(name);
-    Buffer ws = BufferNode::make(name, dst.buffer->dtype, shape, MemScope::GM, {}, -1, n.loc);
+    Buffer ws = BufferNode::make(name, dst.buffer->dtype, shape, MemScope::GM, {}, -1, n.loc,
+                                  fmt::format("GM workspace of the channel into '{}'", dst.buffer->name));
     workspaces_.push_back(AllocateNode::make(ws, n.loc));
     BufferRegion slot = ws.region(starts, extents);
     return SeqNode::make({make_tile_op("copy", {src, slot}, {}, n.loc), make_tile_op("copy", {slot, dst}, {}, n.loc)},

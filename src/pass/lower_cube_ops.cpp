@@ -206,11 +206,13 @@ class CubeLowering : public IRMutator {
     std::vector<Stmt> out;
     Buffer a0, b0;
     if (!a_in_l0) {
-      a0 = BufferNode::make(A.buffer->name + "_l0a", dt, {ci(slots * M), ci(kc)}, MemScope::L0A, {}, -1, g.loc);
+      a0 = BufferNode::make(A.buffer->name + "_l0a", dt, {ci(slots * M), ci(kc)}, MemScope::L0A, {}, -1, g.loc,
+                            fmt::format("L0A slots of '{}'", A.buffer->name));
       out.push_back(AllocateNode::make(a0, g.loc));
     }
     if (!b_in_l0) {
-      b0 = BufferNode::make(B.buffer->name + "_l0b", dt, {ci(slots * kc), ci(N)}, MemScope::L0B, {}, -1, g.loc);
+      b0 = BufferNode::make(B.buffer->name + "_l0b", dt, {ci(slots * kc), ci(N)}, MemScope::L0B, {}, -1, g.loc,
+                            fmt::format("L0B slots of '{}'", B.buffer->name));
       out.push_back(AllocateNode::make(b0, g.loc));
     }
     for (int64_t c = 0; c < chunks; ++c) {

@@ -165,6 +165,12 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 /// Reuse refused for a pair of buffers (earlier, later) and why, for the overflow error.
 using Refusals = std::map<std::pair<size_t, size_t>, std::string>;
 
+/// Where a buffer comes from: the author's line, or what the compiler made it for and the line
+/// it was made for ("UB twin of 'c', k.py:26").
+std::string declared(const BufferNode& b) {
+  return b.origin.empty() ? b.loc.str() : fmt::format("{}, {}", b.origin, b.loc.str());
+}
+
 [[noreturn]] void report_overflow(const PrimFunc& f, const Target& target, MemScope scope, int64_t total,
                                   const std::vector<const BufferLife*>& lives, const std::vector<int64_t>& offsets,
                                   const Liveness& lv, const Refusals& refused) {
@@ -172,15 +178,15 @@ using Refusals = std::map<std::pair<size_t, size_t>, std::string>;
     const SourceLoc& l = lv.stmt_loc[static_cast<size_t>(pos)];
     return l.known() ? std::to_string(l.line) : std::string("?");
   };
-  std::string table = fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<28} {:>10}\n", "name", "shape",
-                                  "dtype", "bytes", "live stmts", "live lines", "declared at", "offset");
+  std::string table = fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<48} {:>10}\n", "name", "shape",
+                                  "dtype", "bytes", "live stmts", "live lines", "declared at (compiler-made: what for)", "offset");
   for (size_t i = 0; i < lives.size(); ++i) {
     const BufferLife& b = *lives[i];
     std::string offset = grouped(offsets[i]) + (b.buffer->address >= 0 ? " (explicit)" : "");
-    table += fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<28} {:>10}\n", b.buffer->name,
+    table += fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<48} {:>10}\n", b.buffer->name,
                          shape_str(b.shape), dtype_name(b.buffer->dtype), grouped(b.bytes),
                          fmt::format("{}-{}", b.first, b.last),
-                         fmt::format("{}-{}", line_of(b.first), line_of(b.last)), b.buffer->loc.str(), offset);
+                         fmt::format("{}-{}", line_of(b.first), line_of(b.last)), declared(*b.buffer), offset);
   }
   std::string reuse;
   if (!refused.empty()) {
@@ -251,7 +257,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
     for (size_t i = 0; i < lives.size(); ++i) {
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;
-      placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, offsets[i], b.loc));
+      placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, offsets[i], b.loc, b.origin));
     }
   }
   for (const auto& v : lv.views) {
@@ -259,7 +265,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
     if (base.address >= 0) continue;
     const BufferNode& b = *v.buffer;
     int64_t at = placer.planned.at(&base)->address;
-    placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, at, b.loc));
+    placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, at, b.loc, b.origin));
   }
   if (placer.planned.empty()) return f;
   return with_body(f, placer.mutate(f->body));

@@ -472,7 +472,7 @@ class Vectorizer {
     }
     std::vector<Expr> sh;
     for (int64_t s : shape) sh.push_back(s <= INT32_MAX ? Expr(static_cast<int>(s)) : Expr(s));
-    Buffer b = BufferNode::make(fresh_name(), dtype, sh, MemScope::UB, {}, -1, loc_);
+    Buffer b = BufferNode::make(fresh_name(), dtype, sh, MemScope::UB, {}, -1, loc_, "temporary of an element loop");
     allocs_.push_back(AllocateNode::make(b, loc_));
     temps_.push_back({b, true, 1});
     Val v{kind, temp_region(b, kind), {}, dtype, static_cast<int>(temps_.size() - 1)};

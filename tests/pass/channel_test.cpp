@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "tl/kernel_registry.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
 #include "tl/verifier.h"
@@ -198,6 +199,17 @@ TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
   for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], in[i]) << i;
   for (double v : z.to_vector()) EXPECT_TRUE(std::isnan(v));
   EXPECT_GE(dev.gm_peak_bytes() - before, 2 * 8 * 64 * 4);  // the workspace was on the device
+}
+
+// The capacity table names what the compiler made each of its buffers for: bf16 adds run in
+// fp32, so 128 x 128 tiles of matmul_add_dev overflow UB.
+TEST(DeveloperErrors, TheOverflowTableNamesCompilerMadeBuffers) {
+  PrimFunc f = build_kernel(find_kernel("matmul_add_dev"), {{"bM", "128"}, {"dtype", "bfloat16"}});
+  std::string msg = error_of([&] { compile(f); });
+  EXPECT_NE(msg.find("UB needs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("UB twin of 'c', examples/matmul_add_dev.cpp:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("temporary of an element loop, examples/matmul_add_dev.cpp:35"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("examples/matmul_add_dev.cpp:27"), std::string::npos) << msg;  // d, the author's
 }
 
 }  // namespace
