@@ -126,10 +126,12 @@ void BM_DiskHit(benchmark::State& state, const std::string& name) {
   state.SetLabel("compile, disk hit (parse + build)");
 }
 
-#define TL_COMPILE_BENCH(fn, unit)                                                   \
-  BENCHMARK_CAPTURE(fn, gemm, std::string("gemm"))->Unit(unit);                      \
-  BENCHMARK_CAPTURE(fn, flash_attention, std::string("flash_attention"))->Unit(unit); \
-  BENCHMARK_CAPTURE(fn, rms_norm_dynamic, std::string("rms_norm_dynamic"))->Unit(unit)
+#define TL_COMPILE_BENCH(fn, unit)                                                           \
+  BENCHMARK_CAPTURE(fn, gemm, std::string("gemm"))->Unit(unit);                              \
+  BENCHMARK_CAPTURE(fn, flash_attention, std::string("flash_attention"))->Unit(unit);         \
+  BENCHMARK_CAPTURE(fn, rms_norm_dynamic, std::string("rms_norm_dynamic"))->Unit(unit);       \
+  BENCHMARK_CAPTURE(fn, gemm_dev, std::string("gemm_dev"))->Unit(unit);                      \
+  BENCHMARK_CAPTURE(fn, flash_attention_dev, std::string("flash_attention_dev"))->Unit(unit)
 
 TL_COMPILE_BENCH(BM_DslToKernel, benchmark::kMillisecond);
 TL_COMPILE_BENCH(BM_Compile, benchmark::kMillisecond);

@@ -31,6 +31,7 @@ seed kernel_softmax_dev_tails "" softmax_dev --set M=9 --set N=37 --set bM=8
 seed kernel_gemm_dev_tails "" gemm_dev --set M=40 --set N=24 --set K=40 --set bM=32 --set bN=16 --set bK=32
 # A cube -> vector channel through a compiler-made workspace (insert_channel_syncs).
 seed kernel_matmul_add_dev "" matmul_add_dev --set M=40 --set N=32 --set K=40 --set bM=32 --set bN=16 --set bK=32
+seed kernel_flash_attention_dev "" flash_attention_dev --set S=128 --set D=32 --set bM=64 --set bN=32
 seed kernel_gelu "" gelu --set M=2 --set N=256 --set tile=128 --set blocks=2
 seed kernel_flash_attention "" flash_attention --set S=64 --set D=64 --set bM=32 --set bN=32 --set bK=32 --set bD=32
 seed kernel_flash_attention_pipelined "" flash_attention_pipelined --set S=64 --set D=64 --set bM=32 --set bN=32 \

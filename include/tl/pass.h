@@ -148,10 +148,12 @@ PrimFunc split_cube_vector(const PrimFunc& f, const Target& target);
 
 /// insert_channel_syncs (lowered developer kernels, after insert_syncs): every GM workspace one
 /// core writes and the other reads (legalize_copies' channels) gets a mode-2 cross-core flag
-/// set after the producing copy and a wait before the consuming copy; AIV 1, which runs no
-/// vector work until split_aiv exists, runs the vector side's flags alone (the `else` of `if
-/// vid == 0`). Workspace uses inside loops or ifs are a tl::Error (credits are not lowered yet).
-/// Output invariant: the planned spec; cross-core flags balanced on every core.
+/// set after the producing copy and a wait before the consuming copy; a channel inside a loop
+/// also gets credits (the consumer sets one after its copy and pre-sets one at its scope's
+/// start, the producer waits for one before its copy and drains the last at its scope's end).
+/// AIV 1, which runs no vector work until split_aiv exists, runs the vector side's flags alone
+/// (the `else` of `if vid == 0`). Output invariant: the planned spec; cross-core flags
+/// balanced on every core for any trip count.
 PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target);
 
 /// vectorize_parallel (developer mode; after infer_scopes): replaces every nest of 1 to 3

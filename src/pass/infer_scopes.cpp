@@ -7,11 +7,12 @@
 //   - anything the vector unit touches (tile ops, reductions, element loads and stores, Parallel
 //     loops), and buffers that are only copied: UB.
 // A T::fill / T::clear of an accumulator is a cube clear (lower_cube_ops folds it into the
-// gemm's init), not a vector use. A gemm accumulator the vector unit reads afterwards stays in
-// L0C and gets a UB twin `c_ub`, filled by one crossing copy before the first vector use
-// (legalize_copies makes it a channel through a GM workspace). Other buffers both cores use
-// (a tile the vector unit produces for the cube, a crossing inside a loop) are errors that name
-// both uses, never a silent wrong placement.
+// gemm's init), not a vector use. A gemm accumulator the vector unit reads stays in L0C and
+// gets a UB twin `c_ub`; a shared tile the vector unit produces as a gemm's A or B stays in UB
+// and gets an L1 twin `p_l1`. A crossing copy fills the twin after each producer write, before
+// the consumer's next use, at the kernel's top level or inside a loop (legalize_copies makes it
+// a channel through a GM workspace). Other buffers both cores use are errors that name both
+// uses, never a silent wrong placement.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -107,10 +108,15 @@ class RoleCollector : public IRVisitor {
 };
 
 /// A fragment the cube accumulates and the vector unit then reads (C = A x B, then element work
-/// on C): it stays in L0C and gets a UB twin, filled by one crossing copy (legalize_copies
-/// turns it into a channel through a GM workspace).
+/// on C): it stays in L0C and gets a UB twin, filled by a crossing copy (legalize_copies turns
+/// it into a channel through a GM workspace).
 bool is_cube_to_vector(const BufferNode* b, const Uses& u) {
   return u.roles == (kCubeC | kVector) && b->scope == MemScope::Fragment;
+}
+/// A shared tile the vector unit produces and the cube multiplies (P of attention, then P x V):
+/// it lives in UB and gets an L1 twin, filled by a crossing copy.
+bool is_vector_to_cube(const BufferNode* b, const Uses& u) {
+  return (u.roles == (kCubeA | kVector) || u.roles == (kCubeB | kVector)) && b->scope == MemScope::Shared;
 }
 
 /// The physical scope of a developer buffer with `roles`; a user error when there is none.
@@ -118,12 +124,13 @@ MemScope place(const BufferNode* b, const Uses& u) {
   const bool cube = u.roles & (kCubeA | kCubeB | kCubeC);
   const Buffer handle(std::shared_ptr<const BufferNode>(std::shared_ptr<const BufferNode>{}, b));
   if (is_cube_to_vector(b, u)) return MemScope::L0C;
+  if (is_vector_to_cube(b, u)) return MemScope::UB;
   if (cube && (u.roles & kVector))
     user_error(b->loc,
                "buffer {} is used by the cube core ({}) and by the vector cores ({}); data crosses cores "
-               "through a GM workspace channel, which developer mode lowers for a gemm accumulator the vector "
-               "unit reads afterwards, not yet for a tile the vector unit produces for the cube: use two buffers "
-               "and copy through a T::alloc_workspace tensor, or write this part in expert mode",
+               "through a GM workspace channel, which developer mode lowers for a gemm accumulator (a fragment) "
+               "the vector unit reads and for a shared tile the vector unit produces as a gemm's A or B: use two "
+               "buffers and copy through a T::alloc_workspace tensor, or write this part in expert mode",
                dev::describe(handle), dev::describe(u.first_cube), dev::describe(u.first_vector));
   if (!cube) return MemScope::UB;
   const unsigned cube_roles = u.roles & (kCubeA | kCubeB | kCubeC);
@@ -177,31 +184,52 @@ class Placer : public IRMutator {
   std::unordered_map<const BufferNode*, Buffer> placed_;
 };
 
-/// Gives each cube -> vector buffer its UB twin: in the kernel body, every statement that uses
-/// the buffer from the vector side uses the twin instead, and one `T.copy(home, twin)` (with
-/// the twin's declaration) goes right before the first of them. The cube's statements must all
-/// come before the vector's at the kernel's top level; a buffer both cores use inside one loop
-/// needs a channel per iteration (with credits), which is not lowered yet: an error.
+/// A buffer both cores use: its home (on the producer's core), the author's buffer (for names
+/// and messages), and its twin on the other core.
+struct Crossing {
+  Buffer home, orig, twin;
+  CoreKind producer;
+};
+
+/// Gives each crossing buffer its twin on the consumer's core: statements that use the buffer
+/// from the consumer's side use the twin, and a `T.copy(home, twin)` goes right before the first
+/// of them after each producer statement, in the block where both happen (the kernel's top
+/// level, or a loop body: one crossing per iteration). The twin is declared right after its
+/// home. What this cannot order is an error naming the statement: a consumer use before any
+/// producer one, a loop whose body reads the twin before writing the home (a crossing carried
+/// across iterations), both sides inside one statement that is not a loop.
 class Twinner {
  public:
-  Twinner(const KernelNode& k, std::unordered_set<std::string>& taken) : kernel_(k), taken_(taken) {}
+  explicit Twinner(const KernelNode& k) : kernel_(k) {}
 
-  Stmt run(const std::vector<std::pair<Buffer, Buffer>>& homes) {
-    std::vector<Stmt> body = top_level(kernel_.body);
-    for (const auto& [home, orig] : homes) body = twin(body, home, orig);
+  Stmt run(const std::vector<Crossing>& crossings) {
+    std::vector<Stmt> body = stmts_of(kernel_.body);
+    for (const Crossing& c : crossings) {
+      State st;
+      body = declare_twin(twin_block(body, c, st), c);
+    }
     return KernelNode::make(kernel_.num_blocks, kernel_.cid, kernel_.vid, SeqNode::make(std::move(body), kernel_.loc),
                             kernel_.loc, kernel_.threads);
   }
 
  private:
-  static std::vector<Stmt> top_level(const Stmt& s) {
+  struct State {
+    bool dirty = false;    // the producer wrote the home since the last crossing
+    bool crossed = false;  // some crossing precedes (the twin holds data)
+  };
+
+  static std::vector<Stmt> stmts_of(const Stmt& s) {
     if (auto* q = s.as<SeqNode>()) return q->stmts;
     return {s};
   }
 
-  /// Which cores' work in `s` touches `b`: bit 1 the cube's (gemm, mma, fills of it), bit 2
-  /// the vector's (everything else but copies of it, which are the cube's when b is L0C).
+  static unsigned bit(CoreKind c) { return c == CoreKind::Cube ? 1u : 2u; }
+
+  /// Which cores' work in `s` touches `b`: bit 1 the cube's (gemm, mma, cube ops, a fill of an
+  /// L0C home), bit 2 the vector's (vector ops, element loads and stores); a copy of the home is
+  /// its home core's.
   static unsigned sides(const Stmt& s, const BufferNode* b) {
+    const bool home_l0c = b->scope == MemScope::L0C;
     unsigned out = 0;
     pre_order_visit(
         s,
@@ -211,10 +239,10 @@ class Twinner {
             for (const auto& a : op->args)
               if (a.is_region() && a.region.buffer.get() == b) touches = true;
             if (!touches) return;
-            const bool cube = op->op->name == "gemm" || op->op->name == "mma" || op->op->unit == OpUnit::Cube ||
-                              (op->op->name == "tile.fill" && op->args[0].is_region() &&
-                               op->args[0].region.buffer.get() == b) ||
-                              op->op->unit == OpUnit::Move;
+            bool cube;
+            if (op->op->name == "gemm" || op->op->name == "mma" || op->op->unit == OpUnit::Cube) cube = true;
+            else if (op->op->unit == OpUnit::Move || op->op->name == "tile.fill") cube = home_l0c;
+            else cube = false;
             out |= cube ? 1u : 2u;
           } else if (auto* st = x.as<StoreNode>(); st && st->buffer.get() == b) {
             out |= 2u;
@@ -226,37 +254,64 @@ class Twinner {
     return out;
   }
 
-  std::vector<Stmt> twin(const std::vector<Stmt>& body, const Buffer& home, const Buffer& orig) {
-    std::string name = orig->name + "_ub";
-    for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_ub{}", orig->name, i);
-    taken_.insert(name);
-    Buffer twin = BufferNode::make(name, home->dtype, home->shape, MemScope::UB, {}, -1, orig->loc,
-                                    fmt::format("UB twin of '{}'", orig->name));
+  std::vector<Stmt> twin_block(const std::vector<Stmt>& body, const Crossing& c, State& st) {
+    const unsigned prod = bit(c.producer), cons = 3u - prod;
+    const char* producer = c.producer == CoreKind::Cube ? "cube" : "vector unit";
+    const char* consumer = c.producer == CoreKind::Cube ? "vector unit" : "cube";
     std::vector<Stmt> out;
-    bool crossed = false;
-    Stmt first_vector;
     for (const Stmt& s : body) {
-      const unsigned used = sides(s, home.get());
-      if (used == 3u)
-        user_error(s->loc,
-                   "buffer {} is written by the cube and read by the vector unit inside one statement ({}); data "
-                   "crosses cores through a GM workspace channel, which developer mode lowers between top-level "
-                   "statements of the kernel, not yet inside a loop (that needs one channel per iteration)",
-                   dev::describe(orig), dev::describe(s));
-      if ((used & 1u) && crossed)
-        user_error(s->loc,
-                   "buffer {} is used by the cube again ({}) after the vector unit read it ({}); developer mode "
-                   "lowers one crossing from the cube to the vector unit per buffer",
-                   dev::describe(orig), dev::describe(s), dev::describe(first_vector));
-      if ((used & 2u) && !crossed) {
-        out.push_back(AllocateNode::make(twin, s->loc));
-        out.push_back(make_tile_op("copy", {BufferRegion::full(home), BufferRegion::full(twin)}, {}, s->loc));
-        crossed = true;
-        first_vector = s;
+      const unsigned used = sides(s, c.home.get());
+      if (used == 3u) {
+        auto* loop = s.as<ForNode>();
+        if (!loop)
+          user_error(s->loc,
+                     "buffer {} is used by the cube and by the vector unit inside one statement ({}) that is not a "
+                     "loop; developer mode lowers crossings between the statements of a block",
+                     dev::describe(c.orig), dev::describe(s));
+        // Inside the loop the producer must come first in every iteration, or the crossing is
+        // carried from one iteration to the next (not lowered yet).
+        for (const Stmt& x : stmts_of(loop->body)) {
+          const unsigned u = sides(x, c.home.get());
+          if (u & prod) break;
+          if (u & cons)
+            user_error(x->loc,
+                       "buffer {}: {} reads it from the {} before the {} writes it in the same iteration of {}; a "
+                       "crossing carried from one iteration to the next is not lowered yet",
+                       dev::describe(c.orig), dev::describe(x), consumer, producer, dev::describe(s));
+        }
+        std::vector<Stmt> inner = twin_block(stmts_of(loop->body), c, st);
+        out.push_back(ForNode::make(loop->var, loop->min, loop->extent, loop->for_kind, loop->num_stages,
+                                    SeqNode::make(std::move(inner), loop->body->loc), loop->loc));
+        continue;
       }
-      out.push_back(used & 2u ? Retarget(home.get(), twin).mutate(s) : s);
+      if (used & cons) {
+        if (st.dirty) {
+          out.push_back(make_tile_op("copy", {BufferRegion::full(c.home), BufferRegion::full(c.twin)}, {}, s->loc));
+          st.dirty = false;
+          st.crossed = true;
+        } else if (!st.crossed) {
+          user_error(s->loc, "buffer {}: {} uses it on the {} before the {} wrote it; nothing to move across cores",
+                     dev::describe(c.orig), dev::describe(s), consumer, producer);
+        }
+        out.push_back(Retarget(c.home.get(), c.twin).mutate(s));
+        continue;
+      }
+      if (used & prod) st.dirty = true;
+      out.push_back(s);
     }
     return out;
+  }
+
+  /// The twin's declaration right after its home's (the kernel's top level), else first.
+  static std::vector<Stmt> declare_twin(std::vector<Stmt> body, const Crossing& c) {
+    Stmt decl = AllocateNode::make(c.twin, c.orig->loc);
+    for (size_t i = 0; i < body.size(); ++i)
+      if (auto* a = body[i].as<AllocateNode>(); a && a->buffer.get() == c.home.get()) {
+        body.insert(body.begin() + static_cast<std::ptrdiff_t>(i) + 1, decl);
+        return body;
+      }
+    body.insert(body.begin(), decl);
+    return body;
   }
 
   /// Replaces one buffer by another everywhere in a statement.
@@ -268,7 +323,6 @@ class Twinner {
   };
 
   const KernelNode& kernel_;
-  std::unordered_set<std::string>& taken_;
 };
 
 }  // namespace
@@ -279,25 +333,35 @@ PrimFunc infer_scopes(const PrimFunc& f, const Target&) {
   roles.visit(f->body);
   roles.settle_fills();
   std::unordered_map<const BufferNode*, MemScope> scopes;
-  std::vector<const BufferNode*> crossing;
+  std::unordered_map<const BufferNode*, CoreKind> crossing;  // author's buffer -> producer core
   for (const auto& [b, u] : roles.uses) {
     scopes[b] = place(b, u);
-    if (is_cube_to_vector(b, u)) crossing.push_back(b);
+    if (is_cube_to_vector(b, u)) crossing.emplace(b, CoreKind::Cube);
+    if (is_vector_to_cube(b, u)) crossing.emplace(b, CoreKind::Vector);
   }
   Placer placer(std::move(scopes));
   Stmt body = placer.mutate(f->body);
   if (!crossing.empty()) {
-    // Declaration order, so twins are named and placed deterministically.
-    std::vector<std::pair<Buffer, Buffer>> homes;
-    pre_order_visit(f->body, [&](const Stmt& s) {
-      if (auto* a = s.as<AllocateNode>(); a && !a->is_view())
-        if (std::find(crossing.begin(), crossing.end(), a->buffer.get()) != crossing.end())
-          homes.push_back({placer.mutate_buffer(a->buffer), a->buffer});
-    });
     PrimFunc placed = with_body(f, body);
     std::unordered_set<std::string> taken = arith::names_in(placed);
-    const KernelNode* k = dev::find_kernel(placed);
-    Stmt kernel = Twinner(*k, taken).run(homes);
+    // Declaration order, so twins are named and placed deterministically.
+    std::vector<Crossing> crossings;
+    pre_order_visit(f->body, [&](const Stmt& s) {
+      auto* a = s.as<AllocateNode>();
+      if (!a || a->is_view()) return;
+      auto it = crossing.find(a->buffer.get());
+      if (it == crossing.end()) return;
+      const Buffer& orig = a->buffer;
+      const bool to_vector = it->second == CoreKind::Cube;
+      const char* suffix = to_vector ? "_ub" : "_l1";
+      std::string name = orig->name + suffix;
+      for (int i = 1; taken.count(name); ++i) name = fmt::format("{}{}{}", orig->name, suffix, i);
+      taken.insert(name);
+      Buffer twin = BufferNode::make(name, orig->dtype, orig->shape, to_vector ? MemScope::UB : MemScope::L1, {}, -1,
+                                     orig->loc, fmt::format("{} twin of '{}'", to_vector ? "UB" : "L1", orig->name));
+      crossings.push_back({placer.mutate_buffer(orig), orig, twin, it->second});
+    });
+    Stmt kernel = Twinner(*dev::find_kernel(placed)).run(crossings);
     std::vector<Stmt> top;
     if (auto* seq = body.as<SeqNode>()) {
       for (const auto& s : seq->stmts) top.push_back(s.as<KernelNode>() ? kernel : s);

@@ -1,19 +1,24 @@
 // insert_channel_syncs (lowered developer kernels, after insert_syncs): orders the two halves of
 // every channel legalize_copies made, a GM workspace one core writes and the other reads
-// (DEVMODE.md section 4, "Channels"): the producer core raises a mode-2 cross-core flag right
-// after its copy into the workspace (on that copy's pipe, so the flag fires when the data is in
-// GM), and the consumer core waits for it right before its copy out (CrossCoreWaitFlag blocks
-// every pipe of the waiting core on A2, so nothing after it can run early).
+// (DEVMODE.md section 4, "Channels"):
+//   - data: the producer raises a mode-2 cross-core flag right after its copy into the workspace
+//     (on that copy's pipe, so the flag fires when the data is in GM); the consumer waits for it
+//     right before its copy out (CrossCoreWaitFlag blocks every pipe of the waiting core on A2,
+//     so nothing after it runs early);
+//   - credits, for a channel inside a loop: the next iteration's producer copy must not overwrite
+//     the slot before the consumer has read it. The consumer raises a credit after its copy, the
+//     producer waits for one before its copy; the consumer pre-sets one credit at the start of
+//     its scope and the producer drains the last one at the end of its scope, so the counts
+//     balance for any trip count, 0 included.
 //
 // A mode-2 flag set by the AIC counts for both AIVs of its group, and an AIC wait completes only
-// once both AIVs have set. Until split_aiv exists, the vector work runs on AIV 0 (`if vid ==
-// 0`), so AIV 1 runs the flag protocol alone: the `else` branch of that `if` holds the vector
-// side's cross-core flags in the same order. Without it AIV 1 would leave a flag set (a
-// cube -> vector channel) or the AIC would wait forever (vector -> cube).
+// once both AIVs have set. Until split_aiv exists the vector work runs on AIV 0 (`if vid == 0`),
+// so AIV 1 runs the flag protocol alone: the `else` branch of that `if` is the vector side's
+// cross-core flags with the loops, ifs and lets around them.
 //
-// Channels are the kernel's top-level statements (infer_scopes lowers one crossing per buffer
-// between top-level statements); a channel inside a loop needs credits for slot reuse, which is
-// the next step. Cross-core flag ids are given in order, 0 to 10 (11-14 belong to sync_all).
+// Cross-core flag ids are given in declaration order, a data id per channel and a credit id per
+// channel inside a loop, 0 to 10 (11-14 belong to sync_all).
+#include <functional>
 #include <unordered_map>
 
 #include "developer.h"
@@ -26,13 +31,6 @@ namespace tl {
 namespace {
 
 constexpr int kMaxChannelFlags = 11;  // cross-core ids 0-10; sync_all uses 11-14
-
-/// A copy whose operand `which` (0 src, 1 dst) is the workspace `ws`.
-bool copies(const Stmt& s, const BufferNode* ws, int which) {
-  auto* op = s.as<TileOpNode>();
-  return op && op->op->name == "copy" && op->args.size() > static_cast<size_t>(which) &&
-         op->args[which].is_region() && op->args[which].region.buffer.get() == ws;
-}
 
 /// The statements of a block, nested blocks flattened (passes leave Seqs inside Seqs; they
 /// print as one block).
@@ -49,6 +47,15 @@ std::vector<Stmt> stmts_of(const Stmt& s) {
   return out;
 }
 
+/// The copy reading (`which` = 0) or writing (1) workspace `ws` that `s` is, if it is one.
+const TileOpNode* copy_of(const Stmt& s, const BufferNode* ws, int which) {
+  auto* op = s.as<TileOpNode>();
+  if (op && op->op->name == "copy" && op->args.size() == 2 && op->args[which].is_region() &&
+      op->args[which].region.buffer.get() == ws)
+    return op;
+  return nullptr;
+}
+
 /// The `if vid == 0` that holds a Vector scope's work (split_cube_vector), if that is its form.
 const IfNode* aiv0_branch(const ScopeNode& scope) {
   if (scope.core != CoreKind::Vector) return nullptr;
@@ -58,105 +65,171 @@ const IfNode* aiv0_branch(const ScopeNode& scope) {
 
 struct Channel {
   const BufferNode* ws;
-  int id;
+  int data = -1, credit = -1;  // cross-core flag ids; credit only for a channel inside a loop
 };
+
+Stmt cross_set(Pipe pipe, int id, const SourceLoc& loc) {
+  return SyncNode::make(SyncKind::SetCrossFlag, pipe, Pipe::S, Expr(id), 2, loc, SyncOrigin::Auto);
+}
+Stmt cross_wait(int id, const SourceLoc& loc) {
+  return SyncNode::make(SyncKind::WaitCrossFlag, Pipe::S, Pipe::S, Expr(id), 0, loc, SyncOrigin::Auto);
+}
 
 class ChannelSyncs {
  public:
-  ChannelSyncs(const Target& t, std::vector<Channel> channels) : target_(t), channels_(std::move(channels)) {}
+  ChannelSyncs(const Target& t, const std::vector<Channel>& channels) : target_(t), channels_(channels) {}
 
-  /// The scope body with a set after every producing copy and a wait before every consuming
-  /// copy; `flags` collects the cross-core flags in order (for AIV 1's protocol).
-  std::vector<Stmt> rewrite(const std::vector<Stmt>& body, std::vector<Stmt>* flags) {
+  /// A scope body with the flags around every channel copy; then the consumer's pre-set
+  /// credits first and the producer's drains last.
+  Stmt rewrite_scope(const Stmt& body, const SourceLoc& loc) {
+    pre_.clear();
+    post_.clear();
+    std::vector<Stmt> out = rewrite(stmts_of(body));
+    out.insert(out.begin(), pre_.begin(), pre_.end());
+    out.insert(out.end(), post_.begin(), post_.end());
+    return SeqNode::make(std::move(out), loc);
+  }
+
+ private:
+  std::vector<Stmt> rewrite(const std::vector<Stmt>& body) {
     std::vector<Stmt> out;
     for (const Stmt& s : body) {
+      if (auto* f = s.as<ForNode>()) {
+        Stmt inner = SeqNode::make(rewrite(stmts_of(f->body)), f->body->loc);
+        out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, inner, f->loc));
+        continue;
+      }
+      if (auto* n = s.as<IfNode>()) {
+        Stmt t = SeqNode::make(rewrite(stmts_of(n->then_case)), n->loc);
+        Stmt e = n->else_case.defined() ? SeqNode::make(rewrite(stmts_of(n->else_case)), n->loc) : Stmt();
+        out.push_back(IfNode::make(n->cond, t, e, n->loc));
+        continue;
+      }
       for (const Channel& c : channels_)
-        if (copies(s, c.ws, 0)) {
-          Stmt wait = SyncNode::make(SyncKind::WaitCrossFlag, Pipe::S, Pipe::S, Expr(c.id), 0, s->loc, SyncOrigin::Auto);
-          out.push_back(wait);
-          if (flags) flags->push_back(wait);
-        }
+        if (copy_of(s, c.ws, 0)) out.push_back(cross_wait(c.data, s->loc));
+      for (const Channel& c : channels_)
+        if (copy_of(s, c.ws, 1) && c.credit >= 0) out.push_back(cross_wait(c.credit, s->loc));
       out.push_back(s);
-      for (const Channel& c : channels_)
-        if (copies(s, c.ws, 1)) {
-          const auto* op = s.as<TileOpNode>();
-          Stmt set = SyncNode::make(SyncKind::SetCrossFlag, op->op->pipe(*op, target_), Pipe::S, Expr(c.id), 2, s->loc,
-                                    SyncOrigin::Auto);
-          out.push_back(set);
-          if (flags) flags->push_back(set);
+      for (const Channel& c : channels_) {
+        if (const TileOpNode* op = copy_of(s, c.ws, 1)) {
+          const Pipe pipe = op->op->pipe(*op, target_);
+          out.push_back(cross_set(pipe, c.data, s->loc));
+          if (c.credit >= 0) post_.push_back(cross_wait(c.credit, s->loc));
         }
+        if (const TileOpNode* op = copy_of(s, c.ws, 0); op && c.credit >= 0) {
+          const Pipe pipe = op->op->pipe(*op, target_);
+          out.push_back(cross_set(pipe, c.credit, s->loc));
+          pre_.push_back(cross_set(pipe, c.credit, s->loc));
+        }
+      }
     }
     return out;
   }
 
- private:
   const Target& target_;
-  std::vector<Channel> channels_;
+  const std::vector<Channel>& channels_;
+  std::vector<Stmt> pre_, post_;
 };
+
+/// AIV 1's part: the cross-core flags of the vector side with the loops, ifs and lets around
+/// them (undefined when nothing is left).
+Stmt flag_protocol(const Stmt& s) {
+  if (!s.defined()) return s;
+  if (auto* q = s.as<SeqNode>()) {
+    std::vector<Stmt> out;
+    bool any_flag = false;
+    for (const Stmt& x : q->stmts) {
+      Stmt p = flag_protocol(x);
+      if (!p.defined()) continue;
+      any_flag = any_flag || !p.as<LetNode>();
+      out.push_back(p);
+    }
+    return any_flag ? SeqNode::make(std::move(out), s->loc) : Stmt();
+  }
+  if (auto* f = s.as<ForNode>()) {
+    Stmt body = flag_protocol(f->body);
+    return body.defined() ? ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc) : Stmt();
+  }
+  if (auto* n = s.as<IfNode>()) {
+    Stmt t = flag_protocol(n->then_case), e = flag_protocol(n->else_case);
+    if (!t.defined() && !e.defined()) return Stmt();
+    return IfNode::make(n->cond, t.defined() ? t : SeqNode::make({}, n->loc), e, n->loc);
+  }
+  if (s.as<LetNode>()) return s;
+  if (auto* y = s.as<SyncNode>(); y && (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag))
+    return s;
+  return Stmt();
+}
+
+bool inside_loop(const Stmt& scope_body, const BufferNode* ws) {
+  bool found = false;
+  std::function<void(const Stmt&, bool)> walk = [&](const Stmt& s, bool in_loop) {
+    if (!s.defined() || found) return;
+    if (auto* q = s.as<SeqNode>()) {
+      for (const Stmt& x : q->stmts) walk(x, in_loop);
+    } else if (auto* f = s.as<ForNode>()) {
+      walk(f->body, true);
+    } else if (auto* n = s.as<IfNode>()) {
+      walk(n->then_case, in_loop);
+      walk(n->else_case, in_loop);
+    } else if (in_loop && (copy_of(s, ws, 0) || copy_of(s, ws, 1))) {
+      found = true;
+    }
+  };
+  walk(scope_body, false);
+  return found;
+}
 
 }  // namespace
 
 PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k) return f;
-  // The workspaces (GM buffers declared in the kernel), in declaration order.
+  std::vector<Stmt> top = stmts_of(k->body);
+  // The workspaces (GM buffers declared in the kernel), in declaration order, and their ids.
   std::vector<Channel> channels;
-  for (const Stmt& s : stmts_of(k->body))
+  int next_id = 0;
+  for (const Stmt& s : top)
     if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::GM) {
-      if (static_cast<int>(channels.size()) == kMaxChannelFlags)
-        user_error(a->loc, "kernel {}: more than {} cross-core channels; cross-core flag ids 0-{} are all in use "
-                           "(11-14 belong to sync_all)",
+      Channel c{a->buffer.get()};
+      bool looped = false;
+      for (const Stmt& x : top)
+        if (auto* scope = x.as<ScopeNode>()) looped = looped || inside_loop(scope->body, c.ws);
+      const int need = looped ? 2 : 1;
+      if (next_id + need > kMaxChannelFlags)
+        user_error(a->loc, "kernel {}: the cross-core channels need more than {} cross-core flags (ids 0-{}; 11-14 "
+                           "belong to sync_all): use fewer tiles that cross cores",
                    f->name, kMaxChannelFlags, kMaxChannelFlags - 1);
-      channels.push_back({a->buffer.get(), static_cast<int>(channels.size())});
+      c.data = next_id++;
+      if (looped) c.credit = next_id++;
+      channels.push_back(c);
     }
   if (channels.empty()) return f;
-  // Every use of a workspace must be a top-level copy of a scope: anything else is not a
-  // channel this pass can order, and is reported rather than left unordered.
-  for (const Channel& c : channels) {
-    int uses = 0, top_level = 0;
-    pre_order_visit(k->body, [&](const Stmt& s) {
-      if (auto* op = s.as<TileOpNode>())
-        for (const auto& a : op->args)
-          if (a.is_region() && a.region.buffer.get() == c.ws) ++uses;
-    });
-    for (const Stmt& s : stmts_of(k->body))
-      if (auto* scope = s.as<ScopeNode>()) {
-        Stmt body = scope->body;
-        if (const IfNode* on_aiv0 = aiv0_branch(*scope); on_aiv0) body = on_aiv0->then_case;
-        for (const Stmt& x : stmts_of(body)) top_level += copies(x, c.ws, 0) || copies(x, c.ws, 1);
-      }
-    if (uses != top_level)
-      user_error(k->loc, "kernel {}: workspace '{}' is used inside a loop or an if ({} of its {} uses); developer mode "
-                         "orders cross-core channels between the kernel's top-level statements only, so far",
-                 f->name, c.ws->name, uses - top_level, uses);
-  }
   ChannelSyncs syncs(target, channels);
-  std::vector<Stmt> top;
-  for (const Stmt& s : stmts_of(k->body)) {
+  std::vector<Stmt> out;
+  for (const Stmt& s : top) {
     auto* scope = s.as<ScopeNode>();
     if (!scope) {
-      top.push_back(s);
+      out.push_back(s);
       continue;
     }
     if (scope->core == CoreKind::Cube) {
-      top.push_back(ScopeNode::make(CoreKind::Cube, SeqNode::make(syncs.rewrite(stmts_of(scope->body), nullptr), s->loc),
-                                    s->loc));
+      out.push_back(ScopeNode::make(CoreKind::Cube, syncs.rewrite_scope(scope->body, s->loc), s->loc));
       continue;
     }
     // The Vector scope: `if vid == 0: work` (split_cube_vector) gets AIV 1's flag protocol.
     const IfNode* on_aiv0 = aiv0_branch(*scope);
-    TL_ASSERT(on_aiv0 && !on_aiv0->else_case.defined(), "insert_channel_syncs: the Vector scope of {} is not `if vid "
-              "== 0` (split_cube_vector's form)", f->name);
-    std::vector<Stmt> flags;
-    Stmt work = SeqNode::make(syncs.rewrite(stmts_of(on_aiv0->then_case), &flags), on_aiv0->loc);
-    Stmt aiv1 = flags.empty() ? Stmt() : SeqNode::make(std::move(flags), on_aiv0->loc);
-    top.push_back(ScopeNode::make(CoreKind::Vector, IfNode::make(on_aiv0->cond, work, aiv1, on_aiv0->loc), s->loc));
+    TL_ASSERT(on_aiv0 && !on_aiv0->else_case.defined(),
+              "insert_channel_syncs: the Vector scope of {} is not `if vid == 0` (split_cube_vector's form)", f->name);
+    Stmt work = syncs.rewrite_scope(on_aiv0->then_case, on_aiv0->loc);
+    out.push_back(ScopeNode::make(CoreKind::Vector, IfNode::make(on_aiv0->cond, work, flag_protocol(work), on_aiv0->loc),
+                                  s->loc));
   }
-  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid, SeqNode::make(std::move(top), k->loc), k->loc,
+  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid, SeqNode::make(std::move(out), k->loc), k->loc,
                                  k->threads);
-  std::vector<Stmt> out;
-  for (const Stmt& s : stmts_of(f->body)) out.push_back(s.as<KernelNode>() ? kernel : s);
-  return with_body(f, SeqNode::make(std::move(out), f->body->loc));
+  std::vector<Stmt> body;
+  for (const Stmt& s : stmts_of(f->body)) body.push_back(s.as<KernelNode>() ? kernel : s);
+  return with_body(f, SeqNode::make(std::move(body), f->body->loc));
 }
 
 }  // namespace tl

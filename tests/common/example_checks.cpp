@@ -113,7 +113,7 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     bool half = out == DType::Float16;
     return compare_stored(out, tensor(a, 2).to_vector(), want, N, half ? 1e-3 : 1e-5, half ? 2e-3 : 1e-4);
   }
-  if (kernel == "flash_attention" || kernel == "flash_attention_pipelined") {
+  if (kernel == "flash_attention" || kernel == "flash_attention_pipelined" || kernel == "flash_attention_dev") {
     int Bt = p.get("B"), H = p.get("H"), S = p.get("S"), D = p.get("D");
     std::vector<double> q = tensor(a, 0).to_vector(), k = tensor(a, 1).to_vector(), v = tensor(a, 2).to_vector();
     std::vector<double> o = tensor(a, 3).to_vector(), want;

@@ -27,6 +27,7 @@ const std::map<std::string, std::map<std::string, std::string>>& small_sizes() {
       {"flash_attention_pipelined", {{"S", "128"}, {"D", "128"}, {"bK", "128"}, {"bD", "128"}}},
       {"gemm_dev", {{"M", "128"}, {"N", "256"}, {"K", "128"}}},
       {"matmul_add_dev", {{"M", "128"}, {"N", "128"}, {"K", "128"}}},
+      {"flash_attention_dev", {{"S", "128"}, {"D", "64"}}},
       {"add_dev", {{"M", "8"}, {"N", "1024"}, {"bM", "2"}}},
       {"rms_norm_dev", {{"M", "16"}, {"N", "256"}}},
       {"gelu_dev", {{"M", "4"}, {"N", "1024"}, {"bM", "2"}}},
