@@ -208,6 +208,128 @@ def f(C: T.Tensor((64, 32), "float32")):
 )");
 }
 
+TEST(InsertChannelSyncs, AVectorToCubeChannelSetsOnMTE3AndBothAivsSet) {
+  // The AIC's wait completes once both AIVs have set: AIV 1 sets too, alone.
+  EXPECT_EQ(after(R"(@T.prim_func
+def f(P: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((1, 32, 32), "float16")
+        with T.Scope("Cube"):
+            p_l1 = T.alloc_L1((32, 32), "float16")
+            T.copy(ws[cid:cid + 1, 0:32, 0:32], p_l1)
+        with T.Scope("Vector"):
+            if vid == 0:
+                p = T.alloc_ub((32, 32), "float16")
+                T.copy(P, p)
+                T.copy(p, ws[cid:cid + 1, 0:32, 0:32])
+)",
+                  insert_channel_syncs),
+            R"(@T.prim_func
+def f(P: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((1, 32, 32), "float16")
+        with T.Scope("Cube"):
+            p_l1 = T.alloc_L1((32, 32), "float16")
+            T.wait_cross_flag(0, auto=True)
+            T.copy(ws[cid:cid + 1, 0:32, 0:32], p_l1)
+        with T.Scope("Vector"):
+            if vid == 0:
+                p = T.alloc_ub((32, 32), "float16")
+                T.copy(P, p)
+                T.copy(p, ws[cid:cid + 1, 0:32, 0:32])
+                T.set_cross_flag("MTE3", 0, mode=2, auto=True)
+            else:
+                T.set_cross_flag("MTE3", 0, mode=2, auto=True)
+)");
+}
+
+TEST(InsertChannelSyncs, AKernelWithoutWorkspacesIsReturnedUnchanged) {
+  PrimFunc f = parse(R"(@T.prim_func
+def f(P: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            if vid == 0:
+                p = T.alloc_ub((32, 32), "float16")
+                T.copy(P, p)
+)");
+  EXPECT_EQ(insert_channel_syncs(f, default_target()), f);
+}
+
+TEST(InsertChannelSyncs, EachChannelHasItsOwnIdsAndAiv1KeepsTheLoopsAndIfsAroundItsFlags) {
+  std::string out = after(R"(@T.prim_func
+def f(C: T.Tensor((32, 32), "float32"), n: T.int32):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        w0 = T.alloc_workspace((1, 32, 32), "float32")
+        w1 = T.alloc_workspace((1, 32, 32), "float32")
+        with T.Scope("Cube"):
+            c = T.alloc_L0C((32, 32), "float32")
+            T.copy(c, w0[cid:cid + 1, 0:32, 0:32])
+            for k in T.serial(n):
+                if k > 0:
+                    T.copy(c, w1[cid:cid + 1, 0:32, 0:32])
+        with T.Scope("Vector"):
+            if vid == 0:
+                x = T.alloc_ub((32, 32), "float32")
+                T.copy(w0[cid:cid + 1, 0:32, 0:32], x)
+                for k in T.serial(n):
+                    if k > 0:
+                        T.copy(w1[cid:cid + 1, 0:32, 0:32], x)
+                        T.copy(x, C)
+)",
+                          insert_channel_syncs);
+  // w0 (top level): data flag 0, no credit; w1 (in a loop): data flag 1, credit flag 2.
+  EXPECT_NE(out.find(R"(            T.copy(c, w0[cid:cid + 1, 0:32, 0:32])
+            T.set_cross_flag("FIX", 0, mode=2, auto=True)
+            for k in T.serial(n):
+                if k > 0:
+                    T.wait_cross_flag(2, auto=True)
+                    T.copy(c, w1[cid:cid + 1, 0:32, 0:32])
+                    T.set_cross_flag("FIX", 1, mode=2, auto=True)
+            T.wait_cross_flag(2, auto=True))"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(R"(            else:
+                T.set_cross_flag("MTE2", 2, mode=2, auto=True)
+                T.wait_cross_flag(0, auto=True)
+                for k in T.serial(n):
+                    if k > 0:
+                        T.wait_cross_flag(1, auto=True)
+                        T.set_cross_flag("MTE2", 2, mode=2, auto=True))"),
+            std::string::npos)
+      << out;
+}
+
+TEST(InsertChannelSyncs, MoreChannelsThanCrossCoreFlagsIsAnError) {
+  std::string text = R"(@T.prim_func
+def f():
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+)";
+  for (int i = 0; i < 12; ++i) text += fmt::format("        w{} = T.alloc_workspace((1, 32), \"float32\")\n", i);
+  text += "        with T.Scope(\"Vector\"):\n            if vid == 0:\n                x = T.alloc_ub((1, 32), \"float32\")\n";
+  std::string msg = error_of([&] { after(text, insert_channel_syncs); });
+  EXPECT_NE(msg.find("the cross-core channels need more than 11 cross-core flags"), std::string::npos) << msg;
+}
+
+TEST(InsertChannelSyncs, FlashAttentionDevBalancesEveryFlagOnEveryCore) {
+  // End to end: three channels per kv-tile, 1 to 3 iterations, under the hazard checker (which
+  // reports a flag or cross-core counter left set) on 1 and 2 host threads.
+  for (const char* S : {"64", "128", "192"}) {
+    SCOPED_TRACE(S);
+    PrimFunc f = build_kernel(find_kernel("flash_attention_dev"), {{"S", S}, {"D", "32"}, {"bM", "64"}, {"bN", "64"}});
+    auto kern = compile(f);
+    for (int threads : {1, 2}) {
+      Device dev;
+      std::vector<Arg> args;
+      for (const auto& prm : f->params) {
+        std::vector<int64_t> shape;
+        for (const auto& e : prm.tensor->shape) shape.push_back(*as_const_int(e));
+        args.emplace_back(Tensor::empty(dev, shape, prm.tensor->dtype));
+      }
+      EXPECT_NO_THROW(kern.launch(dev, args, {.threads = threads, .check_hazards = true}));
+    }
+  }
+}
+
 TEST(Workspace, PrintsAndParsesBackAndIsNotInTheSignature) {
   std::string text = kSplitChannel;
   PrimFunc f = parse(text);
