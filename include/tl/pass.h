@@ -117,9 +117,11 @@ Expr simplify(const Expr& e);
 // ---- Developer mode (docs/developer_mode.md): each returns an expert kernel unchanged ----------
 
 /// infer_scopes: places every T::alloc_shared / T::alloc_fragment buffer by its uses: gemm A/B
-/// -> L1 (a fragment: L0A/L0B), gemm C -> L0C, vector use or copies only -> UB. A buffer both cores
-/// use, or used in two gemm operand positions, or a shared accumulator, is a tl::Error naming the
-/// uses. Output invariant: no shared or fragment buffer left.
+/// -> L1 (a fragment: L0A/L0B), gemm C -> L0C, vector use or copies only -> UB. A buffer both
+/// cores use gets a twin on the consumer's core (an accumulator the vector unit reads: UB twin;
+/// a shared tile the vector unit produces for a gemm: L1 twin), filled by a crossing copy after
+/// each producer write; other shared uses, two gemm operand positions or a shared accumulator
+/// are a tl::Error naming the uses. Output invariant: no shared or fragment buffer left.
 PrimFunc infer_scopes(const PrimFunc& f, const Target& target);
 
 /// lower_cube_ops: T::gemm -> L1 -> L0A/L0B copies (MTE1) into two slots per K chunk (the
