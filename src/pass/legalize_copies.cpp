@@ -278,11 +278,12 @@ class Legalizer : public IRMutator {
       starts.push_back(Expr(0));
       extents.push_back(r.extent);
     }
-    for (const Expr& e : shape)
-      if (!as_const_int(e) && e.get() != kernel_->num_blocks.get())
-        user_error(n.loc, "T.copy from {} to {}: the tile crosses cores through a GM workspace, whose rows and "
-                          "columns must be constants; got a region of extents {}",
-                   scope_name(src.buffer->scope), scope_name(dst.buffer->scope), print(extents.back()));
+    for (size_t d = 0; d < dst.ranges.size(); ++d)
+      if (!as_const_int(dst.ranges[d].extent))
+        user_error(n.loc, "T.copy from {} to {}: the tile '{}' crosses cores through a GM workspace, whose "
+                          "extents must be constants; dimension {} has extent {}",
+                   scope_name(src.buffer->scope), scope_name(dst.buffer->scope), dst.buffer->name, d,
+                   print(dst.ranges[d].extent));
     std::string name = dst.buffer->name + "_ws";
     for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_ws{}", dst.buffer->name, i);
     taken_.insert(name);
