@@ -484,9 +484,12 @@ class Vectorizer {
   BufferRegion temp_region(const Buffer& b, Kind kind) const {
     if (kind == Kind::Mask) return BufferRegion::full(b);
     BufferRegion r{b, {}};
+    // A column's dimensions are the innermost loops' (broadcasts align to the right).
+    const size_t first = kind == Kind::Col ? dims_.size() - b->ndim() : 0;
     for (size_t k = 0; k < b->ndim(); ++k) {
-      bool whole = as_const_int(dims_[k].extent) == as_const_int(b->shape[k]);
-      r.ranges.push_back({Expr(0), whole ? b->shape[k] : dims_[k].extent});
+      const LoopDim& d = dims_[first + k];
+      bool whole = as_const_int(d.extent) == as_const_int(b->shape[k]);
+      r.ranges.push_back({Expr(0), whole ? b->shape[k] : d.extent});
     }
     return r;
   }
@@ -714,8 +717,7 @@ class Vectorizer {
       return {Kind::Scalar, {}, e, e.dtype(), -1};
     }
     switch (e.kind()) {
-      case ExprKind::Var:
-        reject(fmt::format("the loop variable {} is used as a value (only as an index)", e.as<VarNode>()->name));
+      case ExprKind::Var: return gen_loop_var(*e.as<VarNode>());
       case ExprKind::Load: return gen_load(*e.as<LoadNode>());
       case ExprKind::Cast: {
         auto* c = e.as<CastNode>();
@@ -730,6 +732,27 @@ class Vectorizer {
       default: break;
     }
     reject(fmt::format("unsupported expression {}", print(e)));
+  }
+
+  /// A loop variable used as a value (a mask `j * bN + c < S`, a causal `i >= c`): its values
+  /// min, min + 1, ... made once by tile.arith_progression into an int32 temporary, which the
+  /// rest of the loop reads as a broadcast over the other variables (ArithProgression: A2 takes
+  /// int32; exact, since the progression computes first + i * diff in integers here).
+  Val gen_loop_var(const VarNode& v) {
+    size_t d = 0, k = dims_.size();
+    while (d < k && dims_[d].var.get() != &v) ++d;
+    TL_ASSERT(d < k, "gen_loop_var: {} is not a loop variable of this loop yet not invariant", v.name);
+    if (v.dtype != DType::Int32)
+      reject(fmt::format("the loop variable {} ({}) is used as a value; only int32 loop variables are", v.name,
+                         dt(v.dtype)));
+    Kind kind = k == 1 ? Kind::Tile : d + 1 == k ? Kind::Col : d == 0 && k == 2 ? Kind::Row : Kind::Tile;
+    if (k > 1 && kind == Kind::Tile)
+      reject(fmt::format("the loop variable {} is used as a value in a {}-dimensional loop; as values, loop "
+                         "variables may be the innermost one, or either one of two",
+                         v.name, k));
+    Val t = temp(DType::Int32, {extent_bounds(k)[d]}, kind);
+    emit("tile.arith_progression", {t.region, dims_[d].min, Expr(1)});
+    return t;
   }
 
   static std::string op_word(BinOp op) { return std::string(binop_name(op)); }
@@ -930,9 +953,11 @@ class Vectorizer {
     if (C != DType::Float16 && C != DType::Float32 && C != DType::Int32)
       reject(fmt::format("unsupported dtype: comparison on {} (tile.compare takes float16, float32, int32)", dt(C)));
     if (auto it = target_.compare_modes.find(C); it != target_.compare_modes.end() &&
-                                                  std::find(it->second.begin(), it->second.end(), mode) == it->second.end())
+                                                  std::find(it->second.begin(), it->second.end(), mode) == it->second.end()) {
+      if (C == DType::Int32 && (a.kind != Kind::Scalar || b.kind != Kind::Scalar)) return int32_ordering(a, b, mode);
       reject(fmt::format("unsupported comparison: {} on {} (tile.compare takes {} there on {})", mode, dt(C),
                          fmt::join(it->second, ", "), target_.name));
+    }
     if (a.kind == Kind::Scalar && b.kind != Kind::Scalar) {
       std::swap(a, b);
       mode = mirrored(mode);
@@ -951,6 +976,60 @@ class Vectorizer {
     release(b);
     emit("tile.compare", {m.region, a.region, b.region}, {{"mode", mode}});
     return m;
+  }
+
+  /// An int32 ordering (a < b, ...) where the target compares int32 for equality only (A2's
+  /// Compare): the sign of d = fa - fb where fa, fb are a, b rounded to float32, or, where they
+  /// round to the same float, the sign of the int32 a - b converted to float32. Exact for every
+  /// pair: rounding is monotonic, so fa < fb implies a < b (and > likewise), and fa == fb puts a
+  /// and b within two float32 ulps (at most 512 apart), where a - b cannot wrap; fa - fb of
+  /// two distinct floats has their order's sign.
+  Val int32_ordering(Val a, Val b, const std::string& mode) {
+    const DType F = DType::Float32;
+    std::string m = mode;
+    if (a.kind == Kind::Scalar) {
+      std::swap(a, b);
+      m = mirrored(m);
+    }
+    for (const Val* v : {&a, &b})
+      if (v->kind != Kind::Scalar && v->dtype != DType::Int32)
+        reject(fmt::format("unsupported comparison: {} of {} with int32 (convert the operand to int32)", m, dt(v->dtype)));
+    if (b.kind == Kind::Scalar) b = scalar_operand(b, DType::Int32);
+    a = to_tile(a);
+    check_compare_count(F);
+    // a and b are read twice each (a - b, then their conversion): keep their temporaries.
+    if (a.temp >= 0) temps_[a.temp].pending += 1;
+    if (b.kind != Kind::Scalar) {
+      b = to_tile(b);
+      if (b.temp >= 0) temps_[b.temp].pending += 1;
+    }
+    Val diff_i = tile_temp(DType::Int32);
+    emit("tile.sub", {diff_i.region, a.region, b.kind == Kind::Scalar ? TileArg(b.scalar) : TileArg(b.region)});
+    release(a);
+    if (b.kind != Kind::Scalar) release(b);
+    Val fa = convert(a, F, true);
+    Val fb = b.kind == Kind::Scalar ? Val{Kind::Scalar, {}, cast(F, b.scalar), F, -1} : convert(b, F, true);
+    if (fa.temp >= 0) temps_[fa.temp].pending += 1;
+    if (fb.temp >= 0) temps_[fb.temp].pending += 1;
+    TileArg fb_arg = fb.kind == Kind::Scalar ? TileArg(fb.scalar) : TileArg(fb.region);
+    Val same = mask_temp();
+    emit("tile.compare", {same.region, fa.region, fb_arg}, {{"mode", std::string("EQ")}});
+    Val diff_f = tile_temp(F);
+    emit("tile.sub", {diff_f.region, fa.region, fb_arg});
+    release(fa);
+    release(fb);
+    release(fa);
+    release(fb);
+    Val near = convert(diff_i, F, true);
+    Val d = tile_temp(F);
+    emit("tile.select", {d.region, same.region, near.region, diff_f.region}, {{"mode", int64_t{2}}});
+    release(same);
+    release(near);
+    release(diff_f);
+    Val r = mask_temp();
+    emit("tile.compare", {r.region, d.region, imm(F, 0.0)}, {{"mode", m}});
+    release(d);
+    return r;
   }
 
   /// T.if_then_else(cond, t, f) with a loop-invariant cond: the scalar unit branches, each

@@ -545,7 +545,27 @@ class TreeGen {
     static const char* lits[] = {"0.5", "-1.25", "2.0", "T.float16(0.75)", "T.bfloat16(3.0)", "0.0", "-0.0"};
     return lits[pick(7)];
   }
+  /// A loop variable used as a value: the innermost one, or either of two.
+  std::string loop_var() {
+    static const char* v[] = {"i", "j", "k"};
+    return v[k_ == 2 && pick(2) ? 0 : k_ - 1];
+  }
+  /// An int32 index expression of the loop variables (masks: `j * 3 - i`, `k + 5`).
+  std::string index_expr() {
+    std::string a = loop_var();
+    switch (pick(4)) {
+      case 0: return a;
+      case 1: return "(" + a + " * 3 - " + loop_var() + ")";
+      case 2: return "(" + a + " + " + lit_int() + ")";
+      default: return "(" + lit_int() + " - " + a + ")";
+    }
+  }
+  std::string lit_int() {
+    static const char* lits[] = {"3", "-2", "0", "17", "-7"};
+    return lits[pick(5)];
+  }
   std::string leaf() {
+    if (int_ && int_dtype_ == "int32" && pick(8) == 0) return index_expr();
     switch (pick(k_ >= 2 ? 10 : 8)) {
       case 0: case 1: case 6: return "a[" + idx(0, k_) + "]";
       case 2: return "b[" + idx(0, k_) + "]";
@@ -573,7 +593,12 @@ class TreeGen {
         default: return "(" + a + " | " + b + ")";
       }
     }
-    switch (pick(15)) {
+    switch (pick(16)) {
+      case 15: {  // a mask on positions: an int32 ordering of index expressions
+        static const char* cmp[] = {"<", "<=", ">", ">=", "==", "!="};
+        std::string rhs = pick(2) ? index_expr() : lit_int();
+        return "T.if_then_else(" + index_expr() + " " + cmp[pick(6)] + " " + rhs + ", " + a + ", " + b + ")";
+      }
       case 0: return "(" + a + " + " + b + ")";
       case 1: return "(" + a + " - " + b + ")";
       case 2: return "(" + a + " * " + b + ")";
@@ -780,7 +805,7 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
                          "tile.abs", "tile.sqrt", "tile.rsqrt", "tile.exp", "tile.ln", "tile.max", "tile.min",
                          "tile.bitwise_and", "tile.bitwise_or", "tile.shift_left", "tile.shift_right", "tile.fill",
                          "tile.broadcast", "tile.row_expand_add", "tile.row_expand_sub", "tile.row_expand_mul",
-                         "tile.row_expand_div", "copy", "(if on an invariant condition)"})
+                         "tile.row_expand_div", "tile.arith_progression", "copy", "(if on an invariant condition)"})
     EXPECT_GT(ops_seen[op], 0) << op << " never exercised";
 }
 
@@ -924,6 +949,109 @@ def f(n: T.int32, GA: T.Tensor((16, 32), "float32"), GC: T.Tensor((16, 32), "flo
                 T.copy(x, GX)
 )",
                         {Arg(int64_t{11})});
+}
+
+TEST(VectorizeParallel, ALoopVariableAsAValueIsAnArithProgression) {
+  // The innermost variable is a column broadcast of 0, 1, ..., 63; `j < n` on int32 takes the
+  // exact ordering sequence (float32 difference, or the int32 one where both round alike).
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 64), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(64):
+                    a[i, j] = T.if_then_else(j < n, a[i, j], T.float32(float("-inf")))
+)", ", n: T.int32")),
+            kernel(std::string(decls) + R"(            vec_t0 = T.alloc_ub((64,), "int32")
+            vec_t1 = T.alloc_ub((16, 64), "int32")
+            vec_t2 = T.alloc_ub((16, 64), "int32")
+            vec_t3 = T.alloc_ub((16, 64), "float32")
+            vec_t4 = T.alloc_ub((128,), "uint8")
+            vec_t5 = T.alloc_ub((16, 64), "float32")
+            vec_t6 = T.alloc_ub((16, 64), "float32")
+)",
+                   R"(            T.tile.arith_progression(vec_t0, 0, 1)
+            T.tile.broadcast(vec_t1, vec_t0)
+            T.tile.sub(vec_t2, vec_t1, n)
+            T.tile.cast(vec_t3, vec_t1, mode="CAST_RINT")
+            T.tile.compare(vec_t4, vec_t3, T.cast(n, "float32"), mode="EQ")
+            T.tile.sub(vec_t5, vec_t3, T.cast(n, "float32"))
+            T.tile.cast(vec_t3, vec_t2, mode="CAST_RINT")
+            T.tile.select(vec_t6, vec_t4, vec_t3, vec_t5)
+            T.tile.compare(vec_t4, vec_t6, 0.0)
+            T.tile.select(a, vec_t4, a, float("-inf"), mode=1)
+)", ", n: T.int32"));
+}
+
+TEST(VectorizeParallel, LoopVariablesAsValuesMaskKeysAndCausalPositions) {
+  // A key mask (the innermost variable against a launch-time length, as attention masks keys
+  // past S) and a causal mask (both variables), run against the serial loop. The int32
+  // orderings take the exact compare sequence (A2 compares int32 for equality only).
+  expect_same_as_serial(R"(@T.prim_func
+def f(n: T.int32, d: T.int32, GA: T.Tensor((16, 64), "float32"), GC: T.Tensor((16, 64), "float32"), GB: T.Tensor((64,), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32")
+            c = T.alloc_ub((16, 64), "float32")
+            b = T.alloc_ub((64,), "float16")
+            if vid == 0:
+                T.copy(GA, a)
+                T.copy(GC, c)
+                T.copy(GB, b)
+                T.barrier_all()
+                for i in T.Parallel(16):
+                    for j in T.Parallel(64):
+                        a[i, j] = T.if_then_else(d * 64 + j < n, a[i, j] * 0.5, T.float32(float("-inf")))
+                for i in T.Parallel(16):
+                    for j in T.Parallel(64):
+                        c[i, j] = T.if_then_else(i * 4 + d >= j, c[i, j], 0.0)
+                for j in T.Parallel(64):
+                    b[j] = T.if_then_else(j != n, T.cast(j, "float16"), b[j])
+                T.barrier_all()
+                T.copy(a, GA)
+                T.copy(c, GC)
+                T.copy(b, GB)
+)",
+                        {Arg(int64_t{37}), Arg(int64_t{0})});
+}
+
+TEST(VectorizeParallel, Int32OrderingsAreExactAtTheExtremes) {
+  // Pairs that round to one float32 (2^31 - 128 and its neighbours), pairs whose difference
+  // wraps int32 (INT32_MIN against INT32_MAX), equal pairs: each ordering of each pair equals
+  // the integer comparison.
+  const std::vector<double> xs = {2147483520.0, 2147483647.0, -2147483648.0, 2147483647.0, 5, -5, 16777217, 0,
+                                  2147483521.0, -2147483647.0, 7, 7, 2147483584.0, 2147483583.0, 1, -1};
+  std::vector<double> ys = {2147483521.0, 2147483520.0, 2147483647.0, -2147483648.0, 5, 5, 16777216, -0.0,
+                            2147483520.0, -2147483648.0, 7, 8, 2147483583.0, 2147483584.0, 1, 1};
+  std::vector<double> a(64 * 4), b(64 * 4);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = xs[i % xs.size()];
+    b[i] = ys[(i + i / xs.size()) % ys.size()];
+  }
+  Device dev(default_target());
+  PrimFunc f = vectorize_parallel(parse(R"(@T.prim_func
+def f(GA: T.Tensor((4, 64), "int32"), GB: T.Tensor((4, 64), "int32"), GO: T.Tensor((4, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((4, 64), "int32")
+            b = T.alloc_ub((4, 64), "int32")
+            o = T.alloc_ub((4, 64), "float32")
+            if vid == 0:
+                T.copy(GA, a)
+                T.copy(GB, b)
+                T.barrier_all()
+                for i in T.Parallel(4):
+                    for j in T.Parallel(64):
+                        o[i, j] = T.if_then_else(a[i, j] < b[i, j], 1.0, 0.0) + T.if_then_else(a[i, j] <= b[i, j], 2.0, 0.0) + T.if_then_else(a[i, j] > b[i, j], 4.0, 0.0) + T.if_then_else(a[i, j] >= b[i, j], 8.0, 0.0) + T.if_then_else(a[i, j] != b[i, j], 16.0, 0.0)
+                T.barrier_all()
+                T.copy(o, GO)
+)"), default_target());
+  Tensor ta = from_vector(dev, {4, 64}, i32, a), tb = from_vector(dev, {4, 64}, i32, b), to = Tensor::empty(dev, {4, 64}, f32);
+  compile(f).launch(dev, {ta, tb, to}, {.threads = 1});
+  std::vector<double> got = to.to_vector();
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto x = static_cast<int64_t>(a[i]), y = static_cast<int64_t>(b[i]);
+    double want = (x < y) * 1 + (x <= y) * 2 + (x > y) * 4 + (x >= y) * 8 + (x != y) * 16;
+    EXPECT_EQ(got[i], want) << x << " vs " << y;
+  }
 }
 
 }  // namespace
