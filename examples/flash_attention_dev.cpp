@@ -8,7 +8,8 @@
 // is insert_syncs'. docs/developer_mode.md, "Data that crosses cores".
 //
 // The exps are T::tile::exp on developer tiles (the chip's approximation, chosen explicitly).
-// S must be a multiple of bN: keys past S would need masking, which no pass adds yet.
+// Any S: the compiler clips the copies of the last q- and kv-tiles and zero-fills their L1
+// padding (legalize_copies); the kernel masks the keys past S, as TileLang kernels do.
 #include <cmath>
 
 #include "tl/arith.h"
@@ -18,10 +19,8 @@
 namespace tl::examples {
 
 PrimFunc flash_attention_dev(int Bt, int H, int S, int D, int bM, int bN, DType dtype) {
-  if (S % bM != 0 || S % bN != 0)
-    throw Error(fmt::format("flash_attention_dev: S={} must be a multiple of bM={} and bN={}", S, bM, bN));
-  const int q_tiles = S / bM;
-  const int blocks = checked_product("flash_attention_dev: the block count B * H * (S / bM)", {Bt, H, q_tiles});
+  const int q_tiles = ceildiv(S, bM);
+  const int blocks = checked_product("flash_attention_dev: the block count B * H * ceildiv(S, bM)", {Bt, H, q_tiles});
   const Expr scale = imm(f32, arith::round_float(f32, 1.0 / std::sqrt(static_cast<double>(D))));
   auto Q = T::Tensor("Q", {Bt, H, S, D}, dtype);
   auto K = T::Tensor("K", {Bt, H, S, D}, dtype);
@@ -39,17 +38,21 @@ PrimFunc flash_attention_dev(int Bt, int H, int S, int D, int bM, int bN, DType 
       auto acc = T::alloc_fragment("acc", {bM, D}, f32);
       auto m = T::alloc_fragment("m", {bM}, f32), mj = T::alloc_fragment("mj", {bM}, f32);
       auto alpha = T::alloc_fragment("alpha", {bM}, f32), rs = T::alloc_fragment("rs", {bM}, f32);
-      auto l = T::alloc_fragment("l", {bM}, f32);
+      auto l = T::alloc_fragment("l", {bM}, f32), key_mask = T::alloc_fragment("key_mask", {bN}, f32);
       auto out = T::alloc_shared("out", {bM, D}, dtype);
       T::copy(Q.at({bz, by, bx * bM, 0}), q);
       T::clear(acc);
       T::fill(m, neg_inf(f32));
       T::clear(l);
-      T::serial("j", S / bN, [&](Expr j) {
+      T::serial("j", ceildiv(S, bN), [&](Expr j) {
         T::copy(K.at({bz, by, j * bN, 0}), k);
         T::copy(V.at({bz, by, j * bN, 0}), v);
         T::gemm(q, k, s, {.transpose_B = true, .init = true});
         T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
+        if (S % bN != 0) {  // keys past S (the last tile's padding) get no weight
+          T::Parallel(bN, [&](Expr c) { key_mask(c) = select(c < S - j * bN, imm(f32, 0.0), neg_inf(f32)); });
+          T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) + key_mask(c); });
+        }
         T::reduce_max(s, mj, -1);
         T::Parallel(bM, [&](Expr i) { mj(i) = max(mj(i), m(i)); });
         T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) - mj(i); });

@@ -83,8 +83,9 @@ bool exact_conversion(DType from, DType to) {
 
 class Vectorizer {
  public:
-  Vectorizer(const Target& t, const VectorizeOptions& opt, std::unordered_set<std::string>& taken)
-      : target_(t), opt_(opt), taken_(taken) {}
+  Vectorizer(const Target& t, const VectorizeOptions& opt, std::unordered_set<std::string>& taken,
+             const std::unordered_set<const BufferNode*>& aliased)
+      : target_(t), opt_(opt), taken_(taken), aliased_(aliased) {}
 
   /// The statements replacing the Parallel nest `loop` (dims outermost first, body = the
   /// innermost body). Throws Reject.
@@ -757,6 +758,17 @@ class Vectorizer {
 
   static std::string op_word(BinOp op) { return std::string(binop_name(op)); }
 
+  /// Whether `e` may read the bytes of `b`: it loads `b`, or a buffer that may share bytes.
+  bool may_read(const Expr& e, const Buffer& b) const {
+    bool hit = false;
+    pre_order_visit(StoreNode::make(Buffer(), {}, e), [](const Stmt&) {}, [&](const Expr& x) {
+      if (auto* l = x.as<LoadNode>())
+        hit = hit || l->buffer.same_as(b) || aliased_.count(l->buffer.get()) ||
+              (aliased_.count(b.get()) && l->buffer->scope == b->scope);
+    });
+    return hit;
+  }
+
   /// The dtype a float node computes in on the vector unit: bfloat16 has no vector arithmetic,
   /// so it computes in float32 and rounds once at the end (for + - * / the double rounding
   /// through float32 is innocuous: 24 >= 2 * 8 + 2 bits).
@@ -800,7 +812,9 @@ class Vectorizer {
     const bool flt = is_float(T);
     if (flt && T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
       reject(fmt::format("unsupported dtype: {} on {}", op_word(n.op), dt(T)));
-    Val a = gen(n.a), b = gen(n.b);
+    // The first operand may be computed in the destination when nothing computed after it
+    // reads the destination's old values (element-wise ops may then read and write it).
+    Val a = gen(n.a, into && !may_read(n.b, into->buffer) ? into : nullptr), b = gen(n.b);
     const DType C = flt ? compute_dtype(T, {&a, &b}) : T;
     const BufferRegion* out = C == T ? into : nullptr;
     switch (n.op) {
@@ -946,6 +960,7 @@ class Vectorizer {
     static const std::map<BinOp, std::string> modes = {{BinOp::LT, "LT"}, {BinOp::LE, "LE"}, {BinOp::GT, "GT"},
                                                        {BinOp::GE, "GE"}, {BinOp::EQ, "EQ"}, {BinOp::NE, "NE"}};
     std::string mode = modes.at(n.op);
+    if (auto m = loop_var_against_invariant(n, mode)) return *m;
     Val a = gen(n.a), b = gen(n.b);
     DType C = arith::promote(a.dtype, b.dtype);
     if (C == DType::BFloat16) C = DType::Float32;
@@ -975,6 +990,48 @@ class Vectorizer {
     release(a);
     release(b);
     emit("tile.compare", {m.region, a.region, b.region}, {{"mode", mode}});
+    return m;
+  }
+
+  /// `i < t` (any comparison) of a loop variable and a loop-invariant int32 t, the form of
+  /// masks (`c < S - j * bN`): the variable's values in float32 (exact: its range is known and
+  /// small) against t clamped to one past that range (exact too, and it changes no outcome):
+  /// two ops instead of the general int32 sequence. nullopt where the form does not apply.
+  std::optional<Val> loop_var_against_invariant(const BinaryNode& n, std::string mode) {
+    const VarNode* v = n.a.as<VarNode>();
+    Expr t = n.b;
+    if (!v || !loop_vars_.count(v)) {
+      v = n.b.as<VarNode>();
+      t = n.a;
+      mode = mirrored(mode);
+    }
+    if (!v || !loop_vars_.count(v) || !invariant(t) || v->dtype != DType::Int32 || t.dtype() != DType::Int32)
+      return std::nullopt;
+    size_t d = 0, k = dims_.size();
+    while (dims_[d].var.get() != v) ++d;
+    auto lo = as_const_int(dims_[d].min);
+    if (!lo || (k > 1 && d + 1 != k && !(d == 0 && k == 2))) return std::nullopt;
+    const int64_t hi = *lo + extent_bounds(k)[d] - 1;  // the variable's largest value
+    constexpr int64_t kExact = int64_t{1} << 24;        // integers float32 holds exactly
+    if (*lo - 1 <= -kExact || hi + 1 >= kExact) return std::nullopt;
+    const DType F = DType::Float32;
+    Val x;
+    if (k == 1) {
+      // A 1-D loop compares its own temporary: pad it to the compare's 256-byte granule (the
+      // extra lanes' bits are never selected), so a 32-key mask needs no 64-wide loop.
+      const int64_t granule = std::max<int64_t>(1, target_.compare_align_bytes / dtype_bytes(F));
+      x = temp(F, {(extent_bounds(1)[0] + granule - 1) / granule * granule}, Kind::Tile);
+      x.region = BufferRegion::full(x.region.buffer);
+    } else {
+      x = temp(F, {extent_bounds(k)[d]}, d + 1 == k ? Kind::Col : Kind::Row);
+    }
+    emit("tile.arith_progression", {x.region, imm(F, static_cast<double>(*lo)), imm(F, 1.0)});
+    x = to_tile(x);
+    if (k > 1) check_compare_count(F);
+    Expr clamped = max(min(t, int_imm(hi + 1)), int_imm(*lo - 1));
+    Val m = mask_temp();
+    release(x);
+    emit("tile.compare", {m.region, x.region, cast(F, clamped)}, {{"mode", mode}});
     return m;
   }
 
@@ -1189,6 +1246,7 @@ class Vectorizer {
   const Target& target_;
   const VectorizeOptions& opt_;
   std::unordered_set<std::string>& taken_;
+  const std::unordered_set<const BufferNode*>& aliased_;  // views and their bases, pinned buffers
   std::vector<LoopDim> dims_;
   std::unordered_set<const VarNode*> loop_vars_;
   SourceLoc loc_;
@@ -1203,8 +1261,9 @@ class Vectorizer {
 
 class ParallelRewriter : public IRMutator {
  public:
-  ParallelRewriter(const Target& t, const VectorizeOptions& o, std::unordered_set<std::string>& taken)
-      : target_(t), opt_(o), taken_(taken) {}
+  ParallelRewriter(const Target& t, const VectorizeOptions& o, std::unordered_set<std::string>& taken,
+                   std::unordered_set<const BufferNode*> aliased)
+      : target_(t), opt_(o), taken_(taken), aliased_(std::move(aliased)) {}
 
  protected:
   Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
@@ -1232,7 +1291,7 @@ class ParallelRewriter : public IRMutator {
       if (core_ != CoreKind::Vector)
         throw Reject{"T.Parallel outside T.Scope(\"Vector\") (element loops run on the AIV; run infer_scopes "
                      "first)"};
-      Vectorizer v(target_, opt_, taken_);
+      Vectorizer v(target_, opt_, taken_, aliased_);
       return v.run(dims, body, n->loc);
     } catch (const Reject& r) {
       if (!opt_.scalar_fallback) throw Error(n->loc, fmt::format("T.Parallel: cannot vectorise: {}", r.reason));
@@ -1258,6 +1317,7 @@ class ParallelRewriter : public IRMutator {
   const Target& target_;
   const VectorizeOptions& opt_;
   std::unordered_set<std::string>& taken_;
+  std::unordered_set<const BufferNode*> aliased_;
   std::optional<CoreKind> core_;
 };
 
@@ -1270,7 +1330,18 @@ PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, const Vecto
   });
   if (!any) return f;
   std::unordered_set<std::string> taken = arith::names_in(f);
-  ParallelRewriter rw(target, opt, taken);
+  // Buffers whose bytes another buffer may share (a view and its base; a pinned address).
+  std::unordered_set<const BufferNode*> aliased;
+  pre_order_visit(f->body, [&](const Stmt& s) {
+    auto* a = s.as<AllocateNode>();
+    if (!a) return;
+    if (a->view_of.defined()) {
+      aliased.insert(a->buffer.get());
+      aliased.insert(a->view_of.get());
+    }
+    if (a->buffer->address >= 0) aliased.insert(a->buffer.get());
+  });
+  ParallelRewriter rw(target, opt, taken, std::move(aliased));
   Stmt body = rw.mutate(f->body);
   if (body.same_as(f->body)) return f;
   return with_body(f, body);

@@ -65,7 +65,7 @@ TEST(VectorizeParallel, OneDimensionalElementwiseWritesTheDestinationDirectly) {
 )"));
 }
 
-TEST(VectorizeParallel, TwoDimensionalExpressionUsesOneTemporary) {
+TEST(VectorizeParallel, TwoDimensionalExpressionComputesItsFirstOperandInTheDestination) {
   constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 32), "float32")
             b = T.alloc_ub((16, 32), "float32")
             c = T.alloc_ub((16, 32), "float32")
@@ -74,9 +74,26 @@ TEST(VectorizeParallel, TwoDimensionalExpressionUsesOneTemporary) {
                 for j in T.Parallel(32):
                     c[i, j] = a[i, j] * b[i, j] - a[i, j]
 )")),
+            kernel(decls, R"(            T.tile.mul(c, a, b)
+            T.tile.sub(c, c, a)
+)"));
+}
+
+TEST(VectorizeParallel, AnOperandReadingTheDestinationKeepsTheFirstOperandInATemporary) {
+  // c * ... reads c's old values after a * b is computed: a * b cannot go into c first.
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 32), "float32")
+            b = T.alloc_ub((16, 32), "float32")
+            c = T.alloc_ub((16, 32), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(32):
+                    c[i, j] = a[i, j] * b[i, j] - c[i, j] * 2.0
+)")),
             kernel(decls, R"(            vec_t0 = T.alloc_ub((16, 32), "float32")
+            vec_t1 = T.alloc_ub((16, 32), "float32")
             T.tile.mul(vec_t0, a, b)
-            T.tile.sub(c, vec_t0, a)
+            T.tile.mul(vec_t1, c, 2.0)
+            T.tile.sub(c, vec_t0, vec_t1)
 )"));
 }
 
@@ -144,8 +161,8 @@ TEST(VectorizeParallel, ScalarOperandsUseTheScalarFormsOrAFill) {
 )",
                               ", x: T.float32")),
             kernel(decls, R"(            vec_t0 = T.alloc_ub((64,), "float32")
-            T.tile.mul(vec_t0, a, x)
-            T.tile.add(c, vec_t0, 1.0)
+            T.tile.mul(c, a, x)
+            T.tile.add(c, c, 1.0)
             T.tile.fill(vec_t0, 2.0)
             T.tile.sub(d, vec_t0, a)
 )",
@@ -205,14 +222,13 @@ TEST(VectorizeParallel, NestedExpressionReusesDeadTemporaries) {
 )")),
             kernel(decls, R"(            vec_t0 = T.alloc_ub((64,), "float32")
             vec_t1 = T.alloc_ub((64,), "float32")
-            vec_t2 = T.alloc_ub((64,), "float32")
-            T.tile.add(vec_t0, a, b)
-            T.tile.sub(vec_t1, a, b)
+            T.tile.add(c, a, b)
+            T.tile.sub(vec_t0, a, b)
+            T.tile.mul(c, c, vec_t0)
+            T.tile.abs(vec_t0, vec_t0)
+            T.tile.sqrt(vec_t1, a)
             T.tile.mul(vec_t0, vec_t0, vec_t1)
-            T.tile.abs(vec_t1, vec_t1)
-            T.tile.sqrt(vec_t2, a)
-            T.tile.mul(vec_t1, vec_t1, vec_t2)
-            T.tile.add(c, vec_t0, vec_t1)
+            T.tile.add(c, c, vec_t0)
 )"));
 }
 
@@ -951,15 +967,35 @@ def f(n: T.int32, GA: T.Tensor((16, 32), "float32"), GC: T.Tensor((16, 32), "flo
                         {Arg(int64_t{11})});
 }
 
-TEST(VectorizeParallel, ALoopVariableAsAValueIsAnArithProgression) {
-  // The innermost variable is a column broadcast of 0, 1, ..., 63; `j < n` on int32 takes the
-  // exact ordering sequence (float32 difference, or the int32 one where both round alike).
+TEST(VectorizeParallel, ALoopVariableAgainstAnInvariantIsAFloatProgressionAndOneCompare) {
+  // `j < n`: j's values 0..63 in float32 (exact) against n clamped to [-1, 64] (exact, and no
+  // outcome changes): two ops, however large n is.
   constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 64), "float32")
 )";
   EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
                 for j in T.Parallel(64):
                     a[i, j] = T.if_then_else(j < n, a[i, j], T.float32(float("-inf")))
 )", ", n: T.int32")),
+            kernel(std::string(decls) + R"(            vec_t0 = T.alloc_ub((64,), "float32")
+            vec_t1 = T.alloc_ub((16, 64), "float32")
+            vec_t2 = T.alloc_ub((128,), "uint8")
+)",
+                   R"(            T.tile.arith_progression(vec_t0, 0.0, 1.0)
+            T.tile.broadcast(vec_t1, vec_t0)
+            T.tile.compare(vec_t2, vec_t1, T.cast(T.max(T.min(n, 64), -1), "float32"))
+            T.tile.select(a, vec_t2, a, float("-inf"), mode=1)
+)", ", n: T.int32"));
+}
+
+TEST(VectorizeParallel, ALoopVariableInAnExpressionIsAnInt32ProgressionAndTheExactOrdering) {
+  // `j + d < n`: j's values as int32, `+ d` on the vector unit, then the int32 ordering:
+  // float32 difference, or the int32 difference where both sides round to one float32.
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 64), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
+                for j in T.Parallel(64):
+                    a[i, j] = T.if_then_else(j + d < n, a[i, j], T.float32(float("-inf")))
+)", ", n: T.int32, d: T.int32")),
             kernel(std::string(decls) + R"(            vec_t0 = T.alloc_ub((64,), "int32")
             vec_t1 = T.alloc_ub((16, 64), "int32")
             vec_t2 = T.alloc_ub((16, 64), "int32")
@@ -970,6 +1006,7 @@ TEST(VectorizeParallel, ALoopVariableAsAValueIsAnArithProgression) {
 )",
                    R"(            T.tile.arith_progression(vec_t0, 0, 1)
             T.tile.broadcast(vec_t1, vec_t0)
+            T.tile.add(vec_t1, vec_t1, d)
             T.tile.sub(vec_t2, vec_t1, n)
             T.tile.cast(vec_t3, vec_t1, mode="CAST_RINT")
             T.tile.compare(vec_t4, vec_t3, T.cast(n, "float32"), mode="EQ")
@@ -978,7 +1015,7 @@ TEST(VectorizeParallel, ALoopVariableAsAValueIsAnArithProgression) {
             T.tile.select(vec_t6, vec_t4, vec_t3, vec_t5)
             T.tile.compare(vec_t4, vec_t6, 0.0)
             T.tile.select(a, vec_t4, a, float("-inf"), mode=1)
-)", ", n: T.int32"));
+)", ", n: T.int32, d: T.int32"));
 }
 
 TEST(VectorizeParallel, LoopVariablesAsValuesMaskKeysAndCausalPositions) {
