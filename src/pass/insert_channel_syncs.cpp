@@ -185,6 +185,14 @@ bool inside_loop(const Stmt& scope_body, const BufferNode* ws) {
 PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k) return f;
+  // Idempotent: a kernel with cross-core flags already has its protocol (this pass writes every
+  // cross-core flag of a developer kernel; the verifier keeps the author's out).
+  bool synced = false;
+  pre_order_visit(k->body, [&](const Stmt& s) {
+    if (auto* y = s.as<SyncNode>())
+      synced = synced || y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag;
+  });
+  if (synced) return f;
   std::vector<Stmt> top = stmts_of(k->body);
   // The workspaces (GM buffers declared in the kernel), in declaration order, and their ids.
   std::vector<Channel> channels;

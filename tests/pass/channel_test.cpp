@@ -243,6 +243,62 @@ def f(P: T.Tensor((32, 32), "float16")):
 )");
 }
 
+TEST(InsertChannelSyncs, RunningItAgainAddsNothing) {
+  // The pass's output already carries its flags (origin auto): a second run must not add a
+  // second protocol (the pass manager may rerun the tail of the pipeline).
+  const std::string text = R"(@T.prim_func
+def f(P: T.Tensor((32, 32), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((1, 32, 32), "float16")
+        with T.Scope("Cube"):
+            p_l1 = T.alloc_L1((32, 32), "float16")
+            T.copy(ws[cid:cid + 1, 0:32, 0:32], p_l1)
+        with T.Scope("Vector"):
+            if vid == 0:
+                p = T.alloc_ub((32, 32), "float16")
+                T.copy(P, p)
+                T.copy(p, ws[cid:cid + 1, 0:32, 0:32])
+)";
+  std::string once = after(text, insert_channel_syncs);
+  EXPECT_EQ(after(once, insert_channel_syncs), once);
+}
+
+TEST(InsertChannelSyncs, ACubeToVectorChannelSetsOnFixAndWaitsOnBothAivs) {
+  // L0C -> GM goes through the fixpipe: the cube sets from FIX once its copy is issued; each AIV
+  // waits (AIV 1 only to keep the counter balanced).
+  std::string out = after(R"(@T.prim_func
+def f(C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((2, 32, 32), "float32")
+        with T.Scope("Cube"):
+            c = T.alloc_L0C((32, 32), "float32")
+            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+        with T.Scope("Vector"):
+            if vid == 0:
+                c_ub = T.alloc_ub((32, 32), "float32")
+                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(c_ub, C)
+)",
+                          insert_channel_syncs);
+  EXPECT_EQ(out, R"(@T.prim_func
+def f(C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((2, 32, 32), "float32")
+        with T.Scope("Cube"):
+            c = T.alloc_L0C((32, 32), "float32")
+            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+            T.set_cross_flag("FIX", 0, mode=2, auto=True)
+        with T.Scope("Vector"):
+            if vid == 0:
+                c_ub = T.alloc_ub((32, 32), "float32")
+                T.wait_cross_flag(0, auto=True)
+                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(c_ub, C)
+            else:
+                T.wait_cross_flag(0, auto=True)
+)");
+}
+
 TEST(InsertChannelSyncs, AKernelWithoutWorkspacesIsReturnedUnchanged) {
   PrimFunc f = parse(R"(@T.prim_func
 def f(P: T.Tensor((32, 32), "float16")):

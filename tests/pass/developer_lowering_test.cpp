@@ -423,6 +423,47 @@ def f(A: T.Tensor((32, 32), "float16")):
   }
 }
 
+TEST(SplitCubeVector, AVectorOnlyKernelHasNoCubeScope) {
+  std::string out = split(R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        x = T.alloc_shared((16, 64), "float32")
+        T.copy(X, x)
+        T.tile.exp(x, x)
+        T.copy(x, X)
+)");
+  EXPECT_NE(out.find("with T.Scope(\"Vector\"):\n            if vid == 0:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Cube"), std::string::npos) << out;
+}
+
+TEST(SplitCubeVector, AnIfOnAParameterGuardsTheWorkOfBothCores) {
+  // `n > 0` reads no core's data: each core keeps the if around its own part of the branch.
+  std::string out = split(R"(@T.prim_func
+def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32"), X: T.Tensor((16, 64), "float32"), n: T.int32):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((16, 64), "float32")
+        if n > 0:
+            T.copy(A, a)
+            T.gemm(a, a, c, True)
+            T.copy(c, C)
+            T.copy(X, x)
+            T.tile.exp(x, x)
+            T.copy(x, X)
+)");
+  size_t cube = out.find("with T.Scope(\"Cube\"):"), vec = out.find("with T.Scope(\"Vector\"):");
+  ASSERT_NE(cube, std::string::npos) << out;
+  ASSERT_NE(vec, std::string::npos) << out;
+  std::string cube_part = out.substr(cube, vec - cube), vec_part = out.substr(vec);
+  EXPECT_NE(cube_part.find("if n > 0:"), std::string::npos) << out;
+  EXPECT_NE(cube_part.find("T.mma("), std::string::npos) << out;
+  EXPECT_EQ(cube_part.find("T.tile.exp"), std::string::npos) << out;
+  EXPECT_NE(vec_part.find("if n > 0:"), std::string::npos) << out;
+  EXPECT_NE(vec_part.find("T.tile.exp(x, x)"), std::string::npos) << out;
+  EXPECT_EQ(vec_part.find("T.mma("), std::string::npos) << out;
+}
+
 TEST(SplitCubeVector, ACubeOnlyKernelHasNoVectorScope) {
   std::string out = split(R"(@T.prim_func
 def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
