@@ -45,7 +45,7 @@ TL_REGISTER_KERNEL({
     .params = {{"M", "256", "rows of A, D and C"},
                {"N", "256", "columns of B, D and C"},
                {"K", "256", "columns of A, rows of B"},
-               {"bM", "64", "tile rows (bfloat16 computes the add in float32: 128 x 128 tiles overflow UB)",
+               {"bM", "64", "tile rows (bfloat16 computes the add in float32: 128 x 256 tiles overflow UB)",
                 ParamRule::tile(16)},
                {"bN", "128", "tile columns", ParamRule::tile(16)},
                {"bK", "64", "K panel width", ParamRule::tile(16)},

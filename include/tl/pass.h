@@ -186,7 +186,11 @@ PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, bool scalar
 /// bytes, live range, source line, offset) and the total against the capacity. Must run
 /// after every pass that creates, resizes or moves uses of on-chip buffers. Output invariant:
 /// the planned spec (every on-chip buffer has an address, aligned and within capacity).
-PrimFunc plan_memory(const PrimFunc& f, const Target& target);
+///
+/// With `syncs_follow` (developer kernels, when insert_syncs runs next) the ordering
+/// condition is dropped: disjoint live ranges share bytes, and insert_syncs, which works on
+/// the planned addresses, orders the old owner's last accesses before the new owner's first.
+PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow = false);
 
 /// insert_syncs: writes the intra-core synchronisation of every T::Scope that has none of its
 /// own (no sync of SyncOrigin::User, no set/wait_flag, pipe_barrier or barrier_all); a scope

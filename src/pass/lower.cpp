@@ -11,6 +11,10 @@
 namespace tl {
 namespace {
 
+bool disabled(const PassOptions& opt, std::string_view pass) {
+  return std::find(opt.disabled_passes.begin(), opt.disabled_passes.end(), pass) != opt.disabled_passes.end();
+}
+
 /// Developer-mode passes that need an earlier one: switching the earlier one off while the
 /// later stays on is an error, not a half-lowered kernel (tilelang-ascend issue 1825: options
 /// that silently depended on each other).
@@ -24,9 +28,7 @@ void check_developer_dependencies(const PassOptions& opt) {
       {"insert_syncs", {"split_cube_vector", "plan_memory"}},
       {"insert_channel_syncs", {"split_cube_vector"}},
   };
-  auto off = [&](std::string_view n) {
-    return std::find(opt.disabled_passes.begin(), opt.disabled_passes.end(), n) != opt.disabled_passes.end();
-  };
+  auto off = [&](std::string_view n) { return disabled(opt, n); };
   for (const auto& [pass, needs] : kNeeds)
     for (const char* need : needs)
       if (!off(pass) && off(need))
@@ -73,10 +75,14 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       {"verify_lowered", if_lowered(verify_pass), Spec::Expert},
 
       // Last of the buffer passes: addresses are final only once no pass adds, resizes or
-      // moves a use of an on-chip buffer. It shares bytes only where the syncs already in the
-      // kernel order the two buffers (for a developer kernel: none yet, so it shares only
-      // within an in-order pipe); insert_syncs runs after it, on final addresses.
-      {"plan_memory", plan_memory, Spec::Planned},
+      // moves a use of an on-chip buffer. In an expert kernel it shares bytes only where the
+      // author's syncs order the two buffers; in a developer kernel insert_syncs runs next,
+      // on the final addresses, and orders whatever it shares.
+      {"plan_memory",
+       [syncs_follow = developer && !disabled(opt, "insert_syncs")](const PrimFunc& g, const Target& t) {
+         return plan_memory(g, t, syncs_follow);
+       },
+       Spec::Planned},
       // On final addresses, so bytes plan_memory shares between buffers are ordered too.
       // Developer kernels only: an expert kernel's syncs are the author's.
       {"insert_syncs", if_lowered(insert_syncs), Spec::Planned},

@@ -12,7 +12,8 @@
 // accesses before the new owner's first ones (reuse_order.h). Otherwise the two get separate
 // bytes, and an overflow error says which reuses were refused and why. (tilelang-ascend issue
 // 1156: a planner that reuses live bytes across pipes turns a correctly synchronised kernel
-// into a racy one.)
+// into a racy one.) A developer kernel has no syncs yet when it is planned; insert_syncs runs
+// next on the planned addresses, so there every disjoint pair may share (`syncs_follow`).
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -211,7 +212,7 @@ std::string declared(const BufferNode& b) {
 
 }  // namespace
 
-PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
+PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow) {
   Liveness lv;
   lv.visit(f->body);
   lv.finish();
@@ -236,7 +237,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target) {
     auto may_share = [&](size_t i, size_t j) {
       size_t early = lives[i]->last < lives[j]->first ? i : j, late = early == i ? j : i;
       auto [it, fresh] = memo.try_emplace({early, late}, true);
-      if (fresh) {
+      if (fresh && !syncs_follow) {
         if (auto why = order.reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
           it->second = false;
           refused.emplace(std::pair{early, late}, *why);

@@ -449,7 +449,7 @@ TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
 // The capacity table names what the compiler made each of its buffers for: bf16 adds run in
 // fp32, so 128 x 128 tiles of matmul_add_dev overflow UB.
 TEST(DeveloperErrors, TheOverflowTableNamesCompilerMadeBuffers) {
-  PrimFunc f = build_kernel(find_kernel("matmul_add_dev"), {{"bM", "128"}, {"dtype", "bfloat16"}});
+  PrimFunc f = build_kernel(find_kernel("matmul_add_dev"), {{"bM", "128"}, {"bN", "256"}, {"dtype", "bfloat16"}});
   std::string msg = error_of([&] { compile(f); });
   EXPECT_NE(msg.find("UB needs"), std::string::npos) << msg;
   EXPECT_NE(msg.find("UB twin of 'c', examples/matmul_add_dev.cpp:"), std::string::npos) << msg;

@@ -201,6 +201,35 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
   EXPECT_NE(ordered.find(R"(c = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos) << ordered;
 }
 
+TEST(PlanMemory, WithSyncsToFollowDisjointBuffersShareAndInsertSyncsOrdersThem) {
+  // A developer kernel is planned before it has syncs: c may take a's bytes (a is dead once
+  // exp has read it), and insert_syncs, on the planned addresses, orders exp's read of a
+  // before the copy that overwrites those bytes (V -> MTE2).
+  const std::string text = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((16, 64), "float32")
+            b = T.alloc_ub((16, 64), "float32")
+            T.copy(X, a)
+            T.tile.exp(b, a)
+            c = T.alloc_ub((16, 64), "float32")
+            T.copy(X, c)
+            T.tile.add(b, b, c)
+            T.copy(b, Y)
+)";
+  const Target& t = default_target();
+  std::string apart = run_on_text(text, [&](const PrimFunc& f) { return plan_memory(f, t); });
+  EXPECT_NE(apart.find(R"(c = T.alloc_ub((16, 64), "float32", address=8192))"), std::string::npos) << apart;
+  std::string shared = run_on_text(text, [&](const PrimFunc& f) { return insert_syncs(plan_memory(f, t, true), t); });
+  EXPECT_NE(shared.find(R"(c = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos) << shared;
+  size_t exp = shared.find("T.tile.exp(b, a)"), wait = shared.find(R"(T.wait_flag("V", "MTE2")"),
+         copy = shared.find("T.copy(X, c)");
+  ASSERT_NE(wait, std::string::npos) << shared;
+  EXPECT_LT(exp, wait) << shared;
+  EXPECT_LT(wait, copy) << shared;
+}
+
 TEST(PlanMemory, ReuseWithinALoopNeedsTheBackEdgeOrderedToo) {
   // s and t are fresh per iteration and t takes s's bytes within one iteration (the first
   // barrier), but iteration i's fill of t then races iteration i+1's fill of s unless something
