@@ -393,6 +393,7 @@ class Engine {
       for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi; ++it) {
         const Rec& r = it->second;
         if (!r.acc->write && !a.write) continue;
+        if (r.acc->atomic && a.atomic) continue;  // atomic adds commute and do not tear
         if (!overlaps(*r.acc, a) || hb(r, start, block)) continue;
         report(r, ci, e, a);
       }

@@ -230,10 +230,19 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
           scalar_reads(c, n.args[i].scalar, ev.accesses);
           continue;
         }
+        // An atomic op's read-modify-write of its destination (SetAtomicAdd + DataCopy /
+        // Fixpipe: the accumulation happens in the memory system, AscendC "SetAtomicAdd").
+        const bool atomic = op.atomic && t.access == tl::Access::ReadWrite;
         if (t.access != tl::Access::Write)
-          for (auto& x : accesses_of(c, *refs[i], false)) ev.accesses.push_back(x);
+          for (auto& x : accesses_of(c, *refs[i], false)) {
+            x.atomic = atomic;
+            ev.accesses.push_back(x);
+          }
         if (t.access != tl::Access::Read)
-          for (auto& x : accesses_of(c, *refs[i], true)) ev.accesses.push_back(x);
+          for (auto& x : accesses_of(c, *refs[i], true)) {
+            x.atomic = atomic;
+            ev.accesses.push_back(x);
+          }
       }
     }
     set_cost_inputs(ev, n, refs, spec);

@@ -386,5 +386,37 @@ TEST(HazardFlags, CrossWaitNeverSatisfiedAndTooManyPending) {
   EXPECT_EQ(js[0].kind, "too many pending cross-core sets");
 }
 
+/// Both AIVs of a block add their tile into row block 0 of Y, one with T.atomic_add and the
+/// other with T.atomic_add (`plain` false) or a plain copy (`plain` true).
+PrimFunc two_adders(bool plain) {
+  auto X = T::Tensor("X", {2 * R, C}, f32);
+  auto Y = T::Tensor("Y", {2 * R, C}, f32);
+  return T::prim_func("two_adders", {X, Y}, [&] {
+    T::Kernel(1, [&](Expr, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        auto x = T::alloc_ub("x_ub", {R, C}, f32);
+        T::copy(X.at({vid * R, 0}), x);
+        T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
+        T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
+        if (plain) {
+          T::If(vid == 0, [&] { T::atomic_add(Y.at({0, 0}), x); }, [&] { T::copy(x, Y.at({0, 0})); });
+        } else {
+          T::atomic_add(Y.at({0, 0}), x);
+        }
+      });
+    });
+  });
+}
+
+TEST(Hazard, AtomicAddsOfTwoCoresDoNotRaceButAPlainStoreAgainstOneDoes) {
+  // SetAtomicAdd: the memory system serialises the read-modify-writes, in any order (the sum
+  // is the same up to rounding order); a plain store racing with one is a real race.
+  auto atomic = hazards_of(two_adders(false));
+  EXPECT_TRUE(atomic.empty()) << all(atomic);
+  auto mixed = hazards_of(two_adders(true));
+  ASSERT_FALSE(mixed.empty());
+  EXPECT_NE(all(mixed).find("atomic_add"), std::string::npos) << all(mixed);
+}
+
 }  // namespace
 }  // namespace tl

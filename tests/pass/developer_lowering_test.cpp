@@ -595,5 +595,29 @@ TEST(DeveloperLowering, GemmLowersWithoutGemmV0OrBarriersAndMatchesTheReference)
             "");
 }
 
+TEST(DeveloperLowering, SplitKGemmAccumulatesIntoGmWithAtomicAdd) {
+  // Each of 4 blocks multiplies one K slice and adds its accumulator into C with T.atomic_add
+  // (the fixpipe's atomic add from L0C): the sum over blocks is the product.
+  PrimFunc f = parse(R"(@T.prim_func
+def f(A: T.Tensor((64, 256), "float16"), B: T.Tensor((256, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(4, threads=1) as cid:
+        a = T.alloc_shared((64, 64), "float16")
+        b = T.alloc_shared((64, 64), "float16")
+        c = T.alloc_fragment((64, 64), "float32")
+        T.copy(A[0:64, cid * 64:cid * 64 + 64], a)
+        T.copy(B[cid * 64:cid * 64 + 64, 0:64], b)
+        T.gemm(a, b, c, True)
+        T.atomic_add(C, c)
+)");
+  auto kern = compile(f);
+  for (bool hazards : {false, true}) {
+    Device dev;
+    Tensor A = uniform(dev, {64, 256}, f16, 1), B = uniform(dev, {256, 64}, f16, 2);
+    Tensor C = from_vector(dev, {64, 64}, f32, std::vector<double>(64 * 64, 0.0));
+    kern.launch(dev, {A, B, C}, {.check_hazards = hazards});
+    EXPECT_EQ(ref::compare(C.to_vector(), ref::matmul(A.to_vector(), B.to_vector(), 64, 64, 256), 64, 1e-4, 1e-4), "");
+  }
+}
+
 }  // namespace
 }  // namespace tl

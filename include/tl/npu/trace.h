@@ -34,6 +34,9 @@ struct Access {
   uint64_t count = 1;
   bool write = false;
   std::string buffer;  // for reports
+  /// The destination of an atomic read-modify-write (T.atomic_add): two of them on the same
+  /// bytes do not race (the hardware serialises them), an atomic one and a plain one do.
+  bool atomic = false;
   uint64_t end() const { return start + (count - 1) * pitch + len; }
 };
 /// True if the two accesses touch a common byte.
