@@ -1,8 +1,11 @@
 // Semantics of reductions and the sort family on the virtual NPU.
 //
-// Reductions work on the region as a 2-D tile [rows, cols] (leading dimensions folded into
-// rows). dim = -1/1 reduces each row, dim = 0 each column. Sums accumulate in fp32 the way
-// ReduceSum does: a binary tree inside each 256-byte repeat, then the repeat results in order.
+// Reductions reduce axis `dim` of the region: viewed as [outer, R, inner] (the extents before
+// dim, dim's, the extents after it), each of the outer x inner outputs reduces R values. The
+// last axis is ReduceSum/Max/Min's "AR" pattern (each row), another axis the "RA" pattern (each
+// column of a [R, inner] slab), once per outer index; the verifier's reduce-shape rule is the
+// same axis semantics. Sums accumulate in fp32: a binary tree inside each 256-byte repeat,
+// then the repeat results in order.
 //
 // Sort entries are 8 bytes: the score in the low bytes (fp32, or fp16 followed by 2 bytes
 // of padding) and the uint32 index in the high 4 bytes (Sort32's format). Order: descending
@@ -63,12 +66,18 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
   TileRef s = c.operand(n, "src"), d = c.operand(n, "dst");
   int64_t dim = n.attr_int("dim");
   bool clear = n.attr_bool("clear");
-  int64_t R = s.rows(), C = s.cols();
-  bool rows = dim == -1 || dim == static_cast<int64_t>(s.extent.size()) - 1;
-  int64_t outn = rows ? R : C;
+  const int64_t nd = static_cast<int64_t>(s.extent.size());
+  if (dim < 0) dim += nd;
+  if (dim < 0 || dim >= nd) c.fail(fmt::format("T.{}: dim {} of a {}-D source", n.op->name, n.attr_int("dim"), nd));
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s.extent[i];
+  for (int64_t i = dim + 1; i < nd; ++i) inner *= s.extent[i];
+  const int64_t R = s.extent[dim], C = s.cols();
+  const bool rows = dim == nd - 1;
+  const int64_t outn = outer * inner;
   if (d.numel() != outn)
-    c.fail(fmt::format("T.{}: 'dst' has {} elements; reducing {} [{} x {}] over dim {} gives {}", n.op->name,
-                       d.numel(), s.buffer->name, R, C, dim, outn));
+    c.fail(fmt::format("T.{}: 'dst' has {} elements; reducing {} ({} elements) over dim {} gives {}", n.op->name,
+                       d.numel(), s.buffer->name, s.numel(), dim, outn));
   // Row reductions of an fp32 source read its rows in place; anything else is widened first.
   bool in_place = rows && s.dtype == DType::Float32;
   if (!in_place) load_f32(s, g_src);
@@ -81,9 +90,10 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
     if (rows) {
       p = in_place ? reinterpret_cast<const float*>(row_ptr(s, o)) : g_src.data() + o * C;
       len = C;
-    } else {
+    } else {  // output o = (outer index, inner index): R values inner apart
       col.resize(R);
-      for (int64_t r = 0; r < R; ++r) col[r] = g_src[r * C + o];
+      const float* base = g_src.data() + (o / inner) * R * inner + o % inner;
+      for (int64_t r = 0; r < R; ++r) col[r] = base[r * inner];
       p = col.data();
       len = R;
     }
