@@ -20,6 +20,11 @@
 //   - Cleared L1 tails. A GM -> L1 copy that may move a partial tile first zero-fills the tile
 //     when it does (T.init_const, AscendC InitConstValue): the hardware zero-fills only up to
 //     the next 32-byte block, and a stale K tail would enter the product.
+//   - Reductions over a clipped dimension. A UB tile filled by a clipped copy holds stale data
+//     past the clip; so does a tile computed element by element from it. The pass follows the
+//     valid extents forward (copies, element loops, elementwise ops, reductions) and narrows a
+//     reduction over such a dimension to the valid part (a column sum of a tail block sums its
+//     rows, not the stale ones).
 // Expert kernels are returned unchanged.
 #include <algorithm>
 #include <map>
@@ -169,9 +174,13 @@ class Legalizer : public IRMutator {
     int64_t end;
     const bool fits = !__builtin_add_overflow(lo.hi, ext.hi, &end);
     vars_[n->var.node()] = {lo.lo, fits ? std::max(lo.lo, end - 1) : arith::Interval::of_dtype(n->var.dtype()).hi};
+    const bool outer_parallel = n->for_kind == ForKind::Parallel && !in_parallel_;
+    if (outer_parallel) in_parallel_ = true;
     Stmt s = IRMutator::mutate_(n, self);
+    if (outer_parallel) in_parallel_ = false;
     const auto* f = s.as<ForNode>();
     if (!f || f->for_kind != ForKind::Parallel) return s;
+    if (outer_parallel) follow_element_loop(*f);
     if (auto w = widened_extent(*f)) return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->body, f->loc);
     return s;
   }
@@ -180,8 +189,19 @@ class Legalizer : public IRMutator {
     Stmt s = IRMutator::mutate_(n, self);
     const auto* t = s.as<TileOpNode>();
     if (t->op->name == "copy" && needs_channel(*t)) return channel(*t);
-    if (t->op->name == "copy" || t->op->name == "atomic_add") return legalize_copy(*t, s);
-    if (is_elementwise(*t->op)) return widen_elementwise(*t, s);
+    if (t->op->name == "copy" || t->op->name == "atomic_add") {
+      Stmt out = legalize_copy(*t, s);
+      follow_copy(*t, out);
+      return out;
+    }
+    if (is_elementwise(*t->op)) {
+      Stmt out = widen_elementwise(*t, s);
+      follow_elementwise(*t);
+      return out;
+    }
+    if (t->op->name == "reduce_sum" || t->op->name == "reduce_max" || t->op->name == "reduce_min")
+      return narrow_reduction(*t, s);
+    forget_writes(*t);
     return s;
   }
 
@@ -356,6 +376,149 @@ class Legalizer : public IRMutator {
     return SeqNode::make({IfNode::make(partial, clear, Stmt(), n.loc), copy}, n.loc);
   }
 
+  // ---- valid extents ---------------------------------------------------------------------
+  // Per UB tile, the extent of each dimension that holds data (undefined: all of it), set by a
+  // clipped copy into the whole tile and carried to tiles computed from it element by element.
+
+  using Valid = std::vector<Expr>;
+
+  /// Whether `r` is all of its tile (a padded tile's logical width counts as all of a row).
+  bool whole(const BufferRegion& r) const {
+    for (size_t d = 0; d < r.ranges.size(); ++d) {
+      auto mn = as_const_int(r.ranges[d].min);
+      if (!mn || *mn != 0) return false;
+      if (ir_equal_ext(r.ranges[d].extent, r.buffer->shape[d])) continue;
+      auto w = width_of_.find(r.buffer.get());
+      auto e = as_const_int(r.ranges[d].extent);
+      if (d + 1 != r.ranges.size() || w == width_of_.end() || !e || *e != w->second.logical) return false;
+    }
+    return true;
+  }
+  static bool same_shape(const Buffer& a, const Buffer& b) {
+    if (a->shape.size() != b->shape.size()) return false;
+    for (size_t d = 0; d + 1 < a->shape.size(); ++d)  // the last may be padded differently
+      if (!ir_equal_ext(a->shape[d], b->shape[d])) return false;
+    return true;
+  }
+  /// `dst` now holds values computed from `srcs` element by element (or nothing known).
+  void follow(const Buffer& dst, const std::vector<Buffer>& srcs) {
+    if (dst->scope != MemScope::UB) return;
+    for (const Buffer& src : srcs) {
+      auto it = valid_.find(src.get());
+      if (it != valid_.end() && !src.same_as(dst) && same_shape(src, dst)) {
+        valid_[dst.get()] = it->second;
+        return;
+      }
+    }
+    if (std::find_if(srcs.begin(), srcs.end(), [&](const Buffer& b) { return b.same_as(dst); }) == srcs.end())
+      valid_.erase(dst.get());
+  }
+  /// A copy into a whole UB tile: clipped (`out` moves less than the tile), its valid extents;
+  /// from another UB tile, that tile's.
+  void follow_copy(const TileOpNode& before, const Stmt& out) {
+    if (before.op->name != "copy" || before.args.size() < 2 || !before.args[1].is_region()) return;
+    const BufferRegion& dst = before.args[1].region;
+    if (dst.buffer->scope != MemScope::UB) return;
+    if (!whole(dst)) return void(valid_.erase(dst.buffer.get()));
+    const TileOpNode* after = out.as<TileOpNode>();
+    if (!after || !before.args[0].is_region()) return;
+    if (before.args[0].region.buffer->scope == MemScope::UB) return follow(dst.buffer, {before.args[0].region.buffer});
+    Valid v(dst.ranges.size());
+    bool any = false;
+    for (size_t d = 0; d < v.size(); ++d) {
+      const Expr& e = after->args[1].region.ranges[d].extent;
+      if (!ir_equal_ext(e, dst.ranges[d].extent)) {
+        v[d] = e;
+        any = true;
+      }
+    }
+    if (any) valid_[dst.buffer.get()] = std::move(v);
+    else valid_.erase(dst.buffer.get());
+  }
+  void follow_elementwise(const TileOpNode& n) {
+    std::vector<Buffer> srcs;
+    const BufferRegion* dst = nullptr;
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (!n.args[i].is_region()) continue;
+      if (!dst) dst = &n.args[i].region;  // the destination comes first
+      else srcs.push_back(n.args[i].region.buffer);
+    }
+    if (!dst) return;
+    if (whole(*dst)) follow(dst->buffer, srcs);
+    else valid_.erase(dst->buffer.get());
+  }
+  /// Any other op: what it writes is no longer known to be stale past a clip.
+  void forget_writes(const TileOpNode& n) {
+    for (size_t i = 0; i < n.args.size() && i < n.op->operands.size(); ++i)
+      if (n.args[i].is_region() && n.op->operands[i].access != Access::Read) valid_.erase(n.args[i].region.buffer.get());
+  }
+  /// An element loop nest: each buffer it stores all of (indexed by the nest's variables, in
+  /// order, over its whole shape) takes the valid extents of a same-shaped buffer it loads; a
+  /// buffer it stores part of forgets its own.
+  void follow_element_loop(const ForNode& f) {
+    std::vector<const ForNode*> nest = {&f};
+    while (const auto* inner = single_parallel_child(*nest.back())) nest.push_back(inner);
+    std::vector<const StoreNode*> stores;
+    std::vector<Buffer> loaded;
+    pre_order_visit(
+        f.body,
+        [&](const Stmt& st) {
+          if (const auto* store = st.as<StoreNode>()) stores.push_back(store);
+        },
+        [&](const Expr& e) {
+          if (const auto* ld = e.as<LoadNode>()) loaded.push_back(ld->buffer);
+        });
+    for (const StoreNode* st : stores) {
+      bool all = st->indices.size() == nest.size();
+      for (size_t d = 0; all && d < nest.size(); ++d) {
+        auto mn = as_const_int(nest[d]->min);
+        BufferRegion r{st->buffer, {}};
+        all = st->indices[d].as<VarNode>() == nest[d]->var.node() && mn && *mn == 0;
+        if (all) {
+          for (size_t k = 0; k < nest.size(); ++k) r.ranges.push_back({Expr(0), nest[k]->extent});
+          all = whole(r);
+        }
+      }
+      if (all) follow(st->buffer, loaded);
+      else valid_.erase(st->buffer.get());
+    }
+  }
+  static const ForNode* single_parallel_child(const ForNode& f) {
+    Stmt b = f.body;
+    if (const auto* q = b.as<SeqNode>(); q && q->stmts.size() == 1) b = q->stmts[0];
+    const auto* inner = b.as<ForNode>();
+    return inner && inner->for_kind == ForKind::Parallel ? inner : nullptr;
+  }
+  /// A reduction over a dimension whose valid extent is known reads only that part; its
+  /// destination keeps the source's other valid extents.
+  Stmt narrow_reduction(const TileOpNode& n, const Stmt& self) {
+    const TileArg* src = op_operand(n, "src");
+    const TileArg* dst = op_operand(n, "dst");
+    if (!src || !dst || !src->is_region() || !dst->is_region()) return self;
+    const BufferRegion& r = src->region;
+    auto it = valid_.find(r.buffer.get());
+    const int64_t nd = static_cast<int64_t>(r.ranges.size());
+    int64_t dim = n.attr_int("dim");
+    if (dim < 0) dim += nd;
+    if (it == valid_.end() || dim < 0 || dim >= nd) {
+      valid_.erase(dst->region.buffer.get());
+      return self;
+    }
+    const Valid v = it->second;
+    Valid out;
+    for (int64_t d = 0; d < nd; ++d)
+      if (d != dim) out.push_back(v[d]);
+    if (dst->region.ranges.size() == out.size() && std::any_of(out.begin(), out.end(), [](const Expr& e) { return e.defined(); }))
+      valid_[dst->region.buffer.get()] = out;
+    else
+      valid_.erase(dst->region.buffer.get());
+    if (!v[dim].defined() || !whole(r)) return self;
+    std::vector<TileArg> args = n.args;
+    for (auto& a : args)
+      if (a.is_region() && a.region.buffer.same_as(r.buffer)) a.region.ranges[dim].extent = v[dim];
+    return TileOpNode::make(n.op, std::move(args), n.attrs, n.loc);
+  }
+
   static bool ir_equal_ext(const Expr& a, const Expr& b) {
     auto x = as_const_int(a), y = as_const_int(b);
     return x && y ? *x == *y : structural_equal(a, b);
@@ -368,6 +531,8 @@ class Legalizer : public IRMutator {
   std::vector<Stmt> workspaces_;  // their declarations, for the kernel's top
   std::unordered_map<const BufferNode*, Buffer> padded_;
   std::unordered_map<const BufferNode*, PadWidth> width_of_;  // padded buffer -> its widths
+  std::unordered_map<const BufferNode*, Valid> valid_;       // UB tile -> its valid extents
+  bool in_parallel_ = false;
   arith::VarIntervals vars_;
 };
 
