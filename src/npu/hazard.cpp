@@ -427,6 +427,10 @@ class Engine {
     s.loc = e.loc;
     s.core_index = ci;
     s.event = ev;
+    if (a.mem.scope == MemScope::GM) {
+      const auto& gm = tr_.cores[static_cast<size_t>(ci)].gm;
+      if (auto it = gm.find(a.buffer); it != gm.end()) s.where = gm_elements(a.buffer, it->second, a.start, a.end());
+    }
     return s;
   }
 
@@ -450,7 +454,10 @@ class Engine {
 };
 
 std::string side_str(const HazardSide& s) {
-  return fmt::format("{} ({}, {}) {} {} [{:#x}, {:#x}) at {}", s.op, pipe_name(s.pipe), s.core,
+  if (!s.where.empty())  // GM: the tensor's elements
+    return fmt::format("{} ({}, {}) {} {} at {}", s.op, pipe_name(s.pipe), s.core, s.write ? "writes" : "reads",
+                       s.where, s.loc.str());
+  return fmt::format("{} ({}, {}) {} {} bytes [{}, {}) at {}", s.op, pipe_name(s.pipe), s.core,
                      s.write ? "writes" : "reads", s.buffer, s.start, s.end, s.loc.str());
 }
 

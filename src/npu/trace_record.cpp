@@ -23,6 +23,23 @@ bool hits_run(const Access& y, uint64_t s, uint64_t e) {
 }
 }  // namespace
 
+std::string gm_elements(const std::string& name, const GmTensor& t, uint64_t start, uint64_t end) {
+  auto coords = [&](uint64_t byte) -> std::string {
+    int64_t off = static_cast<int64_t>((byte - t.base) / static_cast<uint64_t>(t.elem_bytes));
+    std::string s;
+    for (size_t d = 0; d < t.strides.size(); ++d) {
+      int64_t st = std::max<int64_t>(t.strides[d], 1);
+      s += fmt::format("{}{}", d ? ", " : "", off / st);
+      off %= st;
+    }
+    return "[" + s + "]";
+  };
+  if (end <= start || start < t.base) return name;
+  std::string first = coords(start), last = coords(end - 1);
+  return first == last ? fmt::format("{} element {}", name, first)
+                       : fmt::format("{} elements {} to {}", name, first, last);
+}
+
 bool overlaps(const Access& a, const Access& b) {
   if (!(a.mem == b.mem) || a.len == 0 || b.len == 0 || a.count == 0 || b.count == 0) return false;
   if (a.end() <= b.start || b.end() <= a.start) return false;
@@ -64,11 +81,15 @@ bool extend(Access& last, const Access& a) {
 }
 
 /// The bytes a region touches: every element, whatever the number of rows.
-std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write) {
+std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write, CoreTrace& ct) {
   std::vector<Access> out;
   int64_t es = dtype_bytes(t.dtype);
   size_t n = t.extent.size();
   if (t.numel() == 0) return out;
+  if (t.scope == MemScope::GM)
+    ct.gm.try_emplace(t.buffer->name, GmTensor{reinterpret_cast<uintptr_t>(t.base), es,
+                                               std::vector<int64_t>(t.shape.begin(), t.shape.end()),
+                                               std::vector<int64_t>(t.strides.begin(), t.strides.end())});
   if (t.scope == MemScope::GM || t.scope == MemScope::UB) {
     // Runs along the last dimension, one strided access per combination of the indices
     // above the second-to-last dimension.
@@ -114,21 +135,22 @@ std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write) {
 }
 
 /// Scalar memory reads inside an expression (the S pipe reads UB/GM).
-void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out) {
+void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out, CoreTrace& ct) {
   if (!e.defined()) return;
   struct V : IRVisitor {
     Core& c;
     std::vector<Access>& out;
-    V(Core& core, std::vector<Access>& o) : c(core), out(o) {}
+    CoreTrace& ct;
+    V(Core& core, std::vector<Access>& o, CoreTrace& t) : c(core), out(o), ct(t) {}
     void visit_(const LoadNode* n) override {
       IRVisitor::visit_(n);
       if (n->buffer->scope == MemScope::Var) return;
       BufferRegion r{n->buffer, {}};
       for (const auto& i : n->indices) r.ranges.push_back({i, Expr(1)});
       TileRef t = c.resolve(r, "load", n->buffer->name);
-      for (auto& a : accesses_of(c, t, false)) out.push_back(a);
+      for (auto& a : accesses_of(c, t, false, ct)) out.push_back(a);
     }
-  } v(c, out);
+  } v(c, out, ct);
   v.visit(e);
 }
 
@@ -227,19 +249,19 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       auto [lo, hi] = args_of(t.operand);
       for (size_t i = lo; i < hi; ++i) {
         if (!refs[i]) {
-          scalar_reads(c, n.args[i].scalar, ev.accesses);
+          scalar_reads(c, n.args[i].scalar, ev.accesses, ct);
           continue;
         }
         // An atomic op's read-modify-write of its destination (SetAtomicAdd + DataCopy /
         // Fixpipe: the accumulation happens in the memory system, AscendC "SetAtomicAdd").
         const bool atomic = op.atomic && t.access == tl::Access::ReadWrite;
         if (t.access != tl::Access::Write)
-          for (auto& x : accesses_of(c, *refs[i], false)) {
+          for (auto& x : accesses_of(c, *refs[i], false, ct)) {
             x.atomic = atomic;
             ev.accesses.push_back(x);
           }
         if (t.access != tl::Access::Read)
-          for (auto& x : accesses_of(c, *refs[i], true)) {
+          for (auto& x : accesses_of(c, *refs[i], true, ct)) {
             x.atomic = atomic;
             ev.accesses.push_back(x);
           }
@@ -277,17 +299,17 @@ void record_scalar(Core& c, CoreTrace& ct, const StmtNode& s) {
   ev.loc = s.loc;
   if (auto* st = dynamic_cast<const StoreNode*>(&s)) {
     ev.name = "store";
-    scalar_reads(c, st->value, ev.accesses);
-    for (const auto& i : st->indices) scalar_reads(c, i, ev.accesses);
+    scalar_reads(c, st->value, ev.accesses, ct);
+    for (const auto& i : st->indices) scalar_reads(c, i, ev.accesses, ct);
     if (st->buffer->scope != MemScope::Var) {
       BufferRegion r{st->buffer, {}};
       for (const auto& i : st->indices) r.ranges.push_back({i, Expr(1)});
       TileRef t = c.resolve(r, "store", st->buffer->name);
-      for (auto& a : accesses_of(c, t, true)) ev.accesses.push_back(a);
+      for (auto& a : accesses_of(c, t, true, ct)) ev.accesses.push_back(a);
     }
   } else if (auto* l = dynamic_cast<const LetNode*>(&s)) {
     ev.name = "let";
-    scalar_reads(c, l->value, ev.accesses);
+    scalar_reads(c, l->value, ev.accesses, ct);
   }
   if (!ev.accesses.empty()) ct.events.push_back(std::move(ev));
 }

@@ -35,6 +35,7 @@ struct HazardSide {
   std::string core;  // "block 0 AIV1"
   std::string buffer;
   uint64_t start = 0, end = 0;  // byte range [start, end) (GM: host addresses)
+  std::string where;            // GM: "C elements [0, 0] to [63, 63]" (reports never show host addresses)
   bool write = false;
   SourceLoc loc;
   int core_index = 0;   // index into Trace::cores

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,24 @@ struct TraceEvent {
   int64_t m = 0, n = 0, k = 0;  // cube
 };
 
+/// A GM tensor as the trace met it, to name the elements of a GM access in reports (its
+/// offsets are host addresses, which mean nothing to the kernel's author).
+struct GmTensor {
+  uint64_t base = 0;  // host address of element 0
+  int64_t elem_bytes = 1;
+  std::vector<int64_t> shape, strides;  // strides in elements
+};
+/// "C elements [0, 0] to [63, 63]": the first and last element of bytes [start, end) of the
+/// GM tensor `name`.
+std::string gm_elements(const std::string& name, const GmTensor& t, uint64_t start, uint64_t end);
+
 struct CoreTrace {
   int64_t block = 0;
   CoreKind kind = CoreKind::Cube;
   int vid = 0;
   int phys = 0;  // physical core group the block ran on
   std::vector<TraceEvent> events;
+  std::map<std::string, GmTensor> gm;  // the GM tensors this core accessed, by name
   std::string name() const;  // "block 3 AIV1"
 };
 
