@@ -357,6 +357,14 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 0, g, memories.cores[g * 3 + 1]));
     groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 1, g, memories.cores[g * 3 + 2]));
   }
+  // Timed and hazard-checked launches start from poisoned on-chip memories (0xFF bytes: NaN
+  // in every float dtype, -1 in the integers), not from what the previous launch left: data
+  // that is stale but happens to be right must not hide a missing sync or clear. Fast
+  // launches keep the contents, as the chip does.
+  if (opt.check_hazards || opt.profile)
+    for (auto& g : groups)
+      for (auto& c : g.cores)
+        for (auto& m : c->mem) std::fill(m.begin(), m.end(), uint8_t{0xFF});
   // Timed mode with data runs the launch twice (functional, then in simulated-time order)
   // from the same memory.
   const bool replay = opt.profile && !opt.timing_only;

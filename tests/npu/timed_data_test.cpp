@@ -7,6 +7,8 @@
 //     the launch deadlock), as on hardware, while fast mode still computes the right numbers.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
@@ -54,12 +56,12 @@ TEST(TimedData, ReadBeforeTheCopyLandsSeesStaleData) {
   Result right = launch(load_exp_store(R, C, true), args, false);
   ASSERT_EQ(right.error, "");
   // Program order hides the missing flag; simulated-time order does not: exp reads x_ub
-  // before the copy has written it (fresh device: zeros, so Y = exp(0) = 1).
+  // before the copy has written it (a timed launch starts from poisoned memory: NaN).
   Result fast = launch(load_exp_store(R, C, false), args, false), timed = launch(load_exp_store(R, C, false), args, true);
   EXPECT_TRUE(fast.tensors == right.tensors);
   ASSERT_EQ(timed.error, "");
   EXPECT_FALSE(timed.tensors == right.tensors);
-  EXPECT_EQ(timed.tensors[1][0], 1.0);
+  EXPECT_TRUE(std::isnan(timed.tensors[1][0])) << timed.tensors[1][0];
   ASSERT_EQ(timed.effects.size(), 1u);
   EXPECT_NE(timed.effects[0].find("Y[0, 0]:"), std::string::npos) << timed.effects[0];
   EXPECT_NE(timed.effects[0].find("in simulated-time order (1024 of 1024 elements differ)"), std::string::npos)
@@ -68,6 +70,24 @@ TEST(TimedData, ReadBeforeTheCopyLandsSeesStaleData) {
   Result synced = launch(load_exp_store(R, C, true), args, true);
   EXPECT_TRUE(synced.tensors == right.tensors);
   EXPECT_TRUE(synced.effects.empty());
+}
+
+TEST(TimedData, ALaunchStartsFromPoisonNotFromWhatThePreviousLaunchLeft) {
+  // The synchronised kernel runs first and leaves the right x values in UB; the kernel without
+  // its MTE2 -> V flag then runs timed on the same device. Had UB kept the first launch's
+  // data, exp would read right-but-stale values and the missing flag would go unnoticed.
+  Device dev;
+  Tensor X = uniform(dev, {2 * R, C}, f32, 1), Y = full(dev, {2 * R, C}, f32, 0);
+  compile(load_exp_store(R, C, true), default_target(), {.cache = false}).launch(dev, {X, Y}, {.threads = 1});
+  std::vector<double> right = Y.to_vector();
+  Tensor Y2 = full(dev, {2 * R, C}, f32, 0);
+  npu::Profile prof;
+  compile(load_exp_store(R, C, false), default_target(), {.cache = false})
+      .launch(dev, {X, Y2}, {.threads = 1, .profile = &prof});
+  std::vector<double> got = Y2.to_vector();
+  EXPECT_NE(got, right);
+  EXPECT_TRUE(std::isnan(got[0])) << got[0];
+  ASSERT_EQ(prof.time_order_effects.size(), 1u);
 }
 
 /// The scalar unit reads a UB value a vector op writes and branches on it; `sync` toggles the
