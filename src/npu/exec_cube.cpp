@@ -8,6 +8,8 @@
 #include <cblas.h>
 
 #include <mutex>
+#include <algorithm>
+#include <limits>
 
 #include "exec.h"
 #include "tl/npu/layout.h"
@@ -111,7 +113,9 @@ void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool
   l0c_transfer(c, C, M, N, false);
 }
 
-/// The integer cube path: int8 x int8 -> int32, exact.
+/// The integer cube path: int8 x int8 -> int32, exact, saturating at the int32 range when an
+/// accumulation overflows (Mmad: integer results saturate; the sum of one instruction is
+/// formed exactly, then clamped).
 void accumulate_int(Core& c, const TileRef& C, const std::vector<int64_t>& A, const std::vector<int64_t>& BT,
                     int64_t M, int64_t N, int64_t K, bool init) {
   std::vector<int64_t> idx;
@@ -124,7 +128,8 @@ void accumulate_int(Core& c, const TileRef& C, const std::vector<int64_t>& A, co
       uint8_t* p = C.base + layout_offset(C, idx) * es;
       int64_t acc = init ? 0 : static_cast<int64_t>(load_value(C.dtype, p));
       for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * BT[j * K + k];
-      store_value(C.dtype, p, static_cast<double>(wrap_int(C.dtype, acc)));
+      acc = std::clamp<int64_t>(acc, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      store_value(C.dtype, p, static_cast<double>(acc));
     }
   (void)c;
 }

@@ -12,6 +12,7 @@
 //    padded form (pad=True: DataCopyPad), whose UB row tail up to 32 B gets pad_value.
 #include <cmath>
 #include <mutex>
+#include <algorithm>
 
 #include "exec.h"
 #include "tl/npu/layout.h"
@@ -68,7 +69,11 @@ thread_local std::vector<float> g_run;
 
 /// Copies region src to region dst element by element through both layouts, in runs that
 /// are contiguous on both sides. Converts dtypes (RINT) and applies ReLU if asked.
-void copy_regions(const TileRef& src, const TileRef& dst, bool relu) {
+/// `saturate`: the fixpipe's fp32 -> fp16 / bf16 conversion (F322F16 / F322BF16) in its default
+/// saturation mode: a value past the format's largest finite one, infinities included, becomes
+/// +-MAX, and NaN becomes 0 (asc-devkit "矩阵计算搬出相关接口边界值汇总", table 2, saturation
+/// column; the F322F16 quantPre of Fixpipe has no INF_NAN mode on A2).
+void copy_regions(const TileRef& src, const TileRef& dst, bool relu, bool saturate = false) {
   int64_t rows = src.rows(), cols = src.cols();
   size_t ns = src.extent.size(), nd = dst.extent.size();
   std::vector<int64_t> si(ns), di(nd);
@@ -107,6 +112,10 @@ void copy_regions(const TileRef& src, const TileRef& dst, bool relu) {
         convert(src.dtype, sp, DType::Float32, g_run.data(), len);
         if (relu)
           for (auto& x : g_run) x = x > 0 ? x : (x != x ? x : 0.0f);
+        if (saturate) {
+          const float mx = dst.dtype == DType::Float16 ? 65504.0f : 3.38953139e38f;  // 0x7BFF, 0x7F7F
+          for (auto& x : g_run) x = x != x ? 0.0f : std::clamp(x, -mx, mx);
+        }
         convert(DType::Float32, g_run.data(), dst.dtype, dp, len);
       }
       c += len;
@@ -232,7 +241,7 @@ void copy(const TileOpNode& n, Core& c) {
     nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype, dst.base);
     return;
   }
-  copy_regions(src, dst, relu);
+  copy_regions(src, dst, relu, fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16));
   if (S == MemScope::GM && D == MemScope::L1) zero_nz_padding(dst);
 }
 

@@ -1,0 +1,97 @@
+// The virtual NPU against the chip's documented behaviour, one test per rule that a kernel could
+// otherwise pass here and fail (or compute differently) on an A2: numbered as the items of the
+// "Virtual NPU fidelity" issue. Each test fails on the model before the rule was added.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tl/npu/npu.h"
+#include "tl/parser.h"
+#include "tl/runtime.h"
+
+namespace tl {
+namespace {
+
+/// C = A x B for 16 x 16 fp16 tiles, fixpiped to GM as `out` (fp16 or bf16).
+std::string gemm_to(const char* out) {
+  return fmt::format(R"(@T.prim_func
+def f(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((16, 16), "{0}")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1((16, 16), "float16")
+            b = T.alloc_L1((16, 16), "float16")
+            c = T.alloc_L0C((16, 16), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.barrier_all()
+            T.gemm_v0(a, b, c, True)
+            T.barrier_all()
+            T.copy(c, C)
+)",
+                     out);
+}
+
+// Item 9: the fixpipe's F322F16 / F322BF16 conversion saturates: past the largest finite value
+// (infinities included) it writes +-MAX, and NaN becomes 0. It used to round to inf.
+TEST(Fidelity, FixpipeToHalfAndBfloat16Saturates) {
+  for (const char* out : {"float16", "bfloat16"}) {
+    SCOPED_TRACE(out);
+    Device dev;
+    // Row 0: 16 x 100 x 100 = 160,000 (past fp16's 65,504); row 1: -160,000; row 2: inf x 1;
+    // row 3: NaN; other rows: 1 x 1 x 16 = 16.
+    std::vector<double> a(256, 1.0), b(256, 1.0);
+    for (int k = 0; k < 16; ++k) {
+      a[0 * 16 + k] = 100;
+      a[1 * 16 + k] = -100;
+      a[2 * 16 + k] = k == 0 ? INFINITY : 0.0;
+      a[3 * 16 + k] = k == 0 ? NAN : 0.0;
+    }
+    for (int k = 0; k < 16; ++k) b[k * 16 + 0] = 100;  // column 0 of B: 100 (row 0 and 1: +-1.6e5)
+    Tensor A = from_vector(dev, {16, 16}, f16, a), B = from_vector(dev, {16, 16}, f16, b);
+    Tensor C = Tensor::empty(dev, {16, 16}, *parse_dtype(out));
+    compile(parse(gemm_to(out))).launch(dev, {A, B, C});
+    std::vector<double> c = C.to_vector();
+    const double mx = std::string(out) == "float16" ? 65504.0 : 3.3895313892515355e38;
+    if (std::string(out) == "float16") {
+      EXPECT_EQ(c[0 * 16 + 0], mx);   // 160,000 -> MAX, not inf
+      EXPECT_EQ(c[1 * 16 + 0], -mx);  // -160,000 -> -MAX
+    }
+    EXPECT_EQ(c[2 * 16 + 0], mx);  // inf -> MAX
+    EXPECT_EQ(c[3 * 16 + 0], 0.0);  // NaN -> 0
+    EXPECT_EQ(c[4 * 16 + 0], 1600.0);
+    EXPECT_EQ(c[4 * 16 + 1], 16.0);
+  }
+}
+
+// Item 9: integer Mmad accumulation saturates at the int32 range; it used to wrap.
+TEST(Fidelity, IntegerMmadAccumulationSaturates) {
+  // 127 x 127 x 32 = 516,128 per Mmad; 4,200 accumulations pass INT32_MAX (about 4,161).
+  const char* text = R"(@T.prim_func
+def f(A: T.Tensor((16, 32), "int8"), B: T.Tensor((32, 16), "int8"), C: T.Tensor((16, 16), "int32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1((16, 32), "int8")
+            b = T.alloc_L1((32, 16), "int8")
+            c = T.alloc_L0C((16, 16), "int32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.barrier_all()
+            for k in T.serial(4200):
+                T.gemm_v0(a, b, c, k == 0)
+            T.barrier_all()
+            T.copy(c, C)
+)";
+  Device dev;
+  Tensor A = from_vector(dev, {16, 32}, DType::Int8, std::vector<double>(16 * 32, 127.0));
+  std::vector<double> b(32 * 16, 127.0);
+  for (int k = 0; k < 32; ++k) b[k * 16 + 1] = -127.0;  // column 1: the negative side
+  Tensor B = from_vector(dev, {32, 16}, DType::Int8, b);
+  Tensor C = Tensor::empty(dev, {16, 16}, i32);
+  compile(parse(text)).launch(dev, {A, B, C});
+  std::vector<double> c = C.to_vector();
+  EXPECT_EQ(c[0], 2147483647.0);
+  EXPECT_EQ(c[1], -2147483648.0);
+}
+
+}  // namespace
+}  // namespace tl
