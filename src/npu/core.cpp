@@ -365,8 +365,19 @@ bool Core::exec_sync(const SyncNode& s) {
           bump(3 + vid);  // the AIC sees a set once both AIVs have set (see wait below)
         }
       } else if (s.mode == 1) {
+        // Mode 1 (CrossCoreSetFlag, "synchronise the AIVs of this AI Core"): each AIV's counter
+        // advances once both AIVs have set; each then waits for it. An AIV that only waits
+        // hangs on the chip, and does here (a deadlock).
         if (kind == CoreKind::Cube) fail("T.set_cross_flag mode 1 synchronises the two AIVs; the AIC cannot use it");
-        bump(1 + (1 - vid));
+        bump(5 + vid);
+        int& mine = launch.cross_counters(block, 5)[id];
+        int& other = launch.cross_counters(block, 6)[id];
+        if (mine > 0 && other > 0) {
+          --mine;
+          --other;
+          bump(1);
+          bump(2);
+        }
       } else {
         fail(fmt::format("T.set_cross_flag mode {} (all cores of a kind) is not supported by the functional "
                          "virtual NPU yet; use sync_all", s.mode));

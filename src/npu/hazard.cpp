@@ -239,10 +239,11 @@ class Engine {
       const auto b = std::get<0>(key);
       const auto to = std::get<1>(key);
       const auto id = std::get<2>(key);  // a copy: captured by the lambda below (clang < 16)
-      // Slots 1, 2: sets for AIV0 / AIV1 (from the AIC, or mode 1 from the other AIV);
-      // 3, 4: sets for the AIC from AIV0 / AIV1.
-      int waiter = static_cast<int>(b * 3) + (to <= 2 ? to : 0);
-      int setter = static_cast<int>(b * 3) + (to >= 3 ? to - 2 : 0);
+      // Slots 1, 2: sets for AIV0 / AIV1 (from the AIC, or completed mode-1 rounds);
+      // 3, 4: sets for the AIC from AIV0 / AIV1; 5, 6: mode-1 sets of AIV0 / AIV1 the other
+      // AIV never matched (reported on that other AIV).
+      int waiter = static_cast<int>(b * 3) + (to <= 2 ? to : to >= 5 ? 7 - to : 0);
+      int setter = static_cast<int>(b * 3) + (to >= 5 ? to - 4 : to >= 3 ? to - 2 : 0);
       if (static_cast<size_t>(waiter) >= st_.size() || st_[waiter].pc < tr_.cores[waiter].events.size()) continue;
       const TraceEvent* set = nullptr;
       for (int c : {setter, static_cast<int>(b * 3) + 1, static_cast<int>(b * 3) + 2})
@@ -328,7 +329,19 @@ class Engine {
             push(2 + slot);  // 3: from AIV0, 4: from AIV1
           }
         } else if (e.mode == 1 && slot != 0) {
-          push(slot == 1 ? 2 : 1);
+          // Mode 1: the AIVs' counters advance when both have set; each wait is then ordered
+          // after both sets.
+          push(4 + slot);  // 5: from AIV0, 6: from AIV1
+          auto& q0 = cross_[{b, 5, e.id}];
+          auto& q1 = cross_[{b, 6, e.id}];
+          if (!q0.empty() && !q1.empty()) {
+            Know both = q0.front();
+            both.join(q1.front());
+            q0.pop_front();
+            q1.pop_front();
+            cross_[{b, 1, e.id}].push_back(both);
+            cross_[{b, 2, e.id}].push_back(both);
+          }
         } else {
           issue(ci, "unsupported", e.pipe, fmt::format("set_cross_flag({}, {}, mode {})", pipe_name(e.pipe), e.id, e.mode),
                 e, "this mode is not modelled (mode 0, or mode 1 on the AIC)");

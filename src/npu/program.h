@@ -246,10 +246,11 @@ struct LaunchState {
   int physical_blocks = 0;
 
   // Cross-core flag counters per (logical block, slot, id): slots 1/2 are what AIV0/AIV1
-  // may consume, 3/4 the sets AIV0/AIV1 made towards the AIC. Only the block's own cores touch
-  // them, and a block's cores always run on one host thread; the table is sized before the
-  // threads start so no thread ever reshapes it.
-  static constexpr int kCrossSlots = 5;
+  // may consume, 3/4 the sets AIV0/AIV1 made towards the AIC, 5/6 the mode-1 sets of AIV0/AIV1
+  // not yet matched by the other AIV's. Only the block's own cores touch them, and a block's
+  // cores always run on one host thread; the table is sized before the threads start so no
+  // thread ever reshapes it.
+  static constexpr int kCrossSlots = 7;
   std::vector<std::array<int, 16>> cross;
   std::array<int, 16>& cross_counters(int64_t block, int slot) { return cross[block * kCrossSlots + slot]; }
 

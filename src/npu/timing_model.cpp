@@ -166,8 +166,8 @@ std::vector<int> Model::cross_dests(int c, int mode) const {
   if (mode == 2) {
     if (s == 0) d = {b * 3 + 1, b * 3 + 2};
     else d = {b * 3};
-  } else if (mode == 1) {
-    if (s != 0) d = {b * 3 + (3 - s)};
+  } else if (mode == 1) {  // both AIVs count each AIV's set: a wait needs the sets of both
+    if (s != 0) d = {b * 3 + 1, b * 3 + 2};
   } else {
     for (int64_t o = 0; o < tr_.num_blocks; ++o)
       for (int t = 0; t < 3; ++t)

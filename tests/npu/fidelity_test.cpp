@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tl/npu/npu.h"
+#include "tl/npu/timing.h"
 #include "tl/parser.h"
 #include "tl/runtime.h"
 
@@ -91,6 +92,56 @@ def f(A: T.Tensor((16, 32), "int8"), B: T.Tensor((32, 16), "int8"), C: T.Tensor(
   std::vector<double> c = C.to_vector();
   EXPECT_EQ(c[0], 2147483647.0);
   EXPECT_EQ(c[1], -2147483648.0);
+}
+
+/// AIV0 writes Y and sets cross flag 0 in mode 1; AIV1 reads Y after waiting for it. With
+/// `both` false AIV1 only waits (the pattern that hangs on the chip), with it each AIV sets and
+/// waits.
+std::string mode1_kernel(bool both) {
+  return fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32"), Z: T.Tensor((8, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((8, 64), "float32")
+            if vid == 0:
+                T.copy(X, a)
+                T.set_flag("MTE2", "MTE3", 0)
+                T.wait_flag("MTE2", "MTE3", 0)
+                T.copy(a, Y)
+                T.set_cross_flag("MTE3", 0, mode=1)
+                T.wait_cross_flag(0)
+            else:{}
+                T.wait_cross_flag(0)
+                T.copy(Y, a)
+                T.set_flag("MTE2", "MTE3", 0)
+                T.wait_flag("MTE2", "MTE3", 0)
+                T.copy(a, Z)
+)",
+                     both ? "\n                T.set_cross_flag(\"MTE3\", 0, mode=1)" : "");
+}
+
+// Item 1: cross-core mode 1 is a rendezvous of the block's two AIVs (CrossCoreSetFlag, modeId
+// 1): each AIV's counter advances only when both have set. An AIV that waits without setting
+// hangs on the chip; it used to pass here as a point-to-point signal.
+TEST(Fidelity, CrossCoreMode1NeedsBothAivsToSet) {
+  for (bool timed : {false, true}) {
+    SCOPED_TRACE(timed ? "timed" : "fast");
+    Device dev;
+    Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(8 * 64, 3.0));
+    Tensor Y = Tensor::empty(dev, {8, 64}, f32), Z = Tensor::empty(dev, {8, 64}, f32);
+    npu::Profile prof;
+    LaunchOptions opt{.threads = 1, .check_hazards = true};
+    if (timed) opt.profile = &prof;
+    std::string err;
+    try {
+      compile(parse(mode1_kernel(false))).launch(dev, {X, Y, Z}, opt);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+    compile(parse(mode1_kernel(true))).launch(dev, {X, Y, Z}, opt);  // hazard-free, no deadlock
+    EXPECT_EQ(Z.to_vector(), X.to_vector());
+  }
 }
 
 }  // namespace

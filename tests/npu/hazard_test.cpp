@@ -224,10 +224,16 @@ PrimFunc handoff(bool flags) {
               T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
               T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
               T::copy(x, Y.at({0, 0}));
-              if (flags) T::set_cross_flag(Pipe::MTE3, 1, /*mode=*/1);
+              if (flags) {  // mode 1 is a rendezvous: both AIVs set, both wait
+                T::set_cross_flag(Pipe::MTE3, 1, /*mode=*/1);
+                T::wait_cross_flag(1);
+              }
             },
             [&] {
-              if (flags) T::wait_cross_flag(1);
+              if (flags) {
+                T::set_cross_flag(Pipe::MTE2, 1, /*mode=*/1);
+                T::wait_cross_flag(1);
+              }
               T::copy(Y.at({0, 0}), x);
             });
       });

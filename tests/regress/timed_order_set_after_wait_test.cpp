@@ -107,7 +107,8 @@ def chain(X: T.Tensor((16, 128), "float32"), Y: T.Tensor((16, 128), "float32")):
 )";
 
 /// The same chain ending in a cross-core flag: AIV0's set_cross_flag on MTE2 follows a
-/// wait_flag(MTE3, MTE2) that orders it after AIV0's GM write of Y; AIV1 then reads Y.
+/// wait_flag(MTE3, MTE2) that orders it after AIV0's GM write of Y; AIV1 then reads Y. Mode 1
+/// is a rendezvous of the two AIVs: both set, both wait.
 constexpr const char* kCrossChain = R"(@T.prim_func
 def cross_chain(X: T.Tensor((8, 128), "float32"), Y: T.Tensor((8, 128), "float32"), Z: T.Tensor((8, 128), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -121,7 +122,9 @@ def cross_chain(X: T.Tensor((8, 128), "float32"), Y: T.Tensor((8, 128), "float32
                 T.set_flag("MTE3", "MTE2", 0)
                 T.wait_flag("MTE3", "MTE2", 0)
                 T.set_cross_flag("MTE2", 0, mode=1)
+                T.wait_cross_flag(0)
             else:
+                T.set_cross_flag("MTE2", 0, mode=1)
                 T.wait_cross_flag(0)
                 T.copy(Y, a_ub)
                 T.set_flag("MTE2", "MTE3", 0)
