@@ -167,6 +167,33 @@ bool rows_evenly_spaced(const TileRef& t) {
   return true;
 }
 
+/// DataCopy GM -> L1 with ND -> NZ conversion writes whole 32-byte blocks of each row: a row
+/// that ends inside a block gets the rest of that block zero-filled (C0 = 32 / sizeof(T)
+/// columns); the columns past that block keep what L1 held (stale data, poison in timed and
+/// hazard-checked launches), so a K-tail GEMM must clear its tile first (InitConstValue). A
+/// row ending on a block boundary writes nothing more. (ASCENDC_API.md, DataCopy ND2NZ.)
+void zero_fill_partial_block(const TileRef& dst) {
+  const size_t nd = dst.extent.size();
+  if (nd == 0) return;
+  const int64_t es = dtype_bytes(dst.dtype), per_block = 32 / es;
+  const int64_t c_end = dst.start.back() + dst.extent.back();
+  const int64_t c_fill = std::min(align_up(c_end, per_block), dst.shape.back());
+  if (c_fill <= c_end) return;
+  std::vector<int64_t> idx(dst.start);
+  int64_t run;
+  for (int64_t r = 0; r < dst.rows(); ++r) {
+    int64_t rem = r;
+    for (size_t d = nd - 1; d-- > 0;) {
+      idx[d] = dst.start[d] + rem % dst.extent[d];
+      rem /= dst.extent[d];
+    }
+    for (int64_t col = c_end; col < c_fill; ++col) {
+      idx[nd - 1] = col;
+      std::memset(dst.base + storage_offset(dst, idx, &run) * es, 0, static_cast<size_t>(es));
+    }
+  }
+}
+
 void copy(const TileOpNode& n, Core& c) {
   TileRef src = c.operand(n, "src"), dst = c.operand(n, "dst");
   if (src.numel() != dst.numel())
@@ -242,6 +269,7 @@ void copy(const TileOpNode& n, Core& c) {
     return;
   }
   copy_regions(src, dst, relu, fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16));
+  if (S == MemScope::GM && D == MemScope::L1) zero_fill_partial_block(dst);
   if (S == MemScope::GM && D == MemScope::L1) zero_nz_padding(dst);
 }
 

@@ -144,5 +144,41 @@ TEST(Fidelity, CrossCoreMode1NeedsBothAivsToSet) {
   }
 }
 
+// Item 5: a GM -> L1 copy whose rows end inside a 32-byte block zero-fills the rest of that
+// block and nothing more. A K tail of 20 fp16 columns in a 32-wide tile gets columns 20-31
+// zeroed (the partial block is 16-31); a K tail of 40 in a 64-wide tile gets 40-47 zeroed and
+// 48-63 keep what L1 held, which in a hazard-checked or timed launch is poison (NaN).
+TEST(Fidelity, NdToNzCopyZeroFillsOnlyThePartialBlock) {
+  auto kernel = [](int k, int kt) {
+    return fmt::format(R"(@T.prim_func
+def f(A: T.Tensor((16, {0}), "float16"), B: T.Tensor(({1}, 16), "float16"), C: T.Tensor((16, 16), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1((16, {1}), "float16")
+            b = T.alloc_L1(({1}, 16), "float16")
+            c = T.alloc_L0C((16, 16), "float32")
+            T.copy(A, a[0:16, 0:{0}])
+            T.copy(B, b)
+            T.barrier_all()
+            T.gemm_v0(a, b, c, True)
+            T.barrier_all()
+            T.copy(c, C)
+)",
+                       k, kt);
+  };
+  for (auto [k, kt] : {std::pair{20, 32}, std::pair{40, 64}}) {
+    SCOPED_TRACE(fmt::format("K tail {} in a {}-wide tile", k, kt));
+    Device dev;
+    Tensor A = uniform(dev, {16, k}, f16, 1), B = from_vector(dev, {kt, 16}, f16, std::vector<double>(kt * 16, 1.0));
+    Tensor C = Tensor::empty(dev, {16, 16}, f32);
+    compile(parse(kernel(k, kt))).launch(dev, {A, B, C}, {.threads = 1, .check_hazards = true});
+    std::vector<double> a = A.to_vector(), c = C.to_vector();
+    double row0 = 0;
+    for (int j = 0; j < k; ++j) row0 += a[j];
+    if (kt == 32) EXPECT_NEAR(c[0], row0, 1e-3);  // the zero-filled block contributes nothing
+    else EXPECT_TRUE(std::isnan(c[0])) << c[0];     // columns 48-63 are stale: clear the tile
+  }
+}
+
 }  // namespace
 }  // namespace tl
