@@ -33,6 +33,12 @@ enum class Ordering : uint8_t {
 };
 Ordering ordering_needed(Pipe first, Pipe second);
 
+/// An Mmad that accumulates into an L0C tile of m x n needs PipeBarrier<PIPE_M> after the
+/// previous Mmad into that tile when the tile has fewer than 10 fractals, (m/16)(n/16) < 10
+/// (AscendC Mmad, sync notes): the M pipe's in-order guarantee does not cover a read of the
+/// accumulator that small. The hazard checker reports it; insert_syncs inserts the barrier.
+bool mmad_needs_m_barrier(int64_t m, int64_t n);
+
 /// The pipe instruction `spec` of tile op `n`'s expansion issues to on `target` (its own pipe
 /// when it names one, otherwise the op's pipe: a copy's depends on its path).
 Pipe instr_pipe(const TileOpNode& n, const InstrSpec& spec, const Target& target);

@@ -16,6 +16,8 @@ Ordering ordering_needed(Pipe first, Pipe second) {
   return Ordering::Flag;
 }
 
+bool mmad_needs_m_barrier(int64_t m, int64_t n) { return ((m + 15) / 16) * ((n + 15) / 16) < 10; }
+
 Pipe instr_pipe(const TileOpNode& n, const InstrSpec& spec, const Target& target) {
   return spec.pipe ? *spec.pipe : n.op->pipe(n, target);
 }

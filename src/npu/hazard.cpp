@@ -124,6 +124,10 @@ struct CoreState {
   int syncs = 0;
   bool arrived = false;
   std::map<std::tuple<int, int, int>, std::deque<Know>> flags;
+  // The last Mmad's event index and whether a PipeBarrier<PIPE_M> (or a full barrier) came
+  // after it: mmad_needs_m_barrier.
+  size_t last_mmad = SIZE_MAX;
+  bool m_barrier_since = true;
 };
 
 class Engine {
@@ -278,6 +282,7 @@ class Engine {
         Know start = s.know[p];
         uint32_t c = ++s.issued[p];
         if (check_) access(ci, e, p, c, start);
+        if (check_ && e.cost == CostClass::Mmad) small_mmad(ci, e);
         if (in_order(p)) s.know[p].vc[slot_of(ci) * kPipes + p] = c;
         if (pipe_orders_later_issue(static_cast<Pipe>(p))) join_all(ci, Know(s.know[p]));
         return true;
@@ -302,6 +307,7 @@ class Engine {
         return true;
       }
       case EventKind::Barrier: {
+        if (p >= kPipes || e.pipe == Pipe::M) s.m_barrier_since = true;
         if (p >= kPipes) join_all(ci, drained(ci, kAll));
         else s.know[p].join(drained(ci, p));
         return true;
@@ -427,6 +433,39 @@ class Engine {
     }
   }
 
+  /// An Mmad accumulating into the L0C tile the previous Mmad wrote, without a
+  /// PipeBarrier<PIPE_M> between them, when the tile is small (mmad_needs_m_barrier).
+  void small_mmad(int ci, const TraceEvent& e) {
+    CoreState& s = st_[ci];
+    const size_t ev = s.pc;
+    const auto l0c_write = [](const TraceEvent& x) -> const Access* {
+      for (const Access& a : x.accesses)
+        if (a.write && a.mem.scope == MemScope::L0C) return &a;
+      return nullptr;
+    };
+    if (e.accumulates && !s.m_barrier_since && s.last_mmad != SIZE_MAX && mmad_needs_m_barrier(e.m, e.n)) {
+      const TraceEvent& prev = tr_.cores[ci].events[s.last_mmad];
+      const Access *a = l0c_write(e), *b = l0c_write(prev);
+      if (a && b && overlaps(*a, *b)) {
+        Hazard h;
+        h.kind = "RAW";
+        h.memory = memory_name(a->mem);
+        h.first = side(ci, s.last_mmad, *b);
+        h.second = side(ci, ev, *a);
+        h.why = fmt::format("an Mmad accumulating into a {} x {} tile ({} fractals, fewer than 10) needs "
+                            "pipe_barrier(M) after the previous Mmad into it (AscendC Mmad sync notes)",
+                            e.m, e.n, ((e.m + 15) / 16) * ((e.n + 15) / 16));
+        auto same = std::find_if(hazards.begin(), hazards.end(), [&](const Hazard& o) {
+          return o.why == h.why && o.first.loc.str() == h.first.loc.str() && o.second.loc.str() == h.second.loc.str();
+        });
+        if (same != hazards.end()) ++same->count;
+        else hazards.push_back(std::move(h));
+      }
+    }
+    s.last_mmad = ev;
+    s.m_barrier_since = false;
+  }
+
   HazardSide side(int ci, size_t ev, const Access& a) const {
     const TraceEvent& e = tr_.cores[ci].events[ev];
     HazardSide s;
@@ -477,8 +516,9 @@ std::string side_str(const HazardSide& s) {
 }  // namespace
 
 std::string Hazard::str() const {
-  return fmt::format("{} hazard on {}: {}\n    is not ordered after {}{}", kind, memory, side_str(second),
-                     side_str(first), count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
+  return fmt::format("{} hazard on {}: {}\n    is not ordered after {}{}{}", kind, memory, side_str(second),
+                     side_str(first), why.empty() ? "" : "\n    " + why,
+                     count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
 }
 
 std::string FlagIssue::str() const {

@@ -198,7 +198,7 @@ void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std:
       ev.m = trans_a ? refs[0]->cols() : refs[0]->rows();
       ev.k = trans_a ? refs[0]->rows() : refs[0]->cols();
       ev.n = trans_b ? refs[1]->rows() : refs[1]->cols();
-      return;
+      return;  // (accumulates: set by record_op, which can evaluate `init`)
     }
     default:
       if (first) ev.bytes = first->numel() * dtype_bytes(first->dtype);
@@ -268,6 +268,10 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       }
     }
     set_cost_inputs(ev, n, refs, spec);
+    if (op.name == "mma") {
+      const TileArg* init = op_operand(n, "init");
+      ev.accumulates = !init || c.eval_int(init->scalar) == 0;
+    }
     ct.events.push_back(std::move(ev));
   }
 }

@@ -24,6 +24,7 @@
 #include "tl/op.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
+#include "tl/sync_rules.h"
 #include "tl/storage.h"
 #include "tl/sync_rules.h"
 
@@ -66,6 +67,9 @@ struct Instr {
   enum Kind : uint8_t { Op, BarrierAll, Publish } kind = Op;
   Pipe pipe = Pipe::S;
   std::vector<int> accs;
+  // An Mmad that may accumulate into a tile of fewer than 10 fractals: ordered after the
+  // previous Mmad into that tile by pipe_barrier(M) (mmad_needs_m_barrier).
+  bool small_mmad = false;
 };
 
 struct Block {
@@ -103,6 +107,10 @@ struct Planned {
 };
 
 /// A pending access: the pipes that know it is done, the flags in flight that carry it.
+/// Rec::known bit (above the pipes'): an M access a pipe_barrier(M) has since ordered, as the
+/// PIPE_M rule of small Mmads needs (the M pipe's in-order guarantee is not enough there).
+constexpr uint8_t kMBarriered = 0x80;
+
 struct Rec {
   uint8_t known = 0;
   std::vector<int> carried;  // sorted flag indices
@@ -448,6 +456,16 @@ class Inserter {
         continue;
       }
       Instr in{Instr::Op, instr_pipe(n, spec, t_), {}};
+      if (op.name == "mma") {
+        const TileArg* init = op_operand(n, "init");
+        const TileArg* c = op_operand(n, "C");
+        auto always_init = init ? as_const_int(init->scalar) : std::nullopt;
+        if (!(always_init && *always_init != 0) && c && c->is_region() && c->region.ranges.size() >= 2) {
+          auto m = as_const_int(c->region.ranges[c->region.ranges.size() - 2].extent);
+          auto nn = as_const_int(c->region.ranges.back().extent);
+          in.small_mmad = !m || !nn || mmad_needs_m_barrier(*m, *nn);  // unknown size: assume small
+        }
+      }
       for (const auto& tc : spec.touches) {
         if (tc.operand < 0) {
           Region r;
@@ -523,7 +541,7 @@ class Inserter {
   void effect(const Planned& p, State& st) {
     if (p.kind == Planned::Barrier) {
       for (auto& [k, r] : st)
-        if (acc(k).pipe == p.pipe) r.known |= bit(p.pipe);
+        if (acc(k).pipe == p.pipe) r.known |= bit(p.pipe) | (p.pipe == Pipe::M ? kMBarriered : 0);
       return;
     }
     const Flag& f = flags_[p.flag];
@@ -539,7 +557,7 @@ class Inserter {
         r.carried.erase(c);
         r.known |= bit(f.q);
       }
-      it = r.known == kAllPipes ? st.erase(it) : std::next(it);
+      it = (r.known & kAllPipes) == kAllPipes ? st.erase(it) : std::next(it);
     }
   }
 
@@ -551,8 +569,10 @@ class Inserter {
     const Pipe q = in.pipe;
     std::map<Pipe, std::vector<int>> needs;  // by source pipe
     for (const auto& [k, r] : st) {
-      if (r.known & bit(q)) continue;
       const Acc& a = acc(k);
+      const bool m_rule = in.small_mmad && a.pipe == Pipe::M && a.write && a.region.scope == MemScope::L0C &&
+                          !(r.known & kMBarriered);
+      if ((r.known & bit(q)) && !m_rule) continue;
       bool hit = false;
       if (in.kind == Instr::Publish) {
         hit = a.region.scope == MemScope::GM && a.pipe != q;
@@ -590,10 +610,11 @@ class Inserter {
   void order(int n, Pipe p, Pipe q, const std::vector<int>& recs, State& st) {
     if (checking_) {
       unordered_ = true;
-      for (int r : recs) st[r].known |= bit(q);
+      for (int r : recs) st[r].known |= bit(q) | (p == Pipe::M && q == Pipe::M ? kMBarriered : 0);
       return;
     }
-    switch (ordering_needed(p, q)) {
+    // M after M is in order except for the PIPE_M rule of small Mmads: a barrier.
+    switch (p == Pipe::M && q == Pipe::M ? Ordering::PipeBarrier : ordering_needed(p, q)) {
       case Ordering::Nothing: TL_ASSERT(false, "insert_syncs: {} -> {} needs no order but was unordered", pipe_name(p), pipe_name(q));
       case Ordering::PipeBarrier: {
         // Before the destination's statement in the innermost enclosing block that holds a

@@ -8,6 +8,8 @@
 #include "tl/npu/npu.h"
 #include "tl/npu/timing.h"
 #include "tl/parser.h"
+#include "tl/pass.h"
+#include "tl/printer.h"
 #include "tl/runtime.h"
 
 namespace tl {
@@ -178,6 +180,69 @@ def f(A: T.Tensor((16, {0}), "float16"), B: T.Tensor(({1}, 16), "float16"), C: T
     if (kt == 32) EXPECT_NEAR(c[0], row0, 1e-3);  // the zero-filled block contributes nothing
     else EXPECT_TRUE(std::isnan(c[0])) << c[0];     // columns 48-63 are stale: clear the tile
   }
+}
+
+/// Two Mmads accumulating K = 32 into one M x N L0C tile from L0A/L0B halves, with
+/// `barrier` between them.
+std::string two_mmads(int m, int n, const char* barrier) {
+  return fmt::format(R"(@T.prim_func
+def f(A: T.Tensor(({0}, 32), "float16"), B: T.Tensor((32, {1}), "float16"), C: T.Tensor(({0}, {1}), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1(({0}, 32), "float16")
+            b = T.alloc_L1((32, {1}), "float16")
+            a0 = T.alloc_L0A(({0}, 16), "float16")
+            a1 = T.alloc_L0A(({0}, 16), "float16")
+            b0 = T.alloc_L0B((16, {1}), "float16")
+            b1 = T.alloc_L0B((16, {1}), "float16")
+            c = T.alloc_L0C(({0}, {1}), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.barrier_all()
+            T.copy(a[0:{0}, 0:16], a0)
+            T.copy(a[0:{0}, 16:32], a1)
+            T.copy(b[0:16, 0:{1}], b0)
+            T.copy(b[16:32, 0:{1}], b1)
+            T.barrier_all()
+            T.mma(a0, b0, c, True){2}
+            T.mma(a1, b1, c, False)
+            T.barrier_all()
+            T.copy(c, C)
+)",
+                     m, n, barrier);
+}
+
+std::string hazard_text(const std::string& text, int m, int n) {
+  Device dev;
+  Tensor A = uniform(dev, {m, 32}, f16, 1), B = uniform(dev, {32, n}, f16, 2), C = Tensor::empty(dev, {m, n}, f32);
+  try {
+    compile(parse(text)).launch(dev, {A, B, C}, {.threads = 1, .check_hazards = true});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Item 4: consecutive Mmads accumulating into an L0C tile of fewer than 10 fractals need
+// PipeBarrier<PIPE_M> between them (Mmad sync notes); the hazard checker reports a missing one,
+// insert_syncs inserts it, and a tile of 10 fractals or more needs none.
+TEST(Fidelity, SmallMmadAccumulationNeedsAPipeMBarrier) {
+  std::string missing = hazard_text(two_mmads(32, 32, ""), 32, 32);
+  EXPECT_NE(missing.find("needs pipe_barrier(M) after the previous Mmad"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("32 x 32 tile (4 fractals"), std::string::npos) << missing;
+  EXPECT_EQ(hazard_text(two_mmads(32, 32, "\n            T.pipe_barrier(\"M\")"), 32, 32), "");
+  EXPECT_EQ(hazard_text(two_mmads(64, 160, ""), 64, 160), "");  // 4 x 10 = 40 fractals
+  // insert_syncs, on the kernel without its syncs, puts the barrier between the two Mmads.
+  std::string bare = two_mmads(32, 32, "");
+  for (const char* line : {"            T.barrier_all()\n"})
+    for (size_t at; (at = bare.find(line)) != std::string::npos;) bare.erase(at, std::string(line).size());
+  const Target& t = default_target();
+  std::string synced = print(insert_syncs(plan_memory(parse(bare), t), t), {.locations = false});
+  size_t first = synced.find("T.mma(a0"), barrier = synced.find("T.pipe_barrier(\"M\""), second = synced.find("T.mma(a1");
+  ASSERT_NE(barrier, std::string::npos) << synced;
+  EXPECT_LT(first, barrier);
+  EXPECT_LT(barrier, second);
+  EXPECT_EQ(hazard_text(synced, 32, 32), "");
 }
 
 }  // namespace

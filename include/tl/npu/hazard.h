@@ -48,6 +48,7 @@ struct Hazard {
   std::string memory;  // "GM", "UB of block 0 AIV1", ...
   HazardSide first, second;
   int count = 1;       // occurrences with the same pair of source lines and buffers
+  std::string why;     // a rule beyond "unordered" (the PIPE_M rule of small Mmads), or empty
   std::string str() const;
 };
 

@@ -60,6 +60,7 @@ struct TraceEvent {
   int64_t bytes = 0;  // bytes moved (copies, cube loads) or touched (vector)
   DType dtype = DType::Float32;
   int64_t m = 0, n = 0, k = 0;  // cube
+  bool accumulates = false;     // an Mmad adding into L0C (init false): the PIPE_M rule
 };
 
 /// A GM tensor as the trace met it, to name the elements of a GM access in reports (its
