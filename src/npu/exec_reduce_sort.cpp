@@ -9,7 +9,8 @@
 //
 // Sort entries are 8 bytes: the score in the low bytes (fp32, or fp16 followed by 2 bytes
 // of padding) and the uint32 index in the high 4 bytes (Sort32's format). Order: descending
-// score; equal scores keep the smaller index first; NaN sorts as the largest score.
+// score; equal scores keep the smaller index first (Sort32), or their input position
+// (MrgSort); NaN sorts as the largest score.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -187,6 +188,15 @@ void topk(const TileOpNode& n, Core& c) {
   write_entries(d, e);
 }
 
+/// MrgSort's order: descending score, NaN first; equal scores keep their input order (the
+/// queue with the lower number first, then position in the queue), whatever their stored
+/// indices (AscendC MrgSort: ties resolve by input position).
+bool score_before(const Entry& a, const Entry& b) {
+  bool an = std::isnan(a.score), bn = std::isnan(b.score);
+  if (an != bn) return an;
+  return !an && a.score > b.score;
+}
+
 void merge_sort(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst");
   std::vector<Entry> all;
@@ -194,11 +204,11 @@ void merge_sort(const TileOpNode& n, Core& c) {
     if (!c.has_operand(n, name)) continue;
     TileRef s = c.operand(n, name);
     auto e = read_entries(s, entries_of(s));
-    if (!std::is_sorted(e.begin(), e.end(), before))
+    if (!std::is_sorted(e.begin(), e.end(), score_before))
       c.fail(fmt::format("T.merge_sort: queue '{}' ({}) is not sorted in descending order", name, s.buffer->name));
     all.insert(all.end(), e.begin(), e.end());
   }
-  std::stable_sort(all.begin(), all.end(), before);
+  std::stable_sort(all.begin(), all.end(), score_before);
   if (entries_of(d) < static_cast<int64_t>(all.size()))
     c.fail(fmt::format("T.merge_sort: 'dst' holds {} entries, the queues have {}", entries_of(d), all.size()));
   write_entries(d, all);

@@ -30,6 +30,13 @@ bool before(const Entry& a, const Entry& b) {
   if (!an && a.score != b.score) return a.score > b.score;
   return a.index < b.index;
 }
+/// MrgSort's reference order: by score only, so a stable sort of the concatenated queues keeps
+/// ties in input position (queue, then place in the queue), whatever their indices.
+bool score_before(const Entry& a, const Entry& b) {
+  bool an = std::isnan(a.score), bn = std::isnan(b.score);
+  if (an != bn) return an;
+  return !an && a.score > b.score;
+}
 
 std::vector<Entry> read_entries(const Tensor& t, int64_t count) {
   auto b = bytes_of(t);
@@ -159,7 +166,7 @@ TEST(SortOps, MergeSortTwoToFourQueuesWithTies) {
         qs.push_back(q);
         all.insert(all.end(), e.begin(), e.end());
       }
-      std::stable_sort(all.begin(), all.end(), before);
+      std::stable_sort(all.begin(), all.end(), score_before);
       const int64_t total = static_cast<int64_t>(all.size()), dn = (total + 4) * per_entry(t);
       Tensor d = full(dev, {dn}, t, 7);
       std::vector<BufSpec> bufs = {{"d", {dn}, t}};
@@ -180,6 +187,25 @@ TEST(SortOps, MergeSortTwoToFourQueuesWithTies) {
     }
 }
 
+TEST(SortOps, MergeSortTiesGoByQueueNotByIndex) {
+  // Fidelity issue, item 10: queue 0 holds (5, index 9), queue 1 (5, index 1). MrgSort keeps
+  // input order on ties: index 9 first (the model used to order ties by index).
+  Device dev;
+  Tensor q0 = Tensor::empty(dev, {8}, DType::Float32), q1 = Tensor::empty(dev, {8}, DType::Float32);
+  const double inf = std::numeric_limits<double>::infinity();
+  write_entries(q0, {{5.0, 9}, {1.0, 4}, {-inf, 0}, {-inf, 0}});
+  write_entries(q1, {{5.0, 1}, {2.0, 7}, {-inf, 0}, {-inf, 0}});
+  Tensor d = Tensor::empty(dev, {16}, DType::Float32);
+  run_one_op(dev, {{"d", {16}, DType::Float32}, {"q0", {8}, DType::Float32}, {"q1", {8}, DType::Float32}}, {},
+             [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::merge_sort(ub[0], {ub[1], ub[2]}); },
+             {d, q0, q1});
+  auto e = read_entries(d, 4);
+  EXPECT_EQ(e[0].index, 9u);
+  EXPECT_EQ(e[1].index, 1u);
+  EXPECT_EQ(e[2].index, 7u);
+  EXPECT_EQ(e[3].index, 4u);
+}
+
 TEST(SortOps, SortThenMergeInOneKernel) {
   // Two 32-element halves sorted separately then merged equal a 64-element sort.
   const int64_t n = 64;
@@ -198,14 +224,15 @@ TEST(SortOps, SortThenMergeInOneKernel) {
                T::merge_sort(ub[0], {ub[2], ub[3]});
              },
              {d, s, q0, q1});
-  // The second sort numbers its entries 0..31 again: merge ties then compare (score, index).
+  // The second sort numbers its entries 0..31 again; MrgSort resolves ties by input position
+  // (the first queue's entry first), not by those indices.
   std::vector<Entry> want;
   for (int h = 0; h < 2; ++h) {
     std::vector<double> half(sv.begin() + h * 32, sv.begin() + h * 32 + 32);
     auto e = ref_sorted(half, 32);
     want.insert(want.end(), e.begin(), e.end());
   }
-  std::stable_sort(want.begin(), want.end(), before);
+  std::stable_sort(want.begin(), want.end(), score_before);
   EXPECT_EQ(describe(read_entries(d, n), want), "");
 }
 
