@@ -143,6 +143,17 @@ void Core::finish() {
   }
 }
 
+std::vector<std::string> Core::pending_flags() const {
+  std::vector<std::string> out;
+  for (int src = 0; src < kNumPipes; ++src)
+    for (int dst = 0; dst < kNumPipes; ++dst)
+      for (int id = 0; id < 8; ++id)
+        if (flags_[src * kNumPipes + dst] & (1u << id))
+          out.push_back(fmt::format("set_flag(\"{}\", \"{}\", {})", pipe_name(static_cast<Pipe>(src)),
+                                    pipe_name(static_cast<Pipe>(dst)), id));
+  return out;
+}
+
 void Core::count_steps() {
   launch.add_steps(steps_ - steps_reported_);
   steps_reported_ = steps_;

@@ -325,6 +325,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
   ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});
   ls.timing_only = opt.timing_only;
+  ls.check_block_flags = !opt.check_hazards;
   npu::Trace own_trace;  // check_hazards or timed mode without a caller trace
   npu::Trace* trace = opt.trace ? opt.trace : (opt.check_hazards || opt.profile) ? &own_trace : nullptr;
   if (trace) {

@@ -195,6 +195,9 @@ class Core final : public arith::Evaluator {
   [[noreturn]] void fail(const std::string& msg) const override;
   void print_line(const std::string& text);  // printf / dump_tensor output, tagged with the core
   std::string last_events() const;
+  /// The intra-core flags this core left set ("set_flag(\"MTE2\", \"V\", 0)", ...), for the
+  /// end-of-block check; empty when every set was consumed.
+  std::vector<std::string> pending_flags() const;
 
  private:
   struct Frame {
@@ -251,6 +254,9 @@ struct LaunchState {
   // cores always run on one host thread; the table is sized before the threads start so no
   // thread ever reshapes it.
   static constexpr int kCrossSlots = 7;
+  // Report flags a block leaves pending when it ends (off under check_hazards: the hazard
+  // checker's flag check reports them, with the hazards they cause, after the launch).
+  bool check_block_flags = true;
   std::vector<std::array<int, 16>> cross;
   std::array<int, 16>& cross_counters(int64_t block, int slot) { return cross[block * kCrossSlots + slot]; }
 

@@ -100,6 +100,30 @@ void leave(LaunchState& ls, bool failed) {
   }
 }
 
+/// Flags a finished block left pending: an intra-core set no wait consumed, a cross-core
+/// counter above zero. On the chip they stay set for the next block or kernel on that core,
+/// which then synchronises on a stale flag (or, for mode 1, hangs).
+void check_block_flags(LaunchState& ls, const Group& g, int64_t block) {
+  std::string left;
+  for (const auto& c : g.cores)
+    for (const auto& f : c->pending_flags()) left += fmt::format("\n  {}: {} was never consumed by a wait_flag", c->name(), f);
+  static const char* kSlot[LaunchState::kCrossSlots] = {
+      "", "for AIV0", "for AIV1", "from AIV0 for the AIC", "from AIV1 for the AIC",
+      "(mode 1) from AIV0 that AIV1 never matched", "(mode 1) from AIV1 that AIV0 never matched"};
+  for (int slot = 1; slot < LaunchState::kCrossSlots; ++slot) {
+    const auto& counters = ls.cross_counters(block, slot);
+    for (size_t id = 0; id < counters.size(); ++id)
+      if (counters[id] != 0)
+        left += fmt::format("\n  cross-core flag {}: {} set(s) {} never consumed by a wait_cross_flag", id, counters[id],
+                            kSlot[slot]);
+  }
+  if (!left.empty())
+    throw Error(ls.program.kernel->loc,
+                fmt::format("kernel {}, block {}: flags left pending when the block ended (on the chip they stay set "
+                            "for the next block or kernel on these cores):{}",
+                            ls.program.func->name, block, left));
+}
+
 void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::vector<Group>& all) {
   const int64_t P = ls.physical_blocks;
   auto start_next = [&](Group& g) {
@@ -129,6 +153,7 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
       }
       if (group_done && g->running) {
         g->running = false;
+        if (ls.check_block_flags) check_block_flags(ls, *g, g->next_block - P);
         ls.block_done();
       }
       if (group_done && start_next(*g)) {

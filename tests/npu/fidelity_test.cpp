@@ -245,5 +245,36 @@ TEST(Fidelity, SmallMmadAccumulationNeedsAPipeMBarrier) {
   EXPECT_EQ(hazard_text(synced, 32, 32), "");
 }
 
+// Item 8: a block that ends with a flag still set (an intra-core set no wait consumed, a
+// cross-core counter above zero) is reported by every launch, not only hazard-checked ones:
+// on the chip the flag stays set for the next block or kernel on those cores.
+TEST(Fidelity, FlagsLeftPendingAtBlockEndAreReported) {
+  auto run = [](const std::string& body) {
+    std::string text = R"(@T.prim_func
+def f(X: T.Tensor((8, 64), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((8, 64), "float32")
+            T.copy(X, a)
+)" + body;
+    Device dev;
+    Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 1.0));
+    try {
+      compile(parse(text)).launch(dev, {X}, {.threads = 1});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string intra = run("            T.set_flag(\"MTE2\", \"V\", 0)\n");
+  EXPECT_NE(intra.find("kernel f, block 0: flags left pending when the block ended"), std::string::npos) << intra;
+  EXPECT_NE(intra.find("block 0 AIV0: set_flag(\"MTE2\", \"V\", 0) was never consumed by a wait_flag"), std::string::npos)
+      << intra;
+  std::string cross = run("            T.set_cross_flag(\"MTE2\", 3, mode=1)\n            T.set_cross_flag(\"MTE2\", 3, mode=1)\n            T.wait_cross_flag(3)\n");
+  EXPECT_NE(cross.find("cross-core flag 3: 1 set(s) for AIV0 never consumed by a wait_cross_flag"), std::string::npos)
+      << cross;
+  EXPECT_EQ(run("            T.set_flag(\"MTE2\", \"V\", 0)\n            T.wait_flag(\"MTE2\", \"V\", 0)\n"), "");
+}
+
 }  // namespace
 }  // namespace tl
