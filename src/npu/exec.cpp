@@ -128,7 +128,31 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
 TileRef Core::operand(const TileOpNode& n, std::string_view name) {
   const TileArg* a = op_operand(n, name);
   TL_ASSERT(a && a->is_region(), "T.{}: operand {} is not a region", n.op->name, name);
-  return resolve(a->region, n.op->name, name);
+  TileRef t = resolve(a->region, n.op->name, name);
+  if (n.op->unit != OpUnit::Debug) check_start_alignment(t, n.op->name, name);  // printing reads anywhere
+  return t;
+}
+
+/// An instruction's on-chip operand must start on its memory's alignment (UB and L1 32 B, L0A
+/// and L0B 512 B, L0C 64 B on A2; ASCENDC_API.md "general constraints"): the chip raises an
+/// exception for a misaligned address. The verifier checks constant starts; this is the same
+/// rule at run time, where a start computed from a loop variable or a parameter is known.
+void Core::check_start_alignment(const TileRef& t, std::string_view op, std::string_view name) {
+  if (t.scope == MemScope::GM || t.numel() == 0) return;
+  const int64_t align = program.target->align(t.scope);
+  if (align <= 1) return;
+  int64_t elem = 0;
+  if (t.scope == MemScope::UB) {  // row-major: no layout lookup (and no allocation) per operand
+    for (size_t d = 0; d < t.start.size(); ++d) elem += t.start[d] * t.strides[d];
+  } else {
+    elem = layout_offset(t, std::vector<int64_t>(t.start.begin(), t.start.end()));
+  }
+  const auto byte = static_cast<int64_t>(t.base - mem[static_cast<size_t>(t.scope)].data()) + elem * dtype_bytes(t.dtype);
+  if (byte % align != 0)
+    fail(fmt::format("T.{}: operand '{}' ('{}' from element [{}]) starts at byte {} of {}, not on a {}-byte boundary "
+                     "(the chip raises an exception for a misaligned {} address)",
+                     op, name, t.buffer->name, fmt::join(t.start, ", "), byte, scope_name(t.scope), align,
+                     scope_name(t.scope)));
 }
 
 bool Core::has_operand(const TileOpNode& n, std::string_view name) const { return op_operand(n, name) != nullptr; }

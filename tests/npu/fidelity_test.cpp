@@ -276,5 +276,41 @@ def f(X: T.Tensor((8, 64), "float32")):
   EXPECT_EQ(run("            T.set_flag(\"MTE2\", \"V\", 0)\n            T.wait_flag(\"MTE2\", \"V\", 0)\n"), "");
 }
 
+// Item 6: an on-chip operand whose start is computed at run time is checked too. Row r of an
+// 8 x 16 fp32 UB tile starts r * 64 bytes in: aligned for every r. x[r, r + 1 : r + 9] (eight
+// values, a whole 32-byte run) starts 16 bytes into a block for r = 3: the chip raises an
+// exception; the verifier cannot know r.
+TEST(Fidelity, MisalignedOnChipStartsComputedAtRunTimeAreErrors) {
+  auto run = [](const char* region) {
+    std::string text = fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((8, 16), "float32"), r: T.int32):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((8, 16), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                T.tile.exp({0}, {0})
+                T.barrier_all()
+                T.copy(x, X)
+)",
+                                   region);
+    Device dev;
+    Tensor X = from_vector(dev, {8, 16}, f32, std::vector<double>(128, 0.0));
+    try {
+      compile(parse(text)).launch(dev, {X, Arg(int64_t{3})}, {.threads = 1});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(run("x[r:r + 1, 0:16]"), "");
+  std::string err = run("x[r:r + 1, r + 1:r + 9]");
+  EXPECT_NE(err.find("T.tile.exp: operand 'dst' ('x' from element [3, 4]) starts at byte 208 of UB, not on a "
+                     "32-byte boundary"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace tl
