@@ -143,6 +143,60 @@ void Core::finish() {
   }
 }
 
+/// Vector instructions may read and write the same bytes only as the same region (an in-place
+/// op); a destination that partly overlaps a source is an error, and the reductions and MrgSort
+/// take no overlap at all (ASCENDC_API.md "general constraints": address overlap). Operands of
+/// buffers whose planned bytes are disjoint cannot overlap: only buffers sharing bytes (the
+/// same buffer, or reuse) are compared exactly, run by run.
+void Core::check_overlap(const TileOpNode& n) {
+  const OpDef& op = *n.op;
+  if (op.operands.empty()) return;
+  struct Operand {
+    size_t arg;
+    const BufferInfo* info;
+    bool write;
+  };
+  Operand ops[8];
+  size_t k = 0;
+  for (size_t i = 0; i < n.args.size() && k < 8; ++i) {
+    if (!n.args[i].is_region()) continue;
+    const BufferInfo& info = program.buffer(n.args[i].region.buffer.get());
+    if (info.scope != MemScope::UB) continue;
+    ops[k++] = {i, &info, op.operands[std::min(i, op.operands.size() - 1)].access != tl::Access::Read};
+  }
+  const bool none_allowed = op.name == "reduce_sum" || op.name == "reduce_max" || op.name == "reduce_min" ||
+                            op.name == "merge_sort";
+  for (size_t w = 0; w < k; ++w) {
+    if (!ops[w].write) continue;
+    for (size_t r = 0; r < k; ++r) {
+      if (r == w) continue;
+      const BufferInfo &a = *ops[w].info, &b = *ops[r].info;
+      if (a.offset >= b.offset + b.bytes || b.offset >= a.offset + a.bytes) continue;  // disjoint bytes
+      const auto& wa = n.args[ops[w].arg];
+      const auto& ra = n.args[ops[r].arg];
+      const auto& wname = op.operands[std::min(ops[w].arg, op.operands.size() - 1)].name;
+      const auto& rname = op.operands[std::min(ops[r].arg, op.operands.size() - 1)].name;
+      TileRef wt = resolve(wa.region, op.name, wname), rt = resolve(ra.region, op.name, rname);
+      auto wx = accesses_of(*this, wt, true, nullptr), rx = accesses_of(*this, rt, false, nullptr);
+      bool overlap = false;
+      for (const auto& x : wx)
+        for (const auto& y : rx) overlap = overlap || overlaps(x, y);
+      if (!overlap) continue;
+      bool same = wx.size() == rx.size() && wt.dtype == rt.dtype;
+      for (size_t i = 0; same && i < wx.size(); ++i)
+        same = wx[i].start == rx[i].start && wx[i].len == rx[i].len && wx[i].pitch == rx[i].pitch &&
+               wx[i].count == rx[i].count;
+      if (same && !none_allowed) continue;
+      fail(fmt::format("T.{}: '{}' ({}) and '{}' ({}) {}; {}", op.name, wname, print(wa.region), rname, print(ra.region),
+                       same ? "are the same region" : "overlap partly",
+                       none_allowed ? fmt::format("T.{} takes no overlap between its destination and its sources",
+                                                  op.name)
+                                    : "a vector instruction's destination may only be exactly one of its sources "
+                                      "(the chip computes garbage otherwise)"));
+    }
+  }
+}
+
 std::vector<std::string> Core::pending_flags() const {
   std::vector<std::string> out;
   for (int src = 0; src < kNumPipes; ++src)
@@ -277,6 +331,7 @@ void Core::exec_leaf(const StmtNode* s) {
       if (!runs_on(*n, kind, *program.target)) return;
       ExecFn fn = find_exec(n->op);
       if (!fn) fail(fmt::format("T.{} has no virtual-NPU semantics yet", n->op->name));
+      if (n->op->unit == OpUnit::Vector) check_overlap(*n);
       if (replay_) return replay_->defer(*this, *n, gate_first_, gate_end_);
       if (trace_) record_op(*this, *trace_, *n);
       if (!launch.timing_only) fn(*n, *this);

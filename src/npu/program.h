@@ -195,6 +195,9 @@ class Core final : public arith::Evaluator {
   [[noreturn]] void fail(const std::string& msg) const override;
   void print_line(const std::string& text);  // printf / dump_tensor output, tagged with the core
   std::string last_events() const;
+  /// Fails when a vector op's destination partly overlaps a source (or, for the reductions and
+  /// merge_sort, overlaps one at all).
+  void check_overlap(const TileOpNode& n);
   /// Fails when on-chip operand `t` of a tile op does not start on its memory's alignment.
   void check_start_alignment(const TileRef& t, std::string_view op, std::string_view name);
   /// The intra-core flags this core left set ("set_flag(\"MTE2\", \"V\", 0)", ...), for the

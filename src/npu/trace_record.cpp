@@ -81,13 +81,15 @@ bool extend(Access& last, const Access& a) {
 }
 
 /// The bytes a region touches: every element, whatever the number of rows.
-std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write, CoreTrace& ct) {
+}  // namespace
+
+std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write, CoreTrace* ct) {
   std::vector<Access> out;
   int64_t es = dtype_bytes(t.dtype);
   size_t n = t.extent.size();
   if (t.numel() == 0) return out;
-  if (t.scope == MemScope::GM)
-    ct.gm.try_emplace(t.buffer->name, GmTensor{reinterpret_cast<uintptr_t>(t.base), es,
+  if (t.scope == MemScope::GM && ct)
+    ct->gm.try_emplace(t.buffer->name, GmTensor{reinterpret_cast<uintptr_t>(t.base), es,
                                                std::vector<int64_t>(t.shape.begin(), t.shape.end()),
                                                std::vector<int64_t>(t.strides.begin(), t.strides.end())});
   if (t.scope == MemScope::GM || t.scope == MemScope::UB) {
@@ -134,6 +136,8 @@ std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write, Cor
   return out;
 }
 
+namespace {
+
 /// Scalar memory reads inside an expression (the S pipe reads UB/GM).
 void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out, CoreTrace& ct) {
   if (!e.defined()) return;
@@ -148,7 +152,7 @@ void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out, CoreTrace& c
       BufferRegion r{n->buffer, {}};
       for (const auto& i : n->indices) r.ranges.push_back({i, Expr(1)});
       TileRef t = c.resolve(r, "load", n->buffer->name);
-      for (auto& a : accesses_of(c, t, false, ct)) out.push_back(a);
+      for (auto& a : accesses_of(c, t, false, &ct)) out.push_back(a);
     }
   } v(c, out, ct);
   v.visit(e);
@@ -256,12 +260,12 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
         // Fixpipe: the accumulation happens in the memory system, AscendC "SetAtomicAdd").
         const bool atomic = op.atomic && t.access == tl::Access::ReadWrite;
         if (t.access != tl::Access::Write)
-          for (auto& x : accesses_of(c, *refs[i], false, ct)) {
+          for (auto& x : accesses_of(c, *refs[i], false, &ct)) {
             x.atomic = atomic;
             ev.accesses.push_back(x);
           }
         if (t.access != tl::Access::Read)
-          for (auto& x : accesses_of(c, *refs[i], true, ct)) {
+          for (auto& x : accesses_of(c, *refs[i], true, &ct)) {
             x.atomic = atomic;
             ev.accesses.push_back(x);
           }
@@ -309,7 +313,7 @@ void record_scalar(Core& c, CoreTrace& ct, const StmtNode& s) {
       BufferRegion r{st->buffer, {}};
       for (const auto& i : st->indices) r.ranges.push_back({i, Expr(1)});
       TileRef t = c.resolve(r, "store", st->buffer->name);
-      for (auto& a : accesses_of(c, t, true, ct)) ev.accesses.push_back(a);
+      for (auto& a : accesses_of(c, t, true, &ct)) ev.accesses.push_back(a);
     }
   } else if (auto* l = dynamic_cast<const LetNode*>(&s)) {
     ev.name = "let";

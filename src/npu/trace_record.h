@@ -6,6 +6,9 @@
 
 namespace tl::npu {
 
+/// The bytes region `t` touches, as strided runs (one Access per run of rows). GM tensors are
+/// registered in `ct` (when given) so reports can name their elements.
+std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write, CoreTrace* ct);
 void record_op(Core& c, CoreTrace& ct, const TileOpNode& n);
 void record_sync(Core& c, CoreTrace& ct, const SyncNode& s);
 /// Scalar-pipe memory traffic of a Store or a Let (loads of UB/GM inside the expression).

@@ -312,5 +312,41 @@ def f(X: T.Tensor((8, 16), "float32"), r: T.int32):
       << err;
 }
 
+// Item 7: a vector instruction's destination may be exactly one of its sources (in place), never
+// a partly overlapping region; reductions and MrgSort take no overlap at all.
+TEST(Fidelity, PartialOverlapOfVectorOperandsIsAnError) {
+  auto run = [](const char* op) {
+    std::string text = fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((4, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((4, 64), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                {}
+                T.barrier_all()
+                T.copy(x, X)
+)",
+                                   op);
+    Device dev;
+    Tensor X = from_vector(dev, {4, 64}, f32, std::vector<double>(256, 1.0));
+    try {
+      compile(parse(text)).launch(dev, {X}, {.threads = 1});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(run("T.tile.add(x, x, x)"), "");  // in place: the same region
+  EXPECT_EQ(run("T.tile.add(x[0:2, 0:64], x[2:4, 0:64], x[0:2, 0:64])"), "");  // disjoint halves
+  std::string shifted = run("T.tile.add(x[1:3, 0:64], x[0:2, 0:64], x[0:2, 0:64])");
+  EXPECT_NE(shifted.find("T.tile.add: 'dst' (x[1:3, 0:64]) and 'src0' (x[0:2, 0:64]) overlap partly"), std::string::npos)
+      << shifted;
+  std::string reduce = run("T.reduce_sum(x, x[0:1, 0:64], dim=0)");
+  EXPECT_NE(reduce.find("T.reduce_sum takes no overlap between its destination and its sources"), std::string::npos)
+      << reduce;
+}
+
 }  // namespace
 }  // namespace tl

@@ -128,7 +128,7 @@ TEST(RuntimeBounds, VectorOpsCheckOperandSizes) {
       {"bitwise_not", [](Buffer d, Buffer s, Buffer, Buffer) { T::tile::bitwise_not(d, s); }},
       {"shift_left", [](Buffer d, Buffer s, Buffer, Buffer) { T::tile::shift_left(d, s, 1); }},
       {"compare", [](Buffer d, Buffer s, Buffer m, Buffer) { T::tile::compare(m, d, s, "LT"); }},
-      {"select", [](Buffer, Buffer, Buffer m, Buffer f) { T::tile::select(f, m, f.region({0}, {32}), f); }},
+      {"select", [](Buffer d, Buffer s, Buffer m, Buffer f) { T::tile::select(f, m, d.region({0}, {32}), s); }},
   };
   for (auto& [name, body] : cases) {
     SCOPED_TRACE(name);
