@@ -123,17 +123,13 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
 }
 
 /// Operands whose rows may be any number of elements (ASCENDC_API.md): the UB side of a
-/// padded GM copy (DataCopyPad: blockLen in bytes, each UB block padded to 32 B), and the source
-/// of a row reduction (ReduceSum / ReduceMax / ReduceMin take a count per row, any count).
-bool takes_any_row_length(const TileOpNode& n, const std::string& name) {
-  const std::string& op = n.op->name;
-  if (op == "copy") return n.attr_bool("pad");
-  if ((op == "reduce_sum" || op == "reduce_max" || op == "reduce_min") && name == "src") {
-    const BufferRegion* src = region_of(n, "src");
-    const int64_t dim = n.attr_int("dim");
-    return src && (dim == -1 || dim == static_cast<int64_t>(src->ranges.size()) - 1);
-  }
-  return false;
+/// padded GM copy (DataCopyPad: blockLen in bytes, each UB block padded to 32 B), and every
+/// operand of a vector instruction, which counts its elements (the count form, or a mask on
+/// the last repeat of a row: AscendC's vector APIs take `calCount` / `mask`, any number). Their
+/// starts and row pitches stay 32-byte aligned. Plain DataCopy moves whole 32-byte blocks.
+bool takes_any_row_length(const TileOpNode& n, const std::string& /*name*/) {
+  if (n.op->name == "copy") return n.attr_bool("pad");
+  return n.op->unit == OpUnit::Vector;
 }
 
 bool is_bitmask_operand(const TileOpNode& n, const std::string& name) {

@@ -348,5 +348,37 @@ def f(X: T.Tensor((4, 64), "float32")):
       << reduce;
 }
 
+// Items 15 and 16: vector instructions count their elements (calCount, or a mask on a row's last
+// repeat), so a UB operand may be any number of elements long as long as it starts on a 32-byte
+// boundary: a per-row statistic of one fp32 is writable. DataCopyPad moves such rows both ways.
+// The verifier used to demand whole 32-byte rows of every UB operand.
+TEST(Fidelity, OneFloatStatisticsAndColumnTailsVerifyAndRun) {
+  const char* text = R"(@T.prim_func
+def f(X: T.Tensor((1, 37), "float32"), S: T.Tensor((1,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((1, 40), "float32")
+            s = T.alloc_ub((1,), "float32")
+            if vid == 0:
+                T.copy(X, x[0:1, 0:37], pad=True)
+                T.set_flag("MTE2", "V", 0)
+                T.wait_flag("MTE2", "V", 0)
+                T.reduce_sum(x[0:1, 0:37], s)
+                T.pipe_barrier("V")
+                T.tile.mul(s, s, 0.5)
+                T.set_flag("V", "MTE3", 0)
+                T.wait_flag("V", "MTE3", 0)
+                T.copy(s, S, pad=True)
+)";
+  Device dev;
+  std::vector<double> xs(37);
+  for (int i = 0; i < 37; ++i) xs[i] = 0.25 * i;
+  Tensor X = from_vector(dev, {1, 37}, f32, xs), S = Tensor::empty(dev, {1}, f32);
+  compile(parse(text)).launch(dev, {X, S}, {.threads = 1, .check_hazards = true});
+  double sum = 0;
+  for (double v : xs) sum += v;
+  EXPECT_EQ(S.to_vector()[0], 0.5 * sum);
+}
+
 }  // namespace
 }  // namespace tl
