@@ -222,6 +222,15 @@ void cast(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
   check_same_numel(n, c, d, s, "src");
   RoundMode m = parse_round_mode(n.attr_str("mode"));
+  if (s.dtype == DType::Float32 && d.dtype == DType::Float32) {
+    // Cast float -> float rounds to an integral value in the mode ("将src按照roundMode取整，仍以
+    // float格式存入dst中", AscendC Cast, table 1); infinities and NaN pass through.
+    std::vector<float> v;
+    load_f32(s, v);
+    for (auto& x : v) x = static_cast<float>(round_integral(x, m));
+    store_f32(d, v);
+    return;
+  }
   int64_t C = s.cols();
   if (d.cols() == C && d.rows() == s.rows()) {
     for (int64_t r = 0; r < s.rows(); ++r) convert(s.dtype, row_ptr(s, r), d.dtype, row_ptr(d, r), C, m);

@@ -380,5 +380,49 @@ def f(X: T.Tensor((1, 37), "float32"), S: T.Tensor((1,), "float32")):
   EXPECT_EQ(S.to_vector()[0], 0.5 * sum);
 }
 
+// Item 11: Cast pairs and round modes follow AscendC Cast's A2 table (表 4): CAST_NONE only
+// where the table lists it, float -> float rounds to an integral value (0.5: RINT 0, FLOOR 0,
+// CEIL 1, ROUND 1, TRUNC 0, the doc's example), bfloat16 -> int32 exists.
+TEST(Fidelity, CastPairsAndModesFollowTheA2Table) {
+  auto cast_kernel = [](const char* from, const char* to, const char* mode) {
+    return fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((64,), "{0}"), Y: T.Tensor((64,), "{1}")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((64,), "{0}")
+            y = T.alloc_ub((64,), "{1}")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                T.tile.cast(y, x, mode="{2}")
+                T.barrier_all()
+                T.copy(y, Y)
+)",
+                       from, to, mode);
+  };
+  auto first = [&](const char* from, const char* to, const char* mode, double v) {
+    Device dev;
+    Tensor X = from_vector(dev, {64}, *parse_dtype(from), std::vector<double>(64, v));
+    Tensor Y = Tensor::empty(dev, {64}, *parse_dtype(to));
+    compile(parse(cast_kernel(from, to, mode))).launch(dev, {X, Y}, {.threads = 1});
+    return Y.to_vector()[0];
+  };
+  EXPECT_EQ(first("float32", "float32", "CAST_RINT", 0.5), 0.0);
+  EXPECT_EQ(first("float32", "float32", "CAST_FLOOR", 0.5), 0.0);
+  EXPECT_EQ(first("float32", "float32", "CAST_CEIL", 0.5), 1.0);
+  EXPECT_EQ(first("float32", "float32", "CAST_ROUND", 0.5), 1.0);
+  EXPECT_EQ(first("float32", "float32", "CAST_TRUNC", 0.5), 0.0);
+  EXPECT_EQ(first("bfloat16", "int32", "CAST_RINT", 2.5), 2.0);
+  for (auto [from, to] : {std::pair{"float32", "bfloat16"}, std::pair{"float32", "int32"}, std::pair{"float16", "int32"}}) {
+    std::string err;
+    try {
+      compile(parse(cast_kernel(from, to, "CAST_NONE")));
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    EXPECT_NE(err.find("CAST_NONE"), std::string::npos) << from << " -> " << to << ": " << err;
+  }
+}
+
 }  // namespace
 }  // namespace tl
