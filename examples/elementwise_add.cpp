@@ -21,12 +21,19 @@ PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
   auto X = T::Tensor("X", {M, N}, dtype);
   auto Y = T::Tensor("Y", {M, N}, dtype);
   auto Z = T::Tensor("Z", {M, N}, dtype);
+  // Column tails: a tile that is not whole 32-byte blocks (N = 1001 fp16) lives in a UB row
+  // padded to the next block, moves with the padded copy (DataCopyPad) both ways, and is added
+  // as `tile` elements (vector instructions count their elements).
+  const int per_block = 32 / static_cast<int>(dtype_bytes(dtype));
+  const int ub_cols = ceildiv(tile, per_block) * per_block;
+  const T::CopyOptions tail = ub_cols == tile ? T::CopyOptions{} : T::CopyOptions{.pad_value = 0.0};
   return T::prim_func("elementwise_add", {X, Y, Z}, [&] {
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
       T::Scope(Core::Vector, [&] {
-        Buffer x[2] = {T::alloc_ub("x0", {1, tile}, dtype), T::alloc_ub("x1", {1, tile}, dtype)};
-        Buffer y[2] = {T::alloc_ub("y0", {1, tile}, dtype), T::alloc_ub("y1", {1, tile}, dtype)};
-        Buffer z[2] = {T::alloc_ub("z0", {1, tile}, dtype), T::alloc_ub("z1", {1, tile}, dtype)};
+        auto ub_row = [&](const char* name) { return T::alloc_ub(name, {1, ub_cols}, dtype).region({0, 0}, {1, tile}); };
+        BufferRegion x[2] = {ub_row("x0"), ub_row("x1")};
+        BufferRegion y[2] = {ub_row("y0"), ub_row("y1")};
+        BufferRegion z[2] = {ub_row("z0"), ub_row("z1")};
         Var w = T::let("w", cid * 2 + vid);
         for (int b = 0; b < 2; ++b) {
           T::set_flag(Pipe::V, Pipe::MTE2, b);
@@ -38,8 +45,8 @@ PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
             T::If(t < tiles, [&] {
               Expr row = t / per_row, col = t % per_row * tile;
               T::wait_flag(Pipe::V, Pipe::MTE2, b);
-              T::copy(X.at({row, col}), x[b]);
-              T::copy(Y.at({row, col}), y[b]);
+              T::copy(X.at({row, col}), x[b], tail);
+              T::copy(Y.at({row, col}), y[b], tail);
               T::set_flag(Pipe::MTE2, Pipe::V, b);
               T::wait_flag(Pipe::MTE2, Pipe::V, b);
               T::wait_flag(Pipe::MTE3, Pipe::V, b);
@@ -47,7 +54,7 @@ PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
               T::set_flag(Pipe::V, Pipe::MTE2, b);
               T::set_flag(Pipe::V, Pipe::MTE3, b);
               T::wait_flag(Pipe::V, Pipe::MTE3, b);
-              T::copy(z[b], Z.at({row, col}));
+              T::copy(z[b], Z.at({row, col}), tail);
               T::set_flag(Pipe::MTE3, Pipe::V, b);
             });
           }
@@ -66,7 +73,9 @@ TL_REGISTER_KERNEL({
     .summary = "expert elementwise add on the AIVs, double buffered (timing calibration C9)",
     .params = {{"M", "96", "rows"},
                {"N", "8192", "columns"},
-               {"tile", "8192", "elements per tile (a divisor of N)", ParamRule::tile()},
+               {"tile", "8192", "elements per tile (a divisor of N; any count: rows that are not whole 32-byte "
+                                "blocks use padded UB rows and DataCopyPad)",
+                ParamRule::tile()},
                {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
                {"dtype", "float16", "X, Y, Z dtype", {.one_of = {"float16", "float32", "int16", "int32"}}}},
     .build = [](const KernelArgs& a) {

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "common/example_checks.h"
+#include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/timing.h"
 #include "tl/parser.h"
@@ -421,6 +423,29 @@ def f(X: T.Tensor((64,), "{0}"), Y: T.Tensor((64,), "{1}")):
       err = e.what();
     }
     EXPECT_NE(err.find("CAST_NONE"), std::string::npos) << from << " -> " << to << ": " << err;
+  }
+}
+
+// Item 17: an expert example with column tails. elementwise_add takes rows of 1001 fp16 or 77
+// fp32 (not whole 32-byte blocks): padded UB rows, DataCopyPad both ways, vector adds of the
+// logical count. Hazard-checked and timed, against its reference.
+TEST(Fidelity, ExpertElementwiseAddWithColumnTails) {
+  for (const auto& p : std::vector<std::map<std::string, std::string>>{
+           {{"M", "13"}, {"N", "1001"}, {"tile", "1001"}, {"blocks", "3"}},
+           {{"M", "5"}, {"N", "77"}, {"tile", "77"}, {"blocks", "2"}, {"dtype", "float32"}}}) {
+    SCOPED_TRACE(p.at("N"));
+    const KernelEntry& k = find_kernel("elementwise_add");
+    PrimFunc f = build_kernel(k, p);
+    auto kern = compile(f);
+    for (bool timed : {false, true}) {
+      Device dev;
+      auto args = ref::random_args(dev, f);
+      npu::Profile prof;
+      LaunchOptions opt{.threads = 1, .check_hazards = !timed};
+      if (timed) opt.profile = &prof;
+      kern.launch(dev, args, opt);
+      EXPECT_EQ(ref::check_kernel("elementwise_add", resolve_kernel_args(k, p), args), std::optional<std::string>(""));
+    }
   }
 }
 
