@@ -3,6 +3,7 @@
 // (RINT) - the vector unit's per-instruction rounding (numerics.h). Integer ops compute in
 // 64 bits and wrap to the destination width.
 #include <cmath>
+#include <cstring>
 
 #include "exec.h"
 #include "values.h"
@@ -442,6 +443,24 @@ void row_expand(const TileOpNode& n, Core& c, F f, FI fi) {
   for (int64_t r = 0; r < R; ++r)
     for (int64_t k = 0; k < C; ++k) g_a[r * C + k] = f(g_a[r * C + k], g_b[r]);
   store_f32(d, g_a);
+}
+
+/// A subnormal fp32 result becomes a zero of its sign: the vector unit's exp, ln, sqrt and div
+/// flush them (they are otherwise within 1 ulp of the exact result).
+inline float ftz(float r) { return std::fpclassify(r) == FP_SUBNORMAL ? std::copysign(0.0f, r) : r; }
+/// Rsqrt and Reciprocal are approximations on the chip (float within 1e-4, half within 1e-3
+/// relative, per their API pages): the exact result times (1 + d), d a deterministic function
+/// of the input's bits with |d| <= 5e-5, so results are reproducible and never flatter the
+/// chip's precision by being exact.
+inline float approximate(float exact, float x) {
+  uint32_t h;
+  std::memcpy(&h, &x, 4);
+  h *= 2654435761u;
+  h ^= h >> 15;
+  h *= 2246822519u;
+  h ^= h >> 13;
+  const float d = (static_cast<float>(h & 0xFFFFu) / 65535.0f - 0.5f) * 1e-4f;
+  return exact * (1.0f + d);
 }
 
 // The elementwise ops of include/tl/vector_ops.def, instantiated from the math written there

@@ -449,5 +449,55 @@ TEST(Fidelity, ExpertElementwiseAddWithColumnTails) {
   }
 }
 
+/// `op` of the vector unit on 64 fp32 values (a unary tile op, or "div" by `divisor`).
+std::vector<double> vector_op(const char* op, const std::vector<double>& x, double divisor = 1.0) {
+  std::string call = std::string(op) == "div" ? fmt::format("T.tile.div(y, x, T.float32({}))", divisor)
+                                              : fmt::format("T.tile.{}(y, x)", op);
+  std::string text = fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((64,), "float32")
+            y = T.alloc_ub((64,), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                {}
+                T.barrier_all()
+                T.copy(y, Y)
+)",
+                                 call);
+  Device dev;
+  Tensor X = from_vector(dev, {64}, f32, x), Y = Tensor::empty(dev, {64}, f32);
+  compile(parse(text)).launch(dev, {X, Y}, {.threads = 1});
+  return Y.to_vector();
+}
+
+// Item 3: Rsqrt and Reciprocal are approximations on the chip (float within 1e-4 relative),
+// undefined for x <= 0 / x == 0; exp, ln, sqrt and div flush subnormal results to zero. The
+// model: a deterministic relative error of at most 5e-5, NaN for the undefined inputs, FTZ.
+TEST(Fidelity, RsqrtAndReciprocalAreApproximateAndTranscendentalsFlushSubnormals) {
+  std::vector<double> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = 0.37 + 1.93 * i;
+  x[0] = 0.0;
+  x[1] = -4.0;
+  auto r = vector_op("rsqrt", x), q = vector_op("reciprocal", x);
+  EXPECT_TRUE(std::isnan(r[0]) && std::isnan(r[1]) && std::isnan(q[0])) << r[0] << " " << r[1] << " " << q[0];
+  int inexact = 0;
+  for (int i = 2; i < 64; ++i) {
+    const double rs = 1 / std::sqrt(static_cast<float>(x[i])), rc = 1 / static_cast<float>(x[i]);
+    EXPECT_LE(std::fabs(r[i] / rs - 1), 1e-4) << x[i];
+    EXPECT_LE(std::fabs(q[i] / rc - 1), 1e-4) << x[i];
+    inexact += r[i] != static_cast<float>(rs);
+  }
+  EXPECT_GT(inexact, 10);  // not secretly exact
+  auto again = vector_op("rsqrt", x);
+  EXPECT_TRUE(std::equal(again.begin() + 2, again.end(), r.begin() + 2));  // deterministic
+  std::vector<double> small(64, -90.0);
+  EXPECT_EQ(vector_op("exp", small)[0], 0.0);  // exp(-90) = 8e-40 is subnormal in fp32: flushed
+  std::vector<double> tiny(64, 1e-30);
+  EXPECT_EQ(vector_op("div", tiny, 1e10)[0], 0.0);  // 1e-40: flushed
+}
+
 }  // namespace
 }  // namespace tl

@@ -817,8 +817,10 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
               trees, accepted, launches, rejected, why.c_str(), ops.c_str());
   EXPECT_GE(accepted, trees / 2) << why;
   // Every mapped op family is exercised.
+  // (tile.exp and tile.rsqrt are not among them: the chip's exp flushes subnormal results and
+  // its rsqrt is an approximation, so neither is bit-identical to the scalar loop.)
   for (const char* op : {"tile.add", "tile.sub", "tile.mul", "tile.div", "tile.compare", "tile.select", "tile.cast",
-                         "tile.abs", "tile.sqrt", "tile.rsqrt", "tile.exp", "tile.ln", "tile.max", "tile.min",
+                         "tile.abs", "tile.sqrt", "tile.ln", "tile.max", "tile.min",
                          "tile.bitwise_and", "tile.bitwise_or", "tile.shift_left", "tile.shift_right", "tile.fill",
                          "tile.broadcast", "tile.row_expand_add", "tile.row_expand_sub", "tile.row_expand_mul",
                          "tile.row_expand_div", "tile.arith_progression", "copy", "(if on an invariant condition)"})
