@@ -143,6 +143,10 @@ struct CopyOptions {
 void copy(TileArg src, TileArg dst, CopyOptions opt = {}, TL_LOC);
 /// dst (GM) += src, atomically across cores.
 void atomic_add(TileArg dst, TileArg src, TL_LOC);
+/// DataCacheCleanAndInvalid: this core's scalar data cache writes back and drops its lines of
+/// `dst` (a GM region; `entire`: every line). Needed between a scalar access of GM and a DMA
+/// or another core's access of the same bytes (docs/virtual_npu.md, "Data cache").
+void dcci(TileArg dst, bool entire = false, TL_LOC);
 
 struct GemmOptions {
   bool transpose_A = false;

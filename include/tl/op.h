@@ -52,6 +52,7 @@ enum class OpUnit : uint8_t {
   Cube,    // the cube unit (AIC only)
   Vector,  // the vector unit (AIV only)
   Debug,   // printf / dump_tensor: any core, scalar pipe
+  Scalar,  // the scalar unit of any core: data-cache maintenance (T.dcci)
 };
 
 /// The element types an op accepts, per chip family. Every op states where its legality

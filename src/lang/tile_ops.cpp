@@ -55,6 +55,11 @@ void copy(TileArg src, TileArg dst, CopyOptions opt, const Loc& l) {
 void atomic_add(TileArg dst, TileArg src, const Loc& l) {
   emit("atomic_add", {std::move(dst), std::move(src)}, {}, l);
 }
+void dcci(TileArg dst, bool entire, const Loc& l) {
+  std::vector<Attr> attrs;
+  if (entire) attrs.push_back(battr("entire", true));
+  emit("dcci", {std::move(dst)}, std::move(attrs), l);
+}
 void gemm_v0(TileArg A, TileArg B, TileArg C, GemmOptions opt, const Loc& l) {
   std::vector<Attr> attrs;
   if (opt.transpose_A) attrs.push_back(battr("transpose_A", true));

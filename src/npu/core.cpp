@@ -18,7 +18,8 @@ bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
   switch (n.op->unit) {
     case OpUnit::Cube: return core == CoreKind::Cube;
     case OpUnit::Vector: return core == CoreKind::Vector;
-    case OpUnit::Debug: return true;
+    case OpUnit::Debug:
+    case OpUnit::Scalar: return true;
     case OpUnit::Move: {
       // A copy runs on the core that owns its on-chip operand: UB paths on the AIVs, the rest
       // (L1, L0A/L0B/L0C) on the AIC.

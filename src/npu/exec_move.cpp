@@ -307,6 +307,10 @@ int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx) {
   return storage_offset(t, idx, &run);
 }
 
-std::vector<ExecEntry> move_execs() { return {{"copy", copy}, {"atomic_add", atomic_add}}; }
+/// dcci has no effect on the data here: the functional model reads and writes GM directly; the
+/// hazard checker reports the accesses a data cache would make stale (hazard.cpp).
+void dcci(const TileOpNode& n, Core& c) { (void)c.operand(n, "dst"); }
+
+std::vector<ExecEntry> move_execs() { return {{"copy", copy}, {"atomic_add", atomic_add}, {"dcci", dcci}}; }
 
 }  // namespace tl::npu

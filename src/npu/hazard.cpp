@@ -117,6 +117,21 @@ struct MemKey {
   }
 };
 
+/// A GM write, for the data-cache rule: who wrote (core, scalar unit or not), what, when.
+struct GmWrite {
+  int core;
+  Access acc;
+  uint64_t seq;
+  bool scalar;
+  const TraceEvent* ev;
+};
+/// A dcci of a core: the bytes it covers (or its whole cache), and when.
+struct Dcci {
+  Access acc;
+  uint64_t seq;
+  bool entire;
+};
+
 struct CoreState {
   size_t pc = 0;
   std::array<Know, kPipes> know{};
@@ -170,6 +185,9 @@ class Engine {
   }
 
   std::vector<Hazard> hazards;
+  uint64_t seq_ = 0;                       // data-cache order: one step per event
+  std::vector<GmWrite> gm_writes_;         // every GM write so far, for the data-cache rule
+  std::map<int, std::vector<Dcci>> dcci_;  // per core, its dccis
   std::vector<FlagIssue> issues;
 
  private:
@@ -281,7 +299,9 @@ class Engine {
         if (p >= kPipes) p = 0;
         Know start = s.know[p];
         uint32_t c = ++s.issued[p];
-        if (check_) access(ci, e, p, c, start);
+        const bool dcci = e.name == "dcci";
+        if (check_ && !dcci) access(ci, e, p, c, start);
+        if (check_) data_cache(ci, e, p, dcci);
         if (check_ && e.cost == CostClass::Mmad) small_mmad(ci, e);
         if (in_order(p)) s.know[p].vc[slot_of(ci) * kPipes + p] = c;
         if (pipe_orders_later_issue(static_cast<Pipe>(p))) join_all(ci, Know(s.know[p]));
@@ -431,6 +451,61 @@ class Engine {
       sh.maxspan = std::max(sh.maxspan, a.end() - a.start);
       sh.recs.emplace(a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc), block, t, c});
     }
+  }
+
+  /// The scalar unit's data cache over GM (AscendC DataCacheCleanAndInvalid): a scalar load of
+  /// GM bytes that DMA or another core wrote may read a stale cached line unless this core ran
+  /// a dcci covering them after the write; a scalar store stays in this core's cache (DMA and
+  /// the other cores read GM) until a dcci of this core writes it back. Both are reported as
+  /// hazards saying so, even when happens-before orders the two accesses.
+  void data_cache(int ci, const TraceEvent& e, int p, bool dcci) {
+    ++seq_;
+    const bool scalar = static_cast<Pipe>(p) == Pipe::S;
+    for (const Access& a : e.accesses) {
+      if (a.mem.scope != MemScope::GM) continue;
+      if (dcci) {
+        if (a.write) dcci_[ci].push_back({a, seq_, e.mode == 1});
+        continue;
+      }
+      if (!a.write) {
+        // A scalar load: written since this core's last covering dcci by DMA or another core?
+        if (scalar)
+          for (const auto& w : gm_writes_)
+            if ((w.core != ci || !w.scalar) && overlaps(w.acc, a) && !dcci_after(ci, w.seq, a))
+              cache_hazard(w, ci, a, "a scalar load of GM that DMA or another core wrote reads this core's data "
+                                     "cache, which may hold the old bytes: dcci (DataCacheCleanAndInvalid) them "
+                                     "after the write, before the load");
+        // Anything but the storing core's own scalar unit reading bytes a scalar store left in
+        // that core's cache.
+        for (const auto& w : gm_writes_)
+          if (w.scalar && (w.core != ci || !scalar) && overlaps(w.acc, a) && !dcci_after(w.core, w.seq, w.acc))
+            cache_hazard(w, ci, a, "a scalar store to GM stays in the storing core's data cache until a dcci "
+                                   "(DataCacheCleanAndInvalid) on that core writes it back");
+        continue;
+      }
+      gm_writes_.push_back({ci, a, seq_, scalar, &e});
+    }
+  }
+  bool dcci_after(int core, uint64_t seq, const Access& a) const {
+    auto it = dcci_.find(core);
+    if (it == dcci_.end()) return false;
+    for (const auto& d : it->second)
+      if (d.seq > seq && (d.entire || covers(d.acc, a))) return true;
+    return false;
+  }
+  void cache_hazard(const GmWrite& w, int ci, const Access& a, const char* why) {
+    Hazard h;
+    h.kind = "RAW";
+    h.memory = "GM";
+    const auto& evs = tr_.cores[w.core].events;
+    h.first = side(w.core, static_cast<size_t>(w.ev - evs.data()), w.acc);
+    h.second = side(ci, st_[ci].pc, a);
+    h.why = why;
+    auto same = std::find_if(hazards.begin(), hazards.end(), [&](const Hazard& o) {
+      return o.why == h.why && o.first.loc.str() == h.first.loc.str() && o.second.loc.str() == h.second.loc.str();
+    });
+    if (same != hazards.end()) ++same->count;
+    else hazards.push_back(std::move(h));
   }
 
   /// An Mmad accumulating into the L0C tile the previous Mmad wrote, without a

@@ -272,6 +272,7 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       }
     }
     set_cost_inputs(ev, n, refs, spec);
+    if (op.name == "dcci") ev.mode = n.attr_bool("entire") ? 1 : 0;  // the whole cache
     if (op.name == "mma") {
       const TileArg* init = op_operand(n, "init");
       ev.accumulates = !init || c.eval_int(init->scalar) == 0;

@@ -29,6 +29,20 @@ void register_move_ops(OpList& ops) {
       .cost = CostClass::Copy,
       .summary = "copy a tile along a legal path (GM<->UB, GM->L1, L1->L0A/L0B, L0C->GM/L1, ...)",
   });
+  // AscendC DataCacheCleanAndInvalid: scalar loads and stores of GM go through each core's
+  // data cache, which DMA and the other cores do not see. dcci writes back the core's dirty
+  // lines of `dst` and drops them, so the next scalar load reads GM (`entire`: the whole cache).
+  ops.push_back({
+      .name = "dcci",
+      .unit = OpUnit::Scalar,
+      .operands = {inout("dst")},
+      .attrs = {{"entire", false, {}}},
+      .pipe = on(Pipe::S),
+      .verify = rules::rule_dcci,
+      .dtypes = any_dtype(),
+      .cost = CostClass::Scalar,
+      .summary = "DataCacheCleanAndInvalid: write back and drop this core's cached lines of a GM region",
+  });
   ops.push_back({
       .name = "atomic_add",
       .unit = OpUnit::Move,

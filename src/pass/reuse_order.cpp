@@ -227,7 +227,8 @@ struct AccessOrder::Impl {
     switch (n.op->unit) {
       case OpUnit::Cube: return c == CoreKind::Cube;
       case OpUnit::Vector: return c == CoreKind::Vector;
-      case OpUnit::Debug: return true;
+      case OpUnit::Debug:
+      case OpUnit::Scalar: return true;
       case OpUnit::Move:
         for (const auto& a : n.args)
           if (a.is_region() && a.region.buffer->scope == MemScope::UB) return c == CoreKind::Vector;

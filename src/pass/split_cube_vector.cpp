@@ -44,6 +44,7 @@ std::optional<CoreKind> core_of(const Stmt& s, const Target& t) {
           return CoreKind::Vector;
         }
         case OpUnit::Debug:
+        case OpUnit::Scalar:
           for (const auto& a : n->args)
             if (a.is_region())
               if (auto c = t.memory_core(a.region.buffer->scope)) return c;

@@ -12,6 +12,7 @@ namespace tl::rules {
 // Data movement and cube (rules_move_cube.cpp).
 void rule_copy(const TileOpNode& n, VerifyContext& ctx);        // dtypes/fixpipe, shapes, options
 void rule_atomic_add(const TileOpNode& n, VerifyContext& ctx);  // GM dst, atomic dtypes, shapes
+void rule_dcci(const TileOpNode& n, VerifyContext& ctx);        // a GM region
 void rule_gemm_v0(const TileOpNode& n, VerifyContext& ctx);     // L1 x L1 -> L0C, M/N/K, fractals
 void rule_mma(const TileOpNode& n, VerifyContext& ctx);         // L0A x L0B -> L0C, M/N/K, fractals
 void rule_init_const(const TileOpNode& n, VerifyContext& ctx);  // a whole L1 / L0A / L0B tile

@@ -181,6 +181,14 @@ void rule_atomic_add(const TileOpNode& n, VerifyContext& ctx) {
   check_move_shapes(n, ctx, *src, *dst, false);
 }
 
+void rule_dcci(const TileOpNode& n, VerifyContext& ctx) {
+  const BufferRegion* dst = region_of(n, "dst");
+  if (dst && dst->buffer->scope != MemScope::GM)
+    ctx.error(n, "dst", "dcci-scope",
+              fmt::format("dcci (DataCacheCleanAndInvalid) works on GM, which the scalar unit caches; got {}",
+                          scope_str(dst->buffer->scope)));
+}
+
 void rule_gemm_v0(const TileOpNode& n, VerifyContext& ctx) {
   check_cube(n, ctx, MemScope::L1, MemScope::L1, n.attr_bool("transpose_A"), n.attr_bool("transpose_B"));
 }

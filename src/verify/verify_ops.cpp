@@ -218,7 +218,8 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
                                 scope_str(r->buffer->scope)));
       break;
     case OpUnit::Cube: need = CoreKind::Cube; break;
-    case OpUnit::Debug: break;
+    case OpUnit::Debug:
+    case OpUnit::Scalar: break;
     case OpUnit::Move: {
       const BufferRegion *src = region_of(n, "src"), *dst = region_of(n, "dst");
       if (!src || !dst || developer) break;

@@ -499,5 +499,56 @@ TEST(Fidelity, RsqrtAndReciprocalAreApproximateAndTranscendentalsFlushSubnormals
   EXPECT_EQ(vector_op("div", tiny, 1e10)[0], 0.0);  // 1e-40: flushed
 }
 
+// Item 2: scalar loads and stores of GM go through each core's data cache, which DMA and the
+// other cores do not see. A scalar load of bytes DMA wrote, or a DMA read of bytes a scalar
+// store wrote, needs a T.dcci (DataCacheCleanAndInvalid) between them; happens-before alone
+// (the flags here order the pipes) is not enough. The hazard checker reports the missing dcci.
+TEST(Fidelity, ScalarGmAccessNeedsADcciAgainstDma) {
+  auto check = [](const std::string& body) {
+    std::string text = R"(@T.prim_func
+def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((8, 64), "float32")
+            if vid == 0:
+)" + body;
+    Device dev;
+    Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 2.0)), Y = Tensor::empty(dev, {8, 64}, f32);
+    try {
+      compile(parse(text)).launch(dev, {X, Y}, {.threads = 1, .check_hazards = true});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto load_after_dma = [](const char* dcci) {
+    return fmt::format(R"(                T.copy(X, a)
+                T.set_flag("MTE2", "MTE3", 0)
+                T.wait_flag("MTE2", "MTE3", 0)
+                T.copy(a, Y)
+                T.set_flag("MTE3", "S", 0)
+                T.wait_flag("MTE3", "S", 0){}
+                a[0, 0] = Y[0, 3] + 1.0
+)",
+                       dcci);
+  };
+  std::string stale = check(load_after_dma(""));
+  EXPECT_NE(stale.find("a scalar load of GM that DMA or another core wrote reads this core's data cache"),
+            std::string::npos)
+      << stale;
+  EXPECT_EQ(check(load_after_dma("\n                T.dcci(Y[0:1, 0:64])")), "");
+  auto dma_after_store = [](const char* dcci) {
+    return fmt::format(R"(                Y[0, 0] = 5.0{}
+                T.set_flag("S", "MTE2", 0)
+                T.wait_flag("S", "MTE2", 0)
+                T.copy(Y, a)
+)",
+                       dcci);
+  };
+  std::string dirty = check(dma_after_store(""));
+  EXPECT_NE(dirty.find("a scalar store to GM stays in the storing core's data cache"), std::string::npos) << dirty;
+  EXPECT_EQ(check(dma_after_store("\n                T.dcci(Y, entire=True)")), "");
+}
+
 }  // namespace
 }  // namespace tl

@@ -40,7 +40,8 @@ bool cost_fits_unit(const OpDef& op, CostClass c) {
     case OpUnit::Move: return c == CostClass::Copy;
     case OpUnit::Cube: return c == CostClass::Mmad || c == CostClass::CubeLoad;
     case OpUnit::Vector: return is_vector_cost(c);
-    case OpUnit::Debug: return c == CostClass::Scalar;
+    case OpUnit::Debug:
+    case OpUnit::Scalar: return c == CostClass::Scalar;
   }
   return false;
 }
