@@ -2,6 +2,7 @@
 // tile op, sync op and scalar memory access, with byte-exact access ranges.
 #include "trace_record.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "exec.h"
@@ -205,7 +206,11 @@ void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std:
       return;  // (accumulates: set by record_op, which can evaluate `init`)
     }
     default:
-      if (first) ev.bytes = first->numel() * dtype_bytes(first->dtype);
+      // Vector instructions count repeats by their widest operand (AscendC Cast: "当源操作数和
+      // 目的操作数位数不同时，计算输入参数以数据类型的字节较大的为准"): a compare by its sources,
+      // not its bitmask; a narrowing cast by its source, a widening one by its destination.
+      for (const auto& r : refs)
+        if (r) ev.bytes = std::max<int64_t>(ev.bytes, r->numel() * dtype_bytes(r->dtype));
       return;
   }
 }

@@ -146,9 +146,11 @@ Target make_a2() {
                                  {"L1->L0A", 429e9},    {"L1->L0B", 218e9},    {"L0C->global", 200e9}};
   // On-chip copies without a K: the L1->L0A latency (CALIBRATION.md, ~28 cycles).
   c.onchip_copy_latency_cycles = 28;
-  // Vector: head + per_repeat x repeats + tail (DESIGN.md 3.4, pto-isa cost model).
-  c.vector = {{CostClass::VecSimple, {10, 2, 14}}, {CostClass::VecTranscendental, {13, 2, 18}},
-              {CostClass::VecDiv, {11, 4, 19}},    {CostClass::VecReduce, {14, 7, 32}},
+  // Vector: head + per_repeat x repeats + tail (DESIGN.md 3.4, pto-isa cost model). Exp, Ln,
+  // Sqrt and Div run at a quarter of Add's rate: CALIBRATION.md's stated 950 figures (Mul/Add
+  // 256 B/cycle, Exp/Div 64 B/cycle), the only published ratio, applied to A2 as an assumption.
+  c.vector = {{CostClass::VecSimple, {10, 2, 14}}, {CostClass::VecTranscendental, {13, 8, 18}},
+              {CostClass::VecDiv, {11, 8, 19}},    {CostClass::VecReduce, {14, 7, 32}},
               {CostClass::VecSort, {20, 78, 0}}};
   // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (DESIGN.md 3.1 / 3.4).
   c.hbm_bytes_per_s = 1.8e12;

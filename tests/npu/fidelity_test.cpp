@@ -550,5 +550,48 @@ def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
   EXPECT_EQ(check(dma_after_store("\n                T.dcci(Y, entire=True)")), "");
 }
 
+// Item 18 (part): costs from the right operand and rate. exp and div run at a quarter of add's
+// rate (the only published ratio, 950's Add 256 vs Exp/Div 64 B/cycle); a compare counts its
+// repeats on its fp32 sources, not on its bitmask; a narrowing cast on its source.
+TEST(Fidelity, VectorCostsUseTheWidestOperandAndTheOpsRate) {
+  const char* text = R"(@T.prim_func
+def f(X: T.Tensor((64, 64), "float32"), H: T.Tensor((64, 64), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((64, 64), "float32")
+            y = T.alloc_ub((64, 64), "float32")
+            m = T.alloc_ub((512,), "uint8")
+            h = T.alloc_ub((64, 64), "float16")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                T.tile.add(y, x, x)
+                T.barrier_all()
+                T.tile.exp(y, x)
+                T.barrier_all()
+                T.tile.div(y, x, x)
+                T.barrier_all()
+                T.tile.compare(m, x, y, mode="LT")
+                T.barrier_all()
+                T.tile.cast(h, x, mode="CAST_RINT")
+                T.barrier_all()
+                T.copy(h, H)
+)";
+  Device dev;
+  Tensor X = from_vector(dev, {64, 64}, f32, std::vector<double>(4096, 1.0)), H = Tensor::empty(dev, {64, 64}, f16);
+  npu::Profile prof;
+  compile(parse(text)).launch(dev, {X, H}, {.threads = 1, .profile = &prof});
+  std::map<std::string, double> cycles;
+  std::map<std::string, int64_t> bytes;
+  for (const auto& i : prof.instrs) {
+    cycles[i.name] = i.end - i.start;
+    bytes[i.name] = i.bytes;
+  }
+  EXPECT_GT(cycles["tile.exp"], 3 * cycles["tile.add"]) << cycles["tile.exp"] << " vs " << cycles["tile.add"];
+  EXPECT_GT(cycles["tile.div"], 3 * cycles["tile.add"]);
+  EXPECT_EQ(bytes["tile.compare"], 64 * 64 * 4);  // the sources, not the 512-byte bitmask
+  EXPECT_EQ(bytes["tile.cast"], 64 * 64 * 4);     // the fp32 source of the narrowing cast
+}
+
 }  // namespace
 }  // namespace tl
