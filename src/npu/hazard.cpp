@@ -186,7 +186,9 @@ class Engine {
 
   std::vector<Hazard> hazards;
   uint64_t seq_ = 0;                       // data-cache order: one step per event
-  std::vector<GmWrite> gm_writes_;         // every GM write so far, for the data-cache rule
+  std::multimap<uint64_t, GmWrite> gm_writes_;  // every GM write so far, by start, for the data-cache rule
+  uint64_t gm_maxspan_ = 0;                     // the longest of them (range queries, as the shadows)
+  std::vector<GmWrite> scalar_writes_;     // the scalar stores among them (read by every GM read)
   std::map<int, std::vector<Dcci>> dcci_;  // per core, its dccis
   std::vector<FlagIssue> issues;
 
@@ -469,21 +471,28 @@ class Engine {
       }
       if (!a.write) {
         // A scalar load: written since this core's last covering dcci by DMA or another core?
-        if (scalar)
-          for (const auto& w : gm_writes_)
+        if (scalar) {
+          const uint64_t lo = a.start > gm_maxspan_ ? a.start - gm_maxspan_ : 0;
+          for (auto it = gm_writes_.lower_bound(lo); it != gm_writes_.end() && it->first < a.end(); ++it) {
+            const GmWrite& w = it->second;
             if ((w.core != ci || !w.scalar) && overlaps(w.acc, a) && !dcci_after(ci, w.seq, a))
               cache_hazard(w, ci, a, "a scalar load of GM that DMA or another core wrote reads this core's data "
                                      "cache, which may hold the old bytes: dcci (DataCacheCleanAndInvalid) them "
                                      "after the write, before the load");
+          }
+        }
         // Anything but the storing core's own scalar unit reading bytes a scalar store left in
         // that core's cache.
-        for (const auto& w : gm_writes_)
-          if (w.scalar && (w.core != ci || !scalar) && overlaps(w.acc, a) && !dcci_after(w.core, w.seq, w.acc))
+        for (const auto& w : scalar_writes_)
+          if ((w.core != ci || !scalar) && overlaps(w.acc, a) && !dcci_after(w.core, w.seq, w.acc))
             cache_hazard(w, ci, a, "a scalar store to GM stays in the storing core's data cache until a dcci "
                                    "(DataCacheCleanAndInvalid) on that core writes it back");
         continue;
       }
-      gm_writes_.push_back({ci, a, seq_, scalar, &e});
+      const GmWrite w{ci, a, seq_, scalar, &e};
+      gm_writes_.emplace(a.start, w);
+      gm_maxspan_ = std::max(gm_maxspan_, a.end() - a.start);
+      if (scalar) scalar_writes_.push_back(w);
     }
   }
   bool dcci_after(int core, uint64_t seq, const Access& a) const {
