@@ -447,11 +447,11 @@ bool Core::exec_sync(const SyncNode& s) {
         // hangs on the chip, and does here (a deadlock).
         if (kind == CoreKind::Cube) fail("T.set_cross_flag mode 1 synchronises the two AIVs; the AIC cannot use it");
         bump(5 + vid);
-        int& mine = launch.cross_counters(block, 5)[id];
-        int& other = launch.cross_counters(block, 6)[id];
-        if (mine > 0 && other > 0) {
-          --mine;
-          --other;
+        int& from_aiv0 = launch.cross_counters(block, 5)[id];
+        int& from_aiv1 = launch.cross_counters(block, 6)[id];
+        if (from_aiv0 > 0 && from_aiv1 > 0) {  // a round complete: each AIV may wait once more
+          --from_aiv0;
+          --from_aiv1;
           bump(1);
           bump(2);
         }

@@ -176,13 +176,35 @@ class Legalizer : public IRMutator {
     vars_[n->var.node()] = {lo.lo, fits ? std::max(lo.lo, end - 1) : arith::Interval::of_dtype(n->var.dtype()).hi};
     const bool outer_parallel = n->for_kind == ForKind::Parallel && !in_parallel_;
     if (outer_parallel) in_parallel_ = true;
+    // Valid extents over a serial loop: its body may run 0 times, and an extent noted in one
+    // iteration names that iteration's variables; what the body writes is unknown on entry and
+    // known after the loop only where the body and the skip agree.
+    const bool serial = n->for_kind != ForKind::Parallel;
+    std::map<const BufferNode*, Valid> before;
+    if (serial) {
+      forget_written(n->body);
+      before = valid_;
+    }
     Stmt s = IRMutator::mutate_(n, self);
+    if (serial) keep_agreeing(before);
     if (outer_parallel) in_parallel_ = false;
     const auto* f = s.as<ForNode>();
     if (!f || f->for_kind != ForKind::Parallel) return s;
     if (outer_parallel) follow_element_loop(*f);
     if (auto w = widened_extent(*f)) return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->body, f->loc);
     return s;
+  }
+
+  /// Valid extents after an if: those both branches (or the skipped else) agree on.
+  Stmt mutate_(const IfNode* n, const Stmt& self) override {
+    const auto before = valid_;
+    Stmt t = mutate(n->then_case);
+    const auto after_then = valid_;
+    valid_ = before;
+    Stmt e = n->else_case.defined() ? mutate(n->else_case) : n->else_case;
+    keep_agreeing(after_then);
+    if (t.same_as(n->then_case) && e.same_as(n->else_case)) return self;
+    return IfNode::make(n->cond, t, e, n->loc);
   }
 
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
@@ -382,6 +404,31 @@ class Legalizer : public IRMutator {
 
   using Valid = std::vector<Expr>;
 
+  /// Drops every valid extent `other` does not hold identically.
+  void keep_agreeing(const std::map<const BufferNode*, Valid>& other) {
+    for (auto it = valid_.begin(); it != valid_.end();) {
+      auto o = other.find(it->first);
+      bool same = o != other.end() && o->second.size() == it->second.size();
+      for (size_t d = 0; same && d < it->second.size(); ++d)
+        same = it->second[d].defined() == o->second[d].defined() &&
+               (!it->second[d].defined() || structural_equal(it->second[d], o->second[d]));
+      it = same ? std::next(it) : valid_.erase(it);
+    }
+  }
+  /// Forgets the valid extents of every buffer `s` (not yet mutated) writes.
+  void forget_written(const Stmt& s) {
+    auto forget = [&](const Buffer& b) {
+      valid_.erase(b.get());
+      if (auto p = padded_.find(b.get()); p != padded_.end()) valid_.erase(p->second.get());
+    };
+    pre_order_visit(s, [&](const Stmt& x) {
+      if (const auto* st = x.as<StoreNode>()) forget(st->buffer);
+      if (const auto* t = x.as<TileOpNode>())
+        for (size_t i = 0; i < t->args.size() && i < t->op->operands.size(); ++i)
+          if (t->args[i].is_region() && t->op->operands[i].access != Access::Read) forget(t->args[i].region.buffer);
+    });
+  }
+
   /// Whether `r` is all of its tile (a padded tile's logical width counts as all of a row).
   bool whole(const BufferRegion& r) const {
     for (size_t d = 0; d < r.ranges.size(); ++d) {
@@ -531,7 +578,7 @@ class Legalizer : public IRMutator {
   std::vector<Stmt> workspaces_;  // their declarations, for the kernel's top
   std::unordered_map<const BufferNode*, Buffer> padded_;
   std::unordered_map<const BufferNode*, PadWidth> width_of_;  // padded buffer -> its widths
-  std::unordered_map<const BufferNode*, Valid> valid_;       // UB tile -> its valid extents
+  std::map<const BufferNode*, Valid> valid_;                 // UB tile -> its valid extents
   bool in_parallel_ = false;
   arith::VarIntervals vars_;
 };

@@ -240,6 +240,30 @@ def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32")):
   EXPECT_NE(out.find("T.reduce_sum(x, s, dim=0)"), std::string::npos) << out;
 }
 
+TEST(LegalizeCopies, ValidRowsFollowControlFlowConservatively) {
+  // Inside the loop the reduction follows its copy: narrowed. After an if whose branches fill x
+  // differently, and after the loop (which may run no iteration), nothing is known: whole.
+  std::string out = legal(R"(@T.prim_func
+def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), n: T.int32):
+    with T.Kernel(2, threads=1) as cid:
+        x = T.alloc_ub((8, 64), "float32")
+        s = T.alloc_ub((64,), "float32")
+        for k in T.serial(n):
+            T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
+            T.reduce_sum(x, s, dim=0)
+        T.reduce_max(x, s, dim=0)
+        if n > 3:
+            T.tile.fill(x, 0.0)
+        else:
+            T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
+        T.reduce_min(x, s, dim=0)
+        T.atomic_add(S, s)
+)");
+  EXPECT_NE(out.find("T.reduce_sum(x[0:T.min(13 - cid * 8, 8), 0:64], s, dim=0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("T.reduce_max(x, s, dim=0)"), std::string::npos) << out;
+  EXPECT_NE(out.find("T.reduce_min(x, s, dim=0)"), std::string::npos) << out;
+}
+
 TEST(LegalizeCopies, ExpertKernelsAreUnchanged) {
   PrimFunc f = parse(R"(@T.prim_func
 def f(X: T.Tensor((13, 64), "float16")):
