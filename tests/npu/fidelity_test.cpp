@@ -593,5 +593,36 @@ def f(X: T.Tensor((64, 64), "float32"), H: T.Tensor((64, 64), "float16")):
   EXPECT_EQ(bytes["tile.cast"], 64 * 64 * 4);     // the fp32 source of the narrowing cast
 }
 
+// Item 18 (part): a top-k costs by the length it sorts, not by the k entries it keeps (it cost
+// 98 cycles for N = 64 and N = 4096 alike).
+TEST(Fidelity, TopKCostGrowsWithTheSortedLength) {
+  auto cycles = [](int n) {
+    std::string text = fmt::format(R"(@T.prim_func
+def f(X: T.Tensor(({0},), "float32"), Y: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub(({0},), "float32")
+            y = T.alloc_ub((64,), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                T.topk(y, x, 32, {0})
+                T.barrier_all()
+                T.copy(y, Y)
+)",
+                                   n);
+    Device dev;
+    Tensor X = uniform(dev, {n}, f32, 3), Y = Tensor::empty(dev, {64}, f32);
+    npu::Profile prof;
+    compile(parse(text)).launch(dev, {X, Y}, {.threads = 1, .profile = &prof});
+    for (const auto& i : prof.instrs)
+      if (i.name == "topk") return i.end - i.start;
+    return -1.0;
+  };
+  const double small = cycles(64), big = cycles(4096);
+  EXPECT_GT(small, 0);
+  EXPECT_GT(big, 30 * small) << small << " vs " << big;
+}
+
 }  // namespace
 }  // namespace tl
