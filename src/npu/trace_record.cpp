@@ -164,6 +164,16 @@ void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out, CoreTrace& c
 namespace {
 
 /// The cost-model inputs of one instruction, from its cost class and the op's operands.
+/// The bytes a vector instruction's repeats cover for region `t`: its bytes when its rows are
+/// contiguous, else a whole number of 256-byte repeats per row (a repeat's blocks are evenly
+/// strided, so one cannot span a row's end and the next row's start; a [64, 16] fp32 slice of a
+/// wider tile takes 64 repeats, not 16).
+int64_t repeat_bytes(const TileRef& t) {
+  const int64_t es = dtype_bytes(t.dtype), row = t.cols() * es;
+  if (t.extent.size() < 2 || t.rows() <= 1 || t.scope != MemScope::UB || t.row_stride() * es == row) return t.numel() * es;
+  return t.rows() * ((row + 255) / 256) * 256;
+}
+
 void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std::optional<TileRef>>& refs,
                      const InstrSpec& spec) {
   const TileRef* first = nullptr;
@@ -210,7 +220,7 @@ void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std:
       // 目的操作数位数不同时，计算输入参数以数据类型的字节较大的为准"): a compare by its sources,
       // not its bitmask; a narrowing cast by its source, a widening one by its destination.
       for (const auto& r : refs)
-        if (r) ev.bytes = std::max<int64_t>(ev.bytes, r->numel() * dtype_bytes(r->dtype));
+        if (r) ev.bytes = std::max<int64_t>(ev.bytes, repeat_bytes(*r));
       return;
   }
 }

@@ -624,5 +624,35 @@ def f(X: T.Tensor(({0},), "float32"), Y: T.Tensor((64,), "float32")):
   EXPECT_GT(big, 30 * small) << small << " vs " << big;
 }
 
+// Item 21: a strided region costs per-row repeats: a [64, 16] fp32 slice of a [64, 64] tile takes
+// one 256-byte repeat per row (64), not 16 repeats' worth of bytes.
+TEST(Fidelity, AStridedRegionCostsARepeatPerRow) {
+  const char* text = R"(@T.prim_func
+def f(X: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((64, 64), "float32")
+            c = T.alloc_ub((64, 16), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                T.tile.add(c, c, c)
+                T.barrier_all()
+                T.tile.mul(x[0:64, 0:16], x[0:64, 0:16], x[0:64, 0:16])
+                T.barrier_all()
+                T.copy(x, X)
+)";
+  Device dev;
+  Tensor X = from_vector(dev, {64, 64}, f32, std::vector<double>(4096, 1.0));
+  npu::Profile prof;
+  compile(parse(text)).launch(dev, {X}, {.threads = 1, .profile = &prof});
+  std::map<std::string, const npu::TimedInstr*> by;
+  for (const auto& i : prof.instrs) by[i.name] = &i;
+  ASSERT_TRUE(by.count("tile.add") && by.count("tile.mul"));
+  EXPECT_EQ(by["tile.add"]->bytes, 64 * 16 * 4);   // contiguous: 16 repeats
+  EXPECT_EQ(by["tile.mul"]->bytes, 64 * 256);      // strided: a repeat per row
+  EXPECT_GT(by["tile.mul"]->end - by["tile.mul"]->start, 2 * (by["tile.add"]->end - by["tile.add"]->start));
+}
+
 }  // namespace
 }  // namespace tl
