@@ -362,7 +362,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   // in every float dtype, -1 in the integers), not from what the previous launch left: data
   // that is stale but happens to be right must not hide a missing sync or clear. Fast
   // launches keep the contents, as the chip does.
-  if (opt.check_hazards || opt.profile)
+  if (opt.check_hazards || opt.profile || opt.poison)
     for (auto& g : groups)
       for (auto& c : g.cores)
         for (auto& m : c->mem) std::fill(m.begin(), m.end(), uint8_t{0xFF});

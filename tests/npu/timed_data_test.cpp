@@ -90,6 +90,31 @@ TEST(TimedData, ALaunchStartsFromPoisonNotFromWhatThePreviousLaunchLeft) {
   ASSERT_EQ(prof.time_order_effects.size(), 1u);
 }
 
+TEST(TimedData, AFastLaunchCanStartFromPoisonToo) {
+  // LaunchOptions::poison: a fast launch of the kernel missing its MTE2 -> V flag computes the
+  // right numbers in program order anyway, but a kernel that reads UB it never wrote shows NaN
+  // (a fresh device's memories are zero otherwise).
+  auto kernel = [] {
+    auto Y = T::Tensor("Y", {C}, f32);
+    return T::prim_func("reads_unwritten", {Y}, [&] {
+      T::Kernel(1, [&](Expr, Expr vid) {
+        T::Scope(Core::Vector, [&] {
+          auto u = T::alloc_ub("u_ub", {C}, f32);
+          T::If(vid == 0, [&] { T::copy(u, Y.at({0})); });
+        });
+      });
+    });
+  };
+  auto first = [&](bool poison) {
+    Device dev;
+    Tensor Y = full(dev, {C}, f32, 1);
+    compile(kernel(), default_target(), {.cache = false}).launch(dev, {Y}, {.threads = 1, .poison = poison});
+    return Y.to_vector()[0];
+  };
+  EXPECT_EQ(first(false), 0.0);
+  EXPECT_TRUE(std::isnan(first(true)));
+}
+
 /// The scalar unit reads a UB value a vector op writes and branches on it; `sync` toggles the
 /// V -> S flag between them.
 PrimFunc branch_on_ub(bool sync) {

@@ -55,6 +55,10 @@ struct LaunchOptions {
   /// Record a trace (if `trace` is unset) and run the hazard and flag checkers on it
   /// (tl/npu/hazard.h); a tl::Error lists every unordered access pair and flag issue.
   bool check_hazards = false;
+  /// Start from poisoned on-chip memories (every byte 0xFF: NaN in each float dtype) instead of
+  /// what the previous launch left. Always on for timed and hazard-checked launches; set it on
+  /// a fast launch to compare it with them, or to expose reads of memory the kernel never wrote.
+  bool poison = false;
   /// Timed mode: if set, the launch is traced, the timing model (tl/npu/timing.h) gives every
   /// instruction its simulated cycles, and its profile lands here. Unless `timing_only`, the
   /// tensors then hold the result of a second execution in simulated-time order: each
