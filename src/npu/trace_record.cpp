@@ -163,17 +163,18 @@ void scalar_reads(Core& c, const Expr& e, std::vector<Access>& out, CoreTrace& c
 
 namespace {
 
-/// The cost-model inputs of one instruction, from its cost class and the op's operands.
 /// The bytes a vector instruction's repeats cover for region `t`: its bytes when its rows are
 /// contiguous, else a whole number of 256-byte repeats per row (a repeat's blocks are evenly
 /// strided, so one cannot span a row's end and the next row's start; a [64, 16] fp32 slice of a
 /// wider tile takes 64 repeats, not 16).
 int64_t repeat_bytes(const TileRef& t) {
   const int64_t es = dtype_bytes(t.dtype), row = t.cols() * es;
-  if (t.extent.size() < 2 || t.rows() <= 1 || t.scope != MemScope::UB || t.row_stride() * es == row) return t.numel() * es;
+  const bool contiguous = t.extent.size() < 2 || t.rows() <= 1 || t.row_stride() * es == row;
+  if (contiguous || t.scope != MemScope::UB) return t.numel() * es;
   return t.rows() * ((row + 255) / 256) * 256;
 }
 
+/// The cost-model inputs of one instruction, from its cost class and the op's operands.
 void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std::optional<TileRef>>& refs,
                      const InstrSpec& spec) {
   const TileRef* first = nullptr;
