@@ -179,24 +179,20 @@ void Core::check_overlap(const TileOpNode& n) {
       const auto& rname = op.operands[std::min(ops[r].arg, op.operands.size() - 1)].name;
       TileRef wt = resolve(wa.region, op.name, wname), rt = resolve(ra.region, op.name, rname);
       // The common case, an in-place op on one region: identical without walking the runs.
-      bool same_region = wt.buffer == rt.buffer && wt.dtype == rt.dtype && wt.start.size() == rt.start.size();
-      for (size_t d = 0; same_region && d < wt.start.size(); ++d)
-        same_region = wt.start[d] == rt.start[d] && wt.extent[d] == rt.extent[d];
-      if (same_region) {
-        if (!none_allowed) continue;
-        fail(fmt::format("T.{}: '{}' ({}) and '{}' ({}) are the same region; T.{} takes no overlap between its "
-                         "destination and its sources",
-                         op.name, wname, print(wa.region), rname, print(ra.region), op.name));
+      bool same = wt.buffer == rt.buffer && wt.dtype == rt.dtype && wt.start.size() == rt.start.size();
+      for (size_t d = 0; same && d < wt.start.size(); ++d)
+        same = wt.start[d] == rt.start[d] && wt.extent[d] == rt.extent[d];
+      if (!same) {
+        auto wx = accesses_of(*this, wt, true, nullptr), rx = accesses_of(*this, rt, false, nullptr);
+        bool overlap = false;
+        for (const auto& x : wx)
+          for (const auto& y : rx) overlap = overlap || overlaps(x, y);
+        if (!overlap) continue;
+        same = wx.size() == rx.size() && wt.dtype == rt.dtype;
+        for (size_t i = 0; same && i < wx.size(); ++i)
+          same = wx[i].start == rx[i].start && wx[i].len == rx[i].len && wx[i].pitch == rx[i].pitch &&
+                 wx[i].count == rx[i].count;
       }
-      auto wx = accesses_of(*this, wt, true, nullptr), rx = accesses_of(*this, rt, false, nullptr);
-      bool overlap = false;
-      for (const auto& x : wx)
-        for (const auto& y : rx) overlap = overlap || overlaps(x, y);
-      if (!overlap) continue;
-      bool same = wx.size() == rx.size() && wt.dtype == rt.dtype;
-      for (size_t i = 0; same && i < wx.size(); ++i)
-        same = wx[i].start == rx[i].start && wx[i].len == rx[i].len && wx[i].pitch == rx[i].pitch &&
-               wx[i].count == rx[i].count;
       if (same && !none_allowed) continue;
       fail(fmt::format("T.{}: '{}' ({}) and '{}' ({}) {}; {}", op.name, wname, print(wa.region), rname, print(ra.region),
                        same ? "are the same region" : "overlap partly",

@@ -510,6 +510,11 @@ class Engine {
     h.first = side(w.core, static_cast<size_t>(w.ev - evs.data()), w.acc);
     h.second = side(ci, st_[ci].pc, a);
     h.why = why;
+    add_rule_hazard(std::move(h));
+  }
+
+  /// Records a hazard of a rule beyond "unordered" (`why` set), once per pair of source lines.
+  void add_rule_hazard(Hazard h) {
     auto same = std::find_if(hazards.begin(), hazards.end(), [&](const Hazard& o) {
       return o.why == h.why && o.first.loc.str() == h.first.loc.str() && o.second.loc.str() == h.second.loc.str();
     });
@@ -539,11 +544,7 @@ class Engine {
         h.why = fmt::format("an Mmad accumulating into a {} x {} tile ({} fractals, fewer than 10) needs "
                             "pipe_barrier(M) after the previous Mmad into it (AscendC Mmad sync notes)",
                             e.m, e.n, ((e.m + 15) / 16) * ((e.n + 15) / 16));
-        auto same = std::find_if(hazards.begin(), hazards.end(), [&](const Hazard& o) {
-          return o.why == h.why && o.first.loc.str() == h.first.loc.str() && o.second.loc.str() == h.second.loc.str();
-        });
-        if (same != hazards.end()) ++same->count;
-        else hazards.push_back(std::move(h));
+        add_rule_hazard(std::move(h));
       }
     }
     s.last_mmad = ev;

@@ -17,6 +17,17 @@
 namespace tl {
 namespace {
 
+/// The message of compiling `text` and launching it on `dev` with `args` ("" when it runs).
+std::string launch_error(const std::string& text, Device& dev, const std::vector<Arg>& args,
+                         LaunchOptions opt = {.threads = 1}) {
+  try {
+    compile(parse(text)).launch(dev, args, opt);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 /// C = A x B for 16 x 16 fp16 tiles, fixpiped to GM as `out` (fp16 or bf16).
 std::string gemm_to(const char* out) {
   return fmt::format(R"(@T.prim_func
@@ -136,12 +147,7 @@ TEST(Fidelity, CrossCoreMode1NeedsBothAivsToSet) {
     npu::Profile prof;
     LaunchOptions opt{.threads = 1, .check_hazards = true};
     if (timed) opt.profile = &prof;
-    std::string err;
-    try {
-      compile(parse(mode1_kernel(false))).launch(dev, {X, Y, Z}, opt);
-    } catch (const Error& e) {
-      err = e.what();
-    }
+    std::string err = launch_error(mode1_kernel(false), dev, {X, Y, Z}, opt);
     EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
     compile(parse(mode1_kernel(true))).launch(dev, {X, Y, Z}, opt);  // hazard-free, no deadlock
     EXPECT_EQ(Z.to_vector(), X.to_vector());
@@ -217,12 +223,7 @@ def f(A: T.Tensor(({0}, 32), "float16"), B: T.Tensor((32, {1}), "float16"), C: T
 std::string hazard_text(const std::string& text, int m, int n) {
   Device dev;
   Tensor A = uniform(dev, {m, 32}, f16, 1), B = uniform(dev, {32, n}, f16, 2), C = Tensor::empty(dev, {m, n}, f32);
-  try {
-    compile(parse(text)).launch(dev, {A, B, C}, {.threads = 1, .check_hazards = true});
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return launch_error(text, dev, {A, B, C}, {.threads = 1, .check_hazards = true});
 }
 
 // Item 4: consecutive Mmads accumulating into an L0C tile of fewer than 10 fractals need
@@ -261,12 +262,7 @@ def f(X: T.Tensor((8, 64), "float32")):
 )" + body;
     Device dev;
     Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 1.0));
-    try {
-      compile(parse(text)).launch(dev, {X}, {.threads = 1});
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    return launch_error(text, dev, {X});
   };
   std::string intra = run("            T.set_flag(\"MTE2\", \"V\", 0)\n");
   EXPECT_NE(intra.find("kernel f, block 0: flags left pending when the block ended"), std::string::npos) << intra;
@@ -299,12 +295,7 @@ def f(X: T.Tensor((8, 16), "float32"), r: T.int32):
                                    region);
     Device dev;
     Tensor X = from_vector(dev, {8, 16}, f32, std::vector<double>(128, 0.0));
-    try {
-      compile(parse(text)).launch(dev, {X, Arg(int64_t{3})}, {.threads = 1});
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    return launch_error(text, dev, {X, Arg(int64_t{3})});
   };
   EXPECT_EQ(run("x[r:r + 1, 0:16]"), "");
   std::string err = run("x[r:r + 1, r + 1:r + 9]");
@@ -333,12 +324,7 @@ def f(X: T.Tensor((4, 64), "float32")):
                                    op);
     Device dev;
     Tensor X = from_vector(dev, {4, 64}, f32, std::vector<double>(256, 1.0));
-    try {
-      compile(parse(text)).launch(dev, {X}, {.threads = 1});
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    return launch_error(text, dev, {X});
   };
   EXPECT_EQ(run("T.tile.add(x, x, x)"), "");  // in place: the same region
   EXPECT_EQ(run("T.tile.add(x[0:2, 0:64], x[2:4, 0:64], x[0:2, 0:64])"), "");  // disjoint halves
@@ -514,12 +500,7 @@ def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
 )" + body;
     Device dev;
     Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 2.0)), Y = Tensor::empty(dev, {8, 64}, f32);
-    try {
-      compile(parse(text)).launch(dev, {X, Y}, {.threads = 1, .check_hazards = true});
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    return launch_error(text, dev, {X, Y}, {.threads = 1, .check_hazards = true});
   };
   auto load_after_dma = [](const char* dcci) {
     return fmt::format(R"(                T.copy(X, a)

@@ -670,8 +670,10 @@ TEST(DeveloperLowering, ColumnSumsOfATailBlockSumOnlyItsRows) {
   // atomic_add: block 1's 3 stale rows must not enter the sums (legalize_copies narrows the
   // reductions to the valid rows). Stale rows hold whatever UB held, so a first launch leaves
   // 1000s there (the test fails by 3000 per column without the narrowing).
-  PrimFunc f = parse(R"(@T.prim_func
-def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tensor((64,), "float32")):
+  // The kernel over `rows` rows (13: the tail case; 16: whole blocks, to warm UB up).
+  auto column_sums = [](int rows) {
+    return parse(fmt::format(R"(@T.prim_func
+def f(X: T.Tensor(({}, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tensor((64,), "float32")):
     with T.Kernel(2, threads=1) as cid:
         x = T.alloc_shared((8, 64), "float32")
         y = T.alloc_shared((8, 64), "float32")
@@ -685,30 +687,16 @@ def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tens
         T.reduce_sum(y, q, dim=0)
         T.atomic_add(S, s)
         T.atomic_add(Q, q)
-)");
-  auto kern = compile(f);
+)",
+                             rows));
+  };
+  auto kern = compile(column_sums(13)), warm = compile(column_sums(16));
   for (bool hazards : {false, true}) {
     Device dev;
     // Full blocks of large values first: what the tail block would find in its stale rows.
     Tensor big = from_vector(dev, {16, 64}, f32, std::vector<double>(16 * 64, 1000.0));
     Tensor S0 = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0)), Q0 = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0));
-    PrimFunc warm = parse(R"(@T.prim_func
-def warm(X: T.Tensor((16, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tensor((64,), "float32")):
-    with T.Kernel(2, threads=1) as cid:
-        x = T.alloc_shared((8, 64), "float32")
-        y = T.alloc_shared((8, 64), "float32")
-        s = T.alloc_fragment((64,), "float32")
-        q = T.alloc_fragment((64,), "float32")
-        T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
-        T.reduce_sum(x, s, dim=0)
-        for i in T.Parallel(8):
-            for j in T.Parallel(64):
-                y[i, j] = x[i, j] * x[i, j]
-        T.reduce_sum(y, q, dim=0)
-        T.atomic_add(S, s)
-        T.atomic_add(Q, q)
-)");
-    compile(warm).launch(dev, {big, S0, Q0}, {.threads = 1});
+    warm.launch(dev, {big, S0, Q0}, {.threads = 1});
     Tensor X = uniform(dev, {13, 64}, f32, 5);
     Tensor S = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0)), Q = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0));
     kern.launch(dev, {X, S, Q}, {.threads = 1, .check_hazards = hazards});
