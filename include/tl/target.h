@@ -101,7 +101,12 @@ struct CostTable {
   double onchip_copy_latency_cycles = 28;
   double l2_bytes = 192.0 * 1024 * 1024;  // L2 capacity shared by all cores
   double issue_cycles = 1;                // scalar unit: cycles to issue one instruction
-  double scalar_op_cycles = 2;            // scalar load / store / let
+  double scalar_op_cycles = 2;            // other scalar-unit instructions (dcci, printf)
+  double scalar_alu_cycles = 2;           // one scalar ALU operation (loop control, address math)
+  double scalar_load_cycles = 6;          // a scalar load from UB or GM
+  double scalar_store_cycles = 4;         // a scalar store to UB or GM
+  double dma_issue_cycles = 9;            // a DMA engine accepts a GM copy this often at most
+  int pipe_queue_depth = 32;              // instructions a pipe holds issued and not ended
   double cross_flag_latency_cycles = 50;  // set_cross_flag -> the waiting core sees it
   double sync_all_latency_cycles = 100;   // sync_all: last arrival -> every core released
 };

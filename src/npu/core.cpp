@@ -265,7 +265,13 @@ bool Core::step() {
         fr.i = eval_int(f->min);
         fr.end = loop_trip_count(*f, fr.i, eval_int(f->extent));
         fr.index = 1;
+        // The scalar unit computes the bounds and sets the variable (an unrolled loop's
+        // iterations are straight-line code: no loop control).
+        if (trace_ && f->for_kind != ForKind::Unrolled)
+          trace_->pending_scalar_ops += 1 + scalar_ops_of(f->min) + scalar_ops_of(f->extent);
       }
+      // Each test of the loop condition is a compare-and-branch; each iteration an increment.
+      if (trace_ && f->for_kind != ForKind::Unrolled) trace_->pending_scalar_ops += fr.end > 0 ? 2 : 1;
       if (fr.end > 0) {
         set_var(f->var, Scalar::of_int(fr.i));
         if (--fr.end > 0) ++fr.i;  // never past the last value, which may be the dtype's max
@@ -279,6 +285,7 @@ bool Core::step() {
       auto* n = static_cast<const IfNode*>(s);
       loc_ = s->loc;
       bool c = eval(n->cond).as_int() != 0;
+      if (trace_) trace_->pending_scalar_ops += 1 + scalar_ops_of(n->cond);  // the branch
       stack_.pop_back();
       const Stmt& branch = c ? n->then_case : n->else_case;
       if (branch.defined()) stack_.push_back({branch.get()});

@@ -30,6 +30,25 @@ double CostModel::latency(MemScope s, MemScope d) const {
   return c_.onchip_copy_latency_cycles;
 }
 
+double CostModel::full_sort_cycles(int64_t n, int64_t keep) const {
+  // AscendC's Sort (A2) is Sort32 (sorts each run of 32 scores into (score, index) pairs; one
+  // repeat per run) followed by MrgSort passes, each merging up to 4 sorted lists per group, one
+  // instruction per pass with a repeat per 32 pairs it writes (a pair is 8 B: 256 B a repeat,
+  // the vector repeat). A top-k keeps at most k entries of each merged list. Both instructions
+  // use the merge-sort row of the cost table (DESIGN.md 3.4); no Sort32 figure is published.
+  const CostTable::VectorCost& vc = c_.vector_cost(CostClass::VecSort);
+  const double per_pass = vc.head + vc.tail;
+  int64_t lists = (n + 31) / 32, len = std::min<int64_t>(32, keep);
+  double cycles = per_pass + vc.per_repeat * static_cast<double>(lists);
+  while (lists > 1) {
+    const int64_t groups = (lists + 3) / 4;
+    len = std::min(len * 4, keep);
+    cycles += per_pass + vc.per_repeat * std::ceil(static_cast<double>(groups * len) / 32);
+    lists = groups;
+  }
+  return cycles;
+}
+
 Cost CostModel::cost(const TraceEvent& e) const {
   Cost k;
   if (e.cost == CostClass::Mmad) {
@@ -62,11 +81,16 @@ Cost CostModel::cost(const TraceEvent& e) const {
       k.fixed = lat;
       k.bytes = by;
       k.rate = r;
-      k.interval = c_.issue_cycles;
+      k.interval = std::max(c_.issue_cycles, c_.dma_issue_cycles);
     } else {
       k.fixed = lat + by / r;
       k.interval = std::max(c_.issue_cycles, by / r);
     }
+    return k;
+  }
+  if (e.cost == CostClass::VecSort && e.m > 0) {
+    k.fixed = full_sort_cycles(e.m, e.k);
+    k.interval = k.fixed;
     return k;
   }
   if (is_vector_cost(e.cost)) {
@@ -76,7 +100,10 @@ Cost CostModel::cost(const TraceEvent& e) const {
     k.interval = std::max(c_.issue_cycles, vc.per_repeat * reps);
     return k;
   }
-  k.fixed = c_.scalar_op_cycles;
+  // The scalar unit: a store, a load, or another scalar instruction (dcci, printf).
+  bool reads = false, writes = false;
+  for (const auto& a : e.accesses) (a.write ? writes : reads) = true;
+  k.fixed = writes ? c_.scalar_store_cycles : reads ? c_.scalar_load_cycles : c_.scalar_op_cycles;
   k.interval = k.fixed;
   return k;
 }

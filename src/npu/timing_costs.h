@@ -29,6 +29,9 @@ class CostModel {
   /// Cycles before a copy's data moves: K / rate where the path has a K, else the GM latency
   /// (GM paths) or the on-chip latency.
   double latency(MemScope s, MemScope d) const;
+  /// Cycles of a full sort of `n` scores keeping `keep` entries per merged list (Sort32 and
+  /// the MrgSort passes).
+  double full_sort_cycles(int64_t n, int64_t keep) const;
   /// The cost of one Op event of a trace.
   Cost cost(const TraceEvent& e) const;
 

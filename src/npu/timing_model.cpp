@@ -75,12 +75,19 @@ class Model {
     double max_end = 0;    // latest end of the instructions executed so far
     double floor = 0;      // waits and barriers: later instructions start no earlier
     bool inflight = false;  // a GM flow whose end is not known yet
+    // The pipe's instruction queue holds queue_depth instructions issued and not yet ended:
+    // the ends known so far (min-heap), and how many have no known end (queued, or in flight).
+    std::priority_queue<double, std::vector<double>, std::greater<>> ends;
+    int unknown_ends = 0;
   };
   struct CoreSim {
     const CoreTrace* ct = nullptr;
     bool started = false, done = false;
     size_t next = 0;
     double scalar = 0, start = 0, end = 0;
+    double alu = 0;                // scalar ALU cycles spent (part of the S pipe's busy time)
+    size_t charged = SIZE_MAX;     // the event whose scalar operations were charged
+    int queue_full = -1;           // the pipe whose full queue stalls the scalar unit
     std::array<PipeState, kP> pipes;
     std::map<int, std::deque<double>> flags;  // (src, dst, id) -> fire times not yet consumed
     std::array<int, 64> cross_consumed{};
@@ -95,6 +102,8 @@ class Model {
 
   void advance(int c);
   bool run_scalar(int c);
+  bool await_queue_slot(CoreSim& cs, int p);
+  void instr_ended(PipeState& ps, double end);
   bool run_pipe(int c, int p);
   void start_op(int c, int p, const Item& it);
   void finish_core(int c);
@@ -230,6 +239,7 @@ void Model::start_op(int c, int p, const Item& it) {
   }
   double end = start + k.fixed;
   record(c, it.ev, static_cast<Pipe>(p), start, end);
+  instr_ended(ps, end);
   ps.next_free = overlapping(static_cast<Pipe>(p)) ? start + k.interval : end;
   ps.max_end = std::max(ps.max_end, end);
 }
@@ -275,6 +285,31 @@ bool Model::run_pipe(int c, int p) {
   return progressed;
 }
 
+void Model::instr_ended(PipeState& ps, double end) {
+  --ps.unknown_ends;
+  ps.ends.push(end);
+}
+
+bool Model::await_queue_slot(CoreSim& cs, int p) {
+  // A pipe's queue holds queue_depth instructions (AscendC 2201 constraints: the MTE1 and Mmad
+  // queues are 32 deep and a full one blocks further issue; assumed for every pipe). The scalar
+  // unit waits until the oldest outstanding instruction ends.
+  PipeState& ps = cs.pipes[p];
+  while (!ps.ends.empty() && ps.ends.top() <= cs.scalar) ps.ends.pop();
+  const int depth = c_.pipe_queue_depth;
+  int over = ps.unknown_ends + static_cast<int>(ps.ends.size()) - depth + 1;
+  if (over <= 0) return true;
+  if (static_cast<int>(ps.ends.size()) < over) {
+    cs.queue_full = p;
+    return false;  // retried when one of them starts (its end is then known) or ends
+  }
+  for (; over > 1; --over) ps.ends.pop();
+  cs.scalar = std::max(cs.scalar, ps.ends.top());
+  ps.ends.pop();
+  cs.queue_full = -1;
+  return true;
+}
+
 bool Model::run_scalar(int c) {
   CoreSim& cs = cores_[c];
   const auto& evs = cs.ct->events;
@@ -290,6 +325,14 @@ bool Model::run_scalar(int c) {
   while (cs.next < evs.size()) {
     const TraceEvent& e = evs[cs.next];
     const int ev = static_cast<int>(cs.next);
+    if (cs.charged != cs.next) {  // once, even if the event blocks and is retried
+      const double alu = static_cast<double>(e.scalar_ops) * c_.scalar_alu_cycles;
+      cs.scalar += alu;
+      cs.alu += alu;
+      cs.charged = cs.next;
+    }
+    const bool to_pipe = e.kind == EventKind::Op && e.pipe != Pipe::S && e.pipe != Pipe::ALL;
+    if (to_pipe && !await_queue_slot(cs, static_cast<int>(e.pipe))) return progressed;
     const double issued = cs.scalar;
     auto queue = [&](Pipe p) {
       cs.scalar += c_.issue_cycles;
@@ -297,13 +340,14 @@ bool Model::run_scalar(int c) {
     };
     switch (e.kind) {
       case EventKind::Op:
-        if (e.pipe == Pipe::S || e.pipe == Pipe::ALL) {
+        if (!to_pipe) {
           cs.scalar += c_.issue_cycles;
           double s = cs.scalar;
-          cs.scalar += c_.scalar_op_cycles;
+          cs.scalar += costs_.cost(e).fixed;
           record(c, ev, Pipe::S, s, cs.scalar);
           cs.pipes[0].max_end = std::max(cs.pipes[0].max_end, cs.scalar);
         } else {
+          ++cs.pipes[static_cast<int>(e.pipe)].unknown_ends;
           queue(e.pipe);
         }
         break;
@@ -403,13 +447,15 @@ void Model::advance(int c) {
     for (int p = 0; p < kP; ++p) progress |= run_pipe(c, p);
   }
   if (cs.next < cs.ct->events.size()) return;
-  double t = cs.scalar;
+  const double tail = static_cast<double>(cs.ct->pending_scalar_ops) * c_.scalar_alu_cycles;
+  double t = cs.scalar + tail;
   for (auto& ps : cs.pipes) {
     if (!ps.q.empty() || ps.inflight) return;
     t = std::max(t, ps.max_end);
   }
   cs.done = true;
   cs.end = t;
+  cs.alu += tail;
   finish_core(c);
 }
 
@@ -487,6 +533,7 @@ void Model::fluid_step() {
   for (const auto& f : done) {
     PipeState& ps = cores_[f.core].pipes[f.pipe];
     prof_.instrs[f.instr].end = now_;
+    instr_ended(ps, now_);
     ps.inflight = false;
     ps.max_end = std::max(ps.max_end, now_);
     if (!overlapping(static_cast<Pipe>(f.pipe))) ps.next_free = now_;
@@ -555,7 +602,10 @@ Profile Model::run(const TimingOptions& opt) {
       const auto& evs = cs.ct->events;
       if (cs.next < evs.size()) {
         const auto& e = evs[cs.next];
-        what = fmt::format("scalar unit blocked at {} (id {}) at {}", e.name, e.id, e.loc.str());
+        what = cs.queue_full >= 0
+                   ? fmt::format("scalar unit blocked at {} at {}: the {} queue is full ({} instructions)", e.name,
+                                 e.loc.str(), pipe_name(static_cast<Pipe>(cs.queue_full)), c_.pipe_queue_depth)
+                   : fmt::format("scalar unit blocked at {} (id {}) at {}", e.name, e.id, e.loc.str());
       }
       for (int p = 0; p < kP && what.empty(); ++p)
         if (!cs.pipes[p].q.empty()) {
@@ -594,9 +644,11 @@ Profile Model::run(const TimingOptions& opt) {
       e = std::max(e, ti.end);
     }
   }
-  for (size_t c = 0; c < n; ++c)
+  for (size_t c = 0; c < n; ++c) {
     for (int p = 0; p < kP; ++p)
       if (cur[c][p].second > cur[c][p].first) prof_.cores[c].busy[p] += cur[c][p].second - cur[c][p].first;
+    prof_.cores[c].busy[static_cast<int>(Pipe::S)] += cores_[c].alu;  // the scalar unit's arithmetic
+  }
   prof_.total_us = prof_.us(prof_.total_cycles);
   return std::move(prof_);
 }

@@ -228,6 +228,43 @@ void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std:
 
 }  // namespace
 
+int64_t scalar_ops_of(const Expr& e) {
+  if (!e.defined()) return 0;
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::StringImm:
+    case ExprKind::Var: return 0;
+    case ExprKind::Binary: {
+      auto* b = static_cast<const BinaryNode*>(e.get());
+      return 1 + scalar_ops_of(b->a) + scalar_ops_of(b->b);
+    }
+    case ExprKind::Not: return 1 + scalar_ops_of(static_cast<const NotNode*>(e.get())->a);
+    case ExprKind::Select: {
+      auto* n = static_cast<const SelectNode*>(e.get());
+      return 1 + scalar_ops_of(n->cond) + scalar_ops_of(n->t) + scalar_ops_of(n->f);
+    }
+    case ExprKind::Cast: return 1 + scalar_ops_of(static_cast<const CastNode*>(e.get())->value);
+    case ExprKind::Load: {
+      int64_t n = 0;  // the load itself is a scalar-pipe event (record_scalar)
+      for (const auto& i : static_cast<const LoadNode*>(e.get())->indices) n += scalar_ops_of(i);
+      return n;
+    }
+    case ExprKind::Call: {
+      int64_t n = 1;
+      for (const auto& a : static_cast<const CallNode*>(e.get())->args) n += scalar_ops_of(a);
+      return n;
+    }
+  }
+  return 0;
+}
+
+void push_event(CoreTrace& ct, TraceEvent&& ev) {
+  ev.scalar_ops = ct.pending_scalar_ops;
+  ct.pending_scalar_ops = 0;
+  ct.events.push_back(std::move(ev));
+}
+
 void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
   const OpDef& op = *n.op;
   // Resolve every region operand once (the variadic last operand spec covers trailing args).
@@ -244,6 +281,16 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
     size_t last = op.operands[k].variadic ? n.args.size() : std::min<size_t>(k + 1, n.args.size());
     return std::pair<size_t, size_t>{static_cast<size_t>(k), last};
   };
+  // The scalar unit computes each operand's address (one operation, plus its index arithmetic)
+  // and the instruction's scalar parameters before it can issue the instruction.
+  for (const auto& a : n.args) {
+    if (!a.is_region()) {
+      ct.pending_scalar_ops += scalar_ops_of(a.scalar);
+      continue;
+    }
+    ct.pending_scalar_ops += 1;
+    for (const auto& r : a.region.ranges) ct.pending_scalar_ops += scalar_ops_of(r.min) + scalar_ops_of(r.extent);
+  }
   for (const InstrSpec& spec : op.expansion) {
     TraceEvent ev;
     ev.loc = n.loc;
@@ -251,7 +298,7 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
     if (spec.kind == InstrSpec::Kind::BarrierAll) {
       ev.kind = EventKind::Barrier;
       ev.pipe = Pipe::ALL;
-      ct.events.push_back(std::move(ev));
+      push_event(ct, std::move(ev));
       continue;
     }
     ev.kind = EventKind::Op;
@@ -293,7 +340,16 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       const TileArg* init = op_operand(n, "init");
       ev.accumulates = !init || c.eval_int(init->scalar) == 0;
     }
-    ct.events.push_back(std::move(ev));
+    if (spec.cost == CostClass::VecSort) {
+      // A full sort (sort, topk: an `actual_num` operand) is Sort32 over the sorted length and
+      // the MrgSort passes that length needs (timing_costs.cpp); a merge_sort is one MrgSort
+      // over its bytes. m = elements entering Sort32, k = entries a merged list keeps.
+      const TileArg* num = op_operand(n, "actual_num");
+      const TileArg* keep = op_operand(n, "k");
+      if (num) ev.m = std::max<int64_t>(0, c.eval_int(num->scalar));
+      ev.k = keep ? std::max<int64_t>(1, c.eval_int(keep->scalar)) : ev.m;
+    }
+    push_event(ct, std::move(ev));
   }
 }
 
@@ -314,7 +370,7 @@ void record_sync(Core& c, CoreTrace& ct, const SyncNode& s) {
     case SyncKind::WaitCrossFlag: ev.kind = EventKind::WaitCross; break;
     case SyncKind::SyncAll: ev.kind = EventKind::SyncAll; ev.pipe = Pipe::ALL; break;
   }
-  ct.events.push_back(std::move(ev));
+  push_event(ct, std::move(ev));
 }
 
 void record_scalar(Core& c, CoreTrace& ct, const StmtNode& s) {
@@ -324,6 +380,8 @@ void record_scalar(Core& c, CoreTrace& ct, const StmtNode& s) {
   ev.loc = s.loc;
   if (auto* st = dynamic_cast<const StoreNode*>(&s)) {
     ev.name = "store";
+    ct.pending_scalar_ops += scalar_ops_of(st->value);
+    for (const auto& i : st->indices) ct.pending_scalar_ops += scalar_ops_of(i);
     scalar_reads(c, st->value, ev.accesses, ct);
     for (const auto& i : st->indices) scalar_reads(c, i, ev.accesses, ct);
     if (st->buffer->scope != MemScope::Var) {
@@ -331,12 +389,17 @@ void record_scalar(Core& c, CoreTrace& ct, const StmtNode& s) {
       for (const auto& i : st->indices) r.ranges.push_back({i, Expr(1)});
       TileRef t = c.resolve(r, "store", st->buffer->name);
       for (auto& a : accesses_of(c, t, true, &ct)) ev.accesses.push_back(a);
+    } else if (ev.accesses.empty()) {
+      ct.pending_scalar_ops += 1;  // a register move
     }
   } else if (auto* l = dynamic_cast<const LetNode*>(&s)) {
     ev.name = "let";
+    ct.pending_scalar_ops += std::max<int64_t>(1, scalar_ops_of(l->value));
     scalar_reads(c, l->value, ev.accesses, ct);
   }
-  if (!ev.accesses.empty()) ct.events.push_back(std::move(ev));
+  // Memory traffic is an event of the S pipe (a scalar load or store); pure arithmetic waits
+  // for the next event.
+  if (!ev.accesses.empty()) push_event(ct, std::move(ev));
 }
 
 }  // namespace tl::npu

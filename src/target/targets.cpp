@@ -161,6 +161,17 @@ Target make_a2() {
   // only matter for latency-bound kernels, see docs/calibration.md).
   c.issue_cycles = 1;
   c.scalar_op_cycles = 2;
+  // The scalar unit and the DMA issue: no measurement is published. These are the values of
+  // Huawei's own A2/A3 cost model (hicann/pypto, framework/src/cost_model/simulation_ca/A2A3/
+  // model/pipe.cpp: ALU 2, LD 6, ST 4 cycles; dmaUeLatency_ 9 cycles per DMA), taken unchanged.
+  c.scalar_alu_cycles = 2;
+  c.scalar_load_cycles = 6;
+  c.scalar_store_cycles = 4;
+  c.dma_issue_cycles = 9;
+  // "MTE1和MMAD指令队列的深度为32 ... 容易满，会阻塞其他指令下发" (asc-devkit, NPU architecture 2201
+  // hardware constraints): a pipe holds 32 instructions; assumed for every pipe (pypto's
+  // isqMaxOtsd_ = 32 does the same).
+  c.pipe_queue_depth = 32;
   c.cross_flag_latency_cycles = 50;
   c.sync_all_latency_cycles = 100;
   return t;

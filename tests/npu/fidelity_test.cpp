@@ -605,6 +605,109 @@ def f(X: T.Tensor(({0},), "float32"), Y: T.Tensor((64,), "float32")):
   EXPECT_GT(big, 30 * small) << small << " vs " << big;
 }
 
+// Item 18: a sort is Sort32 (a repeat per 32 scores) plus one MrgSort pass per factor of 4 in
+// its length, each a repeat per 32 pairs written; a top-k's passes keep k entries per list.
+TEST(Fidelity, SortCostsSort32PlusItsMergePasses) {
+  auto cycles = [](const std::string& call) {
+    std::string text = fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((4096,), "float32"), Y: T.Tensor((8192,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((4096,), "float32")
+            y = T.alloc_ub((8192,), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                {}
+                T.barrier_all()
+                T.copy(y, Y)
+)",
+                                   call);
+    Device dev;
+    Tensor X = uniform(dev, {4096}, f32, 3), Y = Tensor::empty(dev, {8192}, f32);
+    npu::Profile prof;
+    compile(parse(text)).launch(dev, {X, Y}, {.threads = 1, .profile = &prof});
+    for (const auto& i : prof.instrs)
+      if (i.name == "sort" || i.name == "topk") return i.end - i.start;
+    return -1.0;
+  };
+  const auto& row = default_target().costs.vector_cost(CostClass::VecSort);
+  auto instr = [&](double repeats) { return row.head + row.tail + row.per_repeat * repeats; };
+  // 4096 scores: Sort32 128 repeats, then 128 -> 32 -> 8 -> 2 -> 1 lists, 128 repeats each.
+  EXPECT_DOUBLE_EQ(cycles("T.sort(y, x, 4096)"), 5 * instr(128));
+  // top-32: the merges write 32 x 32, 8 x 32, 2 x 32 and 32 pairs.
+  EXPECT_DOUBLE_EQ(cycles("T.topk(y, x, 32, 4096)"), instr(128) + instr(32) + instr(8) + instr(2) + instr(1));
+  // 100 scores: 4 runs, one pass.
+  EXPECT_DOUBLE_EQ(cycles("T.sort(y, x, 100)"), instr(4) + instr(4));
+}
+
+// Profile of a one-block kernel on AIV0 with one fp16 [200, 64] tensor X.
+npu::Profile profile_of(const std::string& body) {
+  std::string text = R"(@T.prim_func
+def f(X: T.Tensor((200, 64), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((64,), "float16")
+            y = T.alloc_ub((64,), "float16")
+            if vid == 0:
+)" + body;
+  Device dev;
+  Tensor X = from_vector(dev, {200, 64}, f16, std::vector<double>(200 * 64, 1.0));
+  npu::Profile prof;
+  compile(parse(text)).launch(dev, {X}, {.threads = 1, .profile = &prof});
+  return prof;
+}
+
+// Mean cycles between the starts of consecutive instructions called `name`, in steady state:
+// over the last `span` intervals (default: half of them).
+double mean_interval(const npu::Profile& p, const std::string& name, size_t span = 0) {
+  std::vector<double> starts;
+  for (const auto& i : p.instrs)
+    if (i.name == name) starts.push_back(i.start);
+  if (span == 0) span = starts.size() / 2;
+  EXPECT_GT(starts.size(), span + 1);
+  if (starts.size() <= span + 1) return 0;
+  return (starts.back() - starts[starts.size() - 1 - span]) / static_cast<double>(span);
+}
+
+// Item 19: the scalar unit pays for loop control and address arithmetic. A loop of one-repeat
+// adds issued one every ~2 cycles (the vector interval) before.
+TEST(Fidelity, ScalarWorkCostsIssueCycles) {
+  const auto& c = default_target().costs;
+  // Per iteration: increment + compare-and-branch, and three operand addresses.
+  auto p = profile_of(R"(                for i in T.serial(256):
+                    T.tile.add(y, x, x)
+)");
+  EXPECT_GE(mean_interval(p, "tile.add"), (2 + 3) * c.scalar_alu_cycles);
+  // The scalar unit's time shows in the S pipe's busy time.
+  EXPECT_GE(p.cores[1].busy[static_cast<int>(Pipe::S)], 256 * 5 * c.scalar_alu_cycles);
+  // An unrolled loop has no loop control.
+  auto u = profile_of(R"(                for i in T.unroll(64):
+                    T.tile.add(y, x, x)
+)");
+  EXPECT_GE(mean_interval(u, "tile.add"), 3 * c.scalar_alu_cycles);
+  EXPECT_LT(mean_interval(u, "tile.add"), 5 * c.scalar_alu_cycles);
+}
+
+// Item 20: a DMA pipe holds pipe_queue_depth instructions; back-to-back 128-byte copies, each
+// waiting out the GM latency, issue at most that many per latency (they cost 6.7 cycles each
+// before: an unbounded queue overlapped every latency).
+TEST(Fidelity, SmallCopiesAreBoundByTheDmaQueue) {
+  const Target& t = default_target();
+  const auto& c = t.costs;
+  const double rate = std::min(c.copy_bytes_per_cycle.at("global->UB"),
+                               c.copy_measured_bytes_per_s.at("global->UB") / (t.clock_ghz * 1e9));
+  const double latency = c.copy_latency_bytes.at("global->UB") / rate;
+  auto p = profile_of(R"(                for i in T.serial(200):
+                    T.copy(X[i:i + 1, 0:64], x)
+)");
+  // Over whole rounds of the queue: copy i + depth issues when copy i has ended.
+  const double per_copy = mean_interval(p, "copy global->UB", 3 * c.pipe_queue_depth);
+  EXPECT_GE(per_copy, latency / c.pipe_queue_depth);
+  EXPECT_LE(per_copy, (latency + 128 / rate) / c.pipe_queue_depth + 1);
+  EXPECT_GE(per_copy, c.dma_issue_cycles);
+}
+
 // Item 21: a strided region costs per-row repeats: a [64, 16] fp32 slice of a [64, 64] tile takes
 // one 256-byte repeat per row (64), not 16 repeats' worth of bytes.
 TEST(Fidelity, AStridedRegionCostsARepeatPerRow) {

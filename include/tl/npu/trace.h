@@ -61,6 +61,10 @@ struct TraceEvent {
   DType dtype = DType::Float32;
   int64_t m = 0, n = 0, k = 0;  // cube
   bool accumulates = false;     // an Mmad adding into L0C (init false): the PIPE_M rule
+  /// Scalar ALU operations the core executed since its previous event (loop control, branch
+  /// conditions, lets, the address arithmetic of this instruction's operands): the scalar
+  /// unit spends them before it can issue this event.
+  int64_t scalar_ops = 0;
 };
 
 /// A GM tensor as the trace met it, to name the elements of a GM access in reports (its
@@ -81,6 +85,9 @@ struct CoreTrace {
   int phys = 0;  // physical core group the block ran on
   std::vector<TraceEvent> events;
   std::map<std::string, GmTensor> gm;  // the GM tensors this core accessed, by name
+  /// Scalar ALU operations not yet attached to an event: while recording, those since the
+  /// last event; after the run, the ones after the core's last event.
+  int64_t pending_scalar_ops = 0;
   std::string name() const;  // "block 3 AIV1"
 };
 
