@@ -1,33 +1,69 @@
-// GM -> UB copy bandwidth kernel: calibration row C11 of the timing model (12288 x 12288 fp16,
-// 302 MB, tile [64, 1024], 48 AIVs; docs/calibration.md). Each AIV copies its tiles (round
-// robin over the 2 * blocks AIVs) into one UB tile; nothing consumes them. Consecutive copies
-// overwrite the same UB bytes on MTE2, whose instructions may overlap: a pipe_barrier(MTE2)
-// orders each copy after the previous one (a [64, 1024] fp16 tile is 128 KB, two do not fit
-// the 192 KB UB).
+// Copy bandwidth kernels: calibration rows C11 (GM -> UB on the AIVs, 12288 x 12288 fp16,
+// tiles [64, 1024], [64, 64] and [1, 64], 48 AIVs) and C12 (GM -> L1 with ND -> NZ on the AICs,
+// tiles [64, 256] and [64, 64], 24 AICs) of the timing model (docs/calibration.md). Each core
+// copies its tiles (round robin over the cores) into on-chip slots; nothing consumes them.
+// Copies on one MTE2 may overlap, so a copy may not overwrite a slot an earlier copy is still
+// writing: the kernel cycles through `slots` slots and drains MTE2 (pipe_barrier) before it
+// reuses them. One slot (the default) is a barrier between every two copies; small tiles need
+// many slots, or every copy would wait out the GM latency alone.
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 
 namespace tl::examples {
+namespace {
 
-PrimFunc copy_gm_ub(int M, int N, int tM, int tN, int blocks, DType dtype) {
-  if (M % tM != 0 || N % tN != 0)
-    throw Error(fmt::format("copy_gm_ub: M={} and N={} must be multiples of tM={} and tN={}", M, N, tM, tN));
-  const int per_row = N / tN;
-  const int tiles = checked_product("copy_gm_ub: the tile count (M / tM) * (N / tN)", {M / tM, per_row});
-  const int workers = 2 * blocks;
+struct CopyShape {
+  int M, N, tM, tN, slots, workers;
+};
+
+// The copy loop of one core: tile t = r * workers + w goes to slot r % slots, stacked along
+// `slot_dim` of x (UB: rows; L1: columns, whose 16-wide blocks are contiguous in NZ).
+void copy_tiles(const Buffer& X, const Buffer& x, const CopyShape& s, Expr w, int slot_dim) {
+  const int per_row = s.N / s.tN;
+  const int tiles = checked_product("copy bench: the tile count (M / tM) * (N / tN)", {s.M / s.tM, per_row});
+  T::serial("r", ceildiv(tiles, s.workers), [&](Expr r) {
+    Expr t = r * s.workers + w;
+    T::If(t < tiles, [&] {
+      Expr slot = s.slots == 1 ? Expr(0) : r % s.slots;
+      T::If(r > 0 && slot == 0, [&] { T::pipe_barrier(Pipe::MTE2); });
+      std::vector<Expr> start = {0, 0};
+      start[slot_dim] = slot * (slot_dim == 0 ? s.tM : s.tN);
+      T::copy(X.at({t / per_row * s.tM, t % per_row * s.tN}), x.region(start, {s.tM, s.tN}));
+    });
+  });
+}
+
+void check_shape(const char* kernel, const CopyShape& s) {
+  if (s.M % s.tM != 0 || s.N % s.tN != 0)
+    throw Error(fmt::format("{}: M={} and N={} must be multiples of tM={} and tN={}", kernel, s.M, s.N, s.tM, s.tN));
+}
+
+}  // namespace
+
+PrimFunc copy_gm_ub(int M, int N, int tM, int tN, int blocks, int slots, DType dtype) {
+  const CopyShape s{M, N, tM, tN, slots, 2 * blocks};
+  check_shape("copy_gm_ub", s);
   auto X = T::Tensor("X", {M, N}, dtype);
   return T::prim_func("copy_gm_ub", {X}, [&] {
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
       T::Scope(Core::Vector, [&] {
-        auto x = T::alloc_ub("x", {tM, tN}, dtype);
+        auto x = T::alloc_ub("x", {slots * tM, tN}, dtype);
         Var w = T::let("w", cid * 2 + vid);
-        T::serial("r", ceildiv(tiles, workers), [&](Expr r) {
-          Expr t = r * workers + w;
-          T::If(t < tiles, [&] {
-            T::If(r > 0, [&] { T::pipe_barrier(Pipe::MTE2); });
-            T::copy(X.at({t / per_row * tM, t % per_row * tN}), x);
-          });
-        });
+        copy_tiles(X, x, s, w, 0);
+      });
+    });
+  });
+}
+
+PrimFunc copy_gm_l1(int M, int N, int tM, int tN, int blocks, int slots, DType dtype) {
+  const CopyShape s{M, N, tM, tN, slots, blocks};
+  check_shape("copy_gm_l1", s);
+  auto X = T::Tensor("X", {M, N}, dtype);
+  return T::prim_func("copy_gm_l1", {X}, [&] {
+    T::Kernel(blocks, [&](Expr cid, Expr) {
+      T::Scope(Core::Cube, [&] {
+        auto x = T::alloc_L1("x", {tM, slots * tN}, dtype);
+        copy_tiles(X, x, s, cid, 1);
       });
     });
   });
@@ -41,10 +77,28 @@ TL_REGISTER_KERNEL({
                {"tM", "64", "tile rows", ParamRule::tile()},
                {"tN", "1024", "tile columns", ParamRule::tile()},
                {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
+               {"slots", "1", "UB slots the copies cycle through (a barrier before each reuse)", ParamRule::tile()},
                {"dtype", "float16", "X dtype",
                 {.one_of = {"float16", "bfloat16", "float32", "int8", "uint8", "int16", "int32"}}}},
     .build = [](const KernelArgs& a) {
-      return copy_gm_ub(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"), a.get_dtype("dtype"));
+      return copy_gm_ub(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"), a.get("slots"),
+                        a.get_dtype("dtype"));
+    },
+});
+
+TL_REGISTER_KERNEL({
+    .name = "copy_gm_l1",
+    .summary = "GM -> L1 copy bandwidth with ND -> NZ on the AICs (timing calibration C12)",
+    .params = {{"M", "1536", "rows"},
+               {"N", "12288", "columns"},
+               {"tM", "64", "tile rows", ParamRule::tile(16)},
+               {"tN", "256", "tile columns", ParamRule::tile(16)},
+               {"blocks", "24", "blocks (one AIC each)", ParamRule::blocks()},
+               {"slots", "1", "L1 slots the copies cycle through (a barrier before each reuse)", ParamRule::tile()},
+               {"dtype", "float16", "X dtype", {.one_of = {"float16", "bfloat16"}}}},
+    .build = [](const KernelArgs& a) {
+      return copy_gm_l1(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"), a.get("slots"),
+                        a.get_dtype("dtype"));
     },
 });
 

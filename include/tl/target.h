@@ -107,6 +107,9 @@ struct CostTable {
   double scalar_store_cycles = 4;         // a scalar store to UB or GM
   double dma_issue_cycles = 9;            // a DMA engine accepts a GM copy this often at most
   int pipe_queue_depth = 32;              // instructions a pipe holds issued and not ended
+  /// GM writes (UB->GM, L0C->GM) wait this fraction of the GM read latency.
+  double gm_write_latency_fraction = 1;
+  double launch_overhead_us = 0;          // Task Duration minus the kernel's own time
   double cross_flag_latency_cycles = 50;  // set_cross_flag -> the waiting core sees it
   double sync_all_latency_cycles = 100;   // sync_all: last arrival -> every core released
 };

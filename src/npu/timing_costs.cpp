@@ -26,7 +26,8 @@ double CostModel::rate(MemScope s, MemScope d) const {
 double CostModel::latency(MemScope s, MemScope d) const {
   auto it = c_.copy_latency_bytes.find(path_key(s, d));
   if (it != c_.copy_latency_bytes.end()) return it->second / rate(s, d);
-  if (s == MemScope::GM || d == MemScope::GM) return gm_latency_;
+  if (d == MemScope::GM) return gm_latency_ * c_.gm_write_latency_fraction;
+  if (s == MemScope::GM) return gm_latency_;
   return c_.onchip_copy_latency_cycles;
 }
 

@@ -650,6 +650,7 @@ Profile Model::run(const TimingOptions& opt) {
     prof_.cores[c].busy[static_cast<int>(Pipe::S)] += cores_[c].alu;  // the scalar unit's arithmetic
   }
   prof_.total_us = prof_.us(prof_.total_cycles);
+  prof_.launch_overhead_us = c_.launch_overhead_us;
   return std::move(prof_);
 }
 

@@ -160,6 +160,9 @@ void print_profile(const Profile& p, std::ostream& os, int max_groups) {
                     "{} events; GM traffic {:.1f} MB ({:.1f} MB to HBM)\n",
                     p.kernel, p.target, p.total_cycles, p.total_us, p.clock_ghz, p.num_blocks, p.physical_blocks,
                     p.events, p.gm_bytes / 1e6, p.gm_hbm_bytes / 1e6);
+  os << fmt::format("task duration {:.2f} us: the kernel plus {:.2f} us of launch overhead (what profilers "
+                    "report as Task Duration)\n",
+                    p.task_us(), p.launch_overhead_us);
   const std::vector<Pipe> aic = {Pipe::S, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX};
   const std::vector<Pipe> aiv = {Pipe::S, Pipe::V, Pipe::MTE2, Pipe::MTE3};
   os << fmt::format("busy % of the kernel time per core group ({:.2f} us):\n", p.total_us);

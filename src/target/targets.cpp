@@ -172,6 +172,14 @@ Target make_a2() {
   // hardware constraints): a pipe holds 32 instructions; assumed for every pipe (pypto's
   // isqMaxOtsd_ = 32 does the same).
   c.pipe_queue_depth = 32;
+  // GM writes return sooner than reads: pypto's A2/A3 model (SimulatorA2A3.cpp) has a read
+  // latency of 307 cycles and a write latency of 153; the only published per-path figure. The
+  // read latency stays the msKPP curve's (K = 30 KB); writes take the same ratio of it.
+  c.gm_write_latency_fraction = 153.0 / 307.0;
+  // Launch overhead: profilers' Task Duration includes scheduling and completion (CALIBRATION.md,
+  // "a few us"). Task Duration minus the AIVs' time in asc-devkit's add_high_performance README
+  // is 0.47 us on one core and 2.5-9.4 us on 48; the smallest multi-core figure is taken.
+  c.launch_overhead_us = 2.5;
   c.cross_flag_latency_cycles = 50;
   c.sync_all_latency_cycles = 100;
   return t;

@@ -140,6 +140,7 @@ double path_rate(const CostTable& c, double clock_hz, const std::string& key) {
 double path_k(const CostTable& c, double clock_hz, const std::string& key) {
   if (auto it = c.copy_latency_bytes.find(key); it != c.copy_latency_bytes.end()) return it->second;
   double gm_latency = c.copy_latency_bytes.at("global->UB") / path_rate(c, clock_hz, "global->UB");
+  if (std::string(key).ends_with("->global")) gm_latency *= c.gm_write_latency_fraction;  // a GM write
   return gm_latency * path_rate(c, clock_hz, key);
 }
 

@@ -234,8 +234,14 @@ std::string timed_outcome(const ExampleCase& c, const PrimFunc& mutated, const R
 // only in the first kv step (later steps are spaced by their MTE2 waits), where the running max
 // m is still -inf, so max(mj, m) = mj and the update the race loses changes nothing. Hardware
 // with this timing would compute the right numbers too.
+//
+// Without cross flag 5's set and waits, the AIVs' read of WS_O (P V) starts 70 cycles before the
+// fixpipe's write of it ends, but a GM read spends its first ~729 cycles in GM latency: its data
+// moves after the write has ended, so hardware with this timing would read the right numbers
+// too. (The 32-deep pipe queues and scalar costs, issue 12, moved the two that close.)
 const std::set<std::string> kHarmless = {"flash_attention_pipelined pipe_barrier(V) #1",
-                                         "flash_attention_pipelined pipe_barrier(V) #2"};
+                                         "flash_attention_pipelined pipe_barrier(V) #2",
+                                         "flash_attention_pipelined cross 5: set+waits"};
 
 TEST(TimedData, MissingSyncsGiveWrongData) {
   std::map<std::string, int> tally;

@@ -56,6 +56,10 @@ struct Profile {
   double clock_ghz = 1;
   double total_cycles = 0;
   double total_us = 0;
+  /// Launch and completion overhead outside the kernel (CostTable::launch_overhead_us):
+  /// a profiler's Task Duration is task_us().
+  double launch_overhead_us = 0;
+  double task_us() const { return total_us + launch_overhead_us; }
   int64_t num_blocks = 0;
   int physical_blocks = 0;
   int64_t events = 0;        // trace events simulated
