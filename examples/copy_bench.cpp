@@ -1,7 +1,7 @@
 // Copy bandwidth kernels: calibration rows C11 (GM -> UB on the AIVs, 12288 x 12288 fp16,
 // tiles [64, 1024], [64, 64] and [1, 64], 48 AIVs) and C12 (GM -> L1 with ND -> NZ on the AICs,
 // tiles [64, 256] and [64, 64], 24 AICs) of the timing model (docs/calibration.md). Each core
-// copies its tiles (round robin over the cores) into on-chip slots; nothing consumes them.
+// copies its band of rows, tile by tile, into on-chip slots; nothing consumes them.
 // Copies on one MTE2 may overlap, so a copy may not overwrite a slot an earlier copy is still
 // writing: the kernel cycles through `slots` slots and drains MTE2 (pipe_barrier) before it
 // reuses them. One slot (the default) is a barrier between every two copies; small tiles need
@@ -16,19 +16,25 @@ struct CopyShape {
   int M, N, tM, tN, slots, workers;
 };
 
-// The copy loop of one core: tile t = r * workers + w goes to slot r % slots, stacked along
-// `slot_dim` of x (UB: rows; L1: columns, whose 16-wide blocks are contiguous in NZ).
+// The copy loop of worker w, shaped like asc-devkit's data_copy kernel: each worker takes a
+// contiguous band of row tiles and walks each row tile's column tiles in order, so an address
+// is an increment of the previous one (no division per copy). Column tile g * slots + s goes to
+// slot s, stacked along `slot_dim` of x (UB: rows; L1: columns, whose 16-wide blocks are
+// contiguous in NZ); MTE2 drains before each round of slots reuses them.
 void copy_tiles(const Buffer& X, const Buffer& x, const CopyShape& s, Expr w, int slot_dim) {
-  const int per_row = s.N / s.tN;
-  const int tiles = checked_product("copy bench: the tile count (M / tM) * (N / tN)", {s.M / s.tM, per_row});
-  T::serial("r", ceildiv(tiles, s.workers), [&](Expr r) {
-    Expr t = r * s.workers + w;
-    T::If(t < tiles, [&] {
-      Expr slot = s.slots == 1 ? Expr(0) : r % s.slots;
-      T::If(r > 0 && slot == 0, [&] { T::pipe_barrier(Pipe::MTE2); });
-      std::vector<Expr> start = {0, 0};
-      start[slot_dim] = slot * (slot_dim == 0 ? s.tM : s.tN);
-      T::copy(X.at({t / per_row * s.tM, t % per_row * s.tN}), x.region(start, {s.tM, s.tN}));
+  const int row_tiles = s.M / s.tM, rounds = s.N / s.tN / s.slots;
+  const int band = ceildiv(row_tiles, s.workers);
+  T::serial("m", band, [&](Expr m) {
+    Var mi = T::let("mi", w * band + m);
+    T::If(mi < row_tiles, [&] {
+      T::serial("g", rounds, [&](Expr g) {
+        T::If(m > 0 || g > 0, [&] { T::pipe_barrier(Pipe::MTE2); });
+        T::serial("s", s.slots, [&](Expr k) {
+          std::vector<Expr> start = {0, 0};
+          start[slot_dim] = k * (slot_dim == 0 ? s.tM : s.tN);
+          T::copy(X.at({mi * s.tM, (g * s.slots + k) * s.tN}), x.region(start, {s.tM, s.tN}));
+        });
+      });
     });
   });
 }
@@ -36,6 +42,9 @@ void copy_tiles(const Buffer& X, const Buffer& x, const CopyShape& s, Expr w, in
 void check_shape(const char* kernel, const CopyShape& s) {
   if (s.M % s.tM != 0 || s.N % s.tN != 0)
     throw Error(fmt::format("{}: M={} and N={} must be multiples of tM={} and tN={}", kernel, s.M, s.N, s.tM, s.tN));
+  if (s.N / s.tN % s.slots != 0)
+    throw Error(fmt::format("{}: slots={} must divide the {} column tiles of a row (N / tN)", kernel, s.slots,
+                            s.N / s.tN));
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ int64_t Core::loop_trip_count(const ForNode& f, int64_t min, int64_t extent) {
 
 void Core::finish() {
   status_ = Status::Done;
+  dcache_clean_invalidate(nullptr);  // the block's dirty lines reach GM
   launch.add_steps(steps_ - steps_reported_);
   steps_reported_ = steps_;
   launch.output.done(block * 3 + core_slot(kind, vid));
@@ -518,6 +519,89 @@ bool Core::exec_sync(const SyncNode& s) {
   return true;
 }
 
+namespace {
+constexpr uintptr_t kCacheLineBytes = 64;               // DataCacheCleanAndInvalid: 64-byte lines
+constexpr size_t kDataCacheLines = 32 * 1024 / kCacheLineBytes;  // DCache 32 KB (2201 constraints)
+
+// The host bytes [lo, hi) of the tensor storage that GM buffer `t` views.
+std::pair<uintptr_t, uintptr_t> storage_bytes(const TileRef& t) {
+  const int64_t es = dtype_bytes(t.dtype);
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    const int64_t span = (t.shape[d] - 1) * t.strides[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  const auto base = reinterpret_cast<uintptr_t>(t.base);
+  return {base + lo * es, base + (hi + 1) * es};
+}
+}  // namespace
+
+Core::CacheLine& Core::dcache_line(uintptr_t line, const TileRef& t) {
+  auto it = dcache_.find(line);
+  if (it == dcache_.end()) {
+    if (dcache_.size() >= kDataCacheLines) {  // evict the oldest line
+      auto old = dcache_.find(dcache_order_.front());
+      dcache_write_back(old->first, old->second);
+      dcache_.erase(old);
+      dcache_order_.pop_front();
+    }
+    it = dcache_.emplace(line, CacheLine{}).first;
+    dcache_order_.push_back(line);
+  }
+  // A fill brings in the line's bytes of this tensor that it does not hold yet; bytes it holds
+  // stay as they were, however GM has changed since: that is the staleness.
+  CacheLine& l = it->second;
+  auto [lo, hi] = storage_bytes(t);
+  for (uintptr_t i = 0; i < kCacheLineBytes; ++i)
+    if (!(l.valid >> i & 1) && line + i >= lo && line + i < hi) {
+      l.data[i] = *reinterpret_cast<const uint8_t*>(line + i);
+      l.valid |= uint64_t{1} << i;
+    }
+  return l;
+}
+
+void Core::dcache_access(const TileRef& t, uint8_t* p, uint8_t* bytes, int64_t n, bool write) {
+  for (int64_t k = 0; k < n; ++k) {
+    const auto addr = reinterpret_cast<uintptr_t>(p + k);
+    const uintptr_t line = addr & ~(kCacheLineBytes - 1), i = addr - line;
+    CacheLine& l = dcache_line(line, t);
+    if (write) {
+      l.data[i] = bytes[k];
+      l.valid |= uint64_t{1} << i;
+      l.dirty |= uint64_t{1} << i;
+    } else {
+      bytes[k] = l.data[i];
+    }
+  }
+}
+
+void Core::dcache_write_back(uintptr_t line, CacheLine& l) {
+  for (uintptr_t i = 0; i < kCacheLineBytes; ++i)
+    if (l.dirty >> i & 1) *reinterpret_cast<uint8_t*>(line + i) = l.data[i];
+  l.dirty = 0;
+}
+
+void Core::dcache_clean_invalidate(const TileRef* t) {
+  std::vector<uintptr_t> lines;
+  if (t) {
+    for (int64_t f = 0; f < t->numel(); ++f) {
+      const auto first = reinterpret_cast<uintptr_t>(t->at_flat(f));
+      const auto last = first + static_cast<uintptr_t>(dtype_bytes(t->dtype)) - 1;
+      for (uintptr_t line = first & ~(kCacheLineBytes - 1); line <= last; line += kCacheLineBytes)
+        if (dcache_.count(line) && (lines.empty() || lines.back() != line)) lines.push_back(line);
+    }
+  } else {
+    lines.assign(dcache_order_.begin(), dcache_order_.end());
+  }
+  for (uintptr_t line : lines) {
+    auto it = dcache_.find(line);
+    if (it == dcache_.end()) continue;
+    dcache_write_back(line, it->second);
+    dcache_.erase(it);
+    dcache_order_.erase(std::find(dcache_order_.begin(), dcache_order_.end(), line));
+  }
+}
+
 Scalar Core::load(const LoadNode& n) {
   const BufferInfo& info = program.buffer(n.buffer.get());
   if (info.scope == MemScope::Var) return slots_[info.slot];
@@ -527,6 +611,11 @@ Scalar Core::load(const LoadNode& n) {
   for (auto v : idx) r.ranges.push_back({Expr(v), Expr(1)});
   TileRef t = resolve(r, "load", n.buffer->name);
   uint8_t* p = t.at(idx);
+  uint8_t cached[16];
+  if (replay_ && t.scope == MemScope::GM) {  // through the data cache (time-ordered replay)
+    dcache_access(t, p, cached, dtype_bytes(t.dtype), false);
+    p = cached;
+  }
   double v = load_value(t.dtype, p);
   return is_float(t.dtype) ? Scalar::of_float(v) : Scalar::of_int(static_cast<int64_t>(v));
 }
@@ -546,6 +635,11 @@ void Core::store(const StoreNode& n) {
   BufferRegion r{n.buffer, {}};
   for (auto x : idx) r.ranges.push_back({Expr(x), Expr(1)});
   TileRef ref = resolve(r, "store", n.buffer->name);
+  if (replay_ && ref.scope == MemScope::GM) {  // into the data cache (time-ordered replay)
+    uint8_t bytes[16];
+    store_value(t, bytes, stored.as_double());
+    return dcache_access(ref, ref.at(idx), bytes, dtype_bytes(t), true);
+  }
   store_value(t, ref.at(idx), stored.as_double());
 }
 

@@ -307,9 +307,14 @@ int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx) {
   return storage_offset(t, idx, &run);
 }
 
-/// dcci has no effect on the data here: the functional model reads and writes GM directly; the
-/// hazard checker reports the accesses a data cache would make stale (hazard.cpp).
-void dcci(const TileOpNode& n, Core& c) { (void)c.operand(n, "dst"); }
+/// dcci: in program order (fast mode) scalar accesses go straight to GM and there is nothing to
+/// do (the hazard checker reports the accesses a data cache would make stale, hazard.cpp); in
+/// the time-ordered replay of a timed launch the core's data cache writes back and drops the
+/// lines of dst, or every line.
+void dcci(const TileOpNode& n, Core& c) {
+  TileRef dst = c.operand(n, "dst");
+  c.dcache_clean_invalidate(n.attr_bool("entire") ? nullptr : &dst);
+}
 
 std::vector<ExecEntry> move_execs() { return {{"copy", copy}, {"atomic_add", atomic_add}, {"dcci", dcci}}; }
 

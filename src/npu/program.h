@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <span>
 #include <unordered_map>
@@ -203,6 +204,9 @@ class Core final : public arith::Evaluator {
   /// The intra-core flags this core left set ("set_flag(\"MTE2\", \"V\", 0)", ...), for the
   /// end-of-block check; empty when every set was consumed.
   std::vector<std::string> pending_flags() const;
+  /// T.dcci in the time-ordered replay: writes back and drops the data-cache lines of GM
+  /// region `t` (every line when `t` is null).
+  void dcache_clean_invalidate(const TileRef* t);
 
  private:
   struct Frame {
@@ -238,6 +242,19 @@ class Core final : public arith::Evaluator {
   int64_t step_mark_ = 0;       // count_steps() runs when steps_ reaches this
   int64_t sync_gen_ = -1;  // barrier generation this core waits to pass (-1: not waiting)
   int64_t barrier_view_ = 0;  // see_barrier()
+  // The scalar unit's GM data cache, modelled in the time-ordered replay only (DataCacheClean-
+  // AndInvalid's page: scalar GM accesses go through it; DMA and other cores do not see it):
+  // 64-byte lines of host addresses, filled from the bytes of the accessed tensor, stores kept
+  // (dirty) until a dcci, an eviction or the block's end writes them back.
+  struct CacheLine {
+    std::array<uint8_t, 64> data{};
+    uint64_t valid = 0, dirty = 0;  // a bit per byte
+  };
+  std::map<uintptr_t, CacheLine> dcache_;
+  std::deque<uintptr_t> dcache_order_;  // lines in fill order: the oldest is evicted first
+  CacheLine& dcache_line(uintptr_t line, const TileRef& t);
+  void dcache_access(const TileRef& t, uint8_t* p, uint8_t* bytes, int64_t n, bool write);
+  void dcache_write_back(uintptr_t line, CacheLine& l);
   struct CoreTrace* trace_ = nullptr;  // this block's instruction trace, when recording
   ReplayDriver* replay_ = nullptr;
   bool gate_recorded_ = false;       // replay: the blocked statement's events are recorded

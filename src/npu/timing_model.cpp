@@ -2,13 +2,17 @@
 // instruction trace, with instruction costs from timing_costs.h and reports in
 // timing_report.cpp.
 //
-// Per core: a scalar unit walks the core's events in program order, paying issue_cycles per
-// instruction, and appends them to per-pipe queues (scalar ops, barrier_all, S-pipe flags,
-// cross-core waits and sync_all are executed by the scalar unit itself and stall it). Each pipe
-// executes its queue in order:
+// Per core: a scalar unit walks the core's events in program order, paying first the scalar
+// ALU operations the interpreter counted before each event (loop control, branches, lets,
+// operand addresses: TraceEvent::scalar_ops), then issue_cycles per instruction, and appends
+// them to per-pipe queues of pipe_queue_depth instructions (a full queue stalls it until its
+// oldest instruction ends; scalar loads/stores, barrier_all, S-pipe flags, cross-core waits
+// and sync_all are executed by the scalar unit itself and stall it). Each pipe executes its
+// queue in order:
 //   - V, MTE2, MTE3 overlap: an instruction may start once the previous one has started plus
-//     its issue interval (vector: per_repeat x repeats; copies: issue_cycles, the DMA latency
-//     of the next copy overlaps the data phase of the previous one, data phases serialise);
+//     its issue interval (vector: per_repeat x repeats; GM copies: dma_issue_cycles, the DMA
+//     latency of the next copy overlaps the data phase of the previous one, data phases
+//     serialise);
 //   - S, M, MTE1, FIX serialise (start after the previous instruction ended);
 //   - pipe_barrier(P): later P instructions start after every earlier one ended;
 //   - set_flag(src, dst): fires when every earlier src instruction ended and the src pipe's

@@ -531,6 +531,65 @@ def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
   EXPECT_EQ(check(dma_after_store("\n                T.dcci(Y, entire=True)")), "");
 }
 
+// Item 2, timed mode: the time-ordered replay models the data cache, so a missing dcci gives the
+// stale numbers the chip would. A scalar load of bytes DMA rewrote returns the line the core
+// cached before; a DMA read of bytes a scalar store wrote returns GM's old bytes. With the dcci,
+// timed mode computes what program order does.
+TEST(Fidelity, TimedModeReadsStaleDataWithoutADcci) {
+  auto run = [](const std::string& body, bool timed) {
+    std::string text = R"(@T.prim_func
+def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32"), Z: T.Tensor((8, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((8, 64), "float32")
+            if vid == 0:
+)" + body;
+    Device dev;
+    Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 2.0)),
+           Y = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 0.0)),
+           Z = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 0.0));
+    npu::Profile prof;
+    compile(parse(text)).launch(dev, {X, Y, Z}, {.threads = 1, .profile = timed ? &prof : nullptr});
+    auto z = Z.to_vector();
+    return std::pair<double, double>{z[0], z[1]};
+  };
+  auto load_after_dma = [](const char* dcci) {
+    return fmt::format(R"(                T.copy(X, a)
+                v = Y[0, 3]
+                T.set_flag("MTE2", "MTE3", 0)
+                T.wait_flag("MTE2", "MTE3", 0)
+                T.copy(a, Y)
+                T.set_flag("MTE3", "S", 0)
+                T.wait_flag("MTE3", "S", 0){}
+                a[0, 0] = Y[0, 3] + 1.0
+                a[0, 1] = v
+                T.set_flag("S", "MTE3", 1)
+                T.wait_flag("S", "MTE3", 1)
+                T.copy(a, Z)
+)",
+                       dcci);
+  };
+  // Program order: Y[0, 3] is 2 after the copy. Timed without the dcci: the line cached by the
+  // first load still holds 0.
+  EXPECT_EQ(run(load_after_dma(""), false).first, 3.0);
+  EXPECT_EQ(run(load_after_dma(""), true).first, 1.0);
+  EXPECT_EQ(run(load_after_dma("\n                T.dcci(Y[0:1, 0:64])"), true).first, 3.0);
+  auto dma_after_store = [](const char* dcci) {
+    return fmt::format(R"(                Y[0, 0] = 5.0{}
+                T.set_flag("S", "MTE2", 0)
+                T.wait_flag("S", "MTE2", 0)
+                T.copy(Y, a)
+                T.set_flag("MTE2", "MTE3", 0)
+                T.wait_flag("MTE2", "MTE3", 0)
+                T.copy(a, Z)
+)",
+                       dcci);
+  };
+  EXPECT_EQ(run(dma_after_store(""), false).first, 5.0);
+  EXPECT_EQ(run(dma_after_store(""), true).first, 0.0);  // the store is still in the cache
+  EXPECT_EQ(run(dma_after_store("\n                T.dcci(Y, entire=True)"), true).first, 5.0);
+}
+
 // Item 18 (part): costs from the right operand and rate. exp and div run at a quarter of add's
 // rate (the only published ratio, 950's Add 256 vs Exp/Div 64 B/cycle); a compare counts its
 // repeats on its fp32 sources, not on its bitmask; a narrowing cast on its source.

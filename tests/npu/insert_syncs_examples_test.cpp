@@ -127,7 +127,7 @@ std::vector<ExampleCase> more_cases() {
   // Slots: a copy reuses a slot only after the pipe_barrier that follows a round of them.
   out.push_back({"copy_gm_l1",
                  build_kernel(find_kernel("copy_gm_l1"),
-                              sizes({{"M", 128}, {"N", 1024}, {"tM", 32}, {"tN", 256}, {"blocks", 2}, {"slots", 3}})),
+                              sizes({{"M", 128}, {"N", 1024}, {"tM", 32}, {"tN", 256}, {"blocks", 2}, {"slots", 2}})),
                  [](Device& dev) -> std::vector<Arg> { return {uniform(dev, {128, 1024}, f16, 5)}; },
                  {}});
   return out;
