@@ -110,6 +110,10 @@ struct CostTable {
   /// GM writes (UB->GM, L0C->GM) wait this fraction of the GM read latency.
   double gm_write_latency_fraction = 1;
   double launch_overhead_us = 0;          // Task Duration minus the kernel's own time
+  int64_t gm_burst_align_bytes = 512;     // GM rows starting off this move at reduced efficiency
+  double gm_unaligned_efficiency = 1;     // ... this fraction of the aligned bandwidth
+  int64_t ub_bank_bytes = 32, ub_banks = 48, ub_bank_groups = 16;  // UB banks (block-interleaved)
+  double bank_conflict_factor = 1;        // a conflicting vector instruction's repeats take this x
   double cross_flag_latency_cycles = 50;  // set_cross_flag -> the waiting core sees it
   double sync_all_latency_cycles = 100;   // sync_all: last arrival -> every core released
 };

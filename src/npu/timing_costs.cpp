@@ -77,6 +77,7 @@ Cost CostModel::cost(const TraceEvent& e) const {
     MemScope s = e.src_scope, d = e.dst_scope;
     double r = rate(s, d), lat = latency(s, d), by = static_cast<double>(e.bytes);
     if (s == MemScope::GM || d == MemScope::GM) {
+      if (e.gm_unaligned) by /= c_.gm_unaligned_efficiency;  // partly used 512-byte requests
       k.gm = true;
       k.write = d == MemScope::GM;
       k.fixed = lat;
@@ -97,8 +98,9 @@ Cost CostModel::cost(const TraceEvent& e) const {
   if (is_vector_cost(e.cost)) {
     const CostTable::VectorCost& vc = c_.vector_cost(e.cost);
     double reps = std::max(1.0, std::ceil(static_cast<double>(e.bytes) / c_.vector_bytes_per_repeat));
-    k.fixed = vc.head + vc.per_repeat * reps + vc.tail;
-    k.interval = std::max(c_.issue_cycles, vc.per_repeat * reps);
+    const double per_repeat = vc.per_repeat * (e.bank_conflict ? c_.bank_conflict_factor : 1);
+    k.fixed = vc.head + per_repeat * reps + vc.tail;
+    k.interval = std::max(c_.issue_cycles, per_repeat * reps);
     return k;
   }
   // The scalar unit: a store, a load, or another scalar instruction (dcci, printf).

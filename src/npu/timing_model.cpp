@@ -233,7 +233,7 @@ void Model::start_op(int c, int p, const Item& it) {
   if (k.gm) {
     int idx = record(c, it.ev, static_cast<Pipe>(p), start, start);
     double begin = std::max({start + k.fixed, ps.max_end, now_});
-    prof_.gm_bytes += k.bytes;
+    prof_.gm_bytes += static_cast<double>(e.bytes);
     double miss = miss_fraction(e, k.write);
     prof_.gm_hbm_bytes += k.bytes * miss;
     pending_.push(Flow{c, p, idx, begin, std::max(k.bytes, 1e-9), k.rate, miss, 0, flow_seq_++});

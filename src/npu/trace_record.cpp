@@ -174,6 +174,36 @@ int64_t repeat_bytes(const TileRef& t) {
   return t.rows() * ((row + 255) / 256) * 256;
 }
 
+/// GM copy rows off the 512-byte request grid (offsets from the tensor's base, which the runtime
+/// aligns), and vector instructions whose two sources read the same UB bank groups in a beat:
+/// a repeat reads 8 consecutive 32-byte blocks of each source, one row per bank group per beat,
+/// so two sources only share a beat when their blocks fall in complementary halves of the 16
+/// groups (starts 8 blocks apart, modulo 16).
+void set_cost_flags(TraceEvent& ev, const CoreTrace& ct, const CostTable& c) {
+  if (ev.cost == CostClass::Copy) {
+    const auto a = static_cast<uint64_t>(c.gm_burst_align_bytes);
+    for (const auto& x : ev.accesses) {
+      if (x.mem.scope != MemScope::GM) continue;
+      auto t = ct.gm.find(x.buffer);
+      const uint64_t off = t == ct.gm.end() ? x.start : x.start - t->second.base;
+      const bool one_run = x.count == 1 || x.pitch == x.len;  // rows back to back: one burst
+      if (off % a != 0 || (!one_run && x.pitch % a != 0)) ev.gm_unaligned = true;
+    }
+    return;
+  }
+  if (!is_vector_cost(ev.cost) || c.bank_conflict_factor == 1) return;
+  std::vector<uint64_t> sources;  // first byte of each source operand in UB
+  for (const auto& x : ev.accesses)
+    if (!x.write && x.mem.scope == MemScope::UB && std::find(sources.begin(), sources.end(), x.start) == sources.end())
+      sources.push_back(x.start);
+  const auto block = static_cast<uint64_t>(c.ub_bank_bytes), groups = static_cast<uint64_t>(c.ub_bank_groups);
+  for (size_t i = 0; i < sources.size(); ++i)
+    for (size_t j = i + 1; j < sources.size(); ++j) {
+      const uint64_t d = (sources[j] / block % groups + groups - sources[i] / block % groups) % groups;
+      if (d != groups / 2) ev.bank_conflict = true;
+    }
+}
+
 /// The cost-model inputs of one instruction, from its cost class and the op's operands.
 void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std::optional<TileRef>>& refs,
                      const InstrSpec& spec) {
@@ -335,6 +365,7 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       }
     }
     set_cost_inputs(ev, n, refs, spec);
+    set_cost_flags(ev, ct, c.program.target->costs);
     if (op.name == "dcci") ev.mode = n.attr_bool("entire") ? 1 : 0;  // the whole cache
     if (op.name == "mma") {
       const TileArg* init = op_operand(n, "init");

@@ -180,6 +180,21 @@ Target make_a2() {
   // "a few us"). Task Duration minus the AIVs' time in asc-devkit's add_high_performance README
   // is 0.47 us on one core and 2.5-9.4 us on 48; the smallest multi-core figure is taken.
   c.launch_overhead_us = 2.5;
+  // GM addresses: MTE2/MTE3 requests are handled in 512-byte units; on A2 a copy whose rows start
+  // 32 B- but not 512 B-aligned reaches 70 % of the aligned bandwidth (asc-devkit best practice
+  // "GM地址尽量512B对齐": "32B对齐场景只能达到512B对齐场景的70%"). Taken for every unaligned row.
+  c.gm_burst_align_bytes = 512;
+  c.gm_unaligned_efficiency = 0.7;
+  // UB (2201): 48 banks of 32-byte rows in 16 bank groups, consecutive 32 B blocks in consecutive
+  // banks (bank = block % 48, group = bank % 16); per beat the vector unit reads or writes one row
+  // per bank group, so two sources in one group, or a source and the destination in one bank,
+  // conflict (asc-devkit "避免bank冲突（NPU架构版本2201）"). The add example's contiguous case
+  // measured 12.846 -> 6.954 us when the conflict was removed: a conflicting repeat takes two
+  // beats.
+  c.ub_bank_bytes = 32;
+  c.ub_banks = 48;
+  c.ub_bank_groups = 16;
+  c.bank_conflict_factor = 2;
   c.cross_flag_latency_cycles = 50;
   c.sync_all_latency_cycles = 100;
   return t;
@@ -244,6 +259,10 @@ Target make_950() {
   }
   t.gm_bytes = int64_t{128} << 30;  // 950PR: 128 GB HiBL (vendor announcement)
   t.costs.hbm_bytes_per_s = 1.6e12;
+  // The 512 B alignment rule and the 2201 bank layout are A2/A3 pages; 950's bank layout (16
+  // banks in 8 groups) and alignment figures are not modelled.
+  t.costs.gm_unaligned_efficiency = 1;
+  t.costs.bank_conflict_factor = 1;
   return t;
 }
 

@@ -150,13 +150,14 @@ TEST(DeveloperExamples, GemmDevIsAtLeastAsFastAsTheSerialExpertGemm) {
 // on one AIV per block where the expert kernel splits the rows over both, so it is not yet at
 // 0.95x; held near its current ratio so it can only improve (0.84x once exp and div cost a
 // quarter of add's rate; 0.83x once scalar work costs cycles: its compiler-made index
-// arithmetic is longer than the expert kernel's).
+// arithmetic is longer than the expert kernel's; 0.82x once UB bank conflicts, unaligned GM
+// rows and faster GM writes are modelled). Issue 13 raises it to 0.95x.
 TEST(DeveloperExamples, FlashAttentionDevAgainstTheSerialExpertFlashAttention) {
   std::map<std::string, std::string> p = {{"S", "256"}, {"D", "128"}};
   std::map<std::string, std::string> expert_p = {{"S", "256"}, {"D", "128"}, {"bK", "128"}, {"bD", "128"}};
   double dev = cycles("flash_attention_dev", p), expert = cycles("flash_attention", expert_p);
   std::printf("  flash_attention_dev %.0f cycles, flash_attention %.0f cycles: %.2fx\n", dev, expert, expert / dev);
-  EXPECT_GE(expert / dev, 0.82);
+  EXPECT_GE(expert / dev, 0.81);
 }
 
 }  // namespace

@@ -767,6 +767,65 @@ TEST(Fidelity, SmallCopiesAreBoundByTheDmaQueue) {
   EXPECT_GE(per_copy, c.dma_issue_cycles);
 }
 
+// Item 22: GM rows off the 512-byte grid move at 70 % of the aligned bandwidth on A2 ("GM地址尽量
+// 512B对齐"): a [64, 64] fp16 tile at column 64 (128 B into each 512 B row) against column 0.
+TEST(Fidelity, UnalignedGmRowsCostMore) {
+  const Target& t = default_target();
+  const auto& c = t.costs;
+  const char* text = R"(@T.prim_func
+def f(X: T.Tensor((64, 256), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((64, 64), "float16")
+            if vid == 0:
+                T.copy(X[0:64, 0:64], x)
+                T.pipe_barrier("MTE2")
+                T.copy(X[0:64, 64:128], x)
+)";
+  Device dev;
+  Tensor X = from_vector(dev, {64, 256}, f16, std::vector<double>(64 * 256, 1.0));
+  npu::Profile prof;
+  compile(parse(text)).launch(dev, {X}, {.threads = 1, .profile = &prof});
+  std::vector<double> span;
+  for (const auto& i : prof.instrs)
+    if (i.name == "copy global->UB") span.push_back(i.end - i.start);
+  ASSERT_EQ(span.size(), 2u);
+  const double rate = std::min(c.copy_bytes_per_cycle.at("global->UB"),
+                               c.copy_measured_bytes_per_s.at("global->UB") / (t.clock_ghz * 1e9));
+  const double latency = c.copy_latency_bytes.at("global->UB") / rate;
+  EXPECT_NEAR(span[0], latency + 8192 / rate, 1);
+  EXPECT_NEAR(span[1], latency + 8192 / rate / c.gm_unaligned_efficiency, 1);
+}
+
+// Item 22: UB bank conflicts (2201: 16 bank groups of 32-byte blocks, one row per group per beat).
+// A repeat reads 8 blocks of each source; sources 8 blocks apart (mod 16) share a beat, sources
+// 16 blocks apart take two.
+TEST(Fidelity, SourcesInOneBankGroupTakeTwoBeats) {
+  const char* text = R"(@T.prim_func
+def f(X: T.Tensor((4160,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((4160,), "float32")
+            y = T.alloc_ub((2048,), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                T.tile.add(y, x[0:2048], x[2112:4160])
+                T.barrier_all()
+                T.tile.mul(y, x[0:2048], x[2048:4096])
+)";
+  Device dev;
+  Tensor X = from_vector(dev, {4160}, f32, std::vector<double>(4160, 1.0));
+  npu::Profile prof;
+  compile(parse(text)).launch(dev, {X}, {.threads = 1, .profile = &prof});
+  std::map<std::string, double> d;
+  for (const auto& i : prof.instrs) d[i.name] = i.end - i.start;
+  const auto& row = default_target().costs.vector_cost(CostClass::VecSimple);
+  const double repeats = 2048 * 4 / 256;
+  EXPECT_DOUBLE_EQ(d["tile.add"], row.head + row.tail + row.per_repeat * repeats);      // 264 blocks apart
+  EXPECT_DOUBLE_EQ(d["tile.mul"], row.head + row.tail + 2 * row.per_repeat * repeats);  // 256 blocks apart
+}
+
 // Item 21: a strided region costs per-row repeats: a [64, 16] fp32 slice of a [64, 64] tile takes
 // one 256-byte repeat per row (64), not 16 repeats' worth of bytes.
 TEST(Fidelity, AStridedRegionCostsARepeatPerRow) {

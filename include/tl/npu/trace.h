@@ -65,6 +65,11 @@ struct TraceEvent {
   /// conditions, lets, the address arithmetic of this instruction's operands): the scalar
   /// unit spends them before it can issue this event.
   int64_t scalar_ops = 0;
+  /// A GM copy whose GM rows do not all start on 512 bytes (from the tensor's base).
+  bool gm_unaligned = false;
+  /// A vector instruction whose UB operands collide in a bank group (two sources) or a bank
+  /// (a source and the destination) in the same beat.
+  bool bank_conflict = false;
 };
 
 /// A GM tensor as the trace met it, to name the elements of a GM access in reports (its
