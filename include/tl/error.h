@@ -13,15 +13,25 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tl {
 
-/// Where a DSL statement was written (file relative to the repository root, 1-based line).
+/// Where a DSL statement was written (file relative to the repository root, 1-based line). A
+/// statement written inside a kernel helper (one that declares a T::HelperCall) is located at
+/// the kernel line that called the helper; `via` then lists the helper lines down to the
+/// statement ("k.cpp:120", or "k.cpp:150, k.cpp:120" for a helper calling a helper).
 struct SourceLoc {
+  SourceLoc() = default;
+  SourceLoc(std::string f, int l, std::string v = {}) : file(std::move(f)), line(l), via(std::move(v)) {}
   std::string file;
   int line = 0;
+  std::string via;
   bool known() const { return line > 0; }
-  std::string str() const { return known() ? fmt::format("{}:{}", file, line) : "<unknown>"; }
+  std::string str() const {
+    if (!known()) return "<unknown>";
+    return via.empty() ? fmt::format("{}:{}", file, line) : fmt::format("{}:{} (in a helper at {})", file, line, via);
+  }
 };
 
 /// A user error: bad kernel, bad IR text, bad argument.

@@ -51,6 +51,19 @@ struct ParamRef {
 
 namespace T {
 
+/// Declared first in a kernel helper (a C++ function or lambda that emits DSL statements and
+/// takes TL_LOC): while it lives, statements record the kernel line that called the helper,
+/// with the helper's own line after it, so errors, hazard reports and profiles point at the
+/// kernel ("k.cpp:40 (in a helper at k.cpp:12)").
+///   auto update = [&](Expr j, TL_LOC) { T::HelperCall at(loc); T::copy(...); };
+class HelperCall {
+ public:
+  explicit HelperCall(const Loc& caller);
+  ~HelperCall();
+  HelperCall(const HelperCall&) = delete;
+  HelperCall& operator=(const HelperCall&) = delete;
+};
+
 // ---- Functions, parameters, symbols ------------------------------------------------------
 
 /// A GM tensor parameter. `strides` empty means dense row-major.

@@ -199,6 +199,11 @@ class Lexer {
     while (!text.empty() && (text.back() == ' ' || text.back() == '\r')) text.remove_suffix(1);
     if (text.empty() || text.front() != '@') return;
     text.remove_prefix(1);
+    std::string via;  // `# @k.cpp:40 via k.cpp:12`: a statement written in a helper
+    if (size_t v = text.find(" via "); v != std::string_view::npos) {
+      via = std::string(text.substr(v + 5));
+      text = text.substr(0, v);
+    }
     size_t colon = text.rfind(':');
     if (colon == std::string_view::npos) return;
     std::string_view digits = text.substr(colon + 1);
@@ -208,7 +213,7 @@ class Lexer {
       if (!is_digit(c)) return;
       line = line * 10 + (c - '0');
     }
-    if (line > 0) pending_loc_ = SourceLoc{std::string(text.substr(0, colon)), line};
+    if (line > 0) pending_loc_ = SourceLoc{std::string(text.substr(0, colon)), line, std::move(via)};
   }
 
   void name() {

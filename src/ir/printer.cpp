@@ -317,7 +317,10 @@ class Printer {
   }
   void line(int ind, const std::string& text, const SourceLoc& loc) {
     out_ << std::string(4 * ind, ' ') << text;
-    if (opt_.locations && loc.known()) out_ << "  # @" << loc.file << ":" << loc.line;
+    if (opt_.locations && loc.known()) {
+      out_ << "  # @" << loc.file << ":" << loc.line;
+      if (!loc.via.empty()) out_ << " via " << loc.via;
+    }
     out_ << "\n";
   }
 

@@ -14,10 +14,26 @@ namespace {
 thread_local const SourceLoc* g_loc_override = nullptr;
 }  // namespace
 
+// Kernel lines that called the helpers being built, outermost first (T::HelperCall).
+thread_local std::vector<SourceLoc> g_helper_callers;
+
 SourceLoc source_loc(const Loc& l) {
   if (g_loc_override) return *g_loc_override;
-  return SourceLoc{l.file_name(), static_cast<int>(l.line())};
+  SourceLoc here{l.file_name(), static_cast<int>(l.line())};
+  if (g_helper_callers.empty()) return here;
+  SourceLoc loc = g_helper_callers.front();
+  for (size_t i = 1; i < g_helper_callers.size(); ++i) loc.via += g_helper_callers[i].str() + ", ";
+  loc.via += here.str();
+  return loc;
 }
+
+namespace T {
+HelperCall::HelperCall(const Loc& caller) {
+  g_helper_callers.push_back(g_loc_override ? *g_loc_override
+                                            : SourceLoc{caller.file_name(), static_cast<int>(caller.line())});
+}
+HelperCall::~HelperCall() { g_helper_callers.pop_back(); }
+}  // namespace T
 
 ScopedSourceLoc::ScopedSourceLoc(SourceLoc loc) : loc_(std::move(loc)), outer_(g_loc_override) {
   g_loc_override = &loc_;

@@ -7,6 +7,7 @@
 
 #include "common/example_checks.h"
 #include "tl/kernel_registry.h"
+#include "tl/lang.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/timing.h"
 #include "tl/parser.h"
@@ -765,6 +766,40 @@ TEST(Fidelity, SmallCopiesAreBoundByTheDmaQueue) {
   EXPECT_GE(per_copy, latency / c.pipe_queue_depth);
   EXPECT_LE(per_copy, (latency + 128 / rate) / c.pipe_queue_depth + 1);
   EXPECT_GE(per_copy, c.dma_issue_cycles);
+}
+
+// Item 13: a statement written in a kernel helper is reported at the kernel line that called
+// the helper, with the helper's line after it; the IR text keeps both (`# @k:40 via k:12`).
+TEST(Fidelity, ReportsPointAtTheKernelLineThatCalledAHelper) {
+  int helper_line = 0, call_line = 0;
+  auto X = T::Tensor("X", {64}, f32);
+  PrimFunc f = T::prim_func("helper_race", {X}, [&] {
+    T::Kernel(1, [&](Expr, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        auto x = T::alloc_ub("x", {64}, f32);
+        auto load = [&](TL_LOC) {
+          T::HelperCall at(loc);
+          helper_line = __LINE__ + 1;
+          T::copy(X, x);
+        };
+        T::If(vid == 0, [&] {
+          call_line = __LINE__ + 1;
+          load();
+          T::tile::add(x, x, x);  // reads x with no MTE2 -> V sync after the helper's copy
+        });
+      });
+    });
+  });
+  const std::string file = "tests/npu/fidelity_test.cpp";
+  const std::string where = fmt::format("{}:{} (in a helper at {}:{})", file, call_line, file, helper_line);
+  const std::string text = print(f, {.locations = true});
+  EXPECT_NE(text.find(fmt::format("# @{}:{} via {}:{}", file, call_line, file, helper_line)), std::string::npos)
+      << text;
+  EXPECT_EQ(print(parse(text), {.locations = true}), text);
+  Device dev;
+  Tensor Xt = from_vector(dev, {64}, f32, std::vector<double>(64, 1.0));
+  const std::string err = launch_error(text, dev, {Xt}, {.threads = 1, .check_hazards = true});
+  EXPECT_NE(err.find("copy (MTE2, block 0 AIV0) writes x bytes [0, 256) at " + where), std::string::npos) << err;
 }
 
 // Item 22: GM rows off the 512-byte grid move at 70 % of the aligned bandwidth on A2 ("GM地址尽量
