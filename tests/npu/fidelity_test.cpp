@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "common/example_checks.h"
 #include "tl/kernel_registry.h"
@@ -830,6 +831,20 @@ def f(X: T.Tensor((64, 256), "float16")):
   const double latency = c.copy_latency_bytes.at("global->UB") / rate;
   EXPECT_NEAR(span[0], latency + 8192 / rate, 1);
   EXPECT_NEAR(span[1], latency + 8192 / rate / c.gm_unaligned_efficiency, 1);
+}
+
+// Item 22: a profile's Task Duration is the kernel plus the documented launch overhead (what a
+// profiler reports), and tlc's table prints both.
+TEST(Fidelity, TaskDurationAddsTheLaunchOverhead) {
+  auto p = profile_of(R"(                T.copy(X[0:1, 0:64], x)
+)");
+  const double overhead = default_target().costs.launch_overhead_us;
+  EXPECT_GT(overhead, 0);
+  EXPECT_EQ(p.launch_overhead_us, overhead);
+  EXPECT_DOUBLE_EQ(p.task_us(), p.total_us + overhead);
+  std::ostringstream table;
+  npu::print_profile(p, table);
+  EXPECT_NE(table.str().find(fmt::format("task duration {:.2f} us", p.task_us())), std::string::npos) << table.str();
 }
 
 // Item 22: UB bank conflicts (2201: 16 bank groups of 32-byte blocks, one row per group per beat).
