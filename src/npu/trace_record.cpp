@@ -179,7 +179,9 @@ int64_t repeat_bytes(const TileRef& t) {
 /// a repeat reads 8 consecutive 32-byte blocks of each source, one row per bank group per beat,
 /// so two sources only share a beat when their blocks fall in complementary halves of the 16
 /// groups (starts 8 blocks apart, modulo 16).
-void set_cost_flags(TraceEvent& ev, const CoreTrace& ct, const CostTable& c) {
+void set_cost_flags(TraceEvent& ev, const Core& core, const CoreTrace& ct,
+                    const std::vector<std::optional<TileRef>>& refs, const InstrSpec& spec) {
+  const CostTable& c = core.program.target->costs;
   if (ev.cost == CostClass::Copy) {
     const auto a = static_cast<uint64_t>(c.gm_burst_align_bytes);
     for (const auto& x : ev.accesses) {
@@ -192,10 +194,15 @@ void set_cost_flags(TraceEvent& ev, const CoreTrace& ct, const CostTable& c) {
     return;
   }
   if (!is_vector_cost(ev.cost) || c.bank_conflict_factor == 1) return;
-  std::vector<uint64_t> sources;  // first byte of each source operand in UB
-  for (const auto& x : ev.accesses)
-    if (!x.write && x.mem.scope == MemScope::UB && std::find(sources.begin(), sources.end(), x.start) == sources.end())
-      sources.push_back(x.start);
+  std::vector<uint64_t> sources;  // the first UB byte of each distinct source operand
+  const uint8_t* ub = core.mem[static_cast<size_t>(MemScope::UB)].data();
+  for (const auto& t : spec.touches) {
+    if (t.operand < 0 || t.access != tl::Access::Read || static_cast<size_t>(t.operand) >= refs.size()) continue;
+    const auto& r = refs[t.operand];
+    if (!r || r->scope != MemScope::UB || r->numel() == 0) continue;
+    const auto start = static_cast<uint64_t>(r->at_flat(0) - ub);
+    if (std::find(sources.begin(), sources.end(), start) == sources.end()) sources.push_back(start);
+  }
   const auto block = static_cast<uint64_t>(c.ub_bank_bytes), groups = static_cast<uint64_t>(c.ub_bank_groups);
   for (size_t i = 0; i < sources.size(); ++i)
     for (size_t j = i + 1; j < sources.size(); ++j) {
@@ -365,7 +372,7 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       }
     }
     set_cost_inputs(ev, n, refs, spec);
-    set_cost_flags(ev, ct, c.program.target->costs);
+    set_cost_flags(ev, c, ct, refs, spec);
     if (op.name == "dcci") ev.mode = n.attr_bool("entire") ? 1 : 0;  // the whole cache
     if (op.name == "mma") {
       const TileArg* init = op_operand(n, "init");
