@@ -12,10 +12,9 @@ namespace tl {
 namespace {
 // The innermost live ScopedSourceLoc of this thread (the guards form a stack through outer_).
 thread_local const SourceLoc* g_loc_override = nullptr;
-}  // namespace
-
 // Kernel lines that called the helpers being built, outermost first (T::HelperCall).
 thread_local std::vector<SourceLoc> g_helper_callers;
+}  // namespace
 
 SourceLoc source_loc(const Loc& l) {
   if (g_loc_override) return *g_loc_override;

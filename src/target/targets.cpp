@@ -177,8 +177,9 @@ Target make_a2() {
   // read latency stays the msKPP curve's (K = 30 KB); writes take the same ratio of it.
   c.gm_write_latency_fraction = 153.0 / 307.0;
   // Launch overhead: profilers' Task Duration includes scheduling and completion (CALIBRATION.md,
-  // "a few us"). Task Duration minus the AIVs' time in asc-devkit's add_high_performance README
-  // is 0.47 us on one core and 2.5-9.4 us on 48; the smallest multi-core figure is taken.
+  // "a few us"). Task Duration minus the AIVs' time, derived from the tables of asc-devkit's
+  // add_high_performance README, is 0.47 us on one core and 2.5-9.4 us on 48; the smallest
+  // multi-core figure is taken.
   c.launch_overhead_us = 2.5;
   // GM addresses: MTE2/MTE3 requests are handled in 512-byte units; on A2 a copy whose rows start
   // 32 B- but not 512 B-aligned reaches 70 % of the aligned bandwidth (asc-devkit best practice
