@@ -335,6 +335,7 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
     if (spec.kind == InstrSpec::Kind::BarrierAll) {
       ev.kind = EventKind::Barrier;
       ev.pipe = Pipe::ALL;
+      ev.expanded = true;
       push_event(ct, std::move(ev));
       continue;
     }
@@ -398,6 +399,7 @@ void record_sync(Core& c, CoreTrace& ct, const SyncNode& s) {
   ev.pipe = s.src;
   ev.dst = s.dst;
   ev.mode = s.mode;
+  ev.origin = s.origin;
   if (s.event_id.defined()) ev.id = static_cast<int>(c.eval_int(s.event_id));
   switch (s.sync_kind) {
     case SyncKind::SetFlag: ev.kind = EventKind::SetFlag; break;

@@ -154,4 +154,16 @@ TEST(TlcInput, ExitStatusesAreDocumentedInHelp) {
   EXPECT_NE(r.out.find("3 an internal error"), std::string::npos) << r.out;
 }
 
+// `tlc report`: prints the report of a kernel (exit 0); a bad kernel name or --off is a usage
+// error (2).
+TEST(TlcInput, ReportPrintsSyncsAndMemoryAndRejectsBadInput) {
+  Result ok = tlc({"report", "gemm", "--set", "M=128", "--set", "N=256", "--set", "K=64"});
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_NE(ok.out.find("synchronisations executed per block"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("on-chip memory per core"), std::string::npos) << ok.out;
+  EXPECT_EQ(tlc({"report", "no_such_kernel"}).status, 2);
+  Result off = tlc({"report", "add_dev", "--off", "nothing"});
+  EXPECT_EQ(off.status, 2) << off.out;
+  EXPECT_NE(off.out.find("--off: no automation named 'nothing'"), std::string::npos) << off.out;
+}
 }  // namespace

@@ -9,6 +9,9 @@
 //   tlc run KERNEL --mode timed [--trace F.json] [--html F.html] [--timing-only]
 //                                    timing model: profile table, Perfetto trace, HTML timeline;
 //                                    the data is computed in simulated-time order and checked
+//   tlc report KERNEL [--set N=V]    what the compiler made of it: synchronisations (in the IR
+//                                    and executed per block; the author's, the compiler's),
+//                                    event ids, channels and workspace, memory per scope
 //   tlc demo [--out DIR]             the main job: verify, run (hazard-checked, reference-checked)
 //                                    and profile every example; IR, traces, timelines to out/
 //
@@ -30,6 +33,7 @@
 
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
+#include "tl/npu/report.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
 #include "tl/pass.h"
@@ -276,6 +280,21 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
   return ok;
 }
 
+/// `tlc report`: compiles the kernel, runs it once on random inputs recording its trace, and
+/// prints what the compiler made of it (tl/npu/report.h).
+void report_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets, const tl::Target& target,
+                   const std::vector<std::string>& dyn_sets) {
+  auto f = k.build(tl::resolve_kernel_args(k, sets));
+  const auto dyn = parse_dyn(k, f, dyn_sets);
+  g_error_exit = kKernelFailed;
+  auto kern = tl::compile(f, target, {.dev = g_timed.dev});
+  tl::Device dev(target);
+  auto args = make_args(dev, f, 1, dyn);
+  tl::npu::Trace trace;
+  kern.launch(dev, args, {.trace = &trace});
+  tl::npu::print_report(tl::npu::make_report(f, kern.func(), target, &trace), std::cout);
+}
+
 /// Writes `text` to `path` (an IR dump of the demo); a failure is an error.
 void write_file(const std::string& path, const std::string& text) {
   OutFile f;
@@ -383,6 +402,12 @@ int tlc_main(int argc, char** argv) {
                     "differences, a remark each)");
   std::vector<std::string> dyn_sets;
   run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
+  auto* report_cmd = app.add_subcommand(
+      "report", "what the compiler made of a kernel: syncs, event ids, channels, workspace, memory per scope");
+  add_common(report_cmd);
+  std::vector<std::string> report_offs, report_dyn;
+  report_cmd->add_option("--off", report_offs, "switch a developer-mode automation off (as for tlc run)");
+  report_cmd->add_option("--dyn", report_dyn, "value of a dynamic size: NAME=VALUE (default 1000)");
   auto* demo = app.add_subcommand("demo", "the main job: verify, run, check and profile every example kernel");
   std::string demo_dir = "out";
   demo->add_option("--out", demo_dir, "directory for IR dumps, traces and timelines (default out/)");
@@ -447,6 +472,16 @@ int tlc_main(int argc, char** argv) {
       return run_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, threads, dyn_sets)
                  ? kOk
                  : kKernelFailed;
+    }
+    if (*report_cmd) {
+      for (const auto& o : report_offs) switch_off(g_timed.dev, o);
+      try {
+        g_timed.dev.validate();
+      } catch (const tl::Error& e) {
+        throw UsageError(e.what());
+      }
+      report_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, report_dyn);
+      return kOk;
     }
     if (*demo) return run_demo(demo_dir, target);
   } catch (const UsageError& e) {

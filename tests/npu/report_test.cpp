@@ -1,0 +1,74 @@
+// Kernel reports (tl/npu/report.h, `tlc report`): the synchronisations of an expert kernel are
+// the author's (plus gemm_v0's expansion barriers, 3 per call), those of a developer kernel the
+// compiler's; channels show as GM workspaces named by what made them; memory per scope is the
+// planned end of the highest buffer.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tl/kernel_registry.h"
+#include "tl/npu/npu.h"
+#include "tl/npu/report.h"
+#include "tl/runtime.h"
+
+namespace tl {
+namespace {
+
+npu::KernelReport report_of(const std::string& kernel, const std::map<std::string, std::string>& sets) {
+  PrimFunc f = build_kernel(find_kernel(kernel), sets);
+  CompiledKernel k = compile(f);
+  Device dev;
+  std::vector<Arg> args;
+  for (const auto& p : f->params) {
+    std::vector<int64_t> shape;
+    for (const auto& s : p.tensor->shape) shape.push_back(*as_const_int(s));
+    args.emplace_back(uniform(dev, shape, p.tensor->dtype, 1, -1.0, 1.0));
+  }
+  npu::Trace trace;
+  k.launch(dev, args, {.threads = 1, .trace = &trace});
+  return npu::make_report(f, k.func(), default_target(), &trace);
+}
+
+TEST(KernelReport, ExpertGemmSyncsAreTheAuthorsAndItsGemmV0Barriers) {
+  // 256 x 256 x 256 with 128 x 256 tiles and bK = 64: 2 blocks, 4 gemm_v0 calls each.
+  auto r = report_of("gemm", {{"M", "256"}, {"N", "256"}, {"K", "256"}});
+  int64_t user = 0, automatic = 0;
+  for (const auto& [kind, t] : r.static_syncs) {
+    user += t.user;
+    automatic += t.automatic;
+  }
+  EXPECT_GT(user, 0);
+  EXPECT_EQ(automatic, 0);
+  EXPECT_EQ(r.blocks, 2);
+  EXPECT_EQ(r.dynamic_syncs["barrier_all"].expanded, 4 * 3);
+  EXPECT_EQ(r.dynamic_syncs["barrier_all"].user, 0);
+  EXPECT_EQ(r.memory.at(MemScope::L0C).first, 128 * 256 * 4);
+  EXPECT_EQ(r.memory.at(MemScope::L0C).second, default_target().cap(MemScope::L0C));
+}
+
+TEST(KernelReport, DeveloperKernelSyncsAndChannelsAreTheCompilers) {
+  auto r = report_of("matmul_add_dev", {});
+  int64_t user = 0, automatic = 0;
+  for (const auto& [kind, t] : r.dynamic_syncs) {
+    user += t.user;
+    automatic += t.automatic;
+  }
+  EXPECT_EQ(user, 0);
+  EXPECT_GT(automatic, 0);
+  EXPECT_GE(r.cross_flag_ids, 1);
+  bool channel = false;
+  for (const auto& b : r.buffers)
+    if (b.scope == MemScope::GM && b.size > 0 && b.origin.find("channel") != std::string::npos) channel = true;
+  EXPECT_TRUE(channel);
+  for (const auto& [scope, m] : r.memory) EXPECT_LE(m.first, m.second) << scope_name(scope);
+  for (const auto& [pair, n] : r.event_ids) EXPECT_LE(n, 6) << pair;  // A2: ids 0-5 per pipe pair
+  std::ostringstream os;
+  npu::print_report(r, os);
+  for (const char* line : {"synchronisations in the lowered IR:", "synchronisations executed per block",
+                           "event ids per pipe pair:", "GM workspace (cross-core channels):",
+                           "on-chip memory per core (planned bytes / capacity): "})
+    EXPECT_NE(os.str().find(line), std::string::npos) << line << "\n" << os.str();
+}
+
+}  // namespace
+}  // namespace tl
