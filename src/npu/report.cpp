@@ -84,10 +84,13 @@ void add_dynamic(KernelReport& r, const Trace& trace) {
         if (e.kind == EventKind::SetCross || e.kind == EventKind::WaitCross) cross.insert(e.id);
       }
     }
+    int64_t all = 0;
     for (const auto& [kind, t] : block) {
       SyncTally& m = r.dynamic_syncs[kind];
       if (t.total() > m.total()) m = t;
+      all += t.total();
     }
+    r.max_block_syncs = std::max(r.max_block_syncs, all);
   }
   for (const auto& [pair, set] : ids) r.event_ids[pair] = static_cast<int>(set.size());
   r.cross_flag_ids = static_cast<int>(cross.size());
@@ -126,12 +129,14 @@ void print_report(const KernelReport& r, std::ostream& os) {
                       user + automatic + expanded);
   };
   table("synchronisations in the lowered IR:", r.static_syncs);
-  if (r.blocks > 0)
-    table(fmt::format("synchronisations executed per block (the most of {} blocks; expanded: gemm_v0's "
-                      "barriers):",
+  if (r.blocks > 0) {
+    table(fmt::format("synchronisations executed per block (per kind, the most of {} blocks; expanded: "
+                      "gemm_v0's barriers):",
                       r.blocks)
               .c_str(),
           r.dynamic_syncs);
+    os << fmt::format("  the most one block executed: {}\n", r.max_block_syncs);
+  }
   os << "event ids per pipe pair:";
   if (r.event_ids.empty()) os << " none";
   for (const auto& [pair, n] : r.event_ids) os << fmt::format(" {} {}", pair, n);

@@ -42,6 +42,9 @@ TEST(KernelReport, ExpertGemmSyncsAreTheAuthorsAndItsGemmV0Barriers) {
   EXPECT_EQ(r.blocks, 2);
   EXPECT_EQ(r.dynamic_syncs["barrier_all"].expanded, 4 * 3);
   EXPECT_EQ(r.dynamic_syncs["barrier_all"].user, 0);
+  int64_t per_kind = 0;
+  for (const auto& [kind, t] : r.dynamic_syncs) per_kind += t.total();
+  EXPECT_EQ(r.max_block_syncs, per_kind);  // both blocks run the same loop
   EXPECT_EQ(r.memory.at(MemScope::L0C).first, 128 * 256 * 4);
   EXPECT_EQ(r.memory.at(MemScope::L0C).second, default_target().cap(MemScope::L0C));
 }

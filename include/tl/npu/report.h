@@ -29,10 +29,11 @@ struct KernelReport {
   std::string kernel, target;
   /// Synchronisation statements of the lowered IR, by kind ("set_flag", "pipe_barrier", ...).
   std::map<std::string, SyncTally> static_syncs;
-  /// Executed synchronisations per logical block (its AIC and both AIVs), by kind: the most
-  /// any block executed. Empty without a trace.
+  /// Executed synchronisations per logical block (its AIC and both AIVs), by kind: for each
+  /// kind, the most any block executed. Empty without a trace.
   std::map<std::string, SyncTally> dynamic_syncs;
   int64_t blocks = 0;  // logical blocks of the traced launch
+  int64_t max_block_syncs = 0;  // the most synchronisations one block executed (all kinds)
   /// Distinct set_flag/wait_flag event ids per (src, dst) pipe pair ("MTE2->V"), and distinct
   /// cross-core flag ids, as executed (from the trace; from constant ids without one).
   std::map<std::string, int> event_ids;
