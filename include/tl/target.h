@@ -112,7 +112,7 @@ struct CostTable {
   double launch_overhead_us = 0;          // Task Duration minus the kernel's own time
   int64_t gm_burst_align_bytes = 512;     // GM rows starting off this move at reduced efficiency
   double gm_unaligned_efficiency = 1;     // ... this fraction of the aligned bandwidth
-  int64_t ub_bank_bytes = 32, ub_banks = 48, ub_bank_groups = 16;  // UB banks (block-interleaved)
+  int64_t ub_bank_bytes = 32, ub_bank_groups = 16;  // UB bank rows and groups (block-interleaved)
   double bank_conflict_factor = 1;        // a conflicting vector instruction's repeats take this x
   double cross_flag_latency_cycles = 50;  // set_cross_flag -> the waiting core sees it
   double sync_all_latency_cycles = 100;   // sync_all: last arrival -> every core released

@@ -84,19 +84,27 @@ void add_dynamic(KernelReport& r, const Trace& trace) {
         if (e.kind == EventKind::SetCross || e.kind == EventKind::WaitCross) cross.insert(e.id);
       }
     }
-    int64_t all = 0;
     for (const auto& [kind, t] : block) {
       SyncTally& m = r.dynamic_syncs[kind];
       if (t.total() > m.total()) m = t;
-      all += t.total();
     }
-    r.max_block_syncs = std::max(r.max_block_syncs, all);
+    r.max_block_syncs = std::max(r.max_block_syncs, sum(block).total());
   }
   for (const auto& [pair, set] : ids) r.event_ids[pair] = static_cast<int>(set.size());
   r.cross_flag_ids = static_cast<int>(cross.size());
 }
 
 }  // namespace
+
+SyncTally sum(const std::map<std::string, SyncTally>& by_kind) {
+  SyncTally all;
+  for (const auto& [kind, t] : by_kind) {
+    all.user += t.user;
+    all.automatic += t.automatic;
+    all.expanded += t.expanded;
+  }
+  return all;
+}
 
 KernelReport make_report(const PrimFunc& source, const PrimFunc& lowered, const Target& target, const Trace* trace) {
   KernelReport r;
@@ -115,25 +123,20 @@ KernelReport make_report(const PrimFunc& source, const PrimFunc& lowered, const 
 
 void print_report(const KernelReport& r, std::ostream& os) {
   os << fmt::format("{} on {}\n", r.kernel, r.target);
-  auto table = [&](const char* title, const std::map<std::string, SyncTally>& m) {
-    int64_t user = 0, automatic = 0, expanded = 0;
+  auto row = [&](const std::string& kind, const SyncTally& t) {
+    os << fmt::format("  {:<16} {:>8} {:>10} {:>9} {:>8}\n", kind, t.user, t.automatic, t.expanded, t.total());
+  };
+  auto table = [&](const std::string& title, const std::map<std::string, SyncTally>& m) {
     os << fmt::format("{}\n  {:<16} {:>8} {:>10} {:>9} {:>8}\n", title, "kind", "author", "compiler", "expanded",
                       "total");
-    for (const auto& [kind, t] : m) {
-      os << fmt::format("  {:<16} {:>8} {:>10} {:>9} {:>8}\n", kind, t.user, t.automatic, t.expanded, t.total());
-      user += t.user;
-      automatic += t.automatic;
-      expanded += t.expanded;
-    }
-    os << fmt::format("  {:<16} {:>8} {:>10} {:>9} {:>8}\n", "all", user, automatic, expanded,
-                      user + automatic + expanded);
+    for (const auto& [kind, t] : m) row(kind, t);
+    row("all", sum(m));
   };
   table("synchronisations in the lowered IR:", r.static_syncs);
   if (r.blocks > 0) {
     table(fmt::format("synchronisations executed per block (per kind, the most of {} blocks; expanded: "
                       "gemm_v0's barriers):",
-                      r.blocks)
-              .c_str(),
+                      r.blocks),
           r.dynamic_syncs);
     os << fmt::format("  the most one block executed: {}\n", r.max_block_syncs);
   }

@@ -186,8 +186,9 @@ void set_cost_flags(TraceEvent& ev, const Core& core, const CoreTrace& ct,
     const auto a = static_cast<uint64_t>(c.gm_burst_align_bytes);
     for (const auto& x : ev.accesses) {
       if (x.mem.scope != MemScope::GM) continue;
-      auto t = ct.gm.find(x.buffer);
-      const uint64_t off = t == ct.gm.end() ? x.start : x.start - t->second.base;
+      auto t = ct.gm.find(x.buffer);  // accesses_of registered every GM tensor it met
+      TL_ASSERT(t != ct.gm.end(), "GM access to '{}' without its tensor in the trace", x.buffer);
+      const uint64_t off = x.start - t->second.base;
       const bool one_run = x.count == 1 || x.pitch == x.len;  // rows back to back: one burst
       if (off % a != 0 || (!one_run && x.pitch % a != 0)) ev.gm_unaligned = true;
     }

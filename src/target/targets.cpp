@@ -161,6 +161,8 @@ Target make_a2() {
   // only matter for latency-bound kernels, see docs/calibration.md).
   c.issue_cycles = 1;
   c.scalar_op_cycles = 2;
+  c.cross_flag_latency_cycles = 50;
+  c.sync_all_latency_cycles = 100;
   // The scalar unit and the DMA issue: no measurement is published. These are the values of
   // Huawei's own A2/A3 cost model (hicann/pypto, framework/src/cost_model/simulation_ca/A2A3/
   // model/pipe.cpp: ALU 2, LD 6, ST 4 cycles; dmaUeLatency_ 9 cycles per DMA), taken unchanged.
@@ -193,11 +195,8 @@ Target make_a2() {
   // measured 12.846 -> 6.954 us when the conflict was removed: a conflicting repeat takes two
   // beats.
   c.ub_bank_bytes = 32;
-  c.ub_banks = 48;
   c.ub_bank_groups = 16;
   c.bank_conflict_factor = 2;
-  c.cross_flag_latency_cycles = 50;
-  c.sync_all_latency_cycles = 100;
   return t;
 }
 

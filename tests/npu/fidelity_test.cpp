@@ -437,24 +437,40 @@ TEST(Fidelity, ExpertElementwiseAddWithColumnTails) {
   }
 }
 
+/// A one-AIV kernel: fp32 X (x_len) to UB x, `call` (on x and y), UB y (y_len) to fp32 Y.
+std::string x_to_y_kernel(int64_t x_len, int64_t y_len, const std::string& call) {
+  return fmt::format(R"(@T.prim_func
+def f(X: T.Tensor(({0},), "float32"), Y: T.Tensor(({1},), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub(({0},), "float32")
+            y = T.alloc_ub(({1},), "float32")
+            if vid == 0:
+                T.copy(X, x)
+                T.barrier_all()
+                {2}
+                T.barrier_all()
+                T.copy(y, Y)
+)",
+                     x_len, y_len, call);
+}
+
+/// Timed cycles of the first instruction called `name` when x_to_y_kernel runs on uniform X.
+double x_to_y_cycles(int64_t x_len, int64_t y_len, const std::string& call, const std::string& name) {
+  Device dev;
+  Tensor X = uniform(dev, {x_len}, f32, 3), Y = Tensor::empty(dev, {y_len}, f32);
+  npu::Profile prof;
+  compile(parse(x_to_y_kernel(x_len, y_len, call))).launch(dev, {X, Y}, {.threads = 1, .profile = &prof});
+  for (const auto& i : prof.instrs)
+    if (i.name == name) return i.end - i.start;
+  return -1.0;
+}
+
 /// `op` of the vector unit on 64 fp32 values (a unary tile op, or "div" by `divisor`).
 std::vector<double> vector_op(const char* op, const std::vector<double>& x, double divisor = 1.0) {
   std::string call = std::string(op) == "div" ? fmt::format("T.tile.div(y, x, T.float32({}))", divisor)
                                               : fmt::format("T.tile.{}(y, x)", op);
-  std::string text = fmt::format(R"(@T.prim_func
-def f(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            x = T.alloc_ub((64,), "float32")
-            y = T.alloc_ub((64,), "float32")
-            if vid == 0:
-                T.copy(X, x)
-                T.barrier_all()
-                {}
-                T.barrier_all()
-                T.copy(y, Y)
-)",
-                                 call);
+  std::string text = x_to_y_kernel(64, 64, call);
   Device dev;
   Tensor X = from_vector(dev, {64}, f32, x), Y = Tensor::empty(dev, {64}, f32);
   compile(parse(text)).launch(dev, {X, Y}, {.threads = 1});
@@ -638,29 +654,7 @@ def f(X: T.Tensor((64, 64), "float32"), H: T.Tensor((64, 64), "float16")):
 // Item 18 (part): a top-k costs by the length it sorts, not by the k entries it keeps (it cost
 // 98 cycles for N = 64 and N = 4096 alike).
 TEST(Fidelity, TopKCostGrowsWithTheSortedLength) {
-  auto cycles = [](int n) {
-    std::string text = fmt::format(R"(@T.prim_func
-def f(X: T.Tensor(({0},), "float32"), Y: T.Tensor((64,), "float32")):
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            x = T.alloc_ub(({0},), "float32")
-            y = T.alloc_ub((64,), "float32")
-            if vid == 0:
-                T.copy(X, x)
-                T.barrier_all()
-                T.topk(y, x, 32, {0})
-                T.barrier_all()
-                T.copy(y, Y)
-)",
-                                   n);
-    Device dev;
-    Tensor X = uniform(dev, {n}, f32, 3), Y = Tensor::empty(dev, {64}, f32);
-    npu::Profile prof;
-    compile(parse(text)).launch(dev, {X, Y}, {.threads = 1, .profile = &prof});
-    for (const auto& i : prof.instrs)
-      if (i.name == "topk") return i.end - i.start;
-    return -1.0;
-  };
+  auto cycles = [](int n) { return x_to_y_cycles(n, 64, fmt::format("T.topk(y, x, 32, {})", n), "topk"); };
   const double small = cycles(64), big = cycles(4096);
   EXPECT_GT(small, 0);
   EXPECT_GT(big, 30 * small) << small << " vs " << big;
@@ -670,27 +664,7 @@ def f(X: T.Tensor(({0},), "float32"), Y: T.Tensor((64,), "float32")):
 // its length, each a repeat per 32 pairs written; a top-k's passes keep k entries per list.
 TEST(Fidelity, SortCostsSort32PlusItsMergePasses) {
   auto cycles = [](const std::string& call) {
-    std::string text = fmt::format(R"(@T.prim_func
-def f(X: T.Tensor((4096,), "float32"), Y: T.Tensor((8192,), "float32")):
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            x = T.alloc_ub((4096,), "float32")
-            y = T.alloc_ub((8192,), "float32")
-            if vid == 0:
-                T.copy(X, x)
-                T.barrier_all()
-                {}
-                T.barrier_all()
-                T.copy(y, Y)
-)",
-                                   call);
-    Device dev;
-    Tensor X = uniform(dev, {4096}, f32, 3), Y = Tensor::empty(dev, {8192}, f32);
-    npu::Profile prof;
-    compile(parse(text)).launch(dev, {X, Y}, {.threads = 1, .profile = &prof});
-    for (const auto& i : prof.instrs)
-      if (i.name == "sort" || i.name == "topk") return i.end - i.start;
-    return -1.0;
+    return x_to_y_cycles(4096, 8192, call, call.starts_with("T.sort") ? "sort" : "topk");
   };
   const auto& row = default_target().costs.vector_cost(CostClass::VecSort);
   auto instr = [&](double repeats) { return row.head + row.tail + row.per_repeat * repeats; };

@@ -37,32 +37,22 @@ npu::KernelReport report_of(const std::string& kernel, const std::map<std::strin
 TEST(KernelReport, ExpertGemmSyncsAreTheAuthorsAndItsGemmV0Barriers) {
   // 256 x 256 x 256 with 128 x 256 tiles and bK = 64: 2 blocks, 4 gemm_v0 calls each.
   auto r = report_of("gemm", {{"M", "256"}, {"N", "256"}, {"K", "256"}});
-  int64_t user = 0, automatic = 0;
-  for (const auto& [kind, t] : r.static_syncs) {
-    user += t.user;
-    automatic += t.automatic;
-  }
-  EXPECT_GT(user, 0);
-  EXPECT_EQ(automatic, 0);
+  const npu::SyncTally in_ir = npu::sum(r.static_syncs);
+  EXPECT_GT(in_ir.user, 0);
+  EXPECT_EQ(in_ir.automatic, 0);
   EXPECT_EQ(r.blocks, 2);
   EXPECT_EQ(r.dynamic_syncs["barrier_all"].expanded, 4 * 3);
   EXPECT_EQ(r.dynamic_syncs["barrier_all"].user, 0);
-  int64_t per_kind = 0;
-  for (const auto& [kind, t] : r.dynamic_syncs) per_kind += t.total();
-  EXPECT_EQ(r.max_block_syncs, per_kind);  // both blocks run the same loop
+  EXPECT_EQ(r.max_block_syncs, npu::sum(r.dynamic_syncs).total());  // both blocks run the same loop
   EXPECT_EQ(r.memory.at(MemScope::L0C).first, 128 * 256 * 4);
   EXPECT_EQ(r.memory.at(MemScope::L0C).second, default_target().cap(MemScope::L0C));
 }
 
 TEST(KernelReport, DeveloperKernelSyncsAndChannelsAreTheCompilers) {
   auto r = report_of("matmul_add_dev", {});
-  int64_t user = 0, automatic = 0;
-  for (const auto& [kind, t] : r.dynamic_syncs) {
-    user += t.user;
-    automatic += t.automatic;
-  }
-  EXPECT_EQ(user, 0);
-  EXPECT_GT(automatic, 0);
+  const npu::SyncTally executed = npu::sum(r.dynamic_syncs);
+  EXPECT_EQ(executed.user, 0);
+  EXPECT_GT(executed.automatic, 0);
   EXPECT_GE(r.cross_flag_ids, 1);
   bool channel = false;
   for (const auto& b : r.buffers)

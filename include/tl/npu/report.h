@@ -25,6 +25,9 @@ struct SyncTally {
   int64_t total() const { return user + automatic + expanded; }
 };
 
+/// The tallies of every kind added up.
+SyncTally sum(const std::map<std::string, SyncTally>& by_kind);
+
 struct KernelReport {
   std::string kernel, target;
   /// Synchronisation statements of the lowered IR, by kind ("set_flag", "pipe_barrier", ...).
