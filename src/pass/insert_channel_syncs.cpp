@@ -6,10 +6,12 @@
 //     right before its copy out (CrossCoreWaitFlag blocks every pipe of the waiting core on A2,
 //     so nothing after it runs early);
 //   - credits, for a channel inside a loop: the next iteration's producer copy must not overwrite
-//     the slot before the consumer has read it. The consumer raises a credit after its copy, the
-//     producer waits for one before its copy; the consumer pre-sets one credit at the start of
-//     its scope and the producer drains the last one at the end of its scope, so the counts
-//     balance for any trip count, 0 included.
+//     a slot before the consumer has read it. The consumer raises a credit after its copy, the
+//     producer waits for one before its copy; the consumer pre-sets one credit per slot of the
+//     workspace ([num_blocks, slots, ...]: one, or one per stage of a T.Pipelined loop) at the
+//     start of its scope and the producer drains as many at the end of its scope, so the counts
+//     balance for any trip count, 0 included, and the producer runs at most `slots` copies ahead
+//     (both sides walk the slots in the same order, so a mode-2 counter suffices).
 //
 // A mode-2 flag set by the AIC counts for both AIVs of its group, and an AIC wait completes only
 // once both AIVs have set. Until split_aiv exists the vector work runs on AIV 0 (`if vid == 0`),
@@ -19,6 +21,7 @@
 // Cross-core flag ids are given in declaration order, a data id per channel and a credit id per
 // channel inside a loop, 0 to 10 (11-14 belong to sync_all).
 #include <functional>
+#include <optional>
 #include <unordered_map>
 
 #include "developer.h"
@@ -66,6 +69,7 @@ const IfNode* aiv0_branch(const ScopeNode& scope) {
 struct Channel {
   const BufferNode* ws;
   int data = -1, credit = -1;  // cross-core flag ids; credit only for a channel inside a loop
+  int slots = 1;               // the workspace's dimension 1 (legalize_copies, pipeline_loops)
 };
 
 Stmt cross_set(Pipe pipe, int id, const SourceLoc& loc) {
@@ -82,11 +86,20 @@ class ChannelSyncs {
   /// A scope body with the flags around every channel copy; then the consumer's pre-set
   /// credits first and the producer's drains last.
   Stmt rewrite_scope(const Stmt& body, const SourceLoc& loc) {
-    pre_.clear();
-    post_.clear();
+    consumer_.assign(channels_.size(), std::nullopt);
+    producer_.assign(channels_.size(), std::nullopt);
     std::vector<Stmt> out = rewrite(stmts_of(body));
-    out.insert(out.begin(), pre_.begin(), pre_.end());
-    out.insert(out.end(), post_.begin(), post_.end());
+    std::vector<Stmt> pre, post;
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      const Channel& c = channels_[i];
+      if (c.credit < 0) continue;
+      for (int slot = 0; slot < c.slots; ++slot) {
+        if (consumer_[i]) pre.push_back(cross_set(consumer_[i]->first, c.credit, consumer_[i]->second));
+        if (producer_[i]) post.push_back(cross_wait(c.credit, *producer_[i]));
+      }
+    }
+    out.insert(out.begin(), pre.begin(), pre.end());
+    out.insert(out.end(), post.begin(), post.end());
     return SeqNode::make(std::move(out), loc);
   }
 
@@ -110,16 +123,17 @@ class ChannelSyncs {
       for (const Channel& c : channels_)
         if (copy_of(s, c.ws, 1) && c.credit >= 0) out.push_back(cross_wait(c.credit, s->loc));
       out.push_back(s);
-      for (const Channel& c : channels_) {
+      for (size_t i = 0; i < channels_.size(); ++i) {
+        const Channel& c = channels_[i];
         if (const TileOpNode* op = copy_of(s, c.ws, 1)) {
           const Pipe pipe = op->op->pipe(*op, target_);
           out.push_back(cross_set(pipe, c.data, s->loc));
-          if (c.credit >= 0) post_.push_back(cross_wait(c.credit, s->loc));
+          if (!producer_[i]) producer_[i] = s->loc;
         }
         if (const TileOpNode* op = copy_of(s, c.ws, 0); op && c.credit >= 0) {
           const Pipe pipe = op->op->pipe(*op, target_);
           out.push_back(cross_set(pipe, c.credit, s->loc));
-          pre_.push_back(cross_set(pipe, c.credit, s->loc));
+          if (!consumer_[i]) consumer_[i] = std::pair{pipe, s->loc};
         }
       }
     }
@@ -128,7 +142,10 @@ class ChannelSyncs {
 
   const Target& target_;
   const std::vector<Channel>& channels_;
-  std::vector<Stmt> pre_, post_;
+  // Per channel, in the scope being rewritten: the first consuming copy (its pipe and line: the
+  // credits' pre-sets) and the first producing copy (its line: the drains).
+  std::vector<std::optional<std::pair<Pipe, SourceLoc>>> consumer_;
+  std::vector<std::optional<SourceLoc>> producer_;
 };
 
 /// AIV 1's part: the cross-core flags of the vector side with the loops, ifs and lets around
@@ -200,6 +217,10 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
   for (const Stmt& s : top)
     if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::GM) {
       Channel c{a->buffer.get()};
+      const auto slots = a->buffer->ndim() >= 2 ? as_const_int(a->buffer->shape[1]) : std::nullopt;
+      TL_ASSERT(slots && *slots >= 1 && *slots <= 8, "insert_channel_syncs: workspace '{}' of {} is not [num_blocks, "
+                "slots, ...] with 1-8 slots (legalize_copies' form)", a->buffer->name, f->name);
+      c.slots = static_cast<int>(*slots);
       bool looped = false;
       for (const Stmt& x : top)
         if (auto* scope = x.as<ScopeNode>()) looped = looped || inside_loop(scope->body, c.ws);

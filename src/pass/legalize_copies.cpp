@@ -307,14 +307,15 @@ class Legalizer : public IRMutator {
   }
 
   /// A channel (DEVMODE.md section 2): the producer core copies the tile into its block's slot
-  /// of a GM workspace [num_blocks, rows, cols] of the consumer's dtype (the fixpipe converts
-  /// on the way out of L0C), the consumer core copies it in; insert_channel_syncs orders the
-  /// two with cross-core flags.
+  /// of a GM workspace [num_blocks, slots, rows, cols] of the consumer's dtype (the fixpipe
+  /// converts on the way out of L0C), the consumer core copies it in; insert_channel_syncs
+  /// orders the two with cross-core flags. One slot here; pipeline_loops gives a channel in a
+  /// T.Pipelined loop one slot per stage, and insert_channel_syncs one credit per slot.
   Stmt channel(const TileOpNode& n) {
     const BufferRegion& src = n.args[0].region;
     const BufferRegion& dst = n.args[1].region;
-    std::vector<Expr> shape = {kernel_->num_blocks};
-    std::vector<Expr> starts = {Expr(kernel_->cid)}, extents = {Expr(1)};
+    std::vector<Expr> shape = {kernel_->num_blocks, Expr(1)};
+    std::vector<Expr> starts = {Expr(kernel_->cid), Expr(0)}, extents = {Expr(1), Expr(1)};
     for (const auto& r : dst.ranges) {
       shape.push_back(r.extent);
       starts.push_back(Expr(0));

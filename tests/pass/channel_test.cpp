@@ -129,11 +129,11 @@ def f(C: T.Tensor((64, 32), "float32")):
             R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, threads=1) as cid:
-        c_ub_ws = T.alloc_workspace((2, 32, 32), "float32")
+        c_ub_ws = T.alloc_workspace((2, 1, 32, 32), "float32")
         c = T.alloc_L0C((32, 32), "float32")
         c_ub = T.alloc_ub((32, 32), "float32")
-        T.copy(c, c_ub_ws[cid:cid + 1, 0:32, 0:32])
-        T.copy(c_ub_ws[cid:cid + 1, 0:32, 0:32], c_ub)
+        T.copy(c, c_ub_ws[cid:cid + 1, 0:1, 0:32, 0:32])
+        T.copy(c_ub_ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
         T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
 )");
 }
@@ -141,14 +141,14 @@ def f(C: T.Tensor((64, 32), "float32")):
 constexpr const char* kSplitChannel = R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
-            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+            T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
         with T.Scope("Vector"):
             if vid == 0:
                 c_ub = T.alloc_ub((32, 32), "float32")
-                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
                 T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
 )";
 
@@ -156,16 +156,16 @@ TEST(InsertChannelSyncs, TheProducerSetsAfterItsCopyTheConsumerWaitsBeforeAndAiv
   EXPECT_EQ(after(kSplitChannel, insert_channel_syncs), R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
-            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+            T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
             T.set_cross_flag("FIX", 0, mode=2, auto=True)
         with T.Scope("Vector"):
             if vid == 0:
                 c_ub = T.alloc_ub((32, 32), "float32")
                 T.wait_cross_flag(0, auto=True)
-                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
                 T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
             else:
                 T.wait_cross_flag(0, auto=True)
@@ -175,20 +175,20 @@ def f(C: T.Tensor((64, 32), "float32")):
 TEST(InsertChannelSyncs, AChannelInsideALoopGetsCreditsThatBalanceForAnyTripCount) {
   std::string text = kSplitChannel;
   auto wrap = [&](const std::string& from, const std::string& to) { text.replace(text.find(from), from.size(), to); };
-  wrap("            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])\n",
-       "            for k in T.serial(3):\n                T.copy(c, ws[cid:cid + 1, 0:32, 0:32])\n");
-  wrap("                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)\n                T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])\n",
-       "                for k in T.serial(3):\n                    T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)\n"
+  wrap("            T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])\n",
+       "            for k in T.serial(3):\n                T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])\n");
+  wrap("                T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)\n                T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])\n",
+       "                for k in T.serial(3):\n                    T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)\n"
        "                    T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])\n");
   EXPECT_EQ(after(text, insert_channel_syncs), R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
             for k in T.serial(3):
                 T.wait_cross_flag(1, auto=True)
-                T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+                T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
                 T.set_cross_flag("FIX", 0, mode=2, auto=True)
             T.wait_cross_flag(1, auto=True)
         with T.Scope("Vector"):
@@ -197,7 +197,7 @@ def f(C: T.Tensor((64, 32), "float32")):
                 c_ub = T.alloc_ub((32, 32), "float32")
                 for k in T.serial(3):
                     T.wait_cross_flag(0, auto=True)
-                    T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                    T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
                     T.set_cross_flag("MTE2", 1, mode=2, auto=True)
                     T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
             else:
@@ -213,30 +213,30 @@ TEST(InsertChannelSyncs, AVectorToCubeChannelSetsOnMTE3AndBothAivsSet) {
   EXPECT_EQ(after(R"(@T.prim_func
 def f(P: T.Tensor((32, 32), "float16")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 32, 32), "float16")
+        ws = T.alloc_workspace((1, 1, 32, 32), "float16")
         with T.Scope("Cube"):
             p_l1 = T.alloc_L1((32, 32), "float16")
-            T.copy(ws[cid:cid + 1, 0:32, 0:32], p_l1)
+            T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], p_l1)
         with T.Scope("Vector"):
             if vid == 0:
                 p = T.alloc_ub((32, 32), "float16")
                 T.copy(P, p)
-                T.copy(p, ws[cid:cid + 1, 0:32, 0:32])
+                T.copy(p, ws[cid:cid + 1, 0:1, 0:32, 0:32])
 )",
                   insert_channel_syncs),
             R"(@T.prim_func
 def f(P: T.Tensor((32, 32), "float16")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 32, 32), "float16")
+        ws = T.alloc_workspace((1, 1, 32, 32), "float16")
         with T.Scope("Cube"):
             p_l1 = T.alloc_L1((32, 32), "float16")
             T.wait_cross_flag(0, auto=True)
-            T.copy(ws[cid:cid + 1, 0:32, 0:32], p_l1)
+            T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], p_l1)
         with T.Scope("Vector"):
             if vid == 0:
                 p = T.alloc_ub((32, 32), "float16")
                 T.copy(P, p)
-                T.copy(p, ws[cid:cid + 1, 0:32, 0:32])
+                T.copy(p, ws[cid:cid + 1, 0:1, 0:32, 0:32])
                 T.set_cross_flag("MTE3", 0, mode=2, auto=True)
             else:
                 T.set_cross_flag("MTE3", 0, mode=2, auto=True)
@@ -249,15 +249,15 @@ TEST(InsertChannelSyncs, RunningItAgainAddsNothing) {
   const std::string text = R"(@T.prim_func
 def f(P: T.Tensor((32, 32), "float16")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 32, 32), "float16")
+        ws = T.alloc_workspace((1, 1, 32, 32), "float16")
         with T.Scope("Cube"):
             p_l1 = T.alloc_L1((32, 32), "float16")
-            T.copy(ws[cid:cid + 1, 0:32, 0:32], p_l1)
+            T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], p_l1)
         with T.Scope("Vector"):
             if vid == 0:
                 p = T.alloc_ub((32, 32), "float16")
                 T.copy(P, p)
-                T.copy(p, ws[cid:cid + 1, 0:32, 0:32])
+                T.copy(p, ws[cid:cid + 1, 0:1, 0:32, 0:32])
 )";
   std::string once = after(text, insert_channel_syncs);
   EXPECT_EQ(after(once, insert_channel_syncs), once);
@@ -269,30 +269,30 @@ TEST(InsertChannelSyncs, ACubeToVectorChannelSetsOnFixAndWaitsOnBothAivs) {
   std::string out = after(R"(@T.prim_func
 def f(C: T.Tensor((32, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
-            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+            T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
         with T.Scope("Vector"):
             if vid == 0:
                 c_ub = T.alloc_ub((32, 32), "float32")
-                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
                 T.copy(c_ub, C)
 )",
                           insert_channel_syncs);
   EXPECT_EQ(out, R"(@T.prim_func
 def f(C: T.Tensor((32, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
-            T.copy(c, ws[cid:cid + 1, 0:32, 0:32])
+            T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
             T.set_cross_flag("FIX", 0, mode=2, auto=True)
         with T.Scope("Vector"):
             if vid == 0:
                 c_ub = T.alloc_ub((32, 32), "float32")
                 T.wait_cross_flag(0, auto=True)
-                T.copy(ws[cid:cid + 1, 0:32, 0:32], c_ub)
+                T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
                 T.copy(c_ub, C)
             else:
                 T.wait_cross_flag(0, auto=True)
@@ -315,31 +315,31 @@ TEST(InsertChannelSyncs, EachChannelHasItsOwnIdsAndAiv1KeepsTheLoopsAndIfsAround
   std::string out = after(R"(@T.prim_func
 def f(C: T.Tensor((32, 32), "float32"), n: T.int32):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        w0 = T.alloc_workspace((1, 32, 32), "float32")
-        w1 = T.alloc_workspace((1, 32, 32), "float32")
+        w0 = T.alloc_workspace((1, 1, 32, 32), "float32")
+        w1 = T.alloc_workspace((1, 1, 32, 32), "float32")
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
-            T.copy(c, w0[cid:cid + 1, 0:32, 0:32])
+            T.copy(c, w0[cid:cid + 1, 0:1, 0:32, 0:32])
             for k in T.serial(n):
                 if k > 0:
-                    T.copy(c, w1[cid:cid + 1, 0:32, 0:32])
+                    T.copy(c, w1[cid:cid + 1, 0:1, 0:32, 0:32])
         with T.Scope("Vector"):
             if vid == 0:
                 x = T.alloc_ub((32, 32), "float32")
-                T.copy(w0[cid:cid + 1, 0:32, 0:32], x)
+                T.copy(w0[cid:cid + 1, 0:1, 0:32, 0:32], x)
                 for k in T.serial(n):
                     if k > 0:
-                        T.copy(w1[cid:cid + 1, 0:32, 0:32], x)
+                        T.copy(w1[cid:cid + 1, 0:1, 0:32, 0:32], x)
                         T.copy(x, C)
 )",
                           insert_channel_syncs);
   // w0 (top level): data flag 0, no credit; w1 (in a loop): data flag 1, credit flag 2.
-  EXPECT_NE(out.find(R"(            T.copy(c, w0[cid:cid + 1, 0:32, 0:32])
+  EXPECT_NE(out.find(R"(            T.copy(c, w0[cid:cid + 1, 0:1, 0:32, 0:32])
             T.set_cross_flag("FIX", 0, mode=2, auto=True)
             for k in T.serial(n):
                 if k > 0:
                     T.wait_cross_flag(2, auto=True)
-                    T.copy(c, w1[cid:cid + 1, 0:32, 0:32])
+                    T.copy(c, w1[cid:cid + 1, 0:1, 0:32, 0:32])
                     T.set_cross_flag("FIX", 1, mode=2, auto=True)
             T.wait_cross_flag(2, auto=True))"),
             std::string::npos)
@@ -360,7 +360,7 @@ TEST(InsertChannelSyncs, MoreChannelsThanCrossCoreFlagsIsAnError) {
 def f():
     with T.Kernel(1, is_npu=True) as (cid, vid):
 )";
-  for (int i = 0; i < 12; ++i) text += fmt::format("        w{} = T.alloc_workspace((1, 32), \"float32\")\n", i);
+  for (int i = 0; i < 12; ++i) text += fmt::format("        w{} = T.alloc_workspace((1, 1, 32), \"float32\")\n", i);
   text += "        with T.Scope(\"Vector\"):\n            if vid == 0:\n                x = T.alloc_ub((1, 32), \"float32\")\n";
   std::string msg = error_of([&] { after(text, insert_channel_syncs); });
   EXPECT_NE(msg.find("the cross-core channels need more than 11 cross-core flags"), std::string::npos) << msg;
@@ -397,7 +397,7 @@ TEST(Workspace, VerifierRejectsAPinnedAddressAndAnEmptyDimension) {
   PrimFunc f = parse(R"(@T.prim_func
 def f():
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 0), "float32")
+        ws = T.alloc_workspace((2, 1, 0), "float32")
         w2 = T.alloc_workspace((4,), "float32", address=64)
 )");
   std::string all = format_diagnostics(verify(f, default_target()));
