@@ -5,7 +5,10 @@
 // places q, k, v in L1 and s, o in L0C; s and o cross to the vector unit (UB twins) and p to the
 // cube (an L1 twin) through GM workspaces it allocates, once per iteration, with cross-core
 // flags and credits (infer_scopes, legalize_copies, insert_channel_syncs); every intra-core flag
-// is insert_syncs'. docs/developer_mode.md, "Data that crosses cores".
+// is insert_syncs'. docs/developer_mode.md, "Data that crosses cores". The kv loop is
+// T::Pipelined: with 2 stages every tile that two pipes touch and every channel gets two slots,
+// and the cube computes the next tile's scores while the vector unit works on this one's
+// softmax (pipeline_loops).
 //
 // The exps are T::tile::exp on developer tiles (the chip's approximation, chosen explicitly).
 // Any S: the compiler clips the copies of the last q- and kv-tiles and zero-fills their L1
@@ -18,7 +21,7 @@
 
 namespace tl::examples {
 
-PrimFunc flash_attention_dev(int Bt, int H, int S, int D, int bM, int bN, DType dtype) {
+PrimFunc flash_attention_dev(int Bt, int H, int S, int D, int bM, int bN, DType dtype, int num_stages) {
   const int q_tiles = ceildiv(S, bM);
   const int blocks = checked_product("flash_attention_dev: the block count B * H * ceildiv(S, bM)", {Bt, H, q_tiles});
   const Expr scale = imm(f32, arith::round_float(f32, 1.0 / std::sqrt(static_cast<double>(D))));
@@ -44,7 +47,7 @@ PrimFunc flash_attention_dev(int Bt, int H, int S, int D, int bM, int bN, DType 
       T::clear(acc);
       T::fill(m, neg_inf(f32));
       T::clear(l);
-      T::serial("j", ceildiv(S, bN), [&](Expr j) {
+      T::Pipelined("j", ceildiv(S, bN), num_stages, [&](Expr j) {
         T::copy(K.at({bz, by, j * bN, 0}), k);
         T::copy(V.at({bz, by, j * bN, 0}), v);
         T::gemm(q, k, s, {.transpose_B = true, .init = true});
@@ -82,10 +85,11 @@ TL_REGISTER_KERNEL({
                {"D", "128", "head dimension; scale = 1/sqrt(D)"},
                {"bM", "64", "q-tile rows per block", ParamRule::tile(16)},
                {"bN", "64", "kv-tile rows per iteration", ParamRule::tile(16)},
-               {"dtype", "float16", "Q, K, V, O dtype", {.one_of = {"float16", "bfloat16"}}}},
+               {"dtype", "float16", "Q, K, V, O dtype", {.one_of = {"float16", "bfloat16"}}},
+               {"num_stages", "2", "T.Pipelined stages of the kv loop (1: serial)", {.min = 1, .max = 4}}},
     .build = [](const KernelArgs& a) {
       return flash_attention_dev(a.get("B"), a.get("H"), a.get("S"), a.get("D"), a.get("bM"), a.get("bN"),
-                                 a.get_dtype("dtype"));
+                                 a.get_dtype("dtype"), a.get("num_stages"));
     },
 });
 

@@ -1,7 +1,9 @@
 // Developer-mode GEMM: C[M, N] = A[M, K] x B[K, N], the dataflow of examples/gemm.cpp without
 // the hardware work. The author says which tiles exist and what flows where; the compiler
 // places them (A_s, B_s -> L1; C_f -> L0C), lowers the gemm to L1 -> L0A/L0B loads and Mmads,
-// puts it all on the cube and inserts the flags (docs/developer_mode.md).
+// puts it all on the cube and inserts the flags (docs/developer_mode.md). The K loop is
+// T::Pipelined: the compiler gives A_s, B_s and their L0 copies one slot per stage, so the
+// next panels load while the cube multiplies this one.
 // Any M, N, K: the compiler clips the edge tiles' copies and zero-fills a partial K panel in L1
 // before its copy (legalize_copies, docs/developer_mode.md "Tails").
 #include "tl/kernel_registry.h"
@@ -9,7 +11,7 @@
 
 namespace tl::examples {
 
-PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype) {
+PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype, int num_stages) {
   auto A = T::Tensor("A", {M, K}, dtype);
   auto B = T::Tensor("B", {K, N}, dtype);
   auto C = T::Tensor("C", {M, N}, dtype);
@@ -22,7 +24,7 @@ PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype) {
       auto b = T::alloc_shared("B_s", {bK, bN}, dtype);
       auto c = T::alloc_fragment("C_f", {bM, bN}, f32);
       T::clear(c);
-      T::serial("k", ceildiv(K, bK), [&](Expr k) {
+      T::Pipelined("k", ceildiv(K, bK), num_stages, [&](Expr k) {
         T::copy(A.at({bx * bM, k * bK}), a);
         T::copy(B.at({k * bK, by * bN}), b);
         T::gemm(a, b, c);
@@ -41,9 +43,11 @@ TL_REGISTER_KERNEL({
                {"bM", "128", "tile rows", ParamRule::tile(16)},
                {"bN", "256", "tile columns", ParamRule::tile(16)},
                {"bK", "64", "K panel width", ParamRule::tile(16)},
-               {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16"}}}},
+               {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16"}}},
+               {"num_stages", "2", "T.Pipelined stages of the K loop (1: serial)", {.min = 1, .max = 4}}},
     .build = [](const KernelArgs& a) {
-      return gemm_dev(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"), a.get_dtype("dtype"));
+      return gemm_dev(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"), a.get_dtype("dtype"),
+                      a.get("num_stages"));
     },
 });
 

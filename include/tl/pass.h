@@ -142,8 +142,8 @@ PrimFunc legalize_copies(const PrimFunc& f, const Target& target);
 
 /// split_cube_vector: the developer kernel becomes an expert one (cid, vid) with a Cube scope and
 /// a Vector scope, each the body projected on its core (its statements plus the scalar skeleton
-/// both run); vector work runs on AIV 0 until split_aiv exists; Pipelined loops run serially
-/// until pipeline_loops exists. A loop bound or condition that reads the other core's memory is
+/// both run); vector work runs on AIV 0 until split_aiv exists; Pipelined loops stay Pipelined
+/// (pipeline_loops lowers them). A loop bound or condition that reads the other core's memory is
 /// a tl::Error. Output invariant: the expert spec except T.Parallel loops (vectorize_parallel,
 /// which runs next, needs them inside the Vector scope).
 PrimFunc split_cube_vector(const PrimFunc& f, const Target& target);
@@ -171,6 +171,19 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target);
 /// temporary a UB Allocate (the expert spec, once the kernel's syncs are inserted).
 PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, const VectorizeOptions& opt);
 PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, bool scalar_fallback = false);
+
+/// pipeline_loops (lowered developer kernels, after vectorize_parallel): every T.Pipelined(n,
+/// num_stages = S) loop becomes a serial schedule unrolled S times in which neighbouring
+/// iterations overlap. A buffer each iteration writes before reading it and that two pipes
+/// touch gets S slots (buffers of their own, declared before the loop; iteration t uses slot
+/// (t - min) mod S), as far as the scope's memories hold them (largest dropped first); a
+/// channel workspace inside such loops on both cores gets S slots (insert_channel_syncs: S
+/// credits); a core that pushes into a channel before its first pop runs that first part one
+/// iteration ahead when the two parts share nothing either writes. A guarded remainder, a
+/// prologue and an epilogue keep it correct for any trip count >= 0, symbolic included.
+/// num_stages = 1: a serial loop. A Pipelined loop inside another on one core is a tl::Error.
+/// Output invariant: no Pipelined loop left (the expert spec, before syncs).
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target);
 
 /// plan_memory: assigns BufferNode::address to every on-chip buffer (L1, L0A, L0B, L0C, UB)
 /// that has none, per scope, aligned to max(target alignment, 32) (tl/storage.h). Buffers

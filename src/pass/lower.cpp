@@ -24,7 +24,8 @@ void check_developer_dependencies(const PassOptions& opt) {
       {"legalize_copies", {"infer_scopes"}},
       {"split_cube_vector", {"infer_scopes", "lower_cube_ops"}},
       {"vectorize_parallel", {"split_cube_vector"}},
-      {"verify_lowered", {"split_cube_vector", "vectorize_parallel"}},
+      {"pipeline_loops", {"split_cube_vector", "vectorize_parallel"}},
+      {"verify_lowered", {"split_cube_vector", "vectorize_parallel", "pipeline_loops"}},
       {"insert_syncs", {"split_cube_vector", "plan_memory"}},
       {"insert_channel_syncs", {"split_cube_vector"}},
   };
@@ -65,10 +66,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // From here on the kernel is an expert one (cid, vid, scopes), but for its Parallel loops.
       {"split_cube_vector", split_cube_vector},
       // Element loops on UB tiles (in the Vector scope) -> vector tile ops, bit-identical to
-      // the scalar loop or an error naming the reason.
+      // the scalar loop or an error naming the reason. (No spec: T.Pipelined loops remain.)
       {"vectorize_parallel",
-       [developer, &opt](const PrimFunc& g, const Target& t) { return developer ? vectorize_parallel(g, t, opt.vectorize) : g; },
-       Spec::Expert},
+       [developer, &opt](const PrimFunc& g, const Target& t) { return developer ? vectorize_parallel(g, t, opt.vectorize) : g; }},
+      // Versions buffers and channels and unrolls the schedule: after every pass that creates
+      // tile ops and buffers (it must see all of them), before plan_memory places the slots.
+      {"pipeline_loops", if_lowered(pipeline_loops), Spec::Expert},
       // Lowering leaves index arithmetic behind, and the developer kernel met only the
       // developer rules: check the expert ones, at the user's lines.
       {"simplify_lowered", if_lowered([](const PrimFunc& g, const Target&) { return simplify(g); }), Spec::Expert},

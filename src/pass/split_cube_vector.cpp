@@ -8,7 +8,7 @@
 //
 // Until split_aiv exists, the vector work runs on AIV 0 of each block (`if vid == 0`), for
 // threads = 1 and 2 alike: two AIVs repeating the same work would race on their GM outputs.
-// Until pipeline_loops exists, a T.Pipelined loop runs as T.serial (correct, not overlapped).
+// A T.Pipelined loop is projected on both cores with its num_stages (pipeline_loops lowers it).
 #include <functional>
 #include <unordered_set>
 
@@ -107,9 +107,7 @@ class Projector {
         if (!has_work(body)) return Stmt();
         check_local(f->min, s, "loop start");
         check_local(f->extent, s, "loop extent");
-        ForKind kind = f->for_kind == ForKind::Pipelined ? ForKind::Serial : f->for_kind;
-        return ForNode::make(f->var, f->min, f->extent, kind, kind == ForKind::Pipelined ? f->num_stages : 0, body,
-                             f->loc);
+        return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc);
       }
       case StmtKind::If: {
         auto* n = s.as<IfNode>();

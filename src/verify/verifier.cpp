@@ -236,8 +236,8 @@ class Walker {
         check_expr(n->extent, n->loc, op, "extent");
         if ((n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined) && !ctx_.developer())
           ctx_.error(n->loc, op, "", "developer-loop-in-expert-mode",
-                     fmt::format("{} is a developer-mode loop, and the developer-mode passes that "
-                                 "lower it do not exist yet (it would run as a plain serial loop); "
+                     fmt::format("{} is a developer-mode loop, lowered only in developer kernels (an "
+                                 "expert kernel places, versions and synchronises its own buffers); "
                                  "expected T::serial or T::unroll in an expert kernel", op));
         push();
         bind_var(n->var, n->loc, op);

@@ -1,0 +1,530 @@
+// pipeline_loops (lowered developer kernels, after vectorize_parallel; tl/pass.h): turns every
+// `T.Pipelined(n, num_stages=S)` loop into a serial schedule in which copies and compute of
+// neighbouring iterations overlap (DEVMODE.md section 3, pass 9):
+//   - versioning: a buffer that each iteration writes before it reads it (privatisable) and
+//     that two pipes touch gets S copies, "slots"; iteration t uses slot (t - min) mod S. A
+//     buffer only one pipe touches (a vector scratch, a loop-carried accumulator) keeps one
+//     copy: versioning it buys no overlap and costs memory (tilelang-ascend versions every
+//     scratch buffer, and its auto-pipelined FlashAttention overflows UB). A channel's GM
+//     workspace gets S slots on both cores, and insert_channel_syncs one credit per slot.
+//   - cross-core skew: on a core that pushes into a channel before it first pops from one (the
+//     cube of FlashAttention: S = QK^T out, then P in), the part before the first pop runs one
+//     iteration ahead (A(t+1) before B(t)), so the cube computes the next scores while the
+//     vector unit works on this tile's softmax. Only when no resource the two parts share is
+//     written by either (slots apart).
+//   - the schedule is unrolled S times so that every slot is a constant: each slot is a buffer
+//     of its own, which the unchanged insert_syncs orders like any other (a flag per slot, pre-set
+//     before the loop, waited and set in the body, drained after it). A remainder of up to S-1
+//     guarded steps, a prologue and an epilogue make it correct for any trip count >= 0, symbolic
+//     ones and a nonzero loop start included; with constant trip counts the guards fold away.
+// Why unroll instead of `k % S` slot expressions: the sync analysis then never has to reason
+// about iteration distances modulo S; the price is S copies of the body in the IR.
+// num_stages = 1 is a serial loop. A Pipelined loop inside another on one core is an error.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "developer.h"
+#include "tl/arith.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
+#include "tl/op.h"
+#include "tl/pass.h"
+#include "tl/printer.h"
+#include "tl/storage.h"
+#include "tl/target.h"
+
+namespace tl {
+namespace {
+
+/// The statements of a block, nested Seqs flattened.
+void flatten(const Stmt& s, std::vector<Stmt>& out) {
+  if (auto* q = s.as<SeqNode>()) {
+    for (const Stmt& x : q->stmts) flatten(x, out);
+  } else if (s.defined()) {
+    out.push_back(s);
+  }
+}
+std::vector<Stmt> stmts_of(const Stmt& s) {
+  std::vector<Stmt> out;
+  flatten(s, out);
+  return out;
+}
+
+/// One buffer access of a statement: which pipe, read and/or write.
+struct Touch {
+  const BufferNode* buffer;
+  Pipe pipe;
+  bool read, write;
+};
+
+bool constant_true(const Expr& e) {
+  auto v = as_const_int(e);
+  return v && *v != 0;
+}
+
+/// Every buffer access of `s`, nested statements included. An mma whose init is a constant
+/// true only writes its accumulator; scalar loads and stores are the scalar pipe's.
+std::vector<Touch> touches_of(const Stmt& s, const Target& t) {
+  std::vector<Touch> out;
+  pre_order_visit(
+      s,
+      [&](const Stmt& x) {
+        if (auto* op = x.as<TileOpNode>()) {
+          const Pipe pipe = op->op->pipe ? op->op->pipe(*op, t) : Pipe::S;
+          const auto& specs = op->op->operands;
+          for (size_t i = 0; i < op->args.size() && !specs.empty(); ++i) {
+            if (!op->args[i].is_region()) continue;
+            const OperandSpec& spec = specs[std::min(i, specs.size() - 1)];
+            Access access = spec.access;
+            if (op->op->name == "mma" && spec.name == "C")
+              if (const TileArg* init = op_operand(*op, "init"); init && init->is_scalar() && constant_true(init->scalar))
+                access = Access::Write;
+            out.push_back({op->args[i].region.buffer.get(), pipe, access != Access::Write, access != Access::Read});
+          }
+        } else if (auto* st = x.as<StoreNode>()) {
+          out.push_back({st->buffer.get(), Pipe::S, false, true});
+        }
+      },
+      [&](const Expr& e) {
+        if (auto* l = e.as<LoadNode>()) out.push_back({l->buffer.get(), Pipe::S, true, false});
+      });
+  return out;
+}
+
+bool is_workspace(const BufferNode* b) { return b->scope == MemScope::GM && b->ndim() >= 2; }
+
+/// The copy into (which = 1) or out of (which = 0) a GM workspace that `s` is, if it is one.
+const BufferNode* channel_copy(const Stmt& s, int which, const std::set<const BufferNode*>& workspaces) {
+  auto* op = s.as<TileOpNode>();
+  if (!op || op->op->name != "copy" || op->args.size() != 2 || !op->args[which].is_region()) return nullptr;
+  const BufferNode* b = op->args[which].region.buffer.get();
+  return workspaces.count(b) ? b : nullptr;
+}
+
+/// Replaces versioned buffers by one slot's buffers, and a versioned workspace's slot start.
+class SlotRewriter : public IRMutator {
+ public:
+  SlotRewriter(const std::unordered_map<const BufferNode*, std::vector<Buffer>>& slots, int slot)
+      : slots_(slots), slot_(slot) {}
+  using IRMutator::mutate;
+
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto it = slots_.find(b.get());
+    return it == slots_.end() ? b : it->second[static_cast<size_t>(slot_)];
+  }
+  BufferRegion mutate_region(const BufferRegion& r) override {
+    BufferRegion out = IRMutator::mutate_region(r);
+    if (auto it = slots_.find(r.buffer.get()); it != slots_.end() && is_workspace(r.buffer.get()))
+      out.ranges[1].min = Expr(slot_);
+    return out;
+  }
+
+ private:
+  const std::unordered_map<const BufferNode*, std::vector<Buffer>>& slots_;
+  int slot_;
+};
+
+class PipelineLoops {
+ public:
+  PipelineLoops(const PrimFunc& f, const Target& t) : f_(f), target_(t), taken_(arith::names_in(f)) {}
+
+  PrimFunc run() {
+    const KernelNode* k = dev::find_kernel(f_);
+    if (!k) return f_;
+    std::vector<Stmt> top = stmts_of(k->body);
+    bool any = false;
+    for (const Stmt& s : top)
+      pre_order_visit(s, [&](const Stmt& x) {
+        if (auto* l = x.as<ForNode>(); l && l->for_kind == ForKind::Pipelined) any = true;
+      });
+    if (!any) return f_;
+    for (const Stmt& s : top)
+      if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && is_workspace(a->buffer.get()))
+        workspaces_.insert(a->buffer.get());
+    plan_workspaces(top);
+    std::vector<Stmt> out;
+    for (const Stmt& s : top) {
+      if (auto* a = s.as<AllocateNode>(); a && slots_.count(a->buffer.get())) {
+        out.push_back(AllocateNode::make(slots_.at(a->buffer.get())[0], a->loc));
+        continue;
+      }
+      if (auto* scope = s.as<ScopeNode>()) {
+        scope_ = scope;
+        out.push_back(ScopeNode::make(scope->core, drop_replaced(rewrite(scope->body, false)), s->loc));
+        continue;
+      }
+      out.push_back(s);
+    }
+    Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid, SeqNode::make(std::move(out), k->loc), k->loc,
+                                   k->threads);
+    std::vector<Stmt> body;
+    for (const Stmt& s : stmts_of(f_->body)) body.push_back(s.as<KernelNode>() ? kernel : s);
+    return with_body(f_, SeqNode::make(std::move(body), f_->body->loc));
+  }
+
+ private:
+  /// A workspace gets slots when every copy of it is a top-level statement of the body of a
+  /// T.Pipelined loop with num_stages >= 2, all with one num_stages (the loop split_cube_vector
+  /// projected on both cores): then each side's copies run once per iteration, in the same
+  /// iteration order, and slot (t - min) mod S names the same tile on both.
+  void plan_workspaces(const std::vector<Stmt>& top) {
+    std::map<const BufferNode*, int> stages;  // -1: not versionable
+    std::function<void(const Stmt&, const ForNode*)> walk = [&](const Stmt& s, const ForNode* pipelined) {
+      if (!s.defined()) return;
+      if (auto* q = s.as<SeqNode>()) {
+        for (const Stmt& x : q->stmts) walk(x, pipelined);
+      } else if (auto* l = s.as<ForNode>()) {
+        if (l->for_kind == ForKind::Pipelined && l->num_stages >= 2) {
+          for (const Stmt& x : stmts_of(l->body)) {
+            for (int which : {0, 1})
+              if (const BufferNode* ws = channel_copy(x, which, workspaces_)) {
+                auto [it, fresh] = stages.try_emplace(ws, l->num_stages);
+                if (!fresh && it->second != l->num_stages) it->second = -1;
+              }
+            if (!channel_copy(x, 0, workspaces_) && !channel_copy(x, 1, workspaces_)) walk(x, l);
+          }
+        } else {
+          walk(l->body, nullptr);
+        }
+      } else if (auto* n = s.as<IfNode>()) {
+        walk(n->then_case, nullptr);
+        walk(n->else_case, nullptr);
+      } else if (auto* sc = s.as<ScopeNode>()) {
+        walk(sc->body, nullptr);
+      } else {
+        for (int which : {0, 1})
+          if (const BufferNode* ws = channel_copy(s, which, workspaces_)) stages[ws] = -1;
+      }
+      (void)pipelined;
+    };
+    for (const Stmt& s : top) walk(s, nullptr);
+    for (const auto& [ws, S] : stages)
+      if (S >= 2) make_slots(ws, S, fmt::format("{} slots of the channel workspace '{}' (T.Pipelined)", S, ws->name));
+  }
+
+  void make_slots(const BufferNode* b, int S, const std::string& origin) {
+    std::vector<Buffer> v;
+    if (is_workspace(b)) {
+      std::vector<Expr> shape = b->shape;
+      shape[1] = Expr(S);
+      v.push_back(BufferNode::make(b->name, b->dtype, shape, b->scope, {}, b->address, b->loc,
+                                   b->origin.empty() ? origin : b->origin + ", " + std::to_string(S) + " slots"));
+      v.resize(static_cast<size_t>(S), v[0]);
+    } else {
+      for (int i = 0; i < S; ++i) {
+        std::string name = fresh_name(fmt::format("{}_{}", b->name, i));
+        v.push_back(BufferNode::make(name, b->dtype, b->shape, b->scope, b->strides, -1, b->loc,
+                                     fmt::format("slot {} of {} of '{}' ({})", i, S, b->name, origin)));
+      }
+    }
+    slots_[b] = std::move(v);
+  }
+
+  std::string fresh_name(std::string base) {
+    std::string name = base;
+    for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+    taken_.insert(name);
+    return name;
+  }
+
+  /// Rewrites the Pipelined loops in `s`; `inside` is true within one (nesting is an error).
+  Stmt rewrite(const Stmt& s, bool inside) {
+    if (!s.defined()) return s;
+    if (auto* q = s.as<SeqNode>()) {
+      std::vector<Stmt> out;
+      for (const Stmt& x : q->stmts) out.push_back(rewrite(x, inside));
+      return SeqNode::make(std::move(out), s->loc);
+    }
+    if (auto* l = s.as<ForNode>()) {
+      if (l->for_kind == ForKind::Pipelined) {
+        if (inside)
+          user_error(l->loc, "T.Pipelined inside another T.Pipelined loop on the {} core: pipeline one of the two "
+                             "(the outer loop's stages already overlap the inner loop's iterations); make the other "
+                             "T.serial",
+                     core_name(scope_->core));
+        Stmt body = rewrite(l->body, true);
+        return pipeline(*l, body);
+      }
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, rewrite(l->body, inside), l->loc);
+    }
+    if (auto* n = s.as<IfNode>())
+      return IfNode::make(n->cond, rewrite(n->then_case, inside), rewrite(n->else_case, inside), n->loc);
+    return s;
+  }
+
+  /// The scope without the declarations of buffers whose slots replaced them.
+  Stmt drop_replaced(const Stmt& s) const {
+    if (!s.defined()) return s;
+    if (auto* a = s.as<AllocateNode>(); a && slots_.count(a->buffer.get()) && !is_workspace(a->buffer.get()))
+      return Stmt();
+    if (auto* q = s.as<SeqNode>()) {
+      std::vector<Stmt> out;
+      for (const Stmt& x : q->stmts) out.push_back(drop_replaced(x));
+      return SeqNode::make(std::move(out), s->loc);
+    }
+    if (auto* l = s.as<ForNode>())
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, drop_replaced(l->body), l->loc);
+    if (auto* n = s.as<IfNode>())
+      return IfNode::make(n->cond, drop_replaced(n->then_case), drop_replaced(n->else_case), n->loc);
+    return s;
+  }
+
+  static std::string_view core_name(CoreKind k) { return k == CoreKind::Cube ? "cube" : "vector"; }
+
+  /// Whether the scope touches `b` anywhere but inside `loop`'s body.
+  bool touched_outside(const BufferNode* b, const ForNode& loop) const {
+    bool found = false;
+    auto look = [&](const Stmt& s) {
+      for (const Touch& t : touches_of(s, target_)) found = found || t.buffer == b;
+    };
+    auto look_expr = [&](const Expr& e) { look(LetNode::make(Var("_"), e)); };
+    std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+      if (!s.defined() || found) return;
+      if (s.get() == &loop) {
+        look_expr(loop.min);
+        look_expr(loop.extent);
+      } else if (auto* q = s.as<SeqNode>()) {
+        for (const Stmt& x : q->stmts) walk(x);
+      } else if (auto* l = s.as<ForNode>()) {
+        look_expr(l->min);
+        look_expr(l->extent);
+        walk(l->body);
+      } else if (auto* n = s.as<IfNode>()) {
+        look_expr(n->cond);
+        walk(n->then_case);
+        walk(n->else_case);
+      } else {
+        look(s);
+      }
+    };
+    walk(scope_->body);
+    return found;
+  }
+
+  /// Privatisable in `body` (top-level statements): the first statement that touches `b` only
+  /// writes it, and some unconditional top-level op writes it before any statement reads it.
+  /// (A partial write, a clipped tail tile, counts: legalize_copies fills the rest first.)
+  bool privatisable(const BufferNode* b, const std::vector<Stmt>& body) const {
+    for (const Stmt& s : body) {
+      bool reads = false, writes = false;
+      for (const Touch& t : touches_of(s, target_))
+        if (t.buffer == b) {
+          reads = reads || t.read;
+          writes = writes || t.write;
+        }
+      if (reads) return false;
+      if (writes && s.as<TileOpNode>()) return true;
+    }
+    return false;
+  }
+
+  Stmt pipeline(const ForNode& loop, const Stmt& body_in) {
+    const int S = loop.num_stages;
+    if (S <= 1) return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
+    std::vector<Stmt> body = stmts_of(body_in);
+    // Top-level declarations move before the loop: each slot must keep its bytes for the whole
+    // loop (declared inside, plan_memory would let the slots of one iteration share them).
+    std::vector<Stmt> hoisted, rest;
+    for (const Stmt& s : body) {
+      auto* a = s.as<AllocateNode>();
+      (a && !a->is_view() ? hoisted : rest).push_back(s);
+    }
+    body = std::move(rest);
+    // Buffers to version: declared in the body, or declared outside and touched only here;
+    // privatisable; touched by two pipes. Largest first out while the scope would overflow.
+    std::map<const BufferNode*, std::set<Pipe>> pipes;
+    for (const Stmt& s : body)
+      for (const Touch& t : touches_of(s, target_))
+        if (t.buffer->scope != MemScope::GM) pipes[t.buffer].insert(t.pipe);
+    std::set<const BufferNode*> in_body;
+    for (const Stmt& h : hoisted) in_body.insert(h.as<AllocateNode>()->buffer.get());
+    std::vector<const BufferNode*> versioned;
+    for (const auto& [b, ps] : pipes) {
+      if (ps.size() < 2 || !privatisable(b, body)) continue;
+      if (!in_body.count(b) && touched_outside(b, loop)) continue;
+      versioned.push_back(b);
+    }
+    fit_capacity(versioned, S);
+    const std::string where = fmt::format("T.Pipelined at {}, {} stages", loop.loc.str(), S);
+    for (const BufferNode* b : versioned) make_slots(b, S, where);
+    std::vector<const BufferNode*> extra;
+    size_t split = skew_point(body, versioned, in_body, loop, extra);
+    if (split > 0 && !extra.empty()) {
+      // The skew needs these slots too; without room for all of them, no skew.
+      std::vector<const BufferNode*> all = versioned, kept;
+      all.insert(all.end(), extra.begin(), extra.end());
+      kept = all;
+      fit_capacity(kept, S);
+      if (kept.size() == all.size()) {
+        for (const BufferNode* b : extra) make_slots(b, S, where);
+        versioned = std::move(all);
+      } else {
+        split = 0;
+      }
+    }
+    // The declarations: the hoisted ones (slots for the versioned), and here too the slots of
+    // buffers declared before the loop (drop_replaced removes their own declaration).
+    std::vector<Stmt> out;
+    for (const Stmt& h : hoisted) {
+      const Buffer& b = h.as<AllocateNode>()->buffer;
+      if (auto it = slots_.find(b.get()); it != slots_.end()) {
+        for (const Buffer& s : it->second) out.push_back(AllocateNode::make(s, h->loc));
+      } else {
+        out.push_back(h);
+      }
+    }
+    for (const BufferNode* b : versioned)
+      if (!in_body.count(b))
+        for (const Buffer& s : slots_.at(b)) out.push_back(AllocateNode::make(s, loop.loc));
+
+    std::vector<std::vector<Stmt>> stages;
+    if (split > 0) {
+      stages.emplace_back(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(split));
+      stages.emplace_back(body.begin() + static_cast<std::ptrdiff_t>(split), body.end());
+    } else {
+      stages.push_back(body);
+    }
+    schedule(loop, stages, S, out);
+    return SeqNode::make(std::move(out), loop.loc);
+  }
+
+  /// Drops versioning, largest buffer first, while a memory of the scope could overflow: a bound
+  /// that ignores plan_memory's reuse (every buffer of the scope at once), so never too small.
+  void fit_capacity(std::vector<const BufferNode*>& versioned, int S) const {
+    std::map<MemScope, int64_t> total;
+    auto bytes = [](const BufferNode* b) {
+      std::vector<int64_t> shape;
+      for (const Expr& e : b->shape) shape.push_back(as_const_int(e).value_or(0));
+      return storage_bytes(b->scope, b->dtype, shape);
+    };
+    pre_order_visit(scope_->body, [&](const Stmt& s) {
+      if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope != MemScope::GM)
+        total[a->buffer->scope] += bytes(a->buffer.get());
+    });
+    for (const BufferNode* b : versioned) total[b->scope] += (S - 1) * bytes(b);
+    std::sort(versioned.begin(), versioned.end(), [&](auto* a, auto* b) { return bytes(a) > bytes(b); });
+    for (auto it = versioned.begin(); it != versioned.end();) {
+      const BufferNode* b = *it;
+      if (total[b->scope] > target_.cap(b->scope)) {
+        total[b->scope] -= (S - 1) * bytes(b);
+        it = versioned.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  /// Where the body splits into a part that runs one iteration ahead and the rest (0: no
+  /// skew): at the first pop from a channel with slots that comes after a push into one, when
+  /// no scalar declaration sits before it and every resource the two parts share and either
+  /// writes has slots (iteration t+1's differs from t's) or can get them (`extra`: privatisable
+  /// buffers, such as the softmax statistics the vector unit computes before its push and uses
+  /// after its pop).
+  size_t skew_point(const std::vector<Stmt>& body, const std::vector<const BufferNode*>& versioned,
+                    const std::set<const BufferNode*>& in_body, const ForNode& loop,
+                    std::vector<const BufferNode*>& extra) const {
+    std::set<const BufferNode*> with_slots;  // channel workspaces
+    for (const auto& [b, v] : slots_)
+      if (is_workspace(b)) with_slots.insert(b);
+    std::set<const BufferNode*> sloted(versioned.begin(), versioned.end());
+    sloted.insert(with_slots.begin(), with_slots.end());
+    size_t split = 0;
+    bool pushed = false;
+    for (size_t i = 0; i < body.size() && split == 0; ++i) {
+      if (body[i].as<LetNode>()) return 0;
+      if (channel_copy(body[i], 0, with_slots) && pushed) split = i;
+      if (channel_copy(body[i], 1, with_slots)) pushed = true;
+    }
+    if (split == 0) return 0;
+    std::map<const BufferNode*, std::pair<bool, bool>> a, b;  // read, write
+    for (size_t i = 0; i < body.size(); ++i)
+      for (const Touch& t : touches_of(body[i], target_)) {
+        if (sloted.count(t.buffer)) continue;
+        auto& rw = (i < split ? a : b)[t.buffer];
+        rw.first = rw.first || t.read;
+        rw.second = rw.second || t.write;
+      }
+    for (const auto& [buf, rw] : a) {
+      auto it = b.find(buf);
+      if (it == b.end() || (!rw.second && !it->second.second)) continue;
+      const bool local = in_body.count(buf) || (buf->scope != MemScope::GM && !touched_outside(buf, loop));
+      if (!local || !privatisable(buf, body)) return 0;
+      extra.push_back(buf);
+    }
+    return split;
+  }
+
+  /// Stage p of iteration t runs at step t + p; a step runs its stages newest iteration first.
+  /// Steps are unrolled S at a time so that every slot is a constant.
+  void schedule(const ForNode& loop, const std::vector<std::vector<Stmt>>& stages, int S, std::vector<Stmt>& out) {
+    const int P = static_cast<int>(stages.size());
+    const Expr n = loop.extent;
+    // One step: stage p of iteration `first + offset - p` (an expression) in slot (slot0 - p) mod S.
+    auto step = [&](const Expr& first, int slot0, std::vector<Stmt>& into) {
+      for (int p = 0; p < P; ++p) {
+        const int slot = ((slot0 - p) % S + S) % S;
+        Expr iter = simplify(loop.min + first - Expr(p));
+        into.push_back(instance(loop, stages[static_cast<size_t>(p)], iter, slot));
+      }
+    };
+    auto guarded = [&](const Expr& cond, std::vector<Stmt> then, std::vector<Stmt>& into) {
+      Expr c = simplify(cond);
+      if (auto v = as_const_int(c)) {
+        if (*v) into.insert(into.end(), then.begin(), then.end());
+        return;
+      }
+      into.push_back(IfNode::make(c, SeqNode::make(std::move(then), loop.loc), Stmt(), loop.loc));
+    };
+    // Prologue: the first stage of iteration 0 alone (P = 2).
+    if (P == 2) {
+      std::vector<Stmt> pro{instance(loop, stages[0], loop.min, 0)};
+      guarded(n >= Expr(1), std::move(pro), out);
+    }
+    // Steady steps P-1 .. n-1, S per iteration of the new loop, then the remainder.
+    const Expr steady = simplify(max(n - Expr(P - 1), Expr(0)));
+    const Expr trips = simplify(steady / Expr(S));
+    Var j(fresh_name(loop.var.name() + "_o"));
+    std::vector<Stmt> unrolled;
+    for (int i = 0; i < S; ++i) step(Expr(P - 1) + Expr(j) * Expr(S) + Expr(i), P - 1 + i, unrolled);
+    auto t = as_const_int(trips);
+    if (!t || *t > 0)
+      out.push_back(ForNode::make(j, Expr(0), trips, ForKind::Serial, 0, SeqNode::make(std::move(unrolled), loop.loc),
+                                  loop.loc));
+    for (int i = 0; i + 1 < S; ++i) {
+      std::vector<Stmt> rem;
+      step(Expr(P - 1) + trips * Expr(S) + Expr(i), P - 1 + i, rem);
+      guarded(Expr(i) < steady % Expr(S), std::move(rem), out);
+    }
+    // Epilogue: the second stage of the last iteration, in its slot (P = 2).
+    if (P == 2)
+      for (int i = 0; i < S; ++i) {
+        std::vector<Stmt> epi{instance(loop, stages[1], loop.min + n - Expr(1), i)};
+        guarded(n >= Expr(1) && (n - Expr(1)) % Expr(S) == Expr(i), std::move(epi), out);
+      }
+  }
+
+  /// The statements of one stage for one iteration: the loop variable replaced, the slot's
+  /// buffers in, and fresh binders for what the statements declare.
+  Stmt instance(const ForNode& loop, const std::vector<Stmt>& stmts, const Expr& iter, int slot) {
+    SlotRewriter slots(slots_, slot);
+    Stmt s = slots.mutate(SeqNode::make(stmts, loop.body->loc));
+    s = arith::substitute(s, arith::VarMap{{loop.var.node(), iter}});
+    return arith::clone_fresh(s, taken_);
+  }
+
+  const PrimFunc& f_;
+  const Target& target_;
+  std::unordered_set<std::string> taken_;
+  std::set<const BufferNode*> workspaces_;
+  std::unordered_map<const BufferNode*, std::vector<Buffer>> slots_;
+  const ScopeNode* scope_ = nullptr;
+};
+
+}  // namespace
+
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target) { return PipelineLoops(f, target).run(); }
+
+}  // namespace tl
