@@ -22,6 +22,14 @@ namespace tl {
 /// checked arithmetic).
 int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& shape);
 
+/// Element offset of element `idx` of a buffer of constant `shape` in `scope`'s layout, as the
+/// virtual NPU stores it (tl/npu/layout.h): ND scopes row-major; L1 NZ, L0A ZZ, L0B ZN, L0C NZ
+/// with 16 x 16 fractals, padded as storage_bytes pads, leading dimensions outermost. Every map
+/// is non-decreasing in each index, so the bytes of a box of elements lie between those of its
+/// first and its last element (how insert_syncs narrows a sub-tile to a byte interval).
+int64_t storage_element_offset(MemScope scope, DType dtype, const std::vector<int64_t>& shape,
+                               const std::vector<int64_t>& idx);
+
 /// Start-address alignment the planner uses in `scope`: max(target alignment, 32 bytes).
 int64_t planning_alignment(const Target& t, MemScope scope);
 

@@ -394,21 +394,22 @@ class Inserter {
     int64_t bytes = storage_bytes(b->scope, b->dtype, shape);
     g.lo = base;
     g.hi = bytes > INT64_MAX - base ? INT64_MAX : base + bytes;
-    // UB and GM are row-major and byte-addressed: a constant region narrows to the bytes
-    // between its first and last element (fractal memories keep the whole buffer).
-    bool dense = b->scope == MemScope::UB || b->scope == MemScope::GM;
-    if (!dense || !b->strides.empty() || ranges.size() != shape.size()) return g;
-    int64_t first = 0, last = 0;
+    // A constant region narrows to the bytes between its first and last element: every
+    // layout (row-major UB and GM, the fractal NZ/ZZ/ZN of L1 and L0) is non-decreasing in
+    // each index (storage_element_offset), so a sub-tile's bytes lie between those two. The
+    // slots lower_cube_ops stacks in an L0 tile are row blocks: disjoint byte ranges.
+    if (!b->strides.empty() || ranges.size() != shape.size()) return g;
+    std::vector<int64_t> first, last;
     for (size_t d = 0; d < shape.size(); ++d) {
       auto s = as_const_int(ranges[d].min);
       auto e = ranges[d].extent.defined() ? as_const_int(ranges[d].extent) : std::nullopt;
       if (!s || !e || *s < 0 || *e <= 0 || *s + *e > shape[d]) return g;
-      first = first * shape[d] + *s;
-      last = last * shape[d] + *s + *e - 1;
+      first.push_back(*s);
+      last.push_back(*s + *e - 1);
     }
     int64_t es = dtype_bytes(b->dtype);
-    g.lo = base + first * es;
-    g.hi = base + (last + 1) * es;
+    g.lo = base + storage_element_offset(b->scope, b->dtype, shape, first) * es;
+    g.hi = base + (storage_element_offset(b->scope, b->dtype, shape, last) + 1) * es;
     return g;
   }
 

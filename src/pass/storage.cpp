@@ -5,6 +5,9 @@
 #include <limits>
 #include <numeric>
 
+#include "tl/error.h"
+#include "tl/npu/layout.h"
+
 namespace tl {
 namespace {
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -43,6 +46,29 @@ int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& s
   // L0B (ZN) pads its rows (K) to the fractal width and its columns (N) to 16.
   if (scope == MemScope::L0B) return sat_mul(sat_mul(sat_mul(lead, align_up(rows, c0)), align_up(cols, 16)), esize);
   return sat_mul(sat_mul(sat_mul(lead, align_up(rows, 16)), align_up(cols, c0)), esize);
+}
+
+int64_t storage_element_offset(MemScope scope, DType dtype, const std::vector<int64_t>& shape,
+                               const std::vector<int64_t>& idx) {
+  TL_ASSERT(shape.size() == idx.size() && !shape.empty(), "storage_element_offset: {} indices for {} dimensions",
+            idx.size(), shape.size());
+  const size_t n = shape.size();
+  if (scope != MemScope::L1 && scope != MemScope::L0A && scope != MemScope::L0B && scope != MemScope::L0C) {
+    int64_t off = 0;
+    for (size_t d = 0; d < n; ++d) off = off * shape[d] + idx[d];
+    return off;
+  }
+  const int64_t R = n >= 2 ? shape[n - 2] : 1, C = shape[n - 1];
+  const int64_t r = n >= 2 ? idx[n - 2] : 0, c = idx[n - 1];
+  int64_t lead = 0;
+  for (size_t d = 0; d + 2 < n; ++d) lead = lead * shape[d] + idx[d];
+  const int c0 = npu::c0_elems(dtype);
+  switch (scope) {
+    case MemScope::L1: return lead * align_up(R, 16) * align_up(C, c0) + npu::nz_offset(r, c, align_up(R, 16), c0);
+    case MemScope::L0C: return lead * align_up(R, 16) * align_up(C, 16) + npu::l0c_offset(r, c, align_up(R, 16));
+    case MemScope::L0A: return lead * align_up(R, 16) * align_up(C, c0) + npu::zz_offset(r, c, align_up(C, c0), c0);
+    default: return lead * align_up(R, c0) * align_up(C, 16) + npu::zn_offset(r, c, align_up(C, 16), c0);
+  }
 }
 
 int64_t planning_alignment(const Target& t, MemScope scope) {
