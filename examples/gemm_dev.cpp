@@ -42,7 +42,7 @@ TL_REGISTER_KERNEL({
                {"K", "1024", "columns of A, rows of B"},
                {"bM", "128", "tile rows", ParamRule::tile(16)},
                {"bN", "256", "tile columns", ParamRule::tile(16)},
-               {"bK", "64", "K panel width", ParamRule::tile(16)},
+               {"bK", "128", "K panel width (L1; the compiler splits it into L0 chunks)", ParamRule::tile(16)},
                {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16"}}},
                {"num_stages", "2", "T.Pipelined stages of the K loop (1: serial)", {.min = 1, .max = 4}}},
     .build = [](const KernelArgs& a) {

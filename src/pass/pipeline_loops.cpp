@@ -27,6 +27,7 @@
 #include <unordered_set>
 
 #include "developer.h"
+#include "liveness.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
@@ -347,7 +348,7 @@ class PipelineLoops {
       if (!in_body.count(b) && touched_outside(b, loop)) continue;
       versioned.push_back(b);
     }
-    fit_capacity(versioned, S);
+    fit_capacity(versioned, S, loop, in_body);
     const std::string where = fmt::format("T.Pipelined at {}, {} stages", loop.loc.str(), S);
     for (const BufferNode* b : versioned) make_slots(b, S, where);
     std::vector<const BufferNode*> extra;
@@ -357,7 +358,7 @@ class PipelineLoops {
       std::vector<const BufferNode*> all = versioned, kept;
       all.insert(all.end(), extra.begin(), extra.end());
       kept = all;
-      fit_capacity(kept, S);
+      fit_capacity(kept, S, loop, in_body);
       if (kept.size() == all.size()) {
         for (const BufferNode* b : extra) make_slots(b, S, where);
         versioned = std::move(all);
@@ -391,30 +392,43 @@ class PipelineLoops {
     return SeqNode::make(std::move(out), loop.loc);
   }
 
-  /// Drops versioning, largest buffer first, while a memory of the scope could overflow: a bound
-  /// that ignores plan_memory's reuse (every buffer of the scope at once), so never too small.
-  void fit_capacity(std::vector<const BufferNode*>& versioned, int S) const {
-    std::map<MemScope, int64_t> total;
-    auto bytes = [](const BufferNode* b) {
-      std::vector<int64_t> shape;
-      for (const Expr& e : b->shape) shape.push_back(as_const_int(e).value_or(0));
-      return storage_bytes(b->scope, b->dtype, shape);
+  /// Drops versioning, largest buffer first, while a memory of the scope would overflow: the
+  /// peak, over the loop's statements, of the bytes live there (plan_memory's live ranges), with
+  /// each versioned buffer counted once per slot and every declaration hoisted out of the body
+  /// live for the whole loop.
+  void fit_capacity(std::vector<const BufferNode*>& versioned, int S, const ForNode& loop,
+                    const std::set<const BufferNode*>& in_body) const {
+    Liveness lv;
+    lv.visit(scope_->body);
+    lv.finish();
+    const auto [lo, hi] = lv.loop_range.at(&loop);
+    auto bytes = [&](const BufferLife& b) {
+      const int64_t a = planning_alignment(target_, b.buffer->scope);
+      return (b.bytes + a - 1) / a * a;
     };
-    pre_order_visit(scope_->body, [&](const Stmt& s) {
-      if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope != MemScope::GM)
-        total[a->buffer->scope] += bytes(a->buffer.get());
-    });
-    for (const BufferNode* b : versioned) total[b->scope] += (S - 1) * bytes(b);
-    std::sort(versioned.begin(), versioned.end(), [&](auto* a, auto* b) { return bytes(a) > bytes(b); });
-    for (auto it = versioned.begin(); it != versioned.end();) {
-      const BufferNode* b = *it;
-      if (total[b->scope] > target_.cap(b->scope)) {
-        total[b->scope] -= (S - 1) * bytes(b);
-        it = versioned.erase(it);
-      } else {
-        ++it;
+    auto overflow = [&](const std::set<const BufferNode*>& vs) -> std::optional<MemScope> {
+      for (int64_t p = lo; p <= hi; ++p) {
+        std::map<MemScope, int64_t> live;
+        for (const BufferLife& b : lv.buffers) {
+          const BufferNode* n = b.buffer.get();
+          if (in_body.count(n) || vs.count(n) || (b.first <= p && p <= b.last))
+            live[n->scope] += bytes(b) * (vs.count(n) ? S : 1);
+        }
+        for (const auto& [scope, total] : live)
+          if (total > target_.cap(scope)) return scope;
       }
+      return std::nullopt;
+    };
+    std::map<const BufferNode*, int64_t> size;
+    for (const BufferLife& b : lv.buffers) size[b.buffer.get()] = bytes(b);
+    std::stable_sort(versioned.begin(), versioned.end(), [&](auto* a, auto* b) { return size[a] > size[b]; });
+    std::set<const BufferNode*> vs(versioned.begin(), versioned.end());
+    while (auto scope = overflow(vs)) {
+      auto it = std::find_if(versioned.begin(), versioned.end(), [&](auto* b) { return vs.count(b) && b->scope == *scope; });
+      if (it == versioned.end()) break;  // over without slots: plan_memory reports it
+      vs.erase(*it);
     }
+    std::erase_if(versioned, [&](auto* b) { return !vs.count(b); });
   }
 
   /// Where the body splits into a part that runs one iteration ahead and the rest (0: no

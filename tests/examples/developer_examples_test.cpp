@@ -146,18 +146,33 @@ TEST(DeveloperExamples, GemmDevIsAtLeastAsFastAsTheSerialExpertGemm) {
   EXPECT_GE(expert / dev, 0.95);
 }
 
-// Must-show 8 for attention: reported here. Without split_aiv the developer kernel's softmax runs
-// on one AIV per block where the expert kernel splits the rows over both, so it is not yet at
-// 0.95x; held near its current ratio so it can only improve (0.84x once exp and div cost a
-// quarter of add's rate; 0.83x once scalar work costs cycles: its compiler-made index
-// arithmetic is longer than the expert kernel's; 0.82x once UB bank conflicts, unaligned GM
-// rows and faster GM writes are modelled). Issue 13 raises it to 0.95x.
-TEST(DeveloperExamples, FlashAttentionDevAgainstTheSerialExpertFlashAttention) {
-  std::map<std::string, std::string> p = {{"S", "256"}, {"D", "128"}};
-  std::map<std::string, std::string> expert_p = {{"S", "256"}, {"D", "128"}, {"bK", "128"}, {"bD", "128"}};
-  double dev = cycles("flash_attention_dev", p), expert = cycles("flash_attention", expert_p);
-  std::printf("  flash_attention_dev %.0f cycles, flash_attention %.0f cycles: %.2fx\n", dev, expert, expert / dev);
-  EXPECT_GE(expert / dev, 0.81);
+// Issue 13 (Developer mode II), must-show 2: T.Pipelined with 2 stages against 1, and must-show
+// 3: against the pipelined expert twins. Simulated cycles are deterministic, so these are
+// properties of the compiler's output. Floors sit just under today's ratios, so they can only
+// improve; where they are below the issue's targets, docs/developer_mode.md says why.
+TEST(DeveloperExamples, PipeliningTheGemmKLoopOverlapsLoadsAndMmads) {
+  std::map<std::string, std::string> serial = {{"num_stages", "1"}}, two = {{"num_stages", "2"}};
+  double s1 = cycles("gemm_dev", serial), s2 = cycles("gemm_dev", two), expert = cycles("gemm_pipelined", {});
+  std::printf("  gemm_dev 1024^3: 1 stage %.0f, 2 stages %.0f cycles (%.2fx); gemm_pipelined %.0f (dev at %.2fx)\n", s1,
+              s2, s1 / s2, expert, expert / s2);
+  EXPECT_GE(s1 / s2, 1.45);      // today 1.52x
+  EXPECT_GE(expert / s2, 0.95);  // today 0.975x
+}
+
+// Without split_aiv the developer kernel's softmax runs on one AIV per block where the expert
+// kernels split the rows over both: that is the remaining gap to flash_attention_pipelined.
+TEST(DeveloperExamples, PipeliningFlashAttentionRunsTheCubeAndTheSoftmaxATileApart) {
+  std::map<std::string, std::string> serial = {{"S", "512"}, {"D", "128"}, {"num_stages", "1"}};
+  std::map<std::string, std::string> two = {{"S", "512"}, {"D", "128"}, {"num_stages", "2"}};
+  std::map<std::string, std::string> expert_p = {{"S", "512"}, {"D", "128"}, {"bD", "128"}};
+  double s1 = cycles("flash_attention_dev", serial), s2 = cycles("flash_attention_dev", two);
+  double expert = cycles("flash_attention_pipelined", expert_p), serial_expert = cycles("flash_attention", expert_p);
+  std::printf("  flash_attention_dev S=512 D=128: 1 stage %.0f, 2 stages %.0f cycles (%.2fx); flash_attention %.0f "
+              "(dev at %.2fx); flash_attention_pipelined %.0f (dev at %.2fx)\n",
+              s1, s2, s1 / s2, serial_expert, serial_expert / s2, expert, expert / s2);
+  EXPECT_GE(s1 / s2, 1.55);            // today 1.63x
+  EXPECT_GE(serial_expert / s2, 1.0);  // faster than the serial expert kernel
+  EXPECT_GE(expert / s2, 0.78);        // today 0.80x
 }
 
 }  // namespace
