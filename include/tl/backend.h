@@ -52,6 +52,9 @@ struct DeveloperOptions {
   bool split_cube_vector = true;  // Cube and Vector scopes; needs infer_scopes, lower_cube_ops
   bool vectorize = true;          // Parallel element loops -> vector ops; needs split_cube_vector
   bool insert_syncs = true;       // flags and barriers; needs split_cube_vector
+  /// T.Pipelined loops overlap neighbouring iterations (slots, skew; pipeline_loops); off: they
+  /// run as serial loops.
+  bool pipeline_loops = true;
   /// A loop that cannot be vectorised runs serially on the scalar unit, with a remark (off: an
   /// error naming the reason). Needs vectorize.
   bool scalar_fallback = false;

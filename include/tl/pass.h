@@ -52,6 +52,9 @@ struct PassOptions {
   std::vector<std::string> disabled_passes;
   /// How vectorize_parallel treats loops it cannot vectorise exactly (CompileOptions::dev).
   VectorizeOptions vectorize;
+  /// pipeline_loops overlaps T.Pipelined iterations; false: it lowers them as serial loops
+  /// (DeveloperOptions::pipeline_loops).
+  bool pipeline = true;
   /// Where dumps and timings go (default: stderr).
   std::function<void(const std::string&)> sink;
 };
@@ -181,9 +184,10 @@ PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, bool scalar
 /// credits); a core that pushes into a channel before its first pop runs that first part one
 /// iteration ahead when the two parts share nothing either writes. A guarded remainder, a
 /// prologue and an epilogue keep it correct for any trip count >= 0, symbolic included.
-/// num_stages = 1: a serial loop. A Pipelined loop inside another on one core is a tl::Error.
+/// num_stages = 1, or `overlap` false: a serial loop. A Pipelined loop inside another on one
+/// core is a tl::Error.
 /// Output invariant: no Pipelined loop left (the expert spec, before syncs).
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target);
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool overlap = true);
 
 /// plan_memory: assigns BufferNode::address to every on-chip buffer (L1, L0A, L0B, L0C, UB)
 /// that has none, per scope, aligned to max(target alignment, 32) (tl/storage.h). Buffers

@@ -24,7 +24,6 @@ void check_developer_dependencies(const PassOptions& opt) {
       {"legalize_copies", {"infer_scopes"}},
       {"split_cube_vector", {"infer_scopes", "lower_cube_ops"}},
       {"vectorize_parallel", {"split_cube_vector"}},
-      {"pipeline_loops", {"split_cube_vector", "vectorize_parallel"}},
       {"verify_lowered", {"split_cube_vector", "vectorize_parallel", "pipeline_loops"}},
       {"insert_syncs", {"split_cube_vector", "plan_memory"}},
       {"insert_channel_syncs", {"split_cube_vector"}},
@@ -71,7 +70,9 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
        [developer, &opt](const PrimFunc& g, const Target& t) { return developer ? vectorize_parallel(g, t, opt.vectorize) : g; }},
       // Versions buffers and channels and unrolls the schedule: after every pass that creates
       // tile ops and buffers (it must see all of them), before plan_memory places the slots.
-      {"pipeline_loops", if_lowered(pipeline_loops), Spec::Expert},
+      {"pipeline_loops",
+       [developer, &opt](const PrimFunc& g, const Target& t) { return developer ? pipeline_loops(g, t, opt.pipeline) : g; },
+       Spec::Expert},
       // Lowering leaves index arithmetic behind, and the developer kernel met only the
       // developer rules: check the expert ones, at the user's lines.
       {"simplify_lowered", if_lowered([](const PrimFunc& g, const Target&) { return simplify(g); }), Spec::Expert},

@@ -130,7 +130,8 @@ class SlotRewriter : public IRMutator {
 
 class PipelineLoops {
  public:
-  PipelineLoops(const PrimFunc& f, const Target& t) : f_(f), target_(t), taken_(arith::names_in(f)) {}
+  PipelineLoops(const PrimFunc& f, const Target& t, bool overlap)
+      : f_(f), target_(t), overlap_(overlap), taken_(arith::names_in(f)) {}
 
   PrimFunc run() {
     const KernelNode* k = dev::find_kernel(f_);
@@ -145,7 +146,7 @@ class PipelineLoops {
     for (const Stmt& s : top)
       if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && is_workspace(a->buffer.get()))
         workspaces_.insert(a->buffer.get());
-    plan_workspaces(top);
+    if (overlap_) plan_workspaces(top);
     std::vector<Stmt> out;
     for (const Stmt& s : top) {
       if (auto* a = s.as<AllocateNode>(); a && slots_.count(a->buffer.get())) {
@@ -324,7 +325,7 @@ class PipelineLoops {
 
   Stmt pipeline(const ForNode& loop, const Stmt& body_in) {
     const int S = loop.num_stages;
-    if (S <= 1) return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
+    if (S <= 1 || !overlap_) return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
     std::vector<Stmt> body = stmts_of(body_in);
     // Top-level declarations move before the loop: each slot must keep its bytes for the whole
     // loop (declared inside, plan_memory would let the slots of one iteration share them).
@@ -531,6 +532,7 @@ class PipelineLoops {
 
   const PrimFunc& f_;
   const Target& target_;
+  const bool overlap_;
   std::unordered_set<std::string> taken_;
   std::set<const BufferNode*> workspaces_;
   std::unordered_map<const BufferNode*, std::vector<Buffer>> slots_;
@@ -539,6 +541,8 @@ class PipelineLoops {
 
 }  // namespace
 
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target) { return PipelineLoops(f, target).run(); }
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool overlap) {
+  return PipelineLoops(f, target, overlap).run();
+}
 
 }  // namespace tl

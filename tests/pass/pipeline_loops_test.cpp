@@ -156,6 +156,28 @@ TEST(PipelineLoops, BothCoresRunTheirFirstPartOneIterationAheadWithSlotsForWhatC
   EXPECT_LT(ir.find("T.mma(q_l0a_0"), loop) << ir;
 }
 
+TEST(PipelineLoops, SwitchedOffTheLoopsRunSeriallyWithTheSameBits) {
+  PrimFunc f = mini_attention(2, Expr(5 * 32));
+  CompileOptions off;
+  off.dev.pipeline_loops = false;
+  auto serial = compile(f, default_target(), off);
+  std::string ir = print(serial.func(), {.locations = false});
+  EXPECT_NE(ir.find("for j in T.serial(5):"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("v_0"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("T.alloc_workspace((1, 2, "), std::string::npos) << ir;
+  std::vector<std::vector<double>> outs;
+  for (const CompiledKernel& kern : {serial, compile(f)}) {
+    Device dev;
+    Tensor q = from_vector(dev, {64, 32}, f16, wave(64 * 32, 0.1));
+    Tensor k = from_vector(dev, {160, 32}, f16, wave(160 * 32, 0.7));
+    Tensor v = from_vector(dev, {160, 32}, f16, wave(160 * 32, 1.3));
+    Tensor o = Tensor::empty(dev, {64, 32}, f32);
+    kern.launch(dev, {q, k, v, o}, {.check_hazards = true});
+    outs.push_back(o.to_vector());
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+}
+
 TEST(PipelineLoops, ScratchTouchedByOnePipeAndLoopCarriedBuffersKeepOneCopy) {
   auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32), Z = T::Tensor("Z", {1, 64}, f32);
   PrimFunc f = T::prim_func("versions", {X, Y, Z}, [&] {
