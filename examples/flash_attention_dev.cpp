@@ -71,7 +71,7 @@ PrimFunc flash_attention_dev(int Bt, int H, int S, int D, int bM, int bN, DType 
       });
       T::Parallel({bM, D}, [&](Expr i, Expr c) { out(i, c) = cast(dtype, acc(i, c) / l(i)); });
       T::copy(out, O.at({bz, by, bx * bM, 0}));
-    });
+    }, {.threads = 2});
   });
 }
 

@@ -55,6 +55,9 @@ struct DeveloperOptions {
   /// T.Pipelined loops overlap neighbouring iterations (slots, skew; pipeline_loops); off: they
   /// run as serial loops.
   bool pipeline_loops = true;
+  /// A threads = 2 kernel's two AIVs take half the vector work each (split_aiv); off: AIV 0
+  /// does it all.
+  bool split_aiv = true;
   /// A loop that cannot be vectorised runs serially on the scalar unit, with a remark (off: an
   /// error naming the reason). Needs vectorize.
   bool scalar_fallback = false;

@@ -20,6 +20,10 @@
 
 namespace tl {
 
+/// Where a pass's remarks go (a fallback the user asked to know about); unset: stderr, one
+/// `file:line: remark: PASS: ...` line each.
+using RemarkSink = std::function<void(const SourceLoc&, const std::string&)>;
+
 /// Options of vectorize_parallel (developer mode).
 struct VectorizeOptions {
   /// A loop that cannot be vectorised becomes serial scalar code (S pipe) with a remark,
@@ -30,7 +34,7 @@ struct VectorizeOptions {
   /// last bit (a remark each). Off by default: the vectorised loop is bit-identical.
   bool allow_inexact_math = false;
   /// Where remarks go (default: stderr, one `file:line: remark: ...` line each).
-  std::function<void(const SourceLoc&, const std::string&)> remark;
+  RemarkSink remark;
 };
 
 struct PassOptions {
@@ -55,6 +59,11 @@ struct PassOptions {
   /// pipeline_loops overlaps T.Pipelined iterations; false: it lowers them as serial loops
   /// (DeveloperOptions::pipeline_loops).
   bool pipeline = true;
+  /// split_aiv gives a threads = 2 kernel's two AIVs half the vector work each; false: AIV 0
+  /// does it all (DeveloperOptions::split_aiv).
+  bool split_aiv = true;
+  /// Where split_aiv's fallback remarks go (default: stderr).
+  RemarkSink remark;
   /// Where dumps and timings go (default: stderr).
   std::function<void(const std::string&)> sink;
 };
@@ -174,6 +183,19 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target);
 /// temporary a UB Allocate (the expert spec, once the kernel's syncs are inserted).
 PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, const VectorizeOptions& opt);
 PrimFunc vectorize_parallel(const PrimFunc& f, const Target& target, bool scalar_fallback = false);
+
+/// split_aiv (lowered developer kernels written with threads = 2; `lower` runs it only for
+/// those; after vectorize_parallel): the Vector
+/// scope's `if vid == 0: work` becomes work both AIVs run, each on half the rows of every tile
+/// whose leading dimension is labelled "rows" (labels unified across ops from the tiles copied
+/// to or from GM and channel workspaces): its GM and workspace copies move its rows (a tail's
+/// clipped, a copy of none skipped) and every op on such a tile runs over rows [0, R/2). Tiles
+/// without rows stay whole on both (a whole tile's copy to GM is AIV 0's). Buffers keep their
+/// size. An odd row count, a reduction over the rows, rows meeting a position-dependent op or a
+/// scalar access, a sub-range of rows, a whole tile pushed to the cube or a split kernel the
+/// verifier rejects leave the work on AIV 0, with a remark naming the reason. Output invariant:
+/// the expert spec but Pipelined loops.
+PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& remark = {});
 
 /// pipeline_loops (lowered developer kernels, after vectorize_parallel): every T.Pipelined(n,
 /// num_stages = S) loop becomes a serial schedule unrolled S times in which neighbouring

@@ -1,6 +1,9 @@
 // Queries shared by the developer-mode passes (src/pass/developer.h).
 #include "developer.h"
 
+#include "tl/ir_equal.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
 #include "tl/op.h"
 #include "tl/printer.h"
 
@@ -32,6 +35,36 @@ std::string describe(const Stmt& s) {
   head = start == std::string::npos ? head : head.substr(start);
   if (head.size() > 80) head = head.substr(0, 77) + "...";
   return s->loc.known() ? fmt::format("`{}` at {}", head, s->loc.str()) : fmt::format("`{}`", head);
+}
+
+const IfNode* aiv0_branch(const ScopeNode& scope, const KernelNode& kernel) {
+  if (scope.core != CoreKind::Vector || !kernel.vid.defined()) return nullptr;
+  const Stmt* only = &scope.body;
+  if (auto* q = scope.body.as<SeqNode>()) {
+    if (q->stmts.size() != 1) return nullptr;
+    only = &q->stmts[0];
+  }
+  auto* n = only->as<IfNode>();
+  return n && structural_equal(n->cond, Expr(kernel.vid) == Expr(0)) ? n : nullptr;
+}
+
+void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg) {
+  if (sink) return sink(loc, msg);
+  fmt::print(stderr, "{}: remark: {}: {}\n", loc.str(), pass, msg);
+}
+
+PrimFunc with_kernel_body(const PrimFunc& f, std::vector<Stmt> body) {
+  const KernelNode* k = find_kernel(f);
+  TL_ASSERT(k, "with_kernel_body: {} has no T::Kernel", f->name);
+  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid, SeqNode::make(std::move(body), k->loc), k->loc,
+                                 k->threads);
+  std::vector<Stmt> out;
+  if (auto* q = f->body.as<SeqNode>()) {
+    for (const Stmt& s : q->stmts) out.push_back(s.as<KernelNode>() ? kernel : s);
+  } else {
+    out.push_back(kernel);
+  }
+  return with_body(f, SeqNode::make(std::move(out), f->body->loc));
 }
 
 }  // namespace tl::dev

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tl/ir.h"
+#include "tl/pass.h"
 
 namespace tl::dev {
 
@@ -17,5 +18,12 @@ bool is_developer(const PrimFunc& f);
 std::string describe(const Buffer& b);
 /// "T.op at file:line" for messages about a statement.
 std::string describe(const Stmt& s);
+/// The `if vid == 0: work` that holds a Vector scope's work when it runs on AIV 0 alone
+/// (split_cube_vector's form; split_aiv removes it), or nullptr.
+const IfNode* aiv0_branch(const ScopeNode& scope, const KernelNode& kernel);
+/// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
+void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
+/// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).
+PrimFunc with_kernel_body(const PrimFunc& f, std::vector<Stmt> body);
 
 }  // namespace tl::dev

@@ -14,9 +14,10 @@
 //     (both sides walk the slots in the same order, so a mode-2 counter suffices).
 //
 // A mode-2 flag set by the AIC counts for both AIVs of its group, and an AIC wait completes only
-// once both AIVs have set. Until split_aiv exists the vector work runs on AIV 0 (`if vid == 0`),
-// so AIV 1 runs the flag protocol alone: the `else` branch of that `if` is the vector side's
-// cross-core flags with the loops, ifs and lets around them.
+// once both AIVs have set. Where the vector work runs on AIV 0 (`if vid == 0`: threads = 1, or
+// split_aiv's fallback) AIV 1 runs the flag protocol alone: the `else` branch of that `if` is the
+// vector side's cross-core flags with the loops, ifs and lets around them. Where split_aiv gave
+// each AIV half of every tile, both run the whole protocol on their halves.
 //
 // Cross-core flag ids are given in declaration order, a data id per channel and a credit id per
 // channel inside a loop, 0 to 10 (11-14 belong to sync_all).
@@ -57,13 +58,6 @@ const TileOpNode* copy_of(const Stmt& s, const BufferNode* ws, int which) {
       op->args[which].region.buffer.get() == ws)
     return op;
   return nullptr;
-}
-
-/// The `if vid == 0` that holds a Vector scope's work (split_cube_vector), if that is its form.
-const IfNode* aiv0_branch(const ScopeNode& scope) {
-  if (scope.core != CoreKind::Vector) return nullptr;
-  std::vector<Stmt> body = stmts_of(scope.body);
-  return body.size() == 1 ? body[0].as<IfNode>() : nullptr;
 }
 
 struct Channel {
@@ -246,10 +240,16 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
       out.push_back(ScopeNode::make(CoreKind::Cube, syncs.rewrite_scope(scope->body, s->loc), s->loc));
       continue;
     }
-    // The Vector scope: `if vid == 0: work` (split_cube_vector) gets AIV 1's flag protocol.
-    const IfNode* on_aiv0 = aiv0_branch(*scope);
-    TL_ASSERT(on_aiv0 && !on_aiv0->else_case.defined(),
-              "insert_channel_syncs: the Vector scope of {} is not `if vid == 0` (split_cube_vector's form)", f->name);
+    // The Vector scope: `if vid == 0: work` (split_cube_vector) gets AIV 1's flag protocol; work
+    // split_aiv gave both AIVs has each run the whole protocol on its half of every tile.
+    const IfNode* on_aiv0 = dev::aiv0_branch(*scope, *k);
+    if (!on_aiv0) {
+      out.push_back(ScopeNode::make(CoreKind::Vector, syncs.rewrite_scope(scope->body, s->loc), s->loc));
+      continue;
+    }
+    TL_ASSERT(!on_aiv0->else_case.defined(),
+              "insert_channel_syncs: the Vector scope of {} is `if vid == 0` with an else (not split_cube_vector's form)",
+              f->name);
     Stmt work = syncs.rewrite_scope(on_aiv0->then_case, on_aiv0->loc);
     out.push_back(ScopeNode::make(CoreKind::Vector, IfNode::make(on_aiv0->cond, work, flag_protocol(work), on_aiv0->loc),
                                   s->loc));

@@ -41,6 +41,9 @@ void check_developer_dependencies(const PassOptions& opt) {
 
 PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) {
   const bool developer = dev::is_developer(f);
+  // The AIV:AIC ratio the author asked for (split_cube_vector makes an expert kernel, which has
+  // no such field).
+  const int threads = developer ? dev::find_kernel(f)->threads : 0;
   if (developer) check_developer_dependencies(opt);
   // Passes that only lowered developer kernels need (expert kernels were checked by "verify").
   auto if_lowered = [developer](PrimFunc (*pass)(const PrimFunc&, const Target&)) {
@@ -68,6 +71,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // the scalar loop or an error naming the reason. (No spec: T.Pipelined loops remain.)
       {"vectorize_parallel",
        [developer, &opt](const PrimFunc& g, const Target& t) { return developer ? vectorize_parallel(g, t, opt.vectorize) : g; }},
+      // Halves the vector work between the two AIVs (threads = 2): on vector tile ops, so after
+      // vectorize_parallel; before pipeline_loops, whose slots copy the halved ops.
+      {"split_aiv",
+       [threads, &opt](const PrimFunc& g, const Target& t) {
+         return threads == 2 && opt.split_aiv ? split_aiv(g, t, opt.remark) : g;
+       }},
       // Versions buffers and channels and unrolls the schedule: after every pass that creates
       // tile ops and buffers (it must see all of them), before plan_memory places the slots.
       {"pipeline_loops",

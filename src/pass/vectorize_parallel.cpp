@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "developer.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
@@ -65,8 +66,7 @@ Expr int_imm(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_
 
 /// A remark to the caller's sink, or to stderr: a fallback is never silent.
 void emit_remark(const VectorizeOptions& opt, const SourceLoc& loc, const std::string& msg) {
-  if (opt.remark) return opt.remark(loc, msg);
-  fmt::print(stderr, "{}: remark: vectorize_parallel: {}\n", loc.str(), msg);
+  dev::remark(opt.remark, "vectorize_parallel", loc, msg);
 }
 
 /// True when every value of dtype `from` is exactly a value of dtype `to`.

@@ -1,0 +1,367 @@
+// split_aiv (lowered developer kernels with threads = 2, after vectorize_parallel; tl/pass.h):
+// gives each of a block's two AIVs half of the vector work, as the expert kernels do by hand
+// (DEVMODE.md section 3, pass 8). Before it, the vector work runs on AIV 0 (`if vid == 0`).
+//
+// Row split. The rows of a UB tile that is copied from or to GM (or a channel workspace) are the
+// candidates. Which other tiles' dimensions are "the same rows" follows from the ops that relate
+// them (dimension labels unified across ops, a union-find over (buffer, dimension)):
+// elementwise ops relate every dimension, a row-wise expansion relates the row vector to the
+// matrix's rows, a broadcast the vector to the matrix's columns, a reduction the kept dimensions.
+// Every dimension labelled "rows" (of extent R, even) is halved: AIV v works on rows
+// [v R/2, (v+1) R/2) of each tile; its GM and workspace copies move those rows (clipped for a
+// tail tile: a copy that would move none is skipped), and every op on such a tile runs over
+// rows [0, R/2) of it. Tiles whose dimensions are not rows (the key mask of attention, a
+// weight vector) stay whole on both AIVs (replicated: each computes them); a whole tile written
+// to GM is written by AIV 0 only. Buffers keep their size (a compare on half a row state of 64
+// fp32 would break A2's 256-byte Compare granule: such a compare runs over the whole tile; the
+// rows past R/2 hold nothing either AIV uses).
+//
+// Fallback, 1:1 (AIV 0 does everything, AIV 1 runs the flag protocol), with a remark naming
+// the reason: an odd row count, a reduction over the rows (a dim-0 reduce needs both halves),
+// rows that meet a position-dependent op (an index vector, a gather, a sort, a transpose, a
+// scalar element access), a sub-range of the rows, a whole tile pushed to the cube, or a
+// split kernel the verifier would reject.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "developer.h"
+#include "tl/arith.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
+#include "tl/op.h"
+#include "tl/pass.h"
+#include "tl/printer.h"
+#include "tl/verifier.h"
+
+namespace tl {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+/// Dimension labels: a union-find over (buffer, dimension) of the UB tiles.
+class Labels {
+ public:
+  int node(const BufferNode* b, int d) {
+    auto [it, fresh] = id_.try_emplace({b, d}, static_cast<int>(parent_.size()));
+    if (fresh) {
+      parent_.push_back(it->second);
+      pinned_.emplace_back();
+      keys_.push_back({b, d});
+    }
+    return it->second;
+  }
+  int find(int x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void unite(const BufferNode* a, int da, const BufferNode* b, int db) {
+    int x = find(node(a, da)), y = find(node(b, db));
+    if (x == y) return;
+    parent_[y] = x;
+    if (pinned_[x].empty()) pinned_[x] = pinned_[y];
+  }
+  void pin(const BufferNode* b, int d, const std::string& why) {
+    int x = find(node(b, d));
+    if (pinned_[x].empty()) pinned_[x] = why;
+  }
+  const std::string& pinned(const BufferNode* b, int d) { return pinned_[find(node(b, d))]; }
+  bool same(const BufferNode* a, int da, const BufferNode* b, int db) { return find(node(a, da)) == find(node(b, db)); }
+  /// The (buffer, dimension) pairs labelled like (b, d).
+  std::vector<std::pair<const BufferNode*, int>> members(const BufferNode* b, int d) {
+    int r = find(node(b, d));
+    std::vector<std::pair<const BufferNode*, int>> out;
+    for (size_t i = 0; i < keys_.size(); ++i)
+      if (find(static_cast<int>(i)) == r) out.push_back(keys_[i]);
+    return out;
+  }
+
+ private:
+  std::map<std::pair<const BufferNode*, int>, int> id_;
+  std::vector<int> parent_;
+  std::vector<std::string> pinned_;
+  std::vector<std::pair<const BufferNode*, int>> keys_;
+};
+
+class AivSplit {
+ public:
+  AivSplit(const Target& t, const KernelNode& k) : target_(t), kernel_(k) {}
+
+  /// The vector work for both AIVs, or nullopt and `why` (the fallback's remark).
+  std::optional<Stmt> run(const Stmt& work, std::string& why) {
+    pre_order_visit(work, [&](const Stmt& s) {
+      if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::UB) {
+        ub_.insert(a->buffer.get());
+        if (a->is_view()) {
+          for (size_t d = 0; d < a->buffer->ndim(); ++d) {
+            labels_.pin(a->buffer.get(), static_cast<int>(d), "a view of its bytes (" + dev::describe(a->buffer) + ")");
+            labels_.pin(a->view_of.get(), static_cast<int>(d), "a view of its bytes");
+          }
+        }
+      }
+    });
+    pre_order_visit(
+        work, [&](const Stmt& s) { relate(s); },
+        [&](const Expr& e) {
+          if (auto* l = e.as<LoadNode>(); l && ub_.count(l->buffer.get()))
+            pin_all(l->buffer.get(), "an element read by the scalar unit");
+        });
+    if (!fallback_.empty()) return fail(why, fallback_);
+    // The row classes: dimension 0 of every tile of rank >= 2 that GM copies touch.
+    for (const auto& c : gm_copies_)
+      if (c.ub->ndim() >= 2) rows_.insert(labels_.find(labels_.node(c.ub, 0)));
+    if (rows_.empty()) return fail(why, "no tile of rank 2 or more is copied from or to GM: nothing to split by rows");
+    for (int r : rows_) {
+      auto m = labels_.members(keys_of(r).first, keys_of(r).second);
+      for (const auto& [b, d] : m) {
+        const std::string& pin = labels_.pinned(b, d);
+        if (!pin.empty()) return fail(why, fmt::format("the rows of '{}' meet {}", b->name, pin));
+        if (d != 0)
+          return fail(why, fmt::format("dimension {} of '{}' is labelled as the rows of '{}' (only leading rows split)", d,
+                                       b->name, keys_of(r).first->name));
+        auto ext = as_const_int(b->shape[0]);
+        if (!ext) return fail(why, fmt::format("'{}' has a symbolic row count", b->name));
+        if (*ext % 2 != 0) return fail(why, fmt::format("'{}' has an odd row count ({})", b->name, *ext));
+        half_[b] = *ext / 2;
+      }
+      int64_t h = half_.at(m[0].first);
+      for (const auto& [b, d] : m)
+        if (half_.at(b) != h)
+          return fail(why, fmt::format("'{}' and '{}' share a row label but have {} and {} rows", m[0].first->name,
+                                       b->name, 2 * h, 2 * half_.at(b)));
+    }
+    for (const auto& c : gm_copies_)
+      if (!half_.count(c.ub) && c.to_gm && c.workspace)
+        return fail(why, fmt::format("'{}' is pushed to the cube whole: both AIVs would write it", c.ub->name));
+    Stmt out = rewrite(work);
+    if (!fallback_.empty()) return fail(why, fallback_);
+    return out;
+  }
+
+ private:
+  struct GmCopy {
+    const BufferNode* ub;
+    bool to_gm, workspace;
+  };
+
+  std::optional<Stmt> fail(std::string& why, const std::string& reason) {
+    why = reason;
+    return std::nullopt;
+  }
+  std::pair<const BufferNode*, int> keys_of(int root) {
+    for (const auto& c : gm_copies_)
+      if (c.ub->ndim() >= 2 && labels_.find(labels_.node(c.ub, 0)) == root) return {c.ub, 0};
+    TL_ASSERT(false, "split_aiv: row class {} has no copied tile", root);
+  }
+  void pin_all(const BufferNode* b, const std::string& why) {
+    for (size_t d = 0; d < b->ndim(); ++d) labels_.pin(b, static_cast<int>(d), why);
+  }
+  bool is_ub(const TileArg& a) const { return a.is_region() && ub_.count(a.region.buffer.get()); }
+  void unite_all_dims(const BufferRegion& a, const BufferRegion& b, const std::string& op) {
+    if (a.buffer->ndim() != b.buffer->ndim()) {
+      pin_all(a.buffer.get(), op + " on operands of different ranks");
+      pin_all(b.buffer.get(), op + " on operands of different ranks");
+      return;
+    }
+    for (size_t d = 0; d < a.buffer->ndim(); ++d)
+      labels_.unite(a.buffer.get(), static_cast<int>(d), b.buffer.get(), static_cast<int>(d));
+  }
+
+  /// The dimension relations one statement adds.
+  void relate(const Stmt& s) {
+    auto* op = s.as<TileOpNode>();
+    if (!op) {
+      if (auto* st = s.as<StoreNode>(); st && ub_.count(st->buffer.get()))
+        pin_all(st->buffer.get(), "an element written by the scalar unit");
+      return;
+    }
+    const std::string& name = op->op->name;
+    const std::string what = "T." + name + " at " + op->loc.str();
+    std::vector<const BufferRegion*> ub;  // UB region operands, in order
+    for (const TileArg& a : op->args)
+      if (is_ub(a)) ub.push_back(&a.region);
+    if (name == "copy" && op->args.size() == 2 && op->args[0].is_region() && op->args[1].is_region()) {
+      const bool src_ub = is_ub(op->args[0]), dst_ub = is_ub(op->args[1]);
+      if (src_ub && dst_ub) return unite_all_dims(op->args[0].region, op->args[1].region, what);
+      if (src_ub || dst_ub) {
+        const BufferNode* g = op->args[src_ub ? 1 : 0].region.buffer.get();
+        gm_copies_.push_back({op->args[src_ub ? 0 : 1].region.buffer.get(), src_ub, g->scope == MemScope::GM && is_workspace(g)});
+      }
+      return;
+    }
+    if (starts_with(name, "tile.row_expand_") && ub.size() == 3) {
+      unite_all_dims(*ub[0], *ub[1], what);
+      if (ub[2]->buffer->ndim() == 1) labels_.unite(ub[2]->buffer.get(), 0, ub[0]->buffer.get(), 0);
+      else pin_all(ub[2]->buffer.get(), what + " with a row vector of rank > 1");
+      return;
+    }
+    if (name == "tile.broadcast" && ub.size() == 2) {
+      const BufferNode* dst = ub[0]->buffer.get();
+      const BufferNode* src = ub[1]->buffer.get();
+      if (src->ndim() == 1 && dst->ndim() >= 1) labels_.unite(src, 0, dst, static_cast<int>(dst->ndim()) - 1);
+      else unite_all_dims(*ub[0], *ub[1], what);
+      return;
+    }
+    if (starts_with(name, "reduce_") && ub.size() == 2) {
+      const BufferNode* src = ub[0]->buffer.get();
+      const BufferNode* dst = ub[1]->buffer.get();
+      int64_t dim = op->attr_int("dim");
+      const int rank = static_cast<int>(src->ndim());
+      if (dim < 0) dim += rank;
+      for (int k = 0, j = 0; k < rank; ++k) {
+        if (k == dim) {
+          labels_.pin(src, k, "a reduction over them (" + what + ")");
+          continue;
+        }
+        if (j < static_cast<int>(dst->ndim())) labels_.unite(src, k, dst, j++);
+      }
+      return;
+    }
+    if (name == "tile.compare" || name == "tile.select") {
+      // The mask (compare's dst, select's operand 1) is a bit vector: not a tile of rows.
+      std::vector<const BufferRegion*> data;
+      for (size_t i = 0; i < op->args.size(); ++i)
+        if (is_ub(op->args[i]) && !(name == "tile.compare" && i == 0) && !(name == "tile.select" && i == 1))
+          data.push_back(&op->args[i].region);
+      for (size_t i = 1; i < data.size(); ++i) unite_all_dims(*data[0], *data[i], what);
+      return;
+    }
+    static const std::set<std::string> kPositional = {
+        "tile.createvecindex", "tile.arith_progression", "tile.gather", "tile.gather_mask", "tile.transpose",
+        "sort", "merge_sort", "topk", "init_sort_buf", "printf", "dump_tensor"};
+    if (kPositional.count(name) || !starts_with(name, "tile.")) {
+      for (const BufferRegion* r : ub) pin_all(r->buffer.get(), what);
+      return;
+    }
+    for (size_t i = 1; i < ub.size(); ++i) unite_all_dims(*ub[0], *ub[i], what);
+  }
+
+  static bool is_workspace(const BufferNode* b) { return b->scope == MemScope::GM; }
+
+  /// A region of a split tile: rows [0, R) -> [0, R/2); false if it is not all the rows.
+  bool halve(BufferRegion& r) {
+    auto it = half_.find(r.buffer.get());
+    if (it == half_.end()) return true;
+    auto lo = as_const_int(r.ranges[0].min), ext = as_const_int(r.ranges[0].extent);
+    if (!lo || *lo != 0 || !ext || *ext != 2 * it->second) return false;
+    r.ranges[0].extent = Expr(it->second);
+    return true;
+  }
+
+  Stmt rewrite(const Stmt& s) {
+    if (!s.defined()) return s;
+    if (auto* q = s.as<SeqNode>()) {
+      std::vector<Stmt> out;
+      for (const Stmt& x : q->stmts) out.push_back(rewrite(x));
+      return SeqNode::make(std::move(out), s->loc);
+    }
+    if (auto* l = s.as<ForNode>())
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, rewrite(l->body), l->loc);
+    if (auto* n = s.as<IfNode>()) return IfNode::make(n->cond, rewrite(n->then_case), rewrite(n->else_case), n->loc);
+    auto* op = s.as<TileOpNode>();
+    if (!op) return s;
+    if (op->op->name == "copy" && op->args.size() == 2 && op->args[0].is_region() && op->args[1].is_region() &&
+        is_ub(op->args[0]) != is_ub(op->args[1]))
+      return rewrite_gm_copy(*op, s);
+    std::vector<TileArg> args = op->args;
+    bool keep_whole = false;
+    for (TileArg& a : args)
+      if (a.is_region() && !halve(a.region)) {
+        fallback_ = fmt::format("T.{} at {} works on part of the rows of '{}'", op->op->name, op->loc.str(),
+                                a.region.buffer->name);
+        return s;
+      }
+    if (op->op->name == "tile.compare" && target_.compare_align_bytes > 0) {
+      // A2's Compare counts in 256-byte granules: half a row state may not be one. The whole
+      // tile then (its other rows hold nothing either AIV uses).
+      const BufferRegion& src = op->args[1].region;
+      int64_t n = 1;
+      for (const Range& r : args[1].region.ranges) n *= as_const_int(r.extent).value_or(1);
+      keep_whole = half_.count(src.buffer.get()) && (n * dtype_bytes(src.buffer->dtype)) % target_.compare_align_bytes != 0;
+    }
+    if (keep_whole) return s;
+    return TileOpNode::make(op->op, std::move(args), op->attrs, op->loc);
+  }
+
+  /// A GM (or workspace) <-> UB copy: the AIV's rows of a split tile; a whole tile's copy to GM
+  /// by AIV 0 alone.
+  Stmt rewrite_gm_copy(const TileOpNode& op, const Stmt& self) {
+    const int ui = is_ub(op.args[0]) ? 0 : 1, gi = 1 - ui;
+    BufferRegion u = op.args[ui].region, g = op.args[gi].region;
+    auto it = half_.find(u.buffer.get());
+    if (it == half_.end()) {
+      if (ui == 0) return IfNode::make(Expr(kernel_.vid) == Expr(0), self, Stmt(), op.loc);
+      return self;
+    }
+    const int64_t h = it->second;
+    if (u.ranges.size() > g.ranges.size() || !as_const_int(u.ranges[0].min) || *as_const_int(u.ranges[0].min) != 0) {
+      fallback_ = fmt::format("T.copy at {} moves rows of '{}' that do not start at its first row", op.loc.str(),
+                              u.buffer->name);
+      return self;
+    }
+    const size_t gd = g.ranges.size() - u.ranges.size();  // the GM dimension of the tile's rows
+    const Expr rows = u.ranges[0].extent;
+    const Expr skip = Expr(kernel_.vid) * Expr(h);
+    const Expr mine = simplify(max(min(rows - skip, Expr(h)), Expr(0)));
+    u.ranges[0].extent = mine;
+    g.ranges[gd].min = simplify(g.ranges[gd].min + skip);
+    g.ranges[gd].extent = mine;
+    std::vector<TileArg> args = op.args;
+    args[ui] = u;
+    args[gi] = g;
+    Stmt copy = TileOpNode::make(op.op, std::move(args), op.attrs, op.loc);
+    if (auto e = as_const_int(rows); e && *e == 2 * h) return copy;
+    return IfNode::make(mine > Expr(0), copy, Stmt(), op.loc);
+  }
+
+  const Target& target_;
+  const KernelNode& kernel_;
+  std::set<const BufferNode*> ub_;
+  Labels labels_;
+  std::vector<GmCopy> gm_copies_;
+  std::set<int> rows_;
+  std::map<const BufferNode*, int64_t> half_;
+  std::string fallback_;
+};
+
+}  // namespace
+
+PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& remark) {
+  const KernelNode* k = dev::find_kernel(f);
+  if (!k || !k->vid.defined()) return f;
+  std::vector<Stmt> top;
+  if (auto* q = k->body.as<SeqNode>()) top = q->stmts;
+  else top = {k->body};
+  bool changed = false;
+  for (Stmt& s : top) {
+    auto* scope = s.as<ScopeNode>();
+    const IfNode* on_aiv0 = scope ? dev::aiv0_branch(*scope, *k) : nullptr;
+    if (!on_aiv0) continue;
+    std::string why;
+    AivSplit split(target, *k);
+    std::optional<Stmt> both = split.run(on_aiv0->then_case, why);
+    if (both) {
+      // The split kernel must still be a valid one (alignment of the halved ops, ...).
+      std::vector<Stmt> trial = top;
+      for (Stmt& x : trial)
+        if (x.same_as(s)) x = ScopeNode::make(CoreKind::Vector, *both, s->loc);
+      for (const Diagnostic& d : verify(dev::with_kernel_body(f, trial), target))
+        if (d.rule != "developer-loop-in-expert-mode") {
+          why = "the split kernel would break a rule: " + d.str();
+          both.reset();
+          break;
+        }
+    }
+    if (!both) {
+      dev::remark(remark, "split_aiv", on_aiv0->loc,
+                  fmt::format("kernel {}: threads = 2, but the vector work stays on AIV 0: {}", f->name, why));
+      continue;
+    }
+    s = ScopeNode::make(CoreKind::Vector, *both, s->loc);
+    changed = true;
+  }
+  return changed ? dev::with_kernel_body(f, std::move(top)) : f;
+}
+
+}  // namespace tl
