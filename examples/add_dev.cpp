@@ -22,7 +22,7 @@ PrimFunc add_dev(int M, int N, int bM, DType dtype) {
       T::copy(Y.at({cid * bM, 0}), y);
       T::Parallel({bM, N}, [&](Expr i, Expr j) { z(i, j) = x(i, j) + y(i, j); });
       T::copy(z, Z.at({cid * bM, 0}));
-    });
+    }, {.threads = 2});
   });
 }
 

@@ -27,7 +27,7 @@ PrimFunc gelu_dev(int M, int N, int bM, DType dtype) {
       T::tile::exp(e, e);
       T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / (e(i, j) + imm(dtype, 1.0)); });
       T::copy(y, Y.at({cid * bM, 0}));
-    });
+    }, {.threads = 2});
   });
 }
 

@@ -33,7 +33,7 @@ PrimFunc rms_norm_dev(int M, int N, int rM, DType dtype) {
       T::tile::rsqrt(ss, ss);
       T::Parallel({rM, N}, [&](Expr i, Expr j) { y(i, j) = cast(dtype, xf(i, j) * ss(i) * cast(f32, w(j))); });
       T::copy(y, Y.at({cid * rM, 0}));
-    });
+    }, {.threads = 2});
   });
 }
 

@@ -25,7 +25,7 @@ PrimFunc softmax_dev(int M, int N, int bM) {
       T::reduce_sum(x, s, -1);
       T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) / s(i); });
       T::copy(x, Y.at({cid * bM, 0}));
-    });
+    }, {.threads = 2});
   });
 }
 

@@ -12,9 +12,10 @@
 // tail tile: a copy that would move none is skipped), and every op on such a tile runs over
 // rows [0, R/2) of it. Tiles whose dimensions are not rows (the key mask of attention, a
 // weight vector) stay whole on both AIVs (replicated: each computes them); a whole tile written
-// to GM is written by AIV 0 only. Buffers keep their size (a compare on half a row state of 64
-// fp32 would break A2's 256-byte Compare granule: such a compare runs over the whole tile; the
-// rows past R/2 hold nothing either AIV uses).
+// to GM is written by AIV 0 only. Split tiles shrink to R/2 rows, so each AIV's UB holds twice
+// the rows it did; except the operands of a compare whose half would break A2's 256-byte Compare
+// granule (a row state of 64 fp32): that compare runs over the whole tile, whose rows past R/2
+// hold nothing either AIV uses.
 //
 // Fallback, 1:1 (AIV 0 does everything, AIV 1 runs the flag protocol), with a remark naming
 // the reason: an odd row count, a reduction over the rows (a dim-0 reduce needs both halves),
@@ -39,6 +40,9 @@ namespace tl {
 namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+/// An int32 immediate where it fits (prints `8`, not `T.int64(8)`).
+Expr int_imm(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_cast<int>(v)) : Expr(v); }
 
 /// Dimension labels: a union-find over (buffer, dimension) of the UB tiles.
 class Labels {
@@ -134,6 +138,7 @@ class AivSplit {
     for (const auto& c : gm_copies_)
       if (!half_.count(c.ub) && c.to_gm && c.workspace)
         return fail(why, fmt::format("'{}' is pushed to the cube whole: both AIVs would write it", c.ub->name));
+    plan_sizes(work);
     Stmt out = rewrite(work);
     if (!fallback_.empty()) return fail(why, fallback_);
     return out;
@@ -245,12 +250,46 @@ class AivSplit {
     if (it == half_.end()) return true;
     auto lo = as_const_int(r.ranges[0].min), ext = as_const_int(r.ranges[0].extent);
     if (!lo || *lo != 0 || !ext || *ext != 2 * it->second) return false;
-    r.ranges[0].extent = Expr(it->second);
+    r.ranges[0].extent = int_imm(it->second);
     return true;
+  }
+
+  /// A2's Compare counts in 256-byte granules, and half a row state may not be one: such a
+  /// compare runs over the whole tile (its other rows hold nothing either AIV uses), so its
+  /// operands keep their size. Every other split tile shrinks to its half.
+  bool compare_needs_whole(const TileOpNode& op) {
+    if (op.op->name != "tile.compare" || target_.compare_align_bytes <= 0 || op.args.size() < 2 || !op.args[1].is_region())
+      return false;
+    const BufferRegion& src = op.args[1].region;
+    auto it = half_.find(src.buffer.get());
+    if (it == half_.end()) return false;
+    int64_t n = it->second;
+    for (size_t d = 1; d < src.ranges.size(); ++d) n *= as_const_int(src.ranges[d].extent).value_or(1);
+    return (n * dtype_bytes(src.buffer->dtype)) % target_.compare_align_bytes != 0;
+  }
+  void plan_sizes(const Stmt& work) {
+    std::set<const BufferNode*> whole;
+    pre_order_visit(work, [&](const Stmt& s) {
+      if (auto* op = s.as<TileOpNode>(); op && compare_needs_whole(*op))
+        for (const TileArg& a : op->args)
+          if (is_ub(a)) whole.insert(a.region.buffer.get());
+    });
+    for (const auto& [b, h] : half_) {
+      if (whole.count(b)) continue;
+      std::vector<Expr> shape = b->shape;
+      shape[0] = int_imm(h);
+      shrunk_[b] = BufferNode::make(b->name, b->dtype, shape, b->scope, b->strides, b->address, b->loc, b->origin);
+    }
+  }
+  BufferRegion resized(BufferRegion r) const {
+    if (auto it = shrunk_.find(r.buffer.get()); it != shrunk_.end()) r.buffer = it->second;
+    return r;
   }
 
   Stmt rewrite(const Stmt& s) {
     if (!s.defined()) return s;
+    if (auto* a = s.as<AllocateNode>(); a && shrunk_.count(a->buffer.get()))
+      return AllocateNode::make(shrunk_.at(a->buffer.get()), a->loc);
     if (auto* q = s.as<SeqNode>()) {
       std::vector<Stmt> out;
       for (const Stmt& x : q->stmts) out.push_back(rewrite(x));
@@ -264,23 +303,17 @@ class AivSplit {
     if (op->op->name == "copy" && op->args.size() == 2 && op->args[0].is_region() && op->args[1].is_region() &&
         is_ub(op->args[0]) != is_ub(op->args[1]))
       return rewrite_gm_copy(*op, s);
+    if (compare_needs_whole(*op)) return s;
     std::vector<TileArg> args = op->args;
-    bool keep_whole = false;
-    for (TileArg& a : args)
-      if (a.is_region() && !halve(a.region)) {
+    for (TileArg& a : args) {
+      if (!a.is_region()) continue;
+      if (!halve(a.region)) {
         fallback_ = fmt::format("T.{} at {} works on part of the rows of '{}'", op->op->name, op->loc.str(),
                                 a.region.buffer->name);
         return s;
       }
-    if (op->op->name == "tile.compare" && target_.compare_align_bytes > 0) {
-      // A2's Compare counts in 256-byte granules: half a row state may not be one. The whole
-      // tile then (its other rows hold nothing either AIV uses).
-      const BufferRegion& src = op->args[1].region;
-      int64_t n = 1;
-      for (const Range& r : args[1].region.ranges) n *= as_const_int(r.extent).value_or(1);
-      keep_whole = half_.count(src.buffer.get()) && (n * dtype_bytes(src.buffer->dtype)) % target_.compare_align_bytes != 0;
+      a.region = resized(a.region);
     }
-    if (keep_whole) return s;
     return TileOpNode::make(op->op, std::move(args), op->attrs, op->loc);
   }
 
@@ -302,16 +335,18 @@ class AivSplit {
     }
     const size_t gd = g.ranges.size() - u.ranges.size();  // the GM dimension of the tile's rows
     const Expr rows = u.ranges[0].extent;
-    const Expr skip = Expr(kernel_.vid) * Expr(h);
-    const Expr mine = simplify(max(min(rows - skip, Expr(h)), Expr(0)));
+    const Expr skip = Expr(kernel_.vid) * int_imm(h);
+    const auto whole = as_const_int(rows);
+    const bool all_rows = whole && *whole == 2 * h;
+    const Expr mine = all_rows ? int_imm(h) : simplify(max(min(rows - skip, int_imm(h)), Expr(0)));
     u.ranges[0].extent = mine;
     g.ranges[gd].min = simplify(g.ranges[gd].min + skip);
     g.ranges[gd].extent = mine;
     std::vector<TileArg> args = op.args;
-    args[ui] = u;
+    args[ui] = resized(u);
     args[gi] = g;
     Stmt copy = TileOpNode::make(op.op, std::move(args), op.attrs, op.loc);
-    if (auto e = as_const_int(rows); e && *e == 2 * h) return copy;
+    if (all_rows) return copy;
     return IfNode::make(mine > Expr(0), copy, Stmt(), op.loc);
   }
 
@@ -322,6 +357,7 @@ class AivSplit {
   std::vector<GmCopy> gm_copies_;
   std::set<int> rows_;
   std::map<const BufferNode*, int64_t> half_;
+  std::map<const BufferNode*, Buffer> shrunk_;  // split tiles at half their rows
   std::string fallback_;
 };
 
