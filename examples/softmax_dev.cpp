@@ -10,21 +10,26 @@
 
 namespace tl::examples {
 
-PrimFunc softmax_dev(int M, int N, int bM) {
+PrimFunc softmax_dev(int M, int N, int bM, int tiles) {
   auto X = T::Tensor("X", {M, N}, f32);
   auto Y = T::Tensor("Y", {M, N}, f32);
+  const int row_tiles = ceildiv(M, bM);
   return T::prim_func("softmax_dev", {X, Y}, [&] {
-    T::Kernel(ceildiv(M, bM), [&](Expr cid) {
+    T::Kernel(ceildiv(row_tiles, tiles), [&](Expr cid) {
       auto x = T::alloc_shared("x", {bM, N}, f32);
       auto m = T::alloc_fragment("m", {bM}, f32);
       auto s = T::alloc_fragment("s", {bM}, f32);
-      T::copy(X.at({cid * bM, 0}), x);
-      T::reduce_max(x, m, -1);
-      T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) - m(i); });
-      T::tile::exp(x, x);
-      T::reduce_sum(x, s, -1);
-      T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) / s(i); });
-      T::copy(x, Y.at({cid * bM, 0}));
+      // This block's row tiles; the next tile loads while this one computes and the last stores.
+      T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
+        Expr row = (cid * tiles + t) * bM;
+        T::copy(X.at({row, 0}), x);
+        T::reduce_max(x, m, -1);
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) - m(i); });
+        T::tile::exp(x, x);
+        T::reduce_sum(x, s, -1);
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) / s(i); });
+        T::copy(x, Y.at({row, 0}));
+      });
     }, {.threads = 2});
   });
 }
@@ -34,8 +39,9 @@ TL_REGISTER_KERNEL({
     .summary = "developer row softmax (fp32): reductions, broadcasts and an explicit tile exp; the compiler does the rest",
     .params = {{"M", "128", "rows"},
                {"N", "1024", "columns (softmax dimension)"},
-               {"bM", "8", "rows per block (32-byte fp32 row statistics)", ParamRule::tile(8)}},
-    .build = [](const KernelArgs& a) { return softmax_dev(a.get("M"), a.get("N"), a.get("bM")); },
+               {"bM", "8", "rows per tile (32-byte fp32 row statistics)", ParamRule::tile(8)},
+               {"tiles", "1", "row tiles per block (a T.Pipelined loop: the next tile loads while this one computes)"}},
+    .build = [](const KernelArgs& a) { return softmax_dev(a.get("M"), a.get("N"), a.get("bM"), a.get("tiles")); },
 });
 
 }  // namespace tl::examples
