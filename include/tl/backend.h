@@ -58,6 +58,8 @@ struct DeveloperOptions {
   /// A threads = 2 kernel's two AIVs take half the vector work each (split_aiv); off: AIV 0
   /// does it all.
   bool split_aiv = true;
+  /// insert_syncs drops every sync the others already imply; off: it keeps all it planned.
+  bool minimise_syncs = true;
   /// A loop that cannot be vectorised runs serially on the scalar unit, with a remark (off: an
   /// error naming the reason). Needs vectorize.
   bool scalar_fallback = false;

@@ -62,6 +62,8 @@ struct PassOptions {
   /// split_aiv gives a threads = 2 kernel's two AIVs half the vector work each; false: AIV 0
   /// does it all (DeveloperOptions::split_aiv).
   bool split_aiv = true;
+  /// insert_syncs drops the syncs the others imply (DeveloperOptions::minimise_syncs).
+  bool minimise_syncs = true;
   /// Where split_aiv's fallback remarks go (default: stderr).
   RemarkSink remark;
   /// Where dumps and timings go (default: stderr).
@@ -244,6 +246,8 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow 
 /// twice; event ids are constants within [0, num_event_ids) minus the reserved ones; no
 /// barrier_all and no pipe_barrier(ALL). The expert spec holds. Not in the pipeline yet:
 /// developer kernels only (docs/compiler.md).
-PrimFunc insert_syncs(const PrimFunc& f, const Target& target);
+/// With `minimise` false the pruning step is skipped (every sync the walk planned stays), to
+/// measure what it saves (DeveloperOptions::minimise_syncs).
+PrimFunc insert_syncs(const PrimFunc& f, const Target& target, bool minimise = true);
 
 }  // namespace tl

@@ -134,7 +134,7 @@ State join(const State& a, const State& b) {
 
 class Inserter {
  public:
-  Inserter(const Stmt& body, const Target& t) : t_(t) {
+  Inserter(const Stmt& body, const Target& t, bool minimise) : t_(t), minimise_(minimise) {
     body_ = build_block(body, -1, false);
   }
 
@@ -149,7 +149,7 @@ class Inserter {
         run_block(body_, st);
         if (!changed_) break;
       }
-      prune();
+      if (minimise_) prune();
       if (colour()) break;
     }
     bool any = std::any_of(flags_.begin(), flags_.end(), [](const Flag& f) { return !f.off; });
@@ -160,6 +160,7 @@ class Inserter {
 
  private:
   const Target& t_;
+  const bool minimise_;  // drop the syncs the others imply (prune)
   std::vector<Node> nodes_;
   std::vector<Block> blocks_;
   std::vector<Acc> accs_;
@@ -852,18 +853,19 @@ bool has_own_syncs(const Stmt& body) {
 
 struct ScopeRewriter : IRMutator {
   const Target& t;
-  explicit ScopeRewriter(const Target& tg) : t(tg) {}
+  const bool minimise;
+  ScopeRewriter(const Target& tg, bool m) : t(tg), minimise(m) {}
   Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
     if (has_own_syncs(n->body)) return self;
-    Stmt body = Inserter(n->body, t).run();
+    Stmt body = Inserter(n->body, t, minimise).run();
     return body.defined() ? ScopeNode::make(n->core, body, n->loc) : self;
   }
 };
 
 }  // namespace
 
-PrimFunc insert_syncs(const PrimFunc& f, const Target& target) {
-  Stmt body = ScopeRewriter(target).mutate(f->body);
+PrimFunc insert_syncs(const PrimFunc& f, const Target& target, bool minimise) {
+  Stmt body = ScopeRewriter(target, minimise).mutate(f->body);
   return body.same_as(f->body) ? f : with_body(f, body);
 }
 

@@ -98,7 +98,11 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
        Spec::Planned},
       // On final addresses, so bytes plan_memory shares between buffers are ordered too.
       // Developer kernels only: an expert kernel's syncs are the author's.
-      {"insert_syncs", if_lowered(insert_syncs), Spec::Planned},
+      {"insert_syncs",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer ? insert_syncs(g, t, opt.minimise_syncs) : g;
+       },
+       Spec::Planned},
       // Cross-core: after insert_syncs, which orders each core's own pipes and knows nothing of
       // the other core.
       {"insert_channel_syncs", if_lowered(insert_channel_syncs), Spec::Planned},

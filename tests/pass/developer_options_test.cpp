@@ -79,6 +79,40 @@ TEST(DeveloperOptions, WithoutInsertSyncsTheHazardCheckerReportsTheUnorderedPair
   EXPECT_NE(msg.find("RAW hazard on UB"), std::string::npos) << msg;
 }
 
+// The automations of "Developer mode II" only change speed: switched off, a kernel keeps its
+// bits, hazard-checked, and its IR shows what is missing (more syncs, no slots, AIV 0 alone).
+TEST(DeveloperOptions, PipeliningTheAivSplitAndSyncMinimisationChangeOnlySpeed) {
+  PrimFunc f = registered("flash_attention_dev", {{"S", "200"}, {"D", "64"}});
+  auto syncs = [](const PrimFunc& g) {
+    size_t n = 0;
+    pre_order_visit(g->body, [&](const Stmt& s) { n += s.kind() == StmtKind::Sync; });
+    return n;
+  };
+  auto run = [&](const CompiledKernel& k) {
+    Device dev;
+    auto args = ref::random_args(dev, f);
+    k.launch(dev, args, {.check_hazards = true});
+    return std::get<Tensor>(args.back().value).to_vector();
+  };
+  auto all = compile(f, default_target(), {.disk_cache = false});
+  const std::vector<double> want = run(all);
+  for (int off = 0; off < 3; ++off) {
+    DeveloperOptions d;
+    (off == 0 ? d.pipeline_loops : off == 1 ? d.split_aiv : d.minimise_syncs) = false;
+    SCOPED_TRACE(d.fingerprint());
+    auto k = compile(f, default_target(), {.disk_cache = false, .dev = d});
+    const std::string ir = print(k.func(), {.locations = false});
+    if (off == 0) {
+      EXPECT_EQ(ir.find("v_1 = T.alloc"), std::string::npos) << ir;
+    } else if (off == 1) {
+      EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
+    } else {
+      EXPECT_GT(syncs(k.func()), syncs(all.func()));
+    }
+    EXPECT_EQ(run(k), want);
+  }
+}
+
 TEST(DeveloperOptions, WithoutLegalizeCopiesATailBlockIsARunTimeBoundsError) {
   PrimFunc f = registered("add_dev", {{"M", "13"}, {"N", "256"}, {"bM", "4"}});
   DeveloperOptions d;
