@@ -11,22 +11,25 @@
 
 namespace tl::examples {
 
-PrimFunc gelu_dev(int M, int N, int bM, DType dtype) {
+PrimFunc gelu_dev(int M, int N, int bM, int tiles, DType dtype) {
   auto X = T::Tensor("X", {M, N}, dtype);
   auto Y = T::Tensor("Y", {M, N}, dtype);
+  const int row_tiles = ceildiv(M, bM);
   return T::prim_func("gelu_dev", {X, Y}, [&] {
-    T::Kernel(ceildiv(M, bM), [&](Expr cid) {
-      auto x = T::alloc_shared("x", {bM, N}, dtype);
+    T::Kernel(ceildiv(row_tiles, tiles), [&](Expr cid) {
+      auto x = T::alloc_shared("x", {bM, N}, dtype), y = T::alloc_shared("y", {bM, N}, dtype);
       auto e = T::alloc_fragment("e", {bM, N}, dtype);
-      auto y = T::alloc_shared("y", {bM, N}, dtype);
-      T::copy(X.at({cid * bM, 0}), x);
       // -1.702 as a value of the dtype: the vector mul takes its scalar in the dtype, and the
       // element loop must say so to be vectorised bit-identically.
       Expr k = imm(dtype, arith::round_float(dtype, -1.702));
-      T::Parallel({bM, N}, [&](Expr i, Expr j) { e(i, j) = x(i, j) * k; });
-      T::tile::exp(e, e);
-      T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / (e(i, j) + imm(dtype, 1.0)); });
-      T::copy(y, Y.at({cid * bM, 0}));
+      T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
+        Expr row = (cid * tiles + t) * bM;
+        T::copy(X.at({row, 0}), x);
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { e(i, j) = x(i, j) * k; });
+        T::tile::exp(e, e);
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / (e(i, j) + imm(dtype, 1.0)); });
+        T::copy(y, Y.at({row, 0}));
+      });
     }, {.threads = 2});
   });
 }
@@ -36,9 +39,12 @@ TL_REGISTER_KERNEL({
     .summary = "developer GELU (sigmoid form): element loops and an explicit tile exp; the compiler vectorises and syncs",
     .params = {{"M", "96", "rows"},
                {"N", "2048", "columns"},
-               {"bM", "4", "rows per block", ParamRule::tile()},
+               {"bM", "4", "rows per tile", ParamRule::tile()},
+               {"tiles", "1", "row tiles per block (a T.Pipelined loop: the next tile loads while this one computes)"},
                {"dtype", "float32", "X, Y dtype", {.one_of = {"float32", "float16"}}}},
-    .build = [](const KernelArgs& a) { return gelu_dev(a.get("M"), a.get("N"), a.get("bM"), a.get_dtype("dtype")); },
+    .build = [](const KernelArgs& a) {
+      return gelu_dev(a.get("M"), a.get("N"), a.get("bM"), a.get("tiles"), a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

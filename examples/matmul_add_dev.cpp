@@ -26,7 +26,7 @@ PrimFunc matmul_add_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype
       auto c = T::alloc_fragment("c", {bM, bN}, f32);
       auto d = T::alloc_shared("d", {bM, bN}, dtype);
       T::clear(c);
-      T::serial("k", ceildiv(K, bK), [&](Expr k) {
+      T::Pipelined("k", ceildiv(K, bK), 2, [&](Expr k) {
         T::copy(A.at({bx * bM, k * bK}), a);
         T::copy(B.at({k * bK, by * bN}), b);
         T::gemm(a, b, c);
@@ -34,7 +34,7 @@ PrimFunc matmul_add_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype
       T::copy(D.at({bx * bM, by * bN}), d);
       T::Parallel({bM, bN}, [&](Expr i, Expr j) { d(i, j) = cast(dtype, c(i, j)) + d(i, j); });
       T::copy(d, C.at({bx * bM, by * bN}));
-    });
+    }, {.threads = 2});
   });
 }
 
