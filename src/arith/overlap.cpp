@@ -82,7 +82,9 @@ bool tame(const Linear& x) {
 
 class Linearizer {
  public:
-  explicit Linearizer(const VarIntervals& vars) : vars_(vars) {}
+  /// `exact`: integer arithmetic is taken as mathematical (no wrap), for index expressions whose
+  /// variables' ranges are not known here but which never wrap in a valid kernel.
+  explicit Linearizer(const VarIntervals& vars, bool exact = false) : vars_(vars), exact_(exact) {}
 
   Linear of(const Expr& e) {
     DType t = e.dtype();
@@ -94,9 +96,9 @@ class Linearizer {
                                       (n->op == BinOp::Add || n->op == BinOp::Sub || n->op == BinOp::Mul)) {
       Linear a = of(n->a), b = of(n->b);
       auto exact = detail::exact_binary(n->op, a.iv, b.iv);
-      if (exact && detail::fits(*exact, t)) {  // no wrap: the value is the mathematical result
+      if (exact_ || (exact && detail::fits(*exact, t))) {  // no wrap: the value is the mathematical result
         Linear r;
-        r.iv = detail::narrow(*exact, t);
+        r.iv = exact && detail::fits(*exact, t) ? detail::narrow(*exact, t) : Interval::of_dtype(t);
         if (n->op != BinOp::Mul) {
           add_scaled(r, a, 1);
           add_scaled(r, b, n->op == BinOp::Add ? 1 : -1);
@@ -136,9 +138,18 @@ class Linearizer {
   }
 
   const VarIntervals& vars_;
+  const bool exact_;
 };
 
 }  // namespace
+
+std::optional<int64_t> constant_difference(const Expr& a, const Expr& b, const VarIntervals& vars) {
+  Linearizer lin(vars, /*exact=*/true);
+  Linear diff = lin.of(a);
+  add_scaled(diff, lin.of(b), -1);
+  if (!diff.terms.empty() || diff.c > INT64_MAX || diff.c < INT64_MIN) return std::nullopt;
+  return static_cast<int64_t>(diff.c);
+}
 
 Overlap regions_overlap(const BufferRegion& a, const BufferRegion& b, const VarIntervals& vars) {
   TL_ASSERT(a.buffer.same_as(b.buffer), "regions_overlap: regions of two buffers ({} and {})", a.buffer->name,

@@ -20,11 +20,12 @@
 #include <set>
 #include <tuple>
 
+#include "tl/arith.h"
 #include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
 #include "tl/op.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
-#include "tl/sync_rules.h"
 #include "tl/storage.h"
 #include "tl/sync_rules.h"
 
@@ -41,10 +42,45 @@ struct Region {
   MemScope scope = MemScope::GM;
   const BufferNode* tensor = nullptr;
   int64_t lo = 0, hi = INT64_MAX;
+  /// GM only: the region as written when its bounds are not constants but use only variables
+  /// that hold one value in the whole scope (cid, vid, dynamic sizes, lets outside loops), so
+  /// any two accesses compare exactly (arith::regions_overlap, both at the same values): a
+  /// workspace slot [cid, 1] against slot [cid, 0], row tiles cid * 64 and cid * 64 + 32.
+  std::shared_ptr<const BufferRegion> invariant;
+  /// GM only: a dimension that starts at c * v + (something invariant in v's loop), v the
+  /// innermost loop's variable, with an extent of at most `extent` (the row tiles of an
+  /// unrolled loop: 8 * t + 28 * cid + 2 * vid and 8 * t + 28 * cid + 2 * vid + 4).
+  struct Strided {
+    const VarNode* var;
+    size_t dim;
+    int64_t c, extent;
+    Expr min;
+  };
+  std::shared_ptr<const Strided> strided;
 };
-bool conflict(const Region& a, const Region& b) {
+/// Two strided accesses of one execution of their loop, in any iterations i and j: their starts
+/// differ by c (i - j) + delta, delta = the difference of the starts as written; the regions
+/// meet only if some c k + delta lies in (-e, e), e the larger extent, which no k allows when
+/// delta mod |c| is in [e, |c| - e].
+bool strided_apart(const Region::Strided& a, const Region::Strided& b, bool same_statement) {
+  if (a.var != b.var || a.dim != b.dim || a.c != b.c) return false;
+  const int64_t abs_c = a.c < 0 ? -a.c : a.c;
+  // One statement meets itself only in another iteration: k != 0.
+  if (same_statement && a.min.same_as(b.min)) return std::max(a.extent, b.extent) <= abs_c;
+  auto delta = arith::constant_difference(a.min, b.min);
+  if (!delta) return false;
+  const int64_t c = a.c < 0 ? -a.c : a.c, e = std::max(a.extent, b.extent);
+  const int64_t r = ((*delta % c) + c) % c;
+  return r >= e && r <= c - e;
+}
+/// `same_execution`: both accesses belong to one execution of the loops around them (not to an
+/// earlier execution of an inner loop, whose variables had other values).
+bool conflict(const Region& a, const Region& b, bool same_execution, bool same_statement) {
   if (a.scope != b.scope) return false;
   if (a.scope == MemScope::GM && a.tensor && b.tensor && a.tensor != b.tensor) return false;
+  if (a.invariant && b.invariant && a.invariant->ranges.size() == b.invariant->ranges.size())
+    return arith::regions_overlap(*a.invariant, *b.invariant) != arith::Overlap::No;
+  if (same_execution && a.strided && b.strided && strided_apart(*a.strided, *b.strided, same_statement)) return false;
   return a.lo < b.hi && b.lo < a.hi;
 }
 
@@ -135,6 +171,22 @@ State join(const State& a, const State& b) {
 class Inserter {
  public:
   Inserter(const Stmt& body, const Target& t, bool minimise) : t_(t), minimise_(minimise) {
+    // Variables that change inside the scope: loop variables and what lets inside loops bind.
+    std::function<void(const Stmt&, bool)> bound = [&](const Stmt& s, bool in_loop) {
+      if (!s.defined()) return;
+      if (auto* q = s.as<SeqNode>()) {
+        for (const Stmt& x : q->stmts) bound(x, in_loop);
+      } else if (auto* f = s.as<ForNode>()) {
+        varying_.insert(f->var.node());
+        bound(f->body, true);
+      } else if (auto* n = s.as<IfNode>()) {
+        bound(n->then_case, in_loop);
+        bound(n->else_case, in_loop);
+      } else if (auto* l = s.as<LetNode>(); l && in_loop) {
+        varying_.insert(l->var.node());
+      }
+    };
+    bound(body, false);
     body_ = build_block(body, -1, false);
   }
 
@@ -161,6 +213,7 @@ class Inserter {
  private:
   const Target& t_;
   const bool minimise_;  // drop the syncs the others imply (prune)
+  std::set<const VarNode*> varying_;  // variables that change inside the scope
   std::vector<Node> nodes_;
   std::vector<Block> blocks_;
   std::vector<Acc> accs_;
@@ -377,7 +430,41 @@ class Inserter {
     return false;
   }
 
-  static Region region_of(const Buffer& b, const std::vector<Range>& ranges) {
+  /// True when `e` reads no memory and no variable that changes inside the scope.
+  bool scope_invariant(const Expr& e) const {
+    bool ok = true;
+    pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) {
+      if (auto* v = x.as<VarNode>()) ok = ok && !varying_.count(v);
+      if (x.as<LoadNode>()) ok = false;
+    });
+    return ok;
+  }
+
+  Region region_of(const Buffer& b, const std::vector<Range>& ranges) const {
+    Region g = constant_region_of(b, ranges);
+    if (b->scope != MemScope::GM || ranges.size() != b->ndim()) return g;
+    bool constant = true, invariant = ranges.size() == b->ndim();
+    for (const Range& r : ranges) {
+      constant = constant && as_const_int(r.min) && r.extent.defined() && as_const_int(r.extent);
+      invariant = invariant && r.extent.defined() && scope_invariant(r.min) && scope_invariant(r.extent);
+    }
+    if (!constant && invariant) g.invariant = std::make_shared<const BufferRegion>(BufferRegion{b, ranges});
+    if (!g.invariant && !loops_.empty()) {
+      const LoopCtx& l = loops_.back();
+      for (size_t d = 0; d < ranges.size() && !g.strided; ++d) {
+        if (!ranges[d].extent.defined()) continue;
+        // The largest extent (a clipped tail's min(tile, rest) is at most the tile).
+        const arith::Interval ext = arith::bound(ranges[d].extent);
+        const int64_t e = ext.hi < INT64_MAX ? std::max<int64_t>(ext.hi, 1) : 0;
+        const int64_t c = coefficient(ranges[d].min, l.var, l.varying).value_or(0);
+        if (e >= 1 && c != 0 && e <= (c < 0 ? -c : c))
+          g.strided = std::make_shared<const Region::Strided>(Region::Strided{l.var, d, c, e, ranges[d].min});
+      }
+    }
+    return g;
+  }
+
+  static Region constant_region_of(const Buffer& b, const std::vector<Range>& ranges) {
     Region g;
     g.scope = b->scope;
     if (b->scope == MemScope::GM) g.tensor = b.get();
@@ -428,7 +515,7 @@ class Inserter {
         if (l->buffer->scope == MemScope::Var) return;
         std::vector<Range> r;
         for (const auto& i : l->indices) r.push_back({i, Expr(1)});
-        self.add_acc(out, node, p, false, region_of(l->buffer, r),
+        self.add_acc(out, node, p, false, self.region_of(l->buffer, r),
                      self.iteration_key({l->buffer, r}, fmt::format("load on {}", pipe_name(p))));
       }
     } v(*this, node, p, out);
@@ -586,7 +673,8 @@ class Inserter {
           if (k < static_cast<int>(accs_.size()) && a.node == b.node && !b.iteration_key.empty() &&
               a.iteration_key == b.iteration_key)
             continue;
-          if ((a.write || accs_[x].write) && conflict(a.region, accs_[x].region)) {
+          if ((a.write || accs_[x].write) &&
+              conflict(a.region, accs_[x].region, k < static_cast<int>(accs_.size()), a.node == accs_[x].node)) {
             hit = true;
             break;
           }

@@ -195,6 +195,13 @@ class Legalizer : public IRMutator {
     return s;
   }
 
+  /// A let's variable ranges over its value's bound (bx = cid % q_tiles: [0, q_tiles - 1]), so
+  /// a copy indexed by it is clipped only where it can pass its tensor's end.
+  Stmt mutate_(const LetNode* n, const Stmt& self) override {
+    if (is_int(n->var.dtype())) vars_[n->var.node()] = arith::bound(n->value, vars_);
+    return IRMutator::mutate_(n, self);
+  }
+
   /// Valid extents after an if: those both branches (or the skipped else) agree on.
   Stmt mutate_(const IfNode* n, const Stmt& self) override {
     const auto before = valid_;
