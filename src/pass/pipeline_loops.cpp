@@ -160,11 +160,7 @@ class PipelineLoops {
       }
       out.push_back(s);
     }
-    Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid, SeqNode::make(std::move(out), k->loc), k->loc,
-                                   k->threads);
-    std::vector<Stmt> body;
-    for (const Stmt& s : stmts_of(f_->body)) body.push_back(s.as<KernelNode>() ? kernel : s);
-    return with_body(f_, SeqNode::make(std::move(body), f_->body->loc));
+    return dev::with_kernel_body(f_, std::move(out));
   }
 
  private:
@@ -174,10 +170,10 @@ class PipelineLoops {
   /// iteration order, and slot (t - min) mod S names the same tile on both.
   void plan_workspaces(const std::vector<Stmt>& top) {
     std::map<const BufferNode*, int> stages;  // -1: not versionable
-    std::function<void(const Stmt&, const ForNode*)> walk = [&](const Stmt& s, const ForNode* pipelined) {
+    std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
       if (!s.defined()) return;
       if (auto* q = s.as<SeqNode>()) {
-        for (const Stmt& x : q->stmts) walk(x, pipelined);
+        for (const Stmt& x : q->stmts) walk(x);
       } else if (auto* l = s.as<ForNode>()) {
         if (l->for_kind == ForKind::Pipelined && l->num_stages >= 2) {
           for (const Stmt& x : stmts_of(l->body)) {
@@ -186,23 +182,23 @@ class PipelineLoops {
                 auto [it, fresh] = stages.try_emplace(ws, l->num_stages);
                 if (!fresh && it->second != l->num_stages) it->second = -1;
               }
-            if (!channel_copy(x, 0, workspaces_) && !channel_copy(x, 1, workspaces_)) walk(x, l);
+            if (!channel_copy(x, 0, workspaces_) && !channel_copy(x, 1, workspaces_)) walk(x);
           }
         } else {
-          walk(l->body, nullptr);
+          walk(l->body);
         }
       } else if (auto* n = s.as<IfNode>()) {
-        walk(n->then_case, nullptr);
-        walk(n->else_case, nullptr);
+        walk(n->then_case);
+        walk(n->else_case);
       } else if (auto* sc = s.as<ScopeNode>()) {
-        walk(sc->body, nullptr);
+        walk(sc->body);
       } else {
+        // A copy anywhere else (nested in the loop body, or in no pipelined loop): one slot.
         for (int which : {0, 1})
           if (const BufferNode* ws = channel_copy(s, which, workspaces_)) stages[ws] = -1;
       }
-      (void)pipelined;
     };
-    for (const Stmt& s : top) walk(s, nullptr);
+    for (const Stmt& s : top) walk(s);
     for (const auto& [ws, S] : stages)
       if (S >= 2) make_slots(ws, S, fmt::format("{} slots of the channel workspace '{}' (T.Pipelined)", S, ws->name));
   }

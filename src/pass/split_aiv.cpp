@@ -90,7 +90,12 @@ class Labels {
 
 class AivSplit {
  public:
-  AivSplit(const Target& t, const KernelNode& k) : target_(t), kernel_(k) {}
+  AivSplit(const Target& t, const KernelNode& k) : target_(t), kernel_(k) {
+    // The channel workspaces: GM buffers the kernel declares (the others are its parameters).
+    if (auto* q = k.body.as<SeqNode>())
+      for (const Stmt& s : q->stmts)
+        if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::GM) workspaces_.insert(a->buffer.get());
+  }
 
   /// The vector work for both AIVs, or nullopt and `why` (the fallback's remark).
   std::optional<Stmt> run(const Stmt& work, std::string& why) {
@@ -191,7 +196,7 @@ class AivSplit {
       if (src_ub && dst_ub) return unite_all_dims(op->args[0].region, op->args[1].region, what);
       if (src_ub || dst_ub) {
         const BufferNode* g = op->args[src_ub ? 1 : 0].region.buffer.get();
-        gm_copies_.push_back({op->args[src_ub ? 0 : 1].region.buffer.get(), src_ub, g->scope == MemScope::GM && is_workspace(g)});
+        gm_copies_.push_back({op->args[src_ub ? 0 : 1].region.buffer.get(), src_ub, workspaces_.count(g) > 0});
       }
       return;
     }
@@ -241,8 +246,6 @@ class AivSplit {
     }
     for (size_t i = 1; i < ub.size(); ++i) unite_all_dims(*ub[0], *ub[i], what);
   }
-
-  static bool is_workspace(const BufferNode* b) { return b->scope == MemScope::GM; }
 
   /// A region of a split tile: rows [0, R) -> [0, R/2); false if it is not all the rows.
   bool halve(BufferRegion& r) {
@@ -352,7 +355,7 @@ class AivSplit {
 
   const Target& target_;
   const KernelNode& kernel_;
-  std::set<const BufferNode*> ub_;
+  std::set<const BufferNode*> ub_, workspaces_;
   Labels labels_;
   std::vector<GmCopy> gm_copies_;
   std::set<int> rows_;
