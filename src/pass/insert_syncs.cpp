@@ -585,6 +585,7 @@ class Inserter {
 
   void run_block(int b, State& st) {
     for (size_t i = 0; i < blocks_[b].nodes.size(); ++i) {
+      if (checking_ && unordered_) return;  // prune(): the answer is known
       apply(b, static_cast<int>(i), false, st);
       run_node(blocks_[b].nodes[i], st);
       apply(b, static_cast<int>(i), true, st);
@@ -602,6 +603,7 @@ class Inserter {
       for (int it = 0;; ++it) {
         out = in;
         run_block(nodes_[n].blocks[0], out);
+        if (checking_ && unordered_) break;
         State next = join(entry, out);
         if (next == in) break;
         if (it > 64) {  // let the next round finish it (the plan keeps growing until it holds)
