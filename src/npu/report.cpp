@@ -106,10 +106,43 @@ SyncTally sum(const std::map<std::string, SyncTally>& by_kind) {
   return all;
 }
 
+/// The AIV split decision, read off the lowered Vector scope: `if vid == 0: work` is AIV 0 alone.
+static std::string vector_work(const PrimFunc& source, const PrimFunc& lowered) {
+  int threads = 0;
+  const KernelNode* kernel = nullptr;
+  pre_order_visit(source->body, [&](const Stmt& s) {
+    if (auto* k = s.as<KernelNode>()) threads = k->threads;
+  });
+  pre_order_visit(lowered->body, [&](const Stmt& s) {
+    if (auto* k = s.as<KernelNode>()) kernel = k;
+  });
+  if (!kernel) return "";
+  std::string out;
+  pre_order_visit(kernel->body, [&](const Stmt& s) {
+    auto* scope = s.as<ScopeNode>();
+    if (!scope || scope->core != CoreKind::Vector || !out.empty()) return;
+    if (threads == 0) {
+      out = "as the author wrote it (expert kernel)";
+      return;
+    }
+    const Stmt* only = &scope->body;
+    if (auto* q = scope->body.as<SeqNode>(); q && q->stmts.size() == 1) only = &q->stmts[0];
+    auto* n = only->as<IfNode>();
+    if (n && print(n->cond) == kernel->vid.name() + " == 0")
+      out = threads == 2 ? "on AIV 0 alone, AIV 1 runs the flag protocol (threads = 2, but split_aiv fell back: "
+                           "see its remark)"
+                         : "on AIV 0 alone, AIV 1 runs the flag protocol (threads = 1)";
+    else
+      out = "split over both AIVs, half the rows of each tile each (threads = 2, split_aiv)";
+  });
+  return out;
+}
+
 KernelReport make_report(const PrimFunc& source, const PrimFunc& lowered, const Target& target, const Trace* trace) {
   KernelReport r;
   r.kernel = source->name;
   r.target = target.name;
+  r.vector_work = vector_work(source, lowered);
   add_static(r, lowered);
   if (trace) add_dynamic(r, *trace);
   for (const auto& b : r.buffers) {
@@ -157,6 +190,7 @@ void print_report(const KernelReport& r, std::ostream& os) {
       else workspace += b.size;
     }
   os << fmt::format("GM workspace (cross-core channels): {} B{}\n", workspace, symbolic ? " + dynamic sizes" : "");
+  if (!r.vector_work.empty()) os << "vector work: " << r.vector_work << "\n";
   os << "on-chip memory per core (planned bytes / capacity):";
   if (r.memory.empty()) os << " none";
   for (const auto& [scope, m] : r.memory) os << fmt::format(" {} {}/{}", scope_name(scope), m.first, m.second);

@@ -64,8 +64,13 @@ TEST(KernelReport, DeveloperKernelSyncsAndChannelsAreTheCompilers) {
   npu::print_report(r, os);
   for (const char* line : {"synchronisations in the lowered IR:", "synchronisations executed per block",
                            "event ids per pipe pair:", "GM workspace (cross-core channels):",
-                           "on-chip memory per core (planned bytes / capacity): "})
+                           "on-chip memory per core (planned bytes / capacity): ",
+                           "vector work: split over both AIVs, half the rows of each tile each (threads = 2, split_aiv)"})
     EXPECT_NE(os.str().find(line), std::string::npos) << line << "\n" << os.str();
+  // The slots pipeline_loops made say so.
+  bool slot = false;
+  for (const auto& b : r.buffers) slot = slot || b.origin.find("slot 1 of 2 of") != std::string::npos;
+  EXPECT_TRUE(slot) << os.str();
 }
 
 // Issue "Developer mode II", must-show 1 (the budget part): every developer kernel, lowered,

@@ -53,6 +53,8 @@ struct KernelReport {
   std::vector<Buffer> buffers;
   /// Planned bytes per on-chip scope (the end of the highest buffer) and the capacity.
   std::map<MemScope, std::pair<int64_t, int64_t>> memory;
+  /// Where the vector work runs (the AIV split decision): "" when the kernel has none.
+  std::string vector_work;
 };
 
 /// The report of `source` lowered to `lowered` for `target`; `trace` (a launch of the compiled
