@@ -23,12 +23,12 @@ PrimFunc gelu_dev(int M, int N, int bM, int tiles, DType dtype) {
       // element loop must say so to be vectorised bit-identically.
       Expr k = imm(dtype, arith::round_float(dtype, -1.702));
       T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
-        Expr row = (cid * tiles + t) * bM;
-        T::copy(X.at({row, 0}), x);
+        T::copy(X.at({(cid * tiles + t) * bM, 0}), x);
         T::Parallel({bM, N}, [&](Expr i, Expr j) { e(i, j) = x(i, j) * k; });
         T::tile::exp(e, e);
-        T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / (e(i, j) + imm(dtype, 1.0)); });
-        T::copy(y, Y.at({row, 0}));
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { e(i, j) = e(i, j) + imm(dtype, 1.0); });  // in place: no temporary
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / e(i, j); });
+        T::copy(y, Y.at({(cid * tiles + t) * bM, 0}));
       });
     }, {.threads = 2});
   });
