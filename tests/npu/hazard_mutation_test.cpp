@@ -92,7 +92,7 @@ TEST(HazardMutation, DeveloperKernelsHaveNoRedundantSync) {
   const std::vector<std::pair<std::string, std::map<std::string, std::string>>> cases = {
       {"add_dev", {{"M", "16"}, {"N", "256"}, {"bM", "8"}}},
       {"gelu_dev", {{"M", "36"}, {"N", "256"}, {"bM", "4"}, {"tiles", "7"}}},
-      {"rms_norm_dev", {{"M", "32"}, {"N", "256"}, {"rM", "16"}}},
+      {"rms_norm_dev", {{"M", "144"}, {"N", "256"}, {"rM", "16"}, {"tiles", "7"}}},
       {"softmax_dev", {{"M", "104"}, {"N", "256"}, {"bM", "8"}, {"tiles", "7"}}},
       {"gemm_dev", {{"M", "128"}, {"N", "128"}, {"K", "896"}, {"bM", "64"}, {"bN", "128"}, {"bK", "128"}}},
       {"matmul_add_dev", {{"M", "128"}, {"N", "128"}, {"K", "448"}, {"bM", "64"}, {"bN", "128"}, {"bK", "64"}}},
