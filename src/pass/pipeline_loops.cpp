@@ -363,6 +363,14 @@ class PipelineLoops {
         split = 0;
       }
     }
+    // Nothing to overlap (no slots fit, no channel has slots, no skew): the serial loop as
+    // written, rather than an unrolled copy of it that buys nothing.
+    bool channel_slots = false;
+    for (const Stmt& s : body)
+      for (int which : {0, 1})
+        if (const BufferNode* ws = channel_copy(s, which, workspaces_)) channel_slots = channel_slots || slots_.count(ws);
+    if (versioned.empty() && split == 0 && !channel_slots)
+      return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
     // The declarations: the hoisted ones (slots for the versioned), and here too the slots of
     // buffers declared before the loop (drop_replaced removes their own declaration).
     std::vector<Stmt> out;
