@@ -208,8 +208,8 @@ PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& re
 /// credits); a core that pushes into a channel before its first pop runs that first part one
 /// iteration ahead when the two parts share nothing either writes. A guarded remainder, a
 /// prologue and an epilogue keep it correct for any trip count >= 0, symbolic included.
-/// num_stages = 1, or `overlap` false: a serial loop. A Pipelined loop inside another on one
-/// core is a tl::Error.
+/// num_stages = 1, `overlap` false, or a loop where nothing gets slots and nothing is skewed: a
+/// serial loop. A Pipelined loop inside another on one core is a tl::Error.
 /// Output invariant: no Pipelined loop left (the expert spec, before syncs).
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool overlap = true);
 
