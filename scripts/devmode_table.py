@@ -74,9 +74,8 @@ def syncs(tool, kernel, params):
 def code_lines(kernel):
     """Code lines of examples/<file>.cpp from `namespace tl::examples {` to TL_REGISTER_KERNEL, as
     tests/examples/developer_size_test.cpp counts them."""
-    name = {"elementwise_add": "elementwise_add", "gemm_pipelined": "gemm_pipelined"}.get(kernel, kernel)
     lines, inside = 0, False
-    for line in (ROOT / "examples" / f"{name}.cpp").read_text().splitlines():
+    for line in (ROOT / "examples" / f"{kernel}.cpp").read_text().splitlines():
         if not inside:
             inside = line.startswith("namespace tl::examples {")
             continue

@@ -37,6 +37,22 @@ std::string describe(const Stmt& s) {
   return s->loc.known() ? fmt::format("`{}` at {}", head, s->loc.str()) : fmt::format("`{}`", head);
 }
 
+namespace {
+void flatten(const Stmt& s, std::vector<Stmt>& out) {
+  if (auto* q = s.as<SeqNode>()) {
+    for (const Stmt& x : q->stmts) flatten(x, out);
+  } else if (s.defined()) {
+    out.push_back(s);
+  }
+}
+}  // namespace
+
+std::vector<Stmt> stmts_of(const Stmt& s) {
+  std::vector<Stmt> out;
+  flatten(s, out);
+  return out;
+}
+
 const IfNode* aiv0_branch(const ScopeNode& scope, const KernelNode& kernel) {
   if (scope.core != CoreKind::Vector || !kernel.vid.defined()) return nullptr;
   const Stmt* only = &scope.body;

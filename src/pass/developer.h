@@ -21,6 +21,9 @@ std::string describe(const Stmt& s);
 /// The `if vid == 0: work` that holds a Vector scope's work when it runs on AIV 0 alone
 /// (split_cube_vector's form; split_aiv removes it), or nullptr.
 const IfNode* aiv0_branch(const ScopeNode& scope, const KernelNode& kernel);
+/// The statements of a block, nested Seqs flattened (passes leave Seqs inside Seqs; they print
+/// as one block).
+std::vector<Stmt> stmts_of(const Stmt& s);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).

@@ -36,20 +36,7 @@ namespace {
 
 constexpr int kMaxChannelFlags = 11;  // cross-core ids 0-10; sync_all uses 11-14
 
-/// The statements of a block, nested blocks flattened (passes leave Seqs inside Seqs; they
-/// print as one block).
-void flatten(const Stmt& s, std::vector<Stmt>& out) {
-  if (auto* q = s.as<SeqNode>()) {
-    for (const Stmt& x : q->stmts) flatten(x, out);
-  } else if (s.defined()) {
-    out.push_back(s);
-  }
-}
-std::vector<Stmt> stmts_of(const Stmt& s) {
-  std::vector<Stmt> out;
-  flatten(s, out);
-  return out;
-}
+using dev::stmts_of;
 
 /// The copy reading (`which` = 0) or writing (1) workspace `ws` that `s` is, if it is one.
 const TileOpNode* copy_of(const Stmt& s, const BufferNode* ws, int which) {
@@ -254,11 +241,7 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
     out.push_back(ScopeNode::make(CoreKind::Vector, IfNode::make(on_aiv0->cond, work, flag_protocol(work), on_aiv0->loc),
                                   s->loc));
   }
-  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid, SeqNode::make(std::move(out), k->loc), k->loc,
-                                 k->threads);
-  std::vector<Stmt> body;
-  for (const Stmt& s : stmts_of(f->body)) body.push_back(s.as<KernelNode>() ? kernel : s);
-  return with_body(f, SeqNode::make(std::move(body), f->body->loc));
+  return dev::with_kernel_body(f, std::move(out));
 }
 
 }  // namespace tl

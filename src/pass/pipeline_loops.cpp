@@ -40,19 +40,7 @@
 namespace tl {
 namespace {
 
-/// The statements of a block, nested Seqs flattened.
-void flatten(const Stmt& s, std::vector<Stmt>& out) {
-  if (auto* q = s.as<SeqNode>()) {
-    for (const Stmt& x : q->stmts) flatten(x, out);
-  } else if (s.defined()) {
-    out.push_back(s);
-  }
-}
-std::vector<Stmt> stmts_of(const Stmt& s) {
-  std::vector<Stmt> out;
-  flatten(s, out);
-  return out;
-}
+using dev::stmts_of;
 
 /// One buffer access of a statement: which pipe, read and/or write.
 struct Touch {

@@ -369,9 +369,7 @@ class AivSplit {
 PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& remark) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
-  std::vector<Stmt> top;
-  if (auto* q = k->body.as<SeqNode>()) top = q->stmts;
-  else top = {k->body};
+  std::vector<Stmt> top = dev::stmts_of(k->body);
   bool changed = false;
   for (Stmt& s : top) {
     auto* scope = s.as<ScopeNode>();
