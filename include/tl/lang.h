@@ -137,6 +137,7 @@ void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
                 const std::function<void(std::vector<Expr>)>& body, TL_LOC);
 /// Named loops: the loop variable prints as `name` (made unique within the kernel).
 void serial(std::string name, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
+void serial(std::string name, Expr min, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void unroll(std::string name, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void Parallel(std::string name, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void Pipelined(std::string name, Expr extent, int num_stages, const std::function<void(Expr)>& body, TL_LOC);

@@ -27,10 +27,17 @@ struct GmAccount {
   std::atomic<Device*> device{nullptr};
 };
 
-/// Bytes of device GM backing one or more tensors.
+/// Bytes of device GM backing one or more tensors: the device's own (`bytes`, counted in its
+/// GmAccount), or memory the caller owns (`external`, Tensor::wrap: a torch tensor or numpy
+/// array the Python front end hands over without copying; not counted, the caller keeps it
+/// alive while tensors view it).
 struct Storage {
   std::shared_ptr<GmAccount> account;
   std::vector<uint8_t> bytes;
+  uint8_t* external = nullptr;
+  int64_t external_bytes = 0;
+  uint8_t* base() { return external ? external : bytes.data(); }
+  int64_t size() const { return external ? external_bytes : static_cast<int64_t>(bytes.size()); }
   ~Storage();
 };
 
@@ -61,6 +68,8 @@ class Device {
   /// State the virtual NPU keeps per device: its cores' on-chip memories, which persist from
   /// one launch to the next as on hardware. Opaque here (src/npu owns it).
   std::shared_ptr<void>& npu_state() { return npu_state_; }
+  /// The GM accounting its storages share (Tensor::wrap's storage names its device here).
+  const std::shared_ptr<GmAccount>& account() const { return account_; }
 
  private:
   const Target* target_;
@@ -90,6 +99,12 @@ class Tensor {
   Tensor() = default;
   /// A new dense row-major tensor on `dev`, zero-filled.
   static Tensor empty(Device& dev, std::vector<int64_t> shape, DType dtype);
+  /// A view of memory the caller owns, placed in `dev`'s GM without a copy (DLPack import):
+  /// element i of dimension d is `strides[d]` elements from its neighbour. Strides must be
+  /// non-negative (a tl::Error naming `what` otherwise, and for a null pointer with elements).
+  /// The caller keeps `data` alive and unmoved as long as any tensor views it.
+  static Tensor wrap(Device& dev, void* data, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                     DType dtype, std::string_view what = "Tensor::wrap");
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }

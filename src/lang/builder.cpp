@@ -364,6 +364,9 @@ void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& bod
 void serial(std::string name, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
   loop(Expr(0), std::move(extent), ForKind::Serial, 0, body, l, name.c_str());
 }
+void serial(std::string name, Expr min, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+  loop(std::move(min), std::move(extent), ForKind::Serial, 0, body, l, name.c_str());
+}
 void unroll(std::string name, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
   loop(Expr(0), std::move(extent), ForKind::Unrolled, 0, body, l, name.c_str());
 }

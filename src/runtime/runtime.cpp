@@ -105,7 +105,7 @@ void check_host_memory(int64_t bytes, std::string_view what) {
 }
 
 Storage::~Storage() {
-  if (!account) return;
+  if (!account || external) return;
   auto n = static_cast<int64_t>(bytes.size());
   account->in_use -= n;
   g_host_gm_in_use -= n;
@@ -157,6 +157,41 @@ Tensor Tensor::empty(Device& dev, std::vector<int64_t> shape, DType dtype) {
   return t;
 }
 
+Tensor Tensor::wrap(Device& dev, void* data, std::vector<int64_t> shape, std::vector<int64_t> strides, DType dtype,
+                    std::string_view what) {
+  auto fail = [&](const std::string& why) {
+    throw Error(fmt::format("{}: {}[{}] with strides [{}]: {}", what, dtype_name(dtype), fmt::join(shape, ", "),
+                            fmt::join(strides, ", "), why));
+  };
+  if (strides.size() != shape.size()) fail(fmt::format("{} strides for {} dimensions", strides.size(), shape.size()));
+  int64_t n;
+  dense_strides(shape, dtype, "Tensor::wrap", &n);  // checks the shape and its element count
+  // The storage spans element 0 to the last element; with non-negative strides that is the
+  // largest offset, sum (shape[d] - 1) * strides[d], which must not overflow either.
+  int64_t last = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (strides[d] < 0) fail(fmt::format("stride {} of dimension {} is negative (reversed views are not supported)",
+                                         strides[d], d));
+    int64_t step;
+    if (n > 0 && (__builtin_mul_overflow(shape[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last)))
+      fail(fmt::format("the offset of the last element overflows int64 at dimension {}", d));
+  }
+  int64_t bytes = 0;
+  if (n > 0 && (__builtin_add_overflow(last, 1, &bytes) || __builtin_mul_overflow(bytes, int64_t{dtype_bytes(dtype)}, &bytes)))
+    fail("the byte span overflows int64");
+  if (n > 0 && !data) fail("the data pointer is null");
+  auto s = std::make_shared<Storage>();
+  s->account = dev.account();
+  s->external = n > 0 ? static_cast<uint8_t*>(data) : nullptr;
+  s->external_bytes = n > 0 ? bytes : 0;
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.strides_ = std::move(strides);
+  t.storage_ = std::move(s);
+  return t;
+}
+
 void Tensor::require_defined(const char* what) const {
   if (!storage_) throw Error(fmt::format("Tensor::{}: the tensor is undefined (default-constructed)", what));
 }
@@ -189,8 +224,8 @@ uint8_t* Tensor::data() const {
   require_defined("data");
   // A view of a storage with no bytes has no elements to address; its offset (from slicing
   // a zero-sized dimension) must not be added to a null pointer (UB, found by the fuzzer).
-  if (storage_->bytes.empty()) return storage_->bytes.data();
-  return storage_->bytes.data() + byte_offset_;
+  if (storage_->size() == 0) return storage_->base();
+  return storage_->base() + byte_offset_;
 }
 
 Tensor Tensor::slice(int dim, int64_t start, int64_t length) const {
@@ -230,10 +265,10 @@ DLView Tensor::dlpack() const {
   require_defined("dlpack");
   uint8_t code = is_float(dtype_) ? (dtype_ == DType::BFloat16 ? 4 : 2)
                                   : is_bool(dtype_) ? 6 : is_unsigned_int(dtype_) ? 1 : 0;
-  return DLView{storage_->bytes.data(), 1, 0, ndim(), code, static_cast<uint8_t>(dtype_bits(dtype_)), 1,
+  return DLView{storage_->base(), 1, 0, ndim(), code, static_cast<uint8_t>(dtype_bits(dtype_)), 1,
                 shape_.data(), strides_.data(),
                 // data + byte_offset is data(): no offset on an empty storage's null pointer.
-                static_cast<uint64_t>(storage_->bytes.empty() ? 0 : byte_offset_)};
+                static_cast<uint64_t>(storage_->size() == 0 ? 0 : byte_offset_)};
 }
 
 int64_t Tensor::element_offset(int64_t flat) const {

@@ -1,0 +1,45 @@
+"""tl_ascend: TileLang-Ascend kernels in Python, compiled by tl-ascend and run on its virtual NPU.
+
+    import tl_ascend as tilelang
+    import tl_ascend.language as T
+
+    @tilelang.jit(out_idx=[-1])
+    def add(M, N, dtype="float16"):
+        @T.prim_func
+        def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype), Z: T.Tensor((M, N), dtype)):
+            ...
+        return main
+
+    z = add(1024, 1024)(x, y)        # torch CPU tensors or numpy arrays
+
+The core (IR, compiler, virtual NPU) is the C++ library; this package is a nanobind binding
+(`tl_ascend._core`) plus the script front end (`tl_ascend.language`). docs/python.md has the
+whole story.
+"""
+
+from . import _core
+from ._core import Error, InternalError  # noqa: F401
+from . import language  # noqa: F401
+from .jit import JITKernel, PassConfigKey, compile, device, jit  # noqa: F401
+from . import jit as _jit_module
+from .language.parser import PrimFunc  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+class cache:  # noqa: N801  (TileLang spells it tilelang.cache.clear_cache())
+    """TileLang's `tilelang.cache`: clear_cache() empties the generators' memory caches."""
+
+    @staticmethod
+    def clear_cache():
+        _jit_module.clear_cache()
+
+
+def parse_ir(text, filename="<ir>"):
+    """A kernel from IR text (tl-ascend's printer format), e.g. a C++ kernel's `tlc print`."""
+    return PrimFunc(_core.parse(text, filename), filename)
+
+
+def cpp_kernel(name, **params):
+    """The C++ kernel registered as `name` (examples/), built with `params` (tlc's --set)."""
+    return PrimFunc(_core.build_registered(name, {k: str(v) for k, v in params.items()}), f"<C++ {name}>")

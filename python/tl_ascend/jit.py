@@ -1,0 +1,336 @@
+"""tl_ascend.jit and the kernels it returns: compile once, call on torch tensors and numpy arrays.
+
+`@tl_ascend.jit(out_idx=[-1])` decorates a kernel generator (a function of compile-time
+parameters that returns a `@T.prim_func`), as `@tilelang.jit` does. Calling the generator
+compiles once per distinct argument tuple (a memory cache here; the C++ JIT cache adds a disk
+level keyed by the kernel's structure, tl/jit.h) and returns a JITKernel. Calling the kernel
+with tensors runs it on the virtual NPU:
+
+  * tensors go to the C++ core by DLPack without a copy (torch CPU tensors, numpy arrays;
+    bfloat16 and float8 numpy arrays of ml_dtypes as their bytes with the dtype named);
+  * the parameters listed in `out_idx` are allocated (zero-filled, same framework as the
+    inputs) and returned;
+  * shapes, dtypes and strides are checked by the launcher, whose errors name the argument.
+"""
+
+import os
+import threading
+
+from . import _core
+from .language.parser import PrimFunc
+
+_devices = {}
+_devices_lock = threading.Lock()
+
+
+def device(target="A2"):
+    """The process's virtual NPU of `target` (one per target, made on first use)."""
+    with _devices_lock:
+        if target not in _devices:
+            _devices[target] = _core.Device(target)
+        return _devices[target]
+
+
+class PassConfigKey:
+    """Pass configuration keys. TileLang-Ascend's automatic sync and memory planning are what
+    tl-ascend's developer mode always does; its keys are accepted for compatibility. The
+    TL_DEV_* keys switch developer-mode passes off (docs/developer_mode.md, "Options")."""
+
+    TL_ASCEND_AUTO_SYNC = "tl.ascend.auto_sync"
+    TL_ASCEND_MEMORY_PLANNING = "tl.ascend.memory_planning"
+    TL_DEV_PIPELINE_LOOPS = "tl.dev.pipeline_loops"
+    TL_DEV_SPLIT_AIV = "tl.dev.split_aiv"
+    TL_DEV_MINIMISE_SYNCS = "tl.dev.minimise_syncs"
+    TL_DEV_SCALAR_FALLBACK = "tl.dev.scalar_fallback"
+    TL_DEV_ALLOW_INEXACT_MATH = "tl.dev.allow_inexact_math"
+    TL_DEV_INSERT_SYNCS = "tl.dev.insert_syncs"
+    TL_DEV_VECTORIZE = "tl.dev.vectorize"
+
+
+_COMPAT_KEYS = {PassConfigKey.TL_ASCEND_AUTO_SYNC, PassConfigKey.TL_ASCEND_MEMORY_PLANNING}
+
+
+def _dev_options(pass_configs):
+    dev = {}
+    for k, v in (pass_configs or {}).items():
+        k = str(k)
+        if k in _COMPAT_KEYS:
+            continue
+        if not k.startswith("tl.dev."):
+            raise _core.Error(f"unknown pass config '{k}': expected a tl_ascend.PassConfigKey")
+        dev[k[len("tl.dev."):]] = bool(v)
+    return dev
+
+
+# ---- Tensors ---------------------------------------------------------------------------------------
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _np():
+    import numpy
+
+    return numpy
+
+
+def _ml_dtypes():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return ml_dtypes
+
+
+def _is_torch(x):
+    t = _torch()
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def _tensor_arg(x, name, kernel):
+    """(array, dtype override, description) for the C++ launcher, or a TypeError naming `name`."""
+    what = f"kernel {kernel}: argument '{name}'"
+    if _is_torch(x):
+        torch = _torch()
+        if x.device.type != "cpu":
+            raise _core.Error(f"{what} is on device '{x.device}': the virtual NPU reads host memory (CPU tensors; "
+                              f"under tl_ascend.torch_npu, .npu() keeps tensors on the CPU)")
+        x = x.detach()
+        f8 = {getattr(torch, "float8_e4m3fn", None): "float8_e4m3", getattr(torch, "float8_e5m2", None): "float8_e5m2"}
+        if x.dtype in f8 and x.dtype is not None:
+            return (x.view(torch.uint8), f8[x.dtype], what)
+        return (x, None, what)
+    np = _np()
+    if isinstance(x, np.ndarray):
+        ml = _ml_dtypes()
+        if ml is not None:
+            if x.dtype == ml.bfloat16:
+                return (x.view(np.uint16), "bfloat16", what)
+            if x.dtype == ml.float8_e4m3fn:
+                return (x.view(np.uint8), "float8_e4m3", what)
+            if x.dtype == ml.float8_e5m2:
+                return (x.view(np.uint8), "float8_e5m2", what)
+        if not x.flags.writeable:
+            raise _core.Error(f"{what} is a read-only numpy array: the kernel may write it (pass a writable copy)")
+        return (x, None, what)
+    raise TypeError(f"{what} must be a torch tensor or a numpy array, got {type(x).__name__}")
+
+
+_TORCH_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+                 "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+                 "bool": "bool", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+                 "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
+
+
+def _empty(framework, shape, dtype):
+    if framework == "torch":
+        torch = _torch()
+        return torch.zeros(tuple(shape), dtype=getattr(torch, _TORCH_DTYPES[dtype]))
+    np = _np()
+    ml = _ml_dtypes()
+    special = {"bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
+    if dtype in special:
+        if ml is None:
+            raise _core.Error(f"a numpy {dtype} output needs the ml_dtypes package (pip install ml_dtypes)")
+        return np.zeros(tuple(shape), dtype=getattr(ml, special[dtype]))
+    return np.zeros(tuple(shape), dtype=np.dtype("bool" if dtype == "bool" else dtype))
+
+
+# ---- Kernels ------------------------------------------------------------------------------------------
+
+class JITKernel:
+    """A compiled kernel, callable on tensors: `c = kernel(a, b)`."""
+
+    def __init__(self, func, out_idx=None, target="A2", pass_configs=None, mode="fast", check_hazards=False,
+                 threads=0):
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"tl_ascend.compile takes a @T.prim_func kernel, got {type(func).__name__}")
+        self.func = func
+        self.target = target
+        self.params = func.func.params()
+        n = len(self.params)
+        if out_idx is None:
+            out_idx = []
+        elif isinstance(out_idx, int):
+            out_idx = [out_idx]
+        idx = []
+        for i in out_idx:
+            if not isinstance(i, int) or not -n <= i < n:
+                raise _core.Error(f"out_idx: {i!r} is not a parameter index of kernel '{func.name}' ({n} parameters)")
+            j = i % n
+            if not self.params[j]["is_tensor"]:
+                raise _core.Error(f"out_idx: parameter {j} ('{self.params[j]['name']}') of kernel '{func.name}' is a "
+                                  f"scalar; only tensors are outputs")
+            idx.append(j)
+        self.out_idx = sorted(set(idx))
+        if mode not in ("fast", "timed"):
+            raise _core.Error(f"mode must be 'fast' or 'timed', got {mode!r}")
+        self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
+        self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs))
+        self.last_profile = None
+
+    # ---- sources ----
+    def get_kernel_source(self, lowered=True):
+        """The IR text the virtual NPU runs (lowered=False: the kernel as written)."""
+        f = self.compiled.lowered if lowered else self.func.func
+        return f.script(False)
+
+    def script(self, locations=True):
+        return self.func.script(locations)
+
+    # ---- calling ----
+    def _arguments(self, args):
+        n_in = len(self.params) - len(self.out_idx)
+        if len(args) != n_in:
+            names = [p["name"] for i, p in enumerate(self.params) if i not in self.out_idx]
+            raise TypeError(f"kernel '{self.func.name}' takes {n_in} arguments ({', '.join(names)}), got {len(args)}")
+        inputs = iter(args)
+        full = [None] * len(self.params)
+        framework = None
+        for i, p in enumerate(self.params):
+            if i in self.out_idx:
+                continue
+            a = next(inputs)
+            full[i] = a
+            if p["is_tensor"] and framework is None:
+                framework = "torch" if _is_torch(a) else "numpy"
+        framework = framework or ("torch" if _torch() is not None else "numpy")
+        dyn = {}
+        for i, p in enumerate(self.params):
+            if i in self.out_idx or not p["is_tensor"]:
+                continue
+            a = full[i]
+            shape = tuple(a.shape) if hasattr(a, "shape") else None
+            if shape is None or len(shape) != len(p["shape"]):
+                continue  # the launcher reports it, naming the argument
+            for s, v in zip(p["shape"], shape):
+                if isinstance(s, _core.Var):
+                    dyn.setdefault(s.name, v)
+        outputs = []
+        for i in self.out_idx:
+            p = self.params[i]
+            shape = []
+            for s in p["shape"]:
+                if isinstance(s, int):
+                    shape.append(s)
+                elif isinstance(s, _core.Var) and s.name in dyn:
+                    shape.append(dyn[s.name])
+                else:
+                    raise _core.Error(f"kernel '{self.func.name}': cannot size output '{p['name']}': its dimension "
+                                      f"{s} is not a constant or a dynamic size of an input")
+            out = _empty(framework, shape, p["dtype"])
+            full[i] = out
+            outputs.append(out)
+        packed = []
+        for i, (p, a) in enumerate(zip(self.params, full)):
+            if p["is_tensor"]:
+                packed.append(_tensor_arg(a, p["name"], self.func.name))
+            elif isinstance(a, (bool, int, float)):
+                packed.append(a)
+            elif hasattr(a, "item"):
+                packed.append(a.item())
+            else:
+                raise TypeError(f"kernel {self.func.name}: argument '{p['name']}' must be a {p['dtype']} scalar, "
+                                f"got {type(a).__name__}")
+        return packed, outputs
+
+    def run(self, *args, mode=None, check_hazards=None, trace=None, timeline=None, threads=None):
+        """Runs the kernel and returns its outputs (`kernel(*args)` is run with the defaults)."""
+        packed, outputs = self._arguments(args)
+        mode = mode or self.mode
+        timed = mode == "timed" or trace is not None or timeline is not None
+        prof = _core.launch(self.compiled, device(self.target), packed,
+                            threads=self.threads if threads is None else threads,
+                            check_hazards=self.check_hazards if check_hazards is None else check_hazards,
+                            timed=timed, trace_path=os.fspath(trace) if trace else "",
+                            timeline_path=os.fspath(timeline) if timeline else "")
+        if prof is not None:
+            self.last_profile = prof
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    __call__ = run
+
+    def profile(self, *args, trace=None, timeline=None):
+        """Runs the kernel in timed mode and returns its profile as data: total_cycles, total_us,
+        task_us, per-pipe busy ratios per core kind (`busy`), per-core busy cycles (`cores`),
+        and the printed table (`table`)."""
+        self.run(*args, mode="timed", trace=trace, timeline=timeline)
+        return self.last_profile
+
+    def __repr__(self):
+        return f"<tl_ascend JITKernel '{self.func.name}' on {self.target}>"
+
+
+def compile(func, out_idx=None, target="A2", pass_configs=None, **options):  # noqa: A001
+    """Compiles a @T.prim_func kernel for the virtual NPU of `target`."""
+    return JITKernel(func, out_idx=out_idx, target=_target_name(target), pass_configs=pass_configs, **options)
+
+
+def _target_name(target):
+    if target in (None, "auto", "npu", "ascend"):
+        return "A2"
+    return str(target)
+
+
+class _JITGenerator:
+    def __init__(self, fn, options):
+        self.fn = fn
+        self.options = options
+        self.cache = {}
+        self.lock = threading.Lock()
+        self.__name__ = getattr(fn, "__name__", "kernel")
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args, **kwargs):
+        try:
+            key = (args, tuple(sorted(kwargs.items())))
+            hash(key)
+        except TypeError:
+            key = None  # unhashable generator arguments: compile every time
+        if key is not None:
+            with self.lock:
+                hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        func = self.fn(*args, **kwargs)
+        if isinstance(func, JITKernel):
+            kernel = func
+        else:
+            kernel = compile(func, **self.options)
+        if key is not None:
+            with self.lock:
+                self.cache[key] = kernel
+        return kernel
+
+    def clear_cache(self):
+        with self.lock:
+            self.cache.clear()
+
+
+_generators = []
+
+
+def jit(fn=None, *, out_idx=None, target="A2", pass_configs=None, **options):
+    """`@tl_ascend.jit(out_idx=[-1])` on a kernel generator, or on a @T.prim_func directly."""
+
+    def wrap(f):
+        opts = dict(out_idx=out_idx, target=target, pass_configs=pass_configs, **options)
+        if isinstance(f, PrimFunc):
+            return compile(f, **opts)
+        g = _JITGenerator(f, opts)
+        _generators.append(g)
+        return g
+
+    return wrap if fn is None else wrap(fn)
+
+
+def clear_cache():
+    """Empties every generator's memory cache (the C++ disk cache stays)."""
+    for g in _generators:
+        g.clear_cache()

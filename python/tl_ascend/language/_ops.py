@@ -1,0 +1,74 @@
+"""Python wrappers generated from tl-ascend's op registry (include/tl/op.h).
+
+Each registered tile primitive gets a function whose positional parameters are the op's
+operands in registry order (destination first for the vector ops), followed by its attributes;
+keywords name either. A string given positionally where a tile operand is expected is the next
+attribute (`T.tile.gather_mask(dst, src, "P0101")`), as in TileLang-Ascend.
+"""
+
+from .. import _core
+from . import _state
+
+_OPS = {op["name"]: op for op in _core.ops()}
+
+
+def emit(op_name, *args, **kwargs):
+    """Emits registered op `op_name` ("tile.add", "copy", ...) with TileLang's conventions."""
+    op = _OPS.get(op_name)
+    if op is None:
+        _core.user_error(_state.current(), f"unknown tile primitive '{op_name}'")
+    operands, attrs = op["operands"], op["attrs"]
+    values, attr_values = [], {}
+    attr_names = [a["name"] for a in attrs]
+    next_attr = 0
+    slot = 0
+    for a in args:
+        if isinstance(a, str) and next_attr < len(attr_names):
+            attr_values[attr_names[next_attr]] = a
+            next_attr += 1
+            continue
+        if slot < len(operands) or (operands and operands[-1]["variadic"]):
+            values.append(a)
+            slot += 1
+        elif next_attr < len(attr_names):
+            attr_values[attr_names[next_attr]] = a
+            next_attr += 1
+        else:
+            _core.user_error(_state.current(),
+                             f"T.{op_name} takes at most {len(operands)} operands and {len(attrs)} attributes, "
+                             f"got {len(args)} positional arguments")
+    names = [o["name"] for o in operands]
+    for k, v in kwargs.items():
+        if k in attr_names:
+            attr_values[k] = v
+        elif k in names:
+            i = names.index(k)
+            while len(values) <= i:
+                values.append(None)
+            values[i] = v
+        else:
+            _core.user_error(_state.current(), f"T.{op_name}: no operand or attribute '{k}' (operands: "
+                                               f"{', '.join(names)}; attributes: {', '.join(attr_names) or 'none'})")
+    while values and values[-1] is None:
+        values.pop()
+    for i, v in enumerate(values):
+        if v is None:
+            _core.user_error(_state.current(), f"T.{op_name}: operand '{names[i]}' is missing")
+    _core.emit(op_name, values, attr_values, _state.current())
+
+
+def wrapper(op_name):
+    op = _OPS[op_name]
+
+    def f(*args, **kwargs):
+        emit(op_name, *args, **kwargs)
+
+    f.__name__ = op_name.split(".")[-1]
+    f.__qualname__ = f.__name__
+    operands = ", ".join(o["name"] for o in op["operands"])
+    f.__doc__ = f"T.{op_name}({operands}): {op['summary']}"
+    return f
+
+
+def names_with_prefix(prefix):
+    return [n for n in _OPS if n.startswith(prefix)]

@@ -1,0 +1,668 @@
+"""The script parser: a `@T.prim_func` Python function, read from its AST into the C++ builder.
+
+As TileLang's script parser does, this never runs the kernel function. It reads the function's
+source and walks its AST, evaluating what is Python (constants, the generator's arguments,
+helper functions, list indexing) at parse time and turning what is kernel code into builder
+calls, each at the Python line it came from:
+
+  with T.Kernel(n, is_npu=True) as (cid, vid)   -> the launch (expert; `as cid`: developer)
+  with T.Scope("C" | "V")                       -> AIC / AIV code
+  for k in T.serial / T.unroll / T.Parallel /
+           T.Pipelined / T.Persistent / range   -> loops (range(a, b) is T.serial(a, b))
+  for x in [python list]                        -> unrolled at parse time
+  if cond / else                                -> T::If when cond is symbolic, else Python's if
+  name = symbolic expression                    -> a let (a new kernel variable `name`)
+  name = T.alloc_*(shape, dtype)                -> a buffer called `name`
+  buf[i, j] = value, buf[i] += value            -> element stores
+  A[i * 128:(i + 1) * 128, :], A[i, j]          -> regions / start points (tile-op operands),
+                                                   element loads (in expressions)
+  a call of a @T.macro function                 -> its body, parsed in place
+
+Every error names the Python file and line of the statement (a tl_ascend.Error).
+"""
+
+import ast
+import builtins
+import functools
+import inspect
+import operator
+import textwrap
+
+from .. import _core
+from . import _state
+
+# TileLang keywords for kernel-level constructs; imported lazily to avoid a cycle.
+_T = None
+
+
+def _lang():
+    global _T
+    if _T is None:
+        from .. import language as T
+
+        _T = T
+    return _T
+
+
+class PrimFunc:
+    """A parsed kernel: the C++ PrimFunc plus where it came from."""
+
+    def __init__(self, func, source_file):
+        self.func = func
+        self.source_file = source_file
+
+    @property
+    def name(self):
+        return self.func.name
+
+    def script(self, locations=True):
+        """The kernel's IR text (tl-ascend's printer; `locations` adds `# @file:line`)."""
+        return self.func.script(locations)
+
+    def __repr__(self):
+        return f"<tl_ascend PrimFunc '{self.name}' from {self.source_file}>"
+
+
+class Macro:
+    """A @T.macro function: its body is parsed in place wherever a kernel calls it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"@T.macro '{self.fn.__name__}' can only be called inside a @T.prim_func kernel")
+
+
+def macro(fn):
+    return Macro(fn)
+
+
+def prim_func(fn=None, **options):
+    """Parses `fn` into a kernel at once (as TileLang does): returns a PrimFunc."""
+    if fn is None:
+        return lambda f: prim_func(f, **options)
+    return PrimFunc(_Parser(fn).parse_prim_func(), _state.display_path(inspect.getsourcefile(fn)))
+
+
+class _Element:
+    """`A[i, j]`: an element load in expressions, a start-point region as a tile-op operand."""
+
+    def __init__(self, buffer, indices):
+        self.buffer, self.indices = buffer, indices
+
+    def _tl_expr(self):
+        return self.buffer.load(self.indices)
+
+    def _tl_region(self):
+        return self.buffer.at(self.indices)
+
+    @property
+    def dtype(self):
+        return self.buffer.dtype
+
+    def __repr__(self):
+        return repr(self._tl_expr())
+
+
+def _binary(op):
+    def f(self, other):
+        return op(self._tl_expr(), _operand(other))
+
+    def r(self, other):
+        return op(_operand(other), self._tl_expr())
+
+    return f, r
+
+
+for _name, _op in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("truediv", operator.truediv), ("floordiv", operator.floordiv), ("mod", operator.mod),
+                   ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
+                   ("lshift", operator.lshift), ("rshift", operator.rshift)]:
+    _f, _r = _binary(_op)
+    setattr(_Element, f"__{_name}__", _f)
+    setattr(_Element, f"__r{_name}__", _r)
+for _name, _op in [("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
+                   ("eq", operator.eq), ("ne", operator.ne)]:
+    setattr(_Element, f"__{_name}__", _binary(_op)[0])
+_Element.__neg__ = lambda self: -self._tl_expr()
+_Element.__hash__ = None
+
+
+def _operand(v):
+    """A value in an arithmetic position: elements and scalar (var) buffers read as values."""
+    if isinstance(v, _Element):
+        return v._tl_expr()
+    if isinstance(v, _core.Buffer) and v.scope == "var":
+        return v.load([0])
+    return v
+
+
+def _symbolic(v):
+    return isinstance(v, (_core.Expr, _Element)) or (isinstance(v, _core.Buffer) and v.scope == "var")
+
+
+class _ParseError(Exception):
+    pass
+
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+           ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+           ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+_CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+           ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+
+
+class _Parser:
+    def __init__(self, fn, caller=None):
+        self.fn = fn
+        try:
+            lines, start = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise TypeError(f"T.prim_func: cannot read the source of {fn!r} ({e}); kernels must be defined in a file")
+        self.tree = ast.parse(textwrap.dedent("".join(lines)))
+        self.line_offset = start - 1
+        self.file = _state.display_path(inspect.getsourcefile(fn))
+        self.globals = fn.__globals__
+        self.closure = {}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                self.closure[name] = cell.cell_contents
+            except ValueError:  # a cell not yet filled (a name assigned later in the generator)
+                pass
+        self.scopes = [{}]
+        self.caller = caller  # (file, line, via) of the kernel line that called this macro
+        self.line = start
+
+    # ---- locations and errors ----------------------------------------------------------------
+
+    def loc(self, node=None):
+        line = self.line if node is None else node.lineno + self.line_offset
+        if self.caller is not None:
+            file, cline, via = self.caller
+            here = f"{self.file}:{line}"
+            return (file, cline, f"{via}, {here}" if via else here)
+        return (self.file, line, "")
+
+    def at(self, node):
+        self.line = node.lineno + self.line_offset
+        _state.set_line(self.loc())
+
+    def fail(self, node, msg):
+        if node is not None:
+            self.at(node)
+        _core.user_error(self.loc(), msg)
+
+    # ---- names ---------------------------------------------------------------------------------
+
+    def lookup(self, node, name):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        self.fail(node, f"name '{name}' is not defined")
+
+    def bind(self, name, value):
+        self.scopes[-1][name] = value
+
+    # ---- the function --------------------------------------------------------------------------
+
+    def parse_prim_func(self):
+        fdef = self.tree.body[0]
+        if not isinstance(fdef, ast.FunctionDef):
+            raise TypeError("T.prim_func decorates a function")
+        self.at(fdef)
+        _state.push(self.loc())
+        try:
+            params = []
+            for a in fdef.args.args:
+                self.at(a)
+                if a.annotation is None:
+                    self.fail(a, f"parameter '{a.arg}' needs an annotation: T.Tensor((M, N), dtype) for a tensor, "
+                                 f"a dtype (T.int32, T.float32) for a scalar")
+                # Python evaluated the annotations when the function was defined, in the
+                # generator's scope (their names are not the body's closure); a string
+                # annotation (from __future__ import annotations) is evaluated here.
+                spec = self.fn.__annotations__.get(a.arg)
+                if spec is None or isinstance(spec, str):
+                    spec = self.eval(a.annotation)
+                T = _lang()
+                if isinstance(spec, T.Tensor):
+                    p = _core.Tensor(a.arg, list(spec.shape), spec.dtype, list(spec.strides), self.loc())
+                elif isinstance(spec, str):
+                    p = _core.Scalar(a.arg, spec)
+                else:
+                    self.fail(a, f"parameter '{a.arg}': expected T.Tensor(shape, dtype) or a dtype, got {spec!r}")
+                self.bind(a.arg, p)
+                params.append(p)
+            self.at(fdef)
+            return _core.prim_func(fdef.name, params, lambda: self.body(fdef.body), self.loc())
+        finally:
+            _state.pop()
+
+    # ---- statements ----------------------------------------------------------------------------
+
+    def body(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s):
+        self.at(s)
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            self.fail(s, f"a '{type(s).__name__}' statement cannot appear in a kernel")
+        method(s)
+
+    def stmt_Pass(self, s):
+        pass
+
+    def stmt_Expr(self, s):
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return  # a docstring
+        self.eval(s.value)
+
+    def stmt_Assert(self, s):
+        cond = self.eval(s.test)
+        if _symbolic(cond):
+            self.fail(s, "assert needs a condition known when the kernel is built")
+        if not cond:
+            msg = self.eval(s.msg) if s.msg is not None else "assertion failed"
+            self.fail(s, str(msg))
+
+    def stmt_Assign(self, s):
+        value_node = s.value
+        if len(s.targets) != 1:
+            self.fail(s, "chained assignment (a = b = ...) is not supported in a kernel")
+        target = s.targets[0]
+        value = self.eval(value_node, name_hint=target.id if isinstance(target, ast.Name) else None)
+        self.assign(target, value, s)
+
+    def stmt_AnnAssign(self, s):
+        if s.value is None:
+            self.fail(s, "a kernel variable needs a value")
+        value = self.eval(s.value, name_hint=s.target.id if isinstance(s.target, ast.Name) else None)
+        dtype = self.eval(s.annotation)
+        if isinstance(dtype, str) and _symbolic(value):
+            value = _core.cast(dtype, _operand(value))
+        self.assign(s.target, value, s)
+
+    def stmt_AugAssign(self, s):
+        op = _BINOPS.get(type(s.op))
+        if op is None:
+            self.fail(s, f"unsupported operator {type(s.op).__name__}")
+        t = s.target
+        if isinstance(t, ast.Subscript):
+            base = self.eval(t.value)
+            if isinstance(base, _core.Buffer):
+                idx = self.indices(t.slice)
+                if any(isinstance(i, slice) for i in idx):
+                    self.fail(s, "an augmented assignment to a buffer slice: use a tile op")
+                _core.store(base, idx, op(base.load(idx), _operand(self.eval(s.value))), self.loc())
+                return
+        if isinstance(t, ast.Name):
+            cur = self.lookup(t, t.id)
+            if isinstance(cur, _core.Buffer) and cur.scope == "var":
+                _core.assign(cur, op(cur.load([0]), _operand(self.eval(s.value))), self.loc())
+                return
+            self.assign(t, op(_operand(cur), _operand(self.eval(s.value))), s)
+            return
+        self.fail(s, "unsupported augmented assignment target")
+
+    def assign(self, target, value, s):
+        if isinstance(target, ast.Name):
+            cur = None
+            for scope in reversed(self.scopes):
+                if target.id in scope:
+                    cur = scope[target.id]
+                    break
+            if isinstance(cur, _core.Buffer) and cur.scope == "var" and not isinstance(value, _core.Buffer):
+                _core.assign(cur, _operand(value), self.loc())  # TileLang: a var written by name
+                return
+            if _symbolic(value) and not isinstance(value, _core.Buffer):
+                name = target.id if target.id != "_" else "v"
+                value = _core.let(_core.unique_name(name), _operand(value), self.loc())
+            self.bind(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if _symbolic(value):
+                self.fail(s, "a kernel expression cannot be unpacked")
+            values = list(value)
+            if len(values) != len(target.elts):
+                self.fail(s, f"cannot unpack {len(values)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, values):
+                self.assign(t, v, s)
+        elif isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            if isinstance(base, _core.Buffer):
+                idx = self.indices(target.slice)
+                if any(isinstance(i, slice) for i in idx):
+                    self.fail(s, f"assigning to a slice of '{base.name}': use T.copy or T.fill for tiles")
+                _core.store(base, idx, _operand(value), self.loc())
+            else:
+                base[self.eval(target.slice)] = value
+        else:
+            self.fail(s, f"cannot assign to a {type(target).__name__}")
+
+    def stmt_If(self, s):
+        cond = self.eval(s.test)
+        if not _symbolic(cond):
+            self.body(s.body if cond else s.orelse)
+            return
+        else_cb = (lambda: self.scoped(s.orelse)) if s.orelse else None
+        _core.If(_operand(cond), lambda: self.scoped(s.body), else_cb, self.loc(s))
+
+    def scoped(self, stmts, bindings=None):
+        self.scopes.append(dict(bindings or {}))
+        try:
+            self.body(stmts)
+        finally:
+            self.scopes.pop()
+
+    def stmt_With(self, s):
+        if len(s.items) != 1:
+            self.fail(s, "one `with` item at a time in a kernel")
+        item = s.items[0]
+        ctx = self.eval(item.context_expr)
+        T = _lang()
+        loc = self.loc(s)
+        if isinstance(ctx, T.Kernel):
+            names = self.target_names(item.optional_vars, s)
+            if len(names) == 2 and ctx.threads is None:  # `as (cid, vid)`: expert mode
+                _core.Kernel(ctx.num_blocks, lambda cid, vid: self.scoped(s.body, self.pairs(names, [cid, vid])), loc)
+            elif len(names) <= 1:
+                threads = 1 if ctx.threads is None else int(ctx.threads)
+                _core.KernelDev(ctx.num_blocks, threads,
+                                lambda cid: self.scoped(s.body, self.pairs(names, [cid])), loc)
+            else:
+                self.fail(s, "T.Kernel binds (cid, vid) in expert mode, or cid alone in developer mode "
+                             "(T.Kernel(n, threads=2) as cid)")
+        elif isinstance(ctx, T.Scope):
+            if item.optional_vars is not None:
+                self.fail(s, "T.Scope binds no names")
+            _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)
+        else:
+            self.fail(s, f"`with` in a kernel takes T.Kernel or T.Scope, got {ctx!r}")
+
+    def pairs(self, names, values):
+        return {n: v for n, v in zip(names, values) if n is not None}
+
+    def target_names(self, node, s):
+        if node is None:
+            return []
+        if isinstance(node, ast.Name):
+            return [None if node.id == "_" else node.id]
+        if isinstance(node, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in node.elts):
+            return [None if e.id == "_" else e.id for e in node.elts]
+        self.fail(s, "expected a name or a tuple of names")
+
+    def stmt_For(self, s):
+        if s.orelse:
+            self.fail(s, "for ... else is not supported in a kernel")
+        T = _lang()
+        it = s.iter
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and self.lookup(it.func, "range") is builtins.range):
+            args = [self.eval(a) for a in it.args]
+            if len(args) == 3 and not (isinstance(args[2], int) and args[2] == 1):
+                self.fail(s, "range with a step is not supported in a kernel loop (use an index expression)")
+            loop = T.serial(*args[:2])
+        else:
+            loop = self.eval(it)
+        names = self.target_names(s.target, s)
+        loc = self.loc(s)
+        if isinstance(loop, T._Loop):
+            if len(names) != len(loop.extents):
+                self.fail(s, f"{len(loop.extents)} loop extents but {len(names)} loop variables")
+            self.nested_loops(loop, names, 0, {}, s, loc)
+        elif isinstance(loop, T.Persistent):
+            if len(names) != len(loop.domain):
+                self.fail(s, f"T.Persistent over {len(loop.domain)} dimensions binds {len(loop.domain)} names, "
+                             f"got {len(names)}")
+            _core.Persistent(loop.domain, loop.num_workers, loop.worker,
+                             lambda coords: self.scoped(s.body, self.pairs(names, coords)), loc)
+        elif isinstance(loop, (list, tuple)):
+            for v in loop:  # a Python sequence: unrolled while parsing
+                self.scopes.append({})
+                try:
+                    self.assign(s.target, v, s)
+                    self.body(s.body)
+                finally:
+                    self.scopes.pop()
+        else:
+            self.fail(s, f"a kernel loop iterates over T.serial, T.Parallel, T.Pipelined, T.unroll, T.Persistent, "
+                         f"range or a Python list, got {loop!r}")
+
+    def nested_loops(self, loop, names, d, bound, s, loc):
+        if d == len(names):
+            self.scoped(s.body, bound)
+            return
+        name = names[d] or "i"
+        start = loop.start if d == 0 else 0
+
+        def inner(v):
+            b = dict(bound)
+            if names[d] is not None:
+                b[names[d]] = v
+            self.nested_loops(loop, names, d + 1, b, s, loc)
+
+        _core.loop(loop.kind, name, start, loop.extents[d], loop.stages, inner, loc)
+
+    def stmt_Return(self, s):
+        self.fail(s, "a kernel returns nothing: write its outputs to tensor parameters")
+
+    def stmt_While(self, s):
+        self.fail(s, "while loops are not supported in a kernel: use T.serial with a bound")
+
+    # ---- expressions ---------------------------------------------------------------------------
+
+    def eval(self, node, name_hint=None):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            self.fail(node, f"a '{type(node).__name__}' expression is not supported in a kernel")
+        if name_hint is not None and isinstance(node, ast.Call):
+            return self.expr_Call(node, name_hint)
+        return method(node)
+
+    def expr_Constant(self, n):
+        return n.value
+
+    def expr_Name(self, n):
+        return self.lookup(n, n.id)
+
+    def expr_Attribute(self, n):
+        base = self.eval(n.value)
+        try:
+            return getattr(base, n.attr)
+        except AttributeError:
+            self.fail(n, f"{type(base).__name__} has no attribute '{n.attr}'")
+
+    def expr_Tuple(self, n):
+        return tuple(self.eval(e) for e in n.elts)
+
+    def expr_List(self, n):
+        return [self.eval(e) for e in n.elts]
+
+    def expr_Dict(self, n):
+        return {self.eval(k): self.eval(v) for k, v in zip(n.keys, n.values)}
+
+    def expr_JoinedStr(self, n):
+        parts = []
+        for v in n.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            else:
+                parts.append(format(self.eval(v.value), self.eval(v.format_spec) if v.format_spec else ""))
+        return "".join(parts)
+
+    def expr_BinOp(self, n):
+        op = _BINOPS.get(type(n.op))
+        if op is None:
+            self.fail(n, f"unsupported operator {type(n.op).__name__}")
+        a, b = self.eval(n.left), self.eval(n.right)
+        return self.apply(n, op, _operand(a), _operand(b))
+
+    def apply(self, n, op, *args):
+        try:
+            return op(*args)
+        except _core.Error:
+            raise
+        except (TypeError, ZeroDivisionError, ValueError) as e:
+            self.fail(n, str(e))
+
+    def expr_UnaryOp(self, n):
+        v = _operand(self.eval(n.operand))
+        if isinstance(n.op, ast.Not):
+            return _core.logical_not(v) if _symbolic(v) else not v
+        if isinstance(n.op, ast.USub):
+            return self.apply(n, operator.neg, v)
+        if isinstance(n.op, ast.UAdd):
+            return v
+        if isinstance(n.op, ast.Invert):
+            return self.apply(n, operator.invert, v)
+        self.fail(n, "unsupported unary operator")
+
+    def expr_BoolOp(self, n):
+        is_and = isinstance(n.op, ast.And)
+        result = None
+        for e in n.values:
+            v = _operand(self.eval(e))
+            if result is None:
+                result = v
+            elif _symbolic(result) or _symbolic(v):
+                result = (_core.logical_and if is_and else _core.logical_or)(result, v)
+            else:
+                result = (result and v) if is_and else (result or v)
+            if not _symbolic(result) and (not result if is_and else result):
+                return result  # Python's short circuit on a known value
+        return result
+
+    def expr_Compare(self, n):
+        left = _operand(self.eval(n.left))
+        result = None
+        for op, right_node in zip(n.ops, n.comparators):
+            right = _operand(self.eval(right_node))
+            r = self.apply(n, _CMPOPS[type(op)], left, right)
+            result = r if result is None else (
+                _core.logical_and(result, r) if _symbolic(result) or _symbolic(r) else (result and r))
+            left = right
+        return result
+
+    def expr_IfExp(self, n):
+        cond = _operand(self.eval(n.test))
+        if _symbolic(cond):
+            return _core.select(cond, _operand(self.eval(n.body)), _operand(self.eval(n.orelse)))
+        return self.eval(n.body) if cond else self.eval(n.orelse)
+
+    def expr_Subscript(self, n):
+        base = self.eval(n.value)
+        if isinstance(base, _core.Buffer):
+            idx = self.indices(n.slice)
+            if len(idx) != base.ndim:
+                self.fail(n, f"'{base.name}' has {base.ndim} dimensions, indexed with {len(idx)}")
+            if not any(isinstance(i, slice) for i in idx):
+                return _Element(base, idx)
+            starts, extents = [], []
+            for d, i in enumerate(idx):
+                if isinstance(i, slice):
+                    if i.step is not None:
+                        self.fail(n, "a buffer slice with a step is not supported")
+                    lo = 0 if i.start is None else i.start
+                    hi = base.shape[d] if i.stop is None else i.stop
+                    starts.append(lo)
+                    extents.append(self.apply(n, operator.sub, _operand(hi), _operand(lo)))
+                else:
+                    starts.append(i)
+                    extents.append(1)
+            return base.region(starts, extents)
+        key = self.eval(n.slice)
+        try:
+            return base[key]
+        except Exception as e:  # noqa: BLE001 (a Python container's own error)
+            self.fail(n, f"indexing {type(base).__name__}: {e}")
+
+    def indices(self, node):
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Slice):
+                out.append(slice(None if e.lower is None else _operand(self.eval(e.lower)),
+                                 None if e.upper is None else _operand(self.eval(e.upper)),
+                                 None if e.step is None else self.eval(e.step)))
+            else:
+                out.append(_operand(self.eval(e)))
+        return out
+
+    def expr_Slice(self, n):
+        return slice(*(None if x is None else self.eval(x) for x in (n.lower, n.upper, n.step)))
+
+    def expr_Starred(self, n):
+        self.fail(n, "a starred expression is only allowed in call arguments")
+
+    def expr_ListComp(self, n):
+        if len(n.generators) != 1 or n.generators[0].ifs or n.generators[0].is_async:
+            self.fail(n, "only simple list comprehensions ([f(x) for x in seq]) are supported")
+        g = n.generators[0]
+        out = []
+        for v in self.eval(g.iter):
+            self.scopes.append({})
+            try:
+                self.assign(g.target, v, n)
+                out.append(self.eval(n.elt))
+            finally:
+                self.scopes.pop()
+        return out
+
+    def expr_Call(self, n, name_hint=None):
+        fn = self.eval(n.func)
+        args = []
+        for a in n.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.eval(a.value))
+            else:
+                args.append(self.eval(a))
+        kwargs = {}
+        for k in n.keywords:
+            if k.arg is None:
+                kwargs.update(self.eval(k.value))
+            else:
+                kwargs[k.arg] = self.eval(k.value)
+        self.at(n)
+        if isinstance(fn, Macro):
+            return self.call_macro(n, fn, args, kwargs)
+        if name_hint is not None and getattr(fn, "_tl_takes_name", False) and "name" not in kwargs:
+            kwargs["name"] = name_hint
+        if fn in (builtins.min, builtins.max) and any(_symbolic(a) for a in args):
+            T = _lang()
+            fn = T.min if fn is builtins.min else T.max
+        if fn is builtins.float or fn is builtins.int:
+            if any(_symbolic(a) for a in args):
+                return _core.cast("float32" if fn is builtins.float else "int32", _operand(args[0]))
+        try:
+            return fn(*args, **kwargs)
+        except (_core.Error, _core.InternalError):
+            raise
+        except TypeError as e:
+            self.fail(n, f"calling {getattr(fn, '__name__', fn)!s}: {e}")
+
+    def call_macro(self, n, m, args, kwargs):
+        sub = _Parser(m.fn, caller=self.loc(n))
+        sig = inspect.signature(m.fn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            self.fail(n, f"calling @T.macro '{m.fn.__name__}': {e}")
+        bound.apply_defaults()
+        fdef = sub.tree.body[0]
+        sub.scopes = [dict(bound.arguments)]
+        _state.push(sub.loc())
+        try:
+            sub.body(fdef.body)
+        finally:
+            _state.pop()
+            _state.set_line(self.loc(n))
