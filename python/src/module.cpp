@@ -242,12 +242,18 @@ DeveloperOptions dev_options(const std::map<std::string, bool>& m) {
 }
 
 /// Runs `f` with the builder recording `loc` (when known) for every statement it makes.
+/// A user error raised without a location (a bad dtype or pipe name) gets `loc`.
 template <typename F>
 auto at(nb::handle loc, F&& f) {
   PyLoc l = to_loc(loc);
   if (l.line <= 0) return f();
   ScopedSourceLoc guard(l.loc());
-  return f();
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (e.loc().known()) throw;
+    throw Error(l.loc(), e.what());
+  }
 }
 
 using Body1 = nb::callable;
@@ -315,6 +321,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<BufferRegion>(m, "BufferRegion")
       .def_prop_ro("buffer", [](const BufferRegion& r) { return r.buffer; })
+      .def_prop_ro("extents", [](const BufferRegion& r) { return region_extents(r); })
       .def("__repr__", [](const BufferRegion& r) { return print(r); });
 
   nb::class_<Buffer>(m, "Buffer")
@@ -347,6 +354,7 @@ NB_MODULE(_core, m) {
             nb::list shape;
             for (const auto& s : p.tensor->shape) {
               if (auto* i = s.as<IntImmNode>()) shape.append(nb::int_(i->value));
+              else if (s.as<VarNode>()) shape.append(nb::cast(Var(s.ptr())));
               else shape.append(nb::cast(s));
             }
             d["shape"] = shape;
@@ -443,7 +451,7 @@ NB_MODULE(_core, m) {
     return at(loc, [&] {
       return T::alloc_var(std::move(name), to_dtype(dtype), init.is_none() ? std::nullopt : std::optional(to_expr(init)));
     });
-  });
+  }, "name"_a, "dtype"_a, "init"_a.none(), "loc"_a.none());
   m.def("view", [](std::string name, const Buffer& base, nb::handle dtype, nb::handle loc) {
     return at(loc, [&] { return T::view(std::move(name), base, to_dtype(dtype)); });
   });
@@ -486,7 +494,7 @@ NB_MODULE(_core, m) {
       if (!else_body.is_none()) e = [&] { nb::borrow<nb::callable>(else_body)(); };
       T::If(to_expr(cond), [&] { then_body(); }, e);
     });
-  });
+  }, "cond"_a, "then_body"_a, "else_body"_a.none(), "loc"_a.none());
   m.def("emit", [](const std::string& op, nb::handle args, nb::handle attrs, nb::handle loc) {
     std::vector<TileArg> a;
     for (nb::handle h : args) a.push_back(to_tile_arg(h));
@@ -510,7 +518,10 @@ NB_MODULE(_core, m) {
   m.def("printf", [](std::string fmt_, nb::handle args, nb::handle loc) {
     at(loc, [&] { T::printf(std::move(fmt_), to_exprs(args)); });
   });
-  m.def("user_error", [](nb::handle loc, const std::string& msg) { throw Error(to_loc(loc).loc(), msg); });
+  m.def("user_error", [](nb::handle loc, const std::string& msg) { throw Error(to_loc(loc).loc(), msg); },
+        "loc"_a.none(), "msg"_a);
+  // For the test that an internal error (a tl-ascend bug) reaches Python as an exception.
+  m.def("_internal_error_probe", [] { TL_ASSERT(false, "probe: {}", "raised on purpose by a test"); });
 
   // ---- The op registry ---------------------------------------------------------------------------
   m.def("ops", [] {

@@ -21,7 +21,8 @@ from . import _core
 from ._core import Error, InternalError  # noqa: F401
 from . import language  # noqa: F401
 from .jit import JITKernel, PassConfigKey, compile, device, jit  # noqa: F401
-from . import jit as _jit_module
+from .jit import clear_cache as _clear_jit_cache
+from .jit import disable_cache  # noqa: F401
 from .language.parser import PrimFunc  # noqa: F401
 
 __version__ = "0.1.0"
@@ -32,7 +33,25 @@ class cache:  # noqa: N801  (TileLang spells it tilelang.cache.clear_cache())
 
     @staticmethod
     def clear_cache():
-        _jit_module.clear_cache()
+        _clear_jit_cache()
+
+
+class DataType:
+    """TileLang's DataType("float16").bits / .bytes."""
+
+    def __init__(self, name):
+        name = str(name)
+        self.name = "float32" if name == "float" else name
+        sizes = {"bool": 8, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "float16": 16, "bfloat16": 16,
+                 "int32": 32, "uint32": 32, "float32": 32, "int64": 64, "uint64": 64, "float64": 64,
+                 "float8_e4m3": 8, "float8_e5m2": 8}
+        if self.name not in sizes:
+            raise Error(f"unknown dtype '{name}'")
+        self.bits = sizes[self.name]
+        self.bytes = self.bits // 8
+
+    def __repr__(self):
+        return f"DataType({self.name!r})"
 
 
 def parse_ir(text, filename="<ir>"):

@@ -146,32 +146,44 @@ class JITKernel:
     """A compiled kernel, callable on tensors: `c = kernel(a, b)`."""
 
     def __init__(self, func, out_idx=None, target="A2", pass_configs=None, mode="fast", check_hazards=False,
-                 threads=0):
+                 threads=0, workspace_idx=None):
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tl_ascend.compile takes a @T.prim_func kernel, got {type(func).__name__}")
         self.func = func
         self.target = target
         self.params = func.func.params()
-        n = len(self.params)
-        if out_idx is None:
-            out_idx = []
-        elif isinstance(out_idx, int):
-            out_idx = [out_idx]
-        idx = []
-        for i in out_idx:
-            if not isinstance(i, int) or not -n <= i < n:
-                raise _core.Error(f"out_idx: {i!r} is not a parameter index of kernel '{func.name}' ({n} parameters)")
-            j = i % n
-            if not self.params[j]["is_tensor"]:
-                raise _core.Error(f"out_idx: parameter {j} ('{self.params[j]['name']}') of kernel '{func.name}' is a "
-                                  f"scalar; only tensors are outputs")
-            idx.append(j)
-        self.out_idx = sorted(set(idx))
+        self.out_idx = self._indices(out_idx, "out_idx")
+        # TileLang-Ascend's workspace_idx: GM scratch tensors the launcher allocates per call
+        # and does not return (tl-ascend's own T.alloc_workspace needs no parameter at all).
+        self.workspace_idx = self._indices(workspace_idx, "workspace_idx")
+        both = set(self.out_idx) & set(self.workspace_idx)
+        if both:
+            raise _core.Error(f"parameter {sorted(both)[0]} of kernel '{func.name}' is in both out_idx and "
+                              f"workspace_idx")
+        self.alloc_idx = sorted(self.out_idx + self.workspace_idx)
         if mode not in ("fast", "timed"):
             raise _core.Error(f"mode must be 'fast' or 'timed', got {mode!r}")
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
         self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs))
         self.last_profile = None
+
+    def _indices(self, idx, what):
+        n = len(self.params)
+        if idx is None:
+            return []
+        if isinstance(idx, int):
+            idx = [idx]
+        out = []
+        for i in idx:
+            if not isinstance(i, int) or not -n <= i < n:
+                raise _core.Error(f"{what}: {i!r} is not a parameter index of kernel '{self.func.name}' "
+                                  f"({n} parameters)")
+            j = i % n
+            if not self.params[j]["is_tensor"]:
+                raise _core.Error(f"{what}: parameter {j} ('{self.params[j]['name']}') of kernel '{self.func.name}' "
+                                  f"is a scalar; only tensors are allocated")
+            out.append(j)
+        return sorted(set(out))
 
     # ---- sources ----
     def get_kernel_source(self, lowered=True):
@@ -184,15 +196,15 @@ class JITKernel:
 
     # ---- calling ----
     def _arguments(self, args):
-        n_in = len(self.params) - len(self.out_idx)
+        n_in = len(self.params) - len(self.alloc_idx)
         if len(args) != n_in:
-            names = [p["name"] for i, p in enumerate(self.params) if i not in self.out_idx]
+            names = [p["name"] for i, p in enumerate(self.params) if i not in self.alloc_idx]
             raise TypeError(f"kernel '{self.func.name}' takes {n_in} arguments ({', '.join(names)}), got {len(args)}")
         inputs = iter(args)
         full = [None] * len(self.params)
         framework = None
         for i, p in enumerate(self.params):
-            if i in self.out_idx:
+            if i in self.alloc_idx:
                 continue
             a = next(inputs)
             full[i] = a
@@ -201,7 +213,7 @@ class JITKernel:
         framework = framework or ("torch" if _torch() is not None else "numpy")
         dyn = {}
         for i, p in enumerate(self.params):
-            if i in self.out_idx or not p["is_tensor"]:
+            if i in self.alloc_idx or not p["is_tensor"]:
                 continue
             a = full[i]
             shape = tuple(a.shape) if hasattr(a, "shape") else None
@@ -211,7 +223,7 @@ class JITKernel:
                 if isinstance(s, _core.Var):
                     dyn.setdefault(s.name, v)
         outputs = []
-        for i in self.out_idx:
+        for i in self.alloc_idx:
             p = self.params[i]
             shape = []
             for s in p["shape"]:
@@ -224,7 +236,8 @@ class JITKernel:
                                       f"{s} is not a constant or a dynamic size of an input")
             out = _empty(framework, shape, p["dtype"])
             full[i] = out
-            outputs.append(out)
+            if i in self.out_idx:
+                outputs.append(out)
         packed = []
         for i, (p, a) in enumerate(zip(self.params, full)):
             if p["is_tensor"]:
@@ -293,6 +306,8 @@ class _JITGenerator:
             hash(key)
         except TypeError:
             key = None  # unhashable generator arguments: compile every time
+        if not _cache_enabled:
+            key = None
         if key is not None:
             with self.lock:
                 hit = self.cache.get(key)
@@ -334,3 +349,13 @@ def clear_cache():
     """Empties every generator's memory cache (the C++ disk cache stays)."""
     for g in _generators:
         g.clear_cache()
+
+
+def disable_cache():
+    """TileLang's tilelang.disable_cache(): generators compile on every call from now on."""
+    global _cache_enabled
+    _cache_enabled = False
+    clear_cache()
+
+
+_cache_enabled = True

@@ -59,6 +59,12 @@ def install():
             return f
 
         setattr(torch, name, make(orig))
+    orig_default = torch.set_default_device
+
+    def set_default_device(device):
+        orig_default("cpu" if device is not None and str(device).startswith("npu") else device)
+
+    torch.set_default_device = set_default_device
     orig_to = torch.Tensor.to
 
     def to(self, *args, **kwargs):

@@ -163,12 +163,26 @@ def _sub(a, b):
 # ---- Memory -----------------------------------------------------------------------------------
 
 
+def _fresh(make, base):
+    """make(name) with `base`, else base_1, base_2, ...: for buffers the script does not name
+    (the builder rejects a taken name before it emits anything)."""
+    candidate, i = base, 0
+    while True:
+        try:
+            return make(candidate)
+        except _core.Error as e:
+            if "is already used in this kernel" not in str(e):
+                raise
+        i += 1
+        candidate = f"{base}_{i}"
+
+
 def _alloc(scope, shape, dtype, name, address=-1):
     if isinstance(shape, (int, _core.Expr)):
         shape = (shape,)
-    if name is None:
-        name = _core.unique_name("buf")
-    return _core.alloc(scope, name, list(shape), str(dtype), address, _loc())
+    loc = _loc()
+    make = lambda n: _core.alloc(scope, n, list(shape), str(dtype), address, loc)  # noqa: E731
+    return make(name) if name is not None else _fresh(make, "buf")
 
 
 def _allocator(scope, doc):
@@ -192,18 +206,18 @@ alloc_workspace = _allocator("workspace", "GM scratch for this launch, shared by
 
 
 def alloc_var(dtype="int32", init=None, name=None):
-    if name is None:
-        name = _core.unique_name("var")
-    return _core.alloc_var(name, str(dtype), init, _loc())
+    loc = _loc()
+    make = lambda n: _core.alloc_var(n, str(dtype), init, loc)  # noqa: E731
+    return make(name) if name is not None else _fresh(make, "var")
 
 
 alloc_var._tl_takes_name = True
 
 
 def view(base, dtype, name=None):
-    if name is None:
-        name = _core.unique_name(base.name + "_view")
-    return _core.view(name, base, str(dtype), _loc())
+    loc = _loc()
+    make = lambda n: _core.view(n, base, str(dtype), loc)  # noqa: E731
+    return make(name) if name is not None else _fresh(make, base.name + "_view")
 
 
 view._tl_takes_name = True
@@ -311,16 +325,21 @@ def init_sort_buf(dst, num, value=None):
 # ---- Synchronisation ----------------------------------------------------------------------------
 
 
+def _pipe(p):
+    """Pipe names as TileLang-Ascend scripts write them: "MTE2" or "mte2"."""
+    return p.upper() if isinstance(p, str) else p
+
+
 def set_flag(src, dst, event_id):
-    _core.set_flag(src, dst, event_id, _loc())
+    _core.set_flag(_pipe(src), _pipe(dst), event_id, _loc())
 
 
 def wait_flag(src, dst, event_id):
-    _core.wait_flag(src, dst, event_id, _loc())
+    _core.wait_flag(_pipe(src), _pipe(dst), event_id, _loc())
 
 
 def pipe_barrier(pipe):
-    _core.pipe_barrier(pipe, _loc())
+    _core.pipe_barrier(_pipe(pipe), _loc())
 
 
 def barrier_all():
@@ -328,7 +347,7 @@ def barrier_all():
 
 
 def set_cross_flag(pipe, event_id, mode=2):
-    _core.set_cross_flag(pipe, event_id, int(mode), _loc())
+    _core.set_cross_flag(_pipe(pipe), event_id, int(mode), _loc())
 
 
 def wait_cross_flag(event_id):

@@ -18,6 +18,8 @@ def emit(op_name, *args, **kwargs):
     if op is None:
         _core.user_error(_state.current(), f"unknown tile primitive '{op_name}'")
     operands, attrs = op["operands"], op["attrs"]
+    if op_name.startswith("tile."):
+        args, kwargs = _drop_whole_count(op_name, operands, args, kwargs)
     values, attr_values = [], {}
     attr_names = [a["name"] for a in attrs]
     next_attr = 0
@@ -54,7 +56,66 @@ def emit(op_name, *args, **kwargs):
     for i, v in enumerate(values):
         if v is None:
             _core.user_error(_state.current(), f"T.{op_name}: operand '{names[i]}' is missing")
+        # `m[h]` names a start point where the op wants a tile, and reads the element (a UB
+        # scalar, AscendC's scalar operand) where it takes a scalar: TileLang-Ascend's
+        # `T.tile.sub(s[h, :], s[h, :], m[h])`.
+        kind = operands[min(i, len(operands) - 1)]["kind"]
+        if kind != "tile" and hasattr(v, "_tl_expr") and hasattr(v, "_tl_region"):
+            values[i] = v._tl_expr()
     _core.emit(op_name, values, attr_values, _state.current())
+
+
+def _numel(buf):
+    n = 1
+    for d in buf.shape:
+        v = d.const_value() if isinstance(d, _core.Expr) else d
+        if not isinstance(v, int):
+            return None
+        n *= v
+    return n
+
+
+def _drop_whole_count(op_name, operands, args, kwargs):
+    """TileLang-Ascend's vector ops take an optional trailing element count (`T.tile.cast(dst,
+    src, "CAST_RINT", rows * cols)`). tl-ascend's ops always cover their whole destination, so a
+    count equal to the destination's element count is dropped; any other count is an error
+    rather than a silently different computation."""
+    count = kwargs.pop("count", None)
+    tiles = [o for o in operands if o["kind"] != "scalar"]
+    extra = [a for a in args if not isinstance(a, str)]
+    if count is None and len(extra) > len(operands) and isinstance(extra[-1], int) and not isinstance(extra[-1], bool):
+        count = extra[-1]
+        i = len(args) - 1 - [not isinstance(a, str) for a in reversed(args)].index(True)
+        args = args[:i] + args[i + 1:]
+    if count is None:
+        return args, kwargs
+    dst = args[0] if args else kwargs.get(tiles[0]["name"] if tiles else "dst")
+    buf = dst if isinstance(dst, _core.Buffer) else getattr(dst, "buffer", None)
+    whole = _numel(buf) if isinstance(dst, _core.Buffer) else None
+    if isinstance(dst, _core.BufferRegion):
+        whole = None
+        try:
+            whole = 1
+            for e in _region_extents(dst):
+                whole *= e
+        except TypeError:
+            whole = None
+    if whole is None or count != whole:
+        _core.user_error(_state.current(),
+                         f"T.{op_name}: an element count of {count} is not the destination's whole "
+                         f"{whole if whole is not None else 'symbolic'} elements; tl-ascend's vector ops cover the "
+                         f"whole destination tile (slice the tile instead)")
+    return args, kwargs
+
+
+def _region_extents(region):
+    out = []
+    for e in region.extents:
+        v = e.const_value()
+        if not isinstance(v, int):
+            raise TypeError("symbolic extent")
+        out.append(v)
+    return out
 
 
 def wrapper(op_name):

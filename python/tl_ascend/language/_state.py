@@ -62,7 +62,7 @@ def current():
         frame = frame.f_back
     if not s:
         if frame is None:
-            return None
+            return ("<unknown>", 0, "")
         return (display_path(frame.f_code.co_filename), frame.f_lineno, "")
     file, line, via = s[-1]
     # A user frame between this call and the parser is a plain helper the kernel called.

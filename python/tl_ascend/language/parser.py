@@ -142,6 +142,22 @@ def _symbolic(v):
     return isinstance(v, (_core.Expr, _Element)) or (isinstance(v, _core.Buffer) and v.scope == "var")
 
 
+def _let(name, value, loc):
+    """A let named `name`, or name_1, name_2, ... if taken (as the builder dedups loop variables).
+    _core.unique_name reserves the name it returns, so T::let, which claims its name, would then
+    reject it: try each candidate with T::let itself (a taken name is rejected before anything
+    is emitted)."""
+    candidate, i = name, 0
+    while True:
+        try:
+            return _core.let(candidate, value, loc)
+        except _core.Error as e:
+            if "is already used in this kernel" not in str(e):
+                raise
+        i += 1
+        candidate = f"{name}_{i}"
+
+
 class _ParseError(Exception):
     pass
 
@@ -153,6 +169,8 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
            ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_CMP_METHODS = {ast.Lt: "__lt__", ast.LtE: "__le__", ast.Gt: "__gt__", ast.GtE: "__ge__", ast.Eq: "__eq__",
+                ast.NotEq: "__ne__"}
 
 
 class _Parser:
@@ -327,7 +345,7 @@ class _Parser:
                 return
             if _symbolic(value) and not isinstance(value, _core.Buffer):
                 name = target.id if target.id != "_" else "v"
-                value = _core.let(_core.unique_name(name), _operand(value), self.loc())
+                value = _let(name, _operand(value), self.loc())
             self.bind(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if _symbolic(value):
@@ -547,7 +565,13 @@ class _Parser:
         result = None
         for op, right_node in zip(n.ops, n.comparators):
             right = _operand(self.eval(right_node))
-            r = self.apply(n, _CMPOPS[type(op)], left, right)
+            cmp = _CMPOPS[type(op)]
+            if type(op) in _CMP_METHODS and (isinstance(left, _core.Expr) or isinstance(right, _core.Expr)):
+                # Always `left op right`, as the C++ operator builds it: Python would try the
+                # right operand's reflected method first for a Var right of an Expr (a subclass)
+                # or an int left of an Expr, so `h + 2 < h_end` would build `h_end > h + 2`.
+                cmp = getattr(_core.Expr, _CMP_METHODS[type(op)])
+            r = self.apply(n, cmp, left, right)
             result = r if result is None else (
                 _core.logical_and(result, r) if _symbolic(result) or _symbolic(r) else (result and r))
             left = right
@@ -568,6 +592,7 @@ class _Parser:
             if not any(isinstance(i, slice) for i in idx):
                 return _Element(base, idx)
             starts, extents = [], []
+            elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
             for d, i in enumerate(idx):
                 if isinstance(i, slice):
                     if i.step is not None:
@@ -575,7 +600,14 @@ class _Parser:
                     lo = 0 if i.start is None else i.start
                     hi = base.shape[d] if i.stop is None else i.stop
                     starts.append(lo)
-                    extents.append(self.apply(n, operator.sub, _operand(hi), _operand(lo)))
+                    e = elts[d]
+                    if (e.lower is not None and isinstance(e.upper, ast.BinOp) and isinstance(e.upper.op, ast.Add)
+                            and ast.dump(e.upper.left) == ast.dump(e.lower)):
+                        # `start:start + extent`: the extent as written (the builder does not fold
+                        # `start + extent - start`), as the C++ buf.region({start}, {extent}).
+                        extents.append(_operand(self.eval(e.upper.right)))
+                    else:
+                        extents.append(self.apply(n, operator.sub, _operand(hi), _operand(lo)))
                 else:
                     starts.append(i)
                     extents.append(1)
