@@ -607,7 +607,7 @@ NB_MODULE(_core, m) {
       nb::gil_scoped_release release;
       k.launch(dev, a, o);
     }
-    nb::module_::import_("sys").attr("stdout").attr("write")(out.str());
+    if (std::string text = out.str(); !text.empty()) nb::module_::import_("sys").attr("stdout").attr("write")(text);
     if (!timed) return nb::none();
     if (!trace_path.empty()) {
       std::ofstream f(trace_path);

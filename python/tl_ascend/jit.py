@@ -64,26 +64,29 @@ def _dev_options(pass_configs):
 
 # ---- Tensors ---------------------------------------------------------------------------------------
 
+_modules = {}
+
+
+def _module(name):
+    """`name` imported once (None when it is not installed): the call path stays cheap."""
+    if name not in _modules:
+        try:
+            _modules[name] = __import__(name)
+        except ImportError:
+            _modules[name] = None
+    return _modules[name]
+
+
 def _torch():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
+    return _module("torch")
 
 
 def _np():
-    import numpy
-
-    return numpy
+    return _module("numpy")
 
 
 def _ml_dtypes():
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return ml_dtypes
+    return _module("ml_dtypes")
 
 
 def _is_torch(x):
@@ -91,29 +94,45 @@ def _is_torch(x):
     return t is not None and isinstance(x, t.Tensor)
 
 
+_special_dtypes = None
+
+
+def _specials():
+    """{framework dtype: (tl-ascend dtype, the same-width integer view)} for the dtypes DLPack
+    cannot carry (float8 in torch; bfloat16 and float8 of ml_dtypes in numpy)."""
+    global _special_dtypes
+    if _special_dtypes is None:
+        _special_dtypes = {}
+        torch, np, ml = _torch(), _np(), _ml_dtypes()
+        if torch is not None:
+            for attr, name in (("float8_e4m3fn", "float8_e4m3"), ("float8_e5m2", "float8_e5m2")):
+                if hasattr(torch, attr):
+                    _special_dtypes[getattr(torch, attr)] = (name, torch.uint8)
+        if ml is not None:
+            _special_dtypes[np.dtype(ml.bfloat16)] = ("bfloat16", np.uint16)
+            _special_dtypes[np.dtype(ml.float8_e4m3fn)] = ("float8_e4m3", np.uint8)
+            _special_dtypes[np.dtype(ml.float8_e5m2)] = ("float8_e5m2", np.uint8)
+    return _special_dtypes
+
+
 def _tensor_arg(x, name, kernel):
     """(array, dtype override, description) for the C++ launcher, or a TypeError naming `name`."""
     what = f"kernel {kernel}: argument '{name}'"
     if _is_torch(x):
-        torch = _torch()
         if x.device.type != "cpu":
             raise _core.Error(f"{what} is on device '{x.device}': the virtual NPU reads host memory (CPU tensors; "
                               f"under tl_ascend.torch_npu, .npu() keeps tensors on the CPU)")
-        x = x.detach()
-        f8 = {getattr(torch, "float8_e4m3fn", None): "float8_e4m3", getattr(torch, "float8_e5m2", None): "float8_e5m2"}
-        if x.dtype in f8 and x.dtype is not None:
-            return (x.view(torch.uint8), f8[x.dtype], what)
+        if x.requires_grad:
+            x = x.detach()
+        special = _specials().get(x.dtype)
+        if special is not None:
+            return (x.view(special[1]), special[0], what)
         return (x, None, what)
     np = _np()
     if isinstance(x, np.ndarray):
-        ml = _ml_dtypes()
-        if ml is not None:
-            if x.dtype == ml.bfloat16:
-                return (x.view(np.uint16), "bfloat16", what)
-            if x.dtype == ml.float8_e4m3fn:
-                return (x.view(np.uint8), "float8_e4m3", what)
-            if x.dtype == ml.float8_e5m2:
-                return (x.view(np.uint8), "float8_e5m2", what)
+        special = _specials().get(x.dtype)
+        if special is not None:
+            return (x.view(special[1]), special[0], what)
         if not x.flags.writeable:
             raise _core.Error(f"{what} is a read-only numpy array: the kernel may write it (pass a writable copy)")
         return (x, None, what)
@@ -166,6 +185,8 @@ class JITKernel:
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
         self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs))
         self.last_profile = None
+        self._device = device(target)
+        self._plan()
 
     def _indices(self, idx, what):
         n = len(self.params)
@@ -195,51 +216,67 @@ class JITKernel:
         return self.func.script(locations)
 
     # ---- calling ----
-    def _arguments(self, args):
-        n_in = len(self.params) - len(self.alloc_idx)
-        if len(args) != n_in:
-            names = [p["name"] for i, p in enumerate(self.params) if i not in self.alloc_idx]
-            raise TypeError(f"kernel '{self.func.name}' takes {n_in} arguments ({', '.join(names)}), got {len(args)}")
-        inputs = iter(args)
-        full = [None] * len(self.params)
-        framework = None
-        for i, p in enumerate(self.params):
-            if i in self.alloc_idx:
-                continue
-            a = next(inputs)
-            full[i] = a
-            if p["is_tensor"] and framework is None:
-                framework = "torch" if _is_torch(a) else "numpy"
-        framework = framework or ("torch" if _torch() is not None else "numpy")
-        dyn = {}
-        for i, p in enumerate(self.params):
-            if i in self.alloc_idx or not p["is_tensor"]:
-                continue
-            a = full[i]
-            shape = tuple(a.shape) if hasattr(a, "shape") else None
-            if shape is None or len(shape) != len(p["shape"]):
-                continue  # the launcher reports it, naming the argument
-            for s, v in zip(p["shape"], shape):
-                if isinstance(s, _core.Var):
-                    dyn.setdefault(s.name, v)
-        outputs = []
+    def _plan(self):
+        """What every call needs, worked out once: which parameters the caller passes, where the
+        dynamic sizes come from, and how each allocated tensor is sized."""
+        alloc = set(self.alloc_idx)
+        self._inputs = [i for i in range(len(self.params)) if i not in alloc]
+        self._dyn_sources = []  # (input position, dimension, dynamic name)
+        for pos, i in enumerate(self._inputs):
+            p = self.params[i]
+            if p["is_tensor"]:
+                for d, s in enumerate(p["shape"]):
+                    if isinstance(s, _core.Var):
+                        self._dyn_sources.append((pos, d, len(p["shape"]), s.name))
+        self._alloc_shapes = []
         for i in self.alloc_idx:
             p = self.params[i]
-            shape = []
+            dims = []
             for s in p["shape"]:
                 if isinstance(s, int):
+                    dims.append(s)
+                elif isinstance(s, _core.Var):
+                    dims.append(s.name)
+                else:
+                    dims.append(None)
+            self._alloc_shapes.append((i, p, dims))
+        self._first_tensor_input = next((pos for pos, i in enumerate(self._inputs) if self.params[i]["is_tensor"]),
+                                        None)
+
+    def _arguments(self, args):
+        if len(args) != len(self._inputs):
+            names = [self.params[i]["name"] for i in self._inputs]
+            raise TypeError(f"kernel '{self.func.name}' takes {len(self._inputs)} arguments ({', '.join(names)}), "
+                            f"got {len(args)}")
+        if self._first_tensor_input is not None:
+            framework = "torch" if _is_torch(args[self._first_tensor_input]) else "numpy"
+        else:
+            framework = "torch" if _torch() is not None else "numpy"
+        dyn = {}
+        for pos, d, rank, name in self._dyn_sources:
+            shape = getattr(args[pos], "shape", None)
+            if shape is not None and len(shape) == rank:  # else the launcher names the mismatch
+                dyn.setdefault(name, shape[d])
+        full = [None] * len(self.params)
+        for pos, i in enumerate(self._inputs):
+            full[i] = args[pos]
+        outputs = []
+        for i, p, dims in self._alloc_shapes:
+            shape = []
+            for s, d in zip(dims, p["shape"]):
+                if isinstance(s, int):
                     shape.append(s)
-                elif isinstance(s, _core.Var) and s.name in dyn:
-                    shape.append(dyn[s.name])
+                elif s is not None and s in dyn:
+                    shape.append(dyn[s])
                 else:
                     raise _core.Error(f"kernel '{self.func.name}': cannot size output '{p['name']}': its dimension "
-                                      f"{s} is not a constant or a dynamic size of an input")
+                                      f"{d} is not a constant or a dynamic size of an input")
             out = _empty(framework, shape, p["dtype"])
             full[i] = out
             if i in self.out_idx:
                 outputs.append(out)
         packed = []
-        for i, (p, a) in enumerate(zip(self.params, full)):
+        for p, a in zip(self.params, full):
             if p["is_tensor"]:
                 packed.append(_tensor_arg(a, p["name"], self.func.name))
             elif isinstance(a, (bool, int, float)):
@@ -256,7 +293,7 @@ class JITKernel:
         packed, outputs = self._arguments(args)
         mode = mode or self.mode
         timed = mode == "timed" or trace is not None or timeline is not None
-        prof = _core.launch(self.compiled, device(self.target), packed,
+        prof = _core.launch(self.compiled, self._device, packed,
                             threads=self.threads if threads is None else threads,
                             check_hazards=self.check_hazards if check_hazards is None else check_hazards,
                             timed=timed, trace_path=os.fspath(trace) if trace else "",

@@ -82,7 +82,8 @@ def prim_func(fn=None, **options):
     """Parses `fn` into a kernel at once (as TileLang does): returns a PrimFunc."""
     if fn is None:
         return lambda f: prim_func(f, **options)
-    return PrimFunc(_Parser(fn).parse_prim_func(), _state.display_path(inspect.getsourcefile(fn)))
+    parser = _Parser(fn)
+    return PrimFunc(parser.parse_prim_func(), parser.file)
 
 
 class _Element:
@@ -173,16 +174,29 @@ _CMP_METHODS = {ast.Lt: "__lt__", ast.LtE: "__le__", ast.Gt: "__gt__", ast.GtE: 
                 ast.NotEq: "__ne__"}
 
 
-class _Parser:
-    def __init__(self, fn, caller=None):
-        self.fn = fn
+_sources = {}
+
+
+def _source(fn):
+    """(AST, line offset, display path) of `fn`, read and parsed once per code object: a
+    generator called with new arguments, and every call of a macro, reuse it."""
+    key = fn.__code__
+    hit = _sources.get(key)
+    if hit is None:
         try:
             lines, start = inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:
             raise TypeError(f"T.prim_func: cannot read the source of {fn!r} ({e}); kernels must be defined in a file")
-        self.tree = ast.parse(textwrap.dedent("".join(lines)))
-        self.line_offset = start - 1
-        self.file = _state.display_path(inspect.getsourcefile(fn))
+        hit = (ast.parse(textwrap.dedent("".join(lines))), start - 1,
+               _state.display_path(inspect.getsourcefile(fn)))
+        _sources[key] = hit
+    return hit
+
+
+class _Parser:
+    def __init__(self, fn, caller=None):
+        self.fn = fn
+        self.tree, self.line_offset, self.file = _source(fn)
         self.globals = fn.__globals__
         self.closure = {}
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
@@ -192,7 +206,7 @@ class _Parser:
                 pass
         self.scopes = [{}]
         self.caller = caller  # (file, line, via) of the kernel line that called this macro
-        self.line = start
+        self.line = self.line_offset + 1
 
     # ---- locations and errors ----------------------------------------------------------------
 
