@@ -35,7 +35,8 @@
 #include "tl/printer.h"
 #include "tl/runtime.h"
 #include "tl/target.h"
-#include "../../src/lang/builder.h"
+#include "lang/builder.h"
+#include "pass/developer.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -341,6 +342,10 @@ NB_MODULE(_core, m) {
 
   nb::class_<PrimFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PrimFunc& f) { return f->name; })
+      .def_prop_ro("developer", [](const PrimFunc& f) {
+        const KernelNode* k = dev::find_kernel(f);
+        return k && k->developer();
+      })
       .def("script", [](const PrimFunc& f, bool locations) { return print(f, PrintOptions{.locations = locations}); },
            "locations"_a = true)
       .def("params", [](const PrimFunc& f) {

@@ -230,3 +230,27 @@ def test_an_internal_error_is_a_python_exception_not_a_crash():
     with pytest.raises(tilelang.InternalError, match="tl-ascend internal error at .*probe: raised on purpose"):
         _core._internal_error_probe()
     assert not issubclass(tilelang.InternalError, tilelang.Error)
+
+
+def test_tilelang_pass_configs_that_tl_ascend_does_not_support_are_named():
+    expert = kernels.ub_copy()
+    with pytest.raises(tilelang.Error, match="'tl.ascend.auto_cv_combine' is not supported"):
+        tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True})
+    with pytest.raises(tilelang.Error, match="'tl.ascend.auto_sync' is not supported for the expert kernel"):
+        tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True})
+    # What tl-ascend does anyway is accepted.
+    tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: False,
+                                           tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True,
+                                           tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: False})
+
+
+def test_an_element_count_other_than_the_whole_tile_is_refused():
+    def build():
+        @T.prim_func
+        def k(X: T.Tensor((16, 64), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                with T.Scope("V"):
+                    x = T.alloc_ub((16, 64), "float32")
+                    T.tile.exp(x, x, 512)  # MARK
+
+    expect_error(build, "MARK", "an element count of 512 is not the destination's whole 1024 elements")

@@ -182,3 +182,14 @@ def test_unnamed_buffers_get_fresh_names():
 
     ir = unnamed.script(False)
     assert "buf = T.alloc_ub" in ir and "buf_1 = T.alloc_ub" in ir
+
+
+def test_every_registered_primitive_is_reachable_from_T():
+    from tl_ascend import _core
+
+    for op in _core.ops():
+        obj = T
+        for part in op["name"].split("."):
+            obj = getattr(obj, part, None)
+            assert obj is not None, f"T.{op['name']} is missing"
+        assert callable(obj)

@@ -32,12 +32,19 @@ def device(target="A2"):
 
 
 class PassConfigKey:
-    """Pass configuration keys. TileLang-Ascend's automatic sync and memory planning are what
-    tl-ascend's developer mode always does; its keys are accepted for compatibility. The
-    TL_DEV_* keys switch developer-mode passes off (docs/developer_mode.md, "Options")."""
+    """Pass configuration keys.
+
+    TileLang-Ascend's automatic sync is what tl-ascend's developer mode always does, and memory
+    planning what it does in both modes: those keys are accepted (AUTO_SYNC = True only for a
+    developer kernel). The
+    combined C/V kernel (AUTO_CV_COMBINE, AUTO_CV_SYNC) and automatic syncs in an expert
+    kernel are not supported, and asking for them is an error naming the key. The TL_DEV_*
+    keys switch developer-mode passes off (docs/developer_mode.md, "Options")."""
 
     TL_ASCEND_AUTO_SYNC = "tl.ascend.auto_sync"
     TL_ASCEND_MEMORY_PLANNING = "tl.ascend.memory_planning"
+    TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend.auto_cv_combine"
+    TL_ASCEND_AUTO_CV_SYNC = "tl.ascend.auto_cv_sync"
     TL_DEV_PIPELINE_LOOPS = "tl.dev.pipeline_loops"
     TL_DEV_SPLIT_AIV = "tl.dev.split_aiv"
     TL_DEV_MINIMISE_SYNCS = "tl.dev.minimise_syncs"
@@ -47,14 +54,23 @@ class PassConfigKey:
     TL_DEV_VECTORIZE = "tl.dev.vectorize"
 
 
-_COMPAT_KEYS = {PassConfigKey.TL_ASCEND_AUTO_SYNC, PassConfigKey.TL_ASCEND_MEMORY_PLANNING}
-
-
-def _dev_options(pass_configs):
+def _dev_options(pass_configs, func):
     dev = {}
     for k, v in (pass_configs or {}).items():
         k = str(k)
-        if k in _COMPAT_KEYS:
+        if k in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):
+            if v:
+                raise _core.Error(f"pass config '{k}' is not supported: tl-ascend kernels separate the cube's and "
+                                  f"the vector cores' code with T.Scope(\"C\") / T.Scope(\"V\") (expert mode), or "
+                                  f"leave the split to the compiler in developer mode (T.Kernel(n, threads=2) as cid)")
+            continue
+        if k == PassConfigKey.TL_ASCEND_MEMORY_PLANNING:
+            continue  # tl-ascend places every buffer without an address, in both modes
+        if k == PassConfigKey.TL_ASCEND_AUTO_SYNC:
+            if v and not func.developer:
+                raise _core.Error(f"pass config '{k}' is not supported for the expert kernel '{func.name}': "
+                                  f"tl-ascend inserts syncs in developer kernels (T.Kernel(n, threads=...) as cid); "
+                                  f"an expert kernel writes its flags itself")
             continue
         if not k.startswith("tl.dev."):
             raise _core.Error(f"unknown pass config '{k}': expected a tl_ascend.PassConfigKey")
@@ -183,7 +199,7 @@ class JITKernel:
         if mode not in ("fast", "timed"):
             raise _core.Error(f"mode must be 'fast' or 'timed', got {mode!r}")
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
-        self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs))
+        self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs, func.func))
         self.last_profile = None
         self._device = device(target)
         self._plan()

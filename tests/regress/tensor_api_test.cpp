@@ -145,5 +145,41 @@ TEST(TensorApi, DeviceAllocateRejectsHugeAndOverflowingSizes) {
   EXPECT_EQ(dev.gm_bytes_in_use(), 4096);
 }
 
+// Tensor::wrap (the Python front end's zero-copy DLPack import): the caller's memory, checked
+// like every other constructor, and never counted as device GM.
+TEST(TensorApi, WrapViewsCallerMemoryWithoutCopying) {
+  Device dev;
+  std::vector<float> host(6);
+  for (int i = 0; i < 6; ++i) host[i] = static_cast<float>(i);
+  Tensor t = Tensor::wrap(dev, host.data(), {2, 3}, {3, 1}, DType::Float32);
+  EXPECT_EQ(t.data(), reinterpret_cast<uint8_t*>(host.data()));
+  EXPECT_EQ(t.get(4), 4.0);
+  t.set(5, 50.0);
+  EXPECT_EQ(host[5], 50.0f);  // the write landed in the caller's memory
+  EXPECT_EQ(dev.gm_bytes_in_use(), 0);
+  EXPECT_EQ(t.device(), &dev);
+  // A transposed view (column-major strides) spans the same six elements.
+  Tensor tt = Tensor::wrap(dev, host.data(), {3, 2}, {1, 3}, DType::Float32);
+  EXPECT_EQ(tt.get(1), 3.0);
+  EXPECT_FALSE(tt.is_contiguous());
+}
+
+TEST(TensorApi, WrapRejectsBadStridesShapesAndPointers) {
+  Device dev;
+  float x = 0;
+  std::string m = error_of([&] { Tensor::wrap(dev, &x, {2, 2}, {2, -1}, DType::Float32, "argument 'X'"); });
+  EXPECT_HAS(m, "argument 'X'");
+  EXPECT_HAS(m, "negative");
+  m = error_of([&] { Tensor::wrap(dev, &x, {2, 2}, {1}, DType::Float32); });
+  EXPECT_HAS(m, "1 strides for 2 dimensions");
+  m = error_of([&] { Tensor::wrap(dev, &x, {kMax, 2}, {2, 1}, DType::Float32); });
+  EXPECT_HAS(m, "overflow");
+  m = error_of([&] { Tensor::wrap(dev, nullptr, {2}, {1}, DType::Float32); });
+  EXPECT_HAS(m, "null");
+  // No elements: no bytes to address, a null pointer is fine.
+  Tensor e = Tensor::wrap(dev, nullptr, {0, 4}, {4, 1}, DType::Float32);
+  EXPECT_EQ(e.numel(), 0);
+}
+
 }  // namespace
 }  // namespace tl
