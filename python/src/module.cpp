@@ -25,6 +25,7 @@
 #include "tl/error.h"
 #include "tl/ir.h"
 #include "tl/ir_ops.h"
+#include "tl/jit.h"
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
@@ -571,6 +572,16 @@ NB_MODULE(_core, m) {
   }, "name"_a, "overrides"_a = std::map<std::string, std::string>{});
 
   // ---- Compile and launch -------------------------------------------------------------------------
+  m.def("cache_stats", [] {
+    jit::CacheStats c = jit::cache_stats();
+    nb::dict d;
+    d["memory_hits"] = c.memory_hits;
+    d["disk_hits"] = c.disk_hits;
+    d["misses"] = c.misses;
+    d["disk_writes"] = c.disk_writes;
+    d["disk_rejects"] = c.disk_rejects;
+    return d;
+  });
   m.def("target_names", [] { return target_names(); });
   m.def("default_target", [] { return default_target().name; });
 

@@ -193,3 +193,22 @@ def test_every_registered_primitive_is_reachable_from_T():
             obj = getattr(obj, part, None)
             assert obj is not None, f"T.{op['name']} is missing"
         assert callable(obj)
+
+
+def test_a_second_process_compiles_from_the_disk_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "import tl_ascend as tilelang, kernels\n"
+        "tilelang.compile(kernels.scale_add(48, 64, 8), out_idx=[1])\n"
+        "s = tilelang._core.cache_stats(); print(s['disk_hits'], s['misses'])\n" % os.path.dirname(__file__))
+    env = dict(os.environ, TL_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    assert runs[0].stdout.split() == ["0", "1"]  # compiled and written
+    assert runs[1].stdout.split() == ["1", "0"]  # read back: no pass pipeline ran
