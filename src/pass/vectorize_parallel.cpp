@@ -889,6 +889,7 @@ class Vectorizer {
         a = to_tile(convert(a, C, false));
         if (b.kind == Kind::Scalar) b = scalar_operand(b, C);
         else b = to_tile(convert(b, C, false));
+        if (auto padded = padded_compare_count(C)) return padded_min_max(n.op, a, b, C, *padded, T, out, into);
         check_compare_count(C);
         Val m = mask_temp();
         // max: mask = x < y, pick y where set. min: mask = x > y (y < x), pick y where set.
@@ -936,6 +937,47 @@ class Vectorizer {
       default: break;
     }
     reject(fmt::format("unsupported operation: {} on {}", op_word(n.op), dt(T)));
+  }
+
+  /// A 1-D loop whose element count is not a whole number of tile.compare's 256-byte granules
+  /// (the row statistics of a 32-row tile): the count padded up to the granule, else nullopt.
+  std::optional<int64_t> padded_compare_count(DType c) const {
+    if (dims_.size() != 1 || target_.compare_align_bytes <= 0) return std::nullopt;
+    auto n = as_const_int(dims_[0].extent);
+    if (!n || (*n * dtype_bytes(c)) % target_.compare_align_bytes == 0) return std::nullopt;
+    const int64_t granule = std::max<int64_t>(1, target_.compare_align_bytes / dtype_bytes(c));
+    return (*n + granule - 1) / granule * granule;
+  }
+
+  /// Float max/min over a padded count: the operands are copied into granule-sized UB
+  /// temporaries, compared there (the lanes past the loop's count compare whatever the
+  /// temporaries hold and their mask bits are never selected), and the select takes the loop's
+  /// count, so the result is the scalar loop's bit for bit.
+  Val padded_min_max(BinOp op, Val a, Val b, DType c, int64_t padded, DType node_dtype, const BufferRegion* out,
+                     const BufferRegion* into) {
+    auto padded_copy = [&](const Val& v) {
+      Val t = temp(c, {padded}, Kind::Tile);
+      t.region = BufferRegion::full(t.region.buffer);
+      BufferRegion head = t.region;
+      head.ranges[0].extent = dims_[0].extent;
+      emit("copy", {v.region, head});
+      return t;
+    };
+    Val pa = padded_copy(a);
+    Val pb = b.kind == Kind::Scalar ? b : padded_copy(b);
+    Val m = temp(DType::UInt8, {((padded + 7) / 8 + 31) / 32 * 32}, Kind::Mask);
+    const std::string mode = op == BinOp::Max ? "LT" : "GT";
+    emit("tile.compare", {m.region, pa.region, pb.kind == Kind::Scalar ? TileArg(pb.scalar) : TileArg(pb.region)},
+         {{"mode", mode}});
+    release(pa);
+    release(pb);
+    if (b.kind == Kind::Scalar) b = to_tile(b);
+    release(a);
+    release(b);
+    release(m);
+    Val r = dest(c, out);
+    emit("tile.select", {r.region, m.region, b.region, a.region}, {{"mode", int64_t{2}}});
+    return finish(r, node_dtype, into);
   }
 
   void check_compare_count(DType c) const {

@@ -937,6 +937,48 @@ def f(GS: T.Tensor((8, 16), "float16"), GB: T.Tensor((32, 64), "float16")):
 )");
 }
 
+TEST(VectorizeParallel, AShortMaxIsComparedInGranuleSizedCopies) {
+  // 32 fp32 row statistics are 128 bytes, half of tile.compare's 256-byte granule (the running
+  // max of a 32-row attention tile). The operands are copied into 64-element temporaries and
+  // compared there; the select takes the loop's 32 elements.
+  constexpr std::string_view decls = R"(            a = T.alloc_ub((32,), "float32")
+            b = T.alloc_ub((32,), "float32")
+)";
+  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(32):
+                a[i] = T.max(a[i], b[i])
+)")),
+            kernel(decls, R"(            vec_t0 = T.alloc_ub((64,), "float32")
+            vec_t1 = T.alloc_ub((64,), "float32")
+            vec_t2 = T.alloc_ub((32,), "uint8")
+            T.copy(a, vec_t0[0:32])
+            T.copy(b, vec_t1[0:32])
+            T.tile.compare(vec_t2, vec_t0, vec_t1)
+            T.tile.select(a, vec_t2, b, a)
+)"));
+}
+
+TEST(VectorizeParallel, ShortMaxAndMinRunLikeTheScalarLoopNaNsIncluded) {
+  expect_same_as_serial(R"(@T.prim_func
+def f(GA: T.Tensor((32,), "float32"), GB: T.Tensor((32,), "float32"), GC: T.Tensor((32,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((32,), "float32")
+            b = T.alloc_ub((32,), "float32")
+            c = T.alloc_ub((32,), "float32")
+            if vid == 0:
+                T.copy(GA, a)
+                T.copy(GB, b)
+                T.barrier_all()
+                for i in T.Parallel(32):
+                    c[i] = T.max(a[i], b[i])
+                for i in T.Parallel(32):
+                    a[i] = T.min(c[i], T.float32(0.5))
+                T.barrier_all()
+                T.copy(a, GA)
+                T.copy(c, GC)
+)");
+}
+
 TEST(VectorizeParallel, SymbolicExtentAndThreeDimensionsRunLikeTheScalarLoop) {
   // n rows chosen at launch; a 3-D loop over a sub-block with row and column broadcasts.
   expect_same_as_serial(R"(@T.prim_func
