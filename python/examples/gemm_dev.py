@@ -14,9 +14,9 @@ import tl_ascend.language as T
 
 
 @tilelang.jit(out_idx=[-1])
-def matmul(M, N, K, block_M=128, block_N=256, block_K=128, dtype="float16", num_stages=2):
+def matmul(M, N, K, block_M=128, block_N=256, block_K=128, dtype="float16", num_stages=2, blocks=24):
+    m_tiles = T.ceildiv(M, block_M)
     n_tiles = T.ceildiv(N, block_N)
-    blocks = T.ceildiv(M, block_M) * n_tiles
 
     @T.prim_func
     def gemm_dev(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
@@ -24,12 +24,14 @@ def matmul(M, N, K, block_M=128, block_N=256, block_K=128, dtype="float16", num_
             A_s = T.alloc_shared((block_M, block_K), dtype)
             B_s = T.alloc_shared((block_K, block_N), dtype)
             C_f = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[cid // n_tiles * block_M, k * block_K], A_s)
-                T.copy(B[k * block_K, cid % n_tiles * block_N], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[cid // n_tiles * block_M, cid % n_tiles * block_N])
+            # Persistent workers (A2's 24 AICs) take the output tiles in turn.
+            for bx, by in T.Persistent([m_tiles, n_tiles], blocks, cid):
+                T.clear(C_f)
+                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                    T.copy(A[bx * block_M, k * block_K], A_s)
+                    T.copy(B[k * block_K, by * block_N], B_s)
+                    T.gemm(A_s, B_s, C_f)
+                T.copy(C_f, C[bx * block_M, by * block_N])
 
     return gemm_dev
 

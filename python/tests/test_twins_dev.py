@@ -32,6 +32,7 @@ TWINS = [
                                 num_stages=1),
      dict(M=200, N=136, K=100, bM=64, bN=128, bK=32, dtype="bfloat16", num_stages=1)),
     ("gemm_dev", "matmul", dict(M=512, N=512, K=512, num_stages=3), dict(M=512, N=512, K=512, num_stages=3)),
+    ("gemm_dev", "matmul", dict(M=300, N=520, K=256, blocks=3), dict(M=300, N=520, K=256, blocks=3)),
     ("matmul_add_dev", "matmul_add", dict(M=256, N=256, K=256), {}),
     ("matmul_add_dev", "matmul_add", dict(M=130, N=100, K=72, block_M=32, block_N=64, block_K=32,
                                           dtype="bfloat16"),

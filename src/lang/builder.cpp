@@ -387,7 +387,10 @@ void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
   Expr total = domain[0];
   for (size_t i = 1; i < domain.size(); ++i) total = total * domain[i];
   serial(ceildiv(total, num_workers), [&](Expr it) {
-    Expr tile = it * num_workers + worker;
+    // The tile index is a let, so the guard below bounds a variable: the compiler then knows
+    // every coordinate lies inside the domain (no tail handling for a whole number of tiles).
+    Var tile(lang::unique_name("persistent_tile"));
+    lang::emit(LetNode::make(tile, it * num_workers + worker, loc), loc);
     If(tile < total, [&] {
       std::vector<Expr> coords(domain.size());
       Expr rest = tile;

@@ -202,16 +202,45 @@ class Legalizer : public IRMutator {
     return IRMutator::mutate_(n, self);
   }
 
-  /// Valid extents after an if: those both branches (or the skipped else) agree on.
+  /// Valid extents after an if: those both branches (or the skipped else) agree on. In the
+  /// then branch, a condition `v < e` (or `v <= e`, `e > v`, `e >= v`) bounds the variable v
+  /// by e's bound: T.Persistent's `if tile < total` keeps the tile coordinates inside the
+  /// domain, so their copies need no tail handling.
   Stmt mutate_(const IfNode* n, const Stmt& self) override {
     const auto before = valid_;
+    const auto vars_before = vars_;
+    refine_from(n->cond);
     Stmt t = mutate(n->then_case);
+    vars_ = vars_before;
     const auto after_then = valid_;
     valid_ = before;
     Stmt e = n->else_case.defined() ? mutate(n->else_case) : n->else_case;
     keep_agreeing(after_then);
     if (t.same_as(n->then_case) && e.same_as(n->else_case)) return self;
     return IfNode::make(n->cond, t, e, n->loc);
+  }
+
+  /// Narrows the upper bound of an integer variable that `cond` (true) bounds from above.
+  void refine_from(const Expr& cond) {
+    auto* b = cond.as<BinaryNode>();
+    if (!b) return;
+    if (b->op == BinOp::And) {
+      refine_from(b->a);
+      refine_from(b->b);
+      return;
+    }
+    const Expr* var = nullptr;
+    const Expr* limit = nullptr;
+    int64_t strict = 0;
+    if (b->op == BinOp::LT || b->op == BinOp::LE) var = &b->a, limit = &b->b, strict = b->op == BinOp::LT;
+    else if (b->op == BinOp::GT || b->op == BinOp::GE) var = &b->b, limit = &b->a, strict = b->op == BinOp::GT;
+    else return;
+    auto* v = var->as<VarNode>();
+    if (!v || !is_int(v->dtype)) return;
+    arith::Interval cur = vars_.count(v) ? vars_.at(v) : arith::bound(*var, vars_);
+    arith::Interval lim = arith::bound(*limit, vars_);
+    if (lim.hi == arith::Interval::of_dtype(DType::Int64).hi) return;
+    vars_[v] = {cur.lo, std::max(cur.lo, std::min(cur.hi, lim.hi - strict))};
   }
 
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {

@@ -94,7 +94,8 @@ TEST(HazardMutation, DeveloperKernelsHaveNoRedundantSync) {
       {"gelu_dev", {{"M", "36"}, {"N", "256"}, {"bM", "4"}, {"tiles", "7"}}},
       {"rms_norm_dev", {{"M", "144"}, {"N", "256"}, {"rM", "16"}, {"tiles", "7"}}},
       {"softmax_dev", {{"M", "104"}, {"N", "256"}, {"bM", "8"}, {"tiles", "7"}}},
-      {"gemm_dev", {{"M", "128"}, {"N", "128"}, {"K", "896"}, {"bM", "64"}, {"bN", "128"}, {"bK", "128"}}},
+      // Two workers for two tiles each: the next tile's Mmads wait for the fixpipe to read C_f.
+      {"gemm_dev", {{"M", "256"}, {"N", "128"}, {"K", "896"}, {"bM", "64"}, {"bN", "128"}, {"bK", "128"}, {"blocks", "2"}}},
       {"matmul_add_dev", {{"M", "128"}, {"N", "128"}, {"K", "448"}, {"bM", "64"}, {"bN", "128"}, {"bK", "64"}}},
       {"flash_attention_dev", {{"S", "512"}, {"D", "64"}}},
   };
