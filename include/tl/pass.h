@@ -250,4 +250,12 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow 
 /// measure what it saves (DeveloperOptions::minimise_syncs).
 PrimFunc insert_syncs(const PrimFunc& f, const Target& target, bool minimise = true);
 
+/// hoist_slot_credits (lowered developer kernels, after insert_syncs, with minimise_syncs): the
+/// slot credits insert_syncs pre-sets before a loop and drains after it (and after a pipelined
+/// loop's remainder) move out of an enclosing serial loop whose body has nothing else on the
+/// credits' pipes (a persistent GEMM's K loop inside its tile loop), so the pipeline continues
+/// across the outer iterations
+/// instead of draining at each. Output invariant: the planned spec; flags stay balanced.
+PrimFunc hoist_slot_credits(const PrimFunc& f, const Target& target);
+
 }  // namespace tl

@@ -103,6 +103,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
          return developer ? insert_syncs(g, t, opt.minimise_syncs) : g;
        },
        Spec::Planned},
+      // On insert_syncs' output: its loop credits, moved out of an enclosing tile loop.
+      {"hoist_slot_credits",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer && opt.minimise_syncs ? hoist_slot_credits(g, t) : g;
+       },
+       Spec::Planned},
       // Cross-core: after insert_syncs, which orders each core's own pipes and knows nothing of
       // the other core.
       {"insert_channel_syncs", if_lowered(insert_channel_syncs), Spec::Planned},
