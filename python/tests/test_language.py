@@ -212,3 +212,21 @@ def test_a_second_process_compiles_from_the_disk_cache(tmp_path):
         assert r.returncode == 0, r.stderr
     assert runs[0].stdout.split() == ["0", "1"]  # compiled and written
     assert runs[1].stdout.split() == ["1", "0"]  # read back: no pass pipeline ran
+
+
+def test_launches_from_several_python_threads_give_the_serial_results(scale_add):
+    import threading
+
+    xs = [torch.randn(48, 64) for _ in range(6)]
+    results = [None] * len(xs)
+
+    def work(i):
+        results[i] = scale_add(xs[i], float(i))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, x in enumerate(xs):
+        torch.testing.assert_close(results[i], x * float(i) + 1.0)

@@ -20,6 +20,7 @@ from . import _core
 from .language.parser import PrimFunc
 
 _devices = {}
+_launch_locks = {}
 _devices_lock = threading.Lock()
 
 
@@ -28,7 +29,15 @@ def device(target="A2"):
     with _devices_lock:
         if target not in _devices:
             _devices[target] = _core.Device(target)
+            _launch_locks[target] = threading.Lock()
         return _devices[target]
+
+
+def _launch_lock(target):
+    """Launches on one device run one at a time: the launcher releases the GIL while the
+    virtual NPU runs (its own host threads), and a Device's on-chip state belongs to one launch."""
+    device(target)
+    return _launch_locks[target]
 
 
 class PassConfigKey:
@@ -309,16 +318,20 @@ class JITKernel:
         packed, outputs = self._arguments(args)
         mode = mode or self.mode
         timed = mode == "timed" or trace is not None or timeline is not None
-        prof = _core.launch(self.compiled, self._device, packed,
-                            threads=self.threads if threads is None else threads,
-                            check_hazards=self.check_hazards if check_hazards is None else check_hazards,
-                            timed=timed, trace_path=os.fspath(trace) if trace else "",
-                            timeline_path=os.fspath(timeline) if timeline else "")
+        with _launch_lock(self.target):
+            prof = self._launch(packed, threads, check_hazards, timed, trace, timeline)
         if prof is not None:
             self.last_profile = prof
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _launch(self, packed, threads, check_hazards, timed, trace, timeline):
+        return _core.launch(self.compiled, self._device, packed,
+                            threads=self.threads if threads is None else threads,
+                            check_hazards=self.check_hazards if check_hazards is None else check_hazards,
+                            timed=timed, trace_path=os.fspath(trace) if trace else "",
+                            timeline_path=os.fspath(timeline) if timeline else "")
 
     __call__ = run
 
