@@ -254,8 +254,8 @@ PrimFunc insert_syncs(const PrimFunc& f, const Target& target, bool minimise = t
 /// slot credits insert_syncs pre-sets before a loop and drains after it (and after a pipelined
 /// loop's remainder) move out of an enclosing serial loop whose body has nothing else on the
 /// credits' pipes (a persistent GEMM's K loop inside its tile loop), so the pipeline continues
-/// across the outer iterations
-/// instead of draining at each. Output invariant: the planned spec; flags stay balanced.
+/// across the outer iterations instead of draining at each. Output invariant: the planned spec;
+/// flags stay balanced.
 PrimFunc hoist_slot_credits(const PrimFunc& f, const Target& target);
 
 }  // namespace tl

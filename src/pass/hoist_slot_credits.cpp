@@ -1,14 +1,14 @@
 // hoist_slot_credits (lowered developer kernels, after insert_syncs; tl/pass.h): a loop that
 // insert_syncs gave back-edge credits (slot credits of a T.Pipelined loop: "MTE1 has read this
 // L1 slot, MTE2 may refill it") pre-sets each credit flag before the loop and drains it after.
-// When that loop (with the remainder a pipelined loop leaves after it, up to the drains) sits in
-// the body of an enclosing serial loop (the K loop of a persistent GEMM inside its tile loop),
-// paying the pre-set and the drain on every outer
-// iteration orders nothing new: each credit's event id belongs to one slot, so the token the
-// last inner iteration of tile t sets is exactly the permission the first inner iteration of
-// tile t + 1 waits for, as if the inner loop had simply gone on. Those pre-sets and drains move
-// out of the outer loop, so the next tile's loads start while the last tile drains, as
-// gemm_pipelined does by hand (issue 13, "slot continuity across an enclosing persistent loop").
+// When that loop (with the remainder a pipelined loop leaves after it, up to the drains) sits
+// in the body of an enclosing serial loop (the K loop of a persistent GEMM inside its tile
+// loop), paying the pre-set and the drain on every outer iteration orders nothing new: each
+// credit's event id belongs to one slot, so the token the last inner iteration of tile t sets
+// is exactly the permission the first inner iteration of tile t + 1 waits for, as if the inner
+// loop had simply gone on. Those pre-sets and drains move out of the outer loop, so the next
+// tile's loads start while the last tile drains, as gemm_pipelined does by hand (issue 13,
+// "slot continuity across an enclosing persistent loop").
 //
 // The move is made only when nothing else in the outer body (outside that region) uses the
 // flag or issues work on either of its pipes: then the drain-and-re-set pair orders nothing
@@ -64,29 +64,24 @@ const SeqNode* block_with_loop(const Stmt& s, size_t& at) {
   return nullptr;
 }
 
-/// Removes the statements in `drop` from every block of a statement tree.
+/// Removes the statements at `drop` (indices) from the one block `block` of a statement tree
+/// (found by identity: IR nodes may be shared, so a statement is dropped only where it stands).
 class Remover : public IRMutator {
  public:
-  explicit Remover(const std::set<const StmtNode*>& drop) : drop_(drop) {}
+  Remover(const SeqNode* block, const std::set<size_t>& drop) : block_(block), drop_(drop) {}
 
  protected:
   Stmt mutate_(const SeqNode* n, const Stmt& self) override {
+    if (n != block_) return IRMutator::mutate_(n, self);
     std::vector<Stmt> kept;
-    bool changed = false;
-    for (const Stmt& c : n->stmts) {
-      if (drop_.count(c.get())) {
-        changed = true;
-        continue;
-      }
-      Stmt m = mutate(c);
-      changed |= !m.same_as(c);
-      kept.push_back(std::move(m));
-    }
-    return changed ? SeqNode::make(std::move(kept), n->loc) : self;
+    for (size_t i = 0; i < n->stmts.size(); ++i)
+      if (!drop_.count(i)) kept.push_back(n->stmts[i]);
+    return SeqNode::make(std::move(kept), n->loc);
   }
 
  private:
-  const std::set<const StmtNode*>& drop_;
+  const SeqNode* block_;
+  const std::set<size_t>& drop_;
 };
 
 class Hoister : public IRMutator {
@@ -125,15 +120,15 @@ class Hoister : public IRMutator {
           untouched_outside(outer->body, region, k, block->stmts[set].get(), block->stmts[drains.at(k)].get()))
         hoist.push_back(k);
     if (hoist.empty()) return s;
-    std::set<const StmtNode*> drop;
+    std::set<size_t> drop;
     std::vector<Stmt> before, after;
     for (size_t i = 0; i < block->stmts.size(); ++i)  // original order
       for (const FlagKey& k : hoist)
         if (presets.at(k) == i || drains.at(k) == i) {
           (i < at ? before : after).push_back(block->stmts[i]);
-          drop.insert(block->stmts[i].get());
+          drop.insert(i);
         }
-    Remover remover(drop);
+    Remover remover(block, drop);
     Stmt loop = ForNode::make(outer->var, outer->min, outer->extent, outer->for_kind, outer->num_stages,
                               remover.mutate(outer->body), outer->loc);
     std::vector<Stmt> out = std::move(before);
