@@ -893,18 +893,9 @@ class Vectorizer {
         check_compare_count(C);
         Val m = mask_temp();
         // max: mask = x < y, pick y where set. min: mask = x > y (y < x), pick y where set.
-        if (b.kind == Kind::Scalar) {
-          emit("tile.compare", {m.region, a.region, b.scalar}, {{"mode", std::string(n.op == BinOp::Max ? "LT" : "GT")}});
-          b = to_tile(b);
-        } else {
-          emit("tile.compare", {m.region, a.region, b.region}, {{"mode", std::string(n.op == BinOp::Max ? "LT" : "GT")}});
-        }
-        release(a);
-        release(b);
-        release(m);
-        Val r = dest(C, out);
-        emit("tile.select", {r.region, m.region, b.region, a.region}, {{"mode", int64_t{2}}});
-        return finish(r, T, into);
+        emit("tile.compare", {m.region, a.region, b.kind == Kind::Scalar ? TileArg(b.scalar) : TileArg(b.region)},
+             {{"mode", std::string(n.op == BinOp::Max ? "LT" : "GT")}});
+        return select_min_max(a, b, m, C, T, out, into);
       }
       case BinOp::BitAnd:
       case BinOp::BitOr: {
@@ -971,6 +962,13 @@ class Vectorizer {
          {{"mode", mode}});
     release(pa);
     release(pb);
+    return select_min_max(a, b, m, c, node_dtype, out, into);
+  }
+
+  /// The select that finishes a float max/min: y where the mask (x < y for max, x > y for min)
+  /// is set, else x.
+  Val select_min_max(Val a, Val b, const Val& m, DType c, DType node_dtype, const BufferRegion* out,
+                     const BufferRegion* into) {
     if (b.kind == Kind::Scalar) b = to_tile(b);
     release(a);
     release(b);
