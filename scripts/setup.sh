@@ -23,6 +23,11 @@ if ! "$PY" -c "import sys" 2>/dev/null; then
   SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3 python3-dev python3-pip
 fi
+if ! "$PY" -m pip --version >/dev/null 2>&1; then
+  echo "setup: installing python3-pip"
+  SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip
+fi
 py_missing=()
 for spec in nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy ml_dtypes:ml_dtypes torch:torch pytest:pytest; do
   "$PY" -c "import ${spec%%:*}" 2>/dev/null || py_missing+=("${spec##*:}")
