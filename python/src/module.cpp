@@ -83,6 +83,9 @@ Pipe to_pipe(nb::handle h) {
   throw Error(fmt::format("unknown pipe '{}': expected one of S, V, M, MTE1, MTE2, MTE3, FIX, ALL", s));
 }
 
+/// The Python type name of `h`, for messages.
+std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
+
 /// A Python value as an expression: Expr itself, anything with `_tl_expr()` (the parser's
 /// buffer elements), bool, int (an int32 immediate when it fits, as a C++ `int` literal is;
 /// int64 otherwise), float (a float32 immediate, as a C++ double literal in the DSL is).
@@ -99,7 +102,7 @@ Expr to_expr(nb::handle h) {
   }
   if (nb::isinstance<nb::float_>(h)) return Expr(nb::cast<double>(h));
   throw nb::type_error(fmt::format("expected an expression (an int, float, bool or a kernel symbol), got {} '{}'",
-                                   nb::cast<std::string>(nb::str(h.type().attr("__name__"))),
+                                   py_type_name(h),
                                    nb::cast<std::string>(nb::repr(h)).substr(0, 80))
                            .c_str());
 }
@@ -122,7 +125,9 @@ AttrValue to_attr(nb::handle h) {
   if (nb::isinstance<nb::int_>(h)) return nb::cast<int64_t>(h);
   if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
-  throw nb::type_error("an op attribute must be a bool, int, float or str");
+  throw nb::type_error(fmt::format("an op attribute must be a bool, int, float or str, got {}",
+                                  py_type_name(h))
+                           .c_str());
 }
 
 // ---- Binary operators on expressions --------------------------------------------------------
@@ -168,7 +173,9 @@ Arg to_arg(Device& dev, nb::handle h) {
   if (nb::isinstance<nb::bool_>(h)) return Arg(int64_t{nb::cast<bool>(h)});
   if (nb::isinstance<nb::int_>(h)) return Arg(nb::cast<int64_t>(h));
   if (nb::isinstance<nb::float_>(h)) return Arg(nb::cast<double>(h));
-  throw nb::type_error("a kernel argument must be a tensor, an int or a float");
+  throw nb::type_error(fmt::format("a kernel argument must be a tensor, an int or a float, got {}",
+                                  py_type_name(h))
+                           .c_str());
 }
 
 nb::dict profile_dict(const npu::Profile& p) {
@@ -257,8 +264,6 @@ auto at(nb::handle loc, F&& f) {
     throw Error(l.loc(), e.what());
   }
 }
-
-using Body1 = nb::callable;
 
 }  // namespace
 }  // namespace tl::python
@@ -470,7 +475,7 @@ NB_MODULE(_core, m) {
   m.def("let", [](std::string name, nb::handle value, nb::handle loc) {
     return at(loc, [&] { return T::let(std::move(name), to_expr(value)); });
   });
-  m.def("unique_name", [](const std::string& base) { return lang::unique_name(base); });
+  m.def("fresh_name", [](const std::string& base) { return lang::fresh_name(base); });
   m.def("building", [] { return lang::building(); });
   m.def("loop", [](const std::string& kind, std::string name, nb::handle min, nb::handle extent, int stages,
                    nb::callable body, nb::handle loc) {
@@ -582,6 +587,7 @@ NB_MODULE(_core, m) {
     d["disk_rejects"] = c.disk_rejects;
     return d;
   });
+  m.def("dtype_bits", [](nb::handle dtype) { return dtype_bits(to_dtype(dtype)); });
   m.def("target_names", [] { return target_names(); });
   m.def("default_target", [] { return default_target().name; });
 

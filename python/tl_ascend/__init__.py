@@ -42,12 +42,7 @@ class DataType:
     def __init__(self, name):
         name = str(name)
         self.name = "float32" if name == "float" else name
-        sizes = {"bool": 8, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "float16": 16, "bfloat16": 16,
-                 "int32": 32, "uint32": 32, "float32": 32, "int64": 64, "uint64": 64, "float64": 64,
-                 "float8_e4m3": 8, "float8_e5m2": 8}
-        if self.name not in sizes:
-            raise Error(f"unknown dtype '{name}'")
-        self.bits = sizes[self.name]
+        self.bits = _core.dtype_bits(self.name)  # an unknown name is an Error listing the known ones
         self.bytes = self.bits // 8
 
     def __repr__(self):

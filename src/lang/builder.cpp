@@ -89,12 +89,16 @@ Stmt capture(const std::function<void()>& body, const SourceLoc& loc) {
   return SeqNode::make(std::move(stmts), loc);
 }
 
-std::string unique_name(const std::string& base) {
+std::string fresh_name(const std::string& base) {
   if (g_funcs.empty()) return base;
-  auto& names = g_funcs.back()->names;
+  const auto& names = g_funcs.back()->names;
   std::string n = base;
   for (int i = 1; names.count(n); ++i) n = fmt::format("{}_{}", base, i);
-  names.insert(n);
+  return n;
+}
+std::string unique_name(const std::string& base) {
+  std::string n = fresh_name(base);
+  if (!g_funcs.empty()) g_funcs.back()->names.insert(n);
   return n;
 }
 

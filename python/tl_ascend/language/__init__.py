@@ -164,17 +164,8 @@ def _sub(a, b):
 
 
 def _fresh(make, base):
-    """make(name) with `base`, else base_1, base_2, ...: for buffers the script does not name
-    (the builder rejects a taken name before it emits anything)."""
-    candidate, i = base, 0
-    while True:
-        try:
-            return make(candidate)
-        except _core.Error as e:
-            if "is already used in this kernel" not in str(e):
-                raise
-        i += 1
-        candidate = f"{base}_{i}"
+    """make(name) for a buffer the script does not name: `base`, or base_1, ... if taken."""
+    return make(_core.fresh_name(base))
 
 
 def _alloc(scope, shape, dtype, name, address=-1):

@@ -65,10 +65,17 @@ def emit(op_name, *args, **kwargs):
     _core.emit(op_name, values, attr_values, _state.current())
 
 
-def _numel(buf):
+def _whole_elements(dst):
+    """The element count of a destination tile or region, or None when it is not a constant."""
+    if isinstance(dst, _core.Buffer):
+        dims = dst.shape
+    elif isinstance(dst, _core.BufferRegion):
+        dims = dst.extents
+    else:
+        return None
     n = 1
-    for d in buf.shape:
-        v = d.const_value() if isinstance(d, _core.Expr) else d
+    for d in dims:
+        v = d.const_value()
         if not isinstance(v, int):
             return None
         n *= v
@@ -81,41 +88,20 @@ def _drop_whole_count(op_name, operands, args, kwargs):
     count equal to the destination's element count is dropped; any other count is an error
     rather than a silently different computation."""
     count = kwargs.pop("count", None)
-    tiles = [o for o in operands if o["kind"] != "scalar"]
-    extra = [a for a in args if not isinstance(a, str)]
-    if count is None and len(extra) > len(operands) and isinstance(extra[-1], int) and not isinstance(extra[-1], bool):
-        count = extra[-1]
-        i = len(args) - 1 - [not isinstance(a, str) for a in reversed(args)].index(True)
-        args = args[:i] + args[i + 1:]
+    positional = [a for a in args if not isinstance(a, str)]
+    last = args[-1] if args else None
+    if count is None and len(positional) > len(operands) and isinstance(last, int) and not isinstance(last, bool):
+        count, args = last, args[:-1]
     if count is None:
         return args, kwargs
-    dst = args[0] if args else kwargs.get(tiles[0]["name"] if tiles else "dst")
-    buf = dst if isinstance(dst, _core.Buffer) else getattr(dst, "buffer", None)
-    whole = _numel(buf) if isinstance(dst, _core.Buffer) else None
-    if isinstance(dst, _core.BufferRegion):
-        whole = None
-        try:
-            whole = 1
-            for e in _region_extents(dst):
-                whole *= e
-        except TypeError:
-            whole = None
+    dst = args[0] if args else kwargs.get(operands[0]["name"] if operands else "dst")
+    whole = _whole_elements(dst)
     if whole is None or count != whole:
         _core.user_error(_state.current(),
                          f"T.{op_name}: an element count of {count} is not the destination's whole "
                          f"{whole if whole is not None else 'symbolic'} elements; tl-ascend's vector ops cover the "
                          f"whole destination tile (slice the tile instead)")
     return args, kwargs
-
-
-def _region_extents(region):
-    out = []
-    for e in region.extents:
-        v = e.const_value()
-        if not isinstance(v, int):
-            raise TypeError("symbolic extent")
-        out.append(v)
-    return out
 
 
 def wrapper(op_name):

@@ -11,6 +11,7 @@ import sys
 import threading
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PARSER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "parser.py")
 _local = threading.local()
 
 
@@ -67,7 +68,7 @@ def current():
     file, line, via = s[-1]
     # A user frame between this call and the parser is a plain helper the kernel called.
     parser_frame = sys._getframe(1)
-    while parser_frame is not None and not parser_frame.f_code.co_filename.endswith("parser.py"):
+    while parser_frame is not None and os.path.abspath(parser_frame.f_code.co_filename) != _PARSER_FILE:
         parser_frame = parser_frame.f_back
     if frame is not None and parser_frame is not None and _frame_is_below(frame, parser_frame):
         here = f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno}"

@@ -144,19 +144,9 @@ def _symbolic(v):
 
 
 def _let(name, value, loc):
-    """A let named `name`, or name_1, name_2, ... if taken (as the builder dedups loop variables).
-    _core.unique_name reserves the name it returns, so T::let, which claims its name, would then
-    reject it: try each candidate with T::let itself (a taken name is rejected before anything
-    is emitted)."""
-    candidate, i = name, 0
-    while True:
-        try:
-            return _core.let(candidate, value, loc)
-        except _core.Error as e:
-            if "is already used in this kernel" not in str(e):
-                raise
-        i += 1
-        candidate = f"{name}_{i}"
+    """A let named `name`, or name_1, name_2, ... if the kernel already uses it (TVMScript
+    rebinds a reassigned name to a new variable)."""
+    return _core.let(_core.fresh_name(name), value, loc)
 
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
