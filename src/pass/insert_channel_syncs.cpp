@@ -2,7 +2,8 @@
 // every channel legalize_copies made, a GM workspace one core writes and the other reads
 // (DEVMODE.md section 4, "Channels"):
 //   - data: the producer raises a mode-2 cross-core flag right after its copy into the workspace
-//     (on that copy's pipe, so the flag fires when the data is in GM); the consumer waits for it
+//     (on that copy's pipe, so the flag fires when the data is in GM; a slot written in column
+//     parts, a split accumulator's chunks, flags after its last part); the consumer waits for it
 //     right before its copy out (CrossCoreWaitFlag blocks every pipe of the waiting core on A2,
 //     so nothing after it runs early);
 //   - credits, for a channel inside a loop: the next iteration's producer copy must not overwrite
@@ -102,11 +103,12 @@ class ChannelSyncs {
       for (const Channel& c : channels_)
         if (copy_of(s, c.ws, 0)) out.push_back(cross_wait(c.data, s->loc));
       for (const Channel& c : channels_)
-        if (copy_of(s, c.ws, 1) && c.credit >= 0) out.push_back(cross_wait(c.credit, s->loc));
+        if (const TileOpNode* op = copy_of(s, c.ws, 1); op && c.credit >= 0 && first_part(*op))
+          out.push_back(cross_wait(c.credit, s->loc));
       out.push_back(s);
       for (size_t i = 0; i < channels_.size(); ++i) {
         const Channel& c = channels_[i];
-        if (const TileOpNode* op = copy_of(s, c.ws, 1)) {
+        if (const TileOpNode* op = copy_of(s, c.ws, 1); op && last_part(*op)) {
           const Pipe pipe = op->op->pipe(*op, target_);
           out.push_back(cross_set(pipe, c.data, s->loc));
           if (!producer_[i]) producer_[i] = s->loc;
@@ -119,6 +121,16 @@ class ChannelSyncs {
       }
     }
     return out;
+  }
+
+  // A producer may fill a slot in column parts, in order (lower_cube_ops drains a split
+  // accumulator chunk by chunk): the credit is awaited before the first part and the data flag
+  // raised after the last, on the parts' one pipe. A whole copy is both.
+  static bool first_part(const TileOpNode& op) { return as_const_int(op.args[1].region.ranges.back().min) == 0; }
+  static bool last_part(const TileOpNode& op) {
+    const BufferRegion& r = op.args[1].region;
+    auto mn = as_const_int(r.ranges.back().min), ext = as_const_int(r.ranges.back().extent);
+    return mn && ext && *mn + *ext == as_const_int(r.buffer->shape.back());
   }
 
   const Target& target_;

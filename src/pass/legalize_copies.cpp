@@ -350,6 +350,14 @@ class Legalizer : public IRMutator {
   Stmt channel(const TileOpNode& n) {
     const BufferRegion& src = n.args[0].region;
     const BufferRegion& dst = n.args[1].region;
+    BufferRegion slot = workspace_slot(n, dst);
+    return SeqNode::make({make_tile_op("copy", {src, slot}, {}, n.loc), make_tile_op("copy", {slot, dst}, {}, n.loc)},
+                         n.loc);
+  }
+
+  /// Block cid's slot 0 of a new channel workspace shaped like `dst` (declared at the kernel's top).
+  BufferRegion workspace_slot(const TileOpNode& n, const BufferRegion& dst) {
+    const BufferRegion& src = n.args[0].region;
     std::vector<Expr> shape = {kernel_->num_blocks, Expr(1)};
     std::vector<Expr> starts = {Expr(kernel_->cid), Expr(0)}, extents = {Expr(1), Expr(1)};
     for (const auto& r : dst.ranges) {
@@ -369,9 +377,72 @@ class Legalizer : public IRMutator {
     Buffer ws = BufferNode::make(name, dst.buffer->dtype, shape, MemScope::GM, {}, -1, n.loc,
                                   fmt::format("GM workspace of the channel into '{}'", dst.buffer->name));
     workspaces_.push_back(AllocateNode::make(ws, n.loc));
-    BufferRegion slot = ws.region(starts, extents);
-    return SeqNode::make({make_tile_op("copy", {src, slot}, {}, n.loc), make_tile_op("copy", {slot, dst}, {}, n.loc)},
-                         n.loc);
+    return ws.region(starts, extents);
+  }
+
+  /// The crossings of a block that write column parts of one tile (lower_cube_ops drains a
+  /// split accumulator chunk by chunk): per destination, the part copies in order, when they
+  /// are two or more, cover every row and together exactly its columns. Such parts make one
+  /// channel: each part goes to its columns of the workspace slot, and the consumer copies the
+  /// whole slot once, after the last part (insert_channel_syncs flags the run of parts once).
+  std::unordered_map<const BufferNode*, std::vector<const TileOpNode*>> column_parts(const std::vector<Stmt>& ss) const {
+    std::unordered_map<const BufferNode*, std::vector<const TileOpNode*>> parts;
+    for (const Stmt& s : ss)
+      if (auto* t = s.as<TileOpNode>(); t && t->op->name == "copy" && needs_channel(*t))
+        parts[t->args[1].region.buffer.get()].push_back(t);
+    for (auto it = parts.begin(); it != parts.end();)
+      it = tiles_columns(it->first, it->second) ? std::next(it) : parts.erase(it);
+    return parts;
+  }
+
+  bool tiles_columns(const BufferNode* dst, const std::vector<const TileOpNode*>& copies) const {
+    if (copies.size() < 2 || pads_.count(dst) || dst->shape.empty()) return false;
+    auto width = as_const_int(dst->shape.back());
+    if (!width) return false;
+    std::vector<std::pair<int64_t, int64_t>> cols;
+    for (const TileOpNode* c : copies) {
+      const BufferRegion& r = c->args[1].region;
+      if (r.ranges.size() != dst->shape.size()) return false;
+      for (size_t d = 0; d + 1 < r.ranges.size(); ++d)
+        if (as_const_int(r.ranges[d].min) != 0 || !as_const_int(r.ranges[d].extent) ||
+            as_const_int(r.ranges[d].extent) != as_const_int(dst->shape[d]))
+          return false;
+      auto mn = as_const_int(r.ranges.back().min), ext = as_const_int(r.ranges.back().extent);
+      if (!mn || !ext || *ext <= 0) return false;
+      cols.emplace_back(*mn, *ext);
+    }
+    std::sort(cols.begin(), cols.end());
+    int64_t next = 0;
+    for (const auto& [mn, ext] : cols) {
+      if (mn != next) return false;
+      next = mn + ext;
+    }
+    return next == *width;
+  }
+
+  Stmt mutate_(const SeqNode* n, const Stmt& self) override {
+    auto parts = column_parts(n->stmts);
+    if (parts.empty()) return IRMutator::mutate_(n, self);
+    std::unordered_map<const BufferNode*, BufferRegion> slots;
+    std::vector<Stmt> out;
+    for (const Stmt& s : n->stmts) {
+      auto* t = s.as<TileOpNode>();
+      auto it = t && t->op->name == "copy" ? parts.find(t->args[1].region.buffer.get()) : parts.end();
+      if (it == parts.end()) {
+        out.push_back(mutate(s));
+        continue;
+      }
+      const BufferRegion dst = mutate_region(t->args[1].region);
+      const BufferRegion whole_dst = BufferRegion::full(dst.buffer);
+      auto [slot, fresh] = slots.try_emplace(it->first);
+      if (fresh) slot->second = workspace_slot(*t, whole_dst);
+      BufferRegion cols = slot->second;
+      cols.ranges.back() = dst.ranges.back();
+      out.push_back(make_tile_op("copy", {mutate_region(t->args[0].region), cols}, {}, t->loc));
+      if (t == it->second.back())
+        out.push_back(make_tile_op("copy", {slot->second, whole_dst}, {}, t->loc));
+    }
+    return SeqNode::make(std::move(out), n->loc);
   }
 
   /// Clips a GM <-> on-chip copy to the tensor (both sides), and picks the padded form where

@@ -138,6 +138,50 @@ def f(C: T.Tensor((64, 32), "float32")):
 )");
 }
 
+// lower_cube_ops drains a split accumulator chunk by chunk: crossings that write column parts
+// of one tile, covering it, become one channel (each part to its columns of the slot, one
+// consumer copy of the whole slot after the last part).
+TEST(LegalizeCopies, ColumnPartsOfOneCrossingTileMakeOneChannel) {
+  EXPECT_EQ(after(R"(@T.prim_func
+def f(C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, threads=1) as cid:
+        c = T.alloc_L0C((64, 32), "float32")
+        c_ub = T.alloc_ub((32, 64), "float32")
+        T.copy(c[0:32, 0:32], c_ub[0:32, 0:32])
+        T.copy(c[32:64, 0:32], c_ub[0:32, 32:64])
+        T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:64])
+)",
+                  legalize_copies),
+            R"(@T.prim_func
+def f(C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, threads=1) as cid:
+        c_ub_ws = T.alloc_workspace((2, 1, 32, 64), "float32")
+        c = T.alloc_L0C((64, 32), "float32")
+        c_ub = T.alloc_ub((32, 64), "float32")
+        T.copy(c[0:32, 0:32], c_ub_ws[cid:cid + 1, 0:1, 0:32, 0:32])
+        T.copy(c[32:64, 0:32], c_ub_ws[cid:cid + 1, 0:1, 0:32, 32:64])
+        T.copy(c_ub_ws[cid:cid + 1, 0:1, 0:32, 0:64], c_ub)
+        T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:64])
+)");
+}
+
+// Parts that do not cover the tile (or overlap) stay separate channels: one consumer copy of
+// the whole slot would bring in columns nobody wrote.
+TEST(LegalizeCopies, PartsThatDoNotCoverTheTileStaySeparateChannels) {
+  std::string out = after(R"(@T.prim_func
+def f(C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, threads=1) as cid:
+        c = T.alloc_L0C((64, 32), "float32")
+        c_ub = T.alloc_ub((32, 64), "float32")
+        T.copy(c[0:32, 0:16], c_ub[0:32, 0:16])
+        T.copy(c[32:64, 0:32], c_ub[0:32, 32:64])
+        T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:64])
+)",
+                          legalize_copies);
+  EXPECT_NE(out.find("c_ub_ws = T.alloc_workspace((2, 1, 32, 16)"), std::string::npos) << out;
+  EXPECT_NE(out.find("c_ub_ws1 = T.alloc_workspace((2, 1, 32, 32)"), std::string::npos) << out;
+}
+
 constexpr const char* kSplitChannel = R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
@@ -206,6 +250,37 @@ def f(C: T.Tensor((64, 32), "float32")):
                     T.wait_cross_flag(0, auto=True)
                     T.set_cross_flag("MTE2", 1, mode=2, auto=True)
 )");
+}
+
+// A slot filled in column parts: the producer waits for its credit before the first part and
+// raises the data flag after the last, so the counts balance as for one copy.
+TEST(InsertChannelSyncs, ASlotFilledInColumnPartsIsFlaggedOnce) {
+  std::string out = after(R"(@T.prim_func
+def f(C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((2, 1, 32, 64), "float32")
+        with T.Scope("Cube"):
+            c = T.alloc_L0C((64, 32), "float32")
+            for k in T.serial(3):
+                T.copy(c[0:32, 0:32], ws[cid:cid + 1, 0:1, 0:32, 0:32])
+                T.copy(c[32:64, 0:32], ws[cid:cid + 1, 0:1, 0:32, 32:64])
+        with T.Scope("Vector"):
+            if vid == 0:
+                c_ub = T.alloc_ub((32, 64), "float32")
+                for k in T.serial(3):
+                    T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:64], c_ub)
+                    T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:64])
+)",
+                          insert_channel_syncs);
+  EXPECT_NE(out.find(R"(            for k in T.serial(3):
+                T.wait_cross_flag(1, auto=True)
+                T.copy(c[0:32, 0:32], ws[cid:cid + 1, 0:1, 0:32, 0:32])
+                T.copy(c[32:64, 0:32], ws[cid:cid + 1, 0:1, 0:32, 32:64])
+                T.set_cross_flag("FIX", 0, mode=2, auto=True)
+            T.wait_cross_flag(1, auto=True)
+)"),
+            std::string::npos)
+      << out;
 }
 
 TEST(InsertChannelSyncs, AVectorToCubeChannelSetsOnMTE3AndBothAivsSet) {

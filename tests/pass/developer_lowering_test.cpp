@@ -235,6 +235,88 @@ def f(A: T.Tensor((64, 1024), "float16"), B: T.Tensor((1024, 64), "float16")):
   EXPECT_EQ(out.find("gemm"), std::string::npos) << out;
 }
 
+// Two accumulators that do not fit L0C together (a 64 x 512 fp32 one is all of it): the one
+// written from scratch and then copied out whole is computed in column chunks, in two L0C slots,
+// each drained to its columns of the destination as soon as it is done; its A chunk is loaded
+// once for every column chunk.
+TEST(LowerCubeOps, AnAccumulatorThatDoesNotFitL0CIsComputedAndDrainedInColumnChunks) {
+  std::string out = cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.Tensor((64, 512), "float32"), S: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((64, 64), "float16")
+        b = T.alloc_shared((64, 512), "float16")
+        c = T.alloc_fragment((64, 512), "float32")
+        s = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.gemm(a, a, s, True)
+        T.gemm(a, b, c, True)
+        T.copy(s, S)
+        T.copy(c, C)
+)");
+  EXPECT_EQ(out.find("c = T.alloc_L0C"), std::string::npos) << out;
+  // 112 KiB left beside s: two slots of 64 x 224 would fit; 128 divides 512.
+  EXPECT_NE(out.find("c_part = T.alloc_L0C((128, 128), \"float32\")"), std::string::npos) << out;
+  EXPECT_EQ(out.find("T.copy(c, C)"), std::string::npos) << out;
+  EXPECT_NE(out.find("T.mma(a_l0a, b_l0b[0:64, 0:128], c_part[0:64, 0:128], True)\n"
+                     "        T.copy(c_part[0:64, 0:128], C[0:64, 0:128])"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("T.mma(a_l0a, b_l0b[64:128, 0:128], c_part[64:128, 0:128], True)\n"
+                     "        T.copy(c_part[64:128, 0:128], C[0:64, 128:256])"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("T.copy(c_part[64:128, 0:128], C[0:64, 384:512])"), std::string::npos) << out;
+  EXPECT_EQ(out.find("T.copy(a, a_l0a)", out.find("C[0:64, 0:128]")), std::string::npos) << out;
+  EXPECT_NE(out.find("T.copy(s, S)"), std::string::npos) << out;
+}
+
+// An accumulator that is read again, or accumulated into (init not True), is never split: the
+// kernel does not fit and plan_memory says so.
+TEST(LowerCubeOps, AnAccumulatorWithOtherUsesIsNotSplit) {
+  std::string out = cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.Tensor((64, 512), "float32"), S: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((64, 64), "float16")
+        b = T.alloc_shared((64, 512), "float16")
+        c = T.alloc_fragment((64, 512), "float32")
+        s = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.gemm(a, a, s, True)
+        T.gemm(a, b, c, True)
+        T.copy(s, S)
+        T.copy(c, C)
+        T.copy(c, C)
+)");
+  EXPECT_NE(out.find("c = T.alloc_L0C((64, 512)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("c_part"), std::string::npos) << out;
+}
+
+// Two gemms whose L0A slots would exceed L0A together (Q K^T with a 64 x 512 Q chunked by 256,
+// and P V): the larger gets the next smaller K chunk until both fit.
+TEST(LowerCubeOps, GemmsShareL0AAndL0B) {
+  std::string out = cube_lowered(R"(@T.prim_func
+def f(Q: T.Tensor((64, 512), "float16"), K: T.Tensor((64, 512), "float16"), V: T.Tensor((64, 64), "float16"), O: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        q = T.alloc_shared((64, 512), "float16")
+        k = T.alloc_shared((64, 512), "float16")
+        v = T.alloc_shared((64, 64), "float16")
+        s = T.alloc_fragment((64, 64), "float32")
+        o = T.alloc_fragment((64, 64), "float32")
+        T.copy(Q, q)
+        T.copy(K, k)
+        T.copy(V, v)
+        T.gemm(q, k, s, True, transpose_B=True)
+        T.gemm(v, v, o, True)
+        T.copy(o, O)
+)");
+  // Alone, q's chunk would be 256 (two 32 KiB slots, all of L0A); with v's 8 KiB it is 128.
+  EXPECT_NE(out.find("q_l0a = T.alloc_L0A((128, 128), \"float16\")"), std::string::npos) << out;
+  EXPECT_NE(out.find("v_l0a = T.alloc_L0A((64, 64), \"float16\")"), std::string::npos) << out;
+  EXPECT_NE(out.find("k_l0b = T.alloc_L0B((256, 64), \"float16\")"), std::string::npos) << out;
+}
+
 TEST(LowerCubeOps, TransposedOperandsAreLoadedTransposed) {
   std::string out = cube_lowered(R"(@T.prim_func
 def f(Q: T.Tensor((32, 64), "float16"), K: T.Tensor((32, 64), "float16")):

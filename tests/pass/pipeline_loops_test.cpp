@@ -266,7 +266,8 @@ TEST(PipelineLoops, DeveloperExamplesGiveTheSameBitsForEveryStageCount) {
   for (const Case& c : std::vector<Case>{{"gemm_dev", {{"M", "128"}, {"N", "128"}, {"K", "320"}, {"bM", "64"}, {"bN", "64"}, {"bK", "64"}}},
                                          {"gemm_dev", {{"M", "64"}, {"N", "64"}, {"K", "112"}, {"bM", "64"}, {"bN", "64"}, {"bK", "16"}}},
                                          {"flash_attention_dev", {{"S", "200"}, {"D", "64"}}},
-                                         {"flash_attention_dev", {{"S", "448"}, {"D", "64"}}}}) {
+                                         {"flash_attention_dev", {{"S", "448"}, {"D", "64"}}},
+                                         {"flash_attention_dev", {{"S", "200"}, {"D", "512"}}}}) {
     SCOPED_TRACE(c.kernel);
     std::vector<double> first;
     for (int stages = 1; stages <= 4; ++stages) {
