@@ -1,6 +1,6 @@
 // Developer mode at shapes too large for a ctest (issue 13, must-show 2): simulated cycles of
 // flash_attention_dev with num_stages = 1 and 2 and of the pipelined expert twin at B = 1,
-// H = 16, S = 4096, D = 128, and of gemm_dev (1 and 2 stages) against gemm_pipelined at 2048^3
+// H = 16, S = 4096, D = 128 and at S = 512, D = 512 (P V computed in column chunks), and of gemm_dev (1 and 2 stages) against gemm_pipelined at 2048^3
 // and 4096^3. Each benchmark records one timed launch (timing only) and reports the simulated
 // cycles as a counter; the host time is the simulator's, not the figure of merit. Tens of
 // seconds per FlashAttention row.
@@ -51,6 +51,13 @@ void BM_FlashAttentionPipelinedExpert(benchmark::State& st) {
   s["bD"] = "128";
   run(st, "flash_attention_pipelined", s);
 }
+const std::map<std::string, std::string> kFaD512 = {{"S", "512"}, {"D", "512"}};
+void BM_FlashAttentionDevD512(benchmark::State& st) {
+  auto s = kFaD512;
+  s["num_stages"] = std::to_string(st.range(0));
+  run(st, "flash_attention_dev", s);
+}
+void BM_FlashAttentionPipelinedExpertD512(benchmark::State& st) { run(st, "flash_attention_pipelined", kFaD512); }
 void BM_GemmDev(benchmark::State& st) {
   const std::string n = std::to_string(st.range(0));
   run(st, "gemm_dev", {{"M", n}, {"N", n}, {"K", n}, {"num_stages", std::to_string(st.range(1))}});
@@ -63,6 +70,8 @@ void BM_GemmPipelinedExpert(benchmark::State& st) {
 BENCHMARK(BM_FlashAttentionDev1Stage)->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_FlashAttentionDev2Stages)->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_FlashAttentionPipelinedExpert)->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_FlashAttentionDevD512)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_FlashAttentionPipelinedExpertD512)->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_GemmDev)->Args({2048, 1})->Args({2048, 2})->Args({4096, 2})->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_GemmPipelinedExpert)->Arg(2048)->Arg(4096)->Iterations(1)->Unit(benchmark::kSecond);
 

@@ -24,6 +24,8 @@ ROWS = [
     ("gemm_dev", dict(M=2048, N=2048, K=2048), "gemm_pipelined", dict(M=2048, N=2048, K=2048), "GEMM 2048^3"),
     ("flash_attention_dev", dict(S=512, D=128), "flash_attention_pipelined", dict(S=512, D=128, bD=128),
      "FlashAttention S=512 D=128"),
+    ("flash_attention_dev", dict(S=512, D=512), "flash_attention_pipelined", dict(S=512, D=512),
+     "FlashAttention S=512 D=512"),
     ("flash_attention_dev", dict(S=1024, D=128), "flash_attention_pipelined", dict(S=1024, D=128, bD=128),
      "FlashAttention S=1024 D=128"),
     ("rms_norm_dev", dict(M=1024, N=1024, rM=16, tiles=3), "rms_norm", dict(M=1024, N=1024, bN=1024, passes=1),
