@@ -34,7 +34,7 @@ ROWS = [
      "RMSNorm 1024 x 1024 (expert: 2 passes)"),
     ("add_dev", dict(M=96, N=8192, bM=4), "elementwise_add", dict(M=96, N=8192), "add 96 x 8192 fp16"),
     ("gelu_dev", dict(M=96, N=8192, bM=2, tiles=2), "gelu", dict(M=96, N=8192), "GELU 96 x 8192 fp32"),
-    ("softmax_dev", dict(M=4096, N=4096, bM=8, tiles=8), None, None, "softmax 4096 x 4096 fp32"),
+    ("softmax_dev", dict(M=4096, N=4096, bM=8, tiles=22), None, None, "softmax 4096 x 4096 fp32"),
     ("matmul_add_dev", dict(), None, None, "matmul + add 256^3"),
 ]
 OFF = ["pipeline_loops", "split_aiv", "minimise_syncs"]

@@ -29,6 +29,7 @@
 #include "developer.h"
 #include "liveness.h"
 #include "tl/arith.h"
+#include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
@@ -292,7 +293,9 @@ class PipelineLoops {
 
   /// Privatisable in `body` (top-level statements): the first statement that touches `b` only
   /// writes it, and some unconditional top-level op writes it before any statement reads it.
-  /// (A partial write, a clipped tail tile, counts: legalize_copies fills the rest first.)
+  /// (A partial write, a clipped tail tile, counts: its other rows hold values nobody stores,
+  /// stale in one copy or another. So does split_aiv's `if rows > 0: copy(rows of the tile)`,
+  /// a clipped copy that skips an AIV with no rows left: it moves nothing either way.)
   bool privatisable(const BufferNode* b, const std::vector<Stmt>& body) const {
     for (const Stmt& s : body) {
       bool reads = false, writes = false;
@@ -302,8 +305,23 @@ class PipelineLoops {
           writes = writes || t.write;
         }
       if (reads) return false;
-      if (writes && s.as<TileOpNode>()) return true;
+      if (writes && (s.as<TileOpNode>() || skips_only_empty_copy(s))) return true;
     }
+    return false;
+  }
+
+  /// `if e > 0: T.copy(...)` where e is an extent of the copy's regions.
+  static bool skips_only_empty_copy(const Stmt& s) {
+    auto* n = s.as<IfNode>();
+    if (!n || n->else_case.defined()) return false;
+    std::vector<Stmt> then = stmts_of(n->then_case);
+    auto* c = then.size() == 1 ? then[0].as<TileOpNode>() : nullptr;
+    auto* gt = n->cond.as<BinaryNode>();
+    if (!c || c->op->name != "copy" || !gt || gt->op != BinOp::GT || as_const_int(gt->b) != 0) return false;
+    for (const TileArg& a : c->args)
+      if (a.is_region())
+        for (const Range& r : a.region.ranges)
+          if (structural_equal(r.extent, gt->a)) return true;
     return false;
   }
 

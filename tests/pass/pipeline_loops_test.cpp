@@ -178,6 +178,18 @@ TEST(PipelineLoops, SwitchedOffTheLoopsRunSeriallyWithTheSameBits) {
   EXPECT_EQ(outs[0], outs[1]);
 }
 
+// A tail tile split over two AIVs: split_aiv guards each AIV's clipped copy with `if rows > 0`
+// (an AIV with no rows left skips it). That is still the write that makes the tile private to
+// its iteration, so the row tiles get two slots; before, the loop stayed serial.
+TEST(PipelineLoops, ATileWrittenByAnAivsGuardedCopyGetsSlots) {
+  PrimFunc f = build_kernel(find_kernel("softmax_dev"), {{"M", "200"}, {"N", "64"}, {"bM", "8"}, {"tiles", "4"}});
+  std::string ir = print(compile(f).func(), {.locations = false});
+  EXPECT_NE(ir.find("if T.max(T.min(T.min(200 - (cid * 4 + t_o * 2) * 8, 8) - vid * 4, 4), 0) > 0:"),
+            std::string::npos)
+      << ir;
+  for (const char* b : {"x_0 = T.alloc_ub", "x_1 = T.alloc_ub"}) EXPECT_NE(ir.find(b), std::string::npos) << b << "\n" << ir;
+}
+
 TEST(PipelineLoops, ScratchTouchedByOnePipeAndLoopCarriedBuffersKeepOneCopy) {
   auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32), Z = T::Tensor("Z", {1, 64}, f32);
   PrimFunc f = T::prim_func("versions", {X, Y, Z}, [&] {
@@ -267,7 +279,8 @@ TEST(PipelineLoops, DeveloperExamplesGiveTheSameBitsForEveryStageCount) {
                                          {"gemm_dev", {{"M", "64"}, {"N", "64"}, {"K", "112"}, {"bM", "64"}, {"bN", "64"}, {"bK", "16"}}},
                                          {"flash_attention_dev", {{"S", "200"}, {"D", "64"}}},
                                          {"flash_attention_dev", {{"S", "448"}, {"D", "64"}}},
-                                         {"flash_attention_dev", {{"S", "200"}, {"D", "512"}}}}) {
+                                         {"flash_attention_dev", {{"S", "200"}, {"D", "512"}}},
+                                         {"softmax_dev", {{"M", "200"}, {"N", "64"}, {"bM", "8"}, {"tiles", "5"}}}}) {
     SCOPED_TRACE(c.kernel);
     std::vector<double> first;
     for (int stages = 1; stages <= 4; ++stages) {
