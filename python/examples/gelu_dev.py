@@ -35,16 +35,17 @@ def gelu(M, N, block_M=4, tiles=1, dtype="float32"):
         with T.Kernel(T.ceildiv(row_tiles, tiles), threads=2) as cid:
             x = T.alloc_shared((block_M, N), dtype)
             y = T.alloc_shared((block_M, N), dtype)
-            e = T.alloc_fragment((block_M, N), dtype)
             for t in T.Pipelined(T.min(tiles, row_tiles - cid * tiles), num_stages=2):
                 T.copy(X[(cid * tiles + t) * block_M, 0], x)
+                # y holds exp(-1.702 x) + 1 until the last step overwrites it with the result (a
+                # scratch tile of its own would need a vector barrier before each reuse).
                 for i, j in T.Parallel(block_M, N):
-                    e[i, j] = x[i, j] * k
-                T.tile.exp(e, e)
+                    y[i, j] = x[i, j] * k
+                T.tile.exp(y, y)
                 for i, j in T.Parallel(block_M, N):
-                    e[i, j] = e[i, j] + one  # in place: no temporary
+                    y[i, j] = y[i, j] + one  # in place: no temporary
                 for i, j in T.Parallel(block_M, N):
-                    y[i, j] = x[i, j] / e[i, j]
+                    y[i, j] = x[i, j] / y[i, j]
                 T.copy(y, Y[(cid * tiles + t) * block_M, 0])
 
     return gelu_dev
