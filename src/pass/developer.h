@@ -7,6 +7,7 @@
 
 #include "tl/ir.h"
 #include "tl/pass.h"
+#include "tl/target.h"
 
 namespace tl::dev {
 
@@ -28,5 +29,22 @@ std::vector<Stmt> stmts_of(const Stmt& s);
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).
 PrimFunc with_kernel_body(const PrimFunc& f, std::vector<Stmt> body);
+
+/// One buffer access of a statement: which pipe, read and/or write.
+struct Touch {
+  const BufferNode* buffer;
+  Pipe pipe;
+  bool read, write;
+};
+/// Every buffer access of `s`, nested statements included. An mma whose init is a constant
+/// true only writes its accumulator; scalar loads and stores are the scalar pipe's.
+std::vector<Touch> touches_of(const Stmt& s, const Target& t);
+/// Whether each iteration of a loop with body `body` (its top-level statements) writes `b`
+/// before it reads it: the first statement that touches `b` only writes it, and is an op (not
+/// a statement that may skip the write). A partial write, a clipped tail tile, counts: its
+/// other rows hold values nobody stores. So does split_aiv's `if rows > 0: copy(rows of the
+/// tile)`, a clipped copy that skips an AIV with no rows left: it moves nothing either way.
+/// pipeline_loops gives such buffers slots; split_aiv lets the two AIVs take turns at them.
+bool privatisable(const BufferNode* b, const std::vector<Stmt>& body, const Target& t);
 
 }  // namespace tl::dev

@@ -29,7 +29,6 @@
 #include "developer.h"
 #include "liveness.h"
 #include "tl/arith.h"
-#include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
@@ -42,47 +41,8 @@ namespace tl {
 namespace {
 
 using dev::stmts_of;
-
-/// One buffer access of a statement: which pipe, read and/or write.
-struct Touch {
-  const BufferNode* buffer;
-  Pipe pipe;
-  bool read, write;
-};
-
-bool constant_true(const Expr& e) {
-  auto v = as_const_int(e);
-  return v && *v != 0;
-}
-
-/// Every buffer access of `s`, nested statements included. An mma whose init is a constant
-/// true only writes its accumulator; scalar loads and stores are the scalar pipe's.
-std::vector<Touch> touches_of(const Stmt& s, const Target& t) {
-  std::vector<Touch> out;
-  pre_order_visit(
-      s,
-      [&](const Stmt& x) {
-        if (auto* op = x.as<TileOpNode>()) {
-          const Pipe pipe = op->op->pipe ? op->op->pipe(*op, t) : Pipe::S;
-          const auto& specs = op->op->operands;
-          for (size_t i = 0; i < op->args.size() && !specs.empty(); ++i) {
-            if (!op->args[i].is_region()) continue;
-            const OperandSpec& spec = specs[std::min(i, specs.size() - 1)];
-            Access access = spec.access;
-            if (op->op->name == "mma" && spec.name == "C")
-              if (const TileArg* init = op_operand(*op, "init"); init && init->is_scalar() && constant_true(init->scalar))
-                access = Access::Write;
-            out.push_back({op->args[i].region.buffer.get(), pipe, access != Access::Write, access != Access::Read});
-          }
-        } else if (auto* st = x.as<StoreNode>()) {
-          out.push_back({st->buffer.get(), Pipe::S, false, true});
-        }
-      },
-      [&](const Expr& e) {
-        if (auto* l = e.as<LoadNode>()) out.push_back({l->buffer.get(), Pipe::S, true, false});
-      });
-  return out;
-}
+using dev::Touch;
+using dev::touches_of;
 
 bool is_workspace(const BufferNode* b) { return b->scope == MemScope::GM && b->ndim() >= 2; }
 
@@ -291,40 +251,6 @@ class PipelineLoops {
     return found;
   }
 
-  /// Privatisable in `body` (top-level statements): the first statement that touches `b` only
-  /// writes it, and some unconditional top-level op writes it before any statement reads it.
-  /// (A partial write, a clipped tail tile, counts: its other rows hold values nobody stores,
-  /// stale in one copy or another. So does split_aiv's `if rows > 0: copy(rows of the tile)`,
-  /// a clipped copy that skips an AIV with no rows left: it moves nothing either way.)
-  bool privatisable(const BufferNode* b, const std::vector<Stmt>& body) const {
-    for (const Stmt& s : body) {
-      bool reads = false, writes = false;
-      for (const Touch& t : touches_of(s, target_))
-        if (t.buffer == b) {
-          reads = reads || t.read;
-          writes = writes || t.write;
-        }
-      if (reads) return false;
-      if (writes && (s.as<TileOpNode>() || skips_only_empty_copy(s))) return true;
-    }
-    return false;
-  }
-
-  /// `if e > 0: T.copy(...)` where e is an extent of the copy's regions.
-  static bool skips_only_empty_copy(const Stmt& s) {
-    auto* n = s.as<IfNode>();
-    if (!n || n->else_case.defined()) return false;
-    std::vector<Stmt> then = stmts_of(n->then_case);
-    auto* c = then.size() == 1 ? then[0].as<TileOpNode>() : nullptr;
-    auto* gt = n->cond.as<BinaryNode>();
-    if (!c || c->op->name != "copy" || !gt || gt->op != BinOp::GT || as_const_int(gt->b) != 0) return false;
-    for (const TileArg& a : c->args)
-      if (a.is_region())
-        for (const Range& r : a.region.ranges)
-          if (structural_equal(r.extent, gt->a)) return true;
-    return false;
-  }
-
   Stmt pipeline(const ForNode& loop, const Stmt& body_in) {
     const int S = loop.num_stages;
     if (S <= 1 || !overlap_) return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
@@ -347,7 +273,7 @@ class PipelineLoops {
     for (const Stmt& h : hoisted) in_body.insert(h.as<AllocateNode>()->buffer.get());
     std::vector<const BufferNode*> versioned;
     for (const auto& [b, ps] : pipes) {
-      if (ps.size() < 2 || !privatisable(b, body)) continue;
+      if (ps.size() < 2 || !dev::privatisable(b, body, target_)) continue;
       if (!in_body.count(b) && touched_outside(b, loop)) continue;
       versioned.push_back(b);
     }
@@ -476,7 +402,7 @@ class PipelineLoops {
       auto it = b.find(buf);
       if (it == b.end() || (!rw.second && !it->second.second)) continue;
       const bool local = in_body.count(buf) || (buf->scope != MemScope::GM && !touched_outside(buf, loop));
-      if (!local || !privatisable(buf, body)) return 0;
+      if (!local || !dev::privatisable(buf, body, target_)) return 0;
       extra.push_back(buf);
     }
     return split;

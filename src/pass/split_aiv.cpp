@@ -17,11 +17,17 @@
 // granule (a row state of 64 fp32): that compare runs over the whole tile, whose rows past R/2
 // hold nothing either AIV uses.
 //
+// Iteration split, when the rows cannot be split: the vector work is one loop of independent
+// tiles (each iteration writes every UB tile it reads, stores to its own part of GM, and no
+// tile crosses cores), and AIV v runs its iterations min + 2 k + v. A remark says so.
+//
 // Fallback, 1:1 (AIV 0 does everything, AIV 1 runs the flag protocol), with a remark naming
-// the reason: an odd row count, a reduction over the rows (a dim-0 reduce needs both halves),
+// the reasons: an odd row count, a reduction over the rows (a dim-0 reduce needs both halves),
 // rows that meet a position-dependent op (an index vector, a gather, a sort, a transpose, a
 // scalar element access), a sub-range of the rows, a whole tile pushed to the cube, or a
-// split kernel the verifier would reject.
+// split kernel the verifier would reject; and why the iterations cannot be split either (no
+// loop, a value carried from one iteration to the next, two iterations writing the same GM,
+// tiles crossing cores, GM stores outside the loop).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -96,6 +102,8 @@ class AivSplit {
       for (const Stmt& s : q->stmts)
         if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::GM) workspaces_.insert(a->buffer.get());
   }
+
+  bool has_channels() const { return !workspaces_.empty(); }
 
   /// The vector work for both AIVs, or nullopt and `why` (the fallback's remark).
   std::optional<Stmt> run(const Stmt& work, std::string& why) {
@@ -364,6 +372,141 @@ class AivSplit {
   std::string fallback_;
 };
 
+/// Iteration split: when the rows cannot be split, AIV v runs iterations min + 2 k + v of the
+/// vector work's loop (a persistent or pipelined tile loop), as expert kernels give each AIV its
+/// own tiles. Only where the iterations are independent: every UB tile the loop writes is
+/// written before it is read in each iteration and not used after the loop, no GM tensor is
+/// both read and written in it, its GM writes of two iterations never overlap, and nothing
+/// crosses cores (a channel's mode-2 flags pair one AIC step with both AIVs' steps).
+class IterationSplit {
+ public:
+  IterationSplit(const Target& t, const KernelNode& k, bool channels) : target_(t), kernel_(k), channels_(channels) {}
+
+  std::optional<Stmt> run(const Stmt& work, std::string& why) {
+    if (channels_) return fail(why, "the vector work exchanges tiles with the cube");
+    std::vector<Stmt> top = dev::stmts_of(work);
+    int loop = -1;
+    for (size_t i = 0; i < top.size(); ++i)
+      if (auto* f = top[i].as<ForNode>(); f && f->for_kind != ForKind::Parallel) {
+        if (loop >= 0) return fail(why, "the vector work has more than one loop");
+        loop = static_cast<int>(i);
+      }
+    if (loop < 0) return fail(why, "the vector work has no loop");
+    const auto& L = *top[static_cast<size_t>(loop)].as<ForNode>();
+    const std::vector<Stmt> body = dev::stmts_of(L.body);
+    if (auto reason = dependence(L, body, top, static_cast<size_t>(loop))) return fail(why, *reason);
+    // Both AIVs run what is around the loop: declarations, lets and UB work only.
+    for (const Stmt& s : top)
+      if (!s.same_as(top[static_cast<size_t>(loop)]) && !s.as<AllocateNode>() && !s.as<LetNode>() &&
+          !(s.as<TileOpNode>() && !writes_gm(s)))
+        return fail(why, fmt::format("{} outside its loop", dev::describe(s)));
+    // for k in range((extent - vid + 1) // 2): the body at t = min + 2 k + vid.
+    Var k(L.var.name() + "_aiv", L.var.dtype());
+    const Expr vid = L.var.dtype() == kernel_.vid.dtype() ? Expr(kernel_.vid) : cast(L.var.dtype(), Expr(kernel_.vid));
+    const Expr two = arith::make_int(L.var.dtype(), 2), one = arith::make_int(L.var.dtype(), 1);
+    Stmt split_body = arith::substitute(L.body, arith::VarMap{{L.var.node(), L.min + k * two + vid}});
+    Expr extent = simplify(floordiv(L.extent - vid + one, two));
+    top[static_cast<size_t>(loop)] = ForNode::make(k, arith::make_int(L.var.dtype(), 0), extent, L.for_kind,
+                                                   L.num_stages, split_body, L.loc);
+    loop_ = &L;
+    return SeqNode::make(std::move(top), work->loc);
+  }
+
+  const ForNode* loop() const { return loop_; }
+
+ private:
+  bool writes_gm(const Stmt& s) const {
+    bool out = false;
+    for (const dev::Touch& t : dev::touches_of(s, target_))
+      out = out || (t.write && t.buffer->scope == MemScope::GM);
+    return out;
+  }
+
+  /// Why the iterations of L depend on each other, if they may.
+  std::optional<std::string> dependence(const ForNode& L, const std::vector<Stmt>& body, const std::vector<Stmt>& top,
+                                        size_t loop) const {
+    std::set<const BufferNode*> gm_read, gm_written;
+    std::vector<const TileOpNode*> gm_writes;
+    std::set<const BufferNode*> ub_written;
+    pre_order_visit(L.body, [&](const Stmt& x) {
+      if (auto* op = x.as<TileOpNode>(); op && op->op->name == "atomic_add")
+        for (const TileArg& a : op->args)
+          if (a.is_region() && a.region.buffer->scope == MemScope::GM) gm_read.insert(a.region.buffer.get());
+    });
+    for (const dev::Touch& t : dev::touches_of(L.body, target_)) {
+      if (t.buffer->scope == MemScope::GM) {
+        (t.write ? gm_written : gm_read).insert(t.buffer);
+      } else if (t.write) {
+        ub_written.insert(t.buffer);
+      }
+    }
+    for (const BufferNode* b : gm_written)
+      if (gm_read.count(b)) return fmt::format("its loop both reads and writes (or accumulates into) '{}'", b->name);
+    for (const BufferNode* b : ub_written) {
+      if (!dev::privatisable(b, body, target_))
+        return fmt::format("'{}' carries a value from one iteration of its loop to the next", b->name);
+      for (size_t i = loop + 1; i < top.size(); ++i)
+        for (const dev::Touch& t : dev::touches_of(top[i], target_))
+          if (t.buffer == b) return fmt::format("'{}' is used after its loop", b->name);
+    }
+    // GM writes: the regions of two iterations must not meet (lets of the body inlined).
+    arith::VarMap lets;
+    std::optional<std::string> out;
+    std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+      if (out || !x.defined()) return;
+      if (auto* q = x.as<SeqNode>()) {
+        for (const Stmt& y : q->stmts) walk(y);
+      } else if (auto* l = x.as<LetNode>()) {
+        lets[l->var.node()] = arith::substitute(l->value, lets);
+      } else if (auto* f = x.as<ForNode>()) {
+        walk(f->body);
+      } else if (auto* n = x.as<IfNode>()) {
+        walk(n->then_case);
+        walk(n->else_case);
+      } else if (auto* op = x.as<TileOpNode>()) {
+        for (const dev::Touch& t : dev::touches_of(x, target_))
+          if (t.write && t.buffer->scope == MemScope::GM && !apart(*op, t.buffer, lets, L))
+            out = fmt::format("{} may write the same part of '{}' in two iterations of its loop", dev::describe(x),
+                              t.buffer->name);
+      }
+    };
+    walk(L.body);
+    return out;
+  }
+
+  /// Whether op's regions of GM tensor b in two iterations never meet: along some dimension the
+  /// start moves by c per iteration (affine in the loop variable, lets inlined), and |c| is at
+  /// least every extent the region can have.
+  static bool apart(const TileOpNode& op, const BufferNode* b, const arith::VarMap& lets, const ForNode& L) {
+    for (const TileArg& a : op.args) {
+      if (!a.is_region() || a.region.buffer.get() != b) continue;
+      if (a.region.ranges.empty() || a.region.partial()) return false;
+      bool separated = false;
+      for (const Range& r : a.region.ranges) {
+        const Expr mn = arith::substitute(r.min, lets), ext = arith::substitute(r.extent, lets);
+        auto moved = [&](int64_t by) {
+          return arith::constant_difference(arith::substitute(mn, {{L.var.node(), L.var + arith::make_int(L.var.dtype(), by)}}), mn);
+        };
+        auto c1 = moved(1), c2 = moved(2);
+        if (!c1 || !c2 || *c2 != 2 * *c1 || *c1 == 0) continue;
+        if (arith::bound(ext).hi <= std::abs(*c1)) separated = true;
+      }
+      if (!separated) return false;
+    }
+    return true;
+  }
+
+  std::optional<Stmt> fail(std::string& why, const std::string& reason) {
+    why = reason;
+    return std::nullopt;
+  }
+
+  const Target& target_;
+  const KernelNode& kernel_;
+  const bool channels_;
+  const ForNode* loop_ = nullptr;
+};
+
 }  // namespace
 
 PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& remark) {
@@ -394,9 +537,21 @@ PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& re
         }
     }
     if (!both) {
-      dev::remark(remark, "split_aiv", on_aiv0->loc,
-                  fmt::format("kernel {}: threads = 2, but the vector work stays on AIV 0: {}", f->name, why));
-      continue;
+      // Not by rows: by iterations, when the vector work is one loop of independent tiles.
+      std::string why_iterations;
+      IterationSplit by_iterations(target, *k, split.has_channels());
+      std::optional<Stmt> alternate = by_iterations.run(on_aiv0->then_case, why_iterations);
+      if (!alternate) {
+        dev::remark(remark, "split_aiv", on_aiv0->loc,
+                    fmt::format("kernel {}: threads = 2, but the vector work stays on AIV 0: {}; nor by iterations: {}",
+                                f->name, why, why_iterations));
+        continue;
+      }
+      dev::remark(remark, "split_aiv", by_iterations.loop()->loc,
+                  fmt::format("kernel {}: threads = 2 and the rows cannot be split ({}): the AIVs take alternate "
+                              "iterations of `for {}`",
+                              f->name, why, by_iterations.loop()->var.name()));
+      both = alternate;
     }
     s = ScopeNode::make(CoreKind::Vector, *both, s->loc);
     changed = true;

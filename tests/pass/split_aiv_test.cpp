@@ -1,7 +1,10 @@
 // split_aiv (src/pass/split_aiv.cpp), issue 13's must-show 4: with threads = 2 the two AIVs of
 // a block take half the rows each (their V pipes within 5 % of each other), the results are
 // bit-identical to running the vector work on AIV 0 alone, and the fallbacks (odd rows, a
-// reduction over the rows) keep the work on AIV 0 with a remark that says why.
+// reduction over the rows) keep the work on AIV 0 with a remark that says why. Where the rows
+// cannot be split but the vector work is a loop of independent tiles, the AIVs take alternate
+// iterations instead (the iteration split), with a remark; a loop whose iterations depend on
+// each other keeps the fallback and says why.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,6 +106,88 @@ TEST(SplitAiv, OddRowsAndAReductionOverTheRowsStayOnAiv0WithARemark) {
   // Both still give the right answer (the serial AIV 0 schedule).
   EXPECT_EQ(run(row_kernel(30, 256, 3, Rows::Elementwise), true), run(row_kernel(30, 256, 3, Rows::Elementwise), false));
   EXPECT_EQ(run(row_kernel(64, 256, 16, Rows::MaxPerColumn), true), run(row_kernel(64, 256, 16, Rows::MaxPerColumn), false));
+}
+
+/// `tiles` row tiles of bM rows per block in a T.Pipelined loop: times 3, or (carried) added to
+/// a running sum that is stored after the loop, or (same_rows) every iteration storing to the
+/// block's first tile.
+enum class Loop { Independent, Carried, SameRows };
+PrimFunc tile_loop(int M, int N, int bM, int tiles, Loop kind) {
+  auto X = T::Tensor("X", {M, N}, f32), Y = T::Tensor("Y", {M, N}, f32);
+  const int row_tiles = ceildiv(M, bM);
+  return T::prim_func("tiles", {X, Y}, [&] {
+    T::Kernel(ceildiv(row_tiles, tiles), [&](Expr cid) {
+      auto x = T::alloc_shared("x", {bM, N}, f32), acc = T::alloc_fragment("acc", {bM, N}, f32);
+      if (kind == Loop::Carried) T::clear(acc);
+      T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
+        T::copy(X.at({(cid * tiles + t) * bM, 0}), x);
+        if (kind == Loop::Carried) {
+          T::Parallel({bM, N}, [&](Expr i, Expr j) { acc(i, j) = acc(i, j) + x(i, j); });
+        } else {
+          T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) * 3.0f; });
+          T::copy(x, Y.at({(cid * tiles + (kind == Loop::SameRows ? Expr(0) : t)) * bM, 0}));
+        }
+      });
+      if (kind == Loop::Carried) T::copy(acc, Y.at({cid * bM, 0}));
+    }, {.threads = 2});
+  });
+}
+
+TEST(SplitAiv, OddRowsInALoopOfIndependentTilesSplitTheIterations) {
+  std::vector<std::string> remarks;
+  std::string ir = lowered(tile_loop(45, 256, 3, 5, Loop::Independent), &remarks);
+  EXPECT_EQ(ir.find("if vid == 0"), std::string::npos) << ir;
+  ASSERT_EQ(remarks.size(), 1u);
+  EXPECT_NE(remarks[0].find("the rows cannot be split ('x' has an odd row count (3)): the AIVs take alternate "
+                            "iterations of `for t`"),
+            std::string::npos)
+      << remarks[0];
+  // AIV v: iterations 2 k + v of this block's min(5, 15 - 5 cid).
+  EXPECT_NE(ir.find("(cid * 5 + (t_aiv_o * 4 + vid)) * 3"), std::string::npos) << ir;
+  // Every trip count of the last block (15, 14, 13, 11 row tiles over blocks of 5), odd and even.
+  for (int M : {45, 42, 39, 33, 3})
+    EXPECT_EQ(run(tile_loop(M, 256, 3, 5, Loop::Independent), true), run(tile_loop(M, 256, 3, 5, Loop::Independent), false))
+        << M;
+}
+
+TEST(SplitAiv, IterationsThatDependOnEachOtherStayOnAiv0WithTheReason) {
+  std::vector<std::string> remarks;
+  std::string ir = lowered(tile_loop(45, 256, 3, 5, Loop::Carried), &remarks);
+  EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
+  ASSERT_EQ(remarks.size(), 1u);
+  EXPECT_NE(remarks[0].find("nor by iterations: 'acc' carries a value from one iteration of its loop to the next"),
+            std::string::npos)
+      << remarks[0];
+  remarks.clear();
+  ir = lowered(tile_loop(45, 256, 3, 5, Loop::SameRows), &remarks);
+  EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
+  ASSERT_EQ(remarks.size(), 1u);
+  EXPECT_NE(remarks[0].find("may write the same part of 'Y' in two iterations of its loop"), std::string::npos)
+      << remarks[0];
+  EXPECT_EQ(run(tile_loop(45, 256, 3, 5, Loop::SameRows), true), run(tile_loop(45, 256, 3, 5, Loop::SameRows), false));
+}
+
+// Must-show 4 for the iteration split: with an even number of tiles per block, the two AIVs'
+// V pipes are within 5 % of each other.
+TEST(SplitAiv, TheIterationSplitBalancesTheAivs) {
+  PrimFunc f = tile_loop(3 * 8 * 4, 1024, 3, 8, Loop::Independent);
+  Device dev;
+  std::vector<Arg> args;
+  for (const Param& p : f->params) args.emplace_back(Tensor::empty(dev, {96, 1024}, p.tensor->dtype));
+  npu::Profile prof;
+  LaunchOptions opt;
+  opt.profile = &prof;
+  opt.timing_only = true;
+  compile(f).launch(dev, args, opt);
+  std::map<int64_t, std::array<double, 2>> v_busy;
+  for (const auto& c : prof.cores)
+    if (c.slot > 0) v_busy[c.block][c.slot - 1] = c.busy[static_cast<size_t>(Pipe::V)];
+  ASSERT_EQ(v_busy.size(), 4u);
+  for (const auto& [block, busy] : v_busy) {
+    SCOPED_TRACE(block);
+    ASSERT_GT(busy[0], 0);
+    EXPECT_LE(std::abs(busy[0] - busy[1]) / std::max(busy[0], busy[1]), 0.05) << busy[0] << " vs " << busy[1];
+  }
 }
 
 TEST(SplitAiv, TailRowsAreClippedPerAiv) {
