@@ -449,28 +449,33 @@ class IterationSplit {
         for (const dev::Touch& t : dev::touches_of(top[i], target_))
           if (t.buffer == b) return fmt::format("'{}' is used after its loop", b->name);
     }
-    // GM writes: the regions of two iterations must not meet (lets of the body inlined).
+    // GM writes: one store per tensor, not in an inner loop, whose regions in two iterations
+    // never meet (lets of the body inlined). Two stores to one tensor could meet across
+    // iterations (row t + 1 of this one, row t of the next), and so could an inner loop's.
     arith::VarMap lets;
     std::optional<std::string> out;
-    std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+    std::set<const BufferNode*> stored;
+    std::function<void(const Stmt&, bool)> walk = [&](const Stmt& x, bool inner) {
       if (out || !x.defined()) return;
       if (auto* q = x.as<SeqNode>()) {
-        for (const Stmt& y : q->stmts) walk(y);
+        for (const Stmt& y : q->stmts) walk(y, inner);
       } else if (auto* l = x.as<LetNode>()) {
         lets[l->var.node()] = arith::substitute(l->value, lets);
       } else if (auto* f = x.as<ForNode>()) {
-        walk(f->body);
+        walk(f->body, true);
       } else if (auto* n = x.as<IfNode>()) {
-        walk(n->then_case);
-        walk(n->else_case);
+        walk(n->then_case, inner);
+        walk(n->else_case, inner);
       } else if (auto* op = x.as<TileOpNode>()) {
-        for (const dev::Touch& t : dev::touches_of(x, target_))
-          if (t.write && t.buffer->scope == MemScope::GM && !apart(*op, t.buffer, lets, L))
+        for (const dev::Touch& t : dev::touches_of(x, target_)) {
+          if (!t.write || t.buffer->scope != MemScope::GM) continue;
+          if (inner || !stored.insert(t.buffer).second || !apart(*op, t.buffer, lets, L))
             out = fmt::format("{} may write the same part of '{}' in two iterations of its loop", dev::describe(x),
                               t.buffer->name);
+        }
       }
     };
-    walk(L.body);
+    walk(L.body, false);
     return out;
   }
 

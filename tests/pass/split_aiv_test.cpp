@@ -110,8 +110,8 @@ TEST(SplitAiv, OddRowsAndAReductionOverTheRowsStayOnAiv0WithARemark) {
 
 /// `tiles` row tiles of bM rows per block in a T.Pipelined loop: times 3, or (carried) added to
 /// a running sum that is stored after the loop, or (same_rows) every iteration storing to the
-/// block's first tile.
-enum class Loop { Independent, Carried, SameRows };
+/// block's first tile, or (two_stores) stored twice.
+enum class Loop { Independent, Carried, SameRows, TwoStores };
 PrimFunc tile_loop(int M, int N, int bM, int tiles, Loop kind) {
   auto X = T::Tensor("X", {M, N}, f32), Y = T::Tensor("Y", {M, N}, f32);
   const int row_tiles = ceildiv(M, bM);
@@ -126,6 +126,7 @@ PrimFunc tile_loop(int M, int N, int bM, int tiles, Loop kind) {
         } else {
           T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) * 3.0f; });
           T::copy(x, Y.at({(cid * tiles + (kind == Loop::SameRows ? Expr(0) : t)) * bM, 0}));
+          if (kind == Loop::TwoStores) T::copy(x, Y.at({(cid * tiles + t) * bM, 0}));
         }
       });
       if (kind == Loop::Carried) T::copy(acc, Y.at({cid * bM, 0}));
@@ -165,6 +166,13 @@ TEST(SplitAiv, IterationsThatDependOnEachOtherStayOnAiv0WithTheReason) {
   EXPECT_NE(remarks[0].find("may write the same part of 'Y' in two iterations of its loop"), std::string::npos)
       << remarks[0];
   EXPECT_EQ(run(tile_loop(45, 256, 3, 5, Loop::SameRows), true), run(tile_loop(45, 256, 3, 5, Loop::SameRows), false));
+  // Two stores to one tensor could meet across iterations; the split does not try to tell.
+  remarks.clear();
+  ir = lowered(tile_loop(45, 256, 3, 5, Loop::TwoStores), &remarks);
+  EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
+  ASSERT_EQ(remarks.size(), 1u);
+  EXPECT_NE(remarks[0].find("may write the same part of 'Y' in two iterations of its loop"), std::string::npos)
+      << remarks[0];
 }
 
 // Must-show 4 for the iteration split: with an even number of tiles per block, the two AIVs'
