@@ -258,4 +258,12 @@ PrimFunc insert_syncs(const PrimFunc& f, const Target& target, bool minimise = t
 /// flags stay balanced.
 PrimFunc hoist_slot_credits(const PrimFunc& f, const Target& target);
 
+/// elide_channel_credits (lowered developer kernels, after insert_channel_syncs, with
+/// minimise_syncs): drops a channel's credit flags where the other flags already order every
+/// reuse of its slots, proven by replaying one block's three cores with the hazard checker's
+/// rules (FlashAttention's round trip: each direction's data flags carry the other direction's
+/// reads). Keeps every credit where a trip count or a condition around a sync is not a
+/// constant. Output invariant: the planned spec; cross-core flags balanced.
+PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target);
+
 }  // namespace tl

@@ -112,6 +112,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // Cross-core: after insert_syncs, which orders each core's own pipes and knows nothing of
       // the other core.
       {"insert_channel_syncs", if_lowered(insert_channel_syncs), Spec::Planned},
+      // On the whole protocol: a credit is implied only by the other core's flags.
+      {"elide_channel_credits",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer && opt.minimise_syncs ? elide_channel_credits(g, t) : g;
+       },
+       Spec::Planned},
   };
   return run_passes(f, target, passes, opt);
 }

@@ -99,18 +99,12 @@ TEST(HazardMutation, DeveloperKernelsHaveNoRedundantSync) {
       {"matmul_add_dev", {{"M", "128"}, {"N", "128"}, {"K", "448"}, {"bM", "64"}, {"bN", "128"}, {"bK", "64"}}},
       {"flash_attention_dev", {{"S", "512"}, {"D", "64"}}},
   };
-  // Not yet met for FlashAttention: its three channels' credits are implied by the round trip
-  // (the cube pops P of tile t before it pushes S and PV of tile t + 2, and the vector unit pops
-  // S and PV of tile t before it pushes P of tile t + 2), and insert_channel_syncs does not drop
-  // a credit another chain implies yet (docs/developer_mode.md, "Not there yet").
-  const std::set<std::string> credits_not_yet_dropped = {"cross 1: set+waits", "cross 3: set+waits",
-                                                         "cross 5: set+waits"};
   for (const auto& [name, params] : cases) {
     SCOPED_TRACE(name);
     PrimFunc dev_kernel = build_kernel(find_kernel(name), params);
     PrimFunc lowered = compile(dev_kernel, default_target(), {.cache = false}).func();
     check_example({name, lowered, [dev_kernel](Device& dev) { return ref::random_args(dev, dev_kernel); },
-                   name == "flash_attention_dev" ? credits_not_yet_dropped : std::set<std::string>{}});
+                   std::set<std::string>{}});
   }
 }
 

@@ -461,6 +461,58 @@ TEST(InsertChannelSyncs, FlashAttentionDevBalancesEveryFlagOnEveryCore) {
   }
 }
 
+// elide_channel_credits: FlashAttention's three credits are implied by its round trip, so its
+// lowered kernel keeps only the three data flags, at every trip count (the mutation test in
+// tests/npu/hazard_mutation_test.cpp deletes each remaining sync); with minimise_syncs off all
+// six ids stay.
+TEST(ElideChannelCredits, FlashAttentionKeepsOnlyItsDataFlags) {
+  auto cross_ids = [](const PrimFunc& f) {
+    std::set<int64_t> ids;
+    pre_order_visit(f->body, [&](const Stmt& s) {
+      if (auto* y = s.as<SyncNode>(); y && y->sync_kind == SyncKind::SetCrossFlag) ids.insert(*as_const_int(y->event_id));
+    });
+    return ids;
+  };
+  // 1 and 2 kv-tiles: the pipelined schedule has no loop left, so no credit either way.
+  for (const char* S : {"64", "128", "200", "512"}) {
+    SCOPED_TRACE(S);
+    PrimFunc f = build_kernel(find_kernel("flash_attention_dev"), {{"S", S}, {"D", "64"}});
+    EXPECT_EQ(cross_ids(compile(f, default_target(), {.cache = false}).func()).size(), 3u);
+    CompileOptions all;
+    all.cache = false;
+    all.dev.minimise_syncs = false;
+    EXPECT_EQ(cross_ids(compile(f, default_target(), all).func()).size(), std::atoi(S) > 128 ? 6u : 3u);
+  }
+}
+
+// A channel one way only: nothing else orders the producer's overwrite of a slot after the
+// consumer's read, so the credit stays; so does every credit of a loop whose trip count is not a
+// constant (the replay that proves a credit implied needs the whole protocol).
+TEST(ElideChannelCredits, ACreditNothingElseImpliesOrABoundTheReplayCannotKnowStays) {
+  std::string text = R"(@T.prim_func
+def f(C: T.Tensor((64, 32), "float32"), n: T.int32):
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
+        with T.Scope("Cube"):
+            c = T.alloc_L0C((32, 32), "float32")
+            for k in T.serial(EXTENT):
+                T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
+        with T.Scope("Vector"):
+            if vid == 0:
+                c_ub = T.alloc_ub((32, 32), "float32")
+                for k in T.serial(EXTENT):
+                    T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
+                    T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
+)";
+  for (const char* extent : {"3", "n"}) {
+    SCOPED_TRACE(extent);
+    std::string t = text;
+    for (size_t at; (at = t.find("EXTENT")) != std::string::npos;) t.replace(at, 6, extent);
+    PrimFunc synced = insert_channel_syncs(parse(t), default_target());
+    EXPECT_EQ(print(elide_channel_credits(synced, default_target())), print(synced));
+  }
+}
+
 TEST(Workspace, PrintsAndParsesBackAndIsNotInTheSignature) {
   std::string text = kSplitChannel;
   PrimFunc f = parse(text);
