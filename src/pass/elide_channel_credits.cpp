@@ -312,7 +312,8 @@ class Replay {
 };
 
 /// The channels and their credits: a credit is the cross flag raised right after a copy out of
-/// the channel's workspace.
+/// the channel's workspace (the one after a copy into it is its data flag; an id seen in both
+/// places is not taken for a credit).
 std::vector<Channel> channels_of(const KernelNode& k) {
   std::vector<Channel> out;
   for (const Stmt& s : dev::stmts_of(k.body))
@@ -320,17 +321,22 @@ std::vector<Channel> channels_of(const KernelNode& k) {
       auto slots = as_const_int(a->buffer->shape[1]);
       out.push_back({a->buffer.get(), slots ? static_cast<int>(*slots) : 0});
     }
+  std::set<int64_t> data_ids;
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
     if (!s.defined()) return;
     if (auto* q = s.as<SeqNode>()) {
       for (size_t i = 0; i + 1 < q->stmts.size(); ++i) {
         auto* op = q->stmts[i].as<TileOpNode>();
         auto* y = q->stmts[i + 1].as<SyncNode>();
-        if (!op || !y || y->sync_kind != SyncKind::SetCrossFlag || op->op->name != "copy" || !op->args[0].is_region())
+        if (!op || !y || y->sync_kind != SyncKind::SetCrossFlag || op->op->name != "copy" || op->args.size() != 2 ||
+            !op->args[0].is_region() || !op->args[1].is_region())
           continue;
-        for (Channel& c : out)
-          if (op->args[0].region.buffer.get() == c.ws)
-            if (auto id = as_const_int(y->event_id)) c.credit = static_cast<int>(*id);
+        auto id = as_const_int(y->event_id);
+        if (!id) continue;
+        for (Channel& c : out) {
+          if (op->args[0].region.buffer.get() == c.ws) c.credit = static_cast<int>(*id);
+          if (op->args[1].region.buffer.get() == c.ws) data_ids.insert(*id);
+        }
       }
       for (const Stmt& x : q->stmts) walk(x);
     } else if (auto* f = s.as<ForNode>()) {
@@ -343,6 +349,8 @@ std::vector<Channel> channels_of(const KernelNode& k) {
     }
   };
   walk(k.body);
+  for (Channel& c : out)
+    if (data_ids.count(c.credit)) c.credit = -1;
   return out;
 }
 

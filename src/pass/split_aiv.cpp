@@ -426,7 +426,6 @@ class IterationSplit {
   std::optional<std::string> dependence(const ForNode& L, const std::vector<Stmt>& body, const std::vector<Stmt>& top,
                                         size_t loop) const {
     std::set<const BufferNode*> gm_read, gm_written;
-    std::vector<const TileOpNode*> gm_writes;
     std::set<const BufferNode*> ub_written;
     pre_order_visit(L.body, [&](const Stmt& x) {
       if (auto* op = x.as<TileOpNode>(); op && op->op->name == "atomic_add")
