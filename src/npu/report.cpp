@@ -106,6 +106,20 @@ SyncTally sum(const std::map<std::string, SyncTally>& by_kind) {
   return all;
 }
 
+/// Whether some loop of `s` has an extent that depends on `v` (split_aiv's iteration split gives
+/// AIV vid the iterations 2 k + vid: `for k in range((n - vid + 1) // 2)`; the row split never
+/// bounds a loop by vid).
+static bool loop_bound_by(const Stmt& s, const Var& v) {
+  bool found = false;
+  pre_order_visit(s, [&](const Stmt& x) {
+    auto* f = x.as<ForNode>();
+    if (!f || found) return;
+    pre_order_visit(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, SeqNode::make({})),
+                    [](const Stmt&) {}, [&](const Expr& e) { found = found || e.same_as(v); });
+  });
+  return found;
+}
+
 /// The AIV split decision, read off the lowered Vector scope: `if vid == 0: work` is AIV 0 alone.
 static std::string vector_work(const PrimFunc& source, const PrimFunc& lowered) {
   int threads = 0;
@@ -132,6 +146,9 @@ static std::string vector_work(const PrimFunc& source, const PrimFunc& lowered) 
       out = threads == 2 ? "on AIV 0 alone, AIV 1 runs the flag protocol (threads = 2, but split_aiv fell back: "
                            "see its remark)"
                          : "on AIV 0 alone, AIV 1 runs the flag protocol (threads = 1)";
+    else if (loop_bound_by(scope->body, kernel->vid))
+      out = "split over both AIVs, alternate iterations of its tile loop each (threads = 2, split_aiv: the rows "
+            "could not be split, see its remark)";
     else
       out = "split over both AIVs, half the rows of each tile each (threads = 2, split_aiv)";
   });

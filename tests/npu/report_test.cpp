@@ -73,6 +73,14 @@ TEST(KernelReport, DeveloperKernelSyncsAndChannelsAreTheCompilers) {
   EXPECT_TRUE(slot) << os.str();
 }
 
+// The AIV split decision names the iteration split (gelu_dev with 3-row tiles: the rows cannot
+// be halved, the tile loop's iterations are independent).
+TEST(KernelReport, TheIterationSplitIsNamed) {
+  auto r = report_of("gelu_dev", {{"M", "30"}, {"N", "256"}, {"bM", "3"}, {"tiles", "5"}});
+  EXPECT_EQ(r.vector_work, "split over both AIVs, alternate iterations of its tile loop each (threads = 2, split_aiv: "
+                           "the rows could not be split, see its remark)");
+}
+
 // Issue "Developer mode II", must-show 1 (the budget part): every developer kernel, lowered,
 // stays within the A2's event ids (6 per pipe pair: ids 0-5, 6-7 reserved) and cross-core flag
 // ids (11: 0-10), and every synchronisation it executes is the compiler's.
