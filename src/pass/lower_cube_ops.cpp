@@ -323,8 +323,12 @@ class GemmCollector {
       return nullptr;
     const BufferNode* dst = c->args[1].region.buffer.get();
     if (dst == C.buffer.get() || region_extents(c->args[1].region).empty()) return nullptr;
-    for (size_t k = i + 1; k < j; ++k)
-      if (touches(ss[k], dst)) return nullptr;
+    // Nor may it pass a let (its region may name the variable) or the declaration of its
+    // destination.
+    for (size_t k = i + 1; k < j; ++k) {
+      if (touches(ss[k], dst) || ss[k].as<LetNode>()) return nullptr;
+      if (auto* a = ss[k].as<AllocateNode>(); a && a->buffer.get() == dst) return nullptr;
+    }
     return c;
   }
 };

@@ -291,6 +291,23 @@ def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.
 )");
   EXPECT_NE(out.find("c = T.alloc_L0C((64, 512)"), std::string::npos) << out;
   EXPECT_EQ(out.find("c_part"), std::string::npos) << out;
+  // Nor when the drain would have to move above a let its region names.
+  out = cube_lowered(R"(@T.prim_func
+def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.Tensor((128, 512), "float32"), S: T.Tensor((64, 64), "float32")):
+    with T.Kernel(2, threads=1) as cid:
+        a = T.alloc_shared((64, 64), "float16")
+        b = T.alloc_shared((64, 512), "float16")
+        c = T.alloc_fragment((64, 512), "float32")
+        s = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.gemm(a, a, s, True)
+        T.gemm(a, b, c, True)
+        row = cid * 64
+        T.copy(s, S)
+        T.copy(c, C[row:row + 64, 0:512])
+)");
+  EXPECT_EQ(out.find("c_part"), std::string::npos) << out;
 }
 
 // Two gemms whose L0A slots would exceed L0A together (Q K^T with a 64 x 512 Q chunked by 256,
