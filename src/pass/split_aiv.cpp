@@ -513,6 +513,21 @@ class IterationSplit {
 
 }  // namespace
 
+/// The first rule `work`, in place of the Vector scope `scope`, breaks that `f` keeps ("" if
+/// none): a split must not break a rule the kernel keeps (alignment of the halved ops, ...);
+/// what the kernel breaks anyway, verify_lowered reports.
+static std::string new_violation(const PrimFunc& f, const std::vector<Stmt>& top, const Stmt& scope, const Stmt& work,
+                                  const Target& target) {
+  std::set<std::string> before;
+  for (const Diagnostic& d : verify(f, target)) before.insert(d.str());
+  std::vector<Stmt> trial = top;
+  for (Stmt& x : trial)
+    if (x.same_as(scope)) x = ScopeNode::make(CoreKind::Vector, work, scope->loc);
+  for (const Diagnostic& d : verify(dev::with_kernel_body(f, trial), target))
+    if (d.rule != "developer-loop-in-expert-mode" && !before.count(d.str())) return d.str();
+  return "";
+}
+
 PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& remark) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
@@ -525,26 +540,21 @@ PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& re
     std::string why;
     AivSplit split(target, *k);
     std::optional<Stmt> both = split.run(on_aiv0->then_case, why);
-    if (both) {
-      // The split must not break a rule the kernel keeps (alignment of the halved ops, ...); what
-      // the kernel breaks anyway, verify_lowered reports.
-      std::set<std::string> before;
-      for (const Diagnostic& d : verify(f, target)) before.insert(d.str());
-      std::vector<Stmt> trial = top;
-      for (Stmt& x : trial)
-        if (x.same_as(s)) x = ScopeNode::make(CoreKind::Vector, *both, s->loc);
-      for (const Diagnostic& d : verify(dev::with_kernel_body(f, trial), target))
-        if (d.rule != "developer-loop-in-expert-mode" && !before.count(d.str())) {
-          why = "the split kernel would break a rule: " + d.str();
-          both.reset();
-          break;
-        }
-    }
+    if (both)
+      if (std::string broken = new_violation(f, top, s, *both, target); !broken.empty()) {
+        why = "the split kernel would break a rule: " + broken;
+        both.reset();
+      }
     if (!both) {
       // Not by rows: by iterations, when the vector work is one loop of independent tiles.
       std::string why_iterations;
       IterationSplit by_iterations(target, *k, split.has_channels());
       std::optional<Stmt> alternate = by_iterations.run(on_aiv0->then_case, why_iterations);
+      if (alternate)
+        if (std::string broken = new_violation(f, top, s, *alternate, target); !broken.empty()) {
+          why_iterations = "the split kernel would break a rule: " + broken;
+          alternate.reset();
+        }
       if (!alternate) {
         dev::remark(remark, "split_aiv", on_aiv0->loc,
                     fmt::format("kernel {}: threads = 2, but the vector work stays on AIV 0: {}; nor by iterations: {}",
