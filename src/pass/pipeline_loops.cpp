@@ -437,13 +437,18 @@ class PipelineLoops {
     // Steady steps P-1 .. n-1, S per iteration of the new loop, then the remainder.
     const Expr steady = simplify(max(n - Expr(P - 1), Expr(0)));
     const Expr trips = simplify(steady / Expr(S));
-    Var j(fresh_name(loop.var.name() + "_o"));
-    std::vector<Stmt> unrolled;
-    for (int i = 0; i < S; ++i) step(Expr(P - 1) + Expr(j) * Expr(S) + Expr(i), P - 1 + i, unrolled);
+    // One trip is written out: a loop of one iteration would make insert_syncs order its body
+    // over a back edge that never runs (flags no execution needs).
     auto t = as_const_int(trips);
-    if (!t || *t > 0)
+    if (t && *t == 1) {
+      for (int i = 0; i < S; ++i) step(Expr(P - 1 + i), P - 1 + i, out);
+    } else if (!t || *t > 0) {
+      Var j(fresh_name(loop.var.name() + "_o"));
+      std::vector<Stmt> unrolled;
+      for (int i = 0; i < S; ++i) step(Expr(P - 1) + Expr(j) * Expr(S) + Expr(i), P - 1 + i, unrolled);
       out.push_back(ForNode::make(j, Expr(0), trips, ForKind::Serial, 0, SeqNode::make(std::move(unrolled), loop.loc),
                                   loop.loc));
+    }
     for (int i = 0; i + 1 < S; ++i) {
       std::vector<Stmt> rem;
       step(Expr(P - 1) + trips * Expr(S) + Expr(i), P - 1 + i, rem);

@@ -98,6 +98,8 @@ TEST(HazardMutation, DeveloperKernelsHaveNoRedundantSync) {
       {"gemm_dev", {{"M", "256"}, {"N", "128"}, {"K", "896"}, {"bM", "64"}, {"bN", "128"}, {"bK", "128"}, {"blocks", "2"}}},
       {"matmul_add_dev", {{"M", "128"}, {"N", "128"}, {"K", "448"}, {"bM", "64"}, {"bN", "128"}, {"bK", "64"}}},
       {"flash_attention_dev", {{"S", "512"}, {"D", "64"}}},
+      // P V in column chunks (D = 512): its parts, one channel, flagged once.
+      {"flash_attention_dev", {{"S", "320"}, {"D", "512"}}},
   };
   for (const auto& [name, params] : cases) {
     SCOPED_TRACE(name);

@@ -473,15 +473,16 @@ TEST(ElideChannelCredits, FlashAttentionKeepsOnlyItsDataFlags) {
     });
     return ids;
   };
-  // 1 and 2 kv-tiles: the pipelined schedule has no loop left, so no credit either way.
-  for (const char* S : {"64", "128", "200", "512"}) {
+  // Up to 4 kv-tiles the pipelined schedule has no loop left (one steady trip is written out),
+  // so there is no credit either way.
+  for (const char* S : {"64", "128", "200", "320", "512"}) {
     SCOPED_TRACE(S);
     PrimFunc f = build_kernel(find_kernel("flash_attention_dev"), {{"S", S}, {"D", "64"}});
     EXPECT_EQ(cross_ids(compile(f, default_target(), {.cache = false}).func()).size(), 3u);
     CompileOptions all;
     all.cache = false;
     all.dev.minimise_syncs = false;
-    EXPECT_EQ(cross_ids(compile(f, default_target(), all).func()).size(), std::atoi(S) > 128 ? 6u : 3u);
+    EXPECT_EQ(cross_ids(compile(f, default_target(), all).func()).size(), std::atoi(S) > 256 ? 6u : 3u);
   }
 }
 
