@@ -187,9 +187,9 @@ class Unroller {
   bool failed_ = false;
 };
 
-/// Replays one block's three streams (0: AIC, 1: AIV 0, 2: AIV 1) with `skip` left out and
-/// answers whether every push of `checked` starts after the consumers' reads of its slot's
-/// previous tile (and nothing deadlocks).
+/// Replays one block's three streams (0: AIC, 1: AIV 0, 2: AIV 1) without channel `checked`'s
+/// credit and answers whether every push of it still starts after the consumers' reads of its
+/// slot's previous tile (and nothing deadlocks).
 class Replay {
  public:
   Replay(const std::vector<std::vector<Event>>& streams, const std::vector<Channel>& channels)
@@ -199,7 +199,7 @@ class Replay {
         if (e.channel >= 0 && !e.push) consumers_.insert({c, e.channel});
   }
 
-  bool slot_reuse_ordered(int checked, int skip) {
+  bool slot_reuse_ordered(int checked) {
     struct Core {
       size_t pc = 0;
       std::array<uint32_t, kPipes> issued{};
@@ -227,7 +227,7 @@ class Replay {
     auto join_all = [&](int c, const Clock& k) {
       for (auto& x : cores[c].know) join(x, k);
     };
-    const int skip_id = skip >= 0 ? channels_[skip].credit : -1;
+    const int skip_id = channels_[checked].credit;
     bool ok = true;
     // Run each core until it blocks on a cross-core wait; round-robin until all finish.
     for (bool progress = true; progress;) {
@@ -402,7 +402,7 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target) {
       if (!stream) return body.same_as(k->body) ? f : dev::with_kernel_body(f, dev::stmts_of(body));
       streams.push_back(std::move(*stream));
     }
-    if (!Replay(streams, channels).slot_reuse_ordered(static_cast<int>(c), static_cast<int>(c))) continue;
+    if (!Replay(streams, channels).slot_reuse_ordered(static_cast<int>(c))) continue;
     const int id = channels[c].credit;
     body = without_cross_flag(body, id);
     cube = without_cross_flag(cube, id);

@@ -249,32 +249,23 @@ class GemmCollector {
   void run(const Stmt& body) {
     walk(body, 1);
     // An accumulator may be split only when its gemm and its drain are its only uses.
-    std::unordered_map<const BufferNode*, int> uses;
-    pre_order_visit(body, [&](const Stmt& x) {
-      std::unordered_set<const BufferNode*> seen;
-      if (auto* t = x.as<TileOpNode>())
-        for (const auto& a : t->args)
-          if (a.is_region()) seen.insert(a.region.buffer.get());
-      if (auto* st = x.as<StoreNode>()) seen.insert(st->buffer.get());
-      pre_order_visit_exprs(x, [&](const Expr& e) {
-        if (auto* l = e.as<LoadNode>()) seen.insert(l->buffer.get());
+    for (auto& p : plans) {
+      if (!p.drain) continue;
+      const BufferNode* c = p.gemm->args[2].region.buffer.get();
+      int uses = 0;
+      pre_order_visit(body, [&](const Stmt& x) {
+        const bool leaf = !(x.as<SeqNode>() || x.as<ForNode>() || x.as<IfNode>() || x.as<ScopeNode>() ||
+                            x.as<KernelNode>());
+        if (leaf && touches(x, c)) ++uses;
       });
-      for (auto* b : seen) ++uses[b];
-    });
-    for (auto& p : plans)
-      if (p.drain && uses[p.gemm->args[2].region.buffer.get()] != 2) p.drain = nullptr;
+      if (uses != 2) p.drain = nullptr;
+    }
   }
 
   std::vector<GemmPlan> plans;
   std::vector<const BufferNode*> accumulators;  // L0C buffers, in declaration order
 
  private:
-  static void pre_order_visit_exprs(const Stmt& s, const std::function<void(const Expr&)>& f) {
-    // The expressions of `s` itself, not of nested statements (a leaf: TileOp, Store, Let...).
-    if (s.as<SeqNode>() || s.as<ForNode>() || s.as<IfNode>() || s.as<ScopeNode>() || s.as<KernelNode>()) return;
-    pre_order_visit(s, [](const Stmt&) {}, f);
-  }
-
   void walk(const Stmt& s, int stages) {
     if (!s.defined()) return;
     if (auto* q = s.as<SeqNode>()) {

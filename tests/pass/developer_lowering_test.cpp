@@ -235,14 +235,12 @@ def f(A: T.Tensor((64, 1024), "float16"), B: T.Tensor((1024, 64), "float16")):
   EXPECT_EQ(out.find("gemm"), std::string::npos) << out;
 }
 
-// Two accumulators that do not fit L0C together (a 64 x 512 fp32 one is all of it): the one
-// written from scratch and then copied out whole is computed in column chunks, in two L0C slots,
-// each drained to its columns of the destination as soon as it is done; its A chunk is loaded
-// once for every column chunk.
-TEST(LowerCubeOps, AnAccumulatorThatDoesNotFitL0CIsComputedAndDrainedInColumnChunks) {
-  std::string out = cube_lowered(R"(@T.prim_func
-def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.Tensor((64, 512), "float32"), S: T.Tensor((64, 64), "float32")):
-    with T.Kernel(1, threads=1) as cid:
+/// A 64 x 512 fp32 accumulator `c` (all of L0C) beside a 64 x 64 one `s`, both written from
+/// scratch; `tail` is what follows the gemms. C has `c_rows` rows, the kernel `blocks` blocks.
+std::string two_accumulators(std::string_view tail, int c_rows = 64, int blocks = 1) {
+  return fmt::format(R"(@T.prim_func
+def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.Tensor(({}, 512), "float32"), S: T.Tensor((64, 64), "float32")):
+    with T.Kernel({}, threads=1) as cid:
         a = T.alloc_shared((64, 64), "float16")
         b = T.alloc_shared((64, 512), "float16")
         c = T.alloc_fragment((64, 512), "float32")
@@ -251,9 +249,16 @@ def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.
         T.copy(B, b)
         T.gemm(a, a, s, True)
         T.gemm(a, b, c, True)
-        T.copy(s, S)
-        T.copy(c, C)
-)");
+{})",
+                     c_rows, blocks, tail);
+}
+
+// Two accumulators that do not fit L0C together (a 64 x 512 fp32 one is all of it): the one
+// written from scratch and then copied out whole is computed in column chunks, in two L0C slots,
+// each drained to its columns of the destination as soon as it is done; its A chunk is loaded
+// once for every column chunk.
+TEST(LowerCubeOps, AnAccumulatorThatDoesNotFitL0CIsComputedAndDrainedInColumnChunks) {
+  std::string out = cube_lowered(two_accumulators("        T.copy(s, S)\n        T.copy(c, C)\n"));
   EXPECT_EQ(out.find("c = T.alloc_L0C"), std::string::npos) << out;
   // 112 KiB left beside s: two slots of 64 x 224 would fit; 128 divides 512.
   EXPECT_NE(out.find("c_part = T.alloc_L0C((128, 128), \"float32\")"), std::string::npos) << out;
@@ -274,39 +279,11 @@ def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.
 // An accumulator that is read again, or accumulated into (init not True), is never split: the
 // kernel does not fit and plan_memory says so.
 TEST(LowerCubeOps, AnAccumulatorWithOtherUsesIsNotSplit) {
-  std::string out = cube_lowered(R"(@T.prim_func
-def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.Tensor((64, 512), "float32"), S: T.Tensor((64, 64), "float32")):
-    with T.Kernel(1, threads=1) as cid:
-        a = T.alloc_shared((64, 64), "float16")
-        b = T.alloc_shared((64, 512), "float16")
-        c = T.alloc_fragment((64, 512), "float32")
-        s = T.alloc_fragment((64, 64), "float32")
-        T.copy(A, a)
-        T.copy(B, b)
-        T.gemm(a, a, s, True)
-        T.gemm(a, b, c, True)
-        T.copy(s, S)
-        T.copy(c, C)
-        T.copy(c, C)
-)");
+  std::string out = cube_lowered(two_accumulators("        T.copy(s, S)\n        T.copy(c, C)\n        T.copy(c, C)\n"));
   EXPECT_NE(out.find("c = T.alloc_L0C((64, 512)"), std::string::npos) << out;
   EXPECT_EQ(out.find("c_part"), std::string::npos) << out;
   // Nor when the drain would have to move above a let its region names.
-  out = cube_lowered(R"(@T.prim_func
-def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 512), "float16"), C: T.Tensor((128, 512), "float32"), S: T.Tensor((64, 64), "float32")):
-    with T.Kernel(2, threads=1) as cid:
-        a = T.alloc_shared((64, 64), "float16")
-        b = T.alloc_shared((64, 512), "float16")
-        c = T.alloc_fragment((64, 512), "float32")
-        s = T.alloc_fragment((64, 64), "float32")
-        T.copy(A, a)
-        T.copy(B, b)
-        T.gemm(a, a, s, True)
-        T.gemm(a, b, c, True)
-        row = cid * 64
-        T.copy(s, S)
-        T.copy(c, C[row:row + 64, 0:512])
-)");
+  out = cube_lowered(two_accumulators("        row = cid * 64\n        T.copy(s, S)\n        T.copy(c, C[row:row + 64, 0:512])\n", 128, 2));
   EXPECT_EQ(out.find("c_part"), std::string::npos) << out;
 }
 

@@ -53,6 +53,27 @@ std::string lowered(const PrimFunc& f, std::vector<std::string>* remarks = nullp
   return print(lower(f, default_target(), o), {.locations = false});
 }
 
+/// Per block, the V pipe's busy share on AIV 0 and AIV 1 in a timed run of `f` (empty tensors
+/// of the parameters' shapes).
+std::map<int64_t, std::array<double, 2>> v_busy_per_aiv(const PrimFunc& f) {
+  Device dev;
+  std::vector<Arg> args;
+  for (const Param& p : f->params) {
+    std::vector<int64_t> shape;
+    for (const Expr& e : p.tensor->shape) shape.push_back(*as_const_int(e));
+    args.emplace_back(Tensor::empty(dev, shape, p.tensor->dtype));
+  }
+  npu::Profile prof;
+  LaunchOptions opt;
+  opt.profile = &prof;
+  opt.timing_only = true;
+  compile(f).launch(dev, args, opt);
+  std::map<int64_t, std::array<double, 2>> v_busy;
+  for (const auto& c : prof.cores)
+    if (c.slot > 0) v_busy[c.block][c.slot - 1] = c.busy[static_cast<size_t>(Pipe::V)];
+  return v_busy;
+}
+
 enum class Rows { MaxPerRow, MaxPerColumn, Elementwise };
 
 /// bM rows of X per block: minus each row's maximum (a row vector), minus each column's
@@ -179,17 +200,7 @@ TEST(SplitAiv, IterationsThatDependOnEachOtherStayOnAiv0WithTheReason) {
 // V pipes are within 5 % of each other.
 TEST(SplitAiv, TheIterationSplitBalancesTheAivs) {
   PrimFunc f = tile_loop(3 * 8 * 4, 1024, 3, 8, Loop::Independent);
-  Device dev;
-  std::vector<Arg> args;
-  for (const Param& p : f->params) args.emplace_back(Tensor::empty(dev, {96, 1024}, p.tensor->dtype));
-  npu::Profile prof;
-  LaunchOptions opt;
-  opt.profile = &prof;
-  opt.timing_only = true;
-  compile(f).launch(dev, args, opt);
-  std::map<int64_t, std::array<double, 2>> v_busy;
-  for (const auto& c : prof.cores)
-    if (c.slot > 0) v_busy[c.block][c.slot - 1] = c.busy[static_cast<size_t>(Pipe::V)];
+  const auto v_busy = v_busy_per_aiv(f);
   ASSERT_EQ(v_busy.size(), 4u);
   for (const auto& [block, busy] : v_busy) {
     SCOPED_TRACE(block);
@@ -213,17 +224,7 @@ TEST(SplitAiv, FlashAttentionIsBitIdenticalAndBalancedAcrossTheAivs) {
     EXPECT_EQ(run(f, true), run(f, false));
   }
   PrimFunc f = build_kernel(find_kernel("flash_attention_dev"), {{"S", "512"}, {"D", "128"}});
-  Device dev;
-  std::vector<Arg> args;
-  for (const Param& p : f->params) args.emplace_back(Tensor::empty(dev, {1, 1, 512, 128}, p.tensor->dtype));
-  npu::Profile prof;
-  LaunchOptions opt;
-  opt.profile = &prof;
-  opt.timing_only = true;
-  compile(f).launch(dev, args, opt);
-  std::map<int64_t, std::array<double, 2>> v_busy;
-  for (const auto& c : prof.cores)
-    if (c.slot > 0) v_busy[c.block][c.slot - 1] = c.busy[static_cast<size_t>(Pipe::V)];
+  const auto v_busy = v_busy_per_aiv(f);
   ASSERT_FALSE(v_busy.empty());
   for (const auto& [block, busy] : v_busy) {
     SCOPED_TRACE(block);
