@@ -1,8 +1,10 @@
-// The simplify pass: constant folding and trivial identities on integer expressions. Every
+// The simplify pass: constant folding and trivial identities on integer expressions, and
+// branches on a constant replaced by the branch that runs. Every
 // rewrite keeps the IR semantics of tl/ir.h exactly: constants fold through tl/arith.h (the
 // evaluator's own operator rules, so integer results wrap to the node's dtype exactly as the
 // virtual NPU computes them), division by zero and failing loads stay in the program for run
 // time, and float arithmetic is left alone (its rounding is per dtype and per operation).
+#include <algorithm>
 #include <limits>
 
 #include "tl/arith.h"
@@ -59,6 +61,25 @@ class Simplifier : public IRMutator {
     }
     if (c.same_as(n->cond) && t.same_as(n->t) && f.same_as(n->f)) return self;
     return SelectNode::make(c, t, f);
+  }
+
+  // A branch on a constant is the branch that runs (an if False without an else: nothing), so
+  // later passes do not order the accesses of code that never runs (the zero-fill of a tail
+  // tile in an iteration pipeline_loops proved whole). A branch that declares buffers stays
+  // an if: spliced into the enclosing block they would live to its end.
+  Stmt mutate_(const IfNode* n, const Stmt& self) override {
+    Stmt s = IRMutator::mutate_(n, self);
+    auto* m = s.as<IfNode>();
+    auto c = m ? const_of(m->cond) : std::nullopt;
+    if (!c) return s;
+    const Stmt& taken = *c != 0 ? m->then_case : m->else_case;
+    if (!taken.defined()) return SeqNode::make({}, m->loc);
+    auto declares = [](const Stmt& x) {
+      if (x.as<AllocateNode>()) return true;
+      auto* q = x.as<SeqNode>();
+      return q && std::any_of(q->stmts.begin(), q->stmts.end(), [](const Stmt& y) { return y.as<AllocateNode>() != nullptr; });
+    };
+    return declares(taken) ? s : taken;
   }
 
   Expr mutate_(const CastNode* n, const Expr& self) override {

@@ -142,6 +142,43 @@ def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
   EXPECT_EQ(simplified(in), out);
 }
 
+// A branch on a constant is the branch that runs, so insert_syncs never orders code that cannot
+// run (a pipelined loop's written-out iteration whose tail zero-fill became `if False`); a
+// branch that declares a buffer stays an if, whose block bounds the buffer's life.
+TEST(Simplify, ABranchOnAConstantIsTheBranchThatRuns) {
+  constexpr std::string_view in = R"(@T.prim_func
+def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+    with T.Kernel(4, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            u = T.alloc_ub((16, 64), "float16")
+            if 2 < 1:
+                T.init_const(u, T.float16(0.0))
+            if 1 < 2:
+                T.copy(A[0:16, 0:64], u)
+            if 0 == 1:
+                T.copy(A[16:32, 0:64], u)
+            else:
+                T.copy(A[32:48, 0:64], u)
+            if 1 == 1:
+                w = T.alloc_ub((16, 64), "float16")
+                T.copy(u, w)
+                T.copy(w, B[0:16, 0:64])
+)";
+  constexpr std::string_view out = R"(@T.prim_func
+def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+    with T.Kernel(4, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            u = T.alloc_ub((16, 64), "float16")
+            T.copy(A[0:16, 0:64], u)
+            T.copy(A[32:48, 0:64], u)
+            if True:
+                w = T.alloc_ub((16, 64), "float16")
+                T.copy(u, w)
+                T.copy(w, B[0:16, 0:64])
+)";
+  EXPECT_EQ(simplified(in), out);
+}
+
 TEST(Simplify, ReturnsTheSameFunctionWhenNothingFolds) {
   PrimFunc f = parse(kernel("        a = cid * 4 + vid\n"));
   EXPECT_EQ(simplify(f), f);
