@@ -118,6 +118,13 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
          return developer && opt.minimise_syncs ? elide_channel_credits(g, t) : g;
        },
        Spec::Planned},
+      // Last: on every flag the kernel will run with, both cores' (one core's flag is often
+      // implied by the other core's).
+      {"elide_implied_syncs",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer && opt.minimise_syncs ? elide_implied_syncs(g, t) : g;
+       },
+       Spec::Planned},
   };
   return run_passes(f, target, passes, opt);
 }

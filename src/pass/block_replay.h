@@ -1,0 +1,92 @@
+// block_replay: one block of a lowered developer kernel as the instruction streams its three
+// cores issue (the AIC, AIV 0, AIV 1), replayed with the hazard checker's happens-before rules
+// (tl/sync_rules.h; src/npu/hazard.cpp), so a pass can prove at compile time that a sync is
+// implied by the others: drop it in the replay and check that every conflicting pair of
+// accesses, on any core and across cores, is still ordered and nothing deadlocks.
+// elide_channel_credits asks it about a channel's credit, elide_implied_syncs about each
+// intra-core flag.
+//
+// The streams are exact where a kernel's protocol is static: every trip count and condition
+// around a sync (or a channel copy) must be a constant once vid is fixed; otherwise there are
+// no streams and the passes keep every sync. The accesses are conservative byte ranges (a
+// region's first to last byte; a whole buffer, memory or tensor where a bound is not known), so
+// a replay can only find more conflicts than the kernel has, never fewer.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "tl/ir.h"
+#include "tl/target.h"
+
+namespace tl::replay {
+
+constexpr int kPipes = 7;  // S V M MTE1 MTE2 MTE3 FIX
+
+/// Bytes one instruction reads or writes: [lo, hi) of memory `mem` (an on-chip memory of the
+/// core, or a GM tensor). GM offsets are relative to `base`, an interned symbolic part of the
+/// address (cid * 8192, ...): two spans compare exactly only when their bases are equal.
+struct Span {
+  uint64_t mem = 0;
+  int base = 0;  // -1: unknown (overlaps every span of the memory)
+  int64_t lo = 0, hi = INT64_MAX;
+  bool write = false;
+};
+
+/// One instruction of a core's stream.
+struct Event {
+  enum Kind : uint8_t { Op, Set, Wait, Barrier, SetCross, WaitCross } kind = Op;
+  int pipe = 0, dst = 0, id = 0;
+  int channel = -1;                // a channel copy: its channel
+  bool push = false;               // ... into the workspace (else out of it)
+  bool first = false;              // a push: the first (or only) column part of its slot
+  const SyncNode* sync = nullptr;  // Set, Wait: its statement
+  std::vector<Span> spans;         // Op, when the streams record accesses
+};
+
+/// A cross-core channel: its workspace, slots, and the credit id (the cross flag raised after a
+/// pop; -1: none).
+struct Channel {
+  const BufferNode* ws = nullptr;
+  int slots = 1;
+  int credit = -1;
+};
+
+using Streams = std::array<std::vector<Event>, 3>;  // 0: AIC, 1: AIV 0, 2: AIV 1
+
+/// The streams of one block of kernel `k` (its Cube scope body `cube`, its Vector scope body
+/// `vector`; either may be undefined), with the bytes each op touches when `accesses`: of block
+/// `cid`, or of every block when cid is not given (its value then stays unknown). nullopt when
+/// the protocol is not static, a stream grows too long, or (with `accesses`) the scalar unit
+/// reads or writes memory, which the streams leave out.
+std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const Stmt& vector,
+                                    const Target& t, const std::vector<Channel>& channels,
+                                    bool accesses, std::optional<int64_t> cid = std::nullopt);
+
+/// The streams of every block: one set for all when the protocol does not depend on cid (and
+/// not `each_block`), else one per block when there are at most `max_blocks` (exact addresses);
+/// empty when neither can be built.
+std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
+                                   const Target& t, const std::vector<Channel>& channels,
+                                   bool accesses, int64_t max_blocks, bool each_block = false);
+
+/// What to leave out of a replay, what to check and what to report.
+struct Query {
+  std::set<const SyncNode*> dropped;  // intra-core sets and waits left out (by statement)
+  int dropped_cross = -1;             // a cross-core flag id whose sets and waits are left out
+  int slot_channel =
+      -1;  // check: every push of this channel after the reads of its slot's previous tile
+  bool accesses = false;  // check: every conflicting pair of accesses ordered
+  /// Report: each intra-core wait with the set it consumed (set statement, wait statement).
+  std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
+};
+
+/// Replays `streams` without what `q` drops: true when every core finishes (no deadlock, no
+/// wait without a set) and what `q` checks holds.
+bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q);
+
+}  // namespace tl::replay

@@ -1,0 +1,146 @@
+// elide_implied_syncs (lowered developer kernels, last, with minimise_syncs): drops the
+// intra-core flags that the other core's flags already imply. insert_syncs orders each core's
+// own pipes and cannot see the other core, so it keeps a flag whose order a cross-core round
+// trip already carries: in FlashAttention the vector unit's credit for reusing the S slot of
+// tile t (V done reading it before MTE2 refills it with tile t + 2) is implied, because tile
+// t + 2's S only arrives after the cube popped P of tile t, which the vector unit wrote after it
+// finished reading S of tile t. The cube's L0 and L0C slot credits are implied the same way.
+//
+// Proven per flag on the kernel as it will run: block_replay unrolls one block's three cores
+// with the bytes each op touches and replays them with the hazard checker's rules. A flag (its
+// every set and wait in its scope: pre-sets, drains and both AIVs included) goes when the
+// replay without it, and without the flags already gone, still orders every conflicting pair
+// of accesses and finishes on every core. The baseline replay must find every pair ordered
+// first: the byte ranges are conservative, so a pair they cannot tell apart would otherwise
+// hide a new one. One replay stands for every block when no sync depends on cid; otherwise
+// each block is replayed (a tail tile's block runs other syncs), up to 64 of them. Where the
+// streams cannot be built (a dynamic trip count or condition around a sync, scalar memory
+// accesses, more blocks) every flag stays; pipe barriers, the author's syncs and
+// cross-core flags are never candidates (elide_channel_credits owns the credits).
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "block_replay.h"
+#include "developer.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+/// Replayed block by block when the protocol depends on cid (tail tiles): up to this many.
+constexpr int64_t kMaxBlocks = 64;
+
+/// `body` with each sync a node of its own (a pass may put one node in several places; the
+/// replay tells statements apart by node).
+Stmt with_distinct_syncs(const Stmt& body) {
+  struct Copy : IRMutator {
+    Stmt mutate_(const SyncNode* n, const Stmt&) override {
+      return SyncNode::make(n->sync_kind, n->src, n->dst, n->event_id, n->mode, n->loc, n->origin);
+    }
+  } copy;
+  return copy.mutate(body);
+}
+
+/// The compiler's intra-core flags as units that can go: sets and waits grouped so that every
+/// wait a replay ran consumed a set of its own group (a pre-set, the loop's wait and set, the
+/// drain), in program order of their first statement. A unit with an author's sync stays.
+std::vector<std::vector<const SyncNode*>> flag_units(
+    const Stmt bodies[2], const std::vector<std::pair<const SyncNode*, const SyncNode*>>& matches) {
+  std::map<const SyncNode*, const SyncNode*> parent;
+  std::function<const SyncNode*(const SyncNode*)> root = [&](const SyncNode* x) {
+    auto it = parent.find(x);
+    if (it == parent.end() || it->second == x) return x;
+    return it->second = root(it->second);
+  };
+  for (const auto& [set, wait] : matches) parent[root(set)] = root(wait);
+  std::map<const SyncNode*, size_t> unit_of;  // root -> index into out
+  std::vector<std::vector<const SyncNode*>> out;
+  std::set<size_t> authors;
+  for (int scope = 0; scope < 2; ++scope)
+    pre_order_visit(bodies[scope], [&](const Stmt& s) {
+      auto* y = s.as<SyncNode>();
+      if (!y || (y->sync_kind != SyncKind::SetFlag && y->sync_kind != SyncKind::WaitFlag) ||
+          !parent.count(y))
+        return;
+      auto [it, fresh] = unit_of.try_emplace(root(y), out.size());
+      if (fresh) out.emplace_back();
+      out[it->second].push_back(y);
+      if (y->origin != SyncOrigin::Auto) authors.insert(it->second);
+    });
+  std::vector<std::vector<const SyncNode*>> units;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!authors.count(i)) units.push_back(std::move(out[i]));
+  return units;
+}
+
+/// `body` without the syncs in `drop`.
+Stmt without(const Stmt& body, const std::set<const SyncNode*>& drop) {
+  struct Drop : IRMutator {
+    const std::set<const SyncNode*>& drop;
+    explicit Drop(const std::set<const SyncNode*>& d) : drop(d) {}
+    Stmt mutate_(const SeqNode* n, const Stmt& self) override {
+      std::vector<Stmt> out;
+      bool changed = false;
+      for (const Stmt& x : n->stmts) {
+        if (auto* y = x.as<SyncNode>(); y && drop.count(y)) {
+          changed = true;
+          continue;
+        }
+        Stmt m = mutate(x);
+        changed = changed || !m.same_as(x);
+        out.push_back(m);
+      }
+      return changed ? SeqNode::make(std::move(out), n->loc) : self;
+    }
+  } d(drop);
+  return d.mutate(body);
+}
+
+}  // namespace
+
+PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
+  const KernelNode* k = dev::find_kernel(f);
+  if (!k || !k->vid.defined()) return f;
+  Stmt bodies[2];
+  auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
+  for (const Stmt& s : dev::stmts_of(k->body))
+    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = with_distinct_syncs(sc->body);
+  std::vector<replay::Streams> blocks =
+      replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks);
+  std::vector<std::pair<const SyncNode*, const SyncNode*>> matches;
+  replay::Query q;
+  q.accesses = true;
+  q.matches = &matches;
+  auto ordered = [&] {
+    return std::all_of(blocks.begin(), blocks.end(),
+                       [&](const replay::Streams& s) { return replay::replay(s, {}, q); });
+  };
+  // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
+  // apart: then block by block, where every address is a constant.
+  if (blocks.size() == 1 && !ordered()) {
+    matches.clear();
+    blocks = replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks, true);
+  }
+  if (blocks.empty() || !ordered()) return f;  // some pair the ranges cannot tell apart
+  q.matches = nullptr;
+  for (const auto& unit : flag_units(bodies, matches)) {
+    q.dropped.insert(unit.begin(), unit.end());
+    if (!ordered())
+      for (const SyncNode* y : unit) q.dropped.erase(y);
+  }
+  if (q.dropped.empty()) return f;
+  std::vector<Stmt> body;
+  for (const Stmt& s : dev::stmts_of(k->body)) {
+    auto* sc = s.as<ScopeNode>();
+    body.push_back(sc ? ScopeNode::make(sc->core, without(bodies[index(*sc)], q.dropped), sc->loc)
+                      : s);
+  }
+  return dev::with_kernel_body(f, std::move(body));
+}
+
+}  // namespace tl
