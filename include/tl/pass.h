@@ -250,6 +250,14 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow 
 /// measure what it saves (DeveloperOptions::minimise_syncs).
 PrimFunc insert_syncs(const PrimFunc& f, const Target& target, bool minimise = true);
 
+/// hoist_above_channel_waits (lowered developer kernels, before plan_memory, with
+/// minimise_syncs): a tile op after a channel's receiving copy moves above it when it commutes
+/// with everything it passes (no buffer one writes that the other touches) and is neither a
+/// channel copy nor a sync, so it runs while its core waits for the other core's flag
+/// (FlashAttention's cube loads V into L0B while it waits for P). Output invariant: the expert
+/// spec.
+PrimFunc hoist_above_channel_waits(const PrimFunc& f, const Target& target);
+
 /// hoist_slot_credits (lowered developer kernels, after insert_syncs, with minimise_syncs): the
 /// slot credits insert_syncs pre-sets before a loop and drains after it (and after a pipelined
 /// loop's remainder) move out of an enclosing serial loop whose body has nothing else on the

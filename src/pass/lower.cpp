@@ -86,6 +86,14 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // developer rules: check the expert ones, at the user's lines.
       {"simplify_lowered", if_lowered([](const PrimFunc& g, const Target&) { return simplify(g); }), Spec::Expert},
       {"verify_lowered", if_lowered(verify_pass), Spec::Expert},
+      // Reorders tile ops, so before plan_memory (lifetimes) and the sync passes (which order
+      // the program as it then stands; insert_channel_syncs puts each cross-core wait right
+      // before its receiving copy).
+      {"hoist_above_channel_waits",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer && opt.minimise_syncs ? hoist_above_channel_waits(g, t) : g;
+       },
+       Spec::Expert},
 
       // Last of the buffer passes: addresses are final only once no pass adds, resizes or
       // moves a use of an on-chip buffer. In an expert kernel it shares bytes only where the
