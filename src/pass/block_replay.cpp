@@ -29,8 +29,9 @@
 namespace tl::replay {
 namespace {
 
-constexpr int kClock = 3 * kPipes;     // (core, pipe) timelines of one block
-constexpr size_t kMaxEvents = 400000;  // per core: beyond it, no streams
+constexpr int kClock = 3 * kPipes;          // (core, pipe) timelines of one block
+constexpr size_t kMaxEvents = 400000;       // per core: beyond it, no streams
+constexpr size_t kMaxBlockEvents = 500000;  // all blocks, when each is unrolled: beyond it, none
 
 using Clock = std::array<uint32_t, kClock>;
 void join(Clock& a, const Clock& b) {
@@ -51,15 +52,58 @@ Event event(Event::Kind kind, int pipe, int dst = 0, int id = 0) {
 }
 
 /// c + sum(coef * atom): an address the block computes from values unknown at compile time.
+/// A few terms inline (no allocation: the unroller builds one per bound of every region of
+/// every unrolled op); more make it `overflow`, which callers take as unknown.
 struct Linear {
+  static constexpr int kTerms = 4;
+  using Term = std::pair<int64_t, int64_t>;  // atom, coefficient (never 0), sorted by atom
   int64_t c = 0;
-  std::map<int64_t, int64_t> terms;  // atom -> coefficient (never 0)
-  bool constant() const { return terms.empty(); }
+  int n = 0;
+  bool overflow = false;
+  std::array<Term, kTerms> t{};
+
+  static Linear of(int64_t v) {
+    Linear l;
+    l.c = v;
+    return l;
+  }
+  static Linear atom(int64_t a) {
+    Linear l;
+    l.n = 1;
+    l.t[0] = {a, 1};
+    return l;
+  }
+  bool constant() const { return n == 0 && !overflow; }
+  std::vector<Term> terms() const { return {t.begin(), t.begin() + n}; }
+  bool same_terms(const Linear& o) const {
+    return n == o.n && std::equal(t.begin(), t.begin() + n, o.t.begin());
+  }
   Linear& add(const Linear& o, int64_t k) {
     c += k * o.c;
-    for (const auto& [a, v] : o.terms)
-      if ((terms[a] += k * v) == 0) terms.erase(a);
+    overflow = overflow || o.overflow;
+    for (int i = 0; i < o.n; ++i) add_term(o.t[i].first, k * o.t[i].second);
     return *this;
+  }
+
+ private:
+  void add_term(int64_t a, int64_t v) {
+    if (v == 0) return;
+    int i = 0;
+    while (i < n && t[i].first < a) ++i;
+    if (i < n && t[i].first == a) {
+      if ((t[i].second += v) == 0) {
+        std::copy(t.begin() + i + 1, t.begin() + n, t.begin() + i);
+        --n;
+      }
+      return;
+    }
+    if (n == kTerms) {
+      overflow = true;
+      return;
+    }
+    std::copy_backward(t.begin() + i, t.begin() + n, t.begin() + n + 1);
+    t[i] = {a, v};
+    ++n;
   }
 };
 
@@ -68,9 +112,9 @@ struct Interner {
   std::map<std::string, int64_t>
       keyed_atoms;    // a let value of kernel-invariant values, by its text
   int64_t fresh = 0;  // atoms of other lets: one per binding
-  std::map<std::map<int64_t, int64_t>, int> bases;
-  int base_of(const std::map<int64_t, int64_t>& t) {
-    return bases.try_emplace(t, static_cast<int>(bases.size())).first->second;
+  std::map<std::vector<Linear::Term>, int> bases;
+  int base_of(const Linear& l) {
+    return bases.try_emplace(l.terms(), static_cast<int>(bases.size())).first->second;
   }
 };
 
@@ -92,54 +136,56 @@ class Unroller {
   }
 
  private:
+  // By kind, not by dynamic_cast: the walk visits every statement of every unrolled iteration.
   void walk(const Stmt& s) {
     if (failed_ || !s.defined()) return;
     if (out_.size() > kMaxEvents) return fail();
-    if (auto* q = s.as<SeqNode>()) {
-      for (const Stmt& x : q->stmts) walk(x);
-    } else if (auto* l = s.as<LetNode>()) {
-      let(*l);
-    } else if (auto* f = s.as<ForNode>()) {
-      loop(*f);
-    } else if (auto* n = s.as<IfNode>()) {
-      if (accesses_) scalar_memory(n->cond);
-      if (!matters(n->then_case) && !matters(n->else_case) && !accesses_) return ops_of(s);
-      auto c = value(n->cond);
-      if (!c) {
-        if (matters(n->then_case) || matters(n->else_case)) return fail();
-        if (!accesses_) return ops_of(s);
-        walk(n->then_case);  // both branches' ops: more accesses, never more order
-        walk(n->else_case);
+    switch (s.kind()) {
+      case StmtKind::Seq:
+        for (const Stmt& x : static_cast<const SeqNode*>(s.get())->stmts) walk(x);
         return;
-      }
-      walk(*c ? n->then_case : n->else_case);
-    } else if (auto* y = s.as<SyncNode>()) {
-      sync(*y);
-    } else if (auto* op = s.as<TileOpNode>()) {
-      tile_op(*op);
-    } else if (auto* st = s.as<StoreNode>()) {
-      if (accesses_ && st->buffer->scope != MemScope::Var) fail();
-      if (accesses_) {
-        scalar_memory(st->value);
-        for (const Expr& i : st->indices) scalar_memory(i);
-      }
-    } else if (auto* sc = s.as<ScopeNode>()) {
-      walk(sc->body);
+      case StmtKind::Let:
+        return let(*static_cast<const LetNode*>(s.get()));
+      case StmtKind::For:
+        return loop(*static_cast<const ForNode*>(s.get()));
+      case StmtKind::If:
+        return branch(s, *static_cast<const IfNode*>(s.get()));
+      case StmtKind::Sync:
+        return sync(*static_cast<const SyncNode*>(s.get()));
+      case StmtKind::TileOp:
+        return tile_op(*static_cast<const TileOpNode*>(s.get()));
+      case StmtKind::Scope:
+        return walk(static_cast<const ScopeNode*>(s.get())->body);
+      default:
+        return;
     }
   }
 
-  void let(const LetNode& l) {
-    if (accesses_) scalar_memory(l.value);
-    Expr v = simplify(arith::substitute(l.value, env_));
-    if (as_const_int(v))
-      env_[l.var.node()] = v;
-    else
-      env_.erase(l.var.node());
-    if (!accesses_) return;
-    if (auto x = linear(l.value)) {
-      lin_[l.var.node()] = *x;
+  void branch(const Stmt& s, const IfNode& n) {
+    if (!matters(n.then_case) && !matters(n.else_case) && !accesses_) return ops_of(s);
+    auto c = value(n.cond);
+    if (!c) {
+      if (matters(n.then_case) || matters(n.else_case)) return fail();
+      if (!accesses_) return ops_of(s);
+      walk(n.then_case);  // both branches' ops: more accesses, never more order
+      walk(n.else_case);
       return;
     }
+    walk(*c ? n.then_case : n.else_case);
+  }
+
+  void let(const LetNode& l) {
+    if (auto x = linear(l.value)) {
+      lin_[l.var.node()] = *x;
+      if (x->constant())
+        env_[l.var.node()] = arith::make_int(l.var.dtype(), x->c);
+      else
+        env_.erase(l.var.node());
+      return;
+    }
+    Expr v = simplify(arith::substitute(l.value, env_));
+    if (auto c = as_const_int(v)) return bind(l.var, *c);
+    env_.erase(l.var.node());
     // An atom of its own: keyed by its text when it only reads values fixed for the whole
     // kernel (the same in every core: `bx = cid % 8`), else fresh for this binding.
     bool invariant = true;
@@ -155,14 +201,10 @@ class Unroller {
                         .try_emplace(print(v), -2 - static_cast<int64_t>(in_.keyed_atoms.size()))
                         .first->second
                   : (int64_t{1} << 62) + in_.fresh++;
-    lin_[l.var.node()] = Linear{0, {{atom, 1}}};
+    lin_[l.var.node()] = Linear::atom(atom);
   }
 
   void loop(const ForNode& f) {
-    if (accesses_) {
-      scalar_memory(f.min);
-      scalar_memory(f.extent);
-    }
     auto mn = value(f.min), ext = value(f.extent);
     if (!matters(f.body)) {
       if (!accesses_) return;
@@ -180,7 +222,7 @@ class Unroller {
 
   void bind(const Var& v, int64_t value) {
     env_[v.node()] = arith::make_int(v.dtype(), value);
-    lin_[v.node()] = Linear{value, {}};
+    lin_[v.node()] = Linear::of(value);
   }
 
   void unroll(const ForNode& f, int64_t mn, int64_t ext) {
@@ -193,13 +235,15 @@ class Unroller {
   }
 
   /// Whether `s` holds a sync or a channel copy: its control flow then shapes the protocol.
-  bool matters(const Stmt& s) const {
+  bool matters(const Stmt& s) {
+    if (!s.defined()) return false;
+    if (auto it = matters_.find(s.get()); it != matters_.end()) return it->second;
     bool hit = false;
     pre_order_visit(s, [&](const Stmt& x) {
       if (x.as<SyncNode>()) hit = true;
       if (auto* op = x.as<TileOpNode>(); op && channel_of(*op).first >= 0) hit = true;
     });
-    return hit;
+    return matters_[s.get()] = hit;
   }
 
   /// The ops of a statement that holds no sync and no channel copy, taken as executed: an op
@@ -212,53 +256,59 @@ class Unroller {
   }
 
   std::optional<int64_t> value(const Expr& e) const {
+    if (auto x = linear(e); x && x->constant()) return x->c;
     return as_const_int(simplify(arith::substitute(e, env_)));
   }
   void fail() { failed_ = true; }
 
-  /// The scalar unit reading memory: not in the streams, so nothing can be proven.
-  void scalar_memory(const Expr& e) {
-    if (!e.defined()) return;
-    pre_order_visit(
-        LetNode::make(Var("_"), e), [](const Stmt&) {},
-        [&](const Expr& x) {
-          if (auto* l = x.as<LoadNode>(); l && l->buffer->scope != MemScope::Var) fail();
-        });
-  }
-
   std::optional<Linear> linear(const Expr& e) const {
-    if (auto* i = e.as<IntImmNode>()) return Linear{i->value, {}};
-    if (auto* c = e.as<CastNode>()) return is_int(c->dtype) ? linear(c->value) : std::nullopt;
-    if (auto* v = e.as<VarNode>()) {
-      if (auto it = lin_.find(v); it != lin_.end()) return it->second;
-      if (unknown_.count(v) || !is_int(v->dtype)) return std::nullopt;
-      return Linear{
-          0, {{static_cast<int64_t>(reinterpret_cast<uintptr_t>(v) >> 1), 1}}};  // cid, a size
+    switch (e.kind()) {
+      case ExprKind::IntImm:
+        return Linear::of(static_cast<const IntImmNode*>(e.get())->value);
+      case ExprKind::Cast: {
+        auto* c = static_cast<const CastNode*>(e.get());
+        return is_int(c->dtype) ? linear(c->value) : std::nullopt;
+      }
+      case ExprKind::Var: {
+        auto* v = static_cast<const VarNode*>(e.get());
+        if (auto it = lin_.find(v); it != lin_.end()) return it->second;
+        if (unknown_.count(v) || !is_int(v->dtype)) return std::nullopt;
+        return Linear::atom(
+            static_cast<int64_t>(reinterpret_cast<uintptr_t>(v) >> 1));  // cid, a size
+      }
+      case ExprKind::Binary:
+        break;
+      default:
+        return std::nullopt;
     }
-    auto* b = e.as<BinaryNode>();
-    if (!b) return std::nullopt;
+    auto* b = static_cast<const BinaryNode*>(e.get());
     auto x = linear(b->a), y = linear(b->b);
     if (!x || !y) return std::nullopt;
+    std::optional<Linear> r;
     switch (b->op) {
       case BinOp::Add:
-        return x->add(*y, 1);
+        r = x->add(*y, 1);
+        break;
       case BinOp::Sub:
-        return x->add(*y, -1);
+        r = x->add(*y, -1);
+        break;
       case BinOp::Mul:
-        if (y->constant()) return Linear{}.add(*x, y->c);
-        if (x->constant()) return Linear{}.add(*y, x->c);
-        return std::nullopt;
-      default: {
-        if (!x->constant() || !y->constant()) return std::nullopt;
-        auto v = as_const_int(simplify(BinaryNode::make(b->op, arith::make_int(b->dtype, x->c),
-                                                        arith::make_int(b->dtype, y->c))));
-        return v ? std::optional<Linear>(Linear{*v, {}}) : std::nullopt;
-      }
+        if (y->constant())
+          r = Linear{}.add(*x, y->c);
+        else if (x->constant())
+          r = Linear{}.add(*y, x->c);
+        break;
+      default:
+        if (x->constant() && y->constant() && is_int(b->dtype))
+          if (auto v = arith::int_binary(b->op, b->dtype, x->c, y->c)) r = Linear::of(*v);
+        break;
     }
+    if (r && r->overflow) return std::nullopt;
+    return r;
   }
 
   std::pair<int, bool> channel_of(const TileOpNode& op) const {
-    if (op.op->name != "copy" || op.args.size() != 2) return {-1, false};
+    if (channels_.empty() || op.op->name != "copy" || op.args.size() != 2) return {-1, false};
     for (size_t c = 0; c < channels_.size(); ++c)
       for (int which : {0, 1})
         if (op.args[which].is_region() && op.args[which].region.buffer.get() == channels_[c].ws)
@@ -288,15 +338,17 @@ class Unroller {
     }
     const int64_t es = dtype_bytes(b->dtype);
     std::vector<Linear> first, last;
+    first.reserve(shape.size());
+    last.reserve(shape.size());
     bool known = r.ranges.size() == shape.size();
     for (size_t d = 0; known && d < r.ranges.size(); ++d) {
       auto mn = linear(r.ranges[d].min);
       auto ext = r.ranges[d].extent.defined() ? linear(r.ranges[d].extent)
-                                              : std::optional<Linear>(Linear{1, {}});
+                                              : std::optional<Linear>(Linear::of(1));
       known = mn && ext && ext->constant() && ext->c >= 1;
       if (!known) break;
       first.push_back(*mn);
-      last.push_back(Linear(*mn).add(Linear{ext->c - 1, {}}, 1));
+      last.push_back(Linear(*mn).add(Linear::of(ext->c - 1), 1));
     }
     if (b->scope != MemScope::GM) {
       if (b->address < 0) return sp;  // unplanned: the whole memory
@@ -330,31 +382,34 @@ class Unroller {
       lo.add(first[d], strides[d]);
       hi.add(last[d], strides[d]);
     }
-    if (lo.terms != hi.terms) return sp;
-    sp.base = in_.base_of(lo.terms);
+    if (lo.overflow || hi.overflow || !lo.same_terms(hi)) return sp;
+    sp.base = in_.base_of(lo);
     sp.lo = lo.c * es;
     sp.hi = (hi.c + 1) * es;
     return sp;
   }
 
+  /// The pipe of each instruction of `op` (looked up once per op: a copy's is its path's).
+  const std::vector<int>& pipes_of(const TileOpNode& op) {
+    auto [it, fresh] = pipes_.try_emplace(&op);
+    if (fresh)
+      for (const InstrSpec& spec : op.op->expansion)
+        it->second.push_back(spec.kind == InstrSpec::Kind::BarrierAll
+                                 ? kPipes
+                                 : pipe_index(instr_pipe(op, spec, target_)));
+    return it->second;
+  }
+
   void tile_op(const TileOpNode& op) {
     auto [channel, push] = channel_of(op);
-    if (accesses_)
-      for (const auto& a : op.args) {
-        if (!a.is_region())
-          scalar_memory(a.scalar);
-        else
-          for (const auto& r : a.region.ranges) {
-            scalar_memory(r.min);
-            scalar_memory(r.extent);
-          }
-      }
-    for (const InstrSpec& spec : op.op->expansion) {
+    const std::vector<int>& pipes = pipes_of(op);
+    for (size_t i = 0; i < pipes.size(); ++i) {
+      const InstrSpec& spec = op.op->expansion[i];
       if (spec.kind == InstrSpec::Kind::BarrierAll) {
         out_.push_back(event(Event::Barrier, kPipes));
         continue;
       }
-      Event e = event(Event::Op, pipe_index(instr_pipe(op, spec, target_)));
+      Event e = event(Event::Op, pipes[i]);
       if (e.pipe >= kPipes || (accesses_ && e.pipe == pipe_index(Pipe::S))) return fail();
       e.channel = channel;
       e.push = push;
@@ -379,7 +434,7 @@ class Unroller {
                       ? n.args.size()
                       : std::min(n.args.size(), static_cast<size_t>(tc.operand) + 1);
       for (size_t i = static_cast<size_t>(tc.operand); i < hi; ++i) {
-        if (!n.args[i].is_region()) continue;  // scalar operands: no memory (scalar_memory checked)
+        if (!n.args[i].is_region()) continue;  // scalar operands: no memory (unroll_block checked)
         if (tc.access != Access::Write) out.push_back(span_of(n.args[i].region, false));
         if (tc.access != Access::Read) out.push_back(span_of(n.args[i].region, true));
       }
@@ -419,12 +474,30 @@ class Unroller {
   const int core_;
   const bool accesses_;
   Interner& in_;
-  arith::VarMap env_;                               // constants: trip counts, conditions, ids
-  std::unordered_map<const VarNode*, Linear> lin_;  // addresses
-  std::unordered_set<const VarNode*> unknown_;      // variables of loops taken once
+  arith::VarMap env_;                                  // constants: trip counts, conditions, ids
+  std::unordered_map<const VarNode*, Linear> lin_;     // addresses
+  std::unordered_set<const VarNode*> unknown_;         // variables of loops taken once
+  std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
+  std::unordered_map<const TileOpNode*, std::vector<int>> pipes_;  // pipes_of(), by op
   std::vector<Event> out_;
   bool failed_ = false;
 };
+
+/// Whether the scalar unit reads or writes memory anywhere in `body` (a store, or a load in any
+/// expression): the streams leave scalar instructions out, so no access of theirs is checked.
+bool memory_on_s(const Stmt& body) {
+  if (!body.defined()) return false;
+  bool hit = false;
+  pre_order_visit(
+      body,
+      [&](const Stmt& x) {
+        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope != MemScope::Var) hit = true;
+      },
+      [&](const Expr& e) {
+        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope != MemScope::Var) hit = true;
+      });
+  return hit;
+}
 
 bool overlap(const Span& a, const Span& b) {
   if (a.mem != b.mem) return false;
@@ -448,8 +521,11 @@ class Replayer {
   Replayer(const Streams& streams, const std::vector<Channel>& channels, const Query& q)
       : streams_(streams), channels_(channels), q_(q) {
     for (int c = 0; c < 3; ++c)
-      for (const Event& e : streams_[c])
+      for (const Event& e : streams_[c]) {
         if (e.channel >= 0 && !e.push) consumers_.insert({c, e.channel});
+        for (const Span& a : e.spans)
+          if (a.write) written_.insert(a.mem);
+      }
   }
 
   bool run() {
@@ -585,12 +661,15 @@ class Replayer {
   /// replacing those it covers and is ordered after (as the hazard checker's shadow does).
   void access(int c, const Event& e, const Clock& start, uint32_t count) {
     const size_t event = cores_[c].pc;
-    for (const Span& a : e.spans)
+    for (const Span& a : e.spans) {
+      if (!written_.count(a.mem)) continue;  // read-only memory (the inputs): nothing conflicts
       for (const Rec& r : shadow_[a.mem])
         if ((r.span.write || a.write) && overlap(r.span, a) && start[r.timeline] < r.clock &&
             !(r.core == c && r.event == event))
           ok_ = false;
+    }
     for (const Span& a : e.spans) {
+      if (!written_.count(a.mem)) continue;
       auto& recs = shadow_[a.mem];
       std::erase_if(recs, [&](const Rec& r) {
         const bool same = r.core == c && r.event == event;
@@ -608,6 +687,7 @@ class Replayer {
   std::map<std::pair<int, int>, std::deque<Clock>> cross_;  // (to: 1, 2 AIVs; 3, 4 from AIVs, id)
   std::set<std::pair<int, int>> consumers_;                 // (core, channel) pairs that read it
   std::unordered_map<uint64_t, std::vector<Rec>> shadow_;
+  std::unordered_set<uint64_t> written_;  // memories some op writes
   bool ok_ = true;
 };
 
@@ -616,6 +696,7 @@ class Replayer {
 std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                     const Target& t, const std::vector<Channel>& channels,
                                     bool accesses, std::optional<int64_t> cid) {
+  if (accesses && (memory_on_s(cube) || memory_on_s(vector))) return std::nullopt;
   Interner in;
   Streams out;
   for (int core = 0; core < 3; ++core) {
@@ -636,9 +717,12 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
   auto n = as_const_int(k.num_blocks);
   if (!n || *n > max_blocks) return {};
   std::vector<Streams> out;
+  size_t events = 0;
   for (int64_t b = 0; b < *n; ++b) {
     auto one = unroll_block(k, cube, vector, t, channels, accesses, b);
     if (!one) return {};
+    for (const auto& stream : *one) events += stream.size();
+    if (events > kMaxBlockEvents) return {};
     out.push_back(std::move(*one));
   }
   return out;

@@ -68,8 +68,8 @@ std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const
                                     bool accesses, std::optional<int64_t> cid = std::nullopt);
 
 /// The streams of every block: one set for all when the protocol does not depend on cid (and
-/// not `each_block`), else one per block when there are at most `max_blocks` (exact addresses);
-/// empty when neither can be built.
+/// not `each_block`), else one per block (exact addresses) when there are at most `max_blocks`
+/// with 500 k events in all; empty when neither can be built.
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                    const Target& t, const std::vector<Channel>& channels,
                                    bool accesses, int64_t max_blocks, bool each_block = false);

@@ -15,8 +15,9 @@
 // hide a new one. One replay stands for every block when no sync depends on cid; otherwise
 // each block is replayed (a tail tile's block runs other syncs), up to 64 of them. Where the
 // streams cannot be built (a dynamic trip count or condition around a sync, scalar memory
-// accesses, more blocks) every flag stays; pipe barriers, the author's syncs and
-// cross-core flags are never candidates (elide_channel_credits owns the credits).
+// accesses, more blocks) every flag stays, as do the candidates past a budget of replayed
+// events (5 M, deterministic); pipe barriers, the author's syncs and cross-core flags are never
+// candidates (elide_channel_credits owns the credits).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -34,6 +35,9 @@ namespace {
 
 /// Replayed block by block when the protocol depends on cid (tail tiles): up to this many.
 constexpr int64_t kMaxBlocks = 64;
+/// Events all candidate replays may take together (a replay takes every block's streams); the
+/// candidates past it keep their flags. A count, not a clock, so the output is deterministic.
+constexpr size_t kMaxReplayedEvents = 5'000'000;
 
 /// `body` with each sync a node of its own (a pass may put one node in several places; the
 /// replay tells statements apart by node).
@@ -128,7 +132,11 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   }
   if (blocks.empty() || !ordered()) return f;  // some pair the ranges cannot tell apart
   q.matches = nullptr;
+  size_t per_replay = 0, spent = 0;
+  for (const replay::Streams& b : blocks)
+    for (const auto& stream : b) per_replay += stream.size();
   for (const auto& unit : flag_units(bodies, matches)) {
+    if ((spent += per_replay) > kMaxReplayedEvents) break;
     q.dropped.insert(unit.begin(), unit.end());
     if (!ordered())
       for (const SyncNode* y : unit) q.dropped.erase(y);
