@@ -147,5 +147,32 @@ TEST(InsertSyncsRandom, HazardCheckerFindsNothingUnordered) {
   EXPECT_GT(flags, n / 2);
 }
 
+// elide_implied_syncs on the same kernels: whatever it drops (on one core: flags a trip count
+// or a branch taken at compile time makes unnecessary), the hazard checker still finds every
+// pair ordered. (The replay skips programs with scalar memory accesses; a program it changes is
+// launched, about one in sixty.)
+TEST(InsertSyncsRandom, ElideImpliedSyncsLeavesNothingUnordered) {
+  const Target& t = default_target();
+  const int n = programs();
+  int changed = 0;
+  for (int seed = 0; seed < n; ++seed) {
+    PrimFunc f = RandomKernel(static_cast<uint64_t>(seed)).build();
+    PrimFunc g = insert_syncs(f, t);
+    PrimFunc h = elide_implied_syncs(g, t);
+    if (h == g) continue;
+    ++changed;
+    std::string text = print(h, {.locations = false});
+    Device dev;
+    std::vector<Arg> args = {uniform(dev, {R, C}, f32, 1), uniform(dev, {kOuts * R, C}, f32, 2),
+                             uniform(dev, {C}, f32, 3)};
+    try {
+      compile(h, t, {.cache = false}).launch(dev, args, {.threads = 1, .check_hazards = true});
+    } catch (const Error& e) {
+      FAIL() << "seed " << seed << ": " << e.what() << "\n" << text;
+    }
+  }
+  EXPECT_GT(changed, n / 100) << "the pass dropped flags in too few programs to test it";
+}
+
 }  // namespace
 }  // namespace tl
