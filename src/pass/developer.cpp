@@ -47,6 +47,28 @@ void flatten(const Stmt& s, std::vector<Stmt>& out) {
 }
 }  // namespace
 
+Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop) {
+  struct Drop : IRMutator {
+    const std::function<bool(const Stmt&)>& drop;
+    explicit Drop(const std::function<bool(const Stmt&)>& d) : drop(d) {}
+    Stmt mutate_(const SeqNode* n, const Stmt& self) override {
+      std::vector<Stmt> out;
+      bool changed = false;
+      for (const Stmt& x : n->stmts) {
+        if (drop(x)) {
+          changed = true;
+          continue;
+        }
+        Stmt m = mutate(x);
+        changed = changed || !m.same_as(x);
+        out.push_back(m);
+      }
+      return changed ? SeqNode::make(std::move(out), n->loc) : self;
+    }
+  } d(drop);
+  return d.mutate(body);
+}
+
 std::vector<Stmt> stmts_of(const Stmt& s) {
   std::vector<Stmt> out;
   flatten(s, out);

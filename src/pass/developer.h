@@ -3,6 +3,7 @@
 // kernel unchanged, so each starts with `if (!is_developer(f)) return f;`.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "tl/ir.h"
@@ -25,6 +26,9 @@ const IfNode* aiv0_branch(const ScopeNode& scope, const KernelNode& kernel);
 /// The statements of a block, nested Seqs flattened (passes leave Seqs inside Seqs; they print
 /// as one block).
 std::vector<Stmt> stmts_of(const Stmt& s);
+/// `body` without the statements of its blocks for which `drop` holds (nested ones included);
+/// nodes nothing was dropped from are kept as they are.
+Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).

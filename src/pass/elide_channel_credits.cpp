@@ -81,27 +81,11 @@ std::vector<Channel> channels_of(const KernelNode& k) {
 
 /// `s` without the cross-core sets and waits of flag `id`.
 Stmt without_cross_flag(const Stmt& s, int id) {
-  struct Drop : IRMutator {
-    int id;
-    Stmt mutate_(const SeqNode* n, const Stmt& self) override {
-      std::vector<Stmt> out;
-      bool changed = false;
-      for (const Stmt& x : n->stmts) {
-        if (auto* y = x.as<SyncNode>();
-            y && (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag) &&
-            as_const_int(y->event_id) == id) {
-          changed = true;
-          continue;
-        }
-        Stmt m = mutate(x);
-        changed = changed || !m.same_as(x);
-        out.push_back(m);
-      }
-      return changed ? SeqNode::make(std::move(out), n->loc) : self;
-    }
-  } drop;
-  drop.id = id;
-  return drop.mutate(s);
+  return dev::without(s, [id](const Stmt& x) {
+    auto* y = x.as<SyncNode>();
+    return y && (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag) &&
+           as_const_int(y->event_id) == id;
+  });
 }
 
 }  // namespace

@@ -82,29 +82,6 @@ std::vector<std::vector<const SyncNode*>> flag_units(
   return units;
 }
 
-/// `body` without the syncs in `drop`.
-Stmt without(const Stmt& body, const std::set<const SyncNode*>& drop) {
-  struct Drop : IRMutator {
-    const std::set<const SyncNode*>& drop;
-    explicit Drop(const std::set<const SyncNode*>& d) : drop(d) {}
-    Stmt mutate_(const SeqNode* n, const Stmt& self) override {
-      std::vector<Stmt> out;
-      bool changed = false;
-      for (const Stmt& x : n->stmts) {
-        if (auto* y = x.as<SyncNode>(); y && drop.count(y)) {
-          changed = true;
-          continue;
-        }
-        Stmt m = mutate(x);
-        changed = changed || !m.same_as(x);
-        out.push_back(m);
-      }
-      return changed ? SeqNode::make(std::move(out), n->loc) : self;
-    }
-  } d(drop);
-  return d.mutate(body);
-}
-
 }  // namespace
 
 PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
@@ -142,10 +119,14 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
       for (const SyncNode* y : unit) q.dropped.erase(y);
   }
   if (q.dropped.empty()) return f;
+  auto gone = [&](const Stmt& x) {
+    auto* y = x.as<SyncNode>();
+    return y && q.dropped.count(y) > 0;
+  };
   std::vector<Stmt> body;
   for (const Stmt& s : dev::stmts_of(k->body)) {
     auto* sc = s.as<ScopeNode>();
-    body.push_back(sc ? ScopeNode::make(sc->core, without(bodies[index(*sc)], q.dropped), sc->loc)
+    body.push_back(sc ? ScopeNode::make(sc->core, dev::without(bodies[index(*sc)], gone), sc->loc)
                       : s);
   }
   return dev::with_kernel_body(f, std::move(body));
