@@ -258,6 +258,12 @@ PrimFunc insert_syncs(const PrimFunc& f, const Target& target, bool minimise = t
 /// spec.
 PrimFunc hoist_above_channel_waits(const PrimFunc& f, const Target& target);
 
+/// group_vector_ops (lowered developer kernels, before plan_memory, with minimise_syncs): each
+/// run of consecutive vector-pipe tile ops goes in dependence-level order (program order within
+/// a level), so insert_syncs needs one pipe_barrier(V) per level, the fewest any order has.
+/// Output invariant: the expert spec.
+PrimFunc group_vector_ops(const PrimFunc& f, const Target& target);
+
 /// hoist_slot_credits (lowered developer kernels, after insert_syncs, with minimise_syncs): the
 /// slot credits insert_syncs pre-sets before a loop and drains after it (and after a pipelined
 /// loop's remainder) move out of an enclosing serial loop whose body has nothing else on the

@@ -94,6 +94,13 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
          return developer && opt.minimise_syncs ? hoist_above_channel_waits(g, t) : g;
        },
        Spec::Expert},
+      // Reorders vector ops so that dependent ones share barriers: on the final program order
+      // of each run, before insert_syncs places the barriers.
+      {"group_vector_ops",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer && opt.minimise_syncs ? group_vector_ops(g, t) : g;
+       },
+       Spec::Expert},
 
       // Last of the buffer passes: addresses are final only once no pass adds, resizes or
       // moves a use of an on-chip buffer. In an expert kernel it shares bytes only where the

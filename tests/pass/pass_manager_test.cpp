@@ -83,11 +83,11 @@ TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
   // kernel unchanged, quickly).
   for (const char* p : {"// pass verify: ", "// pass simplify: ", "// pass infer_scopes: ", "// pass lower_cube_ops: ",
                         "// pass legalize_copies: ", "// pass split_cube_vector: ", "// pass vectorize_parallel: ", "// pass split_aiv: ", "// pass pipeline_loops: ", "// pass simplify_lowered: ",
-                        "// pass verify_lowered: ", "// pass hoist_above_channel_waits: ", "// pass plan_memory: ", "// pass insert_syncs: ",
+                        "// pass verify_lowered: ", "// pass hoist_above_channel_waits: ", "// pass group_vector_ops: ", "// pass plan_memory: ", "// pass insert_syncs: ",
                         "// pass hoist_slot_credits: ", "// pass insert_channel_syncs: ",
                         "// pass elide_channel_credits: ", "// pass elide_implied_syncs: "})
     EXPECT_NE(c.text.find(p), std::string::npos) << p << "\n" << c.text;
-  EXPECT_EQ(count(c.text, " us\n"), 18u) << c.text;
+  EXPECT_EQ(count(c.text, " us\n"), 19u) << c.text;
   EXPECT_EQ(count(c.text, "// IR after"), 0u) << c.text;
 }
 
