@@ -267,7 +267,10 @@ class Unroller {
         return Linear::of(static_cast<const IntImmNode*>(e.get())->value);
       case ExprKind::Cast: {
         auto* c = static_cast<const CastNode*>(e.get());
-        return is_int(c->dtype) ? linear(c->value) : std::nullopt;
+        if (!is_int(c->dtype)) return std::nullopt;
+        auto x = linear(c->value);
+        if (x && x->constant()) x->c = arith::wrap(c->dtype, x->c);  // as the evaluator narrows it
+        return x;
       }
       case ExprKind::Var: {
         auto* v = static_cast<const VarNode*>(e.get());
@@ -304,6 +307,7 @@ class Unroller {
         break;
     }
     if (r && r->overflow) return std::nullopt;
+    if (r && r->constant() && is_int(b->dtype)) r->c = arith::wrap(b->dtype, r->c);  // the dtype's wrap
     return r;
   }
 
