@@ -453,7 +453,6 @@ class Unroller {
       case SyncKind::SetFlag:
       case SyncKind::WaitFlag:
         out_.push_back(event(y.sync_kind == SyncKind::SetFlag ? Event::Set : Event::Wait, p, q, i));
-        out_.back().sync = &y;
         break;
       case SyncKind::PipeBarrier:
         out_.push_back(event(Event::Barrier, p >= kPipes ? kPipes : p));
@@ -471,6 +470,7 @@ class Unroller {
       case SyncKind::SyncAll:
         return fail();
     }
+    out_.back().sync = &y;
   }
 
   const Target& target_;

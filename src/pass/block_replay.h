@@ -44,7 +44,7 @@ struct Event {
   int channel = -1;                // a channel copy: its channel
   bool push = false;               // ... into the workspace (else out of it)
   bool first = false;              // a push: the first (or only) column part of its slot
-  const SyncNode* sync = nullptr;  // Set, Wait: its statement
+  const SyncNode* sync = nullptr;  // a sync: its statement
   std::vector<Span> spans;         // Op, when the streams record accesses
 };
 

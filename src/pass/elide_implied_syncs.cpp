@@ -6,6 +6,10 @@
 // t + 2's S only arrives after the cube popped P of tile t, which the vector unit wrote after it
 // finished reading S of tile t. The cube's L0 and L0C slot credits are implied the same way.
 //
+// A sync of the compiler's that no block runs at all (in a branch no cid takes, such as the odd
+// tail of a pipelined pair when every block has an even count) goes too: the streams hold every
+// execution, so removing it changes nothing that runs.
+//
 // Proven per flag on the kernel as it will run: block_replay unrolls one block's three cores
 // with the bytes each op touches and replays them with the hazard checker's rules. A flag (its
 // every set and wait in its scope: pre-sets, drains and both AIVs included) goes when the
@@ -118,10 +122,26 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
     if (!ordered())
       for (const SyncNode* y : unit) q.dropped.erase(y);
   }
-  if (q.dropped.empty()) return f;
+  // A sync of the compiler's that no block runs (in a branch no block takes at this shape, as
+  // an odd tail when every block has an even count) goes too: the streams hold every execution.
+  std::set<const SyncNode*> ran;
+  for (const replay::Streams& b : blocks)
+    for (const auto& stream : b)
+      for (const replay::Event& e : stream)
+        if (e.sync) ran.insert(e.sync);
+  auto dead = [&](const Stmt& x) {
+    auto* y = x.as<SyncNode>();
+    return y && y->origin == SyncOrigin::Auto && !ran.count(y);
+  };
+  if (q.dropped.empty() && !std::any_of(std::begin(bodies), std::end(bodies), [&](const Stmt& b) {
+        bool any = false;
+        pre_order_visit(b, [&](const Stmt& x) { any = any || dead(x); });
+        return any;
+      }))
+    return f;
   auto gone = [&](const Stmt& x) {
     auto* y = x.as<SyncNode>();
-    return y && q.dropped.count(y) > 0;
+    return y && (q.dropped.count(y) > 0 || dead(x));
   };
   std::vector<Stmt> body;
   for (const Stmt& s : dev::stmts_of(k->body)) {

@@ -92,6 +92,8 @@ TEST(HazardMutation, DeveloperKernelsHaveNoRedundantSync) {
   const std::vector<std::pair<std::string, std::map<std::string, std::string>>> cases = {
       {"add_dev", {{"M", "16"}, {"N", "256"}, {"bM", "8"}}},
       {"gelu_dev", {{"M", "36"}, {"N", "256"}, {"bM", "4"}, {"tiles", "7"}}},
+      // One trip of the pipelined pair per block: the slot credits a second trip would need go.
+      {"gelu_dev", {{"M", "96"}, {"N", "512"}, {"bM", "2"}, {"tiles", "2"}}},
       {"rms_norm_dev", {{"M", "144"}, {"N", "256"}, {"rM", "16"}, {"tiles", "7"}}},
       {"softmax_dev", {{"M", "104"}, {"N", "256"}, {"bM", "8"}, {"tiles", "7"}}},
       // Two workers for two tiles each: the next tile's Mmads wait for the fixpipe to read C_f.

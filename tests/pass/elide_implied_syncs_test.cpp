@@ -81,6 +81,33 @@ TEST(ElideImpliedSyncs, AScalarAccessToMemoryKeepsEveryFlag) {
   EXPECT_EQ(elided(text), print(parse(text), {.locations = false}));
 }
 
+// A sync no block runs (its branch is taken by no cid of the launch) goes; the ops stay. When a
+// block takes the branch, the barrier orders its two ops and stays.
+TEST(ElideImpliedSyncs, ASyncNoBlockRunsGoes) {
+  const std::string text = R"(@T.prim_func
+def f():
+    with T.Kernel(2, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            u = T.alloc_ub((16, 16), "float32", address=0)
+            w = T.alloc_ub((16, 16), "float32", address=1024)
+            if cid >= FIRST:
+                T.tile.exp(u, u)
+                T.pipe_barrier("V", auto=True)
+                T.tile.exp(u, u)
+            T.tile.exp(w, w)
+)";
+  auto with_first = [&](const char* first) {
+    std::string t = text;
+    t.replace(t.find("FIRST"), 5, first);
+    return t;
+  };
+  std::string none = with_first("2"), dead = none;
+  dead.erase(dead.find("                T.pipe_barrier"),
+             std::string("                T.pipe_barrier(\"V\", auto=True)\n").size());
+  EXPECT_EQ(elided(none), print(parse(dead), {.locations = false}));
+  EXPECT_EQ(elided(with_first("1")), print(parse(with_first("1")), {.locations = false}));
+}
+
 /// The compiler's intra-core flags of `f`, as "SRC->DST" pipe pairs, per scope.
 std::multiset<std::string> flag_pairs(const PrimFunc& f, CoreKind scope) {
   std::multiset<std::string> out;
