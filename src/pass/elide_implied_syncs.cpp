@@ -129,19 +129,15 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
     for (const auto& stream : b)
       for (const replay::Event& e : stream)
         if (e.sync) ran.insert(e.sync);
-  auto dead = [&](const Stmt& x) {
-    auto* y = x.as<SyncNode>();
-    return y && y->origin == SyncOrigin::Auto && !ran.count(y);
-  };
-  if (q.dropped.empty() && !std::any_of(std::begin(bodies), std::end(bodies), [&](const Stmt& b) {
-        bool any = false;
-        pre_order_visit(b, [&](const Stmt& x) { any = any || dead(x); });
-        return any;
-      }))
-    return f;
+  for (const Stmt& b : bodies)
+    pre_order_visit(b, [&](const Stmt& x) {
+      if (auto* y = x.as<SyncNode>(); y && y->origin == SyncOrigin::Auto && !ran.count(y))
+        q.dropped.insert(y);
+    });
+  if (q.dropped.empty()) return f;
   auto gone = [&](const Stmt& x) {
     auto* y = x.as<SyncNode>();
-    return y && (q.dropped.count(y) > 0 || dead(x));
+    return y && q.dropped.count(y) > 0;
   };
   std::vector<Stmt> body;
   for (const Stmt& s : dev::stmts_of(k->body)) {
