@@ -11,8 +11,9 @@
 // one of them writes is touched by the other (by buffer, views by the buffer they view, so
 // before plan_memory shares any bytes), and it is neither a channel copy nor a sync. The scan
 // stops at anything that is not a tile op (a loop, a branch, a let, a scalar store), at the next
-// channel copy, and after a few statements. Ops keep their order among themselves; insert_syncs
-// and insert_channel_syncs, which run later, order the new program.
+// channel copy, at a debug print or a cache operation, and after a few statements. Ops keep their
+// order among themselves; insert_syncs and insert_channel_syncs, which run later, order the new
+// program.
 #include <map>
 #include <set>
 
@@ -84,7 +85,9 @@ class Hoister : public IRMutator {
     for (; j < stmts.size() && j - i <= kMaxScan; ++j) {
       const Stmt& s = stmts[j];
       auto* op = s.as<TileOpNode>();
-      if (!op || channel_copy(s)) break;
+      // A debug print or a cache operation keeps its place among the rest: stop there.
+      if (!op || channel_copy(s) || op->op->unit == OpUnit::Debug || op->op->unit == OpUnit::Scalar)
+        break;
       bool free = true;
       for (const Stmt& p : passed) free = free && commute(s, p);
       (free ? moved : passed).push_back(s);

@@ -50,8 +50,8 @@ def f():
   EXPECT_EQ(hoisted(in), out);
 }
 
-// Nothing moves past a statement that is not a tile op, and a kernel without channels, or whose
-// receives are followed only by their consumers, comes back unchanged.
+// Nothing moves past a statement that is not a tile op or past a debug print, and a kernel whose
+// receives are followed only by their consumers comes back unchanged.
 TEST(HoistAboveChannelWaits, StopsAtLoopsAndBranchesAndLeavesDependentWorkAlone) {
   constexpr std::string_view text = R"(@T.prim_func
 def f():
@@ -67,6 +67,9 @@ def f():
             T.copy(ws[0:1, 1:2, 0:16, 0:16], u)
             for i in T.serial(2):
                 T.tile.exp(a, a)
+            T.copy(ws[0:1, 0:1, 0:16, 0:16], u)
+            T.printf(cid, fmt="cid=%d")
+            T.tile.exp(a, a)
 )";
   PrimFunc f = parse(text);
   EXPECT_EQ(hoist_above_channel_waits(f, default_target()), f);
