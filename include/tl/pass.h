@@ -284,8 +284,9 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target);
 /// intra-core flag of the compiler's whose order the other flags already carry, cross-core
 /// round trips included (which insert_syncs, one core at a time, cannot see), proven by
 /// replaying one block's three cores with the bytes every op touches and the hazard checker's
-/// rules. Keeps every flag where a trip count or a condition around a sync is not a constant,
-/// or the scalar unit accesses memory. Output invariant: the planned spec; flags balanced.
+/// rules; and the compiler's syncs no block runs. Keeps every flag where a trip count or a
+/// condition around a sync is not a constant, or the scalar unit accesses memory. Output
+/// invariant: the planned spec; flags balanced.
 PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target);
 
 }  // namespace tl
