@@ -69,6 +69,31 @@ Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop) {
   return d.mutate(body);
 }
 
+PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn) {
+  const KernelNode* k = find_kernel(f);
+  if (!k) return f;
+  std::vector<Stmt> body;
+  bool changed = false;
+  for (const Stmt& s : stmts_of(k->body)) {
+    auto* sc = s.as<ScopeNode>();
+    Stmt m = sc ? fn(*sc, s) : s;
+    changed = changed || !m.same_as(s);
+    body.push_back(m);
+  }
+  return changed ? with_kernel_body(f, std::move(body)) : f;
+}
+
+ViewBases::ViewBases(const Stmt& body) {
+  pre_order_visit(body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>(); a && a->is_view()) base_[a->buffer.get()] = base(a->view_of.get());
+  });
+}
+
+const BufferNode* ViewBases::base(const BufferNode* b) const {
+  auto it = base_.find(b);
+  return it == base_.end() ? b : it->second;
+}
+
 std::vector<Stmt> stmts_of(const Stmt& s) {
   std::vector<Stmt> out;
   flatten(s, out);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "tl/ir.h"
@@ -33,6 +34,20 @@ Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop);
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).
 PrimFunc with_kernel_body(const PrimFunc& f, std::vector<Stmt> body);
+/// `f` with each T::Scope of its kernel (a statement of the kernel's body) replaced by
+/// `fn(scope, statement)`; `f` itself when no scope changed.
+PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn);
+
+/// The buffer each view declared in a body views (a view of a view: the first buffer), so that
+/// passes comparing buffers before plan_memory see a view's accesses as its base's.
+class ViewBases {
+ public:
+  explicit ViewBases(const Stmt& body);
+  const BufferNode* base(const BufferNode* b) const;
+
+ private:
+  std::map<const BufferNode*, const BufferNode*> base_;
+};
 
 /// One buffer access of a statement: which pipe, read and/or write.
 struct Touch {

@@ -139,13 +139,9 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
     auto* y = x.as<SyncNode>();
     return y && q.dropped.count(y) > 0;
   };
-  std::vector<Stmt> body;
-  for (const Stmt& s : dev::stmts_of(k->body)) {
-    auto* sc = s.as<ScopeNode>();
-    body.push_back(sc ? ScopeNode::make(sc->core, dev::without(bodies[index(*sc)], gone), sc->loc)
-                      : s);
-  }
-  return dev::with_kernel_body(f, std::move(body));
+  return dev::map_scopes(f, [&](const ScopeNode& sc, const Stmt&) {
+    return ScopeNode::make(sc.core, dev::without(bodies[index(sc)], gone), sc.loc);
+  });
 }
 
 }  // namespace tl

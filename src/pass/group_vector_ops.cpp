@@ -15,8 +15,6 @@
 // fewest barriers any order of the run can have is its longest dependence chain, which this order
 // has.
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include "developer.h"
 #include "tl/ir_functor.h"
@@ -28,8 +26,7 @@ namespace {
 
 class Grouper : public IRMutator {
  public:
-  Grouper(const Target& t, std::map<const BufferNode*, const BufferNode*> views)
-      : target_(t), views_(std::move(views)) {}
+  Grouper(const Target& t, const dev::ViewBases& views) : target_(t), views_(views) {}
 
   Stmt mutate_(const SeqNode* n, const Stmt& self) override {
     std::vector<Stmt> stmts;
@@ -65,10 +62,8 @@ class Grouper : public IRMutator {
   };
   std::vector<Use> uses(const Stmt& s) const {
     std::vector<Use> out;
-    for (const dev::Touch& t : dev::touches_of(s, target_)) {
-      auto it = views_.find(t.buffer);
-      out.push_back({it == views_.end() ? t.buffer : it->second, t.write});
-    }
+    for (const dev::Touch& t : dev::touches_of(s, target_))
+      out.push_back({views_.base(t.buffer), t.write});
     if (auto* op = s.as<TileOpNode>())
       for (const InstrSpec& spec : op->op->expansion)
         for (const auto& tc : spec.touches)
@@ -106,7 +101,7 @@ class Grouper : public IRMutator {
 
   static inline const char kScratch[16] = {};  // one address per scope: its scratch area
   const Target& target_;
-  const std::map<const BufferNode*, const BufferNode*> views_;
+  const dev::ViewBases& views_;
 };
 
 }  // namespace
@@ -114,21 +109,11 @@ class Grouper : public IRMutator {
 PrimFunc group_vector_ops(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
-  std::map<const BufferNode*, const BufferNode*> views;
-  pre_order_visit(k->body, [&](const Stmt& s) {
-    if (auto* a = s.as<AllocateNode>(); a && a->is_view())
-      views[a->buffer.get()] = a->view_of.get();
-  });
+  const dev::ViewBases views(k->body);
   Grouper g(target, views);
-  std::vector<Stmt> body;
-  bool changed = false;
-  for (const Stmt& s : dev::stmts_of(k->body)) {
-    auto* sc = s.as<ScopeNode>();
-    Stmt m = sc && sc->core == CoreKind::Vector ? g.mutate(s) : s;
-    changed = changed || !m.same_as(s);
-    body.push_back(m);
-  }
-  return changed ? dev::with_kernel_body(f, std::move(body)) : f;
+  return dev::map_scopes(f, [&](const ScopeNode& sc, const Stmt& s) {
+    return sc.core == CoreKind::Vector ? g.mutate(s) : s;
+  });
 }
 
 }  // namespace tl

@@ -14,7 +14,6 @@
 // channel copy, at a debug print or a cache operation, and after a few statements. Ops keep their
 // order among themselves; insert_syncs and insert_channel_syncs, which run later, order the new
 // program.
-#include <map>
 #include <set>
 
 #include "developer.h"
@@ -29,9 +28,8 @@ constexpr size_t kMaxScan = 16;  // statements after a receive the scan looks at
 
 class Hoister : public IRMutator {
  public:
-  Hoister(const Target& t, std::set<const BufferNode*> workspaces,
-          std::map<const BufferNode*, const BufferNode*> views)
-      : target_(t), workspaces_(std::move(workspaces)), views_(std::move(views)) {}
+  Hoister(const Target& t, std::set<const BufferNode*> workspaces, const dev::ViewBases& views)
+      : target_(t), workspaces_(std::move(workspaces)), views_(views) {}
 
   Stmt mutate_(const SeqNode* n, const Stmt& self) override {
     std::vector<Stmt> stmts;
@@ -63,17 +61,12 @@ class Hoister : public IRMutator {
     return channel_copy(s, &into) && !into;
   }
 
-  const BufferNode* root(const BufferNode* b) const {
-    auto it = views_.find(b);
-    return it == views_.end() ? b : it->second;
-  }
-
   /// Whether `a` and `b` may run in either order: neither writes a buffer the other touches.
   bool commute(const Stmt& a, const Stmt& b) const {
     const auto ta = dev::touches_of(a, target_), tb = dev::touches_of(b, target_);
     for (const dev::Touch& x : ta)
       for (const dev::Touch& y : tb)
-        if (root(x.buffer) == root(y.buffer) && (x.write || y.write)) return false;
+        if (views_.base(x.buffer) == views_.base(y.buffer) && (x.write || y.write)) return false;
     return true;
   }
 
@@ -104,7 +97,7 @@ class Hoister : public IRMutator {
 
   const Target& target_;
   const std::set<const BufferNode*> workspaces_;
-  const std::map<const BufferNode*, const BufferNode*> views_;
+  const dev::ViewBases& views_;
 };
 
 }  // namespace
@@ -113,26 +106,14 @@ PrimFunc hoist_above_channel_waits(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
   std::set<const BufferNode*> workspaces;
-  std::map<const BufferNode*, const BufferNode*> views;
   pre_order_visit(k->body, [&](const Stmt& s) {
-    auto* a = s.as<AllocateNode>();
-    if (!a) return;
-    if (a->is_view())
-      views[a->buffer.get()] = a->view_of.get();
-    else if (a->buffer->scope == MemScope::GM)
+    if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::GM)
       workspaces.insert(a->buffer.get());
   });
   if (workspaces.empty()) return f;
-  std::vector<Stmt> body;
-  bool changed = false;
+  const dev::ViewBases views(k->body);
   Hoister h(target, workspaces, views);
-  for (const Stmt& s : dev::stmts_of(k->body)) {
-    auto* sc = s.as<ScopeNode>();
-    Stmt m = sc ? h.mutate(s) : s;
-    changed = changed || !m.same_as(s);
-    body.push_back(m);
-  }
-  return changed ? dev::with_kernel_body(f, std::move(body)) : f;
+  return dev::map_scopes(f, [&](const ScopeNode&, const Stmt& s) { return h.mutate(s); });
 }
 
 }  // namespace tl
