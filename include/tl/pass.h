@@ -289,4 +289,11 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target);
 /// invariant: the planned spec; flags balanced.
 PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target);
 
+/// merge_flags (lowered developer kernels, after elide_implied_syncs, with minimise_syncs):
+/// makes one flag of two neighbouring flags of a pipe pair whose statements correspond one to
+/// one in the same blocks (A's and B's panel loads of a GEMM: set after the later source, wait
+/// before the earlier destination), each merge proven by replaying every block with the hazard
+/// checker's rules. Output invariant: the planned spec; flags balanced.
+PrimFunc merge_flags(const PrimFunc& f, const Target& target);
+
 }  // namespace tl

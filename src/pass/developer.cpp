@@ -69,6 +69,15 @@ Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop) {
   return d.mutate(body);
 }
 
+Stmt with_distinct_syncs(const Stmt& body) {
+  struct Copy : IRMutator {
+    Stmt mutate_(const SyncNode* n, const Stmt&) override {
+      return SyncNode::make(n->sync_kind, n->src, n->dst, n->event_id, n->mode, n->loc, n->origin);
+    }
+  } copy;
+  return copy.mutate(body);
+}
+
 PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn) {
   const KernelNode* k = find_kernel(f);
   if (!k) return f;

@@ -30,6 +30,9 @@ std::vector<Stmt> stmts_of(const Stmt& s);
 /// `body` without the statements of its blocks for which `drop` holds (nested ones included);
 /// nodes nothing was dropped from are kept as they are.
 Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop);
+/// `body` with each sync a node of its own (a pass may put one node in several places; the
+/// passes that replay a kernel tell statements apart by node).
+Stmt with_distinct_syncs(const Stmt& body);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).

@@ -43,17 +43,6 @@ constexpr int64_t kMaxBlocks = 64;
 /// candidates past it keep their flags. A count, not a clock, so the output is deterministic.
 constexpr size_t kMaxReplayedEvents = 5'000'000;
 
-/// `body` with each sync a node of its own (a pass may put one node in several places; the
-/// replay tells statements apart by node).
-Stmt with_distinct_syncs(const Stmt& body) {
-  struct Copy : IRMutator {
-    Stmt mutate_(const SyncNode* n, const Stmt&) override {
-      return SyncNode::make(n->sync_kind, n->src, n->dst, n->event_id, n->mode, n->loc, n->origin);
-    }
-  } copy;
-  return copy.mutate(body);
-}
-
 /// The compiler's intra-core flags as units that can go: sets and waits grouped so that every
 /// wait a replay ran consumed a set of its own group (a pre-set, the loop's wait and set, the
 /// drain), in program order of their first statement. A unit with an author's sync stays.
@@ -94,7 +83,7 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   Stmt bodies[2];
   auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
   for (const Stmt& s : dev::stmts_of(k->body))
-    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = with_distinct_syncs(sc->body);
+    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = dev::with_distinct_syncs(sc->body);
   std::vector<replay::Streams> blocks =
       replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks);
   std::vector<std::pair<const SyncNode*, const SyncNode*>> matches;

@@ -140,6 +140,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
          return developer && opt.minimise_syncs ? elide_implied_syncs(g, t) : g;
        },
        Spec::Planned},
+      // After the drops: two flags merge only where both stay.
+      {"merge_flags",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer && opt.minimise_syncs ? merge_flags(g, t) : g;
+       },
+       Spec::Planned},
   };
   return run_passes(f, target, passes, opt);
 }

@@ -1,0 +1,185 @@
+// merge_flags (lowered developer kernels, last, with minimise_syncs): makes one flag of two
+// neighbouring flags of a pipe pair, as an expert writes one set_flag after loading both GEMM
+// panels where insert_syncs, which sets each flag right after its source and waits right before
+// its destination, gives A's panel and B's panel a flag each. The merged flag is set where the
+// later of the two sets was and waited where the earlier of the two waits was, so it orders
+// everything both did (a set_flag fires once every earlier instruction of its pipe is done) at
+// the price of the earlier destination waiting for the later source.
+//
+// Two flags X and Y of one pipe pair merge when their statements correspond one to one in
+// program order, each pair a set and a set or a wait and a wait in the same block (so both run
+// the same number of times, in the same iterations), and no other set or wait of the pipe pair
+// lies between the two statements of a pair (neighbours only: the L1 credits of a panel's slot 0
+// and slot 1 are not merged, which would let one panel's loads wait for the next panel's reads).
+// Each merge is proven on the kernel as it will run, as elide_implied_syncs proves a drop
+// (block_replay): the replay of every block with the merged flag must order every conflicting
+// pair and finish on every core; the order of the merged flag's statements must be that of X's.
+// Where the streams cannot be built (a dynamic protocol, scalar memory accesses) nothing merges.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "block_replay.h"
+#include "developer.h"
+#include "tl/ir_functor.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+constexpr int64_t kMaxBlocks = 64;                     // as elide_implied_syncs
+constexpr size_t kMaxReplayedEvents = 5'000'000;       // all candidate replays together
+using FlagKey = std::tuple<int, Pipe, Pipe, int64_t>;  // scope (0: Cube, 1: Vector), src, dst, id
+
+/// One set or wait of a flag: the block that holds it and where.
+struct Site {
+  const SeqNode* block = nullptr;  // nullptr: the only statement of a loop or branch body
+  size_t index = 0;
+  Stmt stmt;
+  const SyncNode* sync() const { return stmt.as<SyncNode>(); }
+};
+
+/// Every set and wait of the compiler's intra-core flags with a constant id, per flag in program
+/// order; a flag with an author's statement or a computed id is left out.
+std::map<FlagKey, std::vector<Site>> flag_sites(const Stmt bodies[2]) {
+  std::map<FlagKey, std::vector<Site>> out;
+  std::vector<FlagKey> authors;
+  for (int scope = 0; scope < 2; ++scope) {
+    std::function<void(const Stmt&, const SeqNode*, size_t)> walk = [&](const Stmt& s, const SeqNode* block,
+                                                                         size_t at) {
+      if (!s.defined()) return;
+      if (auto* q = s.as<SeqNode>()) {
+        for (size_t i = 0; i < q->stmts.size(); ++i) walk(q->stmts[i], q, i);
+      } else if (auto* f = s.as<ForNode>()) {
+        walk(f->body, nullptr, 0);
+      } else if (auto* b = s.as<IfNode>()) {
+        walk(b->then_case, nullptr, 0);
+        walk(b->else_case, nullptr, 0);
+      } else if (auto* y = s.as<SyncNode>()) {
+        if (y->sync_kind != SyncKind::SetFlag && y->sync_kind != SyncKind::WaitFlag) return;
+        auto* id = y->event_id.as<IntImmNode>();
+        if (!id) return;
+        FlagKey key{scope, y->src, y->dst, id->value};
+        out[key].push_back(Site{block, at, s});
+        if (y->origin != SyncOrigin::Auto) authors.push_back(key);
+      }
+    };
+    walk(bodies[scope], nullptr, 0);
+  }
+  for (const FlagKey& k : authors) out.erase(k);
+  return out;
+}
+
+/// Whether another set or wait of `pair`'s pipes lies strictly between positions a and b of
+/// `block`.
+bool flag_between(const SeqNode& block, size_t a, size_t b, Pipe src, Pipe dst) {
+  for (size_t i = std::min(a, b) + 1; i < std::max(a, b); ++i)
+    if (auto* y = block.stmts[i].as<SyncNode>();
+        y && (y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag) && y->src == src &&
+        y->dst == dst)
+      return true;
+  return false;
+}
+
+/// The body with Y merged into X: each pair's statement of X at the later set or the earlier
+/// wait, Y's gone; nullopt when the flags do not correspond one to one in neighbouring places.
+std::optional<Stmt> merged(const Stmt& body, const std::vector<Site>& xs, const std::vector<Site>& ys) {
+  if (xs.size() != ys.size()) return std::nullopt;
+  std::map<const StmtNode*, Stmt> replace;  // a statement of Y -> X's, moved there
+  std::set<const StmtNode*> drop;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Site &x = xs[i], &y = ys[i];
+    if (!x.block || x.block != y.block || x.sync()->sync_kind != y.sync()->sync_kind ||
+        flag_between(*x.block, x.index, y.index, x.sync()->src, x.sync()->dst))
+      return std::nullopt;
+    const bool set = x.sync()->sync_kind == SyncKind::SetFlag;
+    if ((y.index > x.index) == set) {
+      replace[y.stmt.get()] = x.stmt;
+      drop.insert(x.stmt.get());
+    } else {
+      drop.insert(y.stmt.get());
+    }
+  }
+  struct Move : IRMutator {
+    const std::map<const StmtNode*, Stmt>& replace;
+    const std::set<const StmtNode*>& drop;
+    Move(const std::map<const StmtNode*, Stmt>& r, const std::set<const StmtNode*>& d) : replace(r), drop(d) {}
+    Stmt mutate_(const SeqNode* n, const Stmt&) override {
+      std::vector<Stmt> out;
+      for (const Stmt& s : n->stmts) {
+        if (drop.count(s.get())) continue;
+        auto it = replace.find(s.get());
+        out.push_back(it != replace.end() ? it->second : mutate(s));
+      }
+      return SeqNode::make(std::move(out), n->loc);
+    }
+  } move(replace, drop);
+  Stmt out = move.mutate(body);
+  // X's statements must run in the order they did: then the k-th set still precedes (and is
+  // consumed by) the k-th wait, and the merged flag stays balanced.
+  std::vector<const StmtNode*> order;
+  pre_order_visit(out, [&](const Stmt& s) {
+    for (const Site& x : xs)
+      if (s.same_as(x.stmt)) order.push_back(s.get());
+  });
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (i >= order.size() || order[i] != xs[i].stmt.get()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
+  const KernelNode* k = dev::find_kernel(f);
+  if (!k || !k->vid.defined()) return f;
+  Stmt bodies[2];
+  auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
+  for (const Stmt& s : dev::stmts_of(k->body))
+    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = dev::with_distinct_syncs(sc->body);
+  replay::Query q;
+  q.accesses = true;
+  bool each_block = false;
+  auto ordered = [&](const Stmt b[2]) {
+    auto blocks = replay::unroll_blocks(*k, b[0], b[1], target, {}, true, kMaxBlocks, each_block);
+    size_t events = 0;
+    for (const replay::Streams& s : blocks)
+      for (const auto& stream : s) events += stream.size();
+    return std::pair{!blocks.empty() && std::all_of(blocks.begin(), blocks.end(),
+                                                    [&](const replay::Streams& s) { return replay::replay(s, {}, q); }),
+                     events};
+  };
+  // The baseline must be clean, one replay for every block or, where the ranges with cid unknown
+  // cannot tell a tail's regions apart, block by block (elide_implied_syncs).
+  auto [clean, per_replay] = ordered(bodies);
+  if (!clean) {
+    each_block = true;
+    std::tie(clean, per_replay) = ordered(bodies);
+  }
+  if (!clean) return f;
+  size_t spent = 0;
+  bool changed = false;
+  for (bool progress = true; progress;) {
+    progress = false;
+    auto sites = flag_sites(bodies);
+    for (auto x = sites.begin(); x != sites.end() && !progress; ++x)
+      for (auto y = std::next(x); y != sites.end() && !progress; ++y) {
+        const auto& [scope, src, dst, id] = x->first;
+        if (std::get<0>(y->first) != scope || std::get<1>(y->first) != src || std::get<2>(y->first) != dst) continue;
+        auto body = merged(bodies[scope], x->second, y->second);
+        if (!body || (spent += per_replay) > kMaxReplayedEvents) continue;
+        Stmt trial[2] = {bodies[0], bodies[1]};
+        trial[scope] = *body;
+        if (!ordered(trial).first) continue;
+        bodies[scope] = *body;
+        progress = changed = true;
+      }
+  }
+  if (!changed) return f;
+  return dev::map_scopes(f, [&](const ScopeNode& sc, const Stmt&) { return ScopeNode::make(sc.core, bodies[index(sc)], sc.loc); });
+}
+
+}  // namespace tl
