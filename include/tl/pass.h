@@ -296,4 +296,11 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target);
 /// checker's rules. Output invariant: the planned spec; flags balanced.
 PrimFunc merge_flags(const PrimFunc& f, const Target& target);
 
+/// guard_loop_credits (lowered developer kernels, last, with minimise_syncs): a loop credit's
+/// pre-set and drain become guards on the loop's wait (skipped at the first iteration) and set
+/// (skipped where no later iteration waits), as gemm_pipelined guards its slot credits; each
+/// unit proven by replaying every block (ordered, finishing, every set consumed). Output
+/// invariant: the planned spec; flags balanced.
+PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target);
+
 }  // namespace tl

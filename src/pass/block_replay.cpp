@@ -547,6 +547,10 @@ class Replayer {
     }
     for (int c = 0; c < 3; ++c)
       if (cores_[c].pc < streams_[c].size()) return false;  // a deadlock
+    if (q_.balanced)
+      for (const Core& c : cores_)
+        for (const auto& [flag, sets] : c.flags)
+          if (!sets.empty()) return false;  // a set no wait consumes: the next kernel would see it
     return ok_;
   }
 
@@ -734,6 +738,34 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
 
 bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q) {
   return Replayer(streams, channels, q).run();
+}
+
+Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks, size_t budget)
+    : k_(k), t_(t), max_blocks_(max_blocks), budget_(budget) {
+  std::tie(clean_, per_replay_) = run(bodies);
+  // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
+  // apart: then block by block, where every address is a constant.
+  if (!clean_) {
+    each_block_ = true;
+    std::tie(clean_, per_replay_) = run(bodies);
+  }
+}
+
+bool Prover::holds(const Stmt bodies[2]) {
+  if (!clean_ || (spent_ += per_replay_) > budget_) return false;
+  return run(bodies).first;
+}
+
+std::pair<bool, size_t> Prover::run(const Stmt bodies[2]) {
+  std::vector<Streams> blocks = unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
+  Query q;
+  q.accesses = q.balanced = true;
+  size_t events = 0;
+  for (const Streams& b : blocks)
+    for (const auto& stream : b) events += stream.size();
+  const bool ok = !blocks.empty() && std::all_of(blocks.begin(), blocks.end(),
+                                                 [&](const Streams& b) { return replay(b, {}, q); });
+  return {ok, events};
 }
 
 }  // namespace tl::replay

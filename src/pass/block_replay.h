@@ -81,6 +81,7 @@ struct Query {
   int slot_channel =
       -1;  // check: every push of this channel after the reads of its slot's previous tile
   bool accesses = false;  // check: every conflicting pair of accesses ordered
+  bool balanced = false;  // check: every intra-core set consumed by a wait by the end
   /// Report: each intra-core wait with the set it consumed (set statement, wait statement).
   std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
 };
@@ -88,5 +89,28 @@ struct Query {
 /// Replays `streams` without what `q` drops: true when every core finishes (no deadlock, no
 /// wait without a set) and what `q` checks holds.
 bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q);
+
+/// Proves rewrites of a lowered kernel's scope bodies (merge_flags, guard_loop_credits): built on
+/// the bodies as they are, whose replay must be clean (every conflicting pair ordered, every
+/// core finishing, every set consumed), then asked whether rewritten bodies still are. All
+/// blocks stand in one replay when the protocol does not depend on cid and the ranges with cid
+/// unknown tell every pair apart; otherwise each block is replayed, up to `max_blocks`.
+/// Deterministic: a budget of replayed events (a count, not a clock) bounds the questions.
+class Prover {
+ public:
+  Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks, size_t budget);
+  /// Whether the bodies as they are replay clean; nothing can be proven otherwise.
+  bool clean() const { return clean_; }
+  /// Whether `bodies` (the Cube and Vector scope bodies) replay clean; false past the budget.
+  bool holds(const Stmt bodies[2]);
+
+ private:
+  std::pair<bool, size_t> run(const Stmt bodies[2]);
+  const KernelNode& k_;
+  const Target& t_;
+  int64_t max_blocks_;
+  size_t budget_, spent_ = 0, per_replay_ = 0;
+  bool each_block_ = false, clean_ = false;
+};
 
 }  // namespace tl::replay

@@ -78,6 +78,40 @@ Stmt with_distinct_syncs(const Stmt& body) {
   return copy.mutate(body);
 }
 
+std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]) {
+  std::map<FlagKey, std::vector<FlagSite>> out;
+  std::vector<FlagKey> authors;
+  std::vector<FlagSite::Step> path;
+  for (int scope = 0; scope < 2; ++scope) {
+    std::function<void(const Stmt&, const SeqNode*, size_t)> walk = [&](const Stmt& s, const SeqNode* block,
+                                                                         size_t at) {
+      if (!s.defined()) return;
+      if (auto* q = s.as<SeqNode>()) {
+        for (size_t i = 0; i < q->stmts.size(); ++i) walk(q->stmts[i], q, i);
+      } else if (auto* f = s.as<ForNode>()) {
+        path.push_back({block, at, f});
+        walk(f->body, nullptr, 0);
+        path.pop_back();
+      } else if (auto* b = s.as<IfNode>()) {
+        path.push_back({block, at, b});
+        walk(b->then_case, nullptr, 0);
+        walk(b->else_case, nullptr, 0);
+        path.pop_back();
+      } else if (auto* y = s.as<SyncNode>()) {
+        if (y->sync_kind != SyncKind::SetFlag && y->sync_kind != SyncKind::WaitFlag) return;
+        auto* id = y->event_id.as<IntImmNode>();
+        if (!id) return;
+        FlagKey key{scope, y->src, y->dst, id->value};
+        out[key].push_back(FlagSite{block, at, s, path});
+        if (y->origin != SyncOrigin::Auto) authors.push_back(key);
+      }
+    };
+    walk(bodies[scope], nullptr, 0);
+  }
+  for (const FlagKey& k : authors) out.erase(k);
+  return out;
+}
+
 PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn) {
   const KernelNode* k = find_kernel(f);
   if (!k) return f;

@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "tl/ir.h"
 #include "tl/pass.h"
@@ -33,6 +35,26 @@ Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop);
 /// `body` with each sync a node of its own (a pass may put one node in several places; the
 /// passes that replay a kernel tell statements apart by node).
 Stmt with_distinct_syncs(const Stmt& body);
+/// One set or wait of an intra-core flag: the block that holds it, where, and the loops and
+/// branches around it (outermost first, each with the block that holds it and where).
+struct FlagSite {
+  struct Step {
+    const SeqNode* block;  // nullptr: the only statement of a loop or branch body
+    size_t index;
+    const StmtNode* node;  // a For or an If
+  };
+  const SeqNode* block = nullptr;  // nullptr: the only statement of a loop or branch body
+  size_t index = 0;
+  Stmt stmt;
+  std::vector<Step> path;
+  const SyncNode* sync() const { return static_cast<const SyncNode*>(stmt.get()); }
+};
+/// A flag: scope (0: the Cube scope body, 1: the Vector one), source and destination pipe, id.
+using FlagKey = std::tuple<int, Pipe, Pipe, int64_t>;
+/// Every set and wait of the compiler's intra-core flags with a constant id in the Cube and
+/// Vector scope bodies `bodies`, per flag in program order; a flag with an author's statement
+/// or a computed id is left out.
+std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).

@@ -146,6 +146,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
          return developer && opt.minimise_syncs ? merge_flags(g, t) : g;
        },
        Spec::Planned},
+      // On the final flags: a merged credit is guarded once.
+      {"guard_loop_credits",
+       [developer, &opt](const PrimFunc& g, const Target& t) {
+         return developer && opt.minimise_syncs ? guard_loop_credits(g, t) : g;
+       },
+       Spec::Planned},
   };
   return run_passes(f, target, passes, opt);
 }

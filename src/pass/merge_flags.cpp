@@ -33,47 +33,7 @@ namespace {
 
 constexpr int64_t kMaxBlocks = 64;                     // as elide_implied_syncs
 constexpr size_t kMaxReplayedEvents = 5'000'000;       // all candidate replays together
-using FlagKey = std::tuple<int, Pipe, Pipe, int64_t>;  // scope (0: Cube, 1: Vector), src, dst, id
-
-/// One set or wait of a flag: the block that holds it and where.
-struct Site {
-  const SeqNode* block = nullptr;  // nullptr: the only statement of a loop or branch body
-  size_t index = 0;
-  Stmt stmt;
-  const SyncNode* sync() const { return stmt.as<SyncNode>(); }
-};
-
-/// Every set and wait of the compiler's intra-core flags with a constant id, per flag in program
-/// order; a flag with an author's statement or a computed id is left out.
-std::map<FlagKey, std::vector<Site>> flag_sites(const Stmt bodies[2]) {
-  std::map<FlagKey, std::vector<Site>> out;
-  std::vector<FlagKey> authors;
-  for (int scope = 0; scope < 2; ++scope) {
-    std::function<void(const Stmt&, const SeqNode*, size_t)> walk = [&](const Stmt& s, const SeqNode* block,
-                                                                         size_t at) {
-      if (!s.defined()) return;
-      if (auto* q = s.as<SeqNode>()) {
-        for (size_t i = 0; i < q->stmts.size(); ++i) walk(q->stmts[i], q, i);
-      } else if (auto* f = s.as<ForNode>()) {
-        walk(f->body, nullptr, 0);
-      } else if (auto* b = s.as<IfNode>()) {
-        walk(b->then_case, nullptr, 0);
-        walk(b->else_case, nullptr, 0);
-      } else if (auto* y = s.as<SyncNode>()) {
-        if (y->sync_kind != SyncKind::SetFlag && y->sync_kind != SyncKind::WaitFlag) return;
-        auto* id = y->event_id.as<IntImmNode>();
-        if (!id) return;
-        FlagKey key{scope, y->src, y->dst, id->value};
-        out[key].push_back(Site{block, at, s});
-        if (y->origin != SyncOrigin::Auto) authors.push_back(key);
-      }
-    };
-    walk(bodies[scope], nullptr, 0);
-  }
-  for (const FlagKey& k : authors) out.erase(k);
-  return out;
-}
-
+using dev::FlagSite;
 /// Whether another set or wait of `pair`'s pipes lies strictly between positions a and b of
 /// `block`.
 bool flag_between(const SeqNode& block, size_t a, size_t b, Pipe src, Pipe dst) {
@@ -87,12 +47,12 @@ bool flag_between(const SeqNode& block, size_t a, size_t b, Pipe src, Pipe dst) 
 
 /// The body with Y merged into X: each pair's statement of X at the later set or the earlier
 /// wait, Y's gone; nullopt when the flags do not correspond one to one in neighbouring places.
-std::optional<Stmt> merged(const Stmt& body, const std::vector<Site>& xs, const std::vector<Site>& ys) {
+std::optional<Stmt> merged(const Stmt& body, const std::vector<FlagSite>& xs, const std::vector<FlagSite>& ys) {
   if (xs.size() != ys.size()) return std::nullopt;
   std::map<const StmtNode*, Stmt> replace;  // a statement of Y -> X's, moved there
   std::set<const StmtNode*> drop;
   for (size_t i = 0; i < xs.size(); ++i) {
-    const Site &x = xs[i], &y = ys[i];
+    const FlagSite &x = xs[i], &y = ys[i];
     if (!x.block || x.block != y.block || x.sync()->sync_kind != y.sync()->sync_kind ||
         flag_between(*x.block, x.index, y.index, x.sync()->src, x.sync()->dst))
       return std::nullopt;
@@ -123,7 +83,7 @@ std::optional<Stmt> merged(const Stmt& body, const std::vector<Site>& xs, const 
   // consumed by) the k-th wait, and the merged flag stays balanced.
   std::vector<const StmtNode*> order;
   pre_order_visit(out, [&](const Stmt& s) {
-    for (const Site& x : xs)
+    for (const FlagSite& x : xs)
       if (s.same_as(x.stmt)) order.push_back(s.get());
   });
   for (size_t i = 0; i < xs.size(); ++i)
@@ -140,40 +100,21 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
   auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
   for (const Stmt& s : dev::stmts_of(k->body))
     if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = dev::with_distinct_syncs(sc->body);
-  replay::Query q;
-  q.accesses = true;
-  bool each_block = false;
-  auto ordered = [&](const Stmt b[2]) {
-    auto blocks = replay::unroll_blocks(*k, b[0], b[1], target, {}, true, kMaxBlocks, each_block);
-    size_t events = 0;
-    for (const replay::Streams& s : blocks)
-      for (const auto& stream : s) events += stream.size();
-    return std::pair{!blocks.empty() && std::all_of(blocks.begin(), blocks.end(),
-                                                    [&](const replay::Streams& s) { return replay::replay(s, {}, q); }),
-                     events};
-  };
-  // The baseline must be clean, one replay for every block or, where the ranges with cid unknown
-  // cannot tell a tail's regions apart, block by block (elide_implied_syncs).
-  auto [clean, per_replay] = ordered(bodies);
-  if (!clean) {
-    each_block = true;
-    std::tie(clean, per_replay) = ordered(bodies);
-  }
-  if (!clean) return f;
-  size_t spent = 0;
+  replay::Prover prover(*k, bodies, target, kMaxBlocks, kMaxReplayedEvents);
+  if (!prover.clean()) return f;
   bool changed = false;
   for (bool progress = true; progress;) {
     progress = false;
-    auto sites = flag_sites(bodies);
+    auto sites = dev::flag_sites(bodies);
     for (auto x = sites.begin(); x != sites.end() && !progress; ++x)
       for (auto y = std::next(x); y != sites.end() && !progress; ++y) {
         const auto& [scope, src, dst, id] = x->first;
         if (std::get<0>(y->first) != scope || std::get<1>(y->first) != src || std::get<2>(y->first) != dst) continue;
         auto body = merged(bodies[scope], x->second, y->second);
-        if (!body || (spent += per_replay) > kMaxReplayedEvents) continue;
+        if (!body) continue;
         Stmt trial[2] = {bodies[0], bodies[1]};
         trial[scope] = *body;
-        if (!ordered(trial).first) continue;
+        if (!prover.holds(trial)) continue;
         bodies[scope] = *body;
         progress = changed = true;
       }

@@ -1,0 +1,168 @@
+// guard_loop_credits (lowered developer kernels, last, with minimise_syncs): a loop credit's
+// pre-set and drain become guards on the loop's wait and set, as gemm_pipelined writes its slot
+// credits (`if g >= 2: wait_flag`, `if g + 2 < g_end: set_flag`). insert_syncs balances a flag
+// that crosses a loop's back edge with a set before the loop and a wait after it, which is right
+// for any trip count but runs two syncs per flag that order nothing: the first iteration's wait
+// only consumes the pre-set, and the drain only the last iteration's set. Here the wait skips
+// the first execution of its statement and the set the last one, and the pre-set and the drain
+// go.
+//
+// A unit is a flag whose statements are exactly a set and a wait in one block (the pre-set and
+// the drain) around a loop, and one wait followed by one set in a block inside that loop. The
+// wait's guard is "not every loop around it at its first iteration". The set's guard is "some
+// loop around it has a next iteration that reaches the set": the loop's variable + 1 is still in
+// range and the conditions between it and the set hold for that iteration (the inner loops at
+// their first), lets inlined (a persistent tile loop's `if tile < tiles`). The guards are exact
+// when those conditions hold for a prefix of the iterations, as T::Persistent's do; the replay
+// proves each unit on every block (block_replay: ordered, finishing, every set consumed), and a
+// unit it cannot prove keeps its pre-set and drain.
+#include <map>
+#include <vector>
+
+#include "block_replay.h"
+#include "developer.h"
+#include "tl/arith.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+constexpr int64_t kMaxBlocks = 64;                // as elide_implied_syncs
+constexpr size_t kMaxReplayedEvents = 5'000'000;  // all candidate replays together
+
+/// A loop or a branch around the loop's wait and set, from the credit's loop inward, with the
+/// lets before it inlined into its condition or bounds.
+struct Level {
+  const ForNode* loop = nullptr;  // else a branch
+  Expr cond;                      // a branch: its condition (lets inlined)
+};
+
+/// The lets of `block` before `index`, inlined into `lets` (each value with the earlier ones in).
+void add_lets(const SeqNode* block, size_t index, arith::VarMap& lets) {
+  if (!block) return;
+  for (size_t i = 0; i < index; ++i)
+    if (auto* l = block->stmts[i].as<LetNode>()) lets[l->var.node()] = arith::substitute(l->value, lets);
+}
+
+/// Guards for the unit's wait (skip the first execution) and set (skip the last), or nullopt
+/// when the flag is not a unit.
+struct Guards {
+  const dev::FlagSite *pre_set, *wait, *set, *drain;
+  Expr not_first, not_last;
+};
+std::optional<Guards> unit_guards(const std::vector<dev::FlagSite>& s) {
+  if (s.size() != 4) return std::nullopt;
+  const dev::FlagSite &p = s[0], &w = s[1], &x = s[2], &d = s[3];
+  auto is = [](const dev::FlagSite& f, SyncKind k) { return f.sync()->sync_kind == k; };
+  if (!is(p, SyncKind::SetFlag) || !is(w, SyncKind::WaitFlag) || !is(x, SyncKind::SetFlag) ||
+      !is(d, SyncKind::WaitFlag) || !p.block || p.block != d.block || !w.block || w.block != x.block ||
+      w.index >= x.index)
+    return std::nullopt;
+  const size_t depth = p.path.size();
+  // The wait and set sit in a loop of the pre-set's block, between the pre-set and the drain.
+  if (w.path.size() <= depth || w.path[depth].block != p.block || w.path[depth].index <= p.index ||
+      w.path[depth].index >= d.index || w.path[depth].node->kind != StmtKind::For)
+    return std::nullopt;
+  arith::VarMap lets;
+  std::vector<Level> levels;
+  for (size_t i = depth; i < w.path.size(); ++i) {
+    const auto& step = w.path[i];
+    add_lets(step.block, step.index, lets);
+    if (step.node->kind == StmtKind::For)
+      levels.push_back({static_cast<const ForNode*>(step.node), {}});
+    else
+      levels.push_back({nullptr, arith::substitute(static_cast<const IfNode*>(step.node)->cond, lets)});
+  }
+  // A statement in a branch's else case would need the negated condition: not a unit.
+  for (size_t i = depth; i < w.path.size(); ++i)
+    if (w.path[i].node->kind == StmtKind::If) {
+      auto* b = static_cast<const IfNode*>(w.path[i].node);
+      const StmtNode* inner = i + 1 < w.path.size() ? w.path[i + 1].node : nullptr;
+      bool in_then = false;
+      pre_order_visit(b->then_case, [&](const Stmt& t) {
+        in_then = in_then || (inner ? t.get() == inner : t.get() == w.stmt.get());
+      });
+      if (!in_then) return std::nullopt;
+    }
+  Expr not_first, not_last;
+  for (size_t j = levels.size(); j-- > 0;) {
+    const ForNode* l = levels[j].loop;
+    if (!l) continue;
+    const Expr v(l->var);
+    Expr later = v > l->min;
+    not_first = not_first.defined() ? (not_first || later) : later;
+    // The next iteration of loop j, the loops inside it at their first.
+    arith::VarMap next{{l->var.node(), v + 1}};
+    Expr reaches = v + 1 < l->min + l->extent;
+    for (size_t i = j + 1; i < levels.size(); ++i) {
+      if (levels[i].loop)
+        next[levels[i].loop->var.node()] = levels[i].loop->min;
+      else
+        reaches = reaches && arith::substitute(levels[i].cond, next);
+    }
+    // Innermost loop first: it reads as "a next panel, or a next tile that runs".
+    not_last = not_last.defined() ? (not_last || reaches) : reaches;
+  }
+  return Guards{&p, &w, &x, &d, simplify(not_first), simplify(not_last)};
+}
+
+/// `body` with the unit's pre-set and drain gone and its wait and set guarded.
+Stmt guarded(const Stmt& body, const Guards& g) {
+  struct Guard : IRMutator {
+    const Guards& g;
+    explicit Guard(const Guards& x) : g(x) {}
+    Stmt mutate_(const SeqNode* n, const Stmt& self) override {
+      std::vector<Stmt> out;
+      bool changed = false;
+      for (const Stmt& s : n->stmts) {
+        if (s.same_as(g.pre_set->stmt) || s.same_as(g.drain->stmt)) {
+          changed = true;
+        } else if (s.same_as(g.wait->stmt) || s.same_as(g.set->stmt)) {
+          out.push_back(IfNode::make(s.same_as(g.wait->stmt) ? g.not_first : g.not_last, s, {}, s->loc));
+          changed = true;
+        } else {
+          Stmt m = mutate(s);
+          changed = changed || !m.same_as(s);
+          out.push_back(m);
+        }
+      }
+      return changed ? SeqNode::make(std::move(out), n->loc) : self;
+    }
+  } guard(g);
+  return guard.mutate(body);
+}
+
+}  // namespace
+
+PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target) {
+  const KernelNode* k = dev::find_kernel(f);
+  if (!k || !k->vid.defined()) return f;
+  Stmt bodies[2];
+  auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
+  for (const Stmt& s : dev::stmts_of(k->body))
+    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = dev::with_distinct_syncs(sc->body);
+  replay::Prover prover(*k, bodies, target, kMaxBlocks, kMaxReplayedEvents);
+  if (!prover.clean()) return f;
+  bool changed = false;
+  // One unit at a time, in program order of the flags; the sites of a guarded unit's neighbours
+  // do not move (only its own statements change), but their blocks are rebuilt: recollect.
+  for (size_t done = 0;; ++done) {
+    auto sites = dev::flag_sites(bodies);
+    if (done >= sites.size()) break;
+    auto it = std::next(sites.begin(), static_cast<std::ptrdiff_t>(done));
+    auto g = unit_guards(it->second);
+    if (!g) continue;
+    const int scope = std::get<0>(it->first);
+    Stmt trial[2] = {bodies[0], bodies[1]};
+    trial[scope] = guarded(bodies[scope], *g);
+    if (!prover.holds(trial)) continue;
+    bodies[scope] = trial[scope];
+    changed = true;
+  }
+  if (!changed) return f;
+  return dev::map_scopes(f, [&](const ScopeNode& sc, const Stmt&) { return ScopeNode::make(sc.core, bodies[index(sc)], sc.loc); });
+}
+
+}  // namespace tl
