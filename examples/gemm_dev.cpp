@@ -49,7 +49,7 @@ TL_REGISTER_KERNEL({
                {"K", "1024", "columns of A, rows of B"},
                {"bM", "128", "tile rows", ParamRule::tile(16)},
                {"bN", "256", "tile columns", ParamRule::tile(16)},
-               {"bK", "128", "K panel width (L1; the compiler splits it into L0 chunks)", ParamRule::tile(16)},
+               {"bK", "256", "K panel width (L1; the compiler splits it into L0 chunks)", ParamRule::tile(16)},
                {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16"}}},
                {"num_stages", "2", "T.Pipelined stages of the K loop (1: serial)", {.min = 1, .max = 4}},
                {"blocks", "24", "persistent workers (A2: 24 AICs)", ParamRule::blocks()}},

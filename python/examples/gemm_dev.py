@@ -14,7 +14,7 @@ import tl_ascend.language as T
 
 
 @tilelang.jit(out_idx=[-1])
-def matmul(M, N, K, block_M=128, block_N=256, block_K=128, dtype="float16", num_stages=2, blocks=24):
+def matmul(M, N, K, block_M=128, block_N=256, block_K=256, dtype="float16", num_stages=2, blocks=24):
     m_tiles = T.ceildiv(M, block_M)
     n_tiles = T.ceildiv(N, block_N)
 

@@ -231,7 +231,8 @@ DeveloperOptions dev_options(const std::map<std::string, bool>& m) {
       {"legalize_copies", &DeveloperOptions::legalize_copies}, {"split_cube_vector", &DeveloperOptions::split_cube_vector},
       {"vectorize", &DeveloperOptions::vectorize},             {"insert_syncs", &DeveloperOptions::insert_syncs},
       {"pipeline_loops", &DeveloperOptions::pipeline_loops},   {"split_aiv", &DeveloperOptions::split_aiv},
-      {"minimise_syncs", &DeveloperOptions::minimise_syncs},   {"scalar_fallback", &DeveloperOptions::scalar_fallback},
+      {"minimise_syncs", &DeveloperOptions::minimise_syncs},   {"merge_flags", &DeveloperOptions::merge_flags},
+      {"scalar_fallback", &DeveloperOptions::scalar_fallback},
       {"allow_inexact_math", &DeveloperOptions::allow_inexact_math}};
   for (const auto& [k, v] : m) {
     bool found = false;

@@ -57,6 +57,7 @@ class PassConfigKey:
     TL_DEV_PIPELINE_LOOPS = "tl.dev.pipeline_loops"
     TL_DEV_SPLIT_AIV = "tl.dev.split_aiv"
     TL_DEV_MINIMISE_SYNCS = "tl.dev.minimise_syncs"
+    TL_DEV_MERGE_FLAGS = "tl.dev.merge_flags"
     TL_DEV_SCALAR_FALLBACK = "tl.dev.scalar_fallback"
     TL_DEV_ALLOW_INEXACT_MATH = "tl.dev.allow_inexact_math"
     TL_DEV_INSERT_SYNCS = "tl.dev.insert_syncs"

@@ -33,6 +33,7 @@ PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& 
     passes.pipeline = d.pipeline_loops;
     passes.split_aiv = d.split_aiv;
     passes.minimise_syncs = d.minimise_syncs;
+    if (!d.merge_flags) passes.disabled_passes.push_back("merge_flags");
     return lower(f, target, passes);
   }
   if (opt.verify) verify_or_throw(f, target);
@@ -72,10 +73,10 @@ void DeveloperOptions::validate() const {
 std::string DeveloperOptions::fingerprint() const {
   return fmt::format(
       "infer_scopes={:d},lower_cube_ops={:d},legalize_copies={:d},split_cube_vector={:d},vectorize={:d},"
-      "insert_syncs={:d},pipeline_loops={:d},split_aiv={:d},minimise_syncs={:d},scalar_fallback={:d},"
+      "insert_syncs={:d},pipeline_loops={:d},split_aiv={:d},minimise_syncs={:d},merge_flags={:d},scalar_fallback={:d},"
       "allow_inexact_math={:d}",
       infer_scopes, lower_cube_ops, legalize_copies, split_cube_vector, vectorize, insert_syncs, pipeline_loops,
-      split_aiv, minimise_syncs, scalar_fallback, allow_inexact_math);
+      split_aiv, minimise_syncs, merge_flags, scalar_fallback, allow_inexact_math);
 }
 
 std::shared_ptr<const Artifact> compile(const Backend& backend, const PrimFunc& f, const Target& target,

@@ -113,6 +113,33 @@ TEST(DeveloperOptions, PipeliningTheAivSplitAndSyncMinimisationChangeOnlySpeed) 
   }
 }
 
+// merge_flags off keeps A's and B's panel flags apart (more syncs, the same result); it is part
+// of minimise_syncs, so switching minimise_syncs off alone is valid.
+TEST(DeveloperOptions, MergeFlagsOffKeepsEachSourceItsFlag) {
+  PrimFunc f = registered("gemm_dev", {{"M", "256"}, {"N", "256"}, {"K", "1024"}});
+  auto sets = [](const PrimFunc& g) {
+    size_t n = 0;
+    pre_order_visit(g->body, [&](const Stmt& s) {
+      auto* y = s.as<SyncNode>();
+      n += y && y->sync_kind == SyncKind::SetFlag && y->src == Pipe::MTE2;
+    });
+    return n;
+  };
+  DeveloperOptions keep, no_minimise;
+  keep.merge_flags = false;
+  no_minimise.minimise_syncs = false;
+  EXPECT_NO_THROW(no_minimise.validate());
+  auto merged = compile(f, default_target(), {.disk_cache = false});
+  auto apart = compile(f, default_target(), {.disk_cache = false, .dev = keep});
+  EXPECT_EQ(sets(apart.func()), 2 * sets(merged.func()));
+  Device dev;
+  auto args = ref::random_args(dev, f);
+  merged.launch(dev, args, {.check_hazards = true});
+  const std::vector<double> want = std::get<Tensor>(args.back().value).to_vector();
+  apart.launch(dev, args, {.check_hazards = true});
+  EXPECT_EQ(std::get<Tensor>(args.back().value).to_vector(), want);
+}
+
 TEST(DeveloperOptions, WithoutLegalizeCopiesATailBlockIsARunTimeBoundsError) {
   PrimFunc f = registered("add_dev", {{"M", "13"}, {"N", "256"}, {"bM", "4"}});
   DeveloperOptions d;

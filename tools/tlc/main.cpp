@@ -202,7 +202,8 @@ void switch_off(tl::DeveloperOptions& d, const std::string& name) {
                                                {"insert_syncs", &d.insert_syncs},
                                                {"pipeline_loops", &d.pipeline_loops},
                                                {"split_aiv", &d.split_aiv},
-                                               {"minimise_syncs", &d.minimise_syncs}};
+                                               {"minimise_syncs", &d.minimise_syncs},
+                                               {"merge_flags", &d.merge_flags}};
   std::string names;
   for (const auto& [n, flag] : all) {
     if (name == n) {
@@ -397,7 +398,7 @@ int tlc_main(int argc, char** argv) {
   std::vector<std::string> offs;
   run_cmd->add_option("--off", offs,
                       "switch a developer-mode automation off: infer_scopes, lower_cube_ops, legalize_copies, "
-                      "split_cube_vector, vectorize, insert_syncs, pipeline_loops, split_aiv, minimise_syncs (docs/developer_mode.md, Options)");
+                      "split_cube_vector, vectorize, insert_syncs, pipeline_loops, split_aiv, minimise_syncs, merge_flags (docs/developer_mode.md, Options)");
   run_cmd->add_flag("--scalar-fallback", g_timed.dev.scalar_fallback,
                     "developer mode: run element loops that cannot be vectorised on the scalar unit (a remark each)");
   run_cmd->add_flag("--allow-inexact-math", g_timed.dev.allow_inexact_math,
