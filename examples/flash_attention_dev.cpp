@@ -10,7 +10,8 @@
 // and the cube computes the next tile's scores while the vector unit works on this one's
 // softmax (pipeline_loops).
 //
-// The exps are T::tile::exp on developer tiles (the chip's approximation, chosen explicitly).
+// The exps are T::tile::exp on developer tiles (the chip's approximation, chosen explicitly), and
+// the running max T::tile::max (the chip's, where a NaN wins, as in the expert kernel).
 // Any S: the compiler clips the copies of the last q- and kv-tiles and zero-fills their L1
 // padding (legalize_copies); the kernel masks the keys past S, as TileLang kernels do.
 #include <cmath>
@@ -57,7 +58,7 @@ PrimFunc flash_attention_dev(int Bt, int H, int S, int D, int bM, int bN, DType 
           T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) + key_mask(c); });
         }
         T::reduce_max(s, mj, -1);
-        T::Parallel(bM, [&](Expr i) { mj(i) = max(mj(i), m(i)); });
+        T::tile::max(mj, mj, m);
         T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) - mj(i); });
         T::Parallel(bM, [&](Expr i) { alpha(i) = m(i) - mj(i); });
         T::tile::exp(s, s);

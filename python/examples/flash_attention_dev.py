@@ -9,7 +9,8 @@ once per iteration, with cross-core flags and credits (docs/developer_mode.md, "
 crosses cores"). The kv loop is T.Pipelined: with 2 stages the cube computes the next tile's
 scores while the vector unit works on this one's softmax (pipeline_loops).
 
-The exps are T.tile.exp on developer tiles (the chip's approximation, chosen explicitly). Any S:
+The exps are T.tile.exp on developer tiles (the chip's approximation, chosen explicitly), and
+the running max T.tile.max (the chip's, where a NaN wins, as in the expert kernel). Any S:
 the compiler clips the copies of the last q- and kv-tiles and zero-fills their L1 padding; the
 kernel masks the keys past S, as TileLang kernels do.
 Run it: python python/examples/flash_attention_dev.py
@@ -75,8 +76,7 @@ def flash_attention(B, H, S, D, block_M=64, block_N=64, dtype="float16", num_sta
                     for i, j in T.Parallel(block_M, block_N):
                         s[i, j] = s[i, j] + key_mask[j]
                 T.reduce_max(s, mj, dim=-1)
-                for p in T.Parallel(block_M):
-                    mj[p] = T.max(mj[p], m[p])
+                T.tile.max(mj, mj, m)  # the chip's max, as the expert's (a NaN wins)
                 for i, j in T.Parallel(block_M, block_N):
                     s[i, j] = s[i, j] - mj[i]
                 for p in T.Parallel(block_M):

@@ -1,4 +1,5 @@
-// merge_flags (lowered developer kernels, last, with minimise_syncs): makes one flag of two
+// merge_flags (lowered developer kernels, after elide_implied_syncs, with minimise_syncs and the
+// option of its own, DeveloperOptions::merge_flags): makes one flag of two
 // neighbouring flags of a pipe pair, as an expert writes one set_flag after loading both GEMM
 // panels where insert_syncs, which sets each flag right after its source and waits right before
 // its destination, gives A's panel and B's panel a flag each. The merged flag is set where the
@@ -34,8 +35,9 @@ namespace {
 constexpr int64_t kMaxBlocks = 64;                     // as elide_implied_syncs
 constexpr size_t kMaxReplayedEvents = 5'000'000;       // all candidate replays together
 using dev::FlagSite;
-/// Whether another set or wait of `pair`'s pipes lies strictly between positions a and b of
-/// `block`.
+
+/// Whether another set or wait of the pipe pair src -> dst lies strictly between positions a and
+/// b of `block`.
 bool flag_between(const SeqNode& block, size_t a, size_t b, Pipe src, Pipe dst) {
   for (size_t i = std::min(a, b) + 1; i < std::max(a, b); ++i)
     if (auto* y = block.stmts[i].as<SyncNode>();
@@ -103,18 +105,26 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
   replay::Prover prover(*k, bodies, target, kMaxBlocks, kMaxReplayedEvents);
   if (!prover.clean()) return f;
   bool changed = false;
+  // A pair the replay refused is not asked again after a later merge (each question is a replay
+  // of every block; the flags' keys outlive merges, Y's key is gone with Y).
+  std::set<std::pair<dev::FlagKey, dev::FlagKey>> refused;
   for (bool progress = true; progress;) {
     progress = false;
     auto sites = dev::flag_sites(bodies);
     for (auto x = sites.begin(); x != sites.end() && !progress; ++x)
       for (auto y = std::next(x); y != sites.end() && !progress; ++y) {
         const auto& [scope, src, dst, id] = x->first;
-        if (std::get<0>(y->first) != scope || std::get<1>(y->first) != src || std::get<2>(y->first) != dst) continue;
+        if (std::get<0>(y->first) != scope || std::get<1>(y->first) != src || std::get<2>(y->first) != dst ||
+            refused.count({x->first, y->first}))
+          continue;
         auto body = merged(bodies[scope], x->second, y->second);
         if (!body) continue;
         Stmt trial[2] = {bodies[0], bodies[1]};
         trial[scope] = *body;
-        if (!prover.holds(trial)) continue;
+        if (!prover.holds(trial)) {
+          refused.insert({x->first, y->first});
+          continue;
+        }
         bodies[scope] = *body;
         progress = changed = true;
       }

@@ -66,8 +66,9 @@ std::vector<DevCase> cases() {
       // compiler; the kernel masks the keys past S.
       {"flash_attention_dev", {{"S", "200"}, {"D", "128"}}},
       {"flash_attention_dev", {{"B", "2"}, {"S", "77"}, {"D", "80"}, {"bM", "64"}, {"bN", "32"}, {"dtype", "bfloat16"}}},
-      // 32-row tiles: the row statistics' max is 128 bytes, half a compare granule (compared in
-      // granule-sized copies; this shape was a compile error before).
+      // 32-row tiles: the row statistics are 128 bytes, half a compare granule (an element
+      // loop's max of them is compared in granule-sized copies:
+      // VectorizeParallel.AShortMaxIsComparedInGranuleSizedCopies).
       {"flash_attention_dev", {{"S", "200"}, {"D", "64"}, {"bM", "32"}, {"bN", "128"}}},
       // D = 512: P V (64 x 512 fp32) is all of L0C, so lower_cube_ops computes it in column
       // chunks, each drained to the vector unit as it is done, and Q K^T's K chunks shrink so
