@@ -173,5 +173,26 @@ TEST(InsertSyncsRandom, ElideImpliedSyncsLeavesNothingUnordered) {
   EXPECT_GT(changed, n / 100) << "the pass dropped flags in too few programs to test it";
 }
 
+// merge_flags and guard_loop_credits on what elide_implied_syncs leaves: a merged flag or a
+// guarded credit still orders every pair, and the flags stay balanced.
+TEST(InsertSyncsRandom, MergedFlagsAndGuardedCreditsLeaveNothingUnordered) {
+  const Target& t = default_target();
+  const int n = programs();
+  int merged = 0, guarded = 0;
+  for (int seed = 0; seed < n; ++seed) {
+    PrimFunc f = RandomKernel(static_cast<uint64_t>(seed)).build();
+    PrimFunc g = elide_implied_syncs(insert_syncs(f, t), t);
+    PrimFunc m = merge_flags(g, t), h = guard_loop_credits(m, t);
+    merged += !(m == g);
+    guarded += !(h == m);
+    if (h == g) continue;
+    std::string text = print(h, {.locations = false});
+    ASSERT_EQ(bad_syncs(h, t), "") << "seed " << seed << "\n" << text;
+    ASSERT_EQ(hazards_of(h, t), "") << "seed " << seed << "\n" << text;
+  }
+  EXPECT_GT(merged, 0) << "no program had two flags to merge";
+  EXPECT_GT(guarded, 0) << "no program had a credit to guard";
+}
+
 }  // namespace
 }  // namespace tl
