@@ -112,6 +112,19 @@ std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]) {
   return out;
 }
 
+std::array<Stmt, 2> scope_bodies(const KernelNode& k) {
+  std::array<Stmt, 2> out;
+  for (const Stmt& s : stmts_of(k.body))
+    if (auto* sc = s.as<ScopeNode>()) out[sc->core == CoreKind::Cube ? 0 : 1] = with_distinct_syncs(sc->body);
+  return out;
+}
+
+PrimFunc with_scope_bodies(const PrimFunc& f, const std::array<Stmt, 2>& bodies) {
+  return map_scopes(f, [&](const ScopeNode& sc, const Stmt&) {
+    return ScopeNode::make(sc.core, bodies[sc.core == CoreKind::Cube ? 0 : 1], sc.loc);
+  });
+}
+
 PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn) {
   const KernelNode* k = find_kernel(f);
   if (!k) return f;

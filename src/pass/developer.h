@@ -3,6 +3,7 @@
 // kernel unchanged, so each starts with `if (!is_developer(f)) return f;`.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <string>
@@ -35,6 +36,11 @@ Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop);
 /// `body` with each sync a node of its own (a pass may put one node in several places; the
 /// passes that replay a kernel tell statements apart by node).
 Stmt with_distinct_syncs(const Stmt& body);
+/// The Cube (0) and Vector (1) scope bodies of a lowered kernel (undefined where it has no such
+/// scope), each sync a node of its own: what the passes that replay a kernel rewrite.
+std::array<Stmt, 2> scope_bodies(const KernelNode& k);
+/// `f` with its Cube and Vector scopes' bodies replaced by `bodies` (scope_bodies' order).
+PrimFunc with_scope_bodies(const PrimFunc& f, const std::array<Stmt, 2>& bodies);
 /// One set or wait of an intra-core flag: the block that holds it, where, and the loops and
 /// branches around it (outermost first, each with the block that holds it and where).
 struct FlagSite {

@@ -80,10 +80,7 @@ std::vector<std::vector<const SyncNode*>> flag_units(
 PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
-  Stmt bodies[2];
-  auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
-  for (const Stmt& s : dev::stmts_of(k->body))
-    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = dev::with_distinct_syncs(sc->body);
+  std::array<Stmt, 2> bodies = dev::scope_bodies(*k);
   std::vector<replay::Streams> blocks =
       replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks);
   std::vector<std::pair<const SyncNode*, const SyncNode*>> matches;
@@ -105,7 +102,7 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   size_t per_replay = 0, spent = 0;
   for (const replay::Streams& b : blocks)
     for (const auto& stream : b) per_replay += stream.size();
-  for (const auto& unit : flag_units(bodies, matches)) {
+  for (const auto& unit : flag_units(bodies.data(), matches)) {
     if ((spent += per_replay) > kMaxReplayedEvents) break;
     q.dropped.insert(unit.begin(), unit.end());
     if (!ordered())
@@ -128,9 +125,9 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
     auto* y = x.as<SyncNode>();
     return y && q.dropped.count(y) > 0;
   };
-  return dev::map_scopes(f, [&](const ScopeNode& sc, const Stmt&) {
-    return ScopeNode::make(sc.core, dev::without(bodies[index(sc)], gone), sc.loc);
-  });
+  for (Stmt& b : bodies)
+    if (b.defined()) b = dev::without(b, gone);
+  return dev::with_scope_bodies(f, bodies);
 }
 
 }  // namespace tl

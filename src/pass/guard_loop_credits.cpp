@@ -16,7 +16,10 @@
 // when those conditions hold for a prefix of the iterations, as T::Persistent's do; the replay
 // proves each unit on every block (block_replay: ordered, finishing, every set consumed), and a
 // unit it cannot prove keeps its pre-set and drain.
+#include <array>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "block_replay.h"
@@ -139,30 +142,27 @@ Stmt guarded(const Stmt& body, const Guards& g) {
 PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
-  Stmt bodies[2];
-  auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
-  for (const Stmt& s : dev::stmts_of(k->body))
-    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = dev::with_distinct_syncs(sc->body);
-  replay::Prover prover(*k, bodies, target, kMaxBlocks, kMaxReplayedEvents);
+  std::array<Stmt, 2> bodies = dev::scope_bodies(*k);
+  replay::Prover prover(*k, bodies.data(), target, kMaxBlocks, kMaxReplayedEvents);
   if (!prover.clean()) return f;
   bool changed = false;
   // One unit at a time, in program order of the flags; the sites of a guarded unit's neighbours
   // do not move (only its own statements change), but their blocks are rebuilt: recollect.
   for (size_t done = 0;; ++done) {
-    auto sites = dev::flag_sites(bodies);
+    auto sites = dev::flag_sites(bodies.data());
     if (done >= sites.size()) break;
     auto it = std::next(sites.begin(), static_cast<std::ptrdiff_t>(done));
     auto g = unit_guards(it->second);
     if (!g) continue;
     const int scope = std::get<0>(it->first);
-    Stmt trial[2] = {bodies[0], bodies[1]};
+    std::array<Stmt, 2> trial = bodies;
     trial[scope] = guarded(bodies[scope], *g);
-    if (!prover.holds(trial)) continue;
+    if (!prover.holds(trial.data())) continue;
     bodies[scope] = trial[scope];
     changed = true;
   }
   if (!changed) return f;
-  return dev::map_scopes(f, [&](const ScopeNode& sc, const Stmt&) { return ScopeNode::make(sc.core, bodies[index(sc)], sc.loc); });
+  return dev::with_scope_bodies(f, bodies);
 }
 
 }  // namespace tl

@@ -17,7 +17,8 @@
 // pair and finish on every core; the order of the merged flag's statements must be that of X's.
 // Where the streams cannot be built (a dynamic protocol, scalar memory accesses) nothing merges.
 #include <algorithm>
-#include <functional>
+#include <array>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -98,11 +99,8 @@ std::optional<Stmt> merged(const Stmt& body, const std::vector<FlagSite>& xs, co
 PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
-  Stmt bodies[2];
-  auto index = [](const ScopeNode& s) { return s.core == CoreKind::Cube ? 0 : 1; };
-  for (const Stmt& s : dev::stmts_of(k->body))
-    if (auto* sc = s.as<ScopeNode>()) bodies[index(*sc)] = dev::with_distinct_syncs(sc->body);
-  replay::Prover prover(*k, bodies, target, kMaxBlocks, kMaxReplayedEvents);
+  std::array<Stmt, 2> bodies = dev::scope_bodies(*k);
+  replay::Prover prover(*k, bodies.data(), target, kMaxBlocks, kMaxReplayedEvents);
   if (!prover.clean()) return f;
   bool changed = false;
   // A pair the replay refused is not asked again after a later merge (each question is a replay
@@ -110,7 +108,7 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
   std::set<std::pair<dev::FlagKey, dev::FlagKey>> refused;
   for (bool progress = true; progress;) {
     progress = false;
-    auto sites = dev::flag_sites(bodies);
+    auto sites = dev::flag_sites(bodies.data());
     for (auto x = sites.begin(); x != sites.end() && !progress; ++x)
       for (auto y = std::next(x); y != sites.end() && !progress; ++y) {
         const auto& [scope, src, dst, id] = x->first;
@@ -119,9 +117,9 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
           continue;
         auto body = merged(bodies[scope], x->second, y->second);
         if (!body) continue;
-        Stmt trial[2] = {bodies[0], bodies[1]};
+        std::array<Stmt, 2> trial = bodies;
         trial[scope] = *body;
-        if (!prover.holds(trial)) {
+        if (!prover.holds(trial.data())) {
           refused.insert({x->first, y->first});
           continue;
         }
@@ -130,7 +128,7 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
       }
   }
   if (!changed) return f;
-  return dev::map_scopes(f, [&](const ScopeNode& sc, const Stmt&) { return ScopeNode::make(sc.core, bodies[index(sc)], sc.loc); });
+  return dev::with_scope_bodies(f, bodies);
 }
 
 }  // namespace tl
