@@ -4,6 +4,7 @@
 // per slot, as gemm_pipelined has, and runs hazard-free.
 #include <set>
 
+#include "common/example_checks.h"
 #include "pass_test_util.h"
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
@@ -99,14 +100,8 @@ TEST(MergeFlags, GemmPanelsShareTheirFlagAndTheirSlotCredit) {
   for (const char* pair : {"MTE2->MTE1", "MTE1->MTE2"})
     EXPECT_EQ(sets(after).count(pair) * 2, sets(before).count(pair)) << pair;
   Device device;
-  auto k = compile(dev, default_target(), {.cache = false});
-  std::vector<Arg> args;
-  for (const auto& p : dev->params) {
-    std::vector<int64_t> shape;
-    for (const auto& e : p.tensor->shape) shape.push_back(*as_const_int(e));
-    args.emplace_back(Tensor::empty(device, shape, p.tensor->dtype));
-  }
-  EXPECT_NO_THROW(k.launch(device, args, {.check_hazards = true}));
+  auto args = ref::random_args(device, dev);
+  EXPECT_NO_THROW(compile(dev, default_target(), {.cache = false}).launch(device, args, {.check_hazards = true}));
 }
 
 }  // namespace
