@@ -35,8 +35,8 @@ namespace {
 constexpr int64_t kMaxBlocks = 64;                // as elide_implied_syncs
 constexpr size_t kMaxReplayedEvents = 5'000'000;  // all candidate replays together
 
-/// A loop or a branch around the loop's wait and set, from the credit's loop inward, with the
-/// lets before it inlined into its condition or bounds.
+/// A loop or a branch around the loop's wait and set, from the credit's loop inward; a branch's
+/// condition has the lets before it inlined, so that it can be asked about the next iteration.
 struct Level {
   const ForNode* loop = nullptr;  // else a branch
   Expr cond;                      // a branch: its condition (lets inlined)
