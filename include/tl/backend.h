@@ -62,8 +62,8 @@ struct DeveloperOptions {
   bool minimise_syncs = true;
   /// Two neighbouring flags of a pipe pair become one, as an expert writes them (merge_flags):
   /// fewer syncs, but the earlier destination waits for the later source, which costs cycles
-  /// where that source is on the critical path (docs/developer_mode.md, "Merged flags"). Part
-  /// of minimise_syncs: off with it.
+  /// where that source is on the critical path (docs/developer_mode.md, "Merged flags and
+  /// guarded credits"). Part of minimise_syncs: off with it.
   bool merge_flags = true;
   /// A loop that cannot be vectorised runs serially on the scalar unit, with a remark (off: an
   /// error naming the reason). Needs vectorize.
