@@ -1,6 +1,8 @@
 // Queries shared by the developer-mode passes (src/pass/developer.h).
 #include "developer.h"
 
+#include <optional>
+
 #include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
@@ -47,26 +49,38 @@ void flatten(const Stmt& s, std::vector<Stmt>& out) {
 }
 }  // namespace
 
-Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop) {
-  struct Drop : IRMutator {
-    const std::function<bool(const Stmt&)>& drop;
-    explicit Drop(const std::function<bool(const Stmt&)>& d) : drop(d) {}
+namespace {
+/// Rebuilds the blocks of a body: `fn` says what becomes of each statement of a block (nullopt:
+/// it stays, its own blocks rebuilt too; an undefined statement: it goes; else its replacement).
+Stmt rebuild_blocks(const Stmt& body, const std::function<std::optional<Stmt>(const Stmt&)>& fn) {
+  struct Rebuild : IRMutator {
+    const std::function<std::optional<Stmt>(const Stmt&)>& fn;
+    explicit Rebuild(const std::function<std::optional<Stmt>(const Stmt&)>& f) : fn(f) {}
     Stmt mutate_(const SeqNode* n, const Stmt& self) override {
       std::vector<Stmt> out;
       bool changed = false;
       for (const Stmt& x : n->stmts) {
-        if (drop(x)) {
-          changed = true;
-          continue;
-        }
-        Stmt m = mutate(x);
+        std::optional<Stmt> r = fn(x);
+        Stmt m = r ? *r : mutate(x);
         changed = changed || !m.same_as(x);
-        out.push_back(m);
+        if (m.defined()) out.push_back(m);
       }
       return changed ? SeqNode::make(std::move(out), n->loc) : self;
     }
-  } d(drop);
-  return d.mutate(body);
+  } rebuild(fn);
+  return rebuild.mutate(body);
+}
+}  // namespace
+
+Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop) {
+  return rebuild_blocks(body, [&](const Stmt& s) { return drop(s) ? std::optional<Stmt>(Stmt()) : std::nullopt; });
+}
+
+Stmt replaced(const Stmt& body, const std::map<const StmtNode*, Stmt>& to) {
+  return rebuild_blocks(body, [&](const Stmt& s) -> std::optional<Stmt> {
+    auto it = to.find(s.get());
+    return it == to.end() ? std::nullopt : std::optional<Stmt>(it->second);
+  });
 }
 
 Stmt with_distinct_syncs(const Stmt& body) {

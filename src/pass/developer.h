@@ -33,6 +33,9 @@ std::vector<Stmt> stmts_of(const Stmt& s);
 /// `body` without the statements of its blocks for which `drop` holds (nested ones included);
 /// nodes nothing was dropped from are kept as they are.
 Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop);
+/// `body` with each statement of its blocks that is a key of `to` replaced by its value (an
+/// undefined value drops it), nested blocks included; nodes nothing changed in are kept.
+Stmt replaced(const Stmt& body, const std::map<const StmtNode*, Stmt>& to);
 /// `body` with each sync a node of its own (a pass may put one node in several places; the
 /// passes that replay a kernel tell statements apart by node).
 Stmt with_distinct_syncs(const Stmt& body);

@@ -113,28 +113,11 @@ std::optional<Guards> unit_guards(const std::vector<dev::FlagSite>& s) {
 
 /// `body` with the unit's pre-set and drain gone and its wait and set guarded.
 Stmt guarded(const Stmt& body, const Guards& g) {
-  struct Guard : IRMutator {
-    const Guards& g;
-    explicit Guard(const Guards& x) : g(x) {}
-    Stmt mutate_(const SeqNode* n, const Stmt& self) override {
-      std::vector<Stmt> out;
-      bool changed = false;
-      for (const Stmt& s : n->stmts) {
-        if (s.same_as(g.pre_set->stmt) || s.same_as(g.drain->stmt)) {
-          changed = true;
-        } else if (s.same_as(g.wait->stmt) || s.same_as(g.set->stmt)) {
-          out.push_back(IfNode::make(s.same_as(g.wait->stmt) ? g.not_first : g.not_last, s, {}, s->loc));
-          changed = true;
-        } else {
-          Stmt m = mutate(s);
-          changed = changed || !m.same_as(s);
-          out.push_back(m);
-        }
-      }
-      return changed ? SeqNode::make(std::move(out), n->loc) : self;
-    }
-  } guard(g);
-  return guard.mutate(body);
+  const Stmt &wait = g.wait->stmt, &set = g.set->stmt;
+  return dev::replaced(body, {{g.pre_set->stmt.get(), Stmt()},
+                              {g.drain->stmt.get(), Stmt()},
+                              {wait.get(), IfNode::make(g.not_first, wait, {}, wait->loc)},
+                              {set.get(), IfNode::make(g.not_last, set, {}, set->loc)}});
 }
 
 }  // namespace

@@ -52,8 +52,7 @@ bool flag_between(const SeqNode& block, size_t a, size_t b, Pipe src, Pipe dst) 
 /// wait, Y's gone; nullopt when the flags do not correspond one to one in neighbouring places.
 std::optional<Stmt> merged(const Stmt& body, const std::vector<FlagSite>& xs, const std::vector<FlagSite>& ys) {
   if (xs.size() != ys.size()) return std::nullopt;
-  std::map<const StmtNode*, Stmt> replace;  // a statement of Y -> X's, moved there
-  std::set<const StmtNode*> drop;
+  std::map<const StmtNode*, Stmt> moves;  // a statement of Y -> X's, moved there; X's -> gone
   for (size_t i = 0; i < xs.size(); ++i) {
     const FlagSite &x = xs[i], &y = ys[i];
     if (!x.block || x.block != y.block || x.sync()->sync_kind != y.sync()->sync_kind ||
@@ -61,27 +60,13 @@ std::optional<Stmt> merged(const Stmt& body, const std::vector<FlagSite>& xs, co
       return std::nullopt;
     const bool set = x.sync()->sync_kind == SyncKind::SetFlag;
     if ((y.index > x.index) == set) {
-      replace[y.stmt.get()] = x.stmt;
-      drop.insert(x.stmt.get());
+      moves[y.stmt.get()] = x.stmt;
+      moves[x.stmt.get()] = Stmt();
     } else {
-      drop.insert(y.stmt.get());
+      moves[y.stmt.get()] = Stmt();
     }
   }
-  struct Move : IRMutator {
-    const std::map<const StmtNode*, Stmt>& replace;
-    const std::set<const StmtNode*>& drop;
-    Move(const std::map<const StmtNode*, Stmt>& r, const std::set<const StmtNode*>& d) : replace(r), drop(d) {}
-    Stmt mutate_(const SeqNode* n, const Stmt&) override {
-      std::vector<Stmt> out;
-      for (const Stmt& s : n->stmts) {
-        if (drop.count(s.get())) continue;
-        auto it = replace.find(s.get());
-        out.push_back(it != replace.end() ? it->second : mutate(s));
-      }
-      return SeqNode::make(std::move(out), n->loc);
-    }
-  } move(replace, drop);
-  Stmt out = move.mutate(body);
+  Stmt out = dev::replaced(body, moves);
   // X's statements must run in the order they did: then the k-th set still precedes (and is
   // consumed by) the k-th wait, and the merged flag stays balanced.
   std::vector<const StmtNode*> order;
