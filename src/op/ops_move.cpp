@@ -21,7 +21,12 @@ void register_move_ops(OpList& ops) {
                 {"transpose", false, {}},
                 {"pad", false, {}},
                 {"pad_value", 0.0, {}},
-                {"nd2nz", true, {}}},
+                {"nd2nz", true, {}},
+                // Set by legalize_copies on a GM -> UB copy it clipped at the tensor's end whose
+                // tile side is the leading corner of its whole tile: the tile's elements past the
+                // copied region are stale after the copy (docs/developer_mode.md, "Tails"). No
+                // effect on the data; the virtual NPU's stale-data checker marks them invalid.
+                {"clipped", false, {}}},
       .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 0, 1); },
       .verify = rules::rule_copy,
       // Any element type moves; the fixpipe's conversions come from the target (rule_copy).

@@ -486,6 +486,10 @@ class Legalizer : public IRMutator {
       }
     }
     if (!clipped && !padded_form) return self;
+    // A clipped GM -> UB copy into a whole tile leaves the tile's elements past the tensor
+    // stale: say so, for the stale-data checker.
+    if (clipped && gi == 0 && tb->scope == MemScope::UB && !atomic && whole(n.args[ti].region))
+      find_attr(attrs, "clipped")->value = true;
     std::vector<TileArg> args = n.args;
     args[gi] = g;
     args[ti] = t;
