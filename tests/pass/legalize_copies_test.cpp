@@ -27,7 +27,7 @@ def f(X: T.Tensor((13, 64), "float16"), Z: T.Tensor((13, 64), "float16")):
 def f(X: T.Tensor((13, 64), "float16"), Z: T.Tensor((13, 64), "float16")):
     with T.Kernel(4, threads=1) as cid:
         x = T.alloc_ub((4, 64), "float16")
-        T.copy(X[cid * 4:cid * 4 + T.min(13 - cid * 4, 4), 0:64], x[0:T.min(13 - cid * 4, 4), 0:64])
+        T.copy(X[cid * 4:cid * 4 + T.min(13 - cid * 4, 4), 0:64], x[0:T.min(13 - cid * 4, 4), 0:64], clipped=True)
         T.copy(x[0:T.min(13 - cid * 4, 4), 0:64], Z[cid * 4:cid * 4 + T.min(13 - cid * 4, 4), 0:64])
 )");
 }
@@ -180,7 +180,7 @@ def f(X: T.Tensor((M, 64), "float32"), Z: T.Tensor((M, 64), "float32")):
         T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
         T.copy(x, Z[cid * 8:cid * 8 + 8, 0:64])
 )");
-  EXPECT_NE(out.find("T.copy(X[cid * 8:cid * 8 + T.min(M - cid * 8, 8), 0:64], x[0:T.min(M - cid * 8, 8), 0:64])"),
+  EXPECT_NE(out.find("T.copy(X[cid * 8:cid * 8 + T.min(M - cid * 8, 8), 0:64], x[0:T.min(M - cid * 8, 8), 0:64], clipped=True)"),
             std::string::npos)
       << out;
 }
@@ -212,7 +212,7 @@ def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tens
         y = T.alloc_ub((8, 64), "float32")
         s = T.alloc_ub((64,), "float32")
         q = T.alloc_ub((64,), "float32")
-        T.copy(X[cid * 8:cid * 8 + T.min(13 - cid * 8, 8), 0:64], x[0:T.min(13 - cid * 8, 8), 0:64])
+        T.copy(X[cid * 8:cid * 8 + T.min(13 - cid * 8, 8), 0:64], x[0:T.min(13 - cid * 8, 8), 0:64], clipped=True)
         T.reduce_sum(x[0:T.min(13 - cid * 8, 8), 0:64], s, dim=0)
         for i in T.Parallel(8):
             for j in T.Parallel(64):
