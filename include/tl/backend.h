@@ -48,6 +48,7 @@ class Backend {
 struct DeveloperOptions {
   bool infer_scopes = true;       // place shared/fragment tiles in L1/L0A/L0B/L0C/UB
   bool lower_cube_ops = true;     // gemm -> L1 -> L0A/L0B loads + mma; needs infer_scopes
+  bool mask_tails = true;         // the stale part of clipped tiles kept out of results; needs infer_scopes
   bool legalize_copies = true;    // tails, padded rows, partial L1 panels; needs infer_scopes
   bool split_cube_vector = true;  // Cube and Vector scopes; needs infer_scopes, lower_cube_ops
   bool vectorize = true;          // Parallel element loops -> vector ops; needs split_cube_vector

@@ -144,6 +144,17 @@ PrimFunc infer_scopes(const PrimFunc& f, const Target& target);
 /// init = (k == min)). Never gemm_v0. Output invariant: no gemm, no fill of L0C.
 PrimFunc lower_cube_ops(const PrimFunc& f, const Target& target);
 
+/// mask_tails (after lower_cube_ops, before legalize_copies): the stale part of a UB tile
+/// filled by a copy that legalize_copies will clip at its tensor's end never reaches a result:
+/// reductions over a stale dimension read the valid part, element loops that accumulate a stale
+/// tile update the valid part only (a narrowed loop or a select, on the clipped iterations),
+/// and ops that combine what they read (an accumulating elementwise op, a reduction it cannot
+/// narrow, a sort, a top-k, a crossing into the cube) read a tile whose stale part holds their
+/// identity, filled on the clipped iterations. Where the stale part is not known at compile
+/// time and reaches one of these or a copy to GM, a tl::Error names the tile, the clipped copy
+/// and the statement (docs/developer_mode.md, "Tails"). Expert kernels are returned unchanged.
+PrimFunc mask_tails(const PrimFunc& f, const Target& target);
+
 /// legalize_copies (after lower_cube_ops): every copy between GM and a tile is clipped to the
 /// tensor along the dimensions whose end is not provably inside it (row and column tails: the
 /// extent becomes min(tile extent, tensor extent - start) on both sides); UB tiles whose rows

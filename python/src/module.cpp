@@ -228,6 +228,7 @@ DeveloperOptions dev_options(const std::map<std::string, bool>& m) {
   DeveloperOptions o;
   const std::pair<const char*, bool DeveloperOptions::*> fields[] = {
       {"infer_scopes", &DeveloperOptions::infer_scopes},       {"lower_cube_ops", &DeveloperOptions::lower_cube_ops},
+      {"mask_tails", &DeveloperOptions::mask_tails},
       {"legalize_copies", &DeveloperOptions::legalize_copies}, {"split_cube_vector", &DeveloperOptions::split_cube_vector},
       {"vectorize", &DeveloperOptions::vectorize},             {"insert_syncs", &DeveloperOptions::insert_syncs},
       {"pipeline_loops", &DeveloperOptions::pipeline_loops},   {"split_aiv", &DeveloperOptions::split_aiv},
@@ -412,7 +413,8 @@ NB_MODULE(_core, m) {
     if (arity < 0) throw Error(fmt::format("unknown scalar intrinsic '{}'", name));
     if (static_cast<int>(a.size()) != arity)
       throw Error(fmt::format("T.{} takes {} argument(s), got {}", name, arity, a.size()));
-    return CallNode::make(a[0].dtype(), name, std::move(a));
+    const DType t = a[0].dtype();  // before `a` is moved from (the order of arguments is unspecified)
+    return CallNode::make(t, name, std::move(a));
   });
 
   // ---- The builder ------------------------------------------------------------------------------

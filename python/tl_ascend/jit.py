@@ -62,6 +62,7 @@ class PassConfigKey:
     TL_DEV_ALLOW_INEXACT_MATH = "tl.dev.allow_inexact_math"
     TL_DEV_INSERT_SYNCS = "tl.dev.insert_syncs"
     TL_DEV_VECTORIZE = "tl.dev.vectorize"
+    TL_DEV_MASK_TAILS = "tl.dev.mask_tails"
 
 
 def _dev_options(pass_configs, func):

@@ -18,6 +18,7 @@ PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& 
     const DeveloperOptions& d = opt.dev;
     const std::pair<bool, const char*> off[] = {{d.infer_scopes, "infer_scopes"},
                                                 {d.lower_cube_ops, "lower_cube_ops"},
+                                                {d.mask_tails, "mask_tails"},
                                                 {d.legalize_copies, "legalize_copies"},
                                                 {d.split_cube_vector, "split_cube_vector"},
                                                 {d.vectorize, "vectorize_parallel"},
@@ -55,6 +56,7 @@ void DeveloperOptions::validate() const {
   // the same on pass names).
   const std::tuple<bool, const char*, bool, const char*> needs[] = {
       {lower_cube_ops, "lower_cube_ops", infer_scopes, "infer_scopes"},
+      {mask_tails, "mask_tails", infer_scopes, "infer_scopes"},
       {legalize_copies, "legalize_copies", infer_scopes, "infer_scopes"},
       {split_cube_vector, "split_cube_vector", infer_scopes, "infer_scopes"},
       {split_cube_vector, "split_cube_vector", lower_cube_ops, "lower_cube_ops"},
@@ -72,10 +74,10 @@ void DeveloperOptions::validate() const {
 
 std::string DeveloperOptions::fingerprint() const {
   return fmt::format(
-      "infer_scopes={:d},lower_cube_ops={:d},legalize_copies={:d},split_cube_vector={:d},vectorize={:d},"
+      "infer_scopes={:d},lower_cube_ops={:d},mask_tails={:d},legalize_copies={:d},split_cube_vector={:d},vectorize={:d},"
       "insert_syncs={:d},pipeline_loops={:d},split_aiv={:d},minimise_syncs={:d},merge_flags={:d},scalar_fallback={:d},"
       "allow_inexact_math={:d}",
-      infer_scopes, lower_cube_ops, legalize_copies, split_cube_vector, vectorize, insert_syncs, pipeline_loops,
+      infer_scopes, lower_cube_ops, mask_tails, legalize_copies, split_cube_vector, vectorize, insert_syncs, pipeline_loops,
       split_aiv, minimise_syncs, merge_flags, scalar_fallback, allow_inexact_math);
 }
 

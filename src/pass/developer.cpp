@@ -2,6 +2,7 @@
 #include "developer.h"
 
 #include <optional>
+#include <unordered_set>
 
 #include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
@@ -23,6 +24,23 @@ const KernelNode* find_kernel(const PrimFunc& f) {
 bool is_developer(const PrimFunc& f) {
   const KernelNode* k = find_kernel(f);
   return k && k->developer();
+}
+
+bool is_elementwise(const OpDef& op) {
+  static const std::unordered_set<std::string> kOthers = {
+      "tile.cast", "tile.fill", "tile.relu", "tile.axpy", "tile.leaky_relu", "tile.clamp",
+      "tile.bitwise_and", "tile.bitwise_or", "tile.bitwise_not", "tile.shift_left", "tile.shift_right"};
+  if (op.unit != OpUnit::Vector) return false;
+  if (kOthers.count(op.name)) return true;
+  static const std::unordered_set<std::string> kFromDef = [] {
+    std::unordered_set<std::string> s;
+#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY) s.insert("tile." #NAME);
+#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY) s.insert("tile." #NAME);
+#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)
+#include "tl/vector_ops.def"
+    return s;
+  }();
+  return kFromDef.count(op.name) > 0;
 }
 
 std::string describe(const Buffer& b) {

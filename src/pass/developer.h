@@ -64,6 +64,11 @@ using FlagKey = std::tuple<int, Pipe, Pipe, int64_t>;
 /// Vector scope bodies `bodies`, per flag in program order; a flag with an author's statement
 /// or a computed id is left out.
 std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]);
+/// Vector tile ops that act element by element on same-shaped operands (the rows of
+/// tl/vector_ops.def but the row-expand ones, casts, fills, relu, axpy, clamp, bitwise ops and
+/// shifts): an element of the destination depends on the same element of each source only.
+/// Reductions, broadcasts, gathers, sorts and bitmask ops are not among them.
+bool is_elementwise(const OpDef& op);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).

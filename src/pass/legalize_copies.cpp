@@ -20,11 +20,11 @@
 //   - Cleared L1 tails. A GM -> L1 copy that may move a partial tile first zero-fills the tile
 //     when it does (T.init_const, AscendC InitConstValue): the hardware zero-fills only up to
 //     the next 32-byte block, and a stale K tail would enter the product.
-//   - Reductions over a clipped dimension. A UB tile filled by a clipped copy holds stale data
-//     past the clip; so does a tile computed element by element from it. The pass follows the
-//     valid extents forward (copies, element loops, elementwise ops, reductions) and narrows a
-//     reduction over such a dimension to the valid part (a column sum of a tail block sums its
-//     rows, not the stale ones).
+//   - Defined tails. A clipped GM -> UB copy into a whole tile is marked `clipped=True`: the
+//     tile's elements past the tensor are stale after it (mask_tails, which runs before this
+//     pass with the same clipping rule, keeps them out of every result; the virtual NPU's
+//     stale-data checker marks them invalid). With the author's pad (`pad_value`), the tile is
+//     first filled with the value on the iterations the copy is clipped, so they hold it.
 // Expert kernels are returned unchanged.
 #include <algorithm>
 #include <map>
@@ -32,6 +32,7 @@
 #include <unordered_set>
 
 #include "developer.h"
+#include "tile_bounds.h"
 #include "tl/arith.h"
 #include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
@@ -98,26 +99,6 @@ class PadPlanner : public IRVisitor {
   std::map<int64_t, Group> groups_;
 };
 
-/// Vector tile ops that act element by element on same-shaped operands: widening them to the
-/// padded width changes only pad lanes. Reductions, broadcasts, gathers, sorts and bitmask ops
-/// are not among them.
-bool is_elementwise(const OpDef& op) {
-  static const std::unordered_set<std::string> kOthers = {
-      "tile.cast", "tile.fill", "tile.relu", "tile.axpy", "tile.leaky_relu", "tile.clamp",
-      "tile.bitwise_and", "tile.bitwise_or", "tile.bitwise_not", "tile.shift_left", "tile.shift_right"};
-  if (op.unit != OpUnit::Vector) return false;
-  if (kOthers.count(op.name)) return true;
-  static const std::unordered_set<std::string> kFromDef = [] {
-    std::unordered_set<std::string> s;
-#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY) s.insert("tile." #NAME);
-#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY) s.insert("tile." #NAME);
-#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)
-#include "tl/vector_ops.def"
-    return s;
-  }();
-  return kFromDef.count(op.name) > 0;
-}
-
 bool is_gm(const Buffer& b) { return b->scope == MemScope::GM; }
 /// Memories a GM copy reaches: UB (MTE2/MTE3), L1 (MTE2), L0C (the fixpipe, out only).
 bool is_on_chip(const Buffer& b) {
@@ -156,8 +137,7 @@ class Legalizer : public IRMutator {
  protected:
   Stmt mutate_(const KernelNode* n, const Stmt& self) override {
     if (!n->developer()) return IRMutator::mutate_(n, self);
-    arith::Interval blocks = arith::bound(n->num_blocks, vars_);
-    vars_[n->cid.node()] = {0, std::max<int64_t>(blocks.hi - 1, 0)};
+    bounds_.kernel(*n);
     kernel_ = n;
     Stmt body = mutate(n->body);
     if (workspaces_.empty() && body.same_as(n->body)) return self;
@@ -170,96 +150,36 @@ class Legalizer : public IRMutator {
   }
 
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
-    arith::Interval lo = arith::bound(n->min, vars_), ext = arith::bound(n->extent, vars_);
-    int64_t end;
-    const bool fits = !__builtin_add_overflow(lo.hi, ext.hi, &end);
-    vars_[n->var.node()] = {lo.lo, fits ? std::max(lo.lo, end - 1) : arith::Interval::of_dtype(n->var.dtype()).hi};
-    const bool outer_parallel = n->for_kind == ForKind::Parallel && !in_parallel_;
-    if (outer_parallel) in_parallel_ = true;
-    // Valid extents over a serial loop: its body may run 0 times, and an extent noted in one
-    // iteration names that iteration's variables; what the body writes is unknown on entry and
-    // known after the loop only where the body and the skip agree.
-    const bool serial = n->for_kind != ForKind::Parallel;
-    std::map<const BufferNode*, Valid> before;
-    if (serial) {
-      forget_written(n->body);
-      before = valid_;
-    }
+    bounds_.loop(*n);
     Stmt s = IRMutator::mutate_(n, self);
-    if (serial) keep_agreeing(before);
-    if (outer_parallel) in_parallel_ = false;
     const auto* f = s.as<ForNode>();
     if (!f || f->for_kind != ForKind::Parallel) return s;
-    if (outer_parallel) follow_element_loop(*f);
     if (auto w = widened_extent(*f)) return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->body, f->loc);
     return s;
   }
 
-  /// A let's variable ranges over its value's bound (bx = cid % q_tiles: [0, q_tiles - 1]), so
-  /// a copy indexed by it is clipped only where it can pass its tensor's end.
   Stmt mutate_(const LetNode* n, const Stmt& self) override {
-    if (is_int(n->var.dtype())) vars_[n->var.node()] = arith::bound(n->value, vars_);
+    bounds_.let(*n);
     return IRMutator::mutate_(n, self);
   }
 
-  /// Valid extents after an if: those both branches (or the skipped else) agree on. In the
-  /// then branch, a condition `v < e` (or `v <= e`, `e > v`, `e >= v`) bounds the variable v
-  /// by e's bound: T.Persistent's `if tile < total` keeps the tile coordinates inside the
-  /// domain, so their copies need no tail handling.
+  /// In the then branch, the condition may bound a variable (Bounds::refine).
   Stmt mutate_(const IfNode* n, const Stmt& self) override {
-    const auto before = valid_;
-    const auto vars_before = vars_;
-    refine_from(n->cond);
+    const auto vars_before = bounds_.vars;
+    bounds_.refine(n->cond);
     Stmt t = mutate(n->then_case);
-    vars_ = vars_before;
-    const auto after_then = valid_;
-    valid_ = before;
+    bounds_.vars = vars_before;
     Stmt e = n->else_case.defined() ? mutate(n->else_case) : n->else_case;
-    keep_agreeing(after_then);
     if (t.same_as(n->then_case) && e.same_as(n->else_case)) return self;
     return IfNode::make(n->cond, t, e, n->loc);
-  }
-
-  /// Narrows the upper bound of an integer variable that `cond` (true) bounds from above.
-  void refine_from(const Expr& cond) {
-    auto* b = cond.as<BinaryNode>();
-    if (!b) return;
-    if (b->op == BinOp::And) {
-      refine_from(b->a);
-      refine_from(b->b);
-      return;
-    }
-    const Expr* var = nullptr;
-    const Expr* limit = nullptr;
-    int64_t strict = 0;
-    if (b->op == BinOp::LT || b->op == BinOp::LE) var = &b->a, limit = &b->b, strict = b->op == BinOp::LT;
-    else if (b->op == BinOp::GT || b->op == BinOp::GE) var = &b->b, limit = &b->a, strict = b->op == BinOp::GT;
-    else return;
-    auto* v = var->as<VarNode>();
-    if (!v || !is_int(v->dtype)) return;
-    arith::Interval cur = vars_.count(v) ? vars_.at(v) : arith::bound(*var, vars_);
-    arith::Interval lim = arith::bound(*limit, vars_);
-    if (lim.hi == arith::Interval::of_dtype(DType::Int64).hi) return;
-    vars_[v] = {cur.lo, std::max(cur.lo, std::min(cur.hi, lim.hi - strict))};
   }
 
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
     Stmt s = IRMutator::mutate_(n, self);
     const auto* t = s.as<TileOpNode>();
     if (t->op->name == "copy" && needs_channel(*t)) return channel(*t);
-    if (t->op->name == "copy" || t->op->name == "atomic_add") {
-      Stmt out = legalize_copy(*t, s);
-      follow_copy(*t, out);
-      return out;
-    }
-    if (is_elementwise(*t->op)) {
-      Stmt out = widen_elementwise(*t, s);
-      follow_elementwise(*t);
-      return out;
-    }
-    if (t->op->name == "reduce_sum" || t->op->name == "reduce_max" || t->op->name == "reduce_min")
-      return narrow_reduction(*t, s);
-    forget_writes(*t);
+    if (t->op->name == "copy" || t->op->name == "atomic_add") return legalize_copy(*t, s);
+    if (dev::is_elementwise(*t->op)) return widen_elementwise(*t, s);
     return s;
   }
 
@@ -445,32 +365,20 @@ class Legalizer : public IRMutator {
     return SeqNode::make(std::move(out), n->loc);
   }
 
-  /// Clips a GM <-> on-chip copy to the tensor (both sides), and picks the padded form where
-  /// a UB row is not whole blocks.
+  /// Clips a GM <-> on-chip copy to the tensor (both sides, dev::clip_copy), picks the padded
+  /// form where a UB row is not whole blocks, and says what the tile holds past the tensor: the
+  /// author's pad_value (filled on the iterations the copy is clipped), zeros for an L1 tile (a
+  /// product must not see a stale K tail), else stale (`clipped=True`, for mask_tails' reasoning
+  /// and the virtual NPU's stale-data checker).
   Stmt legalize_copy(const TileOpNode& n, const Stmt& self) {
     if (n.args.size() < 2 || !n.args[0].is_region() || !n.args[1].is_region()) return self;
     const bool atomic = n.op->name == "atomic_add";
     const int gi = is_gm(n.args[0].region.buffer) ? 0 : 1, ti = 1 - gi;
-    BufferRegion g = n.args[gi].region, t = n.args[ti].region;
-    if (!is_gm(g.buffer) || !is_on_chip(t.buffer)) return self;
-    const size_t ng = g.ranges.size(), nt = t.ranges.size();
-    if (ng == 0 || nt == 0) return self;
-    bool clipped = false, clipped_last = false;
-    // Trailing dimensions correspond; a dimension of one side beyond the other's rank must
-    // have extent 1 (checked by the verifier's copy rule).
-    for (size_t k = 1; k <= std::min(ng, nt); ++k) {
-      Range& gr = g.ranges[ng - k];
-      Range& tr = t.ranges[nt - k];
-      if (!ir_equal_ext(gr.extent, tr.extent)) return self;  // shapes differ: the author's layout
-      const Expr& size = g.buffer->shape[ng - k];
-      arith::Interval room = arith::bound(size - gr.min - gr.extent, vars_);
-      if (room.lo >= 0) continue;
-      Expr ext = simplify(min(gr.extent, size - gr.min));
-      gr.extent = ext;
-      tr.extent = ext;
-      clipped = true;
-      if (k == 1) clipped_last = true;
-    }
+    if (!is_gm(n.args[gi].region.buffer) || !is_on_chip(n.args[ti].region.buffer)) return self;
+    if (n.args[gi].region.ranges.empty() || n.args[ti].region.ranges.empty()) return self;
+    auto c = dev::clip_copy(n.args[gi].region, n.args[ti].region, bounds_.vars);
+    if (!c) return self;
+    const BufferRegion& t = c->tile;
     const Buffer& tb = t.buffer;
     const bool padded_rows = width_of_.count(tb.get()) > 0;
     std::vector<Attr> attrs = n.attrs;
@@ -480,65 +388,44 @@ class Legalizer : public IRMutator {
       auto run = as_const_int(t.ranges.back().extent);
       const bool whole_blocks = run && (*run * es) % kUbBlock == 0;
       Attr* pad = find_attr(attrs, "pad");
-      if (pad && (padded_rows || clipped_last || !whole_blocks) && !n.attr_bool("pad")) {
+      if (pad && (padded_rows || c->clipped_last || !whole_blocks) && !n.attr_bool("pad")) {
         pad->value = true;
         padded_form = true;
       }
     }
-    if (!clipped && !padded_form) return self;
-    // A clipped GM -> UB copy into a whole tile leaves the tile's elements past the tensor
-    // stale: say so, for the stale-data checker.
-    if (clipped && gi == 0 && tb->scope == MemScope::UB && !atomic && whole(n.args[ti].region))
-      find_attr(attrs, "clipped")->value = true;
+    if (!c->clipped && !padded_form) return self;
+    const bool into_whole_tile = c->clipped && gi == 0 && !atomic && whole(n.args[ti].region);
+    const bool author_pad = tb->scope == MemScope::UB && n.attr_bool("pad");
+    if (into_whole_tile && tb->scope == MemScope::UB && !author_pad) find_attr(attrs, "clipped")->value = true;
     std::vector<TileArg> args = n.args;
-    args[gi] = g;
+    args[gi] = c->gm;
     args[ti] = t;
     Stmt copy = TileOpNode::make(n.op, std::move(args), std::move(attrs), n.loc);
-    if (!clipped || tb->scope != MemScope::L1 || atomic || gi != 0) return copy;
-    // A partial L1 tile: zero it first (when the tile is partial) so no stale K tail enters
-    // a product.
+    if (!c->clipped || gi != 0 || atomic) return copy;
+    Stmt fill;
+    if (tb->scope == MemScope::L1) {
+      // A partial L1 tile: zero it first so no stale K tail enters a product.
+      fill = make_tile_op("init_const", {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))},
+                          {}, n.loc);
+    } else if (tb->scope == MemScope::UB && author_pad && into_whole_tile) {
+      // The author said what the tile holds past the tensor (DataCopyPad itself pads only to
+      // the next 32-byte block).
+      fill = make_tile_op("tile.fill", {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(n.attr_float("pad_value")))},
+                          {}, n.loc);
+    } else {
+      return copy;
+    }
+    // Only on the iterations the copy is partial.
     Expr partial;
     const auto& orig = n.args[ti].region;
-    for (size_t d = 0; d < nt; ++d) {
+    for (size_t d = 0; d < t.ranges.size(); ++d) {
       if (t.ranges[d].extent.same_as(orig.ranges[d].extent)) continue;
       Expr p = t.ranges[d].extent < orig.ranges[d].extent;
       partial = partial.defined() ? (partial || p) : p;
     }
-    Stmt clear = make_tile_op("init_const", {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))}, {}, n.loc);
     partial = simplify(partial);
-    if (auto always = as_const_int(partial)) return *always ? SeqNode::make({clear, copy}, n.loc) : copy;
-    return SeqNode::make({IfNode::make(partial, clear, Stmt(), n.loc), copy}, n.loc);
-  }
-
-  // ---- valid extents ---------------------------------------------------------------------
-  // Per UB tile, the extent of each dimension that holds data (undefined: all of it), set by a
-  // clipped copy into the whole tile and carried to tiles computed from it element by element.
-
-  using Valid = std::vector<Expr>;
-
-  /// Drops every valid extent `other` does not hold identically.
-  void keep_agreeing(const std::map<const BufferNode*, Valid>& other) {
-    for (auto it = valid_.begin(); it != valid_.end();) {
-      auto o = other.find(it->first);
-      bool same = o != other.end() && o->second.size() == it->second.size();
-      for (size_t d = 0; same && d < it->second.size(); ++d)
-        same = it->second[d].defined() == o->second[d].defined() &&
-               (!it->second[d].defined() || structural_equal(it->second[d], o->second[d]));
-      it = same ? std::next(it) : valid_.erase(it);
-    }
-  }
-  /// Forgets the valid extents of every buffer `s` (not yet mutated) writes.
-  void forget_written(const Stmt& s) {
-    auto forget = [&](const Buffer& b) {
-      valid_.erase(b.get());
-      if (auto p = padded_.find(b.get()); p != padded_.end()) valid_.erase(p->second.get());
-    };
-    pre_order_visit(s, [&](const Stmt& x) {
-      if (const auto* st = x.as<StoreNode>()) forget(st->buffer);
-      if (const auto* t = x.as<TileOpNode>())
-        for (size_t i = 0; i < t->args.size() && i < t->op->operands.size(); ++i)
-          if (t->args[i].is_region() && t->op->operands[i].access != Access::Read) forget(t->args[i].region.buffer);
-    });
+    if (auto always = as_const_int(partial)) return *always ? SeqNode::make({fill, copy}, n.loc) : copy;
+    return SeqNode::make({IfNode::make(partial, fill, Stmt(), n.loc), copy}, n.loc);
   }
 
   /// Whether `r` is all of its tile (a padded tile's logical width counts as all of a row).
@@ -553,135 +440,8 @@ class Legalizer : public IRMutator {
     }
     return true;
   }
-  static bool same_shape(const Buffer& a, const Buffer& b) {
-    if (a->shape.size() != b->shape.size()) return false;
-    for (size_t d = 0; d + 1 < a->shape.size(); ++d)  // the last may be padded differently
-      if (!ir_equal_ext(a->shape[d], b->shape[d])) return false;
-    return true;
-  }
-  /// `dst` now holds values computed from `srcs` element by element (or nothing known).
-  void follow(const Buffer& dst, const std::vector<Buffer>& srcs) {
-    if (dst->scope != MemScope::UB) return;
-    for (const Buffer& src : srcs) {
-      auto it = valid_.find(src.get());
-      if (it != valid_.end() && !src.same_as(dst) && same_shape(src, dst)) {
-        valid_[dst.get()] = it->second;
-        return;
-      }
-    }
-    if (std::find_if(srcs.begin(), srcs.end(), [&](const Buffer& b) { return b.same_as(dst); }) == srcs.end())
-      valid_.erase(dst.get());
-  }
-  /// A copy into a whole UB tile: clipped (`out` moves less than the tile), its valid extents;
-  /// from another UB tile, that tile's.
-  void follow_copy(const TileOpNode& before, const Stmt& out) {
-    if (before.op->name != "copy" || before.args.size() < 2 || !before.args[1].is_region()) return;
-    const BufferRegion& dst = before.args[1].region;
-    if (dst.buffer->scope != MemScope::UB) return;
-    if (!whole(dst)) return void(valid_.erase(dst.buffer.get()));
-    const TileOpNode* after = out.as<TileOpNode>();
-    if (!after || !before.args[0].is_region()) return;
-    if (before.args[0].region.buffer->scope == MemScope::UB) return follow(dst.buffer, {before.args[0].region.buffer});
-    Valid v(dst.ranges.size());
-    bool any = false;
-    for (size_t d = 0; d < v.size(); ++d) {
-      const Expr& e = after->args[1].region.ranges[d].extent;
-      if (!ir_equal_ext(e, dst.ranges[d].extent)) {
-        v[d] = e;
-        any = true;
-      }
-    }
-    if (any) valid_[dst.buffer.get()] = std::move(v);
-    else valid_.erase(dst.buffer.get());
-  }
-  void follow_elementwise(const TileOpNode& n) {
-    std::vector<Buffer> srcs;
-    const BufferRegion* dst = nullptr;
-    for (size_t i = 0; i < n.args.size(); ++i) {
-      if (!n.args[i].is_region()) continue;
-      if (!dst) dst = &n.args[i].region;  // the destination comes first
-      else srcs.push_back(n.args[i].region.buffer);
-    }
-    if (!dst) return;
-    if (whole(*dst)) follow(dst->buffer, srcs);
-    else valid_.erase(dst->buffer.get());
-  }
-  /// Any other op: what it writes is no longer known to be stale past a clip.
-  void forget_writes(const TileOpNode& n) {
-    for (size_t i = 0; i < n.args.size() && i < n.op->operands.size(); ++i)
-      if (n.args[i].is_region() && n.op->operands[i].access != Access::Read) valid_.erase(n.args[i].region.buffer.get());
-  }
-  /// An element loop nest: each buffer it stores all of (indexed by the nest's variables, in
-  /// order, over its whole shape) takes the valid extents of a same-shaped buffer it loads; a
-  /// buffer it stores part of forgets its own.
-  void follow_element_loop(const ForNode& f) {
-    std::vector<const ForNode*> nest = {&f};
-    while (const auto* inner = single_parallel_child(*nest.back())) nest.push_back(inner);
-    std::vector<const StoreNode*> stores;
-    std::vector<Buffer> loaded;
-    pre_order_visit(
-        f.body,
-        [&](const Stmt& st) {
-          if (const auto* store = st.as<StoreNode>()) stores.push_back(store);
-        },
-        [&](const Expr& e) {
-          if (const auto* ld = e.as<LoadNode>()) loaded.push_back(ld->buffer);
-        });
-    for (const StoreNode* st : stores) {
-      bool all = st->indices.size() == nest.size();
-      for (size_t d = 0; all && d < nest.size(); ++d) {
-        auto mn = as_const_int(nest[d]->min);
-        BufferRegion r{st->buffer, {}};
-        all = st->indices[d].as<VarNode>() == nest[d]->var.node() && mn && *mn == 0;
-        if (all) {
-          for (size_t k = 0; k < nest.size(); ++k) r.ranges.push_back({Expr(0), nest[k]->extent});
-          all = whole(r);
-        }
-      }
-      if (all) follow(st->buffer, loaded);
-      else valid_.erase(st->buffer.get());
-    }
-  }
-  static const ForNode* single_parallel_child(const ForNode& f) {
-    Stmt b = f.body;
-    if (const auto* q = b.as<SeqNode>(); q && q->stmts.size() == 1) b = q->stmts[0];
-    const auto* inner = b.as<ForNode>();
-    return inner && inner->for_kind == ForKind::Parallel ? inner : nullptr;
-  }
-  /// A reduction over a dimension whose valid extent is known reads only that part; its
-  /// destination keeps the source's other valid extents.
-  Stmt narrow_reduction(const TileOpNode& n, const Stmt& self) {
-    const TileArg* src = op_operand(n, "src");
-    const TileArg* dst = op_operand(n, "dst");
-    if (!src || !dst || !src->is_region() || !dst->is_region()) return self;
-    const BufferRegion& r = src->region;
-    auto it = valid_.find(r.buffer.get());
-    const int64_t nd = static_cast<int64_t>(r.ranges.size());
-    int64_t dim = n.attr_int("dim");
-    if (dim < 0) dim += nd;
-    if (it == valid_.end() || dim < 0 || dim >= nd) {
-      valid_.erase(dst->region.buffer.get());
-      return self;
-    }
-    const Valid v = it->second;
-    Valid out;
-    for (int64_t d = 0; d < nd; ++d)
-      if (d != dim) out.push_back(v[d]);
-    if (dst->region.ranges.size() == out.size() && std::any_of(out.begin(), out.end(), [](const Expr& e) { return e.defined(); }))
-      valid_[dst->region.buffer.get()] = out;
-    else
-      valid_.erase(dst->region.buffer.get());
-    if (!v[dim].defined() || !whole(r)) return self;
-    std::vector<TileArg> args = n.args;
-    for (auto& a : args)
-      if (a.is_region() && a.region.buffer.same_as(r.buffer)) a.region.ranges[dim].extent = v[dim];
-    return TileOpNode::make(n.op, std::move(args), n.attrs, n.loc);
-  }
 
-  static bool ir_equal_ext(const Expr& a, const Expr& b) {
-    auto x = as_const_int(a), y = as_const_int(b);
-    return x && y ? *x == *y : structural_equal(a, b);
-  }
+  static bool ir_equal_ext(const Expr& a, const Expr& b) { return dev::same_extent(a, b); }
 
   std::unordered_map<const BufferNode*, PadWidth> pads_;
   const Target& target_;
@@ -690,9 +450,7 @@ class Legalizer : public IRMutator {
   std::vector<Stmt> workspaces_;  // their declarations, for the kernel's top
   std::unordered_map<const BufferNode*, Buffer> padded_;
   std::unordered_map<const BufferNode*, PadWidth> width_of_;  // padded buffer -> its widths
-  std::map<const BufferNode*, Valid> valid_;                 // UB tile -> its valid extents
-  bool in_parallel_ = false;
-  arith::VarIntervals vars_;
+  dev::Bounds bounds_;
 };
 
 }  // namespace

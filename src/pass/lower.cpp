@@ -21,6 +21,7 @@ bool disabled(const PassOptions& opt, std::string_view pass) {
 void check_developer_dependencies(const PassOptions& opt) {
   static const std::pair<const char*, std::vector<const char*>> kNeeds[] = {
       {"lower_cube_ops", {"infer_scopes"}},
+      {"mask_tails", {"infer_scopes"}},
       {"legalize_copies", {"infer_scopes"}},
       {"split_cube_vector", {"infer_scopes", "lower_cube_ops"}},
       {"vectorize_parallel", {"split_cube_vector"}},
@@ -62,6 +63,11 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       {"infer_scopes", infer_scopes},
       // Needs L1/L0C placements; creates L0A/L0B buffers, so before plan_memory.
       {"lower_cube_ops", lower_cube_ops},
+      // The stale part of clipped tiles kept out of every result: needs UB placements, and the
+      // copies as the author wrote them (it clips them as legalize_copies will, to reason about
+      // the valid part), so before legalize_copies; before vectorize_parallel, which vectorises
+      // the element loops it narrows or masks.
+      {"mask_tails", mask_tails},
       // Tails and padded rows: needs physical scopes (L1 tiles are cleared, UB rows padded) and
       // runs before vectorize_parallel, which vectorises the widened element loops.
       {"legalize_copies", legalize_copies},

@@ -35,9 +35,11 @@ TEST(DeveloperOptions, AnAutomationWhoseInputIsOffIsRejectedNamingBoth) {
   };
   const Case cases[] = {
       {with([](DeveloperOptions& d) { d.infer_scopes = false; d.split_cube_vector = false; d.vectorize = false;
-                                      d.insert_syncs = false; d.legalize_copies = false; }),
+                                      d.insert_syncs = false; d.legalize_copies = false; d.mask_tails = false; }),
        "lower_cube_ops", "infer_scopes"},
-      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.lower_cube_ops = false; }), "legalize_copies",
+      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.lower_cube_ops = false; d.mask_tails = false; }),
+       "legalize_copies", "infer_scopes"},
+      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.lower_cube_ops = false; }), "mask_tails",
        "infer_scopes"},
       {with([](DeveloperOptions& d) { d.lower_cube_ops = false; }), "split_cube_vector", "lower_cube_ops"},
       {with([](DeveloperOptions& d) { d.split_cube_vector = false; }), "vectorize", "split_cube_vector"},

@@ -185,83 +185,25 @@ def f(X: T.Tensor((M, 64), "float32"), Z: T.Tensor((M, 64), "float32")):
       << out;
 }
 
-TEST(LegalizeCopies, AReductionOverAClippedDimensionReadsOnlyTheValidRows) {
-  // 13 rows in blocks of 8: block 1's tile has 5 valid rows and 3 stale ones. Both column sums
-  // (of x, and of y computed from x element by element) reduce the valid rows only.
+TEST(LegalizeCopies, TheAuthorsPadValueFillsTheTileOnClippedIterations) {
+  // With pad_value the tile holds the value past the tensor: filled before the copy when the
+  // copy is clipped, and the copy is not marked clipped (nothing is stale).
   EXPECT_EQ(legal(R"(@T.prim_func
-def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tensor((64,), "float32")):
+def f(X: T.Tensor((13, 64), "float32"), Y: T.Tensor((13, 64), "float32")):
     with T.Kernel(2, threads=1) as cid:
         x = T.alloc_ub((8, 64), "float32")
-        y = T.alloc_ub((8, 64), "float32")
-        s = T.alloc_ub((64,), "float32")
-        q = T.alloc_ub((64,), "float32")
-        T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
-        T.reduce_sum(x, s, dim=0)
-        for i in T.Parallel(8):
-            for j in T.Parallel(64):
-                y[i, j] = x[i, j] * x[i, j]
-        T.reduce_sum(y, q, dim=0)
-        T.reduce_max(y, x[0:8, 0:1])
-        T.atomic_add(S, s)
-        T.atomic_add(Q, q)
+        T.copy(X[cid * 8:cid * 8 + 8, 0:64], x, pad=True, pad_value=-1.0)
+        T.copy(x, Y[cid * 8:cid * 8 + 8, 0:64])
 )"),
             R"(@T.prim_func
-def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tensor((64,), "float32")):
+def f(X: T.Tensor((13, 64), "float32"), Y: T.Tensor((13, 64), "float32")):
     with T.Kernel(2, threads=1) as cid:
         x = T.alloc_ub((8, 64), "float32")
-        y = T.alloc_ub((8, 64), "float32")
-        s = T.alloc_ub((64,), "float32")
-        q = T.alloc_ub((64,), "float32")
-        T.copy(X[cid * 8:cid * 8 + T.min(13 - cid * 8, 8), 0:64], x[0:T.min(13 - cid * 8, 8), 0:64], clipped=True)
-        T.reduce_sum(x[0:T.min(13 - cid * 8, 8), 0:64], s, dim=0)
-        for i in T.Parallel(8):
-            for j in T.Parallel(64):
-                y[i, j] = x[i, j] * x[i, j]
-        T.reduce_sum(y[0:T.min(13 - cid * 8, 8), 0:64], q, dim=0)
-        T.reduce_max(y, x[0:8, 0:1])
-        T.atomic_add(S, s)
-        T.atomic_add(Q, q)
+        if T.min(13 - cid * 8, 8) < 8:
+            T.tile.fill(x, -1.0)
+        T.copy(X[cid * 8:cid * 8 + T.min(13 - cid * 8, 8), 0:64], x[0:T.min(13 - cid * 8, 8), 0:64], pad=True, pad_value=-1.0)
+        T.copy(x[0:T.min(13 - cid * 8, 8), 0:64], Y[cid * 8:cid * 8 + T.min(13 - cid * 8, 8), 0:64])
 )");
-}
-
-TEST(LegalizeCopies, ATileTheKernelFillsPartlyIsReducedWhole) {
-  // The kernel writes the tail rows itself (zeros): the reduction must read every row.
-  const char* in = R"(@T.prim_func
-def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32")):
-    with T.Kernel(2, threads=1) as cid:
-        x = T.alloc_ub((8, 64), "float32")
-        s = T.alloc_ub((64,), "float32")
-        T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
-        T.tile.fill(x[5:8, 0:64], 0.0)
-        T.reduce_sum(x, s, dim=0)
-        T.atomic_add(S, s)
-)";
-  std::string out = legal(in);
-  EXPECT_NE(out.find("T.reduce_sum(x, s, dim=0)"), std::string::npos) << out;
-}
-
-TEST(LegalizeCopies, ValidRowsFollowControlFlowConservatively) {
-  // Inside the loop the reduction follows its copy: narrowed. After an if whose branches fill x
-  // differently, and after the loop (which may run no iteration), nothing is known: whole.
-  std::string out = legal(R"(@T.prim_func
-def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), n: T.int32):
-    with T.Kernel(2, threads=1) as cid:
-        x = T.alloc_ub((8, 64), "float32")
-        s = T.alloc_ub((64,), "float32")
-        for k in T.serial(n):
-            T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
-            T.reduce_sum(x, s, dim=0)
-        T.reduce_max(x, s, dim=0)
-        if n > 3:
-            T.tile.fill(x, 0.0)
-        else:
-            T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
-        T.reduce_min(x, s, dim=0)
-        T.atomic_add(S, s)
-)");
-  EXPECT_NE(out.find("T.reduce_sum(x[0:T.min(13 - cid * 8, 8), 0:64], s, dim=0)"), std::string::npos) << out;
-  EXPECT_NE(out.find("T.reduce_max(x, s, dim=0)"), std::string::npos) << out;
-  EXPECT_NE(out.find("T.reduce_min(x, s, dim=0)"), std::string::npos) << out;
 }
 
 TEST(LegalizeCopies, ExpertKernelsAreUnchanged) {

@@ -196,6 +196,7 @@ struct RunMode {
 void switch_off(tl::DeveloperOptions& d, const std::string& name) {
   const std::pair<const char*, bool*> all[] = {{"infer_scopes", &d.infer_scopes},
                                                {"lower_cube_ops", &d.lower_cube_ops},
+                                               {"mask_tails", &d.mask_tails},
                                                {"legalize_copies", &d.legalize_copies},
                                                {"split_cube_vector", &d.split_cube_vector},
                                                {"vectorize", &d.vectorize},
@@ -397,7 +398,7 @@ int tlc_main(int argc, char** argv) {
   run_cmd->add_flag("--check-hazards", g_timed.check_hazards, "report unsynchronised instructions (hazard checker)");
   std::vector<std::string> offs;
   run_cmd->add_option("--off", offs,
-                      "switch a developer-mode automation off: infer_scopes, lower_cube_ops, legalize_copies, "
+                      "switch a developer-mode automation off: infer_scopes, lower_cube_ops, mask_tails, legalize_copies, "
                       "split_cube_vector, vectorize, insert_syncs, pipeline_loops, split_aiv, minimise_syncs, merge_flags (docs/developer_mode.md, Options)");
   run_cmd->add_flag("--scalar-fallback", g_timed.dev.scalar_fallback,
                     "developer mode: run element loops that cannot be vectorised on the scalar unit (a remark each)");
