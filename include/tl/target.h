@@ -151,7 +151,6 @@ struct Target {
   /// Compare modes allowed per source dtype ("LT", "EQ", ...); a dtype absent here allows all.
   std::map<DType, std::vector<std::string>> compare_modes;
   int64_t compare_align_bytes = 256;        // compare: count * sizeof must be a multiple of this
-  int64_t sort_pair_bytes = 8;              // one (score, index) entry of sort/merge_sort/topk
   /// axpy dtype pairs (src, dst) with src != dst (fp16 src accumulated into fp32 dst).
   std::vector<std::pair<DType, DType>> axpy_mixed;
   /// Cube fractals: `fractal_rows` rows of `fractal_row_bytes` bytes (16 x 32 B on A2): M, N

@@ -124,8 +124,6 @@ Target make_a2() {
   // Compare: fp16/fp32 all modes, int32 EQ only; count * sizeof a multiple of 256 B.
   t.compare_modes[D::Int32] = {"EQ"};
   t.compare_align_bytes = 256;
-  // Sort32 / MrgSort: (score, index) entries of 8 bytes.
-  t.sort_pair_bytes = 8;
   // Axpy: fp16 src into an fp32 dst.
   t.axpy_mixed = {{D::Float16, D::Float32}};
   // Fractals: 512 B = 16 rows x 32 B (DESIGN.md 3.1).
