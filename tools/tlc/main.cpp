@@ -403,7 +403,7 @@ int tlc_main(int argc, char** argv) {
                     "developer mode: run element loops that cannot be vectorised on the scalar unit (a remark each)");
   run_cmd->add_flag("--allow-inexact-math", g_timed.dev.allow_inexact_math,
                     "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
-                    "differences, a remark each)");
+                    "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)");
   std::vector<std::string> dyn_sets;
   run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
   auto* report_cmd = app.add_subcommand(
