@@ -119,6 +119,11 @@ struct OpDef {
   /// The instructions the op issues; empty at registration means one instruction on `pipe`
   /// touching every tile operand, which the registry fills in.
   std::vector<InstrSpec> expansion{};
+  /// On a target whose vector unit flushes subnormals (Target::vector_flushes_subnormals), the
+  /// op reads subnormal inputs as zeros and writes subnormal results as zeros of their sign
+  /// (subnormal in the operand's dtype). The virtual NPU computes it so; vectorize_parallel does
+  /// not use it there where the scalar loop keeps subnormals.
+  bool flushes_subnormals = false;
   /// Reads and writes its destination in one indivisible step at its end (the atomic unit).
   bool atomic = false;
   /// Exists only in developer kernels: the developer-mode passes lower it, so the verifier

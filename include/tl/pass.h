@@ -31,7 +31,9 @@ struct VectorizeOptions {
   bool scalar_fallback = false;
   /// Accept T.exp / log / sigmoid (any float dtype) and T.rsqrt (float32), whose vector ops
   /// compute in float32 and may differ from the scalar loop's correctly rounded result in the
-  /// last bit (a remark each). Off by default: the vectorised loop is bit-identical.
+  /// last bit, and, on a target whose vector unit flushes subnormals (950), float division and
+  /// T.sqrt, which then differ for subnormal operands and results (a remark each). Off by
+  /// default: the vectorised loop is bit-identical.
   bool allow_inexact_math = false;
   /// Where remarks go (default: stderr, one `file:line: remark: ...` line each).
   RemarkSink remark;

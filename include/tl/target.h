@@ -151,7 +151,12 @@ struct Target {
   /// Compare modes allowed per source dtype ("LT", "EQ", ...); a dtype absent here allows all.
   std::map<DType, std::vector<std::string>> compare_modes;
   int64_t compare_align_bytes = 256;        // compare: count * sizeof must be a multiple of this
-  int64_t sort_pair_bytes = 8;              // one (score, index) entry of sort/merge_sort/topk
+  /// The vector unit treats subnormal inputs and results of the ops marked
+  /// OpDef::flushes_subnormals (Exp, Ln, Sqrt, Rsqrt, Reciprocal, Div) as zeros of their sign
+  /// (FTZ). 3510 (950) does by default, 2201 (A2/A3) keeps subnormals: asc-devkit's
+  /// "2201到3510架构变更", 计算单元 (3510: 硬件不支持Subnormal功能, Ln/Sqrt/Rsqrt/Div/
+  /// Reciprocal/Exp) and its Subnormal compatibility example (A2/A3 support them by default).
+  bool vector_flushes_subnormals = false;
   /// axpy dtype pairs (src, dst) with src != dst (fp16 src accumulated into fp32 dst).
   std::vector<std::pair<DType, DType>> axpy_mixed;
   /// Cube fractals: `fractal_rows` rows of `fractal_row_bytes` bytes (16 x 32 B on A2): M, N

@@ -7,13 +7,14 @@
 // same axis semantics. Sums accumulate in fp32: a binary tree inside each 256-byte repeat,
 // then the repeat results in order.
 //
-// Sort entries are 8 bytes: the score in the low bytes (fp32, or fp16 followed by 2 bytes
-// of padding) and the uint32 index in the high 4 bytes (Sort32's format). Order: descending
-// score; equal scores keep the smaller index first (Sort32), or their input position
-// (MrgSort); NaN sorts as the largest score.
+// Sort entries are two lanes of the op's dtype, the score then the index lane; the index lane
+// holds the source position encoded as a float, as TileLang-Ascend's sort leaves it (the
+// comment of the sort family below says why). Order: descending score, NaN first; equal scores
+// keep the smaller position first (Sort32), or their input position (MrgSort).
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "exec.h"
@@ -118,38 +119,54 @@ void reduce_sum(const TileOpNode& n, Core& c) { reduce(n, c, Red::Sum); }
 void reduce_max(const TileOpNode& n, Core& c) { reduce(n, c, Red::Max); }
 void reduce_min(const TileOpNode& n, Core& c) { reduce(n, c, Red::Min); }
 
+// ---- The sort family ---------------------------------------------------------------------------
+//
+// An entry is two lanes of the op's dtype, [score, index lane]: what TileLang-Ascend's
+// T.tile.sort / T.tile.topk leave in their destination ("dst must be 2x the size of src";
+// "at least 2*K elements"). The index lane holds the *float* encoding of the source position:
+// TileLang-Ascend generates the indices with ArithProgression<float> (0.0, 1.0, 2.0, ...) and
+// hands those bits to Sort32 as its uint32 index operand, which Sort32 and MrgSort carry through
+// unchanged (AscendC Sort32 page, atlasascendc_api_07_0231: "(score, index)" 8-byte structure,
+// the index in the high 4 bytes). So a script's gather_mask("P1010") + float -> int cast reads
+// the position back. float16 sorts run in float32 and the pairs are cast to half (RINT) at the
+// end, so an fp16 entry is 4 bytes and its index lane is the position rounded to half: exact up
+// to 2048, the nearest even half above it (2049 reads 2048), inf past 65519.
+// Order: descending score, NaN first; equal scores keep source order (Sort32: "score[j] is
+// selected first when i > j"; MrgSort: the lower queue first), which is ascending position.
+
 struct Entry {
   float score;
-  uint32_t index;
+  int64_t position;  // source position (sort, topk) or input order (merge_sort)
+  uint64_t lanes;    // merge_sort: the entry's 8 bytes as they came
 };
 bool before(const Entry& a, const Entry& b) {
   bool an = std::isnan(a.score), bn = std::isnan(b.score);
   if (an != bn) return an;
   if (!an && a.score != b.score) return a.score > b.score;
-  return a.index < b.index;
+  return a.position < b.position;
 }
 
-int64_t entries_of(const TileRef& t) { return t.numel() * dtype_bytes(t.dtype) / 8; }
+/// Entries of two `t.dtype` lanes that fit in region t.
+int64_t entries_of(const TileRef& t) { return t.numel() / 2; }
 
-std::vector<Entry> read_entries(const TileRef& t, int64_t count) {
-  std::vector<uint8_t> bytes;
-  load_bytes(t, bytes);
-  std::vector<Entry> e(count);
+/// Writes the first `count` entries of e (score and index lane, both of t's dtype) to t.
+void write_sorted(const TileRef& t, const std::vector<Entry>& e, int64_t count) {
+  const int64_t es = dtype_bytes(t.dtype);
+  std::vector<uint8_t> bytes(static_cast<size_t>(count * 2 * es));
   for (int64_t i = 0; i < count; ++i) {
-    e[i].score = static_cast<float>(load_value(t.dtype, &bytes[i * 8]));
-    std::memcpy(&e[i].index, &bytes[i * 8 + 4], 4);
+    uint8_t* p = &bytes[static_cast<size_t>(i * 2 * es)];
+    if (t.dtype == DType::Float32) {  // the score as it came in, the index as a float
+      std::memcpy(p, &e[i].score, 4);
+      float idx = static_cast<float>(e[i].position);
+      std::memcpy(p + 4, &idx, 4);
+    } else {  // float16: both lanes cast from float32 with RINT (scores are exact)
+      uint16_t s = f32_to_f16(e[i].score), idx = f32_to_f16(static_cast<float>(e[i].position));
+      std::memcpy(p, &s, 2);
+      std::memcpy(p + 2, &idx, 2);
+    }
   }
-  return e;
-}
-void write_entries(const TileRef& t, const std::vector<Entry>& e) {
-  std::vector<uint8_t> bytes;
-  load_bytes(t, bytes);
-  for (size_t i = 0; i < e.size(); ++i) {
-    std::memset(&bytes[i * 8], 0, 4);
-    store_value(t.dtype, &bytes[i * 8], e[i].score);
-    std::memcpy(&bytes[i * 8 + 4], &e[i].index, 4);
-  }
-  store_bytes(t, bytes);
+  // Write only the entries: the rest of the destination keeps its bytes.
+  for (int64_t k = 0; k < count * 2; ++k) std::memcpy(t.at_flat(k), &bytes[static_cast<size_t>(k * es)], es);
 }
 
 std::vector<Entry> sorted_source(const TileOpNode& n, Core& c, const TileRef& s, int64_t actual) {
@@ -159,8 +176,7 @@ std::vector<Entry> sorted_source(const TileOpNode& n, Core& c, const TileRef& s,
   // Sort32 works on whole repeats of 32: the unused tail is padded with -inf.
   int64_t padded = (actual + 31) / 32 * 32;
   std::vector<Entry> e(padded);
-  for (int64_t i = 0; i < padded; ++i)
-    e[i] = {i < actual ? g_src[i] : -std::numeric_limits<float>::infinity(), static_cast<uint32_t>(i)};
+  for (int64_t i = 0; i < padded; ++i) e[i] = {i < actual ? g_src[i] : -std::numeric_limits<float>::infinity(), i, 0};
   std::stable_sort(e.begin(), e.end(), before);
   return e;
 }
@@ -170,9 +186,10 @@ void sort(const TileOpNode& n, Core& c) {
   int64_t actual = c.eval_int(op_operand(n, "actual_num")->scalar);
   auto e = sorted_source(n, c, s, actual);
   if (entries_of(d) < static_cast<int64_t>(e.size()))
-    c.fail(fmt::format("T.sort: 'dst' holds {} (value, index) entries, {} are needed (actual_num {} rounded up to 32)",
-                       entries_of(d), e.size(), actual));
-  write_entries(d, e);
+    c.fail(fmt::format("T.sort: 'dst' holds {} (value, index) entries of two {} lanes, {} are needed (actual_num {} "
+                       "rounded up to 32)",
+                       entries_of(d), dtype_name(d.dtype), e.size(), actual));
+  write_sorted(d, e, static_cast<int64_t>(e.size()));
 }
 
 void topk(const TileOpNode& n, Core& c) {
@@ -184,13 +201,18 @@ void topk(const TileOpNode& n, Core& c) {
     c.fail(fmt::format("T.topk: k = {} but only {} entries are sorted", k, e.size()));
   if (entries_of(d) < k)
     c.fail(fmt::format("T.topk: 'dst' holds {} (value, index) entries, k = {}", entries_of(d), k));
-  e.resize(k);
-  write_entries(d, e);
+  // TileLang-Ascend's TopK copies 2k lanes rounded up to whole 32-byte blocks (DataCopy moves
+  // blocks), so the entries after the k-th up to that boundary are written too; the model stops
+  // at the end of the destination region (the chip goes on to the block's end).
+  const int64_t per_block = 32 / dtype_bytes(d.dtype);
+  const int64_t lanes = (2 * k + per_block - 1) / per_block * per_block;
+  write_sorted(d, e, std::min(lanes / 2, entries_of(d)));
 }
 
 /// MrgSort's order: descending score, NaN first; equal scores keep their input order (the
 /// queue with the lower number first, then position in the queue), whatever their stored
-/// indices (AscendC MrgSort: ties resolve by input position).
+/// indices (AscendC MrgSort, atlasascendc_api_07_0232: the queues are Sort32's 8-byte (score,
+/// index) structures, merged by score). The entries move as they are, all 8 bytes.
 bool score_before(const Entry& a, const Entry& b) {
   bool an = std::isnan(a.score), bn = std::isnan(b.score);
   if (an != bn) return an;
@@ -199,11 +221,20 @@ bool score_before(const Entry& a, const Entry& b) {
 
 void merge_sort(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst");
+  if (d.dtype != DType::Float32)  // the verifier's vector-dtype rule; hand-built IR gets here
+    c.fail(fmt::format("T.merge_sort merges float32 (score, index) queues, got {}", dtype_name(d.dtype)));
   std::vector<Entry> all;
+  std::vector<uint8_t> bytes;
   for (const char* name : {"src0", "src1", "src2", "src3"}) {
     if (!c.has_operand(n, name)) continue;
     TileRef s = c.operand(n, name);
-    auto e = read_entries(s, entries_of(s));
+    load_bytes(s, bytes);
+    const int64_t count = entries_of(s);
+    std::vector<Entry> e(count);
+    for (int64_t i = 0; i < count; ++i) {
+      std::memcpy(&e[i].score, &bytes[i * 8], 4);
+      std::memcpy(&e[i].lanes, &bytes[i * 8], 8);
+    }
     if (!std::is_sorted(e.begin(), e.end(), score_before))
       c.fail(fmt::format("T.merge_sort: queue '{}' ({}) is not sorted in descending order", name, s.buffer->name));
     all.insert(all.end(), e.begin(), e.end());
@@ -211,21 +242,31 @@ void merge_sort(const TileOpNode& n, Core& c) {
   std::stable_sort(all.begin(), all.end(), score_before);
   if (entries_of(d) < static_cast<int64_t>(all.size()))
     c.fail(fmt::format("T.merge_sort: 'dst' holds {} entries, the queues have {}", entries_of(d), all.size()));
-  write_entries(d, all);
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::memcpy(d.at_flat(static_cast<int64_t>(2 * i)), &all[i].lanes, 4);
+    std::memcpy(d.at_flat(static_cast<int64_t>(2 * i + 1)), reinterpret_cast<const uint8_t*>(&all[i].lanes) + 4, 4);
+  }
 }
 
+/// TileLang-Ascend's InitSortBuf: score lanes -inf (or `value`), index lanes all ones (int32 -1,
+/// a NaN if read as a float), in float32 (8-byte entries, MrgSort's queue format).
 void init_sort_buf(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst");
+  if (d.dtype != DType::Float32)
+    c.fail(fmt::format("T.init_sort_buf fills float32 (score, index) entries, got {}", dtype_name(d.dtype)));
   int64_t num = c.eval_int(op_operand(n, "num")->scalar);
   double v = c.has_operand(n, "value") ? c.eval_float(op_operand(n, "value")->scalar)
                                         : -std::numeric_limits<double>::infinity();
-  int64_t count = num;  // entries (docs/language.md; the verifier's sort-buffer-size rule)
-  if (count < 0)  // sized a vector with it: std::length_error
+  if (num < 0)
     c.fail(fmt::format("T.init_sort_buf: num = {} entries; it must be >= 0", num));
-  if (count > entries_of(d))
+  if (num > entries_of(d))
     c.fail(fmt::format("T.init_sort_buf: num = {} entries exceeds 'dst' ({} entries)", num, entries_of(d)));
-  std::vector<Entry> e(count, Entry{static_cast<float>(v), 0xffffffffu});
-  write_entries(d, e);
+  const float score = static_cast<float>(round_value(DType::Float32, v));
+  const uint32_t ones = 0xffffffffu;
+  for (int64_t i = 0; i < num; ++i) {
+    std::memcpy(d.at_flat(2 * i), &score, 4);
+    std::memcpy(d.at_flat(2 * i + 1), &ones, 4);
+  }
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // Semantics of the vector tile ops (T.tile.*) on the virtual NPU. Float ops widen their
 // operands to fp32 (exact), compute in fp32 and round the result to the destination dtype
 // (RINT) - the vector unit's per-instruction rounding (numerics.h). Integer ops compute in
-// 64 bits and wrap to the destination width.
+// 64 bits and wrap to the destination width. Subnormals are kept (IEEE), except in the ops
+// marked OpDef::flushes_subnormals on a target whose vector unit flushes them (950): those read
+// subnormal inputs as zeros and write subnormal results as zeros of their sign.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "exec.h"
 #include "values.h"
@@ -71,6 +74,27 @@ Operand2 second(const TileOpNode& n, Core& c, std::string_view name, DType op_dt
   return o;
 }
 
+/// Whether op `n` flushes subnormals on this core's target (OpDef::flushes_subnormals on a
+/// Target::vector_flushes_subnormals chip: 950's Exp, Ln, Sqrt, Rsqrt, Reciprocal and Div).
+bool flushes(const TileOpNode& n, const Core& c) {
+  return n.op->flushes_subnormals && c.program.target->vector_flushes_subnormals;
+}
+/// x (a value of dtype t, widened to fp32), or a zero of its sign when it is subnormal in t:
+/// below fp16's smallest normal 2^-14 for float16, below fp32's 2^-126 for float32 and bfloat16
+/// (which shares fp32's exponent range). NaN and inf are kept.
+float flush_subnormal(DType t, float x) {
+  const float smallest_normal = t == DType::Float16 ? 6.103515625e-05f : std::numeric_limits<float>::min();
+  return x != 0 && std::fabs(x) < smallest_normal ? std::copysign(0.0f, x) : x;
+}
+void flush_inputs(DType t, std::vector<float>& v) {
+  for (auto& x : v) x = flush_subnormal(t, x);
+}
+/// Results rounded to the destination dtype, then flushed: a result is subnormal when it rounds
+/// to a subnormal of that dtype.
+void flush_results(DType t, std::vector<float>& v) {
+  for (auto& x : v) x = flush_subnormal(t, round_to(t, x));
+}
+
 void check_same_numel(const TileOpNode& n, Core& c, const TileRef& d, const TileRef& s, const char* name) {
   if (d.numel() != s.numel())
     c.fail(fmt::format("T.{}: operand '{}' has {} elements but 'dst' has {}", n.op->name, name, s.numel(), d.numel()));
@@ -86,6 +110,23 @@ void float_binary(const TileOpNode& n, Core& c, F f) {
   TileRef d = c.operand(n, "dst"), a = c.operand(n, "src0");
   check_same_numel(n, c, d, a, "src0");
   Operand2 b = second(n, c, "src1", a.dtype);
+  if (flushes(n, c)) {  // staged, with the inputs and results flushed
+    load_f32(a, g_a);
+    flush_inputs(a.dtype, g_a);
+    g_d.resize(g_a.size());
+    if (b.scalar) {
+      float y = flush_subnormal(a.dtype, static_cast<float>(b.value));
+      for (size_t i = 0; i < g_a.size(); ++i) g_d[i] = f(g_a[i], y);
+    } else {
+      check_same_numel(n, c, d, b.tile, "src1");
+      load_f32(b.tile, g_b);
+      flush_inputs(b.tile.dtype, g_b);
+      for (size_t i = 0; i < g_a.size(); ++i) g_d[i] = f(g_a[i], g_b[i]);
+    }
+    flush_results(d.dtype, g_d);
+    store_f32(d, g_d);
+    return;
+  }
   if (rows_align(d, a) && (b.scalar || rows_align(d, b.tile))) {
     int64_t C = d.cols();
     float y = static_cast<float>(b.value);
@@ -144,7 +185,8 @@ template <typename F>
 void float_unary(const TileOpNode& n, Core& c, F f) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
   check_same_numel(n, c, d, s, "src");
-  if (rows_align(d, s)) {
+  const bool flush = flushes(n, c);
+  if (rows_align(d, s) && !flush) {
     for (int64_t r = 0; r < d.rows(); ++r) {
       float* dp = reinterpret_cast<float*>(row_ptr(d, r));
       const float* sp = reinterpret_cast<const float*>(row_ptr(s, r));
@@ -153,7 +195,9 @@ void float_unary(const TileOpNode& n, Core& c, F f) {
     return;
   }
   load_f32(s, g_a);
+  if (flush) flush_inputs(s.dtype, g_a);
   for (auto& x : g_a) x = f(x);
+  if (flush) flush_results(d.dtype, g_a);
   store_f32(d, g_a);
 }
 
@@ -431,7 +475,8 @@ void row_expand(const TileOpNode& n, Core& c, F f, FI fi) {
     return;
   }
   load_f32(b, g_b);
-  if (rows_align(d, a)) {
+  const bool flush = flushes(n, c);
+  if (rows_align(d, a) && !flush) {
     for (int64_t r = 0; r < R; ++r) {
       float* dp = reinterpret_cast<float*>(row_ptr(d, r));
       const float* ap = reinterpret_cast<const float*>(row_ptr(a, r));
@@ -440,14 +485,16 @@ void row_expand(const TileOpNode& n, Core& c, F f, FI fi) {
     return;
   }
   load_f32(a, g_a);
+  if (flush) {
+    flush_inputs(a.dtype, g_a);
+    flush_inputs(b.dtype, g_b);
+  }
   for (int64_t r = 0; r < R; ++r)
     for (int64_t k = 0; k < C; ++k) g_a[r * C + k] = f(g_a[r * C + k], g_b[r]);
+  if (flush) flush_results(d.dtype, g_a);
   store_f32(d, g_a);
 }
 
-/// A subnormal fp32 result becomes a zero of its sign: the vector unit's exp, ln, sqrt and div
-/// flush them (they are otherwise within 1 ulp of the exact result).
-inline float ftz(float r) { return std::fpclassify(r) == FP_SUBNORMAL ? std::copysign(0.0f, r) : r; }
 /// Rsqrt and Reciprocal are approximations on the chip (float within 1e-4, half within 1e-3
 /// relative, per their API pages): the exact result times (1 + d), d a deterministic function
 /// of the input's bits with |d| <= 5e-5, so results are reproducible and never flatter the

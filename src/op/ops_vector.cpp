@@ -36,6 +36,13 @@ void register_vector_ops(OpList& ops) {
   ops.push_back(vec("row_expand_" #NAME, {out("dst"), in("src0"), in("src1")}, SUMMARY, DTYPES, CostClass::COST, \
                     {}, rules::rule_row_expand));
 #include "tl/vector_ops.def"
+  // The ops a 3510 (950) vector unit computes with subnormal inputs and results flushed to zero
+  // (their INTRINSIC algorithms; asc-devkit "2201到3510架构变更", 计算单元: Ln/Sqrt/Rsqrt/Div/
+  // Reciprocal/Exp). OpDef::flushes_subnormals; A2/A3 keep subnormals.
+  for (auto& op : ops)
+    for (const char* f : {"tile.div", "tile.row_expand_div", "tile.exp", "tile.ln", "tile.sqrt", "tile.rsqrt",
+                          "tile.reciprocal"})
+      if (op.name == f) op.flushes_subnormals = true;
 
   for (const char* b : {"bitwise_and", "bitwise_or"})
     ops.push_back(vec(b, {out("dst"), in("src0"), in("src1")}, fmt::format("dst = src0 {} src1", b), {D::Int16, D::UInt16}));

@@ -124,8 +124,6 @@ Target make_a2() {
   // Compare: fp16/fp32 all modes, int32 EQ only; count * sizeof a multiple of 256 B.
   t.compare_modes[D::Int32] = {"EQ"};
   t.compare_align_bytes = 256;
-  // Sort32 / MrgSort: (score, index) entries of 8 bytes.
-  t.sort_pair_bytes = 8;
   // Axpy: fp16 src into an fp32 dst.
   t.axpy_mixed = {{D::Float16, D::Float32}};
   // Fractals: 512 B = 16 rows x 32 B (DESIGN.md 3.1).
@@ -239,6 +237,10 @@ Target make_950() {
   set(t.capacity, MemScope::L1, 524288);
   set(t.capacity, MemScope::L0C, 262144);
   set(t.capacity, MemScope::UB, 253952);  // 248 KB default (256 KB physical)
+  // The 3510 vector unit flushes subnormals in Exp, Ln, Sqrt, Rsqrt, Reciprocal and Div (their
+  // INTRINSIC algorithms; asc-devkit "2201到3510架构变更", 计算单元, and the Div page's Subnormal
+  // table: 1 / -5.0e-39 is -inf, 1.9e-39 / 7.7e-39 is NaN). Target::vector_flushes_subnormals.
+  t.vector_flushes_subnormals = true;
   using S = MemScope;
   std::erase_if(t.copy_paths, [](const CopyPath& p) {
     return p.src == S::GM && (p.dst == S::L0A || p.dst == S::L0B);

@@ -42,6 +42,10 @@ std::string str_list(const std::vector<std::string>& v) {
   return "{" + s + "}";
 }
 
+/// Bytes of one (score, index) entry of the sort family: two lanes of the op's dtype
+/// (TileLang-Ascend's pairs; src/npu/exec_reduce_sort.cpp).
+int64_t sort_entry_bytes(const BufferRegion& r) { return 2 * dtype_bytes(r.buffer->dtype); }
+
 void check_sort_capacity(const TileOpNode& n, VerifyContext& ctx, const char* operand,
                          std::optional<int64_t> entries, const char* what) {
   const BufferRegion* dst = region_of(n, operand);
@@ -52,11 +56,12 @@ void check_sort_capacity(const TileOpNode& n, VerifyContext& ctx, const char* op
     return;
   }
   auto bytes = region_bytes(*dst);
-  auto need = checked_mul(*entries, ctx.target().sort_pair_bytes);  // nullopt: beyond any buffer
+  const int64_t pair = sort_entry_bytes(*dst);
+  auto need = checked_mul(*entries, pair);  // nullopt: beyond any buffer
   if (bytes && (!need || *bytes < *need))
     ctx.error(n, operand, "sort-buffer-size",
-              fmt::format("{} {} (score, index) entries of {} bytes need {} bytes, '{}' has {}",
-                          what, *entries, ctx.target().sort_pair_bytes,
+              fmt::format("{} {} (score, index) entries of {} bytes (two {} lanes) need {} bytes, '{}' has {}",
+                          what, *entries, pair, dtype_str(dst->buffer->dtype),
                           need ? fmt::format("{}", *need) : std::string("more than 2^63"),
                           dst->buffer->name, *bytes));
 }
@@ -322,7 +327,8 @@ void rule_merge_sort(const TileOpNode& n, VerifyContext& ctx) {
   check_vector_dtype(n, ctx, "dst");
   int64_t total = 0;
   bool known = true;
-  const int64_t pair = ctx.target().sort_pair_bytes;
+  const BufferRegion* d = region_of(n, "dst");
+  const int64_t pair = d ? sort_entry_bytes(*d) : 0;
   for (const char* name : {"src0", "src1", "src2", "src3"}) {
     const BufferRegion* r = region_of(n, name);
     if (!r) continue;

@@ -1,10 +1,12 @@
 // T::view: a buffer's bytes reinterpreted as another dtype of the same width (no new storage).
-// The use it exists for: the int32 index lanes of sort's float (value, index) pairs, picked
-// out with gather_mask and stored as indices. Also its text form, its verifier rules and its
-// placement (a view shares its base's address and keeps the base live).
+// Here: the index lanes of sort's float (value, index) pairs seen as int32 through a view and
+// picked out with gather_mask, which shows their bits (the positions as floats, as the chip
+// holds them). Also its text form, its verifier rules and its placement (a view shares its
+// base's address and keeps the base live).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 #include "pass/pass_test_util.h"
@@ -23,7 +25,8 @@ namespace {
 
 constexpr int kN = 64;  // scores sorted per AIV
 
-/// Scores [kN] -> indices [kN] of the scores in descending order (ties: smaller index first).
+/// Scores [kN] -> the index lanes of the scores sorted descending (ties: smaller index first),
+/// read as int32: the bits of each position as a float.
 PrimFunc argsort_kernel() {
   auto S = T::Tensor("S", {kN}, f32);
   auto I = T::Tensor("I", {kN}, DType::Int32);
@@ -38,7 +41,7 @@ PrimFunc argsort_kernel() {
           T::set_flag(Pipe::MTE2, Pipe::V, 0);
           T::wait_flag(Pipe::MTE2, Pipe::V, 0);
           T::sort(pairs, s, kN);
-          // The (value, index) entries as int32 lanes: odd lanes are the indices.
+          // The (value, index) entries as int32 lanes: odd lanes are the index lanes' bits.
           auto lanes = T::view("lanes", pairs, DType::Int32);
           T::pipe_barrier(Pipe::V);
           T::tile::gather_mask(idx, lanes, "P1010");
@@ -63,7 +66,8 @@ TEST(View, SortIndexLanesThroughAnInt32View) {
   std::iota(want.begin(), want.end(), 0);
   std::stable_sort(want.begin(), want.end(), [&](int a, int b) { return scores[a] > scores[b]; });
   auto got = I.to_vector();
-  for (int i = 0; i < kN; ++i) ASSERT_EQ(got[i], want[i]) << "position " << i;
+  for (int i = 0; i < kN; ++i)
+    ASSERT_EQ(got[i], std::bit_cast<int32_t>(static_cast<float>(want[i]))) << "position " << i;
 }
 
 TEST(View, BitsOfAFloatAsInt32) {

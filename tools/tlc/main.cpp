@@ -14,6 +14,9 @@
 //                                    event ids, channels and workspace, memory per scope
 //   tlc demo [--out DIR]             the main job: verify, run (hazard-checked, reference-checked)
 //                                    and profile every example; IR, traces, timelines to out/
+// Two hidden subcommands serve the tests (tests/tools/tlc_coverage_test.cpp): `list-options`
+// prints every subcommand and option of this command line, so the test can require a case for
+// each; `internal-error-selftest` raises a tl::InternalError, so exit status 3 is tested too.
 //
 // Whatever the command line, tlc ends with one of the exit statuses of kExitHelp: every
 // exception becomes a one-line error, and an option that would do nothing in the chosen mode
@@ -353,6 +356,27 @@ int run_demo(const std::string& dir, const tl::Target& target) {
   return ok ? kOk : kKernelFailed;
 }
 
+/// `tlc list-options`: one line per subcommand and option of `app` and its visible subcommands,
+/// `<subcommand> <name> <kind>`: kind `subcommand`, `flag` (takes no value), `value` or
+/// `positional` (the root is `tlc`). Hidden ones (CLI11 group "") are left out.
+void list_options(const CLI::App& app) {
+  auto options = [](const CLI::App& a, const std::string& cmd) {
+    for (const CLI::Option* o : a.get_options()) {
+      if (o->get_group().empty()) continue;
+      std::string name = !o->get_lnames().empty()   ? "--" + o->get_lnames().front()
+                         : !o->get_snames().empty() ? "-" + o->get_snames().front()
+                                                    : o->get_name(true);
+      const char* kind = !o->nonpositional() ? "positional" : o->get_items_expected_max() == 0 ? "flag" : "value";
+      fmt::print("{} {} {}\n", cmd, name, kind);
+    }
+  };
+  options(app, "tlc");
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {
+    fmt::print("{} {} subcommand\n", "tlc", sub->get_name());
+    options(*sub, sub->get_name());
+  }
+}
+
 int tlc_main(int argc, char** argv) {
   CLI::App app{"tlc: the tl-ascend compiler driver"};
   app.require_subcommand(1);
@@ -404,7 +428,7 @@ int tlc_main(int argc, char** argv) {
                     "developer mode: run element loops that cannot be vectorised on the scalar unit (a remark each)");
   run_cmd->add_flag("--allow-inexact-math", g_timed.dev.allow_inexact_math,
                     "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
-                    "differences, a remark each)");
+                    "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)");
   std::vector<std::string> dyn_sets;
   run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
   auto* report_cmd = app.add_subcommand(
@@ -416,6 +440,10 @@ int tlc_main(int argc, char** argv) {
   auto* demo = app.add_subcommand("demo", "the main job: verify, run, check and profile every example kernel");
   std::string demo_dir = "out";
   demo->add_option("--out", demo_dir, "directory for IR dumps, traces and timelines (default out/)");
+  auto* list_options_cmd =
+      app.add_subcommand("list-options", "print every subcommand and option (for the tests)")->group("");
+  auto* internal_selftest =
+      app.add_subcommand("internal-error-selftest", "raise an internal error (tests exit status 3)")->group("");
 
   try {
     app.parse(argc, argv);
@@ -424,6 +452,11 @@ int tlc_main(int argc, char** argv) {
     return rc == 0 ? kOk : kUsage;
   }
   try {
+    if (*list_options_cmd) {
+      list_options(app);
+      return kOk;
+    }
+    if (*internal_selftest) TL_ASSERT(false, "tlc internal-error-selftest: the internal error path of tlc");
     const tl::Target& target = tl::get_target(target_name);
     if (*list) {
       for (const auto* k : tl::registered_kernels()) {
