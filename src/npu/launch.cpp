@@ -13,6 +13,7 @@
 #include "program.h"
 #include "replay.h"
 #include "scheduler.h"
+#include "stale.h"
 #include "tl/arith.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
@@ -351,6 +352,9 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   std::lock_guard<std::mutex> device_lock(memories.in_use);
   if (memories.cores.size() < static_cast<size_t>(ls.physical_blocks) * 3) memories.cores.resize(ls.physical_blocks * 3);
   npu::configure_budget(ls, opt);
+  // The stale-data checker's shadows of the tensors (and, in each Core, of its memories).
+  std::optional<npu::StaleLaunch> stale;
+  if (npu::stale_check_enabled(opt)) ls.stale = &stale.emplace(p, ls);
   std::vector<npu::Group> groups(ls.physical_blocks);
   for (int g = 0; g < ls.physical_blocks; ++g) {
     groups[g].next_block = g;
@@ -383,6 +387,14 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     ls.output.finish();
     throw;
   }
+  std::vector<npu::StaleFinding> findings;
+  if (ls.stale) {
+    std::vector<const npu::CoreShadow*> shadows;  // (group, AIC / AIV0 / AIV1) order
+    for (const auto& g : groups)
+      for (const auto& c : g.cores) shadows.push_back(c->shadow());
+    findings = npu::merge_findings(shadows);
+    ls.stale = nullptr;  // the time-ordered replay's cores run without it
+  }
   if (opt.profile) {
     size_t events = 0;
     for (const auto& c : trace->cores) events += c.events.size();
@@ -406,7 +418,10 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     }
   }
   ls.output.finish();
-  if (opt.check_hazards) npu::throw_on_hazards(*trace, *p.target);
+  std::string msg = opt.check_hazards ? npu::hazard_report(*trace, *p.target) : "";
+  if (opt.stale_findings) *opt.stale_findings = std::move(findings);
+  else if (std::string s = npu::stale_report(p.func->name, findings); !s.empty()) msg += (msg.empty() ? "" : "\n") + s;
+  if (!msg.empty()) throw Error(msg);
 }
 
 }  // namespace tl
