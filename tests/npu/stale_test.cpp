@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 
 #include "common/example_checks.h"
@@ -272,6 +273,20 @@ TEST(StaleChecker, TlcRunCheckStaleOption) {
   std::tie(status, out) = shell("TL_CHECK_STALE=yes " + tlc);
   EXPECT_EQ(status, 1) << out;
   EXPECT_NE(out.find("TL_CHECK_STALE must be 1"), std::string::npos) << out;
+}
+
+// ctest runs the whole suite, C++ and Python, with the checker on (tests/CMakeLists.txt,
+// python/CMakeLists.txt): a build change that dropped it would silently lose that coverage.
+TEST(StaleChecker, TheSuiteRunsWithTheCheckerOn) {
+  if (!std::getenv("TL_SOURCE_DIR")) GTEST_SKIP() << "TL_SOURCE_DIR not set (run through ctest)";
+  const char* v = std::getenv("TL_CHECK_STALE");
+  EXPECT_EQ(std::string(v ? v : "(unset)"), "1");
+  // The Python suite's ctest entry sets it too.
+  std::ifstream py(std::string(std::getenv("TL_SOURCE_DIR")) + "/python/CMakeLists.txt");
+  std::string text((std::istreambuf_iterator<char>(py)), std::istreambuf_iterator<char>());
+  const size_t entry = text.find("set_tests_properties(python_suite");
+  ASSERT_NE(entry, std::string::npos);
+  EXPECT_NE(text.find("TL_CHECK_STALE=1", entry), std::string::npos);
 }
 
 // Timed mode: the checker checks the functional run; the time-ordered replay runs without it.
