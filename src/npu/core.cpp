@@ -96,7 +96,11 @@ void Core::start(int64_t b) {
   }
   if (shadow_) stale_block_start();
   stack_.clear();
-  stack_.push_back({program.kernel->body.get()});
+  // The whole function body: statements before `with T.Kernel` (function-level lets, such as
+  // a Python prim_func's `n_offset = N // 2`) run on every core before the kernel body, as on
+  // the chip, where each core runs the whole kernel function (they used to be skipped: the
+  // variable read 0).
+  stack_.push_back({program.func->body.get()});
   recent_.clear();
   steps_ = steps_reported_ = 0;
   step_mark_ = std::min(launch.max_steps, LaunchState::kStepChunk);

@@ -46,8 +46,12 @@ class LaunchEvaluator final : public arith::Evaluator {
   std::unordered_map<const VarNode*, Scalar> env;
   /// `e`, or nullopt with the reason in `why` when it cannot be evaluated.
   std::optional<int64_t> try_int(const Expr& e, std::string* why = nullptr) {
+    auto v = try_value(e, why);
+    return v ? std::optional<int64_t>(v->as_int()) : std::nullopt;
+  }
+  std::optional<Scalar> try_value(const Expr& e, std::string* why = nullptr) {
     try {
-      return eval_int(e);
+      return eval(e);
     } catch (const Error& err) {
       if (why) *why = err.what();
       return std::nullopt;
@@ -226,6 +230,15 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
                               d.name()));
     ls.dynamics.push_back(it->second.i);
   }
+  // The lets before `with T.Kernel` (every core computes them first): the block count and the
+  // workspace shapes may use them. One that reads memory is not known here (the error of the
+  // block count or shape that needs it says so).
+  if (auto* top = f->body.as<SeqNode>())
+    for (const Stmt& s : top->stmts) {
+      if (s.as<KernelNode>()) break;
+      if (auto* l = s.as<LetNode>())
+        if (auto v = ev.try_value(l->value)) env[l->var.node()] = *v;
+    }
   allocate_workspaces(p, dev, ev, ls);
   std::string why;
   auto blocks = ev.try_int(p.kernel->num_blocks, &why);
