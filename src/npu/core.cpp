@@ -37,7 +37,8 @@ int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
 }  // namespace
 
 Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph,
-           std::array<std::vector<uint8_t>, kNumMemScopes>& memories)
+           std::array<std::vector<uint8_t>, kNumMemScopes>& memories,
+           std::array<std::vector<uint8_t>, kNumMemScopes>* shadows)
     : program(p), launch(ls), kind(k), vid(v), phys(ph) {
   // Each memory covers what the planned program can address (the planner has checked it
   // against the target's capacity); L0A/L0B are whole whenever the kernel has cube code,
@@ -61,8 +62,14 @@ Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph,
   }
   slots_.resize(p.num_slots);
   if (ls.stale) {  // the stale-data checker: shadows of this core's memories and registers
+    TL_ASSERT(shadows, "a checked launch without shadow storage for {}", name());
     shadow_ = std::make_unique<CoreShadow>();
-    for (size_t s = 0; s < kNumMemScopes; ++s) shadow_->mem[s].assign(mem[s].size(), kNeverWritten);
+    for (size_t s = 0; s < kNumMemScopes; ++s) {
+      auto& m = (*shadows)[s];
+      if (m.size() < mem[s].size()) m.resize(mem[s].size());
+      shadow_->mem[s] = std::span<uint8_t>(m.data(), mem[s].size());
+      std::fill(shadow_->mem[s].begin(), shadow_->mem[s].end(), kNeverWritten);
+    }
     shadow_->slot.assign(p.num_slots, kValid);
   }
 }

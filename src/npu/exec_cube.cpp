@@ -199,10 +199,14 @@ void mma(const TileOpNode& n, Core& c) {
   else accumulate(c, C, M, N, K, init_of(n, c));
 }
 
-/// LoadData of an L1 operand into L0 memory at offset 0; returns the L0 pointer. `shadow`:
-/// t is a shadow, loaded into the L0 memory's shadow.
+/// What load_to_l0 moves: the data, or (t a shadow) the shadow into the L0 memory's shadow, or
+/// (t an all-valid shadow) nothing but valid bytes over what the load writes.
+enum class Load { Data, Shadow, ValidShadow };
+
+/// LoadData of an L1 operand into L0 memory at offset 0; returns the L0 pointer.
 uint8_t* load_to_l0(Core& c, const TileRef& t, MemScope l0, int64_t rows, int64_t cols, bool transpose,
-                    const char* name, bool shadow = false) {
+                    const char* name, Load what = Load::Data) {
+  const bool shadow = what != Load::Data;
   size_t nd = t.extent.size();
   int c0 = c0_elems(t.dtype);
   int64_t r0 = nd >= 2 ? t.start[nd - 2] : 0, col0 = t.start[nd - 1];
@@ -224,6 +228,10 @@ uint8_t* load_to_l0(Core& c, const TileRef& t, MemScope l0, int64_t rows, int64_
                  dtype_bytes(t.dtype);
   if (need > static_cast<int64_t>(mem.size()))
     c.fail(fmt::format("T.gemm_v0: operand '{}' needs {} bytes of {}, capacity {}", name, need, scope_name(l0), mem.size()));
+  if (what == Load::ValidShadow) {
+    std::memset(mem.data(), kValid, static_cast<size_t>(need));
+    return mem.data();
+  }
   if (l0 == MemScope::L0A) {
     // A [M, K]: stored as A (no transpose) or as A^T [K, M] (transpose_A).
     int64_t M = transpose ? cols : rows, K = transpose ? rows : cols;
@@ -294,6 +302,16 @@ void cube_stale(const TileOpNode& n, Core& c, const TileRef& C, const std::vecto
   region_store(sc, o);
 }
 
+/// With A and B all valid (the common case, found by a scan that stops at the first invalid
+/// byte) C keeps its own validity when accumulating and becomes valid when initialised, unless
+/// `init` itself is invalid.
+bool cube_stale_all_valid(const TileOpNode& n, Core& c, const TileRef& C, uint8_t a, uint8_t b) {
+  if (a || b) return false;
+  const uint8_t it = scalar_operand_taint(n, c, "init");
+  if (init_of(n, c) || it) region_fill(shadow_of(c, C), it);
+  return true;
+}
+
 /// The first invalid element of each row (by_rows) or each column of an R x C origin grid.
 std::vector<uint8_t> lines(const std::vector<uint8_t>& o, int64_t R, int64_t C, bool by_rows) {
   std::vector<uint8_t> out(by_rows ? R : C, kValid);
@@ -310,10 +328,12 @@ void mma_stale(const TileOpNode& n, Core& c) {
   require_matrix(c, n, A, "A");
   require_matrix(c, n, B, "B");
   require_matrix(c, n, C, "C");
-  if (B.rows() != A.cols()) return;  // the semantics report it
+  if (B.rows() != A.cols() || C.rows() != A.rows() || C.cols() != B.cols()) return;  // the semantics report it
+  TileRef sa = shadow_of(c, A), sb = shadow_of(c, B);
+  if (cube_stale_all_valid(n, c, C, region_origin(sa), region_origin(sb))) return;
   std::vector<uint8_t> oa, ob;
-  region_origins(shadow_of(c, A), oa);
-  region_origins(shadow_of(c, B), ob);
+  region_origins(sa, oa);
+  region_origins(sb, ob);
   cube_stale(n, c, C, lines(oa, A.rows(), A.cols(), true), lines(ob, B.rows(), B.cols(), false));
 }
 
@@ -325,9 +345,14 @@ void gemm_v0_stale(const TileOpNode& n, Core& c) {
   require_matrix(c, n, C, "C");
   const bool ta = n.attr_bool("transpose_A"), tb = n.attr_bool("transpose_B");
   if ((ta ? A.rows() : A.cols()) != (tb ? B.cols() : B.rows()) || A.dtype != B.dtype) return;
+  if (C.rows() != (ta ? A.cols() : A.rows()) || C.cols() != (tb ? B.rows() : B.cols())) return;
   TileRef sa = shadow_of(c, A), sb = shadow_of(c, B);
-  load_to_l0(c, sa, MemScope::L0A, A.rows(), A.cols(), ta, "A", true);
-  load_to_l0(c, sb, MemScope::L0B, B.rows(), B.cols(), tb, "B", true);
+  const uint8_t a = region_origin(sa), b = region_origin(sb);
+  // LoadData into L0A/L0B moves the shadows as it moves the bytes (a valid operand: its L0
+  // bytes are valid).
+  load_to_l0(c, sa, MemScope::L0A, A.rows(), A.cols(), ta, "A", a ? Load::Shadow : Load::ValidShadow);
+  load_to_l0(c, sb, MemScope::L0B, B.rows(), B.cols(), tb, "B", b ? Load::Shadow : Load::ValidShadow);
+  if (cube_stale_all_valid(n, c, C, a, b)) return;
   // Rows of A [M, K] are rows of the region, or its columns when it holds A^T; columns of
   // B [K, N] are columns of the region, or its rows when it holds B^T.
   std::vector<uint8_t> oa, ob;

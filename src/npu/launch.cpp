@@ -364,6 +364,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   auto& memories = *static_cast<npu::DeviceMemories*>(state.get());
   std::lock_guard<std::mutex> device_lock(memories.in_use);
   if (memories.cores.size() < static_cast<size_t>(ls.physical_blocks) * 3) memories.cores.resize(ls.physical_blocks * 3);
+  if (memories.shadows.size() < memories.cores.size()) memories.shadows.resize(memories.cores.size());
   npu::configure_budget(ls, opt);
   // The stale-data checker's shadows of the tensors (and, in each Core, of its memories).
   std::optional<npu::StaleLaunch> stale;
@@ -371,9 +372,10 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   std::vector<npu::Group> groups(ls.physical_blocks);
   for (int g = 0; g < ls.physical_blocks; ++g) {
     groups[g].next_block = g;
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Cube, 0, g, memories.cores[g * 3]));
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 0, g, memories.cores[g * 3 + 1]));
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 1, g, memories.cores[g * 3 + 2]));
+    for (int k = 0; k < 3; ++k)
+      groups[g].cores.push_back(std::make_unique<Core>(p, ls, k == 0 ? CoreKind::Cube : CoreKind::Vector,
+                                                       k == 0 ? 0 : k - 1, g, memories.cores[g * 3 + k],
+                                                       &memories.shadows[g * 3 + k]));
   }
   // Timed and hazard-checked launches start from poisoned on-chip memories (0xFF bytes: NaN
   // in every float dtype, -1 in the integers), not from what the previous launch left: data

@@ -73,6 +73,9 @@ struct StaleLaunch;  // and its per-launch state
 struct DeviceMemories {
   std::mutex in_use;
   std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> cores;  // index: group * 3 + slot
+  /// The stale-data checker's shadows of the same memories (stale.h), kept so that a checked
+  /// launch does not fault in fresh pages; their contents are reset by every checked launch.
+  std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> shadows;
 };
 
 /// A short list of dimensions (shape, strides, region start or extent) stored inline, so
@@ -158,8 +161,11 @@ class ReplayDriver {
 class Core final : public arith::Evaluator {
  public:
   /// `memories` holds this core's memories; each scope the program uses grows to its need.
+  /// `shadows`: the storage of the stale-data checker's shadows of these memories (when it
+  /// is on).
   Core(const Program& p, LaunchState& ls, CoreKind kind, int vid, int phys,
-       std::array<std::vector<uint8_t>, kNumMemScopes>& memories);
+       std::array<std::vector<uint8_t>, kNumMemScopes>& memories,
+       std::array<std::vector<uint8_t>, kNumMemScopes>* shadows = nullptr);
 
   const Program& program;
   LaunchState& launch;

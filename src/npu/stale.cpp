@@ -5,11 +5,17 @@
 #include "stale.h"
 
 #include <fmt/ranges.h>
+#include <sys/mman.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
 
 #include "tl/ir_functor.h"
+#include "tl/storage.h"
 #include "tl/pass.h"
 
 namespace tl::npu {
@@ -28,6 +34,24 @@ bool stale_check_enabled(const LaunchOptions& opt) {
                             "got '{}'", env));
   return opt.check_hazards;
 }
+
+namespace {
+/// At least `n` read-only zero bytes: an anonymous mapping (the kernel's zero page, so reading
+/// it costs no memory), shared by every launch and only replaced by a larger one (older ones
+/// stay mapped: another device's launch may still read them).
+const uint8_t* zero_bytes(int64_t n) {
+  static std::mutex mu;
+  static const uint8_t* zeros = nullptr;
+  static int64_t size = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (n <= size) return zeros;
+  void* p = mmap(nullptr, static_cast<size_t>(n), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw Error(fmt::format("the stale-data checker cannot map {} bytes of zeros", n));
+  zeros = static_cast<const uint8_t*>(p);
+  size = n;
+  return zeros;
+}
+}  // namespace
 
 StaleLaunch::StaleLaunch(const Program& p, const LaunchState& ls) {
   origin = {"", "never written in this launch",
@@ -63,40 +87,75 @@ StaleLaunch::StaleLaunch(const Program& p, const LaunchState& ls) {
   });
   // GM: parameters are valid at launch, workspaces invalid until written. A shadow covers the
   // bytes the tensor's view spans (strides of any sign), indexed from its first element.
+  gm.reset(new std::atomic<uint8_t*>[ls.tensors.size()]);
+  int64_t largest = 0;
   for (size_t i = 0; i < ls.tensors.size(); ++i) {
     const Tensor& t = ls.tensors[i];
+    gm[i].store(nullptr);
     gm_param.push_back(i < f.params.size());
-    if (!t.defined() || t.numel() == 0) {
-      gm.push_back(nullptr);
-      gm_storage.emplace_back();
-      continue;
-    }
     int64_t lo = 0, hi = 0;
-    for (size_t d = 0; d < t.shape().size(); ++d) {
+    const int64_t es = t.defined() ? dtype_bytes(t.dtype()) : 1;
+    for (size_t d = 0; t.defined() && d < t.shape().size(); ++d) {
       const int64_t span = (t.shape()[d] - 1) * t.strides()[d];
       (span < 0 ? lo : hi) += span;
     }
-    const int64_t es = dtype_bytes(t.dtype()), bytes = (hi - lo + 1) * es;
-    check_host_memory(bytes, fmt::format("the stale-data checker's shadow of tensor {} of kernel {}", i, f.name));
-    // Parameters: calloc's zero pages (valid) are only mapped where the kernel touches them.
-    auto* storage = static_cast<uint8_t*>(std::calloc(static_cast<size_t>(bytes), 1));
-    if (!storage)
-      throw Error(fmt::format("the stale-data checker's shadow of tensor {} of kernel {} ({} bytes): out of host "
-                              "memory", i, f.name, bytes));
-    if (!gm_param.back()) std::memset(storage, kNeverWritten, static_cast<size_t>(bytes));
+    const bool empty = !t.defined() || t.numel() == 0;
+    gm_before.push_back(-lo * es);
+    gm_bytes.push_back(empty ? 0 : (hi - lo + 1) * es);
+    if (empty) continue;
+    if (gm_param.back()) {
+      largest = std::max(largest, gm_bytes.back());
+      continue;
+    }
+    check_host_memory(gm_bytes.back(), fmt::format("the stale-data checker's shadow of workspace {} of kernel {}",
+                                                   i - f.params.size(), f.name));
+    auto* storage = static_cast<uint8_t*>(std::malloc(static_cast<size_t>(gm_bytes.back())));
+    if (!storage) throw Error(fmt::format("kernel {}: out of host memory for the stale-data checker", f.name));
+    std::memset(storage, kNeverWritten, static_cast<size_t>(gm_bytes.back()));
     gm_storage.emplace_back(storage);
-    gm.push_back(storage - lo * es);
+    gm[i].store(storage + gm_before.back());
   }
+  zeros = zero_bytes(largest);
+}
+
+uint8_t* StaleLaunch::gm_for_write(size_t i, const std::string& kernel) {
+  if (uint8_t* g = gm[i].load(std::memory_order_acquire)) return g;
+  std::lock_guard<std::mutex> lock(gm_mu);
+  if (uint8_t* g = gm[i].load(std::memory_order_acquire)) return g;
+  check_host_memory(gm_bytes[i], fmt::format("the stale-data checker's shadow of tensor {} of kernel {}", i, kernel));
+  auto* storage = static_cast<uint8_t*>(std::calloc(static_cast<size_t>(gm_bytes[i]), 1));
+  if (!storage) throw Error(fmt::format("kernel {}: out of host memory for the stale-data checker", kernel));
+  gm_storage.emplace_back(storage);
+  gm[i].store(storage + gm_before[i], std::memory_order_release);
+  return storage + gm_before[i];
+}
+
+namespace {
+TileRef gm_shadow(Core& c, const TileRef& t, bool write) {
+  TileRef s = t;
+  StaleLaunch& st = *c.launch.stale;
+  const auto i = static_cast<size_t>(c.program.buffer(t.buffer).param);
+  uint8_t* g = write ? st.gm_for_write(i, c.program.func->name) : st.gm[i].load(std::memory_order_acquire);
+  // Without a shadow, the read-only zeros stand for one (every byte valid).
+  if (!g) g = const_cast<uint8_t*>(st.zeros) + st.gm_before[i];
+  s.base = g + (t.base - c.launch.tensors[i].data());
+  return s;
+}
+}  // namespace
+
+TileRef shadow_for_write(Core& c, const TileRef& t) {
+  return t.scope == MemScope::GM ? gm_shadow(c, t, true) : shadow_of(c, t);
+}
+
+bool gm_all_valid(Core& c, const TileRef& t) {
+  return !c.launch.stale->gm[c.program.buffer(t.buffer).param].load(std::memory_order_acquire);
 }
 
 TileRef shadow_of(Core& c, const TileRef& t) {
+  if (t.scope == MemScope::GM) return gm_shadow(c, t, false);
   TileRef s = t;
   CoreShadow& sh = *c.shadow();
-  if (t.scope == MemScope::GM) {
-    const BufferInfo& info = c.program.buffer(t.buffer);
-    uint8_t* g = c.launch.stale->gm[info.param];
-    s.base = g ? g + (t.base - c.launch.tensors[info.param].data()) : nullptr;  // null: an empty tensor
-  } else {
+  {
     const auto k = static_cast<size_t>(t.scope);
     s.base = sh.mem[k].data() + (t.base - c.mem[k].data());
   }
@@ -106,13 +165,38 @@ TileRef shadow_of(Core& c, const TileRef& t) {
 // ---------------------------------------------------------------------------------------------
 // Region helpers
 
-uint8_t first_nonzero(const uint8_t* p, int64_t n) {
+namespace {
+/// How many leading bytes of [p, p + n) are certainly zero (a multiple of the block size; the
+/// rest is scanned byte by byte): most shadows are all zero, so this is the checker's inner loop.
+int64_t zero_prefix(const uint8_t* p, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {  // eight bytes at a time: most shadows are all zero
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    if (w) break;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    std::memcpy(w, p + i, 32);
+    if (w[0] | w[1] | w[2] | w[3]) break;
   }
+  return i;
+}
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) int64_t zero_prefix_avx2(const uint8_t* p, int64_t n) {
+  int64_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    const auto* q = reinterpret_cast<const __m256i*>(p + i);
+    const __m256i o = _mm256_or_si256(_mm256_or_si256(_mm256_loadu_si256(q), _mm256_loadu_si256(q + 1)),
+                                      _mm256_or_si256(_mm256_loadu_si256(q + 2), _mm256_loadu_si256(q + 3)));
+    if (!_mm256_testz_si256(o, o)) return i;
+  }
+  return i + zero_prefix(p + i, n - i);
+}
+#endif
+}  // namespace
+
+uint8_t first_nonzero(const uint8_t* p, int64_t n) {
+#if defined(__x86_64__)
+  int64_t i = n >= 128 && host_has_avx2() ? zero_prefix_avx2(p, n) : zero_prefix(p, n);
+#else
+  int64_t i = zero_prefix(p, n);
+#endif
   for (; i < n; ++i)
     if (p[i]) return p[i];
   return 0;
@@ -120,6 +204,11 @@ uint8_t first_nonzero(const uint8_t* p, int64_t n) {
 
 uint8_t region_origin(const TileRef& s) {
   const int64_t es = dtype_bytes(s.dtype);
+  // A whole on-chip buffer: one scan of its storage (fractal padding included); only if that
+  // finds an invalid byte, which may be padding, is the region scanned run by run.
+  bool whole = s.scope != MemScope::GM && s.start.size() == s.shape.size();
+  for (size_t d = 0; whole && d < s.shape.size(); ++d) whole = s.start[d] == 0 && s.extent[d] == s.shape[d];
+  if (whole && first_nonzero(s.base, storage_bytes(s.scope, s.dtype, s.shape)) == kValid) return kValid;
   uint8_t o = 0;
   for_each_run(s, [&](int64_t, const uint8_t* p, int64_t n) {
     o = first_nonzero(p, n * es);
@@ -364,9 +453,22 @@ uint8_t Core::expr_taint(const Expr& e, Scalar* value) {
 }
 
 void Core::stale_block_start() {
-  // What an earlier block left in this core's memories is not this block's data.
-  for (auto& m : shadow_->mem)
-    for (auto& b : m) b = b ? b : kEarlierBlock;
+  // What an earlier block left in this core's memories is not this block's data: every valid
+  // (zero) shadow byte becomes kEarlierBlock, eight at a time (a zero byte's high bit is set
+  // in `z` below, and only a zero byte's).
+  constexpr uint64_t k7f = 0x7f7f7f7f7f7f7f7fULL;
+  static_assert(kEarlierBlock == 2, "the multiplier below");
+  for (auto& m : shadow_->mem) {
+    size_t i = 0;
+    for (; i + 8 <= m.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, m.data() + i, 8);
+      const uint64_t z = ~(((w & k7f) + k7f) | w | k7f);
+      w |= (z >> 7) * kEarlierBlock;
+      std::memcpy(m.data() + i, &w, 8);
+    }
+    for (; i < m.size(); ++i) m[i] = m[i] ? m[i] : kEarlierBlock;
+  }
   shadow_->slot = launch.stale->slot_unset;
 }
 
@@ -400,7 +502,8 @@ void Core::stale_store(const StoreNode& n, const TileRef* ref, const std::vector
     return;
   }
   const uint8_t o = sh.held;
-  TileRef s = shadow_of(*this, *ref);
+  if (!o && ref->scope == MemScope::GM && gm_all_valid(*this, *ref)) return;  // stays all valid
+  TileRef s = shadow_for_write(*this, *ref);
   std::memset(s.at(idx), o, static_cast<size_t>(dtype_bytes(ref->dtype)));
   if (o && is_gm_param(*this, ref->buffer)) {
     TileRef one = *ref, sone = s;  // the one element as a region, for the finding
@@ -478,9 +581,8 @@ void stale_after(const TileOpNode& n, Core& c) {
     const OperandSpec& spec = specs[std::min(i, specs.size() - 1)];
     if (spec.access == Access::Read) continue;
     TileRef t = c.resolve(a.region, n.op->name, spec.name);
-    TileRef s = shadow_of(c, t);
-    if (sh.address_taint) region_fill(s, sh.address_taint);
-    if (is_gm_param(c, t.buffer)) check_gm_store(c, n.op->name, spec.name, t, s);
+    if (sh.address_taint) region_fill(shadow_for_write(c, t), sh.address_taint);
+    if (is_gm_param(c, t.buffer) && !gm_all_valid(c, t)) check_gm_store(c, n.op->name, spec.name, t, shadow_of(c, t));
   }
 }
 

@@ -9,6 +9,7 @@
 // combining elements takes the first invalid input's origin (first_of).
 #pragma once
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -52,20 +53,30 @@ struct StaleLaunch {
   std::vector<std::string> origin;                     // description per origin id
   std::unordered_map<const TileOpNode*, uint8_t> clipped;  // a clipped copy -> its origin
   std::vector<uint8_t> slot_unset;  // per scalar slot: its origin until set (0: set at block start)
-  std::vector<uint8_t*> gm;         // per LaunchState::tensors entry: the shadow of the byte at data()
+  // GM, per LaunchState::tensors entry: the shadow of the byte at data() once it exists. A
+  // workspace's exists from the start (invalid); a parameter's only once something invalid is
+  // stored into it (until then it is all valid, and reads see `zeros`), so a clean launch
+  // spends nothing on the tensors' shadows.
+  std::unique_ptr<std::atomic<uint8_t*>[]> gm;
   std::vector<bool> gm_param;       // a parameter (invalid stores are findings), else a workspace
+  std::vector<int64_t> gm_before;   // bytes of the tensor's span before data() (negative strides)
+  std::vector<int64_t> gm_bytes;    // bytes of the tensor's span
+  const uint8_t* zeros = nullptr;   // read-only zero bytes, as many as the largest span
+  std::mutex gm_mu;
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }
   };
-  std::vector<std::unique_ptr<uint8_t, Free>> gm_storage;  // calloc'd: untouched pages cost nothing
+  std::vector<std::unique_ptr<uint8_t, Free>> gm_storage;
 
   /// Origin ids and slot origins for `p`, shadows for the launch's tensors.
   StaleLaunch(const Program& p, const LaunchState& ls);
+  /// The shadow of tensor `i` (at data()), created all valid if it does not exist yet.
+  uint8_t* gm_for_write(size_t i, const std::string& kernel);
 };
 
 /// One core's shadow state for a launch.
 struct CoreShadow {
-  std::array<std::vector<uint8_t>, kNumMemScopes> mem;  // shadows of Core::mem, same sizes
+  std::array<std::span<uint8_t>, kNumMemScopes> mem;  // shadows of Core::mem, same sizes
   std::vector<uint8_t> slot;                           // per scalar slot
   uint8_t taint = 0;  // origins met while an expression is evaluated (Core::var, Core::load)
   /// A rule's tl::Error, held until the op's semantics have run: their error, raised in the
@@ -81,8 +92,13 @@ struct CoreShadow {
   std::map<Key, Entry> findings;
 };
 
-/// The shadow of region `t` of core `c` (same layout; base in the shadow memory).
+/// The shadow of region `t` of core `c` (same layout; base in the shadow memory). A GM
+/// parameter without a shadow yet reads as all valid (read-only zeros: never write through it).
 TileRef shadow_of(Core& c, const TileRef& t);
+/// The same for writing: a GM parameter's shadow is created first.
+TileRef shadow_for_write(Core& c, const TileRef& t);
+/// True when GM region `t` is a parameter's that has no shadow yet (every byte valid).
+bool gm_all_valid(Core& c, const TileRef& t);
 
 /// First nonzero byte of [p, p + n), or 0.
 uint8_t first_nonzero(const uint8_t* p, int64_t n);

@@ -16,6 +16,7 @@
 //    moves every other entry);
 //  - printf, dump_tensor: write nothing.
 // A rule that meets inconsistent operands returns: the semantics report them.
+#include <algorithm>
 #include <cstring>
 
 #include "stale.h"
@@ -42,9 +43,19 @@ void elementwise(const TileOpNode& n, Core& c, std::initializer_list<const char*
       ins.push_back(*s);
     }
   if (reads_dst) ins.push_back(sd);
+  // In place (dst is exactly one source, `T.tile.mul(x, x, y)`): with every other input valid,
+  // dst's shadow stays as it is; nothing is scanned or written for it.
+  auto same = [&](const TileRef& s) {
+    return s.base == sd.base && s.dtype == sd.dtype && s.start == sd.start && s.extent == sd.extent;
+  };
+  const bool in_place = std::any_of(ins.begin(), ins.end(), same);
   bool any = st != kValid;
-  for (size_t i = 0; i < ins.size() && !any; ++i) any = region_origin(ins[i]) != kValid;
-  if (!any) return region_fill(sd, kValid);
+  for (size_t i = 0; i < ins.size() && !any; ++i)
+    if (!(in_place && same(ins[i]))) any = region_origin(ins[i]) != kValid;
+  if (!any) {
+    if (!in_place) region_fill(sd, kValid);
+    return;
+  }
   std::vector<uint8_t> out(sd.numel(), st), o;
   for (const auto& s : ins) {
     region_origins(s, o);
@@ -62,7 +73,11 @@ void row_expand(const TileOpNode& n, Core& c) {
   TileRef sd = shadow_of(c, c.operand(n, "dst"));
   auto a = shadow_operand(n, c, "src0"), b = shadow_operand(n, c, "src1");
   if (!a || !b || a->numel() != sd.numel() || b->numel() != a->rows()) return;
-  if (region_origin(*a) == kValid && region_origin(*b) == kValid) return region_fill(sd, kValid);
+  const bool in_place = a->base == sd.base && a->dtype == sd.dtype && a->start == sd.start && a->extent == sd.extent;
+  if (region_origin(*b) == kValid) {
+    if (in_place) return;  // dst's shadow stays as it is
+    if (region_origin(*a) == kValid) return region_fill(sd, kValid);
+  }
   std::vector<uint8_t> oa, ob;
   region_origins(*a, oa);
   region_origins(*b, ob);
