@@ -322,12 +322,13 @@ def k(Y: T.Tensor((16,), "float32")):
   EXPECT_EQ(f[0].core, "block 24 AIV0");
 }
 
-// atomic_add: each GM element as valid as both addends; workspaces are invalid until written.
+// atomic_add: each GM element as valid as both addends, and read back so; workspaces are
+// invalid until written.
 TEST(StaleRules, AtomicAddAndWorkspaces) {
   Device dev;
-  Tensor Y = full(dev, {16}, f32, 0.0), Z = Tensor::empty(dev, {16}, f32);
+  Tensor Y = full(dev, {16}, f32, 0.0), Z = Tensor::empty(dev, {16}, f32), R = Tensor::empty(dev, {16}, f32);
   const std::string text = R"(@T.prim_func
-def k(Y: T.Tensor((16,), "float32"), Z: T.Tensor((16,), "float32")):
+def k(Y: T.Tensor((16,), "float32"), Z: T.Tensor((16,), "float32"), R: T.Tensor((16,), "float32")):
     ws = T.alloc_workspace((16,), "float32")
     with T.Kernel(1, is_npu=True) as (cid, vid):
         with T.Scope("Vector"):
@@ -337,13 +338,16 @@ def k(Y: T.Tensor((16,), "float32"), Z: T.Tensor((16,), "float32")):
                 T.tile.fill(x, 1.0)
                 x[9] = v[0]
                 T.atomic_add(Y, x)
+                T.copy(Y, x)
+                T.copy(x, R)
                 T.tile.fill(x, 1.0)
                 T.copy(x[0:8], ws[0:8])
                 T.copy(ws, x)
                 T.copy(x, Z)
 )";
-  auto f = run(text, dev, {Y, Z});
+  auto f = run(text, dev, {Y, Z, R});
   EXPECT_EQ(stored_invalid(f), std::vector<int64_t>{9}) << all(f);
+  EXPECT_EQ(stored_invalid(f, "R"), std::vector<int64_t>{9}) << all(f);
   EXPECT_EQ(stored_invalid(f, "Z"), range(8, 16)) << all(f);
 }
 
