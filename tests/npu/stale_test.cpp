@@ -12,9 +12,11 @@
 
 #include "common/example_checks.h"
 #include "tl/kernel_registry.h"
+#include "tl/npu/hazard.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/stale.h"
 #include "tl/npu/timing.h"
+#include "tl/npu/trace.h"
 #include "tl/parser.h"
 #include "tl/runtime.h"
 
@@ -254,6 +256,24 @@ TEST(StaleChecker, TimedLaunchesAreCheckedOnce) {
   compile(parse(kExpertTail)).launch(dev, {X, Y}, {.profile = &prof, .check_stale = true, .stale_findings = &f});
   ASSERT_EQ(f.size(), 1u) << all(f);
   EXPECT_EQ(f[0].count, 1);
+}
+
+// The checkers' reports as strings (npu::hazard_report): empty for a clean trace, the hazard
+// checker's message for one with an unordered pair.
+TEST(StaleChecker, HazardReportIsTheHazardCheckersMessage) {
+  for (bool sync : {true, false}) {
+    std::string text = kExpertTail;
+    if (!sync)
+      for (const char* s : {"                T.set_flag(\"MTE2\", \"V\", 0)\n", "                T.wait_flag(\"MTE2\", \"V\", 0)\n"})
+        text.erase(text.find(s), std::string(s).size());
+    Device dev;
+    Tensor X = uniform(dev, {8, 100}, f32, 1), Y = Tensor::empty(dev, {8}, f32);
+    npu::Trace trace;
+    compile(parse(text)).launch(dev, {X, Y}, {.trace = &trace, .check_stale = false});
+    const std::string r = npu::hazard_report(trace, dev.target());
+    if (sync) EXPECT_EQ(r, "");
+    else EXPECT_EQ(r.rfind("hazard check of kernel tail: 1 unordered access pair(s)", 0), 0u) << r;
+  }
 }
 
 // Every op with virtual-NPU semantics has a stale-data rule (the table is checked when it is
