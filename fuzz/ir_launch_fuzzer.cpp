@@ -286,7 +286,9 @@ struct Outcome {
   npu::Profile profile;
 };
 
-Outcome run(const CompiledKernel& k, const ArgPlan& plan, int threads, bool hazards, bool timed) {
+/// `stale`: the stale-data checker on (it is off otherwise, whatever TL_CHECK_STALE says: the
+/// random kernels read memory they never wrote, and the comparisons below are about data).
+Outcome run(const CompiledKernel& k, const ArgPlan& plan, int threads, bool hazards, bool timed, bool stale = false) {
   Device dev(k.target());
   std::vector<Arg> args;
   std::vector<Tensor> bases;
@@ -313,6 +315,7 @@ Outcome run(const CompiledKernel& k, const ArgPlan& plan, int threads, bool haza
   // so a kernel reading on-chip memory it never wrote reads the same bytes in all of them.
   opt.poison = true;
   opt.max_steps = kMaxSteps;
+  opt.check_stale = stale;
   if (timed) opt.profile = &o.profile;
   try {
     k.launch(dev, args, opt);
@@ -343,6 +346,13 @@ void launch_and_compare(const PrimFunc& f, const Target& target, const Bindings&
   Outcome one = run(k, *plan, 1, false, false);
   note(fmt::format("launched (estimated work {:.3g}): {}", est.work, one.ok ? "ok" : "error: " + excerpt(one.error)));
   if (!one.ok) return;
+
+  // The stale-data checker changes no data, and fails a launch only with its findings.
+  Outcome stale = run(k, *plan, 1, false, false, true);
+  if (stale.bytes != one.bytes) fail("a launch with the stale-data checker leaves different tensor contents");
+  if (!stale.ok && stale.error.rfind("stale-data check of kernel", 0) != 0)
+    fail("the launch succeeds, but with the stale-data checker it fails: " + excerpt(stale.error));
+  note(fmt::format("stale-data check: {}", stale.ok ? "clean" : "findings"));
 
   // The hazard checker, and timed mode against the functional result.
   Outcome checked = run(k, *plan, 1, true, false);

@@ -616,7 +616,7 @@ NB_MODULE(_core, m) {
 
   m.def("launch", [](const CompiledKernel& k, Device& dev, nb::list args, int threads, bool check_hazards,
                      bool timed, bool poison, int64_t max_steps, std::string trace_path,
-                     std::string timeline_path) -> nb::object {
+                     std::string timeline_path, std::optional<bool> check_stale) -> nb::object {
     std::vector<Arg> a;
     for (nb::handle h : args) a.push_back(to_arg(dev, h));
     LaunchOptions o;
@@ -624,6 +624,7 @@ NB_MODULE(_core, m) {
     o.check_hazards = check_hazards;
     o.poison = poison;
     o.max_steps = max_steps;
+    o.check_stale = check_stale;  // None: TL_CHECK_STALE, else with check_hazards
     npu::Profile prof;
     if (timed) o.profile = &prof;
     std::ostringstream out;
@@ -646,5 +647,6 @@ NB_MODULE(_core, m) {
     }
     return profile_dict(prof);
   }, "kernel"_a, "device"_a, "args"_a, "threads"_a = 0, "check_hazards"_a = false, "timed"_a = false,
-        "poison"_a = false, "max_steps"_a = 0, "trace_path"_a = "", "timeline_path"_a = "");
+        "poison"_a = false, "max_steps"_a = 0, "trace_path"_a = "", "timeline_path"_a = "",
+        "check_stale"_a = nb::none());
 }

@@ -192,7 +192,7 @@ class JITKernel:
     """A compiled kernel, callable on tensors: `c = kernel(a, b)`."""
 
     def __init__(self, func, out_idx=None, target="A2", pass_configs=None, mode="fast", check_hazards=False,
-                 threads=0, workspace_idx=None):
+                 threads=0, workspace_idx=None, check_stale=None):
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tl_ascend.compile takes a @T.prim_func kernel, got {type(func).__name__}")
         self.func = func
@@ -210,6 +210,8 @@ class JITKernel:
         if mode not in ("fast", "timed"):
             raise _core.Error(f"mode must be 'fast' or 'timed', got {mode!r}")
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
+        # The stale-data checker (docs/virtual_npu.md): None follows TL_CHECK_STALE, else check_hazards.
+        self.check_stale: bool | None = check_stale
         self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs, func.func))
         self.last_profile = None
         self._device = device(target)
@@ -315,25 +317,27 @@ class JITKernel:
                                 f"got {type(a).__name__}")
         return packed, outputs
 
-    def run(self, *args, mode=None, check_hazards=None, trace=None, timeline=None, threads=None):
+    def run(self, *args, mode=None, check_hazards=None, trace=None, timeline=None, threads=None,
+            check_stale: bool | None = None):
         """Runs the kernel and returns its outputs (`kernel(*args)` is run with the defaults)."""
         packed, outputs = self._arguments(args)
         mode = mode or self.mode
         timed = mode == "timed" or trace is not None or timeline is not None
         with _launch_lock(self.target):
-            prof = self._launch(packed, threads, check_hazards, timed, trace, timeline)
+            prof = self._launch(packed, threads, check_hazards, timed, trace, timeline, check_stale)
         if prof is not None:
             self.last_profile = prof
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _launch(self, packed, threads, check_hazards, timed, trace, timeline):
+    def _launch(self, packed, threads, check_hazards, timed, trace, timeline, check_stale=None):
         return _core.launch(self.compiled, self._device, packed,
                             threads=self.threads if threads is None else threads,
                             check_hazards=self.check_hazards if check_hazards is None else check_hazards,
                             timed=timed, trace_path=os.fspath(trace) if trace else "",
-                            timeline_path=os.fspath(timeline) if timeline else "")
+                            timeline_path=os.fspath(timeline) if timeline else "",
+                            check_stale=self.check_stale if check_stale is None else check_stale)
 
     __call__ = run
 

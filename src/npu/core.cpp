@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "program.h"
+#include "stale.h"
 #include "tl/printer.h"
 #include "trace_record.h"
 #include "values.h"
@@ -36,7 +37,8 @@ int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
 }  // namespace
 
 Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph,
-           std::array<std::vector<uint8_t>, kNumMemScopes>& memories)
+           std::array<std::vector<uint8_t>, kNumMemScopes>& memories,
+           std::array<std::vector<uint8_t>, kNumMemScopes>* shadows)
     : program(p), launch(ls), kind(k), vid(v), phys(ph) {
   // Each memory covers what the planned program can address (the planner has checked it
   // against the target's capacity); L0A/L0B are whole whenever the kernel has cube code,
@@ -59,7 +61,20 @@ Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph,
     use(MemScope::UB, planned(MemScope::UB));
   }
   slots_.resize(p.num_slots);
+  if (ls.stale) {  // the stale-data checker: shadows of this core's memories and registers
+    TL_ASSERT(shadows, "a checked launch without shadow storage for {}", name());
+    shadow_ = std::make_unique<CoreShadow>();
+    for (size_t s = 0; s < kNumMemScopes; ++s) {
+      auto& m = (*shadows)[s];
+      if (m.size() < mem[s].size()) m.resize(mem[s].size());
+      shadow_->mem[s] = std::span<uint8_t>(m.data(), mem[s].size());
+      std::fill(shadow_->mem[s].begin(), shadow_->mem[s].end(), kNeverWritten);
+    }
+    shadow_->slot.assign(p.num_slots, kValid);
+  }
 }
+
+Core::~Core() = default;
 
 std::string Core::name() const {
   return kind == CoreKind::Cube ? fmt::format("block {} AIC", block)
@@ -86,8 +101,13 @@ void Core::start(int64_t b) {
     trace_->vid = vid;
     trace_->phys = phys;
   }
+  if (shadow_) stale_block_start();
   stack_.clear();
-  stack_.push_back({program.kernel->body.get()});
+  // The whole function body: statements before `with T.Kernel` (function-level lets, such as
+  // a Python prim_func's `n_offset = N // 2`) run on every core before the kernel body, as on
+  // the chip, where each core runs the whole kernel function (they used to be skipped: the
+  // variable read 0).
+  stack_.push_back({program.func->body.get()});
   recent_.clear();
   steps_ = steps_reported_ = 0;
   step_mark_ = std::min(launch.max_steps, LaunchState::kStepChunk);
@@ -263,6 +283,7 @@ bool Core::step() {
       auto* f = static_cast<const ForNode*>(s);
       if (fr.index == 0) {
         loc_ = s->loc;
+        if (shadow_) stale_control(*s, f->min, 0);
         fr.i = eval_int(f->min);
         fr.end = loop_trip_count(*f, fr.i, eval_int(f->extent));
         fr.index = 1;
@@ -285,6 +306,7 @@ bool Core::step() {
     case StmtKind::If: {
       auto* n = static_cast<const IfNode*>(s);
       loc_ = s->loc;
+      if (shadow_) stale_control(*s, n->cond, 1);
       bool c = eval(n->cond).as_int() != 0;
       if (trace_) trace_->pending_scalar_ops += 1 + scalar_ops_of(n->cond);  // the branch
       stack_.pop_back();
@@ -310,6 +332,7 @@ bool Core::step() {
         // The functional run has checked the flags; their ordering is in the simulated times.
         if (!replay_gate(s)) return false;
       } else {
+        if (shadow_) stale_control(*s, static_cast<const SyncNode*>(s)->event_id, 2);
         if (!exec_sync(*static_cast<const SyncNode*>(s))) return false;
         if (trace_) record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
       }
@@ -334,6 +357,7 @@ void Core::exec_leaf(const StmtNode* s) {
     case StmtKind::Let: {
       auto* n = static_cast<const LetNode*>(s);
       if (trace_ && !replay_) record_scalar(*this, *trace_, *s);
+      if (shadow_) return stale_let(*n);
       set_var(n->var, eval(n->value));
       return;
     }
@@ -349,7 +373,10 @@ void Core::exec_leaf(const StmtNode* s) {
       if (n->op->unit == OpUnit::Vector) check_overlap(*n);
       if (replay_) return replay_->defer(*this, *n, gate_first_, gate_end_);
       if (trace_) record_op(*this, *trace_, *n);
-      if (!launch.timing_only) fn(*n, *this);
+      if (launch.timing_only) return;
+      if (shadow_) stale_before(*n, *this);
+      fn(*n, *this);
+      if (shadow_) stale_after(*n, *this);
       return;
     }
     default: TL_ASSERT(false, "unexpected leaf statement kind {}", static_cast<int>(s->kind));
@@ -604,13 +631,17 @@ void Core::dcache_clean_invalidate(const TileRef* t) {
 
 Scalar Core::load(const LoadNode& n) {
   const BufferInfo& info = program.buffer(n.buffer.get());
-  if (info.scope == MemScope::Var) return slots_[info.slot];
+  if (info.scope == MemScope::Var) {
+    if (shadow_) taint_slot(info.slot);
+    return slots_[info.slot];
+  }
   std::vector<int64_t> idx;
   for (const auto& i : n.indices) idx.push_back(eval_int(i));
   BufferRegion r{n.buffer, {}};
   for (auto v : idx) r.ranges.push_back({Expr(v), Expr(1)});
   TileRef t = resolve(r, "load", n.buffer->name);
   uint8_t* p = t.at(idx);
+  if (shadow_) taint_load(t, idx);
   uint8_t cached[16];
   if (replay_ && t.scope == MemScope::GM) {  // through the data cache (time-ordered replay)
     dcache_access(t, p, cached, dtype_bytes(t.dtype), false);
@@ -622,6 +653,7 @@ Scalar Core::load(const LoadNode& n) {
 
 void Core::store(const StoreNode& n) {
   const BufferInfo& info = program.buffer(n.buffer.get());
+  if (shadow_) stale_store(n, nullptr, {});  // the value's origin
   Scalar v = eval(n.value);
   DType t = n.buffer->dtype;
   Scalar stored = is_float(t) ? Scalar::of_float(round_value(t, v.as_double()))
@@ -635,6 +667,7 @@ void Core::store(const StoreNode& n) {
   BufferRegion r{n.buffer, {}};
   for (auto x : idx) r.ranges.push_back({Expr(x), Expr(1)});
   TileRef ref = resolve(r, "store", n.buffer->name);
+  if (shadow_) stale_store(n, &ref, idx);  // the element's shadow; a finding for GM
   if (replay_ && ref.scope == MemScope::GM) {  // into the data cache (time-ordered replay)
     uint8_t bytes[16];
     store_value(t, bytes, stored.as_double());

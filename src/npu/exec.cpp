@@ -1,6 +1,7 @@
 // The op-semantics table, region resolution and the shared element-movement helpers.
 #include "exec.h"
 
+#include "stale.h"
 #include "values.h"
 
 #include <fmt/ranges.h>
@@ -28,10 +29,36 @@ const std::vector<ExecFn>& exec_table() {
   }();
   return table;
 }
+
+/// The stale-data checker's rule of every op, indexed like the semantics: every op with
+/// semantics has exactly one rule and every rule names an op with semantics, checked when the
+/// table is built, so a new op cannot be forgotten.
+const std::vector<StaleRule>& stale_table() {
+  static const std::vector<StaleRule> table = [] {
+    std::vector<StaleRule> t(all_ops().size(), nullptr);
+    for (const auto& list : {move_stale_rules(), cube_stale_rules(), vector_stale_rules(), reduce_sort_stale_rules(),
+                             debug_stale_rules()})
+      for (const auto& e : list) {
+        const OpDef* op = find_op(e.op);
+        TL_ASSERT(op, "the stale-data checker defines a rule for T.{}, which is not a registered op", e.op);
+        TL_ASSERT(!t[op->id], "T.{} has two stale-data rules", e.op);
+        TL_ASSERT(exec_table()[op->id], "T.{} has a stale-data rule but no virtual-NPU semantics", e.op);
+        t[op->id] = e.rule;
+      }
+    for (const OpDef* op : all_ops())
+      TL_ASSERT(t[op->id] || !exec_table()[op->id], "T.{} has virtual-NPU semantics but no stale-data rule",
+                op->name);
+    return t;
+  }();
+  return table;
+}
 }  // namespace
 
 ExecFn find_exec(const OpDef* op) { return exec_table()[op->id]; }
 bool implements(const OpDef& op) { return op.id >= 0 && exec_table()[op.id] != nullptr; }
+StaleRule find_stale_rule(const OpDef* op) { return stale_table()[op->id]; }
+void check_op_tables() { (void)stale_table(); }
+bool has_stale_rule(const OpDef& op) { return op.id >= 0 && stale_table()[op.id] != nullptr; }
 
 // ---------------------------------------------------------------------------------------------
 // Region resolution

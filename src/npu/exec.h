@@ -37,8 +37,15 @@ void store_bytes(const TileRef& t, const std::vector<uint8_t>& in);
 
 RoundMode parse_round_mode(const std::string& s);
 
+/// Builds the per-op tables (semantics, stale-data rules) and checks them against the
+/// registry: a gap is a registration error (tl::InternalError) when the first kernel is built.
+void check_op_tables();
+
 /// Element offset of buffer element `idx` (absolute indices) in the storage layout of t's
 /// memory (ND for GM/UB, NZ/ZZ/ZN fractals on the cube side). Defined in exec_move.cpp.
 int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);
+/// The same for `idx` of t's rank, and in `run` how many elements from there along the last
+/// dimension are contiguous in storage.
+int64_t storage_offset(const TileRef& t, const int64_t* idx, int64_t* run);
 
 }  // namespace tl::npu

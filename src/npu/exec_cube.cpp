@@ -5,6 +5,9 @@
 // products are exact in fp32, so only the accumulation order differs from hardware.
 // T.gemm_v0 is what TileLang-Ascend's gemm_v0 template does: LoadData A and B from L1 into
 // L0A and L0B (both at offset 0, overwriting whatever the kernel kept there), then Mmad.
+// The stale-data checker's rules (stale.h) are here too: an output element of the cube is
+// invalid when its row of A or its column of B holds an invalid element (or, accumulating,
+// when it was); LoadData moves the shadows into L0A/L0B as it moves the bytes.
 #include <cblas.h>
 
 #include <mutex>
@@ -12,6 +15,7 @@
 #include <limits>
 
 #include "exec.h"
+#include "stale.h"
 #include "tl/npu/layout.h"
 #include "values.h"
 
@@ -195,9 +199,14 @@ void mma(const TileOpNode& n, Core& c) {
   else accumulate(c, C, M, N, K, init_of(n, c));
 }
 
+/// What load_to_l0 moves: the data, or (t a shadow) the shadow into the L0 memory's shadow, or
+/// (t an all-valid shadow) nothing but valid bytes over what the load writes.
+enum class Load { Data, Shadow, ValidShadow };
+
 /// LoadData of an L1 operand into L0 memory at offset 0; returns the L0 pointer.
 uint8_t* load_to_l0(Core& c, const TileRef& t, MemScope l0, int64_t rows, int64_t cols, bool transpose,
-                    const char* name) {
+                    const char* name, Load what = Load::Data) {
+  const bool shadow = what != Load::Data;
   size_t nd = t.extent.size();
   int c0 = c0_elems(t.dtype);
   int64_t r0 = nd >= 2 ? t.start[nd - 2] : 0, col0 = t.start[nd - 1];
@@ -211,13 +220,18 @@ uint8_t* load_to_l0(Core& c, const TileRef& t, MemScope l0, int64_t rows, int64_
   int64_t lead = 0;
   for (size_t d = 0; d + 2 < nd; ++d) lead = lead * t.shape[d] + t.start[d];
   const uint8_t* src = t.base + (lead * rp * align_up(Cc, c0) + nz_offset(r0, col0, rp, c0)) * dtype_bytes(t.dtype);
-  auto& mem = c.mem[static_cast<size_t>(l0)];
+  std::span<uint8_t> mem = c.mem[static_cast<size_t>(l0)];
+  if (shadow) mem = c.shadow()->mem[static_cast<size_t>(l0)];
   // rows x cols is the operand as stored in L1 (before any transpose).
   int64_t need = (l0 == MemScope::L0A ? align_up(transpose ? cols : rows, 16) * align_up(transpose ? rows : cols, c0)
                                       : align_up(transpose ? rows : cols, c0) * align_up(transpose ? cols : rows, 16)) *
                  dtype_bytes(t.dtype);
   if (need > static_cast<int64_t>(mem.size()))
     c.fail(fmt::format("T.gemm_v0: operand '{}' needs {} bytes of {}, capacity {}", name, need, scope_name(l0), mem.size()));
+  if (what == Load::ValidShadow) {
+    std::memset(mem.data(), kValid, static_cast<size_t>(need));
+    return mem.data();
+  }
   if (l0 == MemScope::L0A) {
     // A [M, K]: stored as A (no transpose) or as A^T [K, M] (transpose_A).
     int64_t M = transpose ? cols : rows, K = transpose ? rows : cols;
@@ -270,8 +284,96 @@ void init_const(const TileOpNode& n, Core& c) {
   for (int64_t at = es; at + es <= bytes; at += es) std::memcpy(d.base + at, d.base, es);
 }
 
+/// C [M, N] (L0C) from the first invalid element of each row of A (rows) and each column of B
+/// (cols), over K: C[i, j] is invalid when row i or column j is, or when the op accumulates
+/// (init false) into an invalid C[i, j]; an invalid `init` makes all of C invalid.
+void cube_stale(const TileOpNode& n, Core& c, const TileRef& C, const std::vector<uint8_t>& rows,
+                const std::vector<uint8_t>& cols) {
+  const uint8_t it = scalar_operand_taint(n, c, "init");
+  const bool init = init_of(n, c);
+  const auto M = static_cast<int64_t>(rows.size()), N = static_cast<int64_t>(cols.size());
+  if (C.rows() != M || C.cols() != N) return;  // the semantics report it
+  TileRef sc = shadow_of(c, C);
+  std::vector<uint8_t> o;
+  if (init) o.assign(M * N, kValid);
+  else region_origins(sc, o);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) o[i * N + j] = first_of(first_of(it, o[i * N + j]), first_of(rows[i], cols[j]));
+  region_store(sc, o);
+}
+
+/// With A and B all valid (the common case, found by a scan that stops at the first invalid
+/// byte) C keeps its own validity when accumulating and becomes valid when initialised, unless
+/// `init` itself is invalid.
+bool cube_stale_all_valid(const TileOpNode& n, Core& c, const TileRef& C, uint8_t a, uint8_t b) {
+  if (a || b) return false;
+  const uint8_t it = scalar_operand_taint(n, c, "init");
+  if (init_of(n, c) || it) region_fill(shadow_of(c, C), it);
+  return true;
+}
+
+/// The first invalid element of each row (by_rows) or each column of an R x C origin grid.
+std::vector<uint8_t> lines(const std::vector<uint8_t>& o, int64_t R, int64_t C, bool by_rows) {
+  std::vector<uint8_t> out(by_rows ? R : C, kValid);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < C; ++k) {
+      uint8_t& x = out[by_rows ? r : k];
+      x = first_of(x, o[r * C + k]);
+    }
+  return out;
+}
+
+void mma_stale(const TileOpNode& n, Core& c) {
+  TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
+  require_matrix(c, n, A, "A");
+  require_matrix(c, n, B, "B");
+  require_matrix(c, n, C, "C");
+  if (B.rows() != A.cols() || C.rows() != A.rows() || C.cols() != B.cols()) return;  // the semantics report it
+  TileRef sa = shadow_of(c, A), sb = shadow_of(c, B);
+  if (cube_stale_all_valid(n, c, C, region_origin(sa), region_origin(sb))) return;
+  std::vector<uint8_t> oa, ob;
+  region_origins(sa, oa);
+  region_origins(sb, ob);
+  cube_stale(n, c, C, lines(oa, A.rows(), A.cols(), true), lines(ob, B.rows(), B.cols(), false));
+}
+
+void gemm_v0_stale(const TileOpNode& n, Core& c) {
+  TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
+  if (A.scope != MemScope::L1 || B.scope != MemScope::L1 || C.scope != MemScope::L0C) return;
+  require_matrix(c, n, A, "A");
+  require_matrix(c, n, B, "B");
+  require_matrix(c, n, C, "C");
+  const bool ta = n.attr_bool("transpose_A"), tb = n.attr_bool("transpose_B");
+  if ((ta ? A.rows() : A.cols()) != (tb ? B.cols() : B.rows()) || A.dtype != B.dtype) return;
+  if (C.rows() != (ta ? A.cols() : A.rows()) || C.cols() != (tb ? B.rows() : B.cols())) return;
+  TileRef sa = shadow_of(c, A), sb = shadow_of(c, B);
+  const uint8_t a = region_origin(sa), b = region_origin(sb);
+  // LoadData into L0A/L0B moves the shadows as it moves the bytes (a valid operand: its L0
+  // bytes are valid).
+  load_to_l0(c, sa, MemScope::L0A, A.rows(), A.cols(), ta, "A", a ? Load::Shadow : Load::ValidShadow);
+  load_to_l0(c, sb, MemScope::L0B, B.rows(), B.cols(), tb, "B", b ? Load::Shadow : Load::ValidShadow);
+  if (cube_stale_all_valid(n, c, C, a, b)) return;
+  // Rows of A [M, K] are rows of the region, or its columns when it holds A^T; columns of
+  // B [K, N] are columns of the region, or its rows when it holds B^T.
+  std::vector<uint8_t> oa, ob;
+  region_origins(sa, oa);
+  region_origins(sb, ob);
+  cube_stale(n, c, C, lines(oa, A.rows(), A.cols(), !ta), lines(ob, B.rows(), B.cols(), tb));
+}
+
+/// Every byte init_const writes (the tile's storage, padding included) is as valid as `value`.
+void init_const_stale(const TileOpNode& n, Core& c) {
+  TileRef d = c.operand(n, "dst");
+  const int64_t es = dtype_bytes(d.dtype), bytes = c.program.buffer(d.buffer).bytes;
+  const uint8_t o = scalar_operand_taint(n, c, "value");
+  if (bytes >= es) std::memset(shadow_of(c, d).base, o, static_cast<size_t>(bytes / es * es));
+}
+
 }  // namespace
 
 std::vector<ExecEntry> cube_execs() { return {{"mma", mma}, {"gemm_v0", gemm_v0}, {"init_const", init_const}}; }
+std::vector<StaleEntry> cube_stale_rules() {
+  return {{"mma", mma_stale}, {"gemm_v0", gemm_v0_stale}, {"init_const", init_const_stale}};
+}
 
 }  // namespace tl::npu

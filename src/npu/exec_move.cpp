@@ -10,12 +10,16 @@
 //  - L0C -> GM/L1 is the fixpipe: NZ -> ND (or NZ), dtype conversion (RINT) and optional ReLU.
 //  - GM <-> UB moves whole 32-byte blocks per row (DataCopy); rows of other lengths need the
 //    padded form (pad=True: DataCopyPad), whose UB row tail up to 32 B gets pad_value.
+// The stale-data checker's rules for these ops are here too: a copy's rule runs the same
+// byte movers on the shadows (stale.h), so validity moves exactly as the bytes do.
 #include <cmath>
 #include <mutex>
 #include <algorithm>
 
 #include "exec.h"
+#include "stale.h"
 #include "tl/npu/layout.h"
+#include "tl/storage.h"
 #include "values.h"
 
 namespace tl::npu {
@@ -23,10 +27,12 @@ namespace {
 
 bool nd_scope(MemScope s) { return s == MemScope::GM || s == MemScope::UB; }
 
+}  // namespace
+
 /// Element offset of buffer element idx (absolute indices) in t's storage, and how many
 /// elements from there along the last dimension are contiguous in storage.
-int64_t storage_offset(const TileRef& t, const std::vector<int64_t>& idx, int64_t* run) {
-  size_t n = idx.size();
+int64_t storage_offset(const TileRef& t, const int64_t* idx, int64_t* run) {
+  size_t n = t.shape.size();
   if (nd_scope(t.scope)) {
     int64_t off = 0;
     for (size_t d = 0; d < n; ++d) off += idx[d] * t.strides[d];
@@ -65,6 +71,12 @@ int64_t storage_offset(const TileRef& t, const std::vector<int64_t>& idx, int64_
   return lead * mat + off;
 }
 
+namespace {
+
+int64_t storage_offset(const TileRef& t, const std::vector<int64_t>& idx, int64_t* run) {
+  return storage_offset(t, idx.data(), run);
+}
+
 thread_local std::vector<float> g_run;
 
 /// Copies region src to region dst element by element through both layouts, in runs that
@@ -73,7 +85,11 @@ thread_local std::vector<float> g_run;
 /// saturation mode: a value past the format's largest finite one, infinities included, becomes
 /// +-MAX, and NaN becomes 0 (asc-devkit "矩阵计算搬出相关接口边界值汇总", table 2, saturation
 /// column; the F322F16 quantPre of Fixpipe has no INF_NAN mode on A2).
-void copy_regions(const TileRef& src, const TileRef& dst, bool relu, bool saturate = false) {
+/// `shadow`: src and dst are shadows (stale.h): an element converted to another dtype is as
+/// valid as its source element; `valid_src`: and every source byte is known valid (a GM
+/// parameter without a shadow), so the destination bytes are set valid without reading.
+void copy_regions(const TileRef& src, const TileRef& dst, bool relu, bool saturate = false, bool shadow = false,
+                  bool valid_src = false) {
   int64_t rows = src.rows(), cols = src.cols();
   size_t ns = src.extent.size(), nd = dst.extent.size();
   std::vector<int64_t> si(ns), di(nd);
@@ -105,8 +121,12 @@ void copy_regions(const TileRef& src, const TileRef& dst, bool relu, bool satura
       int64_t len = std::max<int64_t>(std::min({cols - c, srun, drun, dcol_left}), 1);
       const uint8_t* sp = src.base + so * ses;
       uint8_t* dp = dst.base + dof * des;
-      if (same) {
+      if (valid_src) {
+        std::memset(dp, kValid, len * des);
+      } else if (same) {
         std::memcpy(dp, sp, len * ses);
+      } else if (shadow) {
+        for (int64_t k = 0; k < len; ++k) std::memset(dp + k * des, first_nonzero(sp + k * ses, ses), des);
       } else {
         g_run.resize(len);
         convert(src.dtype, sp, DType::Float32, g_run.data(), len);
@@ -194,8 +214,10 @@ void zero_fill_partial_block(const TileRef& dst) {
   }
 }
 
-void copy(const TileOpNode& n, Core& c) {
-  TileRef src = c.operand(n, "src"), dst = c.operand(n, "dst");
+/// The copy of region src to region dst; with `shadow` both are shadows and the same bytes
+/// move (a pad lane gets a valid byte instead of pad_value, a conversion the source
+/// element's validity).
+void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shadow, bool valid_src = false) {
   if (src.numel() != dst.numel())
     c.fail(fmt::format("T.copy: 'src' ({}) has {} elements but 'dst' ({}) has {}", src.buffer->name, src.numel(),
                        dst.buffer->name, dst.numel()));
@@ -215,7 +237,7 @@ void copy(const TileOpNode& n, Core& c) {
       c.fail(fmt::format("T.copy {} -> {}: each row moves {} bytes, not a multiple of 32 (DataCopy would round "
                          "it down and drop the tail); use the padded copy (pad_value)",
                          scope_name(S), scope_name(D), row_bytes));
-    copy_regions(src, dst, false);
+    copy_regions(src, dst, false, false, shadow, valid_src);
     if (pad && D == MemScope::UB) {
       // DataCopyPad fills each UB row's tail up to the 32-byte boundary with pad_value.
       int64_t es = dtype_bytes(dst.dtype), per_block = 32 / es;
@@ -224,7 +246,10 @@ void copy(const TileOpNode& n, Core& c) {
       double v = n.attr_float("pad_value");
       for (int64_t r = 0; r < dst.rows(); ++r) {
         uint8_t* row = row_ptr(dst, r) - dst.start.back() * es;
-        for (int64_t col = c_end; col < c_pad; ++col) store_value(dst.dtype, row + col * es, v);
+        for (int64_t col = c_end; col < c_pad; ++col) {
+          if (shadow) std::memset(row + col * es, kValid, es);  // pad_value: a constant
+          else store_value(dst.dtype, row + col * es, v);
+        }
       }
     }
     return;
@@ -265,12 +290,36 @@ void copy(const TileOpNode& n, Core& c) {
       src.extent.size() >= 2 && rows_evenly_spaced(src) && src.extent.back() == dst.shape[1]) {
     // The common case: a 2-D GM tile into a whole L1 buffer, converted by rows of fractals.
     size_t ns = src.extent.size();
-    nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype, dst.base);
+    if (valid_src)  // nd_to_nz writes the whole (padded) buffer
+      std::memset(dst.base, kValid, static_cast<size_t>(storage_bytes(dst.scope, dst.dtype, dst.shape)));
+    else
+      nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype, dst.base);
     return;
   }
-  copy_regions(src, dst, relu, fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16));
+  copy_regions(src, dst, relu, fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16), shadow,
+               valid_src);
   if (S == MemScope::GM && D == MemScope::L1) zero_fill_partial_block(dst);
   if (S == MemScope::GM && D == MemScope::L1) zero_nz_padding(dst);
+}
+
+void copy(const TileOpNode& n, Core& c) { copy_impl(n, c, c.operand(n, "src"), c.operand(n, "dst"), false); }
+
+/// Validity moves as the bytes do. A clipped copy (legalize_copies clipped it at the tensor's
+/// end; docs/developer_mode.md) leaves every element of its destination buffer outside the
+/// copied region (and its pad lanes) stale: the whole buffer is marked first.
+void copy_stale(const TileOpNode& n, Core& c) {
+  TileRef src = c.operand(n, "src"), dst = c.operand(n, "dst");
+  TileRef ss = shadow_of(c, src);
+  // Valid data into a GM parameter without a shadow (all valid so far) changes nothing.
+  if (dst.scope == MemScope::GM && gm_all_valid(c, dst) && region_origin(ss) == kValid) return;
+  TileRef sd = shadow_for_write(c, dst);
+  if (n.attr_bool("clipped") && dst.scope != MemScope::GM) {
+    const BufferInfo& info = c.program.buffer(dst.buffer);
+    auto it = c.launch.stale->clipped.find(&n);
+    std::memset(c.shadow()->mem[static_cast<size_t>(dst.scope)].data() + info.offset,
+                it == c.launch.stale->clipped.end() ? kNeverWritten : it->second, static_cast<size_t>(info.bytes));
+  }
+  copy_impl(n, c, ss, sd, true, src.scope == MemScope::GM && gm_all_valid(c, src));
 }
 
 std::mutex g_atomic_mu;
@@ -316,6 +365,27 @@ void dcci(const TileOpNode& n, Core& c) {
   c.dcache_clean_invalidate(n.attr_bool("entire") ? nullptr : &dst);
 }
 
+namespace {
+/// dst (GM) = dst + src, element by element: each is as valid as both.
+void atomic_add_stale(const TileOpNode& n, Core& c) {
+  TileRef dst = c.operand(n, "dst"), src = c.operand(n, "src");
+  if (dst.scope != MemScope::GM || src.numel() != dst.numel()) return;  // the semantics report it
+  TileRef ss = shadow_of(c, src);
+  if (gm_all_valid(c, dst) && region_origin(ss) == kValid) return;  // all valid, and stays so
+  std::vector<uint8_t> a, b;
+  TileRef sd = shadow_for_write(c, dst);
+  region_origins(ss, a);
+  region_origins(sd, b);
+  for (size_t i = 0; i < a.size(); ++i) b[i] = first_of(b[i], a[i]);
+  region_store(sd, b);
+}
+/// Data-cache maintenance changes no data.
+void no_data_stale(const TileOpNode&, Core&) {}
+}  // namespace
+
 std::vector<ExecEntry> move_execs() { return {{"copy", copy}, {"atomic_add", atomic_add}, {"dcci", dcci}}; }
+std::vector<StaleEntry> move_stale_rules() {
+  return {{"copy", copy_stale}, {"atomic_add", atomic_add_stale}, {"dcci", no_data_stale}};
+}
 
 }  // namespace tl::npu

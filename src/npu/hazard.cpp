@@ -627,15 +627,19 @@ std::vector<FlagIssue> check_flags(const Trace& trace, int max_pending_cross_set
   return std::move(e.issues);
 }
 
-void throw_on_hazards(const Trace& trace, const Target& target) {
+std::string hazard_report(const Trace& trace, const Target& target) {
   Engine e(trace, target.max_pending_cross_sets, true);
   e.run();
-  if (e.hazards.empty() && e.issues.empty()) return;
+  if (e.hazards.empty() && e.issues.empty()) return "";
   std::string msg = fmt::format("hazard check of kernel {}: {} unordered access pair(s), {} flag issue(s)",
                                 trace.kernel, e.hazards.size(), e.issues.size());
   for (const auto& i : e.issues) msg += "\n  " + i.str();
   for (const auto& h : e.hazards) msg += "\n  " + h.str();
-  throw Error(msg);
+  return msg;
+}
+
+void throw_on_hazards(const Trace& trace, const Target& target) {
+  if (std::string msg = hazard_report(trace, target); !msg.empty()) throw Error(msg);
 }
 
 }  // namespace tl::npu

@@ -13,6 +13,7 @@
 #include "program.h"
 #include "replay.h"
 #include "scheduler.h"
+#include "stale.h"
 #include "tl/arith.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
@@ -45,8 +46,12 @@ class LaunchEvaluator final : public arith::Evaluator {
   std::unordered_map<const VarNode*, Scalar> env;
   /// `e`, or nullopt with the reason in `why` when it cannot be evaluated.
   std::optional<int64_t> try_int(const Expr& e, std::string* why = nullptr) {
+    auto v = try_value(e, why);
+    return v ? std::optional<int64_t>(v->as_int()) : std::nullopt;
+  }
+  std::optional<Scalar> try_value(const Expr& e, std::string* why = nullptr) {
     try {
-      return eval_int(e);
+      return eval(e);
     } catch (const Error& err) {
       if (why) *why = err.what();
       return std::nullopt;
@@ -225,6 +230,15 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
                               d.name()));
     ls.dynamics.push_back(it->second.i);
   }
+  // The lets before `with T.Kernel` (every core computes them first): the block count and the
+  // workspace shapes may use them. One that reads memory is not known here (the error of the
+  // block count or shape that needs it says so).
+  if (auto* top = f->body.as<SeqNode>())
+    for (const Stmt& s : top->stmts) {
+      if (s.as<KernelNode>()) break;
+      if (auto* l = s.as<LetNode>())
+        if (auto v = ev.try_value(l->value)) env[l->var.node()] = *v;
+    }
   allocate_workspaces(p, dev, ev, ls);
   std::string why;
   auto blocks = ev.try_int(p.kernel->num_blocks, &why);
@@ -350,13 +364,18 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   auto& memories = *static_cast<npu::DeviceMemories*>(state.get());
   std::lock_guard<std::mutex> device_lock(memories.in_use);
   if (memories.cores.size() < static_cast<size_t>(ls.physical_blocks) * 3) memories.cores.resize(ls.physical_blocks * 3);
+  if (memories.shadows.size() < memories.cores.size()) memories.shadows.resize(memories.cores.size());
   npu::configure_budget(ls, opt);
+  // The stale-data checker's shadows of the tensors (and, in each Core, of its memories).
+  std::optional<npu::StaleLaunch> stale;
+  if (npu::stale_check_enabled(opt)) ls.stale = &stale.emplace(p, ls);
   std::vector<npu::Group> groups(ls.physical_blocks);
   for (int g = 0; g < ls.physical_blocks; ++g) {
     groups[g].next_block = g;
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Cube, 0, g, memories.cores[g * 3]));
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 0, g, memories.cores[g * 3 + 1]));
-    groups[g].cores.push_back(std::make_unique<Core>(p, ls, CoreKind::Vector, 1, g, memories.cores[g * 3 + 2]));
+    for (int k = 0; k < 3; ++k)
+      groups[g].cores.push_back(std::make_unique<Core>(p, ls, k == 0 ? CoreKind::Cube : CoreKind::Vector,
+                                                       k == 0 ? 0 : k - 1, g, memories.cores[g * 3 + k],
+                                                       &memories.shadows[g * 3 + k]));
   }
   // Timed and hazard-checked launches start from poisoned on-chip memories (0xFF bytes: NaN
   // in every float dtype, -1 in the integers), not from what the previous launch left: data
@@ -383,6 +402,14 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     ls.output.finish();
     throw;
   }
+  std::vector<npu::StaleFinding> findings;
+  if (ls.stale) {
+    std::vector<const npu::CoreShadow*> shadows;  // (group, AIC / AIV0 / AIV1) order
+    for (const auto& g : groups)
+      for (const auto& c : g.cores) shadows.push_back(c->shadow());
+    findings = npu::merge_findings(shadows);
+    ls.stale = nullptr;  // the time-ordered replay's cores run without it
+  }
   if (opt.profile) {
     size_t events = 0;
     for (const auto& c : trace->cores) events += c.events.size();
@@ -406,7 +433,10 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     }
   }
   ls.output.finish();
-  if (opt.check_hazards) npu::throw_on_hazards(*trace, *p.target);
+  std::string msg = opt.check_hazards ? npu::hazard_report(*trace, *p.target) : "";
+  if (opt.stale_findings) *opt.stale_findings = std::move(findings);
+  else if (std::string s = npu::stale_report(p.func->name, findings); !s.empty()) msg += (msg.empty() ? "" : "\n") + s;
+  if (!msg.empty()) throw Error(msg);
 }
 
 }  // namespace tl

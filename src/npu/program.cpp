@@ -5,6 +5,8 @@
 
 #include <fmt/ranges.h>
 
+#include "exec.h"
+
 #include <limits>
 
 #include "tl/ir_functor.h"
@@ -198,6 +200,7 @@ const BufferInfo& Program::buffer(const BufferNode* b) const {
 }
 
 std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t) {
+  check_op_tables();
   auto p = std::make_shared<Program>();
   p->func = f;
   p->target = &t;

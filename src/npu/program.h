@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <unordered_map>
@@ -64,12 +65,17 @@ std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t);
 
 struct LaunchState;
 class Core;
+struct CoreShadow;   // the stale-data checker's per-core state (stale.h)
+struct StaleLaunch;  // and its per-launch state
 
 /// The on-chip memories of a device's cores (per physical group: AIC, AIV0, AIV1), kept in
 /// tl::Device::npu_state() so they persist across launches. One launch at a time uses them.
 struct DeviceMemories {
   std::mutex in_use;
   std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> cores;  // index: group * 3 + slot
+  /// The stale-data checker's shadows of the same memories (stale.h), kept so that a checked
+  /// launch does not fault in fresh pages; their contents are reset by every checked launch.
+  std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> shadows;
 };
 
 /// A short list of dimensions (shape, strides, region start or extent) stored inline, so
@@ -155,8 +161,11 @@ class ReplayDriver {
 class Core final : public arith::Evaluator {
  public:
   /// `memories` holds this core's memories; each scope the program uses grows to its need.
+  /// `shadows`: the storage of the stale-data checker's shadows of these memories (when it
+  /// is on).
   Core(const Program& p, LaunchState& ls, CoreKind kind, int vid, int phys,
-       std::array<std::vector<uint8_t>, kNumMemScopes>& memories);
+       std::array<std::vector<uint8_t>, kNumMemScopes>& memories,
+       std::array<std::vector<uint8_t>, kNumMemScopes>* shadows = nullptr);
 
   const Program& program;
   LaunchState& launch;
@@ -208,6 +217,13 @@ class Core final : public arith::Evaluator {
   /// region `t` (every line when `t` is null).
   void dcache_clean_invalidate(const TileRef* t);
 
+  // The stale-data checker (stale.h, stale.cpp): null when it is off, so it costs nothing then.
+  CoreShadow* shadow() const { return shadow_.get(); }
+  /// The origin of `e`'s value (0: valid), evaluating it (into `value` if given) as the
+  /// interpreter does; precise for T.if_then_else (only the chosen branch counts).
+  uint8_t expr_taint(const Expr& e, Scalar* value = nullptr);
+  ~Core();
+
  private:
   struct Frame {
     const StmtNode* node;
@@ -225,7 +241,17 @@ class Core final : public arith::Evaluator {
   bool replay_gate(const StmtNode* s);
   void record_events(const StmtNode* s);
   void exec_leaf(const StmtNode* s);
-  Scalar var(const VarNode& v) override { return slots_[program.slot_of(&v)]; }
+  Scalar var(const VarNode& v) override {
+    const int slot = program.slot_of(&v);
+    if (shadow_) taint_slot(slot);
+    return slots_[slot];
+  }
+  void taint_slot(int slot);
+  void taint_load(const TileRef& t, std::span<const int64_t> idx);
+  void stale_block_start();
+  void stale_let(const LetNode& n);
+  void stale_store(const StoreNode& n, const TileRef* ref, const std::vector<int64_t>& idx);
+  void stale_control(const StmtNode& s, const Expr& e, int kind);
   Scalar load(const LoadNode& n) override;
   void store(const StoreNode& n);
   void set_var(const Var& v, Scalar x);
@@ -257,6 +283,7 @@ class Core final : public arith::Evaluator {
   void dcache_write_back(uintptr_t line, CacheLine& l);
   struct CoreTrace* trace_ = nullptr;  // this block's instruction trace, when recording
   ReplayDriver* replay_ = nullptr;
+  std::unique_ptr<CoreShadow> shadow_;
   bool gate_recorded_ = false;       // replay: the blocked statement's events are recorded
   size_t gate_first_ = 0, gate_end_ = 0;
 };
@@ -297,6 +324,7 @@ struct LaunchState {
   bool stuck = false;           // every live thread is parked: the barrier never completes
 
   struct Trace* trace = nullptr;  // LaunchOptions::trace, sized before the threads start
+  StaleLaunch* stale = nullptr;   // the stale-data checker, when on (functional run only)
   bool timing_only = false;       // LaunchOptions::timing_only: skip the tile ops' data work
 
   // Budget and progress (LaunchOptions::max_steps, TL_MAX_STEPS, progress_percent).

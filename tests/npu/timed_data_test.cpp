@@ -12,6 +12,7 @@
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
+#include "tl/npu/stale.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
@@ -105,10 +106,14 @@ TEST(TimedData, AFastLaunchCanStartFromPoisonToo) {
       });
     });
   };
+  std::vector<npu::StaleFinding> stale;
   auto first = [&](bool poison) {
     Device dev;
     Tensor Y = full(dev, {C}, f32, 1);
-    compile(kernel(), default_target(), {.cache = false}).launch(dev, {Y}, {.threads = 1, .poison = poison});
+    compile(kernel(), default_target(), {.cache = false})
+        .launch(dev, {Y}, {.threads = 1, .poison = poison, .check_stale = true, .stale_findings = &stale});
+    // Whatever the bytes, the stale-data checker sees the read of UB never written.
+    EXPECT_EQ(stale.size(), 1u);
     return Y.to_vector()[0];
   };
   EXPECT_EQ(first(false), 0.0);

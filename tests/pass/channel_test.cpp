@@ -12,6 +12,7 @@
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
+#include "tl/npu/stale.h"
 #include "tl/verifier.h"
 
 namespace tl {
@@ -567,10 +568,16 @@ TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
   Tensor x = from_vector(dev, {8, 64}, f32, in), y = Tensor::empty(dev, {8, 64}, f32), z = Tensor::empty(dev, {8}, f32);
   dev.reset_peak();
   const int64_t before = dev.gm_peak_bytes();
-  kern.launch(dev, {x, y, z}, {.check_hazards = true});
+  std::vector<npu::StaleFinding> stale;
+  kern.launch(dev, {x, y, z}, {.check_hazards = true, .stale_findings = &stale});
   std::vector<double> out = y.to_vector();
   for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], in[i]) << i;
   for (double v : z.to_vector()) EXPECT_TRUE(std::isnan(v));
+  // The stale-data checker reports the read of the never-written workspace row, and only it.
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_EQ(stale[0].buffer, "Z");
+  EXPECT_EQ(stale[0].invalid, 8);
+  EXPECT_EQ(stale[0].origin, "never written in this launch");
   EXPECT_GE(dev.gm_peak_bytes() - before, 2 * 8 * 64 * 4);  // the workspace was on the device
 }
 

@@ -128,7 +128,9 @@ std::string hazards_of(const PrimFunc& f, const Target& t) {
   std::vector<Arg> args = {uniform(dev, {R, C}, f32, 1), uniform(dev, {kOuts * R, C}, f32, 2),
                            uniform(dev, {C}, f32, 3)};
   try {
-    compile(f, t, {.cache = false}).launch(dev, args, {.threads = 1, .check_hazards = true});
+    // The random kernels read memory they never wrote (by construction: they test ordering, not
+    // data), which the stale-data checker would report: it is off here.
+    compile(f, t, {.cache = false}).launch(dev, args, {.threads = 1, .check_hazards = true, .check_stale = false});
   } catch (const Error& e) {
     return e.what();
   }

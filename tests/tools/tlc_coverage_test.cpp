@@ -100,6 +100,7 @@ const std::vector<Case>& cases() {
        0, "(timed mode, no data)", "reference:", {"t.json", "t.html"}},
       {gemm("run", {"--html-blocks", "2"}), 2, "--html-blocks only applies to timed mode"},
       {{"run", "add_dev", "--set", "M=8", "--check-hazards"}, 0, "reference: match"},
+      {{"run", "add_dev", "--set", "M=8", "--check-stale"}, 0, "reference: match"},
       {{"run", "add_dev", "--set", "M=8", "--off", "insert_syncs", "--check-hazards"}, 1, "RAW hazard on UB"},
       // gelu_dev divides in an element loop; 950's tile.div flushes subnormals, so the loop is
       // not vectorised without one of the two options (docs/compiler.md, vectorize_parallel).

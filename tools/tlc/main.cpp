@@ -192,6 +192,7 @@ struct RunMode {
   int html_blocks = 4;
   bool timing_only = false;    // timed: profile only, no tensor data
   bool check_hazards = false;  // run the hazard checker on the launch's trace
+  bool check_stale = false;    // run the stale-data checker (also on with check_hazards)
   tl::DeveloperOptions dev;    // --off, --scalar-fallback, --allow-inexact-math
 } g_timed;
 
@@ -262,7 +263,8 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
   tl::npu::Profile prof;
   kern.launch(dev, args, {.threads = threads, .timing_only = timed && g_timed.timing_only,
                           .check_hazards = g_timed.check_hazards, .profile = timed ? &prof : nullptr,
-                          .progress_percent = 10});
+                          .progress_percent = 10,
+                          .check_stale = g_timed.check_stale ? std::optional<bool>(true) : std::nullopt});
   auto t2 = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   fmt::print("{} on the virtual {}{}: compiled in {:.1f} ms, ran in {:.1f} ms (host), GM peak {} bytes\n", k.name,
@@ -419,7 +421,11 @@ int tlc_main(int argc, char** argv) {
   auto* html_blocks_opt =
       run_cmd->add_option("--html-blocks", g_timed.html_blocks, "timed: blocks drawn in the HTML timeline (default 4)")
           ->check(CLI::PositiveNumber);
-  run_cmd->add_flag("--check-hazards", g_timed.check_hazards, "report unsynchronised instructions (hazard checker)");
+  run_cmd->add_flag("--check-hazards", g_timed.check_hazards,
+                    "report unsynchronised instructions (hazard checker; runs the stale-data checker too)");
+  run_cmd->add_flag("--check-stale", g_timed.check_stale,
+                    "report invalid data (never written, stale past a clipped copy, unset variables) stored to GM or "
+                    "deciding a branch, loop bound or address (stale-data checker; also TL_CHECK_STALE=1)");
   std::vector<std::string> offs;
   run_cmd->add_option("--off", offs,
                       "switch a developer-mode automation off: infer_scopes, lower_cube_ops, mask_tails, legalize_copies, "

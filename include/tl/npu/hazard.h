@@ -74,5 +74,7 @@ std::vector<FlagIssue> check_flags(const Trace& trace, int max_pending_cross_set
 
 /// Runs both checkers and throws a tl::Error listing what they found (LaunchOptions::check_hazards).
 void throw_on_hazards(const Trace& trace, const Target& target);
+/// The message throw_on_hazards would throw, or empty when the trace is clean.
+std::string hazard_report(const Trace& trace, const Target& target);
 
 }  // namespace tl::npu

@@ -12,6 +12,7 @@
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -43,6 +44,7 @@ inline constexpr int64_t kMaxLaunchBlocks = 65535;
 namespace npu {
 struct Trace;
 struct Profile;
+struct StaleFinding;
 }
 
 struct LaunchOptions {
@@ -74,6 +76,14 @@ struct LaunchOptions {
   /// and loop iterations) per block; beyond, the launch fails naming the innermost loop being
   /// executed. 0 = the TL_MAX_STEPS environment variable if set, else no budget.
   int64_t max_steps = 0;
+  /// The stale-data checker (tl/npu/stale.h): shadow validity of every byte the launch touches,
+  /// and a tl::Error after the launch naming each invalid value stored to a GM parameter or
+  /// deciding a branch, loop bound, address or flag. Unset: on when the environment variable
+  /// TL_CHECK_STALE is 1 (0: off), else when check_hazards is. Skipped by timing_only launches
+  /// (they compute no data). It checks the program-order (functional) run.
+  std::optional<bool> check_stale{};
+  /// If set, receives the stale-data checker's findings instead of a tl::Error.
+  std::vector<npu::StaleFinding>* stale_findings = nullptr;
 };
 
 namespace npu {
