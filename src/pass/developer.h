@@ -64,6 +64,11 @@ using FlagKey = std::tuple<int, Pipe, Pipe, int64_t>;
 /// Vector scope bodies `bodies`, per flag in program order; a flag with an author's statement
 /// or a computed id is left out.
 std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]);
+/// `body` (a scope's) with the data-cache maintenance its scalar GM accesses need: a T.dcci of
+/// each GM tensor after a statement of scalar work that stores to it, and before one that loads
+/// it when a tile op of the scope writes it (src/pass/insert_dcci.cpp). `body` itself when it
+/// has no scalar GM access.
+Stmt with_dcci(const Stmt& body, const Target& t);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).
