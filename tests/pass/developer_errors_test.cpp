@@ -182,19 +182,6 @@ def f(A: T.Tensor((32, 64), "float16"), X: T.Tensor((32,), "int32"), N: T.Tensor
                     "Vector core writes it"});
 }
 
-TEST(DeveloperErrors, VectorizeRejectsAGmOperandAtTheLoopsLine) {
-  std::string msg = compile_error(R"(@T.prim_func
-def f(X: T.Tensor((16, 64), "float32")):
-    with T.Kernel(1, threads=1) as cid:
-        x = T.alloc_shared((16, 64), "float32")
-        for i in T.Parallel(16):
-            for j in T.Parallel(64):
-                x[i, j] = X[i, j] * 2.0
-        T.copy(x, X)
-)");
-  expect_says(msg, {"k.py:5: T.Parallel: cannot vectorise: GM operand"});
-}
-
 TEST(DeveloperErrors, VectorizeRejectsACrossIterationRead) {
   std::string msg = compile_error(R"(@T.prim_func
 def f(X: T.Tensor((16, 64), "float32")):
