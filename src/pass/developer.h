@@ -71,6 +71,11 @@ std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]);
 /// it when a tile op of the scope writes it (src/pass/insert_dcci.cpp). `body` itself when it
 /// has no scalar GM access.
 Stmt with_dcci(const Stmt& body, const Target& t);
+/// True if `s` is work a block does once, whichever of its AIVs runs it: a scalar store to GM or a
+/// debug print, or a loop or branch whose only effects are such (no tile op, no store to a
+/// variable or an on-chip buffer). split_aiv gives it to AIV 0: both AIVs running it would store
+/// twice (`X[i] = X[i] + 1` twice is + 2) or print twice.
+bool once_per_block(const Stmt& s);
 /// True if `s` loads or stores an element of a GM tensor (a scalar access).
 bool touches_gm_elements(const Stmt& s);
 /// An element loop (a T.Parallel nest) over GM tensors staged through UB: a UB tile per tensor,

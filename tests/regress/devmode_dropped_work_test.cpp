@@ -272,5 +272,81 @@ def f(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32"), Z: T.Tensor(
   }
 }
 
+// ---- two AIVs ------------------------------------------------------------------------------------
+
+// A block's scalar GM store and debug print under threads = 2, whose tile work split_aiv
+// splits by rows: both AIVs ran them, so a fast launch left C[0] = 2 (one increment per AIV; the
+// hazard checker reported the two AIVs' unordered stores) and printed the line twice. They now
+// run on AIV 0.
+TEST(DevmodeDroppedWork, ABlocksGmStoreAndPrintRunOnceWithTwoAivs) {
+  const std::string text = R"(@T.prim_func
+def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32"), C: T.Tensor((8,), "int32")):
+    with T.Kernel(1, threads=2) as cid:
+        x = T.alloc_shared((16, 64), "float32")
+        T.copy(X, x)
+        for i in T.Parallel(16):
+            for j in T.Parallel(64):
+                x[i, j] = x[i, j] * 2.0
+        T.copy(x, Y)
+        C[0] = C[0] + 1
+        T.printf(cid, fmt="block %d")
+)";
+  std::vector<std::string> prints;
+  std::vector<double> x = iota(16 * 64), y;
+  for (double e : x) y.push_back(2 * e);
+  std::vector<double> c(8, 0.0);
+  c[0] = 1;
+  for (const Values& v : run3(
+           text,
+           [&](Device& d) {
+             return std::vector<Tensor>{from_vector(d, {16, 64}, f32, x), full(d, {16, 64}, f32, 0.0),
+                                        full(d, {8}, i32, 0.0)};
+           },
+           &prints)) {
+    EXPECT_EQ(max_err(v[1], y), 0.0);
+    EXPECT_EQ(max_err(v[2], c), 0.0);
+  }
+  for (const std::string& p : prints) EXPECT_EQ(p, "[block 0 AIV0] block 0\n");
+}
+
+// The AIVs taking alternate iterations of a loop of 3-row tiles (odd: no row split): a scalar
+// store to the same element in every iteration was not checked (only tile ops' GM writes were),
+// so both AIVs stored to C[0], unordered (the hazard checker: a WAW on C[0] between AIV 0 and
+// AIV 1); and the print outside the loop ran on both. Such a store now keeps the loop on AIV 0; a store
+// to C[t], its own element in each iteration, still splits it.
+TEST(DevmodeDroppedWork, TheIterationSplitChecksScalarGmStoresAndPrintsOnce) {
+  for (const char* index : {"0", "t"}) {
+    const std::string text = fmt::format(R"(@T.prim_func
+def f(X: T.Tensor((15, 64), "float32"), Y: T.Tensor((15, 64), "float32"), C: T.Tensor((8,), "int32")):
+    with T.Kernel(1, threads=2) as cid:
+        x = T.alloc_shared((3, 64), "float32")
+        T.printf(cid, fmt="block %d")
+        for t in T.serial(5):
+            T.copy(X[t * 3:t * 3 + 3, 0:64], x)
+            for i in T.Parallel(3):
+                for j in T.Parallel(64):
+                    x[i, j] = x[i, j] * 3.0
+            T.copy(x, Y[t * 3:t * 3 + 3, 0:64])
+            C[{}] = t + 1
+)",
+                                         index);
+    std::vector<std::string> prints;
+    std::vector<double> x = iota(15 * 64), y, c(8, 0.0);
+    for (double e : x) y.push_back(3 * e);
+    for (int t = 0; t < 5; ++t) c[std::string(index) == "0" ? 0 : static_cast<size_t>(t)] = t + 1;
+    for (const Values& v : run3(
+             text,
+             [&](Device& d) {
+               return std::vector<Tensor>{from_vector(d, {15, 64}, f32, x), full(d, {15, 64}, f32, 0.0),
+                                          full(d, {8}, i32, 0.0)};
+             },
+             &prints)) {
+      EXPECT_EQ(max_err(v[1], y), 0.0) << index;
+      EXPECT_EQ(max_err(v[2], c), 0.0) << index;
+    }
+    for (const std::string& p : prints) EXPECT_EQ(p, "[block 0 AIV0] block 0\n") << index;
+  }
+}
+
 }  // namespace
 }  // namespace tl
