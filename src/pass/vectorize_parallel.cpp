@@ -1318,8 +1318,11 @@ class ParallelRewriter : public IRMutator {
 
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
     if (n->for_kind != ForKind::Parallel) return IRMutator::mutate_(n, self);
-    if (core_ == CoreKind::Vector && dev::touches_gm_elements(self)) return gm_element_loop(self);
     try {
+      if (core_ == CoreKind::Vector && dev::touches_gm_elements(self)) {
+        reject_reductions(self);
+        return gm_element_loop(self);
+      }
       return vectorize_nest(self);
     } catch (const Reject& r) {
       if (!opt_.scalar_fallback) throw Error(n->loc, fmt::format("T.Parallel: cannot vectorise: {}", r.reason));
@@ -1348,6 +1351,17 @@ class ParallelRewriter : public IRMutator {
     if (!why.empty())
       emit_remark(opt_, self->loc, fmt::format("T.Parallel over GM runs element by element on the scalar unit: {}", why));
     return to_serial(self);
+  }
+
+  /// A scalar variable written by every iteration is a reduction, over GM as over UB tiles: the
+  /// scalar loop would fix one order of the additions T.Parallel leaves open. Throws Reject.
+  static void reject_reductions(const Stmt& self) {
+    pre_order_visit(self, [&](const Stmt& x) {
+      if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::Var)
+        reject(fmt::format("reduction inside T.Parallel: the scalar variable '{}' is written by every iteration "
+                           "(use T.reduce_sum / reduce_max / reduce_min)",
+                           st->buffer->name));
+    });
   }
 
   /// The vector ops of the Parallel nest `self`; throws Reject.

@@ -322,6 +322,19 @@ def f(A: T.Tensor((1000,), "float32")):
             T.copy(A_ub, A))"),
             std::string::npos)
       << ir;
+  // A reduction into a scalar variable is the error it is over UB tiles: running the loop in
+  // order would pick one order of the additions.
+  std::string msg = error_text(R"(@T.prim_func
+def f(A: T.Tensor((64,), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            s = T.alloc_var("float32")
+            for i in T.Parallel(64):  # @k.py:6
+                s[0] = s[0] + A[i]
+)");
+  EXPECT_NE(msg.find("k.py:6: T.Parallel: cannot vectorise: reduction inside T.Parallel: the scalar variable 's'"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(VectorizeParallel, ErrorNonUnitStride) {
