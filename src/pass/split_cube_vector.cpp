@@ -27,6 +27,7 @@
 // Until split_aiv exists, the vector work runs on AIV 0 of each block (`if vid == 0`), for
 // threads = 1 and 2 alike: two AIVs repeating the same work would race on their GM outputs.
 // A T.Pipelined loop is projected on both cores with its num_stages (pipeline_loops lowers it).
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -83,32 +84,34 @@ std::optional<CoreKind> core_of(const Stmt& s, const Target& t) {
 /// A scalar symbol: a let's variable or a T.alloc_var buffer.
 using Sym = const void*;
 
-/// What an expression (or the expressions of a statement) reads.
+/// What an expression (or the expressions of a statement) reads, in order of first use (so that
+/// messages naming the first offending symbol are deterministic).
 struct Reads {
-  std::set<Sym> syms;
+  std::vector<Sym> syms;
   std::vector<const BufferNode*> mem;  // buffers loaded other than scalar variables (UB, GM)
+  void sym(Sym x) {
+    if (std::find(syms.begin(), syms.end(), x) == syms.end()) syms.push_back(x);
+  }
+  void see(const Expr& x) {
+    if (auto* v = x.as<VarNode>()) sym(v);
+    if (auto* l = x.as<LoadNode>()) {
+      if (l->buffer->scope == MemScope::Var) sym(l->buffer.get());
+      else mem.push_back(l->buffer.get());
+    }
+  }
   void add(const Expr& e) {
-    if (!e.defined()) return;
-    pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) {
-      if (auto* v = x.as<VarNode>()) syms.insert(v);
-      if (auto* l = x.as<LoadNode>()) {
-        if (l->buffer->scope == MemScope::Var) syms.insert(l->buffer.get());
-        else mem.push_back(l->buffer.get());
-      }
-    });
+    if (e.defined()) pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) { see(x); });
+  }
+  void add(const Reads& r) {
+    for (Sym x : r.syms) sym(x);
+    mem.insert(mem.end(), r.mem.begin(), r.mem.end());
   }
 };
 
 /// Every expression a leaf statement evaluates.
 Reads leaf_reads(const Stmt& s) {
   Reads r;
-  pre_order_visit(s, [](const Stmt&) {}, [&](const Expr& e) {
-    if (auto* v = e.as<VarNode>()) r.syms.insert(v);
-    if (auto* l = e.as<LoadNode>()) {
-      if (l->buffer->scope == MemScope::Var) r.syms.insert(l->buffer.get());
-      else r.mem.push_back(l->buffer.get());
-    }
-  });
+  pre_order_visit(s, [](const Stmt&) {}, [&](const Expr& e) { r.see(e); });
   return r;
 }
 
@@ -148,6 +151,8 @@ struct Leaf {
   Stmt s;
   std::vector<const StmtNode*> ctrl;
   bool in_parallel = false;
+  Reads reads;       // what the statement reads
+  Reads ctrl_reads;  // what the loops and ifs around it read
 };
 
 class Splitter {
@@ -169,12 +174,9 @@ class Splitter {
       grew = false;
       for (const Leaf& l : leaves_) {
         if (!kept(l.s)) continue;
-        auto need = [&](const Reads& r) {
-          for (Sym s : r.syms)
+        for (const Reads* r : {&l.reads, &l.ctrl_reads})
+          for (Sym s : r->syms)
             if (defs_.count(s)) grew |= needed_.insert(s).second;
-        };
-        need(leaf_reads(l.s));
-        for (const StmtNode* c : l.ctrl) need(control_reads(c));
       }
     }
     bool mine = false;
@@ -204,7 +206,9 @@ class Splitter {
       ctrl_.pop_back();
       return;
     }
-    leaves_.push_back({s, ctrl_, parallel_ > 0});
+    Leaf leaf{s, ctrl_, parallel_ > 0, leaf_reads(s), {}};
+    for (const StmtNode* c : ctrl_) leaf.ctrl_reads.add(control_reads(c));
+    leaves_.push_back(std::move(leaf));
     if (Sym d = defined_sym(s)) {
       defs_[d].push_back(leaves_.size() - 1);
       if (auto* l = s.as<LetNode>()) names_[d] = l->var.name();
@@ -233,7 +237,7 @@ class Splitter {
         for (const auto& [sym, ls] : defs_) {
           if (f.count(sym)) continue;
           for (size_t i : ls) {
-            Reads r = leaf_reads(leaves_[i].s);
+            const Reads& r = leaves_[i].reads;
             bool from_other = false;
             for (const BufferNode* b : r.mem)
               if (auto m = target_.memory_core(b->scope); m && *m != c) from_other = true;
@@ -250,26 +254,29 @@ class Splitter {
 
   /// The core whose memory statement `l` (with the conditions around it) reads, if any.
   std::optional<CoreKind> data_core(const Leaf& l) const {
-    Reads r = leaf_reads(l.s);
-    for (const StmtNode* c : l.ctrl) {
-      Reads x = control_reads(c);
-      r.syms.insert(x.syms.begin(), x.syms.end());
-      r.mem.insert(r.mem.end(), x.mem.begin(), x.mem.end());
-    }
-    for (const BufferNode* b : r.mem)
-      if (auto m = target_.memory_core(b->scope)) return m;
+    for (const Reads* r : {&l.reads, &l.ctrl_reads})
+      for (const BufferNode* b : r->mem)
+        if (auto m = target_.memory_core(b->scope)) return m;
     for (CoreKind c : {CoreKind::Cube, CoreKind::Vector})
-      for (Sym s : r.syms)
-        if (foreign_[idx(other(c))].count(s)) return c;  // computed from c's memory
+      for (const Reads* r : {&l.reads, &l.ctrl_reads})
+        for (Sym s : r->syms)
+          if (foreign_[idx(other(c))].count(s)) return c;  // computed from c's memory
     return std::nullopt;
   }
 
   /// Each GM tensor the scalar unit stores to gets one home core (see the file comment).
   void place_gm_stores() {
+    // In program order of the tensors' first stores, so that the first error is deterministic.
+    std::vector<const BufferNode*> order;
     std::map<const BufferNode*, std::vector<const Leaf*>> stores;
     for (const Leaf& l : leaves_)
-      if (auto* st = l.s.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) stores[st->buffer.get()].push_back(&l);
-    for (const auto& [g, ls] : stores) {
+      if (auto* st = l.s.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) {
+        auto& v = stores[st->buffer.get()];
+        if (v.empty()) order.push_back(st->buffer.get());
+        v.push_back(&l);
+      }
+    for (const BufferNode* g : order) {
+      const std::vector<const Leaf*>& ls = stores.at(g);
       std::optional<CoreKind> home;
       const Leaf* why = nullptr;
       for (const Leaf* l : ls) {
