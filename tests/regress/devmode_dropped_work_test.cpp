@@ -205,6 +205,63 @@ def f(A: T.Tensor((32, 64), "float16"), B: T.Tensor((64, 32), "float16"), C: T.T
     EXPECT_EQ(max_err(v[2], want), 0.0);
 }
 
+// Every scalar statement kind in one mixed kernel: variables and their declarations, a let
+// inside a loop of scalar work, a counter in the cube's loop, a branch on a tile element holding
+// a store into a tile, a GM element store and a print (docs/developer_mode.md, "Scalar work and
+// GM element stores"). Before the fix the vector side lost the counter loop and the row-sum
+// loop (n = 0 and s = 0 there), and the top-level store to F ran on both cores, the cube storing
+// its n = 2 and AIV 0 its n = 0: the hazard checker reported the two stores to F[0] unordered
+// (a WAW between the AIC and AIV 0).
+TEST(DevmodeDroppedWork, EveryScalarStatementKindRunsWhereItIsNeeded) {
+  const std::string text = R"(@T.prim_func
+def f(A: T.Tensor((32, 64), "float16"), C: T.Tensor((32, 32), "float32"), X: T.Tensor((16, 64), "float32"), F: T.Tensor((4,), "int32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((16, 64), "float32")
+        n = T.alloc_var("int32")
+        s = T.alloc_var("float32")
+        n[0] = 0
+        for k in T.serial(2):
+            T.copy(A[0:32, k * 32:k * 32 + 32], a)
+            T.gemm(a, a, c, k == 0)
+            n[0] = n[0] + 1
+        T.copy(c, C)
+        T.copy(X, x)
+        s[0] = 0.0
+        for j in T.serial(64):
+            v = x[0, j] * 0.5
+            s[0] = s[0] + v
+        if x[0, 0] > s[0]:
+            x[0, 1] = T.cast(n[0], "float32")
+        F[cid] = n[0]
+        T.printf(n[0], fmt="n %d")
+        T.copy(x, X)
+)";
+  for (double first : {4000.0, -4000.0}) {
+    // A = 1/8: each 32 x 32 product entry is 32 / 64 = 0.5, two of them 1.0.
+    std::vector<double> x = iota(16 * 64), want_x;
+    x[0] = first;
+    double s = 0;
+    for (int j = 0; j < 64; ++j) s += x[static_cast<size_t>(j)] * 0.5;
+    want_x = x;
+    if (first > s) want_x[1] = 2.0;
+    std::vector<std::string> prints;
+    for (const Values& v : run3(
+             text,
+             [&](Device& d) {
+               return std::vector<Tensor>{full(d, {32, 64}, f16, 0.125), full(d, {32, 32}, f32, 0.0),
+                                          from_vector(d, {16, 64}, f32, x), full(d, {4}, i32, 0.0)};
+             },
+             &prints)) {
+      EXPECT_EQ(max_err(v[1], std::vector<double>(32 * 32, 1.0)), 0.0) << first;
+      EXPECT_EQ(max_err(v[2], want_x), 0.0) << first;
+      EXPECT_EQ(max_err(v[3], {2, 0, 0, 0}), 0.0) << first;
+    }
+    for (const std::string& p : prints) EXPECT_EQ(p, "[block 0 AIV0] n 2\n") << first;
+  }
+}
+
 // ---- a scalar read of a tile --------------------------------------------------------------------
 
 // `if x[0, 0] > 0:` after the copy into x: insert_syncs ordered the copy before the condition
