@@ -215,7 +215,8 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
   pre_order_visit(
       body,
       [&](const Stmt& x) {
-        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) access(st->buffer, st->indices, true);
+        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM)
+          access(st->buffer, st->indices, true);
         else if (x.kind() != StmtKind::Store && x.kind() != StmtKind::Let && x.kind() != StmtKind::Seq && why.empty())
           why = "the loop body holds more than element stores and lets";
       },

@@ -284,9 +284,10 @@ class Splitter {
         std::optional<CoreKind> c = l->in_parallel ? std::optional<CoreKind>(CoreKind::Vector) : data_core(*l);
         if (!c) continue;
         if (home && *home != *c)
-          user_error(l->s->loc, "{} stores to the GM tensor '{}' from the {} core's data, and {} from the {} core's; the "
-                                "scalar unit of one core stores to a tensor (developer mode orders GM across cores only "
-                                "through its channels): store the two parts to different tensors",
+          user_error(l->s->loc,
+                     "{} stores to the GM tensor '{}' from the {} core's data, and {} from the {} core's; the scalar "
+                     "unit of one core stores to a tensor (developer mode orders GM across cores only through its "
+                     "channels): store the two parts to different tensors",
                      dev::describe(l->s), g->name, core_name(*c), dev::describe(why->s), core_name(*home));
         home = c;
         why = l;
@@ -316,7 +317,8 @@ class Splitter {
       // A register: declared where the variable is needed (or everywhere, if nothing stores it).
       if (a->buffer->scope == MemScope::Var) return needed_.count(a->buffer.get()) || !defs_.count(a->buffer.get());
     }
-    if (auto* st = s.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) return home_.at(st->buffer.get()) == core_;
+    if (auto* st = s.as<StoreNode>(); st && st->buffer->scope == MemScope::GM)
+      return home_.at(st->buffer.get()) == core_;
     // A definition computed from the other core's memory is that core's; a use of it here is
     // reported where it happens (check_uses).
     if (Sym d = defined_sym(s)) return needed_.count(d) > 0 && !foreign_[idx(core_)].count(d);

@@ -90,7 +90,8 @@ def f(X: T.Tensor(({},), "float32")):
                                            n, loop, n);
       std::vector<double> want = iota(n);
       for (int i = top ? n - 1 : 0; i < n; ++i) want[static_cast<size_t>(i)] += 1.0;
-      for (const Values& v : run3(text, [&](Device& d) { return std::vector<Tensor>{from_vector(d, {n}, f32, iota(n))}; }))
+      auto make = [&](Device& d) { return std::vector<Tensor>{from_vector(d, {n}, f32, iota(n))}; };
+      for (const Values& v : run3(text, make))
         EXPECT_EQ(max_err(v[0], want), 0.0) << loop << " n = " << n;
     }
 }
