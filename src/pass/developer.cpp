@@ -199,6 +199,16 @@ const IfNode* aiv0_branch(const ScopeNode& scope, const KernelNode& kernel) {
   return n && structural_equal(n->cond, Expr(kernel.vid) == Expr(0)) ? n : nullptr;
 }
 
+bool once_per_block(const Stmt& s) {
+  bool once = false, other = false;
+  pre_order_visit(s, [&](const Stmt& x) {
+    if (auto* st = x.as<StoreNode>()) (st->buffer->scope == MemScope::GM ? once : other) = true;
+    else if (auto* op = x.as<TileOpNode>()) (op->op->unit == OpUnit::Debug ? once : other) = true;
+    else if (x.kind() == StmtKind::Sync || x.kind() == StmtKind::Allocate) other = true;
+  });
+  return once && !other;
+}
+
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg) {
   if (sink) return sink(loc, msg);
   fmt::print(stderr, "{}: remark: {}: {}\n", loc.str(), pass, msg);

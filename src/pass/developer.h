@@ -6,8 +6,10 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include "tl/ir.h"
@@ -69,6 +71,24 @@ std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]);
 /// shifts): an element of the destination depends on the same element of each source only.
 /// Reductions, broadcasts, gathers, sorts and bitmask ops are not among them.
 bool is_elementwise(const OpDef& op);
+/// `body` (a scope's) with the data-cache maintenance its scalar GM accesses need: a T.dcci of
+/// each GM tensor after a statement of scalar work that stores to it, and before one that loads
+/// it when a tile op of the scope writes it (src/pass/insert_dcci.cpp). `body` itself when it
+/// has no scalar GM access.
+Stmt with_dcci(const Stmt& body, const Target& t);
+/// True if `s` is work a block does once, whichever of its AIVs runs it: a scalar store to GM or a
+/// debug print, or a loop or branch whose only effects are such (no tile op, no store to a
+/// variable or an on-chip buffer). split_aiv gives it to AIV 0: both AIVs running it would store
+/// twice (`X[i] = X[i] + 1` twice is + 2) or print twice.
+bool once_per_block(const Stmt& s);
+/// True if `s` loads or stores an element of a GM tensor (a scalar access).
+bool touches_gm_elements(const Stmt& s);
+/// An element loop (a T.Parallel nest) over GM tensors staged through UB: a UB tile per tensor,
+/// copies in before the loop, the loop on the tiles, copies back after it
+/// (src/pass/gm_element_loops.cpp). nullopt when the scalar loop is cheaper by the cost table
+/// (`why` empty) or when the loop cannot be staged (`why` says why).
+std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std::unordered_set<std::string>& taken,
+                                          std::string& why);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
 void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).

@@ -20,6 +20,7 @@
 #include <set>
 #include <tuple>
 
+#include "developer.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
@@ -947,8 +948,12 @@ struct ScopeRewriter : IRMutator {
   ScopeRewriter(const Target& tg, bool m) : t(tg), minimise(m) {}
   Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
     if (has_own_syncs(n->body)) return self;
-    Stmt body = Inserter(n->body, t, minimise).run();
-    return body.defined() ? ScopeNode::make(n->core, body, n->loc) : self;
+    // The scalar unit's GM accesses get their data-cache maintenance first (src/pass/insert_dcci.cpp),
+    // so that the walk orders each dcci after the DMA writes it must follow.
+    Stmt with_dcci = dev::with_dcci(n->body, t);
+    Stmt body = Inserter(with_dcci, t, minimise).run();
+    if (body.defined()) return ScopeNode::make(n->core, body, n->loc);
+    return with_dcci.same_as(n->body) ? self : ScopeNode::make(n->core, with_dcci, n->loc);
   }
 };
 

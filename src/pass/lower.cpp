@@ -72,9 +72,12 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
       // runs before vectorize_parallel, which vectorises the widened element loops.
       {"legalize_copies", legalize_copies},
       // From here on the kernel is an expert one (cid, vid, scopes), but for its Parallel loops.
+      // Each core gets its work, its share of the scalar GM stores and the scalar work it needs.
       {"split_cube_vector", split_cube_vector},
       // Element loops on UB tiles (in the Vector scope) -> vector tile ops, bit-identical to
-      // the scalar loop or an error naming the reason. (No spec: T.Pipelined loops remain.)
+      // the scalar loop or an error naming the reason; element loops over GM staged through UB
+      // tiles or left to the scalar unit, whichever costs fewer cycles. (No spec: T.Pipelined
+      // loops remain.)
       {"vectorize_parallel",
        [developer, &opt](const PrimFunc& g, const Target& t) { return developer ? vectorize_parallel(g, t, opt.vectorize) : g; }},
       // Halves the vector work between the two AIVs (threads = 2): on vector tile ops, so after
@@ -117,7 +120,8 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& opt) 
          return plan_memory(g, t, syncs_follow);
        },
        Spec::Planned},
-      // On final addresses, so bytes plan_memory shares between buffers are ordered too.
+      // On final addresses, so bytes plan_memory shares between buffers are ordered too; first
+      // the dcci the scalar unit's GM accesses need, which the walk then orders like any access.
       // Developer kernels only: an expert kernel's syncs are the author's.
       {"insert_syncs",
        [developer, &opt](const PrimFunc& g, const Target& t) {

@@ -301,6 +301,8 @@ class AivSplit {
     if (!s.defined()) return s;
     if (auto* a = s.as<AllocateNode>(); a && shrunk_.count(a->buffer.get()))
       return AllocateNode::make(shrunk_.at(a->buffer.get()), a->loc);
+    // Work that must happen once per block, not once per AIV: AIV 0 does it.
+    if (dev::once_per_block(s)) return IfNode::make(Expr(kernel_.vid) == Expr(0), s, Stmt(), s->loc);
     if (auto* q = s.as<SeqNode>()) {
       std::vector<Stmt> out;
       for (const Stmt& x : q->stmts) out.push_back(rewrite(x));
@@ -395,11 +397,15 @@ class IterationSplit {
     const auto& L = *top[static_cast<size_t>(loop)].as<ForNode>();
     const std::vector<Stmt> body = dev::stmts_of(L.body);
     if (auto reason = dependence(L, body, top, static_cast<size_t>(loop))) return fail(why, *reason);
-    // Both AIVs run what is around the loop: declarations, lets and UB work only.
+    // Both AIVs run what is around the loop: declarations, lets and UB work only (a debug print
+    // there is AIV 0's).
     for (const Stmt& s : top)
       if (!s.same_as(top[static_cast<size_t>(loop)]) && !s.as<AllocateNode>() && !s.as<LetNode>() &&
           !(s.as<TileOpNode>() && !writes_gm(s)))
         return fail(why, fmt::format("{} outside its loop", dev::describe(s)));
+    for (Stmt& s : top)
+      if (!s.same_as(top[static_cast<size_t>(loop)]) && dev::once_per_block(s))
+        s = IfNode::make(Expr(kernel_.vid) == Expr(0), s, Stmt(), s->loc);
     // for k in range((extent - vid + 1) // 2): the body at t = min + 2 k + vid.
     Var k(L.var.name() + "_aiv", L.var.dtype());
     const Expr vid = L.var.dtype() == kernel_.vid.dtype() ? Expr(kernel_.vid) : cast(L.var.dtype(), Expr(kernel_.vid));
@@ -472,6 +478,13 @@ class IterationSplit {
             out = fmt::format("{} may write the same part of '{}' in two iterations of its loop", dev::describe(x),
                               t.buffer->name);
         }
+      } else if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) {
+        // A scalar store: one element, at its indices.
+        BufferRegion r{st->buffer, {}};
+        for (const Expr& i : st->indices) r.ranges.push_back({i, Expr(1)});
+        if (inner || !stored.insert(st->buffer.get()).second || !apart_region(r, lets, L))
+          out = fmt::format("{} may write the same part of '{}' in two iterations of its loop", dev::describe(x),
+                            st->buffer->name);
       }
     };
     walk(L.body, false);
@@ -482,22 +495,22 @@ class IterationSplit {
   /// start moves by c per iteration (affine in the loop variable, lets inlined), and |c| is at
   /// least every extent the region can have.
   static bool apart(const TileOpNode& op, const BufferNode* b, const arith::VarMap& lets, const ForNode& L) {
-    for (const TileArg& a : op.args) {
-      if (!a.is_region() || a.region.buffer.get() != b) continue;
-      if (a.region.ranges.empty() || a.region.partial()) return false;
-      bool separated = false;
-      for (const Range& r : a.region.ranges) {
-        const Expr mn = arith::substitute(r.min, lets), ext = arith::substitute(r.extent, lets);
-        auto moved = [&](int64_t by) {
-          return arith::constant_difference(arith::substitute(mn, {{L.var.node(), L.var + arith::make_int(L.var.dtype(), by)}}), mn);
-        };
-        auto c1 = moved(1), c2 = moved(2);
-        if (!c1 || !c2 || *c2 != 2 * *c1 || *c1 == 0) continue;
-        if (arith::bound(ext).hi <= std::abs(*c1)) separated = true;
-      }
-      if (!separated) return false;
-    }
+    for (const TileArg& a : op.args)
+      if (a.is_region() && a.region.buffer.get() == b && !apart_region(a.region, lets, L)) return false;
     return true;
+  }
+  static bool apart_region(const BufferRegion& region, const arith::VarMap& lets, const ForNode& L) {
+    if (region.ranges.empty() || region.partial()) return false;
+    for (const Range& r : region.ranges) {
+      const Expr mn = arith::substitute(r.min, lets), ext = arith::substitute(r.extent, lets);
+      auto moved = [&](int64_t by) {
+        return arith::constant_difference(arith::substitute(mn, {{L.var.node(), L.var + arith::make_int(L.var.dtype(), by)}}), mn);
+      };
+      auto c1 = moved(1), c2 = moved(2);
+      if (!c1 || !c2 || *c2 != 2 * *c1 || *c1 == 0) continue;
+      if (arith::bound(ext).hi <= std::abs(*c1)) return true;
+    }
+    return false;
   }
 
   std::optional<Stmt> fail(std::string& why, const std::string& reason) {

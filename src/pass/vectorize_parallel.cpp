@@ -1343,6 +1343,55 @@ class ParallelRewriter : public IRMutator {
 
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
     if (n->for_kind != ForKind::Parallel) return IRMutator::mutate_(n, self);
+    try {
+      if (core_ == CoreKind::Vector && dev::touches_gm_elements(self)) {
+        reject_reductions(self);
+        return gm_element_loop(self);
+      }
+      return vectorize_nest(self);
+    } catch (const Reject& r) {
+      if (!opt_.scalar_fallback) throw Error(n->loc, fmt::format("T.Parallel: cannot vectorise: {}", r.reason));
+      emit_remark(opt_, n->loc, fmt::format("T.Parallel runs as a serial scalar loop (scalar_fallback): {}", r.reason));
+      return to_serial(self);
+    }
+  }
+
+ private:
+  /// An element loop over GM tensors (docs/developer_mode.md, "Scalar work and GM element stores"):
+  /// staged through UB tiles and vectorised where that is cheaper by the cost table and exact;
+  /// otherwise the scalar loop as written (its iterations in order are one order T.Parallel
+  /// allows), with a remark when staging would have been cheaper but cannot be done.
+  Stmt gm_element_loop(const Stmt& self) {
+    std::string why;
+    if (std::optional<Stmt> staged = dev::stage_gm_element_loop(self, target_, taken_, why)) {
+      try {
+        std::map<const StmtNode*, Stmt> to;
+        for (const Stmt& x : dev::stmts_of(*staged))
+          if (auto* f = x.as<ForNode>(); f && f->for_kind == ForKind::Parallel) to[x.get()] = vectorize_nest(x);
+        return dev::replaced(*staged, to);
+      } catch (const Reject& r) {
+        why = r.reason;
+      }
+    }
+    if (!why.empty())
+      emit_remark(opt_, self->loc, fmt::format("T.Parallel over GM runs element by element on the scalar unit: {}", why));
+    return to_serial(self);
+  }
+
+  /// A scalar variable written by every iteration is a reduction, over GM as over UB tiles: the
+  /// scalar loop would fix one order of the additions T.Parallel leaves open. Throws Reject.
+  static void reject_reductions(const Stmt& self) {
+    pre_order_visit(self, [&](const Stmt& x) {
+      if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::Var)
+        reject(fmt::format("reduction inside T.Parallel: the scalar variable '{}' is written by every iteration "
+                           "(use T.reduce_sum / reduce_max / reduce_min)",
+                           st->buffer->name));
+    });
+  }
+
+  /// The vector ops of the Parallel nest `self`; throws Reject.
+  Stmt vectorize_nest(const Stmt& self) {
+    auto* n = self.as<ForNode>();
     std::vector<LoopDim> dims;
     Stmt body = self;
     for (;;) {
@@ -1352,22 +1401,15 @@ class ParallelRewriter : public IRMutator {
       dims.push_back({f->var, f->min, f->extent});
       body = f->body;
     }
-    try {
-      if (dims.size() > 3)
-        throw Reject{fmt::format("a {}-deep T.Parallel nest (the vector unit takes 1 to 3 dimensions)", dims.size())};
-      if (core_ != CoreKind::Vector)
-        throw Reject{"T.Parallel outside T.Scope(\"Vector\") (element loops run on the AIV; run infer_scopes "
-                     "first)"};
-      Vectorizer v(target_, opt_, taken_, aliased_);
-      return v.run(dims, body, n->loc);
-    } catch (const Reject& r) {
-      if (!opt_.scalar_fallback) throw Error(n->loc, fmt::format("T.Parallel: cannot vectorise: {}", r.reason));
-      emit_remark(opt_, n->loc, fmt::format("T.Parallel runs as a serial scalar loop (scalar_fallback): {}", r.reason));
-      return to_serial(self);
-    }
+    if (dims.size() > 3)
+      throw Reject{fmt::format("a {}-deep T.Parallel nest (the vector unit takes 1 to 3 dimensions)", dims.size())};
+    if (core_ != CoreKind::Vector)
+      throw Reject{"T.Parallel outside T.Scope(\"Vector\") (element loops run on the AIV; run infer_scopes "
+                   "first)"};
+    Vectorizer v(target_, opt_, taken_, aliased_);
+    return v.run(dims, body, n->loc);
   }
 
- private:
   /// Every Parallel loop of the nest becomes serial, the inner ones too (a nest's levels are
   /// separated by one-statement blocks in DSL-built IR).
   static Stmt to_serial(const Stmt& s) {

@@ -144,17 +144,42 @@ def f(A: T.Tensor((32, 32), "float16"), X: T.Tensor((32,), "int32"), C: T.Tensor
                     "but it also controls work of the Cube core"});
 }
 
-TEST(DeveloperErrors, VectorizeRejectsAGmOperandAtTheLoopsLine) {
+TEST(DeveloperErrors, SplitRejectsAScalarGmStoreToATensorTheOtherCoreCopies) {
+  // The vector core's scalar unit stores to C, which the cube's fixpipe writes too: nothing
+  // would order the two (GM crosses cores only through the compiler's channels).
   std::string msg = compile_error(R"(@T.prim_func
-def f(X: T.Tensor((16, 64), "float32")):
+def f(A: T.Tensor((32, 32), "float16"), X: T.Tensor((32,), "float32"), C: T.Tensor((32, 32), "float32")):
     with T.Kernel(1, threads=1) as cid:
-        x = T.alloc_shared((16, 64), "float32")
-        for i in T.Parallel(16):
-            for j in T.Parallel(64):
-                x[i, j] = X[i, j] * 2.0
-        T.copy(x, X)
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((32,), "float32")
+        T.copy(A, a)
+        T.gemm(a, a, c, True)
+        T.copy(c, C)
+        T.copy(X, x)
+        C[0, 0] = x[0]
 )");
-  expect_says(msg, {"k.py:5: T.Parallel: cannot vectorise: GM operand"});
+  expect_says(msg, {"k.py:11: `C[0, 0] = x[0]` at k.py:11 stores to the GM tensor 'C' from the scalar unit of the "
+                    "Vector core, and `T.copy(c, C)` at k.py:9 on the Cube core touches it too"});
+}
+
+TEST(DeveloperErrors, SplitRejectsAGmElementTheOtherCoreStoresInALoopBound) {
+  // N[0] is stored on the vector core (from UB data) and bounds the cube's K loop.
+  std::string msg = compile_error(R"(@T.prim_func
+def f(A: T.Tensor((32, 64), "float16"), X: T.Tensor((32,), "int32"), N: T.Tensor((1,), "int32"), C: T.Tensor((32, 32), "float32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((32,), "int32")
+        T.copy(X, x)
+        N[0] = x[0]
+        for k in T.serial(N[0]):
+            T.copy(A[0:32, k * 32:k * 32 + 32], a)
+            T.gemm(a, a, c, k == 0)
+        T.copy(c, C)
+)");
+  expect_says(msg, {"k.py:9: `for k in T.serial(N[0])` at k.py:9 reads the GM tensor 'N' on the Cube core, but the "
+                    "Vector core writes it"});
 }
 
 TEST(DeveloperErrors, VectorizeRejectsACrossIterationRead) {

@@ -499,6 +499,108 @@ def f(A: T.Tensor((32, 32), "float16")):
   }
 }
 
+TEST(SplitCubeVector, ScalarStatementsGoWhereTheyAreNeeded) {
+  std::string out = split(R"(@T.prim_func
+def f(A: T.Tensor((32, 64), "float16"), C: T.Tensor((32, 32), "float32"), X: T.Tensor((16, 64), "float32"), F: T.Tensor((4,), "int32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((16, 64), "float32")
+        n = T.alloc_var("int32")
+        s = T.alloc_var("float32")
+        unused = cid * 3
+        n[0] = 0
+        for k in T.serial(2):
+            T.copy(A[0:32, k * 32:k * 32 + 32], a)
+            T.gemm(a, a, c, k == 0)
+            n[0] = n[0] + 1
+        T.copy(c, C)
+        T.copy(X, x)
+        s[0] = 0.0
+        for j in T.serial(64):
+            s[0] = s[0] + x[0, j]
+        if x[0, 0] > s[0]:
+            x[0, 1] = T.cast(n[0], "float32")
+        F[cid] = n[0]
+        T.printf(n[0], fmt="%d")
+        T.copy(x, X)
+)");
+  // The cube keeps its work only: the counter n, the row sum s, the branch, the GM store and the
+  // print are the vector side's, and the K loop is on both, the vector side's holding only n's
+  // increment. `unused` is needed nowhere. The condition reads a tile: it is read into a let.
+  EXPECT_EQ(out, R"(@T.prim_func
+def f(A: T.Tensor((32, 64), "float16"), C: T.Tensor((32, 32), "float32"), X: T.Tensor((16, 64), "float32"), F: T.Tensor((4,), "int32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1((32, 32), "float16")
+            c = T.alloc_L0C((32, 32), "float32")
+            for k in T.serial(2):
+                T.copy(A[0:32, k * 32:k * 32 + 32], a)
+                a_l0a = T.alloc_L0A((32, 32), "float16")
+                a_l0b = T.alloc_L0B((32, 32), "float16")
+                T.copy(a, a_l0a)
+                T.copy(a, a_l0b)
+                T.mma(a_l0a, a_l0b, c, k == 0)
+            T.copy(c, C)
+        with T.Scope("Vector"):
+            if vid == 0:
+                x = T.alloc_ub((16, 64), "float32")
+                n = T.alloc_var("int32")
+                s = T.alloc_var("float32")
+                n[0] = 0
+                for k in T.serial(2):
+                    n[0] = n[0] + 1
+                T.copy(X, x)
+                s[0] = 0.0
+                for j in T.serial(64):
+                    s[0] = s[0] + x[0, j]
+                cond = x[0, 0] > s[0]
+                if cond:
+                    x[0, 1] = T.cast(n[0], "float32")
+                F[cid] = n[0]
+                T.printf(n[0], fmt="%d")
+                T.copy(x, X)
+)");
+}
+
+TEST(SplitCubeVector, AScalarBothCoresNeedIsComputedOnBoth) {
+  // n (from a GM element) bounds the cube's loop and feeds the vector work: each core computes
+  // it. A condition that reads GM is read into a let first.
+  std::string out = split(R"(@T.prim_func
+def f(A: T.Tensor((32, 64), "float16"), C: T.Tensor((32, 32), "float32"), X: T.Tensor((16, 64), "float32"), K: T.Tensor((2,), "int32")):
+    with T.Kernel(1, threads=1) as cid:
+        a = T.alloc_shared((32, 32), "float16")
+        c = T.alloc_fragment((32, 32), "float32")
+        x = T.alloc_shared((16, 64), "float32")
+        n = T.alloc_var("int32")
+        n[0] = K[0] // 32
+        for k in T.serial(n[0]):
+            T.copy(A[0:32, k * 32:k * 32 + 32], a)
+            T.gemm(a, a, c, k == 0)
+        T.copy(c, C)
+        T.copy(X, x)
+        if K[1] > 0:
+            T.tile.add(x, x, T.cast(n[0], "float32"))
+        T.copy(x, X)
+)");
+  EXPECT_NE(out.find(R"(        with T.Scope("Cube"):
+            a = T.alloc_L1((32, 32), "float16")
+            c = T.alloc_L0C((32, 32), "float32")
+            n = T.alloc_var("int32")
+            n[0] = K[0] // 32
+            for k in T.serial(n[0]):)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(R"(                n = T.alloc_var("int32")
+                n[0] = K[0] // 32
+                T.copy(X, x)
+                cond = K[1] > 0
+                if cond:
+                    T.tile.add(x, x, T.cast(n[0], "float32")))"),
+            std::string::npos)
+      << out;
+}
+
 TEST(SplitCubeVector, AVectorOnlyKernelHasNoCubeScope) {
   std::string out = split(R"(@T.prim_func
 def f(X: T.Tensor((16, 64), "float32")):
