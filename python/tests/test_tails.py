@@ -184,11 +184,15 @@ def test_a_masked_accumulation_runs_in_timed_mode_with_the_program_order_result(
 
 
 def test_switching_mask_tails_off_brings_the_stale_columns_back() -> None:
-    # With the pass off the bug is back: the option is what the fix hangs on.
+    # With the pass off the bug is back: the option is what the fix hangs on. The stale-data
+    # checker names it (the stored sums come from the clipped copy's stale columns); with the
+    # checker off the wrong sums come out.
     torch.manual_seed(0)
     x = torch.randn(13, 100)
     off = tilelang.compile(row_sum_of_squares(13, 100).func, out_idx=[1],
                            pass_configs={tilelang.PassConfigKey.TL_DEV_MASK_TAILS: False})
-    y = off(x)
+    with pytest.raises(tilelang.Error, match=r"into 'Y'.*stale since the clipped copy at test_tails\.py:30"):
+        off.run(x, check_stale=True)
+    y = off.run(x, check_stale=False)
     ref = (x.double() ** 2).sum(-1)
     assert ((y.double() - ref).abs() / ref).max().item() > 0.05

@@ -33,7 +33,8 @@ std::optional<TileRef> shadow_operand(const TileOpNode& n, Core& c, std::string_
 
 /// dst[i] from the tile operands `srcs` at position i (and dst's own element when the op
 /// reads it) and from every scalar operand.
-void elementwise(const TileOpNode& n, Core& c, std::initializer_list<const char*> srcs, bool reads_dst = false) {
+void elementwise(const TileOpNode& n, Core& c, std::initializer_list<const char*> srcs,
+                 bool reads_dst = false) {
   TileRef sd = shadow_of(c, c.operand(n, "dst"));
   const uint8_t st = scalar_taints(n, c);
   std::vector<TileRef> ins;
@@ -64,16 +65,23 @@ void elementwise(const TileOpNode& n, Core& c, std::initializer_list<const char*
   region_store(sd, out);
 }
 
-void unary(const TileOpNode& n, Core& c) { elementwise(n, c, {"src"}); }
-void binary(const TileOpNode& n, Core& c) { elementwise(n, c, {"src0", "src1"}); }
-void axpy(const TileOpNode& n, Core& c) { elementwise(n, c, {"src"}, true); }
+void unary(const TileOpNode& n, Core& c) {
+  elementwise(n, c, {"src"});
+}
+void binary(const TileOpNode& n, Core& c) {
+  elementwise(n, c, {"src0", "src1"});
+}
+void axpy(const TileOpNode& n, Core& c) {
+  elementwise(n, c, {"src"}, true);
+}
 
 /// dst[r, k] from src0[r, k] and src1[r].
 void row_expand(const TileOpNode& n, Core& c) {
   TileRef sd = shadow_of(c, c.operand(n, "dst"));
   auto a = shadow_operand(n, c, "src0"), b = shadow_operand(n, c, "src1");
   if (!a || !b || a->numel() != sd.numel() || b->numel() != a->rows()) return;
-  const bool in_place = a->base == sd.base && a->dtype == sd.dtype && a->start == sd.start && a->extent == sd.extent;
+  const bool in_place =
+      a->base == sd.base && a->dtype == sd.dtype && a->start == sd.start && a->extent == sd.extent;
   if (region_origin(*b) == kValid) {
     if (in_place) return;  // dst's shadow stays as it is
     if (region_origin(*a) == kValid) return region_fill(sd, kValid);
@@ -95,13 +103,16 @@ void compare(const TileOpNode& n, Core& c) {
   if ((b && b->numel() != count) || d.numel() * dtype_bytes(d.dtype) * 8 < count) return;
   std::vector<uint8_t> oa, ob, bytes;
   region_origins(*a, oa);
-  if (b) region_origins(*b, ob);
-  else ob.assign(count, scalar_operand_taint(n, c, "src1"));
+  if (b)
+    region_origins(*b, ob);
+  else
+    ob.assign(count, scalar_operand_taint(n, c, "src1"));
   TileRef sd = shadow_of(c, d);
   load_bytes(sd, bytes);
   for (int64_t k = 0; k < (count + 7) / 8; ++k) {
     uint8_t o = kValid;
-    for (int64_t i = 8 * k; i < std::min(count, 8 * k + 8); ++i) o = first_of(o, first_of(oa[i], ob[i]));
+    for (int64_t i = 8 * k; i < std::min(count, 8 * k + 8); ++i)
+      o = first_of(o, first_of(oa[i], ob[i]));
     bytes[k] = o;
   }
   store_bytes(sd, bytes);
@@ -116,8 +127,10 @@ void select(const TileOpNode& n, Core& c) {
   load_bytes(m, bits);  // the mask's values: the semantics have not run yet
   load_bytes(shadow_of(c, m), mb);
   region_origins(*a, oa);
-  if (b) region_origins(*b, ob);
-  else ob.assign(oa.size(), scalar_operand_taint(n, c, "src1"));
+  if (b)
+    region_origins(*b, ob);
+  else
+    ob.assign(oa.size(), scalar_operand_taint(n, c, "src1"));
   const int64_t mode = n.attr_int("mode"), per_repeat = 256 / dtype_bytes(d.dtype);
   std::vector<uint8_t> out(oa.size());
   for (size_t i = 0; i < oa.size(); ++i) {
@@ -161,7 +174,8 @@ void gather(const TileOpNode& n, Core& c) {
   uint8_t address = kValid;
   for (int64_t i = 0; i < d.numel(); ++i) {
     int64_t byte;
-    if (__builtin_add_overflow(base, offs[i] & 0xffffffff, &byte) || byte % es != 0 || byte / es >= s.numel())
+    if (__builtin_add_overflow(base, offs[i] & 0xffffffff, &byte) || byte % es != 0 ||
+        byte / es >= s.numel())
       return;
     const uint8_t a = first_of(bt, oo[i]);
     address = first_of(address, a);
@@ -193,13 +207,15 @@ void gather_mask(const TileOpNode& n, Core& c) {
   }
   TileRef sd = shadow_of(c, d), ss = shadow_of(c, s);
   uint8_t mo = kValid;
-  for (size_t k = 0; k < mb.size() && static_cast<int64_t>(k) * 8 < s.numel(); ++k) mo = first_of(mo, mb[k]);
+  for (size_t k = 0; k < mb.size() && static_cast<int64_t>(k) * 8 < s.numel(); ++k)
+    mo = first_of(mo, mb[k]);
   if (mo) return region_fill(sd, mo);
   const int64_t es = dtype_bytes(s.dtype);
   int64_t kept = 0;
   for (int64_t i = 0; i < s.numel(); ++i) {
-    const bool pick = !bits.empty() ? i / 8 < static_cast<int64_t>(bits.size()) && ((bits[i / 8] >> (i % 8)) & 1)
-                                    : pattern[4 - i % 4] == '1';
+    const bool pick =
+        !bits.empty() ? i / 8 < static_cast<int64_t>(bits.size()) && ((bits[i / 8] >> (i % 8)) & 1)
+                      : pattern[4 - i % 4] == '1';
     if (!pick) continue;
     if (kept >= d.numel()) return;
     std::memcpy(sd.at_flat(kept++), ss.at_flat(i), es);
@@ -228,7 +244,8 @@ void broadcast(const TileOpNode& n, Core& c) {
       smul *= se;
     }
     uint8_t* dst = row_ptr(d, r);
-    for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, s.at_flat(last_kept ? sflat + k : sflat), es);
+    for (int64_t k = 0; k < cols; ++k)
+      std::memcpy(dst + k * es, s.at_flat(last_kept ? sflat + k : sflat), es);
   }
 }
 
@@ -257,11 +274,14 @@ void reduce(const TileOpNode& n, Core& c) {
   if (d.numel() != outn) return;
   const bool clear = n.attr_bool("clear");
   TileRef ss = shadow_of(c, s), sd = shadow_of(c, d);
-  if (region_origin(ss) == kValid && (clear || region_origin(sd) == kValid)) return region_fill(sd, kValid);
+  if (region_origin(ss) == kValid && (clear || region_origin(sd) == kValid))
+    return region_fill(sd, kValid);
   std::vector<uint8_t> os, od;
   region_origins(ss, os);
-  if (clear) od.assign(outn, kValid);
-  else region_origins(sd, od);
+  if (clear)
+    od.assign(outn, kValid);
+  else
+    region_origins(sd, od);
   for (int64_t o = 0; o < outn; ++o) {
     // Output o = (outer index, inner index) reduces R values inner apart (inner = 1: a row).
     const int64_t first = (o / inner) * R * inner + o % inner;
@@ -270,13 +290,16 @@ void reduce(const TileOpNode& n, Core& c) {
   region_store(sd, od);
 }
 
-/// The first `entries` 8-byte (score, index) entries of dst = origin.
+/// The first `entries` (score, index) entries of dst = origin. An entry is two lanes of dst's
+/// dtype (exec_reduce_sort.cpp): 8 bytes in float32, 4 in float16.
 void write_entries(Core& c, const TileRef& d, int64_t entries, uint8_t origin) {
   std::vector<uint8_t> bytes;
   TileRef sd = shadow_of(c, d);
   load_bytes(sd, bytes);
-  if (entries < 0 || entries * 8 > static_cast<int64_t>(bytes.size())) return;
-  std::memset(bytes.data(), origin, static_cast<size_t>(entries * 8));
+  const int64_t entry_bytes = 2 * dtype_bytes(d.dtype);
+  entries = std::min(entries, static_cast<int64_t>(bytes.size()) / entry_bytes);
+  if (entries < 0) return;
+  std::memset(bytes.data(), origin, static_cast<size_t>(entries * entry_bytes));
   store_bytes(sd, bytes);
 }
 
@@ -290,7 +313,11 @@ void sort(const TileOpNode& n, Core& c) {
   region_origins(shadow_of(c, s), os);
   for (int64_t i = 0; i < actual && !o; ++i) o = os[i];
   int64_t entries = (actual + 31) / 32 * 32;
-  if (n.op->name == "topk") entries = c.eval_int(op_operand(n, "k")->scalar);
+  if (n.op->name == "topk") {  // k entries rounded up to whole 32-byte blocks, as the exec writes
+    const int64_t per_block = 32 / dtype_bytes(d.dtype);
+    entries =
+        (2 * c.eval_int(op_operand(n, "k")->scalar) + per_block - 1) / per_block * per_block / 2;
+  }
   write_entries(c, d, entries, o);
 }
 
@@ -308,7 +335,8 @@ void merge_sort(const TileOpNode& n, Core& c) {
 }
 
 void init_sort_buf(const TileOpNode& n, Core& c) {
-  write_entries(c, c.operand(n, "dst"), c.eval_int(op_operand(n, "num")->scalar), scalar_taints(n, c));
+  write_entries(c, c.operand(n, "dst"), c.eval_int(op_operand(n, "num")->scalar),
+                scalar_taints(n, c));
 }
 
 void writes_nothing(const TileOpNode&, Core&) {}
@@ -344,11 +372,17 @@ std::vector<StaleEntry> vector_stale_rules() {
 }
 
 std::vector<StaleEntry> reduce_sort_stale_rules() {
-  return {{"reduce_sum", reduce}, {"reduce_max", reduce}, {"reduce_min", reduce},
-          {"sort", sort},         {"topk", sort},         {"merge_sort", merge_sort},
+  return {{"reduce_sum", reduce},
+          {"reduce_max", reduce},
+          {"reduce_min", reduce},
+          {"sort", sort},
+          {"topk", sort},
+          {"merge_sort", merge_sort},
           {"init_sort_buf", init_sort_buf}};
 }
 
-std::vector<StaleEntry> debug_stale_rules() { return {{"printf", writes_nothing}, {"dump_tensor", writes_nothing}}; }
+std::vector<StaleEntry> debug_stale_rules() {
+  return {{"printf", writes_nothing}, {"dump_tensor", writes_nothing}};
+}
 
 }  // namespace tl::npu

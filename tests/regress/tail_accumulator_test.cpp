@@ -14,6 +14,7 @@
 #include "pass/pass_test_util.h"
 #include "tl/jit.h"
 #include "tl/npu/npu.h"
+#include "tl/npu/stale.h"
 #include "tl/runtime.h"
 #include "tl/target.h"
 
@@ -72,7 +73,9 @@ def f(X: T.Tensor((2048, 64), "float32")):
 }
 
 /// Largest relative error of the row sums of squares of an M x N input.
-double row_error(int M, int N, bool mask_tails, bool hazards) {
+/// `findings`, if given, receives the stale-data checker's findings instead of an error.
+double row_error(int M, int N, bool mask_tails, bool hazards,
+                 std::vector<npu::StaleFinding>* findings = nullptr) {
   Device dev;
   dirty_ub(dev);
   Tensor X = uniform(dev, {M, N}, f32, 11);
@@ -80,7 +83,11 @@ double row_error(int M, int N, bool mask_tails, bool hazards) {
   CompileOptions opt;
   opt.dev.mask_tails = mask_tails;
   compile(row_sum_of_squares(M, N), default_target(), opt)
-      .launch(dev, {X, Y}, {.threads = 1, .check_hazards = hazards});
+      .launch(dev, {X, Y},
+              {.threads = 1,
+               .check_hazards = hazards,
+               .check_stale = findings ? std::optional<bool>(true) : std::nullopt,
+               .stale_findings = findings});
   std::vector<double> x = X.to_vector(), y = Y.to_vector();
   double worst = 0;
   for (int i = 0; i < M; ++i) {
@@ -91,7 +98,8 @@ double row_error(int M, int N, bool mask_tails, bool hazards) {
   return worst;
 }
 
-double column_error(int M, int N, bool mask_tails) {
+double column_error(int M, int N, bool mask_tails,
+                    std::vector<npu::StaleFinding>* findings = nullptr) {
   Device dev;
   dirty_ub(dev);
   Tensor X = uniform(dev, {M, N}, f32, 12);
@@ -99,7 +107,11 @@ double column_error(int M, int N, bool mask_tails) {
   CompileOptions opt;
   opt.dev.mask_tails = mask_tails;
   compile(column_sums(M, N), default_target(), opt)
-      .launch(dev, {X, Y}, {.threads = 1, .check_hazards = mask_tails});
+      .launch(dev, {X, Y},
+              {.threads = 1,
+               .check_hazards = mask_tails,
+               .check_stale = findings ? std::optional<bool>(true) : std::nullopt,
+               .stale_findings = findings});
   std::vector<double> x = X.to_vector(), y = Y.to_vector();
   double worst = 0;
   for (int j = 0; j < N; ++j) {
@@ -126,9 +138,18 @@ TEST(TailAccumulator, ColumnSumsOfATailBlockReadNoStaleRow) {
 }
 
 TEST(TailAccumulator, WithoutMaskTailsTheStalePartEntersTheSums) {
-  // The pass is what the fix hangs on: off, the bug is back (the figures of the issue).
-  EXPECT_GT(row_error(13, 100, false, false), 0.05);
-  EXPECT_GT(column_error(13, 64, false), 1.0);
+  // The pass is what the fix hangs on: off, the bug is back (the figures of the issue), and the
+  // stale-data checker names it: the stored sums come from the clipped copy's stale columns.
+  std::vector<npu::StaleFinding> rows, cols;
+  EXPECT_GT(row_error(13, 100, false, false, &rows), 0.05);
+  EXPECT_GT(column_error(13, 64, false, &cols), 1.0);
+  for (auto* f : {&rows, &cols}) {
+    ASSERT_EQ(f->size(), 1u);
+    EXPECT_EQ(f->front().kind, npu::StaleFinding::Kind::StoreToGM);
+    EXPECT_EQ(f->front().buffer, "Y");
+    EXPECT_NE(f->front().origin.find("stale since the clipped copy"), std::string::npos)
+        << f->front().origin;
+  }
 }
 
 }  // namespace
