@@ -191,7 +191,7 @@ def test_switching_mask_tails_off_brings_the_stale_columns_back() -> None:
     x = torch.randn(13, 100)
     off = tilelang.compile(row_sum_of_squares(13, 100).func, out_idx=[1],
                            pass_configs={tilelang.PassConfigKey.TL_DEV_MASK_TAILS: False})
-    with pytest.raises(tilelang.Error, match=r"into 'Y'.*stale since the clipped copy at test_tails\.py:30"):
+    with pytest.raises(tilelang.Error, match=r"into 'Y'.*stale since the clipped copy at \S*test_tails\.py:30 "):
         off.run(x, check_stale=True)
     y = off.run(x, check_stale=False)
     ref = (x.double() ** 2).sum(-1)
