@@ -38,6 +38,9 @@ struct OperandSpec {
   Access access = Access::Read;
   bool optional = false;  // trailing operands that may be omitted
   bool variadic = false;  // last operand repeats (printf arguments)
+  /// A bit vector with one bit per element of the data operands (compare's dst, select's
+  /// mask): not a tile of rows, so developer mode never pairs its dimensions with theirs.
+  bool bitmask = false;
 };
 
 struct AttrSpec {
@@ -53,6 +56,21 @@ enum class OpUnit : uint8_t {
   Vector,  // the vector unit (AIV only)
   Debug,   // printf / dump_tensor: any core, scalar pipe
   Scalar,  // the scalar unit of any core: data-cache maintenance (T.dcci)
+};
+
+/// How an op's tile operands correspond row by row: what developer mode's split_aiv reads to
+/// give each of a block's two AIVs half of a tile's rows (docs/developer_mode.md). Every op
+/// states it (the registry rejects Unset), so no default can split an op the pass knows
+/// nothing about: a position-dependent op split by rows would be silently wrong.
+enum class RowMap : uint8_t {
+  Unset,
+  Elementwise,  // element (i, j, ...) of each tile operand goes with (i, j, ...) of the others
+  RowExpand,    // dst and src0 elementwise; src1 holds one value per row of them
+  Broadcast,    // dst = src along src's size-1 or missing leading dimensions
+  Reduce,       // dst = src reduced over the attribute `dim`
+  Copy,         // UB <-> UB elementwise; GM <-> UB: the UB tile's rows are the tensor's rows
+  Whole,        // position-dependent (gathers, sorts, index generation, transposes) or not
+                // a vector-unit op: its tiles are never split
 };
 
 /// The element types an op accepts, per chip family. Every op states where its legality
@@ -85,7 +103,8 @@ struct InstrSpec {
   enum class Kind : uint8_t { Op, BarrierAll };
   /// Bytes of a scratch area an instruction touches, from the extents of the op's region
   /// operands (operand order; empty for scalar operands).
-  using ScratchBytes = int64_t (*)(const TileOpNode& n, const std::vector<std::vector<int64_t>>& extents);
+  using ScratchBytes = int64_t (*)(const TileOpNode& n,
+                                   const std::vector<std::vector<int64_t>>& extents);
   struct Touch {
     /// Index into OpDef::operands (a region operand's bytes, or the loads inside a scalar
     /// operand's expression; an omitted optional operand touches nothing); -1: a scratch area.
@@ -95,7 +114,7 @@ struct InstrSpec {
     ScratchBytes bytes = nullptr;     // operand == -1: how many bytes
   };
   Kind kind = Kind::Op;
-  std::string name{};        // trace name ("gemm_v0.load"); empty: the op's name
+  std::string name{};          // trace name ("gemm_v0.load"); empty: the op's name
   std::optional<Pipe> pipe{};  // empty: the op's pipe on the target
   CostClass cost = CostClass::VecSimple;
   std::vector<Touch> touches{};
@@ -116,6 +135,8 @@ struct OpDef {
   OpDTypes dtypes{};
   /// The cost class of the op's instruction (required; an expansion names one per instruction).
   std::optional<CostClass> cost{};
+  /// How its tile operands correspond row by row (required; RowMap).
+  RowMap rows = RowMap::Unset;
   /// The instructions the op issues; empty at registration means one instruction on `pipe`
   /// touching every tile operand, which the registry fills in.
   std::vector<InstrSpec> expansion{};

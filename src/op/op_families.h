@@ -8,21 +8,30 @@
 namespace tl::ops {
 
 using OpList = std::vector<OpDef>;
-void register_move_ops(OpList& ops);    // copy, atomic_add
-void register_cube_ops(OpList& ops);    // gemm_v0, mma
-void register_vector_ops(OpList& ops);  // T.tile.*
+void register_move_ops(OpList& ops);         // copy, atomic_add
+void register_cube_ops(OpList& ops);         // gemm_v0, mma
+void register_vector_ops(OpList& ops);       // T.tile.*
 void register_reduce_sort_ops(OpList& ops);  // reduce_*, sort, merge_sort, topk, init_sort_buf
-void register_debug_ops(OpList& ops);   // printf, dump_tensor
+void register_debug_ops(OpList& ops);        // printf, dump_tensor
 
 // Small builders that keep the op tables readable.
 inline OperandSpec in(std::string name, OperandKind k = OperandKind::Tile) {
   return {std::move(name), k, Access::Read};
 }
-inline OperandSpec out(std::string name) { return {std::move(name), OperandKind::Tile, Access::Write}; }
+inline OperandSpec out(std::string name) {
+  return {std::move(name), OperandKind::Tile, Access::Write};
+}
 inline OperandSpec inout(std::string name) {
   return {std::move(name), OperandKind::Tile, Access::ReadWrite};
 }
-inline OperandSpec scalar(std::string name) { return {std::move(name), OperandKind::Scalar, Access::Read}; }
+inline OperandSpec scalar(std::string name) {
+  return {std::move(name), OperandKind::Scalar, Access::Read};
+}
+/// A bit-vector operand (OperandSpec::bitmask).
+inline OperandSpec bitmask(OperandSpec s) {
+  s.bitmask = true;
+  return s;
+}
 inline OperandSpec optional(OperandSpec s) {
   s.optional = true;
   return s;
@@ -35,8 +44,8 @@ inline std::function<Pipe(const TileOpNode&, const Target&)> on(Pipe p) {
 /// An op of the vector unit: one instruction on the V pipe of an AIV.
 inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
                        std::vector<AttrSpec> attrs,
-                       std::function<void(const TileOpNode&, VerifyContext&)> verify, OpDTypes dtypes,
-                       CostClass cost) {
+                       std::function<void(const TileOpNode&, VerifyContext&)> verify,
+                       OpDTypes dtypes, CostClass cost, RowMap rows) {
   return OpDef{.name = std::move(name),
                .unit = OpUnit::Vector,
                .operands = std::move(operands),
@@ -45,11 +54,13 @@ inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std:
                .verify = std::move(verify),
                .dtypes = std::move(dtypes),
                .cost = cost,
+               .rows = rows,
                .summary = std::move(summary)};
 }
 
 // Dtype lists of the vector unit on every target (ASCENDC_API.md, Vector table).
-inline const std::vector<DType> kArith = {DType::Int16, DType::Float16, DType::Int32, DType::Float32};
+inline const std::vector<DType> kArith = {DType::Int16, DType::Float16, DType::Int32,
+                                          DType::Float32};
 inline const std::vector<DType> kFloat = {DType::Float16, DType::Float32};
 
 }  // namespace tl::ops

@@ -19,10 +19,15 @@ GemmDims gemm_dims(const TileOpNode& n, const std::vector<std::vector<int64_t>>&
   };
   auto cols = [](const std::vector<int64_t>& e) { return e.empty() ? int64_t{1} : e.back(); };
   bool ta = n.attr_bool("transpose_A"), tb = n.attr_bool("transpose_B");
-  return {ta ? cols(ext[0]) : rows(ext[0]), ta ? rows(ext[0]) : cols(ext[0]), tb ? rows(ext[1]) : cols(ext[1])};
+  return {ta ? cols(ext[0]) : rows(ext[0]), ta ? rows(ext[0]) : cols(ext[0]),
+          tb ? rows(ext[1]) : cols(ext[1])};
 }
-int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-int64_t elem_bytes(const TileOpNode& n) { return dtype_bytes(n.args[0].region.buffer->dtype); }
+int64_t align_up(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
+int64_t elem_bytes(const TileOpNode& n) {
+  return dtype_bytes(n.args[0].region.buffer->dtype);
+}
 /// A in L0A: M padded to 16 rows, K to whole 32-byte fractal rows (zZ fractals).
 int64_t l0a_bytes(const TileOpNode& n, const std::vector<std::vector<int64_t>>& ext) {
   GemmDims d = gemm_dims(n, ext);
@@ -41,14 +46,14 @@ int64_t l0b_bytes(const TileOpNode& n, const std::vector<std::vector<int64_t>>& 
 std::vector<InstrSpec> gemm_v0_expansion() {
   using T = InstrSpec::Touch;
   InstrSpec barrier{.kind = InstrSpec::Kind::BarrierAll, .name = "gemm_v0.barrier"};
-  InstrSpec load{.name = "gemm_v0.load",
-                 .pipe = Pipe::MTE1,
-                 .cost = CostClass::CubeLoad,
-                 .touches = {T{.operand = 0},
-                             T{.operand = 1},
-                             T{.access = Access::Write, .scratch = MemScope::L0A, .bytes = l0a_bytes},
-                             T{.access = Access::Write, .scratch = MemScope::L0B, .bytes = l0b_bytes},
-                             T{.operand = 3}}};  // the scalar unit evaluates `init` before issuing
+  InstrSpec load{
+      .name = "gemm_v0.load",
+      .pipe = Pipe::MTE1,
+      .cost = CostClass::CubeLoad,
+      .touches = {T{.operand = 0}, T{.operand = 1},
+                  T{.access = Access::Write, .scratch = MemScope::L0A, .bytes = l0a_bytes},
+                  T{.access = Access::Write, .scratch = MemScope::L0B, .bytes = l0b_bytes},
+                  T{.operand = 3}}};  // the scalar unit evaluates `init` before issuing
   InstrSpec mmad{.name = "gemm_v0.mmad",
                  .pipe = Pipe::M,
                  .cost = CostClass::Mmad,
@@ -70,6 +75,7 @@ void register_cube_ops(OpList& ops) {
       .verify = rules::rule_gemm_v0,
       .dtypes = dtypes_from_target("mma_dtypes"),
       .cost = CostClass::Mmad,
+      .rows = RowMap::Whole,
       .expansion = gemm_v0_expansion(),
       .summary = "C (L0C) = [C +] op(A) x op(B), A and B in L1; init clears C first",
   });
@@ -82,9 +88,11 @@ void register_cube_ops(OpList& ops) {
       .verify = rules::rule_gemm_v0,
       .dtypes = dtypes_from_target("mma_dtypes"),
       .cost = CostClass::Mmad,
+      .rows = RowMap::Whole,
       .developer_only = true,
-      .summary = "developer mode: C [+]= op(A) x op(B) on compiler-placed tiles (lowered to L1 -> L0A/L0B "
-                 "loads and Mmads, never gemm_v0)",
+      .summary =
+          "developer mode: C [+]= op(A) x op(B) on compiler-placed tiles (lowered to L1 -> L0A/L0B "
+          "loads and Mmads, never gemm_v0)",
   });
   ops.push_back({
       .name = "mma",
@@ -95,6 +103,7 @@ void register_cube_ops(OpList& ops) {
       .verify = rules::rule_mma,
       .dtypes = dtypes_from_target("mma_dtypes"),
       .cost = CostClass::Mmad,
+      .rows = RowMap::Whole,
       .summary = "C (L0C) = [C +] A (L0A) x B (L0B); init clears C first",
   });
   // AscendC InitConstValue (atlasascendc_api_07_0236): fills A1/B1 (L1) or A2/B2 (L0A/L0B)
@@ -107,11 +116,13 @@ void register_cube_ops(OpList& ops) {
       .attrs = {},
       .pipe = on(Pipe::MTE2),
       .verify = rules::rule_init_const,
-      .dtypes = only_dtypes({DType::Float16, DType::BFloat16, DType::Int16, DType::UInt16, DType::Float32,
-                             DType::Int32, DType::UInt32}),
+      .dtypes = only_dtypes({DType::Float16, DType::BFloat16, DType::Int16, DType::UInt16,
+                             DType::Float32, DType::Int32, DType::UInt32}),
       // No published timing: costed as an on-chip write of the tile's bytes (the MTE1 load rate).
       .cost = CostClass::CubeLoad,
-      .summary = "dst (a whole L1 / L0A / L0B tile) = value (InitConstValue; clears a partial tile's stale tail)",
+      .rows = RowMap::Whole,
+      .summary = "dst (a whole L1 / L0A / L0B tile) = value (InitConstValue; clears a partial "
+                 "tile's stale tail)",
   });
 }
 

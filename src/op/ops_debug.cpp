@@ -15,6 +15,7 @@ OpDef debug_op(std::string name, std::vector<OperandSpec> operands, AttrSpec att
                .verify = std::move(verify),
                .dtypes = any_dtype(),
                .cost = CostClass::Scalar,
+               .rows = RowMap::Whole,
                .summary = std::move(summary)};
 }
 }  // namespace
@@ -23,7 +24,8 @@ void register_debug_ops(OpList& ops) {
   ops.push_back(debug_op("printf", {{"args", OperandKind::Scalar, Access::Read, true, true}},
                          {"fmt", std::string(""), {}}, {},
                          "print a formatted line (%d %i %u %x %f %s) prefixed by the core id"));
-  ops.push_back(debug_op("dump_tensor", {in("src")}, {"desc", int64_t{0}, {}}, rules::rule_dump_tensor,
+  ops.push_back(debug_op("dump_tensor", {in("src")}, {"desc", int64_t{0}, {}},
+                         rules::rule_dump_tensor,
                          "print a tile's contents with its description id and the core id"));
 }
 

@@ -32,6 +32,7 @@ void register_move_ops(OpList& ops) {
       // Any element type moves; the fixpipe's conversions come from the target (rule_copy).
       .dtypes = any_dtype(),
       .cost = CostClass::Copy,
+      .rows = RowMap::Copy,
       .summary = "copy a tile along a legal path (GM<->UB, GM->L1, L1->L0A/L0B, L0C->GM/L1, ...)",
   });
   // AscendC DataCacheCleanAndInvalid: scalar loads and stores of GM go through each core's
@@ -46,7 +47,9 @@ void register_move_ops(OpList& ops) {
       .verify = rules::rule_dcci,
       .dtypes = any_dtype(),
       .cost = CostClass::Scalar,
-      .summary = "DataCacheCleanAndInvalid: write back and drop this core's cached lines of a GM region",
+      .rows = RowMap::Whole,
+      .summary =
+          "DataCacheCleanAndInvalid: write back and drop this core's cached lines of a GM region",
   });
   ops.push_back({
       .name = "atomic_add",
@@ -57,6 +60,7 @@ void register_move_ops(OpList& ops) {
       .verify = rules::rule_atomic_add,
       .dtypes = dtypes_from_target("atomic_dtypes"),
       .cost = CostClass::Copy,
+      .rows = RowMap::Whole,
       .atomic = true,
       .summary = "dst (GM) += src (UB, L0C or L1), atomically across cores",
   });

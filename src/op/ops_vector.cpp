@@ -8,85 +8,104 @@
 
 namespace tl::ops {
 namespace {
-const std::vector<std::string> kRoundModes = {"CAST_NONE", "CAST_RINT",  "CAST_FLOOR", "CAST_CEIL",
+const std::vector<std::string> kRoundModes = {"CAST_NONE",  "CAST_RINT",  "CAST_FLOOR", "CAST_CEIL",
                                               "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
 const std::vector<std::string> kCmpModes = {"LT", "GT", "EQ", "LE", "GE", "NE"};
 const std::vector<std::string> kGatherPatterns = {"",      "P0101", "P1010", "P0001",
                                                   "P0010", "P0100", "P1000", "P1111"};
 using D = DType;
-const std::vector<DType> kAnyWidth = {D::Int8,    D::UInt8, D::Int16,  D::UInt16, D::Float16,
+const std::vector<DType> kAnyWidth = {D::Int8,     D::UInt8, D::Int16,  D::UInt16, D::Float16,
                                       D::BFloat16, D::Int32, D::UInt32, D::Float32};
 
 using Rule = std::function<void(const TileOpNode&, VerifyContext&)>;
-OpDef vec(std::string name, std::vector<OperandSpec> operands, std::string summary, std::vector<DType> dtypes,
-          CostClass cost = CostClass::VecSimple, std::vector<AttrSpec> attrs = {},
-          Rule verify = rules::rule_elementwise) {
-  return vector_op("tile." + name, std::move(operands), std::move(summary), std::move(attrs), std::move(verify),
-                   only_dtypes(std::move(dtypes)), cost);
+OpDef vec(std::string name, RowMap rows, std::vector<OperandSpec> operands, std::string summary,
+          std::vector<DType> dtypes, CostClass cost = CostClass::VecSimple,
+          std::vector<AttrSpec> attrs = {}, Rule verify = rules::rule_elementwise) {
+  return vector_op("tile." + name, std::move(operands), std::move(summary), std::move(attrs),
+                   std::move(verify), only_dtypes(std::move(dtypes)), cost, rows);
 }
 }  // namespace
 
 void register_vector_ops(OpList& ops) {
   const auto operand2 = OperandSpec{"src1", OperandKind::TileOrScalar, Access::Read};
-#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY) \
-  ops.push_back(vec(#NAME, {out("dst"), in("src0"), operand2}, SUMMARY, DTYPES, CostClass::COST));
+#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY)                                 \
+  ops.push_back(vec(#NAME, RowMap::Elementwise, {out("dst"), in("src0"), operand2}, SUMMARY, \
+                    DTYPES, CostClass::COST));
 #define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY) \
-  ops.push_back(vec(#NAME, {out("dst"), in("src")}, SUMMARY, DTYPES, CostClass::COST));
-#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)                                       \
-  ops.push_back(vec("row_expand_" #NAME, {out("dst"), in("src0"), in("src1")}, SUMMARY, DTYPES, CostClass::COST, \
-                    {}, rules::rule_row_expand));
+  ops.push_back(                                        \
+      vec(#NAME, RowMap::Elementwise, {out("dst"), in("src")}, SUMMARY, DTYPES, CostClass::COST));
+#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)                                  \
+  ops.push_back(vec("row_expand_" #NAME, RowMap::RowExpand, {out("dst"), in("src0"), in("src1")}, \
+                    SUMMARY, DTYPES, CostClass::COST, {}, rules::rule_row_expand));
 #include "tl/vector_ops.def"
   // The ops a 3510 (950) vector unit computes with subnormal inputs and results flushed to zero
   // (their INTRINSIC algorithms; asc-devkit "2201到3510架构变更", 计算单元: Ln/Sqrt/Rsqrt/Div/
   // Reciprocal/Exp). OpDef::flushes_subnormals; A2/A3 keep subnormals.
   for (auto& op : ops)
-    for (const char* f : {"tile.div", "tile.row_expand_div", "tile.exp", "tile.ln", "tile.sqrt", "tile.rsqrt",
-                          "tile.reciprocal"})
+    for (const char* f : {"tile.div", "tile.row_expand_div", "tile.exp", "tile.ln", "tile.sqrt",
+                          "tile.rsqrt", "tile.reciprocal"})
       if (op.name == f) op.flushes_subnormals = true;
 
   for (const char* b : {"bitwise_and", "bitwise_or"})
-    ops.push_back(vec(b, {out("dst"), in("src0"), in("src1")}, fmt::format("dst = src0 {} src1", b), {D::Int16, D::UInt16}));
-  ops.push_back(vec("bitwise_not", {out("dst"), in("src")}, "dst = ~src", {D::Int16, D::UInt16}));
+    ops.push_back(vec(b, RowMap::Elementwise, {out("dst"), in("src0"), in("src1")},
+                      fmt::format("dst = src0 {} src1", b), {D::Int16, D::UInt16}));
+  ops.push_back(vec("bitwise_not", RowMap::Elementwise, {out("dst"), in("src")}, "dst = ~src",
+                    {D::Int16, D::UInt16}));
   const std::vector<DType> shifts = {D::Int16, D::UInt16, D::Int32, D::UInt32};
-  ops.push_back(vec("shift_left", {out("dst"), in("src"), scalar("bits")}, "dst = src << bits", shifts));
-  ops.push_back(vec("shift_right", {out("dst"), in("src"), scalar("bits")}, "dst = src >> bits", shifts));
-  ops.push_back(vec("relu", {out("dst"), in("src")}, "dst = max(src, 0)", {D::Float16, D::Int32, D::Float32}));
-  ops.push_back(vec("axpy", {inout("dst"), in("src"), scalar("alpha")}, "dst += alpha * src", kFloat,
-                    CostClass::VecSimple, {}, rules::rule_axpy));
-  ops.push_back(vec("leaky_relu", {out("dst"), in("src"), scalar("alpha")}, "dst = src >= 0 ? src : alpha * src",
-                    kFloat));
-  ops.push_back(vec("clamp", {out("dst"), in("src"), scalar("lo"), scalar("hi")}, "dst = min(max(src, lo), hi)",
-                    kFloat));
-  OpDef cast = vec("cast", {out("dst"), in("src")}, "dst = cast(src) with a rounding mode", {}, CostClass::VecSimple,
+  ops.push_back(vec("shift_left", RowMap::Elementwise, {out("dst"), in("src"), scalar("bits")},
+                    "dst = src << bits", shifts));
+  ops.push_back(vec("shift_right", RowMap::Elementwise, {out("dst"), in("src"), scalar("bits")},
+                    "dst = src >> bits", shifts));
+  ops.push_back(vec("relu", RowMap::Elementwise, {out("dst"), in("src")}, "dst = max(src, 0)",
+                    {D::Float16, D::Int32, D::Float32}));
+  ops.push_back(vec("axpy", RowMap::Elementwise, {inout("dst"), in("src"), scalar("alpha")},
+                    "dst += alpha * src", kFloat, CostClass::VecSimple, {}, rules::rule_axpy));
+  ops.push_back(vec("leaky_relu", RowMap::Elementwise, {out("dst"), in("src"), scalar("alpha")},
+                    "dst = src >= 0 ? src : alpha * src", kFloat));
+  ops.push_back(vec("clamp", RowMap::Elementwise,
+                    {out("dst"), in("src"), scalar("lo"), scalar("hi")},
+                    "dst = min(max(src, lo), hi)", kFloat));
+  OpDef cast = vec("cast", RowMap::Elementwise, {out("dst"), in("src")},
+                   "dst = cast(src) with a rounding mode", {}, CostClass::VecSimple,
                    {{"mode", std::string("CAST_NONE"), kRoundModes}}, rules::rule_cast);
   cast.dtypes = dtypes_from_target("casts");
   ops.push_back(std::move(cast));
-  ops.push_back(vec("compare", {out("dst"), in("src0"), operand2},
-                    "dst (uint8 bitmask, 1 bit per element) = src0 <mode> src1", {D::Float16, D::Float32, D::Int32},
-                    CostClass::VecSimple, {{"mode", std::string("LT"), kCmpModes}}, rules::rule_compare));
-  ops.push_back(vec("select",
-                    {out("dst"), in("mask"), in("src0"), {"src1", OperandKind::TileOrScalar, Access::Read}},
-                    "dst = mask bit set ? src0 : src1", kFloat, CostClass::VecSimple, {{"mode", int64_t{2}, {}}},
-                    rules::rule_select));
-  ops.push_back(vec("fill", {out("dst"), scalar("value")}, "dst = value",
+  ops.push_back(vec("compare", RowMap::Elementwise, {bitmask(out("dst")), in("src0"), operand2},
+                    "dst (uint8 bitmask, 1 bit per element) = src0 <mode> src1",
+                    {D::Float16, D::Float32, D::Int32}, CostClass::VecSimple,
+                    {{"mode", std::string("LT"), kCmpModes}}, rules::rule_compare));
+  ops.push_back(vec("select", RowMap::Elementwise,
+                    {out("dst"),
+                     bitmask(in("mask")),
+                     in("src0"),
+                     {"src1", OperandKind::TileOrScalar, Access::Read}},
+                    "dst = mask bit set ? src0 : src1", kFloat, CostClass::VecSimple,
+                    {{"mode", int64_t{2}, {}}}, rules::rule_select));
+  ops.push_back(vec("fill", RowMap::Elementwise, {out("dst"), scalar("value")}, "dst = value",
                     {D::Int16, D::UInt16, D::Float16, D::BFloat16, D::Int32, D::UInt32, D::Float32},
                     CostClass::VecSimple, {}, rules::rule_fill_like));
-  ops.push_back(vec("createvecindex", {out("dst"), scalar("first")}, "dst[i] = first + i", kArith,
-                    CostClass::VecSimple, {}, rules::rule_fill_like));
-  ops.push_back(vec("arith_progression", {out("dst"), scalar("first"), scalar("diff"), optional(scalar("count"))},
+  ops.push_back(vec("createvecindex", RowMap::Whole, {out("dst"), scalar("first")},
+                    "dst[i] = first + i", kArith, CostClass::VecSimple, {}, rules::rule_fill_like));
+  ops.push_back(vec("arith_progression", RowMap::Whole,
+                    {out("dst"), scalar("first"), scalar("diff"), optional(scalar("count"))},
                     "dst[i] = first + i * diff for i < count", kArith, CostClass::VecSimple, {},
                     rules::rule_fill_like));
-  ops.push_back(vec("gather", {out("dst"), in("src"), in("offsets"), optional(scalar("base"))},
+  ops.push_back(vec("gather", RowMap::Whole,
+                    {out("dst"), in("src"), in("offsets"), optional(scalar("base"))},
                     "dst[i] = src[(base + offsets[i]) / sizeof(T)] (byte offsets)", kAnyWidth,
                     CostClass::VecSimple, {}, rules::rule_gather));
-  ops.push_back(vec("gather_mask", {out("dst"), in("src"), optional(in("mask"))},
+  ops.push_back(vec("gather_mask", RowMap::Whole,
+                    {out("dst"), in("src"), optional(bitmask(in("mask")))},
                     "dst = the elements of src selected by a fixed pattern or a bitmask", kAnyWidth,
-                    CostClass::VecSimple, {{"pattern", std::string(""), kGatherPatterns}}, rules::rule_gather_mask));
-  ops.push_back(vec("broadcast", {out("dst"), in("src")},
-                    "dst = src broadcast along its size-1 (or missing leading) dimensions", kAnyWidth,
-                    CostClass::VecSimple, {}, rules::rule_broadcast));
-  ops.push_back(vec("transpose", {out("dst"), in("src")}, "dst = src^T for one 16x16 16-bit block",
-                    {D::Int16, D::UInt16, D::Float16, D::BFloat16}, CostClass::VecSimple, {}, rules::rule_transpose));
+                    CostClass::VecSimple, {{"pattern", std::string(""), kGatherPatterns}},
+                    rules::rule_gather_mask));
+  ops.push_back(vec("broadcast", RowMap::Broadcast, {out("dst"), in("src")},
+                    "dst = src broadcast along its size-1 (or missing leading) dimensions",
+                    kAnyWidth, CostClass::VecSimple, {}, rules::rule_broadcast));
+  ops.push_back(vec("transpose", RowMap::Whole, {out("dst"), in("src")},
+                    "dst = src^T for one 16x16 16-bit block",
+                    {D::Int16, D::UInt16, D::Float16, D::BFloat16}, CostClass::VecSimple, {},
+                    rules::rule_transpose));
 }
 
 }  // namespace tl::ops

@@ -35,21 +35,28 @@ void check_definition(const OpDef& d) {
   TL_ASSERT(d.verify != nullptr || d.unit == OpUnit::Debug, "op {} has no verifier rule", d.name);
   TL_ASSERT(!d.summary.empty(), "op {} has no summary", d.name);
   TL_ASSERT(d.cost.has_value(), "op {} has no cost class", d.name);
-  TL_ASSERT(d.dtypes.kind != OpDTypes::Kind::Unset, "op {} does not say which dtypes it accepts", d.name);
+  TL_ASSERT(d.rows != RowMap::Unset,
+            "op {} does not say how its operands correspond by rows (OpDef::rows)", d.name);
+  TL_ASSERT(d.dtypes.kind != OpDTypes::Kind::Unset, "op {} does not say which dtypes it accepts",
+            d.name);
   if (d.dtypes.kind == OpDTypes::Kind::List)
     for (int a = 0; a < kNumArches; ++a) {
       const auto* list = d.dtypes.on(static_cast<Arch>(a));
-      TL_ASSERT(list && !list->empty(), "op {} has no dtype list for arch {}", d.name, arch_name(static_cast<Arch>(a)));
+      TL_ASSERT(list && !list->empty(), "op {} has no dtype list for arch {}", d.name,
+                arch_name(static_cast<Arch>(a)));
     }
   if (d.dtypes.kind == OpDTypes::Kind::TargetTable)
-    TL_ASSERT(!d.dtypes.table.empty(), "op {} takes its dtypes from an unnamed target table", d.name);
+    TL_ASSERT(!d.dtypes.table.empty(), "op {} takes its dtypes from an unnamed target table",
+              d.name);
   TL_ASSERT(!d.expansion.empty(), "op {} has no instructions", d.name);
   for (const auto& i : d.expansion)
     for (const auto& t : i.touches) {
-      TL_ASSERT(t.operand < static_cast<int>(d.operands.size()), "op {}: instruction {} touches operand {} of {}",
-                d.name, i.name, t.operand, d.operands.size());
+      TL_ASSERT(t.operand < static_cast<int>(d.operands.size()),
+                "op {}: instruction {} touches operand {} of {}", d.name, i.name, t.operand,
+                d.operands.size());
       TL_ASSERT(t.operand >= 0 || (t.bytes != nullptr && t.scratch != MemScope::GM),
-                "op {}: instruction {} touches a scratch area without a memory or a size", d.name, i.name);
+                "op {}: instruction {} touches a scratch area without a memory or a size", d.name,
+                i.name);
     }
 }
 
@@ -76,10 +83,14 @@ const Registry& registry() {
 
 std::string_view attr_type_name(const AttrValue& v) {
   switch (v.index()) {
-    case 0: return "bool";
-    case 1: return "int";
-    case 2: return "float";
-    default: return "string";
+    case 0:
+      return "bool";
+    case 1:
+      return "int";
+    case 2:
+      return "float";
+    default:
+      return "string";
   }
 }
 
@@ -92,12 +103,16 @@ const std::vector<DType>* OpDTypes::on(Arch a) const {
   return &dtypes;
 }
 OpDTypes only_dtypes(std::vector<DType> dtypes) {
-  return OpDTypes{.kind = OpDTypes::Kind::List, .dtypes = std::move(dtypes), .per_arch = {}, .table = {}};
+  return OpDTypes{
+      .kind = OpDTypes::Kind::List, .dtypes = std::move(dtypes), .per_arch = {}, .table = {}};
 }
 OpDTypes dtypes_from_target(std::string table) {
-  return OpDTypes{.kind = OpDTypes::Kind::TargetTable, .dtypes = {}, .per_arch = {}, .table = std::move(table)};
+  return OpDTypes{
+      .kind = OpDTypes::Kind::TargetTable, .dtypes = {}, .per_arch = {}, .table = std::move(table)};
 }
-OpDTypes any_dtype() { return OpDTypes{.kind = OpDTypes::Kind::Any, .dtypes = {}, .per_arch = {}, .table = {}}; }
+OpDTypes any_dtype() {
+  return OpDTypes{.kind = OpDTypes::Kind::Any, .dtypes = {}, .per_arch = {}, .table = {}};
+}
 
 int OpDef::operand_index(std::string_view n) const {
   for (size_t i = 0; i < operands.size(); ++i)
@@ -115,7 +130,9 @@ const OpDef* find_op(std::string_view name) {
   auto it = r.by_name.find(std::string(name));
   return it == r.by_name.end() ? nullptr : it->second;
 }
-const std::vector<const OpDef*>& all_ops() { return registry().ptrs; }
+const std::vector<const OpDef*>& all_ops() {
+  return registry().ptrs;
+}
 
 const TileArg* op_operand(const TileOpNode& n, std::string_view name) {
   int i = n.op->operand_index(name);
@@ -133,16 +150,18 @@ Stmt make_tile_op(std::string_view op_name, std::vector<TileArg> args, std::vect
     if (!s.optional && !s.variadic) ++required;
   bool variadic = !specs.empty() && specs.back().variadic;
   if (args.size() < required || (!variadic && args.size() > specs.size()))
-    user_error(loc, "T.{} takes {}{} operands, got {}", op->name, required,
-               variadic ? " or more" : (required == specs.size() ? "" : fmt::format("-{}", specs.size())),
-               args.size());
+    user_error(
+        loc, "T.{} takes {}{} operands, got {}", op->name, required,
+        variadic ? " or more" : (required == specs.size() ? "" : fmt::format("-{}", specs.size())),
+        args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& spec = specs[std::min(i, specs.size() - 1)];
     const auto& a = args[i];
     if (!a.is_region() && !a.is_scalar())
       user_error(loc, "T.{}: operand {} ('{}') is empty", op->name, i, spec.name);
     if (spec.kind == OperandKind::Tile && !a.is_region())
-      user_error(loc, "T.{}: operand '{}' must be a buffer or buffer region, got a scalar expression",
+      user_error(loc,
+                 "T.{}: operand '{}' must be a buffer or buffer region, got a scalar expression",
                  op->name, spec.name);
     if (spec.kind == OperandKind::Scalar && !a.is_scalar())
       user_error(loc, "T.{}: operand '{}' must be a scalar expression, got buffer region of '{}'",
@@ -154,7 +173,8 @@ Stmt make_tile_op(std::string_view op_name, std::vector<TileArg> args, std::vect
                    op->name, spec.name, r.buffer->name, r.ranges.size(), r.buffer->ndim());
       for (const auto& rg : r.ranges)
         if (!rg.min.defined() || !rg.extent.defined())
-          user_error(loc, "T.{}: operand '{}' region of '{}' has no extent (a start-point region "
+          user_error(loc,
+                     "T.{}: operand '{}' region of '{}' has no extent (a start-point region "
                      "needs a full-region operand to take its extent from)",
                      op->name, spec.name, r.buffer->name);
     }

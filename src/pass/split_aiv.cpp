@@ -45,10 +45,10 @@
 namespace tl {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 /// An int32 immediate where it fits (prints `8`, not `T.int64(8)`).
-Expr int_imm(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_cast<int>(v)) : Expr(v); }
+Expr int_imm(int64_t v) {
+  return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_cast<int>(v)) : Expr(v);
+}
 
 /// Dimension labels: a union-find over (buffer, dimension) of the UB tiles.
 class Labels {
@@ -77,7 +77,9 @@ class Labels {
     if (pinned_[x].empty()) pinned_[x] = why;
   }
   const std::string& pinned(const BufferNode* b, int d) { return pinned_[find(node(b, d))]; }
-  bool same(const BufferNode* a, int da, const BufferNode* b, int db) { return find(node(a, da)) == find(node(b, db)); }
+  bool same(const BufferNode* a, int da, const BufferNode* b, int db) {
+    return find(node(a, da)) == find(node(b, db));
+  }
   /// The (buffer, dimension) pairs labelled like (b, d).
   std::vector<std::pair<const BufferNode*, int>> members(const BufferNode* b, int d) {
     int r = find(node(b, d));
@@ -100,7 +102,8 @@ class AivSplit {
     // The channel workspaces: GM buffers the kernel declares (the others are its parameters).
     if (auto* q = k.body.as<SeqNode>())
       for (const Stmt& s : q->stmts)
-        if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::GM) workspaces_.insert(a->buffer.get());
+        if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::GM)
+          workspaces_.insert(a->buffer.get());
   }
 
   bool has_channels() const { return !workspaces_.empty(); }
@@ -112,7 +115,8 @@ class AivSplit {
         ub_.insert(a->buffer.get());
         if (a->is_view()) {
           for (size_t d = 0; d < a->buffer->ndim(); ++d) {
-            labels_.pin(a->buffer.get(), static_cast<int>(d), "a view of its bytes (" + dev::describe(a->buffer) + ")");
+            labels_.pin(a->buffer.get(), static_cast<int>(d),
+                        "a view of its bytes (" + dev::describe(a->buffer) + ")");
             labels_.pin(a->view_of.get(), static_cast<int>(d), "a view of its bytes");
           }
         }
@@ -128,29 +132,36 @@ class AivSplit {
     // The row classes: dimension 0 of every tile of rank >= 2 that GM copies touch.
     for (const auto& c : gm_copies_)
       if (c.ub->ndim() >= 2) rows_.insert(labels_.find(labels_.node(c.ub, 0)));
-    if (rows_.empty()) return fail(why, "no tile of rank 2 or more is copied from or to GM: nothing to split by rows");
+    if (rows_.empty())
+      return fail(why,
+                  "no tile of rank 2 or more is copied from or to GM: nothing to split by rows");
     for (int r : rows_) {
       auto m = labels_.members(keys_of(r).first, keys_of(r).second);
       for (const auto& [b, d] : m) {
         const std::string& pin = labels_.pinned(b, d);
         if (!pin.empty()) return fail(why, fmt::format("the rows of '{}' meet {}", b->name, pin));
         if (d != 0)
-          return fail(why, fmt::format("dimension {} of '{}' is labelled as the rows of '{}' (only leading rows split)", d,
-                                       b->name, keys_of(r).first->name));
+          return fail(
+              why,
+              fmt::format(
+                  "dimension {} of '{}' is labelled as the rows of '{}' (only leading rows split)",
+                  d, b->name, keys_of(r).first->name));
         auto ext = as_const_int(b->shape[0]);
         if (!ext) return fail(why, fmt::format("'{}' has a symbolic row count", b->name));
-        if (*ext % 2 != 0) return fail(why, fmt::format("'{}' has an odd row count ({})", b->name, *ext));
+        if (*ext % 2 != 0)
+          return fail(why, fmt::format("'{}' has an odd row count ({})", b->name, *ext));
         half_[b] = *ext / 2;
       }
       int64_t h = half_.at(m[0].first);
       for (const auto& [b, d] : m)
         if (half_.at(b) != h)
-          return fail(why, fmt::format("'{}' and '{}' share a row label but have {} and {} rows", m[0].first->name,
-                                       b->name, 2 * h, 2 * half_.at(b)));
+          return fail(why, fmt::format("'{}' and '{}' share a row label but have {} and {} rows",
+                                       m[0].first->name, b->name, 2 * h, 2 * half_.at(b)));
     }
     for (const auto& c : gm_copies_)
       if (!half_.count(c.ub) && c.to_gm && c.workspace)
-        return fail(why, fmt::format("'{}' is pushed to the cube whole: both AIVs would write it", c.ub->name));
+        return fail(why, fmt::format("'{}' is pushed to the cube whole: both AIVs would write it",
+                                     c.ub->name));
     plan_sizes(work);
     Stmt out = rewrite(work);
     if (!fallback_.empty()) return fail(why, fallback_);
@@ -194,65 +205,79 @@ class AivSplit {
         pin_all(st->buffer.get(), "an element written by the scalar unit");
       return;
     }
-    const std::string& name = op->op->name;
-    const std::string what = "T." + name + " at " + op->loc.str();
-    std::vector<const BufferRegion*> ub;  // UB region operands, in order
-    for (const TileArg& a : op->args)
-      if (is_ub(a)) ub.push_back(&a.region);
-    if (name == "copy" && op->args.size() == 2 && op->args[0].is_region() && op->args[1].is_region()) {
-      const bool src_ub = is_ub(op->args[0]), dst_ub = is_ub(op->args[1]);
-      if (src_ub && dst_ub) return unite_all_dims(op->args[0].region, op->args[1].region, what);
-      if (src_ub || dst_ub) {
-        const BufferNode* g = op->args[src_ub ? 1 : 0].region.buffer.get();
-        gm_copies_.push_back({op->args[src_ub ? 0 : 1].region.buffer.get(), src_ub, workspaces_.count(g) > 0});
-      }
-      return;
-    }
-    if (starts_with(name, "tile.row_expand_") && ub.size() == 3) {
-      unite_all_dims(*ub[0], *ub[1], what);
-      if (ub[2]->buffer->ndim() == 1) labels_.unite(ub[2]->buffer.get(), 0, ub[0]->buffer.get(), 0);
-      else pin_all(ub[2]->buffer.get(), what + " with a row vector of rank > 1");
-      return;
-    }
-    if (name == "tile.broadcast" && ub.size() == 2) {
-      const BufferNode* dst = ub[0]->buffer.get();
-      const BufferNode* src = ub[1]->buffer.get();
-      if (src->ndim() == 1 && dst->ndim() >= 1) labels_.unite(src, 0, dst, static_cast<int>(dst->ndim()) - 1);
-      else unite_all_dims(*ub[0], *ub[1], what);
-      return;
-    }
-    if (starts_with(name, "reduce_") && ub.size() == 2) {
-      const BufferNode* src = ub[0]->buffer.get();
-      const BufferNode* dst = ub[1]->buffer.get();
-      int64_t dim = op->attr_int("dim");
-      const int rank = static_cast<int>(src->ndim());
-      if (dim < 0) dim += rank;
-      for (int k = 0, j = 0; k < rank; ++k) {
-        if (k == dim) {
-          labels_.pin(src, k, "a reduction over them (" + what + ")");
-          continue;
+    const OpDef& def = *op->op;
+    const std::string what = "T." + def.name + " at " + op->loc.str();
+    // UB region operands, in order; a bit vector (compare's dst, select's mask) has no rows.
+    std::vector<const BufferRegion*> ub;
+    for (size_t i = 0; i < op->args.size(); ++i)
+      if (is_ub(op->args[i]) && !(i < def.operands.size() && def.operands[i].bitmask))
+        ub.push_back(&op->args[i].region);
+    switch (def.rows) {
+      case RowMap::Copy:
+        if (op->args.size() == 2 && op->args[0].is_region() && op->args[1].is_region()) {
+          const bool src_ub = is_ub(op->args[0]), dst_ub = is_ub(op->args[1]);
+          if (src_ub && dst_ub) return unite_all_dims(op->args[0].region, op->args[1].region, what);
+          if (src_ub || dst_ub) {
+            const BufferNode* g = op->args[src_ub ? 1 : 0].region.buffer.get();
+            gm_copies_.push_back(
+                {op->args[src_ub ? 0 : 1].region.buffer.get(), src_ub, workspaces_.count(g) > 0});
+          }
+          return;
         }
-        if (j < static_cast<int>(dst->ndim())) labels_.unite(src, k, dst, j++);
+        break;
+      case RowMap::RowExpand:
+        if (ub.size() == 3) {
+          unite_all_dims(*ub[0], *ub[1], what);
+          if (ub[2]->buffer->ndim() == 1)
+            labels_.unite(ub[2]->buffer.get(), 0, ub[0]->buffer.get(), 0);
+          else
+            pin_all(ub[2]->buffer.get(), what + " with a row vector of rank > 1");
+          return;
+        }
+        break;
+      case RowMap::Broadcast:
+        if (ub.size() == 2) {
+          const BufferNode* dst = ub[0]->buffer.get();
+          const BufferNode* src = ub[1]->buffer.get();
+          if (src->ndim() == 1 && dst->ndim() >= 1)
+            labels_.unite(src, 0, dst, static_cast<int>(dst->ndim()) - 1);
+          else
+            unite_all_dims(*ub[0], *ub[1], what);
+          return;
+        }
+        break;
+      case RowMap::Reduce:
+        if (ub.size() == 2) return relate_reduction(*op, *ub[0], *ub[1], what);
+        break;
+      case RowMap::Elementwise:
+        for (size_t i = 1; i < ub.size(); ++i) unite_all_dims(*ub[0], *ub[i], what);
+        return;
+      case RowMap::Whole:
+      case RowMap::Unset:
+        break;
+    }
+    // Position-dependent, or an operand shape the row map does not cover: no operand is split
+    // (bit vectors included).
+    for (const TileArg& a : op->args)
+      if (is_ub(a)) pin_all(a.region.buffer.get(), what);
+  }
+
+  /// A reduction over `dim`: the reduced dimension must not be split; the others pair with
+  /// the destination's, in order.
+  void relate_reduction(const TileOpNode& op, const BufferRegion& src_region,
+                        const BufferRegion& dst_region, const std::string& what) {
+    const BufferNode* src = src_region.buffer.get();
+    const BufferNode* dst = dst_region.buffer.get();
+    int64_t dim = op.attr_int("dim");
+    const int rank = static_cast<int>(src->ndim());
+    if (dim < 0) dim += rank;
+    for (int k = 0, j = 0; k < rank; ++k) {
+      if (k == dim) {
+        labels_.pin(src, k, "a reduction over them (" + what + ")");
+        continue;
       }
-      return;
+      if (j < static_cast<int>(dst->ndim())) labels_.unite(src, k, dst, j++);
     }
-    if (name == "tile.compare" || name == "tile.select") {
-      // The mask (compare's dst, select's operand 1) is a bit vector: not a tile of rows.
-      std::vector<const BufferRegion*> data;
-      for (size_t i = 0; i < op->args.size(); ++i)
-        if (is_ub(op->args[i]) && !(name == "tile.compare" && i == 0) && !(name == "tile.select" && i == 1))
-          data.push_back(&op->args[i].region);
-      for (size_t i = 1; i < data.size(); ++i) unite_all_dims(*data[0], *data[i], what);
-      return;
-    }
-    static const std::set<std::string> kPositional = {
-        "tile.createvecindex", "tile.arith_progression", "tile.gather", "tile.gather_mask", "tile.transpose",
-        "sort", "merge_sort", "topk", "init_sort_buf", "printf", "dump_tensor"};
-    if (kPositional.count(name) || !starts_with(name, "tile.")) {
-      for (const BufferRegion* r : ub) pin_all(r->buffer.get(), what);
-      return;
-    }
-    for (size_t i = 1; i < ub.size(); ++i) unite_all_dims(*ub[0], *ub[i], what);
   }
 
   /// A region of a split tile: rows [0, R) -> [0, R/2); false if it is not all the rows.
@@ -269,13 +294,15 @@ class AivSplit {
   /// compare runs over the whole tile (its other rows hold nothing either AIV uses), so its
   /// operands keep their size. Every other split tile shrinks to its half.
   bool compare_needs_whole(const TileOpNode& op) {
-    if (op.op->name != "tile.compare" || target_.compare_align_bytes <= 0 || op.args.size() < 2 || !op.args[1].is_region())
+    if (op.op->name != "tile.compare" || target_.compare_align_bytes <= 0 || op.args.size() < 2 ||
+        !op.args[1].is_region())
       return false;
     const BufferRegion& src = op.args[1].region;
     auto it = half_.find(src.buffer.get());
     if (it == half_.end()) return false;
     int64_t n = it->second;
-    for (size_t d = 1; d < src.ranges.size(); ++d) n *= as_const_int(src.ranges[d].extent).value_or(1);
+    for (size_t d = 1; d < src.ranges.size(); ++d)
+      n *= as_const_int(src.ranges[d].extent).value_or(1);
     return (n * dtype_bytes(src.buffer->dtype)) % target_.compare_align_bytes != 0;
   }
   void plan_sizes(const Stmt& work) {
@@ -289,7 +316,8 @@ class AivSplit {
       if (whole.count(b)) continue;
       std::vector<Expr> shape = b->shape;
       shape[0] = int_imm(h);
-      shrunk_[b] = BufferNode::make(b->name, b->dtype, shape, b->scope, b->strides, b->address, b->loc, b->origin);
+      shrunk_[b] = BufferNode::make(b->name, b->dtype, shape, b->scope, b->strides, b->address,
+                                    b->loc, b->origin);
     }
   }
   BufferRegion resized(BufferRegion r) const {
@@ -302,27 +330,30 @@ class AivSplit {
     if (auto* a = s.as<AllocateNode>(); a && shrunk_.count(a->buffer.get()))
       return AllocateNode::make(shrunk_.at(a->buffer.get()), a->loc);
     // Work that must happen once per block, not once per AIV: AIV 0 does it.
-    if (dev::once_per_block(s)) return IfNode::make(Expr(kernel_.vid) == Expr(0), s, Stmt(), s->loc);
+    if (dev::once_per_block(s))
+      return IfNode::make(Expr(kernel_.vid) == Expr(0), s, Stmt(), s->loc);
     if (auto* q = s.as<SeqNode>()) {
       std::vector<Stmt> out;
       for (const Stmt& x : q->stmts) out.push_back(rewrite(x));
       return SeqNode::make(std::move(out), s->loc);
     }
     if (auto* l = s.as<ForNode>())
-      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, rewrite(l->body), l->loc);
-    if (auto* n = s.as<IfNode>()) return IfNode::make(n->cond, rewrite(n->then_case), rewrite(n->else_case), n->loc);
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, rewrite(l->body),
+                           l->loc);
+    if (auto* n = s.as<IfNode>())
+      return IfNode::make(n->cond, rewrite(n->then_case), rewrite(n->else_case), n->loc);
     auto* op = s.as<TileOpNode>();
     if (!op) return s;
-    if (op->op->name == "copy" && op->args.size() == 2 && op->args[0].is_region() && op->args[1].is_region() &&
-        is_ub(op->args[0]) != is_ub(op->args[1]))
+    if (op->op->rows == RowMap::Copy && op->args.size() == 2 && op->args[0].is_region() &&
+        op->args[1].is_region() && is_ub(op->args[0]) != is_ub(op->args[1]))
       return rewrite_gm_copy(*op, s);
     if (compare_needs_whole(*op)) return s;
     std::vector<TileArg> args = op->args;
     for (TileArg& a : args) {
       if (!a.is_region()) continue;
       if (!halve(a.region)) {
-        fallback_ = fmt::format("T.{} at {} works on part of the rows of '{}'", op->op->name, op->loc.str(),
-                                a.region.buffer->name);
+        fallback_ = fmt::format("T.{} at {} works on part of the rows of '{}'", op->op->name,
+                                op->loc.str(), a.region.buffer->name);
         return s;
       }
       a.region = resized(a.region);
@@ -341,9 +372,10 @@ class AivSplit {
       return self;
     }
     const int64_t h = it->second;
-    if (u.ranges.size() > g.ranges.size() || !as_const_int(u.ranges[0].min) || *as_const_int(u.ranges[0].min) != 0) {
-      fallback_ = fmt::format("T.copy at {} moves rows of '{}' that do not start at its first row", op.loc.str(),
-                              u.buffer->name);
+    if (u.ranges.size() > g.ranges.size() || !as_const_int(u.ranges[0].min) ||
+        *as_const_int(u.ranges[0].min) != 0) {
+      fallback_ = fmt::format("T.copy at {} moves rows of '{}' that do not start at its first row",
+                              op.loc.str(), u.buffer->name);
       return self;
     }
     const size_t gd = g.ranges.size() - u.ranges.size();  // the GM dimension of the tile's rows
@@ -382,7 +414,8 @@ class AivSplit {
 /// crosses cores (a channel's mode-2 flags pair one AIC step with both AIVs' steps).
 class IterationSplit {
  public:
-  IterationSplit(const Target& t, const KernelNode& k, bool channels) : target_(t), kernel_(k), channels_(channels) {}
+  IterationSplit(const Target& t, const KernelNode& k, bool channels)
+      : target_(t), kernel_(k), channels_(channels) {}
 
   std::optional<Stmt> run(const Stmt& work, std::string& why) {
     if (channels_) return fail(why, "the vector work exchanges tiles with the cube");
@@ -396,7 +429,8 @@ class IterationSplit {
     if (loop < 0) return fail(why, "the vector work has no loop");
     const auto& L = *top[static_cast<size_t>(loop)].as<ForNode>();
     const std::vector<Stmt> body = dev::stmts_of(L.body);
-    if (auto reason = dependence(L, body, top, static_cast<size_t>(loop))) return fail(why, *reason);
+    if (auto reason = dependence(L, body, top, static_cast<size_t>(loop)))
+      return fail(why, *reason);
     // Both AIVs run what is around the loop: declarations, lets and UB work only (a debug print
     // there is AIV 0's).
     for (const Stmt& s : top)
@@ -408,12 +442,14 @@ class IterationSplit {
         s = IfNode::make(Expr(kernel_.vid) == Expr(0), s, Stmt(), s->loc);
     // for k in range((extent - vid + 1) // 2): the body at t = min + 2 k + vid.
     Var k(L.var.name() + "_aiv", L.var.dtype());
-    const Expr vid = L.var.dtype() == kernel_.vid.dtype() ? Expr(kernel_.vid) : cast(L.var.dtype(), Expr(kernel_.vid));
+    const Expr vid = L.var.dtype() == kernel_.vid.dtype() ? Expr(kernel_.vid)
+                                                          : cast(L.var.dtype(), Expr(kernel_.vid));
     const Expr two = arith::make_int(L.var.dtype(), 2), one = arith::make_int(L.var.dtype(), 1);
-    Stmt split_body = arith::substitute(L.body, arith::VarMap{{L.var.node(), L.min + k * two + vid}});
+    Stmt split_body =
+        arith::substitute(L.body, arith::VarMap{{L.var.node(), L.min + k * two + vid}});
     Expr extent = simplify(floordiv(L.extent - vid + one, two));
-    top[static_cast<size_t>(loop)] = ForNode::make(k, arith::make_int(L.var.dtype(), 0), extent, L.for_kind,
-                                                   L.num_stages, split_body, L.loc);
+    top[static_cast<size_t>(loop)] = ForNode::make(k, arith::make_int(L.var.dtype(), 0), extent,
+                                                   L.for_kind, L.num_stages, split_body, L.loc);
     loop_ = &L;
     return SeqNode::make(std::move(top), work->loc);
   }
@@ -429,14 +465,15 @@ class IterationSplit {
   }
 
   /// Why the iterations of L depend on each other, if they may.
-  std::optional<std::string> dependence(const ForNode& L, const std::vector<Stmt>& body, const std::vector<Stmt>& top,
-                                        size_t loop) const {
+  std::optional<std::string> dependence(const ForNode& L, const std::vector<Stmt>& body,
+                                        const std::vector<Stmt>& top, size_t loop) const {
     std::set<const BufferNode*> gm_read, gm_written;
     std::set<const BufferNode*> ub_written;
     pre_order_visit(L.body, [&](const Stmt& x) {
-      if (auto* op = x.as<TileOpNode>(); op && op->op->name == "atomic_add")
+      if (auto* op = x.as<TileOpNode>(); op && op->op->atomic)
         for (const TileArg& a : op->args)
-          if (a.is_region() && a.region.buffer->scope == MemScope::GM) gm_read.insert(a.region.buffer.get());
+          if (a.is_region() && a.region.buffer->scope == MemScope::GM)
+            gm_read.insert(a.region.buffer.get());
     });
     for (const dev::Touch& t : dev::touches_of(L.body, target_)) {
       if (t.buffer->scope == MemScope::GM) {
@@ -446,10 +483,12 @@ class IterationSplit {
       }
     }
     for (const BufferNode* b : gm_written)
-      if (gm_read.count(b)) return fmt::format("its loop both reads and writes (or accumulates into) '{}'", b->name);
+      if (gm_read.count(b))
+        return fmt::format("its loop both reads and writes (or accumulates into) '{}'", b->name);
     for (const BufferNode* b : ub_written) {
       if (!dev::privatisable(b, body, target_))
-        return fmt::format("'{}' carries a value from one iteration of its loop to the next", b->name);
+        return fmt::format("'{}' carries a value from one iteration of its loop to the next",
+                           b->name);
       for (size_t i = loop + 1; i < top.size(); ++i)
         for (const dev::Touch& t : dev::touches_of(top[i], target_))
           if (t.buffer == b) return fmt::format("'{}' is used after its loop", b->name);
@@ -475,16 +514,16 @@ class IterationSplit {
         for (const dev::Touch& t : dev::touches_of(x, target_)) {
           if (!t.write || t.buffer->scope != MemScope::GM) continue;
           if (inner || !stored.insert(t.buffer).second || !apart(*op, t.buffer, lets, L))
-            out = fmt::format("{} may write the same part of '{}' in two iterations of its loop", dev::describe(x),
-                              t.buffer->name);
+            out = fmt::format("{} may write the same part of '{}' in two iterations of its loop",
+                              dev::describe(x), t.buffer->name);
         }
       } else if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) {
         // A scalar store: one element, at its indices.
         BufferRegion r{st->buffer, {}};
         for (const Expr& i : st->indices) r.ranges.push_back({i, Expr(1)});
         if (inner || !stored.insert(st->buffer.get()).second || !apart_region(r, lets, L))
-          out = fmt::format("{} may write the same part of '{}' in two iterations of its loop", dev::describe(x),
-                            st->buffer->name);
+          out = fmt::format("{} may write the same part of '{}' in two iterations of its loop",
+                            dev::describe(x), st->buffer->name);
       }
     };
     walk(L.body, false);
@@ -494,17 +533,22 @@ class IterationSplit {
   /// Whether op's regions of GM tensor b in two iterations never meet: along some dimension the
   /// start moves by c per iteration (affine in the loop variable, lets inlined), and |c| is at
   /// least every extent the region can have.
-  static bool apart(const TileOpNode& op, const BufferNode* b, const arith::VarMap& lets, const ForNode& L) {
+  static bool apart(const TileOpNode& op, const BufferNode* b, const arith::VarMap& lets,
+                    const ForNode& L) {
     for (const TileArg& a : op.args)
-      if (a.is_region() && a.region.buffer.get() == b && !apart_region(a.region, lets, L)) return false;
+      if (a.is_region() && a.region.buffer.get() == b && !apart_region(a.region, lets, L))
+        return false;
     return true;
   }
-  static bool apart_region(const BufferRegion& region, const arith::VarMap& lets, const ForNode& L) {
+  static bool apart_region(const BufferRegion& region, const arith::VarMap& lets,
+                           const ForNode& L) {
     if (region.ranges.empty() || region.partial()) return false;
     for (const Range& r : region.ranges) {
       const Expr mn = arith::substitute(r.min, lets), ext = arith::substitute(r.extent, lets);
       auto moved = [&](int64_t by) {
-        return arith::constant_difference(arith::substitute(mn, {{L.var.node(), L.var + arith::make_int(L.var.dtype(), by)}}), mn);
+        return arith::constant_difference(
+            arith::substitute(mn, {{L.var.node(), L.var + arith::make_int(L.var.dtype(), by)}}),
+            mn);
       };
       auto c1 = moved(1), c2 = moved(2);
       if (!c1 || !c2 || *c2 != 2 * *c1 || *c1 == 0) continue;
@@ -529,8 +573,8 @@ class IterationSplit {
 /// The first rule `work`, in place of the Vector scope `scope`, breaks that `f` keeps ("" if
 /// none): a split must not break a rule the kernel keeps (alignment of the halved ops, ...);
 /// what the kernel breaks anyway, verify_lowered reports.
-static std::string new_violation(const PrimFunc& f, const std::vector<Stmt>& top, const Stmt& scope, const Stmt& work,
-                                  const Target& target) {
+static std::string new_violation(const PrimFunc& f, const std::vector<Stmt>& top, const Stmt& scope,
+                                 const Stmt& work, const Target& target) {
   std::set<std::string> before;
   for (const Diagnostic& d : verify(f, target)) before.insert(d.str());
   std::vector<Stmt> trial = top;
@@ -570,14 +614,17 @@ PrimFunc split_aiv(const PrimFunc& f, const Target& target, const RemarkSink& re
         }
       if (!alternate) {
         dev::remark(remark, "split_aiv", on_aiv0->loc,
-                    fmt::format("kernel {}: threads = 2, but the vector work stays on AIV 0: {}; nor by iterations: {}",
+                    fmt::format("kernel {}: threads = 2, but the vector work stays on AIV 0: {}; "
+                                "nor by iterations: {}",
                                 f->name, why, why_iterations));
         continue;
       }
-      dev::remark(remark, "split_aiv", by_iterations.loop()->loc,
-                  fmt::format("kernel {}: threads = 2 and the rows cannot be split ({}): the AIVs take alternate "
-                              "iterations of `for {}`",
-                              f->name, why, by_iterations.loop()->var.name()));
+      dev::remark(
+          remark, "split_aiv", by_iterations.loop()->loc,
+          fmt::format(
+              "kernel {}: threads = 2 and the rows cannot be split ({}): the AIVs take alternate "
+              "iterations of `for {}`",
+              f->name, why, by_iterations.loop()->var.name()));
       both = alternate;
     }
     s = ScopeNode::make(CoreKind::Vector, *both, s->loc);

@@ -14,6 +14,7 @@
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/timing.h"
+#include "tl/op.h"
 #include "tl/printer.h"
 
 namespace tl {
@@ -21,7 +22,8 @@ namespace {
 
 std::vector<double> wave(int64_t n, double phase) {
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = std::sin(0.43 * static_cast<double>(i) + phase);
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = std::sin(0.43 * static_cast<double>(i) + phase);
   return v;
 }
 
@@ -81,21 +83,23 @@ enum class Rows { MaxPerRow, MaxPerColumn, Elementwise };
 PrimFunc row_kernel(int M, int N, int bM, Rows kind) {
   auto X = T::Tensor("X", {M, N}, f32), Y = T::Tensor("Y", {M, N}, f32);
   return T::prim_func("rows", {X, Y}, [&] {
-    T::Kernel(ceildiv(M, bM), [&](Expr cid) {
-      auto x = T::alloc_shared("x", {bM, N}, f32);
-      T::copy(X.at({cid * bM, 0}), x);
-      if (kind == Rows::Elementwise) {
-        T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) * 3.0f; });
-      } else {
-        auto r = T::alloc_fragment("r", {kind == Rows::MaxPerColumn ? N : bM}, f32);
-        T::reduce_max(x, r, kind == Rows::MaxPerColumn ? 0 : -1);
-        if (kind == Rows::MaxPerColumn)
-          T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) - r(j); });
-        else
-          T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) - r(i); });
-      }
-      T::copy(x, Y.at({cid * bM, 0}));
-    }, {.threads = 2});
+    T::Kernel(ceildiv(M, bM),
+              [&](Expr cid) {
+                auto x = T::alloc_shared("x", {bM, N}, f32);
+                T::copy(X.at({cid * bM, 0}), x);
+                if (kind == Rows::Elementwise) {
+                  T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) * 3.0f; });
+                } else {
+                  auto r = T::alloc_fragment("r", {kind == Rows::MaxPerColumn ? N : bM}, f32);
+                  T::reduce_max(x, r, kind == Rows::MaxPerColumn ? 0 : -1);
+                  if (kind == Rows::MaxPerColumn)
+                    T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) - r(j); });
+                  else
+                    T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) - r(i); });
+                }
+                T::copy(x, Y.at({cid * bM, 0}));
+              },
+              {.threads = 2});
   });
 }
 
@@ -105,9 +109,12 @@ TEST(SplitAiv, EachAivTakesHalfTheRowsOfATileAndItsCopies) {
   // Each AIV holds its 8 rows of the 16-row tile and its 8 row maxima.
   EXPECT_NE(ir.find("x = T.alloc_ub((8, 256), \"float32\""), std::string::npos) << ir;
   EXPECT_NE(ir.find("r = T.alloc_ub((8,), \"float32\""), std::string::npos) << ir;
-  EXPECT_NE(ir.find("T.copy(X[cid * 16 + vid * 8:cid * 16 + vid * 8 + 8, 0:256], x)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("T.copy(X[cid * 16 + vid * 8:cid * 16 + vid * 8 + 8, 0:256], x)"),
+            std::string::npos)
+      << ir;
   EXPECT_NE(ir.find("T.reduce_max(x, r)"), std::string::npos) << ir;
-  EXPECT_EQ(run(row_kernel(64, 256, 16, Rows::MaxPerRow), true), run(row_kernel(64, 256, 16, Rows::MaxPerRow), false));
+  EXPECT_EQ(run(row_kernel(64, 256, 16, Rows::MaxPerRow), true),
+            run(row_kernel(64, 256, 16, Rows::MaxPerRow), false));
 }
 
 TEST(SplitAiv, OddRowsAndAReductionOverTheRowsStayOnAiv0WithARemark) {
@@ -115,7 +122,8 @@ TEST(SplitAiv, OddRowsAndAReductionOverTheRowsStayOnAiv0WithARemark) {
   std::string ir = lowered(row_kernel(30, 256, 3, Rows::Elementwise), &remarks);
   EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_NE(remarks[0].find("threads = 2, but the vector work stays on AIV 0: 'x' has an odd row count (3)"),
+  EXPECT_NE(remarks[0].find(
+                "threads = 2, but the vector work stays on AIV 0: 'x' has an odd row count (3)"),
             std::string::npos)
       << remarks[0];
   EXPECT_NE(remarks[0].find("split_aiv_test.cpp:"), std::string::npos) << remarks[0];
@@ -123,10 +131,13 @@ TEST(SplitAiv, OddRowsAndAReductionOverTheRowsStayOnAiv0WithARemark) {
   ir = lowered(row_kernel(64, 256, 16, Rows::MaxPerColumn), &remarks);
   EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_NE(remarks[0].find("the rows of 'x' meet a reduction over them"), std::string::npos) << remarks[0];
+  EXPECT_NE(remarks[0].find("the rows of 'x' meet a reduction over them"), std::string::npos)
+      << remarks[0];
   // Both still give the right answer (the serial AIV 0 schedule).
-  EXPECT_EQ(run(row_kernel(30, 256, 3, Rows::Elementwise), true), run(row_kernel(30, 256, 3, Rows::Elementwise), false));
-  EXPECT_EQ(run(row_kernel(64, 256, 16, Rows::MaxPerColumn), true), run(row_kernel(64, 256, 16, Rows::MaxPerColumn), false));
+  EXPECT_EQ(run(row_kernel(30, 256, 3, Rows::Elementwise), true),
+            run(row_kernel(30, 256, 3, Rows::Elementwise), false));
+  EXPECT_EQ(run(row_kernel(64, 256, 16, Rows::MaxPerColumn), true),
+            run(row_kernel(64, 256, 16, Rows::MaxPerColumn), false));
 }
 
 /// `tiles` row tiles of bM rows per block in a T.Pipelined loop: times 3, or (carried) added to
@@ -137,21 +148,24 @@ PrimFunc tile_loop(int M, int N, int bM, int tiles, Loop kind) {
   auto X = T::Tensor("X", {M, N}, f32), Y = T::Tensor("Y", {M, N}, f32);
   const int row_tiles = ceildiv(M, bM);
   return T::prim_func("tiles", {X, Y}, [&] {
-    T::Kernel(ceildiv(row_tiles, tiles), [&](Expr cid) {
-      auto x = T::alloc_shared("x", {bM, N}, f32), acc = T::alloc_fragment("acc", {bM, N}, f32);
-      if (kind == Loop::Carried) T::clear(acc);
-      T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
-        T::copy(X.at({(cid * tiles + t) * bM, 0}), x);
-        if (kind == Loop::Carried) {
-          T::Parallel({bM, N}, [&](Expr i, Expr j) { acc(i, j) = acc(i, j) + x(i, j); });
-        } else {
-          T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) * 3.0f; });
-          T::copy(x, Y.at({(cid * tiles + (kind == Loop::SameRows ? Expr(0) : t)) * bM, 0}));
-          if (kind == Loop::TwoStores) T::copy(x, Y.at({(cid * tiles + t) * bM, 0}));
-        }
-      });
-      if (kind == Loop::Carried) T::copy(acc, Y.at({cid * bM, 0}));
-    }, {.threads = 2});
+    T::Kernel(
+        ceildiv(row_tiles, tiles),
+        [&](Expr cid) {
+          auto x = T::alloc_shared("x", {bM, N}, f32), acc = T::alloc_fragment("acc", {bM, N}, f32);
+          if (kind == Loop::Carried) T::clear(acc);
+          T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
+            T::copy(X.at({(cid * tiles + t) * bM, 0}), x);
+            if (kind == Loop::Carried) {
+              T::Parallel({bM, N}, [&](Expr i, Expr j) { acc(i, j) = acc(i, j) + x(i, j); });
+            } else {
+              T::Parallel({bM, N}, [&](Expr i, Expr j) { x(i, j) = x(i, j) * 3.0f; });
+              T::copy(x, Y.at({(cid * tiles + (kind == Loop::SameRows ? Expr(0) : t)) * bM, 0}));
+              if (kind == Loop::TwoStores) T::copy(x, Y.at({(cid * tiles + t) * bM, 0}));
+            }
+          });
+          if (kind == Loop::Carried) T::copy(acc, Y.at({cid * bM, 0}));
+        },
+        {.threads = 2});
   });
 }
 
@@ -160,15 +174,17 @@ TEST(SplitAiv, OddRowsInALoopOfIndependentTilesSplitTheIterations) {
   std::string ir = lowered(tile_loop(45, 256, 3, 5, Loop::Independent), &remarks);
   EXPECT_EQ(ir.find("if vid == 0"), std::string::npos) << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_NE(remarks[0].find("the rows cannot be split ('x' has an odd row count (3)): the AIVs take alternate "
-                            "iterations of `for t`"),
+  EXPECT_NE(remarks[0].find(
+                "the rows cannot be split ('x' has an odd row count (3)): the AIVs take alternate "
+                "iterations of `for t`"),
             std::string::npos)
       << remarks[0];
   // AIV v: iterations 2 k + v of this block's min(5, 15 - 5 cid).
   EXPECT_NE(ir.find("(cid * 5 + (t_aiv_o * 4 + vid)) * 3"), std::string::npos) << ir;
   // Every trip count of the last block (15, 14, 13, 11 row tiles over blocks of 5), odd and even.
   for (int M : {45, 42, 39, 33, 3})
-    EXPECT_EQ(run(tile_loop(M, 256, 3, 5, Loop::Independent), true), run(tile_loop(M, 256, 3, 5, Loop::Independent), false))
+    EXPECT_EQ(run(tile_loop(M, 256, 3, 5, Loop::Independent), true),
+              run(tile_loop(M, 256, 3, 5, Loop::Independent), false))
         << M;
 }
 
@@ -177,22 +193,27 @@ TEST(SplitAiv, IterationsThatDependOnEachOtherStayOnAiv0WithTheReason) {
   std::string ir = lowered(tile_loop(45, 256, 3, 5, Loop::Carried), &remarks);
   EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_NE(remarks[0].find("nor by iterations: 'acc' carries a value from one iteration of its loop to the next"),
-            std::string::npos)
+  EXPECT_NE(
+      remarks[0].find(
+          "nor by iterations: 'acc' carries a value from one iteration of its loop to the next"),
+      std::string::npos)
       << remarks[0];
   remarks.clear();
   ir = lowered(tile_loop(45, 256, 3, 5, Loop::SameRows), &remarks);
   EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_NE(remarks[0].find("may write the same part of 'Y' in two iterations of its loop"), std::string::npos)
+  EXPECT_NE(remarks[0].find("may write the same part of 'Y' in two iterations of its loop"),
+            std::string::npos)
       << remarks[0];
-  EXPECT_EQ(run(tile_loop(45, 256, 3, 5, Loop::SameRows), true), run(tile_loop(45, 256, 3, 5, Loop::SameRows), false));
+  EXPECT_EQ(run(tile_loop(45, 256, 3, 5, Loop::SameRows), true),
+            run(tile_loop(45, 256, 3, 5, Loop::SameRows), false));
   // Two stores to one tensor could meet across iterations; the split does not try to tell.
   remarks.clear();
   ir = lowered(tile_loop(45, 256, 3, 5, Loop::TwoStores), &remarks);
   EXPECT_NE(ir.find("if vid == 0"), std::string::npos) << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_NE(remarks[0].find("may write the same part of 'Y' in two iterations of its loop"), std::string::npos)
+  EXPECT_NE(remarks[0].find("may write the same part of 'Y' in two iterations of its loop"),
+            std::string::npos)
       << remarks[0];
 }
 
@@ -205,20 +226,24 @@ TEST(SplitAiv, TheIterationSplitBalancesTheAivs) {
   for (const auto& [block, busy] : v_busy) {
     SCOPED_TRACE(block);
     ASSERT_GT(busy[0], 0);
-    EXPECT_LE(std::abs(busy[0] - busy[1]) / std::max(busy[0], busy[1]), 0.05) << busy[0] << " vs " << busy[1];
+    EXPECT_LE(std::abs(busy[0] - busy[1]) / std::max(busy[0], busy[1]), 0.05)
+        << busy[0] << " vs " << busy[1];
   }
 }
 
 TEST(SplitAiv, TailRowsAreClippedPerAiv) {
   // 37 rows in tiles of 16: the last tile has 5, all on AIV 0; AIV 1's copies are skipped.
-  EXPECT_EQ(run(row_kernel(37, 256, 16, Rows::MaxPerRow), true), run(row_kernel(37, 256, 16, Rows::MaxPerRow), false));
+  EXPECT_EQ(run(row_kernel(37, 256, 16, Rows::MaxPerRow), true),
+            run(row_kernel(37, 256, 16, Rows::MaxPerRow), false));
 }
 
 // Must-show 4 on FlashAttention: the same bits with and without the split, tails included, and
 // the two AIVs' V pipes within 5 % of each other.
 TEST(SplitAiv, FlashAttentionIsBitIdenticalAndBalancedAcrossTheAivs) {
   for (const auto& params : std::vector<std::map<std::string, std::string>>{
-           {{"S", "256"}, {"D", "128"}}, {{"S", "200"}, {"D", "64"}}, {{"B", "2"}, {"S", "77"}, {"D", "80"}, {"bN", "32"}}}) {
+           {{"S", "256"}, {"D", "128"}},
+           {{"S", "200"}, {"D", "64"}},
+           {{"B", "2"}, {"S", "77"}, {"D", "80"}, {"bN", "32"}}}) {
     PrimFunc f = build_kernel(find_kernel("flash_attention_dev"), params);
     SCOPED_TRACE(print(f).substr(0, 120));
     EXPECT_EQ(run(f, true), run(f, false));
@@ -229,8 +254,68 @@ TEST(SplitAiv, FlashAttentionIsBitIdenticalAndBalancedAcrossTheAivs) {
   for (const auto& [block, busy] : v_busy) {
     SCOPED_TRACE(block);
     ASSERT_GT(busy[0], 0);
-    EXPECT_LE(std::abs(busy[0] - busy[1]) / std::max(busy[0], busy[1]), 0.05) << busy[0] << " vs " << busy[1];
+    EXPECT_LE(std::abs(busy[0] - busy[1]) / std::max(busy[0], busy[1]), 0.05)
+        << busy[0] << " vs " << busy[1];
   }
+}
+
+/// A developer kernel whose 16-row tile is filled by a position-dependent op (index generation,
+/// a 16 x 16 transpose) and then scaled: split by rows, AIV 1 would generate its positions from
+/// 0 again, or transpose its own 8 rows alone.
+enum class Positional { Index, Transpose };
+PrimFunc positional_kernel(Positional kind) {
+  const DType t = kind == Positional::Index ? DType::Int32 : DType::Float16;
+  auto X = T::Tensor("X", {16, 16}, t), Y = T::Tensor("Y", {16, 16}, t);
+  return T::prim_func("positional", {X, Y}, [&] {
+    T::Kernel(1,
+              [&](Expr) {
+                auto x = T::alloc_shared("x", {16, 16}, t), y = T::alloc_fragment("y", {16, 16}, t);
+                T::copy(X.at({0, 0}), x);
+                if (kind == Positional::Index)
+                  T::tile::createvecindex(y, 0);
+                else
+                  T::tile::transpose(y, x);
+                T::Parallel({16, 16}, [&](Expr i, Expr j) { y(i, j) = y(i, j) + y(i, j); });
+                T::copy(y, Y.at({0, 0}));
+              },
+              {.threads = 2});
+  });
+}
+
+// Issue 28: split_aiv read a list of position-dependent op names and split every other `tile.*`
+// op by rows, so a new position-dependent op missing from the list would have been silently
+// wrong. Now each op states how its operands correspond by rows (OpDef::rows, required by the
+// registry) and the pass reads that: these stay whole, and give the reference's answer.
+TEST(SplitAiv, PositionDependentOpsAreNeverSplitByRows) {
+  for (auto kind : {Positional::Index, Positional::Transpose}) {
+    SCOPED_TRACE(kind == Positional::Index ? "createvecindex" : "transpose");
+    std::vector<std::string> remarks;
+    std::string ir = lowered(positional_kernel(kind), &remarks);
+    EXPECT_EQ(ir.find("alloc_ub((8, 16)"), std::string::npos) << ir;
+    ASSERT_EQ(remarks.size(), 1u);
+    EXPECT_NE(
+        remarks[0].find(kind == Positional::Index ? "T.tile.createvecindex" : "T.tile.transpose"),
+        std::string::npos)
+        << remarks[0];
+    std::vector<double> x = wave(256, 0.3), y = run(positional_kernel(kind), true);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        // fp16 inputs: the wave rounded to half, doubled exactly.
+        double want = kind == Positional::Index
+                          ? 2.0 * (i * 16 + j)
+                          : 2.0 * static_cast<double>(static_cast<_Float16>(x[j * 16 + i]));
+        ASSERT_EQ(y[i * 16 + j], want) << i << ", " << j;
+      }
+    EXPECT_EQ(y, run(positional_kernel(kind), false));
+  }
+}
+
+TEST(SplitAiv, EveryOpSaysHowItsOperandsCorrespondByRows) {
+  for (const OpDef* op : all_ops()) EXPECT_NE(op->rows, RowMap::Unset) << op->name;
+  EXPECT_EQ(find_op("tile.gather")->rows, RowMap::Whole);
+  EXPECT_EQ(find_op("topk")->rows, RowMap::Whole);
+  EXPECT_EQ(find_op("tile.add")->rows, RowMap::Elementwise);
+  EXPECT_TRUE(find_op("tile.compare")->operands[0].bitmask);
 }
 
 }  // namespace
