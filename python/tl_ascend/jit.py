@@ -73,6 +73,12 @@ class PassConfigKey:
 _LOCATED = re.compile(r"\S+:\d+\b")
 
 
+class ArgumentError(_core.Error, TypeError):
+    """A kernel called with the wrong kind or count of arguments: a tl_ascend.Error (located at
+    the call) that is also the TypeError Python raises for a wrong call, so `except TypeError`
+    keeps working."""
+
+
 def _located(fn):
     """The public entry points (compile, a kernel's construction and calls): any error is a
     tl_ascend.Error at the caller's file:line, and names the kernel's own definition. An error
@@ -80,6 +86,7 @@ def _located(fn):
 
     @functools.wraps(fn)
     def entry(*args, **kwargs):
+        error = _core.Error
         try:
             return fn(*args, **kwargs)
         except _core.InternalError:
@@ -88,12 +95,15 @@ def _located(fn):
             if _LOCATED.match(str(e)):
                 raise
             msg = str(e)
-        except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as e:
+        except TypeError as e:
+            error, msg = ArgumentError, str(e)
+        except (ValueError, AttributeError, KeyError, IndexError, OverflowError) as e:
             msg = f"{type(e).__name__}: {e}"
         func = getattr(args[0], "func", None) if args else None
         if isinstance(func, PrimFunc) and func.source_line:
             msg += f" [kernel '{func.name}' defined at {func.source_file}:{func.source_line}]"
-        _core.user_error(_state.current(), msg)
+        file, line, _ = _state.current()
+        raise error(f"{file}:{line}: {msg}") from None
 
     return entry
 
