@@ -68,8 +68,8 @@ class PassConfigKey:
     TL_DEV_MASK_TAILS = "tl.dev.mask_tails"
 
 
-# An error message that starts with its file:line (the builder's, the verifier's, the launcher's
-# for a statement of the kernel).
+# An error message that names a file:line of the kernel already (the builder's, the verifier's
+# report, the launcher's for a statement, the stale-data and hazard checkers' reports).
 _LOCATED = re.compile(r"\S+:\d+\b")
 
 
@@ -92,7 +92,7 @@ def _located(fn):
         except _core.InternalError:
             raise
         except _core.Error as e:
-            if _LOCATED.match(str(e)):
+            if _LOCATED.search(str(e)):
                 raise
             msg = str(e)
         except TypeError as e:
