@@ -663,8 +663,15 @@ class _Parser:
                                  None if e.upper is None else _operand(self.eval(e.upper)),
                                  None if e.step is None else self.eval(e.step)))
             else:
-                out.append(_operand(self.eval(e)))
+                out.append(self.index(e, _operand(self.eval(e))))
         return out
+
+    def index(self, node, v):
+        """An element index: an integer, never a float or a condition (`X[0.5]` was a silent
+        store to nowhere)."""
+        if isinstance(v, (bool, float)) or (isinstance(v, _core.Expr) and "int" not in v.dtype):
+            self.fail(node, f"the index `{_text(node)}` must be an integer, got {getattr(v, 'dtype', type(v).__name__)}")
+        return v
 
     def expr_Slice(self, n):
         return slice(*(None if x is None else self.eval(x) for x in (n.lower, n.upper, n.step)))
