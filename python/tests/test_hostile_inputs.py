@@ -2,14 +2,17 @@
 tl_ascend.Error whose message names this file, the line at fault and the construct or argument,
 never a raw Python exception, a crash or a hang.
 
-Before issue 27's front-end fixes about twenty of them leaked a raw exception out of the parser
-or the launcher: AttributeError (`X.shape.foo`, a kernel with `*args`), ZeroDivisionError and
-ValueError from Python helpers, RecursionError (a macro calling itself), TypeError (wrong arity
-of T calls, `T.Kernel("four")`, a non-tensor argument at call time, the wrong argument count),
-KeyError / IndexError from helpers, or an Error without file:line (a bad dtype string of a
-scalar parameter, out_idx and pass_configs mistakes). The parser now wraps every statement's
-failure in one place (_Parser.located) and jit.py locates its own errors at the kernel's
-definition.
+Before issue 27's front-end fixes, on these 74 cases: 15 leaked a raw Python exception
+(TypeError x8: T.Kernel("four"), T.serial("four"), async def, a macro called outside a kernel,
+a list or None for a tensor, the wrong argument count, a string for a scalar; AttributeError x2:
+T.prim_func of a class, pass_configs as a list; RecursionError x2: a macro calling itself, a
+helper recursing; ValueError: T.float16("abc"); ZeroDivisionError and KeyError from helpers);
+8 were a tl_ascend.Error without the line (T.exp's arity, a scalar parameter's dtype 'int33',
+out_idx out of range or a string, an unknown pass config, mode='slow', a wrong shape or dtype
+at call time); 6 were accepted silently (a kernel with *args, T.Kernel(2.5), out_idx naming a
+parameter twice, a pass config 'yes', X[0.5], X[cid > 0]). The parser now wraps every
+statement's failure in one place (_Parser.located) and jit.py locates its own errors at the
+caller's line, naming the kernel's definition (_located).
 
 Each case marks the line the error must name with `# MARK`.
 """
