@@ -13,10 +13,13 @@ with tensors runs it on the virtual NPU:
   * shapes, dtypes and strides are checked by the launcher, whose errors name the argument.
 """
 
+import functools
 import os
+import re
 import threading
 
 from . import _core
+from .language import _state
 from .language.parser import PrimFunc
 
 _devices = {}
@@ -65,10 +68,55 @@ class PassConfigKey:
     TL_DEV_MASK_TAILS = "tl.dev.mask_tails"
 
 
+# An error message that names a file:line of the kernel already (the builder's, the verifier's
+# report, the launcher's for a statement, the stale-data and hazard checkers' reports).
+_LOCATED = re.compile(r"\S+:\d+\b")
+
+
+class ArgumentError(_core.Error, TypeError):
+    """A kernel called with the wrong kind or count of arguments: a tl_ascend.Error (located at
+    the call) that is also the TypeError Python raises for a wrong call, so `except TypeError`
+    keeps working."""
+
+
+def _located(fn):
+    """The public entry points (compile, a kernel's construction and calls): any error is a
+    tl_ascend.Error at the caller's file:line, and names the kernel's own definition. An error
+    that already has a location (a kernel statement's) keeps it."""
+
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        error = _core.Error
+        try:
+            return fn(*args, **kwargs)
+        except _core.InternalError:
+            raise
+        except _core.Error as e:
+            if _LOCATED.search(str(e)):
+                raise
+            msg = str(e)
+        except TypeError as e:
+            error, msg = ArgumentError, str(e)
+        except (ValueError, AttributeError, KeyError, IndexError, OverflowError) as e:
+            msg = f"{type(e).__name__}: {e}"
+        func = getattr(args[0], "func", None) if args else None
+        if isinstance(func, PrimFunc) and func.source_line:
+            msg += f" [kernel '{func.name}' defined at {func.source_file}:{func.source_line}]"
+        file, line, _ = _state.current()
+        raise error(f"{file}:{line}: {msg}") from None
+
+    return entry
+
+
 def _dev_options(pass_configs, func):
     dev = {}
+    if pass_configs is not None and not hasattr(pass_configs, "items"):
+        raise _core.Error(f"pass_configs must be a dict of tl_ascend.PassConfigKey to a value, got "
+                          f"{type(pass_configs).__name__} {pass_configs!r}")
     for k, v in (pass_configs or {}).items():
         k = str(k)
+        if not ((isinstance(v, (bool, int)) or type(v).__name__ == "bool_") and v in (0, 1)):
+            raise _core.Error(f"pass config '{k}' takes True or False, got {type(v).__name__} {v!r}")
         if k in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):
             if v:
                 raise _core.Error(f"pass config '{k}' is not supported: tl-ascend kernels separate the cube's and "
@@ -191,6 +239,7 @@ def _empty(framework, shape, dtype):
 class JITKernel:
     """A compiled kernel, callable on tensors: `c = kernel(a, b)`."""
 
+    @_located
     def __init__(self, func, out_idx=None, target="A2", pass_configs=None, mode="fast", check_hazards=False,
                  threads=0, workspace_idx=None, check_stale=None):
         if not isinstance(func, PrimFunc):
@@ -225,10 +274,13 @@ class JITKernel:
             idx = [idx]
         out = []
         for i in idx:
-            if not isinstance(i, int) or not -n <= i < n:
+            if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:
                 raise _core.Error(f"{what}: {i!r} is not a parameter index of kernel '{self.func.name}' "
                                   f"({n} parameters)")
             j = i % n
+            if j in out:
+                raise _core.Error(f"{what}: {idx!r} names parameter {j} ('{self.params[j]['name']}') of kernel "
+                                  f"'{self.func.name}' twice")
             if not self.params[j]["is_tensor"]:
                 raise _core.Error(f"{what}: parameter {j} ('{self.params[j]['name']}') of kernel '{self.func.name}' "
                                   f"is a scalar; only tensors are allocated")
@@ -317,6 +369,7 @@ class JITKernel:
                                 f"got {type(a).__name__}")
         return packed, outputs
 
+    @_located
     def run(self, *args, mode=None, check_hazards=None, trace=None, timeline=None, threads=None,
             check_stale: bool | None = None):
         """Runs the kernel and returns its outputs (`kernel(*args)` is run with the defaults)."""
@@ -341,6 +394,7 @@ class JITKernel:
 
     __call__ = run
 
+    @_located
     def profile(self, *args, trace=None, timeline=None):
         """Runs the kernel in timed mode and returns its profile as data: total_cycles, total_us,
         task_us, per-pipe busy ratios per core kind (`busy`), per-core busy cycles (`cores`),
@@ -352,6 +406,7 @@ class JITKernel:
         return f"<tl_ascend JITKernel '{self.func.name}' on {self.target}>"
 
 
+@_located
 def compile(func, out_idx=None, target="A2", pass_configs=None, **options):  # noqa: A001
     """Compiles a @T.prim_func kernel for the virtual NPU of `target`."""
     return JITKernel(func, out_idx=out_idx, target=_target_name(target), pass_configs=pass_configs, **options)
@@ -361,6 +416,23 @@ def _target_name(target):
     if target in (None, "auto", "npu", "ascend"):
         return "A2"
     return str(target)
+
+
+def _cache_key(v: object) -> object:
+    """A key under which equal keys mean the generator builds the same kernel: each value with
+    its exact type, since Python's equality mixes types that build different kernels (2 == 2.0
+    == True, and their hashes agree), and floats by their bits (float.hex: -0.0 is not 0.0, a
+    NaN equals itself). Raises TypeError for an unhashable value."""
+    t = type(v)
+    if isinstance(v, float):
+        return (t.__module__, t.__qualname__, float.hex(v))
+    if isinstance(v, (tuple, list)):
+        return (t.__module__, t.__qualname__, tuple(_cache_key(x) for x in v))
+    if isinstance(v, dict):
+        return (t.__module__, t.__qualname__,
+                tuple(sorted(((_cache_key(k), _cache_key(x)) for k, x in v.items()), key=repr)))
+    hash(v)
+    return (t.__module__, t.__qualname__, v)
 
 
 class _JITGenerator:
@@ -374,7 +446,7 @@ class _JITGenerator:
 
     def __call__(self, *args, **kwargs):
         try:
-            key = (args, tuple(sorted(kwargs.items())))
+            key = (_cache_key(args), tuple(sorted((k, _cache_key(v)) for k, v in kwargs.items())))
             hash(key)
         except TypeError:
             key = None  # unhashable generator arguments: compile every time

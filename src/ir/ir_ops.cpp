@@ -95,7 +95,10 @@ Expr shift_left(Expr a, Expr b) { return bin(BinOp::Shl, std::move(a), std::move
 Expr shift_right(Expr a, Expr b) { return bin(BinOp::Shr, std::move(a), std::move(b)); }
 
 Expr imm(DType t, double v) {
-  if (is_float(t)) return FloatImmNode::make(t, v);
+  // A float literal holds the value of its dtype, as a cast would give it: T.float16(0.1) is
+  // 0.0999755859375. Unrounded, it would read as a wider value than its dtype holds, and the
+  // vectoriser refuses such an operand (its float32 result could round twice).
+  if (is_float(t)) return FloatImmNode::make(t, arith::round_float(t, v));
   return arith::make_const(t, arith::Value::of_float(v));  // as a cast: toward zero, wrapped
 }
 Expr inf(DType t) { return FloatImmNode::make(t, std::numeric_limits<double>::infinity()); }

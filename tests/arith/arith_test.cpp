@@ -4,6 +4,7 @@
 // dynamic shapes and block counts.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "tl/arith.h"
@@ -137,6 +138,23 @@ TEST(ArithFold, ImmediatesConvertAsACast) {
   EXPECT_EQ(imm_str(arith::fold_cast(DType::Int8, Expr(200))), "int8 -56");
   EXPECT_EQ(imm_str(arith::fold_not(Expr(3))), "bool 0");
   EXPECT_EQ(imm_str(Expr(3) < 4), "bool 1");
+}
+
+// Issue 27: imm() kept the double it was given, so T.float16(0.1) held 0.1, a value no
+// float16 has, and T.Parallel refused `x * T.float16(0.1)` as mixed precision.
+TEST(ArithConst, FloatImmediatesHoldTheValueOfTheirDtype) {
+  auto value = [](Expr e) { return e.as<FloatImmNode>()->value; };
+  EXPECT_EQ(value(imm(DType::Float16, 0.1)), 0.0999755859375);
+  EXPECT_EQ(value(imm(DType::BFloat16, 0.1)), 0.10009765625);
+  EXPECT_EQ(value(imm(DType::Float32, 0.1)), double(0.1f));
+  EXPECT_EQ(value(imm(DType::Float64, 0.1)), 0.1);
+  EXPECT_EQ(value(imm(DType::Float8E4M3, 0.1)), 0.1015625);
+  EXPECT_EQ(value(imm(DType::Float8E5M2, 0.1)), 0.09375);
+  EXPECT_EQ(value(imm(DType::Float16, 70000.0)), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(value(imm(DType::Float16, -std::numeric_limits<double>::infinity())),
+            -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(value(imm(DType::Float16, std::nan("")))));
+  EXPECT_EQ(value(imm(DType::Float16, 1.5)), 1.5);  // exact values stay as written
 }
 
 // ---- The evaluator -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ calls, each at the Python line it came from:
   with T.Scope("C" | "V")                       -> AIC / AIV code
   for k in T.serial / T.unroll / T.Parallel /
            T.Pipelined / T.Persistent / range   -> loops (range(a, b) is T.serial(a, b))
-  for x in [python list]                        -> unrolled at parse time
+  for x in [python list]                        -> unrolled at parse time, in the enclosing block
   if cond / else                                -> T::If when cond is symbolic, else Python's if
   name = symbolic expression                    -> a let (a new kernel variable `name`)
   name = T.alloc_*(shape, dtype)                -> a buffer called `name`
@@ -18,7 +18,13 @@ calls, each at the Python line it came from:
                                                    element loads (in expressions)
   a call of a @T.macro function                 -> its body, parsed in place
 
-Every error names the Python file and line of the statement (a tl_ascend.Error).
+Names resolve as Python resolves them: a name the function assigns is its local (never a
+global's or a closure's), a free name reads its closure cell, then globals, then builtins. A
+binding made inside a kernel loop, a kernel `if` or a `with` ends with that block (TVMScript's
+let scoping); _scopes.py refuses the reads where that would differ from Python silently.
+
+Every error names the Python file and line of the statement (a tl_ascend.Error): _Parser.located
+wraps whatever a statement raises.
 """
 
 import ast
@@ -26,10 +32,14 @@ import builtins
 import functools
 import inspect
 import operator
+import re
 import textwrap
+from typing import Any
 
 from .. import _core
 from . import _state
+from ._scopes import BLOCK, BRANCH, LOOP, MISSING, Scopes, ScopeError
+from ._values import _BINOPS, _CMP_METHODS, _CMPOPS, _Element, _operand, _symbolic
 
 # TileLang keywords for kernel-level constructs; imported lazily to avoid a cycle.
 _T = None
@@ -47,9 +57,10 @@ def _lang():
 class PrimFunc:
     """A parsed kernel: the C++ PrimFunc plus where it came from."""
 
-    def __init__(self, func, source_file):
+    def __init__(self, func, source_file, source_line=0):
         self.func = func
         self.source_file = source_file
+        self.source_line = source_line  # the first line of its definition (decorators included)
 
     @property
     def name(self):
@@ -67,11 +78,12 @@ class Macro:
     """A @T.macro function: its body is parsed in place wherever a kernel calls it."""
 
     def __init__(self, fn):
-        self.fn = fn
+        self.fn = _function(fn, "@T.macro")
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        raise TypeError(f"@T.macro '{self.fn.__name__}' can only be called inside a @T.prim_func kernel")
+        _core.user_error(_state.current(), f"@T.macro '{self.fn.__name__}' can only be called inside a "
+                                           f"@T.prim_func kernel")
 
 
 def macro(fn):
@@ -82,65 +94,22 @@ def prim_func(fn=None, **options):
     """Parses `fn` into a kernel at once (as TileLang does): returns a PrimFunc."""
     if fn is None:
         return lambda f: prim_func(f, **options)
-    parser = _Parser(fn)
-    return PrimFunc(parser.parse_prim_func(), parser.file)
+    parser = _Parser(_function(fn, "T.prim_func"))
+    return PrimFunc(parser.parse_prim_func(), parser.file, parser.line_offset + 1)
 
 
-class _Element:
-    """`A[i, j]`: an element load in expressions, a start-point region as a tile-op operand."""
-
-    def __init__(self, buffer, indices):
-        self.buffer, self.indices = buffer, indices
-
-    def _tl_expr(self):
-        return self.buffer.load(self.indices)
-
-    def _tl_region(self):
-        return self.buffer.at(self.indices)
-
-    @property
-    def dtype(self):
-        return self.buffer.dtype
-
-    def __repr__(self):
-        return repr(self._tl_expr())
-
-
-def _binary(op):
-    def f(self, other):
-        return op(self._tl_expr(), _operand(other))
-
-    def r(self, other):
-        return op(_operand(other), self._tl_expr())
-
-    return f, r
-
-
-for _name, _op in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("truediv", operator.truediv), ("floordiv", operator.floordiv), ("mod", operator.mod),
-                   ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
-                   ("lshift", operator.lshift), ("rshift", operator.rshift)]:
-    _f, _r = _binary(_op)
-    setattr(_Element, f"__{_name}__", _f)
-    setattr(_Element, f"__r{_name}__", _r)
-for _name, _op in [("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
-                   ("eq", operator.eq), ("ne", operator.ne)]:
-    setattr(_Element, f"__{_name}__", _binary(_op)[0])
-_Element.__neg__ = lambda self: -self._tl_expr()
-_Element.__hash__ = None
-
-
-def _operand(v):
-    """A value in an arithmetic position: elements and scalar (var) buffers read as values."""
-    if isinstance(v, _Element):
-        return v._tl_expr()
-    if isinstance(v, _core.Buffer) and v.scope == "var":
-        return v.load([0])
-    return v
-
-
-def _symbolic(v):
-    return isinstance(v, (_core.Expr, _Element)) or (isinstance(v, _core.Buffer) and v.scope == "var")
+def _function(fn: Any, what: str) -> Any:
+    """The Python function a decorator was given, through any functools.wraps wrappers: its
+    source, globals and closure are the kernel's (a wrapper's are the decorator's, shared by
+    every function it wraps)."""
+    try:
+        real = inspect.unwrap(fn)
+    except ValueError as e:  # a __wrapped__ cycle
+        _core.user_error(_state.current(), f"{what}: cannot unwrap {fn!r}: {e}")
+    if not inspect.isfunction(real):
+        _core.user_error(_state.current(), f"{what} decorates a Python function (def), got {type(real).__name__} "
+                                           f"{real!r}")
+    return real
 
 
 def _let(name, value, loc):
@@ -149,30 +118,38 @@ def _let(name, value, loc):
     return _core.let(_core.fresh_name(name), value, loc)
 
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-           ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-           ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-_CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-           ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
-_CMP_METHODS = {ast.Lt: "__lt__", ast.LtE: "__le__", ast.Gt: "__gt__", ast.GtE: "__ge__", ast.Eq: "__eq__",
-                ast.NotEq: "__ne__"}
-
-
 _sources = {}
+_LOCATED = re.compile(r"\S+:\d+\b")  # an error message that starts with its file:line
+_MAX_MACRO_DEPTH = 32
+
+_STATEMENTS = {"Try": "try/except", "TryStar": "try/except*", "With": "with", "AsyncWith": "async with",
+               "AsyncFor": "async for", "AsyncFunctionDef": "async def", "FunctionDef": "def", "ClassDef": "class",
+               "Global": "global", "Nonlocal": "nonlocal", "Delete": "del", "Import": "import",
+               "ImportFrom": "from ... import", "Raise": "raise", "Break": "break", "Continue": "continue",
+               "Match": "match"}
+
+
+def _text(node: ast.AST, limit: int = 60) -> str:
+    """The source text of `node`, shortened, to name the construct in an error."""
+    try:
+        text = ast.unparse(node).splitlines()[0]
+    except Exception:  # noqa: BLE001
+        return type(node).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _source(fn):
-    """(AST, line offset, display path) of `fn`, read and parsed once per code object: a
-    generator called with new arguments, and every call of a macro, reuse it."""
+    """(AST, line offset, display path) of `fn` (a real function, not a wrapper: see
+    _function), read and parsed once per code object: a generator called with new arguments,
+    and every call of a macro, reuse it."""
     key = fn.__code__
     hit = _sources.get(key)
     if hit is None:
         try:
             lines, start = inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:
-            raise TypeError(f"T.prim_func: cannot read the source of {fn!r} ({e}); kernels must be defined in a file")
+            _core.user_error(_state.current(), f"T.prim_func: cannot read the source of {fn!r} ({e}); kernels must "
+                                               f"be defined in a file")
         hit = (ast.parse(textwrap.dedent("".join(lines))), start - 1,
                _state.display_path(inspect.getsourcefile(fn)))
         _sources[key] = hit
@@ -180,18 +157,20 @@ def _source(fn):
 
 
 class _Parser:
-    def __init__(self, fn, caller=None):
+    def __init__(self, fn, caller=None, depth=0):
         self.fn = fn
         self.tree, self.line_offset, self.file = _source(fn)
         self.globals = fn.__globals__
-        self.closure = {}
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                self.closure[name] = cell.cell_contents
-            except ValueError:  # a cell not yet filled (a name assigned later in the generator)
-                pass
-        self.scopes = [{}]
+        code = fn.__code__
+        # Python's name resolution: a name the function assigns anywhere is its local (never a
+        # closure's or a global's, even before the assignment); a free name reads its closure
+        # cell (empty when the enclosing function assigns it only later); any other name is a
+        # global, then a builtin.
+        self.locals = set(code.co_varnames) | set(code.co_cellvars)
+        self.cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+        self.scopes = Scopes()
         self.caller = caller  # (file, line, via) of the kernel line that called this macro
+        self.depth = depth  # macro nesting
         self.line = self.line_offset + 1
 
     # ---- locations and errors ----------------------------------------------------------------
@@ -216,54 +195,94 @@ class _Parser:
     # ---- names ---------------------------------------------------------------------------------
 
     def lookup(self, node, name):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        if name in self.closure:
-            return self.closure[name]
+        try:
+            v = self.scopes.lookup(name)
+        except ScopeError as e:
+            self.fail(node, str(e))
+        if v is not MISSING:
+            return v
+        if name in self.locals:
+            self.fail(node, f"name '{name}' has no value here: it is assigned in '{self.fn.__name__}' (so it is "
+                            f"that function's local, never a global or closure variable), but not before this line "
+                            f"in this block; an assignment inside a kernel loop or `if` ends with it")
+        cell = self.cells.get(name)
+        if cell is not None:
+            try:
+                return cell.cell_contents
+            except ValueError:
+                self.fail(node, f"name '{name}' has no value yet: '{self.fn.__name__}' reads it from the enclosing "
+                                f"function, which assigns it only after defining '{self.fn.__name__}'")
         if name in self.globals:
             return self.globals[name]
         if hasattr(builtins, name):
             return getattr(builtins, name)
         self.fail(node, f"name '{name}' is not defined")
 
-    def bind(self, name, value):
-        self.scopes[-1][name] = value
+    def bind(self, name, value, line=None):
+        try:
+            self.scopes.bind(name, value, line)
+        except ScopeError as e:
+            self.fail(None, str(e))
 
     # ---- the function --------------------------------------------------------------------------
 
     def parse_prim_func(self):
         fdef = self.tree.body[0]
         if not isinstance(fdef, ast.FunctionDef):
-            raise TypeError("T.prim_func decorates a function")
+            self.fail(fdef, "T.prim_func decorates a plain function (def), not an `async def`"
+                      if isinstance(fdef, ast.AsyncFunctionDef) else "T.prim_func decorates a function (def)")
         self.at(fdef)
         _state.push(self.loc())
         try:
+            extra = fdef.args.vararg or fdef.args.kwarg or fdef.args.kwonlyargs or fdef.args.posonlyargs
+            if extra:
+                self.fail(fdef, f"kernel '{fdef.name}' takes plain parameters only (no *args, **kwargs, keyword-only "
+                                f"or positional-only parameters)")
             params = []
             for a in fdef.args.args:
                 self.at(a)
-                if a.annotation is None:
-                    self.fail(a, f"parameter '{a.arg}' needs an annotation: T.Tensor((M, N), dtype) for a tensor, "
-                                 f"a dtype (T.int32, T.float32) for a scalar")
-                # Python evaluated the annotations when the function was defined, in the
-                # generator's scope (their names are not the body's closure); a string
-                # annotation (from __future__ import annotations) is evaluated here.
-                spec = self.fn.__annotations__.get(a.arg)
-                if spec is None or isinstance(spec, str):
-                    spec = self.eval(a.annotation)
-                T = _lang()
-                if isinstance(spec, T.Tensor):
-                    p = _core.Tensor(a.arg, list(spec.shape), spec.dtype, list(spec.strides), self.loc())
-                elif isinstance(spec, str):
-                    p = _core.Scalar(a.arg, spec)
-                else:
-                    self.fail(a, f"parameter '{a.arg}': expected T.Tensor(shape, dtype) or a dtype, got {spec!r}")
+                p = self.located(a, lambda: self.param(a))
                 self.bind(a.arg, p)
                 params.append(p)
             self.at(fdef)
             return _core.prim_func(fdef.name, params, lambda: self.body(fdef.body), self.loc())
         finally:
             _state.pop()
+
+    def param(self, a):
+        if a.annotation is None:
+            self.fail(a, f"parameter '{a.arg}' needs an annotation: T.Tensor((M, N), dtype) for a tensor, "
+                         f"a dtype (T.int32, T.float32) for a scalar")
+        # Python evaluated the annotations when the function was defined, in the generator's
+        # scope (their names are not the body's closure); a string annotation (from
+        # __future__ import annotations) is evaluated here.
+        spec = self.fn.__annotations__.get(a.arg)
+        if spec is None or isinstance(spec, str):
+            spec = self.eval(a.annotation)
+        T = _lang()
+        if isinstance(spec, T.Tensor):
+            return _core.Tensor(a.arg, list(spec.shape), spec.dtype, list(spec.strides), self.loc())
+        if isinstance(spec, str):
+            return _core.Scalar(a.arg, spec)
+        self.fail(a, f"parameter '{a.arg}': expected T.Tensor(shape, dtype) or a dtype, got {spec!r}")
+
+    def located(self, node, work):
+        """work(), with any failure a tl_ascend.Error at `node`'s file:line: an error of the
+        builder that has its location passes, one without gets it, and anything else (a T
+        function's or a helper's own exception, Python's recursion limit) is wrapped."""
+        try:
+            return work()
+        except _core.InternalError:
+            raise
+        except _core.Error as e:
+            if _LOCATED.match(str(e)):
+                raise
+            self.fail(node, str(e))
+        except RecursionError:
+            self.fail(node, "Python's recursion limit was reached parsing this statement (a @T.macro or helper "
+                            "that calls itself without a base case known while parsing?)")
+        except Exception as e:  # noqa: BLE001
+            self.fail(node, f"`{_text(node)}`: {type(e).__name__}: {e}")
 
     # ---- statements ----------------------------------------------------------------------------
 
@@ -272,11 +291,15 @@ class _Parser:
             self.stmt(s)
 
     def stmt(self, s):
+        """One statement. This is the one place a failure of any kind becomes a tl_ascend.Error
+        at the statement's file:line: an error of the builder already is one, anything else
+        (a helper's or a T function's own exception, Python's recursion limit) is wrapped."""
         self.at(s)
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
-            self.fail(s, f"a '{type(s).__name__}' statement cannot appear in a kernel")
-        method(s)
+            self.fail(s, f"a '{type(s).__name__}' statement ({_STATEMENTS.get(type(s).__name__, 'this')}) cannot "
+                         f"appear in a kernel")
+        self.located(s, lambda: method(s))
 
     def stmt_Pass(self, s):
         pass
@@ -291,8 +314,8 @@ class _Parser:
         if _symbolic(cond):
             self.fail(s, "assert needs a condition known when the kernel is built")
         if not cond:
-            msg = self.eval(s.msg) if s.msg is not None else "assertion failed"
-            self.fail(s, str(msg))
+            msg = self.eval(s.msg) if s.msg is not None else _text(s.test)
+            self.fail(s, f"assertion failed: {msg}")
 
     def stmt_Assign(self, s):
         value_node = s.value
@@ -333,28 +356,29 @@ class _Parser:
             return
         self.fail(s, "unsupported augmented assignment target")
 
-    def assign(self, target, value, s):
+    def assign(self, target, value, s, loop_target=False):
+        """Binds `target` to `value` (`loop_target`: the target of an unrolled Python loop or
+        a comprehension, a loop variable rather than an assignment for the let-scoping checks)."""
         if isinstance(target, ast.Name):
-            cur = None
-            for scope in reversed(self.scopes):
-                if target.id in scope:
-                    cur = scope[target.id]
-                    break
+            cur = self.scopes.current(target.id)
             if isinstance(cur, _core.Buffer) and cur.scope == "var" and not isinstance(value, _core.Buffer):
                 _core.assign(cur, _operand(value), self.loc())  # TileLang: a var written by name
                 return
             if _symbolic(value) and not isinstance(value, _core.Buffer):
                 name = target.id if target.id != "_" else "v"
                 value = _let(name, _operand(value), self.loc())
-            self.bind(target.id, value)
+            self.bind(target.id, value, None if loop_target else self.line)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if _symbolic(value):
                 self.fail(s, "a kernel expression cannot be unpacked")
-            values = list(value)
+            try:
+                values = list(value)
+            except TypeError:
+                self.fail(s, f"cannot unpack a {type(value).__name__} into {len(target.elts)} names")
             if len(values) != len(target.elts):
                 self.fail(s, f"cannot unpack {len(values)} values into {len(target.elts)} names")
             for t, v in zip(target.elts, values):
-                self.assign(t, v, s)
+                self.assign(t, v, s, loop_target)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             if isinstance(base, _core.Buffer):
@@ -372,11 +396,13 @@ class _Parser:
         if not _symbolic(cond):
             self.body(s.body if cond else s.orelse)
             return
-        else_cb = (lambda: self.scoped(s.orelse)) if s.orelse else None
-        _core.If(_operand(cond), lambda: self.scoped(s.body), else_cb, self.loc(s))
+        else_cb = (lambda: self.scoped(s.orelse, kind=BRANCH)) if s.orelse else None
+        _core.If(_operand(cond), lambda: self.scoped(s.body, kind=BRANCH), else_cb, self.loc(s))
 
-    def scoped(self, stmts, bindings=None):
-        self.scopes.append(dict(bindings or {}))
+    def scoped(self, stmts, bindings=None, kind=BLOCK):
+        """`stmts` in a block of their own: what they bind ends with it (TVMScript's scoping;
+        _scopes.py refuses the reads where that differs from Python's)."""
+        self.scopes.push(kind, bindings)
         try:
             self.body(stmts)
         finally:
@@ -390,6 +416,9 @@ class _Parser:
         T = _lang()
         loc = self.loc(s)
         if isinstance(ctx, T.Kernel):
+            self.check_int(s, "T.Kernel: the block count", ctx.num_blocks)
+            if ctx.threads is not None:
+                self.check_int(s, "T.Kernel: threads", ctx.threads)
             names = self.target_names(item.optional_vars, s)
             if len(names) == 2 and ctx.threads is None:  # `as (cid, vid)`: expert mode
                 _core.Kernel(ctx.num_blocks, lambda cid, vid: self.scoped(s.body, self.pairs(names, [cid, vid])), loc)
@@ -406,6 +435,11 @@ class _Parser:
             _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)
         else:
             self.fail(s, f"`with` in a kernel takes T.Kernel or T.Scope, got {ctx!r}")
+
+    def check_int(self, s, what, v):
+        """`v` is an integer (a Python int or an integer kernel expression), or an error."""
+        if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, _core.Expr) and "int" in v.dtype)):
+            self.fail(s, f"{what} must be an integer, got {type(v).__name__} {v!r}")
 
     def pairs(self, names, values):
         return {n: v for n, v in zip(names, values) if n is not None}
@@ -432,8 +466,16 @@ class _Parser:
             loop = T.serial(*args[:2])
         else:
             loop = self.eval(it)
-        names = self.target_names(s.target, s)
         loc = self.loc(s)
+        if isinstance(loop, (list, tuple)):
+            # A Python sequence: unrolled while parsing, in the enclosing block, so what an
+            # iteration assigns is what the next one reads and what follows the loop sees.
+            for v in loop:
+                self.at(s)
+                self.assign(s.target, v, s, loop_target=True)
+                self.body(s.body)
+            return
+        names = self.target_names(s.target, s)
         if isinstance(loop, T._Loop):
             if len(names) != len(loop.extents):
                 self.fail(s, f"{len(loop.extents)} loop extents but {len(names)} loop variables")
@@ -443,22 +485,14 @@ class _Parser:
                 self.fail(s, f"T.Persistent over {len(loop.domain)} dimensions binds {len(loop.domain)} names, "
                              f"got {len(names)}")
             _core.Persistent(loop.domain, loop.num_workers, loop.worker,
-                             lambda coords: self.scoped(s.body, self.pairs(names, coords)), loc)
-        elif isinstance(loop, (list, tuple)):
-            for v in loop:  # a Python sequence: unrolled while parsing
-                self.scopes.append({})
-                try:
-                    self.assign(s.target, v, s)
-                    self.body(s.body)
-                finally:
-                    self.scopes.pop()
+                             lambda coords: self.scoped(s.body, self.pairs(names, coords), LOOP), loc)
         else:
             self.fail(s, f"a kernel loop iterates over T.serial, T.Parallel, T.Pipelined, T.unroll, T.Persistent, "
                          f"range or a Python list, got {loop!r}")
 
     def nested_loops(self, loop, names, d, bound, s, loc):
         if d == len(names):
-            self.scoped(s.body, bound)
+            self.scoped(s.body, bound, LOOP)
             return
         name = names[d] or "i"
         start = loop.start if d == 0 else 0
@@ -498,7 +532,9 @@ class _Parser:
         try:
             return getattr(base, n.attr)
         except AttributeError:
-            self.fail(n, f"{type(base).__name__} has no attribute '{n.attr}'")
+            what = getattr(base, "__name__", None) if inspect.ismodule(base) else None
+            self.fail(n, f"{_text(n)}: {'module ' + repr(what) if what else type(base).__name__} has no attribute "
+                         f"'{n.attr}'")
 
     def expr_Tuple(self, n):
         return tuple(self.eval(e) for e in n.elts)
@@ -530,8 +566,8 @@ class _Parser:
             return op(*args)
         except _core.Error:
             raise
-        except (TypeError, ZeroDivisionError, ValueError) as e:
-            self.fail(n, str(e))
+        except (TypeError, ZeroDivisionError, ValueError, OverflowError) as e:
+            self.fail(n, f"`{_text(n)}`: {e}")
 
     def expr_UnaryOp(self, n):
         v = _operand(self.eval(n.operand))
@@ -627,8 +663,15 @@ class _Parser:
                                  None if e.upper is None else _operand(self.eval(e.upper)),
                                  None if e.step is None else self.eval(e.step)))
             else:
-                out.append(_operand(self.eval(e)))
+                out.append(self.index(e, _operand(self.eval(e))))
         return out
+
+    def index(self, node, v):
+        """An element index: an integer, never a float or a condition (`X[0.5]` was a silent
+        store to nowhere)."""
+        if isinstance(v, (bool, float)) or (isinstance(v, _core.Expr) and "int" not in v.dtype):
+            self.fail(node, f"the index `{_text(node)}` must be an integer, got {getattr(v, 'dtype', type(v).__name__)}")
+        return v
 
     def expr_Slice(self, n):
         return slice(*(None if x is None else self.eval(x) for x in (n.lower, n.upper, n.step)))
@@ -641,13 +684,17 @@ class _Parser:
             self.fail(n, "only simple list comprehensions ([f(x) for x in seq]) are supported")
         g = n.generators[0]
         out = []
-        for v in self.eval(g.iter):
-            self.scopes.append({})
-            try:
-                self.assign(g.target, v, n)
+        seq = self.eval(g.iter)
+        if _symbolic(seq):
+            self.fail(n, "a list comprehension iterates over a Python sequence known while parsing, not a kernel value")
+        try:
+            seq = list(seq)
+        except TypeError:
+            self.fail(n, f"a list comprehension over a {type(seq).__name__}, which is not iterable")
+        for v in seq:
+            with self.scopes.comprehension():
+                self.assign(g.target, v, n, loop_target=True)
                 out.append(self.eval(n.elt))
-            finally:
-                self.scopes.pop()
         return out
 
     def expr_Call(self, n, name_hint=None):
@@ -669,21 +716,28 @@ class _Parser:
             return self.call_macro(n, fn, args, kwargs)
         if name_hint is not None and getattr(fn, "_tl_takes_name", False) and "name" not in kwargs:
             kwargs["name"] = name_hint
-        if fn in (builtins.min, builtins.max) and any(_symbolic(a) for a in args):
+        if (fn is builtins.min or fn is builtins.max) and any(_symbolic(a) for a in args):
             T = _lang()
             fn = T.min if fn is builtins.min else T.max
         if fn is builtins.float or fn is builtins.int:
             if any(_symbolic(a) for a in args):
                 return _core.cast("float32" if fn is builtins.float else "int32", _operand(args[0]))
+        if not callable(fn):
+            self.fail(n, f"'{_text(n.func)}' is a {type(fn).__name__}, which cannot be called")
         try:
             return fn(*args, **kwargs)
         except (_core.Error, _core.InternalError):
             raise
-        except TypeError as e:
-            self.fail(n, f"calling {getattr(fn, '__name__', fn)!s}: {e}")
+        except RecursionError:
+            raise  # stmt() reports it once the stack has unwound
+        except Exception as e:  # noqa: BLE001 (a T function's or a helper's own error, located here)
+            self.fail(n, f"calling {_text(n.func)}: {type(e).__name__}: {e}")
 
     def call_macro(self, n, m, args, kwargs):
-        sub = _Parser(m.fn, caller=self.loc(n))
+        if self.depth >= _MAX_MACRO_DEPTH:
+            self.fail(n, f"@T.macro '{m.fn.__name__}' is nested {_MAX_MACRO_DEPTH} calls deep: a macro that calls "
+                         f"itself needs a base case known while parsing")
+        sub = _Parser(m.fn, caller=self.loc(n), depth=self.depth + 1)
         sig = inspect.signature(m.fn)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -691,7 +745,7 @@ class _Parser:
             self.fail(n, f"calling @T.macro '{m.fn.__name__}': {e}")
         bound.apply_defaults()
         fdef = sub.tree.body[0]
-        sub.scopes = [dict(bound.arguments)]
+        sub.scopes = Scopes(bound.arguments)
         _state.push(sub.loc())
         try:
             sub.body(fdef.body)
