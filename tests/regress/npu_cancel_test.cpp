@@ -102,8 +102,12 @@ TEST(NpuCancel, TimedModeWithAnUnsetFlagGivesTheSameCyclesForAnyThreadCount) {
 
 // Before the fix there was no default budget: this launch ran its 2^31 iterations (hours).
 // Now the default, 2^30 steps per core and block, stops it after about 2^29 iterations
-// (a step is a loop iteration or a statement) with an error naming the loop.
+// (a step is a loop iteration or a statement) with an error naming the loop. 2^30 steps take
+// 20 s to 90 s of host time (85 s measured on the loaded 2-core VM), too long for every run
+// of the suite: it runs with TL_TEST_LEVEL=1, like the exhaustive sweeps.
 TEST(NpuBudget, TheDefaultBudgetStopsARunawayLoopNamingIt) {
+  const char* level = std::getenv("TL_TEST_LEVEL");
+  if (!level || std::atoi(level) < 1) GTEST_SKIP() << "2^30 interpreter steps: set TL_TEST_LEVEL=1";
   ASSERT_EQ(std::getenv("TL_MAX_STEPS"), nullptr) << "the test needs the default budget";
   int line = 0;
   auto k = compile(spinner(1, int64_t{1} << 31, &line));
