@@ -14,6 +14,8 @@ Expr operator-(Expr a, Expr b);
 Expr operator*(Expr a, Expr b);
 Expr operator/(Expr a, Expr b);  // floordiv on integers, IEEE division on floats
 Expr operator%(Expr a, Expr b);  // floormod on integers
+/// Negation. A float is negated exactly (its sign flipped: -(+0.0) is -0.0), as `a * -1` in
+/// a's dtype, which prints as `-a`; an integer as `0 - a` (wrapping: -INT_MIN is INT_MIN).
 Expr operator-(Expr a);
 Expr operator==(Expr a, Expr b);
 Expr operator!=(Expr a, Expr b);

@@ -7,10 +7,14 @@
 //   + the target (name, chip, core counts, memory capacities and alignments)
 //   + the options that change the result (CompileOptions::verify and ::lower)
 //   + structural_hash(f)
-// so variable and buffer names and source locations do not matter: the same kernel built again
-// from other source lines, with other variable names, or parsed back from text, hits the entry
-// of the first one (and its artifact reports the first one's names and locations in errors).
-// The kernel's own name is part of structural_hash, so it always matches.
+//   + a fingerprint of f's source locations (the function's, the parameters', each
+//     statement's and declared buffer's file:line)
+// so variable and buffer names do not matter: the same kernel built again with other variable
+// names hits the entry of the first one (and its artifact reports the first one's names in
+// errors). Source locations do matter: an artifact's run-time errors name the lines of the
+// function it was built from, so the same kernel written at other lines (or parsed from text
+// that lost its `# @file:line` comments) gets an entry of its own, in memory and on disk, and
+// its errors name its own lines. The kernel's own name is part of structural_hash.
 //
 // Two levels, shared by every backend:
 //  * memory: a thread-safe map key -> shared Artifact. Compiling the very PrimFunc object an

@@ -19,8 +19,13 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "tl/error.h"
 #include "tl/ir.h"
@@ -267,6 +272,62 @@ auto at(nb::handle loc, F&& f) {
   }
 }
 
+/// The main Python thread (set at import): the only one whose PyErr_CheckSignals runs handlers.
+unsigned long g_main_thread = 0;
+
+/// Runs a launch on a worker thread with the GIL released while this thread polls Python's
+/// signal handlers every 50 ms: Ctrl-C (SIGINT's handler raising KeyboardInterrupt, or any
+/// handler raising) cancels the launch (LaunchOptions::cancel) and the exception propagates
+/// once the worker stopped, within about 0.1 s. Before, the launch ran on this thread with the
+/// GIL released and Python only saw the signal when it returned: a runaway loop could not be
+/// stopped. Off the main thread PyErr_CheckSignals does nothing: the launch runs there directly.
+void launch_interruptibly(const CompiledKernel& k, Device& dev, const std::vector<Arg>& args, LaunchOptions o) {
+  if (PyThread_get_thread_ident() != g_main_thread) {
+    // No signal handler can run on this thread: the worker would cost a thread for nothing.
+    nb::gil_scoped_release release;
+    k.launch(dev, args, o);
+    return;
+  }
+  std::atomic<bool> cancel{false};
+  o.cancel = &cancel;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  bool interrupted = false;
+  {
+    nb::gil_scoped_release release;
+    std::thread worker([&] {
+      try {
+        k.launch(dev, args, o);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> g(mu);
+      done = true;
+      cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lk(mu);
+    while (!cv.wait_for(lk, std::chrono::milliseconds(50), [&] { return done; })) {
+      if (interrupted) continue;
+      lk.unlock();
+      {
+        nb::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) {
+          // The handler's exception stays set on this thread until the launch has stopped.
+          interrupted = true;
+          cancel.store(true, std::memory_order_relaxed);
+        }
+      }
+      lk.lock();
+    }
+    lk.unlock();
+    worker.join();
+  }
+  if (interrupted) throw nb::python_error();  // the KeyboardInterrupt, not LaunchCancelled
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
 }  // namespace tl::python
 
@@ -274,6 +335,7 @@ NB_MODULE(_core, m) {
   using namespace tl;
   using namespace tl::python;
   m.doc() = "tl-ascend's C++ core: IR, builder, compiler and the virtual NPU";
+  g_main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
 
   nb::exception<Error>(m, "Error", PyExc_RuntimeError);
   nb::exception<InternalError>(m, "InternalError", PyExc_RuntimeError);
@@ -629,10 +691,7 @@ NB_MODULE(_core, m) {
     if (timed) o.profile = &prof;
     std::ostringstream out;
     o.out = &out;
-    {
-      nb::gil_scoped_release release;
-      k.launch(dev, a, o);
-    }
+    launch_interruptibly(k, dev, a, o);
     if (std::string text = out.str(); !text.empty()) nb::module_::import_("sys").attr("stdout").attr("write")(text);
     if (!timed) return nb::none();
     if (!trace_path.empty()) {

@@ -60,7 +60,14 @@ Expr operator/(Expr a, Expr b) { return int_or_float_div(BinOp::FloorDiv, std::m
 Expr operator%(Expr a, Expr b) { return bin(BinOp::FloorMod, std::move(a), std::move(b)); }
 Expr operator-(Expr a) {
   if (auto* f = a.as<FloatImmNode>()) return FloatImmNode::make(a.dtype(), -f->value);
-  Expr zero = is_float(a.dtype()) ? FloatImmNode::make(a.dtype(), 0.0) : arith::make_int(a.dtype(), 0);
+  // A float is negated by flipping its sign: `x * -1`, exact in IEEE for every x (+-0, inf,
+  // NaN, subnormals), and what the chip does (the vector unit's Muls by -1, the scalar unit's
+  // multiply). `0 - x` was wrong for x = +0: it gave +0, so 1 / -x was +inf instead of -inf.
+  if (is_float(a.dtype())) {
+    DType t = a.dtype();
+    return BinaryNode::make(BinOp::Mul, std::move(a), FloatImmNode::make(t, -1.0));
+  }
+  Expr zero = arith::make_int(a.dtype(), 0);
   if (Expr r = arith::fold_binary(BinOp::Sub, zero, a); r.defined()) return r;  // -INT_MIN wraps
   return BinaryNode::make(BinOp::Sub, zero, std::move(a));
 }

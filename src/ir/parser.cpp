@@ -1162,7 +1162,8 @@ class Parser {
                                        {"//", BinOp::FloorDiv}, {"%", BinOp::FloorMod}});
   }
 
-  /// Unary minus folds into int/float literals; otherwise it is `0 - x` in x's dtype.
+  /// Unary minus folds into int/float literals; otherwise it is `x * -1` for a float x (an
+  /// exact sign flip) and `0 - x` for an integer x, in x's dtype.
   Ex unary() {
     if (is("+")) {
       Nest guard(*this, next());
@@ -1177,8 +1178,9 @@ class Parser {
       return {IntImmNode::make(i->dtype, negated(at, i->value, i->dtype))};
     if (auto* f = a.e.as<FloatImmNode>()) return {FloatImmNode::make(f->dtype, -f->value)};
     DType t = a.e.dtype();
-    Ex zero{is_float(t) ? FloatImmNode::make(t, 0.0) : IntImmNode::make(t, 0)};
-    return binary(BinOp::Sub, zero, a, at);
+    // A float is negated as the DSL's `-x` is (ir_ops.cpp): `x * -1`, an exact sign flip.
+    if (is_float(t)) return binary(BinOp::Mul, a, Ex{FloatImmNode::make(t, -1.0)}, at);
+    return binary(BinOp::Sub, Ex{IntImmNode::make(t, 0)}, a, at);
   }
 
   Ex primary() {

@@ -13,8 +13,20 @@
 namespace tl {
 namespace {
 
+/// The operand of a float negation `x * -1` (what `-x` builds, tl/ir_ops.h), printed `-x`
+/// (parsed back to the same node); null for any other expression. An immediate operand keeps
+/// the product form: `-2.0` would read back as a literal.
+const Expr* negated_operand(const Expr& e) {
+  auto* b = e.as<BinaryNode>();
+  if (!b || b->op != BinOp::Mul || !is_float(b->a.dtype()) || b->b.dtype() != b->a.dtype()) return nullptr;
+  auto* k = b->b.as<FloatImmNode>();
+  if (!k || k->value != -1.0 || b->a.as<FloatImmNode>()) return nullptr;
+  return &b->a;
+}
+
 // Python precedence, higher binds tighter.
 int precedence(const Expr& e) {
+  if (negated_operand(e)) return 11;  // unary minus
   if (auto* b = e.as<BinaryNode>()) {
     switch (b->op) {
       case BinOp::Or: return 1;
@@ -257,6 +269,7 @@ class Printer {
   std::string binary(const Expr& e) {
     auto* n = e.as<BinaryNode>();
     int p = precedence(e);
+    if (const Expr* x = negated_operand(e)) return "-" + paren(*x, p, false);
     if (p == 100) return fmt::format("{}({}, {})", binop_name(n->op), expr(n->a), expr(n->b));
     // Comparisons never chain: parenthesise comparison operands on both sides.
     bool cmp = is_comparison(n->op);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tl/ir_equal.h"
+#include "tl/ir_functor.h"
 #include "tl/jit.h"
 #include "tl/op.h"
 #include "tl/parser.h"
@@ -82,11 +83,33 @@ uint64_t target_fingerprint(const Target& t) {
   return h.h;
 }
 
+/// Every source location of `f`, in order: the function's, its parameters', and each
+/// statement's and declared buffer's. Part of the key because an artifact carries the
+/// locations of the function it was built from into its run-time errors: two equal kernels
+/// written at different lines sharing an entry had the second one's errors name the first
+/// one's lines (and after a disk hit, another program's).
+uint64_t locations_fingerprint(const PrimFunc& f) {
+  Fnv h;
+  auto loc = [&](const SourceLoc& l) {
+    h.str(l.file);
+    h.num(l.line);
+    h.str(l.via);
+  };
+  loc(f->loc);
+  for (const auto& p : f->params)
+    if (p.is_tensor()) loc(p.tensor->loc);
+  pre_order_visit(f->body, [&](const Stmt& s) {
+    loc(s->loc);
+    if (s->kind == StmtKind::Allocate) loc(static_cast<const AllocateNode*>(s.get())->buffer->loc);
+  });
+  return h.h;
+}
+
 std::string make_key(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  return fmt::format("{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|dev={}|ir={:016x}",
-                     kCompilerVersion, build_id(), ops_fingerprint(), backend.name(), target.name,
-                     target_fingerprint(target), opt.verify ? 1 : 0, opt.lower ? 1 : 0, opt.dev.fingerprint(),
-                     structural_hash(f));
+  return fmt::format(
+      "{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|dev={}|ir={:016x}|locs={:016x}",
+      kCompilerVersion, build_id(), ops_fingerprint(), backend.name(), target.name, target_fingerprint(target),
+      opt.verify ? 1 : 0, opt.lower ? 1 : 0, opt.dev.fingerprint(), structural_hash(f), locations_fingerprint(f));
 }
 
 bool env_disabled() {

@@ -111,6 +111,8 @@ void Core::start(int64_t b) {
   recent_.clear();
   steps_ = steps_reported_ = 0;
   step_mark_ = std::min(launch.max_steps, LaunchState::kStepChunk);
+  // Many short blocks never reach a chunk of steps: poll the cancel flag at each start too.
+  if (launch.cancelled()) launch.throw_cancelled();
   status_ = Status::Runnable;
 }
 
@@ -239,6 +241,7 @@ std::vector<std::string> Core::pending_flags() const {
 void Core::count_steps() {
   launch.add_steps(steps_ - steps_reported_);
   steps_reported_ = steps_;
+  if (launch.cancelled()) launch.throw_cancelled();
   if (steps_ >= launch.max_steps) fail_budget();
   step_mark_ = steps_ + std::min(launch.max_steps - steps_, LaunchState::kStepChunk);
 }
@@ -263,8 +266,9 @@ void Core::fail_budget() {
                         loop->var.name(), at);
   }
   std::string msg = fmt::format("{} ({}): the instruction budget of {} interpreter steps per core and block ({}) "
-                                "ran out {}; a loop that never ends? Raise the budget with TL_MAX_STEPS or "
-                                "LaunchOptions::max_steps if the kernel is just long",
+                                "ran out {}; a loop that never ends? If the kernel is just long, raise the budget "
+                                "with the environment variable TL_MAX_STEPS=<steps> (0: none) or "
+                                "LaunchOptions::max_steps (tl::kNoStepBudget: none)",
                                 name(), program.func->name, launch.max_steps, launch.max_steps_source, where);
   throw Error(loop ? loop->loc : loc_, msg);
 }

@@ -402,6 +402,12 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     ls.output.finish();
     throw;
   }
+  // The phases after the functional run (timing model, replay, checkers) do not start once
+  // the launch was cancelled.
+  if (ls.cancelled()) {
+    ls.output.finish();
+    ls.throw_cancelled();
+  }
   std::vector<npu::StaleFinding> findings;
   if (ls.stale) {
     std::vector<const npu::CoreShadow*> shadows;  // (group, AIC / AIV0 / AIV1) order
@@ -415,6 +421,10 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     for (const auto& c : trace->cores) events += c.events.size();
     const int progress = events > 2'000'000 ? opt.progress_percent : 0;
     *opt.profile = npu::simulate_timing(*trace, *p.target, {.progress_percent = progress});
+    if (ls.cancelled()) {
+      ls.output.finish();
+      ls.throw_cancelled();
+    }
     if (replay) {
       auto program_order = npu::capture_tensors(ls);
       before->restore();

@@ -235,7 +235,7 @@ class Core final : public arith::Evaluator {
   /// variable would leave its dtype's range.
   int64_t loop_trip_count(const ForNode& f, int64_t min, int64_t extent);
   void finish();  // the block's program is done on this core
-  void count_steps();  // every kStepChunk steps and at the budget: progress, budget check
+  void count_steps();  // every kStepChunk steps and at the budget: progress, cancel, budget check
   [[noreturn]] void fail_budget();
   bool exec_sync(const SyncNode& s);
   bool replay_gate(const StmtNode* s);
@@ -327,9 +327,13 @@ struct LaunchState {
   StaleLaunch* stale = nullptr;   // the stale-data checker, when on (functional run only)
   bool timing_only = false;       // LaunchOptions::timing_only: skip the tile ops' data work
 
-  // Budget and progress (LaunchOptions::max_steps, TL_MAX_STEPS, progress_percent).
+  // Budget, cancellation and progress (LaunchOptions::max_steps, TL_MAX_STEPS, cancel,
+  // progress_percent).
   int64_t max_steps = INT64_MAX;  // interpreter steps each core may take per block
   std::string max_steps_source;   // how the budget was set, for its error message
+  const std::atomic<bool>* cancel = nullptr;
+  bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+  [[noreturn]] void throw_cancelled() const;
   int progress_percent = 0;
   std::atomic<int64_t> steps{0};        // interpreter steps of all cores, in chunks
   std::atomic<int64_t> blocks_done{0};
@@ -337,8 +341,9 @@ struct LaunchState {
   int next_progress_percent = 0;
   int64_t next_progress_steps = 0;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  /// Core::run reports its steps in chunks of this many; a line on stderr may follow.
-  static constexpr int64_t kStepChunk = 1 << 20;
+  /// Core::run reports its steps in chunks of this many (a line on stderr may follow) and polls
+  /// `cancel`: about a millisecond of interpreting, so Ctrl-C is prompt and the poll is free.
+  static constexpr int64_t kStepChunk = 1 << 16;
   void add_steps(int64_t n);
   void block_done();
 

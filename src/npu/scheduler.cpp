@@ -211,21 +211,35 @@ void run_groups(LaunchState& ls, std::vector<Group>& groups, int n) {
     if (e) std::rethrow_exception(e);
 }
 
+void LaunchState::throw_cancelled() const {
+  throw LaunchCancelled(fmt::format("launch of kernel {} cancelled (LaunchOptions::cancel was set); the tensors "
+                                    "hold a partial result",
+                                    program.func->name));
+}
+
 void configure_budget(LaunchState& ls, const LaunchOptions& opt) {
   ls.progress_percent = std::max(opt.progress_percent, 0);
   ls.next_progress_percent = ls.progress_percent;
   ls.next_progress_steps = kQuietSteps;
+  ls.cancel = opt.cancel;
   if (opt.max_steps < 0)
-    throw Error(fmt::format("LaunchOptions::max_steps must be positive (interpreter steps per core and block) or 0 "
-                            "for no budget, got {}",
+    throw Error(fmt::format("LaunchOptions::max_steps must be positive (interpreter steps per core and block), 0 "
+                            "for the default (TL_MAX_STEPS, else 2^30) or tl::kNoStepBudget for none, got {}",
                             opt.max_steps));
   if (opt.max_steps > 0) {
     ls.max_steps = opt.max_steps;
     ls.max_steps_source = "LaunchOptions::max_steps";
     return;
   }
+  // The default: a loop that never ends must fail, not run for hours (Ctrl-C aside).
+  ls.max_steps = kDefaultMaxSteps;
+  ls.max_steps_source = "the default budget, 2^30";
   const std::string env = env_value("TL_MAX_STEPS");
   if (env.empty()) return;
+  if (env == "none") {
+    ls.max_steps = kNoStepBudget;
+    return;
+  }
   // An integer, or a number such as 1e9 that is one.
   char* end = nullptr;
   errno = 0;
@@ -238,13 +252,11 @@ void configure_budget(LaunchState& ls, const LaunchOptions& opt) {
       v = static_cast<long long>(d);
   }
   if (errno != 0 || *end != '\0' || v < 0)
-    throw Error(fmt::format("TL_MAX_STEPS must be a positive integer (interpreter steps per core and block) or 0 "
-                            "for no budget, got '{}'",
+    throw Error(fmt::format("TL_MAX_STEPS must be a positive integer (interpreter steps per core and block), or 0 "
+                            "or 'none' for no budget, got '{}'",
                             env));
-  if (v > 0) {
-    ls.max_steps = v;
-    ls.max_steps_source = "TL_MAX_STEPS";
-  }
+  ls.max_steps = v > 0 ? v : kNoStepBudget;
+  ls.max_steps_source = "TL_MAX_STEPS";
 }
 
 void LaunchState::add_steps(int64_t n) {

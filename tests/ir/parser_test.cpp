@@ -123,6 +123,10 @@ TEST(Parser, PrecedenceCornersRoundTrip) {
       B(BinOp::Mul, F(-1.5), x),                              // -1.5 * x
       B(BinOp::Sub, I(0), B(BinOp::Sub, I(0), c)),            // nested negation: 0 - (0 - cid)
       B(BinOp::Sub, F(0.0), x),                               // 0.0 - x
+      B(BinOp::Mul, x, F(-1.0)),                              // -x
+      B(BinOp::Mul, B(BinOp::Mul, x, F(-1.0)), F(-1.0)),      // --x
+      B(BinOp::Sub, x, B(BinOp::Mul, B(BinOp::Add, x, 1.0), F(-1.0))),  // x - -(x + 1.0)
+      B(BinOp::Mul, F(2.0), F(-1.0)),                         // 2.0 * -1.0 (not -2.0)
       B(BinOp::And, B(BinOp::LT, c, v), B(BinOp::Or, B(BinOp::EQ, c, 1), NotNode::make(B(BinOp::GE, v, 2)))),
       B(BinOp::Or, B(BinOp::And, B(BinOp::LT, c, 1), B(BinOp::GT, v, 0)), B(BinOp::NE, c, v)),
       NotNode::make(B(BinOp::And, B(BinOp::LT, c, 1), B(BinOp::LE, v, 0))),
@@ -169,13 +173,16 @@ TEST(Parser, PythonPrecedenceFromHandWrittenText) {
                                  B(BinOp::BitXor, v,
                                    B(BinOp::BitAnd, I(1),
                                      B(BinOp::Shl, I(2), B(BinOp::Add, I(3), I(4))))))));
-  // Unary minus folds into literals (also typed and parenthesised ones), else is 0 - operand.
+  // Unary minus folds into literals (also typed and parenthesised ones), else is 0 - operand
+  // for an integer and operand * -1 (an exact sign flip) for a float.
   EXPECT_TRUE(structural_equal(parse_expr("-(5)"), I(-5)));
   EXPECT_TRUE(structural_equal(parse_expr("- -5"), I(5)));
   EXPECT_TRUE(structural_equal(parse_expr("-T.int64(3)"), I(-3, i64)));
   EXPECT_TRUE(structural_equal(parse_expr("-T.float16(1.5)"), F(-1.5, f16)));
   EXPECT_TRUE(structural_equal(parse_expr("-cid"), B(BinOp::Sub, I(0), c)));
-  EXPECT_TRUE(structural_equal(parse_expr("-x"), B(BinOp::Sub, F(0.0), x)));
+  EXPECT_TRUE(structural_equal(parse_expr("-x"), B(BinOp::Mul, x, F(-1.0))));
+  EXPECT_TRUE(structural_equal(parse_expr("-x * -(x + 1.0)"),
+                               B(BinOp::Mul, B(BinOp::Mul, x, F(-1.0)), B(BinOp::Mul, B(BinOp::Add, x, 1.0), F(-1.0)))));
   EXPECT_TRUE(structural_equal(parse_expr("-n"), B(BinOp::Sub, I(0, i64), n)));
   EXPECT_TRUE(structural_equal(parse_expr("-2 * cid"), B(BinOp::Mul, I(-2), c)));
   EXPECT_TRUE(structural_equal(parse_expr("-cid * 2"), B(BinOp::Mul, B(BinOp::Sub, I(0), c), 2)));

@@ -10,6 +10,8 @@
 // threads; results are bit-identical for any thread count (see docs/virtual_npu.md).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "tl/backend.h"
+#include "tl/error.h"
 #include "tl/ir.h"
 #include "tl/runtime.h"
 #include "tl/target.h"
@@ -35,6 +38,22 @@ struct Arg {
   Arg(double v) : value(v) {}             // NOLINT
   Arg(int v) : value(int64_t{v}) {}       // NOLINT
   Arg(int64_t v) : value(v) {}            // NOLINT
+};
+
+/// The instruction budget of a launch unless LaunchOptions::max_steps or TL_MAX_STEPS says
+/// otherwise: 2^30 interpreter steps per core and block (tens of seconds of host time; every
+/// example kernel stays below 2^25), so a loop that never ends fails with an error naming it
+/// instead of running for hours.
+inline constexpr int64_t kDefaultMaxSteps = int64_t{1} << 30;
+/// LaunchOptions::max_steps for no budget at all.
+inline constexpr int64_t kNoStepBudget = INT64_MAX;
+
+/// What a launch throws when LaunchOptions::cancel was set: a tl::Error, so callers that
+/// report errors report it; callers that cancelled on purpose (the Python binding on Ctrl-C)
+/// catch it by type.
+class LaunchCancelled : public Error {
+ public:
+  using Error::Error;
 };
 
 /// The most logical blocks one launch may have (T::Kernel's block count), AscendC's blockDim
@@ -74,8 +93,16 @@ struct LaunchOptions {
   int progress_percent = 0;
   /// Instruction budget: each core may take at most this many interpreter steps (statements
   /// and loop iterations) per block; beyond, the launch fails naming the innermost loop being
-  /// executed. 0 = the TL_MAX_STEPS environment variable if set, else no budget.
+  /// executed and how to raise the budget. 0 = the TL_MAX_STEPS environment variable if set
+  /// (its `0` or `none`: no budget), else kDefaultMaxSteps (2^30); kNoStepBudget = none;
+  /// negative: a launch error.
   int64_t max_steps = 0;
+  /// Cancellation: when set, the launch polls the flag (every 2^16 interpreter steps of each
+  /// core, at each block start and between the phases of a timed launch) and, once it is
+  /// true, stops and throws LaunchCancelled; the tensors then hold a partial result. Set it
+  /// from another thread (a Ctrl-C handler, a timeout). One step is one statement, so a
+  /// single huge tile operation finishes before the flag is seen.
+  const std::atomic<bool>* cancel = nullptr;
   /// The stale-data checker (tl/npu/stale.h): shadow validity of every byte the launch touches,
   /// and a tl::Error after the launch naming each invalid value stored to a GM parameter or
   /// deciding a branch, loop bound, address or flag. Unset: on when the environment variable
