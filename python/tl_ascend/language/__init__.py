@@ -15,16 +15,103 @@ without a change here. docs/python.md lists what is supported.
 """
 
 import builtins as _builtins
+import functools as _functools
+import inspect as _inspect
+import numbers as _numbers
 
 from .. import _core
 from . import _state
-from .parser import prim_func, macro  # noqa: F401
+from . import parser as _parser
 
 Error = _core.Error
 
 
 def _loc():
     return _state.current()
+
+
+# ---- argument checks: a bad argument is a tl_ascend.Error naming it, what was expected and what
+# came, at the caller's file:line (never a raw TypeError/ValueError/AttributeError) ----------------
+
+
+def _what(v):
+    r = repr(v)
+    return f"{type(v).__name__} {r if len(r) <= 60 else r[:57] + '...'}"
+
+
+def _bad(fn, arg, expected, got):
+    _core.user_error(_loc(), f"T.{fn}: argument '{arg}' must be {expected}, got {_what(got)}")
+
+
+def _is_expr(v):
+    return isinstance(v, (_numbers.Real, _core.Expr)) or hasattr(v, "_tl_expr")
+
+
+def _expr(fn, arg, v):
+    if not _is_expr(v):
+        _bad(fn, arg, "an int, float, bool or kernel expression", v)
+    return v
+
+
+def _int(fn, arg, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        _bad(fn, arg, "a Python int", v)
+    return v
+
+
+def _dtype(fn, arg, v):
+    if not isinstance(v, str):
+        _bad(fn, arg, "a dtype name such as \"float16\"", v)
+    try:
+        _core.dtype_bits(v)
+    except Error as e:
+        _core.user_error(_loc(), f"T.{fn}: argument '{arg}': {e}")
+    return str(v)
+
+
+def _shape(fn, arg, shape):
+    if isinstance(shape, (int, _core.Expr)) and not isinstance(shape, bool):
+        return (shape,)
+    if not isinstance(shape, (list, tuple)) or not shape:
+        _bad(fn, arg, "a shape: an int or a non-empty tuple of ints or kernel expressions", shape)
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, (int, _core.Expr)):
+            _bad(fn, arg, "a shape: an int or a non-empty tuple of ints or kernel expressions", shape)
+    return tuple(shape)
+
+
+def _guarded(fn, name):
+    """`fn` with its arity checked (a wrong count or keyword is an Error showing the signature)
+    and any Python exception of a bad argument inside it turned into an Error naming the call."""
+    sig = _inspect.signature(fn)
+
+    @_functools.wraps(fn)
+    def g(*args, **kwargs):
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as e:
+            _core.user_error(_loc(), f"T.{name}{sig}: {e}")
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as e:
+            shown = ", ".join([_what(a) for a in args] + [f"{k}={_what(v)}" for k, v in kwargs.items()])
+            _core.user_error(_loc(), f"T.{name}({shown}): {e}")
+
+    return g
+
+
+def prim_func(fn=None, **options):
+    """`@T.prim_func` / `@T.prim_func(...)`: parses a kernel `def` at once (parser.py)."""
+    if fn is not None and (not _inspect.isfunction(fn) or fn.__name__ == "<lambda>"):
+        _bad("prim_func", "fn", "a function defined with def", fn)
+    return _parser.prim_func(fn, **options)
+
+
+def macro(fn):
+    """`@T.macro`: a function whose body is parsed in place where a kernel calls it."""
+    if not _inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+        _bad("macro", "fn", "a function defined with def", fn)
+    return _parser.macro(fn)
 
 
 # ---- dtypes -----------------------------------------------------------------------------------
@@ -34,13 +121,27 @@ class DType(str):
     """A dtype name that also builds immediates: `T.float32(0.5)`, `T.int32(7)`."""
 
     def __call__(self, value=None):
-        if value is None:
-            raise TypeError(f"T.{self}() needs a value")
+        name = "bool" if str(self) == "bool" else str(self)
+        fn = "boolean" if name == "bool" else name
+        _dtype(fn, "dtype", name)
+        if value is None or not _is_expr(value):
+            _bad(fn, "value", "an int, float, bool or kernel expression", value)
         if isinstance(value, (_core.Expr,)) or hasattr(value, "_tl_expr"):
-            return _core.cast(str(self), value)
-        if isinstance(value, bool) or (isinstance(value, int) and not _is_float_name(self)):
-            return _core.int_imm(str(self), int(value))
-        return _core.imm(str(self), _builtins.float(value))
+            return _core.cast(name, value)
+        if _is_float_name(name):
+            return _core.imm(name, _builtins.float(value))
+        if name == "bool":
+            return _core.int_imm(name, int(bool(value)))
+        # An integer immediate: a fraction or a value outside the dtype's range would change silently
+        # (T.int32(1.5) was 1, T.int8(1000) was -24, T.uint8(-1) was 255).
+        if not isinstance(value, _numbers.Integral) and not _builtins.float(value).is_integer():
+            _bad(fn, "value", f"an integer for {name}", value)
+        v = int(value)
+        bits = _core.dtype_bits(name)
+        lo, hi = (0, (1 << bits) - 1) if name.startswith("uint") else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        if not lo <= v <= hi:
+            _bad(fn, "value", f"in {name}'s range [{lo}, {hi}]", value)
+        return _core.int_imm(name, v)
 
 
 def _is_float_name(name):
@@ -74,11 +175,9 @@ class Tensor:
     while a kernel is being built, a tensor made on the spot (what T.Buffer is in TileLang)."""
 
     def __init__(self, shape, dtype="float32", strides=None):
-        if isinstance(shape, (int, _core.Expr)):
-            shape = (shape,)
-        self.shape = tuple(shape)
-        self.dtype = str(dtype)
-        self.strides = tuple(strides) if strides else ()
+        self.shape = _shape("Tensor", "shape", shape)
+        self.dtype = _dtype("Tensor", "dtype", dtype)
+        self.strides = _shape("Tensor", "strides", strides) if strides else ()
 
     def __repr__(self):
         return f"T.Tensor({self.shape}, {self.dtype!r})"
@@ -89,7 +188,9 @@ Buffer = Tensor
 
 def dynamic(name, dtype="int32"):
     """A dynamic size, bound at launch from the tensor shapes it appears in."""
-    return _core.dynamic(name, str(dtype))
+    if not isinstance(name, str) or not name.isidentifier():
+        _bad("dynamic", "name", "an identifier string", name)
+    return _core.dynamic(name, _dtype("dynamic", "dtype", dtype))
 
 
 symbolic = dynamic
@@ -109,7 +210,11 @@ class Kernel(_Marker):
 
     def __init__(self, num_blocks, *, is_npu=True, threads=None, **unused):
         if unused:
-            raise TypeError(f"T.Kernel: unexpected arguments {sorted(unused)}")
+            _core.user_error(_loc(), f"T.Kernel: unexpected arguments {sorted(unused)} (expected num_blocks, "
+                                     f"is_npu=, threads=)")
+        _expr("Kernel", "num_blocks", num_blocks)
+        if threads is not None:
+            _int("Kernel", "threads", threads)
         self.num_blocks = num_blocks
         self.threads = threads
 
@@ -118,16 +223,22 @@ class Scope(_Marker):
     """`with T.Scope("C"):` code for the AIC; `with T.Scope("V"):` for each AIV."""
 
     def __init__(self, core):
+        if core not in ("C", "V", "Cube", "Vector", "cube", "vector"):
+            _bad("Scope", "core", '"C" (the AIC) or "V" (the AIVs)', core)
         self.core = core
 
 
 class _Loop(_Marker):
     def __init__(self, kind, extents, start=0, stages=0):
+        for i, e in enumerate(extents):
+            _expr(kind if kind != "parallel" else "Parallel", f"extent {i}" if len(extents) > 1 else "extent", e)
+        _expr(kind, "start", start)
         self.kind, self.extents, self.start, self.stages = kind, list(extents), start, stages
 
 
 def serial(start, stop=None):
     """`for k in T.serial(n)` or `T.serial(start, stop)`."""
+    _expr("serial", "start" if stop is not None else "extent", start)
     if stop is None:
         return _Loop("serial", [start])
     return _Loop("serial", [_sub(stop, start)], start=start)
@@ -144,6 +255,7 @@ def Parallel(*extents):
 
 def Pipelined(extent, num_stages=2):
     """`for k in T.Pipelined(n, num_stages=2):` a software-pipelined loop (developer mode)."""
+    _int("Pipelined", "num_stages", num_stages)
     return _Loop("pipelined", [extent], stages=num_stages)
 
 
@@ -151,6 +263,9 @@ class Persistent(_Marker):
     """`for bx, by in T.Persistent([M_tiles, N_tiles], num_workers, cid):` tiles dealt to workers."""
 
     def __init__(self, domain, num_workers, worker):
+        domain = _shape("Persistent", "domain", domain)
+        _expr("Persistent", "num_workers", num_workers)
+        _expr("Persistent", "worker", worker)
         self.domain, self.num_workers, self.worker = list(domain), num_workers, worker
 
 
@@ -169,8 +284,10 @@ def _fresh(make, base):
 
 
 def _alloc(scope, shape, dtype, name, address=-1):
-    if isinstance(shape, (int, _core.Expr)):
-        shape = (shape,)
+    fn = "alloc_" + {"UB": "ub"}.get(scope, scope)
+    shape = _shape(fn, "shape", shape)
+    dtype = _dtype(fn, "dtype", dtype)
+    _int(fn, "address", address)
     loc = _loc()
     make = lambda n: _core.alloc(scope, n, list(shape), str(dtype), address, loc)  # noqa: E731
     return make(name) if name is not None else _fresh(make, "buf")
@@ -197,6 +314,9 @@ alloc_workspace = _allocator("workspace", "GM scratch for this launch, shared by
 
 
 def alloc_var(dtype="int32", init=None, name=None):
+    _dtype("alloc_var", "dtype", dtype)
+    if init is not None:
+        _expr("alloc_var", "init", init)
     loc = _loc()
     make = lambda n: _core.alloc_var(n, str(dtype), init, loc)  # noqa: E731
     return make(name) if name is not None else _fresh(make, "var")
@@ -206,6 +326,9 @@ alloc_var._tl_takes_name = True
 
 
 def view(base, dtype, name=None):
+    if not isinstance(base, _core.Buffer):
+        _bad("view", "base", "a buffer (T.alloc_*)", base)
+    _dtype("view", "dtype", dtype)
     loc = _loc()
     make = lambda n: _core.view(n, base, str(dtype), loc)  # noqa: E731
     return make(name) if name is not None else _fresh(make, base.name + "_view")
@@ -283,14 +406,23 @@ def init_const(dst, value):
 
 
 def reduce_sum(src, dst, dim=-1, clear=True):
+    _int("reduce_sum", "dim", dim)
+    if not isinstance(clear, bool):
+        _bad("reduce_sum", "clear", "a bool", clear)
     _core.emit("reduce_sum", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def reduce_max(src, dst, dim=-1, clear=True):
+    _int("reduce_max", "dim", dim)
+    if not isinstance(clear, bool):
+        _bad("reduce_max", "clear", "a bool", clear)
     _core.emit("reduce_max", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def reduce_min(src, dst, dim=-1, clear=True):
+    _int("reduce_min", "dim", dim)
+    if not isinstance(clear, bool):
+        _bad("reduce_min", "clear", "a bool", clear)
     _core.emit("reduce_min", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
@@ -299,6 +431,8 @@ def sort(dst, src, actual_num):
 
 
 def merge_sort(dst, srcs):
+    if not isinstance(srcs, (list, tuple)):
+        _bad("merge_sort", "srcs", "a list of 2 to 4 source queues", srcs)
     srcs = list(srcs)
     if not 2 <= len(srcs) <= 4:
         _core.user_error(_loc(), f"T.merge_sort merges 2 to 4 queues, got {len(srcs)}")
@@ -338,6 +472,7 @@ def barrier_all():
 
 
 def set_cross_flag(pipe, event_id, mode=2):
+    _int("set_cross_flag", "mode", mode)
     _core.set_cross_flag(_pipe(pipe), event_id, int(mode), _loc())
 
 
@@ -353,6 +488,10 @@ def sync_all():
 
 
 def printf(fmt, *args):
+    if not isinstance(fmt, str):
+        _bad("printf", "fmt", "a format string", fmt)
+    for i, a in enumerate(args):
+        _expr("printf", f"args[{i}]", a)
     _core.printf(fmt, list(args), _loc())
 
 
@@ -360,6 +499,7 @@ print = printf  # noqa: A001  (TileLang's T.print)
 
 
 def dump_tensor(src, desc=0):
+    _int("dump_tensor", "desc", desc)
     _core.emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
 
 
@@ -370,25 +510,44 @@ def _both_python(*vs):
     return all(isinstance(v, (int, _builtins.float)) and not isinstance(v, bool) for v in vs)
 
 
+def _integer_arg(fn, arg, v):
+    _expr(fn, arg, v)
+    dt = v.dtype if isinstance(v, _core.Expr) else None
+    if isinstance(v, _builtins.float) or (dt is not None and _is_float_name(dt)):
+        _bad(fn, arg, "an integer or an integer expression", v)
+    if (isinstance(v, int) or isinstance(v, _core.Expr) and v.is_const()) and _const(v) == 0:
+        _bad(fn, arg, "a non-zero divisor", v)
+
+
+def _const(v):
+    return v if isinstance(v, int) else v.const_value()
+
+
 def ceildiv(a, b):
+    _integer_arg("ceildiv", "a", a) if not isinstance(a, int) else None
+    _integer_arg("ceildiv", "b", b)
     if isinstance(a, int) and isinstance(b, int):
         return -(-a // b)
     return _core.ceildiv(a, b)
 
 
 def max(a, b):  # noqa: A001
+    _expr("max", "a", a), _expr("max", "b", b)
     if _both_python(a, b):
         return a if a >= b else b
     return _core.max(a, b)
 
 
 def min(a, b):  # noqa: A001
+    _expr("min", "a", a), _expr("min", "b", b)
     if _both_python(a, b):
         return a if a <= b else b
     return _core.min(a, b)
 
 
 def if_then_else(cond, t, f):
+    _expr("if_then_else", "cond", cond)
+    _expr("if_then_else", "t", t), _expr("if_then_else", "f", f)
     if isinstance(cond, bool):
         return t if cond else f
     return _core.select(cond, t, f)
@@ -398,15 +557,28 @@ select = if_then_else
 
 
 def cast(value, dtype):
-    return _core.cast(str(dtype), value)
+    _expr("cast", "value", value)
+    return _core.cast(_dtype("cast", "dtype", dtype), value)
 
 
 def infinity(dtype):
-    return _core.inf(str(dtype))
+    dtype = _dtype("infinity", "dtype", dtype)
+    if not _is_float_name(dtype):  # was an InternalError (a FloatImm of an integer dtype)
+        _bad("infinity", "dtype", "a float dtype (float16, bfloat16, float32)", dtype)
+    return _core.inf(dtype)
+
+
+_INTRINSIC_PARAMS = {"pow": ("x", "y")}
 
 
 def _intrinsic(name):
+    params = _INTRINSIC_PARAMS.get(name, ("x",))
+
     def f(*args):
+        if len(args) != len(params):
+            _core.user_error(_loc(), f"T.{name}({', '.join(params)}) takes {len(params)} argument(s), got {len(args)}")
+        for p, a in zip(params, args):
+            _expr(name, p, a)
         return _core.intrinsic(name, list(args))
 
     f.__name__ = name
@@ -427,3 +599,18 @@ pow = _intrinsic("pow")  # noqa: A001
 
 from . import tile  # noqa: E402,F401
 from ._ops import emit  # noqa: E402,F401
+
+
+def _guard_public_functions():
+    """Every public function of T checks its arity and reports a bad argument as an Error."""
+    g = globals()
+    for n, v in list(g.items()):
+        if n.startswith("_") or not _inspect.isfunction(v) or v.__module__ not in (__name__, _ops_module):
+            continue
+        if n in ("prim_func", "macro"):
+            continue
+        g[n] = _guarded(v, n)
+
+
+_ops_module = __name__ + "._ops"
+_guard_public_functions()
