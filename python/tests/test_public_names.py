@@ -264,3 +264,41 @@ def test_called_outside_a_kernel(name: str) -> None:
         with pytest.raises(tilelang.Error, match=rest[0]) as e:
             fn()
         assert "test_public_names.py:" in str(e.value), f"the error should name the calling line: {e.value}"
+
+
+@pytest.mark.parametrize("call, message", [
+    # before: 1, -24 and 255 (the value changed silently)
+    (lambda: T.int32(1.5), r"T.int32: argument 'value' must be an integer for int32, got float 1.5"),
+    (lambda: T.int8(1000), r"T.int8: argument 'value' must be in int8's range \[-128, 127\], got int 1000"),
+    (lambda: T.uint8(-1), r"T.uint8: argument 'value' must be in uint8's range \[0, 255\], got int -1"),
+    # before: tl_ascend.InternalError (a FloatImm of an integer dtype)
+    (lambda: T.infinity("int32"), r"T.infinity: argument 'dtype' must be a float dtype"),
+    # before: ZeroDivisionError; and `6 // 0` built into the kernel
+    (lambda: T.ceildiv(7, 0), r"T.ceildiv: argument 'b' must be a non-zero divisor, got int 0"),
+    (lambda: T.ceildiv(T.int32(7), 0), r"T.ceildiv: argument 'b' must be a non-zero divisor"),
+    # before: the float expression (7.0 + 2 - 1) // 2
+    (lambda: T.ceildiv(7.0, 2), r"T.ceildiv: argument 'a' must be an integer or an integer expression, got float 7.0"),
+    # before: raw TypeError / AttributeError / ValueError without the argument's name
+    (lambda: T.exp("x"), r"T.exp: argument 'x' " + NOT_EXPR),
+    (lambda: T.pow(2.0), r"T.pow\(x, y\) takes 2 argument\(s\), got 1"),
+    (lambda: T.max("x", 1), r"T.max: argument 'a' " + NOT_EXPR),
+    (lambda: T.min(1), r"T.min\(a, b\): missing a required argument: 'b'"),
+    (lambda: T.if_then_else("x", 1, 2), r"T.if_then_else: argument 'cond' " + NOT_EXPR),
+    (lambda: T.cast(None, "float16"), r"T.cast: argument 'value' must be an int, float, bool or kernel expression, got NoneType"),
+    (lambda: T.float32(), r"T.float32: argument 'value' must be an int, float, bool or kernel expression, got NoneType"),
+    (lambda: T.float32("x"), r"T.float32: argument 'value' " + NOT_EXPR),
+    (lambda: T.Tensor(None), r"T.Tensor: argument 'shape' must be a shape"),
+    (lambda: T.Tensor((4,), "float99"), r"T.Tensor: argument 'dtype': unknown dtype 'float99'"),
+    (lambda: T.alloc_ub("x"), r"T.alloc_ub: argument 'shape' must be a shape"),
+    (lambda: T.copy(None, None), r"T.copy\(NoneType None, NoneType None\): expected an expression"),
+])
+def test_bad_arguments_are_errors_naming_the_argument(call: Callable[[], Any], message: str) -> None:
+    with pytest.raises(tilelang.Error, match=message):
+        call()
+
+
+def test_scalar_intrinsics_work_outside_a_kernel() -> None:
+    """Issue 27 bug 4: every intrinsic builds an expression outside a kernel (no crash)."""
+    for name in ("exp", "log", "sqrt", "rsqrt", "abs", "sigmoid"):
+        assert str(getattr(T, name)(T.float32(2.0))) == f"T.{name}(2.0)"
+    assert str(T.pow(2.0, 3.0)) == "T.pow(2.0, 3.0)"
