@@ -14,7 +14,6 @@ module, so a new public name without a row fails the suite.
 """
 
 import glob
-import inspect
 import os
 import re
 import types
@@ -137,14 +136,6 @@ for _d in DTYPES:
 NOT_EXPR = r"must be an int, float, bool or kernel expression, got str 'x'"
 OUTSIDE = r"T:: statements must be written inside the body of T::prim_func"
 NOT_TILE = r"operand '\w+' must be a buffer or buffer region, got a scalar expression"
-
-
-def _kernel_fn() -> None:  # a kernel function for T.prim_func / T.macro outside a kernel
-    pass
-
-
-def _row(in_kernel: Tuple, out: Tuple) -> Tuple:
-    return (in_kernel, out)
 
 
 PUBLIC: Dict[str, Tuple] = {
