@@ -11,6 +11,7 @@ import io
 from typing import Callable, Optional, Sequence
 
 import numpy as np
+import pytest
 
 import tl_ascend as tilelang
 import tl_ascend.language as T
@@ -70,6 +71,11 @@ def check_copy() -> None:
             for n in SIZES + (4097,):
                 x = rand(n, dtype) if dtype != "int8" else _rng.integers(-128, 128, n).astype(np.int8)
                 np.testing.assert_array_equal(k(x), x, err_msg=f"copy {dtype} block={block} n={n}")
+    # the fixpipe's options: enable_relu and the fp32 -> fp16 cast on the way out of L0C
+    a = rand(32 * 32, "float16", -1, 1).reshape(32, 32)
+    b = rand(32 * 48, "float16", -1, 1).reshape(32, 48)
+    c = gemm_v0_kernel(32, 48, 32, 16, False, relu=True, out="float16")(a, b)
+    assert_close(c, np.maximum(_matmul_ref(a, b), 0.0), "float16", "copy L0C -> GM enable_relu, fp32 -> fp16")
     for n in (1, 7, 13):
         x = rand(n, "float32")
         y = padded_copy_kernel(n, 2.0)(x)
@@ -109,27 +115,45 @@ def check_atomic_add() -> None:
 
 
 @tilelang.jit
-def dcci_kernel(n: int):
-    """AIV 0 writes Y[i] = 2 i + 1 by scalar stores (they sit in its data cache), then
-    T.dcci writes the cache lines back to GM, where the host reads them."""
+def dcci_kernel(n: int, with_dcci: bool = True):
+    """AIV 0 writes W[i] = 2 i + 1 by scalar stores (they sit in its data cache), T.dcci writes
+    the lines back, then DMA copies W through UB to Z: Z shows what DMA saw."""
+    padded = (n + 7) // 8 * 8
 
     @T.prim_func
-    def k(Y: T.Tensor((n,), "int32")):
+    def k(W: T.Tensor((padded,), "int32"), Z: T.Tensor((padded,), "int32")):
         with T.Kernel(1, is_npu=True) as (cid, vid):
             with T.Scope("V"):
+                z = T.alloc_ub((padded,), "int32")
                 if vid == 0:
                     for i in T.serial(n):
-                        Y[i] = i * 2 + 1
-                    T.dcci(Y, entire=True)
+                        W[i] = i * 2 + 1
+                    if with_dcci:
+                        T.dcci(W, entire=True)
+                    T.copy(W, z)
+                    T.set_flag("MTE2", "MTE3", 0)
+                    T.wait_flag("MTE2", "MTE3", 0)
+                    T.copy(z, Z)
 
     return k
 
 
 def check_dcci() -> None:
     for n in (1, 7, 33):
-        y = np.zeros(n, np.int32)
-        dcci_kernel(n).run(y, check_hazards=True, mode="timed")
-        np.testing.assert_array_equal(y, 2 * np.arange(n) + 1, err_msg=f"dcci n={n}")
+        padded = (n + 7) // 8 * 8
+        want = np.zeros(padded, np.int32)
+        want[:n] = 2 * np.arange(n) + 1
+        for mode in ("fast", "timed"):
+            w, z = np.zeros(padded, np.int32), np.zeros(padded, np.int32)
+            dcci_kernel(n).run(w, z, check_hazards=True, mode=mode)
+            np.testing.assert_array_equal(z, want, err_msg=f"dcci n={n} {mode}")
+    # Without it the DMA reads GM before the cached stores reach it: the hazard checker says so,
+    # and a timed run computes what the chip would, the zeros GM still held.
+    with pytest.raises(tilelang.Error, match="dcci"):
+        dcci_kernel(7, False).run(np.zeros(8, np.int32), np.zeros(8, np.int32), check_hazards=True)
+    z = np.ones(8, np.int32)
+    dcci_kernel(7, False).run(np.zeros(8, np.int32), z, mode="timed")
+    np.testing.assert_array_equal(z, np.zeros(8, np.int32), err_msg="no dcci, timed")
 
 
 # ---- cube -----------------------------------------------------------------------------------------
@@ -176,13 +200,15 @@ def check_gemm() -> None:
 
 
 @tilelang.jit(out_idx=[-1])
-def gemm_v0_kernel(M: int, N: int, K: int, bK: int, transpose_A: bool, const_A: float = 0.0):
+def gemm_v0_kernel(M: int, N: int, K: int, bK: int, transpose_A: bool, const_A: float = 0.0, relu: bool = False,
+                   out: str = "float32"):
     """Expert GEMM on one block: C = op(A) x B through L1 and L0C, K in panels of bK (the
-    accumulation across panels: init on the first). `const_A`: A_L1 is set by init_const instead."""
+    accumulation across panels: init on the first). `const_A`: A_L1 is set by init_const instead;
+    `relu`, `out`: the fixpipe copy's enable_relu and its cast to the output dtype."""
 
     @T.prim_func
     def k(A: T.Tensor((K, M) if transpose_A else (M, K), "float16"), B: T.Tensor((K, N), "float16"),
-          C: T.Tensor((M, N), "float32")):
+          C: T.Tensor((M, N), out)):
         with T.Kernel(1, is_npu=True) as (cid, _):
             with T.Scope("C"):
                 A_L1 = T.alloc_L1((bK, M) if transpose_A else (M, bK), "float16")
@@ -203,7 +229,7 @@ def gemm_v0_kernel(M: int, N: int, K: int, bK: int, transpose_A: bool, const_A: 
                     T.wait_flag("M", "MTE2", 0)
                 T.set_flag("M", "FIX", 0)
                 T.wait_flag("M", "FIX", 0)
-                T.copy(C_L0C, C)
+                T.copy(C_L0C, C, enable_relu=relu)
 
     return k
 

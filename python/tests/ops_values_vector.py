@@ -360,8 +360,9 @@ CMP = {"LT": np.less, "GT": np.greater, "EQ": np.equal, "LE": np.less_equal, "GE
 
 
 @tilelang.jit(out_idx=[-1])
-def compare_select_kernel(dtype: str, mode: str, scalar_rhs: bool, scalar_other: bool):
-    """Y = T.tile.select(mask, A, B or 0.5) with mask = T.tile.compare(A, B or 0.25, mode)."""
+def compare_select_kernel(dtype: str, mode: str, scalar_rhs: bool, scalar_other: bool, select_mode: int = 2):
+    """Y = T.tile.select(mask, A, B or 0.5) with mask = T.tile.compare(A, B or 0.25, mode);
+    select_mode 0 reuses the mask's first 256 bytes' worth of bits for every 256-byte repeat."""
     N = T.dynamic("N")
 
     @T.prim_func
@@ -380,6 +381,8 @@ def compare_select_kernel(dtype: str, mode: str, scalar_rhs: bool, scalar_other:
                 T.tile.compare(m, a, b, mode=mode)
             if scalar_other:
                 T.tile.select(y, m, a, 0.5, mode=1)
+            elif select_mode == 0:
+                T.tile.select(y, m, a, b, mode=0)
             else:
                 T.tile.select(y, m, a, b)
             T.copy(y, Y[cid * BLOCK])
@@ -401,6 +404,15 @@ def check_compare_select() -> None:
                     want = np.where(f(a.astype(np.float64), rhs), a, other)
                     assert_close(k(a, b), want, dtype, f"compare {mode} + select {dtype} n={n} "
                                  f"scalar_rhs={scalar_rhs} scalar_other={scalar_other}")
+        # select mode 0: element i of a tile takes mask bit i % (256 / sizeof)
+        per_repeat = 256 // np.dtype(NP[dtype]).itemsize
+        k = compare_select_kernel(dtype, "GT", False, False, 0)
+        for n in (BLOCK, 3 * BLOCK):
+            a, b = rand(n, dtype, -2.0, 2.0), rand(n, dtype, -2.0, 2.0)
+            i = np.arange(n)
+            src = (i // BLOCK) * BLOCK + (i % BLOCK) % per_repeat
+            want = np.where(a[src] > b[src], a, b)
+            assert_close(k(a, b), want, dtype, f"select mode 0 {dtype} n={n}")
 
 
 # ---- generators: fill, createvecindex, arith_progression --------------------------------------------
@@ -558,3 +570,48 @@ def check_transpose() -> None:
             y = np.zeros_like(x)
             k(x, y)
             np.testing.assert_array_equal(y, want, err_msg=f"transpose {dtype} m={m}")
+
+
+@tilelang.jit
+def gather_by_mask_kernel(dtype: str):
+    """Y[t] = the elements of row A[t] equal to B[t] (T.tile.compare EQ), packed to the front by
+    T.tile.gather_mask with the compare's bitmask; the rest of Y[t] keeps the fill value -1."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def k(A: T.Tensor((N, BLOCK), dtype), B: T.Tensor((N, BLOCK), dtype), Y: T.Tensor((N, BLOCK), dtype)):
+        with T.Kernel(N, threads=1) as cid:
+            a = T.alloc_shared((BLOCK,), dtype)
+            b = T.alloc_shared((BLOCK,), dtype)
+            m = T.alloc_shared((BLOCK // 8,), "uint8")
+            y = T.alloc_shared((BLOCK,), dtype)
+            T.copy(A[cid, 0], a)
+            T.copy(B[cid, 0], b)
+            T.tile.fill(y, -1)
+            T.tile.compare(m, a, b, "EQ")
+            T.tile.gather_mask(y, a, mask=m)
+            T.copy(y, Y[cid, 0])
+
+    return k
+
+
+def check_gather_by_mask() -> None:
+    """gather_mask's mask form, with compare's int32 EQ (the one integer compare on A2)."""
+    for dtype in ("int32", "float32"):
+        k = gather_by_mask_kernel(dtype)
+        for tiles in (1, 3):
+            a = rand(tiles * BLOCK, dtype, 0, 3).reshape(tiles, BLOCK)
+            b = rand(tiles * BLOCK, dtype, 0, 3).reshape(tiles, BLOCK)
+            if dtype == "float32":
+                a, b = np.round(a), np.round(b)
+            y = np.zeros((tiles, BLOCK), NP[dtype])
+            k(a, b, y)
+            for t in range(tiles):
+                kept = a[t][a[t] == b[t]]
+                np.testing.assert_array_equal(y[t, :len(kept)], kept, err_msg=f"gather_mask by mask {dtype} row {t}")
+                assert np.all(y[t, len(kept):] == -1), f"gather_mask by mask {dtype} row {t}: {y[t, len(kept):]}"
+
+
+def check_gather_mask_both_forms() -> None:
+    check_gather_mask()
+    check_gather_by_mask()

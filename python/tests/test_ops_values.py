@@ -48,7 +48,7 @@ VALUE_TESTS: Dict[str, Callable[[], None]] = {
     "tile.createvecindex": V.check_createvecindex,
     "tile.arith_progression": V.check_arith_progression,
     "tile.gather": V.check_gather,
-    "tile.gather_mask": V.check_gather_mask,
+    "tile.gather_mask": V.check_gather_mask_both_forms,
     "tile.broadcast": V.check_broadcast,
     "tile.transpose": V.check_transpose,
     # reductions and sorting
