@@ -187,7 +187,7 @@ PUBLIC: Dict[str, Tuple] = {
     # synchronisation
     "set_flag": (("grep",), ("error", lambda: T.set_flag("MTE2", "V", 0), OUTSIDE)),
     "wait_flag": (("grep",), ("error", lambda: T.wait_flag("mte2", "v", 0), OUTSIDE)),
-    "pipe_barrier": (("grep",), ("error", lambda: T.pipe_barrier("X"), r"unknown pipe 'X'")),
+    "pipe_barrier": (("grep",), ("error", lambda: T.pipe_barrier("X"), r"T.pipe_barrier: argument 'pipe' must be a pipe name")),
     "barrier_all": (("grep",), ("error", lambda: T.barrier_all(), OUTSIDE)),
     "set_cross_flag": (("grep",), ("error", lambda: T.set_cross_flag("FIX", 0, mode="2"), r"argument 'mode' must be a Python int")),
     "wait_cross_flag": (("grep",), ("error", lambda: T.wait_cross_flag(0), OUTSIDE)),
@@ -281,7 +281,17 @@ def test_called_outside_a_kernel(name: str) -> None:
     (lambda: T.Tensor(None), r"T.Tensor: argument 'shape' must be a shape"),
     (lambda: T.Tensor((4,), "float99"), r"T.Tensor: argument 'dtype': unknown dtype 'float99'"),
     (lambda: T.alloc_ub("x"), r"T.alloc_ub: argument 'shape' must be a shape"),
-    (lambda: T.copy(None, None), r"T.copy\(NoneType None, NoneType None\): expected an expression"),
+    (lambda: T.copy(None, None), r"T.copy: operand 'src' must be a buffer or buffer region, got NoneType None"),
+    (lambda: T.tile.add(None, None, "oops"), r"T.tile.add: operand 'dst' is missing"),
+    (lambda: T.tile.add(1, 2, [3]), r"T.tile.add: operand 'src1' must be a buffer, a buffer region or a scalar "
+                                    r"expression, got list \[3\]"),
+    (lambda: T.sort(1, 2, "n"), r"T.sort: operand 'actual_num' must be an int, float, bool or kernel expression, got str 'n'"),
+    # before: "unknown pipe '1'" (no argument named) and a nanobind signature dump for None
+    (lambda: T.set_flag(None, "V", 0), r"T.set_flag: argument 'src' must be a pipe name, one of S, V, M, MTE1, "
+                                       r"MTE2, MTE3, FIX, ALL \(any case\), got NoneType None"),
+    (lambda: T.pipe_barrier(1), r"T.pipe_barrier: argument 'pipe' must be a pipe name"),
+    # before: ValueError: could not convert string to float
+    (lambda: T.copy(1, 2, pad_value="a"), r"T.copy: argument 'pad_value' must be a number, got str 'a'"),
 ])
 def test_bad_arguments_are_errors_naming_the_argument(call: Callable[[], Any], message: str) -> None:
     with pytest.raises(tilelang.Error, match=message):

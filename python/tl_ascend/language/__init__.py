@@ -21,6 +21,7 @@ import numbers as _numbers
 
 from .. import _core
 from . import _state
+from . import _ops
 from . import parser as _parser
 
 Error = _core.Error
@@ -78,6 +79,12 @@ def _shape(fn, arg, shape):
         if isinstance(d, bool) or not isinstance(d, (int, _core.Expr)):
             _bad(fn, arg, "a shape: an int or a non-empty tuple of ints or kernel expressions", shape)
     return tuple(shape)
+
+
+def _emit(op, operands, attrs, loc):
+    """_core.emit after checking each operand is a buffer, region or expression (_ops.py)."""
+    _ops.check_operands(op, operands)
+    _core.emit(op, operands, attrs, loc)
 
 
 def _guarded(fn, name):
@@ -347,19 +354,21 @@ def copy(src, dst, enable_relu=False, transpose=False, pad_value=None, nd2nz=Tru
     if transpose:
         attrs["transpose"] = True
     if pad_value is not None:
+        if isinstance(pad_value, bool) or not isinstance(pad_value, _numbers.Real):
+            _bad("copy", "pad_value", "a number", pad_value)
         attrs["pad"] = True
         attrs["pad_value"] = _builtins.float(pad_value)
     if not nd2nz:
         attrs["nd2nz"] = False
-    _core.emit("copy", [src, dst], attrs, _loc())
+    _emit("copy", [src, dst], attrs, _loc())
 
 
 def atomic_add(dst, src):
-    _core.emit("atomic_add", [dst, src], {}, _loc())
+    _emit("atomic_add", [dst, src], {}, _loc())
 
 
 def dcci(dst, entire=False):
-    _core.emit("dcci", [dst], {"entire": True} if entire else {}, _loc())
+    _emit("dcci", [dst], {"entire": True} if entire else {}, _loc())
 
 
 def _gemm(op, A, B, C, transpose_A, transpose_B, init):
@@ -368,7 +377,7 @@ def _gemm(op, A, B, C, transpose_A, transpose_B, init):
         attrs["transpose_A"] = True
     if transpose_B:
         attrs["transpose_B"] = True
-    _core.emit(op, [A, B, C, init], attrs, _loc())
+    _emit(op, [A, B, C, init], attrs, _loc())
 
 
 def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False):
@@ -382,16 +391,16 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False):
 
 
 def mma(A, B, C, init=False):
-    _core.emit("mma", [A, B, C, init], {}, _loc())
+    _emit("mma", [A, B, C, init], {}, _loc())
 
 
 def fill(dst, value):
-    _core.emit("tile.fill", [dst, value], {}, _loc())
+    _emit("tile.fill", [dst, value], {}, _loc())
 
 
 def clear(dst):
     dtype = dst.dtype if isinstance(dst, _core.Buffer) else "float32"
-    _core.emit("tile.fill", [dst, _zero(dtype)], {}, _loc())
+    _emit("tile.fill", [dst, _zero(dtype)], {}, _loc())
 
 
 def _zero(dtype):
@@ -399,7 +408,7 @@ def _zero(dtype):
 
 
 def init_const(dst, value):
-    _core.emit("init_const", [dst, value], {}, _loc())
+    _emit("init_const", [dst, value], {}, _loc())
 
 
 # ---- Reductions and sorting ---------------------------------------------------------------------
@@ -409,25 +418,25 @@ def reduce_sum(src, dst, dim=-1, clear=True):
     _int("reduce_sum", "dim", dim)
     if not isinstance(clear, bool):
         _bad("reduce_sum", "clear", "a bool", clear)
-    _core.emit("reduce_sum", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+    _emit("reduce_sum", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def reduce_max(src, dst, dim=-1, clear=True):
     _int("reduce_max", "dim", dim)
     if not isinstance(clear, bool):
         _bad("reduce_max", "clear", "a bool", clear)
-    _core.emit("reduce_max", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+    _emit("reduce_max", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def reduce_min(src, dst, dim=-1, clear=True):
     _int("reduce_min", "dim", dim)
     if not isinstance(clear, bool):
         _bad("reduce_min", "clear", "a bool", clear)
-    _core.emit("reduce_min", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+    _emit("reduce_min", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def sort(dst, src, actual_num):
-    _core.emit("sort", [dst, src, actual_num], {}, _loc())
+    _emit("sort", [dst, src, actual_num], {}, _loc())
 
 
 def merge_sort(dst, srcs):
@@ -436,35 +445,42 @@ def merge_sort(dst, srcs):
     srcs = list(srcs)
     if not 2 <= len(srcs) <= 4:
         _core.user_error(_loc(), f"T.merge_sort merges 2 to 4 queues, got {len(srcs)}")
-    _core.emit("merge_sort", [dst] + srcs, {}, _loc())
+    _emit("merge_sort", [dst] + srcs, {}, _loc())
 
 
 def topk(dst, src, k, actual_num):
-    _core.emit("topk", [dst, src, k, actual_num], {}, _loc())
+    _emit("topk", [dst, src, k, actual_num], {}, _loc())
 
 
 def init_sort_buf(dst, num, value=None):
-    _core.emit("init_sort_buf", [dst, num] + ([] if value is None else [value]), {}, _loc())
+    _emit("init_sort_buf", [dst, num] + ([] if value is None else [value]), {}, _loc())
 
 
 # ---- Synchronisation ----------------------------------------------------------------------------
 
 
-def _pipe(p):
+_PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX", "ALL")
+
+
+def _pipe(fn, arg, p):
     """Pipe names as TileLang-Ascend scripts write them: "MTE2" or "mte2"."""
-    return p.upper() if isinstance(p, str) else p
+    if not isinstance(p, str) or p.upper() not in _PIPES:
+        _bad(fn, arg, f"a pipe name, one of {', '.join(_PIPES)} (any case)", p)
+    return p.upper()
 
 
 def set_flag(src, dst, event_id):
-    _core.set_flag(_pipe(src), _pipe(dst), event_id, _loc())
+    _core.set_flag(_pipe("set_flag", "src", src), _pipe("set_flag", "dst", dst),
+                   _expr("set_flag", "event_id", event_id), _loc())
 
 
 def wait_flag(src, dst, event_id):
-    _core.wait_flag(_pipe(src), _pipe(dst), event_id, _loc())
+    _core.wait_flag(_pipe("wait_flag", "src", src), _pipe("wait_flag", "dst", dst),
+                    _expr("wait_flag", "event_id", event_id), _loc())
 
 
 def pipe_barrier(pipe):
-    _core.pipe_barrier(_pipe(pipe), _loc())
+    _core.pipe_barrier(_pipe("pipe_barrier", "pipe", pipe), _loc())
 
 
 def barrier_all():
@@ -473,10 +489,12 @@ def barrier_all():
 
 def set_cross_flag(pipe, event_id, mode=2):
     _int("set_cross_flag", "mode", mode)
-    _core.set_cross_flag(_pipe(pipe), event_id, int(mode), _loc())
+    _core.set_cross_flag(_pipe("set_cross_flag", "pipe", pipe), _expr("set_cross_flag", "event_id", event_id),
+                         int(mode), _loc())
 
 
 def wait_cross_flag(event_id):
+    _expr("wait_cross_flag", "event_id", event_id)
     _core.wait_cross_flag(event_id, _loc())
 
 
@@ -500,7 +518,7 @@ print = printf  # noqa: A001  (TileLang's T.print)
 
 def dump_tensor(src, desc=0):
     _int("dump_tensor", "desc", desc)
-    _core.emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
+    _emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
 
 
 # ---- Scalar expressions -----------------------------------------------------------------------------
