@@ -262,6 +262,9 @@ def test_called_outside_a_kernel(name: str) -> None:
     (lambda: T.int32(1.5), r"T.int32: argument 'value' must be an integer for int32, got float 1.5"),
     (lambda: T.int8(1000), r"T.int8: argument 'value' must be in int8's range \[-128, 127\], got int 1000"),
     (lambda: T.uint8(-1), r"T.uint8: argument 'value' must be in uint8's range \[0, 255\], got int -1"),
+    # before: inf in the kernel (T.tile.fill(y, T.float16(70000)) filled y with inf)
+    (lambda: T.float16(70000), r"T.float16: argument 'value' must be finite in float16 \(\|value\| < 65520"),
+    (lambda: T.float8_e4m3(1000), r"T.float8_e4m3: argument 'value' must be finite in float8_e4m3"),
     # before: tl_ascend.InternalError (a FloatImm of an integer dtype)
     (lambda: T.infinity("int32"), r"T.infinity: argument 'dtype' must be a float dtype"),
     # before: ZeroDivisionError; and `6 // 0` built into the kernel
@@ -296,6 +299,16 @@ def test_called_outside_a_kernel(name: str) -> None:
 def test_bad_arguments_are_errors_naming_the_argument(call: Callable[[], Any], message: str) -> None:
     with pytest.raises(tilelang.Error, match=message):
         call()
+
+
+def test_immediates_at_the_edge_of_their_dtype_still_work() -> None:
+    """The range checks above reject only what would change: the extremes themselves pass."""
+    assert T.float16(65504).const_value() == 65504.0 and T.float16(float("inf")) is not None
+    assert T.int8(-128).const_value() == -128 and T.uint8(255).const_value() == 255
+    assert T.int32(2.0).const_value() == 2 and T.uint64(2**63 - 1) is not None
+    # before: a raw TypeError from the binding (the IR's integer immediates are int64)
+    with pytest.raises(tilelang.Error, match=r"T.uint64: argument 'value' must be in uint64's range"):
+        T.uint64(2**64 - 1)
 
 
 def test_scalar_intrinsics_work_outside_a_kernel() -> None:

@@ -128,7 +128,7 @@ class DType(str):
     """A dtype name that also builds immediates: `T.float32(0.5)`, `T.int32(7)`."""
 
     def __call__(self, value=None):
-        name = "bool" if str(self) == "bool" else str(self)
+        name = str(self)
         fn = "boolean" if name == "bool" else name
         _dtype(fn, "dtype", name)
         if value is None or not _is_expr(value):
@@ -136,7 +136,12 @@ class DType(str):
         if isinstance(value, (_core.Expr,)) or hasattr(value, "_tl_expr"):
             return _core.cast(name, value)
         if _is_float_name(name):
-            return _core.imm(name, _builtins.float(value))
+            v = _builtins.float(value)
+            # A finite value at or past the dtype's overflow threshold (max + half an ulp) would
+            # become inf silently (T.float16(70000) was inf in the kernel).
+            if v == v and _builtins.abs(v) != _builtins.float("inf") and _builtins.abs(v) >= _FLOAT_OVERFLOW.get(name, _builtins.float("inf")):
+                _bad(fn, "value", f"finite in {name} (|value| < {_FLOAT_OVERFLOW[name]:g}; T.infinity for inf)", value)
+            return _core.imm(name, v)
         if name == "bool":
             return _core.int_imm(name, int(bool(value)))
         # An integer immediate: a fraction or a value outside the dtype's range would change silently
@@ -146,9 +151,16 @@ class DType(str):
         v = int(value)
         bits = _core.dtype_bits(name)
         lo, hi = (0, (1 << bits) - 1) if name.startswith("uint") else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        hi = _builtins.min(hi, (1 << 63) - 1)  # the IR holds integer immediates as int64
         if not lo <= v <= hi:
             _bad(fn, "value", f"in {name}'s range [{lo}, {hi}]", value)
         return _core.int_imm(name, v)
+
+
+# max + half an ulp at max: from there round-to-nearest gives inf.
+_FLOAT_OVERFLOW = {"float16": 65504.0 + 16.0, "bfloat16": 3.3895313892515355e38 + 2.0**119,
+                   "float32": 3.4028234663852886e38 + 2.0**103, "float8_e4m3": 448.0 + 16.0,
+                   "float8_e5m2": 57344.0 + 4096.0}
 
 
 def _is_float_name(name):
