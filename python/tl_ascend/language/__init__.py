@@ -95,12 +95,13 @@ def _guarded(fn, name):
     @_functools.wraps(fn)
     def g(*args, **kwargs):
         try:
-            sig.bind(*args, **kwargs)
-        except TypeError as e:
-            _core.user_error(_loc(), f"T.{name}{sig}: {e}")
-        try:
             return fn(*args, **kwargs)
         except (TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as e:
+            # The signature is bound only on failure: the parse-time cost of a good call stays nil.
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as arity:
+                _core.user_error(_loc(), f"T.{name}{sig}: {arity}")
             shown = ", ".join([_what(a) for a in args] + [f"{k}={_what(v)}" for k, v in kwargs.items()])
             _core.user_error(_loc(), f"T.{name}({shown}): {e}")
 
