@@ -187,7 +187,7 @@ PUBLIC: Dict[str, Tuple] = {
     # synchronisation
     "set_flag": (("grep",), ("error", lambda: T.set_flag("MTE2", "V", 0), OUTSIDE)),
     "wait_flag": (("grep",), ("error", lambda: T.wait_flag("mte2", "v", 0), OUTSIDE)),
-    "pipe_barrier": (("grep",), ("error", lambda: T.pipe_barrier("X"), r"T.pipe_barrier: argument 'pipe' must be a pipe name")),
+    "pipe_barrier": (("grep",), ("error", lambda: T.pipe_barrier("X"), r"T.pipe_barrier: argument 'pipe': unknown pipe 'X'")),
     "barrier_all": (("grep",), ("error", lambda: T.barrier_all(), OUTSIDE)),
     "set_cross_flag": (("grep",), ("error", lambda: T.set_cross_flag("FIX", 0, mode="2"), r"argument 'mode' must be a Python int")),
     "wait_cross_flag": (("grep",), ("error", lambda: T.wait_cross_flag(0), OUTSIDE)),
@@ -289,7 +289,8 @@ def test_called_outside_a_kernel(name: str) -> None:
     (lambda: T.tile.add(1, 2, [3]), r"T.tile.add: operand 'src1' must be a buffer, a buffer region or a scalar "
                                     r"expression, got list \[3\]"),
     (lambda: T.sort(1, 2, "n"), r"T.sort: operand 'actual_num' must be an int, float, bool or kernel expression, got str 'n'"),
-    # before: "unknown pipe '1'" (no argument named) and a nanobind signature dump for None
+    # before: "unknown pipe 'X'" (no argument named) and a nanobind signature dump for None
+    (lambda: T.wait_flag("MTE2", "X", 0), r"T.wait_flag: argument 'dst': unknown pipe 'X': expected one of S, V"),
     (lambda: T.set_flag(None, "V", 0), r"T.set_flag: argument 'src' must be a pipe name, one of S, V, M, MTE1, "
                                        r"MTE2, MTE3, FIX, ALL \(any case\), got NoneType None"),
     (lambda: T.pipe_barrier(1), r"T.pipe_barrier: argument 'pipe' must be a pipe name"),

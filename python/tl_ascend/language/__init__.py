@@ -477,8 +477,11 @@ _PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX", "ALL")
 
 def _pipe(fn, arg, p):
     """Pipe names as TileLang-Ascend scripts write them: "MTE2" or "mte2"."""
-    if not isinstance(p, str) or p.upper() not in _PIPES:
+    if not isinstance(p, str):
         _bad(fn, arg, f"a pipe name, one of {', '.join(_PIPES)} (any case)", p)
+    if p.upper() not in _PIPES:
+        _core.user_error(_loc(), f"T.{fn}: argument '{arg}': unknown pipe '{p}': expected one of {', '.join(_PIPES)} "
+                                 f"(any case)")
     return p.upper()
 
 
