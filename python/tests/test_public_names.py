@@ -14,6 +14,7 @@ module, so a new public name without a row fails the suite.
 """
 
 import glob
+import inspect
 import os
 import re
 import types
@@ -317,3 +318,27 @@ def test_scalar_intrinsics_work_outside_a_kernel() -> None:
     for name in ("exp", "log", "sqrt", "rsqrt", "abs", "sigmoid"):
         assert str(getattr(T, name)(T.float32(2.0))) == f"T.{name}(2.0)"
     assert str(T.pow(2.0, 3.0)) == "T.pow(2.0, 3.0)"
+
+
+def test_float_intrinsics_of_an_integer_expression_are_errors() -> None:
+    """T.exp/log/sqrt/rsqrt/sigmoid/pow compute in float: of an int32 element they truncated the
+    result to int32 (before: y[i] = T.exp(a[i]) for a = 0..7 gave [1, 2, 7, 20, 54, 148, 403,
+    1096]). Now an Error at the kernel line; a Python int argument is a float literal."""
+
+    def build() -> None:
+        @T.prim_func
+        def k(X: T.Tensor((8,), "int32"), Y: T.Tensor((8,), "int32")):
+            with T.Kernel(1, threads=1) as cid:
+                a = T.alloc_shared((8,), "int32")
+                y = T.alloc_shared((8,), "int32")
+                T.copy(X, a)
+                for i in T.Parallel(8):
+                    y[i] = T.exp(a[i])  # MARK
+                T.copy(y, Y)
+
+    lines, start = inspect.getsourcelines(build)
+    mark = start + next(i for i, l in enumerate(lines) if "# MARK" in l)
+    with pytest.raises(tilelang.Error, match=rf"test_public_names.py:{mark}.*T.exp: argument 'x' must be a float "
+                                             rf"expression, got int32 'a\[i\]'"):
+        build()
+    assert T.exp(1).dtype == "float32" and T.pow(T.float16(2.0), 2) is not None

@@ -603,6 +603,7 @@ def infinity(dtype):
 
 
 _INTRINSIC_PARAMS = {"pow": ("x", "y")}
+_FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "pow")
 
 
 def _intrinsic(name):
@@ -613,6 +614,16 @@ def _intrinsic(name):
             _core.user_error(_loc(), f"T.{name}({', '.join(params)}) takes {len(params)} argument(s), got {len(args)}")
         for p, a in zip(params, args):
             _expr(name, p, a)
+        if name in _FLOAT_ONLY:
+            # exp/log/... of an integer expression would compute in float and truncate the result
+            # to the integer dtype (T.exp(x) of int32 x = 1 was 2): an Error; a Python int is a
+            # float literal here (T.exp(1) is e).
+            args = tuple(_builtins.float(a) if isinstance(a, int) and not isinstance(a, bool) else a for a in args)
+            for p, a in zip(params, args):
+                dt = _core.as_expr(a).dtype
+                if not _is_float_name(dt):
+                    _core.user_error(_loc(), f"T.{name}: argument '{p}' must be a float expression, got {dt} "
+                                             f"'{_core.print_expr(a)}' (cast it: T.cast(x, \"float32\"))")
         return _core.intrinsic(name, list(args))
 
     f.__name__ = name
