@@ -8,6 +8,8 @@ registered (or an intrinsic added to `T`) without an entry here.
 grep VALUE_TESTS for an op's name to find its check.
 """
 
+import os
+import re
 from typing import Callable, Dict
 
 import pytest
@@ -84,6 +86,23 @@ def test_every_op_and_intrinsic_has_a_value_test() -> None:
     # The registry and the intrinsic list are real (not empty by accident).
     assert "tile.add" in registered_ops() and len(registered_ops()) > 50
     assert {"T.exp", "T.log", "T.sqrt", "T.rsqrt", "T.abs", "T.sigmoid", "T.pow"} <= set(scalar_intrinsics())
+
+
+def cpp_intrinsics() -> list:
+    """The names C++'s intrinsic_arity (src/ir/ir_ops.cpp) knows: read from the source, since
+    the binding has no list of them."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "ir", "ir_ops.cpp")
+    text = open(src, encoding="utf-8").read()
+    body = text[text.index("int intrinsic_arity("):]
+    body = body[:body.index("\n}\n")]
+    return sorted(f"T.{n}" for n in re.findall(r'"(\w+)"', body))
+
+
+def test_every_cpp_intrinsic_has_a_wrapper_and_a_value_test() -> None:
+    names = cpp_intrinsics()
+    assert "T.exp" in names and "T.pow" in names, names
+    assert set(names) <= set(scalar_intrinsics()), f"no T wrapper for {set(names) - set(scalar_intrinsics())}"
+    assert set(names) <= set(VALUE_TESTS)
 
 
 def test_intrinsic_wrappers_match_the_cpp_intrinsics() -> None:
