@@ -153,7 +153,7 @@ PUBLIC: Dict[str, Tuple] = {
     "macro": (("grep",), ("error", lambda: T.macro(3), r"T.macro: argument 'fn' must be a function defined with def, got int 3")),
     # launch, scopes, loops
     "Kernel": (("grep",), ("error", lambda: T.Kernel(1, foo=2), r"T.Kernel: unexpected arguments \['foo'\]")),
-    "Scope": (("grep",), ("error", lambda: T.Scope("X"), r"T.Scope: argument 'core' must be \"C\" \(the AIC\) or \"V\"")),
+    "Scope": (("grep",), ("error", lambda: T.Scope("X"), r"T.Scope: argument 'core' must be \"C\" \(the AIC\) or \"V\" \(the AIVs\), got \"X\"")),
     "serial": (("grep",), ("error", lambda: T.serial("x"), r"T.serial: argument 'extent' " + NOT_EXPR)),
     "unroll": (("here", "expert_kernel"), ("error", lambda: T.unroll("x"), r"T.unroll: argument 'extent' " + NOT_EXPR)),
     "Parallel": (("grep",), ("error", lambda: T.Parallel(4, "x"), r"T.Parallel: argument 'extent 1' " + NOT_EXPR)),

@@ -40,8 +40,8 @@ def _what(v):
     return f"{type(v).__name__} {r if len(r) <= 60 else r[:57] + '...'}"
 
 
-def _bad(fn, arg, expected, got):
-    _core.user_error(_loc(), f"T.{fn}: argument '{arg}' must be {expected}, got {_what(got)}")
+def _bad(fn, arg, expected, got, why=""):
+    _core.user_error(_loc(), f"T.{fn}: argument '{arg}' must be {expected}, got {_what(got)}{why}")
 
 
 def _is_expr(v):
@@ -133,7 +133,8 @@ class DType(str):
         fn = "boolean" if name == "bool" else name
         _dtype(fn, "dtype", name)
         if value is None or not _is_expr(value):
-            _bad(fn, "value", "an int, float, bool or kernel expression", value)
+            why = f" (could not convert {value!r} to {name})" if isinstance(value, str) else ""
+            _bad(fn, "value", "an int, float, bool or kernel expression", value, why)
         if isinstance(value, (_core.Expr,)) or hasattr(value, "_tl_expr"):
             return _core.cast(name, value)
         if _is_float_name(name):
@@ -244,7 +245,8 @@ class Scope(_Marker):
 
     def __init__(self, core):
         if core not in ("C", "V", "Cube", "Vector", "cube", "vector"):
-            _bad("Scope", "core", '"C" (the AIC) or "V" (the AIVs)', core)
+            shown = f'"{core}"' if isinstance(core, str) else _what(core)
+            _core.user_error(_loc(), f'T.Scope: argument \'core\' must be "C" (the AIC) or "V" (the AIVs), got {shown}')
         self.core = core
 
 
