@@ -15,16 +15,111 @@ without a change here. docs/python.md lists what is supported.
 """
 
 import builtins as _builtins
+import functools as _functools
+import inspect as _inspect
+import numbers as _numbers
 
 from .. import _core
 from . import _state
-from .parser import prim_func, macro  # noqa: F401
+from . import _ops
+from . import parser as _parser
 
 Error = _core.Error
 
 
 def _loc():
     return _state.current()
+
+
+# ---- argument checks: a bad argument is a tl_ascend.Error naming it, what was expected and what
+# came, at the caller's file:line (never a raw TypeError/ValueError/AttributeError) ----------------
+
+
+def _what(v):
+    r = repr(v)
+    return f"{type(v).__name__} {r if len(r) <= 60 else r[:57] + '...'}"
+
+
+def _bad(fn, arg, expected, got, why=""):
+    _core.user_error(_loc(), f"T.{fn}: argument '{arg}' must be {expected}, got {_what(got)}{why}")
+
+
+def _is_expr(v):
+    return isinstance(v, (_numbers.Real, _core.Expr)) or hasattr(v, "_tl_expr")
+
+
+def _expr(fn, arg, v):
+    if not _is_expr(v):
+        _bad(fn, arg, "an int, float, bool or kernel expression", v)
+    return v
+
+
+def _int(fn, arg, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        _bad(fn, arg, "a Python int", v)
+    return v
+
+
+def _dtype(fn, arg, v):
+    if not isinstance(v, str):
+        _bad(fn, arg, "a dtype name such as \"float16\"", v)
+    try:
+        _core.dtype_bits(v)
+    except Error as e:
+        _core.user_error(_loc(), f"T.{fn}: argument '{arg}': {e}")
+    return str(v)
+
+
+def _shape(fn, arg, shape):
+    if isinstance(shape, (int, _core.Expr)) and not isinstance(shape, bool):
+        return (shape,)
+    if not isinstance(shape, (list, tuple)) or not shape:
+        _bad(fn, arg, "a shape: an int or a non-empty tuple of ints or kernel expressions", shape)
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, (int, _core.Expr)):
+            _bad(fn, arg, "a shape: an int or a non-empty tuple of ints or kernel expressions", shape)
+    return tuple(shape)
+
+
+def _emit(op, operands, attrs, loc):
+    """_core.emit after checking each operand is a buffer, region or expression (_ops.py)."""
+    _ops.check_operands(op, operands)
+    _core.emit(op, operands, attrs, loc)
+
+
+def _guarded(fn, name):
+    """`fn` with its arity checked (a wrong count or keyword is an Error showing the signature)
+    and any Python exception of a bad argument inside it turned into an Error naming the call."""
+    sig = _inspect.signature(fn)
+
+    @_functools.wraps(fn)
+    def g(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as e:
+            # The signature is bound only on failure: the parse-time cost of a good call stays nil.
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as arity:
+                _core.user_error(_loc(), f"T.{name}{sig}: {arity}")
+            shown = ", ".join([_what(a) for a in args] + [f"{k}={_what(v)}" for k, v in kwargs.items()])
+            _core.user_error(_loc(), f"T.{name}({shown}): {e}")
+
+    return g
+
+
+def prim_func(fn=None, **options):
+    """`@T.prim_func` / `@T.prim_func(...)`: parses a kernel `def` at once (parser.py)."""
+    if fn is not None and (not _inspect.isfunction(fn) or fn.__name__ == "<lambda>"):
+        _bad("prim_func", "fn", "a function defined with def", fn)
+    return _parser.prim_func(fn, **options)
+
+
+def macro(fn):
+    """`@T.macro`: a function whose body is parsed in place where a kernel calls it."""
+    if not _inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+        _bad("macro", "fn", "a function defined with def", fn)
+    return _parser.macro(fn)
 
 
 # ---- dtypes -----------------------------------------------------------------------------------
@@ -34,13 +129,40 @@ class DType(str):
     """A dtype name that also builds immediates: `T.float32(0.5)`, `T.int32(7)`."""
 
     def __call__(self, value=None):
-        if value is None:
-            raise TypeError(f"T.{self}() needs a value")
+        name = str(self)
+        fn = "boolean" if name == "bool" else name
+        _dtype(fn, "dtype", name)
+        if value is None or not _is_expr(value):
+            why = f" (could not convert {value!r} to {name})" if isinstance(value, str) else ""
+            _bad(fn, "value", "an int, float, bool or kernel expression", value, why)
         if isinstance(value, (_core.Expr,)) or hasattr(value, "_tl_expr"):
-            return _core.cast(str(self), value)
-        if isinstance(value, bool) or (isinstance(value, int) and not _is_float_name(self)):
-            return _core.int_imm(str(self), int(value))
-        return _core.imm(str(self), _builtins.float(value))
+            return _core.cast(name, value)
+        if _is_float_name(name):
+            v = _builtins.float(value)
+            # A finite value at or past the dtype's overflow threshold (max + half an ulp) would
+            # become inf silently (T.float16(70000) was inf in the kernel).
+            if v == v and _builtins.abs(v) != _builtins.float("inf") and _builtins.abs(v) >= _FLOAT_OVERFLOW.get(name, _builtins.float("inf")):
+                _bad(fn, "value", f"finite in {name} (|value| < {_FLOAT_OVERFLOW[name]:g}; T.infinity for inf)", value)
+            return _core.imm(name, v)
+        if name == "bool":
+            return _core.int_imm(name, int(bool(value)))
+        # An integer immediate: a fraction or a value outside the dtype's range would change silently
+        # (T.int32(1.5) was 1, T.int8(1000) was -24, T.uint8(-1) was 255).
+        if not isinstance(value, _numbers.Integral) and not _builtins.float(value).is_integer():
+            _bad(fn, "value", f"an integer for {name}", value)
+        v = int(value)
+        bits = _core.dtype_bits(name)
+        lo, hi = (0, (1 << bits) - 1) if name.startswith("uint") else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        hi = _builtins.min(hi, (1 << 63) - 1)  # the IR holds integer immediates as int64
+        if not lo <= v <= hi:
+            _bad(fn, "value", f"in {name}'s range [{lo}, {hi}]", value)
+        return _core.int_imm(name, v)
+
+
+# max + half an ulp at max: from there round-to-nearest gives inf.
+_FLOAT_OVERFLOW = {"float16": 65504.0 + 16.0, "bfloat16": 3.3895313892515355e38 + 2.0**119,
+                   "float32": 3.4028234663852886e38 + 2.0**103, "float8_e4m3": 448.0 + 16.0,
+                   "float8_e5m2": 57344.0 + 4096.0}
 
 
 def _is_float_name(name):
@@ -74,11 +196,9 @@ class Tensor:
     while a kernel is being built, a tensor made on the spot (what T.Buffer is in TileLang)."""
 
     def __init__(self, shape, dtype="float32", strides=None):
-        if isinstance(shape, (int, _core.Expr)):
-            shape = (shape,)
-        self.shape = tuple(shape)
-        self.dtype = str(dtype)
-        self.strides = tuple(strides) if strides else ()
+        self.shape = _shape("Tensor", "shape", shape)
+        self.dtype = _dtype("Tensor", "dtype", dtype)
+        self.strides = _shape("Tensor", "strides", strides) if strides else ()
 
     def __repr__(self):
         return f"T.Tensor({self.shape}, {self.dtype!r})"
@@ -89,7 +209,9 @@ Buffer = Tensor
 
 def dynamic(name, dtype="int32"):
     """A dynamic size, bound at launch from the tensor shapes it appears in."""
-    return _core.dynamic(name, str(dtype))
+    if not isinstance(name, str) or not name.isidentifier():
+        _bad("dynamic", "name", "an identifier string", name)
+    return _core.dynamic(name, _dtype("dynamic", "dtype", dtype))
 
 
 symbolic = dynamic
@@ -109,7 +231,11 @@ class Kernel(_Marker):
 
     def __init__(self, num_blocks, *, is_npu=True, threads=None, **unused):
         if unused:
-            raise TypeError(f"T.Kernel: unexpected arguments {sorted(unused)}")
+            _core.user_error(_loc(), f"T.Kernel: unexpected arguments {sorted(unused)} (expected num_blocks, "
+                                     f"is_npu=, threads=)")
+        _expr("Kernel", "num_blocks", num_blocks)
+        if threads is not None:
+            _int("Kernel", "threads", threads)
         self.num_blocks = num_blocks
         self.threads = threads
 
@@ -118,16 +244,23 @@ class Scope(_Marker):
     """`with T.Scope("C"):` code for the AIC; `with T.Scope("V"):` for each AIV."""
 
     def __init__(self, core):
+        if core not in ("C", "V", "Cube", "Vector", "cube", "vector"):
+            shown = f'"{core}"' if isinstance(core, str) else _what(core)
+            _core.user_error(_loc(), f'T.Scope: argument \'core\' must be "C" (the AIC) or "V" (the AIVs), got {shown}')
         self.core = core
 
 
 class _Loop(_Marker):
     def __init__(self, kind, extents, start=0, stages=0):
+        for i, e in enumerate(extents):
+            _expr(kind if kind != "parallel" else "Parallel", f"extent {i}" if len(extents) > 1 else "extent", e)
+        _expr(kind, "start", start)
         self.kind, self.extents, self.start, self.stages = kind, list(extents), start, stages
 
 
 def serial(start, stop=None):
     """`for k in T.serial(n)` or `T.serial(start, stop)`."""
+    _expr("serial", "start" if stop is not None else "extent", start)
     if stop is None:
         return _Loop("serial", [start])
     return _Loop("serial", [_sub(stop, start)], start=start)
@@ -144,6 +277,7 @@ def Parallel(*extents):
 
 def Pipelined(extent, num_stages=2):
     """`for k in T.Pipelined(n, num_stages=2):` a software-pipelined loop (developer mode)."""
+    _int("Pipelined", "num_stages", num_stages)
     return _Loop("pipelined", [extent], stages=num_stages)
 
 
@@ -151,6 +285,9 @@ class Persistent(_Marker):
     """`for bx, by in T.Persistent([M_tiles, N_tiles], num_workers, cid):` tiles dealt to workers."""
 
     def __init__(self, domain, num_workers, worker):
+        domain = _shape("Persistent", "domain", domain)
+        _expr("Persistent", "num_workers", num_workers)
+        _expr("Persistent", "worker", worker)
         self.domain, self.num_workers, self.worker = list(domain), num_workers, worker
 
 
@@ -169,8 +306,10 @@ def _fresh(make, base):
 
 
 def _alloc(scope, shape, dtype, name, address=-1):
-    if isinstance(shape, (int, _core.Expr)):
-        shape = (shape,)
+    fn = "alloc_" + {"UB": "ub"}.get(scope, scope)
+    shape = _shape(fn, "shape", shape)
+    dtype = _dtype(fn, "dtype", dtype)
+    _int(fn, "address", address)
     loc = _loc()
     make = lambda n: _core.alloc(scope, n, list(shape), str(dtype), address, loc)  # noqa: E731
     return make(name) if name is not None else _fresh(make, "buf")
@@ -197,6 +336,9 @@ alloc_workspace = _allocator("workspace", "GM scratch for this launch, shared by
 
 
 def alloc_var(dtype="int32", init=None, name=None):
+    _dtype("alloc_var", "dtype", dtype)
+    if init is not None:
+        _expr("alloc_var", "init", init)
     loc = _loc()
     make = lambda n: _core.alloc_var(n, str(dtype), init, loc)  # noqa: E731
     return make(name) if name is not None else _fresh(make, "var")
@@ -206,6 +348,9 @@ alloc_var._tl_takes_name = True
 
 
 def view(base, dtype, name=None):
+    if not isinstance(base, _core.Buffer):
+        _bad("view", "base", "a buffer (T.alloc_*)", base)
+    _dtype("view", "dtype", dtype)
     loc = _loc()
     make = lambda n: _core.view(n, base, str(dtype), loc)  # noqa: E731
     return make(name) if name is not None else _fresh(make, base.name + "_view")
@@ -224,19 +369,21 @@ def copy(src, dst, enable_relu=False, transpose=False, pad_value=None, nd2nz=Tru
     if transpose:
         attrs["transpose"] = True
     if pad_value is not None:
+        if isinstance(pad_value, bool) or not isinstance(pad_value, _numbers.Real):
+            _bad("copy", "pad_value", "a number", pad_value)
         attrs["pad"] = True
         attrs["pad_value"] = _builtins.float(pad_value)
     if not nd2nz:
         attrs["nd2nz"] = False
-    _core.emit("copy", [src, dst], attrs, _loc())
+    _emit("copy", [src, dst], attrs, _loc())
 
 
 def atomic_add(dst, src):
-    _core.emit("atomic_add", [dst, src], {}, _loc())
+    _emit("atomic_add", [dst, src], {}, _loc())
 
 
 def dcci(dst, entire=False):
-    _core.emit("dcci", [dst], {"entire": True} if entire else {}, _loc())
+    _emit("dcci", [dst], {"entire": True} if entire else {}, _loc())
 
 
 def _gemm(op, A, B, C, transpose_A, transpose_B, init):
@@ -245,7 +392,7 @@ def _gemm(op, A, B, C, transpose_A, transpose_B, init):
         attrs["transpose_A"] = True
     if transpose_B:
         attrs["transpose_B"] = True
-    _core.emit(op, [A, B, C, init], attrs, _loc())
+    _emit(op, [A, B, C, init], attrs, _loc())
 
 
 def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False):
@@ -259,16 +406,16 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False):
 
 
 def mma(A, B, C, init=False):
-    _core.emit("mma", [A, B, C, init], {}, _loc())
+    _emit("mma", [A, B, C, init], {}, _loc())
 
 
 def fill(dst, value):
-    _core.emit("tile.fill", [dst, value], {}, _loc())
+    _emit("tile.fill", [dst, value], {}, _loc())
 
 
 def clear(dst):
     dtype = dst.dtype if isinstance(dst, _core.Buffer) else "float32"
-    _core.emit("tile.fill", [dst, _zero(dtype)], {}, _loc())
+    _emit("tile.fill", [dst, _zero(dtype)], {}, _loc())
 
 
 def _zero(dtype):
@@ -276,61 +423,82 @@ def _zero(dtype):
 
 
 def init_const(dst, value):
-    _core.emit("init_const", [dst, value], {}, _loc())
+    _emit("init_const", [dst, value], {}, _loc())
 
 
 # ---- Reductions and sorting ---------------------------------------------------------------------
 
 
 def reduce_sum(src, dst, dim=-1, clear=True):
-    _core.emit("reduce_sum", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+    _int("reduce_sum", "dim", dim)
+    if not isinstance(clear, bool):
+        _bad("reduce_sum", "clear", "a bool", clear)
+    _emit("reduce_sum", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def reduce_max(src, dst, dim=-1, clear=True):
-    _core.emit("reduce_max", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+    _int("reduce_max", "dim", dim)
+    if not isinstance(clear, bool):
+        _bad("reduce_max", "clear", "a bool", clear)
+    _emit("reduce_max", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def reduce_min(src, dst, dim=-1, clear=True):
-    _core.emit("reduce_min", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+    _int("reduce_min", "dim", dim)
+    if not isinstance(clear, bool):
+        _bad("reduce_min", "clear", "a bool", clear)
+    _emit("reduce_min", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
 def sort(dst, src, actual_num):
-    _core.emit("sort", [dst, src, actual_num], {}, _loc())
+    _emit("sort", [dst, src, actual_num], {}, _loc())
 
 
 def merge_sort(dst, srcs):
+    if not isinstance(srcs, (list, tuple)):
+        _bad("merge_sort", "srcs", "a list of 2 to 4 source queues", srcs)
     srcs = list(srcs)
     if not 2 <= len(srcs) <= 4:
         _core.user_error(_loc(), f"T.merge_sort merges 2 to 4 queues, got {len(srcs)}")
-    _core.emit("merge_sort", [dst] + srcs, {}, _loc())
+    _emit("merge_sort", [dst] + srcs, {}, _loc())
 
 
 def topk(dst, src, k, actual_num):
-    _core.emit("topk", [dst, src, k, actual_num], {}, _loc())
+    _emit("topk", [dst, src, k, actual_num], {}, _loc())
 
 
 def init_sort_buf(dst, num, value=None):
-    _core.emit("init_sort_buf", [dst, num] + ([] if value is None else [value]), {}, _loc())
+    _emit("init_sort_buf", [dst, num] + ([] if value is None else [value]), {}, _loc())
 
 
 # ---- Synchronisation ----------------------------------------------------------------------------
 
 
-def _pipe(p):
+_PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX", "ALL")
+
+
+def _pipe(fn, arg, p):
     """Pipe names as TileLang-Ascend scripts write them: "MTE2" or "mte2"."""
-    return p.upper() if isinstance(p, str) else p
+    if not isinstance(p, str):
+        _bad(fn, arg, f"a pipe name, one of {', '.join(_PIPES)} (any case)", p)
+    if p.upper() not in _PIPES:
+        _core.user_error(_loc(), f"T.{fn}: argument '{arg}': unknown pipe '{p}': expected one of {', '.join(_PIPES)} "
+                                 f"(any case)")
+    return p.upper()
 
 
 def set_flag(src, dst, event_id):
-    _core.set_flag(_pipe(src), _pipe(dst), event_id, _loc())
+    _core.set_flag(_pipe("set_flag", "src", src), _pipe("set_flag", "dst", dst),
+                   _expr("set_flag", "event_id", event_id), _loc())
 
 
 def wait_flag(src, dst, event_id):
-    _core.wait_flag(_pipe(src), _pipe(dst), event_id, _loc())
+    _core.wait_flag(_pipe("wait_flag", "src", src), _pipe("wait_flag", "dst", dst),
+                    _expr("wait_flag", "event_id", event_id), _loc())
 
 
 def pipe_barrier(pipe):
-    _core.pipe_barrier(_pipe(pipe), _loc())
+    _core.pipe_barrier(_pipe("pipe_barrier", "pipe", pipe), _loc())
 
 
 def barrier_all():
@@ -338,10 +506,13 @@ def barrier_all():
 
 
 def set_cross_flag(pipe, event_id, mode=2):
-    _core.set_cross_flag(_pipe(pipe), event_id, int(mode), _loc())
+    _int("set_cross_flag", "mode", mode)
+    _core.set_cross_flag(_pipe("set_cross_flag", "pipe", pipe), _expr("set_cross_flag", "event_id", event_id),
+                         int(mode), _loc())
 
 
 def wait_cross_flag(event_id):
+    _expr("wait_cross_flag", "event_id", event_id)
     _core.wait_cross_flag(event_id, _loc())
 
 
@@ -353,6 +524,10 @@ def sync_all():
 
 
 def printf(fmt, *args):
+    if not isinstance(fmt, str):
+        _bad("printf", "fmt", "a format string", fmt)
+    for i, a in enumerate(args):
+        _expr("printf", f"args[{i}]", a)
     _core.printf(fmt, list(args), _loc())
 
 
@@ -360,7 +535,8 @@ print = printf  # noqa: A001  (TileLang's T.print)
 
 
 def dump_tensor(src, desc=0):
-    _core.emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
+    _int("dump_tensor", "desc", desc)
+    _emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
 
 
 # ---- Scalar expressions -----------------------------------------------------------------------------
@@ -370,25 +546,44 @@ def _both_python(*vs):
     return all(isinstance(v, (int, _builtins.float)) and not isinstance(v, bool) for v in vs)
 
 
+def _integer_arg(fn, arg, v):
+    _expr(fn, arg, v)
+    dt = v.dtype if isinstance(v, _core.Expr) else None
+    if isinstance(v, _builtins.float) or (dt is not None and _is_float_name(dt)):
+        _bad(fn, arg, "an integer or an integer expression", v)
+    if (isinstance(v, int) or isinstance(v, _core.Expr) and v.is_const()) and _const(v) == 0:
+        _bad(fn, arg, "a non-zero divisor", v)
+
+
+def _const(v):
+    return v if isinstance(v, int) else v.const_value()
+
+
 def ceildiv(a, b):
+    _integer_arg("ceildiv", "a", a) if not isinstance(a, int) else None
+    _integer_arg("ceildiv", "b", b)
     if isinstance(a, int) and isinstance(b, int):
         return -(-a // b)
     return _core.ceildiv(a, b)
 
 
 def max(a, b):  # noqa: A001
+    _expr("max", "a", a), _expr("max", "b", b)
     if _both_python(a, b):
         return a if a >= b else b
     return _core.max(a, b)
 
 
 def min(a, b):  # noqa: A001
+    _expr("min", "a", a), _expr("min", "b", b)
     if _both_python(a, b):
         return a if a <= b else b
     return _core.min(a, b)
 
 
 def if_then_else(cond, t, f):
+    _expr("if_then_else", "cond", cond)
+    _expr("if_then_else", "t", t), _expr("if_then_else", "f", f)
     if isinstance(cond, bool):
         return t if cond else f
     return _core.select(cond, t, f)
@@ -398,18 +593,43 @@ select = if_then_else
 
 
 def cast(value, dtype):
-    return _core.cast(str(dtype), value)
+    _expr("cast", "value", value)
+    return _core.cast(_dtype("cast", "dtype", dtype), value)
 
 
 def infinity(dtype):
-    return _core.inf(str(dtype))
+    dtype = _dtype("infinity", "dtype", dtype)
+    if not _is_float_name(dtype):  # was an InternalError (a FloatImm of an integer dtype)
+        _bad("infinity", "dtype", "a float dtype (float16, bfloat16, float32)", dtype)
+    return _core.inf(dtype)
+
+
+_INTRINSIC_PARAMS = {"pow": ("x", "y")}
+_FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "pow")
 
 
 def _intrinsic(name):
+    params = _INTRINSIC_PARAMS.get(name, ("x",))
+
     def f(*args):
+        if len(args) != len(params):
+            _core.user_error(_loc(), f"T.{name}({', '.join(params)}) takes {len(params)} argument(s), got {len(args)}")
+        for p, a in zip(params, args):
+            _expr(name, p, a)
+        if name in _FLOAT_ONLY:
+            # exp/log/... of an integer expression would compute in float and truncate the result
+            # to the integer dtype (T.exp(x) of int32 x = 1 was 2): an Error; a Python int is a
+            # float literal here (T.exp(1) is e).
+            args = tuple(_builtins.float(a) if isinstance(a, int) and not isinstance(a, bool) else a for a in args)
+            for p, a in zip(params, args):
+                dt = _core.as_expr(a).dtype
+                if not _is_float_name(dt):
+                    _core.user_error(_loc(), f"T.{name}: argument '{p}' must be a float expression, got {dt} "
+                                             f"'{_core.print_expr(a)}' (cast it: T.cast(x, \"float32\"))")
         return _core.intrinsic(name, list(args))
 
     f.__name__ = name
+    f._tl_intrinsic = True  # test_ops_values.py: every intrinsic has a value test
     return f
 
 
@@ -426,3 +646,18 @@ pow = _intrinsic("pow")  # noqa: A001
 
 from . import tile  # noqa: E402,F401
 from ._ops import emit  # noqa: E402,F401
+
+
+def _guard_public_functions():
+    """Every public function of T checks its arity and reports a bad argument as an Error."""
+    g = globals()
+    for n, v in list(g.items()):
+        if n.startswith("_") or not _inspect.isfunction(v) or v.__module__ not in (__name__, _ops_module):
+            continue
+        if n in ("prim_func", "macro"):
+            continue
+        g[n] = _guarded(v, n)
+
+
+_ops_module = __name__ + "._ops"
+_guard_public_functions()

@@ -6,6 +6,8 @@ keywords name either. A string given positionally where a tile operand is expect
 attribute (`T.tile.gather_mask(dst, src, "P0101")`), as in TileLang-Ascend.
 """
 
+import numbers
+
 from .. import _core
 from . import _state
 
@@ -62,7 +64,32 @@ def emit(op_name, *args, **kwargs):
         kind = operands[min(i, len(operands) - 1)]["kind"]
         if kind != "tile" and hasattr(v, "_tl_expr") and hasattr(v, "_tl_region"):
             values[i] = v._tl_expr()
+    check_operands(op_name, values)
     _core.emit(op_name, values, attr_values, _state.current())
+
+
+_EXPECTED = {"tile": "a buffer or buffer region", "scalar": "an int, float, bool or kernel expression",
+             "tile_or_scalar": "a buffer, a buffer region or a scalar expression"}
+
+
+def _describe(v):
+    r = repr(v)
+    return f"{type(v).__name__} {r if len(r) <= 60 else r[:57] + '...'}"
+
+
+def check_operands(op_name, values):
+    """Each operand is something the builder takes (a buffer, region or expression): anything
+    else (a str, a list, None) is an Error naming the operand, before the C++ builder sees it.
+    Whether a tile or a scalar fits the slot the builder checks itself, with the same wording."""
+    operands = _OPS[op_name]["operands"]
+    for i, v in enumerate(values):
+        o = operands[min(i, len(operands) - 1)]
+        ok = (isinstance(v, (_core.Buffer, _core.BufferRegion, _core.Expr, numbers.Real))
+              or hasattr(v, "_tl_region") or hasattr(v, "_tl_expr"))
+        if not ok:
+            name = o["name"] if not o["variadic"] else f"{o['name']}[{i - len(operands) + 1}]"
+            _core.user_error(_state.current(), f"T.{op_name}: operand '{name}' must be {_EXPECTED[o['kind']]}, "
+                                               f"got {_describe(v)}")
 
 
 def _whole_elements(dst):

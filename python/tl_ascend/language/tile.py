@@ -3,7 +3,7 @@ one wrapper per `tile.*` op of the registry (generated; see _ops.py), and the so
 the names TileLang-Ascend gives it (`T.tile.sort`, `T.tile.topk`, `T.tile.merge_sort`: the same
 ops as `T.sort`, `T.topk`, `T.merge_sort`)."""
 
-from typing import Any, Optional
+from typing import Any as _Any, Optional as _Optional
 
 from . import _ops
 
@@ -12,7 +12,7 @@ for _name in _ops.names_with_prefix("tile."):
 del _name
 
 
-def sort(dst: Any, src: Any, actual_num: Any) -> None:
+def sort(dst: _Any, src: _Any, actual_num: _Any) -> None:
     """T.tile.sort(dst, src, actual_num): dst = (value, index) pairs of src[0:actual_num],
     descending; the index lanes hold each position as a float (docs/language.md, section 11)."""
     from . import sort as _sort
@@ -20,14 +20,14 @@ def sort(dst: Any, src: Any, actual_num: Any) -> None:
     _sort(dst, src, actual_num)
 
 
-def topk(dst: Any, src: Any, K: Any, actual_num: Any) -> None:
+def topk(dst: _Any, src: _Any, K: _Any, actual_num: _Any) -> None:
     """T.tile.topk(dst, src, K, actual_num): the K largest (value, index) pairs of src."""
     from . import topk as _topk
 
     _topk(dst, src, K, actual_num)
 
 
-def merge_sort(dst: Any, src0: Any, src1: Any, src2: Optional[Any] = None, src3: Optional[Any] = None) -> None:
+def merge_sort(dst: _Any, src0: _Any, src1: _Any, src2: _Optional[_Any] = None, src3: _Optional[_Any] = None) -> None:
     """T.tile.merge_sort(dst, src0, src1[, src2, src3]): merge 2-4 descending float32
     (value, index) queues into dst."""
     from . import merge_sort as _merge_sort
