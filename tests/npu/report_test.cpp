@@ -15,7 +15,8 @@
 namespace tl {
 namespace {
 
-npu::KernelReport report_of(const std::string& kernel, const std::map<std::string, std::string>& sets) {
+npu::KernelReport report_of(const std::string& kernel,
+                            const std::map<std::string, std::string>& sets) {
   PrimFunc f = build_kernel(find_kernel(kernel), sets);
   CompiledKernel k = compile(f);
   Device dev;
@@ -54,7 +55,8 @@ TEST(KernelReport, ExpertGemmSyncsAreTheAuthorsAndItsGemmV0Barriers) {
 TEST(KernelReport, GemmDevRunsNoMoreSyncsPerBlockThanGemmPipelined) {
   // 1024^3 (the defaults: 2 tiles per worker, a tail of 8 workers with 1); 2048^3, 974 each, is
   // in the table (scripts/devmode_table.py).
-  EXPECT_LE(report_of("gemm_dev", {}).max_block_syncs, report_of("gemm_pipelined", {}).max_block_syncs);
+  EXPECT_LE(report_of("gemm_dev", {}).max_block_syncs,
+            report_of("gemm_pipelined", {}).max_block_syncs);
 }
 
 TEST(KernelReport, DeveloperKernelSyncsAndChannelsAreTheCompilers) {
@@ -65,20 +67,24 @@ TEST(KernelReport, DeveloperKernelSyncsAndChannelsAreTheCompilers) {
   EXPECT_GE(r.cross_flag_ids, 1);
   bool channel = false;
   for (const auto& b : r.buffers)
-    if (b.scope == MemScope::GM && b.size > 0 && b.origin.find("channel") != std::string::npos) channel = true;
+    if (b.scope == MemScope::GM && b.size > 0 && b.origin.find("channel") != std::string::npos)
+      channel = true;
   EXPECT_TRUE(channel);
   for (const auto& [scope, m] : r.memory) EXPECT_LE(m.first, m.second) << scope_name(scope);
   for (const auto& [pair, n] : r.event_ids) EXPECT_LE(n, 6) << pair;  // A2: ids 0-5 per pipe pair
   std::ostringstream os;
   npu::print_report(r, os);
-  for (const char* line : {"synchronisations in the lowered IR:", "synchronisations executed per block",
-                           "event ids per pipe pair:", "GM workspace (cross-core channels):",
-                           "on-chip memory per core (planned bytes / capacity): ",
-                           "vector work: split over both AIVs, half the rows of each tile each (threads = 2, split_aiv)"})
+  for (const char* line :
+       {"synchronisations in the lowered IR:", "synchronisations executed per block",
+        "event ids per pipe pair:", "GM workspace (cross-core channels):",
+        "on-chip memory per core (planned bytes / capacity): ",
+        "vector work: split over both AIVs, half the rows of each tile each (threads = 2, "
+        "split_aiv)"})
     EXPECT_NE(os.str().find(line), std::string::npos) << line << "\n" << os.str();
   // The slots pipeline_loops made say so.
   bool slot = false;
-  for (const auto& b : r.buffers) slot = slot || b.origin.find("slot 1 of 2 of") != std::string::npos;
+  for (const auto& b : r.buffers)
+    slot = slot || b.origin.find("slot 1 of 2 of") != std::string::npos;
   EXPECT_TRUE(slot) << os.str();
 }
 
@@ -86,8 +92,10 @@ TEST(KernelReport, DeveloperKernelSyncsAndChannelsAreTheCompilers) {
 // be halved, the tile loop's iterations are independent).
 TEST(KernelReport, TheIterationSplitIsNamed) {
   auto r = report_of("gelu_dev", {{"M", "30"}, {"N", "256"}, {"bM", "3"}, {"tiles", "5"}});
-  EXPECT_EQ(r.vector_work, "split over both AIVs, alternate iterations of its tile loop each (threads = 2, split_aiv: "
-                           "the rows could not be split, see its remark)");
+  EXPECT_EQ(
+      r.vector_work,
+      "split over both AIVs, alternate iterations of its tile loop each (threads = 2, split_aiv: "
+      "the rows could not be split, see its remark)");
 }
 
 // Issue "Developer mode II", must-show 1 (the budget part): every developer kernel, lowered,
@@ -103,7 +111,8 @@ TEST(KernelReport, DeveloperKernelsStayWithinTheIdBudgets) {
     auto r = report_of(k->name, {});
     for (const auto& [pair, n] : r.event_ids) EXPECT_LE(n, ids) << k->name << " " << pair;
     EXPECT_LE(r.cross_flag_ids, 11) << k->name;
-    for (const auto& [kind, tally] : r.dynamic_syncs) EXPECT_EQ(tally.user, 0) << k->name << " " << kind;
+    for (const auto& [kind, tally] : r.dynamic_syncs)
+      EXPECT_EQ(tally.user, 0) << k->name << " " << kind;
     std::printf("  %-20s %lld syncs in the busiest block, cross ids %d\n", k->name.c_str(),
                 static_cast<long long>(r.max_block_syncs), r.cross_flag_ids);
   }

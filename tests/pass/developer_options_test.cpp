@@ -34,26 +34,52 @@ TEST(DeveloperOptions, AnAutomationWhoseInputIsOffIsRejectedNamingBoth) {
     return d;
   };
   const Case cases[] = {
-      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.split_cube_vector = false; d.vectorize = false;
-                                      d.insert_syncs = false; d.legalize_copies = false; d.mask_tails = false; }),
+      {with([](DeveloperOptions& d) {
+         d.infer_scopes = false;
+         d.split_cube_vector = false;
+         d.vectorize = false;
+         d.insert_syncs = false;
+         d.legalize_copies = false;
+         d.mask_tails = false;
+       }),
        "lower_cube_ops", "infer_scopes"},
-      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.lower_cube_ops = false; d.mask_tails = false; }),
+      {with([](DeveloperOptions& d) {
+         d.infer_scopes = false;
+         d.lower_cube_ops = false;
+         d.mask_tails = false;
+       }),
        "legalize_copies", "infer_scopes"},
-      {with([](DeveloperOptions& d) { d.infer_scopes = false; d.lower_cube_ops = false; }), "mask_tails",
-       "infer_scopes"},
-      {with([](DeveloperOptions& d) { d.lower_cube_ops = false; }), "split_cube_vector", "lower_cube_ops"},
-      {with([](DeveloperOptions& d) { d.split_cube_vector = false; }), "vectorize", "split_cube_vector"},
-      {with([](DeveloperOptions& d) { d.split_cube_vector = false; d.vectorize = false; }), "insert_syncs",
+      {with([](DeveloperOptions& d) {
+         d.infer_scopes = false;
+         d.lower_cube_ops = false;
+       }),
+       "mask_tails", "infer_scopes"},
+      {with([](DeveloperOptions& d) { d.lower_cube_ops = false; }), "split_cube_vector",
+       "lower_cube_ops"},
+      {with([](DeveloperOptions& d) { d.split_cube_vector = false; }), "vectorize",
        "split_cube_vector"},
-      {with([](DeveloperOptions& d) { d.vectorize = false; d.scalar_fallback = true; }), "scalar_fallback",
-       "vectorize"},
-      {with([](DeveloperOptions& d) { d.vectorize = false; d.allow_inexact_math = true; }), "allow_inexact_math",
-       "vectorize"},
+      {with([](DeveloperOptions& d) {
+         d.split_cube_vector = false;
+         d.vectorize = false;
+       }),
+       "insert_syncs", "split_cube_vector"},
+      {with([](DeveloperOptions& d) {
+         d.vectorize = false;
+         d.scalar_fallback = true;
+       }),
+       "scalar_fallback", "vectorize"},
+      {with([](DeveloperOptions& d) {
+         d.vectorize = false;
+         d.allow_inexact_math = true;
+       }),
+       "allow_inexact_math", "vectorize"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.dev.fingerprint());
     std::string msg = error_of([&] { compile(f, default_target(), {.dev = c.dev}); });
-    EXPECT_NE(msg.find(fmt::format("'{}' is on but needs '{}', which is off", c.on, c.off)), std::string::npos) << msg;
+    EXPECT_NE(msg.find(fmt::format("'{}' is on but needs '{}', which is off", c.on, c.off)),
+              std::string::npos)
+        << msg;
   }
 }
 
@@ -185,7 +211,8 @@ TEST(DeveloperOptions, InexactMathAndScalarFallbackAreOptInWithRemarks) {
   slow.launch(dev, args);
   std::vector<double> exact = std::get<Tensor>(args[1].value).to_vector();
   ASSERT_EQ(fast.size(), exact.size());
-  for (size_t i = 0; i < fast.size(); ++i) EXPECT_NEAR(fast[i], exact[i], 1e-6 * std::abs(exact[i]) + 1e-30) << i;
+  for (size_t i = 0; i < fast.size(); ++i)
+    EXPECT_NEAR(fast[i], exact[i], 1e-6 * std::abs(exact[i]) + 1e-30) << i;
 }
 
 }  // namespace

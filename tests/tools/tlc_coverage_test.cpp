@@ -38,7 +38,8 @@ std::string quote(const std::string& s) {
 /// Runs tlc with `args`; `cache` is its JIT disk cache (each case its own, so a compile that
 /// prints a remark is not replaced by a cache hit that does not).
 Result tlc(const std::vector<std::string>& args, const std::string& cache = "") {
-  std::string cmd = cache.empty() ? quote(TL_TLC_PATH) : "TL_CACHE_DIR=" + quote(cache) + " " + quote(TL_TLC_PATH);
+  std::string cmd = cache.empty() ? quote(TL_TLC_PATH)
+                                  : "TL_CACHE_DIR=" + quote(cache) + " " + quote(TL_TLC_PATH);
   for (const auto& a : args) cmd += " " + quote(a);
   cmd += " 2>&1";
   Result r;
@@ -82,7 +83,9 @@ const std::vector<Case>& cases() {
       {{"print", "gemm"}, 0, "# @examples/"},
       {{"print", "gemm", "--no-loc"}, 0, "T.gemm_v0", "# @"},
       {{"print", "gemm", "--set", "M=2048", "--no-loc"}, 0, "(2048, "},
-      {{"print", "gemm", "--target", "950", "--print-after=plan_memory"}, 0, "// IR after plan_memory"},
+      {{"print", "gemm", "--target", "950", "--print-after=plan_memory"},
+       0,
+       "// IR after plan_memory"},
       {{"print", "add_dev", "--print-after-all"}, 0, "// IR after vectorize_parallel"},
       {{"print", "add_dev", "--time-passes"}, 0, "// pass insert_syncs: "},
       {{"print", "gemm", "--print-after=nope"}, 2, "no pass named 'nope'"},
@@ -94,27 +97,39 @@ const std::vector<Case>& cases() {
       // run
       {gemm("run", {"--threads", "2"}), 0, "reference: match"},
       {gemm("run", {"--mode", "fast", "--target", "910B3"}), 0, "on the virtual 910B3: compiled"},
-      {gemm("run", {"--mode", "timed"}), 0, "simulated-time order: outputs identical to program order"},
-      {gemm("run", {"--mode", "timed", "--timing-only", "--trace", "{tmp}/t.json", "--html", "{tmp}/t.html",
-                    "--html-blocks", "2"}),
-       0, "(timed mode, no data)", "reference:", {"t.json", "t.html"}},
+      {gemm("run", {"--mode", "timed"}), 0,
+       "simulated-time order: outputs identical to program order"},
+      {gemm("run", {"--mode", "timed", "--timing-only", "--trace", "{tmp}/t.json", "--html",
+                    "{tmp}/t.html", "--html-blocks", "2"}),
+       0,
+       "(timed mode, no data)",
+       "reference:",
+       {"t.json", "t.html"}},
       {gemm("run", {"--html-blocks", "2"}), 2, "--html-blocks only applies to timed mode"},
       {{"run", "add_dev", "--set", "M=8", "--check-hazards"}, 0, "reference: match"},
       {{"run", "add_dev", "--set", "M=8", "--check-stale"}, 0, "reference: match"},
-      {{"run", "add_dev", "--set", "M=8", "--off", "insert_syncs", "--check-hazards"}, 1, "RAW hazard on UB"},
+      {{"run", "add_dev", "--set", "M=8", "--off", "insert_syncs", "--check-hazards"},
+       1,
+       "RAW hazard on UB"},
       // gelu_dev divides in an element loop; 950's tile.div flushes subnormals, so the loop is
       // not vectorised without one of the two options (docs/compiler.md, vectorize_parallel).
-      {{"run", "gelu_dev", "--target", "950"}, 1, "cannot vectorise: unsupported operation: / on float32"},
-      {{"run", "gelu_dev", "--target", "950", "--scalar-fallback"}, 0,
+      {{"run", "gelu_dev", "--target", "950"},
+       1,
+       "cannot vectorise: unsupported operation: / on float32"},
+      {{"run", "gelu_dev", "--target", "950", "--scalar-fallback"},
+       0,
        "remark: vectorize_parallel: T.Parallel runs as a serial scalar loop (scalar_fallback)"},
-      {{"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off", "insert_syncs",
-        "--scalar-fallback"},
-       2, "'scalar_fallback' is on but needs 'vectorize', which is off"},
-      {{"run", "gelu_dev", "--target", "950", "--allow-inexact-math"}, 0,
+      {{"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off",
+        "insert_syncs", "--scalar-fallback"},
+       2,
+       "'scalar_fallback' is on but needs 'vectorize', which is off"},
+      {{"run", "gelu_dev", "--target", "950", "--allow-inexact-math"},
+       0,
        "/ on float32 vectorised as tile.div, which flushes subnormals on 950"},
-      {{"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off", "insert_syncs",
-        "--allow-inexact-math"},
-       2, "'allow_inexact_math' is on but needs 'vectorize', which is off"},
+      {{"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off",
+        "insert_syncs", "--allow-inexact-math"},
+       2,
+       "'allow_inexact_math' is on but needs 'vectorize', which is off"},
       {{"run", "rms_norm_dynamic", "--dyn", "M=37"}, 0, "Y        bfloat16[37, 4096]"},
       {{"run", "--help"}, 0, "--check-hazards"},
       // report
@@ -134,7 +149,8 @@ class TlcCase : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(TlcCase, ExitStatusAndEffect) {
   const Case& c = cases()[GetParam()];
-  const fs::path tmp = fs::temp_directory_path() / fmt::format("tlc_coverage_{}_{}", getpid(), GetParam());
+  const fs::path tmp =
+      fs::temp_directory_path() / fmt::format("tlc_coverage_{}_{}", getpid(), GetParam());
   fs::create_directories(tmp);
   std::vector<std::string> args;
   for (std::string a : c.args) {
@@ -143,11 +159,14 @@ TEST_P(TlcCase, ExitStatusAndEffect) {
   }
   Result r = tlc(args, (tmp / "cache").string());
   EXPECT_EQ(r.status, c.status) << r.out;
-  EXPECT_NE(r.out.find(c.contains), std::string::npos) << "expected '" << c.contains << "' in:\n" << r.out;
+  EXPECT_NE(r.out.find(c.contains), std::string::npos) << "expected '" << c.contains << "' in:\n"
+                                                       << r.out;
   if (!c.absent.empty()) {
-    EXPECT_EQ(r.out.find(c.absent), std::string::npos) << "unexpected '" << c.absent << "' in:\n" << r.out;
+    EXPECT_EQ(r.out.find(c.absent), std::string::npos) << "unexpected '" << c.absent << "' in:\n"
+                                                       << r.out;
   }
-  for (const auto& f : c.files) EXPECT_GT(fs::exists(tmp / f) ? fs::file_size(tmp / f) : 0, 100u) << f;
+  for (const auto& f : c.files)
+    EXPECT_GT(fs::exists(tmp / f) ? fs::file_size(tmp / f) : 0, 100u) << f;
   fs::remove_all(tmp);
 }
 
@@ -203,11 +222,11 @@ TEST(TlcCoverage, EveryOptionHasACase) {
   }
   std::string missing;
   for (const auto& [key, kind] : inv)
-    if (!seen.count(key))
-      missing += fmt::format("\n  {} {} ({})", key.first, key.second, kind);
-  EXPECT_TRUE(missing.empty()) << "tlc subcommands and options no case of tests/tools/tlc_coverage_test.cpp "
-                                  "exercises (add a case that runs each and checks its effect):"
-                               << missing;
+    if (!seen.count(key)) missing += fmt::format("\n  {} {} ({})", key.first, key.second, kind);
+  EXPECT_TRUE(missing.empty())
+      << "tlc subcommands and options no case of tests/tools/tlc_coverage_test.cpp "
+         "exercises (add a case that runs each and checks its effect):"
+      << missing;
 }
 
 TEST(TlcCoverage, TheInventoryListsTheDocumentedSubcommands) {

@@ -53,7 +53,8 @@ namespace {
 enum Exit : int { kOk = 0, kKernelFailed = 1, kUsage = 2, kInternal = 3 };
 constexpr const char* kExitHelp =
     "Exit status: 0 success; 1 the kernel failed (verifier errors, a reference MISMATCH, an error "
-    "while compiling or running it); 2 a usage error (bad option, parameter value, kernel or target "
+    "while compiling or running it); 2 a usage error (bad option, parameter value, kernel or "
+    "target "
     "name, unwritable output); 3 an internal error (a bug in tl-ascend, please report it).";
 
 /// A mistake on the command line: exit status kUsage wherever it is raised.
@@ -67,7 +68,8 @@ Exit g_error_exit = kUsage;
 
 /// NAME=VALUE pairs of a repeatable option (`--set`, `--dyn`); a name given twice is an error
 /// (the later value would silently win).
-std::map<std::string, std::string> parse_pairs(const char* option, const std::vector<std::string>& pairs) {
+std::map<std::string, std::string> parse_pairs(const char* option,
+                                               const std::vector<std::string>& pairs) {
   std::map<std::string, std::string> m;
   for (const auto& s : pairs) {
     auto eq = s.find('=');
@@ -99,13 +101,15 @@ std::map<std::string, int64_t> parse_dyn(const tl::KernelEntry& k, const tl::Pri
     if (!names.count(n)) {
       std::string known;
       for (const auto& x : names) known += (known.empty() ? "" : ", ") + x;
-      throw UsageError(fmt::format("--dyn {}: kernel {} has no dynamic size '{}' ({})", n, k.name, n,
-                                   known.empty() ? "its shapes are all static" : "its dynamic sizes: " + known));
+      throw UsageError(
+          fmt::format("--dyn {}: kernel {} has no dynamic size '{}' ({})", n, k.name, n,
+                      known.empty() ? "its shapes are all static" : "its dynamic sizes: " + known));
     }
     int64_t v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || v < 0 || v > INT32_MAX)
-      throw UsageError(fmt::format("--dyn {}: expected an integer in [0, {}], got '{}'", n, INT32_MAX, s));
+      throw UsageError(
+          fmt::format("--dyn {}: expected an integer in [0, {}], got '{}'", n, INT32_MAX, s));
     dyn[n] = v;
   }
   return dyn;
@@ -130,8 +134,10 @@ std::vector<tl::Arg> make_args(tl::Device& dev, const tl::PrimFunc& f, uint64_t 
         // A dynamic size: its value comes from --dyn NAME=VALUE (default kDefaultDynamic).
         auto* var = s.as<tl::VarNode>();
         if (!var)
-          throw tl::Error(fmt::format("tlc run: dimension {} of parameter {} is an expression of dynamic sizes; "
-                                      "tlc can only fill plain dynamic dimensions", tl::print(s), p.name()));
+          throw tl::Error(fmt::format(
+              "tlc run: dimension {} of parameter {} is an expression of dynamic sizes; "
+              "tlc can only fill plain dynamic dimensions",
+              tl::print(s), p.name()));
         auto it = dyn.find(var->name);
         v = it == dyn.end() ? kDefaultDynamic : it->second;
       }
@@ -151,9 +157,10 @@ std::string summary(const tl::Tensor& t) {
     sum += x;
   }
   std::string head;
-  for (size_t i = 0; i < std::min<size_t>(4, v.size()); ++i) head += fmt::format("{}{:.4g}", i ? ", " : "", v[i]);
-  return fmt::format("{:<22} min {:>10.4g}  max {:>10.4g}  mean {:>10.4g}  [{}, ...]", t.describe(), lo, hi,
-                     v.empty() ? 0.0 : sum / static_cast<double>(v.size()), head);
+  for (size_t i = 0; i < std::min<size_t>(4, v.size()); ++i)
+    head += fmt::format("{}{:.4g}", i ? ", " : "", v[i]);
+  return fmt::format("{:<22} min {:>10.4g}  max {:>10.4g}  mean {:>10.4g}  [{}, ...]", t.describe(),
+                     lo, hi, v.empty() ? 0.0 : sum / static_cast<double>(v.size()), head);
 }
 
 /// An output file named by `option`, opened (and truncated) before the kernel runs, so an
@@ -227,7 +234,8 @@ void report_timed(const tl::npu::Profile& prof, OutFile& trace, OutFile& html) {
   if (trace.is_open()) {
     tl::npu::write_chrome_trace(prof, trace.os);
     trace.close();
-    fmt::print("  chrome trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n", trace.path);
+    fmt::print("  chrome trace: {} (open in https://ui.perfetto.dev or chrome://tracing)\n",
+               trace.path);
   }
   if (html.is_open()) {
     tl::npu::write_html_timeline(prof, html.os, g_timed.html_blocks);
@@ -239,14 +247,16 @@ void report_timed(const tl::npu::Profile& prof, OutFile& trace, OutFile& html) {
     fmt::print("  simulated-time order: outputs identical to program order\n");
     return;
   }
-  fmt::print("  WARNING: outputs differ between program order and simulated-time order (a missing "
-             "synchronisation; --check-hazards names the instructions):\n");
+  fmt::print(
+      "  WARNING: outputs differ between program order and simulated-time order (a missing "
+      "synchronisation; --check-hazards names the instructions):\n");
   for (const auto& l : prof.time_order_effects) fmt::print("    {}\n", l);
 }
 
 /// Runs one kernel; returns false when its reference check fails.
-bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets, const tl::Target& target,
-                int threads, const std::vector<std::string>& dyn_sets = {}) {
+bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets,
+                const tl::Target& target, int threads,
+                const std::vector<std::string>& dyn_sets = {}) {
   const tl::KernelArgs params = tl::resolve_kernel_args(k, sets);
   auto f = k.build(params);
   const auto dyn = parse_dyn(k, f, dyn_sets);
@@ -261,25 +271,34 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
   tl::Device dev(target);
   auto args = make_args(dev, f, 1, dyn);
   tl::npu::Profile prof;
-  kern.launch(dev, args, {.threads = threads, .timing_only = timed && g_timed.timing_only,
-                          .check_hazards = g_timed.check_hazards, .profile = timed ? &prof : nullptr,
-                          .progress_percent = 10,
-                          .check_stale = g_timed.check_stale ? std::optional<bool>(true) : std::nullopt});
+  kern.launch(dev, args,
+              {.threads = threads,
+               .timing_only = timed && g_timed.timing_only,
+               .check_hazards = g_timed.check_hazards,
+               .profile = timed ? &prof : nullptr,
+               .progress_percent = 10,
+               .check_stale = g_timed.check_stale ? std::optional<bool>(true) : std::nullopt});
   auto t2 = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  fmt::print("{} on the virtual {}{}: compiled in {:.1f} ms, ran in {:.1f} ms (host), GM peak {} bytes\n", k.name,
-             target.name,
-             !timed ? "" : g_timed.timing_only ? " (timed mode, no data)" : " (timed mode, data in simulated-time order)",
-             ms(t0, t1), ms(t1, t2), dev.gm_peak_bytes());
+  fmt::print(
+      "{} on the virtual {}{}: compiled in {:.1f} ms, ran in {:.1f} ms (host), GM peak {} bytes\n",
+      k.name, target.name,
+      !timed                ? ""
+      : g_timed.timing_only ? " (timed mode, no data)"
+                            : " (timed mode, data in simulated-time order)",
+      ms(t0, t1), ms(t1, t2), dev.gm_peak_bytes());
   if (timed) report_timed(prof, trace, html);
   if (timed && g_timed.timing_only) return true;
   for (size_t i = 0; i < args.size(); ++i)
-    if (f->params[i].is_tensor()) fmt::print("  {:<8} {}\n", f->params[i].name(), summary(std::get<tl::Tensor>(args[i].value)));
+    if (f->params[i].is_tensor())
+      fmt::print("  {:<8} {}\n", f->params[i].name(), summary(std::get<tl::Tensor>(args[i].value)));
   bool ok = true;
 #ifdef TL_HAVE_REFERENCES
   auto check = tl::ref::check_kernel(k.name, params, args);
-  if (!check) fmt::print("  reference: none registered\n");
-  else if (check->empty()) fmt::print("  reference: match\n");
+  if (!check)
+    fmt::print("  reference: none registered\n");
+  else if (check->empty())
+    fmt::print("  reference: match\n");
   else {
     fmt::print("  reference: MISMATCH\n{}", *check);
     ok = false;
@@ -292,8 +311,8 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
 
 /// `tlc report`: compiles the kernel, runs it once on random inputs recording its trace, and
 /// prints what the compiler made of it (tl/npu/report.h).
-void report_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets, const tl::Target& target,
-                   const std::vector<std::string>& dyn_sets) {
+void report_kernel(const tl::KernelEntry& k, const std::map<std::string, std::string>& sets,
+                   const tl::Target& target, const std::vector<std::string>& dyn_sets) {
   auto f = k.build(tl::resolve_kernel_args(k, sets));
   const auto dyn = parse_dyn(k, f, dyn_sets);
   g_error_exit = kKernelFailed;
@@ -331,8 +350,8 @@ int run_demo(const std::string& dir, const tl::Target& target) {
       auto f = tl::build_kernel(*k);
       auto diags = tl::verify(f, target);
       write_file(base + ".ir.txt", tl::print(f));
-      fmt::print("==== {}: {}\n  IR: {}.ir.txt; verify on {}: {} error(s)\n", k->name, k->summary, base, target.name,
-                 diags.size());
+      fmt::print("==== {}: {}\n  IR: {}.ir.txt; verify on {}: {} error(s)\n", k->name, k->summary,
+                 base, target.name, diags.size());
       for (const auto& d : diags) fmt::print("  {}\n", d.str());
       if (!diags.empty()) {
         ok = false;
@@ -352,9 +371,11 @@ int run_demo(const std::string& dir, const tl::Target& target) {
     }
     fmt::print("\n");
   }
-  fmt::print("demo: {}\n", ok ? "every example verified, hazard-free, matched its reference in program order and in "
-                                    "simulated-time order, and was profiled"
-                               : "FAILED (see above)");
+  fmt::print(
+      "demo: {}\n",
+      ok ? "every example verified, hazard-free, matched its reference in program order and in "
+           "simulated-time order, and was profiled"
+         : "FAILED (see above)");
   return ok ? kOk : kKernelFailed;
 }
 
@@ -368,12 +389,15 @@ void list_options(const CLI::App& app) {
       std::string name = !o->get_lnames().empty()   ? "--" + o->get_lnames().front()
                          : !o->get_snames().empty() ? "-" + o->get_snames().front()
                                                     : o->get_name(true);
-      const char* kind = !o->nonpositional() ? "positional" : o->get_items_expected_max() == 0 ? "flag" : "value";
+      const char* kind = !o->nonpositional()                ? "positional"
+                         : o->get_items_expected_max() == 0 ? "flag"
+                                                            : "value";
       fmt::print("{} {} {}\n", cmd, name, kind);
     }
   };
   options(app, "tlc");
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {
+  for (const CLI::App* sub :
+       app.get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {
     fmt::print("{} {} subcommand\n", "tlc", sub->get_name());
     options(*sub, sub->get_name());
   }
@@ -392,7 +416,8 @@ int tlc_main(int argc, char** argv) {
   int threads = 0;
   auto add_common = [&](CLI::App* c) {
     c->add_option("kernel", kernel, "kernel name (see tlc list)")->required();
-    c->add_option("--set", sets, "override a kernel parameter: NAME=VALUE (tlc list: the values each accepts)");
+    c->add_option("--set", sets,
+                  "override a kernel parameter: NAME=VALUE (tlc list: the values each accepts)");
     c->add_option("--target", target_name, "target chip (A2, 910B3, 910B4, A3, 950)");
   };
   auto* print_cmd = app.add_subcommand("print", "print a kernel as IR text");
@@ -401,55 +426,75 @@ int tlc_main(int argc, char** argv) {
   tl::PassOptions pass_opt;
   print_cmd->add_flag("--print-after-all", pass_opt.print_after_all,
                       "lower the kernel, printing the IR after every pass that changed it");
-  print_cmd->add_option("--print-after", pass_opt.print_after,
-                        "lower the kernel, printing the IR after the named passes")
+  print_cmd
+      ->add_option("--print-after", pass_opt.print_after,
+                   "lower the kernel, printing the IR after the named passes")
       ->delimiter(',');
-  print_cmd->add_flag("--time-passes", pass_opt.time_passes, "lower the kernel and time every pass");
+  print_cmd->add_flag("--time-passes", pass_opt.time_passes,
+                      "lower the kernel and time every pass");
   auto* verify_cmd = app.add_subcommand("verify", "verify a kernel for a target");
   add_common(verify_cmd);
   auto* run_cmd = app.add_subcommand("run", "run a kernel on the virtual NPU with random inputs");
   add_common(run_cmd);
   run_cmd->add_option("--threads", threads, "host threads (0: all)")->check(CLI::Range(0, 4096));
-  run_cmd->add_option("--mode", g_timed.mode,
-                      "fast: functional run; timed: timing model, profile table, data in simulated-time order")
+  run_cmd
+      ->add_option(
+          "--mode", g_timed.mode,
+          "fast: functional run; timed: timing model, profile table, data in simulated-time order")
       ->check(CLI::IsMember({"fast", "timed"}));
-  auto* timing_only_opt =
-      run_cmd->add_flag("--timing-only", g_timed.timing_only, "timed: profile only, skip the tensor data (faster)");
-  auto* trace_opt = run_cmd->add_option("--trace", g_timed.trace_file, "timed: write a Chrome/Perfetto trace JSON");
-  auto* html_opt =
-      run_cmd->add_option("--html", g_timed.html_file, "timed: write an HTML timeline (first --html-blocks blocks)");
-  auto* html_blocks_opt =
-      run_cmd->add_option("--html-blocks", g_timed.html_blocks, "timed: blocks drawn in the HTML timeline (default 4)")
-          ->check(CLI::PositiveNumber);
-  run_cmd->add_flag("--check-hazards", g_timed.check_hazards,
-                    "report unsynchronised instructions (hazard checker; runs the stale-data checker too)");
-  run_cmd->add_flag("--check-stale", g_timed.check_stale,
-                    "report invalid data (never written, stale past a clipped copy, unset variables) stored to GM or "
-                    "deciding a branch, loop bound or address (stale-data checker; also TL_CHECK_STALE=1)");
+  auto* timing_only_opt = run_cmd->add_flag("--timing-only", g_timed.timing_only,
+                                            "timed: profile only, skip the tensor data (faster)");
+  auto* trace_opt = run_cmd->add_option("--trace", g_timed.trace_file,
+                                        "timed: write a Chrome/Perfetto trace JSON");
+  auto* html_opt = run_cmd->add_option(
+      "--html", g_timed.html_file, "timed: write an HTML timeline (first --html-blocks blocks)");
+  auto* html_blocks_opt = run_cmd
+                              ->add_option("--html-blocks", g_timed.html_blocks,
+                                           "timed: blocks drawn in the HTML timeline (default 4)")
+                              ->check(CLI::PositiveNumber);
+  run_cmd->add_flag(
+      "--check-hazards", g_timed.check_hazards,
+      "report unsynchronised instructions (hazard checker; runs the stale-data checker too)");
+  run_cmd->add_flag(
+      "--check-stale", g_timed.check_stale,
+      "report invalid data (never written, stale past a clipped copy, unset variables) stored to "
+      "GM or "
+      "deciding a branch, loop bound or address (stale-data checker; also TL_CHECK_STALE=1)");
   std::vector<std::string> offs;
   run_cmd->add_option("--off", offs,
-                      "switch a developer-mode automation off: infer_scopes, lower_cube_ops, mask_tails, legalize_copies, "
-                      "split_cube_vector, vectorize, insert_syncs, pipeline_loops, split_aiv, minimise_syncs, merge_flags (docs/developer_mode.md, Options)");
+                      "switch a developer-mode automation off: infer_scopes, lower_cube_ops, "
+                      "mask_tails, legalize_copies, "
+                      "split_cube_vector, vectorize, insert_syncs, pipeline_loops, split_aiv, "
+                      "minimise_syncs, merge_flags (docs/developer_mode.md, Options)");
   run_cmd->add_flag("--scalar-fallback", g_timed.dev.scalar_fallback,
-                    "developer mode: run element loops that cannot be vectorised on the scalar unit (a remark each)");
-  run_cmd->add_flag("--allow-inexact-math", g_timed.dev.allow_inexact_math,
-                    "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
-                    "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)");
+                    "developer mode: run element loops that cannot be vectorised on the scalar "
+                    "unit (a remark each)");
+  run_cmd->add_flag(
+      "--allow-inexact-math", g_timed.dev.allow_inexact_math,
+      "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
+      "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)");
   std::vector<std::string> dyn_sets;
-  run_cmd->add_option("--dyn", dyn_sets, "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
-  auto* report_cmd = app.add_subcommand(
-      "report", "what the compiler made of a kernel: syncs, event ids, channels, workspace, memory per scope");
+  run_cmd->add_option("--dyn", dyn_sets,
+                      "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
+  auto* report_cmd = app.add_subcommand("report",
+                                        "what the compiler made of a kernel: syncs, event ids, "
+                                        "channels, workspace, memory per scope");
   add_common(report_cmd);
   std::vector<std::string> report_offs, report_dyn;
-  report_cmd->add_option("--off", report_offs, "switch a developer-mode automation off (as for tlc run)");
+  report_cmd->add_option("--off", report_offs,
+                         "switch a developer-mode automation off (as for tlc run)");
   report_cmd->add_option("--dyn", report_dyn, "value of a dynamic size: NAME=VALUE (default 1000)");
-  auto* demo = app.add_subcommand("demo", "the main job: verify, run, check and profile every example kernel");
+  auto* demo = app.add_subcommand(
+      "demo", "the main job: verify, run, check and profile every example kernel");
   std::string demo_dir = "out";
-  demo->add_option("--out", demo_dir, "directory for IR dumps, traces and timelines (default out/)");
+  demo->add_option("--out", demo_dir,
+                   "directory for IR dumps, traces and timelines (default out/)");
   auto* list_options_cmd =
-      app.add_subcommand("list-options", "print every subcommand and option (for the tests)")->group("");
+      app.add_subcommand("list-options", "print every subcommand and option (for the tests)")
+          ->group("");
   auto* internal_selftest =
-      app.add_subcommand("internal-error-selftest", "raise an internal error (tests exit status 3)")->group("");
+      app.add_subcommand("internal-error-selftest", "raise an internal error (tests exit status 3)")
+          ->group("");
 
   try {
     app.parse(argc, argv);
@@ -462,14 +507,15 @@ int tlc_main(int argc, char** argv) {
       list_options(app);
       return kOk;
     }
-    if (*internal_selftest) TL_ASSERT(false, "tlc internal-error-selftest: the internal error path of tlc");
+    if (*internal_selftest)
+      TL_ASSERT(false, "tlc internal-error-selftest: the internal error path of tlc");
     const tl::Target& target = tl::get_target(target_name);
     if (*list) {
       for (const auto* k : tl::registered_kernels()) {
         fmt::print("{:<24} {}\n", k->name, k->summary);
         for (const auto& p : k->params)
-          fmt::print("    {:<12} = {:<10} {} ({})\n", p.name, p.default_value.empty() ? "''" : p.default_value, p.help,
-                     p.rule.describe());
+          fmt::print("    {:<12} = {:<10} {} ({})\n", p.name,
+                     p.default_value.empty() ? "''" : p.default_value, p.help, p.rule.describe());
       }
       return kOk;
     }
@@ -482,7 +528,8 @@ int tlc_main(int argc, char** argv) {
         } catch (const tl::Error& e) {
           // The pass manager checks --print-after's names before any pass runs: a misspelt
           // pass is the command line's mistake, not the kernel's.
-          if (std::string_view(e.what()).starts_with("print-after: no pass named")) throw UsageError(e.what());
+          if (std::string_view(e.what()).starts_with("print-after: no pass named"))
+            throw UsageError(e.what());
           throw;
         }
       }
@@ -504,7 +551,8 @@ int tlc_main(int argc, char** argv) {
       if (g_timed.mode != "timed")
         for (const auto* o : {timing_only_opt, trace_opt, html_opt, html_blocks_opt})
           if (o->count() > 0)
-            throw UsageError(fmt::format("{} only applies to timed mode (add --mode timed)", o->get_name()));
+            throw UsageError(
+                fmt::format("{} only applies to timed mode (add --mode timed)", o->get_name()));
       if (html_blocks_opt->count() > 0 && !g_timed.want_html)
         throw UsageError("--html-blocks only applies with --html");
       for (const auto& o : offs) switch_off(g_timed.dev, o);
@@ -513,7 +561,8 @@ int tlc_main(int argc, char** argv) {
       } catch (const tl::Error& e) {
         throw UsageError(e.what());
       }
-      return run_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, threads, dyn_sets)
+      return run_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, threads,
+                        dyn_sets)
                  ? kOk
                  : kKernelFailed;
     }
@@ -535,19 +584,27 @@ int tlc_main(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", e.what());
     return g_error_exit;
   } catch (const tl::InternalError& e) {
-    fmt::print(stderr, "{}\n(this is a bug in tl-ascend, not in the kernel; please report it)\n", e.what());
+    fmt::print(stderr, "{}\n(this is a bug in tl-ascend, not in the kernel; please report it)\n",
+               e.what());
     return kInternal;
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "error: out of host memory (the kernel's tensors or the virtual NPU's state do not fit)\n");
+    fmt::print(
+        stderr,
+        "error: out of host memory (the kernel's tensors or the virtual NPU's state do not fit)\n");
     return kKernelFailed;
   } catch (const std::exception& e) {
-    if (std::ferror(stdout)) return kUsage;  // fmt::print to a full or closed stdout; main reports it
-    fmt::print(stderr, "internal error: unexpected exception: {}\n(this is a bug in tl-ascend; please report it)\n",
+    if (std::ferror(stdout))
+      return kUsage;  // fmt::print to a full or closed stdout; main reports it
+    fmt::print(stderr,
+               "internal error: unexpected exception: {}\n(this is a bug in tl-ascend; please "
+               "report it)\n",
                e.what());
     return kInternal;
   } catch (...) {
-    fmt::print(stderr, "internal error: unexpected exception of unknown type\n(this is a bug in tl-ascend; please "
-                       "report it)\n");
+    fmt::print(
+        stderr,
+        "internal error: unexpected exception of unknown type\n(this is a bug in tl-ascend; please "
+        "report it)\n");
     return kInternal;
   }
   return kOk;
