@@ -64,8 +64,9 @@ struct DeveloperOptions {
   /// Two neighbouring flags of a pipe pair become one, as an expert writes them (merge_flags):
   /// fewer syncs, but the earlier destination waits for the later source, which costs cycles
   /// where that source is on the critical path (docs/developer_mode.md, "Merged flags and
-  /// guarded credits"). Part of minimise_syncs: off with it.
-  bool merge_flags = true;
+  /// guarded credits"). Off by default: on no developer example does it save a cycle, and it
+  /// costs gemm_dev 1.4 % and matmul_add_dev 4.0 %. Needs minimise_syncs.
+  bool merge_flags = false;
   /// A loop that cannot be vectorised runs serially on the scalar unit, with a remark (off: an
   /// error naming the reason). Needs vectorize.
   bool scalar_fallback = false;

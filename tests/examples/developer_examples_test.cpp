@@ -164,8 +164,10 @@ TEST(DeveloperExamples, PipeliningTheGemmKLoopOverlapsLoadsAndMmads) {
   double s1 = cycles("gemm_dev", serial), s2 = cycles("gemm_dev", two), expert = cycles("gemm_pipelined", {});
   std::printf("  gemm_dev 1024^3: 1 stage %.0f, 2 stages %.0f cycles (%.2fx); gemm_pipelined %.0f (dev at %.2fx)\n", s1,
               s2, s1 / s2, expert, expert / s2);
-  EXPECT_GE(s1 / s2, 1.45);      // today 1.52x
-  EXPECT_GE(expert / s2, 0.95);  // today 0.975x
+  // merge_flags off by default (issue 28) made both faster, the serial one more (37,162 ->
+  // 34,469 cycles; 2 stages 24,919 -> 24,574), so the ratio fell from 1.52x to 1.40x.
+  EXPECT_GE(s1 / s2, 1.38);      // today 1.40x
+  EXPECT_GE(expert / s2, 0.95);  // today 1.01x
 }
 
 // Without split_aiv the developer kernel's softmax runs on one AIV per block where the expert

@@ -136,6 +136,12 @@ const std::vector<Case>& cases() {
       {gemm("report", {"--target", "A3"}), 0, "synchronisations executed per block"},
       {{"report", "rms_norm_dynamic", "--dyn", "M=37"}, 0, "on-chip memory per core"},
       {{"report", "add_dev", "--off", "merge_flags"}, 0, "synchronisations executed per block"},
+      {{"report", "gemm_dev", "--set", "M=256", "--set", "N=256", "--set", "K=512", "--on",
+        "merge_flags"},
+       0,
+       "synchronisations executed per block"},
+      {{"report", "add_dev", "--on", "nothing"}, 2, "--on: no automation named 'nothing'"},
+      {{"run", "add_dev", "--set", "M=8", "--on", "merge_flags"}, 0, "reference: match"},
       {{"report", "add_dev", "--off", "nothing"}, 2, "--off: no automation named 'nothing'"},
       {{"report", "--help"}, 0, "what the compiler made of a kernel"},
       // demo (the whole job takes minutes: its option is exercised on an unwritable directory)

@@ -203,8 +203,9 @@ struct RunMode {
   tl::DeveloperOptions dev;    // --off, --scalar-fallback, --allow-inexact-math
 } g_timed;
 
-/// `--off NAME`: switches a developer-mode automation off (tl::DeveloperOptions).
-void switch_off(tl::DeveloperOptions& d, const std::string& name) {
+/// `--off NAME` / `--on NAME`: switches a developer-mode automation off or on
+/// (tl::DeveloperOptions).
+void switch_to(tl::DeveloperOptions& d, const std::string& name, bool on) {
   const std::pair<const char*, bool*> all[] = {{"infer_scopes", &d.infer_scopes},
                                                {"lower_cube_ops", &d.lower_cube_ops},
                                                {"mask_tails", &d.mask_tails},
@@ -219,12 +220,13 @@ void switch_off(tl::DeveloperOptions& d, const std::string& name) {
   std::string names;
   for (const auto& [n, flag] : all) {
     if (name == n) {
-      *flag = false;
+      *flag = on;
       return;
     }
     names += (names.empty() ? "" : ", ") + std::string(n);
   }
-  throw UsageError(fmt::format("--off: no automation named '{}'; expected one of {}", name, names));
+  throw UsageError(fmt::format("--{}: no automation named '{}'; expected one of {}",
+                               on ? "on" : "off", name, names));
 }
 
 /// Timed mode: the profile table, the Chrome trace / HTML timeline, and the outputs that
@@ -466,6 +468,11 @@ int tlc_main(int argc, char** argv) {
                       "mask_tails, legalize_copies, "
                       "split_cube_vector, vectorize, insert_syncs, pipeline_loops, split_aiv, "
                       "minimise_syncs, merge_flags (docs/developer_mode.md, Options)");
+  std::vector<std::string> ons;
+  run_cmd->add_option(
+      "--on", ons,
+      "switch a developer-mode automation on that is off by default: merge_flags (fewer syncs, "
+      "possibly more cycles; docs/developer_mode.md, Options)");
   run_cmd->add_flag("--scalar-fallback", g_timed.dev.scalar_fallback,
                     "developer mode: run element loops that cannot be vectorised on the scalar "
                     "unit (a remark each)");
@@ -483,6 +490,9 @@ int tlc_main(int argc, char** argv) {
   std::vector<std::string> report_offs, report_dyn;
   report_cmd->add_option("--off", report_offs,
                          "switch a developer-mode automation off (as for tlc run)");
+  std::vector<std::string> report_ons;
+  report_cmd->add_option("--on", report_ons,
+                         "switch a developer-mode automation on (as for tlc run)");
   report_cmd->add_option("--dyn", report_dyn, "value of a dynamic size: NAME=VALUE (default 1000)");
   auto* demo = app.add_subcommand(
       "demo", "the main job: verify, run, check and profile every example kernel");
@@ -555,7 +565,8 @@ int tlc_main(int argc, char** argv) {
                 fmt::format("{} only applies to timed mode (add --mode timed)", o->get_name()));
       if (html_blocks_opt->count() > 0 && !g_timed.want_html)
         throw UsageError("--html-blocks only applies with --html");
-      for (const auto& o : offs) switch_off(g_timed.dev, o);
+      for (const auto& o : offs) switch_to(g_timed.dev, o, false);
+      for (const auto& o : ons) switch_to(g_timed.dev, o, true);
       try {
         g_timed.dev.validate();
       } catch (const tl::Error& e) {
@@ -567,7 +578,8 @@ int tlc_main(int argc, char** argv) {
                  : kKernelFailed;
     }
     if (*report_cmd) {
-      for (const auto& o : report_offs) switch_off(g_timed.dev, o);
+      for (const auto& o : report_offs) switch_to(g_timed.dev, o, false);
+      for (const auto& o : report_ons) switch_to(g_timed.dev, o, true);
       try {
         g_timed.dev.validate();
       } catch (const tl::Error& e) {
