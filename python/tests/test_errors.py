@@ -16,29 +16,8 @@ import tl_ascend.language as T
 from tl_ascend import _core
 
 import kernels
+from located import expect_error
 
-HERE = "test_errors.py"
-
-
-def line_of(fn, marker):
-    """The file line of the statement in `fn`'s source that contains `marker`."""
-    import inspect
-
-    lines, start = inspect.getsourcelines(fn)
-    for i, l in enumerate(lines):
-        if marker in l:
-            return start + i
-    raise AssertionError(marker)
-
-
-def expect_error(fn, marker, *fragments, exc=tilelang.Error):
-    with pytest.raises(exc) as e:
-        fn()
-    msg = str(e.value)
-    assert f"{HERE}:{line_of(fn, marker)}" in msg, msg
-    for f in fragments:
-        assert f in msg, msg
-    return msg
 
 
 # ---- script errors ------------------------------------------------------------------------------

@@ -11,34 +11,15 @@ Each test says what it gave before the fix. The items:
 """
 
 import functools
-import inspect
 
 import numpy as np
 import pytest
 
 import tl_ascend as tilelang
 import tl_ascend.language as T
+from located import expect_error
 
-HERE = "test_regressions_issue27_front.py"
 SIZES = [1, 7, 33, 1000, 4097]
-
-
-def line_of(fn, marker: str) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(lines):
-        if marker in line:
-            return start + i
-    raise AssertionError(marker)
-
-
-def expect_error(build, marker: str, *fragments: str) -> str:
-    with pytest.raises(tilelang.Error) as e:
-        build()
-    msg = str(e.value)
-    assert f"{HERE}:{line_of(build, marker)}" in msg, msg
-    for f in fragments:
-        assert f in msg, msg
-    return msg
 
 
 def run(kernel, out_idx, *args):
