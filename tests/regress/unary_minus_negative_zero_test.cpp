@@ -141,7 +141,8 @@ TEST(UnaryMinus, PrintsAsMinusXAndParsesBackToTheSameNode) {
   ASSERT_NE(m->b.as<FloatImmNode>(), nullptr);
   EXPECT_EQ(m->b.as<FloatImmNode>()->value, -1.0);
   // A literal folds (its sign flipped, zero included); an integer is `0 - x`, wrapping.
-  auto* lit = (-Expr(0.0)).as<FloatImmNode>();
+  Expr negated_zero = -Expr(0.0);  // kept alive: as<> points into it
+  auto* lit = negated_zero.as<FloatImmNode>();
   ASSERT_NE(lit, nullptr);
   EXPECT_TRUE(std::signbit(lit->value));
   Var k("k", DType::Int32);
