@@ -73,15 +73,15 @@ PrimFunc Parser::function() {
 
 // ---- Literals ---------------------------------------------------------------------------
 
-
 /// An integer literal token as a signed value (negated if `neg`).
 int64_t Parser::signed_int(const Token& t, bool neg) const {
   constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   if (t.int_value > kMax + (neg ? 1 : 0))
     error_at(t, fmt::format("expected an integer literal in the int64 range, got {}{}",
                             neg ? "-" : "", excerpt(t.text)));
-  if (neg) return t.int_value == kMax + 1 ? std::numeric_limits<int64_t>::min()
-                                          : -static_cast<int64_t>(t.int_value);
+  if (neg)
+    return t.int_value == kMax + 1 ? std::numeric_limits<int64_t>::min()
+                                   : -static_cast<int64_t>(t.int_value);
   return static_cast<int64_t>(t.int_value);
 }
 /// An integer literal token (negated if `neg`) as the held value of an immediate of dtype `t`
@@ -91,20 +91,21 @@ int64_t Parser::int_literal(const Token& t, bool neg, DType dt) const {
   IntRange r = int_range(dt);
   const uint64_t m = t.int_value;
   if (m > (neg ? r.neg_max : r.pos_max))
-    error_at(t, fmt::format("integer literal {}{} is out of range for {}: expected a value in {}", neg ? "-" : "",
-                            excerpt(t.text), dtype_name(dt), range_str(dt)));
+    error_at(t, fmt::format("integer literal {}{} is out of range for {}: expected a value in {}",
+                            neg ? "-" : "", excerpt(t.text), dtype_name(dt), range_str(dt)));
   return neg ? static_cast<int64_t>(0 - m) : static_cast<int64_t>(m);  // two's complement, as held
 }
 /// `-v` for the held value `v` of an immediate of dtype `t`; an error when it does not fit `t`.
 int64_t Parser::negated(const Token& at, int64_t v, DType t) const {
   IntRange r = int_range(t);
   const bool unsigned_t = is_unsigned_int(t) || is_bool(t);
-  const uint64_t mag = unsigned_t || v >= 0 ? static_cast<uint64_t>(v) : 0 - static_cast<uint64_t>(v);
+  const uint64_t mag =
+      unsigned_t || v >= 0 ? static_cast<uint64_t>(v) : 0 - static_cast<uint64_t>(v);
   const bool fits = mag == 0 || (!unsigned_t && (v > 0 ? mag <= r.neg_max : mag <= r.pos_max));
   if (!fits)
     error_at(at, fmt::format("-({}) is out of range for {}: expected a value in {}",
-                             unsigned_t ? fmt::format("{}", mag) : fmt::format("{}", v), dtype_name(t),
-                             range_str(t)));
+                             unsigned_t ? fmt::format("{}", mag) : fmt::format("{}", v),
+                             dtype_name(t), range_str(t)));
   return static_cast<int64_t>(0 - static_cast<uint64_t>(v));
 }
 /// `[-]INT` within [lo, hi].
@@ -167,7 +168,6 @@ AttrValue Parser::attr_value() {
 }
 
 // ---- Function header ----------------------------------------------------------------------
-
 
 /// `M = T.dynamic("M"[, "dtype"])`
 Var Parser::dynamic_decl() {
@@ -255,8 +255,10 @@ std::vector<Expr> Parser::tuple() {
 
 PrimFunc parse(std::string_view text, std::string_view filename) {
   if (text.size() > kMaxIrTextBytes)
-    parser_detail::fail_at(filename, 1, 1, fmt::format("input of {} bytes is longer than {} bytes (the IR text format's limit)",
-                                        text.size(), kMaxIrTextBytes));
+    parser_detail::fail_at(
+        filename, 1, 1,
+        fmt::format("input of {} bytes is longer than {} bytes (the IR text format's limit)",
+                    text.size(), kMaxIrTextBytes));
   parser_detail::Parser p(parser_detail::lex(text, filename), filename);
   return p.function();
 }

@@ -12,8 +12,6 @@
 namespace tl {
 namespace parser_detail {
 
-
-
 /// One left-associative precedence level: `sub (op sub)*`.
 Ex Parser::left_assoc(Level sub, std::initializer_list<std::pair<std::string_view, BinOp>> ops) {
   Ex a = (this->*sub)();
@@ -32,7 +30,9 @@ Ex Parser::expr() {
   Nest guard(*this, peek());
   return left_assoc(&Parser::and_expr, {{"or", BinOp::Or}});
 }
-Ex Parser::and_expr() { return left_assoc(&Parser::not_expr, {{"and", BinOp::And}}); }
+Ex Parser::and_expr() {
+  return left_assoc(&Parser::not_expr, {{"and", BinOp::And}});
+}
 Ex Parser::not_expr() {
   if (!is("not")) return comparison();
   const Token& at = next();
@@ -59,14 +59,25 @@ Ex Parser::comparison() {
   if (comparison_op()) expected("no second comparison (comparisons do not chain; add parentheses)");
   return binary(*op, a, b, at);
 }
-Ex Parser::bit_or() { return left_assoc(&Parser::bit_xor, {{"|", BinOp::BitOr}}); }
-Ex Parser::bit_xor() { return left_assoc(&Parser::bit_and, {{"^", BinOp::BitXor}}); }
-Ex Parser::bit_and() { return left_assoc(&Parser::shift, {{"&", BinOp::BitAnd}}); }
-Ex Parser::shift() { return left_assoc(&Parser::arith, {{"<<", BinOp::Shl}, {">>", BinOp::Shr}}); }
-Ex Parser::arith() { return left_assoc(&Parser::term, {{"+", BinOp::Add}, {"-", BinOp::Sub}}); }
+Ex Parser::bit_or() {
+  return left_assoc(&Parser::bit_xor, {{"|", BinOp::BitOr}});
+}
+Ex Parser::bit_xor() {
+  return left_assoc(&Parser::bit_and, {{"^", BinOp::BitXor}});
+}
+Ex Parser::bit_and() {
+  return left_assoc(&Parser::shift, {{"&", BinOp::BitAnd}});
+}
+Ex Parser::shift() {
+  return left_assoc(&Parser::arith, {{"<<", BinOp::Shl}, {">>", BinOp::Shr}});
+}
+Ex Parser::arith() {
+  return left_assoc(&Parser::term, {{"+", BinOp::Add}, {"-", BinOp::Sub}});
+}
 Ex Parser::term() {
-  return left_assoc(&Parser::unary, {{"*", BinOp::Mul}, {"/", BinOp::Div},
-                                     {"//", BinOp::FloorDiv}, {"%", BinOp::FloorMod}});
+  return left_assoc(
+      &Parser::unary,
+      {{"*", BinOp::Mul}, {"/", BinOp::Div}, {"//", BinOp::FloorDiv}, {"%", BinOp::FloorMod}});
 }
 
 /// Unary minus folds into int/float literals; otherwise it is `x * -1` for a float x (an
@@ -79,7 +90,8 @@ Ex Parser::unary() {
   if (!is("-")) return primary();
   const Token& at = next();
   Nest guard(*this, at);
-  if (peek().kind == Tok::Int) return {IntImmNode::make(DType::Int32, int_literal(next(), true, DType::Int32))};
+  if (peek().kind == Tok::Int)
+    return {IntImmNode::make(DType::Int32, int_literal(next(), true, DType::Int32))};
   Ex a = unary();
   if (auto* i = a.e.as<IntImmNode>(); i && is_int(i->dtype))
     return {IntImmNode::make(i->dtype, negated(at, i->value, i->dtype))};
@@ -93,9 +105,15 @@ Ex Parser::unary() {
 Ex Parser::primary() {
   const Token& t = peek();
   switch (t.kind) {
-    case Tok::Int: next(); return {IntImmNode::make(DType::Int32, int_literal(t, false, DType::Int32))};
-    case Tok::Float: next(); return {FloatImmNode::make(DType::Float32, t.float_value)};
-    case Tok::String: next(); return {StringImmNode::make(t.text)};
+    case Tok::Int:
+      next();
+      return {IntImmNode::make(DType::Int32, int_literal(t, false, DType::Int32))};
+    case Tok::Float:
+      next();
+      return {FloatImmNode::make(DType::Float32, t.float_value)};
+    case Tok::String:
+      next();
+      return {StringImmNode::make(t.text)};
     case Tok::Punct:
       if (is("(")) {
         next();
@@ -113,7 +131,8 @@ Ex Parser::primary() {
       if (is("T") && is(".", 1)) return t_call();
       if (!is_reserved(t.text)) return name_ref();
       break;
-    default: break;
+    default:
+      break;
   }
   expected("an expression");
 }
@@ -126,7 +145,8 @@ Ex Parser::name_ref() {
   if (b->var.defined()) return {b->var};
   if (!is("["))
     error_at(t, fmt::format("expected a scalar expression, got buffer '{}' (write '{}[...]' for "
-                            "an element)", excerpt(t.text), excerpt(t.text)));
+                            "an element)",
+                            excerpt(t.text), excerpt(t.text)));
   std::vector<Ex> idx = index_list();
   std::vector<Expr> es;
   for (auto& x : idx) es.push_back(std::move(x.e));
@@ -170,9 +190,10 @@ Ex Parser::t_call() {
   next();
   const std::string& n = fn.text;
   if (auto dt = parse_dtype(n)) return typed_literal(*dt);
-  static constexpr std::pair<std::string_view, BinOp> kBinary[] = {
-      {"min", BinOp::Min}, {"max", BinOp::Max}, {"truncdiv", BinOp::TruncDiv},
-      {"truncmod", BinOp::TruncMod}};
+  static constexpr std::pair<std::string_view, BinOp> kBinary[] = {{"min", BinOp::Min},
+                                                                   {"max", BinOp::Max},
+                                                                   {"truncdiv", BinOp::TruncDiv},
+                                                                   {"truncmod", BinOp::TruncMod}};
   for (const auto& [name, op] : kBinary) {
     if (n == name) {
       auto a = call_args(2, fn);
@@ -207,8 +228,10 @@ Ex Parser::typed_literal(DType t) {
   expect("(");
   Expr e;
   if (is_bool(t)) {
-    if (is("True") || is("False")) e = IntImmNode::make(t, next().text == "True" ? 1 : 0);
-    else expected("True or False");
+    if (is("True") || is("False"))
+      e = IntImmNode::make(t, next().text == "True" ? 1 : 0);
+    else
+      expected("True or False");
   } else {
     bool neg = accept("-");
     const Token& v = peek();
@@ -217,17 +240,20 @@ Ex Parser::typed_literal(DType t) {
       e = IntImmNode::make(t, int_literal(next(), neg, t));
     } else {
       double x = 0;
-      if (v.kind == Tok::Int) x = static_cast<double>(next().int_value);
-      else if (v.kind == Tok::Float) x = next().float_value;
-      else if (is("float")) x = float_call();
-      else expected(fmt::format("a number for T.{}", dtype_name(t)));
+      if (v.kind == Tok::Int)
+        x = static_cast<double>(next().int_value);
+      else if (v.kind == Tok::Float)
+        x = next().float_value;
+      else if (is("float"))
+        x = float_call();
+      else
+        expected(fmt::format("a number for T.{}", dtype_name(t)));
       e = FloatImmNode::make(t, neg ? -x : x);
     }
   }
   expect(")");
   return {e};
 }
-
 
 }  // namespace parser_detail
 }  // namespace tl

@@ -43,9 +43,15 @@ struct Token {
 
 std::string describe(const Token& t);
 
-inline bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+inline bool is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+inline bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c);
+}
 
 /// The tokens of `text` (parser_lexer.cpp); a tl::Error at the first bad character.
 std::vector<Token> lex(std::string_view text, std::string_view file);
@@ -81,7 +87,8 @@ class Parser {
    public:
     Nest(Parser& p, const Token& at) : p_(p) {
       if (p_.nesting_ >= kMaxDepth)
-        p_.error_at(at, fmt::format("expression nested too deeply (more than {} levels)", kMaxDepth));
+        p_.error_at(at,
+                    fmt::format("expression nested too deeply (more than {} levels)", kMaxDepth));
       ++p_.nesting_;
     }
     ~Nest() { --p_.nesting_; }

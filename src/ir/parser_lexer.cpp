@@ -26,14 +26,21 @@ std::string excerpt(std::string_view s) {
 std::string describe(const Token& t) {
   switch (t.kind) {
     case Tok::Name:
-    case Tok::Punct: return fmt::format("'{}'", excerpt(t.text));
+    case Tok::Punct:
+      return fmt::format("'{}'", excerpt(t.text));
     case Tok::Int:
-    case Tok::Float: return fmt::format("number {}", excerpt(t.text));
-    case Tok::String: return fmt::format("string \"{}\"", excerpt(t.text));
-    case Tok::Newline: return "end of line";
-    case Tok::Indent: return "an indented block";
-    case Tok::Dedent: return "end of block";
-    case Tok::End: return "end of input";
+    case Tok::Float:
+      return fmt::format("number {}", excerpt(t.text));
+    case Tok::String:
+      return fmt::format("string \"{}\"", excerpt(t.text));
+    case Tok::Newline:
+      return "end of line";
+    case Tok::Indent:
+      return "an indented block";
+    case Tok::Dedent:
+      return "end of block";
+    case Tok::End:
+      return "end of input";
   }
   return "?";
 }
@@ -53,13 +60,20 @@ class Lexer {
         continue;
       }
       char c = src_[pos_];
-      if (c == '\n') newline();
-      else if (c == ' ' || c == '\t' || c == '\r' || c == '\f') ++pos_;
-      else if (c == '#') comment();
-      else if (is_name_start(c)) name();
-      else if (is_digit(c) || (c == '.' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1]))) number();
-      else if (c == '"' || c == '\'') string();
-      else punct();
+      if (c == '\n')
+        newline();
+      else if (c == ' ' || c == '\t' || c == '\r' || c == '\f')
+        ++pos_;
+      else if (c == '#')
+        comment();
+      else if (is_name_start(c))
+        name();
+      else if (is_digit(c) || (c == '.' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1])))
+        number();
+      else if (c == '"' || c == '\'')
+        string();
+      else
+        punct();
     }
     check_line();
     if (line_has_tokens_) push(Tok::Newline, "", pending_loc_);
@@ -78,12 +92,14 @@ class Lexer {
   /// The current line is within kMaxIrLineBytes (checked before each token and at the end).
   void check_line() {
     if (pos_ - line_begin_ <= kMaxIrLineBytes) return;
-    fail_at(file_, line_, 1, fmt::format("line longer than {} bytes (the IR text format's limit)", kMaxIrLineBytes));
+    fail_at(file_, line_, 1,
+            fmt::format("line longer than {} bytes (the IR text format's limit)", kMaxIrLineBytes));
   }
   /// A token of `n` bytes started at column tok_col_ is within `limit`.
   void check_token(size_t n, size_t limit, const char* what) {
     if (n <= limit) return;
-    fail_at(file_, line_, tok_col_, fmt::format("{} longer than {} bytes (the IR text format's limit)", what, limit));
+    fail_at(file_, line_, tok_col_,
+            fmt::format("{} longer than {} bytes (the IR text format's limit)", what, limit));
   }
 
   void push(Tok k, std::string text, SourceLoc loc = {}) {
@@ -106,7 +122,8 @@ class Lexer {
   void indentation() {
     size_t p = pos_;
     bool tab = false;
-    while (p < src_.size() && (src_[p] == ' ' || src_[p] == '\t' || src_[p] == '\r' || src_[p] == '\f')) {
+    while (p < src_.size() &&
+           (src_[p] == ' ' || src_[p] == '\t' || src_[p] == '\r' || src_[p] == '\f')) {
       tab = tab || src_[p] == '\t';
       ++p;
     }
@@ -168,7 +185,8 @@ class Lexer {
       if (!is_digit(c)) return;
       line = line * 10 + (c - '0');
     }
-    if (line > 0) pending_loc_ = SourceLoc{std::string(text.substr(0, colon)), line, std::move(via)};
+    if (line > 0)
+      pending_loc_ = SourceLoc{std::string(text.substr(0, colon)), line, std::move(via)};
   }
 
   void name() {
@@ -207,7 +225,7 @@ class Lexer {
     if (is_float) {
       double v = 0;
       auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec == std::errc::result_out_of_range) {  // subnormals are fine, overflow is not
+      if (ec == std::errc::result_out_of_range) {          // subnormals are fine, overflow is not
         v = std::strtod(std::string(s).c_str(), nullptr);  // the C locale: '.' is the point
         ec = std::isfinite(v) ? std::errc() : std::errc::result_out_of_range;
       }
@@ -255,11 +273,23 @@ class Lexer {
       ++pos_;
       char e = pos_ < src_.size() ? src_[pos_] : '\n';
       switch (e) {
-        case 'n': value += '\n'; break;
-        case 't': value += '\t'; break;
-        case 'r': value += '\r'; break;
-        case '0': value += '\0'; break;
-        case '\\': case '"': case '\'': value += e; break;
+        case 'n':
+          value += '\n';
+          break;
+        case 't':
+          value += '\t';
+          break;
+        case 'r':
+          value += '\r';
+          break;
+        case '0':
+          value += '\0';
+          break;
+        case '\\':
+        case '"':
+        case '\'':
+          value += e;
+          break;
         case 'x': {
           auto hex = [&](size_t i) -> int {
             if (i >= src_.size()) return -1;
@@ -270,14 +300,16 @@ class Lexer {
             return -1;
           };
           int hi = hex(pos_ + 1), lo = hex(pos_ + 2);
-          if (hi < 0 || lo < 0) fail("expected two hex digits after \\x in a string, got something else");
+          if (hi < 0 || lo < 0)
+            fail("expected two hex digits after \\x in a string, got something else");
           value += static_cast<char>(hi * 16 + lo);
           pos_ += 2;
           break;
         }
         default:
-          fail(fmt::format("expected an escape (\\n \\t \\r \\0 \\\\ \\\" \\' \\xNN), got \\ followed by {}",
-                           next_char()));
+          fail(fmt::format(
+              "expected an escape (\\n \\t \\r \\0 \\\\ \\\" \\' \\xNN), got \\ followed by {}",
+              next_char()));
       }
       ++pos_;
     }

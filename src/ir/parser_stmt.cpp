@@ -9,7 +9,6 @@
 namespace tl {
 namespace parser_detail {
 
-
 /// An indented block: its own scope, with `binds` (loop variable, cid/vid) bound first.
 Stmt Parser::block(const Binds& binds) {
   const Token& at = peek();
@@ -77,7 +76,8 @@ Stmt Parser::for_stmt() {
   while (accept(",") && !is(")")) {
     if (pipelined && !have_stages && accept("num_stages")) {
       expect("=");
-      stages = static_cast<int>(int_in_range("number of stages", 1, std::numeric_limits<int>::max()));
+      stages =
+          static_cast<int>(int_in_range("number of stages", 1, std::numeric_limits<int>::max()));
       have_stages = true;
     } else if (!have_min && accept("min")) {
       expect("=");
@@ -146,7 +146,8 @@ Stmt Parser::kernel_stmt() {
     expect(",");
     vid = expect_name("the vector core index name");
     if (paren) expect(")");
-    if (threads != 0) expected("'as cid' (a developer kernel with threads= binds no vector core index)");
+    if (threads != 0)
+      expected("'as cid' (a developer kernel with threads= binds no vector core index)");
   }
   SourceLoc loc = header_end();
   Var c(cid), v;
@@ -194,9 +195,11 @@ Stmt Parser::alloc_stmt(const std::string& name) {
   const std::string_view kind = std::string_view(kt.text).substr(6);
   auto scope = kind == "workspace" ? std::optional<MemScope>(MemScope::GM) : parse_scope(kind);
   if (!scope || (*scope == MemScope::GM && kind != "workspace"))
-    error_at(kt, fmt::format("expected an allocation (alloc_L1, alloc_L0A, alloc_L0B, alloc_L0C, "
-                             "alloc_ub, alloc_shared, alloc_fragment, alloc_var or alloc_workspace), got 'T.{}'",
-                             excerpt(kt.text)));
+    error_at(
+        kt, fmt::format(
+                "expected an allocation (alloc_L1, alloc_L0A, alloc_L0B, alloc_L0C, "
+                "alloc_ub, alloc_shared, alloc_fragment, alloc_var or alloc_workspace), got 'T.{}'",
+                excerpt(kt.text)));
   expect("(");
   std::vector<Expr> shape;
   if (*scope == MemScope::Var) {
@@ -282,9 +285,13 @@ Stmt Parser::sync_stmt(SyncKind k) {
       expect(",");
       id = expr().e;
       break;
-    case SyncKind::PipeBarrier: src = pipe_string(); break;
+    case SyncKind::PipeBarrier:
+      src = pipe_string();
+      break;
     case SyncKind::BarrierAll:
-    case SyncKind::SyncAll: src = Pipe::ALL; break;
+    case SyncKind::SyncAll:
+      src = Pipe::ALL;
+      break;
     case SyncKind::SetCrossFlag:
       src = pipe_string();
       expect(",");
@@ -297,7 +304,9 @@ Stmt Parser::sync_stmt(SyncKind k) {
         mode = static_cast<int>(int_in_range("mode", 0, 2));
       }
       break;
-    case SyncKind::WaitCrossFlag: id = expr().e; break;
+    case SyncKind::WaitCrossFlag:
+      id = expr().e;
+      break;
   }
   // The trailing `auto=True` of a synchronisation insert_syncs wrote (SyncOrigin::Auto).
   SyncOrigin origin = SyncOrigin::User;
@@ -325,7 +334,8 @@ Stmt Parser::tile_op_stmt(const OpDef& op, const Token& at) {
       const Token& key = next();
       next();
       for (const auto& a : attrs)
-        if (a.key == key.text) error_at(key, fmt::format("duplicate attribute '{}'", excerpt(key.text)));
+        if (a.key == key.text)
+          error_at(key, fmt::format("duplicate attribute '{}'", excerpt(key.text)));
       attrs.push_back({key.text, attr_value()});
     } else if (!attrs.empty()) {
       expected("an attribute 'name=value' (operands come before attributes)");
@@ -372,7 +382,8 @@ bool Parser::subscript_has_slice(size_t i) const {
       if (t.kind == Tok::Newline || t.kind == Tok::End) return false;
       continue;
     }
-    if (t.text == "(" || t.text == "[" || t.text == "{") ++depth;
+    if (t.text == "(" || t.text == "[" || t.text == "{")
+      ++depth;
     else if (t.text == ")" || t.text == "]" || t.text == "}") {
       if (depth == 0) return false;
       --depth;
@@ -408,15 +419,14 @@ Range Parser::slice(const Expr& lo, const Expr& hi, const Token& at) const {
   if (l32 && h32) {
     const int64_t ext = h->value - l->value;  // both int32: no overflow
     if (ext < std::numeric_limits<int32_t>::min() || ext > std::numeric_limits<int32_t>::max())
-      error_at(at, fmt::format("expected a slice whose extent fits in int32, got {}:{} (extent {})", l->value,
-                               h->value, ext));
+      error_at(at, fmt::format("expected a slice whose extent fits in int32, got {}:{} (extent {})",
+                               l->value, h->value, ext));
     return {lo, IntImmNode::make(DType::Int32, ext)};
   }
   if (auto* add = hi.as<BinaryNode>(); add && add->op == BinOp::Add && structural_equal(add->a, lo))
     return {lo, add->b};
   return {lo, node(at, [&] { return BinaryNode::make(BinOp::Sub, hi, lo); }).e};
 }
-
 
 }  // namespace parser_detail
 }  // namespace tl

@@ -80,7 +80,6 @@ void Inserter::prune() {
   }
 }
 
-
 // ---- event ids ----------------------------------------------------------------------------
 
 /// Colours flag ids per pipe pair by live interval. False (and the pair coarsened) when a
@@ -88,7 +87,8 @@ void Inserter::prune() {
 bool Inserter::colour() {
   std::vector<int> ids;
   for (int i = 0; i < t_.num_event_ids; ++i)
-    if (std::find(t_.reserved_event_ids.begin(), t_.reserved_event_ids.end(), i) == t_.reserved_event_ids.end())
+    if (std::find(t_.reserved_event_ids.begin(), t_.reserved_event_ids.end(), i) ==
+        t_.reserved_event_ids.end())
       ids.push_back(i);
   std::map<std::pair<Pipe, Pipe>, std::vector<int>> by_pair;
   for (size_t i = 0; i < flags_.size(); ++i) {
@@ -106,7 +106,9 @@ bool Inserter::colour() {
         f.hi = loop.end;
         break;
       }
-      case Flag::Adjacent: f.lo = f.hi = nodes_[b.nodes[f.wait_pos]].start; break;
+      case Flag::Adjacent:
+        f.lo = f.hi = nodes_[b.nodes[f.wait_pos]].start;
+        break;
     }
     by_pair[{f.p, f.q}].push_back(static_cast<int>(i));
   }
@@ -125,13 +127,16 @@ bool Inserter::colour() {
         }
         std::string live;
         for (size_t j = 0; j < ids.size(); ++j)
-          live += fmt::format("\n  set_flag(\"{}\", \"{}\", {}) live from {}", pipe_name(pair.first),
-                              pipe_name(pair.second), ids[j], describe(flags_[holder[j]]));
-        throw Error(nodes_[blocks_[f.blk].nodes[f.wait_pos]].s->loc,
-                    fmt::format("insert_syncs: more than {} {} -> {} flags are live at once on {} (event ids {}); "
-                                "the live flags:{}",
-                                ids.size(), pipe_name(pair.first), pipe_name(pair.second), t_.name,
-                                fmt::join(ids, ", "), live));
+          live +=
+              fmt::format("\n  set_flag(\"{}\", \"{}\", {}) live from {}", pipe_name(pair.first),
+                          pipe_name(pair.second), ids[j], describe(flags_[holder[j]]));
+        throw Error(
+            nodes_[blocks_[f.blk].nodes[f.wait_pos]].s->loc,
+            fmt::format(
+                "insert_syncs: more than {} {} -> {} flags are live at once on {} (event ids {}); "
+                "the live flags:{}",
+                ids.size(), pipe_name(pair.first), pipe_name(pair.second), t_.name,
+                fmt::join(ids, ", "), live));
       }
       busy_until[c] = f.hi;
       holder[c] = i;
@@ -143,9 +148,9 @@ bool Inserter::colour() {
 
 std::string Inserter::describe(const Flag& f) const {
   const Block& b = blocks_[f.blk];
-  return fmt::format("{} to {}", nodes_[b.nodes[f.set_pos]].s->loc.str(), nodes_[b.nodes[f.wait_pos]].s->loc.str());
+  return fmt::format("{} to {}", nodes_[b.nodes[f.set_pos]].s->loc.str(),
+                     nodes_[b.nodes[f.wait_pos]].s->loc.str());
 }
-
 
 // ---- output -------------------------------------------------------------------------------
 
@@ -153,8 +158,8 @@ Stmt Inserter::sync_stmt(const Planned& p, const SourceLoc& loc) const {
   if (p.kind == Planned::Barrier)
     return SyncNode::make(SyncKind::PipeBarrier, p.pipe, Pipe::S, Expr(), 0, loc, SyncOrigin::Auto);
   const Flag& f = flags_[p.flag];
-  return SyncNode::make(p.kind == Planned::Set ? SyncKind::SetFlag : SyncKind::WaitFlag, f.p, f.q, Expr(f.id), 0,
-                        loc, SyncOrigin::Auto);
+  return SyncNode::make(p.kind == Planned::Set ? SyncKind::SetFlag : SyncKind::WaitFlag, f.p, f.q,
+                        Expr(f.id), 0, loc, SyncOrigin::Auto);
 }
 
 Stmt Inserter::rebuild_block(int b) const {
@@ -166,7 +171,8 @@ Stmt Inserter::rebuild_block(int b) const {
       auto it = plan_.find({b, static_cast<int>(i), after});
       if (it != plan_.end())
         for (const Planned& p : it->second)
-          if (!(p.off || (p.flag >= 0 && flags_[p.flag].off))) out.push_back(sync_stmt(p, nd.s->loc));
+          if (!(p.off || (p.flag >= 0 && flags_[p.flag].off)))
+            out.push_back(sync_stmt(p, nd.s->loc));
     };
     emit(false);
     out.push_back(rebuild_node(blk.nodes[i]));
@@ -178,7 +184,8 @@ Stmt Inserter::rebuild_block(int b) const {
 Stmt Inserter::rebuild_node(int n) const {
   const Node& nd = nodes_[n];
   if (auto* f = nd.s.as<ForNode>())
-    return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, rebuild_block(nd.blocks[0]), f->loc);
+    return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages,
+                         rebuild_block(nd.blocks[0]), f->loc);
   if (auto* f = nd.s.as<IfNode>())
     return IfNode::make(f->cond, rebuild_block(nd.blocks[0]),
                         nd.blocks.size() > 1 ? rebuild_block(nd.blocks[1]) : Stmt(), f->loc);

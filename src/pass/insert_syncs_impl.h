@@ -26,7 +26,9 @@ namespace tl {
 namespace sync_detail {
 
 constexpr uint8_t kAllPipes = 0x7f;  // S V M MTE1 MTE2 MTE3 FIX: known to all means done
-inline uint8_t bit(Pipe p) { return static_cast<uint8_t>(1u << static_cast<unsigned>(p)); }
+inline uint8_t bit(Pipe p) {
+  return static_cast<uint8_t>(1u << static_cast<unsigned>(p));
+}
 
 /// Bytes of one memory an access may touch: on-chip, a byte interval of the planned
 /// addresses; GM, a tensor and a byte interval within it (the whole tensor unless the region
@@ -73,7 +75,9 @@ inline bool conflict(const Region& a, const Region& b, bool same_execution, bool
   if (a.scope == MemScope::GM && a.tensor && b.tensor && a.tensor != b.tensor) return false;
   if (a.invariant && b.invariant && a.invariant->ranges.size() == b.invariant->ranges.size())
     return arith::regions_overlap(*a.invariant, *b.invariant) != arith::Overlap::No;
-  if (same_execution && a.strided && b.strided && strided_apart(*a.strided, *b.strided, same_statement)) return false;
+  if (same_execution && a.strided && b.strided &&
+      strided_apart(*a.strided, *b.strided, same_statement))
+    return false;
   return a.lo < b.hi && b.lo < a.hi;
 }
 
@@ -154,8 +158,8 @@ inline State join(const State& a, const State& b) {
     if (fresh) continue;
     it->second.known &= r.known;
     std::vector<int> both;
-    std::set_intersection(it->second.carried.begin(), it->second.carried.end(), r.carried.begin(), r.carried.end(),
-                          std::back_inserter(both));
+    std::set_intersection(it->second.carried.begin(), it->second.carried.end(), r.carried.begin(),
+                          r.carried.end(), std::back_inserter(both));
     it->second.carried = std::move(both);
   }
   return out;
@@ -186,7 +190,7 @@ class Inserter {
 
  private:
   const Target& t_;
-  const bool minimise_;  // drop the syncs the others imply (prune)
+  const bool minimise_;               // drop the syncs the others imply (prune)
   std::set<const VarNode*> varying_;  // variables that change inside the scope
   std::vector<Node> nodes_;
   std::vector<Block> blocks_;
@@ -231,7 +235,8 @@ class Inserter {
   void add_acc(std::vector<int>& out, int node, Pipe p, bool write, Region r, std::string key = {});
   std::string iteration_key(const BufferRegion& region, const std::string& instr) const;
   static bool invariant(const Expr& e, const VarNode* v, const std::set<const VarNode*>& varying);
-  static std::optional<int64_t> coefficient(const Expr& e, const VarNode* v, const std::set<const VarNode*>& varying);
+  static std::optional<int64_t> coefficient(const Expr& e, const VarNode* v,
+                                            const std::set<const VarNode*>& varying);
   bool iterations_disjoint(const std::vector<Range>& ranges) const;
   bool scope_invariant(const Expr& e) const;
   Region region_of(const Buffer& b, const std::vector<Range>& ranges) const;

@@ -11,8 +11,10 @@ int Inserter::build_block(const Stmt& s, int owner, bool loop) {
   int b = static_cast<int>(blocks_.size());
   blocks_.push_back({{}, owner, loop});
   std::vector<Stmt> stmts;
-  if (auto* q = s.as<SeqNode>()) stmts = q->stmts;
-  else if (s.defined()) stmts.push_back(s);
+  if (auto* q = s.as<SeqNode>())
+    stmts = q->stmts;
+  else if (s.defined())
+    stmts.push_back(s);
   for (size_t i = 0; i < stmts.size(); ++i) {
     int n = build_node(stmts[i], b, static_cast<int>(i));
     blocks_[b].nodes.push_back(n);
@@ -59,32 +61,40 @@ int Inserter::build_node(const Stmt& s, int blk, int pos) {
       if (st->buffer->scope != MemScope::Var) {
         std::vector<Range> r;
         for (const auto& i : st->indices) r.push_back({i, Expr(1)});
-        add_acc(in.accs, n, Pipe::S, true, region_of(st->buffer, r), iteration_key({st->buffer, r}, "store"));
+        add_acc(in.accs, n, Pipe::S, true, region_of(st->buffer, r),
+                iteration_key({st->buffer, r}, "store"));
       }
       instrs.push_back(std::move(in));
       break;
     }
-    case StmtKind::TileOp: tile_op(*s.as<TileOpNode>(), n, instrs); break;
+    case StmtKind::TileOp:
+      tile_op(*s.as<TileOpNode>(), n, instrs);
+      break;
     case StmtKind::Sync: {
       auto* y = s.as<SyncNode>();
-      if (y->sync_kind == SyncKind::SetCrossFlag) instrs.push_back({Instr::Publish, y->src, {}});
-      else if (y->sync_kind == SyncKind::SyncAll) instrs.push_back({Instr::BarrierAll, Pipe::ALL, {}});
+      if (y->sync_kind == SyncKind::SetCrossFlag)
+        instrs.push_back({Instr::Publish, y->src, {}});
+      else if (y->sync_kind == SyncKind::SyncAll)
+        instrs.push_back({Instr::BarrierAll, Pipe::ALL, {}});
       else
-        TL_ASSERT(y->sync_kind == SyncKind::WaitCrossFlag, "insert_syncs: a scope with {} was selected",
-                  sync_name(y->sync_kind));
+        TL_ASSERT(y->sync_kind == SyncKind::WaitCrossFlag,
+                  "insert_syncs: a scope with {} was selected", sync_name(y->sync_kind));
       break;
     }
     case StmtKind::Seq:
     case StmtKind::Scope:
-    case StmtKind::Kernel: TL_ASSERT(false, "insert_syncs: a nested {} inside a scope", static_cast<int>(s.kind()));
-    default: break;
+    case StmtKind::Kernel:
+      TL_ASSERT(false, "insert_syncs: a nested {} inside a scope", static_cast<int>(s.kind()));
+    default:
+      break;
   }
   nodes_[n].instrs = std::move(instrs);
   nodes_[n].end = clock_++;
   return n;
 }
 
-void Inserter::add_acc(std::vector<int>& out, int node, Pipe p, bool write, Region r, std::string key) {
+void Inserter::add_acc(std::vector<int>& out, int node, Pipe p, bool write, Region r,
+                       std::string key) {
   out.push_back(static_cast<int>(accs_.size()));
   accs_.push_back({node, p, write, r, std::move(key)});
 }
@@ -110,7 +120,8 @@ bool Inserter::invariant(const Expr& e, const VarNode* v, const std::set<const V
   return vis.ok;
 }
 /// c when `e` is c * v + (an expression invariant in the loop), else nullopt.
-std::optional<int64_t> Inserter::coefficient(const Expr& e, const VarNode* v, const std::set<const VarNode*>& varying) {
+std::optional<int64_t> Inserter::coefficient(const Expr& e, const VarNode* v,
+                                             const std::set<const VarNode*>& varying) {
   if (auto* b = e.as<BinaryNode>()) {
     if (b->op == BinOp::Add || b->op == BinOp::Sub) {
       auto x = coefficient(b->a, v, varying), y = coefficient(b->b, v, varying);
@@ -148,10 +159,12 @@ bool Inserter::iterations_disjoint(const std::vector<Range>& ranges) const {
 /// True when `e` reads no memory and no variable that changes inside the scope.
 bool Inserter::scope_invariant(const Expr& e) const {
   bool ok = true;
-  pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) {
-    if (auto* v = x.as<VarNode>()) ok = ok && !varying_.count(v);
-    if (x.as<LoadNode>()) ok = false;
-  });
+  pre_order_visit(
+      LetNode::make(Var("_"), e), [](const Stmt&) {},
+      [&](const Expr& x) {
+        if (auto* v = x.as<VarNode>()) ok = ok && !varying_.count(v);
+        if (x.as<LoadNode>()) ok = false;
+      });
   return ok;
 }
 
@@ -161,9 +174,11 @@ Region Inserter::region_of(const Buffer& b, const std::vector<Range>& ranges) co
   bool constant = true, invariant = ranges.size() == b->ndim();
   for (const Range& r : ranges) {
     constant = constant && as_const_int(r.min) && r.extent.defined() && as_const_int(r.extent);
-    invariant = invariant && r.extent.defined() && scope_invariant(r.min) && scope_invariant(r.extent);
+    invariant =
+        invariant && r.extent.defined() && scope_invariant(r.min) && scope_invariant(r.extent);
   }
-  if (!constant && invariant) g.invariant = std::make_shared<const BufferRegion>(BufferRegion{b, ranges});
+  if (!constant && invariant)
+    g.invariant = std::make_shared<const BufferRegion>(BufferRegion{b, ranges});
   if (!g.invariant && !loops_.empty()) {
     const LoopCtx& l = loops_.back();
     for (size_t d = 0; d < ranges.size() && !g.strided; ++d) {
@@ -173,7 +188,8 @@ Region Inserter::region_of(const Buffer& b, const std::vector<Range>& ranges) co
       const int64_t e = ext.hi < INT64_MAX ? std::max<int64_t>(ext.hi, 1) : 0;
       const int64_t c = coefficient(ranges[d].min, l.var, l.varying).value_or(0);
       if (e >= 1 && c != 0 && e <= (c < 0 ? -c : c))
-        g.strided = std::make_shared<const Region::Strided>(Region::Strided{l.var, d, c, e, ranges[d].min});
+        g.strided =
+            std::make_shared<const Region::Strided>(Region::Strided{l.var, d, c, e, ranges[d].min});
     }
   }
   return g;
@@ -182,8 +198,10 @@ Region Inserter::region_of(const Buffer& b, const std::vector<Range>& ranges) co
 Region Inserter::constant_region_of(const Buffer& b, const std::vector<Range>& ranges) {
   Region g;
   g.scope = b->scope;
-  if (b->scope == MemScope::GM) g.tensor = b.get();
-  else if (b->address < 0) return g;  // unplanned: conflicts with the whole memory
+  if (b->scope == MemScope::GM)
+    g.tensor = b.get();
+  else if (b->address < 0)
+    return g;  // unplanned: conflicts with the whole memory
   const int64_t base = b->scope == MemScope::GM ? 0 : b->address;
   std::vector<int64_t> shape;
   for (const auto& e : b->shape) {
@@ -264,7 +282,8 @@ void Inserter::tile_op(const TileOpNode& n, int node, std::vector<Instr>& instrs
       const TileArg* init = op_operand(n, "init");
       const TileArg* c = op_operand(n, "C");
       auto always_init = init ? as_const_int(init->scalar) : std::nullopt;
-      if (!(always_init && *always_init != 0) && c && c->is_region() && c->region.ranges.size() >= 2) {
+      if (!(always_init && *always_init != 0) && c && c->is_region() &&
+          c->region.ranges.size() >= 2) {
         auto m = as_const_int(c->region.ranges[c->region.ranges.size() - 2].extent);
         auto nn = as_const_int(c->region.ranges.back().extent);
         in.small_mmad = !m || !nn || mmad_needs_m_barrier(*m, *nn);  // unknown size: assume small
@@ -278,8 +297,9 @@ void Inserter::tile_op(const TileOpNode& n, int node, std::vector<Instr>& instrs
         if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r);
         continue;
       }
-      size_t hi = op.operands[tc.operand].variadic ? n.args.size()
-                                                     : std::min(n.args.size(), static_cast<size_t>(tc.operand) + 1);
+      size_t hi = op.operands[tc.operand].variadic
+                      ? n.args.size()
+                      : std::min(n.args.size(), static_cast<size_t>(tc.operand) + 1);
       for (size_t i = static_cast<size_t>(tc.operand); i < hi; ++i) {
         const TileArg& a = n.args[i];
         if (!a.is_region()) {
@@ -287,7 +307,8 @@ void Inserter::tile_op(const TileOpNode& n, int node, std::vector<Instr>& instrs
           continue;
         }
         Region r = region_of(a.region.buffer, a.region.ranges);
-        std::string key = iteration_key(a.region, fmt::format("instruction {}", &spec - op.expansion.data()));
+        std::string key =
+            iteration_key(a.region, fmt::format("instruction {}", &spec - op.expansion.data()));
         if (tc.access != Access::Write) add_acc(in.accs, node, in.pipe, false, r, key);
         if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r, key);
       }
@@ -295,7 +316,6 @@ void Inserter::tile_op(const TileOpNode& n, int node, std::vector<Instr>& instrs
     instrs.push_back(std::move(in));
   }
 }
-
 
 }  // namespace sync_detail
 }  // namespace tl

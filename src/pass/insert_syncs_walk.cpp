@@ -85,8 +85,8 @@ void Inserter::exec(int n, const Instr& in, State& st) {
   std::map<Pipe, std::vector<int>> needs;  // by source pipe
   for (const auto& [k, r] : st) {
     const Acc& a = acc(k);
-    const bool m_rule = in.small_mmad && a.pipe == Pipe::M && a.write && a.region.scope == MemScope::L0C &&
-                        !(r.known & kMBarriered);
+    const bool m_rule = in.small_mmad && a.pipe == Pipe::M && a.write &&
+                        a.region.scope == MemScope::L0C && !(r.known & kMBarriered);
     if ((r.known & bit(q)) && !m_rule) continue;
     bool hit = false;
     if (in.kind == Instr::Publish) {
@@ -100,7 +100,8 @@ void Inserter::exec(int n, const Instr& in, State& st) {
             a.iteration_key == b.iteration_key)
           continue;
         if ((a.write || accs_[x].write) &&
-            conflict(a.region, accs_[x].region, k < static_cast<int>(accs_.size()), a.node == accs_[x].node)) {
+            conflict(a.region, accs_[x].region, k < static_cast<int>(accs_.size()),
+                     a.node == accs_[x].node)) {
           hit = true;
           break;
         }
@@ -118,7 +119,8 @@ void Inserter::exec(int n, const Instr& in, State& st) {
       if (!added) it->second = Rec{static_cast<uint8_t>(it->second.known & fresh), {}};
     }
   if (pipe_orders_later_issue(q))
-    for (auto it = st.begin(); it != st.end();) it = (it->second.known & bit(q)) ? st.erase(it) : std::next(it);
+    for (auto it = st.begin(); it != st.end();)
+      it = (it->second.known & bit(q)) ? st.erase(it) : std::next(it);
 }
 
 /// Plans what orders the pending accesses `recs` (all on pipe p) before instruction `in` of
@@ -131,18 +133,22 @@ void Inserter::order(int n, Pipe p, Pipe q, const std::vector<int>& recs, State&
   }
   // M after M is in order except for the PIPE_M rule of small Mmads: a barrier.
   switch (p == Pipe::M && q == Pipe::M ? Ordering::PipeBarrier : ordering_needed(p, q)) {
-    case Ordering::Nothing: TL_ASSERT(false, "insert_syncs: {} -> {} needs no order but was unordered", pipe_name(p), pipe_name(q));
+    case Ordering::Nothing:
+      TL_ASSERT(false, "insert_syncs: {} -> {} needs no order but was unordered", pipe_name(p),
+                pipe_name(q));
     case Ordering::PipeBarrier: {
       // Before the destination's statement in the innermost enclosing block that holds a
       // source: a source outside it ran before the block was entered, so a barrier in
       // front of a loop orders it before every iteration at once.
       int x = n;
       while (blocks_[nodes_[x].blk].owner >= 0 &&
-             std::none_of(recs.begin(), recs.end(), [&](int r) { return pos_in(acc(r).node, nodes_[x].blk) >= 0; }))
+             std::none_of(recs.begin(), recs.end(),
+                          [&](int r) { return pos_in(acc(r).node, nodes_[x].blk) >= 0; }))
         x = blocks_[nodes_[x].blk].owner;
       auto& at = plan_[{nodes_[x].blk, nodes_[x].pos, false}];
-      bool have = std::any_of(at.begin(), at.end(),
-                              [&](const Planned& x) { return x.kind == Planned::Barrier && x.pipe == q; });
+      bool have = std::any_of(at.begin(), at.end(), [&](const Planned& x) {
+        return x.kind == Planned::Barrier && x.pipe == q;
+      });
       if (!have) {
         at.push_back({Planned::Barrier, -1, q});
         changed_ = true;
@@ -150,7 +156,8 @@ void Inserter::order(int n, Pipe p, Pipe q, const std::vector<int>& recs, State&
       effect({Planned::Barrier, -1, q}, st);
       return;
     }
-    case Ordering::Flag: break;
+    case Ordering::Flag:
+      break;
   }
   if (coarse_.count({p, q}) || !t_.hard_event_ok(p, q)) {
     adjacent(n, p, q, recs, st);
@@ -201,18 +208,21 @@ void Inserter::adjacent(int n, Pipe p, Pipe q, const std::vector<int>& recs, Sta
       add_flag({Flag::Adjacent, r, q, blk, k, k, round_}, n, recs, st, true);
       return;
     }
-  throw Error(nodes_[n].s->loc, fmt::format("insert_syncs: no hardware event orders pipe {} before pipe {} on {}, "
-                                            "not even through a third pipe",
-                                            pipe_name(p), pipe_name(q), t_.name));
+  throw Error(nodes_[n].s->loc,
+              fmt::format("insert_syncs: no hardware event orders pipe {} before pipe {} on {}, "
+                          "not even through a third pipe",
+                          pipe_name(p), pipe_name(q), t_.name));
 }
 
 void Inserter::add_flag(Flag f, int n, const std::vector<int>& recs, State& st, bool is_fallback) {
-  auto same = std::find_if(flags_.begin(), flags_.end(), [&](const Flag& g) { return g.key() == f.key(); });
+  auto same =
+      std::find_if(flags_.begin(), flags_.end(), [&](const Flag& g) { return g.key() == f.key(); });
   if (same != flags_.end()) {
     // Planned in an earlier round, so the walk already saw it and it did not order these
     // accesses (its set came before a source it was meant to follow): fall back.
     if (same->round < round_) {
-      TL_ASSERT(!is_fallback, "insert_syncs: set+wait of {} -> {} right before the destination did not order it",
+      TL_ASSERT(!is_fallback,
+                "insert_syncs: set+wait of {} -> {} right before the destination did not order it",
                 pipe_name(f.p), pipe_name(f.q));
       adjacent(n, f.p, f.q, recs, st);
       return;
@@ -221,7 +231,9 @@ void Inserter::add_flag(Flag f, int n, const std::vector<int>& recs, State& st, 
     int id = static_cast<int>(flags_.size());
     flags_.push_back(f);
     changed_ = true;
-    auto at = [&](int blk, int pos, bool after) -> std::vector<Planned>& { return plan_[{blk, pos, after}]; };
+    auto at = [&](int blk, int pos, bool after) -> std::vector<Planned>& {
+      return plan_[{blk, pos, after}];
+    };
     switch (f.kind) {
       case Flag::Same:
         at(f.blk, f.set_pos, true).push_back({Planned::Set, id});
@@ -246,7 +258,6 @@ void Inserter::add_flag(Flag f, int n, const std::vector<int>& recs, State& st, 
   for (int r : recs)
     if (auto it = st.find(r); it != st.end()) it->second.known |= bit(f.q);
 }
-
 
 }  // namespace sync_detail
 }  // namespace tl

@@ -14,7 +14,7 @@ namespace tl::fidelity {
 
 /// The message of compiling `text` and launching it on `dev` with `args` ("" when it runs).
 inline std::string launch_error(const std::string& text, Device& dev, const std::vector<Arg>& args,
-                         LaunchOptions opt = {.threads = 1}) {
+                                LaunchOptions opt = {.threads = 1}) {
   try {
     compile(parse(text)).launch(dev, args, opt);
   } catch (const Error& e) {

@@ -27,7 +27,8 @@ using fidelity::launch_error;
 using fidelity::x_to_y_kernel;
 
 /// Timed cycles of the first instruction called `name` when x_to_y_kernel runs on uniform X.
-double x_to_y_cycles(int64_t x_len, int64_t y_len, const std::string& call, const std::string& name) {
+double x_to_y_cycles(int64_t x_len, int64_t y_len, const std::string& call,
+                     const std::string& name) {
   Device dev;
   Tensor X = uniform(dev, {x_len}, f32, 3), Y = Tensor::empty(dev, {y_len}, f32);
   npu::Profile prof;
@@ -68,7 +69,8 @@ def f(X: T.Tensor((64, 64), "float32"), H: T.Tensor((64, 64), "float16")):
                 T.copy(h, H)
 )";
   Device dev;
-  Tensor X = from_vector(dev, {64, 64}, f32, std::vector<double>(4096, 1.0)), H = Tensor::empty(dev, {64, 64}, f16);
+  Tensor X = from_vector(dev, {64, 64}, f32, std::vector<double>(4096, 1.0)),
+         H = Tensor::empty(dev, {64, 64}, f16);
   npu::Profile prof;
   compile(parse(text)).launch(dev, {X, H}, {.threads = 1, .profile = &prof});
   std::map<std::string, double> cycles;
@@ -77,7 +79,8 @@ def f(X: T.Tensor((64, 64), "float32"), H: T.Tensor((64, 64), "float16")):
     cycles[i.name] = i.end - i.start;
     bytes[i.name] = i.bytes;
   }
-  EXPECT_GT(cycles["tile.exp"], 3 * cycles["tile.add"]) << cycles["tile.exp"] << " vs " << cycles["tile.add"];
+  EXPECT_GT(cycles["tile.exp"], 3 * cycles["tile.add"])
+      << cycles["tile.exp"] << " vs " << cycles["tile.add"];
   EXPECT_GT(cycles["tile.div"], 3 * cycles["tile.add"]);
   EXPECT_EQ(bytes["tile.compare"], 64 * 64 * 4);  // the sources, not the 512-byte bitmask
   EXPECT_EQ(bytes["tile.cast"], 64 * 64 * 4);     // the fp32 source of the narrowing cast
@@ -86,7 +89,9 @@ def f(X: T.Tensor((64, 64), "float32"), H: T.Tensor((64, 64), "float16")):
 // Item 18 (part): a top-k costs by the length it sorts, not by the k entries it keeps (it cost
 // 98 cycles for N = 64 and N = 4096 alike).
 TEST(Fidelity, TopKCostGrowsWithTheSortedLength) {
-  auto cycles = [](int n) { return x_to_y_cycles(n, 64, fmt::format("T.topk(y, x, 32, {})", n), "topk"); };
+  auto cycles = [](int n) {
+    return x_to_y_cycles(n, 64, fmt::format("T.topk(y, x, 32, {})", n), "topk");
+  };
   const double small = cycles(64), big = cycles(4096);
   EXPECT_GT(small, 0);
   EXPECT_GT(big, 30 * small) << small << " vs " << big;
@@ -103,7 +108,8 @@ TEST(Fidelity, SortCostsSort32PlusItsMergePasses) {
   // 4096 scores: Sort32 128 repeats, then 128 -> 32 -> 8 -> 2 -> 1 lists, 128 repeats each.
   EXPECT_DOUBLE_EQ(cycles("T.sort(y, x, 4096)"), 5 * instr(128));
   // top-32: the merges write 32 x 32, 8 x 32, 2 x 32 and 32 pairs.
-  EXPECT_DOUBLE_EQ(cycles("T.topk(y, x, 32, 4096)"), instr(128) + instr(32) + instr(8) + instr(2) + instr(1));
+  EXPECT_DOUBLE_EQ(cycles("T.topk(y, x, 32, 4096)"),
+                   instr(128) + instr(32) + instr(8) + instr(2) + instr(1));
   // 100 scores: 4 runs, one pass.
   EXPECT_DOUBLE_EQ(cycles("T.sort(y, x, 100)"), instr(4) + instr(4));
 }
@@ -216,7 +222,9 @@ TEST(Fidelity, TaskDurationAddsTheLaunchOverhead) {
   EXPECT_DOUBLE_EQ(p.task_us(), p.total_us + overhead);
   std::ostringstream table;
   npu::print_profile(p, table);
-  EXPECT_NE(table.str().find(fmt::format("task duration {:.2f} us", p.task_us())), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find(fmt::format("task duration {:.2f} us", p.task_us())),
+            std::string::npos)
+      << table.str();
 }
 
 // Item 22: UB bank conflicts (2201: 16 bank groups of 32-byte blocks, one row per group per beat).
@@ -244,8 +252,10 @@ def f(X: T.Tensor((4160,), "float32")):
   for (const auto& i : prof.instrs) d[i.name] = i.end - i.start;
   const auto& row = default_target().costs.vector_cost(CostClass::VecSimple);
   const double repeats = 2048 * 4 / 256;
-  EXPECT_DOUBLE_EQ(d["tile.add"], row.head + row.tail + row.per_repeat * repeats);      // 264 blocks apart
-  EXPECT_DOUBLE_EQ(d["tile.mul"], row.head + row.tail + 2 * row.per_repeat * repeats);  // 256 blocks apart
+  EXPECT_DOUBLE_EQ(d["tile.add"],
+                   row.head + row.tail + row.per_repeat * repeats);  // 264 blocks apart
+  EXPECT_DOUBLE_EQ(d["tile.mul"],
+                   row.head + row.tail + 2 * row.per_repeat * repeats);  // 256 blocks apart
 }
 
 // Item 21: a strided region costs per-row repeats: a [64, 16] fp32 slice of a [64, 64] tile takes
@@ -273,9 +283,10 @@ def f(X: T.Tensor((64, 64), "float32")):
   std::map<std::string, const npu::TimedInstr*> by;
   for (const auto& i : prof.instrs) by[i.name] = &i;
   ASSERT_TRUE(by.count("tile.add") && by.count("tile.mul"));
-  EXPECT_EQ(by["tile.add"]->bytes, 64 * 16 * 4);   // contiguous: 16 repeats
-  EXPECT_EQ(by["tile.mul"]->bytes, 64 * 256);      // strided: a repeat per row
-  EXPECT_GT(by["tile.mul"]->end - by["tile.mul"]->start, 2 * (by["tile.add"]->end - by["tile.add"]->start));
+  EXPECT_EQ(by["tile.add"]->bytes, 64 * 16 * 4);  // contiguous: 16 repeats
+  EXPECT_EQ(by["tile.mul"]->bytes, 64 * 256);     // strided: a repeat per row
+  EXPECT_GT(by["tile.mul"]->end - by["tile.mul"]->start,
+            2 * (by["tile.add"]->end - by["tile.add"]->start));
 }
 
 }  // namespace
