@@ -25,7 +25,8 @@ from .jit import clear_cache as _clear_jit_cache
 from .jit import disable_cache  # noqa: F401
 from .language.parser import PrimFunc  # noqa: F401
 
-__version__ = "0.1.0"
+# The project's one version number is project(VERSION) in CMakeLists.txt; the extension carries it.
+__version__: str = _core.version
 
 
 class cache:  # noqa: N801  (TileLang spells it tilelang.cache.clear_cache())
