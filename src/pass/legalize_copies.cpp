@@ -45,8 +45,8 @@
 namespace tl {
 namespace {
 
-constexpr int64_t kUbBlock =
-    32;  // bytes; UB rows are whole blocks (docs/hardware.md section 5, "Data movement")
+// Bytes; UB rows are whole blocks (docs/hardware.md section 5, "Data movement").
+constexpr int64_t kUbBlock = 32;
 
 std::optional<int64_t> const_last_dim(const Buffer& b) {
   if (b->shape.empty()) return std::nullopt;
