@@ -89,7 +89,8 @@ PrimFunc flash_attention(int Bt, int H, int S, int D, int bM, int bN, int bK, in
           T::serial(D / bK, [&](Expr kk) {
             T::gemm_v0(q_l1.region({0, kk * bK}, {bM, bK}), k_l1.region({0, kk * bK}, {bN, bK}), s_l0c,
                        {.transpose_B = true, .init = kk == 0});
-            // Small tiles: back-to-back Mmads into the same L0C need a barrier (ASCENDC_API.md).
+            // Small tiles: back-to-back Mmads into the same L0C need a barrier (docs/hardware.md
+            // section 5).
             if ((bM / 16) * (bN / 16) < 10) T::pipe_barrier(Pipe::M);
           });
           T::set_flag(Pipe::M, Pipe::FIX, kEvS);  // S is accumulated before the fixpipe reads it

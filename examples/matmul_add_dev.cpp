@@ -1,10 +1,10 @@
-// Developer-mode matmul + add, C = A x B + D (DEVMODE.md section 7): the cube accumulates
-// A x B in fp32 and the vector unit adds D in the dtype. The kernel says only what flows where:
-// `c` is the gemm's accumulator and is read by an element loop, so the compiler keeps it in L0C
-// and gives it a UB twin `c_ub` (infer_scopes), moves it across cores through a GM workspace
-// it allocates itself, one slot per block (legalize_copies), splits the body into a Cube and a
-// Vector scope and orders the crossing with a cross-core flag (insert_channel_syncs).
-// Any M, N, K: edge tiles are clipped as in gemm_dev (docs/developer_mode.md "Tails").
+// Developer-mode matmul + add, C = A x B + D (docs/developer_mode.md, "Data that crosses cores"):
+// the cube accumulates A x B in fp32 and the vector unit adds D in the dtype. The kernel says only
+// what flows where: `c` is the gemm's accumulator and is read by an element loop, so the compiler
+// keeps it in L0C and gives it a UB twin `c_ub` (infer_scopes), moves it across cores through a GM
+// workspace it allocates itself, one slot per block (legalize_copies), splits the body into a Cube
+// and a Vector scope and orders the crossing with a cross-core flag (insert_channel_syncs). Any M,
+// N, K: edge tiles are clipped as in gemm_dev (docs/developer_mode.md "Tails").
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 

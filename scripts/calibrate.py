@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Re-runs every expressible calibration row of the timing model (docs/calibration.md) and prints
 the table: the model's task duration (kernel + launch overhead), the published measurement
-(../shared/CALIBRATION.md, rows C1-C13) and the error, then the median |error| and the worst row.
+(docs/calibration.md, rows C1-C13) and the error, then the median |error| and the worst row.
 
 No constant is fitted here: the script only runs `tlc run KERNEL --mode timed --timing-only` with
 each row's shape and reads the result.

@@ -56,7 +56,7 @@ inline constexpr int kNumMemScopes = 9;
 std::string_view scope_name(MemScope s);  // "global", "L1", "L0A", ..., "shared", "fragment", "var"
 std::optional<MemScope> parse_scope(std::string_view s);
 
-/// Pipes of an Ascend core (DESIGN.md 3.2). ALL is only valid in barriers.
+/// Pipes of an Ascend core (docs/hardware.md section 2). ALL is only valid in barriers.
 enum class Pipe : uint8_t { S, V, M, MTE1, MTE2, MTE3, FIX, ALL };
 inline constexpr int kNumPipes = 8;
 std::string_view pipe_name(Pipe p);  // "S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX", "ALL"

@@ -54,9 +54,9 @@ enum class Arch : uint8_t { Npu2201, Npu3510 };
 inline constexpr int kNumArches = 2;
 std::string_view arch_name(Arch a);  // "2201", "3510"
 
-/// The row of the cost table an instruction is charged from (DESIGN.md 3.4). Every tile op and
-/// every instruction of an op's expansion names its class when it is registered (OpDef::cost,
-/// InstrSpec::cost); the timing model never guesses it from a name.
+/// The row of the cost table an instruction is charged from (docs/hardware.md section 4). Every
+/// tile op and every instruction of an op's expansion names its class when it is registered
+/// (OpDef::cost, InstrSpec::cost); the timing model never guesses it from a name.
 enum class CostClass : uint8_t {
   Copy,               // a data transfer along a copy path: the path's rate and latency
   CubeLoad,           // gemm_v0's L1 -> L0A and L1 -> L0B loads (MTE1)
@@ -73,7 +73,7 @@ std::string_view cost_class_name(CostClass c);  // "copy", "cube_load", "mmad", 
 /// True for the vector classes, which have a row in CostTable::vector.
 inline bool is_vector_cost(CostClass c) { return c >= CostClass::VecSimple && c <= CostClass::VecSort; }
 
-/// Costs for the timing model (DESIGN.md 3.4). Cycles unless stated.
+/// Costs for the timing model (docs/hardware.md section 4). Cycles unless stated.
 struct CostTable {
   double cube_fractals_per_cycle = 1.0;  // 16x16x16 fp16 fractal products per cycle per AIC
   double cube_head_cycles = 6;

@@ -335,6 +335,9 @@ NB_MODULE(_core, m) {
   using namespace tl;
   using namespace tl::python;
   m.doc() = "tl-ascend's C++ core: IR, builder, compiler and the virtual NPU";
+  // project(VERSION) in CMakeLists.txt, the one version number; tl_ascend.__version__ is this.
+  // (Named `version`, not `__version__`, which nanobind's stubgen leaves out of _core.pyi.)
+  m.attr("version") = TL_VERSION;
   g_main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
 
   nb::exception<Error>(m, "Error", PyExc_RuntimeError);

@@ -17,6 +17,8 @@ The core (IR, compiler, virtual NPU) is the C++ library; this package is a nanob
 whole story.
 """
 
+from __future__ import annotations
+
 from . import _core
 from ._core import Error, InternalError  # noqa: F401
 from . import language  # noqa: F401
@@ -25,35 +27,36 @@ from .jit import clear_cache as _clear_jit_cache
 from .jit import disable_cache  # noqa: F401
 from .language.parser import PrimFunc  # noqa: F401
 
-__version__ = "0.1.0"
+# The project's one version number is project(VERSION) in CMakeLists.txt; the extension carries it.
+__version__: str = _core.version
 
 
 class cache:  # noqa: N801  (TileLang spells it tilelang.cache.clear_cache())
     """TileLang's `tilelang.cache`: clear_cache() empties the generators' memory caches."""
 
     @staticmethod
-    def clear_cache():
+    def clear_cache() -> None:
         _clear_jit_cache()
 
 
 class DataType:
     """TileLang's DataType("float16").bits / .bytes."""
 
-    def __init__(self, name):
+    def __init__(self, name: object) -> None:
         name = str(name)
         self.name = "float32" if name == "float" else name
         self.bits = _core.dtype_bits(self.name)  # an unknown name is an Error listing the known ones
         self.bytes = self.bits // 8
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"DataType({self.name!r})"
 
 
-def parse_ir(text, filename="<ir>"):
+def parse_ir(text: str, filename: str = "<ir>") -> PrimFunc:
     """A kernel from IR text (tl-ascend's printer format), e.g. a C++ kernel's `tlc print`."""
     return PrimFunc(_core.parse(text, filename), filename)
 
 
-def cpp_kernel(name, **params):
+def cpp_kernel(name: str, **params: object) -> PrimFunc:
     """The C++ kernel registered as `name` (examples/), built with `params` (tlc's --set)."""
     return PrimFunc(_core.build_registered(name, {k: str(v) for k, v in params.items()}), f"<C++ {name}>")

@@ -13,21 +13,30 @@ with tensors runs it on the virtual NPU:
   * shapes, dtypes and strides are checked by the launcher, whose errors name the argument.
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import re
 import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
 
 from . import _core
 from .language import _state
 from .language.parser import PrimFunc
+
+# Parameter indices (`out_idx`, `workspace_idx`): one, several, or none; negative from the end.
+Indices = Union[int, Sequence[int], None]
+# A file to write (a trace or a timeline); empty or None: none.
+OutPath = Union[str, "os.PathLike[str]", None]
 
 _devices = {}
 _launch_locks = {}
 _devices_lock = threading.Lock()
 
 
-def device(target="A2"):
+def device(target: str = "A2") -> _core.Device:
     """The process's virtual NPU of `target` (one per target, made on first use)."""
     with _devices_lock:
         if target not in _devices:
@@ -240,8 +249,9 @@ class JITKernel:
     """A compiled kernel, callable on tensors: `c = kernel(a, b)`."""
 
     @_located
-    def __init__(self, func, out_idx=None, target="A2", pass_configs=None, mode="fast", check_hazards=False,
-                 threads=0, workspace_idx=None, check_stale=None):
+    def __init__(self, func: PrimFunc, out_idx: Indices = None, target: str = "A2",
+                 pass_configs: Mapping[str, Any] | None = None, mode: str = "fast", check_hazards: bool = False,
+                 threads: int = 0, workspace_idx: Indices = None, check_stale: bool | None = None) -> None:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tl_ascend.compile takes a @T.prim_func kernel, got {type(func).__name__}")
         self.func = func
@@ -288,12 +298,12 @@ class JITKernel:
         return sorted(set(out))
 
     # ---- sources ----
-    def get_kernel_source(self, lowered=True):
+    def get_kernel_source(self, lowered: bool = True) -> str:
         """The IR text the virtual NPU runs (lowered=False: the kernel as written)."""
         f = self.compiled.lowered if lowered else self.func.func
         return f.script(False)
 
-    def script(self, locations=True):
+    def script(self, locations: bool = True) -> str:
         return self.func.script(locations)
 
     # ---- calling ----
@@ -370,8 +380,8 @@ class JITKernel:
         return packed, outputs
 
     @_located
-    def run(self, *args, mode=None, check_hazards=None, trace=None, timeline=None, threads=None,
-            check_stale: bool | None = None):
+    def run(self, *args: Any, mode: str | None = None, check_hazards: bool | None = None, trace: OutPath = None,
+            timeline: OutPath = None, threads: int | None = None, check_stale: bool | None = None) -> Any:
         """Runs the kernel and returns its outputs (`kernel(*args)` is run with the defaults)."""
         packed, outputs = self._arguments(args)
         mode = mode or self.mode
@@ -395,19 +405,20 @@ class JITKernel:
     __call__ = run
 
     @_located
-    def profile(self, *args, trace=None, timeline=None):
+    def profile(self, *args: Any, trace: OutPath = None, timeline: OutPath = None) -> dict[str, Any]:
         """Runs the kernel in timed mode and returns its profile as data: total_cycles, total_us,
         task_us, per-pipe busy ratios per core kind (`busy`), per-core busy cycles (`cores`),
         and the printed table (`table`)."""
         self.run(*args, mode="timed", trace=trace, timeline=timeline)
         return self.last_profile
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tl_ascend JITKernel '{self.func.name}' on {self.target}>"
 
 
 @_located
-def compile(func, out_idx=None, target="A2", pass_configs=None, **options):  # noqa: A001
+def compile(func: PrimFunc, out_idx: Indices = None, target: str | None = "A2",  # noqa: A001
+            pass_configs: Mapping[str, Any] | None = None, **options: Any) -> JITKernel:
     """Compiles a @T.prim_func kernel for the virtual NPU of `target`."""
     return JITKernel(func, out_idx=out_idx, target=_target_name(target), pass_configs=pass_configs, **options)
 
@@ -475,7 +486,8 @@ class _JITGenerator:
 _generators = []
 
 
-def jit(fn=None, *, out_idx=None, target="A2", pass_configs=None, **options):
+def jit(fn: Callable[..., Any] | PrimFunc | None = None, *, out_idx: Indices = None, target: str | None = "A2",
+        pass_configs: Mapping[str, Any] | None = None, **options: Any) -> Any:
     """`@tl_ascend.jit(out_idx=[-1])` on a kernel generator, or on a @T.prim_func directly."""
 
     def wrap(f):
@@ -489,13 +501,13 @@ def jit(fn=None, *, out_idx=None, target="A2", pass_configs=None, **options):
     return wrap if fn is None else wrap(fn)
 
 
-def clear_cache():
+def clear_cache() -> None:
     """Empties every generator's memory cache (the C++ disk cache stays)."""
     for g in _generators:
         g.clear_cache()
 
 
-def disable_cache():
+def disable_cache() -> None:
     """TileLang's tilelang.disable_cache(): generators compile on every call from now on."""
     global _cache_enabled
     _cache_enabled = False

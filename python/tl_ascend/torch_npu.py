@@ -28,7 +28,7 @@ def _map_device(kwargs):
         kwargs["device"] = "cpu"
 
 
-def install():
+def install() -> None:
     global _installed
     if _installed:
         return

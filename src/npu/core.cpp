@@ -169,7 +169,7 @@ void Core::finish() {
 
 /// Vector instructions may read and write the same bytes only as the same region (an in-place
 /// op); a destination that partly overlaps a source is an error, and the reductions and MrgSort
-/// take no overlap at all (ASCENDC_API.md "general constraints": address overlap). Operands of
+/// take no overlap at all (docs/hardware.md section 5, "General constraints"). Operands of
 /// buffers whose planned bytes are disjoint cannot overlap: only buffers sharing bytes (the
 /// same buffer, or reuse) are compared exactly, run by run.
 void Core::check_overlap(const TileOpNode& n) {

@@ -161,9 +161,9 @@ TileRef Core::operand(const TileOpNode& n, std::string_view name) {
 }
 
 /// An instruction's on-chip operand must start on its memory's alignment (UB and L1 32 B, L0A
-/// and L0B 512 B, L0C 64 B on A2; ASCENDC_API.md "general constraints"): the chip raises an
-/// exception for a misaligned address. The verifier checks constant starts; this is the same
-/// rule at run time, where a start computed from a loop variable or a parameter is known.
+/// and L0B 512 B, L0C 64 B on A2; docs/hardware.md section 5, "General constraints"): the chip
+/// raises an exception for a misaligned address. The verifier checks constant starts; this is the
+/// same rule at run time, where a start computed from a loop variable or a parameter is known.
 void Core::check_start_alignment(const TileRef& t, std::string_view op, std::string_view name) {
   if (t.scope == MemScope::GM || t.numel() == 0) return;
   const int64_t align = program.target->align(t.scope);

@@ -191,7 +191,8 @@ bool rows_evenly_spaced(const TileRef& t) {
 /// that ends inside a block gets the rest of that block zero-filled (C0 = 32 / sizeof(T)
 /// columns); the columns past that block keep what L1 held (stale data, poison in timed and
 /// hazard-checked launches), so a K-tail GEMM must clear its tile first (InitConstValue). A
-/// row ending on a block boundary writes nothing more. (ASCENDC_API.md, DataCopy ND2NZ.)
+/// row ending on a block boundary writes nothing more. (docs/hardware.md section 5, "Data
+/// movement".)
 void zero_fill_partial_block(const TileRef& dst) {
   const size_t nd = dst.extent.size();
   if (nd == 0) return;

@@ -11,7 +11,8 @@ std::string path_key(MemScope s, MemScope d) { return fmt::format("{}->{}", scop
 }  // namespace
 
 CostModel::CostModel(const Target& t) : c_(t.costs), clock_hz_(t.clock_ghz * 1e9) {
-  // GM latency: K / plateau of GM->UB (DESIGN.md 3.4), used by GM paths without their own K.
+  // GM latency: K / plateau of GM->UB (docs/hardware.md section 4), used by GM paths without their
+  // own K.
   gm_latency_ = latency(MemScope::GM, MemScope::UB);
 }
 
@@ -36,7 +37,8 @@ double CostModel::full_sort_cycles(int64_t n, int64_t keep) const {
   // repeat per run) followed by MrgSort passes, each merging up to 4 sorted lists per group, one
   // instruction per pass with a repeat per 32 pairs it writes (a pair is 8 B: 256 B a repeat,
   // the vector repeat). A top-k keeps at most k entries of each merged list. Both instructions
-  // use the merge-sort row of the cost table (DESIGN.md 3.4); no Sort32 figure is published.
+  // use the merge-sort row of the cost table (docs/hardware.md section 4); no Sort32 figure is
+  // published.
   const CostTable::VectorCost& vc = c_.vector_cost(CostClass::VecSort);
   const double per_pass = vc.head + vc.tail;
   int64_t lists = (n + 31) / 32, len = std::min<int64_t>(32, keep);

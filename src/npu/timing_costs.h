@@ -1,6 +1,6 @@
-// Internal: the instruction costs of the timing model (DESIGN.md 3.4). Every number comes from
-// the target's CostTable; an instruction's row is its cost class (TraceEvent::cost, chosen
-// when its op was registered), never its name. src/npu/timing_model.cpp schedules
+// Internal: the instruction costs of the timing model (docs/hardware.md section 4). Every number
+// comes from the target's CostTable; an instruction's row is its cost class (TraceEvent::cost,
+// chosen when its op was registered), never its name. src/npu/timing_model.cpp schedules
 // instructions with these costs.
 #pragma once
 

@@ -58,7 +58,7 @@ inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std:
                .summary = std::move(summary)};
 }
 
-// Dtype lists of the vector unit on every target (ASCENDC_API.md, Vector table).
+// Dtype lists of the vector unit on every target (docs/hardware.md section 5, "Vector").
 inline const std::vector<DType> kArith = {DType::Int16, DType::Float16, DType::Int32,
                                           DType::Float32};
 inline const std::vector<DType> kFloat = {DType::Float16, DType::Float32};

@@ -2,7 +2,7 @@
 // include/tl/vector_ops.def), scalar forms, casts, compare/select, fills and index generation,
 // gathers, broadcasts, row-broadcast ops, 16x16 transpose and bitwise ops. All run on the V pipe
 // of an AIV with every tile operand in UB. Dtype lists and cost classes are the AscendC API
-// pages' (ASCENDC_API.md, Vector table; DESIGN.md 3.4).
+// pages' (docs/hardware.md section 5, "Vector"; docs/hardware.md section 4).
 #include "../verify/op_rules.h"
 #include "op_families.h"
 

@@ -1,5 +1,5 @@
 // infer_scopes: places every developer buffer (T::alloc_shared / T::alloc_fragment) in a
-// physical memory from how the kernel uses it (docs/developer_mode.md, DEVMODE.md section 3):
+// physical memory from how the kernel uses it (docs/developer_mode.md section 2):
 //   - gemm operand A or B: shared -> L1 (the lowering loads L0A/L0B from it); a fragment
 //     operand is loaded straight into L0A / L0B;
 //   - gemm accumulator C: fragment -> L0C (a shared accumulator is an error: the cube

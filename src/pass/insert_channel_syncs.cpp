@@ -1,6 +1,6 @@
 // insert_channel_syncs (lowered developer kernels, after insert_syncs): orders the two halves of
 // every channel legalize_copies made, a GM workspace one core writes and the other reads
-// (DEVMODE.md section 4, "Channels"):
+// (docs/developer_mode.md, "Data that crosses cores"):
 //   - data: the producer raises a mode-2 cross-core flag right after its copy into the workspace
 //     (on that copy's pipe, so the flag fires when the data is in GM; a slot written in column
 //     parts, a split accumulator's chunks, flags after its last part); the consumer waits for it

@@ -45,7 +45,8 @@
 namespace tl {
 namespace {
 
-constexpr int64_t kUbBlock = 32;  // bytes; UB rows are whole blocks (ASCENDC_API.md, DataCopy)
+// Bytes; UB rows are whole blocks (docs/hardware.md section 5, "Data movement").
+constexpr int64_t kUbBlock = 32;
 
 std::optional<int64_t> const_last_dim(const Buffer& b) {
   if (b->shape.empty()) return std::nullopt;
@@ -262,11 +263,12 @@ class Legalizer : public IRMutator {
     return cs && cd && *cs != *cd && !target_.copy_path(s, d);
   }
 
-  /// A channel (DEVMODE.md section 2): the producer core copies the tile into its block's slot
-  /// of a GM workspace [num_blocks, slots, rows, cols] of the consumer's dtype (the fixpipe
-  /// converts on the way out of L0C), the consumer core copies it in; insert_channel_syncs
-  /// orders the two with cross-core flags. One slot here; pipeline_loops gives a channel in a
-  /// T.Pipelined loop one slot per stage, and insert_channel_syncs one credit per slot.
+  /// A channel (docs/developer_mode.md, "Data that crosses cores"): the producer core copies the
+  /// tile into its block's slot of a GM workspace [num_blocks, slots, rows, cols] of the consumer's
+  /// dtype (the fixpipe converts on the way out of L0C), the consumer core copies it in;
+  /// insert_channel_syncs orders the two with cross-core flags. One slot here; pipeline_loops gives
+  /// a channel in a T.Pipelined loop one slot per stage, and insert_channel_syncs one credit per
+  /// slot.
   Stmt channel(const TileOpNode& n) {
     const BufferRegion& src = n.args[0].region;
     const BufferRegion& dst = n.args[1].region;

@@ -1,6 +1,6 @@
 // pipeline_loops (lowered developer kernels, after vectorize_parallel; tl/pass.h): turns every
 // `T.Pipelined(n, num_stages=S)` loop into a serial schedule in which copies and compute of
-// neighbouring iterations overlap (DEVMODE.md section 3, pass 9):
+// neighbouring iterations overlap (docs/developer_mode.md section 2, the pass table):
 //   - versioning: a buffer that each iteration writes before it reads it (privatisable) and
 //     that two pipes touch gets S copies, "slots"; iteration t uses slot (t - min) mod S. A
 //     buffer only one pipe touches (a vector scratch, a loop-carried accumulator) keeps one

@@ -5,7 +5,7 @@
 // execute on every path (the rest of each enclosing block after the first, the blocks in
 // between, the start of each enclosing block of the second; loop bodies only when the loop
 // surely runs; never an if branch) are replayed in order with the hazard checker's rules
-// (DESIGN.md 3.3): an in-order pipe (S, M, MTE1, FIX) orders its own instructions; a
+// (docs/hardware.md section 3): an in-order pipe (S, M, MTE1, FIX) orders its own instructions; a
 // set_flag on a pipe that knows the first access is done, matched by a wait_flag, teaches the
 // destination pipe; pipe_barrier(P) teaches P; barrier_all, PIPE_ALL and sync_all (and
 // gemm_v0's template barriers) order everything; a wait on S orders everything after it.

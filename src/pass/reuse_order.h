@@ -4,8 +4,8 @@
 // same in-order pipe, or through a flag, a barrier or a barrier_all that the program already
 // has on every path between them (and, for two buffers that live in one loop iteration, on the
 // path around the loop's back edge too). AccessOrder answers that from the IR as written,
-// using the happens-before rules of the hazard checker (tl/npu/hazard.h, DESIGN.md 3.3) and
-// each tile op's instruction expansion (OpDef::expansion).
+// using the happens-before rules of the hazard checker (tl/npu/hazard.h, docs/hardware.md section
+// 3) and each tile op's instruction expansion (OpDef::expansion).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,7 @@
 // split_aiv (lowered developer kernels with threads = 2, after vectorize_parallel; tl/pass.h):
 // gives each of a block's two AIVs half of the vector work, as the expert kernels do by hand
-// (DEVMODE.md section 3, pass 8). Before it, the vector work runs on AIV 0 (`if vid == 0`).
+// (docs/developer_mode.md section 2, the pass table). Before it, the vector work runs on AIV 0 (`if
+// vid == 0`).
 //
 // Row split. The rows of a UB tile that is copied from or to GM (or a channel workspace) are the
 // candidates. Which other tiles' dimensions are "the same rows" follows from the ops that relate

@@ -1,5 +1,5 @@
-// The chip descriptions. Every number carries its source; see DESIGN.md section 3 and
-// ASCENDC_API.md (asc-devkit docs) for the published facts these tables restate.
+// The chip descriptions. Every number carries its source: a section of docs/hardware.md, which
+// restates the published facts (Ascend C documentation, msKPP tables) these tables use.
 #include <algorithm>
 
 #include "tl/target.h"
@@ -14,19 +14,19 @@ Target make_a2() {
   Target t;
   t.name = "A2";
   t.chip = "Ascend910B2";
-  // 24 AIC / 48 AIV at 1.85 GHz (asc-devkit architecture spec; DESIGN.md 3.1).
+  // 24 AIC / 48 AIV at 1.85 GHz (asc-devkit architecture spec; docs/hardware.md section 1).
   t.num_aic = 24;
   t.num_aiv = 48;
   t.clock_ghz = 1.85;
-  // Capacities as the TileLang-Ascend code generator sizes its TBufs (ASCENDC_API.md, kernel
-  // skeleton): L1 524032 B (512 KB - 256 B), L0A/L0B 64 KB, L0C 128 KB, UB 196352 B
+  // Capacities as the TileLang-Ascend code generator sizes its TBufs (docs/hardware.md
+  // section 1): L1 524032 B (512 KB - 256 B), L0A/L0B 64 KB, L0C 128 KB, UB 196352 B
   // (192 KB - 256 B).
   set(t.capacity, MemScope::L1, 524032);
   set(t.capacity, MemScope::L0A, 65536);
   set(t.capacity, MemScope::L0B, 65536);
   set(t.capacity, MemScope::L0C, 131072);
   set(t.capacity, MemScope::UB, 196352);
-  // Start-address alignment: UB, L1 32 B; L0A/L0B 512 B; L0C 64 B (ASCENDC_API.md).
+  // Start-address alignment: UB, L1 32 B; L0A/L0B 512 B; L0C 64 B (docs/hardware.md section 5).
   set(t.alignment, MemScope::GM, 1);
   set(t.alignment, MemScope::L1, 32);
   set(t.alignment, MemScope::L0A, 512);
@@ -35,8 +35,9 @@ Target make_a2() {
   set(t.alignment, MemScope::UB, 32);
   set(t.alignment, MemScope::Var, 1);
   t.gm_bytes = int64_t{64} << 30;  // 64 GiB HBM
-  // Legal paths, their pipes and issuing cores (DESIGN.md 3.2; ASCENDC_API.md, Data movement).
-  // Not on A2: UB<->L1, L0C->UB, GM->GM. UB paths run on an AIV, L1/L0 paths on the AIC.
+  // Legal paths, their pipes and issuing cores (docs/hardware.md section 2; docs/hardware.md
+  // section 5, "Data movement"). Not on A2: UB<->L1, L0C->UB, GM->GM. UB paths run on an AIV, L1/L0
+  // paths on the AIC.
   using S = MemScope;
   const auto cube = CoreKind::Cube, vec = CoreKind::Vector;
   t.copy_paths = {
@@ -47,12 +48,12 @@ Target make_a2() {
       {S::L0C, S::GM, Pipe::FIX, cube},  {S::L0C, S::L1, Pipe::FIX, cube},
       {S::L1, S::GM, Pipe::MTE3, cube},
   };
-  // Mmad dtypes on A2 (ASCENDC_API.md, Cube: Mmad).
+  // Mmad dtypes on A2 (docs/hardware.md section 5, "Cube: Mmad").
   t.mma_dtypes = {{DType::Int8, DType::Int8, DType::Int32},
                   {DType::Float16, DType::Float16, DType::Float32},
                   {DType::BFloat16, DType::BFloat16, DType::Float32},
                   {DType::Float32, DType::Float32, DType::Float32}};
-  // Fixpipe conversions (ASCENDC_API.md, Fixpipe L0C->GM / L0C->L1).
+  // Fixpipe conversions (docs/hardware.md section 5, "Fixpipe").
   for (DType to : {DType::Int8, DType::UInt8, DType::Float16, DType::BFloat16, DType::Float32})
     t.fixpipe.push_back({S::GM, DType::Float32, to});
   for (DType to : {DType::Int8, DType::UInt8, DType::Float16, DType::Int32})
@@ -85,17 +86,17 @@ Target make_a2() {
       {D::Int32, D::Int16, exact},           {D::Int32, D::Int64, exact},
       {D::Int64, D::Int32, exact},           {D::Int64, D::Float32, five},
   };
-  // Event ids 0-7, 6-7 kept by the vendor runtime (ASCENDC_API.md, Synchronization).
+  // Event ids 0-7, 6-7 kept by the vendor runtime (docs/hardware.md section 3).
   t.num_event_ids = 8;
   t.reserved_event_ids = {6, 7};
-  // Cross-core flags: ids 0-15, SyncAll uses 11-14, > 15 pending sets hang (DESIGN.md 3.3);
-  // modes 0-2 and pipes V, M, MTE1, MTE2, MTE3, FIX (ASCENDC_API.md, CrossCoreSetFlag).
+  // Cross-core flags: ids 0-15, SyncAll uses 11-14, > 15 pending sets hang (docs/hardware.md
+  // section 3); modes 0-2 and pipes V, M, MTE1, MTE2, MTE3, FIX (docs/hardware.md section 3).
   t.num_cross_flags = 16;
   t.sync_all_cross_flags = {11, 12, 13, 14};
   t.max_pending_cross_sets = 15;
   t.num_cross_flag_modes = 3;
   t.cross_flag_pipes = {Pipe::V, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX};
-  // The HardEvent list of SetFlag/WaitFlag (ASCENDC_API.md, Synchronization).
+  // The HardEvent list of SetFlag/WaitFlag (docs/hardware.md section 3).
   using P = Pipe;
   t.hard_events = {
       {P::MTE2, P::MTE1}, {P::MTE1, P::MTE2}, {P::MTE1, P::M},    {P::M, P::MTE1},
@@ -108,49 +109,51 @@ Target make_a2() {
       {P::FIX, P::MTE2},  {P::FIX, P::S},     {P::M, P::S},       {P::FIX, P::MTE3},
       {P::MTE1, P::FIX},  {P::FIX, P::MTE1},  {P::FIX, P::FIX},
   };
-  // Pipes per core (DESIGN.md 3.2): the AIC has M, MTE1, MTE2, MTE3 (L1->GM), FIX and S; an
-  // AIV has V, MTE2, MTE3 and S.
+  // Pipes per core (docs/hardware.md section 2): the AIC has M, MTE1, MTE2, MTE3 (L1->GM), FIX and
+  // S; an AIV has V, MTE2, MTE3 and S.
   t.cube_pipes = {P::S, P::M, P::MTE1, P::MTE2, P::MTE3, P::FIX, P::ALL};
   t.vector_pipes = {P::S, P::V, P::MTE2, P::MTE3, P::ALL};
-  // SetAtomicAdd dtypes (ASCENDC_API.md, Data movement).
+  // SetAtomicAdd dtypes (docs/hardware.md section 5, "Data movement").
   t.atomic_dtypes = {D::Int8, D::Int16, D::Float16, D::BFloat16, D::Int32, D::Float32};
   // The scalar unit reads and writes GM and UB (and scalar vars); L1/L0 are not addressable.
   t.scalar_scopes = {S::GM, S::UB, S::Var};
-  // Private memories per core (DESIGN.md 3.1): L1 and L0A/L0B/L0C on the AIC, UB on each AIV.
+  // Private memories per core (docs/hardware.md section 1): L1 and L0A/L0B/L0C on the AIC, UB on
+  // each AIV.
   t.cube_memories = {S::L1, S::L0A, S::L0B, S::L0C};
   t.vector_memories = {S::UB};
-  // DumpTensor works on UB, L1, L0C and GM (ASCENDC_API.md, Debug).
+  // DumpTensor works on UB, L1, L0C and GM (docs/hardware.md section 5, "Debug").
   t.dump_scopes = {S::UB, S::L1, S::L0C, S::GM};
   // Compare: fp16/fp32 all modes, int32 EQ only; count * sizeof a multiple of 256 B.
   t.compare_modes[D::Int32] = {"EQ"};
   t.compare_align_bytes = 256;
   // Axpy: fp16 src into an fp32 dst.
   t.axpy_mixed = {{D::Float16, D::Float32}};
-  // Fractals: 512 B = 16 rows x 32 B (DESIGN.md 3.1).
+  // Fractals: 512 B = 16 rows x 32 B (docs/hardware.md section 1).
   t.fractal_rows = 16;
   t.fractal_row_bytes = 32;
-  // Costs (DESIGN.md 3.4; msKPP arch tables).
+  // Costs (docs/hardware.md section 4; msKPP arch tables).
   auto& c = t.costs;
   c.copy_bytes_per_cycle = {{"global->UB", 128}, {"global->L1", 256}, {"L1->L0A", 256},
                             {"L1->L0B", 128},    {"L0C->global", 128}, {"L0C->L1", 256},
                             {"UB->UB", 128},     {"UB->global", 128}};
-  // bw(B) = peak * B / (K + B): K ~ 30 KB for GM->UB (DESIGN.md 3.4, msKPP measured curve).
-  // L1->L0A/L0B: ~28 cycles latency (CALIBRATION.md, stated hardware parameters), i.e. K =
-  // 28 x bytes/cycle.
+  // bw(B) = peak * B / (K + B): K ~ 30 KB for GM->UB (docs/hardware.md section 4, msKPP measured
+  // curve). L1->L0A/L0B: ~28 cycles latency (docs/hardware.md section 4), i.e. K = 28 x
+  // bytes/cycle.
   c.copy_latency_bytes = {{"global->UB", 30 * 1024}, {"L1->L0A", 28 * 256}, {"L1->L0B", 28 * 128}};
-  // Measured single-core plateaus (DESIGN.md 3.4, msKPP measured curves): the theoretical
-  // bytes/cycle above are never reached by one core on the GM paths.
+  // Measured single-core plateaus (docs/hardware.md section 4, msKPP measured curves): the
+  // theoretical bytes/cycle above are never reached by one core on the GM paths.
   c.copy_measured_bytes_per_s = {{"global->UB", 78e9},  {"UB->global", 109e9}, {"global->L1", 270e9},
                                  {"L1->L0A", 429e9},    {"L1->L0B", 218e9},    {"L0C->global", 200e9}};
-  // On-chip copies without a K: the L1->L0A latency (CALIBRATION.md, ~28 cycles).
+  // On-chip copies without a K: the L1->L0A latency (docs/hardware.md section 4, ~28 cycles).
   c.onchip_copy_latency_cycles = 28;
-  // Vector: head + per_repeat x repeats + tail (DESIGN.md 3.4, pto-isa cost model). Exp, Ln,
-  // Sqrt and Div run at a quarter of Add's rate: CALIBRATION.md's stated 950 figures (Mul/Add
-  // 256 B/cycle, Exp/Div 64 B/cycle), the only published ratio, applied to A2 as an assumption.
+  // Vector: head + per_repeat x repeats + tail (docs/hardware.md section 4, pto-isa cost model).
+  // Exp, Ln, Sqrt and Div run at a quarter of Add's rate: docs/hardware.md section 4, 950's stated
+  // figures (Mul/Add 256 B/cycle, Exp/Div 64 B/cycle), the only published ratio, applied to A2 as
+  // an assumption.
   c.vector = {{CostClass::VecSimple, {10, 2, 14}}, {CostClass::VecTranscendental, {13, 8, 18}},
               {CostClass::VecDiv, {11, 8, 19}},    {CostClass::VecReduce, {14, 7, 32}},
               {CostClass::VecSort, {20, 78, 0}}};
-  // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (DESIGN.md 3.1 / 3.4).
+  // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (docs/hardware.md sections 1, 4).
   c.hbm_bytes_per_s = 1.8e12;
   c.l2_bytes_per_s = 5.0e12;
   c.l2_bytes = 192.0 * 1024 * 1024;
@@ -176,10 +179,10 @@ Target make_a2() {
   // latency of 307 cycles and a write latency of 153; the only published per-path figure. The
   // read latency stays the msKPP curve's (K = 30 KB); writes take the same ratio of it.
   c.gm_write_latency_fraction = 153.0 / 307.0;
-  // Launch overhead: profilers' Task Duration includes scheduling and completion (CALIBRATION.md,
-  // "a few us"). Task Duration minus the AIVs' time, derived from the tables of asc-devkit's
-  // add_high_performance README, is 0.47 us on one core and 2.5-9.4 us on 48; the smallest
-  // multi-core figure is taken.
+  // Launch overhead: profilers' Task Duration includes scheduling and completion
+  // (docs/calibration.md, "a few us"). Task Duration minus the AIVs' time, derived from the tables
+  // of asc-devkit's add_high_performance README, is 0.47 us on one core and 2.5-9.4 us on 48; the
+  // smallest multi-core figure is taken.
   c.launch_overhead_us = 2.5;
   // GM addresses: MTE2/MTE3 requests are handled in 512-byte units; on A2 a copy whose rows start
   // 32 B- but not 512 B-aligned reaches 70 % of the aligned bandwidth (asc-devkit best practice
@@ -198,8 +201,8 @@ Target make_a2() {
   return t;
 }
 
-/// Atlas A2 Ascend 910B3 / 910B4: the A2 architecture with 20 AIC / 40 AIV (DESIGN.md 3.1,
-/// from the asc-devkit architecture spec); memories, paths and dtypes as 910B2.
+/// Atlas A2 Ascend 910B3 / 910B4: the A2 architecture with 20 AIC / 40 AIV (docs/hardware.md
+/// section 1, from the asc-devkit architecture spec); memories, paths and dtypes as 910B2.
 Target make_910b(const char* name, const char* chip) {
   Target t = make_a2();
   t.name = name;
@@ -210,8 +213,8 @@ Target make_910b(const char* name, const char* chip) {
 }
 
 /// Atlas A3 (Ascend 910_93): per die the A2 core (same AscendC arch 2201 rules and TBuf sizes,
-/// ASCENDC_API.md "A2/A3"); DESIGN.md 3.1 gives 20-24 AIC / 40-48 AIV per die and assumes the
-/// A2 clock. We model the 24/48 die.
+/// docs/hardware.md section 1), which gives 20-24 AIC / 40-48 AIV per die and assumes the A2
+/// clock. We model the 24/48 die.
 Target make_a3() {
   Target t = make_a2();
   t.name = "A3";
@@ -222,10 +225,10 @@ Target make_a3() {
   return t;
 }
 
-/// Ascend 950 (950PR/DT). DESIGN.md 3.1 (asc-devkit architecture spec; AscendNPU-IR
+/// Ascend 950 (950PR/DT). docs/hardware.md section 1 (asc-devkit architecture spec; AscendNPU-IR
 /// NPUTargetSpec.td): 28-36 AIC / 56-72 AIV, we model 32/64 at 1.65 GHz; L1 512 KB, L0A/L0B
 /// 64 KB, L0C 256 KB, UB 256 KB of which 248 KB usable by default; HBM ~1.6 TB/s. Data paths
-/// (DESIGN.md 3.1/3.2): UB<->L1 on MTE3 (new), no GM->L0A/L0B. Casts add fp8.
+/// (docs/hardware.md sections 1, 2): UB<->L1 on MTE3 (new), no GM->L0A/L0B. Casts add fp8.
 Target make_950() {
   Target t = make_a2();
   t.name = "950";
@@ -246,10 +249,10 @@ Target make_950() {
     return p.src == S::GM && (p.dst == S::L0A || p.dst == S::L0B);
   });
   // UB -> L1 is pushed by the AIV (the vector core writes its AIC's L1); L1 -> UB is pushed by
-  // the AIC into an AIV's UB. Both on MTE3 (DESIGN.md 3.2, "950: also UB<->L1").
+  // the AIC into an AIV's UB. Both on MTE3 (docs/hardware.md section 2).
   t.copy_paths.push_back({S::UB, S::L1, Pipe::MTE3, CoreKind::Vector});
   t.copy_paths.push_back({S::L1, S::UB, Pipe::MTE3, CoreKind::Cube});
-  // fp8 (e4m3 / e5m2) conversions on 950 (DESIGN.md 3.1 "950 casts may add fp8"; exact mode
+  // fp8 (e4m3 / e5m2) conversions on 950 (docs/hardware.md section 1; exact mode
   // lists to be confirmed against the asc-devkit 950 Cast page): fp32 <-> fp8 and fp16 -> fp8.
   using D = DType;
   const std::vector<std::string> rint = {"CAST_RINT"};

@@ -122,7 +122,7 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
                           "{}-byte boundaries", b->name, pitch, align));
 }
 
-/// Operands whose rows may be any number of elements (ASCENDC_API.md): the UB side of a
+/// Operands whose rows may be any number of elements (docs/hardware.md section 5): the UB side of a
 /// padded GM copy (DataCopyPad: blockLen in bytes, each UB block padded to 32 B), and every
 /// operand of a vector instruction, which counts its elements (the count form, or a mask on
 /// the last repeat of a row: AscendC's vector APIs take `calCount` / `mask`, any number). Their

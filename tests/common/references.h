@@ -1,5 +1,5 @@
 // Plain C++ fp64 references of the example kernels and the helpers tests use to compare a
-// device tensor against one (OPS.md math). References live only under tests/.
+// device tensor against one (the operators' textbook math). References live only under tests/.
 #pragma once
 
 #include <string>

@@ -52,7 +52,7 @@ TEST(Timing, CopyCurveApproachesPlateau) {
   double prev = 0;
   for (int bytes : {1024, 4096, 16384, 65536, 131072, 180224}) {
     double bw = copy_gbps(bytes) / 2;  // per AIV
-    double expect = plateau * bytes / (K + bytes);  // DESIGN.md 3.4
+    double expect = plateau * bytes / (K + bytes);  // docs/hardware.md section 4
     EXPECT_GT(bw, prev) << bytes;
     EXPECT_NEAR(bw, expect, 0.05 * expect) << bytes << " B";  // issue cycles: within 5 %
     prev = bw;
@@ -156,7 +156,7 @@ PrimFunc adds_kernel(bool barrier) {
 TEST(Timing, VectorOverlapWithoutBarrier) {
   auto p = timed(adds_kernel(false), {{64, 128}});
   auto q = timed(adds_kernel(true), {{64, 128}});
-  // 64 x 128 fp16 = 64 repeats: 10 + 2 x 64 + 14 = 152 cycles each (DESIGN.md 3.4).
+  // 64 x 128 fp16 = 64 repeats: 10 + 2 x 64 + 14 = 152 cycles each (docs/hardware.md section 4).
   std::vector<const npu::TimedInstr*> v;
   for (const auto& i : p.instrs)
     if (i.core == 1) v.push_back(&i);

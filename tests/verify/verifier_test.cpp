@@ -13,7 +13,7 @@ namespace {
 using testing::Clean;
 using testing::HasDiag;
 
-// The mixed cube/vector kernel of DESIGN.md section 4 ("minicv"): GEMM on the cube, exp on the
+// The mixed cube/vector kernel "minicv" (examples/minicv.cpp): GEMM on the cube, exp on the
 // two AIVs, handoff through a GM workspace.
 PrimFunc minicv(int M, int N, int K, int bM, int bN) {
   auto A = T::Tensor("A", {M, K}, f16), B = T::Tensor("B", {K, N}, f16);

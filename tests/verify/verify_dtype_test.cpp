@@ -10,7 +10,7 @@ using testing::Reports;
 using testing::vector_kernel;
 
 TEST(VerifyDtype, MmaWithFp32TimesFp16) {
-  // A2's Mmad table (ASCENDC_API.md) has fp32 x fp32 -> fp32 but no mixed fp32 x fp16.
+  // A2's Mmad table (docs/hardware.md section 5) has fp32 x fp32 -> fp32 but no mixed fp32 x fp16.
   int bad = 0;
   auto f = cube_kernel({}, [&] {
     auto a = T::alloc_L0A("a", {16, 16}, f32);

@@ -4,7 +4,7 @@
 // (core, pipe) timeline of a block (cross-block order only comes from sync_all), and reports
 // every pair of conflicting accesses (overlapping bytes of one memory, GM included, at least
 // one a write) that HB does not order. The HB rules are documented in docs/virtual_npu.md
-// ("Hazard checker") and DESIGN.md 3.3:
+// ("Hazard checker") and docs/hardware.md section 3:
 //   - MTE1, M, FIX and S are in order: each instruction HB the next on its pipe. V, MTE2 and
 //     MTE3 may overlap consecutive instructions: only barriers and flags order them.
 //   - an S (scalar) event HB every later instruction of its core.

@@ -15,7 +15,7 @@
 //        (K1, N1); inside, a C0 x 16 fractal stored column-major. Equivalently: ZN of B is
 //        byte-identical to NZ of B^T [N, K] (with its rows padded to 16).
 // Catlass uses the opposite letter order (lowercase = inside, uppercase = between): its
-// zN = asc-devkit NZ (L1, L0C), zZ = ZZ (L0A), nZ = ZN (L0B). DESIGN.md's "L1 NZ, L0A zZ,
+// zN = asc-devkit NZ (L1, L0C), zZ = ZZ (L0A), nZ = ZN (L0B). Catlass's "L1 NZ, L0A zZ,
 // L0B nZ" mixes the two conventions; the maps below are what both describe.
 //
 // Sources (read, not copied):

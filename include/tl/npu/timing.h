@@ -4,12 +4,12 @@
 // core a scalar unit that issues the core's events in program order into per-pipe queues, and
 // the pipes S, V, M, MTE1, MTE2, MTE3, FIX that execute their queues in order (V/MTE2/MTE3
 // overlap consecutive instructions unless a pipe_barrier separates them). Flags, barriers,
-// cross-core flags and sync_all order the pipes as DESIGN.md 3.3 describes; logical blocks run
-// on their physical core group in waves. Instruction costs come from the target's CostTable
-// only (DESIGN.md 3.4); every GM transfer shares the chip's HBM / L2 bandwidth with the
-// transfers of every other core that run at the same time (fluid fair sharing). The result
-// is deterministic: the same trace gives the same cycles. docs/calibration.md compares the
-// model with published measurements.
+// cross-core flags and sync_all order the pipes as docs/hardware.md section 3 describes; logical
+// blocks run on their physical core group in waves. Instruction costs come from the target's
+// CostTable only (docs/hardware.md section 4); every GM transfer shares the chip's HBM / L2
+// bandwidth with the transfers of every other core that run at the same time (fluid fair sharing).
+// The result is deterministic: the same trace gives the same cycles. docs/calibration.md compares
+// the model with published measurements.
 #pragma once
 
 #include <array>

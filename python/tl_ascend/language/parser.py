@@ -27,6 +27,8 @@ Every error names the Python file and line of the statement (a tl_ascend.Error):
 wraps whatever a statement raises.
 """
 
+from __future__ import annotations
+
 import ast
 import builtins
 import functools
@@ -34,6 +36,7 @@ import inspect
 import operator
 import re
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from .. import _core
@@ -57,40 +60,40 @@ def _lang():
 class PrimFunc:
     """A parsed kernel: the C++ PrimFunc plus where it came from."""
 
-    def __init__(self, func, source_file, source_line=0):
+    def __init__(self, func: _core.PrimFunc, source_file: str, source_line: int = 0) -> None:
         self.func = func
         self.source_file = source_file
         self.source_line = source_line  # the first line of its definition (decorators included)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.func.name
 
-    def script(self, locations=True):
+    def script(self, locations: bool = True) -> str:
         """The kernel's IR text (tl-ascend's printer; `locations` adds `# @file:line`)."""
         return self.func.script(locations)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tl_ascend PrimFunc '{self.name}' from {self.source_file}>"
 
 
 class Macro:
     """A @T.macro function: its body is parsed in place wherever a kernel calls it."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = _function(fn, "@T.macro")
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
         _core.user_error(_state.current(), f"@T.macro '{self.fn.__name__}' can only be called inside a "
                                            f"@T.prim_func kernel")
 
 
-def macro(fn):
+def macro(fn: Callable[..., Any]) -> Macro:
     return Macro(fn)
 
 
-def prim_func(fn=None, **options):
+def prim_func(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     """Parses `fn` into a kernel at once (as TileLang does): returns a PrimFunc."""
     if fn is None:
         return lambda f: prim_func(f, **options)
