@@ -25,6 +25,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/storage.h"
@@ -546,7 +547,7 @@ class Inserter {
         continue;
       }
       Instr in{Instr::Op, instr_pipe(n, spec, t_), {}};
-      if (op.name == "mma") {
+      if (&op == &ops::mma()) {
         const TileArg* init = op_operand(n, "init");
         const TileArg* c = op_operand(n, "C");
         auto always_init = init ? as_const_int(init->scalar) : std::nullopt;
