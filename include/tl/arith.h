@@ -1,4 +1,5 @@
-// The arithmetic of the Tile IR in one place: the dtype rules of binary operators, constant
+// The arithmetic of the Tile IR in one place (the dtype rules of binary operators and `wrap`,
+// which BinaryNode::make and IntImmNode::make apply, are declared in tl/ir.h): constant
 // folding, the one evaluator of scalar expressions (the DSL's folding, `simplify`, the
 // launcher and the virtual NPU all use it, so they cannot disagree), interval bounds and
 // modular sets of integer expressions, a symbolic overlap test for buffer regions, and
@@ -21,16 +22,6 @@
 
 namespace tl::arith {
 
-// ---- Dtype rules ----------------------------------------------------------------------------
-
-/// Result dtype of an arithmetic operator on operands of dtypes a and b: a float wins over an
-/// integer (the wider float of two floats), then the wider integer; a bool yields to the other
-/// operand; on equal widths the left operand's dtype wins (int32 + uint32 is int32).
-DType promote(DType a, DType b);
-/// Result dtype of `a op b`: bool for comparisons and and/or, promote(a, b) otherwise. This
-/// is the dtype BinaryNode::make gives, and the one folding keeps.
-DType binary_dtype(BinOp op, DType a, DType b);
-
 // ---- Values and the scalar semantics ---------------------------------------------------------
 
 /// A scalar value: integers and bools in `i` (bools are 0/1), floats in `f`. Which one is
@@ -47,9 +38,6 @@ struct Value {
   int64_t as_int() const;
 };
 
-/// `v` wrapped to the width of integer dtype `t` (two's complement, as a C++20 conversion);
-/// bool gives v != 0; float dtypes return v unchanged.
-int64_t wrap(DType t, int64_t v);
 /// `v` rounded to float dtype `t` (nearest-even; overflow to inf), as after storing it into a
 /// `t` element and reading it back. Non-float dtypes and float64 return v unchanged.
 double round_float(DType t, double v);
@@ -219,3 +207,20 @@ Stmt clone_fresh(const Stmt& s, std::unordered_set<std::string>& taken);
 PrimFunc clone_fresh(const PrimFunc& f);
 
 }  // namespace tl::arith
+
+namespace tl {
+
+// ---- simplify (a pass of the pipeline, tl/pass.h; the verifier uses it on expressions) ----
+
+/// simplify: folds integer constants (4 * 128 -> 512, wrapping to the node's dtype exactly as
+/// the IR semantics say; floordiv/floormod round toward -inf; division by a constant zero is
+/// left for run time) and removes trivial identities on integer expressions: x + 0, x - 0,
+/// x * 1, x // 1, x * 0 and x % 1 (the last two only when x cannot fail at run time), nested
+/// constant adds and multiplies ((x + 3) + 4 -> x + 7), constants moved right (4 + x -> x + 4),
+/// constant comparisons, logic and selects, casts of integer constants. Only rewrites that
+/// keep the dtype of the node. Float arithmetic is never touched. Returns `f` itself when
+/// nothing changed. Output invariant: the expert spec.
+PrimFunc simplify(const PrimFunc& f);
+Expr simplify(const Expr& e);
+
+}  // namespace tl

@@ -559,4 +559,26 @@ std::optional<int64_t> const_product(const std::vector<Expr>& xs);
 /// Extents of a region.
 std::vector<Expr> region_extents(const BufferRegion& r);
 
+/// The function's T::Kernel: its body, or the first kernel among the top-level statements of
+/// its body (nullptr if it has none).
+const KernelNode* kernel_of(const PrimFunc& f);
+
+namespace arith {
+
+// ---- Dtype rules ----------------------------------------------------------------------------
+
+/// Result dtype of an arithmetic operator on operands of dtypes a and b: a float wins over an
+/// integer (the wider float of two floats), then the wider integer; a bool yields to the other
+/// operand; on equal widths the left operand's dtype wins (int32 + uint32 is int32).
+DType promote(DType a, DType b);
+/// Result dtype of `a op b`: bool for comparisons and and/or, promote(a, b) otherwise. This
+/// is the dtype BinaryNode::make gives, and the one folding keeps.
+DType binary_dtype(BinOp op, DType a, DType b);
+
+/// `v` wrapped to the width of integer dtype `t` (two's complement, as a C++20 conversion);
+/// bool gives v != 0; float dtypes return v unchanged.
+int64_t wrap(DType t, int64_t v);
+
+}  // namespace arith
+
 }  // namespace tl

@@ -49,6 +49,15 @@ struct ParamRef {
   ParamRef(const Var& v) : p{{}, v} {}     // NOLINT
 };
 
+namespace lang {
+/// True inside T::prim_func.
+bool building();
+/// The name a new unnamed buffer or let would get in the function being built (`base`,
+/// `base_1`, ...), not reserved: for a caller that claims it itself (T::let, T::alloc_*), as
+/// the Python front end's unnamed buffers and lets do.
+std::string fresh_name(const std::string& base);
+}  // namespace lang
+
 namespace T {
 
 /// Declared first in a kernel helper (a C++ function or lambda that emits DSL statements and

@@ -24,8 +24,6 @@
 
 namespace tl {
 
-class VerifyContext;
-
 enum class Access : uint8_t { Read, Write, ReadWrite };
 enum class OperandKind : uint8_t {
   Tile,          // a buffer region
@@ -48,6 +46,35 @@ struct AttrSpec {
   std::string name;
   AttrValue default_value;
   std::vector<std::string> choices;  // for string attributes with a closed set of values
+};
+
+/// Which op-specific verifier rule an op obeys. The op names its rule; the verifier (src/verify,
+/// a module above op) implements each one, so the op module links without the verifier
+/// (docs/architecture.md). None only for ops whose generic rules say everything (printf).
+enum class OpRule : uint8_t {
+  None,
+  Copy,
+  AtomicAdd,
+  Dcci,
+  GemmV0,
+  Mma,
+  InitConst,
+  DumpTensor,
+  Elementwise,
+  FillLike,
+  Axpy,
+  Cast,
+  Compare,
+  Select,
+  Gather,
+  GatherMask,
+  Broadcast,
+  RowExpand,
+  Transpose,
+  Reduce,
+  Sort,
+  MergeSort,
+  Topk,
 };
 
 /// Which kind of unit runs the op, and so which core scope it belongs in.
@@ -138,9 +165,9 @@ struct OpDef {
   /// The pipe the op issues to on a given target (copies depend on their path).
   std::function<Pipe(const TileOpNode&, const Target&)> pipe;
   /// Op-specific verifier rules beyond the generic ones (operand arity/kind, scopes from the
-  /// target's tables). Reports through the context; never throws. May be empty only for ops
+  /// target's tables), run by the verifier (src/verify/rule_table.cpp). None only for ops
   /// whose generic rules say everything (printf).
-  std::function<void(const TileOpNode&, VerifyContext&)> verify;
+  OpRule verify = OpRule::None;
   /// The element types the op accepts (required).
   OpDTypes dtypes{};
   /// The cost class of the op's instruction (required; an expansion names one per instruction).

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tl/arith.h"
+#include "tl/env.h"
 #include "tl/ir.h"
 #include "tl/pass_registry.h"
 #include "tl/target.h"
@@ -97,20 +99,6 @@ PrimFunc run_passes(const PrimFunc& f, const Target& target, const std::vector<P
 /// and TL_VERIFY_EACH folded in (an option set in code stays set).
 PassOptions with_env(PassOptions opt);
 
-// ---- Environment variables ------------------------------------------------------------------
-
-/// One registered environment variable of tl-ascend (TileLang's env.py): every TL_* knob
-/// read anywhere is listed here and in docs/compiler.md.
-struct EnvVar {
-  std::string_view name;
-  std::string_view default_value;
-  std::string_view help;
-};
-const std::vector<EnvVar>& env_registry();
-/// The value of registered variable `name` ("" when unset). Reading an unregistered name is
-/// an internal error, so the registry cannot fall behind the code.
-std::string env_value(std::string_view name);
-
 // ---- Passes (one file each under src/pass/) ---------------------------------------------------
 
 /// verify: the expert-mode spec (tl/verifier.h). Throws tl::Error listing every violation;
@@ -118,16 +106,7 @@ std::string env_value(std::string_view name);
 /// Output invariant: the expert spec.
 PrimFunc verify_pass(const PrimFunc& f, const Target& target);
 
-/// simplify: folds integer constants (4 * 128 -> 512, wrapping to the node's dtype exactly as
-/// the IR semantics say; floordiv/floormod round toward -inf; division by a constant zero is
-/// left for run time) and removes trivial identities on integer expressions: x + 0, x - 0,
-/// x * 1, x // 1, x * 0 and x % 1 (the last two only when x cannot fail at run time), nested
-/// constant adds and multiplies ((x + 3) + 4 -> x + 7), constants moved right (4 + x -> x + 4),
-/// constant comparisons, logic and selects, casts of integer constants. Only rewrites that
-/// keep the dtype of the node. Float arithmetic is never touched. Returns `f` itself when
-/// nothing changed. Output invariant: the expert spec.
-PrimFunc simplify(const PrimFunc& f);
-Expr simplify(const Expr& e);
+// simplify (a pass of this pipeline) is declared in tl/arith.h: the verifier uses it too.
 
 // ---- Developer mode (docs/developer_mode.md): each returns an expert kernel unchanged ----------
 

@@ -40,7 +40,8 @@
 //  - sync: event ids, HardEvent pairs, pipes per core, cross-flag ids/modes/pipes.
 //  - planned spec only: every on-chip buffer (L1, L0A, L0B, L0C, UB) has an address
 //    [buffer-unplanned]; with the address rules above it is then aligned and in capacity.
-// Rules register per op through OpDef::verify (src/op/*.cpp -> src/verify/op_rules.h).
+// Each op names its rule in OpDef::verify (an OpRule, src/op/*.cpp); src/verify/rule_table.cpp
+// runs the rule that implements it (src/verify/op_rules.h).
 #pragma once
 
 #include <cstdint>

@@ -41,8 +41,6 @@
 #include "tl/printer.h"
 #include "tl/runtime.h"
 #include "tl/target.h"
-#include "lang/builder.h"
-#include "pass/developer.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -408,7 +406,7 @@ NB_MODULE(_core, m) {
   nb::class_<PrimFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PrimFunc& f) { return f->name; })
       .def_prop_ro("developer", [](const PrimFunc& f) {
-        const KernelNode* k = dev::find_kernel(f);
+        const KernelNode* k = kernel_of(f);
         return k && k->developer();
       })
       .def("script", [](const PrimFunc& f, bool locations) { return print(f, PrintOptions{.locations = locations}); },

@@ -89,9 +89,9 @@ def test_every_op_and_intrinsic_has_a_value_test() -> None:
 
 
 def cpp_intrinsics() -> list:
-    """The names C++'s intrinsic_arity (src/ir/ir_ops.cpp) knows: read from the source, since
+    """The names C++'s intrinsic_arity (src/arith/ir_ops.cpp) knows: read from the source, since
     the binding has no list of them."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "ir", "ir_ops.cpp")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "arith", "ir_ops.cpp")
     text = open(src, encoding="utf-8").read()
     body = text[text.index("int intrinsic_arity("):]
     body = body[:body.index("\n}\n")]

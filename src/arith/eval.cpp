@@ -33,19 +33,6 @@ const N* node(const Expr& e) {
 
 int64_t Value::as_int() const { return is_float ? trunc_to_int(f) : i; }
 
-int64_t wrap(DType t, int64_t v) {
-  switch (t) {
-    case DType::Bool: return v != 0;
-    case DType::Int8: return static_cast<int8_t>(v);
-    case DType::Int16: return static_cast<int16_t>(v);
-    case DType::Int32: return static_cast<int32_t>(v);
-    case DType::UInt8: return static_cast<uint8_t>(v);
-    case DType::UInt16: return static_cast<uint16_t>(v);
-    case DType::UInt32: return static_cast<uint32_t>(v);
-    default: return v;  // 64-bit integers hold every bit pattern; floats are not wrapped
-  }
-}
-
 double round_float(DType t, double v) {
   if (!is_float(t) || t == DType::Float64) return v;
   alignas(8) uint8_t buf[8];

@@ -20,20 +20,6 @@ bool is_division(BinOp op) {
 }
 }  // namespace
 
-DType promote(DType a, DType b) {
-  if (a == b) return a;
-  if (is_float(a) && !is_float(b)) return a;
-  if (is_float(b) && !is_float(a)) return b;
-  if (is_float(a) && is_float(b)) return dtype_bits(a) >= dtype_bits(b) ? a : b;
-  if (is_bool(a)) return b;
-  if (is_bool(b)) return a;
-  return dtype_bits(a) >= dtype_bits(b) ? a : b;
-}
-
-DType binary_dtype(BinOp op, DType a, DType b) {
-  return (is_comparison(op) || is_logical(op)) ? DType::Bool : promote(a, b);
-}
-
 Expr make_int(DType t, int64_t v) {
   TL_ASSERT(int_like(t), "make_int of dtype {}", dtype_name(t));
   return is_bool(t) ? Expr::make_bool(v != 0) : IntImmNode::make(t, wrap(t, v));

@@ -1,10 +1,10 @@
-// Constructors of IR nodes (argument checks; dtype promotion is arith's) and enum names.
+// Constructors of IR nodes (argument checks; the dtype rules arith::promote / binary_dtype /
+// wrap, declared in tl/ir.h, live here so that ir needs nothing of arith) and enum names.
 #include "tl/ir.h"
 
 #include <algorithm>
 #include <array>
 
-#include "tl/arith.h"
 #include "tl/op.h"
 
 namespace tl {
@@ -350,4 +350,45 @@ BufferRegion Buffer::at(std::vector<Expr> starts) const {
   for (auto& s : starts) r.ranges.push_back({std::move(s), Expr()});
   return r;
 }
+
+const KernelNode* kernel_of(const PrimFunc& f) {
+  if (!f || !f->body.defined()) return nullptr;
+  if (auto* k = f->body.as<KernelNode>()) return k;
+  if (auto* seq = f->body.as<SeqNode>())
+    for (const auto& s : seq->stmts)
+      if (auto* k = s.as<KernelNode>()) return k;
+  return nullptr;
+}
+
+namespace arith {
+
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (is_float(a) && !is_float(b)) return a;
+  if (is_float(b) && !is_float(a)) return b;
+  if (is_float(a) && is_float(b)) return dtype_bits(a) >= dtype_bits(b) ? a : b;
+  if (is_bool(a)) return b;
+  if (is_bool(b)) return a;
+  return dtype_bits(a) >= dtype_bits(b) ? a : b;
+}
+
+DType binary_dtype(BinOp op, DType a, DType b) {
+  return (is_comparison(op) || is_logical(op)) ? DType::Bool : promote(a, b);
+}
+
+int64_t wrap(DType t, int64_t v) {
+  switch (t) {
+    case DType::Bool: return v != 0;
+    case DType::Int8: return static_cast<int8_t>(v);
+    case DType::Int16: return static_cast<int16_t>(v);
+    case DType::Int32: return static_cast<int32_t>(v);
+    case DType::UInt8: return static_cast<uint8_t>(v);
+    case DType::UInt16: return static_cast<uint16_t>(v);
+    case DType::UInt32: return static_cast<uint32_t>(v);
+    default: return v;  // 64-bit integers hold every bit pattern; floats are not wrapped
+  }
+}
+
+}  // namespace arith
+
 }  // namespace tl

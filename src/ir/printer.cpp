@@ -295,7 +295,11 @@ class Printer {
     std::vector<std::string> parts;
     for (const auto& a : n.args) parts.push_back(a.is_region() ? region(a.region) : expr(a.scalar));
     for (size_t i = 0; i < n.attrs.size(); ++i) {
-      const AttrSpec* spec = n.op->attr_spec(n.attrs[i].key);
+      // Looked up here rather than with OpDef::attr_spec (src/op) so that the printer, a part of
+      // the ir module, links without the op registry (docs/architecture.md).
+      const AttrSpec* spec = nullptr;
+      for (const auto& s : n.op->attrs)
+        if (s.name == n.attrs[i].key) spec = &s;
       if (spec && spec->default_value == n.attrs[i].value) continue;
       parts.push_back(fmt::format("{}={}", n.attrs[i].key, attr_value(n.attrs[i].value)));
     }

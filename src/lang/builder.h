@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tl/ir.h"
+#include "tl/lang.h"  // building, fresh_name
 
 namespace tl::lang {
 
@@ -15,14 +16,9 @@ void emit(Stmt s, const SourceLoc& loc);
 Stmt capture(const std::function<void()>& body, const SourceLoc& loc);
 /// Records the function's T::Kernel launch (a user error if it is not the only one).
 void note_kernel(const SourceLoc& loc);
-/// True inside T::prim_func.
-bool building();
 /// Returns a name not yet used in the function being built (`base`, `base_1`, ...), and
 /// reserves it.
 std::string unique_name(const std::string& base);
-/// The name unique_name would return, not reserved: for a caller that claims it itself
-/// (T::let, T::alloc_*), as the Python front end's unnamed buffers and lets do.
-std::string fresh_name(const std::string& base);
 /// True for names the IR text format can print and parse back: tl::is_ir_name, the one rule
 /// the parser applies too.
 bool is_identifier(const std::string& s);

@@ -43,15 +43,14 @@ inline std::function<Pipe(const TileOpNode&, const Target&)> on(Pipe p) {
 
 /// An op of the vector unit: one instruction on the V pipe of an AIV.
 inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
-                       std::vector<AttrSpec> attrs,
-                       std::function<void(const TileOpNode&, VerifyContext&)> verify,
-                       OpDTypes dtypes, CostClass cost, RowMap rows, Overlap overlap) {
+                       std::vector<AttrSpec> attrs, OpRule verify, OpDTypes dtypes, CostClass cost,
+                       RowMap rows, Overlap overlap) {
   return OpDef{.name = std::move(name),
                .unit = OpUnit::Vector,
                .operands = std::move(operands),
                .attrs = std::move(attrs),
                .pipe = on(Pipe::V),
-               .verify = std::move(verify),
+               .verify = verify,
                .dtypes = std::move(dtypes),
                .cost = cost,
                .rows = rows,

@@ -1,8 +1,8 @@
 // Cube primitives: T.gemm_v0 (A, B in L1 -> C in L0C, loads L0A/L0B itself) and T.mma
 // (L0A x L0B -> L0C, one Mmad). Their dtypes come from the target's Mmad table (rule_gemm_v0,
 // rule_mma); gemm_v0's expansion is TileLang-Ascend's template, as data.
-#include "../verify/op_rules.h"
 #include "op_families.h"
+#include "op_rules.h"
 
 namespace tl::ops {
 namespace {

@@ -1,18 +1,18 @@
 // Debug primitives: T.printf and T.dump_tensor, printed by the virtual NPU with the core id.
 // Both run on the scalar unit of any core and accept any dtype.
-#include "../verify/op_rules.h"
 #include "op_families.h"
+#include "op_rules.h"
 
 namespace tl::ops {
 namespace {
-OpDef debug_op(std::string name, std::vector<OperandSpec> operands, AttrSpec attr,
-               std::function<void(const TileOpNode&, VerifyContext&)> verify, std::string summary) {
+OpDef debug_op(std::string name, std::vector<OperandSpec> operands, AttrSpec attr, OpRule verify,
+               std::string summary) {
   return OpDef{.name = std::move(name),
                .unit = OpUnit::Debug,
                .operands = std::move(operands),
                .attrs = {std::move(attr)},
                .pipe = on(Pipe::S),
-               .verify = std::move(verify),
+               .verify = verify,
                .dtypes = any_dtype(),
                .cost = CostClass::Scalar,
                .rows = RowMap::Whole,

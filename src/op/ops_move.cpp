@@ -1,7 +1,7 @@
 // Data-movement primitives: T.copy (every legal path, with relu / transpose / pad / ND->NZ
 // options) and T.atomic_add (accumulate a local tile into GM).
-#include "../verify/op_rules.h"
 #include "op_families.h"
+#include "op_rules.h"
 #include "tl/target.h"
 
 namespace tl::ops {

@@ -5,8 +5,8 @@
 // why). merge_sort and init_sort_buf take float32 only: MrgSort's entries are 8 bytes whatever
 // the score's type (AscendC MrgSort page, atlasascendc_api_07_0232), so 4-byte float16 pairs
 // would be misread (the chip reads twice each queue's bytes).
-#include "../verify/op_rules.h"
 #include "op_families.h"
+#include "op_rules.h"
 
 #include <cmath>
 

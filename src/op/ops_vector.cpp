@@ -3,8 +3,8 @@
 // gathers, broadcasts, row-broadcast ops, 16x16 transpose and bitwise ops. All run on the V pipe
 // of an AIV with every tile operand in UB. Dtype lists and cost classes are the AscendC API
 // pages' (docs/hardware.md section 5, "Vector"; docs/hardware.md section 4).
-#include "../verify/op_rules.h"
 #include "op_families.h"
+#include "op_rules.h"
 
 #include <cmath>
 
@@ -19,7 +19,7 @@ using D = DType;
 const std::vector<DType> kAnyWidth = {D::Int8,     D::UInt8, D::Int16,  D::UInt16, D::Float16,
                                       D::BFloat16, D::Int32, D::UInt32, D::Float32};
 
-using Rule = std::function<void(const TileOpNode&, VerifyContext&)>;
+using Rule = OpRule;
 OpDef vec(std::string name, RowMap rows, std::vector<OperandSpec> operands, std::string summary,
           std::vector<DType> dtypes, CostClass cost = CostClass::VecSimple,
           std::vector<AttrSpec> attrs = {}, Rule verify = rules::rule_elementwise) {

@@ -34,7 +34,8 @@ std::vector<InstrSpec> default_expansion(const OpDef& d) {
 void check_op_definition(const OpDef& d) {
   TL_ASSERT(!d.name.empty(), "an op without a name is registered");
   TL_ASSERT(d.pipe != nullptr, "op {} has no pipe function", d.name);
-  TL_ASSERT(d.verify != nullptr || d.unit == OpUnit::Debug, "op {} has no verifier rule", d.name);
+  TL_ASSERT(d.verify != OpRule::None || d.unit == OpUnit::Debug, "op {} has no verifier rule",
+            d.name);
   TL_ASSERT(!d.summary.empty(), "op {} has no summary", d.name);
   TL_ASSERT(d.cost.has_value(), "op {} has no cost class", d.name);
   TL_ASSERT(d.rows != RowMap::Unset,

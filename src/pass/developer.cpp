@@ -14,12 +14,7 @@
 namespace tl::dev {
 
 const KernelNode* find_kernel(const PrimFunc& f) {
-  if (!f || !f->body.defined()) return nullptr;
-  if (auto* k = f->body.as<KernelNode>()) return k;
-  if (auto* seq = f->body.as<SeqNode>())
-    for (const auto& s : seq->stmts)
-      if (auto* k = s.as<KernelNode>()) return k;
-  return nullptr;
+  return kernel_of(f);
 }
 
 bool is_developer(const PrimFunc& f) {

@@ -8,8 +8,8 @@
 #include <limits>
 #include <numeric>
 
+#include "tl/env.h"
 #include "tl/npu/numerics.h"
-#include "tl/pass.h"  // env_value
 #include "tl/runtime.h"
 
 #include <fmt/ranges.h>

@@ -1,4 +1,5 @@
-// Internal: the op-specific verifier rules that src/op/*.cpp registers in OpDef::verify. Each
+// Internal: the op-specific verifier rules; src/op/*.cpp names the one an op obeys in OpDef::verify
+// (an OpRule) and run_op_rule (rule_table.cpp) runs it. Each
 // reports through the VerifyContext and never throws. The generic rules (operand memories of
 // vector ops, copy paths, core scopes, UB alignment, region bounds) run for every op before
 // these, in verify_ops.cpp; an op's rule only runs when its operands are well formed.
@@ -36,5 +37,8 @@ void rule_reduce(const TileOpNode& n, VerifyContext& ctx);
 void rule_sort(const TileOpNode& n, VerifyContext& ctx);
 void rule_merge_sort(const TileOpNode& n, VerifyContext& ctx);
 void rule_topk(const TileOpNode& n, VerifyContext& ctx);
+
+/// Runs the rule `n`'s op names in OpDef::verify (nothing for OpRule::None).
+void run_op_rule(const TileOpNode& n, VerifyContext& ctx);
 
 }  // namespace tl::rules

@@ -1,6 +1,7 @@
 // Generic rules of every tile op, driven by the op registry and the target tables: operand
 // arity and kinds, region bounds, memories of vector-op operands, copy paths, the core scope an
 // op must sit in, UB 32-byte alignment; and the rules of buffer declarations.
+#include "op_rules.h"
 #include "tl/ops.h"
 #include "tl/storage.h"
 #include "verify_util.h"
@@ -271,7 +272,7 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
   }
 
   if (developer) return;  // developer-mode buffers are reported at their allocation
-  if (n.op->verify) n.op->verify(n, ctx);
+  rules::run_op_rule(n, ctx);
 }
 
 namespace {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "tl/pass.h"
+#include "tl/arith.h"  // simplify
 #include "tl/printer.h"
 
 namespace tl::rules {

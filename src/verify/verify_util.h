@@ -58,7 +58,8 @@ bool check_same_shape(const TileOpNode& n, VerifyContext& ctx, std::string_view 
 // Entry points of the rule files, called by the walk in verifier.cpp.
 /// Operand arity/kinds/ranks; false when the op is too malformed for further rules.
 bool check_operands_wellformed(const TileOpNode& n, VerifyContext& ctx);
-/// Generic rules of every tile op (memories, core scope, bounds, UB alignment), then op->verify.
+/// Generic rules of every tile op (memories, core scope, bounds, UB alignment), then the rule
+/// op->verify names.
 void check_tile_op(const TileOpNode& n, VerifyContext& ctx);
 /// Flags, barriers and cross-core flags (verify_sync.cpp).
 void check_sync(const SyncNode& n, VerifyContext& ctx);

@@ -55,7 +55,7 @@ TEST(InternalError, IsAStdException) {
   try {
     env_value("TL_NO_SUCH_VARIABLE");
   } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("tl-ascend internal error at src/pass/env.cpp:"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("tl-ascend internal error at src/support/env.cpp:"), std::string::npos)
         << e.what();
     return;
   }

@@ -2,7 +2,7 @@
 // every midpoint and neighbour between consecutive codes, every rounding mode, both overflow
 // modes, plus random fp32. The reference decodes codes with ldexp and picks the rounded value
 // from a sorted table of representable magnitudes with exact double comparisons; it shares
-// no code with src/npu/numerics.cpp. TL_TEST_LEVEL=2 runs 16x more random inputs.
+// no code with src/support/numerics.cpp. TL_TEST_LEVEL=2 runs 16x more random inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -57,7 +57,7 @@ TEST(OpRegistry, EveryOpHasEveryPiece) {
     EXPECT_EQ(find_op(op.name), &op);
     EXPECT_FALSE(op.summary.empty());
     EXPECT_TRUE(op.pipe != nullptr);
-    EXPECT_TRUE(op.verify != nullptr || op.unit == OpUnit::Debug);
+    EXPECT_TRUE(op.verify != OpRule::None || op.unit == OpUnit::Debug);
     ASSERT_TRUE(op.cost.has_value());
     EXPECT_TRUE(cost_fits_unit(op, *op.cost)) << cost_class_name(*op.cost);
     // Dtypes: a list on every target, a named target table, or any dtype; never unset.

@@ -38,7 +38,7 @@ PrimFunc matmul_add(int threads) {
   });
 }
 
-const KernelNode* kernel_of(const PrimFunc& f) {
+const KernelNode* any_kernel_of(const PrimFunc& f) {
   for (const auto& s : f->body.as<SeqNode>() ? f->body.as<SeqNode>()->stmts : std::vector<Stmt>{f->body})
     if (auto* k = s.as<KernelNode>()) return k;
   return nullptr;
@@ -46,7 +46,7 @@ const KernelNode* kernel_of(const PrimFunc& f) {
 
 TEST(DeveloperSurface, KernelHasNoVidAndKeepsThreads) {
   PrimFunc f = matmul_add(2);
-  const KernelNode* k = kernel_of(f);
+  const KernelNode* k = any_kernel_of(f);
   ASSERT_NE(k, nullptr);
   EXPECT_TRUE(k->developer());
   EXPECT_EQ(k->threads, 2);

@@ -9,7 +9,6 @@
 
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
-#include "tl/pass.h"
 
 namespace tl {
 namespace {

@@ -1,7 +1,8 @@
-// The one registry of tl-ascend's environment variables (tl/pass.h, docs/compiler.md).
+// The one registry of tl-ascend's environment variables (tl/env.h, docs/compiler.md).
 #include <cstdlib>
 
-#include "tl/pass.h"
+#include "tl/env.h"
+#include "tl/error.h"
 
 namespace tl {
 
