@@ -32,7 +32,9 @@
 
 namespace {
 
-tl::PrimFunc build(const std::string& name) { return tl::build_kernel(tl::find_kernel(name)); }
+tl::PrimFunc build(const std::string& name) {
+  return tl::build_kernel(tl::find_kernel(name));
+}
 
 tl::CompileOptions no_cache() {
   tl::CompileOptions o;
@@ -45,7 +47,8 @@ const std::string& bench_cache_dir() {
   struct Dir {
     std::string path;
     Dir() {
-      std::string tmpl = (std::filesystem::temp_directory_path() / "tl-compile-bench-XXXXXX").string();
+      std::string tmpl =
+          (std::filesystem::temp_directory_path() / "tl-compile-bench-XXXXXX").string();
       if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
       path = tmpl;
     }
@@ -126,11 +129,11 @@ void BM_DiskHit(benchmark::State& state, const std::string& name) {
   state.SetLabel("compile, disk hit (parse + build)");
 }
 
-#define TL_COMPILE_BENCH(fn, unit)                                                           \
-  BENCHMARK_CAPTURE(fn, gemm, std::string("gemm"))->Unit(unit);                              \
-  BENCHMARK_CAPTURE(fn, flash_attention, std::string("flash_attention"))->Unit(unit);         \
-  BENCHMARK_CAPTURE(fn, rms_norm_dynamic, std::string("rms_norm_dynamic"))->Unit(unit);       \
-  BENCHMARK_CAPTURE(fn, gemm_dev, std::string("gemm_dev"))->Unit(unit);                      \
+#define TL_COMPILE_BENCH(fn, unit)                                                      \
+  BENCHMARK_CAPTURE(fn, gemm, std::string("gemm"))->Unit(unit);                         \
+  BENCHMARK_CAPTURE(fn, flash_attention, std::string("flash_attention"))->Unit(unit);   \
+  BENCHMARK_CAPTURE(fn, rms_norm_dynamic, std::string("rms_norm_dynamic"))->Unit(unit); \
+  BENCHMARK_CAPTURE(fn, gemm_dev, std::string("gemm_dev"))->Unit(unit);                 \
   BENCHMARK_CAPTURE(fn, flash_attention_dev, std::string("flash_attention_dev"))->Unit(unit)
 
 TL_COMPILE_BENCH(BM_DslToKernel, benchmark::kMillisecond);

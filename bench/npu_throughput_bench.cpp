@@ -14,7 +14,8 @@
 //
 // Build and run (release preset), writing JSON next to the committed baseline:
 //   cmake --preset release && cmake --build --preset release -j2 --target npu_throughput_bench
-//   ./build/release/bench/npu_throughput_bench --benchmark_out=bench/results/npu_throughput.json --benchmark_out_format=json
+//   ./build/release/bench/npu_throughput_bench --benchmark_out=bench/results/npu_throughput.json
+//   --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -38,11 +39,12 @@ void BM_RmsNorm(benchmark::State& state) {
   tl::Device dev;
   // A row tile of 8 x 4096 bf16 fits UB twice (X and Y), so the one-pass schedule applies:
   // X is read from GM once (see examples/rms_norm.cpp and bench/README.md).
-  auto kern = tl::compile(tl::build_kernel(tl::find_kernel("rms_norm"), {{"M", std::to_string(kNormM)},
-                                                                           {"N", std::to_string(kNormN)},
-                                                                           {"rM", "8"},
-                                                                           {"bN", "1024"},
-                                                                           {"passes", "1"}}));
+  auto kern =
+      tl::compile(tl::build_kernel(tl::find_kernel("rms_norm"), {{"M", std::to_string(kNormM)},
+                                                                 {"N", std::to_string(kNormN)},
+                                                                 {"rM", "8"},
+                                                                 {"bN", "1024"},
+                                                                 {"passes", "1"}}));
   Tensor X = tl::uniform(dev, {kNormM, kNormN}, tl::bf16, 1);
   Tensor W = tl::uniform(dev, {kNormN}, tl::bf16, 2, 0.5, 1.5);
   Tensor Y = Tensor::empty(dev, {kNormM, kNormN}, tl::bf16);
@@ -70,9 +72,10 @@ void BM_Memcpy(benchmark::State& state) {
 
 void BM_Gemm(benchmark::State& state) {
   tl::Device dev;
-  auto kern = tl::compile(tl::build_kernel(
-      tl::find_kernel("gemm"),
-      {{"M", std::to_string(kGemmM)}, {"N", std::to_string(kGemmN)}, {"K", std::to_string(kGemmK)}}));
+  auto kern =
+      tl::compile(tl::build_kernel(tl::find_kernel("gemm"), {{"M", std::to_string(kGemmM)},
+                                                             {"N", std::to_string(kGemmN)},
+                                                             {"K", std::to_string(kGemmK)}}));
   Tensor A = tl::uniform(dev, {kGemmM, kGemmK}, tl::f16, 3, -0.1, 0.1);
   Tensor B = tl::uniform(dev, {kGemmK, kGemmN}, tl::f16, 4, -0.1, 0.1);
   Tensor C = Tensor::empty(dev, {kGemmM, kGemmN}, tl::f16);
@@ -82,8 +85,8 @@ void BM_Gemm(benchmark::State& state) {
     benchmark::DoNotOptimize(C.data());
     benchmark::ClobberMemory();
   }
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * kGemmM * kGemmN * kGemmK, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemmM * kGemmN * kGemmK,
+                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Sgemm(benchmark::State& state) {
@@ -91,18 +94,18 @@ void BM_Sgemm(benchmark::State& state) {
   openblas_set_num_threads(threads);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
-  std::vector<float> a(static_cast<size_t>(kGemmM) * kGemmK), b(static_cast<size_t>(kGemmK) * kGemmN),
-      c(static_cast<size_t>(kGemmM) * kGemmN, 0.0f);
+  std::vector<float> a(static_cast<size_t>(kGemmM) * kGemmK),
+      b(static_cast<size_t>(kGemmK) * kGemmN), c(static_cast<size_t>(kGemmM) * kGemmN, 0.0f);
   for (auto& x : a) x = dist(rng);
   for (auto& x : b) x = dist(rng);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kGemmM, kGemmN, kGemmK, 1.0f, a.data(), kGemmK,
-                b.data(), kGemmN, 0.0f, c.data(), kGemmN);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kGemmM, kGemmN, kGemmK, 1.0f, a.data(),
+                kGemmK, b.data(), kGemmN, 0.0f, c.data(), kGemmN);
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * kGemmM * kGemmN * kGemmK, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemmM * kGemmN * kGemmK,
+                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = threads;
 }
 
@@ -111,6 +114,12 @@ void BM_Sgemm(benchmark::State& state) {
 BENCHMARK(BM_RmsNorm)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_Gemm)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK(BM_Sgemm)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Sgemm)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 BENCHMARK_MAIN();

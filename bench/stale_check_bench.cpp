@@ -7,11 +7,13 @@
 //   BM_Stale/flash_attention/check:0|1  FlashAttention S = 512, D = 512 fp16 (registry default)
 //
 // Kernels are compiled outside the timed loop and launched once untimed; only launch() is
-// timed, on one host thread, 5 launches, 3 repetitions (the JSON has each and their mean). With the checker on the launch also reports no finding (the
-// kernels are clean), which the benchmark asserts.
+// timed, on one host thread, 5 launches, 3 repetitions (the JSON has each and their mean). With the
+// checker on the launch also reports no finding (the kernels are clean), which the benchmark
+// asserts.
 //
 //   cmake --preset release && cmake --build --preset release -j2 --target stale_check_bench
-//   ./build/release/bench/stale_check_bench --benchmark_out=bench/results/stale_check.json --benchmark_out_format=json
+//   ./build/release/bench/stale_check_bench --benchmark_out=bench/results/stale_check.json
+//   --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 
 #include <map>

@@ -47,8 +47,8 @@ using namespace tl;
 // against a loop the estimate misjudges: a runaway input ends in a tl::Error, not a timeout.
 // Steps count statements a core executes, the same in every mode, so all three launches of
 // an input stop (or not) alike.
-constexpr double kMaxWork = 1e6;           // estimated element operations, all cores together
-constexpr int64_t kMaxSteps = 4'000'000;   // interpreter steps per core and block
+constexpr double kMaxWork = 1e6;          // estimated element operations, all cores together
+constexpr int64_t kMaxSteps = 4'000'000;  // interpreter steps per core and block
 // Statement executions (loop iterations and branch tests included), all cores together: an
 // element-free loop of 65534 iterations of an if on 4 AIVs took 17 s over its three launches
 // under ASan (a libFuzzer timeout) while its element work was far below kMaxWork.
@@ -84,10 +84,12 @@ std::map<std::string, std::string> directives(std::string_view text) {
   while ((p = text.find("#fuzz:", p)) != std::string_view::npos) {
     p += 6;
     size_t end = text.find('\n', p);
-    std::istringstream line(std::string(text.substr(p, end == std::string_view::npos ? end : end - p)));
+    std::istringstream line(
+        std::string(text.substr(p, end == std::string_view::npos ? end : end - p)));
     std::string tok;
     while (line >> tok)
-      if (size_t eq = tok.find('='); eq != std::string::npos && eq > 0) out[tok.substr(0, eq)] = tok.substr(eq + 1);
+      if (size_t eq = tok.find('='); eq != std::string::npos && eq > 0)
+        out[tok.substr(0, eq)] = tok.substr(eq + 1);
   }
   return out;
 }
@@ -99,19 +101,22 @@ struct Bindings {
   uint64_t pick(const std::string& name, uint64_t n) const { return fnv1a(name, hash) % n; }
   int64_t dynamic(const std::string& name) const {
     static const int64_t kValues[] = {1, 2, 8, 16, 32, 64, 67};
-    if (auto it = given.find(name); it != given.end()) return std::strtoll(it->second.c_str(), nullptr, 0);
+    if (auto it = given.find(name); it != given.end())
+      return std::strtoll(it->second.c_str(), nullptr, 0);
     return kValues[pick(name, std::size(kValues))];
   }
   double scalar(const std::string& name, DType t) const {
     static const double kFloats[] = {1.0, 0.5, -2.0, 1e-6};
     static const double kInts[] = {0, 1, 2, 3, 5, 16};
-    if (auto it = given.find(name); it != given.end()) return std::strtod(it->second.c_str(), nullptr);
+    if (auto it = given.find(name); it != given.end())
+      return std::strtod(it->second.c_str(), nullptr);
     if (is_float(t)) return kFloats[pick(name, std::size(kFloats))];
     if (is_bool(t)) return static_cast<double>(pick(name, 2));
     return kInts[pick(name, std::size(kInts))];
   }
   uint64_t seed() const {
-    if (auto it = given.find("seed"); it != given.end()) return std::strtoull(it->second.c_str(), nullptr, 0);
+    if (auto it = given.find("seed"); it != given.end())
+      return std::strtoull(it->second.c_str(), nullptr, 0);
     return hash;
   }
 };
@@ -146,8 +151,10 @@ class WorkEstimate {
       if (ex.hi <= 0) return;
       if (ex.hi > kMaxTrips) return reject("a loop of up to {} iterations", ex.hi);
       int64_t last;
-      if (__builtin_add_overflow(mn.hi, ex.hi - 1, &last)) vars.erase(n->var.node());
-      else vars[n->var.node()] = {mn.lo, last};
+      if (__builtin_add_overflow(mn.hi, ex.hi - 1, &last))
+        vars.erase(n->var.node());
+      else
+        vars[n->var.node()] = {mn.lo, last};
       runs += mult * cores * static_cast<double>(ex.hi);  // the loop's own step per iteration
       stmt(n->body, mult * static_cast<double>(ex.hi), cores);
     } else if (auto* n = s.as<IfNode>()) {
@@ -177,7 +184,8 @@ class WorkEstimate {
   double elements(const BufferRegion& r) {
     double n = 1;
     for (size_t d = 0; d < r.buffer->shape.size(); ++d) {
-      const Expr& e = d < r.ranges.size() && r.ranges[d].extent.defined() ? r.ranges[d].extent : r.buffer->shape[d];
+      const Expr& e = d < r.ranges.size() && r.ranges[d].extent.defined() ? r.ranges[d].extent
+                                                                          : r.buffer->shape[d];
       n *= static_cast<double>(std::max<int64_t>(0, arith::bound(e, vars).hi));
     }
     return n;
@@ -188,8 +196,10 @@ class WorkEstimate {
       if (a.is_region()) regions.push_back(elements(a.region));
     double cost = 0;
     // A cube op on A [M, K], B [K, N] and C [M, N] does M * N * K = sqrt(|A| |B| |C|) MACs.
-    if (n.op->unit == OpUnit::Cube && regions.size() >= 3) cost = std::sqrt(regions[0] * regions[1] * regions[2]);
-    else for (double r : regions) cost += r;
+    if (n.op->unit == OpUnit::Cube && regions.size() >= 3)
+      cost = std::sqrt(regions[0] * regions[1] * regions[2]);
+    else
+      for (double r : regions) cost += r;
     return n.op->unit == OpUnit::Debug ? cost + 16 : cost;  // printf lines are kept until the end
   }
 };
@@ -205,7 +215,8 @@ struct ArgPlan {
 };
 
 /// The dense shape whose row-major strides are `strides`, if there is one that holds `shape`.
-std::optional<std::vector<int64_t>> padded_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+std::optional<std::vector<int64_t>> padded_shape(const std::vector<int64_t>& shape,
+                                                 const std::vector<int64_t>& strides) {
   size_t r = shape.size();
   if (r == 0) return shape;
   std::vector<int64_t> padded(shape);
@@ -221,7 +232,8 @@ std::optional<std::vector<int64_t>> padded_shape(const std::vector<int64_t>& sha
 
 /// Evaluates the tensor shapes and scalar values of `f`'s parameters; nullopt when they cannot
 /// be evaluated or are too large to launch.
-std::optional<ArgPlan> plan_args(const PrimFunc& f, const Bindings& b, arith::VarIntervals& bound_vars) {
+std::optional<ArgPlan> plan_args(const PrimFunc& f, const Bindings& b,
+                                 arith::VarIntervals& bound_vars) {
   std::unordered_map<const VarNode*, arith::Value> env;
   for (const auto& d : f->dynamics) {
     int64_t v = b.dynamic(d.name());
@@ -234,7 +246,8 @@ std::optional<ArgPlan> plan_args(const PrimFunc& f, const Bindings& b, arith::Va
     if (!p.is_tensor()) {
       DType t = p.scalar.dtype();
       double v = b.scalar(p.scalar.name(), t);
-      arith::Value val = is_float(t) ? arith::Value::of_float(v) : arith::cast_value(t, arith::Value::of_float(v));
+      arith::Value val =
+          is_float(t) ? arith::Value::of_float(v) : arith::cast_value(t, arith::Value::of_float(v));
       env[p.scalar.node()] = val;
       if (!is_float(t)) bound_vars[p.scalar.node()] = arith::Interval::point(val.i);
     }
@@ -272,7 +285,8 @@ std::optional<ArgPlan> plan_args(const PrimFunc& f, const Bindings& b, arith::Va
       plan.args.emplace_back(std::move(t));
     }
   } catch (const Error&) {
-    return std::nullopt;  // a shape that does not evaluate: the launch's own error is tested elsewhere
+    return std::nullopt;  // a shape that does not evaluate: the launch's own error is tested
+                          // elsewhere
   }
   return plan;
 }
@@ -288,7 +302,8 @@ struct Outcome {
 
 /// `stale`: the stale-data checker on (it is off otherwise, whatever TL_CHECK_STALE says: the
 /// random kernels read memory they never wrote, and the comparisons below are about data).
-Outcome run(const CompiledKernel& k, const ArgPlan& plan, int threads, bool hazards, bool timed, bool stale = false) {
+Outcome run(const CompiledKernel& k, const ArgPlan& plan, int threads, bool hazards, bool timed,
+            bool stale = false) {
   Device dev(k.target());
   std::vector<Arg> args;
   std::vector<Tensor> bases;
@@ -328,7 +343,9 @@ Outcome run(const CompiledKernel& k, const ArgPlan& plan, int threads, bool haza
   return o;
 }
 
-std::string excerpt(const std::string& s, size_t n = 400) { return s.size() > n ? s.substr(0, n) + "[...]" : s; }
+std::string excerpt(const std::string& s, size_t n = 400) {
+  return s.size() > n ? s.substr(0, n) + "[...]" : s;
+}
 
 void launch_and_compare(const PrimFunc& f, const Target& target, const Bindings& b) {
   WorkEstimate est;
@@ -344,29 +361,36 @@ void launch_and_compare(const PrimFunc& f, const Target& target, const Bindings&
     return note(std::string("compile error: ") + e.what());  // e.g. plan_memory finds no room
   }
   Outcome one = run(k, *plan, 1, false, false);
-  note(fmt::format("launched (estimated work {:.3g}): {}", est.work, one.ok ? "ok" : "error: " + excerpt(one.error)));
+  note(fmt::format("launched (estimated work {:.3g}): {}", est.work,
+                   one.ok ? "ok" : "error: " + excerpt(one.error)));
   if (!one.ok) return;
 
   // The stale-data checker changes no data, and fails a launch only with its findings.
   Outcome stale = run(k, *plan, 1, false, false, true);
-  if (stale.bytes != one.bytes) fail("a launch with the stale-data checker leaves different tensor contents");
+  if (stale.bytes != one.bytes)
+    fail("a launch with the stale-data checker leaves different tensor contents");
   if (!stale.ok && stale.error.rfind("stale-data check of kernel", 0) != 0)
     fail("the launch succeeds, but with the stale-data checker it fails: " + excerpt(stale.error));
   note(fmt::format("stale-data check: {}", stale.ok ? "clean" : "findings"));
 
   // The hazard checker, and timed mode against the functional result.
   Outcome checked = run(k, *plan, 1, true, false);
-  if (checked.bytes != one.bytes) fail("a launch with check_hazards leaves different tensor contents");
+  if (checked.bytes != one.bytes)
+    fail("a launch with check_hazards leaves different tensor contents");
   Outcome timed = run(k, *plan, 1, false, true);
-  if (!timed.ok) fail("the functional launch succeeds but the timed one fails: " + excerpt(timed.error));
+  if (!timed.ok)
+    fail("the functional launch succeeds but the timed one fails: " + excerpt(timed.error));
   const auto& effects = timed.profile.time_order_effects;
-  note(fmt::format("hazard check: {}; timed: {} simulated-time effects", checked.ok ? "clean" : "hazards",
-                   effects.size()));
+  note(fmt::format("hazard check: {}; timed: {} simulated-time effects",
+                   checked.ok ? "clean" : "hazards", effects.size()));
   if (effects.empty() && timed.bytes != one.bytes)
-    fail("timed mode reports no simulated-time effects, but its tensors differ from the functional run's");
+    fail(
+        "timed mode reports no simulated-time effects, but its tensors differ from the functional "
+        "run's");
   if (!checked.ok) return;
   if (!effects.empty())
-    fail("the hazard checker passes the kernel, but simulated-time order changes its result: " + effects[0]);
+    fail("the hazard checker passes the kernel, but simulated-time order changes its result: " +
+         effects[0]);
 
   // Thread count: a kernel without races (blocks racing on GM are hazards too) gives
   // bit-identical results for any number of host threads; a racy one may not.
@@ -391,10 +415,12 @@ void one_input(std::string_view text) {
   try {
     g = parse(printed, "reprint");
   } catch (const Error& e) {
-    fail(fmt::format("printed text does not parse: {}\nprinted:\n{}", e.what(), excerpt(printed, 2000)));
+    fail(fmt::format("printed text does not parse: {}\nprinted:\n{}", e.what(),
+                     excerpt(printed, 2000)));
   }
   if (print(g) != printed || (structural_equal(f, f) && !structural_equal(g, f)))
-    fail(fmt::format("reprint differs ({})\nprinted:\n{}", first_difference(g, f), excerpt(printed, 2000)));
+    fail(fmt::format("reprint differs ({})\nprinted:\n{}", first_difference(g, f),
+                     excerpt(printed, 2000)));
 
   Bindings b{directives(text), fnv1a(text)};
   const Target* target = &default_target();

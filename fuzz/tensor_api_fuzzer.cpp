@@ -83,7 +83,8 @@ int64_t parse_int(const std::string& tok) {
     // (and 64 steps are enough for any base but 0 and +-1).
     for (long i = 0; i < std::min(e, 64L) && v <= INT64_MAX && v >= INT64_MIN; ++i) v *= base;
   }
-  if (*end == '+' || *end == '-') v = saturate(v) + static_cast<__int128>(std::strtoll(end, &end, 0));
+  if (*end == '+' || *end == '-')
+    v = saturate(v) + static_cast<__int128>(std::strtoll(end, &end, 0));
   return saturate(v);
 }
 
@@ -148,7 +149,9 @@ bool may_create(const std::vector<int64_t>& shape, DType t, const Device& dev, b
   return bytes <= kMaxBytes && (!fills || n <= kMaxElements);
 }
 
-bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool same_value(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 /// The element `flat` of `dtype` after a set(flat, v): v rounded as the tensor stores it.
 double stored(DType t, double v) {
@@ -213,7 +216,8 @@ def copy_strided(X: T.Tensor((4, 16), "int32", strides=(32, 1)), Y: T.Tensor((4,
     std::vector<CompiledKernel> out;
     for (const char* text : kText) {
       try {
-        out.push_back(compile(parse(text, "tensor_api_fuzzer"), default_target(), {.cache = false}));
+        out.push_back(
+            compile(parse(text, "tensor_api_fuzzer"), default_target(), {.cache = false}));
       } catch (const std::exception& e) {
         fail(std::string("a built-in kernel does not compile: ") + e.what());
       }
@@ -266,7 +270,8 @@ class Script {
       dev_[l.slot(1, kDevices)] = std::make_unique<Device>(*target);
     } else if (op == "drop") {
       dev_[l.slot(1, kDevices)].reset();
-    } else if (op == "empty" || op == "full" || op == "arange" || op == "randn" || op == "uniform") {
+    } else if (op == "empty" || op == "full" || op == "arange" || op == "randn" ||
+               op == "uniform") {
       create(l);
     } else if (op == "from_vector") {
       Device* d = device(l, 2);
@@ -275,7 +280,8 @@ class Script {
       size_t ndim = static_cast<size_t>(l.slot(4, kMaxDims + 1));
       std::vector<int64_t> shape = l.ints(5, ndim);
       std::vector<double> values;
-      for (size_t k = 5 + shape.size(); k < l.size() && values.size() < 4096; ++k) values.push_back(l.f(k));
+      for (size_t k = 5 + shape.size(); k < l.size() && values.size() < 4096; ++k)
+        values.push_back(l.f(k));
       if (!may_create(shape, t, *d, true)) return;
       tensor(l, 1) = from_vector(*d, shape, t, values);
       check_tensor(tensor(l, 1), "from_vector");
@@ -309,7 +315,8 @@ class Script {
       __int128 n = exact_numel(t.shape());
       if (n < 0 || n > kMaxElements) return;
       std::vector<double> v = t.to_vector();
-      if (static_cast<__int128>(v.size()) != n) fail(fmt::format("to_vector of {} has {} values", t.describe(), v.size()));
+      if (static_cast<__int128>(v.size()) != n)
+        fail(fmt::format("to_vector of {} has {} values", t.describe(), v.size()));
     } else if (op == "info") {
       info(tensor(l, 1));
     } else if (op == "copy") {
@@ -331,13 +338,19 @@ class Script {
     std::vector<int64_t> shape = l.ints(first_dim);
     if (!may_create(shape, t, *d, op != "empty")) return;
     Tensor& out = tensor(l, 1);
-    if (op == "empty") out = Tensor::empty(*d, shape, t);
-    else if (op == "full") out = full(*d, shape, t, l.f(4));
-    else if (op == "arange") out = arange(*d, shape, t, l.f(4), l.f(5));
-    else if (op == "randn") out = randn(*d, shape, t, static_cast<uint64_t>(l.i(4)));
-    else out = uniform(*d, shape, t, static_cast<uint64_t>(l.i(4)), l.f(5), l.f(6));
+    if (op == "empty")
+      out = Tensor::empty(*d, shape, t);
+    else if (op == "full")
+      out = full(*d, shape, t, l.f(4));
+    else if (op == "arange")
+      out = arange(*d, shape, t, l.f(4), l.f(5));
+    else if (op == "randn")
+      out = randn(*d, shape, t, static_cast<uint64_t>(l.i(4)));
+    else
+      out = uniform(*d, shape, t, static_cast<uint64_t>(l.i(4)), l.f(5), l.f(6));
     check_tensor(out, op.c_str());
-    if (out.shape() != shape) fail(fmt::format("{} of shape [{}] made {}", op, fmt::join(shape, ", "), out.describe()));
+    if (out.shape() != shape)
+      fail(fmt::format("{} of shape [{}] made {}", op, fmt::join(shape, ", "), out.describe()));
     if (op == "full" && exact_numel(shape) > 0 && !same_value(out.get(0), stored(t, l.f(4))))
       fail(fmt::format("full({}) of {} holds {}", l.f(4), out.describe(), out.get(0)));
   }
@@ -346,17 +359,20 @@ class Script {
   /// reports exactly (an overflowed count would size its storage wrongly).
   void check_tensor(const Tensor& t, const char* made_by) {
     if (!t.defined()) fail(fmt::format("{} returned an undefined tensor", made_by));
-    if (t.strides().size() != t.shape().size()) fail(fmt::format("{} made {} with {} strides", made_by, t.describe(), t.strides().size()));
+    if (t.strides().size() != t.shape().size())
+      fail(fmt::format("{} made {} with {} strides", made_by, t.describe(), t.strides().size()));
     __int128 n = exact_numel(t.shape());
-    if (n < 0) fail(fmt::format("{} made {}: a negative or overflowing size", made_by, t.describe()));
-    if (t.numel() != n) fail(fmt::format("{} made {} but its numel() is {}", made_by, t.describe(), t.numel()));
+    if (n < 0)
+      fail(fmt::format("{} made {}: a negative or overflowing size", made_by, t.describe()));
+    if (t.numel() != n)
+      fail(fmt::format("{} made {} but its numel() is {}", made_by, t.describe(), t.numel()));
   }
 
   void check_values(const Tensor& t, const std::vector<double>& values) {
     for (size_t k = 0; k < values.size(); ++k)
       if (!same_value(t.get(static_cast<int64_t>(k)), stored(t.dtype(), values[k])))
-        fail(fmt::format("from_vector: element {} of {} is {}, not {}", k, t.describe(), t.get(static_cast<int64_t>(k)),
-                         values[k]));
+        fail(fmt::format("from_vector: element {} of {} is {}, not {}", k, t.describe(),
+                         t.get(static_cast<int64_t>(k)), values[k]));
   }
 
   /// A view's first and last elements are its source's: `v` is src.slice(dim, start, ...)
@@ -373,8 +389,8 @@ class Script {
       }
       double a = v.get(flat), b = src.get(at);
       if (!same_value(a, b))
-        fail(fmt::format("element {} of view {} is {}, but its source {} holds {} there", flat, v.describe(), a,
-                         src.describe(), b));
+        fail(fmt::format("element {} of view {} is {}, but its source {} holds {} there", flat,
+                         v.describe(), a, src.describe(), b));
     }
   }
 
@@ -391,7 +407,8 @@ class Script {
     for (int d = 0; d < t.ndim(); ++d) (void)t.dim(d);
     if (!t.defined()) return;
     DLView v = t.dlpack();
-    if (v.ndim != t.ndim() || reinterpret_cast<uintptr_t>(v.data) + v.byte_offset != reinterpret_cast<uintptr_t>(t.data()))
+    if (v.ndim != t.ndim() || reinterpret_cast<uintptr_t>(v.data) + v.byte_offset !=
+                                  reinterpret_cast<uintptr_t>(t.data()))
       fail(fmt::format("dlpack of {} does not describe it", t.describe()));
     for (int d = 0; d < t.ndim(); ++d)
       if (v.shape[d] != t.shape()[d] || v.strides[d] != t.strides()[d])
@@ -406,12 +423,15 @@ class Script {
     std::vector<Arg> args;
     for (size_t a = 3; a < l.size() && args.size() < 8; ++a) {
       const std::string& tok = l.tok(a);
-      if (tok.size() > 1 && tok[0] == 't') args.emplace_back(t_[Line(tok.substr(1)).slot(0, kTensors)]);
-      else args.emplace_back(std::strtod(tok.c_str(), nullptr));
+      if (tok.size() > 1 && tok[0] == 't')
+        args.emplace_back(t_[Line(tok.substr(1)).slot(0, kTensors)]);
+      else
+        args.emplace_back(std::strtod(tok.c_str(), nullptr));
     }
     // Tensors the kernel would loop over for long: the scale_rows kernel runs M rows.
     for (const Arg& a : args)
-      if (auto* t = std::get_if<Tensor>(&a.value); t && t->ndim() > 0 && t->shape()[0] > 4096) return;
+      if (auto* t = std::get_if<Tensor>(&a.value); t && t->ndim() > 0 && t->shape()[0] > 4096)
+        return;
     LaunchOptions opt;
     opt.threads = 1;
     std::ostringstream out;

@@ -21,7 +21,9 @@ extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
 namespace tl_fuzz {
 
-inline bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+inline bool word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
 
 /// [begin, end) of every maximal run of word characters.
 inline std::vector<std::pair<size_t, size_t>> words(const std::string& s) {
@@ -39,26 +41,79 @@ inline std::vector<std::pair<size_t, size_t>> words(const std::string& s) {
 }
 
 inline std::string edge_number(std::mt19937_64& rng, const std::string& old) {
-  static const char* const kEdges[] = {
-      "0", "1", "-1", "2", "3", "7", "8", "15", "16", "17", "31", "32", "33", "63", "64", "127", "128", "255",
-      "256", "1000", "1024", "4096", "32767", "32768", "65535", "65536", "196608", "262144", "524288",
-      "2147483647", "2147483648", "-2147483648", "4294967295", "4294967296", "9007199254740993",
-      "4611686018427387904", "9223372036854775807", "-9223372036854775808", "9223372036854775806",
-      "9223372036854775776", "2305843009213693953", "18446744073709551615", "1e308", "1e-45", "0.5", "-0.0",
-      "nan", "inf", "65504", "3e9", "300", "-129"};
+  static const char* const kEdges[] = {"0",
+                                       "1",
+                                       "-1",
+                                       "2",
+                                       "3",
+                                       "7",
+                                       "8",
+                                       "15",
+                                       "16",
+                                       "17",
+                                       "31",
+                                       "32",
+                                       "33",
+                                       "63",
+                                       "64",
+                                       "127",
+                                       "128",
+                                       "255",
+                                       "256",
+                                       "1000",
+                                       "1024",
+                                       "4096",
+                                       "32767",
+                                       "32768",
+                                       "65535",
+                                       "65536",
+                                       "196608",
+                                       "262144",
+                                       "524288",
+                                       "2147483647",
+                                       "2147483648",
+                                       "-2147483648",
+                                       "4294967295",
+                                       "4294967296",
+                                       "9007199254740993",
+                                       "4611686018427387904",
+                                       "9223372036854775807",
+                                       "-9223372036854775808",
+                                       "9223372036854775806",
+                                       "9223372036854775776",
+                                       "2305843009213693953",
+                                       "18446744073709551615",
+                                       "1e308",
+                                       "1e-45",
+                                       "0.5",
+                                       "-0.0",
+                                       "nan",
+                                       "inf",
+                                       "65504",
+                                       "3e9",
+                                       "300",
+                                       "-129"};
   if (rng() % 3 == 0) {
     // A neighbour of the old value: off by one, doubled, negated.
     // In __int128, so the neighbours of INT64_MAX and INT64_MIN are written out too (the
     // parser must reject them).
     __int128 v = std::strtoll(old.c_str(), nullptr, 10);
     switch (rng() % 4) {
-      case 0: v += 1; break;
-      case 1: v -= 1; break;
-      case 2: v *= 2; break;
-      default: v = -v;
+      case 0:
+        v += 1;
+        break;
+      case 1:
+        v -= 1;
+        break;
+      case 2:
+        v *= 2;
+        break;
+      default:
+        v = -v;
     }
     bool neg = v < 0;
-    unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+    unsigned __int128 m =
+        neg ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
     std::string digits;
     do {
       digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
@@ -105,8 +160,12 @@ inline size_t mutate_text(uint8_t* data, size_t size, size_t max_size, unsigned 
       if (line.empty() || line.back() != '\n') line += '\n';
       size_t to = starts[rng() % starts.size()];
       switch (rng() % 3) {
-        case 0: s.insert(to, line); break;
-        case 1: s.erase(b, e - b); break;
+        case 0:
+          s.insert(to, line);
+          break;
+        case 1:
+          s.erase(b, e - b);
+          break;
         default:
           s.erase(b, e - b);
           s.insert(std::min(to, s.size()), line);
@@ -120,6 +179,7 @@ inline size_t mutate_text(uint8_t* data, size_t size, size_t max_size, unsigned 
 
 }  // namespace tl_fuzz
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
   return tl_fuzz::mutate_text(data, size, max_size, seed);
 }

@@ -172,12 +172,14 @@ enum class Overlap { No, Yes, Maybe };
 /// sums of coeff * atom + const (atoms: variables, and subexpressions that are not affine or
 /// may wrap) and both extents are constants; interval-based otherwise. Both regions must have
 /// the same buffer, the same rank and defined extents (internal error otherwise).
-Overlap regions_overlap(const BufferRegion& a, const BufferRegion& b, const VarIntervals& vars = {});
+Overlap regions_overlap(const BufferRegion& a, const BufferRegion& b,
+                        const VarIntervals& vars = {});
 
 /// a - b when it is the same constant for every value of the variables (both written as sums
 /// of coeff * atom + const, as regions_overlap does, and every atom cancels); nullopt otherwise.
 /// Integer + - * are taken as exact (no wrap): meant for index expressions of valid kernels.
-std::optional<int64_t> constant_difference(const Expr& a, const Expr& b, const VarIntervals& vars = {});
+std::optional<int64_t> constant_difference(const Expr& a, const Expr& b,
+                                           const VarIntervals& vars = {});
 
 // ---- Substitution and cloning ---------------------------------------------------------------
 

@@ -60,7 +60,7 @@ struct CompileOptions {
   /// JIT cache (tl/jit.h): look the kernel up in memory and on disk before compiling it.
   /// Env TL_CACHE=0 disables the cache regardless.
   bool cache = true;
-  bool disk_cache = true;  // false: memory level only
+  bool disk_cache = true;   // false: memory level only
   std::string cache_dir{};  // disk directory; "" = env TL_CACHE_DIR, else the user cache dir
   DeveloperOptions dev{};   // developer-mode automations (with lower = true)
 };
@@ -70,6 +70,7 @@ struct CompileOptions {
 /// cache when it has one. The NPU's convenience form is tl::compile(f, target, opt) in
 /// tl/npu/npu.h.
 std::shared_ptr<const Artifact> compile(const Backend& backend, const PrimFunc& f,
-                                        const Target& target = default_target(), const CompileOptions& opt = {});
+                                        const Target& target = default_target(),
+                                        const CompileOptions& opt = {});
 
 }  // namespace tl

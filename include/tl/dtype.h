@@ -32,12 +32,16 @@ inline constexpr int kNumDTypes = 15;
 
 /// Size of one element in bits (bool counts as 8: it is stored one per byte).
 int dtype_bits(DType t);
-inline int dtype_bytes(DType t) { return dtype_bits(t) / 8; }
+inline int dtype_bytes(DType t) {
+  return dtype_bits(t) / 8;
+}
 bool is_float(DType t);
 bool is_int(DType t);  // signed or unsigned integer (not bool)
 bool is_signed_int(DType t);
 bool is_unsigned_int(DType t);
-inline bool is_bool(DType t) { return t == DType::Bool; }
+inline bool is_bool(DType t) {
+  return t == DType::Bool;
+}
 
 /// TileLang name: "float16", "int32", ...
 std::string_view dtype_name(DType t);

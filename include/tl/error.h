@@ -23,14 +23,16 @@ namespace tl {
 /// statement ("k.cpp:120", or "k.cpp:150, k.cpp:120" for a helper calling a helper).
 struct SourceLoc {
   SourceLoc() = default;
-  SourceLoc(std::string f, int l, std::string v = {}) : file(std::move(f)), line(l), via(std::move(v)) {}
+  SourceLoc(std::string f, int l, std::string v = {})
+      : file(std::move(f)), line(l), via(std::move(v)) {}
   std::string file;
   int line = 0;
   std::string via;
   bool known() const { return line > 0; }
   std::string str() const {
     if (!known()) return "<unknown>";
-    return via.empty() ? fmt::format("{}:{}", file, line) : fmt::format("{}:{} (in a helper at {})", file, line, via);
+    return via.empty() ? fmt::format("{}:{}", file, line)
+                       : fmt::format("{}:{} (in a helper at {})", file, line, via);
   }
 };
 
@@ -63,7 +65,8 @@ class InternalError : public std::logic_error {
 };
 
 /// Throws InternalError (what TL_ASSERT calls when its condition is false).
-[[noreturn]] void internal_error(const char* file, int line, const char* cond, const std::string& msg);
+[[noreturn]] void internal_error(const char* file, int line, const char* cond,
+                                 const std::string& msg);
 
 template <typename... Args>
 [[noreturn]] void user_error(const SourceLoc& loc, fmt::format_string<Args...> f, Args&&... args) {
@@ -74,7 +77,7 @@ template <typename... Args>
 
 /// Internal invariant: a failure is a tl-ascend bug, not a user error; throws tl::InternalError.
 /// Do not use it where an exception cannot leave (destructors, noexcept functions).
-#define TL_ASSERT(cond, ...)                                                           \
-  do {                                                                                 \
+#define TL_ASSERT(cond, ...)                                                                \
+  do {                                                                                      \
     if (!(cond)) ::tl::internal_error(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
   } while (0)

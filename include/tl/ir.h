@@ -36,8 +36,8 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -71,16 +71,42 @@ enum class ForKind : uint8_t { Serial, Parallel, Pipelined, Unrolled };
 std::string_view for_kind_name(ForKind k);  // "serial", "Parallel", "Pipelined", "unroll"
 
 enum class BinOp : uint8_t {
-  Add, Sub, Mul, Div, FloorDiv, FloorMod, TruncDiv, TruncMod, Min, Max,
-  EQ, NE, LT, LE, GT, GE, And, Or,
-  BitAnd, BitOr, BitXor, Shl, Shr,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  FloorMod,
+  TruncDiv,
+  TruncMod,
+  Min,
+  Max,
+  EQ,
+  NE,
+  LT,
+  LE,
+  GT,
+  GE,
+  And,
+  Or,
+  BitAnd,
+  BitOr,
+  BitXor,
+  Shl,
+  Shr,
 };
 std::string_view binop_name(BinOp op);  // "+", "-", ..., "T.min", ...
 bool is_comparison(BinOp op);
 bool is_logical(BinOp op);
 
 enum class SyncKind : uint8_t {
-  SetFlag, WaitFlag, PipeBarrier, BarrierAll, SetCrossFlag, WaitCrossFlag, SyncAll,
+  SetFlag,
+  WaitFlag,
+  PipeBarrier,
+  BarrierAll,
+  SetCrossFlag,
+  WaitCrossFlag,
+  SyncAll,
 };
 std::string_view sync_name(SyncKind k);  // "set_flag", ...
 /// Who wrote a synchronisation: the kernel author (User) or the compiler's insert_syncs (Auto).
@@ -153,9 +179,9 @@ class Expr {
   /// Bool immediate. A template so that pointers (string literals) never convert to Expr.
   template <typename B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
   Expr(B v) : Expr(make_bool(v)) {}  // NOLINT
-  Expr(int v);      // NOLINT: int32 immediate
-  Expr(int64_t v);  // NOLINT: int64 immediate
-  Expr(double v);   // NOLINT: float32 immediate
+  Expr(int v);                       // NOLINT: int32 immediate
+  Expr(int64_t v);                   // NOLINT: int64 immediate
+  Expr(double v);                    // NOLINT: float32 immediate
 
   bool defined() const { return node_ != nullptr; }
   const ExprNode* get() const { return node_.get(); }
@@ -215,25 +241,32 @@ struct BinaryNode : ExprNode {
   BinOp op;
   Expr a, b;
   BinaryNode(BinOp o, DType t, Expr x, Expr y)
-      : ExprNode(ExprKind::Binary, t, detail::nest_of({&x, &y})), op(o), a(std::move(x)), b(std::move(y)) {}
+      : ExprNode(ExprKind::Binary, t, detail::nest_of({&x, &y})),
+        op(o),
+        a(std::move(x)),
+        b(std::move(y)) {}
   /// Raw constructor: no folding, result dtype from the promotion rules above.
   static Expr make(BinOp op, Expr a, Expr b);
 };
 struct NotNode : ExprNode {
   Expr a;
-  explicit NotNode(Expr x) : ExprNode(ExprKind::Not, DType::Bool, detail::nest_of({&x})), a(std::move(x)) {}
+  explicit NotNode(Expr x)
+      : ExprNode(ExprKind::Not, DType::Bool, detail::nest_of({&x})), a(std::move(x)) {}
   static Expr make(Expr a);
 };
 struct SelectNode : ExprNode {
   Expr cond, t, f;
   SelectNode(DType dt, Expr c, Expr x, Expr y)
-      : ExprNode(ExprKind::Select, dt, detail::nest_of({&c, &x, &y})), cond(std::move(c)), t(std::move(x)),
+      : ExprNode(ExprKind::Select, dt, detail::nest_of({&c, &x, &y})),
+        cond(std::move(c)),
+        t(std::move(x)),
         f(std::move(y)) {}
   static Expr make(Expr cond, Expr t, Expr f);
 };
 struct CastNode : ExprNode {
   Expr value;
-  CastNode(DType t, Expr v) : ExprNode(ExprKind::Cast, t, detail::nest_of({&v})), value(std::move(v)) {}
+  CastNode(DType t, Expr v)
+      : ExprNode(ExprKind::Cast, t, detail::nest_of({&v})), value(std::move(v)) {}
   static Expr make(DType t, Expr v);
 };
 
@@ -293,7 +326,8 @@ struct BufferNode {
 /// on the left of `=`, a store (T::store) recorded at the line that named the element.
 class ElemRef {
  public:
-  ElemRef(Buffer b, std::vector<Expr> indices, const Loc& at) : buffer_(std::move(b)), indices_(std::move(indices)), at_(at) {}
+  ElemRef(Buffer b, std::vector<Expr> indices, const Loc& at)
+      : buffer_(std::move(b)), indices_(std::move(indices)), at_(at) {}
   operator Expr() const { return buffer_.load(indices_); }  // NOLINT: reads as the element's value
   Expr expr() const { return *this; }
   DType dtype() const;
@@ -313,7 +347,8 @@ struct LoadNode : ExprNode {
   std::vector<Expr> indices;
   LoadNode(DType t, Buffer b, std::vector<Expr> idx)
       : ExprNode(ExprKind::Load, t, detail::nest_of(idx, b.defined() ? b->nest : Nesting{0, 0})),
-        buffer(std::move(b)), indices(std::move(idx)) {}
+        buffer(std::move(b)),
+        indices(std::move(idx)) {}
   static Expr make(Buffer b, std::vector<Expr> indices);
 };
 /// A pure scalar intrinsic: exp, log, sqrt, rsqrt, abs, sigmoid, pow, ... (see ir.cpp).
@@ -357,8 +392,8 @@ struct TileArg {
   TileArg(Expr e) : scalar(std::move(e)) {}          // NOLINT
   TileArg(const ElemRef& e) : scalar(e) {}           // NOLINT: a scalar operand read from a buffer
   TileArg(const Buffer& b) : region(BufferRegion::full(b)) {}  // NOLINT
-  TileArg(int v) : scalar(v) {}                                  // NOLINT
-  TileArg(double v) : scalar(v) {}                               // NOLINT
+  TileArg(int v) : scalar(v) {}                                // NOLINT
+  TileArg(double v) : scalar(v) {}                             // NOLINT
   bool is_region() const { return region.defined(); }
   bool is_scalar() const { return scalar.defined(); }
 };
@@ -422,9 +457,13 @@ struct ForNode : StmtNode {
   int num_stages;  // Pipelined only; 0 otherwise
   Stmt body;
   ForNode(Var v, Expr mn, Expr ext, ForKind k, int ns, Stmt b, SourceLoc l)
-      : StmtNode(StmtKind::For, l, detail::stmt_depth({&b}, l)), var(std::move(v)), min(std::move(mn)),
+      : StmtNode(StmtKind::For, l, detail::stmt_depth({&b}, l)),
+        var(std::move(v)),
+        min(std::move(mn)),
         extent(std::move(ext)),
-        for_kind(k), num_stages(ns), body(std::move(b)) {}
+        for_kind(k),
+        num_stages(ns),
+        body(std::move(b)) {}
   static Stmt make(Var v, Expr min, Expr extent, ForKind k, int num_stages, Stmt body,
                    SourceLoc loc = {});
 };
@@ -432,7 +471,9 @@ struct IfNode : StmtNode {
   Expr cond;
   Stmt then_case, else_case;  // else_case may be undefined
   IfNode(Expr c, Stmt t, Stmt e, SourceLoc l)
-      : StmtNode(StmtKind::If, l, detail::stmt_depth({&t, &e}, l)), cond(std::move(c)), then_case(std::move(t)),
+      : StmtNode(StmtKind::If, l, detail::stmt_depth({&t, &e}, l)),
+        cond(std::move(c)),
+        then_case(std::move(t)),
         else_case(std::move(e)) {}
   static Stmt make(Expr cond, Stmt then_case, Stmt else_case = {}, SourceLoc loc = {});
 };
@@ -465,7 +506,9 @@ struct StoreNode : StmtNode {
   std::vector<Expr> indices;
   Expr value;
   StoreNode(Buffer b, std::vector<Expr> i, Expr v, SourceLoc l)
-      : StmtNode(StmtKind::Store, l), buffer(std::move(b)), indices(std::move(i)),
+      : StmtNode(StmtKind::Store, l),
+        buffer(std::move(b)),
+        indices(std::move(i)),
         value(std::move(v)) {}
   static Stmt make(Buffer b, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
 };
@@ -493,8 +536,13 @@ struct SyncNode : StmtNode {
   int mode = 0;        // set_cross_flag mode (0, 1, 2)
   SyncOrigin origin = SyncOrigin::User;  // printed as a trailing `auto=True` when Auto
   SyncNode(SyncKind k, Pipe s, Pipe d, Expr id, int m, SourceLoc l, SyncOrigin o = SyncOrigin::User)
-      : StmtNode(StmtKind::Sync, l), sync_kind(k), src(s), dst(d), event_id(std::move(id)),
-        mode(m), origin(o) {}
+      : StmtNode(StmtKind::Sync, l),
+        sync_kind(k),
+        src(s),
+        dst(d),
+        event_id(std::move(id)),
+        mode(m),
+        origin(o) {}
   static Stmt make(SyncKind k, Pipe src, Pipe dst, Expr event_id, int mode, SourceLoc loc = {},
                    SyncOrigin origin = SyncOrigin::User);
 };
@@ -520,10 +568,15 @@ struct KernelNode : StmtNode {
   Stmt body;
   int threads = 0;  // developer kernels: 1 or 2; expert kernels: 0
   KernelNode(Expr n, Var c, Var v, Stmt b, SourceLoc l, int t = 0)
-      : StmtNode(StmtKind::Kernel, l, detail::stmt_depth({&b}, l)), num_blocks(std::move(n)), cid(std::move(c)),
-        vid(std::move(v)), body(std::move(b)), threads(t) {}
+      : StmtNode(StmtKind::Kernel, l, detail::stmt_depth({&b}, l)),
+        num_blocks(std::move(n)),
+        cid(std::move(c)),
+        vid(std::move(v)),
+        body(std::move(b)),
+        threads(t) {}
   /// An expert kernel (vid defined, threads 0) or a developer one (vid undefined, threads > 0).
-  static Stmt make(Expr num_blocks, Var cid, Var vid, Stmt body, SourceLoc loc = {}, int threads = 0);
+  static Stmt make(Expr num_blocks, Var cid, Var vid, Stmt body, SourceLoc loc = {},
+                   int threads = 0);
   bool developer() const { return !vid.defined(); }
 };
 

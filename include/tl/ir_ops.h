@@ -62,6 +62,8 @@ int intrinsic_arity(std::string_view name);  // -1 if unknown
 
 /// Compile-time ceildiv for C++ ints (tiling arithmetic in kernel generators). Not
 /// (a + b - 1) / b, which overflows for a near INT_MAX (a generator's M = 2^31 - 1).
-constexpr int ceildiv(int a, int b) { return a / b + (a % b != 0 && (a < 0) == (b < 0)); }
+constexpr int ceildiv(int a, int b) {
+  return a / b + (a % b != 0 && (a < 0) == (b < 0));
+}
 
 }  // namespace tl

@@ -38,8 +38,8 @@
 //    $XDG_CACHE_HOME/tl-ascend, else $HOME/.cache/tl-ascend (no disk level without any).
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -90,7 +90,8 @@ std::string cache_file(const Backend& backend, const PrimFunc& f, const Target& 
 /// output, or `f` itself, verified or not. User errors are tl::Error.
 PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& opt = {});
 /// Prepares and builds without consulting or filling the cache (what a miss runs).
-std::shared_ptr<const Artifact> compile_uncached(const Backend& backend, const PrimFunc& f, const Target& target,
+std::shared_ptr<const Artifact> compile_uncached(const Backend& backend, const PrimFunc& f,
+                                                 const Target& target,
                                                  const CompileOptions& opt = {});
 
 }  // namespace tl::jit

@@ -118,9 +118,11 @@ const KernelEntry& find_kernel(const std::string& name);
 /// `entry`'s defaults overridden by `overrides`, every value checked against its parameter's
 /// rule: a user error naming the parameter, what it must be and what came, or naming an
 /// unknown parameter.
-KernelArgs resolve_kernel_args(const KernelEntry& entry, const std::map<std::string, std::string>& overrides = {});
+KernelArgs resolve_kernel_args(const KernelEntry& entry,
+                               const std::map<std::string, std::string>& overrides = {});
 /// Builds `entry` with resolve_kernel_args(entry, overrides).
-PrimFunc build_kernel(const KernelEntry& entry, const std::map<std::string, std::string>& overrides = {});
+PrimFunc build_kernel(const KernelEntry& entry,
+                      const std::map<std::string, std::string>& overrides = {});
 /// For generators: the product of `factors` (derived counts such as tiles or blocks) as an
 /// int; a user error naming `what` when it does not fit.
 int checked_product(std::string_view what, std::initializer_list<int64_t> factors);
@@ -130,6 +132,6 @@ int checked_product(std::string_view what, std::initializer_list<int64_t> factor
 #define TL_CONCAT_(a, b) a##b
 #define TL_CONCAT(a, b) TL_CONCAT_(a, b)
 /// TL_REGISTER_KERNEL({"gemm", "summary", {{"M", "1024", "rows"}}, build_fn});
-#define TL_REGISTER_KERNEL(...)                                    \
+#define TL_REGISTER_KERNEL(...)                                  \
   static const bool TL_CONCAT(tl_kernel_registered_, __LINE__) = \
       ::tl::register_kernel(__VA_ARGS__, ::tl::SourceLoc{__FILE__, __LINE__})

@@ -76,15 +76,15 @@ class HelperCall {
 // ---- Functions, parameters, symbols ------------------------------------------------------
 
 /// A GM tensor parameter. `strides` empty means dense row-major.
-Buffer Tensor(std::string name, std::vector<Expr> shape, DType dtype, std::vector<Expr> strides = {},
-              TL_LOC);
+Buffer Tensor(std::string name, std::vector<Expr> shape, DType dtype,
+              std::vector<Expr> strides = {}, TL_LOC);
 /// A scalar kernel parameter.
 Var Scalar(std::string name, DType dtype);
 /// A dynamic size: bound at launch from the tensor shapes it appears in.
 Var dynamic(std::string name, DType dtype = DType::Int32);
 /// Builds a function: runs `body`, which must contain the T::Kernel launch.
-PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::function<void()>& body,
-                   TL_LOC);
+PrimFunc prim_func(std::string name, std::vector<ParamRef> params,
+                   const std::function<void()>& body, TL_LOC);
 
 // ---- Launch and scopes ---------------------------------------------------------------------
 
@@ -96,17 +96,23 @@ void Kernel(Expr num_blocks, const std::function<void(Expr cid, Expr vid)>& body
 struct KernelOptions {
   int threads = 1;  // vector cores per cube core doing the vector work: 1 or 2
 };
-void Kernel(Expr num_blocks, const std::function<void(Expr cid)>& body, KernelOptions opt = {}, TL_LOC);
+void Kernel(Expr num_blocks, const std::function<void(Expr cid)>& body, KernelOptions opt = {},
+            TL_LOC);
 /// Code for the AIC (Core::Cube) or for each AIV (Core::Vector) only.
 void Scope(Core core, const std::function<void()>& body, TL_LOC);
 
 // ---- Memory --------------------------------------------------------------------------------
 
-Buffer alloc_L1(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
-Buffer alloc_L0A(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
-Buffer alloc_L0B(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
-Buffer alloc_L0C(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
-Buffer alloc_ub(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1, TL_LOC);
+Buffer alloc_L1(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1,
+                TL_LOC);
+Buffer alloc_L0A(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1,
+                 TL_LOC);
+Buffer alloc_L0B(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1,
+                 TL_LOC);
+Buffer alloc_L0C(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1,
+                 TL_LOC);
+Buffer alloc_ub(std::string name, std::vector<Expr> shape, DType dtype, int64_t address = -1,
+                TL_LOC);
 /// Developer mode: the compiler places these (L1 or UB; L0A/L0B/L0C or UB).
 Buffer alloc_shared(std::string name, std::vector<Expr> shape, DType dtype, TL_LOC);
 Buffer alloc_fragment(std::string name, std::vector<Expr> shape, DType dtype, TL_LOC);
@@ -149,7 +155,8 @@ void serial(std::string name, Expr extent, const std::function<void(Expr)>& body
 void serial(std::string name, Expr min, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void unroll(std::string name, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void Parallel(std::string name, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
-void Pipelined(std::string name, Expr extent, int num_stages, const std::function<void(Expr)>& body, TL_LOC);
+void Pipelined(std::string name, Expr extent, int num_stages, const std::function<void(Expr)>& body,
+               TL_LOC);
 void If(Expr cond, const std::function<void()>& then_body,
         const std::function<void()>& else_body = nullptr, TL_LOC);
 
@@ -227,7 +234,8 @@ namespace tile {
 //   void row_expand_sub(TileArg dst, TileArg src0, TileArg src1);  // src1: one value per row
 #define TL_VECTOR_BINARY(NAME, ...) void NAME(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 #define TL_VECTOR_UNARY(NAME, ...) void NAME(TileArg dst, TileArg src, TL_LOC);
-#define TL_VECTOR_ROW_EXPAND(NAME, ...) void row_expand_##NAME(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+#define TL_VECTOR_ROW_EXPAND(NAME, ...) \
+  void row_expand_##NAME(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 #include "tl/vector_ops.def"
 void bitwise_and(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 void bitwise_or(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
@@ -238,7 +246,8 @@ void relu(TileArg dst, TileArg src, TL_LOC);
 void axpy(TileArg dst, TileArg src, Expr alpha, TL_LOC);
 void leaky_relu(TileArg dst, TileArg src, Expr alpha, TL_LOC);
 void clamp(TileArg dst, TileArg src, Expr lo, Expr hi, TL_LOC);
-/// mode: "CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD".
+/// mode: "CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC",
+/// "CAST_ODD".
 void cast(TileArg dst, TileArg src, std::string mode = "CAST_NONE", TL_LOC);
 /// dst: uint8 bitmask, one bit per element. mode: "LT", "GT", "EQ", "LE", "GE", "NE".
 void compare(TileArg dst, TileArg src0, TileArg src1, std::string mode, TL_LOC);

@@ -12,7 +12,8 @@ using Loc = std::source_location;
 /// What std::source_location gives, for compilers whose standard library lacks it (clang 14
 /// with libstdc++, which the fuzz preset uses): the same builtins it is made of.
 struct Loc {
-  static constexpr Loc current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) noexcept {
+  static constexpr Loc current(const char* file = __builtin_FILE(),
+                               unsigned line = __builtin_LINE()) noexcept {
     return Loc{file, line};
   }
   constexpr const char* file_name() const noexcept { return file_; }

@@ -15,9 +15,9 @@ namespace tl {
 /// (before allocating anything that grows with the input, so a huge input is never a
 /// std::bad_alloc). Printed IR stays far below them: a kernel is a few thousand lines, and an
 /// expression tree at most kMaxExprNodes nodes (tl/ir.h).
-inline constexpr size_t kMaxIrTextBytes = size_t{16} << 20;  // the whole input: 16 MiB
-inline constexpr size_t kMaxIrLineBytes = size_t{1} << 20;   // one line: 1 MiB
-inline constexpr size_t kMaxIrTokens = size_t{1} << 20;      // tokens in the input
+inline constexpr size_t kMaxIrTextBytes = size_t{16} << 20;   // the whole input: 16 MiB
+inline constexpr size_t kMaxIrLineBytes = size_t{1} << 20;    // one line: 1 MiB
+inline constexpr size_t kMaxIrTokens = size_t{1} << 20;       // tokens in the input
 inline constexpr size_t kMaxIrTokenBytes = size_t{64} << 10;  // one number or string literal
 inline constexpr size_t kMaxIrNameBytes = 255;                // one name
 

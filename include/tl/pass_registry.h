@@ -28,9 +28,10 @@ namespace tl {
 /// Expert kernels are unaffected. Part of the JIT cache key. The default of a switch is the
 /// initializer of its field here (the registry reads it from `DeveloperOptions{}`).
 struct DeveloperOptions {
-  bool infer_scopes = true;       // place shared/fragment tiles in L1/L0A/L0B/L0C/UB
-  bool lower_cube_ops = true;     // gemm -> L1 -> L0A/L0B loads + mma; needs infer_scopes
-  bool mask_tails = true;         // the stale part of clipped tiles kept out of results; needs infer_scopes
+  bool infer_scopes = true;    // place shared/fragment tiles in L1/L0A/L0B/L0C/UB
+  bool lower_cube_ops = true;  // gemm -> L1 -> L0A/L0B loads + mma; needs infer_scopes
+  bool mask_tails =
+      true;  // the stale part of clipped tiles kept out of results; needs infer_scopes
   bool legalize_copies = true;    // tails, padded rows, partial L1 panels; needs infer_scopes
   bool split_cube_vector = true;  // Cube and Vector scopes; needs infer_scopes, lower_cube_ops
   bool vectorize = true;          // Parallel element loops -> vector ops; needs split_cube_vector
@@ -128,7 +129,7 @@ const PassDef* find_pass(std::string_view name);
 /// opt --passes=a,b`), with `opt`'s switches and debug knobs; plan_memory leaves the ordering of
 /// shared bytes to insert_syncs when insert_syncs is among the passes after it. An unknown name
 /// is a tl::Error listing the passes.
-PrimFunc run_named_passes(const PrimFunc& f, const Target& target, const std::vector<std::string>& names,
-                          const PassOptions& opt);
+PrimFunc run_named_passes(const PrimFunc& f, const Target& target,
+                          const std::vector<std::string>& names, const PassOptions& opt);
 
 }  // namespace tl

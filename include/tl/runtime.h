@@ -103,8 +103,9 @@ class Tensor {
   /// element i of dimension d is `strides[d]` elements from its neighbour. Strides must be
   /// non-negative (a tl::Error naming `what` otherwise, and for a null pointer with elements).
   /// The caller keeps `data` alive and unmoved as long as any tensor views it.
-  static Tensor wrap(Device& dev, void* data, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                     DType dtype, std::string_view what = "Tensor::wrap");
+  static Tensor wrap(Device& dev, void* data, std::vector<int64_t> shape,
+                     std::vector<int64_t> strides, DType dtype,
+                     std::string_view what = "Tensor::wrap");
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
@@ -146,11 +147,14 @@ class Tensor {
 };
 
 // Creation helpers. Random fills are deterministic functions of the seed and the element index.
-Tensor randn(Device& dev, std::vector<int64_t> shape, DType dtype, uint64_t seed, double stddev = 1.0);
-Tensor uniform(Device& dev, std::vector<int64_t> shape, DType dtype, uint64_t seed, double lo = -1.0,
-               double hi = 1.0);
-Tensor arange(Device& dev, std::vector<int64_t> shape, DType dtype, double start = 0, double step = 1);
+Tensor randn(Device& dev, std::vector<int64_t> shape, DType dtype, uint64_t seed,
+             double stddev = 1.0);
+Tensor uniform(Device& dev, std::vector<int64_t> shape, DType dtype, uint64_t seed,
+               double lo = -1.0, double hi = 1.0);
+Tensor arange(Device& dev, std::vector<int64_t> shape, DType dtype, double start = 0,
+              double step = 1);
 Tensor full(Device& dev, std::vector<int64_t> shape, DType dtype, double value);
-Tensor from_vector(Device& dev, std::vector<int64_t> shape, DType dtype, const std::vector<double>& v);
+Tensor from_vector(Device& dev, std::vector<int64_t> shape, DType dtype,
+                   const std::vector<double>& v);
 
 }  // namespace tl

@@ -55,6 +55,7 @@ using MayShare = std::function<bool(size_t i, size_t j)>;
 /// alignment, and the footprint stays small: the better of first fit largest-first and first
 /// fit in the given order, so never above a bump allocator in the given order. Deterministic.
 /// Pure: no capacity check (offsets and ends saturate at INT64_MAX, beyond every capacity).
-std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks, const MayShare& may_share = {});
+std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks,
+                                    const MayShare& may_share = {});
 
 }  // namespace tl

@@ -71,7 +71,9 @@ enum class CostClass : uint8_t {
 inline constexpr int kNumCostClasses = 9;
 std::string_view cost_class_name(CostClass c);  // "copy", "cube_load", "mmad", "vec_simple", ...
 /// True for the vector classes, which have a row in CostTable::vector.
-inline bool is_vector_cost(CostClass c) { return c >= CostClass::VecSimple && c <= CostClass::VecSort; }
+inline bool is_vector_cost(CostClass c) {
+  return c >= CostClass::VecSimple && c <= CostClass::VecSort;
+}
 
 /// Costs for the timing model (docs/hardware.md section 4). Cycles unless stated.
 struct CostTable {
@@ -92,7 +94,8 @@ struct CostTable {
   const VectorCost& vector_cost(CostClass c) const;
   double hbm_bytes_per_s = 1.8e12;
   double l2_bytes_per_s = 5.0e12;
-  // Timing-model additions (src/npu/timing_costs.cpp, timing_model.cpp; values and sources in src/target/targets.cpp).
+  // Timing-model additions (src/npu/timing_costs.cpp, timing_model.cpp; values and sources in
+  // src/target/targets.cpp).
   /// Measured single-core plateau of a copy path in bytes/s, keyed like copy_bytes_per_cycle;
   /// a core's rate on a path is min(theoretical, measured plateau).
   std::map<std::string, double> copy_measured_bytes_per_s;
@@ -109,9 +112,9 @@ struct CostTable {
   int pipe_queue_depth = 32;              // instructions a pipe holds issued and not ended
   /// GM writes (UB->GM, L0C->GM) wait this fraction of the GM read latency.
   double gm_write_latency_fraction = 1;
-  double launch_overhead_us = 0;          // Task Duration minus the kernel's own time
-  int64_t gm_burst_align_bytes = 512;     // GM rows starting off this move at reduced efficiency
-  double gm_unaligned_efficiency = 1;     // ... this fraction of the aligned bandwidth
+  double launch_overhead_us = 0;       // Task Duration minus the kernel's own time
+  int64_t gm_burst_align_bytes = 512;  // GM rows starting off this move at reduced efficiency
+  double gm_unaligned_efficiency = 1;  // ... this fraction of the aligned bandwidth
   int64_t ub_bank_bytes = 32, ub_bank_groups = 16;  // UB bank rows and groups (block-interleaved)
   double bank_conflict_factor = 1;        // a conflicting vector instruction's repeats take this x
   double cross_flag_latency_cycles = 50;  // set_cross_flag -> the waiting core sees it
@@ -132,25 +135,25 @@ struct Target {
   std::vector<MmaDTypes> mma_dtypes;
   std::vector<FixpipeRule> fixpipe;
   std::vector<CastRule> casts;
-  bool l1_transpose_16bit_only = true;  // LoadData transpose only for 16-bit types
-  int num_event_ids = 8;                // set_flag/wait_flag ids are 0 .. num_event_ids-1
-  std::vector<int> reserved_event_ids;  // ids the vendor runtime keeps for itself
-  int num_cross_flags = 16;             // cross-core flag ids 0 .. num_cross_flags-1
+  bool l1_transpose_16bit_only = true;    // LoadData transpose only for 16-bit types
+  int num_event_ids = 8;                  // set_flag/wait_flag ids are 0 .. num_event_ids-1
+  std::vector<int> reserved_event_ids;    // ids the vendor runtime keeps for itself
+  int num_cross_flags = 16;               // cross-core flag ids 0 .. num_cross_flags-1
   std::vector<int> sync_all_cross_flags;  // ids used by sync_all
   int max_pending_cross_sets = 15;
-  int num_cross_flag_modes = 3;             // set_cross_flag mode is 0 .. num_cross_flag_modes-1
-  std::vector<Pipe> cross_flag_pipes;       // pipes set_cross_flag may be issued on
-  std::vector<HardEvent> hard_events;       // legal set_flag/wait_flag (src, dst) pairs
-  std::vector<Pipe> cube_pipes;             // pipes of the AIC (flags, barriers in Cube scopes)
-  std::vector<Pipe> vector_pipes;           // pipes of an AIV (flags, barriers in Vector scopes)
-  std::vector<DType> atomic_dtypes;         // dtypes of atomic_add into GM
-  std::vector<MemScope> scalar_scopes;      // memories the scalar unit may load/store
-  std::vector<MemScope> cube_memories;      // on-chip memories of the AIC (L1, L0A, L0B, L0C)
-  std::vector<MemScope> vector_memories;    // on-chip memories of an AIV (UB)
-  std::vector<MemScope> dump_scopes;        // memories dump_tensor can print
+  int num_cross_flag_modes = 3;           // set_cross_flag mode is 0 .. num_cross_flag_modes-1
+  std::vector<Pipe> cross_flag_pipes;     // pipes set_cross_flag may be issued on
+  std::vector<HardEvent> hard_events;     // legal set_flag/wait_flag (src, dst) pairs
+  std::vector<Pipe> cube_pipes;           // pipes of the AIC (flags, barriers in Cube scopes)
+  std::vector<Pipe> vector_pipes;         // pipes of an AIV (flags, barriers in Vector scopes)
+  std::vector<DType> atomic_dtypes;       // dtypes of atomic_add into GM
+  std::vector<MemScope> scalar_scopes;    // memories the scalar unit may load/store
+  std::vector<MemScope> cube_memories;    // on-chip memories of the AIC (L1, L0A, L0B, L0C)
+  std::vector<MemScope> vector_memories;  // on-chip memories of an AIV (UB)
+  std::vector<MemScope> dump_scopes;      // memories dump_tensor can print
   /// Compare modes allowed per source dtype ("LT", "EQ", ...); a dtype absent here allows all.
   std::map<DType, std::vector<std::string>> compare_modes;
-  int64_t compare_align_bytes = 256;        // compare: count * sizeof must be a multiple of this
+  int64_t compare_align_bytes = 256;  // compare: count * sizeof must be a multiple of this
   /// The vector unit treats subnormal inputs and results of the ops marked
   /// OpDef::flushes_subnormals (Exp, Ln, Sqrt, Rsqrt, Reciprocal, Div) as zeros of their sign
   /// (FTZ). 3510 (950) does by default, 2201 (A2/A3) keeps subnormals: asc-devkit's

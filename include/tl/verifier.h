@@ -116,6 +116,7 @@ class VerifyContext {
 std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t = default_target(),
                                const VerifyOptions& opt = {});
 /// Throws tl::Error listing every violation, if there are any.
-void verify_or_throw(const PrimFunc& f, const Target& t = default_target(), const VerifyOptions& opt = {});
+void verify_or_throw(const PrimFunc& f, const Target& t = default_target(),
+                     const VerifyOptions& opt = {});
 
 }  // namespace tl

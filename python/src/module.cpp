@@ -74,20 +74,25 @@ DType to_dtype(nb::handle h) {
   std::string s = nb::cast<std::string>(nb::str(h));
   if (s == "float") s = "float32";  // TileLang's accum_dtype="float"
   auto t = parse_dtype(s);
-  if (!t) throw Error(fmt::format("unknown dtype '{}': expected one of float16, bfloat16, float32, int8, int16, "
-                                  "int32, int64, uint8, uint16, uint32, uint64, bool, float8_e4m3, float8_e5m2",
-                                  s));
+  if (!t)
+    throw Error(
+        fmt::format("unknown dtype '{}': expected one of float16, bfloat16, float32, int8, int16, "
+                    "int32, int64, uint8, uint16, uint32, uint64, bool, float8_e4m3, float8_e5m2",
+                    s));
   return *t;
 }
 
 Pipe to_pipe(nb::handle h) {
   std::string s = nb::cast<std::string>(nb::str(h));
   if (auto p = parse_pipe(s)) return *p;
-  throw Error(fmt::format("unknown pipe '{}': expected one of S, V, M, MTE1, MTE2, MTE3, FIX, ALL", s));
+  throw Error(
+      fmt::format("unknown pipe '{}': expected one of S, V, M, MTE1, MTE2, MTE3, FIX, ALL", s));
 }
 
 /// The Python type name of `h`, for messages.
-std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
+std::string py_type_name(nb::handle h) {
+  return nb::cast<std::string>(nb::str(h.type().attr("__name__")));
+}
 
 /// A Python value as an expression: Expr itself, anything with `_tl_expr()` (the parser's
 /// buffer elements), bool, int (an int32 immediate when it fits, as a C++ `int` literal is;
@@ -99,15 +104,16 @@ Expr to_expr(nb::handle h) {
   if (nb::isinstance<nb::int_>(h)) {
     int64_t v;
     if (!nb::try_cast<int64_t>(h, v))
-      throw Error(fmt::format("the integer {} does not fit int64", nb::cast<std::string>(nb::str(h))));
+      throw Error(
+          fmt::format("the integer {} does not fit int64", nb::cast<std::string>(nb::str(h))));
     if (v >= INT32_MIN && v <= INT32_MAX) return Expr(static_cast<int>(v));
     return Expr(v);
   }
   if (nb::isinstance<nb::float_>(h)) return Expr(nb::cast<double>(h));
-  throw nb::type_error(fmt::format("expected an expression (an int, float, bool or a kernel symbol), got {} '{}'",
-                                   py_type_name(h),
-                                   nb::cast<std::string>(nb::repr(h)).substr(0, 80))
-                           .c_str());
+  throw nb::type_error(
+      fmt::format("expected an expression (an int, float, bool or a kernel symbol), got {} '{}'",
+                  py_type_name(h), nb::cast<std::string>(nb::repr(h)).substr(0, 80))
+          .c_str());
 }
 
 std::vector<Expr> to_exprs(nb::handle seq) {
@@ -128,17 +134,22 @@ AttrValue to_attr(nb::handle h) {
   if (nb::isinstance<nb::int_>(h)) return nb::cast<int64_t>(h);
   if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
-  throw nb::type_error(fmt::format("an op attribute must be a bool, int, float or str, got {}",
-                                  py_type_name(h))
-                           .c_str());
+  throw nb::type_error(
+      fmt::format("an op attribute must be a bool, int, float or str, got {}", py_type_name(h))
+          .c_str());
 }
 
 // ---- Binary operators on expressions --------------------------------------------------------
 
 template <typename F>
 void def_binary(nb::class_<Expr>& c, const char* name, const char* rname, F f) {
-  c.def(name, [f](nb::handle a, nb::handle b) { return f(to_expr(a), to_expr(b)); }, nb::is_operator());
-  if (rname) c.def(rname, [f](nb::handle a, nb::handle b) { return f(to_expr(b), to_expr(a)); }, nb::is_operator());
+  c.def(
+      name, [f](nb::handle a, nb::handle b) { return f(to_expr(a), to_expr(b)); },
+      nb::is_operator());
+  if (rname)
+    c.def(
+        rname, [f](nb::handle a, nb::handle b) { return f(to_expr(b), to_expr(a)); },
+        nb::is_operator());
 }
 
 // ---- Launch arguments -------------------------------------------------------------------------
@@ -147,14 +158,39 @@ DType dlpack_dtype(const nb::dlpack::dtype& d, std::string_view what) {
   using C = nb::dlpack::dtype_code;
   auto code = static_cast<C>(d.code);
   if (d.lanes == 1) {
-    if (code == C::Int) switch (d.bits) { case 8: return DType::Int8; case 16: return DType::Int16; case 32: return DType::Int32; case 64: return DType::Int64; }
-    if (code == C::UInt) switch (d.bits) { case 8: return DType::UInt8; case 16: return DType::UInt16; case 32: return DType::UInt32; case 64: return DType::UInt64; }
-    if (code == C::Float) switch (d.bits) { case 16: return DType::Float16; case 32: return DType::Float32; case 64: return DType::Float64; }
+    if (code == C::Int) switch (d.bits) {
+        case 8:
+          return DType::Int8;
+        case 16:
+          return DType::Int16;
+        case 32:
+          return DType::Int32;
+        case 64:
+          return DType::Int64;
+      }
+    if (code == C::UInt) switch (d.bits) {
+        case 8:
+          return DType::UInt8;
+        case 16:
+          return DType::UInt16;
+        case 32:
+          return DType::UInt32;
+        case 64:
+          return DType::UInt64;
+      }
+    if (code == C::Float) switch (d.bits) {
+        case 16:
+          return DType::Float16;
+        case 32:
+          return DType::Float32;
+        case 64:
+          return DType::Float64;
+      }
     if (code == C::Bfloat && d.bits == 16) return DType::BFloat16;
     if (code == C::Bool && d.bits == 8) return DType::Bool;
   }
-  throw Error(fmt::format("{}: DLPack dtype (code {}, {} bits, {} lanes) has no tl-ascend dtype", what, d.code,
-                          d.bits, d.lanes));
+  throw Error(fmt::format("{}: DLPack dtype (code {}, {} bits, {} lanes) has no tl-ascend dtype",
+                          what, d.code, d.bits, d.lanes));
 }
 
 /// One tensor argument: (array supporting DLPack, dtype to read its bytes as or None, name).
@@ -176,9 +212,9 @@ Arg to_arg(Device& dev, nb::handle h) {
   if (nb::isinstance<nb::bool_>(h)) return Arg(int64_t{nb::cast<bool>(h)});
   if (nb::isinstance<nb::int_>(h)) return Arg(nb::cast<int64_t>(h));
   if (nb::isinstance<nb::float_>(h)) return Arg(nb::cast<double>(h));
-  throw nb::type_error(fmt::format("a kernel argument must be a tensor, an int or a float, got {}",
-                                  py_type_name(h))
-                           .c_str());
+  throw nb::type_error(
+      fmt::format("a kernel argument must be a tensor, an int or a float, got {}", py_type_name(h))
+          .c_str());
 }
 
 nb::dict profile_dict(const npu::Profile& p) {
@@ -196,7 +232,8 @@ nb::dict profile_dict(const npu::Profile& p) {
   d["gm_bytes"] = p.gm_bytes;
   d["gm_hbm_bytes"] = p.gm_hbm_bytes;
   nb::dict busy;
-  for (auto [kind, name] : {std::pair{CoreKind::Cube, "cube"}, std::pair{CoreKind::Vector, "vector"}}) {
+  for (auto [kind, name] :
+       {std::pair{CoreKind::Cube, "cube"}, std::pair{CoreKind::Vector, "vector"}}) {
     nb::dict per_pipe;
     for (Pipe pipe : {Pipe::S, Pipe::V, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX})
       per_pipe[std::string(pipe_name(pipe)).c_str()] = p.busy_ratio(pipe, kind);
@@ -212,7 +249,8 @@ nb::dict profile_dict(const npu::Profile& p) {
     cd["end"] = c.end;
     cd["instructions"] = c.instructions;
     nb::dict cb;
-    for (int i = 0; i < kNumPipes; ++i) cb[std::string(pipe_name(static_cast<Pipe>(i))).c_str()] = c.busy[i];
+    for (int i = 0; i < kNumPipes; ++i)
+      cb[std::string(pipe_name(static_cast<Pipe>(i))).c_str()] = c.busy[i];
     cd["busy_cycles"] = cb;
     cores.append(cd);
   }
@@ -271,7 +309,8 @@ unsigned long g_main_thread = 0;
 /// once the worker stopped, within about 0.1 s. Before, the launch ran on this thread with the
 /// GIL released and Python only saw the signal when it returned: a runaway loop could not be
 /// stopped. Off the main thread PyErr_CheckSignals does nothing: the launch runs there directly.
-void launch_interruptibly(const CompiledKernel& k, Device& dev, const std::vector<Arg>& args, LaunchOptions o) {
+void launch_interruptibly(const CompiledKernel& k, Device& dev, const std::vector<Arg>& args,
+                          LaunchOptions o) {
   if (PyThread_get_thread_ident() != g_main_thread) {
     // No signal handler can run on this thread: the worker would cost a thread for nothing.
     nb::gil_scoped_release release;
@@ -328,7 +367,8 @@ NB_MODULE(_core, m) {
   // project(VERSION) in CMakeLists.txt, the one version number; tl_ascend.__version__ is this.
   // (Named `version`, not `__version__`, which nanobind's stubgen leaves out of _core.pyi.)
   m.attr("version") = TL_VERSION;
-  g_main_thread = nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  g_main_thread = nb::cast<unsigned long>(
+      nb::module_::import_("threading").attr("main_thread")().attr("ident"));
 
   nb::exception<Error>(m, "Error", PyExc_RuntimeError);
   nb::exception<InternalError>(m, "InternalError", PyExc_RuntimeError);
@@ -339,16 +379,22 @@ NB_MODULE(_core, m) {
       .def("__repr__", [](const Expr& e) { return print(e); })
       .def("__str__", [](const Expr& e) { return print(e); })
       .def("is_const", [](const Expr& e) { return e.as<IntImmNode>() || e.as<FloatImmNode>(); })
-      .def("const_value", [](const Expr& e) -> nb::object {
-        if (auto* i = e.as<IntImmNode>()) return nb::int_(i->value);
-        if (auto* f = e.as<FloatImmNode>()) return nb::float_(f->value);
-        return nb::none();
-      })
-      .def("__bool__", [](const Expr& e) -> bool {
-        throw nb::type_error(fmt::format("the kernel expression '{}' has no Python truth value: it is known only "
-                                         "when the kernel runs (use it in an `if` of the kernel body, T.if_then_else "
-                                         "or T.select)", print(e)).c_str());
-      })
+      .def("const_value",
+           [](const Expr& e) -> nb::object {
+             if (auto* i = e.as<IntImmNode>()) return nb::int_(i->value);
+             if (auto* f = e.as<FloatImmNode>()) return nb::float_(f->value);
+             return nb::none();
+           })
+      .def("__bool__",
+           [](const Expr& e) -> bool {
+             throw nb::type_error(
+                 fmt::format(
+                     "the kernel expression '{}' has no Python truth value: it is known only "
+                     "when the kernel runs (use it in an `if` of the kernel body, T.if_then_else "
+                     "or T.select)",
+                     print(e))
+                     .c_str());
+           })
       .def("__neg__", [](const Expr& a) { return -a; })
       .def("__invert__", [](const Expr& a) { return !a; })
       .def("astype", [](const Expr& a, nb::handle t) { return cast(to_dtype(t), a); });
@@ -358,8 +404,8 @@ NB_MODULE(_core, m) {
   def_binary(expr, "__truediv__", "__rtruediv__", [](Expr a, Expr b) { return a / b; });
   def_binary(expr, "__floordiv__", "__rfloordiv__", [](Expr a, Expr b) {
     if (is_float(a.dtype()) || is_float(b.dtype()))
-      throw Error(fmt::format("'//' needs integer operands, got {} and {} (use '/')", dtype_name(a.dtype()),
-                              dtype_name(b.dtype())));
+      throw Error(fmt::format("'//' needs integer operands, got {} and {} (use '/')",
+                              dtype_name(a.dtype()), dtype_name(b.dtype())));
     return a / b;
   });
   def_binary(expr, "__mod__", "__rmod__", [](Expr a, Expr b) { return a % b; });
@@ -369,18 +415,22 @@ NB_MODULE(_core, m) {
   def_binary(expr, "__ge__", nullptr, [](Expr a, Expr b) { return a >= b; });
   def_binary(expr, "__eq__", nullptr, [](Expr a, Expr b) { return a == b; });
   def_binary(expr, "__ne__", nullptr, [](Expr a, Expr b) { return a != b; });
-  def_binary(expr, "__and__", "__rand__", [](Expr a, Expr b) {
-    return is_bool(a.dtype()) ? (a && b) : bitwise_and(a, b);
-  });
-  def_binary(expr, "__or__", "__ror__", [](Expr a, Expr b) { return is_bool(a.dtype()) ? (a || b) : bitwise_or(a, b); });
+  def_binary(expr, "__and__", "__rand__",
+             [](Expr a, Expr b) { return is_bool(a.dtype()) ? (a && b) : bitwise_and(a, b); });
+  def_binary(expr, "__or__", "__ror__",
+             [](Expr a, Expr b) { return is_bool(a.dtype()) ? (a || b) : bitwise_or(a, b); });
   def_binary(expr, "__xor__", "__rxor__", [](Expr a, Expr b) { return bitwise_xor(a, b); });
   def_binary(expr, "__lshift__", "__rlshift__", [](Expr a, Expr b) { return shift_left(a, b); });
   def_binary(expr, "__rshift__", "__rrshift__", [](Expr a, Expr b) { return shift_right(a, b); });
   expr.attr("__hash__") = nb::none();
 
   nb::class_<Var, Expr>(m, "Var")
-      .def("__init__", [](Var* v, std::string name, nb::handle dtype) { new (v) Var(std::move(name), to_dtype(dtype)); },
-           "name"_a, "dtype"_a = "int32")
+      .def(
+          "__init__",
+          [](Var* v, std::string name, nb::handle dtype) {
+            new (v) Var(std::move(name), to_dtype(dtype));
+          },
+          "name"_a, "dtype"_a = "int32")
       .def_prop_ro("name", [](const Var& v) { return v.name(); });
 
   nb::class_<BufferRegion>(m, "BufferRegion")
@@ -395,49 +445,61 @@ NB_MODULE(_core, m) {
       .def_prop_ro("shape", [](const Buffer& b) { return b->shape; })
       .def_prop_ro("ndim", [](const Buffer& b) { return b->ndim(); })
       .def("load", [](const Buffer& b, nb::handle idx) { return b.load(to_exprs(idx)); })
-      .def("region", [](const Buffer& b, nb::handle starts, nb::handle extents) {
-        return b.region(to_exprs(starts), to_exprs(extents));
-      })
+      .def("region",
+           [](const Buffer& b, nb::handle starts, nb::handle extents) {
+             return b.region(to_exprs(starts), to_exprs(extents));
+           })
       .def("at", [](const Buffer& b, nb::handle starts) { return b.at(to_exprs(starts)); })
       .def("__repr__", [](const Buffer& b) {
-        return fmt::format("<{} buffer '{}' {}>", scope_name(b->scope), b->name, dtype_name(b->dtype));
+        return fmt::format("<{} buffer '{}' {}>", scope_name(b->scope), b->name,
+                           dtype_name(b->dtype));
       });
 
   nb::class_<PrimFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PrimFunc& f) { return f->name; })
-      .def_prop_ro("developer", [](const PrimFunc& f) {
-        const KernelNode* k = kernel_of(f);
-        return k && k->developer();
-      })
-      .def("script", [](const PrimFunc& f, bool locations) { return print(f, PrintOptions{.locations = locations}); },
-           "locations"_a = true)
-      .def("params", [](const PrimFunc& f) {
-        nb::list out;
-        for (const auto& p : f->params) {
-          nb::dict d;
-          d["name"] = p.name();
-          d["is_tensor"] = p.is_tensor();
-          if (p.is_tensor()) {
-            d["dtype"] = std::string(dtype_name(p.tensor->dtype));
-            nb::list shape;
-            for (const auto& s : p.tensor->shape) {
-              if (auto* i = s.as<IntImmNode>()) shape.append(nb::int_(i->value));
-              else if (s.as<VarNode>()) shape.append(nb::cast(Var(s.ptr())));
-              else shape.append(nb::cast(s));
-            }
-            d["shape"] = shape;
-          } else {
-            d["dtype"] = std::string(dtype_name(p.scalar.dtype()));
-          }
-          out.append(d);
-        }
-        return out;
-      })
-      .def("dynamics", [](const PrimFunc& f) {
-        std::vector<std::string> names;
-        for (const auto& d : f->dynamics) names.push_back(d.name());
-        return names;
-      })
+      .def_prop_ro("developer",
+                   [](const PrimFunc& f) {
+                     const KernelNode* k = kernel_of(f);
+                     return k && k->developer();
+                   })
+      .def(
+          "script",
+          [](const PrimFunc& f, bool locations) {
+            return print(f, PrintOptions{.locations = locations});
+          },
+          "locations"_a = true)
+      .def("params",
+           [](const PrimFunc& f) {
+             nb::list out;
+             for (const auto& p : f->params) {
+               nb::dict d;
+               d["name"] = p.name();
+               d["is_tensor"] = p.is_tensor();
+               if (p.is_tensor()) {
+                 d["dtype"] = std::string(dtype_name(p.tensor->dtype));
+                 nb::list shape;
+                 for (const auto& s : p.tensor->shape) {
+                   if (auto* i = s.as<IntImmNode>())
+                     shape.append(nb::int_(i->value));
+                   else if (s.as<VarNode>())
+                     shape.append(nb::cast(Var(s.ptr())));
+                   else
+                     shape.append(nb::cast(s));
+                 }
+                 d["shape"] = shape;
+               } else {
+                 d["dtype"] = std::string(dtype_name(p.scalar.dtype()));
+               }
+               out.append(d);
+             }
+             return out;
+           })
+      .def("dynamics",
+           [](const PrimFunc& f) {
+             std::vector<std::string> names;
+             for (const auto& d : f->dynamics) names.push_back(d.name());
+             return names;
+           })
       .def("__repr__", [](const PrimFunc& f) { return fmt::format("<PrimFunc '{}'>", f->name); });
 
   // The developer-mode switches (tl/pass_registry.h): tl_ascend.PassConfigKey's TL_DEV_* names
@@ -459,12 +521,15 @@ NB_MODULE(_core, m) {
     }
     return out;
   });
-  m.def("parse", [](std::string_view text, std::string_view filename) { return parse(text, filename); }, "text"_a,
-        "filename"_a = "<ir>");
+  m.def(
+      "parse",
+      [](std::string_view text, std::string_view filename) { return parse(text, filename); },
+      "text"_a, "filename"_a = "<ir>");
   m.def("print_expr", [](nb::handle e) { return print(to_expr(e)); });
   m.def("as_expr", [](nb::handle e) { return to_expr(e); });
 
-  // ---- Expression helpers (TileLang's T.max, T.exp, T.cast, ...) ----------------------------------
+  // ---- Expression helpers (TileLang's T.max, T.exp, T.cast, ...)
+  // ----------------------------------
   m.def("min", [](nb::handle a, nb::handle b) { return tl::min(to_expr(a), to_expr(b)); });
   m.def("max", [](nb::handle a, nb::handle b) { return tl::max(to_expr(a), to_expr(b)); });
   m.def("ceildiv", [](nb::handle a, nb::handle b) { return tl::ceildiv(to_expr(a), to_expr(b)); });
@@ -472,7 +537,9 @@ NB_MODULE(_core, m) {
   m.def("floormod", [](nb::handle a, nb::handle b) { return floormod(to_expr(a), to_expr(b)); });
   m.def("truncdiv", [](nb::handle a, nb::handle b) { return truncdiv(to_expr(a), to_expr(b)); });
   m.def("truncmod", [](nb::handle a, nb::handle b) { return truncmod(to_expr(a), to_expr(b)); });
-  m.def("select", [](nb::handle c, nb::handle t, nb::handle f) { return select(to_expr(c), to_expr(t), to_expr(f)); });
+  m.def("select", [](nb::handle c, nb::handle t, nb::handle f) {
+    return select(to_expr(c), to_expr(t), to_expr(f));
+  });
   m.def("logical_and", [](nb::handle a, nb::handle b) { return to_expr(a) && to_expr(b); });
   m.def("logical_or", [](nb::handle a, nb::handle b) { return to_expr(a) || to_expr(b); });
   m.def("logical_not", [](nb::handle a) { return !to_expr(a); });
@@ -487,40 +554,61 @@ NB_MODULE(_core, m) {
     if (arity < 0) throw Error(fmt::format("unknown scalar intrinsic '{}'", name));
     if (static_cast<int>(a.size()) != arity)
       throw Error(fmt::format("T.{} takes {} argument(s), got {}", name, arity, a.size()));
-    const DType t = a[0].dtype();  // before `a` is moved from (the order of arguments is unspecified)
+    const DType t =
+        a[0].dtype();  // before `a` is moved from (the order of arguments is unspecified)
     return CallNode::make(t, name, std::move(a));
   });
 
   // ---- The builder ------------------------------------------------------------------------------
-  m.def("Tensor", [](std::string name, nb::handle shape, nb::handle dtype, nb::handle strides, nb::handle loc) {
-    return at(loc, [&] { return T::Tensor(std::move(name), to_exprs(shape), to_dtype(dtype), to_exprs(strides)); });
+  m.def("Tensor", [](std::string name, nb::handle shape, nb::handle dtype, nb::handle strides,
+                     nb::handle loc) {
+    return at(loc, [&] {
+      return T::Tensor(std::move(name), to_exprs(shape), to_dtype(dtype), to_exprs(strides));
+    });
   });
-  m.def("Scalar", [](std::string name, nb::handle dtype) { return T::Scalar(std::move(name), to_dtype(dtype)); });
-  m.def("dynamic", [](std::string name, nb::handle dtype) { return T::dynamic(std::move(name), to_dtype(dtype)); },
-        "name"_a, "dtype"_a = "int32");
+  m.def("Scalar", [](std::string name, nb::handle dtype) {
+    return T::Scalar(std::move(name), to_dtype(dtype));
+  });
+  m.def(
+      "dynamic",
+      [](std::string name, nb::handle dtype) {
+        return T::dynamic(std::move(name), to_dtype(dtype));
+      },
+      "name"_a, "dtype"_a = "int32");
   m.def("prim_func", [](std::string name, nb::list params, nb::callable body, nb::handle loc) {
     std::vector<ParamRef> ps;
     for (nb::handle p : params) {
-      if (nb::isinstance<Buffer>(p)) ps.emplace_back(nb::cast<Buffer>(p));
-      else ps.emplace_back(nb::cast<Var>(p));
+      if (nb::isinstance<Buffer>(p))
+        ps.emplace_back(nb::cast<Buffer>(p));
+      else
+        ps.emplace_back(nb::cast<Var>(p));
     }
     return at(loc, [&] { return T::prim_func(std::move(name), std::move(ps), [&] { body(); }); });
   });
   m.def("Kernel", [](nb::handle n, nb::callable body, nb::handle loc) {
-    at(loc, [&] { T::Kernel(to_expr(n), [&](Expr cid, Expr vid) { body(Var(cid.ptr()), Var(vid.ptr())); }); });
+    at(loc, [&] {
+      T::Kernel(to_expr(n), [&](Expr cid, Expr vid) { body(Var(cid.ptr()), Var(vid.ptr())); });
+    });
   });
   m.def("KernelDev", [](nb::handle n, int threads, nb::callable body, nb::handle loc) {
-    at(loc, [&] { T::Kernel(to_expr(n), [&](Expr cid) { body(Var(cid.ptr())); }, {.threads = threads}); });
+    at(loc, [&] {
+      T::Kernel(to_expr(n), [&](Expr cid) { body(Var(cid.ptr())); }, {.threads = threads});
+    });
   });
   m.def("Scope", [](const std::string& core, nb::callable body, nb::handle loc) {
     Core c;
-    if (core == "C" || core == "Cube" || core == "cube") c = Core::Cube;
-    else if (core == "V" || core == "Vector" || core == "vector") c = Core::Vector;
-    else throw Error(to_loc(loc).loc(), fmt::format("T.Scope: expected \"C\" (the AIC) or \"V\" (the AIVs), got \"{}\"", core));
+    if (core == "C" || core == "Cube" || core == "cube")
+      c = Core::Cube;
+    else if (core == "V" || core == "Vector" || core == "vector")
+      c = Core::Vector;
+    else
+      throw Error(
+          to_loc(loc).loc(),
+          fmt::format("T.Scope: expected \"C\" (the AIC) or \"V\" (the AIVs), got \"{}\"", core));
     at(loc, [&] { T::Scope(c, [&] { body(); }); });
   });
-  m.def("alloc", [](const std::string& scope, std::string name, nb::handle shape, nb::handle dtype, int64_t address,
-                    nb::handle loc) {
+  m.def("alloc", [](const std::string& scope, std::string name, nb::handle shape, nb::handle dtype,
+                    int64_t address, nb::handle loc) {
     return at(loc, [&]() -> Buffer {
       auto s = to_exprs(shape);
       DType t = to_dtype(dtype);
@@ -535,11 +623,15 @@ NB_MODULE(_core, m) {
       throw InternalError(__FILE__, __LINE__, "scope", "unknown alloc scope " + scope);
     });
   });
-  m.def("alloc_var", [](std::string name, nb::handle dtype, nb::handle init, nb::handle loc) {
-    return at(loc, [&] {
-      return T::alloc_var(std::move(name), to_dtype(dtype), init.is_none() ? std::nullopt : std::optional(to_expr(init)));
-    });
-  }, "name"_a, "dtype"_a, "init"_a.none(), "loc"_a.none());
+  m.def(
+      "alloc_var",
+      [](std::string name, nb::handle dtype, nb::handle init, nb::handle loc) {
+        return at(loc, [&] {
+          return T::alloc_var(std::move(name), to_dtype(dtype),
+                              init.is_none() ? std::nullopt : std::optional(to_expr(init)));
+        });
+      },
+      "name"_a, "dtype"_a, "init"_a.none(), "loc"_a.none());
   m.def("view", [](std::string name, const Buffer& base, nb::handle dtype, nb::handle loc) {
     return at(loc, [&] { return T::view(std::move(name), base, to_dtype(dtype)); });
   });
@@ -554,40 +646,51 @@ NB_MODULE(_core, m) {
   });
   m.def("fresh_name", [](const std::string& base) { return lang::fresh_name(base); });
   m.def("building", [] { return lang::building(); });
-  m.def("loop", [](const std::string& kind, std::string name, nb::handle min, nb::handle extent, int stages,
-                   nb::callable body, nb::handle loc) {
+  m.def("loop", [](const std::string& kind, std::string name, nb::handle min, nb::handle extent,
+                   int stages, nb::callable body, nb::handle loc) {
     at(loc, [&] {
       Expr lo = to_expr(min), ext = to_expr(extent);
       auto b = [&](Expr v) { body(Var(v.ptr())); };
       if (kind == "serial") {
         T::serial(std::move(name), lo, ext, b);
-      } else if (kind == "unroll") T::unroll(std::move(name), ext, b);
-      else if (kind == "parallel") T::Parallel(std::move(name), ext, b);
-      else if (kind == "pipelined") T::Pipelined(std::move(name), ext, stages, b);
-      else throw InternalError(__FILE__, __LINE__, "kind", "unknown loop kind " + kind);
+      } else if (kind == "unroll")
+        T::unroll(std::move(name), ext, b);
+      else if (kind == "parallel")
+        T::Parallel(std::move(name), ext, b);
+      else if (kind == "pipelined")
+        T::Pipelined(std::move(name), ext, stages, b);
+      else
+        throw InternalError(__FILE__, __LINE__, "kind", "unknown loop kind " + kind);
     });
   });
-  m.def("Persistent", [](nb::handle domain, nb::handle workers, nb::handle worker, nb::callable body, nb::handle loc) {
+  m.def("Persistent", [](nb::handle domain, nb::handle workers, nb::handle worker,
+                         nb::callable body, nb::handle loc) {
     at(loc, [&] {
-      T::Persistent(to_exprs(domain), to_expr(workers), to_expr(worker), [&](std::vector<Expr> coords) {
-        nb::list l;
-        for (auto& c : coords) l.append(c);
-        body(l);
-      });
+      T::Persistent(to_exprs(domain), to_expr(workers), to_expr(worker),
+                    [&](std::vector<Expr> coords) {
+                      nb::list l;
+                      for (auto& c : coords) l.append(c);
+                      body(l);
+                    });
     });
   });
-  m.def("If", [](nb::handle cond, nb::callable then_body, nb::handle else_body, nb::handle loc) {
-    at(loc, [&] {
-      std::function<void()> e;
-      if (!else_body.is_none()) e = [&] { nb::borrow<nb::callable>(else_body)(); };
-      T::If(to_expr(cond), [&] { then_body(); }, e);
-    });
-  }, "cond"_a, "then_body"_a, "else_body"_a.none(), "loc"_a.none());
+  m.def(
+      "If",
+      [](nb::handle cond, nb::callable then_body, nb::handle else_body, nb::handle loc) {
+        at(loc, [&] {
+          std::function<void()> e;
+          if (!else_body.is_none()) e = [&] { nb::borrow<nb::callable>(else_body)(); };
+          T::If(
+              to_expr(cond), [&] { then_body(); }, e);
+        });
+      },
+      "cond"_a, "then_body"_a, "else_body"_a.none(), "loc"_a.none());
   m.def("emit", [](const std::string& op, nb::handle args, nb::handle attrs, nb::handle loc) {
     std::vector<TileArg> a;
     for (nb::handle h : args) a.push_back(to_tile_arg(h));
     std::vector<Attr> at_;
-    for (auto [k, v] : nb::cast<nb::dict>(attrs)) at_.push_back({nb::cast<std::string>(k), to_attr(v)});
+    for (auto [k, v] : nb::cast<nb::dict>(attrs))
+      at_.push_back({nb::cast<std::string>(k), to_attr(v)});
     at(loc, [&] { T::emit(op, std::move(a), std::move(at_)); });
   });
   m.def("set_flag", [](nb::handle src, nb::handle dst, nb::handle id, nb::handle loc) {
@@ -596,22 +699,28 @@ NB_MODULE(_core, m) {
   m.def("wait_flag", [](nb::handle src, nb::handle dst, nb::handle id, nb::handle loc) {
     at(loc, [&] { T::wait_flag(to_pipe(src), to_pipe(dst), to_expr(id)); });
   });
-  m.def("pipe_barrier", [](nb::handle pipe, nb::handle loc) { at(loc, [&] { T::pipe_barrier(to_pipe(pipe)); }); });
+  m.def("pipe_barrier",
+        [](nb::handle pipe, nb::handle loc) { at(loc, [&] { T::pipe_barrier(to_pipe(pipe)); }); });
   m.def("barrier_all", [](nb::handle loc) { at(loc, [&] { T::barrier_all(); }); });
   m.def("set_cross_flag", [](nb::handle pipe, nb::handle id, int mode, nb::handle loc) {
     at(loc, [&] { T::set_cross_flag(to_pipe(pipe), to_expr(id), mode); });
   });
-  m.def("wait_cross_flag", [](nb::handle id, nb::handle loc) { at(loc, [&] { T::wait_cross_flag(to_expr(id)); }); });
+  m.def("wait_cross_flag",
+        [](nb::handle id, nb::handle loc) { at(loc, [&] { T::wait_cross_flag(to_expr(id)); }); });
   m.def("sync_all", [](nb::handle loc) { at(loc, [&] { T::sync_all(); }); });
   m.def("printf", [](std::string fmt_, nb::handle args, nb::handle loc) {
     at(loc, [&] { T::printf(std::move(fmt_), to_exprs(args)); });
   });
-  m.def("user_error", [](nb::handle loc, const std::string& msg) { throw Error(to_loc(loc).loc(), msg); },
-        "loc"_a.none(), "msg"_a);
+  m.def(
+      "user_error",
+      [](nb::handle loc, const std::string& msg) { throw Error(to_loc(loc).loc(), msg); },
+      "loc"_a.none(), "msg"_a);
   // For the test that an internal error (a tl-ascend bug) reaches Python as an exception.
-  m.def("_internal_error_probe", [] { TL_ASSERT(false, "probe: {}", "raised on purpose by a test"); });
+  m.def("_internal_error_probe",
+        [] { TL_ASSERT(false, "probe: {}", "raised on purpose by a test"); });
 
-  // ---- The op registry ---------------------------------------------------------------------------
+  // ---- The op registry
+  // ---------------------------------------------------------------------------
   m.def("ops", [] {
     nb::list out;
     for (const OpDef* op : all_ops()) {
@@ -623,7 +732,9 @@ NB_MODULE(_core, m) {
       for (const auto& o : op->operands) {
         nb::dict od;
         od["name"] = o.name;
-        od["kind"] = o.kind == OperandKind::Tile ? "tile" : o.kind == OperandKind::Scalar ? "scalar" : "tile_or_scalar";
+        od["kind"] = o.kind == OperandKind::Tile     ? "tile"
+                     : o.kind == OperandKind::Scalar ? "scalar"
+                                                     : "tile_or_scalar";
         od["optional"] = o.optional;
         od["variadic"] = o.variadic;
         operands.append(od);
@@ -643,17 +754,22 @@ NB_MODULE(_core, m) {
     return out;
   });
 
-  // ---- C++ kernels by name (the Python examples' twins) ------------------------------------------
+  // ---- C++ kernels by name (the Python examples' twins)
+  // ------------------------------------------
   m.def("registered_kernels", [] {
     std::vector<std::string> names;
     for (const auto* k : registered_kernels()) names.push_back(k->name);
     return names;
   });
-  m.def("build_registered", [](const std::string& name, const std::map<std::string, std::string>& overrides) {
-    return build_kernel(find_kernel(name), overrides);
-  }, "name"_a, "overrides"_a = std::map<std::string, std::string>{});
+  m.def(
+      "build_registered",
+      [](const std::string& name, const std::map<std::string, std::string>& overrides) {
+        return build_kernel(find_kernel(name), overrides);
+      },
+      "name"_a, "overrides"_a = std::map<std::string, std::string>{});
 
-  // ---- Compile and launch -------------------------------------------------------------------------
+  // ---- Compile and launch
+  // -------------------------------------------------------------------------
   m.def("cache_stats", [] {
     jit::CacheStats c = jit::cache_stats();
     nb::dict d;
@@ -669,55 +785,64 @@ NB_MODULE(_core, m) {
   m.def("default_target", [] { return default_target().name; });
 
   nb::class_<Device>(m, "Device")
-      .def("__init__", [](Device* d, const std::string& target) { new (d) Device(get_target(target)); },
-           "target"_a = "A2")
+      .def(
+          "__init__",
+          [](Device* d, const std::string& target) { new (d) Device(get_target(target)); },
+          "target"_a = "A2")
       .def_prop_ro("target", [](const Device& d) { return d.target().name; });
 
   nb::class_<CompiledKernel>(m, "CompiledKernel")
       .def_prop_ro("lowered", [](const CompiledKernel& k) { return k.func(); })
       .def_prop_ro("target", [](const CompiledKernel& k) { return k.target().name; });
 
-  m.def("compile", [](const PrimFunc& f, const std::string& target, bool verify, bool lower, bool cache,
-                      const std::map<std::string, bool>& dev) {
-    CompileOptions o;
-    o.verify = verify;
-    o.lower = lower;
-    o.cache = cache;
-    o.dev = dev_options(dev);
-    return compile(f, get_target(target), o);
-  }, "func"_a, "target"_a = "A2", "verify"_a = true, "lower"_a = true, "cache"_a = true,
-        "dev"_a = std::map<std::string, bool>{});
+  m.def(
+      "compile",
+      [](const PrimFunc& f, const std::string& target, bool verify, bool lower, bool cache,
+         const std::map<std::string, bool>& dev) {
+        CompileOptions o;
+        o.verify = verify;
+        o.lower = lower;
+        o.cache = cache;
+        o.dev = dev_options(dev);
+        return compile(f, get_target(target), o);
+      },
+      "func"_a, "target"_a = "A2", "verify"_a = true, "lower"_a = true, "cache"_a = true,
+      "dev"_a = std::map<std::string, bool>{});
 
-  m.def("launch", [](const CompiledKernel& k, Device& dev, nb::list args, int threads, bool check_hazards,
-                     bool timed, bool poison, int64_t max_steps, std::string trace_path,
-                     std::string timeline_path, std::optional<bool> check_stale) -> nb::object {
-    std::vector<Arg> a;
-    for (nb::handle h : args) a.push_back(to_arg(dev, h));
-    LaunchOptions o;
-    o.threads = threads;
-    o.check_hazards = check_hazards;
-    o.poison = poison;
-    o.max_steps = max_steps;
-    o.check_stale = check_stale;  // None: TL_CHECK_STALE, else with check_hazards
-    npu::Profile prof;
-    if (timed) o.profile = &prof;
-    std::ostringstream out;
-    o.out = &out;
-    launch_interruptibly(k, dev, a, o);
-    if (std::string text = out.str(); !text.empty()) nb::module_::import_("sys").attr("stdout").attr("write")(text);
-    if (!timed) return nb::none();
-    if (!trace_path.empty()) {
-      std::ofstream f(trace_path);
-      if (!f) throw Error(fmt::format("cannot write the trace to '{}'", trace_path));
-      npu::write_chrome_trace(prof, f);
-    }
-    if (!timeline_path.empty()) {
-      std::ofstream f(timeline_path);
-      if (!f) throw Error(fmt::format("cannot write the timeline to '{}'", timeline_path));
-      npu::write_html_timeline(prof, f);
-    }
-    return profile_dict(prof);
-  }, "kernel"_a, "device"_a, "args"_a, "threads"_a = 0, "check_hazards"_a = false, "timed"_a = false,
-        "poison"_a = false, "max_steps"_a = 0, "trace_path"_a = "", "timeline_path"_a = "",
-        "check_stale"_a = nb::none());
+  m.def(
+      "launch",
+      [](const CompiledKernel& k, Device& dev, nb::list args, int threads, bool check_hazards,
+         bool timed, bool poison, int64_t max_steps, std::string trace_path,
+         std::string timeline_path, std::optional<bool> check_stale) -> nb::object {
+        std::vector<Arg> a;
+        for (nb::handle h : args) a.push_back(to_arg(dev, h));
+        LaunchOptions o;
+        o.threads = threads;
+        o.check_hazards = check_hazards;
+        o.poison = poison;
+        o.max_steps = max_steps;
+        o.check_stale = check_stale;  // None: TL_CHECK_STALE, else with check_hazards
+        npu::Profile prof;
+        if (timed) o.profile = &prof;
+        std::ostringstream out;
+        o.out = &out;
+        launch_interruptibly(k, dev, a, o);
+        if (std::string text = out.str(); !text.empty())
+          nb::module_::import_("sys").attr("stdout").attr("write")(text);
+        if (!timed) return nb::none();
+        if (!trace_path.empty()) {
+          std::ofstream f(trace_path);
+          if (!f) throw Error(fmt::format("cannot write the trace to '{}'", trace_path));
+          npu::write_chrome_trace(prof, f);
+        }
+        if (!timeline_path.empty()) {
+          std::ofstream f(timeline_path);
+          if (!f) throw Error(fmt::format("cannot write the timeline to '{}'", timeline_path));
+          npu::write_html_timeline(prof, f);
+        }
+        return profile_dict(prof);
+      },
+      "kernel"_a, "device"_a, "args"_a, "threads"_a = 0, "check_hazards"_a = false,
+      "timed"_a = false, "poison"_a = false, "max_steps"_a = 0, "trace_path"_a = "",
+      "timeline_path"_a = "", "check_stale"_a = nb::none());
 }

@@ -11,7 +11,9 @@ namespace tl::arith {
 using detail::i128;
 using detail::Wide;
 
-Interval Interval::of_dtype(DType t) { return {dtype_min(t), dtype_max(t)}; }
+Interval Interval::of_dtype(DType t) {
+  return {dtype_min(t), dtype_max(t)};
+}
 
 namespace detail {
 namespace {
@@ -74,19 +76,27 @@ int bit_length(int64_t v) {  // v >= 0
 std::optional<Wide> exact_binary(BinOp op, const Interval& a, const Interval& b) {
   const i128 al = a.lo, ah = a.hi, bl = b.lo, bh = b.hi;
   switch (op) {
-    case BinOp::Add: return Wide{al + bl, ah + bh};
-    case BinOp::Sub: return Wide{al - bh, ah - bl};
-    case BinOp::Mul: return hull({al * bl, al * bh, ah * bl, ah * bh});
+    case BinOp::Add:
+      return Wide{al + bl, ah + bh};
+    case BinOp::Sub:
+      return Wide{al - bh, ah - bl};
+    case BinOp::Mul:
+      return hull({al * bl, al * bh, ah * bl, ah * bh});
     case BinOp::Div:
     case BinOp::TruncDiv:
-    case BinOp::FloorDiv: return divide(op, a, b);
+    case BinOp::FloorDiv:
+      return divide(op, a, b);
     case BinOp::FloorMod:
-    case BinOp::TruncMod: return remainder(op, a, b);
-    case BinOp::Min: return Wide{std::min(al, bl), std::min(ah, bh)};
-    case BinOp::Max: return Wide{std::max(al, bl), std::max(ah, bh)};
+    case BinOp::TruncMod:
+      return remainder(op, a, b);
+    case BinOp::Min:
+      return Wide{std::min(al, bl), std::min(ah, bh)};
+    case BinOp::Max:
+      return Wide{std::max(al, bl), std::max(ah, bh)};
     case BinOp::Shl:
       if (bl < 0 || bh > 63) return std::nullopt;  // the amount would be taken modulo 64
-      return hull({al * (i128(1) << bl), al * (i128(1) << bh), ah * (i128(1) << bl), ah * (i128(1) << bh)});
+      return hull(
+          {al * (i128(1) << bl), al * (i128(1) << bh), ah * (i128(1) << bl), ah * (i128(1) << bh)});
     case BinOp::Shr:
       if (bl < 0 || bh > 63) return std::nullopt;
       return hull({al >> int(bl), al >> int(bh), ah >> int(bl), ah >> int(bh)});
@@ -101,7 +111,8 @@ std::optional<Wide> exact_binary(BinOp op, const Interval& a, const Interval& b)
       i128 top = (i128(1) << bit_length(std::max(a.hi, b.hi))) - 1;
       return Wide{op == BinOp::BitOr ? std::max(al, bl) : 0, top};
     }
-    default: return std::nullopt;  // comparisons and logic: bool results, see bound_binary
+    default:
+      return std::nullopt;  // comparisons and logic: bool results, see bound_binary
   }
 }
 
@@ -114,15 +125,24 @@ Interval bound_binary(BinOp op, DType t, const Interval& a, const Interval& b) {
   auto nonzero = [](const Interval& x) { return x.lo > 0 || x.hi < 0; };
   auto zero = [](const Interval& x) { return x.lo == 0 && x.hi == 0; };
   switch (op) {
-    case BinOp::EQ: return truth(a.is_point() && b.is_point() && a.lo == b.lo, a.hi < b.lo || b.hi < a.lo);
-    case BinOp::NE: return truth(a.hi < b.lo || b.hi < a.lo, a.is_point() && b.is_point() && a.lo == b.lo);
-    case BinOp::LT: return truth(a.hi < b.lo, a.lo >= b.hi);
-    case BinOp::LE: return truth(a.hi <= b.lo, a.lo > b.hi);
-    case BinOp::GT: return truth(a.lo > b.hi, a.hi <= b.lo);
-    case BinOp::GE: return truth(a.lo >= b.hi, a.hi < b.lo);
-    case BinOp::And: return truth(nonzero(a) && nonzero(b), zero(a) || zero(b));
-    case BinOp::Or: return truth(nonzero(a) || nonzero(b), zero(a) && zero(b));
-    default: break;
+    case BinOp::EQ:
+      return truth(a.is_point() && b.is_point() && a.lo == b.lo, a.hi < b.lo || b.hi < a.lo);
+    case BinOp::NE:
+      return truth(a.hi < b.lo || b.hi < a.lo, a.is_point() && b.is_point() && a.lo == b.lo);
+    case BinOp::LT:
+      return truth(a.hi < b.lo, a.lo >= b.hi);
+    case BinOp::LE:
+      return truth(a.hi <= b.lo, a.lo > b.hi);
+    case BinOp::GT:
+      return truth(a.lo > b.hi, a.hi <= b.lo);
+    case BinOp::GE:
+      return truth(a.lo >= b.hi, a.hi < b.lo);
+    case BinOp::And:
+      return truth(nonzero(a) && nonzero(b), zero(a) || zero(b));
+    case BinOp::Or:
+      return truth(nonzero(a) || nonzero(b), zero(a) && zero(b));
+    default:
+      break;
   }
   auto w = exact_binary(op, a, b);
   return w ? narrow(*w, t) : Interval::of_dtype(t);
@@ -145,7 +165,8 @@ class Bounder {
   Interval of(const Expr& e) {
     DType t = e.dtype();
     switch (e.kind()) {
-      case ExprKind::IntImm: return Interval::point(wrap(t, static_cast<const IntImmNode*>(e.get())->value));
+      case ExprKind::IntImm:
+        return Interval::point(wrap(t, static_cast<const IntImmNode*>(e.get())->value));
       case ExprKind::Var: {
         Interval d = Interval::of_dtype(t);
         auto it = vars_.find(static_cast<const VarNode*>(e.get()));
@@ -180,7 +201,8 @@ class Bounder {
         if (is_float(t) || is_float(n->value.dtype())) return Interval::of_dtype(t);
         return detail::bound_cast(t, n->value.dtype(), of(n->value));
       }
-      default: return Interval::of_dtype(t);  // floats, loads, calls, strings
+      default:
+        return Interval::of_dtype(t);  // floats, loads, calls, strings
     }
   }
 
@@ -190,6 +212,8 @@ class Bounder {
 
 }  // namespace
 
-Interval bound(const Expr& e, const VarIntervals& vars) { return Bounder(vars).of(e); }
+Interval bound(const Expr& e, const VarIntervals& vars) {
+  return Bounder(vars).of(e);
+}
 
 }  // namespace tl::arith

@@ -23,7 +23,9 @@ int64_t trunc_to_int(double d) {
   if (std::isnan(d)) d = 0;
   return static_cast<int64_t>(std::clamp(d, -9.2e18, 9.2e18));
 }
-uint64_t bits(int64_t v) { return static_cast<uint64_t>(v); }
+uint64_t bits(int64_t v) {
+  return static_cast<uint64_t>(v);
+}
 
 template <typename N>
 const N* node(const Expr& e) {
@@ -31,7 +33,9 @@ const N* node(const Expr& e) {
 }
 }  // namespace
 
-int64_t Value::as_int() const { return is_float ? trunc_to_int(f) : i; }
+int64_t Value::as_int() const {
+  return is_float ? trunc_to_int(f) : i;
+}
 
 double round_float(DType t, double v) {
   if (!is_float(t) || t == DType::Float64) return v;
@@ -41,22 +45,30 @@ double round_float(DType t, double v) {
 }
 
 int64_t dtype_min(DType t) {
-  if (is_bool(t) || is_unsigned_int(t)) return t == DType::UInt64 ? std::numeric_limits<int64_t>::min() : 0;
+  if (is_bool(t) || is_unsigned_int(t))
+    return t == DType::UInt64 ? std::numeric_limits<int64_t>::min() : 0;
   if (!is_int(t) || dtype_bits(t) >= 64) return std::numeric_limits<int64_t>::min();
   return -(int64_t{1} << (dtype_bits(t) - 1));
 }
 int64_t dtype_max(DType t) {
   if (is_bool(t)) return 1;
   if (!is_int(t) || dtype_bits(t) >= 64) return std::numeric_limits<int64_t>::max();
-  return is_unsigned_int(t) ? (int64_t{1} << dtype_bits(t)) - 1 : (int64_t{1} << (dtype_bits(t) - 1)) - 1;
+  return is_unsigned_int(t) ? (int64_t{1} << dtype_bits(t)) - 1
+                            : (int64_t{1} << (dtype_bits(t) - 1)) - 1;
 }
 
 std::optional<int64_t> int_binary(BinOp op, DType t, int64_t x, int64_t y) {
   int64_t r = 0;
   switch (op) {
-    case BinOp::Add: r = static_cast<int64_t>(bits(x) + bits(y)); break;
-    case BinOp::Sub: r = static_cast<int64_t>(bits(x) - bits(y)); break;
-    case BinOp::Mul: r = static_cast<int64_t>(bits(x) * bits(y)); break;
+    case BinOp::Add:
+      r = static_cast<int64_t>(bits(x) + bits(y));
+      break;
+    case BinOp::Sub:
+      r = static_cast<int64_t>(bits(x) - bits(y));
+      break;
+    case BinOp::Mul:
+      r = static_cast<int64_t>(bits(x) * bits(y));
+      break;
     case BinOp::Div:
     case BinOp::TruncDiv:
     case BinOp::FloorDiv:
@@ -73,23 +85,46 @@ std::optional<int64_t> int_binary(BinOp op, DType t, int64_t x, int64_t y) {
       if (y == 0) return std::nullopt;
       if (y == -1) return 0;  // INT64_MIN % -1 is UB in C++; every x % -1 is 0
       r = x % y;
-      if (op == BinOp::FloorMod && r != 0 && ((r < 0) != (y < 0))) r += y;  // opposite signs: no overflow
+      if (op == BinOp::FloorMod && r != 0 && ((r < 0) != (y < 0)))
+        r += y;  // opposite signs: no overflow
       break;
-    case BinOp::Min: r = std::min(x, y); break;
-    case BinOp::Max: r = std::max(x, y); break;
-    case BinOp::EQ: return x == y;
-    case BinOp::NE: return x != y;
-    case BinOp::LT: return x < y;
-    case BinOp::LE: return x <= y;
-    case BinOp::GT: return x > y;
-    case BinOp::GE: return x >= y;
-    case BinOp::And: return x != 0 && y != 0;
-    case BinOp::Or: return x != 0 || y != 0;
-    case BinOp::BitAnd: r = x & y; break;
-    case BinOp::BitOr: r = x | y; break;
-    case BinOp::BitXor: r = x ^ y; break;
-    case BinOp::Shl: r = static_cast<int64_t>(bits(x) << (y & 63)); break;
-    case BinOp::Shr: r = x >> (y & 63); break;
+    case BinOp::Min:
+      r = std::min(x, y);
+      break;
+    case BinOp::Max:
+      r = std::max(x, y);
+      break;
+    case BinOp::EQ:
+      return x == y;
+    case BinOp::NE:
+      return x != y;
+    case BinOp::LT:
+      return x < y;
+    case BinOp::LE:
+      return x <= y;
+    case BinOp::GT:
+      return x > y;
+    case BinOp::GE:
+      return x >= y;
+    case BinOp::And:
+      return x != 0 && y != 0;
+    case BinOp::Or:
+      return x != 0 || y != 0;
+    case BinOp::BitAnd:
+      r = x & y;
+      break;
+    case BinOp::BitOr:
+      r = x | y;
+      break;
+    case BinOp::BitXor:
+      r = x ^ y;
+      break;
+    case BinOp::Shl:
+      r = static_cast<int64_t>(bits(x) << (y & 63));
+      break;
+    case BinOp::Shr:
+      r = x >> (y & 63);
+      break;
   }
   return wrap(t, r);
 }
@@ -97,25 +132,52 @@ std::optional<int64_t> int_binary(BinOp op, DType t, int64_t x, int64_t y) {
 std::optional<Value> float_binary(BinOp op, DType t, double x, double y) {
   double r = 0;
   switch (op) {
-    case BinOp::Add: r = x + y; break;
-    case BinOp::Sub: r = x - y; break;
-    case BinOp::Mul: r = x * y; break;
+    case BinOp::Add:
+      r = x + y;
+      break;
+    case BinOp::Sub:
+      r = x - y;
+      break;
+    case BinOp::Mul:
+      r = x * y;
+      break;
     case BinOp::Div:
-    case BinOp::TruncDiv: r = x / y; break;
-    case BinOp::FloorDiv: r = std::floor(x / y); break;
-    case BinOp::FloorMod: r = x - std::floor(x / y) * y; break;
-    case BinOp::TruncMod: r = std::fmod(x, y); break;
-    case BinOp::Min: r = std::min(x, y); break;
-    case BinOp::Max: r = std::max(x, y); break;
-    case BinOp::EQ: return Value::of_int(x == y);
-    case BinOp::NE: return Value::of_int(x != y);
-    case BinOp::LT: return Value::of_int(x < y);
-    case BinOp::LE: return Value::of_int(x <= y);
-    case BinOp::GT: return Value::of_int(x > y);
-    case BinOp::GE: return Value::of_int(x >= y);
-    case BinOp::And: return Value::of_int(x != 0 && y != 0);
-    case BinOp::Or: return Value::of_int(x != 0 || y != 0);
-    default: return std::nullopt;  // bitwise operators and shifts
+    case BinOp::TruncDiv:
+      r = x / y;
+      break;
+    case BinOp::FloorDiv:
+      r = std::floor(x / y);
+      break;
+    case BinOp::FloorMod:
+      r = x - std::floor(x / y) * y;
+      break;
+    case BinOp::TruncMod:
+      r = std::fmod(x, y);
+      break;
+    case BinOp::Min:
+      r = std::min(x, y);
+      break;
+    case BinOp::Max:
+      r = std::max(x, y);
+      break;
+    case BinOp::EQ:
+      return Value::of_int(x == y);
+    case BinOp::NE:
+      return Value::of_int(x != y);
+    case BinOp::LT:
+      return Value::of_int(x < y);
+    case BinOp::LE:
+      return Value::of_int(x <= y);
+    case BinOp::GT:
+      return Value::of_int(x > y);
+    case BinOp::GE:
+      return Value::of_int(x >= y);
+    case BinOp::And:
+      return Value::of_int(x != 0 && y != 0);
+    case BinOp::Or:
+      return Value::of_int(x != 0 || y != 0);
+    default:
+      return std::nullopt;  // bitwise operators and shifts
   }
   return Value::of_float(round_float(t, r));
 }
@@ -128,14 +190,22 @@ Value cast_value(DType t, const Value& v) {
 
 std::optional<Value> intrinsic(const std::string& name, DType t, double x, double y) {
   double r = 0;
-  if (name == "exp") r = std::exp(x);
-  else if (name == "log") r = std::log(x);
-  else if (name == "sqrt") r = std::sqrt(x);
-  else if (name == "rsqrt") r = 1.0 / std::sqrt(x);
-  else if (name == "abs") r = std::fabs(x);
-  else if (name == "sigmoid") r = 1.0 / (1.0 + std::exp(-x));
-  else if (name == "pow") r = std::pow(x, y);
-  else return std::nullopt;
+  if (name == "exp")
+    r = std::exp(x);
+  else if (name == "log")
+    r = std::log(x);
+  else if (name == "sqrt")
+    r = std::sqrt(x);
+  else if (name == "rsqrt")
+    r = 1.0 / std::sqrt(x);
+  else if (name == "abs")
+    r = std::fabs(x);
+  else if (name == "sigmoid")
+    r = 1.0 / (1.0 + std::exp(-x));
+  else if (name == "pow")
+    r = std::pow(x, y);
+  else
+    return std::nullopt;
   if (!is_float(t)) return Value::of_int(wrap(t, trunc_to_int(r)));
   return Value::of_float(round_float(t, r));
 }
@@ -143,31 +213,43 @@ std::optional<Value> intrinsic(const std::string& name, DType t, double x, doubl
 // ---------------------------------------------------------------------------------------------
 // The evaluator
 
-void Evaluator::fail(const std::string& msg) const { throw Error(msg); }
+void Evaluator::fail(const std::string& msg) const {
+  throw Error(msg);
+}
 void Evaluator::raise(const std::string& msg) const {
   fail(msg);
   throw Error(msg);  // an override of fail returned
 }
-Value Evaluator::var(const VarNode& v) { raise(fmt::format("unbound variable {}", v.name)); }
-Value Evaluator::load(const LoadNode& n) { raise(fmt::format("cannot read buffer {} here", n.buffer->name)); }
+Value Evaluator::var(const VarNode& v) {
+  raise(fmt::format("unbound variable {}", v.name));
+}
+Value Evaluator::load(const LoadNode& n) {
+  raise(fmt::format("cannot read buffer {} here", n.buffer->name));
+}
 
 Value Evaluator::eval(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::IntImm: return Value::of_int(wrap(e.dtype(), node<IntImmNode>(e)->value));
-    case ExprKind::FloatImm: return Value::of_float(round_float(e.dtype(), node<FloatImmNode>(e)->value));
-    case ExprKind::StringImm: raise("a string literal is not a scalar value");
-    case ExprKind::Var: return var(*node<VarNode>(e));
+    case ExprKind::IntImm:
+      return Value::of_int(wrap(e.dtype(), node<IntImmNode>(e)->value));
+    case ExprKind::FloatImm:
+      return Value::of_float(round_float(e.dtype(), node<FloatImmNode>(e)->value));
+    case ExprKind::StringImm:
+      raise("a string literal is not a scalar value");
+    case ExprKind::Var:
+      return var(*node<VarNode>(e));
     case ExprKind::Binary: {
       auto* n = node<BinaryNode>(e);
       Value a = eval(n->a), b = eval(n->b);
       if (a.is_float || b.is_float || is_float(n->a.dtype()) || is_float(n->b.dtype())) {
         if (auto r = float_binary(n->op, e.dtype(), a.as_double(), b.as_double())) return *r;
-        raise(fmt::format("bitwise operator {} on a float value in {}", binop_name(n->op), print(e)));
+        raise(
+            fmt::format("bitwise operator {} on a float value in {}", binop_name(n->op), print(e)));
       }
       if (auto r = int_binary(n->op, e.dtype(), a.i, b.i)) return Value::of_int(*r);
       raise(fmt::format("division by zero in {}", print(e)));
     }
-    case ExprKind::Not: return Value::of_int(eval(node<NotNode>(e)->a).as_double() == 0);
+    case ExprKind::Not:
+      return Value::of_int(eval(node<NotNode>(e)->a).as_double() == 0);
     case ExprKind::Select: {
       auto* n = node<SelectNode>(e);
       Value c = eval(n->cond), x = eval(n->t), y = eval(n->f);
@@ -176,8 +258,10 @@ Value Evaluator::eval(const Expr& e) {
       const Value& v = take_t ? x : y;
       return branch.dtype() == e.dtype() ? v : cast_value(e.dtype(), v);
     }
-    case ExprKind::Cast: return cast_value(e.dtype(), eval(node<CastNode>(e)->value));
-    case ExprKind::Load: return load(*node<LoadNode>(e));
+    case ExprKind::Cast:
+      return cast_value(e.dtype(), eval(node<CastNode>(e)->value));
+    case ExprKind::Load:
+      return load(*node<LoadNode>(e));
     case ExprKind::Call: {
       auto* n = node<CallNode>(e);
       int arity = intrinsic_arity(n->name);

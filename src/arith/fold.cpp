@@ -6,7 +6,9 @@
 namespace tl::arith {
 
 namespace {
-bool int_like(DType t) { return is_int(t) || is_bool(t); }
+bool int_like(DType t) {
+  return is_int(t) || is_bool(t);
+}
 
 /// The held value of an integer or bool immediate.
 std::optional<int64_t> int_imm(const Expr& e) {
@@ -15,8 +17,8 @@ std::optional<int64_t> int_imm(const Expr& e) {
 }
 
 bool is_division(BinOp op) {
-  return op == BinOp::Div || op == BinOp::FloorDiv || op == BinOp::FloorMod || op == BinOp::TruncDiv ||
-         op == BinOp::TruncMod;
+  return op == BinOp::Div || op == BinOp::FloorDiv || op == BinOp::FloorMod ||
+         op == BinOp::TruncDiv || op == BinOp::TruncMod;
 }
 }  // namespace
 
@@ -54,7 +56,8 @@ bool can_fail(const Expr& e) {
   switch (e.kind()) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
-    case ExprKind::Var: return false;
+    case ExprKind::Var:
+      return false;
     case ExprKind::Binary: {
       auto* n = static_cast<const BinaryNode*>(e.get());
       bool flt = is_float(n->a.dtype()) || is_float(n->b.dtype());
@@ -65,13 +68,16 @@ bool can_fail(const Expr& e) {
       }
       return can_fail(n->a) || can_fail(n->b);
     }
-    case ExprKind::Not: return can_fail(static_cast<const NotNode*>(e.get())->a);
+    case ExprKind::Not:
+      return can_fail(static_cast<const NotNode*>(e.get())->a);
     case ExprKind::Select: {
       auto* n = static_cast<const SelectNode*>(e.get());
       return can_fail(n->cond) || can_fail(n->t) || can_fail(n->f);
     }
-    case ExprKind::Cast: return can_fail(static_cast<const CastNode*>(e.get())->value);
-    default: return true;  // loads (bounds), calls (arity, names), strings
+    case ExprKind::Cast:
+      return can_fail(static_cast<const CastNode*>(e.get())->value);
+    default:
+      return true;  // loads (bounds), calls (arity, names), strings
   }
 }
 

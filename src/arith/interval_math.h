@@ -14,9 +14,13 @@ struct Wide {
   i128 lo, hi;
 };
 
-inline Wide widen(const Interval& a) { return {a.lo, a.hi}; }
+inline Wide widen(const Interval& a) {
+  return {a.lo, a.hi};
+}
 /// Whether every value of `w` is a held value of dtype `t` (so wrapping leaves it unchanged).
-inline bool fits(const Wide& w, DType t) { return w.lo >= dtype_min(t) && w.hi <= dtype_max(t); }
+inline bool fits(const Wide& w, DType t) {
+  return w.lo >= dtype_min(t) && w.hi <= dtype_max(t);
+}
 /// `w` if it fits `t`, else the full range of `t`: what a wrapping operation guarantees.
 inline Interval narrow(const Wide& w, DType t) {
   if (!fits(w, t)) return Interval::of_dtype(t);
@@ -39,8 +43,12 @@ inline i128 floordiv(i128 a, i128 b) {
   i128 q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-inline i128 floormod(i128 a, i128 b) { return a - floordiv(a, b) * b; }
-inline i128 abs128(i128 a) { return a < 0 ? -a : a; }
+inline i128 floormod(i128 a, i128 b) {
+  return a - floordiv(a, b) * b;
+}
+inline i128 abs128(i128 a) {
+  return a < 0 ? -a : a;
+}
 inline i128 gcd128(i128 a, i128 b) {
   a = abs128(a);
   b = abs128(b);

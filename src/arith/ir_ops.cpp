@@ -26,10 +26,12 @@ Expr identity(BinOp op, const Expr& a, const Expr& b) {
   auto x = ci(a), y = ci(b);
   if (y && *y == 0 && (op == BinOp::Add || op == BinOp::Sub) && a.dtype() == t) return a;
   if (x && *x == 0 && op == BinOp::Add && b.dtype() == t) return b;
-  if (y && *y == 1 && (op == BinOp::Mul || op == BinOp::FloorDiv || op == BinOp::TruncDiv) && a.dtype() == t)
+  if (y && *y == 1 && (op == BinOp::Mul || op == BinOp::FloorDiv || op == BinOp::TruncDiv) &&
+      a.dtype() == t)
     return a;
   if (x && *x == 1 && op == BinOp::Mul && b.dtype() == t) return b;
-  if (op == BinOp::Mul && ((x && *x == 0 && !arith::can_fail(b)) || (y && *y == 0 && !arith::can_fail(a))))
+  if (op == BinOp::Mul &&
+      ((x && *x == 0 && !arith::can_fail(b)) || (y && *y == 0 && !arith::can_fail(a))))
     return arith::make_int(t, 0);
   if (y && *y == 1 && (op == BinOp::FloorMod || op == BinOp::TruncMod) && !arith::can_fail(a))
     return arith::make_int(t, 0);
@@ -53,11 +55,21 @@ Expr call1(const char* name, Expr x) {
 }
 }  // namespace
 
-Expr operator+(Expr a, Expr b) { return bin(BinOp::Add, std::move(a), std::move(b)); }
-Expr operator-(Expr a, Expr b) { return bin(BinOp::Sub, std::move(a), std::move(b)); }
-Expr operator*(Expr a, Expr b) { return bin(BinOp::Mul, std::move(a), std::move(b)); }
-Expr operator/(Expr a, Expr b) { return int_or_float_div(BinOp::FloorDiv, std::move(a), std::move(b)); }
-Expr operator%(Expr a, Expr b) { return bin(BinOp::FloorMod, std::move(a), std::move(b)); }
+Expr operator+(Expr a, Expr b) {
+  return bin(BinOp::Add, std::move(a), std::move(b));
+}
+Expr operator-(Expr a, Expr b) {
+  return bin(BinOp::Sub, std::move(a), std::move(b));
+}
+Expr operator*(Expr a, Expr b) {
+  return bin(BinOp::Mul, std::move(a), std::move(b));
+}
+Expr operator/(Expr a, Expr b) {
+  return int_or_float_div(BinOp::FloorDiv, std::move(a), std::move(b));
+}
+Expr operator%(Expr a, Expr b) {
+  return bin(BinOp::FloorMod, std::move(a), std::move(b));
+}
 Expr operator-(Expr a) {
   if (auto* f = a.as<FloatImmNode>()) return FloatImmNode::make(a.dtype(), -f->value);
   // A float is negated by flipping its sign: `x * -1`, exact in IEEE for every x (+-0, inf,
@@ -71,35 +83,79 @@ Expr operator-(Expr a) {
   if (Expr r = arith::fold_binary(BinOp::Sub, zero, a); r.defined()) return r;  // -INT_MIN wraps
   return BinaryNode::make(BinOp::Sub, zero, std::move(a));
 }
-Expr operator==(Expr a, Expr b) { return bin(BinOp::EQ, std::move(a), std::move(b)); }
-Expr operator!=(Expr a, Expr b) { return bin(BinOp::NE, std::move(a), std::move(b)); }
-Expr operator<(Expr a, Expr b) { return bin(BinOp::LT, std::move(a), std::move(b)); }
-Expr operator<=(Expr a, Expr b) { return bin(BinOp::LE, std::move(a), std::move(b)); }
-Expr operator>(Expr a, Expr b) { return bin(BinOp::GT, std::move(a), std::move(b)); }
-Expr operator>=(Expr a, Expr b) { return bin(BinOp::GE, std::move(a), std::move(b)); }
-Expr operator&&(Expr a, Expr b) { return bin(BinOp::And, std::move(a), std::move(b)); }
-Expr operator||(Expr a, Expr b) { return bin(BinOp::Or, std::move(a), std::move(b)); }
-Expr operator!(Expr a) { return NotNode::make(std::move(a)); }
+Expr operator==(Expr a, Expr b) {
+  return bin(BinOp::EQ, std::move(a), std::move(b));
+}
+Expr operator!=(Expr a, Expr b) {
+  return bin(BinOp::NE, std::move(a), std::move(b));
+}
+Expr operator<(Expr a, Expr b) {
+  return bin(BinOp::LT, std::move(a), std::move(b));
+}
+Expr operator<=(Expr a, Expr b) {
+  return bin(BinOp::LE, std::move(a), std::move(b));
+}
+Expr operator>(Expr a, Expr b) {
+  return bin(BinOp::GT, std::move(a), std::move(b));
+}
+Expr operator>=(Expr a, Expr b) {
+  return bin(BinOp::GE, std::move(a), std::move(b));
+}
+Expr operator&&(Expr a, Expr b) {
+  return bin(BinOp::And, std::move(a), std::move(b));
+}
+Expr operator||(Expr a, Expr b) {
+  return bin(BinOp::Or, std::move(a), std::move(b));
+}
+Expr operator!(Expr a) {
+  return NotNode::make(std::move(a));
+}
 
-Expr floordiv(Expr a, Expr b) { return bin(BinOp::FloorDiv, std::move(a), std::move(b)); }
-Expr floormod(Expr a, Expr b) { return bin(BinOp::FloorMod, std::move(a), std::move(b)); }
-Expr truncdiv(Expr a, Expr b) { return bin(BinOp::TruncDiv, std::move(a), std::move(b)); }
-Expr truncmod(Expr a, Expr b) { return bin(BinOp::TruncMod, std::move(a), std::move(b)); }
-Expr ceildiv(Expr a, Expr b) { return floordiv(a + b - 1, b); }
-Expr min(Expr a, Expr b) { return bin(BinOp::Min, std::move(a), std::move(b)); }
-Expr max(Expr a, Expr b) { return bin(BinOp::Max, std::move(a), std::move(b)); }
-Expr select(Expr c, Expr t, Expr f) { return SelectNode::make(std::move(c), std::move(t), std::move(f)); }
+Expr floordiv(Expr a, Expr b) {
+  return bin(BinOp::FloorDiv, std::move(a), std::move(b));
+}
+Expr floormod(Expr a, Expr b) {
+  return bin(BinOp::FloorMod, std::move(a), std::move(b));
+}
+Expr truncdiv(Expr a, Expr b) {
+  return bin(BinOp::TruncDiv, std::move(a), std::move(b));
+}
+Expr truncmod(Expr a, Expr b) {
+  return bin(BinOp::TruncMod, std::move(a), std::move(b));
+}
+Expr ceildiv(Expr a, Expr b) {
+  return floordiv(a + b - 1, b);
+}
+Expr min(Expr a, Expr b) {
+  return bin(BinOp::Min, std::move(a), std::move(b));
+}
+Expr max(Expr a, Expr b) {
+  return bin(BinOp::Max, std::move(a), std::move(b));
+}
+Expr select(Expr c, Expr t, Expr f) {
+  return SelectNode::make(std::move(c), std::move(t), std::move(f));
+}
 Expr cast(DType t, Expr v) {
   if (v.dtype() == t) return v;
   // An integer constant folds like the operators do: to the value the cast evaluates to.
   if (Expr f = arith::fold_cast(t, v); f.defined()) return f;
   return CastNode::make(t, std::move(v));
 }
-Expr bitwise_and(Expr a, Expr b) { return bin(BinOp::BitAnd, std::move(a), std::move(b)); }
-Expr bitwise_or(Expr a, Expr b) { return bin(BinOp::BitOr, std::move(a), std::move(b)); }
-Expr bitwise_xor(Expr a, Expr b) { return bin(BinOp::BitXor, std::move(a), std::move(b)); }
-Expr shift_left(Expr a, Expr b) { return bin(BinOp::Shl, std::move(a), std::move(b)); }
-Expr shift_right(Expr a, Expr b) { return bin(BinOp::Shr, std::move(a), std::move(b)); }
+Expr bitwise_and(Expr a, Expr b) {
+  return bin(BinOp::BitAnd, std::move(a), std::move(b));
+}
+Expr bitwise_or(Expr a, Expr b) {
+  return bin(BinOp::BitOr, std::move(a), std::move(b));
+}
+Expr bitwise_xor(Expr a, Expr b) {
+  return bin(BinOp::BitXor, std::move(a), std::move(b));
+}
+Expr shift_left(Expr a, Expr b) {
+  return bin(BinOp::Shl, std::move(a), std::move(b));
+}
+Expr shift_right(Expr a, Expr b) {
+  return bin(BinOp::Shr, std::move(a), std::move(b));
+}
 
 Expr imm(DType t, double v) {
   // A float literal holds the value of its dtype, as a cast would give it: T.float16(0.1) is
@@ -108,15 +164,31 @@ Expr imm(DType t, double v) {
   if (is_float(t)) return FloatImmNode::make(t, arith::round_float(t, v));
   return arith::make_const(t, arith::Value::of_float(v));  // as a cast: toward zero, wrapped
 }
-Expr inf(DType t) { return FloatImmNode::make(t, std::numeric_limits<double>::infinity()); }
-Expr neg_inf(DType t) { return FloatImmNode::make(t, -std::numeric_limits<double>::infinity()); }
+Expr inf(DType t) {
+  return FloatImmNode::make(t, std::numeric_limits<double>::infinity());
+}
+Expr neg_inf(DType t) {
+  return FloatImmNode::make(t, -std::numeric_limits<double>::infinity());
+}
 
-Expr exp(Expr x) { return call1("exp", std::move(x)); }
-Expr log(Expr x) { return call1("log", std::move(x)); }
-Expr sqrt(Expr x) { return call1("sqrt", std::move(x)); }
-Expr rsqrt(Expr x) { return call1("rsqrt", std::move(x)); }
-Expr abs(Expr x) { return call1("abs", std::move(x)); }
-Expr sigmoid(Expr x) { return call1("sigmoid", std::move(x)); }
+Expr exp(Expr x) {
+  return call1("exp", std::move(x));
+}
+Expr log(Expr x) {
+  return call1("log", std::move(x));
+}
+Expr sqrt(Expr x) {
+  return call1("sqrt", std::move(x));
+}
+Expr rsqrt(Expr x) {
+  return call1("rsqrt", std::move(x));
+}
+Expr abs(Expr x) {
+  return call1("abs", std::move(x));
+}
+Expr sigmoid(Expr x) {
+  return call1("sigmoid", std::move(x));
+}
 Expr pow(Expr x, Expr y) {
   DType t = x.dtype();
   return CallNode::make(t, "pow", {std::move(x), std::move(y)});

@@ -25,10 +25,14 @@ struct Facts {
   Interval iv;
 };
 
-i128 lowest_bit(i128 c) { return c & -c; }
+i128 lowest_bit(i128 c) {
+  return c & -c;
+}
 
 /// `v` wrapped to dtype t, from 128 bits (the low 64 bits are the two's-complement value).
-int64_t wrap128(i128 v, DType t) { return wrap(t, static_cast<int64_t>(static_cast<uint64_t>(v))); }
+int64_t wrap128(i128 v, DType t) {
+  return wrap(t, static_cast<int64_t>(static_cast<uint64_t>(v)));
+}
 
 /// The facts of a value computed as `coeff * k + base` (exactly, in range `exact` if known),
 /// then wrapped to `t` with interval `iv`.
@@ -39,7 +43,8 @@ Facts settle(i128 coeff, i128 base, const std::optional<Wide>& exact, DType t, I
   bool wraps = !exact || !detail::fits(*exact, t);
   if (coeff == 0) return wraps ? Facts{0, wrap128(base, t), iv} : Facts{0, base, iv};
   i128 cap = i128(1) << std::min(dtype_bits(t), 62);
-  if (wraps || coeff > cap) coeff = std::min(lowest_bit(coeff), cap);  // a divisor of coeff: still sound
+  if (wraps || coeff > cap)
+    coeff = std::min(lowest_bit(coeff), cap);  // a divisor of coeff: still sound
   return {coeff, detail::floormod(base, coeff), iv};
 }
 
@@ -83,7 +88,8 @@ class Modular {
         if (is_float(t) || is_float(n->value.dtype())) break;
         return convert(of(n->value), n->value.dtype(), t);
       }
-      default: break;
+      default:
+        break;
     }
     Interval iv = bound(e, vars_);  // immediates, and what has no modular structure
     return settle(1, 0, Wide{iv.lo, iv.hi}, t, iv);
@@ -106,10 +112,13 @@ class Modular {
     }
     const bool k_known = b.coeff == 0 && b.base != 0;  // a non-zero constant right operand
     switch (op) {
-      case BinOp::Add: return settle(detail::gcd128(a.coeff, b.coeff), a.base + b.base, exact, t, iv);
-      case BinOp::Sub: return settle(detail::gcd128(a.coeff, b.coeff), a.base - b.base, exact, t, iv);
+      case BinOp::Add:
+        return settle(detail::gcd128(a.coeff, b.coeff), a.base + b.base, exact, t, iv);
+      case BinOp::Sub:
+        return settle(detail::gcd128(a.coeff, b.coeff), a.base - b.base, exact, t, iv);
       case BinOp::Mul: {
-        i128 c = detail::gcd128(detail::gcd128(a.coeff * b.coeff, a.coeff * b.base), b.coeff * a.base);
+        i128 c =
+            detail::gcd128(detail::gcd128(a.coeff * b.coeff, a.coeff * b.base), b.coeff * a.base);
         return settle(c, a.base * b.base, exact, t, iv);
       }
       case BinOp::Shl: {
@@ -123,7 +132,8 @@ class Modular {
         if (!k_known || a.coeff == 0 || a.coeff % b.base != 0) break;
         // (c * j + r) / k = (c / k) * j + r / k when k divides c, for floor division; a
         // truncating division rounds the same way when the quotient is never negative.
-        bool floor_like = op == BinOp::FloorDiv || (a.iv.lo >= 0 && b.base > 0) || (a.iv.hi <= 0 && b.base < 0);
+        bool floor_like =
+            op == BinOp::FloorDiv || (a.iv.lo >= 0 && b.base > 0) || (a.iv.hi <= 0 && b.base < 0);
         if (!floor_like) break;
         return settle(a.coeff / b.base, detail::floordiv(a.base, b.base), exact, t, iv);
       }
@@ -141,7 +151,8 @@ class Modular {
         Facts j = join(a, b, iv);
         return settle(j.coeff, j.base, exact, t, iv);
       }
-      default: break;
+      default:
+        break;
     }
     return settle(1, 0, exact, t, iv);
   }

@@ -24,23 +24,29 @@ bool identical(const Expr& a, const Expr& b) {
   if (a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
   std::vector<Expr> xs, ys;  // the operands to compare next
   switch (a.kind()) {
-    case ExprKind::IntImm: return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
+    case ExprKind::IntImm:
+      return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
     case ExprKind::Binary:
       if (a.as<BinaryNode>()->op != b.as<BinaryNode>()->op) return false;
       xs = {a.as<BinaryNode>()->a, a.as<BinaryNode>()->b};
       ys = {b.as<BinaryNode>()->a, b.as<BinaryNode>()->b};
       break;
-    case ExprKind::Not: xs = {a.as<NotNode>()->a}, ys = {b.as<NotNode>()->a}; break;
+    case ExprKind::Not:
+      xs = {a.as<NotNode>()->a}, ys = {b.as<NotNode>()->a};
+      break;
     case ExprKind::Select:
       xs = {a.as<SelectNode>()->cond, a.as<SelectNode>()->t, a.as<SelectNode>()->f};
       ys = {b.as<SelectNode>()->cond, b.as<SelectNode>()->t, b.as<SelectNode>()->f};
       break;
-    case ExprKind::Cast: xs = {a.as<CastNode>()->value}, ys = {b.as<CastNode>()->value}; break;
+    case ExprKind::Cast:
+      xs = {a.as<CastNode>()->value}, ys = {b.as<CastNode>()->value};
+      break;
     case ExprKind::Call:
       if (a.as<CallNode>()->name != b.as<CallNode>()->name) return false;
       xs = a.as<CallNode>()->args, ys = b.as<CallNode>()->args;
       break;
-    default: return false;  // distinct variables, floats (NaN), strings
+    default:
+      return false;  // distinct variables, floats (NaN), strings
   }
   return std::equal(xs.begin(), xs.end(), ys.begin(), ys.end(), identical);
 }
@@ -66,8 +72,10 @@ void add_scaled(Linear& x, const Linear& y, i128 k) {
   for (const auto& t : y.terms) {
     auto same = [&](const Term& u) { return identical(u.atom, t.atom); };
     auto it = std::find_if(x.terms.begin(), x.terms.end(), same);
-    if (it != x.terms.end()) it->coeff += k * t.coeff;
-    else x.terms.push_back({t.atom, k * t.coeff});
+    if (it != x.terms.end())
+      it->coeff += k * t.coeff;
+    else
+      x.terms.push_back({t.atom, k * t.coeff});
   }
   x.c += k * y.c;
   std::erase_if(x.terms, [](const Term& u) { return u.coeff == 0; });
@@ -92,11 +100,13 @@ class Linearizer {
       int64_t v = wrap(t, e.as<IntImmNode>()->value);
       return {{}, v, Interval::point(v)};
     }
-    if (auto* n = e.as<BinaryNode>(); n && is_int(t) && is_int(n->a.dtype()) && is_int(n->b.dtype()) &&
-                                      (n->op == BinOp::Add || n->op == BinOp::Sub || n->op == BinOp::Mul)) {
+    if (auto* n = e.as<BinaryNode>();
+        n && is_int(t) && is_int(n->a.dtype()) && is_int(n->b.dtype()) &&
+        (n->op == BinOp::Add || n->op == BinOp::Sub || n->op == BinOp::Mul)) {
       Linear a = of(n->a), b = of(n->b);
       auto exact = detail::exact_binary(n->op, a.iv, b.iv);
-      if (exact_ || (exact && detail::fits(*exact, t))) {  // no wrap: the value is the mathematical result
+      if (exact_ ||
+          (exact && detail::fits(*exact, t))) {  // no wrap: the value is the mathematical result
         Linear r;
         r.iv = exact && detail::fits(*exact, t) ? detail::narrow(*exact, t) : Interval::of_dtype(t);
         if (n->op != BinOp::Mul) {
@@ -152,14 +162,16 @@ std::optional<int64_t> constant_difference(const Expr& a, const Expr& b, const V
 }
 
 Overlap regions_overlap(const BufferRegion& a, const BufferRegion& b, const VarIntervals& vars) {
-  TL_ASSERT(a.buffer.same_as(b.buffer), "regions_overlap: regions of two buffers ({} and {})", a.buffer->name,
-            b.buffer->name);
-  TL_ASSERT(a.ranges.size() == b.ranges.size(), "regions_overlap: ranks {} and {}", a.ranges.size(), b.ranges.size());
+  TL_ASSERT(a.buffer.same_as(b.buffer), "regions_overlap: regions of two buffers ({} and {})",
+            a.buffer->name, b.buffer->name);
+  TL_ASSERT(a.ranges.size() == b.ranges.size(), "regions_overlap: ranks {} and {}", a.ranges.size(),
+            b.ranges.size());
   Linearizer lin(vars);
   bool all_yes = true;
   for (size_t d = 0; d < a.ranges.size(); ++d) {
     const Range &ra = a.ranges[d], &rb = b.ranges[d];
-    TL_ASSERT(ra.extent.defined() && rb.extent.defined(), "regions_overlap: a region without extents");
+    TL_ASSERT(ra.extent.defined() && rb.extent.defined(),
+              "regions_overlap: a region without extents");
     Linear diff = lin.of(rb.min);
     add_scaled(diff, lin.of(ra.min), -1);
     Wide dd = lin.range(diff);

@@ -13,7 +13,9 @@
 namespace tl {
 namespace {
 
-bool int_like(DType t) { return is_int(t) || is_bool(t); }
+bool int_like(DType t) {
+  return is_int(t) || is_bool(t);
+}
 
 std::optional<int64_t> const_of(const Expr& e) {
   if (!e.defined() || !int_like(e.dtype()) || e.kind() != ExprKind::IntImm) return std::nullopt;
@@ -31,7 +33,8 @@ std::optional<Expr> make_as(BinOp op, Expr a, Expr b, DType t) {
 std::optional<Expr> add_const(const Expr& x, int64_t k, DType t) {
   k = arith::wrap(t, k);
   if (k == 0) return x;
-  if (k < 0 && k != std::numeric_limits<int64_t>::min()) return make_as(BinOp::Sub, x, arith::make_int(t, -k), t);
+  if (k < 0 && k != std::numeric_limits<int64_t>::min())
+    return make_as(BinOp::Sub, x, arith::make_int(t, -k), t);
   return make_as(BinOp::Add, x, arith::make_int(t, k), t);
 }
 
@@ -76,7 +79,8 @@ class Simplifier : public IRMutator {
     auto declares = [](const Stmt& x) {
       if (x.as<AllocateNode>()) return true;
       auto* q = x.as<SeqNode>();
-      return q && std::any_of(q->stmts.begin(), q->stmts.end(), [](const Stmt& y) { return y.as<AllocateNode>() != nullptr; });
+      return q && std::any_of(q->stmts.begin(), q->stmts.end(),
+                              [](const Stmt& y) { return y.as<AllocateNode>() != nullptr; });
     };
     return declares(taken) ? s : taken;
   }
@@ -110,8 +114,9 @@ class Simplifier : public IRMutator {
       return std::nullopt;
     }
     if (!is_int(t)) return std::nullopt;  // bool arithmetic does not wrap modulo 2^n
-    bool commutative = op == BinOp::Add || op == BinOp::Mul || op == BinOp::Min || op == BinOp::Max ||
-                       op == BinOp::BitAnd || op == BinOp::BitOr || op == BinOp::BitXor;
+    bool commutative = op == BinOp::Add || op == BinOp::Mul || op == BinOp::Min ||
+                       op == BinOp::Max || op == BinOp::BitAnd || op == BinOp::BitOr ||
+                       op == BinOp::BitXor;
     if (x && !y && commutative) {
       if (auto r = rewrite(op, b, a, t)) return r;
       return make_as(op, b, a, t);
@@ -122,7 +127,8 @@ class Simplifier : public IRMutator {
 
     // Identities.
     if (same_t && c == 0 && (op == BinOp::Add || op == BinOp::Sub)) return a;
-    if (same_t && c == 1 && (op == BinOp::Mul || op == BinOp::FloorDiv || op == BinOp::TruncDiv || op == BinOp::Div))
+    if (same_t && c == 1 &&
+        (op == BinOp::Mul || op == BinOp::FloorDiv || op == BinOp::TruncDiv || op == BinOp::Div))
       return a;
     if (c == 0 && op == BinOp::Mul && !arith::can_fail(a)) return arith::make_int(t, 0);
     if (c == 1 && (op == BinOp::FloorMod || op == BinOp::TruncMod) && !arith::can_fail(a))
@@ -134,7 +140,8 @@ class Simplifier : public IRMutator {
     if (!same_t || !inner || inner->a.dtype() != t) return std::nullopt;
     auto c1 = const_of(inner->b);
     if (!c1) return std::nullopt;
-    if ((op == BinOp::Add || op == BinOp::Sub) && (inner->op == BinOp::Add || inner->op == BinOp::Sub)) {
+    if ((op == BinOp::Add || op == BinOp::Sub) &&
+        (inner->op == BinOp::Add || inner->op == BinOp::Sub)) {
       auto uk = [](int64_t v) { return static_cast<uint64_t>(v); };
       uint64_t k = inner->op == BinOp::Add ? uk(*c1) : 0 - uk(*c1);
       k = op == BinOp::Add ? k + uk(c) : k - uk(c);
@@ -151,7 +158,9 @@ class Simplifier : public IRMutator {
 
 }  // namespace
 
-Expr simplify(const Expr& e) { return Simplifier().mutate(e); }
+Expr simplify(const Expr& e) {
+  return Simplifier().mutate(e);
+}
 
 PrimFunc simplify(const PrimFunc& f) {
   Stmt body = Simplifier().mutate(f->body);

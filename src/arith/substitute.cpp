@@ -18,7 +18,8 @@ std::string fresh_name(const std::string& base, std::unordered_set<std::string>&
   std::string stem = base;
   size_t us = stem.rfind('_');
   if (us != std::string::npos && us > 0 && us + 1 < stem.size() &&
-      std::all_of(stem.begin() + us + 1, stem.end(), [](unsigned char c) { return std::isdigit(c); }))
+      std::all_of(stem.begin() + us + 1, stem.end(),
+                  [](unsigned char c) { return std::isdigit(c); }))
     stem.resize(us);
   std::string name = base;
   for (int i = 1; taken.count(name); ++i) name = stem + "_" + std::to_string(i);
@@ -29,7 +30,8 @@ std::string fresh_name(const std::string& base, std::unordered_set<std::string>&
 class Rebinder : public IRMutator {
  public:
   /// taken == nullptr: substitute only (binders are kept and must not be keys of vmap).
-  Rebinder(VarMap vmap, std::unordered_set<std::string>* taken) : vmap_(std::move(vmap)), taken_(taken) {}
+  Rebinder(VarMap vmap, std::unordered_set<std::string>* taken)
+      : vmap_(std::move(vmap)), taken_(taken) {}
 
   Buffer mutate_buffer(const Buffer& b) override {
     auto it = bufs_.find(b.get());
@@ -46,7 +48,8 @@ class Rebinder : public IRMutator {
     Expr mn = mutate(n->min), ext = mutate(n->extent);  // outside the loop variable's scope
     Var v = bind(n->var);
     Stmt body = mutate(n->body);
-    if (v.same_as(n->var) && mn.same_as(n->min) && ext.same_as(n->extent) && body.same_as(n->body)) return self;
+    if (v.same_as(n->var) && mn.same_as(n->min) && ext.same_as(n->extent) && body.same_as(n->body))
+      return self;
     return ForNode::make(v, mn, ext, n->for_kind, n->num_stages, body, n->loc);
   }
   Stmt mutate_(const LetNode* n, const Stmt& self) override {
@@ -57,9 +60,11 @@ class Rebinder : public IRMutator {
   }
   Stmt mutate_(const KernelNode* n, const Stmt& self) override {
     Expr nb = mutate(n->num_blocks);
-    Var cid = bind(n->cid), vid = n->vid.defined() ? bind(n->vid) : n->vid;  // developer kernels bind no vid
+    Var cid = bind(n->cid),
+        vid = n->vid.defined() ? bind(n->vid) : n->vid;  // developer kernels bind no vid
     Stmt body = mutate(n->body);
-    if (cid.same_as(n->cid) && vid.same_as(n->vid) && nb.same_as(n->num_blocks) && body.same_as(n->body))
+    if (cid.same_as(n->cid) && vid.same_as(n->vid) && nb.same_as(n->num_blocks) &&
+        body.same_as(n->body))
       return self;
     return KernelNode::make(nb, cid, vid, body, n->loc, n->threads);
   }
@@ -73,9 +78,11 @@ class Rebinder : public IRMutator {
     changed |= !base.same_as(n->view_of);
     if (!changed) return self;
     std::string name = taken_ ? fresh_name(b.name, *taken_) : b.name;
-    Buffer nb = BufferNode::make(name, b.dtype, shape, b.scope, strides, b.address, b.loc, b.origin);
+    Buffer nb =
+        BufferNode::make(name, b.dtype, shape, b.scope, strides, b.address, b.loc, b.origin);
     bufs_[n->buffer.get()] = nb;
-    return base.defined() ? AllocateNode::make_view(nb, base, n->loc) : AllocateNode::make(nb, n->loc);
+    return base.defined() ? AllocateNode::make_view(nb, base, n->loc)
+                          : AllocateNode::make(nb, n->loc);
   }
 
  private:
@@ -113,14 +120,21 @@ std::unordered_set<std::string> names_in(const PrimFunc& f) {
   for (const auto& p : f->params) names.insert(p.name());
   pre_order_visit(f->body, [&](const Stmt& s) {
     switch (s.kind()) {
-      case StmtKind::For: names.insert(s.as<ForNode>()->var.name()); break;
-      case StmtKind::Let: names.insert(s.as<LetNode>()->var.name()); break;
-      case StmtKind::Allocate: names.insert(s.as<AllocateNode>()->buffer->name); break;
+      case StmtKind::For:
+        names.insert(s.as<ForNode>()->var.name());
+        break;
+      case StmtKind::Let:
+        names.insert(s.as<LetNode>()->var.name());
+        break;
+      case StmtKind::Allocate:
+        names.insert(s.as<AllocateNode>()->buffer->name);
+        break;
       case StmtKind::Kernel:
         names.insert(s.as<KernelNode>()->cid.name());
         if (s.as<KernelNode>()->vid.defined()) names.insert(s.as<KernelNode>()->vid.name());
         break;
-      default: break;
+      default:
+        break;
     }
   });
   return names;

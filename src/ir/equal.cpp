@@ -44,7 +44,8 @@ class Equal {
     for (size_t i = 0; i < a->params.size(); ++i) {
       const auto &p = a->params[i], &q = b->params[i];
       if (p.is_tensor() != q.is_tensor()) return fail(fmt::format("parameter {} kind", i));
-      if (p.is_tensor() ? !bind_buffer(p.tensor, q.tensor) : !bind(p.scalar, q.scalar)) return false;
+      if (p.is_tensor() ? !bind_buffer(p.tensor, q.tensor) : !bind(p.scalar, q.scalar))
+        return false;
     }
     return stmt(a->body, b->body);
   }
@@ -75,31 +76,38 @@ class Equal {
                fail(fmt::format("{} vs {}", print(a), print(b)));
       }
       case ExprKind::StringImm:
-        return a.as<StringImmNode>()->value == b.as<StringImmNode>()->value || fail("string literal");
+        return a.as<StringImmNode>()->value == b.as<StringImmNode>()->value ||
+               fail("string literal");
       case ExprKind::Var: {
         auto it = vars_.find(a.get());
-        if (it != vars_.end()) return it->second == b.get() || fail(fmt::format("variable {} vs {}", print(a), print(b)));
+        if (it != vars_.end())
+          return it->second == b.get() ||
+                 fail(fmt::format("variable {} vs {}", print(a), print(b)));
         // Free variable on both sides: compare by name.
-        return a.as<VarNode>()->name == b.as<VarNode>()->name || fail(fmt::format("free variable {} vs {}", print(a), print(b)));
+        return a.as<VarNode>()->name == b.as<VarNode>()->name ||
+               fail(fmt::format("free variable {} vs {}", print(a), print(b)));
       }
       case ExprKind::Binary: {
         auto *x = a.as<BinaryNode>(), *y = b.as<BinaryNode>();
         return (x->op == y->op || fail(fmt::format("{} vs {}", print(a), print(b)))) &&
                expr(x->a, y->a) && expr(x->b, y->b);
       }
-      case ExprKind::Not: return expr(a.as<NotNode>()->a, b.as<NotNode>()->a);
+      case ExprKind::Not:
+        return expr(a.as<NotNode>()->a, b.as<NotNode>()->a);
       case ExprKind::Select: {
         auto *x = a.as<SelectNode>(), *y = b.as<SelectNode>();
         return expr(x->cond, y->cond) && expr(x->t, y->t) && expr(x->f, y->f);
       }
-      case ExprKind::Cast: return expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
+      case ExprKind::Cast:
+        return expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
       case ExprKind::Load: {
         auto *x = a.as<LoadNode>(), *y = b.as<LoadNode>();
         return use_buffer(x->buffer, y->buffer) && exprs(x->indices, y->indices);
       }
       case ExprKind::Call: {
         auto *x = a.as<CallNode>(), *y = b.as<CallNode>();
-        return (x->name == y->name || fail("intrinsic " + x->name + " vs " + y->name)) && exprs(x->args, y->args);
+        return (x->name == y->name || fail("intrinsic " + x->name + " vs " + y->name)) &&
+               exprs(x->args, y->args);
       }
     }
     return false;
@@ -143,9 +151,11 @@ class Equal {
     return true;
   }
   bool single(const Stmt& a, const Stmt& b) {
-    if (a.kind() != b.kind()) return fail(fmt::format("statement `{}` vs `{}`", first_line(a), first_line(b)));
+    if (a.kind() != b.kind())
+      return fail(fmt::format("statement `{}` vs `{}`", first_line(a), first_line(b)));
     switch (a.kind()) {
-      case StmtKind::Seq: return stmt(a, b);
+      case StmtKind::Seq:
+        return stmt(a, b);
       case StmtKind::For: {
         auto *x = a.as<ForNode>(), *y = b.as<ForNode>();
         if (x->for_kind != y->for_kind || x->num_stages != y->num_stages) return fail("loop kind");
@@ -184,13 +194,15 @@ class Equal {
         }
         if (x->attrs.size() != y->attrs.size()) return fail("attributes of " + x->op->name);
         for (size_t i = 0; i < x->attrs.size(); ++i)
-          if (x->attrs[i].key != y->attrs[i].key || !same_attr(x->attrs[i].value, y->attrs[i].value))
+          if (x->attrs[i].key != y->attrs[i].key ||
+              !same_attr(x->attrs[i].value, y->attrs[i].value))
             return fail(fmt::format("attribute {} of {}", x->attrs[i].key, x->op->name));
         return true;
       }
       case StmtKind::Sync: {
         auto *x = a.as<SyncNode>(), *y = b.as<SyncNode>();
-        if (x->sync_kind != y->sync_kind || x->src != y->src || x->dst != y->dst || x->mode != y->mode)
+        if (x->sync_kind != y->sync_kind || x->src != y->src || x->dst != y->dst ||
+            x->mode != y->mode)
           return fail(fmt::format("sync `{}` vs `{}`", first_line(a), first_line(b)));
         return expr(x->event_id, y->event_id);
       }
@@ -200,7 +212,8 @@ class Equal {
       }
       case StmtKind::Kernel: {
         auto *x = a.as<KernelNode>(), *y = b.as<KernelNode>();
-        if (x->threads != y->threads || x->developer() != y->developer()) return fail("kernel mode or threads");
+        if (x->threads != y->threads || x->developer() != y->developer())
+          return fail("kernel mode or threads");
         return expr(x->num_blocks, y->num_blocks) && bind(x->cid, y->cid) &&
                (x->developer() || bind(x->vid, y->vid)) && stmt(x->body, y->body);
       }
@@ -225,8 +238,10 @@ class Hasher {
     str(f->name);
     for (const auto& d : f->dynamics) bind(d);
     for (const auto& p : f->params) {
-      if (p.is_tensor()) buffer_def(p.tensor);
-      else bind(p.scalar);
+      if (p.is_tensor())
+        buffer_def(p.tensor);
+      else
+        bind(p.scalar);
     }
     stmt(f->body);
   }
@@ -258,21 +273,25 @@ class Hasher {
   }
   void buffer_use(const Buffer& b) {
     auto it = bufs_.find(b.get());
-    if (it != bufs_.end()) mix(it->second);
-    else str(b->name);
+    if (it != bufs_.end())
+      mix(it->second);
+    else
+      str(b->name);
   }
   void expr(const Expr& e) {
     if (!e.defined()) return mix(0xdead);
     mix(static_cast<int>(e.kind()) * 64 + static_cast<int>(e.dtype()));
     switch (e.kind()) {
-      case ExprKind::IntImm: return mix(static_cast<uint64_t>(e.as<IntImmNode>()->value));
+      case ExprKind::IntImm:
+        return mix(static_cast<uint64_t>(e.as<IntImmNode>()->value));
       case ExprKind::FloatImm: {
         double v = e.as<FloatImmNode>()->value;
         uint64_t bits;
         std::memcpy(&bits, &v, sizeof bits);
         return mix(v != v ? 0x7ff8000000000000ull : bits);
       }
-      case ExprKind::StringImm: return str(e.as<StringImmNode>()->value);
+      case ExprKind::StringImm:
+        return str(e.as<StringImmNode>()->value);
       case ExprKind::Var: {
         auto it = vars_.find(e.get());
         if (it != vars_.end()) return mix(it->second);
@@ -284,14 +303,16 @@ class Hasher {
         expr(n->a);
         return expr(n->b);
       }
-      case ExprKind::Not: return expr(e.as<NotNode>()->a);
+      case ExprKind::Not:
+        return expr(e.as<NotNode>()->a);
       case ExprKind::Select: {
         auto* n = e.as<SelectNode>();
         expr(n->cond);
         expr(n->t);
         return expr(n->f);
       }
-      case ExprKind::Cast: return expr(e.as<CastNode>()->value);
+      case ExprKind::Cast:
+        return expr(e.as<CastNode>()->value);
       case ExprKind::Load: {
         auto* n = e.as<LoadNode>();
         buffer_use(n->buffer);
@@ -315,7 +336,8 @@ class Hasher {
   void single(const Stmt& s) {
     mix(1000 + static_cast<int>(s.kind()));
     switch (s.kind()) {
-      case StmtKind::Seq: return stmt(s);
+      case StmtKind::Seq:
+        return stmt(s);
       case StmtKind::For: {
         auto* n = s.as<ForNode>();
         mix(static_cast<int>(n->for_kind));
@@ -365,15 +387,19 @@ class Hasher {
         }
         for (const auto& a : n->attrs) {
           str(a.key);
-          std::visit([&](const auto& v) {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, std::string>) str(v);
-            else if constexpr (std::is_same_v<V, double>) {
-              uint64_t bits;
-              std::memcpy(&bits, &v, sizeof bits);
-              mix(bits);
-            } else mix(static_cast<uint64_t>(v));
-          }, a.value);
+          std::visit(
+              [&](const auto& v) {
+                using V = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<V, std::string>)
+                  str(v);
+                else if constexpr (std::is_same_v<V, double>) {
+                  uint64_t bits;
+                  std::memcpy(&bits, &v, sizeof bits);
+                  mix(bits);
+                } else
+                  mix(static_cast<uint64_t>(v));
+              },
+              a.value);
         }
         return;
       }
@@ -405,9 +431,15 @@ class Hasher {
 
 }  // namespace
 
-bool structural_equal(const PrimFunc& a, const PrimFunc& b) { return Equal().func(a, b); }
-bool structural_equal(const Stmt& a, const Stmt& b) { return Equal().stmt(a, b); }
-bool structural_equal(const Expr& a, const Expr& b) { return Equal().expr(a, b); }
+bool structural_equal(const PrimFunc& a, const PrimFunc& b) {
+  return Equal().func(a, b);
+}
+bool structural_equal(const Stmt& a, const Stmt& b) {
+  return Equal().stmt(a, b);
+}
+bool structural_equal(const Expr& a, const Expr& b) {
+  return Equal().expr(a, b);
+}
 uint64_t structural_hash(const PrimFunc& f) {
   Hasher h;
   h.func(f);

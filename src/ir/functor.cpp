@@ -9,8 +9,9 @@ namespace tl {
 void IRVisitor::visit(const Expr& e) {
   if (!e.defined()) return;
   switch (e.kind()) {
-#define TL_CASE(K) \
-  case ExprKind::K: return visit_(static_cast<const K##Node*>(e.get()));
+#define TL_CASE(K)  \
+  case ExprKind::K: \
+    return visit_(static_cast<const K##Node*>(e.get()));
     TL_EXPR_KINDS(TL_CASE)
 #undef TL_CASE
   }
@@ -18,8 +19,9 @@ void IRVisitor::visit(const Expr& e) {
 void IRVisitor::visit(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.kind()) {
-#define TL_CASE(K) \
-  case StmtKind::K: return visit_(static_cast<const K##Node*>(s.get()));
+#define TL_CASE(K)  \
+  case StmtKind::K: \
+    return visit_(static_cast<const K##Node*>(s.get()));
     TL_STMT_KINDS(TL_CASE)
 #undef TL_CASE
   }
@@ -41,13 +43,17 @@ void IRVisitor::visit_(const BinaryNode* n) {
   visit(n->a);
   visit(n->b);
 }
-void IRVisitor::visit_(const NotNode* n) { visit(n->a); }
+void IRVisitor::visit_(const NotNode* n) {
+  visit(n->a);
+}
 void IRVisitor::visit_(const SelectNode* n) {
   visit(n->cond);
   visit(n->t);
   visit(n->f);
 }
-void IRVisitor::visit_(const CastNode* n) { visit(n->value); }
+void IRVisitor::visit_(const CastNode* n) {
+  visit(n->value);
+}
 void IRVisitor::visit_(const LoadNode* n) {
   visit_buffer(n->buffer);
   for (const auto& i : n->indices) visit(i);
@@ -69,7 +75,9 @@ void IRVisitor::visit_(const IfNode* n) {
   visit(n->then_case);
   visit(n->else_case);
 }
-void IRVisitor::visit_(const LetNode* n) { visit(n->value); }
+void IRVisitor::visit_(const LetNode* n) {
+  visit(n->value);
+}
 void IRVisitor::visit_(const AllocateNode* n) {
   if (n->view_of.defined()) visit_buffer(n->view_of);
   visit_buffer(n->buffer);
@@ -82,12 +90,18 @@ void IRVisitor::visit_(const StoreNode* n) {
 }
 void IRVisitor::visit_(const TileOpNode* n) {
   for (const auto& a : n->args) {
-    if (a.is_region()) visit_region(a.region);
-    else visit(a.scalar);
+    if (a.is_region())
+      visit_region(a.region);
+    else
+      visit(a.scalar);
   }
 }
-void IRVisitor::visit_(const SyncNode* n) { visit(n->event_id); }
-void IRVisitor::visit_(const ScopeNode* n) { visit(n->body); }
+void IRVisitor::visit_(const SyncNode* n) {
+  visit(n->event_id);
+}
+void IRVisitor::visit_(const ScopeNode* n) {
+  visit(n->body);
+}
 void IRVisitor::visit_(const KernelNode* n) {
   visit(n->num_blocks);
   visit(n->body);
@@ -99,8 +113,9 @@ void IRVisitor::visit_(const KernelNode* n) {
 Expr IRMutator::mutate(const Expr& e) {
   if (!e.defined()) return e;
   switch (e.kind()) {
-#define TL_CASE(K) \
-  case ExprKind::K: return mutate_(static_cast<const K##Node*>(e.get()), e);
+#define TL_CASE(K)  \
+  case ExprKind::K: \
+    return mutate_(static_cast<const K##Node*>(e.get()), e);
     TL_EXPR_KINDS(TL_CASE)
 #undef TL_CASE
   }
@@ -109,8 +124,9 @@ Expr IRMutator::mutate(const Expr& e) {
 Stmt IRMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.kind()) {
-#define TL_CASE(K) \
-  case StmtKind::K: return mutate_(static_cast<const K##Node*>(s.get()), s);
+#define TL_CASE(K)  \
+  case StmtKind::K: \
+    return mutate_(static_cast<const K##Node*>(s.get()), s);
     TL_STMT_KINDS(TL_CASE)
 #undef TL_CASE
   }
@@ -131,10 +147,18 @@ BufferRegion IRMutator::mutate_region(const BufferRegion& r) {
   return out;
 }
 
-Expr IRMutator::mutate_(const IntImmNode*, const Expr& self) { return self; }
-Expr IRMutator::mutate_(const FloatImmNode*, const Expr& self) { return self; }
-Expr IRMutator::mutate_(const StringImmNode*, const Expr& self) { return self; }
-Expr IRMutator::mutate_(const VarNode*, const Expr& self) { return self; }
+Expr IRMutator::mutate_(const IntImmNode*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::mutate_(const FloatImmNode*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::mutate_(const StringImmNode*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::mutate_(const VarNode*, const Expr& self) {
+  return self;
+}
 Expr IRMutator::mutate_(const BinaryNode* n, const Expr& self) {
   Expr a = mutate(n->a), b = mutate(n->b);
   if (a.same_as(n->a) && b.same_as(n->b)) return self;
@@ -228,8 +252,9 @@ Stmt IRMutator::mutate_(const TileOpNode* n, const Stmt& self) {
 }
 Stmt IRMutator::mutate_(const SyncNode* n, const Stmt& self) {
   Expr id = mutate(n->event_id);
-  return id.same_as(n->event_id) ? self
-                                 : SyncNode::make(n->sync_kind, n->src, n->dst, id, n->mode, n->loc, n->origin);
+  return id.same_as(n->event_id)
+             ? self
+             : SyncNode::make(n->sync_kind, n->src, n->dst, id, n->mode, n->loc, n->origin);
 }
 Stmt IRMutator::mutate_(const ScopeNode* n, const Stmt& self) {
   Stmt b = mutate(n->body);
@@ -247,7 +272,8 @@ Stmt IRMutator::mutate_(const KernelNode* n, const Stmt& self) {
 namespace {
 class LambdaVisitor : public IRVisitor {
  public:
-  LambdaVisitor(const std::function<void(const Stmt&)>& s, const std::function<void(const Expr&)>& e)
+  LambdaVisitor(const std::function<void(const Stmt&)>& s,
+                const std::function<void(const Expr&)>& e)
       : on_stmt_(s), on_expr_(e) {}
   void visit(const Stmt& s) override {
     if (!s.defined()) return;

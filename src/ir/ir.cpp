@@ -22,32 +22,52 @@ std::optional<E> lookup(const std::array<std::string_view, N>& names, std::strin
 constexpr std::array<std::string_view, kNumMemScopes> kScopeNames = {
     "global", "L1", "L0A", "L0B", "L0C", "UB", "shared", "fragment", "var"};
 constexpr std::array<std::string_view, kNumPipes> kPipeNames = {"S",    "V",    "M",   "MTE1",
-                                                                 "MTE2", "MTE3", "FIX", "ALL"};
+                                                                "MTE2", "MTE3", "FIX", "ALL"};
 constexpr std::array<std::string_view, 2> kCoreNames = {"Cube", "Vector"};
 constexpr std::array<std::string_view, 4> kForNames = {"serial", "Parallel", "Pipelined", "unroll"};
 constexpr std::array<std::string_view, 23> kBinNames = {
-    "+",  "-",  "*",  "/",  "//", "%",   "T.truncdiv", "T.truncmod", "T.min", "T.max", "==", "!=",
-    "<",  "<=", ">",  ">=", "and", "or", "&",          "|",          "^",     "<<",    ">>"};
+    "+", "-",  "*", "/",  "//",  "%",  "T.truncdiv", "T.truncmod", "T.min", "T.max", "==", "!=",
+    "<", "<=", ">", ">=", "and", "or", "&",          "|",          "^",     "<<",    ">>"};
 constexpr std::array<std::string_view, 7> kSyncNames = {
-    "set_flag", "wait_flag", "pipe_barrier", "barrier_all", "set_cross_flag", "wait_cross_flag",
-    "sync_all"};
+    "set_flag",       "wait_flag",       "pipe_barrier", "barrier_all",
+    "set_cross_flag", "wait_cross_flag", "sync_all"};
 }  // namespace
 
-std::string_view scope_name(MemScope s) { return kScopeNames[static_cast<size_t>(s)]; }
+std::string_view scope_name(MemScope s) {
+  return kScopeNames[static_cast<size_t>(s)];
+}
 std::optional<MemScope> parse_scope(std::string_view s) {
   if (s == "gm" || s == "GM") return MemScope::GM;
   if (s == "ub") return MemScope::UB;
   return lookup<MemScope>(kScopeNames, s);
 }
-std::string_view pipe_name(Pipe p) { return kPipeNames[static_cast<size_t>(p)]; }
-std::optional<Pipe> parse_pipe(std::string_view s) { return lookup<Pipe>(kPipeNames, s); }
-std::string_view core_name(CoreKind c) { return kCoreNames[static_cast<size_t>(c)]; }
-std::optional<CoreKind> parse_core(std::string_view s) { return lookup<CoreKind>(kCoreNames, s); }
-std::string_view for_kind_name(ForKind k) { return kForNames[static_cast<size_t>(k)]; }
-std::string_view binop_name(BinOp op) { return kBinNames[static_cast<size_t>(op)]; }
-bool is_comparison(BinOp op) { return op >= BinOp::EQ && op <= BinOp::GE; }
-bool is_logical(BinOp op) { return op == BinOp::And || op == BinOp::Or; }
-std::string_view sync_name(SyncKind k) { return kSyncNames[static_cast<size_t>(k)]; }
+std::string_view pipe_name(Pipe p) {
+  return kPipeNames[static_cast<size_t>(p)];
+}
+std::optional<Pipe> parse_pipe(std::string_view s) {
+  return lookup<Pipe>(kPipeNames, s);
+}
+std::string_view core_name(CoreKind c) {
+  return kCoreNames[static_cast<size_t>(c)];
+}
+std::optional<CoreKind> parse_core(std::string_view s) {
+  return lookup<CoreKind>(kCoreNames, s);
+}
+std::string_view for_kind_name(ForKind k) {
+  return kForNames[static_cast<size_t>(k)];
+}
+std::string_view binop_name(BinOp op) {
+  return kBinNames[static_cast<size_t>(op)];
+}
+bool is_comparison(BinOp op) {
+  return op >= BinOp::EQ && op <= BinOp::GE;
+}
+bool is_logical(BinOp op) {
+  return op == BinOp::And || op == BinOp::Or;
+}
+std::string_view sync_name(SyncKind k) {
+  return kSyncNames[static_cast<size_t>(k)];
+}
 
 // ---------------------------------------------------------------------------------------------
 // Nesting limits
@@ -62,12 +82,16 @@ Nesting grow(Nesting acc, Nesting kid) {
 }
 Nesting finish(Nesting acc) {
   if (acc.depth + 1 > kMaxNestingDepth)
-    throw Error(fmt::format("expression nested too deeply (more than {} levels, the limit of the IR and of its "
-                            "text format); build long sums and chains as balanced trees, or accumulate in a "
-                            "T::alloc_var", kMaxNestingDepth));
+    throw Error(fmt::format(
+        "expression nested too deeply (more than {} levels, the limit of the IR and of its "
+        "text format); build long sums and chains as balanced trees, or accumulate in a "
+        "T::alloc_var",
+        kMaxNestingDepth));
   if (acc.size + 1 > kMaxExprNodes)
-    throw Error(fmt::format("expression tree of more than {} nodes, counting a shared subexpression once per "
-                            "use (the limit of the IR); bind repeated subexpressions with T::let", kMaxExprNodes));
+    throw Error(fmt::format(
+        "expression tree of more than {} nodes, counting a shared subexpression once per "
+        "use (the limit of the IR); bind repeated subexpressions with T::let",
+        kMaxExprNodes));
   return {static_cast<uint16_t>(acc.depth + 1), acc.size + 1};
 }
 }  // namespace
@@ -87,8 +111,11 @@ Nesting nest_of(const std::vector<Expr>& kids, Nesting extra) {
 
 namespace {
 [[noreturn]] void too_deep(const SourceLoc& loc) {
-  throw Error(loc, fmt::format("statements nested too deeply (more than {} levels, the limit of the IR and of "
-                               "its text format, whose function body counts as one)", kMaxNestingDepth));
+  throw Error(
+      loc,
+      fmt::format("statements nested too deeply (more than {} levels, the limit of the IR and of "
+                  "its text format, whose function body counts as one)",
+                  kMaxNestingDepth));
 }
 }  // namespace
 
@@ -111,7 +138,9 @@ uint16_t seq_depth(const std::vector<Stmt>& stmts, const SourceLoc& loc) {
 // ---------------------------------------------------------------------------------------------
 // Expressions
 
-Expr Expr::make_bool(bool v) { return Expr(std::make_shared<IntImmNode>(DType::Bool, v ? 1 : 0)); }
+Expr Expr::make_bool(bool v) {
+  return Expr(std::make_shared<IntImmNode>(DType::Bool, v ? 1 : 0));
+}
 Expr::Expr(int v) : node_(std::make_shared<IntImmNode>(DType::Int32, v)) {}
 Expr::Expr(int64_t v) : node_(std::make_shared<IntImmNode>(DType::Int64, v)) {}
 Expr::Expr(double v) : node_(std::make_shared<FloatImmNode>(DType::Float32, v)) {}
@@ -120,8 +149,12 @@ Var::Var(std::string name, DType t) : Expr(std::make_shared<VarNode>(std::move(n
 Var::Var(std::shared_ptr<const ExprNode> n) : Expr(std::move(n)) {
   TL_ASSERT(!defined() || kind() == ExprKind::Var, "Var made from a non-Var node");
 }
-const VarNode* Var::node() const { return static_cast<const VarNode*>(get()); }
-const std::string& Var::name() const { return node()->name; }
+const VarNode* Var::node() const {
+  return static_cast<const VarNode*>(get());
+}
+const std::string& Var::name() const {
+  return node()->name;
+}
 
 Expr IntImmNode::make(DType t, int64_t v) {
   TL_ASSERT(is_int(t) || is_bool(t), "IntImm of dtype {}", dtype_name(t));
@@ -142,12 +175,16 @@ Expr BinaryNode::make(BinOp op, Expr a, Expr b) {
   DType t = arith::binary_dtype(op, a.dtype(), b.dtype());
   return Expr(std::make_shared<BinaryNode>(op, t, std::move(a), std::move(b)));
 }
-Expr NotNode::make(Expr a) { return Expr(std::make_shared<NotNode>(std::move(a))); }
+Expr NotNode::make(Expr a) {
+  return Expr(std::make_shared<NotNode>(std::move(a)));
+}
 Expr SelectNode::make(Expr c, Expr t, Expr f) {
   DType dt = arith::promote(t.dtype(), f.dtype());
   return Expr(std::make_shared<SelectNode>(dt, std::move(c), std::move(t), std::move(f)));
 }
-Expr CastNode::make(DType t, Expr v) { return Expr(std::make_shared<CastNode>(t, std::move(v))); }
+Expr CastNode::make(DType t, Expr v) {
+  return Expr(std::make_shared<CastNode>(t, std::move(v)));
+}
 Expr LoadNode::make(Buffer b, std::vector<Expr> indices) {
   DType t = b->dtype;
   return Expr(std::make_shared<LoadNode>(t, std::move(b), std::move(indices)));
@@ -157,7 +194,8 @@ Expr CallNode::make(DType t, std::string name, std::vector<Expr> args) {
 }
 
 Buffer BufferNode::make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
-                        std::vector<Expr> strides, int64_t address, SourceLoc loc, std::string origin) {
+                        std::vector<Expr> strides, int64_t address, SourceLoc loc,
+                        std::string origin) {
   auto n = std::make_shared<BufferNode>();
   n->name = std::move(name);
   n->origin = std::move(origin);
@@ -174,8 +212,11 @@ Buffer BufferNode::make(std::string name, DType dtype, std::vector<Expr> shape, 
       acc.depth = std::max(acc.depth, e->nest.depth);
       acc.size += e->nest.size;
       if (acc.size > kMaxExprNodes)
-        throw Error(n->loc, fmt::format("the shape of buffer '{}' has more than {} expression nodes (the limit "
-                                        "of the IR)", n->name, kMaxExprNodes));
+        throw Error(
+            n->loc,
+            fmt::format("the shape of buffer '{}' has more than {} expression nodes (the limit "
+                        "of the IR)",
+                        n->name, kMaxExprNodes));
     }
   n->nest = acc;
   return Buffer(std::move(n));
@@ -213,7 +254,8 @@ Stmt ForNode::make(Var v, Expr min, Expr extent, ForKind k, int ns, Stmt body, S
                                         std::move(body), std::move(loc)));
 }
 Stmt IfNode::make(Expr cond, Stmt t, Stmt e, SourceLoc loc) {
-  return Stmt(std::make_shared<IfNode>(std::move(cond), std::move(t), std::move(e), std::move(loc)));
+  return Stmt(
+      std::make_shared<IfNode>(std::move(cond), std::move(t), std::move(e), std::move(loc)));
 }
 Stmt LetNode::make(Var v, Expr value, SourceLoc loc) {
   return Stmt(std::make_shared<LetNode>(std::move(v), std::move(value), std::move(loc)));
@@ -241,8 +283,7 @@ Stmt TileOpNode::make(const OpDef* op, std::vector<TileArg> args, std::vector<At
         throw Error(loc, fmt::format("a region of '{}': {}", arg.region.buffer->name, e.what()));
       }
     }
-  return Stmt(
-      std::make_shared<TileOpNode>(op, std::move(args), std::move(attrs), std::move(loc)));
+  return Stmt(std::make_shared<TileOpNode>(op, std::move(args), std::move(attrs), std::move(loc)));
 }
 const AttrValue* TileOpNode::attr(std::string_view key) const {
   for (const auto& a : attrs)
@@ -271,21 +312,26 @@ const std::string& TileOpNode::attr_str(std::string_view key) const {
             key);
   return std::get<std::string>(*v);
 }
-Stmt SyncNode::make(SyncKind k, Pipe src, Pipe dst, Expr id, int mode, SourceLoc loc, SyncOrigin origin) {
+Stmt SyncNode::make(SyncKind k, Pipe src, Pipe dst, Expr id, int mode, SourceLoc loc,
+                    SyncOrigin origin) {
   return Stmt(std::make_shared<SyncNode>(k, src, dst, std::move(id), mode, std::move(loc), origin));
 }
 Stmt ScopeNode::make(CoreKind c, Stmt body, SourceLoc loc) {
   return Stmt(std::make_shared<ScopeNode>(c, std::move(body), std::move(loc)));
 }
 Stmt KernelNode::make(Expr n, Var cid, Var vid, Stmt body, SourceLoc loc, int threads) {
-  TL_ASSERT(vid.defined() == (threads == 0),
-            "KernelNode: an expert kernel binds vid and has threads 0, a developer kernel has no vid "
-            "and threads > 0 (vid {}, threads {})", vid.defined() ? "defined" : "undefined", threads);
+  TL_ASSERT(
+      vid.defined() == (threads == 0),
+      "KernelNode: an expert kernel binds vid and has threads 0, a developer kernel has no vid "
+      "and threads > 0 (vid {}, threads {})",
+      vid.defined() ? "defined" : "undefined", threads);
   return Stmt(std::make_shared<KernelNode>(std::move(n), std::move(cid), std::move(vid),
                                            std::move(body), std::move(loc), threads));
 }
 
-const std::string& Param::name() const { return is_tensor() ? tensor->name : scalar.name(); }
+const std::string& Param::name() const {
+  return is_tensor() ? tensor->name : scalar.name();
+}
 
 PrimFunc make_prim_func(std::string name, std::vector<Var> dynamics, std::vector<Param> params,
                         Stmt body, SourceLoc loc) {
@@ -319,8 +365,12 @@ std::vector<Expr> region_extents(const BufferRegion& r) {
 }  // namespace tl
 
 namespace tl {
-ElemRef Buffer::operator()(const Loc& loc) const { return ElemRef(*this, {}, loc); }
-ElemRef Buffer::operator()(Expr i, const Loc& loc) const { return ElemRef(*this, {std::move(i)}, loc); }
+ElemRef Buffer::operator()(const Loc& loc) const {
+  return ElemRef(*this, {}, loc);
+}
+ElemRef Buffer::operator()(Expr i, const Loc& loc) const {
+  return ElemRef(*this, {std::move(i)}, loc);
+}
 ElemRef Buffer::operator()(Expr i, Expr j, const Loc& loc) const {
   return ElemRef(*this, {std::move(i), std::move(j)}, loc);
 }
@@ -330,7 +380,9 @@ ElemRef Buffer::operator()(Expr i, Expr j, Expr k, const Loc& loc) const {
 ElemRef Buffer::operator()(Expr i, Expr j, Expr k, Expr l, const Loc& loc) const {
   return ElemRef(*this, {std::move(i), std::move(j), std::move(k), std::move(l)}, loc);
 }
-DType ElemRef::dtype() const { return buffer_->dtype; }
+DType ElemRef::dtype() const {
+  return buffer_->dtype;
+}
 
 Expr Buffer::load(std::vector<Expr> indices) const {
   if (indices.empty() && get()->scope == MemScope::Var) indices.push_back(Expr(0));
@@ -378,14 +430,22 @@ DType binary_dtype(BinOp op, DType a, DType b) {
 
 int64_t wrap(DType t, int64_t v) {
   switch (t) {
-    case DType::Bool: return v != 0;
-    case DType::Int8: return static_cast<int8_t>(v);
-    case DType::Int16: return static_cast<int16_t>(v);
-    case DType::Int32: return static_cast<int32_t>(v);
-    case DType::UInt8: return static_cast<uint8_t>(v);
-    case DType::UInt16: return static_cast<uint16_t>(v);
-    case DType::UInt32: return static_cast<uint32_t>(v);
-    default: return v;  // 64-bit integers hold every bit pattern; floats are not wrapped
+    case DType::Bool:
+      return v != 0;
+    case DType::Int8:
+      return static_cast<int8_t>(v);
+    case DType::Int16:
+      return static_cast<int16_t>(v);
+    case DType::Int32:
+      return static_cast<int32_t>(v);
+    case DType::UInt8:
+      return static_cast<uint8_t>(v);
+    case DType::UInt16:
+      return static_cast<uint16_t>(v);
+    case DType::UInt32:
+      return static_cast<uint32_t>(v);
+    default:
+      return v;  // 64-bit integers hold every bit pattern; floats are not wrapped
   }
 }
 

@@ -20,16 +20,20 @@ std::optional<int64_t> parse_int(const std::string& s) {
 
 std::string join(const std::vector<std::string>& v) {
   std::string r;
-  for (const auto& s : v) r += (r.empty() ? "" : ", ") + (s.empty() ? std::string("'' (empty)") : s);
+  for (const auto& s : v)
+    r += (r.empty() ? "" : ", ") + (s.empty() ? std::string("'' (empty)") : s);
   return r;
 }
 
 /// The user error for `value` of parameter `p` of kernel `kernel`, or "" when it is accepted.
-std::string rule_violation(const std::string& kernel, const KernelParam& p, const std::string& value) {
+std::string rule_violation(const std::string& kernel, const KernelParam& p,
+                           const std::string& value) {
   const ParamRule& r = p.rule;
   if (r.is_integer() && (r.multiple_of < 1 || r.min > r.max))  // a registration mistake
-    return fmt::format("kernel {}: parameter {} has an empty rule (min {}, max {}, multiple_of {}); fix its "
-                       "TL_REGISTER_KERNEL", kernel, p.name, r.min, r.max, r.multiple_of);
+    return fmt::format(
+        "kernel {}: parameter {} has an empty rule (min {}, max {}, multiple_of {}); fix its "
+        "TL_REGISTER_KERNEL",
+        kernel, p.name, r.min, r.max, r.multiple_of);
   bool ok = false;
   if (r.is_integer()) {
     auto v = parse_int(value);
@@ -38,7 +42,8 @@ std::string rule_violation(const std::string& kernel, const KernelParam& p, cons
     ok = std::find(r.one_of.begin(), r.one_of.end(), value) != r.one_of.end();
   }
   if (ok) return "";
-  return fmt::format("kernel {}: parameter {} must be {}, got '{}'", kernel, p.name, r.describe(), value);
+  return fmt::format("kernel {}: parameter {} must be {}, got '{}'", kernel, p.name, r.describe(),
+                     value);
 }
 
 }  // namespace
@@ -58,7 +63,8 @@ int64_t KernelArgs::get_int(const std::string& name) const {
 int KernelArgs::get(const std::string& name) const {
   int64_t v = get_int(name);
   if (v < INT32_MIN || v > INT32_MAX)
-    throw Error(fmt::format("kernel parameter {}: expected an integer that fits int32, got {}", name, v));
+    throw Error(
+        fmt::format("kernel parameter {}: expected an integer that fits int32, got {}", name, v));
   return static_cast<int>(v);
 }
 DType KernelArgs::get_dtype(const std::string& name) const {
@@ -86,11 +92,13 @@ void KernelRegistry::check_unique() const {
   for (const auto& e : entries_) {
     auto [it, fresh] = seen.emplace(e.name, &e);
     if (!fresh)
-      dups += fmt::format("\n  kernel '{}' at {} and at {}", e.name, it->second->site.str(), e.site.str());
+      dups += fmt::format("\n  kernel '{}' at {} and at {}", e.name, it->second->site.str(),
+                          e.site.str());
   }
   if (!dups.empty())
-    throw Error(fmt::format("kernel names must be unique, but some are registered twice (TL_REGISTER_KERNEL):{}",
-                            dups));
+    throw Error(fmt::format(
+        "kernel names must be unique, but some are registered twice (TL_REGISTER_KERNEL):{}",
+        dups));
 }
 
 std::vector<const KernelEntry*> KernelRegistry::entries() const {
@@ -123,11 +131,16 @@ bool register_kernel(KernelEntry entry, SourceLoc site) {
   return KernelRegistry::global().add(std::move(entry), std::move(site));
 }
 
-std::vector<const KernelEntry*> registered_kernels() { return KernelRegistry::global().entries(); }
+std::vector<const KernelEntry*> registered_kernels() {
+  return KernelRegistry::global().entries();
+}
 
-const KernelEntry& find_kernel(const std::string& name) { return KernelRegistry::global().find(name); }
+const KernelEntry& find_kernel(const std::string& name) {
+  return KernelRegistry::global().find(name);
+}
 
-KernelArgs resolve_kernel_args(const KernelEntry& entry, const std::map<std::string, std::string>& overrides) {
+KernelArgs resolve_kernel_args(const KernelEntry& entry,
+                               const std::map<std::string, std::string>& overrides) {
   std::map<std::string, std::string> values;
   for (const auto& p : entry.params) values[p.name] = p.default_value;
   for (const auto& [k, v] : overrides) {
@@ -146,7 +159,8 @@ KernelArgs resolve_kernel_args(const KernelEntry& entry, const std::map<std::str
   return KernelArgs(std::move(values));
 }
 
-PrimFunc build_kernel(const KernelEntry& entry, const std::map<std::string, std::string>& overrides) {
+PrimFunc build_kernel(const KernelEntry& entry,
+                      const std::map<std::string, std::string>& overrides) {
   return entry.build(resolve_kernel_args(entry, overrides));
 }
 
@@ -155,8 +169,10 @@ int checked_product(std::string_view what, std::initializer_list<int64_t> factor
   bool overflow = false;
   for (int64_t f : factors) overflow |= __builtin_mul_overflow(r, f, &r);
   if (overflow || r < INT32_MIN || r > INT32_MAX)
-    throw Error(fmt::format("{} does not fit int32 (the product of {} factors overflows); use smaller sizes or "
-                            "larger tiles", what, factors.size()));
+    throw Error(fmt::format(
+        "{} does not fit int32 (the product of {} factors overflows); use smaller sizes or "
+        "larger tiles",
+        what, factors.size()));
   return static_cast<int>(r);
 }
 

@@ -32,8 +32,9 @@ namespace parser_detail {
 
 bool is_reserved(std::string_view n) {
   static constexpr std::string_view kWords[] = {
-      "T",   "True", "False", "None", "and", "or", "not",  "if",    "else", "elif",  "for",
-      "in",  "with", "as",    "def",  "pass", "float", "while", "return", "lambda", "import", "from"};
+      "T",     "True",  "False",  "None",   "and",    "or",  "not", "if",
+      "else",  "elif",  "for",    "in",     "with",   "as",  "def", "pass",
+      "float", "while", "return", "lambda", "import", "from"};
   for (auto w : kWords)
     if (n == w) return true;
   return false;

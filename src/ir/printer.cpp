@@ -18,7 +18,8 @@ namespace {
 /// the product form: `-2.0` would read back as a literal.
 const Expr* negated_operand(const Expr& e) {
   auto* b = e.as<BinaryNode>();
-  if (!b || b->op != BinOp::Mul || !is_float(b->a.dtype()) || b->b.dtype() != b->a.dtype()) return nullptr;
+  if (!b || b->op != BinOp::Mul || !is_float(b->a.dtype()) || b->b.dtype() != b->a.dtype())
+    return nullptr;
   auto* k = b->b.as<FloatImmNode>();
   if (!k || k->value != -1.0 || b->a.as<FloatImmNode>()) return nullptr;
   return &b->a;
@@ -29,23 +30,42 @@ int precedence(const Expr& e) {
   if (negated_operand(e)) return 11;  // unary minus
   if (auto* b = e.as<BinaryNode>()) {
     switch (b->op) {
-      case BinOp::Or: return 1;
-      case BinOp::And: return 2;
-      case BinOp::EQ: case BinOp::NE: case BinOp::LT: case BinOp::LE: case BinOp::GT:
-      case BinOp::GE: return 4;
-      case BinOp::BitOr: return 5;
-      case BinOp::BitXor: return 6;
-      case BinOp::BitAnd: return 7;
-      case BinOp::Shl: case BinOp::Shr: return 8;
-      case BinOp::Add: case BinOp::Sub: return 9;
-      case BinOp::Mul: case BinOp::Div: case BinOp::FloorDiv: case BinOp::FloorMod: return 10;
-      default: return 100;  // function-call forms
+      case BinOp::Or:
+        return 1;
+      case BinOp::And:
+        return 2;
+      case BinOp::EQ:
+      case BinOp::NE:
+      case BinOp::LT:
+      case BinOp::LE:
+      case BinOp::GT:
+      case BinOp::GE:
+        return 4;
+      case BinOp::BitOr:
+        return 5;
+      case BinOp::BitXor:
+        return 6;
+      case BinOp::BitAnd:
+        return 7;
+      case BinOp::Shl:
+      case BinOp::Shr:
+        return 8;
+      case BinOp::Add:
+      case BinOp::Sub:
+        return 9;
+      case BinOp::Mul:
+      case BinOp::Div:
+      case BinOp::FloorDiv:
+      case BinOp::FloorMod:
+        return 10;
+      default:
+        return 100;  // function-call forms
     }
   }
   if (e.as<NotNode>()) return 3;
   if (auto* i = e.as<IntImmNode>(); i && i->dtype == DType::Int32 && i->value < 0) return 11;
-  if (auto* f = e.as<FloatImmNode>(); f && f->dtype == DType::Float32 && std::signbit(f->value) &&
-                                      std::isfinite(f->value))
+  if (auto* f = e.as<FloatImmNode>();
+      f && f->dtype == DType::Float32 && std::signbit(f->value) && std::isfinite(f->value))
     return 11;
   return 100;
 }
@@ -54,13 +74,23 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", c);
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\x{:02x}", c);
+        else
+          out += c;
     }
   }
   return out + "\"";
@@ -88,7 +118,8 @@ class Printer {
         if (n->dtype == DType::Bool) return n->value ? "True" : "False";
         if (n->dtype == DType::Int32) return std::to_string(n->value);
         // uint64 values of 2^63 and above are held negative (tl/arith.h); the literal is the value.
-        if (n->dtype == DType::UInt64) return fmt::format("T.uint64({})", static_cast<uint64_t>(n->value));
+        if (n->dtype == DType::UInt64)
+          return fmt::format("T.uint64({})", static_cast<uint64_t>(n->value));
         return fmt::format("T.{}({})", dtype_name(n->dtype), n->value);
       }
       case ExprKind::FloatImm: {
@@ -96,10 +127,14 @@ class Printer {
         if (n->dtype == DType::Float32) return float_literal(n->value);
         return fmt::format("T.{}({})", dtype_name(n->dtype), float_literal(n->value));
       }
-      case ExprKind::StringImm: return quote(e.as<StringImmNode>()->value);
-      case ExprKind::Var: return e.as<VarNode>()->name;
-      case ExprKind::Binary: return binary(e);
-      case ExprKind::Not: return "not " + paren(e.as<NotNode>()->a, 3, false);
+      case ExprKind::StringImm:
+        return quote(e.as<StringImmNode>()->value);
+      case ExprKind::Var:
+        return e.as<VarNode>()->name;
+      case ExprKind::Binary:
+        return binary(e);
+      case ExprKind::Not:
+        return "not " + paren(e.as<NotNode>()->a, 3, false);
       case ExprKind::Select: {
         auto* n = e.as<SelectNode>();
         return fmt::format("T.if_then_else({}, {}, {})", expr(n->cond), expr(n->t), expr(n->f));
@@ -129,8 +164,11 @@ class Printer {
 
   void func(const PrimFunc& f) {
     for (const auto& d : f->dynamics) {
-      if (d.dtype() == DType::Int32) out_ << fmt::format("{} = T.dynamic(\"{}\")\n", d.name(), d.name());
-      else out_ << fmt::format("{} = T.dynamic(\"{}\", \"{}\")\n", d.name(), d.name(), dtype_name(d.dtype()));
+      if (d.dtype() == DType::Int32)
+        out_ << fmt::format("{} = T.dynamic(\"{}\")\n", d.name(), d.name());
+      else
+        out_ << fmt::format("{} = T.dynamic(\"{}\", \"{}\")\n", d.name(), d.name(),
+                            dtype_name(d.dtype()));
     }
     if (!f->dynamics.empty()) out_ << "\n";
     out_ << "@T.prim_func\n";
@@ -138,7 +176,8 @@ class Printer {
     for (const auto& p : f->params) {
       if (p.is_tensor()) {
         const auto& b = p.tensor;
-        std::string s = fmt::format("{}: T.Tensor({}, \"{}\"", b->name, tuple(b->shape), dtype_name(b->dtype));
+        std::string s =
+            fmt::format("{}: T.Tensor({}, \"{}\"", b->name, tuple(b->shape), dtype_name(b->dtype));
         if (!b->strides.empty()) s += fmt::format(", strides={}", tuple(b->strides));
         ps.push_back(s + ")");
       } else {
@@ -158,9 +197,12 @@ class Printer {
       case StmtKind::For: {
         auto* n = s.as<ForNode>();
         std::string args = expr(n->extent);
-        if (n->for_kind == ForKind::Pipelined) args += fmt::format(", num_stages={}", n->num_stages);
+        if (n->for_kind == ForKind::Pipelined)
+          args += fmt::format(", num_stages={}", n->num_stages);
         if (!is_zero(n->min)) args += ", min=" + expr(n->min);
-        line(ind, fmt::format("for {} in T.{}({}):", n->var.name(), for_kind_name(n->for_kind), args), s->loc);
+        line(ind,
+             fmt::format("for {} in T.{}({}):", n->var.name(), for_kind_name(n->for_kind), args),
+             s->loc);
         block(n->body, ind + 1);
         break;
       }
@@ -183,18 +225,27 @@ class Printer {
         const auto* a = s.as<AllocateNode>();
         const auto& b = a->buffer;
         if (a->is_view()) {
-          line(ind, fmt::format("{} = T.view({}, \"{}\")", b->name, a->view_of->name, dtype_name(b->dtype)), s->loc);
+          line(ind,
+               fmt::format("{} = T.view({}, \"{}\")", b->name, a->view_of->name,
+                           dtype_name(b->dtype)),
+               s->loc);
           break;
         }
         std::string call;
         switch (b->scope) {
-          case MemScope::Var: call = fmt::format("T.alloc_var(\"{}\"", dtype_name(b->dtype)); break;
-          case MemScope::UB: call = fmt::format("T.alloc_ub({}, \"{}\"", tuple(b->shape), dtype_name(b->dtype)); break;
+          case MemScope::Var:
+            call = fmt::format("T.alloc_var(\"{}\"", dtype_name(b->dtype));
+            break;
+          case MemScope::UB:
+            call = fmt::format("T.alloc_ub({}, \"{}\"", tuple(b->shape), dtype_name(b->dtype));
+            break;
           case MemScope::GM:
-            call = fmt::format("T.alloc_workspace({}, \"{}\"", tuple(b->shape), dtype_name(b->dtype));
+            call =
+                fmt::format("T.alloc_workspace({}, \"{}\"", tuple(b->shape), dtype_name(b->dtype));
             break;
           default:
-            call = fmt::format("T.alloc_{}({}, \"{}\"", scope_name(b->scope), tuple(b->shape), dtype_name(b->dtype));
+            call = fmt::format("T.alloc_{}({}, \"{}\"", scope_name(b->scope), tuple(b->shape),
+                               dtype_name(b->dtype));
         }
         if (b->address >= 0) call += fmt::format(", address={}", b->address);
         line(ind, fmt::format("{} = {})", b->name, call), s->loc);
@@ -202,11 +253,16 @@ class Printer {
       }
       case StmtKind::Store: {
         auto* n = s.as<StoreNode>();
-        line(ind, fmt::format("{}[{}] = {}", n->buffer->name, list(n->indices), expr(n->value)), s->loc);
+        line(ind, fmt::format("{}[{}] = {}", n->buffer->name, list(n->indices), expr(n->value)),
+             s->loc);
         break;
       }
-      case StmtKind::TileOp: line(ind, tile_op(*s.as<TileOpNode>()), s->loc); break;
-      case StmtKind::Sync: line(ind, sync(*s.as<SyncNode>()), s->loc); break;
+      case StmtKind::TileOp:
+        line(ind, tile_op(*s.as<TileOpNode>()), s->loc);
+        break;
+      case StmtKind::Sync:
+        line(ind, sync(*s.as<SyncNode>()), s->loc);
+        break;
       case StmtKind::Scope: {
         auto* n = s.as<ScopeNode>();
         line(ind, fmt::format("with T.Scope(\"{}\"):", core_name(n->core)), s->loc);
@@ -216,11 +272,14 @@ class Printer {
       case StmtKind::Kernel: {
         auto* n = s.as<KernelNode>();
         if (n->developer())
-          line(ind, fmt::format("with T.Kernel({}, threads={}) as {}:", expr(n->num_blocks), n->threads, n->cid.name()),
+          line(ind,
+               fmt::format("with T.Kernel({}, threads={}) as {}:", expr(n->num_blocks), n->threads,
+                           n->cid.name()),
                s->loc);
         else
-          line(ind, fmt::format("with T.Kernel({}, is_npu=True) as ({}, {}):", expr(n->num_blocks),
-                                n->cid.name(), n->vid.name()),
+          line(ind,
+               fmt::format("with T.Kernel({}, is_npu=True) as ({}, {}):", expr(n->num_blocks),
+                           n->cid.name(), n->vid.name()),
                s->loc);
         block(n->body, ind + 1);
         break;
@@ -285,10 +344,14 @@ class Printer {
   }
   std::string attr_value(const AttrValue& v) {
     switch (v.index()) {
-      case 0: return std::get<bool>(v) ? "True" : "False";
-      case 1: return std::to_string(std::get<int64_t>(v));
-      case 2: return float_literal(std::get<double>(v));
-      default: return quote(std::get<std::string>(v));
+      case 0:
+        return std::get<bool>(v) ? "True" : "False";
+      case 1:
+        return std::to_string(std::get<int64_t>(v));
+      case 2:
+        return float_literal(std::get<double>(v));
+      default:
+        return quote(std::get<std::string>(v));
     }
   }
   std::string tile_op(const TileOpNode& n) {
@@ -307,7 +370,8 @@ class Printer {
   }
   std::string sync(const SyncNode& n) {
     std::string s = sync_call(n);
-    if (n.origin == SyncOrigin::Auto) s.insert(s.size() - 1, s.ends_with("()") ? "auto=True" : ", auto=True");
+    if (n.origin == SyncOrigin::Auto)
+      s.insert(s.size() - 1, s.ends_with("()") ? "auto=True" : ", auto=True");
     return s;
   }
   std::string sync_call(const SyncNode& n) {
@@ -317,11 +381,15 @@ class Printer {
       case SyncKind::WaitFlag:
         return fmt::format("T.{}(\"{}\", \"{}\", {})", name, pipe_name(n.src), pipe_name(n.dst),
                            expr(n.event_id));
-      case SyncKind::PipeBarrier: return fmt::format("T.pipe_barrier(\"{}\")", pipe_name(n.src));
+      case SyncKind::PipeBarrier:
+        return fmt::format("T.pipe_barrier(\"{}\")", pipe_name(n.src));
       case SyncKind::SetCrossFlag:
-        return fmt::format("T.set_cross_flag(\"{}\", {}, mode={})", pipe_name(n.src), expr(n.event_id), n.mode);
-      case SyncKind::WaitCrossFlag: return fmt::format("T.wait_cross_flag({})", expr(n.event_id));
-      default: return fmt::format("T.{}()", name);
+        return fmt::format("T.set_cross_flag(\"{}\", {}, mode={})", pipe_name(n.src),
+                           expr(n.event_id), n.mode);
+      case SyncKind::WaitCrossFlag:
+        return fmt::format("T.wait_cross_flag({})", expr(n.event_id));
+      default:
+        return fmt::format("T.{}()", name);
     }
   }
   void block(const Stmt& body, int ind) {
@@ -357,7 +425,11 @@ std::string print(const Stmt& s, const PrintOptions& opt) {
   p.stmt(s, 0);
   return p.str();
 }
-std::string print(const Expr& e) { return Printer({}).expr(e); }
-std::string print(const BufferRegion& r) { return Printer({}).region(r); }
+std::string print(const Expr& e) {
+  return Printer({}).expr(e);
+}
+std::string print(const BufferRegion& r) {
+  return Printer({}).region(r);
+}
 
 }  // namespace tl

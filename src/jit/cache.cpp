@@ -27,8 +27,8 @@
 
 namespace tl::jit {
 
-std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f, const Target& target,
-                                               const CompileOptions& opt);
+std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f,
+                                               const Target& target, const CompileOptions& opt);
 
 namespace {
 
@@ -63,7 +63,8 @@ uint64_t ops_fingerprint() {
       h.num(static_cast<int64_t>(op->unit));
       for (const auto& o : op->operands) {
         h.str(o.name);
-        h.num(static_cast<int64_t>(o.kind) * 64 + static_cast<int64_t>(o.access) * 4 + o.optional * 2 + o.variadic);
+        h.num(static_cast<int64_t>(o.kind) * 64 + static_cast<int64_t>(o.access) * 4 +
+              o.optional * 2 + o.variadic);
       }
       for (const auto& a : op->attrs) h.str(a.name);
     }
@@ -105,11 +106,14 @@ uint64_t locations_fingerprint(const PrimFunc& f) {
   return h.h;
 }
 
-std::string make_key(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+std::string make_key(const Backend& backend, const PrimFunc& f, const Target& target,
+                     const CompileOptions& opt) {
   return fmt::format(
-      "{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|dev={}|ir={:016x}|locs={:016x}",
-      kCompilerVersion, build_id(), ops_fingerprint(), backend.name(), target.name, target_fingerprint(target),
-      opt.verify ? 1 : 0, opt.lower ? 1 : 0, opt.dev.fingerprint(), structural_hash(f), locations_fingerprint(f));
+      "{}|build={}|ops={:016x}|backend={}|target={}:{:016x}|verify={}|lower={}|dev={}|ir={:016x}|"
+      "locs={:016x}",
+      kCompilerVersion, build_id(), ops_fingerprint(), backend.name(), target.name,
+      target_fingerprint(target), opt.verify ? 1 : 0, opt.lower ? 1 : 0, opt.dev.fingerprint(),
+      structural_hash(f), locations_fingerprint(f));
 }
 
 bool env_disabled() {
@@ -163,7 +167,8 @@ struct Cache {
   std::shared_mutex mu;
   std::unordered_map<std::string, Entry> map;
   std::unordered_map<IdentityKey, std::shared_ptr<const Artifact>, IdentityHash> by_identity;
-  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejects{0}, disk_errors{0};
+  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, misses{0}, disk_writes{0}, disk_rejects{0},
+      disk_errors{0};
   std::atomic<uint64_t> tmp_counter{0};
 };
 
@@ -179,7 +184,8 @@ Cache& cache() {
 /// say with an address near INT64_MAX, must never reach the backend). Internal errors are
 /// bugs and propagate.
 std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std::string& key,
-                                              const Backend& backend, const Target& target, Spec spec) {
+                                              const Backend& backend, const Target& target,
+                                              Spec spec) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return nullptr;
   auto reject = [&] {
@@ -196,16 +202,18 @@ std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std
   }
   size_t nl = text.find('\n');
   if (nl == std::string::npos) return reject();
-  auto header = nlohmann::json::parse(std::string_view(text).substr(0, nl), nullptr, /*allow_exceptions=*/false);
+  auto header = nlohmann::json::parse(std::string_view(text).substr(0, nl), nullptr,
+                                      /*allow_exceptions=*/false);
   if (!header.is_object()) return reject();
   auto field = [&](const char* name) -> std::string {
     auto it = header.find(name);
     return it != header.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
   auto fmt_it = header.find("format");
-  if (fmt_it == header.end() || !fmt_it->is_number_integer() || fmt_it->get<int>() != kFormat) return reject();
-  if (field("version") != kCompilerVersion || field("key") != key || field("backend") != backend.name() ||
-      field("target") != target.name)
+  if (fmt_it == header.end() || !fmt_it->is_number_integer() || fmt_it->get<int>() != kFormat)
+    return reject();
+  if (field("version") != kCompilerVersion || field("key") != key ||
+      field("backend") != backend.name() || field("target") != target.name)
     return reject();
   uint64_t want_hash = 0;
   try {
@@ -230,8 +238,8 @@ std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std
 
 /// Writes `lowered`, the IR a backend was given, atomically (unique temporary file, then
 /// rename). I/O errors are counted, never thrown.
-void store_artifact(const std::string& dir, const std::string& path, const std::string& key, const Backend& backend,
-                    const Target& target, const PrimFunc& lowered) {
+void store_artifact(const std::string& dir, const std::string& path, const std::string& key,
+                    const Backend& backend, const Target& target, const PrimFunc& lowered) {
   auto& c = cache();
   std::string tmp;
   try {
@@ -269,8 +277,8 @@ void store_artifact(const std::string& dir, const std::string& path, const std::
 
 }  // namespace
 
-std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f, const Target& target,
-                                               const CompileOptions& opt) {
+std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f,
+                                               const Target& target, const CompileOptions& opt) {
   if (!opt.cache || env_disabled()) {
     cache().misses.fetch_add(1, std::memory_order_relaxed);
     return compile_uncached(backend, f, target, opt);
@@ -288,8 +296,8 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
   const std::string key = make_key(backend, f, target, opt);
   // The in-memory key also names the Target and Backend objects: artifacts point at the
   // target, and two backend objects are two backends.
-  const std::string mem_key =
-      fmt::format("{}|@{}|@{}", key, static_cast<const void*>(&target), static_cast<const void*>(&backend));
+  const std::string mem_key = fmt::format("{}|@{}|@{}", key, static_cast<const void*>(&target),
+                                          static_cast<const void*>(&backend));
   {
     std::shared_lock lk(c.mu);
     auto it = c.map.find(mem_key);
@@ -303,7 +311,8 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
   std::shared_ptr<const Artifact> artifact;
   // The pipeline's output satisfies the planned spec; a function compiled as written, the expert
   // spec (an unverified kernel that fails it is simply compiled again).
-  if (!path.empty()) artifact = load_artifact(path, key, backend, target, opt.lower ? Spec::Planned : Spec::Expert);
+  if (!path.empty())
+    artifact = load_artifact(path, key, backend, target, opt.lower ? Spec::Planned : Spec::Expert);
   if (artifact) {
     // The disk matches on the key's structural hash alone, never on the function itself, so
     // the function is verified here: a kernel is never handed out for a function that would
@@ -343,7 +352,8 @@ CacheStats cache_stats() {
 
 void reset_cache_stats() {
   auto& c = cache();
-  for (auto* a : {&c.memory_hits, &c.disk_hits, &c.misses, &c.disk_writes, &c.disk_rejects, &c.disk_errors})
+  for (auto* a :
+       {&c.memory_hits, &c.disk_hits, &c.misses, &c.disk_writes, &c.disk_rejects, &c.disk_errors})
     a->store(0);
 }
 
@@ -360,7 +370,8 @@ void clear_cache() {
   c.map.clear();
 }
 
-std::string cache_key(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+std::string cache_key(const Backend& backend, const PrimFunc& f, const Target& target,
+                      const CompileOptions& opt) {
   return make_key(backend, f, target, opt);
 }
 
@@ -369,7 +380,8 @@ std::string cache_dir(const CompileOptions& opt) {
   return resolve_dir(opt);
 }
 
-std::string cache_file(const Backend& backend, const PrimFunc& f, const Target& target, const CompileOptions& opt) {
+std::string cache_file(const Backend& backend, const PrimFunc& f, const Target& target,
+                       const CompileOptions& opt) {
   std::string dir = cache_dir(opt);
   return dir.empty() ? std::string() : file_for(dir, make_key(backend, f, target, opt));
 }

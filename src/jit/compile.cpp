@@ -20,18 +20,19 @@ PrimFunc prepare(const PrimFunc& f, const Target& target, const CompileOptions& 
   return f;
 }
 
-std::shared_ptr<const Artifact> compile_uncached(const Backend& backend, const PrimFunc& f, const Target& target,
-                                                 const CompileOptions& opt) {
+std::shared_ptr<const Artifact> compile_uncached(const Backend& backend, const PrimFunc& f,
+                                                 const Target& target, const CompileOptions& opt) {
   return backend.build(prepare(f, target, opt), target);
 }
 
-std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f, const Target& target,
+std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const PrimFunc& f,
+                                               const Target& target,
                                                const CompileOptions& opt);  // cache.cpp
 
 }  // namespace jit
 
-std::shared_ptr<const Artifact> compile(const Backend& backend, const PrimFunc& f, const Target& target,
-                                        const CompileOptions& opt) {
+std::shared_ptr<const Artifact> compile(const Backend& backend, const PrimFunc& f,
+                                        const Target& target, const CompileOptions& opt) {
   return jit::compile_cached(backend, f, target, opt);
 }
 

@@ -28,16 +28,21 @@ SourceLoc source_loc(const Loc& l) {
 
 namespace T {
 HelperCall::HelperCall(const Loc& caller) {
-  g_helper_callers.push_back(g_loc_override ? *g_loc_override
-                                            : SourceLoc{caller.file_name(), static_cast<int>(caller.line())});
+  g_helper_callers.push_back(g_loc_override
+                                 ? *g_loc_override
+                                 : SourceLoc{caller.file_name(), static_cast<int>(caller.line())});
 }
-HelperCall::~HelperCall() { g_helper_callers.pop_back(); }
+HelperCall::~HelperCall() {
+  g_helper_callers.pop_back();
+}
 }  // namespace T
 
 ScopedSourceLoc::ScopedSourceLoc(SourceLoc loc) : loc_(std::move(loc)), outer_(g_loc_override) {
   g_loc_override = &loc_;
 }
-ScopedSourceLoc::~ScopedSourceLoc() { g_loc_override = outer_; }
+ScopedSourceLoc::~ScopedSourceLoc() {
+  g_loc_override = outer_;
+}
 
 namespace lang {
 namespace {
@@ -55,7 +60,9 @@ FuncState& current(const SourceLoc& loc) {
 }
 }  // namespace
 
-bool building() { return !g_funcs.empty(); }
+bool building() {
+  return !g_funcs.empty();
+}
 
 void emit(Stmt s, const SourceLoc& loc) {
   auto& f = current(loc);
@@ -70,7 +77,8 @@ void emit(Stmt s, const SourceLoc& loc) {
     // An error without a location (an expression operator's, e.g. the IR's nesting limit) is
     // attributed to the innermost DSL statement whose body raised it.
     if (!e.loc().known() && loc.known())
-      throw Error(loc, fmt::format("{} (raised in the body of the T:: statement at this line)", e.what()));
+      throw Error(
+          loc, fmt::format("{} (raised in the body of the T:: statement at this line)", e.what()));
     throw;
   }
 }
@@ -102,15 +110,20 @@ std::string unique_name(const std::string& base) {
   return n;
 }
 
-bool is_identifier(const std::string& s) { return is_ir_name(s); }
+bool is_identifier(const std::string& s) {
+  return is_ir_name(s);
+}
 
 std::string name_rule() {
-  return fmt::format("expected an identifier (an ASCII letter or _, then letters, digits or _, at most {} "
-                     "characters) that is not a keyword of the IR text format", kMaxIrNameBytes);
+  return fmt::format(
+      "expected an identifier (an ASCII letter or _, then letters, digits or _, at most {} "
+      "characters) that is not a keyword of the IR text format",
+      kMaxIrNameBytes);
 }
 
 std::string shown_name(const std::string& name) {
-  return name.size() <= 64 ? name : name.substr(0, 64) + fmt::format("... ({} characters)", name.size());
+  return name.size() <= 64 ? name
+                           : name.substr(0, 64) + fmt::format("... ({} characters)", name.size());
 }
 
 void claim_name(const std::string& name, const SourceLoc& loc) {
@@ -118,8 +131,10 @@ void claim_name(const std::string& name, const SourceLoc& loc) {
     user_error(loc, "'{}' cannot name a buffer or variable: {}", shown_name(name), name_rule());
   auto& f = current(loc);
   if (!f.names.insert(name).second)
-    user_error(loc, "the name '{}' is already used in this kernel; buffer, variable and parameter "
-                    "names must be unique", name);
+    user_error(loc,
+               "the name '{}' is already used in this kernel; buffer, variable and parameter "
+               "names must be unique",
+               name);
 }
 
 void note_kernel(const SourceLoc& loc) {
@@ -172,9 +187,11 @@ Buffer alloc(std::string name, std::vector<Expr> shape, DType dtype, MemScope sc
 void loop(Expr min, Expr extent, ForKind kind, int stages, const std::function<void(Expr)>& body,
           const Loc& l, const char* var_base) {
   SourceLoc loc = source_loc(l);
-  std::string name = lang::is_identifier(var_base) ? lang::unique_name(var_base) : std::string(var_base);
+  std::string name =
+      lang::is_identifier(var_base) ? lang::unique_name(var_base) : std::string(var_base);
   if (!lang::is_identifier(name))  // a valid base may still grow too long with its suffix
-    user_error(loc, "'{}' cannot name a loop variable: {}", lang::shown_name(name), lang::name_rule());
+    user_error(loc, "'{}' cannot name a loop variable: {}", lang::shown_name(name),
+               lang::name_rule());
   Var v(name);
   Stmt s = capture([&] { body(v); }, loc);
   emit(ForNode::make(v, std::move(min), std::move(extent), kind, stages, s, loc), loc);
@@ -187,22 +204,27 @@ Buffer Tensor(std::string name, std::vector<Expr> shape, DType dtype, std::vecto
   if (!strides.empty() && strides.size() != shape.size())
     user_error(loc, "T::Tensor('{}'): {} strides for {} dimensions", name, strides.size(),
                shape.size());
-  return BufferNode::make(std::move(name), dtype, std::move(shape), MemScope::GM, std::move(strides),
-                          -1, loc);
+  return BufferNode::make(std::move(name), dtype, std::move(shape), MemScope::GM,
+                          std::move(strides), -1, loc);
 }
 
-Var Scalar(std::string name, DType dtype) { return Var(std::move(name), dtype); }
-Var dynamic(std::string name, DType dtype) { return Var(std::move(name), dtype); }
+Var Scalar(std::string name, DType dtype) {
+  return Var(std::move(name), dtype);
+}
+Var dynamic(std::string name, DType dtype) {
+  return Var(std::move(name), dtype);
+}
 
-PrimFunc prim_func(std::string name, std::vector<ParamRef> params, const std::function<void()>& body,
-                   const Loc& l) {
+PrimFunc prim_func(std::string name, std::vector<ParamRef> params,
+                   const std::function<void()>& body, const Loc& l) {
   SourceLoc loc = source_loc(l);
   lang::FuncState state;
   state.blocks.emplace_back();
   std::vector<Param> ps;
   std::vector<Var> dynamics;
   if (!lang::is_identifier(name))
-    user_error(loc, "T::prim_func: '{}' cannot name a function: {}", lang::shown_name(name), lang::name_rule());
+    user_error(loc, "T::prim_func: '{}' cannot name a function: {}", lang::shown_name(name),
+               lang::name_rule());
   for (auto& p : params) {
     if (!lang::is_identifier(p.p.name()))
       user_error(loc, "T::prim_func('{}'): parameter name '{}' is not an identifier: {}", name,
@@ -242,10 +264,12 @@ void Kernel(Expr num_blocks, const std::function<void(Expr, Expr)>& body, const 
   emit(KernelNode::make(std::move(num_blocks), cid, vid, s, loc), loc);
 }
 
-void Kernel(Expr num_blocks, const std::function<void(Expr)>& body, KernelOptions opt, const Loc& l) {
+void Kernel(Expr num_blocks, const std::function<void(Expr)>& body, KernelOptions opt,
+            const Loc& l) {
   SourceLoc loc = source_loc(l);
   if (opt.threads != 1 && opt.threads != 2)
-    user_error(loc, "T::Kernel: threads must be 1 or 2 (vector cores per cube core on A2), got {}", opt.threads);
+    user_error(loc, "T::Kernel: threads must be 1 or 2 (vector cores per cube core on A2), got {}",
+               opt.threads);
   lang::note_kernel(loc);
   Var cid(lang::unique_name("cid"));
   Stmt s = capture([&] { body(cid); }, loc);
@@ -292,7 +316,8 @@ Buffer view(std::string name, const Buffer& base, DType dtype, const Loc& l) {
   SourceLoc loc = source_loc(l);
   if (!base.defined()) user_error(loc, "T::view('{}'): the buffer to view is undefined", name);
   lang::claim_name(name, loc);
-  Buffer b = BufferNode::make(name, dtype, base->shape, base->scope, base->strides, base->address, loc);
+  Buffer b =
+      BufferNode::make(name, dtype, base->shape, base->scope, base->strides, base->address, loc);
   emit(AllocateNode::make_view(b, base, loc), loc);
   return b;
 }
@@ -316,8 +341,10 @@ void store(const Buffer& buf, std::vector<Expr> indices, Expr value, const Loc& 
 }  // namespace T
 
 const ElemRef& ElemRef::operator=(const Expr& value) const {
-  if (buffer_.defined() && buffer_->scope == MemScope::Var && indices_.empty()) T::assign(buffer_, value, at_);
-  else T::store(buffer_, indices_, value, at_);
+  if (buffer_.defined() && buffer_->scope == MemScope::Var && indices_.empty())
+    T::assign(buffer_, value, at_);
+  else
+    T::store(buffer_, indices_, value, at_);
   return *this;
 }
 
@@ -343,21 +370,37 @@ void unroll(Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
 void Parallel(Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
   loop(Expr(0), std::move(extent), ForKind::Parallel, 0, body, l, "p");
 }
-void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr)>& body, const Loc& l) {
+void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr)>& body,
+              const Loc& l) {
   if (extents.size() != 2)
-    user_error(source_loc(l), "T::Parallel: a body of 2 indices needs 2 extents, got {}", extents.size());
-  loop(Expr(0), extents[0], ForKind::Parallel, 0, [&](Expr i) {
-    loop(Expr(0), extents[1], ForKind::Parallel, 0, [&](Expr j) { body(i, j); }, l, "j");
-  }, l, "i");
+    user_error(source_loc(l), "T::Parallel: a body of 2 indices needs 2 extents, got {}",
+               extents.size());
+  loop(
+      Expr(0), extents[0], ForKind::Parallel, 0,
+      [&](Expr i) {
+        loop(
+            Expr(0), extents[1], ForKind::Parallel, 0, [&](Expr j) { body(i, j); }, l, "j");
+      },
+      l, "i");
 }
-void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr, Expr)>& body, const Loc& l) {
+void Parallel(std::vector<Expr> extents, const std::function<void(Expr, Expr, Expr)>& body,
+              const Loc& l) {
   if (extents.size() != 3)
-    user_error(source_loc(l), "T::Parallel: a body of 3 indices needs 3 extents, got {}", extents.size());
-  loop(Expr(0), extents[0], ForKind::Parallel, 0, [&](Expr i) {
-    loop(Expr(0), extents[1], ForKind::Parallel, 0, [&](Expr j) {
-      loop(Expr(0), extents[2], ForKind::Parallel, 0, [&](Expr k) { body(i, j, k); }, l, "k");
-    }, l, "j");
-  }, l, "i");
+    user_error(source_loc(l), "T::Parallel: a body of 3 indices needs 3 extents, got {}",
+               extents.size());
+  loop(
+      Expr(0), extents[0], ForKind::Parallel, 0,
+      [&](Expr i) {
+        loop(
+            Expr(0), extents[1], ForKind::Parallel, 0,
+            [&](Expr j) {
+              loop(
+                  Expr(0), extents[2], ForKind::Parallel, 0, [&](Expr k) { body(i, j, k); }, l,
+                  "k");
+            },
+            l, "j");
+      },
+      l, "i");
 }
 void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& body, const Loc& l) {
   if (num_stages < 1)
@@ -368,7 +411,8 @@ void Pipelined(Expr extent, int num_stages, const std::function<void(Expr)>& bod
 void serial(std::string name, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
   loop(Expr(0), std::move(extent), ForKind::Serial, 0, body, l, name.c_str());
 }
-void serial(std::string name, Expr min, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
+void serial(std::string name, Expr min, Expr extent, const std::function<void(Expr)>& body,
+            const Loc& l) {
   loop(std::move(min), std::move(extent), ForKind::Serial, 0, body, l, name.c_str());
 }
 void unroll(std::string name, Expr extent, const std::function<void(Expr)>& body, const Loc& l) {
@@ -390,21 +434,27 @@ void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
   if (domain.empty()) user_error(loc, "T::Persistent: the tile domain is empty");
   Expr total = domain[0];
   for (size_t i = 1; i < domain.size(); ++i) total = total * domain[i];
-  serial(ceildiv(total, num_workers), [&](Expr it) {
-    // The tile index is a let, so the guard below bounds a variable: the compiler then knows
-    // every coordinate lies inside the domain (no tail handling for a whole number of tiles).
-    Var tile(lang::unique_name("persistent_tile"));
-    lang::emit(LetNode::make(tile, it * num_workers + worker, loc), loc);
-    If(tile < total, [&] {
-      std::vector<Expr> coords(domain.size());
-      Expr rest = tile;
-      for (size_t d = domain.size(); d-- > 0;) {
-        coords[d] = d == 0 ? rest : rest % domain[d];
-        rest = rest / domain[d];
-      }
-      body(coords);
-    }, nullptr, l);
-  }, l);
+  serial(
+      ceildiv(total, num_workers),
+      [&](Expr it) {
+        // The tile index is a let, so the guard below bounds a variable: the compiler then knows
+        // every coordinate lies inside the domain (no tail handling for a whole number of tiles).
+        Var tile(lang::unique_name("persistent_tile"));
+        lang::emit(LetNode::make(tile, it * num_workers + worker, loc), loc);
+        If(
+            tile < total,
+            [&] {
+              std::vector<Expr> coords(domain.size());
+              Expr rest = tile;
+              for (size_t d = domain.size(); d-- > 0;) {
+                coords[d] = d == 0 ? rest : rest % domain[d];
+                rest = rest / domain[d];
+              }
+              body(coords);
+            },
+            nullptr, l);
+      },
+      l);
 }
 
 void If(Expr cond, const std::function<void()>& then_body, const std::function<void()>& else_body,

@@ -9,7 +9,8 @@ namespace tl::T {
 namespace {
 
 /// Gives every start-point region in `args` the extents of the first full tile operand.
-void resolve_start_point_regions(std::vector<TileArg>& args, std::string_view op, const SourceLoc& loc) {
+void resolve_start_point_regions(std::vector<TileArg>& args, std::string_view op,
+                                 const SourceLoc& loc) {
   const BufferRegion* full = nullptr;
   for (const auto& a : args)
     if (a.is_region() && !a.region.partial()) {
@@ -19,20 +20,30 @@ void resolve_start_point_regions(std::vector<TileArg>& args, std::string_view op
   for (auto& a : args) {
     if (!a.is_region() || !a.region.partial()) continue;
     if (!full)
-      user_error(loc, "T.{}: cannot infer the extents of the start-point region of '{}': no other "
-                      "operand is a full region", op, a.region.buffer->name);
+      user_error(loc,
+                 "T.{}: cannot infer the extents of the start-point region of '{}': no other "
+                 "operand is a full region",
+                 op, a.region.buffer->name);
     size_t n = a.region.ranges.size(), m = full->ranges.size();
     if (n < m)
-      user_error(loc, "T.{}: start-point region of '{}' has {} indices but the extents come from "
-                      "'{}' with {} dimensions", op, a.region.buffer->name, n, full->buffer->name, m);
+      user_error(loc,
+                 "T.{}: start-point region of '{}' has {} indices but the extents come from "
+                 "'{}' with {} dimensions",
+                 op, a.region.buffer->name, n, full->buffer->name, m);
     for (size_t i = 0; i < n; ++i)
       a.region.ranges[i].extent = i < n - m ? Expr(1) : full->ranges[i - (n - m)].extent;
   }
 }
 
-Attr battr(const char* k, bool v) { return {k, v}; }
-Attr iattr(const char* k, int64_t v) { return {k, v}; }
-Attr sattr(const char* k, std::string v) { return {k, std::move(v)}; }
+Attr battr(const char* k, bool v) {
+  return {k, v};
+}
+Attr iattr(const char* k, int64_t v) {
+  return {k, v};
+}
+Attr sattr(const char* k, std::string v) {
+  return {k, std::move(v)};
+}
 
 }  // namespace
 
@@ -130,15 +141,27 @@ void sync(SyncKind k, Pipe src, Pipe dst, Expr id, int mode, const Loc& l) {
   lang::emit(SyncNode::make(k, src, dst, std::move(id), mode, loc), loc);
 }
 }  // namespace
-void set_flag(Pipe src, Pipe dst, Expr id, const Loc& l) { sync(SyncKind::SetFlag, src, dst, std::move(id), 0, l); }
-void wait_flag(Pipe src, Pipe dst, Expr id, const Loc& l) { sync(SyncKind::WaitFlag, src, dst, std::move(id), 0, l); }
-void pipe_barrier(Pipe pipe, const Loc& l) { sync(SyncKind::PipeBarrier, pipe, Pipe::S, Expr(), 0, l); }
-void barrier_all(const Loc& l) { sync(SyncKind::BarrierAll, Pipe::ALL, Pipe::S, Expr(), 0, l); }
+void set_flag(Pipe src, Pipe dst, Expr id, const Loc& l) {
+  sync(SyncKind::SetFlag, src, dst, std::move(id), 0, l);
+}
+void wait_flag(Pipe src, Pipe dst, Expr id, const Loc& l) {
+  sync(SyncKind::WaitFlag, src, dst, std::move(id), 0, l);
+}
+void pipe_barrier(Pipe pipe, const Loc& l) {
+  sync(SyncKind::PipeBarrier, pipe, Pipe::S, Expr(), 0, l);
+}
+void barrier_all(const Loc& l) {
+  sync(SyncKind::BarrierAll, Pipe::ALL, Pipe::S, Expr(), 0, l);
+}
 void set_cross_flag(Pipe pipe, Expr id, int mode, const Loc& l) {
   sync(SyncKind::SetCrossFlag, pipe, Pipe::S, std::move(id), mode, l);
 }
-void wait_cross_flag(Expr id, const Loc& l) { sync(SyncKind::WaitCrossFlag, Pipe::S, Pipe::S, std::move(id), 0, l); }
-void sync_all(const Loc& l) { sync(SyncKind::SyncAll, Pipe::ALL, Pipe::S, Expr(), 0, l); }
+void wait_cross_flag(Expr id, const Loc& l) {
+  sync(SyncKind::WaitCrossFlag, Pipe::S, Pipe::S, std::move(id), 0, l);
+}
+void sync_all(const Loc& l) {
+  sync(SyncKind::SyncAll, Pipe::ALL, Pipe::S, Expr(), 0, l);
+}
 
 void printf(std::string fmt, std::vector<Expr> args, const Loc& l) {
   std::vector<TileArg> a(args.begin(), args.end());
@@ -149,24 +172,30 @@ void dump_tensor(TileArg src, int64_t desc, const Loc& l) {
 }
 
 namespace tile {
-#define TL_BINARY(NAME, OP) \
-  void NAME(TileArg d, TileArg a, TileArg b, const Loc& l) { \
+#define TL_BINARY(NAME, OP)                                         \
+  void NAME(TileArg d, TileArg a, TileArg b, const Loc& l) {        \
     T::emit(OP, {std::move(d), std::move(a), std::move(b)}, {}, l); \
   }
-#define TL_UNARY(NAME, OP) \
-  void NAME(TileArg d, TileArg s, const Loc& l) { T::emit(OP, {std::move(d), std::move(s)}, {}, l); }
+#define TL_UNARY(NAME, OP)                            \
+  void NAME(TileArg d, TileArg s, const Loc& l) {     \
+    T::emit(OP, {std::move(d), std::move(s)}, {}, l); \
+  }
 #define TL_VECTOR_BINARY(NAME, ...) TL_BINARY(NAME, ops::tile::NAME())
 #define TL_VECTOR_UNARY(NAME, ...) TL_UNARY(NAME, ops::tile::NAME())
 #define TL_VECTOR_ROW_EXPAND(NAME, ...) TL_BINARY(row_expand_##NAME, ops::tile::row_expand_##NAME())
 #include "tl/vector_ops.def"
+// clang-format off (macro definitions without a trailing semicolon read as one statement)
 TL_BINARY(bitwise_and, ops::tile::bitwise_and())
-TL_BINARY(bitwise_or, ops::tile::bitwise_or()) TL_UNARY(bitwise_not, ops::tile::bitwise_not())
-    TL_UNARY(relu, ops::tile::relu()) TL_UNARY(broadcast, ops::tile::broadcast())
-        TL_UNARY(transpose, ops::tile::transpose())
+TL_BINARY(bitwise_or, ops::tile::bitwise_or())
+TL_UNARY(bitwise_not, ops::tile::bitwise_not())
+TL_UNARY(relu, ops::tile::relu())
+TL_UNARY(broadcast, ops::tile::broadcast())
+TL_UNARY(transpose, ops::tile::transpose())
+// clang-format on
 #undef TL_BINARY
 #undef TL_UNARY
 
-            void shift_left(TileArg d, TileArg s, Expr bits, const Loc& l) {
+void shift_left(TileArg d, TileArg s, Expr bits, const Loc& l) {
   T::emit(ops::tile::shift_left(), {std::move(d), std::move(s), std::move(bits)}, {}, l);
 }
 void shift_right(TileArg d, TileArg s, Expr bits, const Loc& l) {

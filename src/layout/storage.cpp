@@ -44,16 +44,18 @@ int64_t storage_bytes(MemScope scope, DType dtype, const std::vector<int64_t>& s
   int64_t cols = shape.back();
   int64_t c0 = scope == MemScope::L0C ? 16 : std::max<int64_t>(1, 32 / esize);
   // L0B (ZN) pads its rows (K) to the fractal width and its columns (N) to 16.
-  if (scope == MemScope::L0B) return sat_mul(sat_mul(sat_mul(lead, align_up(rows, c0)), align_up(cols, 16)), esize);
+  if (scope == MemScope::L0B)
+    return sat_mul(sat_mul(sat_mul(lead, align_up(rows, c0)), align_up(cols, 16)), esize);
   return sat_mul(sat_mul(sat_mul(lead, align_up(rows, 16)), align_up(cols, c0)), esize);
 }
 
 int64_t storage_element_offset(MemScope scope, DType dtype, const std::vector<int64_t>& shape,
                                const std::vector<int64_t>& idx) {
-  TL_ASSERT(shape.size() == idx.size() && !shape.empty(), "storage_element_offset: {} indices for {} dimensions",
-            idx.size(), shape.size());
+  TL_ASSERT(shape.size() == idx.size() && !shape.empty(),
+            "storage_element_offset: {} indices for {} dimensions", idx.size(), shape.size());
   const size_t n = shape.size();
-  if (scope != MemScope::L1 && scope != MemScope::L0A && scope != MemScope::L0B && scope != MemScope::L0C) {
+  if (scope != MemScope::L1 && scope != MemScope::L0A && scope != MemScope::L0B &&
+      scope != MemScope::L0C) {
     int64_t off = 0;
     for (size_t d = 0; d < n; ++d) off = off * shape[d] + idx[d];
     return off;
@@ -64,10 +66,14 @@ int64_t storage_element_offset(MemScope scope, DType dtype, const std::vector<in
   for (size_t d = 0; d + 2 < n; ++d) lead = lead * shape[d] + idx[d];
   const int c0 = npu::c0_elems(dtype);
   switch (scope) {
-    case MemScope::L1: return lead * align_up(R, 16) * align_up(C, c0) + npu::nz_offset(r, c, align_up(R, 16), c0);
-    case MemScope::L0C: return lead * align_up(R, 16) * align_up(C, 16) + npu::l0c_offset(r, c, align_up(R, 16));
-    case MemScope::L0A: return lead * align_up(R, 16) * align_up(C, c0) + npu::zz_offset(r, c, align_up(C, c0), c0);
-    default: return lead * align_up(R, c0) * align_up(C, 16) + npu::zn_offset(r, c, align_up(C, 16), c0);
+    case MemScope::L1:
+      return lead * align_up(R, 16) * align_up(C, c0) + npu::nz_offset(r, c, align_up(R, 16), c0);
+    case MemScope::L0C:
+      return lead * align_up(R, 16) * align_up(C, 16) + npu::l0c_offset(r, c, align_up(R, 16));
+    case MemScope::L0A:
+      return lead * align_up(R, 16) * align_up(C, c0) + npu::zz_offset(r, c, align_up(C, c0), c0);
+    default:
+      return lead * align_up(R, c0) * align_up(C, 16) + npu::zn_offset(r, c, align_up(C, 16), c0);
   }
 }
 
@@ -85,7 +91,8 @@ namespace {
 /// First fit in `order`: each block at the lowest aligned offset that misses every placed
 /// block it is live with. Returns the offsets and the footprint.
 std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>& blocks,
-                                                   const std::vector<size_t>& order, const MayShare& may_share) {
+                                                   const std::vector<size_t>& order,
+                                                   const MayShare& may_share) {
   std::vector<int64_t> offset(blocks.size(), -1);
   std::vector<size_t> placed;
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -103,7 +110,8 @@ std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>&
       bool live_together = o.first <= b.last && b.first <= o.last;
       if (o.bytes > 0 && (live_together || (may_share && !may_share(i, j)))) conflicts.push_back(j);
     }
-    std::sort(conflicts.begin(), conflicts.end(), [&](size_t x, size_t y) { return offset[x] < offset[y]; });
+    std::sort(conflicts.begin(), conflicts.end(),
+              [&](size_t x, size_t y) { return offset[x] < offset[y]; });
     int64_t at = 0;
     for (size_t j : conflicts) {
       if (offset[j] >= sat_add(at, b.bytes)) break;  // fits in the gap below conflict j
@@ -113,13 +121,15 @@ std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>&
     placed.push_back(i);
   }
   int64_t footprint = 0;
-  for (size_t i = 0; i < blocks.size(); ++i) footprint = std::max(footprint, sat_add(offset[i], blocks[i].bytes));
+  for (size_t i = 0; i < blocks.size(); ++i)
+    footprint = std::max(footprint, sat_add(offset[i], blocks[i].bytes));
   return {offset, footprint};
 }
 
 }  // namespace
 
-std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks, const MayShare& may_share) {
+std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks,
+                                    const MayShare& may_share) {
   std::vector<size_t> in_order;
   for (size_t i = 0; i < blocks.size(); ++i)
     if (blocks[i].fixed < 0) in_order.push_back(i);

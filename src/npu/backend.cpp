@@ -23,7 +23,8 @@ const Backend& npu_backend() {
 }
 
 CompiledKernel compile(const PrimFunc& f, const Target& target, const CompileOptions& opt) {
-  auto program = std::dynamic_pointer_cast<const npu::Program>(compile(npu_backend(), f, target, opt));
+  auto program =
+      std::dynamic_pointer_cast<const npu::Program>(compile(npu_backend(), f, target, opt));
   TL_ASSERT(program != nullptr, "the npu backend returned an artifact that is not an npu::Program");
   return CompiledKernel(std::move(program));
 }

@@ -20,7 +20,9 @@ bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
   auto c = op_core(n, t);
   return !c || *c == core;
 }
-int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
+int core_slot(CoreKind k, int vid) {
+  return k == CoreKind::Cube ? 0 : 1 + vid;
+}
 
 }  // namespace
 
@@ -74,7 +76,8 @@ void Core::start(int64_t b) {
   std::fill(slots_.begin(), slots_.end(), Scalar{});
   const auto& f = program.func;
   for (size_t i = 0; i < f->params.size(); ++i)
-    if (!f->params[i].is_tensor()) slots_[program.slot_of(f->params[i].scalar.node())] = launch.scalars[i];
+    if (!f->params[i].is_tensor())
+      slots_[program.slot_of(f->params[i].scalar.node())] = launch.scalars[i];
   for (size_t i = 0; i < f->dynamics.size(); ++i)
     slots_[program.slot_of(f->dynamics[i].node())] = Scalar::of_int(launch.dynamics[i]);
   set_var(program.kernel->cid, Scalar::of_int(b));
@@ -104,7 +107,9 @@ void Core::start(int64_t b) {
   status_ = Status::Runnable;
 }
 
-void Core::set_var(const Var& v, Scalar x) { slots_[program.slot_of(v.node())] = x; }
+void Core::set_var(const Var& v, Scalar x) {
+  slots_[program.slot_of(v.node())] = x;
+}
 
 bool Core::run() {
   bool progressed = false;
@@ -133,13 +138,16 @@ int64_t Core::loop_trip_count(const ForNode& f, int64_t min, int64_t extent) {
   if (!is_int(t)) return extent;
   int64_t last;
   bool overflow = __builtin_add_overflow(min, extent - 1, &last);
-  int64_t lo = arith::dtype_min(t), hi = t == DType::UInt64 ? std::numeric_limits<int64_t>::max() : arith::dtype_max(t);
+  int64_t lo = arith::dtype_min(t),
+          hi = t == DType::UInt64 ? std::numeric_limits<int64_t>::max() : arith::dtype_max(t);
   if (overflow || min < lo || last > hi)
-    fail(fmt::format("loop '{}' (T.{}, min {}, extent {}): its variable would take the values {} .. {}, outside the "
-                     "range [{}, {}] of its dtype {}",
-                     f.var.name(), for_kind_name(f.for_kind), min, extent, min,
-                     overflow ? fmt::format("{} + {} - 1", min, extent) : std::to_string(last), lo,
-                     t == DType::UInt64 ? "18446744073709551615" : std::to_string(hi), dtype_name(t)));
+    fail(fmt::format(
+        "loop '{}' (T.{}, min {}, extent {}): its variable would take the values {} .. {}, outside "
+        "the "
+        "range [{}, {}] of its dtype {}",
+        f.var.name(), for_kind_name(f.for_kind), min, extent, min,
+        overflow ? fmt::format("{} + {} - 1", min, extent) : std::to_string(last), lo,
+        t == DType::UInt64 ? "18446744073709551615" : std::to_string(hi), dtype_name(t)));
   return extent;
 }
 
@@ -174,7 +182,8 @@ void Core::check_overlap(const TileOpNode& n) {
     if (!n.args[i].is_region()) continue;
     const BufferInfo& info = program.buffer(n.args[i].region.buffer.get());
     if (info.scope != MemScope::UB) continue;
-    ops[k++] = {i, &info, op.operands[std::min(i, op.operands.size() - 1)].access != tl::Access::Read};
+    ops[k++] = {i, &info,
+                op.operands[std::min(i, op.operands.size() - 1)].access != tl::Access::Read};
   }
   const bool none_allowed = op.overlap == Overlap::None;
   for (size_t w = 0; w < k; ++w) {
@@ -182,34 +191,39 @@ void Core::check_overlap(const TileOpNode& n) {
     for (size_t r = 0; r < k; ++r) {
       if (r == w) continue;
       const BufferInfo &a = *ops[w].info, &b = *ops[r].info;
-      if (a.offset >= b.offset + b.bytes || b.offset >= a.offset + a.bytes) continue;  // disjoint bytes
+      if (a.offset >= b.offset + b.bytes || b.offset >= a.offset + a.bytes)
+        continue;  // disjoint bytes
       const auto& wa = n.args[ops[w].arg];
       const auto& ra = n.args[ops[r].arg];
       const auto& wname = op.operands[std::min(ops[w].arg, op.operands.size() - 1)].name;
       const auto& rname = op.operands[std::min(ops[r].arg, op.operands.size() - 1)].name;
       TileRef wt = resolve(wa.region, op.name, wname), rt = resolve(ra.region, op.name, rname);
       // The common case, an in-place op on one region: identical without walking the runs.
-      bool same = wt.buffer == rt.buffer && wt.dtype == rt.dtype && wt.start.size() == rt.start.size();
+      bool same =
+          wt.buffer == rt.buffer && wt.dtype == rt.dtype && wt.start.size() == rt.start.size();
       for (size_t d = 0; same && d < wt.start.size(); ++d)
         same = wt.start[d] == rt.start[d] && wt.extent[d] == rt.extent[d];
       if (!same) {
-        auto wx = accesses_of(*this, wt, true, nullptr), rx = accesses_of(*this, rt, false, nullptr);
+        auto wx = accesses_of(*this, wt, true, nullptr),
+             rx = accesses_of(*this, rt, false, nullptr);
         bool overlap = false;
         for (const auto& x : wx)
           for (const auto& y : rx) overlap = overlap || overlaps(x, y);
         if (!overlap) continue;
         same = wx.size() == rx.size() && wt.dtype == rt.dtype;
         for (size_t i = 0; same && i < wx.size(); ++i)
-          same = wx[i].start == rx[i].start && wx[i].len == rx[i].len && wx[i].pitch == rx[i].pitch &&
-                 wx[i].count == rx[i].count;
+          same = wx[i].start == rx[i].start && wx[i].len == rx[i].len &&
+                 wx[i].pitch == rx[i].pitch && wx[i].count == rx[i].count;
       }
       if (same && !none_allowed) continue;
-      fail(fmt::format("T.{}: '{}' ({}) and '{}' ({}) {}; {}", op.name, wname, print(wa.region), rname, print(ra.region),
-                       same ? "are the same region" : "overlap partly",
-                       none_allowed ? fmt::format("T.{} takes no overlap between its destination and its sources",
-                                                  op.name)
-                                    : "a vector instruction's destination may only be exactly one of its sources "
-                                      "(the chip computes garbage otherwise)"));
+      fail(fmt::format(
+          "T.{}: '{}' ({}) and '{}' ({}) {}; {}", op.name, wname, print(wa.region), rname,
+          print(ra.region), same ? "are the same region" : "overlap partly",
+          none_allowed
+              ? fmt::format("T.{} takes no overlap between its destination and its sources",
+                            op.name)
+              : "a vector instruction's destination may only be exactly one of its sources "
+                "(the chip computes garbage otherwise)"));
     }
   }
 }
@@ -220,7 +234,8 @@ std::vector<std::string> Core::pending_flags() const {
     for (int dst = 0; dst < kNumPipes; ++dst)
       for (int id = 0; id < 8; ++id)
         if (flags_[src * kNumPipes + dst] & (1u << id))
-          out.push_back(fmt::format("set_flag(\"{}\", \"{}\", {})", pipe_name(static_cast<Pipe>(src)),
+          out.push_back(fmt::format("set_flag(\"{}\", \"{}\", {})",
+                                    pipe_name(static_cast<Pipe>(src)),
                                     pipe_name(static_cast<Pipe>(dst)), id));
   return out;
 }
@@ -245,18 +260,20 @@ void Core::fail_budget() {
     }
   std::string where = "outside any loop";
   if (loop) {
-    std::string head = print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, loop)),
-                             {.locations = false});
+    std::string head =
+        print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, loop)),
+              {.locations = false});
     head = head.substr(0, head.find('\n'));
     while (!head.empty() && head.back() == ':') head.pop_back();
-    where = fmt::format("in the loop `{}`{}, at {} = {}", head, loop->loc.known() ? " at " + loop->loc.str() : "",
-                        loop->var.name(), at);
+    where = fmt::format("in the loop `{}`{}, at {} = {}", head,
+                        loop->loc.known() ? " at " + loop->loc.str() : "", loop->var.name(), at);
   }
-  std::string msg = fmt::format("{} ({}): the instruction budget of {} interpreter steps per core and block ({}) "
-                                "ran out {}; a loop that never ends? If the kernel is just long, raise the budget "
-                                "with the environment variable TL_MAX_STEPS=<steps> (0: none) or "
-                                "LaunchOptions::max_steps (tl::kNoStepBudget: none)",
-                                name(), program.func->name, launch.max_steps, launch.max_steps_source, where);
+  std::string msg = fmt::format(
+      "{} ({}): the instruction budget of {} interpreter steps per core and block ({}) "
+      "ran out {}; a loop that never ends? If the kernel is just long, raise the budget "
+      "with the environment variable TL_MAX_STEPS=<steps> (0: none) or "
+      "LaunchOptions::max_steps (tl::kNoStepBudget: none)",
+      name(), program.func->name, launch.max_steps, launch.max_steps_source, where);
   throw Error(loop ? loop->loc : loc_, msg);
 }
 
@@ -266,8 +283,10 @@ bool Core::step() {
   switch (s->kind) {
     case StmtKind::Seq: {
       auto* q = static_cast<const SeqNode*>(s);
-      if (fr.index < q->stmts.size()) stack_.push_back({q->stmts[fr.index++].get()});
-      else stack_.pop_back();
+      if (fr.index < q->stmts.size())
+        stack_.push_back({q->stmts[fr.index++].get()});
+      else
+        stack_.pop_back();
       return true;
     }
     case StmtKind::For: {
@@ -284,7 +303,8 @@ bool Core::step() {
           trace_->pending_scalar_ops += 1 + scalar_ops_of(f->min) + scalar_ops_of(f->extent);
       }
       // Each test of the loop condition is a compare-and-branch; each iteration an increment.
-      if (trace_ && f->for_kind != ForKind::Unrolled) trace_->pending_scalar_ops += fr.end > 0 ? 2 : 1;
+      if (trace_ && f->for_kind != ForKind::Unrolled)
+        trace_->pending_scalar_ops += fr.end > 0 ? 2 : 1;
       if (fr.end > 0) {
         set_var(f->var, Scalar::of_int(fr.i));
         if (--fr.end > 0) ++fr.i;  // never past the last value, which may be the dtype's max
@@ -352,7 +372,8 @@ void Core::exec_leaf(const StmtNode* s) {
       set_var(n->var, eval(n->value));
       return;
     }
-    case StmtKind::Allocate: return;  // addresses are planned; memory persists (stale data)
+    case StmtKind::Allocate:
+      return;  // addresses are planned; memory persists (stale data)
     case StmtKind::Store:
       if (trace_ && !replay_) record_scalar(*this, *trace_, *s);
       return store(*static_cast<const StoreNode*>(s));
@@ -370,21 +391,25 @@ void Core::exec_leaf(const StmtNode* s) {
       if (shadow_) stale_after(*n, *this);
       return;
     }
-    default: TL_ASSERT(false, "unexpected leaf statement kind {}", static_cast<int>(s->kind));
+    default:
+      TL_ASSERT(false, "unexpected leaf statement kind {}", static_cast<int>(s->kind));
   }
 }
 
 void Core::record_events(const StmtNode* s) {
   switch (s->kind) {
-    case StmtKind::Sync: return record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
+    case StmtKind::Sync:
+      return record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
     case StmtKind::Let:
-    case StmtKind::Store: return record_scalar(*this, *trace_, *s);
+    case StmtKind::Store:
+      return record_scalar(*this, *trace_, *s);
     case StmtKind::TileOp: {
       auto* n = static_cast<const TileOpNode*>(s);
       if (runs_on(*n, kind, *program.target)) record_op(*this, *trace_, *n);
       return;
     }
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -404,7 +429,8 @@ bool Core::replay_gate(const StmtNode* s) {
   return true;
 }
 
-void Core::exec_deferred(const TileOpNode& op, const std::vector<Scalar>& slots, const SourceLoc& loc) {
+void Core::exec_deferred(const TileOpNode& op, const std::vector<Scalar>& slots,
+                         const SourceLoc& loc) {
   std::vector<Scalar> now = std::move(slots_);
   slots_ = slots;
   loc_ = loc;
@@ -431,8 +457,10 @@ bool Core::exec_sync(const SyncNode& s) {
       int id = id_of(program.target->num_event_ids);
       uint8_t& bits = flags_[static_cast<int>(s.src) * kNumPipes + static_cast<int>(s.dst)];
       if (bits & (1u << id))
-        fail(fmt::format("T.set_flag(\"{}\", \"{}\", {}): the flag is already set (no wait_flag consumed "
-                         "the previous set)", pipe_name(s.src), pipe_name(s.dst), id));
+        fail(fmt::format(
+            "T.set_flag(\"{}\", \"{}\", {}): the flag is already set (no wait_flag consumed "
+            "the previous set)",
+            pipe_name(s.src), pipe_name(s.dst), id));
       bits |= static_cast<uint8_t>(1u << id);
       return true;
     }
@@ -440,21 +468,25 @@ bool Core::exec_sync(const SyncNode& s) {
       int id = id_of(program.target->num_event_ids);
       uint8_t& bits = flags_[static_cast<int>(s.src) * kNumPipes + static_cast<int>(s.dst)];
       if (!(bits & (1u << id)))
-        fail(fmt::format("deadlock: T.wait_flag(\"{}\", \"{}\", {}) on {} waits for a flag no earlier "
-                         "set_flag raised; pipe {} would stall forever. Last events:\n{}",
-                         pipe_name(s.src), pipe_name(s.dst), id, name(), pipe_name(s.dst), last_events()));
+        fail(fmt::format(
+            "deadlock: T.wait_flag(\"{}\", \"{}\", {}) on {} waits for a flag no earlier "
+            "set_flag raised; pipe {} would stall forever. Last events:\n{}",
+            pipe_name(s.src), pipe_name(s.dst), id, name(), pipe_name(s.dst), last_events()));
       bits &= static_cast<uint8_t>(~(1u << id));
       return true;
     }
     case SyncKind::PipeBarrier:
-    case SyncKind::BarrierAll: return true;  // program order already holds in functional mode
+    case SyncKind::BarrierAll:
+      return true;  // program order already holds in functional mode
     case SyncKind::SetCrossFlag: {
       int id = id_of(program.target->num_cross_flags);
       auto bump = [&](int slot) {
         int& c = launch.cross_counters(block, slot)[id];
         if (++c > program.target->max_pending_cross_sets)
-          fail(fmt::format("T.set_cross_flag(\"{}\", {}): more than {} pending sets of cross-core flag {} "
-                           "(hangs on hardware)", pipe_name(s.src), id, program.target->max_pending_cross_sets, id));
+          fail(fmt::format(
+              "T.set_cross_flag(\"{}\", {}): more than {} pending sets of cross-core flag {} "
+              "(hangs on hardware)",
+              pipe_name(s.src), id, program.target->max_pending_cross_sets, id));
       };
       if (s.mode == 2) {
         if (kind == CoreKind::Cube) {
@@ -467,7 +499,8 @@ bool Core::exec_sync(const SyncNode& s) {
         // Mode 1 (CrossCoreSetFlag, "synchronise the AIVs of this AI Core"): each AIV's counter
         // advances once both AIVs have set; each then waits for it. An AIV that only waits
         // hangs on the chip, and does here (a deadlock).
-        if (kind == CoreKind::Cube) fail("T.set_cross_flag mode 1 synchronises the two AIVs; the AIC cannot use it");
+        if (kind == CoreKind::Cube)
+          fail("T.set_cross_flag mode 1 synchronises the two AIVs; the AIC cannot use it");
         bump(5 + vid);
         int& from_aiv0 = launch.cross_counters(block, 5)[id];
         int& from_aiv1 = launch.cross_counters(block, 6)[id];
@@ -478,8 +511,10 @@ bool Core::exec_sync(const SyncNode& s) {
           bump(2);
         }
       } else {
-        fail(fmt::format("T.set_cross_flag mode {} (all cores of a kind) is not supported by the functional "
-                         "virtual NPU yet; use sync_all", s.mode));
+        fail(fmt::format(
+            "T.set_cross_flag mode {} (all cores of a kind) is not supported by the functional "
+            "virtual NPU yet; use sync_all",
+            s.mode));
       }
       return true;
     }
@@ -538,7 +573,7 @@ bool Core::exec_sync(const SyncNode& s) {
 }
 
 namespace {
-constexpr uintptr_t kCacheLineBytes = 64;               // DataCacheCleanAndInvalid: 64-byte lines
+constexpr uintptr_t kCacheLineBytes = 64;  // DataCacheCleanAndInvalid: 64-byte lines
 constexpr size_t kDataCacheLines = 32 * 1024 / kCacheLineBytes;  // DCache 32 KB (2201 constraints)
 
 // The host bytes [lo, hi) of the tensor storage that GM buffer `t` views.
@@ -658,7 +693,7 @@ void Core::store(const StoreNode& n) {
   BufferRegion r{n.buffer, {}};
   for (auto x : idx) r.ranges.push_back({Expr(x), Expr(1)});
   TileRef ref = resolve(r, "store", n.buffer->name);
-  if (shadow_) stale_store(n, &ref, idx);  // the element's shadow; a finding for GM
+  if (shadow_) stale_store(n, &ref, idx);      // the element's shadow; a finding for GM
   if (replay_ && ref.scope == MemScope::GM) {  // into the data cache (time-ordered replay)
     uint8_t bytes[16];
     store_value(t, bytes, stored.as_double());
@@ -674,8 +709,9 @@ void Core::fail(const std::string& msg) const {
 std::string Core::last_events() const {
   std::string s;
   for (const auto* st : recent_) {
-    std::string p = print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, st)),
-                          {.locations = true});
+    std::string p =
+        print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, st)),
+              {.locations = true});
     s += "    " + p.substr(0, p.find('\n')) + "\n";
   }
   return s.empty() ? "    (none)\n" : s;

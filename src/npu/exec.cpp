@@ -15,7 +15,8 @@ namespace {
 const std::vector<ExecFn>& exec_table() {
   static const std::vector<ExecFn> table = [] {
     std::vector<ExecFn> t(all_ops().size(), nullptr);
-    for (const auto& list : {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(), debug_execs()})
+    for (const auto& list :
+         {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(), debug_execs()})
       for (const auto& e : list) {
         const OpDef* op = e.op;
         TL_ASSERT(!t[op->id], "T.{} has two virtual-NPU semantics", op->name);
@@ -35,8 +36,8 @@ const std::vector<ExecFn>& exec_table() {
 const std::vector<StaleRule>& stale_table() {
   static const std::vector<StaleRule> table = [] {
     std::vector<StaleRule> t(all_ops().size(), nullptr);
-    for (const auto& list : {move_stale_rules(), cube_stale_rules(), vector_stale_rules(), reduce_sort_stale_rules(),
-                             debug_stale_rules()})
+    for (const auto& list : {move_stale_rules(), cube_stale_rules(), vector_stale_rules(),
+                             reduce_sort_stale_rules(), debug_stale_rules()})
       for (const auto& e : list) {
         const OpDef* op = e.op;
         TL_ASSERT(!t[op->id], "T.{} has two stale-data rules", op->name);
@@ -45,19 +46,29 @@ const std::vector<StaleRule>& stale_table() {
         t[op->id] = e.rule;
       }
     for (const OpDef* op : all_ops())
-      TL_ASSERT(t[op->id] || !exec_table()[op->id], "T.{} has virtual-NPU semantics but no stale-data rule",
-                op->name);
+      TL_ASSERT(t[op->id] || !exec_table()[op->id],
+                "T.{} has virtual-NPU semantics but no stale-data rule", op->name);
     return t;
   }();
   return table;
 }
 }  // namespace
 
-ExecFn find_exec(const OpDef* op) { return exec_table()[op->id]; }
-bool implements(const OpDef& op) { return op.id >= 0 && exec_table()[op.id] != nullptr; }
-StaleRule find_stale_rule(const OpDef* op) { return stale_table()[op->id]; }
-void check_op_tables() { (void)stale_table(); }
-bool has_stale_rule(const OpDef& op) { return op.id >= 0 && stale_table()[op.id] != nullptr; }
+ExecFn find_exec(const OpDef* op) {
+  return exec_table()[op->id];
+}
+bool implements(const OpDef& op) {
+  return op.id >= 0 && exec_table()[op.id] != nullptr;
+}
+StaleRule find_stale_rule(const OpDef* op) {
+  return stale_table()[op->id];
+}
+void check_op_tables() {
+  (void)stale_table();
+}
+bool has_stale_rule(const OpDef& op) {
+  return op.id >= 0 && stale_table()[op.id] != nullptr;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Region resolution
@@ -72,8 +83,12 @@ int64_t TileRef::rows() const {
   for (size_t i = 0; i + 1 < extent.size(); ++i) n *= extent[i];
   return n;
 }
-int64_t TileRef::cols() const { return extent.empty() ? 1 : extent.back(); }
-int64_t TileRef::row_stride() const { return strides.size() >= 2 ? strides[strides.size() - 2] : 0; }
+int64_t TileRef::cols() const {
+  return extent.empty() ? 1 : extent.back();
+}
+int64_t TileRef::row_stride() const {
+  return strides.size() >= 2 ? strides[strides.size() - 2] : 0;
+}
 
 uint8_t* TileRef::at(std::span<const int64_t> idx) const {
   int64_t off = 0;
@@ -115,10 +130,11 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
   t.buffer = &b;
   t.scope = b.scope;
   t.dtype = b.dtype;
-  if (info.scope == MemScope::Var) fail(fmt::format("T.{}: operand '{}' is the scalar variable '{}'", op, operand, b.name));
+  if (info.scope == MemScope::Var)
+    fail(fmt::format("T.{}: operand '{}' is the scalar variable '{}'", op, operand, b.name));
   if (r.ranges.size() > Dims::kMaxRank)
-    fail(fmt::format("T.{}: operand '{}' ('{}') has rank {}; the virtual NPU supports up to {}", op, operand, b.name,
-                     r.ranges.size(), Dims::kMaxRank));
+    fail(fmt::format("T.{}: operand '{}' ('{}') has rank {}; the virtual NPU supports up to {}", op,
+                     operand, b.name, r.ranges.size(), Dims::kMaxRank));
   if (info.scope == MemScope::GM) {
     const Tensor& ten = launch.tensors[info.param];
     t.base = ten.data();
@@ -127,8 +143,9 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
   } else {
     auto& m = mem[static_cast<size_t>(info.scope)];
     if (m.empty())
-      fail(fmt::format("T.{}: operand '{}' uses '{}' in {}, which the {} does not have", op, operand, b.name,
-                       scope_name(info.scope), kind == CoreKind::Cube ? "AIC" : "AIV"));
+      fail(fmt::format("T.{}: operand '{}' uses '{}' in {}, which the {} does not have", op,
+                       operand, b.name, scope_name(info.scope),
+                       kind == CoreKind::Cube ? "AIC" : "AIV"));
     t.base = m.data() + info.offset;
     t.shape.assign(info.shape.begin(), info.shape.end());  // constant, planned once
     t.strides.assign(info.strides.begin(), info.strides.end());
@@ -140,10 +157,13 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
     // semantics compute from a checked region lies inside the buffer: no further overflow.
     if (e < 0 || s < 0 || s > t.shape[d] || e > t.shape[d] - s) {
       int64_t end;
-      std::string e_str = __builtin_add_overflow(s, e, &end) ? fmt::format("{} + {}", s, e) : std::to_string(end);
-      fail(fmt::format("T.{}: out-of-bounds access to '{}' ({}, shape [{}]) by operand '{}': dimension {} "
-                       "covers [{}, {}), outside [0, {})",
-                       op, b.name, scope_name(b.scope), fmt::join(t.shape, ", "), operand, d, s, e_str, t.shape[d]));
+      std::string e_str =
+          __builtin_add_overflow(s, e, &end) ? fmt::format("{} + {}", s, e) : std::to_string(end);
+      fail(fmt::format(
+          "T.{}: out-of-bounds access to '{}' ({}, shape [{}]) by operand '{}': dimension {} "
+          "covers [{}, {}), outside [0, {})",
+          op, b.name, scope_name(b.scope), fmt::join(t.shape, ", "), operand, d, s, e_str,
+          t.shape[d]));
     }
     t.start.push_back(s);
     t.extent.push_back(e);
@@ -155,7 +175,8 @@ TileRef Core::operand(const TileOpNode& n, std::string_view name) {
   const TileArg* a = op_operand(n, name);
   TL_ASSERT(a && a->is_region(), "T.{}: operand {} is not a region", n.op->name, name);
   TileRef t = resolve(a->region, n.op->name, name);
-  if (n.op->unit != OpUnit::Debug) check_start_alignment(t, n.op->name, name);  // printing reads anywhere
+  if (n.op->unit != OpUnit::Debug)
+    check_start_alignment(t, n.op->name, name);  // printing reads anywhere
   return t;
 }
 
@@ -173,15 +194,20 @@ void Core::check_start_alignment(const TileRef& t, std::string_view op, std::str
   } else {
     elem = layout_offset(t, std::vector<int64_t>(t.start.begin(), t.start.end()));
   }
-  const auto byte = static_cast<int64_t>(t.base - mem[static_cast<size_t>(t.scope)].data()) + elem * dtype_bytes(t.dtype);
+  const auto byte = static_cast<int64_t>(t.base - mem[static_cast<size_t>(t.scope)].data()) +
+                    elem * dtype_bytes(t.dtype);
   if (byte % align != 0)
-    fail(fmt::format("T.{}: operand '{}' ('{}' from element [{}]) starts at byte {} of {}, not on a {}-byte boundary "
-                     "(the chip raises an exception for a misaligned {} address)",
-                     op, name, t.buffer->name, fmt::join(t.start, ", "), byte, scope_name(t.scope), align,
-                     scope_name(t.scope)));
+    fail(
+        fmt::format("T.{}: operand '{}' ('{}' from element [{}]) starts at byte {} of {}, not on a "
+                    "{}-byte boundary "
+                    "(the chip raises an exception for a misaligned {} address)",
+                    op, name, t.buffer->name, fmt::join(t.start, ", "), byte, scope_name(t.scope),
+                    align, scope_name(t.scope)));
 }
 
-bool Core::has_operand(const TileOpNode& n, std::string_view name) const { return op_operand(n, name) != nullptr; }
+bool Core::has_operand(const TileOpNode& n, std::string_view name) const {
+  return op_operand(n, name) != nullptr;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Element movement
@@ -189,18 +215,21 @@ bool Core::has_operand(const TileOpNode& n, std::string_view name) const { retur
 void load_f32(const TileRef& t, std::vector<float>& out) {
   int64_t R = t.rows(), C = t.cols();
   out.resize(R * C);
-  for (int64_t r = 0; r < R; ++r) convert(t.dtype, row_ptr(t, r), DType::Float32, out.data() + r * C, C);
+  for (int64_t r = 0; r < R; ++r)
+    convert(t.dtype, row_ptr(t, r), DType::Float32, out.data() + r * C, C);
 }
 void store_f32(const TileRef& t, const std::vector<float>& in, RoundMode m) {
   int64_t R = t.rows(), C = t.cols();
-  for (int64_t r = 0; r < R; ++r) convert(DType::Float32, in.data() + r * C, t.dtype, row_ptr(t, r), C, m);
+  for (int64_t r = 0; r < R; ++r)
+    convert(DType::Float32, in.data() + r * C, t.dtype, row_ptr(t, r), C, m);
 }
 void load_i64(const TileRef& t, std::vector<int64_t>& out) {
   int64_t R = t.rows(), C = t.cols(), es = dtype_bytes(t.dtype);
   out.resize(R * C);
   for (int64_t r = 0; r < R; ++r) {
     uint8_t* p = row_ptr(t, r);
-    for (int64_t c = 0; c < C; ++c) out[r * C + c] = static_cast<int64_t>(load_value(t.dtype, p + c * es));
+    for (int64_t c = 0; c < C; ++c)
+      out[r * C + c] = static_cast<int64_t>(load_value(t.dtype, p + c * es));
   }
 }
 void store_i64(const TileRef& t, const std::vector<int64_t>& in) {

@@ -10,9 +10,9 @@
 // when it was); LoadData moves the shadows into L0A/L0B as it moves the bytes.
 #include <cblas.h>
 
-#include <mutex>
 #include <algorithm>
 #include <limits>
+#include <mutex>
 
 #include "exec.h"
 #include "stale.h"
@@ -36,7 +36,8 @@ void single_threaded_blas() {
 }
 
 /// Dense row-major [rows, cols] fp32 copy of a ZZ matrix whose padded width is cols_padded.
-void unpack_zz(const uint8_t* base, int64_t rows, int64_t cols, int64_t cols_padded, DType t, float* out) {
+void unpack_zz(const uint8_t* base, int64_t rows, int64_t cols, int64_t cols_padded, DType t,
+               float* out) {
   int c0 = c0_elems(t), es = dtype_bytes(t);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; c += c0)
@@ -72,8 +73,10 @@ void l0c_transfer(Core& c, const TileRef& C, int64_t M, int64_t N, bool to_dense
       uint8_t* p = C.base + (lead * mat + l0c_offset(r0 + i, col, rp)) * es;
       float* q = g_c.data() + i * N + j;
       if (f32) {
-        if (to_dense) std::memcpy(q, p, run * 4);
-        else std::memcpy(p, q, run * 4);
+        if (to_dense)
+          std::memcpy(q, p, run * 4);
+        else
+          std::memcpy(p, q, run * 4);
       } else if (to_dense) {
         convert(C.dtype, p, DType::Float32, q, run);
       } else {
@@ -86,14 +89,16 @@ void l0c_transfer(Core& c, const TileRef& C, int64_t M, int64_t N, bool to_dense
 /// C (L0C region) = [C +] A x B with A, B given densely (A [M, K], BT [N, K]).
 void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool init) {
   if (C.rows() != M || C.cols() != N)
-    c.fail(fmt::format("cube: 'C' ({}) is [{} x {}] but A x B is [{} x {}]", C.buffer->name, C.rows(), C.cols(), M, N));
+    c.fail(fmt::format("cube: 'C' ({}) is [{} x {}] but A x B is [{} x {}]", C.buffer->name,
+                       C.rows(), C.cols(), M, N));
   // Fast path: an fp32 L0C tile starting on a fractal column is, per 16-column block, a
   // row-major [rows, 16] matrix (NZ with 16 x 16 fractals), so the product accumulates
   // straight into L0C memory one column block at a time.
   size_t nd = C.extent.size();
   bool two_d = true;
   for (size_t d = 0; d + 2 < nd; ++d) two_d &= C.extent[d] == 1;
-  if (C.dtype == DType::Float32 && two_d && nd >= 2 && C.start[nd - 1] % 16 == 0 && M > 0 && N > 0 && K > 0) {
+  if (C.dtype == DType::Float32 && two_d && nd >= 2 && C.start[nd - 1] % 16 == 0 && M > 0 &&
+      N > 0 && K > 0) {
     single_threaded_blas();
     int64_t lead = 0;
     for (size_t d = 0; d + 2 < nd; ++d) lead = lead * C.shape[d] + C.start[d];
@@ -101,8 +106,9 @@ void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool
     float* base = reinterpret_cast<float*>(C.base) + lead * mat;
     for (int64_t j = 0; j < N; j += 16) {
       float* blk = base + l0c_offset(C.start[nd - 2], C.start[nd - 1] + j, rp);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(std::min<int64_t>(16, N - j)),
-                  static_cast<int>(K), 1.0f, g_a.data(), static_cast<int>(K), g_bt.data() + j * K, static_cast<int>(K),
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M),
+                  static_cast<int>(std::min<int64_t>(16, N - j)), static_cast<int>(K), 1.0f,
+                  g_a.data(), static_cast<int>(K), g_bt.data() + j * K, static_cast<int>(K),
                   init ? 0.0f : 1.0f, blk, 16);
     }
     return;
@@ -112,8 +118,8 @@ void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool
   if (M > 0 && N > 0 && K > 0) {
     single_threaded_blas();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), 1.0f, g_a.data(), static_cast<int>(K), g_bt.data(), static_cast<int>(K),
-                1.0f, g_c.data(), static_cast<int>(N));
+                static_cast<int>(K), 1.0f, g_a.data(), static_cast<int>(K), g_bt.data(),
+                static_cast<int>(K), 1.0f, g_c.data(), static_cast<int>(N));
   }
   l0c_transfer(c, C, M, N, false);
 }
@@ -121,8 +127,8 @@ void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool
 /// The integer cube path: int8 x int8 -> int32, exact, saturating at the int32 range when an
 /// accumulation overflows (Mmad: integer results saturate; the sum of one instruction is
 /// formed exactly, then clamped).
-void accumulate_int(Core& c, const TileRef& C, const std::vector<int64_t>& A, const std::vector<int64_t>& BT,
-                    int64_t M, int64_t N, int64_t K, bool init) {
+void accumulate_int(Core& c, const TileRef& C, const std::vector<int64_t>& A,
+                    const std::vector<int64_t>& BT, int64_t M, int64_t N, int64_t K, bool init) {
   std::vector<int64_t> idx;
   int64_t es = dtype_bytes(C.dtype);
   for (int64_t i = 0; i < M; ++i)
@@ -133,7 +139,8 @@ void accumulate_int(Core& c, const TileRef& C, const std::vector<int64_t>& A, co
       uint8_t* p = C.base + layout_offset(C, idx) * es;
       int64_t acc = init ? 0 : static_cast<int64_t>(load_value(C.dtype, p));
       for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * BT[j * K + k];
-      acc = std::clamp<int64_t>(acc, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      acc = std::clamp<int64_t>(acc, std::numeric_limits<int32_t>::min(),
+                                std::numeric_limits<int32_t>::max());
       store_value(C.dtype, p, static_cast<double>(acc));
     }
   (void)c;
@@ -152,8 +159,9 @@ void require_matrix(Core& c, const TileOpNode& n, const TileRef& t, const char* 
   bool ok = nd >= 2;
   for (size_t d = 0; ok && d + 2 < nd; ++d) ok = t.extent[d] == 1;
   if (!ok)
-    c.fail(fmt::format("T.{}: operand '{}' ({}) must be a 2-D tile (leading extents 1), got extents [{}]",
-                       n.op->name, name, t.buffer->name, fmt::join(t.extent, ", ")));
+    c.fail(fmt::format(
+        "T.{}: operand '{}' ({}) must be a 2-D tile (leading extents 1), got extents [{}]",
+        n.op->name, name, t.buffer->name, fmt::join(t.extent, ", ")));
 }
 
 /// Dense operands from L0A/L0B regions (each element through its layout).
@@ -164,8 +172,8 @@ void mma(const TileOpNode& n, Core& c) {
   require_matrix(c, n, C, "C");
   int64_t M = A.rows(), K = A.cols(), N = B.cols();
   if (B.rows() != K)
-    c.fail(fmt::format("T.mma: A ({}) is [{} x {}] but B ({}) is [{} x {}]; K must agree", A.buffer->name, M, K,
-                       B.buffer->name, B.rows(), N));
+    c.fail(fmt::format("T.mma: A ({}) is [{} x {}] but B ({}) is [{} x {}]; K must agree",
+                       A.buffer->name, M, K, B.buffer->name, B.rows(), N));
   if (A.scope != MemScope::L0A || B.scope != MemScope::L0B || C.scope != MemScope::L0C)
     c.fail("T.mma takes A in L0A, B in L0B and C in L0C");
   bool integer = A.dtype == DType::Int8;
@@ -196,8 +204,10 @@ void mma(const TileOpNode& n, Core& c) {
       g_bt[j * K + k] = static_cast<float>(v);
       if (integer) ibt[j * K + k] = static_cast<int64_t>(v);
     }
-  if (integer) accumulate_int(c, C, ia, ibt, M, N, K, init_of(n, c));
-  else accumulate(c, C, M, N, K, init_of(n, c));
+  if (integer)
+    accumulate_int(c, C, ia, ibt, M, N, K, init_of(n, c));
+  else
+    accumulate(c, C, M, N, K, init_of(n, c));
 }
 
 /// What load_to_l0 moves: the data, or (t a shadow) the shadow into the L0 memory's shadow, or
@@ -205,30 +215,35 @@ void mma(const TileOpNode& n, Core& c) {
 enum class Load { Data, Shadow, ValidShadow };
 
 /// LoadData of an L1 operand into L0 memory at offset 0; returns the L0 pointer.
-uint8_t* load_to_l0(Core& c, const TileRef& t, MemScope l0, int64_t rows, int64_t cols, bool transpose,
-                    const char* name, Load what = Load::Data) {
+uint8_t* load_to_l0(Core& c, const TileRef& t, MemScope l0, int64_t rows, int64_t cols,
+                    bool transpose, const char* name, Load what = Load::Data) {
   const bool shadow = what != Load::Data;
   size_t nd = t.extent.size();
   int c0 = c0_elems(t.dtype);
   int64_t r0 = nd >= 2 ? t.start[nd - 2] : 0, col0 = t.start[nd - 1];
   if (r0 % 16 != 0 || col0 % c0 != 0)
-    c.fail(fmt::format("T.gemm_v0: operand '{}' ({}) starts at ({}, {}), not on a fractal boundary (16 x {})", name,
-                       t.buffer->name, r0, col0, c0));
+    c.fail(fmt::format(
+        "T.gemm_v0: operand '{}' ({}) starts at ({}, {}), not on a fractal boundary (16 x {})",
+        name, t.buffer->name, r0, col0, c0));
   for (size_t d = 0; d + 2 < nd; ++d)
     if (t.extent[d] != 1) c.fail(fmt::format("T.gemm_v0: operand '{}' must be a 2-D tile", name));
   int64_t R = nd >= 2 ? t.shape[nd - 2] : 1, Cc = t.shape[nd - 1];
   int64_t rp = align_up(R, 16);
   int64_t lead = 0;
   for (size_t d = 0; d + 2 < nd; ++d) lead = lead * t.shape[d] + t.start[d];
-  const uint8_t* src = t.base + (lead * rp * align_up(Cc, c0) + nz_offset(r0, col0, rp, c0)) * dtype_bytes(t.dtype);
+  const uint8_t* src =
+      t.base + (lead * rp * align_up(Cc, c0) + nz_offset(r0, col0, rp, c0)) * dtype_bytes(t.dtype);
   std::span<uint8_t> mem = c.mem[static_cast<size_t>(l0)];
   if (shadow) mem = c.shadow()->mem[static_cast<size_t>(l0)];
   // rows x cols is the operand as stored in L1 (before any transpose).
-  int64_t need = (l0 == MemScope::L0A ? align_up(transpose ? cols : rows, 16) * align_up(transpose ? rows : cols, c0)
-                                      : align_up(transpose ? rows : cols, c0) * align_up(transpose ? cols : rows, 16)) *
-                 dtype_bytes(t.dtype);
+  int64_t need =
+      (l0 == MemScope::L0A
+           ? align_up(transpose ? cols : rows, 16) * align_up(transpose ? rows : cols, c0)
+           : align_up(transpose ? rows : cols, c0) * align_up(transpose ? cols : rows, 16)) *
+      dtype_bytes(t.dtype);
   if (need > static_cast<int64_t>(mem.size()))
-    c.fail(fmt::format("T.gemm_v0: operand '{}' needs {} bytes of {}, capacity {}", name, need, scope_name(l0), mem.size()));
+    c.fail(fmt::format("T.gemm_v0: operand '{}' needs {} bytes of {}, capacity {}", name, need,
+                       scope_name(l0), mem.size()));
   if (what == Load::ValidShadow) {
     std::memset(mem.data(), kValid, static_cast<size_t>(need));
     return mem.data();
@@ -256,7 +271,8 @@ void gemm_v0(const TileOpNode& n, Core& c) {
   int64_t M = ta ? A.cols() : A.rows(), K = ta ? A.rows() : A.cols();
   int64_t KB = tb ? B.cols() : B.rows(), N = tb ? B.rows() : B.cols();
   if (K != KB)
-    c.fail(fmt::format("T.gemm_v0: K of A ({}) is {} but K of B ({}) is {}", A.buffer->name, K, B.buffer->name, KB));
+    c.fail(fmt::format("T.gemm_v0: K of A ({}) is {} but K of B ({}) is {}", A.buffer->name, K,
+                       B.buffer->name, KB));
   if (A.dtype != B.dtype)
     c.fail(fmt::format("T.gemm_v0: A is {} but B is {}", dtype_name(A.dtype), dtype_name(B.dtype)));
   const uint8_t* l0a = load_to_l0(c, A, MemScope::L0A, A.rows(), A.cols(), ta, "A");
@@ -296,10 +312,13 @@ void cube_stale(const TileOpNode& n, Core& c, const TileRef& C, const std::vecto
   if (C.rows() != M || C.cols() != N) return;  // the semantics report it
   TileRef sc = shadow_of(c, C);
   std::vector<uint8_t> o;
-  if (init) o.assign(M * N, kValid);
-  else region_origins(sc, o);
+  if (init)
+    o.assign(M * N, kValid);
+  else
+    region_origins(sc, o);
   for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) o[i * N + j] = first_of(first_of(it, o[i * N + j]), first_of(rows[i], cols[j]));
+    for (int64_t j = 0; j < N; ++j)
+      o[i * N + j] = first_of(first_of(it, o[i * N + j]), first_of(rows[i], cols[j]));
   region_store(sc, o);
 }
 
@@ -329,7 +348,8 @@ void mma_stale(const TileOpNode& n, Core& c) {
   require_matrix(c, n, A, "A");
   require_matrix(c, n, B, "B");
   require_matrix(c, n, C, "C");
-  if (B.rows() != A.cols() || C.rows() != A.rows() || C.cols() != B.cols()) return;  // the semantics report it
+  if (B.rows() != A.cols() || C.rows() != A.rows() || C.cols() != B.cols())
+    return;  // the semantics report it
   TileRef sa = shadow_of(c, A), sb = shadow_of(c, B);
   if (cube_stale_all_valid(n, c, C, region_origin(sa), region_origin(sb))) return;
   std::vector<uint8_t> oa, ob;
@@ -351,8 +371,10 @@ void gemm_v0_stale(const TileOpNode& n, Core& c) {
   const uint8_t a = region_origin(sa), b = region_origin(sb);
   // LoadData into L0A/L0B moves the shadows as it moves the bytes (a valid operand: its L0
   // bytes are valid).
-  load_to_l0(c, sa, MemScope::L0A, A.rows(), A.cols(), ta, "A", a ? Load::Shadow : Load::ValidShadow);
-  load_to_l0(c, sb, MemScope::L0B, B.rows(), B.cols(), tb, "B", b ? Load::Shadow : Load::ValidShadow);
+  load_to_l0(c, sa, MemScope::L0A, A.rows(), A.cols(), ta, "A",
+             a ? Load::Shadow : Load::ValidShadow);
+  load_to_l0(c, sb, MemScope::L0B, B.rows(), B.cols(), tb, "B",
+             b ? Load::Shadow : Load::ValidShadow);
   if (cube_stale_all_valid(n, c, C, a, b)) return;
   // Rows of A [M, K] are rows of the region, or its columns when it holds A^T; columns of
   // B [K, N] are columns of the region, or its rows when it holds B^T.

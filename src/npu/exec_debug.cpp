@@ -22,15 +22,28 @@ void do_printf(const TileOpNode& n, Core& c) {
       out += '%';
       continue;
     }
-    if (arg >= n.args.size()) c.fail(fmt::format("T.printf(\"{}\"): more conversions than arguments", f));
+    if (arg >= n.args.size())
+      c.fail(fmt::format("T.printf(\"{}\"): more conversions than arguments", f));
     Scalar v = c.eval(n.args[arg++].scalar);
     switch (k) {
-      case 'd': case 'i': out += std::to_string(v.as_int()); break;
-      case 'u': out += std::to_string(static_cast<uint64_t>(v.as_int())); break;
-      case 'x': out += fmt::format("{:x}", v.as_int()); break;
-      case 'f': out += fmt::format("{:f}", v.as_double()); break;
-      case 'p': out += fmt::format("0x{:x}", v.as_int()); break;
-      default: c.fail(fmt::format("T.printf(\"{}\"): unsupported conversion %{}", f, k));
+      case 'd':
+      case 'i':
+        out += std::to_string(v.as_int());
+        break;
+      case 'u':
+        out += std::to_string(static_cast<uint64_t>(v.as_int()));
+        break;
+      case 'x':
+        out += fmt::format("{:x}", v.as_int());
+        break;
+      case 'f':
+        out += fmt::format("{:f}", v.as_double());
+        break;
+      case 'p':
+        out += fmt::format("0x{:x}", v.as_int());
+        break;
+      default:
+        c.fail(fmt::format("T.printf(\"{}\"): unsupported conversion %{}", f, k));
     }
   }
   while (!out.empty() && out.back() == '\n') out.pop_back();
@@ -39,7 +52,8 @@ void do_printf(const TileOpNode& n, Core& c) {
 
 void dump_tensor(const TileOpNode& n, Core& c) {
   TileRef t = c.operand(n, "src");
-  std::string s = fmt::format("dump_tensor desc={} {} {}", n.attr_int("desc"), t.buffer->name, dtype_name(t.dtype));
+  std::string s = fmt::format("dump_tensor desc={} {} {}", n.attr_int("desc"), t.buffer->name,
+                              dtype_name(t.dtype));
   bool whole = true;
   for (size_t d = 0; d < t.shape.size(); ++d) whole &= t.start[d] == 0 && t.extent[d] == t.shape[d];
   if (!whole) {

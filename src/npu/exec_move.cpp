@@ -12,9 +12,9 @@
 //    padded form (pad=True: DataCopyPad), whose UB row tail up to 32 B gets pad_value.
 // The stale-data checker's rules for these ops are here too: a copy's rule runs the same
 // byte movers on the shadows (stale.h), so validity moves exactly as the bytes do.
+#include <algorithm>
 #include <cmath>
 #include <mutex>
-#include <algorithm>
 
 #include "exec.h"
 #include "stale.h"
@@ -26,7 +26,9 @@
 namespace tl::npu {
 namespace {
 
-bool nd_scope(MemScope s) { return s == MemScope::GM || s == MemScope::UB; }
+bool nd_scope(MemScope s) {
+  return s == MemScope::GM || s == MemScope::UB;
+}
 
 }  // namespace
 
@@ -67,7 +69,8 @@ int64_t storage_offset(const TileRef& t, const int64_t* idx, int64_t* run) {
       off = zn_offset(r, c, align_up(C, 16), c0);
       *run = 1;
       break;
-    default: TL_ASSERT(false, "no storage layout for scope {}", scope_name(t.scope));
+    default:
+      TL_ASSERT(false, "no storage layout for scope {}", scope_name(t.scope));
   }
   return lead * mat + off;
 }
@@ -89,8 +92,8 @@ thread_local std::vector<float> g_run;
 /// `shadow`: src and dst are shadows (stale.h): an element converted to another dtype is as
 /// valid as its source element; `valid_src`: and every source byte is known valid (a GM
 /// parameter without a shadow), so the destination bytes are set valid without reading.
-void copy_regions(const TileRef& src, const TileRef& dst, bool relu, bool saturate = false, bool shadow = false,
-                  bool valid_src = false) {
+void copy_regions(const TileRef& src, const TileRef& dst, bool relu, bool saturate = false,
+                  bool shadow = false, bool valid_src = false) {
   int64_t rows = src.rows(), cols = src.cols();
   size_t ns = src.extent.size(), nd = dst.extent.size();
   std::vector<int64_t> si(ns), di(nd);
@@ -127,14 +130,16 @@ void copy_regions(const TileRef& src, const TileRef& dst, bool relu, bool satura
       } else if (same) {
         std::memcpy(dp, sp, len * ses);
       } else if (shadow) {
-        for (int64_t k = 0; k < len; ++k) std::memset(dp + k * des, first_nonzero(sp + k * ses, ses), des);
+        for (int64_t k = 0; k < len; ++k)
+          std::memset(dp + k * des, first_nonzero(sp + k * ses, ses), des);
       } else {
         g_run.resize(len);
         convert(src.dtype, sp, DType::Float32, g_run.data(), len);
         if (relu)
           for (auto& x : g_run) x = x > 0 ? x : (x != x ? x : 0.0f);
         if (saturate) {
-          const float mx = dst.dtype == DType::Float16 ? 65504.0f : 3.38953139e38f;  // 0x7BFF, 0x7F7F
+          const float mx =
+              dst.dtype == DType::Float16 ? 65504.0f : 3.38953139e38f;  // 0x7BFF, 0x7F7F
           for (auto& x : g_run) x = x != x ? 0.0f : std::clamp(x, -mx, mx);
         }
         convert(DType::Float32, g_run.data(), dst.dtype, dp, len);
@@ -156,7 +161,8 @@ void zero_nz_padding(const TileRef& dst) {
   int64_t R = n >= 2 ? dst.shape[n - 2] : 1, C = dst.shape[n - 1];
   int64_t r0 = n >= 2 ? dst.start[n - 2] : 0, r1 = r0 + (n >= 2 ? dst.extent[n - 2] : 1);
   int64_t c0s = dst.start[n - 1], c1 = c0s + dst.extent[n - 1];
-  int64_t rp = std::min(align_up(r1, 16), align_up(R, 16)), cp = std::min(align_up(c1, c0), align_up(C, c0));
+  int64_t rp = std::min(align_up(r1, 16), align_up(R, 16)),
+          cp = std::min(align_up(c1, c0), align_up(C, c0));
   int64_t es = dtype_bytes(dst.dtype);
   int64_t lead = 1;
   for (size_t d = 0; d + 2 < n; ++d) lead *= dst.extent[d];
@@ -171,7 +177,9 @@ void zero_nz_padding(const TileRef& dst) {
     for (size_t d = 0; d < li.size(); ++d) base_lead = base_lead * dst.shape[d] + li[d];
     for (int64_t r = r0; r < rp; ++r)
       for (int64_t c = c0s; c < cp; ++c)
-        if (r >= r1 || c >= c1) std::memset(dst.base + (base_lead * mat + nz_offset(r, c, align_up(R, 16), c0)) * es, 0, es);
+        if (r >= r1 || c >= c1)
+          std::memset(dst.base + (base_lead * mat + nz_offset(r, c, align_up(R, 16), c0)) * es, 0,
+                      es);
   }
 }
 
@@ -219,26 +227,29 @@ void zero_fill_partial_block(const TileRef& dst) {
 /// The copy of region src to region dst; with `shadow` both are shadows and the same bytes
 /// move (a pad lane gets a valid byte instead of pad_value, a conversion the source
 /// element's validity).
-void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shadow, bool valid_src = false) {
+void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shadow,
+               bool valid_src = false) {
   if (src.numel() != dst.numel())
-    c.fail(fmt::format("T.copy: 'src' ({}) has {} elements but 'dst' ({}) has {}", src.buffer->name, src.numel(),
-                       dst.buffer->name, dst.numel()));
+    c.fail(fmt::format("T.copy: 'src' ({}) has {} elements but 'dst' ({}) has {}", src.buffer->name,
+                       src.numel(), dst.buffer->name, dst.numel()));
   bool relu = n.attr_bool("enable_relu");
   bool transpose = n.attr_bool("transpose");
   MemScope S = src.scope, D = dst.scope;
   bool fixpipe = S == MemScope::L0C;
   if (!fixpipe && src.dtype != dst.dtype)
-    c.fail(fmt::format("T.copy from {} to {}: dtypes differ ({} -> {}); only the fixpipe (L0C -> GM/L1) converts",
-                       scope_name(S), scope_name(D), dtype_name(src.dtype), dtype_name(dst.dtype)));
+    c.fail(fmt::format(
+        "T.copy from {} to {}: dtypes differ ({} -> {}); only the fixpipe (L0C -> GM/L1) converts",
+        scope_name(S), scope_name(D), dtype_name(src.dtype), dtype_name(dst.dtype)));
   if (relu && !fixpipe) c.fail("T.copy: enable_relu is a fixpipe option (L0C -> GM/L1)");
   // GM <-> UB: DataCopy moves whole 32-byte blocks of each row.
   if ((S == MemScope::GM && D == MemScope::UB) || (S == MemScope::UB && D == MemScope::GM)) {
     int64_t row_bytes = src.cols() * dtype_bytes(src.dtype);
     bool pad = n.attr_bool("pad");
     if (row_bytes % 32 != 0 && !pad)
-      c.fail(fmt::format("T.copy {} -> {}: each row moves {} bytes, not a multiple of 32 (DataCopy would round "
-                         "it down and drop the tail); use the padded copy (pad_value)",
-                         scope_name(S), scope_name(D), row_bytes));
+      c.fail(fmt::format(
+          "T.copy {} -> {}: each row moves {} bytes, not a multiple of 32 (DataCopy would round "
+          "it down and drop the tail); use the padded copy (pad_value)",
+          scope_name(S), scope_name(D), row_bytes));
     copy_regions(src, dst, false, false, shadow, valid_src);
     if (pad && D == MemScope::UB) {
       // DataCopyPad fills each UB row's tail up to the 32-byte boundary with pad_value.
@@ -249,8 +260,10 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
       for (int64_t r = 0; r < dst.rows(); ++r) {
         uint8_t* row = row_ptr(dst, r) - dst.start.back() * es;
         for (int64_t col = c_end; col < c_pad; ++col) {
-          if (shadow) std::memset(row + col * es, kValid, es);  // pad_value: a constant
-          else store_value(dst.dtype, row + col * es, v);
+          if (shadow)
+            std::memset(row + col * es, kValid, es);  // pad_value: a constant
+          else
+            store_value(dst.dtype, row + col * es, v);
         }
       }
     }
@@ -261,8 +274,9 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
       c.fail("T.copy: transpose applies to L1 -> L0A/L0B loads only");
     // dst (i, j) = src (j, i): walk the destination and read the transposed source element.
     if (src.rows() != dst.cols() || src.cols() != dst.rows())
-      c.fail(fmt::format("T.copy(transpose=True): 'src' is [{} x {}], 'dst' must be [{} x {}], got [{} x {}]",
-                         src.rows(), src.cols(), src.cols(), src.rows(), dst.rows(), dst.cols()));
+      c.fail(fmt::format(
+          "T.copy(transpose=True): 'src' is [{} x {}], 'dst' must be [{} x {}], got [{} x {}]",
+          src.rows(), src.cols(), src.cols(), src.rows(), dst.rows(), dst.cols()));
     int64_t es = dtype_bytes(src.dtype), run;
     size_t ns = src.extent.size(), nd = dst.extent.size();
     std::vector<int64_t> si(src.start), di(dst.start);
@@ -272,19 +286,22 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
         di[nd - 1] = dst.start[nd - 1] + j;
         si[ns - 2] = src.start[ns - 2] + j;
         si[ns - 1] = src.start[ns - 1] + i;
-        std::memcpy(dst.base + storage_offset(dst, di, &run) * es, src.base + storage_offset(src, si, &run) * es, es);
+        std::memcpy(dst.base + storage_offset(dst, di, &run) * es,
+                    src.base + storage_offset(src, si, &run) * es, es);
       }
     return;
   }
   if (S == MemScope::GM && D == MemScope::L1 && !n.attr_bool("nd2nz")) {
     // No ND -> NZ conversion: the ND bytes are written linearly from the region's start.
     int64_t run, es = dtype_bytes(src.dtype);
-    int64_t at = storage_offset(dst, dst.start, &run) * es;  // inside the buffer: the region is checked
+    int64_t at =
+        storage_offset(dst, dst.start, &run) * es;  // inside the buffer: the region is checked
     std::vector<uint8_t> bytes;
     load_bytes(src, bytes);
     // Compared as byte counts: a pointer past the buffer's end is not even formed.
     if (static_cast<int64_t>(bytes.size()) > c.program.buffer(dst.buffer).bytes - at)
-      c.fail(fmt::format("T.copy(nd2nz=False): {} bytes from the region start overflow '{}'", bytes.size(), dst.buffer->name));
+      c.fail(fmt::format("T.copy(nd2nz=False): {} bytes from the region start overflow '{}'",
+                         bytes.size(), dst.buffer->name));
     std::memcpy(dst.base + at, bytes.data(), bytes.size());
     return;
   }
@@ -293,18 +310,23 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
     // The common case: a 2-D GM tile into a whole L1 buffer, converted by rows of fractals.
     size_t ns = src.extent.size();
     if (valid_src)  // nd_to_nz writes the whole (padded) buffer
-      std::memset(dst.base, kValid, static_cast<size_t>(storage_bytes(dst.scope, dst.dtype, dst.shape)));
+      std::memset(dst.base, kValid,
+                  static_cast<size_t>(storage_bytes(dst.scope, dst.dtype, dst.shape)));
     else
-      nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype, dst.base);
+      nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0,
+               src.dtype, dst.base);
     return;
   }
-  copy_regions(src, dst, relu, fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16), shadow,
+  copy_regions(src, dst, relu,
+               fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16), shadow,
                valid_src);
   if (S == MemScope::GM && D == MemScope::L1) zero_fill_partial_block(dst);
   if (S == MemScope::GM && D == MemScope::L1) zero_nz_padding(dst);
 }
 
-void copy(const TileOpNode& n, Core& c) { copy_impl(n, c, c.operand(n, "src"), c.operand(n, "dst"), false); }
+void copy(const TileOpNode& n, Core& c) {
+  copy_impl(n, c, c.operand(n, "src"), c.operand(n, "dst"), false);
+}
 
 /// Validity moves as the bytes do. A clipped copy (legalize_copies clipped it at the tensor's
 /// end; docs/developer_mode.md) leaves every element of its destination buffer outside the
@@ -319,7 +341,8 @@ void copy_stale(const TileOpNode& n, Core& c) {
     const BufferInfo& info = c.program.buffer(dst.buffer);
     auto it = c.launch.stale->clipped.find(&n);
     std::memset(c.shadow()->mem[static_cast<size_t>(dst.scope)].data() + info.offset,
-                it == c.launch.stale->clipped.end() ? kNeverWritten : it->second, static_cast<size_t>(info.bytes));
+                it == c.launch.stale->clipped.end() ? kNeverWritten : it->second,
+                static_cast<size_t>(info.bytes));
   }
   copy_impl(n, c, ss, sd, true, src.scope == MemScope::GM && gm_all_valid(c, src));
 }
@@ -328,9 +351,11 @@ std::mutex g_atomic_mu;
 
 void atomic_add(const TileOpNode& n, Core& c) {
   TileRef dst = c.operand(n, "dst"), src = c.operand(n, "src");
-  if (dst.scope != MemScope::GM) c.fail(fmt::format("T.atomic_add: 'dst' ({}) must be in GM", dst.buffer->name));
+  if (dst.scope != MemScope::GM)
+    c.fail(fmt::format("T.atomic_add: 'dst' ({}) must be in GM", dst.buffer->name));
   if (src.numel() != dst.numel())
-    c.fail(fmt::format("T.atomic_add: 'src' has {} elements but 'dst' has {}", src.numel(), dst.numel()));
+    c.fail(fmt::format("T.atomic_add: 'src' has {} elements but 'dst' has {}", src.numel(),
+                       dst.numel()));
   // Read src through its layout into a dense fp32 tile, then add under a lock.
   std::vector<float> v(src.numel());
   std::vector<int64_t> si(src.extent.size());

@@ -56,9 +56,12 @@ float tree_sum(const float* x, int64_t n, int64_t per_repeat) {
   std::array<float, kRepeatBytes> buf;  // on the stack: this runs once per repeat of every row
   for (int64_t s = 0; s < n; s += per_repeat) {
     int64_t m = std::min(per_repeat, n - s);
-    if (m == 64) total += full_repeat_tree<64>(x + s);  // fp32 sources
-    else if (m == 128) total += full_repeat_tree<128>(x + s);  // fp16 / bf16 sources
-    else total += repeat_tree(x + s, m, buf.data());
+    if (m == 64)
+      total += full_repeat_tree<64>(x + s);  // fp32 sources
+    else if (m == 128)
+      total += full_repeat_tree<128>(x + s);  // fp16 / bf16 sources
+    else
+      total += repeat_tree(x + s, m, buf.data());
   }
   return total;
 }
@@ -71,7 +74,8 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
   bool clear = n.attr_bool("clear");
   const int64_t nd = static_cast<int64_t>(s.extent.size());
   if (dim < 0) dim += nd;
-  if (dim < 0 || dim >= nd) c.fail(fmt::format("T.{}: dim {} of a {}-D source", n.op->name, n.attr_int("dim"), nd));
+  if (dim < 0 || dim >= nd)
+    c.fail(fmt::format("T.{}: dim {} of a {}-D source", n.op->name, n.attr_int("dim"), nd));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < dim; ++i) outer *= s.extent[i];
   for (int64_t i = dim + 1; i < nd; ++i) inner *= s.extent[i];
@@ -79,8 +83,9 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
   const bool rows = dim == nd - 1;
   const int64_t outn = outer * inner;
   if (d.numel() != outn)
-    c.fail(fmt::format("T.{}: 'dst' has {} elements; reducing {} ({} elements) over dim {} gives {}", n.op->name,
-                       d.numel(), s.buffer->name, s.numel(), dim, outn));
+    c.fail(
+        fmt::format("T.{}: 'dst' has {} elements; reducing {} ({} elements) over dim {} gives {}",
+                    n.op->name, d.numel(), s.buffer->name, s.numel(), dim, outn));
   // Row reductions of an fp32 source read its rows in place; anything else is widened first.
   bool in_place = rows && s.dtype == DType::Float32;
   if (!in_place) load_f32(s, g_src);
@@ -105,9 +110,13 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
       v = tree_sum(p, len, per_repeat);
       if (!clear) v += g_dst[o];
     } else {
-      v = kind == Red::Max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+      v = kind == Red::Max ? -std::numeric_limits<float>::infinity()
+                           : std::numeric_limits<float>::infinity();
       for (int64_t i = 0; i < len; ++i) {
-        if (std::isnan(p[i])) { v = p[i]; break; }
+        if (std::isnan(p[i])) {
+          v = p[i];
+          break;
+        }
         v = kind == Red::Max ? std::max(v, p[i]) : std::min(v, p[i]);
       }
       if (!clear) v = kind == Red::Max ? std::max(v, g_dst[o]) : std::min(v, g_dst[o]);
@@ -116,9 +125,15 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
   }
   store_f32(d, g_dst);
 }
-void reduce_sum(const TileOpNode& n, Core& c) { reduce(n, c, Red::Sum); }
-void reduce_max(const TileOpNode& n, Core& c) { reduce(n, c, Red::Max); }
-void reduce_min(const TileOpNode& n, Core& c) { reduce(n, c, Red::Min); }
+void reduce_sum(const TileOpNode& n, Core& c) {
+  reduce(n, c, Red::Sum);
+}
+void reduce_max(const TileOpNode& n, Core& c) {
+  reduce(n, c, Red::Max);
+}
+void reduce_min(const TileOpNode& n, Core& c) {
+  reduce(n, c, Red::Min);
+}
 
 // ---- The sort family ---------------------------------------------------------------------------
 //
@@ -148,7 +163,9 @@ bool before(const Entry& a, const Entry& b) {
 }
 
 /// Entries of two `t.dtype` lanes that fit in region t.
-int64_t entries_of(const TileRef& t) { return t.numel() / 2; }
+int64_t entries_of(const TileRef& t) {
+  return t.numel() / 2;
+}
 
 /// Writes the first `count` entries of e (score and index lane, both of t's dtype) to t.
 void write_sorted(const TileRef& t, const std::vector<Entry>& e, int64_t count) {
@@ -167,17 +184,20 @@ void write_sorted(const TileRef& t, const std::vector<Entry>& e, int64_t count) 
     }
   }
   // Write only the entries: the rest of the destination keeps its bytes.
-  for (int64_t k = 0; k < count * 2; ++k) std::memcpy(t.at_flat(k), &bytes[static_cast<size_t>(k * es)], es);
+  for (int64_t k = 0; k < count * 2; ++k)
+    std::memcpy(t.at_flat(k), &bytes[static_cast<size_t>(k * es)], es);
 }
 
 std::vector<Entry> sorted_source(const TileOpNode& n, Core& c, const TileRef& s, int64_t actual) {
   if (actual < 0 || actual > s.numel())
-    c.fail(fmt::format("T.{}: actual_num {} is outside [0, {}] (elements of 'src')", n.op->name, actual, s.numel()));
+    c.fail(fmt::format("T.{}: actual_num {} is outside [0, {}] (elements of 'src')", n.op->name,
+                       actual, s.numel()));
   load_f32(s, g_src);
   // Sort32 works on whole repeats of 32: the unused tail is padded with -inf.
   int64_t padded = (actual + 31) / 32 * 32;
   std::vector<Entry> e(padded);
-  for (int64_t i = 0; i < padded; ++i) e[i] = {i < actual ? g_src[i] : -std::numeric_limits<float>::infinity(), i, 0};
+  for (int64_t i = 0; i < padded; ++i)
+    e[i] = {i < actual ? g_src[i] : -std::numeric_limits<float>::infinity(), i, 0};
   std::stable_sort(e.begin(), e.end(), before);
   return e;
 }
@@ -187,9 +207,11 @@ void sort(const TileOpNode& n, Core& c) {
   int64_t actual = c.eval_int(op_operand(n, "actual_num")->scalar);
   auto e = sorted_source(n, c, s, actual);
   if (entries_of(d) < static_cast<int64_t>(e.size()))
-    c.fail(fmt::format("T.sort: 'dst' holds {} (value, index) entries of two {} lanes, {} are needed (actual_num {} "
-                       "rounded up to 32)",
-                       entries_of(d), dtype_name(d.dtype), e.size(), actual));
+    c.fail(
+        fmt::format("T.sort: 'dst' holds {} (value, index) entries of two {} lanes, {} are needed "
+                    "(actual_num {} "
+                    "rounded up to 32)",
+                    entries_of(d), dtype_name(d.dtype), e.size(), actual));
   write_sorted(d, e, static_cast<int64_t>(e.size()));
 }
 
@@ -223,7 +245,8 @@ bool score_before(const Entry& a, const Entry& b) {
 void merge_sort(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst");
   if (d.dtype != DType::Float32)  // the verifier's vector-dtype rule; hand-built IR gets here
-    c.fail(fmt::format("T.merge_sort merges float32 (score, index) queues, got {}", dtype_name(d.dtype)));
+    c.fail(fmt::format("T.merge_sort merges float32 (score, index) queues, got {}",
+                       dtype_name(d.dtype)));
   std::vector<Entry> all;
   std::vector<uint8_t> bytes;
   for (const char* name : {"src0", "src1", "src2", "src3"}) {
@@ -237,15 +260,18 @@ void merge_sort(const TileOpNode& n, Core& c) {
       std::memcpy(&e[i].lanes, &bytes[i * 8], 8);
     }
     if (!std::is_sorted(e.begin(), e.end(), score_before))
-      c.fail(fmt::format("T.merge_sort: queue '{}' ({}) is not sorted in descending order", name, s.buffer->name));
+      c.fail(fmt::format("T.merge_sort: queue '{}' ({}) is not sorted in descending order", name,
+                         s.buffer->name));
     all.insert(all.end(), e.begin(), e.end());
   }
   std::stable_sort(all.begin(), all.end(), score_before);
   if (entries_of(d) < static_cast<int64_t>(all.size()))
-    c.fail(fmt::format("T.merge_sort: 'dst' holds {} entries, the queues have {}", entries_of(d), all.size()));
+    c.fail(fmt::format("T.merge_sort: 'dst' holds {} entries, the queues have {}", entries_of(d),
+                       all.size()));
   for (size_t i = 0; i < all.size(); ++i) {
     std::memcpy(d.at_flat(static_cast<int64_t>(2 * i)), &all[i].lanes, 4);
-    std::memcpy(d.at_flat(static_cast<int64_t>(2 * i + 1)), reinterpret_cast<const uint8_t*>(&all[i].lanes) + 4, 4);
+    std::memcpy(d.at_flat(static_cast<int64_t>(2 * i + 1)),
+                reinterpret_cast<const uint8_t*>(&all[i].lanes) + 4, 4);
   }
 }
 
@@ -254,14 +280,15 @@ void merge_sort(const TileOpNode& n, Core& c) {
 void init_sort_buf(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst");
   if (d.dtype != DType::Float32)
-    c.fail(fmt::format("T.init_sort_buf fills float32 (score, index) entries, got {}", dtype_name(d.dtype)));
+    c.fail(fmt::format("T.init_sort_buf fills float32 (score, index) entries, got {}",
+                       dtype_name(d.dtype)));
   int64_t num = c.eval_int(op_operand(n, "num")->scalar);
   double v = c.has_operand(n, "value") ? c.eval_float(op_operand(n, "value")->scalar)
-                                        : -std::numeric_limits<double>::infinity();
-  if (num < 0)
-    c.fail(fmt::format("T.init_sort_buf: num = {} entries; it must be >= 0", num));
+                                       : -std::numeric_limits<double>::infinity();
+  if (num < 0) c.fail(fmt::format("T.init_sort_buf: num = {} entries; it must be >= 0", num));
   if (num > entries_of(d))
-    c.fail(fmt::format("T.init_sort_buf: num = {} entries exceeds 'dst' ({} entries)", num, entries_of(d)));
+    c.fail(fmt::format("T.init_sort_buf: num = {} entries exceeds 'dst' ({} entries)", num,
+                       entries_of(d)));
   const float score = static_cast<float>(round_value(DType::Float32, v));
   const uint32_t ones = 0xffffffffu;
   for (int64_t i = 0; i < num; ++i) {

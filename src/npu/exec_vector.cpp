@@ -24,14 +24,14 @@ thread_local std::vector<int64_t> g_ia, g_ib;
 #if defined(__x86_64__) || defined(__i386__)
 #define TL_ROW_LOOPS_AVX2 1
 #endif
-#define TL_DEFINE_ROW_LOOPS(SUFFIX, ATTR)                                                        \
-  template <typename F>                                                                      \
-  ATTR void row_tt##SUFFIX(float* d, const float* a, const float* b, int64_t n, F f) {       \
-    for (int64_t k = 0; k < n; ++k) d[k] = f(a[k], b[k]);                                    \
-  }                                                                                          \
-  template <typename F>                                                                      \
-  ATTR void row_ts##SUFFIX(float* d, const float* a, float y, int64_t n, F f) {              \
-    for (int64_t k = 0; k < n; ++k) d[k] = f(a[k], y);                                       \
+#define TL_DEFINE_ROW_LOOPS(SUFFIX, ATTR)                                              \
+  template <typename F>                                                                \
+  ATTR void row_tt##SUFFIX(float* d, const float* a, const float* b, int64_t n, F f) { \
+    for (int64_t k = 0; k < n; ++k) d[k] = f(a[k], b[k]);                              \
+  }                                                                                    \
+  template <typename F>                                                                \
+  ATTR void row_ts##SUFFIX(float* d, const float* a, float y, int64_t n, F f) {        \
+    for (int64_t k = 0; k < n; ++k) d[k] = f(a[k], y);                                 \
   }
 TL_DEFINE_ROW_LOOPS(_base, )
 #ifdef TL_ROW_LOOPS_AVX2
@@ -84,7 +84,8 @@ bool flushes(const TileOpNode& n, const Core& c) {
 /// below fp16's smallest normal 2^-14 for float16, below fp32's 2^-126 for float32 and bfloat16
 /// (which shares fp32's exponent range). NaN and inf are kept.
 float flush_subnormal(DType t, float x) {
-  const float smallest_normal = t == DType::Float16 ? 6.103515625e-05f : std::numeric_limits<float>::min();
+  const float smallest_normal =
+      t == DType::Float16 ? 6.103515625e-05f : std::numeric_limits<float>::min();
   return x != 0 && std::fabs(x) < smallest_normal ? std::copysign(0.0f, x) : x;
 }
 void flush_inputs(DType t, std::vector<float>& v) {
@@ -96,14 +97,17 @@ void flush_results(DType t, std::vector<float>& v) {
   for (auto& x : v) x = flush_subnormal(t, round_to(t, x));
 }
 
-void check_same_numel(const TileOpNode& n, Core& c, const TileRef& d, const TileRef& s, const char* name) {
+void check_same_numel(const TileOpNode& n, Core& c, const TileRef& d, const TileRef& s,
+                      const char* name) {
   if (d.numel() != s.numel())
-    c.fail(fmt::format("T.{}: operand '{}' has {} elements but 'dst' has {}", n.op->name, name, s.numel(), d.numel()));
+    c.fail(fmt::format("T.{}: operand '{}' has {} elements but 'dst' has {}", n.op->name, name,
+                       s.numel(), d.numel()));
 }
 
 /// fp32 operands whose rows line up are computed in place, row by row, without staging.
 bool rows_align(const TileRef& x, const TileRef& y) {
-  return x.dtype == DType::Float32 && y.dtype == DType::Float32 && x.cols() == y.cols() && x.rows() == y.rows();
+  return x.dtype == DType::Float32 && y.dtype == DType::Float32 && x.cols() == y.cols() &&
+         x.rows() == y.rows();
 }
 
 template <typename F>
@@ -134,8 +138,10 @@ void float_binary(const TileOpNode& n, Core& c, F f) {
     for (int64_t r = 0; r < d.rows(); ++r) {
       float* dp = reinterpret_cast<float*>(row_ptr(d, r));
       const float* ap = reinterpret_cast<const float*>(row_ptr(a, r));
-      if (b.scalar) row_tile_scalar(dp, ap, y, C, f);
-      else row_tile_tile(dp, ap, reinterpret_cast<const float*>(row_ptr(b.tile, r)), C, f);
+      if (b.scalar)
+        row_tile_scalar(dp, ap, y, C, f);
+      else
+        row_tile_tile(dp, ap, reinterpret_cast<const float*>(row_ptr(b.tile, r)), C, f);
     }
     return;
   }
@@ -178,8 +184,10 @@ DType operand_dtype(const TileOpNode& n, std::string_view name) {
 template <typename FF, typename FI>
 void binary(const TileOpNode& n, Core& c, FF ff, FI fi) {
   DType t = operand_dtype(n, "dst");
-  if (is_float(t)) float_binary(n, c, ff);
-  else int_binary(n, c, fi);
+  if (is_float(t))
+    float_binary(n, c, ff);
+  else
+    int_binary(n, c, fi);
 }
 
 template <typename F>
@@ -203,10 +211,14 @@ void float_unary(const TileOpNode& n, Core& c, F f) {
 }
 
 void band(const TileOpNode& n, Core& c) {
-  binary(n, c, [](float a, float) -> float { return a; }, [](int64_t a, int64_t b) -> int64_t { return a & b; });
+  binary(
+      n, c, [](float a, float) -> float { return a; },
+      [](int64_t a, int64_t b) -> int64_t { return a & b; });
 }
 void bor(const TileOpNode& n, Core& c) {
-  binary(n, c, [](float a, float) -> float { return a; }, [](int64_t a, int64_t b) -> int64_t { return a | b; });
+  binary(
+      n, c, [](float a, float) -> float { return a; },
+      [](int64_t a, int64_t b) -> int64_t { return a | b; });
 }
 
 void relu(const TileOpNode& n, Core& c) {
@@ -232,14 +244,21 @@ void shift(const TileOpNode& n, Core& c, bool left) {
   int64_t bits = c.eval_int(op_operand(n, "bits")->scalar);
   load_i64(s, g_ia);
   for (auto& x : g_ia) {
-    if (left) x = static_cast<int64_t>(static_cast<uint64_t>(x) << (bits & 63));
-    else if (is_unsigned_int(s.dtype)) x = static_cast<int64_t>(static_cast<uint64_t>(x) >> (bits & 63));
-    else x >>= (bits & 63);
+    if (left)
+      x = static_cast<int64_t>(static_cast<uint64_t>(x) << (bits & 63));
+    else if (is_unsigned_int(s.dtype))
+      x = static_cast<int64_t>(static_cast<uint64_t>(x) >> (bits & 63));
+    else
+      x >>= (bits & 63);
   }
   store_i64(d, g_ia);
 }
-void shl(const TileOpNode& n, Core& c) { shift(n, c, true); }
-void shr(const TileOpNode& n, Core& c) { shift(n, c, false); }
+void shl(const TileOpNode& n, Core& c) {
+  shift(n, c, true);
+}
+void shr(const TileOpNode& n, Core& c) {
+  shift(n, c, false);
+}
 
 float scalar_of(const TileOpNode& n, Core& c, const char* name, DType t) {
   return static_cast<float>(round_value(t, c.eval_float(op_operand(n, name)->scalar)));
@@ -279,7 +298,8 @@ void cast(const TileOpNode& n, Core& c) {
   }
   int64_t C = s.cols();
   if (d.cols() == C && d.rows() == s.rows()) {
-    for (int64_t r = 0; r < s.rows(); ++r) convert(s.dtype, row_ptr(s, r), d.dtype, row_ptr(d, r), C, m);
+    for (int64_t r = 0; r < s.rows(); ++r)
+      convert(s.dtype, row_ptr(s, r), d.dtype, row_ptr(d, r), C, m);
     return;
   }
   std::vector<uint8_t> tmp(d.numel() * dtype_bytes(d.dtype));
@@ -303,19 +323,23 @@ void compare(const TileOpNode& n, Core& c) {
   const std::string& mode = n.attr_str("mode");
   int64_t count = a.numel();
   if (!b.scalar && b.tile.numel() != count)
-    c.fail(fmt::format("T.tile.compare: 'src1' has {} elements but 'src0' has {}", b.tile.numel(), count));
+    c.fail(fmt::format("T.tile.compare: 'src1' has {} elements but 'src0' has {}", b.tile.numel(),
+                       count));
   // Integers compare exactly (int32 values above 2^24 do not survive a trip through fp32).
   bool integer = is_int(a.dtype);
   if (integer) {
     load_i64(a, g_ia);
-    if (b.scalar) g_ib.assign(g_ia.size(), static_cast<int64_t>(b.value));
-    else load_i64(b.tile, g_ib);
+    if (b.scalar)
+      g_ib.assign(g_ia.size(), static_cast<int64_t>(b.value));
+    else
+      load_i64(b.tile, g_ib);
   } else {
     load_f32(a, g_a);
     if (!b.scalar) load_f32(b.tile, g_b);
   }
   if (d.numel() * dtype_bytes(d.dtype) * 8 < count)
-    c.fail(fmt::format("T.tile.compare: 'dst' holds {} bits, {} elements are compared", d.numel() * dtype_bytes(d.dtype) * 8, count));
+    c.fail(fmt::format("T.tile.compare: 'dst' holds {} bits, {} elements are compared",
+                       d.numel() * dtype_bytes(d.dtype) * 8, count));
   std::vector<uint8_t> bits((d.numel() * dtype_bytes(d.dtype)), 0);
   load_bytes(d, bits);
   std::fill(bits.begin(), bits.begin() + (count + 7) / 8, 0);
@@ -343,7 +367,8 @@ void select(const TileOpNode& n, Core& c) {
   for (size_t i = 0; i < g_a.size(); ++i) {
     int64_t bit = mode == 0 ? static_cast<int64_t>(i) % per_repeat : static_cast<int64_t>(i);
     if (bit / 8 >= static_cast<int64_t>(bits.size()))
-      c.fail(fmt::format("T.tile.select: 'mask' has {} bits, element {} needs bit {}", bits.size() * 8, i, bit));
+      c.fail(fmt::format("T.tile.select: 'mask' has {} bits, element {} needs bit {}",
+                         bits.size() * 8, i, bit));
     bool pick = (bits[bit / 8] >> (bit % 8)) & 1;
     g_d[i] = pick ? g_a[i] : (b.scalar ? static_cast<float>(b.value) : g_b[i]);
   }
@@ -363,7 +388,8 @@ void fill(const TileOpNode& n, Core& c) {
 void progression(const TileOpNode& n, Core& c, double first, double diff, int64_t count) {
   TileRef d = c.operand(n, "dst");
   if (count > d.numel())
-    c.fail(fmt::format("T.{}: count {} exceeds the {} elements of 'dst'", n.op->name, count, d.numel()));
+    c.fail(fmt::format("T.{}: count {} exceeds the {} elements of 'dst'", n.op->name, count,
+                       d.numel()));
   int64_t es = dtype_bytes(d.dtype);
   for (int64_t i = 0; i < count; ++i) {
     double v = is_float(d.dtype) ? round_value(d.dtype, first + static_cast<double>(i) * diff)
@@ -376,8 +402,10 @@ void createvecindex(const TileOpNode& n, Core& c) {
   progression(n, c, c.eval_float(op_operand(n, "first")->scalar), 1, c.operand(n, "dst").numel());
 }
 void arith_progression(const TileOpNode& n, Core& c) {
-  int64_t count = c.has_operand(n, "count") ? c.eval_int(op_operand(n, "count")->scalar) : c.operand(n, "dst").numel();
-  progression(n, c, c.eval_float(op_operand(n, "first")->scalar), c.eval_float(op_operand(n, "diff")->scalar), count);
+  int64_t count = c.has_operand(n, "count") ? c.eval_int(op_operand(n, "count")->scalar)
+                                            : c.operand(n, "dst").numel();
+  progression(n, c, c.eval_float(op_operand(n, "first")->scalar),
+              c.eval_float(op_operand(n, "diff")->scalar), count);
 }
 
 void gather(const TileOpNode& n, Core& c) {
@@ -386,16 +414,20 @@ void gather(const TileOpNode& n, Core& c) {
   load_i64(o, g_ia);
   int64_t es = dtype_bytes(s.dtype);
   if (static_cast<int64_t>(g_ia.size()) < d.numel())
-    c.fail(fmt::format("T.tile.gather: 'offsets' has {} elements, 'dst' needs {}", g_ia.size(), d.numel()));
+    c.fail(fmt::format("T.tile.gather: 'offsets' has {} elements, 'dst' needs {}", g_ia.size(),
+                       d.numel()));
   std::vector<uint8_t> out(d.numel() * es);
   for (int64_t i = 0; i < d.numel(); ++i) {
     int64_t off = g_ia[i] & 0xffffffff, byte, e = -1;
     bool wrapped = __builtin_add_overflow(base, off, &byte);  // a base near INT64_MAX
     if (!wrapped) e = byte / es;
     if (wrapped || byte % es != 0 || e < 0 || e >= s.numel())
-      c.fail(fmt::format("T.tile.gather: offset {} (element {}) of 'offsets' addresses byte {} of 'src', which has "
-                         "{} elements of {} bytes", g_ia[i], i,
-                         wrapped ? fmt::format("{} + {}", base, off) : std::to_string(byte), s.numel(), es));
+      c.fail(fmt::format(
+          "T.tile.gather: offset {} (element {}) of 'offsets' addresses byte {} of 'src', which "
+          "has "
+          "{} elements of {} bytes",
+          g_ia[i], i, wrapped ? fmt::format("{} + {}", base, off) : std::to_string(byte), s.numel(),
+          es));
     std::memcpy(out.data() + i * es, s.at_flat(e), es);
   }
   store_bytes(d, out);
@@ -406,8 +438,10 @@ void gather_mask(const TileOpNode& n, Core& c) {
   int64_t es = dtype_bytes(s.dtype), kept = 0;
   std::vector<uint8_t> bits;
   std::string pattern = n.attr_str("pattern");
-  if (c.has_operand(n, "mask")) load_bytes(c.operand(n, "mask"), bits);
-  else if (pattern.empty()) c.fail("T.tile.gather_mask needs a pattern or a mask tile");
+  if (c.has_operand(n, "mask"))
+    load_bytes(c.operand(n, "mask"), bits);
+  else if (pattern.empty())
+    c.fail("T.tile.gather_mask needs a pattern or a mask tile");
   for (int64_t i = 0; i < s.numel(); ++i) {
     bool pick;
     if (!bits.empty()) {
@@ -418,7 +452,9 @@ void gather_mask(const TileOpNode& n, Core& c) {
       pick = pattern[4 - i % 4] == '1';
     }
     if (!pick) continue;
-    if (kept >= d.numel()) c.fail(fmt::format("T.tile.gather_mask: more than {} elements selected for 'dst'", d.numel()));
+    if (kept >= d.numel())
+      c.fail(
+          fmt::format("T.tile.gather_mask: more than {} elements selected for 'dst'", d.numel()));
     std::memcpy(d.at_flat(kept++), s.at_flat(i), es);
   }
 }
@@ -430,7 +466,8 @@ void broadcast(const TileOpNode& n, Core& c) {
   for (size_t i = 0; i < ns; ++i) {
     int64_t se = s.extent[ns - 1 - i], de = d.extent[nd - 1 - i];
     if (se != 1 && se != de)
-      c.fail(fmt::format("T.tile.broadcast: dimension {} of 'src' is {}, expected 1 or {}", ns - 1 - i, se, de));
+      c.fail(fmt::format("T.tile.broadcast: dimension {} of 'src' is {}, expected 1 or {}",
+                         ns - 1 - i, se, de));
   }
   // Work row by row: a destination row comes from one source row (last dimension kept) or
   // from one source element (last dimension broadcast).
@@ -466,7 +503,8 @@ void row_expand(const TileOpNode& n, Core& c, F f, FI fi) {
   check_same_numel(n, c, d, a, "src0");
   int64_t R = a.rows(), C = a.cols();
   if (b.numel() != R)
-    c.fail(fmt::format("T.{}: 'src1' has {} elements, expected one per row of 'src0' ({})", n.op->name, b.numel(), R));
+    c.fail(fmt::format("T.{}: 'src1' has {} elements, expected one per row of 'src0' ({})",
+                       n.op->name, b.numel(), R));
   if (is_int(d.dtype)) {  // exact, wrapping like the elementwise integer ops
     load_i64(a, g_ia);
     load_i64(b, g_ib);
@@ -513,25 +551,30 @@ inline float approximate(float exact, float x) {
 
 // The elementwise ops of include/tl/vector_ops.def, instantiated from the math written there
 // (inlined into the row loops, so the compiler vectorises them).
-#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY)                                \
-  void exec_##NAME(const TileOpNode& n, Core& c) {                                         \
-    binary(n, c, [](float a, float b) -> float { return F; },                              \
-           [](int64_t a, int64_t b) -> int64_t { return FI; });                             \
+#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY) \
+  void exec_##NAME(const TileOpNode& n, Core& c) {           \
+    binary(                                                  \
+        n, c, [](float a, float b) -> float { return F; },   \
+        [](int64_t a, int64_t b) -> int64_t { return FI; }); \
   }
-#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY) \
-  void exec_##NAME(const TileOpNode& n, Core& c) { float_unary(n, c, [](float x) -> float { return F; }); }
-#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)                            \
-  void exec_row_expand_##NAME(const TileOpNode& n, Core& c) {                              \
-    row_expand(n, c, [](float a, float b) -> float { return F; },                          \
-               [](int64_t a, int64_t b) -> int64_t { return FI; });                         \
+#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY)    \
+  void exec_##NAME(const TileOpNode& n, Core& c) {         \
+    float_unary(n, c, [](float x) -> float { return F; }); \
+  }
+#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY) \
+  void exec_row_expand_##NAME(const TileOpNode& n, Core& c) {    \
+    row_expand(                                                  \
+        n, c, [](float a, float b) -> float { return F; },       \
+        [](int64_t a, int64_t b) -> int64_t { return FI; });     \
   }
 #include "tl/vector_ops.def"
 
 void transpose(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
   if (s.numel() != 256 || d.numel() != 256 || dtype_bytes(s.dtype) != 2)
-    c.fail(fmt::format("T.tile.transpose transposes one 16x16 block of 16-bit elements; got {} elements of {}",
-                       s.numel(), dtype_name(s.dtype)));
+    c.fail(fmt::format(
+        "T.tile.transpose transposes one 16x16 block of 16-bit elements; got {} elements of {}",
+        s.numel(), dtype_name(s.dtype)));
   std::vector<uint8_t> in, out(512);
   load_bytes(s, in);
   for (int i = 0; i < 16; ++i)

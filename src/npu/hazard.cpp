@@ -35,8 +35,8 @@ namespace tl::npu {
 
 namespace {
 
-constexpr int kPipes = 7;            // S V M MTE1 MTE2 MTE3 FIX
-constexpr int kLocal = 3 * kPipes;   // timelines of one block
+constexpr int kPipes = 7;           // S V M MTE1 MTE2 MTE3 FIX
+constexpr int kLocal = 3 * kPipes;  // timelines of one block
 constexpr int kAll = static_cast<int>(Pipe::ALL);
 
 struct Know {
@@ -50,30 +50,40 @@ struct Know {
 
 // The in-order pipes and the scalar unit's issue order come from the rule table insert_syncs
 // and plan_memory share (tl/sync_rules.h).
-bool in_order(int p) { return pipe_in_order(static_cast<Pipe>(p)); }
+bool in_order(int p) {
+  return pipe_in_order(static_cast<Pipe>(p));
+}
 
 std::string core_name_of(int ci) {
   int slot = ci % 3;
-  return slot == 0 ? fmt::format("block {} AIC", ci / 3) : fmt::format("block {} AIV{}", ci / 3, slot - 1);
+  return slot == 0 ? fmt::format("block {} AIC", ci / 3)
+                   : fmt::format("block {} AIV{}", ci / 3, slot - 1);
 }
 
 std::string memory_name(const MemoryId& m) {
   if (m.scope == MemScope::GM) return "GM";
-  return fmt::format("{} of {}", scope_name(m.scope), core_name_of(static_cast<int>(m.block * 3 + m.core)));
+  return fmt::format("{} of {}", scope_name(m.scope),
+                     core_name_of(static_cast<int>(m.block * 3 + m.core)));
 }
 
 std::string event_str(const TraceEvent& e) {
   switch (e.kind) {
-    case EventKind::Op: return fmt::format("{} ({}) at {}", e.name, pipe_name(e.pipe), e.loc.str());
+    case EventKind::Op:
+      return fmt::format("{} ({}) at {}", e.name, pipe_name(e.pipe), e.loc.str());
     case EventKind::SetFlag:
     case EventKind::WaitFlag:
-      return fmt::format("{}({}, {}, {}) at {}", e.kind == EventKind::SetFlag ? "set_flag" : "wait_flag",
-                         pipe_name(e.pipe), pipe_name(e.dst), e.id, e.loc.str());
-    case EventKind::Barrier: return fmt::format("{}({}) at {}", e.name, pipe_name(e.pipe), e.loc.str());
+      return fmt::format("{}({}, {}, {}) at {}",
+                         e.kind == EventKind::SetFlag ? "set_flag" : "wait_flag", pipe_name(e.pipe),
+                         pipe_name(e.dst), e.id, e.loc.str());
+    case EventKind::Barrier:
+      return fmt::format("{}({}) at {}", e.name, pipe_name(e.pipe), e.loc.str());
     case EventKind::SetCross:
-      return fmt::format("set_cross_flag({}, {}, mode {}) at {}", pipe_name(e.pipe), e.id, e.mode, e.loc.str());
-    case EventKind::WaitCross: return fmt::format("wait_cross_flag({}) at {}", e.id, e.loc.str());
-    case EventKind::SyncAll: return fmt::format("sync_all() at {}", e.loc.str());
+      return fmt::format("set_cross_flag({}, {}, mode {}) at {}", pipe_name(e.pipe), e.id, e.mode,
+                         e.loc.str());
+    case EventKind::WaitCross:
+      return fmt::format("wait_cross_flag({}) at {}", e.id, e.loc.str());
+    case EventKind::SyncAll:
+      return fmt::format("sync_all() at {}", e.loc.str());
   }
   return e.name;
 }
@@ -83,7 +93,7 @@ bool covers(const Access& w, const Access& r) {
   if (!(w.mem == r.mem)) return false;
   if (r.start < w.start || r.end() > w.end()) return false;
   if (w.count <= 1 || w.pitch <= w.len) return true;  // contiguous
-  if (r.count > 1 && r.pitch <= r.len) {                 // r is one contiguous range
+  if (r.count > 1 && r.pitch <= r.len) {              // r is one contiguous range
     uint64_t off = r.start - w.start;
     return off % w.pitch + (r.end() - r.start) <= w.len;
   }
@@ -148,7 +158,8 @@ struct CoreState {
 
 class Engine {
  public:
-  Engine(const Trace& t, int max_pending, bool hazards) : tr_(t), max_pending_(max_pending), check_(hazards) {}
+  Engine(const Trace& t, int max_pending, bool hazards)
+      : tr_(t), max_pending_(max_pending), check_(hazards) {}
 
   void run() {
     size_t n = tr_.cores.size();
@@ -176,7 +187,8 @@ class Engine {
       if (st_[ci].pc >= evs.size()) continue;
       const TraceEvent& e = evs[st_[ci].pc];
       if (e.kind == EventKind::WaitCross)
-        issue(static_cast<int>(ci), "deadlock", Pipe::ALL, fmt::format("wait_cross_flag({})", e.id), e,
+        issue(static_cast<int>(ci), "deadlock", Pipe::ALL, fmt::format("wait_cross_flag({})", e.id),
+              e,
               "no matching set_cross_flag is ever issued: every pipe of the core stalls forever");
       else
         issue(static_cast<int>(ci), "deadlock", Pipe::ALL, "sync_all()", e,
@@ -186,10 +198,11 @@ class Engine {
   }
 
   std::vector<Hazard> hazards;
-  uint64_t seq_ = 0;                       // data-cache order: one step per event
-  std::multimap<uint64_t, GmWrite> gm_writes_;  // every GM write so far, by start, for the data-cache rule
-  uint64_t gm_maxspan_ = 0;                     // the longest of them (range queries, as the shadows)
-  std::vector<GmWrite> scalar_writes_;     // the scalar stores among them (read by every GM read)
+  uint64_t seq_ = 0;  // data-cache order: one step per event
+  std::multimap<uint64_t, GmWrite>
+      gm_writes_;                       // every GM write so far, by start, for the data-cache rule
+  uint64_t gm_maxspan_ = 0;             // the longest of them (range queries, as the shadows)
+  std::vector<GmWrite> scalar_writes_;  // the scalar stores among them (read by every GM read)
   std::map<int, std::vector<Dcci>> dcci_;  // per core, its dccis
   std::vector<FlagIssue> issues;
 
@@ -199,8 +212,8 @@ class Engine {
   bool check_;
   std::vector<CoreState> st_;
   int participants_ = 0;
-  std::map<int, int> arrivals_;                            // sync index -> cores arrived
-  std::vector<std::vector<std::array<uint32_t, kLocal>>> sync_vc_;  // [generation][block]
+  std::map<int, int> arrivals_;                                      // sync index -> cores arrived
+  std::vector<std::vector<std::array<uint32_t, kLocal>>> sync_vc_;   // [generation][block]
   std::map<std::tuple<int64_t, int, int>, std::deque<Know>> cross_;  // (block, slot, id)
   std::map<std::tuple<int64_t, int, int>, bool> cross_reported_;
   std::map<MemKey, Shadow> shadow_;
@@ -225,8 +238,10 @@ class Engine {
     for (auto& x : st_[ci].know) x.join(k);
   }
   void join_pipe(int ci, int p, const Know& k) {
-    if (p >= kPipes) join_all(ci, k);
-    else st_[ci].know[p].join(k);
+    if (p >= kPipes)
+      join_all(ci, k);
+    else
+      st_[ci].know[p].join(k);
   }
 
   /// The last event of core `ci` matching `pred` (for the location of a leftover set).
@@ -250,13 +265,16 @@ class Engine {
         const auto p = std::get<0>(key), d = std::get<1>(key);
         const auto id = std::get<2>(key);
         const TraceEvent* set = last_event(static_cast<int>(ci), [&](const TraceEvent& e) {
-          return e.kind == EventKind::SetFlag && static_cast<int>(e.pipe) == p && static_cast<int>(e.dst) == d &&
-                 e.id == id;
+          return e.kind == EventKind::SetFlag && static_cast<int>(e.pipe) == p &&
+                 static_cast<int>(e.dst) == d && e.id == id;
         });
         TL_ASSERT(set, "a pending flag without a set_flag event");
         issue(static_cast<int>(ci), "flag left set", static_cast<Pipe>(p),
-              fmt::format("set_flag({}, {}, {})", pipe_name(static_cast<Pipe>(p)), pipe_name(static_cast<Pipe>(d)), id),
-              *set, fmt::format("{} set(s) never consumed by a wait_flag when the core finished", q.size()));
+              fmt::format("set_flag({}, {}, {})", pipe_name(static_cast<Pipe>(p)),
+                          pipe_name(static_cast<Pipe>(d)), id),
+              *set,
+              fmt::format("{} set(s) never consumed by a wait_flag when the core finished",
+                          q.size()));
       }
     }
     for (const auto& [key, q] : cross_) {
@@ -269,19 +287,23 @@ class Engine {
       // AIV never matched (reported on that other AIV).
       int waiter = static_cast<int>(b * 3) + (to <= 2 ? to : to >= 5 ? 7 - to : 0);
       int setter = static_cast<int>(b * 3) + (to >= 5 ? to - 4 : to >= 3 ? to - 2 : 0);
-      if (static_cast<size_t>(waiter) >= st_.size() || st_[waiter].pc < tr_.cores[waiter].events.size()) continue;
+      if (static_cast<size_t>(waiter) >= st_.size() ||
+          st_[waiter].pc < tr_.cores[waiter].events.size())
+        continue;
       const TraceEvent* set = nullptr;
       for (int c : {setter, static_cast<int>(b * 3) + 1, static_cast<int>(b * 3) + 2})
         if (!set && static_cast<size_t>(c) < st_.size())
-          set = last_event(c, [&](const TraceEvent& e) { return e.kind == EventKind::SetCross && e.id == id; });
+          set = last_event(
+              c, [&](const TraceEvent& e) { return e.kind == EventKind::SetCross && e.id == id; });
       TL_ASSERT(set, "a pending cross-core flag without a set_cross_flag event");
       issue(waiter, "cross flag left set", set->pipe, fmt::format("cross-core flag {}", id), *set,
-            fmt::format("{} set(s) never consumed by a wait_cross_flag on {} when it finished", q.size(),
-                        core_name_of(waiter)));
+            fmt::format("{} set(s) never consumed by a wait_cross_flag on {} when it finished",
+                        q.size(), core_name_of(waiter)));
     }
   }
 
-  void issue(int ci, std::string kind, Pipe pipe, std::string flag, const TraceEvent& e, const std::string& why) {
+  void issue(int ci, std::string kind, Pipe pipe, std::string flag, const TraceEvent& e,
+             const std::string& why) {
     FlagIssue f;
     f.kind = std::move(kind);
     f.core = core_name_of(ci);
@@ -313,16 +335,19 @@ class Engine {
       case EventKind::SetFlag: {
         auto& q = s.flags[{p, static_cast<int>(e.dst), e.id}];
         if (!q.empty())
-          issue(ci, "set twice", e.pipe, fmt::format("set_flag({}, {}, {})", pipe_name(e.pipe), pipe_name(e.dst), e.id),
-                e, "the flag is still set (no wait_flag consumed the previous set)");
+          issue(ci, "set twice", e.pipe,
+                fmt::format("set_flag({}, {}, {})", pipe_name(e.pipe), pipe_name(e.dst), e.id), e,
+                "the flag is still set (no wait_flag consumed the previous set)");
         q.push_back(drained(ci, p));
         return true;
       }
       case EventKind::WaitFlag: {
         auto& q = s.flags[{p, static_cast<int>(e.dst), e.id}];
         if (q.empty()) {
-          issue(ci, "deadlock", e.dst, fmt::format("wait_flag({}, {}, {})", pipe_name(e.pipe), pipe_name(e.dst), e.id),
-                e, fmt::format("no earlier set_flag raised it; pipe {} stalls forever", pipe_name(e.dst)));
+          issue(ci, "deadlock", e.dst,
+                fmt::format("wait_flag({}, {}, {})", pipe_name(e.pipe), pipe_name(e.dst), e.id), e,
+                fmt::format("no earlier set_flag raised it; pipe {} stalls forever",
+                            pipe_name(e.dst)));
           return true;
         }
         join_pipe(ci, static_cast<int>(e.dst), q.front());
@@ -331,8 +356,10 @@ class Engine {
       }
       case EventKind::Barrier: {
         if (p >= kPipes || e.pipe == Pipe::M) s.m_barrier_since = true;
-        if (p >= kPipes) join_all(ci, drained(ci, kAll));
-        else s.know[p].join(drained(ci, p));
+        if (p >= kPipes)
+          join_all(ci, drained(ci, kAll));
+        else
+          s.know[p].join(drained(ci, p));
         return true;
       }
       case EventKind::SetCross: {
@@ -346,7 +373,8 @@ class Engine {
           if (static_cast<int>(q.size()) > max_pending_ && !cross_reported_[key]) {
             cross_reported_[key] = true;
             issue(ci, "too many pending cross-core sets", e.pipe,
-                  fmt::format("set_cross_flag({}, {}, mode {})", pipe_name(e.pipe), e.id, e.mode), e,
+                  fmt::format("set_cross_flag({}, {}, mode {})", pipe_name(e.pipe), e.id, e.mode),
+                  e,
                   fmt::format("more than {} sets are pending (hangs on hardware)", max_pending_));
           }
         };
@@ -372,8 +400,9 @@ class Engine {
             cross_[{b, 2, e.id}].push_back(both);
           }
         } else {
-          issue(ci, "unsupported", e.pipe, fmt::format("set_cross_flag({}, {}, mode {})", pipe_name(e.pipe), e.id, e.mode),
-                e, "this mode is not modelled (mode 0, or mode 1 on the AIC)");
+          issue(ci, "unsupported", e.pipe,
+                fmt::format("set_cross_flag({}, {}, mode {})", pipe_name(e.pipe), e.id, e.mode), e,
+                "this mode is not modelled (mode 0, or mode 1 on the AIC)");
         }
         return true;
       }
@@ -399,7 +428,8 @@ class Engine {
       case EventKind::SyncAll: {
         int k = s.syncs;
         if (sync_vc_.size() < static_cast<size_t>(k) + 2)
-          sync_vc_.resize(k + 2, std::vector<std::array<uint32_t, kLocal>>(tr_.cores.size() / 3 + 1));
+          sync_vc_.resize(k + 2,
+                          std::vector<std::array<uint32_t, kLocal>>(tr_.cores.size() / 3 + 1));
         if (!s.arrived) {
           s.arrived = true;
           Know d = drained(ci, kAll);
@@ -452,7 +482,8 @@ class Engine {
           ++it;
       }
       sh.maxspan = std::max(sh.maxspan, a.end() - a.start);
-      sh.recs.emplace(a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc), block, t, c});
+      sh.recs.emplace(a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc),
+                                   block, t, c});
     }
   }
 
@@ -474,20 +505,24 @@ class Engine {
         // A scalar load: written since this core's last covering dcci by DMA or another core?
         if (scalar) {
           const uint64_t lo = a.start > gm_maxspan_ ? a.start - gm_maxspan_ : 0;
-          for (auto it = gm_writes_.lower_bound(lo); it != gm_writes_.end() && it->first < a.end(); ++it) {
+          for (auto it = gm_writes_.lower_bound(lo); it != gm_writes_.end() && it->first < a.end();
+               ++it) {
             const GmWrite& w = it->second;
             if ((w.core != ci || !w.scalar) && overlaps(w.acc, a) && !dcci_after(ci, w.seq, a))
-              cache_hazard(w, ci, a, "a scalar load of GM that DMA or another core wrote reads this core's data "
-                                     "cache, which may hold the old bytes: dcci (DataCacheCleanAndInvalid) them "
-                                     "after the write, before the load");
+              cache_hazard(
+                  w, ci, a,
+                  "a scalar load of GM that DMA or another core wrote reads this core's data "
+                  "cache, which may hold the old bytes: dcci (DataCacheCleanAndInvalid) them "
+                  "after the write, before the load");
           }
         }
         // Anything but the storing core's own scalar unit reading bytes a scalar store left in
         // that core's cache.
         for (const auto& w : scalar_writes_)
           if ((w.core != ci || !scalar) && overlaps(w.acc, a) && !dcci_after(w.core, w.seq, w.acc))
-            cache_hazard(w, ci, a, "a scalar store to GM stays in the storing core's data cache until a dcci "
-                                   "(DataCacheCleanAndInvalid) on that core writes it back");
+            cache_hazard(w, ci, a,
+                         "a scalar store to GM stays in the storing core's data cache until a dcci "
+                         "(DataCacheCleanAndInvalid) on that core writes it back");
         continue;
       }
       const GmWrite w{ci, a, seq_, scalar, &e};
@@ -517,10 +552,13 @@ class Engine {
   /// Records a hazard of a rule beyond "unordered" (`why` set), once per pair of source lines.
   void add_rule_hazard(Hazard h) {
     auto same = std::find_if(hazards.begin(), hazards.end(), [&](const Hazard& o) {
-      return o.why == h.why && o.first.loc.str() == h.first.loc.str() && o.second.loc.str() == h.second.loc.str();
+      return o.why == h.why && o.first.loc.str() == h.first.loc.str() &&
+             o.second.loc.str() == h.second.loc.str();
     });
-    if (same != hazards.end()) ++same->count;
-    else hazards.push_back(std::move(h));
+    if (same != hazards.end())
+      ++same->count;
+    else
+      hazards.push_back(std::move(h));
   }
 
   /// An Mmad accumulating into the L0C tile the previous Mmad wrote, without a
@@ -533,7 +571,8 @@ class Engine {
         if (a.write && a.mem.scope == MemScope::L0C) return &a;
       return nullptr;
     };
-    if (e.accumulates && !s.m_barrier_since && s.last_mmad != SIZE_MAX && mmad_needs_m_barrier(e.m, e.n)) {
+    if (e.accumulates && !s.m_barrier_since && s.last_mmad != SIZE_MAX &&
+        mmad_needs_m_barrier(e.m, e.n)) {
       const TraceEvent& prev = tr_.cores[ci].events[s.last_mmad];
       const Access *a = l0c_write(e), *b = l0c_write(prev);
       if (a && b && overlaps(*a, *b)) {
@@ -542,9 +581,10 @@ class Engine {
         h.memory = memory_name(a->mem);
         h.first = side(ci, s.last_mmad, *b);
         h.second = side(ci, ev, *a);
-        h.why = fmt::format("an Mmad accumulating into a {} x {} tile ({} fractals, fewer than 10) needs "
-                            "pipe_barrier(M) after the previous Mmad into it (AscendC Mmad sync notes)",
-                            e.m, e.n, ((e.m + 15) / 16) * ((e.n + 15) / 16));
+        h.why = fmt::format(
+            "an Mmad accumulating into a {} x {} tile ({} fractals, fewer than 10) needs "
+            "pipe_barrier(M) after the previous Mmad into it (AscendC Mmad sync notes)",
+            e.m, e.n, ((e.m + 15) / 16) * ((e.n + 15) / 16));
         add_rule_hazard(std::move(h));
       }
     }
@@ -567,7 +607,8 @@ class Engine {
     s.event = ev;
     if (a.mem.scope == MemScope::GM) {
       const auto& gm = tr_.cores[static_cast<size_t>(ci)].gm;
-      if (auto it = gm.find(a.buffer); it != gm.end()) s.where = gm_elements(a.buffer, it->second, a.start, a.end());
+      if (auto it = gm.find(a.buffer); it != gm.end())
+        s.where = gm_elements(a.buffer, it->second, a.start, a.end());
     }
     return s;
   }
@@ -575,8 +616,9 @@ class Engine {
   void report(const Rec& r, int ci, const TraceEvent& e, const Access& a) {
     const TraceEvent& first = tr_.cores[r.core].events[r.event];
     std::string kind = r.acc->write ? (a.write ? "WAW" : "RAW") : "WAR";
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", first.loc.str(), e.loc.str(), r.acc->buffer, a.buffer,
-                                  kind, first.name, e.name, pipe_name(e.pipe));
+    std::string key =
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", first.loc.str(), e.loc.str(), r.acc->buffer,
+                    a.buffer, kind, first.name, e.name, pipe_name(e.pipe));
     auto [it, fresh] = seen_.emplace(key, hazards.size());
     if (!fresh) {
       ++hazards[it->second].count;
@@ -593,8 +635,8 @@ class Engine {
 
 std::string side_str(const HazardSide& s) {
   if (!s.where.empty())  // GM: the tensor's elements
-    return fmt::format("{} ({}, {}) {} {} at {}", s.op, pipe_name(s.pipe), s.core, s.write ? "writes" : "reads",
-                       s.where, s.loc.str());
+    return fmt::format("{} ({}, {}) {} {} at {}", s.op, pipe_name(s.pipe), s.core,
+                       s.write ? "writes" : "reads", s.where, s.loc.str());
   return fmt::format("{} ({}, {}) {} {} bytes [{}, {}) at {}", s.op, pipe_name(s.pipe), s.core,
                      s.write ? "writes" : "reads", s.buffer, s.start, s.end, s.loc.str());
 }
@@ -602,13 +644,14 @@ std::string side_str(const HazardSide& s) {
 }  // namespace
 
 std::string Hazard::str() const {
-  return fmt::format("{} hazard on {}: {}\n    is not ordered after {}{}{}", kind, memory, side_str(second),
-                     side_str(first), why.empty() ? "" : "\n    " + why,
+  return fmt::format("{} hazard on {}: {}\n    is not ordered after {}{}{}", kind, memory,
+                     side_str(second), side_str(first), why.empty() ? "" : "\n    " + why,
                      count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
 }
 
 std::string FlagIssue::str() const {
-  std::string s = fmt::format("{}: {} on {} (pipe {}) at {}", kind, flag, core, pipe_name(pipe), loc.str());
+  std::string s =
+      fmt::format("{}: {} on {} (pipe {}) at {}", kind, flag, core, pipe_name(pipe), loc.str());
   if (!last_events.empty()) {
     s += "\n    last events:";
     for (const auto& e : last_events) s += "\n      " + e;
@@ -632,8 +675,9 @@ std::string hazard_report(const Trace& trace, const Target& target) {
   Engine e(trace, target.max_pending_cross_sets, true);
   e.run();
   if (e.hazards.empty() && e.issues.empty()) return "";
-  std::string msg = fmt::format("hazard check of kernel {}: {} unordered access pair(s), {} flag issue(s)",
-                                trace.kernel, e.hazards.size(), e.issues.size());
+  std::string msg =
+      fmt::format("hazard check of kernel {}: {} unordered access pair(s), {} flag issue(s)",
+                  trace.kernel, e.hazards.size(), e.issues.size());
   for (const auto& i : e.issues) msg += "\n  " + i.str();
   for (const auto& h : e.hazards) msg += "\n  " + h.str();
   return msg;

@@ -30,13 +30,18 @@ using npu::LaunchState;
 using npu::Program;
 using npu::Scalar;
 
-const PrimFunc& CompiledKernel::func() const { return program_->func; }
-const Target& CompiledKernel::target() const { return *program_->target; }
-
+const PrimFunc& CompiledKernel::func() const {
+  return program_->func;
+}
+const Target& CompiledKernel::target() const {
+  return *program_->target;
+}
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+std::string shape_str(const std::vector<int64_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
 
 /// Evaluates launch-time expressions (tensor shapes and strides, the block count) with the
 /// IR's semantics (tl/arith.h): floor division, wrapping, errors for division by zero. Variables
@@ -62,7 +67,8 @@ class LaunchEvaluator final : public arith::Evaluator {
   Scalar var(const VarNode& v) override {
     auto it = env.find(&v);
     if (it == env.end())
-      raise(fmt::format("{} is not bound yet (bind it from a tensor dimension that is exactly {})", v.name, v.name));
+      raise(fmt::format("{} is not bound yet (bind it from a tensor dimension that is exactly {})",
+                        v.name, v.name));
     return it->second;
   }
 };
@@ -78,17 +84,21 @@ std::string int_range(DType t) {
 /// value when the dtype cannot hold it (it used to be wrapped or saturated silently).
 Scalar scalar_argument(const std::string& kernel, const std::string& name, DType t, const Arg& a) {
   auto bad = [&](const std::string& value, const std::string& why) {
-    return Error(fmt::format("kernel {}: scalar argument '{}' is {}, {}", kernel, name, value, why));
+    return Error(
+        fmt::format("kernel {}: scalar argument '{}' is {}, {}", kernel, name, value, why));
   };
-  const std::string range = is_float(t) ? "" : fmt::format("{}'s range {}", dtype_name(t), int_range(t));
+  const std::string range =
+      is_float(t) ? "" : fmt::format("{}'s range {}", dtype_name(t), int_range(t));
   if (is_float(t)) {
-    double v = std::holds_alternative<double>(a.value) ? std::get<double>(a.value)
-                                                       : static_cast<double>(std::get<int64_t>(a.value));
+    double v = std::holds_alternative<double>(a.value)
+                   ? std::get<double>(a.value)
+                   : static_cast<double>(std::get<int64_t>(a.value));
     // Float scalars keep the caller's double; one the dtype would round to inf (or NaN, for
     // fp8 without inf) does not fit.
     if (std::isfinite(v) && !std::isfinite(arith::round_float(t, v)))
-      throw bad(fmt::format("{}", v), fmt::format("beyond {}'s largest finite value (it would round to inf)",
-                                                  dtype_name(t)));
+      throw bad(
+          fmt::format("{}", v),
+          fmt::format("beyond {}'s largest finite value (it would round to inf)", dtype_name(t)));
     return Scalar::of_float(v);
   }
   int64_t v;
@@ -97,7 +107,8 @@ Scalar scalar_argument(const std::string& kernel, const std::string& name, DType
     if (t == DType::UInt64 && v < 0) throw bad(std::to_string(v), "outside " + range);
   } else {
     double d = std::get<double>(a.value);
-    if (!std::isfinite(d) || d != std::trunc(d)) throw bad(fmt::format("{}", d), "not an integer in " + range);
+    if (!std::isfinite(d) || d != std::trunc(d))
+      throw bad(fmt::format("{}", d), "not an integer in " + range);
     constexpr double k63 = 9223372036854775808.0, k64 = 18446744073709551616.0;
     if (t == DType::UInt64) {
       if (d < 0 || d >= k64) throw bad(fmt::format("{}", d), "outside " + range);
@@ -134,11 +145,14 @@ void allocate_workspaces(const Program& p, Device& dev, LaunchEvaluator& ev, Lau
       std::string why;
       auto v = ev.try_int(e, &why);
       if (!v)
-        throw Error(w->loc, fmt::format("kernel {}: cannot evaluate dimension {} of workspace '{}': {}", p.func->name,
-                                        print(e), w->name, why));
+        throw Error(w->loc,
+                    fmt::format("kernel {}: cannot evaluate dimension {} of workspace '{}': {}",
+                                p.func->name, print(e), w->name, why));
       if (*v <= 0)
-        throw Error(w->loc, fmt::format("kernel {}: workspace '{}' has dimension {} = {}; expected a positive size",
-                                        p.func->name, w->name, print(e), *v));
+        throw Error(
+            w->loc,
+            fmt::format("kernel {}: workspace '{}' has dimension {} = {}; expected a positive size",
+                        p.func->name, w->name, print(e), *v));
       shape.push_back(*v);
     }
     Tensor t = Tensor::empty(dev, shape, w->dtype);
@@ -169,9 +183,10 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
         // another size than the tensor has.
         int64_t n = t.shape()[d];
         if (is_int(v->dtype) && v->dtype != DType::UInt64 && n > arith::dtype_max(v->dtype))
-          throw Error(fmt::format("kernel {}: dimension {} of argument '{}' is {}, but it binds the dynamic symbol "
-                                  "'{}' of dtype {}, range {}",
-                                  f->name, d, prm.name(), n, v->name, dtype_name(v->dtype), int_range(v->dtype)));
+          throw Error(fmt::format(
+              "kernel {}: dimension {} of argument '{}' is {}, but it binds the dynamic symbol "
+              "'{}' of dtype {}, range {}",
+              f->name, d, prm.name(), n, v->name, dtype_name(v->dtype), int_range(v->dtype)));
         env[v] = Scalar::of_int(n);
       }
   }
@@ -180,20 +195,23 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
     const std::string& name = prm.name();
     if (!prm.is_tensor()) {
       if (std::holds_alternative<Tensor>(args[i].value))
-        throw Error(fmt::format("kernel {}: argument {} ('{}') must be a {} scalar, got a tensor", f->name, i,
-                                name, dtype_name(prm.scalar.dtype())));
+        throw Error(fmt::format("kernel {}: argument {} ('{}') must be a {} scalar, got a tensor",
+                                f->name, i, name, dtype_name(prm.scalar.dtype())));
       ls.scalars[i] = scalar_argument(f->name, name, prm.scalar.dtype(), args[i]);
       env[prm.scalar.node()] = ls.scalars[i];
       continue;
     }
     if (!std::holds_alternative<Tensor>(args[i].value))
-      throw Error(fmt::format("kernel {}: argument {} ('{}') must be a tensor, got a scalar", f->name, i, name));
+      throw Error(fmt::format("kernel {}: argument {} ('{}') must be a tensor, got a scalar",
+                              f->name, i, name));
     const Tensor& t = std::get<Tensor>(args[i].value);
     const BufferNode& b = *prm.tensor.get();
-    if (!t.defined()) throw Error(fmt::format("kernel {}: argument '{}' is an undefined tensor", f->name, name));
+    if (!t.defined())
+      throw Error(fmt::format("kernel {}: argument '{}' is an undefined tensor", f->name, name));
     if (t.device() != &dev)
-      throw Error(fmt::format("kernel {}: argument '{}' lives on another device than the one launching", f->name,
-                              name));
+      throw Error(
+          fmt::format("kernel {}: argument '{}' lives on another device than the one launching",
+                      f->name, name));
     if (t.dtype() != b.dtype)
       throw Error(fmt::format("kernel {}: argument '{}' must have dtype {}, got {}", f->name, name,
                               dtype_name(b.dtype), dtype_name(t.dtype())));
@@ -202,7 +220,8 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
       std::string why;
       auto v = ev.try_int(s, &why);
       if (!v)
-        throw Error(fmt::format("kernel {}: cannot evaluate dimension {} of '{}': {}", f->name, print(s), name, why));
+        throw Error(fmt::format("kernel {}: cannot evaluate dimension {} of '{}': {}", f->name,
+                                print(s), name, why));
       want.push_back(*v);
     }
     if (t.shape() != want)
@@ -219,15 +238,15 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
     }
     for (size_t d = 0; d < want.size(); ++d)
       if (want[d] > 1 && t.strides()[d] != want_strides[d])
-        throw Error(fmt::format("kernel {}: argument '{}' must have strides {}, got {}", f->name, name,
-                                shape_str(want_strides), shape_str(t.strides())));
+        throw Error(fmt::format("kernel {}: argument '{}' must have strides {}, got {}", f->name,
+                                name, shape_str(want_strides), shape_str(t.strides())));
     ls.tensors[i] = t;
   }
   for (const auto& d : f->dynamics) {
     auto it = env.find(d.node());
     if (it == env.end())
-      throw Error(fmt::format("kernel {}: dynamic symbol {} does not appear as a tensor dimension", f->name,
-                              d.name()));
+      throw Error(fmt::format("kernel {}: dynamic symbol {} does not appear as a tensor dimension",
+                              f->name, d.name()));
     ls.dynamics.push_back(it->second.i);
   }
   // The lets before `with T.Kernel` (every core computes them first): the block count and the
@@ -243,8 +262,8 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
   std::string why;
   auto blocks = ev.try_int(p.kernel->num_blocks, &why);
   if (!blocks)
-    throw Error(p.kernel->loc, fmt::format("kernel {}: cannot evaluate the block count {}: {}", f->name,
-                                           print(p.kernel->num_blocks), why));
+    throw Error(p.kernel->loc, fmt::format("kernel {}: cannot evaluate the block count {}: {}",
+                                           f->name, print(p.kernel->num_blocks), why));
   ls.num_blocks = *blocks;
 }
 
@@ -264,10 +283,17 @@ std::optional<int64_t> layout_span(MemScope scope, DType dtype, const std::vecto
   int64_t ra = 1, ca = 1;  // row and column padding
   switch (scope) {
     case MemScope::L1:
-    case MemScope::L0A: ra = 16, ca = c0; break;
-    case MemScope::L0B: ra = c0, ca = 16; break;
-    case MemScope::L0C: ra = 16, ca = 16; break;
-    default: break;  // UB: row-major, unpadded
+    case MemScope::L0A:
+      ra = 16, ca = c0;
+      break;
+    case MemScope::L0B:
+      ra = c0, ca = 16;
+      break;
+    case MemScope::L0C:
+      ra = 16, ca = 16;
+      break;
+    default:
+      break;  // UB: row-major, unpadded
   }
   int64_t rp, cp, out;
   if (!up(R, ra, &rp) || !up(C, ca, &cp) || __builtin_mul_overflow(lead, rp, &out) ||
@@ -285,15 +311,18 @@ void check_buffer_placement(const Program& p) {
   for (const auto& info : p.buffers) {
     if (info.scope == MemScope::GM || info.scope == MemScope::Var || !info.node) continue;
     const BufferNode& b = *info.node;
-    int64_t mem = std::min(p.scope_bytes[static_cast<size_t>(info.scope)], p.target->cap(info.scope));
+    int64_t mem =
+        std::min(p.scope_bytes[static_cast<size_t>(info.scope)], p.target->cap(info.scope));
     auto span = layout_span(info.scope, b.dtype, info.shape);
     if (info.offset < 0 || !span || mem < 0 || info.offset > mem || *span > mem - info.offset)
-      throw Error(b.loc, fmt::format("kernel {}: buffer '{}' ({} {}[{}]) at byte {}, {}, lies outside the {} bytes "
-                                     "of {} its core has",
-                                     p.func->name, b.name, scope_name(info.scope), dtype_name(b.dtype),
-                                     fmt::join(info.shape, ", "), info.offset,
-                                     span ? fmt::format("{} bytes long", *span) : "its size overflowing int64",
-                                     std::max<int64_t>(mem, 0), scope_name(info.scope)));
+      throw Error(
+          b.loc, fmt::format(
+                     "kernel {}: buffer '{}' ({} {}[{}]) at byte {}, {}, lies outside the {} bytes "
+                     "of {} its core has",
+                     p.func->name, b.name, scope_name(info.scope), dtype_name(b.dtype),
+                     fmt::join(info.shape, ", "), info.offset,
+                     span ? fmt::format("{} bytes long", *span) : "its size overflowing int64",
+                     std::max<int64_t>(mem, 0), scope_name(info.scope)));
   }
 }
 
@@ -302,12 +331,16 @@ void check_buffer_placement(const Program& p) {
 /// with data keeps copies of them). Each was a std::bad_alloc, a length_error or the OOM killer.
 void check_launch_limits(const Program& p, const LaunchState& ls, const LaunchOptions& opt) {
   if (ls.num_blocks < 0)
-    throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks", p.func->name, ls.num_blocks));
+    throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks", p.func->name,
+                                           ls.num_blocks));
   if (ls.num_blocks > kMaxLaunchBlocks)
-    throw Error(p.kernel->loc, fmt::format("kernel {}: T::Kernel launches {} blocks; at most {} are allowed (the "
-                                           "blockDim limit)", p.func->name, ls.num_blocks, kMaxLaunchBlocks));
+    throw Error(p.kernel->loc,
+                fmt::format("kernel {}: T::Kernel launches {} blocks; at most {} are allowed (the "
+                            "blockDim limit)",
+                            p.func->name, ls.num_blocks, kMaxLaunchBlocks));
   // Both factors are bounded (blocks above, tensor bytes by the host memory they occupy).
-  int64_t bytes = ls.num_blocks * LaunchState::kCrossSlots * static_cast<int64_t>(sizeof(ls.cross[0]));
+  int64_t bytes =
+      ls.num_blocks * LaunchState::kCrossSlots * static_cast<int64_t>(sizeof(ls.cross[0]));
   if (opt.trace || opt.check_hazards || opt.profile)
     bytes += ls.num_blocks * 3 * static_cast<int64_t>(sizeof(npu::CoreTrace));
   if (opt.profile && !opt.timing_only) {
@@ -319,18 +352,21 @@ void check_launch_limits(const Program& p, const LaunchState& ls, const LaunchOp
     }
     bytes += 2 * tensors + largest;
   }
-  check_host_memory(bytes, fmt::format("launching kernel {} ({} blocks{})", p.func->name, ls.num_blocks,
-                                       opt.profile && !opt.timing_only ? ", timed mode keeping copies of the tensors"
-                                                                       : ""));
+  check_host_memory(
+      bytes,
+      fmt::format(
+          "launching kernel {} ({} blocks{})", p.func->name, ls.num_blocks,
+          opt.profile && !opt.timing_only ? ", timed mode keeping copies of the tensors" : ""));
 }
 
 }  // namespace
 
-void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const LaunchOptions& opt) const {
+void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
+                            const LaunchOptions& opt) const {
   const Program& p = *program_;
   if (&dev.target() != p.target)
-    throw Error(fmt::format("kernel {} was compiled for {} but the device is a {}", p.func->name, p.target->name,
-                            dev.target().name));
+    throw Error(fmt::format("kernel {} was compiled for {} but the device is a {}", p.func->name,
+                            p.target->name, dev.target().name));
   LaunchState ls(p);
   bind_arguments(p, dev, args, ls);  // also evaluates the block count
   check_launch_limits(p, ls, opt);
@@ -341,7 +377,9 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   ls.timing_only = opt.timing_only;
   ls.check_block_flags = !opt.check_hazards;
   npu::Trace own_trace;  // check_hazards or timed mode without a caller trace
-  npu::Trace* trace = opt.trace ? opt.trace : (opt.check_hazards || opt.profile) ? &own_trace : nullptr;
+  npu::Trace* trace = opt.trace                            ? opt.trace
+                      : (opt.check_hazards || opt.profile) ? &own_trace
+                                                           : nullptr;
   if (trace) {
     *trace = npu::Trace{};
     trace->kernel = p.func->name;
@@ -351,9 +389,10 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
     ls.trace = trace;
   }
   if (p.uses_sync_all && ls.num_blocks > p.target->num_aic)
-    throw Error(p.kernel->loc, fmt::format("kernel {} uses T.sync_all but launches {} blocks; all blocks must be "
-                                           "resident at once ({} on {})",
-                                           p.func->name, ls.num_blocks, p.target->num_aic, p.target->name));
+    throw Error(p.kernel->loc,
+                fmt::format("kernel {} uses T.sync_all but launches {} blocks; all blocks must be "
+                            "resident at once ({} on {})",
+                            p.func->name, ls.num_blocks, p.target->num_aic, p.target->name));
   ls.barrier_participants = ((p.sync_all_kinds & 1) ? ls.num_blocks : 0) +
                             ((p.sync_all_kinds & 2) ? 2 * ls.num_blocks : 0);
 
@@ -363,8 +402,10 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   if (!state) state = std::make_shared<npu::DeviceMemories>();
   auto& memories = *static_cast<npu::DeviceMemories*>(state.get());
   std::lock_guard<std::mutex> device_lock(memories.in_use);
-  if (memories.cores.size() < static_cast<size_t>(ls.physical_blocks) * 3) memories.cores.resize(ls.physical_blocks * 3);
-  if (memories.shadows.size() < memories.cores.size()) memories.shadows.resize(memories.cores.size());
+  if (memories.cores.size() < static_cast<size_t>(ls.physical_blocks) * 3)
+    memories.cores.resize(ls.physical_blocks * 3);
+  if (memories.shadows.size() < memories.cores.size())
+    memories.shadows.resize(memories.cores.size());
   npu::configure_budget(ls, opt);
   // The stale-data checker's shadows of the tensors (and, in each Core, of its memories).
   std::optional<npu::StaleLaunch> stale;
@@ -373,9 +414,9 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   for (int g = 0; g < ls.physical_blocks; ++g) {
     groups[g].next_block = g;
     for (int k = 0; k < 3; ++k)
-      groups[g].cores.push_back(std::make_unique<Core>(p, ls, k == 0 ? CoreKind::Cube : CoreKind::Vector,
-                                                       k == 0 ? 0 : k - 1, g, memories.cores[g * 3 + k],
-                                                       &memories.shadows[g * 3 + k]));
+      groups[g].cores.push_back(std::make_unique<Core>(
+          p, ls, k == 0 ? CoreKind::Cube : CoreKind::Vector, k == 0 ? 0 : k - 1, g,
+          memories.cores[g * 3 + k], &memories.shadows[g * 3 + k]));
   }
   // Timed and hazard-checked launches start from poisoned on-chip memories (0xFF bytes: NaN
   // in every float dtype, -1 in the integers), not from what the previous launch left: data
@@ -390,7 +431,8 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   const bool replay = opt.profile && !opt.timing_only;
   std::optional<npu::LaunchSnapshot> before;
   if (replay) before.emplace(ls, memories, ls.physical_blocks);
-  int n = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int n = opt.threads > 0 ? opt.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n = std::min(n, ls.physical_blocks);
 
   // The printed lines of a timed launch with data are those of its second, time-ordered run;
@@ -444,8 +486,10 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args, const Lau
   }
   ls.output.finish();
   std::string msg = opt.check_hazards ? npu::hazard_report(*trace, *p.target) : "";
-  if (opt.stale_findings) *opt.stale_findings = std::move(findings);
-  else if (std::string s = npu::stale_report(p.func->name, findings); !s.empty()) msg += (msg.empty() ? "" : "\n") + s;
+  if (opt.stale_findings)
+    *opt.stale_findings = std::move(findings);
+  else if (std::string s = npu::stale_report(p.func->name, findings); !s.empty())
+    msg += (msg.empty() ? "" : "\n") + s;
   if (!msg.empty()) throw Error(msg);
 }
 

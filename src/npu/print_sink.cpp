@@ -7,7 +7,9 @@
 
 namespace tl::npu {
 
-PrintSink::~PrintSink() { close_spill(); }
+PrintSink::~PrintSink() {
+  close_spill();
+}
 
 void PrintSink::open(std::ostream* out, bool hold) {
   std::lock_guard<std::mutex> g(mu_);
@@ -56,7 +58,8 @@ void PrintSink::write(Held& h) {
     std::string buf;
     for (const auto& [off, bytes] : h.spilled) {
       buf.resize(bytes);
-      if (std::fseek(spill_, off, SEEK_SET) != 0 || std::fread(buf.data(), 1, bytes, spill_) != bytes)
+      if (std::fseek(spill_, off, SEEK_SET) != 0 ||
+          std::fread(buf.data(), 1, bytes, spill_) != bytes)
         buf = "<printf output lost: the temporary file could not be read back>\n";
       out_->write(buf.data(), static_cast<std::streamsize>(buf.size()));
     }
@@ -78,7 +81,8 @@ void PrintSink::spill() {
   }
   for (auto& [core, h] : held_) {
     if (h.text.empty()) continue;
-    if (std::fseek(spill_, spill_end_, SEEK_SET) != 0 || std::fwrite(h.text.data(), 1, h.text.size(), spill_) != h.text.size())
+    if (std::fseek(spill_, spill_end_, SEEK_SET) != 0 ||
+        std::fwrite(h.text.data(), 1, h.text.size(), spill_) != h.text.size())
       return;  // disk full: keep the rest in memory
     h.spilled.emplace_back(spill_end_, h.text.size());
     spill_end_ += static_cast<long>(h.text.size());

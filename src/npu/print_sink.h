@@ -42,19 +42,19 @@ class PrintSink {
 
  private:
   struct Held {
-    std::string text;                                // newest lines, in memory
-    std::vector<std::pair<long, size_t>> spilled;    // older lines: (offset, bytes) in spill_
+    std::string text;                              // newest lines, in memory
+    std::vector<std::pair<long, size_t>> spilled;  // older lines: (offset, bytes) in spill_
     bool done = false;
   };
-  void advance();            // writes out every finished core at the cursor
-  void write(Held& h);       // writes h's lines (spilled first) and empties it
-  void spill();              // moves every in-memory held line to the temporary file
+  void advance();       // writes out every finished core at the cursor
+  void write(Held& h);  // writes h's lines (spilled first) and empties it
+  void spill();         // moves every in-memory held line to the temporary file
   void close_spill();
 
   std::mutex mu_;
   std::ostream* out_ = nullptr;
   bool hold_ = false;
-  int64_t cursor_ = 0;        // the core whose lines go straight out
+  int64_t cursor_ = 0;            // the core whose lines go straight out
   std::map<int64_t, Held> held_;  // cores after the cursor (or all, when holding)
   size_t in_memory_ = 0;
   std::FILE* spill_ = nullptr;

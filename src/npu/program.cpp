@@ -24,9 +24,12 @@ int64_t align_up(int64_t v, int64_t a) {
 }
 
 [[noreturn]] void unbound_buffer(const PrimFuncNode& f, const Buffer& b, const SourceLoc& loc) {
-  throw Error(loc, fmt::format("buffer '{}' ({}) is used in kernel '{}' but is neither one of its parameters nor "
-                               "allocated in it (a buffer of another kernel?); compile with verification on to "
-                               "see every such use", b->name, scope_name(b->scope), f.name));
+  throw Error(
+      loc, fmt::format(
+               "buffer '{}' ({}) is used in kernel '{}' but is neither one of its parameters nor "
+               "allocated in it (a buffer of another kernel?); compile with verification on to "
+               "see every such use",
+               b->name, scope_name(b->scope), f.name));
 }
 
 /// Every variable and buffer the kernel uses must be bound in it: one of another kernel (its
@@ -51,9 +54,12 @@ class BoundSymbols : public IRVisitor {
  protected:
   void visit_(const VarNode* v) override {
     if (!p_.var_slot.count(v))
-      throw Error(loc_, fmt::format("variable '{}' is used in kernel '{}' but bound nowhere in it (a loop "
-                                    "variable or T::let of another kernel?); compile with verification on to "
-                                    "see every such use", v->name, p_.func->name));
+      throw Error(
+          loc_,
+          fmt::format("variable '{}' is used in kernel '{}' but bound nowhere in it (a loop "
+                      "variable or T::let of another kernel?); compile with verification on to "
+                      "see every such use",
+                      v->name, p_.func->name));
   }
 
  private:
@@ -77,8 +83,10 @@ class Planner : public IRVisitor {
   }
   void visit_(const KernelNode* n) override {
     if (n->developer())
-      throw Error(n->loc, "the virtual NPU runs expert kernels: this developer kernel (T::Kernel without vid) was not "
-                          "lowered; was a developer-mode pass (split_cube_vector) disabled?");
+      throw Error(n->loc,
+                  "the virtual NPU runs expert kernels: this developer kernel (T::Kernel without "
+                  "vid) was not "
+                  "lowered; was a developer-mode pass (split_cube_vector) disabled?");
     add_var(n->cid);
     add_var(n->vid);
     if (!p_.kernel) p_.kernel = n;
@@ -134,7 +142,8 @@ class Planner : public IRVisitor {
         auto v = as_const_int(s);
         if (!v || *v <= 0)
           throw Error(n->loc, fmt::format("buffer '{}': on-chip buffer shapes must be positive "
-                                          "constants, got {}", b.name, v ? std::to_string(*v) : "a symbolic size"));
+                                          "constants, got {}",
+                                          b.name, v ? std::to_string(*v) : "a symbolic size"));
         shape.push_back(*v);
       }
       info.bytes = storage_bytes(b.scope, b.dtype, shape);  // saturates beyond int64
@@ -146,17 +155,21 @@ class Planner : public IRVisitor {
       // address near INT64_MAX must not wrap below the capacity).
       const int64_t cap = p_.target->cap(b.scope);
       int64_t end = 0;
-      if (info.bytes == std::numeric_limits<int64_t>::max() || __builtin_add_overflow(info.offset, info.bytes, &end) ||
-          (cap > 0 && end > cap))
-        throw Error(n->loc, fmt::format("buffer '{}' ({} x {}) at byte {} needs {} bytes, beyond the {} bytes of "
-                                        "{} on {}", b.name, fmt::join(shape, " x "), dtype_name(b.dtype),
-                                        info.offset, info.bytes, cap, scope_name(b.scope), p_.target->name));
+      if (info.bytes == std::numeric_limits<int64_t>::max() ||
+          __builtin_add_overflow(info.offset, info.bytes, &end) || (cap > 0 && end > cap))
+        throw Error(
+            n->loc,
+            fmt::format("buffer '{}' ({} x {}) at byte {} needs {} bytes, beyond the {} bytes of "
+                        "{} on {}",
+                        b.name, fmt::join(shape, " x "), dtype_name(b.dtype), info.offset,
+                        info.bytes, cap, scope_name(b.scope), p_.target->name));
       cursor = std::max(cursor, b.address >= 0 ? align_up(end, align) : end);
       info.shape = shape;
       info.strides.assign(shape.size(), 1);  // info.bytes is exact, so no stride overflows
       for (size_t d = shape.size(); d-- > 1;) info.strides[d - 1] = info.strides[d] * shape[d];
-      rows_.push_back(fmt::format("  {:<16} {:<8} {:>14} {:>10} {:>10}  {}", b.name, scope_name(b.scope),
-                                  fmt::format("{}", dtype_name(b.dtype)), info.offset, info.bytes, n->loc.str()));
+      rows_.push_back(fmt::format("  {:<16} {:<8} {:>14} {:>10} {:>10}  {}", b.name,
+                                  scope_name(b.scope), fmt::format("{}", dtype_name(b.dtype)),
+                                  info.offset, info.bytes, n->loc.str()));
       scope_rows_[static_cast<size_t>(b.scope)].push_back(rows_.back());
     }
     p_.buffer_index.emplace(&b, static_cast<int>(p_.buffers.size()));
@@ -169,11 +182,11 @@ class Planner : public IRVisitor {
       if (cap > 0 && p_.scope_bytes[s] > cap) {
         std::string table;
         for (const auto& r : scope_rows_[s]) table += r + "\n";
-        throw Error(fmt::format("{} needs {} bytes, capacity {} on {}; buffers:\n  {:<16} {:<8} {:>14} "
-                                "{:>10} {:>10}  {}\n{}",
-                                scope_name(static_cast<MemScope>(s)), p_.scope_bytes[s], cap,
-                                p_.target->name, "name", "scope", "dtype", "offset", "bytes", "source",
-                                table));
+        throw Error(fmt::format(
+            "{} needs {} bytes, capacity {} on {}; buffers:\n  {:<16} {:<8} {:>14} "
+            "{:>10} {:>10}  {}\n{}",
+            scope_name(static_cast<MemScope>(s)), p_.scope_bytes[s], cap, p_.target->name, "name",
+            "scope", "dtype", "offset", "bytes", "source", table));
       }
     }
   }

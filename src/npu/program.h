@@ -50,7 +50,8 @@ class Program : public Artifact {
   int num_slots = 0;
   bool uses_sync_all = false;
   int sync_all_kinds = 0;
-  bool has_cube_code = false;  // a Cube scope or a cube op: the AIC needs its L0A/L0B  // bit 1: T.sync_all in Cube code; bit 2: in Vector code
+  bool has_cube_code = false;  // a Cube scope or a cube op: the AIC needs its L0A/L0B  // bit 1:
+                               // T.sync_all in Cube code; bit 2: in Vector code
   std::array<int64_t, kNumMemScopes> scope_bytes{};  // planned bytes per scope
   /// T.alloc_workspace buffers, in declaration order; workspace k is LaunchState::tensors
   /// [params + k] (BufferInfo::param), allocated by every launch.
@@ -86,7 +87,9 @@ class Dims {
  public:
   static constexpr size_t kMaxRank = 8;
   Dims() = default;
-  Dims(const std::vector<int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: drop-in for vectors
+  Dims(const std::vector<int64_t>& v) {
+    assign(v.begin(), v.end());
+  }  // NOLINT: drop-in for vectors
   template <typename It>
   void assign(It first, It last) {
     auto n = static_cast<size_t>(last - first);
@@ -107,7 +110,9 @@ class Dims {
   const int64_t* end() const { return v_.data() + n_; }
   const int64_t* data() const { return v_.data(); }
   operator std::vector<int64_t>() const { return {begin(), end()}; }  // NOLINT: for index vectors
-  friend bool operator==(const Dims& a, const Dims& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+  friend bool operator==(const Dims& a, const Dims& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
 
  private:
   std::array<int64_t, kMaxRank> v_;
@@ -234,7 +239,7 @@ class Core final : public arith::Evaluator {
   /// The number of iterations of `f` from `min` (>= 0); a tl::Error naming the loop when its
   /// variable would leave its dtype's range.
   int64_t loop_trip_count(const ForNode& f, int64_t min, int64_t extent);
-  void finish();  // the block's program is done on this core
+  void finish();       // the block's program is done on this core
   void count_steps();  // every kStepChunk steps and at the budget: progress, cancel, budget check
   [[noreturn]] void fail_budget();
   bool exec_sync(const SyncNode& s);
@@ -263,11 +268,11 @@ class Core final : public arith::Evaluator {
   std::string blocked_;
   std::array<uint8_t, kNumPipes * kNumPipes> flags_{};  // bit per event id
   std::deque<const StmtNode*> recent_;
-  int64_t steps_ = 0;          // interpreter steps of the current block
+  int64_t steps_ = 0;           // interpreter steps of the current block
   int64_t steps_reported_ = 0;  // of those, added to LaunchState::steps
   int64_t step_mark_ = 0;       // count_steps() runs when steps_ reaches this
-  int64_t sync_gen_ = -1;  // barrier generation this core waits to pass (-1: not waiting)
-  int64_t barrier_view_ = 0;  // see_barrier()
+  int64_t sync_gen_ = -1;       // barrier generation this core waits to pass (-1: not waiting)
+  int64_t barrier_view_ = 0;    // see_barrier()
   // The scalar unit's GM data cache, modelled in the time-ordered replay only (DataCacheClean-
   // AndInvalid's page: scalar GM accesses go through it; DMA and other cores do not see it):
   // 64-byte lines of host addresses, filled from the bytes of the accessed tensor, stores kept
@@ -284,7 +289,7 @@ class Core final : public arith::Evaluator {
   struct CoreTrace* trace_ = nullptr;  // this block's instruction trace, when recording
   ReplayDriver* replay_ = nullptr;
   std::unique_ptr<CoreShadow> shadow_;
-  bool gate_recorded_ = false;       // replay: the blocked statement's events are recorded
+  bool gate_recorded_ = false;  // replay: the blocked statement's events are recorded
   size_t gate_first_ = 0, gate_end_ = 0;
 };
 
@@ -307,7 +312,9 @@ struct LaunchState {
   // checker's flag check reports them, with the hazards they cause, after the launch).
   bool check_block_flags = true;
   std::vector<std::array<int, 16>> cross;
-  std::array<int, 16>& cross_counters(int64_t block, int slot) { return cross[block * kCrossSlots + slot]; }
+  std::array<int, 16>& cross_counters(int64_t block, int slot) {
+    return cross[block * kCrossSlots + slot];
+  }
 
   // sync_all: a barrier over every core of the launch, across host threads. The scheduler
   // (scheduler.cpp) also keeps here which threads still run and which can only wait for the
@@ -317,11 +324,11 @@ struct LaunchState {
   int64_t barrier_generation = 0;
   int64_t barrier_arrived = 0;
   int64_t barrier_participants = 0;
-  int64_t cores_done = 0;       // participating cores (of a kind that calls sync_all) finished
-  int live_threads = 0;         // host threads still running cores
-  int parked_threads = 0;       // of those, threads that can only wait for the barrier
-  int failed_threads = 0;       // threads that stopped with an error
-  bool stuck = false;           // every live thread is parked: the barrier never completes
+  int64_t cores_done = 0;  // participating cores (of a kind that calls sync_all) finished
+  int live_threads = 0;    // host threads still running cores
+  int parked_threads = 0;  // of those, threads that can only wait for the barrier
+  int failed_threads = 0;  // threads that stopped with an error
+  bool stuck = false;      // every live thread is parked: the barrier never completes
 
   struct Trace* trace = nullptr;  // LaunchOptions::trace, sized before the threads start
   StaleLaunch* stale = nullptr;   // the stale-data checker, when on (functional run only)
@@ -335,7 +342,7 @@ struct LaunchState {
   bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
   [[noreturn]] void throw_cancelled() const;
   int progress_percent = 0;
-  std::atomic<int64_t> steps{0};        // interpreter steps of all cores, in chunks
+  std::atomic<int64_t> steps{0};  // interpreter steps of all cores, in chunks
   std::atomic<int64_t> blocks_done{0};
   std::mutex progress_mu;
   int next_progress_percent = 0;

@@ -67,7 +67,8 @@ std::string index_str(const Tensor& t, int64_t flat) {
 
 /// Writes the bytes of `after` that differ from `before` to `at`, a word at a time: a byte mask
 /// of the differing bytes merges them into what is there now.
-void write_changed(uint8_t* at, const std::vector<uint8_t>& before, const std::vector<uint8_t>& after) {
+void write_changed(uint8_t* at, const std::vector<uint8_t>& before,
+                   const std::vector<uint8_t>& after) {
   constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7full, kHigh = 0x8080808080808080ull;
   const size_t n = after.size();
   size_t b = 0;
@@ -93,7 +94,8 @@ bool same_event(const TraceEvent& a, const TraceEvent& b) {
     return false;
   for (size_t i = 0; i < a.accesses.size(); ++i) {
     const Access &x = a.accesses[i], &y = b.accesses[i];
-    if (!(x.mem == y.mem) || x.start != y.start || x.len != y.len || x.pitch != y.pitch || x.count != y.count)
+    if (!(x.mem == y.mem) || x.start != y.start || x.len != y.len || x.pitch != y.pitch ||
+        x.count != y.count)
       return false;
   }
   return true;
@@ -159,7 +161,8 @@ class TimeOrderedReplay final : public ReplayDriver {
   const Profile& prof_;
   Trace shadow_;  // what the replayed cores record: compared with trace_ event by event
   std::vector<std::unique_ptr<Core>> cores_;
-  std::vector<std::vector<int>> instr_of_;  // per core, per event: index into prof_.instrs (-1: none)
+  std::vector<std::vector<int>>
+      instr_of_;  // per core, per event: index into prof_.instrs (-1: none)
   std::vector<std::unordered_map<size_t, Deferred>> deferred_;  // per core, by first event
   std::vector<std::vector<Deferred*>> running_;  // per core: started, not yet committed
   std::priority_queue<Action, std::vector<Action>, std::greater<>> queue_;
@@ -169,11 +172,13 @@ class TimeOrderedReplay final : public ReplayDriver {
 };
 
 uint8_t* TimeOrderedReplay::address(const Access& a) const {
-  if (a.mem.scope == MemScope::GM) return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(a.start));
+  if (a.mem.scope == MemScope::GM)
+    return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(a.start));
   const int phys = trace_.cores[a.mem.block * 3 + a.mem.core].phys;
   auto& m = mem_.cores[phys * 3 + a.mem.core][static_cast<size_t>(a.mem.scope)];
-  TL_ASSERT(a.end() <= m.size(), "replay: access to {} bytes [{}, {}) outside the {}-byte {} of block {}",
-            a.buffer, a.start, a.end(), m.size(), scope_name(a.mem.scope), a.mem.block);
+  TL_ASSERT(a.end() <= m.size(),
+            "replay: access to {} bytes [{}, {}) outside the {}-byte {} of block {}", a.buffer,
+            a.start, a.end(), m.size(), scope_name(a.mem.scope), a.mem.block);
   return m.data() + a.start;
 }
 
@@ -182,11 +187,14 @@ void TimeOrderedReplay::check_same_path(const Core& core, int c, size_t first, s
   const auto& got = shadow_.cores[c].events;
   for (size_t i = first; i < end; ++i) {
     if (i < want.size() && same_event(want[i], got[i])) continue;
-    std::string was = i < want.size() ? fmt::format("{} at {}", want[i].name, want[i].loc.str()) : "the end of the core";
-    throw Error(got[i].loc, fmt::format("timed mode: {} took a different path in simulated-time order than in program "
-                                        "order: instruction {} is {}, was {}. Its scalar unit read data that an "
-                                        "unsynchronised instruction changed; run with the hazard checker to find it",
-                                        core.name(), i, got[i].name, was));
+    std::string was = i < want.size() ? fmt::format("{} at {}", want[i].name, want[i].loc.str())
+                                      : "the end of the core";
+    throw Error(
+        got[i].loc,
+        fmt::format("timed mode: {} took a different path in simulated-time order than in program "
+                    "order: instruction {} is {}, was {}. Its scalar unit read data that an "
+                    "unsynchronised instruction changed; run with the hazard checker to find it",
+                    core.name(), i, got[i].name, was));
   }
 }
 
@@ -211,15 +219,19 @@ void TimeOrderedReplay::defer(Core& core, const TileOpNode& op, size_t first, si
       d.start = std::min(d.start, prof_.instrs[ti].start);
       d.finish = std::max(d.finish, prof_.instrs[ti].end);
     }
-  if (d.start > d.finish) d.start = d.finish = now_;  // no timed event (cannot happen for ops today)
-  TL_ASSERT(d.start >= now_, "replay: {} at {} starts at cycle {} before the present {}", op.op->name, op.loc.str(),
-            d.start, now_);
-  if (d.atomic) push(d.finish, kCommit, c, first);
-  else push(d.start, kStart, c, first);
+  if (d.start > d.finish)
+    d.start = d.finish = now_;  // no timed event (cannot happen for ops today)
+  TL_ASSERT(d.start >= now_, "replay: {} at {} starts at cycle {} before the present {}",
+            op.op->name, op.loc.str(), d.start, now_);
+  if (d.atomic)
+    push(d.finish, kCommit, c, first);
+  else
+    push(d.start, kStart, c, first);
   deferred_[c].emplace(first, std::move(d));
 }
 
-bool TimeOrderedReplay::reads_what_writes(int rc, const Deferred& r, int wc, const Deferred& w) const {
+bool TimeOrderedReplay::reads_what_writes(int rc, const Deferred& r, int wc,
+                                          const Deferred& w) const {
   for (size_t i = r.first; i < r.end; ++i)
     for (const Access& a : trace_.cores[rc].events[i].accesses)
       if (!a.write)
@@ -252,8 +264,10 @@ void TimeOrderedReplay::execute(Deferred& d, Core& core) {
   core.exec_deferred(*d.op, d.slots, d.loc);
   for (auto& run : d.runs) run.after.assign(run.at, run.at + run.before.size());
   // Later runs may overlap earlier ones: restore backwards so the oldest bytes win.
-  for (auto it = d.runs.rbegin(); it != d.runs.rend(); ++it) std::memcpy(it->at, it->before.data(), it->before.size());
-  for (auto it = overlay.rbegin(); it != overlay.rend(); ++it) std::memcpy(it->at, it->before.data(), it->before.size());
+  for (auto it = d.runs.rbegin(); it != d.runs.rend(); ++it)
+    std::memcpy(it->at, it->before.data(), it->before.size());
+  for (auto it = overlay.rbegin(); it != overlay.rend(); ++it)
+    std::memcpy(it->at, it->before.data(), it->before.size());
 }
 
 void TimeOrderedReplay::start(Deferred& d, Core& core) {
@@ -274,7 +288,8 @@ void TimeOrderedReplay::mark_torn_reads(int wc, const Deferred& w) {
   // synchronisation) keep the stale bytes they read at their start.
   bool gm = false;
   for (size_t j = w.first; j < w.end && !gm; ++j)
-    for (const Access& b : trace_.cores[wc].events[j].accesses) gm |= b.write && b.mem.scope == MemScope::GM;
+    for (const Access& b : trace_.cores[wc].events[j].accesses)
+      gm |= b.write && b.mem.scope == MemScope::GM;
   const int lo = gm ? 0 : wc, hi = gm ? static_cast<int>(deferred_.size()) : wc + 1;
   for (int rc = lo; rc < hi; ++rc)
     for (Deferred* r : running_[rc]) {
@@ -301,7 +316,8 @@ void TimeOrderedReplay::run(int progress_percent) {
   const size_t n = trace_.cores.size();
   instr_of_.resize(n);
   for (size_t c = 0; c < n; ++c) instr_of_[c].assign(trace_.cores[c].events.size(), -1);
-  for (size_t i = 0; i < prof_.instrs.size(); ++i) instr_of_[prof_.instrs[i].core][prof_.instrs[i].event] = static_cast<int>(i);
+  for (size_t i = 0; i < prof_.instrs.size(); ++i)
+    instr_of_[prof_.instrs[i].core][prof_.instrs[i].event] = static_cast<int>(i);
   deferred_.resize(n);
   running_.resize(n);
   shadow_.cores.resize(n);
@@ -309,13 +325,14 @@ void TimeOrderedReplay::run(int progress_percent) {
   cores_.resize(n);
   for (size_t c = 0; c < n; ++c) {
     const int slot = static_cast<int>(c % 3), phys = trace_.cores[c].phys;
-    cores_[c] = std::make_unique<Core>(p, ls_, slot == 0 ? CoreKind::Cube : CoreKind::Vector, slot == 0 ? 0 : slot - 1,
-                                       phys, mem_.cores[phys * 3 + slot]);
+    cores_[c] = std::make_unique<Core>(p, ls_, slot == 0 ? CoreKind::Cube : CoreKind::Vector,
+                                       slot == 0 ? 0 : slot - 1, phys, mem_.cores[phys * 3 + slot]);
     cores_[c]->set_replay(this);
     cores_[c]->start(static_cast<int64_t>(c / 3));
     cores_[c]->run();
   }
-  size_t started = 0, step = prof_.instrs.size() * std::max(progress_percent, 1) / 100 + 1, next_report = step;
+  size_t started = 0, step = prof_.instrs.size() * std::max(progress_percent, 1) / 100 + 1,
+         next_report = step;
   while (!queue_.empty()) {
     Action a = queue_.top();
     queue_.pop();
@@ -329,7 +346,8 @@ void TimeOrderedReplay::run(int progress_percent) {
       continue;
     }
     auto it = deferred_[a.core].find(a.event);
-    TL_ASSERT(it != deferred_[a.core].end(), "replay: no deferred op at event {} of {}", a.event, core.name());
+    TL_ASSERT(it != deferred_[a.core].end(), "replay: no deferred op at event {} of {}", a.event,
+              core.name());
     if (a.phase == kStart) {
       start(it->second, core);
       if (progress_percent > 0 && ++started >= next_report) {
@@ -348,19 +366,23 @@ void TimeOrderedReplay::run(int progress_percent) {
     const auto& got = shadow_.cores[c].events;
     if (core.status() == Core::Status::Done && got.size() == want.size()) continue;
     size_t at = std::min(got.size(), want.size());
-    throw Error(at < want.size() ? want[at].loc : SourceLoc{},
-                fmt::format("timed mode: {} took a different path in simulated-time order than in program order: it "
-                            "{} after {} of its {} instructions. Its scalar unit read data that an unsynchronised "
-                            "instruction changed; run with the hazard checker to find it",
-                            core.name(), core.status() == Core::Status::Done ? "finished" : "stopped", got.size(),
-                            want.size()));
+    throw Error(
+        at < want.size() ? want[at].loc : SourceLoc{},
+        fmt::format(
+            "timed mode: {} took a different path in simulated-time order than in program order: "
+            "it "
+            "{} after {} of its {} instructions. Its scalar unit read data that an unsynchronised "
+            "instruction changed; run with the hazard checker to find it",
+            core.name(), core.status() == Core::Status::Done ? "finished" : "stopped", got.size(),
+            want.size()));
   }
   ls_.trace = nullptr;
 }
 
 }  // namespace
 
-LaunchSnapshot::LaunchSnapshot(const LaunchState& ls, DeviceMemories& mem, int physical_blocks) : mem_(mem) {
+LaunchSnapshot::LaunchSnapshot(const LaunchState& ls, DeviceMemories& mem, int physical_blocks)
+    : mem_(mem) {
   // Merge the tensor arguments' byte spans (views may share storage).
   std::vector<std::pair<uint8_t*, size_t>> spans;
   for (const auto& t : ls.tensors)
@@ -400,7 +422,8 @@ std::vector<uint8_t> packed(const Tensor& t) {
     if (!out.empty()) std::memcpy(out.data(), t.data(), out.size());
     return out;
   }
-  for (int64_t e = 0; e < t.numel(); ++e) std::memcpy(&out[e * es], t.data() + byte_offset(t, e), es);
+  for (int64_t e = 0; e < t.numel(); ++e)
+    std::memcpy(&out[e * es], t.data() + byte_offset(t, e), es);
   return out;
 }
 
@@ -429,17 +452,19 @@ std::vector<std::string> diff_tensors(const LaunchState& ls, const TensorContent
         ++differ;
       }
     // Tensors after the parameters are the launch's workspaces.
-    const std::string name = i < params.size() ? params[i].name()
-                                               : "workspace " + ls.program.workspaces[i - params.size()]->name;
-    out.push_back(fmt::format("{}{}: {} in program order, {} in simulated-time order ({} of {} elements differ)",
-                              name, index_str(t, first), to_double(t.dtype(), &was[first * es]),
-                              to_double(t.dtype(), &now[first * es]), differ, t.numel()));
+    const std::string name = i < params.size()
+                                 ? params[i].name()
+                                 : "workspace " + ls.program.workspaces[i - params.size()]->name;
+    out.push_back(fmt::format(
+        "{}{}: {} in program order, {} in simulated-time order ({} of {} elements differ)", name,
+        index_str(t, first), to_double(t.dtype(), &was[first * es]),
+        to_double(t.dtype(), &now[first * es]), differ, t.numel()));
   }
   return out;
 }
 
-void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& profile,
-                          int progress_percent) {
+void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace,
+                          const Profile& profile, int progress_percent) {
   TimeOrderedReplay r(ls, mem, trace, profile);
   r.run(progress_percent);
 }

@@ -47,7 +47,7 @@ std::vector<std::string> diff_tensors(const LaunchState& ls, const TensorContent
 /// cycle. Throws tl::Error if a core takes a different path than in the functional run (its
 /// control flow read data that an unsynchronised instruction changed).
 /// `progress_percent` > 0: a line on stderr every that many % of the instructions started.
-void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& profile,
-                          int progress_percent = 0);
+void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace,
+                          const Profile& profile, int progress_percent = 0);
 
 }  // namespace tl::npu

@@ -14,27 +14,39 @@
 namespace tl::npu {
 namespace {
 
-std::string pair_name(Pipe src, Pipe dst) { return fmt::format("{}->{}", pipe_name(src), pipe_name(dst)); }
+std::string pair_name(Pipe src, Pipe dst) {
+  return fmt::format("{}->{}", pipe_name(src), pipe_name(dst));
+}
 
 // The report's name of a trace event's synchronisation kind (sync_name's), or "" for an op.
 std::string event_kind_name(const TraceEvent& e) {
   switch (e.kind) {
-    case EventKind::SetFlag: return std::string(sync_name(SyncKind::SetFlag));
-    case EventKind::WaitFlag: return std::string(sync_name(SyncKind::WaitFlag));
+    case EventKind::SetFlag:
+      return std::string(sync_name(SyncKind::SetFlag));
+    case EventKind::WaitFlag:
+      return std::string(sync_name(SyncKind::WaitFlag));
     case EventKind::Barrier:
-      return std::string(sync_name(e.pipe == Pipe::ALL ? SyncKind::BarrierAll : SyncKind::PipeBarrier));
-    case EventKind::SetCross: return std::string(sync_name(SyncKind::SetCrossFlag));
-    case EventKind::WaitCross: return std::string(sync_name(SyncKind::WaitCrossFlag));
-    case EventKind::SyncAll: return std::string(sync_name(SyncKind::SyncAll));
-    case EventKind::Op: return "";
+      return std::string(
+          sync_name(e.pipe == Pipe::ALL ? SyncKind::BarrierAll : SyncKind::PipeBarrier));
+    case EventKind::SetCross:
+      return std::string(sync_name(SyncKind::SetCrossFlag));
+    case EventKind::WaitCross:
+      return std::string(sync_name(SyncKind::WaitCrossFlag));
+    case EventKind::SyncAll:
+      return std::string(sync_name(SyncKind::SyncAll));
+    case EventKind::Op:
+      return "";
   }
   return "";
 }
 
 void count(SyncTally& t, SyncOrigin origin, bool expanded) {
-  if (expanded) ++t.expanded;
-  else if (origin == SyncOrigin::Auto) ++t.automatic;
-  else ++t.user;
+  if (expanded)
+    ++t.expanded;
+  else if (origin == SyncOrigin::Auto)
+    ++t.automatic;
+  else
+    ++t.user;
 }
 
 KernelReport::Buffer buffer_of(const BufferNode& b) {
@@ -54,7 +66,8 @@ void add_static(KernelReport& r, const PrimFunc& lowered) {
       auto id = n->event_id.defined() ? as_const_int(n->event_id) : std::nullopt;
       if (id && (n->sync_kind == SyncKind::SetFlag || n->sync_kind == SyncKind::WaitFlag))
         ids[pair_name(n->src, n->dst)].insert(*id);
-      if (id && (n->sync_kind == SyncKind::SetCrossFlag || n->sync_kind == SyncKind::WaitCrossFlag)) cross.insert(*id);
+      if (id && (n->sync_kind == SyncKind::SetCrossFlag || n->sync_kind == SyncKind::WaitCrossFlag))
+        cross.insert(*id);
     }
     if (s->kind == StmtKind::Allocate) {
       auto* a = static_cast<const AllocateNode*>(s.get());
@@ -80,7 +93,8 @@ void add_dynamic(KernelReport& r, const Trace& trace) {
         std::string kind = event_kind_name(e);
         if (kind.empty()) continue;
         count(block[kind], e.origin, e.expanded);
-        if (e.kind == EventKind::SetFlag || e.kind == EventKind::WaitFlag) ids[pair_name(e.pipe, e.dst)].insert(e.id);
+        if (e.kind == EventKind::SetFlag || e.kind == EventKind::WaitFlag)
+          ids[pair_name(e.pipe, e.dst)].insert(e.id);
         if (e.kind == EventKind::SetCross || e.kind == EventKind::WaitCross) cross.insert(e.id);
       }
     }
@@ -114,8 +128,9 @@ static bool loop_bound_by(const Stmt& s, const Var& v) {
   pre_order_visit(s, [&](const Stmt& x) {
     auto* f = x.as<ForNode>();
     if (!f || found) return;
-    pre_order_visit(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, SeqNode::make({})),
-                    [](const Stmt&) {}, [&](const Expr& e) { found = found || e.same_as(v); });
+    pre_order_visit(
+        ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, SeqNode::make({})),
+        [](const Stmt&) {}, [&](const Expr& e) { found = found || e.same_as(v); });
   });
   return found;
 }
@@ -143,19 +158,23 @@ static std::string vector_work(const PrimFunc& source, const PrimFunc& lowered) 
     if (auto* q = scope->body.as<SeqNode>(); q && q->stmts.size() == 1) only = &q->stmts[0];
     auto* n = only->as<IfNode>();
     if (n && print(n->cond) == kernel->vid.name() + " == 0")
-      out = threads == 2 ? "on AIV 0 alone, AIV 1 runs the flag protocol (threads = 2, but split_aiv fell back: "
+      out = threads == 2 ? "on AIV 0 alone, AIV 1 runs the flag protocol (threads = 2, but "
+                           "split_aiv fell back: "
                            "see its remark)"
                          : "on AIV 0 alone, AIV 1 runs the flag protocol (threads = 1)";
     else if (loop_bound_by(scope->body, kernel->vid))
-      out = "split over both AIVs, alternate iterations of its tile loop each (threads = 2, split_aiv: the rows "
-            "could not be split, see its remark)";
+      out =
+          "split over both AIVs, alternate iterations of its tile loop each (threads = 2, "
+          "split_aiv: the rows "
+          "could not be split, see its remark)";
     else
       out = "split over both AIVs, half the rows of each tile each (threads = 2, split_aiv)";
   });
   return out;
 }
 
-KernelReport make_report(const PrimFunc& source, const PrimFunc& lowered, const Target& target, const Trace* trace) {
+KernelReport make_report(const PrimFunc& source, const PrimFunc& lowered, const Target& target,
+                         const Trace* trace) {
   KernelReport r;
   r.kernel = source->name;
   r.target = target.name;
@@ -174,19 +193,21 @@ KernelReport make_report(const PrimFunc& source, const PrimFunc& lowered, const 
 void print_report(const KernelReport& r, std::ostream& os) {
   os << fmt::format("{} on {}\n", r.kernel, r.target);
   auto row = [&](const std::string& kind, const SyncTally& t) {
-    os << fmt::format("  {:<16} {:>8} {:>10} {:>9} {:>8}\n", kind, t.user, t.automatic, t.expanded, t.total());
+    os << fmt::format("  {:<16} {:>8} {:>10} {:>9} {:>8}\n", kind, t.user, t.automatic, t.expanded,
+                      t.total());
   };
   auto table = [&](const std::string& title, const std::map<std::string, SyncTally>& m) {
-    os << fmt::format("{}\n  {:<16} {:>8} {:>10} {:>9} {:>8}\n", title, "kind", "author", "compiler", "expanded",
-                      "total");
+    os << fmt::format("{}\n  {:<16} {:>8} {:>10} {:>9} {:>8}\n", title, "kind", "author",
+                      "compiler", "expanded", "total");
     for (const auto& [kind, t] : m) row(kind, t);
     row("all", sum(m));
   };
   table("synchronisations in the lowered IR:", r.static_syncs);
   if (r.blocks > 0) {
-    table(fmt::format("synchronisations executed per block (per kind, the most of {} blocks; expanded: "
-                      "gemm_v0's barriers):",
-                      r.blocks),
+    table(fmt::format(
+              "synchronisations executed per block (per kind, the most of {} blocks; expanded: "
+              "gemm_v0's barriers):",
+              r.blocks),
           r.dynamic_syncs);
     os << fmt::format("  the most one block executed: {}\n", r.max_block_syncs);
   }
@@ -203,14 +224,18 @@ void print_report(const KernelReport& r, std::ostream& os) {
   bool symbolic = false;
   for (const auto& b : r.buffers)
     if (b.scope == MemScope::GM) {
-      if (b.size < 0) symbolic = true;
-      else workspace += b.size;
+      if (b.size < 0)
+        symbolic = true;
+      else
+        workspace += b.size;
     }
-  os << fmt::format("GM workspace (cross-core channels): {} B{}\n", workspace, symbolic ? " + dynamic sizes" : "");
+  os << fmt::format("GM workspace (cross-core channels): {} B{}\n", workspace,
+                    symbolic ? " + dynamic sizes" : "");
   if (!r.vector_work.empty()) os << "vector work: " << r.vector_work << "\n";
   os << "on-chip memory per core (planned bytes / capacity):";
   if (r.memory.empty()) os << " none";
-  for (const auto& [scope, m] : r.memory) os << fmt::format(" {} {}/{}", scope_name(scope), m.first, m.second);
+  for (const auto& [scope, m] : r.memory)
+    os << fmt::format(" {} {}/{}", scope_name(scope), m.first, m.second);
   os << "\n";
 }
 

@@ -52,26 +52,31 @@ std::string barrier_deadlock(const LaunchState& ls, const std::vector<Group>& gr
         at_barrier.push_back(c->name());
         if (where.empty()) where = c->blocked_on();
       } else if (c->status() == Core::Status::Blocked) {
-        other += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(), c->last_events());
+        other += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(),
+                             c->last_events());
       } else if (c->status() == Core::Status::Done && participant) {
         finished.push_back(c->name());
       }
     }
-  std::string s = fmt::format("deadlock in kernel {}: {} can never complete: {} of the {} participating cores "
-                              "reached it ({})",
-                              ls.program.func->name, where, at_barrier.size(), ls.barrier_participants,
-                              name_list(at_barrier));
+  std::string s = fmt::format(
+      "deadlock in kernel {}: {} can never complete: {} of the {} participating cores "
+      "reached it ({})",
+      ls.program.func->name, where, at_barrier.size(), ls.barrier_participants,
+      name_list(at_barrier));
   if (!finished.empty())
-    s += fmt::format("; {} finished without reaching it ({})", finished.size(), name_list(finished));
+    s +=
+        fmt::format("; {} finished without reaching it ({})", finished.size(), name_list(finished));
   s += "\n";
-  if (!other.empty()) s += "the others wait for something only cores at the barrier could give:\n" + other;
+  if (!other.empty())
+    s += "the others wait for something only cores at the barrier could give:\n" + other;
   return s;
 }
 
 /// Waits until another thread completes the barrier this thread's cores wait at (true), or
 /// until every running thread waits so (false: the barrier never completes; `report` is the
 /// deadlock message, or empty when another thread failed and its error explains the rest).
-bool wait_for_barrier(LaunchState& ls, int64_t gen_seen, const std::vector<Group>& all, std::string& report) {
+bool wait_for_barrier(LaunchState& ls, int64_t gen_seen, const std::vector<Group>& all,
+                      std::string& report) {
   std::unique_lock<std::mutex> lk(ls.mu);
   if (ls.barrier_generation != gen_seen) return true;
   ++ls.parked_threads;
@@ -106,20 +111,28 @@ void leave(LaunchState& ls, bool failed) {
 void check_block_flags(LaunchState& ls, const Group& g, int64_t block) {
   std::string left;
   for (const auto& c : g.cores)
-    for (const auto& f : c->pending_flags()) left += fmt::format("\n  {}: {} was never consumed by a wait_flag", c->name(), f);
+    for (const auto& f : c->pending_flags())
+      left += fmt::format("\n  {}: {} was never consumed by a wait_flag", c->name(), f);
   static const char* kSlot[LaunchState::kCrossSlots] = {
-      "", "for AIV0", "for AIV1", "from AIV0 for the AIC", "from AIV1 for the AIC",
-      "(mode 1) from AIV0 that AIV1 never matched", "(mode 1) from AIV1 that AIV0 never matched"};
+      "",
+      "for AIV0",
+      "for AIV1",
+      "from AIV0 for the AIC",
+      "from AIV1 for the AIC",
+      "(mode 1) from AIV0 that AIV1 never matched",
+      "(mode 1) from AIV1 that AIV0 never matched"};
   for (int slot = 1; slot < LaunchState::kCrossSlots; ++slot) {
     const auto& counters = ls.cross_counters(block, slot);
     for (size_t id = 0; id < counters.size(); ++id)
       if (counters[id] != 0)
-        left += fmt::format("\n  cross-core flag {}: {} set(s) {} never consumed by a wait_cross_flag", id, counters[id],
-                            kSlot[slot]);
+        left +=
+            fmt::format("\n  cross-core flag {}: {} set(s) {} never consumed by a wait_cross_flag",
+                        id, counters[id], kSlot[slot]);
   }
   if (!left.empty())
     throw Error(ls.program.kernel->loc,
-                fmt::format("kernel {}, block {}: flags left pending when the block ended (on the chip they stay set "
+                fmt::format("kernel {}, block {}: flags left pending when the block ended (on the "
+                            "chip they stay set "
                             "for the next block or kernel on these cores):{}",
                             ls.program.func->name, block, left));
 }
@@ -171,8 +184,10 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
       for (auto* g : groups)
         for (auto& c : g->cores)
           if (c->status() == Core::Status::Blocked)
-            waits += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(), c->last_events());
-      throw Error(fmt::format("deadlock in kernel {}: a wait can never be satisfied\n{}", ls.program.func->name, waits));
+            waits += fmt::format("  {} blocked on {}; last events:\n{}", c->name(), c->blocked_on(),
+                                 c->last_events());
+      throw Error(fmt::format("deadlock in kernel {}: a wait can never be satisfied\n{}",
+                              ls.program.func->name, waits));
     }
     std::string report;
     if (!wait_for_barrier(ls, gen_seen, all, report)) {
@@ -212,9 +227,10 @@ void run_groups(LaunchState& ls, std::vector<Group>& groups, int n) {
 }
 
 void LaunchState::throw_cancelled() const {
-  throw LaunchCancelled(fmt::format("launch of kernel {} cancelled (LaunchOptions::cancel was set); the tensors "
-                                    "hold a partial result",
-                                    program.func->name));
+  throw LaunchCancelled(
+      fmt::format("launch of kernel {} cancelled (LaunchOptions::cancel was set); the tensors "
+                  "hold a partial result",
+                  program.func->name));
 }
 
 void configure_budget(LaunchState& ls, const LaunchOptions& opt) {
@@ -223,9 +239,10 @@ void configure_budget(LaunchState& ls, const LaunchOptions& opt) {
   ls.next_progress_steps = kQuietSteps;
   ls.cancel = opt.cancel;
   if (opt.max_steps < 0)
-    throw Error(fmt::format("LaunchOptions::max_steps must be positive (interpreter steps per core and block), 0 "
-                            "for the default (TL_MAX_STEPS, else 2^30) or tl::kNoStepBudget for none, got {}",
-                            opt.max_steps));
+    throw Error(fmt::format(
+        "LaunchOptions::max_steps must be positive (interpreter steps per core and block), 0 "
+        "for the default (TL_MAX_STEPS, else 2^30) or tl::kNoStepBudget for none, got {}",
+        opt.max_steps));
   if (opt.max_steps > 0) {
     ls.max_steps = opt.max_steps;
     ls.max_steps_source = "LaunchOptions::max_steps";
@@ -248,20 +265,23 @@ void configure_budget(LaunchState& ls, const LaunchOptions& opt) {
     errno = 0;
     double d = std::strtod(env.c_str(), &end);
     v = -1;
-    if (errno == 0 && *end == '\0' && d >= 0 && d < 9.2e18 && d == static_cast<double>(static_cast<long long>(d)))
+    if (errno == 0 && *end == '\0' && d >= 0 && d < 9.2e18 &&
+        d == static_cast<double>(static_cast<long long>(d)))
       v = static_cast<long long>(d);
   }
   if (errno != 0 || *end != '\0' || v < 0)
-    throw Error(fmt::format("TL_MAX_STEPS must be a positive integer (interpreter steps per core and block), or 0 "
-                            "or 'none' for no budget, got '{}'",
-                            env));
+    throw Error(fmt::format(
+        "TL_MAX_STEPS must be a positive integer (interpreter steps per core and block), or 0 "
+        "or 'none' for no budget, got '{}'",
+        env));
   ls.max_steps = v > 0 ? v : kNoStepBudget;
   ls.max_steps_source = "TL_MAX_STEPS";
 }
 
 void LaunchState::add_steps(int64_t n) {
   int64_t now = steps.fetch_add(n, std::memory_order_relaxed) + n;
-  if (progress_percent > 0 && now >= kQuietSteps) report_progress(now, blocks_done.load(std::memory_order_relaxed));
+  if (progress_percent > 0 && now >= kQuietSteps)
+    report_progress(now, blocks_done.load(std::memory_order_relaxed));
 }
 
 void LaunchState::block_done() {
@@ -280,9 +300,12 @@ void LaunchState::report_progress(int64_t steps_now, int64_t blocks_now) {
   }
   if (!line) return;
   next_progress_steps = steps_now + kHeartbeatSteps;
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  fmt::print(stderr, "launch {}: {}% of the blocks finished ({} of {}), {:.1f}M interpreter steps, {:.1f} s\n",
-             program.func->name, pct, blocks_now, num_blocks, static_cast<double>(steps_now) / 1e6, secs);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  fmt::print(
+      stderr,
+      "launch {}: {}% of the blocks finished ({} of {}), {:.1f}M interpreter steps, {:.1f} s\n",
+      program.func->name, pct, blocks_now, num_blocks, static_cast<double>(steps_now) / 1e6, secs);
 }
 
 }  // namespace tl::npu

@@ -31,8 +31,10 @@ bool stale_check_enabled(const LaunchOptions& opt) {
   if (env == "1") return true;
   if (env == "0") return false;
   if (!env.empty())
-    throw Error(fmt::format("TL_CHECK_STALE must be 1 (run the stale-data checker on every launch) or 0 (never), "
-                            "got '{}'", env));
+    throw Error(fmt::format(
+        "TL_CHECK_STALE must be 1 (run the stale-data checker on every launch) or 0 (never), "
+        "got '{}'",
+        env));
   return opt.check_hazards;
 }
 
@@ -46,8 +48,10 @@ const uint8_t* zero_bytes(int64_t n) {
   static int64_t size = 0;
   std::lock_guard<std::mutex> lock(mu);
   if (n <= size) return zeros;
-  void* p = mmap(nullptr, static_cast<size_t>(n), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) throw Error(fmt::format("the stale-data checker cannot map {} bytes of zeros", n));
+  void* p = mmap(nullptr, static_cast<size_t>(n), PROT_READ,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    throw Error(fmt::format("the stale-data checker cannot map {} bytes of zeros", n));
   zeros = static_cast<const uint8_t*>(p);
   size = n;
   return zeros;
@@ -75,16 +79,20 @@ StaleLaunch::StaleLaunch(const Program& p, const LaunchState& ls) {
   pre_order_visit(f.body, [&](const Stmt& s) {
     if (auto* l = s.as<LetNode>()) {
       slot_unset[p.slot_of(l->var.node())] =
-          add(fmt::format("the variable '{}' (set at {}) was never set in this launch", l->var.name(), s->loc.str()));
+          add(fmt::format("the variable '{}' (set at {}) was never set in this launch",
+                          l->var.name(), s->loc.str()));
     } else if (auto* a = s.as<AllocateNode>(); a && a->buffer->scope == MemScope::Var) {
       const BufferInfo& info = p.buffer(a->buffer.get());
       if (info.slot >= 0)
-        slot_unset[info.slot] = add(fmt::format("the T.alloc_var '{}' ({}) was never assigned in this launch",
-                                                a->buffer->name, s->loc.str()));
+        slot_unset[info.slot] =
+            add(fmt::format("the T.alloc_var '{}' ({}) was never assigned in this launch",
+                            a->buffer->name, s->loc.str()));
     } else if (auto* t = s.as<TileOpNode>();
                t && t->op == &ops::copy() && t->attr_bool("clipped")) {
-      clipped[t] = add(fmt::format("stale since the clipped copy at {} (its destination's elements outside the "
-                                   "copied region)", s->loc.str()));
+      clipped[t] = add(
+          fmt::format("stale since the clipped copy at {} (its destination's elements outside the "
+                      "copied region)",
+                      s->loc.str()));
     }
   });
   // GM: parameters are valid at launch, workspaces invalid until written. A shadow covers the
@@ -109,10 +117,12 @@ StaleLaunch::StaleLaunch(const Program& p, const LaunchState& ls) {
       largest = std::max(largest, gm_bytes.back());
       continue;
     }
-    check_host_memory(gm_bytes.back(), fmt::format("the stale-data checker's shadow of workspace {} of kernel {}",
-                                                   i - f.params.size(), f.name));
+    check_host_memory(gm_bytes.back(),
+                      fmt::format("the stale-data checker's shadow of workspace {} of kernel {}",
+                                  i - f.params.size(), f.name));
     auto* storage = static_cast<uint8_t*>(std::malloc(static_cast<size_t>(gm_bytes.back())));
-    if (!storage) throw Error(fmt::format("kernel {}: out of host memory for the stale-data checker", f.name));
+    if (!storage)
+      throw Error(fmt::format("kernel {}: out of host memory for the stale-data checker", f.name));
     std::memset(storage, kNeverWritten, static_cast<size_t>(gm_bytes.back()));
     gm_storage.emplace_back(storage);
     gm[i].store(storage + gm_before.back());
@@ -124,9 +134,12 @@ uint8_t* StaleLaunch::gm_for_write(size_t i, const std::string& kernel) {
   if (uint8_t* g = gm[i].load(std::memory_order_acquire)) return g;
   std::lock_guard<std::mutex> lock(gm_mu);
   if (uint8_t* g = gm[i].load(std::memory_order_acquire)) return g;
-  check_host_memory(gm_bytes[i], fmt::format("the stale-data checker's shadow of tensor {} of kernel {}", i, kernel));
+  check_host_memory(
+      gm_bytes[i],
+      fmt::format("the stale-data checker's shadow of tensor {} of kernel {}", i, kernel));
   auto* storage = static_cast<uint8_t*>(std::calloc(static_cast<size_t>(gm_bytes[i]), 1));
-  if (!storage) throw Error(fmt::format("kernel {}: out of host memory for the stale-data checker", kernel));
+  if (!storage)
+    throw Error(fmt::format("kernel {}: out of host memory for the stale-data checker", kernel));
   gm_storage.emplace_back(storage);
   gm[i].store(storage + gm_before[i], std::memory_order_release);
   return storage + gm_before[i];
@@ -137,7 +150,8 @@ TileRef gm_shadow(Core& c, const TileRef& t, bool write) {
   TileRef s = t;
   StaleLaunch& st = *c.launch.stale;
   const auto i = static_cast<size_t>(c.program.buffer(t.buffer).param);
-  uint8_t* g = write ? st.gm_for_write(i, c.program.func->name) : st.gm[i].load(std::memory_order_acquire);
+  uint8_t* g =
+      write ? st.gm_for_write(i, c.program.func->name) : st.gm[i].load(std::memory_order_acquire);
   // Without a shadow, the read-only zeros stand for one (every byte valid).
   if (!g) g = const_cast<uint8_t*>(st.zeros) + st.gm_before[i];
   s.base = g + (t.base - c.launch.tensors[i].data());
@@ -184,8 +198,9 @@ __attribute__((target("avx2"))) int64_t zero_prefix_avx2(const uint8_t* p, int64
   int64_t i = 0;
   for (; i + 128 <= n; i += 128) {
     const auto* q = reinterpret_cast<const __m256i*>(p + i);
-    const __m256i o = _mm256_or_si256(_mm256_or_si256(_mm256_loadu_si256(q), _mm256_loadu_si256(q + 1)),
-                                      _mm256_or_si256(_mm256_loadu_si256(q + 2), _mm256_loadu_si256(q + 3)));
+    const __m256i o =
+        _mm256_or_si256(_mm256_or_si256(_mm256_loadu_si256(q), _mm256_loadu_si256(q + 1)),
+                        _mm256_or_si256(_mm256_loadu_si256(q + 2), _mm256_loadu_si256(q + 3)));
     if (!_mm256_testz_si256(o, o)) return i;
   }
   return i + zero_prefix(p + i, n - i);
@@ -209,8 +224,10 @@ uint8_t region_origin(const TileRef& s) {
   // A whole on-chip buffer: one scan of its storage (fractal padding included); only if that
   // finds an invalid byte, which may be padding, is the region scanned run by run.
   bool whole = s.scope != MemScope::GM && s.start.size() == s.shape.size();
-  for (size_t d = 0; whole && d < s.shape.size(); ++d) whole = s.start[d] == 0 && s.extent[d] == s.shape[d];
-  if (whole && first_nonzero(s.base, storage_bytes(s.scope, s.dtype, s.shape)) == kValid) return kValid;
+  for (size_t d = 0; whole && d < s.shape.size(); ++d)
+    whole = s.start[d] == 0 && s.extent[d] == s.shape[d];
+  if (whole && first_nonzero(s.base, storage_bytes(s.scope, s.dtype, s.shape)) == kValid)
+    return kValid;
   uint8_t o = 0;
   for_each_run(s, [&](int64_t, const uint8_t* p, int64_t n) {
     o = first_nonzero(p, n * es);
@@ -267,11 +284,16 @@ uint8_t scalar_taints(const TileOpNode& n, Core& c) {
 
 std::string StaleFinding::kind_name() const {
   switch (kind) {
-    case Kind::StoreToGM: return "invalid data stored to GM";
-    case Kind::Branch: return "branch on an invalid value";
-    case Kind::LoopBound: return "loop bound from an invalid value";
-    case Kind::Address: return "address from an invalid value";
-    case Kind::FlagId: return "flag id from an invalid value";
+    case Kind::StoreToGM:
+      return "invalid data stored to GM";
+    case Kind::Branch:
+      return "branch on an invalid value";
+    case Kind::LoopBound:
+      return "loop bound from an invalid value";
+    case Kind::Address:
+      return "address from an invalid value";
+    case Kind::FlagId:
+      return "flag id from an invalid value";
   }
   return "?";
 }
@@ -280,16 +302,23 @@ std::string StaleFinding::str() const {
   std::string what;
   switch (kind) {
     case Kind::StoreToGM:
-      what = fmt::format("T.{} stores {} invalid of {} elements into '{}', the first {}[{}]", op, invalid, total,
-                         buffer, buffer, fmt::join(element, ", "));
+      what = fmt::format("T.{} stores {} invalid of {} elements into '{}', the first {}[{}]", op,
+                         invalid, total, buffer, buffer, fmt::join(element, ", "));
       break;
-    case Kind::Branch: what = "the condition of an `if`"; break;
-    case Kind::LoopBound: what = "the start or extent of a loop"; break;
+    case Kind::Branch:
+      what = "the condition of an `if`";
+      break;
+    case Kind::LoopBound:
+      what = "the start or extent of a loop";
+      break;
     case Kind::Address:
-      what = op == "load" || op == "store" ? fmt::format("the index of a scalar {} of '{}'", op, buffer)
-                                           : fmt::format("T.{} operand '{}' ('{}')", op, operand, buffer);
+      what = op == "load" || op == "store"
+                 ? fmt::format("the index of a scalar {} of '{}'", op, buffer)
+                 : fmt::format("T.{} operand '{}' ('{}')", op, operand, buffer);
       break;
-    case Kind::FlagId: what = fmt::format("the event id of T.{}", op); break;
+    case Kind::FlagId:
+      what = fmt::format("the event id of T.{}", op);
+      break;
   }
   return fmt::format("{} at {}: {}; {} (first in {}{})", kind_name(), loc.str(), what, origin, core,
                      count > 1 ? fmt::format("; {} times", count) : "");
@@ -299,7 +328,8 @@ void add_finding(Core& c, StaleFinding f, uint8_t origin) {
   CoreShadow& sh = *c.shadow();
   f.loc = c.current_loc();
   const auto& table = c.launch.stale->origin;
-  f.origin = origin < table.size() ? table[origin] : "computed from one of more than 250 sources of invalid data";
+  f.origin = origin < table.size() ? table[origin]
+                                   : "computed from one of more than 250 sources of invalid data";
   CoreShadow::Key key{static_cast<int>(f.kind), f.op, f.operand, f.buffer, f.loc.file, f.loc.line};
   auto it = sh.findings.find(key);
   if (it != sh.findings.end()) {
@@ -314,7 +344,8 @@ void add_finding(Core& c, StaleFinding f, uint8_t origin) {
 namespace {
 
 /// A StoreToGM finding when shadow region `s` (of GM tensor `t`'s buffer) holds invalid elements.
-void check_gm_store(Core& c, const std::string& op, const std::string& operand, const TileRef& t, const TileRef& s) {
+void check_gm_store(Core& c, const std::string& op, const std::string& operand, const TileRef& t,
+                    const TileRef& s) {
   if (region_origin(s) == 0) return;
   std::vector<uint8_t> o;
   region_origins(s, o);
@@ -337,7 +368,8 @@ void check_gm_store(Core& c, const std::string& op, const std::string& operand, 
       }
     }
     ++f.invalid;
-    if (f.invalid_positions.size() < StaleFinding::kMaxListed) f.invalid_positions.push_back(static_cast<int64_t>(i));
+    if (f.invalid_positions.size() < StaleFinding::kMaxListed)
+      f.invalid_positions.push_back(static_cast<int64_t>(i));
   }
   add_finding(c, std::move(f), first);
 }
@@ -359,7 +391,8 @@ std::vector<StaleFinding> merge_findings(const std::vector<const CoreShadow*>& c
   };
   std::vector<Item> all;
   for (size_t i = 0; i < cores.size(); ++i)
-    for (const auto& [k, e] : cores[i]->findings) all.push_back({e.block, static_cast<int64_t>(i % 3), e.seq, &e, &k});
+    for (const auto& [k, e] : cores[i]->findings)
+      all.push_back({e.block, static_cast<int64_t>(i % 3), e.seq, &e, &k});
   std::sort(all.begin(), all.end(), [](const Item& a, const Item& b) {
     return std::tie(a.block, a.slot, a.seq) < std::tie(b.block, b.slot, b.seq);
   });
@@ -367,15 +400,18 @@ std::vector<StaleFinding> merge_findings(const std::vector<const CoreShadow*>& c
   std::map<CoreShadow::Key, size_t> at;
   for (const auto& it : all) {
     auto [pos, fresh] = at.emplace(*it.key, out.size());
-    if (fresh) out.push_back(it.e->f);
-    else out[pos->second].count += it.e->f.count;
+    if (fresh)
+      out.push_back(it.e->f);
+    else
+      out[pos->second].count += it.e->f.count;
   }
   return out;
 }
 
 std::string stale_report(const std::string& kernel, const std::vector<StaleFinding>& findings) {
   if (findings.empty()) return "";
-  std::string msg = fmt::format("stale-data check of kernel {}: {} use(s) of invalid data", kernel, findings.size());
+  std::string msg = fmt::format("stale-data check of kernel {}: {} use(s) of invalid data", kernel,
+                                findings.size());
   for (const auto& f : findings) msg += "\n  " + f.str();
   return msg;
 }
@@ -383,7 +419,9 @@ std::string stale_report(const std::string& kernel, const std::vector<StaleFindi
 // ---------------------------------------------------------------------------------------------
 // The scalar side (Core members)
 
-void Core::taint_slot(int slot) { shadow_->taint = first_of(shadow_->taint, shadow_->slot[slot]); }
+void Core::taint_slot(int slot) {
+  shadow_->taint = first_of(shadow_->taint, shadow_->slot[slot]);
+}
 
 void Core::taint_load(const TileRef& t, std::span<const int64_t> idx) {
   const uint8_t o = first_nonzero(shadow_of(*this, t).at(idx), dtype_bytes(t.dtype));
@@ -398,17 +436,22 @@ uint8_t precise_taint(Core& c, const Expr& e) {
   switch (e.kind()) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
-    case ExprKind::StringImm: return 0;
-    case ExprKind::Var: return sh.slot[c.program.slot_of(static_cast<const VarNode*>(e.get()))];
+    case ExprKind::StringImm:
+      return 0;
+    case ExprKind::Var:
+      return sh.slot[c.program.slot_of(static_cast<const VarNode*>(e.get()))];
     case ExprKind::Binary: {
       auto* n = static_cast<const BinaryNode*>(e.get());
       return first_of(precise_taint(c, n->a), precise_taint(c, n->b));
     }
-    case ExprKind::Not: return precise_taint(c, static_cast<const NotNode*>(e.get())->a);
-    case ExprKind::Cast: return precise_taint(c, static_cast<const CastNode*>(e.get())->value);
+    case ExprKind::Not:
+      return precise_taint(c, static_cast<const NotNode*>(e.get())->a);
+    case ExprKind::Cast:
+      return precise_taint(c, static_cast<const CastNode*>(e.get())->value);
     case ExprKind::Call: {
       uint8_t o = 0;
-      for (const auto& a : static_cast<const CallNode*>(e.get())->args) o = first_of(o, precise_taint(c, a));
+      for (const auto& a : static_cast<const CallNode*>(e.get())->args)
+        o = first_of(o, precise_taint(c, a));
       return o;
     }
     case ExprKind::Select: {
@@ -551,7 +594,8 @@ void stale_before(const TileOpNode& n, Core& c) {
     uint8_t o = 0;
     for (const auto& r : a.region.ranges) {
       if (r.min.kind() != ExprKind::IntImm) o = first_of(o, c.expr_taint(r.min));
-      if (r.extent.defined() && r.extent.kind() != ExprKind::IntImm) o = first_of(o, c.expr_taint(r.extent));
+      if (r.extent.defined() && r.extent.kind() != ExprKind::IntImm)
+        o = first_of(o, c.expr_taint(r.extent));
     }
     if (!o) continue;
     StaleFinding f;
@@ -584,7 +628,8 @@ void stale_after(const TileOpNode& n, Core& c) {
     if (spec.access == Access::Read) continue;
     TileRef t = c.resolve(a.region, n.op->name, spec.name);
     if (sh.address_taint) region_fill(shadow_for_write(c, t), sh.address_taint);
-    if (is_gm_param(c, t.buffer) && !gm_all_valid(c, t)) check_gm_store(c, n.op->name, spec.name, t, shadow_of(c, t));
+    if (is_gm_param(c, t.buffer) && !gm_all_valid(c, t))
+      check_gm_store(c, n.op->name, spec.name, t, shadow_of(c, t));
   }
 }
 

@@ -30,7 +30,9 @@ inline constexpr uint8_t kUnsetVariable = 3;  // a variable without an origin of
 inline constexpr uint8_t kFirstOwnOrigin = 4;
 inline constexpr uint8_t kManyOrigins = 255;  // more origins than ids: described generically
 
-inline uint8_t first_of(uint8_t a, uint8_t b) { return a ? a : b; }
+inline uint8_t first_of(uint8_t a, uint8_t b) {
+  return a ? a : b;
+}
 
 /// A per-op validity rule: before the op's semantics run (its inputs as they are), writes the
 /// shadow of everything the op writes. Registered per op beside the semantics (exec.cpp checks
@@ -50,7 +52,7 @@ StaleRule find_stale_rule(const OpDef* op);
 /// What one launch's checker shares between its cores, built before the threads start. The
 /// GM shadows are written by the cores (disjoint bytes, or a race the hazard checker reports).
 struct StaleLaunch {
-  std::vector<std::string> origin;                     // description per origin id
+  std::vector<std::string> origin;                         // description per origin id
   std::unordered_map<const TileOpNode*, uint8_t> clipped;  // a clipped copy -> its origin
   std::vector<uint8_t> slot_unset;  // per scalar slot: its origin until set (0: set at block start)
   // GM, per LaunchState::tensors entry: the shadow of the byte at data() once it exists. A
@@ -58,10 +60,10 @@ struct StaleLaunch {
   // stored into it (until then it is all valid, and reads see `zeros`), so a clean launch
   // spends nothing on the tensors' shadows.
   std::unique_ptr<std::atomic<uint8_t*>[]> gm;
-  std::vector<bool> gm_param;       // a parameter (invalid stores are findings), else a workspace
-  std::vector<int64_t> gm_before;   // bytes of the tensor's span before data() (negative strides)
-  std::vector<int64_t> gm_bytes;    // bytes of the tensor's span
-  const uint8_t* zeros = nullptr;   // read-only zero bytes, as many as the largest span
+  std::vector<bool> gm_param;      // a parameter (invalid stores are findings), else a workspace
+  std::vector<int64_t> gm_before;  // bytes of the tensor's span before data() (negative strides)
+  std::vector<int64_t> gm_bytes;   // bytes of the tensor's span
+  const uint8_t* zeros = nullptr;  // read-only zero bytes, as many as the largest span
   std::mutex gm_mu;
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }
@@ -77,7 +79,7 @@ struct StaleLaunch {
 /// One core's shadow state for a launch.
 struct CoreShadow {
   std::array<std::span<uint8_t>, kNumMemScopes> mem;  // shadows of Core::mem, same sizes
-  std::vector<uint8_t> slot;                           // per scalar slot
+  std::vector<uint8_t> slot;                          // per scalar slot
   uint8_t taint = 0;  // origins met while an expression is evaluated (Core::var, Core::load)
   /// A rule's tl::Error, held until the op's semantics have run: their error, raised in the
   /// same place without the checker, wins; if they succeed the rule's error is raised.
@@ -88,7 +90,8 @@ struct CoreShadow {
     StaleFinding f;
     int64_t block, seq;  // first occurrence on this core: its block, and its order on the core
   };
-  using Key = std::tuple<int, std::string, std::string, std::string, std::string, int>;  // kind, op, operand, buffer, file, line
+  using Key = std::tuple<int, std::string, std::string, std::string, std::string,
+                         int>;  // kind, op, operand, buffer, file, line
   std::map<Key, Entry> findings;
 };
 

@@ -7,7 +7,9 @@
 
 namespace tl::npu {
 namespace {
-std::string path_key(MemScope s, MemScope d) { return fmt::format("{}->{}", scope_name(s), scope_name(d)); }
+std::string path_key(MemScope s, MemScope d) {
+  return fmt::format("{}->{}", scope_name(s), scope_name(d));
+}
 }  // namespace
 
 CostModel::CostModel(const Target& t) : c_(t.costs), clock_hz_(t.clock_ghz * 1e9) {
@@ -56,7 +58,8 @@ Cost CostModel::cost(const TraceEvent& e) const {
   Cost k;
   if (e.cost == CostClass::Mmad) {
     // One 16x16x16 fp16/bf16 fractal per cycle; int8 k in 32s; fp32 a quarter of the rate.
-    double kf = std::ceil(static_cast<double>(e.k) / (e.dtype == DType::Int8 || e.dtype == DType::UInt8 ? 32 : 16));
+    double kf = std::ceil(static_cast<double>(e.k) /
+                          (e.dtype == DType::Int8 || e.dtype == DType::UInt8 ? 32 : 16));
     double fr = std::ceil(e.m / 16.0) * std::ceil(e.n / 16.0) * kf;
     if (e.dtype == DType::Float32) fr *= 4;
     k.fixed = c_.cube_head_cycles + fr / c_.cube_fractals_per_cycle;
@@ -67,8 +70,10 @@ Cost CostModel::cost(const TraceEvent& e) const {
     // A into L0A and B into L0B (the write accesses carry the two sizes).
     double a = 0, b = 0;
     for (const auto& x : e.accesses)
-      if (x.write && x.mem.scope == MemScope::L0A) a += static_cast<double>(x.len * x.count);
-      else if (x.write && x.mem.scope == MemScope::L0B) b += static_cast<double>(x.len * x.count);
+      if (x.write && x.mem.scope == MemScope::L0A)
+        a += static_cast<double>(x.len * x.count);
+      else if (x.write && x.mem.scope == MemScope::L0B)
+        b += static_cast<double>(x.len * x.count);
     if (a + b == 0) a = static_cast<double>(e.bytes);
     k.fixed = latency(MemScope::L1, MemScope::L0A) + a / rate(MemScope::L1, MemScope::L0A) +
               b / rate(MemScope::L1, MemScope::L0B);
@@ -99,7 +104,8 @@ Cost CostModel::cost(const TraceEvent& e) const {
   }
   if (is_vector_cost(e.cost)) {
     const CostTable::VectorCost& vc = c_.vector_cost(e.cost);
-    double reps = std::max(1.0, std::ceil(static_cast<double>(e.bytes) / c_.vector_bytes_per_repeat));
+    double reps =
+        std::max(1.0, std::ceil(static_cast<double>(e.bytes) / c_.vector_bytes_per_repeat));
     const double per_repeat = vc.per_repeat * (e.bank_conflict ? c_.bank_conflict_factor : 1);
     k.fixed = vc.head + per_repeat * reps + vc.tail;
     k.interval = std::max(c_.issue_cycles, per_repeat * reps);

@@ -17,7 +17,7 @@ struct Cost {
   double rate = 0;      // bytes per cycle of this core on the path
   double interval = 1;  // overlapping pipes: next start >= this start + interval
   bool gm = false;
-  bool write = false;   // GM write
+  bool write = false;  // GM write
 };
 
 /// Costs of one target's instructions.

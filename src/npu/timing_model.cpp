@@ -50,12 +50,15 @@ namespace {
 constexpr int kP = kNumPipes;
 constexpr double kInf = 1e300;
 
-bool overlapping(Pipe p) { return p == Pipe::V || p == Pipe::MTE2 || p == Pipe::MTE3; }
+bool overlapping(Pipe p) {
+  return p == Pipe::V || p == Pipe::MTE2 || p == Pipe::MTE3;
+}
 
 std::string short_loc(const SourceLoc& l) {
   if (!l.known()) return "";
   auto slash = l.file.find_last_of('/');
-  return fmt::format("{}:{}", slash == std::string::npos ? l.file : l.file.substr(slash + 1), l.line);
+  return fmt::format("{}:{}", slash == std::string::npos ? l.file : l.file.substr(slash + 1),
+                     l.line);
 }
 
 class Model {
@@ -75,9 +78,9 @@ class Model {
   };
   struct PipeState {
     std::deque<Item> q;
-    double next_free = 0;  // earliest start of the next instruction (issue interval / end)
-    double max_end = 0;    // latest end of the instructions executed so far
-    double floor = 0;      // waits and barriers: later instructions start no earlier
+    double next_free = 0;   // earliest start of the next instruction (issue interval / end)
+    double max_end = 0;     // latest end of the instructions executed so far
+    double floor = 0;       // waits and barriers: later instructions start no earlier
     bool inflight = false;  // a GM flow whose end is not known yet
     // The pipe's instruction queue holds queue_depth instructions issued and not yet ended:
     // the ends known so far (min-heap), and how many have no known end (queued, or in flight).
@@ -89,9 +92,9 @@ class Model {
     bool started = false, done = false;
     size_t next = 0;
     double scalar = 0, start = 0, end = 0;
-    double alu = 0;                // scalar ALU cycles spent (part of the S pipe's busy time)
-    size_t charged = SIZE_MAX;     // the event whose scalar operations were charged
-    int queue_full = -1;           // the pipe whose full queue stalls the scalar unit
+    double alu = 0;             // scalar ALU cycles spent (part of the S pipe's busy time)
+    size_t charged = SIZE_MAX;  // the event whose scalar operations were charged
+    int queue_full = -1;        // the pipe whose full queue stalls the scalar unit
     std::array<PipeState, kP> pipes;
     std::map<int, std::deque<double>> flags;  // (src, dst, id) -> fire times not yet consumed
     std::array<int, 64> cross_consumed{};
@@ -177,8 +180,10 @@ std::vector<int> Model::cross_dests(int c, int mode) const {
   int b = c / 3, s = c % 3;
   std::vector<int> d;
   if (mode == 2) {
-    if (s == 0) d = {b * 3 + 1, b * 3 + 2};
-    else d = {b * 3};
+    if (s == 0)
+      d = {b * 3 + 1, b * 3 + 2};
+    else
+      d = {b * 3};
   } else if (mode == 1) {  // both AIVs count each AIV's set: a wait needs the sets of both
     if (s != 0) d = {b * 3 + 1, b * 3 + 2};
   } else {
@@ -195,8 +200,10 @@ double Model::miss_fraction(const TraceEvent& e, bool write) {
     if (a.mem.scope != MemScope::GM) continue;
     double by = static_cast<double>(a.len * a.count);
     total += by;
-    if (touched_.insert({a.start, a.len, a.pitch, a.count}).second) footprint_ += by;
-    else if (!a.write) hit += by;
+    if (touched_.insert({a.start, a.len, a.pitch, a.count}).second)
+      footprint_ += by;
+    else if (!a.write)
+      hit += by;
   }
   if (write || total == 0) return 1.0;
   double h = hit / total;
@@ -256,7 +263,9 @@ bool Model::run_pipe(int c, int p) {
     Item it = ps.q.front();
     const TraceEvent& e = cs.ct->events[it.ev];
     switch (e.kind) {
-      case EventKind::Op: start_op(c, p, it); break;
+      case EventKind::Op:
+        start_op(c, p, it);
+        break;
       case EventKind::SetFlag: {
         int key = (static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id;
         // The floor too: a wait (or barrier) earlier in this pipe's queue holds the set back
@@ -272,7 +281,9 @@ bool Model::run_pipe(int c, int p) {
         f.pop_front();
         break;
       }
-      case EventKind::Barrier: ps.floor = std::max({ps.floor, ps.max_end, it.issue}); break;
+      case EventKind::Barrier:
+        ps.floor = std::max({ps.floor, ps.max_end, it.issue});
+        break;
       case EventKind::SetCross: {
         double fire = std::max({it.issue, ps.max_end, ps.floor}) + c_.cross_flag_latency_cycles;
         for (int d : cross_dests(c, e.mode)) {
@@ -281,7 +292,8 @@ bool Model::run_pipe(int c, int p) {
         }
         break;
       }
-      default: TL_ASSERT(false, "event kind {} queued on a pipe", static_cast<int>(e.kind));
+      default:
+        TL_ASSERT(false, "event kind {} queued on a pipe", static_cast<int>(e.kind));
     }
     ps.q.pop_front();
     progressed = true;
@@ -358,7 +370,8 @@ bool Model::run_scalar(int c) {
       case EventKind::SetFlag:
         if (e.pipe == Pipe::S) {
           cs.scalar += c_.issue_cycles;
-          cs.flags[(static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id].push_back(cs.scalar);
+          cs.flags[(static_cast<int>(e.pipe) * kP + static_cast<int>(e.dst)) * 64 + e.id].push_back(
+              cs.scalar);
         } else {
           queue(e.pipe);
         }
@@ -423,7 +436,8 @@ bool Model::run_scalar(int c) {
           cs.sync_arrived = true;
           sync_waiting_.push_back(c);
           if (static_cast<int>(arr.size()) == sync_participants_) {
-            sync_release_[cs.sync_k] = *std::max_element(arr.begin(), arr.end()) + c_.sync_all_latency_cycles;
+            sync_release_[cs.sync_k] =
+                *std::max_element(arr.begin(), arr.end()) + c_.sync_all_latency_cycles;
             for (int w : sync_waiting_) mark(w);
             sync_waiting_.clear();
           }
@@ -532,7 +546,8 @@ void Model::fluid_step() {
     }
   }
   // Keep the active list in a canonical order (determinism of the float sums).
-  std::sort(active_.begin(), active_.end(), [](const Flow& a, const Flow& b) { return a.seq < b.seq; });
+  std::sort(active_.begin(), active_.end(),
+            [](const Flow& a, const Flow& b) { return a.seq < b.seq; });
   std::sort(done.begin(), done.end(), [](const Flow& a, const Flow& b) { return a.seq < b.seq; });
   for (const auto& f : done) {
     PipeState& ps = cores_[f.core].pipes[f.pipe];
@@ -562,7 +577,8 @@ Profile Model::run(const TimingOptions& opt) {
     bool syncs = false;
     for (const auto& e : tr_.cores[c].events) {
       if (e.kind == EventKind::SetCross)
-        for (int d : cross_dests(static_cast<int>(c), e.mode)) sources_[{d, e.id}].insert(static_cast<int>(c));
+        for (int d : cross_dests(static_cast<int>(c), e.mode))
+          sources_[{d, e.id}].insert(static_cast<int>(c));
       if (e.kind == EventKind::SyncAll) syncs = true;
     }
     sync_participants_ += syncs;
@@ -590,7 +606,8 @@ Profile Model::run(const TimingOptions& opt) {
     if (pending_.empty() && active_.empty()) break;
     fluid_step();
     if (opt.progress_percent > 0 && total_events > 0) {
-      int pct = static_cast<int>(100.0 * static_cast<double>(prof_.instrs.size()) / static_cast<double>(total_events));
+      int pct = static_cast<int>(100.0 * static_cast<double>(prof_.instrs.size()) /
+                                 static_cast<double>(total_events));
       if (pct >= next_report) {
         fmt::print(stderr, "timing: {}% of the instructions started ({:.1f} us simulated)\n", pct,
                    now_ / (tg_.clock_ghz * 1e3));
@@ -606,19 +623,23 @@ Profile Model::run(const TimingOptions& opt) {
       const auto& evs = cs.ct->events;
       if (cs.next < evs.size()) {
         const auto& e = evs[cs.next];
-        what = cs.queue_full >= 0
-                   ? fmt::format("scalar unit blocked at {} at {}: the {} queue is full ({} instructions)", e.name,
-                                 e.loc.str(), pipe_name(static_cast<Pipe>(cs.queue_full)), c_.pipe_queue_depth)
-                   : fmt::format("scalar unit blocked at {} (id {}) at {}", e.name, e.id, e.loc.str());
+        what =
+            cs.queue_full >= 0
+                ? fmt::format(
+                      "scalar unit blocked at {} at {}: the {} queue is full ({} instructions)",
+                      e.name, e.loc.str(), pipe_name(static_cast<Pipe>(cs.queue_full)),
+                      c_.pipe_queue_depth)
+                : fmt::format("scalar unit blocked at {} (id {}) at {}", e.name, e.id, e.loc.str());
       }
       for (int p = 0; p < kP && what.empty(); ++p)
         if (!cs.pipes[p].q.empty()) {
           const auto& e = evs[cs.pipes[p].q.front().ev];
-          what = fmt::format("pipe {} blocked at {} (id {}) at {}", pipe_name(static_cast<Pipe>(p)), e.name, e.id,
-                             e.loc.str());
+          what = fmt::format("pipe {} blocked at {} (id {}) at {}", pipe_name(static_cast<Pipe>(p)),
+                             e.name, e.id, e.loc.str());
         }
     }
-    throw Error(fmt::format("timing model of {}: deadlock, {} {}", tr_.kernel, tr_.cores[c].name(), what));
+    throw Error(
+        fmt::format("timing model of {}: deadlock, {} {}", tr_.kernel, tr_.cores[c].name(), what));
   }
   // Per-core summaries and busy time (union of instruction spans per pipe).
   prof_.cores.resize(n);
@@ -629,7 +650,8 @@ Profile Model::run(const TimingOptions& opt) {
     cp.slot = static_cast<int>(c % 3);
     cp.block = static_cast<int64_t>(c / 3);
     cp.phys = tr_.cores[c].phys;
-    cp.name = cp.slot == 0 ? fmt::format("block {} AIC", cp.block) : fmt::format("block {} AIV{}", cp.block, cp.slot - 1);
+    cp.name = cp.slot == 0 ? fmt::format("block {} AIC", cp.block)
+                           : fmt::format("block {} AIV{}", cp.block, cp.slot - 1);
     cp.start = cores_[c].start;
     cp.end = cores_[c].end;
     cp.instructions = static_cast<int64_t>(tr_.cores[c].events.size());
@@ -650,8 +672,10 @@ Profile Model::run(const TimingOptions& opt) {
   }
   for (size_t c = 0; c < n; ++c) {
     for (int p = 0; p < kP; ++p)
-      if (cur[c][p].second > cur[c][p].first) prof_.cores[c].busy[p] += cur[c][p].second - cur[c][p].first;
-    prof_.cores[c].busy[static_cast<int>(Pipe::S)] += cores_[c].alu;  // the scalar unit's arithmetic
+      if (cur[c][p].second > cur[c][p].first)
+        prof_.cores[c].busy[p] += cur[c][p].second - cur[c][p].first;
+    prof_.cores[c].busy[static_cast<int>(Pipe::S)] +=
+        cores_[c].alu;  // the scalar unit's arithmetic
   }
   prof_.total_us = prof_.us(prof_.total_cycles);
   prof_.launch_overhead_us = c_.launch_overhead_us;

@@ -58,12 +58,15 @@ bool overlaps(const Access& a, const Access& b) {
 }
 
 std::string CoreTrace::name() const {
-  return kind == CoreKind::Cube ? fmt::format("block {} AIC", block) : fmt::format("block {} AIV{}", block, vid);
+  return kind == CoreKind::Cube ? fmt::format("block {} AIC", block)
+                                : fmt::format("block {} AIV{}", block, vid);
 }
 
 namespace {
 
-int slot_of(const Core& c) { return c.kind == CoreKind::Cube ? 0 : 1 + c.vid; }
+int slot_of(const Core& c) {
+  return c.kind == CoreKind::Cube ? 0 : 1 + c.vid;
+}
 
 MemoryId memory_of(const Core& c, MemScope s) {
   if (s == MemScope::GM) return {};
@@ -91,15 +94,17 @@ std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write, Cor
   size_t n = t.extent.size();
   if (t.numel() == 0) return out;
   if (t.scope == MemScope::GM && ct)
-    ct->gm.try_emplace(t.buffer->name, GmTensor{reinterpret_cast<uintptr_t>(t.base), es,
-                                               std::vector<int64_t>(t.shape.begin(), t.shape.end()),
-                                               std::vector<int64_t>(t.strides.begin(), t.strides.end())});
+    ct->gm.try_emplace(t.buffer->name,
+                       GmTensor{reinterpret_cast<uintptr_t>(t.base), es,
+                                std::vector<int64_t>(t.shape.begin(), t.shape.end()),
+                                std::vector<int64_t>(t.strides.begin(), t.strides.end())});
   if (t.scope == MemScope::GM || t.scope == MemScope::UB) {
     // Runs along the last dimension, one strided access per combination of the indices
     // above the second-to-last dimension.
-    uint64_t base = t.scope == MemScope::GM
-                        ? reinterpret_cast<uintptr_t>(t.base)
-                        : static_cast<uint64_t>(t.base - c.mem[static_cast<size_t>(MemScope::UB)].data());
+    uint64_t base =
+        t.scope == MemScope::GM
+            ? reinterpret_cast<uintptr_t>(t.base)
+            : static_cast<uint64_t>(t.base - c.mem[static_cast<size_t>(MemScope::UB)].data());
     int64_t lead = 1;
     for (size_t d = 0; d + 2 < n; ++d) lead *= t.extent[d];
     std::vector<int64_t> idx(t.start);
@@ -114,7 +119,8 @@ std::vector<Access> accesses_of(const Core& c, const TileRef& t, bool write, Cor
       Access a;
       a.mem = memory_of(c, t.scope);
       a.start = base + off * es;
-      a.len = t.strides[n - 1] == 1 ? t.extent[n - 1] * es : ((t.extent[n - 1] - 1) * t.strides[n - 1] + 1) * es;
+      a.len = t.strides[n - 1] == 1 ? t.extent[n - 1] * es
+                                    : ((t.extent[n - 1] - 1) * t.strides[n - 1] + 1) * es;
       a.count = n >= 2 ? t.extent[n - 2] : 1;
       a.pitch = n >= 2 ? t.strides[n - 2] * es : 0;
       a.write = write;
@@ -199,23 +205,27 @@ void set_cost_flags(TraceEvent& ev, const Core& core, const CoreTrace& ct,
   std::vector<uint64_t> sources;  // the first UB byte of each distinct source operand
   const uint8_t* ub = core.mem[static_cast<size_t>(MemScope::UB)].data();
   for (const auto& t : spec.touches) {
-    if (t.operand < 0 || t.access != tl::Access::Read || static_cast<size_t>(t.operand) >= refs.size()) continue;
+    if (t.operand < 0 || t.access != tl::Access::Read ||
+        static_cast<size_t>(t.operand) >= refs.size())
+      continue;
     const auto& r = refs[t.operand];
     if (!r || r->scope != MemScope::UB || r->numel() == 0) continue;
     const auto start = static_cast<uint64_t>(r->at_flat(0) - ub);
     if (std::find(sources.begin(), sources.end(), start) == sources.end()) sources.push_back(start);
   }
-  const auto block = static_cast<uint64_t>(c.ub_bank_bytes), groups = static_cast<uint64_t>(c.ub_bank_groups);
+  const auto block = static_cast<uint64_t>(c.ub_bank_bytes),
+             groups = static_cast<uint64_t>(c.ub_bank_groups);
   for (size_t i = 0; i < sources.size(); ++i)
     for (size_t j = i + 1; j < sources.size(); ++j) {
-      const uint64_t d = (sources[j] / block % groups + groups - sources[i] / block % groups) % groups;
+      const uint64_t d =
+          (sources[j] / block % groups + groups - sources[i] / block % groups) % groups;
       if (d != groups / 2) ev.bank_conflict = true;
     }
 }
 
 /// The cost-model inputs of one instruction, from its cost class and the op's operands.
-void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std::optional<TileRef>>& refs,
-                     const InstrSpec& spec) {
+void set_cost_inputs(TraceEvent& ev, const TileOpNode& n,
+                     const std::vector<std::optional<TileRef>>& refs, const InstrSpec& spec) {
   const TileRef* first = nullptr;
   for (const auto& r : refs)
     if (r) {
@@ -229,10 +239,13 @@ void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std:
       const TileRef *src = nullptr, *dst = nullptr;
       for (const auto& t : spec.touches) {
         if (t.operand < 0 || !refs[t.operand]) continue;
-        if (t.access == tl::Access::Read) src = &*refs[t.operand];
-        else dst = &*refs[t.operand];
+        if (t.access == tl::Access::Read)
+          src = &*refs[t.operand];
+        else
+          dst = &*refs[t.operand];
       }
-      TL_ASSERT(src && dst, "T.{}: a copy instruction without a source and a destination", n.op->name);
+      TL_ASSERT(src && dst, "T.{}: a copy instruction without a source and a destination",
+                n.op->name);
       ev.src_scope = src->scope;
       ev.dst_scope = dst->scope;
       ev.dtype = src->dtype;
@@ -246,7 +259,8 @@ void set_cost_inputs(TraceEvent& ev, const TileOpNode& n, const std::vector<std:
         if (a.write) ev.bytes += static_cast<int64_t>(a.len * a.count);
       return;
     case CostClass::Mmad: {
-      TL_ASSERT(refs.size() >= 2 && refs[0] && refs[1], "T.{}: a cube instruction without A and B", n.op->name);
+      TL_ASSERT(refs.size() >= 2 && refs[0] && refs[1], "T.{}: a cube instruction without A and B",
+                n.op->name);
       const auto* ta = n.attr("transpose_A");
       const auto* tb = n.attr("transpose_B");
       bool trans_a = ta && std::get<bool>(*ta), trans_b = tb && std::get<bool>(*tb);
@@ -273,17 +287,20 @@ int64_t scalar_ops_of(const Expr& e) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
     case ExprKind::StringImm:
-    case ExprKind::Var: return 0;
+    case ExprKind::Var:
+      return 0;
     case ExprKind::Binary: {
       auto* b = static_cast<const BinaryNode*>(e.get());
       return 1 + scalar_ops_of(b->a) + scalar_ops_of(b->b);
     }
-    case ExprKind::Not: return 1 + scalar_ops_of(static_cast<const NotNode*>(e.get())->a);
+    case ExprKind::Not:
+      return 1 + scalar_ops_of(static_cast<const NotNode*>(e.get())->a);
     case ExprKind::Select: {
       auto* n = static_cast<const SelectNode*>(e.get());
       return 1 + scalar_ops_of(n->cond) + scalar_ops_of(n->t) + scalar_ops_of(n->f);
     }
-    case ExprKind::Cast: return 1 + scalar_ops_of(static_cast<const CastNode*>(e.get())->value);
+    case ExprKind::Cast:
+      return 1 + scalar_ops_of(static_cast<const CastNode*>(e.get())->value);
     case ExprKind::Load: {
       int64_t n = 0;  // the load itself is a scalar-pipe event (record_scalar)
       for (const auto& i : static_cast<const LoadNode*>(e.get())->indices) n += scalar_ops_of(i);
@@ -328,7 +345,8 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
       continue;
     }
     ct.pending_scalar_ops += 1;
-    for (const auto& r : a.region.ranges) ct.pending_scalar_ops += scalar_ops_of(r.min) + scalar_ops_of(r.extent);
+    for (const auto& r : a.region.ranges)
+      ct.pending_scalar_ops += scalar_ops_of(r.min) + scalar_ops_of(r.extent);
   }
   for (const InstrSpec& spec : op.expansion) {
     TraceEvent ev;
@@ -349,8 +367,11 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
         auto bytes = static_cast<uint64_t>(t.bytes(n, extents));
         bool write = t.access != tl::Access::Read;
         if (t.access != tl::Access::Write)
-          ev.accesses.push_back({memory_of(c, t.scratch), 0, bytes, 0, 1, false, std::string(scope_name(t.scratch))});
-        if (write) ev.accesses.push_back({memory_of(c, t.scratch), 0, bytes, 0, 1, true, std::string(scope_name(t.scratch))});
+          ev.accesses.push_back(
+              {memory_of(c, t.scratch), 0, bytes, 0, 1, false, std::string(scope_name(t.scratch))});
+        if (write)
+          ev.accesses.push_back(
+              {memory_of(c, t.scratch), 0, bytes, 0, 1, true, std::string(scope_name(t.scratch))});
         continue;
       }
       auto [lo, hi] = args_of(t.operand);
@@ -404,13 +425,29 @@ void record_sync(Core& c, CoreTrace& ct, const SyncNode& s) {
   ev.origin = s.origin;
   if (s.event_id.defined()) ev.id = static_cast<int>(c.eval_int(s.event_id));
   switch (s.sync_kind) {
-    case SyncKind::SetFlag: ev.kind = EventKind::SetFlag; break;
-    case SyncKind::WaitFlag: ev.kind = EventKind::WaitFlag; break;
-    case SyncKind::PipeBarrier: ev.kind = EventKind::Barrier; break;
-    case SyncKind::BarrierAll: ev.kind = EventKind::Barrier; ev.pipe = Pipe::ALL; break;
-    case SyncKind::SetCrossFlag: ev.kind = EventKind::SetCross; break;
-    case SyncKind::WaitCrossFlag: ev.kind = EventKind::WaitCross; break;
-    case SyncKind::SyncAll: ev.kind = EventKind::SyncAll; ev.pipe = Pipe::ALL; break;
+    case SyncKind::SetFlag:
+      ev.kind = EventKind::SetFlag;
+      break;
+    case SyncKind::WaitFlag:
+      ev.kind = EventKind::WaitFlag;
+      break;
+    case SyncKind::PipeBarrier:
+      ev.kind = EventKind::Barrier;
+      break;
+    case SyncKind::BarrierAll:
+      ev.kind = EventKind::Barrier;
+      ev.pipe = Pipe::ALL;
+      break;
+    case SyncKind::SetCrossFlag:
+      ev.kind = EventKind::SetCross;
+      break;
+    case SyncKind::WaitCrossFlag:
+      ev.kind = EventKind::WaitCross;
+      break;
+    case SyncKind::SyncAll:
+      ev.kind = EventKind::SyncAll;
+      ev.pipe = Pipe::ALL;
+      break;
   }
   push_event(ct, std::move(ev));
 }

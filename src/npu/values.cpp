@@ -7,7 +7,9 @@
 
 namespace tl::npu {
 
-double load_value(DType t, const uint8_t* p) { return to_double(t, p); }
+double load_value(DType t, const uint8_t* p) {
+  return to_double(t, p);
+}
 
 void store_value(DType t, uint8_t* p, double v) {
   if (is_int(t) && std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.2e18) {

@@ -16,8 +16,12 @@ double load_value(DType t, const uint8_t* p);
 void store_value(DType t, uint8_t* p, double v);
 /// `v` as it would be after storing into a `t` element and reading it back. The one rule of
 /// the IR (tl/arith.h), shared with the compiler's constant folding.
-inline double round_value(DType t, double v) { return arith::round_float(t, v); }
+inline double round_value(DType t, double v) {
+  return arith::round_float(t, v);
+}
 /// Wraps an integer to the width and signedness of integer dtype `t` (arith::wrap).
-inline int64_t wrap_int(DType t, int64_t v) { return arith::wrap(t, v); }
+inline int64_t wrap_int(DType t, int64_t v) {
+  return arith::wrap(t, v);
+}
 
 }  // namespace tl::npu

@@ -6,9 +6,13 @@
 
 namespace tl {
 
-bool pipe_in_order(Pipe p) { return p == Pipe::S || p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX; }
+bool pipe_in_order(Pipe p) {
+  return p == Pipe::S || p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
+}
 
-bool pipe_orders_later_issue(Pipe p) { return p == Pipe::S; }
+bool pipe_orders_later_issue(Pipe p) {
+  return p == Pipe::S;
+}
 
 Ordering ordering_needed(Pipe first, Pipe second) {
   if (pipe_orders_later_issue(first)) return Ordering::Nothing;
@@ -16,7 +20,9 @@ Ordering ordering_needed(Pipe first, Pipe second) {
   return Ordering::Flag;
 }
 
-bool mmad_needs_m_barrier(int64_t m, int64_t n) { return ((m + 15) / 16) * ((n + 15) / 16) < 10; }
+bool mmad_needs_m_barrier(int64_t m, int64_t n) {
+  return ((m + 15) / 16) * ((n + 15) / 16) < 10;
+}
 
 Pipe instr_pipe(const TileOpNode& n, const InstrSpec& spec, const Target& target) {
   return spec.pipe ? *spec.pipe : n.op->pipe(n, target);

@@ -308,7 +308,8 @@ class Unroller {
         break;
     }
     if (r && r->overflow) return std::nullopt;
-    if (r && r->constant() && is_int(b->dtype)) r->c = arith::wrap(b->dtype, r->c);  // the dtype's wrap
+    if (r && r->constant() && is_int(b->dtype))
+      r->c = arith::wrap(b->dtype, r->c);  // the dtype's wrap
     return r;
   }
 
@@ -741,7 +742,8 @@ bool replay(const Streams& streams, const std::vector<Channel>& channels, const 
   return Replayer(streams, channels, q).run();
 }
 
-Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks, size_t budget)
+Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks,
+               size_t budget)
     : k_(k), t_(t), max_blocks_(max_blocks), budget_(budget) {
   std::tie(clean_, per_replay_) = run(bodies);
   // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
@@ -758,14 +760,16 @@ bool Prover::holds(const Stmt bodies[2]) {
 }
 
 std::pair<bool, size_t> Prover::run(const Stmt bodies[2]) {
-  std::vector<Streams> blocks = unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
+  std::vector<Streams> blocks =
+      unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
   Query q;
   q.accesses = q.balanced = true;
   size_t events = 0;
   for (const Streams& b : blocks)
     for (const auto& stream : b) events += stream.size();
-  const bool ok = !blocks.empty() && std::all_of(blocks.begin(), blocks.end(),
-                                                 [&](const Streams& b) { return replay(b, {}, q); });
+  const bool ok =
+      !blocks.empty() &&
+      std::all_of(blocks.begin(), blocks.end(), [&](const Streams& b) { return replay(b, {}, q); });
   return {ok, events};
 }
 

@@ -98,7 +98,8 @@ bool replay(const Streams& streams, const std::vector<Channel>& channels, const 
 /// Deterministic: a budget of replayed events (a count, not a clock) bounds the questions.
 class Prover {
  public:
-  Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks, size_t budget);
+  Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks,
+         size_t budget);
   /// Whether the bodies as they are replay clean; nothing can be proven otherwise.
   bool clean() const { return clean_; }
   /// Whether `bodies` (the Cube and Vector scope bodies) replay clean; false past the budget.

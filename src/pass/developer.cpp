@@ -23,7 +23,8 @@ bool is_developer(const PrimFunc& f) {
 }
 
 std::string describe(const Buffer& b) {
-  return b->loc.known() ? fmt::format("'{}' ({})", b->name, b->loc.str()) : fmt::format("'{}'", b->name);
+  return b->loc.known() ? fmt::format("'{}' ({})", b->name, b->loc.str())
+                        : fmt::format("'{}'", b->name);
 }
 
 std::string describe(const Stmt& s) {
@@ -70,7 +71,8 @@ Stmt rebuild_blocks(const Stmt& body, const std::function<std::optional<Stmt>(co
 }  // namespace
 
 Stmt without(const Stmt& body, const std::function<bool(const Stmt&)>& drop) {
-  return rebuild_blocks(body, [&](const Stmt& s) { return drop(s) ? std::optional<Stmt>(Stmt()) : std::nullopt; });
+  return rebuild_blocks(
+      body, [&](const Stmt& s) { return drop(s) ? std::optional<Stmt>(Stmt()) : std::nullopt; });
 }
 
 Stmt replaced(const Stmt& body, const std::map<const StmtNode*, Stmt>& to) {
@@ -94,29 +96,29 @@ std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]) {
   std::vector<FlagKey> authors;
   std::vector<FlagSite::Step> path;
   for (int scope = 0; scope < 2; ++scope) {
-    std::function<void(const Stmt&, const SeqNode*, size_t)> walk = [&](const Stmt& s, const SeqNode* block,
-                                                                         size_t at) {
-      if (!s.defined()) return;
-      if (auto* q = s.as<SeqNode>()) {
-        for (size_t i = 0; i < q->stmts.size(); ++i) walk(q->stmts[i], q, i);
-      } else if (auto* f = s.as<ForNode>()) {
-        path.push_back({block, at, f});
-        walk(f->body, nullptr, 0);
-        path.pop_back();
-      } else if (auto* b = s.as<IfNode>()) {
-        path.push_back({block, at, b});
-        walk(b->then_case, nullptr, 0);
-        walk(b->else_case, nullptr, 0);
-        path.pop_back();
-      } else if (auto* y = s.as<SyncNode>()) {
-        if (y->sync_kind != SyncKind::SetFlag && y->sync_kind != SyncKind::WaitFlag) return;
-        auto* id = y->event_id.as<IntImmNode>();
-        if (!id) return;
-        FlagKey key{scope, y->src, y->dst, id->value};
-        out[key].push_back(FlagSite{block, at, s, path});
-        if (y->origin != SyncOrigin::Auto) authors.push_back(key);
-      }
-    };
+    std::function<void(const Stmt&, const SeqNode*, size_t)> walk =
+        [&](const Stmt& s, const SeqNode* block, size_t at) {
+          if (!s.defined()) return;
+          if (auto* q = s.as<SeqNode>()) {
+            for (size_t i = 0; i < q->stmts.size(); ++i) walk(q->stmts[i], q, i);
+          } else if (auto* f = s.as<ForNode>()) {
+            path.push_back({block, at, f});
+            walk(f->body, nullptr, 0);
+            path.pop_back();
+          } else if (auto* b = s.as<IfNode>()) {
+            path.push_back({block, at, b});
+            walk(b->then_case, nullptr, 0);
+            walk(b->else_case, nullptr, 0);
+            path.pop_back();
+          } else if (auto* y = s.as<SyncNode>()) {
+            if (y->sync_kind != SyncKind::SetFlag && y->sync_kind != SyncKind::WaitFlag) return;
+            auto* id = y->event_id.as<IntImmNode>();
+            if (!id) return;
+            FlagKey key{scope, y->src, y->dst, id->value};
+            out[key].push_back(FlagSite{block, at, s, path});
+            if (y->origin != SyncOrigin::Auto) authors.push_back(key);
+          }
+        };
     walk(bodies[scope], nullptr, 0);
   }
   for (const FlagKey& k : authors) out.erase(k);
@@ -126,7 +128,8 @@ std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]) {
 std::array<Stmt, 2> scope_bodies(const KernelNode& k) {
   std::array<Stmt, 2> out;
   for (const Stmt& s : stmts_of(k.body))
-    if (auto* sc = s.as<ScopeNode>()) out[sc->core == CoreKind::Cube ? 0 : 1] = with_distinct_syncs(sc->body);
+    if (auto* sc = s.as<ScopeNode>())
+      out[sc->core == CoreKind::Cube ? 0 : 1] = with_distinct_syncs(sc->body);
   return out;
 }
 
@@ -136,7 +139,8 @@ PrimFunc with_scope_bodies(const PrimFunc& f, const std::array<Stmt, 2>& bodies)
   });
 }
 
-PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn) {
+PrimFunc map_scopes(const PrimFunc& f,
+                    const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn) {
   const KernelNode* k = find_kernel(f);
   if (!k) return f;
   std::vector<Stmt> body;
@@ -152,7 +156,8 @@ PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&
 
 ViewBases::ViewBases(const Stmt& body) {
   pre_order_visit(body, [&](const Stmt& s) {
-    if (auto* a = s.as<AllocateNode>(); a && a->is_view()) base_[a->buffer.get()] = base(a->view_of.get());
+    if (auto* a = s.as<AllocateNode>(); a && a->is_view())
+      base_[a->buffer.get()] = base(a->view_of.get());
   });
 }
 
@@ -181,14 +186,18 @@ const IfNode* aiv0_branch(const ScopeNode& scope, const KernelNode& kernel) {
 bool once_per_block(const Stmt& s) {
   bool once = false, other = false;
   pre_order_visit(s, [&](const Stmt& x) {
-    if (auto* st = x.as<StoreNode>()) (st->buffer->scope == MemScope::GM ? once : other) = true;
-    else if (auto* op = x.as<TileOpNode>()) (op->op->unit == OpUnit::Debug ? once : other) = true;
-    else if (x.kind() == StmtKind::Sync || x.kind() == StmtKind::Allocate) other = true;
+    if (auto* st = x.as<StoreNode>())
+      (st->buffer->scope == MemScope::GM ? once : other) = true;
+    else if (auto* op = x.as<TileOpNode>())
+      (op->op->unit == OpUnit::Debug ? once : other) = true;
+    else if (x.kind() == StmtKind::Sync || x.kind() == StmtKind::Allocate)
+      other = true;
   });
   return once && !other;
 }
 
-void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg) {
+void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc,
+            const std::string& msg) {
   if (sink) return sink(loc, msg);
   fmt::print(stderr, "{}: remark: {}: {}\n", loc.str(), pass, msg);
 }
@@ -196,8 +205,8 @@ void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc,
 PrimFunc with_kernel_body(const PrimFunc& f, std::vector<Stmt> body) {
   const KernelNode* k = find_kernel(f);
   TL_ASSERT(k, "with_kernel_body: {} has no T::Kernel", f->name);
-  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid, SeqNode::make(std::move(body), k->loc), k->loc,
-                                 k->threads);
+  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, k->vid,
+                                 SeqNode::make(std::move(body), k->loc), k->loc, k->threads);
   std::vector<Stmt> out;
   if (auto* q = f->body.as<SeqNode>()) {
     for (const Stmt& s : q->stmts) out.push_back(s.as<KernelNode>() ? kernel : s);
@@ -243,9 +252,11 @@ std::vector<Touch> touches_of(const Stmt& s, const Target& t) {
             const OperandSpec& spec = specs[std::min(i, specs.size() - 1)];
             Access access = spec.access;
             if (op->op == &ops::mma() && spec.name == "C")
-              if (const TileArg* init = op_operand(*op, "init"); init && init->is_scalar() && constant_true(init->scalar))
+              if (const TileArg* init = op_operand(*op, "init");
+                  init && init->is_scalar() && constant_true(init->scalar))
                 access = Access::Write;
-            out.push_back({op->args[i].region.buffer.get(), pipe, access != Access::Write, access != Access::Read});
+            out.push_back({op->args[i].region.buffer.get(), pipe, access != Access::Write,
+                           access != Access::Read});
           }
         } else if (auto* st = x.as<StoreNode>()) {
           out.push_back({st->buffer.get(), Pipe::S, false, true});

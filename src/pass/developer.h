@@ -82,15 +82,17 @@ bool touches_gm_elements(const Stmt& s);
 /// copies in before the loop, the loop on the tiles, copies back after it
 /// (src/pass/gm_element_loops.cpp). nullopt when the scalar loop is cheaper by the cost table
 /// (`why` empty) or when the loop cannot be staged (`why` says why).
-std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std::unordered_set<std::string>& taken,
-                                          std::string& why);
+std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t,
+                                          std::unordered_set<std::string>& taken, std::string& why);
 /// Sends a remark of `pass` to `sink`, or to stderr: a fallback is never silent.
-void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc, const std::string& msg);
+void remark(const RemarkSink& sink, std::string_view pass, const SourceLoc& loc,
+            const std::string& msg);
 /// `f` with its T::Kernel's body replaced by `body` (the kernel's other fields kept).
 PrimFunc with_kernel_body(const PrimFunc& f, std::vector<Stmt> body);
 /// `f` with each T::Scope of its kernel (a statement of the kernel's body) replaced by
 /// `fn(scope, statement)`; `f` itself when no scope changed.
-PrimFunc map_scopes(const PrimFunc& f, const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn);
+PrimFunc map_scopes(const PrimFunc& f,
+                    const std::function<Stmt(const ScopeNode&, const Stmt&)>& fn);
 
 /// The buffer each view declared in a body views (a view of a view: the first buffer), so that
 /// passes comparing buffers before plan_memory see a view's accesses as its base's.

@@ -9,12 +9,13 @@
 // The pass proves it per channel, on the kernel as it will run, rather than by a pattern: it
 // unrolls one block's three cores (the AIC, AIV 0, AIV 1) into their instruction streams and
 // replays them (block_replay.h) with the hazard checker's rules (tl/sync_rules.h;
-// src/npu/hazard.cpp): a vector clock per pipe of what that pipe knows is complete, set_flag carrying what its pipe knew once
-// its earlier instructions are done, wait_flag and wait_cross_flag joining it in, mode-2 cross
-// flags pairing the AIC's k-th set with each AIV's k-th wait and both AIVs' k-th sets with the
-// AIC's k-th wait. With one channel's credit left out, every overwrite of a slot (the n-th push)
-// must still start knowing that every consumer finished the read of the n - slots-th tile, and
-// the replay must not deadlock; then its credit syncs go, pre-sets and drains included.
+// src/npu/hazard.cpp): a vector clock per pipe of what that pipe knows is complete, set_flag
+// carrying what its pipe knew once its earlier instructions are done, wait_flag and wait_cross_flag
+// joining it in, mode-2 cross flags pairing the AIC's k-th set with each AIV's k-th wait and both
+// AIVs' k-th sets with the AIC's k-th wait. With one channel's credit left out, every overwrite of
+// a slot (the n-th push) must still start knowing that every consumer finished the read of the n -
+// slots-th tile, and the replay must not deadlock; then its credit syncs go, pre-sets and drains
+// included.
 //
 // Only where that replay is the whole truth: every loop trip count and every condition around a
 // sync or a channel copy must be a constant once vid is fixed (no cid, no dynamic size), and the
@@ -43,7 +44,8 @@ using replay::Channel;
 std::vector<Channel> channels_of(const KernelNode& k) {
   std::vector<Channel> out;
   for (const Stmt& s : dev::stmts_of(k.body))
-    if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::GM && a->buffer->ndim() >= 2) {
+    if (auto* a = s.as<AllocateNode>();
+        a && !a->is_view() && a->buffer->scope == MemScope::GM && a->buffer->ndim() >= 2) {
       auto slots = as_const_int(a->buffer->shape[1]);
       out.push_back({a->buffer.get(), slots ? static_cast<int>(*slots) : 0});
     }
@@ -84,7 +86,8 @@ std::vector<Channel> channels_of(const KernelNode& k) {
 Stmt without_cross_flag(const Stmt& s, int id) {
   return dev::without(s, [id](const Stmt& x) {
     auto* y = x.as<SyncNode>();
-    return y && (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag) &&
+    return y &&
+           (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag) &&
            as_const_int(y->event_id) == id;
   });
 }

@@ -35,7 +35,7 @@ struct Staged {
   Buffer gm, tile;
   std::vector<Expr> indices;  // the loop's index expressions (the same at every access)
   std::vector<Expr> start;    // per dimension: the GM region's start
-  std::vector<Expr> local;    // per dimension: the tile index (a loop variable minus its start, or 0)
+  std::vector<Expr> local;  // per dimension: the tile index (a loop variable minus its start, or 0)
   std::vector<int64_t> extent;
   bool read = false, written = false;
 };
@@ -48,9 +48,11 @@ int64_t product(const std::vector<int64_t>& v) {
 
 bool loads_gm_or_ub(const Expr& e) {
   bool any = false;
-  pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) {
-    if (auto* l = x.as<LoadNode>(); l && l->buffer->scope != MemScope::Var) any = true;
-  });
+  pre_order_visit(
+      LetNode::make(Var("_"), e), [](const Stmt&) {},
+      [&](const Expr& x) {
+        if (auto* l = x.as<LoadNode>(); l && l->buffer->scope != MemScope::Var) any = true;
+      });
   return any;
 }
 
@@ -60,9 +62,9 @@ std::optional<std::pair<int, Expr>> affine(const Expr& e, const std::vector<cons
   int found = -1;
   for (size_t d = 0; d < dims.size(); ++d) {
     bool uses = false;
-    pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) {
-      uses = uses || x.as<VarNode>() == dims[d]->var.node();
-    });
+    pre_order_visit(
+        LetNode::make(Var("_"), e), [](const Stmt&) {},
+        [&](const Expr& x) { uses = uses || x.as<VarNode>() == dims[d]->var.node(); });
     if (!uses) continue;
     if (found >= 0) return std::nullopt;
     found = static_cast<int>(d);
@@ -79,16 +81,21 @@ std::optional<std::pair<int, Expr>> affine(const Expr& e, const std::vector<cons
 /// or call; a load is an instruction of its own, and counts its index arithmetic).
 int64_t scalar_ops(const Expr& e) {
   int64_t n = 0;
-  pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) {
-    switch (x.kind()) {
-      case ExprKind::Binary:
-      case ExprKind::Not:
-      case ExprKind::Select:
-      case ExprKind::Cast:
-      case ExprKind::Call: ++n; break;
-      default: break;
-    }
-  });
+  pre_order_visit(
+      LetNode::make(Var("_"), e), [](const Stmt&) {},
+      [&](const Expr& x) {
+        switch (x.kind()) {
+          case ExprKind::Binary:
+          case ExprKind::Not:
+          case ExprKind::Select:
+          case ExprKind::Cast:
+          case ExprKind::Call:
+            ++n;
+            break;
+          default:
+            break;
+        }
+      });
   return n;
 }
 
@@ -116,8 +123,10 @@ double scalar_cycles(const Stmt& body, int64_t iterations, const CostTable& c) {
 double rate(const Target& t, const std::string& key) {
   const CostTable& c = t.costs;
   double r = 1;
-  if (auto it = c.copy_bytes_per_cycle.find(key); it != c.copy_bytes_per_cycle.end()) r = it->second;
-  if (auto it = c.copy_measured_bytes_per_s.find(key); it != c.copy_measured_bytes_per_s.end() && t.clock_ghz > 0)
+  if (auto it = c.copy_bytes_per_cycle.find(key); it != c.copy_bytes_per_cycle.end())
+    r = it->second;
+  if (auto it = c.copy_measured_bytes_per_s.find(key);
+      it != c.copy_measured_bytes_per_s.end() && t.clock_ghz > 0)
     r = std::min(r, it->second / (t.clock_ghz * 1e9));
   return r;
 }
@@ -132,7 +141,8 @@ double staged_cycles(const std::vector<Staged>& tiles, const Target& t) {
   for (const Staged& s : tiles) {
     const double bytes = static_cast<double>(product(s.extent) * dtype_bytes(s.gm->dtype));
     if (s.read) in = std::max(in, latency) + bytes / rate(t, "global->UB");
-    if (s.written) out = std::max(out, latency * c.gm_write_latency_fraction) + bytes / rate(t, "UB->global");
+    if (s.written)
+      out = std::max(out, latency * c.gm_write_latency_fraction) + bytes / rate(t, "UB->global");
   }
   return in + out;
 }
@@ -143,15 +153,17 @@ struct ToTiles : IRMutator {
   const std::map<const BufferNode*, Staged>& staged;
   const ForNode* widen;
   int64_t padded;
-  ToTiles(const std::map<const BufferNode*, Staged>& s, const ForNode* w, int64_t p) : staged(s), widen(w), padded(p) {}
+  ToTiles(const std::map<const BufferNode*, Staged>& s, const ForNode* w, int64_t p)
+      : staged(s), widen(w), padded(p) {}
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
     if (n != widen) return IRMutator::mutate_(n, self);
-    return ForNode::make(n->var, n->min, Expr(static_cast<int>(padded)), n->for_kind, n->num_stages, mutate(n->body),
-                         n->loc);
+    return ForNode::make(n->var, n->min, Expr(static_cast<int>(padded)), n->for_kind, n->num_stages,
+                         mutate(n->body), n->loc);
   }
   Expr mutate_(const LoadNode* n, const Expr& self) override {
     auto it = staged.find(n->buffer.get());
-    return it == staged.end() ? IRMutator::mutate_(n, self) : LoadNode::make(it->second.tile, it->second.local);
+    return it == staged.end() ? IRMutator::mutate_(n, self)
+                              : LoadNode::make(it->second.tile, it->second.local);
   }
   Stmt mutate_(const StoreNode* n, const Stmt& self) override {
     auto it = staged.find(n->buffer.get());
@@ -175,7 +187,8 @@ bool touches_gm_elements(const Stmt& s) {
   return any;
 }
 
-std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std::unordered_set<std::string>& taken,
+std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t,
+                                          std::unordered_set<std::string>& taken,
                                           std::string& why) {
   why.clear();
   std::vector<const ForNode*> dims;
@@ -218,11 +231,13 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
       [&](const Stmt& x) {
         if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM)
           access(st->buffer, st->indices, true);
-        else if (x.kind() != StmtKind::Store && x.kind() != StmtKind::Let && x.kind() != StmtKind::Seq && why.empty())
+        else if (x.kind() != StmtKind::Store && x.kind() != StmtKind::Let &&
+                 x.kind() != StmtKind::Seq && why.empty())
           why = "the loop body holds more than element stores and lets";
       },
       [&](const Expr& e) {
-        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope == MemScope::GM) access(l->buffer, l->indices, false);
+        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope == MemScope::GM)
+          access(l->buffer, l->indices, false);
       });
   if (!why.empty()) return std::nullopt;
   int64_t bytes = 0;
@@ -231,7 +246,8 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
     for (const Expr& i : s.indices) {
       auto a = affine(i, dims);
       if (!a) {
-        why = fmt::format("the index `{}` of '{}' is not a loop variable plus an offset", print(i), g->name);
+        why = fmt::format("the index `{}` of '{}' is not a loop variable plus an offset", print(i),
+                          g->name);
         return std::nullopt;
       }
       if (a->first < 0) {
@@ -256,13 +272,15 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
     std::string name = g->name + "_ub";
     for (int i = 1; taken.count(name); ++i) name = fmt::format("{}_ub{}", g->name, i);
     taken.insert(name);
-    s.tile = BufferNode::make(name, g->dtype, shape, MemScope::UB, {}, -1, nest->loc,
-                              fmt::format("UB staging of '{}' for the element loop at {}", g->name, nest->loc.str()));
+    s.tile = BufferNode::make(
+        name, g->dtype, shape, MemScope::UB, {}, -1, nest->loc,
+        fmt::format("UB staging of '{}' for the element loop at {}", g->name, nest->loc.str()));
   }
   // The rest of the kernel's tiles and the vectoriser's temporaries share UB with the staged
   // tiles: a loop whose tiles would take more than a quarter of it stays on the scalar unit.
   if (bytes > t.cap(MemScope::UB) / 4) {
-    why = fmt::format("its UB tiles would take {} bytes, over a quarter of UB ({} bytes)", bytes, t.cap(MemScope::UB));
+    why = fmt::format("its UB tiles would take {} bytes, over a quarter of UB ({} bytes)", bytes,
+                      t.cap(MemScope::UB));
     return std::nullopt;
   }
   std::vector<Staged> list;
@@ -279,7 +297,8 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
     const int64_t per_block = std::max<int64_t>(1, 32 / dtype_bytes(x.gm->dtype));
     ragged = ragged || (x.extent.back() * dtype_bytes(x.gm->dtype)) % 32 != 0;
     padded = std::max(padded, (extents.back() + per_block - 1) / per_block * per_block);
-    walks = walks && structural_equal(x.local.back(), simplify(Expr(dims.back()->var) - dims.back()->min));
+    walks = walks &&
+            structural_equal(x.local.back(), simplify(Expr(dims.back()->var) - dims.back()->min));
   }
   // A tile of the kernel's own may be read over the padded width too when its rows are that
   // long (legalize_copies pads them the same way); it is never written past the loop's extent.
@@ -287,13 +306,15 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
   pre_order_visit(
       body,
       [&](const Stmt& x) {
-        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope != MemScope::GM) widenable = false;
+        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope != MemScope::GM)
+          widenable = false;
       },
       [&](const Expr& e) {
         auto* l = e.as<LoadNode>();
         if (!l || l->buffer->scope == MemScope::GM || l->buffer->scope == MemScope::Var) return;
         auto row = as_const_int(l->buffer->shape.back());
-        widenable = widenable && !l->indices.empty() && l->indices.back().as<VarNode>() == dims.back()->var.node() &&
+        widenable = widenable && !l->indices.empty() &&
+                    l->indices.back().as<VarNode>() == dims.back()->var.node() &&
                     as_const_int(dims.back()->min) == 0 && row && *row >= padded;
       });
   if (ragged && walks && widenable) {
@@ -301,11 +322,13 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
     for (Staged& x : list) {
       std::vector<Expr> shape = x.tile->shape;
       shape.back() = Expr(static_cast<int>(padded));
-      x.tile = BufferNode::make(x.tile->name, x.tile->dtype, shape, MemScope::UB, {}, -1, x.tile->loc, x.tile->origin);
+      x.tile = BufferNode::make(x.tile->name, x.tile->dtype, shape, MemScope::UB, {}, -1,
+                                x.tile->loc, x.tile->origin);
       staged.at(x.gm.get()).tile = x.tile;
     }
   }
-  if (staged_cycles(list, t) >= scalar_cycles(body, product(extents), t.costs)) return std::nullopt;  // why empty
+  if (staged_cycles(list, t) >= scalar_cycles(body, product(extents), t.costs))
+    return std::nullopt;  // why empty
 
   std::vector<Stmt> out;
   for (const Staged& s : list) out.push_back(AllocateNode::make(s.tile, nest->loc));

@@ -46,7 +46,8 @@ struct Level {
 void add_lets(const SeqNode* block, size_t index, arith::VarMap& lets) {
   if (!block) return;
   for (size_t i = 0; i < index; ++i)
-    if (auto* l = block->stmts[i].as<LetNode>()) lets[l->var.node()] = arith::substitute(l->value, lets);
+    if (auto* l = block->stmts[i].as<LetNode>())
+      lets[l->var.node()] = arith::substitute(l->value, lets);
 }
 
 /// Guards for the unit's wait (skip the first execution) and set (skip the last), or nullopt
@@ -60,8 +61,8 @@ std::optional<Guards> unit_guards(const std::vector<dev::FlagSite>& s) {
   const dev::FlagSite &p = s[0], &w = s[1], &x = s[2], &d = s[3];
   auto is = [](const dev::FlagSite& f, SyncKind k) { return f.sync()->sync_kind == k; };
   if (!is(p, SyncKind::SetFlag) || !is(w, SyncKind::WaitFlag) || !is(x, SyncKind::SetFlag) ||
-      !is(d, SyncKind::WaitFlag) || !p.block || p.block != d.block || !w.block || w.block != x.block ||
-      w.index >= x.index)
+      !is(d, SyncKind::WaitFlag) || !p.block || p.block != d.block || !w.block ||
+      w.block != x.block || w.index >= x.index)
     return std::nullopt;
   const size_t depth = p.path.size();
   // The wait and set sit in a loop of the pre-set's block, between the pre-set and the drain.
@@ -76,7 +77,8 @@ std::optional<Guards> unit_guards(const std::vector<dev::FlagSite>& s) {
     if (step.node->kind == StmtKind::For)
       levels.push_back({static_cast<const ForNode*>(step.node), {}});
     else
-      levels.push_back({nullptr, arith::substitute(static_cast<const IfNode*>(step.node)->cond, lets)});
+      levels.push_back(
+          {nullptr, arith::substitute(static_cast<const IfNode*>(step.node)->cond, lets)});
   }
   // A statement in a branch's else case would need the negated condition: not a unit.
   for (size_t i = depth; i < w.path.size(); ++i)

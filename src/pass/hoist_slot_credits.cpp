@@ -106,18 +106,20 @@ class Hoister : public IRMutator {
       presets.emplace(*k, i);
     }
     for (size_t i = at + 1; i < block->stmts.size(); ++i)
-      if (auto k = auto_flag(block->stmts[i], SyncKind::WaitFlag); k && presets.count(*k)) drains[*k] = i;
+      if (auto k = auto_flag(block->stmts[i], SyncKind::WaitFlag); k && presets.count(*k))
+        drains[*k] = i;
     if (presets.empty() || drains.empty()) return s;
     size_t first_drain = block->stmts.size(), last_drain = 0;
-    for (const auto& [k, i] : drains) first_drain = std::min(first_drain, i), last_drain = std::max(last_drain, i);
+    for (const auto& [k, i] : drains)
+      first_drain = std::min(first_drain, i), last_drain = std::max(last_drain, i);
     for (size_t i = first_drain; i <= last_drain; ++i)  // the drains are one run of auto waits
       if (!auto_flag(block->stmts[i], SyncKind::WaitFlag)) return s;
     std::set<const StmtNode*> region;
     for (size_t i = at; i < first_drain; ++i) region.insert(block->stmts[i].get());
     std::vector<FlagKey> hoist;
     for (const auto& [k, set] : presets)
-      if (drains.count(k) &&
-          untouched_outside(outer->body, region, k, block->stmts[set].get(), block->stmts[drains.at(k)].get()))
+      if (drains.count(k) && untouched_outside(outer->body, region, k, block->stmts[set].get(),
+                                               block->stmts[drains.at(k)].get()))
         hoist.push_back(k);
     if (hoist.empty()) return s;
     std::set<size_t> drop;
@@ -129,8 +131,8 @@ class Hoister : public IRMutator {
           drop.insert(i);
         }
     Remover remover(block, drop);
-    Stmt loop = ForNode::make(outer->var, outer->min, outer->extent, outer->for_kind, outer->num_stages,
-                              remover.mutate(outer->body), outer->loc);
+    Stmt loop = ForNode::make(outer->var, outer->min, outer->extent, outer->for_kind,
+                              outer->num_stages, remover.mutate(outer->body), outer->loc);
     std::vector<Stmt> out = std::move(before);
     out.push_back(loop);
     out.insert(out.end(), after.begin(), after.end());
@@ -140,8 +142,8 @@ class Hoister : public IRMutator {
  private:
   /// True when no statement of `body` outside `region` (the pre-set and the drain excepted)
   /// uses flag `k` or issues work on its pipes.
-  bool untouched_outside(const Stmt& body, const std::set<const StmtNode*>& region, const FlagKey& k,
-                         const StmtNode* set, const StmtNode* drain) const {
+  bool untouched_outside(const Stmt& body, const std::set<const StmtNode*>& region,
+                         const FlagKey& k, const StmtNode* set, const StmtNode* drain) const {
     bool clean = true;
     walk_outside(body, region, [&](const Stmt& s) {
       if (s.get() == set || s.get() == drain) return;
@@ -154,7 +156,8 @@ class Hoister : public IRMutator {
         Pipe p = t->op->pipe(*t, target_);
         if (p == k.src || p == k.dst || p == Pipe::ALL) clean = false;
         for (const InstrSpec& ins : t->op->expansion)
-          if (ins.kind == InstrSpec::Kind::BarrierAll || (ins.pipe && (*ins.pipe == k.src || *ins.pipe == k.dst)))
+          if (ins.kind == InstrSpec::Kind::BarrierAll ||
+              (ins.pipe && (*ins.pipe == k.src || *ins.pipe == k.dst)))
             clean = false;
       } else if (s.as<StoreNode>() || s.as<LetNode>() || s.as<IfNode>() || s.as<ForNode>()) {
         if (k.src == Pipe::S || k.dst == Pipe::S) clean = false;  // scalar work is the S pipe's

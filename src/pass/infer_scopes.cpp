@@ -29,7 +29,9 @@ namespace {
 
 enum Role : unsigned { kCubeA = 1, kCubeB = 2, kCubeC = 4, kVector = 8 };
 
-bool is_developer_scope(MemScope s) { return s == MemScope::Shared || s == MemScope::Fragment; }
+bool is_developer_scope(MemScope s) {
+  return s == MemScope::Shared || s == MemScope::Fragment;
+}
 
 struct Uses {
   unsigned roles = 0;
@@ -85,7 +87,8 @@ class RoleCollector : public IRVisitor {
       if (!n->args[0].is_region()) continue;
       auto it = uses.find(base_of(b.get()));
       if (it != uses.end() && (it->second.roles & kCubeC)) continue;
-      current_ = Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, n));  // the IR outlives it
+      current_ = Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{},
+                                                      n));  // the IR outlives it
       add(b, kVector);
     }
   }
@@ -117,7 +120,8 @@ bool is_cube_to_vector(const BufferNode* b, const Uses& u) {
 /// A shared tile the vector unit produces and the cube multiplies (P of attention, then P x V):
 /// it lives in UB and gets an L1 twin, filled by a crossing copy.
 bool is_vector_to_cube(const BufferNode* b, const Uses& u) {
-  return (u.roles == (kCubeA | kVector) || u.roles == (kCubeB | kVector)) && b->scope == MemScope::Shared;
+  return (u.roles == (kCubeA | kVector) || u.roles == (kCubeB | kVector)) &&
+         b->scope == MemScope::Shared;
 }
 
 /// The physical scope of a developer buffer with `roles`; a user error when there is none.
@@ -127,24 +131,31 @@ MemScope place(const BufferNode* b, const Uses& u) {
   if (is_cube_to_vector(b, u)) return MemScope::L0C;
   if (is_vector_to_cube(b, u)) return MemScope::UB;
   if (cube && (u.roles & kVector))
-    user_error(b->loc,
-               "buffer {} is used by the cube core ({}) and by the vector cores ({}); data crosses cores "
-               "through a GM workspace channel, which developer mode lowers for a gemm accumulator (a fragment) "
-               "the vector unit reads and for a shared tile the vector unit produces as a gemm's A or B: use two "
-               "buffers and copy through a T::alloc_workspace tensor, or write this part in expert mode",
-               dev::describe(handle), dev::describe(u.first_cube), dev::describe(u.first_vector));
+    user_error(
+        b->loc,
+        "buffer {} is used by the cube core ({}) and by the vector cores ({}); data crosses cores "
+        "through a GM workspace channel, which developer mode lowers for a gemm accumulator (a "
+        "fragment) "
+        "the vector unit reads and for a shared tile the vector unit produces as a gemm's A or B: "
+        "use two "
+        "buffers and copy through a T::alloc_workspace tensor, or write this part in expert mode",
+        dev::describe(handle), dev::describe(u.first_cube), dev::describe(u.first_vector));
   if (!cube) return MemScope::UB;
   const unsigned cube_roles = u.roles & (kCubeA | kCubeB | kCubeC);
   // One L1 tile may feed both operands (A x A^T); L0A, L0B and L0C are separate memories.
   const bool shared_operand = cube_roles == (kCubeA | kCubeB) && b->scope == MemScope::Shared;
   if (cube_roles != kCubeA && cube_roles != kCubeB && cube_roles != kCubeC && !shared_operand)
-    user_error(b->loc, "buffer {} is used in two gemm operand positions (first at {}); A, B and the accumulator C "
-                       "live in different memories (a shared tile may feed A and B from L1; a fragment is L0A, L0B or L0C)",
-               dev::describe(handle), dev::describe(u.first_cube));
+    user_error(
+        b->loc,
+        "buffer {} is used in two gemm operand positions (first at {}); A, B and the accumulator C "
+        "live in different memories (a shared tile may feed A and B from L1; a fragment is L0A, "
+        "L0B or L0C)",
+        dev::describe(handle), dev::describe(u.first_cube));
   if (cube_roles == kCubeC) {
     if (b->scope != MemScope::Fragment)
-      user_error(b->loc, "buffer {} is the accumulator of {} but was made by T::alloc_shared; the cube "
-                         "accumulates in L0C: make it with T::alloc_fragment",
+      user_error(b->loc,
+                 "buffer {} is the accumulator of {} but was made by T::alloc_shared; the cube "
+                 "accumulates in L0C: make it with T::alloc_fragment",
                  dev::describe(handle), dev::describe(u.first_cube));
     return MemScope::L0C;
   }
@@ -154,7 +165,8 @@ MemScope place(const BufferNode* b, const Uses& u) {
 
 class Placer : public IRMutator {
  public:
-  explicit Placer(std::unordered_map<const BufferNode*, MemScope> scopes) : scopes_(std::move(scopes)) {}
+  explicit Placer(std::unordered_map<const BufferNode*, MemScope> scopes)
+      : scopes_(std::move(scopes)) {}
 
   Buffer mutate_buffer(const Buffer& b) override {
     if (!b.defined() || !is_developer_scope(b->scope)) return b;
@@ -162,7 +174,8 @@ class Placer : public IRMutator {
     if (done != placed_.end()) return done->second;
     auto it = scopes_.find(b.get());
     MemScope s = it == scopes_.end() ? MemScope::UB : it->second;
-    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, s, b->strides, b->address, b->loc, b->origin);
+    Buffer p =
+        BufferNode::make(b->name, b->dtype, b->shape, s, b->strides, b->address, b->loc, b->origin);
     placed_.emplace(b.get(), p);
     return p;
   }
@@ -175,7 +188,9 @@ class Placer : public IRMutator {
       auto it = scopes_.find(n->view_of.get());
       if (it != scopes_.end()) scopes_[n->buffer.get()] = it->second;
       Buffer v = mutate_buffer(n->buffer);
-      return v.same_as(n->buffer) && base.same_as(n->view_of) ? self : AllocateNode::make_view(v, base, n->loc);
+      return v.same_as(n->buffer) && base.same_as(n->view_of)
+                 ? self
+                 : AllocateNode::make_view(v, base, n->loc);
     }
     return IRMutator::mutate_(n, self);
   }
@@ -209,8 +224,9 @@ class Twinner {
       State st;
       body = declare_twin(twin_block(body, c, st), c);
     }
-    return KernelNode::make(kernel_.num_blocks, kernel_.cid, kernel_.vid, SeqNode::make(std::move(body), kernel_.loc),
-                            kernel_.loc, kernel_.threads);
+    return KernelNode::make(kernel_.num_blocks, kernel_.cid, kernel_.vid,
+                            SeqNode::make(std::move(body), kernel_.loc), kernel_.loc,
+                            kernel_.threads);
   }
 
  private:
@@ -245,7 +261,8 @@ class Twinner {
               cube = true;
             else if (op->op->unit == OpUnit::Move || op->op == &ops::tile::fill())
               cube = home_l0c;
-            else cube = false;
+            else
+              cube = false;
             out |= cube ? 1u : 2u;
           } else if (auto* st = x.as<StoreNode>(); st && st->buffer.get() == b) {
             out |= 2u;
@@ -268,7 +285,8 @@ class Twinner {
         auto* loop = s.as<ForNode>();
         if (!loop)
           user_error(s->loc,
-                     "buffer {} is used by the cube and by the vector unit inside one statement ({}) that is not a "
+                     "buffer {} is used by the cube and by the vector unit inside one statement "
+                     "({}) that is not a "
                      "loop; developer mode lowers crossings between the statements of a block",
                      dev::describe(c.orig), dev::describe(s));
         // Inside the loop the producer must come first in every iteration, or the crossing is
@@ -278,12 +296,15 @@ class Twinner {
           if (u & prod) break;
           if (u & cons)
             user_error(x->loc,
-                       "buffer {}: {} reads it from the {} before the {} writes it in the same iteration of {}; a "
+                       "buffer {}: {} reads it from the {} before the {} writes it in the same "
+                       "iteration of {}; a "
                        "crossing carried from one iteration to the next is not lowered yet",
-                       dev::describe(c.orig), dev::describe(x), consumer, producer, dev::describe(s));
+                       dev::describe(c.orig), dev::describe(x), consumer, producer,
+                       dev::describe(s));
         }
         std::vector<Stmt> inner = twin_block(stmts_of(loop->body), c, st);
-        out.push_back(ForNode::make(loop->var, loop->min, loop->extent, loop->for_kind, loop->num_stages,
+        out.push_back(ForNode::make(loop->var, loop->min, loop->extent, loop->for_kind,
+                                    loop->num_stages,
                                     SeqNode::make(std::move(inner), loop->body->loc), loop->loc));
         continue;
       }
@@ -294,7 +315,9 @@ class Twinner {
           st.dirty = false;
           st.crossed = true;
         } else if (!st.crossed) {
-          user_error(s->loc, "buffer {}: {} uses it on the {} before the {} wrote it; nothing to move across cores",
+          user_error(s->loc,
+                     "buffer {}: {} uses it on the {} before the {} wrote it; nothing to move "
+                     "across cores",
                      dev::describe(c.orig), dev::describe(s), consumer, producer);
         }
         out.push_back(Retarget(c.home.get(), c.twin).mutate(s));
@@ -361,8 +384,9 @@ PrimFunc infer_scopes(const PrimFunc& f, const Target&) {
       std::string name = orig->name + suffix;
       for (int i = 1; taken.count(name); ++i) name = fmt::format("{}{}{}", orig->name, suffix, i);
       taken.insert(name);
-      Buffer twin = BufferNode::make(name, orig->dtype, orig->shape, to_vector ? MemScope::UB : MemScope::L1, {}, -1,
-                                     orig->loc, fmt::format("{} twin of '{}'", to_vector ? "UB" : "L1", orig->name));
+      Buffer twin = BufferNode::make(
+          name, orig->dtype, orig->shape, to_vector ? MemScope::UB : MemScope::L1, {}, -1,
+          orig->loc, fmt::format("{} twin of '{}'", to_vector ? "UB" : "L1", orig->name));
       crossings.push_back({placer.mutate_buffer(orig), orig, twin, it->second});
     });
     Stmt kernel = Twinner(*dev::find_kernel(placed)).run(crossings);

@@ -59,12 +59,14 @@ Stmt cross_set(Pipe pipe, int id, const SourceLoc& loc) {
   return SyncNode::make(SyncKind::SetCrossFlag, pipe, Pipe::S, Expr(id), 2, loc, SyncOrigin::Auto);
 }
 Stmt cross_wait(int id, const SourceLoc& loc) {
-  return SyncNode::make(SyncKind::WaitCrossFlag, Pipe::S, Pipe::S, Expr(id), 0, loc, SyncOrigin::Auto);
+  return SyncNode::make(SyncKind::WaitCrossFlag, Pipe::S, Pipe::S, Expr(id), 0, loc,
+                        SyncOrigin::Auto);
 }
 
 class ChannelSyncs {
  public:
-  ChannelSyncs(const Target& t, const std::vector<Channel>& channels) : target_(t), channels_(channels) {}
+  ChannelSyncs(const Target& t, const std::vector<Channel>& channels)
+      : target_(t), channels_(channels) {}
 
   /// A scope body with the flags around every channel copy; then the consumer's pre-set
   /// credits first and the producer's drains last.
@@ -77,7 +79,8 @@ class ChannelSyncs {
       const Channel& c = channels_[i];
       if (c.credit < 0) continue;
       for (int slot = 0; slot < c.slots; ++slot) {
-        if (consumer_[i]) pre.push_back(cross_set(consumer_[i]->first, c.credit, consumer_[i]->second));
+        if (consumer_[i])
+          pre.push_back(cross_set(consumer_[i]->first, c.credit, consumer_[i]->second));
         if (producer_[i]) post.push_back(cross_wait(c.credit, *producer_[i]));
       }
     }
@@ -92,12 +95,14 @@ class ChannelSyncs {
     for (const Stmt& s : body) {
       if (auto* f = s.as<ForNode>()) {
         Stmt inner = SeqNode::make(rewrite(stmts_of(f->body)), f->body->loc);
-        out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, inner, f->loc));
+        out.push_back(
+            ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, inner, f->loc));
         continue;
       }
       if (auto* n = s.as<IfNode>()) {
         Stmt t = SeqNode::make(rewrite(stmts_of(n->then_case)), n->loc);
-        Stmt e = n->else_case.defined() ? SeqNode::make(rewrite(stmts_of(n->else_case)), n->loc) : Stmt();
+        Stmt e = n->else_case.defined() ? SeqNode::make(rewrite(stmts_of(n->else_case)), n->loc)
+                                        : Stmt();
         out.push_back(IfNode::make(n->cond, t, e, n->loc));
         continue;
       }
@@ -127,7 +132,9 @@ class ChannelSyncs {
   // A producer may fill a slot in column parts, in order (lower_cube_ops drains a split
   // accumulator chunk by chunk): the credit is awaited before the first part and the data flag
   // raised after the last, on the parts' one pipe. A whole copy is both.
-  static bool first_part(const TileOpNode& op) { return as_const_int(op.args[1].region.ranges.back().min) == 0; }
+  static bool first_part(const TileOpNode& op) {
+    return as_const_int(op.args[1].region.ranges.back().min) == 0;
+  }
   static bool last_part(const TileOpNode& op) {
     const BufferRegion& r = op.args[1].region;
     auto mn = as_const_int(r.ranges.back().min), ext = as_const_int(r.ranges.back().extent);
@@ -159,7 +166,9 @@ Stmt flag_protocol(const Stmt& s) {
   }
   if (auto* f = s.as<ForNode>()) {
     Stmt body = flag_protocol(f->body);
-    return body.defined() ? ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc) : Stmt();
+    return body.defined()
+               ? ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc)
+               : Stmt();
   }
   if (auto* n = s.as<IfNode>()) {
     Stmt t = flag_protocol(n->then_case), e = flag_protocol(n->else_case);
@@ -167,7 +176,8 @@ Stmt flag_protocol(const Stmt& s) {
     return IfNode::make(n->cond, t.defined() ? t : SeqNode::make({}, n->loc), e, n->loc);
   }
   if (s.as<LetNode>()) return s;
-  if (auto* y = s.as<SyncNode>(); y && (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag))
+  if (auto* y = s.as<SyncNode>();
+      y && (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag))
     return s;
   return Stmt();
 }
@@ -201,7 +211,8 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
   bool synced = false;
   pre_order_visit(k->body, [&](const Stmt& s) {
     if (auto* y = s.as<SyncNode>())
-      synced = synced || y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag;
+      synced = synced || y->sync_kind == SyncKind::SetCrossFlag ||
+               y->sync_kind == SyncKind::WaitCrossFlag;
   });
   if (synced) return f;
   std::vector<Stmt> top = stmts_of(k->body);
@@ -212,16 +223,20 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
     if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::GM) {
       Channel c{a->buffer.get()};
       const auto slots = a->buffer->ndim() >= 2 ? as_const_int(a->buffer->shape[1]) : std::nullopt;
-      TL_ASSERT(slots && *slots >= 1 && *slots <= 8, "insert_channel_syncs: workspace '{}' of {} is not [num_blocks, "
-                "slots, ...] with 1-8 slots (legalize_copies' form)", a->buffer->name, f->name);
+      TL_ASSERT(slots && *slots >= 1 && *slots <= 8,
+                "insert_channel_syncs: workspace '{}' of {} is not [num_blocks, "
+                "slots, ...] with 1-8 slots (legalize_copies' form)",
+                a->buffer->name, f->name);
       c.slots = static_cast<int>(*slots);
       bool looped = false;
       for (const Stmt& x : top)
         if (auto* scope = x.as<ScopeNode>()) looped = looped || inside_loop(scope->body, c.ws);
       const int need = looped ? 2 : 1;
       if (next_id + need > kMaxChannelFlags)
-        user_error(a->loc, "kernel {}: the cross-core channels need more than {} cross-core flags (ids 0-{}; 11-14 "
-                           "belong to sync_all): use fewer tiles that cross cores",
+        user_error(a->loc,
+                   "kernel {}: the cross-core channels need more than {} cross-core flags (ids "
+                   "0-{}; 11-14 "
+                   "belong to sync_all): use fewer tiles that cross cores",
                    f->name, kMaxChannelFlags, kMaxChannelFlags - 1);
       c.data = next_id++;
       if (looped) c.credit = next_id++;
@@ -237,22 +252,26 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
       continue;
     }
     if (scope->core == CoreKind::Cube) {
-      out.push_back(ScopeNode::make(CoreKind::Cube, syncs.rewrite_scope(scope->body, s->loc), s->loc));
+      out.push_back(
+          ScopeNode::make(CoreKind::Cube, syncs.rewrite_scope(scope->body, s->loc), s->loc));
       continue;
     }
     // The Vector scope: `if vid == 0: work` (split_cube_vector) gets AIV 1's flag protocol; work
     // split_aiv gave both AIVs has each run the whole protocol on its half of every tile.
     const IfNode* on_aiv0 = dev::aiv0_branch(*scope, *k);
     if (!on_aiv0) {
-      out.push_back(ScopeNode::make(CoreKind::Vector, syncs.rewrite_scope(scope->body, s->loc), s->loc));
+      out.push_back(
+          ScopeNode::make(CoreKind::Vector, syncs.rewrite_scope(scope->body, s->loc), s->loc));
       continue;
     }
     TL_ASSERT(!on_aiv0->else_case.defined(),
-              "insert_channel_syncs: the Vector scope of {} is `if vid == 0` with an else (not split_cube_vector's form)",
+              "insert_channel_syncs: the Vector scope of {} is `if vid == 0` with an else (not "
+              "split_cube_vector's form)",
               f->name);
     Stmt work = syncs.rewrite_scope(on_aiv0->then_case, on_aiv0->loc);
-    out.push_back(ScopeNode::make(CoreKind::Vector, IfNode::make(on_aiv0->cond, work, flag_protocol(work), on_aiv0->loc),
-                                  s->loc));
+    out.push_back(ScopeNode::make(
+        CoreKind::Vector, IfNode::make(on_aiv0->cond, work, flag_protocol(work), on_aiv0->loc),
+        s->loc));
   }
   return dev::with_kernel_body(f, std::move(out));
 }

@@ -32,11 +32,14 @@ namespace {
 
 bool issues_tile_ops(const Stmt& s) {
   bool any = false;
-  pre_order_visit(s, [&](const Stmt& x) { any = any || x.kind() == StmtKind::TileOp || x.kind() == StmtKind::Sync; });
+  pre_order_visit(s, [&](const Stmt& x) {
+    any = any || x.kind() == StmtKind::TileOp || x.kind() == StmtKind::Sync;
+  });
   return any;
 }
 
-/// GM tensors `s` stores to (`stores`) and loads (`loads`) from the scalar unit, in first-use order.
+/// GM tensors `s` stores to (`stores`) and loads (`loads`) from the scalar unit, in first-use
+/// order.
 void scalar_gm(const Stmt& s, std::vector<Buffer>& stores, std::vector<Buffer>& loads) {
   auto add = [](std::vector<Buffer>& v, const Buffer& b) {
     for (const Buffer& x : v)
@@ -46,10 +49,12 @@ void scalar_gm(const Stmt& s, std::vector<Buffer>& stores, std::vector<Buffer>& 
   pre_order_visit(
       s,
       [&](const Stmt& x) {
-        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) add(stores, st->buffer);
+        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM)
+          add(stores, st->buffer);
       },
       [&](const Expr& e) {
-        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope == MemScope::GM) add(loads, l->buffer);
+        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope == MemScope::GM)
+          add(loads, l->buffer);
       });
 }
 
@@ -84,13 +89,14 @@ class Dcci {
   void emit(const Stmt& s, std::vector<Stmt>& out) {
     if (auto* f = s.as<ForNode>(); f && issues_tile_ops(s)) {
       before_control(s, {f->min, f->extent}, out);
-      out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, block(f->body), f->loc));
+      out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages,
+                                  block(f->body), f->loc));
       return;
     }
     if (auto* n = s.as<IfNode>()) {  // entered: a branch not taken needs no write-back
       before_control(s, {n->cond}, out);
-      out.push_back(IfNode::make(n->cond, block(n->then_case), n->else_case.defined() ? block(n->else_case) : Stmt(),
-                                 n->loc));
+      out.push_back(IfNode::make(n->cond, block(n->then_case),
+                                 n->else_case.defined() ? block(n->else_case) : Stmt(), n->loc));
       return;
     }
     if (issues_tile_ops(s)) {
@@ -100,7 +106,8 @@ class Dcci {
     std::vector<Buffer> stores, loads;
     scalar_gm(s, stores, loads);
     for (const Buffer& b : loads)
-      if (dma_written_.count(b.get()) && !(!out.empty() && is_dcci_of(out.back(), b))) out.push_back(dcci(b, s->loc));
+      if (dma_written_.count(b.get()) && !(!out.empty() && is_dcci_of(out.back(), b)))
+        out.push_back(dcci(b, s->loc));
     out.push_back(s);
     for (const Buffer& b : stores) out.push_back(dcci(b, s->loc));
   }
@@ -124,10 +131,12 @@ Stmt with_dcci(const Stmt& body, const Target& t) {
   pre_order_visit(
       body,
       [&](const Stmt& x) {
-        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM) scalar_gm_access = true;
+        if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::GM)
+          scalar_gm_access = true;
       },
       [&](const Expr& e) {
-        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope == MemScope::GM) scalar_gm_access = true;
+        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope == MemScope::GM)
+          scalar_gm_access = true;
       });
   if (!scalar_gm_access) return body;
   return Dcci(body, t).block(body);

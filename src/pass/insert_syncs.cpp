@@ -212,8 +212,9 @@ struct ScopeRewriter : IRMutator {
   ScopeRewriter(const Target& tg, bool m) : t(tg), minimise(m) {}
   Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
     if (has_own_syncs(n->body)) return self;
-    // The scalar unit's GM accesses get their data-cache maintenance first (src/pass/insert_dcci.cpp),
-    // so that the walk orders each dcci after the DMA writes it must follow.
+    // The scalar unit's GM accesses get their data-cache maintenance first
+    // (src/pass/insert_dcci.cpp), so that the walk orders each dcci after the DMA writes it must
+    // follow.
     Stmt with_dcci = dev::with_dcci(n->body, t);
     Stmt body = Inserter(with_dcci, t, minimise).run();
     if (body.defined()) return ScopeNode::make(n->core, body, n->loc);

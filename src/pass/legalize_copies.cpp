@@ -85,8 +85,10 @@ class PadPlanner : public IRVisitor {
         const int64_t es = dtype_bytes(b->dtype);
         g.min_bytes = std::min(g.min_bytes, es);
         g.needs = g.needs || (*w * es) % kUbBlock != 0;
-        if (n->is_view()) g.has_view = true;
-        else g.members.push_back(b.get());
+        if (n->is_view())
+          g.has_view = true;
+        else
+          g.members.push_back(b.get());
       }
     }
     IRVisitor::visit_(n);
@@ -101,7 +103,9 @@ class PadPlanner : public IRVisitor {
   std::map<int64_t, Group> groups_;
 };
 
-bool is_gm(const Buffer& b) { return b->scope == MemScope::GM; }
+bool is_gm(const Buffer& b) {
+  return b->scope == MemScope::GM;
+}
 /// Memories a GM copy reaches: UB (MTE2/MTE3), L1 (MTE2), L0C (the fixpipe, out only).
 bool is_on_chip(const Buffer& b) {
   return b->scope == MemScope::UB || b->scope == MemScope::L1 || b->scope == MemScope::L0C;
@@ -127,10 +131,11 @@ class Legalizer : public IRMutator {
     if (done != padded_.end()) return done->second;
     std::vector<Expr> shape = b->shape;
     shape.back() = arith::make_int(shape.back().dtype(), it->second.padded);
-    Buffer p = BufferNode::make(b->name, b->dtype, std::move(shape), b->scope, b->strides, b->address, b->loc,
-                                b->origin.empty() ? fmt::format("rows padded from {} to {}", it->second.logical,
-                                                                it->second.padded)
-                                                  : b->origin);
+    Buffer p = BufferNode::make(
+        b->name, b->dtype, std::move(shape), b->scope, b->strides, b->address, b->loc,
+        b->origin.empty()
+            ? fmt::format("rows padded from {} to {}", it->second.logical, it->second.padded)
+            : b->origin);
     padded_.emplace(b.get(), p);
     width_of_.emplace(p.get(), it->second);
     return p;
@@ -145,10 +150,12 @@ class Legalizer : public IRMutator {
     if (workspaces_.empty() && body.same_as(n->body)) return self;
     // Workspaces are declared first: every block and core indexes the same tensors.
     std::vector<Stmt> stmts = std::move(workspaces_);
-    if (auto* q = body.as<SeqNode>()) stmts.insert(stmts.end(), q->stmts.begin(), q->stmts.end());
-    else stmts.push_back(body);
-    return KernelNode::make(n->num_blocks, n->cid, n->vid, SeqNode::make(std::move(stmts), n->loc), n->loc,
-                            n->threads);
+    if (auto* q = body.as<SeqNode>())
+      stmts.insert(stmts.end(), q->stmts.begin(), q->stmts.end());
+    else
+      stmts.push_back(body);
+    return KernelNode::make(n->num_blocks, n->cid, n->vid, SeqNode::make(std::move(stmts), n->loc),
+                            n->loc, n->threads);
   }
 
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
@@ -156,7 +163,8 @@ class Legalizer : public IRMutator {
     Stmt s = IRMutator::mutate_(n, self);
     const auto* f = s.as<ForNode>();
     if (!f || f->for_kind != ForKind::Parallel) return s;
-    if (auto w = widened_extent(*f)) return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->body, f->loc);
+    if (auto w = widened_extent(*f))
+      return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->body, f->loc);
     return s;
   }
 
@@ -213,7 +221,8 @@ class Legalizer : public IRMutator {
         f.body,
         [&](const Stmt& st) {
           if (const auto* store = st.as<StoreNode>()) check(store->buffer, store->indices);
-          if (st.as<TileOpNode>()) ok = false;  // not an element loop: vectorize_parallel reports it
+          if (st.as<TileOpNode>())
+            ok = false;  // not an element loop: vectorize_parallel reports it
         },
         [&](const Expr& e) {
           if (const auto* ld = e.as<LoadNode>()) check(ld->buffer, ld->indices);
@@ -251,7 +260,9 @@ class Legalizer : public IRMutator {
     if (!group) return self;
     std::vector<TileArg> args = n.args;
     for (auto& a : args)
-      if (a.is_region()) a.region.ranges.back().extent = arith::make_int(a.region.ranges.back().extent.dtype(), group->padded);
+      if (a.is_region())
+        a.region.ranges.back().extent =
+            arith::make_int(a.region.ranges.back().extent.dtype(), group->padded);
     return TileOpNode::make(n.op, std::move(args), n.attrs, n.loc);
   }
 
@@ -279,7 +290,8 @@ class Legalizer : public IRMutator {
                          n.loc);
   }
 
-  /// Block cid's slot 0 of a new channel workspace shaped like `dst` (declared at the kernel's top).
+  /// Block cid's slot 0 of a new channel workspace shaped like `dst` (declared at the kernel's
+  /// top).
   BufferRegion workspace_slot(const TileOpNode& n, const BufferRegion& dst) {
     const BufferRegion& src = n.args[0].region;
     std::vector<Expr> shape = {kernel_->num_blocks, Expr(1)};
@@ -291,15 +303,18 @@ class Legalizer : public IRMutator {
     }
     for (size_t d = 0; d < dst.ranges.size(); ++d)
       if (!as_const_int(dst.ranges[d].extent))
-        user_error(n.loc, "T.copy from {} to {}: the tile '{}' crosses cores through a GM workspace, whose "
-                          "extents must be constants; dimension {} has extent {}",
-                   scope_name(src.buffer->scope), scope_name(dst.buffer->scope), dst.buffer->name, d,
-                   print(dst.ranges[d].extent));
+        user_error(
+            n.loc,
+            "T.copy from {} to {}: the tile '{}' crosses cores through a GM workspace, whose "
+            "extents must be constants; dimension {} has extent {}",
+            scope_name(src.buffer->scope), scope_name(dst.buffer->scope), dst.buffer->name, d,
+            print(dst.ranges[d].extent));
     std::string name = dst.buffer->name + "_ws";
     for (int i = 1; taken_.count(name); ++i) name = fmt::format("{}_ws{}", dst.buffer->name, i);
     taken_.insert(name);
-    Buffer ws = BufferNode::make(name, dst.buffer->dtype, shape, MemScope::GM, {}, -1, n.loc,
-                                  fmt::format("GM workspace of the channel into '{}'", dst.buffer->name));
+    Buffer ws =
+        BufferNode::make(name, dst.buffer->dtype, shape, MemScope::GM, {}, -1, n.loc,
+                         fmt::format("GM workspace of the channel into '{}'", dst.buffer->name));
     workspaces_.push_back(AllocateNode::make(ws, n.loc));
     return ws.region(starts, extents);
   }
@@ -309,7 +324,8 @@ class Legalizer : public IRMutator {
   /// are two or more, cover every row and together exactly its columns. Such parts make one
   /// channel: each part goes to its columns of the workspace slot, and the consumer copies the
   /// whole slot once, after the last part (insert_channel_syncs flags the run of parts once).
-  std::unordered_map<const BufferNode*, std::vector<const TileOpNode*>> column_parts(const std::vector<Stmt>& ss) const {
+  std::unordered_map<const BufferNode*, std::vector<const TileOpNode*>> column_parts(
+      const std::vector<Stmt>& ss) const {
     std::unordered_map<const BufferNode*, std::vector<const TileOpNode*>> parts;
     for (const Stmt& s : ss)
       if (auto* t = s.as<TileOpNode>(); t && t->op == &ops::copy() && needs_channel(*t))
@@ -402,7 +418,8 @@ class Legalizer : public IRMutator {
     if (!c->clipped && !padded_form) return self;
     const bool into_whole_tile = c->clipped && gi == 0 && !atomic && whole(n.args[ti].region);
     const bool author_pad = tb->scope == MemScope::UB && n.attr_bool("pad");
-    if (into_whole_tile && tb->scope == MemScope::UB && !author_pad) find_attr(attrs, "clipped")->value = true;
+    if (into_whole_tile && tb->scope == MemScope::UB && !author_pad)
+      find_attr(attrs, "clipped")->value = true;
     std::vector<TileArg> args = n.args;
     args[gi] = c->gm;
     args[ti] = t;
@@ -435,7 +452,8 @@ class Legalizer : public IRMutator {
       partial = partial.defined() ? (partial || p) : p;
     }
     partial = simplify(partial);
-    if (auto always = as_const_int(partial)) return *always ? SeqNode::make({fill, copy}, n.loc) : copy;
+    if (auto always = as_const_int(partial))
+      return *always ? SeqNode::make({fill, copy}, n.loc) : copy;
     return SeqNode::make({IfNode::make(partial, fill, Stmt(), n.loc), copy}, n.loc);
   }
 
@@ -447,7 +465,8 @@ class Legalizer : public IRMutator {
       if (ir_equal_ext(r.ranges[d].extent, r.buffer->shape[d])) continue;
       auto w = width_of_.find(r.buffer.get());
       auto e = as_const_int(r.ranges[d].extent);
-      if (d + 1 != r.ranges.size() || w == width_of_.end() || !e || *e != w->second.logical) return false;
+      if (d + 1 != r.ranges.size() || w == width_of_.end() || !e || *e != w->second.logical)
+        return false;
     }
     return true;
   }

@@ -93,8 +93,10 @@ class Liveness : public IRVisitor {
     for (const auto& s : b.shape) {
       auto v = as_const_int(s);
       if (!v || *v <= 0)
-        throw Error(n->loc, fmt::format("buffer '{}': on-chip buffer shapes must be positive constants, got {}",
-                                        b.name, v ? std::to_string(*v) : "a symbolic size"));
+        throw Error(
+            n->loc,
+            fmt::format("buffer '{}': on-chip buffer shapes must be positive constants, got {}",
+                        b.name, v ? std::to_string(*v) : "a symbolic size"));
       life.shape.push_back(*v);
     }
     life.bytes = storage_bytes(b.scope, b.dtype, life.shape);
@@ -110,7 +112,8 @@ class Liveness : public IRVisitor {
     const BufferLife& life = buffers[it->second];
     // Inside a loop the declaration is not in, the value lives across iterations: the buffer
     // is live for the whole of the outermost such loop.
-    int64_t loop = stack_.size() > life.decl_depth ? static_cast<int64_t>(stack_[life.decl_depth]) : -1;
+    int64_t loop =
+        stack_.size() > life.decl_depth ? static_cast<int64_t>(stack_[life.decl_depth]) : -1;
     accesses_.push_back({it->second, pos_, loop});
   }
 

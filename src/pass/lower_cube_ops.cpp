@@ -50,13 +50,15 @@ bool touches(const Stmt& s, const BufferNode* b) {
   return hit;
 }
 
-std::vector<int64_t> const_extents(const BufferRegion& r, const TileOpNode& g, const char* operand) {
+std::vector<int64_t> const_extents(const BufferRegion& r, const TileOpNode& g,
+                                   const char* operand) {
   std::vector<int64_t> out;
   for (const Expr& e : region_extents(r)) {
     auto v = as_const_int(e);
     if (!v)
-      user_error(g.loc, "T.gemm: operand '{}' ({}) has a region extent that is not a constant; the cube "
-                        "lowering needs constant tile shapes (M, N and K of a gemm are compile-time)",
+      user_error(g.loc,
+                 "T.gemm: operand '{}' ({}) has a region extent that is not a constant; the cube "
+                 "lowering needs constant tile shapes (M, N and K of a gemm are compile-time)",
                  operand, r.buffer->name);
     out.push_back(*v);
   }
@@ -65,7 +67,8 @@ std::vector<int64_t> const_extents(const BufferRegion& r, const TileOpNode& g, c
 
 /// An int32 immediate (tile sizes and offsets are small; int64 would print as T.int64(...)).
 Expr ci(int64_t v) {
-  TL_ASSERT(v >= INT32_MIN && v <= INT32_MAX, "lower_cube_ops: tile size or offset {} beyond int32", v);
+  TL_ASSERT(v >= INT32_MIN && v <= INT32_MAX, "lower_cube_ops: tile size or offset {} beyond int32",
+            v);
   return Expr(static_cast<int>(v));
 }
 
@@ -76,7 +79,9 @@ std::pair<int64_t, int64_t> matrix(const std::vector<int64_t>& e) {
   return {rows, e.empty() ? 1 : e.back()};
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 /// Whether region `r` is all of its buffer.
 bool whole(const BufferRegion& r) {
@@ -105,8 +110,11 @@ class ClearFolding : public IRMutator {
         size_t j = i + 1;
         while (j < ss.size() && !touches(ss[j], c)) ++j;
         if (j == ss.size())
-          user_error(clear->loc, "T.clear of the accumulator '{}' is not followed by a T.gemm into it in the same "
-                                 "block; the cube clears L0C only as part of a gemm (its init)", c->name);
+          user_error(
+              clear->loc,
+              "T.clear of the accumulator '{}' is not followed by a T.gemm into it in the same "
+              "block; the cube clears L0C only as part of a gemm (its init)",
+              c->name);
         std::vector<Stmt> rest(ss.begin() + static_cast<long>(i) + 1, ss.end());
         rest[j - i - 1] = with_init(rest[j - i - 1], c, Expr(true), clear->loc);
         out.push_back(mutate(SeqNode::make(std::move(rest), n->loc)));
@@ -121,9 +129,11 @@ class ClearFolding : public IRMutator {
 
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
     if (n->op == &ops::tile::fill() && as_accumulator_clear(self))
-      user_error(n->loc, "T.clear of the accumulator '{}' must be directly followed (in its block) by the T.gemm "
-                         "that accumulates into it",
-                 n->args[0].region.buffer->name);
+      user_error(
+          n->loc,
+          "T.clear of the accumulator '{}' must be directly followed (in its block) by the T.gemm "
+          "that accumulates into it",
+          n->args[0].region.buffer->name);
     return IRMutator::mutate_(n, self);
   }
 
@@ -134,12 +144,15 @@ class ClearFolding : public IRMutator {
     if (!t || t->op != &ops::tile::fill() || !t->args[0].is_region()) return nullptr;
     if (t->args[0].region.buffer->scope != MemScope::L0C) return nullptr;
     auto zero = t->args.size() > 1 && t->args[1].is_scalar() ? t->args[1].scalar : Expr();
-    bool is_zero = zero.defined() && ((zero.as<IntImmNode>() && zero.as<IntImmNode>()->value == 0) ||
-                                      (zero.as<FloatImmNode>() && zero.as<FloatImmNode>()->value == 0.0));
+    bool is_zero =
+        zero.defined() && ((zero.as<IntImmNode>() && zero.as<IntImmNode>()->value == 0) ||
+                           (zero.as<FloatImmNode>() && zero.as<FloatImmNode>()->value == 0.0));
     if (!is_zero)
-      user_error(t->loc, "T.fill of the accumulator '{}' with a value other than 0: the cube writes L0C only "
-                         "through Mmad, so an accumulator can be cleared (T.clear) but not filled",
-                 t->args[0].region.buffer->name);
+      user_error(
+          t->loc,
+          "T.fill of the accumulator '{}' with a value other than 0: the cube writes L0C only "
+          "through Mmad, so an accumulator can be cleared (T.clear) but not filled",
+          t->args[0].region.buffer->name);
     return t;
   }
 
@@ -151,24 +164,32 @@ class ClearFolding : public IRMutator {
       std::vector<TileArg> args = t->args;
       Expr old = args.size() > 3 && args[3].is_scalar() ? args[3].scalar : Expr(false);
       Expr init = as_const_int(old) == 0 ? cond : (old || cond);
-      if (args.size() > 3) args[3] = init;
-      else args.push_back(init);
+      if (args.size() > 3)
+        args[3] = init;
+      else
+        args.push_back(init);
       return TileOpNode::make(t->op, std::move(args), t->attrs, t->loc);
     }
     if (auto* f = s.as<ForNode>()) {
       Expr first = f->var == f->min;
-      Stmt body = first_touch_with_init(f->body, c, as_const_int(cond) == 1 ? first : (cond && first), clear_loc);
+      Stmt body = first_touch_with_init(
+          f->body, c, as_const_int(cond) == 1 ? first : (cond && first), clear_loc);
       return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc);
     }
     if (s.as<SeqNode>()) return first_touch_with_init(s, c, cond, clear_loc);
-    user_error(clear_loc, "T.clear of the accumulator '{}': the first statement after it that uses '{}' is {}, "
-                          "expected the T.gemm into it (possibly inside loops)",
-               c->name, c->name, dev::describe(s));
+    user_error(
+        clear_loc,
+        "T.clear of the accumulator '{}': the first statement after it that uses '{}' is {}, "
+        "expected the T.gemm into it (possibly inside loops)",
+        c->name, c->name, dev::describe(s));
   }
-  Stmt first_touch_with_init(const Stmt& body, const BufferNode* c, Expr cond, const SourceLoc& clear_loc) {
+  Stmt first_touch_with_init(const Stmt& body, const BufferNode* c, Expr cond,
+                             const SourceLoc& clear_loc) {
     std::vector<Stmt> ss;
-    if (auto* seq = body.as<SeqNode>()) ss = seq->stmts;
-    else ss = {body};
+    if (auto* seq = body.as<SeqNode>())
+      ss = seq->stmts;
+    else
+      ss = {body};
     for (auto& s : ss)
       if (touches(s, c)) {
         s = with_init(s, c, cond, clear_loc);
@@ -197,8 +218,8 @@ GemmShape shape_of(const TileOpNode& g) {
   for (const auto& [r, name] : {std::pair{&A, "A"}, {&B, "B"}, {&C, "C"}}) {
     size_t rank = r->ranges.empty() ? r->buffer->ndim() : r->ranges.size();
     if (rank != 2)
-      user_error(g.loc, "T.gemm: operand '{}' ({}) is a {}-D region; gemm multiplies 2-D tiles", name,
-                 r->buffer->name, rank);
+      user_error(g.loc, "T.gemm: operand '{}' ({}) is a {}-D region; gemm multiplies 2-D tiles",
+                 name, r->buffer->name, rank);
   }
   auto [ar, ac] = matrix(const_extents(A, g, "A"));
   auto [br, bc] = matrix(const_extents(B, g, "B"));
@@ -209,11 +230,11 @@ GemmShape shape_of(const TileOpNode& g) {
   if (s.M <= 0 || s.N <= 0 || s.K <= 0)
     user_error(g.loc, "T.gemm: M = {}, N = {}, K = {}; expected positive sizes", s.M, s.N, s.K);
   if ((s.tb ? bc : br) != s.K)
-    user_error(g.loc, "T.gemm: A is {} x {} and B is {} x {}{}: their K dimensions disagree", s.M, s.K, br, bc,
-               s.tb ? " (transposed)" : "");
+    user_error(g.loc, "T.gemm: A is {} x {} and B is {} x {}{}: their K dimensions disagree", s.M,
+               s.K, br, bc, s.tb ? " (transposed)" : "");
   if (cr != s.M || cc != s.N)
-    user_error(g.loc, "T.gemm: A x B is {} x {} but the accumulator C ('{}') is {} x {}", s.M, s.N, C.buffer->name,
-               cr, cc);
+    user_error(g.loc, "T.gemm: A x B is {} x {} but the accumulator C ('{}') is {} x {}", s.M, s.N,
+               C.buffer->name, cr, cc);
   if (A.buffer->dtype != B.buffer->dtype)
     user_error(g.loc, "T.gemm: A is {} and B is {}; the cube multiplies operands of one dtype",
                dtype_name(A.buffer->dtype), dtype_name(B.buffer->dtype));
@@ -228,11 +249,12 @@ GemmShape shape_of(const TileOpNode& g) {
 struct GemmPlan {
   GemmShape s;
   const TileOpNode* gemm = nullptr;
-  const TileOpNode* drain = nullptr;  // the one whole copy out of the accumulator, when it may be split
-  int stages = 1;                     // num_stages of the innermost T.Pipelined loop around the gemm
-  int64_t kc = 0;                     // K chunk
-  int64_t bn = 0;                     // N chunk of a split accumulator; 0: not split
-  int part_slots = 1;                 // L0C slots of the chunks of a split accumulator
+  const TileOpNode* drain =
+      nullptr;         // the one whole copy out of the accumulator, when it may be split
+  int stages = 1;      // num_stages of the innermost T.Pipelined loop around the gemm
+  int64_t kc = 0;      // K chunk
+  int64_t bn = 0;      // N chunk of a split accumulator; 0: not split
+  int part_slots = 1;  // L0C slots of the chunks of a split accumulator
 
   int64_t n_chunk() const { return bn ? bn : s.N; }
   int64_t k_chunks() const { return ceil_div(s.K, kc); }
@@ -256,8 +278,8 @@ class GemmCollector {
       const BufferNode* c = p.gemm->args[2].region.buffer.get();
       int uses = 0;
       pre_order_visit(body, [&](const Stmt& x) {
-        const bool leaf = !(x.as<SeqNode>() || x.as<ForNode>() || x.as<IfNode>() || x.as<ScopeNode>() ||
-                            x.as<KernelNode>());
+        const bool leaf = !(x.as<SeqNode>() || x.as<ForNode>() || x.as<IfNode>() ||
+                            x.as<ScopeNode>() || x.as<KernelNode>());
         if (leaf && touches(x, c)) ++uses;
       });
       if (uses != 2) p.drain = nullptr;
@@ -291,7 +313,8 @@ class GemmCollector {
       walk(k->body, stages);
     } else if (auto* sc = s.as<ScopeNode>()) {
       walk(sc->body, stages);
-    } else if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::L0C) {
+    } else if (auto* a = s.as<AllocateNode>();
+               a && !a->is_view() && a->buffer->scope == MemScope::L0C) {
       accumulators.push_back(a->buffer.get());
     } else if (auto* g = s.as<TileOpNode>(); g && g->op == &ops::gemm()) {
       GemmPlan p{shape_of(*g), g};
@@ -306,7 +329,9 @@ class GemmCollector {
   static const TileOpNode* drain_of(const std::vector<Stmt>& ss, size_t i) {
     const auto& g = *ss[i].as<TileOpNode>();
     const BufferRegion& C = g.args[2].region;
-    if (g.args.size() < 4 || !g.args[3].is_scalar() || as_const_int(g.args[3].scalar) != 1 || !whole(C)) return nullptr;
+    if (g.args.size() < 4 || !g.args[3].is_scalar() || as_const_int(g.args[3].scalar) != 1 ||
+        !whole(C))
+      return nullptr;
     size_t j = i + 1;
     while (j < ss.size() && !touches(ss[j], C.buffer.get())) ++j;
     if (j == ss.size()) return nullptr;
@@ -349,12 +374,16 @@ class GemmPlanner {
   }
 
  private:
-  int64_t k_step(const GemmPlan& p) const { return std::max<int64_t>(16, target_.fractal_row_bytes / p.s.es); }
+  int64_t k_step(const GemmPlan& p) const {
+    return std::max<int64_t>(16, target_.fractal_row_bytes / p.s.es);
+  }
 
   bool fits(const GemmPlan& p) const {
     // In double: M, N, K of a malformed kernel may be huge.
-    const double a = 2.0 * static_cast<double>(p.s.M) * static_cast<double>(p.kc) * static_cast<double>(p.s.es);
-    const double b = 2.0 * static_cast<double>(p.kc) * static_cast<double>(p.n_chunk()) * static_cast<double>(p.s.es);
+    const double a =
+        2.0 * static_cast<double>(p.s.M) * static_cast<double>(p.kc) * static_cast<double>(p.s.es);
+    const double b = 2.0 * static_cast<double>(p.kc) * static_cast<double>(p.n_chunk()) *
+                     static_cast<double>(p.s.es);
     return (p.s.a_in_l0 || a <= static_cast<double>(target_.cap(MemScope::L0A))) &&
            (p.s.b_in_l0 || b <= static_cast<double>(target_.cap(MemScope::L0B)));
   }
@@ -368,8 +397,10 @@ class GemmPlanner {
     while (p.kc > step && !fits(p)) p.kc -= step;
     p.kc = std::min(p.kc, p.s.K);
     if (!fits(p))
-      user_error(g.loc, "T.gemm: an M x K chunk of {} x {} and a K x N chunk of {} x {} ({}) do not fit L0A ({} B) "
-                        "and L0B ({} B) twice; use smaller tiles",
+      user_error(g.loc,
+                 "T.gemm: an M x K chunk of {} x {} and a K x N chunk of {} x {} ({}) do not fit "
+                 "L0A ({} B) "
+                 "and L0B ({} B) twice; use smaller tiles",
                  p.s.M, p.kc, p.kc, p.n_chunk(), dtype_name(p.s.dt), target_.cap(MemScope::L0A),
                  target_.cap(MemScope::L0B));
     return p.kc;
@@ -387,7 +418,8 @@ class GemmPlanner {
     while (total() > target_.cap(scope)) {
       GemmPlan* largest = nullptr;
       for (auto& p : plans)
-        if (!p.s.a_in_l0 && !p.s.b_in_l0 && p.kc > k_step(p) && (!largest || bytes(p) > bytes(*largest)))
+        if (!p.s.a_in_l0 && !p.s.b_in_l0 && p.kc > k_step(p) &&
+            (!largest || bytes(p) > bytes(*largest)))
           largest = &p;
       if (!largest) return;  // plan_memory reports what does not fit
       largest->kc = chunk_of(largest->s.K, largest->kc - k_step(*largest), k_step(*largest));
@@ -395,7 +427,8 @@ class GemmPlanner {
   }
 
   /// Splits accumulators into column chunks while the kernel's accumulators exceed L0C.
-  void split_accumulators(std::vector<GemmPlan>& plans, const std::vector<const BufferNode*>& accumulators) {
+  void split_accumulators(std::vector<GemmPlan>& plans,
+                          const std::vector<const BufferNode*>& accumulators) {
     std::unordered_map<const BufferNode*, int> stages;
     for (const auto& p : plans) {
       int& st = stages[p.gemm->args[2].region.buffer.get()];
@@ -406,7 +439,8 @@ class GemmPlanner {
       for (const Expr& e : b->shape) n *= as_const_int(e).value_or(0);
       return n;
     };
-    std::unordered_map<const BufferNode*, int64_t> footprint;  // one copy each; a split one its chunks
+    std::unordered_map<const BufferNode*, int64_t>
+        footprint;  // one copy each; a split one its chunks
     for (const BufferNode* b : accumulators) footprint[b] = bytes(b);
     auto total = [&] {
       int64_t t = 0;
@@ -418,7 +452,8 @@ class GemmPlanner {
     for (auto& p : plans)
       if (p.drain) candidates.push_back(&p);
     std::stable_sort(candidates.begin(), candidates.end(), [&](GemmPlan* a, GemmPlan* b) {
-      return bytes(a->gemm->args[2].region.buffer.get()) > bytes(b->gemm->args[2].region.buffer.get());
+      return bytes(a->gemm->args[2].region.buffer.get()) >
+             bytes(b->gemm->args[2].region.buffer.get());
     });
     for (GemmPlan* p : candidates) {
       if (total() <= cap) break;
@@ -497,26 +532,32 @@ class CubeLowering : public IRMutator {
     const int64_t kchunks = p.k_chunks(), nchunks = p.n_chunks(), bn = p.n_chunk();
     constexpr int64_t kMaxChunks = 256;  // each chunk is two loads and an mma, written out
     if (kchunks * nchunks > kMaxChunks)
-      user_error(g.loc, "T.gemm: K = {} needs {} chunks of {} in L0A/L0B, more than {}; loop over K panels "
-                        "around the gemm instead (as gemm_dev does)", s.K, kchunks * nchunks, p.kc, kMaxChunks);
+      user_error(
+          g.loc,
+          "T.gemm: K = {} needs {} chunks of {} in L0A/L0B, more than {}; loop over K panels "
+          "around the gemm instead (as gemm_dev does)",
+          s.K, kchunks * nchunks, p.kc, kMaxChunks);
 
     std::vector<Stmt> out;
     Buffer a0, b0, part;
     if (!s.a_in_l0) {
-      a0 = BufferNode::make(A.buffer->name + "_l0a", s.dt, {ci(p.a_slots() * s.M), ci(p.kc)}, MemScope::L0A, {}, -1,
-                            g.loc, fmt::format("L0A slots of '{}'", A.buffer->name));
+      a0 = BufferNode::make(A.buffer->name + "_l0a", s.dt, {ci(p.a_slots() * s.M), ci(p.kc)},
+                            MemScope::L0A, {}, -1, g.loc,
+                            fmt::format("L0A slots of '{}'", A.buffer->name));
       out.push_back(AllocateNode::make(a0, g.loc));
     }
     if (!s.b_in_l0) {
-      b0 = BufferNode::make(B.buffer->name + "_l0b", s.dt, {ci(p.b_slots() * p.kc), ci(bn)}, MemScope::L0B, {}, -1,
-                            g.loc, fmt::format("L0B slots of '{}'", B.buffer->name));
+      b0 = BufferNode::make(B.buffer->name + "_l0b", s.dt, {ci(p.b_slots() * p.kc), ci(bn)},
+                            MemScope::L0B, {}, -1, g.loc,
+                            fmt::format("L0B slots of '{}'", B.buffer->name));
       out.push_back(AllocateNode::make(b0, g.loc));
     }
     if (p.bn) {
-      part = BufferNode::make(C.buffer->name + "_part", C.buffer->dtype, {ci(p.part_slots * s.M), ci(bn)},
-                              MemScope::L0C, {}, -1, g.loc,
-                              fmt::format("column chunks of '{}' ({} of {}; it does not fit L0C whole)",
-                                          C.buffer->name, bn, s.N));
+      part = BufferNode::make(
+          C.buffer->name + "_part", C.buffer->dtype, {ci(p.part_slots * s.M), ci(bn)},
+          MemScope::L0C, {}, -1, g.loc,
+          fmt::format("column chunks of '{}' ({} of {}; it does not fit L0C whole)", C.buffer->name,
+                      bn, s.N));
       out.push_back(AllocateNode::make(part, g.loc));
     }
     int64_t b_load = 0;  // B chunks loaded so far: their slots alternate
@@ -571,8 +612,8 @@ class CubeLowering : public IRMutator {
   static BufferRegion sub(const BufferRegion& r, int along, int64_t k0, int64_t kl) {
     BufferRegion out = full(r);
     const size_t d = along == 1 ? out.ranges.size() - 1 : 0;
-    TL_ASSERT(out.ranges.size() == 2 || along == 1, "gemm operand '{}' of rank {} chunked along rows",
-              r.buffer->name, out.ranges.size());
+    TL_ASSERT(out.ranges.size() == 2 || along == 1,
+              "gemm operand '{}' of rank {} chunked along rows", r.buffer->name, out.ranges.size());
     out.ranges[d] = {out.ranges[d].min + ci(k0), ci(kl)};
     return out;
   }

@@ -33,8 +33,8 @@
 namespace tl {
 namespace {
 
-constexpr int64_t kMaxBlocks = 64;                     // as elide_implied_syncs
-constexpr size_t kMaxReplayedEvents = 5'000'000;       // all candidate replays together
+constexpr int64_t kMaxBlocks = 64;                // as elide_implied_syncs
+constexpr size_t kMaxReplayedEvents = 5'000'000;  // all candidate replays together
 using dev::FlagSite;
 
 /// Whether another set or wait of the pipe pair src -> dst lies strictly between positions a and
@@ -42,15 +42,16 @@ using dev::FlagSite;
 bool flag_between(const SeqNode& block, size_t a, size_t b, Pipe src, Pipe dst) {
   for (size_t i = std::min(a, b) + 1; i < std::max(a, b); ++i)
     if (auto* y = block.stmts[i].as<SyncNode>();
-        y && (y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag) && y->src == src &&
-        y->dst == dst)
+        y && (y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag) &&
+        y->src == src && y->dst == dst)
       return true;
   return false;
 }
 
 /// The body with Y merged into X: each pair's statement of X at the later set or the earlier
 /// wait, Y's gone; nullopt when the flags do not correspond one to one in neighbouring places.
-std::optional<Stmt> merged(const Stmt& body, const std::vector<FlagSite>& xs, const std::vector<FlagSite>& ys) {
+std::optional<Stmt> merged(const Stmt& body, const std::vector<FlagSite>& xs,
+                           const std::vector<FlagSite>& ys) {
   if (xs.size() != ys.size()) return std::nullopt;
   std::map<const StmtNode*, Stmt> moves;  // a statement of Y -> X's, moved there; X's -> gone
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -97,8 +98,8 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target) {
     for (auto x = sites.begin(); x != sites.end() && !progress; ++x)
       for (auto y = std::next(x); y != sites.end() && !progress; ++y) {
         const auto& [scope, src, dst, id] = x->first;
-        if (std::get<0>(y->first) != scope || std::get<1>(y->first) != src || std::get<2>(y->first) != dst ||
-            refused.count({x->first, y->first}))
+        if (std::get<0>(y->first) != scope || std::get<1>(y->first) != src ||
+            std::get<2>(y->first) != dst || refused.count({x->first, y->first}))
           continue;
         auto body = merged(bodies[scope], x->second, y->second);
         if (!body) continue;

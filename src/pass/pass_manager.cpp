@@ -48,11 +48,12 @@ void check_pass_names(const std::vector<std::string>& names, const std::vector<P
 void check_invariant(const Pass& pass, const PrimFunc& out, const Target& target) {
   auto ds = verify(out, target, {.spec = *pass.ensures});
   if (ds.empty()) return;
-  internal_error(__FILE__, __LINE__, "the output of every pass meets its invariant",
-                 fmt::format("pass '{}' broke its output invariant (the {} spec) on kernel '{}', target {}; "
-                             "{} violation{}:\n{}",
-                             pass.name, spec_name(*pass.ensures), out->name, target.name, ds.size(),
-                             ds.size() == 1 ? "" : "s", format_diagnostics(ds)));
+  internal_error(
+      __FILE__, __LINE__, "the output of every pass meets its invariant",
+      fmt::format("pass '{}' broke its output invariant (the {} spec) on kernel '{}', target {}; "
+                  "{} violation{}:\n{}",
+                  pass.name, spec_name(*pass.ensures), out->name, target.name, ds.size(),
+                  ds.size() == 1 ? "" : "s", format_diagnostics(ds)));
 }
 
 }  // namespace
@@ -105,8 +106,10 @@ PrimFunc run_passes(const PrimFunc& f, const Target& target, const std::vector<P
                         pass.name, next->name, target.name, broken));
     }
     if (opt.verify_each) {
-      if (input_valid && pass.ensures) check_invariant(pass, next, target);
-      else input_valid = verify(next, target).empty();
+      if (input_valid && pass.ensures)
+        check_invariant(pass, next, target);
+      else
+        input_valid = verify(next, target).empty();
     }
     cur = next;
   }

@@ -45,10 +45,13 @@ using dev::stmts_of;
 using dev::Touch;
 using dev::touches_of;
 
-bool is_workspace(const BufferNode* b) { return b->scope == MemScope::GM && b->ndim() >= 2; }
+bool is_workspace(const BufferNode* b) {
+  return b->scope == MemScope::GM && b->ndim() >= 2;
+}
 
 /// The copy into (which = 1) or out of (which = 0) a GM workspace that `s` is, if it is one.
-const BufferNode* channel_copy(const Stmt& s, int which, const std::set<const BufferNode*>& workspaces) {
+const BufferNode* channel_copy(const Stmt& s, int which,
+                               const std::set<const BufferNode*>& workspaces) {
   auto* op = s.as<TileOpNode>();
   if (!op || op->op != &ops::copy() || op->args.size() != 2 || !op->args[which].is_region())
     return nullptr;
@@ -106,7 +109,8 @@ class PipelineLoops {
       }
       if (auto* scope = s.as<ScopeNode>()) {
         scope_ = scope;
-        out.push_back(ScopeNode::make(scope->core, drop_replaced(rewrite(scope->body, false)), s->loc));
+        out.push_back(
+            ScopeNode::make(scope->core, drop_replaced(rewrite(scope->body, false)), s->loc));
         continue;
       }
       out.push_back(s);
@@ -151,7 +155,10 @@ class PipelineLoops {
     };
     for (const Stmt& s : top) walk(s);
     for (const auto& [ws, S] : stages)
-      if (S >= 2) make_slots(ws, S, fmt::format("{} slots of the channel workspace '{}' (T.Pipelined)", S, ws->name));
+      if (S >= 2)
+        make_slots(
+            ws, S,
+            fmt::format("{} slots of the channel workspace '{}' (T.Pipelined)", S, ws->name));
   }
 
   void make_slots(const BufferNode* b, int S, const std::string& origin) {
@@ -159,14 +166,16 @@ class PipelineLoops {
     if (is_workspace(b)) {
       std::vector<Expr> shape = b->shape;
       shape[1] = Expr(S);
-      v.push_back(BufferNode::make(b->name, b->dtype, shape, b->scope, {}, b->address, b->loc,
-                                   b->origin.empty() ? origin : b->origin + ", " + std::to_string(S) + " slots"));
+      v.push_back(BufferNode::make(
+          b->name, b->dtype, shape, b->scope, {}, b->address, b->loc,
+          b->origin.empty() ? origin : b->origin + ", " + std::to_string(S) + " slots"));
       v.resize(static_cast<size_t>(S), v[0]);
     } else {
       for (int i = 0; i < S; ++i) {
         std::string name = fresh_name(fmt::format("{}_{}", b->name, i));
-        v.push_back(BufferNode::make(name, b->dtype, b->shape, b->scope, b->strides, -1, b->loc,
-                                     fmt::format("slot {} of {} of '{}' ({})", i, S, b->name, origin)));
+        v.push_back(
+            BufferNode::make(name, b->dtype, b->shape, b->scope, b->strides, -1, b->loc,
+                             fmt::format("slot {} of {} of '{}' ({})", i, S, b->name, origin)));
       }
     }
     slots_[b] = std::move(v);
@@ -190,24 +199,30 @@ class PipelineLoops {
     if (auto* l = s.as<ForNode>()) {
       if (l->for_kind == ForKind::Pipelined) {
         if (inside)
-          user_error(l->loc, "T.Pipelined inside another T.Pipelined loop on the {} core: pipeline one of the two "
-                             "(the outer loop's stages already overlap the inner loop's iterations); make the other "
-                             "T.serial",
-                     core_name(scope_->core));
+          user_error(
+              l->loc,
+              "T.Pipelined inside another T.Pipelined loop on the {} core: pipeline one of the two "
+              "(the outer loop's stages already overlap the inner loop's iterations); make the "
+              "other "
+              "T.serial",
+              core_name(scope_->core));
         Stmt body = rewrite(l->body, true);
         return pipeline(*l, body);
       }
-      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, rewrite(l->body, inside), l->loc);
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages,
+                           rewrite(l->body, inside), l->loc);
     }
     if (auto* n = s.as<IfNode>())
-      return IfNode::make(n->cond, rewrite(n->then_case, inside), rewrite(n->else_case, inside), n->loc);
+      return IfNode::make(n->cond, rewrite(n->then_case, inside), rewrite(n->else_case, inside),
+                          n->loc);
     return s;
   }
 
   /// The scope without the declarations of buffers whose slots replaced them.
   Stmt drop_replaced(const Stmt& s) const {
     if (!s.defined()) return s;
-    if (auto* a = s.as<AllocateNode>(); a && slots_.count(a->buffer.get()) && !is_workspace(a->buffer.get()))
+    if (auto* a = s.as<AllocateNode>();
+        a && slots_.count(a->buffer.get()) && !is_workspace(a->buffer.get()))
       return Stmt();
     if (auto* q = s.as<SeqNode>()) {
       std::vector<Stmt> out;
@@ -215,9 +230,11 @@ class PipelineLoops {
       return SeqNode::make(std::move(out), s->loc);
     }
     if (auto* l = s.as<ForNode>())
-      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, drop_replaced(l->body), l->loc);
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages,
+                           drop_replaced(l->body), l->loc);
     if (auto* n = s.as<IfNode>())
-      return IfNode::make(n->cond, drop_replaced(n->then_case), drop_replaced(n->else_case), n->loc);
+      return IfNode::make(n->cond, drop_replaced(n->then_case), drop_replaced(n->else_case),
+                          n->loc);
     return s;
   }
 
@@ -255,7 +272,8 @@ class PipelineLoops {
 
   Stmt pipeline(const ForNode& loop, const Stmt& body_in) {
     const int S = loop.num_stages;
-    if (S <= 1 || !overlap_) return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
+    if (S <= 1 || !overlap_)
+      return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
     std::vector<Stmt> body = stmts_of(body_in);
     // Top-level declarations move before the loop: each slot must keep its bytes for the whole
     // loop (declared inside, plan_memory would let the slots of one iteration share them).
@@ -302,7 +320,8 @@ class PipelineLoops {
     bool channel_slots = false;
     for (const Stmt& s : body)
       for (int which : {0, 1})
-        if (const BufferNode* ws = channel_copy(s, which, workspaces_)) channel_slots = channel_slots || slots_.count(ws);
+        if (const BufferNode* ws = channel_copy(s, which, workspaces_))
+          channel_slots = channel_slots || slots_.count(ws);
     if (versioned.empty() && split == 0 && !channel_slots)
       return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
     // The declarations: the hoisted ones (slots for the versioned), and here too the slots of
@@ -360,10 +379,12 @@ class PipelineLoops {
     };
     std::map<const BufferNode*, int64_t> size;
     for (const BufferLife& b : lv.buffers) size[b.buffer.get()] = bytes(b);
-    std::stable_sort(versioned.begin(), versioned.end(), [&](auto* a, auto* b) { return size[a] > size[b]; });
+    std::stable_sort(versioned.begin(), versioned.end(),
+                     [&](auto* a, auto* b) { return size[a] > size[b]; });
     std::set<const BufferNode*> vs(versioned.begin(), versioned.end());
     while (auto scope = overflow(vs)) {
-      auto it = std::find_if(versioned.begin(), versioned.end(), [&](auto* b) { return vs.count(b) && b->scope == *scope; });
+      auto it = std::find_if(versioned.begin(), versioned.end(),
+                             [&](auto* b) { return vs.count(b) && b->scope == *scope; });
       if (it == versioned.end()) break;  // over without slots: plan_memory reports it
       vs.erase(*it);
     }
@@ -403,7 +424,8 @@ class PipelineLoops {
     for (const auto& [buf, rw] : a) {
       auto it = b.find(buf);
       if (it == b.end() || (!rw.second && !it->second.second)) continue;
-      const bool local = in_body.count(buf) || (buf->scope != MemScope::GM && !touched_outside(buf, loop));
+      const bool local =
+          in_body.count(buf) || (buf->scope != MemScope::GM && !touched_outside(buf, loop));
       if (!local || !dev::privatisable(buf, body, target_)) return 0;
       extra.push_back(buf);
     }
@@ -412,10 +434,12 @@ class PipelineLoops {
 
   /// Stage p of iteration t runs at step t + p; a step runs its stages newest iteration first.
   /// Steps are unrolled S at a time so that every slot is a constant.
-  void schedule(const ForNode& loop, const std::vector<std::vector<Stmt>>& stages, int S, std::vector<Stmt>& out) {
+  void schedule(const ForNode& loop, const std::vector<std::vector<Stmt>>& stages, int S,
+                std::vector<Stmt>& out) {
     const int P = static_cast<int>(stages.size());
     const Expr n = loop.extent;
-    // One step: stage p of iteration `first + offset - p` (an expression) in slot (slot0 - p) mod S.
+    // One step: stage p of iteration `first + offset - p` (an expression) in slot (slot0 - p) mod
+    // S.
     auto step = [&](const Expr& first, int slot0, std::vector<Stmt>& into) {
       for (int p = 0; p < P; ++p) {
         const int slot = ((slot0 - p) % S + S) % S;
@@ -447,9 +471,10 @@ class PipelineLoops {
     } else if (!t || *t > 0) {
       Var j(fresh_name(loop.var.name() + "_o"));
       std::vector<Stmt> unrolled;
-      for (int i = 0; i < S; ++i) step(Expr(P - 1) + Expr(j) * Expr(S) + Expr(i), P - 1 + i, unrolled);
-      out.push_back(ForNode::make(j, Expr(0), trips, ForKind::Serial, 0, SeqNode::make(std::move(unrolled), loop.loc),
-                                  loop.loc));
+      for (int i = 0; i < S; ++i)
+        step(Expr(P - 1) + Expr(j) * Expr(S) + Expr(i), P - 1 + i, unrolled);
+      out.push_back(ForNode::make(j, Expr(0), trips, ForKind::Serial, 0,
+                                  SeqNode::make(std::move(unrolled), loop.loc), loop.loc));
     }
     for (int i = 0; i + 1 < S; ++i) {
       std::vector<Stmt> rem;

@@ -61,42 +61,50 @@ std::string declared(const BufferNode& b) {
   return b.origin.empty() ? b.loc.str() : fmt::format("{}, {}", b.origin, b.loc.str());
 }
 
-[[noreturn]] void report_overflow(const PrimFunc& f, const Target& target, MemScope scope, int64_t total,
-                                  const std::vector<const BufferLife*>& lives, const std::vector<int64_t>& offsets,
-                                  const Liveness& lv, const Refusals& refused) {
+[[noreturn]] void report_overflow(const PrimFunc& f, const Target& target, MemScope scope,
+                                  int64_t total, const std::vector<const BufferLife*>& lives,
+                                  const std::vector<int64_t>& offsets, const Liveness& lv,
+                                  const Refusals& refused) {
   auto line_of = [&](int64_t pos) {
     const SourceLoc& l = lv.stmt_loc[static_cast<size_t>(pos)];
     return l.known() ? std::to_string(l.line) : std::string("?");
   };
-  std::string table = fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<48} {:>10}\n", "name", "shape",
-                                  "dtype", "bytes", "live stmts", "live lines", "declared at (compiler-made: what for)", "offset");
+  std::string table = fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<48} {:>10}\n",
+                                  "name", "shape", "dtype", "bytes", "live stmts", "live lines",
+                                  "declared at (compiler-made: what for)", "offset");
   for (size_t i = 0; i < lives.size(); ++i) {
     const BufferLife& b = *lives[i];
     std::string offset = grouped(offsets[i]) + (b.buffer->address >= 0 ? " (explicit)" : "");
-    table += fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<48} {:>10}\n", b.buffer->name,
-                         shape_str(b.shape), dtype_name(b.buffer->dtype), grouped(b.bytes),
-                         fmt::format("{}-{}", b.first, b.last),
-                         fmt::format("{}-{}", line_of(b.first), line_of(b.last)), declared(*b.buffer), offset);
+    table += fmt::format("  {:<16} {:<16} {:<9} {:>10} {:>12} {:>12}  {:<48} {:>10}\n",
+                         b.buffer->name, shape_str(b.shape), dtype_name(b.buffer->dtype),
+                         grouped(b.bytes), fmt::format("{}-{}", b.first, b.last),
+                         fmt::format("{}-{}", line_of(b.first), line_of(b.last)),
+                         declared(*b.buffer), offset);
   }
   std::string reuse;
   if (!refused.empty()) {
-    reuse = fmt::format("reuse refused for {} pair(s) of buffers whose live ranges are disjoint: sharing bytes "
-                        "needs the old owner's last access ordered before the new owner's first (a flag, a "
-                        "barrier, or the same in-order pipe):\n", refused.size());
+    reuse = fmt::format(
+        "reuse refused for {} pair(s) of buffers whose live ranges are disjoint: sharing bytes "
+        "needs the old owner's last access ordered before the new owner's first (a flag, a "
+        "barrier, or the same in-order pipe):\n",
+        refused.size());
     int shown = 0;
     for (const auto& [pair, why] : refused) {
       if (++shown > 8) {
         reuse += fmt::format("  ... and {} more\n", refused.size() - 8);
         break;
       }
-      reuse += fmt::format("  '{}' after '{}': {}\n", lives[pair.second]->buffer->name, lives[pair.first]->buffer->name, why);
+      reuse += fmt::format("  '{}' after '{}': {}\n", lives[pair.second]->buffer->name,
+                           lives[pair.first]->buffer->name, why);
     }
   }
-  throw Error(f->loc,
-              fmt::format("kernel {}: {} needs {} bytes, capacity {} on {} (buffers live at the same time cannot "
-                          "share bytes):\n{}{}",
-                          f->name, scope_name(scope), grouped(total), grouped(target.cap(scope)), target.name,
-                          table, reuse));
+  throw Error(
+      f->loc,
+      fmt::format(
+          "kernel {}: {} needs {} bytes, capacity {} on {} (buffers live at the same time cannot "
+          "share bytes):\n{}{}",
+          f->name, scope_name(scope), grouped(total), grouped(target.cap(scope)), target.name,
+          table, reuse));
 }
 
 }  // namespace
@@ -115,7 +123,10 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow)
     for (const auto& b : lv.buffers) {
       if (b.buffer->scope != scope) continue;
       lives.push_back(&b);
-      blocks.push_back({.bytes = b.bytes, .align = align, .first = b.first, .last = b.last,
+      blocks.push_back({.bytes = b.bytes,
+                        .align = align,
+                        .first = b.first,
+                        .last = b.last,
                         .fixed = b.buffer->address});
     }
     if (blocks.empty()) continue;
@@ -139,15 +150,18 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow)
     for (size_t i = 0; i < blocks.size(); ++i) {
       // Saturating: a pinned address near INT64_MAX must fail the capacity check, not wrap.
       int64_t end = 0;
-      if (__builtin_add_overflow(offsets[i], blocks[i].bytes, &end)) end = std::numeric_limits<int64_t>::max();
+      if (__builtin_add_overflow(offsets[i], blocks[i].bytes, &end))
+        end = std::numeric_limits<int64_t>::max();
       total = std::max(total, end);
     }
     int64_t cap = target.cap(scope);
-    if (cap > 0 && total > cap) report_overflow(f, target, scope, total, lives, offsets, lv, refused);
+    if (cap > 0 && total > cap)
+      report_overflow(f, target, scope, total, lives, offsets, lv, refused);
     for (size_t i = 0; i < lives.size(); ++i) {
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;
-      placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, offsets[i], b.loc, b.origin));
+      placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides,
+                                                  offsets[i], b.loc, b.origin));
     }
   }
   for (const auto& v : lv.views) {
@@ -155,7 +169,8 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow)
     if (base.address >= 0) continue;
     const BufferNode& b = *v.buffer;
     int64_t at = placer.planned.at(&base)->address;
-    placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, at, b.loc, b.origin));
+    placer.planned.emplace(
+        &b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, at, b.loc, b.origin));
   }
   if (placer.planned.empty()) return f;
   return with_body(f, placer.mutate(f->body));

@@ -25,8 +25,12 @@
 namespace tl {
 namespace {
 
-constexpr uint32_t bit(Pipe p) { return 1u << static_cast<unsigned>(p); }
-bool in_order(Pipe p) { return pipe_in_order(p); }  // the rule table (tl/sync_rules.h)
+constexpr uint32_t bit(Pipe p) {
+  return 1u << static_cast<unsigned>(p);
+}
+bool in_order(Pipe p) {
+  return pipe_in_order(p);
+}  // the rule table (tl/sync_rules.h)
 
 /// A node of the statement tree: its statement, parent and position among the parent's
 /// children (Seq: its statements; For/Scope/Kernel: the body; If: then, else).
@@ -74,10 +78,14 @@ struct Knowledge {
     if (all) return;
     switch (s.sync_kind) {
       case SyncKind::BarrierAll:
-      case SyncKind::SyncAll: all = true; return;
+      case SyncKind::SyncAll:
+        all = true;
+        return;
       case SyncKind::PipeBarrier:
-        if (s.src == Pipe::ALL) all = true;
-        else if (s.src == pipe) knows |= bit(pipe);
+        if (s.src == Pipe::ALL)
+          all = true;
+        else if (s.src == pipe)
+          knows |= bit(pipe);
         return;
       case SyncKind::SetFlag: {
         Sets& sets = pending[flag.name];
@@ -94,7 +102,8 @@ struct Knowledge {
         if (carries) knows |= bit(s.dst);
         return;
       }
-      default: return;  // cross-core flags order other cores
+      default:
+        return;  // cross-core flags order other cores
     }
   }
   /// Around a loop's back edge a flag id that is not a constant names another flag.
@@ -147,14 +156,20 @@ struct AccessOrder::Impl {
         for (const Stmt* k : {&n->then_case, &n->else_case}) child(*k, c);
         break;
       }
-      case StmtKind::Scope: child(s.as<ScopeNode>()->body, s.as<ScopeNode>()->core); break;
-      case StmtKind::Kernel: child(s.as<KernelNode>()->body, c); break;
+      case StmtKind::Scope:
+        child(s.as<ScopeNode>()->body, s.as<ScopeNode>()->core);
+        break;
+      case StmtKind::Kernel:
+        child(s.as<KernelNode>()->body, c);
+        break;
       case StmtKind::Allocate: {
         auto* n = s.as<AllocateNode>();
         if (n->is_view()) base[n->buffer.get()] = resolve(n->view_of.get());
         break;
       }
-      case StmtKind::Let: scalar_loads(s.as<LetNode>()->value, id); break;
+      case StmtKind::Let:
+        scalar_loads(s.as<LetNode>()->value, id);
+        break;
       case StmtKind::Store: {
         auto* n = s.as<StoreNode>();
         for (const auto& i : n->indices) scalar_loads(i, id);
@@ -162,13 +177,16 @@ struct AccessOrder::Impl {
         record(n->buffer.get(), id, -1, Pipe::S, true);
         break;
       }
-      case StmtKind::TileOp: tile_op(*s.as<TileOpNode>(), id); break;
+      case StmtKind::TileOp:
+        tile_op(*s.as<TileOpNode>(), id);
+        break;
       case StmtKind::Sync: {
         auto* n = s.as<SyncNode>();
         scalar_loads(n->event_id, id);
         if (n->sync_kind == SyncKind::SetFlag || n->sync_kind == SyncKind::WaitFlag)
-          flag_key[s.get()] = {fmt::format("{} {} {}", pipe_name(n->src), pipe_name(n->dst), print(n->event_id)),
-                               as_const_int(n->event_id).has_value()};
+          flag_key[s.get()] = {
+              fmt::format("{} {} {}", pipe_name(n->src), pipe_name(n->dst), print(n->event_id)),
+              as_const_int(n->event_id).has_value()};
         break;
       }
     }
@@ -201,7 +219,9 @@ struct AccessOrder::Impl {
       Pipe p = instr_pipe(n, spec, target);
       for (const auto& t : spec.touches) {
         if (t.operand < 0) continue;  // scratch (gemm_v0's L0A/L0B) is not a planned buffer
-        size_t hi = op.operands[t.operand].variadic ? n.args.size() : std::min(n.args.size(), size_t(t.operand) + 1);
+        size_t hi = op.operands[t.operand].variadic
+                        ? n.args.size()
+                        : std::min(n.args.size(), size_t(t.operand) + 1);
         for (size_t a = static_cast<size_t>(t.operand); a < hi; ++a) {
           const TileArg& arg = n.args[a];
           if (!arg.is_region()) {
@@ -259,7 +279,8 @@ struct AccessOrder::Impl {
           for (int kid : nd.kids) run(kid, c, k);
         return;
       }
-      case StmtKind::If: return;  // a branch does not surely run
+      case StmtKind::If:
+        return;  // a branch does not surely run
       default:
         for (int kid : nd.kids) run(kid, c, k);
         return;
@@ -313,12 +334,14 @@ struct AccessOrder::Impl {
       if (body < 0) return true;
       after(a.node, body, c, k);
       if (nodes[body].stmt->kind == StmtKind::Seq && a.node != body) {
-        for (size_t j = nodes[child_towards(body, a.node)].pos + 1; j < nodes[body].kids.size(); ++j)
+        for (size_t j = nodes[child_towards(body, a.node)].pos + 1; j < nodes[body].kids.size();
+             ++j)
           run(nodes[body].kids[j], c, k);
       }
       k.cross_back_edge();
       if (nodes[body].stmt->kind == StmtKind::Seq && b.node != body) {
-        for (int j = 0; j < nodes[child_towards(body, b.node)].pos; ++j) run(nodes[body].kids[j], c, k);
+        for (int j = 0; j < nodes[child_towards(body, b.node)].pos; ++j)
+          run(nodes[body].kids[j], c, k);
       }
       before(b.node, body, c, k);
     } else {
@@ -372,17 +395,19 @@ struct AccessOrder::Impl {
     } else if (s->kind == StmtKind::Store) {
       what = "a scalar store";
     }
-    return fmt::format("{} ({}) at {} {} '{}'", what, pipe_name(a.pipe), s->loc.str(), a.write ? "writes" : "reads",
-                       a.buffer->name);
+    return fmt::format("{} ({}) at {} {} '{}'", what, pipe_name(a.pipe), s->loc.str(),
+                       a.write ? "writes" : "reads", a.buffer->name);
   }
 };
 
-AccessOrder::AccessOrder(const Stmt& body, const Target& target) : impl_(std::make_unique<Impl>(target)) {
+AccessOrder::AccessOrder(const Stmt& body, const Target& target)
+    : impl_(std::make_unique<Impl>(target)) {
   if (body.defined()) impl_->add(body, -1, 0, std::nullopt);
 }
 AccessOrder::~AccessOrder() = default;
 
-std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier, const BufferNode* later) const {
+std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier,
+                                                     const BufferNode* later) const {
   const Impl& m = *impl_;
   auto find = [&](const BufferNode* b) -> const std::vector<Acc>& {
     static const std::vector<Acc> none;
@@ -398,12 +423,16 @@ std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier, 
     if (m.ordered(a, b, c, loop)) return std::nullopt;
     std::string fix =
         a.pipe == b.pipe
-            ? fmt::format("{0} may overlap consecutive instructions and nothing orders these two (a "
-                          "pipe_barrier({0}) or a flag chain would)", pipe_name(a.pipe))
-            : fmt::format("nothing orders {0} before {1} (set_flag({0}, {1}) / wait_flag or a barrier would)",
-                          pipe_name(a.pipe), pipe_name(b.pipe));
-    return fmt::format("{}, then {}{}: {}", m.describe(a), m.describe(b), loop >= 0 ? " in the next iteration" : "",
-                       fix);
+            ? fmt::format(
+                  "{0} may overlap consecutive instructions and nothing orders these two (a "
+                  "pipe_barrier({0}) or a flag chain would)",
+                  pipe_name(a.pipe))
+            : fmt::format(
+                  "nothing orders {0} before {1} (set_flag({0}, {1}) / wait_flag or a barrier "
+                  "would)",
+                  pipe_name(a.pipe), pipe_name(b.pipe));
+    return fmt::format("{}, then {}{}: {}", m.describe(a), m.describe(b),
+                       loop >= 0 ? " in the next iteration" : "", fix);
   };
   for (const Acc& a : xs)
     for (const Acc& b : ys)

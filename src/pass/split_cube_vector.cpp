@@ -43,15 +43,21 @@
 namespace tl {
 namespace {
 
-CoreKind other(CoreKind c) { return c == CoreKind::Cube ? CoreKind::Vector : CoreKind::Cube; }
-int idx(CoreKind c) { return c == CoreKind::Cube ? 0 : 1; }
+CoreKind other(CoreKind c) {
+  return c == CoreKind::Cube ? CoreKind::Vector : CoreKind::Cube;
+}
+int idx(CoreKind c) {
+  return c == CoreKind::Cube ? 0 : 1;
+}
 
 /// The core a leaf statement runs on; nullopt: none of its own (scalar work, scalar variables,
 /// GM stores and GM workspaces, which the splitter places itself).
 std::optional<CoreKind> core_of(const Stmt& s, const Target& t) {
   switch (s.kind()) {
-    case StmtKind::Allocate: return t.memory_core(s.as<AllocateNode>()->buffer->scope);
-    case StmtKind::Store: return t.memory_core(s.as<StoreNode>()->buffer->scope);
+    case StmtKind::Allocate:
+      return t.memory_core(s.as<AllocateNode>()->buffer->scope);
+    case StmtKind::Store:
+      return t.memory_core(s.as<StoreNode>()->buffer->scope);
     case StmtKind::TileOp: {
       auto* n = s.as<TileOpNode>();
       // The op's core (op_core, tl/op.h; an illegal copy path: legalize_copies reports it).
@@ -62,7 +68,8 @@ std::optional<CoreKind> core_of(const Stmt& s, const Target& t) {
           if (auto c = t.memory_core(a.region.buffer->scope)) return c;
       return CoreKind::Vector;  // a printf without buffers prints once, from AIV 0
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -80,12 +87,16 @@ struct Reads {
   void see(const Expr& x) {
     if (auto* v = x.as<VarNode>()) sym(v);
     if (auto* l = x.as<LoadNode>()) {
-      if (l->buffer->scope == MemScope::Var) sym(l->buffer.get());
-      else mem.push_back(l->buffer.get());
+      if (l->buffer->scope == MemScope::Var)
+        sym(l->buffer.get());
+      else
+        mem.push_back(l->buffer.get());
     }
   }
   void add(const Expr& e) {
-    if (e.defined()) pre_order_visit(LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) { see(x); });
+    if (e.defined())
+      pre_order_visit(
+          LetNode::make(Var("_"), e), [](const Stmt&) {}, [&](const Expr& x) { see(x); });
   }
   void add(const Reads& r) {
     for (Sym x : r.syms) sym(x);
@@ -96,7 +107,8 @@ struct Reads {
 /// Every expression a leaf statement evaluates.
 Reads leaf_reads(const Stmt& s) {
   Reads r;
-  pre_order_visit(s, [](const Stmt&) {}, [&](const Expr& e) { r.see(e); });
+  pre_order_visit(
+      s, [](const Stmt&) {}, [&](const Expr& e) { r.see(e); });
   return r;
 }
 
@@ -115,7 +127,8 @@ Reads control_reads(const StmtNode* s) {
 /// The symbol a scalar definition defines (nullptr: not a definition).
 Sym defined_sym(const Stmt& s) {
   if (auto* l = s.as<LetNode>()) return l->var.node();
-  if (auto* st = s.as<StoreNode>(); st && st->buffer->scope == MemScope::Var) return st->buffer.get();
+  if (auto* st = s.as<StoreNode>(); st && st->buffer->scope == MemScope::Var)
+    return st->buffer.get();
   return nullptr;
 }
 
@@ -196,11 +209,14 @@ class Splitter {
     leaves_.push_back(std::move(leaf));
     if (Sym d = defined_sym(s)) {
       defs_[d].push_back(leaves_.size() - 1);
-      if (auto* l = s.as<LetNode>()) names_[d] = l->var.name();
-      else names_[d] = s.as<StoreNode>()->buffer->name;
+      if (auto* l = s.as<LetNode>())
+        names_[d] = l->var.name();
+      else
+        names_[d] = s.as<StoreNode>()->buffer->name;
     }
     if (auto c = core_of(s, target_)) {
-      if (s.kind() != StmtKind::Allocate || s.as<AllocateNode>()->buffer->scope != MemScope::GM) work_[idx(*c)] = true;
+      if (s.kind() != StmtKind::Allocate || s.as<AllocateNode>()->buffer->scope != MemScope::GM)
+        work_[idx(*c)] = true;
       if (s.kind() == StmtKind::TileOp)
         for (const dev::Touch& t : dev::touches_of(s, target_))
           if (t.buffer->scope == MemScope::GM) {
@@ -266,32 +282,41 @@ class Splitter {
       const Leaf* why = nullptr;
       for (const Leaf* l : ls) {
         // An element loop runs on the vector core (vectorize_parallel lowers it there).
-        std::optional<CoreKind> c = l->in_parallel ? std::optional<CoreKind>(CoreKind::Vector) : data_core(*l);
+        std::optional<CoreKind> c =
+            l->in_parallel ? std::optional<CoreKind>(CoreKind::Vector) : data_core(*l);
         if (!c) continue;
         if (home && *home != *c)
           user_error(l->s->loc,
-                     "{} stores to the GM tensor '{}' from the {} core's data, and {} from the {} core's; the scalar "
-                     "unit of one core stores to a tensor (developer mode orders GM across cores only through its "
+                     "{} stores to the GM tensor '{}' from the {} core's data, and {} from the {} "
+                     "core's; the scalar "
+                     "unit of one core stores to a tensor (developer mode orders GM across cores "
+                     "only through its "
                      "channels): store the two parts to different tensors",
-                     dev::describe(l->s), g->name, core_name(*c), dev::describe(why->s), core_name(*home));
+                     dev::describe(l->s), g->name, core_name(*c), dev::describe(why->s),
+                     core_name(*home));
         home = c;
         why = l;
       }
       if (!home) {
         auto it = gm_tile_touches_.find(g);
-        if (it != gm_tile_touches_.end() && it->second.size() == 1) home = *it->second.begin();
-        else if (work_[0] != work_[1]) home = work_[0] ? CoreKind::Cube : CoreKind::Vector;
-        else home = CoreKind::Vector;
+        if (it != gm_tile_touches_.end() && it->second.size() == 1)
+          home = *it->second.begin();
+        else if (work_[0] != work_[1])
+          home = work_[0] ? CoreKind::Cube : CoreKind::Vector;
+        else
+          home = CoreKind::Vector;
       }
       home_[g] = *home;
       // The other core may not touch the tensor with tile ops: nothing would order the two.
       auto it = first_tile_use_.find({g, idx(other(*home))});
       if (it != first_tile_use_.end())
-        user_error(ls[0]->s->loc, "{} stores to the GM tensor '{}' from the scalar unit of the {} core, and {} on the "
-                                  "{} core touches it too; developer mode orders GM across cores only through its "
-                                  "channels: store to '{}' from one core, or copy through a tile",
-                   dev::describe(ls[0]->s), g->name, core_name(*home), dev::describe(it->second),
-                   core_name(other(*home)), g->name);
+        user_error(
+            ls[0]->s->loc,
+            "{} stores to the GM tensor '{}' from the scalar unit of the {} core, and {} on the "
+            "{} core touches it too; developer mode orders GM across cores only through its "
+            "channels: store to '{}' from one core, or copy through a tile",
+            dev::describe(ls[0]->s), g->name, core_name(*home), dev::describe(it->second),
+            core_name(other(*home)), g->name);
     }
   }
 
@@ -300,7 +325,8 @@ class Splitter {
     if (auto* a = s.as<AllocateNode>()) {
       if (a->buffer->scope == MemScope::GM) return false;  // declared at kernel level
       // A register: declared where the variable is needed (or everywhere, if nothing stores it).
-      if (a->buffer->scope == MemScope::Var) return needed_.count(a->buffer.get()) || !defs_.count(a->buffer.get());
+      if (a->buffer->scope == MemScope::Var)
+        return needed_.count(a->buffer.get()) || !defs_.count(a->buffer.get());
     }
     if (auto* st = s.as<StoreNode>(); st && st->buffer->scope == MemScope::GM)
       return home_.at(st->buffer.get()) == core_;
@@ -385,16 +411,22 @@ class Splitter {
     Reads r = leaf_reads(s);
     for (Sym x : r.syms)
       if (foreign_[idx(core_)].count(x))
-        user_error(s->loc, "{} uses '{}', which is computed from the other core's memory; a value crosses cores "
-                           "only through a channel (a GM workspace copy), which developer mode does not lower for "
-                           "scalars: compute it on both sides from GM data",
-                   dev::describe(s), sym_name(x, names_));
+        user_error(
+            s->loc,
+            "{} uses '{}', which is computed from the other core's memory; a value crosses cores "
+            "only through a channel (a GM workspace copy), which developer mode does not lower for "
+            "scalars: compute it on both sides from GM data",
+            dev::describe(s), sym_name(x, names_));
     for (const BufferNode* b : r.mem)
       if (auto m = target_.memory_core(b->scope); m && *m != core_)
-        user_error(s->loc, "{} reads '{}' ({}), which lives on the {} core, but runs on the {} core; a value crosses "
-                           "cores only through a channel (a GM workspace copy), which developer mode does not lower "
-                           "for scalars",
-                   dev::describe(s), b->name, scope_name(b->scope), core_name(*m), core_name(core_));
+        user_error(s->loc,
+                   "{} reads '{}' ({}), which lives on the {} core, but runs on the {} core; a "
+                   "value crosses "
+                   "cores only through a channel (a GM workspace copy), which developer mode does "
+                   "not lower "
+                   "for scalars",
+                   dev::describe(s), b->name, scope_name(b->scope), core_name(*m),
+                   core_name(core_));
     check_gm_reads(r, s);
   }
   void check_gm_reads(const Reads& r, const Stmt& s) const {
@@ -405,9 +437,11 @@ class Splitter {
       const bool other_writes = (h != home_.end() && h->second != core_) ||
                                 (w != gm_tile_writes_.end() && w->second.count(other(core_)));
       if (other_writes)
-        user_error(s->loc, "{} reads the GM tensor '{}' on the {} core, but the {} core writes it; developer mode "
-                           "orders GM across cores only through its channels: read it on the core that writes it",
-                   dev::describe(s), b->name, core_name(core_), core_name(other(core_)));
+        user_error(
+            s->loc,
+            "{} reads the GM tensor '{}' on the {} core, but the {} core writes it; developer mode "
+            "orders GM across cores only through its channels: read it on the core that writes it",
+            dev::describe(s), b->name, core_name(core_), core_name(other(core_)));
     }
   }
   void check_local(const Expr& e, const Stmt& s, const char* what) const {
@@ -415,16 +449,22 @@ class Splitter {
     r.add(e);
     for (Sym x : r.syms)
       if (foreign_[idx(core_)].count(x))
-        user_error(s->loc, "{}: its {} is computed from the other core's memory, but it also controls work of the {} "
-                           "core; a value crosses cores only through a channel (a GM workspace copy), which developer "
-                           "mode does not lower for scalars: compute it on both sides from GM data",
+        user_error(s->loc,
+                   "{}: its {} is computed from the other core's memory, but it also controls work "
+                   "of the {} "
+                   "core; a value crosses cores only through a channel (a GM workspace copy), "
+                   "which developer "
+                   "mode does not lower for scalars: compute it on both sides from GM data",
                    dev::describe(s), what, core_name(core_));
     for (const BufferNode* b : r.mem)
       if (auto m = target_.memory_core(b->scope); m && *m != core_)
-        user_error(s->loc, "{}: its {} reads '{}' ({}), which lives on the {} core, but it also controls work of the "
-                           "{} core; a value crosses cores only through a channel (a GM workspace copy), which "
-                           "developer mode does not lower for scalars: compute it on both sides from GM data",
-                   dev::describe(s), what, b->name, scope_name(b->scope), core_name(*m), core_name(core_));
+        user_error(
+            s->loc,
+            "{}: its {} reads '{}' ({}), which lives on the {} core, but it also controls work of "
+            "the "
+            "{} core; a value crosses cores only through a channel (a GM workspace copy), which "
+            "developer mode does not lower for scalars: compute it on both sides from GM data",
+            dev::describe(s), what, b->name, scope_name(b->scope), core_name(*m), core_name(core_));
     check_gm_reads(r, s);
   }
 
@@ -467,8 +507,10 @@ PrimFunc split_cube_vector(const PrimFunc& f, const Target& target) {
   });
   if (cube.defined()) scopes.push_back(ScopeNode::make(CoreKind::Cube, cube, k->loc));
   if (vec.defined())
-    scopes.push_back(ScopeNode::make(CoreKind::Vector, IfNode::make(vid == 0, vec, Stmt(), k->loc), k->loc));
-  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, vid, SeqNode::make(std::move(scopes), k->loc), k->loc);
+    scopes.push_back(
+        ScopeNode::make(CoreKind::Vector, IfNode::make(vid == 0, vec, Stmt(), k->loc), k->loc));
+  Stmt kernel = KernelNode::make(k->num_blocks, k->cid, vid,
+                                 SeqNode::make(std::move(scopes), k->loc), k->loc);
   // The kernel statement replaced inside the function body.
   std::vector<Stmt> top;
   if (auto* seq = f->body.as<SeqNode>()) {

@@ -32,7 +32,9 @@ namespace {
 struct Reject {
   std::string reason;
 };
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
+[[noreturn]] void reject(std::string reason) {
+  throw Reject{std::move(reason)};
+}
 
 struct LoopDim {
   Var var;
@@ -60,10 +62,14 @@ struct Affine {
   Expr offset;
 };
 
-std::string dt(DType t) { return std::string(dtype_name(t)); }
+std::string dt(DType t) {
+  return std::string(dtype_name(t));
+}
 
 /// An integer immediate, int32 when it fits (so messages print `16`, not `T.int64(16)`).
-Expr int_imm(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_cast<int>(v)) : Expr(v); }
+Expr int_imm(int64_t v) {
+  return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_cast<int>(v)) : Expr(v);
+}
 
 /// A remark to the caller's sink, or to stderr: a fallback is never silent.
 void emit_remark(const VectorizeOptions& opt, const SourceLoc& loc, const std::string& msg) {
@@ -96,7 +102,8 @@ class Vectorizer {
     for (const auto& d : dims_) loop_vars_.insert(d.var.node());
     for (const auto& d : dims_) {
       if (mentions_any(d.min, loop_vars_) || mentions_any(d.extent, loop_vars_))
-        reject(fmt::format("the bounds of loop {} depend on another T.Parallel variable", d.var.name()));
+        reject(fmt::format("the bounds of loop {} depend on another T.Parallel variable",
+                           d.var.name()));
     }
     // Flatten the body into stores, inlining Lets (they are pure, and bound for the rest of
     // the body only).
@@ -104,8 +111,10 @@ class Vectorizer {
     std::vector<Stmt> rebuilt;
     arith::VarMap lets;
     std::vector<Stmt> list;
-    if (auto* s = body.as<SeqNode>()) list = s->stmts;
-    else list.push_back(body);
+    if (auto* s = body.as<SeqNode>())
+      list = s->stmts;
+    else
+      list.push_back(body);
     for (const Stmt& s : list) {
       if (auto* l = s.as<LetNode>()) {
         lets[l->var.node()] = arith::substitute(l->value, lets);
@@ -114,23 +123,27 @@ class Vectorizer {
       auto* st = s.as<StoreNode>();
       if (!st) {
         if (auto* f = s.as<ForNode>())
-          reject(fmt::format("a {} loop inside T.Parallel (only Parallel loops nest directly, and the body may "
-                             "hold only stores and lets)",
-                             for_kind_name(f->for_kind)));
-        reject(fmt::format("{} inside T.Parallel (the body may hold only element stores and lets; "
-                           "write a condition as T.if_then_else)",
-                           stmt_kind_word(s)));
+          reject(fmt::format(
+              "a {} loop inside T.Parallel (only Parallel loops nest directly, and the body may "
+              "hold only stores and lets)",
+              for_kind_name(f->for_kind)));
+        reject(
+            fmt::format("{} inside T.Parallel (the body may hold only element stores and lets; "
+                        "write a condition as T.if_then_else)",
+                        stmt_kind_word(s)));
       }
       std::vector<Expr> idx;
       for (const auto& i : st->indices) idx.push_back(arith::substitute(i, lets));
-      rebuilt.push_back(StoreNode::make(st->buffer, idx, arith::substitute(st->value, lets), st->loc));
+      rebuilt.push_back(
+          StoreNode::make(st->buffer, idx, arith::substitute(st->value, lets), st->loc));
     }
     for (const Stmt& s : rebuilt) stores.push_back(s.as<StoreNode>());
     // Written buffers, and which element each writes (cross-iteration checks).
     for (const StoreNode* st : stores) check_store(*st);
     bounds_.assign(dims_.size(), -1);
     for (size_t k = 0; k < dims_.size(); ++k) {
-      if (auto c = as_const_int(dims_[k].extent)) bounds_[k] = *c;
+      if (auto c = as_const_int(dims_[k].extent))
+        bounds_[k] = *c;
       else
         for (const StoreNode* st : stores) {
           auto acc = access(st->buffer, st->indices, "store to");
@@ -157,7 +170,7 @@ class Vectorizer {
     BufferRegion region;  // Tile, Row, Col, Mask
     Expr scalar;          // Scalar: a loop-invariant expression
     DType dtype = DType::Float32;
-    int temp = -1;        // index into temps_ when the value lives in a temporary
+    int temp = -1;  // index into temps_ when the value lives in a temporary
     // Mask only: comparison that produced it (for messages)
   };
   struct Temp {
@@ -168,13 +181,20 @@ class Vectorizer {
 
   static const char* stmt_kind_word(const Stmt& s) {
     switch (s.kind()) {
-      case StmtKind::If: return "an if statement";
-      case StmtKind::TileOp: return "a tile op";
-      case StmtKind::Sync: return "a synchronisation";
-      case StmtKind::Allocate: return "an allocation";
-      case StmtKind::Scope: return "a scope";
-      case StmtKind::Kernel: return "a kernel";
-      default: return "a statement that is neither a store nor a let";
+      case StmtKind::If:
+        return "an if statement";
+      case StmtKind::TileOp:
+        return "a tile op";
+      case StmtKind::Sync:
+        return "a synchronisation";
+      case StmtKind::Allocate:
+        return "an allocation";
+      case StmtKind::Scope:
+        return "a scope";
+      case StmtKind::Kernel:
+        return "a kernel";
+      default:
+        return "a statement that is neither a store nor a let";
     }
   }
 
@@ -222,7 +242,8 @@ class Vectorizer {
   static Expr make_zero(DType t) { return arith::make_int(is_int(t) ? t : DType::Int32, 0); }
 
   /// Per index position of an access: the loop variable it walks (or -1) and its offset.
-  std::vector<Affine> access(const Buffer& b, const std::vector<Expr>& indices, const char* what) const {
+  std::vector<Affine> access(const Buffer& b, const std::vector<Expr>& indices,
+                             const char* what) const {
     std::vector<Affine> out;
     int last_var = -1;
     for (size_t p = 0; p < indices.size(); ++p) {
@@ -230,13 +251,15 @@ class Vectorizer {
       if (a.var >= 0) {
         if (a.coeff != 1) {
           bool innermost = a.var == static_cast<int>(dims_.size()) - 1;
-          reject(fmt::format("non-unit stride{}: {} {} steps {} element(s) of dimension {} per iteration of {}",
-                             innermost ? " in the innermost dimension" : "", what, access_str(b, indices), a.coeff,
-                             p, dims_[a.var].var.name()));
+          reject(fmt::format(
+              "non-unit stride{}: {} {} steps {} element(s) of dimension {} per iteration of {}",
+              innermost ? " in the innermost dimension" : "", what, access_str(b, indices), a.coeff,
+              p, dims_[a.var].var.name()));
         }
         if (a.var <= last_var)
-          reject(fmt::format("{} {} uses the loop variables out of order (a transposed or repeated access)", what,
-                             access_str(b, indices)));
+          reject(fmt::format(
+              "{} {} uses the loop variables out of order (a transposed or repeated access)", what,
+              access_str(b, indices)));
         last_var = a.var;
       }
       out.push_back(a);
@@ -244,10 +267,11 @@ class Vectorizer {
     // The innermost variable used must walk the buffer's last dimension: otherwise consecutive
     // iterations are a whole row apart (a strided access the vector unit cannot read).
     if (last_var >= 0 && out.back().var != last_var)
-      reject(fmt::format("non-unit stride in the innermost dimension: {} {} walks dimension {} of '{}' with "
-                         "{}, whose elements are not adjacent",
-                         what, access_str(b, indices), position_of(out, last_var), b->name,
-                         dims_[last_var].var.name()));
+      reject(fmt::format(
+          "non-unit stride in the innermost dimension: {} {} walks dimension {} of '{}' with "
+          "{}, whose elements are not adjacent",
+          what, access_str(b, indices), position_of(out, last_var), b->name,
+          dims_[last_var].var.name()));
     return out;
   }
   static size_t position_of(const std::vector<Affine>& a, int var) {
@@ -263,8 +287,10 @@ class Vectorizer {
   BufferRegion region_from(const Buffer& b, const std::vector<Affine>& acc) const {
     BufferRegion r{b, {}};
     for (const Affine& a : acc) {
-      if (a.var < 0) r.ranges.push_back({simplify(a.offset), Expr(1)});
-      else r.ranges.push_back({simplify(dims_[a.var].min + a.offset), dims_[a.var].extent});
+      if (a.var < 0)
+        r.ranges.push_back({simplify(a.offset), Expr(1)});
+      else
+        r.ranges.push_back({simplify(dims_[a.var].min + a.offset), dims_[a.var].extent});
     }
     return r;
   }
@@ -277,20 +303,22 @@ class Vectorizer {
 
   void check_ub(const Buffer& b, const std::vector<Expr>& indices, const char* what) const {
     if (b->scope == MemScope::GM)
-      reject(fmt::format("GM operand: {} {} is in global memory; T.Parallel works on UB tiles (T.copy it to a "
-                         "UB buffer first)",
-                         what, access_str(b, indices)));
+      reject(fmt::format(
+          "GM operand: {} {} is in global memory; T.Parallel works on UB tiles (T.copy it to a "
+          "UB buffer first)",
+          what, access_str(b, indices)));
     if (b->scope != MemScope::UB && b->scope != MemScope::Var)
-      reject(fmt::format("{} {} is in {}; T.Parallel works on UB tiles (run infer_scopes first)", what,
-                         access_str(b, indices), scope_name(b->scope)));
+      reject(fmt::format("{} {} is in {}; T.Parallel works on UB tiles (run infer_scopes first)",
+                         what, access_str(b, indices), scope_name(b->scope)));
   }
 
   void check_store(const StoreNode& st) {
     check_ub(st.buffer, st.indices, "store to");
     if (st.buffer->scope == MemScope::Var)
-      reject(fmt::format("reduction inside T.Parallel: the scalar variable '{}' is written by every iteration "
-                         "(use T.reduce_sum / reduce_max / reduce_min)",
-                         st.buffer->name));
+      reject(fmt::format(
+          "reduction inside T.Parallel: the scalar variable '{}' is written by every iteration "
+          "(use T.reduce_sum / reduce_max / reduce_min)",
+          st.buffer->name));
     auto acc = access(st.buffer, st.indices, "store to");
     std::vector<bool> used(dims_.size(), false);
     for (const Affine& a : acc)
@@ -298,15 +326,17 @@ class Vectorizer {
     for (size_t k = 0; k < dims_.size(); ++k)
       if (!used[k]) {
         bool reads_itself = reads_element(st.value, st.buffer, st.indices);
-        reject(fmt::format("{}: {} is written by every iteration of {} (use T.reduce_sum / reduce_max / "
-                           "reduce_min for a reduction)",
-                           reads_itself ? "reduction inside T.Parallel" : "store does not depend on every loop variable",
-                           access_str(st.buffer, st.indices), dims_[k].var.name()));
+        reject(fmt::format(
+            "{}: {} is written by every iteration of {} (use T.reduce_sum / reduce_max / "
+            "reduce_min for a reduction)",
+            reads_itself ? "reduction inside T.Parallel"
+                         : "store does not depend on every loop variable",
+            access_str(st.buffer, st.indices), dims_[k].var.name()));
       }
     for (const auto& w : writes_)
       if (w.first.same_as(st.buffer) && !same_indices(w.second, st.indices) &&
-          arith::regions_overlap(region_from(st.buffer, acc), region_of(w.first, w.second, "store to")) !=
-              arith::Overlap::No)
+          arith::regions_overlap(region_from(st.buffer, acc),
+                                 region_of(w.first, w.second, "store to")) != arith::Overlap::No)
         reject(fmt::format("cross-iteration write: '{}' is stored at {} and at {}", st.buffer->name,
                            access_str(st.buffer, w.second), access_str(st.buffer, st.indices)));
     writes_.push_back({st.buffer, st.indices});
@@ -339,10 +369,11 @@ class Vectorizer {
   /// c[i, j] is written).
   void check_no_cross_iteration(const Expr& value, const StoreNode* st) {
     std::vector<const LoadNode*> loads;
-    pre_order_visit(StoreNode::make(st->buffer, st->indices, value), [](const Stmt&) {},
-                    [&](const Expr& e) {
-                      if (auto* l = e.as<LoadNode>()) loads.push_back(l);
-                    });
+    pre_order_visit(
+        StoreNode::make(st->buffer, st->indices, value), [](const Stmt&) {},
+        [&](const Expr& e) {
+          if (auto* l = e.as<LoadNode>()) loads.push_back(l);
+        });
     for (const LoadNode* l : loads)
       for (const auto& w : writes_) {
         if (!w.first.same_as(l->buffer) || same_indices(w.second, l->indices)) continue;
@@ -352,9 +383,10 @@ class Vectorizer {
           BufferRegion wr = region_of(w.first, w.second, "store to");
           if (arith::regions_overlap(rr, wr) == arith::Overlap::No) continue;
         }
-        reject(fmt::format("cross-iteration read: {} is read while {} is written (the result would depend on "
-                           "the order of iterations)",
-                           access_str(l->buffer, l->indices), access_str(w.first, w.second)));
+        reject(fmt::format(
+            "cross-iteration read: {} is read while {} is written (the result would depend on "
+            "the order of iterations)",
+            access_str(l->buffer, l->indices), access_str(w.first, w.second)));
       }
   }
   bool invariant_indices(const std::vector<Expr>& idx) const {
@@ -381,27 +413,32 @@ class Vectorizer {
     std::vector<int64_t> stride(n, 1);
     for (size_t d = n - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
     Expr start = int_imm(0);
-    for (size_t d = 0; d < n; ++d)
-      start = start + r.ranges[d].min * int_imm(stride[d] * bytes);
+    for (size_t d = 0; d < n; ++d) start = start + r.ranges[d].min * int_imm(stride[d] * bytes);
     start = simplify(start);
     arith::ModularSet m = arith::modular_set(start);
     if (align > 1 && !(m.coeff % align == 0 && m.base % align == 0)) {
       if (auto c = as_const_int(start))
-        reject(fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}'; UB operands must start on a {}-byte "
-                           "boundary",
-                           what, print(r), *c, b->name, align));
-      reject(fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}', which is not provably a multiple of {}",
-                         what, print(r), print(start), b->name, align));
+        reject(
+            fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}'; UB operands "
+                        "must start on a {}-byte "
+                        "boundary",
+                        what, print(r), *c, b->name, align));
+      reject(
+          fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}', which is not "
+                      "provably a multiple of {}",
+                      what, print(r), print(start), b->name, align));
     }
     size_t last = n - 1;
     while (last > 0 && shape[last] == 1) --last;
     Expr run = simplify(r.ranges[last].extent * int_imm(bytes));
     arith::ModularSet mr = arith::modular_set(run);
     if (align > 1 && !(mr.coeff % align == 0 && mr.base % align == 0))
-      reject(fmt::format("unaligned innermost run: {} (region {}) has rows of {} x {} = {} bytes, not {}a multiple of the "
-                         "{}-byte UB block",
-                         what, print(r), print(r.ranges[last].extent), dt(b->dtype), print(run),
-                         as_const_int(run) ? "" : "provably ", align));
+      reject(
+          fmt::format("unaligned innermost run: {} (region {}) has rows of {} x {} = {} bytes, not "
+                      "{}a multiple of the "
+                      "{}-byte UB block",
+                      what, print(r), print(r.ranges[last].extent), dt(b->dtype), print(run),
+                      as_const_int(run) ? "" : "provably ", align));
     // Rows evenly spaced: between two consecutive non-unit leading dimensions p < q, the stride
     // of p must be the extent of q times the stride of q.
     int prev = -1;
@@ -413,13 +450,14 @@ class Vectorizer {
       if (prev >= 0) {
         auto ep = as_const_int(r.ranges[d].extent);
         if (!ep || stride[prev] != *ep * stride[d])
-          reject(fmt::format("{} (region {}) is not a set of evenly spaced rows of '{}'", what, print(r), b->name));
+          reject(fmt::format("{} (region {}) is not a set of evenly spaced rows of '{}'", what,
+                             print(r), b->name));
       }
       prev = static_cast<int>(d);
     }
     if (multi_row && last > 0 && (stride[last - 1] * bytes) % align != 0)
-      reject(fmt::format("unaligned rows: rows of '{}' are {} bytes apart, not a multiple of {}", b->name,
-                         stride[last - 1] * bytes, align));
+      reject(fmt::format("unaligned rows: rows of '{}' are {} bytes apart, not a multiple of {}",
+                         b->name, stride[last - 1] * bytes, align));
   }
 
   // ---- temporaries --------------------------------------------------------------------------
@@ -430,9 +468,10 @@ class Vectorizer {
     for (size_t k = 0; k < count; ++k) {
       auto v = as_const_int(dims_[k].extent);
       if (!v)
-        reject(fmt::format("a comparison over a symbolic number of elements (extent {} of loop {}): "
-                           "tile.compare's count must be a known multiple of 256 bytes",
-                           print(dims_[k].extent), dims_[k].var.name()));
+        reject(
+            fmt::format("a comparison over a symbolic number of elements (extent {} of loop {}): "
+                        "tile.compare's count must be a known multiple of 256 bytes",
+                        print(dims_[k].extent), dims_[k].var.name()));
       out.push_back(*v);
     }
     return out;
@@ -444,9 +483,10 @@ class Vectorizer {
     std::vector<int64_t> out;
     for (size_t k = 0; k < count; ++k) {
       if (bounds_[k] < 0)
-        reject(fmt::format("this expression needs a UB temporary, but the extent {} of loop {} is symbolic and "
-                           "has no constant bound",
-                           print(dims_[k].extent), dims_[k].var.name()));
+        reject(fmt::format(
+            "this expression needs a UB temporary, but the extent {} of loop {} is symbolic and "
+            "has no constant bound",
+            print(dims_[k].extent), dims_[k].var.name()));
       out.push_back(bounds_[k]);
     }
     return out;
@@ -474,7 +514,8 @@ class Vectorizer {
     }
     std::vector<Expr> sh;
     for (int64_t s : shape) sh.push_back(s <= INT32_MAX ? Expr(static_cast<int>(s)) : Expr(s));
-    Buffer b = BufferNode::make(fresh_name(), dtype, sh, MemScope::UB, {}, -1, loc_, "temporary of an element loop");
+    Buffer b = BufferNode::make(fresh_name(), dtype, sh, MemScope::UB, {}, -1, loc_,
+                                "temporary of an element loop");
     allocs_.push_back(AllocateNode::make(b, loc_));
     temps_.push_back({b, true, 1});
     Val v{kind, temp_region(b, kind), {}, dtype, static_cast<int>(temps_.size() - 1)};
@@ -540,32 +581,41 @@ class Vectorizer {
           for (const char* m : {"CAST_RINT", "CAST_NONE"})
             if (std::find(c.modes.begin(), c.modes.end(), m) != c.modes.end()) return m;
         }
-      reject(fmt::format("unsupported cast: no {} -> {} tile.cast on {}", dt(a), dt(b), target_.name));
+      reject(
+          fmt::format("unsupported cast: no {} -> {} tile.cast on {}", dt(a), dt(b), target_.name));
     };
     if (from == to) return {};
     if (is_float(from) && is_int(to))
-      reject(fmt::format("unsupported cast {} -> {}: the scalar cast truncates and wraps out-of-range values "
-                         "(and infinities), tile.cast saturates them; the results would differ",
-                         dt(from), dt(to)));
+      reject(fmt::format(
+          "unsupported cast {} -> {}: the scalar cast truncates and wraps out-of-range values "
+          "(and infinities), tile.cast saturates them; the results would differ",
+          dt(from), dt(to)));
     if (is_int(from) && is_int(to))
-      reject(fmt::format("unsupported cast {} -> {}: the scalar cast wraps, tile.cast saturates (or has no such "
-                         "pair)",
-                         dt(from), dt(to)));
-    if (is_bool(from) || is_bool(to)) reject(fmt::format("unsupported cast {} -> {}", dt(from), dt(to)));
+      reject(fmt::format(
+          "unsupported cast {} -> {}: the scalar cast wraps, tile.cast saturates (or has no such "
+          "pair)",
+          dt(from), dt(to)));
+    if (is_bool(from) || is_bool(to))
+      reject(fmt::format("unsupported cast {} -> {}", dt(from), dt(to)));
     if (from == D::Int32 && to == D::BFloat16)
       reject("unsupported cast int32 -> bfloat16: through float32 it would round twice");
     // One rounding at most: every step but the last is exact.
-    if (from == D::Float16 && to == D::BFloat16) return {{D::Float32, f(from, D::Float32)}, {to, f(D::Float32, to)}};
-    if (from == D::BFloat16 && to == D::Float16) return {{D::Float32, f(from, D::Float32)}, {to, f(D::Float32, to)}};
-    if (from == D::Int32 && to == D::Float16)  // int32 -> fp32 -> fp16: exact below 2^24, inf above 65520
+    if (from == D::Float16 && to == D::BFloat16)
+      return {{D::Float32, f(from, D::Float32)}, {to, f(D::Float32, to)}};
+    if (from == D::BFloat16 && to == D::Float16)
+      return {{D::Float32, f(from, D::Float32)}, {to, f(D::Float32, to)}};
+    if (from == D::Int32 &&
+        to == D::Float16)  // int32 -> fp32 -> fp16: exact below 2^24, inf above 65520
       return {{D::Float32, f(from, D::Float32)}, {to, f(D::Float32, to)}};
     if ((from == D::Int8 || from == D::UInt8) && to != D::Float16)
       return concat({{D::Float16, f(from, D::Float16)}}, cast_steps(D::Float16, to));
-    if (from == D::Int16 && to == D::BFloat16) return {{D::Float32, f(from, D::Float32)}, {to, f(D::Float32, to)}};
+    if (from == D::Int16 && to == D::BFloat16)
+      return {{D::Float32, f(from, D::Float32)}, {to, f(D::Float32, to)}};
     return {{to, f(from, to)}};
   }
-  static std::vector<std::pair<DType, std::string>> concat(std::vector<std::pair<DType, std::string>> a,
-                                                           const std::vector<std::pair<DType, std::string>>& b) {
+  static std::vector<std::pair<DType, std::string>> concat(
+      std::vector<std::pair<DType, std::string>> a,
+      const std::vector<std::pair<DType, std::string>>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   }
@@ -573,8 +623,10 @@ class Vectorizer {
   /// A full tile of `v` (materialising scalars, rows and columns) in its own dtype.
   Val to_tile(Val v) {
     switch (v.kind) {
-      case Kind::Tile: return v;
-      case Kind::Mask: reject("a comparison used as a value (comparisons may only be T.if_then_else conditions)");
+      case Kind::Tile:
+        return v;
+      case Kind::Mask:
+        reject("a comparison used as a value (comparisons may only be T.if_then_else conditions)");
       case Kind::Scalar: {
         check_fill_dtype(v.dtype);
         Val t = tile_temp(v.dtype);
@@ -589,7 +641,8 @@ class Vectorizer {
       }
       case Kind::Row: {
         // x + (-0.0) is x for every x (-0.0 included): a row broadcast through row_expand_add.
-        if (v.dtype == DType::BFloat16) {  // no bfloat16 arithmetic: through float32, both casts exact
+        if (v.dtype ==
+            DType::BFloat16) {  // no bfloat16 arithmetic: through float32, both casts exact
           Val wide = to_tile(convert(v, DType::Float32, false));
           return convert(wide, DType::BFloat16, true);
         }
@@ -615,11 +668,13 @@ class Vectorizer {
   /// `rounding` says the node is a Cast, which rounds once).
   Val convert(Val v, DType to, bool rounding, const BufferRegion* into = nullptr) {
     if (v.dtype == to) return v;
-    if (v.kind == Kind::Mask) reject("a comparison used as a value (comparisons may only be T.if_then_else conditions)");
+    if (v.kind == Kind::Mask)
+      reject("a comparison used as a value (comparisons may only be T.if_then_else conditions)");
     if (!rounding && !exact_conversion(v.dtype, to))
-      reject(fmt::format("an operand of dtype {} in an operation on {}: the conversion rounds or has no vector "
-                         "cast, and the scalar loop computes with the exact value (write an explicit cast)",
-                         dt(v.dtype), dt(to)));
+      reject(fmt::format(
+          "an operand of dtype {} in an operation on {}: the conversion rounds or has no vector "
+          "cast, and the scalar loop computes with the exact value (write an explicit cast)",
+          dt(v.dtype), dt(to)));
     // A vector op rounds a scalar operand to its own dtype: exact conversions only (a Cast of
     // a loop-invariant value is itself loop-invariant, so it never gets here).
     if (v.kind == Kind::Scalar) return scalar_operand(v, to);
@@ -629,7 +684,8 @@ class Vectorizer {
     for (size_t i = 0; i < steps.size(); ++i) {
       release(cur);
       bool last = i + 1 == steps.size();
-      Val out = cur.kind == Kind::Row ? row_temp(steps[i].first) : dest(steps[i].first, last ? into : nullptr);
+      Val out = cur.kind == Kind::Row ? row_temp(steps[i].first)
+                                      : dest(steps[i].first, last ? into : nullptr);
       emit(ops::tile::cast(), {out.region, cur.region}, {{"mode", steps[i].second}});
       cur = out;
     }
@@ -641,16 +697,18 @@ class Vectorizer {
   /// literal).
   Val scalar_operand(const Val& v, DType t) {
     if (v.dtype == t || exact_conversion(v.dtype, t)) return {Kind::Scalar, {}, v.scalar, t, -1};
-    if (auto* f = v.scalar.as<FloatImmNode>(); f && is_float(t) && arith::round_float(t, f->value) == f->value)
+    if (auto* f = v.scalar.as<FloatImmNode>();
+        f && is_float(t) && arith::round_float(t, f->value) == f->value)
       return {Kind::Scalar, {}, v.scalar, t, -1};
     if (auto c = as_const_int(v.scalar)) {
       if (is_float(t) && arith::round_float(t, static_cast<double>(*c)) == static_cast<double>(*c))
         return {Kind::Scalar, {}, v.scalar, t, -1};
       if (is_int(t) && arith::wrap(t, *c) == *c) return {Kind::Scalar, {}, v.scalar, t, -1};
     }
-    reject(fmt::format("the loop-invariant operand {} ({}) would be rounded to {} before a {} vector op, while "
-                       "the scalar loop uses its exact value (write an explicit cast)",
-                       print(v.scalar), dt(v.dtype), dt(t), dt(t)));
+    reject(fmt::format(
+        "the loop-invariant operand {} ({}) would be rounded to {} before a {} vector op, while "
+        "the scalar loop uses its exact value (write an explicit cast)",
+        print(v.scalar), dt(v.dtype), dt(t), dt(t)));
   }
 
   // ---- expressions ----------------------------------------------------------------------------
@@ -684,16 +742,19 @@ class Vectorizer {
     // The broadcast aligns the source's dimensions to the right: no invariant index after the
     // first variable.
     for (size_t p = 0, seen = 0; p < acc.size(); ++p) {
-      if (acc[p].var >= 0) seen = 1;
-      else if (seen) col = false;
+      if (acc[p].var >= 0)
+        seen = 1;
+      else if (seen)
+        col = false;
     }
     if (col) {
       check_alignment(r, what);
       return {Kind::Col, r, {}, n.dtype, -1};
     }
-    reject(fmt::format("unsupported broadcast: {} uses loop variables {}; supported are all of them, all but the "
-                       "innermost (a row broadcast) or the innermost ones (a column broadcast)",
-                       access_str(n.buffer, n.indices), used_names(used)));
+    reject(fmt::format(
+        "unsupported broadcast: {} uses loop variables {}; supported are all of them, all but the "
+        "innermost (a row broadcast) or the innermost ones (a column broadcast)",
+        access_str(n.buffer, n.indices), used_names(used)));
   }
   std::string used_names(const std::vector<bool>& used) const {
     std::string s;
@@ -716,30 +777,39 @@ class Vectorizer {
 
   /// How often each subexpression node of `e` occurs in it (lets inline one node many times).
   void count_uses(const Expr& e) {
-    pre_order_visit(StoreNode::make(Buffer(), {}, e), [](const Stmt&) {},
-                    [&](const Expr& x) { ++uses_[x.get()]; });
+    pre_order_visit(
+        StoreNode::make(Buffer(), {}, e), [](const Stmt&) {},
+        [&](const Expr& x) { ++uses_[x.get()]; });
   }
 
   Val gen_node(const Expr& e, const BufferRegion* into) {
     if (invariant(e)) {
-      if (e.dtype() == DType::Bool) reject(fmt::format("unsupported: a loop-invariant condition {}", print(e)));
+      if (e.dtype() == DType::Bool)
+        reject(fmt::format("unsupported: a loop-invariant condition {}", print(e)));
       // Loads of buffers the loop writes were checked by check_no_cross_iteration.
       return {Kind::Scalar, {}, e, e.dtype(), -1};
     }
     switch (e.kind()) {
-      case ExprKind::Var: return gen_loop_var(*e.as<VarNode>());
-      case ExprKind::Load: return gen_load(*e.as<LoadNode>());
+      case ExprKind::Var:
+        return gen_loop_var(*e.as<VarNode>());
+      case ExprKind::Load:
+        return gen_load(*e.as<LoadNode>());
       case ExprKind::Cast: {
         auto* c = e.as<CastNode>();
         Val v = gen(c->value);
         if (v.kind == Kind::Mask) reject("a comparison used as a value (cast of a bool)");
         return convert(v, c->dtype, true, into);
       }
-      case ExprKind::Binary: return gen_binary(*e.as<BinaryNode>(), e, into);
-      case ExprKind::Select: return gen_select(*e.as<SelectNode>(), into);
-      case ExprKind::Call: return gen_call(*e.as<CallNode>(), into);
-      case ExprKind::Not: reject("unsupported operation: logical not inside T.Parallel");
-      default: break;
+      case ExprKind::Binary:
+        return gen_binary(*e.as<BinaryNode>(), e, into);
+      case ExprKind::Select:
+        return gen_select(*e.as<SelectNode>(), into);
+      case ExprKind::Call:
+        return gen_call(*e.as<CallNode>(), into);
+      case ExprKind::Not:
+        reject("unsupported operation: logical not inside T.Parallel");
+      default:
+        break;
     }
     reject(fmt::format("unsupported expression {}", print(e)));
   }
@@ -751,15 +821,21 @@ class Vectorizer {
   Val gen_loop_var(const VarNode& v) {
     size_t d = 0, k = dims_.size();
     while (d < k && dims_[d].var.get() != &v) ++d;
-    TL_ASSERT(d < k, "gen_loop_var: {} is not a loop variable of this loop yet not invariant", v.name);
+    TL_ASSERT(d < k, "gen_loop_var: {} is not a loop variable of this loop yet not invariant",
+              v.name);
     if (v.dtype != DType::Int32)
-      reject(fmt::format("the loop variable {} ({}) is used as a value; only int32 loop variables are", v.name,
-                         dt(v.dtype)));
-    Kind kind = k == 1 ? Kind::Tile : d + 1 == k ? Kind::Col : d == 0 && k == 2 ? Kind::Row : Kind::Tile;
+      reject(
+          fmt::format("the loop variable {} ({}) is used as a value; only int32 loop variables are",
+                      v.name, dt(v.dtype)));
+    Kind kind = k == 1             ? Kind::Tile
+                : d + 1 == k       ? Kind::Col
+                : d == 0 && k == 2 ? Kind::Row
+                                   : Kind::Tile;
     if (k > 1 && kind == Kind::Tile)
-      reject(fmt::format("the loop variable {} is used as a value in a {}-dimensional loop; as values, loop "
-                         "variables may be the innermost one, or either one of two",
-                         v.name, k));
+      reject(fmt::format(
+          "the loop variable {} is used as a value in a {}-dimensional loop; as values, loop "
+          "variables may be the innermost one, or either one of two",
+          v.name, k));
     Val t = temp(DType::Int32, {extent_bounds(k)[d]}, kind);
     emit(ops::tile::arith_progression(), {t.region, dims_[d].min, Expr(1)});
     return t;
@@ -770,11 +846,13 @@ class Vectorizer {
   /// Whether `e` may read the bytes of `b`: it loads `b`, or a buffer that may share bytes.
   bool may_read(const Expr& e, const Buffer& b) const {
     bool hit = false;
-    pre_order_visit(StoreNode::make(Buffer(), {}, e), [](const Stmt&) {}, [&](const Expr& x) {
-      if (auto* l = x.as<LoadNode>())
-        hit = hit || l->buffer.same_as(b) || aliased_.count(l->buffer.get()) ||
-              (aliased_.count(b.get()) && l->buffer->scope == b->scope);
-    });
+    pre_order_visit(
+        StoreNode::make(Buffer(), {}, e), [](const Stmt&) {},
+        [&](const Expr& x) {
+          if (auto* l = x.as<LoadNode>())
+            hit = hit || l->buffer.same_as(b) || aliased_.count(l->buffer.get()) ||
+                  (aliased_.count(b.get()) && l->buffer->scope == b->scope);
+        });
     return hit;
   }
 
@@ -815,8 +893,9 @@ class Vectorizer {
   Val gen_binary(const BinaryNode& n, const Expr& self, const BufferRegion* into) {
     if (is_comparison(n.op)) return gen_compare(n);
     if (is_logical(n.op))
-      reject(fmt::format("unsupported operation: {} of conditions inside T.Parallel (nest T.if_then_else instead)",
-                         op_word(n.op)));
+      reject(fmt::format(
+          "unsupported operation: {} of conditions inside T.Parallel (nest T.if_then_else instead)",
+          op_word(n.op)));
     const DType T = self.dtype();
     const bool flt = is_float(T);
     if (flt && T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
@@ -837,18 +916,23 @@ class Vectorizer {
               "unsupported dtype: {} on {} (the vector unit has int16 and int32 arithmetic)",
               op_word(n.op), dt(T)));
         if (flt && mixed(T, {&a, &b}))
-          reject(fmt::format("mixed precision: {} of {} and {} in a {} node would round twice (in float32, then to "
-                             "{}), while the scalar loop rounds the exact result once (cast the operands to one "
-                             "dtype)",
-                             op_word(n.op), dt(a.dtype), dt(b.dtype), dt(T), dt(T)));
+          reject(fmt::format(
+              "mixed precision: {} of {} and {} in a {} node would round twice (in float32, then "
+              "to "
+              "{}), while the scalar loop rounds the exact result once (cast the operands to one "
+              "dtype)",
+              op_word(n.op), dt(a.dtype), dt(b.dtype), dt(T), dt(T)));
         if (flt && n.op == BinOp::Div) accept_subnormal_flush(ops::tile::div(), "/", T);
         // x + y and x * y are commutative bit for bit, so a row or scalar on the left moves
         // right, where the op takes it directly.
         bool commutative = n.op == BinOp::Add || n.op == BinOp::Mul;
-        if ((a.kind == Kind::Scalar || a.kind == Kind::Row) && commutative && b.kind != Kind::Scalar) std::swap(a, b);
+        if ((a.kind == Kind::Scalar || a.kind == Kind::Row) && commutative &&
+            b.kind != Kind::Scalar)
+          std::swap(a, b);
         a = to_tile(convert(a, C, false));
         if (b.kind == Kind::Row) {
-          if (C == DType::Float16 || C == DType::Float32 || C == DType::Int16 || C == DType::Int32) {
+          if (C == DType::Float16 || C == DType::Float32 || C == DType::Int16 ||
+              C == DType::Int32) {
             b = convert(b, C, false);
             release(a);
             release(b);
@@ -897,9 +981,12 @@ class Vectorizer {
         // Floats: the scalar loop's max(x, y) is (x < y ? y : x) and min(x, y) is (y < x ? y :
         // x), which keep x when y is NaN; tile.max/min give NaN. compare + select is exact.
         a = to_tile(convert(a, C, false));
-        if (b.kind == Kind::Scalar) b = scalar_operand(b, C);
-        else b = to_tile(convert(b, C, false));
-        if (auto padded = padded_compare_count(C)) return padded_min_max(n.op, a, b, C, *padded, T, out, into);
+        if (b.kind == Kind::Scalar)
+          b = scalar_operand(b, C);
+        else
+          b = to_tile(convert(b, C, false));
+        if (auto padded = padded_compare_count(C))
+          return padded_min_max(n.op, a, b, C, *padded, T, out, into);
         check_compare_count(C);
         Val m = mask_temp();
         // max: mask = x < y, pick y where set. min: mask = x > y (y < x), pick y where set.
@@ -911,8 +998,9 @@ class Vectorizer {
       case BinOp::BitAnd:
       case BinOp::BitOr: {
         if (T != DType::Int16 && T != DType::UInt16)
-          reject(fmt::format("unsupported dtype: {} on {} (tile.bitwise_and/or take int16 and uint16)", op_word(n.op),
-                             dt(T)));
+          reject(
+              fmt::format("unsupported dtype: {} on {} (tile.bitwise_and/or take int16 and uint16)",
+                          op_word(n.op), dt(T)));
         a = to_tile(convert(a, T, false));
         b = to_tile(convert(b, T, false));
         release(a);
@@ -924,19 +1012,22 @@ class Vectorizer {
       case BinOp::Shl:
       case BinOp::Shr: {
         if (T != DType::Int16 && T != DType::UInt16 && T != DType::Int32 && T != DType::UInt32)
-          reject(fmt::format("unsupported dtype: {} on {} (vector shifts take 16- and 32-bit integers)", op_word(n.op),
-                             dt(T)));
+          reject(fmt::format(
+              "unsupported dtype: {} on {} (vector shifts take 16- and 32-bit integers)",
+              op_word(n.op), dt(T)));
         a = to_tile(convert(a, T, false));
         if (b.kind != Kind::Scalar)
-          reject(fmt::format("unsupported operation: {} by a per-element amount (vector shifts take one "
-                             "loop-invariant shift count)",
-                             op_word(n.op)));
+          reject(fmt::format(
+              "unsupported operation: {} by a per-element amount (vector shifts take one "
+              "loop-invariant shift count)",
+              op_word(n.op)));
         release(a);
         Val r = dest(T, into);
         emit(binop_op(n.op), {r.region, a.region, b.scalar});
         return r;
       }
-      default: break;
+      default:
+        break;
     }
     reject(fmt::format("unsupported operation: {} on {}", op_word(n.op), dt(T)));
   }
@@ -955,8 +1046,8 @@ class Vectorizer {
   /// temporaries, compared there (the lanes past the loop's count compare whatever the
   /// temporaries hold and their mask bits are never selected), and the select takes the loop's
   /// count, so the result is the scalar loop's bit for bit.
-  Val padded_min_max(BinOp op, Val a, Val b, DType c, int64_t padded, DType node_dtype, const BufferRegion* out,
-                     const BufferRegion* into) {
+  Val padded_min_max(BinOp op, Val a, Val b, DType c, int64_t padded, DType node_dtype,
+                     const BufferRegion* out, const BufferRegion* into) {
     auto padded_copy = [&](const Val& v) {
       Val t = temp(c, {padded}, Kind::Tile);
       t.region = BufferRegion::full(t.region.buffer);
@@ -995,9 +1086,11 @@ class Vectorizer {
     int64_t n = 1;
     for (int64_t x : e) n *= x;
     if (target_.compare_align_bytes > 0 && (n * dtype_bytes(c)) % target_.compare_align_bytes != 0)
-      reject(fmt::format("unaligned comparison: tile.compare needs count x sizeof a multiple of {} bytes; this loop "
-                         "compares {} x {} = {} bytes",
-                         target_.compare_align_bytes, n, dt(c), n * dtype_bytes(c)));
+      reject(
+          fmt::format("unaligned comparison: tile.compare needs count x sizeof a multiple of {} "
+                      "bytes; this loop "
+                      "compares {} x {} = {} bytes",
+                      target_.compare_align_bytes, n, dt(c), n * dtype_bytes(c)));
   }
 
   static std::string mirrored(const std::string& mode) {
@@ -1009,21 +1102,27 @@ class Vectorizer {
   }
 
   Val gen_compare(const BinaryNode& n) {
-    static const std::map<BinOp, std::string> modes = {{BinOp::LT, "LT"}, {BinOp::LE, "LE"}, {BinOp::GT, "GT"},
-                                                       {BinOp::GE, "GE"}, {BinOp::EQ, "EQ"}, {BinOp::NE, "NE"}};
+    static const std::map<BinOp, std::string> modes = {{BinOp::LT, "LT"}, {BinOp::LE, "LE"},
+                                                       {BinOp::GT, "GT"}, {BinOp::GE, "GE"},
+                                                       {BinOp::EQ, "EQ"}, {BinOp::NE, "NE"}};
     std::string mode = modes.at(n.op);
     if (auto m = loop_var_against_invariant(n, mode)) return *m;
     Val a = gen(n.a), b = gen(n.b);
     DType C = arith::promote(a.dtype, b.dtype);
     if (C == DType::BFloat16) C = DType::Float32;
-    if (C == DType::Float16 && (a.dtype == DType::BFloat16 || b.dtype == DType::BFloat16)) C = DType::Float32;
+    if (C == DType::Float16 && (a.dtype == DType::BFloat16 || b.dtype == DType::BFloat16))
+      C = DType::Float32;
     if (C != DType::Float16 && C != DType::Float32 && C != DType::Int32)
-      reject(fmt::format("unsupported dtype: comparison on {} (tile.compare takes float16, float32, int32)", dt(C)));
-    if (auto it = target_.compare_modes.find(C); it != target_.compare_modes.end() &&
-                                                  std::find(it->second.begin(), it->second.end(), mode) == it->second.end()) {
-      if (C == DType::Int32 && (a.kind != Kind::Scalar || b.kind != Kind::Scalar)) return int32_ordering(a, b, mode);
-      reject(fmt::format("unsupported comparison: {} on {} (tile.compare takes {} there on {})", mode, dt(C),
-                         fmt::join(it->second, ", "), target_.name));
+      reject(fmt::format(
+          "unsupported dtype: comparison on {} (tile.compare takes float16, float32, int32)",
+          dt(C)));
+    if (auto it = target_.compare_modes.find(C);
+        it != target_.compare_modes.end() &&
+        std::find(it->second.begin(), it->second.end(), mode) == it->second.end()) {
+      if (C == DType::Int32 && (a.kind != Kind::Scalar || b.kind != Kind::Scalar))
+        return int32_ordering(a, b, mode);
+      reject(fmt::format("unsupported comparison: {} on {} (tile.compare takes {} there on {})",
+                         mode, dt(C), fmt::join(it->second, ", "), target_.name));
     }
     if (a.kind == Kind::Scalar && b.kind != Kind::Scalar) {
       std::swap(a, b);
@@ -1057,14 +1156,15 @@ class Vectorizer {
       t = n.a;
       mode = mirrored(mode);
     }
-    if (!v || !loop_vars_.count(v) || !invariant(t) || v->dtype != DType::Int32 || t.dtype() != DType::Int32)
+    if (!v || !loop_vars_.count(v) || !invariant(t) || v->dtype != DType::Int32 ||
+        t.dtype() != DType::Int32)
       return std::nullopt;
     size_t d = 0, k = dims_.size();
     while (dims_[d].var.get() != v) ++d;
     auto lo = as_const_int(dims_[d].min);
     if (!lo || (k > 1 && d + 1 != k && !(d == 0 && k == 2))) return std::nullopt;
     const int64_t hi = *lo + extent_bounds(k)[d] - 1;  // the variable's largest value
-    constexpr int64_t kExact = int64_t{1} << 24;        // integers float32 holds exactly
+    constexpr int64_t kExact = int64_t{1} << 24;       // integers float32 holds exactly
     if (*lo - 1 <= -kExact || hi + 1 >= kExact) return std::nullopt;
     const DType F = DType::Float32;
     Val x;
@@ -1102,7 +1202,9 @@ class Vectorizer {
     }
     for (const Val* v : {&a, &b})
       if (v->kind != Kind::Scalar && v->dtype != DType::Int32)
-        reject(fmt::format("unsupported comparison: {} of {} with int32 (convert the operand to int32)", m, dt(v->dtype)));
+        reject(fmt::format(
+            "unsupported comparison: {} of {} with int32 (convert the operand to int32)", m,
+            dt(v->dtype)));
     if (b.kind == Kind::Scalar) b = scalar_operand(b, DType::Int32);
     a = to_tile(a);
     check_compare_count(F);
@@ -1118,7 +1220,8 @@ class Vectorizer {
     release(a);
     if (b.kind != Kind::Scalar) release(b);
     Val fa = convert(a, F, true);
-    Val fb = b.kind == Kind::Scalar ? Val{Kind::Scalar, {}, cast(F, b.scalar), F, -1} : convert(b, F, true);
+    Val fb = b.kind == Kind::Scalar ? Val{Kind::Scalar, {}, cast(F, b.scalar), F, -1}
+                                    : convert(b, F, true);
     if (fa.temp >= 0) temps_[fa.temp].pending += 1;
     if (fb.temp >= 0) temps_[fb.temp].pending += 1;
     TileArg fb_arg = fb.kind == Kind::Scalar ? TileArg(fb.scalar) : TileArg(fb.region);
@@ -1174,11 +1277,14 @@ class Vectorizer {
     if (invariant(n.cond)) return gen_invariant_select(n, into);
     const DType T = n.dtype;
     if (T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
-      reject(fmt::format("unsupported dtype: T.if_then_else of {} (tile.select takes float16 and float32)", dt(T)));
+      reject(fmt::format(
+          "unsupported dtype: T.if_then_else of {} (tile.select takes float16 and float32)",
+          dt(T)));
     Val m = gen(n.cond);
     if (m.kind != Kind::Mask)
-      reject(fmt::format("unsupported condition {} (a T.if_then_else condition must be one comparison)",
-                         print(n.cond)));
+      reject(fmt::format(
+          "unsupported condition {} (a T.if_then_else condition must be one comparison)",
+          print(n.cond)));
     Val t = gen(n.t), f = gen(n.f);
     const DType C = compute_dtype(T, {&t, &f});
     t = to_tile(convert(t, C, false));
@@ -1209,12 +1315,15 @@ class Vectorizer {
     const std::string& op = def.name;
     if (!def.flushes_subnormals || !target_.vector_flushes_subnormals) return;
     if (!opt_.allow_inexact_math)
-      reject(fmt::format("unsupported operation: {} on {}: {} on {} flushes subnormal operands and results to zero, "
-                         "while the scalar loop keeps them (VectorizeOptions::allow_inexact_math accepts the "
-                         "difference)",
-                         what, dt(t), op, target_.name));
-    remark(fmt::format("{} on {} vectorised as {}, which flushes subnormals on {} (the scalar loop keeps them)", what,
-                       dt(t), op, target_.name));
+      reject(fmt::format(
+          "unsupported operation: {} on {}: {} on {} flushes subnormal operands and results to "
+          "zero, "
+          "while the scalar loop keeps them (VectorizeOptions::allow_inexact_math accepts the "
+          "difference)",
+          what, dt(t), op, target_.name));
+    remark(fmt::format(
+        "{} on {} vectorised as {}, which flushes subnormals on {} (the scalar loop keeps them)",
+        what, dt(t), op, target_.name));
   }
 
   /// Whether tile.<name> on dtype `t` gives the scalar intrinsic's result bit for bit. The
@@ -1285,18 +1394,22 @@ class Vectorizer {
   static Expr share_common_subexpressions(const Expr& e) {
     std::unordered_map<std::string, const VarNode*> names;
     bool ambiguous = false;
-    pre_order_visit(StoreNode::make(Buffer(), {}, e), [](const Stmt&) {}, [&](const Expr& x) {
-      if (auto* v = x.as<VarNode>()) {
-        auto [it, fresh] = names.emplace(v->name, v);
-        if (!fresh && it->second != v) ambiguous = true;
-      }
-    });
+    pre_order_visit(
+        StoreNode::make(Buffer(), {}, e), [](const Stmt&) {},
+        [&](const Expr& x) {
+          if (auto* v = x.as<VarNode>()) {
+            auto [it, fresh] = names.emplace(v->name, v);
+            if (!fresh && it->second != v) ambiguous = true;
+          }
+        });
     if (ambiguous) return e;
     struct Cse : IRMutator {
       std::unordered_map<std::string, Expr> seen;
       Expr mutate(const Expr& x) override {
         Expr y = IRMutator::mutate(x);
-        if (y.kind() == ExprKind::Var || y.kind() == ExprKind::IntImm || y.kind() == ExprKind::FloatImm) return y;
+        if (y.kind() == ExprKind::Var || y.kind() == ExprKind::IntImm ||
+            y.kind() == ExprKind::FloatImm)
+          return y;
         auto [it, fresh] = seen.emplace(fmt::format("{}:{}", dtype_name(y.dtype()), print(y)), y);
         return fresh ? y : it->second;
       }
@@ -1319,10 +1432,12 @@ class Vectorizer {
         check_fill_dtype(B);
         emit(ops::tile::fill(), {d, v.scalar});
         break;
-      case Kind::Mask: reject("a comparison stored as a value (use T.if_then_else(cond, 1, 0))");
+      case Kind::Mask:
+        reject("a comparison stored as a value (use T.if_then_else(cond, 1, 0))");
       default: {
         v = to_tile(v);
-        TL_ASSERT(v.dtype == B, "vectorize_parallel: value of {} for a {} destination", dt(v.dtype), dt(B));
+        TL_ASSERT(v.dtype == B, "vectorize_parallel: value of {} for a {} destination", dt(v.dtype),
+                  dt(B));
         emit(ops::copy(), {v.region, d});
         release(v);
       }
@@ -1349,7 +1464,8 @@ class Vectorizer {
 
 class ParallelRewriter : public IRMutator {
  public:
-  ParallelRewriter(const Target& t, const VectorizeOptions& o, std::unordered_set<std::string>& taken,
+  ParallelRewriter(const Target& t, const VectorizeOptions& o,
+                   std::unordered_set<std::string>& taken,
                    std::unordered_set<const BufferNode*> aliased)
       : target_(t), opt_(o), taken_(taken), aliased_(std::move(aliased)) {}
 
@@ -1371,8 +1487,11 @@ class ParallelRewriter : public IRMutator {
       }
       return vectorize_nest(self);
     } catch (const Reject& r) {
-      if (!opt_.scalar_fallback) throw Error(n->loc, fmt::format("T.Parallel: cannot vectorise: {}", r.reason));
-      emit_remark(opt_, n->loc, fmt::format("T.Parallel runs as a serial scalar loop (scalar_fallback): {}", r.reason));
+      if (!opt_.scalar_fallback)
+        throw Error(n->loc, fmt::format("T.Parallel: cannot vectorise: {}", r.reason));
+      emit_remark(
+          opt_, n->loc,
+          fmt::format("T.Parallel runs as a serial scalar loop (scalar_fallback): {}", r.reason));
       return to_serial(self);
     }
   }
@@ -1388,14 +1507,17 @@ class ParallelRewriter : public IRMutator {
       try {
         std::map<const StmtNode*, Stmt> to;
         for (const Stmt& x : dev::stmts_of(*staged))
-          if (auto* f = x.as<ForNode>(); f && f->for_kind == ForKind::Parallel) to[x.get()] = vectorize_nest(x);
+          if (auto* f = x.as<ForNode>(); f && f->for_kind == ForKind::Parallel)
+            to[x.get()] = vectorize_nest(x);
         return dev::replaced(*staged, to);
       } catch (const Reject& r) {
         why = r.reason;
       }
     }
     if (!why.empty())
-      emit_remark(opt_, self->loc, fmt::format("T.Parallel over GM runs element by element on the scalar unit: {}", why));
+      emit_remark(
+          opt_, self->loc,
+          fmt::format("T.Parallel over GM runs element by element on the scalar unit: {}", why));
     return to_serial(self);
   }
 
@@ -1404,9 +1526,10 @@ class ParallelRewriter : public IRMutator {
   static void reject_reductions(const Stmt& self) {
     pre_order_visit(self, [&](const Stmt& x) {
       if (auto* st = x.as<StoreNode>(); st && st->buffer->scope == MemScope::Var)
-        reject(fmt::format("reduction inside T.Parallel: the scalar variable '{}' is written by every iteration "
-                           "(use T.reduce_sum / reduce_max / reduce_min)",
-                           st->buffer->name));
+        reject(fmt::format(
+            "reduction inside T.Parallel: the scalar variable '{}' is written by every iteration "
+            "(use T.reduce_sum / reduce_max / reduce_min)",
+            st->buffer->name));
     });
   }
 
@@ -1423,10 +1546,12 @@ class ParallelRewriter : public IRMutator {
       body = f->body;
     }
     if (dims.size() > 3)
-      throw Reject{fmt::format("a {}-deep T.Parallel nest (the vector unit takes 1 to 3 dimensions)", dims.size())};
+      throw Reject{fmt::format(
+          "a {}-deep T.Parallel nest (the vector unit takes 1 to 3 dimensions)", dims.size())};
     if (core_ != CoreKind::Vector)
-      throw Reject{"T.Parallel outside T.Scope(\"Vector\") (element loops run on the AIV; run infer_scopes "
-                   "first)"};
+      throw Reject{
+          "T.Parallel outside T.Scope(\"Vector\") (element loops run on the AIV; run infer_scopes "
+          "first)"};
     Vectorizer v(target_, opt_, taken_, aliased_);
     return v.run(dims, body, n->loc);
   }
@@ -1437,7 +1562,10 @@ class ParallelRewriter : public IRMutator {
     struct Serialiser : IRMutator {
       Stmt mutate_(const ForNode* f, const Stmt& self) override {
         Stmt body = mutate(f->body);
-        if (f->for_kind != ForKind::Parallel) return body.same_as(f->body) ? self : ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc);
+        if (f->for_kind != ForKind::Parallel)
+          return body.same_as(f->body) ? self
+                                       : ForNode::make(f->var, f->min, f->extent, f->for_kind,
+                                                       f->num_stages, body, f->loc);
         return ForNode::make(f->var, f->min, f->extent, ForKind::Serial, 0, body, f->loc);
       }
     } serialiser;

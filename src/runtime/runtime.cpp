@@ -44,8 +44,9 @@ int64_t physical_memory_bytes() {
 
 /// Where the host-memory limit comes from, for error messages.
 std::string host_limit_source() {
-  return env_value("TL_HOST_MEMORY").empty() ? "the machine's physical memory; TL_HOST_MEMORY overrides it"
-                                              : "set by TL_HOST_MEMORY";
+  return env_value("TL_HOST_MEMORY").empty()
+             ? "the machine's physical memory; TL_HOST_MEMORY overrides it"
+             : "set by TL_HOST_MEMORY";
 }
 
 /// Row-major strides of `shape`, after checking what every Tensor relies on: no negative
@@ -55,7 +56,8 @@ std::string host_limit_source() {
 std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape, DType dtype, const char* who,
                                    int64_t* numel) {
   auto fail = [&](const std::string& why) {
-    throw Error(fmt::format("{}: shape [{}] of {}: {}", who, fmt::join(shape, ", "), dtype_name(dtype), why));
+    throw Error(fmt::format("{}: shape [{}] of {}: {}", who, fmt::join(shape, ", "),
+                            dtype_name(dtype), why));
   };
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] < 0) fail(fmt::format("dimension {} is {}, must be >= 0", d, shape[d]));
@@ -80,13 +82,17 @@ int64_t host_memory_bytes() {
   if (env.empty()) return physical_memory_bytes();
   std::string_view v(env);
   auto bad = [&] {
-    return Error(fmt::format("TL_HOST_MEMORY is '{}'; expected a byte count such as 8589934592 or 8G (suffixes K, "
-                             "M, G, T: powers of 1024)", v));
+    return Error(fmt::format(
+        "TL_HOST_MEMORY is '{}'; expected a byte count such as 8589934592 or 8G (suffixes K, "
+        "M, G, T: powers of 1024)",
+        v));
   };
   int64_t n = 0;
   size_t i = 0;
   for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i)
-    if (__builtin_mul_overflow(n, int64_t{10}, &n) || __builtin_add_overflow(n, int64_t{v[i] - '0'}, &n)) throw bad();
+    if (__builtin_mul_overflow(n, int64_t{10}, &n) ||
+        __builtin_add_overflow(n, int64_t{v[i] - '0'}, &n))
+      throw bad();
   if (i == 0) throw bad();
   if (i < v.size()) {
     static constexpr std::string_view kSuffixes = "KMGT";
@@ -100,8 +106,9 @@ int64_t host_memory_bytes() {
 void check_host_memory(int64_t bytes, std::string_view what) {
   int64_t limit = host_memory_bytes(), used = g_host_gm_in_use.load();
   if (bytes < 0 || bytes > limit - used)
-    throw Error(fmt::format("{} needs {} bytes of host memory, but device GM holds {} of the {} bytes available ({})",
-                            what, bytes, used, limit, host_limit_source()));
+    throw Error(fmt::format(
+        "{} needs {} bytes of host memory, but device GM holds {} of the {} bytes available ({})",
+        what, bytes, used, limit, host_limit_source()));
 }
 
 Storage::~Storage() {
@@ -115,20 +122,24 @@ Device::Device(const Target& target) : target_(&target), account_(std::make_shar
   account_->device = this;
 }
 
-Device::~Device() { account_->device = nullptr; }
+Device::~Device() {
+  account_->device = nullptr;
+}
 
 std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
   if (bytes < 0) throw Error(fmt::format("Device::allocate: negative size {}", bytes));
   GmAccount& a = *account_;
   const int64_t limit = host_memory_bytes();  // may throw: before anything is reserved
   if (!reserve(a.in_use, bytes, target_->gm_bytes))
-    throw Error(fmt::format("GM exhausted on the virtual {}: {} bytes requested, {} in use, capacity {}",
-                            target_->name, bytes, a.in_use.load(), target_->gm_bytes));
+    throw Error(
+        fmt::format("GM exhausted on the virtual {}: {} bytes requested, {} in use, capacity {}",
+                    target_->name, bytes, a.in_use.load(), target_->gm_bytes));
   if (!reserve(g_host_gm_in_use, bytes, limit)) {
     a.in_use -= bytes;
-    throw Error(fmt::format("Device::allocate: {} bytes of GM do not fit in host memory: device GM of this process "
-                            "holds {} of the {} bytes available ({})",
-                            bytes, g_host_gm_in_use.load(), limit, host_limit_source()));
+    throw Error(fmt::format(
+        "Device::allocate: {} bytes of GM do not fit in host memory: device GM of this process "
+        "holds {} of the {} bytes available ({})",
+        bytes, g_host_gm_in_use.load(), limit, host_limit_source()));
   }
   auto s = std::make_shared<Storage>();
   try {
@@ -136,13 +147,16 @@ std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
   } catch (const std::bad_alloc&) {
     a.in_use -= bytes;
     g_host_gm_in_use -= bytes;
-    throw Error(fmt::format("Device::allocate: the host could not allocate {} bytes of GM ({} held by device GM of "
-                            "this process)", bytes, g_host_gm_in_use.load()));
+    throw Error(fmt::format(
+        "Device::allocate: the host could not allocate {} bytes of GM ({} held by device GM of "
+        "this process)",
+        bytes, g_host_gm_in_use.load()));
   }
   s->account = account_;
   int64_t now = a.in_use.load();
   int64_t peak = a.peak.load();
-  while (now > peak && !a.peak.compare_exchange_weak(peak, now)) {}
+  while (now > peak && !a.peak.compare_exchange_weak(peak, now)) {
+  }
   return s;
 }
 
@@ -157,27 +171,31 @@ Tensor Tensor::empty(Device& dev, std::vector<int64_t> shape, DType dtype) {
   return t;
 }
 
-Tensor Tensor::wrap(Device& dev, void* data, std::vector<int64_t> shape, std::vector<int64_t> strides, DType dtype,
-                    std::string_view what) {
+Tensor Tensor::wrap(Device& dev, void* data, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides, DType dtype, std::string_view what) {
   auto fail = [&](const std::string& why) {
-    throw Error(fmt::format("{}: {}[{}] with strides [{}]: {}", what, dtype_name(dtype), fmt::join(shape, ", "),
-                            fmt::join(strides, ", "), why));
+    throw Error(fmt::format("{}: {}[{}] with strides [{}]: {}", what, dtype_name(dtype),
+                            fmt::join(shape, ", "), fmt::join(strides, ", "), why));
   };
-  if (strides.size() != shape.size()) fail(fmt::format("{} strides for {} dimensions", strides.size(), shape.size()));
+  if (strides.size() != shape.size())
+    fail(fmt::format("{} strides for {} dimensions", strides.size(), shape.size()));
   int64_t n;
   dense_strides(shape, dtype, "Tensor::wrap", &n);  // checks the shape and its element count
   // The storage spans element 0 to the last element; with non-negative strides that is the
   // largest offset, sum (shape[d] - 1) * strides[d], which must not overflow either.
   int64_t last = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (strides[d] < 0) fail(fmt::format("stride {} of dimension {} is negative (reversed views are not supported)",
-                                         strides[d], d));
+    if (strides[d] < 0)
+      fail(fmt::format("stride {} of dimension {} is negative (reversed views are not supported)",
+                       strides[d], d));
     int64_t step;
-    if (n > 0 && (__builtin_mul_overflow(shape[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last)))
+    if (n > 0 && (__builtin_mul_overflow(shape[d] - 1, strides[d], &step) ||
+                  __builtin_add_overflow(last, step, &last)))
       fail(fmt::format("the offset of the last element overflows int64 at dimension {}", d));
   }
   int64_t bytes = 0;
-  if (n > 0 && (__builtin_add_overflow(last, 1, &bytes) || __builtin_mul_overflow(bytes, int64_t{dtype_bytes(dtype)}, &bytes)))
+  if (n > 0 && (__builtin_add_overflow(last, 1, &bytes) ||
+                __builtin_mul_overflow(bytes, int64_t{dtype_bytes(dtype)}, &bytes)))
     fail("the byte span overflows int64");
   if (n > 0 && !data) fail("the data pointer is null");
   auto s = std::make_shared<Storage>();
@@ -193,11 +211,13 @@ Tensor Tensor::wrap(Device& dev, void* data, std::vector<int64_t> shape, std::ve
 }
 
 void Tensor::require_defined(const char* what) const {
-  if (!storage_) throw Error(fmt::format("Tensor::{}: the tensor is undefined (default-constructed)", what));
+  if (!storage_)
+    throw Error(fmt::format("Tensor::{}: the tensor is undefined (default-constructed)", what));
 }
 
 int64_t Tensor::dim(int i) const {
-  if (i < 0 || i >= ndim()) throw Error(fmt::format("Tensor::dim: dim {} is outside [0, {}) of {}", i, ndim(), describe()));
+  if (i < 0 || i >= ndim())
+    throw Error(fmt::format("Tensor::dim: dim {} is outside [0, {}) of {}", i, ndim(), describe()));
   return shape_[i];
 }
 
@@ -231,14 +251,16 @@ uint8_t* Tensor::data() const {
 Tensor Tensor::slice(int dim, int64_t start, int64_t length) const {
   require_defined("slice");
   if (dim < 0 || dim >= ndim())
-    throw Error(fmt::format("Tensor::slice: dim {} is outside [0, {}) of {}", dim, ndim(), describe()));
+    throw Error(
+        fmt::format("Tensor::slice: dim {} is outside [0, {}) of {}", dim, ndim(), describe()));
   // `length > size - start` rather than `start + length > size`, which overflows.
   if (start < 0 || length < 0 || start > shape_[dim] || length > shape_[dim] - start) {
     int64_t end;
-    std::string e = __builtin_add_overflow(start, length, &end) ? fmt::format("{} + {}", start, length)
-                                                                 : std::to_string(end);
-    throw Error(fmt::format("Tensor::slice: [{}, {}) is outside dimension {} of {} (size {})", start, e, dim,
-                            describe(), shape_[dim]));
+    std::string e = __builtin_add_overflow(start, length, &end)
+                        ? fmt::format("{} + {}", start, length)
+                        : std::to_string(end);
+    throw Error(fmt::format("Tensor::slice: [{}, {}) is outside dimension {} of {} (size {})",
+                            start, e, dim, describe(), shape_[dim]));
   }
   Tensor t = *this;
   t.shape_[dim] = length;
@@ -252,9 +274,10 @@ Tensor Tensor::reshape(std::vector<int64_t> shape) const {
   int64_t n;
   auto strides = dense_strides(shape, dtype_, "Tensor::reshape", &n);
   if (n != numel())
-    throw Error(fmt::format("Tensor::reshape: {} has {} elements, shape [{}] has {}", describe(), numel(),
-                            fmt::join(shape, ", "), n));
-  if (!is_contiguous()) throw Error(fmt::format("Tensor::reshape: {} is not contiguous", describe()));
+    throw Error(fmt::format("Tensor::reshape: {} has {} elements, shape [{}] has {}", describe(),
+                            numel(), fmt::join(shape, ", "), n));
+  if (!is_contiguous())
+    throw Error(fmt::format("Tensor::reshape: {} is not contiguous", describe()));
   Tensor t = *this;
   t.shape_ = std::move(shape);
   t.strides_ = std::move(strides);
@@ -263,8 +286,10 @@ Tensor Tensor::reshape(std::vector<int64_t> shape) const {
 
 DLView Tensor::dlpack() const {
   require_defined("dlpack");
-  uint8_t code = is_float(dtype_) ? (dtype_ == DType::BFloat16 ? 4 : 2)
-                                  : is_bool(dtype_) ? 6 : is_unsigned_int(dtype_) ? 1 : 0;
+  uint8_t code = is_float(dtype_)          ? (dtype_ == DType::BFloat16 ? 4 : 2)
+                 : is_bool(dtype_)         ? 6
+                 : is_unsigned_int(dtype_) ? 1
+                                           : 0;
   return DLView{storage_->base(), 1, 0, ndim(), code, static_cast<uint8_t>(dtype_bits(dtype_)), 1,
                 shape_.data(), strides_.data(),
                 // data + byte_offset is data(): no offset on an empty storage's null pointer.
@@ -273,7 +298,8 @@ DLView Tensor::dlpack() const {
 
 int64_t Tensor::element_offset(int64_t flat) const {
   if (flat < 0 || flat >= numel())
-    throw Error(fmt::format("element {} is outside the {} elements of {}", flat, numel(), describe()));
+    throw Error(
+        fmt::format("element {} is outside the {} elements of {}", flat, numel(), describe()));
   int64_t off = 0;
   for (size_t d = shape_.size(); d-- > 0;) {
     off += (flat % shape_[d]) * strides_[d];
@@ -293,7 +319,8 @@ void Tensor::set(int64_t flat, double v) const {
 std::vector<double> Tensor::to_vector() const {
   require_defined("to_vector");
   // Eight bytes per element, up to eight times the tensor: checked like any host allocation.
-  check_host_memory(numel() * static_cast<int64_t>(sizeof(double)), fmt::format("Tensor::to_vector of {}", describe()));
+  check_host_memory(numel() * static_cast<int64_t>(sizeof(double)),
+                    fmt::format("Tensor::to_vector of {}", describe()));
   std::vector<double> v(numel());
   for (int64_t i = 0; i < numel(); ++i) v[i] = get(i);
   return v;
@@ -313,7 +340,8 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 double unit(uint64_t seed, int64_t i, int k) {
-  return (mix(seed * 0x100000001b3ull + static_cast<uint64_t>(i) * 4 + k) >> 11) * (1.0 / 9007199254740992.0);
+  return (mix(seed * 0x100000001b3ull + static_cast<uint64_t>(i) * 4 + k) >> 11) *
+         (1.0 / 9007199254740992.0);
 }
 template <typename F>
 Tensor generate(Device& dev, std::vector<int64_t> shape, DType dtype, F f) {
@@ -330,24 +358,27 @@ Tensor randn(Device& dev, std::vector<int64_t> shape, DType dtype, uint64_t seed
     return is_float(dtype) ? v : std::round(v);
   });
 }
-Tensor uniform(Device& dev, std::vector<int64_t> shape, DType dtype, uint64_t seed, double lo, double hi) {
+Tensor uniform(Device& dev, std::vector<int64_t> shape, DType dtype, uint64_t seed, double lo,
+               double hi) {
   return generate(dev, std::move(shape), dtype, [&](int64_t i) {
     double v = lo + (hi - lo) * unit(seed, i, 0);
     return is_float(dtype) ? v : std::floor(v);
   });
 }
 Tensor arange(Device& dev, std::vector<int64_t> shape, DType dtype, double start, double step) {
-  return generate(dev, std::move(shape), dtype, [&](int64_t i) { return start + step * static_cast<double>(i); });
+  return generate(dev, std::move(shape), dtype,
+                  [&](int64_t i) { return start + step * static_cast<double>(i); });
 }
 Tensor full(Device& dev, std::vector<int64_t> shape, DType dtype, double value) {
   return generate(dev, std::move(shape), dtype, [&](int64_t) { return value; });
 }
-Tensor from_vector(Device& dev, std::vector<int64_t> shape, DType dtype, const std::vector<double>& v) {
+Tensor from_vector(Device& dev, std::vector<int64_t> shape, DType dtype,
+                   const std::vector<double>& v) {
   int64_t n;
   dense_strides(shape, dtype, "from_vector", &n);  // the count is checked before allocating
   if (static_cast<int64_t>(v.size()) != n)
-    throw Error(fmt::format("from_vector: {} values for {}[{}] ({} elements)", v.size(), dtype_name(dtype),
-                            fmt::join(shape, ", "), n));
+    throw Error(fmt::format("from_vector: {} values for {}[{}] ({} elements)", v.size(),
+                            dtype_name(dtype), fmt::join(shape, ", "), n));
   Tensor t = Tensor::empty(dev, std::move(shape), dtype);
   for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v[i]);
   return t;

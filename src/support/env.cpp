@@ -11,14 +11,21 @@ const std::vector<EnvVar>& env_registry() {
       {"TL_PRINT_AFTER_ALL", "0", "1: print the IR after every pass that changed it (stderr)"},
       {"TL_PRINT_AFTER", "", "comma-separated pass names: print the IR after these passes only"},
       {"TL_TIME_PASSES", "0", "1: print the wall time of every pass in microseconds (stderr)"},
-      {"TL_VERIFY_EACH", "0", "1: check every pass's output against its invariant (a violation is an internal error)"},
+      {"TL_VERIFY_EACH", "0",
+       "1: check every pass's output against its invariant (a violation is an internal error)"},
       {"TL_CACHE", "1", "0: disable the JIT cache (memory and disk)"},
       {"TL_CACHE_DIR", "", "directory of the on-disk JIT cache (empty: memory cache only)"},
-      {"TL_HOST_MEMORY", "", "bytes of host memory device GM and launches may use (suffix K/M/G/T; empty: physical memory)"},
-      {"TL_MAX_STEPS", "", "instruction budget of a launch: interpreter steps per core and block (empty: 2^30; 0 or none: no budget)"},
-      {"TL_CHECK_STALE", "", "1: run the stale-data checker on every launch, 0: on none (empty: with check_hazards)"},
+      {"TL_HOST_MEMORY", "",
+       "bytes of host memory device GM and launches may use (suffix K/M/G/T; empty: physical "
+       "memory)"},
+      {"TL_MAX_STEPS", "",
+       "instruction budget of a launch: interpreter steps per core and block (empty: 2^30; 0 or "
+       "none: no budget)"},
+      {"TL_CHECK_STALE", "",
+       "1: run the stale-data checker on every launch, 0: on none (empty: with check_hazards)"},
       {"TL_TEST_LEVEL", "0", "tests: 1 runs the exhaustive numeric sweeps"},
-      {"TL_ARITH_ITERS", "100000", "tests: number of random expressions of the arith property tests"},
+      {"TL_ARITH_ITERS", "100000",
+       "tests: number of random expressions of the arith property tests"},
       {"TL_SOURCE_DIR", "", "tests: repository root, set by ctest, for reading examples"},
   };
   return vars;

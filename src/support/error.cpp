@@ -6,8 +6,8 @@
 namespace tl {
 
 InternalError::InternalError(std::string file, int line, std::string condition, std::string context)
-    : std::logic_error(fmt::format("tl-ascend internal error at {}:{}: assertion `{}` failed: {}", file, line,
-                                   condition, context)),
+    : std::logic_error(fmt::format("tl-ascend internal error at {}:{}: assertion `{}` failed: {}",
+                                   file, line, condition, context)),
       file_(std::move(file)),
       line_(line),
       condition_(std::move(condition)),

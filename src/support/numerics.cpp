@@ -19,13 +19,20 @@ namespace tl::npu {
 
 std::string_view round_mode_name(RoundMode m) {
   switch (m) {
-    case RoundMode::None: return "none";
-    case RoundMode::Rint: return "rint";
-    case RoundMode::Floor: return "floor";
-    case RoundMode::Ceil: return "ceil";
-    case RoundMode::Round: return "round";
-    case RoundMode::Trunc: return "trunc";
-    case RoundMode::Odd: return "odd";
+    case RoundMode::None:
+      return "none";
+    case RoundMode::Rint:
+      return "rint";
+    case RoundMode::Floor:
+      return "floor";
+    case RoundMode::Ceil:
+      return "ceil";
+    case RoundMode::Round:
+      return "round";
+    case RoundMode::Trunc:
+      return "trunc";
+    case RoundMode::Odd:
+      return "odd";
   }
   return "?";
 }
@@ -47,8 +54,12 @@ constexpr Fmt kF64{52, 11, 1023, false};
 constexpr Fmt kE4M3{3, 4, 7, true};
 constexpr Fmt kE5M2{2, 5, 15, false};
 
-constexpr uint64_t sign_bit(const Fmt& f) { return uint64_t(1) << (f.exp + f.man); }
-constexpr uint64_t inf_bits(const Fmt& f) { return ((uint64_t(1) << f.exp) - 1) << f.man; }
+constexpr uint64_t sign_bit(const Fmt& f) {
+  return uint64_t(1) << (f.exp + f.man);
+}
+constexpr uint64_t inf_bits(const Fmt& f) {
+  return ((uint64_t(1) << f.exp) - 1) << f.man;
+}
 constexpr uint64_t max_bits(const Fmt& f) {
   return f.fn ? (uint64_t(1) << (f.exp + f.man)) - 2 : inf_bits(f) - 1;
 }
@@ -97,12 +108,23 @@ uint64_t encode(const Fmt& f, bool neg, uint64_t sig, int e2, RoundMode m, SatMo
   bool inc = false;
   switch (m) {
     case RoundMode::None:
-    case RoundMode::Rint: inc = rb && (st || (kept & 1)); break;
-    case RoundMode::Round: inc = rb; break;
-    case RoundMode::Floor: inc = neg && (rb || st); break;
-    case RoundMode::Ceil: inc = !neg && (rb || st); break;
-    case RoundMode::Trunc: break;
-    case RoundMode::Odd: kept |= uint64_t(rb || st); break;
+    case RoundMode::Rint:
+      inc = rb && (st || (kept & 1));
+      break;
+    case RoundMode::Round:
+      inc = rb;
+      break;
+    case RoundMode::Floor:
+      inc = neg && (rb || st);
+      break;
+    case RoundMode::Ceil:
+      inc = !neg && (rb || st);
+      break;
+    case RoundMode::Trunc:
+      break;
+    case RoundMode::Odd:
+      kept |= uint64_t(rb || st);
+      break;
   }
   kept += inc;
   // Normal: biased exponent E + bias, the implicit bit of kept adds the last 1 (and a rounding
@@ -113,11 +135,19 @@ uint64_t encode(const Fmt& f, bool neg, uint64_t sig, int e2, RoundMode m, SatMo
     switch (m) {
       case RoundMode::None:
       case RoundMode::Rint:
-      case RoundMode::Round: to_inf = true; break;
-      case RoundMode::Floor: to_inf = neg; break;
-      case RoundMode::Ceil: to_inf = !neg; break;
+      case RoundMode::Round:
+        to_inf = true;
+        break;
+      case RoundMode::Floor:
+        to_inf = neg;
+        break;
+      case RoundMode::Ceil:
+        to_inf = !neg;
+        break;
       case RoundMode::Trunc:
-      case RoundMode::Odd: to_inf = false; break;
+      case RoundMode::Odd:
+        to_inf = false;
+        break;
     }
     if (to_inf) return special_inf(f, neg, s);
     return (neg ? sign_bit(f) : 0) | max_bits(f);
@@ -174,25 +204,48 @@ struct IntRange {
 };
 IntRange int_range(DType t) {
   switch (t) {
-    case DType::Int8: return {true, 8};
-    case DType::Int16: return {true, 16};
-    case DType::Int32: return {true, 32};
-    case DType::Int64: return {true, 64};
-    case DType::UInt8: return {false, 8};
-    case DType::UInt16: return {false, 16};
-    case DType::UInt32: return {false, 32};
-    case DType::UInt64: return {false, 64};
-    default: TL_ASSERT(false, "int_range: {} is not an integer dtype", dtype_name(t));
+    case DType::Int8:
+      return {true, 8};
+    case DType::Int16:
+      return {true, 16};
+    case DType::Int32:
+      return {true, 32};
+    case DType::Int64:
+      return {true, 64};
+    case DType::UInt8:
+      return {false, 8};
+    case DType::UInt16:
+      return {false, 16};
+    case DType::UInt32:
+      return {false, 32};
+    case DType::UInt64:
+      return {false, 64};
+    default:
+      TL_ASSERT(false, "int_range: {} is not an integer dtype", dtype_name(t));
   }
   return {};
 }
 
 void store_uint(void* out, int bytes, uint64_t v) {
   switch (bytes) {
-    case 1: { uint8_t x = uint8_t(v); std::memcpy(out, &x, 1); break; }
-    case 2: { uint16_t x = uint16_t(v); std::memcpy(out, &x, 2); break; }
-    case 4: { uint32_t x = uint32_t(v); std::memcpy(out, &x, 4); break; }
-    default: std::memcpy(out, &v, 8); break;
+    case 1: {
+      uint8_t x = uint8_t(v);
+      std::memcpy(out, &x, 1);
+      break;
+    }
+    case 2: {
+      uint16_t x = uint16_t(v);
+      std::memcpy(out, &x, 2);
+      break;
+    }
+    case 4: {
+      uint32_t x = uint32_t(v);
+      std::memcpy(out, &x, 4);
+      break;
+    }
+    default:
+      std::memcpy(out, &v, 8);
+      break;
   }
 }
 
@@ -202,8 +255,10 @@ void store_int_sat(DType t, bool neg, uint64_t mag, void* out) {
   uint64_t v;
   if (r.is_signed) {
     uint64_t pos_max = (uint64_t(1) << (r.bits - 1)) - 1;
-    if (neg) v = mag > pos_max + 1 ? ~pos_max : uint64_t(0) - mag;  // ~pos_max = min
-    else v = mag > pos_max ? pos_max : mag;
+    if (neg)
+      v = mag > pos_max + 1 ? ~pos_max : uint64_t(0) - mag;  // ~pos_max = min
+    else
+      v = mag > pos_max ? pos_max : mag;
   } else {
     uint64_t umax = r.bits == 64 ? ~uint64_t(0) : (uint64_t(1) << r.bits) - 1;
     v = neg ? 0 : (mag > umax ? umax : mag);
@@ -227,16 +282,65 @@ void load_int(DType t, const void* p, bool& neg, uint64_t& mag) {
   uint64_t u = 0;
   bool is_signed = true;
   switch (t) {
-    case DType::Bool: { uint8_t v; std::memcpy(&v, p, 1); u = v != 0; is_signed = false; break; }
-    case DType::Int8: { int8_t v; std::memcpy(&v, p, 1); s = v; break; }
-    case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); s = v; break; }
-    case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); s = v; break; }
-    case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); s = v; break; }
-    case DType::UInt8: { uint8_t v; std::memcpy(&v, p, 1); u = v; is_signed = false; break; }
-    case DType::UInt16: { uint16_t v; std::memcpy(&v, p, 2); u = v; is_signed = false; break; }
-    case DType::UInt32: { uint32_t v; std::memcpy(&v, p, 4); u = v; is_signed = false; break; }
-    case DType::UInt64: { std::memcpy(&u, p, 8); is_signed = false; break; }
-    default: TL_ASSERT(false, "load_int: {} is not an integer dtype", dtype_name(t));
+    case DType::Bool: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      u = v != 0;
+      is_signed = false;
+      break;
+    }
+    case DType::Int8: {
+      int8_t v;
+      std::memcpy(&v, p, 1);
+      s = v;
+      break;
+    }
+    case DType::Int16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      s = v;
+      break;
+    }
+    case DType::Int32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      s = v;
+      break;
+    }
+    case DType::Int64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      s = v;
+      break;
+    }
+    case DType::UInt8: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      u = v;
+      is_signed = false;
+      break;
+    }
+    case DType::UInt16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      u = v;
+      is_signed = false;
+      break;
+    }
+    case DType::UInt32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      u = v;
+      is_signed = false;
+      break;
+    }
+    case DType::UInt64: {
+      std::memcpy(&u, p, 8);
+      is_signed = false;
+      break;
+    }
+    default:
+      TL_ASSERT(false, "load_int: {} is not an integer dtype", dtype_name(t));
   }
   if (is_signed) {
     neg = s < 0;
@@ -249,17 +353,26 @@ void load_int(DType t, const void* p, bool& neg, uint64_t& mag) {
 
 const Fmt* float_fmt(DType t) {
   switch (t) {
-    case DType::Float16: return &kF16;
-    case DType::BFloat16: return &kBF16;
-    case DType::Float32: return &kF32;
-    case DType::Float64: return &kF64;
-    case DType::Float8E4M3: return &kE4M3;
-    case DType::Float8E5M2: return &kE5M2;
-    default: return nullptr;
+    case DType::Float16:
+      return &kF16;
+    case DType::BFloat16:
+      return &kBF16;
+    case DType::Float32:
+      return &kF32;
+    case DType::Float64:
+      return &kF64;
+    case DType::Float8E4M3:
+      return &kE4M3;
+    case DType::Float8E5M2:
+      return &kE5M2;
+    default:
+      return nullptr;
   }
 }
 
-void store_bits(const Fmt& f, uint64_t bits, void* out) { store_uint(out, (1 + f.exp + f.man) / 8, bits); }
+void store_bits(const Fmt& f, uint64_t bits, void* out) {
+  store_uint(out, (1 + f.exp + f.man) / 8, bits);
+}
 uint64_t load_bits(const Fmt& f, const void* p) {
   uint64_t v = 0;
   std::memcpy(&v, p, size_t(1 + f.exp + f.man) / 8);  // little-endian host
@@ -277,29 +390,50 @@ uint16_t f32_to_bf16_slow(float x, RoundMode m, SatMode s) {
 }
 }  // namespace detail
 
-float e4m3_to_f32(uint8_t b) { return float(decode(kE4M3, b)); }
-float e5m2_to_f32(uint8_t b) { return float(decode(kE5M2, b)); }
-uint8_t f32_to_e4m3(float x, RoundMode m, SatMode s) { return uint8_t(encode_double(kE4M3, widen_f32(x), m, s)); }
-uint8_t f32_to_e5m2(float x, RoundMode m, SatMode s) { return uint8_t(encode_double(kE5M2, widen_f32(x), m, s)); }
+float e4m3_to_f32(uint8_t b) {
+  return float(decode(kE4M3, b));
+}
+float e5m2_to_f32(uint8_t b) {
+  return float(decode(kE5M2, b));
+}
+uint8_t f32_to_e4m3(float x, RoundMode m, SatMode s) {
+  return uint8_t(encode_double(kE4M3, widen_f32(x), m, s));
+}
+uint8_t f32_to_e5m2(float x, RoundMode m, SatMode s) {
+  return uint8_t(encode_double(kE5M2, widen_f32(x), m, s));
+}
 
 float f64_to_f32(double x, RoundMode m, SatMode s) {
   return detail::bits_f32(uint32_t(encode_double(kF32, x, m, s)));
 }
-uint16_t f64_to_f16(double x, RoundMode m, SatMode s) { return uint16_t(encode_double(kF16, x, m, s)); }
-uint16_t f64_to_bf16(double x, RoundMode m, SatMode s) { return uint16_t(encode_double(kBF16, x, m, s)); }
-uint8_t f64_to_e4m3(double x, RoundMode m, SatMode s) { return uint8_t(encode_double(kE4M3, x, m, s)); }
-uint8_t f64_to_e5m2(double x, RoundMode m, SatMode s) { return uint8_t(encode_double(kE5M2, x, m, s)); }
+uint16_t f64_to_f16(double x, RoundMode m, SatMode s) {
+  return uint16_t(encode_double(kF16, x, m, s));
+}
+uint16_t f64_to_bf16(double x, RoundMode m, SatMode s) {
+  return uint16_t(encode_double(kBF16, x, m, s));
+}
+uint8_t f64_to_e4m3(double x, RoundMode m, SatMode s) {
+  return uint8_t(encode_double(kE4M3, x, m, s));
+}
+uint8_t f64_to_e5m2(double x, RoundMode m, SatMode s) {
+  return uint8_t(encode_double(kE5M2, x, m, s));
+}
 
 double round_integral(double x, RoundMode m) {
   if (!std::isfinite(x)) return x;
   double f = std::floor(x);
   if (f == x) return x;
   switch (m) {
-    case RoundMode::Floor: return f;
-    case RoundMode::Ceil: return f + 1;
-    case RoundMode::Trunc: return std::trunc(x);
-    case RoundMode::Round: return std::round(x);
-    case RoundMode::Odd: return std::fmod(f, 2.0) != 0 ? f : f + 1;
+    case RoundMode::Floor:
+      return f;
+    case RoundMode::Ceil:
+      return f + 1;
+    case RoundMode::Trunc:
+      return std::trunc(x);
+    case RoundMode::Round:
+      return std::round(x);
+    case RoundMode::Odd:
+      return std::fmod(f, 2.0) != 0 ? f : f + 1;
     case RoundMode::None:
     case RoundMode::Rint: {
       double d = x - f;  // exact: x is not an integer, so |x| < 2^52
@@ -379,7 +513,8 @@ float round_to(DType t, float x, RoundMode m, SatMode s) {
 
 #ifdef TL_NPU_X86
 namespace {
-__attribute__((target("f16c,avx"))) void f16_to_f32_f16c(const uint16_t* src, float* dst, int64_t n) {
+__attribute__((target("f16c,avx"))) void f16_to_f32_f16c(const uint16_t* src, float* dst,
+                                                         int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
@@ -387,7 +522,8 @@ __attribute__((target("f16c,avx"))) void f16_to_f32_f16c(const uint16_t* src, fl
   }
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
-__attribute__((target("f16c,avx"))) void f32_to_f16_f16c(const float* src, uint16_t* dst, int64_t n) {
+__attribute__((target("f16c,avx"))) void f32_to_f16_f16c(const float* src, uint16_t* dst,
+                                                         int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(src + i);
@@ -400,7 +536,8 @@ __attribute__((target("f16c,avx"))) void f32_to_f16_f16c(const float* src, uint1
 // bf16 <-> fp32 with AVX2, 8 lanes at a time: the same bit operations as bf16_to_f32 and
 // f32_to_bf16 (RINT, NaN quieted), so the results are identical to the scalar loops.
 __attribute__((target("avx2"))) void bf16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n) {
-  const __m256i mag = _mm256_set1_epi32(0x7fff), inf = _mm256_set1_epi32(0x7f80), quiet = _mm256_set1_epi32(0x00400000);
+  const __m256i mag = _mm256_set1_epi32(0x7fff), inf = _mm256_set1_epi32(0x7f80),
+                quiet = _mm256_set1_epi32(0x00400000);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256i b = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
@@ -412,19 +549,23 @@ __attribute__((target("avx2"))) void bf16_to_f32_avx2(const uint16_t* src, float
 }
 __attribute__((target("avx2"))) __m256i f32_to_bf16_rint8(const float* src) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
-  const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff), quiet = _mm256_set1_epi32(0x0040);
+  const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff),
+                quiet = _mm256_set1_epi32(0x0040);
   __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
   __m256i hi = _mm256_srli_epi32(u, 16);
   __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
-  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(half, _mm256_and_si256(hi, one))), 16);
+  __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(half, _mm256_and_si256(hi, one))), 16);
   return _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, quiet), nan);  // 32-bit lanes < 2^16
 }
 __attribute__((target("avx2"))) void f32_to_bf16_avx2(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     // packus interleaves the 128-bit lanes of its operands; the permute restores the order.
-    __m256i packed = _mm256_packus_epi32(f32_to_bf16_rint8(src + i), f32_to_bf16_rint8(src + i + 8));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_permute4x64_epi64(packed, 0xd8));
+    __m256i packed =
+        _mm256_packus_epi32(f32_to_bf16_rint8(src + i), f32_to_bf16_rint8(src + i + 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_permute4x64_epi64(packed, 0xd8));
   }
   for (; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 }
@@ -455,7 +596,8 @@ bool host_has_f16c() {
 }
 
 namespace {
-void convert_one(DType st, const unsigned char* src, DType dt, unsigned char* dst, RoundMode m, SatMode s) {
+void convert_one(DType st, const unsigned char* src, DType dt, unsigned char* dst, RoundMode m,
+                 SatMode s) {
   const Fmt* sf = float_fmt(st);
   const Fmt* df = float_fmt(dt);
   if (sf) {
@@ -534,10 +676,14 @@ void convert(DType st, const void* src, DType dt, void* dst, int64_t n, RoundMod
 
 float f32_binop(BinOp op, float a, float b) {
   switch (op) {
-    case BinOp::Add: return a + b;
-    case BinOp::Sub: return a - b;
-    case BinOp::Mul: return a * b;
-    case BinOp::Div: return a / b;
+    case BinOp::Add:
+      return a + b;
+    case BinOp::Sub:
+      return a - b;
+    case BinOp::Mul:
+      return a * b;
+    case BinOp::Div:
+      return a / b;
     case BinOp::Max:
       if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
       return a > b ? a : (b > a ? b : (std::signbit(a) ? b : a));

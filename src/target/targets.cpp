@@ -7,7 +7,9 @@
 namespace tl {
 namespace {
 
-void set(std::array<int64_t, kNumMemScopes>& a, MemScope s, int64_t v) { a[static_cast<size_t>(s)] = v; }
+void set(std::array<int64_t, kNumMemScopes>& a, MemScope s, int64_t v) {
+  a[static_cast<size_t>(s)] = v;
+}
 
 /// Atlas A2 training series, Ascend 910B2: the default target.
 Target make_a2() {
@@ -66,25 +68,26 @@ Target make_a2() {
   // docs/api/context/Cast.md). CAST_NONE is listed only where the doc lists it (it means RINT
   // for a lossy pair, no rounding for an exact one); float -> float rounds to an integral value
   // ("仍以float格式存入dst中"). Not modelled: int4b pairs, int32 -> half (SetDeqScale).
-  const std::vector<std::string> five = {"CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC"};
-  const std::vector<std::string> five_none = {"CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL",
-                                              "CAST_ROUND", "CAST_TRUNC"};
-  const std::vector<std::string> five_odd_none = {"CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL",
-                                                  "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
+  const std::vector<std::string> five = {"CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND",
+                                         "CAST_TRUNC"};
+  const std::vector<std::string> five_none = {"CAST_NONE", "CAST_RINT",  "CAST_FLOOR",
+                                              "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC"};
+  const std::vector<std::string> five_odd_none = {
+      "CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
   const std::vector<std::string> exact = {"CAST_NONE"};
   using D = DType;
   t.casts = {
-      {D::Float16, D::Int32, five},          {D::Float16, D::Int16, five},
-      {D::Float16, D::Float32, exact},       {D::Float16, D::Int8, five_none},
-      {D::Float16, D::UInt8, five_none},     {D::Float32, D::Float32, five},
-      {D::Float32, D::Int32, five},          {D::Float32, D::Float16, five_odd_none},
-      {D::Float32, D::Int64, five},          {D::Float32, D::Int16, five},
-      {D::Float32, D::BFloat16, five},       {D::BFloat16, D::Float32, exact},
-      {D::BFloat16, D::Int32, five},         {D::UInt8, D::Float16, exact},
-      {D::Int8, D::Float16, exact},          {D::Int16, D::Float16, five_none},
-      {D::Int16, D::Float32, exact},         {D::Int32, D::Float32, five_none},
-      {D::Int32, D::Int16, exact},           {D::Int32, D::Int64, exact},
-      {D::Int64, D::Int32, exact},           {D::Int64, D::Float32, five},
+      {D::Float16, D::Int32, five},      {D::Float16, D::Int16, five},
+      {D::Float16, D::Float32, exact},   {D::Float16, D::Int8, five_none},
+      {D::Float16, D::UInt8, five_none}, {D::Float32, D::Float32, five},
+      {D::Float32, D::Int32, five},      {D::Float32, D::Float16, five_odd_none},
+      {D::Float32, D::Int64, five},      {D::Float32, D::Int16, five},
+      {D::Float32, D::BFloat16, five},   {D::BFloat16, D::Float32, exact},
+      {D::BFloat16, D::Int32, five},     {D::UInt8, D::Float16, exact},
+      {D::Int8, D::Float16, exact},      {D::Int16, D::Float16, five_none},
+      {D::Int16, D::Float32, exact},     {D::Int32, D::Float32, five_none},
+      {D::Int32, D::Int16, exact},       {D::Int32, D::Int64, exact},
+      {D::Int64, D::Int32, exact},       {D::Int64, D::Float32, five},
   };
   // Event ids 0-7, 6-7 kept by the vendor runtime (docs/hardware.md section 3).
   t.num_event_ids = 8;
@@ -99,14 +102,14 @@ Target make_a2() {
   // The HardEvent list of SetFlag/WaitFlag (docs/hardware.md section 3).
   using P = Pipe;
   t.hard_events = {
-      {P::MTE2, P::MTE1}, {P::MTE1, P::MTE2}, {P::MTE1, P::M},    {P::M, P::MTE1},
-      {P::MTE2, P::V},    {P::V, P::MTE2},    {P::MTE3, P::V},    {P::V, P::MTE3},
-      {P::M, P::V},       {P::V, P::M},       {P::V, P::V},       {P::MTE3, P::MTE1},
-      {P::MTE1, P::MTE3}, {P::MTE1, P::V},    {P::MTE2, P::M},    {P::M, P::MTE2},
-      {P::V, P::MTE1},    {P::M, P::FIX},     {P::FIX, P::M},     {P::MTE3, P::MTE2},
-      {P::MTE2, P::MTE3}, {P::S, P::V},       {P::V, P::S},       {P::S, P::MTE2},
-      {P::MTE2, P::S},    {P::S, P::MTE3},    {P::MTE3, P::S},    {P::MTE2, P::FIX},
-      {P::FIX, P::MTE2},  {P::FIX, P::S},     {P::M, P::S},       {P::FIX, P::MTE3},
+      {P::MTE2, P::MTE1}, {P::MTE1, P::MTE2}, {P::MTE1, P::M},  {P::M, P::MTE1},
+      {P::MTE2, P::V},    {P::V, P::MTE2},    {P::MTE3, P::V},  {P::V, P::MTE3},
+      {P::M, P::V},       {P::V, P::M},       {P::V, P::V},     {P::MTE3, P::MTE1},
+      {P::MTE1, P::MTE3}, {P::MTE1, P::V},    {P::MTE2, P::M},  {P::M, P::MTE2},
+      {P::V, P::MTE1},    {P::M, P::FIX},     {P::FIX, P::M},   {P::MTE3, P::MTE2},
+      {P::MTE2, P::MTE3}, {P::S, P::V},       {P::V, P::S},     {P::S, P::MTE2},
+      {P::MTE2, P::S},    {P::S, P::MTE3},    {P::MTE3, P::S},  {P::MTE2, P::FIX},
+      {P::FIX, P::MTE2},  {P::FIX, P::S},     {P::M, P::S},     {P::FIX, P::MTE3},
       {P::MTE1, P::FIX},  {P::FIX, P::MTE1},  {P::FIX, P::FIX},
   };
   // Pipes per core (docs/hardware.md section 2): the AIC has M, MTE1, MTE2, MTE3 (L1->GM), FIX and
@@ -133,7 +136,7 @@ Target make_a2() {
   t.fractal_row_bytes = 32;
   // Costs (docs/hardware.md section 4; msKPP arch tables).
   auto& c = t.costs;
-  c.copy_bytes_per_cycle = {{"global->UB", 128}, {"global->L1", 256}, {"L1->L0A", 256},
+  c.copy_bytes_per_cycle = {{"global->UB", 128}, {"global->L1", 256},  {"L1->L0A", 256},
                             {"L1->L0B", 128},    {"L0C->global", 128}, {"L0C->L1", 256},
                             {"UB->UB", 128},     {"UB->global", 128}};
   // bw(B) = peak * B / (K + B): K ~ 30 KB for GM->UB (docs/hardware.md section 4, msKPP measured
@@ -142,16 +145,19 @@ Target make_a2() {
   c.copy_latency_bytes = {{"global->UB", 30 * 1024}, {"L1->L0A", 28 * 256}, {"L1->L0B", 28 * 128}};
   // Measured single-core plateaus (docs/hardware.md section 4, msKPP measured curves): the
   // theoretical bytes/cycle above are never reached by one core on the GM paths.
-  c.copy_measured_bytes_per_s = {{"global->UB", 78e9},  {"UB->global", 109e9}, {"global->L1", 270e9},
-                                 {"L1->L0A", 429e9},    {"L1->L0B", 218e9},    {"L0C->global", 200e9}};
+  c.copy_measured_bytes_per_s = {{"global->UB", 78e9},  {"UB->global", 109e9},
+                                 {"global->L1", 270e9}, {"L1->L0A", 429e9},
+                                 {"L1->L0B", 218e9},    {"L0C->global", 200e9}};
   // On-chip copies without a K: the L1->L0A latency (docs/hardware.md section 4, ~28 cycles).
   c.onchip_copy_latency_cycles = 28;
   // Vector: head + per_repeat x repeats + tail (docs/hardware.md section 4, pto-isa cost model).
   // Exp, Ln, Sqrt and Div run at a quarter of Add's rate: docs/hardware.md section 4, 950's stated
   // figures (Mul/Add 256 B/cycle, Exp/Div 64 B/cycle), the only published ratio, applied to A2 as
   // an assumption.
-  c.vector = {{CostClass::VecSimple, {10, 2, 14}}, {CostClass::VecTranscendental, {13, 8, 18}},
-              {CostClass::VecDiv, {11, 8, 19}},    {CostClass::VecReduce, {14, 7, 32}},
+  c.vector = {{CostClass::VecSimple, {10, 2, 14}},
+              {CostClass::VecTranscendental, {13, 8, 18}},
+              {CostClass::VecDiv, {11, 8, 19}},
+              {CostClass::VecReduce, {14, 7, 32}},
               {CostClass::VecSort, {20, 78, 0}}};
   // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (docs/hardware.md sections 1, 4).
   c.hbm_bytes_per_s = 1.8e12;
@@ -171,8 +177,8 @@ Target make_a2() {
   c.scalar_load_cycles = 6;
   c.scalar_store_cycles = 4;
   c.dma_issue_cycles = 9;
-  // "MTE1和MMAD指令队列的深度为32 ... 容易满，会阻塞其他指令下发" (asc-devkit, NPU architecture 2201
-  // hardware constraints): a pipe holds 32 instructions; assumed for every pipe (pypto's
+  // "MTE1和MMAD指令队列的深度为32 ... 容易满，会阻塞其他指令下发" (asc-devkit, NPU architecture
+  // 2201 hardware constraints): a pipe holds 32 instructions; assumed for every pipe (pypto's
   // isqMaxOtsd_ = 32 does the same).
   c.pipe_queue_depth = 32;
   // GM writes return sooner than reads: pypto's A2/A3 model (SimulatorA2A3.cpp) has a read
@@ -309,12 +315,15 @@ bool Target::pipe_on_core(Pipe p, CoreKind c) const {
   return std::find(ps.begin(), ps.end(), p) != ps.end();
 }
 
-std::string_view arch_name(Arch a) { return a == Arch::Npu2201 ? "2201" : "3510"; }
+std::string_view arch_name(Arch a) {
+  return a == Arch::Npu2201 ? "2201" : "3510";
+}
 
 std::string_view cost_class_name(CostClass c) {
   // Cost-table row names (CostClass::Copy's row is named copy): not op names; no op lookup.
   static constexpr std::string_view kNames[kNumCostClasses] = {
-      "copy", "cube_load", "mmad", "vec_simple", "vec_transcendental", "vec_div", "vec_reduce", "vec_sort", "scalar"};
+      "copy",    "cube_load",  "mmad",     "vec_simple", "vec_transcendental",
+      "vec_div", "vec_reduce", "vec_sort", "scalar"};
   return kNames[static_cast<size_t>(c)];
 }
 
@@ -331,7 +340,9 @@ const Target& get_target(std::string_view name) {
   for (const auto& t : targets()) known += (known.empty() ? "" : ", ") + t.name;
   throw Error(fmt::format("unknown target '{}'; known targets: {}", name, known));
 }
-const Target& default_target() { return targets().front(); }
+const Target& default_target() {
+  return targets().front();
+}
 std::vector<std::string> target_names() {
   std::vector<std::string> n;
   for (const auto& t : targets()) n.push_back(t.name);

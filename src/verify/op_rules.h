@@ -17,7 +17,7 @@ void rule_dcci(const TileOpNode& n, VerifyContext& ctx);        // a GM region
 void rule_gemm_v0(const TileOpNode& n, VerifyContext& ctx);     // L1 x L1 -> L0C, M/N/K, fractals
 void rule_mma(const TileOpNode& n, VerifyContext& ctx);         // L0A x L0B -> L0C, M/N/K, fractals
 void rule_init_const(const TileOpNode& n, VerifyContext& ctx);  // a whole L1 / L0A / L0B tile
-void rule_dump_tensor(const TileOpNode& n, VerifyContext& ctx); // printable memories
+void rule_dump_tensor(const TileOpNode& n, VerifyContext& ctx);  // printable memories
 
 // Vector (rules_vector.cpp).
 void rule_elementwise(const TileOpNode& n, VerifyContext& ctx);  // same dtype (table), same shape

@@ -29,16 +29,17 @@ void check_move_dtypes(const TileOpNode& n, VerifyContext& ctx, const BufferRegi
       return r.dst == d && r.from == from && r.to == to;
     });
     if (!ok)
-      ctx.error(n, "dst", "fixpipe-dtype",
-                fmt::format("the fixpipe on {} converts {} in L0C to {} in {}, got {}", t.name,
-                            dtype_str(from), fixpipe_targets(t, d, from), scope_str(d),
-                            dtype_str(to)));
+      ctx.error(
+          n, "dst", "fixpipe-dtype",
+          fmt::format("the fixpipe on {} converts {} in L0C to {} in {}, got {}", t.name,
+                      dtype_str(from), fixpipe_targets(t, d, from), scope_str(d), dtype_str(to)));
     return;
   }
   if (from != to)
     ctx.error(n, "dst", "copy-dtype",
               fmt::format("only the fixpipe (out of L0C) converts dtypes; expected {} like 'src', "
-                          "got {} (use T::tile::cast on UB)", dtype_str(from), dtype_str(to)));
+                          "got {} (use T::tile::cast on UB)",
+                          dtype_str(from), dtype_str(to)));
 }
 
 void check_move_shapes(const TileOpNode& n, VerifyContext& ctx, const BufferRegion& src,
@@ -85,11 +86,13 @@ void check_cube(const TileOpNode& n, VerifyContext& ctx, MemScope a_scope, MemSc
                           dtype_str(m.b), dtype_str(m.c));
     bool ab_ok = std::any_of(combos.begin(), combos.end(),
                              [&](const MmaDTypes& m) { return m.a == da && m.b == db; });
-    bool a_ok = std::any_of(combos.begin(), combos.end(), [&](const MmaDTypes& m) { return m.a == da; });
+    bool a_ok =
+        std::any_of(combos.begin(), combos.end(), [&](const MmaDTypes& m) { return m.a == da; });
     std::string operand = !a_ok ? "A" : !ab_ok ? "B" : "C";
-    ctx.error(n, operand, "mma-dtype",
-              fmt::format("{} x {} -> {} is not a cube dtype combination on {}; expected one of: {}",
-                          dtype_str(da), dtype_str(db), dtype_str(dc), t.name, list));
+    ctx.error(
+        n, operand, "mma-dtype",
+        fmt::format("{} x {} -> {} is not a cube dtype combination on {}; expected one of: {}",
+                    dtype_str(da), dtype_str(db), dtype_str(dc), t.name, list));
   }
   // Shapes: A [M, K] (or [K, M] transposed), B [K, N] (or [N, K]), C [M, N].
   auto ea = squeezed_extents(*A), eb = squeezed_extents(*B), ec = squeezed_extents(*C);
@@ -108,15 +111,16 @@ void check_cube(const TileOpNode& n, VerifyContext& ctx, MemScope a_scope, MemSc
   };
   if (differ(Ka, Kb))
     ctx.error(n, "B", "gemm-shape",
-              fmt::format("K of B ({}) differs from K of A ({}); A is {}{}, B is {}{}",
-                          print(Kb), print(Ka), fmt_extents(ea), ta ? " transposed" : "",
-                          fmt_extents(eb), tb ? " transposed" : ""));
+              fmt::format("K of B ({}) differs from K of A ({}); A is {}{}, B is {}{}", print(Kb),
+                          print(Ka), fmt_extents(ea), ta ? " transposed" : "", fmt_extents(eb),
+                          tb ? " transposed" : ""));
   if (differ(M, ec[0]))
     ctx.error(n, "C", "gemm-shape",
               fmt::format("expected C with M = {} rows (from A), got {}", print(M), print(ec[0])));
   if (differ(N, ec[1]))
-    ctx.error(n, "C", "gemm-shape",
-              fmt::format("expected C with N = {} columns (from B), got {}", print(N), print(ec[1])));
+    ctx.error(
+        n, "C", "gemm-shape",
+        fmt::format("expected C with N = {} columns (from B), got {}", print(N), print(ec[1])));
   if (!scopes_ok) return;
   // Fractals: M and N multiples of the fractal rows, K of fractal_row_bytes / sizeof (per
   // operand dtype). M == 1 is the GEMV form.
@@ -126,7 +130,8 @@ void check_cube(const TileOpNode& n, VerifyContext& ctx, MemScope a_scope, MemSc
     if (std::string(dim) == "M" && *v == 1) return;
     ctx.error(n, operand, "cube-fractal-shape",
               fmt::format("{} = {} is not a multiple of {}; cube operands are stored in {} x {} B "
-                          "fractals", dim, *v, mult, t.fractal_rows, t.fractal_row_bytes));
+                          "fractals",
+                          dim, *v, mult, t.fractal_rows, t.fractal_row_bytes));
   };
   const int64_t rows = t.fractal_rows;
   check_mult("A", "M", M, rows);
@@ -162,7 +167,8 @@ void rule_copy(const TileOpNode& n, VerifyContext& ctx) {
               fmt::format("enable_relu is a fixpipe option (copies out of L0C), got {} -> {}",
                           scope_str(s), scope_str(d)));
   // DataCopyPad moves rows of any byte length both ways (GM -> UB pads each UB row to 32 B).
-  if (n.attr_bool("pad") && !((s == MemScope::GM && d == MemScope::UB) || (s == MemScope::UB && d == MemScope::GM)))
+  if (n.attr_bool("pad") &&
+      !((s == MemScope::GM && d == MemScope::UB) || (s == MemScope::UB && d == MemScope::GM)))
     ctx.error(n, "src", "copy-option",
               fmt::format("the padded copy (pad) moves GM <-> UB only, got {} -> {}", scope_str(s),
                           scope_str(d)));
@@ -184,13 +190,16 @@ void rule_atomic_add(const TileOpNode& n, VerifyContext& ctx) {
 void rule_dcci(const TileOpNode& n, VerifyContext& ctx) {
   const BufferRegion* dst = region_of(n, "dst");
   if (dst && dst->buffer->scope != MemScope::GM)
-    ctx.error(n, "dst", "dcci-scope",
-              fmt::format("dcci (DataCacheCleanAndInvalid) works on GM, which the scalar unit caches; got {}",
-                          scope_str(dst->buffer->scope)));
+    ctx.error(
+        n, "dst", "dcci-scope",
+        fmt::format(
+            "dcci (DataCacheCleanAndInvalid) works on GM, which the scalar unit caches; got {}",
+            scope_str(dst->buffer->scope)));
 }
 
 void rule_gemm_v0(const TileOpNode& n, VerifyContext& ctx) {
-  check_cube(n, ctx, MemScope::L1, MemScope::L1, n.attr_bool("transpose_A"), n.attr_bool("transpose_B"));
+  check_cube(n, ctx, MemScope::L1, MemScope::L1, n.attr_bool("transpose_A"),
+             n.attr_bool("transpose_B"));
 }
 
 void rule_mma(const TileOpNode& n, VerifyContext& ctx) {
@@ -203,7 +212,8 @@ void rule_init_const(const TileOpNode& n, VerifyContext& ctx) {
   const MemScope s = dst->buffer->scope;
   if (s != MemScope::L1 && s != MemScope::L0A && s != MemScope::L0B) {
     ctx.error(n, "dst", "init-const-scope",
-              fmt::format("init_const fills L1, L0A or L0B tiles (InitConstValue), got {}", scope_str(s)));
+              fmt::format("init_const fills L1, L0A or L0B tiles (InitConstValue), got {}",
+                          scope_str(s)));
     return;
   }
   for (size_t d = 0; d < dst->ranges.size() && d < dst->buffer->shape.size(); ++d) {
@@ -211,8 +221,9 @@ void rule_init_const(const TileOpNode& n, VerifyContext& ctx) {
     auto dim = const_int(dst->buffer->shape[d]);
     if (!mn || *mn != 0 || !ext || !dim || *ext != *dim) {
       ctx.error(n, "dst", "init-const-region",
-                fmt::format("init_const fills a whole tile; expected all of '{}' {}, got {}", dst->buffer->name,
-                            fmt_extents(dst->buffer->shape), fmt_extents(region_extents(*dst))));
+                fmt::format("init_const fills a whole tile; expected all of '{}' {}, got {}",
+                            dst->buffer->name, fmt_extents(dst->buffer->shape),
+                            fmt_extents(region_extents(*dst))));
       return;
     }
   }
@@ -225,9 +236,9 @@ void rule_dump_tensor(const TileOpNode& n, VerifyContext& ctx) {
   if (std::find(ok.begin(), ok.end(), src->buffer->scope) == ok.end()) {
     std::string list;
     for (auto s : ok) list += (list.empty() ? "" : ", ") + scope_str(s);
-    ctx.error(n, "src", "dump-tensor-scope",
-              fmt::format("dump_tensor prints {} buffers, got {}", list,
-                          scope_str(src->buffer->scope)));
+    ctx.error(
+        n, "src", "dump-tensor-scope",
+        fmt::format("dump_tensor prints {} buffers, got {}", list, scope_str(src->buffer->scope)));
   }
 }
 

@@ -12,10 +12,14 @@
 namespace tl::rules {
 namespace {
 
-bool is_single_element(const BufferRegion& r) { return region_elems(r) == 1; }
+bool is_single_element(const BufferRegion& r) {
+  return region_elems(r) == 1;
+}
 
 /// Bytes of a bitmask of `count` >= 0 bits, without overflow near INT64_MAX.
-int64_t mask_bytes(int64_t count) { return count / 8 + (count % 8 != 0); }
+int64_t mask_bytes(int64_t count) {
+  return count / 8 + (count % 8 != 0);
+}
 
 std::vector<Expr> squeeze(std::vector<Expr> e) {
   size_t i = 0;
@@ -45,7 +49,9 @@ std::string str_list(const std::vector<std::string>& v) {
 
 /// Bytes of one (score, index) entry of the sort family: two lanes of the op's dtype
 /// (TileLang-Ascend's pairs; src/npu/exec_reduce_sort.cpp).
-int64_t sort_entry_bytes(const BufferRegion& r) { return 2 * dtype_bytes(r.buffer->dtype); }
+int64_t sort_entry_bytes(const BufferRegion& r) {
+  return 2 * dtype_bytes(r.buffer->dtype);
+}
 
 void check_sort_capacity(const TileOpNode& n, VerifyContext& ctx, const char* operand,
                          std::optional<int64_t> entries, const char* what) {
@@ -60,16 +66,20 @@ void check_sort_capacity(const TileOpNode& n, VerifyContext& ctx, const char* op
   const int64_t pair = sort_entry_bytes(*dst);
   auto need = checked_mul(*entries, pair);  // nullopt: beyond any buffer
   if (bytes && (!need || *bytes < *need))
-    ctx.error(n, operand, "sort-buffer-size",
-              fmt::format("{} {} (score, index) entries of {} bytes (two {} lanes) need {} bytes, '{}' has {}",
-                          what, *entries, pair, dtype_str(dst->buffer->dtype),
-                          need ? fmt::format("{}", *need) : std::string("more than 2^63"),
-                          dst->buffer->name, *bytes));
+    ctx.error(
+        n, operand, "sort-buffer-size",
+        fmt::format(
+            "{} {} (score, index) entries of {} bytes (two {} lanes) need {} bytes, '{}' has {}",
+            what, *entries, pair, dtype_str(dst->buffer->dtype),
+            need ? fmt::format("{}", *need) : std::string("more than 2^63"), dst->buffer->name,
+            *bytes));
 }
 
 }  // namespace
 
-void rule_elementwise(const TileOpNode& n, VerifyContext& ctx) { same_as_dst(n, ctx, {}); }
+void rule_elementwise(const TileOpNode& n, VerifyContext& ctx) {
+  same_as_dst(n, ctx, {});
+}
 
 void rule_fill_like(const TileOpNode& n, VerifyContext& ctx) {
   check_vector_dtype(n, ctx, "dst");
@@ -121,9 +131,10 @@ void rule_compare(const TileOpNode& n, VerifyContext& ctx) {
   const BufferRegion *dst = region_of(n, "dst"), *src0 = region_of(n, "src0");
   if (!dst || !src0) return;
   if (dst->buffer->dtype != DType::UInt8)
-    ctx.error(n, "dst", "compare-dst-dtype",
-              fmt::format("compare writes a bitmask (1 bit per element) into a uint8 buffer, got {}",
-                          dtype_str(dst->buffer->dtype)));
+    ctx.error(
+        n, "dst", "compare-dst-dtype",
+        fmt::format("compare writes a bitmask (1 bit per element) into a uint8 buffer, got {}",
+                    dtype_str(dst->buffer->dtype)));
   check_vector_dtype(n, ctx, "src0");
   if (const BufferRegion* src1 = region_of(n, "src1"); src1 && !is_single_element(*src1)) {
     check_same_dtype(n, ctx, "src0", "src1");
@@ -142,7 +153,8 @@ void rule_compare(const TileOpNode& n, VerifyContext& ctx) {
     if (bytes && t.compare_align_bytes > 0 && *bytes % t.compare_align_bytes != 0)
       ctx.error(n, "src0", "compare-count-alignment",
                 fmt::format("compare needs count x sizeof a multiple of {} bytes, got {} x {} = {} "
-                            "bytes", t.compare_align_bytes, *count, dtype_bytes(d), *bytes));
+                            "bytes",
+                            t.compare_align_bytes, *count, dtype_bytes(d), *bytes));
     if (auto mask = region_bytes(*dst); mask && *mask < mask_bytes(*count))
       ctx.error(n, "dst", "compare-dst-size",
                 fmt::format("the bitmask of {} elements needs {} bytes, '{}' has {}", *count,
@@ -155,9 +167,10 @@ void rule_select(const TileOpNode& n, VerifyContext& ctx) {
   if (!dst || !mask) return;
   same_as_dst(n, ctx, {"mask"});
   if (mask->buffer->dtype != DType::UInt8)
-    ctx.error(n, "mask", "select-mask-dtype",
-              fmt::format("select reads a bitmask (as written by compare) from a uint8 buffer, got {}",
-                          dtype_str(mask->buffer->dtype)));
+    ctx.error(
+        n, "mask", "select-mask-dtype",
+        fmt::format("select reads a bitmask (as written by compare) from a uint8 buffer, got {}",
+                    dtype_str(mask->buffer->dtype)));
   const int64_t mode = n.attr_int("mode");
   const TileArg* src1 = op_operand(n, "src1");
   if (mode < 0 || mode > 2) {
@@ -166,12 +179,14 @@ void rule_select(const TileOpNode& n, VerifyContext& ctx) {
   } else if (src1) {
     const bool scalar = src1->is_scalar() || is_single_element(src1->region);
     if (mode == 1 && !scalar)
-      ctx.error(n, "src1", "select-mode", "mode 1 selects between a tensor and a scalar; expected "
-                                          "a scalar src1, got a tile");
+      ctx.error(n, "src1", "select-mode",
+                "mode 1 selects between a tensor and a scalar; expected "
+                "a scalar src1, got a tile");
     if (mode != 1 && scalar)
       ctx.error(n, "src1", "select-mode",
                 fmt::format("mode {} selects between two tensors; expected a tile src1, got a "
-                            "scalar (use mode 1)", mode));
+                            "scalar (use mode 1)",
+                            mode));
   }
   if (mode >= 1) {
     auto count = region_elems(*dst);
@@ -179,7 +194,8 @@ void rule_select(const TileOpNode& n, VerifyContext& ctx) {
     if (count && bytes && *bytes < mask_bytes(*count))
       ctx.error(n, "mask", "select-mask-size",
                 fmt::format("mode {} consumes one mask bit per element: {} elements need {} bytes, "
-                            "'{}' has {}", mode, *count, mask_bytes(*count), mask->buffer->name, *bytes));
+                            "'{}' has {}",
+                            mode, *count, mask_bytes(*count), mask->buffer->name, *bytes));
   }
 }
 
@@ -195,8 +211,9 @@ void rule_gather(const TileOpNode& n, VerifyContext& ctx) {
                           dtype_str(off->buffer->dtype)));
   auto nd = region_elems(*dst), no = region_elems(*off);
   if (nd && no && *nd != *no)
-    ctx.error(n, "offsets", "shape-mismatch",
-              fmt::format("one offset per destination element: expected {} offsets, got {}", *nd, *no));
+    ctx.error(
+        n, "offsets", "shape-mismatch",
+        fmt::format("one offset per destination element: expected {} offsets, got {}", *nd, *no));
   if (dst->buffer.same_as(src->buffer))
     ctx.error(n, "src", "gather-alias",
               fmt::format("gather's src and dst must not alias, both are '{}'", dst->buffer->name));
@@ -208,10 +225,11 @@ void rule_gather_mask(const TileOpNode& n, VerifyContext& ctx) {
   check_same_dtype(n, ctx, "dst", "src");
   const std::string& pattern = n.attr_str("pattern");
   if (pattern.empty() == (mask == nullptr))
-    ctx.error(n, mask ? "mask" : "", "gather-mask-source",
-              mask ? fmt::format("both a fixed pattern ({}) and a mask tensor; expected one", pattern)
-                   : std::string("expected a fixed pattern (P0101 ... P1111) or a mask tensor, got "
-                                 "neither"));
+    ctx.error(
+        n, mask ? "mask" : "", "gather-mask-source",
+        mask ? fmt::format("both a fixed pattern ({}) and a mask tensor; expected one", pattern)
+             : std::string("expected a fixed pattern (P0101 ... P1111) or a mask tensor, got "
+                           "neither"));
   if (mask && !is_unsigned_int(mask->buffer->dtype))
     ctx.error(n, "mask", "gather-mask-dtype",
               fmt::format("the mask is a bit pattern in an unsigned integer buffer, got {}",
@@ -232,7 +250,8 @@ void rule_broadcast(const TileOpNode& n, VerifyContext& ctx) {
   if (!ok)
     ctx.error(n, "src", "broadcast-shape",
               fmt::format("cannot broadcast {} to {}: each source dimension (aligned to the right) "
-                          "must be 1 or equal the destination's", fmt_extents(es), fmt_extents(ed)));
+                          "must be 1 or equal the destination's",
+                          fmt_extents(es), fmt_extents(ed)));
 }
 
 void rule_row_expand(const TileOpNode& n, VerifyContext& ctx) {
@@ -306,8 +325,9 @@ void rule_sort(const TileOpNode& n, VerifyContext& ctx) {
   check_sort_capacity(n, ctx, "dst", elems, "sorting");
   if (const TileArg* a = op_operand(n, "actual_num"))
     if (auto v = const_int(a->scalar); v && elems && (*v < 0 || *v > *elems))
-      ctx.error(n, "actual_num", "sort-count",
-                fmt::format("expected actual_num in [0, {}] (the elements of src), got {}", *elems, *v));
+      ctx.error(
+          n, "actual_num", "sort-count",
+          fmt::format("expected actual_num in [0, {}] (the elements of src), got {}", *elems, *v));
 }
 
 void rule_topk(const TileOpNode& n, VerifyContext& ctx) {
@@ -340,14 +360,17 @@ void rule_merge_sort(const TileOpNode& n, VerifyContext& ctx) {
       continue;
     }
     if (pair > 0 && *b % pair != 0)
-      ctx.error(n, name, "sort-buffer-size",
-                fmt::format("a sorted queue holds whole {}-byte (score, index) entries, '{}' has {} "
-                            "bytes", pair, r->buffer->name, *b));
+      ctx.error(
+          n, name, "sort-buffer-size",
+          fmt::format("a sorted queue holds whole {}-byte (score, index) entries, '{}' has {} "
+                      "bytes",
+                      pair, r->buffer->name, *b));
     auto sum = checked_add(total, *b);
     if (!sum) {  // more queue bytes than int64 holds: no destination can take them
       known = false;
-      ctx.error(n, name, "sort-buffer-size", "the queues' byte sizes add up beyond int64; expected "
-                                             "queues that fit in UB");
+      ctx.error(n, name, "sort-buffer-size",
+                "the queues' byte sizes add up beyond int64; expected "
+                "queues that fit in UB");
       break;
     }
     total = *sum;

@@ -42,16 +42,22 @@ void VerifyContext::error(const TileOpNode& n, std::string operand, std::string 
                             std::move(message), n.loc, std::move(context)});
 }
 
-std::string_view spec_name(Spec s) { return s == Spec::Planned ? "planned" : "expert"; }
+std::string_view spec_name(Spec s) {
+  return s == Spec::Planned ? "planned" : "expert";
+}
 
 namespace {
 
 std::string for_title(ForKind k) {
   switch (k) {
-    case ForKind::Serial: return "T.serial";
-    case ForKind::Parallel: return "T.Parallel";
-    case ForKind::Pipelined: return "T.Pipelined";
-    case ForKind::Unrolled: return "T.unroll";
+    case ForKind::Serial:
+      return "T.serial";
+    case ForKind::Parallel:
+      return "T.Parallel";
+    case ForKind::Pipelined:
+      return "T.Pipelined";
+    case ForKind::Unrolled:
+      return "T.unroll";
   }
   return "T.serial";
 }
@@ -68,8 +74,10 @@ class Walker {
     frames_.emplace_back();
     for (const auto& d : f->dynamics) bind_var(d, f->loc, "T.prim_func");
     for (const auto& p : f->params) {
-      if (p.is_tensor()) params_.insert(p.tensor.get());
-      else if (p.scalar.defined()) bind_var(p.scalar, f->loc, "T.prim_func");
+      if (p.is_tensor())
+        params_.insert(p.tensor.get());
+      else if (p.scalar.defined())
+        bind_var(p.scalar, f->loc, "T.prim_func");
     }
     for (const auto& p : f->params)
       if (p.is_tensor()) {
@@ -78,9 +86,9 @@ class Walker {
       }
     walk(f->body);
     if (kernels_ == 0)
-      ctx_.error(f->loc, "T.prim_func", "", "kernel-count",
-                 fmt::format("function '{}' has no T::Kernel launch; expected exactly one",
-                             f->name));
+      ctx_.error(
+          f->loc, "T.prim_func", "", "kernel-count",
+          fmt::format("function '{}' has no T::Kernel launch; expected exactly one", f->name));
     frames_.pop_back();
   }
 
@@ -97,7 +105,8 @@ class Walker {
     if (live_vars_[n] > 0)
       ctx_.error(loc, op, n->name, "rebound-symbol",
                  fmt::format("variable '{}' is bound again while its earlier binding is still in "
-                             "scope; expected a fresh variable", n->name));
+                             "scope; expected a fresh variable",
+                             n->name));
     ++live_vars_[n];
     frames_.back().vars.push_back(n);
   }
@@ -106,7 +115,8 @@ class Walker {
     if (live_buffers_[n] > 0)
       ctx_.error(loc, op, n->name, "rebound-symbol",
                  fmt::format("buffer '{}' is allocated again while its earlier allocation is "
-                             "still in scope", n->name));
+                             "still in scope",
+                             n->name));
     ++live_buffers_[n];
     frames_.back().buffers.push_back(n);
   }
@@ -135,7 +145,8 @@ class Walker {
           ctx_.error(loc, op, operand, "undefined-var",
                      fmt::format("variable '{}' is used outside its binding (a loop variable "
                                  "after its loop, a T::let before its declaration, or a variable "
-                                 "never bound); expected a variable in scope", v->name));
+                                 "never bound); expected a variable in scope",
+                                 v->name));
         return;
       }
       case ExprKind::Binary: {
@@ -144,7 +155,9 @@ class Walker {
         check_expr(b->b, loc, op, operand);
         return;
       }
-      case ExprKind::Not: check_expr(static_cast<const NotNode*>(e.get())->a, loc, op, operand); return;
+      case ExprKind::Not:
+        check_expr(static_cast<const NotNode*>(e.get())->a, loc, op, operand);
+        return;
       case ExprKind::Select: {
         auto* s = static_cast<const SelectNode*>(e.get());
         check_expr(s->cond, loc, op, operand);
@@ -152,9 +165,12 @@ class Walker {
         check_expr(s->f, loc, op, operand);
         return;
       }
-      case ExprKind::Cast: check_expr(static_cast<const CastNode*>(e.get())->value, loc, op, operand); return;
+      case ExprKind::Cast:
+        check_expr(static_cast<const CastNode*>(e.get())->value, loc, op, operand);
+        return;
       case ExprKind::Call:
-        for (const auto& a : static_cast<const CallNode*>(e.get())->args) check_expr(a, loc, op, operand);
+        for (const auto& a : static_cast<const CallNode*>(e.get())->args)
+          check_expr(a, loc, op, operand);
         return;
       case ExprKind::Load: {
         auto* l = static_cast<const LoadNode*>(e.get());
@@ -164,7 +180,8 @@ class Walker {
         for (const auto& i : l->indices) check_expr(i, loc, op, operand);
         return;
       }
-      default: return;
+      default:
+        return;
     }
   }
   void check_buffer_use(const Buffer& b, const SourceLoc& loc, const std::string& op,
@@ -174,11 +191,12 @@ class Walker {
       ctx_.error(loc, op, operand, "undefined-buffer",
                  b->scope == MemScope::GM
                      ? fmt::format("GM buffer '{}' is not a parameter of the function; expected "
-                                   "a tensor passed to T::prim_func", b->name)
+                                   "a tensor passed to T::prim_func",
+                                   b->name)
                      : fmt::format("buffer '{}' ({}) is used outside the block of its allocation "
                                    "(or before it, or it is never allocated); expected a buffer "
-                                   "allocated earlier in an enclosing block", b->name,
-                                   scope_name(b->scope)));
+                                   "allocated earlier in an enclosing block",
+                                   b->name, scope_name(b->scope)));
     for (const auto& s : b->shape) check_expr(s, loc, op, operand);
   }
   void check_scalar_access(const Buffer& b, const SourceLoc& loc, const std::string& op,
@@ -190,7 +208,8 @@ class Walker {
                  fmt::format("scalar access to '{}' in {}: the scalar unit reaches {} only",
                              b->name, scope_name(b->scope), [&] {
                                std::string s;
-                               for (auto m : ok) s += (s.empty() ? "" : ", ") + std::string(scope_name(m));
+                               for (auto m : ok)
+                                 s += (s.empty() ? "" : ", ") + std::string(scope_name(m));
                                return s;
                              }()));
   }
@@ -200,9 +219,11 @@ class Walker {
   void check_index_count(const Buffer& b, size_t count, const SourceLoc& loc, const std::string& op,
                          const std::string& operand) {
     if (b->scope == MemScope::Var || count == b->ndim()) return;
-    ctx_.error(loc, op, operand, "element-index-count",
-               fmt::format("element of '{}' with {} index(es); expected one per dimension of its shape {}, {}",
-                           b->name, count, rules::fmt_extents(b->shape), b->ndim()));
+    ctx_.error(
+        loc, op, operand, "element-index-count",
+        fmt::format(
+            "element of '{}' with {} index(es); expected one per dimension of its shape {}, {}",
+            b->name, count, rules::fmt_extents(b->shape), b->ndim()));
   }
 
   // ---- statements ---------------------------------------------------------------------------
@@ -234,11 +255,14 @@ class Walker {
         std::string op = for_title(n->for_kind);
         check_expr(n->min, n->loc, op, "min");
         check_expr(n->extent, n->loc, op, "extent");
-        if ((n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined) && !ctx_.developer())
-          ctx_.error(n->loc, op, "", "developer-loop-in-expert-mode",
-                     fmt::format("{} is a developer-mode loop, lowered only in developer kernels (an "
-                                 "expert kernel places, versions and synchronises its own buffers); "
-                                 "expected T::serial or T::unroll in an expert kernel", op));
+        if ((n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined) &&
+            !ctx_.developer())
+          ctx_.error(
+              n->loc, op, "", "developer-loop-in-expert-mode",
+              fmt::format("{} is a developer-mode loop, lowered only in developer kernels (an "
+                          "expert kernel places, versions and synchronises its own buffers); "
+                          "expected T::serial or T::unroll in an expert kernel",
+                          op));
         push();
         bind_var(n->var, n->loc, op);
         walk_block(n->body);
@@ -270,7 +294,8 @@ class Walker {
       }
       case StmtKind::Store: {
         auto* n = static_cast<const StoreNode*>(s.get());
-        std::string op = n->buffer.defined() && n->buffer->scope == MemScope::Var ? "T.assign" : "T.store";
+        std::string op =
+            n->buffer.defined() && n->buffer->scope == MemScope::Var ? "T.assign" : "T.store";
         if (!n->buffer.defined()) return;
         check_buffer_use(n->buffer, n->loc, op, n->buffer->name);
         check_scalar_access(n->buffer, n->loc, op, n->buffer->name);
@@ -287,10 +312,13 @@ class Walker {
         }
         if (n->op->unit != OpUnit::Debug) require_kernel(n->loc, rules::op_title(*n));
         if (n->op->developer_only && !ctx_.developer())
-          ctx_.error(n->loc, rules::op_title(*n), "", "developer-op-in-expert-mode",
-                     fmt::format("{} is a developer-mode op (the compiler lowers it); an expert kernel "
-                                 "(T::Kernel with cid and vid) writes the lowered form (gemm: T::copy L1 -> "
-                                 "L0A/L0B, then T::mma), or use a developer kernel", rules::op_title(*n)));
+          ctx_.error(
+              n->loc, rules::op_title(*n), "", "developer-op-in-expert-mode",
+              fmt::format(
+                  "{} is a developer-mode op (the compiler lowers it); an expert kernel "
+                  "(T::Kernel with cid and vid) writes the lowered form (gemm: T::copy L1 -> "
+                  "L0A/L0B, then T::mma), or use a developer kernel",
+                  rules::op_title(*n)));
         for (size_t i = 0; i < n->args.size(); ++i) {
           const auto& specs = n->op->operands;
           std::string name = specs.empty() ? "" : specs[std::min(i, specs.size() - 1)].name;
@@ -314,8 +342,10 @@ class Walker {
         require_kernel(n->loc, op);
         if (ctx_.developer()) {
           ctx_.error(n->loc, op, "", "developer-user-sync",
-                     "a developer kernel (T::Kernel without vid) gets its synchronisation from the compiler; "
-                     "remove this call, or write an expert kernel (T::Kernel with cid and vid, T::Scope) to "
+                     "a developer kernel (T::Kernel without vid) gets its synchronisation from the "
+                     "compiler; "
+                     "remove this call, or write an expert kernel (T::Kernel with cid and vid, "
+                     "T::Scope) to "
                      "place flags by hand");
           return;
         }
@@ -327,14 +357,18 @@ class Walker {
         auto* n = static_cast<const ScopeNode*>(s.get());
         require_kernel(n->loc, "T.Scope");
         if (ctx_.developer())
-          ctx_.error(n->loc, "T.Scope", "", "developer-scope",
-                     fmt::format("T::Scope({}) in a developer kernel (T::Kernel without vid): the compiler splits "
-                                 "the work between the cores; remove the scope, or write an expert kernel "
-                                 "(T::Kernel with cid and vid)", core_name(n->core)));
+          ctx_.error(
+              n->loc, "T.Scope", "", "developer-scope",
+              fmt::format(
+                  "T::Scope({}) in a developer kernel (T::Kernel without vid): the compiler splits "
+                  "the work between the cores; remove the scope, or write an expert kernel "
+                  "(T::Kernel with cid and vid)",
+                  core_name(n->core)));
         if (ctx_.core())
           ctx_.error(n->loc, "T.Scope", "", "nested-scope",
                      fmt::format("T::Scope({}) inside T::Scope({}); expected scopes side by side "
-                                 "at kernel level", core_name(n->core), core_name(*ctx_.core())));
+                                 "at kernel level",
+                                 core_name(n->core), core_name(*ctx_.core())));
         auto saved = ctx_.core();
         ctx_.set_core(n->core);
         walk_block(n->body);
@@ -349,15 +383,18 @@ class Walker {
                      in_kernel_ ? std::string("T::Kernel inside another kernel; expected exactly "
                                               "one launch at the top level")
                                 : fmt::format("launch #{} of the function; expected exactly one "
-                                              "T::Kernel", kernels_));
+                                              "T::Kernel",
+                                              kernels_));
         check_expr(n->num_blocks, n->loc, "T.Kernel", "num_blocks");
         if (auto nb = rules::const_int(n->num_blocks); nb && *nb <= 0)
           ctx_.error(n->loc, "T.Kernel", "num_blocks", "kernel-num-blocks",
                      fmt::format("expected a positive number of blocks, got {}", *nb));
         if (n->developer() && n->threads != 1 && n->threads != 2)
-          ctx_.error(n->loc, "T.Kernel", "threads", "kernel-threads",
-                     fmt::format("a developer kernel runs 1 or 2 vector cores per cube core, got threads={}",
-                                 n->threads));
+          ctx_.error(
+              n->loc, "T.Kernel", "threads", "kernel-threads",
+              fmt::format(
+                  "a developer kernel runs 1 or 2 vector cores per cube core, got threads={}",
+                  n->threads));
         bool saved = in_kernel_;
         bool saved_dev = ctx_.developer();
         in_kernel_ = true;

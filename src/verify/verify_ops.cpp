@@ -9,9 +9,13 @@
 namespace tl::rules {
 namespace {
 
-bool is_developer_scope(MemScope s) { return s == MemScope::Shared || s == MemScope::Fragment; }
+bool is_developer_scope(MemScope s) {
+  return s == MemScope::Shared || s == MemScope::Fragment;
+}
 
-std::string region_str(const BufferRegion& r) { return fmt_extents(region_extents(r)); }
+std::string region_str(const BufferRegion& r) {
+  return fmt_extents(region_extents(r));
+}
 
 /// `clipped`: the GM side of a copy in a developer kernel, which legalize_copies clips to the
 /// tensor (a tile may reach past a tensor's end; it must start inside it).
@@ -34,17 +38,18 @@ void check_bounds(const TileOpNode& n, VerifyContext& ctx, const std::string& na
     if (clipped) {
       if (mn && sz && *mn >= *sz)
         ctx.error(n, name, "region-out-of-bounds",
-                  fmt::format("dimension {} starts at {} but the buffer has {} elements there", d, *mn, *sz));
+                  fmt::format("dimension {} starts at {} but the buffer has {} elements there", d,
+                              *mn, *sz));
       continue;
     }
     if (mn && ext && sz) {
       // A start near INT64_MAX must not wrap the end around below the size.
       auto end = checked_add(*mn, *ext);
       if (!end || *end > *sz) {
-        ctx.error(n, name, "region-out-of-bounds",
-                  fmt::format("dimension {} covers [{}, {}) but the buffer has {} elements there",
-                              d, *mn, end ? fmt::format("{}", *end) : fmt::format("{} + {}", *mn, *ext),
-                              *sz));
+        ctx.error(
+            n, name, "region-out-of-bounds",
+            fmt::format("dimension {} covers [{}, {}) but the buffer has {} elements there", d, *mn,
+                        end ? fmt::format("{}", *end) : fmt::format("{} + {}", *mn, *ext), *sz));
         return;
       }
     }
@@ -76,14 +81,18 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   if (b->strides.empty()) {
     for (size_t d = shape.size() - 1; d-- > 0 && strides_known;) {
       auto v = checked_mul(strides[d + 1], shape[d + 1]);
-      if (!v) strides_known = false;
-      else strides[d] = *v;
+      if (!v)
+        strides_known = false;
+      else
+        strides[d] = *v;
     }
   } else {
     for (size_t d = 0; d < shape.size(); ++d) {
       auto v = d < b->strides.size() ? const_int(b->strides[d]) : std::nullopt;
-      if (!v) strides_known = false;
-      else strides[d] = *v;
+      if (!v)
+        strides_known = false;
+      else
+        strides[d] = *v;
     }
   }
   std::optional<int64_t> offset = 0;
@@ -96,7 +105,8 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   if (offset_bytes && *offset_bytes % align != 0) {
     ctx.error(n, name, "ub-start-alignment",
               fmt::format("region {} starts {} bytes into '{}'; UB regions must start on a "
-                          "{}-byte boundary", region_str(r), *offset_bytes, b->name, align));
+                          "{}-byte boundary",
+                          region_str(r), *offset_bytes, b->name, align));
     return;
   }
   if (start_only) return;
@@ -109,19 +119,22 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
   if (*run % align != 0 && !any_run) {
     ctx.error(n, name, "ub-row-alignment",
               fmt::format("the innermost contiguous run is {} x {} = {} bytes; UB rows must be a "
-                          "multiple of {} bytes", *ext, dtype_str(b->dtype), *run, align));
+                          "multiple of {} bytes",
+                          *ext, dtype_str(b->dtype), *run, align));
     return;
   }
   bool multi_row = false;
   for (size_t d = 0; d < last; ++d)
     if (auto e = const_int(r.ranges[d].extent); !e || *e > 1) multi_row = true;
-  auto pitch_bytes = strides_known && last > 0 ? checked_mul(strides[last - 1], bytes) : std::optional<int64_t>(0);
+  auto pitch_bytes =
+      strides_known && last > 0 ? checked_mul(strides[last - 1], bytes) : std::optional<int64_t>(0);
   if (!pitch_bytes) return;
   const int64_t pitch = *pitch_bytes;
   if (multi_row && pitch % align != 0)
     ctx.error(n, name, "ub-row-alignment",
               fmt::format("rows of '{}' are {} bytes apart; multi-row UB regions need rows on "
-                          "{}-byte boundaries", b->name, pitch, align));
+                          "{}-byte boundaries",
+                          b->name, pitch, align));
 }
 
 /// Operands whose rows may be any number of elements (docs/hardware.md section 5): the UB side of a
@@ -155,10 +168,12 @@ bool check_operands_wellformed(const TileOpNode& n, VerifyContext& ctx) {
     if (!s.optional && !s.variadic) ++required;
   const bool variadic = !specs.empty() && specs.back().variadic;
   if (n.args.size() < required || (!variadic && n.args.size() > specs.size())) {
-    ctx.error(n, "", "operand-count",
-              fmt::format("expected {}{} operands, got {}", required,
-                          variadic ? " or more" : (required == specs.size() ? "" : fmt::format("-{}", specs.size())),
-                          n.args.size()));
+    ctx.error(
+        n, "", "operand-count",
+        fmt::format("expected {}{} operands, got {}", required,
+                    variadic ? " or more"
+                             : (required == specs.size() ? "" : fmt::format("-{}", specs.size())),
+                    n.args.size()));
     return false;
   }
   bool ok = true;
@@ -169,10 +184,12 @@ bool check_operands_wellformed(const TileOpNode& n, VerifyContext& ctx) {
         (spec.kind == OperandKind::Scalar && !a.is_scalar())) {
       ctx.error(n.loc, op_title(n), spec.name, "operand-kind",
                 fmt::format("expected {}, got {}",
-                            spec.kind == OperandKind::Tile ? "a buffer region"
+                            spec.kind == OperandKind::Tile     ? "a buffer region"
                             : spec.kind == OperandKind::Scalar ? "a scalar expression"
                                                                : "a buffer region or a scalar",
-                            a.is_region() ? "a buffer region" : a.is_scalar() ? "a scalar" : "nothing"));
+                            a.is_region()   ? "a buffer region"
+                            : a.is_scalar() ? "a scalar"
+                                            : "nothing"));
       ok = false;
       continue;
     }
@@ -216,13 +233,16 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
       need = CoreKind::Vector;
       for (const auto& [name, r] : regions)
         if (r->buffer->scope != MemScope::UB && !is_developer_scope(r->buffer->scope))
-          ctx.error(n, name, "vector-operand-scope",
-                    fmt::format("vector ops take UB operands only, got {}",
-                                scope_str(r->buffer->scope)));
+          ctx.error(
+              n, name, "vector-operand-scope",
+              fmt::format("vector ops take UB operands only, got {}", scope_str(r->buffer->scope)));
       break;
-    case OpUnit::Cube: need = CoreKind::Cube; break;
+    case OpUnit::Cube:
+      need = CoreKind::Cube;
+      break;
     case OpUnit::Debug:
-    case OpUnit::Scalar: break;
+    case OpUnit::Scalar:
+      break;
     case OpUnit::Move: {
       const BufferRegion *src = region_of(n, "src"), *dst = region_of(n, "dst");
       if (!src || !dst || developer) break;
@@ -265,7 +285,8 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
   // UB alignment of every UB operand.
   for (const auto& [name, r] : regions) {
     if (r->buffer->scope != MemScope::UB) continue;
-    const auto& spec = n.op->operands[std::min<size_t>(n.op->operand_index(name), n.op->operands.size() - 1)];
+    const auto& spec =
+        n.op->operands[std::min<size_t>(n.op->operand_index(name), n.op->operands.size() - 1)];
     bool start_only = is_bitmask_operand(n, name) ||
                       (spec.kind == OperandKind::TileOrScalar && region_elems(*r) == 1);
     check_ub_alignment(n, ctx, name, *r, start_only, takes_any_row_length(n, name));
@@ -281,23 +302,33 @@ namespace {
 void check_view(const AllocateNode& n, VerifyContext& ctx) {
   const Buffer &v = n.buffer, &b = n.view_of;
   const std::string context = fmt::format("view '{}' of '{}'", v->name, b->name);
-  auto error = [&](const char* rule, std::string msg) { ctx.error(n.loc, "T.view", "", rule, std::move(msg), context); };
+  auto error = [&](const char* rule, std::string msg) {
+    ctx.error(n.loc, "T.view", "", rule, std::move(msg), context);
+  };
   if (!is_planned_scope(b->scope)) {
-    error("view-scope", fmt::format("'{}' is in {}; a view reinterprets an on-chip buffer (L1, L0A, L0B, L0C or UB)",
-                                    b->name, scope_name(b->scope)));
+    error("view-scope",
+          fmt::format(
+              "'{}' is in {}; a view reinterprets an on-chip buffer (L1, L0A, L0B, L0C or UB)",
+              b->name, scope_name(b->scope)));
     return;
   }
   if (dtype_bytes(v->dtype) != dtype_bytes(b->dtype))
-    error("view-dtype-width", fmt::format("{} is {} bytes wide but '{}' holds {} ({} bytes); a view keeps the "
-                                          "element width", dtype_str(v->dtype), dtype_bytes(v->dtype), b->name,
-                                          dtype_str(b->dtype), dtype_bytes(b->dtype)));
+    error("view-dtype-width",
+          fmt::format("{} is {} bytes wide but '{}' holds {} ({} bytes); a view keeps the "
+                      "element width",
+                      dtype_str(v->dtype), dtype_bytes(v->dtype), b->name, dtype_str(b->dtype),
+                      dtype_bytes(b->dtype)));
   bool same_shape = v->shape.size() == b->shape.size();
   for (size_t d = 0; same_shape && d < v->shape.size(); ++d)
-    same_shape = v->shape[d].same_as(b->shape[d]) || (const_int(v->shape[d]) && const_int(v->shape[d]) == const_int(b->shape[d]));
+    same_shape = v->shape[d].same_as(b->shape[d]) ||
+                 (const_int(v->shape[d]) && const_int(v->shape[d]) == const_int(b->shape[d]));
   if (v->scope != b->scope || !same_shape || v->address != b->address)
-    error("view-layout", fmt::format("'{}' ({} {}, address {}) must have the scope, shape and address of '{}' ({} {}, "
-                                     "address {})", v->name, scope_str(v->scope), fmt_extents(v->shape), v->address,
-                                     b->name, scope_str(b->scope), fmt_extents(b->shape), b->address));
+    error("view-layout",
+          fmt::format(
+              "'{}' ({} {}, address {}) must have the scope, shape and address of '{}' ({} {}, "
+              "address {})",
+              v->name, scope_str(v->scope), fmt_extents(v->shape), v->address, b->name,
+              scope_str(b->scope), fmt_extents(b->shape), b->address));
 }
 }  // namespace
 
@@ -309,13 +340,14 @@ void check_tensor_param(const Buffer& b, const SourceLoc& loc, VerifyContext& ct
     all_const = all_const && v.has_value();
     if (v && *v < 0)
       ctx.error(loc, "T.Tensor", "shape", "buffer-shape",
-                fmt::format("dimension {} of '{}' is {}; expected a size >= 0", d, b->name, *v), context);
+                fmt::format("dimension {} of '{}' is {}; expected a size >= 0", d, b->name, *v),
+                context);
   }
   // No tensor that large can exist, and the launcher's size arithmetic must never wrap.
   if (all_const && !buffer_bytes(b))
     ctx.error(loc, "T.Tensor", "shape", "buffer-shape",
-              fmt::format("'{}' of {} x {} has more than 2^63 bytes (its size overflows int64)", b->name,
-                          fmt_extents(b->shape), dtype_str(b->dtype)),
+              fmt::format("'{}' of {} x {} has more than 2^63 bytes (its size overflows int64)",
+                          b->name, fmt_extents(b->shape), dtype_str(b->dtype)),
               context);
 }
 
@@ -325,25 +357,29 @@ void check_workspace(const AllocateNode& n, VerifyContext& ctx) {
   const Buffer& b = n.buffer;
   const std::string op = alloc_title(b->scope), context = fmt::format("workspace '{}'", b->name);
   if (b->address >= 0)
-    ctx.error(n.loc, op, "address", "workspace-address",
-              fmt::format("workspace '{}' has address {}; the launcher places workspaces, expected none", b->name,
-                          b->address),
-              context);
+    ctx.error(
+        n.loc, op, "address", "workspace-address",
+        fmt::format("workspace '{}' has address {}; the launcher places workspaces, expected none",
+                    b->name, b->address),
+        context);
   if (!b->strides.empty())
     ctx.error(n.loc, op, "", "workspace-strides",
-              fmt::format("workspace '{}' has strides; workspaces are dense row-major", b->name), context);
+              fmt::format("workspace '{}' has strides; workspaces are dense row-major", b->name),
+              context);
   bool all_const = true;
   for (size_t d = 0; d < b->shape.size(); ++d) {
     auto v = const_int(b->shape[d]);
     all_const = all_const && v.has_value();
     if (v && *v <= 0)
       ctx.error(n.loc, op, "shape", "buffer-shape",
-                fmt::format("dimension {} of '{}' is {}; expected a positive size", d, b->name, *v), context);
+                fmt::format("dimension {} of '{}' is {}; expected a positive size", d, b->name, *v),
+                context);
   }
   if (all_const && !buffer_bytes(b))
     ctx.error(n.loc, op, "shape", "buffer-capacity",
-              fmt::format("workspace '{}' of {} x {} needs more than 2^63 bytes (its size overflows int64)", b->name,
-                          fmt_extents(b->shape), dtype_str(b->dtype)),
+              fmt::format(
+                  "workspace '{}' of {} x {} needs more than 2^63 bytes (its size overflows int64)",
+                  b->name, fmt_extents(b->shape), dtype_str(b->dtype)),
               context);
 }
 
@@ -354,18 +390,21 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
   const std::string op = alloc_title(b->scope);
   const std::string context = fmt::format("buffer '{}' in {}", b->name, scope_name(b->scope));
   if (ctx.developer() && is_planned_scope(b->scope)) {
-    ctx.error(n.loc, op, "", "developer-physical-scope",
-              fmt::format("'{}' is placed in {} by hand; a developer kernel (T::Kernel without vid) lets "
-                          "the compiler place its buffers: use T::alloc_shared or T::alloc_fragment, or write "
-                          "an expert kernel (T::Kernel with cid and vid, T::Scope)", b->name, scope_name(b->scope)),
-              context);
+    ctx.error(
+        n.loc, op, "", "developer-physical-scope",
+        fmt::format(
+            "'{}' is placed in {} by hand; a developer kernel (T::Kernel without vid) lets "
+            "the compiler place its buffers: use T::alloc_shared or T::alloc_fragment, or write "
+            "an expert kernel (T::Kernel with cid and vid, T::Scope)",
+            b->name, scope_name(b->scope)),
+        context);
     return;
   }
   if (is_developer_scope(b->scope) && !ctx.developer()) {
     ctx.error(n.loc, op, "", "developer-scope-in-expert-mode",
               fmt::format("'{}' is a developer-mode {} buffer; expert-mode kernels place every "
-                          "buffer explicitly (alloc_L1/L0A/L0B/L0C/ub)", b->name,
-                          scope_name(b->scope)),
+                          "buffer explicitly (alloc_L1/L0A/L0B/L0C/ub)",
+                          b->name, scope_name(b->scope)),
               context);
     return;
   }
@@ -389,20 +428,21 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
   if (all_const && !bytes)  // a constant shape whose byte size does not even fit in int64
     ctx.error(n.loc, op, "shape", "buffer-capacity",
               fmt::format("'{}' of {} x {} needs more than 2^63 bytes (its size overflows int64), "
-                          "but {} holds {} bytes on {}", b->name, fmt_extents(b->shape),
-                          dtype_str(b->dtype), scope_name(b->scope), cap, t.name),
-              context);
-  if (bytes && cap > 0 && *bytes > cap)
-    ctx.error(n.loc, op, "shape", "buffer-capacity",
-              fmt::format("'{}' needs {} bytes ({} x {}), but {} holds {} bytes on {}", b->name,
-                          *bytes, fmt_extents(b->shape), dtype_str(b->dtype), scope_name(b->scope),
+                          "but {} holds {} bytes on {}",
+                          b->name, fmt_extents(b->shape), dtype_str(b->dtype), scope_name(b->scope),
                           cap, t.name),
               context);
+  if (bytes && cap > 0 && *bytes > cap)
+    ctx.error(
+        n.loc, op, "shape", "buffer-capacity",
+        fmt::format("'{}' needs {} bytes ({} x {}), but {} holds {} bytes on {}", b->name, *bytes,
+                    fmt_extents(b->shape), dtype_str(b->dtype), scope_name(b->scope), cap, t.name),
+        context);
   if (ctx.spec() == Spec::Planned && is_planned_scope(b->scope) && b->address < 0)
     ctx.error(n.loc, op, "address", "buffer-unplanned",
               fmt::format("'{}' has no address; the planned spec expects every {} buffer placed by "
-                          "plan_memory (or pinned with an explicit address)", b->name,
-                          scope_name(b->scope)),
+                          "plan_memory (or pinned with an explicit address)",
+                          b->name, scope_name(b->scope)),
               context);
   if (b->address >= 0 && b->scope != MemScope::Var) {
     const int64_t al = t.align(b->scope);
@@ -421,9 +461,10 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
     auto end = footprint ? checked_add(b->address, *footprint) : std::nullopt;
     if (footprint && cap > 0 && (!end || *end > cap))
       ctx.error(n.loc, op, "address", "buffer-address-range",
-                fmt::format("'{}' occupies bytes [{}, {}) but {} has {} bytes on {}", b->name,
-                            b->address, end ? fmt::format("{}", *end) : fmt::format("{} + {}", b->address, *footprint),
-                            scope_name(b->scope), cap, t.name),
+                fmt::format(
+                    "'{}' occupies bytes [{}, {}) but {} has {} bytes on {}", b->name, b->address,
+                    end ? fmt::format("{}", *end) : fmt::format("{} + {}", b->address, *footprint),
+                    scope_name(b->scope), cap, t.name),
                 context);
   }
 }

@@ -18,7 +18,9 @@ std::string pipes(const std::vector<Pipe>& v) {
   for (Pipe p : v) s += (s.empty() ? "" : ", ") + std::string(pipe_name(p));
   return "{" + s + "}";
 }
-bool contains(const std::vector<int>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 void check_pipe_core(const SyncNode& n, VerifyContext& ctx, const std::string& op,
                      const std::string& operand, Pipe p) {
@@ -89,7 +91,8 @@ void check_sync(const SyncNode& n, VerifyContext& ctx) {
         else if (contains(t.sync_all_cross_flags, *id))
           ctx.error(n.loc, op, "event_id", "cross-flag-reserved",
                     fmt::format("cross-core flag {} is used by sync_all on {} (ids {}); pick "
-                                "another id", *id, t.name, ids(t.sync_all_cross_flags)));
+                                "another id",
+                                *id, t.name, ids(t.sync_all_cross_flags)));
       }
       if (n.sync_kind == SyncKind::SetCrossFlag) {
         if (n.mode < 0 || n.mode >= t.num_cross_flag_modes)
@@ -108,7 +111,8 @@ void check_sync(const SyncNode& n, VerifyContext& ctx) {
       return;
     }
     case SyncKind::BarrierAll:
-    case SyncKind::SyncAll: return;
+    case SyncKind::SyncAll:
+      return;
   }
 }
 

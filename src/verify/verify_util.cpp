@@ -11,11 +11,14 @@ namespace tl::rules {
 std::optional<int64_t> const_int(const Expr& e) {
   if (!e.defined()) return std::nullopt;
   if (auto v = as_const_int(e)) return v;
-  if (e.kind() == ExprKind::Var || e.kind() == ExprKind::Load || e.kind() == ExprKind::FloatImm) return std::nullopt;
+  if (e.kind() == ExprKind::Var || e.kind() == ExprKind::Load || e.kind() == ExprKind::FloatImm)
+    return std::nullopt;
   return as_const_int(simplify(e));
 }
 
-std::string op_title(const TileOpNode& n) { return "T." + (n.op ? n.op->name : std::string("<op>")); }
+std::string op_title(const TileOpNode& n) {
+  return "T." + (n.op ? n.op->name : std::string("<op>"));
+}
 
 const BufferRegion* region_of(const TileOpNode& n, std::string_view name) {
   if (!n.op || name.empty()) return nullptr;
@@ -42,7 +45,8 @@ std::vector<Expr> squeezed_extents(const BufferRegion& r) {
 
 std::string fmt_extents(const std::vector<Expr>& xs) {
   std::string s = "[";
-  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + (xs[i].defined() ? print(xs[i]) : "?");
+  for (size_t i = 0; i < xs.size(); ++i)
+    s += (i ? ", " : "") + (xs[i].defined() ? print(xs[i]) : "?");
   return s + "]";
 }
 
@@ -66,7 +70,9 @@ std::optional<int64_t> checked_add(int64_t a, int64_t b) {
   return r;
 }
 
-std::optional<int64_t> region_elems(const BufferRegion& r) { return const_product(region_extents(r)); }
+std::optional<int64_t> region_elems(const BufferRegion& r) {
+  return const_product(region_extents(r));
+}
 std::optional<int64_t> region_bytes(const BufferRegion& r) {
   auto n = region_elems(r);
   if (!n) return std::nullopt;
@@ -78,13 +84,17 @@ std::optional<int64_t> buffer_bytes(const Buffer& b) {
   return checked_mul(*n, dtype_bytes(b->dtype));
 }
 
-std::string dtype_str(DType t) { return std::string(dtype_name(t)); }
+std::string dtype_str(DType t) {
+  return std::string(dtype_name(t));
+}
 std::string dtype_list(const std::vector<DType>& ts) {
   std::string s;
   for (auto t : ts) s += (s.empty() ? "" : ", ") + dtype_str(t);
   return "{" + s + "}";
 }
-std::string scope_str(MemScope s) { return std::string(scope_name(s)); }
+std::string scope_str(MemScope s) {
+  return std::string(scope_name(s));
+}
 
 bool check_vector_dtype(const TileOpNode& n, VerifyContext& ctx, std::string_view name) {
   const BufferRegion* r = region_of(n, name);
@@ -95,7 +105,8 @@ bool check_vector_dtype(const TileOpNode& n, VerifyContext& ctx, std::string_vie
   TL_ASSERT(legal, "{} checks a dtype list it does not have", op_title(n));
   if (std::find(legal->begin(), legal->end(), d) != legal->end()) return true;
   ctx.error(n, std::string(name), "vector-dtype",
-            fmt::format("{} on {} takes {}, got {}", op_title(n), t.name, dtype_list(*legal), dtype_str(d)));
+            fmt::format("{} on {} takes {}, got {}", op_title(n), t.name, dtype_list(*legal),
+                        dtype_str(d)));
   return false;
 }
 
@@ -123,12 +134,18 @@ bool check_same_shape(const TileOpNode& n, VerifyContext& ctx, std::string_view 
 
 std::string alloc_title(MemScope s) {
   switch (s) {
-    case MemScope::UB: return "T.alloc_ub";
-    case MemScope::Shared: return "T.alloc_shared";
-    case MemScope::Fragment: return "T.alloc_fragment";
-    case MemScope::Var: return "T.alloc_var";
-    case MemScope::GM: return "T.alloc_workspace";
-    default: return "T.alloc_" + scope_str(s);
+    case MemScope::UB:
+      return "T.alloc_ub";
+    case MemScope::Shared:
+      return "T.alloc_shared";
+    case MemScope::Fragment:
+      return "T.alloc_fragment";
+    case MemScope::Var:
+      return "T.alloc_var";
+    case MemScope::GM:
+      return "T.alloc_workspace";
+    default:
+      return "T.alloc_" + scope_str(s);
   }
 }
 

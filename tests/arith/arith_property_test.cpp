@@ -25,40 +25,64 @@ int iterations() {
   return v.empty() ? 100'000 : std::stoi(v);
 }
 
-constexpr DType kIntTypes[] = {DType::Bool,  DType::Int8,   DType::Int16,  DType::Int32, DType::Int64,
-                               DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64};
-constexpr BinOp kOps[] = {BinOp::Add,      BinOp::Sub,      BinOp::Mul,    BinOp::Div,   BinOp::FloorDiv,
-                          BinOp::FloorMod, BinOp::TruncDiv, BinOp::TruncMod, BinOp::Min, BinOp::Max,
-                          BinOp::EQ,       BinOp::NE,       BinOp::LT,     BinOp::LE,    BinOp::GT,
-                          BinOp::GE,       BinOp::And,      BinOp::Or,     BinOp::BitAnd, BinOp::BitOr,
-                          BinOp::BitXor,   BinOp::Shl,      BinOp::Shr};
+constexpr DType kIntTypes[] = {DType::Bool,   DType::Int8,   DType::Int16,
+                               DType::Int32,  DType::Int64,  DType::UInt8,
+                               DType::UInt16, DType::UInt32, DType::UInt64};
+constexpr BinOp kOps[] = {
+    BinOp::Add,      BinOp::Sub,      BinOp::Mul,    BinOp::Div, BinOp::FloorDiv, BinOp::FloorMod,
+    BinOp::TruncDiv, BinOp::TruncMod, BinOp::Min,    BinOp::Max, BinOp::EQ,       BinOp::NE,
+    BinOp::LT,       BinOp::LE,       BinOp::GT,     BinOp::GE,  BinOp::And,      BinOp::Or,
+    BinOp::BitAnd,   BinOp::BitOr,    BinOp::BitXor, BinOp::Shl, BinOp::Shr};
 
 /// The DSL operator for `op` (the DSL has no integer `Div`; truncdiv has its value and dtype).
 Expr dsl_binary(BinOp op, Expr a, Expr b) {
   switch (op) {
-    case BinOp::Add: return a + b;
-    case BinOp::Sub: return a - b;
-    case BinOp::Mul: return a * b;
-    case BinOp::Div: return truncdiv(a, b);
-    case BinOp::FloorDiv: return floordiv(a, b);
-    case BinOp::FloorMod: return floormod(a, b);
-    case BinOp::TruncDiv: return truncdiv(a, b);
-    case BinOp::TruncMod: return truncmod(a, b);
-    case BinOp::Min: return min(a, b);
-    case BinOp::Max: return max(a, b);
-    case BinOp::EQ: return a == b;
-    case BinOp::NE: return a != b;
-    case BinOp::LT: return a < b;
-    case BinOp::LE: return a <= b;
-    case BinOp::GT: return a > b;
-    case BinOp::GE: return a >= b;
-    case BinOp::And: return a && b;
-    case BinOp::Or: return a || b;
-    case BinOp::BitAnd: return bitwise_and(a, b);
-    case BinOp::BitOr: return bitwise_or(a, b);
-    case BinOp::BitXor: return bitwise_xor(a, b);
-    case BinOp::Shl: return shift_left(a, b);
-    case BinOp::Shr: return shift_right(a, b);
+    case BinOp::Add:
+      return a + b;
+    case BinOp::Sub:
+      return a - b;
+    case BinOp::Mul:
+      return a * b;
+    case BinOp::Div:
+      return truncdiv(a, b);
+    case BinOp::FloorDiv:
+      return floordiv(a, b);
+    case BinOp::FloorMod:
+      return floormod(a, b);
+    case BinOp::TruncDiv:
+      return truncdiv(a, b);
+    case BinOp::TruncMod:
+      return truncmod(a, b);
+    case BinOp::Min:
+      return min(a, b);
+    case BinOp::Max:
+      return max(a, b);
+    case BinOp::EQ:
+      return a == b;
+    case BinOp::NE:
+      return a != b;
+    case BinOp::LT:
+      return a < b;
+    case BinOp::LE:
+      return a <= b;
+    case BinOp::GT:
+      return a > b;
+    case BinOp::GE:
+      return a >= b;
+    case BinOp::And:
+      return a && b;
+    case BinOp::Or:
+      return a || b;
+    case BinOp::BitAnd:
+      return bitwise_and(a, b);
+    case BinOp::BitOr:
+      return bitwise_or(a, b);
+    case BinOp::BitXor:
+      return bitwise_xor(a, b);
+    case BinOp::Shl:
+      return shift_left(a, b);
+    case BinOp::Shr:
+      return shift_right(a, b);
   }
   return {};
 }
@@ -78,11 +102,16 @@ class Random {
   int64_t value_of(DType t) {
     int64_t lo = arith::dtype_min(t), hi = arith::dtype_max(t);
     switch (below(6)) {
-      case 0: return arith::wrap(t, below(3) - 1);
-      case 1: return arith::wrap(t, below(33) - 16);
-      case 2: return chance(50) ? lo : hi;
-      case 3: return chance(50) ? arith::wrap(t, lo + below(4)) : arith::wrap(t, hi - below(4));
-      default: return in(lo, hi);
+      case 0:
+        return arith::wrap(t, below(3) - 1);
+      case 1:
+        return arith::wrap(t, below(33) - 16);
+      case 2:
+        return chance(50) ? lo : hi;
+      case 3:
+        return chance(50) ? arith::wrap(t, lo + below(4)) : arith::wrap(t, hi - below(4));
+      default:
+        return in(lo, hi);
     }
   }
   DType int_type() { return kIntTypes[below(std::size(kIntTypes))]; }
@@ -106,7 +135,8 @@ struct Vars {
       DType t = r.int_type();
       Var v("v" + std::to_string(i), t);
       int64_t a = r.value_of(t), b = r.value_of(t);
-      if (r.chance(40)) b = arith::wrap(t, static_cast<int64_t>(static_cast<uint64_t>(a) + r.below(40)));  // narrow
+      if (r.chance(40))
+        b = arith::wrap(t, static_cast<int64_t>(static_cast<uint64_t>(a) + r.below(40)));  // narrow
       Interval iv{std::min(a, b), std::max(a, b)};
       if (r.chance(15)) iv = Interval::of_dtype(t);
       intervals[v.node()] = iv;
@@ -138,7 +168,8 @@ struct Vars {
     std::string s;
     for (const auto& v : vars) {
       Interval iv = intervals.at(v.node());
-      s += fmt::format("{}: {} = {} in [{}, {}]", v.name(), dtype_name(v.dtype()), env.at(v.node()).i, iv.lo, iv.hi);
+      s += fmt::format("{}: {} = {} in [{}, {}]", v.name(), dtype_name(v.dtype()),
+                       env.at(v.node()).i, iv.lo, iv.hi);
       if (auto it = mods.find(v.node()); it != mods.end())
         s += fmt::format(" = {}k + {}", it->second.coeff, it->second.base);
       s += "; ";
@@ -169,7 +200,8 @@ Built random_expr(Random& r, const Vars& vs, int depth) {
       return {NotNode::make(a.raw), !a.dsl};
     }
     case 1: {
-      Built c = random_expr(r, vs, depth - 1), t = random_expr(r, vs, depth - 1), f = random_expr(r, vs, depth - 1);
+      Built c = random_expr(r, vs, depth - 1), t = random_expr(r, vs, depth - 1),
+            f = random_expr(r, vs, depth - 1);
       return {SelectNode::make(c.raw, t.raw, f.raw), select(c.dsl, t.dsl, f.dsl)};
     }
     case 2: {
@@ -186,7 +218,8 @@ Built random_expr(Random& r, const Vars& vs, int depth) {
 }
 
 /// The value of `e`, or nullopt when evaluation fails (division by zero).
-std::optional<int64_t> eval_or_fail(const Expr& e, const std::unordered_map<const VarNode*, Value>& env) {
+std::optional<int64_t> eval_or_fail(const Expr& e,
+                                    const std::unordered_map<const VarNode*, Value>& env) {
   try {
     Value v = arith::evaluate(e, env);
     EXPECT_FALSE(v.is_float) << print(e);
@@ -197,7 +230,9 @@ std::optional<int64_t> eval_or_fail(const Expr& e, const std::unordered_map<cons
   }
 }
 
-std::string show(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "error"; }
+std::string show(const std::optional<int64_t>& v) {
+  return v ? std::to_string(*v) : "error";
+}
 
 TEST(ArithProperty, FoldingBoundsAndModularSetsAgreeWithEvaluation) {
   Random r(20240611);
@@ -210,17 +245,22 @@ TEST(ArithProperty, FoldingBoundsAndModularSetsAgreeWithEvaluation) {
     Expr simp = simplify(e.raw), simp_dsl = simplify(e.dsl);
     Interval iv = arith::bound(e.raw, vs.intervals);
     arith::ModularSet m = arith::modular_set(e.raw, vs.mods, vs.intervals);
-    tight += iv.lo != Interval::of_dtype(e.raw.dtype()).lo || iv.hi != Interval::of_dtype(e.raw.dtype()).hi;
-    auto report = [&](const std::string& what, const std::unordered_map<const VarNode*, Value>& env) {
+    tight += iv.lo != Interval::of_dtype(e.raw.dtype()).lo ||
+             iv.hi != Interval::of_dtype(e.raw.dtype()).hi;
+    auto report = [&](const std::string& what,
+                      const std::unordered_map<const VarNode*, Value>& env) {
       ++failures;
-      ADD_FAILURE() << what << "\n  raw:        " << print(e.raw) << "  (" << dtype_name(e.raw.dtype()) << ")"
-                    << "\n  dsl:        " << print(e.dsl) << "  (" << dtype_name(e.dsl.dtype()) << ")"
+      ADD_FAILURE() << what << "\n  raw:        " << print(e.raw) << "  ("
+                    << dtype_name(e.raw.dtype()) << ")"
+                    << "\n  dsl:        " << print(e.dsl) << "  (" << dtype_name(e.dsl.dtype())
+                    << ")"
                     << "\n  simplified: " << print(simp) << "  (" << dtype_name(simp.dtype()) << ")"
-                    << "\n  bound [" << iv.lo << ", " << iv.hi << "], modular " << m.coeff << "k + " << m.base
-                    << "\n  " << vs.show(env);
+                    << "\n  bound [" << iv.lo << ", " << iv.hi << "], modular " << m.coeff << "k + "
+                    << m.base << "\n  " << vs.show(env);
     };
     std::unordered_map<const VarNode*, Value> none;
-    if (e.dsl.dtype() != e.raw.dtype() || simp.dtype() != e.raw.dtype() || simp_dsl.dtype() != e.raw.dtype()) {
+    if (e.dsl.dtype() != e.raw.dtype() || simp.dtype() != e.raw.dtype() ||
+        simp_dsl.dtype() != e.raw.dtype()) {
       report("dtypes differ", vs.sample(r));
       continue;
     }
@@ -230,8 +270,8 @@ TEST(ArithProperty, FoldingBoundsAndModularSetsAgreeWithEvaluation) {
       auto got_dsl = eval_or_fail(e.dsl, env), got_simp = eval_or_fail(simp, env),
            got_simp_dsl = eval_or_fail(simp_dsl, env);
       if (got_dsl != want || got_simp != want || got_simp_dsl != want) {
-        report(fmt::format("values differ: raw {}, dsl {}, simplified {}, simplified dsl {}", show(want), show(got_dsl),
-                           show(got_simp), show(got_simp_dsl)),
+        report(fmt::format("values differ: raw {}, dsl {}, simplified {}, simplified dsl {}",
+                           show(want), show(got_dsl), show(got_simp), show(got_simp_dsl)),
                env);
         break;
       }
@@ -287,14 +327,16 @@ TEST(ArithProperty, OverlapNeverContradictsSampledPoints) {
       ivs[v.node()] = {lo, hi};
       vars.push_back(v);
     }
-    std::vector<Expr> opaque = {floordiv(vars[0], 3), min(vars[1], vars[2]),
-                                BinaryNode::make(BinOp::Mul, vars[2], IntImmNode::make(DType::Int8, 60))};
+    std::vector<Expr> opaque = {
+        floordiv(vars[0], 3), min(vars[1], vars[2]),
+        BinaryNode::make(BinOp::Mul, vars[2], IntImmNode::make(DType::Int8, 60))};
     size_t rank = 1 + r.below(3);
     BufferRegion a{buf, {}}, b{buf, {}};
     for (size_t d = 0; d < rank; ++d) {
       Expr sa = random_start(r, vars, opaque);
-      Expr sb = r.chance(60) ? BinaryNode::make(BinOp::Add, sa, Expr(static_cast<int>(r.below(17)) - 8))
-                             : random_start(r, vars, opaque);
+      Expr sb = r.chance(60)
+                    ? BinaryNode::make(BinOp::Add, sa, Expr(static_cast<int>(r.below(17)) - 8))
+                    : random_start(r, vars, opaque);
       auto extent = [&]() -> Expr {
         if (r.chance(75)) return Expr(static_cast<int>(r.below(10)) - 1);
         return vars[r.below(vars.size())];
@@ -306,11 +348,14 @@ TEST(ArithProperty, OverlapNeverContradictsSampledPoints) {
     ++counts[static_cast<int>(answer)];
     for (int s = 0; s < 8; ++s) {
       std::unordered_map<const VarNode*, Value> env;
-      for (const auto& v : vars) env[v.node()] = Value::of_int(r.in(ivs[v.node()].lo, ivs[v.node()].hi));
+      for (const auto& v : vars)
+        env[v.node()] = Value::of_int(r.in(ivs[v.node()].lo, ivs[v.node()].hi));
       bool meet = true;
       for (size_t d = 0; d < rank; ++d) {
-        i128 amin = arith::evaluate(a.ranges[d].min, env).i, bmin = arith::evaluate(b.ranges[d].min, env).i;
-        i128 ea = arith::evaluate(a.ranges[d].extent, env).i, eb = arith::evaluate(b.ranges[d].extent, env).i;
+        i128 amin = arith::evaluate(a.ranges[d].min, env).i,
+             bmin = arith::evaluate(b.ranges[d].min, env).i;
+        i128 ea = arith::evaluate(a.ranges[d].extent, env).i,
+             eb = arith::evaluate(b.ranges[d].extent, env).i;
         meet &= ea > 0 && eb > 0 && bmin < amin + ea && amin < bmin + eb;
       }
       if ((answer == arith::Overlap::No && meet) || (answer == arith::Overlap::Yes && !meet)) {
@@ -318,7 +363,8 @@ TEST(ArithProperty, OverlapNeverContradictsSampledPoints) {
         std::string regions, values;
         for (size_t d = 0; d < rank; ++d)
           regions += fmt::format("\n  dim {}: a [{}, +{}), b [{}, +{})", d, print(a.ranges[d].min),
-                                 print(a.ranges[d].extent), print(b.ranges[d].min), print(b.ranges[d].extent));
+                                 print(a.ranges[d].extent), print(b.ranges[d].min),
+                                 print(b.ranges[d].extent));
         for (const auto& v : vars) values += fmt::format("{} = {}; ", v.name(), env[v.node()].i);
         ADD_FAILURE() << "answer " << static_cast<int>(answer) << " but the sampled regions "
                       << (meet ? "meet" : "do not meet") << regions << "\n  " << values;

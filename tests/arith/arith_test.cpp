@@ -88,8 +88,10 @@ TEST(ArithFold, Int64EdgesWrapWithoutHostUB) {
   EXPECT_EQ(imm_str(shift_right(Expr(-8), Expr(65))), "int32 -4");
   EXPECT_EQ(imm_str(shift_left(Expr(1), Expr(31))), "int32 -2147483648");
   // simplify folds the raw nodes the same way.
-  EXPECT_EQ(imm_str(simplify(BinaryNode::make(BinOp::FloorDiv, mn, Expr(int64_t{-1})))), fmt::format("int64 {}", kI64Min));
-  EXPECT_EQ(imm_str(simplify(BinaryNode::make(BinOp::Add, mx, Expr(int64_t{1})))), fmt::format("int64 {}", kI64Min));
+  EXPECT_EQ(imm_str(simplify(BinaryNode::make(BinOp::FloorDiv, mn, Expr(int64_t{-1})))),
+            fmt::format("int64 {}", kI64Min));
+  EXPECT_EQ(imm_str(simplify(BinaryNode::make(BinOp::Add, mx, Expr(int64_t{1})))),
+            fmt::format("int64 {}", kI64Min));
 }
 
 TEST(ArithFold, FloorAndTruncDivisionOfNegatives) {
@@ -161,11 +163,14 @@ TEST(ArithConst, FloatImmediatesHoldTheValueOfTheirDtype) {
 
 TEST(ArithEval, FloatsRoundToTheNodesDtype) {
   Expr one = imm(DType::Float16, 1.0), tiny = imm(DType::Float16, 0.0004);
-  EXPECT_EQ(arith::evaluate(one + tiny).f, 1.0);                                 // below half an fp16 ulp
-  EXPECT_EQ(arith::evaluate(imm(DType::Float32, 1.0) + imm(DType::Float32, 0.0004)).f, double(1.0f + 0.0004f));
-  EXPECT_EQ(arith::evaluate(imm(DType::Float16, 70000.0)).f, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(arith::evaluate(one + tiny).f, 1.0);  // below half an fp16 ulp
+  EXPECT_EQ(arith::evaluate(imm(DType::Float32, 1.0) + imm(DType::Float32, 0.0004)).f,
+            double(1.0f + 0.0004f));
+  EXPECT_EQ(arith::evaluate(imm(DType::Float16, 70000.0)).f,
+            std::numeric_limits<double>::infinity());
   EXPECT_EQ(arith::evaluate(floordiv(imm(DType::Float32, -7.0), imm(DType::Float32, 2.0))).f, -4.0);
-  EXPECT_EQ(arith::evaluate(imm(DType::Float32, 1.0) / imm(DType::Float32, 0.0)).f, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(arith::evaluate(imm(DType::Float32, 1.0) / imm(DType::Float32, 0.0)).f,
+            std::numeric_limits<double>::infinity());
   EXPECT_EQ(arith::evaluate(imm(DType::Float32, 2.5) < imm(DType::Float32, 3.0)).i, 1);
   EXPECT_EQ(arith::evaluate(sqrt(imm(DType::Float32, 2.0))).f, double(std::sqrt(2.0f)));
   EXPECT_EQ(arith::evaluate(pow(imm(DType::Float32, 2.0), imm(DType::Float32, 10.0))).f, 1024.0);
@@ -174,7 +179,8 @@ TEST(ArithEval, FloatsRoundToTheNodesDtype) {
 
 TEST(ArithEval, CastsSelectsAndErrors) {
   EXPECT_EQ(arith::evaluate(cast(DType::Int32, imm(DType::Float32, -2.75))).i, -2);
-  EXPECT_EQ(arith::evaluate(cast(DType::Int8, imm(DType::Float32, 1000.0))).i, -24);  // truncate, then wrap
+  EXPECT_EQ(arith::evaluate(cast(DType::Int8, imm(DType::Float32, 1000.0))).i,
+            -24);  // truncate, then wrap
   EXPECT_EQ(arith::evaluate(cast(DType::Bool, imm(DType::Float32, 0.25))).i, 1);
   EXPECT_EQ(arith::evaluate(cast(DType::Float16, Expr(2049))).f, 2048.0);
   EXPECT_EQ(arith::evaluate(!Expr(0)).i, 1);
@@ -187,10 +193,13 @@ TEST(ArithEval, CastsSelectsAndErrors) {
   Var x("x");
   EXPECT_EQ(eval_error(x + 1), "unbound variable x");
   EXPECT_EQ(arith::evaluate(x * 3 - 1, {{x.node(), Value::of_int(-5)}}).i, -16);
-  EXPECT_NE(eval_error(bitwise_and(imm(DType::Float32, 1.0), imm(DType::Float32, 2.0))).find("bitwise operator & on a float"),
+  EXPECT_NE(eval_error(bitwise_and(imm(DType::Float32, 1.0), imm(DType::Float32, 2.0)))
+                .find("bitwise operator & on a float"),
             std::string::npos);
-  EXPECT_EQ(eval_error(CallNode::make(DType::Float32, "tanh", {imm(DType::Float32, 1.0)})), "unknown intrinsic T.tanh");
-  EXPECT_EQ(eval_error(CallNode::make(DType::Float32, "pow", {imm(DType::Float32, 1.0)})), "T.pow takes 2 argument(s), got 1");
+  EXPECT_EQ(eval_error(CallNode::make(DType::Float32, "tanh", {imm(DType::Float32, 1.0)})),
+            "unknown intrinsic T.tanh");
+  EXPECT_EQ(eval_error(CallNode::make(DType::Float32, "pow", {imm(DType::Float32, 1.0)})),
+            "T.pow takes 2 argument(s), got 1");
 }
 
 // ---- Bounds and modular sets -------------------------------------------------------------------
@@ -272,7 +281,8 @@ TEST(ArithOverlap, ExactForConstantDifferencesIntervalsOtherwise) {
   // An empty region meets nothing.
   EXPECT_EQ(ov(A.region({i, 0}, {0, 64}), A.region({i, 0}, {8, 64})), Overlap::No);
   // A shared opaque term cancels: floordiv(j, 3) is the same value in both starts.
-  EXPECT_EQ(ov(A.region({j / 3 * 4 + i, 0}, {4, 64}), A.region({j / 3 * 4 + i + 4, 0}, {4, 64})), Overlap::No);
+  EXPECT_EQ(ov(A.region({j / 3 * 4 + i, 0}, {4, 64}), A.region({j / 3 * 4 + i + 4, 0}, {4, 64})),
+            Overlap::No);
   // Symbolic extents: [i, i + j) and [i + 8, ...) are disjoint because j <= 7.
   EXPECT_EQ(ov(A.region({i, 0}, {j, 64}), A.region({i + 8, 0}, {4, 64})), Overlap::No);
   EXPECT_EQ(ov(A.region({i, 0}, {j, 64}), A.region({i + 3, 0}, {4, 64})), Overlap::Maybe);
@@ -285,8 +295,10 @@ TEST(ArithOverlap, AWrappingStartIsNotAffine) {
   Var b("b", DType::Int8);
   Expr two = IntImmNode::make(DType::Int8, 2), k = IntImmNode::make(DType::Int8, 127);
   arith::VarIntervals env = {{b.node(), {0, 100}}};
-  EXPECT_EQ(arith::regions_overlap(A.region({b * two}, {1}), A.region({b * two + k}, {1}), env), Overlap::Maybe);
-  EXPECT_EQ(arith::regions_overlap(A.region({b * two}, {1}), A.region({b * two}, {1}), env), Overlap::Yes);
+  EXPECT_EQ(arith::regions_overlap(A.region({b * two}, {1}), A.region({b * two + k}, {1}), env),
+            Overlap::Maybe);
+  EXPECT_EQ(arith::regions_overlap(A.region({b * two}, {1}), A.region({b * two}, {1}), env),
+            Overlap::Yes);
 }
 
 // ---- Substitution and cloning -----------------------------------------------------------------
@@ -302,7 +314,8 @@ TEST(ArithSubstitute, ReplacesFreeVariablesInExpressionsAndStatements) {
   // A loop over n whose body declares a buffer of n elements: the buffer is rebuilt.
   Var k("k");
   Buffer buf = BufferNode::make("t", DType::Float32, {n}, MemScope::UB);
-  Stmt body = SeqNode::make({AllocateNode::make(buf), StoreNode::make(buf, {k}, imm(DType::Float32, 1.0))});
+  Stmt body =
+      SeqNode::make({AllocateNode::make(buf), StoreNode::make(buf, {k}, imm(DType::Float32, 1.0))});
   Stmt loop = ForNode::make(k, Expr(0), n, ForKind::Serial, 0, body);
   Stmt s = arith::substitute(loop, {{n.node(), Expr(16)}});
   auto* f = s.as<ForNode>();
@@ -319,7 +332,8 @@ TEST(ArithSubstitute, ReplacesFreeVariablesInExpressionsAndStatements) {
     arith::substitute(loop, {{k.node(), Expr(0)}});
     ADD_FAILURE() << "expected an internal error";
   } catch (const InternalError& e) {
-    EXPECT_NE(std::string(e.what()).find("k is bound inside the statement"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("k is bound inside the statement"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -426,15 +440,15 @@ TEST(ArithLaunch, DynamicShapesAndBlockCountsUseFloorDivision) {
   auto X = T::Tensor("X", {M}, DType::Int32);
   auto Y = T::Tensor("Y", {(M - 7) / 4 + 2}, DType::Int32);
   auto Z = T::Tensor("Z", {(M - 7) % 4 + 1}, DType::Int32);
-  PrimFunc f = T::prim_func("floor_shapes", {X, Y, Z}, [&] {
-    T::Kernel((M - 7) / 4 + 2, [&](Expr, Expr) {});
-  });
+  PrimFunc f = T::prim_func("floor_shapes", {X, Y, Z},
+                            [&] { T::Kernel((M - 7) / 4 + 2, [&](Expr, Expr) {}); });
   auto k = compile(f);
   Device dev;
   auto launch = [&](int64_t m, int64_t y, int64_t z) {
     npu::Trace trace;
-    k.launch(dev, {Tensor::empty(dev, {m}, DType::Int32), Tensor::empty(dev, {y}, DType::Int32),
-                   Tensor::empty(dev, {z}, DType::Int32)},
+    k.launch(dev,
+             {Tensor::empty(dev, {m}, DType::Int32), Tensor::empty(dev, {y}, DType::Int32),
+              Tensor::empty(dev, {z}, DType::Int32)},
              {.trace = &trace});
     return trace.num_blocks;
   };
@@ -445,7 +459,8 @@ TEST(ArithLaunch, DynamicShapesAndBlockCountsUseFloorDivision) {
     launch(5, 2, 3);
     FAIL() << "expected a shape error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'Y' must have shape [1], got [2]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'Y' must have shape [1], got [2]"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -460,9 +475,10 @@ TEST(ArithLaunch, AShapeThatDividesByZeroIsALaunchError) {
     k.launch(dev, {Tensor::empty(dev, {4}, DType::Int32), Tensor::empty(dev, {1}, DType::Int32)});
     FAIL() << "expected a launch error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "cannot evaluate dimension 8 // (M - 4) of 'Y': division by zero in 8 // (M - 4)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "cannot evaluate dimension 8 // (M - 4) of 'Y': division by zero in 8 // (M - 4)"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -11,26 +11,35 @@
 
 namespace tl::ref {
 namespace {
-const Tensor& tensor(const std::vector<Arg>& a, size_t i) { return std::get<Tensor>(a.at(i).value); }
-double scalar(const std::vector<Arg>& a, size_t i) { return std::get<double>(a.at(i).value); }
+const Tensor& tensor(const std::vector<Arg>& a, size_t i) {
+  return std::get<Tensor>(a.at(i).value);
+}
+double scalar(const std::vector<Arg>& a, size_t i) {
+  return std::get<double>(a.at(i).value);
+}
 
 /// Half an ulp at 1 of float dtype `t`: the relative error of one rounding to `t`. Integer
 /// results are exact (0).
 double unit_roundoff(DType t) {
   switch (t) {
-    case DType::Float16: return 0x1p-11;
-    case DType::BFloat16: return 0x1p-8;
-    case DType::Float32: return 0x1p-24;
-    case DType::Float64: return 0x1p-53;
-    default: return 0;
+    case DType::Float16:
+      return 0x1p-11;
+    case DType::BFloat16:
+      return 0x1p-8;
+    case DType::Float32:
+      return 0x1p-24;
+    case DType::Float64:
+      return 0x1p-53;
+    default:
+      return 0;
   }
 }
 
 /// compare() of an output of dtype `t` against `want` stored to `t` (rounded as the kernel's
 /// store rounds it): a result beyond t's range is an infinity on both sides, and equal
 /// infinities match. `atol` and `rtol` bound the kernel's own error.
-std::string compare_stored(DType t, std::vector<double> got, std::vector<double> want, int64_t cols, double atol,
-                           double rtol) {
+std::string compare_stored(DType t, std::vector<double> got, std::vector<double> want, int64_t cols,
+                           double atol, double rtol) {
   for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
     want[i] = arith::round_float(t, want[i]);
     if (std::isinf(want[i]) && got[i] == want[i]) got[i] = want[i] = 0;
@@ -55,7 +64,8 @@ std::vector<Arg> random_args(Device& dev, const PrimFunc& f) {
   return args;
 }
 
-std::optional<std::string> check_kernel(const std::string& kernel, const KernelArgs& p, const std::vector<Arg>& a) {
+std::optional<std::string> check_kernel(const std::string& kernel, const KernelArgs& p,
+                                        const std::vector<Arg>& a) {
   if (kernel == "gemm" || kernel == "gemm_pipelined" || kernel == "gemm_dev") {
     int M = p.get("M"), N = p.get("N"), K = p.get("K");
     auto want = matmul(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, K);
@@ -73,14 +83,17 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     auto want = rms_norm(tensor(a, 0).to_vector(), tensor(a, 1).to_vector(), M, N, scalar(a, 3));
     return compare(tensor(a, 2).to_vector(), want, N, 1e-2, 1.6e-2);
   }
-  if (kernel == "gelu" || kernel == "gelu_dev") {  // the sigmoid form x * sigmoid(1.702 x) the example computes
+  if (kernel == "gelu" ||
+      kernel == "gelu_dev") {  // the sigmoid form x * sigmoid(1.702 x) the example computes
     // Four vector ops in the dtype (mul, exp, add, div), each rounding once, plus the store.
     const DType t = p.get_dtype("dtype");
     auto x = tensor(a, 0).to_vector();
     for (auto& v : x) v = v / (1.0 + std::exp(-1.702 * v));
-    return compare_stored(t, tensor(a, 1).to_vector(), x, p.get("N"), 1e-5, std::max(1e-4, 8 * unit_roundoff(t)));
+    return compare_stored(t, tensor(a, 1).to_vector(), x, p.get("N"), 1e-5,
+                          std::max(1e-4, 8 * unit_roundoff(t)));
   }
-  if (kernel == "elementwise_add" || kernel == "add_dev") {  // one rounding of the exact sum (none for integers)
+  if (kernel == "elementwise_add" ||
+      kernel == "add_dev") {  // one rounding of the exact sum (none for integers)
     const DType t = p.get_dtype("dtype");
     auto x = tensor(a, 0).to_vector(), y = tensor(a, 1).to_vector();
     for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
@@ -111,11 +124,14 @@ std::optional<std::string> check_kernel(const std::string& kernel, const KernelA
     // kernel stores inf there, as the rounded reference does.
     const DType out = p.get_dtype("out_dtype");
     bool half = out == DType::Float16;
-    return compare_stored(out, tensor(a, 2).to_vector(), want, N, half ? 1e-3 : 1e-5, half ? 2e-3 : 1e-4);
+    return compare_stored(out, tensor(a, 2).to_vector(), want, N, half ? 1e-3 : 1e-5,
+                          half ? 2e-3 : 1e-4);
   }
-  if (kernel == "flash_attention" || kernel == "flash_attention_pipelined" || kernel == "flash_attention_dev") {
+  if (kernel == "flash_attention" || kernel == "flash_attention_pipelined" ||
+      kernel == "flash_attention_dev") {
     int Bt = p.get("B"), H = p.get("H"), S = p.get("S"), D = p.get("D");
-    std::vector<double> q = tensor(a, 0).to_vector(), k = tensor(a, 1).to_vector(), v = tensor(a, 2).to_vector();
+    std::vector<double> q = tensor(a, 0).to_vector(), k = tensor(a, 1).to_vector(),
+                        v = tensor(a, 2).to_vector();
     std::vector<double> o = tensor(a, 3).to_vector(), want;
     size_t head = static_cast<size_t>(S) * D;
     for (int bh = 0; bh < Bt * H; ++bh) {

@@ -1,7 +1,7 @@
 // Developer mode's promise in code lines (docs/developer_mode.md): each *_dev kernel is at most
 // 40 % of the code lines of its expert twin. The count is this file's (kernel_lines): the
-// kernel's code between `namespace tl::examples {` and its registration, helpers included. The ratios are printed, so a run of
-// `ctest -R DeveloperSize -V` is the table.
+// kernel's code between `namespace tl::examples {` and its registration, helpers included. The
+// ratios are printed, so a run of `ctest -R DeveloperSize -V` is the table.
 //
 // gemm_dev is persistent with a pipelined K loop, so its twin is gemm_pipelined (persistent
 // AICs, double-buffered L1 panels and L0 chunks, every flag by hand). docs/developer_mode.md
@@ -40,7 +40,9 @@ int kernel_lines(const std::string& file) {
     size_t first = line.find_first_not_of(" \t");
     count += first != std::string::npos && line.compare(first, 2, "//") != 0;
   }
-  if (!done) throw Error(fmt::format("examples/{}: no `namespace tl::examples {{` ... TL_REGISTER_KERNEL", file));
+  if (!done)
+    throw Error(
+        fmt::format("examples/{}: no `namespace tl::examples {{` ... TL_REGISTER_KERNEL", file));
   return count;
 }
 
@@ -50,12 +52,16 @@ TEST(DeveloperSize, DevKernelsAreAFractionOfTheirExpertTwins) {
     const char *dev_file, *expert_file;
     int max_percent;
   };
-  for (const Pair& p : {Pair{"gemm_dev.cpp", "gemm_pipelined.cpp", 40}, Pair{"add_dev.cpp", "elementwise_add.cpp", 40},
-                        Pair{"rms_norm_dev.cpp", "rms_norm.cpp", 40}, Pair{"gelu_dev.cpp", "gelu.cpp", 40},
-                        Pair{"flash_attention_dev.cpp", "flash_attention.cpp", 40}}) {
+  for (const Pair& p :
+       {Pair{"gemm_dev.cpp", "gemm_pipelined.cpp", 40},
+        Pair{"add_dev.cpp", "elementwise_add.cpp", 40},
+        Pair{"rms_norm_dev.cpp", "rms_norm.cpp", 40}, Pair{"gelu_dev.cpp", "gelu.cpp", 40},
+        Pair{"flash_attention_dev.cpp", "flash_attention.cpp", 40}}) {
     int d = kernel_lines(p.dev_file), e = kernel_lines(p.expert_file);
-    std::printf("  %-18s %3d lines   %-20s %3d lines   %3.0f %%\n", p.dev_file, d, p.expert_file, e, 100.0 * d / e);
-    EXPECT_LE(d * 100, e * p.max_percent) << p.dev_file << " has " << d << " code lines, " << p.expert_file << " " << e;
+    std::printf("  %-18s %3d lines   %-20s %3d lines   %3.0f %%\n", p.dev_file, d, p.expert_file, e,
+                100.0 * d / e);
+    EXPECT_LE(d * 100, e * p.max_percent)
+        << p.dev_file << " has " << d << " code lines, " << p.expert_file << " " << e;
   }
 }
 

@@ -56,7 +56,8 @@ std::vector<std::map<std::string, std::string>> choices(const KernelEntry& k) {
 }
 
 /// Runs example `name` with `overrides` on random inputs; its reference check's report.
-std::string run_and_check(const std::string& name, const std::map<std::string, std::string>& overrides) {
+std::string run_and_check(const std::string& name,
+                          const std::map<std::string, std::string>& overrides) {
   const KernelEntry& k = find_kernel(name);
   PrimFunc f = build_kernel(k, overrides);
   Device dev;
@@ -71,14 +72,19 @@ std::string run_and_check(const std::string& name, const std::map<std::string, s
 // `tlc run gelu --set dtype=float16` reported a MISMATCH: the check used fp32 tolerances for
 // a kernel whose four vector ops round to fp16.
 TEST(ExampleChecks, GeluFloat16IsCheckedWithFp16Tolerances) {
-  EXPECT_EQ(run_and_check("gelu", {{"M", "2"}, {"N", "2048"}, {"tile", "1024"}, {"blocks", "2"}, {"dtype", "float16"}}),
-            "");
+  EXPECT_EQ(
+      run_and_check(
+          "gelu",
+          {{"M", "2"}, {"N", "2048"}, {"tile", "1024"}, {"blocks", "2"}, {"dtype", "float16"}}),
+      "");
 }
 
 // minicv with an fp16 output: exp of the GEMM overflows fp16 to inf for some random inputs, as
 // the reference rounded to fp16 does; inf == inf is a match, not "inf, expected 72704".
 TEST(ExampleChecks, MinicvFloat16OutputOverflowMatchesTheRoundedReference) {
-  EXPECT_EQ(run_and_check("minicv", {{"M", "128"}, {"N", "128"}, {"K", "256"}, {"out_dtype", "float16"}}), "");
+  EXPECT_EQ(
+      run_and_check("minicv", {{"M", "128"}, {"N", "128"}, {"K", "256"}, {"out_dtype", "float16"}}),
+      "");
 }
 
 class ExampleDtypes : public ::testing::TestWithParam<std::string> {};
@@ -97,7 +103,8 @@ TEST_P(ExampleDtypes, EveryAcceptedDtypeMatchesItsReference) {
       f = build_kernel(k, overrides);
     } catch (const Error& e) {
       // A combination the generator rejects (gemm_pipelined: out_dtype neither dtype nor fp32).
-      EXPECT_NE(std::string(e.what()).find("out_dtype"), std::string::npos) << k.name << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("out_dtype"), std::string::npos)
+          << k.name << what << ": " << e.what();
       continue;
     }
     Device dev;

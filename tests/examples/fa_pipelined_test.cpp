@@ -19,7 +19,8 @@ struct FaRun {
 
 // Builds `kernel` with `overrides`, fills Q, K, V with uniform fp16 values, allocates O and
 // the workspaces from the signature, launches and returns O with the reference.
-FaRun run_fa(const std::string& kernel, const std::map<std::string, std::string>& overrides, int threads) {
+FaRun run_fa(const std::string& kernel, const std::map<std::string, std::string>& overrides,
+             int threads) {
   PrimFunc f = build_kernel(find_kernel(kernel), overrides);
   Device dev;
   std::vector<Arg> args;
@@ -69,7 +70,8 @@ TEST(FlashAttentionPipelined, SameResultAsSerialFlashAttention) {
 }
 
 TEST(FlashAttentionPipelined, OneThreadEqualsTwoThreads) {
-  EXPECT_EQ(run_fa("flash_attention_pipelined", {}, 1).out, run_fa("flash_attention_pipelined", {}, 2).out);
+  EXPECT_EQ(run_fa("flash_attention_pipelined", {}, 1).out,
+            run_fa("flash_attention_pipelined", {}, 2).out);
 }
 
 }  // namespace
@@ -102,7 +104,8 @@ TEST(FlashAttentionPipelining, TimedModelShowsTheBubblesFilled) {
   double serial = timed_us("flash_attention"), pipelined = timed_us("flash_attention_pipelined");
   RecordProperty("serial_us", std::to_string(serial));
   RecordProperty("pipelined_us", std::to_string(pipelined));
-  EXPECT_GT(serial / pipelined, 1.3) << "serial " << serial << " us, pipelined " << pipelined << " us";
+  EXPECT_GT(serial / pipelined, 1.3)
+      << "serial " << serial << " us, pipelined " << pipelined << " us";
 }
 }  // namespace
 }  // namespace tl

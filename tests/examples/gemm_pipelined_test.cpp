@@ -28,12 +28,14 @@ struct GemmRun {
   std::vector<double> out, want;
 };
 
-GemmRun run(int M, int N, int K, std::map<std::string, std::string> extra, int threads, bool hazards = false) {
+GemmRun run(int M, int N, int K, std::map<std::string, std::string> extra, int threads,
+            bool hazards = false) {
   auto p = sizes({{"M", M}, {"N", N}, {"K", K}});
   p.insert(extra.begin(), extra.end());
   Device dev;
   auto kern = compile(build_kernel(find_kernel("gemm_pipelined"), p));
-  Tensor A = uniform(dev, {M, K}, f16, 1), B = uniform(dev, {K, N}, f16, 2), C = Tensor::empty(dev, {M, N}, f16);
+  Tensor A = uniform(dev, {M, K}, f16, 1), B = uniform(dev, {K, N}, f16, 2),
+         C = Tensor::empty(dev, {M, N}, f16);
   kern.launch(dev, {A, B, C}, {.threads = threads, .check_hazards = hazards});
   return {C.to_vector(), ref::matmul(A.to_vector(), B.to_vector(), M, N, K)};
 }
@@ -59,7 +61,8 @@ TEST(GemmPipelined, OneThreadEqualsTwoThreads) {
 
 TEST(GemmPipelined, HazardCleanAtRunSizes) {
   EXPECT_NO_THROW(expect_matches(run(512, 512, 512, {}, 2, true), 512, 512));
-  EXPECT_NO_THROW(expect_matches(run(384, 768, 1024, sizes({{"blocks", 4}, {"kL1", 128}}), 2, true), 768, 1024));
+  EXPECT_NO_THROW(expect_matches(run(384, 768, 1024, sizes({{"blocks", 4}, {"kL1", 128}}), 2, true),
+                                 768, 1024));
 }
 
 // ---- every sync is needed ------------------------------------------------------------------
@@ -67,7 +70,9 @@ TEST(GemmPipelined, HazardCleanAtRunSizes) {
 struct Dropper : IRMutator {
   const StmtNode* drop;
   explicit Dropper(const StmtNode* d) : drop(d) {}
-  Stmt mutate_(const SyncNode* n, const Stmt& self) override { return n == drop ? Stmt() : IRMutator::mutate_(n, self); }
+  Stmt mutate_(const SyncNode* n, const Stmt& self) override {
+    return n == drop ? Stmt() : IRMutator::mutate_(n, self);
+  }
 };
 
 /// "clean" or the message: the hazard checker's (unordered pair, deadlock) or the launch's own
@@ -77,7 +82,9 @@ std::string outcome(const PrimFunc& f) {
   Device dev;
   try {
     auto kern = compile(f, default_target(), {.cache = false});
-    kern.launch(dev, {uniform(dev, {M, K}, f16, 1), uniform(dev, {K, N}, f16, 2), Tensor::empty(dev, {M, N}, f16)},
+    kern.launch(dev,
+                {uniform(dev, {M, K}, f16, 1), uniform(dev, {K, N}, f16, 2),
+                 Tensor::empty(dev, {M, N}, f16)},
                 {.threads = 2, .check_hazards = true});
   } catch (const Error& e) {
     return e.what();
@@ -98,12 +105,13 @@ TEST(GemmPipelined, DeletingAnySyncIsReported) {
   EXPECT_EQ(syncs.size(), 12u);  // 6 set/wait pairs (conditional ones included)
   for (size_t i = 0; i < syncs.size(); ++i) {
     std::string r = outcome(with_body(f, Dropper(syncs[i]).mutate(f->body)));
-    std::string label = fmt::format("{} {}->{} #{}", sync_name(syncs[i]->sync_kind), pipe_name(syncs[i]->src),
-                                    pipe_name(syncs[i]->dst), i);
+    std::string label = fmt::format("{} {}->{} #{}", sync_name(syncs[i]->sync_kind),
+                                    pipe_name(syncs[i]->src), pipe_name(syncs[i]->dst), i);
     std::printf("  delete %-28s %s\n", label.c_str(), r.substr(0, r.find('\n')).c_str());
     EXPECT_NE(r, "clean") << label;
     EXPECT_TRUE(r.find("hazard") != std::string::npos || r.find("deadlock") != std::string::npos ||
-                r.find("set twice") != std::string::npos || r.find("already set") != std::string::npos)
+                r.find("set twice") != std::string::npos ||
+                r.find("already set") != std::string::npos)
         << label << ": " << r;
   }
 }
@@ -112,7 +120,8 @@ TEST(GemmPipelined, DeletingAnySyncIsReported) {
 
 npu::Profile timed(int M, int N, int K) {
   Device dev;
-  auto kern = compile(build_kernel(find_kernel("gemm_pipelined"), sizes({{"M", M}, {"N", N}, {"K", K}})));
+  auto kern =
+      compile(build_kernel(find_kernel("gemm_pipelined"), sizes({{"M", M}, {"N", N}, {"K", K}})));
   std::vector<Arg> args{Tensor::empty(dev, {M, K}, f16), Tensor::empty(dev, {K, N}, f16),
                         Tensor::empty(dev, {M, N}, f16)};
   npu::Trace trace;
@@ -127,9 +136,11 @@ TEST(GemmPipelined, TimedC5Gemm4096Cubed) {
   auto p = timed(S, S, S);
   double cube = p.busy_ratio(Pipe::M, CoreKind::Cube);
   double flops = 2.0 * S * S * S, peak = 24 * 1.85e9 * 4096 * 2;  // A2: 24 AIC x 1 fractal/cycle
-  std::printf("  gemm_pipelined 4096^3: %.1f us, cube busy %.3f, %.1f %% of peak FLOP/s, mte2 %.3f, mte1 %.3f\n",
-              p.total_us, cube, 100 * flops / (p.total_us * 1e-6) / peak, p.busy_ratio(Pipe::MTE2, CoreKind::Cube),
-              p.busy_ratio(Pipe::MTE1, CoreKind::Cube));
+  std::printf(
+      "  gemm_pipelined 4096^3: %.1f us, cube busy %.3f, %.1f %% of peak FLOP/s, mte2 %.3f, mte1 "
+      "%.3f\n",
+      p.total_us, cube, 100 * flops / (p.total_us * 1e-6) / peak,
+      p.busy_ratio(Pipe::MTE2, CoreKind::Cube), p.busy_ratio(Pipe::MTE1, CoreKind::Cube));
   EXPECT_GE(cube, 0.80);
   EXPECT_GE(flops / (p.total_us * 1e-6) / peak, 0.80);
   EXPECT_NEAR(p.total_us, 497.9, 0.25 * 497.9);
@@ -140,8 +151,10 @@ TEST(GemmPipelined, TimedOverlapBeatsSerialGemm) {
   // several times faster than examples/gemm.cpp, whose K steps do not overlap.
   auto p = timed(2048, 2048, 2048);
   Device dev;
-  auto kern = compile(build_kernel(find_kernel("gemm"), sizes({{"M", 2048}, {"N", 2048}, {"K", 2048}})));
-  std::vector<Arg> args{Tensor::empty(dev, {2048, 2048}, f16), Tensor::empty(dev, {2048, 2048}, f16),
+  auto kern =
+      compile(build_kernel(find_kernel("gemm"), sizes({{"M", 2048}, {"N", 2048}, {"K", 2048}})));
+  std::vector<Arg> args{Tensor::empty(dev, {2048, 2048}, f16),
+                        Tensor::empty(dev, {2048, 2048}, f16),
                         Tensor::empty(dev, {2048, 2048}, f16)};
   npu::Trace trace;
   kern.launch(dev, args, {.trace = &trace, .timing_only = true});
@@ -173,8 +186,10 @@ TEST(CalibrationKernels, GeluMatchesAndIsHazardClean) {
 
 TEST(CalibrationKernels, CopyGmUbIsHazardClean) {
   Device dev;
-  auto kern = compile(build_kernel(find_kernel("copy_gm_ub"), {{"M", "256"}, {"N", "2048"}, {"blocks", "2"}}));
-  EXPECT_NO_THROW(kern.launch(dev, {uniform(dev, {256, 2048}, f16, 4)}, {.threads = 2, .check_hazards = true}));
+  auto kern = compile(
+      build_kernel(find_kernel("copy_gm_ub"), {{"M", "256"}, {"N", "2048"}, {"blocks", "2"}}));
+  EXPECT_NO_THROW(
+      kern.launch(dev, {uniform(dev, {256, 2048}, f16, 4)}, {.threads = 2, .check_hazards = true}));
 }
 
 }  // namespace

@@ -132,18 +132,120 @@ def bad(A: T.Tensor((4,) "int32")):
 };
 
 const char* const kDictionary[] = {
-    "for", "in", "if", "else", "with", "as", "def", "pass", "T", ".", "(", ")", "[", "]", ":",
-    ",", "=", "==", "<", "<=", "-", "+", "*", "/", "//", "%", "<<", "&", "not", "and", "or",
-    "True", "False", "0", "1", "-1", "2147483648", "9223372036854775807", "9223372036854775808",
-    "18446744073709551616", "1e308", "1e309", "5e-324", "0.0", "-0.0", "1.", ".5", "1e", "float(\"nan\")",
-    "float(\"inf\")", "float(\"x\")", "\"float16\"", "\"int64\"", "\"bool\"", "\"MTE2\"", "\"Cube\"",
-    "\"Vector\"", "T.int64(", "T.float16(", "T.bool(", "T.cast(", "T.if_then_else(", "T.exp(", "T.pow(",
-    "T.min(", "T.serial(", "T.Pipelined(", "T.Kernel(", "T.Scope(", "num_stages=", "min=",
-    "address=", "strides=", "mode=", "is_npu=True", "T.alloc_var(", "T.alloc_ub(", "T.alloc_global(",
-    "T.copy(", "T.tile.add(", "T.gemm_v0(", "T.printf(", "T.set_flag(", "T.barrier_all()",
-    "T.dynamic(", "@T.prim_func", "\n", "\n    ", "    ", "\t", "#", "# @f.cpp:", "# @f.cpp:0",
-    "@", "'", "\"", "\\", "\\x", "\\xZ", "A", "cid", "vid", "i", "k", "acc", "ub", "\xff", "\r",
-    "" /* a NUL byte */, "{", "}", "~", "!=", "$",
+    "for",
+    "in",
+    "if",
+    "else",
+    "with",
+    "as",
+    "def",
+    "pass",
+    "T",
+    ".",
+    "(",
+    ")",
+    "[",
+    "]",
+    ":",
+    ",",
+    "=",
+    "==",
+    "<",
+    "<=",
+    "-",
+    "+",
+    "*",
+    "/",
+    "//",
+    "%",
+    "<<",
+    "&",
+    "not",
+    "and",
+    "or",
+    "True",
+    "False",
+    "0",
+    "1",
+    "-1",
+    "2147483648",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+    "1e308",
+    "1e309",
+    "5e-324",
+    "0.0",
+    "-0.0",
+    "1.",
+    ".5",
+    "1e",
+    "float(\"nan\")",
+    "float(\"inf\")",
+    "float(\"x\")",
+    "\"float16\"",
+    "\"int64\"",
+    "\"bool\"",
+    "\"MTE2\"",
+    "\"Cube\"",
+    "\"Vector\"",
+    "T.int64(",
+    "T.float16(",
+    "T.bool(",
+    "T.cast(",
+    "T.if_then_else(",
+    "T.exp(",
+    "T.pow(",
+    "T.min(",
+    "T.serial(",
+    "T.Pipelined(",
+    "T.Kernel(",
+    "T.Scope(",
+    "num_stages=",
+    "min=",
+    "address=",
+    "strides=",
+    "mode=",
+    "is_npu=True",
+    "T.alloc_var(",
+    "T.alloc_ub(",
+    "T.alloc_global(",
+    "T.copy(",
+    "T.tile.add(",
+    "T.gemm_v0(",
+    "T.printf(",
+    "T.set_flag(",
+    "T.barrier_all()",
+    "T.dynamic(",
+    "@T.prim_func",
+    "\n",
+    "\n    ",
+    "    ",
+    "\t",
+    "#",
+    "# @f.cpp:",
+    "# @f.cpp:0",
+    "@",
+    "'",
+    "\"",
+    "\\",
+    "\\x",
+    "\\xZ",
+    "A",
+    "cid",
+    "vid",
+    "i",
+    "k",
+    "acc",
+    "ub",
+    "\xff",
+    "\r",
+    "" /* a NUL byte */,
+    "{",
+    "}",
+    "~",
+    "!=",
+    "$",
 };
 
 class Mutator {
@@ -173,23 +275,41 @@ class Mutator {
 
   void mutate(std::string& s) {
     switch (below(9)) {
-      case 0: flip_byte(s); break;
-      case 1: s.insert(pos(s), chunk(other(), 64)); break;
-      case 2: s.erase(pos(s), below(48)); break;
-      case 3: s.insert(pos(s), chunk(s, 96)); break;
-      case 4: splice_line(s); break;
+      case 0:
+        flip_byte(s);
+        break;
+      case 1:
+        s.insert(pos(s), chunk(other(), 64));
+        break;
+      case 2:
+        s.erase(pos(s), below(48));
+        break;
+      case 3:
+        s.insert(pos(s), chunk(s, 96));
+        break;
+      case 4:
+        splice_line(s);
+        break;
       case 5:
-      case 6: replace_token(s); break;
-      case 7: reindent(s); break;
-      default: nest(s); break;
+      case 6:
+        replace_token(s);
+        break;
+      case 7:
+        reindent(s);
+        break;
+      default:
+        nest(s);
+        break;
     }
   }
 
   void flip_byte(std::string& s) {
     if (s.empty()) return;
     size_t p = below(s.size());
-    if (below(2)) s[p] = static_cast<char>(s[p] ^ (1 << below(8)));
-    else s[p] = static_cast<char>(below(256));
+    if (below(2))
+      s[p] = static_cast<char>(s[p] ^ (1 << below(8)));
+    else
+      s[p] = static_cast<char>(below(256));
   }
 
   /// Replaces (or inserts before) a line with a line of another input.
@@ -239,9 +359,15 @@ class Mutator {
     size_t at = s.rfind('\n', pos(s));
     at = at == std::string::npos ? 0 : at + 1;
     switch (below(3)) {
-      case 0: s.insert(at, std::string(1 + below(4), ' ')); break;
-      case 1: s.erase(at, std::min<size_t>(1 + below(4), s.find_first_not_of(' ', at) - at)); break;
-      default: s.insert(at, "\t"); break;
+      case 0:
+        s.insert(at, std::string(1 + below(4), ' '));
+        break;
+      case 1:
+        s.erase(at, std::min<size_t>(1 + below(4), s.find_first_not_of(' ', at) - at));
+        break;
+      default:
+        s.insert(at, "\t");
+        break;
     }
   }
 
@@ -293,7 +419,8 @@ void check(const std::string& input, Stats& st) {
     ++st.rejected;
     return;
   } catch (const std::exception& e) {
-    if (++st.failures <= 5) ADD_FAILURE() << "non-tl::Error exception " << e.what() << " for:\n" << excerpt(input);
+    if (++st.failures <= 5)
+      ADD_FAILURE() << "non-tl::Error exception " << e.what() << " for:\n" << excerpt(input);
     return;
   }
   ++st.parsed;
@@ -304,13 +431,15 @@ void check(const std::string& input, Stats& st) {
     // comparison is only meaningful when f == f.)
     if (print(g) != text || (structural_equal(f, f) && !structural_equal(g, f))) {
       if (++st.failures <= 5)
-        ADD_FAILURE() << "reprint differs (" << first_difference(g, f) << ") for:\n" << excerpt(input)
-                      << "\nprinted:\n" << excerpt(text);
+        ADD_FAILURE() << "reprint differs (" << first_difference(g, f) << ") for:\n"
+                      << excerpt(input) << "\nprinted:\n"
+                      << excerpt(text);
     }
   } catch (const std::exception& e) {
     if (++st.failures <= 5)
-      ADD_FAILURE() << "printed text does not parse: " << e.what() << "\ninput:\n" << excerpt(input)
-                    << "\nprinted:\n" << excerpt(text);
+      ADD_FAILURE() << "printed text does not parse: " << e.what() << "\ninput:\n"
+                    << excerpt(input) << "\nprinted:\n"
+                    << excerpt(text);
   }
 }
 

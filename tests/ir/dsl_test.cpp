@@ -40,11 +40,18 @@ namespace tl {
 namespace {
 TEST(Dsl, NamesMustBeIdentifiers) {
   for (const char* bad : {"in", "a b", "T", "1x", ""}) {
-    EXPECT_THROW(T::prim_func("f", {T::Tensor("A", {16}, f32)}, [&] {
-      T::Kernel(1, [&](Expr, Expr) { T::Scope(Core::Vector, [&] { T::alloc_ub(bad, {16}, f32); }); });
-    }), Error) << bad;
+    EXPECT_THROW(T::prim_func("f", {T::Tensor("A", {16}, f32)},
+                              [&] {
+                                T::Kernel(1, [&](Expr, Expr) {
+                                  T::Scope(Core::Vector, [&] { T::alloc_ub(bad, {16}, f32); });
+                                });
+                              }),
+                 Error)
+        << bad;
   }
-  EXPECT_THROW(T::prim_func("f", {T::Tensor("a b", {16}, f32)}, [&] { T::Kernel(1, [&](Expr, Expr) {}); }), Error);
+  EXPECT_THROW(
+      T::prim_func("f", {T::Tensor("a b", {16}, f32)}, [&] { T::Kernel(1, [&](Expr, Expr) {}); }),
+      Error);
 }
 }  // namespace
 }  // namespace tl

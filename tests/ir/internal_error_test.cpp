@@ -21,10 +21,11 @@ TEST(InternalError, AssertThrowsWithFileLineConditionAndContext) {
     EXPECT_EQ(e.line(), line);
     EXPECT_EQ(e.condition(), "1 + 1 == 3");
     EXPECT_EQ(e.context(), "arithmetic is broken: 2 != 3");
-    EXPECT_EQ(std::string(e.what()),
-              fmt::format("tl-ascend internal error at tests/ir/internal_error_test.cpp:{}: assertion "
-                          "`1 + 1 == 3` failed: arithmetic is broken: 2 != 3",
-                          line));
+    EXPECT_EQ(
+        std::string(e.what()),
+        fmt::format("tl-ascend internal error at tests/ir/internal_error_test.cpp:{}: assertion "
+                    "`1 + 1 == 3` failed: arithmetic is broken: 2 != 3",
+                    line));
   }
 }
 
@@ -55,7 +56,8 @@ TEST(InternalError, IsAStdException) {
   try {
     env_value("TL_NO_SUCH_VARIABLE");
   } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("tl-ascend internal error at src/support/env.cpp:"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("tl-ascend internal error at src/support/env.cpp:"),
+              std::string::npos)
         << e.what();
     return;
   }
@@ -69,10 +71,12 @@ TEST(InternalError, RaisedOnACoreThreadReachesTheCallerOfLaunch) {
   // threads); the launch rethrows it to the caller, still an InternalError. (A stray variable
   // used to serve here; the NPU's compile step now reports unbound symbols as user errors.)
   Buffer X = BufferNode::make("X", f32, {64}, MemScope::GM);
-  Stmt add = TileOpNode::make(find_op("tile.add"), {TileArg(Expr(1.0)), TileArg(Expr(1.0)), TileArg(Expr(1.0))}, {});
+  Stmt add = TileOpNode::make(find_op("tile.add"),
+                              {TileArg(Expr(1.0)), TileArg(Expr(1.0)), TileArg(Expr(1.0))}, {});
   Var cid("cid"), vid("vid");
-  PrimFunc f = make_prim_func("raw_op", {}, {Param{X, {}}},
-                              KernelNode::make(4, cid, vid, ScopeNode::make(CoreKind::Vector, add)));
+  PrimFunc f =
+      make_prim_func("raw_op", {}, {Param{X, {}}},
+                     KernelNode::make(4, cid, vid, ScopeNode::make(CoreKind::Vector, add)));
   auto k = compile(f, default_target(), {.verify = false, .lower = false, .cache = false});
   Device dev;
   Tensor t = Tensor::empty(dev, {64}, f32);

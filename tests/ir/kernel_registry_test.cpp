@@ -11,9 +11,10 @@ namespace tl {
 namespace {
 
 KernelEntry entry(const std::string& name) {
-  return KernelEntry{.name = name, .summary = "test kernel", .params = {}, .build = [](const KernelArgs&) {
-                       return PrimFunc();
-                     }};
+  return KernelEntry{
+      .name = name, .summary = "test kernel", .params = {}, .build = [](const KernelArgs&) {
+        return PrimFunc();
+      }};
 }
 
 using testing::error_of;
@@ -46,7 +47,8 @@ TEST(KernelRegistry, DuplicateNameIsReportedByEveryLookupWithBothSites) {
   EXPECT_TRUE(r.add(entry("gemm"), SourceLoc{"examples/my_gemm.cpp", 12}));  // accepted: no throw
   for (const std::string& msg : {error_of([&] { r.entries(); }), error_of([&] { r.find("gemm"); }),
                                  error_of([&] { r.find("other"); })}) {
-    EXPECT_NE(msg.find("kernel 'gemm' at examples/gemm.cpp:39 and at examples/my_gemm.cpp:12"), std::string::npos)
+    EXPECT_NE(msg.find("kernel 'gemm' at examples/gemm.cpp:39 and at examples/my_gemm.cpp:12"),
+              std::string::npos)
         << msg;
     EXPECT_NE(msg.find("registered twice"), std::string::npos) << msg;
   }

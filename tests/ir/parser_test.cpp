@@ -46,9 +46,15 @@ const Var cid("cid"), vid("vid"), x("x", f32), n("n", i64);
 const Buffer A = BufferNode::make("A", f16, {Var("N"), 16}, MemScope::GM);
 const Buffer acc = BufferNode::make("acc", f32, {1}, MemScope::Var);
 
-Expr B(BinOp op, Expr a, Expr b) { return BinaryNode::make(op, std::move(a), std::move(b)); }
-Expr I(int64_t v, DType t = i32) { return IntImmNode::make(t, v); }
-Expr F(double v, DType t = f32) { return FloatImmNode::make(t, v); }
+Expr B(BinOp op, Expr a, Expr b) {
+  return BinaryNode::make(op, std::move(a), std::move(b));
+}
+Expr I(int64_t v, DType t = i32) {
+  return IntImmNode::make(t, v);
+}
+Expr F(double v, DType t = f32) {
+  return FloatImmNode::make(t, v);
+}
 
 void expect_round_trip(const Expr& e) {
   std::string text = print(e);
@@ -90,9 +96,19 @@ TEST(Parser, LiteralsOfEveryKind) {
 }
 
 TEST(Parser, FloatLiteralsRoundTripBitExactly) {
-  const double values[] = {0.1,  1.0 / 3,   1e20,   1e-300, 5e-324 /* subnormal */, -0.0, 0.0,
-                           -2.5, 3.4028234663852886e38, 123456789.125, 6.02214076e23,
-                           std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(),
+  const double values[] = {0.1,
+                           1.0 / 3,
+                           1e20,
+                           1e-300,
+                           5e-324 /* subnormal */,
+                           -0.0,
+                           0.0,
+                           -2.5,
+                           3.4028234663852886e38,
+                           123456789.125,
+                           6.02214076e23,
+                           std::numeric_limits<double>::max(),
+                           std::numeric_limits<double>::infinity(),
                            -std::numeric_limits<double>::infinity()};
   for (double v : values) {
     for (DType t : {f32, f16, f64}) {
@@ -101,7 +117,8 @@ TEST(Parser, FloatLiteralsRoundTripBitExactly) {
       auto* fi = p.as<FloatImmNode>();
       ASSERT_TRUE(fi) << print(e);
       EXPECT_EQ(fi->dtype, t);
-      EXPECT_EQ(std::memcmp(&fi->value, &v, sizeof v), 0) << print(e) << " read back as " << fi->value;
+      EXPECT_EQ(std::memcmp(&fi->value, &v, sizeof v), 0)
+          << print(e) << " read back as " << fi->value;
     }
   }
   // -0.0 prints as a negative literal and reads back with its sign.
@@ -112,27 +129,28 @@ TEST(Parser, FloatLiteralsRoundTripBitExactly) {
 TEST(Parser, PrecedenceCornersRoundTrip) {
   Expr c = cid, v = vid;
   const Expr cases[] = {
-      B(BinOp::Sub, c, B(BinOp::Sub, v, 1)),                  // cid - (vid - 1)
-      B(BinOp::Sub, B(BinOp::Sub, c, v), 1),                  // cid - vid - 1
-      B(BinOp::Mul, B(BinOp::Add, c, v), 2),                  // (cid + vid) * 2
-      B(BinOp::FloorDiv, c, B(BinOp::Mul, v, 2)),             // cid // (vid * 2)
-      B(BinOp::FloorMod, B(BinOp::FloorDiv, c, 4), 3),        // cid // 4 % 3
-      B(BinOp::Div, x, B(BinOp::Div, x, 2.0)),                // x / (x / 2.0)
-      B(BinOp::Sub, c, I(-5)),                                // cid - -5
-      B(BinOp::Mul, I(-1), c),                                // -1 * cid
-      B(BinOp::Mul, F(-1.5), x),                              // -1.5 * x
-      B(BinOp::Sub, I(0), B(BinOp::Sub, I(0), c)),            // nested negation: 0 - (0 - cid)
-      B(BinOp::Sub, F(0.0), x),                               // 0.0 - x
-      B(BinOp::Mul, x, F(-1.0)),                              // -x
-      B(BinOp::Mul, B(BinOp::Mul, x, F(-1.0)), F(-1.0)),      // --x
+      B(BinOp::Sub, c, B(BinOp::Sub, v, 1)),              // cid - (vid - 1)
+      B(BinOp::Sub, B(BinOp::Sub, c, v), 1),              // cid - vid - 1
+      B(BinOp::Mul, B(BinOp::Add, c, v), 2),              // (cid + vid) * 2
+      B(BinOp::FloorDiv, c, B(BinOp::Mul, v, 2)),         // cid // (vid * 2)
+      B(BinOp::FloorMod, B(BinOp::FloorDiv, c, 4), 3),    // cid // 4 % 3
+      B(BinOp::Div, x, B(BinOp::Div, x, 2.0)),            // x / (x / 2.0)
+      B(BinOp::Sub, c, I(-5)),                            // cid - -5
+      B(BinOp::Mul, I(-1), c),                            // -1 * cid
+      B(BinOp::Mul, F(-1.5), x),                          // -1.5 * x
+      B(BinOp::Sub, I(0), B(BinOp::Sub, I(0), c)),        // nested negation: 0 - (0 - cid)
+      B(BinOp::Sub, F(0.0), x),                           // 0.0 - x
+      B(BinOp::Mul, x, F(-1.0)),                          // -x
+      B(BinOp::Mul, B(BinOp::Mul, x, F(-1.0)), F(-1.0)),  // --x
       B(BinOp::Sub, x, B(BinOp::Mul, B(BinOp::Add, x, 1.0), F(-1.0))),  // x - -(x + 1.0)
-      B(BinOp::Mul, F(2.0), F(-1.0)),                         // 2.0 * -1.0 (not -2.0)
-      B(BinOp::And, B(BinOp::LT, c, v), B(BinOp::Or, B(BinOp::EQ, c, 1), NotNode::make(B(BinOp::GE, v, 2)))),
+      B(BinOp::Mul, F(2.0), F(-1.0)),                                   // 2.0 * -1.0 (not -2.0)
+      B(BinOp::And, B(BinOp::LT, c, v),
+        B(BinOp::Or, B(BinOp::EQ, c, 1), NotNode::make(B(BinOp::GE, v, 2)))),
       B(BinOp::Or, B(BinOp::And, B(BinOp::LT, c, 1), B(BinOp::GT, v, 0)), B(BinOp::NE, c, v)),
       NotNode::make(B(BinOp::And, B(BinOp::LT, c, 1), B(BinOp::LE, v, 0))),
       NotNode::make(NotNode::make(B(BinOp::EQ, c, 0))),
-      B(BinOp::EQ, B(BinOp::EQ, c, v), I(0, DType::Bool)),   // (cid == vid) == False
-      B(BinOp::LT, c, B(BinOp::LT, v, 1)),                    // cid < (vid < 1)
+      B(BinOp::EQ, B(BinOp::EQ, c, v), I(0, DType::Bool)),  // (cid == vid) == False
+      B(BinOp::LT, c, B(BinOp::LT, v, 1)),                  // cid < (vid < 1)
       B(BinOp::EQ, NotNode::make(B(BinOp::LT, c, 1)), I(1, DType::Bool)),
       B(BinOp::Add, c, NotNode::make(B(BinOp::LT, c, 1))),
       B(BinOp::BitOr, B(BinOp::BitXor, c, B(BinOp::BitAnd, v, 3)), B(BinOp::Shl, c, 2)),
@@ -140,7 +158,7 @@ TEST(Parser, PrecedenceCornersRoundTrip) {
       B(BinOp::Shr, B(BinOp::Add, c, v), 1),
       B(BinOp::Add, c, B(BinOp::Shl, v, 1)),
       B(BinOp::Shl, B(BinOp::Shl, c, 1), B(BinOp::Shr, v, 2)),
-      B(BinOp::Add, n, c),                                    // int64 + int32 promotes
+      B(BinOp::Add, n, c),  // int64 + int32 promotes
       B(BinOp::Min, B(BinOp::Max, c, 0), B(BinOp::TruncDiv, v, 2)),
       B(BinOp::TruncMod, B(BinOp::Add, c, 1), B(BinOp::Sub, v, 1)),
       SelectNode::make(B(BinOp::LT, c, 2), x, F(-std::numeric_limits<double>::infinity())),
@@ -164,15 +182,15 @@ TEST(Parser, PythonPrecedenceFromHandWrittenText) {
   Expr c = cid, v = vid;
   EXPECT_TRUE(structural_equal(parse_expr("cid + vid * 2"), B(BinOp::Add, c, B(BinOp::Mul, v, 2))));
   EXPECT_TRUE(structural_equal(parse_expr("cid - vid - 1"), B(BinOp::Sub, B(BinOp::Sub, c, v), 1)));
-  EXPECT_TRUE(structural_equal(parse_expr("not cid < 1 and vid == 0 or False"),
-                               B(BinOp::Or,
-                                 B(BinOp::And, NotNode::make(B(BinOp::LT, c, 1)), B(BinOp::EQ, v, 0)),
-                                 I(0, DType::Bool))));
-  EXPECT_TRUE(structural_equal(parse_expr("cid | vid ^ 1 & 2 << 3 + 4"),
-                               B(BinOp::BitOr, c,
-                                 B(BinOp::BitXor, v,
-                                   B(BinOp::BitAnd, I(1),
-                                     B(BinOp::Shl, I(2), B(BinOp::Add, I(3), I(4))))))));
+  EXPECT_TRUE(structural_equal(
+      parse_expr("not cid < 1 and vid == 0 or False"),
+      B(BinOp::Or, B(BinOp::And, NotNode::make(B(BinOp::LT, c, 1)), B(BinOp::EQ, v, 0)),
+        I(0, DType::Bool))));
+  EXPECT_TRUE(structural_equal(
+      parse_expr("cid | vid ^ 1 & 2 << 3 + 4"),
+      B(BinOp::BitOr, c,
+        B(BinOp::BitXor, v,
+          B(BinOp::BitAnd, I(1), B(BinOp::Shl, I(2), B(BinOp::Add, I(3), I(4))))))));
   // Unary minus folds into literals (also typed and parenthesised ones), else is 0 - operand
   // for an integer and operand * -1 (an exact sign flip) for a float.
   EXPECT_TRUE(structural_equal(parse_expr("-(5)"), I(-5)));
@@ -181,8 +199,9 @@ TEST(Parser, PythonPrecedenceFromHandWrittenText) {
   EXPECT_TRUE(structural_equal(parse_expr("-T.float16(1.5)"), F(-1.5, f16)));
   EXPECT_TRUE(structural_equal(parse_expr("-cid"), B(BinOp::Sub, I(0), c)));
   EXPECT_TRUE(structural_equal(parse_expr("-x"), B(BinOp::Mul, x, F(-1.0))));
-  EXPECT_TRUE(structural_equal(parse_expr("-x * -(x + 1.0)"),
-                               B(BinOp::Mul, B(BinOp::Mul, x, F(-1.0)), B(BinOp::Mul, B(BinOp::Add, x, 1.0), F(-1.0)))));
+  EXPECT_TRUE(structural_equal(
+      parse_expr("-x * -(x + 1.0)"),
+      B(BinOp::Mul, B(BinOp::Mul, x, F(-1.0)), B(BinOp::Mul, B(BinOp::Add, x, 1.0), F(-1.0)))));
   EXPECT_TRUE(structural_equal(parse_expr("-n"), B(BinOp::Sub, I(0, i64), n)));
   EXPECT_TRUE(structural_equal(parse_expr("-2 * cid"), B(BinOp::Mul, I(-2), c)));
   EXPECT_TRUE(structural_equal(parse_expr("-cid * 2"), B(BinOp::Mul, B(BinOp::Sub, I(0), c), 2)));
@@ -398,7 +417,8 @@ void expect_error(std::string_view text, std::string_view pos, std::vector<std::
     std::string prefix = fmt::format("bad.tl:{}", pos);
     if (!pos.empty() && pos.back() != ':') prefix += ": ";
     EXPECT_EQ(msg.rfind(prefix, 0), 0u) << msg << "\n  does not start with " << prefix;
-    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << msg << "\n  lacks: " << f;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << msg << "\n  lacks: " << f;
   }
 }
 
@@ -417,8 +437,10 @@ TEST(ParserErrors, ReportLineColumnExpectedAndGot) {
                {"expected an attribute 'name=value'", "got 'u'"});
   expect_error("        v = T.alloc_ub((16,), \"float17\")\n", "5:31",
                {"expected a dtype string", "got string \"float17\""});
-  expect_error("        T.set_flag(\"MTE9\", \"V\", 0)\n", "5:20", {"expected a pipe", "got string \"MTE9\""});
-  expect_error("        T.pipe_barrier(\"V)\n", "5:27", {"expected the closing \" of the string, got end of line"});
+  expect_error("        T.set_flag(\"MTE9\", \"V\", 0)\n", "5:20",
+               {"expected a pipe", "got string \"MTE9\""});
+  expect_error("        T.pipe_barrier(\"V)\n", "5:27",
+               {"expected the closing \" of the string, got end of line"});
   expect_error("        x = 1 < 2 < 3\n", "5:19", {"expected no second comparison", "got '<'"});
   expect_error("        for i in T.serial(4):\n          x = 1\n            y = 2\n", "7:13",
                {"expected a statement, got an indented block"});
@@ -428,25 +450,31 @@ TEST(ParserErrors, ReportLineColumnExpectedAndGot) {
   expect_error("        T.barrier_all() 5\n", "5:25", {"expected end of line, got number 5"});
   expect_error("        cid[0] = 1\n", "5:9", {"expected a buffer, got scalar variable 'cid'"});
   expect_error("        x = u + 1\n", "5:13", {"expected a scalar expression, got buffer 'u'"});
-  expect_error("        x = 99999999999999999999\n", "5:13", {"expected an integer literal below 2^64"});
+  expect_error("        x = 99999999999999999999\n", "5:13",
+               {"expected an integer literal below 2^64"});
   expect_error("        x = 9223372036854775808\n", "5:13", {"out of range for int32"});
   expect_error("        x = 1e999\n", "5:13", {"expected a float literal in range, got 1e999"});
   expect_error("        x = T.exp(1.0, 2.0)\n", "5:15", {"expected 1 argument for T.exp, got 2"});
   expect_error("        x = T.frob(1)\n", "5:15", {"unknown function 'T.frob'"});
-  expect_error("        x = float(\"infinity\")\n", "5:19", {"expected \"inf\", \"-inf\" or \"nan\""});
+  expect_error("        x = float(\"infinity\")\n", "5:19",
+               {"expected \"inf\", \"-inf\" or \"nan\""});
   expect_error("        x = u[0:4, 0:4]\n", "5:16", {"expected ']', got ':'"});
-  expect_error("        for i in T.Pipelined(4):\n            pass\n", "5:31", {"expected 'num_stages='"});
+  expect_error("        for i in T.Pipelined(4):\n            pass\n", "5:31",
+               {"expected 'num_stages='"});
   expect_error("        with T.Scope(\"Tensor\"):\n            pass\n", "5:22",
                {"expected \"Cube\" or \"Vector\", got string \"Tensor\""});
-  expect_error("        T.set_cross_flag(\"FIX\", 0, mode=3)\n", "5:41", {"expected mode in [0, 2], got 3"});
+  expect_error("        T.set_cross_flag(\"FIX\", 0, mode=3)\n", "5:41",
+               {"expected mode in [0, 2], got 3"});
   expect_error("        for = 3\n", "5:13", {"expected a loop variable name, got '='"});
-  expect_error("        x = 1 $ 2\n", "5:15", {"expected a name, number, string or operator, got '$'"});
+  expect_error("        x = 1 $ 2\n", "5:15",
+               {"expected a name, number, string or operator, got '$'"});
   expect_error("        pass\n@T.prim_func\n", "6:1", {"expected end of input"});
   expect_error("        x = (1 + 2\n", "6:1", {"expected ')', got end of line"});
 }
 
 TEST(ParserErrors, DepthIsCapped) {
-  std::string deep_parens = "        x = " + std::string(300, '(') + "1" + std::string(300, ')') + "\n";
+  std::string deep_parens =
+      "        x = " + std::string(300, '(') + "1" + std::string(300, ')') + "\n";
   expect_error(deep_parens, "5:", {"nested too deeply"});
   std::string long_chain = "        x = 1";
   for (int i = 0; i < 100000; ++i) long_chain += " + 1";

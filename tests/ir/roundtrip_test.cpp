@@ -49,9 +49,12 @@ TEST(RoundTrip, EveryRegisteredKernel) {
 /// A value of the attribute's type that differs from its default (so that it is printed).
 AttrValue non_default(const AttrSpec& a) {
   switch (a.default_value.index()) {
-    case 0: return !std::get<bool>(a.default_value);
-    case 1: return std::get<int64_t>(a.default_value) + 1;
-    case 2: return std::get<double>(a.default_value) - 2.5;
+    case 0:
+      return !std::get<bool>(a.default_value);
+    case 1:
+      return std::get<int64_t>(a.default_value) + 1;
+    case 2:
+      return std::get<double>(a.default_value) - 2.5;
     default:
       if (!a.choices.empty())
         return a.choices.back() != std::get<std::string>(a.default_value) ? a.choices.back()
@@ -66,19 +69,28 @@ void emit_every_op(const Buffer& t, const Buffer& s, const Var& base, const Expr
   int n = 0;
   auto tile = [&]() -> TileArg {
     switch (n++ % 5) {
-      case 0: return t;
-      case 1: return t.region({0, 0}, {8, 16});
-      case 2: return t.region({4, 0}, {4, 16});
-      case 3: return t.region({base, i * 2}, {8, 2});
-      default: return t.region({i, 1}, {base % 8, 4});
+      case 0:
+        return t;
+      case 1:
+        return t.region({0, 0}, {8, 16});
+      case 2:
+        return t.region({4, 0}, {4, 16});
+      case 3:
+        return t.region({base, i * 2}, {8, 2});
+      default:
+        return t.region({i, 1}, {base % 8, 4});
     }
   };
   auto scalar = [&]() -> TileArg {
     switch (n++ % 4) {
-      case 0: return 2.5;
-      case 1: return base + 1;
-      case 2: return s();
-      default: return i == 0;
+      case 0:
+        return 2.5;
+      case 1:
+        return base + 1;
+      case 2:
+        return s();
+      default:
+        return i == 0;
     }
   };
   for (const OpDef* op : all_ops()) {
@@ -125,14 +137,17 @@ PrimFunc every_statement_expression_and_op() {
       Var base = T::let("base", cid * 64 + vid);
       // Every expression kind and precedence level.
       T::let("e_arith", (base - (cid - 1)) * 3 / 2 % 5 - (-4));
-      T::let("e_logic", (cid < 2 && !(vid == 1)) || (base >= 7 && base != 9) || cid <= 0 || vid > 1);
-      T::let("e_bits", bitwise_or(bitwise_xor(cid, bitwise_and(vid, 3)), shift_left(cid, shift_right(base, 1))));
+      T::let("e_logic",
+             (cid < 2 && !(vid == 1)) || (base >= 7 && base != 9) || cid <= 0 || vid > 1);
+      T::let("e_bits", bitwise_or(bitwise_xor(cid, bitwise_and(vid, 3)),
+                                  shift_left(cid, shift_right(base, 1))));
       T::let("e_minmax", min(max(cid, vid), truncdiv(base, 3)) + truncmod(base, -3));
       T::let("e_select", select(cid == 0, exp(eps), pow(eps, 2.0) - log(eps) * sqrt(eps)));
       T::let("e_call", rsqrt(abs(sigmoid(acc()))) / 3.0);
       T::let("e_cast", cast(f16, acc()) + imm(f16, 1.5) + imm(f16, -inf));
       T::let("e_i64", k * 2 + imm(i64, -7) + cast(i64, cid));
-      T::let("e_float", Expr(0.1) + Expr(-0.0) + Expr(1e-300) + Expr(inf) + Expr(-inf) + (-Expr(eps)));
+      T::let("e_float",
+             Expr(0.1) + Expr(-0.0) + Expr(1e-300) + Expr(inf) + Expr(-inf) + (-Expr(eps)));
       T::let("e_load", A(base % 64, 3) + ub(1, 2));
       T::let("e_str", StringImmNode::make("a \"string\"\n"));
       T::let("e_bool", Expr(true) == !Expr(false));
@@ -154,10 +169,12 @@ PrimFunc every_statement_expression_and_op() {
         T::Parallel(16, [&](Expr p) { T::store(ub, {p, 0}, imm(f16, 0.0)); });
         T::Pipelined(8, 2, [&](Expr) { T::pipe_barrier(Pipe::V); });
         T::serial(2, 10, [&](Expr i) {
-          T::If(vid == 0, [&] { T::set_cross_flag(Pipe::FIX, i, 1); },
-                [&] { T::wait_cross_flag(i); });
+          T::If(
+              vid == 0, [&] { T::set_cross_flag(Pipe::FIX, i, 1); },
+              [&] { T::wait_cross_flag(i); });
           T::If(i > 4, [&] { T::copy(A.at({0, 0}), ub, {.pad_value = -inf}); });
-          T::If(i > 5, [&] {}, [&] {});
+          T::If(
+              i > 5, [&] {}, [&] {});
           emit_every_op(ub, acc, base, i);
         });
         T::printf("cid=%d acc=%f", {cid, acc()});
@@ -175,12 +192,33 @@ TEST(RoundTrip, EveryStatementExpressionAndOp) {
   std::string text = print(f);
   for (const OpDef* op : all_ops())
     EXPECT_NE(text.find("T." + op->name + "("), std::string::npos) << op->name;
-  for (const char* s : {"T.alloc_L1(", "T.alloc_L0A(", "T.alloc_L0B(", "T.alloc_L0C(", "T.alloc_ub(",
-                        "T.alloc_shared(", "T.alloc_fragment(", "T.alloc_var(", "T.serial(",
-                        "T.unroll(", "T.Parallel(", "T.Pipelined(", ", min=", "else:", "pass",
-                        "T.set_flag(", "T.wait_flag(", "T.pipe_barrier(", "T.barrier_all()",
-                        "T.set_cross_flag(", "T.wait_cross_flag(", "T.sync_all()", "with T.Scope(",
-                        "address=", "strides=", "T.dynamic(\"L\", \"int64\")", "float(\"-inf\")"})
+  for (const char* s : {"T.alloc_L1(",
+                        "T.alloc_L0A(",
+                        "T.alloc_L0B(",
+                        "T.alloc_L0C(",
+                        "T.alloc_ub(",
+                        "T.alloc_shared(",
+                        "T.alloc_fragment(",
+                        "T.alloc_var(",
+                        "T.serial(",
+                        "T.unroll(",
+                        "T.Parallel(",
+                        "T.Pipelined(",
+                        ", min=",
+                        "else:",
+                        "pass",
+                        "T.set_flag(",
+                        "T.wait_flag(",
+                        "T.pipe_barrier(",
+                        "T.barrier_all()",
+                        "T.set_cross_flag(",
+                        "T.wait_cross_flag(",
+                        "T.sync_all()",
+                        "with T.Scope(",
+                        "address=",
+                        "strides=",
+                        "T.dynamic(\"L\", \"int64\")",
+                        "float(\"-inf\")"})
     EXPECT_NE(text.find(s), std::string::npos) << s;
   expect_round_trip(f);
 }

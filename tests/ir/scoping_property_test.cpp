@@ -85,7 +85,8 @@ class Generator {
     if (pick(3) == 0 && stmts.size() >= 2) {
       // An inner raw Seq inside the block: no scope of its own under the rule.
       size_t cut = 1 + pick(static_cast<int>(stmts.size() - 1));
-      std::vector<Stmt> head(stmts.begin(), stmts.begin() + cut), tail(stmts.begin() + cut, stmts.end());
+      std::vector<Stmt> head(stmts.begin(), stmts.begin() + cut),
+          tail(stmts.begin() + cut, stmts.end());
       std::vector<Stmt> both = {Stmt(std::make_shared<SeqNode>(std::move(head), SourceLoc{}))};
       both.insert(both.end(), tail.begin(), tail.end());
       return Stmt(std::make_shared<SeqNode>(std::move(both), SourceLoc{}));
@@ -107,12 +108,14 @@ class Generator {
     switch (k) {
       case 0:
       case 1: {  // an Allocate, alone or wrapped with its first use in a raw Seq
-        Buffer b = BufferNode::make(fresh("ub"), DType::Float32, {Expr(16), Expr(64)}, MemScope::UB);
+        Buffer b =
+            BufferNode::make(fresh("ub"), DType::Float32, {Expr(16), Expr(64)}, MemScope::UB);
         bufs_.push_back(b);
         Stmt alloc = AllocateNode::make(b);
         if (pick(2)) return alloc;
         std::vector<Stmt> wrapped = {alloc};
-        if (pick(2)) wrapped.push_back(make_tile_op("tile.fill", {TileArg(b), TileArg(Expr(1.0))}, {}, {}));
+        if (pick(2))
+          wrapped.push_back(make_tile_op("tile.fill", {TileArg(b), TileArg(Expr(1.0))}, {}, {}));
         return Stmt(std::make_shared<SeqNode>(std::move(wrapped), SourceLoc{}));
       }
       case 2: {  // a Let
@@ -192,7 +195,8 @@ TEST(ScopingProperty, VerifierAgreesWithPrintParseAndStructuralEquality) {
     }
     ASSERT_EQ(v, verdict(g)) << "verify(f) and verify(parse(print(f))) disagree:\n"
                              << format_diagnostics(verify(f)) << "---\n"
-                             << format_diagnostics(verify(g)) << "---\n" << text;
+                             << format_diagnostics(verify(g)) << "---\n"
+                             << text;
     ASSERT_TRUE(structural_equal(f, g)) << first_difference(f, g) << "\n" << text;
     // A structurally equal twin with other block structure gets the same verdict and hash.
     PrimFunc twin = with_body(f, gen.rewrap(f->body));
@@ -228,10 +232,10 @@ TEST(ScopingProperty, AllocateInItsOwnSequenceVerifiesAndCompiles) {
   Buffer b = BufferNode::make("b", DType::Float32, {Expr(16), Expr(64)}, MemScope::UB);
   auto build = [&](bool raw_nesting) {
     Stmt alloc = AllocateNode::make(b);
-    Stmt wrapped = raw_nesting ? Stmt(std::make_shared<SeqNode>(std::vector<Stmt>{alloc}, SourceLoc{}))
-                               : SeqNode::make({alloc});
-    std::vector<Stmt> vec = {wrapped,
-                             make_tile_op("copy", {TileArg(X), TileArg(b)}, {}, {}),
+    Stmt wrapped = raw_nesting
+                       ? Stmt(std::make_shared<SeqNode>(std::vector<Stmt>{alloc}, SourceLoc{}))
+                       : SeqNode::make({alloc});
+    std::vector<Stmt> vec = {wrapped, make_tile_op("copy", {TileArg(X), TileArg(b)}, {}, {}),
                              SyncNode::make(SyncKind::SetFlag, Pipe::MTE2, Pipe::MTE3, Expr(0), 0),
                              SyncNode::make(SyncKind::WaitFlag, Pipe::MTE2, Pipe::MTE3, Expr(0), 0),
                              make_tile_op("copy", {TileArg(b), TileArg(X)}, {}, {})};

@@ -53,7 +53,8 @@ TEST(SourceLoc, DslUserErrorsCarryTheOverride) {
   ScopedSourceLoc at(SourceLoc{"kernel.py", 12});
   try {
     T::prim_func("f", {T::Tensor("A", {16}, f32)}, [&] {
-      T::Kernel(1, [&](Expr, Expr) { T::Scope(Core::Vector, [&] { T::alloc_ub("", {16}, f32); }); });
+      T::Kernel(1,
+                [&](Expr, Expr) { T::Scope(Core::Vector, [&] { T::alloc_ub("", {16}, f32); }); });
     });
     FAIL() << "expected a tl::Error";
   } catch (const Error& e) {
@@ -83,10 +84,12 @@ TEST(SourceLoc, VerifierDiagnosticsCarryTheOverride) {
 
 TEST(SourceLoc, GuardsNestAndRestore) {
   auto line_of_barrier = [] {
-    PrimFunc f = T::prim_func("f", {}, [&] { T::Kernel(1, [&](Expr, Expr) { T::barrier_all(); }); });
+    PrimFunc f =
+        T::prim_func("f", {}, [&] { T::Kernel(1, [&](Expr, Expr) { T::barrier_all(); }); });
     std::string text = print(f);
     size_t at = text.find("T.barrier_all()  # @");
-    return at == std::string::npos ? std::string() : text.substr(at + 20, text.find('\n', at) - at - 20);
+    return at == std::string::npos ? std::string()
+                                   : text.substr(at + 20, text.find('\n', at) - at - 20);
   };
   {
     ScopedSourceLoc outer(SourceLoc{"a.py", 1});
@@ -97,7 +100,8 @@ TEST(SourceLoc, GuardsNestAndRestore) {
     }
     EXPECT_EQ(line_of_barrier(), "a.py:1");
   }
-  EXPECT_NE(line_of_barrier().find("tests/ir/source_loc_test.cpp:"), std::string::npos) << line_of_barrier();
+  EXPECT_NE(line_of_barrier().find("tests/ir/source_loc_test.cpp:"), std::string::npos)
+      << line_of_barrier();
 }
 
 TEST(SourceLoc, TheOverrideIsPerThread) {

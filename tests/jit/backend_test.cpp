@@ -88,7 +88,7 @@ TEST_F(Backends, TheNpuIsABackend) {
   PrimFunc f = parse(kCopy);
   auto artifact = compile(npu_backend(), f, default_target(), memory_only());
   CompiledKernel k = compile(f, default_target(), memory_only());  // the convenience form
-  EXPECT_EQ(k.func().get(), artifact->func.get());  // the same cache entry
+  EXPECT_EQ(k.func().get(), artifact->func.get());                 // the same cache entry
   Device dev;
   Tensor X = arange(dev, {64}, f32);
   k.launch(dev, {X});
@@ -120,7 +120,8 @@ TEST_F(Backends, DiskHitRebuildsTheArtifactFromTheStoredIr) {
   auto a = compile(echo, f, default_target(), o);
   std::string file = jit::cache_file(echo, f, default_target(), o);
   std::string text = jittest::read_file(file);
-  EXPECT_NE(text.substr(0, text.find('\n')).find("\"backend\":\"echo\""), std::string::npos) << text;
+  EXPECT_NE(text.substr(0, text.find('\n')).find("\"backend\":\"echo\""), std::string::npos)
+      << text;
   jit::clear_cache();  // a new process
   EchoBackend again;
   auto b = compile(again, f, default_target(), o);
@@ -154,8 +155,9 @@ TEST_F(Backends, VerifyAndLowerAreSeparateOptions) {
   EXPECT_FALSE(planned(no_lower->func));
   // Four keys, four entries.
   std::set<std::string> keys;
-  for (CompileOptions o : {CompileOptions{}, CompileOptions{.verify = false}, CompileOptions{.lower = false},
-                           CompileOptions{.verify = false, .lower = false}})
+  for (CompileOptions o :
+       {CompileOptions{}, CompileOptions{.verify = false}, CompileOptions{.lower = false},
+        CompileOptions{.verify = false, .lower = false}})
     keys.insert(jit::cache_key(echo, f, default_target(), o));
   EXPECT_EQ(keys.size(), 4u);
   EXPECT_EQ(jit::cache_entries(), 4u);

@@ -20,8 +20,9 @@ std::string compute_id(const std::string& source_dir) {
   const char* root = std::getenv("TL_SOURCE_DIR");
   TempDir out;
   std::string cpp = (out.path() / "build_id.cpp").string();
-  std::string cmd = fmt::format("\"{}\" -DSOURCE_DIR=\"{}\" -DOUTPUT=\"{}\" -P \"{}/cmake/build_id.cmake\"",
-                                TL_CMAKE_COMMAND, source_dir, cpp, root);
+  std::string cmd =
+      fmt::format("\"{}\" -DSOURCE_DIR=\"{}\" -DOUTPUT=\"{}\" -P \"{}/cmake/build_id.cmake\"",
+                  TL_CMAKE_COMMAND, source_dir, cpp, root);
   if (std::system(cmd.c_str()) != 0) return "";
   std::string text = jittest::read_file(cpp);
   size_t at = text.find("return \"");
@@ -50,8 +51,8 @@ TEST(BuildId, SameSourcesGiveTheSameId) {
   if (!root) GTEST_SKIP() << "TL_SOURCE_DIR not set (run through ctest)";
   // The tree this binary was built from, hashed again into another file: the same id (unless
   // a source was edited after the build).
-  EXPECT_EQ(compute_id(root), build_id())
-      << "the sources under src/ and include/ changed since this binary was built: rebuild, then run ctest";
+  EXPECT_EQ(compute_id(root), build_id()) << "the sources under src/ and include/ changed since "
+                                             "this binary was built: rebuild, then run ctest";
 }
 
 TEST(BuildId, DependsOnContentsAndPathsOnly) {

@@ -43,7 +43,8 @@ const ProcessCacheDir process_cache_dir;
 constexpr int kNormM = 16, kNormN = 512;
 
 PrimFunc norm_kernel(int M = kNormM, int N = kNormN) {
-  return build_kernel(find_kernel("rms_norm"), sizes({{"M", M}, {"N", N}, {"bN", 256}, {"blocks", 2}}));
+  return build_kernel(find_kernel("rms_norm"),
+                      sizes({{"M", M}, {"N", N}, {"bN", 256}, {"blocks", 2}}));
 }
 
 PrimFunc gemm_kernel() {
@@ -62,7 +63,8 @@ void check_norm(const CompiledKernel& k, int M = kNormM, int N = kNormN) {
 void check_gemm(const CompiledKernel& k) {
   const int M = 256, N = 256, K = 128;
   Device dev(k.target());
-  Tensor A = uniform(dev, {M, K}, f16, 1), B = uniform(dev, {K, N}, f16, 2), C = Tensor::empty(dev, {M, N}, f16);
+  Tensor A = uniform(dev, {M, K}, f16, 1), B = uniform(dev, {K, N}, f16, 2),
+         C = Tensor::empty(dev, {M, N}, f16);
   k.launch(dev, {A, B, C});
   auto want = ref::matmul(A.to_vector(), B.to_vector(), M, N, K);
   EXPECT_EQ(ref::compare(C.to_vector(), want, N, 1e-3 * std::sqrt(K), 1e-3), "");
@@ -94,7 +96,8 @@ TEST_F(JitCache, MemoryHitReturnsTheSameProgram) {
   auto a = compile(f, default_target(), memory_only());
   auto b = compile(norm_kernel(), default_target(), memory_only());  // a new, equal PrimFunc
   EXPECT_EQ(&a.program(), &b.program());
-  EXPECT_EQ(&a.program(), &compile(f, default_target(), memory_only()).program());  // the same object
+  EXPECT_EQ(&a.program(),
+            &compile(f, default_target(), memory_only()).program());  // the same object
   EXPECT_EQ(jit::cache_entries(), 1u);
   auto s = jit::cache_stats();
   EXPECT_EQ(s.misses, 1u);
@@ -109,7 +112,8 @@ TEST_F(JitCache, VariableNamesDoNotMatterLocationsDo) {
   std::string text = print(norm_kernel());
   auto a = compile(parse(text), default_target(), memory_only());
   std::string renamed = text;
-  for (size_t pos; (pos = renamed.find("acc_ub")) != std::string::npos;) renamed.replace(pos, 6, "sumsq");
+  for (size_t pos; (pos = renamed.find("acc_ub")) != std::string::npos;)
+    renamed.replace(pos, 6, "sumsq");
   auto b = compile(parse(renamed), default_target(), memory_only());
   EXPECT_EQ(&a.program(), &b.program());
   EXPECT_EQ(jit::cache_stats().memory_hits, 1u);
@@ -213,11 +217,14 @@ TEST_F(JitCache, DiskRoundTripSkipsTheCompilerAndRuns) {
     // Then it is in memory again.
     auto c = compile(f, default_target(), disk_at(d));
     EXPECT_EQ(&b.program(), &c.program());
-    if (f->name == "gemm") check_gemm(b);
-    else check_norm(b);
+    if (f->name == "gemm")
+      check_gemm(b);
+    else
+      check_norm(b);
   }
   // No temporaries left behind.
-  for (const auto& e : fs::directory_iterator(d.path())) EXPECT_EQ(e.path().extension(), ".tlir") << e.path();
+  for (const auto& e : fs::directory_iterator(d.path()))
+    EXPECT_EQ(e.path().extension(), ".tlir") << e.path();
 }
 
 // Replaces the first occurrence of `from` in the file.
@@ -263,7 +270,8 @@ TEST_F(JitCache, DiskHitNeverReturnsAKernelForAnInvalidFunction) {
   ASSERT_NE(at, std::string::npos);
   PrimFunc g = parse(text.replace(at, 9, "T.Parallel("));  // a developer loop: not expert mode
   ASSERT_FALSE(verify(g).empty());
-  std::string good = jittest::read_file(jit::cache_file(npu_backend(), f, default_target(), disk_at(d)));
+  std::string good =
+      jittest::read_file(jit::cache_file(npu_backend(), f, default_target(), disk_at(d)));
   std::string key_f = jit::cache_key(npu_backend(), f, default_target(), disk_at(d));
   std::string key_g = jit::cache_key(npu_backend(), g, default_target(), disk_at(d));
   std::string planted = good;
@@ -274,13 +282,15 @@ TEST_F(JitCache, DiskHitNeverReturnsAKernelForAnInvalidFunction) {
     compile(g, default_target(), disk_at(d));
     FAIL() << "an invalid function compiled from a disk entry";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("developer-loop-in-expert-mode"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("developer-loop-in-expert-mode"), std::string::npos)
+        << e.what();
   }
 }
 
 TEST_F(JitCache, VersionMismatchIsIgnored) {
   expect_rejected([](const std::string& file) {
-    edit(file, "\"version\":\"" + std::string(jit::kCompilerVersion) + "\"", "\"version\":\"tl-ascend-jit-0\"");
+    edit(file, "\"version\":\"" + std::string(jit::kCompilerVersion) + "\"",
+         "\"version\":\"tl-ascend-jit-0\"");
   });
 }
 
@@ -293,7 +303,11 @@ TEST_F(JitCache, CorruptArtifactsAreIgnored) {
   SCOPED_TRACE("empty");
   expect_rejected([](const std::string& file) { jittest::write_file(file, ""); });
   SCOPED_TRACE("garbage");
-  expect_rejected([](const std::string& file) { jittest::write_file(file, "\x7f" "ELF\n\x01\x02\x03 garbage ((("); });
+  expect_rejected([](const std::string& file) {
+    jittest::write_file(file,
+                        "\x7f"
+                        "ELF\n\x01\x02\x03 garbage (((");
+  });
   SCOPED_TRACE("header only");
   expect_rejected([](const std::string& file) {
     std::string t = jittest::read_file(file);

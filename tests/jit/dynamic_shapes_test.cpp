@@ -56,7 +56,8 @@ TEST(DynamicShapes, BlockCountFollowsM) {
   // min(blocks, ceildiv(M, rM)) blocks: M = 0 launches none (and touches nothing).
   PrimFunc f = dynamic_norm();
   std::string text = print(f, {.locations = false});
-  EXPECT_NE(text.find("T.Kernel(T.min(24, (M + 8 - 1) // 8)"), std::string::npos) << text.substr(0, 600);
+  EXPECT_NE(text.find("T.Kernel(T.min(24, (M + 8 - 1) // 8)"), std::string::npos)
+      << text.substr(0, 600);
 }
 
 TEST(DynamicShapes, WrongShapesAreLaunchErrors) {
@@ -68,7 +69,9 @@ TEST(DynamicShapes, WrongShapesAreLaunchErrors) {
     k.launch(dev, {X, W, Y, 1e-6});
     FAIL() << "expected a shape error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'Y' must have shape [5, 512], got [6, 512]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'Y' must have shape [5, 512], got [6, 512]"),
+              std::string::npos)
+        << e.what();
   }
 }
 

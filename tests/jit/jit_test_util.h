@@ -42,12 +42,16 @@ class ScopedEnv {
  public:
   ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
     if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    if (value) ::setenv(name_.c_str(), value->c_str(), 1);
-    else ::unsetenv(name_.c_str());
+    if (value)
+      ::setenv(name_.c_str(), value->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
   }
   ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
+    if (old_)
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -69,7 +73,8 @@ inline void write_file(const fs::path& p, const std::string& text) {
   out << text;
 }
 
-inline std::map<std::string, std::string> sizes(std::initializer_list<std::pair<const char*, int>> kv) {
+inline std::map<std::string, std::string> sizes(
+    std::initializer_list<std::pair<const char*, int>> kv) {
   std::map<std::string, std::string> m;
   for (auto& [k, v] : kv) m[k] = std::to_string(v);
   return m;

@@ -88,7 +88,8 @@ std::vector<uint8_t> f32_inputs() {
   for (uint32_t c = 0; c < 0x7c00; ++c) {  // positive finite fp16
     double a = npu::f16_to_f32(static_cast<uint16_t>(c));
     double b = c == 0x7bff ? 65536.0 : npu::f16_to_f32(static_cast<uint16_t>(c + 1));
-    for (double x : {a, (a + b) / 2}) v.push_back(static_cast<float>(x)), v.push_back(static_cast<float>(-x));
+    for (double x : {a, (a + b) / 2})
+      v.push_back(static_cast<float>(x)), v.push_back(static_cast<float>(-x));
   }
   for (uint32_t c = 0; c < 0x7f80; ++c)  // positive finite bf16 and the midpoint above it
     for (uint32_t bits : {c << 16, (c << 16) | 0x8000u}) {
@@ -97,8 +98,9 @@ std::vector<uint8_t> f32_inputs() {
     }
   for (float x : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                   std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                  std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(), 65520.0f, 65519.996f,
-                  2147483520.0f, 2147483648.0f, -2147483648.0f, 32767.5f, -32768.5f, 9.2233715e18f, -9.2233720e18f})
+                  std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(),
+                  65520.0f, 65519.996f, 2147483520.0f, 2147483648.0f, -2147483648.0f, 32767.5f,
+                  -32768.5f, 9.2233715e18f, -9.2233720e18f})
     v.push_back(x);
   std::mt19937 rng(1);
   while (v.size() < 262144) v.push_back(npu::detail::bits_f32(static_cast<uint32_t>(rng())));
@@ -106,12 +108,34 @@ std::vector<uint8_t> f32_inputs() {
 }
 
 std::vector<int64_t> int_edges(int bits) {
-  std::vector<int64_t> v = {0, 1, -1, 2, -2, 127, -128, 255, 256, 32767, -32768, 32768, -32769, 65535, 65536,
-                            (1 << 24) - 1, 1 << 24, (1 << 24) + 1, (1 << 24) + 3, -(1 << 24) - 1, (1 << 25) + 2,
-                            (1 << 25) + 6, 2147483647, -2147483647 - 1};
+  std::vector<int64_t> v = {0,
+                            1,
+                            -1,
+                            2,
+                            -2,
+                            127,
+                            -128,
+                            255,
+                            256,
+                            32767,
+                            -32768,
+                            32768,
+                            -32769,
+                            65535,
+                            65536,
+                            (1 << 24) - 1,
+                            1 << 24,
+                            (1 << 24) + 1,
+                            (1 << 24) + 3,
+                            -(1 << 24) - 1,
+                            (1 << 25) + 2,
+                            (1 << 25) + 6,
+                            2147483647,
+                            -2147483647 - 1};
   if (bits == 64)
     for (int64_t x : {int64_t{1} << 32, (int64_t{1} << 53) + 1, (int64_t{1} << 62) + 12345,
-                      std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), -(int64_t{1} << 40) - 7})
+                      std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(),
+                      -(int64_t{1} << 40) - 7})
       v.push_back(x);
   for (int64_t k = -1000; k <= 1000; ++k) v.push_back(k);
   std::mt19937_64 rng(2);
@@ -129,8 +153,10 @@ std::vector<uint8_t> inputs_for(DType t) {
   switch (t) {
     case DType::Float16:
     case DType::BFloat16:
-    case DType::Int16: return all_codes16();
-    case DType::Float32: return f32_inputs();
+    case DType::Int16:
+      return all_codes16();
+    case DType::Float32:
+      return f32_inputs();
     case DType::Int8:
     case DType::UInt8: {
       std::vector<uint8_t> v(256);
@@ -142,8 +168,11 @@ std::vector<uint8_t> inputs_for(DType t) {
       std::vector<int32_t> v(e.begin(), e.end());
       return raw(v);
     }
-    case DType::Int64: return raw(int_edges(64));
-    default: ADD_FAILURE() << "no input set for " << dtype_name(t); return {};
+    case DType::Int64:
+      return raw(int_edges(64));
+    default:
+      ADD_FAILURE() << "no input set for " << dtype_name(t);
+      return {};
   }
 }
 
@@ -166,12 +195,29 @@ void reference(DType from, const uint8_t* src, DType to, uint8_t* out, RoundMode
   } else {
     int64_t v = 0;
     switch (from) {
-      case DType::Int8: v = static_cast<int8_t>(src[0]); break;
-      case DType::UInt8: v = src[0]; break;
-      case DType::Int16: { int16_t x; std::memcpy(&x, src, 2); v = x; break; }
-      case DType::Int32: { int32_t x; std::memcpy(&x, src, 4); v = x; break; }
-      case DType::Int64: std::memcpy(&v, src, 8); break;
-      default: break;
+      case DType::Int8:
+        v = static_cast<int8_t>(src[0]);
+        break;
+      case DType::UInt8:
+        v = src[0];
+        break;
+      case DType::Int16: {
+        int16_t x;
+        std::memcpy(&x, src, 2);
+        v = x;
+        break;
+      }
+      case DType::Int32: {
+        int32_t x;
+        std::memcpy(&x, src, 4);
+        v = x;
+        break;
+      }
+      case DType::Int64:
+        std::memcpy(&v, src, 8);
+        break;
+      default:
+        break;
     }
     npu::from_int64(to, v, out, m);
   }
@@ -204,7 +250,8 @@ void check_cast(const CastRule& rule, const std::string& mode) {
     reference(rule.from, in.data() + i * fb, rule.to, want.data(), m);
     const uint8_t* got = D.data() + i * tb;
     if (!same_bits(rule.to, got, want.data()) && bad++ < 5)
-      msg += fmt::format("[{}] src {} got {} want {}; ", i, npu::to_double(rule.from, in.data() + i * fb),
+      msg += fmt::format("[{}] src {} got {} want {}; ", i,
+                         npu::to_double(rule.from, in.data() + i * fb),
                          npu::to_double(rule.to, got), npu::to_double(rule.to, want.data()));
   }
   EXPECT_EQ(bad, 0) << msg;
@@ -219,24 +266,28 @@ TEST(CastOps, EveryA2PairAndModeExhaustive) {
       ++launches;
     }
   }
-  EXPECT_EQ(pairs, 22);  // AscendC Cast's table 4 for A2, less int4b and int32 -> half (SetDeqScale)
+  EXPECT_EQ(pairs,
+            22);  // AscendC Cast's table 4 for A2, less int4b and int32 -> half (SetDeqScale)
   EXPECT_GE(launches, 80);
 }
 
 TEST(CastOps, StridedRegionWithTail) {
-  // fp32 -> fp16 RINT of a [3, 32] region inside a [4, 48] buffer into a region of a [4, 64] buffer:
-  // per-row conversion with pitches; elements outside keep their sentinels.
+  // fp32 -> fp16 RINT of a [3, 32] region inside a [4, 48] buffer into a region of a [4, 64]
+  // buffer: per-row conversion with pitches; elements outside keep their sentinels.
   Device dev;
-  Tensor s = uniform(dev, {4, 48}, DType::Float32, 5, -70000, 70000), d = full(dev, {4, 64}, DType::Float16, 7);
-  run_one_op(dev, {{"s", {4, 48}, DType::Float32}, {"d", {4, 64}, DType::Float16}}, {},
-             [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
-               T::tile::cast(ub[1].region({1, 16}, {3, 32}), ub[0].region({1, 8}, {3, 32}), "CAST_RINT");
-             },
-             {s, d});
+  Tensor s = uniform(dev, {4, 48}, DType::Float32, 5, -70000, 70000),
+         d = full(dev, {4, 64}, DType::Float16, 7);
+  run_one_op(
+      dev, {{"s", {4, 48}, DType::Float32}, {"d", {4, 64}, DType::Float16}}, {},
+      [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
+        T::tile::cast(ub[1].region({1, 16}, {3, 32}), ub[0].region({1, 8}, {3, 32}), "CAST_RINT");
+      },
+      {s, d});
   auto sv = s.to_vector();
   std::vector<double> want(4 * 64, 7.0);
   for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 32; ++c) want[(1 + r) * 64 + 16 + c] = q(DType::Float16, sv[(1 + r) * 48 + 8 + c]);
+    for (int c = 0; c < 32; ++c)
+      want[(1 + r) * 64 + 16 + c] = q(DType::Float16, sv[(1 + r) * 48 + 8 + c]);
   EXPECT_EQ(diff_exact(d.to_vector(), want), "");
 }
 

@@ -133,7 +133,8 @@ Point measure(Path path, int bytes) {
 }
 
 /// The model's latency constant K (bytes) of a path: its own copy_latency_bytes, else the GM
-/// latency in cycles (GM->UB's K over GM->UB's rate) times the path's rate (src/npu/timing_costs.cpp).
+/// latency in cycles (GM->UB's K over GM->UB's rate) times the path's rate
+/// (src/npu/timing_costs.cpp).
 double path_rate(const CostTable& c, double clock_hz, const std::string& key) {
   double r = c.copy_bytes_per_cycle.at(key);
   return std::min(r, c.copy_measured_bytes_per_s.at(key) / clock_hz);
@@ -141,7 +142,8 @@ double path_rate(const CostTable& c, double clock_hz, const std::string& key) {
 double path_k(const CostTable& c, double clock_hz, const std::string& key) {
   if (auto it = c.copy_latency_bytes.find(key); it != c.copy_latency_bytes.end()) return it->second;
   double gm_latency = c.copy_latency_bytes.at("global->UB") / path_rate(c, clock_hz, "global->UB");
-  if (std::string(key).ends_with("->global")) gm_latency *= c.gm_write_latency_fraction;  // a GM write
+  if (std::string(key).ends_with("->global"))
+    gm_latency *= c.gm_write_latency_fraction;  // a GM write
   return gm_latency * path_rate(c, clock_hz, key);
 }
 

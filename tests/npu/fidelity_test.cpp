@@ -68,7 +68,7 @@ TEST(Fidelity, FixpipeToHalfAndBfloat16Saturates) {
       EXPECT_EQ(c[0 * 16 + 0], mx);   // 160,000 -> MAX, not inf
       EXPECT_EQ(c[1 * 16 + 0], -mx);  // -160,000 -> -MAX
     }
-    EXPECT_EQ(c[2 * 16 + 0], mx);  // inf -> MAX
+    EXPECT_EQ(c[2 * 16 + 0], mx);   // inf -> MAX
     EXPECT_EQ(c[3 * 16 + 0], 0.0);  // NaN -> 0
     EXPECT_EQ(c[4 * 16 + 0], 1600.0);
     EXPECT_EQ(c[4 * 16 + 1], 16.0);
@@ -175,10 +175,12 @@ def f(A: T.Tensor((16, {0}), "float16"), B: T.Tensor(({1}, 16), "float16"), C: T
   for (auto [k, kt] : {std::pair{20, 32}, std::pair{40, 64}}) {
     SCOPED_TRACE(fmt::format("K tail {} in a {}-wide tile", k, kt));
     Device dev;
-    Tensor A = uniform(dev, {16, k}, f16, 1), B = from_vector(dev, {kt, 16}, f16, std::vector<double>(kt * 16, 1.0));
+    Tensor A = uniform(dev, {16, k}, f16, 1),
+           B = from_vector(dev, {kt, 16}, f16, std::vector<double>(kt * 16, 1.0));
     Tensor C = Tensor::empty(dev, {16, 16}, f32);
     std::vector<npu::StaleFinding> stale;
-    compile(parse(kernel(k, kt))).launch(dev, {A, B, C}, {.threads = 1, .check_hazards = true, .stale_findings = &stale});
+    compile(parse(kernel(k, kt)))
+        .launch(dev, {A, B, C}, {.threads = 1, .check_hazards = true, .stale_findings = &stale});
     std::vector<double> a = A.to_vector(), c = C.to_vector();
     double row0 = 0;
     for (int j = 0; j < k; ++j) row0 += a[j];
@@ -227,7 +229,8 @@ def f(A: T.Tensor(({0}, 32), "float16"), B: T.Tensor((32, {1}), "float16"), C: T
 
 std::string hazard_text(const std::string& text, int m, int n) {
   Device dev;
-  Tensor A = uniform(dev, {m, 32}, f16, 1), B = uniform(dev, {32, n}, f16, 2), C = Tensor::empty(dev, {m, n}, f32);
+  Tensor A = uniform(dev, {m, 32}, f16, 1), B = uniform(dev, {32, n}, f16, 2),
+         C = Tensor::empty(dev, {m, n}, f32);
   return launch_error(text, dev, {A, B, C}, {.threads = 1, .check_hazards = true});
 }
 
@@ -236,17 +239,20 @@ std::string hazard_text(const std::string& text, int m, int n) {
 // insert_syncs inserts it, and a tile of 10 fractals or more needs none.
 TEST(Fidelity, SmallMmadAccumulationNeedsAPipeMBarrier) {
   std::string missing = hazard_text(two_mmads(32, 32, ""), 32, 32);
-  EXPECT_NE(missing.find("needs pipe_barrier(M) after the previous Mmad"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("needs pipe_barrier(M) after the previous Mmad"), std::string::npos)
+      << missing;
   EXPECT_NE(missing.find("32 x 32 tile (4 fractals"), std::string::npos) << missing;
   EXPECT_EQ(hazard_text(two_mmads(32, 32, "\n            T.pipe_barrier(\"M\")"), 32, 32), "");
   EXPECT_EQ(hazard_text(two_mmads(64, 160, ""), 64, 160), "");  // 4 x 10 = 40 fractals
   // insert_syncs, on the kernel without its syncs, puts the barrier between the two Mmads.
   std::string bare = two_mmads(32, 32, "");
   for (const char* line : {"            T.barrier_all()\n"})
-    for (size_t at; (at = bare.find(line)) != std::string::npos;) bare.erase(at, std::string(line).size());
+    for (size_t at; (at = bare.find(line)) != std::string::npos;)
+      bare.erase(at, std::string(line).size());
   const Target& t = default_target();
   std::string synced = print(insert_syncs(plan_memory(parse(bare), t), t), {.locations = false});
-  size_t first = synced.find("T.mma(a0"), barrier = synced.find("T.pipe_barrier(\"M\""), second = synced.find("T.mma(a1");
+  size_t first = synced.find("T.mma(a0"), barrier = synced.find("T.pipe_barrier(\"M\""),
+         second = synced.find("T.mma(a1");
   ASSERT_NE(barrier, std::string::npos) << synced;
   EXPECT_LT(first, barrier);
   EXPECT_LT(barrier, second);
@@ -270,13 +276,22 @@ def f(X: T.Tensor((8, 64), "float32")):
     return launch_error(text, dev, {X});
   };
   std::string intra = run("            T.set_flag(\"MTE2\", \"V\", 0)\n");
-  EXPECT_NE(intra.find("kernel f, block 0: flags left pending when the block ended"), std::string::npos) << intra;
-  EXPECT_NE(intra.find("block 0 AIV0: set_flag(\"MTE2\", \"V\", 0) was never consumed by a wait_flag"), std::string::npos)
+  EXPECT_NE(intra.find("kernel f, block 0: flags left pending when the block ended"),
+            std::string::npos)
       << intra;
-  std::string cross = run("            T.set_cross_flag(\"MTE2\", 3, mode=1)\n            T.set_cross_flag(\"MTE2\", 3, mode=1)\n            T.wait_cross_flag(3)\n");
-  EXPECT_NE(cross.find("cross-core flag 3: 1 set(s) for AIV0 never consumed by a wait_cross_flag"), std::string::npos)
+  EXPECT_NE(
+      intra.find("block 0 AIV0: set_flag(\"MTE2\", \"V\", 0) was never consumed by a wait_flag"),
+      std::string::npos)
+      << intra;
+  std::string cross =
+      run("            T.set_cross_flag(\"MTE2\", 3, mode=1)\n            "
+          "T.set_cross_flag(\"MTE2\", 3, mode=1)\n            T.wait_cross_flag(3)\n");
+  EXPECT_NE(cross.find("cross-core flag 3: 1 set(s) for AIV0 never consumed by a wait_cross_flag"),
+            std::string::npos)
       << cross;
-  EXPECT_EQ(run("            T.set_flag(\"MTE2\", \"V\", 0)\n            T.wait_flag(\"MTE2\", \"V\", 0)\n"), "");
+  EXPECT_EQ(run("            T.set_flag(\"MTE2\", \"V\", 0)\n            T.wait_flag(\"MTE2\", "
+                "\"V\", 0)\n"),
+            "");
 }
 
 // Item 6: an on-chip operand whose start is computed at run time is checked too. Row r of an
@@ -304,9 +319,11 @@ def f(X: T.Tensor((8, 16), "float32"), r: T.int32):
   };
   EXPECT_EQ(run("x[r:r + 1, 0:16]"), "");
   std::string err = run("x[r:r + 1, r + 1:r + 9]");
-  EXPECT_NE(err.find("T.tile.exp: operand 'dst' ('x' from element [3, 4]) starts at byte 208 of UB, not on a "
-                     "32-byte boundary"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find(
+          "T.tile.exp: operand 'dst' ('x' from element [3, 4]) starts at byte 208 of UB, not on a "
+          "32-byte boundary"),
+      std::string::npos)
       << err;
 }
 
@@ -334,10 +351,13 @@ def f(X: T.Tensor((4, 64), "float32")):
   EXPECT_EQ(run("T.tile.add(x, x, x)"), "");  // in place: the same region
   EXPECT_EQ(run("T.tile.add(x[0:2, 0:64], x[2:4, 0:64], x[0:2, 0:64])"), "");  // disjoint halves
   std::string shifted = run("T.tile.add(x[1:3, 0:64], x[0:2, 0:64], x[0:2, 0:64])");
-  EXPECT_NE(shifted.find("T.tile.add: 'dst' (x[1:3, 0:64]) and 'src0' (x[0:2, 0:64]) overlap partly"), std::string::npos)
+  EXPECT_NE(
+      shifted.find("T.tile.add: 'dst' (x[1:3, 0:64]) and 'src0' (x[0:2, 0:64]) overlap partly"),
+      std::string::npos)
       << shifted;
   std::string reduce = run("T.reduce_sum(x, x[0:1, 0:64], dim=0)");
-  EXPECT_NE(reduce.find("T.reduce_sum takes no overlap between its destination and its sources"), std::string::npos)
+  EXPECT_NE(reduce.find("T.reduce_sum takes no overlap between its destination and its sources"),
+            std::string::npos)
       << reduce;
 }
 
@@ -406,7 +426,8 @@ def f(X: T.Tensor((64,), "{0}"), Y: T.Tensor((64,), "{1}")):
   EXPECT_EQ(first("float32", "float32", "CAST_ROUND", 0.5), 1.0);
   EXPECT_EQ(first("float32", "float32", "CAST_TRUNC", 0.5), 0.0);
   EXPECT_EQ(first("bfloat16", "int32", "CAST_RINT", 2.5), 2.0);
-  for (auto [from, to] : {std::pair{"float32", "bfloat16"}, std::pair{"float32", "int32"}, std::pair{"float16", "int32"}}) {
+  for (auto [from, to] : {std::pair{"float32", "bfloat16"}, std::pair{"float32", "int32"},
+                          std::pair{"float16", "int32"}}) {
     std::string err;
     try {
       compile(parse(cast_kernel(from, to, "CAST_NONE")));
@@ -435,15 +456,17 @@ TEST(Fidelity, ExpertElementwiseAddWithColumnTails) {
       LaunchOptions opt{.threads = 1, .check_hazards = !timed};
       if (timed) opt.profile = &prof;
       kern.launch(dev, args, opt);
-      EXPECT_EQ(ref::check_kernel("elementwise_add", resolve_kernel_args(k, p), args), std::optional<std::string>(""));
+      EXPECT_EQ(ref::check_kernel("elementwise_add", resolve_kernel_args(k, p), args),
+                std::optional<std::string>(""));
     }
   }
 }
 
 /// `op` of the vector unit on 64 fp32 values (a unary tile op, or "div" by `divisor`).
 std::vector<double> vector_op(const char* op, const std::vector<double>& x, double divisor = 1.0) {
-  std::string call = std::string(op) == "div" ? fmt::format("T.tile.div(y, x, T.float32({}))", divisor)
-                                              : fmt::format("T.tile.{}(y, x)", op);
+  std::string call = std::string(op) == "div"
+                         ? fmt::format("T.tile.div(y, x, T.float32({}))", divisor)
+                         : fmt::format("T.tile.{}(y, x)", op);
   std::string text = x_to_y_kernel(64, 64, call);
   Device dev;
   Tensor X = from_vector(dev, {64}, f32, x), Y = Tensor::empty(dev, {64}, f32);
@@ -461,7 +484,8 @@ TEST(Fidelity, RsqrtAndReciprocalAreApproximate) {
   x[0] = 0.0;
   x[1] = -4.0;
   auto r = vector_op("rsqrt", x), q = vector_op("reciprocal", x);
-  EXPECT_TRUE(std::isnan(r[0]) && std::isnan(r[1]) && std::isnan(q[0])) << r[0] << " " << r[1] << " " << q[0];
+  EXPECT_TRUE(std::isnan(r[0]) && std::isnan(r[1]) && std::isnan(q[0]))
+      << r[0] << " " << r[1] << " " << q[0];
   int inexact = 0;
   for (int i = 2; i < 64; ++i) {
     const double rs = 1 / std::sqrt(static_cast<float>(x[i])), rc = 1 / static_cast<float>(x[i]);
@@ -473,9 +497,11 @@ TEST(Fidelity, RsqrtAndReciprocalAreApproximate) {
   auto again = vector_op("rsqrt", x);
   EXPECT_TRUE(std::equal(again.begin() + 2, again.end(), r.begin() + 2));  // deterministic
   std::vector<double> small(64, -90.0);
-  EXPECT_EQ(vector_op("exp", small)[0], static_cast<double>(std::exp(-90.0f)));  // 8e-40, subnormal: kept on A2
+  EXPECT_EQ(vector_op("exp", small)[0],
+            static_cast<double>(std::exp(-90.0f)));  // 8e-40, subnormal: kept on A2
   std::vector<double> tiny(64, 1e-30);
-  EXPECT_EQ(vector_op("div", tiny, 1e10)[0], static_cast<double>(1e-30f / 1e10f));  // 1e-40: kept on A2
+  EXPECT_EQ(vector_op("div", tiny, 1e10)[0],
+            static_cast<double>(1e-30f / 1e10f));  // 1e-40: kept on A2
 }
 
 // Item 2: scalar loads and stores of GM go through each core's data cache, which DMA and the
@@ -492,7 +518,8 @@ def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
             if vid == 0:
 )" + body;
     Device dev;
-    Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 2.0)), Y = Tensor::empty(dev, {8, 64}, f32);
+    Tensor X = from_vector(dev, {8, 64}, f32, std::vector<double>(512, 2.0)),
+           Y = Tensor::empty(dev, {8, 64}, f32);
     return launch_error(text, dev, {X, Y}, {.threads = 1, .check_hazards = true});
   };
   auto load_after_dma = [](const char* dcci) {
@@ -507,8 +534,9 @@ def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
                        dcci);
   };
   std::string stale = check(load_after_dma(""));
-  EXPECT_NE(stale.find("a scalar load of GM that DMA or another core wrote reads this core's data cache"),
-            std::string::npos)
+  EXPECT_NE(
+      stale.find("a scalar load of GM that DMA or another core wrote reads this core's data cache"),
+      std::string::npos)
       << stale;
   EXPECT_EQ(check(load_after_dma("\n                T.dcci(Y[0:1, 0:64])")), "");
   auto dma_after_store = [](const char* dcci) {
@@ -520,7 +548,9 @@ def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
                        dcci);
   };
   std::string dirty = check(dma_after_store(""));
-  EXPECT_NE(dirty.find("a scalar store to GM stays in the storing core's data cache"), std::string::npos) << dirty;
+  EXPECT_NE(dirty.find("a scalar store to GM stays in the storing core's data cache"),
+            std::string::npos)
+      << dirty;
   EXPECT_EQ(check(dma_after_store("\n                T.dcci(Y, entire=True)")), "");
 }
 
@@ -606,15 +636,19 @@ TEST(Fidelity, ReportsPointAtTheKernelLineThatCalledAHelper) {
     });
   });
   const std::string file = "tests/npu/fidelity_test.cpp";
-  const std::string where = fmt::format("{}:{} (in a helper at {}:{})", file, call_line, file, helper_line);
+  const std::string where =
+      fmt::format("{}:{} (in a helper at {}:{})", file, call_line, file, helper_line);
   const std::string text = print(f, {.locations = true});
-  EXPECT_NE(text.find(fmt::format("# @{}:{} via {}:{}", file, call_line, file, helper_line)), std::string::npos)
+  EXPECT_NE(text.find(fmt::format("# @{}:{} via {}:{}", file, call_line, file, helper_line)),
+            std::string::npos)
       << text;
   EXPECT_EQ(print(parse(text), {.locations = true}), text);
   Device dev;
   Tensor Xt = from_vector(dev, {64}, f32, std::vector<double>(64, 1.0));
   const std::string err = launch_error(text, dev, {Xt}, {.threads = 1, .check_hazards = true});
-  EXPECT_NE(err.find("copy (MTE2, block 0 AIV0) writes x bytes [0, 256) at " + where), std::string::npos) << err;
+  EXPECT_NE(err.find("copy (MTE2, block 0 AIV0) writes x bytes [0, 256) at " + where),
+            std::string::npos)
+      << err;
 }
 
 }  // namespace

@@ -7,12 +7,12 @@
 
 #include <set>
 
+#include "common/example_checks.h"
+#include "example_cases.h"
 #include "tl/ir_functor.h"
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
-#include "common/example_checks.h"
 #include "tl/printer.h"
-#include "example_cases.h"
 
 namespace tl {
 namespace {
@@ -28,7 +28,8 @@ std::string outcome(const PrimFunc& f, const ArgsFn& args) {
     std::string m = e.what();
     if (m.find("deadlock") != std::string::npos) return "deadlock";
     if (m.find("hazard on") != std::string::npos) return "hazard";
-    if (m.find("the flag is already set") != std::string::npos || m.find(" flag issue(s)") != std::string::npos)
+    if (m.find("the flag is already set") != std::string::npos ||
+        m.find(" flag issue(s)") != std::string::npos)
       return "flags";
     return "error: " + m;
   }
@@ -44,35 +45,57 @@ void check_example(const ExampleCase& c) {
   for (const auto& m : ms) {
     std::string r = outcome(without(f, m), c.args);
     std::printf("  %-16s %-34s %s\n", f->name.c_str(), m.label.c_str(), r.substr(0, 200).c_str());
-    if (r == "clean") undetected.insert(m.label);
-    else if (r == "hazard" || r == "deadlock" || r == "flags") ++detected;
-    else ADD_FAILURE() << m.label << ": " << r;
+    if (r == "clean")
+      undetected.insert(m.label);
+    else if (r == "hazard" || r == "deadlock" || r == "flags")
+      ++detected;
+    else
+      ADD_FAILURE() << m.label << ": " << r;
   }
-  std::printf("  %s: %zu deletions, %d detected, %zu undetected (%zu listed redundant)\n", f->name.c_str(),
-              ms.size(), detected, undetected.size(), c.redundant.size());
+  std::printf("  %s: %zu deletions, %d detected, %zu undetected (%zu listed redundant)\n",
+              f->name.c_str(), ms.size(), detected, undetected.size(), c.redundant.size());
   EXPECT_EQ(undetected, c.redundant);
 }
 
 // The cases and the argument for each redundant deletion: example_cases.h.
-TEST(HazardMutation, Gemm) { check_example(gemm_case()); }
-TEST(HazardMutation, Minicv) { check_example(minicv_case()); }
-TEST(HazardMutation, FlashAttention) { check_example(flash_attention_case()); }
-TEST(HazardMutation, RmsNorm) { check_example(rms_norm_case(2)); }
-TEST(HazardMutation, RmsNormOnePass) { check_example(rms_norm_case(1)); }
-TEST(HazardMutation, FlashAttentionPipelined) { check_example(flash_attention_pipelined_case()); }
+TEST(HazardMutation, Gemm) {
+  check_example(gemm_case());
+}
+TEST(HazardMutation, Minicv) {
+  check_example(minicv_case());
+}
+TEST(HazardMutation, FlashAttention) {
+  check_example(flash_attention_case());
+}
+TEST(HazardMutation, RmsNorm) {
+  check_example(rms_norm_case(2));
+}
+TEST(HazardMutation, RmsNormOnePass) {
+  check_example(rms_norm_case(1));
+}
+TEST(HazardMutation, FlashAttentionPipelined) {
+  check_example(flash_attention_pipelined_case());
+}
 
 // The examples at the sizes of tests/examples/run_examples_test.cpp are clean too.
 TEST(HazardMutation, ExamplesCleanAtRunSizes) {
   auto gemm = build_kernel(find_kernel("gemm"), sizes({{"M", 256}, {"N", 512}, {"K", 128}}));
-  EXPECT_EQ(outcome(gemm, [](Device& dev) -> std::vector<Arg> {
-              return {uniform(dev, {256, 128}, f16, 1), uniform(dev, {128, 512}, f16, 2), Tensor::empty(dev, {256, 512}, f16)};
-            }), "clean");
+  EXPECT_EQ(outcome(gemm,
+                    [](Device& dev) -> std::vector<Arg> {
+                      return {uniform(dev, {256, 128}, f16, 1), uniform(dev, {128, 512}, f16, 2),
+                              Tensor::empty(dev, {256, 512}, f16)};
+                    }),
+            "clean");
   auto rms = build_kernel(find_kernel("rms_norm"), sizes({{"M", 64}, {"N", 2048}}));
-  EXPECT_EQ(outcome(rms, [](Device& dev) -> std::vector<Arg> {
-              return {randn(dev, {64, 2048}, bf16, 3), uniform(dev, {2048}, bf16, 4, 0.5, 1.5),
-                      Tensor::empty(dev, {64, 2048}, bf16), 1e-6};
-            }), "clean");
-  auto fa = build_kernel(find_kernel("flash_attention"), sizes({{"S", 128}, {"D", 512}, {"bD", 256}}));
+  EXPECT_EQ(outcome(rms,
+                    [](Device& dev) -> std::vector<Arg> {
+                      return {randn(dev, {64, 2048}, bf16, 3),
+                              uniform(dev, {2048}, bf16, 4, 0.5, 1.5),
+                              Tensor::empty(dev, {64, 2048}, bf16), 1e-6};
+                    }),
+            "clean");
+  auto fa =
+      build_kernel(find_kernel("flash_attention"), sizes({{"S", 128}, {"D", 512}, {"bD", 256}}));
   EXPECT_EQ(outcome(fa, [](Device& dev) { return fa_args(dev, 128, 512, 64, 64, 1); }), "clean");
 }
 
@@ -97,8 +120,16 @@ TEST(HazardMutation, DeveloperKernelsHaveNoRedundantSync) {
       {"rms_norm_dev", {{"M", "144"}, {"N", "256"}, {"rM", "16"}, {"tiles", "7"}}},
       {"softmax_dev", {{"M", "104"}, {"N", "256"}, {"bM", "8"}, {"tiles", "7"}}},
       // Two workers for two tiles each: the next tile's Mmads wait for the fixpipe to read C_f.
-      {"gemm_dev", {{"M", "256"}, {"N", "128"}, {"K", "896"}, {"bM", "64"}, {"bN", "128"}, {"bK", "128"}, {"blocks", "2"}}},
-      {"matmul_add_dev", {{"M", "128"}, {"N", "128"}, {"K", "448"}, {"bM", "64"}, {"bN", "128"}, {"bK", "64"}}},
+      {"gemm_dev",
+       {{"M", "256"},
+        {"N", "128"},
+        {"K", "896"},
+        {"bM", "64"},
+        {"bN", "128"},
+        {"bK", "128"},
+        {"blocks", "2"}}},
+      {"matmul_add_dev",
+       {{"M", "128"}, {"N", "128"}, {"K", "448"}, {"bM", "64"}, {"bN", "128"}, {"bK", "64"}}},
       {"flash_attention_dev", {{"S", "512"}, {"D", "64"}}},
       // P V in column chunks (D = 512): its parts, one channel, flagged once.
       {"flash_attention_dev", {{"S", "320"}, {"D", "512"}}},
@@ -110,7 +141,8 @@ TEST(HazardMutation, DeveloperKernelsHaveNoRedundantSync) {
     SCOPED_TRACE(name);
     PrimFunc dev_kernel = build_kernel(find_kernel(name), params);
     PrimFunc lowered = compile(dev_kernel, default_target(), {.cache = false}).func();
-    check_example({name, lowered, [dev_kernel](Device& dev) { return ref::random_args(dev, dev_kernel); },
+    check_example({name, lowered,
+                   [dev_kernel](Device& dev) { return ref::random_args(dev, dev_kernel); },
                    std::set<std::string>{}});
   }
 }

@@ -2,11 +2,11 @@
 // reported with both instructions and their source lines, and the synchronised version is clean.
 #include <gtest/gtest.h>
 
+#include "load_exp_store.h"
 #include "tl/lang.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/trace.h"
-#include "load_exp_store.h"
 
 namespace tl {
 namespace {
@@ -18,7 +18,8 @@ constexpr int R = 8, C = 64;  // a small fp32 tile
 std::vector<Hazard> hazards_of(const PrimFunc& f, int blocks_rows = 1) {
   Device dev;
   auto kern = compile(f, default_target(), {.cache = false});
-  Tensor X = uniform(dev, {blocks_rows * 2 * R, C}, f32, 1), Y = Tensor::empty(dev, {blocks_rows * 2 * R, C}, f32);
+  Tensor X = uniform(dev, {blocks_rows * 2 * R, C}, f32, 1),
+         Y = Tensor::empty(dev, {blocks_rows * 2 * R, C}, f32);
   npu::Trace trace;
   kern.launch(dev, {X, Y}, {.threads = 1, .trace = &trace});
   EXPECT_TRUE(npu::check_flags(trace).empty());
@@ -66,8 +67,7 @@ TEST(Hazard, WithTheFlagIsClean) {
 TEST(Hazard, LaunchOptionThrowsListingTheHazard) {
   int a = 0, b = 0;
   Device dev;
-  auto kern = compile(load_exp_store(R, C, false, &a, &b), default_target(),
-                      {.cache = false});
+  auto kern = compile(load_exp_store(R, C, false, &a, &b), default_target(), {.cache = false});
   Tensor X = uniform(dev, {2 * R, C}, f32, 1), Y = Tensor::empty(dev, {2 * R, C}, f32);
   try {
     kern.launch(dev, {X, Y}, {.check_hazards = true});
@@ -76,8 +76,7 @@ TEST(Hazard, LaunchOptionThrowsListingTheHazard) {
     std::string m = e.what();
     EXPECT_NE(m.find("RAW hazard on UB of block 0 AIV0"), std::string::npos) << m;
   }
-  auto ok = compile(load_exp_store(R, C, true, &a, &b), default_target(),
-                    {.cache = false});
+  auto ok = compile(load_exp_store(R, C, true, &a, &b), default_target(), {.cache = false});
   EXPECT_NO_THROW(ok.launch(dev, {X, Y}, {.check_hazards = true}));
 }
 
@@ -92,20 +91,20 @@ PrimFunc late_rows_unsynchronised(bool flag_tail, int* tail_line, int* exp_line)
       T::Scope(Core::Vector, [&] {
         auto x = T::alloc_ub("x_ub", {300, 1, 8}, f32);
         T::If(vid == 0, [&] {
-        T::copy(X.region({0, 0, 0}, {280, 1, 8}), x.region({0, 0, 0}, {280, 1, 8}));
-        T::set_flag(Pipe::MTE2, Pipe::V, 0);
-        T::wait_flag(Pipe::MTE2, Pipe::V, 0);
-        *tail_line = __LINE__ + 1;
-        T::copy(X.region({280, 0, 0}, {20, 1, 8}), x.region({280, 0, 0}, {20, 1, 8}));
-        if (flag_tail) {
-          T::set_flag(Pipe::MTE2, Pipe::V, 1);
-          T::wait_flag(Pipe::MTE2, Pipe::V, 1);
-        }
-        *exp_line = __LINE__ + 1;
-        T::tile::exp(x, x);
-        T::set_flag(Pipe::V, Pipe::MTE3, 0);
-        T::wait_flag(Pipe::V, Pipe::MTE3, 0);
-        T::copy(x, Y);
+          T::copy(X.region({0, 0, 0}, {280, 1, 8}), x.region({0, 0, 0}, {280, 1, 8}));
+          T::set_flag(Pipe::MTE2, Pipe::V, 0);
+          T::wait_flag(Pipe::MTE2, Pipe::V, 0);
+          *tail_line = __LINE__ + 1;
+          T::copy(X.region({280, 0, 0}, {20, 1, 8}), x.region({280, 0, 0}, {20, 1, 8}));
+          if (flag_tail) {
+            T::set_flag(Pipe::MTE2, Pipe::V, 1);
+            T::wait_flag(Pipe::MTE2, Pipe::V, 1);
+          }
+          *exp_line = __LINE__ + 1;
+          T::tile::exp(x, x);
+          T::set_flag(Pipe::V, Pipe::MTE3, 0);
+          T::wait_flag(Pipe::V, Pipe::MTE3, 0);
+          T::copy(x, Y);
         });
       });
     });
@@ -116,7 +115,8 @@ TEST(Hazard, RowsBeyondTheFirst256AreChecked) {
   int tail = 0, exp = 0;
   Device dev;
   auto run = [&](bool flag) {
-    auto kern = compile(late_rows_unsynchronised(flag, &tail, &exp), default_target(), {.cache = false});
+    auto kern =
+        compile(late_rows_unsynchronised(flag, &tail, &exp), default_target(), {.cache = false});
     Tensor X = uniform(dev, {300, 1, 8}, f32, 1), Y = Tensor::empty(dev, {300, 1, 8}, f32);
     npu::Trace trace;
     kern.launch(dev, {X, Y}, {.threads = 1, .trace = &trace});
@@ -167,7 +167,8 @@ TEST(Hazard, WarBetweenMte3AndV) {
   auto hs = hazards_of(store_then_overwrite(false));
   bool war = false, waw = false;
   for (const auto& h : hs) {
-    war |= h.kind == "WAR" && h.first.op == "copy" && h.first.pipe == Pipe::MTE3 && h.second.op == "tile.fill";
+    war |= h.kind == "WAR" && h.first.op == "copy" && h.first.pipe == Pipe::MTE3 &&
+           h.second.op == "tile.fill";
     waw |= h.kind == "WAW" && h.first.op == "tile.fill" && h.second.op == "tile.fill";
   }
   EXPECT_TRUE(war && waw) << all(hs);
@@ -203,7 +204,8 @@ TEST(Hazard, VToVNeedsPipeBarrier) {
   ASSERT_FALSE(hs.empty());
   bool raw = false;
   for (const auto& h : hs)
-    raw |= h.kind == "RAW" && h.first.op == "tile.add" && h.second.op == "tile.mul" && h.first.pipe == Pipe::V;
+    raw |= h.kind == "RAW" && h.first.op == "tile.add" && h.second.op == "tile.mul" &&
+           h.first.pipe == Pipe::V;
   EXPECT_TRUE(raw) << all(hs);
   auto clean = hazards_of(vector_chain(true));
   EXPECT_TRUE(clean.empty()) << all(clean);
@@ -386,7 +388,8 @@ TEST(HazardFlags, CrossWaitNeverSatisfiedAndTooManyPending) {
   EXPECT_NE(is[0].str().find("wait_cross_flag(4)"), std::string::npos);
 
   auto u = one_block();
-  for (int i = 0; i < 16; ++i) u.cores[0].events.push_back(sync_ev(npu::EventKind::SetCross, Pipe::FIX, Pipe::S, 0));
+  for (int i = 0; i < 16; ++i)
+    u.cores[0].events.push_back(sync_ev(npu::EventKind::SetCross, Pipe::FIX, Pipe::S, 0));
   auto js = npu::check_flags(u);
   ASSERT_FALSE(js.empty());
   EXPECT_EQ(js[0].kind, "too many pending cross-core sets");
@@ -405,7 +408,14 @@ PrimFunc two_adders(bool plain) {
         T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
         T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
         if (plain) {
-          T::If(vid == 0, [&] { T::atomic_add(Y.at({0, 0}), x); }, [&] { T::copy(x, Y.at({0, 0})); });
+          T::If(
+              vid == 0,
+              [&] {
+                T::atomic_add(Y.at({0, 0}), x);
+              },
+              [&] {
+                T::copy(x, Y.at({0, 0}));
+              });
         } else {
           T::atomic_add(Y.at({0, 0}), x);
         }

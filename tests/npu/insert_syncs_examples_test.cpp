@@ -30,8 +30,11 @@ struct Strip : IRMutator {
       case SyncKind::SetFlag:
       case SyncKind::WaitFlag:
       case SyncKind::PipeBarrier:
-      case SyncKind::BarrierAll: return Stmt();
-      default: return SyncNode::make(n->sync_kind, n->src, n->dst, n->event_id, n->mode, n->loc, SyncOrigin::Auto);
+      case SyncKind::BarrierAll:
+        return Stmt();
+      default:
+        return SyncNode::make(n->sync_kind, n->src, n->dst, n->event_id, n->mode, n->loc,
+                              SyncOrigin::Auto);
     }
   }
 };
@@ -49,19 +52,23 @@ Run run(const PrimFunc& f, const ArgsFn& args_fn) {
     Device dev;
     auto args = args_fn(dev);
     npu::Trace trace;
-    compile(f, default_target(), {.cache = false}).launch(dev, args, {.threads = 2, .trace = &trace, .check_hazards = true});
+    compile(f, default_target(), {.cache = false})
+        .launch(dev, args, {.threads = 2, .trace = &trace, .check_hazards = true});
     for (const auto& a : args)
       if (auto* t = std::get_if<Tensor>(&a.value)) r.tensors.push_back(t->to_vector());
     int64_t n = 0;
     for (const auto& c : trace.cores)
       for (const auto& e : c.events)
-        n += e.name == "set_flag" || e.name == "wait_flag" || e.name == "pipe_barrier" || e.name == "barrier_all";
-    r.syncs_per_block = static_cast<double>(n) / static_cast<double>(std::max<int64_t>(trace.num_blocks, 1));
+        n += e.name == "set_flag" || e.name == "wait_flag" || e.name == "pipe_barrier" ||
+             e.name == "barrier_all";
+    r.syncs_per_block =
+        static_cast<double>(n) / static_cast<double>(std::max<int64_t>(trace.num_blocks, 1));
   }
   Device dev;
   auto args = args_fn(dev);
   npu::Profile prof;
-  compile(f, default_target(), {.cache = false}).launch(dev, args, {.threads = 2, .profile = &prof});
+  compile(f, default_target(), {.cache = false})
+      .launch(dev, args, {.threads = 2, .profile = &prof});
   r.us = prof.total_us;
   r.time_order_effects = prof.time_order_effects;
   return r;
@@ -91,51 +98,68 @@ void check(const ExampleCase& c) {
     FAIL() << e.what() << "\n" << print(mine);
   }
   ASSERT_EQ(got.tensors.size(), want.tensors.size());
-  for (size_t i = 0; i < want.tensors.size(); ++i) EXPECT_EQ(got.tensors[i], want.tensors[i]) << "tensor argument " << i;
+  for (size_t i = 0; i < want.tensors.size(); ++i)
+    EXPECT_EQ(got.tensors[i], want.tensors[i]) << "tensor argument " << i;
   EXPECT_EQ(got.time_order_effects, want.time_order_effects);
-  std::printf("  %-28s static %3d -> %3d   per block %7.1f -> %7.1f   timed %9.2f us -> %9.2f us (%.2fx)\n",
-              c.name.c_str(), static_syncs(planned), static_syncs(mine), want.syncs_per_block, got.syncs_per_block,
-              want.us, got.us, got.us / want.us);
+  std::printf(
+      "  %-28s static %3d -> %3d   per block %7.1f -> %7.1f   timed %9.2f us -> %9.2f us (%.2fx)\n",
+      c.name.c_str(), static_syncs(planned), static_syncs(mine), want.syncs_per_block,
+      got.syncs_per_block, want.us, got.us, got.us / want.us);
 }
 
 /// The examples example_cases.h does not have (no flags worth mutating one by one there).
 std::vector<ExampleCase> more_cases() {
   std::vector<ExampleCase> out;
   out.push_back({"elementwise_add",
-                 build_kernel(find_kernel("elementwise_add"), sizes({{"M", 8}, {"N", 1024}, {"tile", 256}, {"blocks", 2}})),
+                 build_kernel(find_kernel("elementwise_add"),
+                              sizes({{"M", 8}, {"N", 1024}, {"tile", 256}, {"blocks", 2}})),
                  [](Device& dev) -> std::vector<Arg> {
-                   return {uniform(dev, {8, 1024}, f16, 1), uniform(dev, {8, 1024}, f16, 2), Tensor::empty(dev, {8, 1024}, f16)};
+                   return {uniform(dev, {8, 1024}, f16, 1), uniform(dev, {8, 1024}, f16, 2),
+                           Tensor::empty(dev, {8, 1024}, f16)};
                  },
                  {}});
-  out.push_back({"gelu", build_kernel(find_kernel("gelu"), sizes({{"M", 8}, {"N", 1024}, {"tile", 256}, {"blocks", 2}})),
+  out.push_back({"gelu",
+                 build_kernel(find_kernel("gelu"),
+                              sizes({{"M", 8}, {"N", 1024}, {"tile", 256}, {"blocks", 2}})),
                  [](Device& dev) -> std::vector<Arg> {
                    return {uniform(dev, {8, 1024}, f32, 3), Tensor::empty(dev, {8, 1024}, f32)};
                  },
                  {}});
   out.push_back({"rms_norm_dynamic",
-                 build_kernel(find_kernel("rms_norm_dynamic"), sizes({{"N", 256}, {"rM", 8}, {"bN", 128}, {"blocks", 2}})),
+                 build_kernel(find_kernel("rms_norm_dynamic"),
+                              sizes({{"N", 256}, {"rM", 8}, {"bN", 128}, {"blocks", 2}})),
                  [](Device& dev) -> std::vector<Arg> {
                    // 37 rows: full 8-row tiles and a tail.
                    return {randn(dev, {37, 256}, bf16, 3), uniform(dev, {256}, bf16, 4, 0.5, 1.5),
                            Tensor::empty(dev, {37, 256}, bf16), 1e-6};
                  },
                  {}});
-  out.push_back({"copy_gm_ub",
-                 build_kernel(find_kernel("copy_gm_ub"), sizes({{"M", 128}, {"N", 1024}, {"tM", 32}, {"tN", 256}, {"blocks", 2}})),
-                 [](Device& dev) -> std::vector<Arg> { return {uniform(dev, {128, 1024}, f16, 5)}; },
-                 {}});
+  out.push_back(
+      {"copy_gm_ub",
+       build_kernel(find_kernel("copy_gm_ub"),
+                    sizes({{"M", 128}, {"N", 1024}, {"tM", 32}, {"tN", 256}, {"blocks", 2}})),
+       [](Device& dev) -> std::vector<Arg> {
+         return {uniform(dev, {128, 1024}, f16, 5)};
+       },
+       {}});
   // Slots: a copy reuses a slot only after the pipe_barrier that follows a round of them.
-  out.push_back({"copy_gm_l1",
-                 build_kernel(find_kernel("copy_gm_l1"),
-                              sizes({{"M", 128}, {"N", 1024}, {"tM", 32}, {"tN", 256}, {"blocks", 2}, {"slots", 2}})),
-                 [](Device& dev) -> std::vector<Arg> { return {uniform(dev, {128, 1024}, f16, 5)}; },
-                 {}});
+  out.push_back(
+      {"copy_gm_l1",
+       build_kernel(
+           find_kernel("copy_gm_l1"),
+           sizes({{"M", 128}, {"N", 1024}, {"tM", 32}, {"tN", 256}, {"blocks", 2}, {"slots", 2}})),
+       [](Device& dev) -> std::vector<Arg> {
+         return {uniform(dev, {128, 1024}, f16, 5)};
+       },
+       {}});
   return out;
 }
 
 std::vector<ExampleCase> all_cases() {
-  std::vector<ExampleCase> cs = {gemm_case(),        minicv_case(), flash_attention_case(), rms_norm_case(2),
-                                 rms_norm_case(1),   flash_attention_pipelined_case(),      gemm_pipelined_case()};
+  std::vector<ExampleCase> cs = {
+      gemm_case(),          minicv_case(),    flash_attention_case(),
+      rms_norm_case(2),     rms_norm_case(1), flash_attention_pipelined_case(),
+      gemm_pipelined_case()};
   for (auto& c : more_cases()) cs.push_back(std::move(c));
   return cs;
 }

@@ -83,7 +83,9 @@ TEST(Layout, AscDevkitNdToNzExample) {
   for (int i = 0; i < 20 * 28; ++i) a[size_t(i)] = uint16_t(i);
   std::vector<uint16_t> nz(2 * 2 * 16 * 16, 0xffff);
   nd_to_nz(a.data(), 20, 28, 28, DType::Float16, nz.data());
-  auto at = [&](int n1, int m1, int m0, int n0) { return nz[size_t(((n1 * 2 + m1) * 16 + m0) * 16 + n0)]; };
+  auto at = [&](int n1, int m1, int m0, int n0) {
+    return nz[size_t(((n1 * 2 + m1) * 16 + m0) * 16 + n0)];
+  };
   EXPECT_EQ(at(0, 0, 0, 0), 0);
   EXPECT_EQ(at(0, 0, 1, 0), 28);
   EXPECT_EQ(at(0, 0, 15, 15), 435);
@@ -115,7 +117,8 @@ TEST(Layout, NdNzRoundTripOddSizes) {
           for (int64_t r = 0; r < rows; ++r)
             for (int64_t c = 0; c < cols; ++c) {
               int64_t o = nz_offset(r, c, rp, c0);
-              ASSERT_EQ(elem(nz, o, eb), elem(src, r * pitch + c, eb)) << dtype_name(t) << " " << r << "," << c;
+              ASSERT_EQ(elem(nz, o, eb), elem(src, r * pitch + c, eb))
+                  << dtype_name(t) << " " << r << "," << c;
               hit[size_t(o)] = 1;
             }
           for (int64_t o = 0; o < rp * cp; ++o)
@@ -138,7 +141,8 @@ Bytes to_nz(const Bytes& nd, int64_t rows, int64_t cols, DType t, int64_t rp) {
 Bytes transpose_nd(const Bytes& a, int64_t rows, int64_t cols, int eb) {
   Bytes t(a.size());
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) std::memcpy(&t[size_t((c * rows + r) * eb)], &a[size_t((r * cols + c) * eb)], size_t(eb));
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(&t[size_t((c * rows + r) * eb)], &a[size_t((r * cols + c) * eb)], size_t(eb));
   return t;
 }
 
@@ -163,7 +167,8 @@ TEST(Layout, L1ToL0AWithAndWithoutTranspose) {
           for (int64_t j = 0; j < kp; ++j) {
             uint64_t want = i < m && j < k ? elem(a, i * k + j, eb) : 0;
             int64_t o = zz_offset(i, j, kp, c0);
-            ASSERT_EQ(elem(plain, o, eb), want) << dtype_name(t) << " m=" << m << " k=" << k << " " << i << "," << j;
+            ASSERT_EQ(elem(plain, o, eb), want)
+                << dtype_name(t) << " m=" << m << " k=" << k << " " << i << "," << j;
             ASSERT_EQ(elem(trans, o, eb), want) << dtype_name(t) << " transposed " << i << "," << j;
           }
       }
@@ -181,7 +186,8 @@ TEST(Layout, L1ToL0BWithAndWithoutTranspose) {
         Bytes bt = transpose_nd(b, k, n, eb);
         Bytes nz_bt = to_nz(bt, n, k, t, np);
         nz_to_zn(nz_bt.data(), np, k, n, t, /*transpose=*/false, plain.data());
-        EXPECT_EQ(0, std::memcmp(plain.data(), nz_bt.data(), plain.size())) << "ZN(B) == NZ(B^T) byte for byte";
+        EXPECT_EQ(0, std::memcmp(plain.data(), nz_bt.data(), plain.size()))
+            << "ZN(B) == NZ(B^T) byte for byte";
         // Transpose: L1 holds NZ(B) of shape [k, n].
         int64_t rp = align_up(k, 16);
         Bytes nz_b(size_t(rp * align_up(np, c0) * eb), 0);
@@ -191,8 +197,10 @@ TEST(Layout, L1ToL0BWithAndWithoutTranspose) {
           for (int64_t nn = 0; nn < np; ++nn) {
             uint64_t want = kk < k && nn < n ? elem(b, kk * n + nn, eb) : 0;
             int64_t o = zn_offset(kk, nn, np, c0);
-            ASSERT_EQ(elem(plain, o, eb), want) << dtype_name(t) << " k=" << k << " n=" << n << " " << kk << "," << nn;
-            ASSERT_EQ(elem(trans, o, eb), want) << dtype_name(t) << " transposed " << kk << "," << nn;
+            ASSERT_EQ(elem(plain, o, eb), want)
+                << dtype_name(t) << " k=" << k << " n=" << n << " " << kk << "," << nn;
+            ASSERT_EQ(elem(trans, o, eb), want)
+                << dtype_name(t) << " transposed " << kk << "," << nn;
           }
       }
 }
@@ -207,8 +215,8 @@ TEST(Layout, LoadData2DFractalCopyMatchesZz) {
   Bytes l0a(l1.size()), want(l1.size());
   for (int64_t m1 = 0; m1 < M1; ++m1)
     for (int64_t rep = 0; rep < K1; ++rep)
-      std::memcpy(&l0a[size_t((m1 * K1 + rep) * kFractalBytes)], &l1[size_t((m1 + rep * M1) * kFractalBytes)],
-                  kFractalBytes);
+      std::memcpy(&l0a[size_t((m1 * K1 + rep) * kFractalBytes)],
+                  &l1[size_t((m1 + rep * M1) * kFractalBytes)], kFractalBytes);
   nz_to_zz(l1.data(), m, m, k, DType::Float16, false, want.data());
   EXPECT_EQ(l0a, want);
 }
@@ -224,7 +232,8 @@ TEST(Layout, MiniCubeMatmulThroughFractals) {
   std::vector<uint16_t> a(size_t(m * k)), b(size_t(k * n));
   for (auto& x : a) x = uint16_t(rng() % 7);
   for (auto& x : b) x = uint16_t(rng() % 5);
-  std::vector<uint16_t> l1a(size_t(mp * kp)), l1b(size_t(kp * np)), l0a(l1a.size()), l0b(l1b.size());
+  std::vector<uint16_t> l1a(size_t(mp * kp)), l1b(size_t(kp * np)), l0a(l1a.size()),
+      l0b(l1b.size());
   nd_to_nz(a.data(), m, k, k, DType::Float16, l1a.data());
   nd_to_nz(b.data(), k, n, n, DType::Float16, l1b.data());
   nz_to_zz(l1a.data(), mp, m, k, DType::Float16, false, l0a.data());
@@ -238,7 +247,8 @@ TEST(Layout, MiniCubeMatmulThroughFractals) {
         const uint16_t* fb = &l0b[size_t((k1 * N1 + n1) * 256)];  // 16(n) x 16(k), row-major
         for (int i = 0; i < 16; ++i)
           for (int j = 0; j < 16; ++j)
-            for (int p = 0; p < 16; ++p) c[i * 16 + j] += float(fa[i * 16 + p]) * float(fb[j * 16 + p]);
+            for (int p = 0; p < 16; ++p)
+              c[i * 16 + j] += float(fa[i * 16 + p]) * float(fb[j * 16 + p]);
       }
     }
   std::vector<float> out(size_t(m * (n + 5)), -1.0f);
@@ -246,7 +256,8 @@ TEST(Layout, MiniCubeMatmulThroughFractals) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       float want = 0;
-      for (int64_t p = 0; p < k; ++p) want += float(a[size_t(i * k + p)]) * float(b[size_t(p * n + j)]);
+      for (int64_t p = 0; p < k; ++p)
+        want += float(a[size_t(i * k + p)]) * float(b[size_t(p * n + j)]);
       ASSERT_EQ(out[size_t(i * (n + 5) + j)], want) << i << "," << j;
     }
   EXPECT_EQ(out[size_t(n)], -1.0f) << "fixpipe wrote past n";

@@ -9,7 +9,8 @@ namespace tl {
 
 /// X, Y: [2 * rows, cols] fp32; AIV `vid` handles rows [vid * rows, (vid + 1) * rows).
 /// `copy_line` / `exp_line`, if given, receive the DSL lines of the load and of the exp.
-inline PrimFunc load_exp_store(int rows, int cols, bool flag_in, int* copy_line = nullptr, int* exp_line = nullptr) {
+inline PrimFunc load_exp_store(int rows, int cols, bool flag_in, int* copy_line = nullptr,
+                               int* exp_line = nullptr) {
   auto X = T::Tensor("X", {2 * rows, cols}, f32);
   auto Y = T::Tensor("Y", {2 * rows, cols}, f32);
   return T::prim_func("load_exp_store", {X, Y}, [&] {

@@ -17,7 +17,8 @@ namespace {
 
 using namespace optest;
 
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
+#define EXPECT_HAS(msg, part) \
+  EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -33,7 +34,8 @@ std::string error_of(const std::function<void()>& f) {
 TEST(NpuErrors, OutOfBoundsRegionNamesBufferRangeAndLine) {
   // The region starts at a runtime scalar: the verifier cannot prove it in bounds.
   int line = 0;
-  auto f = one_op_func({{"dst", {64}, DType::Float32}, {"big", {128}, DType::Float32}}, {{"off", DType::Int32}},
+  auto f = one_op_func({{"dst", {64}, DType::Float32}, {"big", {128}, DType::Float32}},
+                       {{"off", DType::Int32}},
                        [&](const std::vector<Buffer>& ub, const std::vector<Var>& s) {
                          line = __LINE__ + 1;
                          T::tile::add(ub[0], ub[1].region({s[0]}, {64}), 1.0);
@@ -45,7 +47,8 @@ TEST(NpuErrors, OutOfBoundsRegionNamesBufferRangeAndLine) {
     k = compile(f, default_target(), {.verify = false, .lower = false});
   }
   Device dev;
-  Tensor d = Tensor::empty(dev, {64}, DType::Float32), b = Tensor::empty(dev, {128}, DType::Float32);
+  Tensor d = Tensor::empty(dev, {64}, DType::Float32),
+         b = Tensor::empty(dev, {128}, DType::Float32);
   k.launch(dev, {d, b, 64});  // in bounds: [64, 128)
   std::string msg = error_of([&] { k.launch(dev, {d, b, 72}); });
   EXPECT_HAS(msg, "out-of-bounds");
@@ -102,7 +105,9 @@ TEST(NpuErrors, LaunchArgumentErrorsNameArgumentExpectedAndActual) {
   Tensor good = Tensor::empty(dev, {16, 32}, DType::Float16);
   EXPECT_EQ(error_of([&] { k.launch(dev, {good, 2.0}); }), "<no error>");
 
-  std::string m = error_of([&] { k.launch(dev, {Tensor::empty(dev, {16, 32}, DType::Float32), 2.0}); });
+  std::string m = error_of([&] {
+    k.launch(dev, {Tensor::empty(dev, {16, 32}, DType::Float32), 2.0});
+  });
   EXPECT_HAS(m, "'G_x'");
   EXPECT_HAS(m, "float16");
   EXPECT_HAS(m, "float32");
@@ -133,9 +138,7 @@ TEST(NpuErrors, LaunchArgumentErrorsNameArgumentExpectedAndActual) {
 TEST(NpuErrors, CrossFlagNeverSetIsADeadlockNamingCoreAndFlag) {
   auto X = T::Tensor("X", {64}, DType::Float32);
   auto f = T::prim_func("hang", {X}, [&] {
-    T::Kernel(2, [&](Expr, Expr) {
-      T::Scope(Core::Cube, [&] { T::wait_cross_flag(5); });
-    });
+    T::Kernel(2, [&](Expr, Expr) { T::Scope(Core::Cube, [&] { T::wait_cross_flag(5); }); });
   });
   CompiledKernel k;
   try {
@@ -220,8 +223,10 @@ TEST(NpuErrors, GemmWithoutNd2NzGivesWrongNumbers) {
     Tensor C = Tensor::empty(dev, {M, N}, DType::Float16);
     k.launch(dev, {A, B, C});
     std::string d = ref::compare(C.to_vector(), want, N, 1e-3 * std::sqrt(K), 1e-3);
-    if (nd2nz) EXPECT_EQ(d, "");
-    else EXPECT_NE(d, "") << "an ND tile read as NZ must not reproduce the product";
+    if (nd2nz)
+      EXPECT_EQ(d, "");
+    else
+      EXPECT_NE(d, "") << "an ND tile read as NZ must not reproduce the product";
   }
 }
 
@@ -240,7 +245,8 @@ TEST(NpuDeterminism, GemmAndRmsNormBitIdenticalFor1And2Threads) {
     std::vector<std::vector<uint8_t>> out;
     for (int threads : {1, 2}) {
       Device dev;
-      Tensor A = uniform(dev, {M, K}, DType::Float16, 1), B = uniform(dev, {K, N}, DType::Float16, 2);
+      Tensor A = uniform(dev, {M, K}, DType::Float16, 1),
+             B = uniform(dev, {K, N}, DType::Float16, 2);
       Tensor C = Tensor::empty(dev, {M, N}, DType::Float16);
       kern.launch(dev, {A, B, C}, {.threads = threads});
       out.push_back(bytes_of(C));
@@ -249,16 +255,19 @@ TEST(NpuDeterminism, GemmAndRmsNormBitIdenticalFor1And2Threads) {
   }
   for (int passes : {2, 1}) {
     const int M = 64, N = 2048;
-    auto kern = compile(build_kernel(find_kernel("rms_norm"), sizes({{"M", M}, {"N", N}, {"passes", passes}})));
+    auto kern = compile(
+        build_kernel(find_kernel("rms_norm"), sizes({{"M", M}, {"N", N}, {"passes", passes}})));
     std::vector<std::vector<uint8_t>> out;
     for (int threads : {1, 2}) {
       Device dev;
-      Tensor X = randn(dev, {M, N}, DType::BFloat16, 3), W = uniform(dev, {N}, DType::BFloat16, 4, 0.5, 1.5);
+      Tensor X = randn(dev, {M, N}, DType::BFloat16, 3),
+             W = uniform(dev, {N}, DType::BFloat16, 4, 0.5, 1.5);
       Tensor Y = Tensor::empty(dev, {M, N}, DType::BFloat16);
       kern.launch(dev, {X, W, Y, 1e-6}, {.threads = threads});
       out.push_back(bytes_of(Y));
     }
-    EXPECT_TRUE(out[0] == out[1]) << "rms_norm (passes=" << passes << ") differs between 1 and 2 threads";
+    EXPECT_TRUE(out[0] == out[1]) << "rms_norm (passes=" << passes
+                                  << ") differs between 1 and 2 threads";
   }
 }
 

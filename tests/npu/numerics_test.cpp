@@ -23,8 +23,9 @@
 namespace tl::npu {
 namespace {
 
-constexpr RoundMode kModes[] = {RoundMode::None,  RoundMode::Rint,  RoundMode::Floor, RoundMode::Ceil,
-                                RoundMode::Round, RoundMode::Trunc, RoundMode::Odd};
+constexpr RoundMode kModes[] = {RoundMode::None, RoundMode::Rint,  RoundMode::Floor,
+                                RoundMode::Ceil, RoundMode::Round, RoundMode::Trunc,
+                                RoundMode::Odd};
 
 int test_level() {
   const char* e = std::getenv("TL_TEST_LEVEL");
@@ -91,16 +92,32 @@ struct RefTable {
     bool to_inf = true;
     switch (m) {
       case RoundMode::None:
-      case RoundMode::Rint: pick = below_mid ? lo : at_mid ? ((lo & 1) ? hi : lo) : hi; break;
-      case RoundMode::Round: pick = below_mid ? lo : hi; break;
-      case RoundMode::Trunc: pick = lo; to_inf = false; break;
-      case RoundMode::Floor: pick = neg ? hi : lo; to_inf = neg; break;
-      case RoundMode::Ceil: pick = neg ? lo : hi; to_inf = !neg; break;
-      case RoundMode::Odd: pick = (lo & 1) ? lo : hi; to_inf = false; break;
+      case RoundMode::Rint:
+        pick = below_mid ? lo : at_mid ? ((lo & 1) ? hi : lo) : hi;
+        break;
+      case RoundMode::Round:
+        pick = below_mid ? lo : hi;
+        break;
+      case RoundMode::Trunc:
+        pick = lo;
+        to_inf = false;
+        break;
+      case RoundMode::Floor:
+        pick = neg ? hi : lo;
+        to_inf = neg;
+        break;
+      case RoundMode::Ceil:
+        pick = neg ? lo : hi;
+        to_inf = !neg;
+        break;
+      case RoundMode::Odd:
+        pick = (lo & 1) ? lo : hi;
+        to_inf = false;
+        break;
     }
     if (pick >= virt || a > v[virt]) {
-      if (a > v[virt] && (m == RoundMode::Trunc || m == RoundMode::Odd || (m == RoundMode::Floor && !neg) ||
-                          (m == RoundMode::Ceil && neg)))
+      if (a > v[virt] && (m == RoundMode::Trunc || m == RoundMode::Odd ||
+                          (m == RoundMode::Floor && !neg) || (m == RoundMode::Ceil && neg)))
         return sb | maxc;
       return overflow_code(to_inf);
     }
@@ -116,7 +133,9 @@ const RefTable& table(const RefFmt& f) {
   return e5m2;
 }
 
-uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
+uint32_t bits_of(float x) {
+  return std::bit_cast<uint32_t>(x);
+}
 
 // Interesting inputs for format f: every finite value, its fp32 neighbours, every midpoint
 // between consecutive magnitudes and its fp32 neighbours, both signs, plus specials.
@@ -133,8 +152,9 @@ std::vector<float> interesting_f32(const RefFmt& f) {
       xs.insert(xs.end(), {mid, std::nextafter(mid, inf), std::nextafter(mid, 0.0f)});
     }
   }
-  xs.insert(xs.end(), {inf, 1e30f, 3.0e38f, std::numeric_limits<float>::max(), 1e-30f,
-                       std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(), 0.0f});
+  xs.insert(xs.end(),
+            {inf, 1e30f, 3.0e38f, std::numeric_limits<float>::max(), 1e-30f,
+             std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(), 0.0f});
   size_t n = xs.size();
   for (size_t i = 0; i < n; ++i) xs.push_back(-xs[i]);
   return xs;
@@ -162,7 +182,8 @@ TEST(Numerics, F16AllPatternsWidenExactlyAndRoundTrip) {
     }
     ASSERT_EQ(double(f), ref) << std::hex << h;
     ASSERT_EQ(std::signbit(f), bool(h & 0x8000)) << std::hex << h;
-    for (RoundMode m : kModes) ASSERT_EQ(f32_to_f16(f, m), h) << std::hex << h << " " << round_mode_name(m);
+    for (RoundMode m : kModes)
+      ASSERT_EQ(f32_to_f16(f, m), h) << std::hex << h << " " << round_mode_name(m);
   }
 }
 
@@ -178,7 +199,8 @@ TEST(Numerics, Bf16AllPatternsWidenExactlyAndRoundTrip) {
     }
     ASSERT_EQ(double(f), ref_decode(kRBF16, b)) << std::hex << b;
     ASSERT_EQ(bits_of(f), b << 16) << std::hex << b;
-    for (RoundMode m : kModes) ASSERT_EQ(f32_to_bf16(f, m), b) << std::hex << b << " " << round_mode_name(m);
+    for (RoundMode m : kModes)
+      ASSERT_EQ(f32_to_bf16(f, m), b) << std::hex << b << " " << round_mode_name(m);
   }
 }
 
@@ -192,11 +214,12 @@ void check_f32_inputs(const RefFmt& f, const std::vector<float>& xs, Conv conv) 
     for (RoundMode m : kModes)
       for (float x : xs) {
         uint32_t got = conv(x, m, s), want = t.round(x, m, s);
-        bool ok = std::isnan(x) && s == SatMode::InfNan ? f.is_nan(got) && (got & f.sign()) == (want & f.sign())
-                                                        : got == want;
+        bool ok = std::isnan(x) && s == SatMode::InfNan
+                      ? f.is_nan(got) && (got & f.sign()) == (want & f.sign())
+                      : got == want;
         if (!ok && ++failures <= 10)
-          ADD_FAILURE() << f.name << " " << mode_str(m, s) << ": x=" << x << " (0x" << std::hex << bits_of(x)
-                        << ") got 0x" << got << " want 0x" << want << std::dec;
+          ADD_FAILURE() << f.name << " " << mode_str(m, s) << ": x=" << x << " (0x" << std::hex
+                        << bits_of(x) << ") got 0x" << got << " want 0x" << want << std::dec;
       }
   EXPECT_EQ(failures, 0);
 }
@@ -226,9 +249,11 @@ TEST(Numerics, F32ToBf16EveryModeAtValuesMidpointsNeighbours) {
 TEST(Numerics, F32ToF16AndBf16RandomInputs) {
   size_t n = test_level() >= 2 ? (size_t(1) << 22) : (size_t(1) << 18);
   auto xs = random_f32(n, 1234);
-  check_f32_inputs(kRF16, xs, [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_f16(x, m, s)); });
+  check_f32_inputs(kRF16, xs,
+                   [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_f16(x, m, s)); });
   for (float& x : xs) x = std::bit_cast<float>(bits_of(x) ^ 0x3c000000u);  // other exponents
-  check_f32_inputs(kRBF16, xs, [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_bf16(x, m, s)); });
+  check_f32_inputs(kRBF16, xs,
+                   [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_bf16(x, m, s)); });
   // The default (RINT) fast path over many more inputs.
   auto ys = random_f32(n * 2, 99);
   int fails = 0;
@@ -306,8 +331,8 @@ TEST(Numerics, F64ConversionsRoundOnce) {
                                           : f64_to_e5m2(x, m, s);
             uint32_t want = t.round(x, m, s);
             if (got != want && ++failures <= 10)
-              ADD_FAILURE() << f->name << " " << mode_str(m, s) << " x=" << x << std::hex << " got 0x" << got
-                            << " want 0x" << want;
+              ADD_FAILURE() << f->name << " " << mode_str(m, s) << " x=" << x << std::hex
+                            << " got 0x" << got << " want 0x" << want;
             if (f == &kRF16 && m == RoundMode::Rint && s == SatMode::InfNan)
               via_float_differs += f32_to_f16(float(x)) != want;
           }
@@ -325,7 +350,8 @@ TEST(Numerics, F64ConversionsRoundOnce) {
   EXPECT_EQ(f64_to_f32(1e300, RoundMode::Trunc), std::numeric_limits<float>::max());
   EXPECT_EQ(f64_to_f32(1e-300, RoundMode::Ceil), std::numeric_limits<float>::denorm_min());
   EXPECT_EQ(f64_to_f32(std::ldexp(1.0, -150)), 0.0f);
-  EXPECT_EQ(f64_to_f32(std::ldexp(1.0, -150) * 1.0000001), std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(f64_to_f32(std::ldexp(1.0, -150) * 1.0000001),
+            std::numeric_limits<float>::denorm_min());
 }
 
 // ---- fp8 -------------------------------------------------------------------------------
@@ -362,8 +388,10 @@ TEST(Numerics, Fp8EveryModeAtValuesMidpointsNeighbours) {
   check_f32_inputs(kRE5M2, interesting_f32(kRE5M2),
                    [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_e5m2(x, m, s)); });
   auto xs = random_f32(size_t(1) << 16, 7);
-  check_f32_inputs(kRE4M3, xs, [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_e4m3(x, m, s)); });
-  check_f32_inputs(kRE5M2, xs, [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_e5m2(x, m, s)); });
+  check_f32_inputs(kRE4M3, xs,
+                   [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_e4m3(x, m, s)); });
+  check_f32_inputs(kRE5M2, xs,
+                   [](float x, RoundMode m, SatMode s) { return uint32_t(f32_to_e5m2(x, m, s)); });
 }
 
 TEST(Numerics, Fp8E4m3Overflow) {
@@ -397,10 +425,18 @@ TEST(Numerics, FloatToIntTiesAndModes) {
     int64_t rint, round, floor, ceil, trunc, odd;
   };
   const Case cases[] = {
-      {0.5, 0, 1, 0, 1, 0, 1},      {1.5, 2, 2, 1, 2, 1, 1},       {2.5, 2, 3, 2, 3, 2, 3},
-      {-0.5, 0, -1, -1, 0, 0, -1},  {-1.5, -2, -2, -2, -1, -1, -1}, {-2.5, -2, -3, -3, -2, -2, -3},
-      {2.4, 2, 2, 2, 3, 2, 3},      {2.6, 3, 3, 2, 3, 2, 3},       {-2.6, -3, -3, -3, -2, -2, -3},
-      {7.0, 7, 7, 7, 7, 7, 7},      {-0.0, 0, 0, 0, 0, 0, 0},      {4194304.5, 4194304, 4194305, 4194304, 4194305, 4194304, 4194305},
+      {0.5, 0, 1, 0, 1, 0, 1},
+      {1.5, 2, 2, 1, 2, 1, 1},
+      {2.5, 2, 3, 2, 3, 2, 3},
+      {-0.5, 0, -1, -1, 0, 0, -1},
+      {-1.5, -2, -2, -2, -1, -1, -1},
+      {-2.5, -2, -3, -3, -2, -2, -3},
+      {2.4, 2, 2, 2, 3, 2, 3},
+      {2.6, 3, 3, 2, 3, 2, 3},
+      {-2.6, -3, -3, -3, -2, -2, -3},
+      {7.0, 7, 7, 7, 7, 7, 7},
+      {-0.0, 0, 0, 0, 0, 0, 0},
+      {4194304.5, 4194304, 4194305, 4194304, 4194305, 4194304, 4194305},
   };
   for (const Case& c : cases) {
     const int64_t want[] = {c.rint, c.rint, c.floor, c.ceil, c.round, c.trunc, c.odd};
@@ -461,7 +497,8 @@ TEST(Numerics, IntToFloatRoundsOnceFromTheInteger) {
     for (RoundMode m : kModes) {
       uint16_t h;
       from_int64(DType::Float16, v, &h, m);
-      ASSERT_EQ(h, table(kRF16).round(double(v), m, SatMode::InfNan)) << v << " " << round_mode_name(m);
+      ASSERT_EQ(h, table(kRF16).round(double(v), m, SatMode::InfNan))
+          << v << " " << round_mode_name(m);
     }
   // 65520 and above overflow fp16 under RINT.
   uint16_t h;
@@ -482,15 +519,16 @@ TEST(Numerics, IntToFloatRoundsOnceFromTheInteger) {
 
 TEST(Numerics, GenericRoundToAndConvert) {
   EXPECT_EQ(round_to(DType::Float16, 0.1f), f16_to_f32(f32_to_f16(0.1f)));
-  EXPECT_EQ(round_to(DType::BFloat16, 0.1f, RoundMode::Trunc), bf16_to_f32(f32_to_bf16(0.1f, RoundMode::Trunc)));
+  EXPECT_EQ(round_to(DType::BFloat16, 0.1f, RoundMode::Trunc),
+            bf16_to_f32(f32_to_bf16(0.1f, RoundMode::Trunc)));
   EXPECT_EQ(round_to(DType::Float8E4M3, 1000.0f, RoundMode::Rint, SatMode::Saturate), 448.0f);
   EXPECT_EQ(round_to(DType::Int8, 3.5f), 4.0f);
   EXPECT_EQ(round_to(DType::Float32, 1.0f), 1.0f);
   EXPECT_EQ(round_to(DType::Float32, INFINITY, RoundMode::Rint, SatMode::Saturate),
             std::numeric_limits<float>::max());
-  for (DType t : {DType::Float16, DType::BFloat16, DType::Float8E4M3, DType::Float8E5M2, DType::Float32,
-                  DType::Float64, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8,
-                  DType::UInt16, DType::UInt32, DType::UInt64}) {
+  for (DType t : {DType::Float16, DType::BFloat16, DType::Float8E4M3, DType::Float8E5M2,
+                  DType::Float32, DType::Float64, DType::Int8, DType::Int16, DType::Int32,
+                  DType::Int64, DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64}) {
     alignas(8) unsigned char buf[8] = {};
     from_double(t, -3.0, buf);
     EXPECT_EQ(to_double(t, buf), is_unsigned_int(t) ? 0.0 : -3.0) << dtype_name(t);
@@ -503,9 +541,11 @@ TEST(Numerics, BulkConvertMatchesScalar) {
   for (uint32_t i = 0; i < 65536; ++i) all[i] = uint16_t(i);
   std::vector<float> f(65536);
   convert(DType::Float16, all.data(), DType::Float32, f.data(), 65536);
-  for (uint32_t i = 0; i < 65536; ++i) ASSERT_EQ(bits_of(f[i]), bits_of(f16_to_f32(uint16_t(i)))) << std::hex << i;
+  for (uint32_t i = 0; i < 65536; ++i)
+    ASSERT_EQ(bits_of(f[i]), bits_of(f16_to_f32(uint16_t(i)))) << std::hex << i;
   convert(DType::BFloat16, all.data(), DType::Float32, f.data(), 65536);
-  for (uint32_t i = 0; i < 65536; ++i) ASSERT_EQ(bits_of(f[i]), bits_of(bf16_to_f32(uint16_t(i)))) << std::hex << i;
+  for (uint32_t i = 0; i < 65536; ++i)
+    ASSERT_EQ(bits_of(f[i]), bits_of(bf16_to_f32(uint16_t(i)))) << std::hex << i;
   // The fp32 -> bf16 RINT path is vectorised (AVX2) on hosts that have it: bf16's own
   // midpoints and neighbours, infinities, the largest finite values and NaNs must agree too.
   auto xs = interesting_f32(kRF16);
@@ -513,13 +553,15 @@ TEST(Numerics, BulkConvertMatchesScalar) {
   auto rnd = random_f32(size_t(1) << 18, 5);
   xs.insert(xs.end(), xs_bf16.begin(), xs_bf16.end());
   xs.insert(xs.end(), rnd.begin(), rnd.end());
-  for (uint32_t special : {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fbfffffu, 0xff812345u, 0x7f800000u, 0xff800000u,
-                           0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0xff7f8000u, 0x00008000u, 0x80018000u})
+  for (uint32_t special :
+       {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fbfffffu, 0xff812345u, 0x7f800000u, 0xff800000u,
+        0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0xff7f8000u, 0x00008000u, 0x80018000u})
     xs.push_back(std::bit_cast<float>(special));
   std::vector<uint16_t> h(xs.size());
   for (RoundMode m : {RoundMode::Rint, RoundMode::Floor, RoundMode::Odd}) {
     convert(DType::Float32, xs.data(), DType::Float16, h.data(), int64_t(xs.size()), m);
-    for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(h[i], f32_to_f16(xs[i], m)) << xs[i] << " " << round_mode_name(m);
+    for (size_t i = 0; i < xs.size(); ++i)
+      ASSERT_EQ(h[i], f32_to_f16(xs[i], m)) << xs[i] << " " << round_mode_name(m);
     convert(DType::Float32, xs.data(), DType::BFloat16, h.data(), int64_t(xs.size()), m);
     for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(h[i], f32_to_bf16(xs[i], m)) << xs[i];
   }
@@ -588,8 +630,8 @@ TEST(Numerics, F16AndBf16ArithmeticIsCorrectlyRounded) {
         uint16_t got = f == &kRF16 ? f16_binop(ops[k], a, b) : bf16_binop(ops[k], a, b);
         uint32_t want = t.round(exact[k], RoundMode::Rint, SatMode::InfNan);
         if (got != want && ++failures <= 10)
-          ADD_FAILURE() << f->name << " op " << k << std::hex << " a=0x" << a << " b=0x" << b << " got 0x" << got
-                        << " want 0x" << want;
+          ADD_FAILURE() << f->name << " op " << k << std::hex << " a=0x" << a << " b=0x" << b
+                        << " got 0x" << got << " want 0x" << want;
       }
     }
   }

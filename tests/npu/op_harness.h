@@ -48,8 +48,8 @@ inline std::vector<Expr> exprs(const std::vector<int64_t>& v) {
 /// One block; AIV 0 copies every GM tensor G_<name> into UB buffer <name> (same shape),
 /// runs `body`, and copies every UB buffer back to its GM tensor. Parameters: the tensors in
 /// `bufs` order, then the scalars.
-inline PrimFunc one_op_func(const std::vector<BufSpec>& bufs, const std::vector<ScalarSpec>& scalars,
-                            const Body& body) {
+inline PrimFunc one_op_func(const std::vector<BufSpec>& bufs,
+                            const std::vector<ScalarSpec>& scalars, const Body& body) {
   std::vector<Buffer> gm;
   std::vector<Var> sv;
   std::vector<ParamRef> params;
@@ -81,8 +81,9 @@ inline PrimFunc one_op_func(const std::vector<BufSpec>& bufs, const std::vector<
 }
 
 /// Compiles and runs a one-op kernel on `dev` (one host thread).
-inline void run_one_op(Device& dev, const std::vector<BufSpec>& bufs, const std::vector<ScalarSpec>& scalars,
-                       const Body& body, const std::vector<Arg>& args) {
+inline void run_one_op(Device& dev, const std::vector<BufSpec>& bufs,
+                       const std::vector<ScalarSpec>& scalars, const Body& body,
+                       const std::vector<Arg>& args) {
   compile(one_op_func(bufs, scalars, body)).launch(dev, args, {.threads = 1});
 }
 
@@ -93,17 +94,26 @@ inline double q(DType t, double x) {
   return npu::to_double(t, b);
 }
 /// The vector unit's result: an fp32 value rounded to dtype t (RINT).
-inline double vr(DType t, float x) { return q(t, static_cast<double>(x)); }
+inline double vr(DType t, float x) {
+  return q(t, static_cast<double>(x));
+}
 /// Integer result wrapped to the width of t.
 inline double wrap(DType t, int64_t v) {
   switch (t) {
-    case DType::Int8: return static_cast<int8_t>(static_cast<uint8_t>(v));
-    case DType::UInt8: return static_cast<uint8_t>(v);
-    case DType::Int16: return static_cast<int16_t>(static_cast<uint16_t>(v));
-    case DType::UInt16: return static_cast<uint16_t>(v);
-    case DType::Int32: return static_cast<int32_t>(static_cast<uint32_t>(v));
-    case DType::UInt32: return static_cast<uint32_t>(v);
-    default: return static_cast<double>(v);
+    case DType::Int8:
+      return static_cast<int8_t>(static_cast<uint8_t>(v));
+    case DType::UInt8:
+      return static_cast<uint8_t>(v);
+    case DType::Int16:
+      return static_cast<int16_t>(static_cast<uint16_t>(v));
+    case DType::UInt16:
+      return static_cast<uint16_t>(v);
+    case DType::Int32:
+      return static_cast<int32_t>(static_cast<uint32_t>(v));
+    case DType::UInt32:
+      return static_cast<uint32_t>(v);
+    default:
+      return static_cast<double>(v);
   }
 }
 
@@ -123,8 +133,8 @@ inline std::string diff_exact(const std::vector<double>& got, const std::vector<
 }
 
 /// Within `ulps` units in the last place of dtype t (relative), for transcendental ops.
-inline std::string diff_ulps(const std::vector<double>& got, const std::vector<double>& want, DType t,
-                             double ulps) {
+inline std::string diff_ulps(const std::vector<double>& got, const std::vector<double>& want,
+                             DType t, double ulps) {
   const double eps = t == DType::Float32 ? 0x1p-23 : t == DType::Float16 ? 0x1p-10 : 0x1p-7;
   const double tiny = t == DType::Float32 ? 0x1p-126 : t == DType::Float16 ? 0x1p-14 : 0x1p-126;
   std::string s;
@@ -141,7 +151,9 @@ inline std::string diff_ulps(const std::vector<double>& got, const std::vector<d
 }
 
 /// Raw bytes of a tensor.
-inline std::vector<uint8_t> bytes_of(const Tensor& t) { return {t.data(), t.data() + t.nbytes()}; }
+inline std::vector<uint8_t> bytes_of(const Tensor& t) {
+  return {t.data(), t.data() + t.nbytes()};
+}
 
 /// A region of a 1-D or 2-D buffer: starts and extents, and the flat indices it covers.
 struct Region {
@@ -153,7 +165,8 @@ struct Region {
       for (int64_t i = 0; i < extent[0]; ++i) f.push_back(start[0] + i);
     } else {
       for (int64_t r = 0; r < extent[0]; ++r)
-        for (int64_t c = 0; c < extent[1]; ++c) f.push_back((start[0] + r) * shape[1] + start[1] + c);
+        for (int64_t c = 0; c < extent[1]; ++c)
+          f.push_back((start[0] + r) * shape[1] + start[1] + c);
     }
     return f;
   }
@@ -162,8 +175,10 @@ struct Region {
     for (int64_t e : extent) n *= e;
     return n;
   }
-  std::string str() const { return fmt::format("buf [{}] region start [{}] extent [{}]", fmt::join(shape, ","),
-                                                fmt::join(start, ","), fmt::join(extent, ",")); }
+  std::string str() const {
+    return fmt::format("buf [{}] region start [{}] extent [{}]", fmt::join(shape, ","),
+                       fmt::join(start, ","), fmt::join(extent, ","));
+  }
 };
 
 /// Regions with tails for an element of `bytes` bytes: a whole [5, 96 B] buffer, a strided

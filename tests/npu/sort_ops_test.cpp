@@ -37,7 +37,8 @@ std::string describe(const std::vector<Entry>& got, const std::vector<Entry>& wa
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i)
     if (!(got[i] == want[i]) && bad++ < 6)
-      s += fmt::format("[{}] got ({}, {}) want ({}, {}); ", i, got[i].score, got[i].index, want[i].score, want[i].index);
+      s += fmt::format("[{}] got ({}, {}) want ({}, {}); ", i, got[i].score, got[i].index,
+                       want[i].score, want[i].index);
   if (bad) s += fmt::format("({} differ)", bad);
   return s;
 }
@@ -67,7 +68,9 @@ std::vector<Entry> ref_sorted(const std::vector<double>& src, int64_t actual, DT
 }
 
 /// The dtypes A2 allows for `op` (its definition's list).
-const std::vector<DType>& legal(const char* op) { return *find_op(op)->dtypes.on(default_target()); }
+const std::vector<DType>& legal(const char* op) {
+  return *find_op(op)->dtypes.on(default_target());
+}
 
 /// Scores with many ties: small integers and halves, plus a few negatives.
 std::vector<double> tie_scores(int64_t n, uint32_t seed) {
@@ -88,12 +91,15 @@ TEST(SortOps, SortTiesDescendingAndPadding) {
       Device dev;
       Tensor s = from_vector(dev, {n}, t, sv), d = full(dev, {dn}, t, 7);
       run_one_op(dev, {{"d", {dn}, t}, {"s", {n}, t}}, {{"actual", DType::Int32}},
-                 [&](const std::vector<Buffer>& ub, const std::vector<Var>& a) { T::sort(ub[0], ub[1], a[0]); },
+                 [&](const std::vector<Buffer>& ub, const std::vector<Var>& a) {
+                   T::sort(ub[0], ub[1], a[0]);
+                 },
                  {d, s, static_cast<int>(actual)});
       auto want = ref_sorted(s.to_vector(), actual, t);
       EXPECT_EQ(describe(read_entries(d, static_cast<int64_t>(want.size())), want), "");
       auto dv = d.to_vector();
-      for (int64_t i = static_cast<int64_t>(want.size()) * 2; i < dn; ++i) ASSERT_EQ(dv[i], 7.0) << i;
+      for (int64_t i = static_cast<int64_t>(want.size()) * 2; i < dn; ++i)
+        ASSERT_EQ(dv[i], 7.0) << i;
     }
 }
 
@@ -103,9 +109,12 @@ TEST(SortOps, SortNaNFirstAndInfinities) {
   for (int64_t i = 0; i < n; ++i) sv[i] = static_cast<double>(i % 5);
   sv[3] = NAN, sv[9] = INFINITY, sv[10] = -INFINITY, sv[11] = -0.0, sv[12] = 0.0;
   Device dev;
-  Tensor s = from_vector(dev, {n}, DType::Float32, sv), d = Tensor::empty(dev, {2 * n}, DType::Float32);
-  run_one_op(dev, {{"d", {2 * n}, DType::Float32}, {"s", {n}, DType::Float32}}, {},
-             [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::sort(ub[0], ub[1], 32); }, {d, s});
+  Tensor s = from_vector(dev, {n}, DType::Float32, sv),
+         d = Tensor::empty(dev, {2 * n}, DType::Float32);
+  run_one_op(
+      dev, {{"d", {2 * n}, DType::Float32}, {"s", {n}, DType::Float32}}, {},
+      [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::sort(ub[0], ub[1], 32); },
+      {d, s});
   auto got = read_entries(d, n);
   EXPECT_EQ(describe(got, ref_sorted(sv, n, DType::Float32)), "");
   EXPECT_TRUE(std::isnan(got[0].score));
@@ -117,14 +126,19 @@ TEST(SortOps, TopKWritesWholeBlocksOfPairs) {
   // TileLang-Ascend's TopK copies 2k lanes rounded up to 32-byte blocks (DataCopy), so the
   // entries after the k-th up to the block's end are the next sorted ones.
   for (DType t : legal("topk"))
-    for (auto [k, actual] : std::vector<std::pair<int, int>>{{10, 64}, {16, 50}, {40, 33}, {1, 64}, {5, 64}}) {
+    for (auto [k, actual] :
+         std::vector<std::pair<int, int>>{{10, 64}, {16, 50}, {40, 33}, {1, 64}, {5, 64}}) {
       SCOPED_TRACE(fmt::format("topk {} k {} actual_num {}", dtype_name(t), k, actual));
       const int64_t n = 64, dn = 128;
       Device dev;
       Tensor s = from_vector(dev, {n}, t, tie_scores(n, 23)), d = full(dev, {dn}, t, 7);
       run_one_op(dev, {{"d", {dn}, t}, {"s", {n}, t}}, {},
-                 [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::topk(ub[0], ub[1], k, actual); }, {d, s});
-      const int64_t per_block = 32 / dtype_bytes(t), lanes = (2 * k + per_block - 1) / per_block * per_block;
+                 [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
+                   T::topk(ub[0], ub[1], k, actual);
+                 },
+                 {d, s});
+      const int64_t per_block = 32 / dtype_bytes(t),
+                    lanes = (2 * k + per_block - 1) / per_block * per_block;
       auto want = ref_sorted(s.to_vector(), actual, t);
       want.resize(lanes / 2);
       EXPECT_EQ(describe(read_entries(d, lanes / 2), want), "");
@@ -141,9 +155,12 @@ TEST(SortOps, Float16IndexLanesArePositionsRoundedToHalf) {
   std::vector<double> sv(n);
   for (int64_t i = 0; i < n; ++i) sv[i] = 60000.0 - 16.0 * static_cast<double>(i / 8);  // ties of 8
   Device dev;
-  Tensor s = from_vector(dev, {n}, DType::Float16, sv), d = Tensor::empty(dev, {2 * n}, DType::Float16);
-  run_one_op(dev, {{"d", {2 * n}, DType::Float16}, {"s", {n}, DType::Float16}}, {},
-             [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::sort(ub[0], ub[1], n); }, {d, s});
+  Tensor s = from_vector(dev, {n}, DType::Float16, sv),
+         d = Tensor::empty(dev, {2 * n}, DType::Float16);
+  run_one_op(
+      dev, {{"d", {2 * n}, DType::Float16}, {"s", {n}, DType::Float16}}, {},
+      [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::sort(ub[0], ub[1], n); },
+      {d, s});
   auto e = read_entries(d, n);
   EXPECT_EQ(e[2047].index, 2047.0);
   EXPECT_EQ(e[2048].index, 2048.0);
@@ -308,15 +325,19 @@ TEST(SortOps, MergeSortTwoToFourQueuesWithTiesMovesEntriesVerbatim) {
     for (int w = 0; w < ways; ++w) {
       std::mt19937 rng(31 + w);
       std::vector<std::pair<double, uint32_t>> e(lens[w]);
-      for (auto& x : e) x = {static_cast<int>(rng() % 4) * 0.5, (next += 1 + rng() % 3) | (w == 2 ? 0x7fc00000u : 0)};
+      for (auto& x : e)
+        x = {static_cast<int>(rng() % 4) * 0.5,
+             (next += 1 + rng() % 3) | (w == 2 ? 0x7fc00000u : 0)};
       if (w == 1) e.back().first = -kInf;
-      std::stable_sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::stable_sort(e.begin(), e.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
       Tensor q = Tensor::empty(dev, {lens[w] * 2}, f32);
       write_entries(q, e);
       qs.push_back(q);
       all.insert(all.end(), e.begin(), e.end());
     }
-    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
     const int64_t total = static_cast<int64_t>(all.size()), dn = (total + 4) * 2;
     Tensor d = full(dev, {dn}, f32, 7);
     std::vector<BufSpec> bufs = {{"d", {dn}, f32}};
@@ -325,12 +346,13 @@ TEST(SortOps, MergeSortTwoToFourQueuesWithTiesMovesEntriesVerbatim) {
       bufs.push_back({fmt::format("q{}", w), {lens[w] * 2}, f32});
       args.emplace_back(qs[w]);
     }
-    run_one_op(dev, bufs, {},
-               [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
-                 std::vector<TileArg> srcs(ub.begin() + 1, ub.end());
-                 T::merge_sort(ub[0], srcs);
-               },
-               args);
+    run_one_op(
+        dev, bufs, {},
+        [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
+          std::vector<TileArg> srcs(ub.begin() + 1, ub.end());
+          T::merge_sort(ub[0], srcs);
+        },
+        args);
     EXPECT_EQ(raw_entries(d, total), all);
     auto dv = d.to_vector();
     for (int64_t i = total * 2; i < dn; ++i) ASSERT_EQ(dv[i], 7.0) << i;
@@ -346,7 +368,9 @@ TEST(SortOps, MergeSortTiesGoByQueueNotByIndex) {
   write_entries(q1, {{5.0, 1}, {2.0, 7}, {-kInf, 0}, {-kInf, 0}});
   Tensor d = Tensor::empty(dev, {16}, f32);
   run_one_op(dev, {{"d", {16}, f32}, {"q0", {8}, f32}, {"q1", {8}, f32}}, {},
-             [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::merge_sort(ub[0], {ub[1], ub[2]}); },
+             [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
+               T::merge_sort(ub[0], {ub[1], ub[2]});
+             },
              {d, q0, q1});
   auto e = raw_entries(d, 4);
   EXPECT_EQ(e[0].second, 9u);
@@ -358,12 +382,16 @@ TEST(SortOps, MergeSortTiesGoByQueueNotByIndex) {
 TEST(SortOps, MergeSortOfFloat16QueuesIsAVerifierError) {
   // MrgSort's entries are 8 bytes whatever the score's type; float16 pairs are 4, so the chip
   // would read each queue twice as far (TileLang-Ascend passes elements / 2 as the length).
-  auto f = one_op_func({{"d", {64}, DType::Float16}, {"a", {32}, DType::Float16}, {"b", {32}, DType::Float16}}, {},
-                       [&](const std::vector<Buffer>& ub, const std::vector<Var>&) { T::merge_sort(ub[0], {ub[1], ub[2]}); });
+  auto f = one_op_func(
+      {{"d", {64}, DType::Float16}, {"a", {32}, DType::Float16}, {"b", {32}, DType::Float16}}, {},
+      [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
+        T::merge_sort(ub[0], {ub[1], ub[2]});
+      });
   auto ds = verify(f);
   ASSERT_FALSE(ds.empty());
   EXPECT_EQ(ds[0].rule, "vector-dtype") << format_diagnostics(ds);
-  EXPECT_NE(ds[0].message.find("takes {float32}, got float16"), std::string::npos) << format_diagnostics(ds);
+  EXPECT_NE(ds[0].message.find("takes {float32}, got float16"), std::string::npos)
+      << format_diagnostics(ds);
 }
 
 TEST(SortOps, SortThenMergeInOneKernel) {
@@ -384,10 +412,12 @@ TEST(SortOps, SortThenMergeInOneKernel) {
              {d, s, q0, q1});
   std::vector<Entry> want;
   for (int h = 0; h < 2; ++h) {
-    auto e = ref_sorted(std::vector<double>(sv.begin() + h * 32, sv.begin() + h * 32 + 32), 32, f32);
+    auto e =
+        ref_sorted(std::vector<double>(sv.begin() + h * 32, sv.begin() + h * 32 + 32), 32, f32);
     want.insert(want.end(), e.begin(), e.end());
   }
-  std::stable_sort(want.begin(), want.end(), [](const Entry& a, const Entry& b) { return a.score > b.score; });
+  std::stable_sort(want.begin(), want.end(),
+                   [](const Entry& a, const Entry& b) { return a.score > b.score; });
   EXPECT_EQ(describe(read_entries(d, n), want), "");
 }
 
@@ -403,8 +433,10 @@ TEST(SortOps, InitSortBufCountsEntries) {
     Tensor d = full(dev, {dn}, f32, 7);
     run_one_op(dev, {{"d", {dn}, f32}}, {},
                [&](const std::vector<Buffer>& ub, const std::vector<Var>&) {
-                 if (with_value) T::init_sort_buf(ub[0], static_cast<int>(num), 2.5);
-                 else T::init_sort_buf(ub[0], static_cast<int>(num));
+                 if (with_value)
+                   T::init_sort_buf(ub[0], static_cast<int>(num), 2.5);
+                 else
+                   T::init_sort_buf(ub[0], static_cast<int>(num));
                },
                {d});
     std::vector<std::pair<double, uint32_t>> want(num, {with_value ? 2.5 : -kInf, 0xffffffffu});

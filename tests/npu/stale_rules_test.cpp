@@ -19,9 +19,11 @@ using npu::StaleFinding;
 /// A one-block kernel whose AIV0 runs `body` (lines at any indentation, one statement each);
 /// `v` (float32) and `w` (int32) are T.alloc_var never assigned: storing them invalidates.
 std::string vector_kernel(const std::string& params, const std::string& body) {
-  std::string out = "@T.prim_func\ndef k(" + params + "):\n    with T.Kernel(1, is_npu=True) as (cid, vid):\n"
-                    "        with T.Scope(\"Vector\"):\n            if vid == 0:\n"
-                    "                v = T.alloc_var(\"float32\")\n                w = T.alloc_var(\"int32\")\n";
+  std::string out =
+      "@T.prim_func\ndef k(" + params +
+      "):\n    with T.Kernel(1, is_npu=True) as (cid, vid):\n"
+      "        with T.Scope(\"Vector\"):\n            if vid == 0:\n"
+      "                v = T.alloc_var(\"float32\")\n                w = T.alloc_var(\"int32\")\n";
   std::vector<std::string> lines;
   size_t at = 0, indent = std::string::npos;
   while (at < body.size()) {
@@ -32,7 +34,8 @@ std::string vector_kernel(const std::string& params, const std::string& body) {
       indent = std::min(indent, lines.back().find_first_not_of(' '));
   }
   for (const auto& line : lines)  // the body's own indentation (under `if`, `for`) is kept
-    if (line.find_first_not_of(' ') != std::string::npos) out += "                " + line.substr(indent) + "\n";
+    if (line.find_first_not_of(' ') != std::string::npos)
+      out += "                " + line.substr(indent) + "\n";
   return out;
 }
 
@@ -49,7 +52,8 @@ std::string all(const std::vector<StaleFinding>& f) {
 }
 
 /// The invalid positions (row-major in the stored region) the store into `buffer` reported.
-std::vector<int64_t> stored_invalid(const std::vector<StaleFinding>& f, const std::string& buffer = "Y") {
+std::vector<int64_t> stored_invalid(const std::vector<StaleFinding>& f,
+                                    const std::string& buffer = "Y") {
   for (const auto& x : f)
     if (x.kind == StaleFinding::Kind::StoreToGM && x.buffer == buffer) return x.invalid_positions;
   return {};
@@ -86,7 +90,8 @@ TEST(StaleRules, ElementwiseIsPerPosition) {
 TEST(StaleRules, ScalarOperandsAndCasts) {
   Device dev;
   Tensor Y = Tensor::empty(dev, {4, 16}, f16), Z = Tensor::empty(dev, {4, 16}, f32);
-  auto f = run(vector_kernel("Y: T.Tensor((4, 16), \"float16\"), Z: T.Tensor((4, 16), \"float32\")", R"(
+  auto f =
+      run(vector_kernel("Y: T.Tensor((4, 16), \"float16\"), Z: T.Tensor((4, 16), \"float32\")", R"(
       a = T.alloc_ub((4, 16), "float32")
       h = T.alloc_ub((4, 16), "float16")
       z = T.alloc_ub((4, 16), "float32")
@@ -97,7 +102,7 @@ TEST(StaleRules, ScalarOperandsAndCasts) {
       T.tile.fill(z, 1.0)
       T.tile.mul(z, z, v[0])
       T.copy(z, Z))"),
-               dev, {Y, Z});
+          dev, {Y, Z});
   EXPECT_EQ(stored_invalid(f), std::vector<int64_t>{5}) << all(f);
   EXPECT_EQ(stored_invalid(f, "Z"), range(0, 64)) << all(f);
 }
@@ -106,7 +111,8 @@ TEST(StaleRules, ScalarOperandsAndCasts) {
 TEST(StaleRules, RowExpandAndBroadcastFollowTheirIndexMaps) {
   Device dev;
   Tensor Y = Tensor::empty(dev, {4, 16}, f32), Z = Tensor::empty(dev, {4, 16}, f32);
-  auto f = run(vector_kernel("Y: T.Tensor((4, 16), \"float32\"), Z: T.Tensor((4, 16), \"float32\")", R"(
+  auto f =
+      run(vector_kernel("Y: T.Tensor((4, 16), \"float32\"), Z: T.Tensor((4, 16), \"float32\")", R"(
       a = T.alloc_ub((4, 16), "float32")
       s = T.alloc_ub((4,), "float32")
       d = T.alloc_ub((4, 16), "float32")
@@ -122,7 +128,7 @@ TEST(StaleRules, RowExpandAndBroadcastFollowTheirIndexMaps) {
       r[0, 5] = v[0]
       T.tile.broadcast(e, r)
       T.copy(e, Z))"),
-               dev, {Y, Z});
+          dev, {Y, Z});
   std::vector<int64_t> want = {1};
   for (int64_t k = 32; k < 48; ++k) want.push_back(k);
   EXPECT_EQ(stored_invalid(f), want) << all(f);
@@ -133,9 +139,11 @@ TEST(StaleRules, RowExpandAndBroadcastFollowTheirIndexMaps) {
 // last axis or another one, and (clear=False) when it was itself.
 TEST(StaleRules, ReductionsArePerReducedLine) {
   Device dev;
-  Tensor Y = Tensor::empty(dev, {4}, f32), Z = Tensor::empty(dev, {16}, f32), W = Tensor::empty(dev, {4}, f32);
-  auto f = run(vector_kernel(
-                   "Y: T.Tensor((4,), \"float32\"), Z: T.Tensor((16,), \"float32\"), W: T.Tensor((4,), \"float32\")", R"(
+  Tensor Y = Tensor::empty(dev, {4}, f32), Z = Tensor::empty(dev, {16}, f32),
+         W = Tensor::empty(dev, {4}, f32);
+  auto f = run(vector_kernel("Y: T.Tensor((4,), \"float32\"), Z: T.Tensor((16,), \"float32\"), W: "
+                             "T.Tensor((4,), \"float32\")",
+                             R"(
       a = T.alloc_ub((4, 16), "float32")
       s = T.alloc_ub((4,), "float32")
       t = T.alloc_ub((16,), "float32")
@@ -206,7 +214,8 @@ TEST(StaleRules, GatherAndSort) {
   EXPECT_EQ(stored_invalid(f, "Z"), range(0, 64)) << all(f);
   bool address = false;
   for (const auto& x : f)
-    address |= x.kind == StaleFinding::Kind::Address && x.op == "tile.gather" && x.operand == "offsets";
+    address |=
+        x.kind == StaleFinding::Kind::Address && x.op == "tile.gather" && x.operand == "offsets";
   EXPECT_TRUE(address) << all(f);
 }
 
@@ -215,15 +224,18 @@ TEST(StaleRules, GatherAndSort) {
 TEST(StaleRules, AClippedCopyLeavesTheRestOfItsDestinationStale) {
   Device dev;
   Tensor X = uniform(dev, {2, 10}, f32, 1), Y = Tensor::empty(dev, {4, 16}, f32);
-  auto f = run(vector_kernel("X: T.Tensor((2, 10), \"float32\"), Y: T.Tensor((4, 16), \"float32\")", R"(
+  auto f =
+      run(vector_kernel("X: T.Tensor((2, 10), \"float32\"), Y: T.Tensor((4, 16), \"float32\")", R"(
       x = T.alloc_ub((4, 16), "float32")
       T.tile.fill(x, 0.0)
       T.copy(X, x[0:2, 0:10], pad=True, clipped=True)  # @k.py:7
       T.copy(x, Y))"),
-               dev, {X, Y});
+          dev, {X, Y});
   EXPECT_EQ(stored_invalid(f), range(32, 64)) << all(f);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].origin, "stale since the clipped copy at k.py:7 (its destination's elements outside the copied region)");
+  EXPECT_EQ(f[0].origin,
+            "stale since the clipped copy at k.py:7 (its destination's elements outside the copied "
+            "region)");
 }
 
 // The cube: C[i, j] from row i of A and column j of B over K, through GM -> L1 (ND -> NZ),
@@ -242,13 +254,15 @@ def g(A: T.Tensor(({0}, {1}), "float16"), B: T.Tensor(({2}, {3}), "float16"), C:
             T.copy(c, C)
 )",
                      am, ak, bk, bn, tk,
-                     clear ? "            T.init_const(a, T.float16(0.0))\n            T.init_const(b, T.float16(0.0))\n"
+                     clear ? "            T.init_const(a, T.float16(0.0))\n            "
+                             "T.init_const(b, T.float16(0.0))\n"
                            : "");
 }
 
 TEST(StaleRules, CubeOutputsFollowRowsOfAAndColumnsOfB) {
   Device dev;
-  Tensor A = uniform(dev, {16, 32}, f16, 1), B = uniform(dev, {32, 16}, f16, 2), C = Tensor::empty(dev, {32, 32}, f32);
+  Tensor A = uniform(dev, {16, 32}, f16, 1), B = uniform(dev, {32, 16}, f16, 2),
+         C = Tensor::empty(dev, {32, 32}, f32);
   auto f = run(gemm_kernel(16, 32, 32, 16, 32, false), dev, {A, B, C});
   std::vector<int64_t> want;
   for (int64_t i = 0; i < 32; ++i)
@@ -262,8 +276,10 @@ TEST(StaleRules, CubeOutputsFollowRowsOfAAndColumnsOfB) {
 // output. Clearing both tiles first (InitConstValue) makes it right, and quiet.
 TEST(StaleRules, AKTailGemmThatDoesNotClearItsTilesIsReported) {
   Device dev;
-  Tensor A = uniform(dev, {32, 40}, f16, 1), B = uniform(dev, {40, 32}, f16, 2), C = Tensor::empty(dev, {32, 32}, f32);
-  EXPECT_EQ(stored_invalid(run(gemm_kernel(32, 40, 40, 32, 64, false), dev, {A, B, C}), "C"), range(0, 1024));
+  Tensor A = uniform(dev, {32, 40}, f16, 1), B = uniform(dev, {40, 32}, f16, 2),
+         C = Tensor::empty(dev, {32, 32}, f32);
+  EXPECT_EQ(stored_invalid(run(gemm_kernel(32, 40, 40, 32, 64, false), dev, {A, B, C}), "C"),
+            range(0, 1024));
   EXPECT_EQ(all(run(gemm_kernel(32, 40, 40, 32, 64, true), dev, {A, B, C})), "");
 }
 
@@ -272,7 +288,8 @@ TEST(StaleRules, AKTailGemmThatDoesNotClearItsTilesIsReported) {
 TEST(StaleRules, ScalarUsesOfInvalidValues) {
   Device dev;
   Tensor X = uniform(dev, {4, 16}, f32, 1), Y = full(dev, {4, 16}, f32, 0.0);
-  auto f = run(vector_kernel("X: T.Tensor((4, 16), \"float32\"), Y: T.Tensor((4, 16), \"float32\")", R"(
+  auto f =
+      run(vector_kernel("X: T.Tensor((4, 16), \"float32\"), Y: T.Tensor((4, 16), \"float32\")", R"(
       x = T.alloc_ub((4, 16), "float32")
       n = T.alloc_var("int32")
       if x[0, 0] > 0.0:  # @s.py:3
@@ -282,7 +299,7 @@ TEST(StaleRules, ScalarUsesOfInvalidValues) {
       T.copy(X[0:4, w[0]:w[0] + 8], x[0:4, 0:8])  # @s.py:7
       Y[0, 0] = v[0]  # @s.py:8
       Y[0, 1] = T.if_then_else(vid == 0, 2.0, v[0])  # @s.py:9)"),
-               dev, {X, Y});
+          dev, {X, Y});
   ASSERT_EQ(f.size(), 4u) << all(f);
   EXPECT_EQ(f[0].kind, StaleFinding::Kind::Branch);
   EXPECT_EQ(f[0].loc.str(), "s.py:3");
@@ -318,7 +335,8 @@ def k(Y: T.Tensor((16,), "float32")):
 )";
   auto f = run(text, dev, {Y});
   ASSERT_EQ(f.size(), 1u) << all(f);
-  EXPECT_EQ(f[0].origin, "left in the core's memory by an earlier block (this block never wrote it)");
+  EXPECT_EQ(f[0].origin,
+            "left in the core's memory by an earlier block (this block never wrote it)");
   EXPECT_EQ(f[0].core, "block 24 AIV0");
 }
 
@@ -326,7 +344,8 @@ def k(Y: T.Tensor((16,), "float32")):
 // invalid until written.
 TEST(StaleRules, AtomicAddAndWorkspaces) {
   Device dev;
-  Tensor Y = full(dev, {16}, f32, 0.0), Z = Tensor::empty(dev, {16}, f32), R = Tensor::empty(dev, {16}, f32);
+  Tensor Y = full(dev, {16}, f32, 0.0), Z = Tensor::empty(dev, {16}, f32),
+         R = Tensor::empty(dev, {16}, f32);
   const std::string text = R"(@T.prim_func
 def k(Y: T.Tensor((16,), "float32"), Z: T.Tensor((16,), "float32"), R: T.Tensor((16,), "float32")):
     ws = T.alloc_workspace((16,), "float32")

@@ -26,7 +26,8 @@ namespace {
 using npu::StaleFinding;
 
 /// The findings of launching `text` with `args` under the checker.
-std::vector<StaleFinding> findings(const std::string& text, Device& dev, const std::vector<Arg>& args) {
+std::vector<StaleFinding> findings(const std::string& text, Device& dev,
+                                   const std::vector<Arg>& args) {
   std::vector<StaleFinding> f;
   compile(parse(text)).launch(dev, args, {.threads = 2, .check_stale = true, .stale_findings = &f});
   return f;
@@ -84,7 +85,8 @@ TEST(StaleChecker, ReportsBug1TheClippedTailSummedIntoTheRowSums) {
   EXPECT_EQ(f[0].invalid, 8);
   EXPECT_EQ(f[0].total, 8);
   EXPECT_EQ(f[0].loc.str(), "k.py:17");
-  EXPECT_NE(f[0].origin.find("stale since the clipped copy at k.py:13"), std::string::npos) << f[0].origin;
+  EXPECT_NE(f[0].origin.find("stale since the clipped copy at k.py:13"), std::string::npos)
+      << f[0].origin;
   EXPECT_EQ(f[0].core, "block 0 AIV0");
   EXPECT_EQ(f[0].count, 2);  // both blocks
 }
@@ -118,7 +120,8 @@ TEST(StaleChecker, ReportsTheExpertTailBugAReduceOverAWholeRowAfterAPaddedCopy) 
   auto f = findings(kExpertTail, dev, {X, Y});
   ASSERT_EQ(f.size(), 1u) << all(f);
   EXPECT_EQ(f[0].str(),
-            "invalid data stored to GM at tail.py:14: T.copy stores 8 invalid of 8 elements into 'Y', the first Y[0]; "
+            "invalid data stored to GM at tail.py:14: T.copy stores 8 invalid of 8 elements into "
+            "'Y', the first Y[0]; "
             "never written in this launch (first in block 0 AIV0)");
   // Fixed (the row reduced over the 100 columns it holds): quiet, and hazard-free.
   std::string fixed = kExpertTail;
@@ -143,7 +146,8 @@ TEST(StaleChecker, QuietOnEveryExample) {
     SCOPED_TRACE(k->name);
     Device dev;
     auto it = smaller.find(k->name);
-    auto f = build_kernel(*k, it == smaller.end() ? std::map<std::string, std::string>{} : it->second);
+    auto f =
+        build_kernel(*k, it == smaller.end() ? std::map<std::string, std::string>{} : it->second);
     auto args = ref::random_args(dev, f);
     std::vector<StaleFinding> found;
     compile(f).launch(dev, args, {.check_stale = true, .stale_findings = &found});
@@ -156,12 +160,16 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* v = std::getenv(name)) old_ = v;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -182,7 +190,8 @@ std::string launch_error(Device& dev, const std::vector<Arg>& args, const Launch
 TEST(StaleChecker, SwitchesOptionEnvironmentAndCheckHazards) {
   Device dev;
   Tensor X = uniform(dev, {8, 100}, f32, 1), Y = Tensor::empty(dev, {8}, f32);
-  const std::string want = "stale-data check of kernel tail: 1 use(s) of invalid data\n  invalid data stored to GM";
+  const std::string want =
+      "stale-data check of kernel tail: 1 use(s) of invalid data\n  invalid data stored to GM";
   {
     ScopedEnv env("TL_CHECK_STALE", nullptr);
     EXPECT_EQ(launch_error(dev, {X, Y}, {}), "");  // off by default
@@ -191,7 +200,9 @@ TEST(StaleChecker, SwitchesOptionEnvironmentAndCheckHazards) {
     EXPECT_EQ(launch_error(dev, {X, Y}, {.check_stale = true}).rfind(want, 0), 0u);
     // Timing-only launches compute no data: nothing to check.
     npu::Profile prof;
-    EXPECT_EQ(launch_error(dev, {X, Y}, {.timing_only = true, .profile = &prof, .check_stale = true}), "");
+    EXPECT_EQ(
+        launch_error(dev, {X, Y}, {.timing_only = true, .profile = &prof, .check_stale = true}),
+        "");
   }
   {
     ScopedEnv env("TL_CHECK_STALE", "1");
@@ -205,7 +216,8 @@ TEST(StaleChecker, SwitchesOptionEnvironmentAndCheckHazards) {
   {
     ScopedEnv env("TL_CHECK_STALE", "yes");
     EXPECT_EQ(launch_error(dev, {X, Y}, {}),
-              "TL_CHECK_STALE must be 1 (run the stale-data checker on every launch) or 0 (never), got 'yes'");
+              "TL_CHECK_STALE must be 1 (run the stale-data checker on every launch) or 0 (never), "
+              "got 'yes'");
   }
 }
 
@@ -253,7 +265,8 @@ TEST(StaleChecker, TimedLaunchesAreCheckedOnce) {
   Tensor X = uniform(dev, {8, 100}, f32, 1), Y = Tensor::empty(dev, {8}, f32);
   npu::Profile prof;
   std::vector<StaleFinding> f;
-  compile(parse(kExpertTail)).launch(dev, {X, Y}, {.profile = &prof, .check_stale = true, .stale_findings = &f});
+  compile(parse(kExpertTail))
+      .launch(dev, {X, Y}, {.profile = &prof, .check_stale = true, .stale_findings = &f});
   ASSERT_EQ(f.size(), 1u) << all(f);
   EXPECT_EQ(f[0].count, 1);
 }
@@ -264,22 +277,26 @@ TEST(StaleChecker, HazardReportIsTheHazardCheckersMessage) {
   for (bool sync : {true, false}) {
     std::string text = kExpertTail;
     if (!sync)
-      for (const char* s : {"                T.set_flag(\"MTE2\", \"V\", 0)\n", "                T.wait_flag(\"MTE2\", \"V\", 0)\n"})
+      for (const char* s : {"                T.set_flag(\"MTE2\", \"V\", 0)\n",
+                            "                T.wait_flag(\"MTE2\", \"V\", 0)\n"})
         text.erase(text.find(s), std::string(s).size());
     Device dev;
     Tensor X = uniform(dev, {8, 100}, f32, 1), Y = Tensor::empty(dev, {8}, f32);
     npu::Trace trace;
     compile(parse(text)).launch(dev, {X, Y}, {.trace = &trace, .check_stale = false});
     const std::string r = npu::hazard_report(trace, dev.target());
-    if (sync) EXPECT_EQ(r, "");
-    else EXPECT_EQ(r.rfind("hazard check of kernel tail: 1 unordered access pair(s)", 0), 0u) << r;
+    if (sync)
+      EXPECT_EQ(r, "");
+    else
+      EXPECT_EQ(r.rfind("hazard check of kernel tail: 1 unordered access pair(s)", 0), 0u) << r;
   }
 }
 
 // Every op with virtual-NPU semantics has a stale-data rule (the table is checked when it is
 // built; this names any gap).
 TEST(StaleChecker, EveryOpWithSemanticsHasARule) {
-  for (const OpDef* op : all_ops()) EXPECT_EQ(npu::implements(*op), npu::has_stale_rule(*op)) << op->name;
+  for (const OpDef* op : all_ops())
+    EXPECT_EQ(npu::implements(*op), npu::has_stale_rule(*op)) << op->name;
 }
 
 // The same findings for any host thread count.
@@ -289,7 +306,8 @@ TEST(StaleChecker, FindingsDoNotDependOnTheThreadCount) {
     Device dev;
     Tensor X = uniform(dev, {13, 100}, f32, 1), Y = Tensor::empty(dev, {13}, f32);
     std::vector<StaleFinding> f;
-    compile(parse(kBug1)).launch(dev, {X, Y}, {.threads = threads, .check_stale = true, .stale_findings = &f});
+    compile(parse(kBug1))
+        .launch(dev, {X, Y}, {.threads = threads, .check_stale = true, .stale_findings = &f});
     if (first.empty()) first = all(f);
     EXPECT_EQ(all(f), first) << threads << " threads";
   }

@@ -9,15 +9,15 @@
 
 #include <cmath>
 
-#include "tl/kernel_registry.h"
-#include "tl/lang.h"
-#include "tl/npu/npu.h"
-#include "tl/npu/stale.h"
-#include "tl/npu/hazard.h"
-#include "tl/npu/timing.h"
-#include "tl/npu/trace.h"
 #include "example_cases.h"
 #include "load_exp_store.h"
+#include "tl/kernel_registry.h"
+#include "tl/lang.h"
+#include "tl/npu/hazard.h"
+#include "tl/npu/npu.h"
+#include "tl/npu/stale.h"
+#include "tl/npu/timing.h"
+#include "tl/npu/trace.h"
 
 namespace tl {
 namespace {
@@ -58,14 +58,16 @@ TEST(TimedData, ReadBeforeTheCopyLandsSeesStaleData) {
   ASSERT_EQ(right.error, "");
   // Program order hides the missing flag; simulated-time order does not: exp reads x_ub
   // before the copy has written it (a timed launch starts from poisoned memory: NaN).
-  Result fast = launch(load_exp_store(R, C, false), args, false), timed = launch(load_exp_store(R, C, false), args, true);
+  Result fast = launch(load_exp_store(R, C, false), args, false),
+         timed = launch(load_exp_store(R, C, false), args, true);
   EXPECT_TRUE(fast.tensors == right.tensors);
   ASSERT_EQ(timed.error, "");
   EXPECT_FALSE(timed.tensors == right.tensors);
   EXPECT_TRUE(std::isnan(timed.tensors[1][0])) << timed.tensors[1][0];
   ASSERT_EQ(timed.effects.size(), 1u);
   EXPECT_NE(timed.effects[0].find("Y[0, 0]:"), std::string::npos) << timed.effects[0];
-  EXPECT_NE(timed.effects[0].find("in simulated-time order (1024 of 1024 elements differ)"), std::string::npos)
+  EXPECT_NE(timed.effects[0].find("in simulated-time order (1024 of 1024 elements differ)"),
+            std::string::npos)
       << timed.effects[0];
   // With the flag, timed mode computes exactly what program order does.
   Result synced = launch(load_exp_store(R, C, true), args, true);
@@ -79,7 +81,8 @@ TEST(TimedData, ALaunchStartsFromPoisonNotFromWhatThePreviousLaunchLeft) {
   // data, exp would read right-but-stale values and the missing flag would go unnoticed.
   Device dev;
   Tensor X = uniform(dev, {2 * R, C}, f32, 1), Y = full(dev, {2 * R, C}, f32, 0);
-  compile(load_exp_store(R, C, true), default_target(), {.cache = false}).launch(dev, {X, Y}, {.threads = 1});
+  compile(load_exp_store(R, C, true), default_target(), {.cache = false})
+      .launch(dev, {X, Y}, {.threads = 1});
   std::vector<double> right = Y.to_vector();
   Tensor Y2 = full(dev, {2 * R, C}, f32, 0);
   npu::Profile prof;
@@ -111,7 +114,8 @@ TEST(TimedData, AFastLaunchCanStartFromPoisonToo) {
     Device dev;
     Tensor Y = full(dev, {C}, f32, 1);
     compile(kernel(), default_target(), {.cache = false})
-        .launch(dev, {Y}, {.threads = 1, .poison = poison, .check_stale = true, .stale_findings = &stale});
+        .launch(dev, {Y},
+                {.threads = 1, .poison = poison, .check_stale = true, .stale_findings = &stale});
     // Whatever the bytes, the stale-data checker sees the read of UB never written.
     EXPECT_EQ(stale.size(), 1u);
     return Y.to_vector()[0];
@@ -153,15 +157,15 @@ TEST(TimedData, ControlFlowOnUnsynchronisedDataIsReported) {
   // it took in program order: the replay names the core and the instruction.
   Result bad = launch(branch_on_ub(false), args, true);
   std::printf("  %s\n", bad.error.c_str());
-  EXPECT_NE(bad.error.find("block 0 AIV0 took a different path in simulated-time order"), std::string::npos)
+  EXPECT_NE(bad.error.find("block 0 AIV0 took a different path in simulated-time order"),
+            std::string::npos)
       << bad.error;
   EXPECT_EQ(launch(branch_on_ub(false), args, false).error, "");
 }
 
 std::vector<ExampleCase> cases() {
-  return {gemm_case(),      minicv_case(),
-          flash_attention_case(), rms_norm_case(2),
-          rms_norm_case(1), flash_attention_pipelined_case(),
+  return {gemm_case(),          minicv_case(),    flash_attention_case(),
+          rms_norm_case(2),     rms_norm_case(1), flash_attention_pipelined_case(),
           gemm_pipelined_case()};
 }
 
@@ -174,14 +178,17 @@ TEST(TimedData, ExamplesMatchProgramOrder) {
     ASSERT_EQ(fast.error, "");
     ASSERT_EQ(timed1.error, "");
     EXPECT_EQ(timed1.effects, std::vector<std::string>{});
-    EXPECT_TRUE(timed1.tensors == fast.tensors) << name << ": timed mode differs from program order";
-    EXPECT_TRUE(timed1.tensors == timed2.tensors) << name << ": timed mode differs between 1 and 2 threads";
+    EXPECT_TRUE(timed1.tensors == fast.tensors)
+        << name << ": timed mode differs from program order";
+    EXPECT_TRUE(timed1.tensors == timed2.tensors)
+        << name << ": timed mode differs between 1 and 2 threads";
   }
 }
 
 /// Whether the simulated intervals of the two instructions of every hazard the checker
 /// reports are disjoint (the timing happened to order the unsynchronised pair).
-bool hazards_ordered_by_timing(const npu::Trace& trace, const npu::Profile& prof, std::string* why) {
+bool hazards_ordered_by_timing(const npu::Trace& trace, const npu::Profile& prof,
+                               std::string* why) {
   std::map<std::pair<int, size_t>, const npu::TimedInstr*> at;
   for (const auto& ti : prof.instrs) at[{ti.core, static_cast<size_t>(ti.event)}] = &ti;
   auto hazards = npu::check_hazards(trace);
@@ -190,12 +197,15 @@ bool hazards_ordered_by_timing(const npu::Trace& trace, const npu::Profile& prof
     return false;
   }
   for (const auto& h : hazards) {
-    auto a = at.find({h.first.core_index, h.first.event}), b = at.find({h.second.core_index, h.second.event});
-    if (a == at.end() || b == at.end()) continue;  // a side without a timed span (never the case today)
+    auto a = at.find({h.first.core_index, h.first.event}),
+         b = at.find({h.second.core_index, h.second.event});
+    if (a == at.end() || b == at.end())
+      continue;  // a side without a timed span (never the case today)
     if (a->second->end > b->second->start && b->second->end > a->second->start) {
-      *why = fmt::format("{} overlaps in simulated time: {} [{:.0f}, {:.0f}) and {} [{:.0f}, {:.0f})", h.str(),
-                         a->second->name, a->second->start, a->second->end, b->second->name, b->second->start,
-                         b->second->end);
+      *why =
+          fmt::format("{} overlaps in simulated time: {} [{:.0f}, {:.0f}) and {} [{:.0f}, {:.0f})",
+                      h.str(), a->second->name, a->second->start, a->second->end, b->second->name,
+                      b->second->start, b->second->end);
       return false;
     }
   }
@@ -221,7 +231,7 @@ std::string timed_outcome(const ExampleCase& c, const PrimFunc& mutated, const R
       .launch(dev, args, {.threads = 2, .trace = &trace, .profile = &prof});
   std::string why;
   return hazards_ordered_by_timing(trace, prof, &why) ? "right data (timing ordered the pair)"
-                                                       : "right data, but " + why;
+                                                      : "right data, but " + why;
 }
 
 // Every deletion the hazard checker reports (hazard_mutation_test.cpp) either deadlocks, trips
@@ -259,9 +269,10 @@ TEST(TimedData, MissingSyncsGiveWrongData) {
       std::printf("  %-26s %-34s %s\n", name.c_str(), m.label.c_str(), o.substr(0, 300).c_str());
       ++tally[o];
       const bool harmless = kHarmless.count(name + " " + m.label) > 0;
-      EXPECT_TRUE(o == "wrong data" || o == "deadlock" || o == "flag set twice" || o == "diverged" ||
-                  o == "flags left pending" ||
-                  o == "right data (timing ordered the pair)" || (harmless && o.rfind("right data", 0) == 0))
+      EXPECT_TRUE(o == "wrong data" || o == "deadlock" || o == "flag set twice" ||
+                  o == "diverged" || o == "flags left pending" ||
+                  o == "right data (timing ordered the pair)" ||
+                  (harmless && o.rfind("right data", 0) == 0))
           << name << " " << m.label << ": " << o;
     }
   }

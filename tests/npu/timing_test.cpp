@@ -13,7 +13,8 @@
 namespace tl {
 namespace {
 
-npu::Profile timed(const PrimFunc& f, const std::vector<std::vector<int64_t>>& shapes, DType dt = f16) {
+npu::Profile timed(const PrimFunc& f, const std::vector<std::vector<int64_t>>& shapes,
+                   DType dt = f16) {
   Device dev;
   auto kern = compile(f);
   std::vector<Arg> args;
@@ -51,7 +52,7 @@ TEST(Timing, CopyCurveApproachesPlateau) {
   const double K = c.copy_latency_bytes.at("global->UB");
   double prev = 0;
   for (int bytes : {1024, 4096, 16384, 65536, 131072, 180224}) {
-    double bw = copy_gbps(bytes) / 2;  // per AIV
+    double bw = copy_gbps(bytes) / 2;               // per AIV
     double expect = plateau * bytes / (K + bytes);  // docs/hardware.md section 4
     EXPECT_GT(bw, prev) << bytes;
     EXPECT_NEAR(bw, expect, 0.05 * expect) << bytes << " B";  // issue cycles: within 5 %
@@ -162,7 +163,7 @@ TEST(Timing, VectorOverlapWithoutBarrier) {
     if (i.core == 1) v.push_back(&i);
   ASSERT_EQ(v.size(), 2u);
   EXPECT_DOUBLE_EQ(v[0]->end - v[0]->start, 152);
-  EXPECT_DOUBLE_EQ(v[1]->start - v[0]->start, 128);  // issue interval = 2 x 64 repeats
+  EXPECT_DOUBLE_EQ(v[1]->start - v[0]->start, 128);        // issue interval = 2 x 64 repeats
   EXPECT_NEAR(q.cores[1].end - p.cores[1].end, 24, 1e-9);  // the barrier exposes head + tail
 }
 
@@ -205,7 +206,8 @@ TEST(Timing, CrossCoreWaitDelays) {
 
 TEST(Timing, DeterministicAndOutputs) {
   Device dev;
-  auto kern = compile(build_kernel(find_kernel("gemm"), {{"M", "512"}, {"N", "512"}, {"K", "256"}}));
+  auto kern =
+      compile(build_kernel(find_kernel("gemm"), {{"M", "512"}, {"N", "512"}, {"K", "256"}}));
   Tensor A = Tensor::empty(dev, {512, 256}, f16), B = Tensor::empty(dev, {256, 512}, f16),
          C = Tensor::empty(dev, {512, 512}, f16);
   npu::Trace t1, t2;

@@ -13,8 +13,10 @@ namespace {
 
 TEST(Trace, GemmRecordsPipesAndAccesses) {
   Device dev;
-  auto kern = compile(build_kernel(find_kernel("gemm"), {{"M", "256"}, {"N", "256"}, {"K", "128"}}));
-  Tensor A = uniform(dev, {256, 128}, f16, 1), B = uniform(dev, {128, 256}, f16, 2), C = Tensor::empty(dev, {256, 256}, f16);
+  auto kern =
+      compile(build_kernel(find_kernel("gemm"), {{"M", "256"}, {"N", "256"}, {"K", "128"}}));
+  Tensor A = uniform(dev, {256, 128}, f16, 1), B = uniform(dev, {128, 256}, f16, 2),
+         C = Tensor::empty(dev, {256, 256}, f16);
   npu::Trace trace;
   kern.launch(dev, {A, B, C}, {.trace = &trace});
   ASSERT_EQ(trace.num_blocks, 2);
@@ -50,7 +52,8 @@ TEST(Trace, GemmRecordsPipesAndAccesses) {
 }
 
 TEST(Trace, OverlapOfStridedAccesses) {
-  npu::Access a{{}, 0, 16, 64, 4, false, "a"}, b{{}, 16, 16, 64, 4, true, "b"}, c{{}, 60, 4, 0, 1, true, "c"};
+  npu::Access a{{}, 0, 16, 64, 4, false, "a"}, b{{}, 16, 16, 64, 4, true, "b"},
+      c{{}, 60, 4, 0, 1, true, "c"};
   EXPECT_FALSE(npu::overlaps(a, b));  // interleaved columns of the same rows
   EXPECT_FALSE(npu::overlaps(a, c));  // ends where the second run starts
   EXPECT_TRUE(npu::overlaps(b, npu::Access{{}, 24, 4, 0, 1, false, "d"}));

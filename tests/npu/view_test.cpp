@@ -101,7 +101,8 @@ TEST(View, PrintsParsesAndIsPlacedAtItsBase) {
   EXPECT_TRUE(verify(g).empty());
   // After planning the view has its base's address, in the printed and the parsed form.
   PrimFunc planned = lower(f, default_target());
-  int64_t base = testing::address_of(planned, "pairs"), view = testing::address_of(planned, "lanes");
+  int64_t base = testing::address_of(planned, "pairs"),
+          view = testing::address_of(planned, "lanes");
   EXPECT_GE(base, 0);
   EXPECT_EQ(view, base);
   EXPECT_TRUE(verify(planned, default_target(), {.spec = Spec::Planned}).empty());
@@ -152,7 +153,8 @@ TEST(View, VerifierRules) {
   EXPECT_EQ(ds[0].rule, "view-dtype-width");
   EXPECT_EQ(ds[0].op, "T.view");
   auto gm = T::prim_func("g", {X}, [&] {
-    T::Kernel(1, [&](Expr, Expr) { T::Scope(Core::Vector, [&] { T::view("xi", X, DType::Int32); }); });
+    T::Kernel(1,
+              [&](Expr, Expr) { T::Scope(Core::Vector, [&] { T::view("xi", X, DType::Int32); }); });
   });
   ds = verify(gm);
   ASSERT_EQ(ds.size(), 1u) << format_diagnostics(ds);

@@ -37,11 +37,15 @@ bool documented(const std::string& doc, const OpDef& op) {
 
 bool cost_fits_unit(const OpDef& op, CostClass c) {
   switch (op.unit) {
-    case OpUnit::Move: return c == CostClass::Copy;
-    case OpUnit::Cube: return c == CostClass::Mmad || c == CostClass::CubeLoad;
-    case OpUnit::Vector: return is_vector_cost(c);
+    case OpUnit::Move:
+      return c == CostClass::Copy;
+    case OpUnit::Cube:
+      return c == CostClass::Mmad || c == CostClass::CubeLoad;
+    case OpUnit::Vector:
+      return is_vector_cost(c);
     case OpUnit::Debug:
-    case OpUnit::Scalar: return c == CostClass::Scalar;
+    case OpUnit::Scalar:
+      return c == CostClass::Scalar;
   }
   return false;
 }
@@ -94,7 +98,8 @@ TEST(OpRegistry, EveryOpHasEveryPiece) {
     }
     EXPECT_GT(instructions, 0);
     // Developer-only ops are lowered before any backend sees them.
-    EXPECT_TRUE(npu::implements(op) != op.developer_only) << "virtual-NPU semantics iff not developer-only";
+    EXPECT_TRUE(npu::implements(op) != op.developer_only)
+        << "virtual-NPU semantics iff not developer-only";
     EXPECT_TRUE(documented(doc, op)) << "no row or section in docs/language.md";
     ++checked;
   }

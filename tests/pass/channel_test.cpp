@@ -72,7 +72,8 @@ def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
 )",
           infer_scopes);
   });
-  EXPECT_NE(msg.find("buffer 'c': `T.tile.exp(c, c)` reads it from the vector unit before the cube writes it in the "
+  EXPECT_NE(msg.find("buffer 'c': `T.tile.exp(c, c)` reads it from the vector unit before the cube "
+                     "writes it in the "
                      "same iteration"),
             std::string::npos)
       << msg;
@@ -383,10 +384,15 @@ TEST(InsertChannelSyncs, MoreChannelsThanCrossCoreFlagsIsAnError) {
 def f():
     with T.Kernel(1, is_npu=True) as (cid, vid):
 )";
-  for (int i = 0; i < 12; ++i) text += fmt::format("        w{} = T.alloc_workspace((1, 1, 32), \"float32\")\n", i);
-  text += "        with T.Scope(\"Vector\"):\n            if vid == 0:\n                x = T.alloc_ub((1, 32), \"float32\")\n";
+  for (int i = 0; i < 12; ++i)
+    text += fmt::format("        w{} = T.alloc_workspace((1, 1, 32), \"float32\")\n", i);
+  text +=
+      "        with T.Scope(\"Vector\"):\n            if vid == 0:\n                x = "
+      "T.alloc_ub((1, 32), \"float32\")\n";
   std::string msg = error_of([&] { after(text, insert_channel_syncs); });
-  EXPECT_NE(msg.find("the cross-core channels need more than 11 cross-core flags"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the cross-core channels need more than 11 cross-core flags"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(InsertChannelSyncs, FlashAttentionDevBalancesEveryFlagOnEveryCore) {
@@ -394,7 +400,8 @@ TEST(InsertChannelSyncs, FlashAttentionDevBalancesEveryFlagOnEveryCore) {
   // reports a flag or cross-core counter left set) on 1 and 2 host threads.
   for (const char* S : {"64", "128", "192"}) {
     SCOPED_TRACE(S);
-    PrimFunc f = build_kernel(find_kernel("flash_attention_dev"), {{"S", S}, {"D", "32"}, {"bM", "64"}, {"bN", "64"}});
+    PrimFunc f = build_kernel(find_kernel("flash_attention_dev"),
+                              {{"S", S}, {"D", "32"}, {"bM", "64"}, {"bN", "64"}});
     auto kern = compile(f);
     for (int threads : {1, 2}) {
       Device dev;
@@ -417,7 +424,8 @@ TEST(ElideChannelCredits, FlashAttentionKeepsOnlyItsDataFlags) {
   auto cross_ids = [](const PrimFunc& f) {
     std::set<int64_t> ids;
     pre_order_visit(f->body, [&](const Stmt& s) {
-      if (auto* y = s.as<SyncNode>(); y && y->sync_kind == SyncKind::SetCrossFlag) ids.insert(*as_const_int(y->event_id));
+      if (auto* y = s.as<SyncNode>(); y && y->sync_kind == SyncKind::SetCrossFlag)
+        ids.insert(*as_const_int(y->event_id));
     });
     return ids;
   };
@@ -430,7 +438,8 @@ TEST(ElideChannelCredits, FlashAttentionKeepsOnlyItsDataFlags) {
     CompileOptions all;
     all.cache = false;
     all.dev.minimise_syncs = false;
-    EXPECT_EQ(cross_ids(compile(f, default_target(), all).func()).size(), std::atoi(S) > 256 ? 6u : 3u);
+    EXPECT_EQ(cross_ids(compile(f, default_target(), all).func()).size(),
+              std::atoi(S) > 256 ? 6u : 3u);
   }
 }
 
@@ -484,7 +493,8 @@ def f():
 TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
   // An expert vector kernel staging X through a workspace: MTE3 out, MTE2 back in, ordered by
   // flags; Y = X, and one element of the workspace never written reads back as NaN.
-  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32), Z = T::Tensor("Z", {8}, f32);
+  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32),
+       Z = T::Tensor("Z", {8}, f32);
   PrimFunc f = T::prim_func("stage", {X, Y, Z}, [&] {
     T::Kernel(1, [&](Expr, Expr vid) {
       auto ws = T::alloc_workspace("ws", {2, 8, 64}, f32);
@@ -512,7 +522,8 @@ TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
   Device dev;
   std::vector<double> in(8 * 64);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i) * 0.5;
-  Tensor x = from_vector(dev, {8, 64}, f32, in), y = Tensor::empty(dev, {8, 64}, f32), z = Tensor::empty(dev, {8}, f32);
+  Tensor x = from_vector(dev, {8, 64}, f32, in), y = Tensor::empty(dev, {8, 64}, f32),
+         z = Tensor::empty(dev, {8}, f32);
   dev.reset_peak();
   const int64_t before = dev.gm_peak_bytes();
   std::vector<npu::StaleFinding> stale;
@@ -532,14 +543,18 @@ TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
 // fp32, so 128 x 128 tiles of matmul_add_dev overflow UB on one AIV (split_aiv off: with it,
 // each AIV holds half the rows and they fit).
 TEST(DeveloperErrors, TheOverflowTableNamesCompilerMadeBuffers) {
-  PrimFunc f = build_kernel(find_kernel("matmul_add_dev"), {{"bM", "128"}, {"bN", "256"}, {"dtype", "bfloat16"}});
+  PrimFunc f = build_kernel(find_kernel("matmul_add_dev"),
+                            {{"bM", "128"}, {"bN", "256"}, {"dtype", "bfloat16"}});
   CompileOptions one_aiv;
   one_aiv.dev.split_aiv = false;
   std::string msg = error_of([&] { compile(f, default_target(), one_aiv); });
   EXPECT_NE(msg.find("UB needs"), std::string::npos) << msg;
   EXPECT_NE(msg.find("UB twin of 'c', examples/matmul_add_dev.cpp:"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("temporary of an element loop, examples/matmul_add_dev.cpp:35"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("examples/matmul_add_dev.cpp:27"), std::string::npos) << msg;  // d, the author's
+  EXPECT_NE(msg.find("temporary of an element loop, examples/matmul_add_dev.cpp:35"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("examples/matmul_add_dev.cpp:27"), std::string::npos)
+      << msg;  // d, the author's
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ std::string compile_error(const std::string& text, const CompileOptions& o = {})
 
 /// Expects `msg` to contain each of `parts`.
 void expect_says(const std::string& msg, std::initializer_list<std::string_view> parts) {
-  for (std::string_view p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "missing: " << p << "\nin: " << msg;
+  for (std::string_view p : parts)
+    EXPECT_NE(msg.find(p), std::string::npos) << "missing: " << p << "\nin: " << msg;
 }
 
 TEST(DeveloperErrors, VerifierRejectsASyncInADeveloperKernel) {
@@ -62,7 +63,8 @@ def f(A: T.Tensor((32, 32), "float16")):
         T.copy(A, a)
         T.gemm(a, a, c, True)
 )");
-  expect_says(msg, {"k.py:5: buffer 'c' (k.py:5) is the accumulator of", "make it with T::alloc_fragment"});
+  expect_says(
+      msg, {"k.py:5: buffer 'c' (k.py:5) is the accumulator of", "make it with T::alloc_fragment"});
 }
 
 TEST(DeveloperErrors, InferScopesRejectsACrossingCarriedAcrossIterations) {
@@ -78,8 +80,10 @@ def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
             T.gemm(a, a, c, True)
         T.copy(c, C)
 )");
-  expect_says(msg, {"k.py:9: buffer 'c' (k.py:5): `T.tile.exp(c, c)` at k.py:9 reads it from the vector unit before "
-                    "the cube writes it in the same iteration of `for k in T.serial(2)` at k.py:8"});
+  expect_says(msg,
+              {"k.py:9: buffer 'c' (k.py:5): `T.tile.exp(c, c)` at k.py:9 reads it from the vector "
+               "unit before "
+               "the cube writes it in the same iteration of `for k in T.serial(2)` at k.py:8"});
 }
 
 TEST(DeveloperErrors, LowerCubeOpsRejectsAClearWithoutItsGemm) {
@@ -93,7 +97,8 @@ def f(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
         T.copy(c, C)
         T.tile.fill(c, 0.0)
 )");
-  expect_says(msg, {"k.py:9", "T.clear of the accumulator 'c' is not followed by a T.gemm into it"});
+  expect_says(msg,
+              {"k.py:9", "T.clear of the accumulator 'c' is not followed by a T.gemm into it"});
 }
 
 TEST(DeveloperErrors, LowerCubeOpsRejectsANonZeroFillOfAnAccumulator) {
@@ -124,7 +129,8 @@ def f(A: T.Tensor((2048, 16), "float16"), B: T.Tensor((16, 16), "float16"), C: T
         T.gemm(a, b, c, True)
         T.copy(c, C)
 )");
-  expect_says(msg, {"k.py:9: T.gemm: an M x K chunk of 2048 x 16", "do not fit L0A", "use smaller tiles"});
+  expect_says(
+      msg, {"k.py:9: T.gemm: an M x K chunk of 2048 x 16", "do not fit L0A", "use smaller tiles"});
 }
 
 TEST(DeveloperErrors, SplitCubeVectorRejectsACubeBranchOnVectorData) {
@@ -140,7 +146,8 @@ def f(A: T.Tensor((32, 32), "float16"), X: T.Tensor((32,), "int32"), C: T.Tensor
             T.gemm(a, a, c, True)
             T.copy(c, C)
 )");
-  expect_says(msg, {"k.py:8: `if x[0] > 0` at k.py:8: its condition reads 'x' (UB), which lives on the Vector core, "
+  expect_says(msg, {"k.py:8: `if x[0] > 0` at k.py:8: its condition reads 'x' (UB), which lives on "
+                    "the Vector core, "
                     "but it also controls work of the Cube core"});
 }
 
@@ -159,7 +166,8 @@ def f(A: T.Tensor((32, 32), "float16"), X: T.Tensor((32,), "float32"), C: T.Tens
         T.copy(X, x)
         C[0, 0] = x[0]
 )");
-  expect_says(msg, {"k.py:11: `C[0, 0] = x[0]` at k.py:11 stores to the GM tensor 'C' from the scalar unit of the "
+  expect_says(msg, {"k.py:11: `C[0, 0] = x[0]` at k.py:11 stores to the GM tensor 'C' from the "
+                    "scalar unit of the "
                     "Vector core, and `T.copy(c, C)` at k.py:9 on the Cube core touches it too"});
 }
 
@@ -178,7 +186,8 @@ def f(A: T.Tensor((32, 64), "float16"), X: T.Tensor((32,), "int32"), N: T.Tensor
             T.gemm(a, a, c, k == 0)
         T.copy(c, C)
 )");
-  expect_says(msg, {"k.py:9: `for k in T.serial(N[0])` at k.py:9 reads the GM tensor 'N' on the Cube core, but the "
+  expect_says(msg, {"k.py:9: `for k in T.serial(N[0])` at k.py:9 reads the GM tensor 'N' on the "
+                    "Cube core, but the "
                     "Vector core writes it"});
 }
 
@@ -196,7 +205,8 @@ def f(X: T.Tensor((16, 64), "float32")):
                 x[i, j] = x[i, j + 1] + 1.0
         T.copy(x, X)
 )");
-  expect_says(msg, {"k.py:9: T.Parallel: cannot vectorise: cross-iteration read: x[i, j + 1] is read while x[i, j] "
+  expect_says(msg, {"k.py:9: T.Parallel: cannot vectorise: cross-iteration read: x[i, j + 1] is "
+                    "read while x[i, j] "
                     "is written"});
 }
 
@@ -212,8 +222,9 @@ def f(X: T.Tensor((2, 8, 64), "float32")):
                     x[b, i, j] = T.if_then_else(i < 4, x[b, i, j], 0.0)
         T.copy(x, X)
 )");
-  expect_says(msg, {"k.py:6: T.Parallel: cannot vectorise: the loop variable i is used as a value in a "
-                    "3-dimensional loop"});
+  expect_says(msg,
+              {"k.py:6: T.Parallel: cannot vectorise: the loop variable i is used as a value in a "
+               "3-dimensional loop"});
 }
 
 TEST(DeveloperErrors, VectorizeRejectsAnInexactIntrinsicUnlessAllowed) {
@@ -267,9 +278,11 @@ TEST(DeveloperErrors, ChannelSyncsRejectMoreChannelsThanCrossCoreFlags) {
 def f(A: T.Tensor((16, 16), "float16")):
     with T.Kernel(1, threads=1) as cid:
         a = T.alloc_shared((16, 16), "float16")
-)" + decls + "        T.copy(A, a)\n" + body);
+)" + decls + "        T.copy(A, a)\n" +
+                                  body);
   // Line 41 is the twelfth crossing's consumer, the first that finds no id.
-  expect_says(msg, {"k.py:41: kernel f: the cross-core channels need more than 11 cross-core flags (ids 0-10; 11-14 "
+  expect_says(msg, {"k.py:41: kernel f: the cross-core channels need more than 11 cross-core flags "
+                    "(ids 0-10; 11-14 "
                     "belong to sync_all)"});
 }
 

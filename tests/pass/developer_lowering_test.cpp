@@ -92,11 +92,14 @@ TEST(LowerCubeOps, AnAccumulatorThatDoesNotFitL0CIsComputedAndDrainedInColumnChu
 // An accumulator that is read again, or accumulated into (init not True), is never split: the
 // kernel does not fit and plan_memory says so.
 TEST(LowerCubeOps, AnAccumulatorWithOtherUsesIsNotSplit) {
-  std::string out = cube_lowered(two_accumulators("        T.copy(s, S)\n        T.copy(c, C)\n        T.copy(c, C)\n"));
+  std::string out = cube_lowered(
+      two_accumulators("        T.copy(s, S)\n        T.copy(c, C)\n        T.copy(c, C)\n"));
   EXPECT_NE(out.find("c = T.alloc_L0C((64, 512)"), std::string::npos) << out;
   EXPECT_EQ(out.find("c_part"), std::string::npos) << out;
   // Nor when the drain would have to move above a let its region names.
-  out = cube_lowered(two_accumulators("        row = cid * 64\n        T.copy(s, S)\n        T.copy(c, C[row:row + 64, 0:512])\n", 128, 2));
+  out = cube_lowered(two_accumulators(
+      "        row = cid * 64\n        T.copy(s, S)\n        T.copy(c, C[row:row + 64, 0:512])\n",
+      128, 2));
   EXPECT_EQ(out.find("c_part"), std::string::npos) << out;
 }
 
@@ -179,7 +182,8 @@ def f(X: T.Tensor((16, 64), "float32")):
   const Target& t = default_target();
   PrimFunc g = split_cube_vector(infer_scopes(f, t), t);
   std::string text = print(g);
-  EXPECT_NE(text.find("as (cid, vid_1):"), std::string::npos) << text;  // the user's `vid` keeps its name
+  EXPECT_NE(text.find("as (cid, vid_1):"), std::string::npos)
+      << text;  // the user's `vid` keeps its name
   EXPECT_EQ(print(parse(text)), text);
   EXPECT_TRUE(verify(g, t).empty()) << format_diagnostics(verify(g, t));
 }
@@ -216,19 +220,24 @@ TEST(DeveloperLowering, SwitchingOffAPassALaterOneNeedsIsAnError) {
     return o;
   };
   std::string msg = error_of([&] { lower(f, default_target(), without({"infer_scopes"})); });
-  EXPECT_NE(msg.find("disabled passes: 'infer_scopes' is off but 'lower_cube_ops', which lowers what it leaves, is on"),
+  EXPECT_NE(msg.find("disabled passes: 'infer_scopes' is off but 'lower_cube_ops', which lowers "
+                     "what it leaves, is on"),
             std::string::npos)
       << msg;
   // Switching off the whole tail of the chain is allowed (to look at the IR), and so is
   // insert_syncs alone (to see what the hazard checker says without it).
   EXPECT_NO_THROW(lower(f, default_target(), without({"insert_syncs"})));
   PrimFunc unlowered;
-  EXPECT_NO_THROW(unlowered = lower(f, default_target(),
-                                    without({"split_cube_vector", "vectorize_parallel", "pipeline_loops", "verify_lowered",
-                                             "insert_syncs", "insert_channel_syncs"})));
+  EXPECT_NO_THROW(unlowered =
+                      lower(f, default_target(),
+                            without({"split_cube_vector", "vectorize_parallel", "pipeline_loops",
+                                     "verify_lowered", "insert_syncs", "insert_channel_syncs"})));
   // ... but such a kernel does not run: the virtual NPU says why.
-  std::string run = error_of([&] { compile(unlowered, default_target(), {.verify = false, .lower = false}); });
-  EXPECT_NE(run.find("this developer kernel (T::Kernel without vid) was not lowered"), std::string::npos) << run;
+  std::string run =
+      error_of([&] { compile(unlowered, default_target(), {.verify = false, .lower = false}); });
+  EXPECT_NE(run.find("this developer kernel (T::Kernel without vid) was not lowered"),
+            std::string::npos)
+      << run;
 }
 
 TEST(DeveloperLowering, GemmLowersWithoutGemmV0OrBarriersAndMatchesTheReference) {
@@ -239,10 +248,11 @@ TEST(DeveloperLowering, GemmLowersWithoutGemmV0OrBarriersAndMatchesTheReference)
   EXPECT_EQ(ir.find("barrier_all"), std::string::npos) << ir;
   EXPECT_NE(ir.find("T.mma("), std::string::npos) << ir;
   Device dev;
-  Tensor A = uniform(dev, {M, K}, f16, 1), B = uniform(dev, {K, N}, f16, 2), C = Tensor::empty(dev, {M, N}, f16);
+  Tensor A = uniform(dev, {M, K}, f16, 1), B = uniform(dev, {K, N}, f16, 2),
+         C = Tensor::empty(dev, {M, N}, f16);
   kern.launch(dev, {A, B, C});
-  EXPECT_EQ(ref::compare(C.to_vector(), ref::matmul(A.to_vector(), B.to_vector(), M, N, K), N, 1e-3 * std::sqrt(K),
-                         1e-3),
+  EXPECT_EQ(ref::compare(C.to_vector(), ref::matmul(A.to_vector(), B.to_vector(), M, N, K), N,
+                         1e-3 * std::sqrt(K), 1e-3),
             "");
 }
 
@@ -266,7 +276,9 @@ def f(A: T.Tensor((64, 256), "float16"), B: T.Tensor((256, 64), "float16"), C: T
     Tensor A = uniform(dev, {64, 256}, f16, 1), B = uniform(dev, {256, 64}, f16, 2);
     Tensor C = from_vector(dev, {64, 64}, f32, std::vector<double>(64 * 64, 0.0));
     kern.launch(dev, {A, B, C}, {.check_hazards = hazards});
-    EXPECT_EQ(ref::compare(C.to_vector(), ref::matmul(A.to_vector(), B.to_vector(), 64, 64, 256), 64, 1e-4, 1e-4), "");
+    EXPECT_EQ(ref::compare(C.to_vector(), ref::matmul(A.to_vector(), B.to_vector(), 64, 64, 256),
+                           64, 1e-4, 1e-4),
+              "");
   }
 }
 
@@ -346,10 +358,12 @@ def f(X: T.Tensor(({}, 64), "float32"), S: T.Tensor((64,), "float32"), Q: T.Tens
     Device dev;
     // Full blocks of large values first: what the tail block would find in its stale rows.
     Tensor big = from_vector(dev, {16, 64}, f32, std::vector<double>(16 * 64, 1000.0));
-    Tensor S0 = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0)), Q0 = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0));
+    Tensor S0 = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0)),
+           Q0 = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0));
     warm.launch(dev, {big, S0, Q0}, {.threads = 1});
     Tensor X = uniform(dev, {13, 64}, f32, 5);
-    Tensor S = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0)), Q = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0));
+    Tensor S = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0)),
+           Q = from_vector(dev, {64}, f32, std::vector<double>(64, 0.0));
     kern.launch(dev, {X, S, Q}, {.threads = 1, .check_hazards = hazards});
     std::vector<double> x = X.to_vector(), sv = S.to_vector(), qv = Q.to_vector();
     for (int j = 0; j < 64; ++j) {

@@ -25,7 +25,8 @@ std::vector<double> ramp(int64_t n, double scale) {
 // pass that keeps only the latest access per buffer sees MTE3 as x's last user and orders V after
 // MTE3 only, dropping the MTE2 -> V flag the V read needs. insert_syncs keeps every pending access.
 TEST(DevmodeTraps, Issue1641MTE2WriteThenMTE3ReadThenVReadKeepsItsMTE2ToVFlag) {
-  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32), Z = T::Tensor("Z", {8, 64}, f32);
+  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32),
+       Z = T::Tensor("Z", {8, 64}, f32);
   PrimFunc f = T::prim_func("trap1641", {X, Y, Z}, [&] {
     T::Kernel(1, [&](Expr) {
       auto x = T::alloc_shared("x", {8, 64}, f32), z = T::alloc_shared("z", {8, 64}, f32);
@@ -40,7 +41,8 @@ TEST(DevmodeTraps, Issue1641MTE2WriteThenMTE3ReadThenVReadKeepsItsMTE2ToVFlag) {
   EXPECT_NE(ir.find("T.wait_flag(\"MTE2\", \"V\""), std::string::npos) << ir;
   Device dev;
   auto in = ramp(8 * 64, 3.0);
-  Tensor x = from_vector(dev, {8, 64}, f32, in), y = Tensor::empty(dev, {8, 64}, f32), z = Tensor::empty(dev, {8, 64}, f32);
+  Tensor x = from_vector(dev, {8, 64}, f32, in), y = Tensor::empty(dev, {8, 64}, f32),
+         z = Tensor::empty(dev, {8, 64}, f32);
   ASSERT_NO_THROW(kern.launch(dev, {x, y, z}, {.check_hazards = true}));
   auto ys = y.to_vector(), zs = z.to_vector();
   for (size_t i = 0; i < in.size(); ++i) {
@@ -54,7 +56,8 @@ TEST(DevmodeTraps, Issue1641MTE2WriteThenMTE3ReadThenVReadKeepsItsMTE2ToVFlag) {
 // ReduceSum widens), whichever dimension is reduced.
 TEST(DevmodeTraps, Issues1683And754Float16ReduceOverDimZeroAndMinusOne) {
   constexpr int R = 16, C = 64;
-  auto X = T::Tensor("X", {R, C}, f16), S0 = T::Tensor("S0", {C}, f16), S1 = T::Tensor("S1", {R}, f16);
+  auto X = T::Tensor("X", {R, C}, f16), S0 = T::Tensor("S0", {C}, f16),
+       S1 = T::Tensor("S1", {R}, f16);
   PrimFunc f = T::prim_func("trap1683", {X, S0, S1}, [&] {
     T::Kernel(1, [&](Expr) {
       auto x = T::alloc_shared("x", {R, C}, f16);
@@ -69,7 +72,8 @@ TEST(DevmodeTraps, Issues1683And754Float16ReduceOverDimZeroAndMinusOne) {
   auto kern = compile(f);
   Device dev;
   auto in = ramp(R * C, 1.0);
-  Tensor x = from_vector(dev, {R, C}, f16, in), s0 = Tensor::empty(dev, {C}, f16), s1 = Tensor::empty(dev, {R}, f16);
+  Tensor x = from_vector(dev, {R, C}, f16, in), s0 = Tensor::empty(dev, {C}, f16),
+         s1 = Tensor::empty(dev, {R}, f16);
   ASSERT_NO_THROW(kern.launch(dev, {x, s0, s1}, {.check_hazards = true}));
   auto xs = x.to_vector(), cols = s0.to_vector(), rows = s1.to_vector();
   for (int j = 0; j < C; ++j) {
@@ -107,12 +111,14 @@ TEST(DevmodeTraps, Issue1378PipelinedLoopsRunEveryTripCount) {
     Device dev;
     auto in = ramp(rows * 64, 2.0);
     Tensor x = from_vector(dev, {rows, 64}, f32, in);
-    Tensor y = from_vector(dev, {rows, 64}, f32, std::vector<double>(static_cast<size_t>(rows * 64), -7.0));
+    Tensor y = from_vector(dev, {rows, 64}, f32,
+                           std::vector<double>(static_cast<size_t>(rows * 64), -7.0));
     ASSERT_NO_THROW(kern.launch(dev, {x, y}, {.check_hazards = true}));
     auto ys = y.to_vector();
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < 64; ++c) {
-        const double want = r < start ? -7.0 : static_cast<double>(static_cast<float>(in[r * 64 + c]) + 1.0f);
+        const double want =
+            r < start ? -7.0 : static_cast<double>(static_cast<float>(in[r * 64 + c]) + 1.0f);
         ASSERT_EQ(ys[r * 64 + c], want) << "row " << r << " column " << c;
       }
   };

@@ -50,7 +50,8 @@ TEST(GuardLoopCredits, AUnitTheReplayCannotProveKeepsItsPreSetAndDrain) {
   suffix.replace(suffix.find("if t < 3"), 8, "if t > 0");
   std::string symbolic = persistent("n");
   const std::string params = "def f(A: T.Tensor((16, 16), \"float16\")):";
-  symbolic.replace(symbolic.find(params), params.size(), "def f(A: T.Tensor((16, 16), \"float16\"), n: T.int32):");
+  symbolic.replace(symbolic.find(params), params.size(),
+                   "def f(A: T.Tensor((16, 16), \"float16\"), n: T.int32):");
   for (const std::string& text : {suffix, symbolic})
     EXPECT_EQ(guarded(text), print(parse(text), {.locations = false})) << text;
 }

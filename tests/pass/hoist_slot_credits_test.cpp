@@ -63,16 +63,19 @@ TEST(HoistSlotCredits, PersistentGemmStaysCorrectForEveryTripCount) {
   // panels the steady loop has one trip, which pipeline_loops writes out: the tile loop's body
   // is straight-line code and its own carried credits are set before it.
   for (const char* K : {"64", "128", "192", "256", "320"}) {
-    PrimFunc f = build_kernel(find_kernel("gemm_dev"), {{"M", "300"}, {"N", "520"}, {"K", K}, {"bK", "64"},
-                                                        {"blocks", "3"}});
+    PrimFunc f =
+        build_kernel(find_kernel("gemm_dev"),
+                     {{"M", "300"}, {"N", "520"}, {"K", K}, {"bK", "64"}, {"blocks", "3"}});
     PassOptions before_guards;  // guard_loop_credits turns the hoisted pre-sets into guards
     before_guards.disabled_passes = {"guard_loop_credits"};
     std::string lowered = print(lower(f, default_target(), before_guards), {.locations = false});
     const long panels = std::stol(K) / 64;
     const bool remainder = panels % 2 == 1 && panels > 3;
-    EXPECT_EQ(lowered.find("T.set_flag(\"MTE1\", \"MTE2\", 0, auto=True)") < lowered.find("for i in T.serial"),
+    EXPECT_EQ(lowered.find("T.set_flag(\"MTE1\", \"MTE2\", 0, auto=True)") <
+                  lowered.find("for i in T.serial"),
               !remainder)
-        << "K = " << K << "\n" << lowered;
+        << "K = " << K << "\n"
+        << lowered;
     CompiledKernel k = compile(f);
     Device dev;
     Tensor A = randn(dev, {300, std::stol(K)}, f16, 1), B = randn(dev, {std::stol(K), 520}, f16, 2),

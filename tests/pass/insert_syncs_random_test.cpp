@@ -4,8 +4,8 @@
 // back from the output), V ops, MTE3 copies out (to fixed rows and to rows that move with the
 // loop), and scalar loads and stores of UB and GM. Property: the launch reports no unordered
 // access pair, no deadlock and no flag left set (rows that move with a loop exercise the
-// rule that iterations of one loop touch disjoint rows); the output has no barrier_all, and its event
-// ids are constants within the target's budget. 5000 kernels by default (about 4 s);
+// rule that iterations of one loop touch disjoint rows); the output has no barrier_all, and its
+// event ids are constants within the target's budget. 5000 kernels by default (about 4 s);
 // TL_TEST_LEVEL=2 runs 20000, TL_INSERT_SYNCS_PROGRAMS=N runs N.
 #include <gtest/gtest.h>
 
@@ -57,11 +57,15 @@ class RandomKernel {
     for (int i = 0; i < n; ++i) {
       int c = pick(10);
       if (c == 0 && depth < 2) {
-        T::serial(fmt::format("i{}", depth), pick(4), [&](Expr i) { block(depth + 1, i, X, Y, Z); });
+        T::serial(fmt::format("i{}", depth), pick(4),
+                  [&](Expr i) { block(depth + 1, i, X, Y, Z); });
       } else if (c == 1 && depth < 2) {
         Expr cond = k % 2 == 0;
-        if (pick(2)) T::If(cond, [&] { block(depth + 1, k, X, Y, Z); }, [&] { block(depth + 1, k, X, Y, Z); });
-        else T::If(cond, [&] { block(depth + 1, k, X, Y, Z); });
+        if (pick(2))
+          T::If(
+              cond, [&] { block(depth + 1, k, X, Y, Z); }, [&] { block(depth + 1, k, X, Y, Z); });
+        else
+          T::If(cond, [&] { block(depth + 1, k, X, Y, Z); });
       } else {
         op(k, X, Y, Z);
       }
@@ -74,25 +78,44 @@ class RandomKernel {
     // inside Y) or by half a tile (consecutive iterations overlap), or wrapping; UB rows fixed
     // or moving.
     int how = pick(4);
-    Expr row = how == 0 ? Expr(pick(kOuts) * R) : how == 1 ? k * R : how == 2 ? k * (R / 2) : (k % kOuts) * R;
+    Expr row = how == 0   ? Expr(pick(kOuts) * R)
+               : how == 1 ? k * R
+               : how == 2 ? k * (R / 2)
+                          : (k % kOuts) * R;
     Expr urow = pick(2) ? Expr(pick(R)) : k;
     switch (pick(10)) {
-      case 0: T::copy(X, tile()); break;
-      case 9: T::copy(X.region({urow, 0}, {1, C}), tile().region({urow, 0}, {1, C})); break;
-      case 1: T::copy(Y.region({row, 0}, {R, C}), tile()); break;
-      case 2: T::tile::fill(tile(), 1.0); break;
-      case 3: T::tile::exp(tile(), tile()); break;
+      case 0:
+        T::copy(X, tile());
+        break;
+      case 9:
+        T::copy(X.region({urow, 0}, {1, C}), tile().region({urow, 0}, {1, C}));
+        break;
+      case 1:
+        T::copy(Y.region({row, 0}, {R, C}), tile());
+        break;
+      case 2:
+        T::tile::fill(tile(), 1.0);
+        break;
+      case 3:
+        T::tile::exp(tile(), tile());
+        break;
       case 4: {
         const Buffer& a = tile();
         T::tile::add(a, a, tile());
         break;
       }
       case 5:
-      case 6: T::copy(tile(), Y.region({row, 0}, {R, C})); break;
-      case 7: T::store(tile(), {urow, j}, Expr(2.0f)); break;
+      case 6:
+        T::copy(tile(), Y.region({row, 0}, {R, C}));
+        break;
+      case 7:
+        T::store(tile(), {urow, j}, Expr(2.0f));
+        break;
       default:
-        if (pick(2)) T::store(Z, {j}, tile()(urow, j));
-        else T::store(tile(), {urow, j}, Z(j));
+        if (pick(2))
+          T::store(Z, {j}, tile()(urow, j));
+        else
+          T::store(tile(), {urow, j}, Z(j));
         break;
     }
   }
@@ -110,12 +133,14 @@ std::string bad_syncs(const PrimFunc& f, const Target& t) {
   pre_order_visit(f->body, [&](const Stmt& s) {
     auto* y = s.as<SyncNode>();
     if (!y) return;
-    if (y->sync_kind == SyncKind::BarrierAll || y->src == Pipe::ALL) bad += "a barrier over all pipes; ";
+    if (y->sync_kind == SyncKind::BarrierAll || y->src == Pipe::ALL)
+      bad += "a barrier over all pipes; ";
     if (y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag) {
       auto id = as_const_int(y->event_id);
-      bool reserved = id && std::find(t.reserved_event_ids.begin(), t.reserved_event_ids.end(), *id) !=
-                                t.reserved_event_ids.end();
-      if (!id || *id < 0 || *id >= t.num_event_ids || reserved) bad += "event id " + print(y->event_id) + "; ";
+      bool reserved = id && std::find(t.reserved_event_ids.begin(), t.reserved_event_ids.end(),
+                                      *id) != t.reserved_event_ids.end();
+      if (!id || *id < 0 || *id >= t.num_event_ids || reserved)
+        bad += "event id " + print(y->event_id) + "; ";
     }
     if (y->origin != SyncOrigin::Auto) bad += "a sync not marked auto; ";
   });
@@ -130,7 +155,8 @@ std::string hazards_of(const PrimFunc& f, const Target& t) {
   try {
     // The random kernels read memory they never wrote (by construction: they test ordering, not
     // data), which the stale-data checker would report: it is off here.
-    compile(f, t, {.cache = false}).launch(dev, args, {.threads = 1, .check_hazards = true, .check_stale = false});
+    compile(f, t, {.cache = false})
+        .launch(dev, args, {.threads = 1, .check_hazards = true, .check_stale = false});
   } catch (const Error& e) {
     return e.what();
   }

@@ -33,7 +33,8 @@ void launch_checked(const PrimFunc& f, std::string* stale = nullptr) {
   }
   std::vector<npu::StaleFinding> found;
   compile(f, default_target(), {.cache = false})
-      .launch(dev, args, {.threads = 1, .check_hazards = true, .stale_findings = stale ? &found : nullptr});
+      .launch(dev, args,
+              {.threads = 1, .check_hazards = true, .stale_findings = stale ? &found : nullptr});
   for (const auto& x : found) *stale += x.str() + "\n";
 }
 
@@ -77,8 +78,8 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((2, 16, 64), "float32")):
 }
 
 TEST(InsertSyncs, SameVectorPipeNeedsABarrierOnlyWhenDependent) {
-  // The two exps only read a (no barrier between them); the add reads what they wrote: pipe_barrier(V), as V
-  // may overlap consecutive instructions.
+  // The two exps only read a (no barrier between them); the add reads what they wrote:
+  // pipe_barrier(V), as V may overlap consecutive instructions.
   constexpr std::string_view in = R"(@T.prim_func
 def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((2, 16, 64), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -116,11 +117,11 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((2, 16, 64), "float32")):
 }
 
 TEST(InsertSyncs, DoubleBufferedLoop) {
-  // Two buffer sets in one loop (DEVMODE.md section 7): per slot a V -> MTE2 (the load may overwrite x
-  // once the exp read it) and an MTE3 -> V flag (y once stored), pre-set before the loop, waited and set
-  // in the body, drained after it; the in-iteration MTE2 -> V and V -> MTE3 flags of the two slots
-  // share id 0 (never live together). The WAW of a slot's buffers and outputs from one iteration to
-  // the next is implied by the flag chains: no pipe_barrier.
+  // Two buffer sets in one loop (DEVMODE.md section 7): per slot a V -> MTE2 (the load may
+  // overwrite x once the exp read it) and an MTE3 -> V flag (y once stored), pre-set before the
+  // loop, waited and set in the body, drained after it; the in-iteration MTE2 -> V and V -> MTE3
+  // flags of the two slots share id 0 (never live together). The WAW of a slot's buffers and
+  // outputs from one iteration to the next is implied by the flag chains: no pipe_barrier.
   constexpr std::string_view in = R"(@T.prim_func
 def f(X0: T.Tensor((16, 64), "float32"), X1: T.Tensor((16, 64), "float32"), Y0: T.Tensor((2, 16, 64), "float32"), Y1: T.Tensor((2, 16, 64), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -639,7 +640,8 @@ def f(X: T.Tensor((16, 16), "float16"), Y: T.Tensor((16, 16), "float32")):
   std::string stale;
   EXPECT_EQ(inserted(in, &stale), out);
   EXPECT_EQ(stale,
-            "invalid data stored to GM at <unknown>: T.copy stores 256 invalid of 256 elements into 'Y', the first "
+            "invalid data stored to GM at <unknown>: T.copy stores 256 invalid of 256 elements "
+            "into 'Y', the first "
             "Y[0, 0]; never written in this launch (first in block 0 AIC)\n");
 }
 
@@ -672,7 +674,8 @@ def f(X0: T.Tensor((16, 64), "float32"), X1: T.Tensor((16, 64), "float32"), Y0: 
                 T.copy(X1, x1)
                 T.tile.exp(y1, x1)
                 T.copy(y1, Y1[vid:vid + 1, 0:16, 0:64])
-)"), default_target());
+)"),
+                               default_target());
   EXPECT_EQ(insert_syncs(once, default_target()), once);
 }
 
@@ -696,7 +699,8 @@ def f(X: T.Tensor((16, 64), "float32")):
     if (auto* y = s.as<SyncNode>()) origins.push_back(y->origin);
   });
   using O = SyncOrigin;
-  EXPECT_EQ(origins, (std::vector<O>{O::Auto, O::User, O::Auto, O::Auto, O::Auto, O::Auto, O::User}));
+  EXPECT_EQ(origins,
+            (std::vector<O>{O::Auto, O::User, O::Auto, O::Auto, O::Auto, O::Auto, O::User}));
   // `auto=False` is the default spelled out. Who wrote a sync is not what it does: structural
   // equality ignores the origin, as it ignores source locations.
   PrimFunc user = parse(R"(@T.prim_func

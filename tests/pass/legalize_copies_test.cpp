@@ -11,7 +11,8 @@ namespace tl {
 namespace {
 
 std::string legal(std::string_view text) {
-  return testing::run_on_text(text, [](const PrimFunc& f) { return legalize_copies(f, get_target("A2")); });
+  return testing::run_on_text(
+      text, [](const PrimFunc& f) { return legalize_copies(f, get_target("A2")); });
 }
 
 // RowTailClipsBothSidesOfEveryGmCopy, CopiesProvablyInsideTheTensorAreUnchanged:
@@ -153,7 +154,8 @@ def f(X: T.Tensor((M, 64), "float32"), Z: T.Tensor((M, 64), "float32")):
         T.copy(X[cid * 8:cid * 8 + 8, 0:64], x)
         T.copy(x, Z[cid * 8:cid * 8 + 8, 0:64])
 )");
-  EXPECT_NE(out.find("T.copy(X[cid * 8:cid * 8 + T.min(M - cid * 8, 8), 0:64], x[0:T.min(M - cid * 8, 8), 0:64], clipped=True)"),
+  EXPECT_NE(out.find("T.copy(X[cid * 8:cid * 8 + T.min(M - cid * 8, 8), 0:64], x[0:T.min(M - cid * "
+                     "8, 8), 0:64], clipped=True)"),
             std::string::npos)
       << out;
 }

@@ -13,7 +13,8 @@ namespace tl {
 namespace {
 
 std::string masked(std::string_view text) {
-  return testing::run_on_text(text, [](const PrimFunc& f) { return mask_tails(f, get_target("A2")); });
+  return testing::run_on_text(text,
+                              [](const PrimFunc& f) { return mask_tails(f, get_target("A2")); });
 }
 
 std::string error_of(std::string_view text) {
@@ -245,7 +246,8 @@ def f(X: T.Tensor((13, 64), "float32"), S: T.Tensor((64,), "float32"), n: T.int3
         T.atomic_add(S, s)
 )");
   EXPECT_NE(msg.find("`T.reduce_max(x, s, dim=0)` reads 'x'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("a branch or a loop leaves it in more than one way"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a branch or a loop leaves it in more than one way"), std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("pad_value"), std::string::npos) << msg;
   // A tile the kernel writes in part after a clipped copy: which rows are valid is no longer
   // known (the fill of rows 5-7 is right for block 1 only).
@@ -277,7 +279,8 @@ def f(X: T.Tensor((13, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
         T.copy(y, Y[cid * 8:cid * 8 + 8, 0:64])
 )");
   EXPECT_NE(msg.find("may store elements of 'y' past its valid part"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("valid below T.min(13 - cid * 8, 8) in dimension 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("valid below T.min(13 - cid * 8, 8) in dimension 0"), std::string::npos)
+      << msg;
 }
 
 TEST(MaskTails, ACopyOutClippedLikeItsSourceAndAPadValueNeedNothing) {

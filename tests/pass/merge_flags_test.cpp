@@ -60,10 +60,12 @@ std::string merged(const std::string& text) {
 
 TEST(MergeFlags, TwoNeighbouringFlagsBecomeOneSetAfterTheLaterSourceWaitedBeforeTheEarlierUse) {
   for (const char* extent : {"1", "3"}) {
-    std::string expected = without_lines(two_loads(extent), {"T.set_flag(\"MTE2\", \"MTE1\", 0, auto=True)",
-                                                              "T.wait_flag(\"MTE2\", \"MTE1\", 1, auto=True)"});
+    std::string expected =
+        without_lines(two_loads(extent), {"T.set_flag(\"MTE2\", \"MTE1\", 0, auto=True)",
+                                          "T.wait_flag(\"MTE2\", \"MTE1\", 1, auto=True)"});
     const std::string set1 = "T.set_flag(\"MTE2\", \"MTE1\", 1, auto=True)";
-    expected.replace(expected.find(set1), set1.size(), "T.set_flag(\"MTE2\", \"MTE1\", 0, auto=True)");
+    expected.replace(expected.find(set1), set1.size(),
+                     "T.set_flag(\"MTE2\", \"MTE1\", 0, auto=True)");
     EXPECT_EQ(merged(two_loads(extent)), print(parse(expected), {.locations = false})) << extent;
   }
 }
@@ -103,7 +105,8 @@ TEST(MergeFlags, GemmPanelsShareTheirFlagAndTheirSlotCredit) {
     EXPECT_EQ(sets(after).count(pair) * 2, sets(before).count(pair)) << pair;
   Device device;
   auto args = ref::random_args(device, dev);
-  EXPECT_NO_THROW(compile(dev, default_target(), {.cache = false}).launch(device, args, {.check_hazards = true}));
+  EXPECT_NO_THROW(compile(dev, default_target(), {.cache = false})
+                      .launch(device, args, {.check_hazards = true}));
 }
 
 }  // namespace

@@ -82,11 +82,27 @@ TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
   lower(parse(kKernel), default_target(), o);
   // Every pass of the pipeline reports, the developer-mode ones too (they return an expert
   // kernel unchanged, quickly).
-  for (const char* p : {"// pass verify: ", "// pass simplify: ", "// pass infer_scopes: ", "// pass lower_cube_ops: ",
-                        "// pass mask_tails: ", "// pass legalize_copies: ", "// pass split_cube_vector: ", "// pass vectorize_parallel: ", "// pass split_aiv: ", "// pass pipeline_loops: ", "// pass simplify_lowered: ",
-                        "// pass verify_lowered: ", "// pass hoist_above_channel_waits: ", "// pass group_vector_ops: ", "// pass plan_memory: ", "// pass insert_syncs: ",
-                        "// pass hoist_slot_credits: ", "// pass insert_channel_syncs: ",
-                        "// pass elide_channel_credits: ", "// pass elide_implied_syncs: ", "// pass merge_flags: ",
+  for (const char* p : {"// pass verify: ",
+                        "// pass simplify: ",
+                        "// pass infer_scopes: ",
+                        "// pass lower_cube_ops: ",
+                        "// pass mask_tails: ",
+                        "// pass legalize_copies: ",
+                        "// pass split_cube_vector: ",
+                        "// pass vectorize_parallel: ",
+                        "// pass split_aiv: ",
+                        "// pass pipeline_loops: ",
+                        "// pass simplify_lowered: ",
+                        "// pass verify_lowered: ",
+                        "// pass hoist_above_channel_waits: ",
+                        "// pass group_vector_ops: ",
+                        "// pass plan_memory: ",
+                        "// pass insert_syncs: ",
+                        "// pass hoist_slot_credits: ",
+                        "// pass insert_channel_syncs: ",
+                        "// pass elide_channel_credits: ",
+                        "// pass elide_implied_syncs: ",
+                        "// pass merge_flags: ",
                         "// pass guard_loop_credits: "})
     EXPECT_NE(c.text.find(p), std::string::npos) << p << "\n" << c.text;
   EXPECT_EQ(count(c.text, " us\n"), 22u) << c.text;
@@ -96,8 +112,16 @@ TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
 TEST(PassManager, RunsCustomPassesInOrder) {
   std::string order;
   std::vector<Pass> passes = {
-      {"first", [&](const PrimFunc& f, const Target&) { order += "1"; return f; }},
-      {"second", [&](const PrimFunc& f, const Target&) { order += "2"; return simplify(f); }},
+      {"first",
+       [&](const PrimFunc& f, const Target&) {
+         order += "1";
+         return f;
+       }},
+      {"second",
+       [&](const PrimFunc& f, const Target&) {
+         order += "2";
+         return simplify(f);
+       }},
   };
   Captured c;
   PassOptions o = c.options();
@@ -131,8 +155,16 @@ TEST(PassManager, EnvironmentVariablesTurnOnTheKnobs) {
 TEST(PassManager, DisabledPassesDoNotRun) {
   std::string order;
   std::vector<Pass> passes = {
-      {"first", [&](const PrimFunc& f, const Target&) { order += "1"; return f; }},
-      {"second", [&](const PrimFunc& f, const Target&) { order += "2"; return f; }},
+      {"first",
+       [&](const PrimFunc& f, const Target&) {
+         order += "1";
+         return f;
+       }},
+      {"second",
+       [&](const PrimFunc& f, const Target&) {
+         order += "2";
+         return f;
+       }},
   };
   PassOptions o;
   o.disabled_passes = {"first"};
@@ -162,7 +194,6 @@ def f(X: T.Tensor((64,), "float32")):
   EXPECT_NO_THROW(lower(parse(kParallel), default_target(), o));
 }
 
-
 TEST(PassManager, VerifyEachCatchesAPassThatBreaksTheExpertSpec) {
   // The broken pass moves the vector work into a Cube scope.
   Pass broken{"break_scopes",
@@ -178,20 +209,27 @@ TEST(PassManager, VerifyEachCatchesAPassThatBreaksTheExpertSpec) {
     EXPECT_NO_THROW(run_passes(parse(kKernel), default_target(), passes, o));
   }
   o.verify_each = true;
-  std::string msg = error_of<InternalError>([&] { run_passes(parse(kKernel), default_target(), passes, o); });
-  EXPECT_NE(msg.find("pass 'break_scopes' broke its output invariant (the expert spec)"), std::string::npos) << msg;
+  std::string msg =
+      error_of<InternalError>([&] { run_passes(parse(kKernel), default_target(), passes, o); });
+  EXPECT_NE(msg.find("pass 'break_scopes' broke its output invariant (the expert spec)"),
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("[rule: copy-core-scope]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[rule: alloc-core-scope]"), std::string::npos) << msg;
 }
 
 TEST(PassManager, VerifyEachCatchesAPassThatBreaksThePlannedSpec) {
   // Claims to plan memory but does nothing: the UB buffer has no address.
-  std::vector<Pass> passes = {{"verify", verify_pass, Spec::Expert},
-                              {"fake_plan", [](const PrimFunc& f, const Target&) { return f; }, Spec::Planned}};
+  std::vector<Pass> passes = {
+      {"verify", verify_pass, Spec::Expert},
+      {"fake_plan", [](const PrimFunc& f, const Target&) { return f; }, Spec::Planned}};
   PassOptions o;
   o.verify_each = true;
-  std::string msg = error_of<InternalError>([&] { run_passes(parse(kKernel), default_target(), passes, o); });
-  EXPECT_NE(msg.find("pass 'fake_plan' broke its output invariant (the planned spec)"), std::string::npos) << msg;
+  std::string msg =
+      error_of<InternalError>([&] { run_passes(parse(kKernel), default_target(), passes, o); });
+  EXPECT_NE(msg.find("pass 'fake_plan' broke its output invariant (the planned spec)"),
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("1 violation:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[rule: buffer-unplanned]"), std::string::npos) << msg;
   // The environment variable turns it on too.
@@ -210,7 +248,8 @@ TEST(PassManager, VerifyEachBlamesThePassAfterAnUncheckedOne) {
   // A pass without an invariant breaks the kernel; the next pass is not blamed for it.
   std::vector<Pass> passes = {
       {"verify", verify_pass, Spec::Expert},
-      {"unchecked", [](const PrimFunc& f, const Target&) {
+      {"unchecked",
+       [](const PrimFunc& f, const Target&) {
          std::string text = print(f);
          return parse(text.replace(text.find("\"Vector\""), 8, "\"Cube\""));
        }},
@@ -253,7 +292,8 @@ TEST(PassManager, EveryEnvironmentVariableIsRegisteredAndDocumented) {
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, fp)) > 0;) doc.append(buf, n);
   std::fclose(fp);
   for (const auto& v : env_registry())
-    EXPECT_NE(doc.find("`" + std::string(v.name) + "`"), std::string::npos) << v.name << " missing in docs/compiler.md";
+    EXPECT_NE(doc.find("`" + std::string(v.name) + "`"), std::string::npos)
+        << v.name << " missing in docs/compiler.md";
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ using testing::error_of;
 
 std::vector<double> wave(int64_t n, double phase) {
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = std::sin(0.61 * static_cast<double>(i) + phase) * 0.5;
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = std::sin(0.61 * static_cast<double>(i) + phase) * 0.5;
   return v;
 }
 
@@ -38,14 +39,16 @@ size_t count(const std::string& text, const std::string& what) {
 /// computed before the push of p and used after the pop of o, as FlashAttention's rescaling
 /// factor is.
 PrimFunc mini_attention(int num_stages, Expr rows) {
-  auto Q = T::Tensor("Q", {64, 32}, f16), K = T::Tensor("K", {rows, 32}, f16), V = T::Tensor("V", {rows, 32}, f16);
+  auto Q = T::Tensor("Q", {64, 32}, f16), K = T::Tensor("K", {rows, 32}, f16),
+       V = T::Tensor("V", {rows, 32}, f16);
   auto O = T::Tensor("O", {64, 32}, f32);
   return T::prim_func("mini_attention", {Q, K, V, O}, [&] {
     T::Kernel(1, [&](Expr) {
       auto q = T::alloc_shared("q", {64, 32}, f16), k = T::alloc_shared("k", {32, 32}, f16);
       auto v = T::alloc_shared("v", {32, 32}, f16), p = T::alloc_shared("p", {64, 32}, f16);
       auto s = T::alloc_fragment("s", {64, 32}, f32), o = T::alloc_fragment("o", {64, 32}, f32);
-      auto acc = T::alloc_fragment("acc", {64, 32}, f32), rmax = T::alloc_fragment("rmax", {64}, f32);
+      auto acc = T::alloc_fragment("acc", {64, 32}, f32),
+           rmax = T::alloc_fragment("rmax", {64}, f32);
       T::copy(Q, q);
       T::clear(acc);
       T::Pipelined("j", rows / 32, num_stages, [&](Expr j) {
@@ -55,7 +58,8 @@ PrimFunc mini_attention(int num_stages, Expr rows) {
         T::reduce_max(s, rmax, -1);
         T::Parallel({64, 32}, [&](Expr i, Expr c) { p(i, c) = cast(f16, s(i, c) * 0.125f); });
         T::gemm(p, v, o, {.init = true});
-        T::Parallel({64, 32}, [&](Expr i, Expr c) { acc(i, c) = acc(i, c) * 0.5f + o(i, c) * rmax(i); });
+        T::Parallel({64, 32},
+                    [&](Expr i, Expr c) { acc(i, c) = acc(i, c) * 0.5f + o(i, c) * rmax(i); });
       });
       T::copy(acc, O);
     });
@@ -84,7 +88,8 @@ TEST(PipelineLoops, EveryStageCountAndTripCountGivesTheSerialResultBitForBit) {
       SCOPED_TRACE(fmt::format("tiles {} symbolic {}", tiles, symbolic));
       std::vector<double> serial = run_mini_attention(1, tiles, symbolic);
       // Host reference of the serial schedule (fp16 inputs, fp32 sums, p rounded to fp16).
-      auto qv = wave(64 * 32, 0.1), kv = wave(tiles * 32 * 32, 0.7), vv = wave(tiles * 32 * 32, 1.3);
+      auto qv = wave(64 * 32, 0.1), kv = wave(tiles * 32 * 32, 0.7),
+           vv = wave(tiles * 32 * 32, 1.3);
       auto h = [](double x) { return arith::round_float(f16, x); };
       std::vector<double> acc(64 * 32, 0.0);
       for (int64_t t = 0; t < tiles; ++t) {
@@ -98,10 +103,12 @@ TEST(PipelineLoops, EveryStageCountAndTripCountGivesTheSerialResultBitForBit) {
           }
         for (int i = 0; i < 64; ++i)
           for (int c = 0; c < 32; ++c)
-            for (int r = 0; r < 32; ++r) o[i * 32 + c] += h(s[i * 32 + r] * 0.125) * h(vv[(t * 32 + r) * 32 + c]);
+            for (int r = 0; r < 32; ++r)
+              o[i * 32 + c] += h(s[i * 32 + r] * 0.125) * h(vv[(t * 32 + r) * 32 + c]);
         for (int i = 0; i < 64 * 32; ++i) acc[i] = acc[i] * 0.5 + o[i] * rmax[i / 32];
       }
-      for (size_t i = 0; i < acc.size(); ++i) ASSERT_NEAR(serial[i], acc[i], 2e-3 + 2e-3 * std::abs(acc[i])) << i;
+      for (size_t i = 0; i < acc.size(); ++i)
+        ASSERT_NEAR(serial[i], acc[i], 2e-3 + 2e-3 * std::abs(acc[i])) << i;
       for (int stages = 2; stages <= 4; ++stages) {
         SCOPED_TRACE(fmt::format("num_stages {}", stages));
         ASSERT_EQ(run_mini_attention(stages, tiles, symbolic), serial);
@@ -130,11 +137,13 @@ def start2(X: T.Tensor((n, 64), "float32"), Y: T.Tensor((n, 64), "float32")):
       Device dev;
       auto in = wave(rows * 64, 0.2);
       Tensor xs = from_vector(dev, {rows, 64}, f32, in);
-      Tensor ys = from_vector(dev, {rows, 64}, f32, std::vector<double>(static_cast<size_t>(rows * 64), -1.0));
+      Tensor ys = from_vector(dev, {rows, 64}, f32,
+                              std::vector<double>(static_cast<size_t>(rows * 64), -1.0));
       ASSERT_NO_THROW(kern.launch(dev, {xs, ys}, {.check_hazards = true}));
       auto yv = ys.to_vector();
       for (int64_t i = 0; i < rows * 64; ++i)
-        ASSERT_EQ(yv[i], i < 2 * 64 ? -1.0 : static_cast<double>(static_cast<float>(in[i]) * 3.0f)) << i;
+        ASSERT_EQ(yv[i], i < 2 * 64 ? -1.0 : static_cast<double>(static_cast<float>(in[i]) * 3.0f))
+            << i;
     }
 }
 
@@ -145,7 +154,8 @@ TEST(PipelineLoops, BothCoresRunTheirFirstPartOneIterationAheadWithSlotsForWhatC
   // Every channel has two slots; v (loaded before the first pop, read after it) two buffers;
   // rmax (computed before the push of p, read after the pop of o) too.
   EXPECT_EQ(count(ir, "T.alloc_workspace((1, 2, "), 3u) << ir;
-  for (const char* b : {"v_0 = T.alloc_L1", "v_1 = T.alloc_L1", "rmax_0 = T.alloc_ub", "rmax_1 = T.alloc_ub"})
+  for (const char* b :
+       {"v_0 = T.alloc_L1", "v_1 = T.alloc_L1", "rmax_0 = T.alloc_ub", "rmax_1 = T.alloc_ub"})
     EXPECT_NE(ir.find(b), std::string::npos) << b << "\n" << ir;
   // The accumulator is carried from one iteration to the next: one buffer.
   EXPECT_EQ(ir.find("acc_0"), std::string::npos) << ir;
@@ -182,26 +192,31 @@ TEST(PipelineLoops, SwitchedOffTheLoopsRunSeriallyWithTheSameBits) {
 // (an AIV with no rows left skips it). That is still the write that makes the tile private to
 // its iteration, so the row tiles get two slots; before, the loop stayed serial.
 TEST(PipelineLoops, ATileWrittenByAnAivsGuardedCopyGetsSlots) {
-  PrimFunc f = build_kernel(find_kernel("softmax_dev"), {{"M", "200"}, {"N", "64"}, {"bM", "8"}, {"tiles", "4"}});
+  PrimFunc f = build_kernel(find_kernel("softmax_dev"),
+                            {{"M", "200"}, {"N", "64"}, {"bM", "8"}, {"tiles", "4"}});
   std::string ir = print(compile(f).func(), {.locations = false});
-  EXPECT_NE(ir.find("if T.max(T.min(T.min(200 - (cid * 4 + t_o * 2) * 8, 8) - vid * 4, 4), 0) > 0:"),
-            std::string::npos)
+  EXPECT_NE(
+      ir.find("if T.max(T.min(T.min(200 - (cid * 4 + t_o * 2) * 8, 8) - vid * 4, 4), 0) > 0:"),
+      std::string::npos)
       << ir;
-  for (const char* b : {"x_0 = T.alloc_ub", "x_1 = T.alloc_ub"}) EXPECT_NE(ir.find(b), std::string::npos) << b << "\n" << ir;
+  for (const char* b : {"x_0 = T.alloc_ub", "x_1 = T.alloc_ub"})
+    EXPECT_NE(ir.find(b), std::string::npos) << b << "\n" << ir;
 }
 
 TEST(PipelineLoops, ScratchTouchedByOnePipeAndLoopCarriedBuffersKeepOneCopy) {
-  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32), Z = T::Tensor("Z", {1, 64}, f32);
+  auto X = T::Tensor("X", {8, 64}, f32), Y = T::Tensor("Y", {8, 64}, f32),
+       Z = T::Tensor("Z", {1, 64}, f32);
   PrimFunc f = T::prim_func("versions", {X, Y, Z}, [&] {
     T::Kernel(1, [&](Expr) {
       auto x = T::alloc_shared("x", {1, 64}, f32), t = T::alloc_fragment("t", {1, 64}, f32);
       auto y = T::alloc_shared("y", {1, 64}, f32), sum = T::alloc_fragment("sum", {1, 64}, f32);
       T::clear(sum);
       T::Pipelined("r", 8, 2, [&](Expr r) {
-        T::copy(X.at({r, 0}), x);                                                      // MTE2, V: slots
-        T::Parallel({1, 64}, [&](Expr i, Expr j) { t(i, j) = x(i, j) * 2.0f; });       // V only: one
-        T::Parallel({1, 64}, [&](Expr i, Expr j) { y(i, j) = t(i, j) + 1.0f; });       // V, MTE3: slots
-        T::Parallel({1, 64}, [&](Expr i, Expr j) { sum(i, j) = sum(i, j) + t(i, j); });  // carried: one
+        T::copy(X.at({r, 0}), x);                                                 // MTE2, V: slots
+        T::Parallel({1, 64}, [&](Expr i, Expr j) { t(i, j) = x(i, j) * 2.0f; });  // V only: one
+        T::Parallel({1, 64}, [&](Expr i, Expr j) { y(i, j) = t(i, j) + 1.0f; });  // V, MTE3: slots
+        T::Parallel({1, 64},
+                    [&](Expr i, Expr j) { sum(i, j) = sum(i, j) + t(i, j); });  // carried: one
         T::copy(y, Y.at({r, 0}));
       });
       T::copy(sum, Z);
@@ -209,12 +224,15 @@ TEST(PipelineLoops, ScratchTouchedByOnePipeAndLoopCarriedBuffersKeepOneCopy) {
   });
   auto kern = compile(f);
   std::string ir = print(kern.func(), {.locations = false});
-  for (const char* b : {"x_0 = T.alloc_ub", "x_1 = T.alloc_ub", "y_0 = T.alloc_ub", "y_1 = T.alloc_ub"})
+  for (const char* b :
+       {"x_0 = T.alloc_ub", "x_1 = T.alloc_ub", "y_0 = T.alloc_ub", "y_1 = T.alloc_ub"})
     EXPECT_NE(ir.find(b), std::string::npos) << b << "\n" << ir;
-  for (const char* b : {"t_0", "sum_0"}) EXPECT_EQ(ir.find(b), std::string::npos) << b << "\n" << ir;
+  for (const char* b : {"t_0", "sum_0"})
+    EXPECT_EQ(ir.find(b), std::string::npos) << b << "\n" << ir;
   Device dev;
   auto in = wave(8 * 64, 0.3);
-  Tensor xs = from_vector(dev, {8, 64}, f32, in), ys = Tensor::empty(dev, {8, 64}, f32), zs = Tensor::empty(dev, {1, 64}, f32);
+  Tensor xs = from_vector(dev, {8, 64}, f32, in), ys = Tensor::empty(dev, {8, 64}, f32),
+         zs = Tensor::empty(dev, {1, 64}, f32);
   ASSERT_NO_THROW(kern.launch(dev, {xs, ys, zs}, {.check_hazards = true}));
   auto yv = ys.to_vector(), zv = zs.to_vector();
   for (int c = 0; c < 64; ++c) {
@@ -266,7 +284,9 @@ TEST(PipelineLoops, APipelinedLoopInsideAnotherOnOneCoreIsAnErrorAtTheInnerLoop)
   });
   std::string msg = error_of([&] { compile(f); });
   EXPECT_NE(msg.find("pipeline_loops_test.cpp:"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("T.Pipelined inside another T.Pipelined loop on the vector core"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("T.Pipelined inside another T.Pipelined loop on the vector core"),
+            std::string::npos)
+      << msg;
 }
 
 // The developer examples themselves: every num_stages gives the serial result bit for bit.
@@ -275,12 +295,15 @@ TEST(PipelineLoops, DeveloperExamplesGiveTheSameBitsForEveryStageCount) {
     std::string kernel;
     std::map<std::string, std::string> params;
   };
-  for (const Case& c : std::vector<Case>{{"gemm_dev", {{"M", "128"}, {"N", "128"}, {"K", "320"}, {"bM", "64"}, {"bN", "64"}, {"bK", "64"}}},
-                                         {"gemm_dev", {{"M", "64"}, {"N", "64"}, {"K", "112"}, {"bM", "64"}, {"bN", "64"}, {"bK", "16"}}},
-                                         {"flash_attention_dev", {{"S", "200"}, {"D", "64"}}},
-                                         {"flash_attention_dev", {{"S", "448"}, {"D", "64"}}},
-                                         {"flash_attention_dev", {{"S", "200"}, {"D", "512"}}},
-                                         {"softmax_dev", {{"M", "200"}, {"N", "64"}, {"bM", "8"}, {"tiles", "5"}}}}) {
+  for (const Case& c : std::vector<Case>{
+           {"gemm_dev",
+            {{"M", "128"}, {"N", "128"}, {"K", "320"}, {"bM", "64"}, {"bN", "64"}, {"bK", "64"}}},
+           {"gemm_dev",
+            {{"M", "64"}, {"N", "64"}, {"K", "112"}, {"bM", "64"}, {"bN", "64"}, {"bK", "16"}}},
+           {"flash_attention_dev", {{"S", "200"}, {"D", "64"}}},
+           {"flash_attention_dev", {{"S", "448"}, {"D", "64"}}},
+           {"flash_attention_dev", {{"S", "200"}, {"D", "512"}}},
+           {"softmax_dev", {{"M", "200"}, {"N", "64"}, {"bM", "8"}, {"tiles", "5"}}}}) {
     SCOPED_TRACE(c.kernel);
     std::vector<double> first;
     for (int stages = 1; stages <= 4; ++stages) {

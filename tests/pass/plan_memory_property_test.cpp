@@ -20,11 +20,15 @@
 namespace tl {
 namespace {
 
-int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+int64_t align_up(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
 
 TEST(PlanMemoryProperty, AssignOffsetsNeverOverlapsLiveBlocks) {
   std::mt19937_64 rng(12345);
-  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   for (int trial = 0; trial < 2000; ++trial) {
     int n = static_cast<int>(pick(1, 24));
     std::vector<LiveBlock> blocks;
@@ -60,8 +64,9 @@ TEST(PlanMemoryProperty, AssignOffsetsNeverOverlapsLiveBlocks) {
         bool both_fixed = b.fixed >= 0 && o.fixed >= 0;
         if (!live_together || both_fixed || b.bytes == 0 || o.bytes == 0) continue;
         EXPECT_TRUE(off[i] + b.bytes <= off[j] || off[j] + o.bytes <= off[i])
-            << "trial " << trial << ": blocks " << j << " [" << off[j] << ", +" << o.bytes << ") and " << i << " ["
-            << off[i] << ", +" << b.bytes << ") are live together and overlap";
+            << "trial " << trial << ": blocks " << j << " [" << off[j] << ", +" << o.bytes
+            << ") and " << i << " [" << off[i] << ", +" << b.bytes
+            << ") are live together and overlap";
       }
     }
     // Never worse than a bump allocator stacked above the fixed blocks.
@@ -106,14 +111,19 @@ struct Gen {
   }
 };
 
-std::vector<Buffer> emit(const std::vector<Node>& nodes, const std::vector<int64_t>& sizes, std::vector<Buffer>& bufs) {
+std::vector<Buffer> emit(const std::vector<Node>& nodes, const std::vector<int64_t>& sizes,
+                         std::vector<Buffer>& bufs) {
   for (const auto& n : nodes) {
     switch (n.kind) {
       case Node::Decl:
         bufs[n.buffer] = T::alloc_ub(fmt::format("b{}", n.buffer), {sizes[n.buffer]}, f32);
         break;
-      case Node::Use: T::tile::fill(bufs[n.buffer], 1.0); break;
-      case Node::Loop: T::serial(2, [&](Expr) { emit(n.body, sizes, bufs); }); break;
+      case Node::Use:
+        T::tile::fill(bufs[n.buffer], 1.0);
+        break;
+      case Node::Loop:
+        T::serial(2, [&](Expr) { emit(n.body, sizes, bufs); });
+        break;
     }
   }
   return bufs;
@@ -125,7 +135,8 @@ struct Instance {
   int buffer;
   int64_t first = -1, last = -1;
 };
-void execute(const std::vector<Node>& nodes, int64_t& clock, std::vector<Instance>& inst, std::map<int, size_t>& current) {
+void execute(const std::vector<Node>& nodes, int64_t& clock, std::vector<Instance>& inst,
+             std::map<int, size_t>& current) {
   for (const auto& n : nodes) {
     ++clock;
     switch (n.kind) {
@@ -156,7 +167,8 @@ TEST(PlanMemoryProperty, RandomProgramsNeverShareBytesBetweenValuesLiveTogether)
     std::vector<Node> program = gen.block(0, {});
     std::vector<Buffer> bufs(gen.num_buffers);
     PrimFunc f = T::prim_func("random", {}, [&] {
-      T::Kernel(1, [&](Expr, Expr) { T::Scope(Core::Vector, [&] { emit(program, gen.sizes, bufs); }); });
+      T::Kernel(
+          1, [&](Expr, Expr) { T::Scope(Core::Vector, [&] { emit(program, gen.sizes, bufs); }); });
     });
     PrimFunc g = plan_memory(f, target);
 
@@ -184,10 +196,12 @@ TEST(PlanMemoryProperty, RandomProgramsNeverShareBytesBetweenValuesLiveTogether)
         const Instance &x = inst[i], &y = inst[j];
         if (x.buffer == y.buffer || x.first < 0 || y.first < 0) continue;
         if (x.last < y.first || y.last < x.first) continue;  // not live at the same time
-        int64_t ax = address.at(fmt::format("b{}", x.buffer)), ay = address.at(fmt::format("b{}", y.buffer));
+        int64_t ax = address.at(fmt::format("b{}", x.buffer)),
+                ay = address.at(fmt::format("b{}", y.buffer));
         int64_t sx = gen.sizes[x.buffer] * 4, sy = gen.sizes[y.buffer] * 4;
         EXPECT_TRUE(ax + sx <= ay || ay + sy <= ax)
-            << "trial " << trial << ": b" << x.buffer << " and b" << y.buffer << " are live together but share bytes\n"
+            << "trial " << trial << ": b" << x.buffer << " and b" << y.buffer
+            << " are live together but share bytes\n"
             << print(g, {.locations = false});
       }
     }

@@ -63,10 +63,14 @@ TEST(PlanMemoryRun, OversubscribedButReusableUbCompilesRunsAndIsCorrect) {
   PrimFunc lowered = lower(f, t);
   std::string ir = print(lowered, {.locations = false});
   // a dies at the exp, so c takes its bytes; b dies at the add, so d takes b's.
-  EXPECT_NE(ir.find(R"(a_ub = T.alloc_ub((64, 256), "float32", address=0))"), std::string::npos) << ir;
-  EXPECT_NE(ir.find(R"(b_ub = T.alloc_ub((64, 256), "float32", address=65536))"), std::string::npos) << ir;
-  EXPECT_NE(ir.find(R"(c_ub = T.alloc_ub((64, 256), "float32", address=0))"), std::string::npos) << ir;
-  EXPECT_NE(ir.find(R"(d_ub = T.alloc_ub((64, 256), "float32", address=65536))"), std::string::npos) << ir;
+  EXPECT_NE(ir.find(R"(a_ub = T.alloc_ub((64, 256), "float32", address=0))"), std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find(R"(b_ub = T.alloc_ub((64, 256), "float32", address=65536))"), std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find(R"(c_ub = T.alloc_ub((64, 256), "float32", address=0))"), std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find(R"(d_ub = T.alloc_ub((64, 256), "float32", address=65536))"), std::string::npos)
+      << ir;
 
   CompiledKernel k = compile(f, t);
   Device dev(t);
@@ -80,8 +84,8 @@ TEST(PlanMemoryRun, OversubscribedButReusableUbCompilesRunsAndIsCorrect) {
     double e = std::exp(static_cast<float>(xv[i]));
     double want = (2 * e) * (2 * e);
     if (std::fabs(yv[i] - want) > 1e-5 * std::fabs(want) + 1e-6 && bad++ < 5)
-      ADD_FAILURE() << "Y[" << i / kCols << ", " << i % kCols << "] = " << yv[i] << ", expected " << want
-                    << " (x = " << xv[i] << ")";
+      ADD_FAILURE() << "Y[" << i / kCols << ", " << i % kCols << "] = " << yv[i] << ", expected "
+                    << want << " (x = " << xv[i] << ")";
   }
   EXPECT_EQ(bad, 0);
 }
@@ -89,9 +93,11 @@ TEST(PlanMemoryRun, OversubscribedButReusableUbCompilesRunsAndIsCorrect) {
 TEST(PlanMemoryRun, BuffersTrulyLiveTogetherFailWithTheTable) {
   PrimFunc f = chain(1, /*keep_all_live=*/true);
   std::string msg = error_of([&] { compile(f, default_target()); });
-  EXPECT_NE(msg.find("tests/pass/plan_memory_run_test.cpp:"), std::string::npos) << msg;  // the kernel
+  EXPECT_NE(msg.find("tests/pass/plan_memory_run_test.cpp:"), std::string::npos)
+      << msg;  // the kernel
   EXPECT_NE(msg.find("UB needs 262,144 bytes, capacity 196,352 on A2"), std::string::npos) << msg;
-  for (const char* name : {"a_ub", "b_ub", "c_ub", "d_ub"}) EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  for (const char* name : {"a_ub", "b_ub", "c_ub", "d_ub"})
+    EXPECT_NE(msg.find(name), std::string::npos) << msg;
   EXPECT_NE(msg.find("(64, 256)"), std::string::npos) << msg;
 }
 

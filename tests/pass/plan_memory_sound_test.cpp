@@ -30,19 +30,25 @@ struct Op {
   int a = -1, b = -1;  // tiles: Load/Fill/Store a; Exp b -> a (declares a); Add a += b
   int out = 0;         // Store: the output row block
   std::vector<std::pair<Pipe, Pipe>> flags{};  // set_flag/wait_flag pairs before the op
-  std::vector<Pipe> barriers{};              // pipe_barrier(P) before the op
+  std::vector<Pipe> barriers{};                // pipe_barrier(P) before the op
   bool barrier_all = false;
 };
 
-Pipe pipe_of(const Op& o) { return o.kind == Op::Load ? Pipe::MTE2 : o.kind == Op::Store ? Pipe::MTE3 : Pipe::V; }
+Pipe pipe_of(const Op& o) {
+  return o.kind == Op::Load ? Pipe::MTE2 : o.kind == Op::Store ? Pipe::MTE3 : Pipe::V;
+}
 /// (tile, write) pairs of the op.
 std::vector<std::pair<int, bool>> touches(const Op& o) {
   switch (o.kind) {
     case Op::Load:
-    case Op::Fill: return {{o.a, true}};
-    case Op::Exp: return {{o.b, false}, {o.a, true}};
-    case Op::Add: return {{o.a, false}, {o.b, false}, {o.a, true}};
-    case Op::Store: return {{o.a, false}};
+    case Op::Fill:
+      return {{o.a, true}};
+    case Op::Exp:
+      return {{o.b, false}, {o.a, true}};
+    case Op::Add:
+      return {{o.a, false}, {o.b, false}, {o.a, true}};
+    case Op::Store:
+      return {{o.a, false}};
   }
   return {};
 }
@@ -131,11 +137,14 @@ class RandomKernel {
           T::If(vid == 0, [&] {
             std::map<int, Buffer> tiles;
             emit(head, tiles, X, Y);
-            if (!body.empty()) T::serial("k", 2, [&](Expr k) {
+            if (!body.empty())
+              T::serial("k", 2, [&](Expr k) {
                 std::map<int, Buffer> fresh = tiles;  // body tiles are declared in the body
                 emit(body, fresh, X, Y);
                 if (!then_ops.empty())
-                  T::If(k % 2 == 0, [&] { emit(then_ops, fresh, X, Y); }, [&] { emit(else_ops, fresh, X, Y); });
+                  T::If(
+                      k % 2 == 0, [&] { emit(then_ops, fresh, X, Y); },
+                      [&] { emit(else_ops, fresh, X, Y); });
               });
             emit(tail, tiles, X, Y);
           });
@@ -172,7 +181,8 @@ class RandomKernel {
         o.kind = Op::Store;
         o.a = live[at];
         o.out = outs_++;
-        if (pick(2)) live.erase(live.begin() + static_cast<std::ptrdiff_t>(at));  // the tile dies here
+        if (pick(2))
+          live.erase(live.begin() + static_cast<std::ptrdiff_t>(at));  // the tile dies here
       }
       ops.push_back(o);
     }
@@ -180,9 +190,9 @@ class RandomKernel {
   }
 
   void extra_and_needed(Pending& pend, Op& o) {
-    static const std::pair<Pipe, Pipe> kPairs[] = {{Pipe::MTE2, Pipe::V}, {Pipe::V, Pipe::MTE2},
-                                                   {Pipe::V, Pipe::MTE3}, {Pipe::MTE3, Pipe::V},
-                                                   {Pipe::MTE2, Pipe::MTE3}, {Pipe::MTE3, Pipe::MTE2}};
+    static const std::pair<Pipe, Pipe> kPairs[] = {
+        {Pipe::MTE2, Pipe::V}, {Pipe::V, Pipe::MTE2},    {Pipe::V, Pipe::MTE3},
+        {Pipe::MTE3, Pipe::V}, {Pipe::MTE2, Pipe::MTE3}, {Pipe::MTE3, Pipe::MTE2}};
     static const Pipe kPipes[] = {Pipe::V, Pipe::MTE2, Pipe::MTE3};
     int k = pick(12);
     if (k < 3) {
@@ -200,7 +210,8 @@ class RandomKernel {
     pend.order_before(o);
   }
 
-  void emit(const std::vector<Op>& ops, std::map<int, Buffer>& tiles, const Buffer& X, const Buffer& Y) {
+  void emit(const std::vector<Op>& ops, std::map<int, Buffer>& tiles, const Buffer& X,
+            const Buffer& Y) {
     auto tile = [&](int id) {
       auto [it, fresh] = tiles.try_emplace(id);
       if (fresh) it->second = T::alloc_ub(fmt::format("t{}", id), {R, C}, f32);
@@ -214,11 +225,21 @@ class RandomKernel {
         T::wait_flag(src, dst, 0);
       }
       switch (o.kind) {
-        case Op::Load: T::copy(X, tile(o.a)); break;
-        case Op::Fill: T::tile::fill(tile(o.a), 1.0); break;
-        case Op::Exp: T::tile::exp(tile(o.a), tile(o.b)); break;
-        case Op::Add: T::tile::add(tile(o.a), tile(o.a), tile(o.b)); break;
-        case Op::Store: T::copy(tile(o.a), Y.region({o.out * R, 0}, {R, C})); break;
+        case Op::Load:
+          T::copy(X, tile(o.a));
+          break;
+        case Op::Fill:
+          T::tile::fill(tile(o.a), 1.0);
+          break;
+        case Op::Exp:
+          T::tile::exp(tile(o.a), tile(o.b));
+          break;
+        case Op::Add:
+          T::tile::add(tile(o.a), tile(o.a), tile(o.b));
+          break;
+        case Op::Store:
+          T::copy(tile(o.a), Y.region({o.out * R, 0}, {R, C}));
+          break;
       }
     }
   }
@@ -269,7 +290,8 @@ TEST(PlanMemorySound, PlanningNeverAddsAHazard) {
   RecordProperty("hazard_free_as_written", clean);
   RecordProperty("planned_with_reuse", with_reuse);
   EXPECT_EQ(clean, trials);
-  EXPECT_GT(with_reuse, clean / 4) << "the planner should still reuse bytes where the program orders it";
+  EXPECT_GT(with_reuse, clean / 4)
+      << "the planner should still reuse bytes where the program orders it";
 }
 
 }  // namespace

@@ -152,13 +152,18 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
             T.wait_flag("V", "MTE3", 0)
             T.copy(b, Y)
 )",
-                       flag ? "\n            T.set_flag(\"V\", \"MTE2\", 0)\n            T.wait_flag(\"V\", \"MTE2\", 0)" : "");
+                       flag ? "\n            T.set_flag(\"V\", \"MTE2\", 0)\n            "
+                              "T.wait_flag(\"V\", \"MTE2\", 0)"
+                            : "");
   };
   std::string racy = planned(kernel(false));
-  EXPECT_NE(racy.find(R"(a = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos) << racy;
-  EXPECT_NE(racy.find(R"(c = T.alloc_ub((16, 64), "float32", address=8192))"), std::string::npos) << racy;
+  EXPECT_NE(racy.find(R"(a = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos)
+      << racy;
+  EXPECT_NE(racy.find(R"(c = T.alloc_ub((16, 64), "float32", address=8192))"), std::string::npos)
+      << racy;
   std::string ordered = planned(kernel(true));
-  EXPECT_NE(ordered.find(R"(c = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos) << ordered;
+  EXPECT_NE(ordered.find(R"(c = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos)
+      << ordered;
 }
 
 TEST(PlanMemory, WithSyncsToFollowDisjointBuffersShareAndInsertSyncsOrdersThem) {
@@ -180,9 +185,12 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
 )";
   const Target& t = default_target();
   std::string apart = run_on_text(text, [&](const PrimFunc& f) { return plan_memory(f, t); });
-  EXPECT_NE(apart.find(R"(c = T.alloc_ub((16, 64), "float32", address=8192))"), std::string::npos) << apart;
-  std::string shared = run_on_text(text, [&](const PrimFunc& f) { return insert_syncs(plan_memory(f, t, true), t); });
-  EXPECT_NE(shared.find(R"(c = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos) << shared;
+  EXPECT_NE(apart.find(R"(c = T.alloc_ub((16, 64), "float32", address=8192))"), std::string::npos)
+      << apart;
+  std::string shared = run_on_text(
+      text, [&](const PrimFunc& f) { return insert_syncs(plan_memory(f, t, true), t); });
+  EXPECT_NE(shared.find(R"(c = T.alloc_ub((16, 64), "float32", address=0))"), std::string::npos)
+      << shared;
   size_t exp = shared.find("T.tile.exp(b, a)"), wait = shared.find(R"(T.wait_flag("V", "MTE2")"),
          copy = shared.find("T.copy(X, c)");
   ASSERT_NE(wait, std::string::npos) << shared;
@@ -209,9 +217,11 @@ def f(X: T.Tensor((64,), "float32")):
                        back_edge_barrier ? "\n                T.pipe_barrier(\"V\")" : "");
   };
   std::string racy = planned(kernel(false));
-  EXPECT_NE(racy.find(R"(t = T.alloc_ub((64,), "float32", address=256))"), std::string::npos) << racy;
+  EXPECT_NE(racy.find(R"(t = T.alloc_ub((64,), "float32", address=256))"), std::string::npos)
+      << racy;
   std::string ordered = planned(kernel(true));
-  EXPECT_NE(ordered.find(R"(t = T.alloc_ub((64,), "float32", address=0))"), std::string::npos) << ordered;
+  EXPECT_NE(ordered.find(R"(t = T.alloc_ub((64,), "float32", address=0))"), std::string::npos)
+      << ordered;
 }
 
 TEST(PlanMemory, BranchesInsideALoopMeetAcrossIterations) {
@@ -240,12 +250,16 @@ def f(X: T.Tensor((64,), "float32")):
                     T.set_flag("MTE3", "V", 0)
                     T.wait_flag("MTE3", "V", 0)
 )",
-                       both ? "\n                    T.set_flag(\"MTE3\", \"V\", 0)\n                    T.wait_flag(\"MTE3\", \"V\", 0)" : "");
+                       both ? "\n                    T.set_flag(\"MTE3\", \"V\", 0)\n              "
+                              "      T.wait_flag(\"MTE3\", \"V\", 0)"
+                            : "");
   };
   std::string racy = planned(kernel(false));
-  EXPECT_NE(racy.find(R"(q = T.alloc_ub((64,), "float32", address=256))"), std::string::npos) << racy;
+  EXPECT_NE(racy.find(R"(q = T.alloc_ub((64,), "float32", address=256))"), std::string::npos)
+      << racy;
   std::string ordered = planned(kernel(true));
-  EXPECT_NE(ordered.find(R"(q = T.alloc_ub((64,), "float32", address=0))"), std::string::npos) << ordered;
+  EXPECT_NE(ordered.find(R"(q = T.alloc_ub((64,), "float32", address=0))"), std::string::npos)
+      << ordered;
 }
 
 TEST(PlanMemory, OverflowSaysWhichReusesWereRefusedAndWhy) {
@@ -273,9 +287,11 @@ def f(X: T.Tensor((320, 64), "float32"), Y: T.Tensor((320, 64), "float32")):
   EXPECT_NE(msg.find("UB needs 245,760 bytes, capacity 196,352"), std::string::npos) << msg;
   EXPECT_NE(msg.find("reuse refused for 1 pair(s)"), std::string::npos) << msg;
   // The first unordered pair: the two loads (MTE2 overlaps consecutive DMAs).
-  EXPECT_NE(msg.find("'c' after 'a': T.copy (MTE2) at k.cpp:7 writes 'a', then T.copy (MTE2) at k.cpp:12 "
-                     "writes 'c': MTE2 may overlap consecutive instructions and nothing orders these two"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "'c' after 'a': T.copy (MTE2) at k.cpp:7 writes 'a', then T.copy (MTE2) at k.cpp:12 "
+          "writes 'c': MTE2 may overlap consecutive instructions and nothing orders these two"),
+      std::string::npos)
       << msg;
 }
 
@@ -302,11 +318,15 @@ def f(A: T.Tensor((32, 16), "float16"), B: T.Tensor((16, 32), "float16"), C: T.T
             T.copy(C[0:8, 0:8], u)
 )";
   std::string got = planned(in);
-  EXPECT_NE(got.find(R"(a_l1 = T.alloc_L1((20, 16), "float16", address=0))"), std::string::npos) << got;
-  EXPECT_NE(got.find(R"(b_l1 = T.alloc_L1((16, 16), "float16", address=1024))"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"(a_l1 = T.alloc_L1((20, 16), "float16", address=0))"), std::string::npos)
+      << got;
+  EXPECT_NE(got.find(R"(b_l1 = T.alloc_L1((16, 16), "float16", address=1024))"), std::string::npos)
+      << got;
   // c0 and c1 are both 1 KiB; the one used first (c0) is placed first.
-  EXPECT_NE(got.find(R"(c0 = T.alloc_L0C((16, 8), "float32", address=0))"), std::string::npos) << got;
-  EXPECT_NE(got.find(R"(c1 = T.alloc_L0C((16, 16), "float32", address=1024))"), std::string::npos) << got;
+  EXPECT_NE(got.find(R"(c0 = T.alloc_L0C((16, 8), "float32", address=0))"), std::string::npos)
+      << got;
+  EXPECT_NE(got.find(R"(c1 = T.alloc_L0C((16, 16), "float32", address=1024))"), std::string::npos)
+      << got;
   EXPECT_NE(got.find(R"(u = T.alloc_ub((8, 8), "float32", address=0))"), std::string::npos) << got;
 }
 
@@ -355,7 +375,9 @@ def big(X: T.Tensor((64, 256), "float32")):
             T.tile.add(c, a, b)
 )";
   std::string msg = error_of([&] { planned(in); });
-  EXPECT_NE(msg.find("kernel big: UB needs 196,608 bytes, capacity 196,352 on A2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("kernel big: UB needs 196,608 bytes, capacity 196,352 on A2"),
+            std::string::npos)
+      << msg;
   for (const char* col : {"name", "shape", "dtype", "bytes", "live stmts", "declared at", "offset"})
     EXPECT_NE(msg.find(col), std::string::npos) << col << "\n" << msg;
   EXPECT_NE(msg.find("(64, 256)"), std::string::npos) << msg;
@@ -375,7 +397,9 @@ def f(X: T.Tensor((N,), "float32")):
             T.tile.fill(p, 0.0)
 )");
   });
-  EXPECT_NE(msg.find("buffer 'p': on-chip buffer shapes must be positive constants"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("buffer 'p': on-chip buffer shapes must be positive constants"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace

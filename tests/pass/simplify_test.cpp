@@ -79,8 +79,9 @@ TEST(Simplify, ComparisonsLogicAndSelects) {
 }
 
 TEST(Simplify, LeavesFloatArithmeticAlone) {
-  std::string text = kernel("        a = x * 1.0 + 0.0\n"
-                            "        b = 1.5 * 2.0\n");
+  std::string text = kernel(
+      "        a = x * 1.0 + 0.0\n"
+      "        b = 1.5 * 2.0\n");
   EXPECT_EQ(simplified(text), text);
 }
 
@@ -152,7 +153,8 @@ TEST(Simplify, ReturnsTheSameFunctionWhenNothingFolds) {
 
 TEST(Simplify, ExpressionEntryPoint) {
   Var i("i");
-  Expr e = BinaryNode::make(BinOp::Add, BinaryNode::make(BinOp::Mul, i, 1), IntImmNode::make(DType::Int32, 0));
+  Expr e = BinaryNode::make(BinOp::Add, BinaryNode::make(BinOp::Mul, i, 1),
+                            IntImmNode::make(DType::Int32, 0));
   EXPECT_TRUE(simplify(e).same_as(i));
 }
 

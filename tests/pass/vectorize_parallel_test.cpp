@@ -282,7 +282,8 @@ TEST(VectorizeParallel, AGmElementLoopRunsOnTheScalarUnitOrIsStagedThroughUbByCy
   std::string ir = vectorized(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:7
                 s[i] = A[i] + 1.0
 )"));
-  EXPECT_NE(ir.find("for i in T.serial(16):\n                s[i] = A[i] + 1.0"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("for i in T.serial(16):\n                s[i] = A[i] + 1.0"), std::string::npos)
+      << ir;
   // 1000 elements: A is copied into a UB tile (padded to whole 32-byte blocks, the copies
   // DataCopyPad), the loop vectorised on it and the tile copied back.
   ir = vectorized(R"(@T.prim_func
@@ -308,7 +309,8 @@ def f(A: T.Tensor((64,), "float32")):
             for i in T.Parallel(64):  # @k.py:6
                 s[0] = s[0] + A[i]
 )");
-  EXPECT_NE(msg.find("k.py:6: T.Parallel: cannot vectorise: reduction inside T.Parallel: the scalar variable 's'"),
+  EXPECT_NE(msg.find("k.py:6: T.Parallel: cannot vectorise: reduction inside T.Parallel: the "
+                     "scalar variable 's'"),
             std::string::npos)
       << msg;
 }
@@ -317,14 +319,16 @@ TEST(VectorizeParallel, ErrorNonUnitStride) {
   std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:8
                 s[i] = a[i, 0] + 1.0
 )"));
-  EXPECT_NE(msg.find("k.py:8: T.Parallel: cannot vectorise: non-unit stride in the innermost dimension: operand "
+  EXPECT_NE(msg.find("k.py:8: T.Parallel: cannot vectorise: non-unit stride in the innermost "
+                     "dimension: operand "
                      "a[i, 0] walks dimension 0 of 'a' with i"),
             std::string::npos)
       << msg;
   msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(8):  # @k.py:9
                 s[i] = a[0, i * 2]
 )"));
-  EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: non-unit stride in the innermost dimension: operand "
+  EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: non-unit stride in the innermost "
+                     "dimension: operand "
                      "a[0, i * 2] steps 2 element(s) of dimension 1 per iteration of i"),
             std::string::npos)
       << msg;
@@ -335,9 +339,11 @@ TEST(VectorizeParallel, ErrorCrossIterationRead) {
                 for j in T.Parallel(8):  # @k.py:11
                     c[i, j] = c[i, j + 1] * 2.0
 )"));
-  EXPECT_NE(msg.find("k.py:10: T.Parallel: cannot vectorise: cross-iteration read: c[i, j + 1] is read while "
-                     "c[i, j] is written"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "k.py:10: T.Parallel: cannot vectorise: cross-iteration read: c[i, j + 1] is read while "
+          "c[i, j] is written"),
+      std::string::npos)
       << msg;
   // Disjoint halves of one buffer are independent.
   EXPECT_NO_THROW(vectorize_parallel(parse(kernel(kDecls, R"(            for i in T.Parallel(8):
@@ -352,9 +358,11 @@ TEST(VectorizeParallel, ErrorReductionInsideParallel) {
                 for j in T.Parallel(16):
                     s[i] = s[i] + a[i, j]
 )"));
-  EXPECT_NE(msg.find("k.py:11: T.Parallel: cannot vectorise: reduction inside T.Parallel: s[i] is written by "
-                     "every iteration of j (use T.reduce_sum / reduce_max / reduce_min"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "k.py:11: T.Parallel: cannot vectorise: reduction inside T.Parallel: s[i] is written by "
+          "every iteration of j (use T.reduce_sum / reduce_max / reduce_min"),
+      std::string::npos)
       << msg;
 }
 
@@ -362,23 +370,30 @@ TEST(VectorizeParallel, ErrorUnalignedInnermostRun) {
   std::string msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(4):  # @k.py:12
                 s[i] = s[i] * 2.0
 )"));
-  EXPECT_NE(msg.find("k.py:12: T.Parallel: cannot vectorise: unaligned innermost run: destination s[i] (region "
-                     "s[0:4]) has rows of 4 x float32 = 16 bytes, not a multiple of the 32-byte UB block"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "k.py:12: T.Parallel: cannot vectorise: unaligned innermost run: destination s[i] "
+          "(region "
+          "s[0:4]) has rows of 4 x float32 = 16 bytes, not a multiple of the 32-byte UB block"),
+      std::string::npos)
       << msg;
   msg = error_text(kernel(kDecls, R"(            for j in T.Parallel(8):  # @k.py:13
                 s[j + 4] = s[j + 4] * 2.0
 )"));
-  EXPECT_NE(msg.find("k.py:13: T.Parallel: cannot vectorise: unaligned start: destination s[j + 4] (region "
-                     "s[4:12]) starts 16 bytes into 's'; UB operands must start on a 32-byte boundary"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "k.py:13: T.Parallel: cannot vectorise: unaligned start: destination s[j + 4] (region "
+          "s[4:12]) starts 16 bytes into 's'; UB operands must start on a 32-byte boundary"),
+      std::string::npos)
       << msg;
   // A symbolic innermost extent: its run cannot be proven whole blocks (DEVMODE trap list).
   msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(n):  # @k.py:14
                 s[i] = s[i] * 2.0
 )",
                           ", n: T.int32"));
-  EXPECT_NE(msg.find("k.py:14: T.Parallel: cannot vectorise: unaligned innermost run"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("k.py:14: T.Parallel: cannot vectorise: unaligned innermost run"),
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("not provably a multiple of the 32-byte UB block"), std::string::npos) << msg;
 }
 
@@ -387,15 +402,18 @@ TEST(VectorizeParallel, ErrorUnsupportedOperationOrDtypeIsNamed) {
                 for j in T.Parallel(16):
                     c[i, j] = T.exp(a[i, j])
 )"));
-  EXPECT_NE(msg.find("k.py:15: T.Parallel: cannot vectorise: unsupported operation: T.exp on float32: tile.exp "
-                     "computes in float32 and differs from the scalar loop's correctly rounded result"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("k.py:15: T.Parallel: cannot vectorise: unsupported operation: T.exp on float32: "
+               "tile.exp "
+               "computes in float32 and differs from the scalar loop's correctly rounded result"),
+      std::string::npos)
       << msg;
   msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:16
                 for j in T.Parallel(16):
                     h[i, j] = T.cast(a[i, j], "int32")
 )"));
-  EXPECT_NE(msg.find("k.py:16: T.Parallel: cannot vectorise: unsupported cast float32 -> int32: the scalar cast "
+  EXPECT_NE(msg.find("k.py:16: T.Parallel: cannot vectorise: unsupported cast float32 -> int32: "
+                     "the scalar cast "
                      "truncates and wraps out-of-range values"),
             std::string::npos)
       << msg;
@@ -403,7 +421,8 @@ TEST(VectorizeParallel, ErrorUnsupportedOperationOrDtypeIsNamed) {
                 for j in T.Parallel(16):
                     h[i, j] = h[i, j] // 3
 )"));
-  EXPECT_NE(msg.find("k.py:17: T.Parallel: cannot vectorise: unsupported operation: // on int32"), std::string::npos)
+  EXPECT_NE(msg.find("k.py:17: T.Parallel: cannot vectorise: unsupported operation: // on int32"),
+            std::string::npos)
       << msg;
 }
 
@@ -415,12 +434,19 @@ TEST(VectorizeParallel, InexactMathOnlyOnRequestWithARemark) {
   std::vector<std::string> remarks;
   VectorizeOptions o;
   o.allow_inexact_math = true;
-  o.remark = [&](const SourceLoc& loc, const std::string& m) { remarks.push_back(loc.str() + ": " + m); };
-  std::string ir = print(vectorize_parallel(parse(text, "k.py"), default_target(), o), {.locations = false});
-  EXPECT_NE(ir.find("T.tile.sub(vec_t0, a, b)\n            T.tile.exp(c, vec_t0)"), std::string::npos) << ir;
+  o.remark = [&](const SourceLoc& loc, const std::string& m) {
+    remarks.push_back(loc.str() + ": " + m);
+  };
+  std::string ir =
+      print(vectorize_parallel(parse(text, "k.py"), default_target(), o), {.locations = false});
+  EXPECT_NE(ir.find("T.tile.sub(vec_t0, a, b)\n            T.tile.exp(c, vec_t0)"),
+            std::string::npos)
+      << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_EQ(remarks[0], "k.py:7: T.exp on float32 vectorised as tile.exp, which may differ from the scalar loop in "
-                        "the last bit");
+  EXPECT_EQ(
+      remarks[0],
+      "k.py:7: T.exp on float32 vectorised as tile.exp, which may differ from the scalar loop in "
+      "the last bit");
 }
 
 TEST(VectorizeParallel, ErrorOutsideAVectorScopeAndTooDeep) {
@@ -432,14 +458,16 @@ def f(A: T.Tensor((64,), "float32")):
             a[i] = a[i] + 1.0
 )";
   std::string msg = error_text(text);
-  EXPECT_NE(msg.find("k.py:5: T.Parallel: cannot vectorise: T.Parallel outside T.Scope(\"Vector\")"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("k.py:5: T.Parallel: cannot vectorise: T.Parallel outside T.Scope(\"Vector\")"),
+      std::string::npos)
       << msg;
   msg = error_text(kernel(kDecls, R"(            for i in T.Parallel(16):  # @k.py:8
                 if i > 2:
                     s[i] = s[i] * 2.0
 )"));
-  EXPECT_NE(msg.find("k.py:8: T.Parallel: cannot vectorise: an if statement inside T.Parallel (the body may hold "
+  EXPECT_NE(msg.find("k.py:8: T.Parallel: cannot vectorise: an if statement inside T.Parallel (the "
+                     "body may hold "
                      "only element stores and lets; write a condition as T.if_then_else)"),
             std::string::npos)
       << msg;
@@ -449,7 +477,8 @@ def f(A: T.Tensor((64,), "float32")):
                         for l in T.Parallel(8):
                             s[l] = s[l] * 2.0
 )"));
-  EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: a 4-deep T.Parallel nest (the vector unit takes 1 to 3 "
+  EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: a 4-deep T.Parallel nest (the vector "
+                     "unit takes 1 to 3 "
                      "dimensions)"),
             std::string::npos)
       << msg;
@@ -462,14 +491,20 @@ TEST(VectorizeParallel, ScalarFallbackIsSerialWithARemark) {
   std::vector<std::string> remarks;
   VectorizeOptions o;
   o.scalar_fallback = true;
-  o.remark = [&](const SourceLoc& loc, const std::string& m) { remarks.push_back(loc.str() + ": " + m); };
+  o.remark = [&](const SourceLoc& loc, const std::string& m) {
+    remarks.push_back(loc.str() + ": " + m);
+  };
   PrimFunc g = vectorize_parallel(parse(text, "k.py"), default_target(), o);
   std::string ir = print(g, {.locations = false});
-  EXPECT_NE(ir.find("for i in T.serial(16):\n                s[i] = a[i, 0] + 1.0"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("for i in T.serial(16):\n                s[i] = a[i, 0] + 1.0"),
+            std::string::npos)
+      << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_EQ(remarks[0], "k.py:7: T.Parallel runs as a serial scalar loop (scalar_fallback): non-unit stride in the "
-                        "innermost dimension: operand a[i, 0] walks dimension 0 of 'a' with i, whose elements are "
-                        "not adjacent");
+  EXPECT_EQ(
+      remarks[0],
+      "k.py:7: T.Parallel runs as a serial scalar loop (scalar_fallback): non-unit stride in the "
+      "innermost dimension: operand a[i, 0] walks dimension 0 of 'a' with i, whose elements are "
+      "not adjacent");
   // Kernels without Parallel loops come back unchanged (the same function).
   PrimFunc plain = parse(kernel(kDecls, "            T.tile.add(a, a, b)\n"));
   EXPECT_EQ(vectorize_parallel(plain, default_target()), plain);
@@ -491,10 +526,12 @@ int64_t count_mismatches(const Tensor& want, const Tensor& got, std::string* fir
   const int64_t es = dtype_bytes(want.dtype());
   int64_t bad = 0;
   for (size_t i = 0; i < w.size(); ++i) {
-    if (std::memcmp(want.data() + i * es, got.data() + i * es, static_cast<size_t>(es)) == 0) continue;
+    if (std::memcmp(want.data() + i * es, got.data() + i * es, static_cast<size_t>(es)) == 0)
+      continue;
     if (std::isnan(w[i]) && std::isnan(g[i])) continue;
-    if (bad++ == 0 && first) *first = fmt::format("element {}: scalar loop {} (0x{:x}), vectorised {} (0x{:x})", i, w[i],
-                                                  want.data()[i * es + es - 1], g[i], got.data()[i * es + es - 1]);
+    if (bad++ == 0 && first)
+      *first = fmt::format("element {}: scalar loop {} (0x{:x}), vectorised {} (0x{:x})", i, w[i],
+                           want.data()[i * es + es - 1], g[i], got.data()[i * es + es - 1]);
   }
   return bad;
 }
@@ -515,11 +552,12 @@ class TreeGen {
     std::string let;        // `t = <let>` before the store ("" for none)
     std::string expr;
     bool in_place = false;  // the store writes a instead of o
-    int64_t offset = 0;     // o has `offset` more leading rows (elements in 1-D); stored at + offset
+    int64_t offset = 0;  // o has `offset` more leading rows (elements in 1-D); stored at + offset
   };
 
   Case next() {
-    static const std::vector<std::vector<int64_t>> shapes = {{128}, {256}, {16, 16}, {16, 32}, {8, 16}, {2, 16, 16}};
+    static const std::vector<std::vector<int64_t>> shapes = {{128},    {256},   {16, 16},
+                                                             {16, 32}, {8, 16}, {2, 16, 16}};
     Case c;
     c.ext = shapes[pick(shapes.size())];
     k_ = c.ext.size();
@@ -527,10 +565,12 @@ class TreeGen {
     if (int_) {
       int_dtype_ = pick(2) ? "int16" : "int32";
       for (auto& d : c.dtypes) d = int_dtype_;
-      if (c.ext.size() >= 2 && c.ext[0] == 8) c.dtypes[3] = "int32";  // 8-element rows: 32 bytes in int32 only
+      if (c.ext.size() >= 2 && c.ext[0] == 8)
+        c.dtypes[3] = "int32";  // 8-element rows: 32 bytes in int32 only
     } else {
       for (auto& d : c.dtypes) d = dtypes_[pick(3)];
-      if (c.ext.size() >= 2 && c.ext[0] == 8) c.dtypes[3] = "float32";  // 8-element rows: 32 bytes in float32 only
+      if (c.ext.size() >= 2 && c.ext[0] == 8)
+        c.dtypes[3] = "float32";  // 8-element rows: 32 bytes in float32 only
     }
     has_let_ = pick(4) == 0;
     if (has_let_) {
@@ -541,7 +581,8 @@ class TreeGen {
     c.expr = gen(1 + static_cast<int>(pick(4)));
     if (has_let_) c.expr = int_ ? "((" + c.expr + " + t) * t)" : "T.max(" + c.expr + " * t, t)";
     if (int_ && pick(3) == 0) {  // int -> float at the root
-      c.expr = "T.cast(" + c.expr + ", \"" + (int_dtype_ == "int16" ? "float16" : "float32") + "\")";
+      c.expr =
+          "T.cast(" + c.expr + ", \"" + (int_dtype_ == "int16" ? "float16" : "float32") + "\")";
       c.dtypes[5] = int_dtype_ == "int16" ? (pick(2) ? "float16" : "float32") : "float32";
     }
     c.in_place = !int_ && pick(6) == 0;
@@ -563,7 +604,8 @@ class TreeGen {
       std::string v = lits[pick(5)];
       return int_dtype_ == "int16" ? "T.int16(" + v + ")" : v;
     }
-    static const char* lits[] = {"0.5", "-1.25", "2.0", "T.float16(0.75)", "T.bfloat16(3.0)", "0.0", "-0.0"};
+    static const char* lits[] = {"0.5", "-1.25", "2.0", "T.float16(0.75)", "T.bfloat16(3.0)",
+                                 "0.0", "-0.0"};
     return lits[pick(7)];
   }
   /// A loop variable used as a value: the innermost one, or either of two.
@@ -575,10 +617,14 @@ class TreeGen {
   std::string index_expr() {
     std::string a = loop_var();
     switch (pick(4)) {
-      case 0: return a;
-      case 1: return "(" + a + " * 3 - " + loop_var() + ")";
-      case 2: return "(" + a + " + " + lit_int() + ")";
-      default: return "(" + lit_int() + " - " + a + ")";
+      case 0:
+        return a;
+      case 1:
+        return "(" + a + " * 3 - " + loop_var() + ")";
+      case 2:
+        return "(" + a + " + " + lit_int() + ")";
+      default:
+        return "(" + lit_int() + " - " + a + ")";
     }
   }
   std::string lit_int() {
@@ -588,55 +634,94 @@ class TreeGen {
   std::string leaf() {
     if (int_ && int_dtype_ == "int32" && pick(8) == 0) return index_expr();
     switch (pick(k_ >= 2 ? 10 : 8)) {
-      case 0: case 1: case 6: return "a[" + idx(0, k_) + "]";
-      case 2: return "b[" + idx(0, k_) + "]";
-      case 3: return "c[" + idx(0, k_) + "]";
-      case 4: return int_ ? lit() : "x";
-      case 5: return lit();
-      case 7: return has_let_ ? "t" : "a[" + idx(0, k_) + "]";
-      case 8: return "r[" + idx(0, k_ - 1) + "]";
-      default: return "q[" + idx(1, k_) + "]";
+      case 0:
+      case 1:
+      case 6:
+        return "a[" + idx(0, k_) + "]";
+      case 2:
+        return "b[" + idx(0, k_) + "]";
+      case 3:
+        return "c[" + idx(0, k_) + "]";
+      case 4:
+        return int_ ? lit() : "x";
+      case 5:
+        return lit();
+      case 7:
+        return has_let_ ? "t" : "a[" + idx(0, k_) + "]";
+      case 8:
+        return "r[" + idx(0, k_ - 1) + "]";
+      default:
+        return "q[" + idx(1, k_) + "]";
     }
   }
   std::string gen(int depth) {
     if (depth <= 0) return leaf();
-    std::string a = gen(depth - 1 - static_cast<int>(pick(2))), b = gen(depth - 1 - static_cast<int>(pick(2)));
+    std::string a = gen(depth - 1 - static_cast<int>(pick(2))),
+                b = gen(depth - 1 - static_cast<int>(pick(2)));
     if (int_) {
       switch (pick(int_dtype_ == "int16" ? 9 : 7)) {
-        case 0: return "(" + a + " + " + b + ")";
-        case 1: return "(" + a + " - " + b + ")";
-        case 2: return "(" + a + " * " + b + ")";
-        case 3: return "T.min(" + a + ", " + b + ")";
-        case 4: return "T.max(" + a + ", " + b + ")";
-        case 5: return "(" + a + " << " + (int_dtype_ == "int16" ? "T.int16(" : "T.int32(") + std::to_string(pick(4)) + "))";
-        case 6: return "(" + a + " >> " + (int_dtype_ == "int16" ? "T.int16(" : "T.int32(") + std::to_string(pick(4)) + "))";
-        case 7: return "(" + a + " & " + b + ")";
-        default: return "(" + a + " | " + b + ")";
+        case 0:
+          return "(" + a + " + " + b + ")";
+        case 1:
+          return "(" + a + " - " + b + ")";
+        case 2:
+          return "(" + a + " * " + b + ")";
+        case 3:
+          return "T.min(" + a + ", " + b + ")";
+        case 4:
+          return "T.max(" + a + ", " + b + ")";
+        case 5:
+          return "(" + a + " << " + (int_dtype_ == "int16" ? "T.int16(" : "T.int32(") +
+                 std::to_string(pick(4)) + "))";
+        case 6:
+          return "(" + a + " >> " + (int_dtype_ == "int16" ? "T.int16(" : "T.int32(") +
+                 std::to_string(pick(4)) + "))";
+        case 7:
+          return "(" + a + " & " + b + ")";
+        default:
+          return "(" + a + " | " + b + ")";
       }
     }
     switch (pick(16)) {
       case 15: {  // a mask on positions: an int32 ordering of index expressions
         static const char* cmp[] = {"<", "<=", ">", ">=", "==", "!="};
         std::string rhs = pick(2) ? index_expr() : lit_int();
-        return "T.if_then_else(" + index_expr() + " " + cmp[pick(6)] + " " + rhs + ", " + a + ", " + b + ")";
+        return "T.if_then_else(" + index_expr() + " " + cmp[pick(6)] + " " + rhs + ", " + a + ", " +
+               b + ")";
       }
-      case 0: return "(" + a + " + " + b + ")";
-      case 1: return "(" + a + " - " + b + ")";
-      case 2: return "(" + a + " * " + b + ")";
-      case 3: return "(" + a + " / " + b + ")";
-      case 4: return "T.min(" + a + ", " + b + ")";
-      case 5: return "T.max(" + a + ", " + b + ")";
-      case 6: return "T.abs(" + a + ")";
-      case 7: return "T.sqrt(" + a + ")";
-      case 8: return pick(2) ? "T.rsqrt(T.cast(" + a + ", \"float16\"))" : "T.rsqrt(T.cast(" + a + ", \"bfloat16\"))";
-      case 9: return pick(2) ? "T.exp(T.cast(" + a + ", \"bfloat16\"))" : "T.log(T.cast(" + a + ", \"bfloat16\"))";
+      case 0:
+        return "(" + a + " + " + b + ")";
+      case 1:
+        return "(" + a + " - " + b + ")";
+      case 2:
+        return "(" + a + " * " + b + ")";
+      case 3:
+        return "(" + a + " / " + b + ")";
+      case 4:
+        return "T.min(" + a + ", " + b + ")";
+      case 5:
+        return "T.max(" + a + ", " + b + ")";
+      case 6:
+        return "T.abs(" + a + ")";
+      case 7:
+        return "T.sqrt(" + a + ")";
+      case 8:
+        return pick(2) ? "T.rsqrt(T.cast(" + a + ", \"float16\"))"
+                       : "T.rsqrt(T.cast(" + a + ", \"bfloat16\"))";
+      case 9:
+        return pick(2) ? "T.exp(T.cast(" + a + ", \"bfloat16\"))"
+                       : "T.log(T.cast(" + a + ", \"bfloat16\"))";
       case 10:
-      case 11: return "T.cast(" + a + ", \"" + dtypes_[pick(3)] + "\")";
-      case 12: return "T.if_then_else(x " + std::string(pick(2) ? "<" : ">=") + " 0.5, " + a + ", " + b + ")";
+      case 11:
+        return "T.cast(" + a + ", \"" + dtypes_[pick(3)] + "\")";
+      case 12:
+        return "T.if_then_else(x " + std::string(pick(2) ? "<" : ">=") + " 0.5, " + a + ", " + b +
+               ")";
       default: {
         static const char* cmp[] = {"<", "<=", ">", ">=", "==", "!="};
         std::string c = gen(depth - 1);
-        return "T.if_then_else(" + a + " " + cmp[pick(6)] + " " + b + ", " + c + ", " + gen(depth - 1) + ")";
+        return "T.if_then_else(" + a + " " + cmp[pick(6)] + " " + b + ", " + c + ", " +
+               gen(depth - 1) + ")";
       }
     }
   }
@@ -655,8 +740,12 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 std::vector<int64_t> buffer_shape(const TreeGen::Case& c, int b) {
-  if (b == 3) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin(), c.ext.end() - 1) : std::vector<int64_t>{32};
-  if (b == 4) return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin() + 1, c.ext.end()) : std::vector<int64_t>{32};
+  if (b == 3)
+    return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin(), c.ext.end() - 1)
+                            : std::vector<int64_t>{32};
+  if (b == 4)
+    return c.ext.size() > 1 ? std::vector<int64_t>(c.ext.begin() + 1, c.ext.end())
+                            : std::vector<int64_t>{32};
   std::vector<int64_t> s = c.ext;
   if (b == 5) s[0] += c.offset;
   return s;
@@ -672,10 +761,12 @@ std::string fuzz_kernel(const std::vector<TreeGen::Case>& cases, std::string_vie
     std::string renamed;
     for (size_t p = 0; p < e.size(); ++p) {
       char ch = e[p];
-      bool ident_start =
-          p == 0 || !(std::isalnum(static_cast<unsigned char>(e[p - 1])) || e[p - 1] == '_' || e[p - 1] == '.');
-      bool ident_end = p + 1 == e.size() || !(std::isalnum(static_cast<unsigned char>(e[p + 1])) || e[p + 1] == '_');
-      if (ident_start && ((p + 1 < e.size() && e[p + 1] == '[' && std::strchr("abcrq", ch)) || (ch == 't' && ident_end))) {
+      bool ident_start = p == 0 || !(std::isalnum(static_cast<unsigned char>(e[p - 1])) ||
+                                     e[p - 1] == '_' || e[p - 1] == '.');
+      bool ident_end = p + 1 == e.size() ||
+                       !(std::isalnum(static_cast<unsigned char>(e[p + 1])) || e[p + 1] == '_');
+      if (ident_start && ((p + 1 < e.size() && e[p + 1] == '[' && std::strchr("abcrq", ch)) ||
+                          (ch == 't' && ident_end))) {
         renamed += fmt::format("{}{}", ch, n);
         continue;
       }
@@ -699,7 +790,8 @@ std::string fuzz_kernel(const std::vector<TreeGen::Case>& cases, std::string_vie
     }
     std::string idx;
     for (size_t d = 0; d < c.ext.size(); ++d)
-      idx += (d ? ", " : "") + std::string(vars[d]) + (d == 0 && c.offset ? fmt::format(" + {}", c.offset) : "");
+      idx += (d ? ", " : "") + std::string(vars[d]) +
+             (d == 0 && c.offset ? fmt::format(" + {}", c.offset) : "");
     std::string dst = fmt::format("{}{}", c.in_place ? "a" : "o", n);
     if (!c.let.empty()) body += fmt::format("{}t{} = {}\n", ind, n, rename(c.let, n));
     body += fmt::format("{}{}[{}] = {}\n", ind, dst, idx, rename(c.expr, n));
@@ -729,15 +821,24 @@ std::vector<double> fuzz_values(std::mt19937_64& rng, int64_t n, DType t = DType
   }
   for (auto& x : v) {
     int k = kind(rng);
-    if (k < 70) x = u(rng);
-    else if (k < 78) x = std::round(u(rng));
-    else if (k < 82) x = 0.0;
-    else if (k < 86) x = -0.0;
-    else if (k < 90) x = u(rng) * 1e4;
-    else if (k < 94) x = u(rng) * 1e-5;
-    else if (k < 96) x = INFINITY;
-    else if (k < 98) x = -INFINITY;
-    else x = NAN;
+    if (k < 70)
+      x = u(rng);
+    else if (k < 78)
+      x = std::round(u(rng));
+    else if (k < 82)
+      x = 0.0;
+    else if (k < 86)
+      x = -0.0;
+    else if (k < 90)
+      x = u(rng) * 1e4;
+    else if (k < 94)
+      x = u(rng) * 1e-5;
+    else if (k < 96)
+      x = INFINITY;
+    else if (k < 98)
+      x = -INFINITY;
+    else
+      x = NAN;
   }
   return v;
 }
@@ -780,8 +881,10 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
     for (size_t n = 0; n < batch.size(); ++n) {
       std::string first;
       int64_t bad = count_mismatches(outs_s[n], outs_v[n], &first);
-      EXPECT_EQ(bad, 0) << first << "\nexpression: " << batch[n].expr << "\n" << fuzz_kernel({batch[n]}, "Parallel")
-                        << print(vectorize_parallel(parse(fuzz_kernel({batch[n]}, "Parallel")), default_target()),
+      EXPECT_EQ(bad, 0) << first << "\nexpression: " << batch[n].expr << "\n"
+                        << fuzz_kernel({batch[n]}, "Parallel")
+                        << print(vectorize_parallel(parse(fuzz_kernel({batch[n]}, "Parallel")),
+                                                    default_target()),
                                  {.locations = false});
     }
     batch.clear();
@@ -791,14 +894,16 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
     try {  // vectorisable on its own? (rejections are legitimate: they name a reason)
       PrimFunc g = vectorize_parallel(parse(fuzz_kernel({c}, "Parallel")), default_target());
       auto diags = verify(g, default_target());
-      for (const auto& d : diags) ADD_FAILURE() << d.message << "\nexpression: " << c.expr << "\n" << print(g);
+      for (const auto& d : diags)
+        ADD_FAILURE() << d.message << "\nexpression: " << c.expr << "\n" << print(g);
       if (!diags.empty()) break;
       pre_order_visit(g->body, [&](const Stmt& s) {
         if (auto* op = s.as<TileOpNode>())  // (the harness's own GM copies do not count)
           if (op->op->name != "copy" || (op->args[0].region.buffer->scope == MemScope::UB &&
-                                             op->args[1].region.buffer->scope == MemScope::UB))
+                                         op->args[1].region.buffer->scope == MemScope::UB))
             ++ops_seen[op->op->name];
-        if (s.as<IfNode>() && s.as<IfNode>()->else_case.defined()) ++ops_seen["(if on an invariant condition)"];
+        if (s.as<IfNode>() && s.as<IfNode>()->else_case.defined())
+          ++ops_seen["(if on an invariant condition)"];
       });
     } catch (const Error& e) {
       ++rejected;
@@ -817,18 +922,40 @@ TEST(VectorizeParallel, FuzzBitIdenticalToTheSerialScalarLoop) {
   std::string why, ops;
   for (const auto& [r, n] : reasons) why += fmt::format("  {:5} {}\n", n, r);
   for (const auto& [o, n] : ops_seen) ops += fmt::format(" {}:{}", o, n);
-  std::printf("vectorize_parallel fuzz: %d trees, %d vectorised and bit-identical (%d launches), %d rejected:\n%s"
-              "ops:%s\n",
-              trees, accepted, launches, rejected, why.c_str(), ops.c_str());
+  std::printf(
+      "vectorize_parallel fuzz: %d trees, %d vectorised and bit-identical (%d launches), %d "
+      "rejected:\n%s"
+      "ops:%s\n",
+      trees, accepted, launches, rejected, why.c_str(), ops.c_str());
   EXPECT_GE(accepted, trees / 2) << why;
   // Every mapped op family is exercised.
   // (tile.exp and tile.rsqrt are not among them: the chip's exp flushes subnormal results and
   // its rsqrt is an approximation, so neither is bit-identical to the scalar loop.)
-  for (const char* op : {"tile.add", "tile.sub", "tile.mul", "tile.div", "tile.compare", "tile.select", "tile.cast",
-                         "tile.abs", "tile.sqrt", "tile.ln", "tile.max", "tile.min",
-                         "tile.bitwise_and", "tile.bitwise_or", "tile.shift_left", "tile.shift_right", "tile.fill",
-                         "tile.broadcast", "tile.row_expand_add", "tile.row_expand_sub", "tile.row_expand_mul",
-                         "tile.row_expand_div", "tile.arith_progression", "copy", "(if on an invariant condition)"})
+  for (const char* op : {"tile.add",
+                         "tile.sub",
+                         "tile.mul",
+                         "tile.div",
+                         "tile.compare",
+                         "tile.select",
+                         "tile.cast",
+                         "tile.abs",
+                         "tile.sqrt",
+                         "tile.ln",
+                         "tile.max",
+                         "tile.min",
+                         "tile.bitwise_and",
+                         "tile.bitwise_or",
+                         "tile.shift_left",
+                         "tile.shift_right",
+                         "tile.fill",
+                         "tile.broadcast",
+                         "tile.row_expand_add",
+                         "tile.row_expand_sub",
+                         "tile.row_expand_mul",
+                         "tile.row_expand_div",
+                         "tile.arith_progression",
+                         "copy",
+                         "(if on an invariant condition)"})
     EXPECT_GT(ops_seen[op], 0) << op << " never exercised";
 }
 
@@ -866,7 +993,8 @@ def ex(GI: T.Tensor(({0},), "{1}"), GO: T.Tensor(({0},), "{1}")):
       VectorizeOptions o;
       o.allow_inexact_math = true;
       o.remark = [](const SourceLoc&, const std::string&) {};
-      CompiledKernel kv = compile(vectorize_parallel(parse(par), default_target(), o)), ks = compile(parse(ser));
+      CompiledKernel kv = compile(vectorize_parallel(parse(par), default_target(), o)),
+                     ks = compile(parse(ser));
       DType t = *parse_dtype(dtype);
       int64_t bad = 0;
       std::string first;
@@ -881,8 +1009,11 @@ def ex(GI: T.Tensor(({0},), "{1}"), GO: T.Tensor(({0},), "{1}")):
         ks.launch(dev, {in, os}, {.threads = 1});
         bad += count_mismatches(os, ov, first.empty() ? &first : nullptr);
       }
-      if (accepted) EXPECT_EQ(bad, 0) << "T." << fn << " on " << dtype << ": " << first;
-      else EXPECT_GT(bad, 0) << "T." << fn << " on " << dtype << " is rejected but matches on every input";
+      if (accepted)
+        EXPECT_EQ(bad, 0) << "T." << fn << " on " << dtype << ": " << first;
+      else
+        EXPECT_GT(bad, 0) << "T." << fn << " on " << dtype
+                          << " is rejected but matches on every input";
       std::printf("T.%s on %s: %s, %lld of 65536 inputs differ as tile ops\n", fn, dtype,
                   accepted ? "vectorised" : "rejected", static_cast<long long>(bad));
     }
@@ -894,8 +1025,10 @@ def ex(GI: T.Tensor(({0},), "{1}"), GO: T.Tensor(({0},), "{1}")):
 void expect_same_as_serial(const std::string& text, std::vector<Arg> scalars = {}) {
   PrimFunc par = parse(text);
   std::string ser_text = text;
-  for (size_t at; (at = ser_text.find("T.Parallel(")) != std::string::npos;) ser_text.replace(at, 10, "T.serial");
-  CompiledKernel kv = compile(vectorize_parallel(par, default_target())), ks = compile(parse(ser_text));
+  for (size_t at; (at = ser_text.find("T.Parallel(")) != std::string::npos;)
+    ser_text.replace(at, 10, "T.serial");
+  CompiledKernel kv = compile(vectorize_parallel(par, default_target())),
+                 ks = compile(parse(ser_text));
   Device dev(default_target());
   std::mt19937_64 rng(11);
   std::vector<Arg> av = scalars, as = scalars;
@@ -906,7 +1039,8 @@ void expect_same_as_serial(const std::string& text, std::vector<Arg> scalars = {
     for (const auto& e : p.tensor->shape) shape.push_back(*as_const_int(e));
     int64_t n = 1;
     for (int64_t x : shape) n *= x;
-    Tensor v = from_vector(dev, shape, p.tensor->dtype, fuzz_values(rng, n, p.tensor->dtype)), s = Tensor::empty(dev, shape, p.tensor->dtype);
+    Tensor v = from_vector(dev, shape, p.tensor->dtype, fuzz_values(rng, n, p.tensor->dtype)),
+           s = Tensor::empty(dev, shape, p.tensor->dtype);
     std::memcpy(s.data(), v.data(), static_cast<size_t>(v.nbytes()));
     tv.push_back(v);
     ts.push_back(s);
@@ -1024,7 +1158,8 @@ TEST(VectorizeParallel, ALoopVariableAgainstAnInvariantIsAFloatProgressionAndOne
   EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
                 for j in T.Parallel(64):
                     a[i, j] = T.if_then_else(j < n, a[i, j], T.float32(float("-inf")))
-)", ", n: T.int32")),
+)",
+                              ", n: T.int32")),
             kernel(std::string(decls) + R"(            vec_t0 = T.alloc_ub((64,), "float32")
             vec_t1 = T.alloc_ub((16, 64), "float32")
             vec_t2 = T.alloc_ub((128,), "uint8")
@@ -1033,7 +1168,8 @@ TEST(VectorizeParallel, ALoopVariableAgainstAnInvariantIsAFloatProgressionAndOne
             T.tile.broadcast(vec_t1, vec_t0)
             T.tile.compare(vec_t2, vec_t1, T.cast(T.max(T.min(n, 64), -1), "float32"))
             T.tile.select(a, vec_t2, a, float("-inf"), mode=1)
-)", ", n: T.int32"));
+)",
+                   ", n: T.int32"));
 }
 
 TEST(VectorizeParallel, ALoopVariableInAnExpressionIsAnInt32ProgressionAndTheExactOrdering) {
@@ -1044,7 +1180,8 @@ TEST(VectorizeParallel, ALoopVariableInAnExpressionIsAnInt32ProgressionAndTheExa
   EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
                 for j in T.Parallel(64):
                     a[i, j] = T.if_then_else(j + d < n, a[i, j], T.float32(float("-inf")))
-)", ", n: T.int32, d: T.int32")),
+)",
+                              ", n: T.int32, d: T.int32")),
             kernel(std::string(decls) + R"(            vec_t0 = T.alloc_ub((64,), "int32")
             vec_t1 = T.alloc_ub((16, 64), "int32")
             vec_t2 = T.alloc_ub((16, 64), "int32")
@@ -1064,7 +1201,8 @@ TEST(VectorizeParallel, ALoopVariableInAnExpressionIsAnInt32ProgressionAndTheExa
             T.tile.select(vec_t6, vec_t4, vec_t3, vec_t5)
             T.tile.compare(vec_t4, vec_t6, 0.0)
             T.tile.select(a, vec_t4, a, float("-inf"), mode=1)
-)", ", n: T.int32, d: T.int32"));
+)",
+                   ", n: T.int32, d: T.int32"));
 }
 
 TEST(VectorizeParallel, LoopVariablesAsValuesMaskKeysAndCausalPositions) {
@@ -1103,10 +1241,38 @@ TEST(VectorizeParallel, Int32OrderingsAreExactAtTheExtremes) {
   // Pairs that round to one float32 (2^31 - 128 and its neighbours), pairs whose difference
   // wraps int32 (INT32_MIN against INT32_MAX), equal pairs: each ordering of each pair equals
   // the integer comparison.
-  const std::vector<double> xs = {2147483520.0, 2147483647.0, -2147483648.0, 2147483647.0, 5, -5, 16777217, 0,
-                                  2147483521.0, -2147483647.0, 7, 7, 2147483584.0, 2147483583.0, 1, -1};
-  std::vector<double> ys = {2147483521.0, 2147483520.0, 2147483647.0, -2147483648.0, 5, 5, 16777216, -0.0,
-                            2147483520.0, -2147483648.0, 7, 8, 2147483583.0, 2147483584.0, 1, 1};
+  const std::vector<double> xs = {2147483520.0,
+                                  2147483647.0,
+                                  -2147483648.0,
+                                  2147483647.0,
+                                  5,
+                                  -5,
+                                  16777217,
+                                  0,
+                                  2147483521.0,
+                                  -2147483647.0,
+                                  7,
+                                  7,
+                                  2147483584.0,
+                                  2147483583.0,
+                                  1,
+                                  -1};
+  std::vector<double> ys = {2147483521.0,
+                            2147483520.0,
+                            2147483647.0,
+                            -2147483648.0,
+                            5,
+                            5,
+                            16777216,
+                            -0.0,
+                            2147483520.0,
+                            -2147483648.0,
+                            7,
+                            8,
+                            2147483583.0,
+                            2147483584.0,
+                            1,
+                            1};
   std::vector<double> a(64 * 4), b(64 * 4);
   for (size_t i = 0; i < a.size(); ++i) {
     a[i] = xs[i % xs.size()];
@@ -1129,8 +1295,10 @@ def f(GA: T.Tensor((4, 64), "int32"), GB: T.Tensor((4, 64), "int32"), GO: T.Tens
                         o[i, j] = T.if_then_else(a[i, j] < b[i, j], 1.0, 0.0) + T.if_then_else(a[i, j] <= b[i, j], 2.0, 0.0) + T.if_then_else(a[i, j] > b[i, j], 4.0, 0.0) + T.if_then_else(a[i, j] >= b[i, j], 8.0, 0.0) + T.if_then_else(a[i, j] != b[i, j], 16.0, 0.0)
                 T.barrier_all()
                 T.copy(o, GO)
-)"), default_target());
-  Tensor ta = from_vector(dev, {4, 64}, i32, a), tb = from_vector(dev, {4, 64}, i32, b), to = Tensor::empty(dev, {4, 64}, f32);
+)"),
+                                  default_target());
+  Tensor ta = from_vector(dev, {4, 64}, i32, a), tb = from_vector(dev, {4, 64}, i32, b),
+         to = Tensor::empty(dev, {4, 64}, f32);
   compile(f).launch(dev, {ta, tb, to}, {.threads = 1});
   std::vector<double> got = to.to_vector();
   for (size_t i = 0; i < a.size(); ++i) {

@@ -42,7 +42,8 @@ TEST(VerifyPass, ValidKernelComesBackAsIs) {
 
 TEST(VerifyPass, MisalignedExplicitAddressIsRejected) {
   std::string msg = error_of([] {
-    verified(mutated(R"(a = T.alloc_ub((16, 64), "float32"))", R"(a = T.alloc_ub((16, 64), "float32", address=3))"));
+    verified(mutated(R"(a = T.alloc_ub((16, 64), "float32"))",
+                     R"(a = T.alloc_ub((16, 64), "float32", address=3))"));
   });
   EXPECT_NE(msg.find("buffer-address-alignment"), std::string::npos) << msg;
 }
@@ -53,14 +54,16 @@ TEST(VerifyPass, EveryViolationIsListed) {
   bad.replace(at, 27, R"(T.wait_flag("MTE2", "V", 99))");
   std::string msg = error_of([&] { verified(bad); });
   size_t count = 0;
-  for (size_t p = msg.find("[rule:"); p != std::string::npos; p = msg.find("[rule:", p + 1)) ++count;
+  for (size_t p = msg.find("[rule:"); p != std::string::npos; p = msg.find("[rule:", p + 1))
+    ++count;
   EXPECT_GE(count, 2u) << msg;
 }
 
 TEST(VerifyPass, RunsBeforePlanningInLower) {
   // An over-capacity single buffer is reported by the verifier's rule, not by the planner.
   std::string msg = error_of([] {
-    lower(parse(mutated(R"(a = T.alloc_ub((16, 64), "float32"))", R"(a = T.alloc_ub((1024, 1024), "float32"))")),
+    lower(parse(mutated(R"(a = T.alloc_ub((16, 64), "float32"))",
+                        R"(a = T.alloc_ub((1024, 1024), "float32"))")),
           default_target());
   });
   EXPECT_NE(msg.find("[rule:"), std::string::npos) << msg;

@@ -59,8 +59,9 @@ void forge_artifact(const std::string& file, const std::function<std::string(std
   size_t nl = text.find('\n');
   ASSERT_NE(nl, std::string::npos);
   std::string body = forge(text.substr(nl + 1));
-  std::string header = std::regex_replace(text.substr(0, nl), std::regex("\"lowered_hash\":\"[0-9a-f]+\""),
-                                          fmt::format("\"lowered_hash\":\"{:016x}\"", structural_hash(parse(body))));
+  std::string header =
+      std::regex_replace(text.substr(0, nl), std::regex("\"lowered_hash\":\"[0-9a-f]+\""),
+                         fmt::format("\"lowered_hash\":\"{:016x}\"", structural_hash(parse(body))));
   jittest::write_file(file, header + "\n" + body);
 }
 
@@ -75,7 +76,8 @@ TEST(CompileHardening, ForgedCacheArtifactIsVerifiedAndRejected) {
     compile(f, default_target(), opt);
     std::string file = jit::cache_file(npu_backend(), f, default_target(), opt);
     forge_artifact(file, [&](std::string ir) {
-      return std::regex_replace(ir, std::regex("address=[0-9]+"), std::string("address=") + address);
+      return std::regex_replace(ir, std::regex("address=[0-9]+"),
+                                std::string("address=") + address);
     });
     ASSERT_NE(jittest::read_file(file).find(address), std::string::npos);
     jit::clear_cache();
@@ -93,13 +95,15 @@ TEST(CompileHardening, ForgedCacheArtifactIsVerifiedAndRejected) {
 // ---- Parser limits -------------------------------------------------------------------------
 
 TEST(CompileHardening, HundredMegabyteLineIsAnError) {
-  std::string text = "@T.prim_func\ndef k():\n    x = " + std::string(size_t{100} << 20, '1') + "\n";
+  std::string text =
+      "@T.prim_func\ndef k():\n    x = " + std::string(size_t{100} << 20, '1') + "\n";
   std::string msg = error_of([&] { parse(text); });
   EXPECT_NE(msg.find("longer than"), std::string::npos) << msg;
 }
 
 TEST(CompileHardening, ParserLimitsAreErrorsNamingThem) {
-  const std::string head = "@T.prim_func\ndef k():\n    with T.Kernel(1, is_npu=True) as (cid, vid):\n        ";
+  const std::string head =
+      "@T.prim_func\ndef k():\n    with T.Kernel(1, is_npu=True) as (cid, vid):\n        ";
   struct Case {
     std::string text, says;
   };
@@ -160,7 +164,8 @@ TEST(CompileHardening, UnverifiedKernelUsingAnotherKernelsSymbolsIsAUserError) {
     for (bool lower : {true, false}) {
       SCOPED_TRACE(fmt::format("loop_var={} lower={}", loop_var, lower));
       PrimFunc f = uses(loop_var);
-      EXPECT_THROW(compile(f, default_target(), {.verify = true, .lower = lower, .cache = false}), Error);
+      EXPECT_THROW(compile(f, default_target(), {.verify = true, .lower = lower, .cache = false}),
+                   Error);
       std::string msg = error_of([&] {
         auto k = compile(f, default_target(), {.verify = false, .lower = lower, .cache = false});
         Device dev;

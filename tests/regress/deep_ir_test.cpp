@@ -57,7 +57,8 @@ PrimFunc storing(const std::function<std::vector<Expr>(Expr)>& exprs, size_t cou
       T::Scope(Core::Vector, [&] {
         T::If(vid == 0, [&] {
           auto es = exprs(n);
-          for (size_t k = 0; k < es.size(); ++k) T::store(Y, {static_cast<int>(k)}, cast(i32, es[k]));
+          for (size_t k = 0; k < es.size(); ++k)
+            T::store(Y, {static_cast<int>(k)}, cast(i32, es[k]));
         });
       });
     });
@@ -100,7 +101,8 @@ TEST(DeepIr, ThirtyThousandTermsInTheDslAreAnErrorAtTheStatement) {
     auto Y = T::Tensor("Y", {1}, i32);
     T::prim_func("k", {Y}, [&] {
       T::Kernel(1, [&](Expr, Expr) {
-        line = __LINE__; T::Scope(Core::Vector, [&] {
+        line = __LINE__;
+        T::Scope(Core::Vector, [&] {
           Expr e = 0;
           for (int i = 0; i < 30000; ++i) e = e + Y(0);
           T::store(Y, {0}, e);
@@ -143,7 +145,8 @@ PrimFunc nest(int levels) {
             T::If(vid == 0, [&] { T::store(Y, {0}, acc); });
             return;
           }
-          T::serial(fmt::format("i{}", k), 1, [&](Expr i) { loop(k + 1, k % 2 ? acc : acc + i + 1); });
+          T::serial(fmt::format("i{}", k), 1,
+                    [&](Expr i) { loop(k + 1, k % 2 ? acc : acc + i + 1); });
         };
         loop(0, 0);
       });
@@ -167,7 +170,8 @@ TEST(DeepIr, StatementNestsAtTheLimitParseBackAndRun) {
 
 TEST(DeepIr, StatementNestOneLevelDeeperIsAnErrorAtTheStatement) {
   std::string msg = error_of([&] { nest(kMaxNestingDepth - 3); });
-  EXPECT_NE(msg.find("statements nested too deeply (more than 200 levels"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("statements nested too deeply (more than 200 levels"), std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("deep_ir_test.cpp:"), std::string::npos) << msg;
   // The same nest in text is rejected by the parser at the same depth.
   std::string text = print(nest(kMaxNestingDepth - 4));
@@ -182,7 +186,8 @@ TEST(DeepIr, StatementNestOneLevelDeeperIsAnErrorAtTheStatement) {
   Stmt s = SeqNode::make({});
   int built = 0;
   try {
-    for (int i = 0; i < 1000000; ++i, ++built) s = ForNode::make(Var("i"), 0, 1, ForKind::Serial, 0, s);
+    for (int i = 0; i < 1000000; ++i, ++built)
+      s = ForNode::make(Var("i"), 0, 1, ForKind::Serial, 0, s);
   } catch (const Error&) {
   }
   EXPECT_EQ(built, kMaxNestingDepth - 1);
@@ -190,9 +195,23 @@ TEST(DeepIr, StatementNestOneLevelDeeperIsAnErrorAtTheStatement) {
 
 /// Names the DSL accepts are exactly those the parser accepts (and those print and parse back).
 TEST(DeepIr, DslAndParserShareOneNameRule) {
-  const std::string names[] = {"ok",   "_x9",   "None",  "lambda", "",     "a b",  "import", "from",
-                               "elif", "9x",    "x-y",   "T",      "True", "pass", "\xc3\xa9t\xc3\xa9",
-                               std::string(kMaxIrNameBytes, 'n'), std::string(kMaxIrNameBytes + 1, 'n')};
+  const std::string names[] = {"ok",
+                               "_x9",
+                               "None",
+                               "lambda",
+                               "",
+                               "a b",
+                               "import",
+                               "from",
+                               "elif",
+                               "9x",
+                               "x-y",
+                               "T",
+                               "True",
+                               "pass",
+                               "\xc3\xa9t\xc3\xa9",
+                               std::string(kMaxIrNameBytes, 'n'),
+                               std::string(kMaxIrNameBytes + 1, 'n')};
   for (const std::string& name : names) {
     SCOPED_TRACE(name.substr(0, 20));
     const bool valid = is_ir_name(name);
@@ -201,7 +220,8 @@ TEST(DeepIr, DslAndParserShareOneNameRule) {
       return T::prim_func(name, {X}, [&] { T::Kernel(1, [&](Expr, Expr) {}); });
     };
     auto as_buffer = [&] {
-      return T::prim_func("k", {}, [&] { T::Kernel(1, [&](Expr, Expr) { T::alloc_ub(name, {8}, f32); }); });
+      return T::prim_func("k", {},
+                          [&] { T::Kernel(1, [&](Expr, Expr) { T::alloc_ub(name, {8}, f32); }); });
     };
     auto as_param = [&] {
       auto X = T::Tensor(name, {8}, f32);
@@ -212,13 +232,14 @@ TEST(DeepIr, DslAndParserShareOneNameRule) {
       return T::prim_func("k", {X}, [&] { T::Kernel(1, [&](Expr, Expr) {}); });
     };
     auto as_loop = [&] {
-      return T::prim_func("k", {}, [&] { T::Kernel(1, [&](Expr, Expr) { T::serial(name, 2, [&](Expr) {}); }); });
+      return T::prim_func(
+          "k", {}, [&] { T::Kernel(1, [&](Expr, Expr) { T::serial(name, 2, [&](Expr) {}); }); });
     };
     auto as_let = [&] {
       return T::prim_func("k", {}, [&] { T::Kernel(1, [&](Expr, Expr) { T::let(name, 1); }); });
     };
-    for (const auto& build : std::vector<std::function<PrimFunc()>>{as_function, as_buffer, as_param, as_dynamic,
-                                                                    as_loop, as_let}) {
+    for (const auto& build : std::vector<std::function<PrimFunc()>>{
+             as_function, as_buffer, as_param, as_dynamic, as_loop, as_let}) {
       if (!valid) {
         EXPECT_THROW(build(), Error);
         continue;

@@ -29,7 +29,8 @@ using Values = std::vector<std::vector<double>>;  // every tensor argument's ele
 /// Compiles `text` and launches it fast, under the hazard checker and timed, each on fresh
 /// tensors from `make`; returns each launch's tensors (a hazard or a time-order effect fails).
 /// `prints` receives each launch's printf output.
-std::vector<Values> run3(const std::string& text, const Make& make, std::vector<std::string>* prints = nullptr) {
+std::vector<Values> run3(const std::string& text, const Make& make,
+                         std::vector<std::string>* prints = nullptr) {
   CompiledKernel k = compile(parse(text, "k.py"), default_target(), {.cache = false});
   std::vector<Values> out;
   for (int mode = 0; mode < 3; ++mode) {
@@ -56,7 +57,8 @@ std::vector<Values> run3(const std::string& text, const Make& make, std::vector<
 double max_err(const std::vector<double>& got, const std::vector<double>& want) {
   EXPECT_EQ(got.size(), want.size());
   double e = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) e = std::max(e, std::abs(got[i] - want[i]));
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+    e = std::max(e, std::abs(got[i] - want[i]));
   return e;
 }
 
@@ -111,7 +113,8 @@ def f(X: T.Tensor(({},), "float32"), Y: T.Tensor(({},), "float32")):
 )",
                                      n, n, n, loop, n);
       std::vector<double> want;
-      for (double x : iota(n)) want.push_back(static_cast<double>(static_cast<float>(x * 0.5 + 1.0)));
+      for (double x : iota(n))
+        want.push_back(static_cast<double>(static_cast<float>(x * 0.5 + 1.0)));
       for (const Values& v : run3(text, [&](Device& d) {
              return std::vector<Tensor>{from_vector(d, {n}, f32, iota(n)), full(d, {n}, f32, 0.0)};
            }))
@@ -119,7 +122,8 @@ def f(X: T.Tensor(({},), "float32"), Y: T.Tensor(({},), "float32")):
     }
 }
 
-// ---- scalar work ---------------------------------------------------------------------------------
+// ---- scalar work
+// ---------------------------------------------------------------------------------
 
 // `if cid == 1: bias = 100.0` on a T.alloc_var, read by the vector work: before the fix the
 // branch was dropped, and block 1's rows came out 100.0 too small.
@@ -251,7 +255,8 @@ def f(A: T.Tensor((32, 64), "float16"), C: T.Tensor((32, 32), "float32"), X: T.T
     for (const Values& v : run3(
              text,
              [&](Device& d) {
-               return std::vector<Tensor>{full(d, {32, 64}, f16, 0.125), full(d, {32, 32}, f32, 0.0),
+               return std::vector<Tensor>{full(d, {32, 64}, f16, 0.125),
+                                          full(d, {32, 32}, f32, 0.0),
                                           from_vector(d, {16, 64}, f32, x), full(d, {4}, i32, 0.0)};
              },
              &prints)) {
@@ -291,11 +296,13 @@ def f(X: T.Tensor((8, 64), "float32"), Y: T.Tensor((8, 64), "float32")):
          }))
       EXPECT_EQ(max_err(v[1], want), 0.0) << sign;
   }
-  std::string ir = print(compile(parse(text, "k.py"), default_target(), {.cache = false}).func(), {.locations = false});
+  std::string ir = print(compile(parse(text, "k.py"), default_target(), {.cache = false}).func(),
+                         {.locations = false});
   EXPECT_NE(ir.find("cond = x[0, 0] > 0"), std::string::npos) << ir;
 }
 
-// ---- the data cache ------------------------------------------------------------------------------
+// ---- the data cache
+// ------------------------------------------------------------------------------
 
 // Scalar stores to X that DMA then reads, and a DMA write of Y that the scalar unit then loads:
 // each needs a dcci (DataCacheCleanAndInvalid), or the hazard checker reports the stale cache
@@ -323,14 +330,16 @@ def f(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32"), Z: T.Tensor(
     z.push_back((e + 1) * 2 + 1);
   }
   for (const Values& v : run3(text, [&](Device& d) {
-         return std::vector<Tensor>{from_vector(d, {64}, f32, x), full(d, {64}, f32, 0.0), full(d, {64}, f32, 0.0)};
+         return std::vector<Tensor>{from_vector(d, {64}, f32, x), full(d, {64}, f32, 0.0),
+                                    full(d, {64}, f32, 0.0)};
        })) {
     EXPECT_EQ(max_err(v[1], y), 0.0);
     EXPECT_EQ(max_err(v[2], z), 0.0);
   }
 }
 
-// ---- two AIVs ------------------------------------------------------------------------------------
+// ---- two AIVs
+// ------------------------------------------------------------------------------------
 
 // A block's scalar GM store and debug print under threads = 2, whose tile work split_aiv
 // splits by rows: both AIVs ran them, so a fast launch left C[0] = 2 (one increment per AIV; the
@@ -357,8 +366,8 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32"), C: T.T
   for (const Values& v : run3(
            text,
            [&](Device& d) {
-             return std::vector<Tensor>{from_vector(d, {16, 64}, f32, x), full(d, {16, 64}, f32, 0.0),
-                                        full(d, {8}, i32, 0.0)};
+             return std::vector<Tensor>{from_vector(d, {16, 64}, f32, x),
+                                        full(d, {16, 64}, f32, 0.0), full(d, {8}, i32, 0.0)};
            },
            &prints)) {
     EXPECT_EQ(max_err(v[1], y), 0.0);
@@ -370,8 +379,8 @@ def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32"), C: T.T
 // The AIVs taking alternate iterations of a loop of 3-row tiles (odd: no row split): a scalar
 // store to the same element in every iteration was not checked (only tile ops' GM writes were),
 // so both AIVs stored to C[0], unordered (the hazard checker: a WAW on C[0] between AIV 0 and
-// AIV 1); and the print outside the loop ran on both. Such a store now keeps the loop on AIV 0; a store
-// to C[t], its own element in each iteration, still splits it.
+// AIV 1); and the print outside the loop ran on both. Such a store now keeps the loop on AIV 0; a
+// store to C[t], its own element in each iteration, still splits it.
 TEST(DevmodeDroppedWork, TheIterationSplitChecksScalarGmStoresAndPrintsOnce) {
   for (const char* index : {"0", "t"}) {
     const std::string text = fmt::format(R"(@T.prim_func
@@ -395,8 +404,8 @@ def f(X: T.Tensor((15, 64), "float32"), Y: T.Tensor((15, 64), "float32"), C: T.T
     for (const Values& v : run3(
              text,
              [&](Device& d) {
-               return std::vector<Tensor>{from_vector(d, {15, 64}, f32, x), full(d, {15, 64}, f32, 0.0),
-                                          full(d, {8}, i32, 0.0)};
+               return std::vector<Tensor>{from_vector(d, {15, 64}, f32, x),
+                                          full(d, {15, 64}, f32, 0.0), full(d, {8}, i32, 0.0)};
              },
              &prints)) {
       EXPECT_EQ(max_err(v[1], y), 0.0) << index;

@@ -20,7 +20,8 @@ TEST(KernelParams, ZeroOrNegativeIntegerParameterIsRejectedByEveryGenerator) {
       if (!p.rule.is_integer()) continue;
       for (const char* v : {"0", "-1", "-2147483648"}) {
         std::string msg = error_of([&] { build_kernel(*k, {{p.name, v}}); });
-        EXPECT_NE(msg.find(fmt::format("kernel {}: parameter {} must be ", k->name, p.name)), std::string::npos)
+        EXPECT_NE(msg.find(fmt::format("kernel {}: parameter {} must be ", k->name, p.name)),
+                  std::string::npos)
             << k->name << " " << p.name << "=" << v << ": " << msg;
         EXPECT_NE(msg.find(fmt::format("got '{}'", v)), std::string::npos) << msg;
       }
@@ -29,21 +30,29 @@ TEST(KernelParams, ZeroOrNegativeIntegerParameterIsRejectedByEveryGenerator) {
 
 TEST(KernelParams, TileParameterStatesItsMultiple) {
   std::string msg = error_of([&] { build_kernel(find_kernel("flash_attention"), {{"bM", "48"}}); });
-  EXPECT_NE(msg.find("kernel flash_attention: parameter bM must be a multiple of 32 in [32, 65536], got '48'"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "kernel flash_attention: parameter bM must be a multiple of 32 in [32, 65536], got '48'"),
+      std::string::npos)
       << msg;
   msg = error_of([&] { build_kernel(find_kernel("gelu"), {{"tile", "0"}}); });
-  EXPECT_NE(msg.find("parameter tile must be an integer in [1, 65536], got '0'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("parameter tile must be an integer in [1, 65536], got '0'"), std::string::npos)
+      << msg;
 }
 
 TEST(KernelParams, ValueBeyondInt32IsAnErrorNotTruncated) {
   std::string msg = error_of([&] { build_kernel(find_kernel("gemm"), {{"M", "4294967424"}}); });
-  EXPECT_NE(msg.find("parameter M must be an integer in [1, 2147483647], got '4294967424'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("parameter M must be an integer in [1, 2147483647], got '4294967424'"),
+            std::string::npos)
+      << msg;
   msg = error_of([&] { build_kernel(find_kernel("gemm"), {{"M", "99999999999999999999"}}); });
   EXPECT_NE(msg.find("parameter M must be"), std::string::npos) << msg;
   // KernelArgs::get used to static_cast the int64 to int.
-  msg = error_of([&] { KernelArgs(std::map<std::string, std::string>{{"M", "4294967424"}}).get("M"); });
-  EXPECT_NE(msg.find("kernel parameter M: expected an integer that fits int32, got 4294967424"), std::string::npos)
+  msg = error_of([&] {
+    KernelArgs(std::map<std::string, std::string>{{"M", "4294967424"}}).get("M");
+  });
+  EXPECT_NE(msg.find("kernel parameter M: expected an integer that fits int32, got 4294967424"),
+            std::string::npos)
       << msg;
 }
 
@@ -53,12 +62,16 @@ TEST(KernelParams, JunkAndUnsupportedValuesAreRejected) {
     EXPECT_NE(msg.find("parameter K must be"), std::string::npos) << "'" << v << "': " << msg;
   }
   std::string msg = error_of([&] { build_kernel(find_kernel("gelu"), {{"dtype", "bfloat16"}}); });
-  EXPECT_NE(msg.find("kernel gelu: parameter dtype must be one of float32, float16, got 'bfloat16'"), std::string::npos)
+  EXPECT_NE(
+      msg.find("kernel gelu: parameter dtype must be one of float32, float16, got 'bfloat16'"),
+      std::string::npos)
       << msg;
   msg = error_of([&] { build_kernel(find_kernel("rms_norm"), {{"passes", "3"}}); });
-  EXPECT_NE(msg.find("parameter passes must be an integer in [1, 2], got '3'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("parameter passes must be an integer in [1, 2], got '3'"), std::string::npos)
+      << msg;
   msg = error_of([&] { build_kernel(find_kernel("elementwise_add"), {{"blocks", "1000000000"}}); });
-  EXPECT_NE(msg.find("parameter blocks must be an integer in [1, 65535]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("parameter blocks must be an integer in [1, 65535]"), std::string::npos)
+      << msg;
 }
 
 TEST(KernelParams, EveryDefaultMeetsItsRuleAndNamesADtypeWhereOneIsExpected) {

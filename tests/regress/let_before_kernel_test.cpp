@@ -5,8 +5,8 @@
 // output elements was wrong (Y[:, 0:64] = X[:, 0:64] + 1 instead of Y[:, 64:128] =
 // X[:, 64:128] + 1; on 16 x 100, 1376 of 1600), and the stale-data checker reported the four
 // region addresses computed from n_offset ("the variable 'n_offset' (set at k.py:7) was never
-// set in this launch") and the 512 invalid elements each block stored into Y. A let used as the block count failed
-// the launch: "cannot evaluate the block count blocks: blocks is not bound yet".
+// set in this launch") and the 512 invalid elements each block stored into Y. A let used as the
+// block count failed the launch: "cannot evaluate the block count blocks: blocks is not bound yet".
 #include <gtest/gtest.h>
 
 #include "tl/npu/npu.h"
@@ -42,13 +42,16 @@ TEST(Regress, Bug2ALetBeforeTheKernelRunsOnEveryCore) {
     Device dev;
     Tensor X = uniform(dev, {16, n}, f32, 1), Y = full(dev, {16, n}, f32, 0.0);
     std::vector<npu::StaleFinding> stale;
-    compile(parse(kHalf)).launch(dev, {X, Y}, {.check_hazards = true, .check_stale = true, .stale_findings = &stale});
+    compile(parse(kHalf))
+        .launch(dev, {X, Y},
+                {.check_hazards = true, .check_stale = true, .stale_findings = &stale});
     EXPECT_TRUE(stale.empty()) << stale[0].str();
     auto x = X.to_vector(), y = Y.to_vector();
     int64_t wrong = 0;
     for (int r = 0; r < 16; ++r)
       for (int c = 0; c < n; ++c) {
-        const double want = c >= n / 2 && c < n / 2 + 64 ? static_cast<float>(x[r * n + c] + 1.0) : 0.0;
+        const double want =
+            c >= n / 2 && c < n / 2 + 64 ? static_cast<float>(x[r * n + c] + 1.0) : 0.0;
         wrong += y[r * n + c] != want;
       }
     EXPECT_EQ(wrong, 0);

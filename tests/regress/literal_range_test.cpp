@@ -23,7 +23,8 @@ using testing::error_of;
 
 /// A kernel whose Let binds `value` (IR text of an expression).
 std::string with_value(const std::string& value) {
-  return "@T.prim_func\ndef k():\n    with T.Kernel(1, is_npu=True) as (cid, vid):\n        x = " + value + "\n";
+  return "@T.prim_func\ndef k():\n    with T.Kernel(1, is_npu=True) as (cid, vid):\n        x = " +
+         value + "\n";
 }
 
 std::string parse_error(const std::string& value) {
@@ -36,8 +37,9 @@ TEST(LiteralRange, TypedLiteralOutOfRangeNamesLiteralDtypeAndRange) {
   EXPECT_NE(msg.find("int8"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[-128, 127]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("<ir>:4:"), std::string::npos) << msg;  // the line and column of the literal
-  for (const char* bad : {"T.int8(-129)", "T.uint8(256)", "T.uint8(-1)", "T.int16(32768)", "T.uint32(4294967296)",
-                          "T.int64(9223372036854775808)", "T.uint64(-1)", "T.bool(2)"})
+  for (const char* bad :
+       {"T.int8(-129)", "T.uint8(256)", "T.uint8(-1)", "T.int16(32768)", "T.uint32(4294967296)",
+        "T.int64(9223372036854775808)", "T.uint64(-1)", "T.bool(2)"})
     EXPECT_FALSE(parse_error(bad).empty()) << bad;
 }
 
@@ -53,9 +55,10 @@ TEST(LiteralRange, PlainLiteralIsAnInt32) {
 }
 
 TEST(LiteralRange, EveryDtypesBoundsParseAndPrintBack) {
-  for (const char* ok : {"-2147483648", "2147483647", "T.int8(-128)", "T.int8(127)", "T.uint8(255)", "T.uint8(0)",
-                         "T.int64(-9223372036854775808)", "T.int64(9223372036854775807)",
-                         "T.uint64(18446744073709551615)", "T.uint32(4294967295)", "-T.int8(127)", "-T.uint8(0)"}) {
+  for (const char* ok :
+       {"-2147483648", "2147483647", "T.int8(-128)", "T.int8(127)", "T.uint8(255)", "T.uint8(0)",
+        "T.int64(-9223372036854775808)", "T.int64(9223372036854775807)",
+        "T.uint64(18446744073709551615)", "T.uint32(4294967295)", "-T.int8(127)", "-T.uint8(0)"}) {
     SCOPED_TRACE(ok);
     PrimFunc f = parse(with_value(ok));
     std::string text = print(f);
@@ -85,7 +88,8 @@ TEST(LiteralRange, ImmediatesHoldTheirValueWrapped) {
   EXPECT_EQ(as_const_int(IntImmNode::make(i32, int64_t{1} << 32)), 0);
   EXPECT_EQ(as_const_int(IntImmNode::make(boolean, 5)), 1);
   // ... so they print as literals of their dtype and parse back.
-  for (auto [t, v] : {std::pair{i8, int64_t{300}}, std::pair{u16, int64_t{-7}}, std::pair{i32, int64_t{3000000000}}}) {
+  for (auto [t, v] : {std::pair{i8, int64_t{300}}, std::pair{u16, int64_t{-7}},
+                      std::pair{i32, int64_t{3000000000}}}) {
     Expr e = IntImmNode::make(t, v);
     EXPECT_NO_THROW(parse(with_value(print(e)))) << print(e);
   }
@@ -104,21 +108,40 @@ TEST(LiteralRange, DslFoldingWrapsAsTheInterpreter) {
   const DType types[] = {i8, i16, i32, i64, u8, u16, u32, u64, boolean};
   using Op = Expr (*)(Expr, Expr);
   const std::pair<BinOp, Op> ops[] = {
-      {BinOp::Add, [](Expr a, Expr b) { return a + b; }},   {BinOp::Sub, [](Expr a, Expr b) { return a - b; }},
-      {BinOp::Mul, [](Expr a, Expr b) { return a * b; }},   {BinOp::FloorDiv, [](Expr a, Expr b) { return a / b; }},
-      {BinOp::FloorMod, [](Expr a, Expr b) { return a % b; }}, {BinOp::Min, [](Expr a, Expr b) { return min(a, b); }},
-      {BinOp::Max, [](Expr a, Expr b) { return max(a, b); }}, {BinOp::LT, [](Expr a, Expr b) { return a < b; }},
+      {BinOp::Add, [](Expr a, Expr b) { return a + b; }},
+      {BinOp::Sub, [](Expr a, Expr b) { return a - b; }},
+      {BinOp::Mul, [](Expr a, Expr b) { return a * b; }},
+      {BinOp::FloorDiv, [](Expr a, Expr b) { return a / b; }},
+      {BinOp::FloorMod, [](Expr a, Expr b) { return a % b; }},
+      {BinOp::Min, [](Expr a, Expr b) { return min(a, b); }},
+      {BinOp::Max, [](Expr a, Expr b) { return max(a, b); }},
+      {BinOp::LT, [](Expr a, Expr b) { return a < b; }},
       {BinOp::Shl, [](Expr a, Expr b) { return shift_left(a, b); }},
       {BinOp::Shr, [](Expr a, Expr b) { return shift_right(a, b); }},
       {BinOp::BitXor, [](Expr a, Expr b) { return bitwise_xor(a, b); }},
       {BinOp::TruncDiv, [](Expr a, Expr b) { return truncdiv(a, b); }},
   };
-  const int64_t edges[] = {0, 1, -1, 2, 127, 128, 255, 256, 32767, 65535, 2147483647, -2147483648LL,
-                           4294967295LL, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+  const int64_t edges[] = {0,
+                           1,
+                           -1,
+                           2,
+                           127,
+                           128,
+                           255,
+                           256,
+                           32767,
+                           65535,
+                           2147483647,
+                           -2147483648LL,
+                           4294967295LL,
+                           std::numeric_limits<int64_t>::max(),
+                           std::numeric_limits<int64_t>::min()};
   std::mt19937_64 rng(10);
   for (int trial = 0; trial < 4000; ++trial) {
     DType ta = types[rng() % std::size(types)], tb = types[rng() % std::size(types)];
-    auto value = [&] { return rng() % 2 ? edges[rng() % std::size(edges)] : static_cast<int64_t>(rng()); };
+    auto value = [&] {
+      return rng() % 2 ? edges[rng() % std::size(edges)] : static_cast<int64_t>(rng());
+    };
     Expr a = IntImmNode::make(ta, value()), b = IntImmNode::make(tb, value());
     const auto& [op, fn] = ops[rng() % std::size(ops)];
     Expr raw = BinaryNode::make(op, a, b);
@@ -135,7 +158,8 @@ TEST(LiteralRange, DslFoldingWrapsAsTheInterpreter) {
     EXPECT_EQ(*as_const_int(folded), want->i);
     // Casting the folded immediate is folding the cast.
     DType tc = types[rng() % std::size(types)];
-    EXPECT_EQ(as_const_int(cast(tc, folded)), arith::evaluate(CastNode::make(tc, folded)).i) << dtype_name(tc);
+    EXPECT_EQ(as_const_int(cast(tc, folded)), arith::evaluate(CastNode::make(tc, folded)).i)
+        << dtype_name(tc);
   }
 }
 

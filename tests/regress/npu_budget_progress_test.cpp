@@ -22,7 +22,8 @@
 namespace tl {
 namespace {
 
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
+#define EXPECT_HAS(msg, part) \
+  EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -58,7 +59,8 @@ TEST(NpuBudget, RunawayLoopStopsWithAnErrorNamingTheLoop) {
   Tensor x = Tensor::empty(dev, {16}, DType::Float32);
   std::string first;
   for (int threads : {1, 2, 4}) {
-    std::string m = error_of([&] { k.launch(dev, {x}, {.threads = threads, .max_steps = 200'000}); });
+    std::string m =
+        error_of([&] { k.launch(dev, {x}, {.threads = threads, .max_steps = 200'000}); });
     EXPECT_HAS(m, "instruction budget of 200000 interpreter steps");
     EXPECT_HAS(m, "LaunchOptions::max_steps");
     EXPECT_HAS(m, "block 2 AIV0");
@@ -75,13 +77,16 @@ TEST(NpuBudget, WithinTheBudgetRunsNormally) {
   Device dev;
   Tensor x = Tensor::empty(dev, {16}, DType::Float32);
   EXPECT_EQ(error_of([&] { k.launch(dev, {x}, {.max_steps = 100'000}); }), "<no error>");
-  EXPECT_HAS(error_of([&] { k.launch(dev, {x}, {.max_steps = -1}); }), "max_steps must be positive");
+  EXPECT_HAS(error_of([&] { k.launch(dev, {x}, {.max_steps = -1}); }),
+             "max_steps must be positive");
 }
 
 /// Sets an environment variable for one scope.
 struct ScopedEnv {
   std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { ::setenv(name.c_str(), value, 1); }
+  ScopedEnv(std::string n, const char* value) : name(std::move(n)) {
+    ::setenv(name.c_str(), value, 1);
+  }
   ~ScopedEnv() { ::unsetenv(name.c_str()); }
 };
 
@@ -196,8 +201,11 @@ TEST(NpuPrintf, OrderIsBlockCoreProgramForAnyThreadCount) {
   for (int b = 0; b < blocks; ++b)
     for (int slot = 0; slot < 3; ++slot)
       for (int i = 0; i < lines; ++i)
-        want += fmt::format("[block {} {}] b{} v{} line {}\n", b, slot == 0 ? "AIC" : slot == 1 ? "AIV0" : "AIV1", b,
-                            slot == 2 ? 1 : 0, i);
+        want += fmt::format("[block {} {}] b{} v{} line {}\n", b,
+                            slot == 0   ? "AIC"
+                            : slot == 1 ? "AIV0"
+                                        : "AIV1",
+                            b, slot == 2 ? 1 : 0, i);
   for (int threads : {1, 2, 8, 24}) {
     std::ostringstream os;
     k.launch(dev, {x}, {.threads = threads, .out = &os});
@@ -231,7 +239,9 @@ TEST(NpuPrintf, LinesHeldBeyondTheMemoryBoundKeepTheirOrder) {
         T::printf("aic last");
       });
       T::Scope(Core::Vector, [&] {
-        T::serial(lines, [&](Expr i) { T::printf("vid %d line %d, padded to make the held output large", {vid, i}); });
+        T::serial(lines, [&](Expr i) {
+          T::printf("vid %d line %d, padded to make the held output large", {vid, i});
+        });
         T::set_cross_flag(Pipe::MTE3, 1, 2);
       });
     });
@@ -243,9 +253,11 @@ TEST(NpuPrintf, LinesHeldBeyondTheMemoryBoundKeepTheirOrder) {
   std::string want = "[block 0 AIC] aic first\n[block 0 AIC] aic last\n";
   for (int v = 0; v < 2; ++v)
     for (int i = 0; i < lines; ++i)
-      want += fmt::format("[block 0 AIV{}] vid {} line {}, padded to make the held output large\n", v, v, i);
+      want += fmt::format("[block 0 AIV{}] vid {} line {}, padded to make the held output large\n",
+                          v, v, i);
   ASSERT_GT(want.size(), size_t{9} << 20);
-  EXPECT_TRUE(os.str() == want) << "output of " << os.str().size() << " bytes differs from the expected " << want.size();
+  EXPECT_TRUE(os.str() == want) << "output of " << os.str().size()
+                                << " bytes differs from the expected " << want.size();
 }
 
 }  // namespace

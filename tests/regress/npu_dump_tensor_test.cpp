@@ -80,7 +80,8 @@ TEST(NpuDumpTensor, SubRegionOfL1AndL0CPrintsTheRegion) {
   EXPECT_NE(l0c.find("C_L0C float32 [16:32, 8:24] ["), std::string::npos) << l0c;
   want.clear();
   for (int r = 16; r < 32; ++r)
-    for (int c = 8; c < 24; ++c) want.push_back(c < K ? r * K + c : 0.0);  // C = A x I: columns >= K are 0
+    for (int c = 8; c < 24; ++c)
+      want.push_back(c < K ? r * K + c : 0.0);  // C = A x I: columns >= K are 0
   EXPECT_EQ(numbers(l0c), want) << l0c;
 
   // The whole buffer: every element once, row-major, no region in the header.

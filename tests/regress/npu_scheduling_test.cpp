@@ -36,33 +36,34 @@ std::string error_of(const std::function<void()>& f) {
 PrimFunc barrier_then_flag(int blocks, bool cube_barrier, int barriers = 1) {
   auto X = T::Tensor("X", {blocks * 2 * kRows, kCols}, DType::Float32);
   auto Y = T::Tensor("Y", {blocks * 2 * kRows, kCols}, DType::Float32);
-  return T::prim_func(cube_barrier ? "cube_sync_all_then_flag" : "vector_sync_all_then_flag", {X, Y}, [&] {
-    T::Kernel(blocks, [&](Expr cid, Expr vid) {
-      T::Scope(Core::Cube, [&] {
-        if (cube_barrier) {
-          for (int b = 0; b < barriers; ++b) T::sync_all();
-        } else {
-          T::wait_cross_flag(1);
-        }
-        T::set_cross_flag(Pipe::FIX, 0, 2);
-      });
-      T::Scope(Core::Vector, [&] {
-        auto x = T::alloc_ub("x", {kRows, kCols}, DType::Float32);
-        if (!cube_barrier) {
-          for (int b = 0; b < barriers; ++b) T::sync_all();
-          T::set_cross_flag(Pipe::MTE3, 1, 2);
-        }
-        T::wait_cross_flag(0);
-        T::copy(X.at({(cid * 2 + vid) * kRows, 0}), x);
-        T::set_flag(Pipe::MTE2, Pipe::V, 0);
-        T::wait_flag(Pipe::MTE2, Pipe::V, 0);
-        T::tile::add(x, x, 1.0);
-        T::set_flag(Pipe::V, Pipe::MTE3, 0);
-        T::wait_flag(Pipe::V, Pipe::MTE3, 0);
-        T::copy(x, Y.at({(cid * 2 + vid) * kRows, 0}));
-      });
-    });
-  });
+  return T::prim_func(cube_barrier ? "cube_sync_all_then_flag" : "vector_sync_all_then_flag",
+                      {X, Y}, [&] {
+                        T::Kernel(blocks, [&](Expr cid, Expr vid) {
+                          T::Scope(Core::Cube, [&] {
+                            if (cube_barrier) {
+                              for (int b = 0; b < barriers; ++b) T::sync_all();
+                            } else {
+                              T::wait_cross_flag(1);
+                            }
+                            T::set_cross_flag(Pipe::FIX, 0, 2);
+                          });
+                          T::Scope(Core::Vector, [&] {
+                            auto x = T::alloc_ub("x", {kRows, kCols}, DType::Float32);
+                            if (!cube_barrier) {
+                              for (int b = 0; b < barriers; ++b) T::sync_all();
+                              T::set_cross_flag(Pipe::MTE3, 1, 2);
+                            }
+                            T::wait_cross_flag(0);
+                            T::copy(X.at({(cid * 2 + vid) * kRows, 0}), x);
+                            T::set_flag(Pipe::MTE2, Pipe::V, 0);
+                            T::wait_flag(Pipe::MTE2, Pipe::V, 0);
+                            T::tile::add(x, x, 1.0);
+                            T::set_flag(Pipe::V, Pipe::MTE3, 0);
+                            T::wait_flag(Pipe::V, Pipe::MTE3, 0);
+                            T::copy(x, Y.at({(cid * 2 + vid) * kRows, 0}));
+                          });
+                        });
+                      });
 }
 
 void run_across_thread_counts(bool cube_barrier) {
@@ -89,9 +90,13 @@ void run_across_thread_counts(bool cube_barrier) {
   }
 }
 
-TEST(NpuScheduling, CubeSyncAllThenCrossFlagIsNoDeadlockOnAnyThreadCount) { run_across_thread_counts(true); }
+TEST(NpuScheduling, CubeSyncAllThenCrossFlagIsNoDeadlockOnAnyThreadCount) {
+  run_across_thread_counts(true);
+}
 
-TEST(NpuScheduling, VectorSyncAllThenCrossFlagIsNoDeadlockOnAnyThreadCount) { run_across_thread_counts(false); }
+TEST(NpuScheduling, VectorSyncAllThenCrossFlagIsNoDeadlockOnAnyThreadCount) {
+  run_across_thread_counts(false);
+}
 
 // Found by fuzz_ir_launch (fuzz/regressions/ir_launch/two_sync_alls_false_deadlock.ir): with two
 // sync_alls in a row, a thread that passed the first and parked at the second counted the
@@ -107,8 +112,8 @@ TEST(NpuScheduling, ConsecutiveSyncAllsAreNoDeadlockOnAnyThreadCount) {
         for (int rep = 0; rep < 200; ++rep) {
           Tensor Y = Tensor::empty(dev, {2 * 2 * kRows, kCols}, DType::Float32);
           std::string m = error_of([&] { k.launch(dev, {X, Y}, {.threads = threads}); });
-          ASSERT_EQ(m, "<no error>") << (cube ? "cube" : "vector") << " barriers " << barriers << ", " << threads
-                                     << " threads, run " << rep;
+          ASSERT_EQ(m, "<no error>") << (cube ? "cube" : "vector") << " barriers " << barriers
+                                     << ", " << threads << " threads, run " << rep;
         }
     }
 }
@@ -156,7 +161,9 @@ TEST(NpuScheduling, SyncAllSkippedByOneBlockIsTheSameDeadlockOnEveryRun) {
       EXPECT_NE(m.find("deadlock"), std::string::npos) << m;
       EXPECT_NE(m.find("T.sync_all()"), std::string::npos) << m;
       EXPECT_NE(m.find("10 of the 12 participating cores reached it"), std::string::npos) << m;
-      EXPECT_NE(m.find("2 finished without reaching it (block 3 AIV0, block 3 AIV1)"), std::string::npos) << m;
+      EXPECT_NE(m.find("2 finished without reaching it (block 3 AIV0, block 3 AIV1)"),
+                std::string::npos)
+          << m;
       if (rep == 0) first = m;
       EXPECT_EQ(m, first) << threads << " threads: the error changed between runs";
     }

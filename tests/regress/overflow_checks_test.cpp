@@ -35,11 +35,13 @@ PrimFunc through_ub(std::vector<Expr> shape, int64_t address) {
     }()));
     T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
     T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
-    T::copy(x.region(std::vector<Expr>(shape.size(), Expr(0)), [&] {
-      std::vector<Expr> e(shape.size(), Expr(1));
-      e.back() = Expr(8);
-      return e;
-    }()), X);
+    T::copy(x.region(std::vector<Expr>(shape.size(), Expr(0)),
+                     [&] {
+                       std::vector<Expr> e(shape.size(), Expr(1));
+                       e.back() = Expr(8);
+                       return e;
+                     }()),
+            X);
   });
 }
 
@@ -48,7 +50,8 @@ void expect_compile_errors(const PrimFunc& f) {
   for (bool verify : {true, false})
     for (bool lower : {true, false}) {
       SCOPED_TRACE(fmt::format("verify={} lower={}", verify, lower));
-      EXPECT_THROW(compile(f, default_target(), {.verify = verify, .lower = lower, .cache = false}), Error);
+      EXPECT_THROW(compile(f, default_target(), {.verify = verify, .lower = lower, .cache = false}),
+                   Error);
     }
 }
 
@@ -81,7 +84,8 @@ def k(X: T.Tensor((8,), "float32")):
             T.set_flag("MTE2", "MTE3", 0)
             T.wait_flag("MTE2", "MTE3", 0)
             T.copy({}, X)
-)", decl, region, region));
+)",
+                                   decl, region, region));
     EXPECT_FALSE(verify(f).empty());
     expect_compile_errors(f);
   }

@@ -65,7 +65,8 @@ Outcome run(const PrimFunc& f) {
   Outcome r;
   auto kern = compile(f, default_target(), {.cache = false});
   Device dev;
-  Tensor X = uniform(dev, {R, C}, f32, 1, -2, 2), Z = uniform(dev, {R, C}, f32, 2, 3, 5);  // never equal to an X
+  Tensor X = uniform(dev, {R, C}, f32, 1, -2, 2),
+         Z = uniform(dev, {R, C}, f32, 2, 3, 5);  // never equal to an X
   Tensor Y = Tensor::empty(dev, {R, C}, f32), W = Tensor::empty(dev, {R, C}, f32);
   try {
     kern.launch(dev, {X, Z, Y, W}, {.threads = 1, .check_hazards = true});
@@ -90,7 +91,8 @@ TEST(Regress, PlanMemoryNeverReusesBytesAcrossUnorderedPipes) {
   Outcome bad = run(exp_then_double(/*pin=*/true));
   EXPECT_NE(bad.hazards.find("hazard on UB"), std::string::npos) << bad.hazards;
   ASSERT_FALSE(bad.time_order.empty());
-  EXPECT_NE(bad.time_order[0].find("of 1024 elements differ"), std::string::npos) << bad.time_order[0];
+  EXPECT_NE(bad.time_order[0].find("of 1024 elements differ"), std::string::npos)
+      << bad.time_order[0];
   EXPECT_GT(bad.wrong_y, R * C * 9 / 10);
 
   // What tl::compile does now: z gets bytes of its own; clean, and right in simulated-time order.

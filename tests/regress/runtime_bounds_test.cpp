@@ -26,10 +26,13 @@ using testing::error_of;
 constexpr DType f32 = DType::Float32, i32 = DType::Int32;
 constexpr double kNearMax = 9223372036854774784.0;  // 2^63 - 1024, exact as a double
 
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
+#define EXPECT_HAS(msg, part) \
+  EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
 
 /// Compiles `f` as given: these kernels are meant to get past the static checks.
-CompiledKernel unchecked(const PrimFunc& f) { return compile(f, default_target(), {.verify = false, .lower = false}); }
+CompiledKernel unchecked(const PrimFunc& f) {
+  return compile(f, default_target(), {.verify = false, .lower = false});
+}
 
 /// One AIV copies X (or a region of it) into UB and back out to Y (or a region of it).
 PrimFunc far_copy(bool far_read) {
@@ -94,8 +97,10 @@ TEST(RuntimeBounds, OnChipBufferOutsideItsMemoryIsAnError) {
   // may reject them already (the compile step's own checks); launching must.
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, f32);
-  for (auto [address, rows] : {std::pair<int64_t, int64_t>{std::numeric_limits<int64_t>::max() - 31, 2},
-                               {-1, int64_t{1} << 61}, {196352 - 32, 2}}) {
+  for (auto [address, rows] :
+       {std::pair<int64_t, int64_t>{std::numeric_limits<int64_t>::max() - 31, 2},
+        {-1, int64_t{1} << 61},
+        {196352 - 32, 2}}) {
     SCOPED_TRACE(fmt::format("address {} rows {}", address, rows));
     error_of([&] { unchecked(fill_ub(address, {Expr(rows), Expr(8)})).launch(dev, {x, 1}); });
   }
@@ -128,7 +133,8 @@ TEST(RuntimeBounds, VectorOpsCheckOperandSizes) {
       {"bitwise_not", [](Buffer d, Buffer s, Buffer, Buffer) { T::tile::bitwise_not(d, s); }},
       {"shift_left", [](Buffer d, Buffer s, Buffer, Buffer) { T::tile::shift_left(d, s, 1); }},
       {"compare", [](Buffer d, Buffer s, Buffer m, Buffer) { T::tile::compare(m, d, s, "LT"); }},
-      {"select", [](Buffer d, Buffer s, Buffer m, Buffer f) { T::tile::select(f, m, d.region({0}, {32}), s); }},
+      {"select", [](Buffer d, Buffer s, Buffer m,
+                    Buffer f) { T::tile::select(f, m, d.region({0}, {32}), s); }},
   };
   for (auto& [name, body] : cases) {
     SCOPED_TRACE(name);
@@ -144,7 +150,8 @@ TEST(RuntimeBounds, CubeOpsRejectTilesThatAreNotMatrices) {
   auto f = T::prim_func("mma_1d", {X}, [&] {
     T::Kernel(1, [&](Expr, Expr) {
       T::Scope(Core::Cube, [&] {
-        auto a = T::alloc_L0A("a", {256}, DType::Float16), b = T::alloc_L0B("b", {256}, DType::Float16);
+        auto a = T::alloc_L0A("a", {256}, DType::Float16),
+             b = T::alloc_L0B("b", {256}, DType::Float16);
         auto c = T::alloc_L0C("c", {256}, f32);
         T::mma(a, b, c, true);
       });
@@ -161,12 +168,14 @@ TEST(RuntimeBounds, GmToL1CopyOfAThreeDimensionalRegion) {
   // X[0:2, 0:16, 0:16] of a [2, 32, 16] tensor into a whole [32, 16] L1 buffer: the fast ND ->
   // NZ path read row r at r * 16, i.e. X[0, 16:32] for the second half instead of X[1, 0:16].
   // Checked through C = A x I (A the L1 tile, I the identity).
-  auto X = T::Tensor("X", {2, 32, 16}, DType::Float16), I = T::Tensor("I", {16, 16}, DType::Float16);
+  auto X = T::Tensor("X", {2, 32, 16}, DType::Float16),
+       I = T::Tensor("I", {16, 16}, DType::Float16);
   auto Y = T::Tensor("Y", {32, 16}, f32);
   auto f = T::prim_func("copy3d", {X, I, Y}, [&] {
     T::Kernel(1, [&](Expr, Expr) {
       T::Scope(Core::Cube, [&] {
-        auto a = T::alloc_L1("a", {32, 16}, DType::Float16), id = T::alloc_L1("id", {16, 16}, DType::Float16);
+        auto a = T::alloc_L1("a", {32, 16}, DType::Float16),
+             id = T::alloc_L1("id", {16, 16}, DType::Float16);
         auto c = T::alloc_L0C("c", {32, 16}, f32);
         T::copy(X.region({0, 0, 0}, {2, 16, 16}), a);
         T::copy(I, id);
@@ -180,7 +189,8 @@ TEST(RuntimeBounds, GmToL1CopyOfAThreeDimensionalRegion) {
     });
   });
   Device dev;
-  Tensor x = arange(dev, {2, 32, 16}, DType::Float16, 0, 1), id = Tensor::empty(dev, {16, 16}, DType::Float16);
+  Tensor x = arange(dev, {2, 32, 16}, DType::Float16, 0, 1),
+         id = Tensor::empty(dev, {16, 16}, DType::Float16);
   for (int i = 0; i < 16; ++i) id.set(i * 16 + i, 1.0);
   Tensor y = Tensor::empty(dev, {32, 16}, f32);
   unchecked(f).launch(dev, {x, id, y});
@@ -353,7 +363,9 @@ TEST(LaunchArguments, ScalarOutOfItsDtypeRangeIsAnError) {
   EXPECT_EQ(o.get(1), -128);
   EXPECT_EQ(o.get(2), 255);
 
-  std::string m = error_of([&] { k.launch(dev, {o, 3e9, 0, 0, 0, 0}); });  // was wrapped to -1294967296
+  std::string m = error_of([&] {
+    k.launch(dev, {o, 3e9, 0, 0, 0, 0});
+  });  // was wrapped to -1294967296
   EXPECT_HAS(m, "'a'");
   EXPECT_HAS(m, "int32");
   EXPECT_HAS(m, "[-2147483648, 2147483647]");

@@ -50,7 +50,8 @@ def f(A: T.Tensor((64,), "{0}"), B: T.Tensor((64,), "{0}"), C: T.Tensor((64,), "
 std::vector<double> run(const PrimFunc& f, const Target& target, const std::vector<double>& a,
                         const std::vector<double>& b, DType t = DType::Float32) {
   Device dev(target);
-  Tensor A = from_vector(dev, {64}, t, a), B = from_vector(dev, {64}, t, b), C = Tensor::empty(dev, {64}, t);
+  Tensor A = from_vector(dev, {64}, t, a), B = from_vector(dev, {64}, t, b),
+         C = Tensor::empty(dev, {64}, t);
   compile(f, target, {.cache = false}).launch(dev, {A, B, C}, {.threads = 1});
   return C.to_vector();
 }
@@ -62,8 +63,12 @@ std::vector<uint32_t> bits(const std::vector<double>& v) {
   return r;
 }
 
-const Target& a2() { return get_target("A2"); }
-const Target& chip950() { return get_target("950"); }
+const Target& a2() {
+  return get_target("A2");
+}
+const Target& chip950() {
+  return get_target("950");
+}
 
 // The issue's reproduction: x tiny, z = 8, (x / z) * z. x / z is subnormal for every x below
 // 2^-123. Before the fix the vectorised loop gave +-0 for all 64 elements (tile.div flushed
@@ -136,7 +141,8 @@ def f(A: T.Tensor((2, 32), "float32"), B: T.Tensor((8,), "float32"), C: T.Tensor
   for (const Target* t : {&a2(), &chip950()}) {
     Device dev(*t);
     Tensor A = from_vector(dev, {2, 32}, f32, std::vector<double>(64, 1e-30));
-    Tensor B = from_vector(dev, {8}, f32, std::vector<double>(8, 1e10)), C = Tensor::empty(dev, {2, 32}, f32);
+    Tensor B = from_vector(dev, {8}, f32, std::vector<double>(8, 1e10)),
+           C = Tensor::empty(dev, {2, 32}, f32);
     compile(parse(text), *t, {.cache = false}).launch(dev, {A, B, C}, {.threads = 1});
     EXPECT_EQ(C.to_vector()[0], t == &a2() ? static_cast<double>(1e-30f / 1e10f) : 0.0) << t->name;
   }
@@ -146,10 +152,11 @@ TEST(SubnormalDivision, The950FlushesTheSixOpsInputsAndResultsButNotAddMul) {
   const float neg_sub = std::bit_cast<float>(0x8036A794u), s1 = std::bit_cast<float>(0x0014440Bu),
               s2 = std::bit_cast<float>(0x0053E3CFu);
   auto one = [](const char* body, double a, double b = 1.0) {
-    return run(parse(kernel(fmt::format("                {}\n", body))), chip950(), std::vector<double>(64, a),
-               std::vector<double>(64, b))[0];
+    return run(parse(kernel(fmt::format("                {}\n", body))), chip950(),
+               std::vector<double>(64, a), std::vector<double>(64, b))[0];
   };
-  // The Div page's Subnormal table (950, INTRINSIC): 1 / -5.02e-39 = -inf, 1.86e-39 / 7.70e-39 = NaN.
+  // The Div page's Subnormal table (950, INTRINSIC): 1 / -5.02e-39 = -inf, 1.86e-39 / 7.70e-39 =
+  // NaN.
   EXPECT_EQ(one("T.tile.div(c, a, b)", 1.0, neg_sub), -INFINITY);
   EXPECT_TRUE(std::isnan(one("T.tile.div(c, a, b)", s1, s2)));
   EXPECT_EQ(one("T.tile.div(c, a, b)", 1e-30, 1e10), 0.0);  // a subnormal quotient
@@ -161,11 +168,11 @@ TEST(SubnormalDivision, The950FlushesTheSixOpsInputsAndResultsButNotAddMul) {
   EXPECT_EQ(one("T.tile.mul(c, a, b)", 1e-20, 1e-20), static_cast<double>(1e-20f * 1e-20f));
   EXPECT_EQ(one("T.tile.add(c, a, b)", 1e-40, 0.0), static_cast<double>(1e-40f));
   // A half subnormal result of a half op is flushed too (subnormal in the op's dtype).
-  auto h = run(parse(kernel("                T.tile.div(c, a, b)\n", "float16")), chip950(), std::vector<double>(64, 1e-4),
-               std::vector<double>(64, 4.0), DType::Float16);
+  auto h = run(parse(kernel("                T.tile.div(c, a, b)\n", "float16")), chip950(),
+               std::vector<double>(64, 1e-4), std::vector<double>(64, 4.0), DType::Float16);
   EXPECT_EQ(h[0], 0.0);
-  auto ha2 = run(parse(kernel("                T.tile.div(c, a, b)\n", "float16")), a2(), std::vector<double>(64, 1e-4),
-                 std::vector<double>(64, 4.0), DType::Float16);
+  auto ha2 = run(parse(kernel("                T.tile.div(c, a, b)\n", "float16")), a2(),
+                 std::vector<double>(64, 1e-4), std::vector<double>(64, 4.0), DType::Float16);
   EXPECT_NE(ha2[0], 0.0);
 }
 
@@ -174,28 +181,37 @@ TEST(SubnormalDivision, VectorizeRejectsFlushingOpsOn950AndSaysWhy) {
                     c[i] = (a[i] / b[i]) * b[i]
 )");
   std::string msg = testing::error_of([&] { vectorize_parallel(parse(par, "k.py"), chip950()); });
-  EXPECT_NE(msg.find("k.py:9: T.Parallel: cannot vectorise: unsupported operation: / on float32: tile.div on 950 "
-                     "flushes subnormal operands and results to zero, while the scalar loop keeps them "
-                     "(VectorizeOptions::allow_inexact_math accepts the difference)"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("k.py:9: T.Parallel: cannot vectorise: unsupported operation: / on float32: "
+               "tile.div on 950 "
+               "flushes subnormal operands and results to zero, while the scalar loop keeps them "
+               "(VectorizeOptions::allow_inexact_math accepts the difference)"),
+      std::string::npos)
       << msg;
   std::string sq = kernel(R"(                for i in T.Parallel(64):  # @k.py:9
                     c[i] = T.sqrt(a[i])
 )");
   msg = testing::error_of([&] { vectorize_parallel(parse(sq, "k.py"), chip950()); });
-  EXPECT_NE(msg.find("unsupported operation: T.sqrt on float32: tile.sqrt on 950 flushes subnormal operands"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "unsupported operation: T.sqrt on float32: tile.sqrt on 950 flushes subnormal operands"),
+      std::string::npos)
       << msg;
   // allow_inexact_math: vectorised, with a remark naming the op.
   std::vector<std::string> remarks;
   VectorizeOptions o;
   o.allow_inexact_math = true;
-  o.remark = [&](const SourceLoc& loc, const std::string& m) { remarks.push_back(loc.str() + ": " + m); };
-  std::string ir = print(vectorize_parallel(parse(par, "k.py"), chip950(), o), {.locations = false});
+  o.remark = [&](const SourceLoc& loc, const std::string& m) {
+    remarks.push_back(loc.str() + ": " + m);
+  };
+  std::string ir =
+      print(vectorize_parallel(parse(par, "k.py"), chip950(), o), {.locations = false});
   EXPECT_NE(ir.find("T.tile.div("), std::string::npos) << ir;
   ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_EQ(remarks[0], "k.py:9: / on float32 vectorised as tile.div, which flushes subnormals on 950 (the scalar "
-                        "loop keeps them)");
+  EXPECT_EQ(
+      remarks[0],
+      "k.py:9: / on float32 vectorised as tile.div, which flushes subnormals on 950 (the scalar "
+      "loop keeps them)");
   // scalar_fallback: the loop stays serial, and computes what the scalar unit does.
   remarks.clear();
   VectorizeOptions fb;
@@ -219,7 +235,7 @@ TEST(SubnormalDivision, ArithmeticAndCastsProducingSubnormalsVectoriseBitIdentic
   struct Case {
     const char* dtype;
     const char* expr;
-    double ascale, bscale;  // inputs are +-scale * [0.25, 4)
+    double ascale, bscale;   // inputs are +-scale * [0.25, 4)
     bool subnormal_results;  // most results are subnormal in the dtype
   };
   const std::vector<Case> cases = {
@@ -256,7 +272,8 @@ TEST(SubnormalDivision, ArithmeticAndCastsProducingSubnormalsVectoriseBitIdentic
     auto scal = run(parse(ser), a2(), a, b, t);
     int subnormal = 0;
     for (int i = 0; i < 64; ++i) {
-      EXPECT_EQ(std::bit_cast<uint64_t>(vec[i]), std::bit_cast<uint64_t>(scal[i])) << i << ": " << vec[i] << " vs " << scal[i];
+      EXPECT_EQ(std::bit_cast<uint64_t>(vec[i]), std::bit_cast<uint64_t>(scal[i]))
+          << i << ": " << vec[i] << " vs " << scal[i];
       double smallest = t == DType::Float16 ? 0x1p-14 : 0x1p-126;
       subnormal += vec[i] != 0 && std::fabs(vec[i]) < smallest;
     }

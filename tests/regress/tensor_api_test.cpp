@@ -17,19 +17,24 @@ namespace {
 using testing::error_of;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
+#define EXPECT_HAS(msg, part) \
+  EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
 
 TEST(TensorApi, EmptyRejectsOverflowingShape) {
   Device dev;
   // 2^61 + 1 rows of 8 fp32: the element count wraps to 8 and 32 bytes were allocated.
-  std::string m = error_of([&] { Tensor::empty(dev, {(int64_t{1} << 61) + 1, 8}, DType::Float32); });
+  std::string m = error_of([&] {
+    Tensor::empty(dev, {(int64_t{1} << 61) + 1, 8}, DType::Float32);
+  });
   EXPECT_HAS(m, "Tensor::empty");
   EXPECT_HAS(m, "2305843009213693953, 8");
   // The element count fits but the byte count does not.
   m = error_of([&] { Tensor::empty(dev, {int64_t{1} << 62}, DType::Float32); });
   EXPECT_HAS(m, "bytes");
   // No elements, but a stride that overflows: rejected rather than stored wrapped.
-  m = error_of([&] { Tensor::empty(dev, {0, int64_t{1} << 40, int64_t{1} << 40}, DType::Float32); });
+  m = error_of([&] {
+    Tensor::empty(dev, {0, int64_t{1} << 40, int64_t{1} << 40}, DType::Float32);
+  });
   EXPECT_HAS(m, "Tensor::empty");
   m = error_of([&] { Tensor::empty(dev, {4, -1}, DType::Float32); });
   EXPECT_HAS(m, "dimension 1 is -1");
@@ -40,7 +45,8 @@ TEST(TensorApi, ZeroDimensionAfterHugeDimensionsIsEmpty) {
   Device dev;
   // Found by fuzz_tensor_api: every stride is 0 or 1, but numel() multiplied the dimensions
   // left to right and overflowed before it reached the 0 (UBSan).
-  Tensor t = Tensor::empty(dev, {std::numeric_limits<int64_t>::max(), int64_t{1} << 62, 0}, DType::Float32);
+  Tensor t = Tensor::empty(dev, {std::numeric_limits<int64_t>::max(), int64_t{1} << 62, 0},
+                           DType::Float32);
   EXPECT_EQ(t.numel(), 0);
   EXPECT_EQ(t.nbytes(), 0);
   EXPECT_TRUE(t.is_contiguous());
@@ -167,7 +173,9 @@ TEST(TensorApi, WrapViewsCallerMemoryWithoutCopying) {
 TEST(TensorApi, WrapRejectsBadStridesShapesAndPointers) {
   Device dev;
   float x = 0;
-  std::string m = error_of([&] { Tensor::wrap(dev, &x, {2, 2}, {2, -1}, DType::Float32, "argument 'X'"); });
+  std::string m = error_of([&] {
+    Tensor::wrap(dev, &x, {2, 2}, {2, -1}, DType::Float32, "argument 'X'");
+  });
   EXPECT_HAS(m, "argument 'X'");
   EXPECT_HAS(m, "negative");
   m = error_of([&] { Tensor::wrap(dev, &x, {2, 2}, {1}, DType::Float32); });

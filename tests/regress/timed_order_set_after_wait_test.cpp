@@ -132,13 +132,16 @@ def cross_chain(X: T.Tensor((8, 128), "float32"), Y: T.Tensor((8, 128), "float32
                 T.copy(a_ub, Z)
 )";
 
-std::vector<double> values(const Tensor& t) { return t.to_vector(); }
+std::vector<double> values(const Tensor& t) {
+  return t.to_vector();
+}
 
 TEST(TimedOrder, SetFlagAfterWaitOnItsPipeKeepsTheChainRmsNorm) {
   CompiledKernel k = compile(parse(kRmsNorm), default_target(), {.cache = false});
   auto run = [&](bool timed, bool hazards, npu::Profile* prof) {
     Device dev;
-    Tensor x = uniform(dev, {32, 256}, bf16, 1, -2.0, 2.0), w = uniform(dev, {256}, bf16, 2, -2.0, 2.0);
+    Tensor x = uniform(dev, {32, 256}, bf16, 1, -2.0, 2.0),
+           w = uniform(dev, {256}, bf16, 2, -2.0, 2.0);
     Tensor y = Tensor::empty(dev, {32, 256}, bf16);
     LaunchOptions opt{.threads = 1, .check_hazards = hazards};
     if (timed) opt.profile = prof;
@@ -162,15 +165,18 @@ TEST(TimedOrder, SetFlagAfterWaitOnItsPipeKeepsTheChain) {
   npu::Profile prof;
   k.launch(dev, {x, y}, {.threads = 1, .profile = &prof});
   EXPECT_TRUE(prof.time_order_effects.empty()) << prof.time_order_effects.front();
-  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(y.get(i), static_cast<double>(static_cast<float>(x.get(i) * x.get(i)))) << "element " << i;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ASSERT_EQ(y.get(i), static_cast<double>(static_cast<float>(x.get(i) * x.get(i))))
+        << "element " << i;
   // On each AIV the fill starts once the mul has ended.
   for (int core : {1, 2}) {
     const npu::TimedInstr *mul = nullptr, *fill = nullptr;
     for (const auto& ti : prof.instrs)
       if (ti.core == core && ti.pipe == Pipe::V) (mul ? fill : mul) = &ti;
     ASSERT_TRUE(mul && fill);
-    EXPECT_GE(fill->start, mul->end) << "core " << core << ": " << mul->name << " [" << mul->start << ", "
-                                     << mul->end << "), " << fill->name << " starts at " << fill->start;
+    EXPECT_GE(fill->start, mul->end)
+        << "core " << core << ": " << mul->name << " [" << mul->start << ", " << mul->end << "), "
+        << fill->name << " starts at " << fill->start;
   }
 }
 

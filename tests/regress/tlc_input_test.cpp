@@ -50,25 +50,31 @@ std::vector<std::string> small_gemm(std::vector<std::string> extra) {
   return a;
 }
 
-#define EXPECT_TLC(result, want_status, want_text)                                        \
-  do {                                                                                     \
-    const Result& r_ = (result);                                                           \
-    EXPECT_EQ(r_.status, want_status) << r_.out;                                           \
-    EXPECT_NE(r_.out.find(want_text), std::string::npos) << "expected '" << want_text << "' in:\n" << r_.out; \
+#define EXPECT_TLC(result, want_status, want_text)                                                 \
+  do {                                                                                             \
+    const Result& r_ = (result);                                                                   \
+    EXPECT_EQ(r_.status, want_status) << r_.out;                                                   \
+    EXPECT_NE(r_.out.find(want_text), std::string::npos) << "expected '" << want_text << "' in:\n" \
+                                                         << r_.out;                                \
   } while (0)
 
 TEST(TlcInput, ZeroTilingParameterIsAUsageErrorNotSigfpe) {
-  EXPECT_TLC(tlc({"run", "gemm", "--set", "bM=0"}), 2, "kernel gemm: parameter bM must be a multiple of 16");
-  EXPECT_TLC(tlc({"print", "gelu", "--set", "tile=0"}), 2, "parameter tile must be an integer in [1, 65536], got '0'");
-  EXPECT_TLC(tlc({"verify", "rms_norm", "--set", "rM=-8"}), 2, "parameter rM must be a multiple of 8");
+  EXPECT_TLC(tlc({"run", "gemm", "--set", "bM=0"}), 2,
+             "kernel gemm: parameter bM must be a multiple of 16");
+  EXPECT_TLC(tlc({"print", "gelu", "--set", "tile=0"}), 2,
+             "parameter tile must be an integer in [1, 65536], got '0'");
+  EXPECT_TLC(tlc({"verify", "rms_norm", "--set", "rM=-8"}), 2,
+             "parameter rM must be a multiple of 8");
 }
 
 TEST(TlcInput, DynValueThatIsNotAnIntegerIsAUsageError) {
   EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "M=abc"}), 2,
              "error: --dyn M: expected an integer in [0, 2147483647], got 'abc'");
-  EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "M=99999999999999999999"}), 2, "--dyn M: expected an integer");
+  EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "M=99999999999999999999"}), 2,
+             "--dyn M: expected an integer");
   EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "M=-1"}), 2, "--dyn M: expected an integer");
-  EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "M=1", "--dyn", "M=2"}), 2, "--dyn M is given twice");
+  EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "M=1", "--dyn", "M=2"}), 2,
+             "--dyn M is given twice");
 }
 
 TEST(TlcInput, DeveloperAutomationsAreSwitchedOffByNameAndValidated) {
@@ -76,16 +82,19 @@ TEST(TlcInput, DeveloperAutomationsAreSwitchedOffByNameAndValidated) {
              "--off: no automation named 'syncs'; expected one of infer_scopes, lower_cube_ops");
   EXPECT_TLC(tlc({"run", "add_dev", "--off", "infer_scopes"}), 2,
              "'lower_cube_ops' is on but needs 'infer_scopes', which is off");
-  EXPECT_TLC(tlc({"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off", "insert_syncs",
-                  "--allow-inexact-math"}),
+  EXPECT_TLC(tlc({"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off",
+                  "insert_syncs", "--allow-inexact-math"}),
              2, "'allow_inexact_math' is on but needs 'vectorize', which is off");
   // Without the inserted flags the hazard checker names what is unordered (a kernel failure).
-  EXPECT_TLC(tlc({"run", "add_dev", "--set", "M=8", "--off", "insert_syncs", "--check-hazards"}), 1, "RAW hazard on UB");
+  EXPECT_TLC(tlc({"run", "add_dev", "--set", "M=8", "--off", "insert_syncs", "--check-hazards"}), 1,
+             "RAW hazard on UB");
 }
 
 TEST(TlcInput, DynOnAStaticKernelOrAnUnknownSymbolIsAnError) {
-  EXPECT_TLC(tlc(small_gemm({"--dyn", "M=5"})), 2, "kernel gemm has no dynamic size 'M' (its shapes are all static)");
-  EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "Q=5"}), 2, "has no dynamic size 'Q' (its dynamic sizes: M)");
+  EXPECT_TLC(tlc(small_gemm({"--dyn", "M=5"})), 2,
+             "kernel gemm has no dynamic size 'M' (its shapes are all static)");
+  EXPECT_TLC(tlc({"run", "rms_norm_dynamic", "--dyn", "Q=5"}), 2,
+             "has no dynamic size 'Q' (its dynamic sizes: M)");
 }
 
 TEST(TlcInput, SetValueThatDoesNotFitTheParameterIsAnError) {
@@ -93,18 +102,23 @@ TEST(TlcInput, SetValueThatDoesNotFitTheParameterIsAnError) {
              "parameter M must be an integer in [1, 2147483647], got '4294967424'");
   EXPECT_TLC(tlc({"run", "elementwise_add", "--set", "blocks=1000000000"}), 2,
              "parameter blocks must be an integer in [1, 65535]");
-  EXPECT_TLC(tlc({"run", "gemm", "--set", "dtype=int8"}), 2, "parameter dtype must be one of float16, bfloat16, float32");
+  EXPECT_TLC(tlc({"run", "gemm", "--set", "dtype=int8"}), 2,
+             "parameter dtype must be one of float16, bfloat16, float32");
 }
 
 TEST(TlcInput, UnwritableOutputsFailLoudly) {
-  EXPECT_TLC(tlc({"demo", "--out", "/proc/nope"}), 2, "error: --out /proc/nope: cannot create the directory");
+  EXPECT_TLC(tlc({"demo", "--out", "/proc/nope"}), 2,
+             "error: --out /proc/nope: cannot create the directory");
   EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--trace", "/proc/nope/t.json"})), 2,
              "error: --trace /proc/nope/t.json: cannot open for writing");
-  EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--html", "/tmp"})), 2, "error: --html /tmp: is a directory");
-  EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--trace", ""})), 2, "error: --trace: expected a file name");
+  EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--html", "/tmp"})), 2,
+             "error: --html /tmp: is a directory");
+  EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--trace", ""})), 2,
+             "error: --trace: expected a file name");
   if (std::filesystem::exists("/dev/full")) {
-    EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--timing-only", "--html", "/dev/full"}), "2>&1 >/dev/null"), 2,
-               "error: --html /dev/full: writing failed");
+    EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--timing-only", "--html", "/dev/full"}),
+                   "2>&1 >/dev/null"),
+               2, "error: --html /dev/full: writing failed");
     EXPECT_TLC(tlc({"list"}, "2>&1 >/dev/full"), 2, "error: writing to standard output failed");
   }
 }
@@ -113,7 +127,8 @@ TEST(TlcInput, TraceAndTimelineAreWrittenWhereAsked) {
   auto dir = std::filesystem::temp_directory_path() / fmt::format("tlc_input_test_{}", getpid());
   std::filesystem::create_directories(dir);
   auto trace = (dir / "t.json").string(), html = (dir / "t.html").string();
-  Result r = tlc(small_gemm({"--mode", "timed", "--timing-only", "--trace", trace, "--html", html}));
+  Result r =
+      tlc(small_gemm({"--mode", "timed", "--timing-only", "--trace", trace, "--html", html}));
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_GT(std::filesystem::file_size(trace), 100u);
   EXPECT_GT(std::filesystem::file_size(html), 100u);
@@ -121,10 +136,13 @@ TEST(TlcInput, TraceAndTimelineAreWrittenWhereAsked) {
 }
 
 TEST(TlcInput, OptionsThatDoNothingInTheModeAreErrors) {
-  EXPECT_TLC(tlc(small_gemm({"--trace", "t.json"})), 2, "error: --trace only applies to timed mode");
+  EXPECT_TLC(tlc(small_gemm({"--trace", "t.json"})), 2,
+             "error: --trace only applies to timed mode");
   EXPECT_TLC(tlc(small_gemm({"--html", "t.html"})), 2, "error: --html only applies to timed mode");
-  EXPECT_TLC(tlc(small_gemm({"--timing-only"})), 2, "error: --timing-only only applies to timed mode");
-  EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--html-blocks", "3"})), 2, "--html-blocks only applies with --html");
+  EXPECT_TLC(tlc(small_gemm({"--timing-only"})), 2,
+             "error: --timing-only only applies to timed mode");
+  EXPECT_TLC(tlc(small_gemm({"--mode", "timed", "--html-blocks", "3"})), 2,
+             "--html-blocks only applies with --html");
   EXPECT_TLC(tlc(small_gemm({"--threads", "-5"})), 2, "--threads");
   EXPECT_TLC(tlc(small_gemm({"--mode", "slow"})), 2, "--mode");
 }
@@ -143,7 +161,8 @@ TEST(TlcInput, KernelFailuresExitWithOne) {
   // Valid parameters, but the kernel they give does not verify (N smaller than the tile bN)
   // or fails at run time (M not a multiple of bM: the last tile reads past A).
   EXPECT_TLC(tlc({"verify", "gemm", "--set", "N=128"}), 1, "region-out-of-bounds");
-  EXPECT_TLC(tlc({"run", "gemm", "--set", "M=100", "--set", "N=256", "--set", "K=64"}), 1, "out-of-bounds access");
+  EXPECT_TLC(tlc({"run", "gemm", "--set", "M=100", "--set", "N=256", "--set", "K=64"}), 1,
+             "out-of-bounds access");
 }
 
 TEST(TlcInput, ExitStatusesAreDocumentedInHelp) {

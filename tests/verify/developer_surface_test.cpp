@@ -4,10 +4,10 @@
 // user syncs, no physically placed buffers, developer ops only in developer kernels).
 #include <gtest/gtest.h>
 
-#include "verify_test_util.h"
 #include "tl/ir_equal.h"
 #include "tl/parser.h"
 #include "tl/printer.h"
+#include "verify_test_util.h"
 
 namespace tl {
 namespace {
@@ -22,24 +22,28 @@ PrimFunc matmul_add(int threads) {
   auto D = T::Tensor("D", {128, 128}, f16);
   auto C = T::Tensor("C", {128, 128}, f16);
   return T::prim_func("matmul_add", {A, B, D, C}, [&] {
-    T::Kernel(1, [&](Expr cid) {
-      auto a = T::alloc_shared("a", {128, 64}, f16);
-      auto b = T::alloc_shared("b", {64, 128}, f16);
-      auto c = T::alloc_fragment("c", {128, 128}, f32);
-      auto d = T::alloc_shared("d", {128, 128}, f16);
-      T::copy(A.at({cid * 128, 0}), a);
-      T::copy(B, b);
-      T::clear(c);
-      T::gemm(a, b, c);
-      T::copy(D, d);
-      T::Parallel({128, 128}, [&](Expr i, Expr j) { d(i, j) = cast(f16, c(i, j)) + d(i, j); });
-      T::copy(d, C);
-    }, {.threads = threads});
+    T::Kernel(
+        1,
+        [&](Expr cid) {
+          auto a = T::alloc_shared("a", {128, 64}, f16);
+          auto b = T::alloc_shared("b", {64, 128}, f16);
+          auto c = T::alloc_fragment("c", {128, 128}, f32);
+          auto d = T::alloc_shared("d", {128, 128}, f16);
+          T::copy(A.at({cid * 128, 0}), a);
+          T::copy(B, b);
+          T::clear(c);
+          T::gemm(a, b, c);
+          T::copy(D, d);
+          T::Parallel({128, 128}, [&](Expr i, Expr j) { d(i, j) = cast(f16, c(i, j)) + d(i, j); });
+          T::copy(d, C);
+        },
+        {.threads = threads});
   });
 }
 
 const KernelNode* any_kernel_of(const PrimFunc& f) {
-  for (const auto& s : f->body.as<SeqNode>() ? f->body.as<SeqNode>()->stmts : std::vector<Stmt>{f->body})
+  for (const auto& s :
+       f->body.as<SeqNode>() ? f->body.as<SeqNode>()->stmts : std::vector<Stmt>{f->body})
     if (auto* k = s.as<KernelNode>()) return k;
   return nullptr;
 }
@@ -85,7 +89,8 @@ TEST(DeveloperSurface, ElementAssignmentIsAStoreAtItsLine) {
   EXPECT_NE(text.find("for i in T.Parallel(16):"), std::string::npos) << text;
   EXPECT_NE(text.find("for j in T.Parallel(32):"), std::string::npos) << text;
   EXPECT_NE(text.find("x[i, j] = x[i, j] * 2.0 + 1.0"), std::string::npos) << text;
-  EXPECT_NE(text.find(fmt::format("developer_surface_test.cpp:{}", line)), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("developer_surface_test.cpp:{}", line)), std::string::npos)
+      << text;
 }
 
 TEST(DeveloperSurface, ThreeDimensionalParallelAndVarAssignment) {
@@ -112,7 +117,8 @@ TEST(DeveloperSurface, ParallelNeedsOneExtentPerIndex) {
     });
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("a body of 2 indices needs 2 extents, got 3"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("a body of 2 indices needs 2 extents, got 3"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -124,13 +130,17 @@ TEST(DeveloperSurface, ThreadsOtherThanOneOrTwoAreRejected) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("threads must be 1 or 2"), std::string::npos) << e.what();
   }
-  for (const char* bad : {"threads=3) as cid:", "threads=0) as cid:", "threads=2) as (cid, vid):"}) {
-    std::string text = fmt::format("@T.prim_func\ndef k():\n    with T.Kernel(1, {}\n        T.printf(\"x\")\n", bad);
+  for (const char* bad :
+       {"threads=3) as cid:", "threads=0) as cid:", "threads=2) as (cid, vid):"}) {
+    std::string text = fmt::format(
+        "@T.prim_func\ndef k():\n    with T.Kernel(1, {}\n        T.printf(\"x\")\n", bad);
     EXPECT_THROW(parse(text, "k.tl"), Error) << text;
   }
 }
 
-TEST(DeveloperSurface, DeveloperKernelVerifiesClean) { EXPECT_TRUE(Clean(matmul_add(2))); }
+TEST(DeveloperSurface, DeveloperKernelVerifiesClean) {
+  EXPECT_TRUE(Clean(matmul_add(2)));
+}
 
 TEST(DeveloperVerify, ScopesSyncsAndPhysicalBuffersAreTheCompilersJob) {
   int scope_line = 0, sync_line = 0, ub_line = 0;

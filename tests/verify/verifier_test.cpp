@@ -95,10 +95,14 @@ TEST(Verifier, EveryErrorIsReported) {
     auto a = T::alloc_L1("a", {16, 64}, f16);
     T::Scope(Core::Vector, [&] {
       auto x = T::alloc_ub("x", {16, 7}, f32);
-      l1 = __LINE__; T::copy(X, x);
-      l2 = __LINE__; T::tile::exp(a, a);
-      l3 = __LINE__; T::set_flag(Pipe::MTE2, Pipe::V, 9);
-      l4 = __LINE__; T::copy(x, a);
+      l1 = __LINE__;
+      T::copy(X, x);
+      l2 = __LINE__;
+      T::tile::exp(a, a);
+      l3 = __LINE__;
+      T::set_flag(Pipe::MTE2, Pipe::V, 9);
+      l4 = __LINE__;
+      T::copy(x, a);
     });
   });
   auto ds = verify(f);
@@ -120,10 +124,12 @@ TEST(Verifier, EveryErrorIsReported) {
 }
 
 TEST(Verifier, DiagnosticFormat) {
-  Diagnostic d{"T.tile.add", "dst", "vector-operand-scope", "vector ops take UB operands only",
+  Diagnostic d{"T.tile.add",           "dst",
+               "vector-operand-scope", "vector ops take UB operands only",
                {"examples/x.cpp", 12}, "buffer 'x_l1' in L1"};
-  EXPECT_EQ(d.str(), "examples/x.cpp:12: T.tile.add: operand 'dst' (buffer 'x_l1' in L1): vector "
-                     "ops take UB operands only [rule: vector-operand-scope]");
+  EXPECT_EQ(d.str(),
+            "examples/x.cpp:12: T.tile.add: operand 'dst' (buffer 'x_l1' in L1): vector "
+            "ops take UB operands only [rule: vector-operand-scope]");
   Diagnostic k{"T.Kernel", "", "kernel-count", "expected exactly one T::Kernel", {"k.cpp", 3}, ""};
   EXPECT_EQ(k.str(), "k.cpp:3: T.Kernel: expected exactly one T::Kernel [rule: kernel-count]");
 }
@@ -133,7 +139,8 @@ TEST(Verifier, MalformedHandBuiltIrDoesNotCrash) {
   Buffer x = BufferNode::make("x", f32, {64}, MemScope::UB);
   BufferRegion bad_rank{x, {{0, 8}, {0, 8}}};
   Stmt op1 = TileOpNode::make(find_op("tile.add"), {TileArg(x)}, {}, {"t.cpp", 1});
-  Stmt op2 = TileOpNode::make(find_op("tile.exp"), {TileArg(x), TileArg(bad_rank)}, {}, {"t.cpp", 2});
+  Stmt op2 =
+      TileOpNode::make(find_op("tile.exp"), {TileArg(x), TileArg(bad_rank)}, {}, {"t.cpp", 2});
   Stmt body = SeqNode::make({AllocateNode::make(x), op1, op2});
   Stmt k = KernelNode::make(1, Var("cid"), Var("vid"),
                             SeqNode::make({ScopeNode::make(CoreKind::Vector, body)}));

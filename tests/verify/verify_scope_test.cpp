@@ -17,7 +17,8 @@ TEST(VerifyScope, VectorOpOnL1) {
     auto x = T::alloc_L1("x_l1", {16, 64}, f16);
     T::Scope(Core::Vector, [&] {
       auto y = T::alloc_ub("y", {16, 64}, f16);
-      bad = __LINE__; T::tile::add(x, y, y);
+      bad = __LINE__;
+      T::tile::add(x, y, y);
     });
   });
   auto ds = verify(f);
@@ -43,7 +44,8 @@ PrimFunc ub_to_l1(int& bad) {
       T::copy(X, x);
       T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
       T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
-      bad = __LINE__; T::copy(x, l1);
+      bad = __LINE__;
+      T::copy(x, l1);
     });
   });
 }
@@ -60,7 +62,8 @@ TEST(VerifyScope, L0CToUbIllegalOnA2) {
     auto u = T::alloc_ub("u", {16, 16}, f32);
     T::Scope(Core::Cube, [&] {
       auto c = T::alloc_L0C("c", {16, 16}, f32);
-      bad = __LINE__; T::copy(c, u);
+      bad = __LINE__;
+      T::copy(c, u);
     });
   });
   EXPECT_TRUE(Reports(f, "copy-path", "T.copy", "dst", bad));
@@ -71,7 +74,8 @@ TEST(VerifyScope, GmToL0AIllegalOn950) {
   auto A = T::Tensor("A", {16, 16}, f16);
   auto f = cube_kernel({A}, [&] {
     auto a = T::alloc_L0A("a", {16, 16}, f16);
-    bad = __LINE__; T::copy(A, a);
+    bad = __LINE__;
+    T::copy(A, a);
   });
   EXPECT_TRUE(Clean(f, "A2"));
   EXPECT_TRUE(Reports(f, "copy-path", "T.copy", "dst", bad, "950"));
@@ -83,7 +87,10 @@ TEST(VerifyScope, CubeOpInVectorScope) {
     auto a = T::alloc_L0A("a", {16, 16}, f16);
     auto b = T::alloc_L0B("b", {16, 16}, f16);
     auto c = T::alloc_L0C("c", {16, 16}, f32);
-    T::Scope(Core::Vector, [&] { bad = __LINE__; T::mma(a, b, c, true); });
+    T::Scope(Core::Vector, [&] {
+      bad = __LINE__;
+      T::mma(a, b, c, true);
+    });
   });
   EXPECT_TRUE(Reports(f, "op-core-scope", "T.mma", "", bad));
 }
@@ -92,7 +99,10 @@ TEST(VerifyScope, VectorOpInCubeScope) {
   int bad = 0;
   auto f = kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
-    T::Scope(Core::Cube, [&] { bad = __LINE__; T::tile::exp(x, x); });
+    T::Scope(Core::Cube, [&] {
+      bad = __LINE__;
+      T::tile::exp(x, x);
+    });
   });
   EXPECT_TRUE(Reports(f, "op-core-scope", "T.tile.exp", "", bad));
 }
@@ -101,7 +111,8 @@ TEST(VerifyScope, OpOutsideAnyScope) {
   int bad = 0;
   auto f = kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
-    bad = __LINE__; T::tile::exp(x, x);
+    bad = __LINE__;
+    T::tile::exp(x, x);
   });
   EXPECT_TRUE(Reports(f, "op-outside-scope", "T.tile.exp", "", bad));
 }
@@ -111,26 +122,38 @@ TEST(VerifyScope, CubeCopyInVectorScope) {
   auto A = T::Tensor("A", {16, 16}, f16);
   auto f = kernel({A}, [&] {
     auto a = T::alloc_L1("a", {16, 16}, f16);
-    T::Scope(Core::Vector, [&] { bad = __LINE__; T::copy(A, a); });
+    T::Scope(Core::Vector, [&] {
+      bad = __LINE__;
+      T::copy(A, a);
+    });
   });
   EXPECT_TRUE(Reports(f, "copy-core-scope", "T.copy", "", bad));
 }
 
 TEST(VerifyScope, L1AllocatedInVectorScope) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::alloc_L1("a", {16, 16}, f16); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::alloc_L1("a", {16, 16}, f16);
+  });
   EXPECT_TRUE(Reports(f, "alloc-core-scope", "T.alloc_L1", "", bad));
 }
 
 TEST(VerifyScope, NestedScopes) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::Scope(Core::Vector, [] {}); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::Scope(Core::Vector, [] {});
+  });
   EXPECT_TRUE(Reports(f, "nested-scope", "T.Scope", "", bad));
 }
 
 TEST(VerifyScope, DeveloperScopeInExpertMode) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::alloc_shared("s", {16, 16}, f16); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::alloc_shared("s", {16, 16}, f16);
+  });
   EXPECT_TRUE(Reports(f, "developer-scope-in-expert-mode", "T.alloc_shared", "", bad));
 }
 
@@ -138,7 +161,8 @@ TEST(VerifyScope, AtomicAddIntoUb) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32), y = T::alloc_ub("y", {64}, f32);
-    bad = __LINE__; T::atomic_add(y, x);
+    bad = __LINE__;
+    T::atomic_add(y, x);
   });
   EXPECT_TRUE(Reports(f, "atomic-add-dst", "T.atomic_add", "dst", bad));
 }
@@ -149,7 +173,8 @@ TEST(VerifyScope, GemmOperandInL0A) {
     auto a = T::alloc_L0A("a", {16, 16}, f16);
     auto b = T::alloc_L1("b", {16, 16}, f16);
     auto c = T::alloc_L0C("c", {16, 16}, f32);
-    bad = __LINE__; T::gemm_v0(a, b, c, {.init = true});
+    bad = __LINE__;
+    T::gemm_v0(a, b, c, {.init = true});
   });
   EXPECT_TRUE(Reports(f, "cube-operand-scope", "T.gemm_v0", "A", bad));
 }
@@ -158,7 +183,8 @@ TEST(VerifyScope, ScalarStoreToL0C) {
   int bad = 0;
   auto f = cube_kernel({}, [&] {
     auto c = T::alloc_L0C("c", {16, 16}, f32);
-    bad = __LINE__; T::store(c, {0, 0}, imm(f32, 1.0));
+    bad = __LINE__;
+    T::store(c, {0, 0}, imm(f32, 1.0));
   });
   EXPECT_TRUE(Reports(f, "scalar-access-scope", "T.store", "c", bad));
 }
@@ -167,14 +193,18 @@ TEST(VerifyScope, DumpTensorOfL0A) {
   int bad = 0;
   auto f = cube_kernel({}, [&] {
     auto a = T::alloc_L0A("a", {16, 16}, f16);
-    bad = __LINE__; T::dump_tensor(a);
+    bad = __LINE__;
+    T::dump_tensor(a);
   });
   EXPECT_TRUE(Reports(f, "dump-tensor-scope", "T.dump_tensor", "src", bad));
 }
 
 TEST(VerifyScope, ZeroBlocks) {
   int bad = 0;
-  auto f = T::prim_func("k", {}, [&] { bad = __LINE__; T::Kernel(0, [](Expr, Expr) {}); });
+  auto f = T::prim_func("k", {}, [&] {
+    bad = __LINE__;
+    T::Kernel(0, [](Expr, Expr) {});
+  });
   EXPECT_TRUE(Reports(f, "kernel-num-blocks", "T.Kernel", "num_blocks", bad));
 }
 
@@ -183,7 +213,8 @@ TEST(VerifyScope, TileOpBeforeTheKernel) {
   auto X = T::Tensor("X", {64}, f32);
   auto f = T::prim_func("k", {X}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
-    bad = __LINE__; T::copy(X, x);
+    bad = __LINE__;
+    T::copy(X, x);
     T::Kernel(1, [](Expr, Expr) {});
   });
   EXPECT_TRUE(Reports(f, "outside-kernel", "T.copy", "", bad));

@@ -29,7 +29,8 @@ TEST(VerifySpec, ParallelLoopInAnExpertKernel) {
   auto X = T::Tensor("X", {16, 64}, f32);
   auto f = vector_kernel({X}, [&] {
     auto x = T::alloc_ub("x", {16, 64}, f32);
-    bad = __LINE__; T::Parallel(16, [&](Expr p) { T::store(x, {p, 0}, 0.0f); });
+    bad = __LINE__;
+    T::Parallel(16, [&](Expr p) { T::store(x, {p, 0}, 0.0f); });
   });
   EXPECT_TRUE(Reports(f, "developer-loop-in-expert-mode", "T.Parallel", "", bad));
   std::string msg = format_diagnostics(verify(f));
@@ -40,7 +41,8 @@ TEST(VerifySpec, ParallelLoopInAnExpertKernel) {
 TEST(VerifySpec, PipelinedLoopInAnExpertKernel) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__; T::Pipelined(8, /*num_stages=*/2, [&](Expr) { T::pipe_barrier(Pipe::V); });
+    bad = __LINE__;
+    T::Pipelined(8, /*num_stages=*/2, [&](Expr) { T::pipe_barrier(Pipe::V); });
   });
   EXPECT_TRUE(Reports(f, "developer-loop-in-expert-mode", "T.Pipelined", "", bad));
   EXPECT_THROW(verify_or_throw(f), Error);
@@ -69,11 +71,14 @@ TEST(VerifySpec, LoweredKernelMeetsThePlannedSpec) {
 }
 
 TEST(VerifySpec, PinnedAddressesMustBeAlignedAndInCapacity) {
-  EXPECT_TRUE(verify(copy_through_ub(/*address=*/0), default_target(), {.spec = Spec::Planned}).empty());
-  auto misaligned = verify(copy_through_ub(/*address=*/16), default_target(), {.spec = Spec::Planned});
+  EXPECT_TRUE(
+      verify(copy_through_ub(/*address=*/0), default_target(), {.spec = Spec::Planned}).empty());
+  auto misaligned =
+      verify(copy_through_ub(/*address=*/16), default_target(), {.spec = Spec::Planned});
   EXPECT_TRUE(HasDiag(misaligned, "buffer-address-alignment", "T.alloc_ub", "address", 0));
   const int64_t ub = default_target().cap(MemScope::UB);
-  auto past_end = verify(copy_through_ub(/*address=*/ub - 128), default_target(), {.spec = Spec::Planned});
+  auto past_end =
+      verify(copy_through_ub(/*address=*/ub - 128), default_target(), {.spec = Spec::Planned});
   EXPECT_TRUE(HasDiag(past_end, "buffer-address-range", "T.alloc_ub", "address", 0));
 }
 

@@ -13,7 +13,10 @@ using testing::vector_kernel;
 
 TEST(VerifySync, EventIdNine) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::set_flag(Pipe::MTE2, Pipe::V, 9); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::set_flag(Pipe::MTE2, Pipe::V, 9);
+  });
   EXPECT_TRUE(Reports(f, "event-id-range", "T.set_flag", "event_id", bad));
 }
 
@@ -32,55 +35,82 @@ TEST(VerifySync, EventIdAsAConstantExpression) {
 
 TEST(VerifySync, ReservedEventId) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::wait_flag(Pipe::V, Pipe::MTE3, 6); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::wait_flag(Pipe::V, Pipe::MTE3, 6);
+  });
   EXPECT_TRUE(Reports(f, "event-id-reserved", "T.wait_flag", "event_id", bad));
 }
 
 TEST(VerifySync, PipePairWithoutHardEvent) {
   int bad = 0;
-  auto f = cube_kernel({}, [&] { bad = __LINE__; T::set_flag(Pipe::MTE1, Pipe::S, 0); });
+  auto f = cube_kernel({}, [&] {
+    bad = __LINE__;
+    T::set_flag(Pipe::MTE1, Pipe::S, 0);
+  });
   EXPECT_TRUE(Reports(f, "hard-event", "T.set_flag", "pipes", bad));
 }
 
 TEST(VerifySync, CubePipeInVectorScope) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::set_flag(Pipe::MTE1, Pipe::V, 0); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::set_flag(Pipe::MTE1, Pipe::V, 0);
+  });
   EXPECT_TRUE(Reports(f, "pipe-core", "T.set_flag", "src", bad));
 }
 
 TEST(VerifySync, BarrierOnScalarPipe) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::pipe_barrier(Pipe::S); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::pipe_barrier(Pipe::S);
+  });
   EXPECT_TRUE(Reports(f, "pipe-barrier-pipe", "T.pipe_barrier", "pipe", bad));
 }
 
 TEST(VerifySync, FlagOutsideScope) {
   int bad = 0;
-  auto f = kernel({}, [&] { bad = __LINE__; T::set_flag(Pipe::MTE2, Pipe::V, 0); });
+  auto f = kernel({}, [&] {
+    bad = __LINE__;
+    T::set_flag(Pipe::MTE2, Pipe::V, 0);
+  });
   EXPECT_TRUE(Reports(f, "op-outside-scope", "T.set_flag", "", bad));
 }
 
 TEST(VerifySync, CrossFlagId16) {
   int bad = 0;
-  auto f = cube_kernel({}, [&] { bad = __LINE__; T::set_cross_flag(Pipe::FIX, 16, 2); });
+  auto f = cube_kernel({}, [&] {
+    bad = __LINE__;
+    T::set_cross_flag(Pipe::FIX, 16, 2);
+  });
   EXPECT_TRUE(Reports(f, "cross-flag-id-range", "T.set_cross_flag", "event_id", bad));
 }
 
 TEST(VerifySync, CrossFlagIdOfSyncAll) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::wait_cross_flag(12); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::wait_cross_flag(12);
+  });
   EXPECT_TRUE(Reports(f, "cross-flag-reserved", "T.wait_cross_flag", "event_id", bad));
 }
 
 TEST(VerifySync, CrossFlagMode3) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::set_cross_flag(Pipe::MTE3, 0, 3); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::set_cross_flag(Pipe::MTE3, 0, 3);
+  });
   EXPECT_TRUE(Reports(f, "cross-flag-mode", "T.set_cross_flag", "mode", bad));
 }
 
 TEST(VerifySync, CrossFlagOnScalarPipe) {
   int bad = 0;
-  auto f = vector_kernel({}, [&] { bad = __LINE__; T::set_cross_flag(Pipe::S, 0, 2); });
+  auto f = vector_kernel({}, [&] {
+    bad = __LINE__;
+    T::set_cross_flag(Pipe::S, 0, 2);
+  });
   EXPECT_TRUE(Reports(f, "cross-flag-pipe", "T.set_cross_flag", "pipe", bad));
 }
 
@@ -94,7 +124,8 @@ TEST(VerifySymbols, LoopVarUsedAfterItsLoop) {
       leaked = i;
       T::copy(X.region({i, 0}, {1, 64}), x);
     });
-    bad = __LINE__; T::copy(x, X.region({leaked, 0}, {1, 64}));
+    bad = __LINE__;
+    T::copy(x, X.region({leaked, 0}, {1, 64}));
   });
   EXPECT_TRUE(Reports(f, "undefined-var", "T.copy", "dst", bad));
 }
@@ -104,7 +135,8 @@ TEST(VerifySymbols, VarNeverBound) {
   Var ghost("ghost");
   auto f = vector_kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
-    bad = __LINE__; T::tile::fill(x, cast(f32, ghost));
+    bad = __LINE__;
+    T::tile::fill(x, cast(f32, ghost));
   });
   EXPECT_TRUE(Reports(f, "undefined-var", "T.tile.fill", "value", bad));
 }
@@ -114,7 +146,8 @@ TEST(VerifySymbols, BufferUsedOutsideItsBlock) {
   auto f = vector_kernel({}, [&] {
     Buffer inner;
     T::serial(4, [&](Expr) { inner = T::alloc_ub("inner", {64}, f32); });
-    bad = __LINE__; T::tile::exp(inner, inner);
+    bad = __LINE__;
+    T::tile::exp(inner, inner);
   });
   EXPECT_TRUE(Reports(f, "undefined-buffer", "T.tile.exp", "dst", bad));
 }
@@ -124,7 +157,10 @@ TEST(VerifySymbols, BufferFromTheOtherScope) {
   auto f = kernel({}, [&] {
     Buffer l1;
     T::Scope(Core::Cube, [&] { l1 = T::alloc_L1("l1", {16, 16}, f16); });
-    T::Scope(Core::Cube, [&] { bad = __LINE__; T::dump_tensor(l1); });
+    T::Scope(Core::Cube, [&] {
+      bad = __LINE__;
+      T::dump_tensor(l1);
+    });
   });
   EXPECT_TRUE(Reports(f, "undefined-buffer", "T.dump_tensor", "src", bad));
 }

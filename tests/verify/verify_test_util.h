@@ -14,8 +14,10 @@
 namespace tl::testing {
 
 /// A function `k(params)` with one launch of `blocks` blocks whose body is `body`.
-inline PrimFunc kernel(std::vector<ParamRef> params, const std::function<void()>& body, Expr blocks = 1) {
-  return T::prim_func("k", std::move(params), [&] { T::Kernel(blocks, [&](Expr, Expr) { body(); }); });
+inline PrimFunc kernel(std::vector<ParamRef> params, const std::function<void()>& body,
+                       Expr blocks = 1) {
+  return T::prim_func("k", std::move(params),
+                      [&] { T::Kernel(blocks, [&](Expr, Expr) { body(); }); });
 }
 /// The same with the body inside T::Scope(core).
 inline PrimFunc scoped(Core core, std::vector<ParamRef> params, const std::function<void()>& body) {
@@ -34,20 +36,20 @@ inline ::testing::AssertionResult HasDiag(const std::vector<Diagnostic>& ds, std
   std::string all = format_diagnostics(ds);
   for (const auto& d : ds) {
     if (d.rule != rule) continue;
-    if (d.op != op || d.operand != operand || (line && d.loc.line != line))
-      continue;
+    if (d.op != op || d.operand != operand || (line && d.loc.line != line)) continue;
     if (line && d.loc.file.find("tests/verify/") == std::string::npos)
       return ::testing::AssertionFailure() << "diagnostic has file '" << d.loc.file << "'\n" << all;
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << "no diagnostic [rule: " << rule << "] on " << op
-                                       << " operand '" << operand << "' at line " << line
-                                       << "; got:\n" << (all.empty() ? "(nothing)\n" : all);
+  return ::testing::AssertionFailure()
+         << "no diagnostic [rule: " << rule << "] on " << op << " operand '" << operand
+         << "' at line " << line << "; got:\n"
+         << (all.empty() ? "(nothing)\n" : all);
 }
 
 /// Verifies `f` on `target` and checks it reports `rule` on `op`/`operand` at `line`.
-inline ::testing::AssertionResult Reports(const PrimFunc& f, std::string_view rule, std::string_view op,
-                                          std::string_view operand, int line,
+inline ::testing::AssertionResult Reports(const PrimFunc& f, std::string_view rule,
+                                          std::string_view op, std::string_view operand, int line,
                                           std::string_view target = "A2") {
   return HasDiag(verify(f, get_target(target)), rule, op, operand, line);
 }

@@ -30,16 +30,16 @@ namespace tl::npu {
 
 /// One side of a hazard: an instruction and the access of it that conflicts.
 struct HazardSide {
-  std::string op;    // "copy", "tile.exp", "gemm_v0.mmad", "store", ...
+  std::string op;  // "copy", "tile.exp", "gemm_v0.mmad", "store", ...
   Pipe pipe = Pipe::S;
   std::string core;  // "block 0 AIV1"
   std::string buffer;
   uint64_t start = 0, end = 0;  // byte range [start, end) (GM: host addresses)
-  std::string where;            // GM: "C elements [0, 0] to [63, 63]" (reports never show host addresses)
+  std::string where;  // GM: "C elements [0, 0] to [63, 63]" (reports never show host addresses)
   bool write = false;
   SourceLoc loc;
-  int core_index = 0;   // index into Trace::cores
-  size_t event = 0;     // index into CoreTrace::events
+  int core_index = 0;  // index into Trace::cores
+  size_t event = 0;    // index into CoreTrace::events
 };
 
 /// Two conflicting accesses not ordered by happens-before.
@@ -47,8 +47,8 @@ struct Hazard {
   std::string kind;    // "RAW", "WAR" or "WAW" (first -> second in trace order of the checker)
   std::string memory;  // "GM", "UB of block 0 AIV1", ...
   HazardSide first, second;
-  int count = 1;       // occurrences with the same pair of source lines and buffers
-  std::string why;     // a rule beyond "unordered" (the PIPE_M rule of small Mmads), or empty
+  int count = 1;    // occurrences with the same pair of source lines and buffers
+  std::string why;  // a rule beyond "unordered" (the PIPE_M rule of small Mmads), or empty
   std::string str() const;
 };
 
@@ -72,7 +72,8 @@ std::vector<Hazard> check_hazards(const Trace& trace, const Target& target = def
 /// Flag bookkeeping errors and waits that can never be satisfied.
 std::vector<FlagIssue> check_flags(const Trace& trace, int max_pending_cross_sets = 15);
 
-/// Runs both checkers and throws a tl::Error listing what they found (LaunchOptions::check_hazards).
+/// Runs both checkers and throws a tl::Error listing what they found
+/// (LaunchOptions::check_hazards).
 void throw_on_hazards(const Trace& trace, const Target& target);
 /// The message throw_on_hazards would throw, or empty when the trace is clean.
 std::string hazard_report(const Trace& trace, const Target& target);

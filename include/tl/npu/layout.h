@@ -55,7 +55,9 @@ inline constexpr int kC0Bytes = 32;
 
 /// Elements per fractal row in L1/L0A/L0B: 32 / sizeof(t) (16 fp16/bf16, 32 int8/fp8, 8 fp32).
 int c0_elems(DType t);
-inline int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+inline int64_t align_up(int64_t x, int64_t a) {
+  return (x + a - 1) / a * a;
+}
 
 /// NZ (L1 with c0 = c0_elems, L0C with c0 = 16): element (row, col) of a matrix whose column
 /// blocks are rows_padded rows tall (rows_padded % 16 == 0).

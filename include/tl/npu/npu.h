@@ -64,7 +64,7 @@ namespace npu {
 struct Trace;
 struct Profile;
 struct StaleFinding;
-}
+}  // namespace npu
 
 struct LaunchOptions {
   int threads = 0;              // host threads; 0 = all hardware threads
@@ -118,7 +118,7 @@ class Program;  // the executable form (src/npu/program.h), the npu backend's Ar
 /// True if the virtual NPU has semantics for `op`. Every registered op must: the table is
 /// checked when it is built, and a gap is a registration error (tl::InternalError).
 bool implements(const OpDef& op);
-}
+}  // namespace npu
 
 /// The virtual NPU as a backend (name "npu"): its artifacts are npu::Programs.
 const Backend& npu_backend();

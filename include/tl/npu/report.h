@@ -35,7 +35,7 @@ struct KernelReport {
   /// Executed synchronisations per logical block (its AIC and both AIVs), by kind: for each
   /// kind, the most any block executed. Empty without a trace.
   std::map<std::string, SyncTally> dynamic_syncs;
-  int64_t blocks = 0;  // logical blocks of the traced launch
+  int64_t blocks = 0;           // logical blocks of the traced launch
   int64_t max_block_syncs = 0;  // the most synchronisations one block executed (all kinds)
   /// Distinct set_flag/wait_flag event ids per (src, dst) pipe pair ("MTE2->V"), and distinct
   /// cross-core flag ids, as executed (from the trace; from constant ids without one).
@@ -44,8 +44,8 @@ struct KernelReport {
   struct Buffer {
     std::string name;
     MemScope scope = MemScope::UB;
-    std::string bytes;   // a number, or the expression of a dynamic size
-    int64_t size = -1;   // bytes when static; -1 for a dynamic size
+    std::string bytes;  // a number, or the expression of a dynamic size
+    int64_t size = -1;  // bytes when static; -1 for a dynamic size
     int64_t address = -1;
     std::string origin;  // what made it, for compiler-made buffers; empty for the author's
   };

@@ -49,9 +49,9 @@ struct StaleFinding {
   /// Where the invalid data came from: "never written in this launch", "stale since the
   /// clipped copy at k.py:12", "the variable 'n' (let at k.py:7) was never set in this launch".
   std::string origin;
-  SourceLoc loc;       // the statement
-  std::string core;    // its first occurrence ("block 1 AIV0"), in (block, core) order
-  int64_t count = 1;   // occurrences (over blocks, cores and iterations)
+  SourceLoc loc;      // the statement
+  std::string core;   // its first occurrence ("block 1 AIV0"), in (block, core) order
+  int64_t count = 1;  // occurrences (over blocks, cores and iterations)
   std::string kind_name() const;
   std::string str() const;
 };

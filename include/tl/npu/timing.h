@@ -41,9 +41,9 @@ struct CoreProfile {
   int slot = 0;  // 0 AIC, 1 AIV0, 2 AIV1
   int phys = 0;  // physical core group
   std::string name;
-  double start = 0, end = 0;                 // cycles; start = when the block was placed
-  std::array<double, kNumPipes> busy{};      // busy cycles per pipe (union of instruction spans)
-  int64_t instructions = 0;                  // events in the trace
+  double start = 0, end = 0;             // cycles; start = when the block was placed
+  std::array<double, kNumPipes> busy{};  // busy cycles per pipe (union of instruction spans)
+  int64_t instructions = 0;              // events in the trace
   /// Per trace event: the cycle the scalar unit reached it (issued it into its pipe queue, or
   /// began executing it). Non-decreasing in program order. The time-ordered replay
   /// (LaunchOptions::profile) lets each core's interpreter past event i only at issue[i].
@@ -62,9 +62,9 @@ struct Profile {
   double task_us() const { return total_us + launch_overhead_us; }
   int64_t num_blocks = 0;
   int physical_blocks = 0;
-  int64_t events = 0;        // trace events simulated
-  double gm_bytes = 0;       // bytes moved to or from GM
-  double gm_hbm_bytes = 0;   // of those, bytes the L2 model sent to HBM
+  int64_t events = 0;              // trace events simulated
+  double gm_bytes = 0;             // bytes moved to or from GM
+  double gm_hbm_bytes = 0;         // of those, bytes the L2 model sent to HBM
   std::vector<CoreProfile> cores;  // index like Trace::cores
   std::vector<TimedInstr> instrs;  // in completion-independent order: per core, program order
   /// Timed launches with data (LaunchOptions::profile): the tensor arguments whose contents

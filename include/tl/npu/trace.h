@@ -59,10 +59,10 @@ struct TraceEvent {
   MemScope src_scope = MemScope::GM, dst_scope = MemScope::GM;  // copies
   int64_t bytes = 0;  // bytes moved (copies, cube loads) or touched (vector)
   DType dtype = DType::Float32;
-  int64_t m = 0, n = 0, k = 0;  // cube
-  bool accumulates = false;     // an Mmad adding into L0C (init false): the PIPE_M rule
+  int64_t m = 0, n = 0, k = 0;           // cube
+  bool accumulates = false;              // an Mmad adding into L0C (init false): the PIPE_M rule
   SyncOrigin origin = SyncOrigin::User;  // synchronisations: the author's or insert_syncs'
-  bool expanded = false;        // a barrier an op's expansion issues (gemm_v0's), not a statement
+  bool expanded = false;  // a barrier an op's expansion issues (gemm_v0's), not a statement
   /// Scalar ALU operations the core executed since its previous event (loop control, branch
   /// conditions, lets, the address arithmetic of this instruction's operands): the scalar
   /// unit spends them before it can issue this event.
