@@ -13,6 +13,10 @@ set(allowlist
     # Another engineer edits it now (issue 28 item 1, vectorizer traits); it is split along its
     # seams once that lands.
     src/pass/vectorize_parallel.cpp
+    # Over the limit only since the whole-repository clang-format (100 columns) rewrapped them;
+    # split along their seams next.
+    python/src/module.cpp
+    tests/npu/vector_ops_test.cpp
     # Its raw-string IR fixtures are to become tests/pass/*.tl files (issue 28 item 6), which
     # shrinks it; split whatever is left over the limit, then drop it from this list.
     tests/pass/vectorize_parallel_test.cpp)

@@ -5,9 +5,7 @@
 # rather than reporting files that are fine. Lists every unformatted file and exits 1; exits 0
 # when all are formatted. It changes nothing; to fix a file: clang-format-14 -i FILE (or, for
 # only the lines a change touches, git clang-format).
-#
-# Not wired into .ci/run yet: the repository is formatted as a whole once the branches in
-# flight have merged; after that commit, add `./scripts/check_format.sh` to .ci/run.
+# .ci/run runs it before building.
 #
 # Usage: scripts/check_format.sh [FILE...]   (default: every tracked *.cpp, *.h under the dirs
 # below; CLANG_FORMAT=path picks the binary.)

@@ -2,7 +2,7 @@
 # Installs what tl-ascend needs to build and test on Debian 12, by package name, only if missing.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev
-      nlohmann-json3-dev libcli11-dev libopenblas-dev python3-dev)
+      nlohmann-json3-dev libcli11-dev libopenblas-dev python3-dev clang-format-14)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
