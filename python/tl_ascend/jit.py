@@ -15,11 +15,12 @@ with tensors runs it on the virtual NPU:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Union
 
 from . import _core
@@ -43,6 +44,23 @@ def device(target: str = "A2") -> _core.Device:
             _devices[target] = _core.Device(target)
             _launch_locks[target] = threading.Lock()
         return _devices[target]
+
+
+# tilelang.profiler.do_bench: while a thread records, its launches run timed and their
+# simulated times (us) are appended to the list (profiler.py).
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def record_launches() -> Iterator[list[float]]:
+    """Within the block, this thread's kernel launches run in timed mode and each one's
+    simulated total_us is appended to the list yielded."""
+    outer = getattr(_recording, "launches", None)
+    _recording.launches = []
+    try:
+        yield _recording.launches
+    finally:
+        _recording.launches = outer
 
 
 def _launch_lock(target):
@@ -385,11 +403,14 @@ class JITKernel:
         """Runs the kernel and returns its outputs (`kernel(*args)` is run with the defaults)."""
         packed, outputs = self._arguments(args)
         mode = mode or self.mode
-        timed = mode == "timed" or trace is not None or timeline is not None
+        recording = getattr(_recording, "launches", None)
+        timed = mode == "timed" or trace is not None or timeline is not None or recording is not None
         with _launch_lock(self.target):
             prof = self._launch(packed, threads, check_hazards, timed, trace, timeline, check_stale)
         if prof is not None:
             self.last_profile = prof
+            if recording is not None:
+                recording.append(float(prof["total_us"]))
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -424,7 +445,9 @@ def compile(func: PrimFunc, out_idx: Indices = None, target: str | None = "A2", 
 
 
 def _target_name(target):
-    if target in (None, "auto", "npu", "ascend"):
+    # TileLang-Ascend's code generators ("ascendc", "pto") target the same chip: on the virtual
+    # NPU both are the default A2.
+    if target in (None, "auto", "npu", "ascend", "ascendc", "pto"):
         return "A2"
     return str(target)
 
