@@ -75,6 +75,18 @@ else:
     "ok/rejected.py": KERNEL.replace("x[i] = x[i] * 2.0 + y[i]", "x[i] = T.reinterpret(x[i], y[i])") + '''
 scale_add(7)
 ''',
+    # torch_npu's device names under the shim: torch.device("npu"), device="npu" on torch.randperm,
+    # .to(torch.device("npu")) (before: RuntimeError "Expected one of cpu, cuda, ... device type").
+    "ok/npu_device.py": KERNEL + '''
+device = torch.device("npu")
+x = torch.randn(1000, device=device)
+y = torch.randn(1000).to(device)
+perm = torch.randperm(1000, device="npu")
+torch.testing.assert_close(scale_add(1000)(x[perm].contiguous(), y), 2 * x[perm] + y)
+print("Kernel Output Match!")
+''',
+    # A torch_npu operator the shim has no CPU version of (before: a bare AttributeError, a crash).
+    "ok/npu_op.py": "import torch\nimport torch_npu\ntorch_npu.npu_moe_token_permute(torch.zeros(4))\n",
     "ok/crash.py": "import tilelang\nprint(1 / 0)\n",
     "ok/nocheck.py": "import tilelang\nprint(tilelang.math.next_power_of_2(1000))\n",
     "slow/forever.py": "import time\nimport tilelang\ntime.sleep(600)\n",
@@ -142,6 +154,10 @@ def test_the_runner_classifies_each_script_by_its_own_verdict(scripts: str) -> N
     assert status == "rejected" and "T.reinterpret is not in tl-ascend" in reason, reason
     assert got[os.path.join("ok", "crash.py")] == ("crash", "ZeroDivisionError: division by zero")
     assert got[os.path.join("ok", "nocheck.py")] == ("no-check", "1024")
+    assert got[os.path.join("ok", "npu_device.py")] == ("pass", "Kernel Output Match!")
+    status, reason = got[os.path.join("ok", "npu_op.py")]
+    assert status == "rejected" and reason.startswith("UnknownNameError: npu_op.py:3: torch_npu.npu_moe_token_permute "
+                                                      "is not in tl-ascend: tl_ascend.torch_npu has no CPU version"), reason
 
 
 def test_the_runner_kills_a_script_at_its_timeout(scripts: str) -> None:

@@ -39,6 +39,37 @@ def test_cdiv_and_next_power_of_2_match_their_definitions(n: int) -> None:
     assert tilelang.next_power_of_2(n) == tilelang.math.next_power_of_2(n)
 
 
+@tilelang.jit(out_idx=[-1], pass_configs={tilelang.PassConfigKey.TIR_MERGE_STATIC_SMEM: True})
+def double_dynamic(block=64):
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Z: T.Tensor((N,), "float32")):
+        with T.Kernel(tilelang.cdiv(N, block), threads=2) as cid:
+            x = T.alloc_shared((block,), "float32")
+            T.copy(X[cid * block], x)
+            for i in T.Parallel(block):
+                x[i] = x[i] * 2.0
+            T.copy(x, Z[cid * block])
+
+    return main
+
+
+@pytest.mark.parametrize("n", TAILS)
+def test_cdiv_of_a_dynamic_size_is_the_kernel_expression(n: int) -> None:
+    # Before: tilelang.cdiv(N, block) of a T.dynamic N was an Error ("argument 'a' must be an int,
+    # got Var N"): TileLang's cdiv is (a + b - 1) // b, which takes expressions too (deepseek_v4
+    # scripts size their grids so). TIR_MERGE_STATIC_SMEM was an AttributeError.
+    x = torch.randn(n)
+    torch.testing.assert_close(double_dynamic()(x), 2 * x)
+
+
+def test_an_unknown_pass_config_key_names_the_closest() -> None:
+    with pytest.raises(tilelang.Error, match=r"PassConfigKey.TL_ASCEND_AUTO_SYN is not in tl-ascend; did you mean "
+                                             r"PassConfigKey.TL_ASCEND_AUTO_SYNC"):
+        tilelang.PassConfigKey.TL_ASCEND_AUTO_SYN
+
+
 @pytest.mark.parametrize("call,what", [
     (lambda: tilelang.cdiv(7, 0), "argument 'b' must be > 0, got 0"),
     (lambda: tilelang.cdiv(7.5, 2), "argument 'a' must be an int, got float 7.5"),

@@ -70,7 +70,15 @@ def _launch_lock(target):
     return _launch_locks[target]
 
 
-class PassConfigKey:
+class _PassConfigKeyType(type):
+    def __getattr__(cls, name: str) -> str:
+        """An unknown key: a tl_ascend.Error (also an AttributeError) naming the closest keys."""
+        from . import _names
+
+        raise _names.unknown("PassConfigKey", name, [n for n in vars(cls) if n.isupper()])
+
+
+class PassConfigKey(metaclass=_PassConfigKeyType):
     """Pass configuration keys.
 
     TileLang-Ascend's automatic sync is what tl-ascend's developer mode always does, and memory
@@ -84,6 +92,9 @@ class PassConfigKey:
     TL_ASCEND_MEMORY_PLANNING = "tl.ascend.memory_planning"
     TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend.auto_cv_combine"
     TL_ASCEND_AUTO_CV_SYNC = "tl.ascend.auto_cv_sync"
+    # TileLang's merge of static shared-memory buffers: what tl-ascend's planner does anyway
+    # (buffers whose lifetimes do not overlap share bytes), so accepted and without effect.
+    TIR_MERGE_STATIC_SMEM = "tir.merge_static_smem"
     TL_DEV_PIPELINE_LOOPS = "tl.dev.pipeline_loops"
     TL_DEV_SPLIT_AIV = "tl.dev.split_aiv"
     TL_DEV_MINIMISE_SYNCS = "tl.dev.minimise_syncs"
@@ -150,7 +161,7 @@ def _dev_options(pass_configs, func):
                                   f"the vector cores' code with T.Scope(\"C\") / T.Scope(\"V\") (expert mode), or "
                                   f"leave the split to the compiler in developer mode (T.Kernel(n, threads=2) as cid)")
             continue
-        if k == PassConfigKey.TL_ASCEND_MEMORY_PLANNING:
+        if k in (PassConfigKey.TL_ASCEND_MEMORY_PLANNING, PassConfigKey.TIR_MERGE_STATIC_SMEM):
             continue  # tl-ascend places every buffer without an address, in both modes
         if k == PassConfigKey.TL_ASCEND_AUTO_SYNC:
             if v and not func.developer:

@@ -4,12 +4,13 @@
 plain Python on Python ints, as in TileLang (tilelang/math/__init__.py), with one difference:
 a bad argument (a float, zero, a negative size) is a tl_ascend.Error naming it, where TileLang
 would return a silently wrong figure (next_power_of_2(0) is 1 there, cdiv(7, 0) a
-ZeroDivisionError). Inside a kernel, T.ceildiv builds the expression for symbolic sizes.
+ZeroDivisionError). cdiv of a symbolic size is T.ceildiv's expression.
 """
 
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 from . import _core
 
@@ -33,8 +34,14 @@ def next_power_of_2(x: int) -> int:
     return 1 << (x - 1).bit_length()
 
 
-def cdiv(a: int, b: int) -> int:
-    """ceil(a / b) for ints, b > 0 (cdiv(7, 2) == 4; cdiv(-7, 2) == -3, rounding up as ceil does)."""
+def cdiv(a: Any, b: Any) -> Any:
+    """ceil(a / b) for ints, b > 0 (cdiv(7, 2) == 4; cdiv(-7, 2) == -3, rounding up as ceil does).
+    A symbolic size (a T.dynamic or kernel expression, as TileLang's `(a + b - 1) // b` takes
+    too) gives T.ceildiv's expression."""
+    if isinstance(a, _core.Expr) or isinstance(b, _core.Expr):
+        from .language import ceildiv
+
+        return ceildiv(a, b)
     a = _index("cdiv", "a", a)
     b = _index("cdiv", "b", b)
     if b <= 0:
