@@ -74,10 +74,14 @@ def _exception(stderr: str) -> tuple[str, str] | None:
     lines = stderr.rstrip().splitlines()
     if not any(line.startswith("Traceback (most recent call last)") for line in lines):
         return None
-    for line in reversed(lines):
-        m = EXCEPTION.match(line)
+    for i in range(len(lines) - 1, -1, -1):
+        m = EXCEPTION.match(lines[i])
         if m:
-            return m.group(1), (m.group(2) or "").strip()
+            message = (m.group(2) or "").strip()
+            # "kernel 'main' fails verification on target A2 (3 errors):" says what only on the next line.
+            if message.endswith(":") and i + 1 < len(lines):
+                message += " " + lines[i + 1].strip()
+            return m.group(1), message
     return None
 
 
@@ -161,6 +165,7 @@ def blocker_key(reason: str) -> str:
     blocker in different scripts groups together."""
     r = re.sub(r"\S+\.py:\d+(:\d+)?(\s*\(via [^)]*\))?:?\s*", "", reason)
     r = re.sub(r"`[^`]*`", "`...`", r)
+    r = re.sub(r"(kernel|buffer|region of|tensor) '[^']*'", r"\1 '...'", r)
     r = re.sub(r"\b\d+\b", "N", r)
     return r.strip()[:140]
 
