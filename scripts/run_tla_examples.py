@@ -9,9 +9,10 @@ timeout. Each gets one status:
 
   pass      exit status 0 and the script's own success line ("Kernel Output Match!", "Test
             passed!", "All check passed", ...), and no failure line;
-  wrong     the script's own check failed: it printed its failure line ("Kernel Output Not
-            Match!", "... failed!") or raised an AssertionError (torch.testing.assert_close,
-            numpy.testing, a bare `assert` on the result);
+  wrong     the script's own check failed: it raised an AssertionError (torch.testing.
+            assert_close, numpy.testing, a bare `assert` on the result), or printed its failure
+            line ("Kernel Output Not Match!", "... failed!") and exited without another
+            exception (the exception that ends a script decides its status);
   rejected  tl-ascend refused the script with a tl_ascend.Error (an unsupported construct, an
             unknown name, a kernel the verifier rejects): the reason names it;
   crash     any other exception (a raw Python error, tl_ascend.InternalError), or death by a
@@ -116,10 +117,13 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool) 
         if last.startswith("tl_ascend.run:"):  # the runner refused (a real tilelang installed, a bad path)
             return "rejected", last
         return "crash", last
+    # The exception that ended the script decides, not a failure line it printed on the way out
+    # (`except Exception: print("Failed test case ..."); raise` around a compile that tl-ascend
+    # rejected is a rejection, not a wrong result).
     kind, message = exc
     reason = f"{kind.split('.')[-1]}: {message}" if message else kind.split(".")[-1]
-    if kind.split(".")[-1] == "AssertionError" or failed:
-        return "wrong", failed[0] if failed and kind.split(".")[-1] != "AssertionError" else reason
+    if kind.split(".")[-1] == "AssertionError":
+        return "wrong", reason
     if kind.startswith("tl_ascend.") and not kind.endswith("InternalError"):
         return "rejected", reason
     return "crash", reason

@@ -87,6 +87,16 @@ print("Kernel Output Match!")
 ''',
     # A torch_npu operator the shim has no CPU version of (before: a bare AttributeError, a crash).
     "ok/npu_op.py": "import torch\nimport torch_npu\ntorch_npu.npu_moe_token_permute(torch.zeros(4))\n",
+    # Its failure line printed on the way out of a compile tl-ascend rejected: a rejection
+    # (before: classified "wrong" by the printed line, as gemm/example_gemm_tail_block_developer.py was).
+    "ok/rejected_after_print.py": KERNEL.replace("x[i] = x[i] * 2.0 + y[i]", "x[i] = T.reinterpret(x[i], y[i])") + '''
+try:
+    scale_add(7)
+except Exception as e:
+    print("error message:", e)
+    print("Failed test case 1/1: N=7")
+    raise
+''',
     "ok/crash.py": "import tilelang\nprint(1 / 0)\n",
     "ok/nocheck.py": "import tilelang\nprint(tilelang.math.next_power_of_2(1000))\n",
     "slow/forever.py": "import time\nimport tilelang\ntime.sleep(600)\n",
@@ -151,6 +161,8 @@ def test_the_runner_classifies_each_script_by_its_own_verdict(scripts: str) -> N
     assert status == "wrong" and reason.startswith("AssertionError: Tensor-likes are not close!")
     assert got[os.path.join("ok", "wrong_print.py")] == ("wrong", "[ERROR] Kernel Output Not Match!")
     status, reason = got[os.path.join("ok", "rejected.py")]
+    assert status == "rejected" and "T.reinterpret is not in tl-ascend" in reason, reason
+    status, reason = got[os.path.join("ok", "rejected_after_print.py")]
     assert status == "rejected" and "T.reinterpret is not in tl-ascend" in reason, reason
     assert got[os.path.join("ok", "crash.py")] == ("crash", "ZeroDivisionError: division by zero")
     assert got[os.path.join("ok", "nocheck.py")] == ("no-check", "1024")

@@ -45,7 +45,7 @@ def suggestion(name: str, known: Iterable[str], hints: Mapping[str, str], prefix
     closest known names, else nothing."""
     if name in hints:
         return f": {hints[name]}"
-    close = difflib.get_close_matches(name, [k for k in known if not k.startswith("_")], n=3, cutoff=0.6)
+    close = difflib.get_close_matches(name, [k for k in known if not k.startswith("_")], n=3, cutoff=0.7)
     if not close:
         lower = name.lower()
         close = [k for k in known if not k.startswith("_") and k.lower() == lower]
