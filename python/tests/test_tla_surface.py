@@ -218,7 +218,7 @@ def test_clear_cache_empties_memory_and_disk(tmp_path, monkeypatch) -> None:
     (lambda: T.tile.atomic_add, r"T\.tile\.atomic_add is not in tl-ascend: T\.atomic_add\(dst, src\)"),
     (lambda: T.tile.ad, r"did you mean T\.tile\.add\?"),
     (lambda: tilelang.autotune, r"tl_ascend\.autotune is not in tl-ascend: not supported yet"),
-    (lambda: tilelang.cdvi, r"did you mean tl_ascend\.cdiv or"),
+    (lambda: tilelang.cdvi, r"did you mean tl_ascend\.cdiv\?"),
 ])
 def test_unknown_names_say_what_tl_ascend_calls_them(get, what: str) -> None:
     # Before: a bare AttributeError ("module 'tl_ascend.language' has no attribute 'Selct'").
@@ -244,3 +244,43 @@ def test_an_unknown_name_in_a_kernel_is_located_at_its_statement() -> None:
     src = open(__file__).read().splitlines()
     want = next(i + 1 for i, s in enumerate(src) if "T.reinterpretcast(x, x)  # the line" in s)
     assert f"test_tla_surface.py:{want}:" in msg
+
+
+# ---- T.tile.select's mode by its Ascend C name ----------------------------------------------------
+
+
+@tilelang.jit(out_idx=[-1])
+def select_modes(N, mode, block=64):
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"), Z: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=2) as cid:
+            x = T.alloc_shared((block,), "float32")
+            y = T.alloc_shared((block,), "float32")
+            m = T.alloc_shared((block // 8,), "uint8")
+            # pad_value: the tail past N is a known value, which the select's mask then moves.
+            T.copy(X[cid * block], x, pad_value=0.0)
+            T.copy(Y[cid * block], y, pad_value=0.0)
+            T.tile.compare(m, x, y, "GT")
+            if mode == "VSEL_TENSOR_SCALAR_MODE":
+                T.tile.select(x, m, x, 0.0, mode)
+            else:
+                T.tile.select(x, m, x, y, mode)
+            T.copy(x, Z[cid * block])
+
+    return main
+
+
+@pytest.mark.parametrize("mode", ["VSEL_CMPMASK_SPR", "VSEL_TENSOR_SCALAR_MODE", "VSEL_TENSOR_TENSOR_MODE"])
+@pytest.mark.parametrize("n", TAILS)
+def test_select_takes_its_mode_by_name(n: int, mode: str) -> None:
+    # Before: "T.tile.select: attribute 'mode' expects a int, got a string" (activation/gelu_grad.py).
+    x, y = torch.randn(n), torch.randn(n)
+    other = torch.zeros(n) if mode == "VSEL_TENSOR_SCALAR_MODE" else y
+    torch.testing.assert_close(select_modes(n, mode)(x, y), torch.where(x > y, x, other))
+
+
+def test_an_unknown_select_mode_names_the_known_ones() -> None:
+    with pytest.raises(tilelang.Error, match=r"T.tile.select: attribute 'mode' must be one of VSEL_CMPMASK_SPR, "
+                                             r"VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE \(or its number\), "
+                                             r"got 'VSEL_OTHER'"):
+        select_modes(64, "VSEL_OTHER")
