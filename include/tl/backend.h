@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "tl/ir.h"
+#include "tl/pass_registry.h"
 #include "tl/target.h"
 
 namespace tl {
@@ -41,44 +42,8 @@ class Backend {
   virtual std::shared_ptr<const Artifact> build(const PrimFunc& f, const Target& target) const = 0;
 };
 
-/// Developer-mode automations (docs/developer_mode.md, "Options"): each is on by default and
-/// can be switched off, to see what it does or to do its job by hand. One that needs another is
-/// rejected when that one is off (tilelang-ascend issue 1825: options that silently depended
-/// on each other). Expert kernels are unaffected. Part of the JIT cache key.
-struct DeveloperOptions {
-  bool infer_scopes = true;       // place shared/fragment tiles in L1/L0A/L0B/L0C/UB
-  bool lower_cube_ops = true;     // gemm -> L1 -> L0A/L0B loads + mma; needs infer_scopes
-  bool mask_tails = true;         // the stale part of clipped tiles kept out of results; needs infer_scopes
-  bool legalize_copies = true;    // tails, padded rows, partial L1 panels; needs infer_scopes
-  bool split_cube_vector = true;  // Cube and Vector scopes; needs infer_scopes, lower_cube_ops
-  bool vectorize = true;          // Parallel element loops -> vector ops; needs split_cube_vector
-  bool insert_syncs = true;       // flags and barriers; needs split_cube_vector
-  /// T.Pipelined loops overlap neighbouring iterations (slots, skew; pipeline_loops); off: they
-  /// run as serial loops.
-  bool pipeline_loops = true;
-  /// A threads = 2 kernel's two AIVs take half the vector work each (split_aiv); off: AIV 0
-  /// does it all.
-  bool split_aiv = true;
-  /// insert_syncs drops every sync the others already imply; off: it keeps all it planned.
-  bool minimise_syncs = true;
-  /// Two neighbouring flags of a pipe pair become one, as an expert writes them (merge_flags):
-  /// fewer syncs, but the earlier destination waits for the later source, which costs cycles
-  /// where that source is on the critical path (docs/developer_mode.md, "Merged flags and
-  /// guarded credits"). Off by default: on no developer example does it save a cycle, and it
-  /// costs gemm_dev 1.4 % and matmul_add_dev 4.0 %. Needs minimise_syncs.
-  bool merge_flags = false;
-  /// A loop that cannot be vectorised runs serially on the scalar unit, with a remark (off: an
-  /// error naming the reason). Needs vectorize.
-  bool scalar_fallback = false;
-  /// Element loops may use the vector unit's exp / log / sigmoid / rsqrt, which can differ from
-  /// the correctly rounded scalar result in the last bit (a remark each). Needs vectorize.
-  bool allow_inexact_math = false;
-
-  /// A tl::Error naming both options when an enabled one needs a disabled one.
-  void validate() const;
-  /// "infer_scopes=1,lower_cube_ops=1,...": every option, for the cache key and messages.
-  std::string fingerprint() const;
-};
+// DeveloperOptions (the developer-mode switches) live with the pass registry
+// (tl/pass_registry.h): every switch is a row there.
 
 /// How tl::compile prepares the IR a backend receives, and the JIT cache:
 ///

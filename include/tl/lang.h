@@ -248,6 +248,8 @@ void transpose(TileArg dst, TileArg src, TL_LOC);
 
 /// Low-level escape: emit any registered tile op by name.
 void emit(std::string_view op, std::vector<TileArg> args, std::vector<Attr> attrs = {}, TL_LOC);
+/// The same by its typed handle (tl/ops.h: `T::emit(ops::tile::add(), ...)`).
+void emit(const OpDef& op, std::vector<TileArg> args, std::vector<Attr> attrs = {}, TL_LOC);
 
 }  // namespace T
 }  // namespace tl

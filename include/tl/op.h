@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,15 @@ enum class RowMap : uint8_t {
   Copy,         // UB <-> UB elementwise; GM <-> UB: the UB tile's rows are the tensor's rows
   Whole,        // position-dependent (gathers, sorts, index generation, transposes) or not
                 // a vector-unit op: its tiles are never split
+};
+
+/// Whether a vector op's destination may share bytes with a source (checked by the virtual
+/// NPU, Core::check_overlap; ASCENDC_API.md "general constraints": address overlap). Every
+/// vector-unit op states it (the registry rejects Unset).
+enum class Overlap : uint8_t {
+  Unset,
+  SameRegion,  // only as exactly the same region (an in-place op); a partial overlap is an error
+  None,        // not at all, not even in place (the reductions, MrgSort)
 };
 
 /// The element types an op accepts, per chip family. Every op states where its legality
@@ -137,6 +147,21 @@ struct OpDef {
   std::optional<CostClass> cost{};
   /// How its tile operands correspond row by row (required; RowMap).
   RowMap rows = RowMap::Unset;
+  /// Whether its destination may share bytes with a source (required for vector-unit ops).
+  Overlap overlap = Overlap::Unset;
+  /// The value a stale tail element of its (first) source can be set to so that the op's
+  /// result on the valid elements is unchanged: 0 for add/sub/axpy/reduce_sum, 1 for mul/div,
+  /// -inf for max/reduce_max/sort/topk, +inf for min/reduce_min. Empty: no such value (an op
+  /// that moves elements or reads them all); mask_tails then refuses a stale source.
+  std::optional<double> identity{};
+  /// The scalar operator the op computes element by element (add: BinOp::Add, row_expand_add:
+  /// BinOp::Add with rows RowExpand, bitwise_and: BinOp::BitAnd, ...): what vectorize_parallel
+  /// maps a T.Parallel body's operators onto (op_for_binop). Whether the mapping is exact for a
+  /// dtype is the vectoriser's to decide (float max/min differ on NaN: it uses compare + select).
+  std::optional<BinOp> binop{};
+  /// Counts its source in granules of Target::compare_align_bytes (A2's Compare: 256 bytes),
+  /// so developer mode's split_aiv keeps its tiles whole when half a tile is not whole granules.
+  bool granular_count = false;
   /// The instructions the op issues; empty at registration means one instruction on `pipe`
   /// touching every tile operand, which the registry fills in.
   std::vector<InstrSpec> expansion{};
@@ -156,15 +181,38 @@ struct OpDef {
 
   int operand_index(std::string_view name) const;
   const AttrSpec* attr_spec(std::string_view name) const;
+  /// Derived trait: a vector op whose result element i depends only on element i of its tile
+  /// operands (and on scalars): rows Elementwise and no bitmask operand (so not compare or
+  /// select, whose bit vectors do not pair element with element).
+  bool elementwise() const;
 };
+
+/// The core that executes tile op `n` on target `t`, the one definition the verifier, the
+/// developer-mode splitter, the memory planner and the virtual NPU read: the cube unit's ops
+/// on the AIC, the vector unit's on the AIVs, a copy on the core that issues its path
+/// (Target::copy_paths; an illegal path: the core owning its first on-chip operand).
+/// nullopt: any core (debug printing, data-cache maintenance run where they are placed).
+std::optional<CoreKind> op_core(const TileOpNode& n, const Target& t);
+
+/// The vector op computing `op` element by element with operand correspondence `rows`
+/// (Elementwise or RowExpand): the op whose OpDef::binop is `op`; nullptr if none.
+const OpDef* op_for_binop(BinOp op, RowMap rows);
 
 /// Looks up a registered op by name ("tile.add"); nullptr if unknown.
 const OpDef* find_op(std::string_view name);
+/// Checks one definition: every required piece and trait set (rows; overlap for vector ops;
+/// pipe, cost, dtypes, expansion, ...). tl::InternalError naming the op and the missing piece.
+/// The registry runs it on every op it builds; exposed for the tests.
+void check_op_definition(const OpDef& d);
 /// Every registered op, in registration order.
 const std::vector<const OpDef*>& all_ops();
 
 /// Builds a TileOp statement: checks operand count and kinds and attribute names and types
 /// (user errors at `loc`), fills in defaulted attributes in OpDef order.
+/// Passes and the DSL name the op by its handle (include/tl/ops.h: make_tile_op(ops::copy(), ...));
+/// the string form is for names from user text (the parser, the Python bindings).
+Stmt make_tile_op(const OpDef& op, std::vector<TileArg> args, std::vector<Attr> attrs,
+                  const SourceLoc& loc);
 Stmt make_tile_op(std::string_view op_name, std::vector<TileArg> args, std::vector<Attr> attrs,
                   const SourceLoc& loc);
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tl/ir.h"
+#include "tl/pass_registry.h"
 #include "tl/target.h"
 #include "tl/verifier.h"
 
@@ -56,17 +57,11 @@ struct PassOptions {
   /// Passes to leave out, by name (an unknown name is a user error listing the passes).
   /// CompileOptions::verify = false disables "verify".
   std::vector<std::string> disabled_passes;
-  /// How vectorize_parallel treats loops it cannot vectorise exactly (CompileOptions::dev).
-  VectorizeOptions vectorize;
-  /// pipeline_loops overlaps T.Pipelined iterations; false: it lowers them as serial loops
-  /// (DeveloperOptions::pipeline_loops).
-  bool pipeline = true;
-  /// split_aiv gives a threads = 2 kernel's two AIVs half the vector work each; false: AIV 0
-  /// does it all (DeveloperOptions::split_aiv).
-  bool split_aiv = true;
-  /// insert_syncs drops the syncs the others imply (DeveloperOptions::minimise_syncs).
-  bool minimise_syncs = true;
-  /// Where split_aiv's fallback remarks go (default: stderr).
+  /// The developer-mode switches (tl/pass_registry.h): a pass whose switch is off is left out
+  /// (and so is a pass that lowers its output, as tl::compile does); the others change what
+  /// their passes do (pipeline_loops, minimise_syncs, scalar_fallback, allow_inexact_math).
+  DeveloperOptions dev;
+  /// Where split_aiv's and vectorize_parallel's fallback remarks go (default: stderr).
   RemarkSink remark;
   /// Where dumps and timings go (default: stderr).
   std::function<void(const std::string&)> sink;
@@ -81,6 +76,10 @@ struct Pass {
   /// spec (nullopt: the pass states none). Breaking it is a compiler bug, which
   /// PassOptions::verify_each reports.
   std::optional<Spec> ensures{};
+  /// The phase invariant of a lowering pass whose output is no expert kernel yet (no shared
+  /// buffer left after infer_scopes, ...): "" when `out` meets it, else what breaks it.
+  /// verify_each checks it on every output, valid input or not (tl/pass_registry.h).
+  std::function<std::string(const PrimFunc&)> phase{};
 };
 
 /// Runs the pipeline. User errors (tl::Error) carry the kernel's source location.

@@ -232,25 +232,17 @@ nb::dict profile_dict(const npu::Profile& p) {
 /// DeveloperOptions from {"pipeline_loops": False, ...}: a user error naming an unknown key.
 DeveloperOptions dev_options(const std::map<std::string, bool>& m) {
   DeveloperOptions o;
-  const std::pair<const char*, bool DeveloperOptions::*> fields[] = {
-      {"infer_scopes", &DeveloperOptions::infer_scopes},       {"lower_cube_ops", &DeveloperOptions::lower_cube_ops},
-      {"mask_tails", &DeveloperOptions::mask_tails},
-      {"legalize_copies", &DeveloperOptions::legalize_copies}, {"split_cube_vector", &DeveloperOptions::split_cube_vector},
-      {"vectorize", &DeveloperOptions::vectorize},             {"insert_syncs", &DeveloperOptions::insert_syncs},
-      {"pipeline_loops", &DeveloperOptions::pipeline_loops},   {"split_aiv", &DeveloperOptions::split_aiv},
-      {"minimise_syncs", &DeveloperOptions::minimise_syncs},   {"merge_flags", &DeveloperOptions::merge_flags},
-      {"scalar_fallback", &DeveloperOptions::scalar_fallback},
-      {"allow_inexact_math", &DeveloperOptions::allow_inexact_math}};
   for (const auto& [k, v] : m) {
     bool found = false;
-    for (const auto& [name, member] : fields)
-      if (k == name) {
-        o.*member = v;
+    for (const auto& s : switch_registry())
+      if (k == s.name) {
+        o.*s.field = v;
         found = true;
       }
     if (!found) {
       std::string known;
-      for (const auto& f : fields) known += (known.empty() ? "" : ", ") + std::string(f.first);
+      for (const auto& s : switch_registry())
+        known += (known.empty() ? "" : ", ") + std::string(s.name);
       throw Error(fmt::format("unknown developer option '{}': expected one of {}", k, known));
     }
   }
@@ -451,6 +443,25 @@ NB_MODULE(_core, m) {
       })
       .def("__repr__", [](const PrimFunc& f) { return fmt::format("<PrimFunc '{}'>", f->name); });
 
+  // The developer-mode switches (tl/pass_registry.h): tl_ascend.PassConfigKey's TL_DEV_* names
+  // and the alias keys of pass_configs come from these rows.
+  m.def("developer_switches", [] {
+    nb::list out;
+    for (const auto& s : switch_registry()) {
+      nb::dict d;
+      d["name"] = std::string(s.name);
+      nb::list keys;
+      for (auto k : s.keys) keys.append(std::string(k));
+      d["keys"] = keys;
+      nb::list needs;
+      for (auto n : s.needs) needs.append(std::string(n));
+      d["needs"] = needs;
+      d["default"] = s.default_on();
+      d["help"] = std::string(s.help);
+      out.append(d);
+    }
+    return out;
+  });
   m.def("parse", [](std::string_view text, std::string_view filename) { return parse(text, filename); }, "text"_a,
         "filename"_a = "<ir>");
   m.def("print_expr", [](nb::handle e) { return print(to_expr(e)); });

@@ -95,15 +95,16 @@ class PassConfigKey(metaclass=_PassConfigKeyType):
     # TileLang's merge of static shared-memory buffers: what tl-ascend's planner does anyway
     # (buffers whose lifetimes do not overlap share bytes), so accepted and without effect.
     TIR_MERGE_STATIC_SMEM = "tir.merge_static_smem"
-    TL_DEV_PIPELINE_LOOPS = "tl.dev.pipeline_loops"
-    TL_DEV_SPLIT_AIV = "tl.dev.split_aiv"
-    TL_DEV_MINIMISE_SYNCS = "tl.dev.minimise_syncs"
-    TL_DEV_MERGE_FLAGS = "tl.dev.merge_flags"
-    TL_DEV_SCALAR_FALLBACK = "tl.dev.scalar_fallback"
-    TL_DEV_ALLOW_INEXACT_MATH = "tl.dev.allow_inexact_math"
-    TL_DEV_INSERT_SYNCS = "tl.dev.insert_syncs"
-    TL_DEV_VECTORIZE = "tl.dev.vectorize"
-    TL_DEV_MASK_TAILS = "tl.dev.mask_tails"
+
+
+# The TL_DEV_* keys, one per developer-mode switch of the compiler's registry
+# (tl/pass_registry.h): TL_DEV_<NAME> = "tl.dev.<name>". A key a switch lists after its first
+# is an alias (another project's spelling) that pass_configs accepts for it.
+_DEV_KEY_ALIASES: dict[str, str] = {}
+for _switch in _core.developer_switches():
+    setattr(PassConfigKey, "TL_DEV_" + _switch["name"].upper(), _switch["keys"][0])
+    for _alias in _switch["keys"][1:]:
+        _DEV_KEY_ALIASES[_alias] = _switch["keys"][0]
 
 
 # An error message that names a file:line of the kernel already (the builder's, the verifier's
@@ -153,6 +154,7 @@ def _dev_options(pass_configs, func):
                           f"{type(pass_configs).__name__} {pass_configs!r}")
     for k, v in (pass_configs or {}).items():
         k = str(k)
+        k = _DEV_KEY_ALIASES.get(k, k)
         if not ((isinstance(v, (bool, int)) or type(v).__name__ == "bool_") and v in (0, 1)):
             raise _core.Error(f"pass config '{k}' takes True or False, got {type(v).__name__} {v!r}")
         if k in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):

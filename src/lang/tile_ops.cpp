@@ -3,6 +3,7 @@
 #include "builder.h"
 #include "tl/lang.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 
 namespace tl::T {
 namespace {
@@ -36,8 +37,14 @@ Attr sattr(const char* k, std::string v) { return {k, std::move(v)}; }
 }  // namespace
 
 void emit(std::string_view op, std::vector<TileArg> args, std::vector<Attr> attrs, const Loc& l) {
+  const OpDef* def = find_op(op);
+  if (!def) user_error(source_loc(l), "unknown tile primitive T.{}", op);
+  emit(*def, std::move(args), std::move(attrs), l);
+}
+
+void emit(const OpDef& op, std::vector<TileArg> args, std::vector<Attr> attrs, const Loc& l) {
   SourceLoc loc = source_loc(l);
-  resolve_start_point_regions(args, op, loc);
+  resolve_start_point_regions(args, op.name, loc);
   lang::emit(make_tile_op(op, std::move(args), std::move(attrs), loc), loc);
 }
 
@@ -50,64 +57,71 @@ void copy(TileArg src, TileArg dst, CopyOptions opt, const Loc& l) {
     attrs.push_back({"pad_value", *opt.pad_value});
   }
   if (!opt.nd2nz) attrs.push_back(battr("nd2nz", false));
-  emit("copy", {std::move(src), std::move(dst)}, std::move(attrs), l);
+  emit(ops::copy(), {std::move(src), std::move(dst)}, std::move(attrs), l);
 }
 void atomic_add(TileArg dst, TileArg src, const Loc& l) {
-  emit("atomic_add", {std::move(dst), std::move(src)}, {}, l);
+  emit(ops::atomic_add(), {std::move(dst), std::move(src)}, {}, l);
 }
 void dcci(TileArg dst, bool entire, const Loc& l) {
   std::vector<Attr> attrs;
   if (entire) attrs.push_back(battr("entire", true));
-  emit("dcci", {std::move(dst)}, std::move(attrs), l);
+  emit(ops::dcci(), {std::move(dst)}, std::move(attrs), l);
 }
 void gemm_v0(TileArg A, TileArg B, TileArg C, GemmOptions opt, const Loc& l) {
   std::vector<Attr> attrs;
   if (opt.transpose_A) attrs.push_back(battr("transpose_A", true));
   if (opt.transpose_B) attrs.push_back(battr("transpose_B", true));
-  emit("gemm_v0", {std::move(A), std::move(B), std::move(C), opt.init}, std::move(attrs), l);
+  emit(ops::gemm_v0(), {std::move(A), std::move(B), std::move(C), opt.init}, std::move(attrs), l);
 }
 void gemm(TileArg A, TileArg B, TileArg C, GemmOptions opt, const Loc& l) {
   std::vector<Attr> attrs;
   if (opt.transpose_A) attrs.push_back(battr("transpose_A", true));
   if (opt.transpose_B) attrs.push_back(battr("transpose_B", true));
-  emit("gemm", {std::move(A), std::move(B), std::move(C), opt.init}, std::move(attrs), l);
+  emit(ops::gemm(), {std::move(A), std::move(B), std::move(C), opt.init}, std::move(attrs), l);
 }
-void fill(TileArg dst, Expr value, const Loc& l) { emit("tile.fill", {std::move(dst), std::move(value)}, {}, l); }
+void fill(TileArg dst, Expr value, const Loc& l) {
+  emit(ops::tile::fill(), {std::move(dst), std::move(value)}, {}, l);
+}
 void clear(TileArg dst, const Loc& l) {
   DType t = dst.is_region() ? dst.region.buffer->dtype : DType::Float32;
-  emit("tile.fill", {std::move(dst), imm(t, 0)}, {}, l);
+  emit(ops::tile::fill(), {std::move(dst), imm(t, 0)}, {}, l);
 }
-void init_const(TileArg dst, Expr value, const Loc& l) { emit("init_const", {std::move(dst), std::move(value)}, {}, l); }
+void init_const(TileArg dst, Expr value, const Loc& l) {
+  emit(ops::init_const(), {std::move(dst), std::move(value)}, {}, l);
+}
 
 void mma(TileArg A, TileArg B, TileArg C, Expr init, const Loc& l) {
-  emit("mma", {std::move(A), std::move(B), std::move(C), std::move(init)}, {}, l);
+  emit(ops::mma(), {std::move(A), std::move(B), std::move(C), std::move(init)}, {}, l);
 }
 
 void reduce_sum(TileArg src, TileArg dst, int dim, bool clear, const Loc& l) {
-  emit("reduce_sum", {std::move(src), std::move(dst)}, {iattr("dim", dim), battr("clear", clear)}, l);
+  emit(ops::reduce_sum(), {std::move(src), std::move(dst)},
+       {iattr("dim", dim), battr("clear", clear)}, l);
 }
 void reduce_max(TileArg src, TileArg dst, int dim, bool clear, const Loc& l) {
-  emit("reduce_max", {std::move(src), std::move(dst)}, {iattr("dim", dim), battr("clear", clear)}, l);
+  emit(ops::reduce_max(), {std::move(src), std::move(dst)},
+       {iattr("dim", dim), battr("clear", clear)}, l);
 }
 void reduce_min(TileArg src, TileArg dst, int dim, bool clear, const Loc& l) {
-  emit("reduce_min", {std::move(src), std::move(dst)}, {iattr("dim", dim), battr("clear", clear)}, l);
+  emit(ops::reduce_min(), {std::move(src), std::move(dst)},
+       {iattr("dim", dim), battr("clear", clear)}, l);
 }
 void sort(TileArg dst, TileArg src, Expr actual_num, const Loc& l) {
-  emit("sort", {std::move(dst), std::move(src), std::move(actual_num)}, {}, l);
+  emit(ops::sort(), {std::move(dst), std::move(src), std::move(actual_num)}, {}, l);
 }
 void merge_sort(TileArg dst, std::vector<TileArg> srcs, const Loc& l) {
   if (srcs.size() < 2 || srcs.size() > 4)
     user_error(source_loc(l), "T.merge_sort merges 2 to 4 queues, got {}", srcs.size());
   srcs.insert(srcs.begin(), std::move(dst));
-  emit("merge_sort", std::move(srcs), {}, l);
+  emit(ops::merge_sort(), std::move(srcs), {}, l);
 }
 void topk(TileArg dst, TileArg src, Expr k, Expr actual_num, const Loc& l) {
-  emit("topk", {std::move(dst), std::move(src), std::move(k), std::move(actual_num)}, {}, l);
+  emit(ops::topk(), {std::move(dst), std::move(src), std::move(k), std::move(actual_num)}, {}, l);
 }
 void init_sort_buf(TileArg dst, Expr num, std::optional<Expr> value, const Loc& l) {
   std::vector<TileArg> args = {std::move(dst), std::move(num)};
   if (value) args.push_back(*value);
-  emit("init_sort_buf", std::move(args), {}, l);
+  emit(ops::init_sort_buf(), std::move(args), {}, l);
 }
 
 namespace {
@@ -128,10 +142,10 @@ void sync_all(const Loc& l) { sync(SyncKind::SyncAll, Pipe::ALL, Pipe::S, Expr()
 
 void printf(std::string fmt, std::vector<Expr> args, const Loc& l) {
   std::vector<TileArg> a(args.begin(), args.end());
-  emit("printf", std::move(a), {sattr("fmt", std::move(fmt))}, l);
+  emit(ops::printf(), std::move(a), {sattr("fmt", std::move(fmt))}, l);
 }
 void dump_tensor(TileArg src, int64_t desc, const Loc& l) {
-  emit("dump_tensor", {std::move(src)}, {iattr("desc", desc)}, l);
+  emit(ops::dump_tensor(), {std::move(src)}, {iattr("desc", desc)}, l);
 }
 
 namespace tile {
@@ -141,57 +155,64 @@ namespace tile {
   }
 #define TL_UNARY(NAME, OP) \
   void NAME(TileArg d, TileArg s, const Loc& l) { T::emit(OP, {std::move(d), std::move(s)}, {}, l); }
-#define TL_VECTOR_BINARY(NAME, ...) TL_BINARY(NAME, "tile." #NAME)
-#define TL_VECTOR_UNARY(NAME, ...) TL_UNARY(NAME, "tile." #NAME)
-#define TL_VECTOR_ROW_EXPAND(NAME, ...) TL_BINARY(row_expand_##NAME, "tile.row_expand_" #NAME)
+#define TL_VECTOR_BINARY(NAME, ...) TL_BINARY(NAME, ops::tile::NAME())
+#define TL_VECTOR_UNARY(NAME, ...) TL_UNARY(NAME, ops::tile::NAME())
+#define TL_VECTOR_ROW_EXPAND(NAME, ...) TL_BINARY(row_expand_##NAME, ops::tile::row_expand_##NAME())
 #include "tl/vector_ops.def"
-TL_BINARY(bitwise_and, "tile.bitwise_and") TL_BINARY(bitwise_or, "tile.bitwise_or")
-TL_UNARY(bitwise_not, "tile.bitwise_not") TL_UNARY(relu, "tile.relu") TL_UNARY(broadcast, "tile.broadcast")
-TL_UNARY(transpose, "tile.transpose")
+TL_BINARY(bitwise_and, ops::tile::bitwise_and())
+TL_BINARY(bitwise_or, ops::tile::bitwise_or()) TL_UNARY(bitwise_not, ops::tile::bitwise_not())
+    TL_UNARY(relu, ops::tile::relu()) TL_UNARY(broadcast, ops::tile::broadcast())
+        TL_UNARY(transpose, ops::tile::transpose())
 #undef TL_BINARY
 #undef TL_UNARY
 
-void shift_left(TileArg d, TileArg s, Expr bits, const Loc& l) {
-  T::emit("tile.shift_left", {std::move(d), std::move(s), std::move(bits)}, {}, l);
+            void shift_left(TileArg d, TileArg s, Expr bits, const Loc& l) {
+  T::emit(ops::tile::shift_left(), {std::move(d), std::move(s), std::move(bits)}, {}, l);
 }
 void shift_right(TileArg d, TileArg s, Expr bits, const Loc& l) {
-  T::emit("tile.shift_right", {std::move(d), std::move(s), std::move(bits)}, {}, l);
+  T::emit(ops::tile::shift_right(), {std::move(d), std::move(s), std::move(bits)}, {}, l);
 }
 void axpy(TileArg d, TileArg s, Expr alpha, const Loc& l) {
-  T::emit("tile.axpy", {std::move(d), std::move(s), std::move(alpha)}, {}, l);
+  T::emit(ops::tile::axpy(), {std::move(d), std::move(s), std::move(alpha)}, {}, l);
 }
 void leaky_relu(TileArg d, TileArg s, Expr alpha, const Loc& l) {
-  T::emit("tile.leaky_relu", {std::move(d), std::move(s), std::move(alpha)}, {}, l);
+  T::emit(ops::tile::leaky_relu(), {std::move(d), std::move(s), std::move(alpha)}, {}, l);
 }
 void clamp(TileArg d, TileArg s, Expr lo, Expr hi, const Loc& l) {
-  T::emit("tile.clamp", {std::move(d), std::move(s), std::move(lo), std::move(hi)}, {}, l);
+  T::emit(ops::tile::clamp(), {std::move(d), std::move(s), std::move(lo), std::move(hi)}, {}, l);
 }
 void cast(TileArg d, TileArg s, std::string mode, const Loc& l) {
-  T::emit("tile.cast", {std::move(d), std::move(s)}, {sattr("mode", std::move(mode))}, l);
+  T::emit(ops::tile::cast(), {std::move(d), std::move(s)}, {sattr("mode", std::move(mode))}, l);
 }
 void compare(TileArg d, TileArg a, TileArg b, std::string mode, const Loc& l) {
-  T::emit("tile.compare", {std::move(d), std::move(a), std::move(b)}, {sattr("mode", std::move(mode))}, l);
+  T::emit(ops::tile::compare(), {std::move(d), std::move(a), std::move(b)},
+          {sattr("mode", std::move(mode))}, l);
 }
 void select(TileArg d, TileArg mask, TileArg a, TileArg b, int mode, const Loc& l) {
-  T::emit("tile.select", {std::move(d), std::move(mask), std::move(a), std::move(b)}, {iattr("mode", mode)}, l);
+  T::emit(ops::tile::select(), {std::move(d), std::move(mask), std::move(a), std::move(b)},
+          {iattr("mode", mode)}, l);
 }
-void fill(TileArg d, Expr v, const Loc& l) { T::emit("tile.fill", {std::move(d), std::move(v)}, {}, l); }
+void fill(TileArg d, Expr v, const Loc& l) {
+  T::emit(ops::tile::fill(), {std::move(d), std::move(v)}, {}, l);
+}
 void createvecindex(TileArg d, Expr first, const Loc& l) {
-  T::emit("tile.createvecindex", {std::move(d), std::move(first)}, {}, l);
+  T::emit(ops::tile::createvecindex(), {std::move(d), std::move(first)}, {}, l);
 }
 void arith_progression(TileArg d, Expr first, Expr diff, std::optional<Expr> count, const Loc& l) {
   std::vector<TileArg> args = {std::move(d), std::move(first), std::move(diff)};
   if (count) args.push_back(*count);
-  T::emit("tile.arith_progression", std::move(args), {}, l);
+  T::emit(ops::tile::arith_progression(), std::move(args), {}, l);
 }
 void gather(TileArg d, TileArg s, TileArg offsets, Expr base, const Loc& l) {
-  T::emit("tile.gather", {std::move(d), std::move(s), std::move(offsets), std::move(base)}, {}, l);
+  T::emit(ops::tile::gather(), {std::move(d), std::move(s), std::move(offsets), std::move(base)},
+          {}, l);
 }
 void gather_mask(TileArg d, TileArg s, std::string pattern, const Loc& l) {
-  T::emit("tile.gather_mask", {std::move(d), std::move(s)}, {sattr("pattern", std::move(pattern))}, l);
+  T::emit(ops::tile::gather_mask(), {std::move(d), std::move(s)},
+          {sattr("pattern", std::move(pattern))}, l);
 }
 void gather_mask(TileArg d, TileArg s, TileArg mask, const Loc& l) {
-  T::emit("tile.gather_mask", {std::move(d), std::move(s), std::move(mask)}, {}, l);
+  T::emit(ops::tile::gather_mask(), {std::move(d), std::move(s), std::move(mask)}, {}, l);
 }
 }  // namespace tile
 }  // namespace tl::T

@@ -15,22 +15,10 @@
 namespace tl::npu {
 
 namespace {
+/// Whether `core` executes `n` (op_core, tl/op.h: no core of its own: wherever it is placed).
 bool runs_on(const TileOpNode& n, CoreKind core, const Target& t) {
-  switch (n.op->unit) {
-    case OpUnit::Cube: return core == CoreKind::Cube;
-    case OpUnit::Vector: return core == CoreKind::Vector;
-    case OpUnit::Debug:
-    case OpUnit::Scalar: return true;
-    case OpUnit::Move: {
-      // A copy runs on the core that owns its on-chip operand: UB paths on the AIVs, the rest
-      // (L1, L0A/L0B/L0C) on the AIC.
-      for (const auto& a : n.args)
-        if (a.is_region() && a.region.buffer->scope == MemScope::UB) return core == CoreKind::Vector;
-      (void)t;
-      return core == CoreKind::Cube;
-    }
-  }
-  return false;
+  auto c = op_core(n, t);
+  return !c || *c == core;
 }
 int core_slot(CoreKind k, int vid) { return k == CoreKind::Cube ? 0 : 1 + vid; }
 
@@ -188,8 +176,7 @@ void Core::check_overlap(const TileOpNode& n) {
     if (info.scope != MemScope::UB) continue;
     ops[k++] = {i, &info, op.operands[std::min(i, op.operands.size() - 1)].access != tl::Access::Read};
   }
-  const bool none_allowed = op.name == "reduce_sum" || op.name == "reduce_max" || op.name == "reduce_min" ||
-                            op.name == "merge_sort";
+  const bool none_allowed = op.overlap == Overlap::None;
   for (size_t w = 0; w < k; ++w) {
     if (!ops[w].write) continue;
     for (size_t r = 0; r < k; ++r) {

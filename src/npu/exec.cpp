@@ -17,9 +17,8 @@ const std::vector<ExecFn>& exec_table() {
     std::vector<ExecFn> t(all_ops().size(), nullptr);
     for (const auto& list : {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(), debug_execs()})
       for (const auto& e : list) {
-        const OpDef* op = find_op(e.op);
-        TL_ASSERT(op, "the virtual NPU defines semantics for T.{}, which is not a registered op", e.op);
-        TL_ASSERT(!t[op->id], "T.{} has two virtual-NPU semantics", e.op);
+        const OpDef* op = e.op;
+        TL_ASSERT(!t[op->id], "T.{} has two virtual-NPU semantics", op->name);
         t[op->id] = e.fn;
       }
     // Developer-only ops never reach a backend: the developer passes lower them first.
@@ -39,10 +38,10 @@ const std::vector<StaleRule>& stale_table() {
     for (const auto& list : {move_stale_rules(), cube_stale_rules(), vector_stale_rules(), reduce_sort_stale_rules(),
                              debug_stale_rules()})
       for (const auto& e : list) {
-        const OpDef* op = find_op(e.op);
-        TL_ASSERT(op, "the stale-data checker defines a rule for T.{}, which is not a registered op", e.op);
-        TL_ASSERT(!t[op->id], "T.{} has two stale-data rules", e.op);
-        TL_ASSERT(exec_table()[op->id], "T.{} has a stale-data rule but no virtual-NPU semantics", e.op);
+        const OpDef* op = e.op;
+        TL_ASSERT(!t[op->id], "T.{} has two stale-data rules", op->name);
+        TL_ASSERT(exec_table()[op->id], "T.{} has a stale-data rule but no virtual-NPU semantics",
+                  op->name);
         t[op->id] = e.rule;
       }
     for (const OpDef* op : all_ops())

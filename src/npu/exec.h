@@ -11,7 +11,7 @@ namespace tl::npu {
 
 /// One registered op semantics.
 struct ExecEntry {
-  const char* op;
+  const OpDef* op;  // its handle (tl/ops.h)
   ExecFn fn;
 };
 /// Each exec_*.cpp lists its ops; exec.cpp concatenates them.

@@ -17,6 +17,7 @@
 #include "exec.h"
 #include "stale.h"
 #include "tl/npu/layout.h"
+#include "tl/ops.h"
 #include "values.h"
 
 #include <fmt/ranges.h>
@@ -371,9 +372,13 @@ void init_const_stale(const TileOpNode& n, Core& c) {
 
 }  // namespace
 
-std::vector<ExecEntry> cube_execs() { return {{"mma", mma}, {"gemm_v0", gemm_v0}, {"init_const", init_const}}; }
+std::vector<ExecEntry> cube_execs() {
+  return {{&ops::mma(), mma}, {&ops::gemm_v0(), gemm_v0}, {&ops::init_const(), init_const}};
+}
 std::vector<StaleEntry> cube_stale_rules() {
-  return {{"mma", mma_stale}, {"gemm_v0", gemm_v0_stale}, {"init_const", init_const_stale}};
+  return {{&ops::mma(), mma_stale},
+          {&ops::gemm_v0(), gemm_v0_stale},
+          {&ops::init_const(), init_const_stale}};
 }
 
 }  // namespace tl::npu

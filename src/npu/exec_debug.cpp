@@ -2,6 +2,7 @@
 // core, program) order as the cores finish (print_sink.h), so the output does not depend on
 // host threads.
 #include "exec.h"
+#include "tl/ops.h"
 #include "values.h"
 
 namespace tl::npu {
@@ -68,6 +69,8 @@ void dump_tensor(const TileOpNode& n, Core& c) {
 
 }  // namespace
 
-std::vector<ExecEntry> debug_execs() { return {{"printf", do_printf}, {"dump_tensor", dump_tensor}}; }
+std::vector<ExecEntry> debug_execs() {
+  return {{&ops::printf(), do_printf}, {&ops::dump_tensor(), dump_tensor}};
+}
 
 }  // namespace tl::npu

@@ -19,6 +19,7 @@
 #include "exec.h"
 #include "stale.h"
 #include "tl/npu/layout.h"
+#include "tl/ops.h"
 #include "tl/storage.h"
 #include "values.h"
 
@@ -384,9 +385,13 @@ void atomic_add_stale(const TileOpNode& n, Core& c) {
 void no_data_stale(const TileOpNode&, Core&) {}
 }  // namespace
 
-std::vector<ExecEntry> move_execs() { return {{"copy", copy}, {"atomic_add", atomic_add}, {"dcci", dcci}}; }
+std::vector<ExecEntry> move_execs() {
+  return {{&ops::copy(), copy}, {&ops::atomic_add(), atomic_add}, {&ops::dcci(), dcci}};
+}
 std::vector<StaleEntry> move_stale_rules() {
-  return {{"copy", copy_stale}, {"atomic_add", atomic_add_stale}, {"dcci", no_data_stale}};
+  return {{&ops::copy(), copy_stale},
+          {&ops::atomic_add(), atomic_add_stale},
+          {&ops::dcci(), no_data_stale}};
 }
 
 }  // namespace tl::npu

@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "exec.h"
+#include "tl/ops.h"
 #include "values.h"
 
 namespace tl::npu {
@@ -272,9 +273,13 @@ void init_sort_buf(const TileOpNode& n, Core& c) {
 }  // namespace
 
 std::vector<ExecEntry> reduce_sort_execs() {
-  return {{"reduce_sum", reduce_sum}, {"reduce_max", reduce_max}, {"reduce_min", reduce_min},
-          {"sort", sort},             {"topk", topk},             {"merge_sort", merge_sort},
-          {"init_sort_buf", init_sort_buf}};
+  return {{&ops::reduce_sum(), reduce_sum},
+          {&ops::reduce_max(), reduce_max},
+          {&ops::reduce_min(), reduce_min},
+          {&ops::sort(), sort},
+          {&ops::topk(), topk},
+          {&ops::merge_sort(), merge_sort},
+          {&ops::init_sort_buf(), init_sort_buf}};
 }
 
 }  // namespace tl::npu

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "exec.h"
+#include "tl/ops.h"
 #include "values.h"
 
 namespace tl::npu {
@@ -542,29 +543,29 @@ void transpose(const TileOpNode& n, Core& c) {
 
 std::vector<ExecEntry> vector_execs() {
   return {
-#define TL_VECTOR_BINARY(NAME, ...) {"tile." #NAME, exec_##NAME},
-#define TL_VECTOR_UNARY(NAME, ...) {"tile." #NAME, exec_##NAME},
-#define TL_VECTOR_ROW_EXPAND(NAME, ...) {"tile.row_expand_" #NAME, exec_row_expand_##NAME},
+#define TL_VECTOR_BINARY(NAME, ...) {&ops::tile::NAME(), exec_##NAME},
+#define TL_VECTOR_UNARY(NAME, ...) {&ops::tile::NAME(), exec_##NAME},
+#define TL_VECTOR_ROW_EXPAND(NAME, ...) {&ops::tile::row_expand_##NAME(), exec_row_expand_##NAME},
 #include "tl/vector_ops.def"
-      {"tile.bitwise_and", band},
-      {"tile.bitwise_or", bor},
-      {"tile.bitwise_not", bnot},
-      {"tile.shift_left", shl},
-      {"tile.shift_right", shr},
-      {"tile.relu", relu},
-      {"tile.axpy", axpy},
-      {"tile.leaky_relu", leaky_relu},
-      {"tile.clamp", clamp},
-      {"tile.cast", cast},
-      {"tile.compare", compare},
-      {"tile.select", select},
-      {"tile.fill", fill},
-      {"tile.createvecindex", createvecindex},
-      {"tile.arith_progression", arith_progression},
-      {"tile.gather", gather},
-      {"tile.gather_mask", gather_mask},
-      {"tile.broadcast", broadcast},
-      {"tile.transpose", transpose},
+      {&ops::tile::bitwise_and(), band},
+      {&ops::tile::bitwise_or(), bor},
+      {&ops::tile::bitwise_not(), bnot},
+      {&ops::tile::shift_left(), shl},
+      {&ops::tile::shift_right(), shr},
+      {&ops::tile::relu(), relu},
+      {&ops::tile::axpy(), axpy},
+      {&ops::tile::leaky_relu(), leaky_relu},
+      {&ops::tile::clamp(), clamp},
+      {&ops::tile::cast(), cast},
+      {&ops::tile::compare(), compare},
+      {&ops::tile::select(), select},
+      {&ops::tile::fill(), fill},
+      {&ops::tile::createvecindex(), createvecindex},
+      {&ops::tile::arith_progression(), arith_progression},
+      {&ops::tile::gather(), gather},
+      {&ops::tile::gather_mask(), gather_mask},
+      {&ops::tile::broadcast(), broadcast},
+      {&ops::tile::transpose(), transpose},
   };
 }
 

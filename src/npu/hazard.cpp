@@ -28,6 +28,7 @@
 #include <unordered_map>
 
 #include "tl/error.h"
+#include "tl/ops.h"
 #include "tl/sync_rules.h"
 
 namespace tl::npu {
@@ -301,7 +302,7 @@ class Engine {
         if (p >= kPipes) p = 0;
         Know start = s.know[p];
         uint32_t c = ++s.issued[p];
-        const bool dcci = e.name == "dcci";
+        const bool dcci = e.name == ops::dcci().name;
         if (check_ && !dcci) access(ci, e, p, c, start);
         if (check_) data_cache(ci, e, p, dcci);
         if (check_ && e.cost == CostClass::Mmad) small_mmad(ci, e);

@@ -15,8 +15,9 @@
 #include <cstring>
 
 #include "tl/ir_functor.h"
-#include "tl/storage.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
+#include "tl/storage.h"
 
 namespace tl::npu {
 
@@ -80,7 +81,8 @@ StaleLaunch::StaleLaunch(const Program& p, const LaunchState& ls) {
       if (info.slot >= 0)
         slot_unset[info.slot] = add(fmt::format("the T.alloc_var '{}' ({}) was never assigned in this launch",
                                                 a->buffer->name, s->loc.str()));
-    } else if (auto* t = s.as<TileOpNode>(); t && t->op->name == "copy" && t->attr_bool("clipped")) {
+    } else if (auto* t = s.as<TileOpNode>();
+               t && t->op == &ops::copy() && t->attr_bool("clipped")) {
       clipped[t] = add(fmt::format("stale since the clipped copy at {} (its destination's elements outside the "
                                    "copied region)", s->loc.str()));
     }

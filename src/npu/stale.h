@@ -37,7 +37,7 @@ inline uint8_t first_of(uint8_t a, uint8_t b) { return a ? a : b; }
 /// that every op with semantics has one).
 using StaleRule = void (*)(const TileOpNode& op, Core& core);
 struct StaleEntry {
-  const char* op;
+  const OpDef* op;  // its handle (tl/ops.h)
   StaleRule rule;
 };
 std::vector<StaleEntry> move_stale_rules();

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "stale.h"
+#include "tl/ops.h"
 
 namespace tl::npu {
 namespace {
@@ -313,7 +314,7 @@ void sort(const TileOpNode& n, Core& c) {
   region_origins(shadow_of(c, s), os);
   for (int64_t i = 0; i < actual && !o; ++i) o = os[i];
   int64_t entries = (actual + 31) / 32 * 32;
-  if (n.op->name == "topk") {  // k entries rounded up to whole 32-byte blocks, as the exec writes
+  if (n.op == &ops::topk()) {  // k entries rounded up to whole 32-byte blocks, as the exec writes
     const int64_t per_block = 32 / dtype_bytes(d.dtype);
     entries =
         (2 * c.eval_int(op_operand(n, "k")->scalar) + per_block - 1) / per_block * per_block / 2;
@@ -345,44 +346,44 @@ void writes_nothing(const TileOpNode&, Core&) {}
 
 std::vector<StaleEntry> vector_stale_rules() {
   return {
-#define TL_VECTOR_BINARY(NAME, ...) {"tile." #NAME, binary},
-#define TL_VECTOR_UNARY(NAME, ...) {"tile." #NAME, unary},
-#define TL_VECTOR_ROW_EXPAND(NAME, ...) {"tile.row_expand_" #NAME, row_expand},
+#define TL_VECTOR_BINARY(NAME, ...) {&ops::tile::NAME(), binary},
+#define TL_VECTOR_UNARY(NAME, ...) {&ops::tile::NAME(), unary},
+#define TL_VECTOR_ROW_EXPAND(NAME, ...) {&ops::tile::row_expand_##NAME(), row_expand},
 #include "tl/vector_ops.def"
-      {"tile.bitwise_and", binary},
-      {"tile.bitwise_or", binary},
-      {"tile.bitwise_not", unary},
-      {"tile.shift_left", unary},
-      {"tile.shift_right", unary},
-      {"tile.relu", unary},
-      {"tile.axpy", axpy},
-      {"tile.leaky_relu", unary},
-      {"tile.clamp", unary},
-      {"tile.cast", unary},
-      {"tile.compare", compare},
-      {"tile.select", select},
-      {"tile.fill", fill},
-      {"tile.createvecindex", progression},
-      {"tile.arith_progression", progression},
-      {"tile.gather", gather},
-      {"tile.gather_mask", gather_mask},
-      {"tile.broadcast", broadcast},
-      {"tile.transpose", transpose},
+      {&ops::tile::bitwise_and(), binary},
+      {&ops::tile::bitwise_or(), binary},
+      {&ops::tile::bitwise_not(), unary},
+      {&ops::tile::shift_left(), unary},
+      {&ops::tile::shift_right(), unary},
+      {&ops::tile::relu(), unary},
+      {&ops::tile::axpy(), axpy},
+      {&ops::tile::leaky_relu(), unary},
+      {&ops::tile::clamp(), unary},
+      {&ops::tile::cast(), unary},
+      {&ops::tile::compare(), compare},
+      {&ops::tile::select(), select},
+      {&ops::tile::fill(), fill},
+      {&ops::tile::createvecindex(), progression},
+      {&ops::tile::arith_progression(), progression},
+      {&ops::tile::gather(), gather},
+      {&ops::tile::gather_mask(), gather_mask},
+      {&ops::tile::broadcast(), broadcast},
+      {&ops::tile::transpose(), transpose},
   };
 }
 
 std::vector<StaleEntry> reduce_sort_stale_rules() {
-  return {{"reduce_sum", reduce},
-          {"reduce_max", reduce},
-          {"reduce_min", reduce},
-          {"sort", sort},
-          {"topk", sort},
-          {"merge_sort", merge_sort},
-          {"init_sort_buf", init_sort_buf}};
+  return {{&ops::reduce_sum(), reduce},
+          {&ops::reduce_max(), reduce},
+          {&ops::reduce_min(), reduce},
+          {&ops::sort(), sort},
+          {&ops::topk(), sort},
+          {&ops::merge_sort(), merge_sort},
+          {&ops::init_sort_buf(), init_sort_buf}};
 }
 
 std::vector<StaleEntry> debug_stale_rules() {
-  return {{"printf", writes_nothing}, {"dump_tensor", writes_nothing}};
+  return {{&ops::printf(), writes_nothing}, {&ops::dump_tensor(), writes_nothing}};
 }
 
 }  // namespace tl::npu

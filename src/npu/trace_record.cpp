@@ -9,6 +9,7 @@
 #include "tl/ir_functor.h"
 #include "tl/npu/layout.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/sync_rules.h"
 
 namespace tl::npu {
@@ -375,8 +376,8 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
     }
     set_cost_inputs(ev, n, refs, spec);
     set_cost_flags(ev, c, ct, refs, spec);
-    if (op.name == "dcci") ev.mode = n.attr_bool("entire") ? 1 : 0;  // the whole cache
-    if (op.name == "mma") {
+    if (&op == &ops::dcci()) ev.mode = n.attr_bool("entire") ? 1 : 0;  // the whole cache
+    if (&op == &ops::mma()) {
       const TileArg* init = op_operand(n, "init");
       ev.accumulates = !init || c.eval_int(init->scalar) == 0;
     }

@@ -45,7 +45,7 @@ inline std::function<Pipe(const TileOpNode&, const Target&)> on(Pipe p) {
 inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
                        std::vector<AttrSpec> attrs,
                        std::function<void(const TileOpNode&, VerifyContext&)> verify,
-                       OpDTypes dtypes, CostClass cost, RowMap rows) {
+                       OpDTypes dtypes, CostClass cost, RowMap rows, Overlap overlap) {
   return OpDef{.name = std::move(name),
                .unit = OpUnit::Vector,
                .operands = std::move(operands),
@@ -55,6 +55,7 @@ inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std:
                .dtypes = std::move(dtypes),
                .cost = cost,
                .rows = rows,
+               .overlap = overlap,
                .summary = std::move(summary)};
 }
 

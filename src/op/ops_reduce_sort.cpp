@@ -8,34 +8,46 @@
 #include "../verify/op_rules.h"
 #include "op_families.h"
 
+#include <cmath>
+
 namespace tl::ops {
 void register_reduce_sort_ops(OpList& ops) {
-  for (const char* r : {"sum", "max", "min"})
+  // The reductions and MrgSort take no overlap between destination and sources at all
+  // (ASCENDC_API.md "general constraints"); the other sorts may run in place.
+  const std::pair<const char*, double> reductions[] = {
+      {"sum", 0.0}, {"max", -INFINITY}, {"min", INFINITY}};
+  for (const auto& [r, identity] : reductions) {
     ops.push_back(vector_op(std::string("reduce_") + r, {in("src"), out("dst")},
                             fmt::format("dst = {} of src over dimension `dim` (clear: overwrite, "
                                         "else combine with dst)",
                                         r),
                             {{"dim", int64_t{-1}, {}}, {"clear", true, {}}}, rules::rule_reduce,
-                            only_dtypes(kFloat), CostClass::VecReduce, RowMap::Reduce));
+                            only_dtypes(kFloat), CostClass::VecReduce, RowMap::Reduce,
+                            Overlap::None));
+    ops.back().identity = identity;
+  }
   ops.push_back(vector_op(
       "sort", {out("dst"), in("src"), scalar("actual_num")},
       "dst = (value, index) pairs of src sorted descending (index lanes: the position as a float); "
       "ties: smaller index",
-      {}, rules::rule_sort, only_dtypes(kFloat), CostClass::VecSort, RowMap::Whole));
+      {}, rules::rule_sort, only_dtypes(kFloat), CostClass::VecSort, RowMap::Whole,
+      Overlap::SameRegion));
+  ops.back().identity = -INFINITY;  // a -inf entry sorts last
   ops.push_back(
       vector_op("merge_sort",
                 {out("dst"), in("src0"), in("src1"), optional(in("src2")), optional(in("src3"))},
                 "merge 2-4 descending (value, index) queues into dst", {}, rules::rule_merge_sort,
-                only_dtypes({DType::Float32}), CostClass::VecSort, RowMap::Whole));
+                only_dtypes({DType::Float32}), CostClass::VecSort, RowMap::Whole, Overlap::None));
   ops.push_back(vector_op("topk", {out("dst"), in("src"), scalar("k"), scalar("actual_num")},
                           "dst = the k largest (value, index) pairs of src, descending", {},
-                          rules::rule_topk, only_dtypes(kFloat), CostClass::VecSort,
-                          RowMap::Whole));
+                          rules::rule_topk, only_dtypes(kFloat), CostClass::VecSort, RowMap::Whole,
+                          Overlap::SameRegion));
+  ops.back().identity = -INFINITY;  // a -inf entry is never among the k largest
   // A fill of (value, index) pairs (Duplicate): the simple vector class, not a sort.
   ops.push_back(vector_op("init_sort_buf", {out("dst"), scalar("num"), optional(scalar("value"))},
                           "fill a (value, index) buffer with num entries of (-inf or value, -1)",
                           {}, rules::rule_fill_like, only_dtypes({DType::Float32}),
-                          CostClass::VecSimple, RowMap::Whole));
+                          CostClass::VecSimple, RowMap::Whole, Overlap::SameRegion));
 }
 
 }  // namespace tl::ops

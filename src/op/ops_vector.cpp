@@ -6,6 +6,8 @@
 #include "../verify/op_rules.h"
 #include "op_families.h"
 
+#include <cmath>
+
 namespace tl::ops {
 namespace {
 const std::vector<std::string> kRoundModes = {"CAST_NONE",  "CAST_RINT",  "CAST_FLOOR", "CAST_CEIL",
@@ -21,8 +23,11 @@ using Rule = std::function<void(const TileOpNode&, VerifyContext&)>;
 OpDef vec(std::string name, RowMap rows, std::vector<OperandSpec> operands, std::string summary,
           std::vector<DType> dtypes, CostClass cost = CostClass::VecSimple,
           std::vector<AttrSpec> attrs = {}, Rule verify = rules::rule_elementwise) {
+  // Every T.tile op may run in place (the destination exactly one of its sources) and no
+  // partial overlap (ASCENDC_API.md "general constraints": address overlap).
   return vector_op("tile." + name, std::move(operands), std::move(summary), std::move(attrs),
-                   std::move(verify), only_dtypes(std::move(dtypes)), cost, rows);
+                   std::move(verify), only_dtypes(std::move(dtypes)), cost, rows,
+                   Overlap::SameRegion);
 }
 }  // namespace
 
@@ -45,21 +50,42 @@ void register_vector_ops(OpList& ops) {
     for (const char* f : {"tile.div", "tile.row_expand_div", "tile.exp", "tile.ln", "tile.sqrt",
                           "tile.rsqrt", "tile.reciprocal"})
       if (op.name == f) op.flushes_subnormals = true;
+  // The identities mask_tails fills a stale tail of a source with (OpDef::identity): the value
+  // that leaves the op's result on the valid elements unchanged (for sub and div: of src1).
+  const std::pair<const char*, BinOp> binops[] = {{"add", BinOp::Add}, {"sub", BinOp::Sub},
+                                                  {"mul", BinOp::Mul}, {"div", BinOp::Div},
+                                                  {"max", BinOp::Max}, {"min", BinOp::Min}};
+  for (auto& op : ops)
+    for (const auto& [f, b] : binops)
+      if (op.name == std::string("tile.") + f || op.name == std::string("tile.row_expand_") + f)
+        op.binop = b;
+  const std::pair<const char*, double> identities[] = {{"add", 0.0},       {"sub", 0.0},
+                                                       {"mul", 1.0},       {"div", 1.0},
+                                                       {"max", -INFINITY}, {"min", INFINITY}};
+  for (auto& op : ops)
+    for (const auto& [f, v] : identities)
+      if (op.name == std::string("tile.") + f || op.name == std::string("tile.row_expand_") + f)
+        op.identity = v;
 
   for (const char* b : {"bitwise_and", "bitwise_or"})
     ops.push_back(vec(b, RowMap::Elementwise, {out("dst"), in("src0"), in("src1")},
                       fmt::format("dst = src0 {} src1", b), {D::Int16, D::UInt16}));
+  ops[ops.size() - 2].binop = BinOp::BitAnd;
+  ops.back().binop = BinOp::BitOr;
   ops.push_back(vec("bitwise_not", RowMap::Elementwise, {out("dst"), in("src")}, "dst = ~src",
                     {D::Int16, D::UInt16}));
   const std::vector<DType> shifts = {D::Int16, D::UInt16, D::Int32, D::UInt32};
   ops.push_back(vec("shift_left", RowMap::Elementwise, {out("dst"), in("src"), scalar("bits")},
                     "dst = src << bits", shifts));
+  ops.back().binop = BinOp::Shl;
   ops.push_back(vec("shift_right", RowMap::Elementwise, {out("dst"), in("src"), scalar("bits")},
                     "dst = src >> bits", shifts));
+  ops.back().binop = BinOp::Shr;
   ops.push_back(vec("relu", RowMap::Elementwise, {out("dst"), in("src")}, "dst = max(src, 0)",
                     {D::Float16, D::Int32, D::Float32}));
   ops.push_back(vec("axpy", RowMap::Elementwise, {inout("dst"), in("src"), scalar("alpha")},
                     "dst += alpha * src", kFloat, CostClass::VecSimple, {}, rules::rule_axpy));
+  ops.back().identity = 0.0;
   ops.push_back(vec("leaky_relu", RowMap::Elementwise, {out("dst"), in("src"), scalar("alpha")},
                     "dst = src >= 0 ? src : alpha * src", kFloat));
   ops.push_back(vec("clamp", RowMap::Elementwise,
@@ -74,6 +100,7 @@ void register_vector_ops(OpList& ops) {
                     "dst (uint8 bitmask, 1 bit per element) = src0 <mode> src1",
                     {D::Float16, D::Float32, D::Int32}, CostClass::VecSimple,
                     {{"mode", std::string("LT"), kCmpModes}}, rules::rule_compare));
+  ops.back().granular_count = true;  // A2's Compare: Target::compare_align_bytes granules
   ops.push_back(vec("select", RowMap::Elementwise,
                     {out("dst"),
                      bitmask(in("mask")),

@@ -27,9 +27,11 @@ std::vector<InstrSpec> default_expansion(const OpDef& d) {
   return {i};
 }
 
+}  // namespace
+
 /// A definition with a piece missing is a bug of the registration, found here, the first time
 /// anything asks for an op, rather than a silent default later.
-void check_definition(const OpDef& d) {
+void check_op_definition(const OpDef& d) {
   TL_ASSERT(!d.name.empty(), "an op without a name is registered");
   TL_ASSERT(d.pipe != nullptr, "op {} has no pipe function", d.name);
   TL_ASSERT(d.verify != nullptr || d.unit == OpUnit::Debug, "op {} has no verifier rule", d.name);
@@ -37,6 +39,9 @@ void check_definition(const OpDef& d) {
   TL_ASSERT(d.cost.has_value(), "op {} has no cost class", d.name);
   TL_ASSERT(d.rows != RowMap::Unset,
             "op {} does not say how its operands correspond by rows (OpDef::rows)", d.name);
+  TL_ASSERT(d.unit != OpUnit::Vector || d.overlap != Overlap::Unset,
+            "op {} does not say whether its destination may overlap a source (OpDef::overlap)",
+            d.name);
   TL_ASSERT(d.dtypes.kind != OpDTypes::Kind::Unset, "op {} does not say which dtypes it accepts",
             d.name);
   if (d.dtypes.kind == OpDTypes::Kind::List)
@@ -60,6 +65,8 @@ void check_definition(const OpDef& d) {
     }
 }
 
+namespace {
+
 const Registry& registry() {
   static const Registry reg = [] {
     Registry r;
@@ -71,7 +78,7 @@ const Registry& registry() {
     for (auto& d : r.defs) {
       TL_ASSERT(!r.by_name.count(d.name), "op {} registered twice", d.name);
       if (d.expansion.empty() && d.cost) d.expansion = default_expansion(d);
-      check_definition(d);
+      check_op_definition(d);
       d.id = static_cast<int>(r.ptrs.size());
       r.ptrs.push_back(&d);
       r.by_name.emplace(d.name, &d);
@@ -125,6 +132,43 @@ const AttrSpec* OpDef::attr_spec(std::string_view n) const {
   return nullptr;
 }
 
+bool OpDef::elementwise() const {
+  if (unit != OpUnit::Vector || rows != RowMap::Elementwise) return false;
+  return std::none_of(operands.begin(), operands.end(),
+                      [](const OperandSpec& s) { return s.bitmask; });
+}
+
+std::optional<CoreKind> op_core(const TileOpNode& n, const Target& t) {
+  switch (n.op->unit) {
+    case OpUnit::Cube:
+      return CoreKind::Cube;
+    case OpUnit::Vector:
+      return CoreKind::Vector;
+    case OpUnit::Debug:
+    case OpUnit::Scalar:
+      return std::nullopt;
+    case OpUnit::Move: {
+      const TileArg* src = op_operand(n, "src");
+      const TileArg* dst = op_operand(n, "dst");
+      if (src && dst && src->is_region() && dst->is_region())
+        if (const CopyPath* p = t.copy_path(src->region.buffer->scope, dst->region.buffer->scope))
+          return p->core;
+      // An illegal path (the verifier names it): the core owning an on-chip operand.
+      for (const auto& a : n.args)
+        if (a.is_region())
+          if (auto c = t.memory_core(a.region.buffer->scope)) return c;
+      return CoreKind::Vector;
+    }
+  }
+  return std::nullopt;
+}
+
+const OpDef* op_for_binop(BinOp op, RowMap rows) {
+  for (const OpDef* d : all_ops())
+    if (d->binop == op && d->rows == rows) return d;
+  return nullptr;
+}
+
 const OpDef* find_op(std::string_view name) {
   const auto& r = registry();
   auto it = r.by_name.find(std::string(name));
@@ -144,6 +188,12 @@ Stmt make_tile_op(std::string_view op_name, std::vector<TileArg> args, std::vect
                   const SourceLoc& loc) {
   const OpDef* op = find_op(op_name);
   if (!op) user_error(loc, "unknown tile primitive T.{}", op_name);
+  return make_tile_op(*op, std::move(args), std::move(attrs), loc);
+}
+
+Stmt make_tile_op(const OpDef& def, std::vector<TileArg> args, std::vector<Attr> attrs,
+                  const SourceLoc& loc) {
+  const OpDef* op = &def;
   const auto& specs = op->operands;
   size_t required = 0;
   for (const auto& s : specs)

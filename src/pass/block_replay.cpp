@@ -21,6 +21,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/storage.h"
@@ -312,7 +313,7 @@ class Unroller {
   }
 
   std::pair<int, bool> channel_of(const TileOpNode& op) const {
-    if (channels_.empty() || op.op->name != "copy" || op.args.size() != 2) return {-1, false};
+    if (channels_.empty() || op.op != &ops::copy() || op.args.size() != 2) return {-1, false};
     for (size_t c = 0; c < channels_.size(); ++c)
       for (int which : {0, 1})
         if (op.args[which].is_region() && op.args[which].region.buffer.get() == channels_[c].ws)

@@ -8,6 +8,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/printer.h"
 
 namespace tl::dev {
@@ -24,23 +25,6 @@ const KernelNode* find_kernel(const PrimFunc& f) {
 bool is_developer(const PrimFunc& f) {
   const KernelNode* k = find_kernel(f);
   return k && k->developer();
-}
-
-bool is_elementwise(const OpDef& op) {
-  static const std::unordered_set<std::string> kOthers = {
-      "tile.cast", "tile.fill", "tile.relu", "tile.axpy", "tile.leaky_relu", "tile.clamp",
-      "tile.bitwise_and", "tile.bitwise_or", "tile.bitwise_not", "tile.shift_left", "tile.shift_right"};
-  if (op.unit != OpUnit::Vector) return false;
-  if (kOthers.count(op.name)) return true;
-  static const std::unordered_set<std::string> kFromDef = [] {
-    std::unordered_set<std::string> s;
-#define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY) s.insert("tile." #NAME);
-#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY) s.insert("tile." #NAME);
-#define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY)
-#include "tl/vector_ops.def"
-    return s;
-  }();
-  return kFromDef.count(op.name) > 0;
 }
 
 std::string describe(const Buffer& b) {
@@ -241,7 +225,8 @@ bool skips_only_empty_copy(const Stmt& s) {
   std::vector<Stmt> then = stmts_of(n->then_case);
   auto* c = then.size() == 1 ? then[0].as<TileOpNode>() : nullptr;
   auto* gt = n->cond.as<BinaryNode>();
-  if (!c || c->op->name != "copy" || !gt || gt->op != BinOp::GT || as_const_int(gt->b) != 0) return false;
+  if (!c || c->op != &ops::copy() || !gt || gt->op != BinOp::GT || as_const_int(gt->b) != 0)
+    return false;
   for (const TileArg& a : c->args)
     if (a.is_region())
       for (const Range& r : a.region.ranges)
@@ -262,7 +247,7 @@ std::vector<Touch> touches_of(const Stmt& s, const Target& t) {
             if (!op->args[i].is_region()) continue;
             const OperandSpec& spec = specs[std::min(i, specs.size() - 1)];
             Access access = spec.access;
-            if (op->op->name == "mma" && spec.name == "C")
+            if (op->op == &ops::mma() && spec.name == "C")
               if (const TileArg* init = op_operand(*op, "init"); init && init->is_scalar() && constant_true(init->scalar))
                 access = Access::Write;
             out.push_back({op->args[i].region.buffer.get(), pipe, access != Access::Write, access != Access::Read});

@@ -66,11 +66,6 @@ using FlagKey = std::tuple<int, Pipe, Pipe, int64_t>;
 /// Vector scope bodies `bodies`, per flag in program order; a flag with an author's statement
 /// or a computed id is left out.
 std::map<FlagKey, std::vector<FlagSite>> flag_sites(const Stmt bodies[2]);
-/// Vector tile ops that act element by element on same-shaped operands (the rows of
-/// tl/vector_ops.def but the row-expand ones, casts, fills, relu, axpy, clamp, bitwise ops and
-/// shifts): an element of the destination depends on the same element of each source only.
-/// Reductions, broadcasts, gathers, sorts and bitmask ops are not among them.
-bool is_elementwise(const OpDef& op);
 /// `body` (a scope's) with the data-cache maintenance its scalar GM accesses need: a T.dcci of
 /// each GM tensor after a statement of scalar work that stores to it, and before one that loads
 /// it when a tile op of the scope writes it (src/pass/insert_dcci.cpp). `body` itself when it

@@ -29,6 +29,7 @@
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 
 namespace tl {
@@ -53,8 +54,8 @@ std::vector<Channel> channels_of(const KernelNode& k) {
       for (size_t i = 0; i + 1 < q->stmts.size(); ++i) {
         auto* op = q->stmts[i].as<TileOpNode>();
         auto* y = q->stmts[i + 1].as<SyncNode>();
-        if (!op || !y || y->sync_kind != SyncKind::SetCrossFlag || op->op->name != "copy" || op->args.size() != 2 ||
-            !op->args[0].is_region() || !op->args[1].is_region())
+        if (!op || !y || y->sync_kind != SyncKind::SetCrossFlag || op->op != &ops::copy() ||
+            op->args.size() != 2 || !op->args[0].is_region() || !op->args[1].is_region())
           continue;
         auto id = as_const_int(y->event_id);
         if (!id) continue;

@@ -24,6 +24,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/printer.h"
 
 namespace tl::dev {
@@ -323,13 +324,13 @@ std::optional<Stmt> stage_gm_element_loop(const Stmt& nest, const Target& t, std
   for (const Staged& s : list)
     if (s.read) {
       auto [gm, tile] = regions(s);
-      out.push_back(make_tile_op("copy", {gm, tile}, pad(s), nest->loc));
+      out.push_back(make_tile_op(ops::copy(), {gm, tile}, pad(s), nest->loc));
     }
   out.push_back(ToTiles(staged, widen, padded).mutate(nest));
   for (const Staged& s : list)
     if (s.written) {
       auto [gm, tile] = regions(s);
-      out.push_back(make_tile_op("copy", {tile, gm}, pad(s), nest->loc));
+      out.push_back(make_tile_op(ops::copy(), {tile, gm}, pad(s), nest->loc));
     }
   return SeqNode::make(std::move(out), nest->loc);
 }

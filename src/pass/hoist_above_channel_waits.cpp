@@ -19,6 +19,7 @@
 #include "developer.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 
 namespace tl {
@@ -48,7 +49,7 @@ class Hoister : public IRMutator {
   /// A copy between a workspace and a core's buffer: `into` the workspace (a push) or out.
   bool channel_copy(const Stmt& s, bool* into = nullptr) const {
     auto* op = s.as<TileOpNode>();
-    if (!op || op->op->name != "copy" || op->args.size() != 2) return false;
+    if (!op || op->op != &ops::copy() || op->args.size() != 2) return false;
     for (int which : {0, 1})
       if (op->args[which].is_region() && workspaces_.count(op->args[which].region.buffer.get())) {
         if (into) *into = which == 1;

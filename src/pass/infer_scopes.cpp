@@ -21,6 +21,7 @@
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 
 namespace tl {
@@ -54,11 +55,11 @@ class RoleCollector : public IRVisitor {
     IRVisitor::visit_(n);
   }
   void visit_(const TileOpNode* n) override {
-    if (n->op->name == "gemm") {
+    if (n->op == &ops::gemm()) {
       const unsigned roles[3] = {kCubeA, kCubeB, kCubeC};
       for (int i = 0; i < 3 && i < static_cast<int>(n->args.size()); ++i)
         if (n->args[i].is_region()) add(n->args[i].region.buffer, roles[i]);
-    } else if (n->op->name == "tile.fill") {
+    } else if (n->op == &ops::tile::fill()) {
       fills_.push_back(n);  // a vector use unless the buffer turns out to be an accumulator
     } else if (n->op->unit == OpUnit::Vector) {
       for (const auto& a : n->args)
@@ -240,8 +241,10 @@ class Twinner {
               if (a.is_region() && a.region.buffer.get() == b) touches = true;
             if (!touches) return;
             bool cube;
-            if (op->op->name == "gemm" || op->op->name == "mma" || op->op->unit == OpUnit::Cube) cube = true;
-            else if (op->op->unit == OpUnit::Move || op->op->name == "tile.fill") cube = home_l0c;
+            if (op->op == &ops::gemm() || op->op == &ops::mma() || op->op->unit == OpUnit::Cube)
+              cube = true;
+            else if (op->op->unit == OpUnit::Move || op->op == &ops::tile::fill())
+              cube = home_l0c;
             else cube = false;
             out |= cube ? 1u : 2u;
           } else if (auto* st = x.as<StoreNode>(); st && st->buffer.get() == b) {
@@ -286,7 +289,8 @@ class Twinner {
       }
       if (used & cons) {
         if (st.dirty) {
-          out.push_back(make_tile_op("copy", {BufferRegion::full(c.home), BufferRegion::full(c.twin)}, {}, s->loc));
+          out.push_back(make_tile_op(
+              ops::copy(), {BufferRegion::full(c.home), BufferRegion::full(c.twin)}, {}, s->loc));
           st.dirty = false;
           st.crossed = true;
         } else if (!st.crossed) {

@@ -29,6 +29,7 @@
 #include "developer.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/target.h"
 
@@ -42,7 +43,7 @@ using dev::stmts_of;
 /// The copy reading (`which` = 0) or writing (1) workspace `ws` that `s` is, if it is one.
 const TileOpNode* copy_of(const Stmt& s, const BufferNode* ws, int which) {
   auto* op = s.as<TileOpNode>();
-  if (op && op->op->name == "copy" && op->args.size() == 2 && op->args[which].is_region() &&
+  if (op && op->op == &ops::copy() && op->args.size() == 2 && op->args[which].is_region() &&
       op->args[which].region.buffer.get() == ws)
     return op;
   return nullptr;

@@ -25,6 +25,7 @@
 #include "developer.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 
 namespace tl::dev {
 namespace {
@@ -57,7 +58,7 @@ class Dcci {
   explicit Dcci(const Stmt& body, const Target& t) {
     // The GM tensors a tile op of the scope writes (DMA, the fixpipe).
     pre_order_visit(body, [&](const Stmt& s) {
-      if (s.kind() == StmtKind::TileOp && s.as<TileOpNode>()->op->name != "dcci")
+      if (s.kind() == StmtKind::TileOp && s.as<TileOpNode>()->op != &ops::dcci())
         for (const Touch& x : touches_of(s, t))
           if (x.write && x.buffer->scope == MemScope::GM) dma_written_.insert(x.buffer);
     });
@@ -72,11 +73,12 @@ class Dcci {
 
  private:
   static Stmt dcci(const Buffer& b, const SourceLoc& loc) {
-    return make_tile_op("dcci", {BufferRegion::full(b)}, {}, loc);
+    return make_tile_op(ops::dcci(), {BufferRegion::full(b)}, {}, loc);
   }
   static bool is_dcci_of(const Stmt& s, const Buffer& b) {
     auto* op = s.as<TileOpNode>();
-    return op && op->op->name == "dcci" && op->args[0].is_region() && op->args[0].region.buffer.same_as(b);
+    return op && op->op == &ops::dcci() && op->args[0].is_region() &&
+           op->args[0].region.buffer.same_as(b);
   }
 
   void emit(const Stmt& s, std::vector<Stmt>& out) {

@@ -278,7 +278,7 @@ void Inserter::tile_op(const TileOpNode& n, int node, std::vector<Instr>& instrs
       continue;
     }
     Instr in{Instr::Op, instr_pipe(n, spec, t_), {}};
-    if (op.name == "mma") {
+    if (&op == &ops::mma()) {
       const TileArg* init = op_operand(n, "init");
       const TileArg* c = op_operand(n, "C");
       auto always_init = init ? as_const_int(init->scalar) : std::nullopt;

@@ -38,6 +38,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/target.h"
@@ -178,9 +179,9 @@ class Legalizer : public IRMutator {
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
     Stmt s = IRMutator::mutate_(n, self);
     const auto* t = s.as<TileOpNode>();
-    if (t->op->name == "copy" && needs_channel(*t)) return channel(*t);
-    if (t->op->name == "copy" || t->op->name == "atomic_add") return legalize_copy(*t, s);
-    if (dev::is_elementwise(*t->op)) return widen_elementwise(*t, s);
+    if (t->op == &ops::copy() && needs_channel(*t)) return channel(*t);
+    if (t->op == &ops::copy() || t->op == &ops::atomic_add()) return legalize_copy(*t, s);
+    if (t->op->elementwise()) return widen_elementwise(*t, s);
     return s;
   }
 
@@ -273,7 +274,8 @@ class Legalizer : public IRMutator {
     const BufferRegion& src = n.args[0].region;
     const BufferRegion& dst = n.args[1].region;
     BufferRegion slot = workspace_slot(n, dst);
-    return SeqNode::make({make_tile_op("copy", {src, slot}, {}, n.loc), make_tile_op("copy", {slot, dst}, {}, n.loc)},
+    return SeqNode::make({make_tile_op(ops::copy(), {src, slot}, {}, n.loc),
+                          make_tile_op(ops::copy(), {slot, dst}, {}, n.loc)},
                          n.loc);
   }
 
@@ -310,7 +312,7 @@ class Legalizer : public IRMutator {
   std::unordered_map<const BufferNode*, std::vector<const TileOpNode*>> column_parts(const std::vector<Stmt>& ss) const {
     std::unordered_map<const BufferNode*, std::vector<const TileOpNode*>> parts;
     for (const Stmt& s : ss)
-      if (auto* t = s.as<TileOpNode>(); t && t->op->name == "copy" && needs_channel(*t))
+      if (auto* t = s.as<TileOpNode>(); t && t->op == &ops::copy() && needs_channel(*t))
         parts[t->args[1].region.buffer.get()].push_back(t);
     for (auto it = parts.begin(); it != parts.end();)
       it = tiles_columns(it->first, it->second) ? std::next(it) : parts.erase(it);
@@ -349,7 +351,8 @@ class Legalizer : public IRMutator {
     std::vector<Stmt> out;
     for (const Stmt& s : n->stmts) {
       auto* t = s.as<TileOpNode>();
-      auto it = t && t->op->name == "copy" ? parts.find(t->args[1].region.buffer.get()) : parts.end();
+      auto it =
+          t && t->op == &ops::copy() ? parts.find(t->args[1].region.buffer.get()) : parts.end();
       if (it == parts.end()) {
         out.push_back(mutate(s));
         continue;
@@ -360,9 +363,10 @@ class Legalizer : public IRMutator {
       if (fresh) slot->second = workspace_slot(*t, whole_dst);
       BufferRegion cols = slot->second;
       cols.ranges.back() = dst.ranges.back();
-      out.push_back(make_tile_op("copy", {mutate_region(t->args[0].region), cols}, {}, t->loc));
+      out.push_back(
+          make_tile_op(ops::copy(), {mutate_region(t->args[0].region), cols}, {}, t->loc));
       if (t == it->second.back())
-        out.push_back(make_tile_op("copy", {slot->second, whole_dst}, {}, t->loc));
+        out.push_back(make_tile_op(ops::copy(), {slot->second, whole_dst}, {}, t->loc));
     }
     return SeqNode::make(std::move(out), n->loc);
   }
@@ -374,7 +378,7 @@ class Legalizer : public IRMutator {
   /// and the virtual NPU's stale-data checker).
   Stmt legalize_copy(const TileOpNode& n, const Stmt& self) {
     if (n.args.size() < 2 || !n.args[0].is_region() || !n.args[1].is_region()) return self;
-    const bool atomic = n.op->name == "atomic_add";
+    const bool atomic = n.op == &ops::atomic_add();
     const int gi = is_gm(n.args[0].region.buffer) ? 0 : 1, ti = 1 - gi;
     if (!is_gm(n.args[gi].region.buffer) || !is_on_chip(n.args[ti].region.buffer)) return self;
     if (n.args[gi].region.ranges.empty() || n.args[ti].region.ranges.empty()) return self;
@@ -407,13 +411,18 @@ class Legalizer : public IRMutator {
     Stmt fill;
     if (tb->scope == MemScope::L1) {
       // A partial L1 tile: zero it first so no stale K tail enters a product.
-      fill = make_tile_op("init_const", {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))},
-                          {}, n.loc);
+      fill = make_tile_op(
+          ops::init_const(),
+          {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))}, {},
+          n.loc);
     } else if (tb->scope == MemScope::UB && author_pad && into_whole_tile) {
       // The author said what the tile holds past the tensor (DataCopyPad itself pads only to
       // the next 32-byte block).
-      fill = make_tile_op("tile.fill", {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(n.attr_float("pad_value")))},
-                          {}, n.loc);
+      fill = make_tile_op(
+          ops::tile::fill(),
+          {BufferRegion::full(tb),
+           arith::make_const(tb->dtype, arith::Value::of_float(n.attr_float("pad_value")))},
+          {}, n.loc);
     } else {
       return copy;
     }

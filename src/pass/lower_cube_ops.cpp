@@ -28,6 +28,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 
 namespace tl {
@@ -119,7 +120,7 @@ class ClearFolding : public IRMutator {
   }
 
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
-    if (n->op->name == "tile.fill" && as_accumulator_clear(self))
+    if (n->op == &ops::tile::fill() && as_accumulator_clear(self))
       user_error(n->loc, "T.clear of the accumulator '{}' must be directly followed (in its block) by the T.gemm "
                          "that accumulates into it",
                  n->args[0].region.buffer->name);
@@ -130,7 +131,7 @@ class ClearFolding : public IRMutator {
   /// `s` as a clear of an L0C accumulator (tile.fill with 0), else nullptr.
   const TileOpNode* as_accumulator_clear(const Stmt& s) const {
     auto* t = s.as<TileOpNode>();
-    if (!t || t->op->name != "tile.fill" || !t->args[0].is_region()) return nullptr;
+    if (!t || t->op != &ops::tile::fill() || !t->args[0].is_region()) return nullptr;
     if (t->args[0].region.buffer->scope != MemScope::L0C) return nullptr;
     auto zero = t->args.size() > 1 && t->args[1].is_scalar() ? t->args[1].scalar : Expr();
     bool is_zero = zero.defined() && ((zero.as<IntImmNode>() && zero.as<IntImmNode>()->value == 0) ||
@@ -145,7 +146,8 @@ class ClearFolding : public IRMutator {
   /// `s` (the first statement touching accumulator `c` after its clear) with `cond` or-ed into
   /// the init of the gemm that first writes c.
   Stmt with_init(const Stmt& s, const BufferNode* c, Expr cond, const SourceLoc& clear_loc) {
-    if (auto* t = s.as<TileOpNode>(); t && t->op->name == "gemm" && t->args[2].region.buffer.get() == c) {
+    if (auto* t = s.as<TileOpNode>();
+        t && t->op == &ops::gemm() && t->args[2].region.buffer.get() == c) {
       std::vector<TileArg> args = t->args;
       Expr old = args.size() > 3 && args[3].is_scalar() ? args[3].scalar : Expr(false);
       Expr init = as_const_int(old) == 0 ? cond : (old || cond);
@@ -271,7 +273,7 @@ class GemmCollector {
     if (auto* q = s.as<SeqNode>()) {
       for (size_t i = 0; i < q->stmts.size(); ++i) {
         const Stmt& x = q->stmts[i];
-        if (auto* g = x.as<TileOpNode>(); g && g->op->name == "gemm") {
+        if (auto* g = x.as<TileOpNode>(); g && g->op == &ops::gemm()) {
           GemmPlan p{shape_of(*g), g};
           p.stages = stages;
           p.drain = drain_of(q->stmts, i);
@@ -291,7 +293,7 @@ class GemmCollector {
       walk(sc->body, stages);
     } else if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::L0C) {
       accumulators.push_back(a->buffer.get());
-    } else if (auto* g = s.as<TileOpNode>(); g && g->op->name == "gemm") {
+    } else if (auto* g = s.as<TileOpNode>(); g && g->op == &ops::gemm()) {
       GemmPlan p{shape_of(*g), g};
       p.stages = stages;
       plans.push_back(p);
@@ -309,8 +311,9 @@ class GemmCollector {
     while (j < ss.size() && !touches(ss[j], C.buffer.get())) ++j;
     if (j == ss.size()) return nullptr;
     auto* c = ss[j].as<TileOpNode>();
-    if (!c || c->op->name != "copy" || c->args.size() != 2 || !c->args[0].is_region() || !c->args[1].is_region() ||
-        c->args[0].region.buffer.get() != C.buffer.get() || !whole(c->args[0].region))
+    if (!c || c->op != &ops::copy() || c->args.size() != 2 || !c->args[0].is_region() ||
+        !c->args[1].is_region() || c->args[0].region.buffer.get() != C.buffer.get() ||
+        !whole(c->args[0].region))
       return nullptr;
     const BufferNode* dst = c->args[1].region.buffer.get();
     if (dst == C.buffer.get() || region_extents(c->args[1].region).empty()) return nullptr;
@@ -479,7 +482,7 @@ class CubeLowering : public IRMutator {
   }
 
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
-    if (n->op->name != "gemm") return IRMutator::mutate_(n, self);
+    if (n->op != &ops::gemm()) return IRMutator::mutate_(n, self);
     auto it = plan_of_.find(n);
     TL_ASSERT(it != plan_of_.end(), "lower_cube_ops: gemm at {} was not planned", n->loc.str());
     return expand(*n, *it->second);
@@ -530,19 +533,21 @@ class CubeLowering : public IRMutator {
           const int64_t slot = kci % p.a_slots();
           BufferRegion dst = a0.region({ci(slot * s.M), ci(0)}, {ci(s.M), ci(kl)});
           if (kchunks > 1 || nc == 0)  // one K chunk: loaded once for every N chunk
-            out.push_back(make_tile_op("copy", {sub(A, s.ta ? 0 : 1, k0, kl), dst}, {{"transpose", s.ta}}, g.loc));
+            out.push_back(make_tile_op(ops::copy(), {sub(A, s.ta ? 0 : 1, k0, kl), dst},
+                                       {{"transpose", s.ta}}, g.loc));
           a_op = dst;
         }
         if (!s.b_in_l0) {
           const int64_t slot = b_load++ % p.b_slots();
           BufferRegion dst = b0.region({ci(slot * p.kc), ci(0)}, {ci(kl), ci(nl)});
-          out.push_back(make_tile_op("copy", {sub(b_cols, s.tb ? 1 : 0, k0, kl), dst}, {{"transpose", s.tb}}, g.loc));
+          out.push_back(make_tile_op(ops::copy(), {sub(b_cols, s.tb ? 1 : 0, k0, kl), dst},
+                                     {{"transpose", s.tb}}, g.loc));
           b_op = dst;
         } else if (p.bn) {
           b_op = b_cols;
         }
         Expr chunk_init = kci == 0 ? s.init : Expr(false);
-        out.push_back(make_tile_op("mma", {a_op, b_op, c_op, chunk_init}, {}, g.loc));
+        out.push_back(make_tile_op(ops::mma(), {a_op, b_op, c_op, chunk_init}, {}, g.loc));
       }
       if (p.bn) {
         const TileOpNode& d = *p.drain;

@@ -35,6 +35,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 
@@ -185,17 +186,17 @@ class TailMasker : public IRMutator {
   }
 
   Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
-    const std::string& name = n->op->name;
-    if (name == "copy") return copy(*n, self);
-    if (name == "atomic_add") {
+    const OpDef& op = *n->op;
+    if (&op == &ops::copy()) return copy(*n, self);
+    if (&op == &ops::atomic_add()) {
       check_store(self, n->args[1].region, n->args[0].region);
       return self;
     }
-    if (name == "reduce_sum" || name == "reduce_max" || name == "reduce_min")
-      return reduction(*n, self);
-    if (dev::is_elementwise(*n->op) || name.rfind("tile.row_expand_", 0) == 0)
-      return elementwise(*n, self);
-    if (name == "sort" || name == "topk") return fill_then(*n, self, {op_operand(*n, "src")});
+    if (op.rows == RowMap::Reduce) return reduction(*n, self);
+    if (op.elementwise() || op.rows == RowMap::RowExpand) return elementwise(*n, self);
+    // A whole-tile op with an identity (sort, topk): its source's stale part filled with it.
+    if (op.rows == RowMap::Whole && op.identity && op.unit == OpUnit::Vector)
+      return fill_then(*n, self, {op_operand(*n, "src")});
     if (n->op->unit == OpUnit::Debug) return self;
     // Any other op (gather, broadcast, transpose, compare, select, merge_sort, ...) moves
     // elements: what it writes from a stale tile is stale somewhere the compiler cannot name.
@@ -313,7 +314,8 @@ class TailMasker : public IRMutator {
     if (rows_only) {
       BufferRegion r = BufferRegion::full(b);
       r.ranges[0] = {s.valid[0], simplify(b->shape[0] - s.valid[0])};
-      return guarded(clipped_now(b, s), make_tile_op("tile.fill", {r, v}, {}, loc), Stmt(), loc);
+      return guarded(clipped_now(b, s), make_tile_op(ops::tile::fill(), {r, v}, {}, loc), Stmt(),
+                     loc);
     }
     std::vector<Var> vars;
     std::vector<Expr> idx;
@@ -343,7 +345,7 @@ class TailMasker : public IRMutator {
         unknown_part(self, b, *s, "reads");
         continue;
       }
-      auto id = dev::identity_of(n.op->name);
+      const std::optional<double>& id = n.op->identity;
       if (!id) {
         fail(
             n.loc,

@@ -96,6 +96,14 @@ PrimFunc run_passes(const PrimFunc& f, const Target& target, const std::vector<P
       std::string after = print(next);
       if (after != before) sink(fmt::format("// IR after {}\n{}", pass.name, after));
     }
+    if (opt.verify_each && pass.phase) {
+      std::string broken = pass.phase(next);
+      if (!broken.empty())
+        internal_error(
+            __FILE__, __LINE__, "the output of every pass meets its phase invariant",
+            fmt::format("pass '{}' broke its phase invariant on kernel '{}', target {}: {}",
+                        pass.name, next->name, target.name, broken));
+    }
     if (opt.verify_each) {
       if (input_valid && pass.ensures) check_invariant(pass, next, target);
       else input_valid = verify(next, target).empty();

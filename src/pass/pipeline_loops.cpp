@@ -32,6 +32,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/storage.h"
@@ -49,7 +50,8 @@ bool is_workspace(const BufferNode* b) { return b->scope == MemScope::GM && b->n
 /// The copy into (which = 1) or out of (which = 0) a GM workspace that `s` is, if it is one.
 const BufferNode* channel_copy(const Stmt& s, int which, const std::set<const BufferNode*>& workspaces) {
   auto* op = s.as<TileOpNode>();
-  if (!op || op->op->name != "copy" || op->args.size() != 2 || !op->args[which].is_region()) return nullptr;
+  if (!op || op->op != &ops::copy() || op->args.size() != 2 || !op->args[which].is_region())
+    return nullptr;
   const BufferNode* b = op->args[which].region.buffer.get();
   return workspaces.count(b) ? b : nullptr;
 }

@@ -223,18 +223,9 @@ struct AccessOrder::Impl {
   // ---- the walk ---------------------------------------------------------------------------
 
   /// Does tile op `n` run on `c` (the core whose memory the buffers are)?
-  static bool runs_on(const TileOpNode& n, CoreKind c) {
-    switch (n.op->unit) {
-      case OpUnit::Cube: return c == CoreKind::Cube;
-      case OpUnit::Vector: return c == CoreKind::Vector;
-      case OpUnit::Debug:
-      case OpUnit::Scalar: return true;
-      case OpUnit::Move:
-        for (const auto& a : n.args)
-          if (a.is_region() && a.region.buffer->scope == MemScope::UB) return c == CoreKind::Vector;
-        return c == CoreKind::Cube;
-    }
-    return false;
+  bool runs_on(const TileOpNode& n, CoreKind c) const {
+    auto core = op_core(n, target);  // tl/op.h; nullopt: wherever it is placed
+    return !core || *core == c;
   }
 
   /// Feeds the barrier instructions of `n`'s expansion in [from, to) to `k`.

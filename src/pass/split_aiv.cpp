@@ -39,6 +39,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
@@ -295,7 +296,7 @@ class AivSplit {
   /// compare runs over the whole tile (its other rows hold nothing either AIV uses), so its
   /// operands keep their size. Every other split tile shrinks to its half.
   bool compare_needs_whole(const TileOpNode& op) {
-    if (op.op->name != "tile.compare" || target_.compare_align_bytes <= 0 || op.args.size() < 2 ||
+    if (!op.op->granular_count || target_.compare_align_bytes <= 0 || op.args.size() < 2 ||
         !op.args[1].is_region())
       return false;
     const BufferRegion& src = op.args[1].region;

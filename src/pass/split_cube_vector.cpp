@@ -54,28 +54,13 @@ std::optional<CoreKind> core_of(const Stmt& s, const Target& t) {
     case StmtKind::Store: return t.memory_core(s.as<StoreNode>()->buffer->scope);
     case StmtKind::TileOp: {
       auto* n = s.as<TileOpNode>();
-      switch (n->op->unit) {
-        case OpUnit::Cube: return CoreKind::Cube;
-        case OpUnit::Vector: return CoreKind::Vector;
-        case OpUnit::Move: {
-          const TileArg* src = op_operand(*n, "src");
-          const TileArg* dst = op_operand(*n, "dst");
-          if (src && dst && src->is_region() && dst->is_region())
-            if (const CopyPath* p = t.copy_path(src->region.buffer->scope, dst->region.buffer->scope)) return p->core;
-          // An illegal path: legalize_copies reports it; the expert verifier names it if it did not.
-          for (const auto& a : n->args)
-            if (a.is_region())
-              if (auto c = t.memory_core(a.region.buffer->scope)) return c;
-          return CoreKind::Vector;
-        }
-        case OpUnit::Debug:
-        case OpUnit::Scalar:
-          for (const auto& a : n->args)
-            if (a.is_region())
-              if (auto c = t.memory_core(a.region.buffer->scope)) return c;
-          return CoreKind::Vector;  // a printf without buffers prints once, from AIV 0
-      }
-      return CoreKind::Vector;
+      // The op's core (op_core, tl/op.h; an illegal copy path: legalize_copies reports it).
+      if (auto c = op_core(*n, t)) return c;
+      // Any core (debug printing, dcci): placed with the memory of its buffers.
+      for (const auto& a : n->args)
+        if (a.is_region())
+          if (auto c = t.memory_core(a.region.buffer->scope)) return c;
+      return CoreKind::Vector;  // a printf without buffers prints once, from AIV 0
     }
     default: return std::nullopt;
   }

@@ -1,4 +1,4 @@
-// Identities and neutral fills for mask_tails (src/pass/tail_identity.h).
+// Neutral fills for mask_tails (the identities are OpDef::identity) (src/pass/tail_identity.h).
 #include "tail_identity.h"
 
 #include <cmath>
@@ -9,30 +9,6 @@
 #include "tl/ir_ops.h"
 
 namespace tl::dev {
-
-std::optional<double> identity_of(const std::string& op) {
-  static const std::map<std::string, double> kIdentity = {{"tile.add", 0.0},
-                                                          {"tile.sub", 0.0},
-                                                          {"tile.axpy", 0.0},
-                                                          {"tile.mul", 1.0},
-                                                          {"tile.div", 1.0},
-                                                          {"tile.max", -INFINITY},
-                                                          {"tile.min", INFINITY},
-                                                          {"reduce_sum", 0.0},
-                                                          {"reduce_max", -INFINITY},
-                                                          {"reduce_min", INFINITY},
-                                                          {"sort", -INFINITY},
-                                                          {"topk", -INFINITY},
-                                                          {"tile.row_expand_add", 0.0},
-                                                          {"tile.row_expand_sub", 0.0},
-                                                          {"tile.row_expand_mul", 1.0},
-                                                          {"tile.row_expand_div", 1.0},
-                                                          {"tile.row_expand_max", -INFINITY},
-                                                          {"tile.row_expand_min", INFINITY}};
-  auto it = kIdentity.find(op);
-  if (it == kIdentity.end()) return std::nullopt;
-  return it->second;
-}
 
 Expr constant_of(DType t, double v) {
   if (is_float(t)) return std::isinf(v) ? (v > 0 ? inf(t) : neg_inf(t)) : imm(t, v);

@@ -12,11 +12,6 @@
 
 namespace tl::dev {
 
-/// The value that leaves the result of a tile op unchanged where it is read, for the ops that
-/// combine the elements they read: 0 for sums, 1 for products and quotients, -inf for max and
-/// the descending sorts, +inf for min. nullopt for any other op.
-std::optional<double> identity_of(const std::string& op);
-
 /// `v` as a constant of `t` (infinities of an integer dtype: its range's ends).
 Expr constant_of(DType t, double v);
 

@@ -21,6 +21,7 @@
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 
@@ -517,8 +518,15 @@ class Vectorizer {
     return tile_temp(t);
   }
 
-  void emit(std::string_view op, std::vector<TileArg> args, std::vector<Attr> attrs = {}) {
+  void emit(const OpDef& op, std::vector<TileArg> args, std::vector<Attr> attrs = {}) {
     ops_.push_back(make_tile_op(op, std::move(args), std::move(attrs), loc_));
+  }
+  /// The vector op computing scalar operator `op` (OpDef::binop), element by element or with
+  /// a row-broadcast second operand.
+  static const OpDef& binop_op(BinOp op, RowMap rows = RowMap::Elementwise) {
+    const OpDef* d = op_for_binop(op, rows);
+    TL_ASSERT(d, "vectorize_parallel: no vector op computes {}", static_cast<int>(op));
+    return *d;
   }
 
   // ---- conversions ----------------------------------------------------------------------------
@@ -570,13 +578,13 @@ class Vectorizer {
       case Kind::Scalar: {
         check_fill_dtype(v.dtype);
         Val t = tile_temp(v.dtype);
-        emit("tile.fill", {t.region, v.scalar});
+        emit(ops::tile::fill(), {t.region, v.scalar});
         return t;
       }
       case Kind::Col: {
         release(v);
         Val t = tile_temp(v.dtype);
-        emit("tile.broadcast", {t.region, v.region});
+        emit(ops::tile::broadcast(), {t.region, v.region});
         return t;
       }
       case Kind::Row: {
@@ -589,8 +597,9 @@ class Vectorizer {
             v.dtype != DType::Int32)
           reject(fmt::format("unsupported dtype: a row broadcast of {}", dt(v.dtype)));
         Val t = tile_temp(v.dtype);
-        emit("tile.fill", {t.region, is_float(v.dtype) ? imm(v.dtype, -0.0) : arith::make_int(v.dtype, 0)});
-        emit("tile.row_expand_add", {t.region, t.region, v.region});
+        emit(ops::tile::fill(),
+             {t.region, is_float(v.dtype) ? imm(v.dtype, -0.0) : arith::make_int(v.dtype, 0)});
+        emit(ops::tile::row_expand_add(), {t.region, t.region, v.region});
         release(v);
         return t;
       }
@@ -621,7 +630,7 @@ class Vectorizer {
       release(cur);
       bool last = i + 1 == steps.size();
       Val out = cur.kind == Kind::Row ? row_temp(steps[i].first) : dest(steps[i].first, last ? into : nullptr);
-      emit("tile.cast", {out.region, cur.region}, {{"mode", steps[i].second}});
+      emit(ops::tile::cast(), {out.region, cur.region}, {{"mode", steps[i].second}});
       cur = out;
     }
     return cur;
@@ -752,7 +761,7 @@ class Vectorizer {
                          "variables may be the innermost one, or either one of two",
                          v.name, k));
     Val t = temp(DType::Int32, {extent_bounds(k)[d]}, kind);
-    emit("tile.arith_progression", {t.region, dims_[d].min, Expr(1)});
+    emit(ops::tile::arith_progression(), {t.region, dims_[d].min, Expr(1)});
     return t;
   }
 
@@ -824,15 +833,15 @@ class Vectorizer {
       case BinOp::Div: {
         if (!flt && n.op == BinOp::Div) break;
         if (!flt && C != DType::Int16 && C != DType::Int32)
-          reject(fmt::format("unsupported dtype: {} on {} (the vector unit has int16 and int32 arithmetic)",
-                             op_word(n.op), dt(T)));
-        const char* name = n.op == BinOp::Add ? "add" : n.op == BinOp::Sub ? "sub" : n.op == BinOp::Mul ? "mul" : "div";
+          reject(fmt::format(
+              "unsupported dtype: {} on {} (the vector unit has int16 and int32 arithmetic)",
+              op_word(n.op), dt(T)));
         if (flt && mixed(T, {&a, &b}))
           reject(fmt::format("mixed precision: {} of {} and {} in a {} node would round twice (in float32, then to "
                              "{}), while the scalar loop rounds the exact result once (cast the operands to one "
                              "dtype)",
                              op_word(n.op), dt(a.dtype), dt(b.dtype), dt(T), dt(T)));
-        if (flt && n.op == BinOp::Div) accept_subnormal_flush("tile.div", "/", T);
+        if (flt && n.op == BinOp::Div) accept_subnormal_flush(ops::tile::div(), "/", T);
         // x + y and x * y are commutative bit for bit, so a row or scalar on the left moves
         // right, where the op takes it directly.
         bool commutative = n.op == BinOp::Add || n.op == BinOp::Mul;
@@ -844,7 +853,7 @@ class Vectorizer {
             release(a);
             release(b);
             Val r = dest(C, out);
-            emit(fmt::format("tile.row_expand_{}", name), {r.region, a.region, b.region});
+            emit(binop_op(n.op, RowMap::RowExpand), {r.region, a.region, b.region});
             return finish(r, T, into);
           }
           b = to_tile(b);
@@ -853,14 +862,14 @@ class Vectorizer {
           b = scalar_operand(b, C);
           release(a);
           Val r = dest(C, out);
-          emit(fmt::format("tile.{}", name), {r.region, a.region, b.scalar});
+          emit(binop_op(n.op), {r.region, a.region, b.scalar});
           return finish(r, T, into);
         }
         b = to_tile(convert(b, C, false));
         release(a);
         release(b);
         Val r = dest(C, out);
-        emit(fmt::format("tile.{}", name), {r.region, a.region, b.region});
+        emit(binop_op(n.op), {r.region, a.region, b.region});
         return finish(r, T, into);
       }
       case BinOp::Min:
@@ -875,14 +884,14 @@ class Vectorizer {
             b = scalar_operand(b, C);
             release(a);
             Val r = dest(C, out);
-            emit(fmt::format("tile.{}", name), {r.region, a.region, b.scalar});
+            emit(binop_op(n.op), {r.region, a.region, b.scalar});
             return r;
           }
           b = to_tile(convert(b, C, false));
           release(a);
           release(b);
           Val r = dest(C, out);
-          emit(fmt::format("tile.{}", name), {r.region, a.region, b.region});
+          emit(binop_op(n.op), {r.region, a.region, b.region});
           return r;
         }
         // Floats: the scalar loop's max(x, y) is (x < y ? y : x) and min(x, y) is (y < x ? y :
@@ -894,7 +903,8 @@ class Vectorizer {
         check_compare_count(C);
         Val m = mask_temp();
         // max: mask = x < y, pick y where set. min: mask = x > y (y < x), pick y where set.
-        emit("tile.compare", {m.region, a.region, b.kind == Kind::Scalar ? TileArg(b.scalar) : TileArg(b.region)},
+        emit(ops::tile::compare(),
+             {m.region, a.region, b.kind == Kind::Scalar ? TileArg(b.scalar) : TileArg(b.region)},
              {{"mode", std::string(n.op == BinOp::Max ? "LT" : "GT")}});
         return select_min_max(a, b, m, C, T, out, into);
       }
@@ -908,7 +918,7 @@ class Vectorizer {
         release(a);
         release(b);
         Val r = dest(T, into);
-        emit(n.op == BinOp::BitAnd ? "tile.bitwise_and" : "tile.bitwise_or", {r.region, a.region, b.region});
+        emit(binop_op(n.op), {r.region, a.region, b.region});
         return r;
       }
       case BinOp::Shl:
@@ -923,7 +933,7 @@ class Vectorizer {
                              op_word(n.op)));
         release(a);
         Val r = dest(T, into);
-        emit(n.op == BinOp::Shl ? "tile.shift_left" : "tile.shift_right", {r.region, a.region, b.scalar});
+        emit(binop_op(n.op), {r.region, a.region, b.scalar});
         return r;
       }
       default: break;
@@ -952,14 +962,15 @@ class Vectorizer {
       t.region = BufferRegion::full(t.region.buffer);
       BufferRegion head = t.region;
       head.ranges[0].extent = dims_[0].extent;
-      emit("copy", {v.region, head});
+      emit(ops::copy(), {v.region, head});
       return t;
     };
     Val pa = padded_copy(a);
     Val pb = b.kind == Kind::Scalar ? b : padded_copy(b);
     Val m = temp(DType::UInt8, {((padded + 7) / 8 + 31) / 32 * 32}, Kind::Mask);
     const std::string mode = op == BinOp::Max ? "LT" : "GT";
-    emit("tile.compare", {m.region, pa.region, pb.kind == Kind::Scalar ? TileArg(pb.scalar) : TileArg(pb.region)},
+    emit(ops::tile::compare(),
+         {m.region, pa.region, pb.kind == Kind::Scalar ? TileArg(pb.scalar) : TileArg(pb.region)},
          {{"mode", mode}});
     release(pa);
     release(pb);
@@ -975,7 +986,7 @@ class Vectorizer {
     release(b);
     release(m);
     Val r = dest(c, out);
-    emit("tile.select", {r.region, m.region, b.region, a.region}, {{"mode", int64_t{2}}});
+    emit(ops::tile::select(), {r.region, m.region, b.region, a.region}, {{"mode", int64_t{2}}});
     return finish(r, node_dtype, into);
   }
 
@@ -1024,13 +1035,13 @@ class Vectorizer {
     if (b.kind == Kind::Scalar) {
       b = scalar_operand(b, C);
       release(a);
-      emit("tile.compare", {m.region, a.region, b.scalar}, {{"mode", mode}});
+      emit(ops::tile::compare(), {m.region, a.region, b.scalar}, {{"mode", mode}});
       return m;
     }
     b = to_tile(convert(b, C, false));
     release(a);
     release(b);
-    emit("tile.compare", {m.region, a.region, b.region}, {{"mode", mode}});
+    emit(ops::tile::compare(), {m.region, a.region, b.region}, {{"mode", mode}});
     return m;
   }
 
@@ -1066,13 +1077,13 @@ class Vectorizer {
     } else {
       x = temp(F, {extent_bounds(k)[d]}, d + 1 == k ? Kind::Col : Kind::Row);
     }
-    emit("tile.arith_progression", {x.region, imm(F, static_cast<double>(*lo)), imm(F, 1.0)});
+    emit(ops::tile::arith_progression(), {x.region, imm(F, static_cast<double>(*lo)), imm(F, 1.0)});
     x = to_tile(x);
     if (k > 1) check_compare_count(F);
     Expr clamped = max(min(t, int_imm(hi + 1)), int_imm(*lo - 1));
     Val m = mask_temp();
     release(x);
-    emit("tile.compare", {m.region, x.region, cast(F, clamped)}, {{"mode", mode}});
+    emit(ops::tile::compare(), {m.region, x.region, cast(F, clamped)}, {{"mode", mode}});
     return m;
   }
 
@@ -1102,7 +1113,8 @@ class Vectorizer {
       if (b.temp >= 0) temps_[b.temp].pending += 1;
     }
     Val diff_i = tile_temp(DType::Int32);
-    emit("tile.sub", {diff_i.region, a.region, b.kind == Kind::Scalar ? TileArg(b.scalar) : TileArg(b.region)});
+    emit(ops::tile::sub(),
+         {diff_i.region, a.region, b.kind == Kind::Scalar ? TileArg(b.scalar) : TileArg(b.region)});
     release(a);
     if (b.kind != Kind::Scalar) release(b);
     Val fa = convert(a, F, true);
@@ -1111,21 +1123,22 @@ class Vectorizer {
     if (fb.temp >= 0) temps_[fb.temp].pending += 1;
     TileArg fb_arg = fb.kind == Kind::Scalar ? TileArg(fb.scalar) : TileArg(fb.region);
     Val same = mask_temp();
-    emit("tile.compare", {same.region, fa.region, fb_arg}, {{"mode", std::string("EQ")}});
+    emit(ops::tile::compare(), {same.region, fa.region, fb_arg}, {{"mode", std::string("EQ")}});
     Val diff_f = tile_temp(F);
-    emit("tile.sub", {diff_f.region, fa.region, fb_arg});
+    emit(ops::tile::sub(), {diff_f.region, fa.region, fb_arg});
     release(fa);
     release(fb);
     release(fa);
     release(fb);
     Val near = convert(diff_i, F, true);
     Val d = tile_temp(F);
-    emit("tile.select", {d.region, same.region, near.region, diff_f.region}, {{"mode", int64_t{2}}});
+    emit(ops::tile::select(), {d.region, same.region, near.region, diff_f.region},
+         {{"mode", int64_t{2}}});
     release(same);
     release(near);
     release(diff_f);
     Val r = mask_temp();
-    emit("tile.compare", {r.region, d.region, imm(F, 0.0)}, {{"mode", m}});
+    emit(ops::tile::compare(), {r.region, d.region, imm(F, 0.0)}, {{"mode", m}});
     release(d);
     return r;
   }
@@ -1174,7 +1187,7 @@ class Vectorizer {
       release(m);
       release(t);
       Val r = dest(C, C == T ? into : nullptr);
-      emit("tile.select", {r.region, m.region, t.region, f.scalar}, {{"mode", int64_t{1}}});
+      emit(ops::tile::select(), {r.region, m.region, t.region, f.scalar}, {{"mode", int64_t{1}}});
       return finish(r, T, into);
     }
     f = to_tile(convert(f, C, false));
@@ -1182,7 +1195,7 @@ class Vectorizer {
     release(t);
     release(f);
     Val r = dest(C, C == T ? into : nullptr);
-    emit("tile.select", {r.region, m.region, t.region, f.region}, {{"mode", int64_t{2}}});
+    emit(ops::tile::select(), {r.region, m.region, t.region, f.region}, {{"mode", int64_t{2}}});
     return finish(r, T, into);
   }
 
@@ -1192,10 +1205,9 @@ class Vectorizer {
   /// bit-identical for subnormal operands or results, so it is rejected, or accepted with a
   /// remark under allow_inexact_math. On A2/A3 the vector unit keeps subnormals too: nothing
   /// to do. (tile.row_expand_div flushes exactly when tile.div does.)
-  void accept_subnormal_flush(const std::string& op, const std::string& what, DType t) {
-    const OpDef* def = find_op(op);
-    TL_ASSERT(def, "vectorize_parallel: no op {}", op);
-    if (!def->flushes_subnormals || !target_.vector_flushes_subnormals) return;
+  void accept_subnormal_flush(const OpDef& def, const std::string& what, DType t) {
+    const std::string& op = def.name;
+    if (!def.flushes_subnormals || !target_.vector_flushes_subnormals) return;
     if (!opt_.allow_inexact_math)
       reject(fmt::format("unsupported operation: {} on {}: {} on {} flushes subnormal operands and results to zero, "
                          "while the scalar loop keeps them (VectorizeOptions::allow_inexact_math accepts the "
@@ -1222,30 +1234,36 @@ class Vectorizer {
   }
 
   Val gen_call(const CallNode& n, const BufferRegion* into) {
-    static const std::map<std::string, std::string> ops = {{"exp", "exp"},     {"log", "ln"},     {"sqrt", "sqrt"},
-                                                           {"rsqrt", "rsqrt"}, {"abs", "abs"},    {"sigmoid", "sigmoid"}};
-    auto it = ops.find(n.name);
-    if (it == ops.end() || n.args.size() != 1)
+    static const std::map<std::string, const OpDef* (*)()> kVectorOf = {{"exp", [] { return &ops::tile::exp(); }},
+                                                                        {"log", [] { return &ops::tile::ln(); }},
+                                                                        {"sqrt", [] { return &ops::tile::sqrt(); }},
+                                                                        {"rsqrt", [] { return &ops::tile::rsqrt(); }},
+                                                                        {"abs", [] { return &ops::tile::abs(); }},
+                                                                        {"sigmoid", [] { return &ops::tile::sigmoid(); }}};
+    auto it = kVectorOf.find(n.name);
+    if (it == kVectorOf.end() || n.args.size() != 1)
       reject(fmt::format("unsupported operation: T.{} has no vector op", n.name));
     const DType T = n.dtype;
     if (T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
       reject(fmt::format("unsupported dtype: T.{} on {}", n.name, dt(T)));
     if (!exact_intrinsic(n.name, T)) {
       if (!opt_.allow_inexact_math)
-        reject(fmt::format("unsupported operation: T.{} on {}: tile.{} computes in float32 and differs from the "
-                           "scalar loop's correctly rounded result for some inputs (VectorizeOptions::"
-                           "allow_inexact_math accepts the difference)",
-                           n.name, dt(T), it->second));
-      remark(fmt::format("T.{} on {} vectorised as tile.{}, which may differ from the scalar loop in the last bit",
-                         n.name, dt(T), it->second));
+        reject(fmt::format(
+            "unsupported operation: T.{} on {}: {} computes in float32 and differs from the "
+            "scalar loop's correctly rounded result for some inputs (VectorizeOptions::"
+            "allow_inexact_math accepts the difference)",
+            n.name, dt(T), it->second()->name));
+      remark(fmt::format(
+          "T.{} on {} vectorised as {}, which may differ from the scalar loop in the last bit",
+          n.name, dt(T), it->second()->name));
     } else {
-      accept_subnormal_flush("tile." + it->second, "T." + n.name, T);
+      accept_subnormal_flush(*it->second(), "T." + n.name, T);
     }
     const DType C = compute_dtype(T);
     Val a = to_tile(convert(gen(n.args[0]), C, false));
     release(a);
     Val r = dest(C, C == T ? into : nullptr);
-    emit("tile." + it->second, {r.region, a.region});
+    emit(*it->second(), {r.region, a.region});
     return finish(r, T, into);
   }
 
@@ -1297,12 +1315,15 @@ class Vectorizer {
       return;  // the root wrote the destination
     }
     switch (v.kind) {
-      case Kind::Scalar: check_fill_dtype(B); emit("tile.fill", {d, v.scalar}); break;
+      case Kind::Scalar:
+        check_fill_dtype(B);
+        emit(ops::tile::fill(), {d, v.scalar});
+        break;
       case Kind::Mask: reject("a comparison stored as a value (use T.if_then_else(cond, 1, 0))");
       default: {
         v = to_tile(v);
         TL_ASSERT(v.dtype == B, "vectorize_parallel: value of {} for a {} destination", dt(v.dtype), dt(B));
-        emit("copy", {v.region, d});
+        emit(ops::copy(), {v.region, d});
         release(v);
       }
     }

@@ -312,6 +312,7 @@ bool Target::pipe_on_core(Pipe p, CoreKind c) const {
 std::string_view arch_name(Arch a) { return a == Arch::Npu2201 ? "2201" : "3510"; }
 
 std::string_view cost_class_name(CostClass c) {
+  // Cost-table row names (CostClass::Copy's row is named copy): not op names; no op lookup.
   static constexpr std::string_view kNames[kNumCostClasses] = {
       "copy", "cube_load", "mmad", "vec_simple", "vec_transcendental", "vec_div", "vec_reduce", "vec_sort", "scalar"};
   return kNames[static_cast<size_t>(c)];

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "op_rules.h"
+#include "tl/ops.h"
 #include "tl/printer.h"
 #include "verify_util.h"
 
@@ -72,7 +73,7 @@ void rule_elementwise(const TileOpNode& n, VerifyContext& ctx) { same_as_dst(n, 
 
 void rule_fill_like(const TileOpNode& n, VerifyContext& ctx) {
   check_vector_dtype(n, ctx, "dst");
-  if (n.op->name == "init_sort_buf")
+  if (n.op == &ops::init_sort_buf())
     if (const TileArg* num = op_operand(n, "num"))
       check_sort_capacity(n, ctx, "dst", const_int(num->scalar), "init_sort_buf of");
 }

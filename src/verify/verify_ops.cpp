@@ -1,6 +1,7 @@
 // Generic rules of every tile op, driven by the op registry and the target tables: operand
 // arity and kinds, region bounds, memories of vector-op operands, copy paths, the core scope an
 // op must sit in, UB 32-byte alignment; and the rules of buffer declarations.
+#include "tl/ops.h"
 #include "tl/storage.h"
 #include "verify_util.h"
 
@@ -128,12 +129,13 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
 /// the last repeat of a row: AscendC's vector APIs take `calCount` / `mask`, any number). Their
 /// starts and row pitches stay 32-byte aligned. Plain DataCopy moves whole 32-byte blocks.
 bool takes_any_row_length(const TileOpNode& n, const std::string& /*name*/) {
-  if (n.op->name == "copy") return n.attr_bool("pad");
+  if (n.op == &ops::copy()) return n.attr_bool("pad");
   return n.op->unit == OpUnit::Vector;
 }
 
 bool is_bitmask_operand(const TileOpNode& n, const std::string& name) {
-  return name == "mask" || (n.op->name == "tile.compare" && name == "dst");
+  int i = n.op->operand_index(name);
+  return i >= 0 && n.op->operands[i].bitmask;
 }
 
 std::string legal_from(const Target& t, MemScope src) {
@@ -202,7 +204,7 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
   for (const auto& [name, r] : regions) {
     if (is_developer_scope(r->buffer->scope)) developer = true;
     const bool clipped = ctx.developer() && r->buffer->scope == MemScope::GM &&
-                         (n.op->name == "copy" || n.op->name == "atomic_add");
+                         (n.op == &ops::copy() || n.op == &ops::atomic_add());
     check_bounds(n, ctx, name, *r, clipped);
   }
 
@@ -224,7 +226,7 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
       const BufferRegion *src = region_of(n, "src"), *dst = region_of(n, "dst");
       if (!src || !dst || developer) break;
       MemScope s = src->buffer->scope, d = dst->buffer->scope;
-      if (n.op->name == "atomic_add" && d != MemScope::GM) {
+      if (n.op == &ops::atomic_add() && d != MemScope::GM) {
         ctx.error(n, "dst", "atomic-add-dst",
                   fmt::format("atomic_add accumulates into GM only, got {}", scope_str(d)));
         break;
@@ -245,7 +247,8 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
     if (!core)
       ctx.error(n, "", "op-outside-scope",
                 fmt::format("expert mode needs every {} inside T::Scope(Core::{}); it is outside "
-                            "any scope", move ? "copy" : "tile op", core_name(*need)));
+                            "any scope",
+                            move ? ops::copy().name : "tile op", core_name(*need)));
     else if (*core != *need)
       ctx.error(n, "", move ? "copy-core-scope" : "op-core-scope",
                 move ? fmt::format("this copy path is issued by the {} core; expected "

@@ -197,61 +197,8 @@ def f(C: T.Tensor((64, 32), "float32")):
                 T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
 )";
 
-TEST(InsertChannelSyncs, TheProducerSetsAfterItsCopyTheConsumerWaitsBeforeAndAiv1RunsTheProtocol) {
-  EXPECT_EQ(after(kSplitChannel, insert_channel_syncs), R"(@T.prim_func
-def f(C: T.Tensor((64, 32), "float32")):
-    with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
-        with T.Scope("Cube"):
-            c = T.alloc_L0C((32, 32), "float32")
-            T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
-            T.set_cross_flag("FIX", 0, mode=2, auto=True)
-        with T.Scope("Vector"):
-            if vid == 0:
-                c_ub = T.alloc_ub((32, 32), "float32")
-                T.wait_cross_flag(0, auto=True)
-                T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
-                T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
-            else:
-                T.wait_cross_flag(0, auto=True)
-)");
-}
-
-TEST(InsertChannelSyncs, AChannelInsideALoopGetsCreditsThatBalanceForAnyTripCount) {
-  std::string text = kSplitChannel;
-  auto wrap = [&](const std::string& from, const std::string& to) { text.replace(text.find(from), from.size(), to); };
-  wrap("            T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])\n",
-       "            for k in T.serial(3):\n                T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])\n");
-  wrap("                T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)\n                T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])\n",
-       "                for k in T.serial(3):\n                    T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)\n"
-       "                    T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])\n");
-  EXPECT_EQ(after(text, insert_channel_syncs), R"(@T.prim_func
-def f(C: T.Tensor((64, 32), "float32")):
-    with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
-        with T.Scope("Cube"):
-            c = T.alloc_L0C((32, 32), "float32")
-            for k in T.serial(3):
-                T.wait_cross_flag(1, auto=True)
-                T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
-                T.set_cross_flag("FIX", 0, mode=2, auto=True)
-            T.wait_cross_flag(1, auto=True)
-        with T.Scope("Vector"):
-            if vid == 0:
-                T.set_cross_flag("MTE2", 1, mode=2, auto=True)
-                c_ub = T.alloc_ub((32, 32), "float32")
-                for k in T.serial(3):
-                    T.wait_cross_flag(0, auto=True)
-                    T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], c_ub)
-                    T.set_cross_flag("MTE2", 1, mode=2, auto=True)
-                    T.copy(c_ub, C[cid * 32:cid * 32 + 32, 0:32])
-            else:
-                T.set_cross_flag("MTE2", 1, mode=2, auto=True)
-                for k in T.serial(3):
-                    T.wait_cross_flag(0, auto=True)
-                    T.set_cross_flag("MTE2", 1, mode=2, auto=True)
-)");
-}
+// TheProducerSetsAfterItsCopy..., AChannelInsideALoopGetsCredits...:
+// tests/pass/insert_channel_syncs.tl.
 
 // A slot filled in column parts: the producer waits for its credit before the first part and
 // raises the data flag after the last, so the counts balance as for one copy.

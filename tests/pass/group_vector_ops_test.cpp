@@ -8,64 +8,7 @@
 namespace tl {
 namespace {
 
-std::string grouped(std::string_view text) {
-  return print(group_vector_ops(parse(text), default_target()), {.locations = false});
-}
-
-// Two chains of two (l = l * a + r, then acc = acc * a + o): both multiplies, then both adds.
-// The copy out ends the run; the op after it is a run of its own.
-TEST(GroupVectorOps, OrdersARunByDependenceLevel) {
-  constexpr std::string_view in = R"(@T.prim_func
-def f(X: T.Tensor((16, 16), "float32")):
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            l = T.alloc_ub((16, 16), "float32")
-            a = T.alloc_ub((16, 16), "float32")
-            r = T.alloc_ub((16, 16), "float32")
-            acc = T.alloc_ub((16, 16), "float32")
-            o = T.alloc_ub((16, 16), "float32")
-            T.tile.mul(l, l, a)
-            T.tile.add(l, l, r)
-            T.tile.mul(acc, acc, a)
-            T.tile.add(acc, acc, o)
-            T.copy(acc, X)
-            T.tile.exp(a, a)
-)";
-  constexpr std::string_view out = R"(@T.prim_func
-def f(X: T.Tensor((16, 16), "float32")):
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            l = T.alloc_ub((16, 16), "float32")
-            a = T.alloc_ub((16, 16), "float32")
-            r = T.alloc_ub((16, 16), "float32")
-            acc = T.alloc_ub((16, 16), "float32")
-            o = T.alloc_ub((16, 16), "float32")
-            T.tile.mul(l, l, a)
-            T.tile.mul(acc, acc, a)
-            T.tile.add(l, l, r)
-            T.tile.add(acc, acc, o)
-            T.copy(acc, X)
-            T.tile.exp(a, a)
-)";
-  EXPECT_EQ(grouped(in), out);
-}
-
-// A chain stays as it is, and so does an op that overwrites what an earlier one reads (the
-// order of a write after a read is a dependence too).
-TEST(GroupVectorOps, KeepsEveryDependence) {
-  constexpr std::string_view text = R"(@T.prim_func
-def f():
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            a = T.alloc_ub((16, 16), "float32")
-            b = T.alloc_ub((16, 16), "float32")
-            T.tile.exp(b, a)
-            T.tile.mul(a, a, a)
-            T.tile.add(b, b, a)
-)";
-  PrimFunc f = parse(text);
-  EXPECT_EQ(group_vector_ops(f, default_target()), f);
-}
+// The IR-text cases (dependence-level order, chains kept): tests/pass/group_vector_ops.tl.
 
 int v_barriers(const PrimFunc& f) {
   int n = 0;

@@ -40,28 +40,7 @@ std::string guarded(const std::string& text) {
   return print(guard_loop_credits(parse(text), default_target()), {.locations = false});
 }
 
-TEST(GuardLoopCredits, ThePreSetAndDrainBecomeGuardsOnTheFirstWaitAndTheLastSet) {
-  const std::string want = R"(@T.prim_func
-def f(A: T.Tensor((16, 16), "float16")):
-    with T.Kernel(2, is_npu=True) as (cid, vid):
-        with T.Scope("Cube"):
-            a = T.alloc_L1((16, 16), "float16", address=0)
-            a0 = T.alloc_L0A((16, 16), "float16", address=0)
-            for i in T.serial(2):
-                t = i * 2 + cid
-                if t < 3:
-                    for k in T.serial(3):
-                        if k > 0 or i > 0:
-                            T.wait_flag("MTE1", "MTE2", 0, auto=True)
-                        T.copy(A[0:16, 0:16], a)
-                        T.set_flag("MTE2", "MTE1", 0, auto=True)
-                        T.wait_flag("MTE2", "MTE1", 0, auto=True)
-                        T.copy(a, a0)
-                        if k + 1 < 3 or i + 1 < 2 and (i + 1) * 2 + cid < 3:
-                            T.set_flag("MTE1", "MTE2", 0, auto=True)
-)";
-  EXPECT_EQ(guarded(persistent("3")), print(parse(want), {.locations = false}));
-}
+// ThePreSetAndDrainBecomeGuardsOnTheFirstWaitAndTheLastSet: tests/pass/guard_loop_credits.tl.
 
 // A tile condition that holds for a suffix of the tiles (`t > 0`: block 0 skips its first
 // tile), so the first wait block 0 runs is not at i = 0, and a trip count the replay cannot

@@ -8,72 +8,7 @@
 namespace tl {
 namespace {
 
-std::string hoisted(std::string_view text) {
-  return print(hoist_above_channel_waits(parse(text), default_target()), {.locations = false});
-}
-
-TEST(HoistAboveChannelWaits, MovesWhatCommutesWithEverythingItPassesAndStopsAtTheNextChannelCopy) {
-  constexpr std::string_view in = R"(@T.prim_func
-def f():
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 2, 16, 16), "float32")
-        with T.Scope("Vector"):
-            u = T.alloc_ub((16, 16), "float32")
-            a = T.alloc_ub((16, 16), "float32")
-            b = T.alloc_ub((16, 16), "float32")
-            T.tile.exp(a, a)
-            T.copy(ws[0:1, 0:1, 0:16, 0:16], u)
-            T.tile.add(b, u, u)
-            T.tile.mul(a, a, a)
-            T.tile.add(b, b, a)
-            T.tile.exp(a, a)
-            T.copy(b, ws[0:1, 1:2, 0:16, 0:16])
-            T.tile.exp(a, a)
-)";
-  constexpr std::string_view out = R"(@T.prim_func
-def f():
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 2, 16, 16), "float32")
-        with T.Scope("Vector"):
-            u = T.alloc_ub((16, 16), "float32")
-            a = T.alloc_ub((16, 16), "float32")
-            b = T.alloc_ub((16, 16), "float32")
-            T.tile.exp(a, a)
-            T.tile.mul(a, a, a)
-            T.copy(ws[0:1, 0:1, 0:16, 0:16], u)
-            T.tile.add(b, u, u)
-            T.tile.add(b, b, a)
-            T.tile.exp(a, a)
-            T.copy(b, ws[0:1, 1:2, 0:16, 0:16])
-            T.tile.exp(a, a)
-)";
-  EXPECT_EQ(hoisted(in), out);
-}
-
-// Nothing moves past a statement that is not a tile op or past a debug print, and a kernel whose
-// receives are followed only by their consumers comes back unchanged.
-TEST(HoistAboveChannelWaits, StopsAtLoopsAndBranchesAndLeavesDependentWorkAlone) {
-  constexpr std::string_view text = R"(@T.prim_func
-def f():
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 2, 16, 16), "float32")
-        with T.Scope("Vector"):
-            u = T.alloc_ub((16, 16), "float32")
-            a = T.alloc_ub((16, 16), "float32")
-            T.copy(ws[0:1, 0:1, 0:16, 0:16], u)
-            T.tile.exp(u, u)
-            if vid == 0:
-                T.tile.exp(a, a)
-            T.copy(ws[0:1, 1:2, 0:16, 0:16], u)
-            for i in T.serial(2):
-                T.tile.exp(a, a)
-            T.copy(ws[0:1, 0:1, 0:16, 0:16], u)
-            T.printf(cid, fmt="cid=%d")
-            T.tile.exp(a, a)
-)";
-  PrimFunc f = parse(text);
-  EXPECT_EQ(hoist_above_channel_waits(f, default_target()), f);
-}
+// The IR-text cases (what moves, what stays): tests/pass/hoist_above_channel_waits.tl.
 
 /// Index of the first line of `text` at or after `from` that contains `what`.
 size_t line_with(const std::string& text, const std::string& what, size_t from = 0) {

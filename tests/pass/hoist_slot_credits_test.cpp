@@ -29,25 +29,7 @@ std::string hoisted(const std::string& text) {
   return print(hoist_slot_credits(parse(text), default_target()), {.locations = false});
 }
 
-TEST(HoistSlotCredits, CreditsOfTheOnlyInnerLoopMoveOutOfTheOuterLoop) {
-  EXPECT_EQ(hoisted(cube_kernel(R"(            for t in T.serial(4):
-                T.set_flag("MTE1", "MTE2", 0, auto=True)
-                for k in T.serial(3):
-                    T.wait_flag("MTE1", "MTE2", 0, auto=True)
-                    T.copy(A, a)
-                    T.set_flag("MTE1", "MTE2", 0, auto=True)
-                T.wait_flag("MTE1", "MTE2", 0, auto=True)
-)")),
-            print(parse(cube_kernel(R"(            T.set_flag("MTE1", "MTE2", 0, auto=True)
-            for t in T.serial(4):
-                for k in T.serial(3):
-                    T.wait_flag("MTE1", "MTE2", 0, auto=True)
-                    T.copy(A, a)
-                    T.set_flag("MTE1", "MTE2", 0, auto=True)
-            T.wait_flag("MTE1", "MTE2", 0, auto=True)
-)")),
-                  {.locations = false}));
-}
+// CreditsOfTheOnlyInnerLoopMoveOutOfTheOuterLoop: tests/pass/hoist_slot_credits.tl.
 
 TEST(HoistSlotCredits, WorkOnTheCreditsPipeOutsideTheInnerLoopKeepsThemInPlace) {
   // A load (MTE2) between the tiles: the drain orders it after the last tile's reads.

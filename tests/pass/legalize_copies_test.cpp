@@ -14,35 +14,8 @@ std::string legal(std::string_view text) {
   return testing::run_on_text(text, [](const PrimFunc& f) { return legalize_copies(f, get_target("A2")); });
 }
 
-TEST(LegalizeCopies, RowTailClipsBothSidesOfEveryGmCopy) {
-  // 13 rows in tiles of 4: block 3 has one row. Rows of 128 bytes need no padded form.
-  EXPECT_EQ(legal(R"(@T.prim_func
-def f(X: T.Tensor((13, 64), "float16"), Z: T.Tensor((13, 64), "float16")):
-    with T.Kernel(4, threads=1) as cid:
-        x = T.alloc_ub((4, 64), "float16")
-        T.copy(X[cid * 4:cid * 4 + 4, 0:64], x)
-        T.copy(x, Z[cid * 4:cid * 4 + 4, 0:64])
-)"),
-            R"(@T.prim_func
-def f(X: T.Tensor((13, 64), "float16"), Z: T.Tensor((13, 64), "float16")):
-    with T.Kernel(4, threads=1) as cid:
-        x = T.alloc_ub((4, 64), "float16")
-        T.copy(X[cid * 4:cid * 4 + T.min(13 - cid * 4, 4), 0:64], x[0:T.min(13 - cid * 4, 4), 0:64], clipped=True)
-        T.copy(x[0:T.min(13 - cid * 4, 4), 0:64], Z[cid * 4:cid * 4 + T.min(13 - cid * 4, 4), 0:64])
-)");
-}
-
-TEST(LegalizeCopies, CopiesProvablyInsideTheTensorAreUnchanged) {
-  const char* in = R"(@T.prim_func
-def f(X: T.Tensor((16, 64), "float16"), Z: T.Tensor((16, 64), "float16")):
-    with T.Kernel(4, threads=1) as cid:
-        x = T.alloc_ub((4, 64), "float16")
-        T.copy(X[cid * 4:cid * 4 + 4, 0:64], x)
-        for k in T.serial(2):
-            T.copy(x, Z[k * 8 + cid % 2 * 4:k * 8 + cid % 2 * 4 + 4, 0:64])
-)";
-  EXPECT_EQ(legal(in), print(parse(in), {.locations = false}));
-}
+// RowTailClipsBothSidesOfEveryGmCopy, CopiesProvablyInsideTheTensorAreUnchanged:
+// tests/pass/legalize_copies.tl.
 
 TEST(LegalizeCopies, RowsThatAreNotWholeBlocksArePaddedAndUseThePaddedCopy) {
   EXPECT_EQ(legal(R"(@T.prim_func

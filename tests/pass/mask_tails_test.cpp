@@ -20,45 +20,7 @@ std::string error_of(std::string_view text) {
   return testing::error_of([&] { masked(text); });
 }
 
-TEST(MaskTails, AnAccumulatingLoopRunsAsWrittenAfterANeutralFillOfTheStalePart) {
-  // Bug 1's kernel: 64-column chunks of 100 columns, 13 rows in blocks of 8. `acc + x * x` is acc
-  // where x is 0, so the stale part of x is zeroed on the clipped iterations and the loop runs
-  // as written.
-  EXPECT_EQ(masked(R"(@T.prim_func
-def f(X: T.Tensor((13, 100), "float32"), Y: T.Tensor((13,), "float32")):
-    with T.Kernel(2, threads=1) as cid:
-        x = T.alloc_ub((8, 64), "float32")
-        acc = T.alloc_ub((8, 64), "float32")
-        s = T.alloc_ub((8,), "float32")
-        T.tile.fill(acc, 0.0)
-        for c in T.serial(2):
-            T.copy(X[cid * 8:cid * 8 + 8, c * 64:c * 64 + 64], x)
-            for i in T.Parallel(8):
-                for j in T.Parallel(64):
-                    acc[i, j] = acc[i, j] + x[i, j] * x[i, j]
-        T.reduce_sum(acc, s)
-        T.copy(s, Y[cid * 8:cid * 8 + 8])
-)"),
-            R"(@T.prim_func
-def f(X: T.Tensor((13, 100), "float32"), Y: T.Tensor((13,), "float32")):
-    with T.Kernel(2, threads=1) as cid:
-        x = T.alloc_ub((8, 64), "float32")
-        acc = T.alloc_ub((8, 64), "float32")
-        s = T.alloc_ub((8,), "float32")
-        T.tile.fill(acc, 0.0)
-        for c in T.serial(2):
-            T.copy(X[cid * 8:cid * 8 + 8, c * 64:c * 64 + 64], x)
-            if T.min(13 - cid * 8, 8) < 8 or T.min(100 - c * 64, 64) < 64:
-                for tail0 in T.Parallel(8):
-                    for tail1 in T.Parallel(64):
-                        x[tail0, tail1] = T.if_then_else(tail0 < T.min(13 - cid * 8, 8), T.if_then_else(tail1 < T.min(100 - c * 64, 64), x[tail0, tail1], 0.0), 0.0)
-            for i in T.Parallel(8):
-                for j in T.Parallel(64):
-                    acc[i, j] = acc[i, j] + x[i, j] * x[i, j]
-        T.reduce_sum(acc, s)
-        T.copy(s, Y[cid * 8:cid * 8 + 8])
-)");
-}
+// AnAccumulatingLoopRunsAsWrittenAfterANeutralFillOfTheStalePart: tests/pass/mask_tails.tl.
 
 TEST(MaskTails, AnAccumulatingLoopWithNoNeutralFillSelectsTheOldValue) {
   // `acc + |x| + 1` is acc for no value of x: on the clipped iterations the loop keeps the old

@@ -78,6 +78,7 @@ TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
   Captured c;
   PassOptions o = c.options();
   o.time_passes = true;
+  o.dev.merge_flags = true;  // off by default (a switch leaves its pass out, as in tl::compile)
   lower(parse(kKernel), default_target(), o);
   // Every pass of the pipeline reports, the developer-mode ones too (they return an expert
   // kernel unchanged, quickly).

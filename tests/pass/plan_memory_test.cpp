@@ -15,47 +15,7 @@ std::string planned(std::string_view text, const Target& t = default_target()) {
   return run_on_text(text, [&](const PrimFunc& f) { return plan_memory(f, t); });
 }
 
-TEST(PlanMemory, BuffersWithDisjointLiveRangesShareBytes) {
-  // a dies at the exp into b; c is born after, so it takes a's bytes. b overlaps both. The
-  // flag orders the load of a before the exp and the pipe_barrier(V) the exp's read of a
-  // before the add's write of c (V may overlap consecutive instructions); without them c gets
-  // bytes of its own (ReuseAcrossPipesNeedsTheProgramToOrderThem).
-  constexpr std::string_view in = R"(@T.prim_func
-def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            a = T.alloc_ub((16, 64), "float32")
-            b = T.alloc_ub((16, 64), "float32")
-            c = T.alloc_ub((16, 64), "float32")
-            T.copy(X, a)
-            T.set_flag("MTE2", "V", 0)
-            T.wait_flag("MTE2", "V", 0)
-            T.tile.exp(b, a)
-            T.pipe_barrier("V")
-            T.tile.add(c, b, b)
-            T.set_flag("V", "MTE3", 0)
-            T.wait_flag("V", "MTE3", 0)
-            T.copy(c, Y)
-)";
-  constexpr std::string_view out = R"(@T.prim_func
-def f(X: T.Tensor((16, 64), "float32"), Y: T.Tensor((16, 64), "float32")):
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        with T.Scope("Vector"):
-            a = T.alloc_ub((16, 64), "float32", address=0)
-            b = T.alloc_ub((16, 64), "float32", address=4096)
-            c = T.alloc_ub((16, 64), "float32", address=0)
-            T.copy(X, a)
-            T.set_flag("MTE2", "V", 0)
-            T.wait_flag("MTE2", "V", 0)
-            T.tile.exp(b, a)
-            T.pipe_barrier("V")
-            T.tile.add(c, b, b)
-            T.set_flag("V", "MTE3", 0)
-            T.wait_flag("V", "MTE3", 0)
-            T.copy(c, Y)
-)";
-  EXPECT_EQ(planned(in), out);
-}
+// BuffersWithDisjointLiveRangesShareBytes: tests/pass/plan_memory.tl.
 
 TEST(PlanMemory, LiveTogetherMeansDisjointAndAligned) {
   // 12-byte and 40-byte buffers live at the same time: each starts on a 32-byte boundary.

@@ -52,32 +52,8 @@ std::string error_text(const std::string& text) {
 }
 
 // ---- IR text in, IR text out -------------------------------------------------------------------
-
-TEST(VectorizeParallel, OneDimensionalElementwiseWritesTheDestinationDirectly) {
-  constexpr std::string_view decls = R"(            a = T.alloc_ub((64,), "float32")
-            b = T.alloc_ub((64,), "float32")
-            c = T.alloc_ub((64,), "float32")
-)";
-  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(64):
-                c[i] = a[i] + b[i]
-)")),
-            kernel(decls, R"(            T.tile.add(c, a, b)
-)"));
-}
-
-TEST(VectorizeParallel, TwoDimensionalExpressionComputesItsFirstOperandInTheDestination) {
-  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 32), "float32")
-            b = T.alloc_ub((16, 32), "float32")
-            c = T.alloc_ub((16, 32), "float32")
-)";
-  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
-                for j in T.Parallel(32):
-                    c[i, j] = a[i, j] * b[i, j] - a[i, j]
-)")),
-            kernel(decls, R"(            T.tile.mul(c, a, b)
-            T.tile.sub(c, c, a)
-)"));
-}
+// (The first two cases, one- and two-dimensional elementwise loops:
+// tests/pass/vectorize_parallel.tl.)
 
 TEST(VectorizeParallel, AnOperandReadingTheDestinationKeepsTheFirstOperandInATemporary) {
   // c * ... reads c's old values after a * b is computed: a * b cannot go into c first.

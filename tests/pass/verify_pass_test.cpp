@@ -40,23 +40,6 @@ TEST(VerifyPass, ValidKernelComesBackAsIs) {
   EXPECT_EQ(verify_pass(f, default_target()), f);
 }
 
-TEST(VerifyPass, VectorOpOnAnL1BufferIsRejected) {
-  std::string msg = error_of([] {
-    verified(mutated(R"(a = T.alloc_ub((16, 64), "float32"))", R"(a = T.alloc_L1((16, 64), "float32"))"));
-  });
-  EXPECT_NE(msg.find("T.tile.exp"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("[rule:"), std::string::npos) << msg;
-}
-
-TEST(VerifyPass, OpOutsideAScopeIsRejected) {
-  std::string msg = error_of([] {
-    verified(mutated("        with T.Scope(\"Vector\"):\n            a = T.alloc_ub((16, 64), \"float32\")\n",
-                     "        a = T.alloc_ub((16, 64), \"float32\")\n        T.tile.fill(a, 0.0)\n"
-                     "        with T.Scope(\"Vector\"):\n"));
-  });
-  EXPECT_NE(msg.find("op-outside-scope"), std::string::npos) << msg;
-}
-
 TEST(VerifyPass, MisalignedExplicitAddressIsRejected) {
   std::string msg = error_of([] {
     verified(mutated(R"(a = T.alloc_ub((16, 64), "float32"))", R"(a = T.alloc_ub((16, 64), "float32", address=3))"));

@@ -13,6 +13,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -67,6 +68,12 @@ std::vector<std::string> gemm(const char* cmd, std::vector<std::string> extra = 
   std::vector<std::string> a = {cmd, "gemm", "--set", "M=128", "--set", "N=256", "--set", "K=64"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
+}
+
+/// `rel` under the repository root (ctest sets TL_SOURCE_DIR), for `tlc opt`'s IR files.
+std::string src(const char* rel) {
+  const char* root = std::getenv("TL_SOURCE_DIR");
+  return fmt::format("{}/{}", root ? root : ".", rel);
 }
 
 const std::vector<Case>& cases() {
@@ -144,6 +151,34 @@ const std::vector<Case>& cases() {
       {{"run", "add_dev", "--set", "M=8", "--on", "merge_flags"}, 0, "reference: match"},
       {{"report", "add_dev", "--off", "nothing"}, 2, "--off: no automation named 'nothing'"},
       {{"report", "--help"}, 0, "what the compiler made of a kernel"},
+      // opt (IR text in, the named passes, IR text out; docs/compiler.md, "IR-file tests")
+      {{"opt", src("tests/pass/infer_scopes.tl"), "--passes", "infer_scopes"},
+       0,
+       "a = T.alloc_L1((32, 32), \"float16\")",
+       "T.alloc_shared"},
+      {{"opt", src("tests/pass/infer_scopes.tl"), "--passes=infer_scopes", "--loc"},
+       0,
+       "infer_scopes.tl:9"},
+      {{"opt", src("tests/pass/vectorize_parallel.tl"), "--passes", "vectorize_parallel",
+        "--verify-each"},
+       0,
+       "T.tile.add(c, a, b)"},
+      {{"opt", src("tests/pass/plan_memory.tl"), "--passes", "plan_memory", "--target", "950"},
+       0,
+       "address=0"},
+      {{"opt", src("tests/pass/plan_memory.tl"), "--passes", "plan_memory", "--target", "nope"},
+       2,
+       "nope"},
+      {{"opt", src("tests/pass/infer_scopes.tl"), "--passes", "infer_scope"},
+       2,
+       "passes: no pass named 'infer_scope' (passes: verify, simplify, infer_scopes"},
+      {{"opt", "/nonexistent/x.tl", "--passes", "simplify"},
+       2,
+       "opt: cannot read '/nonexistent/x.tl'"},
+      {{"opt", src("tests/pass/infer_scopes_errors.tl"), "--passes", "infer_scopes"},
+       1,
+       "is used in two gemm operand positions"},
+      {{"opt", "--help"}, 0, "run passes on an IR text file"},
       // demo (the whole job takes minutes: its option is exercised on an unwritable directory)
       {{"demo", "--out", "/proc/nope"}, 2, "error: --out /proc/nope: cannot create the directory"},
       {{"demo", "--help"}, 0, "the main job"},
@@ -241,7 +276,7 @@ TEST(TlcCoverage, TheInventoryListsTheDocumentedSubcommands) {
     auto it = inv.find({cmd, name});
     return it == inv.end() ? std::string("(absent)") : it->second;
   };
-  for (const char* sub : {"list", "print", "verify", "run", "report", "demo"})
+  for (const char* sub : {"list", "print", "verify", "run", "report", "opt", "demo"})
     EXPECT_EQ(kind("tlc", sub), "subcommand") << sub;
   EXPECT_EQ(kind("run", "kernel"), "positional");
   EXPECT_EQ(kind("run", "--set"), "value");

@@ -12,6 +12,8 @@
 //   tlc report KERNEL [--set N=V]    what the compiler made of it: synchronisations (in the IR
 //                                    and executed per block; the author's, the compiler's),
 //                                    event ids, channels and workspace, memory per scope
+//   tlc opt FILE.tl --passes=a,b     IR text in, the named passes (ungated), IR text out;
+//        [--target A2] [--verify-each] [--loc]   (docs/compiler.md, "IR-file tests")
 //   tlc demo [--out DIR]             the main job: verify, run (hazard-checked, reference-checked)
 //                                    and profile every example; IR, traces, timelines to out/
 // Two hidden subcommands serve the tests (tests/tools/tlc_coverage_test.cpp): `list-options`
@@ -22,6 +24,7 @@
 // exception becomes a one-line error, and an option that would do nothing in the chosen mode
 // is an error rather than silently ignored.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -33,12 +36,14 @@
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/report.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
+#include "tl/parser.h"
 #include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
@@ -206,27 +211,26 @@ struct RunMode {
 /// `--off NAME` / `--on NAME`: switches a developer-mode automation off or on
 /// (tl::DeveloperOptions).
 void switch_to(tl::DeveloperOptions& d, const std::string& name, bool on) {
-  const std::pair<const char*, bool*> all[] = {{"infer_scopes", &d.infer_scopes},
-                                               {"lower_cube_ops", &d.lower_cube_ops},
-                                               {"mask_tails", &d.mask_tails},
-                                               {"legalize_copies", &d.legalize_copies},
-                                               {"split_cube_vector", &d.split_cube_vector},
-                                               {"vectorize", &d.vectorize},
-                                               {"insert_syncs", &d.insert_syncs},
-                                               {"pipeline_loops", &d.pipeline_loops},
-                                               {"split_aiv", &d.split_aiv},
-                                               {"minimise_syncs", &d.minimise_syncs},
-                                               {"merge_flags", &d.merge_flags}};
   std::string names;
-  for (const auto& [n, flag] : all) {
-    if (name == n) {
-      *flag = on;
+  for (const auto& s : tl::switch_registry()) {
+    if (s.tlc_flag) continue;  // its own flag (--scalar-fallback)
+    if (name == s.name) {
+      d.*s.field = on;
       return;
     }
-    names += (names.empty() ? "" : ", ") + std::string(n);
+    names += (names.empty() ? "" : ", ") + std::string(s.name);
   }
   throw UsageError(fmt::format("--{}: no automation named '{}'; expected one of {}",
                                on ? "on" : "off", name, names));
+}
+
+/// The switches `--off` (default on: true) or `--on` (default off) is for, for the help text.
+std::string switch_names(bool default_on) {
+  std::string names;
+  for (const auto& s : tl::switch_registry())
+    if (!s.tlc_flag && s.default_on() == default_on)
+      names += (names.empty() ? "" : ", ") + std::string(s.name);
+  return names;
 }
 
 /// Timed mode: the profile table, the Chrome trace / HTML timeline, and the outputs that
@@ -381,6 +385,50 @@ int run_demo(const std::string& dir, const tl::Target& target) {
   return ok ? kOk : kKernelFailed;
 }
 
+/// `tlc opt FILE --passes=a,b`: IR text in, the named passes run ungated (the user asked for
+/// each), IR text out (docs/compiler.md, "IR-file tests"). Each statement line without a
+/// comment gets the location `FILE:LINE`, so that errors name the line of the .tl file.
+int opt_file(const std::string& path, const std::vector<std::string>& passes,
+             const tl::Target& target, bool verify_each, bool locations) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("opt: cannot read '{}'", path));
+  // A `# -----` line separates functions (each is parsed and run on its own); each part keeps
+  // the file's line numbers (the lines before it are blank), so parse errors name them too.
+  std::vector<std::string> parts(1);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.starts_with("# -----")) {
+      parts.push_back(std::string(n, '\n'));
+      continue;
+    }
+    const bool blank = line.find_first_not_of(" \t\r") == std::string::npos;
+    if (!blank && line.find('#') == std::string::npos) line += fmt::format("  # @{}:{}", path, n);
+    parts.back() += line + '\n';
+  }
+  if (passes.empty()) throw UsageError("opt: --passes names no pass");
+  g_error_exit = kKernelFailed;  // the command line is valid: from here on, errors are the IR's
+  // A function's error does not stop the others (a file may hold several error cases); the
+  // exit status says that one failed.
+  bool failed = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) std::cout << "# -----\n";
+    try {
+      tl::PrimFunc f = tl::parse(parts[i], path);
+      tl::PassOptions po;
+      po.verify_each = verify_each;
+      f = tl::run_named_passes(f, target, passes, po);
+      std::cout << tl::print(f, {.locations = locations});
+    } catch (const tl::Error& e) {
+      if (std::string_view(e.what()).starts_with("passes: no pass named"))
+        throw UsageError(e.what());
+      if (parts.size() == 1) throw;
+      fmt::print(stderr, "error: {}\n", e.what());
+      failed = true;
+    }
+  }
+  return failed ? kKernelFailed : kOk;
+}
+
 /// `tlc list-options`: one line per subcommand and option of `app` and its visible subcommands,
 /// `<subcommand> <name> <kind>`: kind `subcommand`, `flag` (takes no value), `value` or
 /// `positional` (the root is `tlc`). Hidden ones (CLI11 group "") are left out.
@@ -464,22 +512,19 @@ int tlc_main(int argc, char** argv) {
       "deciding a branch, loop bound or address (stale-data checker; also TL_CHECK_STALE=1)");
   std::vector<std::string> offs;
   run_cmd->add_option("--off", offs,
-                      "switch a developer-mode automation off: infer_scopes, lower_cube_ops, "
-                      "mask_tails, legalize_copies, "
-                      "split_cube_vector, vectorize, insert_syncs, pipeline_loops, split_aiv, "
-                      "minimise_syncs, merge_flags (docs/developer_mode.md, Options)");
+                      "switch a developer-mode automation off: " + switch_names(true) +
+                          " (docs/developer_mode.md, Options)");
   std::vector<std::string> ons;
-  run_cmd->add_option(
-      "--on", ons,
-      "switch a developer-mode automation on that is off by default: merge_flags (fewer syncs, "
-      "possibly more cycles; docs/developer_mode.md, Options)");
-  run_cmd->add_flag("--scalar-fallback", g_timed.dev.scalar_fallback,
-                    "developer mode: run element loops that cannot be vectorised on the scalar "
-                    "unit (a remark each)");
-  run_cmd->add_flag(
-      "--allow-inexact-math", g_timed.dev.allow_inexact_math,
-      "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
-      "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)");
+  run_cmd->add_option("--on", ons,
+                      "switch a developer-mode automation on that is off by default: " +
+                          switch_names(false) + " (docs/developer_mode.md, Options)");
+  // The opt-ins that are no automation have flags of their own: --scalar-fallback, ...
+  for (const auto& s : tl::switch_registry()) {
+    if (!s.tlc_flag) continue;
+    std::string flag = "--" + std::string(s.name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    run_cmd->add_flag(flag, g_timed.dev.*s.field, std::string(s.help));
+  }
   std::vector<std::string> dyn_sets;
   run_cmd->add_option("--dyn", dyn_sets,
                       "value of a dynamic size: NAME=VALUE in [0, 2^31) (default 1000)");
@@ -494,6 +539,19 @@ int tlc_main(int argc, char** argv) {
   report_cmd->add_option("--on", report_ons,
                          "switch a developer-mode automation on (as for tlc run)");
   report_cmd->add_option("--dyn", report_dyn, "value of a dynamic size: NAME=VALUE (default 1000)");
+  auto* opt_cmd = app.add_subcommand(
+      "opt", "run passes on an IR text file and print the result (tests/pass/*.tl)");
+  std::string opt_path;
+  std::vector<std::string> opt_passes;
+  bool opt_verify_each = false, opt_loc = false;
+  opt_cmd->add_option("file", opt_path, "IR text (what tlc print --no-loc prints)")->required();
+  opt_cmd->add_option("--passes", opt_passes, "passes to run, in order, ungated: NAME[,NAME]")
+      ->delimiter(',')
+      ->required();
+  opt_cmd->add_option("--target", target_name, "target chip (A2, 910B3, 910B4, A3, 950)");
+  opt_cmd->add_flag("--verify-each", opt_verify_each,
+                    "check each pass's output invariant (an internal error when broken)");
+  opt_cmd->add_flag("--loc", opt_loc, "print `# @file:line` locations (the .tl file's lines)");
   auto* demo = app.add_subcommand(
       "demo", "the main job: verify, run, check and profile every example kernel");
   std::string demo_dir = "out";
@@ -588,6 +646,7 @@ int tlc_main(int argc, char** argv) {
       report_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, report_dyn);
       return kOk;
     }
+    if (*opt_cmd) return opt_file(opt_path, opt_passes, target, opt_verify_each, opt_loc);
     if (*demo) return run_demo(demo_dir, target);
   } catch (const UsageError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
