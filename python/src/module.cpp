@@ -73,6 +73,7 @@ PyLoc to_loc(nb::handle h) {
 DType to_dtype(nb::handle h) {
   std::string s = nb::cast<std::string>(nb::str(h));
   if (s == "float") s = "float32";  // TileLang's accum_dtype="float"
+  if (s == "int") s = "int32";      // TileLang's (TVM's) "int" is int32
   auto t = parse_dtype(s);
   if (!t)
     throw Error(
@@ -780,6 +781,10 @@ NB_MODULE(_core, m) {
     d["disk_rejects"] = c.disk_rejects;
     return d;
   });
+  // tilelang.cache.clear_cache() empties both levels: the memory map here, the disk files in
+  // Python (tl_ascend/cache.py), which needs the directory the C++ cache resolves to.
+  m.def("clear_jit_cache", [] { jit::clear_cache(); });
+  m.def("jit_cache_dir", [] { return jit::cache_dir(); });
   m.def("dtype_bits", [](nb::handle dtype) { return dtype_bits(to_dtype(dtype)); });
   m.def("target_names", [] { return target_names(); });
   m.def("default_target", [] { return default_target().name; });
