@@ -14,35 +14,26 @@ PrimFunc add_dev(int M, int N, int bM, DType dtype) {
   auto Y = T::Tensor("Y", {M, N}, dtype);
   auto Z = T::Tensor("Z", {M, N}, dtype);
   return T::prim_func("add_dev", {X, Y, Z}, [&] {
-    T::Kernel(ceildiv(M, bM),
-              [&](Expr cid) {
-                auto x = T::alloc_shared("x", {bM, N}, dtype);
-                auto y = T::alloc_shared("y", {bM, N}, dtype);
-                auto z = T::alloc_shared("z", {bM, N}, dtype);
-                T::copy(X.at({cid * bM, 0}), x);
-                T::copy(Y.at({cid * bM, 0}), y);
-                T::Parallel({bM, N}, [&](Expr i, Expr j) { z(i, j) = x(i, j) + y(i, j); });
-                T::copy(z, Z.at({cid * bM, 0}));
-              },
-              {.threads = 2});
+    T::Kernel(ceildiv(M, bM), [&](Expr cid) {
+      auto x = T::alloc_shared("x", {bM, N}, dtype);
+      auto y = T::alloc_shared("y", {bM, N}, dtype);
+      auto z = T::alloc_shared("z", {bM, N}, dtype);
+      T::copy(X.at({cid * bM, 0}), x);
+      T::copy(Y.at({cid * bM, 0}), y);
+      T::Parallel({bM, N}, [&](Expr i, Expr j) { z(i, j) = x(i, j) + y(i, j); });
+      T::copy(z, Z.at({cid * bM, 0}));
+    }, {.threads = 2});
   });
 }
 
 TL_REGISTER_KERNEL({
     .name = "add_dev",
-    .summary =
-        "developer elementwise add: a T::Parallel element loop; the compiler vectorises and syncs",
+    .summary = "developer elementwise add: a T::Parallel element loop; the compiler vectorises and syncs",
     .params = {{"M", "96", "rows"},
                {"N", "2048", "columns"},
                {"bM", "4", "rows per block", ParamRule::tile()},
-               {"dtype",
-                "float16",
-                "X, Y, Z dtype",
-                {.one_of = {"float16", "float32", "int16", "int32"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return add_dev(a.get("M"), a.get("N"), a.get("bM"), a.get_dtype("dtype"));
-        },
+               {"dtype", "float16", "X, Y, Z dtype", {.one_of = {"float16", "float32", "int16", "int32"}}}},
+    .build = [](const KernelArgs& a) { return add_dev(a.get("M"), a.get("N"), a.get("bM"), a.get_dtype("dtype")); },
 });
 
 }  // namespace tl::examples

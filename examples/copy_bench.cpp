@@ -41,11 +41,10 @@ void copy_tiles(const Buffer& X, const Buffer& x, const CopyShape& s, Expr w, in
 
 void check_shape(const char* kernel, const CopyShape& s) {
   if (s.M % s.tM != 0 || s.N % s.tN != 0)
-    throw Error(fmt::format("{}: M={} and N={} must be multiples of tM={} and tN={}", kernel, s.M,
-                            s.N, s.tM, s.tN));
+    throw Error(fmt::format("{}: M={} and N={} must be multiples of tM={} and tN={}", kernel, s.M, s.N, s.tM, s.tN));
   if (s.N / s.tN % s.slots != 0)
-    throw Error(fmt::format("{}: slots={} must divide the {} column tiles of a row (N / tN)",
-                            kernel, s.slots, s.N / s.tN));
+    throw Error(fmt::format("{}: slots={} must divide the {} column tiles of a row (N / tN)", kernel, s.slots,
+                            s.N / s.tN));
 }
 
 }  // namespace
@@ -87,17 +86,13 @@ TL_REGISTER_KERNEL({
                {"tM", "64", "tile rows", ParamRule::tile()},
                {"tN", "1024", "tile columns", ParamRule::tile()},
                {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
-               {"slots", "1", "UB slots the copies cycle through (a barrier before each reuse)",
-                ParamRule::tile()},
-               {"dtype",
-                "float16",
-                "X dtype",
+               {"slots", "1", "UB slots the copies cycle through (a barrier before each reuse)", ParamRule::tile()},
+               {"dtype", "float16", "X dtype",
                 {.one_of = {"float16", "bfloat16", "float32", "int8", "uint8", "int16", "int32"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return copy_gm_ub(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"),
-                            a.get("slots"), a.get_dtype("dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return copy_gm_ub(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"), a.get("slots"),
+                        a.get_dtype("dtype"));
+    },
 });
 
 TL_REGISTER_KERNEL({
@@ -108,14 +103,12 @@ TL_REGISTER_KERNEL({
                {"tM", "64", "tile rows", ParamRule::tile(16)},
                {"tN", "256", "tile columns", ParamRule::tile(16)},
                {"blocks", "24", "blocks (one AIC each)", ParamRule::blocks()},
-               {"slots", "1", "L1 slots the copies cycle through (a barrier before each reuse)",
-                ParamRule::tile()},
+               {"slots", "1", "L1 slots the copies cycle through (a barrier before each reuse)", ParamRule::tile()},
                {"dtype", "float16", "X dtype", {.one_of = {"float16", "bfloat16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return copy_gm_l1(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"),
-                            a.get("slots"), a.get_dtype("dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return copy_gm_l1(a.get("M"), a.get("N"), a.get("tM"), a.get("tN"), a.get("blocks"), a.get("slots"),
+                        a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

@@ -14,13 +14,10 @@
 namespace tl::examples {
 
 PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
-  if (N % tile != 0)
-    throw Error(fmt::format("elementwise_add: N={} must be a multiple of tile={}", N, tile));
-  const int per_row = N / tile,
-            tiles = checked_product("elementwise_add: the tile count M * (N / tile)", {M, per_row});
+  if (N % tile != 0) throw Error(fmt::format("elementwise_add: N={} must be a multiple of tile={}", N, tile));
+  const int per_row = N / tile, tiles = checked_product("elementwise_add: the tile count M * (N / tile)", {M, per_row});
   const int workers = 2 * blocks;
-  const int rounds =
-      ceildiv(ceildiv(tiles, workers), 2);  // two tiles (one per buffer set) per round
+  const int rounds = ceildiv(ceildiv(tiles, workers), 2);  // two tiles (one per buffer set) per round
   auto X = T::Tensor("X", {M, N}, dtype);
   auto Y = T::Tensor("Y", {M, N}, dtype);
   auto Z = T::Tensor("Z", {M, N}, dtype);
@@ -33,9 +30,7 @@ PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
   return T::prim_func("elementwise_add", {X, Y, Z}, [&] {
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
       T::Scope(Core::Vector, [&] {
-        auto ub_row = [&](const char* name) {
-          return T::alloc_ub(name, {1, ub_cols}, dtype).region({0, 0}, {1, tile});
-        };
+        auto ub_row = [&](const char* name) { return T::alloc_ub(name, {1, ub_cols}, dtype).region({0, 0}, {1, tile}); };
         BufferRegion x[2] = {ub_row("x0"), ub_row("x1")};
         BufferRegion y[2] = {ub_row("y0"), ub_row("y1")};
         BufferRegion z[2] = {ub_row("z0"), ub_row("z1")};
@@ -78,20 +73,14 @@ TL_REGISTER_KERNEL({
     .summary = "expert elementwise add on the AIVs, double buffered (timing calibration C9)",
     .params = {{"M", "96", "rows"},
                {"N", "8192", "columns"},
-               {"tile", "8192",
-                "elements per tile (a divisor of N; any count: rows that are not whole 32-byte "
-                "blocks use padded UB rows and DataCopyPad)",
+               {"tile", "8192", "elements per tile (a divisor of N; any count: rows that are not whole 32-byte "
+                                "blocks use padded UB rows and DataCopyPad)",
                 ParamRule::tile()},
                {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
-               {"dtype",
-                "float16",
-                "X, Y, Z dtype",
-                {.one_of = {"float16", "float32", "int16", "int32"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return elementwise_add(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"),
-                                 a.get_dtype("dtype"));
-        },
+               {"dtype", "float16", "X, Y, Z dtype", {.one_of = {"float16", "float32", "int16", "int32"}}}},
+    .build = [](const KernelArgs& a) {
+      return elementwise_add(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"), a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

@@ -31,17 +31,13 @@ namespace tl::examples {
 
 PrimFunc flash_attention(int Bt, int H, int S, int D, int bM, int bN, int bK, int bD, DType dtype) {
   auto fail = [](const std::string& m) { throw Error("flash_attention: " + m); };
-  if (S % bM != 0 || S % bN != 0)
-    fail(fmt::format("S={} must be a multiple of bM={} and bN={}", S, bM, bN));
-  if (D % bK != 0 || D % bD != 0)
-    fail(fmt::format("D={} must be a multiple of bK={} and bD={}", D, bK, bD));
+  if (S % bM != 0 || S % bN != 0) fail(fmt::format("S={} must be a multiple of bM={} and bN={}", S, bM, bN));
+  if (D % bK != 0 || D % bD != 0) fail(fmt::format("D={} must be a multiple of bK={} and bD={}", D, bK, bD));
 
   const int q_tiles = S / bM, kv_tiles = S / bN;
-  const int num_blocks =
-      checked_product("flash_attention: the block count B * H * (S / bM)", {Bt, H, q_tiles});
+  const int num_blocks = checked_product("flash_attention: the block count B * H * (S / bM)", {Bt, H, q_tiles});
   if (num_blocks > ParamRule::kMaxBlocks)
-    fail(fmt::format("B * H * (S / bM) = {} blocks, at most {} (use a larger bM)", num_blocks,
-                     ParamRule::kMaxBlocks));
+    fail(fmt::format("B * H * (S / bM) = {} blocks, at most {} (use a larger bM)", num_blocks, ParamRule::kMaxBlocks));
   const int r = bM / 2;  // rows per AIV
   // Capacities (A2) of everything live at once; the memory planner will check this too.
   const int64_t e = dtype_bytes(dtype);
@@ -49,9 +45,8 @@ PrimFunc flash_attention(int Bt, int H, int S, int D, int bM, int bN, int bK, in
   const int64_t l0c = (int64_t{bM} * bN + int64_t{bM} * bD) * 4;
   const int64_t ub = int64_t{r} * bN * (4 + e) + int64_t{r} * D * (4 + 4 + e) + 5 * int64_t{r} * 4;
   if (l1 > 524032 || l0c > 131072 || ub > 196352)
-    fail(fmt::format(
-        "tiles do not fit A2: L1 {} / 524032 B, L0C {} / 131072 B, UB {} / 196352 B per AIV", l1,
-        l0c, ub));
+    fail(fmt::format("tiles do not fit A2: L1 {} / 524032 B, L0C {} / 131072 B, UB {} / 196352 B per AIV",
+                     l1, l0c, ub));
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
 
   auto Q = T::Tensor("Q", {Bt, H, S, D}, dtype);
@@ -92,8 +87,8 @@ PrimFunc flash_attention(int Bt, int H, int S, int D, int bM, int bN, int bK, in
           T::wait_flag(Pipe::MTE2, Pipe::MTE1, kEvKV);
           // S = Q K^T, accumulated over D in bK-wide chunks.
           T::serial(D / bK, [&](Expr kk) {
-            T::gemm_v0(q_l1.region({0, kk * bK}, {bM, bK}), k_l1.region({0, kk * bK}, {bN, bK}),
-                       s_l0c, {.transpose_B = true, .init = kk == 0});
+            T::gemm_v0(q_l1.region({0, kk * bK}, {bM, bK}), k_l1.region({0, kk * bK}, {bN, bK}), s_l0c,
+                       {.transpose_B = true, .init = kk == 0});
             // Small tiles: back-to-back Mmads into the same L0C need a barrier (docs/hardware.md
             // section 5).
             if ((bM / 16) * (bN / 16) < 10) T::pipe_barrier(Pipe::M);
@@ -129,17 +124,17 @@ PrimFunc flash_attention(int Bt, int H, int S, int D, int bM, int bN, int bK, in
 
       // ------------------------------------------------------------------------------ AIVs
       T::Scope(Core::Vector, [&] {
-        auto s_ub = T::alloc_ub("s_ub", {r, bN}, f32);    // scores, then P in fp32
-        auto p_ub = T::alloc_ub("p_ub", {r, bN}, dtype);  // P for the cube
-        auto pv_ub = T::alloc_ub("pv_ub", {r, D}, f32);   // this tile's P V
-        auto acc = T::alloc_ub("acc_ub", {r, D}, f32);    // running output
-        auto o_ub = T::alloc_ub("o_ub", {r, D}, dtype);   // final output rows
-        auto m = T::alloc_ub("m_ub", {r}, f32);           // running row max (of scale * S)
-        auto mj = T::alloc_ub("mj_ub", {r}, f32);         // new row max
-        auto alpha = T::alloc_ub("alpha_ub", {r}, f32);   // exp(m_old - m_new)
-        auto rs = T::alloc_ub("rowsum_ub", {r}, f32);     // rowsum(P) of this tile
-        auto l = T::alloc_ub("l_ub", {r}, f32);           // running denominator
-        Expr row0 = vid * r;                              // this AIV's first row in the q-tile
+        auto s_ub = T::alloc_ub("s_ub", {r, bN}, f32);     // scores, then P in fp32
+        auto p_ub = T::alloc_ub("p_ub", {r, bN}, dtype);   // P for the cube
+        auto pv_ub = T::alloc_ub("pv_ub", {r, D}, f32);    // this tile's P V
+        auto acc = T::alloc_ub("acc_ub", {r, D}, f32);     // running output
+        auto o_ub = T::alloc_ub("o_ub", {r, D}, dtype);    // final output rows
+        auto m = T::alloc_ub("m_ub", {r}, f32);            // running row max (of scale * S)
+        auto mj = T::alloc_ub("mj_ub", {r}, f32);          // new row max
+        auto alpha = T::alloc_ub("alpha_ub", {r}, f32);    // exp(m_old - m_new)
+        auto rs = T::alloc_ub("rowsum_ub", {r}, f32);      // rowsum(P) of this tile
+        auto l = T::alloc_ub("l_ub", {r}, f32);            // running denominator
+        Expr row0 = vid * r;                               // this AIV's first row in the q-tile
 
         T::tile::fill(acc, 0.0);
         T::tile::fill(m, neg_inf(f32));
@@ -194,8 +189,7 @@ PrimFunc flash_attention(int Bt, int H, int S, int D, int bM, int bN, int bK, in
 
 TL_REGISTER_KERNEL({
     .name = "flash_attention",
-    .summary = "expert FlashAttention forward (BHSD): QK^T and PV on the cube, online softmax on "
-               "both AIVs",
+    .summary = "expert FlashAttention forward (BHSD): QK^T and PV on the cube, online softmax on both AIVs",
     .params = {{"B", "1", "batch"},
                {"H", "1", "heads"},
                {"S", "512", "sequence length (queries and keys)"},
@@ -206,11 +200,10 @@ TL_REGISTER_KERNEL({
                {"bK", "128", "K-dim chunk of QK^T (L0A/L0B)", ParamRule::tile(16)},
                {"bD", "256", "output-column chunk of PV (L0C)", ParamRule::tile(16)},
                {"dtype", "float16", "Q, K, V, O dtype", {.one_of = {"float16", "bfloat16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return flash_attention(a.get("B"), a.get("H"), a.get("S"), a.get("D"), a.get("bM"),
-                                 a.get("bN"), a.get("bK"), a.get("bD"), a.get_dtype("dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return flash_attention(a.get("B"), a.get("H"), a.get("S"), a.get("D"), a.get("bM"), a.get("bN"),
+                             a.get("bK"), a.get("bD"), a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

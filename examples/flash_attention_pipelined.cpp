@@ -51,31 +51,25 @@
 
 namespace tl::examples {
 
-PrimFunc flash_attention_pipelined(int Bt, int H, int S, int D, int bM, int bN, int bK, int bD,
-                                   DType dtype) {
+PrimFunc flash_attention_pipelined(int Bt, int H, int S, int D, int bM, int bN, int bK, int bD, DType dtype) {
   auto fail = [](const std::string& m) { throw Error("flash_attention_pipelined: " + m); };
-  if (S % bM != 0 || S % bN != 0)
-    fail(fmt::format("S={} must be a multiple of bM={} and bN={}", S, bM, bN));
-  if (D % bK != 0 || D % bD != 0)
-    fail(fmt::format("D={} must be a multiple of bK={} and bD={}", D, bK, bD));
+  if (S % bM != 0 || S % bN != 0) fail(fmt::format("S={} must be a multiple of bM={} and bN={}", S, bM, bN));
+  if (D % bK != 0 || D % bD != 0) fail(fmt::format("D={} must be a multiple of bK={} and bD={}", D, bK, bD));
 
   const int q_tiles = S / bM, n = S / bN;
-  const int num_blocks = checked_product(
-      "flash_attention_pipelined: the block count B * H * (S / bM)", {Bt, H, q_tiles});
+  const int num_blocks =
+      checked_product("flash_attention_pipelined: the block count B * H * (S / bM)", {Bt, H, q_tiles});
   if (num_blocks > ParamRule::kMaxBlocks)
-    fail(fmt::format("B * H * (S / bM) = {} blocks, at most {} (use a larger bM)", num_blocks,
-                     ParamRule::kMaxBlocks));
+    fail(fmt::format("B * H * (S / bM) = {} blocks, at most {} (use a larger bM)", num_blocks, ParamRule::kMaxBlocks));
   const int r = bM / 2;  // rows per AIV
   // Capacities (A2) of everything live at once; the memory planner checks this too.
   const int64_t e = dtype_bytes(dtype);
   const int64_t l1 = (int64_t{bM} * D + 2 * int64_t{bN} * D + int64_t{bM} * bN) * e;
   const int64_t l0c = (int64_t{bM} * bN + int64_t{bM} * bD) * 4;
-  const int64_t ub =
-      2 * int64_t{r} * bN * (4 + e) + int64_t{r} * D * (4 + 4 + e) + 7 * int64_t{r} * 4;
+  const int64_t ub = 2 * int64_t{r} * bN * (4 + e) + int64_t{r} * D * (4 + 4 + e) + 7 * int64_t{r} * 4;
   if (l1 > 524032 || l0c > 131072 || ub > 196352)
-    fail(fmt::format(
-        "tiles do not fit A2: L1 {} / 524032 B, L0C {} / 131072 B, UB {} / 196352 B per AIV", l1,
-        l0c, ub));
+    fail(fmt::format("tiles do not fit A2: L1 {} / 524032 B, L0C {} / 131072 B, UB {} / 196352 B per AIV",
+                     l1, l0c, ub));
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
 
   auto Q = T::Tensor("Q", {Bt, H, S, D}, dtype);
@@ -112,8 +106,8 @@ PrimFunc flash_attention_pipelined(int Bt, int H, int S, int D, int bM, int bN, 
           Expr s = j % 2;
           T::copy(K.at({bz, by, j * bN, 0}), k_l1);
           T::serial(D / bK, [&](Expr kk) {
-            T::gemm_v0(q_l1.region({0, kk * bK}, {bM, bK}), k_l1.region({0, kk * bK}, {bN, bK}),
-                       s_l0c, {.transpose_B = true, .init = kk == 0});
+            T::gemm_v0(q_l1.region({0, kk * bK}, {bM, bK}), k_l1.region({0, kk * bK}, {bN, bK}), s_l0c,
+                       {.transpose_B = true, .init = kk == 0});
           });
           T::copy(s_l0c, WS_S.at({cid, s, 0, 0}));
           T::set_cross_flag(Pipe::FIX, kSReady + s, 2);
@@ -165,8 +159,7 @@ PrimFunc flash_attention_pipelined(int Bt, int H, int S, int D, int bM, int bN, 
           auto rj = rs.region({s * r}, {r});
           T::wait_cross_flag(kSReady + s);
           T::copy(WS_S.at({cid, s, row0, 0}), sj);
-          T::set_flag(Pipe::MTE2, Pipe::V,
-                      kEvS);  // the scores are in UB before the V pipe reads them
+          T::set_flag(Pipe::MTE2, Pipe::V, kEvS);  // the scores are in UB before the V pipe reads them
           T::wait_flag(Pipe::MTE2, Pipe::V, kEvS);
           T::tile::mul(sj, sj, scale);
           T::pipe_barrier(Pipe::V);
@@ -235,8 +228,7 @@ PrimFunc flash_attention_pipelined(int Bt, int H, int S, int D, int bM, int bN, 
 
 TL_REGISTER_KERNEL({
     .name = "flash_attention_pipelined",
-    .summary = "expert FlashAttention forward (BHSD), cube one kv-tile ahead of the AIVs' softmax "
-               "(seed 003)",
+    .summary = "expert FlashAttention forward (BHSD), cube one kv-tile ahead of the AIVs' softmax (seed 003)",
     .params = {{"B", "1", "batch"},
                {"H", "1", "heads"},
                {"S", "512", "sequence length (queries and keys)"},
@@ -247,12 +239,10 @@ TL_REGISTER_KERNEL({
                {"bK", "128", "K-dim chunk of QK^T (L0A/L0B)", ParamRule::tile(16)},
                {"bD", "256", "output-column chunk of PV (L0C)", ParamRule::tile(16)},
                {"dtype", "float16", "Q, K, V, O dtype", {.one_of = {"float16", "bfloat16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return flash_attention_pipelined(a.get("B"), a.get("H"), a.get("S"), a.get("D"),
-                                           a.get("bM"), a.get("bN"), a.get("bK"), a.get("bD"),
-                                           a.get_dtype("dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return flash_attention_pipelined(a.get("B"), a.get("H"), a.get("S"), a.get("D"), a.get("bM"), a.get("bN"),
+                                       a.get("bK"), a.get("bD"), a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

@@ -18,11 +18,9 @@ namespace tl::examples {
 
 PrimFunc gelu(int M, int N, int tile, int blocks, DType dtype) {
   if (N % tile != 0) throw Error(fmt::format("gelu: N={} must be a multiple of tile={}", N, tile));
-  const int per_row = N / tile,
-            tiles = checked_product("gelu: the tile count M * (N / tile)", {M, per_row});
+  const int per_row = N / tile, tiles = checked_product("gelu: the tile count M * (N / tile)", {M, per_row});
   const int workers = 2 * blocks;
-  const int rounds =
-      ceildiv(ceildiv(tiles, workers), 2);  // two tiles (one per buffer set) per round
+  const int rounds = ceildiv(ceildiv(tiles, workers), 2);  // two tiles (one per buffer set) per round
   auto X = T::Tensor("X", {M, N}, dtype);
   auto Y = T::Tensor("Y", {M, N}, dtype);
   return T::prim_func("gelu", {X, Y}, [&] {
@@ -77,10 +75,9 @@ TL_REGISTER_KERNEL({
                {"tile", "8192", "elements per tile (a divisor of N)", ParamRule::tile()},
                {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
                {"dtype", "float32", "X, Y dtype", {.one_of = {"float32", "float16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return gelu(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"), a.get_dtype("dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return gelu(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"), a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

@@ -16,48 +16,37 @@ PrimFunc gelu_dev(int M, int N, int bM, int tiles, DType dtype) {
   auto Y = T::Tensor("Y", {M, N}, dtype);
   const int row_tiles = ceildiv(M, bM);
   return T::prim_func("gelu_dev", {X, Y}, [&] {
-    T::Kernel(
-        ceildiv(row_tiles, tiles),
-        [&](Expr cid) {
-          auto x = T::alloc_shared("x", {bM, N}, dtype), y = T::alloc_shared("y", {bM, N}, dtype);
-          // -1.702 as a value of the dtype: the vector mul takes its scalar in the dtype, and the
-          // element loop must say so to be vectorised bit-identically.
-          Expr k = imm(dtype, arith::round_float(dtype, -1.702));
-          T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
-            T::copy(X.at({(cid * tiles + t) * bM, 0}), x);
-            // y holds exp(-1.702 x) + 1 until the last step overwrites it with the result: a
-            // scratch tile of its own would be one copy shared by consecutive row tiles (one pipe
-            // touches it), and the vector unit would need a barrier before reusing it each
-            // iteration.
-            T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) * k; });
-            T::tile::exp(y, y);
-            T::Parallel({bM, N}, [&](Expr i, Expr j) {
-              y(i, j) = y(i, j) + imm(dtype, 1.0);
-            });  // in place: no temporary
-            T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / y(i, j); });
-            T::copy(y, Y.at({(cid * tiles + t) * bM, 0}));
-          });
-        },
-        {.threads = 2});
+    T::Kernel(ceildiv(row_tiles, tiles), [&](Expr cid) {
+      auto x = T::alloc_shared("x", {bM, N}, dtype), y = T::alloc_shared("y", {bM, N}, dtype);
+      // -1.702 as a value of the dtype: the vector mul takes its scalar in the dtype, and the
+      // element loop must say so to be vectorised bit-identically.
+      Expr k = imm(dtype, arith::round_float(dtype, -1.702));
+      T::Pipelined("t", min(Expr(tiles), row_tiles - cid * tiles), 2, [&](Expr t) {
+        T::copy(X.at({(cid * tiles + t) * bM, 0}), x);
+        // y holds exp(-1.702 x) + 1 until the last step overwrites it with the result: a scratch
+        // tile of its own would be one copy shared by consecutive row tiles (one pipe touches it),
+        // and the vector unit would need a barrier before reusing it each iteration.
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) * k; });
+        T::tile::exp(y, y);
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = y(i, j) + imm(dtype, 1.0); });  // in place: no temporary
+        T::Parallel({bM, N}, [&](Expr i, Expr j) { y(i, j) = x(i, j) / y(i, j); });
+        T::copy(y, Y.at({(cid * tiles + t) * bM, 0}));
+      });
+    }, {.threads = 2});
   });
 }
 
 TL_REGISTER_KERNEL({
     .name = "gelu_dev",
-    .summary = "developer GELU (sigmoid form): element loops and an explicit tile exp; the "
-               "compiler vectorises and syncs",
-    .params =
-        {{"M", "96", "rows"},
-         {"N", "2048", "columns"},
-         {"bM", "4", "rows per tile", ParamRule::tile()},
-         {"tiles", "1",
-          "row tiles per block (a T.Pipelined loop: the next tile loads while this one computes)"},
-         {"dtype", "float32", "X, Y dtype", {.one_of = {"float32", "float16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return gelu_dev(a.get("M"), a.get("N"), a.get("bM"), a.get("tiles"),
-                          a.get_dtype("dtype"));
-        },
+    .summary = "developer GELU (sigmoid form): element loops and an explicit tile exp; the compiler vectorises and syncs",
+    .params = {{"M", "96", "rows"},
+               {"N", "2048", "columns"},
+               {"bM", "4", "rows per tile", ParamRule::tile()},
+               {"tiles", "1", "row tiles per block (a T.Pipelined loop: the next tile loads while this one computes)"},
+               {"dtype", "float32", "X, Y dtype", {.one_of = {"float32", "float16"}}}},
+    .build = [](const KernelArgs& a) {
+      return gelu_dev(a.get("M"), a.get("N"), a.get("bM"), a.get("tiles"), a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

@@ -11,12 +11,11 @@ PrimFunc gemm(int M, int N, int K, int bM, int bN, int bK, DType dtype) {
   auto B = T::Tensor("B", {K, N}, dtype);
   auto C = T::Tensor("C", {M, N}, dtype);
   const int n_tiles = ceildiv(N, bN);
-  const int num_blocks = checked_product("gemm: the block count ceildiv(M, bM) * ceildiv(N, bN)",
-                                         {ceildiv(M, bM), n_tiles});
+  const int num_blocks =
+      checked_product("gemm: the block count ceildiv(M, bM) * ceildiv(N, bN)", {ceildiv(M, bM), n_tiles});
   if (num_blocks > ParamRule::kMaxBlocks)
-    throw Error(fmt::format(
-        "gemm: ceildiv(M, bM) * ceildiv(N, bN) = {} blocks, at most {} (use larger tiles)",
-        num_blocks, ParamRule::kMaxBlocks));
+    throw Error(fmt::format("gemm: ceildiv(M, bM) * ceildiv(N, bN) = {} blocks, at most {} (use larger tiles)",
+                            num_blocks, ParamRule::kMaxBlocks));
   return T::prim_func("gemm", {A, B, C}, [&] {
     T::Kernel(num_blocks, [&](Expr cid, Expr) {
       Expr bx = cid / n_tiles, by = cid % n_tiles;
@@ -45,20 +44,18 @@ PrimFunc gemm(int M, int N, int K, int bM, int bN, int bK, DType dtype) {
 TL_REGISTER_KERNEL({
     .name = "gemm",
     .summary = "expert GEMM: L1 tiles, K loop, gemm_v0, fixpipe to GM",
-    .params =
-        {{"M", "1024", "rows of A and C"},
-         {"N", "1024", "columns of B and C"},
-         {"K", "1024", "columns of A, rows of B"},
-         // Cube tiles are whole 16 x 16 fractals.
-         {"bM", "128", "tile rows", ParamRule::tile(16)},
-         {"bN", "256", "tile columns", ParamRule::tile(16)},
-         {"bK", "64", "K panel width", ParamRule::tile(16)},
-         {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16", "float32"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return gemm(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"),
-                      a.get_dtype("dtype"));
-        },
+    .params = {{"M", "1024", "rows of A and C"},
+               {"N", "1024", "columns of B and C"},
+               {"K", "1024", "columns of A, rows of B"},
+               // Cube tiles are whole 16 x 16 fractals.
+               {"bM", "128", "tile rows", ParamRule::tile(16)},
+               {"bN", "256", "tile columns", ParamRule::tile(16)},
+               {"bK", "64", "K panel width", ParamRule::tile(16)},
+               {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16", "float32"}}}},
+    .build = [](const KernelArgs& a) {
+      return gemm(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"),
+                  a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

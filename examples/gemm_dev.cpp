@@ -15,8 +15,7 @@
 
 namespace tl::examples {
 
-PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype, int num_stages,
-                  int blocks) {
+PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype, int num_stages, int blocks) {
   auto A = T::Tensor("A", {M, K}, dtype);
   auto B = T::Tensor("B", {K, N}, dtype);
   auto C = T::Tensor("C", {M, N}, dtype);
@@ -37,32 +36,27 @@ PrimFunc gemm_dev(int M, int N, int K, int bM, int bN, int bK, DType dtype, int 
       auto a = T::alloc_shared("A_s", {bM, bK}, dtype);
       auto b = T::alloc_shared("B_s", {bK, bN}, dtype);
       auto c = T::alloc_fragment("C_f", {bM, bN}, f32);
-      T::Persistent({m_tiles, n_tiles}, blocks, cid,
-                    [&](std::vector<Expr> t) { tile(t[0], t[1], a, b, c); });
+      T::Persistent({m_tiles, n_tiles}, blocks, cid, [&](std::vector<Expr> t) { tile(t[0], t[1], a, b, c); });
     });
   });
 }
 
 TL_REGISTER_KERNEL({
     .name = "gemm_dev",
-    .summary =
-        "developer GEMM: shared/fragment tiles, T::gemm; the compiler places, lowers and syncs",
-    .params =
-        {{"M", "1024", "rows of A and C"},
-         {"N", "1024", "columns of B and C"},
-         {"K", "1024", "columns of A, rows of B"},
-         {"bM", "128", "tile rows", ParamRule::tile(16)},
-         {"bN", "256", "tile columns", ParamRule::tile(16)},
-         {"bK", "256", "K panel width (L1; the compiler splits it into L0 chunks)",
-          ParamRule::tile(16)},
-         {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16"}}},
-         {"num_stages", "2", "T.Pipelined stages of the K loop (1: serial)", {.min = 1, .max = 4}},
-         {"blocks", "24", "persistent workers (A2: 24 AICs)", ParamRule::blocks()}},
-    .build =
-        [](const KernelArgs& a) {
-          return gemm_dev(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"),
-                          a.get_dtype("dtype"), a.get("num_stages"), a.get("blocks"));
-        },
+    .summary = "developer GEMM: shared/fragment tiles, T::gemm; the compiler places, lowers and syncs",
+    .params = {{"M", "1024", "rows of A and C"},
+               {"N", "1024", "columns of B and C"},
+               {"K", "1024", "columns of A, rows of B"},
+               {"bM", "128", "tile rows", ParamRule::tile(16)},
+               {"bN", "256", "tile columns", ParamRule::tile(16)},
+               {"bK", "256", "K panel width (L1; the compiler splits it into L0 chunks)", ParamRule::tile(16)},
+               {"dtype", "float16", "A, B and C dtype", {.one_of = {"float16", "bfloat16"}}},
+               {"num_stages", "2", "T.Pipelined stages of the K loop (1: serial)", {.min = 1, .max = 4}},
+               {"blocks", "24", "persistent workers (A2: 24 AICs)", ParamRule::blocks()}},
+    .build = [](const KernelArgs& a) {
+      return gemm_dev(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"), a.get_dtype("dtype"),
+                      a.get("num_stages"), a.get("blocks"));
+    },
 });
 
 }  // namespace tl::examples

@@ -1,6 +1,5 @@
 // Expert-mode GEMM with the data movement overlapped with the cube (AscendC high-performance
-// matmul structure): C[M, N] = A[M, K] x B[K, N], fp16 in, fp32 accumulation in L0C, fp16 (or fp32)
-// out.
+// matmul structure): C[M, N] = A[M, K] x B[K, N], fp16 in, fp32 accumulation in L0C, fp16 (or fp32) out.
 //
 // `blocks` AICs are persistent over the (M / bM) x (N / bN) output tiles (tile cid,
 // cid + blocks, ...). Each tile walks K in L1 panels of depth kL1 (A [bM, kL1], B [kL1, bN]),
@@ -17,8 +16,8 @@
 // Flags (event ids per pipe pair; slot = step % 2). Every set has exactly one wait: a
 // "slot free" flag is waited for only from the third use of a slot on and set only if the
 // slot is used again, so nothing is pending when the kernel ends.
-//   MTE2 -> MTE1 id s   L1 slot s holds panel g          (set after its copies, waited before the
-//   L0 loads) MTE1 -> MTE2 id s   L1 slot s has been read by MTE1  (panel g + 2 may overwrite it)
+//   MTE2 -> MTE1 id s   L1 slot s holds panel g          (set after its copies, waited before the L0 loads)
+//   MTE1 -> MTE2 id s   L1 slot s has been read by MTE1  (panel g + 2 may overwrite it)
 //   MTE1 -> M    id q   L0 slot q holds step h           (waited before the Mmad)
 //   M    -> MTE1 id q   the Mmad of step h read L0 slot q (step h + 2 may overwrite it)
 //   M    -> FIX  id 0   a tile's last Mmad wrote L0C     (before the fixpipe reads it)
@@ -39,40 +38,33 @@
 
 namespace tl::examples {
 
-PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, int blocks,
-                        DType dtype, DType out_dtype) {
+PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, int blocks, DType dtype,
+                        DType out_dtype) {
   auto fail = [](const std::string& m) { throw Error("gemm_pipelined: " + m); };
-  if (M % bM != 0 || N % bN != 0)
-    fail(fmt::format("M={} and N={} must be multiples of bM={} and bN={}", M, N, bM, bN));
-  if (K % kL1 != 0 || kL1 % bK != 0)
-    fail(fmt::format("K={} must be a multiple of kL1={}, kL1 of bK={}", K, kL1, bK));
+  if (M % bM != 0 || N % bN != 0) fail(fmt::format("M={} and N={} must be multiples of bM={} and bN={}", M, N, bM, bN));
+  if (K % kL1 != 0 || kL1 % bK != 0) fail(fmt::format("K={} must be a multiple of kL1={}, kL1 of bK={}", K, kL1, bK));
   if (out_dtype != dtype && out_dtype != f32)
     fail(fmt::format("out_dtype must be dtype or float32, got {}", dtype_name(out_dtype)));
   const int64_t e = dtype_bytes(dtype);
   const int64_t l1 = 2 * (int64_t{bM} * kL1 + int64_t{kL1} * bN) * e;
-  const int64_t l0a = 2 * int64_t{bM} * bK * e, l0b = 2 * int64_t{bK} * bN * e,
-                l0c = int64_t{bM} * bN * 4;
+  const int64_t l0a = 2 * int64_t{bM} * bK * e, l0b = 2 * int64_t{bK} * bN * e, l0c = int64_t{bM} * bN * 4;
   if (l1 > 524032 || l0a > 65536 || l0b > 65536 || l0c > 131072)
-    fail(
-        fmt::format("tiles do not fit A2: L1 {} / 524032 B, L0A {} / 65536 B, L0B {} / 65536 B, "
-                    "L0C {} / 131072 B",
-                    l1, l0a, l0b, l0c));
+    fail(fmt::format("tiles do not fit A2: L1 {} / 524032 B, L0A {} / 65536 B, L0B {} / 65536 B, L0C {} / 131072 B",
+                     l1, l0a, l0b, l0c));
 
   auto A = T::Tensor("A", {M, K}, dtype);
   auto B = T::Tensor("B", {K, N}, dtype);
   auto C = T::Tensor("C", {M, N}, out_dtype);
-  const int n_tiles_n = N / bN,
-            n_tiles = checked_product("gemm_pipelined: the tile count (M / bM) * (N / bN)",
-                                      {M / bM, n_tiles_n});
+  const int n_tiles_n = N / bN, n_tiles = checked_product("gemm_pipelined: the tile count (M / bM) * (N / bN)",
+                                                          {M / bM, n_tiles_n});
   const int panels = K / kL1, steps = kL1 / bK;  // per tile, per panel
-  const int rounds = ceildiv(n_tiles, blocks);   // tiles of the busiest core
+  const int rounds = ceildiv(n_tiles, blocks);  // tiles of the busiest core
 
   return T::prim_func("gemm_pipelined", {A, B, C}, [&] {
     T::Kernel(std::min(blocks, n_tiles), [&](Expr cid, Expr) {
       T::Scope(Core::Cube, [&] {
-        auto a_l1 =
-            T::alloc_L1("A_L1", {bM, 2 * kL1}, dtype);  // slot s: columns [s kL1, (s+1) kL1)
-        auto b_l1 = T::alloc_L1("B_L1", {kL1, 2 * bN}, dtype);   // slot s: columns [s bN, (s+1) bN)
+        auto a_l1 = T::alloc_L1("A_L1", {bM, 2 * kL1}, dtype);  // slot s: columns [s kL1, (s+1) kL1)
+        auto b_l1 = T::alloc_L1("B_L1", {kL1, 2 * bN}, dtype);  // slot s: columns [s bN, (s+1) bN)
         auto a_l0 = T::alloc_L0A("A_L0A", {2 * bM, bK}, dtype);  // slot q: rows [q bM, (q+1) bM)
         auto b_l0 = T::alloc_L0B("B_L0B", {2 * bK, bN}, dtype);  // slot q: rows [q bK, (q+1) bK)
         auto c_l0c = T::alloc_L0C("C_L0C", {bM, bN}, f32);
@@ -100,14 +92,12 @@ PrimFunc gemm_pipelined(int M, int N, int K, int bM, int bN, int bK, int kL1, in
                 Var q = T::let("q", h % 2);
                 // L1 -> L0A/L0B (MTE1) into slot q once the Mmad of step h - 2 has read it.
                 T::If(h >= 2, [&] { T::wait_flag(Pipe::M, Pipe::MTE1, q); });
-                T::copy(a_l1.region({0, s * kL1 + kk * bK}, {bM, bK}),
-                        a_l0.region({q * bM, 0}, {bM, bK}));
-                T::copy(b_l1.region({kk * bK, s * bN}, {bK, bN}),
-                        b_l0.region({q * bK, 0}, {bK, bN}));
+                T::copy(a_l1.region({0, s * kL1 + kk * bK}, {bM, bK}), a_l0.region({q * bM, 0}, {bM, bK}));
+                T::copy(b_l1.region({kk * bK, s * bN}, {bK, bN}), b_l0.region({q * bK, 0}, {bK, bN}));
                 T::set_flag(Pipe::MTE1, Pipe::M, q);
                 T::wait_flag(Pipe::MTE1, Pipe::M, q);
-                T::mma(a_l0.region({q * bM, 0}, {bM, bK}), b_l0.region({q * bK, 0}, {bK, bN}),
-                       c_l0c, p == 0 && kk == 0);
+                T::mma(a_l0.region({q * bM, 0}, {bM, bK}), b_l0.region({q * bK, 0}, {bK, bN}), c_l0c,
+                       p == 0 && kk == 0);
                 T::If(h + 2 < h_end, [&] { T::set_flag(Pipe::M, Pipe::MTE1, q); });
               });
               T::If(g + 2 < g_end, [&] { T::set_flag(Pipe::MTE1, Pipe::MTE2, s); });
@@ -134,8 +124,7 @@ const ParamRule kFractal = ParamRule::tile(16);
 
 TL_REGISTER_KERNEL({
     .name = "gemm_pipelined",
-    .summary = "expert GEMM: persistent AICs, double-buffered L1 panels and L0A/L0B, flags instead "
-               "of barriers",
+    .summary = "expert GEMM: persistent AICs, double-buffered L1 panels and L0A/L0B, flags instead of barriers",
     .params = {{"M", "1024", "rows of A and C"},
                {"N", "1024", "columns of B and C"},
                {"K", "1024", "columns of A, rows of B"},
@@ -145,17 +134,13 @@ TL_REGISTER_KERNEL({
                {"kL1", "256", "K depth of an L1 panel (a multiple of bK)", kFractal},
                {"blocks", "24", "persistent AICs (A2: 24)", ParamRule::blocks()},
                {"dtype", "float16", "A and B dtype", {.one_of = {"float16", "bfloat16"}}},
-               {"out_dtype",
-                "",
-                "C dtype: float32 or empty for dtype",
+               {"out_dtype", "", "C dtype: float32 or empty for dtype",
                 {.one_of = {"", "float32", "float16", "bfloat16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return gemm_pipelined(
-              a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"),
-              a.get("kL1"), a.get("blocks"), a.get_dtype("dtype"),
-              a.get_str("out_dtype").empty() ? a.get_dtype("dtype") : a.get_dtype("out_dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return gemm_pipelined(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get("bK"), a.get("kL1"),
+                            a.get("blocks"), a.get_dtype("dtype"),
+                            a.get_str("out_dtype").empty() ? a.get_dtype("dtype") : a.get_dtype("out_dtype"));
+    },
 });
 
 }  // namespace tl::examples

@@ -18,22 +18,18 @@ namespace tl::examples {
 
 PrimFunc minicv(int M, int N, int K, int bM, int bN, DType dtype, DType out_dtype) {
   if (M % bM != 0 || N % bN != 0)
-    throw Error(
-        fmt::format("minicv: M={} and N={} must be multiples of bM={} and bN={}", M, N, bM, bN));
+    throw Error(fmt::format("minicv: M={} and N={} must be multiples of bM={} and bN={}", M, N, bM, bN));
   const int m_tiles = M / bM, n_tiles = N / bN;
-  const int num_blocks =
-      checked_product("minicv: the block count (M / bM) * (N / bN)", {m_tiles, n_tiles});
+  const int num_blocks = checked_product("minicv: the block count (M / bM) * (N / bN)", {m_tiles, n_tiles});
   if (num_blocks > ParamRule::kMaxBlocks)
-    throw Error(
-        fmt::format("minicv: (M / bM) * (N / bN) = {} blocks, at most {} (use larger tiles)",
-                    num_blocks, ParamRule::kMaxBlocks));
+    throw Error(fmt::format("minicv: (M / bM) * (N / bN) = {} blocks, at most {} (use larger tiles)", num_blocks,
+                            ParamRule::kMaxBlocks));
   const int half = bM / 2;  // rows per AIV
 
   auto A = T::Tensor("A", {M, K}, dtype);
   auto B = T::Tensor("B", {K, N}, dtype);
   auto D = T::Tensor("D", {M, N}, out_dtype);
-  auto W =
-      T::Tensor("W", {num_blocks, bM, bN}, f32);  // cube -> vector workspace, one tile per block
+  auto W = T::Tensor("W", {num_blocks, bM, bN}, f32);  // cube -> vector workspace, one tile per block
 
   constexpr int kEv = 0;         // intra-core event id (each set is waited on right away)
   constexpr int kTileReady = 0;  // cross-core flag: W[cid] holds the GEMM tile
@@ -54,7 +50,7 @@ PrimFunc minicv(int M, int N, int K, int bM, int bN, DType dtype, DType out_dtyp
         T::gemm_v0(a_l1, b_l1, c_l0c, {.init = true});
         T::set_flag(Pipe::M, Pipe::FIX, kEv);
         T::wait_flag(Pipe::M, Pipe::FIX, kEv);
-        T::copy(c_l0c, W.at({cid, 0, 0}));                     // fixpipe L0C -> GM, NZ -> ND
+        T::copy(c_l0c, W.at({cid, 0, 0}));  // fixpipe L0C -> GM, NZ -> ND
         T::set_cross_flag(Pipe::FIX, kTileReady, /*mode=*/2);  // tell both AIVs
       });
 
@@ -81,25 +77,20 @@ PrimFunc minicv(int M, int N, int K, int bM, int bN, DType dtype, DType out_dtyp
 
 TL_REGISTER_KERNEL({
     .name = "minicv",
-    .summary =
-        "expert CV fusion: D = exp(A x B), GEMM on the cube, exp on both AIVs via a GM workspace",
-    .params =
-        {{"M", "1024", "rows of A and D"},
-         {"N", "1024", "columns of B and D"},
-         {"K", "256", "columns of A, rows of B (held whole in L1)", ParamRule::tile(16)},
-         // Two AIV halves of whole 16-row fractals.
-         {"bM", "128", "tile rows per block (each AIV takes bM/2)", ParamRule::tile(32)},
-         {"bN", "128", "tile columns per block", ParamRule::tile(16)},
-         {"dtype", "float16", "A and B dtype", {.one_of = {"float16", "bfloat16", "float32"}}},
-         {"out_dtype",
-          "float32",
-          "D dtype (float32, or float16 through a vector cast)",
-          {.one_of = {"float32", "float16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return minicv(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"),
-                        a.get_dtype("dtype"), a.get_dtype("out_dtype"));
-        },
+    .summary = "expert CV fusion: D = exp(A x B), GEMM on the cube, exp on both AIVs via a GM workspace",
+    .params = {{"M", "1024", "rows of A and D"},
+               {"N", "1024", "columns of B and D"},
+               {"K", "256", "columns of A, rows of B (held whole in L1)", ParamRule::tile(16)},
+               // Two AIV halves of whole 16-row fractals.
+               {"bM", "128", "tile rows per block (each AIV takes bM/2)", ParamRule::tile(32)},
+               {"bN", "128", "tile columns per block", ParamRule::tile(16)},
+               {"dtype", "float16", "A and B dtype", {.one_of = {"float16", "bfloat16", "float32"}}},
+               {"out_dtype", "float32", "D dtype (float32, or float16 through a vector cast)",
+                {.one_of = {"float32", "float16"}}}},
+    .build = [](const KernelArgs& a) {
+      return minicv(a.get("M"), a.get("N"), a.get("K"), a.get("bM"), a.get("bN"), a.get_dtype("dtype"),
+                    a.get_dtype("out_dtype"));
+    },
 });
 
 }  // namespace tl::examples

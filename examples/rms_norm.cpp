@@ -143,8 +143,7 @@ void one_pass(const Norm& k, Expr tile) {
     T::tile::row_expand_mul(k.xf, k.xf, k.ss);
     T::pipe_barrier(Pipe::V);
     T::serial(k.rM, [&](Expr r) {
-      T::tile::mul(k.xf.region({r, 0}, {1, k.bN}), k.xf.region({r, 0}, {1, k.bN}),
-                   k.w_f.region({c * k.bN}, {k.bN}));
+      T::tile::mul(k.xf.region({r, 0}, {1, k.bN}), k.xf.region({r, 0}, {1, k.bN}), k.w_f.region({c * k.bN}, {k.bN}));
     });
     T::pipe_barrier(Pipe::V);
     T::tile::cast(chunk(k.yb, c), k.xf, "CAST_RINT");
@@ -172,17 +171,15 @@ PrimFunc rms_norm(int M, int N, int rM, int bN, int blocks, int passes, DType dt
   return T::prim_func("rms_norm", {k.X, k.W, k.Y, k.eps}, [&] {
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
       T::Scope(Core::Vector, [&] {
-        k.w_f = T::alloc_ub("wf_ub", {N}, f32);               // W in fp32, kept for all rows
-        k.xb = T::alloc_ub("xb_ub", {rM, tile_cols}, dtype);  // input chunk or row tile
-        k.xf = T::alloc_ub("xf_ub", {rM, bN}, f32);           // input chunk in fp32
-        k.yb = T::alloc_ub("yb_ub", {rM, tile_cols}, dtype);  // output chunk or row tile
-        k.ss = T::alloc_ub("ss_ub", {rM}, f32);               // per-row sum of squares, then 1/rms
+        k.w_f = T::alloc_ub("wf_ub", {N}, f32);                // W in fp32, kept for all rows
+        k.xb = T::alloc_ub("xb_ub", {rM, tile_cols}, dtype);   // input chunk or row tile
+        k.xf = T::alloc_ub("xf_ub", {rM, bN}, f32);            // input chunk in fp32
+        k.yb = T::alloc_ub("yb_ub", {rM, tile_cols}, dtype);   // output chunk or row tile
+        k.ss = T::alloc_ub("ss_ub", {rM}, f32);                // per-row sum of squares, then 1/rms
         load_w(k);
         T::Persistent({row_tiles}, 2 * blocks, cid * 2 + vid, [&](std::vector<Expr> t) {
-          if (passes == 1)
-            one_pass(k, t[0]);
-          else
-            two_pass(k, t[0]);
+          if (passes == 1) one_pass(k, t[0]);
+          else two_pass(k, t[0]);
         });
       });
     });
@@ -191,25 +188,20 @@ PrimFunc rms_norm(int M, int N, int rM, int bN, int blocks, int passes, DType dt
 
 TL_REGISTER_KERNEL({
     .name = "rms_norm",
-    .summary =
-        "expert RMSNorm on the vector cores: bf16 in/out, fp32 math, column chunks, eps a scalar",
+    .summary = "expert RMSNorm on the vector cores: bf16 in/out, fp32 math, column chunks, eps a scalar",
     .params = {{"M", "4096", "rows"},
                {"N", "7168", "columns (normalised dimension)"},
                // 32-byte fp32 row statistics; 32-byte UB rows in 16-bit types.
-               {"rM", "8", "rows per tile (one AIV handles one tile at a time)",
-                ParamRule::tile(8)},
+               {"rM", "8", "rows per tile (one AIV handles one tile at a time)", ParamRule::tile(8)},
                {"bN", "1024", "column chunk width of the fp32 math", ParamRule::tile(16)},
                {"blocks", "24", "logical blocks (2 AIVs each)", ParamRule::blocks()},
-               {"passes",
-                "2",
-                "2: X read from GM twice in chunks; 1: the [rM, N] row tile stays in UB",
+               {"passes", "2", "2: X read from GM twice in chunks; 1: the [rM, N] row tile stays in UB",
                 {.min = 1, .max = 2}},
                {"dtype", "bfloat16", "X, W, Y dtype", {.one_of = {"bfloat16", "float16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return rms_norm(a.get("M"), a.get("N"), a.get("rM"), a.get("bN"), a.get("blocks"),
-                          a.get("passes"), a.get_dtype("dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return rms_norm(a.get("M"), a.get("N"), a.get("rM"), a.get("bN"), a.get("blocks"), a.get("passes"),
+                      a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

@@ -1,5 +1,5 @@
-// Expert-mode RMSNorm with a dynamic row count: Y[i, :] = W * X[i, :] * rsqrt(mean(X[i, :]^2) +
-// eps) for X, Y of shape [M, N] where M = T::dynamic("M") is bound from the tensors at launch, so
+// Expert-mode RMSNorm with a dynamic row count: Y[i, :] = W * X[i, :] * rsqrt(mean(X[i, :]^2) + eps)
+// for X, Y of shape [M, N] where M = T::dynamic("M") is bound from the tensors at launch, so
 // one compiled kernel serves every M (0 included). N, the tile sizes and the dtype are
 // compile-time parameters. bf16 (or fp16) in and out, fp32 arithmetic, as examples/rms_norm.cpp.
 //
@@ -68,9 +68,7 @@ PrimFunc rms_norm_dynamic(int N, int rM, int bN, int blocks, DType dtype) {
             if (!nrows) {
               T::copy(X.at({row0, c * bN}), xb);
             } else {
-              T::serial(*nrows, [&](Expr j) {
-                T::copy(X.at({row0 + j, c * bN}), xb.region({j, 0}, {1, bN}));
-              });
+              T::serial(*nrows, [&](Expr j) { T::copy(X.at({row0 + j, c * bN}), xb.region({j, 0}, {1, bN})); });
             }
             T::set_flag(Pipe::MTE2, Pipe::V, kEvIn);  // the chunk is in UB before the cast
             T::wait_flag(Pipe::MTE2, Pipe::V, kEvIn);
@@ -112,9 +110,7 @@ PrimFunc rms_norm_dynamic(int N, int rM, int bN, int blocks, DType dtype) {
             if (!nrows) {
               T::copy(yb, Y.at({row0, c * bN}));
             } else {
-              T::serial(*nrows, [&](Expr j) {
-                T::copy(yb.region({j, 0}, {1, bN}), Y.at({row0 + j, c * bN}));
-              });
+              T::serial(*nrows, [&](Expr j) { T::copy(yb.region({j, 0}, {1, bN}), Y.at({row0 + j, c * bN})); });
             }
           });
         };
@@ -127,8 +123,7 @@ PrimFunc rms_norm_dynamic(int N, int rM, int bN, int blocks, DType dtype) {
         });
         // The tail tile continues the round robin: worker full_tiles % workers takes it.
         Var tail = T::let("tail", M % rM);
-        T::If(tail > 0 && worker == full_tiles % workers,
-              [&] { tile_rows(full_tiles * rM, Expr(tail)); });
+        T::If(tail > 0 && worker == full_tiles % workers, [&] { tile_rows(full_tiles * rM, Expr(tail)); });
       });
     });
   });
@@ -136,19 +131,16 @@ PrimFunc rms_norm_dynamic(int N, int rM, int bN, int blocks, DType dtype) {
 
 TL_REGISTER_KERNEL({
     .name = "rms_norm_dynamic",
-    .summary = "expert RMSNorm with a dynamic row count M (bound at launch): full rM-row tiles, "
-               "then tail rows",
+    .summary = "expert RMSNorm with a dynamic row count M (bound at launch): full rM-row tiles, then tail rows",
     .params = {{"N", "4096", "columns (normalised dimension), compile-time"},
                // 32-byte fp32 row statistics; 32-byte UB rows in 16-bit types.
                {"rM", "8", "rows per full tile", ParamRule::tile(8)},
                {"bN", "1024", "column chunk width", ParamRule::tile(16)},
                {"blocks", "24", "maximum logical blocks (2 AIVs each)", ParamRule::blocks()},
                {"dtype", "bfloat16", "X, W, Y dtype", {.one_of = {"bfloat16", "float16"}}}},
-    .build =
-        [](const KernelArgs& a) {
-          return rms_norm_dynamic(a.get("N"), a.get("rM"), a.get("bN"), a.get("blocks"),
-                                  a.get_dtype("dtype"));
-        },
+    .build = [](const KernelArgs& a) {
+      return rms_norm_dynamic(a.get("N"), a.get("rM"), a.get("bN"), a.get("blocks"), a.get_dtype("dtype"));
+    },
 });
 
 }  // namespace tl::examples

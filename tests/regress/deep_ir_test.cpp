@@ -101,7 +101,7 @@ TEST(DeepIr, ThirtyThousandTermsInTheDslAreAnErrorAtTheStatement) {
     auto Y = T::Tensor("Y", {1}, i32);
     T::prim_func("k", {Y}, [&] {
       T::Kernel(1, [&](Expr, Expr) {
-        line = __LINE__;
+        line = __LINE__ + 1;
         T::Scope(Core::Vector, [&] {
           Expr e = 0;
           for (int i = 0; i < 30000; ++i) e = e + Y(0);

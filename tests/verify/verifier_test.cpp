@@ -95,13 +95,13 @@ TEST(Verifier, EveryErrorIsReported) {
     auto a = T::alloc_L1("a", {16, 64}, f16);
     T::Scope(Core::Vector, [&] {
       auto x = T::alloc_ub("x", {16, 7}, f32);
-      l1 = __LINE__;
+      l1 = __LINE__ + 1;
       T::copy(X, x);
-      l2 = __LINE__;
+      l2 = __LINE__ + 1;
       T::tile::exp(a, a);
-      l3 = __LINE__;
+      l3 = __LINE__ + 1;
       T::set_flag(Pipe::MTE2, Pipe::V, 9);
-      l4 = __LINE__;
+      l4 = __LINE__ + 1;
       T::copy(x, a);
     });
   });

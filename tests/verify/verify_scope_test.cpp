@@ -17,7 +17,7 @@ TEST(VerifyScope, VectorOpOnL1) {
     auto x = T::alloc_L1("x_l1", {16, 64}, f16);
     T::Scope(Core::Vector, [&] {
       auto y = T::alloc_ub("y", {16, 64}, f16);
-      bad = __LINE__;
+      bad = __LINE__ + 1;
       T::tile::add(x, y, y);
     });
   });
@@ -44,7 +44,7 @@ PrimFunc ub_to_l1(int& bad) {
       T::copy(X, x);
       T::set_flag(Pipe::MTE2, Pipe::MTE3, 0);
       T::wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
-      bad = __LINE__;
+      bad = __LINE__ + 1;
       T::copy(x, l1);
     });
   });
@@ -62,7 +62,7 @@ TEST(VerifyScope, L0CToUbIllegalOnA2) {
     auto u = T::alloc_ub("u", {16, 16}, f32);
     T::Scope(Core::Cube, [&] {
       auto c = T::alloc_L0C("c", {16, 16}, f32);
-      bad = __LINE__;
+      bad = __LINE__ + 1;
       T::copy(c, u);
     });
   });
@@ -74,7 +74,7 @@ TEST(VerifyScope, GmToL0AIllegalOn950) {
   auto A = T::Tensor("A", {16, 16}, f16);
   auto f = cube_kernel({A}, [&] {
     auto a = T::alloc_L0A("a", {16, 16}, f16);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::copy(A, a);
   });
   EXPECT_TRUE(Clean(f, "A2"));
@@ -88,7 +88,7 @@ TEST(VerifyScope, CubeOpInVectorScope) {
     auto b = T::alloc_L0B("b", {16, 16}, f16);
     auto c = T::alloc_L0C("c", {16, 16}, f32);
     T::Scope(Core::Vector, [&] {
-      bad = __LINE__;
+      bad = __LINE__ + 1;
       T::mma(a, b, c, true);
     });
   });
@@ -100,7 +100,7 @@ TEST(VerifyScope, VectorOpInCubeScope) {
   auto f = kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
     T::Scope(Core::Cube, [&] {
-      bad = __LINE__;
+      bad = __LINE__ + 1;
       T::tile::exp(x, x);
     });
   });
@@ -111,7 +111,7 @@ TEST(VerifyScope, OpOutsideAnyScope) {
   int bad = 0;
   auto f = kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::tile::exp(x, x);
   });
   EXPECT_TRUE(Reports(f, "op-outside-scope", "T.tile.exp", "", bad));
@@ -123,7 +123,7 @@ TEST(VerifyScope, CubeCopyInVectorScope) {
   auto f = kernel({A}, [&] {
     auto a = T::alloc_L1("a", {16, 16}, f16);
     T::Scope(Core::Vector, [&] {
-      bad = __LINE__;
+      bad = __LINE__ + 1;
       T::copy(A, a);
     });
   });
@@ -133,7 +133,7 @@ TEST(VerifyScope, CubeCopyInVectorScope) {
 TEST(VerifyScope, L1AllocatedInVectorScope) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::alloc_L1("a", {16, 16}, f16);
   });
   EXPECT_TRUE(Reports(f, "alloc-core-scope", "T.alloc_L1", "", bad));
@@ -142,7 +142,7 @@ TEST(VerifyScope, L1AllocatedInVectorScope) {
 TEST(VerifyScope, NestedScopes) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::Scope(Core::Vector, [] {});
   });
   EXPECT_TRUE(Reports(f, "nested-scope", "T.Scope", "", bad));
@@ -151,7 +151,7 @@ TEST(VerifyScope, NestedScopes) {
 TEST(VerifyScope, DeveloperScopeInExpertMode) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::alloc_shared("s", {16, 16}, f16);
   });
   EXPECT_TRUE(Reports(f, "developer-scope-in-expert-mode", "T.alloc_shared", "", bad));
@@ -161,7 +161,7 @@ TEST(VerifyScope, AtomicAddIntoUb) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32), y = T::alloc_ub("y", {64}, f32);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::atomic_add(y, x);
   });
   EXPECT_TRUE(Reports(f, "atomic-add-dst", "T.atomic_add", "dst", bad));
@@ -173,7 +173,7 @@ TEST(VerifyScope, GemmOperandInL0A) {
     auto a = T::alloc_L0A("a", {16, 16}, f16);
     auto b = T::alloc_L1("b", {16, 16}, f16);
     auto c = T::alloc_L0C("c", {16, 16}, f32);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::gemm_v0(a, b, c, {.init = true});
   });
   EXPECT_TRUE(Reports(f, "cube-operand-scope", "T.gemm_v0", "A", bad));
@@ -183,7 +183,7 @@ TEST(VerifyScope, ScalarStoreToL0C) {
   int bad = 0;
   auto f = cube_kernel({}, [&] {
     auto c = T::alloc_L0C("c", {16, 16}, f32);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::store(c, {0, 0}, imm(f32, 1.0));
   });
   EXPECT_TRUE(Reports(f, "scalar-access-scope", "T.store", "c", bad));
@@ -193,7 +193,7 @@ TEST(VerifyScope, DumpTensorOfL0A) {
   int bad = 0;
   auto f = cube_kernel({}, [&] {
     auto a = T::alloc_L0A("a", {16, 16}, f16);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::dump_tensor(a);
   });
   EXPECT_TRUE(Reports(f, "dump-tensor-scope", "T.dump_tensor", "src", bad));
@@ -202,7 +202,7 @@ TEST(VerifyScope, DumpTensorOfL0A) {
 TEST(VerifyScope, ZeroBlocks) {
   int bad = 0;
   auto f = T::prim_func("k", {}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::Kernel(0, [](Expr, Expr) {});
   });
   EXPECT_TRUE(Reports(f, "kernel-num-blocks", "T.Kernel", "num_blocks", bad));
@@ -213,7 +213,7 @@ TEST(VerifyScope, TileOpBeforeTheKernel) {
   auto X = T::Tensor("X", {64}, f32);
   auto f = T::prim_func("k", {X}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::copy(X, x);
     T::Kernel(1, [](Expr, Expr) {});
   });

@@ -29,7 +29,7 @@ TEST(VerifySpec, ParallelLoopInAnExpertKernel) {
   auto X = T::Tensor("X", {16, 64}, f32);
   auto f = vector_kernel({X}, [&] {
     auto x = T::alloc_ub("x", {16, 64}, f32);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::Parallel(16, [&](Expr p) { T::store(x, {p, 0}, 0.0f); });
   });
   EXPECT_TRUE(Reports(f, "developer-loop-in-expert-mode", "T.Parallel", "", bad));
@@ -41,7 +41,7 @@ TEST(VerifySpec, ParallelLoopInAnExpertKernel) {
 TEST(VerifySpec, PipelinedLoopInAnExpertKernel) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::Pipelined(8, /*num_stages=*/2, [&](Expr) { T::pipe_barrier(Pipe::V); });
   });
   EXPECT_TRUE(Reports(f, "developer-loop-in-expert-mode", "T.Pipelined", "", bad));

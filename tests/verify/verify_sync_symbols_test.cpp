@@ -14,7 +14,7 @@ using testing::vector_kernel;
 TEST(VerifySync, EventIdNine) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::set_flag(Pipe::MTE2, Pipe::V, 9);
   });
   EXPECT_TRUE(Reports(f, "event-id-range", "T.set_flag", "event_id", bad));
@@ -36,7 +36,7 @@ TEST(VerifySync, EventIdAsAConstantExpression) {
 TEST(VerifySync, ReservedEventId) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::wait_flag(Pipe::V, Pipe::MTE3, 6);
   });
   EXPECT_TRUE(Reports(f, "event-id-reserved", "T.wait_flag", "event_id", bad));
@@ -45,7 +45,7 @@ TEST(VerifySync, ReservedEventId) {
 TEST(VerifySync, PipePairWithoutHardEvent) {
   int bad = 0;
   auto f = cube_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::set_flag(Pipe::MTE1, Pipe::S, 0);
   });
   EXPECT_TRUE(Reports(f, "hard-event", "T.set_flag", "pipes", bad));
@@ -54,7 +54,7 @@ TEST(VerifySync, PipePairWithoutHardEvent) {
 TEST(VerifySync, CubePipeInVectorScope) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::set_flag(Pipe::MTE1, Pipe::V, 0);
   });
   EXPECT_TRUE(Reports(f, "pipe-core", "T.set_flag", "src", bad));
@@ -63,7 +63,7 @@ TEST(VerifySync, CubePipeInVectorScope) {
 TEST(VerifySync, BarrierOnScalarPipe) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::pipe_barrier(Pipe::S);
   });
   EXPECT_TRUE(Reports(f, "pipe-barrier-pipe", "T.pipe_barrier", "pipe", bad));
@@ -72,7 +72,7 @@ TEST(VerifySync, BarrierOnScalarPipe) {
 TEST(VerifySync, FlagOutsideScope) {
   int bad = 0;
   auto f = kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::set_flag(Pipe::MTE2, Pipe::V, 0);
   });
   EXPECT_TRUE(Reports(f, "op-outside-scope", "T.set_flag", "", bad));
@@ -81,7 +81,7 @@ TEST(VerifySync, FlagOutsideScope) {
 TEST(VerifySync, CrossFlagId16) {
   int bad = 0;
   auto f = cube_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::set_cross_flag(Pipe::FIX, 16, 2);
   });
   EXPECT_TRUE(Reports(f, "cross-flag-id-range", "T.set_cross_flag", "event_id", bad));
@@ -90,7 +90,7 @@ TEST(VerifySync, CrossFlagId16) {
 TEST(VerifySync, CrossFlagIdOfSyncAll) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::wait_cross_flag(12);
   });
   EXPECT_TRUE(Reports(f, "cross-flag-reserved", "T.wait_cross_flag", "event_id", bad));
@@ -99,7 +99,7 @@ TEST(VerifySync, CrossFlagIdOfSyncAll) {
 TEST(VerifySync, CrossFlagMode3) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::set_cross_flag(Pipe::MTE3, 0, 3);
   });
   EXPECT_TRUE(Reports(f, "cross-flag-mode", "T.set_cross_flag", "mode", bad));
@@ -108,7 +108,7 @@ TEST(VerifySync, CrossFlagMode3) {
 TEST(VerifySync, CrossFlagOnScalarPipe) {
   int bad = 0;
   auto f = vector_kernel({}, [&] {
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::set_cross_flag(Pipe::S, 0, 2);
   });
   EXPECT_TRUE(Reports(f, "cross-flag-pipe", "T.set_cross_flag", "pipe", bad));
@@ -124,7 +124,7 @@ TEST(VerifySymbols, LoopVarUsedAfterItsLoop) {
       leaked = i;
       T::copy(X.region({i, 0}, {1, 64}), x);
     });
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::copy(x, X.region({leaked, 0}, {1, 64}));
   });
   EXPECT_TRUE(Reports(f, "undefined-var", "T.copy", "dst", bad));
@@ -135,7 +135,7 @@ TEST(VerifySymbols, VarNeverBound) {
   Var ghost("ghost");
   auto f = vector_kernel({}, [&] {
     auto x = T::alloc_ub("x", {64}, f32);
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::tile::fill(x, cast(f32, ghost));
   });
   EXPECT_TRUE(Reports(f, "undefined-var", "T.tile.fill", "value", bad));
@@ -146,7 +146,7 @@ TEST(VerifySymbols, BufferUsedOutsideItsBlock) {
   auto f = vector_kernel({}, [&] {
     Buffer inner;
     T::serial(4, [&](Expr) { inner = T::alloc_ub("inner", {64}, f32); });
-    bad = __LINE__;
+    bad = __LINE__ + 1;
     T::tile::exp(inner, inner);
   });
   EXPECT_TRUE(Reports(f, "undefined-buffer", "T.tile.exp", "dst", bad));
@@ -158,7 +158,7 @@ TEST(VerifySymbols, BufferFromTheOtherScope) {
     Buffer l1;
     T::Scope(Core::Cube, [&] { l1 = T::alloc_L1("l1", {16, 16}, f16); });
     T::Scope(Core::Cube, [&] {
-      bad = __LINE__;
+      bad = __LINE__ + 1;
       T::dump_tensor(l1);
     });
   });
