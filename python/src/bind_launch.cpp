@@ -215,6 +215,10 @@ void bind_launch(nb::module_& m) {
     d["disk_rejects"] = c.disk_rejects;
     return d;
   });
+  // tilelang.cache.clear_cache() empties both levels: the memory map here, the disk files in
+  // Python (tl_ascend/cache.py), which needs the directory the C++ cache resolves to.
+  m.def("clear_jit_cache", [] { jit::clear_cache(); });
+  m.def("jit_cache_dir", [] { return jit::cache_dir(); });
   m.def("dtype_bits", [](nb::handle dtype) { return dtype_bits(to_dtype(dtype)); });
   m.def("target_names", [] { return target_names(); });
   m.def("default_target", [] { return default_target().name; });

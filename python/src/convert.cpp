@@ -22,6 +22,7 @@ PyLoc to_loc(nb::handle h) {
 DType to_dtype(nb::handle h) {
   std::string s = nb::cast<std::string>(nb::str(h));
   if (s == "float") s = "float32";  // TileLang's accum_dtype="float"
+  if (s == "int") s = "int32";      // TileLang's (TVM's) "int" is int32
   auto t = parse_dtype(s);
   if (!t)
     throw Error(

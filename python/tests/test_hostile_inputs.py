@@ -247,7 +247,7 @@ def an_undefined_name():
             X[0] = nowhere  # MARK  # noqa: F821
 
 
-@case("T.nonexistent", "no attribute 'nonexistent'")
+@case("T.nonexistent", "T.nonexistent is not in tl-ascend")
 def an_undefined_t_function():
     @T.prim_func
     def k(X: vec()):

@@ -205,6 +205,15 @@ PUBLIC: Dict[str, Tuple] = {
     "select": (("here", "expert_kernel"), ("ok", lambda: T.select(True, 1, 2) == 1)),
     "cast": (("grep",), ("ok", lambda: T.cast(1.5, "float16").dtype == "float16")),
     "infinity": (("grep",), ("ok", lambda: T.infinity("float16").dtype == "float16")),
+    # TVM's spellings (test_tla_surface.py)
+    "And": (("grep",), ("ok", lambda: T.And(True, 1) is True)),
+    "Or": (("grep",), ("ok", lambda: T.Or(0, False) is False)),
+    "Cast": (("grep",), ("ok", lambda: T.Cast("float16", 1.5).dtype == "float16")),
+    "Select": (("grep",), ("ok", lambda: T.Select(False, 1, 2) == 2)),
+    "Min": (("grep",), ("ok", lambda: T.Min(1, 2) == 1)),
+    "Max": (("grep",), ("ok", lambda: T.Max(1, 2) == 2)),
+    "floordiv": (("grep",), ("error", lambda: T.floordiv(1, 0), r"T.floordiv: argument 'b' must be a non-zero divisor")),
+    "floormod": (("grep",), ("ok", lambda: T.floormod(-1, 4) == 3)),
     **{n: (("value", f"T.{n}"), ("ok", (lambda f: lambda: f(*([2.0, 3.0] if f.__name__ == "pow" else [2.0])).dtype
                                          == "float32")(getattr(T, n))))
        for n in ("exp", "log", "sqrt", "rsqrt", "abs", "sigmoid", "pow")},

@@ -20,23 +20,19 @@ whole story.
 from __future__ import annotations
 
 from . import _core
+from . import _names  # before any `from . import x`: module __getattr__ below relies on it
 from ._core import Error, InternalError  # noqa: F401
 from . import language  # noqa: F401
 from .jit import JITKernel, PassConfigKey, compile, device, jit  # noqa: F401
-from .jit import clear_cache as _clear_jit_cache
 from .jit import disable_cache  # noqa: F401
 from .language.parser import PrimFunc  # noqa: F401
+# TileLang's host-side helpers: tilelang.cache.clear_cache(), tilelang.math.next_power_of_2,
+# tilelang.cdiv (TileLang's `from .math import *`), tilelang.profiler.do_bench.
+from . import cache, math, profiler  # noqa: F401,E402
+from .math import cdiv, next_power_of_2  # noqa: F401
 
 # The project's one version number is project(VERSION) in CMakeLists.txt; the extension carries it.
 __version__: str = _core.version
-
-
-class cache:  # noqa: N801  (TileLang spells it tilelang.cache.clear_cache())
-    """TileLang's `tilelang.cache`: clear_cache() empties the generators' memory caches."""
-
-    @staticmethod
-    def clear_cache() -> None:
-        _clear_jit_cache()
 
 
 class DataType:
@@ -44,7 +40,7 @@ class DataType:
 
     def __init__(self, name: object) -> None:
         name = str(name)
-        self.name = "float32" if name == "float" else name
+        self.name = {"float": "float32", "int": "int32"}.get(name, name)
         self.bits = _core.dtype_bits(self.name)  # an unknown name is an Error listing the known ones
         self.bytes = self.bits // 8
 
@@ -60,3 +56,13 @@ def parse_ir(text: str, filename: str = "<ir>") -> PrimFunc:
 def cpp_kernel(name: str, **params: object) -> PrimFunc:
     """The C++ kernel registered as `name` (examples/), built with `params` (tlc's --set)."""
     return PrimFunc(_core.build_registered(name, {k: str(v) for k, v in params.items()}), f"<C++ {name}>")
+
+
+def __getattr__(name: str) -> object:
+    """An unknown `tilelang.<name>` (under the alias, docs/python.md): a tl_ascend.Error, also an
+    AttributeError, with the tl-ascend spelling or the closest names (_names.py)."""
+    import sys
+
+    # Named as the script spelled it: `tilelang.` under the alias, else `tl_ascend.`.
+    module = "tilelang" if sys.modules.get("tilelang") is sys.modules[__name__] else __name__
+    raise _names.unknown(module, name, list(globals()), _names.TILELANG_HINTS)

@@ -15,11 +15,12 @@ with tensors runs it on the virtual NPU:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Union
 
 from . import _core
@@ -45,6 +46,23 @@ def device(target: str = "A2") -> _core.Device:
         return _devices[target]
 
 
+# tilelang.profiler.do_bench: while a thread records, its launches run timed and their
+# simulated times (us) are appended to the list (profiler.py).
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def record_launches() -> Iterator[list[float]]:
+    """Within the block, this thread's kernel launches run in timed mode and each one's
+    simulated total_us is appended to the list yielded."""
+    outer = getattr(_recording, "launches", None)
+    _recording.launches = []
+    try:
+        yield _recording.launches
+    finally:
+        _recording.launches = outer
+
+
 def _launch_lock(target):
     """Launches on one device run one at a time: the launcher releases the GIL while the
     virtual NPU runs (its own host threads), and a Device's on-chip state belongs to one launch."""
@@ -52,7 +70,15 @@ def _launch_lock(target):
     return _launch_locks[target]
 
 
-class PassConfigKey:
+class _PassConfigKeyType(type):
+    def __getattr__(cls, name: str) -> str:
+        """An unknown key: a tl_ascend.Error (also an AttributeError) naming the closest keys."""
+        from . import _names
+
+        raise _names.unknown("PassConfigKey", name, [n for n in vars(cls) if n.isupper()])
+
+
+class PassConfigKey(metaclass=_PassConfigKeyType):
     """Pass configuration keys.
 
     TileLang-Ascend's automatic sync is what tl-ascend's developer mode always does, and memory
@@ -66,6 +92,9 @@ class PassConfigKey:
     TL_ASCEND_MEMORY_PLANNING = "tl.ascend.memory_planning"
     TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend.auto_cv_combine"
     TL_ASCEND_AUTO_CV_SYNC = "tl.ascend.auto_cv_sync"
+    # TileLang's merge of static shared-memory buffers: what tl-ascend's planner does anyway
+    # (buffers whose lifetimes do not overlap share bytes), so accepted and without effect.
+    TIR_MERGE_STATIC_SMEM = "tir.merge_static_smem"
 
 
 # The TL_DEV_* keys, one per developer-mode switch of the compiler's registry
@@ -134,7 +163,7 @@ def _dev_options(pass_configs, func):
                                   f"the vector cores' code with T.Scope(\"C\") / T.Scope(\"V\") (expert mode), or "
                                   f"leave the split to the compiler in developer mode (T.Kernel(n, threads=2) as cid)")
             continue
-        if k == PassConfigKey.TL_ASCEND_MEMORY_PLANNING:
+        if k in (PassConfigKey.TL_ASCEND_MEMORY_PLANNING, PassConfigKey.TIR_MERGE_STATIC_SMEM):
             continue  # tl-ascend places every buffer without an address, in both modes
         if k == PassConfigKey.TL_ASCEND_AUTO_SYNC:
             if v and not func.developer:
@@ -387,11 +416,14 @@ class JITKernel:
         """Runs the kernel and returns its outputs (`kernel(*args)` is run with the defaults)."""
         packed, outputs = self._arguments(args)
         mode = mode or self.mode
-        timed = mode == "timed" or trace is not None or timeline is not None
+        recording = getattr(_recording, "launches", None)
+        timed = mode == "timed" or trace is not None or timeline is not None or recording is not None
         with _launch_lock(self.target):
             prof = self._launch(packed, threads, check_hazards, timed, trace, timeline, check_stale)
         if prof is not None:
             self.last_profile = prof
+            if recording is not None:
+                recording.append(float(prof["total_us"]))
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -426,7 +458,9 @@ def compile(func: PrimFunc, out_idx: Indices = None, target: str | None = "A2", 
 
 
 def _target_name(target):
-    if target in (None, "auto", "npu", "ascend"):
+    # TileLang-Ascend's code generators ("ascendc", "pto") target the same chip: on the virtual
+    # NPU both are the default A2.
+    if target in (None, "auto", "npu", "ascend", "ascendc", "pto"):
         return "A2"
     return str(target)
 

@@ -1,11 +1,13 @@
 """An opt-in torch_npu stand-in: scripts written for an Ascend card run on the virtual NPU.
 
 `import tl_ascend.torch_npu` (in place of `import torch_npu`) makes `tensor.npu()`,
-`module.npu()`, `torch.npu.synchronize()`, `torch.npu.is_available()`, `torch.npu.set_device()`
-and `device="npu"` work on a machine without a card: tensors stay on the CPU, where the
+`module.npu()`, `torch.npu.synchronize()`, `torch.npu.is_available()`, `torch.npu.set_device()`,
+`device="npu"` and `torch.device("npu")` work on a machine without a card: tensors stay on the CPU, where the
 virtual NPU reads them. It changes torch only when imported, and only by adding what torch_npu
 would add.
 """
+
+from __future__ import annotations
 
 import types
 
@@ -22,10 +24,82 @@ class _NpuNamespace(types.SimpleNamespace):
     pass
 
 
+def _is_npu(d) -> bool:
+    """"npu", "npu:0" or torch.device("npu") (a str or a torch.device naming the card)."""
+    return isinstance(d, (str, torch.device)) and str(d).startswith("npu")
+
+
 def _map_device(kwargs):
-    d = kwargs.get("device")
-    if d is not None and str(d).startswith("npu"):
+    if _is_npu(kwargs.get("device")):
         kwargs["device"] = "cpu"
+
+
+# ---- CPU versions of the torch_npu operators TileLang-Ascend's examples use as references ------------
+# Each follows the operator's documented formula (CANN's aclnnMoeTokenPermute / aclnnMoeTokenUnpermute).
+
+
+def npu_moe_token_permute(tokens: torch.Tensor, indices: torch.Tensor, num_out_tokens: int | None = None,
+                          padded_mode: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """MoE permute: with topK = indices.shape[1] (1 for 1-D indices),
+    first = argsort(flatten(indices)) (stable), sorted_indices = argsort(first), and
+    permuted[sorted_indices[i]] = tokens[i // topK]. num_out_tokens > 0 keeps the first
+    num_out_tokens rows of the permuted tokens. Returns (permuted, sorted_indices as int32)."""
+    if padded_mode:
+        raise _core_error("torch_npu.npu_moe_token_permute: padded_mode=True is not supported (CANN documents it "
+                          "as not supported either)")
+    if tokens.dim() != 2 or indices.dim() not in (1, 2) or indices.shape[0] != tokens.shape[0]:
+        raise _core_error(f"torch_npu.npu_moe_token_permute: expected tokens (num_tokens, hidden) and indices "
+                          f"(num_tokens[, topK]), got {tuple(tokens.shape)} and {tuple(indices.shape)}")
+    topk = indices.shape[1] if indices.dim() == 2 else 1
+    flat = indices.reshape(-1)
+    n = flat.numel()
+    if num_out_tokens is not None and num_out_tokens < 0:
+        raise _core_error(f"torch_npu.npu_moe_token_permute: num_out_tokens must be >= 0, got {num_out_tokens}")
+    rows = n if not num_out_tokens else min(int(num_out_tokens), n)
+    sorted_indices = torch.argsort(torch.argsort(flat, stable=True), stable=True)
+    permuted = tokens.new_zeros((rows, tokens.shape[1]))
+    keep = sorted_indices < rows
+    permuted[sorted_indices[keep]] = tokens[torch.arange(n, device=tokens.device)[keep] // topk]
+    return permuted, sorted_indices.to(torch.int32)
+
+
+def npu_moe_token_unpermute(permuted_tokens: torch.Tensor, sorted_indices: torch.Tensor,
+                            probs: torch.Tensor | None = None, padded_mode: bool = False,
+                            restore_shape: object = None) -> torch.Tensor:
+    """MoE unpermute: T[k] = permuted[S[k]] (zero where S[k] is past a clipped permute's rows),
+    times probs[i][j] when probs is given, and out[i] = sum of T[i * topK .. (i + 1) * topK - 1]
+    with topK = probs.shape[1] (1 without probs). Accumulates in float32, returns the tokens' dtype."""
+    del restore_shape  # only the padded mode (not supported) uses it
+    if padded_mode:
+        raise _core_error("torch_npu.npu_moe_token_unpermute: padded_mode=True is not supported")
+    topk = probs.shape[1] if probs is not None else 1
+    s = sorted_indices.reshape(-1).long()
+    if s.numel() % topk:
+        raise _core_error(f"torch_npu.npu_moe_token_unpermute: sorted_indices has {s.numel()} entries, not a "
+                          f"multiple of topK = {topk}")
+    gathered = torch.zeros((s.numel(), permuted_tokens.shape[1]), dtype=torch.float32, device=permuted_tokens.device)
+    valid = s < permuted_tokens.shape[0]
+    gathered[valid] = permuted_tokens[s[valid]].float()
+    if probs is not None:
+        gathered = gathered * probs.reshape(-1, 1).float()
+    return gathered.reshape(-1, topk, permuted_tokens.shape[1]).sum(dim=1).to(permuted_tokens.dtype)
+
+
+def _core_error(msg: str) -> Exception:
+    from . import _core
+
+    return _core.Error(msg)
+
+
+# torch_npu operators tl-ascend has no CPU version of yet: an unknown torch_npu.<name> says so
+# (a tl_ascend.Error, also an AttributeError), instead of a bare AttributeError.
+def __getattr__(name: str):
+    from . import _names
+
+    raise _names.unknown("torch_npu", name, [n for n in globals() if not n.startswith("_")],
+                         {name: "tl_ascend.torch_npu has no CPU version of this torch_npu operator yet (the shim "
+                                "maps devices only; docs/python.md, \"torch_npu scripts\")"} if name.startswith("npu_")
+                         else {})
 
 
 def install() -> None:
@@ -46,8 +120,15 @@ def install() -> None:
         empty_cache=lambda: None,
     )
     torch.npu = npu
+    # torch.device("npu") and "npu:0" become valid device names (PrivateUse1 renamed, as torch_npu
+    # itself does); tensors never live there: every factory and .to() below maps them to the CPU.
+    try:
+        torch.utils.rename_privateuse1_backend("npu")
+    except RuntimeError:  # already renamed, to "npu" by an earlier install or to another backend
+        pass
     for name in ("empty", "zeros", "ones", "randn", "rand", "randint", "full", "arange", "tensor", "empty_like",
-                 "zeros_like", "ones_like", "randn_like"):
+                 "zeros_like", "ones_like", "randn_like", "rand_like", "randint_like", "full_like", "randperm",
+                 "linspace", "logspace", "eye", "empty_strided", "as_tensor", "normal"):
         orig = getattr(torch, name)
 
         def make(orig):
@@ -62,13 +143,13 @@ def install() -> None:
     orig_default = torch.set_default_device
 
     def set_default_device(device):
-        orig_default("cpu" if device is not None and str(device).startswith("npu") else device)
+        orig_default("cpu" if _is_npu(device) else device)
 
     torch.set_default_device = set_default_device
     orig_to = torch.Tensor.to
 
     def to(self, *args, **kwargs):
-        args = tuple("cpu" if (isinstance(a, str) and a.startswith("npu")) else a for a in args)
+        args = tuple("cpu" if _is_npu(a) else a for a in args)
         _map_device(kwargs)
         return orig_to(self, *args, **kwargs)
 

@@ -590,6 +590,55 @@ def if_then_else(cond, t, f):
 
 
 select = if_then_else
+Select = if_then_else  # TVM's tir.Select, as TileLang-Ascend scripts spell it
+
+
+# TVM's expression constructors under their TVMScript names, as TileLang-Ascend scripts call them
+# (`init=T.And(k == 0, kk == 0)`, `T.Cast("int32", e)`): the same expressions as `and`, `or`,
+# T.cast, T.min and T.max.
+def And(a, b):
+    """a and b: a condition (`T.And(k == 0, kk == 0)`), as `a and b` is in a kernel."""
+    _expr("And", "a", a), _expr("And", "b", b)
+    if _both_python_bool(a, b):
+        return _builtins.bool(a) and _builtins.bool(b)
+    return _core.logical_and(a, b)
+
+
+def Or(a, b):
+    """a or b: a condition, as `a or b` is in a kernel."""
+    _expr("Or", "a", a), _expr("Or", "b", b)
+    if _both_python_bool(a, b):
+        return _builtins.bool(a) or _builtins.bool(b)
+    return _core.logical_or(a, b)
+
+
+def _both_python_bool(*vs):
+    return all(isinstance(v, _numbers.Real) for v in vs)
+
+
+def Cast(dtype, value):
+    """TVM's tir.Cast(dtype, value): T.cast(value, dtype), dtype first."""
+    return cast(value, dtype)
+
+
+Min = min
+Max = max
+
+
+def floordiv(a, b):
+    """a // b rounded toward negative infinity (TVM's floordiv; `a // b` in a kernel)."""
+    _integer_arg("floordiv", "b", b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    return _core.floordiv(_expr("floordiv", "a", a), b)
+
+
+def floormod(a, b):
+    """a % b with the sign of b (TVM's floormod; `a % b` in a kernel)."""
+    _integer_arg("floormod", "b", b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    return _core.as_expr(_expr("floormod", "a", a)) % b
 
 
 def cast(value, dtype):
@@ -661,3 +710,11 @@ def _guard_public_functions():
 
 _ops_module = __name__ + "._ops"
 _guard_public_functions()
+
+
+def __getattr__(name):
+    """An unknown `T.<name>`: a tl_ascend.Error (also an AttributeError) with the tl-ascend
+    spelling of TileLang-Ascend's name, or the closest names T has (_names.py)."""
+    from .. import _names
+
+    raise _names.unknown("T", name, list(globals()), _names.T_HINTS, prefix="T.")

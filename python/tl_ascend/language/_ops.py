@@ -13,6 +13,12 @@ from . import _state
 
 _OPS = {op["name"]: op for op in _core.ops()}
 
+# Integer attributes TileLang-Ascend scripts give by their Ascend C enum names: T.tile.select's
+# selMode (SELMODE: the mask comes from the compare either way, and tl-ascend's select reads the
+# mask operand in every mode, so the three are one computation here).
+_ATTR_ENUMS = {("tile.select", "mode"): {"VSEL_CMPMASK_SPR": 0, "VSEL_TENSOR_SCALAR_MODE": 1,
+                                         "VSEL_TENSOR_TENSOR_MODE": 2}}
+
 
 def emit(op_name, *args, **kwargs):
     """Emits registered op `op_name` ("tile.add", "copy", ...) with TileLang's conventions."""
@@ -65,6 +71,13 @@ def emit(op_name, *args, **kwargs):
         if kind != "tile" and hasattr(v, "_tl_expr") and hasattr(v, "_tl_region"):
             values[i] = v._tl_expr()
     check_operands(op_name, values)
+    for (op, attr), enum in _ATTR_ENUMS.items():
+        v = attr_values.get(attr) if op == op_name else None
+        if isinstance(v, str):
+            if v not in enum:
+                _core.user_error(_state.current(), f"T.{op_name}: attribute '{attr}' must be one of "
+                                                   f"{', '.join(enum)} (or its number), got '{v}'")
+            attr_values[attr] = enum[v]
     _core.emit(op_name, values, attr_values, _state.current())
 
 

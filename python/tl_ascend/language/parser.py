@@ -534,7 +534,9 @@ class _Parser:
         base = self.eval(n.value)
         try:
             return getattr(base, n.attr)
-        except AttributeError:
+        except AttributeError as e:
+            if isinstance(e, _core.Error):  # T's "did you mean" (_names.py), located at this statement
+                raise
             what = getattr(base, "__name__", None) if inspect.ismodule(base) else None
             self.fail(n, f"{_text(n)}: {'module ' + repr(what) if what else type(base).__name__} has no attribute "
                          f"'{n.attr}'")

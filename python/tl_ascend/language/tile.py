@@ -33,3 +33,12 @@ def merge_sort(dst: _Any, src0: _Any, src1: _Any, src2: _Optional[_Any] = None, 
     from . import merge_sort as _merge_sort
 
     _merge_sort(dst, [s for s in (src0, src1, src2, src3) if s is not None])
+
+
+def __getattr__(name: str) -> _Any:
+    """An unknown `T.tile.<name>`: a tl_ascend.Error (also an AttributeError) with the tl-ascend
+    spelling, or the closest ops T.tile has (_names.py)."""
+    from .. import _names
+
+    known = [n for n in globals() if not n.startswith("_")]
+    raise _names.unknown("T.tile", name, known, _names.tile_hint(name, known), prefix="T.tile.")

@@ -1,0 +1,56 @@
+"""`python -m tl_ascend.run [--force] script.py [args...]`: run a TileLang-Ascend script unchanged.
+
+The script runs as `python script.py [args...]` would run it (as `__main__`, with its own
+directory first on sys.path and sys.argv = [script.py, args...]), after the `tilelang` import
+alias is installed for this process (alias.py): `import tilelang` and `import torch_npu` give
+tl-ascend's modules, and the kernels run on the virtual NPU.
+
+If a real `tilelang` or `torch_npu` is importable, the runner says so and exits with status 2,
+unless `--force`: it never takes over a real installation silently. The script's own exit
+status is the runner's (an uncaught exception prints its traceback and exits 1, as Python does).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+USAGE = "usage: python -m tl_ascend.run [--force] script.py [args...]"
+
+
+def main(argv: list[str]) -> int:
+    force = False
+    while argv and argv[0].startswith("-"):
+        opt = argv.pop(0)
+        if opt == "--force":
+            force = True
+        elif opt in ("-h", "--help"):
+            print(USAGE)
+            print(__doc__.split("\n", 2)[2].strip())
+            return 0
+        else:
+            print(f"tl_ascend.run: unknown option '{opt}'\n{USAGE}", file=sys.stderr)
+            return 2
+    if not argv:
+        print(USAGE, file=sys.stderr)
+        return 2
+    script = argv[0]
+    if not os.path.isfile(script):
+        print(f"tl_ascend.run: no such script '{script}'", file=sys.stderr)
+        return 2
+    from . import _core, alias
+
+    try:
+        alias.install(force=force)
+    except _core.Error as e:
+        print(f"tl_ascend.run: {e}", file=sys.stderr)
+        return 2
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
