@@ -252,7 +252,7 @@ const std::vector<PassDef>& pass_registry() {
       // on the final addresses, and orders whatever it shares.
       {"plan_memory",
        [](const PrimFunc& g, const Target& t, const Ctx& c) {
-         return plan_memory(g, t, c.syncs_follow);
+         return plan_memory(g, t, c.syncs_follow && c.syncs_follow(g));
        },
        Gate::Always,
        "",
