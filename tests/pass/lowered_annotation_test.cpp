@@ -101,7 +101,6 @@ TEST(LoweredAnnotation, AChannelWorkspaceSaysItIsOneAndHowManySlots) {
     PrimFunc back = parse(text);
     EXPECT_EQ(channels(back), made);
     EXPECT_TRUE(structural_equal(back, s)) << first_difference(back, s);
-    EXPECT_EQ(structural_hash(back), structural_hash(s));
     // Fully lowered: the slots pipeline_loops gave, and the channel syncs that follow them.
     PrimFunc low = lower(f, default_target(), {});
     for (const auto& [ws, slots] : channels(low)) EXPECT_GE(slots, 1) << ws;
