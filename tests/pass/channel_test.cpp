@@ -131,7 +131,7 @@ def f(C: T.Tensor((64, 32), "float32")):
             R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, threads=1) as cid:
-        c_ub_ws = T.alloc_workspace((2, 1, 32, 32), "float32")
+        c_ub_ws = T.alloc_workspace((2, 1, 32, 32), "float32", channel_slots=1)
         c = T.alloc_L0C((32, 32), "float32")
         c_ub = T.alloc_ub((32, 32), "float32")
         T.copy(c, c_ub_ws[cid:cid + 1, 0:1, 0:32, 0:32])
@@ -157,7 +157,7 @@ def f(C: T.Tensor((64, 64), "float32")):
             R"(@T.prim_func
 def f(C: T.Tensor((64, 64), "float32")):
     with T.Kernel(2, threads=1) as cid:
-        c_ub_ws = T.alloc_workspace((2, 1, 32, 64), "float32")
+        c_ub_ws = T.alloc_workspace((2, 1, 32, 64), "float32", channel_slots=1)
         c = T.alloc_L0C((64, 32), "float32")
         c_ub = T.alloc_ub((32, 64), "float32")
         T.copy(c[0:32, 0:32], c_ub_ws[cid:cid + 1, 0:1, 0:32, 0:32])
@@ -187,7 +187,7 @@ def f(C: T.Tensor((64, 64), "float32")):
 constexpr const char* kSplitChannel = R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
             T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
@@ -207,7 +207,7 @@ TEST(InsertChannelSyncs, ASlotFilledInColumnPartsIsFlaggedOnce) {
   std::string out = after(R"(@T.prim_func
 def f(C: T.Tensor((64, 64), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 64), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 64), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((64, 32), "float32")
             for k in T.serial(3):
@@ -237,7 +237,7 @@ TEST(InsertChannelSyncs, AVectorToCubeChannelSetsOnMTE3AndBothAivsSet) {
   EXPECT_EQ(after(R"(@T.prim_func
 def f(P: T.Tensor((32, 32), "float16")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 1, 32, 32), "float16")
+        ws = T.alloc_workspace((1, 1, 32, 32), "float16", channel_slots=1)
         with T.Scope("Cube"):
             p_l1 = T.alloc_L1((32, 32), "float16")
             T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], p_l1)
@@ -251,7 +251,7 @@ def f(P: T.Tensor((32, 32), "float16")):
             R"(@T.prim_func
 def f(P: T.Tensor((32, 32), "float16")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 1, 32, 32), "float16")
+        ws = T.alloc_workspace((1, 1, 32, 32), "float16", channel_slots=1)
         with T.Scope("Cube"):
             p_l1 = T.alloc_L1((32, 32), "float16")
             T.wait_cross_flag(0, auto=True)
@@ -273,7 +273,7 @@ TEST(InsertChannelSyncs, RunningItAgainAddsNothing) {
   const std::string text = R"(@T.prim_func
 def f(P: T.Tensor((32, 32), "float16")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 1, 32, 32), "float16")
+        ws = T.alloc_workspace((1, 1, 32, 32), "float16", channel_slots=1)
         with T.Scope("Cube"):
             p_l1 = T.alloc_L1((32, 32), "float16")
             T.copy(ws[cid:cid + 1, 0:1, 0:32, 0:32], p_l1)
@@ -293,7 +293,7 @@ TEST(InsertChannelSyncs, ACubeToVectorChannelSetsOnFixAndWaitsOnBothAivs) {
   std::string out = after(R"(@T.prim_func
 def f(C: T.Tensor((32, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
             T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
@@ -307,7 +307,7 @@ def f(C: T.Tensor((32, 32), "float32")):
   EXPECT_EQ(out, R"(@T.prim_func
 def f(C: T.Tensor((32, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
             T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])
@@ -339,8 +339,8 @@ TEST(InsertChannelSyncs, EachChannelHasItsOwnIdsAndAiv1KeepsTheLoopsAndIfsAround
   std::string out = after(R"(@T.prim_func
 def f(C: T.Tensor((32, 32), "float32"), n: T.int32):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        w0 = T.alloc_workspace((1, 1, 32, 32), "float32")
-        w1 = T.alloc_workspace((1, 1, 32, 32), "float32")
+        w0 = T.alloc_workspace((1, 1, 32, 32), "float32", channel_slots=1)
+        w1 = T.alloc_workspace((1, 1, 32, 32), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
             T.copy(c, w0[cid:cid + 1, 0:1, 0:32, 0:32])
@@ -385,7 +385,8 @@ def f():
     with T.Kernel(1, is_npu=True) as (cid, vid):
 )";
   for (int i = 0; i < 12; ++i)
-    text += fmt::format("        w{} = T.alloc_workspace((1, 1, 32), \"float32\")\n", i);
+    text += fmt::format(
+        "        w{} = T.alloc_workspace((1, 1, 32), \"float32\", channel_slots=1)\n", i);
   text +=
       "        with T.Scope(\"Vector\"):\n            if vid == 0:\n                x = "
       "T.alloc_ub((1, 32), \"float32\")\n";
@@ -450,7 +451,7 @@ TEST(ElideChannelCredits, ACreditNothingElseImpliesOrABoundTheReplayCannotKnowSt
   std::string text = R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32"), n: T.int32):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
             for k in T.serial(EXTENT):
@@ -482,7 +483,7 @@ TEST(Workspace, VerifierRejectsAPinnedAddressAndAnEmptyDimension) {
   PrimFunc f = parse(R"(@T.prim_func
 def f():
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 0), "float32")
+        ws = T.alloc_workspace((2, 1, 0), "float32", channel_slots=1)
         w2 = T.alloc_workspace((4,), "float32", address=64)
 )");
   std::string all = format_diagnostics(verify(f, default_target()));

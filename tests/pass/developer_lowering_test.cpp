@@ -134,7 +134,7 @@ def f(A: T.Tensor((32, 64), "float16"), C: T.Tensor((32, 32), "float32"), X: T.T
   // The cube keeps its work only: the counter n, the row sum s, the branch, the GM store and the
   // print are the vector side's, and the K loop is on both, the vector side's holding only n's
   // increment. `unused` is needed nowhere. The condition reads a tile: it is read into a let.
-  EXPECT_EQ(out, R"(@T.prim_func
+  EXPECT_EQ(out, R"(@T.prim_func(lowered_from_developer=1)
 def f(A: T.Tensor((32, 64), "float16"), C: T.Tensor((32, 32), "float32"), X: T.Tensor((16, 64), "float32"), F: T.Tensor((4,), "int32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
         with T.Scope("Cube"):

@@ -17,7 +17,7 @@ namespace {
 constexpr std::string_view kPingPong = R"(@T.prim_func
 def f(n: T.int32):
     with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((1, 1, 16, 16), "float32")
+        ws = T.alloc_workspace((1, 1, 16, 16), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((16, 16), "float32", address=0)
             for k in T.serial(EXTENT):
