@@ -28,7 +28,7 @@
 #include <set>
 #include <vector>
 
-#include "block_replay.h"
+#include "tl/replay.h"
 #include "developer.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"

@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "block_replay.h"
+#include "tl/replay.h"
 #include "developer.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"

@@ -25,7 +25,7 @@
 #include <tuple>
 #include <vector>
 
-#include "block_replay.h"
+#include "tl/replay.h"
 #include "developer.h"
 #include "tl/ir_functor.h"
 #include "tl/pass.h"

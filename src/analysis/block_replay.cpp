@@ -1,4 +1,4 @@
-// block_replay (block_replay.h): unrolls one block's three cores into instruction streams, with
+// block_replay (tl/replay.h): unrolls one block's three cores into instruction streams, with
 // conservative byte ranges per op, and replays them with the hazard checker's rules.
 //
 // Address arithmetic is kept as linear forms over the values a block cannot know at compile
@@ -7,7 +7,7 @@
 // a loop the streams do not unroll, a product of two unknowns) makes the region the whole
 // buffer. On-chip regions narrow to the bytes between their first and last element, as
 // insert_syncs narrows them (every layout is non-decreasing in each index, tl/storage.h).
-#include "block_replay.h"
+#include "tl/replay.h"
 
 #include <deque>
 #include <functional>
@@ -17,13 +17,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tl/access.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/linear.h"
 #include "tl/op.h"
 #include "tl/ops.h"
-#include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/storage.h"
 #include "tl/sync_rules.h"
@@ -306,55 +306,45 @@ class Unroller {
     return sp;
   }
 
-  /// The pipe of each instruction of `op` (looked up once per op: a copy's is its path's).
-  const std::vector<int>& pipes_of(const TileOpNode& op) {
-    auto [it, fresh] = pipes_.try_emplace(&op);
-    if (fresh)
-      for (const InstrSpec& spec : op.op->expansion)
-        it->second.push_back(spec.kind == InstrSpec::Kind::BarrierAll
-                                 ? kPipes
-                                 : pipe_index(instr_pipe(op, spec, target_)));
+  /// The instructions of `op` and what each touches (tl/access.h), looked up once per op: a
+  /// copy's pipe is its path's.
+  const std::vector<analysis::Instr>& instrs_of(const TileOpNode& op) {
+    auto [it, fresh] = instrs_.try_emplace(&op);
+    if (fresh) it->second = analysis::instructions(op, target_);
     return it->second;
   }
 
   void tile_op(const TileOpNode& op) {
     auto [channel, push] = channel_of(op);
-    const std::vector<int>& pipes = pipes_of(op);
-    for (size_t i = 0; i < pipes.size(); ++i) {
-      const InstrSpec& spec = op.op->expansion[i];
-      if (spec.kind == InstrSpec::Kind::BarrierAll) {
+    for (const analysis::Instr& in : instrs_of(op)) {
+      if (in.barrier_all) {
         out_.push_back(event(Event::Barrier, kPipes));
         continue;
       }
-      Event e = event(Event::Op, pipes[i]);
+      Event e = event(Event::Op, pipe_index(in.pipe));
       if (e.pipe >= kPipes || (accesses_ && e.pipe == pipe_index(Pipe::S))) return fail();
       e.channel = channel;
       e.push = push;
       if (push) e.first = as_const_int(op.args[1].region.ranges.back().min) == 0;
-      if (accesses_) spans(op, spec, e.spans);
+      if (accesses_) spans(op, in, e.spans);
       out_.push_back(std::move(e));
     }
   }
 
-  void spans(const TileOpNode& n, const InstrSpec& spec, std::vector<Span>& out) const {
-    const OpDef& op = *n.op;
-    for (const auto& tc : spec.touches) {
-      if (tc.operand < 0) {  // a scratch area from offset 0: the whole memory, conservatively
+  void spans(const TileOpNode& n, const analysis::Instr& in, std::vector<Span>& out) const {
+    for (const analysis::Use& u : in.uses) {
+      if (u.kind == analysis::Use::Scratch) {  // from offset 0: the whole memory, conservatively
         Span s;
-        s.mem = memory_key(tc.scratch);
+        s.mem = memory_key(u.scratch);
         s.base = -1;
-        if (tc.access != Access::Write) out.push_back(s);
-        if (tc.access != Access::Read) out.push_back((s.write = true, s));
+        if (u.read) out.push_back(s);
+        if (u.write) out.push_back((s.write = true, s));
         continue;
       }
-      size_t hi = op.operands[tc.operand].variadic
-                      ? n.args.size()
-                      : std::min(n.args.size(), static_cast<size_t>(tc.operand) + 1);
-      for (size_t i = static_cast<size_t>(tc.operand); i < hi; ++i) {
-        if (!n.args[i].is_region()) continue;  // scalar operands: no memory (unroll_block checked)
-        if (tc.access != Access::Write) out.push_back(span_of(n.args[i].region, false));
-        if (tc.access != Access::Read) out.push_back(span_of(n.args[i].region, true));
-      }
+      if (u.kind == analysis::Use::Scalar) continue;  // no memory (unroll_block checked)
+      const BufferRegion& r = n.args[static_cast<size_t>(u.arg)].region;
+      if (u.read) out.push_back(span_of(r, false));
+      if (u.write) out.push_back(span_of(r, true));
     }
   }
 
@@ -395,7 +385,7 @@ class Unroller {
   std::unordered_map<const VarNode*, Linear> lin_;     // addresses
   std::unordered_set<const VarNode*> unknown_;         // variables of loops taken once
   std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
-  std::unordered_map<const TileOpNode*, std::vector<int>> pipes_;  // pipes_of(), by op
+  std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
   std::vector<Event> out_;
   bool failed_ = false;
 };
