@@ -107,22 +107,25 @@ class LinearForm {
 };
 
 /// The linear form of integer expression `e`: immediates are constants; Add, Sub and Mul by a
-/// constant combine their operands' forms; every other node is handed to `leaf`, which returns
-/// its form (an atom, a constant it knows) or nullopt (not linear: the whole result is
-/// nullopt). Integer casts pass through, a constant result is wrapped to the node's dtype (as
-/// the evaluator does); an operator on two constants folds. Arithmetic is taken as exact (no
-/// wrap of non-constant values): meant for index and address expressions of valid kernels.
-/// nullopt on overflow.
+/// constant combine their operands' forms; an operator on two constants folds (a constant
+/// result is wrapped to the node's dtype, as the evaluator does); integer casts pass through
+/// when `through_casts`. Every other node -- a variable, a load, a cast, an operator whose
+/// operands' forms do not combine (a product of two unknowns, a division) -- is handed to
+/// `leaf`, which returns its form (an atom, a constant it knows) or nullopt (not linear: the
+/// whole result is nullopt, as it is when an operand of an operator is not linear).
+/// Arithmetic is taken as exact (no wrap of non-constant values): meant for index and address
+/// expressions of valid kernels. nullopt on overflow.
 template <size_t N, class Leaf>
-std::optional<LinearForm<N>> decompose(const Expr& e, Leaf&& leaf) {
+std::optional<LinearForm<N>> decompose(const Expr& e, Leaf&& leaf, bool through_casts = true) {
   using L = LinearForm<N>;
   switch (e.kind()) {
     case ExprKind::IntImm:
       return L::constant_of(static_cast<const IntImmNode*>(e.get())->value);
     case ExprKind::Cast: {
       auto* c = static_cast<const CastNode*>(e.get());
+      if (!through_casts) return leaf(e);
       if (!is_int(c->dtype)) return std::nullopt;
-      auto x = decompose<N>(c->value, leaf);
+      auto x = decompose<N>(c->value, leaf, through_casts);
       if (x && x->is_constant()) x->set_constant(wrap(c->dtype, x->constant()));
       return x;
     }
@@ -132,9 +135,9 @@ std::optional<LinearForm<N>> decompose(const Expr& e, Leaf&& leaf) {
       return leaf(e);
   }
   auto* b = static_cast<const BinaryNode*>(e.get());
-  auto x = decompose<N>(b->a, leaf);
+  auto x = decompose<N>(b->a, leaf, through_casts);
   if (!x) return std::nullopt;
-  auto y = decompose<N>(b->b, leaf);
+  auto y = decompose<N>(b->b, leaf, through_casts);
   if (!y) return std::nullopt;
   std::optional<L> r;
   switch (b->op) {
@@ -156,10 +159,19 @@ std::optional<LinearForm<N>> decompose(const Expr& e, Leaf&& leaf) {
           r = L::constant_of(*v);
       break;
   }
-  if (r && r->overflow()) return std::nullopt;
-  if (r && r->is_constant() && is_int(b->dtype))
+  if (!r) return leaf(e);  // the operands' forms do not combine
+  if (r->overflow()) return std::nullopt;
+  if (r->is_constant() && is_int(b->dtype))
     r->set_constant(wrap(b->dtype, r->constant()));  // the dtype's wrap
   return r;
+}
+
+/// The coefficient of atom `key` in `f` (0 when absent).
+template <size_t N>
+int64_t coefficient_of(const LinearForm<N>& f, int64_t key) {
+  for (const auto& t : f)
+    if (t.first == key) return t.second;
+  return 0;
 }
 
 }  // namespace tl::arith
