@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tl/ir.h"
@@ -37,6 +39,16 @@ struct Instr {
 /// The instructions tile op `n` issues on target `t`, with the operand uses of each (a variadic
 /// operand's every argument; an omitted optional operand none).
 std::vector<Instr> instructions(const TileOpNode& n, const Target& t);
+
+/// The bytes [lo, hi), from the start of a buffer of memory `s`, dtype `t` and constant
+/// `shape`, between the element at index `first` and the one at `last` (each index within the
+/// shape): every layout -- row-major UB and GM, the fractal NZ/ZZ/ZN of L1 and L0 -- is
+/// non-decreasing in each index (storage_element_offset, tl/storage.h), so the bytes of a
+/// region with those corners lie between the two. What insert_syncs and the block replay take
+/// as a constant region's bytes.
+std::pair<int64_t, int64_t> bytes_between(MemScope s, DType t, const std::vector<int64_t>& shape,
+                                          const std::vector<int64_t>& first,
+                                          const std::vector<int64_t>& last);
 
 /// One buffer access of a statement: which pipe, read and/or write.
 struct Touch {

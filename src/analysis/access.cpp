@@ -8,6 +8,7 @@
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/ops.h"
+#include "tl/storage.h"
 #include "tl/sync_rules.h"
 
 namespace tl::analysis {
@@ -45,6 +46,14 @@ std::vector<Instr> instructions(const TileOpNode& n, const Target& t) {
     out.push_back(std::move(in));
   }
   return out;
+}
+
+std::pair<int64_t, int64_t> bytes_between(MemScope s, DType t, const std::vector<int64_t>& shape,
+                                          const std::vector<int64_t>& first,
+                                          const std::vector<int64_t>& last) {
+  const int64_t es = dtype_bytes(t);
+  return {storage_element_offset(s, t, shape, first) * es,
+          (storage_element_offset(s, t, shape, last) + 1) * es};
 }
 
 namespace {

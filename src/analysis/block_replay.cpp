@@ -279,8 +279,9 @@ class Unroller {
         f.push_back(first[d].constant());
         l.push_back(last[d].constant());
       }
-      sp.lo = b->address + storage_element_offset(b->scope, b->dtype, shape, f) * es;
-      sp.hi = b->address + (storage_element_offset(b->scope, b->dtype, shape, l) + 1) * es;
+      auto [lo, hi] = analysis::bytes_between(b->scope, b->dtype, shape, f, l);
+      sp.lo = b->address + lo;
+      sp.hi = b->address + hi;
       return sp;
     }
     // GM: row-major (or the buffer's constant strides), first to last element.

@@ -209,10 +209,9 @@ Region Inserter::constant_region_of(const Buffer& b, const std::vector<Range>& r
   int64_t bytes = storage_bytes(b->scope, b->dtype, shape);
   g.lo = base;
   g.hi = bytes > INT64_MAX - base ? INT64_MAX : base + bytes;
-  // A constant region narrows to the bytes between its first and last element: every
-  // layout (row-major UB and GM, the fractal NZ/ZZ/ZN of L1 and L0) is non-decreasing in
-  // each index (storage_element_offset), so a sub-tile's bytes lie between those two. The
-  // slots lower_cube_ops stacks in an L0 tile are row blocks: disjoint byte ranges.
+  // A constant region narrows to the bytes between its first and last element
+  // (analysis::bytes_between). The slots lower_cube_ops stacks in an L0 tile are row blocks:
+  // disjoint byte ranges.
   if (!b->strides.empty() || ranges.size() != shape.size()) return g;
   std::vector<int64_t> first, last;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -222,9 +221,9 @@ Region Inserter::constant_region_of(const Buffer& b, const std::vector<Range>& r
     first.push_back(*s);
     last.push_back(*s + *e - 1);
   }
-  int64_t es = dtype_bytes(b->dtype);
-  g.lo = base + storage_element_offset(b->scope, b->dtype, shape, first) * es;
-  g.hi = base + (storage_element_offset(b->scope, b->dtype, shape, last) + 1) * es;
+  auto [lo, hi] = analysis::bytes_between(b->scope, b->dtype, shape, first, last);
+  g.lo = base + lo;
+  g.hi = base + hi;
   return g;
 }
 

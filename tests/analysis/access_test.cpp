@@ -125,5 +125,16 @@ TEST(Access, TouchesOfStatementsAndMmadInit) {
   }
 }
 
+TEST(Access, BytesBetweenTheCornersOfARegion) {
+  // Row-major UB, fp16 16x16: rows 2..3 are bytes [64, 128); one element is its 2 bytes.
+  EXPECT_EQ(analysis::bytes_between(MemScope::UB, DType::Float16, {16, 16}, {2, 0}, {3, 15}),
+            std::make_pair(int64_t{64}, int64_t{128}));
+  EXPECT_EQ(analysis::bytes_between(MemScope::UB, DType::Float32, {4, 8}, {1, 3}, {1, 3}),
+            std::make_pair(int64_t{44}, int64_t{48}));
+  // A fractal L1 tile: the corners' bytes bound the region, the whole tile is the widest.
+  auto whole = analysis::bytes_between(MemScope::L1, DType::Float16, {32, 32}, {0, 0}, {31, 31});
+  EXPECT_EQ(whole, std::make_pair(int64_t{0}, int64_t{32 * 32 * 2}));
+}
+
 }  // namespace
 }  // namespace tl

@@ -4,6 +4,7 @@
 // are what the overlap test and the block replay rely on.
 #include <gtest/gtest.h>
 
+#include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/linear.h"
 
@@ -97,6 +98,37 @@ TEST(LinearForm, LeafRuleDecidesAtoms) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->constant(), 20);
   EXPECT_EQ(f->size(), 1u);
+}
+
+TEST(LinearForm, NodesThatDoNotCombineGoToTheLeafRule) {
+  // insert_syncs' loop coefficient: v one atom, every loop-invariant leaf (n, n * m, n / 2, a
+  // cast) another; a node mixing v non-linearly is not linear.
+  Var v("v"), n("n"), m("m");
+  auto leaf = [&](const Expr& e) -> std::optional<L4> {
+    bool has_v = false;
+    pre_order_visit(
+        LetNode::make(Var("_"), e), [](const Stmt&) {},
+        [&](const Expr& x) { has_v = has_v || x.same_as(v); });
+    if (e.same_as(v)) return L4::atom(1);
+    if (!has_v) return L4::atom(2);
+    return std::nullopt;
+  };
+  auto c = [&](const Expr& e) -> std::optional<int64_t> {
+    auto f = arith::decompose<4>(e, leaf, /*through_casts=*/false);
+    if (!f) return std::nullopt;
+    return arith::coefficient_of(*f, 1);
+  };
+  EXPECT_EQ(c(v * 8 + n * m + 4), 8);
+  EXPECT_EQ(c(v * 8 + floordiv(n, 2) - v * 2), 6);
+  EXPECT_EQ(c(n * m), 0);
+  EXPECT_EQ(c(v * n), std::nullopt);
+  EXPECT_EQ(c(floordiv(v, 2) + v), std::nullopt);
+  // A cast is a leaf here (through_casts=false), and folded through by default.
+  Expr cast_v = CastNode::make(DType::Int64, v * 8);
+  EXPECT_EQ(c(cast_v), std::nullopt);
+  auto through = arith::decompose<4>(cast_v, leaf);
+  ASSERT_TRUE(through);
+  EXPECT_EQ(arith::coefficient_of(*through, 1), 8);
 }
 
 TEST(LinearForm, ConstantDifferenceAndOverlapStillExact) {
