@@ -6,8 +6,8 @@
 // - runs of whole kernels on the virtual NPU (flag balance on every core, the launcher's
 //   workspace allocation) and compiles of the developer examples through the whole pipeline;
 // - that a kernel without workspaces comes back as the same function object (no copy);
-// - T.alloc_workspace itself: parse/print round trip and the signature, and the verifier's
-//   rejections (no pass of the registry runs the verifier alone on an unlowered kernel).
+// - T.alloc_workspace itself: parse/print round trip and the signature (the parser's API). The
+//   verifier's rejections of a workspace are tests/pass/verify_errors.tl.
 #include "pass_test_util.h"
 
 #include <cmath>
@@ -107,17 +107,7 @@ TEST(Workspace, PrintsAndParsesBackAndIsNotInTheSignature) {
   ASSERT_EQ(f->params.size(), 1u);  // C only
 }
 
-TEST(Workspace, VerifierRejectsAPinnedAddressAndAnEmptyDimension) {
-  PrimFunc f = parse(R"(@T.prim_func
-def f():
-    with T.Kernel(1, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 0), "float32")
-        w2 = T.alloc_workspace((4,), "float32", address=64)
-)");
-  std::string all = format_diagnostics(verify(f, default_target()));
-  EXPECT_NE(all.find("[rule: buffer-shape]"), std::string::npos) << all;
-  EXPECT_NE(all.find("[rule: workspace-address]"), std::string::npos) << all;
-}
+// VerifierRejectsAPinnedAddressAndAnEmptyDimension: tests/pass/verify_errors.tl.
 
 TEST(Workspace, TheLauncherAllocatesItPerLaunchPoisonedAndCountsItsBytes) {
   // An expert vector kernel staging X through a workspace: MTE3 out, MTE2 back in, ordered by

@@ -12,6 +12,8 @@ A .tl file is IR text (what `tlc print --no-loc` prints) with directives in `#` 
     # expected-error: TEXT   (a `not` RUN line: its stderr contains TEXT)
     # expected-error@+1: TEXT  (... and names this file at the line N lines below)
     # expected-error: `T.exp(x)` at %s:[[@LINE-2]] reads   (the file, a line counted from here)
+    # expected-remark: TEXT  (each RUN line that succeeds: its stderr, where remarks go, has TEXT;
+    #                         with any such line, every `remark:` line of that stderr is expected)
 
 `%s` is the file, `tlc` the tlc binary given on the command line. A pattern matches as a
 substring of a line; runs of whitespace match any run of whitespace; `{{re}}` is a regular
@@ -131,6 +133,7 @@ def main(argv: list[str]) -> int:
     runs: list[tuple[int, str]] = []
     checks: dict[str, list[Check]] = {}
     errors: list[tuple[int, int | None, str]] = []
+    remarks: list[tuple[int, str]] = []
     for n, line in enumerate(text.split("\n"), start=1):
         m = DIRECTIVE.match(line)
         if not m:
@@ -140,6 +143,8 @@ def main(argv: list[str]) -> int:
             runs.append((n, body))
         elif name == "expected-error":
             errors.append((n, n + int(offset[1:]) if offset else None, body.strip()))
+        elif name == "expected-remark":
+            remarks.append((n, body.strip()))
         else:
             prefix, _, kind = name.partition("-")
             if kind not in ("", "NEXT", "NOT") or not prefix.isupper():
@@ -175,6 +180,16 @@ def main(argv: list[str]) -> int:
         if p.returncode != 0:
             failures.append(f"{path}:{line}: RUN: '{command.strip()}' failed ({p.returncode}):\n{p.stderr}")
             continue
+        wanted = [(rline, substitute(text, path, rline)) for rline, text in remarks]
+        for rline, msg in wanted:
+            if msg not in p.stderr:
+                failures.append(f"{path}:{rline}: expected-remark: '{msg}' not in stderr (of "
+                                f"'{command.strip()}'):\n{p.stderr}")
+        # As clang's -verify: with expected remarks, a remark none of them names is a failure.
+        for got in (x for x in p.stderr.split("\n") if wanted and ": remark: " in x):
+            if not any(msg in got for _, msg in wanted):
+                failures.append(f"{path}: remark not in stderr's expected-remark lines (an unexpected "
+                                f"remark of '{command.strip()}'): {got}")
         if filecheck.strip():
             fc = shlex.split(filecheck)
             prefix = "CHECK"
