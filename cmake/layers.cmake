@@ -79,6 +79,7 @@ file(GLOB TL_TARGET_SOURCES CONFIGURE_DEPENDS ${S}/target/*.cpp)
 file(GLOB TL_LAYOUT_SOURCES CONFIGURE_DEPENDS ${S}/layout/*.cpp)
 file(GLOB TL_OP_SOURCES CONFIGURE_DEPENDS ${S}/op/*.cpp)
 file(GLOB TL_VERIFY_SOURCES CONFIGURE_DEPENDS ${S}/verify/*.cpp)
+file(GLOB TL_ANALYSIS_SOURCES CONFIGURE_DEPENDS ${S}/analysis/*.cpp)
 file(GLOB TL_TRANSFORM_SOURCES CONFIGURE_DEPENDS ${S}/pass/*.cpp)
 file(GLOB TL_JIT_SOURCES CONFIGURE_DEPENDS ${S}/jit/*.cpp)
 file(GLOB TL_RUNTIME_SOURCES CONFIGURE_DEPENDS ${S}/runtime/*.cpp)
@@ -91,14 +92,16 @@ tl_module(support SOURCES ${TL_SUPPORT_SOURCES}
           HEADERS tl/error.h tl/loc.h tl/dtype.h tl/env.h tl/npu/numerics.h)
 tl_module(ir SOURCES ${TL_IR_SOURCES} DEPS support
           HEADERS tl/ir.h tl/ir_functor.h tl/ir_equal.h tl/printer.h tl/kernel_registry.h)
-tl_module(arith SOURCES ${TL_ARITH_SOURCES} DEPS ir HEADERS tl/arith.h tl/ir_ops.h)
+tl_module(arith SOURCES ${TL_ARITH_SOURCES} DEPS ir HEADERS tl/arith.h tl/ir_ops.h tl/linear.h)
 tl_module(target SOURCES ${TL_TARGET_SOURCES} DEPS ir HEADERS tl/target.h)
 tl_module(layout SOURCES ${TL_LAYOUT_SOURCES} DEPS target HEADERS tl/storage.h tl/npu/layout.h)
 tl_module(op SOURCES ${TL_OP_SOURCES} DEPS arith target
           HEADERS tl/op.h tl/ops.h tl/op_list.def tl/sync_rules.h tl/vector_ops.def)
 tl_module(parser SOURCES ${TL_PARSER_SOURCES} DEPS op HEADERS tl/parser.h)
 tl_module(verify SOURCES ${TL_VERIFY_SOURCES} DEPS op layout HEADERS tl/verifier.h)
-tl_module(transform SOURCES ${TL_TRANSFORM_SOURCES} DEPS verify parser HEADERS tl/pass.h tl/pass_registry.h)
+# What a statement touches, and the block replay that proves syncs implied (src/analysis/).
+tl_module(analysis SOURCES ${TL_ANALYSIS_SOURCES} DEPS op layout HEADERS tl/access.h tl/replay.h)
+tl_module(transform SOURCES ${TL_TRANSFORM_SOURCES} DEPS verify parser analysis HEADERS tl/pass.h tl/pass_registry.h)
 # tl::build_id() is the JIT disk cache's key, so the generated file belongs to jit.
 tl_module(jit SOURCES ${TL_JIT_SOURCES} ${TL_BUILD_ID_CPP} DEPS transform
           HEADERS tl/jit.h tl/backend.h PRIVATE_LIBS nlohmann_json::nlohmann_json)
