@@ -173,9 +173,9 @@ def _dev_options(pass_configs, func):
             raise _core.Error(f"unknown pass config '{k}': expected a tl_ascend.PassConfigKey")
         dev[k[len("tl.dev."):]] = bool(v)
     # T.func_attr's switches, for this kernel (a pass config set explicitly wins).
-    from .language import FUNC_ATTR_SWITCHES
+    from .language import _FUNC_ATTR_SWITCHES
 
-    for attr, switch in FUNC_ATTR_SWITCHES.items():
+    for attr, switch in _FUNC_ATTR_SWITCHES.items():
         if attr in getattr(func, "attrs", {}):
             dev.setdefault(switch, func.attrs[attr])
     return dev

@@ -116,7 +116,7 @@ def prim_func(fn=None, **options):
 
 
 # T.func_attr keys with a meaning here, and the pass configs they switch on for the kernel.
-FUNC_ATTR_SWITCHES = {"enable_auto_sync": "auto_sync"}
+_FUNC_ATTR_SWITCHES = {"enable_auto_sync": "auto_sync"}
 # TVM's function attributes that TileLang scripts set and that change nothing here.
 _INERT_FUNC_ATTRS = {"global_symbol", "tir.noalias", "tir.is_entry_func", "tir.is_global_func"}
 
@@ -133,13 +133,13 @@ def func_attr(attrs):
     for k, v in attrs.items():
         if k in _INERT_FUNC_ATTRS:
             continue
-        if k not in FUNC_ATTR_SWITCHES:
+        if k not in _FUNC_ATTR_SWITCHES:
             _core.user_error(_loc(), f"T.func_attr: unknown attribute {k!r}; known: "
-                                     f"{', '.join(sorted(FUNC_ATTR_SWITCHES))} (and TVM's "
+                                     f"{', '.join(sorted(_FUNC_ATTR_SWITCHES))} (and TVM's "
                                      f"{', '.join(sorted(_INERT_FUNC_ATTRS))}, which change nothing)")
         if not isinstance(v, (bool, int)) or v not in (0, 1):
             _bad("func_attr", k, "True or False", v)
-    _state.add_func_attrs({k: bool(v) for k, v in attrs.items() if k in FUNC_ATTR_SWITCHES})
+    _state.add_func_attrs({k: bool(v) for k, v in attrs.items() if k in _FUNC_ATTR_SWITCHES})
 
 
 def macro(fn):
