@@ -52,7 +52,8 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& optio
   const auto off = left_out(opt);
   if (developer) check_developer_dependencies(off);
   opt.disabled_passes.assign(off.begin(), off.end());
-  const PassContext ctx{opt, developer && !off.count("insert_syncs")};
+  const bool synced = developer || opt.dev.auto_sync;
+  const PassContext ctx{opt, synced && !off.count("insert_syncs")};
   auto gated = [&](Gate g) {
     switch (g) {
       case Gate::Always:
@@ -63,6 +64,8 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& optio
         return threads == 2;
       case Gate::DeveloperMinimise:
         return developer && opt.dev.minimise_syncs;
+      case Gate::Synced:
+        return synced;
     }
     return false;
   };
