@@ -111,10 +111,12 @@ TEST(OpTraits, RegistryRejectsAnOpWithAnUnsetTrait) {
   EXPECT_NO_THROW(check_op_definition(copy));
 }
 
+/// The ops of src/op matching `pred`. The name lists below are what the passes and the VM said
+/// before the traits; a primitive of src/prims states its traits in its own test.
 std::set<std::string> names_where(bool (*pred)(const OpDef&)) {
   std::set<std::string> s;
   for (const OpDef* op : all_ops())
-    if (pred(*op)) s.insert(op->name);
+    if (pred(*op) && op->verify != OpRule::Prim) s.insert(op->name);
   return s;
 }
 
