@@ -85,6 +85,8 @@ file(GLOB TL_JIT_SOURCES CONFIGURE_DEPENDS ${S}/jit/*.cpp)
 file(GLOB TL_RUNTIME_SOURCES CONFIGURE_DEPENDS ${S}/runtime/*.cpp)
 file(GLOB TL_NPU_SOURCES CONFIGURE_DEPENDS ${S}/npu/*.cpp)
 file(GLOB TL_LANG_SOURCES CONFIGURE_DEPENDS ${S}/lang/*.cpp)
+# One file per primitive (docs/architecture.md, "The prims layer"): a new file is picked up here.
+file(GLOB TL_PRIMS_SOURCES CONFIGURE_DEPENDS ${S}/prims/*.cpp)
 
 # Bottom-up. HEADERS: the public headers each module owns (a module may include its own and
 # those of the modules below it; scripts/check_layers.py).
@@ -107,15 +109,25 @@ tl_module(jit SOURCES ${TL_JIT_SOURCES} ${TL_BUILD_ID_CPP} DEPS transform
           HEADERS tl/jit.h tl/backend.h PRIVATE_LIBS nlohmann_json::nlohmann_json)
 tl_module(runtime SOURCES ${TL_RUNTIME_SOURCES} DEPS target HEADERS tl/runtime.h)
 tl_module(npu SOURCES ${TL_NPU_SOURCES} DEPS jit runtime
-          HEADERS tl/npu/npu.h tl/npu/hazard.h tl/npu/report.h tl/npu/stale.h tl/npu/timing.h
-                  tl/npu/trace.h
+          HEADERS tl/npu/npu.h tl/npu/hazard.h tl/npu/report.h tl/npu/semantics.h tl/npu/stale.h
+                  tl/npu/timing.h tl/npu/trace.h
           PRIVATE_LIBS ${OPENBLAS_LIB})
 tl_module(lang SOURCES ${TL_LANG_SOURCES} DEPS parser HEADERS tl/lang.h)
+# The primitives, each one file registering its parts into the registries of the modules below
+# (op, verify, npu) and defining its DSL call (declared in tl/lang.h). Declared last: nothing
+# below names a primitive.
+tl_module(prims SOURCES ${TL_PRIMS_SOURCES} DEPS npu verify lang)
 
-# The umbrella every tool, test and the Python extension links: all modules.
+# The umbrella every tool, test and the Python extension links: all modules. The primitives
+# register themselves from static initialisers that nothing references, so their library is
+# linked whole (a plain static library would lose every object no symbol pulls in).
 add_library(tl INTERFACE)
 foreach(m IN LISTS TL_LAYER_MODULES)
-  target_link_libraries(tl INTERFACE tl_${m})
+  if(m STREQUAL "prims")
+    target_link_libraries(tl INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,tl_prims>")
+  else()
+    target_link_libraries(tl INTERFACE tl_${m})
+  endif()
 endforeach()
 
 add_custom_target(tl_layer_check)
