@@ -79,11 +79,14 @@ file(GLOB TL_TARGET_SOURCES CONFIGURE_DEPENDS ${S}/target/*.cpp)
 file(GLOB TL_LAYOUT_SOURCES CONFIGURE_DEPENDS ${S}/layout/*.cpp)
 file(GLOB TL_OP_SOURCES CONFIGURE_DEPENDS ${S}/op/*.cpp)
 file(GLOB TL_VERIFY_SOURCES CONFIGURE_DEPENDS ${S}/verify/*.cpp)
+file(GLOB TL_ANALYSIS_SOURCES CONFIGURE_DEPENDS ${S}/analysis/*.cpp)
 file(GLOB TL_TRANSFORM_SOURCES CONFIGURE_DEPENDS ${S}/pass/*.cpp)
 file(GLOB TL_JIT_SOURCES CONFIGURE_DEPENDS ${S}/jit/*.cpp)
 file(GLOB TL_RUNTIME_SOURCES CONFIGURE_DEPENDS ${S}/runtime/*.cpp)
 file(GLOB TL_NPU_SOURCES CONFIGURE_DEPENDS ${S}/npu/*.cpp)
 file(GLOB TL_LANG_SOURCES CONFIGURE_DEPENDS ${S}/lang/*.cpp)
+# One file per primitive (docs/architecture.md, "The prims layer"): a new file is picked up here.
+file(GLOB TL_PRIMS_SOURCES CONFIGURE_DEPENDS ${S}/prims/*.cpp)
 
 # Bottom-up. HEADERS: the public headers each module owns (a module may include its own and
 # those of the modules below it; scripts/check_layers.py).
@@ -91,28 +94,41 @@ tl_module(support SOURCES ${TL_SUPPORT_SOURCES}
           HEADERS tl/error.h tl/loc.h tl/dtype.h tl/env.h tl/npu/numerics.h)
 tl_module(ir SOURCES ${TL_IR_SOURCES} DEPS support
           HEADERS tl/ir.h tl/ir_functor.h tl/ir_equal.h tl/printer.h tl/kernel_registry.h)
-tl_module(arith SOURCES ${TL_ARITH_SOURCES} DEPS ir HEADERS tl/arith.h tl/ir_ops.h tl/intrinsics.def)
+tl_module(arith SOURCES ${TL_ARITH_SOURCES} DEPS ir
+          HEADERS tl/arith.h tl/ir_ops.h tl/linear.h tl/intrinsics.def)
 tl_module(target SOURCES ${TL_TARGET_SOURCES} DEPS ir HEADERS tl/target.h)
 tl_module(layout SOURCES ${TL_LAYOUT_SOURCES} DEPS target HEADERS tl/storage.h tl/npu/layout.h)
 tl_module(op SOURCES ${TL_OP_SOURCES} DEPS arith target
           HEADERS tl/op.h tl/ops.h tl/op_list.def tl/sync_rules.h tl/vector_ops.def)
 tl_module(parser SOURCES ${TL_PARSER_SOURCES} DEPS op HEADERS tl/parser.h)
 tl_module(verify SOURCES ${TL_VERIFY_SOURCES} DEPS op layout HEADERS tl/verifier.h)
-tl_module(transform SOURCES ${TL_TRANSFORM_SOURCES} DEPS verify parser HEADERS tl/pass.h tl/pass_registry.h)
+# What a statement touches, and the block replay that proves syncs implied (src/analysis/).
+tl_module(analysis SOURCES ${TL_ANALYSIS_SOURCES} DEPS op layout HEADERS tl/access.h tl/replay.h)
+tl_module(transform SOURCES ${TL_TRANSFORM_SOURCES} DEPS verify parser analysis HEADERS tl/pass.h tl/pass_registry.h)
 # tl::build_id() is the JIT disk cache's key, so the generated file belongs to jit.
 tl_module(jit SOURCES ${TL_JIT_SOURCES} ${TL_BUILD_ID_CPP} DEPS transform
           HEADERS tl/jit.h tl/backend.h PRIVATE_LIBS nlohmann_json::nlohmann_json)
 tl_module(runtime SOURCES ${TL_RUNTIME_SOURCES} DEPS target HEADERS tl/runtime.h)
 tl_module(npu SOURCES ${TL_NPU_SOURCES} DEPS jit runtime
-          HEADERS tl/npu/npu.h tl/npu/hazard.h tl/npu/report.h tl/npu/stale.h tl/npu/timing.h
-                  tl/npu/trace.h
+          HEADERS tl/npu/npu.h tl/npu/hazard.h tl/npu/report.h tl/npu/semantics.h tl/npu/stale.h
+                  tl/npu/timing.h tl/npu/trace.h
           PRIVATE_LIBS ${OPENBLAS_LIB})
 tl_module(lang SOURCES ${TL_LANG_SOURCES} DEPS parser HEADERS tl/lang.h)
+# The primitives, each one file registering its parts into the registries of the modules below
+# (op, verify, npu) and defining its DSL call (declared in tl/lang.h). Declared last: nothing
+# below names a primitive.
+tl_module(prims SOURCES ${TL_PRIMS_SOURCES} DEPS npu verify lang)
 
-# The umbrella every tool, test and the Python extension links: all modules.
+# The umbrella every tool, test and the Python extension links: all modules. The primitives
+# register themselves from static initialisers that nothing references, so their library is
+# linked whole (a plain static library would lose every object no symbol pulls in).
 add_library(tl INTERFACE)
 foreach(m IN LISTS TL_LAYER_MODULES)
-  target_link_libraries(tl INTERFACE tl_${m})
+  if(m STREQUAL "prims")
+    target_link_libraries(tl INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,tl_prims>")
+  else()
+    target_link_libraries(tl INTERFACE tl_${m})
+  endif()
 endforeach()
 
 add_custom_target(tl_layer_check)

@@ -262,6 +262,10 @@ void gather_mask(TileArg dst, TileArg src, std::string pattern, TL_LOC);
 void gather_mask(TileArg dst, TileArg src, TileArg mask, TL_LOC);
 void broadcast(TileArg dst, TileArg src, TL_LOC);
 void transpose(TileArg dst, TileArg src, TL_LOC);
+/// AscendC Brcb: repeat r broadcasts src[8 r + k] (k < 8) to the 32-byte block r *
+/// dst_repeat_stride + k * dst_blk_stride of dst (stride 0 taken as 1). src/prims/brcb.cpp.
+void brcb(TileArg dst, TileArg src, Expr repeat_times, Expr dst_blk_stride, Expr dst_repeat_stride,
+          TL_LOC);
 }  // namespace tile
 
 /// Low-level escape: emit any registered tile op by name.

@@ -12,6 +12,12 @@
 // (the virtual NPU's semantics, src/npu/exec*.cpp) and check at registration that every op
 // has one. The simple elementwise vector ops are rows of one table, include/tl/vector_ops.def,
 // from which the registry, the DSL and the virtual NPU all instantiate them.
+//
+// Adding a primitive = one file in src/prims (its OpDef, verifier rule, virtual-NPU semantics
+// and stale-data rule, and the definition of its C++ DSL call, registered by a registrar
+// object: register_prim below, tl::register_op_rule, tl::npu::register_prim_semantics) + its
+// declaration in tl/lang.h + its row in docs/language.md + its test. The ops of src/op/ops_*.cpp
+// predate that layer and stay where they are (docs/architecture.md, "The prims layer").
 #pragma once
 
 #include <concepts>
@@ -79,6 +85,9 @@ enum class OpRule : uint8_t {
   Sort,
   MergeSort,
   Topk,
+  /// The op is a primitive of src/prims: its rule is registered with the verifier by its own
+  /// file (tl::register_op_rule, tl/verifier.h), not named here.
+  Prim,
 };
 
 /// Which kind of unit runs the op, and so which core scope it belongs in.
@@ -271,8 +280,21 @@ const OpDef* find_op(std::string_view name);
 /// pipe, cost, dtypes, expansion, ...). tl::InternalError naming the op and the missing piece.
 /// The registry runs it on every op it builds; exposed for the tests.
 void check_op_definition(const OpDef& d);
-/// Every registered op, in registration order.
+/// Every registered op: the op tables' (src/op) in registration order, then the primitives of
+/// src/prims sorted by name. The order is deterministic (the ops fingerprint of the JIT cache
+/// key, `tlc ops`, the Python T.tile.* wrappers read it), whatever the order of static
+/// initialisation across the primitives' files.
 const std::vector<const OpDef*>& all_ops();
+
+/// Registers a primitive defined in its own file of src/prims (docs/architecture.md, "The
+/// prims layer"): called by that file's registrar object during static initialisation only.
+/// The registry is built the first time anything looks an op up; a registration after that
+/// is an internal error (tl::InternalError: the op would be missing from tables already
+/// built). The definition is checked like every other (check_op_definition) when the
+/// registry is built.
+void register_prim(OpDef def);
+/// The ops registered through register_prim, sorted by name (a subset of all_ops()).
+const std::vector<const OpDef*>& prim_ops();
 
 /// Builds a TileOp statement: checks operand count and kinds and attribute names and types
 /// (user errors at `loc`), fills in defaulted attributes in OpDef order.

@@ -101,6 +101,13 @@ PassOptions with_env(PassOptions opt);
 
 // ---- Passes (one file each under src/pass/) ---------------------------------------------------
 
+/// combine_cv (DeveloperOptions::auto_cv_combine, TileLang-Ascend's tl.ascend_auto_cv_combine):
+/// an expert kernel whose work is written outside any T.Scope. A vector-only body becomes the
+/// Vector scope (each AIV runs it with its vid) and its shared / fragment tiles UB tiles; cube
+/// work in it, or unscoped work beside scoped work, is a tl::Error naming the statement. Other
+/// kernels are returned unchanged. Runs before verify.
+PrimFunc combine_cv(const PrimFunc& f, const Target& target);
+
 /// verify: the expert-mode spec (tl/verifier.h). Throws tl::Error listing every violation;
 /// returns `f` itself otherwise. Runs first: every later pass may assume a valid kernel.
 /// Output invariant: the expert spec.

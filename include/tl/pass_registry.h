@@ -25,7 +25,8 @@ namespace tl {
 /// unless its comment says otherwise and can be switched; what each does, what it needs and
 /// its keys are its row in switch_registry(). One that needs another is rejected when that
 /// one is off (tilelang-ascend issue 1825: options that silently depended on each other).
-/// Expert kernels are unaffected. Part of the JIT cache key. The default of a switch is the
+/// Expert kernels are unaffected but by auto_sync and auto_cv_combine (TileLang-Ascend's pass
+/// configs, off by default). Part of the JIT cache key. The default of a switch is the
 /// initializer of its field here (the registry reads it from `DeveloperOptions{}`).
 struct DeveloperOptions {
   bool infer_scopes = true;    // place shared/fragment tiles in L1/L0A/L0B/L0C/UB
@@ -56,6 +57,13 @@ struct DeveloperOptions {
   /// Element loops may use the vector unit's exp / log / sigmoid / rsqrt, which can differ from
   /// the correctly rounded scalar result in the last bit (a remark each). Needs vectorize.
   bool allow_inexact_math = false;
+  /// Expert kernels too: insert_syncs writes the intra-core syncs of each scope that has none of
+  /// its own (TileLang-Ascend's tl.ascend_auto_sync; developer kernels always get them, unless
+  /// insert_syncs is off). Off by default: an expert kernel's syncs are its author's.
+  bool auto_sync = false;
+  /// An expert kernel written without T.Scope gets its scope (combine_cv; TileLang-Ascend's
+  /// tl.ascend_auto_cv_combine). Off by default: expert work outside a scope is an error.
+  bool auto_cv_combine = false;
 
   /// A tl::Error naming both options when an enabled one needs a disabled one.
   void validate() const;
@@ -89,10 +97,11 @@ const Switch* find_switch(std::string_view name);
 /// When `lower` runs a pass. The developer-mode passes return expert kernels unchanged on their
 /// own (Always); the others are only run on what `lower` lowered from a developer kernel.
 enum class Gate {
-  Always,            // every kernel
-  Developer,         // kernels lowered from a developer kernel
-  DeveloperTwoAivs,  // ... written with threads = 2
-  DeveloperMinimise  // ... with DeveloperOptions::minimise_syncs on
+  Always,             // every kernel
+  Developer,          // kernels lowered from a developer kernel
+  DeveloperTwoAivs,   // ... written with threads = 2
+  DeveloperMinimise,  // ... with DeveloperOptions::minimise_syncs on
+  Synced              // developer kernels, and expert ones with DeveloperOptions::auto_sync
 };
 std::string_view gate_name(Gate g);
 

@@ -111,6 +111,16 @@ class VerifyContext {
   bool developer_ = false;
 };
 
+/// An op-specific verifier rule: reports through `ctx`, never throws (a tl::InternalError on a
+/// bug propagates). The generic rules (operand arity and kinds, memories, core scopes, UB
+/// alignment, region bounds) have run and passed when it is called.
+using OpRuleFn = void (*)(const TileOpNode& n, VerifyContext& ctx);
+/// Registers the rule of primitive `op_name` (an op whose OpDef::verify is OpRule::Prim),
+/// from its file in src/prims during static initialisation only (tl::register_prim says why).
+/// Checked the first time a primitive is verified: a Prim op without a rule, a rule without
+/// such an op, or two rules for one op are internal errors.
+void register_op_rule(std::string op_name, OpRuleFn rule);
+
 /// Every violation of `f` on target `t` against `opt.spec`; empty when the kernel is valid.
 /// Never throws a tl::Error (a tl::InternalError on a verifier bug propagates).
 std::vector<Diagnostic> verify(const PrimFunc& f, const Target& t = default_target(),

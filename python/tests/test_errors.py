@@ -211,16 +211,16 @@ def test_an_internal_error_is_a_python_exception_not_a_crash():
     assert not issubclass(tilelang.InternalError, tilelang.Error)
 
 
-def test_tilelang_pass_configs_that_tl_ascend_does_not_support_are_named():
+def test_tilelang_ascend_pass_configs_are_accepted_and_bad_values_named():
+    # TileLang-Ascend's keys are switches (test_tla_modes.py runs them); a value that is no bool
+    # is an error naming the key.
     expert = kernels.ub_copy()
-    with pytest.raises(tilelang.Error, match="'tl.ascend.auto_cv_combine' is not supported"):
-        tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True})
-    with pytest.raises(tilelang.Error, match="'tl.ascend.auto_sync' is not supported for the expert kernel"):
-        tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True})
-    # What tl-ascend does anyway is accepted.
-    tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: False,
+    tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True,
                                            tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True,
-                                           tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: False})
+                                           tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True,
+                                           tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_SYNC: True})
+    with pytest.raises(tilelang.Error, match="pass config 'tl.ascend_auto_sync' takes True or False, got str 'yes'"):
+        tilelang.compile(expert, pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: "yes"})
 
 
 def test_an_element_count_other_than_the_whole_tile_is_refused():

@@ -8,6 +8,8 @@ registered (or an intrinsic added to `T`) without an entry here.
 grep VALUE_TESTS for an op's name to find its check.
 """
 
+import importlib
+import os
 from typing import Callable, Dict
 
 import pytest
@@ -17,6 +19,19 @@ from tl_ascend import _core
 
 import ops_values_misc as M
 import ops_values_vector as V
+
+
+def prim_value_tests() -> Dict[str, Callable[[], None]]:
+    """The checks of the primitives of src/prims (docs/architecture.md, "The prims layer"): each
+    brings its own in python/tests/prim_<name>.py, a module with a VALUE_TESTS dict of its own,
+    so that adding a primitive touches no list here."""
+    out: Dict[str, Callable[[], None]] = {}
+    here = os.path.dirname(os.path.abspath(__file__))
+    for f in sorted(os.listdir(here)):
+        if f.startswith("prim_") and f.endswith(".py"):
+            out.update(importlib.import_module(f[:-3]).VALUE_TESTS)
+    return out
+
 
 VALUE_TESTS: Dict[str, Callable[[], None]] = {
     # data movement
@@ -64,6 +79,8 @@ VALUE_TESTS: Dict[str, Callable[[], None]] = {
     "dump_tensor": M.check_dump_tensor,
     # scalar intrinsics and expression helpers, in element loops
     **M.INTRINSICS,
+    # the primitives of src/prims, each with its own file
+    **prim_value_tests(),
 }
 
 

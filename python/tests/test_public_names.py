@@ -150,6 +150,8 @@ PUBLIC: Dict[str, Tuple] = {
     "dynamic": (("grep",), ("error", lambda: T.dynamic(3), r"T.dynamic: argument 'name' must be an identifier string, got int 3")),
     "symbolic": (("here", "expert_kernel"), ("ok", lambda: T.symbolic("M"))),
     "prim_func": (("grep",), ("error", lambda: T.prim_func(lambda: 0), r"argument 'fn' must be a function defined with def")),
+    "func_attr": (("grep",), ("error", lambda: T.func_attr({"enable_auto_sync": True}),
+                              r"T.func_attr: only inside a @T.prim_func kernel")),
     "macro": (("grep",), ("error", lambda: T.macro(3), r"T.macro: argument 'fn' must be a function defined with def, got int 3")),
     # launch, scopes, loops
     "Kernel": (("grep",), ("error", lambda: T.Kernel(1, foo=2), r"T.Kernel: unexpected arguments \['foo'\]")),

@@ -79,22 +79,32 @@ class _PassConfigKeyType(type):
 
 
 class PassConfigKey(metaclass=_PassConfigKeyType):
-    """Pass configuration keys.
+    """Pass configuration keys, with TileLang-Ascend's own strings.
 
-    TileLang-Ascend's automatic sync is what tl-ascend's developer mode always does, and memory
-    planning what it does in both modes: those keys are accepted (AUTO_SYNC = True only for a
-    developer kernel). The
-    combined C/V kernel (AUTO_CV_COMBINE, AUTO_CV_SYNC) and automatic syncs in an expert
-    kernel are not supported, and asking for them is an error naming the key. The TL_DEV_*
-    keys switch developer-mode passes off (docs/developer_mode.md, "Options")."""
+    TL_ASCEND_AUTO_SYNC: expert kernels get their intra-core syncs from the compiler too
+    (developer kernels always do); TL_ASCEND_AUTO_CV_COMBINE: an expert kernel written without
+    T.Scope gets its scope (a vector-only body is a vector kernel). Both are switches of the
+    compiler's registry (TL_DEV_AUTO_SYNC, TL_DEV_AUTO_CV_COMBINE). TL_ASCEND_MEMORY_PLANNING and
+    TIR_MERGE_STATIC_SMEM: tl-ascend plans every buffer without an address in both modes, so
+    they are accepted and change nothing. TL_ASCEND_AUTO_CV_SYNC: the cross-core syncs of
+    a kernel the compiler splits; developer kernels always get them and a hybrid kernel with
+    cube work is not split yet (an error names its first cube statement), so it changes nothing.
+    The TL_DEV_* keys switch developer-mode passes (docs/developer_mode.md, "Options")."""
 
-    TL_ASCEND_AUTO_SYNC = "tl.ascend.auto_sync"
-    TL_ASCEND_MEMORY_PLANNING = "tl.ascend.memory_planning"
-    TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend.auto_cv_combine"
-    TL_ASCEND_AUTO_CV_SYNC = "tl.ascend.auto_cv_sync"
+    TL_ASCEND_AUTO_SYNC = "tl.ascend_auto_sync"
+    TL_ASCEND_MEMORY_PLANNING = "tl.ascend_memory_planning"
+    TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend_auto_cv_combine"
+    TL_ASCEND_AUTO_CV_SYNC = "tl.ascend_auto_cross_core_sync"
     # TileLang's merge of static shared-memory buffers: what tl-ascend's planner does anyway
     # (buffers whose lifetimes do not overlap share bytes), so accepted and without effect.
     TIR_MERGE_STATIC_SMEM = "tir.merge_static_smem"
+
+
+# Keys accepted without effect (PassConfigKey's docstring says why), with the spellings of
+# earlier tl-ascend releases.
+_NO_EFFECT_KEYS = {PassConfigKey.TL_ASCEND_MEMORY_PLANNING, "tl.ascend.memory_planning",
+                   PassConfigKey.TL_ASCEND_AUTO_CV_SYNC, "tl.ascend.auto_cv_sync",
+                   PassConfigKey.TIR_MERGE_STATIC_SMEM}
 
 
 # The TL_DEV_* keys, one per developer-mode switch of the compiler's registry
@@ -153,27 +163,21 @@ def _dev_options(pass_configs, func):
         raise _core.Error(f"pass_configs must be a dict of tl_ascend.PassConfigKey to a value, got "
                           f"{type(pass_configs).__name__} {pass_configs!r}")
     for k, v in (pass_configs or {}).items():
-        k = str(k)
-        k = _DEV_KEY_ALIASES.get(k, k)
+        given = str(k)
+        k = _DEV_KEY_ALIASES.get(given, given)
         if not ((isinstance(v, (bool, int)) or type(v).__name__ == "bool_") and v in (0, 1)):
-            raise _core.Error(f"pass config '{k}' takes True or False, got {type(v).__name__} {v!r}")
-        if k in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):
-            if v:
-                raise _core.Error(f"pass config '{k}' is not supported: tl-ascend kernels separate the cube's and "
-                                  f"the vector cores' code with T.Scope(\"C\") / T.Scope(\"V\") (expert mode), or "
-                                  f"leave the split to the compiler in developer mode (T.Kernel(n, threads=2) as cid)")
-            continue
-        if k in (PassConfigKey.TL_ASCEND_MEMORY_PLANNING, PassConfigKey.TIR_MERGE_STATIC_SMEM):
-            continue  # tl-ascend places every buffer without an address, in both modes
-        if k == PassConfigKey.TL_ASCEND_AUTO_SYNC:
-            if v and not func.developer:
-                raise _core.Error(f"pass config '{k}' is not supported for the expert kernel '{func.name}': "
-                                  f"tl-ascend inserts syncs in developer kernels (T.Kernel(n, threads=...) as cid); "
-                                  f"an expert kernel writes its flags itself")
+            raise _core.Error(f"pass config '{given}' takes True or False, got {type(v).__name__} {v!r}")
+        if k in _NO_EFFECT_KEYS:
             continue
         if not k.startswith("tl.dev."):
             raise _core.Error(f"unknown pass config '{k}': expected a tl_ascend.PassConfigKey")
         dev[k[len("tl.dev."):]] = bool(v)
+    # T.func_attr's switches, for this kernel (a pass config set explicitly wins).
+    from .language import _FUNC_ATTR_SWITCHES
+
+    for attr, switch in _FUNC_ATTR_SWITCHES.items():
+        if attr in getattr(func, "attrs", {}):
+            dev.setdefault(switch, func.attrs[attr])
     return dev
 
 
@@ -302,7 +306,7 @@ class JITKernel:
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
         # The stale-data checker (docs/virtual_npu.md): None follows TL_CHECK_STALE, else check_hazards.
         self.check_stale: bool | None = check_stale
-        self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs, func.func))
+        self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs, func))
         self.last_profile = None
         self._device = device(target)
         self._plan()

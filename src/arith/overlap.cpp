@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "interval_math.h"
+#include "tl/linear.h"
 
 namespace tl::arith {
 
@@ -51,40 +52,22 @@ bool identical(const Expr& a, const Expr& b) {
   return std::equal(xs.begin(), xs.end(), ys.begin(), ys.end(), identical);
 }
 
-struct Term {
-  Expr atom;
-  i128 coeff;
-};
-
-/// sum of coeff * atom + c, with the value's interval.
-struct Linear {
-  std::vector<Term> terms;
-  i128 c = 0;
-  Interval iv{0, 0};
-};
-
-// Coefficients and constants stay far inside 128 bits, so sums of products with 64-bit atom
-// bounds cannot overflow; anything larger becomes an atom.
+// Coefficients stay far inside 64 bits, so products with 64-bit atom bounds fit in 128; anything
+// larger (or a form of more terms) becomes an atom.
 constexpr i128 kMaxCoeff = i128(1) << 56;
 constexpr size_t kMaxTerms = 64;
 
-void add_scaled(Linear& x, const Linear& y, i128 k) {
-  for (const auto& t : y.terms) {
-    auto same = [&](const Term& u) { return identical(u.atom, t.atom); };
-    auto it = std::find_if(x.terms.begin(), x.terms.end(), same);
-    if (it != x.terms.end())
-      it->coeff += k * t.coeff;
-    else
-      x.terms.push_back({t.atom, k * t.coeff});
-  }
-  x.c += k * y.c;
-  std::erase_if(x.terms, [](const Term& u) { return u.coeff == 0; });
-}
+/// sum of coeff * atom + c (tl/linear.h; atoms are keys into the Linearizer's table), with the
+/// value's interval.
+struct Linear {
+  LinearForm<kMaxTerms> form;
+  Interval iv{0, 0};
+};
 
 bool tame(const Linear& x) {
-  if (x.terms.size() > kMaxTerms || detail::abs128(x.c) > (i128(1) << 120)) return false;
-  for (const auto& t : x.terms)
-    if (detail::abs128(t.coeff) > kMaxCoeff) return false;
+  if (x.form.overflow()) return false;
+  for (const auto& t : x.form)
+    if (detail::abs128(t.second) > kMaxCoeff) return false;
   return true;
 }
 
@@ -98,7 +81,7 @@ class Linearizer {
     DType t = e.dtype();
     if (e.kind() == ExprKind::IntImm) {
       int64_t v = wrap(t, e.as<IntImmNode>()->value);
-      return {{}, v, Interval::point(v)};
+      return {LinearForm<kMaxTerms>::constant_of(v), Interval::point(v)};
     }
     if (auto* n = e.as<BinaryNode>();
         n && is_int(t) && is_int(n->a.dtype()) && is_int(n->b.dtype()) &&
@@ -110,10 +93,11 @@ class Linearizer {
         Linear r;
         r.iv = exact && detail::fits(*exact, t) ? detail::narrow(*exact, t) : Interval::of_dtype(t);
         if (n->op != BinOp::Mul) {
-          add_scaled(r, a, 1);
-          add_scaled(r, b, n->op == BinOp::Add ? 1 : -1);
-        } else if (a.terms.empty() || b.terms.empty()) {
-          add_scaled(r, a.terms.empty() ? b : a, a.terms.empty() ? a.c : b.c);
+          r.form.add(a.form, 1);
+          r.form.add(b.form, n->op == BinOp::Add ? 1 : -1);
+        } else if (a.form.size() == 0 || b.form.size() == 0) {
+          const bool ka = a.form.size() == 0;
+          r.form.add(ka ? b.form : a.form, ka ? a.form.constant() : b.form.constant());
         } else {
           return atom(e);
         }
@@ -130,10 +114,10 @@ class Linearizer {
 
   /// The interval of `x` from its atoms' intervals.
   Wide range(const Linear& x) {
-    Wide w{x.c, x.c};
-    for (const auto& t : x.terms) {
-      Interval a = bound(t.atom, vars_);
-      i128 p = t.coeff * a.lo, q = t.coeff * a.hi;
+    Wide w{x.form.constant(), x.form.constant()};
+    for (const auto& t : x.form) {
+      Interval a = bound(atoms_[static_cast<size_t>(t.first)], vars_);
+      i128 p = t.second * i128(a.lo), q = t.second * i128(a.hi);
       w.lo += std::min(p, q);
       w.hi += std::max(p, q);
     }
@@ -143,9 +127,19 @@ class Linearizer {
  private:
   Linear atom(const Expr& e) {
     Interval iv = bound(e, vars_);
-    if (iv.is_point()) return {{}, iv.lo, iv};
-    return {{Term{e, 1}}, 0, iv};
+    if (iv.is_point()) return {LinearForm<kMaxTerms>::constant_of(iv.lo), iv};
+    return {LinearForm<kMaxTerms>::atom(key(e)), iv};
   }
+
+  /// The atom's key: the first identical atom's (identical() keeps loads apart).
+  int64_t key(const Expr& e) {
+    for (size_t i = 0; i < atoms_.size(); ++i)
+      if (identical(atoms_[i], e)) return static_cast<int64_t>(i);
+    atoms_.push_back(e);
+    return static_cast<int64_t>(atoms_.size() - 1);
+  }
+
+  std::vector<Expr> atoms_;  // by key
 
   const VarIntervals& vars_;
   const bool exact_;
@@ -155,10 +149,7 @@ class Linearizer {
 
 std::optional<int64_t> constant_difference(const Expr& a, const Expr& b, const VarIntervals& vars) {
   Linearizer lin(vars, /*exact=*/true);
-  Linear diff = lin.of(a);
-  add_scaled(diff, lin.of(b), -1);
-  if (!diff.terms.empty() || diff.c > INT64_MAX || diff.c < INT64_MIN) return std::nullopt;
-  return static_cast<int64_t>(diff.c);
+  return lin.of(a).form.minus(lin.of(b).form);
 }
 
 Overlap regions_overlap(const BufferRegion& a, const BufferRegion& b, const VarIntervals& vars) {
@@ -172,10 +163,15 @@ Overlap regions_overlap(const BufferRegion& a, const BufferRegion& b, const VarI
     const Range &ra = a.ranges[d], &rb = b.ranges[d];
     TL_ASSERT(ra.extent.defined() && rb.extent.defined(),
               "regions_overlap: a region without extents");
-    Linear diff = lin.of(rb.min);
-    add_scaled(diff, lin.of(ra.min), -1);
-    Wide dd = lin.range(diff);
     Interval ea = bound(ra.extent, vars), eb = bound(rb.extent, vars);
+    if (ea.hi <= 0 || eb.hi <= 0) return Overlap::No;
+    Linear diff = lin.of(rb.min);
+    diff.form.add(lin.of(ra.min).form, -1);
+    if (diff.form.overflow()) {  // a difference beyond int64: nothing known in this dimension
+      all_yes = false;
+      continue;
+    }
+    Wide dd = lin.range(diff);
     // [amin, amin + ea) and [bmin, bmin + eb) meet iff both are non-empty and
     // -eb < bmin - amin < ea.
     if (ea.hi <= 0 || eb.hi <= 0 || dd.lo >= ea.hi || dd.hi <= -i128(eb.hi)) return Overlap::No;

@@ -15,8 +15,8 @@ namespace {
 const std::vector<ExecFn>& exec_table() {
   static const std::vector<ExecFn> table = [] {
     std::vector<ExecFn> t(all_ops().size(), nullptr);
-    for (const auto& list :
-         {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(), debug_execs()})
+    for (const auto& list : {move_execs(), cube_execs(), vector_execs(), reduce_sort_execs(),
+                             debug_execs(), prim_execs()})
       for (const auto& e : list) {
         const OpDef* op = e.op;
         TL_ASSERT(!t[op->id], "T.{} has two virtual-NPU semantics", op->name);
@@ -37,7 +37,7 @@ const std::vector<StaleRule>& stale_table() {
   static const std::vector<StaleRule> table = [] {
     std::vector<StaleRule> t(all_ops().size(), nullptr);
     for (const auto& list : {move_stale_rules(), cube_stale_rules(), vector_stale_rules(),
-                             reduce_sort_stale_rules(), debug_stale_rules()})
+                             reduce_sort_stale_rules(), debug_stale_rules(), prim_stale_rules()})
       for (const auto& e : list) {
         const OpDef* op = e.op;
         TL_ASSERT(!t[op->id], "T.{} has two stale-data rules", op->name);

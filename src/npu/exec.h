@@ -20,6 +20,8 @@ std::vector<ExecEntry> cube_execs();
 std::vector<ExecEntry> vector_execs();
 std::vector<ExecEntry> reduce_sort_execs();
 std::vector<ExecEntry> debug_execs();
+/// The primitives of src/prims (prim_semantics.cpp, tl/npu/semantics.h).
+std::vector<ExecEntry> prim_execs();
 
 /// Pointer to the first element of row `r` of the region viewed as rows x cols (ND buffers).
 uint8_t* row_ptr(const TileRef& t, int64_t r);

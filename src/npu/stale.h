@@ -47,6 +47,7 @@ std::vector<StaleEntry> cube_stale_rules();
 std::vector<StaleEntry> vector_stale_rules();
 std::vector<StaleEntry> reduce_sort_stale_rules();
 std::vector<StaleEntry> debug_stale_rules();
+std::vector<StaleEntry> prim_stale_rules();  // prim_semantics.cpp
 StaleRule find_stale_rule(const OpDef* op);
 
 /// What one launch's checker shares between its cores, built before the threads start. The

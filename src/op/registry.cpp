@@ -17,7 +17,20 @@ struct Registry {
   std::vector<OpDef> defs;
   std::vector<const OpDef*> ptrs;
   std::unordered_map<std::string, const OpDef*> by_name;
+  std::vector<const OpDef*> prims;  // those of src/prims, sorted by name
 };
+
+/// The primitives of src/prims, registered during static initialisation, before the registry
+/// is built. A function-local static: the registrars of other translation units may run before
+/// any namespace-scope object of this one is constructed.
+struct PendingPrims {
+  std::vector<OpDef> defs;
+  bool closed = false;  // the registry is built: a later registration would be lost
+};
+PendingPrims& pending_prims() {
+  static PendingPrims p;
+  return p;
+}
 
 /// One instruction on the op's pipe that touches every operand as its spec says.
 std::vector<InstrSpec> default_expansion(const OpDef& d) {
@@ -87,6 +100,15 @@ const Registry& registry() {
     ops::register_vector_ops(r.defs);
     ops::register_reduce_sort_ops(r.defs);
     ops::register_debug_ops(r.defs);
+    // The primitives after the tables, sorted by name: static initialisation runs their files'
+    // registrars in an unspecified order, and all_ops() order must not depend on it.
+    PendingPrims& pending = pending_prims();
+    pending.closed = true;
+    std::sort(pending.defs.begin(), pending.defs.end(),
+              [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
+    const size_t first_prim = r.defs.size();
+    for (auto& d : pending.defs) r.defs.push_back(std::move(d));
+    pending.defs.clear();
     for (auto& d : r.defs) {
       TL_ASSERT(!r.by_name.count(d.name), "op {} registered twice", d.name);
       if (d.expansion.empty() && d.cost) d.expansion = default_expansion(d);
@@ -95,6 +117,7 @@ const Registry& registry() {
       r.ptrs.push_back(&d);
       r.by_name.emplace(d.name, &d);
     }
+    for (size_t i = first_prim; i < r.defs.size(); ++i) r.prims.push_back(&r.defs[i]);
     return r;
   }();
   return reg;
@@ -188,6 +211,18 @@ const OpDef* find_op(std::string_view name) {
 }
 const std::vector<const OpDef*>& all_ops() {
   return registry().ptrs;
+}
+const std::vector<const OpDef*>& prim_ops() {
+  return registry().prims;
+}
+
+void register_prim(OpDef def) {
+  PendingPrims& pending = pending_prims();
+  TL_ASSERT(!pending.closed,
+            "primitive {} registered after the op registry was built (register_prim runs during "
+            "static initialisation only)",
+            def.name);
+  pending.defs.push_back(std::move(def));
 }
 
 const TileArg* op_operand(const TileOpNode& n, std::string_view name) {

@@ -223,11 +223,6 @@ PrimFunc with_kernel_body(const PrimFunc& f, std::vector<Stmt> body) {
 }
 
 namespace {
-bool constant_true(const Expr& e) {
-  auto v = as_const_int(e);
-  return v && *v != 0;
-}
-
 /// `if e > 0: T.copy(...)` where e is an extent of the copy's regions.
 bool skips_only_empty_copy(const Stmt& s) {
   auto* n = s.as<IfNode>();
@@ -244,35 +239,6 @@ bool skips_only_empty_copy(const Stmt& s) {
   return false;
 }
 }  // namespace
-
-std::vector<Touch> touches_of(const Stmt& s, const Target& t) {
-  std::vector<Touch> out;
-  pre_order_visit(
-      s,
-      [&](const Stmt& x) {
-        if (auto* op = x.as<TileOpNode>()) {
-          const Pipe pipe = op->op->pipe ? op->op->pipe(*op, t) : Pipe::S;
-          const auto& specs = op->op->operands;
-          for (size_t i = 0; i < op->args.size() && !specs.empty(); ++i) {
-            if (!op->args[i].is_region()) continue;
-            const OperandSpec& spec = specs[std::min(i, specs.size() - 1)];
-            Access access = spec.access;
-            if (op->op == &ops::mma() && spec.name == "C")
-              if (const TileArg* init = op_operand(*op, "init");
-                  init && init->is_scalar() && constant_true(init->scalar))
-                access = Access::Write;
-            out.push_back({op->args[i].region.buffer.get(), pipe, access != Access::Write,
-                           access != Access::Read});
-          }
-        } else if (auto* st = x.as<StoreNode>()) {
-          out.push_back({st->buffer.get(), Pipe::S, false, true});
-        }
-      },
-      [&](const Expr& e) {
-        if (auto* l = e.as<LoadNode>()) out.push_back({l->buffer.get(), Pipe::S, true, false});
-      });
-  return out;
-}
 
 bool privatisable(const BufferNode* b, const std::vector<Stmt>& body, const Target& t) {
   for (const Stmt& s : body) {

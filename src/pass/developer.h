@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tl/access.h"
 #include "tl/ir.h"
 #include "tl/pass.h"
 #include "tl/target.h"
@@ -109,15 +110,9 @@ class ViewBases {
   std::map<const BufferNode*, const BufferNode*> base_;
 };
 
-/// One buffer access of a statement: which pipe, read and/or write.
-struct Touch {
-  const BufferNode* buffer;
-  Pipe pipe;
-  bool read, write;
-};
-/// Every buffer access of `s`, nested statements included. An mma whose init is a constant
-/// true only writes its accumulator; scalar loads and stores are the scalar pipe's.
-std::vector<Touch> touches_of(const Stmt& s, const Target& t);
+/// What a statement touches (tl/access.h; the developer passes ask it under these names).
+using analysis::Touch;
+using analysis::touches_of;
 /// Whether each iteration of a loop with body `body` (its top-level statements) writes `b`
 /// before it reads it: the first statement that touches `b` only writes it, and is an op (not
 /// a statement that may skip the write). A partial write, a clipped tail tile, counts: its

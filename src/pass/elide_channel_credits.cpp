@@ -8,7 +8,7 @@
 //
 // The pass proves it per channel, on the kernel as it will run, rather than by a pattern: it
 // unrolls one block's three cores (the AIC, AIV 0, AIV 1) into their instruction streams and
-// replays them (block_replay.h) with the hazard checker's rules (tl/sync_rules.h;
+// replays them (tl/replay.h) with the hazard checker's rules (tl/sync_rules.h;
 // src/npu/hazard.cpp): a vector clock per pipe of what that pipe knows is complete, set_flag
 // carrying what its pipe knew once its earlier instructions are done, wait_flag and wait_cross_flag
 // joining it in, mode-2 cross flags pairing the AIC's k-th set with each AIV's k-th wait and both
@@ -25,13 +25,13 @@
 #include <functional>
 #include <set>
 
-#include "block_replay.h"
 #include "developer.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/ops.h"
 #include "tl/pass.h"
+#include "tl/replay.h"
 
 namespace tl {
 namespace {

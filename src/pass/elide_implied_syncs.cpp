@@ -28,11 +28,11 @@
 #include <set>
 #include <vector>
 
-#include "block_replay.h"
 #include "developer.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/pass.h"
+#include "tl/replay.h"
 
 namespace tl {
 namespace {

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "developer.h"
+#include "tl/access.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/pass.h"
@@ -50,8 +51,8 @@ class Grouper : public IRMutator {
   bool on_v(const Stmt& s) const {
     auto* op = s.as<TileOpNode>();
     if (!op || !op->op->pipe || op->op->pipe(*op, target_) != Pipe::V) return false;
-    for (const InstrSpec& spec : op->op->expansion)
-      if (spec.kind != InstrSpec::Kind::Op || (spec.pipe && *spec.pipe != Pipe::V)) return false;
+    for (const analysis::Instr& in : analysis::instructions(*op, target_))
+      if (in.barrier_all || in.pipe != Pipe::V) return false;
     return true;
   }
 
@@ -65,9 +66,10 @@ class Grouper : public IRMutator {
     for (const dev::Touch& t : dev::touches_of(s, target_))
       out.push_back({views_.base(t.buffer), t.write});
     if (auto* op = s.as<TileOpNode>())
-      for (const InstrSpec& spec : op->op->expansion)
-        for (const auto& tc : spec.touches)
-          if (tc.operand < 0) out.push_back({&kScratch[static_cast<size_t>(tc.scratch)], true});
+      for (const analysis::Instr& in : analysis::instructions(*op, target_))
+        for (const analysis::Use& u : in.uses)
+          if (u.kind == analysis::Use::Scratch)
+            out.push_back({&kScratch[static_cast<size_t>(u.scratch)], true});
     return out;
   }
   static bool conflict(const std::vector<Use>& a, const std::vector<Use>& b) {

@@ -21,6 +21,7 @@
 #include <set>
 
 #include "developer.h"
+#include "tl/access.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/pass.h"
@@ -155,10 +156,8 @@ class Hoister : public IRMutator {
       } else if (auto* t = s.as<TileOpNode>()) {
         Pipe p = t->op->pipe(*t, target_);
         if (p == k.src || p == k.dst || p == Pipe::ALL) clean = false;
-        for (const InstrSpec& ins : t->op->expansion)
-          if (ins.kind == InstrSpec::Kind::BarrierAll ||
-              (ins.pipe && (*ins.pipe == k.src || *ins.pipe == k.dst)))
-            clean = false;
+        for (const analysis::Instr& in : analysis::instructions(*t, target_))
+          if (in.barrier_all || in.pipe == k.src || in.pipe == k.dst) clean = false;
       } else if (s.as<StoreNode>() || s.as<LetNode>() || s.as<IfNode>() || s.as<ForNode>()) {
         if (k.src == Pipe::S || k.dst == Pipe::S) clean = false;  // scalar work is the S pipe's
       }

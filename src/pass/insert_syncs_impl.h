@@ -13,9 +13,11 @@
 #include <tuple>
 
 #include "developer.h"
+#include "tl/access.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
+#include "tl/linear.h"
 #include "tl/op.h"
 #include "tl/ops.h"
 #include "tl/pass.h"

@@ -119,28 +119,22 @@ bool Inserter::invariant(const Expr& e, const VarNode* v, const std::set<const V
   vis.visit(e);
   return vis.ok;
 }
-/// c when `e` is c * v + (an expression invariant in the loop), else nullopt.
+/// c when `e` is c * v + (an expression invariant in the loop), else nullopt: the linear form
+/// (tl/linear.h) with v one atom and every invariant leaf another; casts are leaves.
 std::optional<int64_t> Inserter::coefficient(const Expr& e, const VarNode* v,
                                              const std::set<const VarNode*>& varying) {
-  if (auto* b = e.as<BinaryNode>()) {
-    if (b->op == BinOp::Add || b->op == BinOp::Sub) {
-      auto x = coefficient(b->a, v, varying), y = coefficient(b->b, v, varying);
-      if (!x || !y) return std::nullopt;
-      return b->op == BinOp::Add ? *x + *y : *x - *y;
-    }
-    if (b->op == BinOp::Mul) {
-      if (auto k = as_const_int(b->b)) {
-        auto x = coefficient(b->a, v, varying);
-        return x ? std::optional<int64_t>(*x * *k) : std::nullopt;
-      }
-      if (auto k = as_const_int(b->a)) {
-        auto x = coefficient(b->b, v, varying);
-        return x ? std::optional<int64_t>(*x * *k) : std::nullopt;
-      }
-    }
-  }
-  if (e.as<VarNode>() == v) return 1;
-  return invariant(e, v, varying) ? std::optional<int64_t>(0) : std::nullopt;
+  constexpr int64_t kV = 1, kInvariant = 2;
+  using L = arith::LinearForm<2>;
+  auto f = arith::decompose<2>(
+      e,
+      [&](const Expr& x) -> std::optional<L> {
+        if (x.as<VarNode>() == v) return L::atom(kV);
+        if (invariant(x, v, varying)) return L::atom(kInvariant);
+        return std::nullopt;
+      },
+      /*through_casts=*/false);
+  if (!f) return std::nullopt;
+  return arith::coefficient_of(*f, kV);
 }
 /// Do two iterations of the innermost loop touch disjoint elements through `ranges`? True
 /// when some dimension starts at c * var + invariant and has a constant extent <= |c|.
@@ -215,10 +209,9 @@ Region Inserter::constant_region_of(const Buffer& b, const std::vector<Range>& r
   int64_t bytes = storage_bytes(b->scope, b->dtype, shape);
   g.lo = base;
   g.hi = bytes > INT64_MAX - base ? INT64_MAX : base + bytes;
-  // A constant region narrows to the bytes between its first and last element: every
-  // layout (row-major UB and GM, the fractal NZ/ZZ/ZN of L1 and L0) is non-decreasing in
-  // each index (storage_element_offset), so a sub-tile's bytes lie between those two. The
-  // slots lower_cube_ops stacks in an L0 tile are row blocks: disjoint byte ranges.
+  // A constant region narrows to the bytes between its first and last element
+  // (analysis::bytes_between). The slots lower_cube_ops stacks in an L0 tile are row blocks:
+  // disjoint byte ranges.
   if (!b->strides.empty() || ranges.size() != shape.size()) return g;
   std::vector<int64_t> first, last;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -228,9 +221,9 @@ Region Inserter::constant_region_of(const Buffer& b, const std::vector<Range>& r
     first.push_back(*s);
     last.push_back(*s + *e - 1);
   }
-  int64_t es = dtype_bytes(b->dtype);
-  g.lo = base + storage_element_offset(b->scope, b->dtype, shape, first) * es;
-  g.hi = base + (storage_element_offset(b->scope, b->dtype, shape, last) + 1) * es;
+  auto [lo, hi] = analysis::bytes_between(b->scope, b->dtype, shape, first, last);
+  g.lo = base + lo;
+  g.hi = base + hi;
   return g;
 }
 
@@ -272,12 +265,12 @@ void Inserter::tile_op(const TileOpNode& n, int node, std::vector<Instr>& instrs
         loads(r.extent, node, Pipe::S, bounds.accs);
       }
   if (!bounds.accs.empty()) instrs.push_back(std::move(bounds));
-  for (const InstrSpec& spec : op.expansion) {
-    if (spec.kind == InstrSpec::Kind::BarrierAll) {
+  for (const analysis::Instr& ai : analysis::instructions(n, t_)) {
+    if (ai.barrier_all) {
       instrs.push_back({Instr::BarrierAll, Pipe::ALL, {}});
       continue;
     }
-    Instr in{Instr::Op, instr_pipe(n, spec, t_), {}};
+    Instr in{Instr::Op, ai.pipe, {}};
     if (&op == &ops::mma()) {
       const TileArg* init = op_operand(n, "init");
       const TileArg* c = op_operand(n, "C");
@@ -289,29 +282,23 @@ void Inserter::tile_op(const TileOpNode& n, int node, std::vector<Instr>& instrs
         in.small_mmad = !m || !nn || mmad_needs_m_barrier(*m, *nn);  // unknown size: assume small
       }
     }
-    for (const auto& tc : spec.touches) {
-      if (tc.operand < 0) {
+    for (const analysis::Use& u : ai.uses) {
+      if (u.kind == analysis::Use::Scratch) {
         Region r;
-        r.scope = tc.scratch;
-        if (tc.access != Access::Write) add_acc(in.accs, node, in.pipe, false, r);
-        if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r);
+        r.scope = u.scratch;
+        if (u.read) add_acc(in.accs, node, in.pipe, false, r);
+        if (u.write) add_acc(in.accs, node, in.pipe, true, r);
         continue;
       }
-      size_t hi = op.operands[tc.operand].variadic
-                      ? n.args.size()
-                      : std::min(n.args.size(), static_cast<size_t>(tc.operand) + 1);
-      for (size_t i = static_cast<size_t>(tc.operand); i < hi; ++i) {
-        const TileArg& a = n.args[i];
-        if (!a.is_region()) {
-          loads(a.scalar, node, in.pipe, in.accs);  // the tracer records them on the op's pipe
-          continue;
-        }
-        Region r = region_of(a.region.buffer, a.region.ranges);
-        std::string key =
-            iteration_key(a.region, fmt::format("instruction {}", &spec - op.expansion.data()));
-        if (tc.access != Access::Write) add_acc(in.accs, node, in.pipe, false, r, key);
-        if (tc.access != Access::Read) add_acc(in.accs, node, in.pipe, true, r, key);
+      const TileArg& a = n.args[static_cast<size_t>(u.arg)];
+      if (u.kind == analysis::Use::Scalar) {
+        loads(a.scalar, node, in.pipe, in.accs);  // the tracer records them on the op's pipe
+        continue;
       }
+      Region r = region_of(a.region.buffer, a.region.ranges);
+      std::string key = iteration_key(a.region, fmt::format("instruction {}", ai.index));
+      if (u.read) add_acc(in.accs, node, in.pipe, false, r, key);
+      if (u.write) add_acc(in.accs, node, in.pipe, true, r, key);
     }
     instrs.push_back(std::move(in));
   }

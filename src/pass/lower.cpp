@@ -48,11 +48,14 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& optio
   const auto off = left_out(opt);
   // Whether the kernel is, or was lowered from, a developer kernel is the IR's to say (the
   // kernel's form, then split_cube_vector's PrimFuncNode::lowered_from_developer): each gate
-  // reads the kernel its pass gets, as does plan_memory's syncs_follow.
+  // reads the kernel its pass gets, as does plan_memory's syncs_follow. auto_sync gives an
+  // expert kernel its syncs too.
   if (dev::developer_threads(f) > 0) check_developer_dependencies(off);
   const bool syncs_on = !off.count("insert_syncs");
-  const PassContext ctx{
-      opt, [syncs_on](const PrimFunc& g) { return syncs_on && dev::developer_threads(g) > 0; }};
+  const bool auto_sync = opt.dev.auto_sync;
+  const PassContext ctx{opt, [syncs_on, auto_sync](const PrimFunc& g) {
+                          return syncs_on && (auto_sync || dev::developer_threads(g) > 0);
+                        }};
   auto gated = [&opt](Gate gate, const PrimFunc& g) {
     const int threads = dev::developer_threads(g);
     switch (gate) {
@@ -64,6 +67,8 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& optio
         return threads == 2;
       case Gate::DeveloperMinimise:
         return threads > 0 && opt.dev.minimise_syncs;
+      case Gate::Synced:
+        return threads > 0 || opt.dev.auto_sync;
     }
     return false;
   };

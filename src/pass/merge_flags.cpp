@@ -25,10 +25,10 @@
 #include <tuple>
 #include <vector>
 
-#include "block_replay.h"
 #include "developer.h"
 #include "tl/ir_functor.h"
 #include "tl/pass.h"
+#include "tl/replay.h"
 
 namespace tl {
 namespace {

@@ -47,6 +47,12 @@ const std::vector<Switch>& switch_registry() {
        true,
        "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
        "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)"},
+      {"auto_sync", &D::auto_sync, {"insert_syncs"},
+       {"tl.dev.auto_sync", "tl.ascend_auto_sync", "tl.ascend.auto_sync"}, false,
+       "expert kernels too: the compiler writes the syncs of each scope without syncs of its own"},
+      {"auto_cv_combine", &D::auto_cv_combine, {},
+       {"tl.dev.auto_cv_combine", "tl.ascend_auto_cv_combine", "tl.ascend.auto_cv_combine"},
+       false, "an expert kernel without T.Scope: a vector-only body becomes the Vector scope"},
   };
   // clang-format on
   return switches;
@@ -88,6 +94,8 @@ std::string_view gate_name(Gate g) {
       return "developer, threads = 2";
     case Gate::DeveloperMinimise:
       return "developer, minimise_syncs";
+    case Gate::Synced:
+      return "developer, or auto_sync";
   }
   return "?";
 }
@@ -141,6 +149,9 @@ std::string no_parallel_loops(const PrimFunc& f) {
 
 const std::vector<PassDef>& pass_registry() {
   static const std::vector<PassDef> passes = {
+      // Before the verifier: a TileLang-Ascend hybrid kernel (no T.Scope) becomes the expert
+      // kernel it stands for, which the verifier then checks at the author's lines.
+      {"combine_cv", plain(combine_cv), Gate::Always, "auto_cv_combine"},
       // First: every later pass may assume a well-formed expert-mode kernel, and the user
       // gets all violations against the source as written.
       {"verify", plain(verify_pass), Gate::Always, "", {}, Spec::Expert},
@@ -260,12 +271,13 @@ const std::vector<PassDef>& pass_registry() {
        Spec::Planned},
       // On final addresses, so bytes plan_memory shares between buffers are ordered too; first
       // the dcci the scalar unit's GM accesses need, which the walk then orders like any access.
-      // Developer kernels only: an expert kernel's syncs are the author's.
+      // Developer kernels, and expert ones with auto_sync: otherwise an expert kernel's syncs
+      // are the author's.
       {"insert_syncs",
        [](const PrimFunc& g, const Target& t, const Ctx& c) {
          return insert_syncs(g, t, c.opt.dev.minimise_syncs);
        },
-       Gate::Developer,
+       Gate::Synced,
        "insert_syncs",
        {"split_cube_vector", "plan_memory"},
        Spec::Planned},

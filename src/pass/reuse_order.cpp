@@ -16,6 +16,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "tl/access.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/printer.h"
@@ -212,30 +213,23 @@ struct AccessOrder::Impl {
     v.visit(e);
   }
   void tile_op(const TileOpNode& n, int node) {
-    const OpDef& op = *n.op;
-    for (size_t i = 0; i < op.expansion.size(); ++i) {
-      const InstrSpec& spec = op.expansion[i];
-      if (spec.kind != InstrSpec::Kind::Op) continue;
-      Pipe p = instr_pipe(n, spec, target);
-      for (const auto& t : spec.touches) {
-        if (t.operand < 0) continue;  // scratch (gemm_v0's L0A/L0B) is not a planned buffer
-        size_t hi = op.operands[t.operand].variadic
-                        ? n.args.size()
-                        : std::min(n.args.size(), size_t(t.operand) + 1);
-        for (size_t a = static_cast<size_t>(t.operand); a < hi; ++a) {
-          const TileArg& arg = n.args[a];
-          if (!arg.is_region()) {
-            scalar_loads(arg.scalar, node);
-            continue;
-          }
-          for (const auto& r : arg.region.ranges) {
-            scalar_loads(r.min, node);
-            scalar_loads(r.extent, node);
-          }
-          const BufferNode* b = arg.region.buffer.get();
-          if (t.access != Access::Write) record(b, node, static_cast<int>(i), p, false);
-          if (t.access != Access::Read) record(b, node, static_cast<int>(i), p, true);
+    for (const analysis::Instr& in : analysis::instructions(n, target)) {
+      if (in.barrier_all) continue;
+      const int i = static_cast<int>(in.index);
+      for (const analysis::Use& u : in.uses) {
+        if (u.kind == analysis::Use::Scratch) continue;  // gemm_v0's L0A/L0B: not planned
+        const TileArg& arg = n.args[static_cast<size_t>(u.arg)];
+        if (u.kind == analysis::Use::Scalar) {
+          scalar_loads(arg.scalar, node);
+          continue;
         }
+        for (const auto& r : arg.region.ranges) {
+          scalar_loads(r.min, node);
+          scalar_loads(r.extent, node);
+        }
+        const BufferNode* b = arg.region.buffer.get();
+        if (u.read) record(b, node, i, in.pipe, false);
+        if (u.write) record(b, node, i, in.pipe, true);
       }
     }
   }

@@ -1,8 +1,56 @@
 // The table from an op's OpRule (tl/op.h, named by the op tables in src/op/) to the verifier
 // rule that implements it (op_rules.h). The rules register here, in the verifier, rather than in
 // the op definitions, so that the op module does not link to the verifier above it
-// (docs/architecture.md); a new rule is one enumerator in tl/op.h and one case here.
+// (docs/architecture.md); a new rule is one enumerator in tl/op.h and one case here. The
+// primitives of src/prims register theirs by name instead (register_op_rule, OpRule::Prim).
+#include <unordered_map>
+
 #include "op_rules.h"
+
+namespace tl {
+namespace {
+/// The rules the primitives of src/prims register, by op name, during static initialisation
+/// (a function-local static: registrars in other files may run before this file's statics).
+struct PrimRules {
+  std::unordered_map<std::string, OpRuleFn> by_name;
+  bool closed = false;  // the table is built: a later registration would be lost
+};
+PrimRules& prim_rules() {
+  static PrimRules rules;
+  return rules;
+}
+
+/// The same by OpDef::id, built (and checked against the registry) on first use.
+const std::vector<OpRuleFn>& prim_rule_table() {
+  static const std::vector<OpRuleFn> table = [] {
+    std::vector<OpRuleFn> t(all_ops().size(), nullptr);
+    prim_rules().closed = true;
+    for (const auto& [name, fn] : prim_rules().by_name) {
+      const OpDef* op = find_op(name);
+      TL_ASSERT(op && op->verify == OpRule::Prim,
+                "a verifier rule is registered for {}, which is not a registered primitive", name);
+      t[op->id] = fn;
+    }
+    for (const OpDef* op : all_ops())
+      TL_ASSERT(op->verify != OpRule::Prim || t[op->id], "primitive {} has no verifier rule",
+                op->name);
+    return t;
+  }();
+  return table;
+}
+}  // namespace
+
+void register_op_rule(std::string op_name, OpRuleFn rule) {
+  TL_ASSERT(rule, "a null verifier rule is registered for {}", op_name);
+  TL_ASSERT(!prim_rules().closed,
+            "the verifier rule of {} is registered after the first verification (static "
+            "initialisation only)",
+            op_name);
+  auto [it, fresh] = prim_rules().by_name.emplace(op_name, rule);
+  TL_ASSERT(fresh, "primitive {} has two verifier rules", it->first);
+}
+
+}  // namespace tl
 
 namespace tl::rules {
 
@@ -54,6 +102,8 @@ void run_op_rule(const TileOpNode& n, VerifyContext& ctx) {
       return rule_merge_sort(n, ctx);
     case OpRule::Topk:
       return rule_topk(n, ctx);
+    case OpRule::Prim:
+      return prim_rule_table()[n.op->id](n, ctx);
   }
   TL_ASSERT(false, "op {} names an OpRule the verifier does not know", n.op->name);
 }

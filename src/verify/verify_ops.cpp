@@ -268,7 +268,8 @@ void check_tile_op(const TileOpNode& n, VerifyContext& ctx) {
     if (!core)
       ctx.error(n, "", "op-outside-scope",
                 fmt::format("expert mode needs every {} inside T::Scope(Core::{}); it is outside "
-                            "any scope",
+                            "any scope (a kernel of vector work only gets its scope with the "
+                            "pass config tl.ascend_auto_cv_combine)",
                             move ? ops::copy().name : "tile op", core_name(*need)));
     else if (*core != *need)
       ctx.error(n, "", move ? "copy-core-scope" : "op-core-scope",

@@ -29,6 +29,8 @@ std::vector<std::pair<const OpDef*, std::string>> all_handles() {
   return h;
 }
 
+/// The handles of the op lists and the primitives of src/prims (which define their own handle
+/// in their file) together cover all_ops() exactly, each op once.
 TEST(OpTraits, HandlesCoverEveryOpOnce) {
   std::set<const OpDef*> seen;
   for (const auto& [op, name] : all_handles()) {
@@ -36,8 +38,35 @@ TEST(OpTraits, HandlesCoverEveryOpOnce) {
     EXPECT_EQ(op, find_op(name));
     EXPECT_TRUE(seen.insert(op).second) << name << " has two handles";
   }
+  for (const OpDef* op : prim_ops()) {
+    EXPECT_EQ(op, find_op(op->name));
+    EXPECT_EQ(op->verify, OpRule::Prim) << op->name;
+    EXPECT_TRUE(seen.insert(op).second) << op->name << " is a primitive with an op-list handle";
+  }
   for (const OpDef* op : all_ops()) EXPECT_TRUE(seen.count(op)) << op->name << " has no handle";
   EXPECT_EQ(seen.size(), all_ops().size());
+}
+
+/// The primitives come after the op tables' ops, sorted by name, whatever the order of static
+/// initialisation: all_ops() order feeds the JIT cache's ops fingerprint and T.tile.*.
+TEST(OpTraits, PrimitivesComeLastSortedByName) {
+  const auto& all = all_ops();
+  const auto& prims = prim_ops();
+  ASSERT_LE(prims.size(), all.size());
+  const size_t first = all.size() - prims.size();
+  for (size_t i = 0; i < prims.size(); ++i) {
+    EXPECT_EQ(all[first + i], prims[i]);
+    if (i > 0) {
+      EXPECT_LT(prims[i - 1]->name, prims[i]->name);
+    }
+  }
+  for (size_t i = 0; i < first; ++i) EXPECT_NE(all[i]->verify, OpRule::Prim) << all[i]->name;
+}
+
+/// Registering after the registry is built would leave the op out of every table: refused.
+TEST(OpTraits, LateRegistrationIsAnInternalError) {
+  (void)all_ops();
+  EXPECT_THROW(register_prim(ops::tile::add()), InternalError);
 }
 
 TEST(OpTraits, EveryOpSetsEveryRequiredTrait) {
@@ -172,10 +201,12 @@ TEST(OpTraits, IntrinsicTableSaysWhatTheListsSaid) {
   EXPECT_DOUBLE_EQ(find_intrinsic("pow")->eval(2.0, 3.0), 8.0);
 }
 
+/// The ops of src/op matching `pred`. The name lists below are what the passes and the VM said
+/// before the traits; a primitive of src/prims states its traits in its own test.
 std::set<std::string> names_where(bool (*pred)(const OpDef&)) {
   std::set<std::string> s;
   for (const OpDef* op : all_ops())
-    if (pred(*op)) s.insert(op->name);
+    if (pred(*op) && op->verify != OpRule::Prim) s.insert(op->name);
   return s;
 }
 

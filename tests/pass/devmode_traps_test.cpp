@@ -3,7 +3,7 @@
 // tested where their pass is (docs/developer_mode.md, "Traps", maps every trap to its test):
 // compact -> aligned UB store, symbolic-extent / non-unit-stride / 3-D Parallel loops
 // (vectorize_parallel_test.cpp), a fragment only the vector uses (developer_lowering_test.cpp),
-// if/else joins and WAR across a loop back-edge (insert_syncs_test.cpp).
+// if/else joins and WAR across a loop back-edge (insert_syncs_cases.tl).
 #include <gtest/gtest.h>
 
 #include <cmath>

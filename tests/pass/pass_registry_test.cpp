@@ -30,7 +30,7 @@ TEST(PassRegistry, TheFingerprintIsTheOneTheCacheKeyHadBefore) {
             "vectorize=1,"
             "insert_syncs=1,pipeline_loops=1,split_aiv=1,minimise_syncs=1,merge_flags=0,scalar_"
             "fallback=0,"
-            "allow_inexact_math=0");
+            "allow_inexact_math=0,auto_sync=0,auto_cv_combine=0");
   DeveloperOptions d;
   d.split_aiv = false;
   EXPECT_NE(d.fingerprint().find("split_aiv=0,minimise_syncs=1"), std::string::npos)
@@ -120,9 +120,9 @@ def f(X: T.Tensor((16, 64), "float32")):
   std::string out =
       print(run_named_passes(f, default_target(), {"infer_scopes"}, {}), {.locations = false});
   EXPECT_NE(out.find("x = T.alloc_ub((16, 64)"), std::string::npos) << out;
-  EXPECT_NE(error_of([&] {
-              run_named_passes(f, default_target(), {"infer_scope"}, {});
-            }).find("passes: no pass named 'infer_scope' (passes: verify, simplify, infer_scopes"),
+  EXPECT_NE(error_of([&] { run_named_passes(f, default_target(), {"infer_scope"}, {}); })
+                .find("passes: no pass named 'infer_scope' (passes: combine_cv, verify, simplify, "
+                      "infer_scopes"),
             std::string::npos);
 }
 

@@ -1,7 +1,10 @@
 // vectorize_parallel's numeric contract on chosen loops: kernels whose mapping needs care (compact
 // to aligned stores, short max/min compared in granule-sized copies, symbolic extents, three
 // dimensions, loop variables as values, int32 orderings at the extremes) run vectorised and with
-// their loops serial on the virtual NPU, and the tensors must end bit-identical.
+// their loops serial on the virtual NPU, and the tensors must end bit-identical. These stay in
+// C++: they run kernels on the virtual NPU with data and compare the results. The printed
+// mappings of the short max and of loop variables as values are checked in
+// tests/pass/vectorize_parallel_mappings.tl.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -80,26 +83,6 @@ def f(GS: T.Tensor((8, 16), "float16"), GB: T.Tensor((32, 64), "float16")):
 )");
 }
 
-TEST(VectorizeParallel, AShortMaxIsComparedInGranuleSizedCopies) {
-  // 32 fp32 row statistics are 128 bytes, half of tile.compare's 256-byte granule (the running
-  // max of a 32-row attention tile). The operands are copied into 64-element temporaries and
-  // compared there; the select takes the loop's 32 elements.
-  constexpr std::string_view decls = R"(            a = T.alloc_ub((32,), "float32")
-            b = T.alloc_ub((32,), "float32")
-)";
-  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(32):
-                a[i] = T.max(a[i], b[i])
-)")),
-            kernel(decls, R"(            vec_t0 = T.alloc_ub((64,), "float32")
-            vec_t1 = T.alloc_ub((64,), "float32")
-            vec_t2 = T.alloc_ub((32,), "uint8")
-            T.copy(a, vec_t0[0:32])
-            T.copy(b, vec_t1[0:32])
-            T.tile.compare(vec_t2, vec_t0, vec_t1)
-            T.tile.select(a, vec_t2, b, a)
-)"));
-}
-
 TEST(VectorizeParallel, ShortMaxAndMinRunLikeTheScalarLoopNaNsIncluded) {
   expect_same_as_serial(R"(@T.prim_func
 def f(GA: T.Tensor((32,), "float32"), GB: T.Tensor((32,), "float32"), GC: T.Tensor((32,), "float32")):
@@ -152,61 +135,6 @@ def f(n: T.int32, GA: T.Tensor((16, 32), "float32"), GC: T.Tensor((16, 32), "flo
                 T.copy(x, GX)
 )",
                         {Arg(int64_t{11})});
-}
-
-TEST(VectorizeParallel, ALoopVariableAgainstAnInvariantIsAFloatProgressionAndOneCompare) {
-  // `j < n`: j's values 0..63 in float32 (exact) against n clamped to [-1, 64] (exact, and no
-  // outcome changes): two ops, however large n is.
-  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 64), "float32")
-)";
-  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
-                for j in T.Parallel(64):
-                    a[i, j] = T.if_then_else(j < n, a[i, j], T.float32(float("-inf")))
-)",
-                              ", n: T.int32")),
-            kernel(std::string(decls) + R"(            vec_t0 = T.alloc_ub((64,), "float32")
-            vec_t1 = T.alloc_ub((16, 64), "float32")
-            vec_t2 = T.alloc_ub((128,), "uint8")
-)",
-                   R"(            T.tile.arith_progression(vec_t0, 0.0, 1.0)
-            T.tile.broadcast(vec_t1, vec_t0)
-            T.tile.compare(vec_t2, vec_t1, T.cast(T.max(T.min(n, 64), -1), "float32"))
-            T.tile.select(a, vec_t2, a, float("-inf"), mode=1)
-)",
-                   ", n: T.int32"));
-}
-
-TEST(VectorizeParallel, ALoopVariableInAnExpressionIsAnInt32ProgressionAndTheExactOrdering) {
-  // `j + d < n`: j's values as int32, `+ d` on the vector unit, then the int32 ordering:
-  // float32 difference, or the int32 difference where both sides round to one float32.
-  constexpr std::string_view decls = R"(            a = T.alloc_ub((16, 64), "float32")
-)";
-  EXPECT_EQ(vectorized(kernel(decls, R"(            for i in T.Parallel(16):
-                for j in T.Parallel(64):
-                    a[i, j] = T.if_then_else(j + d < n, a[i, j], T.float32(float("-inf")))
-)",
-                              ", n: T.int32, d: T.int32")),
-            kernel(std::string(decls) + R"(            vec_t0 = T.alloc_ub((64,), "int32")
-            vec_t1 = T.alloc_ub((16, 64), "int32")
-            vec_t2 = T.alloc_ub((16, 64), "int32")
-            vec_t3 = T.alloc_ub((16, 64), "float32")
-            vec_t4 = T.alloc_ub((128,), "uint8")
-            vec_t5 = T.alloc_ub((16, 64), "float32")
-            vec_t6 = T.alloc_ub((16, 64), "float32")
-)",
-                   R"(            T.tile.arith_progression(vec_t0, 0, 1)
-            T.tile.broadcast(vec_t1, vec_t0)
-            T.tile.add(vec_t1, vec_t1, d)
-            T.tile.sub(vec_t2, vec_t1, n)
-            T.tile.cast(vec_t3, vec_t1, mode="CAST_RINT")
-            T.tile.compare(vec_t4, vec_t3, T.cast(n, "float32"), mode="EQ")
-            T.tile.sub(vec_t5, vec_t3, T.cast(n, "float32"))
-            T.tile.cast(vec_t3, vec_t2, mode="CAST_RINT")
-            T.tile.select(vec_t6, vec_t4, vec_t3, vec_t5)
-            T.tile.compare(vec_t4, vec_t6, 0.0)
-            T.tile.select(a, vec_t4, a, float("-inf"), mode=1)
-)",
-                   ", n: T.int32, d: T.int32"));
 }
 
 TEST(VectorizeParallel, LoopVariablesAsValuesMaskKeysAndCausalPositions) {

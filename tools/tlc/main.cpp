@@ -14,6 +14,8 @@
 //                                    event ids, channels and workspace, memory per scope
 //   tlc opt FILE.tl --passes=a,b     IR text in, the named passes (ungated), IR text out;
 //        [--target A2] [--verify-each] [--loc]   (docs/compiler.md, "IR-file tests")
+//   tlc opt FILE.tl --pipeline       ... the whole gated pipeline (tl::lower, as tl::compile
+//        [--off NAME] [--on NAME] [--scalar-fallback] ...   runs it) with these switches
 //   tlc demo [--out DIR]             the main job: verify, run (hazard-checked, reference-checked)
 //                                    and profile every example; IR, traces, timelines to out/
 // Two hidden subcommands serve the tests (tests/tools/tlc_coverage_test.cpp): `list-options`
@@ -388,8 +390,11 @@ int run_demo(const std::string& dir, const tl::Target& target) {
 /// `tlc opt FILE --passes=a,b`: IR text in, the named passes run ungated (the user asked for
 /// each), IR text out (docs/compiler.md, "IR-file tests"). Each statement line without a
 /// comment gets the location `FILE:LINE`, so that errors name the line of the .tl file.
-int opt_file(const std::string& path, const std::vector<std::string>& passes,
-             const tl::Target& target, bool verify_each, bool locations) {
+/// With `pipeline`, the whole pipeline runs instead (tl::lower, gated as tl::compile runs it, so
+/// a developer kernel's errors are the ones its author meets); `dev` holds the switches.
+int opt_file(const std::string& path, const std::vector<std::string>& passes, bool pipeline,
+             const tl::DeveloperOptions& dev, const tl::Target& target, bool verify_each,
+             bool locations) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("opt: cannot read '{}'", path));
   // A `# -----` line separates functions (each is parsed and run on its own); each part keeps
@@ -405,7 +410,13 @@ int opt_file(const std::string& path, const std::vector<std::string>& passes,
     if (!blank && line.find('#') == std::string::npos) line += fmt::format("  # @{}:{}", path, n);
     parts.back() += line + '\n';
   }
-  if (passes.empty()) throw UsageError("opt: --passes names no pass");
+  if (passes.empty() && !pipeline)
+    throw UsageError("opt: expected --passes=NAME[,NAME] or --pipeline");
+  try {
+    dev.validate();
+  } catch (const tl::Error& e) {
+    throw UsageError(e.what());
+  }
   g_error_exit = kKernelFailed;  // the command line is valid: from here on, errors are the IR's
   // A function's error does not stop the others (a file may hold several error cases); the
   // exit status says that one failed.
@@ -416,7 +427,8 @@ int opt_file(const std::string& path, const std::vector<std::string>& passes,
       tl::PrimFunc f = tl::parse(parts[i], path);
       tl::PassOptions po;
       po.verify_each = verify_each;
-      f = tl::run_named_passes(f, target, passes, po);
+      po.dev = dev;
+      f = pipeline ? tl::lower(f, target, po) : tl::run_named_passes(f, target, passes, po);
       std::cout << tl::print(f, {.locations = locations});
     } catch (const tl::Error& e) {
       if (std::string_view(e.what()).starts_with("passes: no pass named"))
@@ -545,9 +557,24 @@ int tlc_main(int argc, char** argv) {
   std::vector<std::string> opt_passes;
   bool opt_verify_each = false, opt_loc = false;
   opt_cmd->add_option("file", opt_path, "IR text (what tlc print --no-loc prints)")->required();
-  opt_cmd->add_option("--passes", opt_passes, "passes to run, in order, ungated: NAME[,NAME]")
-      ->delimiter(',')
-      ->required();
+  auto* opt_passes_opt =
+      opt_cmd->add_option("--passes", opt_passes, "passes to run, in order, ungated: NAME[,NAME]")
+          ->delimiter(',');
+  bool opt_pipeline = false;
+  opt_cmd
+      ->add_flag("--pipeline", opt_pipeline,
+                 "run the whole pipeline, gated as tl::compile runs it (instead of --passes)")
+      ->excludes(opt_passes_opt);
+  std::vector<std::string> opt_offs, opt_ons;
+  opt_cmd->add_option("--off", opt_offs, "switch a developer-mode automation off (as for tlc run)");
+  opt_cmd->add_option("--on", opt_ons, "switch a developer-mode automation on (as for tlc run)");
+  tl::DeveloperOptions opt_dev;
+  for (const auto& s : tl::switch_registry()) {
+    if (!s.tlc_flag) continue;
+    std::string flag = "--" + std::string(s.name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    opt_cmd->add_flag(flag, opt_dev.*s.field, std::string(s.help));
+  }
   opt_cmd->add_option("--target", target_name, "target chip (A2, 910B3, 910B4, A3, 950)");
   opt_cmd->add_flag("--verify-each", opt_verify_each,
                     "check each pass's output invariant (an internal error when broken)");
@@ -646,7 +673,12 @@ int tlc_main(int argc, char** argv) {
       report_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets), target, report_dyn);
       return kOk;
     }
-    if (*opt_cmd) return opt_file(opt_path, opt_passes, target, opt_verify_each, opt_loc);
+    if (*opt_cmd) {
+      for (const auto& o : opt_offs) switch_to(opt_dev, o, false);
+      for (const auto& o : opt_ons) switch_to(opt_dev, o, true);
+      return opt_file(opt_path, opt_passes, opt_pipeline, opt_dev, target, opt_verify_each,
+                      opt_loc);
+    }
     if (*demo) return run_demo(demo_dir, target);
   } catch (const UsageError& e) {
     fmt::print(stderr, "error: {}\n", e.what());

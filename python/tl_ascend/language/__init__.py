@@ -116,6 +116,33 @@ def prim_func(fn=None, **options):
     return _parser.prim_func(fn, **options)
 
 
+# T.func_attr keys with a meaning here, and the pass configs they switch on for the kernel.
+_FUNC_ATTR_SWITCHES = {"enable_auto_sync": "auto_sync"}
+# TVM's function attributes that TileLang scripts set and that change nothing here.
+_INERT_FUNC_ATTRS = {"global_symbol", "tir.noalias", "tir.is_entry_func", "tir.is_global_func"}
+
+
+def func_attr(attrs):
+    """`T.func_attr({"enable_auto_sync": True})` inside a kernel: TileLang-Ascend's per-kernel
+    switches. enable_auto_sync: the compiler writes the syncs of an expert kernel (the pass
+    config TL_ASCEND_AUTO_SYNC, for this kernel only). Other keys are an error naming them,
+    except TVM's bookkeeping ones (global_symbol, tir.noalias, ...), which change nothing."""
+    if not _state.parsing():
+        _core.user_error(_loc(), "T.func_attr: only inside a @T.prim_func kernel")
+    if not isinstance(attrs, dict):
+        _bad("func_attr", "attrs", "a dict of attribute name to value", attrs)
+    for k, v in attrs.items():
+        if k in _INERT_FUNC_ATTRS:
+            continue
+        if k not in _FUNC_ATTR_SWITCHES:
+            _core.user_error(_loc(), f"T.func_attr: unknown attribute {k!r}; known: "
+                                     f"{', '.join(sorted(_FUNC_ATTR_SWITCHES))} (and TVM's "
+                                     f"{', '.join(sorted(_INERT_FUNC_ATTRS))}, which change nothing)")
+        if not isinstance(v, (bool, int)) or v not in (0, 1):
+            _bad("func_attr", k, "True or False", v)
+    _state.add_func_attrs({k: bool(v) for k, v in attrs.items() if k in _FUNC_ATTR_SWITCHES})
+
+
 def macro(fn):
     """`@T.macro`: a function whose body is parsed in place where a kernel calls it."""
     if not _inspect.isfunction(fn) or fn.__name__ == "<lambda>":

@@ -83,3 +83,22 @@ def _frame_is_below(frame, parser_frame):
             return True
         f = f.f_back
     return False
+
+
+# ---- Function attributes (T.func_attr) -----------------------------------------------------------
+
+
+def begin_func_attrs() -> None:
+    """A kernel's parse starts: no attributes yet (kernels nest when a generator builds one
+    while parsing another, so the previous set is kept on a stack)."""
+    if not hasattr(_local, "attrs"):
+        _local.attrs = []
+    _local.attrs.append({})
+
+
+def add_func_attrs(attrs: dict) -> None:
+    _local.attrs[-1].update(attrs)
+
+
+def end_func_attrs() -> dict:
+    return _local.attrs.pop()

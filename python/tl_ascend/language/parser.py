@@ -60,10 +60,12 @@ def _lang():
 class PrimFunc:
     """A parsed kernel: the C++ PrimFunc plus where it came from."""
 
-    def __init__(self, func: _core.PrimFunc, source_file: str, source_line: int = 0) -> None:
+    def __init__(self, func: _core.PrimFunc, source_file: str, source_line: int = 0,
+                 attrs: dict | None = None) -> None:
         self.func = func
         self.source_file = source_file
         self.source_line = source_line  # the first line of its definition (decorators included)
+        self.attrs = dict(attrs or {})  # T.func_attr's, e.g. {"enable_auto_sync": True}
 
     @property
     def name(self) -> str:
@@ -98,7 +100,12 @@ def prim_func(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     if fn is None:
         return lambda f: prim_func(f, **options)
     parser = _Parser(_function(fn, "T.prim_func"))
-    return PrimFunc(parser.parse_prim_func(), parser.file, parser.line_offset + 1)
+    _state.begin_func_attrs()
+    try:
+        func = parser.parse_prim_func()
+    finally:
+        attrs = _state.end_func_attrs()
+    return PrimFunc(func, parser.file, parser.line_offset + 1, attrs)
 
 
 def _function(fn: Any, what: str) -> Any:

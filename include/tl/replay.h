@@ -1,5 +1,6 @@
-// block_replay: one block of a lowered developer kernel as the instruction streams its three
-// cores issue (the AIC, AIV 0, AIV 1), replayed with the hazard checker's happens-before rules
+// The block replay (src/analysis/block_replay.cpp; the analysis module): one block of a lowered
+// developer kernel as the instruction streams its three cores issue (the AIC, AIV 0, AIV 1),
+// replayed with the hazard checker's happens-before rules
 // (tl/sync_rules.h; src/npu/hazard.cpp), so a pass can prove at compile time that a sync is
 // implied by the others: drop it in the replay and check that every conflicting pair of
 // accesses, on any core and across cores, is still ordered and nothing deadlocks.

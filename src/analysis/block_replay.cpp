@@ -1,4 +1,4 @@
-// block_replay (block_replay.h): unrolls one block's three cores into instruction streams, with
+// block_replay (tl/replay.h): unrolls one block's three cores into instruction streams, with
 // conservative byte ranges per op, and replays them with the hazard checker's rules.
 //
 // Address arithmetic is kept as linear forms over the values a block cannot know at compile
@@ -7,7 +7,7 @@
 // a loop the streams do not unroll, a product of two unknowns) makes the region the whole
 // buffer. On-chip regions narrow to the bytes between their first and last element, as
 // insert_syncs narrows them (every layout is non-decreasing in each index, tl/storage.h).
-#include "block_replay.h"
+#include "tl/replay.h"
 
 #include <deque>
 #include <functional>
@@ -17,12 +17,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tl/access.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
+#include "tl/linear.h"
 #include "tl/op.h"
 #include "tl/ops.h"
-#include "tl/pass.h"
 #include "tl/printer.h"
 #include "tl/storage.h"
 #include "tl/sync_rules.h"
@@ -52,61 +53,10 @@ Event event(Event::Kind kind, int pipe, int dst = 0, int id = 0) {
   return e;
 }
 
-/// c + sum(coef * atom): an address the block computes from values unknown at compile time.
-/// A few terms inline (no allocation: the unroller builds one per bound of every region of
-/// every unrolled op); more make it `overflow`, which callers take as unknown.
-struct Linear {
-  static constexpr int kTerms = 4;
-  using Term = std::pair<int64_t, int64_t>;  // atom, coefficient (never 0), sorted by atom
-  int64_t c = 0;
-  int n = 0;
-  bool overflow = false;
-  std::array<Term, kTerms> t{};
-
-  static Linear of(int64_t v) {
-    Linear l;
-    l.c = v;
-    return l;
-  }
-  static Linear atom(int64_t a) {
-    Linear l;
-    l.n = 1;
-    l.t[0] = {a, 1};
-    return l;
-  }
-  bool constant() const { return n == 0 && !overflow; }
-  std::vector<Term> terms() const { return {t.begin(), t.begin() + n}; }
-  bool same_terms(const Linear& o) const {
-    return n == o.n && std::equal(t.begin(), t.begin() + n, o.t.begin());
-  }
-  Linear& add(const Linear& o, int64_t k) {
-    c += k * o.c;
-    overflow = overflow || o.overflow;
-    for (int i = 0; i < o.n; ++i) add_term(o.t[i].first, k * o.t[i].second);
-    return *this;
-  }
-
- private:
-  void add_term(int64_t a, int64_t v) {
-    if (v == 0) return;
-    int i = 0;
-    while (i < n && t[i].first < a) ++i;
-    if (i < n && t[i].first == a) {
-      if ((t[i].second += v) == 0) {
-        std::copy(t.begin() + i + 1, t.begin() + n, t.begin() + i);
-        --n;
-      }
-      return;
-    }
-    if (n == kTerms) {
-      overflow = true;
-      return;
-    }
-    std::copy_backward(t.begin() + i, t.begin() + n, t.begin() + n + 1);
-    t[i] = {a, v};
-    ++n;
-  }
-};
+/// c + sum(coef * atom): an address the block computes from values unknown at compile time
+/// (tl/linear.h). A few terms inline (no allocation: the unroller builds one per bound of every
+/// region of every unrolled op); more make it overflow, which callers take as unknown.
+using Linear = arith::LinearForm<4>;
 
 /// What the three cores' unrollers share, so that their atoms and bases mean the same.
 struct Interner {
@@ -178,8 +128,8 @@ class Unroller {
   void let(const LetNode& l) {
     if (auto x = linear(l.value)) {
       lin_[l.var.node()] = *x;
-      if (x->constant())
-        env_[l.var.node()] = arith::make_int(l.var.dtype(), x->c);
+      if (x->is_constant())
+        env_[l.var.node()] = arith::make_int(l.var.dtype(), x->constant());
       else
         env_.erase(l.var.node());
       return;
@@ -223,7 +173,7 @@ class Unroller {
 
   void bind(const Var& v, int64_t value) {
     env_[v.node()] = arith::make_int(v.dtype(), value);
-    lin_[v.node()] = Linear::of(value);
+    lin_[v.node()] = Linear::constant_of(value);
   }
 
   void unroll(const ForNode& f, int64_t mn, int64_t ext) {
@@ -257,60 +207,20 @@ class Unroller {
   }
 
   std::optional<int64_t> value(const Expr& e) const {
-    if (auto x = linear(e); x && x->constant()) return x->c;
+    if (auto x = linear(e); x && x->is_constant()) return x->constant();
     return as_const_int(simplify(arith::substitute(e, env_)));
   }
   void fail() { failed_ = true; }
 
   std::optional<Linear> linear(const Expr& e) const {
-    switch (e.kind()) {
-      case ExprKind::IntImm:
-        return Linear::of(static_cast<const IntImmNode*>(e.get())->value);
-      case ExprKind::Cast: {
-        auto* c = static_cast<const CastNode*>(e.get());
-        if (!is_int(c->dtype)) return std::nullopt;
-        auto x = linear(c->value);
-        if (x && x->constant()) x->c = arith::wrap(c->dtype, x->c);  // as the evaluator narrows it
-        return x;
-      }
-      case ExprKind::Var: {
-        auto* v = static_cast<const VarNode*>(e.get());
-        if (auto it = lin_.find(v); it != lin_.end()) return it->second;
-        if (unknown_.count(v) || !is_int(v->dtype)) return std::nullopt;
-        return Linear::atom(
-            static_cast<int64_t>(reinterpret_cast<uintptr_t>(v) >> 1));  // cid, a size
-      }
-      case ExprKind::Binary:
-        break;
-      default:
-        return std::nullopt;
-    }
-    auto* b = static_cast<const BinaryNode*>(e.get());
-    auto x = linear(b->a), y = linear(b->b);
-    if (!x || !y) return std::nullopt;
-    std::optional<Linear> r;
-    switch (b->op) {
-      case BinOp::Add:
-        r = x->add(*y, 1);
-        break;
-      case BinOp::Sub:
-        r = x->add(*y, -1);
-        break;
-      case BinOp::Mul:
-        if (y->constant())
-          r = Linear{}.add(*x, y->c);
-        else if (x->constant())
-          r = Linear{}.add(*y, x->c);
-        break;
-      default:
-        if (x->constant() && y->constant() && is_int(b->dtype))
-          if (auto v = arith::int_binary(b->op, b->dtype, x->c, y->c)) r = Linear::of(*v);
-        break;
-    }
-    if (r && r->overflow) return std::nullopt;
-    if (r && r->constant() && is_int(b->dtype))
-      r->c = arith::wrap(b->dtype, r->c);  // the dtype's wrap
-    return r;
+    return arith::decompose<4>(e, [&](const Expr& x) -> std::optional<Linear> {
+      auto* v = x.as<VarNode>();
+      if (!v) return std::nullopt;
+      if (auto it = lin_.find(v); it != lin_.end()) return it->second;
+      if (unknown_.count(v) || !is_int(v->dtype)) return std::nullopt;
+      return Linear::atom(
+          static_cast<int64_t>(reinterpret_cast<uintptr_t>(v) >> 1));  // cid, a size
+    });
   }
 
   std::pair<int, bool> channel_of(const TileOpNode& op) const {
@@ -350,11 +260,11 @@ class Unroller {
     for (size_t d = 0; known && d < r.ranges.size(); ++d) {
       auto mn = linear(r.ranges[d].min);
       auto ext = r.ranges[d].extent.defined() ? linear(r.ranges[d].extent)
-                                              : std::optional<Linear>(Linear::of(1));
-      known = mn && ext && ext->constant() && ext->c >= 1;
+                                              : std::optional<Linear>(Linear::constant_of(1));
+      known = mn && ext && ext->is_constant() && ext->constant() >= 1;
       if (!known) break;
       first.push_back(*mn);
-      last.push_back(Linear(*mn).add(Linear::of(ext->c - 1), 1));
+      last.push_back(Linear(*mn).add(Linear::constant_of(ext->constant() - 1), 1));
     }
     if (b->scope != MemScope::GM) {
       if (b->address < 0) return sp;  // unplanned: the whole memory
@@ -364,12 +274,14 @@ class Unroller {
       if (!known || !b->strides.empty()) return sp;
       std::vector<int64_t> f, l;
       for (size_t d = 0; d < shape.size(); ++d) {
-        if (!first[d].constant() || first[d].c < 0 || last[d].c >= shape[d]) return sp;
-        f.push_back(first[d].c);
-        l.push_back(last[d].c);
+        if (!first[d].is_constant() || first[d].constant() < 0 || last[d].constant() >= shape[d])
+          return sp;
+        f.push_back(first[d].constant());
+        l.push_back(last[d].constant());
       }
-      sp.lo = b->address + storage_element_offset(b->scope, b->dtype, shape, f) * es;
-      sp.hi = b->address + (storage_element_offset(b->scope, b->dtype, shape, l) + 1) * es;
+      auto [lo, hi] = analysis::bytes_between(b->scope, b->dtype, shape, f, l);
+      sp.lo = b->address + lo;
+      sp.hi = b->address + hi;
       return sp;
     }
     // GM: row-major (or the buffer's constant strides), first to last element.
@@ -388,62 +300,52 @@ class Unroller {
       lo.add(first[d], strides[d]);
       hi.add(last[d], strides[d]);
     }
-    if (lo.overflow || hi.overflow || !lo.same_terms(hi)) return sp;
+    if (lo.overflow() || hi.overflow() || !lo.same_terms(hi)) return sp;
     sp.base = in_.base_of(lo);
-    sp.lo = lo.c * es;
-    sp.hi = (hi.c + 1) * es;
+    sp.lo = lo.constant() * es;
+    sp.hi = (hi.constant() + 1) * es;
     return sp;
   }
 
-  /// The pipe of each instruction of `op` (looked up once per op: a copy's is its path's).
-  const std::vector<int>& pipes_of(const TileOpNode& op) {
-    auto [it, fresh] = pipes_.try_emplace(&op);
-    if (fresh)
-      for (const InstrSpec& spec : op.op->expansion)
-        it->second.push_back(spec.kind == InstrSpec::Kind::BarrierAll
-                                 ? kPipes
-                                 : pipe_index(instr_pipe(op, spec, target_)));
+  /// The instructions of `op` and what each touches (tl/access.h), looked up once per op: a
+  /// copy's pipe is its path's.
+  const std::vector<analysis::Instr>& instrs_of(const TileOpNode& op) {
+    auto [it, fresh] = instrs_.try_emplace(&op);
+    if (fresh) it->second = analysis::instructions(op, target_);
     return it->second;
   }
 
   void tile_op(const TileOpNode& op) {
     auto [channel, push] = channel_of(op);
-    const std::vector<int>& pipes = pipes_of(op);
-    for (size_t i = 0; i < pipes.size(); ++i) {
-      const InstrSpec& spec = op.op->expansion[i];
-      if (spec.kind == InstrSpec::Kind::BarrierAll) {
+    for (const analysis::Instr& in : instrs_of(op)) {
+      if (in.barrier_all) {
         out_.push_back(event(Event::Barrier, kPipes));
         continue;
       }
-      Event e = event(Event::Op, pipes[i]);
+      Event e = event(Event::Op, pipe_index(in.pipe));
       if (e.pipe >= kPipes || (accesses_ && e.pipe == pipe_index(Pipe::S))) return fail();
       e.channel = channel;
       e.push = push;
       if (push) e.first = as_const_int(op.args[1].region.ranges.back().min) == 0;
-      if (accesses_) spans(op, spec, e.spans);
+      if (accesses_) spans(op, in, e.spans);
       out_.push_back(std::move(e));
     }
   }
 
-  void spans(const TileOpNode& n, const InstrSpec& spec, std::vector<Span>& out) const {
-    const OpDef& op = *n.op;
-    for (const auto& tc : spec.touches) {
-      if (tc.operand < 0) {  // a scratch area from offset 0: the whole memory, conservatively
+  void spans(const TileOpNode& n, const analysis::Instr& in, std::vector<Span>& out) const {
+    for (const analysis::Use& u : in.uses) {
+      if (u.kind == analysis::Use::Scratch) {  // from offset 0: the whole memory, conservatively
         Span s;
-        s.mem = memory_key(tc.scratch);
+        s.mem = memory_key(u.scratch);
         s.base = -1;
-        if (tc.access != Access::Write) out.push_back(s);
-        if (tc.access != Access::Read) out.push_back((s.write = true, s));
+        if (u.read) out.push_back(s);
+        if (u.write) out.push_back((s.write = true, s));
         continue;
       }
-      size_t hi = op.operands[tc.operand].variadic
-                      ? n.args.size()
-                      : std::min(n.args.size(), static_cast<size_t>(tc.operand) + 1);
-      for (size_t i = static_cast<size_t>(tc.operand); i < hi; ++i) {
-        if (!n.args[i].is_region()) continue;  // scalar operands: no memory (unroll_block checked)
-        if (tc.access != Access::Write) out.push_back(span_of(n.args[i].region, false));
-        if (tc.access != Access::Read) out.push_back(span_of(n.args[i].region, true));
-      }
+      if (u.kind == analysis::Use::Scalar) continue;  // no memory (unroll_block checked)
+      const BufferRegion& r = n.args[static_cast<size_t>(u.arg)].region;
+      if (u.read) out.push_back(span_of(r, false));
+      if (u.write) out.push_back(span_of(r, true));
     }
   }
 
@@ -484,7 +386,7 @@ class Unroller {
   std::unordered_map<const VarNode*, Linear> lin_;     // addresses
   std::unordered_set<const VarNode*> unknown_;         // variables of loops taken once
   std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
-  std::unordered_map<const TileOpNode*, std::vector<int>> pipes_;  // pipes_of(), by op
+  std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
   std::vector<Event> out_;
   bool failed_ = false;
 };

@@ -1,0 +1,162 @@
+"""TileLang-Ascend's mode model (issue 29, "TileLang-Ascend's mode model"), in its own syntax.
+
+* `TL_ASCEND_AUTO_SYNC` on an expert kernel: the compiler writes the syncs of each scope that has
+  none of its own (before: "pass config 'tl.ascend.auto_sync' is not supported for the expert
+  kernel"); `T.func_attr({"enable_auto_sync": True})` does it for one kernel (before: an Error,
+  "T.func_attr: not supported yet").
+* `TL_ASCEND_AUTO_CV_COMBINE` on a hybrid kernel (`as (cid, vid)`, no T.Scope, vid used by hand)
+  whose body is vector work only: a vector kernel (before: "pass config 'tl.ascend.auto_cv_combine'
+  is not supported"; without the key the verifier still rejects the unscoped ops).
+* The keys are TileLang-Ascend's strings (`tl.ascend_auto_sync`, ...), and their earlier tl-ascend
+  spellings stay accepted.
+Every kernel runs under the hazard checker (a missing sync is an error there), against torch.
+Tails: an expert copy past its tensor is not clipped yet (TileLang-Ascend clips it; issue 29,
+"Surface"), so on the tail sizes 1, 7, 33, 1000 and 4097 rows the launch stops with an error
+naming the copy and the tensor, never a silent result; whole blocks (16 ... 4096 rows) match.
+"""
+
+
+import pytest
+import torch
+
+import tl_ascend as tilelang
+import tl_ascend.language as T
+
+ROWS = (16, 48, 4096)
+TAILS = (1, 7, 33, 1000, 4097)
+AUTO = {tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True,
+        tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True,
+        tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True}
+
+
+def test_the_keys_are_tilelang_ascends_strings() -> None:
+    assert tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC == "tl.ascend_auto_sync"
+    assert tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING == "tl.ascend_memory_planning"
+    assert tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE == "tl.ascend_auto_cv_combine"
+    assert tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_SYNC == "tl.ascend_auto_cross_core_sync"
+
+
+@tilelang.jit(out_idx=[1], pass_configs=AUTO, check_hazards=True)
+def hybrid_sigmoid(M, N, block_M, block_N, dtype="float32"):
+    """A hybrid kernel as TileLang-Ascend's activation examples write them: each AIV takes half
+    of a block's rows by its vid, UB tiles from alloc_shared, no T.Scope, no flags."""
+    n_num = T.ceildiv(N, block_N)
+    half = block_M // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M) * n_num, is_npu=True) as (cid, vid):
+            bx = cid // n_num
+            by = cid % n_num
+            a = T.alloc_shared((half, block_N), dtype)
+            b = T.alloc_ub((half, block_N), dtype)
+            T.copy(A[bx * block_M + vid * half, by * block_N], a)
+            T.tile.mul(a, a, -1.0)
+            T.tile.exp(a, a)
+            T.tile.add(a, a, 1.0)
+            T.tile.reciprocal(b, a)
+            T.copy(b, B[bx * block_M + vid * half, by * block_N])
+
+    return main
+
+
+@pytest.mark.parametrize("M", ROWS)
+def test_a_vector_only_hybrid_kernel_is_a_vector_kernel(M: int) -> None:
+    torch.manual_seed(M)
+    N = 128
+    x = torch.randn(M, N)
+    kernel = hybrid_sigmoid(M, N, 16, 64)
+    torch.testing.assert_close(kernel(x), torch.sigmoid(x), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("M", TAILS)
+def test_a_tail_the_expert_copy_would_read_past_is_an_error_naming_it(M: int) -> None:
+    kernel = hybrid_sigmoid(M, 128, 16, 64)
+    with pytest.raises(tilelang.Error, match=r"T.copy: out-of-bounds access to 'A'"):
+        kernel(torch.randn(M, 128))
+
+
+def expert_exp(M, N, block_M, attr: bool):
+    """An expert kernel with its scope and no flags: the compiler writes them when asked (by
+    the pass config, or by T.func_attr for this kernel only)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        if attr:
+            T.func_attr({"enable_auto_sync": True, "tir.noalias": True})
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, vid):
+            with T.Scope("V"):
+                a = T.alloc_ub((block_M // 2, N), "float32")
+                T.copy(A[cid * block_M + vid * (block_M // 2), 0], a)
+                T.tile.exp(a, a)
+                T.copy(a, B[cid * block_M + vid * (block_M // 2), 0])
+
+    return main
+
+
+@pytest.mark.parametrize("M", ROWS)
+@pytest.mark.parametrize("how", ["pass_config", "func_attr"])
+def test_auto_sync_writes_an_expert_kernels_syncs(M: int, how: str) -> None:
+    torch.manual_seed(M)
+    x = torch.randn(M, 64)
+    if how == "pass_config":
+        kernel = tilelang.compile(expert_exp(M, 64, 16, False), out_idx=[1],
+                                  pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True}, check_hazards=True)
+    else:
+        kernel = tilelang.compile(expert_exp(M, 64, 16, True), out_idx=[1], check_hazards=True)
+    torch.testing.assert_close(kernel(x), x.exp(), rtol=1e-5, atol=1e-5)
+
+
+def test_without_auto_sync_the_missing_flags_are_named_by_the_hazard_checker() -> None:
+    kernel = tilelang.compile(expert_exp(32, 64, 16, False), out_idx=[1], check_hazards=True)
+    with pytest.raises(tilelang.Error, match="hazard"):
+        kernel(torch.randn(32, 64))
+
+
+def test_without_auto_cv_combine_unscoped_work_is_an_error_naming_the_key() -> None:
+    with pytest.raises(tilelang.Error, match="tl.ascend_auto_cv_combine"):
+        tilelang.compile(_unscoped(), out_idx=[1])
+
+
+def _unscoped():
+    @T.prim_func
+    def main(A: T.Tensor((16, 64), "float32"), B: T.Tensor((16, 64), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((8, 64), "float32")
+            T.copy(A[vid * 8, 0], a)
+            T.copy(a, B[vid * 8, 0])
+
+    return main
+
+
+def test_a_hybrid_kernel_with_cube_work_is_an_error_naming_it() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_L1((32, 32), "float16")
+            c = T.alloc_L0C((32, 32), "float32")
+            T.copy(A, a)
+            T.gemm_v0(a, a, c, init=True)
+            T.copy(c, C)
+
+    with pytest.raises(tilelang.Error, match=r"test_tla_modes.py:\d+: .*cube work in a kernel without T.Scope"):
+        tilelang.compile(main, out_idx=[1], pass_configs=AUTO)
+
+
+def test_func_attr_rejects_an_unknown_attribute_naming_it() -> None:
+    with pytest.raises(tilelang.Error, match="T.func_attr: unknown attribute 'enable_auto_cv'"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32")):
+            T.func_attr({"enable_auto_cv": True})
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                with T.Scope("V"):
+                    a = T.alloc_ub((16,), "float32")
+                    T.copy(A, a)
+
+
+def test_the_earlier_spellings_stay_accepted() -> None:
+    kernel = tilelang.compile(expert_exp(32, 64, 16, False), out_idx=[1],
+                              pass_configs={"tl.ascend.auto_sync": True, "tl.ascend.memory_planning": True},
+                              check_hazards=True)
+    x = torch.randn(32, 64)
+    torch.testing.assert_close(kernel(x), x.exp())

@@ -1,0 +1,86 @@
+// combine_cv (tl/pass.h): TileLang-Ascend's "hybrid" kernels get their scope. With the pass
+// config tl.ascend_auto_cv_combine, a TileLang-Ascend script writes an expert kernel
+// (`T.Kernel(n, is_npu=True) as (cid, vid)`, hardware buffers, `vid` used by hand) without any
+// T.Scope, and its compiler decides which core runs what. A body whose work is all the vector
+// unit's (copies between GM and UB, vector tile ops, scalar work) is a vector kernel: it becomes
+// the Vector scope, run by each AIV with its own vid, and its T.alloc_shared / T.alloc_fragment
+// tiles are UB tiles (TileLang-Ascend places "shared.dyn" and "local.fragment" buffers of vector
+// code in UB). A body with cube work is not split into cube and vector code yet: an error names
+// the first cube statement and the two forms that express the kernel today. A kernel that
+// already names its scopes is left as written; one that mixes scoped and unscoped work is an
+// error naming the unscoped statement (which core should run it is the author's to say).
+#include "developer.h"
+#include "tl/ir_functor.h"
+#include "tl/op.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+/// The developer tiles of a vector body, placed in UB.
+class ToUb : public IRMutator {
+ public:
+  Buffer mutate_buffer(const Buffer& b) override {
+    if (!b.defined() || (b->scope != MemScope::Shared && b->scope != MemScope::Fragment)) return b;
+    auto done = placed_.find(b.get());
+    if (done != placed_.end()) return done->second;
+    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, MemScope::UB, b->strides, b->address,
+                                b->loc, b->origin);
+    placed_.emplace(b.get(), p);
+    return p;
+  }
+
+ private:
+  std::unordered_map<const BufferNode*, Buffer> placed_;
+};
+
+/// The first statement of `s` outside any Scope that is work for a core: a tile op or an
+/// element store (lets, allocations and control flow are the scalar unit's on either core).
+Stmt first_unscoped_work(const Stmt& s) {
+  if (!s.defined() || s.as<ScopeNode>()) return {};
+  if (s.as<TileOpNode>() || s.as<StoreNode>()) return s;
+  std::vector<Stmt> children;
+  if (auto* q = s.as<SeqNode>()) children = q->stmts;
+  if (auto* l = s.as<ForNode>()) children = {l->body};
+  if (auto* i = s.as<IfNode>()) children = {i->then_case, i->else_case};
+  for (const Stmt& c : children)
+    if (Stmt w = first_unscoped_work(c); w.defined()) return w;
+  return {};
+}
+
+bool has_scope(const Stmt& body) {
+  bool found = false;
+  pre_order_visit(body, [&](const Stmt& s) { found |= s.as<ScopeNode>() != nullptr; });
+  return found;
+}
+
+}  // namespace
+
+PrimFunc combine_cv(const PrimFunc& f, const Target& target) {
+  const KernelNode* k = kernel_of(f);
+  if (!k || k->developer()) return f;
+  const Stmt work = first_unscoped_work(k->body);
+  if (!work.defined()) return f;
+  if (has_scope(k->body))
+    user_error(work->loc,
+               "{} is outside any T.Scope in a kernel that names its scopes elsewhere; "
+               "tl.ascend_auto_cv_combine places a kernel's work only when none of it is scoped: "
+               "put it in the T.Scope of the core that should run it",
+               dev::describe(work));
+  Stmt body = ToUb().mutate(k->body);
+  pre_order_visit(body, [&](const Stmt& s) {
+    auto* op = s.as<TileOpNode>();
+    if (!op) return;
+    auto core = op_core(*op, target);
+    if (core && *core == CoreKind::Cube)
+      user_error(op->loc,
+                 "{} is cube work in a kernel without T.Scope: tl.ascend_auto_cv_combine combines "
+                 "a vector-only body into a vector kernel, but does not split cube and vector "
+                 "work yet; write T.Scope(\"C\") / T.Scope(\"V\") (expert mode), or bind only cid "
+                 "(T.Kernel(n, threads=2) as cid: developer mode splits it)",
+                 dev::describe(s));
+  });
+  return dev::with_kernel_body(f, {ScopeNode::make(CoreKind::Vector, body, k->loc)});
+}
+
+}  // namespace tl

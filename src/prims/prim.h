@@ -1,0 +1,33 @@
+// Internal: what a primitive's file in src/prims hands to the registries below it. A primitive is
+// one file (docs/architecture.md, "The prims layer") holding its OpDef, its verifier rule, its
+// virtual-NPU semantics and stale-data rule, and the definition of its C++ DSL call (declared in
+// tl/lang.h); one namespace-scope Registrar object in that file registers the three parts
+// during static initialisation:
+//   const prims::Registrar registrar({.def = ..., .verify = rule, .semantics = {...}});
+#pragma once
+
+#include "tl/npu/semantics.h"
+#include "tl/op.h"
+#include "tl/verifier.h"
+
+namespace tl::prims {
+
+struct Prim {
+  /// The op definition; its `verify` is set to OpRule::Prim by the registrar.
+  OpDef def;
+  /// The op-specific verifier rule (required).
+  OpRuleFn verify = nullptr;
+  npu::PrimSemantics semantics;
+};
+
+/// Registers `p`'s three parts: tl::register_prim, tl::register_op_rule,
+/// tl::npu::register_prim_semantics. A missing part is an internal error, raised at start-up.
+struct Registrar {
+  explicit Registrar(Prim p);
+};
+
+/// Looks up a primitive's own OpDef, its typed handle (the op registry is built on first use,
+/// after static initialisation).
+const OpDef& handle(std::string_view name);
+
+}  // namespace tl::prims
