@@ -94,7 +94,8 @@ tl_module(support SOURCES ${TL_SUPPORT_SOURCES}
           HEADERS tl/error.h tl/loc.h tl/dtype.h tl/env.h tl/npu/numerics.h)
 tl_module(ir SOURCES ${TL_IR_SOURCES} DEPS support
           HEADERS tl/ir.h tl/ir_functor.h tl/ir_equal.h tl/printer.h tl/kernel_registry.h)
-tl_module(arith SOURCES ${TL_ARITH_SOURCES} DEPS ir HEADERS tl/arith.h tl/ir_ops.h tl/linear.h)
+tl_module(arith SOURCES ${TL_ARITH_SOURCES} DEPS ir
+          HEADERS tl/arith.h tl/ir_ops.h tl/linear.h tl/intrinsics.def)
 tl_module(target SOURCES ${TL_TARGET_SOURCES} DEPS ir HEADERS tl/target.h)
 tl_module(layout SOURCES ${TL_LAYOUT_SOURCES} DEPS target HEADERS tl/storage.h tl/npu/layout.h)
 tl_module(op SOURCES ${TL_OP_SOURCES} DEPS arith target

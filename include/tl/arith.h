@@ -59,8 +59,8 @@ std::optional<Value> float_binary(BinOp op, DType t, double x, double y);
 /// v != 0 (NaN is true); a float to an integer truncates toward zero (NaN is 0, beyond
 /// +-9.2e18 saturates), then wraps to `t`; an integer to an integer wraps.
 Value cast_value(DType t, const Value& v);
-/// The scalar intrinsic `name` (exp, log, sqrt, rsqrt, abs, sigmoid, pow: see intrinsic_arity
-/// in tl/ir_ops.h) computed in double, the result rounded to `t` for a float dtype, otherwise
+/// The scalar intrinsic `name` (a row of include/tl/intrinsics.def: find_intrinsic in
+/// tl/ir_ops.h) computed in double, the result rounded to `t` for a float dtype, otherwise
 /// truncated toward zero (NaN is 0, saturating) and wrapped to `t`. nullopt for an unknown name.
 std::optional<Value> intrinsic(const std::string& name, DType t, double x, double y = 0);
 

@@ -316,9 +316,16 @@ struct BufferNode {
   /// What made a buffer the compiler made ("UB twin of 'c'", "temporary of an element loop");
   /// empty for the author's. Diagnostics only (the memory table); not printed, not compared.
   std::string origin;
+  /// Annotation of a GM workspace: a channel between the cores (legalize_copies makes one per
+  /// tile that crosses cores) with this many slots, the extent of its dimension 1
+  /// ([num_blocks, slots, ...]; pipeline_loops gives one slot per stage); 0: no channel (a
+  /// workspace of the author's, any other buffer). insert_channel_syncs, elide_channel_credits
+  /// and pipeline_loops read it, not the shape. Printed and parsed
+  /// (`T.alloc_workspace(..., channel_slots=2)`), compared and hashed.
+  int channel_slots = 0;
   static Buffer make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                      std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {},
-                     std::string origin = {});
+                     std::string origin = {}, int channel_slots = 0);
   size_t ndim() const { return shape.size(); }
 };
 
@@ -597,6 +604,12 @@ struct PrimFuncNode {
   std::vector<Param> params;
   Stmt body;
   SourceLoc loc;
+  /// Annotation: the function is an expert kernel lowered from a developer kernel written with
+  /// this `threads` (1 or 2; split_cube_vector sets it); 0 for a kernel written as it is. The
+  /// pipeline's gates (Gate::Developer, ...) read it, so the lowering state lives in the IR, not
+  /// in a flag of the pipeline. Printed and parsed: `@T.prim_func(lowered_from_developer=2)`;
+  /// compared and hashed.
+  int lowered_from_developer = 0;
 };
 using PrimFunc = std::shared_ptr<const PrimFuncNode>;
 PrimFunc make_prim_func(std::string name, std::vector<Var> dynamics, std::vector<Param> params,

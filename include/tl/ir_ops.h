@@ -5,6 +5,9 @@
 // `==`, `<`, ... build comparison nodes; use Expr::same_as or structural_equal to compare IR.
 #pragma once
 
+#include <string_view>
+#include <vector>
+
 #include "tl/ir.h"
 
 namespace tl {
@@ -48,7 +51,43 @@ Expr imm(DType t, double v);
 Expr inf(DType t);
 Expr neg_inf(DType t);
 
-// Scalar math intrinsics (Call nodes), dtype of the argument.
+// ---- Scalar intrinsics: the rows of include/tl/intrinsics.def -------------------------------
+
+/// A scalar intrinsic a Call node may name (T.exp, T.pow, ...): one per row of the table.
+enum class Intrinsic : uint8_t {
+#define TL_INTRINSIC(Id, ...) Id,
+#include "tl/intrinsics.def"
+};
+/// The argument dtypes an intrinsic takes: float only, or any numeric dtype.
+enum class IntrinsicDTypes : uint8_t { Float, Numeric };
+/// On which dtypes the intrinsic's vector op gives the scalar result bit for bit.
+enum class IntrinsicExact : uint8_t { Always, BFloat16, Never };
+
+/// One row of include/tl/intrinsics.def (its vector-op column is the op module's:
+/// op_for_intrinsic in tl/op.h).
+struct IntrinsicDef {
+  Intrinsic id;
+  std::string_view name;  // as written after "T."
+  int arity;              // 1 or 2
+  IntrinsicDTypes dtypes;
+  /// The value in double (y unused for arity 1), before the rounding to the call's dtype.
+  double (*eval)(double x, double y);
+  IntrinsicExact exact;
+  /// Whether the vector op gives this result bit for bit on dtype `t`.
+  bool exact_on(DType t) const {
+    return exact == IntrinsicExact::Always ||
+           (exact == IntrinsicExact::BFloat16 && t == DType::BFloat16);
+  }
+};
+/// Every intrinsic, in table order.
+const std::vector<IntrinsicDef>& intrinsics();
+/// The intrinsic called `name`; nullptr if none is.
+const IntrinsicDef* find_intrinsic(std::string_view name);
+const IntrinsicDef& intrinsic_def(Intrinsic id);
+/// A Call of `id` on `args` (as many as its arity), of the first argument's dtype.
+Expr call(Intrinsic id, std::vector<Expr> args);
+
+// Builders of the intrinsic calls, dtype of the argument.
 Expr exp(Expr x);
 Expr log(Expr x);
 Expr sqrt(Expr x);
@@ -56,9 +95,6 @@ Expr rsqrt(Expr x);
 Expr abs(Expr x);
 Expr sigmoid(Expr x);
 Expr pow(Expr x, Expr y);
-
-/// Names of the scalar intrinsics a Call may use, and their arity.
-int intrinsic_arity(std::string_view name);  // -1 if unknown
 
 /// Compile-time ceildiv for C++ ints (tiling arithmetic in kernel generators). Not
 /// (a + b - 1) / b, which overflows for a near INT_MAX (a generator's M = 2^31 - 1).

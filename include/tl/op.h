@@ -20,12 +20,16 @@
 // predate that layer and stay where they are (docs/architecture.md, "The prims layer").
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tl/ir.h"
+#include "tl/ir_ops.h"
 #include "tl/target.h"
 
 namespace tl {
@@ -166,6 +170,32 @@ struct InstrSpec {
   std::vector<Touch> touches{};
 };
 
+/// A trait every op states at registration; the registry rejects a definition where one is unset
+/// (check_op_definition names the op and the trait). Unlike a plain field with a default,
+/// "never stated" differs from every value, "none" included: a trait that may be absent is a
+/// Trait<std::optional<...>>, stated as std::nullopt ("the op has none"). Reading an unset trait
+/// is a registration bug (tl::InternalError).
+template <typename T>
+class Trait {
+ public:
+  Trait() = default;
+  template <typename U>
+  requires(!std::same_as<std::remove_cvref_t<U>, Trait> && std::constructible_from<T, U&&>)
+      Trait(U&& v)
+      : value_(T(std::forward<U>(v))) {}  // NOLINT: implicit, as the field it replaces
+  bool is_set() const { return value_.has_value(); }
+  const T& get() const {
+    TL_ASSERT(value_.has_value(), "an op trait is read before its registration states it");
+    return *value_;
+  }
+  operator const T&() const { return get(); }  // NOLINT: reads as the plain field did
+  const T& operator*() const { return get(); }
+  const T* operator->() const { return &get(); }
+
+ private:
+  std::optional<T> value_;
+};
+
 struct OpDef {
   std::string name;  // as written after "T.": "copy", "tile.add", "reduce_sum", ...
   OpUnit unit = OpUnit::Vector;
@@ -189,28 +219,33 @@ struct OpDef {
   /// result on the valid elements is unchanged: 0 for add/sub/axpy/reduce_sum, 1 for mul/div,
   /// -inf for max/reduce_max/sort/topk, +inf for min/reduce_min. Empty: no such value (an op
   /// that moves elements or reads them all); mask_tails then refuses a stale source.
-  std::optional<double> identity{};
+  /// Required (std::nullopt: none).
+  Trait<std::optional<double>> identity{};
   /// The scalar operator the op computes element by element (add: BinOp::Add, row_expand_add:
   /// BinOp::Add with rows RowExpand, bitwise_and: BinOp::BitAnd, ...): what vectorize_parallel
   /// maps a T.Parallel body's operators onto (op_for_binop). Whether the mapping is exact for a
   /// dtype is the vectoriser's to decide (float max/min differ on NaN: it uses compare + select).
-  std::optional<BinOp> binop{};
+  /// Required (std::nullopt: none).
+  Trait<std::optional<BinOp>> binop{};
   /// Counts its source in granules of Target::compare_align_bytes (A2's Compare: 256 bytes),
   /// so developer mode's split_aiv keeps its tiles whole when half a tile is not whole granules.
-  bool granular_count = false;
+  /// Required.
+  Trait<bool> granular_count{};
   /// The instructions the op issues; empty at registration means one instruction on `pipe`
   /// touching every tile operand, which the registry fills in.
   std::vector<InstrSpec> expansion{};
   /// On a target whose vector unit flushes subnormals (Target::vector_flushes_subnormals), the
   /// op reads subnormal inputs as zeros and writes subnormal results as zeros of their sign
   /// (subnormal in the operand's dtype). The virtual NPU computes it so; vectorize_parallel does
-  /// not use it there where the scalar loop keeps subnormals.
-  bool flushes_subnormals = false;
+  /// not use it there where the scalar loop keeps subnormals. Required.
+  Trait<bool> flushes_subnormals{};
   /// Reads and writes its destination in one indivisible step at its end (the atomic unit).
-  bool atomic = false;
+  /// Required.
+  Trait<bool> atomic{};
   /// Exists only in developer kernels: the developer-mode passes lower it, so the verifier
   /// rejects it in an expert kernel [developer-op-in-expert-mode] and no backend executes it.
-  bool developer_only = false;
+  /// Required.
+  Trait<bool> developer_only{};
   std::string summary;  // one line for `tlc ops` and the docs
   /// Dense index in all_ops() (set by the registry): backends keep per-op tables by it.
   int id = -1;
@@ -233,6 +268,11 @@ std::optional<CoreKind> op_core(const TileOpNode& n, const Target& t);
 /// The vector op computing `op` element by element with operand correspondence `rows`
 /// (Elementwise or RowExpand): the op whose OpDef::binop is `op`; nullptr if none.
 const OpDef* op_for_binop(BinOp op, RowMap rows);
+
+/// The vector op computing scalar intrinsic `id` element by element: the vector-op column of its
+/// row in include/tl/intrinsics.def; nullptr if none does (T.pow). Whether the mapping is exact
+/// on a dtype is IntrinsicDef::exact_on.
+const OpDef* op_for_intrinsic(Intrinsic id);
 
 /// Looks up a registered op by name ("tile.add"); nullptr if unknown.
 const OpDef* find_op(std::string_view name);

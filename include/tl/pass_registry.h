@@ -109,9 +109,10 @@ struct PassOptions;  // tl/pass.h
 /// What a pass's row may read besides the kernel and the target.
 struct PassContext {
   const PassOptions& opt;
-  /// insert_syncs runs after plan_memory (on what was a developer kernel): plan_memory may
-  /// share bytes the syncs then order.
-  bool syncs_follow = false;
+  /// Whether insert_syncs runs after plan_memory on kernel `g` (`lower`: g was lowered from a
+  /// developer kernel, read from its annotation, and insert_syncs is on): plan_memory may share
+  /// bytes the syncs then order.
+  std::function<bool(const PrimFunc&)> syncs_follow;
 };
 
 /// One pass (a row of pass_registry()).

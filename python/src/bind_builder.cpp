@@ -176,7 +176,7 @@ void bind_builder(nb::module_& m) {
       nb::dict d;
       d["name"] = op->name;
       d["summary"] = op->summary;
-      d["developer_only"] = op->developer_only;
+      d["developer_only"] = *op->developer_only;
       nb::list operands;
       for (const auto& o : op->operands) {
         nb::dict od;

@@ -200,13 +200,32 @@ void bind_ir(nb::module_& m) {
   m.def("neg_inf", [](nb::handle t) { return neg_inf(to_dtype(t)); });
   m.def("intrinsic", [](const std::string& name, nb::handle args) {
     auto a = to_exprs(args);
-    int arity = intrinsic_arity(name);
-    if (arity < 0) throw Error(fmt::format("unknown scalar intrinsic '{}'", name));
+    const IntrinsicDef* def = find_intrinsic(name);
+    if (!def) throw Error(fmt::format("unknown scalar intrinsic '{}'", name));
+    const int arity = def->arity;
     if (static_cast<int>(a.size()) != arity)
       throw Error(fmt::format("T.{} takes {} argument(s), got {}", name, arity, a.size()));
     const DType t =
         a[0].dtype();  // before `a` is moved from (the order of arguments is unspecified)
     return CallNode::make(t, name, std::move(a));
+  });
+  // The scalar intrinsics (include/tl/intrinsics.def), from which tl_ascend.language makes
+  // T.exp, T.pow, ...: the Python side keeps no list of its own.
+  m.def("intrinsics", [] {
+    nb::list out;
+    for (const IntrinsicDef& def : intrinsics()) {
+      nb::dict d;
+      d["name"] = std::string(def.name);
+      d["arity"] = def.arity;
+      d["float_only"] = def.dtypes == IntrinsicDTypes::Float;
+      const OpDef* vop = op_for_intrinsic(def.id);
+      d["vector_op"] = vop ? nb::cast(vop->name) : nb::none();
+      d["exact"] = def.exact == IntrinsicExact::Always     ? "always"
+                   : def.exact == IntrinsicExact::BFloat16 ? "bfloat16"
+                                                           : "never";
+      out.append(d);
+    }
+    return out;
   });
 }
 

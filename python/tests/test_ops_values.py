@@ -10,7 +10,6 @@ grep VALUE_TESTS for an op's name to find its check.
 
 import importlib
 import os
-import re
 from typing import Callable, Dict
 
 import pytest
@@ -105,13 +104,8 @@ def test_every_op_and_intrinsic_has_a_value_test() -> None:
 
 
 def cpp_intrinsics() -> list:
-    """The names C++'s intrinsic_arity (src/arith/ir_ops.cpp) knows: read from the source, since
-    the binding has no list of them."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "arith", "ir_ops.cpp")
-    text = open(src, encoding="utf-8").read()
-    body = text[text.index("int intrinsic_arity("):]
-    body = body[:body.index("\n}\n")]
-    return sorted(f"T.{n}" for n in re.findall(r'"(\w+)"', body))
+    """The names of C++'s one intrinsic table (include/tl/intrinsics.def), through the binding."""
+    return sorted(f"T.{d['name']}" for d in _core.intrinsics())
 
 
 def test_every_cpp_intrinsic_has_a_wrapper_and_a_value_test() -> None:
@@ -119,6 +113,19 @@ def test_every_cpp_intrinsic_has_a_wrapper_and_a_value_test() -> None:
     assert "T.exp" in names and "T.pow" in names, names
     assert set(names) <= set(scalar_intrinsics()), f"no T wrapper for {set(names) - set(scalar_intrinsics())}"
     assert set(names) <= set(VALUE_TESTS)
+
+
+def test_t_intrinsics_are_the_rows_of_the_one_table() -> None:
+    """T.exp, ..., T.pow are made from `_core.intrinsics()` (include/tl/intrinsics.def): exactly
+    one wrapper per row, float-only where the row says so. Before, python kept its own copy
+    (`_FLOAT_ONLY`, `_INTRINSIC_PARAMS` and seven assignments) beside three C++ lists."""
+    rows = {d["name"]: d for d in _core.intrinsics()}
+    wrappers = {n for n in dir(T) if getattr(getattr(T, n), "_tl_intrinsic", False)}
+    assert wrappers == set(rows)
+    assert {n for n, d in rows.items() if d["float_only"]} == {"exp", "log", "sqrt", "rsqrt", "sigmoid", "pow"}
+    assert {n: d["arity"] for n, d in rows.items() if d["arity"] != 1} == {"pow": 2}
+    assert rows["log"]["vector_op"] == "tile.ln" and rows["pow"]["vector_op"] is None
+    assert rows["exp"]["exact"] == "bfloat16" and rows["abs"]["exact"] == "always"
 
 
 def test_intrinsic_wrappers_match_the_cpp_intrinsics() -> None:

@@ -189,23 +189,9 @@ Value cast_value(DType t, const Value& v) {
 }
 
 std::optional<Value> intrinsic(const std::string& name, DType t, double x, double y) {
-  double r = 0;
-  if (name == "exp")
-    r = std::exp(x);
-  else if (name == "log")
-    r = std::log(x);
-  else if (name == "sqrt")
-    r = std::sqrt(x);
-  else if (name == "rsqrt")
-    r = 1.0 / std::sqrt(x);
-  else if (name == "abs")
-    r = std::fabs(x);
-  else if (name == "sigmoid")
-    r = 1.0 / (1.0 + std::exp(-x));
-  else if (name == "pow")
-    r = std::pow(x, y);
-  else
-    return std::nullopt;
+  const IntrinsicDef* d = find_intrinsic(name);
+  if (!d) return std::nullopt;
+  const double r = d->eval(x, y);
   if (!is_float(t)) return Value::of_int(wrap(t, trunc_to_int(r)));
   return Value::of_float(round_float(t, r));
 }
@@ -264,8 +250,9 @@ Value Evaluator::eval(const Expr& e) {
       return load(*node<LoadNode>(e));
     case ExprKind::Call: {
       auto* n = node<CallNode>(e);
-      int arity = intrinsic_arity(n->name);
-      if (arity < 0) raise(fmt::format("unknown intrinsic T.{}", n->name));
+      const IntrinsicDef* def = find_intrinsic(n->name);
+      if (!def) raise(fmt::format("unknown intrinsic T.{}", n->name));
+      const int arity = def->arity;
       if (static_cast<int>(n->args.size()) != arity)
         raise(fmt::format("T.{} takes {} argument(s), got {}", n->name, arity, n->args.size()));
       double x = eval(n->args[0]).as_double();

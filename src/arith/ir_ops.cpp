@@ -49,10 +49,6 @@ Expr int_or_float_div(BinOp int_op, Expr a, Expr b) {
   bool flt = is_float(a.dtype()) || is_float(b.dtype());
   return bin(flt ? BinOp::Div : int_op, std::move(a), std::move(b));
 }
-Expr call1(const char* name, Expr x) {
-  DType t = x.dtype();
-  return CallNode::make(t, name, {std::move(x)});
-}
 }  // namespace
 
 Expr operator+(Expr a, Expr b) {
@@ -171,34 +167,61 @@ Expr neg_inf(DType t) {
   return FloatImmNode::make(t, -std::numeric_limits<double>::infinity());
 }
 
-Expr exp(Expr x) {
-  return call1("exp", std::move(x));
+namespace {
+const std::vector<IntrinsicDef>& intrinsic_table() {
+  static const std::vector<IntrinsicDef> table = {
+#define TL_INTRINSIC(Id, name, arity, dtypes, scalar, vector_op, exact)  \
+  {Intrinsic::Id,                                                        \
+   name,                                                                 \
+   arity,                                                                \
+   IntrinsicDTypes::dtypes,                                              \
+   [](double x, [[maybe_unused]] double y) -> double { return scalar; }, \
+   IntrinsicExact::exact},
+#include "tl/intrinsics.def"
+  };
+  return table;
 }
-Expr log(Expr x) {
-  return call1("log", std::move(x));
+}  // namespace
+
+const std::vector<IntrinsicDef>& intrinsics() {
+  return intrinsic_table();
 }
-Expr sqrt(Expr x) {
-  return call1("sqrt", std::move(x));
+const IntrinsicDef* find_intrinsic(std::string_view name) {
+  for (const IntrinsicDef& d : intrinsic_table())
+    if (d.name == name) return &d;
+  return nullptr;
 }
-Expr rsqrt(Expr x) {
-  return call1("rsqrt", std::move(x));
+const IntrinsicDef& intrinsic_def(Intrinsic id) {
+  return intrinsic_table()[static_cast<size_t>(id)];
 }
-Expr abs(Expr x) {
-  return call1("abs", std::move(x));
-}
-Expr sigmoid(Expr x) {
-  return call1("sigmoid", std::move(x));
-}
-Expr pow(Expr x, Expr y) {
-  DType t = x.dtype();
-  return CallNode::make(t, "pow", {std::move(x), std::move(y)});
+Expr call(Intrinsic id, std::vector<Expr> args) {
+  const IntrinsicDef& d = intrinsic_def(id);
+  TL_ASSERT(static_cast<int>(args.size()) == d.arity, "T.{} takes {} argument(s), got {}", d.name,
+            d.arity, args.size());
+  const DType t = args[0].dtype();  // before `args` is moved from
+  return CallNode::make(t, std::string(d.name), std::move(args));
 }
 
-int intrinsic_arity(std::string_view name) {
-  for (const char* n : {"exp", "log", "sqrt", "rsqrt", "abs", "sigmoid"})
-    if (name == n) return 1;
-  if (name == "pow") return 2;
-  return -1;
+Expr exp(Expr x) {
+  return call(Intrinsic::Exp, {std::move(x)});
+}
+Expr log(Expr x) {
+  return call(Intrinsic::Log, {std::move(x)});
+}
+Expr sqrt(Expr x) {
+  return call(Intrinsic::Sqrt, {std::move(x)});
+}
+Expr rsqrt(Expr x) {
+  return call(Intrinsic::Rsqrt, {std::move(x)});
+}
+Expr abs(Expr x) {
+  return call(Intrinsic::Abs, {std::move(x)});
+}
+Expr sigmoid(Expr x) {
+  return call(Intrinsic::Sigmoid, {std::move(x)});
+}
+Expr pow(Expr x, Expr y) {
+  return call(Intrinsic::Pow, {std::move(x), std::move(y)});
 }
 
 }  // namespace tl

@@ -78,8 +78,8 @@ class Rebinder : public IRMutator {
     changed |= !base.same_as(n->view_of);
     if (!changed) return self;
     std::string name = taken_ ? fresh_name(b.name, *taken_) : b.name;
-    Buffer nb =
-        BufferNode::make(name, b.dtype, shape, b.scope, strides, b.address, b.loc, b.origin);
+    Buffer nb = BufferNode::make(name, b.dtype, shape, b.scope, strides, b.address, b.loc, b.origin,
+                                 b.channel_slots);
     bufs_[n->buffer.get()] = nb;
     return base.defined() ? AllocateNode::make_view(nb, base, n->loc)
                           : AllocateNode::make(nb, n->loc);

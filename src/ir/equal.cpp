@@ -37,6 +37,9 @@ class Equal {
 
   bool func(const PrimFunc& a, const PrimFunc& b) {
     if (a->name != b->name) return fail(fmt::format("function name {} vs {}", a->name, b->name));
+    if (a->lowered_from_developer != b->lowered_from_developer)
+      return fail(fmt::format("lowered_from_developer {} vs {}", a->lowered_from_developer,
+                              b->lowered_from_developer));
     if (a->dynamics.size() != b->dynamics.size()) return fail("number of dynamic symbols");
     for (size_t i = 0; i < a->dynamics.size(); ++i)
       if (!bind(a->dynamics[i], b->dynamics[i])) return false;
@@ -132,6 +135,9 @@ class Equal {
   bool bind_buffer(const Buffer& a, const Buffer& b) {
     if (a->dtype != b->dtype || a->scope != b->scope || a->address != b->address)
       return fail(fmt::format("buffer {} vs {} (dtype, scope or address)", a->name, b->name));
+    if (a->channel_slots != b->channel_slots)
+      return fail(fmt::format("buffer {} vs {} (channel_slots {} vs {})", a->name, b->name,
+                              a->channel_slots, b->channel_slots));
     if (!exprs(a->shape, b->shape) || !exprs(a->strides, b->strides))
       return fail(fmt::format("buffer {} shape or strides", a->name));
     bufs_[a.get()] = b.get();
@@ -236,6 +242,7 @@ class Hasher {
 
   void func(const PrimFunc& f) {
     str(f->name);
+    if (f->lowered_from_developer) mix(static_cast<uint64_t>(f->lowered_from_developer));
     for (const auto& d : f->dynamics) bind(d);
     for (const auto& p : f->params) {
       if (p.is_tensor())
@@ -265,6 +272,7 @@ class Hasher {
     mix(static_cast<int>(b->dtype));
     mix(static_cast<int>(b->scope));
     mix(static_cast<uint64_t>(b->address));
+    if (b->channel_slots) mix(0xc4a0000u + static_cast<uint64_t>(b->channel_slots));
     mix(b->shape.size());
     for (const auto& s : b->shape) expr(s);
     mix(b->strides.size());

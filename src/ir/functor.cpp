@@ -299,7 +299,9 @@ void pre_order_visit(const Stmt& s, const std::function<void(const Stmt&)>& on_s
 }
 
 PrimFunc with_body(const PrimFunc& f, Stmt body) {
-  return make_prim_func(f->name, f->dynamics, f->params, std::move(body), f->loc);
+  auto g = std::make_shared<PrimFuncNode>(*f);  // the annotations stay
+  g->body = std::move(body);
+  return g;
 }
 
 }  // namespace tl

@@ -195,9 +195,10 @@ Expr CallNode::make(DType t, std::string name, std::vector<Expr> args) {
 
 Buffer BufferNode::make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                         std::vector<Expr> strides, int64_t address, SourceLoc loc,
-                        std::string origin) {
+                        std::string origin, int channel_slots) {
   auto n = std::make_shared<BufferNode>();
   n->name = std::move(name);
+  n->channel_slots = channel_slots;
   n->origin = std::move(origin);
   n->dtype = dtype;
   n->shape = std::move(shape);

@@ -60,6 +60,15 @@ PrimFunc Parser::function() {
   expect("T");
   expect(".");
   expect("prim_func");
+  // The function's annotations (PrimFuncNode): `@T.prim_func(lowered_from_developer=2)`.
+  int lowered_from_developer = 0;
+  if (accept("(")) {
+    expect("lowered_from_developer");
+    expect("=");
+    lowered_from_developer = static_cast<int>(
+        int_in_range("lowered_from_developer (the developer kernel's threads)", 1, 2));
+    expect(")");
+  }
   end_of_line();
   expect("def");
   std::string name = expect_name("a function name");
@@ -68,8 +77,14 @@ PrimFunc Parser::function() {
   SourceLoc loc = end_of_line();
   Stmt body = block({});
   if (peek().kind != Tok::End) expected("end of input (one function per text)");
-  return make_prim_func(std::move(name), std::move(dynamics), std::move(ps), std::move(body),
-                        std::move(loc));
+  PrimFunc f = make_prim_func(std::move(name), std::move(dynamics), std::move(ps), std::move(body),
+                              std::move(loc));
+  if (lowered_from_developer) {
+    auto g = std::make_shared<PrimFuncNode>(*f);
+    g->lowered_from_developer = lowered_from_developer;
+    return g;
+  }
+  return f;
 }
 
 // ---- Literals ---------------------------------------------------------------------------

@@ -213,8 +213,8 @@ Ex Parser::t_call() {
     expect(")");
     return node(fn, [&] { return CastNode::make(t, v.e); });
   }
-  if (int arity = intrinsic_arity(n); arity > 0) {
-    auto a = call_args(static_cast<size_t>(arity), fn);
+  if (const IntrinsicDef* def = find_intrinsic(n)) {
+    auto a = call_args(static_cast<size_t>(def->arity), fn);
     std::vector<Expr> es;
     for (auto& x : a) es.push_back(x.e);
     DType t = es[0].dtype();  // before es is moved from

@@ -210,15 +210,28 @@ Stmt Parser::alloc_stmt(const std::string& name) {
   }
   DType t = dtype_string();
   int64_t address = -1;
+  int channel_slots = 0;  // a workspace's annotation (BufferNode::channel_slots)
   if (accept(",") && !is(")")) {
-    expect("address");
-    expect("=");
-    address = int_in_range("address", 0, std::numeric_limits<int64_t>::max());
+    if (*scope == MemScope::GM && is("channel_slots")) {
+      next();
+      expect("=");
+      channel_slots = static_cast<int>(int_in_range("channel_slots", 1, 8));
+    } else {
+      expect("address");
+      expect("=");
+      address = int_in_range("address", 0, std::numeric_limits<int64_t>::max());
+      if (*scope == MemScope::GM && accept(",") && !is(")")) {
+        expect("channel_slots");
+        expect("=");
+        channel_slots = static_cast<int>(int_in_range("channel_slots", 1, 8));
+      }
+    }
     accept(",");
   }
   expect(")");
   SourceLoc loc = end_of_line();
-  Buffer b = BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc);
+  Buffer b =
+      BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc, {}, channel_slots);
   bind(name, {{}, b});
   return AllocateNode::make(b, std::move(loc));
 }

@@ -171,7 +171,10 @@ class Printer {
                             dtype_name(d.dtype()));
     }
     if (!f->dynamics.empty()) out_ << "\n";
-    out_ << "@T.prim_func\n";
+    if (f->lowered_from_developer)
+      out_ << fmt::format("@T.prim_func(lowered_from_developer={})\n", f->lowered_from_developer);
+    else
+      out_ << "@T.prim_func\n";
     std::vector<std::string> ps;
     for (const auto& p : f->params) {
       if (p.is_tensor()) {
@@ -248,6 +251,7 @@ class Printer {
                                dtype_name(b->dtype));
         }
         if (b->address >= 0) call += fmt::format(", address={}", b->address);
+        if (b->channel_slots) call += fmt::format(", channel_slots={}", b->channel_slots);
         line(ind, fmt::format("{} = {})", b->name, call), s->loc);
         break;
       }

@@ -36,3 +36,21 @@ namespace tile {
 }  // namespace tile
 
 }  // namespace tl::ops
+
+namespace tl {
+
+const OpDef* op_for_intrinsic(Intrinsic id) {
+  // The vector-op column of include/tl/intrinsics.def: a handle's address, or nullptr.
+  using Handle = const OpDef& (*)();
+  switch (id) {
+#define TL_INTRINSIC(Id, name, arity, dtypes, scalar, vector_op, exact) \
+  case Intrinsic::Id: {                                                 \
+    const Handle h = vector_op;                                         \
+    return h ? &h() : nullptr;                                          \
+  }
+#include "tl/intrinsics.def"
+  }
+  return nullptr;
+}
+
+}  // namespace tl

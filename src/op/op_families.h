@@ -41,7 +41,9 @@ inline std::function<Pipe(const TileOpNode&, const Target&)> on(Pipe p) {
   return [p](const TileOpNode&, const Target&) { return p; };
 }
 
-/// An op of the vector unit: one instruction on the V pipe of an AIV.
+/// An op of the vector unit: one instruction on the V pipe of an AIV. The vector unit has no
+/// atomic op and no developer-only one: the builder states both; the element-math traits
+/// (identity, binop, granular_count, flushes_subnormals) each family states per op.
 inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std::string summary,
                        std::vector<AttrSpec> attrs, OpRule verify, OpDTypes dtypes, CostClass cost,
                        RowMap rows, Overlap overlap) {
@@ -55,6 +57,8 @@ inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std:
                .cost = cost,
                .rows = rows,
                .overlap = overlap,
+               .atomic = false,
+               .developer_only = false,
                .summary = std::move(summary)};
 }
 
@@ -62,5 +66,16 @@ inline OpDef vector_op(std::string name, std::vector<OperandSpec> operands, std:
 inline const std::vector<DType> kArith = {DType::Int16, DType::Float16, DType::Int32,
                                           DType::Float32};
 inline const std::vector<DType> kFloat = {DType::Float16, DType::Float32};
+
+/// States the element-math traits of an op that computes no scalar operation element by
+/// element and has no neutral fill (data movement, the cube, debug printing, index generation):
+/// OpDef::identity and binop none, granular_count and flushes_subnormals false.
+inline OpDef no_element_math(OpDef d) {
+  d.identity = std::nullopt;
+  d.binop = std::nullopt;
+  d.granular_count = false;
+  d.flushes_subnormals = false;
+  return d;
+}
 
 }  // namespace tl::ops

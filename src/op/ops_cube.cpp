@@ -66,7 +66,7 @@ std::vector<InstrSpec> gemm_v0_expansion() {
 }  // namespace
 
 void register_cube_ops(OpList& ops) {
-  ops.push_back({
+  ops.push_back(no_element_math({
       .name = "gemm_v0",
       .unit = OpUnit::Cube,
       .operands = {in("A"), in("B"), inout("C"), optional(scalar("init"))},
@@ -77,9 +77,11 @@ void register_cube_ops(OpList& ops) {
       .cost = CostClass::Mmad,
       .rows = RowMap::Whole,
       .expansion = gemm_v0_expansion(),
+      .atomic = false,
+      .developer_only = false,
       .summary = "C (L0C) = [C +] op(A) x op(B), A and B in L1; init clears C first",
-  });
-  ops.push_back({
+  }));
+  ops.push_back(no_element_math({
       .name = "gemm",
       .unit = OpUnit::Cube,
       .operands = {in("A"), in("B"), inout("C"), optional(scalar("init"))},
@@ -89,12 +91,13 @@ void register_cube_ops(OpList& ops) {
       .dtypes = dtypes_from_target("mma_dtypes"),
       .cost = CostClass::Mmad,
       .rows = RowMap::Whole,
+      .atomic = false,
       .developer_only = true,
       .summary =
           "developer mode: C [+]= op(A) x op(B) on compiler-placed tiles (lowered to L1 -> L0A/L0B "
           "loads and Mmads, never gemm_v0)",
-  });
-  ops.push_back({
+  }));
+  ops.push_back(no_element_math({
       .name = "mma",
       .unit = OpUnit::Cube,
       .operands = {in("A"), in("B"), inout("C"), optional(scalar("init"))},
@@ -104,12 +107,14 @@ void register_cube_ops(OpList& ops) {
       .dtypes = dtypes_from_target("mma_dtypes"),
       .cost = CostClass::Mmad,
       .rows = RowMap::Whole,
+      .atomic = false,
+      .developer_only = false,
       .summary = "C (L0C) = [C +] A (L0A) x B (L0B); init clears C first",
-  });
+  }));
   // AscendC InitConstValue (atlasascendc_api_07_0236): fills A1/B1 (L1) or A2/B2 (L0A/L0B)
   // with a constant, issued on MTE2 on A2. A whole tile here: the chip fills whole 32 B (L1)
   // or 512 B (L0A/L0B) blocks from an aligned start, which a whole planned tile is.
-  ops.push_back({
+  ops.push_back(no_element_math({
       .name = "init_const",
       .unit = OpUnit::Cube,
       .operands = {out("dst"), scalar("value")},
@@ -121,9 +126,11 @@ void register_cube_ops(OpList& ops) {
       // No published timing: costed as an on-chip write of the tile's bytes (the MTE1 load rate).
       .cost = CostClass::CubeLoad,
       .rows = RowMap::Whole,
+      .atomic = false,
+      .developer_only = false,
       .summary = "dst (a whole L1 / L0A / L0B tile) = value (InitConstValue; clears a partial "
                  "tile's stale tail)",
-  });
+  }));
 }
 
 }  // namespace tl::ops

@@ -7,16 +7,18 @@ namespace tl::ops {
 namespace {
 OpDef debug_op(std::string name, std::vector<OperandSpec> operands, AttrSpec attr, OpRule verify,
                std::string summary) {
-  return OpDef{.name = std::move(name),
-               .unit = OpUnit::Debug,
-               .operands = std::move(operands),
-               .attrs = {std::move(attr)},
-               .pipe = on(Pipe::S),
-               .verify = verify,
-               .dtypes = any_dtype(),
-               .cost = CostClass::Scalar,
-               .rows = RowMap::Whole,
-               .summary = std::move(summary)};
+  return no_element_math(OpDef{.name = std::move(name),
+                               .unit = OpUnit::Debug,
+                               .operands = std::move(operands),
+                               .attrs = {std::move(attr)},
+                               .pipe = on(Pipe::S),
+                               .verify = verify,
+                               .dtypes = any_dtype(),
+                               .cost = CostClass::Scalar,
+                               .rows = RowMap::Whole,
+                               .atomic = false,
+                               .developer_only = false,
+                               .summary = std::move(summary)});
 }
 }  // namespace
 

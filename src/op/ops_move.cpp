@@ -13,7 +13,7 @@ Pipe path_pipe(const TileOpNode& n, const Target& t, int src, int dst) {
 }  // namespace
 
 void register_move_ops(OpList& ops) {
-  ops.push_back({
+  ops.push_back(no_element_math({
       .name = "copy",
       .unit = OpUnit::Move,
       .operands = {in("src"), out("dst")},
@@ -33,12 +33,14 @@ void register_move_ops(OpList& ops) {
       .dtypes = any_dtype(),
       .cost = CostClass::Copy,
       .rows = RowMap::Copy,
+      .atomic = false,
+      .developer_only = false,
       .summary = "copy a tile along a legal path (GM<->UB, GM->L1, L1->L0A/L0B, L0C->GM/L1, ...)",
-  });
+  }));
   // AscendC DataCacheCleanAndInvalid: scalar loads and stores of GM go through each core's
   // data cache, which DMA and the other cores do not see. dcci writes back the core's dirty
   // lines of `dst` and drops them, so the next scalar load reads GM (`entire`: the whole cache).
-  ops.push_back({
+  ops.push_back(no_element_math({
       .name = "dcci",
       .unit = OpUnit::Scalar,
       .operands = {inout("dst")},
@@ -48,10 +50,12 @@ void register_move_ops(OpList& ops) {
       .dtypes = any_dtype(),
       .cost = CostClass::Scalar,
       .rows = RowMap::Whole,
+      .atomic = false,
+      .developer_only = false,
       .summary =
           "DataCacheCleanAndInvalid: write back and drop this core's cached lines of a GM region",
-  });
-  ops.push_back({
+  }));
+  ops.push_back(no_element_math({
       .name = "atomic_add",
       .unit = OpUnit::Move,
       .operands = {inout("dst"), in("src")},
@@ -62,8 +66,9 @@ void register_move_ops(OpList& ops) {
       .cost = CostClass::Copy,
       .rows = RowMap::Whole,
       .atomic = true,
+      .developer_only = false,
       .summary = "dst (GM) += src (UB, L0C or L1), atomically across cores",
-  });
+  }));
 }
 
 }  // namespace tl::ops

@@ -25,6 +25,9 @@ void register_reduce_sort_ops(OpList& ops) {
                             only_dtypes(kFloat), CostClass::VecReduce, RowMap::Reduce,
                             Overlap::None));
     ops.back().identity = identity;
+    ops.back().binop = std::nullopt;  // combines a row, not element with element
+    ops.back().granular_count = false;
+    ops.back().flushes_subnormals = false;
   }
   ops.push_back(vector_op(
       "sort", {out("dst"), in("src"), scalar("actual_num")},
@@ -32,22 +35,26 @@ void register_reduce_sort_ops(OpList& ops) {
       "ties: smaller index",
       {}, rules::rule_sort, only_dtypes(kFloat), CostClass::VecSort, RowMap::Whole,
       Overlap::SameRegion));
+  ops.back() = no_element_math(ops.back());
   ops.back().identity = -INFINITY;  // a -inf entry sorts last
   ops.push_back(
       vector_op("merge_sort",
                 {out("dst"), in("src0"), in("src1"), optional(in("src2")), optional(in("src3"))},
                 "merge 2-4 descending (value, index) queues into dst", {}, rules::rule_merge_sort,
                 only_dtypes({DType::Float32}), CostClass::VecSort, RowMap::Whole, Overlap::None));
+  ops.back() = no_element_math(ops.back());
   ops.push_back(vector_op("topk", {out("dst"), in("src"), scalar("k"), scalar("actual_num")},
                           "dst = the k largest (value, index) pairs of src, descending", {},
                           rules::rule_topk, only_dtypes(kFloat), CostClass::VecSort, RowMap::Whole,
                           Overlap::SameRegion));
+  ops.back() = no_element_math(ops.back());
   ops.back().identity = -INFINITY;  // a -inf entry is never among the k largest
   // A fill of (value, index) pairs (Duplicate): the simple vector class, not a sort.
   ops.push_back(vector_op("init_sort_buf", {out("dst"), scalar("num"), optional(scalar("value"))},
                           "fill a (value, index) buffer with num entries of (-inf or value, -1)",
                           {}, rules::rule_fill_like, only_dtypes({DType::Float32}),
                           CostClass::VecSimple, RowMap::Whole, Overlap::SameRegion));
+  ops.back() = no_element_math(ops.back());
 }
 
 }  // namespace tl::ops

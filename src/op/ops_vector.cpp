@@ -7,6 +7,8 @@
 #include "op_rules.h"
 
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace tl::ops {
 namespace {
@@ -32,6 +34,7 @@ OpDef vec(std::string name, RowMap rows, std::vector<OperandSpec> operands, std:
 }  // namespace
 
 void register_vector_ops(OpList& ops) {
+  const size_t first = ops.size();
   const auto operand2 = OperandSpec{"src1", OperandKind::TileOrScalar, Access::Read};
 #define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY)                                 \
   ops.push_back(vec(#NAME, RowMap::Elementwise, {out("dst"), in("src0"), operand2}, SUMMARY, \
@@ -43,49 +46,20 @@ void register_vector_ops(OpList& ops) {
   ops.push_back(vec("row_expand_" #NAME, RowMap::RowExpand, {out("dst"), in("src0"), in("src1")}, \
                     SUMMARY, DTYPES, CostClass::COST, {}, rules::rule_row_expand));
 #include "tl/vector_ops.def"
-  // The ops a 3510 (950) vector unit computes with subnormal inputs and results flushed to zero
-  // (their INTRINSIC algorithms; asc-devkit "2201到3510架构变更", 计算单元: Ln/Sqrt/Rsqrt/Div/
-  // Reciprocal/Exp). OpDef::flushes_subnormals; A2/A3 keep subnormals.
-  for (auto& op : ops)
-    for (const char* f : {"tile.div", "tile.row_expand_div", "tile.exp", "tile.ln", "tile.sqrt",
-                          "tile.rsqrt", "tile.reciprocal"})
-      if (op.name == f) op.flushes_subnormals = true;
-  // The identities mask_tails fills a stale tail of a source with (OpDef::identity): the value
-  // that leaves the op's result on the valid elements unchanged (for sub and div: of src1).
-  const std::pair<const char*, BinOp> binops[] = {{"add", BinOp::Add}, {"sub", BinOp::Sub},
-                                                  {"mul", BinOp::Mul}, {"div", BinOp::Div},
-                                                  {"max", BinOp::Max}, {"min", BinOp::Min}};
-  for (auto& op : ops)
-    for (const auto& [f, b] : binops)
-      if (op.name == std::string("tile.") + f || op.name == std::string("tile.row_expand_") + f)
-        op.binop = b;
-  const std::pair<const char*, double> identities[] = {{"add", 0.0},       {"sub", 0.0},
-                                                       {"mul", 1.0},       {"div", 1.0},
-                                                       {"max", -INFINITY}, {"min", INFINITY}};
-  for (auto& op : ops)
-    for (const auto& [f, v] : identities)
-      if (op.name == std::string("tile.") + f || op.name == std::string("tile.row_expand_") + f)
-        op.identity = v;
-
   for (const char* b : {"bitwise_and", "bitwise_or"})
     ops.push_back(vec(b, RowMap::Elementwise, {out("dst"), in("src0"), in("src1")},
                       fmt::format("dst = src0 {} src1", b), {D::Int16, D::UInt16}));
-  ops[ops.size() - 2].binop = BinOp::BitAnd;
-  ops.back().binop = BinOp::BitOr;
   ops.push_back(vec("bitwise_not", RowMap::Elementwise, {out("dst"), in("src")}, "dst = ~src",
                     {D::Int16, D::UInt16}));
   const std::vector<DType> shifts = {D::Int16, D::UInt16, D::Int32, D::UInt32};
   ops.push_back(vec("shift_left", RowMap::Elementwise, {out("dst"), in("src"), scalar("bits")},
                     "dst = src << bits", shifts));
-  ops.back().binop = BinOp::Shl;
   ops.push_back(vec("shift_right", RowMap::Elementwise, {out("dst"), in("src"), scalar("bits")},
                     "dst = src >> bits", shifts));
-  ops.back().binop = BinOp::Shr;
   ops.push_back(vec("relu", RowMap::Elementwise, {out("dst"), in("src")}, "dst = max(src, 0)",
                     {D::Float16, D::Int32, D::Float32}));
   ops.push_back(vec("axpy", RowMap::Elementwise, {inout("dst"), in("src"), scalar("alpha")},
                     "dst += alpha * src", kFloat, CostClass::VecSimple, {}, rules::rule_axpy));
-  ops.back().identity = 0.0;
   ops.push_back(vec("leaky_relu", RowMap::Elementwise, {out("dst"), in("src"), scalar("alpha")},
                     "dst = src >= 0 ? src : alpha * src", kFloat));
   ops.push_back(vec("clamp", RowMap::Elementwise,
@@ -100,7 +74,6 @@ void register_vector_ops(OpList& ops) {
                     "dst (uint8 bitmask, 1 bit per element) = src0 <mode> src1",
                     {D::Float16, D::Float32, D::Int32}, CostClass::VecSimple,
                     {{"mode", std::string("LT"), kCmpModes}}, rules::rule_compare));
-  ops.back().granular_count = true;  // A2's Compare: Target::compare_align_bytes granules
   ops.push_back(vec("select", RowMap::Elementwise,
                     {out("dst"),
                      bitmask(in("mask")),
@@ -133,6 +106,57 @@ void register_vector_ops(OpList& ops) {
                     "dst = src^T for one 16x16 16-bit block",
                     {D::Int16, D::UInt16, D::Float16, D::BFloat16}, CostClass::VecSimple, {},
                     rules::rule_transpose));
+
+  // The element-math traits of every op of this family (OpDef's Trait fields, which the
+  // registry requires stated), from the tables below: an op no table names has none.
+  // The ops a 3510 (950) vector unit computes with subnormal inputs and results flushed to zero
+  // (their INTRINSIC algorithms; asc-devkit "2201到3510架构变更", 计算单元: Ln/Sqrt/Rsqrt/Div/
+  // Reciprocal/Exp). OpDef::flushes_subnormals; A2/A3 keep subnormals.
+  const std::set<std::string> flushes = {"tile.div",       "tile.row_expand_div", "tile.exp",
+                                         "tile.ln",        "tile.sqrt",           "tile.rsqrt",
+                                         "tile.reciprocal"};
+  // The scalar operator each computes element by element (OpDef::binop), with rows
+  // Elementwise or RowExpand.
+  const std::map<std::string, BinOp> binops = {{"tile.add", BinOp::Add},
+                                               {"tile.sub", BinOp::Sub},
+                                               {"tile.mul", BinOp::Mul},
+                                               {"tile.div", BinOp::Div},
+                                               {"tile.max", BinOp::Max},
+                                               {"tile.min", BinOp::Min},
+                                               {"tile.row_expand_add", BinOp::Add},
+                                               {"tile.row_expand_sub", BinOp::Sub},
+                                               {"tile.row_expand_mul", BinOp::Mul},
+                                               {"tile.row_expand_div", BinOp::Div},
+                                               {"tile.row_expand_max", BinOp::Max},
+                                               {"tile.row_expand_min", BinOp::Min},
+                                               {"tile.bitwise_and", BinOp::BitAnd},
+                                               {"tile.bitwise_or", BinOp::BitOr},
+                                               {"tile.shift_left", BinOp::Shl},
+                                               {"tile.shift_right", BinOp::Shr}};
+  // The identities mask_tails fills a stale tail of a source with (OpDef::identity): the value
+  // that leaves the op's result on the valid elements unchanged (for sub and div: of src1).
+  const std::map<std::string, double> identities = {{"tile.add", 0.0},
+                                                    {"tile.sub", 0.0},
+                                                    {"tile.mul", 1.0},
+                                                    {"tile.div", 1.0},
+                                                    {"tile.max", -INFINITY},
+                                                    {"tile.min", INFINITY},
+                                                    {"tile.axpy", 0.0},
+                                                    {"tile.row_expand_add", 0.0},
+                                                    {"tile.row_expand_sub", 0.0},
+                                                    {"tile.row_expand_mul", 1.0},
+                                                    {"tile.row_expand_div", 1.0},
+                                                    {"tile.row_expand_max", -INFINITY},
+                                                    {"tile.row_expand_min", INFINITY}};
+  // A2's Compare counts its source in Target::compare_align_bytes granules.
+  const std::set<std::string> granular = {"tile.compare"};
+  for (size_t i = first; i < ops.size(); ++i) {
+    OpDef& op = ops[i];
+    op.flushes_subnormals = flushes.count(op.name) > 0;
+    op.binop = binops.count(op.name) ? std::optional(binops.at(op.name)) : std::nullopt;
+    op.identity = identities.count(op.name) ? std::optional(identities.at(op.name)) : std::nullopt;
+    op.granular_count = granular.count(op.name) > 0;
+  }
 }
 
 }  // namespace tl::ops

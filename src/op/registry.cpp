@@ -56,6 +56,17 @@ void check_op_definition(const OpDef& d) {
   TL_ASSERT(d.unit != OpUnit::Vector || d.overlap != Overlap::Unset,
             "op {} does not say whether its destination may overlap a source (OpDef::overlap)",
             d.name);
+  // The traits with no default (OpDef's Trait fields): each states a value, "none" included.
+  auto stated = [&](bool set, std::string_view trait) {
+    TL_ASSERT(set, "op {} does not state its trait OpDef::{} (every op states it; no default)",
+              d.name, trait);
+  };
+  stated(d.identity.is_set(), "identity");
+  stated(d.binop.is_set(), "binop");
+  stated(d.granular_count.is_set(), "granular_count");
+  stated(d.flushes_subnormals.is_set(), "flushes_subnormals");
+  stated(d.atomic.is_set(), "atomic");
+  stated(d.developer_only.is_set(), "developer_only");
   TL_ASSERT(d.dtypes.kind != OpDTypes::Kind::Unset, "op {} does not say which dtypes it accepts",
             d.name);
   if (d.dtypes.kind == OpDTypes::Kind::List)
@@ -189,7 +200,7 @@ std::optional<CoreKind> op_core(const TileOpNode& n, const Target& t) {
 
 const OpDef* op_for_binop(BinOp op, RowMap rows) {
   for (const OpDef* d : all_ops())
-    if (d->binop == op && d->rows == rows) return d;
+    if (*d->binop == op && d->rows == rows) return d;
   return nullptr;
 }
 

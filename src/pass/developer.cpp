@@ -22,6 +22,12 @@ bool is_developer(const PrimFunc& f) {
   return k && k->developer();
 }
 
+int developer_threads(const PrimFunc& f) {
+  const KernelNode* k = find_kernel(f);
+  if (k && k->developer()) return k->threads;
+  return f->lowered_from_developer;
+}
+
 std::string describe(const Buffer& b) {
   return b->loc.known() ? fmt::format("'{}' ({})", b->name, b->loc.str())
                         : fmt::format("'{}'", b->name);

@@ -23,6 +23,10 @@ namespace tl::dev {
 const KernelNode* find_kernel(const PrimFunc& f);
 /// True if `f` launches a developer kernel (T::Kernel without vid, not yet lowered).
 bool is_developer(const PrimFunc& f);
+/// The `threads` of the developer kernel `f` is or was lowered from: the kernel's own while it
+/// is one, its PrimFuncNode::lowered_from_developer annotation once split_cube_vector made it
+/// an expert kernel; 0 for a kernel written as expert. What the pipeline's gates read.
+int developer_threads(const PrimFunc& f);
 /// "'name' (file:line)" for messages about a buffer.
 std::string describe(const Buffer& b);
 /// "T.op at file:line" for messages about a statement.

@@ -44,11 +44,8 @@ using replay::Channel;
 std::vector<Channel> channels_of(const KernelNode& k) {
   std::vector<Channel> out;
   for (const Stmt& s : dev::stmts_of(k.body))
-    if (auto* a = s.as<AllocateNode>();
-        a && !a->is_view() && a->buffer->scope == MemScope::GM && a->buffer->ndim() >= 2) {
-      auto slots = as_const_int(a->buffer->shape[1]);
-      out.push_back({a->buffer.get(), slots ? static_cast<int>(*slots) : 0});
-    }
+    if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->channel_slots > 0)
+      out.push_back({a->buffer.get(), a->buffer->channel_slots});
   std::set<int64_t> data_ids;
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
     if (!s.defined()) return;

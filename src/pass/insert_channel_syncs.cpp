@@ -220,14 +220,15 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
   std::vector<Channel> channels;
   int next_id = 0;
   for (const Stmt& s : top)
-    if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->scope == MemScope::GM) {
+    if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->channel_slots > 0) {
+      // A channel by its annotation (BufferNode::channel_slots), whose shape must agree.
       Channel c{a->buffer.get()};
       const auto slots = a->buffer->ndim() >= 2 ? as_const_int(a->buffer->shape[1]) : std::nullopt;
-      TL_ASSERT(slots && *slots >= 1 && *slots <= 8,
-                "insert_channel_syncs: workspace '{}' of {} is not [num_blocks, "
-                "slots, ...] with 1-8 slots (legalize_copies' form)",
-                a->buffer->name, f->name);
-      c.slots = static_cast<int>(*slots);
+      TL_ASSERT(slots && *slots == a->buffer->channel_slots && *slots <= 8,
+                "insert_channel_syncs: channel workspace '{}' of {} is not [num_blocks, "
+                "channel_slots = {}, ...] with 1-8 slots (legalize_copies' form)",
+                a->buffer->name, f->name, a->buffer->channel_slots);
+      c.slots = a->buffer->channel_slots;
       bool looped = false;
       for (const Stmt& x : top)
         if (auto* scope = x.as<ScopeNode>()) looped = looped || inside_loop(scope->body, c.ws);

@@ -314,7 +314,8 @@ class Legalizer : public IRMutator {
     taken_.insert(name);
     Buffer ws =
         BufferNode::make(name, dst.buffer->dtype, shape, MemScope::GM, {}, -1, n.loc,
-                         fmt::format("GM workspace of the channel into '{}'", dst.buffer->name));
+                         fmt::format("GM workspace of the channel into '{}'", dst.buffer->name),
+                         /*channel_slots=*/1);
     workspaces_.push_back(AllocateNode::make(ws, n.loc));
     return ws.region(starts, extents);
   }

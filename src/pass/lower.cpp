@@ -43,40 +43,48 @@ void check_developer_dependencies(const std::set<std::string, std::less<>>& off)
 }  // namespace
 
 PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& options) {
-  const bool developer = dev::is_developer(f);
-  // The AIV:AIC ratio the author asked for (split_cube_vector makes an expert kernel, which has
-  // no such field).
-  const int threads = developer ? dev::find_kernel(f)->threads : 0;
   options.dev.validate();
   PassOptions opt = options;
   const auto off = left_out(opt);
-  if (developer) check_developer_dependencies(off);
-  opt.disabled_passes.assign(off.begin(), off.end());
-  const bool synced = developer || opt.dev.auto_sync;
-  const PassContext ctx{opt, synced && !off.count("insert_syncs")};
-  auto gated = [&](Gate g) {
-    switch (g) {
+  // Whether the kernel is, or was lowered from, a developer kernel is the IR's to say (the
+  // kernel's form, then split_cube_vector's PrimFuncNode::lowered_from_developer): each gate
+  // reads the kernel its pass gets, as does plan_memory's syncs_follow. auto_sync gives an
+  // expert kernel its syncs too.
+  if (dev::developer_threads(f) > 0) check_developer_dependencies(off);
+  const bool syncs_on = !off.count("insert_syncs");
+  const bool auto_sync = opt.dev.auto_sync;
+  const PassContext ctx{opt, [syncs_on, auto_sync](const PrimFunc& g) {
+                          return syncs_on && (auto_sync || dev::developer_threads(g) > 0);
+                        }};
+  auto gated = [&opt](Gate gate, const PrimFunc& g) {
+    const int threads = dev::developer_threads(g);
+    switch (gate) {
       case Gate::Always:
         return true;
       case Gate::Developer:
-        return developer;
+        return threads > 0;
       case Gate::DeveloperTwoAivs:
         return threads == 2;
       case Gate::DeveloperMinimise:
-        return developer && opt.dev.minimise_syncs;
+        return threads > 0 && opt.dev.minimise_syncs;
       case Gate::Synced:
-        return synced;
+        return threads > 0 || opt.dev.auto_sync;
     }
     return false;
   };
+  opt.disabled_passes.assign(off.begin(), off.end());
   std::vector<Pass> passes;
   for (const PassDef& p : pass_registry()) {
-    const bool on = gated(p.gate);
-    passes.push_back(
-        {std::string(p.name),
-         [&p, on, &ctx](const PrimFunc& g, const Target& t) { return on ? p.run(g, t, ctx) : g; },
-         // A phase invariant describes what the pass made: none when the gate skips it.
-         p.ensures, on ? p.phase : nullptr});
+    std::function<std::string(const PrimFunc&)> phase;
+    // A phase invariant describes what the pass made: none when the gate skips it (a gated
+    // pass leaves the annotation as it found it, so its output answers as its input would).
+    if (p.phase)
+      phase = [&p, gated](const PrimFunc& g) { return gated(p.gate, g) ? p.phase(g) : ""; };
+    passes.push_back({std::string(p.name),
+                      [&p, &ctx, gated](const PrimFunc& g, const Target& t) {
+                        return gated(p.gate, g) ? p.run(g, t, ctx) : g;
+                      },
+                      p.ensures, std::move(phase)});
   }
   return run_passes(f, target, passes, opt);
 }
@@ -92,8 +100,9 @@ PrimFunc run_named_passes(const PrimFunc& f, const Target& target,
       for (const auto& q : pass_registry()) all += (all.empty() ? "" : ", ") + std::string(q.name);
       throw Error(fmt::format("passes: no pass named '{}' (passes: {})", names[i], all));
     }
-    const PassContext ctx{options,
-                          std::find(names.begin() + i, names.end(), "insert_syncs") != names.end()};
+    const bool syncs_follow =
+        std::find(names.begin() + i, names.end(), "insert_syncs") != names.end();
+    const PassContext ctx{options, [syncs_follow](const PrimFunc&) { return syncs_follow; }};
     passes.push_back({names[i],
                       [p, ctx](const PrimFunc& g, const Target& t) { return p->run(g, t, ctx); },
                       p->ensures, p->phase});

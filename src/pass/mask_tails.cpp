@@ -195,7 +195,7 @@ class TailMasker : public IRMutator {
     if (op.rows == RowMap::Reduce) return reduction(*n, self);
     if (op.elementwise() || op.rows == RowMap::RowExpand) return elementwise(*n, self);
     // A whole-tile op with an identity (sort, topk): its source's stale part filled with it.
-    if (op.rows == RowMap::Whole && op.identity && op.unit == OpUnit::Vector)
+    if (op.rows == RowMap::Whole && op.identity->has_value() && op.unit == OpUnit::Vector)
       return fill_then(*n, self, {op_operand(*n, "src")});
     if (n->op->unit == OpUnit::Debug) return self;
     // Any other op (gather, broadcast, transpose, compare, select, merge_sort, ...) moves

@@ -45,8 +45,9 @@ using dev::stmts_of;
 using dev::Touch;
 using dev::touches_of;
 
+/// A channel's workspace (BufferNode::channel_slots: legalize_copies' annotation).
 bool is_workspace(const BufferNode* b) {
-  return b->scope == MemScope::GM && b->ndim() >= 2;
+  return b->channel_slots > 0;
 }
 
 /// The copy into (which = 1) or out of (which = 0) a GM workspace that `s` is, if it is one.
@@ -168,7 +169,7 @@ class PipelineLoops {
       shape[1] = Expr(S);
       v.push_back(BufferNode::make(
           b->name, b->dtype, shape, b->scope, {}, b->address, b->loc,
-          b->origin.empty() ? origin : b->origin + ", " + std::to_string(S) + " slots"));
+          b->origin.empty() ? origin : b->origin + ", " + std::to_string(S) + " slots", S));
       v.resize(static_cast<size_t>(S), v[0]);
     } else {
       for (int i = 0; i < S; ++i) {

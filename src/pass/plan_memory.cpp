@@ -161,7 +161,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow)
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;
       placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides,
-                                                  offsets[i], b.loc, b.origin));
+                                                  offsets[i], b.loc, b.origin, b.channel_slots));
     }
   }
   for (const auto& v : lv.views) {
@@ -169,8 +169,8 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow)
     if (base.address >= 0) continue;
     const BufferNode& b = *v.buffer;
     int64_t at = placer.planned.at(&base)->address;
-    placer.planned.emplace(
-        &b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, at, b.loc, b.origin));
+    placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, at,
+                                                b.loc, b.origin, b.channel_slots));
   }
   if (placer.planned.empty()) return f;
   return with_body(f, placer.mutate(f->body));

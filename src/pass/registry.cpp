@@ -36,7 +36,9 @@ const std::vector<Switch>& switch_registry() {
        "a threads = 2 kernel's two AIVs take half the vector work each"},
       {"minimise_syncs", &D::minimise_syncs, {}, {"tl.dev.minimise_syncs"}, false,
        "drop the syncs the others imply"},
-      {"merge_flags", &D::merge_flags, {}, {"tl.dev.merge_flags"}, false,
+      // Its pass runs only where minimise_syncs is on (Gate::DeveloperMinimise): alone it
+      // would be a switch that does nothing, so it needs minimise_syncs (an error otherwise).
+      {"merge_flags", &D::merge_flags, {"minimise_syncs"}, {"tl.dev.merge_flags"}, false,
        "two neighbouring flags of a pipe pair become one (fewer syncs, possibly more cycles)"},
       {"scalar_fallback", &D::scalar_fallback, {"vectorize"}, {"tl.dev.scalar_fallback"}, true,
        "developer mode: run element loops that cannot be vectorised on the scalar unit (a "
@@ -261,7 +263,7 @@ const std::vector<PassDef>& pass_registry() {
       // on the final addresses, and orders whatever it shares.
       {"plan_memory",
        [](const PrimFunc& g, const Target& t, const Ctx& c) {
-         return plan_memory(g, t, c.syncs_follow);
+         return plan_memory(g, t, c.syncs_follow && c.syncs_follow(g));
        },
        Gate::Always,
        "",

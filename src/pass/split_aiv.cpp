@@ -319,7 +319,7 @@ class AivSplit {
       std::vector<Expr> shape = b->shape;
       shape[0] = int_imm(h);
       shrunk_[b] = BufferNode::make(b->name, b->dtype, shape, b->scope, b->strides, b->address,
-                                    b->loc, b->origin);
+                                    b->loc, b->origin, b->channel_slots);
     }
   }
   BufferRegion resized(BufferRegion r) const {

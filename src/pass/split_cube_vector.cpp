@@ -518,7 +518,11 @@ PrimFunc split_cube_vector(const PrimFunc& f, const Target& target) {
   } else {
     top.push_back(kernel);
   }
-  return with_body(f, SeqNode::make(std::move(top), f->body->loc));
+  // The expert kernel says what it was lowered from (the later passes' gates read it).
+  auto g =
+      std::make_shared<PrimFuncNode>(*with_body(f, SeqNode::make(std::move(top), f->body->loc)));
+  g->lowered_from_developer = k->threads;
+  return g;
 }
 
 }  // namespace tl

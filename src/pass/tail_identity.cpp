@@ -143,13 +143,11 @@ struct Evaluator {
       if (x.kind != Abstract::Known) return Abstract::any();
       args.push_back(x.v);
     }
-    const double x = args.empty() ? 0 : args[0];
-    if (c.name == "exp") return Abstract::known(std::exp(x));
-    if (c.name == "log") return Abstract::known(std::log(x));
-    if (c.name == "sqrt") return Abstract::known(std::sqrt(x));
-    if (c.name == "abs") return Abstract::known(std::fabs(x));
-    if (c.name == "sigmoid") return Abstract::known(1.0 / (1.0 + std::exp(-x)));
-    return Abstract::any();
+    // The intrinsic's value in double, from the one table (include/tl/intrinsics.def), as the
+    // other Known values are (unrounded; the identities tested for are exact in every dtype).
+    const IntrinsicDef* def = find_intrinsic(c.name);
+    if (!def || static_cast<int>(args.size()) != def->arity) return Abstract::any();
+    return Abstract::known(def->eval(args[0], def->arity > 1 ? args[1] : 0));
   }
 };
 

@@ -198,7 +198,6 @@ class Vectorizer {
   Val gen_invariant_select(const SelectNode& n, const BufferRegion* into);
   Val gen_select(const SelectNode& n, const BufferRegion* into);
   void accept_subnormal_flush(const OpDef& def, const std::string& what, DType t);
-  static bool exact_intrinsic(const std::string& name, DType t);
   Val gen_call(const CallNode& n, const BufferRegion* into);
 
   // ---- stores (vectorize_parallel_values.cpp) ---------------------------------------------------

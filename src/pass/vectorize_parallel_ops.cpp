@@ -445,53 +445,37 @@ void Vectorizer::accept_subnormal_flush(const OpDef& def, const std::string& wha
       what, dt(t), op, target_.name));
 }
 
-/// Whether tile.<name> on dtype `t` gives the scalar intrinsic's result bit for bit. The
-/// vector op computes in fp32 and rounds; the scalar loop computes in double and rounds once.
-/// Checked exhaustively over every float16 and bfloat16 input by the test
-/// VectorizeParallel.IntrinsicExactnessTableMatchesExhaustiveRuns (on A2: a target that
-/// flushes subnormals adds accept_subnormal_flush's check).
-bool Vectorizer::exact_intrinsic(const std::string& name, DType t) {
-  if (name == "abs" || name == "sqrt") return true;  // exact, or correctly rounded in both
-  // bfloat16 log and exp: fp32's 24 bits make the rounding through fp32 innocuous for 8-bit
-  // results, subnormal ones included now that A2 keeps them (exp on bfloat16 differed on
-  // every input whose result is subnormal while the model flushed them). float16 exp and log,
-  // and every float32 one, round twice; rsqrt is an approximation on the chip; sigmoid's fp32
-  // formula rounds three times.
-  if (name == "log" || name == "exp") return t == DType::BFloat16;
-  return false;
-}
-
+/// T.exp, T.sqrt, ... mapped onto the vector op of their row in include/tl/intrinsics.def;
+/// whether that op gives the scalar result bit for bit on a dtype is the row's exactness column
+/// (IntrinsicDef::exact_on, checked exhaustively over every float16 and bfloat16 input by
+/// VectorizeParallel.IntrinsicExactnessTableMatchesExhaustiveRuns; on a target that flushes
+/// subnormals accept_subnormal_flush's check comes on top).
 Vectorizer::Val Vectorizer::gen_call(const CallNode& n, const BufferRegion* into) {
-  static const std::map<std::string, const OpDef* (*)()> kVectorOf = {{"exp", [] { return &ops::tile::exp(); }},
-                                                                      {"log", [] { return &ops::tile::ln(); }},
-                                                                      {"sqrt", [] { return &ops::tile::sqrt(); }},
-                                                                      {"rsqrt", [] { return &ops::tile::rsqrt(); }},
-                                                                      {"abs", [] { return &ops::tile::abs(); }},
-                                                                      {"sigmoid", [] { return &ops::tile::sigmoid(); }}};
-  auto it = kVectorOf.find(n.name);
-  if (it == kVectorOf.end() || n.args.size() != 1)
+  const IntrinsicDef* def = find_intrinsic(n.name);
+  const OpDef* vop = def ? op_for_intrinsic(def->id) : nullptr;
+  if (!vop || n.args.size() != 1)
     reject(fmt::format("unsupported operation: T.{} has no vector op", n.name));
   const DType T = n.dtype;
   if (T != DType::Float16 && T != DType::Float32 && T != DType::BFloat16)
     reject(fmt::format("unsupported dtype: T.{} on {}", n.name, dt(T)));
-  if (!exact_intrinsic(n.name, T)) {
+  if (!def->exact_on(T)) {
     if (!opt_.allow_inexact_math)
       reject(fmt::format(
           "unsupported operation: T.{} on {}: {} computes in float32 and differs from the "
           "scalar loop's correctly rounded result for some inputs (VectorizeOptions::"
           "allow_inexact_math accepts the difference)",
-          n.name, dt(T), it->second()->name));
+          n.name, dt(T), vop->name));
     remark(fmt::format(
         "T.{} on {} vectorised as {}, which may differ from the scalar loop in the last bit",
-        n.name, dt(T), it->second()->name));
+        n.name, dt(T), vop->name));
   } else {
-    accept_subnormal_flush(*it->second(), "T." + n.name, T);
+    accept_subnormal_flush(*vop, "T." + n.name, T);
   }
   const DType C = compute_dtype(T);
   Val a = to_tile(convert(gen(n.args[0]), C, false));
   release(a);
   Val r = dest(C, C == T ? into : nullptr);
-  emit(*it->second(), {r.region, a.region});
+  emit(*vop, {r.region, a.region});
   return finish(r, T, into);
 }
 

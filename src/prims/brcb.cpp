@@ -167,6 +167,13 @@ prims::Prim definition() {
   d.cost = CostClass::VecSimple;
   d.rows = RowMap::Whole;     // position-dependent: never split by rows
   d.overlap = Overlap::None;  // AscendC: src and dst must not share an address
+  // It moves elements: no element math, no reduction identity, no partial counts.
+  d.identity = std::nullopt;
+  d.binop = std::nullopt;
+  d.granular_count = false;
+  d.flushes_subnormals = false;
+  d.atomic = false;
+  d.developer_only = false;
   d.summary =
       "each of 8 * repeat_times src elements broadcast to one 32-byte block of dst (block "
       "stride dst_blk_stride, repeat stride dst_repeat_stride)";

@@ -5,6 +5,7 @@
 // they are the behaviour the traits must keep.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "tl/op.h"
@@ -77,12 +78,12 @@ TEST(OpTraits, EveryOpSetsEveryRequiredTrait) {
     }
     EXPECT_NO_THROW(check_op_definition(*op));
     // A binop is computed element by element, or with a row-broadcast second operand.
-    if (op->binop) {
+    if (op->binop->has_value()) {
       EXPECT_TRUE(op->rows == RowMap::Elementwise || op->rows == RowMap::RowExpand);
-      EXPECT_EQ(op_for_binop(*op->binop, op->rows), op);
+      EXPECT_EQ(op_for_binop(**op->binop, op->rows), op);
     }
     // An identity is for an op that combines elements it reads (mask_tails fills with it).
-    if (op->identity) {
+    if (op->identity->has_value()) {
       EXPECT_EQ(op->unit, OpUnit::Vector);
     }
   }
@@ -111,6 +112,95 @@ TEST(OpTraits, RegistryRejectsAnOpWithAnUnsetTrait) {
   EXPECT_NO_THROW(check_op_definition(copy));
 }
 
+/// Every Trait field of OpDef, unset on a copy of a valid op, is a registration error naming
+/// the op and the trait (before: identity, binop, granular_count, flushes_subnormals, atomic
+/// and developer_only were plain fields whose default could not be told from "none", so an op
+/// registered without a thought about them passed with identity none, not granular, ...).
+TEST(OpTraits, RegistryRejectsAnOpWithAnUnstatedElementTrait) {
+  const std::pair<const char*, void (*)(OpDef&)> unset[] = {
+      {"identity", [](OpDef& d) { d.identity = {}; }},
+      {"binop", [](OpDef& d) { d.binop = {}; }},
+      {"granular_count", [](OpDef& d) { d.granular_count = {}; }},
+      {"flushes_subnormals", [](OpDef& d) { d.flushes_subnormals = {}; }},
+      {"atomic", [](OpDef& d) { d.atomic = {}; }},
+      {"developer_only", [](OpDef& d) { d.developer_only = {}; }},
+  };
+  for (const auto& [trait, clear] : unset) {
+    SCOPED_TRACE(trait);
+    OpDef d = valid_def();
+    clear(d);
+    try {
+      check_op_definition(d);
+      ADD_FAILURE() << "accepted with " << trait << " unset";
+    } catch (const InternalError& e) {
+      EXPECT_NE(std::string(e.what()).find("op tile.test_only does not state its trait OpDef::" +
+                                           std::string(trait)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // "None" is a statement, not the absence of one.
+  OpDef none = valid_def();
+  none.identity = std::nullopt;
+  none.binop = std::nullopt;
+  EXPECT_TRUE(none.identity.is_set() && none.binop.is_set());
+  EXPECT_NO_THROW(check_op_definition(none));
+  // Reading a trait nobody stated is an internal error, not a default.
+  OpDef blank;
+  EXPECT_THROW((void)static_cast<bool>(blank.granular_count), InternalError);
+}
+
+TEST(OpTraits, EveryRegisteredOpStatesEveryTrait) {
+  for (const OpDef* op : all_ops()) {
+    SCOPED_TRACE(op->name);
+    EXPECT_TRUE(op->identity.is_set());
+    EXPECT_TRUE(op->binop.is_set());
+    EXPECT_TRUE(op->granular_count.is_set());
+    EXPECT_TRUE(op->flushes_subnormals.is_set());
+    EXPECT_TRUE(op->atomic.is_set());
+    EXPECT_TRUE(op->developer_only.is_set());
+  }
+}
+
+/// The scalar intrinsics' one table (include/tl/intrinsics.def): names unique and found, the
+/// vector ops what vectorize_parallel's own map said, the exactness what its exact_intrinsic
+/// said (the lists are spelt out here on purpose: the behaviour the table must keep).
+TEST(OpTraits, IntrinsicTableSaysWhatTheListsSaid) {
+  std::map<std::string, std::string> vector_of;
+  std::map<std::string, int> arity;
+  for (const IntrinsicDef& d : intrinsics()) {
+    EXPECT_EQ(find_intrinsic(d.name), &d);
+    EXPECT_EQ(&intrinsic_def(d.id), &d);
+    arity[std::string(d.name)] = d.arity;
+    if (const OpDef* v = op_for_intrinsic(d.id)) vector_of[std::string(d.name)] = v->name;
+  }
+  EXPECT_EQ(find_intrinsic("tanh"), nullptr);
+  EXPECT_EQ(arity, (std::map<std::string, int>{{"exp", 1},
+                                               {"log", 1},
+                                               {"sqrt", 1},
+                                               {"rsqrt", 1},
+                                               {"abs", 1},
+                                               {"sigmoid", 1},
+                                               {"pow", 2}}));
+  EXPECT_EQ(vector_of, (std::map<std::string, std::string>{{"exp", "tile.exp"},
+                                                           {"log", "tile.ln"},
+                                                           {"sqrt", "tile.sqrt"},
+                                                           {"rsqrt", "tile.rsqrt"},
+                                                           {"abs", "tile.abs"},
+                                                           {"sigmoid", "tile.sigmoid"}}));
+  for (DType t : {DType::Float16, DType::BFloat16, DType::Float32}) {
+    std::set<std::string> exact;
+    for (const IntrinsicDef& d : intrinsics())
+      if (d.exact_on(t)) exact.insert(std::string(d.name));
+    std::set<std::string> want = {"abs", "sqrt"};
+    if (t == DType::BFloat16) want.insert({"exp", "log"});
+    EXPECT_EQ(exact, want) << dtype_name(t);
+  }
+  EXPECT_EQ(find_intrinsic("abs")->dtypes, IntrinsicDTypes::Numeric);
+  EXPECT_EQ(find_intrinsic("exp")->dtypes, IntrinsicDTypes::Float);
+  EXPECT_DOUBLE_EQ(find_intrinsic("pow")->eval(2.0, 3.0), 8.0);
+}
+
 /// The ops of src/op matching `pred`. The name lists below are what the passes and the VM said
 /// before the traits; a primitive of src/prims states its traits in its own test.
 std::set<std::string> names_where(bool (*pred)(const OpDef&)) {
@@ -134,7 +224,7 @@ TEST(OpTraits, TraitsSayWhatTheNameListsSaid) {
   EXPECT_EQ(names_where([](const OpDef& d) { return d.overlap == Overlap::None; }),
             (std::set<std::string>{"reduce_sum", "reduce_max", "reduce_min", "merge_sort"}));
   // split_aiv's compare_needs_whole.
-  EXPECT_EQ(names_where([](const OpDef& d) { return d.granular_count; }),
+  EXPECT_EQ(names_where([](const OpDef& d) { return *d.granular_count; }),
             (std::set<std::string>{"tile.compare"}));
   // tail_identity.cpp's table.
   const std::map<std::string, double> identity = {{"tile.add", 0.0},
@@ -157,7 +247,7 @@ TEST(OpTraits, TraitsSayWhatTheNameListsSaid) {
                                                   {"tile.row_expand_min", INFINITY}};
   std::map<std::string, double> got;
   for (const OpDef* op : all_ops())
-    if (op->identity) got[op->name] = *op->identity;
+    if (op->identity->has_value()) got[op->name] = **op->identity;
   EXPECT_EQ(got, identity);
   // vectorize_parallel's operator mapping.
   const std::map<BinOp, std::string> binops = {{BinOp::Add, "add"},

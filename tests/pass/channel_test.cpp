@@ -26,7 +26,7 @@ using testing::error_of;
 constexpr const char* kSplitChannel = R"(@T.prim_func
 def f(C: T.Tensor((64, 32), "float32")):
     with T.Kernel(2, is_npu=True) as (cid, vid):
-        ws = T.alloc_workspace((2, 1, 32, 32), "float32")
+        ws = T.alloc_workspace((2, 1, 32, 32), "float32", channel_slots=1)
         with T.Scope("Cube"):
             c = T.alloc_L0C((32, 32), "float32")
             T.copy(c, ws[cid:cid + 1, 0:1, 0:32, 0:32])

@@ -158,6 +158,21 @@ TEST(DeveloperOptions, MergeFlagsOffKeepsEachSourceItsFlag) {
   no_minimise.minimise_syncs = false;
   EXPECT_NO_THROW(no_minimise.validate());
   EXPECT_FALSE(DeveloperOptions{}.merge_flags);
+  // merge_flags on with minimise_syncs off: its pass is gated on minimise_syncs, so the switch
+  // did nothing, silently (before: validate() accepted it and the kernel kept every flag).
+  // Now an error naming both switches.
+  DeveloperOptions merge_alone = merge;
+  merge_alone.minimise_syncs = false;
+  try {
+    merge_alone.validate();
+    ADD_FAILURE() << "merge_flags without minimise_syncs accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'merge_flags' is on but needs 'minimise_syncs', which is "
+                                         "off"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(compile(f, default_target(), {.disk_cache = false, .dev = merge_alone}), Error);
   auto merged = compile(f, default_target(), {.disk_cache = false, .dev = merge});
   auto apart = compile(f, default_target(), {.disk_cache = false});
   EXPECT_EQ(sets(apart.func()), 2 * sets(merged.func()));

@@ -18,6 +18,7 @@ import builtins as _builtins
 import functools as _functools
 import inspect as _inspect
 import numbers as _numbers
+from typing import Any as _Any, Callable as _Callable
 
 from .. import _core
 from . import _state
@@ -680,19 +681,21 @@ def infinity(dtype):
     return _core.inf(dtype)
 
 
-_INTRINSIC_PARAMS = {"pow": ("x", "y")}
-_FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "pow")
+# The scalar intrinsics come from the extension's one table (include/tl/intrinsics.def): name,
+# arity and whether the arguments must be floats. T.exp, T.pow, ... are made from it below.
+_INTRINSICS = {d["name"]: d for d in _core.intrinsics()}
 
 
-def _intrinsic(name):
-    params = _INTRINSIC_PARAMS.get(name, ("x",))
+def _intrinsic(name: str) -> _Callable[..., _Any]:
+    row = _INTRINSICS[name]
+    params = ("x", "y")[: row["arity"]]
 
     def f(*args):
         if len(args) != len(params):
             _core.user_error(_loc(), f"T.{name}({', '.join(params)}) takes {len(params)} argument(s), got {len(args)}")
         for p, a in zip(params, args):
             _expr(name, p, a)
-        if name in _FLOAT_ONLY:
+        if row["float_only"]:
             # exp/log/... of an integer expression would compute in float and truncate the result
             # to the integer dtype (T.exp(x) of int32 x = 1 was 2): an Error; a Python int is a
             # float literal here (T.exp(1) is e).
@@ -709,13 +712,11 @@ def _intrinsic(name):
     return f
 
 
-exp = _intrinsic("exp")
-log = _intrinsic("log")
-sqrt = _intrinsic("sqrt")
-rsqrt = _intrinsic("rsqrt")
-abs = _intrinsic("abs")  # noqa: A001
-sigmoid = _intrinsic("sigmoid")
-pow = _intrinsic("pow")  # noqa: A001
+# T.exp, T.log, T.sqrt, T.rsqrt, T.abs, T.sigmoid, T.pow, ...: one per row of the table (T.abs
+# and T.pow shadow the builtins inside this module, as the explicit assignments did).
+for _name in _INTRINSICS:
+    globals()[_name] = _intrinsic(_name)
+del _name
 
 
 # ---- T.tile: every vector op of the registry ---------------------------------------------------------
