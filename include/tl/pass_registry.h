@@ -64,6 +64,9 @@ struct DeveloperOptions {
   /// An expert kernel written without T.Scope gets its scope (combine_cv; TileLang-Ascend's
   /// tl.ascend_auto_cv_combine). Off by default: expert work outside a scope is an error.
   bool auto_cv_combine = false;
+  /// group_vector_ops orders each run of vector ops by dependence level, so dependent ones share
+  /// pipe barriers (runs only with minimise_syncs); off: the author's order.
+  bool group_vector_ops = true;
 
   /// A tl::Error naming both options when an enabled one needs a disabled one.
   void validate() const;

@@ -53,6 +53,8 @@ const std::vector<Switch>& switch_registry() {
       {"auto_cv_combine", &D::auto_cv_combine, {},
        {"tl.dev.auto_cv_combine", "tl.ascend_auto_cv_combine", "tl.ascend.auto_cv_combine"},
        false, "an expert kernel without T.Scope: a vector-only body becomes the Vector scope"},
+      {"group_vector_ops", &D::group_vector_ops, {}, {"tl.dev.group_vector_ops"}, false,
+       "vector ops reordered so that dependent ones share barriers (off: the author's order)"},
   };
   // clang-format on
   return switches;
@@ -255,7 +257,12 @@ const std::vector<PassDef>& pass_registry() {
        Spec::Expert},
       // Reorders vector ops so that dependent ones share barriers: on the final program order
       // of each run, before insert_syncs places the barriers.
-      {"group_vector_ops", plain(group_vector_ops), Gate::DeveloperMinimise, "", {}, Spec::Expert},
+      {"group_vector_ops",
+       plain(group_vector_ops),
+       Gate::DeveloperMinimise,
+       "group_vector_ops",
+       {},
+       Spec::Expert},
 
       // Last of the buffer passes: addresses are final only once no pass adds, resizes or
       // moves a use of an on-chip buffer. In an expert kernel it shares bytes only where the

@@ -141,6 +141,62 @@ TEST(DeveloperOptions, PipeliningTheAivSplitAndSyncMinimisationChangeOnlySpeed) 
   }
 }
 
+/// Every switch of the registry, flipped from its default (and the switches that need it off
+/// with it, so the combination is valid): the developer kernels still compile to the same
+/// results, or stop with a tl::Error (at compile time, or from the hazard or stale-data checker
+/// at run time): never a silent wrong result. A switch added to the registry is covered here
+/// without an edit.
+TEST(DeveloperOptions, EverySwitchFlippedGivesTheSameResultsOrAnError) {
+  struct Kernel {
+    const char* name;
+    std::map<std::string, std::string> params;
+  };
+  // A cube-vector kernel with a channel and tails, and a vector one with row and column tails.
+  const Kernel kernels[] = {
+      {"matmul_add_dev", {{"M", "130"}, {"N", "100"}, {"K", "72"}, {"bM", "64"}, {"bN", "64"}}},
+      {"softmax_dev", {{"M", "50"}, {"N", "37"}}}};
+  int matched = 0;
+  for (const Kernel& kk : kernels) {
+    PrimFunc f = registered(kk.name, kk.params);
+    auto run = [&](const DeveloperOptions& d) {
+      auto k = compile(f, default_target(), {.disk_cache = false, .dev = d});
+      Device dev;
+      auto args = ref::random_args(dev, f);
+      k.launch(dev, args, {.check_hazards = true});
+      return std::get<Tensor>(args.back().value).to_vector();
+    };
+    const std::vector<double> want = run({});
+    for (const Switch& s : switch_registry()) {
+      DeveloperOptions d;
+      d.*s.field = !s.default_on();
+      for (bool changed = true; changed;) {  // what needs a switch that is off goes off too
+        changed = false;
+        for (const Switch& t : switch_registry())
+          for (auto need : t.needs)
+            if (d.*t.field && !(d.*find_switch(need)->field)) {
+              d.*t.field = false;
+              changed = true;
+            }
+      }
+      SCOPED_TRACE(fmt::format("{} with {}", kk.name, d.fingerprint()));
+      std::vector<double> got;
+      try {
+        got = run(d);
+      } catch (const Error& e) {
+        std::printf("  %s, %s flipped: %s\n", kk.name, std::string(s.name).c_str(),
+                    std::string(e.what()).substr(0, 100).c_str());
+        continue;  // a clear error is an allowed answer
+      }
+      ++matched;
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-3 * (1 + std::abs(want[i]))) << "element " << i;
+    }
+  }
+  // Most flips lower and run (those that error are printed above): the test is not vacuous.
+  EXPECT_GE(matched, static_cast<int>(switch_registry().size()));
+}
+
 // merge_flags off keeps A's and B's panel flags apart (more syncs, the same result); it is part
 // of minimise_syncs, so switching minimise_syncs off alone is valid.
 TEST(DeveloperOptions, MergeFlagsOffKeepsEachSourceItsFlag) {
