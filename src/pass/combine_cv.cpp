@@ -17,23 +17,6 @@
 namespace tl {
 namespace {
 
-/// The developer tiles of a vector body, placed in UB.
-class ToUb : public IRMutator {
- public:
-  Buffer mutate_buffer(const Buffer& b) override {
-    if (!b.defined() || (b->scope != MemScope::Shared && b->scope != MemScope::Fragment)) return b;
-    auto done = placed_.find(b.get());
-    if (done != placed_.end()) return done->second;
-    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, MemScope::UB, b->strides, b->address,
-                                b->loc, b->origin);
-    placed_.emplace(b.get(), p);
-    return p;
-  }
-
- private:
-  std::unordered_map<const BufferNode*, Buffer> placed_;
-};
-
 /// The first statement of `s` outside any Scope that is work for a core: a tile op or an
 /// element store (lets, allocations and control flow are the scalar unit's on either core).
 Stmt first_unscoped_work(const Stmt& s) {
@@ -67,7 +50,7 @@ PrimFunc combine_cv(const PrimFunc& f, const Target& target) {
                "tl.ascend_auto_cv_combine places a kernel's work only when none of it is scoped: "
                "put it in the T.Scope of the core that should run it",
                dev::describe(work));
-  Stmt body = ToUb().mutate(k->body);
+  Stmt body = dev::Placer().mutate(k->body);  // no placements given: UB
   pre_order_visit(body, [&](const Stmt& s) {
     auto* op = s.as<TileOpNode>();
     if (!op) return;

@@ -254,4 +254,30 @@ bool privatisable(const BufferNode* b, const std::vector<Stmt>& body, const Targ
   return false;
 }
 
+Buffer Placer::mutate_buffer(const Buffer& b) {
+  if (!b.defined() || (b->scope != MemScope::Shared && b->scope != MemScope::Fragment)) return b;
+  auto done = placed_.find(b.get());
+  if (done != placed_.end()) return done->second;
+  auto it = scopes_.find(b.get());
+  MemScope s = it == scopes_.end() ? MemScope::UB : it->second;
+  Buffer p =
+      BufferNode::make(b->name, b->dtype, b->shape, s, b->strides, b->address, b->loc, b->origin);
+  placed_.emplace(b.get(), p);
+  return p;
+}
+
+Stmt Placer::mutate_(const AllocateNode* n, const Stmt& self) {
+  if (n->is_view()) {
+    // A view lives where its base does.
+    Buffer base = mutate_buffer(n->view_of);
+    auto it = scopes_.find(n->view_of.get());
+    if (it != scopes_.end()) scopes_[n->buffer.get()] = it->second;
+    Buffer v = mutate_buffer(n->buffer);
+    return v.same_as(n->buffer) && base.same_as(n->view_of)
+               ? self
+               : AllocateNode::make_view(v, base, n->loc);
+  }
+  return IRMutator::mutate_(n, self);
+}
+
 }  // namespace tl::dev

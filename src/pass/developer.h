@@ -9,11 +9,13 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "tl/access.h"
 #include "tl/ir.h"
+#include "tl/ir_functor.h"
 #include "tl/pass.h"
 #include "tl/target.h"
 
@@ -120,5 +122,23 @@ using analysis::touches_of;
 /// tile)`, a clipped copy that skips an AIV with no rows left: it moves nothing either way.
 /// pipeline_loops gives such buffers slots; split_aiv lets the two AIVs take turns at them.
 bool privatisable(const BufferNode* b, const std::vector<Stmt>& body, const Target& t);
+
+/// Places developer tiles (T::alloc_shared / T::alloc_fragment buffers) in physical memories:
+/// each in its scope from `scopes`, UB when it has none there; a view goes where its base goes.
+/// infer_scopes places by use; combine_cv puts a vector-only body's tiles in UB. mutate_buffer
+/// answers the placed buffer of an author's one after the walk, too.
+class Placer : public IRMutator {
+ public:
+  explicit Placer(std::unordered_map<const BufferNode*, MemScope> scopes = {})
+      : scopes_(std::move(scopes)) {}
+  Buffer mutate_buffer(const Buffer& b) override;
+
+ protected:
+  Stmt mutate_(const AllocateNode* n, const Stmt& self) override;
+
+ private:
+  std::unordered_map<const BufferNode*, MemScope> scopes_;
+  std::unordered_map<const BufferNode*, Buffer> placed_;
+};
 
 }  // namespace tl::dev

@@ -163,43 +163,6 @@ MemScope place(const BufferNode* b, const Uses& u) {
   return cube_roles == kCubeA ? MemScope::L0A : MemScope::L0B;
 }
 
-class Placer : public IRMutator {
- public:
-  explicit Placer(std::unordered_map<const BufferNode*, MemScope> scopes)
-      : scopes_(std::move(scopes)) {}
-
-  Buffer mutate_buffer(const Buffer& b) override {
-    if (!b.defined() || !is_developer_scope(b->scope)) return b;
-    auto done = placed_.find(b.get());
-    if (done != placed_.end()) return done->second;
-    auto it = scopes_.find(b.get());
-    MemScope s = it == scopes_.end() ? MemScope::UB : it->second;
-    Buffer p =
-        BufferNode::make(b->name, b->dtype, b->shape, s, b->strides, b->address, b->loc, b->origin);
-    placed_.emplace(b.get(), p);
-    return p;
-  }
-
- protected:
-  Stmt mutate_(const AllocateNode* n, const Stmt& self) override {
-    if (n->is_view()) {
-      // A view lives where its base does.
-      Buffer base = mutate_buffer(n->view_of);
-      auto it = scopes_.find(n->view_of.get());
-      if (it != scopes_.end()) scopes_[n->buffer.get()] = it->second;
-      Buffer v = mutate_buffer(n->buffer);
-      return v.same_as(n->buffer) && base.same_as(n->view_of)
-                 ? self
-                 : AllocateNode::make_view(v, base, n->loc);
-    }
-    return IRMutator::mutate_(n, self);
-  }
-
- private:
-  std::unordered_map<const BufferNode*, MemScope> scopes_;
-  std::unordered_map<const BufferNode*, Buffer> placed_;
-};
-
 /// A buffer both cores use: its home (on the producer's core), the author's buffer (for names
 /// and messages), and its twin on the other core.
 struct Crossing {
@@ -366,7 +329,7 @@ PrimFunc infer_scopes(const PrimFunc& f, const Target&) {
     if (is_cube_to_vector(b, u)) crossing.emplace(b, CoreKind::Cube);
     if (is_vector_to_cube(b, u)) crossing.emplace(b, CoreKind::Vector);
   }
-  Placer placer(std::move(scopes));
+  dev::Placer placer(std::move(scopes));
   Stmt body = placer.mutate(f->body);
   if (!crossing.empty()) {
     PrimFunc placed = with_body(f, body);
