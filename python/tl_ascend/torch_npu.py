@@ -85,6 +85,22 @@ def npu_moe_token_unpermute(permuted_tokens: torch.Tensor, sorted_indices: torch
     return gathered.reshape(-1, topk, permuted_tokens.shape[1]).sum(dim=1).to(permuted_tokens.dtype)
 
 
+def npu_gelu_backward(grad: torch.Tensor, self: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """GeLU's gradient (CANN's aclnnGeluBackwardV2): approximate="none" gives
+    grad * (Phi(x) + x * phi(x)) with the normal CDF Phi and density phi; "tanh" the gradient of
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))). Computed in float32 for float16 and
+    bfloat16 inputs, returned in the inputs' dtype."""
+    if approximate not in ("none", "tanh"):
+        raise _core_error(f"torch_npu.npu_gelu_backward: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if grad.shape != self.shape or grad.dtype != self.dtype:
+        raise _core_error(f"torch_npu.npu_gelu_backward: expected grad and self of one shape and dtype, got "
+                          f"{tuple(grad.shape)} {grad.dtype} and {tuple(self.shape)} {self.dtype}")
+    wide = grad.dtype in (torch.float16, torch.bfloat16)
+    g, x = (grad.float(), self.float()) if wide else (grad, self)
+    out = torch.ops.aten.gelu_backward(g, x, approximate=approximate)
+    return out.to(grad.dtype)
+
+
 def _core_error(msg: str) -> Exception:
     from . import _core
 
