@@ -61,6 +61,20 @@ class Clipper : public IRMutator {
     if (n->vid.defined()) bounds_.vars[n->vid.node()] = {0, 1};  // two AIVs per AI core
     return IRMutator::mutate_(n, self);
   }
+  /// Whether the scope synchronises itself (insert_syncs then leaves it as written): the fill
+  /// this pass puts before a partial read is then ordered by a barrier of its own.
+  Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
+    const bool saved = own_syncs_;
+    own_syncs_ = false;
+    pre_order_visit(n->body, [&](const Stmt& s) {
+      auto* y = s.as<SyncNode>();
+      if (y && y->sync_kind != SyncKind::SetCrossFlag && y->sync_kind != SyncKind::WaitCrossFlag)
+        own_syncs_ = true;
+    });
+    Stmt out = IRMutator::mutate_(n, self);
+    own_syncs_ = saved;
+    return out;
+  }
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
     bounds_.loop(*n);
     return IRMutator::mutate_(n, self);
@@ -138,6 +152,13 @@ class Clipper : public IRMutator {
     } else {
       return copy;
     }
+    // The fill (V pipe for UB, an MTE2 init for L1) and the copy both write the tile, and DMA
+    // writes are not ordered by their pipe alone: in a scope whose syncs are the author's
+    // nothing else orders them (with auto_sync, insert_syncs does).
+    if (own_syncs_)
+      fill = SeqNode::make({fill, SyncNode::make(SyncKind::PipeBarrier, Pipe::ALL, Pipe::S, Expr(),
+                                                 0, n->loc, SyncOrigin::Auto)},
+                           n->loc);
     // Only on the iterations the copy is partial.
     Expr partial;
     for (size_t d = 0; d < nt; ++d) {
@@ -162,6 +183,7 @@ class Clipper : public IRMutator {
   }
 
   dev::Bounds bounds_;
+  bool own_syncs_ = false;
 };
 
 const BufferRegion* region(const TileOpNode& n, std::string_view name) {
