@@ -102,6 +102,11 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool) 
         passed = [line for line in lines if SUCCESS.search(line)]
         if passed:
             return "pass", passed[-1]
+        # A script that reports through `logging` (deepseek_v4/act_quant.py) writes its verdict to
+        # stderr.
+        logged = [line for line in _verdict_lines(stderr) if SUCCESS.search(line)]
+        if logged:
+            return "pass", logged[-1]
         return "no-check", (lines[-1] if lines else "(no output)")
     if returncode is not None and returncode < 0:
         try:

@@ -152,6 +152,15 @@ PrimFunc mask_tails(const PrimFunc& f, const Target& target);
 /// invariant: no copy reaches past its tensor for any block.
 PrimFunc legalize_copies(const PrimFunc& f, const Target& target);
 
+/// clip_expert_copies (after legalize_copies): an expert kernel's copies between GM and an
+/// on-chip tile are clipped to the tensor as TileLang-Ascend's DataCopyPad lowering clips them
+/// (the rule of legalize_copies: the extent max(min(extent, size - start), 0) on both sides
+/// along each dimension not provably inside; UB rows moved padded; a read fills the valid part,
+/// the rest holds the author's pad_value or is undefined and marked `clipped=True`; a write
+/// stores the valid part). A reduction, sort or top-k that would combine an undefined part is a
+/// tl::Error naming the op and the copy. Developer kernels are returned unchanged.
+PrimFunc clip_expert_copies(const PrimFunc& f, const Target& target);
+
 /// split_cube_vector: the developer kernel becomes an expert one (cid, vid) with a Cube scope and
 /// a Vector scope, each the body projected on its core (its statements plus the scalar skeleton
 /// both run); vector work runs on AIV 0 until split_aiv exists; Pipelined loops stay Pipelined

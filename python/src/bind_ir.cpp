@@ -4,6 +4,9 @@
 // expression built in Python is the one the C++ builder receives.
 
 #include "bindings.h"
+#include "tl/arith.h"
+#include "tl/ir_functor.h"
+#include "tl/pass.h"
 
 namespace tl::python {
 namespace {
@@ -34,6 +37,24 @@ void bind_ir(nb::module_& m) {
            [](const Expr& e) -> nb::object {
              if (auto* i = e.as<IntImmNode>()) return nb::int_(i->value);
              if (auto* f = e.as<FloatImmNode>()) return nb::float_(f->value);
+             return nb::none();
+           })
+      // The value of an expression of named sizes (an output dimension `N // 2` of a dynamic
+      // N): the jit launcher sizes allocated tensors with it. None if a variable has no value.
+      .def("evaluate",
+           [](const Expr& e, const std::map<std::string, int64_t>& values) -> nb::object {
+             struct Vars : IRVisitor {
+               const std::map<std::string, int64_t>* values;
+               arith::VarMap map;
+               void visit_(const VarNode* v) override {
+                 auto it = values->find(v->name);
+                 if (it != values->end()) map[v] = arith::make_int(v->dtype, it->second);
+               }
+             } vars;
+             vars.values = &values;
+             vars.visit(e);
+             Expr r = simplify(arith::substitute(e, vars.map));
+             if (auto* i = r.as<IntImmNode>()) return nb::int_(i->value);
              return nb::none();
            })
       .def("__bool__",

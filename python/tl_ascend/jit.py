@@ -363,6 +363,8 @@ class JITKernel:
                     dims.append(s)
                 elif isinstance(s, _core.Var):
                     dims.append(s.name)
+                elif isinstance(s, _core.Expr):
+                    dims.append(s)  # an expression of dynamic sizes (`N // 2`), evaluated per call
                 else:
                     dims.append(None)
             self._alloc_shapes.append((i, p, dims))
@@ -392,11 +394,17 @@ class JITKernel:
             for s, d in zip(dims, p["shape"]):
                 if isinstance(s, int):
                     shape.append(s)
-                elif s is not None and s in dyn:
+                elif isinstance(s, str) and s in dyn:
                     shape.append(dyn[s])
+                elif isinstance(s, _core.Expr) and (v := s.evaluate({k: int(x) for k, x in dyn.items()})) is not None:
+                    if v < 0:
+                        raise _core.Error(f"kernel '{self.func.name}': cannot size output '{p['name']}': its dimension "
+                                          f"{d} is {v} for the inputs' sizes {dyn}; expected a size >= 0")
+                    shape.append(v)
                 else:
                     raise _core.Error(f"kernel '{self.func.name}': cannot size output '{p['name']}': its dimension "
-                                      f"{d} is not a constant or a dynamic size of an input")
+                                      f"{d} is not a constant, a dynamic size of an input or an "
+                                      f"expression of those")
             out = _empty(framework, shape, p["dtype"])
             full[i] = out
             if i in self.out_idx:

@@ -85,6 +85,46 @@ def npu_moe_token_unpermute(permuted_tokens: torch.Tensor, sorted_indices: torch
     return gathered.reshape(-1, topk, permuted_tokens.shape[1]).sum(dim=1).to(permuted_tokens.dtype)
 
 
+def npu_gelu_backward(grad: torch.Tensor, self: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """GeLU's gradient (CANN's aclnnGeluBackwardV2): approximate="none" gives
+    grad * (Phi(x) + x * phi(x)) with the normal CDF Phi and density phi; "tanh" the gradient of
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))). Computed in float32 for float16 and
+    bfloat16 inputs, returned in the inputs' dtype."""
+    if approximate not in ("none", "tanh"):
+        raise _core_error(f"torch_npu.npu_gelu_backward: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if grad.shape != self.shape or grad.dtype != self.dtype:
+        raise _core_error(f"torch_npu.npu_gelu_backward: expected grad and self of one shape and dtype, got "
+                          f"{tuple(grad.shape)} {grad.dtype} and {tuple(self.shape)} {self.dtype}")
+    wide = grad.dtype in (torch.float16, torch.bfloat16)
+    g, x = (grad.float(), self.float()) if wide else (grad, self)
+    out = torch.ops.aten.gelu_backward(g, x, approximate=approximate)
+    return out.to(grad.dtype)
+
+
+def npu_swiglu(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """SwiGLU (CANN's aclnnSwiGlu): x split in two halves a, b along `dim`, silu(a) * b. Computed in
+    float32 for float16 and bfloat16 inputs, returned in the input's dtype. Also
+    torch.ops.npu.npu_swiglu once the shim is installed."""
+    if x.dim() == 0 or x.shape[dim] % 2:
+        raise _core_error(f"torch_npu.npu_swiglu: expected an even size along dim {dim}, got shape {tuple(x.shape)}")
+    a, b = x.float().chunk(2, dim=dim)
+    return (torch.nn.functional.silu(a) * b).to(x.dtype)
+
+
+_npu_library = None  # torch.ops.npu's operators (kept alive: dropping the Library unregisters them)
+
+
+def _register_ops() -> None:
+    """torch.ops.npu.<op> for the CPU versions scripts call through the dispatcher."""
+    global _npu_library
+    if _npu_library is not None or hasattr(torch.ops.npu, "npu_swiglu"):
+        return
+    lib = torch.library.Library("npu", "DEF")
+    lib.define("npu_swiglu(Tensor x, int dim=-1) -> Tensor")
+    lib.impl("npu_swiglu", npu_swiglu, "CompositeExplicitAutograd")
+    _npu_library = lib
+
+
 def _core_error(msg: str) -> Exception:
     from . import _core
 
@@ -107,6 +147,7 @@ def install() -> None:
     if _installed:
         return
     _installed = True
+    _register_ops()
     torch.Tensor.npu = _npu
     torch.nn.Module.npu = _npu
     npu = _NpuNamespace(

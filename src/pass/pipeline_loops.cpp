@@ -511,6 +511,23 @@ class PipelineLoops {
 }  // namespace
 
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool overlap) {
+  if (dev::developer_threads(f) == 0) {
+    // An expert kernel (TileLang-Ascend's T.Pipelined inside a T.Scope): its buffers, addresses
+    // and syncs are the author's, so no slots and no overlap; the serial loop computes what
+    // the author wrote (docs/python.md, "Automation inside expert scopes").
+    struct Serialiser : IRMutator {
+      Stmt mutate_(const ForNode* l, const Stmt& self) override {
+        Stmt body = mutate(l->body);
+        if (l->for_kind != ForKind::Pipelined)
+          return body.same_as(l->body) ? self
+                                       : ForNode::make(l->var, l->min, l->extent, l->for_kind,
+                                                       l->num_stages, body, l->loc);
+        return ForNode::make(l->var, l->min, l->extent, ForKind::Serial, 0, body, l->loc);
+      }
+    } serialiser;
+    Stmt body = serialiser.mutate(f->body);
+    return body.same_as(f->body) ? f : with_body(f, body);
+  }
   return PipelineLoops(f, target, overlap).run();
 }
 

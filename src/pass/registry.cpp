@@ -189,6 +189,9 @@ const std::vector<PassDef>& pass_registry() {
        Gate::Always,
        "legalize_copies",
        {"infer_scopes"}},
+      // An expert kernel's tails, as TileLang-Ascend's DataCopyPad lowering makes them (issue
+      // 29): before vectorize_parallel and plan_memory, which see the clipped copies.
+      {"clip_expert_copies", plain(clip_expert_copies), Gate::Always},
       // From here on the kernel is an expert one (cid, vid, scopes), but for its Parallel loops.
       // Each core gets its work, its share of the scalar GM stores and the scalar work it needs.
       {"split_cube_vector",
@@ -201,7 +204,7 @@ const std::vector<PassDef>& pass_registry() {
       // Element loops on UB tiles (in the Vector scope) -> vector tile ops, bit-identical to
       // the scalar loop or an error naming the reason; element loops over GM staged through UB
       // tiles or left to the scalar unit, whichever costs fewer cycles. (No spec: T.Pipelined
-      // loops remain.)
+      // loops remain.) Expert kernels too: their T.Parallel loops in T.Scope("V") (issue 29).
       {"vectorize_parallel",
        [](const PrimFunc& g, const Target& t, const Ctx& c) {
          return vectorize_parallel(
@@ -210,7 +213,7 @@ const std::vector<PassDef>& pass_registry() {
                               .allow_inexact_math = c.opt.dev.allow_inexact_math,
                               .remark = c.opt.remark});
        },
-       Gate::Developer,
+       Gate::Always,
        "vectorize",
        {"split_cube_vector"},
        {},
@@ -224,11 +227,13 @@ const std::vector<PassDef>& pass_registry() {
        Gate::DeveloperTwoAivs, "split_aiv"},
       // Versions buffers and channels and unrolls the schedule: after every pass that creates
       // tile ops and buffers (it must see all of them), before plan_memory places the slots.
+      // An expert kernel's T.Pipelined loops become serial loops (their buffers and syncs are
+      // the author's: versioning them would break both).
       {"pipeline_loops",
        [](const PrimFunc& g, const Target& t, const Ctx& c) {
          return pipeline_loops(g, t, c.opt.dev.pipeline_loops);
        },
-       Gate::Developer,
+       Gate::Always,
        "",
        {},
        Spec::Expert},

@@ -255,14 +255,23 @@ class Walker {
         std::string op = for_title(n->for_kind);
         check_expr(n->min, n->loc, op, "min");
         check_expr(n->extent, n->loc, op, "extent");
-        if ((n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined) &&
-            !ctx_.developer())
-          ctx_.error(
-              n->loc, op, "", "developer-loop-in-expert-mode",
-              fmt::format("{} is a developer-mode loop, lowered only in developer kernels (an "
-                          "expert kernel places, versions and synchronises its own buffers); "
-                          "expected T::serial or T::unroll in an expert kernel",
-                          op));
+        // In an expert kernel, as in TileLang-Ascend: T.Parallel inside the Vector scope is
+        // vectorised onto vector ops (vectorize_parallel, its V-pipe ops keep the author's
+        // syncs valid), T.Pipelined inside a scope runs as a serial loop (pipeline_loops).
+        // Outside those scopes no core would run them.
+        if (!ctx_.developer() &&
+            ((n->for_kind == ForKind::Parallel && ctx_.core() != CoreKind::Vector) ||
+             (n->for_kind == ForKind::Pipelined && !ctx_.core())))
+          ctx_.error(n->loc, op, "", "developer-loop-in-expert-mode",
+                     fmt::format(
+                         "{} in an expert kernel is lowered only inside {}; it is {}; "
+                         "expected it inside that scope, or T::serial",
+                         op,
+                         n->for_kind == ForKind::Parallel ? "T::Scope(Core::Vector) (element "
+                                                            "loops run on the AIV)"
+                                                          : "a T::Scope",
+                         ctx_.core() ? fmt::format("in T::Scope(Core::{})", core_name(*ctx_.core()))
+                                     : std::string("outside any scope")));
         push();
         bind_var(n->var, n->loc, op);
         walk_block(n->body);

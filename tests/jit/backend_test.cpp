@@ -50,10 +50,13 @@ def copy_kernel(X: T.Tensor((64,), "float32")):
             T.copy(a, X)
 )";
 
-/// kCopy with a developer-mode loop: fails the expert spec, yet the passes can lower it.
+/// kCopy with a developer-mode loop outside any scope: fails the expert spec, yet the passes can
+/// lower it (pipeline_loops makes an expert kernel's T.Pipelined serial).
 std::string with_parallel_loop() {
   std::string text(kCopy);
-  return text + "            for p in T.Parallel(4):\n                T.pipe_barrier(\"V\")\n";
+  return text +
+         "        for p in T.Pipelined(4, num_stages=2):\n            with T.Scope(\"Vector\"):\n"
+         "                T.pipe_barrier(\"V\")\n";
 }
 
 CompileOptions memory_only(CompileOptions o = {}) {

@@ -75,15 +75,13 @@ TEST(NpuErrors, OutOfBoundsGmCopyAtRunTime) {
       });
     });
   });
-  CompiledKernel k;
-  try {
-    k = compile(f);
-  } catch (const Error&) {
-    k = compile(f, default_target(), {.verify = false, .lower = false});
-  }
+  // The pipeline clips such a copy at the tensor's end (clip_expert_copies, issue 29); compiled
+  // as written, the executor's own bounds check names the access.
+  CompiledKernel k = compile(f, default_target(), {.verify = false, .lower = false});
   Device dev;
   Tensor t = Tensor::empty(dev, {256}, DType::Float32);
   EXPECT_EQ(error_of([&] { k.launch(dev, {t, 192}); }), "<no error>");
+  EXPECT_EQ(error_of([&] { compile(f).launch(dev, {t, 200}); }), "<no error>");  // clipped
   std::string msg = error_of([&] { k.launch(dev, {t, 200}); });
   EXPECT_HAS(msg, "'X'");
   EXPECT_HAS(msg, "200");

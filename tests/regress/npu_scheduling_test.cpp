@@ -185,7 +185,9 @@ TEST(NpuScheduling, CoreStuckBeforeTheBarrierIsNamedOnAnyThreadCount) {
 TEST(NpuScheduling, AnErrorBeforeTheBarrierIsReportedNotADeadlock) {
   // Block 2's AIVs fail before the barrier the other blocks wait at: the launch reports that
   // error (the barrier's deadlock is its consequence), on any thread count and every run.
-  auto k = compile_unverified(broken_barrier(2, false, true));
+  // As written: the pipeline would clip the copy at X's end (clip_expert_copies, issue 29).
+  auto k =
+      compile(broken_barrier(2, false, true), default_target(), {.verify = false, .lower = false});
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float32);
   for (int threads : {1, 2, 6})

@@ -99,7 +99,7 @@ const std::vector<Case>& cases() {
       {{"print", "--help"}, 0, "--print-after-all"},
       // verify
       {{"verify", "gemm", "--target", "950"}, 0, "gemm: 0 error(s) on 950"},
-      {{"verify", "gemm", "--set", "N=128"}, 1, "region-out-of-bounds"},
+      {{"verify", "gemm", "--set", "bK=2048"}, 1, "buffer-capacity"},
       {{"verify", "--help"}, 0, "verify a kernel for a target"},
       // run
       {gemm("run", {"--threads", "2"}), 0, "reference: match"},

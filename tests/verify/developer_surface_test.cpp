@@ -13,6 +13,7 @@ namespace tl {
 namespace {
 
 using testing::Clean;
+using testing::HasDiag;
 using testing::Reports;
 
 /// A developer matmul-add: every construct of the surface once.
@@ -179,7 +180,8 @@ TEST(DeveloperVerify, DeveloperOpsAndLoopsStayOutOfExpertKernels) {
     });
   });
   EXPECT_TRUE(Reports(f, "developer-op-in-expert-mode", "T.gemm", "", gemm_line));
-  EXPECT_TRUE(Reports(f, "developer-loop-in-expert-mode", "T.Parallel", "", par_line));
+  // A T.Parallel in the Vector scope is an expert loop too (issue 29): no report for it.
+  EXPECT_FALSE(HasDiag(verify(f), "developer-loop-in-expert-mode", "T.Parallel", "", par_line));
   EXPECT_TRUE(Reports(f, "developer-scope-in-expert-mode", "T.alloc_shared", "", shared_line));
 }
 

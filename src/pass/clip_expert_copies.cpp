@@ -1,0 +1,260 @@
+// clip_expert_copies (expert kernels, after legalize_copies; tl/pass.h): TileLang-Ascend lowers
+// a copy between a GM tensor and an on-chip tile to DataCopyPad of the part inside the tensor,
+// so an expert kernel whose blocks do not divide its tensors (sigmoid at 300x300 in 64x64
+// blocks) handles its tails without a `T.If`. This pass gives tl-ascend's expert kernels the same
+// semantics, with the clipping rule of developer mode (dev::clip_copy, docs/developer_mode.md,
+// "Tails"):
+//   - along each dimension whose end the compiler cannot prove inside the tensor, both sides'
+//     extent becomes max(min(extent, size - start), 0) at run time, and the GM start is kept
+//     inside the tensor (a block wholly past its end moves nothing);
+//   - a clipped UB row moves as DataCopyPad (rows of any byte length); a read fills only the
+//     valid part: with the author's pad_value the whole tile first holds that value on the
+//     iterations the copy is partial, otherwise the rest is undefined (`clipped=True`: the
+//     virtual NPU's stale-data checker marks it invalid and reports it if it reaches GM);
+//     a partial L1 tile is zero-filled first (no stale K tail enters a product);
+//   - a write stores only the valid part, so the undefined part never reaches GM.
+// Where an undefined part would silently enter a result even on the chip, a reduction, sort or
+// top-k over a clipped dimension of a tile filled without pad_value (or computed from one), the
+// kernel is rejected naming the op, the tile and the copy: TileLang-Ascend reads the garbage
+// there; the remedy is pad_value (the op's identity). Developer kernels are returned unchanged
+// (legalize_copies and mask_tails do this for them).
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "developer.h"
+#include "tile_bounds.h"
+#include "tl/arith.h"
+#include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
+#include "tl/op.h"
+#include "tl/ops.h"
+#include "tl/pass.h"
+
+namespace tl {
+namespace {
+
+bool on_chip(const Buffer& b) {
+  return b->scope == MemScope::UB || b->scope == MemScope::L1 || b->scope == MemScope::L0C;
+}
+
+Attr* attr_of(std::vector<Attr>& attrs, std::string_view key) {
+  for (auto& a : attrs)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
+/// A tile whose elements past a clipped copy's region are undefined: the dimensions (of the
+/// tile) the copy may clip, and the copy, for messages.
+struct Undefined {
+  uint32_t dims = 0;
+  Stmt copy;
+};
+
+class Clipper : public IRMutator {
+ public:
+  std::unordered_map<const BufferNode*, Undefined> undefined;  // filled by clipped reads
+
+ protected:
+  Stmt mutate_(const KernelNode* n, const Stmt& self) override {
+    bounds_.kernel(*n);
+    if (n->vid.defined()) bounds_.vars[n->vid.node()] = {0, 1};  // two AIVs per AI core
+    return IRMutator::mutate_(n, self);
+  }
+  /// Whether the scope synchronises itself (insert_syncs then leaves it as written): the fill
+  /// this pass puts before a partial read is then ordered by a barrier of its own.
+  Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
+    const bool saved = own_syncs_;
+    own_syncs_ = false;
+    pre_order_visit(n->body, [&](const Stmt& s) {
+      auto* y = s.as<SyncNode>();
+      if (y && y->sync_kind != SyncKind::SetCrossFlag && y->sync_kind != SyncKind::WaitCrossFlag)
+        own_syncs_ = true;
+    });
+    Stmt out = IRMutator::mutate_(n, self);
+    own_syncs_ = saved;
+    return out;
+  }
+  Stmt mutate_(const ForNode* n, const Stmt& self) override {
+    bounds_.loop(*n);
+    return IRMutator::mutate_(n, self);
+  }
+  Stmt mutate_(const LetNode* n, const Stmt& self) override {
+    bounds_.let(*n);
+    return IRMutator::mutate_(n, self);
+  }
+  Stmt mutate_(const IfNode* n, const Stmt& self) override {
+    const auto before = bounds_.vars;
+    bounds_.refine(n->cond);
+    Stmt t = mutate(n->then_case);
+    bounds_.vars = before;
+    Stmt e = n->else_case.defined() ? mutate(n->else_case) : n->else_case;
+    if (t.same_as(n->then_case) && e.same_as(n->else_case)) return self;
+    return IfNode::make(n->cond, t, e, n->loc);
+  }
+
+  Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
+    if (n->op != &ops::copy() && n->op != &ops::atomic_add()) return self;
+    if (n->args.size() < 2 || !n->args[0].is_region() || !n->args[1].is_region()) return self;
+    const bool read = n->args[0].region.buffer->scope == MemScope::GM;
+    const int gi = read ? 0 : 1, ti = 1 - gi;
+    const BufferRegion& g = n->args[gi].region;
+    const BufferRegion& t0 = n->args[ti].region;
+    if (g.buffer->scope != MemScope::GM || !on_chip(t0.buffer)) return self;
+    if (g.ranges.empty() || t0.ranges.empty()) return self;
+    auto c = dev::clip_copy(g, t0, bounds_.vars);
+    if (!c || !c->clipped) return self;
+    // A block may lie wholly past the tensor (the second AIV's half of a one-row tail): its
+    // extent is then 0 and its start the tensor's end, which every access check accepts.
+    uint32_t dims = 0;
+    const size_t ng = g.ranges.size(), nt = t0.ranges.size();
+    for (size_t k = 1; k <= std::min(ng, nt); ++k) {
+      Range& gr = c->gm.ranges[ng - k];
+      Range& tr = c->tile.ranges[nt - k];
+      if (gr.extent.same_as(g.ranges[ng - k].extent)) continue;
+      dims |= 1u << (nt - k);
+      const Expr& size = g.buffer->shape[ng - k];
+      if (arith::bound(size - g.ranges[ng - k].min, bounds_.vars).lo >= 0) continue;
+      Expr zero = arith::make_int(gr.extent.dtype(), 0);
+      gr.extent = simplify(max(gr.extent, zero));
+      tr.extent = gr.extent;
+      gr.min = simplify(min(g.ranges[ng - k].min, size));
+    }
+    const Buffer& tb = t0.buffer;
+    std::vector<Attr> attrs = n->attrs;
+    const bool author_pad = n->attr_bool("pad");
+    if (tb->scope == MemScope::UB && n->op == &ops::copy() && c->clipped_last)
+      attr_of(attrs, "pad")->value = true;  // DataCopyPad: rows of any byte length
+    const bool whole_tile = read && n->op == &ops::copy() && is_whole(t0);
+    if (whole_tile && tb->scope == MemScope::UB && !author_pad) {
+      attr_of(attrs, "clipped")->value = true;
+      Undefined& u = undefined[tb.get()];
+      u.dims |= dims;
+      if (!u.copy.defined()) u.copy = self;
+    }
+    std::vector<TileArg> args = n->args;
+    args[gi] = c->gm;
+    args[ti] = c->tile;
+    Stmt copy = TileOpNode::make(n->op, std::move(args), std::move(attrs), n->loc);
+    if (!read || n->op != &ops::copy()) return copy;
+    Stmt fill;
+    if (tb->scope == MemScope::L1) {
+      fill = make_tile_op(
+          ops::init_const(),
+          {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))}, {},
+          n->loc);
+    } else if (tb->scope == MemScope::UB && author_pad && whole_tile) {
+      fill = make_tile_op(
+          ops::tile::fill(),
+          {BufferRegion::full(tb),
+           arith::make_const(tb->dtype, arith::Value::of_float(n->attr_float("pad_value")))},
+          {}, n->loc);
+    } else {
+      return copy;
+    }
+    // The fill (V pipe for UB, an MTE2 init for L1) and the copy both write the tile, and DMA
+    // writes are not ordered by their pipe alone: in a scope whose syncs are the author's
+    // nothing else orders them (with auto_sync, insert_syncs does).
+    if (own_syncs_)
+      fill = SeqNode::make({fill, SyncNode::make(SyncKind::PipeBarrier, Pipe::ALL, Pipe::S, Expr(),
+                                                 0, n->loc, SyncOrigin::Auto)},
+                           n->loc);
+    // Only on the iterations the copy is partial.
+    Expr partial;
+    for (size_t d = 0; d < nt; ++d) {
+      if (!(dims >> d & 1u)) continue;
+      Expr p = c->tile.ranges[d].extent < t0.ranges[d].extent;
+      partial = partial.defined() ? (partial || p) : p;
+    }
+    partial = simplify(partial);
+    if (auto always = as_const_int(partial))
+      return *always ? SeqNode::make({fill, copy}, n->loc) : copy;
+    return SeqNode::make({IfNode::make(partial, fill, Stmt(), n->loc), copy}, n->loc);
+  }
+
+ private:
+  static bool is_whole(const BufferRegion& r) {
+    for (size_t d = 0; d < r.ranges.size(); ++d) {
+      auto mn = as_const_int(r.ranges[d].min);
+      if (!mn || *mn != 0 || !dev::same_extent(r.ranges[d].extent, r.buffer->shape[d]))
+        return false;
+    }
+    return true;
+  }
+
+  dev::Bounds bounds_;
+  bool own_syncs_ = false;
+};
+
+const BufferRegion* region(const TileOpNode& n, std::string_view name) {
+  const TileArg* a = op_operand(n, name);
+  return a && a->is_region() ? &a->region : nullptr;
+}
+
+/// The dimension `n` (a reduction) combines, as an index of its source, or -1 for every one
+/// (sorts and top-k read their source as one queue).
+int combined_dim(const TileOpNode& n, const BufferRegion& src) {
+  if (n.op->rows != RowMap::Reduce) return -1;
+  const int64_t d = n.attr_int("dim");
+  return static_cast<int>(d < 0 ? d + static_cast<int64_t>(src.ranges.size()) : d);
+}
+
+/// Rejects an op that would combine undefined elements into a result: the undefined part
+/// follows vector ops from their sources to their destinations (flow-insensitively: a tile
+/// computed from a clipped one anywhere in the kernel counts as one).
+void reject_combined_garbage(const Stmt& body,
+                             std::unordered_map<const BufferNode*, Undefined> undefined) {
+  if (undefined.empty()) return;
+  std::vector<const TileOpNode*> vec_ops;
+  pre_order_visit(body, [&](const Stmt& s) {
+    if (auto* t = s.as<TileOpNode>(); t && t->op->unit == OpUnit::Vector) vec_ops.push_back(t);
+  });
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const TileOpNode* t : vec_ops) {
+      const BufferRegion* dst = region(*t, "dst");
+      if (!dst || t->op->rows == RowMap::Reduce || t->op->rows == RowMap::Whole) continue;
+      for (const auto& a : t->args) {
+        if (!a.is_region() || &a.region == dst) continue;
+        auto it = undefined.find(a.region.buffer.get());
+        if (it == undefined.end()) continue;
+        Undefined& u = undefined[dst->buffer.get()];
+        const uint32_t dims = a.region.ranges.size() == dst->ranges.size() ? it->second.dims : ~0u;
+        if ((u.dims | dims) != u.dims) grew = true;
+        u.dims |= dims;
+        if (!u.copy.defined()) u.copy = it->second.copy;
+      }
+    }
+  }
+  for (const TileOpNode* t : vec_ops) {
+    if (t->op->rows != RowMap::Reduce && t->op->rows != RowMap::Whole) continue;
+    for (const auto& a : t->args) {
+      if (!a.is_region() || !t->op->operands.size()) continue;
+      auto it = undefined.find(a.region.buffer.get());
+      if (it == undefined.end() || &a.region == region(*t, "dst")) continue;
+      const int d = combined_dim(*t, a.region);
+      if (d >= 0 && !(it->second.dims >> d & 1u)) continue;
+      throw Error(
+          t->loc,
+          fmt::format("T.{}: its operand '{}' holds undefined elements past the end of a tensor "
+                      "(the {} is clipped there and has no pad_value), which this op would "
+                      "combine into its result; expected that copy with pad_value= the op's "
+                      "identity (0 for a sum, -T.infinity for a max), or blocks that divide the "
+                      "tensor",
+                      t->op->name, a.region.buffer->name, dev::describe(it->second.copy)));
+    }
+  }
+}
+
+}  // namespace
+
+PrimFunc clip_expert_copies(const PrimFunc& f, const Target&) {
+  const KernelNode* k = dev::find_kernel(f);
+  if (!k || k->developer() || dev::developer_threads(f) > 0) return f;
+  Clipper clipper;
+  Stmt body = clipper.mutate(f->body);
+  reject_combined_garbage(body, std::move(clipper.undefined));
+  return body.same_as(f->body) ? f : with_body(f, body);
+}
+
+}  // namespace tl
