@@ -318,7 +318,11 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
     // the function is verified here: a kernel is never handed out for a function that would
     // not verify. (A memory hit compares the functions: structurally equal functions get the
     // same verdict, tests/ir/scoping_property_test.cpp.)
-    if (opt.verify) verify_or_throw(f, target);
+    // The pipeline verifies a hybrid kernel after combine_cv gives it its scopes, so the
+    // check here does too (verifying `f` as written rejected every hybrid kernel on a disk hit:
+    // the second run of a TileLang-Ascend script failed where the first had passed).
+    if (opt.verify)
+      verify_or_throw(opt.lower && opt.dev.auto_cv_combine ? combine_cv(f, target) : f, target);
     c.disk_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     c.misses.fetch_add(1, std::memory_order_relaxed);
