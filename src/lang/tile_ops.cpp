@@ -251,6 +251,7 @@ namespace tile {
 // clang-format off (macro definitions without a trailing semicolon read as one statement)
 TL_BINARY(bitwise_and, ops::tile::bitwise_and())
 TL_BINARY(bitwise_or, ops::tile::bitwise_or())
+TL_BINARY(bitwise_xor, ops::tile::bitwise_xor())
 TL_UNARY(bitwise_not, ops::tile::bitwise_not())
 TL_UNARY(relu, ops::tile::relu())
 TL_UNARY(broadcast, ops::tile::broadcast())
