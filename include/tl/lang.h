@@ -239,6 +239,7 @@ namespace tile {
 #include "tl/vector_ops.def"
 void bitwise_and(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 void bitwise_or(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
+void bitwise_xor(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 void bitwise_not(TileArg dst, TileArg src, TL_LOC);
 void shift_left(TileArg dst, TileArg src, Expr bits, TL_LOC);
 void shift_right(TileArg dst, TileArg src, Expr bits, TL_LOC);

@@ -199,6 +199,11 @@ void bind_ir(nb::module_& m) {
       "text"_a, "filename"_a = "<ir>");
   m.def("print_expr", [](nb::handle e) { return print(to_expr(e)); });
   m.def("as_expr", [](nb::handle e) { return to_expr(e); });
+  // a - b when it is the same integer for every value of the variables ((m + 1) * 64 - m * 64
+  // is 64), else None: the parser gives a slice this constant extent (issue 29).
+  m.def("constant_difference", [](nb::handle a, nb::handle b) {
+    return arith::constant_difference(to_expr(a), to_expr(b));
+  });
 
   // ---- Expression helpers (TileLang's T.max, T.exp, T.cast, ...) --------------------------------
   m.def("min", [](nb::handle a, nb::handle b) { return tl::min(to_expr(a), to_expr(b)); });

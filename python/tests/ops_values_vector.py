@@ -171,12 +171,14 @@ def check_bitwise() -> None:
         np_t = NP[dtype]
         k_and = elementwise("bitwise_and", dtype, 2)
         k_or = elementwise("bitwise_or", dtype, 2)
+        k_xor = elementwise("bitwise_xor", dtype, 2)  # issue 29: was "T.tile.bitwise_xor ... not supported yet"
         k_not = elementwise("bitwise_not", dtype, 1)
         for n in SIZES:
             a = _rng.integers(0, 1 << 16, n).astype(np.uint16).view(np_t)
             b = _rng.integers(0, 1 << 16, n).astype(np.uint16).view(np_t)
             np.testing.assert_array_equal(k_and(a, b), a & b, err_msg=f"bitwise_and {dtype} n={n}")
             np.testing.assert_array_equal(k_or(a, b), a | b, err_msg=f"bitwise_or {dtype} n={n}")
+            np.testing.assert_array_equal(k_xor(a, b), a ^ b, err_msg=f"bitwise_xor {dtype} n={n}")
             np.testing.assert_array_equal(k_not(a, b), ~a, err_msg=f"bitwise_not {dtype} n={n}")
 
 

@@ -49,6 +49,7 @@ VALUE_TESTS: Dict[str, Callable[[], None]] = {
     **V.ROW_EXPAND,
     "tile.bitwise_and": V.check_bitwise,
     "tile.bitwise_or": V.check_bitwise,
+    "tile.bitwise_xor": V.check_bitwise,
     "tile.bitwise_not": V.check_bitwise,
     "tile.shift_left": V.check_shifts,
     "tile.shift_right": V.check_shifts,

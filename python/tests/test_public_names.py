@@ -307,7 +307,7 @@ def test_called_outside_a_kernel(name: str) -> None:
                                        r"MTE2, MTE3, FIX, ALL \(any case\), got NoneType None"),
     (lambda: T.pipe_barrier(1), r"T.pipe_barrier: argument 'pipe' must be a pipe name"),
     # before: ValueError: could not convert string to float
-    (lambda: T.copy(1, 2, pad_value="a"), r"T.copy: argument 'pad_value' must be a number, got str 'a'"),
+    (lambda: T.copy(1, 2, pad_value="a"), r"T.copy: argument 'pad_value' must be a number or a constant expression \(e.g. -T.infinity\(dtype\)\), got str 'a'"),
 ])
 def test_bad_arguments_are_errors_naming_the_argument(call: Callable[[], Any], message: str) -> None:
     with pytest.raises(tilelang.Error, match=message):

@@ -93,7 +93,6 @@ T_HINTS: dict[str, str] = {
 TILE_HINTS: dict[str, str] = {
     "atomic_add": "T.atomic_add(dst, src) (a data movement, not a T.tile vector op in tl-ascend)",
     "mul_add_dst": "not supported yet: T.tile.mul into a temporary, then T.tile.add (or T.tile.axpy for a scalar)",
-    "bitwise_xor": "not supported yet: T.tile.bitwise_and / bitwise_or / bitwise_not compose it",
     "bitwise_rshift": "T.tile.shift_right", "bitwise_lshift": "T.tile.shift_left",
     "reduce_sum": "T.reduce_sum(src, dst, dim) (reductions are T.*, not T.tile.*)",
     "reduce_max": "T.reduce_max(src, dst, dim)", "reduce_min": "T.reduce_min(src, dst, dim)",

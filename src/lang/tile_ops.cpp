@@ -4,6 +4,7 @@
 #include "tl/lang.h"
 #include "tl/op.h"
 #include "tl/ops.h"
+#include "tl/printer.h"
 
 namespace tl::T {
 namespace {
@@ -25,14 +26,70 @@ void resolve_start_point_regions(std::vector<TileArg>& args, std::string_view op
                  "operand is a full region",
                  op, a.region.buffer->name);
     size_t n = a.region.ranges.size(), m = full->ranges.size();
-    if (n < m)
-      user_error(loc,
-                 "T.{}: start-point region of '{}' has {} indices but the extents come from "
-                 "'{}' with {} dimensions",
-                 op, a.region.buffer->name, n, full->buffer->name, m);
+    if (n < m) {
+      // Fewer indices than the full region's rank: the start point takes the full region's
+      // trailing n extents, as TileLang-Ascend's copy does (`A[r, c]` against `a_ub[0, :, :]`
+      // is the [rows, cols] of the tile); the leading ones it leaves out must be 1, or the two
+      // sides would move different element counts.
+      for (size_t i = 0; i < m - n; ++i) {
+        auto one = as_const_int(full->ranges[i].extent);
+        if (!one || *one != 1)
+          user_error(loc,
+                     "T.{}: start-point region of '{}' has {} indices but the extents come from "
+                     "'{}' with {} dimensions, and its leading extent {} (dimension {}) is not 1: "
+                     "the start point takes the trailing {} extents; slice '{}' fully instead",
+                     op, a.region.buffer->name, n, full->buffer->name, m,
+                     print(full->ranges[i].extent), i, n, a.region.buffer->name);
+      }
+      for (size_t i = 0; i < n; ++i) a.region.ranges[i].extent = full->ranges[i + (m - n)].extent;
+      continue;
+    }
     for (size_t i = 0; i < n; ++i)
       a.region.ranges[i].extent = i < n - m ? Expr(1) : full->ranges[i - (n - m)].extent;
   }
+}
+
+/// TileLang-Ascend's rounding mode for a UB -> UB copy between dtypes (its copy_ub_to_ub,
+/// src/tl_templates/ascend/common.h): CAST_NONE for the exact widenings it lists (half, bfloat16,
+/// int16 -> float; int8 -> half; int32 -> int16), CAST_RINT for every other pair. Pairs whose only
+/// legal mode on the chip is CAST_NONE (uint8 -> half, int32 <-> int64) get CAST_NONE too:
+/// they are exact, so round-to-nearest gives the same values there.
+const char* ub_copy_cast_mode(DType from, DType to) {
+  using D = DType;
+  const std::pair<D, D> none[] = {
+      {D::Float16, D::Float32}, {D::BFloat16, D::Float32}, {D::Int16, D::Float32},
+      {D::Int8, D::Float16},    {D::Int32, D::Int16},      {D::UInt8, D::Float16},
+      {D::Int32, D::Int64},     {D::Int64, D::Int32},
+  };
+  for (auto [f, t] : none)
+    if (f == from && t == to) return "CAST_NONE";
+  return "CAST_RINT";
+}
+
+/// Scopes whose dtype-changing copy can only be a vector Cast: UB, and a shared tile (which
+/// the compiler places in UB or L1; L1 has no converting path, so a converting copy is UB's).
+/// A fragment may become the L0C accumulator, whose copy out converts through the fixpipe, so a
+/// fragment's copy stays a copy.
+bool cast_scope(MemScope s) {
+  return s == MemScope::UB || s == MemScope::Shared;
+}
+
+/// A T.copy between two UB (or shared) regions of different dtypes is a cast in
+/// TileLang-Ascend (it lowers to AscendC::Cast); the T.tile.cast operands it becomes here, or
+/// nothing when the copy is a move. The copy's own options do not apply to a cast: any of them
+/// is an error.
+std::optional<std::vector<TileArg>> ub_cast_operands(const std::vector<TileArg>& args,
+                                                     const std::vector<Attr>& attrs,
+                                                     const SourceLoc& loc) {
+  if (args.size() != 2 || !args[0].is_region() || !args[1].is_region()) return std::nullopt;
+  const Buffer &s = args[0].region.buffer, &d = args[1].region.buffer;
+  if (!cast_scope(s->scope) || !cast_scope(d->scope) || s->dtype == d->dtype) return std::nullopt;
+  for (const Attr& a : attrs)
+    user_error(loc,
+               "T.copy from '{}' ({}) to '{}' ({}) on chip converts dtypes (a T.tile.cast); option "
+               "'{}' does not apply to it",
+               s->name, dtype_name(s->dtype), d->name, dtype_name(d->dtype), a.key);
+  return std::vector<TileArg>{args[1], args[0]};
 }
 
 Attr battr(const char* k, bool v) {
@@ -56,6 +113,13 @@ void emit(std::string_view op, std::vector<TileArg> args, std::vector<Attr> attr
 void emit(const OpDef& op, std::vector<TileArg> args, std::vector<Attr> attrs, const Loc& l) {
   SourceLoc loc = source_loc(l);
   resolve_start_point_regions(args, op.name, loc);
+  if (&op == &ops::copy())
+    if (auto cast_args = ub_cast_operands(args, attrs, loc)) {
+      DType from = args[0].region.buffer->dtype, to = args[1].region.buffer->dtype;
+      std::vector<Attr> mode{sattr("mode", ub_copy_cast_mode(from, to))};
+      lang::emit(make_tile_op(ops::tile::cast(), std::move(*cast_args), std::move(mode), loc), loc);
+      return;
+    }
   lang::emit(make_tile_op(op, std::move(args), std::move(attrs), loc), loc);
 }
 
@@ -187,6 +251,7 @@ namespace tile {
 // clang-format off (macro definitions without a trailing semicolon read as one statement)
 TL_BINARY(bitwise_and, ops::tile::bitwise_and())
 TL_BINARY(bitwise_or, ops::tile::bitwise_or())
+TL_BINARY(bitwise_xor, ops::tile::bitwise_xor())
 TL_UNARY(bitwise_not, ops::tile::bitwise_not())
 TL_UNARY(relu, ops::tile::relu())
 TL_UNARY(broadcast, ops::tile::broadcast())

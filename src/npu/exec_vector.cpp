@@ -220,6 +220,11 @@ void bor(const TileOpNode& n, Core& c) {
       n, c, [](float a, float) -> float { return a; },
       [](int64_t a, int64_t b) -> int64_t { return a | b; });
 }
+void bxor(const TileOpNode& n, Core& c) {
+  binary(
+      n, c, [](float a, float) -> float { return a; },
+      [](int64_t a, int64_t b) -> int64_t { return a ^ b; });
+}
 
 void relu(const TileOpNode& n, Core& c) {
   if (is_float(operand_dtype(n, "dst")))
@@ -592,6 +597,7 @@ std::vector<ExecEntry> vector_execs() {
 #include "tl/vector_ops.def"
       {&ops::tile::bitwise_and(), band},
       {&ops::tile::bitwise_or(), bor},
+      {&ops::tile::bitwise_xor(), bxor},
       {&ops::tile::bitwise_not(), bnot},
       {&ops::tile::shift_left(), shl},
       {&ops::tile::shift_right(), shr},

@@ -352,6 +352,7 @@ std::vector<StaleEntry> vector_stale_rules() {
 #include "tl/vector_ops.def"
       {&ops::tile::bitwise_and(), binary},
       {&ops::tile::bitwise_or(), binary},
+      {&ops::tile::bitwise_xor(), binary},
       {&ops::tile::bitwise_not(), unary},
       {&ops::tile::shift_left(), unary},
       {&ops::tile::shift_right(), unary},

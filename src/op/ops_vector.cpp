@@ -46,7 +46,8 @@ void register_vector_ops(OpList& ops) {
   ops.push_back(vec("row_expand_" #NAME, RowMap::RowExpand, {out("dst"), in("src0"), in("src1")}, \
                     SUMMARY, DTYPES, CostClass::COST, {}, rules::rule_row_expand));
 #include "tl/vector_ops.def"
-  for (const char* b : {"bitwise_and", "bitwise_or"})
+  // bitwise_xor: AscendC::Xor (TileLang-Ascend's T.tile.bitwise_xor), int16 / uint16 like And/Or.
+  for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor"})
     ops.push_back(vec(b, RowMap::Elementwise, {out("dst"), in("src0"), in("src1")},
                       fmt::format("dst = src0 {} src1", b), {D::Int16, D::UInt16}));
   ops.push_back(vec("bitwise_not", RowMap::Elementwise, {out("dst"), in("src")}, "dst = ~src",
@@ -131,6 +132,7 @@ void register_vector_ops(OpList& ops) {
                                                {"tile.row_expand_min", BinOp::Min},
                                                {"tile.bitwise_and", BinOp::BitAnd},
                                                {"tile.bitwise_or", BinOp::BitOr},
+                                               {"tile.bitwise_xor", BinOp::BitXor},
                                                {"tile.shift_left", BinOp::Shl},
                                                {"tile.shift_right", BinOp::Shr}};
   // The identities mask_tails fills a stale tail of a source with (OpDef::identity): the value

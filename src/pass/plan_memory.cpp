@@ -37,6 +37,19 @@ class UseAddresses : public IRMutator {
   }
 };
 
+/// Why a kernel at most 256 B over the UB / L1 capacity is still over it (issue 29): the
+/// capacities are those TileLang-Ascend's AscendC code generator allocates, one TBuf per memory
+/// 256 B short of the physical size (codegen_ascend.cc: UB 196352, L1 524032 on A2/A3), so those
+/// bytes lie past every buffer it allocates (docs/hardware.md section 1).
+std::string top_256_note(MemScope s, int64_t over) {
+  if ((s != MemScope::UB && s != MemScope::L1) || over <= 0 || over > 256) return "";
+  return fmt::format(
+      "the capacity is the {} TileLang-Ascend's code generator allocates (its one AscendC TBuf, "
+      "256 B short of the physical memory); these {} bytes would lie past every buffer it "
+      "allocates\n",
+      scope_name(s), over);
+}
+
 std::string grouped(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v), out;
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -104,7 +117,8 @@ std::string declared(const BufferNode& b) {
           "kernel {}: {} needs {} bytes, capacity {} on {} (buffers live at the same time cannot "
           "share bytes):\n{}{}",
           f->name, scope_name(scope), grouped(total), grouped(target.cap(scope)), target.name,
-          table, reuse));
+          table, reuse) +
+          top_256_note(scope, total - target.cap(scope)));
 }
 
 }  // namespace

@@ -44,7 +44,10 @@ void check_move_dtypes(const TileOpNode& n, VerifyContext& ctx, const BufferRegi
 
 void check_move_shapes(const TileOpNode& n, VerifyContext& ctx, const BufferRegion& src,
                        const BufferRegion& dst, bool transpose) {
-  auto es = squeezed_extents(src), ed = squeezed_extents(dst);
+  // Unit dimensions anywhere are ignored (the copy moves elements in row-major order); a
+  // transposing copy keeps its matrices' own ranks.
+  auto es = transpose ? squeezed_extents(src) : unit_free_extents(src);
+  auto ed = transpose ? squeezed_extents(dst) : unit_free_extents(dst);
   if (extents_may_equal(es, ed)) return;
   if (transpose && es.size() >= 2) {
     std::swap(es[es.size() - 1], es[es.size() - 2]);
@@ -52,8 +55,9 @@ void check_move_shapes(const TileOpNode& n, VerifyContext& ctx, const BufferRegi
     std::swap(es[es.size() - 1], es[es.size() - 2]);
   }
   ctx.error(n, "dst", "copy-shape-mismatch",
-            fmt::format("expected the extents of 'src' {}{} (leading 1s ignored), got {}",
-                        fmt_extents(es), transpose ? " or their transpose" : "", fmt_extents(ed)));
+            fmt::format("expected the extents of 'src' {}{} ({}1s ignored), got {}",
+                        fmt_extents(es), transpose ? " or their transpose" : "",
+                        transpose ? "leading " : "", fmt_extents(ed)));
 }
 
 struct CubeDims {

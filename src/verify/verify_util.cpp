@@ -43,6 +43,14 @@ std::vector<Expr> squeezed_extents(const BufferRegion& r) {
   return {e.begin() + static_cast<std::ptrdiff_t>(i), e.end()};
 }
 
+std::vector<Expr> unit_free_extents(const BufferRegion& r) {
+  std::vector<Expr> out;
+  for (const Expr& e : region_extents(r))
+    if (const_int(e) != 1) out.push_back(e);
+  if (out.empty()) out.push_back(Expr(1));
+  return out;
+}
+
 std::string fmt_extents(const std::vector<Expr>& xs) {
   std::string s = "[";
   for (size_t i = 0; i < xs.size(); ++i)
@@ -124,11 +132,11 @@ bool check_same_shape(const TileOpNode& n, VerifyContext& ctx, std::string_view 
                       std::string_view name) {
   const BufferRegion *a = region_of(n, ref), *b = region_of(n, name);
   if (!a || !b) return true;
-  auto ea = squeezed_extents(*a), eb = squeezed_extents(*b);
+  auto ea = unit_free_extents(*a), eb = unit_free_extents(*b);
   if (extents_may_equal(ea, eb)) return true;
   ctx.error(n, std::string(name), "shape-mismatch",
-            fmt::format("expected the extents of '{}' {}, got {}", ref, fmt_extents(ea),
-                        fmt_extents(eb)));
+            fmt::format("expected the extents of '{}' {} (1s ignored), got {}", ref,
+                        fmt_extents(ea), fmt_extents(eb)));
   return false;
 }
 

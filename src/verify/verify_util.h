@@ -26,6 +26,11 @@ std::vector<std::pair<std::string, const BufferRegion*>> regions_of(const TileOp
 
 /// The region's extents with leading constant-1 extents dropped (at least one kept).
 std::vector<Expr> squeezed_extents(const BufferRegion& r);
+/// The region's extents with every constant-1 extent dropped, leading or interior or trailing
+/// (at least one kept): what copies and elementwise ops compare, since they move elements in
+/// row-major order and a unit dimension does not change that order (TileLang-Ascend's
+/// `buf[i, :, :]` against a 2-D tile, a [n] tile against a [n, 1] one).
+std::vector<Expr> unit_free_extents(const BufferRegion& r);
 /// "[64, 7]".
 std::string fmt_extents(const std::vector<Expr>& xs);
 /// False only when the two extent lists provably differ (rank, or a pair of unequal constants).

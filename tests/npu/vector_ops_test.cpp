@@ -398,7 +398,7 @@ TEST(VectorOps, SelectModes0And2) {
 // ---- bitwise ------------------------------------------------------------------------------
 
 TEST(VectorOps, BitwiseAndShifts) {
-  for (const char* op : {"and", "or", "not"})
+  for (const char* op : {"and", "or", "xor", "not"})
     for (DType t : legal((std::string("tile.bitwise_") + op).c_str()))
       for (const Region& rg : tail_regions(dtype_bytes(t))) {
         SCOPED_TRACE(fmt::format("bitwise_{} {} {}", op, dtype_name(t), rg.str()));
@@ -411,6 +411,8 @@ TEST(VectorOps, BitwiseAndShifts) {
                        T::tile::bitwise_and(rg.of(ub[0]), rg.of(ub[1]), rg.of(ub[2]));
                      if (op[0] == 'o')
                        T::tile::bitwise_or(rg.of(ub[0]), rg.of(ub[1]), rg.of(ub[2]));
+                     if (op[0] == 'x')
+                       T::tile::bitwise_xor(rg.of(ub[0]), rg.of(ub[1]), rg.of(ub[2]));
                      if (op[0] == 'n') T::tile::bitwise_not(rg.of(ub[0]), rg.of(ub[1]));
                    },
                    {d, a, b});
@@ -418,7 +420,10 @@ TEST(VectorOps, BitwiseAndShifts) {
         std::vector<double> want(av.size(), 7.0);
         for (int64_t f : rg.flat()) {
           int64_t x = static_cast<int64_t>(av[f]), y = static_cast<int64_t>(bv[f]);
-          want[f] = wrap(t, op[0] == 'a' ? (x & y) : op[0] == 'o' ? (x | y) : ~x);
+          want[f] = wrap(t, op[0] == 'a'   ? (x & y)
+                            : op[0] == 'o' ? (x | y)
+                            : op[0] == 'x' ? (x ^ y)
+                                           : ~x);
         }
         EXPECT_EQ(diff_exact(d.to_vector(), want), "");
       }

@@ -215,7 +215,7 @@ TEST(OpTraits, TraitsSayWhatTheNameListsSaid) {
   std::set<std::string> elementwise = {"tile.cast",        "tile.fill",       "tile.relu",
                                        "tile.axpy",        "tile.leaky_relu", "tile.clamp",
                                        "tile.bitwise_and", "tile.bitwise_or", "tile.bitwise_not",
-                                       "tile.shift_left",  "tile.shift_right"};
+                                       "tile.bitwise_xor", "tile.shift_left", "tile.shift_right"};
 #define TL_VECTOR_BINARY(NAME, ...) elementwise.insert("tile." #NAME);
 #define TL_VECTOR_UNARY(NAME, ...) elementwise.insert("tile." #NAME);
 #include "tl/vector_ops.def"
@@ -258,6 +258,7 @@ TEST(OpTraits, TraitsSayWhatTheNameListsSaid) {
                                                {BinOp::Min, "min"},
                                                {BinOp::BitAnd, "bitwise_and"},
                                                {BinOp::BitOr, "bitwise_or"},
+                                               {BinOp::BitXor, "bitwise_xor"},
                                                {BinOp::Shl, "shift_left"},
                                                {BinOp::Shr, "shift_right"}};
   for (const auto& [b, name] : binops) {

@@ -397,13 +397,26 @@ def copy(src, dst, enable_relu=False, transpose=False, pad_value=None, nd2nz=Tru
     if transpose:
         attrs["transpose"] = True
     if pad_value is not None:
-        if isinstance(pad_value, bool) or not isinstance(pad_value, _numbers.Real):
-            _bad("copy", "pad_value", "a number", pad_value)
         attrs["pad"] = True
-        attrs["pad_value"] = _builtins.float(pad_value)
+        attrs["pad_value"] = _pad_number(pad_value)
     if not nd2nz:
         attrs["nd2nz"] = False
     _emit("copy", [src, dst], attrs, _loc())
+
+
+def _pad_number(v):
+    """pad_value as the float the copy fills with: a number, or any constant kernel expression
+    (TileLang-Ascend takes a PrimExpr: `-T.infinity(dtype)`, `T.float16(0)`); the padded copy
+    fills with one immediate, so an expression of kernel variables is an error, not a guess."""
+    if isinstance(v, bool) or not _is_expr(v):
+        _bad("copy", "pad_value", "a number or a constant expression (e.g. -T.infinity(dtype))", v)
+    if isinstance(v, _numbers.Real):
+        return _builtins.float(v)
+    e = _core.as_expr(v)
+    if not e.is_const():
+        _bad("copy", "pad_value", "a number or a constant expression (e.g. -T.infinity(dtype))", v,
+             f" ('{_core.print_expr(e)}' is not a constant: the padded copy fills with one immediate)")
+    return _builtins.float(e.const_value())
 
 
 def atomic_add(dst, src):
@@ -539,8 +552,14 @@ def set_cross_flag(pipe, event_id, mode=2):
                          int(mode), _loc())
 
 
-def wait_cross_flag(event_id):
+def wait_cross_flag(event_id, pipe=""):
+    """TileLang-Ascend's wait_cross_flag(flag, pipe=""): `pipe` (A5's per-pipe wait, which
+    AscendC's A2/A3 CrossCoreWaitFlag does not take) is checked as a pipe name and otherwise
+    changes nothing: the wait here blocks the whole core, which orders every pipe the named one
+    would and so cannot give a different result."""
     _expr("wait_cross_flag", "event_id", event_id)
+    if pipe != "":
+        _pipe("wait_cross_flag", "pipe", pipe)
     _core.wait_cross_flag(event_id, _loc())
 
 

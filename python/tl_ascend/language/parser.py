@@ -654,6 +654,13 @@ class _Parser:
                         # `start:start + extent`: the extent as written (the builder does not fold
                         # `start + extent - start`), as the C++ buf.region({start}, {extent}).
                         extents.append(_operand(self.eval(e.upper.right)))
+                    elif isinstance(hi, _core.Expr) or isinstance(lo, _core.Expr):
+                        # `m * 64:(m + 1) * 64`: the builder does not fold (m + 1) * 64 - m * 64,
+                        # so a constant difference is taken here (the copy's shape check needs
+                        # the 64; it was a shape mismatch against [64, 64]).
+                        diff = _core.constant_difference(_operand(hi), _operand(lo))
+                        extents.append(diff if diff is not None
+                                       else self.apply(n, operator.sub, _operand(hi), _operand(lo)))
                     else:
                         extents.append(self.apply(n, operator.sub, _operand(hi), _operand(lo)))
                 else:
