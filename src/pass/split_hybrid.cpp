@@ -8,14 +8,16 @@
 //     an op with no core of its own goes to the core of its on-chip operand; a debug print to
 //     both;
 //   - an element store goes to the core owning the buffer it writes or an on-chip buffer it
-//     reads; a store between GM tensors and scalars alone goes to the cube, as in
-//     TileLang-Ascend (it runs once per block there, where both AIVs would run it twice);
+//     reads; a store to a scalar variable (T.alloc_var) otherwise to both (each core has its
+//     own); a store between GM tensors and scalars alone to the cube, as in TileLang-Ascend (it
+//     runs once per block there, where both AIVs would run it twice);
 //   - an author's sync goes to the core owning its pipes (M, MTE1, FIX: cube; V, MTE3:
 //     vector); one on pipes both cores have (MTE2, S, a wait for a cross-core flag) goes with
 //     the next statement that has a core (what it guards), else the previous one;
 //   - lets, loops and ifs go to each scope whose part of their body is not empty (a loop runs
 //     in both scopes with its body filtered); a let nobody in a scope reads is left out of it;
-//     the kernel's allocations and its leading lets stay at kernel level, before both scopes.
+//     the kernel's allocations and its leading lets stay at kernel level, before both scopes;
+//     a T.Pipelined loop runs as a serial loop (expert kernels pipeline by hand).
 // The cube runs once per block: cube code reading vid (the AIV's index) or a UB buffer (the
 // AIVs' memory), directly or through a let, is an error naming it.
 //
@@ -98,7 +100,9 @@ class Splitter {
         if (!read) read = t_.memory_core(b->scope);
       };
       r.visit(s);
-      return read ? of_core(*read) : Where::Cube;
+      if (read) return of_core(*read);
+      // A scalar variable (T.alloc_var) is each core's own: both keep it up to date.
+      return st->buffer->scope == MemScope::Var ? Where::Both : Where::Cube;
     }
     if (auto* y = s.as<SyncNode>()) {
       switch (y->sync_kind) {
@@ -150,7 +154,12 @@ class Splitter {
     if (auto* f = s.as<ForNode>()) {
       Stmt body = part(f->body, core);
       if (!body.defined()) return body;
-      return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc);
+      // T.Pipelined is lowered in developer kernels only: here it runs as the serial loop it
+      // means (each iteration ordered by the flags; no overlap of iterations, so no result
+      // depends on a stage count).
+      const bool pipelined = f->for_kind == ForKind::Pipelined;
+      return ForNode::make(f->var, f->min, f->extent, pipelined ? ForKind::Serial : f->for_kind,
+                           pipelined ? 0 : f->num_stages, body, f->loc);
     }
     if (auto* n = s.as<IfNode>()) {
       Stmt a = part(n->then_case, core), b = part(n->else_case, core);
