@@ -103,10 +103,12 @@ PassOptions with_env(PassOptions opt);
 
 /// combine_cv (DeveloperOptions::auto_cv_combine, TileLang-Ascend's tl.ascend_auto_cv_combine):
 /// an expert kernel whose work is written outside any T.Scope. A vector-only body becomes the
-/// Vector scope (each AIV runs it with its vid) and its shared / fragment tiles UB tiles; cube
-/// work in it, or unscoped work beside scoped work, is a tl::Error naming the statement. Other
-/// kernels are returned unchanged. Runs before verify.
-PrimFunc combine_cv(const PrimFunc& f, const Target& target);
+/// Vector scope (each AIV runs it with its vid) and its shared / fragment tiles UB tiles; a body
+/// with cube work is split into a Cube and a Vector scope (src/pass/split_hybrid.cpp), and with
+/// `auto_cv_sync` (tl.ascend_auto_cross_core_sync) its GM tensors that cross cores become
+/// channels insert_channel_syncs orders. Unscoped work beside scoped work is a tl::Error naming
+/// the statement. Other kernels are returned unchanged. Runs before verify.
+PrimFunc combine_cv(const PrimFunc& f, const Target& target, bool auto_cv_sync = false);
 
 /// verify: the expert-mode spec (tl/verifier.h). Throws tl::Error listing every violation;
 /// returns `f` itself otherwise. Runs first: every later pass may assume a valid kernel.

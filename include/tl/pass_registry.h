@@ -67,6 +67,10 @@ struct DeveloperOptions {
   /// group_vector_ops orders each run of vector ops by dependence level, so dependent ones share
   /// pipe barriers (runs only with minimise_syncs); off: the author's order.
   bool group_vector_ops = true;
+  /// A hybrid kernel split by auto_cv_combine gets cross-core flags on each GM tensor one core
+  /// writes and the other reads (insert_channel_syncs; TileLang-Ascend's
+  /// tl.ascend_auto_cross_core_sync). Off by default: the author's cross-core flags stand.
+  bool auto_cv_sync = false;
 
   /// A tl::Error naming both options when an enabled one needs a disabled one.
   void validate() const;
@@ -104,7 +108,8 @@ enum class Gate {
   Developer,          // kernels lowered from a developer kernel
   DeveloperTwoAivs,   // ... written with threads = 2
   DeveloperMinimise,  // ... with DeveloperOptions::minimise_syncs on
-  Synced              // developer kernels, and expert ones with DeveloperOptions::auto_sync
+  Synced,             // developer kernels, and expert ones with DeveloperOptions::auto_sync
+  CrossSynced         // developer kernels, and expert ones with DeveloperOptions::auto_cv_sync
 };
 std::string_view gate_name(Gate g);
 

@@ -83,12 +83,13 @@ class PassConfigKey(metaclass=_PassConfigKeyType):
 
     TL_ASCEND_AUTO_SYNC: expert kernels get their intra-core syncs from the compiler too
     (developer kernels always do); TL_ASCEND_AUTO_CV_COMBINE: an expert kernel written without
-    T.Scope gets its scope (a vector-only body is a vector kernel). Both are switches of the
-    compiler's registry (TL_DEV_AUTO_SYNC, TL_DEV_AUTO_CV_COMBINE). TL_ASCEND_MEMORY_PLANNING and
+    T.Scope gets its scope (a vector-only body is a vector kernel; one with cube work is split
+    into cube and vector code); TL_ASCEND_AUTO_CV_SYNC: such a split kernel gets cross-core
+    syncs on each GM workspace one core writes and the other reads (developer kernels always
+    get them). All three are switches of the compiler's registry (TL_DEV_AUTO_SYNC,
+    TL_DEV_AUTO_CV_COMBINE, TL_DEV_AUTO_CV_SYNC). TL_ASCEND_MEMORY_PLANNING and
     TIR_MERGE_STATIC_SMEM: tl-ascend plans every buffer without an address in both modes, so
-    they are accepted and change nothing. TL_ASCEND_AUTO_CV_SYNC: the cross-core syncs of
-    a kernel the compiler splits; developer kernels always get them and a hybrid kernel with
-    cube work is not split yet (an error names its first cube statement), so it changes nothing.
+    they are accepted and change nothing.
     The TL_DEV_* keys switch developer-mode passes (docs/developer_mode.md, "Options")."""
 
     TL_ASCEND_AUTO_SYNC = "tl.ascend_auto_sync"
@@ -103,7 +104,6 @@ class PassConfigKey(metaclass=_PassConfigKeyType):
 # Keys accepted without effect (PassConfigKey's docstring says why), with the spellings of
 # earlier tl-ascend releases.
 _NO_EFFECT_KEYS = {PassConfigKey.TL_ASCEND_MEMORY_PLANNING, "tl.ascend.memory_planning",
-                   PassConfigKey.TL_ASCEND_AUTO_CV_SYNC, "tl.ascend.auto_cv_sync",
                    PassConfigKey.TIR_MERGE_STATIC_SMEM}
 
 

@@ -5,11 +5,12 @@
 // unit's (copies between GM and UB, vector tile ops, scalar work) is a vector kernel: it becomes
 // the Vector scope, run by each AIV with its own vid, and its T.alloc_shared / T.alloc_fragment
 // tiles are UB tiles (TileLang-Ascend places "shared.dyn" and "local.fragment" buffers of vector
-// code in UB). A body with cube work is not split into cube and vector code yet: an error names
-// the first cube statement and the two forms that express the kernel today. A kernel that
+// code in UB). A body with cube work is split into a Cube and a Vector scope (split_hybrid.cpp),
+// its GM tensors that cross cores made channels with auto_cv_sync. A kernel that
 // already names its scopes is left as written; one that mixes scoped and unscoped work is an
 // error naming the unscoped statement (which core should run it is the author's to say).
 #include "developer.h"
+#include "split_hybrid.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/pass.h"
@@ -39,7 +40,7 @@ bool has_scope(const Stmt& body) {
 
 }  // namespace
 
-PrimFunc combine_cv(const PrimFunc& f, const Target& target) {
+PrimFunc combine_cv(const PrimFunc& f, const Target& target, bool auto_cv_sync) {
   const KernelNode* k = kernel_of(f);
   if (!k || k->developer()) return f;
   const Stmt work = first_unscoped_work(k->body);
@@ -51,18 +52,14 @@ PrimFunc combine_cv(const PrimFunc& f, const Target& target) {
                "put it in the T.Scope of the core that should run it",
                dev::describe(work));
   Stmt body = dev::Placer().mutate(k->body);  // no placements given: UB
+  bool cube = false;
   pre_order_visit(body, [&](const Stmt& s) {
     auto* op = s.as<TileOpNode>();
-    if (!op) return;
-    auto core = op_core(*op, target);
-    if (core && *core == CoreKind::Cube)
-      user_error(op->loc,
-                 "{} is cube work in a kernel without T.Scope: tl.ascend_auto_cv_combine combines "
-                 "a vector-only body into a vector kernel, but does not split cube and vector "
-                 "work yet; write T.Scope(\"C\") / T.Scope(\"V\") (expert mode), or bind only cid "
-                 "(T.Kernel(n, threads=2) as cid: developer mode splits it)",
-                 dev::describe(s));
+    auto core = op ? op_core(*op, target) : std::nullopt;
+    cube = cube || (core && *core == CoreKind::Cube);
   });
+  // Cube work: the body is split into the two scopes (split_hybrid.cpp).
+  if (cube) return hybrid::split(f, *k, body, target, auto_cv_sync);
   return dev::with_kernel_body(f, {ScopeNode::make(CoreKind::Vector, body, k->loc)});
 }
 

@@ -22,8 +22,10 @@
 //
 // Cross-core flag ids are given in declaration order, a data id per channel and a credit id per
 // channel inside a loop, 0 to 10 (11-14 belong to sync_all).
+#include <algorithm>
 #include <functional>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "developer.h"
@@ -53,6 +55,7 @@ struct Channel {
   const BufferNode* ws;
   int data = -1, credit = -1;  // cross-core flag ids; credit only for a channel inside a loop
   int slots = 1;               // the workspace's dimension 1 (legalize_copies, pipeline_loops)
+  bool whole = false;          // every copy a whole slot (a hybrid kernel's parameter channel)
 };
 
 Stmt cross_set(Pipe pipe, int id, const SourceLoc& loc) {
@@ -65,8 +68,13 @@ Stmt cross_wait(int id, const SourceLoc& loc) {
 
 class ChannelSyncs {
  public:
-  ChannelSyncs(const Target& t, const std::vector<Channel>& channels)
-      : target_(t), channels_(channels) {}
+  /// `shared`: per channel, the loop variables around its copies in both scopes (hybrid
+  /// channels only; see role()).
+  ChannelSyncs(const Target& t, const std::vector<Channel>& channels,
+               std::vector<std::set<const VarNode*>> shared)
+      : target_(t), channels_(channels), shared_(std::move(shared)) {
+    grouped_.assign(channels_.size(), false);
+  }
 
   /// A scope body with the flags around every channel copy; then the consumer's pre-set
   /// credits first and the producer's drains last.
@@ -93,7 +101,11 @@ class ChannelSyncs {
   std::vector<Stmt> rewrite(const std::vector<Stmt>& body) {
     std::vector<Stmt> out;
     for (const Stmt& s : body) {
-      if (auto* f = s.as<ForNode>()) {
+      std::vector<size_t> groups;  // the hybrid channels whose copies loop `s` groups
+      if (s.as<ForNode>())
+        for (size_t i = 0; i < channels_.size(); ++i)
+          if (role(s, i, 0) || role(s, i, 1)) groups.push_back(i);
+      if (auto* f = s.as<ForNode>(); f && groups.empty()) {
         Stmt inner = SeqNode::make(rewrite(stmts_of(f->body)), f->body->loc);
         out.push_back(
             ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, inner, f->loc));
@@ -106,20 +118,30 @@ class ChannelSyncs {
         out.push_back(IfNode::make(n->cond, t, e, n->loc));
         continue;
       }
-      for (const Channel& c : channels_)
-        if (copy_of(s, c.ws, 0)) out.push_back(cross_wait(c.data, s->loc));
-      for (const Channel& c : channels_)
-        if (const TileOpNode* op = copy_of(s, c.ws, 1); op && c.credit >= 0 && first_part(*op))
-          out.push_back(cross_wait(c.credit, s->loc));
-      out.push_back(s);
+      for (size_t i = 0; i < channels_.size(); ++i)
+        if (role(s, i, 0)) out.push_back(cross_wait(channels_[i].data, s->loc));
+      for (size_t i = 0; i < channels_.size(); ++i)
+        if (const TileOpNode* op = role(s, i, 1);
+            op && channels_[i].credit >= 0 && (channels_[i].whole || first_part(*op)))
+          out.push_back(cross_wait(channels_[i].credit, s->loc));
+      if (auto* f = s.as<ForNode>()) {
+        // A group: its copies of the grouped channels get no flags of their own.
+        for (size_t i : groups) grouped_[i] = true;
+        Stmt inner = SeqNode::make(rewrite(stmts_of(f->body)), f->body->loc);
+        for (size_t i : groups) grouped_[i] = false;
+        out.push_back(
+            ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, inner, f->loc));
+      } else {
+        out.push_back(s);
+      }
       for (size_t i = 0; i < channels_.size(); ++i) {
         const Channel& c = channels_[i];
-        if (const TileOpNode* op = copy_of(s, c.ws, 1); op && last_part(*op)) {
+        if (const TileOpNode* op = role(s, i, 1); op && (c.whole || last_part(*op))) {
           const Pipe pipe = op->op->pipe(*op, target_);
           out.push_back(cross_set(pipe, c.data, s->loc));
           if (!producer_[i]) producer_[i] = s->loc;
         }
-        if (const TileOpNode* op = copy_of(s, c.ws, 0); op && c.credit >= 0) {
+        if (const TileOpNode* op = role(s, i, 0); op && c.credit >= 0) {
           const Pipe pipe = op->op->pipe(*op, target_);
           out.push_back(cross_set(pipe, c.credit, s->loc));
           if (!consumer_[i]) consumer_[i] = std::pair{pipe, s->loc};
@@ -127,6 +149,24 @@ class ChannelSyncs {
       }
     }
     return out;
+  }
+
+  /// The copy reading (`which` = 0) or writing (1) channel `i`'s workspace that `s` is; or, for
+  /// a hybrid channel, the first such copy in a loop `s` that runs around its copies in one
+  /// scope only (a loop the other scope does not share: hybrid::mark_channels checked that
+  /// each side has one such group per iteration of the shared loops). The group is then the
+  /// write or the read: flagged after it, waited before it, as one copy is.
+  const TileOpNode* role(const Stmt& s, size_t i, int which) const {
+    const Channel& c = channels_[i];
+    if (grouped_[i]) return nullptr;
+    auto* f = s.as<ForNode>();
+    if (!f) return copy_of(s, c.ws, which);
+    if (!c.whole || shared_[i].count(f->var.node())) return nullptr;
+    const TileOpNode* found = nullptr;
+    pre_order_visit(s, [&](const Stmt& x) {
+      if (!found) found = copy_of(x, c.ws, which);
+    });
+    return found;
   }
 
   // A producer may fill a slot in column parts, in order (lower_cube_ops drains a split
@@ -143,6 +183,8 @@ class ChannelSyncs {
 
   const Target& target_;
   const std::vector<Channel>& channels_;
+  std::vector<std::set<const VarNode*>> shared_;
+  std::vector<bool> grouped_;  // per channel: inside a group loop being rewritten
   // Per channel, in the scope being rewritten: the first consuming copy (its pipe and line: the
   // credits' pre-sets) and the first producing copy (its line: the drains).
   std::vector<std::optional<std::pair<Pipe, SourceLoc>>> consumer_;
@@ -182,6 +224,24 @@ Stmt flag_protocol(const Stmt& s) {
   return Stmt();
 }
 
+/// The variables of the loops around the copies of `ws` in `scope_body`.
+void loops_around(const Stmt& s, const BufferNode* ws, std::vector<const VarNode*>& loops,
+                  std::set<const VarNode*>& out) {
+  if (!s.defined()) return;
+  if (auto* q = s.as<SeqNode>()) {
+    for (const Stmt& x : q->stmts) loops_around(x, ws, loops, out);
+  } else if (auto* f = s.as<ForNode>()) {
+    loops.push_back(f->var.node());
+    loops_around(f->body, ws, loops, out);
+    loops.pop_back();
+  } else if (auto* n = s.as<IfNode>()) {
+    loops_around(n->then_case, ws, loops, out);
+    loops_around(n->else_case, ws, loops, out);
+  } else if (copy_of(s, ws, 0) || copy_of(s, ws, 1)) {
+    out.insert(loops.begin(), loops.end());
+  }
+}
+
 bool inside_loop(const Stmt& scope_body, const BufferNode* ws) {
   bool found = false;
   std::function<void(const Stmt&, bool)> walk = [&](const Stmt& s, bool in_loop) {
@@ -216,35 +276,58 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
   });
   if (synced) return f;
   std::vector<Stmt> top = stmts_of(k->body);
-  // The workspaces (GM buffers declared in the kernel), in declaration order, and their ids.
+  // The workspaces (GM buffers declared in the kernel), in declaration order, and their ids;
+  // then a hybrid kernel's parameters combine_cv made channels (hybrid::mark_channels: one
+  // whole write and one whole read per iteration, of any shape).
+  std::vector<std::pair<const BufferNode*, SourceLoc>> annotated;
+  for (const Stmt& s : top)
+    if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->channel_slots > 0)
+      annotated.push_back({a->buffer.get(), a->loc});
+  for (const Param& p : f->params)
+    if (p.is_tensor() && p.tensor->channel_slots > 0)
+      annotated.push_back({p.tensor.get(), p.tensor->loc});
   std::vector<Channel> channels;
   int next_id = 0;
-  for (const Stmt& s : top)
-    if (auto* a = s.as<AllocateNode>(); a && !a->is_view() && a->buffer->channel_slots > 0) {
-      // A channel by its annotation (BufferNode::channel_slots), whose shape must agree.
-      Channel c{a->buffer.get()};
-      const auto slots = a->buffer->ndim() >= 2 ? as_const_int(a->buffer->shape[1]) : std::nullopt;
-      TL_ASSERT(slots && *slots == a->buffer->channel_slots && *slots <= 8,
-                "insert_channel_syncs: channel workspace '{}' of {} is not [num_blocks, "
-                "channel_slots = {}, ...] with 1-8 slots (legalize_copies' form)",
-                a->buffer->name, f->name, a->buffer->channel_slots);
-      c.slots = a->buffer->channel_slots;
-      bool looped = false;
-      for (const Stmt& x : top)
-        if (auto* scope = x.as<ScopeNode>()) looped = looped || inside_loop(scope->body, c.ws);
-      const int need = looped ? 2 : 1;
-      if (next_id + need > kMaxChannelFlags)
-        user_error(a->loc,
-                   "kernel {}: the cross-core channels need more than {} cross-core flags (ids "
-                   "0-{}; 11-14 "
-                   "belong to sync_all): use fewer tiles that cross cores",
-                   f->name, kMaxChannelFlags, kMaxChannelFlags - 1);
-      c.data = next_id++;
-      if (looped) c.credit = next_id++;
-      channels.push_back(c);
-    }
+  for (const auto& [ws, loc] : annotated) {
+    // A channel by its annotation (BufferNode::channel_slots), whose shape must agree.
+    Channel c{ws};
+    c.whole = std::any_of(f->params.begin(), f->params.end(),
+                          [&](const Param& p) { return p.tensor.get() == ws; });
+    const auto slots = ws->ndim() >= 2 ? as_const_int(ws->shape[1]) : std::nullopt;
+    TL_ASSERT(c.whole || (slots && *slots == ws->channel_slots && *slots <= 8),
+              "insert_channel_syncs: channel workspace '{}' of {} is not [num_blocks, "
+              "channel_slots = {}, ...] with 1-8 slots (legalize_copies' form)",
+              ws->name, f->name, ws->channel_slots);
+    c.slots = ws->channel_slots;
+    bool looped = false;
+    for (const Stmt& x : top)
+      if (auto* scope = x.as<ScopeNode>()) looped = looped || inside_loop(scope->body, c.ws);
+    const int need = looped ? 2 : 1;
+    if (next_id + need > kMaxChannelFlags)
+      user_error(loc,
+                 "kernel {}: the cross-core channels need more than {} cross-core flags (ids "
+                 "0-{}; 11-14 "
+                 "belong to sync_all): use fewer tiles that cross cores",
+                 f->name, kMaxChannelFlags, kMaxChannelFlags - 1);
+    c.data = next_id++;
+    if (looped) c.credit = next_id++;
+    channels.push_back(c);
+  }
   if (channels.empty()) return f;
-  ChannelSyncs syncs(target, channels);
+  // Per hybrid channel, the loops around its copies in both scopes.
+  std::vector<std::set<const VarNode*>> shared(channels.size());
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (!channels[i].whole) continue;
+    std::set<const VarNode*> per[2];
+    for (const Stmt& x : top)
+      if (auto* scope = x.as<ScopeNode>()) {
+        std::vector<const VarNode*> loops;
+        loops_around(scope->body, channels[i].ws, loops, per[scope->core == CoreKind::Cube]);
+      }
+    for (const VarNode* v : per[0])
+      if (per[1].count(v)) shared[i].insert(v);
+  }
+  ChannelSyncs syncs(target, channels, std::move(shared));
   std::vector<Stmt> out;
   for (const Stmt& s : top) {
     auto* scope = s.as<ScopeNode>();

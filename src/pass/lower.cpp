@@ -69,6 +69,8 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& optio
         return threads > 0 && opt.dev.minimise_syncs;
       case Gate::Synced:
         return threads > 0 || opt.dev.auto_sync;
+      case Gate::CrossSynced:
+        return threads > 0 || opt.dev.auto_cv_sync;
     }
     return false;
   };

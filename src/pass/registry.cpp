@@ -55,6 +55,9 @@ const std::vector<Switch>& switch_registry() {
        false, "an expert kernel without T.Scope: a vector-only body becomes the Vector scope"},
       {"group_vector_ops", &D::group_vector_ops, {}, {"tl.dev.group_vector_ops"}, false,
        "vector ops reordered so that dependent ones share barriers (off: the author's order)"},
+      {"auto_cv_sync", &D::auto_cv_sync, {},
+       {"tl.dev.auto_cv_sync", "tl.ascend_auto_cross_core_sync", "tl.ascend.auto_cv_sync"},
+       false, "a hybrid kernel split by auto_cv_combine: cross-core flags on its workspaces"},
   };
   // clang-format on
   return switches;
@@ -98,6 +101,8 @@ std::string_view gate_name(Gate g) {
       return "developer, minimise_syncs";
     case Gate::Synced:
       return "developer, or auto_sync";
+    case Gate::CrossSynced:
+      return "developer, or auto_cv_sync";
   }
   return "?";
 }
@@ -153,7 +158,11 @@ const std::vector<PassDef>& pass_registry() {
   static const std::vector<PassDef> passes = {
       // Before the verifier: a TileLang-Ascend hybrid kernel (no T.Scope) becomes the expert
       // kernel it stands for, which the verifier then checks at the author's lines.
-      {"combine_cv", plain(combine_cv), Gate::Always, "auto_cv_combine"},
+      {"combine_cv",
+       [](const PrimFunc& g, const Target& t, const Ctx& ctx) {
+         return combine_cv(g, t, ctx.opt.dev.auto_cv_sync);
+       },
+       Gate::Always, "auto_cv_combine"},
       // First: every later pass may assume a well-formed expert-mode kernel, and the user
       // gets all violations against the source as written.
       {"verify", plain(verify_pass), Gate::Always, "", {}, Spec::Expert},
@@ -302,9 +311,10 @@ const std::vector<PassDef>& pass_registry() {
        Spec::Planned},
       // Cross-core: after insert_syncs, which orders each core's own pipes and knows nothing of
       // the other core.
+      // Also on a hybrid kernel's workspaces (combine_cv marks them channels) with auto_cv_sync.
       {"insert_channel_syncs",
        plain(insert_channel_syncs),
-       Gate::Developer,
+       Gate::CrossSynced,
        "insert_syncs",
        {"split_cube_vector"},
        Spec::Planned},

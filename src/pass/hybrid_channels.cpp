@@ -1,0 +1,175 @@
+// hybrid::mark_channels (split_hybrid.h): with tl.ascend_auto_cross_core_sync, the GM tensors a
+// split hybrid kernel passes between its cores become channels (BufferNode::channel_slots = 1),
+// so that insert_channel_syncs, the cross-core protocol of developer kernels, orders them too
+// rather than a second cross-core sync engine.
+//
+// That protocol counts: the producer raises one flag per write, the consumer waits for one per
+// read and, in a loop, hands one credit back. It is right when each iteration of the loops
+// around them has exactly one write and one read of the tensor, under the same loops and ifs
+// (TileLang-Ascend pairs a workspace's producer and consumer the same way). Anything else (two
+// writes, a read in an inner loop, a copy under an `if vid == 0` the cube does not share, a
+// read-modify-write) would hang or race, so it is an error naming the tensor and the two
+// statements, with what to write instead.
+#include <map>
+
+#include "developer.h"
+#include "split_hybrid.h"
+#include "tl/access.h"
+#include "tl/ir_functor.h"
+#include "tl/pass.h"
+
+namespace tl::hybrid {
+namespace {
+
+/// The loops and ifs around a statement, outermost first (an if with the branch taken).
+using Chain = std::vector<std::pair<const StmtNode*, int>>;
+
+struct Access {
+  Stmt stmt;
+  CoreKind core;
+  bool read, write;
+  Chain chain;
+};
+
+class Collector {
+ public:
+  Collector(const Target& t, const std::function<std::optional<CoreKind>(const Stmt&)>& core_of)
+      : t_(t), core_of_(core_of) {}
+
+  void walk(const Stmt& s) {
+    if (!s.defined()) return;
+    if (auto* q = s.as<SeqNode>()) {
+      for (const Stmt& x : q->stmts) walk(x);
+    } else if (auto* f = s.as<ForNode>()) {
+      chain_.push_back({s.get(), 0});
+      walk(f->body);
+      chain_.pop_back();
+    } else if (auto* n = s.as<IfNode>()) {
+      chain_.push_back({s.get(), 0});
+      walk(n->then_case);
+      chain_.back().second = 1;
+      walk(n->else_case);
+      chain_.pop_back();
+    } else if (s.as<TileOpNode>() || s.as<StoreNode>()) {
+      auto core = core_of_(s);
+      if (!core) return;
+      std::map<const BufferNode*, Access> mine;
+      for (const auto& touch : analysis::touches_of(s, t_)) {
+        if (touch.buffer->scope != MemScope::GM) continue;
+        auto [it, fresh] = mine.try_emplace(touch.buffer, Access{s, *core, false, false, chain_});
+        it->second.read = it->second.read || touch.read;
+        it->second.write = it->second.write || touch.write;
+      }
+      for (auto& [b, a] : mine) {
+        if (!by_buffer_.count(b)) order_.push_back(b);
+        by_buffer_[b].push_back(a);
+      }
+    }
+  }
+
+  std::vector<const BufferNode*> order_;
+  std::map<const BufferNode*, std::vector<Access>> by_buffer_;
+
+ private:
+  const Target& t_;
+  const std::function<std::optional<CoreKind>(const Stmt&)>& core_of_;
+  Chain chain_;
+};
+
+std::string_view side(CoreKind c) {
+  return c == CoreKind::Cube ? "cube" : "vector";
+}
+
+/// Whether `accesses` of one tensor cross cores: written on one, read on the other.
+bool crosses(const std::vector<Access>& accesses) {
+  for (const Access& w : accesses)
+    for (const Access& r : accesses)
+      if (w.write && r.read && w.core != r.core) return true;
+  return false;
+}
+
+class Rebuffer : public IRMutator {
+ public:
+  std::map<const BufferNode*, Buffer> to;
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto it = to.find(b.get());
+    return it == to.end() ? b : it->second;
+  }
+};
+
+}  // namespace
+
+PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
+                       const std::function<std::optional<CoreKind>(const Stmt&)>& core_of) {
+  Collector c(t, core_of);
+  c.walk(work);
+  Rebuffer rebuffer;
+  for (const BufferNode* b : c.order_) {
+    const auto& accesses = c.by_buffer_.at(b);
+    if (!crosses(accesses)) continue;
+    const std::string rule = fmt::format(
+        "tl.ascend_auto_cross_core_sync orders a GM tensor that crosses cores by pairing its "
+        "write on one core with its read on the other, once per iteration of the loops around "
+        "both; '{}' ",
+        b->name);
+    const std::string fix =
+        ": use one workspace per producer and consumer (workspace_idx), or write the cross-core "
+        "flags yourself without tl.ascend_auto_cross_core_sync";
+    // The write and the read: one side each, not both on a statement (an atomic update).
+    const Access* w = nullptr;
+    const Access* r = nullptr;
+    for (const Access& a : accesses) {
+      if (a.write && a.read)
+        user_error(a.stmt->loc, "{}is read and written by {} ({}){}", rule, dev::describe(a.stmt),
+                   side(a.core), fix);
+      const Access*& first = a.write ? w : r;
+      if (!first) first = &a;
+      if (first->core != a.core)
+        user_error(a.stmt->loc, "{}is {} by {} ({}) and by {} ({}){}", rule,
+                   a.write ? "written" : "read", dev::describe(first->stmt), side(first->core),
+                   dev::describe(a.stmt), side(a.core), fix);
+    }
+    // The loops and ifs around all of them, and each access's group: the outermost statement
+    // past them (a loop only one side runs, or the copy itself). One group per side, and no
+    // `if` only one side takes: the other side would wait for a flag never raised.
+    size_t common = accesses.front().chain.size();
+    for (const Access& a : accesses) {
+      size_t n = 0;
+      while (n < common && n < a.chain.size() && a.chain[n] == accesses.front().chain[n]) ++n;
+      common = n;
+    }
+    const StmtNode* group[2] = {nullptr, nullptr};
+    const Access* first_in[2] = {nullptr, nullptr};
+    for (const Access& a : accesses) {
+      const StmtNode* g = a.chain.size() > common ? a.chain[common].first : a.stmt.get();
+      if (g->kind == StmtKind::If)
+        user_error(a.stmt->loc, "{}is {} by {} ({}) under an `if` the other side does not share{}",
+                   rule, a.write ? "written" : "read", dev::describe(a.stmt), side(a.core), fix);
+      const int i = a.write ? 1 : 0;
+      if (group[i] && group[i] != g)
+        user_error(a.stmt->loc,
+                   "{}is {} by {} ({}) and again by {}: two {}s per iteration, where the other "
+                   "side has one{}",
+                   rule, a.write ? "written" : "read", dev::describe(first_in[i]->stmt),
+                   side(a.core), dev::describe(a.stmt), a.write ? "write" : "read", fix);
+      group[i] = g;
+      if (!first_in[i]) first_in[i] = &a;
+    }
+    bool param = false;
+    for (const Param& p : f->params) param = param || (p.is_tensor() && p.tensor.get() == b);
+    if (!param)
+      user_error(w->stmt->loc,
+                 "{}is not a kernel parameter: pass it as a workspace (workspace_idx) so each "
+                 "block's cores share it",
+                 rule);
+    rebuffer.to[b] = BufferNode::make(b->name, b->dtype, b->shape, b->scope, b->strides, b->address,
+                                      b->loc, b->origin, /*channel_slots=*/1);
+  }
+  if (rebuffer.to.empty()) return f;
+  std::vector<Param> params = f->params;
+  for (Param& p : params)
+    if (p.is_tensor()) p.tensor = rebuffer.mutate_buffer(p.tensor);
+  return make_prim_func(f->name, f->dynamics, std::move(params), rebuffer.mutate(f->body), f->loc);
+}
+
+}  // namespace tl::hybrid
