@@ -36,7 +36,8 @@ struct VectorizeOptions {
   /// compute in float32 and may differ from the scalar loop's correctly rounded result in the
   /// last bit, and, on a target whose vector unit flushes subnormals (950), float division and
   /// T.sqrt, which then differ for subnormal operands and results (a remark each). Off by
-  /// default: the vectorised loop is bit-identical.
+  /// default here, for the pass alone: the vectorised loop is bit-identical. The pipeline passes
+  /// DeveloperOptions::allow_inexact_math, which is on by default (as on the chip).
   bool allow_inexact_math = false;
   /// Where remarks go (default: stderr, one `file:line: remark: ...` line each).
   RemarkSink remark;

@@ -43,10 +43,14 @@ const std::vector<Switch>& switch_registry() {
       {"scalar_fallback", &D::scalar_fallback, {"vectorize"}, {"tl.dev.scalar_fallback"}, true,
        "developer mode: run element loops that cannot be vectorised on the scalar unit (a "
        "remark each)"},
-      {"allow_inexact_math", &D::allow_inexact_math, {"vectorize"}, {"tl.dev.allow_inexact_math"},
+      // On by default (as on the chip), so it needs nothing: with vectorize off it does nothing,
+      // and `--off vectorize` alone must stay valid. Off (`tlc --off allow_inexact_math`,
+      // TL_DEV_ALLOW_INEXACT_MATH: False) asks for exact math.
+      {"allow_inexact_math", &D::allow_inexact_math, {}, {"tl.dev.allow_inexact_math"},
        true,
-       "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
-       "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)"},
+       "developer mode: element loops use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
+       "differences, as on the chip) and, on 950, its subnormal-flushing div/sqrt (a remark "
+       "each); on by default, --off allow_inexact_math asks for exact math"},
       {"auto_sync", &D::auto_sync, {"insert_syncs"},
        {"tl.dev.auto_sync", "tl.ascend_auto_sync", "tl.ascend.auto_sync"}, false,
        "expert kernels too: the compiler writes the syncs of each scope without syncs of its own"},
