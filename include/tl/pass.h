@@ -143,6 +143,14 @@ PrimFunc lower_cube_ops(const PrimFunc& f, const Target& target);
 /// and the statement (docs/developer_mode.md, "Tails"). Expert kernels are returned unchanged.
 PrimFunc mask_tails(const PrimFunc& f, const Target& target);
 
+/// clip_expert_copies (after verify and simplify): an expert kernel's GM -> L1 copies into a
+/// whole tile, and its UB -> GM / L0C -> GM stores, are clipped to the tensor along the
+/// dimensions whose end is not provably inside it (dev::clip_copy, legalize_copies' rule); a
+/// clipped L1 tile is zero-filled first on the iterations it is partial. GM -> UB loads are left
+/// as written (past the tensor they stay a launch error: their stale part would reach an expert
+/// kernel's vector work). Developer kernels are returned unchanged (legalize_copies clips theirs).
+PrimFunc clip_expert_copies(const PrimFunc& f, const Target& target);
+
 /// legalize_copies (after lower_cube_ops): every copy between GM and a tile is clipped to the
 /// tensor along the dimensions whose end is not provably inside it (row and column tails: the
 /// extent becomes min(tile extent, tensor extent - start) on both sides); UB tiles whose rows

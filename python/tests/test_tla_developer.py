@@ -12,6 +12,8 @@ torch reference on tails (M, N, K in 1, 7, 33 and sizes that are no multiple of 
   a vector-written shared tile copied into the one a gemm reads) go through compiler-made
   workspaces. Before (gemm_v0 not seen as a gemm): on tails an Error, "... stores 'o_ub', which
   holds stale data past its valid part", on whole blocks the verifier's gemm_v0 errors.
+* An expert GEMM's tail blocks (example_gemm_tail_block_developer.py): its cube loads and its
+  store are clipped. Before: "T.copy: out-of-bounds access to 'A' ..." at launch.
 * `T.exp` in an element loop is the chip's vector exp by default (allow_inexact_math on, as on
   the chip). Before: an Error, "T.Parallel: cannot vectorise: unsupported operation: T.exp on
   float32 ..." (sparse_flash_attn_developer_vid_reduce.py). `TL_DEV_ALLOW_INEXACT_MATH: False`
@@ -223,3 +225,38 @@ def test_exact_math_asked_for_makes_exp_in_an_element_loop_an_error() -> None:
     with pytest.raises(tilelang.Error, match=r"cannot vectorise: unsupported operation: T.exp on float32"):
         softmax_rows(16, 64, exact=True)
 
+
+@tilelang.jit(out_idx=[-1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True},
+              check_hazards=True)
+def expert_gemm_tail_blocks(M: int, N: int, K: int, block_M: int = 32, block_N: int = 32,
+                            K_L1: int = 32, dtype: str = "float16", accum_dtype: str = "float"):
+    """example_gemm_tail_block_developer.py's form: an *expert* kernel (alloc_L1 / alloc_L0C,
+    T.Scope("C")) whose blocks pass the tensors' ends on M, N and K. Its cube loads and its store
+    are clipped (clip_expert_copies), a partial L1 tile zero-filled first."""
+    m_num = T.ceildiv(M, block_M)
+    n_num = T.ceildiv(N, block_N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, _):
+            bx = cid // n_num
+            by = cid % n_num
+            A_L1 = T.alloc_L1((block_M, K_L1), dtype)
+            B_L1 = T.alloc_L1((K_L1, block_N), dtype)
+            C_L0 = T.alloc_L0C((block_M, block_N), accum_dtype)
+            with T.Scope("C"):
+                for k in T.serial(T.ceildiv(K, K_L1)):
+                    T.copy(A[bx * block_M, k * K_L1], A_L1)
+                    T.copy(B[k * K_L1, by * block_N], B_L1)
+                    T.gemm_v0(A_L1, B_L1, C_L0, init=(k == 0))
+                T.copy(C_L0, C[bx * block_M, by * block_N])
+
+    return main
+
+
+@pytest.mark.parametrize("M,N,K", SHAPES)
+def test_an_expert_gemms_tail_blocks_are_clipped(M: int, N: int, K: int) -> None:
+    """Before: every shape with a tail stopped the launch, "T.copy: out-of-bounds access to 'A'
+    (global, shape [7, 7]) by operand 'src': dimension 1 covers [0, 32), outside [0, 7)"."""
+    a, b = _ab(M, N, K)
+    torch.testing.assert_close(expert_gemm_tail_blocks(M, N, K)(a, b), _ref(a, b), rtol=1e-2, atol=1e-2)

@@ -169,6 +169,10 @@ const std::vector<PassDef>& pass_registry() {
        "",
        {},
        Spec::Expert},
+      // Expert kernels: TileLang-Ascend's tail blocks (cube loads and stores at a tensor's end
+      // move the part inside it). After simplify, so the bounds see folded indices; developer
+      // kernels are left to legalize_copies.
+      {"clip_expert_copies", plain(clip_expert_copies), Gate::Always, "", {}, Spec::Expert},
 
       // Developer mode (docs/developer_mode.md): each pass returns expert kernels unchanged.
       // Placement first: every later pass reasons about physical memories.
