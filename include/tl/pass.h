@@ -143,6 +143,14 @@ PrimFunc lower_cube_ops(const PrimFunc& f, const Target& target);
 /// and the statement (docs/developer_mode.md, "Tails"). Expert kernels are returned unchanged.
 PrimFunc mask_tails(const PrimFunc& f, const Target& target);
 
+/// place_expert_tiles (after combine_cv, before verify): an expert kernel with T.Scope whose
+/// T.alloc_shared / T.alloc_fragment tiles TileLang-Ascend would place by use: in a Cube scope a
+/// gemm_v0 operand or a copied shared tile -> L1, an accumulator or a copied fragment -> L0C; in
+/// a Vector scope -> UB; unused -> UB. A tile both scopes use (or a fragment as a gemm_v0 operand,
+/// a shared accumulator) is a tl::Error naming it and its uses. Other kernels are returned
+/// unchanged.
+PrimFunc place_expert_tiles(const PrimFunc& f, const Target& target);
+
 /// clip_expert_copies (after verify and simplify): an expert kernel's GM -> L1 copies into a
 /// whole tile, and its UB -> GM / L0C -> GM stores, are clipped to the tensor along the
 /// dimensions whose end is not provably inside it (dev::clip_copy, legalize_copies' rule); a

@@ -260,3 +260,71 @@ def test_an_expert_gemms_tail_blocks_are_clipped(M: int, N: int, K: int) -> None
     (global, shape [7, 7]) by operand 'src': dimension 1 covers [0, 32), outside [0, 7)"."""
     a, b = _ab(M, N, K)
     torch.testing.assert_close(expert_gemm_tail_blocks(M, N, K)(a, b), _ref(a, b), rtol=1e-2, atol=1e-2)
+
+
+@tilelang.jit(out_idx=[-2])
+def matmul_add_infer_scope(M: int, N: int, K: int, block_M: int = 32, block_N: int = 32,
+                           block_K: int = 32, dtype: str = "float16", accum_dtype: str = "float"):
+    """matmul_add_infer_scope.py's form: an expert kernel (hand-written T.Scope and flags, no pass
+    config) whose tiles come from T.alloc_shared / T.alloc_fragment; each is placed by the scope
+    that uses it (place_expert_tiles). Before: the verifier's "'A_L1' is a developer-mode shared
+    buffer; expert-mode kernels place every buffer explicitly"."""
+    m_num = M // block_M
+    n_num = N // block_N
+    half = block_M // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype),
+             D: T.Tensor((M, N), dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, vid):
+            bx = cid // n_num
+            by = cid % n_num
+            A_L1 = T.alloc_shared((block_M, block_K), dtype)
+            B_L1 = T.alloc_shared((block_K, block_N), dtype)
+            C_L0 = T.alloc_fragment((block_M, block_N), accum_dtype)
+            d_ub = T.alloc_shared((half, block_N), dtype)
+            c_ub = T.alloc_shared((half, block_N), dtype)
+            with T.Scope("C"):
+                for k in T.serial(T.ceildiv(K, block_K)):
+                    T.copy(A[bx * block_M, k * block_K], A_L1)
+                    T.copy(B[k * block_K, by * block_N], B_L1)
+                    T.barrier_all()
+                    T.gemm_v0(A_L1, B_L1, C_L0, init=(k == 0))
+                    T.barrier_all()
+                T.copy(C_L0, C[bx * block_M, by * block_N])
+                T.set_cross_flag("FIX", 0)
+            with T.Scope("V"):
+                T.wait_cross_flag(0)
+                T.copy(C[bx * block_M + vid * half, by * block_N], c_ub)
+                T.copy(D[bx * block_M + vid * half, by * block_N], d_ub)
+                T.barrier_all()
+                T.tile.add(c_ub, c_ub, d_ub)
+                T.barrier_all()
+                T.copy(c_ub, C[bx * block_M + vid * half, by * block_N])
+
+    return main
+
+
+@pytest.mark.parametrize("M,N,K", [(32, 32, 32), (64, 96, 7), (96, 32, 33), (32, 64, 100)])
+def test_an_expert_kernels_shared_and_fragment_tiles_are_placed_by_their_scope(M: int, N: int, K: int) -> None:
+    """Whole M and N blocks (the vector side's GM -> UB loads are not clipped in an expert
+    kernel); K has tails (the cube side's loads are clipped)."""
+    a, b = _ab(M, N, K)
+    d = torch.randn(M, N).half()
+    out = matmul_add_infer_scope(M, N, K).run(a, b, d, check_hazards=True)
+    ref = (a.float() @ b.float()).half().float() + d.float()
+    torch.testing.assert_close(out.float(), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_an_expert_tile_both_scopes_use_is_an_error_naming_both() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_shared((32, 32), "float16")
+            with T.Scope("C"):
+                T.copy(A, a)
+            with T.Scope("V"):
+                T.copy(a, C)
+
+    with pytest.raises(tilelang.Error, match=r"test_tla_developer.py:\d+: tile 'a' .* is used as L1 by .* and as UB by"):
+        tilelang.compile(main, out_idx=[1])

@@ -5,8 +5,9 @@
 // result stays right without the author's help:
 //   - GM -> L1 into a whole tile: the tile is zero-filled first on the iterations the copy is
 //     partial (T.init_const, on MTE2 like the copy, so the author's syncs that order the copy
-//     order it too): no stale K tail enters a product, stale M / N rows reach only rows that the
-//     clipped store leaves out;
+//     order it too; in a scope with syncs of its own a pipe_barrier(MTE2) then orders the copy
+//     after it, where auto_sync's insert_syncs does it otherwise): no stale K tail enters a
+//     product, stale M / N rows reach only rows that the clipped store leaves out;
 //   - L0C -> GM and UB -> GM stores: the rows and columns past the tensor are not stored (a UB
 //     row that is no whole 32-byte blocks takes the padded form, DataCopyPad).
 // A GM -> UB load past the tensor is left as written, so it stays a launch error naming the
@@ -36,6 +37,17 @@ bool whole_tile(const BufferRegion& r) {
 
 class Clipper : public IRMutator {
  protected:
+  /// Whether the scope has syncs of its own (then insert_syncs leaves it as written, and the
+  /// fill needs its barrier from here).
+  Stmt mutate_(const ScopeNode* n, const Stmt& self) override {
+    bool synced = false;
+    pre_order_visit(n->body, [&](const Stmt& s) { synced |= s.as<SyncNode>() != nullptr; });
+    const bool before = scope_synced_;
+    scope_synced_ = synced;
+    Stmt out = IRMutator::mutate_(n, self);
+    scope_synced_ = before;
+    return out;
+  }
   Stmt mutate_(const KernelNode* n, const Stmt& self) override {
     bounds_.kernel(*n);
     return IRMutator::mutate_(n, self);
@@ -88,6 +100,10 @@ class Clipper : public IRMutator {
         ops::init_const(),
         {BufferRegion::full(dst), arith::make_const(dst->dtype, arith::Value::of_float(0.0))}, {},
         n->loc);
+    if (scope_synced_)
+      fill = SeqNode::make({fill, SyncNode::make(SyncKind::PipeBarrier, Pipe::MTE2, Pipe::S, Expr(),
+                                                 0, n->loc, SyncOrigin::Auto)},
+                           n->loc);
     Expr partial;  // only on the iterations the copy is partial
     const auto& orig = n->args[ti].region;
     for (size_t d = 0; d < c->tile.ranges.size(); ++d) {
@@ -104,6 +120,7 @@ class Clipper : public IRMutator {
 
  private:
   dev::Bounds bounds_;
+  bool scope_synced_ = false;
 };
 
 }  // namespace

@@ -158,6 +158,9 @@ const std::vector<PassDef>& pass_registry() {
       // Before the verifier: a TileLang-Ascend hybrid kernel (no T.Scope) becomes the expert
       // kernel it stands for, which the verifier then checks at the author's lines.
       {"combine_cv", plain(combine_cv), Gate::Always, "auto_cv_combine"},
+      // Before the verifier too: an expert kernel's alloc_shared / alloc_fragment tiles get the
+      // memory of the T.Scope that uses them (TileLang-Ascend infers it), then are checked.
+      {"place_expert_tiles", plain(place_expert_tiles), Gate::Always},
       // First: every later pass may assume a well-formed expert-mode kernel, and the user
       // gets all violations against the source as written.
       {"verify", plain(verify_pass), Gate::Always, "", {}, Spec::Expert},
