@@ -36,7 +36,8 @@ struct VectorizeOptions {
   /// compute in float32 and may differ from the scalar loop's correctly rounded result in the
   /// last bit, and, on a target whose vector unit flushes subnormals (950), float division and
   /// T.sqrt, which then differ for subnormal operands and results (a remark each). Off by
-  /// default: the vectorised loop is bit-identical.
+  /// default here, for the pass alone: the vectorised loop is bit-identical. The pipeline passes
+  /// DeveloperOptions::allow_inexact_math, which is on by default (as on the chip).
   bool allow_inexact_math = false;
   /// Where remarks go (default: stderr, one `file:line: remark: ...` line each).
   RemarkSink remark;
@@ -143,6 +144,14 @@ PrimFunc lower_cube_ops(const PrimFunc& f, const Target& target);
 /// time and reaches one of these or a copy to GM, a tl::Error names the tile, the clipped copy
 /// and the statement (docs/developer_mode.md, "Tails"). Expert kernels are returned unchanged.
 PrimFunc mask_tails(const PrimFunc& f, const Target& target);
+
+/// place_expert_tiles (after combine_cv, before verify): an expert kernel with T.Scope whose
+/// T.alloc_shared / T.alloc_fragment tiles TileLang-Ascend would place by use: in a Cube scope a
+/// gemm_v0 operand or a copied shared tile -> L1, an accumulator or a copied fragment -> L0C; in
+/// a Vector scope -> UB; unused -> UB. A tile both scopes use (or a fragment as a gemm_v0 operand,
+/// a shared accumulator) is a tl::Error naming it and its uses. Other kernels are returned
+/// unchanged.
+PrimFunc place_expert_tiles(const PrimFunc& f, const Target& target);
 
 /// legalize_copies (after lower_cube_ops): every copy between GM and a tile is clipped to the
 /// tensor along the dimensions whose end is not provably inside it (row and column tails: the

@@ -55,8 +55,11 @@ struct DeveloperOptions {
   /// error naming the reason). Needs vectorize.
   bool scalar_fallback = false;
   /// Element loops may use the vector unit's exp / log / sigmoid / rsqrt, which can differ from
-  /// the correctly rounded scalar result in the last bit (a remark each). Needs vectorize.
-  bool allow_inexact_math = false;
+  /// the correctly rounded scalar result in the last bit (a remark each). On by default, as on
+  /// the chip, whose vector unit computes them so (TileLang-Ascend's element loops do; issue 29):
+  /// off asks for exact math, and such a loop is then an error naming the op (or, with
+  /// scalar_fallback, a scalar loop). Only vectorize reads it (no effect with vectorize off).
+  bool allow_inexact_math = true;
   /// Expert kernels too: insert_syncs writes the intra-core syncs of each scope that has none of
   /// its own (TileLang-Ascend's tl.ascend_auto_sync; developer kernels always get them, unless
   /// insert_syncs is off). Off by default: an expert kernel's syncs are its author's.

@@ -9,10 +9,16 @@
 // its GM tensors that cross cores made channels with auto_cv_sync. A kernel that
 // already names its scopes is left as written; one that mixes scoped and unscoped work is an
 // error naming the unscoped statement (which core should run it is the author's to say).
+// A kernel whose on-chip buffers are all developer tiles (T.alloc_shared / T.alloc_fragment)
+// and that never reads its vid (`as (cid, _)`) is a developer kernel in TileLang-Ascend, whatever
+// its binding: it becomes one here (threads = 1), and every later pass sees a developer kernel.
+#include <optional>
+
 #include "developer.h"
 #include "split_hybrid.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
+#include "tl/ops.h"
 #include "tl/pass.h"
 
 namespace tl {
@@ -38,11 +44,68 @@ bool has_scope(const Stmt& body) {
   return found;
 }
 
+/// A TileLang-Ascend developer-form kernel written with `as (cid, vid)`: no T.Scope, every on-chip
+/// buffer a developer tile (at least one), vid never read. It becomes the developer kernel it is
+/// (threads = 1: one AIV per AIC, as `T.Kernel(n) as cid`), so infer_scopes places its tiles and
+/// split_cube_vector splits its cube and vector work (TileLang-Ascend's developer mode: the
+/// binding does not choose the mode, the buffers do). With vid read and cube work the kernel is
+/// an error naming the read: developer mode splits the vector work between the AIVs itself
+/// (threads = 2), so a hand-written vid split has no meaning there. nullopt: not this form.
+std::optional<PrimFunc> as_developer_kernel(const PrimFunc& f, const KernelNode& k,
+                                            const Target& target) {
+  bool developer_tile = false, hardware_buffer = false, scoped = false, cube = false;
+  Stmt current, vid_read;  // the statement being visited; the first that reads vid
+  pre_order_visit(
+      k.body,
+      [&](const Stmt& s) {
+        current = s;
+        scoped |= s.as<ScopeNode>() != nullptr;
+        if (auto* a = s.as<AllocateNode>()) {
+          const MemScope m = a->buffer->scope;
+          if (m == MemScope::Shared || m == MemScope::Fragment)
+            developer_tile = true;
+          else if (m != MemScope::GM)
+            hardware_buffer = true;
+        }
+        if (auto* op = s.as<TileOpNode>()) {
+          auto core = op_core(*op, target);
+          cube |= op->op == &ops::gemm() || op->op == &ops::gemm_v0() ||
+                  (core && *core == CoreKind::Cube);
+        }
+      },
+      // A statement's own expressions are visited before its children: `current` owns `e`.
+      [&](const Expr& e) {
+        if (auto* v = e.as<VarNode>(); v && v == k.vid.get() && !vid_read.defined())
+          vid_read = current;
+      });
+  if (!developer_tile || hardware_buffer || scoped) return std::nullopt;
+  if (vid_read.defined()) {
+    if (!cube) return std::nullopt;  // a vector-only body: the vector kernel below, vid by hand
+    user_error(vid_read->loc,
+               "{} reads vid in a kernel of developer tiles (T.alloc_shared / T.alloc_fragment) "
+               "with cube work: such a kernel is a developer kernel, whose compiler splits the "
+               "vector work between the AIVs itself; bind `as (cid, _)` (or "
+               "`T.Kernel(n, threads=2) as cid`) and index by cid only, or allocate hardware "
+               "buffers (T.alloc_L1 / T.alloc_ub / T.alloc_L0C) in T.Scope(\"C\") / "
+               "T.Scope(\"V\") (expert mode)",
+               dev::describe(vid_read));
+  }
+  Stmt kernel = KernelNode::make(k.num_blocks, k.cid, Var(), k.body, k.loc, /*threads=*/1);
+  std::vector<Stmt> out;
+  if (auto* q = f->body.as<SeqNode>()) {
+    for (const Stmt& s : q->stmts) out.push_back(s.as<KernelNode>() ? kernel : s);
+  } else {
+    out.push_back(kernel);
+  }
+  return with_body(f, SeqNode::make(std::move(out), f->body->loc));
+}
+
 }  // namespace
 
 PrimFunc combine_cv(const PrimFunc& f, const Target& target, bool auto_cv_sync) {
   const KernelNode* k = kernel_of(f);
   if (!k || k->developer()) return f;
+  if (auto dev_kernel = as_developer_kernel(f, *k, target)) return *dev_kernel;
   const Stmt work = first_unscoped_work(k->body);
   if (!work.defined()) return f;
   if (has_scope(k->body))

@@ -13,6 +13,8 @@
 // the consumer's next use, at the kernel's top level or inside a loop (legalize_copies makes it
 // a channel through a GM workspace). Other buffers both cores use are errors that name both
 // uses, never a silent wrong placement.
+// T.gemm_v0 on developer tiles is T.gemm (TileLang-Ascend's developer-mode scripts call it so; the
+// arguments are the same): it is renamed first, so placement and lowering see one gemm.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -315,10 +317,24 @@ class Twinner {
   const KernelNode& kernel_;
 };
 
+/// Every T.gemm_v0 whose operands include a developer tile becomes T.gemm (same arguments and
+/// attributes): in a developer kernel gemm_v0 is TileLang-Ascend's spelling of the developer gemm.
+struct GemmV0AsGemm : IRMutator {
+  Stmt mutate_(const TileOpNode* n, const Stmt& self) override {
+    if (n->op != &ops::gemm_v0()) return self;
+    bool developer_tile = false;
+    for (const auto& a : n->args)
+      developer_tile |= a.is_region() && is_developer_scope(a.region.buffer->scope);
+    return developer_tile ? TileOpNode::make(&ops::gemm(), n->args, n->attrs, n->loc) : self;
+  }
+};
+
 }  // namespace
 
-PrimFunc infer_scopes(const PrimFunc& f, const Target&) {
-  if (!dev::is_developer(f)) return f;
+PrimFunc infer_scopes(const PrimFunc& input, const Target&) {
+  if (!dev::is_developer(input)) return input;
+  const Stmt renamed = GemmV0AsGemm().mutate(input->body);
+  const PrimFunc f = renamed.same_as(input->body) ? input : with_body(input, renamed);
   RoleCollector roles;
   roles.visit(f->body);
   roles.settle_fills();

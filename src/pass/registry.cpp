@@ -43,10 +43,14 @@ const std::vector<Switch>& switch_registry() {
       {"scalar_fallback", &D::scalar_fallback, {"vectorize"}, {"tl.dev.scalar_fallback"}, true,
        "developer mode: run element loops that cannot be vectorised on the scalar unit (a "
        "remark each)"},
-      {"allow_inexact_math", &D::allow_inexact_math, {"vectorize"}, {"tl.dev.allow_inexact_math"},
+      // On by default (as on the chip), so it needs nothing: with vectorize off it does nothing,
+      // and `--off vectorize` alone must stay valid. Off (`tlc --off allow_inexact_math`,
+      // TL_DEV_ALLOW_INEXACT_MATH: False) asks for exact math.
+      {"allow_inexact_math", &D::allow_inexact_math, {}, {"tl.dev.allow_inexact_math"},
        true,
-       "developer mode: element loops may use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
-       "differences) and, on 950, its subnormal-flushing div/sqrt (a remark each)"},
+       "developer mode: element loops use the vector unit's exp/log/sigmoid/rsqrt (last-bit "
+       "differences, as on the chip) and, on 950, its subnormal-flushing div/sqrt (a remark "
+       "each); on by default, --off allow_inexact_math asks for exact math"},
       {"auto_sync", &D::auto_sync, {"insert_syncs"},
        {"tl.dev.auto_sync", "tl.ascend_auto_sync", "tl.ascend.auto_sync"}, false,
        "expert kernels too: the compiler writes the syncs of each scope without syncs of its own"},
@@ -163,6 +167,9 @@ const std::vector<PassDef>& pass_registry() {
          return combine_cv(g, t, ctx.opt.dev.auto_cv_sync);
        },
        Gate::Always, "auto_cv_combine"},
+      // Before the verifier too: an expert kernel's alloc_shared / alloc_fragment tiles get the
+      // memory of the T.Scope that uses them (TileLang-Ascend infers it), then are checked.
+      {"place_expert_tiles", plain(place_expert_tiles), Gate::Always},
       // First: every later pass may assume a well-formed expert-mode kernel, and the user
       // gets all violations against the source as written.
       {"verify", plain(verify_pass), Gate::Always, "", {}, Spec::Expert},

@@ -73,8 +73,10 @@ TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
   lower(parse(kKernel), default_target(), o);
   // Every pass of the pipeline reports, the developer-mode ones too (they return an expert
   // kernel unchanged, quickly).
-  for (const char* p : {"// pass verify: ",
+  for (const char* p : {"// pass place_expert_tiles: ",
+                        "// pass verify: ",
                         "// pass simplify: ",
+                        "// pass clip_expert_copies: ",
                         "// pass infer_scopes: ",
                         "// pass lower_cube_ops: ",
                         "// pass mask_tails: ",
@@ -96,7 +98,8 @@ TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
                         "// pass merge_flags: ",
                         "// pass guard_loop_credits: "})
     EXPECT_NE(c.text.find(p), std::string::npos) << p << "\n" << c.text;
-  EXPECT_EQ(count(c.text, " us\n"), 23u) << c.text;
+  EXPECT_EQ(count(c.text, " us
+"), 24u) << c.text;
   EXPECT_EQ(count(c.text, "// IR after"), 0u) << c.text;
 }
 

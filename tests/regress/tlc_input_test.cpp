@@ -83,8 +83,8 @@ TEST(TlcInput, DeveloperAutomationsAreSwitchedOffByNameAndValidated) {
   EXPECT_TLC(tlc({"run", "add_dev", "--off", "infer_scopes"}), 2,
              "'lower_cube_ops' is on but needs 'infer_scopes', which is off");
   EXPECT_TLC(tlc({"run", "add_dev", "--off", "vectorize", "--off", "split_cube_vector", "--off",
-                  "insert_syncs", "--allow-inexact-math"}),
-             2, "'allow_inexact_math' is on but needs 'vectorize', which is off");
+                  "insert_syncs", "--scalar-fallback"}),
+             2, "'scalar_fallback' is on but needs 'vectorize', which is off");
   // Without the inserted flags the hazard checker names what is unordered (a kernel failure).
   EXPECT_TLC(tlc({"run", "add_dev", "--set", "M=8", "--off", "insert_syncs", "--check-hazards"}), 1,
              "RAW hazard on UB");

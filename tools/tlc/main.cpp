@@ -207,7 +207,7 @@ struct RunMode {
   bool timing_only = false;    // timed: profile only, no tensor data
   bool check_hazards = false;  // run the hazard checker on the launch's trace
   bool check_stale = false;    // run the stale-data checker (also on with check_hazards)
-  tl::DeveloperOptions dev;    // --off, --scalar-fallback, --allow-inexact-math
+  tl::DeveloperOptions dev;    // --off, --on, --scalar-fallback
 } g_timed;
 
 /// `--off NAME` / `--on NAME`: switches a developer-mode automation off or on
@@ -215,7 +215,10 @@ struct RunMode {
 void switch_to(tl::DeveloperOptions& d, const std::string& name, bool on) {
   std::string names;
   for (const auto& s : tl::switch_registry()) {
-    if (s.tlc_flag) continue;  // its own flag (--scalar-fallback)
+    // An opt-in with a flag of its own (--scalar-fallback) is not switched here; one that is on by
+    // default (allow_inexact_math) is switched off here: `--off allow_inexact_math` asks for
+    // exact math, its flag stays accepted.
+    if (s.tlc_flag && !s.default_on()) continue;
     if (name == s.name) {
       d.*s.field = on;
       return;
@@ -230,7 +233,7 @@ void switch_to(tl::DeveloperOptions& d, const std::string& name, bool on) {
 std::string switch_names(bool default_on) {
   std::string names;
   for (const auto& s : tl::switch_registry())
-    if (!s.tlc_flag && s.default_on() == default_on)
+    if ((!s.tlc_flag || s.default_on()) && s.default_on() == default_on)
       names += (names.empty() ? "" : ", ") + std::string(s.name);
   return names;
 }
