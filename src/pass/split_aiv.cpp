@@ -165,8 +165,16 @@ class AivSplit {
         }
       for (const auto& [b, d] : m)
         if (half_.at(b) != h)
-          return fail(why, fmt::format("'{}' and '{}' share a row label but have {} and {} rows",
-                                       m[0].first->name, b->name, 2 * h, 2 * half_.at(b)));
+          return fail(
+              why,
+              fmt::format("'{}' and '{}' share a row label but have {} and {} rows{}",
+                          keys_of(r).first->name, b->name, 2 * h, 2 * half_.at(b),
+                          b->ndim() == 1 && half_.at(b) > h
+                              ? fmt::format(" ('{}' is padded to whole 32-byte blocks and an op "
+                                            "uses more than its first {}: an element loop over "
+                                            "it runs over the padding)",
+                                            b->name, 2 * h)
+                              : std::string()));
     }
     for (const auto& c : gm_copies_)
       if (!half_.count(c.ub) && c.to_gm && c.workspace)
