@@ -63,7 +63,8 @@ def test_row_statistic_of_two_rows_in_an_element_loop(M: int, N: int) -> None:
 def test_a_short_row_statistic_splits_over_both_aivs(block_M: int) -> None:
     # Before: block_M = 2 stayed on AIV 0 with the remark "'x' and 's' share a row label but
     # have 2 and 8 rows" (legalize_copies pads s to 8 floats); now each AIV takes its rows
-    # (its copies start at row cid * block_M + vid * block_M / 2).
+    # (its copies start at row cid * block_M + vid * block_M / 2). block_M = 8 split before
+    # too: it guards that case.
     M, N = 13, 256
     kernel = tilelang.compile(centre_rows(M, N, block_M))
     src = kernel.get_kernel_source()
@@ -193,6 +194,7 @@ def test_a_chunk_that_starts_mid_block_names_the_remedy() -> None:
 
 
 def test_a_chunk_that_starts_mid_block_runs_with_scalar_fallback() -> None:
+    # The remedy the error names works (it did before too: a guard, not a regression test).
     M, N, off, W = 7, 48, 3, 7
     func = chunk_loop(M, N, off, W)
     kernel = tilelang.compile(func, pass_configs={"tl.dev.scalar_fallback": True})
