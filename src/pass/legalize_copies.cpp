@@ -418,7 +418,8 @@ class Legalizer : public IRMutator {
     }
     if (!c->clipped && !padded_form) return self;
     const bool into_whole_tile = c->clipped && gi == 0 && !atomic && whole(n.args[ti].region);
-    const bool author_pad = tb->scope == MemScope::UB && n.attr_bool("pad");
+    // atomic_add has no pad attribute (issue 29: a tail atomic_add was an internal error).
+    const bool author_pad = tb->scope == MemScope::UB && !atomic && n.attr_bool("pad");
     if (into_whole_tile && tb->scope == MemScope::UB && !author_pad)
       find_attr(attrs, "clipped")->value = true;
     std::vector<TileArg> args = n.args;

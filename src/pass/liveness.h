@@ -1,15 +1,22 @@
 // Internal: live ranges of on-chip buffers in a pre-order linearisation of the statements
 // (one index per statement). plan_memory places buffers by them; pipeline_loops bounds the
 // memory its slots would take with them. A buffer accessed inside a loop its declaration is not
-// in lives for the whole of the outermost such loop (its value crosses iterations).
+// in lives for the whole of the outermost such loop (its value crosses iterations), unless
+// `per_iteration` is set and each iteration's first access of it in that loop is an
+// unconditional write of all of it: then no value crosses iterations, and it lives from that
+// write to its last access (issue 29: developer kernels declare every tile at the top, and a
+// loop's scratch tile counted as live across the whole body overflowed UB by a few hundred
+// bytes).
 #pragma once
 
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "tl/error.h"
 #include "tl/ir_functor.h"
+#include "tl/op.h"
 #include "tl/storage.h"
 
 namespace tl {
@@ -37,6 +44,10 @@ class Liveness : public IRVisitor {
   std::vector<SourceLoc> stmt_loc;  // per statement index
   /// Each loop's statements, [first, last] statement indices (the loop itself first).
   std::unordered_map<const ForNode*, std::pair<int64_t, int64_t>> loop_range;
+  /// Per-iteration live ranges (above). plan_memory uses them only where a memory would
+  /// overflow without them, and only when insert_syncs follows to order a reuse across the
+  /// loop's back edge.
+  bool per_iteration = false;
 
   void visit(const Stmt& s) override {
     if (!s.defined()) return;
@@ -47,10 +58,23 @@ class Liveness : public IRVisitor {
 
   /// Resolves the accesses into [first, last] once every loop's extent in the order is known.
   void finish() {
+    // Per (buffer, loop): may the loop's accesses keep their own positions? Yes when the
+    // first of them is an unconditional write of the whole buffer directly in the loop's body.
+    std::vector<std::unordered_map<int64_t, bool>> first_seen(buffers.size());
+    for (const auto& a : accesses_) {
+      if (a.loop < 0) continue;
+      auto [it, fresh] = first_seen[a.buffer].try_emplace(a.loop, false);
+      if (fresh) it->second = per_iteration && a.full_write && a.inner < 0 && !a.conditional;
+    }
     for (const auto& a : accesses_) {
       BufferLife& b = buffers[a.buffer];
-      int64_t lo = a.loop >= 0 ? loops_[a.loop].first : a.pos;
-      int64_t hi = a.loop >= 0 ? loops_[a.loop].last : a.pos;
+      int64_t lo = a.pos, hi = a.pos;
+      if (a.loop >= 0) {
+        // Kept positions still cover an inner loop the access is in (its value may cross
+        // that loop's iterations).
+        int64_t l = first_seen[a.buffer].at(a.loop) ? a.inner : a.loop;
+        if (l >= 0) lo = loops_[l].first, hi = loops_[l].last;
+      }
       b.first = b.first < 0 ? lo : std::min(b.first, lo);
       b.last = std::max(b.last, hi);
     }
@@ -67,6 +91,51 @@ class Liveness : public IRVisitor {
     stack_.pop_back();
     loops_[id].last = static_cast<int64_t>(stmt_loc.size()) - 1;
     loop_range[n] = {loops_[id].first, loops_[id].last};
+  }
+
+  void visit_(const IfNode* n) override {
+    ifs_.push_back(stack_.size());
+    IRVisitor::visit_(n);
+    ifs_.pop_back();
+  }
+
+  /// The buffers this op overwrites whole without reading them (a Write operand over every
+  /// element, the buffer in no other operand).
+  void visit_(const TileOpNode* n) override {
+    std::unordered_map<const BufferNode*, int> uses;
+    for (const auto& a : n->args)
+      if (a.is_region()) ++uses[a.region.buffer.get()];
+    for (size_t i = 0; i < n->args.size() && i < n->op->operands.size(); ++i) {
+      const TileArg& a = n->args[i];
+      if (!a.is_region() || n->op->operands[i].access != tl::Access::Write ||
+          uses[a.region.buffer.get()] != 1)
+        continue;
+      const Buffer& b = a.region.buffer;
+      bool whole = a.region.ranges.size() == b->shape.size();
+      for (size_t d = 0; whole && d < b->shape.size(); ++d) {
+        auto mn = as_const_int(a.region.ranges[d].min),
+             ext = as_const_int(a.region.ranges[d].extent);
+        whole = mn && *mn == 0 && ext && ext == as_const_int(b->shape[d]);
+      }
+      // A copy the compiler clipped at a tensor's end (clipped=True) counts as whole: what it
+      // leaves is stale by construction, and mask_tails keeps the stale part out of every
+      // result, so no value of an earlier iteration is read there either.
+      if (!whole && clipped(*n)) {
+        whole = a.region.ranges.size() == b->shape.size();
+        for (size_t d = 0; whole && d < b->shape.size(); ++d) {
+          auto mn = as_const_int(a.region.ranges[d].min);
+          whole = mn && *mn == 0;
+        }
+      }
+      if (whole) full_write_.insert(b.get());
+    }
+    IRVisitor::visit_(n);
+    full_write_.clear();
+  }
+
+  static bool clipped(const TileOpNode& n) {
+    const AttrValue* v = n.attr("clipped");
+    return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
   }
 
   void visit_(const AllocateNode* n) override {
@@ -114,7 +183,12 @@ class Liveness : public IRVisitor {
     // is live for the whole of the outermost such loop.
     int64_t loop =
         stack_.size() > life.decl_depth ? static_cast<int64_t>(stack_[life.decl_depth]) : -1;
-    accesses_.push_back({it->second, pos_, loop});
+    int64_t inner = stack_.size() > life.decl_depth + 1
+                        ? static_cast<int64_t>(stack_[life.decl_depth + 1])
+                        : -1;
+    bool conditional = !ifs_.empty() && ifs_.back() > life.decl_depth;
+    bool full = full_write_.count(b.get()) && buffers[it->second].buffer.same_as(b);
+    accesses_.push_back({it->second, pos_, loop, inner, full, conditional});
   }
 
  private:
@@ -124,12 +198,16 @@ class Liveness : public IRVisitor {
   struct Access {
     size_t buffer;
     int64_t pos;
-    int64_t loop;  // index into loops_, or -1
+    int64_t loop;                  // index into loops_, or -1
+    int64_t inner;                 // the loop inside `loop` the access is in, or -1
+    bool full_write, conditional;  // overwrites the whole buffer; in an if inside `loop`
   };
   int64_t pos_ = 0;
   std::vector<Loop> loops_;
   std::vector<size_t> stack_;
   std::vector<Access> accesses_;
+  std::vector<size_t> ifs_;  // the loop depth at each enclosing if
+  std::unordered_set<const BufferNode*> full_write_;
 };
 
 }  // namespace tl

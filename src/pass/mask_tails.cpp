@@ -1,11 +1,10 @@
 // mask_tails (developer mode, after lower_cube_ops, before legalize_copies): the stale part of a
 // tile filled by a clipped copy never reaches a result (docs/developer_mode.md, "Tails").
 //
-// legalize_copies clips every GM copy that may pass its tensor's end (dev::clip_copy, the rule
-// this pass applies too), so on the iterations a copy is clipped its tile holds stale data past
-// the tensor, and so does every tile computed from it element by element. That is harmless
-// where the stale part is only computed on (the copies out are clipped the same way). This pass
-// makes it harmless everywhere else, exactly, on the clipped iterations only:
+// legalize_copies clips every GM copy that may pass its tensor's end (dev::clip_copy), so on
+// those iterations its tile holds stale data past the tensor, as does every tile computed from
+// it element by element (harmless where only computed on: copies out are clipped alike). This
+// pass makes it harmless everywhere else, exactly, on the clipped iterations only:
 //   - a reduction over a stale dimension reads the valid part (its region is narrowed);
 //   - an element loop that accumulates a stale tile into a carried one (`acc = acc + f(x)`)
 //     updates only the valid part: a stale leading dimension narrows the loop, a stale last
@@ -18,8 +17,8 @@
 //     it in more than one way) and it reaches one of these or a copy to GM, or a copy to GM
 //     would store part of the stale rows, the error names the tile, the clipped copy and the
 //     statement, and says how to define the tail (a pad_value on the copy).
-// A copy with the author's pad_value is not stale: legalize_copies fills the tile first.
-// Expert kernels are returned unchanged.
+// A copy with the author's pad_value is not stale (legalize_copies fills the tile); expert
+// kernels are returned unchanged.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -42,8 +41,8 @@
 namespace tl {
 namespace {
 
-/// What is stale in a UB tile: per dimension the valid extent from 0 (undefined: all of it),
-/// or, when `known` is false, some part the compiler cannot name.
+/// What is stale in a UB tile: per dimension the valid extent from 0 (undefined: all of it), or
+/// when `known` is false some part the compiler cannot name.
 struct Stale {
   std::vector<Expr> valid;
   bool known = true;
@@ -71,8 +70,7 @@ bool same_stale(const Stale& a, const Stale& b) {
   return true;
 }
 
-/// Control flow joins: a tile keeps its stale part where every path agrees; where they differ
-/// (one path clipped, the other not, or different extents) the part is unknown.
+/// Control flow joins: a tile keeps its stale part where every path agrees, else it is unknown.
 StaleMap join(const StaleMap& a, const StaleMap& b) {
   StaleMap out;
   for (const auto& [buf, s] : a) {
@@ -97,8 +95,7 @@ bool same_map(const StaleMap& a, const StaleMap& b) {
   return true;
 }
 
-/// The stale part of values computed element by element from tiles stale in `a` and `b` (same
-/// shape): the valid part is the common one.
+/// The stale part of values computed from tiles stale in `a` and `b` (same shape): the union.
 Stale combine(const Stale& a, const Stale& b) {
   if (!a.known || !b.known || a.valid.size() != b.valid.size())
     return !a.known ? a : !b.known ? b : unknown_from(a.from, "tiles of different shapes meet");
@@ -586,7 +583,7 @@ const ForNode* single_parallel_child(const ForNode& f) {
   return inner && inner->for_kind == ForKind::Parallel ? inner : nullptr;
 }
 
-/// min(a, b), without the outer min when b is already min(x, a) (a clip of a tile extent).
+/// min(a, b), without the outer min when b is already min(x, a) (a clipped tile extent).
 Expr at_most(const Expr& a, const Expr& b) {
   if (const auto* m = b.as<BinaryNode>();
       m && m->op == BinOp::Min && (dev::same_extent(m->a, a) || dev::same_extent(m->b, a)))
@@ -607,10 +604,9 @@ Stmt with_store_values(const Stmt& body, const std::map<const StoreNode*, Expr>&
   return rewrite.mutate(body);
 }
 
-/// An element loop nest (a Parallel loop and the Parallel loops that are each the only
-/// statement of the one above): its stores take the stale part of the tiles they load, and a
-/// store that accumulates (its buffer is loaded in the nest) keeps its old value wherever a
-/// loaded tile is stale, on the clipped iterations only.
+/// An element loop nest (Parallel loops, each the only statement of the one above): its stores
+/// take the stale part of the tiles they load; one that accumulates (its buffer is loaded in
+/// the nest) keeps its old value wherever a loaded tile is stale, on clipped iterations only.
 Stmt TailMasker::element_loop(const ForNode& f, const Stmt& self) {
   std::vector<const ForNode*> nest = {&f};
   while (const ForNode* inner = single_parallel_child(*nest.back())) {
@@ -707,7 +703,12 @@ Stmt TailMasker::element_loop(const ForNode& f, const Stmt& self) {
     }
     if (accumulates) continue;  // its own stale part is unchanged
     if (!whole_store) {
-      if (result)
+      // Part written from tiles stale on dimensions the store walks as the loads do (RoPE's two
+      // halves, issue 29): stale at most where it was or the sources are, their union.
+      const Stale* now = stale_of(st->buffer);
+      if (result && result->known && (!now || now->known))
+        set_stale(st->buffer, now ? combine(*now, *result) : *result);
+      else if (result)
         set_stale(st->buffer, unknown_from(result->from, "an element loop writes part of it"));
       else
         written_part(st->buffer, false);

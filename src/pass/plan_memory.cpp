@@ -16,6 +16,7 @@
 // next on the planned addresses, so there every disjoint pair may share (`syncs_follow`).
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "liveness.h"
@@ -127,50 +128,77 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow)
   Liveness lv;
   lv.visit(f->body);
   lv.finish();
+  // The tighter ranges of a loop's scratch buffers (written whole before they are read in each
+  // iteration; liveness.h), used only where a memory would overflow without them: sharing
+  // bytes orders the sharers, which costs a pipelined loop its overlap, so a kernel that fits
+  // keeps its plan (issue 29). A reuse across a back edge needs insert_syncs to order it.
+  std::optional<Liveness> tight;
+  auto tight_lives = [&]() -> const Liveness& {
+    if (!tight) {
+      tight.emplace();
+      tight->per_iteration = true;
+      tight->visit(f->body);
+      tight->finish();
+    }
+    return *tight;
+  };
 
   UseAddresses placer;
   const AccessOrder order(f->body, target);
   for (MemScope scope : {MemScope::L1, MemScope::L0A, MemScope::L0B, MemScope::L0C, MemScope::UB}) {
+    const int64_t cap = target.cap(scope);
+    const Liveness* use = &lv;
     std::vector<const BufferLife*> lives;
-    std::vector<LiveBlock> blocks;
-    int64_t align = planning_alignment(target, scope);
-    for (const auto& b : lv.buffers) {
-      if (b.buffer->scope != scope) continue;
-      lives.push_back(&b);
-      blocks.push_back({.bytes = b.bytes,
-                        .align = align,
-                        .first = b.first,
-                        .last = b.last,
-                        .fixed = b.buffer->address});
-    }
-    if (blocks.empty()) continue;
-    // Disjoint live ranges may share bytes only when the program orders them (memoised: the
-    // placement asks about a pair more than once).
-    std::map<std::pair<size_t, size_t>, bool> memo;
+    std::vector<int64_t> offsets;
     Refusals refused;
-    auto may_share = [&](size_t i, size_t j) {
-      size_t early = lives[i]->last < lives[j]->first ? i : j, late = early == i ? j : i;
-      auto [it, fresh] = memo.try_emplace({early, late}, true);
-      if (fresh && !syncs_follow) {
-        if (auto why = order.reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
-          it->second = false;
-          refused.emplace(std::pair{early, late}, *why);
-        }
-      }
-      return it->second;
-    };
-    std::vector<int64_t> offsets = assign_offsets(blocks, may_share);
     int64_t total = 0;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      // Saturating: a pinned address near INT64_MAX must fail the capacity check, not wrap.
-      int64_t end = 0;
-      if (__builtin_add_overflow(offsets[i], blocks[i].bytes, &end))
-        end = std::numeric_limits<int64_t>::max();
-      total = std::max(total, end);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (attempt == 1) {
+        if (!syncs_follow || cap <= 0 || total <= cap) break;
+        use = &tight_lives();
+      }
+      lives.clear();
+      refused.clear();
+      std::vector<LiveBlock> blocks;
+      int64_t align = planning_alignment(target, scope);
+      for (const auto& b : use->buffers) {
+        if (b.buffer->scope != scope) continue;
+        lives.push_back(&b);
+        blocks.push_back({.bytes = b.bytes,
+                          .align = align,
+                          .first = b.first,
+                          .last = b.last,
+                          .fixed = b.buffer->address});
+      }
+      if (blocks.empty()) break;
+      // Disjoint live ranges may share bytes only when the program orders them (memoised: the
+      // placement asks about a pair more than once).
+      std::map<std::pair<size_t, size_t>, bool> memo;
+      auto may_share = [&](size_t i, size_t j) {
+        size_t early = lives[i]->last < lives[j]->first ? i : j, late = early == i ? j : i;
+        auto [it, fresh] = memo.try_emplace({early, late}, true);
+        if (fresh && !syncs_follow) {
+          if (auto why =
+                  order.reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
+            it->second = false;
+            refused.emplace(std::pair{early, late}, *why);
+          }
+        }
+        return it->second;
+      };
+      offsets = assign_offsets(blocks, may_share);
+      total = 0;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        // Saturating: a pinned address near INT64_MAX must fail the capacity check, not wrap.
+        int64_t end = 0;
+        if (__builtin_add_overflow(offsets[i], blocks[i].bytes, &end))
+          end = std::numeric_limits<int64_t>::max();
+        total = std::max(total, end);
+      }
     }
-    int64_t cap = target.cap(scope);
+    if (lives.empty()) continue;
     if (cap > 0 && total > cap)
-      report_overflow(f, target, scope, total, lives, offsets, lv, refused);
+      report_overflow(f, target, scope, total, lives, offsets, *use, refused);
     for (size_t i = 0; i < lives.size(); ++i) {
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;

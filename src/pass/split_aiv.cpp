@@ -154,11 +154,27 @@ class AivSplit {
           return fail(why, fmt::format("'{}' has an odd row count ({})", b->name, *ext));
         half_[b] = *ext / 2;
       }
-      int64_t h = half_.at(m[0].first);
+      int64_t h = half_.at(keys_of(r).first);
+      for (const auto& [b, d] : m)
+        if (half_.at(b) != h && padded_row_vector(work, b, 2 * h)) {
+          // legalize_copies pads a per-row statistic of R floats to whole 32-byte blocks
+          // (block_M = 2: 8 floats); only its first R rows mean anything, so it splits like
+          // the tile it belongs to and keeps its padded allocation (issue 29).
+          half_[b] = h;
+          keep_size_.insert(b);
+        }
       for (const auto& [b, d] : m)
         if (half_.at(b) != h)
-          return fail(why, fmt::format("'{}' and '{}' share a row label but have {} and {} rows",
-                                       m[0].first->name, b->name, 2 * h, 2 * half_.at(b)));
+          return fail(
+              why,
+              fmt::format("'{}' and '{}' share a row label but have {} and {} rows{}",
+                          keys_of(r).first->name, b->name, 2 * h, 2 * half_.at(b),
+                          b->ndim() == 1 && half_.at(b) > h
+                              ? fmt::format(" ('{}' is padded to whole 32-byte blocks and an op "
+                                            "uses more than its first {}: an element loop over "
+                                            "it runs over the padding)",
+                                            b->name, 2 * h)
+                              : std::string()));
     }
     for (const auto& c : gm_copies_)
       if (!half_.count(c.ub) && c.to_gm && c.workspace)
@@ -175,6 +191,29 @@ class AivSplit {
     const BufferNode* ub;
     bool to_gm, workspace;
   };
+
+  /// A 1-D tile longer than the R rows of its class whose every use is its first R elements
+  /// (a row statistic padded to whole blocks): those are its rows.
+  bool padded_row_vector(const Stmt& work, const BufferNode* b, int64_t rows) const {
+    auto ext = as_const_int(b->shape[0]);
+    if (b->ndim() != 1 || !ext || *ext <= rows) return false;
+    bool ok = true;
+    pre_order_visit(
+        work,
+        [&](const Stmt& s) {
+          if (auto* op = s.as<TileOpNode>())
+            for (const TileArg& a : op->args)
+              if (a.is_region() && a.region.buffer.get() == b) {
+                auto lo = as_const_int(a.region.ranges[0].min);
+                auto n = as_const_int(a.region.ranges[0].extent);
+                ok = ok && lo && *lo == 0 && n && *n == rows;
+              }
+        },
+        [&](const Expr& e) {
+          if (auto* l = e.as<LoadNode>(); l && l->buffer.get() == b) ok = false;
+        });
+    return ok;
+  }
 
   std::optional<Stmt> fail(std::string& why, const std::string& reason) {
     why = reason;
@@ -315,7 +354,7 @@ class AivSplit {
           if (is_ub(a)) whole.insert(a.region.buffer.get());
     });
     for (const auto& [b, h] : half_) {
-      if (whole.count(b)) continue;
+      if (whole.count(b) || keep_size_.count(b)) continue;
       std::vector<Expr> shape = b->shape;
       shape[0] = int_imm(h);
       shrunk_[b] = BufferNode::make(b->name, b->dtype, shape, b->scope, b->strides, b->address,
@@ -405,6 +444,7 @@ class AivSplit {
   std::set<int> rows_;
   std::map<const BufferNode*, int64_t> half_;
   std::map<const BufferNode*, Buffer> shrunk_;  // split tiles at half their rows
+  std::set<const BufferNode*> keep_size_;       // padded row vectors: split, not shrunk
   std::string fallback_;
 };
 

@@ -112,7 +112,26 @@ class ParallelRewriter : public IRMutator {
           "T.Parallel outside T.Scope(\"Vector\") (element loops run on the AIV; run infer_scopes "
           "first)"};
     Vectorizer v(target_, opt_, taken_, aliased_);
-    return v.run(dims, body, n->loc);
+    try {
+      return v.run(dims, body, n->loc);
+    } catch (const Reject& r) {
+      // An operand that skips a middle variable (RoPE's cos[t, j] over (t, h, j)) is no
+      // vector broadcast, but it is a column broadcast for each value of the outer variable:
+      // the outer loop runs serially around the vectorised rest (issue 29).
+      if (dims.size() < 2 || r.reason.rfind("unsupported broadcast", 0) != 0) throw;
+      Stmt inner = body;
+      for (size_t k = dims.size(); k-- > 1;)
+        inner = ForNode::make(dims[k].var, dims[k].min, dims[k].extent, ForKind::Parallel, 0, inner,
+                              n->loc);
+      Stmt vec;
+      try {
+        vec = vectorize_nest(inner);
+      } catch (const Reject&) {
+        throw r;
+      }
+      return ForNode::make(dims[0].var, dims[0].min, dims[0].extent, ForKind::Serial, 0, vec,
+                           n->loc);
+    }
   }
 
   /// Every Parallel loop of the nest becomes serial, the inner ones too (a nest's levels are

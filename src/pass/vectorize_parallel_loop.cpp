@@ -287,8 +287,8 @@ bool Vectorizer::invariant_indices(const std::vector<Expr>& idx) const {
 }
 
 /// UB alignment of a region operand, as the verifier's ub rules demand (32-byte blocks on
-/// A2): start on a block, innermost run a whole number of blocks, rows on block pitches,
-/// and rows evenly spaced (the vector unit walks a region as rows of its last dimension).
+/// A2): start on a block, rows on block pitches (a run of any length), and rows evenly spaced (the
+/// vector unit walks a region as rows of its last dimension).
 void Vectorizer::check_alignment(const BufferRegion& r, const std::string& what) const {
   const Buffer& b = r.buffer;
   const int64_t align = target_.align(MemScope::UB);
@@ -308,28 +308,28 @@ void Vectorizer::check_alignment(const BufferRegion& r, const std::string& what)
   start = simplify(start);
   arith::ModularSet m = arith::modular_set(start);
   if (align > 1 && !(m.coeff % align == 0 && m.base % align == 0)) {
+    // The vector unit cannot start mid-block, and no UB -> UB copy can either, so the user
+    // has to move the chunk (issue 29: say how, not just what).
+    const std::string remedy = fmt::format(
+        "start the chunk at a multiple of {} {} elements, or run the loop on the scalar unit "
+        "with pass config tl.dev.scalar_fallback",
+        std::max<int64_t>(1, align / bytes), dt(b->dtype));
     if (auto c = as_const_int(start))
       reject(
           fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}'; UB operands "
-                      "must start on a {}-byte "
-                      "boundary",
-                      what, print(r), *c, b->name, align));
+                      "must start on a {}-byte boundary ({}; a run of any length is fine)",
+                      what, print(r), *c, b->name, align, remedy));
     reject(
         fmt::format("unaligned start: {} (region {}) starts {} bytes into '{}', which is not "
-                    "provably a multiple of {}",
-                    what, print(r), print(start), b->name, align));
+                    "provably a multiple of {} ({}; a run of any length is fine)",
+                    what, print(r), print(start), b->name, align, remedy));
   }
+  // The innermost run may be any number of elements: vector instructions count their
+  // elements (calCount, or a mask on a row's last repeat), as the verifier's ub rules say
+  // (takes_any_row_length). Only starts and row pitches must sit on blocks; a per-row
+  // statistic of 2 floats (8 bytes) is a legal row_expand operand.
   size_t last = n - 1;
   while (last > 0 && shape[last] == 1) --last;
-  Expr run = simplify(r.ranges[last].extent * int_imm(bytes));
-  arith::ModularSet mr = arith::modular_set(run);
-  if (align > 1 && !(mr.coeff % align == 0 && mr.base % align == 0))
-    reject(
-        fmt::format("unaligned innermost run: {} (region {}) has rows of {} x {} = {} bytes, not "
-                    "{}a multiple of the "
-                    "{}-byte UB block",
-                    what, print(r), print(r.ranges[last].extent), dt(b->dtype), print(run),
-                    as_const_int(run) ? "" : "provably ", align));
   // Rows evenly spaced: between two consecutive non-unit leading dimensions p < q, the stride
   // of p must be the extent of q times the stride of q.
   int prev = -1;

@@ -48,7 +48,15 @@ std::string Vectorizer::fresh_name() {
 }
 
 /// A free temporary of `dtype` and `shape` (reused when one is dead), as a Val.
-Vectorizer::Val Vectorizer::temp(DType dtype, const std::vector<int64_t>& shape, Kind kind) {
+Vectorizer::Val Vectorizer::temp(DType dtype, const std::vector<int64_t>& shape_in, Kind kind) {
+  std::vector<int64_t> shape = shape_in;
+  if (kind != Kind::Mask && shape.size() >= 2) {
+    // A multi-row temporary's rows are padded to whole UB blocks: its pitch must be aligned
+    // (a 2 x 7 float32 chunk lives in a 2 x 8 tile), while the loop's region keeps the
+    // extent (temp_region), since vector ops take runs of any length.
+    const int64_t per = std::max<int64_t>(1, target_.align(MemScope::UB) / dtype_bytes(dtype));
+    shape.back() = (shape.back() + per - 1) / per * per;
+  }
   for (size_t i = 0; i < temps_.size(); ++i) {
     Temp& t = temps_[i];
     if (t.busy || t.buf->dtype != dtype || t.buf->shape.size() != shape.size()) continue;
@@ -72,7 +80,7 @@ Vectorizer::Val Vectorizer::temp(DType dtype, const std::vector<int64_t>& shape,
 }
 
 /// The part of temporary `b` a value of the loop's shape occupies (all of it unless an
-/// extent is symbolic).
+/// extent is symbolic or its rows were padded to whole blocks).
 BufferRegion Vectorizer::temp_region(const Buffer& b, Kind kind) const {
   if (kind == Kind::Mask) return BufferRegion::full(b);
   BufferRegion r{b, {}};

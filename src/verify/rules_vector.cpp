@@ -262,6 +262,8 @@ void rule_row_expand(const TileOpNode& n, VerifyContext& ctx) {
   check_same_dtype(n, ctx, "dst", "src1");
   check_same_shape(n, ctx, "dst", "src0");
   auto ed = squeeze(region_extents(*dst));
+  // One row ([1, cols], each AIV's half of a 2-row tile) is a [rows, cols] tile too.
+  if (ed.size() == 1 && region_extents(*dst).size() >= 2) ed.insert(ed.begin(), Expr(1));
   if (ed.size() < 2) {
     ctx.error(n, "dst", "row-expand-shape",
               fmt::format("expected a [rows, cols] tile, got {}", fmt_extents(ed)));

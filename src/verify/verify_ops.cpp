@@ -144,6 +144,9 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
 /// starts and row pitches stay 32-byte aligned. Plain DataCopy moves whole 32-byte blocks.
 bool takes_any_row_length(const TileOpNode& n, const std::string& /*name*/) {
   if (n.op == &ops::copy()) return n.attr_bool("pad");
+  // AscendC accumulates into GM with SetAtomicAdd around a copy out, and DataCopyPad takes
+  // UB rows of any byte length that way (issue 29: a tail of 5 floats per row).
+  if (n.op == &ops::atomic_add()) return true;
   return n.op->unit == OpUnit::Vector;
 }
 
@@ -308,7 +311,10 @@ void check_view(const AllocateNode& n, VerifyContext& ctx) {
   auto error = [&](const char* rule, std::string msg) {
     ctx.error(n.loc, "T.view", "", rule, std::move(msg), context);
   };
-  if (!is_planned_scope(b->scope)) {
+  // A developer tile (shared / fragment) may be viewed too: infer_scopes places the view with
+  // its base (issue 29: the int32 indices of sort pairs).
+  const bool developer = b->scope == MemScope::Shared || b->scope == MemScope::Fragment;
+  if (!is_planned_scope(b->scope) && !developer) {
     error("view-scope",
           fmt::format(
               "'{}' is in {}; a view reinterprets an on-chip buffer (L1, L0A, L0B, L0C or UB)",
