@@ -98,8 +98,7 @@ TEST(PassManager, TimePassesReportsEveryPassInMicroseconds) {
                         "// pass merge_flags: ",
                         "// pass guard_loop_credits: "})
     EXPECT_NE(c.text.find(p), std::string::npos) << p << "\n" << c.text;
-  EXPECT_EQ(count(c.text, " us
-"), 24u) << c.text;
+  EXPECT_EQ(count(c.text, " us\n"), 24u) << c.text;
   EXPECT_EQ(count(c.text, "// IR after"), 0u) << c.text;
 }
 

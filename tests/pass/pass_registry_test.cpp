@@ -129,7 +129,7 @@ def f(X: T.Tensor((16, 64), "float32")):
   EXPECT_NE(out.find("x = T.alloc_ub((16, 64)"), std::string::npos) << out;
   EXPECT_NE(error_of([&] { run_named_passes(f, default_target(), {"infer_scope"}, {}); })
                 .find("passes: no pass named 'infer_scope' (passes: combine_cv, "
-                      "place_expert_tiles, verify, simplify, clip_expert_copies, infer_scopes"),
+                      "place_expert_tiles, verify, simplify, infer_scopes"),
             std::string::npos);
 }
 
