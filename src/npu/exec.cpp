@@ -1,12 +1,28 @@
 // The op-semantics table, region resolution and the shared element-movement helpers.
 #include "exec.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "stale.h"
 #include "values.h"
 
 #include <fmt/ranges.h>
 
 namespace tl::npu {
+
+namespace {
+std::atomic<bool> g_plain_paths{false};
+}  // namespace
+
+bool plain_paths() {
+  return g_plain_paths.load(std::memory_order_relaxed);
+}
+void refresh_plain_paths() {
+  const char* v = std::getenv("TL_NPU_PLAIN_PATHS");
+  g_plain_paths.store(v && *v && std::strcmp(v, "0") != 0, std::memory_order_relaxed);
+}
 
 namespace {
 /// The semantics of every op, indexed by OpDef::id. Built once from the families' lists; an op

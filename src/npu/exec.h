@@ -50,4 +50,11 @@ int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);
 /// dimension are contiguous in storage.
 int64_t storage_offset(const TileRef& t, const int64_t* idx, int64_t* run);
 
+/// True when the environment variable TL_NPU_PLAIN_PATHS is set to anything but "" or "0" at
+/// the start of the current launch: the op semantics then take their plain element-by-element
+/// paths instead of the batched ones, so a test can compare the two bit for bit
+/// (tests/npu/fast_paths_test.cpp). Read once per launch (refresh_plain_paths, launch.cpp).
+bool plain_paths();
+void refresh_plain_paths();
+
 }  // namespace tl::npu

@@ -164,7 +164,68 @@ void require_matrix(Core& c, const TileOpNode& n, const TileRef& t, const char* 
         n.op->name, name, t.buffer->name, fmt::join(t.extent, ", ")));
 }
 
-/// Dense operands from L0A/L0B regions (each element through its layout).
+/// Region element (i, j) of a matrix operand into out[i * ld + j] (a_side) or out[j * ld + i]
+/// (the transpose, for B^T), as fp32, in the runs that are contiguous in storage: c0 elements
+/// of a fractal row in L0A (ZZ), c0 elements down a fractal column in L0B (ZN), where the
+/// element loop below called storage_offset once per element. The values are the same
+/// (every cube dtype widens to fp32 exactly), so the products are bit-identical.
+void gather_matrix(const TileRef& t, bool by_rows, int64_t ld, float* out) {
+  const size_t nd = t.extent.size();
+  const int64_t R = t.rows(), C = t.cols(), es = dtype_bytes(t.dtype);
+  int64_t idx[8];
+  for (size_t d = 0; d < nd; ++d) idx[d] = t.start[d];
+  if (by_rows) {
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C;) {
+        idx[nd - 2] = t.start[nd - 2] + i;
+        idx[nd - 1] = t.start[nd - 1] + j;
+        int64_t run;
+        const int64_t off = storage_offset(t, idx, &run);
+        const int64_t len = std::max<int64_t>(std::min(run, C - j), 1);
+        convert(t.dtype, t.base + off * es, DType::Float32, out + i * ld + j, len);
+        j += len;
+      }
+    return;
+  }
+  // Down the columns: L0B (ZN) keeps c0 consecutive rows of a column together.
+  const int c0 = t.scope == MemScope::L0B ? c0_elems(t.dtype) : 1;
+  for (int64_t j = 0; j < C; ++j)
+    for (int64_t i = 0; i < R;) {
+      const int64_t r = t.start[nd - 2] + i;
+      idx[nd - 2] = r;
+      idx[nd - 1] = t.start[nd - 1] + j;
+      int64_t run;
+      const int64_t off = storage_offset(t, idx, &run);
+      const int64_t len = std::max<int64_t>(std::min<int64_t>(c0 - r % c0, R - i), 1);
+      convert(t.dtype, t.base + off * es, DType::Float32, out + j * ld + i, len);
+      i += len;
+    }
+}
+
+/// The plain path: each element through load_value and layout_offset (kept for the
+/// bit-for-bit comparison of TL_NPU_PLAIN_PATHS=1, tests/npu/fast_paths_test.cpp).
+void gather_plain(const TileRef& A, const TileRef& B, int64_t M, int64_t N, int64_t K) {
+  std::vector<int64_t> idx;
+  const int64_t aes = dtype_bytes(A.dtype), bes = dtype_bytes(B.dtype);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      idx = A.start;
+      idx[idx.size() - 2] += i;
+      idx.back() += k;
+      g_a[i * K + k] =
+          static_cast<float>(load_value(A.dtype, A.base + layout_offset(A, idx) * aes));
+    }
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) {
+      idx = B.start;
+      idx[idx.size() - 2] += k;
+      idx.back() += j;
+      g_bt[j * K + k] =
+          static_cast<float>(load_value(B.dtype, B.base + layout_offset(B, idx) * bes));
+    }
+}
+
+/// Dense operands from L0A/L0B regions.
 void mma(const TileOpNode& n, Core& c) {
   TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
   require_matrix(c, n, A, "A");
@@ -176,38 +237,21 @@ void mma(const TileOpNode& n, Core& c) {
                        A.buffer->name, M, K, B.buffer->name, B.rows(), N));
   if (A.scope != MemScope::L0A || B.scope != MemScope::L0B || C.scope != MemScope::L0C)
     c.fail("T.mma takes A in L0A, B in L0B and C in L0C");
-  bool integer = A.dtype == DType::Int8;
-  std::vector<int64_t> ia, ibt;
   g_a.resize(M * K);
   g_bt.resize(N * K);
-  std::vector<int64_t> idx;
-  int64_t aes = dtype_bytes(A.dtype), bes = dtype_bytes(B.dtype);
-  if (integer) {
-    ia.resize(M * K);
-    ibt.resize(N * K);
+  if (plain_paths()) {
+    gather_plain(A, B, M, N, K);
+  } else {
+    gather_matrix(A, true, K, g_a.data());
+    gather_matrix(B, false, K, g_bt.data());
   }
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k) {
-      idx = A.start;
-      idx[idx.size() - 2] += i;
-      idx.back() += k;
-      double v = load_value(A.dtype, A.base + layout_offset(A, idx) * aes);
-      g_a[i * K + k] = static_cast<float>(v);
-      if (integer) ia[i * K + k] = static_cast<int64_t>(v);
-    }
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) {
-      idx = B.start;
-      idx[idx.size() - 2] += k;
-      idx.back() += j;
-      double v = load_value(B.dtype, B.base + layout_offset(B, idx) * bes);
-      g_bt[j * K + k] = static_cast<float>(v);
-      if (integer) ibt[j * K + k] = static_cast<int64_t>(v);
-    }
-  if (integer)
+  if (A.dtype == DType::Int8) {
+    // int8 values are exact in fp32; the integer path sums them exactly.
+    std::vector<int64_t> ia(g_a.begin(), g_a.end()), ibt(g_bt.begin(), g_bt.end());
     accumulate_int(c, C, ia, ibt, M, N, K, init_of(n, c));
-  else
+  } else {
     accumulate(c, C, M, N, K, init_of(n, c));
+  }
 }
 
 /// What load_to_l0 moves: the data, or (t a shadow) the shadow into the L0 memory's shadow, or

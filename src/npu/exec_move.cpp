@@ -175,16 +175,28 @@ void zero_nz_padding(const TileRef& dst) {
       rem /= dst.extent[d];
     }
     for (size_t d = 0; d < li.size(); ++d) base_lead = base_lead * dst.shape[d] + li[d];
+    // Only the padding is visited (rows r1..rp, and columns c1..cp of rows r0..r1): the
+    // region itself, which this loop used to test element by element, is left alone.
     for (int64_t r = r0; r < rp; ++r)
-      for (int64_t c = c0s; c < cp; ++c)
-        if (r >= r1 || c >= c1)
-          std::memset(dst.base + (base_lead * mat + nz_offset(r, c, align_up(R, 16), c0)) * es, 0,
-                      es);
+      for (int64_t c = r >= r1 ? c0s : std::max(c1, c0s); c < cp; ++c)
+        std::memset(dst.base + (base_lead * mat + nz_offset(r, c, align_up(R, 16), c0)) * es, 0,
+                    es);
   }
 }
 
 bool whole_2d_buffer(const TileRef& t) {
   return t.shape.size() == 2 && t.start[0] == 0 && t.start[1] == 0 && t.extent == t.shape;
+}
+
+/// One whole matrix of the buffer: the last two dimensions in full, extent 1 before them (a
+/// stage `A_L1[s, :, :]` of a multi-buffered [S, rows, cols] buffer).
+bool whole_matrix(const TileRef& t) {
+  const size_t n = t.shape.size();
+  if (n < 2) return false;
+  for (size_t d = 0; d + 2 < n; ++d)
+    if (t.extent[d] != 1) return false;
+  return t.start[n - 2] == 0 && t.start[n - 1] == 0 && t.extent[n - 2] == t.shape[n - 2] &&
+         t.extent[n - 1] == t.shape[n - 1];
 }
 
 /// The region's rows are evenly spaced in memory (row r at r * strides[n-2]): true when every
@@ -193,6 +205,68 @@ bool whole_2d_buffer(const TileRef& t) {
 bool rows_evenly_spaced(const TileRef& t) {
   for (size_t d = 0; d + 2 < t.extent.size(); ++d)
     if (t.extent[d] != 1) return false;
+  return true;
+}
+
+/// out[dof[c] + drow] = in[sof[c] + srow] for every column c of one row, es-byte elements.
+template <typename E>
+void gather_row(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
+                int64_t n) {
+  const E* s = reinterpret_cast<const E*>(src);
+  E* d = reinterpret_cast<E*>(dst);
+  for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[sof[c]];
+}
+
+/// LoadData L1 -> L0A/L0B of one dtype, batched: every fractal layout is separable, the
+/// offset of (r, c) being row part + column part (NZ: r * c0 + (c / c0) * Rp * c0 + c % c0;
+/// ZZ and ZN likewise), so the column parts of both sides are computed once per copy and each
+/// row is a gather, instead of storage_offset on both sides per element (ZN stores a row's
+/// elements c0 apart, so copy_regions moved one element per call there). Moves exactly the
+/// bytes copy_regions moves (tests/npu/fast_paths_test.cpp compares them). False when the
+/// copy is not such a load.
+bool cube_load(const TileRef& src, const TileRef& dst) {
+  if (src.scope != MemScope::L1 || (dst.scope != MemScope::L0A && dst.scope != MemScope::L0B))
+    return false;
+  const size_t ns = src.extent.size(), nd = dst.extent.size();
+  if (ns < 2 || nd < 2 || !rows_evenly_spaced(src) || !rows_evenly_spaced(dst) ||
+      src.dtype != dst.dtype || src.rows() != dst.rows() || src.cols() != dst.cols())
+    return false;
+  const int64_t R = src.rows(), C = src.cols(), es = dtype_bytes(src.dtype);
+  if (R <= 0 || C <= 0) return true;
+  thread_local std::vector<int64_t> scol, dcol;
+  scol.resize(C);
+  dcol.resize(C);
+  int64_t si[8], di[8], run;
+  for (size_t d = 0; d < ns; ++d) si[d] = src.start[d];
+  for (size_t d = 0; d < nd; ++d) di[d] = dst.start[d];
+  const int64_t s00 = storage_offset(src, si, &run), d00 = storage_offset(dst, di, &run);
+  for (int64_t c = 0; c < C; ++c) {
+    si[ns - 1] = src.start[ns - 1] + c;
+    di[nd - 1] = dst.start[nd - 1] + c;
+    scol[c] = storage_offset(src, si, &run) - s00;
+    dcol[c] = storage_offset(dst, di, &run) - d00;
+  }
+  si[ns - 1] = src.start[ns - 1];
+  di[nd - 1] = dst.start[nd - 1];
+  for (int64_t r = 0; r < R; ++r) {
+    si[ns - 2] = src.start[ns - 2] + r;
+    di[nd - 2] = dst.start[nd - 2] + r;
+    const uint8_t* sp = src.base + storage_offset(src, si, &run) * es;
+    uint8_t* dp = dst.base + storage_offset(dst, di, &run) * es;
+    switch (es) {
+      case 1:
+        gather_row<uint8_t>(sp, dp, scol.data(), dcol.data(), C);
+        break;
+      case 2:
+        gather_row<uint16_t>(sp, dp, scol.data(), dcol.data(), C);
+        break;
+      case 4:
+        gather_row<uint32_t>(sp, dp, scol.data(), dcol.data(), C);
+        break;
+      default:
+        return false;  // before any byte moved: rows are written only for es 1, 2, 4
+    }
+  }
   return true;
 }
 
@@ -305,18 +379,25 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
     std::memcpy(dst.base + at, bytes.data(), bytes.size());
     return;
   }
-  if (S == MemScope::GM && D == MemScope::L1 && whole_2d_buffer(dst) && src.strides.back() == 1 &&
-      src.extent.size() >= 2 && rows_evenly_spaced(src) && src.extent.back() == dst.shape[1]) {
-    // The common case: a 2-D GM tile into a whole L1 buffer, converted by rows of fractals.
+  const size_t dn = dst.shape.size();
+  if (S == MemScope::GM && D == MemScope::L1 &&
+      (whole_2d_buffer(dst) || (!plain_paths() && whole_matrix(dst))) && src.strides.back() == 1 &&
+      src.extent.size() >= 2 && rows_evenly_spaced(src) && src.extent.back() == dst.shape[dn - 1] &&
+      src.rows() == dst.shape[dn - 2]) {
+    // The common case: a 2-D GM tile into a whole L1 matrix (a 2-D buffer, or one stage of a
+    // multi-buffered one), converted by rows of fractals.
     size_t ns = src.extent.size();
-    if (valid_src)  // nd_to_nz writes the whole (padded) buffer
-      std::memset(dst.base, kValid,
-                  static_cast<size_t>(storage_bytes(dst.scope, dst.dtype, dst.shape)));
+    int64_t run;
+    uint8_t* base = dst.base + storage_offset(dst, dst.start.data(), &run) * dtype_bytes(dst.dtype);
+    const std::vector<int64_t> mat{dst.shape[dn - 2], dst.shape[dn - 1]};
+    if (valid_src)  // nd_to_nz writes the whole (padded) matrix
+      std::memset(base, kValid, static_cast<size_t>(storage_bytes(dst.scope, dst.dtype, mat)));
     else
-      nd_to_nz(src.at(src.start), dst.shape[0], dst.shape[1], ns >= 2 ? src.strides[ns - 2] : 0,
-               src.dtype, dst.base);
+      nd_to_nz(src.at(src.start), mat[0], mat[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype,
+               base);
     return;
   }
+  if (!relu && !fixpipe && !valid_src && !plain_paths() && cube_load(src, dst)) return;
   copy_regions(src, dst, relu,
                fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16), shadow,
                valid_src);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "exec.h"
 #include "program.h"
 #include "replay.h"
 #include "scheduler.h"
@@ -367,6 +368,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
   if (&dev.target() != p.target)
     throw Error(fmt::format("kernel {} was compiled for {} but the device is a {}", p.func->name,
                             p.target->name, dev.target().name));
+  npu::refresh_plain_paths();
   LaunchState ls(p);
   bind_arguments(p, dev, args, ls);  // also evaluates the block count
   check_launch_limits(p, ls, opt);
