@@ -169,3 +169,36 @@ def test_a_fragment_as_a_gemm_operand_is_an_error_at_the_line() -> None:
 
     with pytest.raises(tilelang.Error, match=r"test_tla_capacity.py:\d+: .*operand A .*T.alloc_fragment"):
         tilelang.compile(main, out_idx=[2], pass_configs=HYBRID)
+
+
+def test_auto_sync_leaves_an_author_synced_scope_s_bytes_unshared_unless_ordered() -> None:
+    """TL_ASCEND_AUTO_SYNC leaves a scope with its author's syncs as written, so the planner
+    may not give a later tile the bytes of an earlier one there unless the author's syncs order
+    the two: `y`'s load (MTE2) after `x`'s last read (V) has no sync between them. Reasoned,
+    not run on the old code: plan_memory took every disjoint pair as shareable under auto_sync,
+    so `y` could take `x`'s bytes and its load race the exp reading `x` (a WAR the hazard
+    checker reports). Now `y` gets bytes of its own and the checker stays quiet."""
+    N = 2048
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32"),
+             Z: T.Tensor((N,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            y = T.alloc_ub((N,), "float32")
+            z = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(X, x)
+                    T.barrier_all()
+                    T.tile.exp(z, x)
+                    T.copy(Y, y)
+                    T.barrier_all()
+                    T.tile.add(z, z, y)
+                    T.barrier_all()
+                    T.copy(z, Z)
+
+    kernel = tilelang.compile(main, out_idx=[2], pass_configs={KEY.TL_ASCEND_AUTO_SYNC: True},
+                              check_hazards=True)
+    x, y = torch.randn(N), torch.randn(N)
+    torch.testing.assert_close(kernel(x, y), torch.exp(x) + y, rtol=1e-5, atol=1e-5)
