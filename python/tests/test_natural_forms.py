@@ -305,3 +305,47 @@ def test_a_view_of_a_developer_tile(N: int) -> None:
         pairs = y.view(torch.float32).view(P, 2)[:N]
         assert torch.equal(pairs[:, 0], want.values)
         assert torch.equal(pairs[:, 1].to(torch.int64), want.indices)
+
+
+# --- 7. T.Persistent with a vector epilogue of a GEMM accumulator -------------------------
+
+
+def persistent_gemm_bias_relu(M: int, N: int, K: int, bM: int = 32, bN: int = 64, bK: int = 64,
+                              workers: int = 3):
+    """Y = relu(A @ B + bias): persistent workers over the output tiles, the accumulator
+    read by an element loop (bias add and relu), stored in fp16."""
+    tm, tn = T.ceildiv(M, bM), T.ceildiv(N, bN)
+
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          bias: T.Tensor((N,), "float32"), Y: T.Tensor((M, N), "float16")):
+        with T.Kernel(workers, threads=2) as cid:
+            a = T.alloc_shared((bM, bK), "float16")
+            b = T.alloc_shared((bK, bN), "float16")
+            c = T.alloc_fragment((bM, bN), "float32")
+            bias_s = T.alloc_shared((bN,), "float32")
+            y = T.alloc_shared((bM, bN), "float16")
+            for bx, by in T.Persistent([tm, tn], workers, cid):
+                T.clear(c)
+                for kk in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                    T.copy(A[bx * bM, kk * bK], a)
+                    T.copy(B[kk * bK, by * bN], b)
+                    T.gemm(a, b, c)
+                T.copy(bias[by * bN], bias_s)
+                for i, j in T.Parallel(bM, bN):
+                    y[i, j] = T.max(c[i, j] + bias_s[j], 0.0)
+                T.copy(y, Y[bx * bM, by * bN])
+
+    return k
+
+
+@pytest.mark.parametrize("M,N,K", [(64, 128, 64), (1, 64, 64), (7, 100, 33), (33, 64, 128),
+                                   (100, 200, 70)])
+def test_persistent_gemm_with_a_bias_relu_epilogue(M: int, N: int, K: int) -> None:
+    # Before: an error naming an `if` the user never wrote (T.Persistent's tile guard).
+    torch.manual_seed(M + N + K)
+    a, b, bias = torch.randn(M, K).half(), torch.randn(K, N).half(), torch.randn(N)
+    want = torch.relu(a.float() @ b.float() + bias).half()
+    for *_, y in run2(persistent_gemm_bias_relu(M, N, K),
+                      lambda: [a.clone(), b.clone(), bias.clone(), torch.empty(M, N).half()]):
+        torch.testing.assert_close(y.float(), want.float(), rtol=1e-2, atol=1e-2)

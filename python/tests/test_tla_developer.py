@@ -18,7 +18,8 @@ torch reference on tails (M, N, K in 1, 7, 33 and sizes that are no multiple of 
   the chip). Before: an Error, "T.Parallel: cannot vectorise: unsupported operation: T.exp on
   float32 ..." (sparse_flash_attn_developer_vid_reduce.py). `TL_DEV_ALLOW_INEXACT_MATH: False`
   asks for exact math and gives that error again.
-* Errors: a developer-tile kernel with cube work that reads vid by hand.
+* A developer-tile kernel with cube work that reads vid by hand is a hybrid kernel now
+  (python/tests/test_tla_capacity.py).
 Every kernel runs under the hazard checker (and with it the stale-data checker).
 """
 
@@ -165,30 +166,6 @@ def test_a_vector_written_tile_copied_into_a_gemm_operand_crosses_cores(M: int, 
     a, b = _ab(M, N, K)
     ref = ((2 * a).float() @ b.float()).half()
     torch.testing.assert_close(scaled_then_gemm(M, N, K)(a, b), ref, rtol=1e-2, atol=1e-2)
-
-
-def test_reading_vid_in_a_developer_tile_kernel_with_cube_work_is_an_error_naming_it() -> None:
-    """TileLang-Ascend's developer mode splits the vector work between the AIVs itself, so a
-    hand-written vid split of developer tiles next to cube work has no meaning: an Error at the
-    line that reads vid (before: the same kernel was "cube work in a kernel without T.Scope")."""
-
-    @T.prim_func
-    def main(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 32), "float16"),
-             C: T.Tensor((32, 32), "float32")):
-        with T.Kernel(1, is_npu=True) as (cid, vid):
-            a = T.alloc_shared((32, 32), "float16")
-            b = T.alloc_shared((32, 32), "float16")
-            c = T.alloc_fragment((32, 32), "float32")
-            c_ub = T.alloc_shared((16, 32), "float32")
-            T.copy(A, a)
-            T.copy(B, b)
-            T.gemm_v0(a, b, c, init=True)
-            T.copy(c, C)
-            T.copy(C[vid * 16, 0], c_ub)
-
-    with pytest.raises(tilelang.Error,
-                       match=r"test_tla_developer.py:\d+: .*reads vid in a kernel of developer tiles"):
-        tilelang.compile(main, out_idx=[2], pass_configs=AUTO)
 
 
 def softmax_rows(M: int, N: int, block_M: int = 8, exact: bool = False):

@@ -12,7 +12,11 @@
 // A kernel whose on-chip buffers are all developer tiles (T.alloc_shared / T.alloc_fragment)
 // and that never reads its vid (`as (cid, _)`) is a developer kernel in TileLang-Ascend, whatever
 // its binding: it becomes one here (threads = 1), and every later pass sees a developer kernel.
+// One that reads vid beside cube work splits the vector work between the AIVs by hand: it is a
+// hybrid kernel whose developer tiles are placed by use (gemm operands L1, accumulator L0C, the
+// rest UB), as TileLang-Ascend infers their memory (pipeline/matmul_add_pipeline.py).
 #include <optional>
+#include <unordered_map>
 
 #include "developer.h"
 #include "split_hybrid.h"
@@ -48,12 +52,10 @@ bool has_scope(const Stmt& body) {
 /// buffer a developer tile (at least one), vid never read. It becomes the developer kernel it is
 /// (threads = 1: one AIV per AIC, as `T.Kernel(n) as cid`), so infer_scopes places its tiles and
 /// split_cube_vector splits its cube and vector work (TileLang-Ascend's developer mode: the
-/// binding does not choose the mode, the buffers do). With vid read and cube work the kernel is
-/// an error naming the read: developer mode splits the vector work between the AIVs itself
-/// (threads = 2), so a hand-written vid split has no meaning there. nullopt: not this form.
-std::optional<PrimFunc> as_developer_kernel(const PrimFunc& f, const KernelNode& k,
-                                            const Target& target) {
-  bool developer_tile = false, hardware_buffer = false, scoped = false, cube = false;
+/// binding does not choose the mode, the buffers do). nullopt: not this form (vid read: the
+/// author splits the AIVs' work, so it is a hybrid kernel).
+std::optional<PrimFunc> as_developer_kernel(const PrimFunc& f, const KernelNode& k) {
+  bool developer_tile = false, hardware_buffer = false, scoped = false;
   Stmt current, vid_read;  // the statement being visited; the first that reads vid
   pre_order_visit(
       k.body,
@@ -67,11 +69,6 @@ std::optional<PrimFunc> as_developer_kernel(const PrimFunc& f, const KernelNode&
           else if (m != MemScope::GM)
             hardware_buffer = true;
         }
-        if (auto* op = s.as<TileOpNode>()) {
-          auto core = op_core(*op, target);
-          cube |= op->op == &ops::gemm() || op->op == &ops::gemm_v0() ||
-                  (core && *core == CoreKind::Cube);
-        }
       },
       // A statement's own expressions are visited before its children: `current` owns `e`.
       [&](const Expr& e) {
@@ -79,17 +76,9 @@ std::optional<PrimFunc> as_developer_kernel(const PrimFunc& f, const KernelNode&
           vid_read = current;
       });
   if (!developer_tile || hardware_buffer || scoped) return std::nullopt;
-  if (vid_read.defined()) {
-    if (!cube) return std::nullopt;  // a vector-only body: the vector kernel below, vid by hand
-    user_error(vid_read->loc,
-               "{} reads vid in a kernel of developer tiles (T.alloc_shared / T.alloc_fragment) "
-               "with cube work: such a kernel is a developer kernel, whose compiler splits the "
-               "vector work between the AIVs itself; bind `as (cid, _)` (or "
-               "`T.Kernel(n, threads=2) as cid`) and index by cid only, or allocate hardware "
-               "buffers (T.alloc_L1 / T.alloc_ub / T.alloc_L0C) in T.Scope(\"C\") / "
-               "T.Scope(\"V\") (expert mode)",
-               dev::describe(vid_read));
-  }
+  // vid read: the author splits the vector work between the AIVs by hand, so this is a hybrid
+  // kernel whose tiles are placed by use (combine_cv below), not a developer kernel.
+  if (vid_read.defined()) return std::nullopt;
   Stmt kernel = KernelNode::make(k.num_blocks, k.cid, Var(), k.body, k.loc, /*threads=*/1);
   std::vector<Stmt> out;
   if (auto* q = f->body.as<SeqNode>()) {
@@ -100,12 +89,46 @@ std::optional<PrimFunc> as_developer_kernel(const PrimFunc& f, const KernelNode&
   return with_body(f, SeqNode::make(std::move(out), f->body->loc));
 }
 
+/// Where a hybrid kernel's developer tiles go by their gemm use (issue 29:
+/// pipeline/matmul_add_pipeline.py, `as (cid, vid)` with T.alloc_shared / T.alloc_fragment,
+/// T.gemm_v0 and a vector epilogue indexed by vid): A and B of a T.gemm_v0 / T.gemm in L1, its
+/// C in L0C. A fragment as an operand or a shared tile as an accumulator is an error naming it,
+/// as in place_expert_tiles. Tiles not named here are UB (Placer's default).
+std::unordered_map<const BufferNode*, MemScope> gemm_tile_scopes(const Stmt& body) {
+  std::unordered_map<const BufferNode*, MemScope> scopes;
+  pre_order_visit(body, [&](const Stmt& s) {
+    auto* op = s.as<TileOpNode>();
+    if (!op || (op->op != &ops::gemm_v0() && op->op != &ops::gemm())) return;
+    for (size_t i = 0; i < 3 && i < op->args.size(); ++i) {
+      if (!op->args[i].is_region()) continue;
+      const Buffer& b = op->args[i].region.buffer;
+      if (b->scope != MemScope::Shared && b->scope != MemScope::Fragment) continue;
+      const MemScope want = i < 2 ? MemScope::L1 : MemScope::L0C;
+      const MemScope made = i < 2 ? MemScope::Shared : MemScope::Fragment;
+      if (b->scope != made)
+        user_error(
+            op->loc,
+            "{}: operand {} is {}, made by {}; a gemm's {} lives in {}: make it with {} "
+            "(or {})",
+            op->op->name,
+            i == 0   ? "A"
+            : i == 1 ? "B"
+                     : "C",
+            dev::describe(b), b->scope == MemScope::Shared ? "T.alloc_shared" : "T.alloc_fragment",
+            i < 2 ? "operands" : "accumulator", scope_name(want),
+            i < 2 ? "T.alloc_shared" : "T.alloc_fragment", i < 2 ? "T.alloc_L1" : "T.alloc_L0C");
+      scopes[b.get()] = want;
+    }
+  });
+  return scopes;
+}
+
 }  // namespace
 
 PrimFunc combine_cv(const PrimFunc& f, const Target& target, bool auto_cv_sync) {
   const KernelNode* k = kernel_of(f);
   if (!k || k->developer()) return f;
-  if (auto dev_kernel = as_developer_kernel(f, *k, target)) return *dev_kernel;
+  if (auto dev_kernel = as_developer_kernel(f, *k)) return *dev_kernel;
   const Stmt work = first_unscoped_work(k->body);
   if (!work.defined()) return f;
   if (has_scope(k->body))
@@ -114,7 +137,9 @@ PrimFunc combine_cv(const PrimFunc& f, const Target& target, bool auto_cv_sync) 
                "tl.ascend_auto_cv_combine places a kernel's work only when none of it is scoped: "
                "put it in the T.Scope of the core that should run it",
                dev::describe(work));
-  Stmt body = dev::Placer().mutate(k->body);  // no placements given: UB
+  // Developer tiles are placed by use as TileLang-Ascend's memory inference does: a gemm's A and
+  // B in L1, its accumulator in L0C, the rest (vector work, copies) in UB.
+  Stmt body = dev::Placer(gemm_tile_scopes(k->body)).mutate(k->body);
   bool cube = false;
   pre_order_visit(body, [&](const Stmt& s) {
     auto* op = s.as<TileOpNode>();

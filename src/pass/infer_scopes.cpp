@@ -178,7 +178,7 @@ struct Crossing {
 /// level, or a loop body: one crossing per iteration). The twin is declared right after its
 /// home. What this cannot order is an error naming the statement: a consumer use before any
 /// producer one, a loop whose body reads the twin before writing the home (a crossing carried
-/// across iterations), both sides inside one statement that is not a loop.
+/// across iterations), both sides inside one statement that is neither a loop nor an if.
 class Twinner {
  public:
   explicit Twinner(const KernelNode& k) : kernel_(k) {}
@@ -247,12 +247,16 @@ class Twinner {
     for (const Stmt& s : body) {
       const unsigned used = sides(s, c.home.get());
       if (used == 3u) {
+        if (auto* branch = s.as<IfNode>()) {
+          out.push_back(twin_if(*branch, c, st));
+          continue;
+        }
         auto* loop = s.as<ForNode>();
         if (!loop)
           user_error(s->loc,
                      "buffer {} is used by the cube and by the vector unit inside one statement "
-                     "({}) that is not a "
-                     "loop; developer mode lowers crossings between the statements of a block",
+                     "({}) that is neither a loop nor an if; developer mode lowers crossings "
+                     "between the statements of a block",
                      dev::describe(c.orig), dev::describe(s));
         // Inside the loop the producer must come first in every iteration, or the crossing is
         // carried from one iteration to the next (not lowered yet).
@@ -292,6 +296,25 @@ class Twinner {
       out.push_back(s);
     }
     return out;
+  }
+
+  /// An if with both sides in it (T.Persistent's tile guard around a GEMM and its epilogue,
+  /// issue 29): each branch is a block of its own, crossing where its statements do, from the
+  /// state before the if. Both cores evaluate the same scalar condition, so a channel inside a
+  /// branch runs on both or on neither. After the if the home is dirty if either branch left
+  /// it dirty, and the twin holds data only if both branches leave it so.
+  Stmt twin_if(const IfNode& n, const Crossing& c, State& st) {
+    State then_st = st, else_st = st;
+    std::vector<Stmt> then_body = twin_block(stmts_of(n.then_case), c, then_st);
+    Stmt else_case;
+    if (n.else_case.defined()) {
+      std::vector<Stmt> else_body = twin_block(stmts_of(n.else_case), c, else_st);
+      else_case = SeqNode::make(std::move(else_body), n.else_case->loc);
+    }
+    st.dirty = then_st.dirty || else_st.dirty;
+    st.crossed = then_st.crossed && else_st.crossed;
+    return IfNode::make(n.cond, SeqNode::make(std::move(then_body), n.then_case->loc), else_case,
+                        n.loc);
   }
 
   /// The twin's declaration right after its home's (the kernel's top level), else first.

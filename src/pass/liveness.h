@@ -3,10 +3,11 @@
 // memory its slots would take with them. A buffer accessed inside a loop its declaration is not
 // in lives for the whole of the outermost such loop (its value crosses iterations), unless
 // `per_iteration` is set and each iteration's first access of it in that loop is an
-// unconditional write of all of it: then no value crosses iterations, and it lives from that
-// write to its last access (issue 29: developer kernels declare every tile at the top, and a
-// loop's scratch tile counted as live across the whole body overflowed UB by a few hundred
-// bytes).
+// unconditional write of all of it (or a write in one branch of an if that holds every access
+// of it in the loop): then no value crosses iterations, and it lives from that write to its last
+// access (issue 29: developer kernels declare every tile at the top, and a loop's scratch tile
+// counted as live across the whole body overflowed UB by a few hundred bytes; an accumulator
+// written by `gemm_v0(..., init=True)` is such a write).
 #pragma once
 
 #include <unordered_map>
@@ -60,11 +61,19 @@ class Liveness : public IRVisitor {
   void finish() {
     // Per (buffer, loop): may the loop's accesses keep their own positions? Yes when the
     // first of them is an unconditional write of the whole buffer directly in the loop's body.
+    // A write inside one if (no deeper) counts when every access of the buffer in the loop is
+    // in that same branch: an iteration that skips the branch touches the buffer not at all.
     std::vector<std::unordered_map<int64_t, bool>> first_seen(buffers.size());
+    std::vector<std::unordered_map<int64_t, int64_t>> branch_of(buffers.size());
     for (const auto& a : accesses_) {
       if (a.loop < 0) continue;
       auto [it, fresh] = first_seen[a.buffer].try_emplace(a.loop, false);
-      if (fresh) it->second = per_iteration && a.full_write && a.inner < 0 && !a.conditional;
+      if (fresh) {
+        it->second = per_iteration && a.full_write && a.inner < 0 && a.ifs <= 1;
+        branch_of[a.buffer][a.loop] = a.branch;
+      } else if (int64_t b = branch_of[a.buffer][a.loop]; b >= 0 && a.branch != b) {
+        it->second = false;
+      }
     }
     for (const auto& a : accesses_) {
       BufferLife& b = buffers[a.buffer];
@@ -94,9 +103,12 @@ class Liveness : public IRVisitor {
   }
 
   void visit_(const IfNode* n) override {
-    ifs_.push_back(stack_.size());
-    IRVisitor::visit_(n);
-    ifs_.pop_back();
+    visit(n->cond);
+    for (const Stmt* branch : {&n->then_case, &n->else_case}) {
+      ifs_.push_back({stack_.size(), next_branch_++});
+      visit(*branch);
+      ifs_.pop_back();
+    }
   }
 
   /// The buffers this op overwrites whole without reading them (a Write operand over every
@@ -129,8 +141,32 @@ class Liveness : public IRVisitor {
       }
       if (whole) full_write_.insert(b.get());
     }
+    if (const Buffer* c = initialised_accumulator(*n)) full_write_.insert(c->get());
     IRVisitor::visit_(n);
     full_write_.clear();
+  }
+
+  /// A cube op whose `init` is the constant true overwrites the whole of its accumulator C
+  /// (an inout operand, so the loop above skips it) when C's region is the whole buffer and C
+  /// is no other operand (issue 29: sparse attention's score and output accumulators, each a
+  /// `gemm_v0(..., init=True)` in a loop, are never live together but counted as live across
+  /// the whole loop, 16 KiB over L0C).
+  static const Buffer* initialised_accumulator(const TileOpNode& n) {
+    if (n.op->name != "gemm_v0" && n.op->name != "mma" && n.op->name != "gemm") return nullptr;
+    const TileArg* init = op_operand(n, "init");
+    const TileArg* c = op_operand(n, "C");
+    auto always = init && init->is_scalar() ? as_const_int(init->scalar) : std::nullopt;
+    if (!always || *always == 0 || !c || !c->is_region()) return nullptr;
+    const Buffer& b = c->region.buffer;
+    for (const auto& a : n.args)
+      if (&a != c && a.is_region() && a.region.buffer.same_as(b)) return nullptr;
+    if (c->region.ranges.size() != b->shape.size()) return nullptr;
+    for (size_t d = 0; d < b->shape.size(); ++d) {
+      auto mn = as_const_int(c->region.ranges[d].min),
+           ext = as_const_int(c->region.ranges[d].extent);
+      if (!mn || *mn != 0 || !ext || ext != as_const_int(b->shape[d])) return nullptr;
+    }
+    return &b;
   }
 
   static bool clipped(const TileOpNode& n) {
@@ -186,9 +222,13 @@ class Liveness : public IRVisitor {
     int64_t inner = stack_.size() > life.decl_depth + 1
                         ? static_cast<int64_t>(stack_[life.decl_depth + 1])
                         : -1;
-    bool conditional = !ifs_.empty() && ifs_.back() > life.decl_depth;
+    // The ifs inside `loop` around the access, and the outermost one's branch.
+    int ifs = 0;
+    int64_t branch = -1;
+    for (const auto& [depth, id] : ifs_)
+      if (depth > life.decl_depth && ifs++ == 0) branch = id;
     bool full = full_write_.count(b.get()) && buffers[it->second].buffer.same_as(b);
-    accesses_.push_back({it->second, pos_, loop, inner, full, conditional});
+    accesses_.push_back({it->second, pos_, loop, inner, full, ifs, branch});
   }
 
  private:
@@ -198,15 +238,18 @@ class Liveness : public IRVisitor {
   struct Access {
     size_t buffer;
     int64_t pos;
-    int64_t loop;                  // index into loops_, or -1
-    int64_t inner;                 // the loop inside `loop` the access is in, or -1
-    bool full_write, conditional;  // overwrites the whole buffer; in an if inside `loop`
+    int64_t loop;     // index into loops_, or -1
+    int64_t inner;    // the loop inside `loop` the access is in, or -1
+    bool full_write;  // overwrites the whole buffer
+    int ifs;          // ifs inside `loop` around the access
+    int64_t branch;   // the outermost of them's branch (then and else apart), or -1
   };
   int64_t pos_ = 0;
   std::vector<Loop> loops_;
   std::vector<size_t> stack_;
   std::vector<Access> accesses_;
-  std::vector<size_t> ifs_;  // the loop depth at each enclosing if
+  std::vector<std::pair<size_t, int64_t>> ifs_;  // each enclosing if branch: loop depth, id
+  int64_t next_branch_ = 0;
   std::unordered_set<const BufferNode*> full_write_;
 };
 

@@ -122,9 +122,31 @@ std::string declared(const BufferNode& b) {
           top_256_note(scope, total - target.cap(scope)));
 }
 
+/// Whether insert_syncs will order every reuse of memory `m`'s bytes: it leaves a scope with a
+/// sync of its author's (or intra-core syncs already) as written (insert_syncs.cpp,
+/// has_own_syncs), so in an expert kernel under auto_sync a memory of such a scope's core
+/// (L1 / L0A / L0B / L0C: the cube's, UB: the vector's) is planned as without insert_syncs:
+/// a reuse only where the author's syncs already order it.
+bool syncs_follow_for(const Stmt& body, MemScope m) {
+  const CoreKind core = m == MemScope::UB ? CoreKind::Vector : CoreKind::Cube;
+  bool own = false;
+  pre_order_visit(body, [&](const Stmt& s) {
+    auto* sc = s.as<ScopeNode>();
+    if (!sc || sc->core != core || own) return;
+    pre_order_visit(sc->body, [&](const Stmt& x) {
+      auto* y = x.as<SyncNode>();
+      if (!y) return;
+      own |= y->origin == SyncOrigin::User || y->sync_kind == SyncKind::SetFlag ||
+             y->sync_kind == SyncKind::WaitFlag || y->sync_kind == SyncKind::PipeBarrier ||
+             y->sync_kind == SyncKind::BarrierAll;
+    });
+  });
+  return !own;
+}
+
 }  // namespace
 
-PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow) {
+PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_all) {
   Liveness lv;
   lv.visit(f->body);
   lv.finish();
@@ -147,6 +169,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow)
   const AccessOrder order(f->body, target);
   for (MemScope scope : {MemScope::L1, MemScope::L0A, MemScope::L0B, MemScope::L0C, MemScope::UB}) {
     const int64_t cap = target.cap(scope);
+    const bool syncs_follow = syncs_follow_all && syncs_follow_for(f->body, scope);
     const Liveness* use = &lv;
     std::vector<const BufferLife*> lives;
     std::vector<int64_t> offsets;
