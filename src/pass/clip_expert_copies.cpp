@@ -102,7 +102,7 @@ class Clipper : public IRMutator {
     const BufferRegion& t0 = n->args[ti].region;
     if (g.buffer->scope != MemScope::GM || !on_chip(t0.buffer)) return self;
     if (g.ranges.empty() || t0.ranges.empty()) return self;
-    auto c = dev::clip_copy(g, t0, bounds_.vars);
+    auto c = dev::clip_copy(g, t0, bounds_);
     if (!c || !c->clipped) return self;
     // A block may lie wholly past the tensor (the second AIV's half of a one-row tail): its
     // extent is then 0 and its start the tensor's end, which every access check accepts.
