@@ -79,3 +79,93 @@ def test_gathered_row_outside_the_tensor_is_a_runtime_error() -> None:
     idx[0, 5] = E
     with pytest.raises(tilelang.Error, match=r"out-of-bounds access to 'x'.*dimension 0 covers \[5, 6\)"):
         kernel(x, idx, torch.randn(1, N * K))
+
+
+# ---- DataCopyPad rows: a one-row UB tile of any byte length ------------------------------------
+#
+# TileLang-Ascend moves every GM <-> UB copy with DataCopyPad (blockLen in bytes, the UB row
+# padded to 32 B). A tile of one row copied whole therefore moves rows of any length: 4 int32
+# ids (16 bytes), one int32 (4 bytes). Before, the verifier refused them: "the innermost
+# contiguous run is 4 x int32 = 16 bytes; UB rows must be a multiple of 32 bytes"
+# (moe_token_permute.py:100, setvalue_example.py:46, moe_token_unpermute_grad.py:277).
+
+SYNCED = {KEY.TL_ASCEND_AUTO_SYNC: True}
+
+
+def scaled_rows(R: int, W: int) -> Any:
+    """y[r, :] = 2 x[r, :] + 1 per row r, one row of W floats per AIV; idx[r] = r * W + W - 1 (a
+    single int32 stored by a one-element tile)."""
+
+    @T.prim_func
+    def main(x: T.Tensor((R, W), "float32"), y: T.Tensor((R, W), "float32"),
+             last: T.Tensor((R,), "int32")):
+        with T.Kernel(T.ceildiv(R, 2), is_npu=True) as (cid, vid):
+            row = T.alloc_ub((1, W), "float32")
+            one = T.alloc_ub((1,), "int32")
+            with T.Scope("V"):
+                r = cid * 2 + vid
+                if r < R:
+                    T.copy(x[r, 0], row)
+                    T.tile.mul(row, row, 2.0)
+                    T.tile.add(row, row, 1.0)
+                    T.copy(row, y[r, 0])
+                    one[0] = r * W + W - 1
+                    T.copy(one, last[r])
+
+    return tilelang.compile(main, out_idx=[1, 2], pass_configs=SYNCED)
+
+
+@pytest.mark.parametrize("W", [1, 7, 33, 1000, 4097])
+def test_one_row_tiles_of_any_length_move_as_datacopypad(W: int) -> None:
+    R = 3
+    x = torch.randn(R, W)
+    y, last = scaled_rows(R, W)(x)
+    torch.testing.assert_close(y, 2 * x + 1)
+    torch.testing.assert_close(last, torch.arange(R, dtype=torch.int32) * W + W - 1)
+
+
+def test_short_rows_of_a_multi_row_tile_stay_rejected() -> None:
+    # DataCopyPad would place each 28-byte row on a 32-byte boundary, not where the tile's
+    # row-major layout has it: the verifier keeps its rule.
+    @T.prim_func
+    def main(x: T.Tensor((2, 7), "float32"), y: T.Tensor((2, 7), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            t = T.alloc_ub((2, 7), "float32")
+            with T.Scope("V"):
+                T.copy(x, t)
+                T.copy(t, y)
+
+    with pytest.raises(tilelang.Error, match=r"7 x float32 = 28 bytes; UB rows must be a multiple"):
+        tilelang.compile(main, out_idx=[1], pass_configs=SYNCED)
+
+
+def test_a_short_row_ending_inside_its_tile_stays_rejected() -> None:
+    # The pad lanes up to 32 bytes would overwrite the tile's own elements [4, 8) on the chip.
+    @T.prim_func
+    def main(x: T.Tensor((1, 4), "int32"), y: T.Tensor((1, 16), "int32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            t = T.alloc_ub((1, 16), "int32")
+            with T.Scope("V"):
+                T.copy(y, t)
+                T.copy(x, t[0, 0:4])
+                T.copy(t, y)
+
+    with pytest.raises(tilelang.Error, match=r"4 x int32 = 16 bytes; UB rows must be a multiple"):
+        tilelang.compile(main, out_idx=[], pass_configs=SYNCED)
+
+
+def test_event_id_past_seven_stays_rejected() -> None:
+    # AscendC's SetFlag/WaitFlag take event ids 0-7 on A2 (moe_token_permute.py uses 10): a
+    # clear error naming the line, as on the chip's toolchain.
+    @T.prim_func
+    def main(x: T.Tensor((1, 8), "float32"), y: T.Tensor((1, 8), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            t = T.alloc_ub((1, 8), "float32")
+            with T.Scope("V"):
+                T.copy(x, t)
+                T.set_flag("mte2", "mte3", 10)
+                T.wait_flag("mte2", "mte3", 10)
+                T.copy(t, y)
+
+    with pytest.raises(tilelang.Error, match=r"expected an event id in \[0, 8\) on A2, got 10"):
+        tilelang.compile(main, out_idx=[1])
