@@ -169,3 +169,39 @@ def test_event_id_past_seven_stays_rejected() -> None:
 
     with pytest.raises(tilelang.Error, match=r"expected an event id in \[0, 8\) on A2, got 10"):
         tilelang.compile(main, out_idx=[1])
+
+
+# ---- Row halves written `vid * block_M // VEC_NUM` -------------------------------------------
+#
+# TileLang-Ascend's normalization scripts slice each AIV's rows as
+# `A[bx * bM + vid * bM // 2 : bx * bM + (vid + 1) * bM // 2, ...]`: the extent is 16 for bM = 32
+# only once `(vid + 1) * 32 // 2 - vid * 32 // 2` is seen as linear (an exact floor division).
+# Before, the clipping rule saw two different extents, left the copy as written, and the launch
+# stopped: "T.copy: out-of-bounds access to 'A' (global, shape [34, 34]) by operand 'src':
+# dimension 1 covers [32, 64)" (layer_norm.py:60). Now the copy clips at the tensor's end.
+
+
+def scaled_halves(M: int, N: int, bM: int = 32, bN: int = 32) -> Any:
+    """B = 3 A - 1, each block of bM rows split between the two AIVs, bN columns at a time."""
+    VEC_NUM = 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), is_npu=True) as (cid, vid):
+            a = T.alloc_ub([bM // VEC_NUM, bN], "float32")
+            with T.Scope("V"):
+                for by in T.serial(T.ceildiv(N, bN)):
+                    T.copy(A[cid * bM + vid * bM // VEC_NUM:cid * bM + (vid + 1) * bM // VEC_NUM,
+                             by * bN:(by + 1) * bN], a)
+                    T.tile.mul(a, a, 3.0)
+                    T.tile.sub(a, a, 1.0)
+                    T.copy(a, B[cid * bM + vid * bM // VEC_NUM:cid * bM + (vid + 1) * bM // VEC_NUM,
+                                by * bN:(by + 1) * bN])
+
+    return tilelang.compile(main, out_idx=[1], pass_configs=SYNCED)
+
+
+@pytest.mark.parametrize("M,N", [(1, 1), (7, 33), (34, 34), (33, 1000), (3, 4097)])
+def test_row_halves_by_floor_division_clip_at_the_tail(M: int, N: int) -> None:
+    x = torch.randn(M, N)
+    torch.testing.assert_close(scaled_halves(M, N)(x), 3 * x - 1)

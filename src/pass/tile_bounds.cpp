@@ -70,7 +70,11 @@ void Bounds::refine(const Expr& cond) {
 
 bool same_extent(const Expr& a, const Expr& b) {
   auto x = as_const_int(a), y = as_const_int(b);
-  return x && y ? *x == *y : structural_equal(a, b);
+  if (x && y) return *x == *y;
+  if (structural_equal(a, b)) return true;
+  // Equal as linear forms: `(cid * 32 + (vid + 1) * 32 // 2) - (cid * 32 + vid * 32 // 2)` is 16.
+  auto d = arith::constant_difference(a, b);
+  return d && *d == 0;
 }
 
 std::optional<ClippedCopy> clip_copy(BufferRegion g, BufferRegion t, const Bounds& bounds) {
