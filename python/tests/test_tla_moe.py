@@ -205,3 +205,47 @@ def scaled_halves(M: int, N: int, bM: int = 32, bN: int = 32) -> Any:
 def test_row_halves_by_floor_division_clip_at_the_tail(M: int, N: int) -> None:
     x = torch.randn(M, N)
     torch.testing.assert_close(scaled_halves(M, N)(x), 3 * x - 1)
+
+
+# ---- A clipped tile copied to another tile, then reduced ---------------------------------------
+#
+# layer_norm.py copies its clipped input tile to a compute tile (`T.copy(a_ub, a_cal)`, its
+# cast_or_copy for float) before summing it. Before, the analysis did not follow the undefined
+# part through a copy between tiles, and the row sums silently took in the undefined elements
+# (layer_norm.py at 34 x 34: 1111 of 1156 elements wrong). Now it is the error naming the
+# reduction and the copy; with pad_value=0 (the sum's identity) the kernel matches torch.
+
+
+def row_sums(M: int, N: int, pad: bool, bM: int = 16, bN: int = 32) -> Any:
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), S: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, 2 * bM), is_npu=True) as (cid, vid):
+            a = T.alloc_ub([bM, bN], "float32")
+            a_cal = T.alloc_ub([bM, bN], "float32")
+            acc = T.alloc_ub([bM, bN], "float32")
+            s = T.alloc_ub([bM], "float32")
+            with T.Scope("V"):
+                T.tile.fill(acc, 0.0)
+                for by in T.serial(T.ceildiv(N, bN)):
+                    r0 = cid * 2 * bM + vid * bM
+                    if pad:
+                        T.copy(A[r0:r0 + bM, by * bN:(by + 1) * bN], a, pad_value=0.0)
+                    else:
+                        T.copy(A[r0:r0 + bM, by * bN:(by + 1) * bN], a)
+                    T.copy(a, a_cal)
+                    T.tile.add(acc, acc, a_cal)
+                T.reduce_sum(acc, s, dim=-1)
+                T.copy(s, S[cid * 2 * bM + vid * bM:cid * 2 * bM + vid * bM + bM])
+
+    return tilelang.compile(main, out_idx=[1], pass_configs=SYNCED)
+
+
+def test_undefined_tail_copied_between_tiles_then_summed_is_an_error() -> None:
+    with pytest.raises(tilelang.Error, match=r"T.reduce_sum: its operand 'acc' holds undefined"):
+        row_sums(32, 34, pad=False)
+
+
+@pytest.mark.parametrize("N", [1, 7, 33, 1000])
+def test_tail_padded_with_the_sums_identity_matches_torch(N: int) -> None:
+    x = torch.randn(32, N)
+    torch.testing.assert_close(row_sums(32, N, pad=True)(x), x.sum(1), rtol=1e-4, atol=1e-4)

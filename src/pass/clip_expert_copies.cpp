@@ -244,7 +244,15 @@ void reject_combined_garbage(const Stmt& body,
   if (undefined.empty()) return;
   std::vector<const TileOpNode*> vec_ops;
   pre_order_visit(body, [&](const Stmt& s) {
-    if (auto* t = s.as<TileOpNode>(); t && t->op->unit == OpUnit::Vector) vec_ops.push_back(t);
+    auto* t = s.as<TileOpNode>();
+    if (!t) return;
+    // A copy between on-chip tiles (TileLang-Ascend's cast_or_copy of a float tile) carries
+    // the undefined part along like an elementwise op.
+    const bool on_chip_copy = t->op == &ops::copy() && t->args.size() >= 2 &&
+                              t->args[0].is_region() && t->args[1].is_region() &&
+                              on_chip(t->args[0].region.buffer) &&
+                              on_chip(t->args[1].region.buffer);
+    if (t->op->unit == OpUnit::Vector || on_chip_copy) vec_ops.push_back(t);
   });
   for (bool grew = true; grew;) {
     grew = false;
