@@ -7,7 +7,13 @@
   store of the weighted sum ("stores 'acc', which holds stale data past its valid part"), which
   stopped moe_token_unpermute.py; now it matches torch, and an index outside the tensor is a
   run-time error naming the copy, the tensor and the dimension.
-The references (torch, fp32) live only here.
+* DataCopyPad rows: a GM copy of a whole one-row UB tile of any byte length (16-byte id rows, a
+  one-element int32); multi-row tiles, rows ending inside their tile and event ids past 7 stay
+  errors.
+* Row halves `vid * bM // 2 : (vid + 1) * bM // 2` clip at a tail (exact floor division).
+* The undefined tail of a clipped copy followed through copies between tiles into a reduction.
+Each section's comment says what the code gave before. The references (torch, fp32) live only
+here.
 """
 
 from typing import Any
