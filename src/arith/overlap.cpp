@@ -105,6 +105,26 @@ class Linearizer {
       }
       return atom(e);
     }
+    // A floor division by a positive constant that divides every coefficient and the constant
+    // (`(vid + 1) * 32 // 2` = 16 vid + 16, TileLang-Ascend's `vid * block_M // VEC_NUM`): the
+    // quotient is exact, so it stays linear.
+    if (auto* n = e.as<BinaryNode>(); n && is_int(t) && n->op == BinOp::FloorDiv &&
+                                      n->b.kind() == ExprKind::IntImm &&
+                                      n->b.as<IntImmNode>()->value > 0) {
+      const int64_t c = n->b.as<IntImmNode>()->value;
+      Linear a = of(n->a);
+      bool divides = !a.form.overflow() && a.form.constant() % c == 0;
+      for (const auto& term : a.form) divides = divides && term.second % c == 0;
+      if (divides) {
+        Linear r;
+        r.iv = bound(e, vars_);
+        r.form = LinearForm<kMaxTerms>::constant_of(a.form.constant() / c);
+        for (const auto& term : a.form)
+          r.form.add(LinearForm<kMaxTerms>::atom(term.first, term.second / c), 1);
+        if (tame(r)) return r;
+      }
+      return atom(e);
+    }
     if (auto* n = e.as<CastNode>(); n && is_int(t) && is_int(n->value.dtype())) {
       Linear v = of(n->value);
       if (detail::fits(detail::widen(v.iv), t)) return v;  // a cast that changes no value

@@ -102,7 +102,19 @@ class Clipper : public IRMutator {
     const BufferRegion& t0 = n->args[ti].region;
     if (g.buffer->scope != MemScope::GM || !on_chip(t0.buffer)) return self;
     if (g.ranges.empty() || t0.ranges.empty()) return self;
-    auto c = dev::clip_copy(g, t0, bounds_.vars);
+    auto c = dev::clip_copy(g, t0, bounds_);
+    const bool short_rows = n->op == &ops::copy() && t0.buffer->scope == MemScope::UB &&
+                            !n->attr_bool("pad") && !whole_blocks(t0) && one_row_to_end(t0);
+    if ((!c || !c->clipped) && short_rows) {
+      // TileLang-Ascend moves every GM <-> UB copy with DataCopyPad (copy_gm_to_ub /
+      // copy_ub_to_gm: blockLen in bytes, each UB row padded to 32 B), so a row of 4 int32 (16
+      // bytes) moves as written. The pad lanes past the row lie in the buffer's 32-byte-rounded
+      // allocation (every UB buffer starts on 32 B), and vector ops, which count elements, never
+      // read them; a multi-row region still needs rows 32 B apart (the verifier's rule).
+      std::vector<Attr> attrs = n->attrs;
+      attr_of(attrs, "pad")->value = true;
+      return TileOpNode::make(n->op, n->args, std::move(attrs), n->loc);
+    }
     if (!c || !c->clipped) return self;
     // A block may lie wholly past the tensor (the second AIV's half of a one-row tail): its
     // extent is then 0 and its start the tensor's end, which every access check accepts.
@@ -123,7 +135,7 @@ class Clipper : public IRMutator {
     const Buffer& tb = t0.buffer;
     std::vector<Attr> attrs = n->attrs;
     const bool author_pad = n->attr_bool("pad");
-    if (tb->scope == MemScope::UB && n->op == &ops::copy() && c->clipped_last)
+    if (tb->scope == MemScope::UB && n->op == &ops::copy() && (c->clipped_last || short_rows))
       attr_of(attrs, "pad")->value = true;  // DataCopyPad: rows of any byte length
     const bool whole_tile = read && n->op == &ops::copy() && is_whole(t0);
     if (whole_tile && tb->scope == MemScope::UB && !author_pad) {
@@ -173,6 +185,31 @@ class Clipper : public IRMutator {
   }
 
  private:
+  /// Whether the region's innermost run (its last dimension, past trailing dimensions of size
+  /// 1, as the verifier counts it) is provably whole 32-byte blocks.
+  static bool whole_blocks(const BufferRegion& r) {
+    size_t last = r.ranges.size();
+    if (last == 0 || last != r.buffer->shape.size()) return true;
+    --last;
+    while (last > 0 && is_const_one(r.buffer->shape[last])) --last;
+    auto ext = as_const_int(r.ranges[last].extent);
+    return !ext || (*ext * dtype_bytes(r.buffer->dtype)) % 32 == 0;
+  }
+  /// A region of a one-row tile reaching the row's end: the only short rows the verifier
+  /// accepts (its rule one_row_gm_ub_copy: DataCopyPad's pad lanes then lie past the tile).
+  static bool one_row_to_end(const BufferRegion& r) {
+    const auto& shape = r.buffer->shape;
+    for (size_t d = 0; d + 1 < shape.size(); ++d)
+      if (!is_const_one(shape[d])) return false;
+    auto mn = as_const_int(r.ranges.back().min), ext = as_const_int(r.ranges.back().extent);
+    auto size = as_const_int(shape.back());
+    return mn && ext && size && *mn + *ext == *size;
+  }
+  static bool is_const_one(const Expr& e) {
+    auto v = as_const_int(e);
+    return v && *v == 1;
+  }
+
   static bool is_whole(const BufferRegion& r) {
     for (size_t d = 0; d < r.ranges.size(); ++d) {
       auto mn = as_const_int(r.ranges[d].min);
@@ -207,7 +244,15 @@ void reject_combined_garbage(const Stmt& body,
   if (undefined.empty()) return;
   std::vector<const TileOpNode*> vec_ops;
   pre_order_visit(body, [&](const Stmt& s) {
-    if (auto* t = s.as<TileOpNode>(); t && t->op->unit == OpUnit::Vector) vec_ops.push_back(t);
+    auto* t = s.as<TileOpNode>();
+    if (!t) return;
+    // A copy between on-chip tiles (TileLang-Ascend's cast_or_copy of a float tile) carries
+    // the undefined part along like an elementwise op.
+    const bool on_chip_copy = t->op == &ops::copy() && t->args.size() >= 2 &&
+                              t->args[0].is_region() && t->args[1].is_region() &&
+                              on_chip(t->args[0].region.buffer) &&
+                              on_chip(t->args[1].region.buffer);
+    if (t->op->unit == OpUnit::Vector || on_chip_copy) vec_ops.push_back(t);
   });
   for (bool grew = true; grew;) {
     grew = false;

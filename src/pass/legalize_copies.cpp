@@ -399,7 +399,7 @@ class Legalizer : public IRMutator {
     const int gi = is_gm(n.args[0].region.buffer) ? 0 : 1, ti = 1 - gi;
     if (!is_gm(n.args[gi].region.buffer) || !is_on_chip(n.args[ti].region.buffer)) return self;
     if (n.args[gi].region.ranges.empty() || n.args[ti].region.ranges.empty()) return self;
-    auto c = dev::clip_copy(n.args[gi].region, n.args[ti].region, bounds_.vars);
+    auto c = dev::clip_copy(n.args[gi].region, n.args[ti].region, bounds_);
     if (!c) return self;
     const BufferRegion& t = c->tile;
     const Buffer& tb = t.buffer;

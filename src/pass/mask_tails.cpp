@@ -371,7 +371,7 @@ class TailMasker : public IRMutator {
     const BufferRegion& dst = n.args[1].region;
     const MemScope ss = src.buffer->scope, ds = dst.buffer->scope;
     if (ss == MemScope::GM && ds == MemScope::UB) {
-      auto c = dev::clip_copy(src, dst, bounds_.vars);
+      auto c = dev::clip_copy(src, dst, bounds_);
       if (c && c->clipped && !n.attr_bool("pad") && whole(dst)) {
         Stale s;
         s.valid.resize(dst.ranges.size());
@@ -430,7 +430,7 @@ class TailMasker : public IRMutator {
       unknown_part(self, src.buffer, *s, "stores");
       return;
     }
-    auto c = dev::clip_copy(gm, src, bounds_.vars);
+    auto c = dev::clip_copy(gm, src, bounds_);
     const BufferRegion& stored = c ? c->tile : src;
     for (size_t d = 0; d < s->valid.size() && d < stored.ranges.size(); ++d) {
       if (!s->valid[d].defined()) continue;

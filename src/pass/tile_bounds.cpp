@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tl/ir_equal.h"
+#include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
 #include "tl/pass.h"
 
@@ -24,7 +25,22 @@ void Bounds::loop(const ForNode& f) {
 }
 
 void Bounds::let(const LetNode& l) {
-  if (is_int(l.var.dtype())) vars[l.var.node()] = arith::bound(l.value, vars);
+  if (!is_int(l.var.dtype())) return;
+  vars[l.var.node()] = arith::bound(l.value, vars);
+  if (reads_memory(l.value)) loaded.insert(l.var.node());
+}
+
+bool Bounds::reads_memory(const Expr& e) const {
+  // A small walk over the expression: loads and the variables bound to them.
+  struct Finder : IRVisitor {
+    const std::unordered_set<const VarNode*>* loaded = nullptr;
+    bool found = false;
+    void visit_(const LoadNode*) override { found = true; }
+    void visit_(const VarNode* v) override { found = found || loaded->count(v) > 0; }
+  } finder;
+  finder.loaded = &loaded;
+  finder.visit(e);
+  return finder.found;
 }
 
 void Bounds::refine(const Expr& cond) {
@@ -54,11 +70,15 @@ void Bounds::refine(const Expr& cond) {
 
 bool same_extent(const Expr& a, const Expr& b) {
   auto x = as_const_int(a), y = as_const_int(b);
-  return x && y ? *x == *y : structural_equal(a, b);
+  if (x && y) return *x == *y;
+  if (structural_equal(a, b)) return true;
+  // Equal as linear forms: `(cid * 32 + (vid + 1) * 32 // 2) - (cid * 32 + vid * 32 // 2)` is 16.
+  auto d = arith::constant_difference(a, b);
+  return d && *d == 0;
 }
 
-std::optional<ClippedCopy> clip_copy(BufferRegion g, BufferRegion t,
-                                     const arith::VarIntervals& vars) {
+std::optional<ClippedCopy> clip_copy(BufferRegion g, BufferRegion t, const Bounds& bounds) {
+  const arith::VarIntervals& vars = bounds.vars;
   ClippedCopy out;
   const size_t ng = g.ranges.size(), nt = t.ranges.size();
   // Trailing dimensions correspond; a dimension of one side beyond the other's rank must have
@@ -71,6 +91,8 @@ std::optional<ClippedCopy> clip_copy(BufferRegion g, BufferRegion t,
     const Expr& size = g.buffer->shape[ng - k];
     arith::Interval room = arith::bound(size - gr.min - gr.extent, vars);
     if (room.lo >= 0) continue;
+    auto one = as_const_int(gr.extent);
+    if (one && *one == 1 && bounds.reads_memory(gr.min)) continue;  // a gathered row
     Expr ext = simplify(min(gr.extent, size - gr.min));
     gr.extent = ext;
     tr.extent = ext;

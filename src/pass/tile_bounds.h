@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <unordered_set>
 
 #include "tl/arith.h"
 #include "tl/ir.h"
@@ -18,6 +19,11 @@ namespace tl::dev {
 /// a scope ends, when it needs to).
 struct Bounds {
   arith::VarIntervals vars;
+  /// Integer lets whose value is read from memory (`src = idx_ub[0, k]`, or computed from such a
+  /// value): a gather index, whose range no shape or loop bound gives.
+  std::unordered_set<const VarNode*> loaded;
+  /// Whether `e` reads memory: a load, or a variable bound to one.
+  bool reads_memory(const Expr& e) const;
   /// cid ranges over [0, num_blocks - 1].
   void kernel(const KernelNode& k);
   /// The loop variable ranges over [min, min + extent - 1].
@@ -41,8 +47,10 @@ struct ClippedCopy {
 /// tensor: the extent becomes min(extent, tensor extent - start), a run-time value. nullopt when
 /// the two sides' trailing extents differ (the author's layout, left as written: an
 /// out-of-bounds block is then a run-time error naming the region).
-std::optional<ClippedCopy> clip_copy(BufferRegion gm, BufferRegion tile,
-                                     const arith::VarIntervals& vars);
+/// A dimension of extent 1 whose start is read from memory (a gathered row, `x[idx_ub[0, k], :]`)
+/// is not clipped: clipping it could only drop the whole row, which a valid index never needs and
+/// an invalid one must not hide; the virtual NPU's bounds check reports such an index at run time.
+std::optional<ClippedCopy> clip_copy(BufferRegion gm, BufferRegion tile, const Bounds& bounds);
 
 /// Integer extents equal: equal constants, or structurally equal expressions.
 bool same_extent(const Expr& a, const Expr& b);

@@ -137,13 +137,41 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
                           b->name, pitch, align));
 }
 
+/// A copy between GM and a UB tile of one row, up to the row's end (every dimension of the tile
+/// but the last of size 1). TileLang-Ascend moves every GM <-> UB copy with DataCopyPad
+/// (blockLen in bytes, the UB row padded to 32 B), and the compiler gives such a copy the padded
+/// form (clip_expert_copies; legalize_copies in developer mode): 4 int32 of a token's expert ids
+/// move as written. The pad lanes then fall past the tile's last element, in its allocation's
+/// 32-byte rounding (every UB buffer starts on 32 B), where no element of this or another tile
+/// lies. A row ending inside its tile, or a row of a multi-row tile, would have the pad
+/// overwrite the tile's own elements on the chip: those keep the rule (rows whole 32 B blocks).
+bool one_row_gm_ub_copy(const TileOpNode& n) {
+  if (n.args.size() < 2 || !n.args[0].is_region() || !n.args[1].is_region()) return false;
+  const BufferRegion& a = n.args[0].region;
+  const BufferRegion& b = n.args[1].region;
+  const bool a_gm = a.buffer->scope == MemScope::GM, b_gm = b.buffer->scope == MemScope::GM;
+  if (a_gm == b_gm) return false;
+  const BufferRegion& ub = a_gm ? b : a;
+  const auto& shape = ub.buffer->shape;
+  if (ub.buffer->scope != MemScope::UB || ub.ranges.empty() || ub.ranges.size() != shape.size() ||
+      !ub.buffer->strides.empty())
+    return false;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) {
+    auto e = const_int(shape[d]);
+    if (!e || *e != 1) return false;
+  }
+  auto mn = const_int(ub.ranges.back().min), ext = const_int(ub.ranges.back().extent);
+  auto size = const_int(shape.back());
+  return mn && ext && size && *mn + *ext == *size;
+}
+
 /// Operands whose rows may be any number of elements (docs/hardware.md section 5): the UB side of a
 /// padded GM copy (DataCopyPad: blockLen in bytes, each UB block padded to 32 B), and every
 /// operand of a vector instruction, which counts its elements (the count form, or a mask on
 /// the last repeat of a row: AscendC's vector APIs take `calCount` / `mask`, any number). Their
 /// starts and row pitches stay 32-byte aligned. Plain DataCopy moves whole 32-byte blocks.
 bool takes_any_row_length(const TileOpNode& n, const std::string& /*name*/) {
-  if (n.op == &ops::copy()) return n.attr_bool("pad");
+  if (n.op == &ops::copy()) return n.attr_bool("pad") || one_row_gm_ub_copy(n);
   // AscendC accumulates into GM with SetAtomicAdd around a copy out, and DataCopyPad takes
   // UB rows of any byte length that way (issue 29: a tail of 5 floats per row).
   if (n.op == &ops::atomic_add()) return true;
