@@ -133,11 +133,11 @@ def test_the_alias_is_for_that_process_only() -> None:
 
 def test_a_missing_tilelang_module_is_an_error_naming_it(tmp_path) -> None:
     script = tmp_path / "s.py"
-    script.write_text("from tilelang.intrinsics import make_zn_layout\n")
+    script.write_text("from tilelang.carver import arch\n")
     r = run(["-m", "tl_ascend.run", str(script)])
     assert r.returncode == 1
     last = r.stderr.strip().splitlines()[-1]
-    assert "UnsupportedModuleError" in last and "s.py:1: module 'tilelang.intrinsics' is not in tl-ascend" in last
+    assert "UnsupportedModuleError" in last and "s.py:1: module 'tilelang.carver' is not in tl-ascend" in last
 
 
 def test_a_real_tilelang_is_never_taken_over_silently(tmp_path, scripts: str) -> None:
