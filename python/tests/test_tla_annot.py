@@ -24,6 +24,7 @@ import torch
 import tl_ascend as tilelang
 import tl_ascend.language as T
 from tl_ascend.intrinsics import make_nz_layout, make_zn_layout
+from tl_ascend.torch_npu import npu_fusion_attention
 from tl_ascend.utils.target import determine_platform, determine_target
 
 TAILS = (1, 7, 33, 1000, 4097)
@@ -381,3 +382,58 @@ def test_tilelang_intrinsics_and_utils_import_through_the_alias(tmp_path) -> Non
                        timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "A2 True"
+
+
+# ---- torch_npu.npu_fusion_attention -------------------------------------------------------------------
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """[B, N, S, D] reference: torch's scaled_dot_product_attention in float32, GQA by repetition."""
+    rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    return torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), scale=scale,
+                                                            attn_mask=None if mask is None else ~mask)
+
+
+@pytest.mark.parametrize("s", (1, 7, 33, 130))
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH", "SBH"])
+def test_npu_fusion_attention_matches_sdpa(s: int, layout: str) -> None:
+    # Before: "torch_npu.npu_fusion_attention is not in tl-ascend: tl_ascend.torch_npu has no CPU version".
+    torch.manual_seed(s)
+    b, n, kvn, d = 2, 4, 2, 32
+    q, k, v = (torch.randn(b, h, s, d).half() for h in (n, kvn, kvn))
+    to = {"BNSD": lambda x: x, "BSND": lambda x: x.transpose(1, 2).contiguous(),
+          "BSH": lambda x: x.transpose(1, 2).reshape(b, s, -1),
+          "SBH": lambda x: x.transpose(1, 2).reshape(b, s, -1).transpose(0, 1).contiguous()}[layout]
+    out, mx, sm, _, seed, offset, numels = npu_fusion_attention(to(q), to(k), to(v), n, input_layout=layout,
+                                                                scale=d ** -0.5, pre_tockens=65535,
+                                                                next_tockens=65535)
+    want = sdpa(q, k, v, d ** -0.5)
+    torch.testing.assert_close(out.float(), to(want.half()).float(), rtol=2e-3, atol=2e-3)
+    assert mx.shape == sm.shape == (b, n, s, 8) and (seed, offset, numels) == (0, 0, 0)
+    scores = (q.float() @ k.repeat_interleave(2, 1).float().transpose(-1, -2)) * d ** -0.5
+    torch.testing.assert_close(mx[..., 0], scores.amax(-1))
+
+
+def test_npu_fusion_attention_with_a_causal_mask() -> None:
+    b, n, s, d = 1, 2, 33, 16
+    q, k, v = (torch.randn(b, n, s, d).half() for _ in range(3))
+    mask = torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1)  # True = masked out
+    out = npu_fusion_attention(q, k, v, n, "BNSD", atten_mask=mask, scale=0.25)[0]
+    torch.testing.assert_close(out.float(), sdpa(q, k, v, 0.25, mask).half().float(), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("kw,what", [
+    ({"input_layout": "TND"}, r"argument 'input_layout' must be one of BNSD, BSND, BSH, SBH, got 'TND'"),
+    ({"pse": torch.zeros(1)}, r"argument 'pse' is not supported"),
+    ({"sparse_mode": 2}, r"argument 'sparse_mode' is not supported"),
+    ({"keep_prob": 0.9}, r"argument 'keep_prob' is not supported"),
+    ({"pre_tockens": 4}, r"argument 'pre_tockens' = 4 limits the attention band"),
+    ({"head_num": 3}, r"argument 'head_num' is 3 but query has 2 heads"),
+    ({"atten_mask": torch.zeros(5, 5, dtype=torch.bool)}, r"argument 'atten_mask' must have shape"),
+])
+def test_npu_fusion_attention_rejects_what_it_does_not_model(kw: dict, what: str) -> None:
+    q = torch.randn(1, 2, 8, 16).half()
+    args = {"head_num": 2, "input_layout": "BNSD", **kw}
+    with pytest.raises(tilelang.Error, match=what):
+        npu_fusion_attention(q, q, q, args.pop("head_num"), args.pop("input_layout"), **args)
