@@ -437,3 +437,18 @@ def test_npu_fusion_attention_rejects_what_it_does_not_model(kw: dict, what: str
     args = {"head_num": 2, "input_layout": "BNSD", **kw}
     with pytest.raises(tilelang.Error, match=what):
         npu_fusion_attention(q, q, q, args.pop("head_num"), args.pop("input_layout"), **args)
+
+
+# ---- TVM immediates: `.value` of T.min / T.max / T.ceildiv of Python ints -------------------------
+
+
+@pytest.mark.parametrize("n", TAILS)
+def test_folded_min_max_ceildiv_have_tvms_value(n: int) -> None:
+    # Before: fa_opt/flash_attn_bhsd_auto_pipeline_h32_d512.py's
+    # `T.min(T.ceildiv(seq_len, block_N), NUM_STAGES).value` crashed with "AttributeError: 'int'
+    # object has no attribute 'value'" (TVM folds these calls to an IntImm, which has .value).
+    assert T.min(T.ceildiv(n, 128), 2).value == min(-(-n // 128), 2)
+    assert T.max(T.ceildiv(n * 512 * 2, 65536), 1).value == max(-(-n * 1024 // 65536), 1)
+    assert T.floordiv(n, 7).value == n // 7 and T.floormod(n, 7).value == n % 7
+    assert T.max(0.5, n).value == n and T.min(0.5, n).value == 0.5
+    assert type(T.min(n, 3) + 1) is int  # arithmetic gives plain ints
