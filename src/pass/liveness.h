@@ -105,11 +105,20 @@ class Liveness : public IRVisitor {
     std::unordered_map<const BufferNode*, int> uses;
     for (const auto& a : n->args)
       if (a.is_region()) ++uses[a.region.buffer.get()];
+    // A cube op's accumulator with a constant true `init` (gemm_v0 / mma: C = A x B, C
+    // cleared first) is overwritten whole, not read (TileLang-Ascend's FlashAttention reuses
+    // one L0C for two products per iteration so).
+    bool init = false;
+    for (size_t i = 0; i < n->args.size() && i < n->op->operands.size(); ++i) {
+      auto v = n->args[i].is_scalar() ? as_const_int(n->args[i].scalar) : std::nullopt;
+      if (n->op->operands[i].name == "init" && v && *v != 0) init = true;
+    }
     for (size_t i = 0; i < n->args.size() && i < n->op->operands.size(); ++i) {
       const TileArg& a = n->args[i];
-      if (!a.is_region() || n->op->operands[i].access != tl::Access::Write ||
-          uses[a.region.buffer.get()] != 1)
-        continue;
+      tl::Access acc = n->op->operands[i].access;
+      bool writes = acc == tl::Access::Write ||
+                    (init && acc == tl::Access::ReadWrite && n->op->operands[i].name == "C");
+      if (!a.is_region() || !writes || uses[a.region.buffer.get()] != 1) continue;
       const Buffer& b = a.region.buffer;
       bool whole = a.region.ranges.size() == b->shape.size();
       for (size_t d = 0; whole && d < b->shape.size(); ++d) {
