@@ -128,6 +128,12 @@ void assign(const Buffer& var, Expr value, TL_LOC);
 /// address; nothing is allocated: AscendC's ReinterpretCast). E.g. the int32 index lanes of
 /// sort's float (value, index) pairs: `auto idx = T::view("idx", pairs, i32);`.
 Buffer view(std::string name, const Buffer& base, DType dtype, TL_LOC);
+/// Pins on-chip buffers made earlier in this function at byte addresses, as if each had been
+/// allocated with `address=` (TileLang-Ascend's T.annotate_address). The pin applies to every use
+/// of the buffer (and its views), also those written before this call. Errors: a buffer that is
+/// not L1/L0A/L0B/L0C/UB, a negative address, a buffer already pinned at another address.
+/// plan_memory then checks that pinned buffers live at the same time do not overlap.
+void annotate_address(const std::vector<std::pair<Buffer, int64_t>>& pins, TL_LOC);
 /// Scalar store `buf[indices] = value` (S pipe).
 void store(const Buffer& buf, std::vector<Expr> indices, Expr value, TL_LOC);
 /// Binds `name = value` for the rest of the block and returns the variable.

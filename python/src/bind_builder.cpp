@@ -82,6 +82,14 @@ void bind_builder(nb::module_& m) {
         });
       },
       "name"_a, "dtype"_a, "init"_a.none(), "loc"_a.none());
+  m.def("annotate_address", [](nb::list pins, nb::handle loc) {
+    std::vector<std::pair<Buffer, int64_t>> ps;
+    for (nb::handle p : pins) {
+      auto t = nb::cast<nb::tuple>(p);
+      ps.emplace_back(nb::cast<Buffer>(t[0]), nb::cast<int64_t>(t[1]));
+    }
+    at(loc, [&] { T::annotate_address(ps); });
+  });
   m.def("view", [](std::string name, const Buffer& base, nb::handle dtype, nb::handle loc) {
     return at(loc, [&] { return T::view(std::move(name), base, to_dtype(dtype)); });
   });

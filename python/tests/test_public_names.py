@@ -216,6 +216,10 @@ PUBLIC: Dict[str, Tuple] = {
     "Max": (("grep",), ("ok", lambda: T.Max(1, 2) == 2)),
     "floordiv": (("grep",), ("error", lambda: T.floordiv(1, 0), r"T.floordiv: argument 'b' must be a non-zero divisor")),
     "floormod": (("grep",), ("ok", lambda: T.floormod(-1, 4) == 3)),
+    # placement and scheduling hints (test_tla_annot.py)
+    "annotate_address": (("grep",), ("error", lambda: T.annotate_address({1: 0}), r"T.annotate_address: expected a buffer")),
+    "annotate_layout": (("grep",), ("error", lambda: T.annotate_layout([]), r"argument 'layout_map' must be a dict")),
+    "use_swizzle": (("grep",), ("ok", lambda: T.use_swizzle(5, 64, 64, 64, 16, 16, off=3) == 9)),
     **{n: (("value", f"T.{n}"), ("ok", (lambda f: lambda: f(*([2.0, 3.0] if f.__name__ == "pow" else [2.0])).dtype
                                          == "float32")(getattr(T, n))))
        for n in ("exp", "log", "sqrt", "rsqrt", "abs", "sigmoid", "pow")},

@@ -213,7 +213,7 @@ def test_clear_cache_empties_memory_and_disk(tmp_path, monkeypatch) -> None:
 @pytest.mark.parametrize("get,what", [
     (lambda: T.Selct, r"T\.Selct is not in tl-ascend; did you mean T\.Select or T\.select\?"),
     (lambda: T.alloc_shard, r"did you mean T\.alloc_shared"),
-    (lambda: T.annotate_address, r"T\.annotate_address is not in tl-ascend: not supported: tl-ascend's planner"),
+    (lambda: T.call_extern, r"T\.call_extern is not in tl-ascend: not supported: tl-ascend has no extern calls"),
     (lambda: T.tile.sub_experiment, r"T\.tile\.sub_experiment is not in tl-ascend: T\.tile\.sub "),
     (lambda: T.tile.atomic_add, r"T\.tile\.atomic_add is not in tl-ascend: T\.atomic_add\(dst, src\)"),
     (lambda: T.tile.ad, r"did you mean T\.tile\.add\?"),

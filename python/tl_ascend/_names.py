@@ -67,19 +67,14 @@ def unknown(module: str, name: str, known: Iterable[str], hints: Mapping[str, st
 
 # ---- What TileLang-Ascend scripts name that tl-ascend spells otherwise or lacks --------------------
 
-_NO_LAYOUT = ("not supported: tl-ascend's planner places every buffer without an address (or give address= to "
-              "T.alloc_*), and copies to L1 are laid out for the cube by T.copy itself (docs/python.md)")
 _IF = ("write a Python `if cond:` ... `else:` in the kernel (a kernel `if` when cond is symbolic; "
        "docs/python.md, \"Writing kernels\")")
 
 T_HINTS: dict[str, str] = {
     "If": _IF, "Then": _IF, "Else": _IF,
-    "annotate_address": _NO_LAYOUT,
-    "annotate_layout": _NO_LAYOUT,
     "reinterpret": "not supported yet: T.view(buffer, dtype) reads a whole buffer's bytes as another dtype",
     "reinterpretcast": "not supported yet: T.view(buffer, dtype) reads a whole buffer's bytes as another dtype",
     "call_extern": "not supported: tl-ascend has no extern calls (every op is a T.* or T.tile.* primitive)",
-    "use_swizzle": "not supported yet: compute the block order with ordinary index arithmetic on cid",
     "shmem_put_nbi": "not supported: tl-ascend has one device (no shmem across devices)",
     "shmem_get_nbi": "not supported: tl-ascend has one device (no shmem across devices)",
     "shmem_ub_put_nbi": "not supported: tl-ascend has one device (no shmem across devices)",
@@ -120,13 +115,16 @@ def tile_hint(name: str, known: Iterable[str]) -> dict[str, str]:
 TILELANG_HINTS: dict[str, str] = {
     "autotune": "not supported yet: call the generator with each configuration (kernel.profile gives simulated time)",
     "autotuner": "not supported yet: call the generator with each configuration (kernel.profile gives simulated time)",
-    "intrinsics": "not supported: layouts (make_zn_layout, make_nz_layout) are chosen by T.copy itself",
     "engine": "not supported: tl_ascend.compile(prim_func) compiles, kernel.get_kernel_source() shows the result",
     "carver": "not supported: tl-ascend has no carver; choose tile sizes by hand",
-    "utils": "not supported: tl-ascend runs on its virtual NPU (target \"A2\" by default)",
     "Profiler": "tl_ascend.profiler.do_bench(fn), or kernel.profile(*inputs) for the timing model's profile",
     "set_log_level": "not needed: tl-ascend reports errors as tl_ascend.Error and logs nothing",
     "ceildiv": "tilelang.cdiv(a, b) (or T.ceildiv inside a kernel generator)",
 }
 
 TORCH_NPU_HINTS: dict[str, str] = {}
+
+INTRINSICS_HINTS: dict[str, str] = {
+    "make_col_major_layout": "not supported: tl-ascend's L1 tiles are zN fractals (make_zn_layout); a column-major "
+                             "tile is a transposed copy (T.copy(..., transpose=True) into L0)",
+}

@@ -8,8 +8,10 @@
     NPU reads them), and installs that shim at once when torch is present: on a card, torch loads
     torch_npu by itself, so scripts call `.npu()` or `torch.set_default_device("npu")` without
     importing it;
-  * `import tilelang.<module>` of a TileLang module tl-ascend does not have (tilelang.intrinsics,
-    tilelang.carver, ...) a tl_ascend.Error (also an ImportError) that says so.
+  * `tilelang.intrinsics` (make_zn_layout, make_nz_layout) and `tilelang.utils.target`
+    (determine_platform) resolve to tl_ascend.intrinsics and tl_ascend.utils;
+  * `import tilelang.<module>` of a TileLang module tl-ascend does not have (tilelang.carver,
+    ...) a tl_ascend.Error (also an ImportError) that says so.
 
 It never takes over a real installation silently: if a `tilelang` (or `torch_npu`) package is
 importable, install() refuses with an Error naming where it is, unless `force=True`.
@@ -40,6 +42,9 @@ _SUBMODULES = {
     "tilelang.math": "tl_ascend.math",
     "tilelang.profiler": "tl_ascend.profiler",
     "tilelang.jit": "tl_ascend.jit",
+    "tilelang.intrinsics": "tl_ascend.intrinsics",
+    "tilelang.utils": "tl_ascend.utils",
+    "tilelang.utils.target": "tl_ascend.utils.target",
 }
 
 

@@ -111,6 +111,8 @@ def npu_swiglu(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return (torch.nn.functional.silu(a) * b).to(x.dtype)
 
 
+from ._fusion_attention import npu_fusion_attention  # noqa: E402,F401  (its own file: a long reference)
+
 _npu_library = None  # torch.ops.npu's operators (kept alive: dropping the Library unregisters them)
 
 

@@ -2,7 +2,10 @@
 // structural T:: calls: functions, launch, scopes, memory, scalars and control flow.
 #include "builder.h"
 
+#include <map>
 #include <set>
+
+#include "tl/ir_functor.h"
 
 #include "tl/lang.h"
 #include "tl/parser.h"
@@ -50,6 +53,9 @@ struct FuncState {
   std::vector<std::vector<Stmt>> blocks;
   std::set<std::string> names;
   bool has_kernel = false;
+  // T::annotate_address: buffer -> pinned address, applied to the whole body when the function
+  // is finished (the annotation usually follows the allocation, and may follow uses).
+  std::map<const BufferNode*, int64_t> pins;
 };
 thread_local std::vector<FuncState*> g_funcs;  // nested prim_func calls build independently
 
@@ -59,6 +65,41 @@ FuncState& current(const SourceLoc& loc) {
   return *g_funcs.back();
 }
 }  // namespace
+
+namespace {
+/// Rewrites every occurrence of a pinned buffer, and of the views of one (a view shares its
+/// base's bytes, so it gets the same address), to a copy with the address set.
+class Pin : public IRMutator {
+ public:
+  explicit Pin(const std::map<const BufferNode*, int64_t>& pins) : pins_(pins) {}
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto done = made_.find(b.get());
+    if (done != made_.end()) return done->second;
+    auto it = pins_.find(b.get());
+    if (it == pins_.end()) return b;
+    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, b->scope, b->strides, it->second,
+                                b->loc, b->origin, b->channel_slots);
+    made_.emplace(b.get(), p);
+    return p;
+  }
+  std::map<const BufferNode*, int64_t> pins_;
+
+ private:
+  std::map<const BufferNode*, Buffer> made_;
+};
+}  // namespace
+
+Stmt apply_pins(const Stmt& body, const std::map<const BufferNode*, int64_t>& pins) {
+  Pin pin(pins);
+  // Views are declared after their base, so one walk in program order reaches every chain.
+  pre_order_visit(body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>(); a && a->is_view()) {
+      auto it = pin.pins_.find(a->view_of.get());
+      if (it != pin.pins_.end()) pin.pins_[a->buffer.get()] = it->second;
+    }
+  });
+  return pin.mutate(body);
+}
 
 bool building() {
   return !g_funcs.empty();
@@ -253,6 +294,7 @@ PrimFunc prim_func(std::string name, std::vector<ParamRef> params,
   lang::g_funcs.pop_back();
   if (!state.has_kernel) user_error(loc, "T::prim_func('{}') has no T::Kernel launch", name);
   Stmt b = SeqNode::make(std::move(state.blocks.back()), loc);
+  if (!state.pins.empty()) b = lang::apply_pins(b, state.pins);
   return make_prim_func(std::move(name), std::move(dynamics), std::move(ps), b, loc);
 }
 
@@ -310,6 +352,31 @@ Buffer alloc_var(std::string n, DType t, std::optional<Expr> init, const Loc& l)
   Buffer b = alloc(std::move(n), {Expr(1)}, t, MemScope::Var, -1, l);
   if (init) assign(b, *init, l);
   return b;
+}
+
+void annotate_address(const std::vector<std::pair<Buffer, int64_t>>& pins, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  auto& f = lang::current(loc);
+  for (const auto& [b, address] : pins) {
+    if (!b.defined()) user_error(loc, "T::annotate_address: a buffer is undefined");
+    if (b->scope != MemScope::L1 && b->scope != MemScope::L0A && b->scope != MemScope::L0B &&
+        b->scope != MemScope::L0C && b->scope != MemScope::UB)
+      user_error(loc,
+                 "T::annotate_address: '{}' is a {} buffer; only L1, L0A, L0B, L0C and UB buffers "
+                 "(T.alloc_L1 ... T.alloc_ub) take an address",
+                 b->name, scope_name(b->scope));
+    if (address < 0)
+      user_error(loc, "T::annotate_address: the address of '{}' is {}, expected a byte offset >= 0",
+                 b->name, address);
+    int64_t before = b->address >= 0 ? b->address : -1;
+    if (auto it = f.pins.find(b.get()); it != f.pins.end()) before = it->second;
+    if (before >= 0 && before != address)
+      user_error(loc,
+                 "T::annotate_address: '{}' is already at address {} (address= or an earlier "
+                 "annotation), this annotation gives {}",
+                 b->name, before, address);
+    f.pins[b.get()] = address;
+  }
 }
 
 Buffer view(std::string name, const Buffer& base, DType dtype, const Loc& l) {

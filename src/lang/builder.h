@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "tl/ir.h"
@@ -28,6 +29,8 @@ std::string shown_name(const std::string& name);
 /// Rethrows the exception being handled; a tl::Error without a location gets `loc` (the DSL
 /// statement whose body raised it). Call only inside a catch block.
 [[noreturn]] void rethrow_located(const SourceLoc& loc);
+/// `body` with every buffer pinned by T::annotate_address (and each view of one) at its address.
+Stmt apply_pins(const Stmt& body, const std::map<const BufferNode*, int64_t>& pins);
 /// Records a buffer name as used; a user error if it already is, or is not an identifier.
 void claim_name(const std::string& name, const SourceLoc& loc);
 

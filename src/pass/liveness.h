@@ -117,11 +117,20 @@ class Liveness : public IRVisitor {
     std::unordered_map<const BufferNode*, int> uses;
     for (const auto& a : n->args)
       if (a.is_region()) ++uses[a.region.buffer.get()];
+    // A cube op's accumulator with a constant true `init` (gemm_v0 / mma: C = A x B, C
+    // cleared first) is overwritten whole, not read (TileLang-Ascend's FlashAttention reuses
+    // one L0C for two products per iteration so).
+    bool init = false;
+    for (size_t i = 0; i < n->args.size() && i < n->op->operands.size(); ++i) {
+      auto v = n->args[i].is_scalar() ? as_const_int(n->args[i].scalar) : std::nullopt;
+      if (n->op->operands[i].name == "init" && v && *v != 0) init = true;
+    }
     for (size_t i = 0; i < n->args.size() && i < n->op->operands.size(); ++i) {
       const TileArg& a = n->args[i];
-      if (!a.is_region() || n->op->operands[i].access != tl::Access::Write ||
-          uses[a.region.buffer.get()] != 1)
-        continue;
+      tl::Access acc = n->op->operands[i].access;
+      bool writes = acc == tl::Access::Write ||
+                    (init && acc == tl::Access::ReadWrite && n->op->operands[i].name == "C");
+      if (!a.is_region() || !writes || uses[a.region.buffer.get()] != 1) continue;
       const Buffer& b = a.region.buffer;
       bool whole = a.region.ranges.size() == b->shape.size();
       for (size_t d = 0; whole && d < b->shape.size(); ++d) {
@@ -141,32 +150,8 @@ class Liveness : public IRVisitor {
       }
       if (whole) full_write_.insert(b.get());
     }
-    if (const Buffer* c = initialised_accumulator(*n)) full_write_.insert(c->get());
     IRVisitor::visit_(n);
     full_write_.clear();
-  }
-
-  /// A cube op whose `init` is the constant true overwrites the whole of its accumulator C
-  /// (an inout operand, so the loop above skips it) when C's region is the whole buffer and C
-  /// is no other operand (issue 29: sparse attention's score and output accumulators, each a
-  /// `gemm_v0(..., init=True)` in a loop, are never live together but counted as live across
-  /// the whole loop, 16 KiB over L0C).
-  static const Buffer* initialised_accumulator(const TileOpNode& n) {
-    if (n.op->name != "gemm_v0" && n.op->name != "mma" && n.op->name != "gemm") return nullptr;
-    const TileArg* init = op_operand(n, "init");
-    const TileArg* c = op_operand(n, "C");
-    auto always = init && init->is_scalar() ? as_const_int(init->scalar) : std::nullopt;
-    if (!always || *always == 0 || !c || !c->is_region()) return nullptr;
-    const Buffer& b = c->region.buffer;
-    for (const auto& a : n.args)
-      if (&a != c && a.is_region() && a.region.buffer.same_as(b)) return nullptr;
-    if (c->region.ranges.size() != b->shape.size()) return nullptr;
-    for (size_t d = 0; d < b->shape.size(); ++d) {
-      auto mn = as_const_int(c->region.ranges[d].min),
-           ext = as_const_int(c->region.ranges[d].extent);
-      if (!mn || *mn != 0 || !ext || ext != as_const_int(b->shape[d])) return nullptr;
-    }
-    return &b;
   }
 
   static bool clipped(const TileOpNode& n) {

@@ -14,6 +14,7 @@
 // 1156: a planner that reuses live bytes across pipes turns a correctly synchronised kernel
 // into a racy one.) A developer kernel has no syncs yet when it is planned; insert_syncs runs
 // next on the planned addresses, so there every disjoint pair may share (`syncs_follow`).
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>
@@ -144,6 +145,55 @@ bool syncs_follow_for(const Stmt& body, MemScope m) {
   return !own;
 }
 
+/// Two buffers the author pinned (`address=`, T.annotate_address) at overlapping bytes: an error
+/// when they are live at the same time (one would overwrite the other's data), or when their live
+/// ranges are disjoint but nothing in the program orders the first one's last access before the
+/// second one's first (a race between pipes on the chip). The planner never moves a pinned
+/// buffer, so it cannot repair either; it says which two and why. Per-iteration live ranges
+/// (liveness.h): a loop's scratch buffer written whole before it is read holds no value across
+/// iterations, and AccessOrder checks the reuse around the loop's back edge too.
+void check_pinned_overlaps(const PrimFunc& f, MemScope scope, const Liveness& lv,
+                           const AccessOrder& order, bool syncs_follow) {
+  std::vector<const BufferLife*> pinned;
+  for (const auto& b : lv.buffers)
+    if (b.buffer->scope == scope && b.buffer->address >= 0 && b.bytes > 0) pinned.push_back(&b);
+  auto line_of = [&](int64_t pos) {
+    const SourceLoc& l = lv.stmt_loc[static_cast<size_t>(pos)];
+    return l.known() ? std::to_string(l.line) : std::string("?");
+  };
+  for (size_t i = 0; i < pinned.size(); ++i) {
+    for (size_t j = i + 1; j < pinned.size(); ++j) {
+      const BufferLife& a = *pinned[i];
+      const BufferLife& b = *pinned[j];
+      int64_t a0 = a.buffer->address, b0 = b.buffer->address;
+      if (a0 >= b0 + b.bytes || b0 >= a0 + a.bytes) continue;  // disjoint bytes
+      auto what = [&](const BufferLife& x) {
+        return fmt::format("'{}' (declared at {}) at bytes [{}, {}), live at lines {}-{}",
+                           x.buffer->name, declared(*x.buffer), x.buffer->address,
+                           x.buffer->address + x.bytes, line_of(x.first), line_of(x.last));
+      };
+      std::string why;
+      if (a.first <= b.last && b.first <= a.last) {
+        why = "both are live at the same time, so one overwrites the other's data";
+      } else if (!syncs_follow) {
+        const BufferLife& early = a.last < b.first ? a : b;
+        const BufferLife& late = &early == &a ? b : a;
+        if (auto hazard = order.reuse_hazard(early.buffer.get(), late.buffer.get()))
+          why = fmt::format(
+              "their live ranges are disjoint, but nothing orders '{}' after '{}' (a race "
+              "between pipes on the chip): {}",
+              late.buffer->name, early.buffer->name, *hazard);
+      }
+      if (why.empty()) continue;
+      throw Error(b.buffer->loc,
+                  fmt::format("kernel {}: the explicit addresses (address= or T.annotate_address) "
+                              "of two {} buffers overlap: {} and {}; {}. Give them disjoint "
+                              "addresses, or leave one unpinned for the planner to place",
+                              f->name, scope_name(scope), what(a), what(b), why));
+    }
+  }
+}
+
 }  // namespace
 
 PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_all) {
@@ -220,6 +270,8 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
       }
     }
     if (lives.empty()) continue;
+    if (std::any_of(lives.begin(), lives.end(), [](auto* b) { return b->buffer->address >= 0; }))
+      check_pinned_overlaps(f, scope, tight_lives(), order, syncs_follow);
     if (cap > 0 && total > cap)
       report_overflow(f, target, scope, total, lives, offsets, *use, refused);
     for (size_t i = 0; i < lives.size(); ++i) {

@@ -9,6 +9,7 @@
 // TL_TEST_LEVEL=2 runs 20000, TL_INSERT_SYNCS_PROGRAMS=N runs N.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 
@@ -36,8 +37,21 @@ class RandomKernel {
       T::Kernel(1, [&](Expr cid, Expr vid) {
         T::Scope(Core::Vector, [&] {
           int n = 2 + pick(3);
-          for (int i = 0; i < n; ++i)
-            tiles_.push_back(T::alloc_ub(fmt::format("t{}", i), {R, C}, f32, 2048 * pick(n)));
+          // Tiles at the same slot share their bytes. plan_memory refuses two pinned buffers on
+          // the same bytes while both are live (a clobber on the chip), so a tile landing on an
+          // earlier tile's slot is a view of it: the same bytes, one buffer for the planner.
+          std::vector<int> slots;
+          for (int i = 0; i < n; ++i) {
+            int slot = pick(n);
+            auto same = std::find(slots.begin(), slots.end(), slot);
+            std::string name = fmt::format("t{}", i);
+            if (same != slots.end())
+              tiles_.push_back(
+                  T::view(name, tiles_[static_cast<size_t>(same - slots.begin())], f32));
+            else
+              tiles_.push_back(T::alloc_ub(name, {R, C}, f32, 2048 * slot));
+            slots.push_back(slot);
+          }
           // AIV1 stays idle: both AIVs writing the same GM rows would be a cross-core race.
           T::If(vid == 0, [&] { block(0, cid, X, Y, Z); });
         });

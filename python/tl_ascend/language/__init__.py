@@ -24,6 +24,7 @@ from .. import _core
 from . import _state
 from . import _ops
 from . import parser as _parser
+from ._values import imm as _imm
 
 Error = _core.Error
 
@@ -610,21 +611,21 @@ def ceildiv(a, b):
     _integer_arg("ceildiv", "a", a) if not isinstance(a, int) else None
     _integer_arg("ceildiv", "b", b)
     if isinstance(a, int) and isinstance(b, int):
-        return -(-a // b)
+        return _imm(-(-a // b))
     return _core.ceildiv(a, b)
 
 
 def max(a, b):  # noqa: A001
     _expr("max", "a", a), _expr("max", "b", b)
     if _both_python(a, b):
-        return a if a >= b else b
+        return _imm(a if a >= b else b)
     return _core.max(a, b)
 
 
 def min(a, b):  # noqa: A001
     _expr("min", "a", a), _expr("min", "b", b)
     if _both_python(a, b):
-        return a if a <= b else b
+        return _imm(a if a <= b else b)
     return _core.min(a, b)
 
 
@@ -676,7 +677,7 @@ def floordiv(a, b):
     """a // b rounded toward negative infinity (TVM's floordiv; `a // b` in a kernel)."""
     _integer_arg("floordiv", "b", b)
     if isinstance(a, int) and isinstance(b, int):
-        return a // b
+        return _imm(a // b)
     return _core.floordiv(_expr("floordiv", "a", a), b)
 
 
@@ -684,7 +685,7 @@ def floormod(a, b):
     """a % b with the sign of b (TVM's floormod; `a % b` in a kernel)."""
     _integer_arg("floormod", "b", b)
     if isinstance(a, int) and isinstance(b, int):
-        return a % b
+        return _imm(a % b)
     return _core.as_expr(_expr("floormod", "a", a)) % b
 
 
@@ -742,13 +743,14 @@ del _name
 
 from . import tile  # noqa: E402,F401
 from ._ops import emit  # noqa: E402,F401
+from ._annot import annotate_address, annotate_layout, use_swizzle  # noqa: E402,F401
 
 
 def _guard_public_functions():
     """Every public function of T checks its arity and reports a bad argument as an Error."""
     g = globals()
     for n, v in list(g.items()):
-        if n.startswith("_") or not _inspect.isfunction(v) or v.__module__ not in (__name__, _ops_module):
+        if n.startswith("_") or not _inspect.isfunction(v) or v.__module__ not in (__name__, _ops_module, _annot_module):
             continue
         if n in ("prim_func", "macro"):
             continue
@@ -756,6 +758,7 @@ def _guard_public_functions():
 
 
 _ops_module = __name__ + "._ops"
+_annot_module = __name__ + "._annot"
 _guard_public_functions()
 
 

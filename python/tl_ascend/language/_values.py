@@ -79,3 +79,33 @@ _CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.G
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _CMP_METHODS = {ast.Lt: "__lt__", ast.LtE: "__le__", ast.Gt: "__gt__", ast.GtE: "__ge__", ast.Eq: "__eq__",
                 ast.NotEq: "__ne__"}
+
+
+class IntImm(int):
+    """A Python int that T.min / T.max / T.ceildiv / T.floordiv / T.floormod of two Python ints
+    return: TVM folds those calls to an IntImm, and TileLang-Ascend scripts read its `.value`
+    (`T.min(T.ceildiv(seq_len, block_N), NUM_STAGES).value`), which a plain int lacks (it was an
+    AttributeError). Arithmetic on it gives plain ints, as on any int."""
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
+class FloatImm(float):
+    """The float counterpart of IntImm (TVM's FloatImm, `.value` included)."""
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+
+def imm(v):
+    """v as an IntImm / FloatImm when it is a Python int / float (bools stay bools)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return IntImm(v)
+    if isinstance(v, float):
+        return FloatImm(v)
+    return v
