@@ -77,7 +77,6 @@ T_HINTS: dict[str, str] = {
     "annotate_address": _NO_LAYOUT,
     "annotate_layout": _NO_LAYOUT,
     "reinterpret": "not supported yet: T.view(buffer, dtype) reads a whole buffer's bytes as another dtype",
-    "reinterpretcast": "not supported yet: T.view(buffer, dtype) reads a whole buffer's bytes as another dtype",
     "call_extern": "not supported: tl-ascend has no extern calls (every op is a T.* or T.tile.* primitive)",
     "use_swizzle": "not supported yet: compute the block order with ordinary index arithmetic on cid",
     "shmem_put_nbi": "not supported: tl-ascend has one device (no shmem across devices)",

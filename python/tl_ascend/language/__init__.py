@@ -24,6 +24,7 @@ from .. import _core
 from . import _state
 from . import _ops
 from . import _real_shape
+from . import _reinterpret
 from . import parser as _parser
 
 Error = _core.Error
@@ -386,6 +387,7 @@ def view(base, dtype, name=None):
 
 
 view._tl_takes_name = True
+reinterpretcast = _reinterpret.statement_only  # a statement the parser handles (_reinterpret.py)
 
 
 # ---- Data movement and cube ---------------------------------------------------------------------
