@@ -188,11 +188,13 @@ Tensor argument_view(const Program& p, size_t i, const Tensor& t,
   int64_t need = 1;
   for (int64_t d : want) need *= d;  // the declared shape's strides were checked to fit
   const int64_t have = t.numel();
+  // No location of its own: like the other argument errors, the caller's line is the one to
+  // name (the Python frontend adds it), not the parameter's declaration.
   auto fail = [&](const std::string& why) {
-    return Error(f->params[i].tensor->loc,
-                 fmt::format("kernel {}: argument '{}' must have shape {}, got {}: {}", f->name,
+    return Error(fmt::format("kernel {}: argument '{}' must have shape {}, got {}: {}", f->name,
                              name, shape_str(want), shape_str(t.shape()), why));
   };
+
   if (have < need)
     throw fail(fmt::format("it has {} elements, the kernel addresses {}", have, need));
   if (!t.is_contiguous())
