@@ -167,6 +167,8 @@ PUBLIC: Dict[str, Tuple] = {
        for n in ("alloc_L1", "alloc_L0A", "alloc_L0B", "alloc_L0C", "alloc_ub", "alloc_UB", "alloc_shared",
                  "alloc_fragment", "alloc_workspace")},
     "alloc_var": (("grep",), ("error", lambda: T.alloc_var("int33"), r"T.alloc_var: argument 'dtype': unknown dtype 'int33'")),
+    "reinterpretcast": (("grep",), ("error", lambda: T.reinterpretcast(1, 2, "uint32_t"),
+                                    r"T.reinterpretcast\(dst, src, casttype\) is a statement of its own")),
     "view": (("here", "expert_kernel"), ("error", lambda: T.view(1, "int32"), r"T.view: argument 'base' must be a buffer")),
     # data movement, cube, fills
     "copy": (("value", "copy"), ("error", lambda: T.copy(1, 2), r"T.copy: " + NOT_TILE)),

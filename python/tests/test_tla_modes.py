@@ -165,3 +165,51 @@ def test_the_earlier_spellings_stay_accepted() -> None:
                               check_hazards=True)
     x = torch.randn(32, 64)
     torch.testing.assert_close(kernel(x), x.exp())
+
+
+def scaled_matmul(N: int, K: int, block: int = 32):
+    """int8_gemm.py's shape, our code: C scope accumulates A @ B^T into a GM workspace, raises a
+    cross-core flag; V scope waits on it, scales the rows and stores. The author wrote the
+    cross-core flags; TL_ASCEND_AUTO_SYNC writes each core's own syncs around them."""
+    M = T.symbolic("M")
+    half = block // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), S: T.Tensor((M,), "float32"),
+             C: T.Tensor((M, N), "float32"), W: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block) * (N // block), is_npu=True) as (cid, vid):
+            bm, bn = cid // (N // block), cid % (N // block)
+            with T.Scope("C"):
+                a = T.alloc_L1((block, K), "float16")
+                b = T.alloc_L1((block, K), "float16")
+                c = T.alloc_L0C((block, block), "float32")
+                T.copy(A[bm * block, 0], a)
+                T.copy(B[bn * block, 0], b)
+                T.gemm_v0(a, b, c, transpose_B=True, init=True)
+                T.copy(c, W[bm * block, bn * block])
+                T.set_cross_flag("FIX", 0)
+            with T.Scope("V"):
+                w = T.alloc_ub((half, block), "float32")
+                s = T.alloc_ub((half,), "float32")
+                T.wait_cross_flag(0)
+                T.copy(W[bm * block + vid * half, bn * block], w)
+                T.copy(S[bm * block + vid * half], s)
+                for i, j in T.Parallel(half, block):
+                    w[i, j] *= s[i]
+                T.copy(w, C[bm * block + vid * half, bn * block])
+
+    return main
+
+
+@pytest.mark.parametrize("M", (1, 7, 33, 1000))
+def test_auto_sync_orders_a_scope_whose_author_wrote_only_cross_core_flags(M: int) -> None:
+    # Before: the V scope's own wait_cross_flag counted as "syncs of its own", so insert_syncs left
+    # the scope without any: the hazard checker stopped the launch with a "RAW hazard on UB"
+    # (int8_gemm.py's next blocker: "copy (MTE3) reads c_out ... is not ordered after tile.cast
+    # (V) writes c_out"). The fast-mode result was right only because fast mode runs in program order.
+    torch.manual_seed(M)
+    a, b, s = torch.randn(M, 64).half(), torch.randn(64, 64).half(), torch.randn(M)
+    kernel = tilelang.compile(scaled_matmul(64, 64), out_idx=[3], workspace_idx=[4],
+                              pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True}, check_hazards=True)
+    want = (a.float() @ b.float().T) * s[:, None]
+    torch.testing.assert_close(kernel(a, b, s), want, rtol=1e-3, atol=1e-3)

@@ -227,3 +227,36 @@ def test_torch_npu_moe_token_permute_and_unpermute_follow_their_formulas() -> No
     # round trip, the clip; tails 1, 7, 33, 1000 tokens.
     r = run(["-c", MOE_CHECK])
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+INT32_TARGETS_CHECK = '''
+import torch
+import torch.nn.functional as F
+import tl_ascend.torch_npu  # noqa: F401
+
+torch.manual_seed(0)
+for n in (1, 7, 33, 1000, 4097):
+    for C in (1, 7, 64):
+        x = torch.randn(n, C)
+        y = torch.randint(0, C, (n,))
+        want = torch.nn.functional.log_softmax(x, -1).gather(1, y[:, None])[:, 0].neg()
+        got = torch.nn.CrossEntropyLoss(reduction="none")(x, y.to(torch.int32))
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(F.cross_entropy(x, target=y.int(), reduction="sum"), want.sum())
+        torch.testing.assert_close(F.nll_loss(torch.log_softmax(x, -1), y.int(), reduction="none"), want)
+try:  # other dtypes reach torch as given: its own error, never a silent conversion
+    F.cross_entropy(torch.randn(4, 3), torch.zeros(4, dtype=torch.int16))
+except RuntimeError:
+    pass
+else:
+    raise SystemExit("an int16 target was accepted")
+print("ok")
+'''
+
+
+def test_torch_npu_shim_takes_int32_class_indices_as_torch_npu_does() -> None:
+    # cross_entropy_loss/example_cross_entro.py's reference passes int32 targets, which torch_npu
+    # accepts. Before: RuntimeError "expected target dtype to be Long or Byte, but got Int" (torch's
+    # CPU kernel), in the script's own reference. The widening to int64 is exact: torch's values.
+    r = run(["-c", INT32_TARGETS_CHECK])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

@@ -237,12 +237,12 @@ def test_an_unknown_name_in_a_kernel_is_located_at_its_statement() -> None:
             with T.Kernel(1, threads=2) as cid:
                 x = T.alloc_shared((64,), "float32")
                 T.copy(X[0], x)
-                T.reinterpretcast(x, x)  # the line the error names
+                T.reinterpret(x, x)  # the line the error names (reinterpretcast is supported now)
 
     msg = str(e.value)
-    assert "T.reinterpretcast is not in tl-ascend: not supported yet: T.view(buffer, dtype)" in msg
+    assert "T.reinterpret is not in tl-ascend: not supported yet: T.view(buffer, dtype)" in msg
     src = open(__file__).read().splitlines()
-    want = next(i + 1 for i, s in enumerate(src) if "T.reinterpretcast(x, x)  # the line" in s)
+    want = next(i + 1 for i, s in enumerate(src) if "T.reinterpret(x, x)  # the line" in s)
     assert f"test_tla_surface.py:{want}:" in msg
 
 

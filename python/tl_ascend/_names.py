@@ -73,7 +73,6 @@ _IF = ("write a Python `if cond:` ... `else:` in the kernel (a kernel `if` when 
 T_HINTS: dict[str, str] = {
     "If": _IF, "Then": _IF, "Else": _IF,
     "reinterpret": "not supported yet: T.view(buffer, dtype) reads a whole buffer's bytes as another dtype",
-    "reinterpretcast": "not supported yet: T.view(buffer, dtype) reads a whole buffer's bytes as another dtype",
     "call_extern": "not supported: tl-ascend has no extern calls (every op is a T.* or T.tile.* primitive)",
     "shmem_put_nbi": "not supported: tl-ascend has one device (no shmem across devices)",
     "shmem_get_nbi": "not supported: tl-ascend has one device (no shmem across devices)",

@@ -381,10 +381,13 @@ class JITKernel:
         else:
             framework = "torch" if _torch() is not None else "numpy"
         dyn = {}
-        for pos, d, rank, name in self._dyn_sources:
-            shape = getattr(args[pos], "shape", None)
-            if shape is not None and len(shape) == rank:  # else the launcher names the mismatch
-                dyn.setdefault(name, shape[d])
+        # As the launcher binds them: from tensors of the declared rank first, then from the
+        # others (a tensor of another shape is read as a row-major view, docs/python.md).
+        for exact in (True, False):
+            for pos, d, rank, name in self._dyn_sources:
+                shape = getattr(args[pos], "shape", None)
+                if shape is not None and (len(shape) == rank) == exact and d < len(shape):
+                    dyn.setdefault(name, shape[d])
         full = [None] * len(self.params)
         for pos, i in enumerate(self._inputs):
             full[i] = args[pos]

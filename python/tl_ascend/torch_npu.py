@@ -9,6 +9,7 @@ would add.
 
 from __future__ import annotations
 
+import functools
 import types
 
 import torch
@@ -144,12 +145,35 @@ def __getattr__(name: str):
                          else {})
 
 
+def _accept_int32_targets() -> None:
+    """torch_npu's cross_entropy and nll_loss take int32 class indices (TileLang-Ascend's
+    cross_entropy example passes them to nn.CrossEntropyLoss); torch's CPU kernels take int64
+    only. Under the shim an int32 target is widened to int64 first: exact, so no value changes,
+    and every other dtype (float targets of class probabilities, int16, ...) reaches torch as
+    given, with torch's own error."""
+    functional = torch.nn.functional
+    for name in ("cross_entropy", "nll_loss"):
+        orig = getattr(functional, name)
+
+        def make(orig):
+            @functools.wraps(orig)
+            def f(input, target=None, *args, **kwargs):  # noqa: A002 (torch's parameter name)
+                if isinstance(target, torch.Tensor) and target.dtype == torch.int32:
+                    target = target.long()
+                return orig(input, target, *args, **kwargs)
+
+            return f
+
+        setattr(functional, name, make(orig))
+
+
 def install() -> None:
     global _installed
     if _installed:
         return
     _installed = True
     _register_ops()
+    _accept_int32_targets()
     torch.Tensor.npu = _npu
     torch.nn.Module.npu = _npu
     npu = _NpuNamespace(

@@ -15,6 +15,7 @@
 #include "replay.h"
 #include "scheduler.h"
 #include "stale.h"
+#include "tl/access.h"
 #include "tl/arith.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
@@ -162,6 +163,57 @@ void allocate_workspaces(const Program& p, Device& dev, LaunchEvaluator& ev, Lau
   }
 }
 
+/// Whether the kernel writes parameter `i` anywhere (an output or a workspace of the caller's).
+bool writes_parameter(const Program& p, size_t i) {
+  const BufferNode* b = p.func->params[i].tensor.get();
+  for (const auto& touch : analysis::touches_of(p.func->body, *p.target))
+    if (touch.buffer == b && touch.write) return true;
+  return false;
+}
+
+/// The tensor a kernel sees for an argument whose shape differs from the declared `want`. The
+/// chip takes a GM pointer and reads it with the declared row-major shape (TileLang-Ascend's
+/// adapter passes data pointers, its shape check is disabled), so scripts pass e.g. [M, 1] for
+/// [M], or [8192] for [32, 256]. The rule (docs/python.md, "Argument shapes"):
+///  * same element count, contiguous: the row-major view of the declared shape;
+///  * more elements, contiguous, and the kernel writes the parameter (an output or a workspace
+///    the caller sized generously): the view of its first elements, the rest untouched;
+///  * more elements of a parameter the kernel only reads: an error, since the kernel would read
+///    the first rows of a larger tensor, rarely what was meant (a half of each row is not the
+///    first half of the tensor);
+///  * fewer elements (the kernel would leave the tensor), or a non-contiguous tensor: an error.
+Tensor argument_view(const Program& p, size_t i, const Tensor& t,
+                     const std::vector<int64_t>& want) {
+  const auto& f = p.func;
+  const std::string& name = f->params[i].name();
+  int64_t need = 1;
+  for (int64_t d : want) need *= d;  // the declared shape's strides were checked to fit
+  const int64_t have = t.numel();
+  // No location of its own: like the other argument errors, the caller's line is the one to
+  // name (the Python frontend adds it), not the parameter's declaration.
+  auto fail = [&](const std::string& why) {
+    return Error(fmt::format("kernel {}: argument '{}' must have shape {}, got {}: {}", f->name,
+                             name, shape_str(want), shape_str(t.shape()), why));
+  };
+
+  if (have < need)
+    throw fail(fmt::format("it has {} elements, the kernel addresses {}", have, need));
+  if (!t.is_contiguous())
+    throw fail(
+        "a tensor of another shape is read as a row-major view, and this one is not "
+        "contiguous (pass .contiguous())");
+  if (!p.func->params[i].tensor->strides.empty())
+    throw fail("the parameter declares its own strides, so its shape must match exactly");
+  if (have == need) return t.reshape(want);
+  if (!writes_parameter(p, i))
+    throw fail(fmt::format(
+        "it has {} elements, more than the {} the kernel reads; the kernel would read the "
+        "first {} in row-major order, so a larger input is refused (slice it to what the "
+        "kernel should read)",
+        have, need, need));
+  return t.reshape({have}).slice(0, 0, need).reshape(want);
+}
+
 void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args, LaunchState& ls) {
   const auto& f = p.func;
   std::vector<std::string> names;
@@ -173,24 +225,28 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
   auto& env = ev.env;
   ls.tensors.resize(args.size());
   ls.scalars.resize(args.size());
-  // Bind dynamic symbols from dimensions that are exactly a symbol.
-  for (size_t i = 0; i < args.size(); ++i) {
-    const auto& prm = f->params[i];
-    if (!prm.is_tensor() || !std::holds_alternative<Tensor>(args[i].value)) continue;
-    const Tensor& t = std::get<Tensor>(args[i].value);
-    for (size_t d = 0; d < prm.tensor->shape.size() && d < t.shape().size(); ++d)
-      if (auto* v = prm.tensor->shape[d].as<VarNode>(); v && !env.count(v)) {
-        // A size its symbol's dtype cannot hold would be bound wrapped: the kernel would see
-        // another size than the tensor has.
-        int64_t n = t.shape()[d];
-        if (is_int(v->dtype) && v->dtype != DType::UInt64 && n > arith::dtype_max(v->dtype))
-          throw Error(fmt::format(
-              "kernel {}: dimension {} of argument '{}' is {}, but it binds the dynamic symbol "
-              "'{}' of dtype {}, range {}",
-              f->name, d, prm.name(), n, v->name, dtype_name(v->dtype), int_range(v->dtype)));
-        env[v] = Scalar::of_int(n);
-      }
-  }
+  // Bind dynamic symbols from dimensions that are exactly a symbol: first from tensors of the
+  // declared rank, whose dimensions line up with the declaration; then from the others (a
+  // tensor passed as a row-major view of another shape, see bind_tensor).
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto& prm = f->params[i];
+      if (!prm.is_tensor() || !std::holds_alternative<Tensor>(args[i].value)) continue;
+      const Tensor& t = std::get<Tensor>(args[i].value);
+      if ((t.shape().size() == prm.tensor->shape.size()) != (pass == 0)) continue;
+      for (size_t d = 0; d < prm.tensor->shape.size() && d < t.shape().size(); ++d)
+        if (auto* v = prm.tensor->shape[d].as<VarNode>(); v && !env.count(v)) {
+          // A size its symbol's dtype cannot hold would be bound wrapped: the kernel would see
+          // another size than the tensor has.
+          int64_t n = t.shape()[d];
+          if (is_int(v->dtype) && v->dtype != DType::UInt64 && n > arith::dtype_max(v->dtype))
+            throw Error(fmt::format(
+                "kernel {}: dimension {} of argument '{}' is {}, but it binds the dynamic symbol "
+                "'{}' of dtype {}, range {}",
+                f->name, d, prm.name(), n, v->name, dtype_name(v->dtype), int_range(v->dtype)));
+          env[v] = Scalar::of_int(n);
+        }
+    }
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& prm = f->params[i];
     const std::string& name = prm.name();
@@ -225,9 +281,10 @@ void bind_arguments(const Program& p, Device& dev, const std::vector<Arg>& args,
                                 print(s), name, why));
       want.push_back(*v);
     }
-    if (t.shape() != want)
-      throw Error(fmt::format("kernel {}: argument '{}' must have shape {}, got {}", f->name, name,
-                              shape_str(want), shape_str(t.shape())));
+    if (t.shape() != want) {
+      ls.tensors[i] = argument_view(p, i, t, want);
+      continue;
+    }
     std::vector<int64_t> want_strides;
     if (b.strides.empty()) {
       // The shapes are equal, and a Tensor's own strides fit: so do these.

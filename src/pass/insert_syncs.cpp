@@ -192,8 +192,10 @@ Stmt Inserter::rebuild_node(int n) const {
   return nd.s;
 }
 
-/// A scope that synchronises itself (any user sync, or intra-core syncs from an earlier run)
-/// is left as written; cross-core syncs the compiler wrote are kept and respected.
+/// A scope that synchronises itself (intra-core syncs, its author's or from an earlier run) is
+/// left as written. Cross-core flags, the author's or the compiler's, are kept and respected:
+/// TileLang-Ascend's auto sync writes the intra-core syncs of a scope whose author wrote only
+/// its cross-core flags (int8_gemm.py), and that scope left alone raced on its own pipes.
 bool has_own_syncs(const Stmt& body) {
   bool found = false;
   pre_order_visit(body, [&](const Stmt& s) {
@@ -201,7 +203,7 @@ bool has_own_syncs(const Stmt& body) {
     if (!y) return;
     bool intra = y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag ||
                  y->sync_kind == SyncKind::PipeBarrier || y->sync_kind == SyncKind::BarrierAll;
-    found |= y->origin == SyncOrigin::User || intra;
+    found |= intra;
   });
   return found;
 }

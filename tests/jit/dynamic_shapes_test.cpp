@@ -61,16 +61,45 @@ TEST(DynamicShapes, BlockCountFollowsM) {
 }
 
 TEST(DynamicShapes, WrongShapesAreLaunchErrors) {
+  // Fewer elements than M (from X) rows: the kernel would write past Y's end.
   auto k = compile(dynamic_norm());
   Device dev;
   Tensor X = Tensor::empty(dev, {5, kN}, bf16), W = Tensor::empty(dev, {kN}, bf16);
-  Tensor Y = Tensor::empty(dev, {6, kN}, bf16);  // M is 5 from X
+  Tensor Y = Tensor::empty(dev, {4, kN}, bf16);  // M is 5 from X
   try {
     k.launch(dev, {X, W, Y, 1e-6});
     FAIL() << "expected a shape error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'Y' must have shape [5, 512], got [6, 512]"),
+    EXPECT_NE(std::string(e.what()).find("'Y' must have shape [5, 512], got [4, 512]: it has 2048 "
+                                         "elements, the kernel addresses 2560"),
               std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DynamicShapes, OtherShapesOfTheRightSizeAreRowMajorViews) {
+  // The chip takes a GM pointer (docs/python.md, "Argument shapes"): a contiguous tensor of the
+  // declared element count is read row-major; an output with more elements gets its first rows
+  // written and keeps the rest. Before: "'Y' must have shape [7, 512], got [14, 512]" (and
+  // "'W' must have shape [512], got [2, 256]").
+  auto k = compile(dynamic_norm());
+  Device dev;
+  const int M = 7;
+  Tensor X = randn(dev, {M, kN}, bf16, 3), W = uniform(dev, {kN}, bf16, 7, 0.5, 1.5);
+  Tensor Y = full(dev, {2 * M, kN}, bf16, 5.0);
+  k.launch(dev, {X, W.reshape({2, kN / 2}), Y, 1e-6});
+  auto want = ref::rms_norm(X.to_vector(), W.to_vector(), M, kN, 1e-6);
+  auto got = Y.to_vector();
+  std::vector<double> head(got.begin(), got.begin() + M * kN),
+      tail(got.begin() + M * kN, got.end());
+  EXPECT_EQ(ref::compare(head, want, kN, 1e-2, 1.6e-2), "");
+  EXPECT_EQ(std::count(tail.begin(), tail.end(), 5.0), static_cast<long>(tail.size()));
+  // An input the kernel only reads, larger than declared: refused, with the reason.
+  try {
+    k.launch(dev, {Tensor::empty(dev, {M, 2 * kN}, bf16), W, Y, 1e-6});
+    FAIL() << "expected a shape error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 3584 the kernel reads"), std::string::npos)
         << e.what();
   }
 }

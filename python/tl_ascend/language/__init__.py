@@ -23,6 +23,8 @@ from typing import Any as _Any, Callable as _Callable
 from .. import _core
 from . import _state
 from . import _ops
+from . import _real_shape
+from . import _reinterpret
 from . import parser as _parser
 from ._values import imm as _imm
 
@@ -386,6 +388,7 @@ def view(base, dtype, name=None):
 
 
 view._tl_takes_name = True
+reinterpretcast = _reinterpret.statement_only  # a statement the parser handles (_reinterpret.py)
 
 
 # ---- Data movement and cube ---------------------------------------------------------------------
@@ -471,25 +474,30 @@ def init_const(dst, value):
 # ---- Reductions and sorting ---------------------------------------------------------------------
 
 
-def reduce_sum(src, dst, dim=-1, clear=True):
-    _int("reduce_sum", "dim", dim)
+def _reduce(fn, src, dst, dim, clear, real_shape):
+    _int(fn, "dim", dim)
+    if isinstance(clear, (list, tuple)) and real_shape is None:
+        clear, real_shape = True, clear  # TileLang-Ascend's positional (src, dst, dim, real_shape)
     if not isinstance(clear, bool):
-        _bad("reduce_sum", "clear", "a bool", clear)
-    _emit("reduce_sum", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+        _bad(fn, "clear", "a bool", clear)
+    if real_shape is not None:
+        src, dst = _real_shape.regions(fn, src, dst, dim, real_shape, _bad,
+                                       lambda msg: _core.user_error(_loc(), msg))
+    _emit(fn, [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
 
 
-def reduce_max(src, dst, dim=-1, clear=True):
-    _int("reduce_max", "dim", dim)
-    if not isinstance(clear, bool):
-        _bad("reduce_max", "clear", "a bool", clear)
-    _emit("reduce_max", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+def reduce_sum(src, dst, dim=-1, clear=True, real_shape=None):
+    """dst = sum of src along dim; real_shape=[rows, cols] reduces the tile's top-left corner
+    (TileLang-Ascend's slice-buffer reduce, _real_shape.py)."""
+    _reduce("reduce_sum", src, dst, dim, clear, real_shape)
 
 
-def reduce_min(src, dst, dim=-1, clear=True):
-    _int("reduce_min", "dim", dim)
-    if not isinstance(clear, bool):
-        _bad("reduce_min", "clear", "a bool", clear)
-    _emit("reduce_min", [src, dst], {"dim": int(dim), "clear": bool(clear)}, _loc())
+def reduce_max(src, dst, dim=-1, clear=True, real_shape=None):
+    _reduce("reduce_max", src, dst, dim, clear, real_shape)
+
+
+def reduce_min(src, dst, dim=-1, clear=True, real_shape=None):
+    _reduce("reduce_min", src, dst, dim, clear, real_shape)
 
 
 def sort(dst, src, actual_num):

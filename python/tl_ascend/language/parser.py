@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from . import _state
+from . import _reinterpret, _state
 from ._scopes import BLOCK, BRANCH, LOOP, MISSING, Scopes, ScopeError
 from ._values import _BINOPS, _CMP_METHODS, _CMPOPS, _Element, _operand, _symbolic
 
@@ -317,7 +317,20 @@ class _Parser:
     def stmt_Expr(self, s):
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
             return  # a docstring
+        if isinstance(s.value, ast.Call) and self.eval(s.value.func) is _lang().reinterpretcast:
+            return self.reinterpretcast(s, s.value)
         self.eval(s.value)
+
+    def reinterpretcast(self, s, n):
+        """T.reinterpretcast(dst, src, casttype): from here on the name dst is a view of src's
+        bytes, as the Ascend C TileLang-Ascend emits declares it (_reinterpret.py)."""
+        if n.keywords or len(n.args) != 3 or not isinstance(n.args[0], ast.Name):
+            self.fail(s, "T.reinterpretcast(dst, src, casttype) takes a tile's name, a tile and a type name")
+        dst, src, casttype = (self.eval(a) for a in n.args)
+        T = _lang()
+        view = _reinterpret.view_of(dst, src, casttype, lambda b, d, nm: T.view(b, d, name=_core.fresh_name(nm)),
+                                    lambda m: self.fail(s, m))
+        self.assign(n.args[0], view, s)
 
     def stmt_Assert(self, s):
         cond = self.eval(s.test)
