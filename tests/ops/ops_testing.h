@@ -4,10 +4,9 @@
 // filtering or reordering tests never changes a test's data), and the comparison helpers:
 // bitwise for integers, calc_diff (1 - cosine-like similarity, as TileKernels' testing helpers),
 // per-dtype allclose that names the worst coordinates, and a rounding-bias check for casts.
-// Header-only and test-only: the library never sees it.
+// Header-only and test-only: the library never sees it (tlc links it to check `tlc op`).
+// The level and the seeds are in ops_seed.h (they need gtest).
 #pragma once
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -19,26 +18,6 @@
 #include "tl/dtype.h"
 
 namespace opstest {
-
-/// OPS_TILELANG_TEST_LEVEL: 0, 1 (default) or 2.
-inline int test_level() {
-  const char* v = std::getenv("OPS_TILELANG_TEST_LEVEL");
-  if (v == nullptr || *v == 0) return 1;
-  int l = std::atoi(v);
-  return l < 0 ? 0 : (l > 2 ? 2 : l);
-}
-
-/// A seed from the base seed (OPS_TILELANG_SEED, default 0) and the running test's full name
-/// (suite, name and parameter): the same test always gets the same data.
-inline uint64_t test_seed(const std::string& extra = {}) {
-  const char* v = std::getenv("OPS_TILELANG_SEED");
-  uint64_t h = 1469598103934665603ull ^ (v ? std::strtoull(v, nullptr, 10) : 0);
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string id = info ? std::string(info->test_suite_name()) + "." + info->name() : std::string();
-  id += "/" + extra;
-  for (unsigned char ch : id) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
 
 /// 1 - 2 sum(x y) / sum(x^2 + y^2): 0 for equal vectors, small for close ones.
 inline double calc_diff(const std::vector<double>& x, const std::vector<double>& y) {

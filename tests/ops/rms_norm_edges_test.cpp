@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cann_ops_tilelang/norm.h"
+#include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 
 namespace {

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "cann_ops_tilelang/norm.h"
+#include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
 
