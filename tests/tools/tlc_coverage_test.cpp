@@ -88,6 +88,8 @@ const std::vector<Case>& cases() {
       {{"list", "--help"}, 0, "list the registered kernels"},
       // the operator library (tools/tlc/ops_cmd.cpp)
       {{"ops"}, 0, "rms_norm_backward"},
+      {{"ops", "--help"}, 0, "list the ops of the cann_ops_tilelang library"},
+      {{"op", "--help"}, 0, "run a cann_ops_tilelang op on random data and check it"},
       {{"op", "rms_norm", "--set", "M=9", "--set", "H=256", "--set", "residual=1", "--set",
         "rstd=1"},
        0,
