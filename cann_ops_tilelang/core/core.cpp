@@ -10,8 +10,26 @@
 
 namespace cann_ops_tilelang {
 
+namespace {
+thread_local const tl::SourceLoc* t_caller = nullptr;  // the innermost ScopedCaller's
+}  // namespace
+
 tl::SourceLoc caller(const tl::Loc& loc) {
+  if (t_caller != nullptr) return *t_caller;
   return tl::SourceLoc(loc.file_name(), static_cast<int>(loc.line()));
+}
+
+int ir_size(int64_t v, std::string_view what) {
+  if (v < INT32_MIN || v > INT32_MAX)
+    throw tl::Error(fmt::format("kernel size '{}' does not fit int32: got {}", what, v));
+  return static_cast<int>(v);
+}
+
+ScopedCaller::ScopedCaller(tl::SourceLoc loc) : prev_(t_caller), loc_(std::move(loc)) {
+  t_caller = &loc_;
+}
+ScopedCaller::~ScopedCaller() {
+  t_caller = prev_;
 }
 
 namespace {

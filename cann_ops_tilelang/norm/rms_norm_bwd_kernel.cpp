@@ -1,7 +1,8 @@
 // The RMSNorm backward kernel generators of cann_ops_tilelang (docs/ops.md): dX per row and
 // dW partials per AIV, then a reduction of the partials in a fixed order, so dW is
 // deterministic. Expert mode for the reason of the forward kernel (rows of 7168 do not fit UB
-// in fp32 several times over): chunks of bN columns, two passes over each row tile.
+// in fp32 several times over): chunks of bN columns, two passes over each row tile. Their Python
+// twins are in python/cann_ops_tilelang/kernels/rms_norm.py (identical IR, test_opslib_twin.py).
 //
 // Per rM-row tile (g = dy * w):
 //   pass 1  s1 = sum(x^2), s2 = sum(g * x) per row; rstd = rsqrt(s1 / H + eps) is recomputed
@@ -37,18 +38,20 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;
-  const int64_t H = k.hidden, rM = k.rows_per_tile, bN = k.chunk, chunks = H / bN;
+  // int sizes: int32 immediates, as the Python twin's ints are (ir_size, core.h).
+  const int H = ir_size(k.hidden, "hidden"), rM = ir_size(k.rows_per_tile, "rows_per_tile"),
+            bN = ir_size(k.chunk, "chunk"), chunks = H / bN, blocks = ir_size(k.blocks, "blocks");
 
   auto M = T::dynamic("M");
   auto DY = T::Tensor("DY", {M, H}, dt);
   auto X = T::Tensor("X", {M, H}, dt);
   auto W = T::Tensor("W", {H}, dt);
   auto DX = T::Tensor("DX", {M, H}, dt);
-  auto DWP = T::Tensor("DWP", {2 * k.blocks, H}, f32);
+  auto DWP = T::Tensor("DWP", {2 * blocks, H}, f32);
   auto eps = T::Scalar("eps", f32);
 
   return T::prim_func("rms_norm_bwd", {DY, X, W, DX, DWP, eps}, [&] {
-    Expr num_blocks = min(Expr(k.blocks), ceildiv(M, rM));
+    Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
         auto wf = T::alloc_ub("wf_ub", {H}, f32);        // W in fp32
@@ -79,7 +82,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
             if (!nrows) {
               T::copy(src.at({row0, c * bN}), dst);
             } else {
-              T::serial(*nrows, [&](Expr j) {
+              T::serial("j", *nrows, [&](Expr j) {
                 T::copy(src.at({row0 + j, c * bN}), dst.region({j, 0}, {1, bN}));
               });
             }
@@ -104,7 +107,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
           // Pass 1: s1 = sum(x^2) and s2 = sum(g * x), per column slot.
           T::tile::fill(t1, 0.0);
           T::tile::fill(t2, 0.0);
-          T::serial(chunks, [&](Expr c) {
+          T::serial("c", chunks, [&](Expr c) {
             load_chunk(c);
             T::pipe_barrier(Pipe::V);
             T::tile::mul(gf, gf, wb);  // g
@@ -134,7 +137,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
           T::tile::mul(cf, cf, 1.0 / static_cast<double>(H));  // coef = s2 * rstd^3 / H
 
           // Pass 2: dW partial and dx.
-          T::serial(chunks, [&](Expr c) {
+          T::serial("c", chunks, [&](Expr c) {
             load_chunk(c);
             T::pipe_barrier(Pipe::V);
             T::tile::mul(t1, gf, xf);             // dy * x
@@ -144,7 +147,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
             T::tile::row_expand_mul(t1, t1, rs);  // dy * x * rstd
             T::tile::row_expand_mul(gf, gf, rs);  // g * rstd
             T::pipe_barrier(Pipe::V);
-            T::serial(rM, [&](Expr r) {  // rows in order: a fixed summation order
+            T::serial("r", rM, [&](Expr r) {  // rows in order: a fixed summation order
               T::tile::add(dw.region({c * bN}, {bN}), dw.region({c * bN}, {bN}),
                            t1.region({r, 0}, {1, bN}));
               T::pipe_barrier(Pipe::V);
@@ -161,7 +164,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
             if (!nrows) {
               T::copy(dxb, DX.at({row0, c * bN}));
             } else {
-              T::serial(*nrows, [&](Expr j) {
+              T::serial("j", *nrows, [&](Expr j) {
                 T::copy(dxb.region({j, 0}, {1, bN}), DX.at({row0 + j, c * bN}));
               });
             }
@@ -187,11 +190,12 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
 tl::PrimFunc rms_norm_dw_reduce_kernel(const RmsNormKey& k, int64_t partials) {
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
-  const int64_t H = k.hidden, bN = k.chunk, chunks = H / bN;
-  auto DWP = T::Tensor("DWP", {partials, H}, f32);
+  const int H = ir_size(k.hidden, "hidden"), bN = ir_size(k.chunk, "chunk"), chunks = H / bN,
+            blocks = ir_size(k.blocks, "blocks"), P = ir_size(partials, "partials");
+  auto DWP = T::Tensor("DWP", {P, H}, f32);
   auto DW = T::Tensor("DW", {H}, dt);
   return T::prim_func("rms_norm_dw_reduce", {DWP, DW}, [&] {
-    Expr num_blocks = min(Expr(k.blocks), ceildiv(Expr(chunks), 2));
+    Expr num_blocks = min(Expr(blocks), ceildiv(Expr(chunks), 2));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
         auto acc = T::alloc_ub("acc_ub", {bN}, f32);
@@ -200,7 +204,7 @@ tl::PrimFunc rms_norm_dw_reduce_kernel(const RmsNormKey& k, int64_t partials) {
         T::Persistent({Expr(chunks)}, num_blocks * 2, cid * 2 + vid, [&](std::vector<Expr> c) {
           sync(Pipe::MTE3, Pipe::V, kEvOut);  // the previous chunk's store has read acc / out
           T::tile::fill(acc, 0.0);
-          T::serial(partials, [&](Expr p) {  // rows in order: deterministic dW
+          T::serial("p", P, [&](Expr p) {  // rows in order: deterministic dW
             sync(Pipe::V, Pipe::MTE2, kEvIn);
             T::copy(DWP.at({p, c[0] * bN}), part);
             sync(Pipe::MTE2, Pipe::V, kEvIn);

@@ -2,7 +2,8 @@
 // docs/ops.md). Expert mode: a row of H = 7168 in fp32 does not fit UB several times over, so
 // the row is read in fp32 chunks of bN columns, twice (pass 1: sum of squares; pass 2:
 // normalise), which developer mode's whole-row tiles cannot express within UB. Its Python twin,
-// python/cann_ops_tilelang/norm.py, builds the identical IR (python/tests/test_opslib_twin.py).
+// python/cann_ops_tilelang/kernels/rms_norm.py, builds the identical IR
+// (python/tests/test_opslib_twin.py).
 //
 // Work split (the design of examples/rms_norm_dynamic.cpp): M, the row count, is the dynamic
 // symbol bound from X at launch; rows come in rM-row tiles dealt round-robin to the AIVs of
@@ -37,7 +38,9 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;  // 16-bit I/O: loaded into byte tiles, widened by a cast
-  const int64_t H = k.hidden, rM = k.rows_per_tile, bN = k.chunk, chunks = H / bN;
+  // int sizes: int32 immediates, as the Python twin's ints are (ir_size, core.h).
+  const int H = ir_size(k.hidden, "hidden"), rM = ir_size(k.rows_per_tile, "rows_per_tile"),
+            bN = ir_size(k.chunk, "chunk"), chunks = H / bN, blocks = ir_size(k.blocks, "blocks");
 
   auto M = T::dynamic("M");
   auto X = T::Tensor("X", {M, H}, dt);
@@ -57,7 +60,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
   params.push_back(eps);
 
   return T::prim_func("rms_norm_fwd", params, [&] {
-    Expr num_blocks = min(Expr(k.blocks), ceildiv(M, rM));
+    Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
         auto wf = T::alloc_ub("wf_ub", {H}, f32);         // W in fp32, kept for all rows
@@ -89,7 +92,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
             if (!nrows) {
               T::copy(src.at({row0, c * bN}), dst);
             } else {
-              T::serial(*nrows, [&](Expr j) {
+              T::serial("j", *nrows, [&](Expr j) {
                 T::copy(src.at({row0 + j, c * bN}), dst.region({j, 0}, {1, bN}));
               });
             }
@@ -98,7 +101,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
             if (!nrows) {
               T::copy(src, dst.at({row0, c * bN}));
             } else {
-              T::serial(*nrows, [&](Expr j) {
+              T::serial("j", *nrows, [&](Expr j) {
                 T::copy(src.region({j, 0}, {1, bN}), dst.at({row0 + j, c * bN}));
               });
             }
@@ -131,7 +134,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
 
           // Pass 1: sum of squares.
           T::tile::fill(acc, 0.0);
-          T::serial(chunks, [&](Expr c) {
+          T::serial("c", chunks, [&](Expr c) {
             load_h(c, true);
             T::pipe_barrier(Pipe::V);
             T::tile::mul(xf, xf, xf);
@@ -153,7 +156,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
           }
 
           // Pass 2: normalise, scale by W, narrow and store.
-          T::serial(chunks, [&](Expr c) {
+          T::serial("c", chunks, [&](Expr c) {
             load_h(c, false);
             T::tile::broadcast(wb, wf.region({c * bN}, {bN}));
             T::pipe_barrier(Pipe::V);

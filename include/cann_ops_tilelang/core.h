@@ -22,8 +22,24 @@
 namespace cann_ops_tilelang {
 
 /// Where a call came from: errors name the caller's file:line (the public functions take a
-/// TL_LOC default argument and hand it down).
+/// TL_LOC default argument and hand it down), or the location of the innermost ScopedCaller
+/// alive on this thread.
 tl::SourceLoc caller(const tl::Loc& loc);
+
+/// A host that calls the public functions through a binding (the Python package, python/src/
+/// bind_ops.cpp) sets where its own user called from: TL_LOC would name the binding's line,
+/// which tells the user nothing. Nests; restores the previous location when it ends.
+class ScopedCaller {
+ public:
+  explicit ScopedCaller(tl::SourceLoc loc);
+  ~ScopedCaller();
+  ScopedCaller(const ScopedCaller&) = delete;
+  ScopedCaller& operator=(const ScopedCaller&) = delete;
+
+ private:
+  const tl::SourceLoc* prev_;
+  tl::SourceLoc loc_;
+};
 
 /// Argument checks of one op call. Each throws tl::Error "<op>: argument '<arg>' ...: expected
 /// ..., got ..." located at the caller.
@@ -64,6 +80,12 @@ VectorBudget vector_budget(const tl::Target& target);
 /// most `cap`, and for which `fits(chunk)` holds; 0 if none.
 int64_t widest_chunk(int64_t n, int64_t quantum, int64_t cap,
                      const std::function<bool(int64_t)>& fits);
+
+/// A kernel generator's compile-time size as an `int`: the generators write sizes as int32
+/// immediates, as the repository's kernels and their Python twins do (a Python int that fits
+/// is an int32 immediate), so a twin prints the same IR; an int64_t key field would print
+/// T.int64(...) everywhere. A size beyond int32 is a tl::Error naming `what`.
+int ir_size(int64_t v, std::string_view what);
 
 /// The compiled-kernel cache: `key` is the generator's name and compile-time parameters (the
 /// op's KernelKey printed); `build` runs only on a miss. Thread-safe.
