@@ -163,6 +163,8 @@ def _raises(match: str):
 
 
 def test_bad_inputs_get_the_librarys_located_message() -> None:
+    """Each message names this file's line: without ScopedCaller (core.h) the Checker would name
+    the binding's own line, python/src/bind_ops.cpp:NN."""
     x, w = torch.randn(4, 256), torch.randn(256)
     with _raises(r"rms_norm: argument 'x' has the wrong dtype: expected bfloat16 or float16 or float32, "
                  r"got float64"):

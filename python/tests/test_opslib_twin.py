@@ -6,7 +6,11 @@ The keys are the ones the library itself launches with (rms_norm_fwd_key / rms_n
 A2, so block counts and chunk widths come from the target), over the three dtypes, the fused
 branches residual / rstd on and off, the backward and the dW reduction, plus hand-made keys with
 a chunk narrower than H (several chunks per row) and other tile sizes.
-Before: there was no twin and no binding of the generators, so every case failed.
+Before: there was no twin and no binding of the generators, so every case failed; with the twin
+and the generators as they were, every comparison failed too: the C++ side printed its sizes as
+`T.Tensor((M, T.int64(512)), ...)` (the key's int64_t fields) where the twin prints `(M, 512)`,
+and its loops as `i_1`, `i_2` where the twin's are `c`, `j` (the generators now use ir_size()
+and named loops).
 """
 
 from __future__ import annotations
