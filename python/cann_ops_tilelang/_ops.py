@@ -43,12 +43,15 @@ def _caller() -> tuple[str, int]:
     custom-op dispatch and autograd frames) and tl_ascend."""
     skip = [d + os.sep for d in (_HERE, _TL, _torch_dir()) if d]
     frame = sys._getframe(1)
+    generated = None  # the first "<...>" frame (torch.compile's graphs; `python -c`, a REPL)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not any(path.startswith(d) for d in skip) and not path.startswith("<"):
-            return (frame.f_code.co_filename, frame.f_lineno)
+        name = frame.f_code.co_filename
+        if name.startswith("<"):
+            generated = generated or (name, frame.f_lineno)
+        elif not any(os.path.abspath(name).startswith(d) for d in skip):
+            return (name, frame.f_lineno)
         frame = frame.f_back
-    return ("<unknown>", 0)
+    return generated or ("<unknown>", 0)
 
 
 def _fail(loc: tuple[str, int], op: str, arg: str, what: str) -> Error:
