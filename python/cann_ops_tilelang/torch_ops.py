@@ -8,7 +8,9 @@ Each is a torch.library.custom_op running the C++ library on the virtual NPU (CP
 a register_fake shape function (so torch.compile and FakeTensor tracing see shapes and dtypes
 without running the NPU) and, for the two forwards, register_autograd (their backward is
 rms_norm_backward, rstd recomputed from x, so the forward saves only its inputs). Validation is
-the library's: a wrong dtype, a non-contiguous view or a CUDA tensor gets its located message.
+the library's: a wrong dtype, a non-contiguous view or a CUDA tensor gets its located message
+(no `device_types` is given, so a tensor of any device reaches the implementation and its check,
+rather than torch's "no kernel for CUDA"; meta and fake tensors take the fake function).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ _NS = "cann_ops_tilelang"
 
 # ---- rms_norm -------------------------------------------------------------------------------------
 
-@torch.library.custom_op(f"{_NS}::rms_norm", mutates_args=(), device_types="cpu")
+@torch.library.custom_op(f"{_NS}::rms_norm", mutates_args=())
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """y = weight * x * rsqrt(mean(x^2, -1) + eps) over the last dimension."""
     return _ops.rms_norm(x, weight, eps=eps).y
@@ -35,7 +37,7 @@ def _rms_norm_fake(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> 
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op(f"{_NS}::rms_norm_backward", mutates_args=(), device_types="cpu")
+@torch.library.custom_op(f"{_NS}::rms_norm_backward", mutates_args=())
 def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                       eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
     """(dx, dw) of rms_norm(x, weight, eps) for dy; dw is summed in a fixed order."""
@@ -68,7 +70,7 @@ rms_norm.register_autograd(_rms_norm_grad, setup_context=_setup_rms_norm)
 
 # ---- rms_norm_residual: the fused "add + norm" ----------------------------------------------------
 
-@torch.library.custom_op(f"{_NS}::rms_norm_residual", mutates_args=(), device_types="cpu")
+@torch.library.custom_op(f"{_NS}::rms_norm_residual", mutates_args=())
 def rms_norm_residual(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
                       eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
     """(y, h) with h = x + residual (rounded to x's dtype) and y = rms_norm(h) computed from h in

@@ -63,6 +63,13 @@ def test_empty_tensors_give_empty_outputs() -> None:
     assert dx.shape == (0, 256) and torch.equal(dw, torch.zeros(256, dtype=torch.bfloat16))
 
 
+def test_nan_stays_in_its_row_through_the_torch_op() -> None:
+    x, w = torch.randn(9, 256).bfloat16(), torch.randn(256).bfloat16()
+    x[8, 5] = float("nan")  # the tail tile's row
+    y = OPS.rms_norm(x, w, 1e-6)
+    assert torch.isnan(y[8]).all() and torch.isfinite(y[:8]).all()
+
+
 @pytest.mark.parametrize("rows", [1, 7, 33, 1000])
 def test_backward_tails_match_torch_autograd(rows: int) -> None:
     torch.manual_seed(rows)
