@@ -41,7 +41,12 @@ function(tl_module name)
   target_include_directories(tl_${name}_layercheck PUBLIC ${CMAKE_SOURCE_DIR}/include)
   target_link_options(tl_${name}_layercheck PRIVATE -Wl,--no-undefined)
   foreach(d IN LISTS M_DEPS)
-    target_link_libraries(tl_${name} PUBLIC tl_${d})
+    if(d STREQUAL "prims")
+      # The primitives register from static initialisers: linked whole, as by the umbrella.
+      target_link_libraries(tl_${name} PUBLIC "$<LINK_LIBRARY:WHOLE_ARCHIVE,tl_prims>")
+    else()
+      target_link_libraries(tl_${name} PUBLIC tl_${d})
+    endif()
     # PUBLIC: a module's layercheck library brings its own dependencies onto the link line of
     # the modules above, so each module links against everything below it, and nothing else.
     target_link_libraries(tl_${name}_layercheck PUBLIC tl_${d}_layercheck)
@@ -118,13 +123,22 @@ tl_module(lang SOURCES ${TL_LANG_SOURCES} DEPS parser HEADERS tl/lang.h)
 # (op, verify, npu) and defining its DSL call (declared in tl/lang.h). Declared last: nothing
 # below names a primitive.
 tl_module(prims SOURCES ${TL_PRIMS_SOURCES} DEPS npu verify lang)
+# The operator library cann_ops_tilelang (docs/ops.md): above everything, a client of the
+# compiler and the runtime; not part of the umbrella `tl` (the compiler does not need it). Its
+# CMake target is `cann_ops_tilelang` (an alias of tl_cann_ops_tilelang), one source folder per
+# domain under cann_ops_tilelang/.
+file(GLOB_RECURSE TL_OPSLIB_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/cann_ops_tilelang/*.cpp)
+tl_module(cann_ops_tilelang SOURCES ${TL_OPSLIB_SOURCES} DEPS prims
+          HEADERS cann_ops_tilelang/core.h cann_ops_tilelang/norm.h)
 
 # The umbrella every tool, test and the Python extension links: all modules. The primitives
 # register themselves from static initialisers that nothing references, so their library is
 # linked whole (a plain static library would lose every object no symbol pulls in).
 add_library(tl INTERFACE)
 foreach(m IN LISTS TL_LAYER_MODULES)
-  if(m STREQUAL "prims")
+  if(m STREQUAL "cann_ops_tilelang")
+    continue()
+  elseif(m STREQUAL "prims")
     target_link_libraries(tl INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,tl_prims>")
   else()
     target_link_libraries(tl INTERFACE tl_${m})
@@ -136,3 +150,7 @@ foreach(m IN LISTS TL_LAYER_MODULES)
   add_dependencies(tl_layer_check tl_${m}_layercheck)
 endforeach()
 file(WRITE ${CMAKE_BINARY_DIR}/layers.json "{\"modules\": [${TL_LAYER_JSON}\n]}\n")
+
+# Programs linking the operator library get every primitive too (the whole-archive umbrella).
+target_link_libraries(tl_cann_ops_tilelang INTERFACE tl)
+add_library(cann_ops_tilelang ALIAS tl_cann_ops_tilelang)

@@ -37,7 +37,7 @@ else
   # is not the last argument) into an extra indented level on every line, which adds 10-20 % of
   # lines to the developer kernels (tests/examples/developer_size_test.cpp counts them) and makes
   # them read worse.
-  mapfile -t files < <(git ls-files -- 'src/*.cpp' 'src/*.h' 'include/*.h' 'tools/*.cpp' 'tools/*.h' \
+  mapfile -t files < <(git ls-files -- 'src/*.cpp' 'src/*.h' 'cann_ops_tilelang/*.cpp' 'cann_ops_tilelang/*.h' 'include/*.h' 'tools/*.cpp' 'tools/*.h' \
     'tests/*.cpp' 'tests/*.h' 'bench/*.cpp' 'bench/*.h' \
     'fuzz/*.cpp' 'fuzz/*.h' 'python/*.cpp' 'python/*.h')
 fi

@@ -71,9 +71,9 @@ def check(src_dir: str, graph: dict) -> list[str]:
     module_of_source: dict[str, str] = {}
     for name, m in mods.items():
         for s in m["sources"]:
-            if s.startswith("src/"):
+            if s.startswith(("src/", "cann_ops_tilelang/")):
                 module_of_source[s] = name
-    for root, _, files in os.walk(os.path.join(src_dir, "src")):
+    for root, _, files in [w for d in ("src", "cann_ops_tilelang") for w in os.walk(os.path.join(src_dir, d))]:
         for f in files:
             rel = os.path.relpath(os.path.join(root, f), src_dir)
             if f.endswith(".cpp") and rel not in module_of_source:

@@ -49,7 +49,9 @@ DType dlpack_dtype(const nb::dlpack::dtype& d, std::string_view what) {
                           what, d.code, d.bits, d.lanes));
 }
 
-/// One tensor argument: (array supporting DLPack, dtype to read its bytes as or None, name).
+}  // namespace
+
+// Shared with bind_ops.cpp (declared in bindings.h).
 Tensor wrap_tensor(Device& dev, nb::handle item) {
   auto t = nb::cast<nb::tuple>(item);
   std::string what = nb::cast<std::string>(t[2]);
@@ -62,6 +64,8 @@ Tensor wrap_tensor(Device& dev, nb::handle item) {
   }
   return Tensor::wrap(dev, arr.data(), std::move(shape), std::move(strides), dt, what);
 }
+
+namespace {
 
 Arg to_arg(Device& dev, nb::handle h) {
   if (nb::isinstance<nb::tuple>(h)) return Arg(wrap_tensor(dev, h));

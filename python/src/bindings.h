@@ -3,7 +3,8 @@
 // script parser's source locations) that every binding file uses, the `at` wrapper that records
 // a statement's Python file:line, and the bind_* function of each file: bind_ir.cpp (the IR
 // handles and expression helpers), bind_builder.cpp (the tl::T builder calls, the op registry,
-// the C++ kernels by name) and bind_launch.cpp (compile and launch on the virtual NPU).
+// the C++ kernels by name), bind_launch.cpp (compile and launch on the virtual NPU) and
+// bind_ops.cpp (the cann_ops_tilelang operator library).
 // module.cpp's top comment describes the extension.
 #pragma once
 
@@ -68,6 +69,9 @@ Expr to_expr(nb::handle h);
 std::vector<Expr> to_exprs(nb::handle seq);
 TileArg to_tile_arg(nb::handle h);
 AttrValue to_attr(nb::handle h);
+/// One tensor argument, (array supporting DLPack, dtype to read its bytes as or None, name),
+/// viewed in `dev`'s GM without a copy (bind_launch.cpp).
+Tensor wrap_tensor(Device& dev, nb::handle item);
 
 /// Runs `f` with the builder recording `loc` (when known) for every statement it makes.
 /// A user error raised without a location (a bad dtype or pipe name) gets `loc`.
@@ -89,5 +93,6 @@ auto at(nb::handle loc, F&& f) {
 void bind_ir(nb::module_& m);
 void bind_builder(nb::module_& m);
 void bind_launch(nb::module_& m);
+void bind_ops(nb::module_& m);
 
 }  // namespace tl::python

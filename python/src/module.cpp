@@ -12,7 +12,8 @@
 // raised in a body callback passes through the C++ builder unchanged.
 //
 // The bindings are split by what they bind: bindings.h (the shared converters), convert.cpp,
-// bind_ir.cpp, bind_builder.cpp and bind_launch.cpp.
+// bind_ir.cpp, bind_builder.cpp, bind_launch.cpp and bind_ops.cpp (the operator library
+// cann_ops_tilelang, for the Python package of the same name).
 
 #include "bindings.h"
 
@@ -30,4 +31,5 @@ NB_MODULE(_core, m) {
   bind_ir(m);
   bind_builder(m);
   bind_launch(m);
+  bind_ops(m);
 }

@@ -86,6 +86,19 @@ const std::vector<Case>& cases() {
       // list
       {{"list"}, 0, "gemm_pipelined"},
       {{"list", "--help"}, 0, "list the registered kernels"},
+      // the operator library (tools/tlc/ops_cmd.cpp)
+      {{"ops"}, 0, "rms_norm_backward"},
+      {{"ops", "--help"}, 0, "list the ops of the cann_ops_tilelang library"},
+      {{"op", "--help"}, 0, "run a cann_ops_tilelang op on random data and check it"},
+      {{"op", "rms_norm", "--set", "M=9", "--set", "H=256", "--set", "residual=1", "--set",
+        "rstd=1"},
+       0,
+       "residual  bfloat16[9, 256] against the fp64 reference"},
+      {{"op", "rms_norm_backward", "--set", "M=3", "--set", "H=512", "--set", "dtype=float32"},
+       0,
+       "dw"},
+      {{"op", "rms_norm", "--set", "Q=1"}, 2, "op rms_norm has no parameter 'Q'"},
+      {{"op", "nope"}, 2, "no op named 'nope'"},
       // print
       {{"print", "gemm"}, 0, "# @examples/"},
       {{"print", "gemm", "--no-loc"}, 0, "T.gemm_v0", "# @"},
@@ -307,7 +320,7 @@ TEST(TlcCoverage, TheInventoryListsTheDocumentedSubcommands) {
     auto it = inv.find({cmd, name});
     return it == inv.end() ? std::string("(absent)") : it->second;
   };
-  for (const char* sub : {"list", "print", "verify", "run", "report", "opt", "demo"})
+  for (const char* sub : {"list", "print", "verify", "run", "report", "opt", "demo", "ops", "op"})
     EXPECT_EQ(kind("tlc", sub), "subcommand") << sub;
   EXPECT_EQ(kind("run", "kernel"), "positional");
   EXPECT_EQ(kind("run", "--set"), "value");

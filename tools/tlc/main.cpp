@@ -40,6 +40,7 @@
 #include <set>
 #include <sstream>
 
+#include "ops_cmd.h"
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/report.h"
@@ -474,6 +475,7 @@ int tlc_main(int argc, char** argv) {
   app.footer(kExitHelp);
 
   auto* list = app.add_subcommand("list", "list the registered kernels");
+  const OpsCommands ops_cmds = add_ops_commands(app);  // tlc ops, tlc op (ops_cmd.cpp)
 
   std::string kernel, target_name = "A2";
   std::vector<std::string> sets;
@@ -617,6 +619,7 @@ int tlc_main(int argc, char** argv) {
       }
       return kOk;
     }
+    if (const int rc = run_ops_commands(ops_cmds, target); rc >= 0) return rc;
     if (*print_cmd) {
       auto f = tl::build_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets));
       g_error_exit = kKernelFailed;

@@ -1,0 +1,106 @@
+// The shared layer of the cann_ops_tilelang operator library (docs/ops.md): what every op's
+// public function uses between "tensors in" and "kernel launched". Argument validation with
+// messages that name the op, the argument, what was expected and what came, at the caller's
+// file:line; launch parameters read from the Target (core counts, UB size), never hard-coded;
+// the compiled-kernel cache keyed by a generator's compile-time parameters, so a second call
+// with the same parameters neither rebuilds the IR nor recompiles; and the op list that
+// `tlc ops` prints. Ops of every domain (norm/, activation/, ...) are written against it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tl/error.h"
+#include "tl/ir.h"
+#include "tl/loc.h"
+#include "tl/npu/npu.h"
+#include "tl/runtime.h"
+#include "tl/target.h"
+
+namespace cann_ops_tilelang {
+
+/// Where a call came from: errors name the caller's file:line (the public functions take a
+/// TL_LOC default argument and hand it down), or the location of the innermost ScopedCaller
+/// alive on this thread.
+tl::SourceLoc caller(const tl::Loc& loc);
+
+/// A host that calls the public functions through a binding (the Python package, python/src/
+/// bind_ops.cpp) sets where its own user called from: TL_LOC would name the binding's line,
+/// which tells the user nothing. Nests; restores the previous location when it ends.
+class ScopedCaller {
+ public:
+  explicit ScopedCaller(tl::SourceLoc loc);
+  ~ScopedCaller();
+  ScopedCaller(const ScopedCaller&) = delete;
+  ScopedCaller& operator=(const ScopedCaller&) = delete;
+
+ private:
+  const tl::SourceLoc* prev_;
+  tl::SourceLoc loc_;
+};
+
+/// Argument checks of one op call. Each throws tl::Error "<op>: argument '<arg>' ...: expected
+/// ..., got ..." located at the caller.
+class Checker {
+ public:
+  Checker(std::string op, const tl::Loc& loc) : op_(std::move(op)), loc_(caller(loc)) {}
+  [[noreturn]] void fail(std::string_view arg, std::string_view what) const;
+  /// Defined, on a live Device, dense row-major (a view with other strides is refused: the
+  /// kernels address GM by row-major offsets).
+  void tensor(std::string_view arg, const tl::Tensor& t) const;
+  void dtype(std::string_view arg, const tl::Tensor& t,
+             const std::vector<tl::DType>& allowed) const;
+  void same_dtype(std::string_view arg, const tl::Tensor& t, std::string_view ref_arg,
+                  const tl::Tensor& ref) const;
+  void min_rank(std::string_view arg, const tl::Tensor& t, int rank) const;
+  void shape(std::string_view arg, const tl::Tensor& t, const std::vector<int64_t>& want) const;
+  void same_device(std::string_view arg, const tl::Tensor& t, std::string_view ref_arg,
+                   const tl::Tensor& ref) const;
+  /// The last dimension's rows are whole 32-byte blocks (GM <-> UB copies move 32-byte blocks).
+  void row_alignment(std::string_view arg, const tl::Tensor& t) const;
+  const std::string& op() const { return op_; }
+  const tl::SourceLoc& loc() const { return loc_; }
+
+ private:
+  std::string op_;
+  tl::SourceLoc loc_;
+};
+
+/// What a vector-only kernel may use on `target`: logical blocks (one AIC + two AIVs each) and
+/// the bytes of one AIV's UB.
+struct VectorBudget {
+  int blocks = 0;        // target.num_aiv / 2
+  int64_t ub_bytes = 0;  // target.cap(UB)
+};
+VectorBudget vector_budget(const tl::Target& target);
+
+/// The widest chunk of a row of `n` elements that divides n, is a multiple of `quantum`, is at
+/// most `cap`, and for which `fits(chunk)` holds; 0 if none.
+int64_t widest_chunk(int64_t n, int64_t quantum, int64_t cap,
+                     const std::function<bool(int64_t)>& fits);
+
+/// A kernel generator's compile-time size as an `int`: the generators write sizes as int32
+/// immediates, as the repository's kernels and their Python twins do (a Python int that fits
+/// is an int32 immediate), so a twin prints the same IR; an int64_t key field would print
+/// T.int64(...) everywhere. A size beyond int32 is a tl::Error naming `what`.
+int ir_size(int64_t v, std::string_view what);
+
+/// The compiled-kernel cache: `key` is the generator's name and compile-time parameters (the
+/// op's KernelKey printed); `build` runs only on a miss. Thread-safe.
+tl::CompiledKernel cached_kernel(const std::string& key, const tl::Target& target,
+                                 const std::function<tl::PrimFunc()>& build);
+struct KernelCacheStats {
+  int64_t hits = 0, misses = 0;
+};
+KernelCacheStats kernel_cache_stats();
+void clear_kernel_cache();
+
+/// One op of the library, for `tlc ops` and the Python package's op list.
+struct OpInfo {
+  std::string name, summary, domain;
+};
+const std::vector<OpInfo>& all_ops();
+
+}  // namespace cann_ops_tilelang

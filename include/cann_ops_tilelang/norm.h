@@ -1,0 +1,71 @@
+// The norm domain of cann_ops_tilelang: RMSNorm forward (with an optional fused residual add and
+// an optional rstd output) and backward (dX and a deterministic dW). Tensors in, tensors out;
+// every tensor lives on a tl::Device (the virtual NPU) and the outputs are allocated on the
+// inputs' device. Layers (docs/ops.md): these functions validate and choose launch parameters;
+// the kernel generators below are compile-time only in dtype, hidden size, block sizes and the
+// fused branches -- the row count is the dynamic symbol M, so one compiled kernel serves every
+// batch size.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "cann_ops_tilelang/core.h"
+
+namespace cann_ops_tilelang {
+
+struct RmsNormConfig {
+  double eps = 1e-6;
+  bool return_rstd = false;  // also return rstd = rsqrt(mean(h^2) + eps), fp32, one per row
+};
+
+struct RmsNormResult {
+  tl::Tensor y;         // like x
+  tl::Tensor residual;  // h = x + residual (in x's dtype) when a residual was given, else undefined
+  tl::Tensor rstd;      // fp32, x's leading shape, when cfg.return_rstd, else undefined
+};
+
+/// y = weight * h * rsqrt(mean(h^2, -1) + eps) with h = x (+ residual), over the last dimension.
+/// x: [..., H] bf16/fp16/fp32, contiguous, H * sizeof(dtype) a multiple of 32 bytes; weight: [H]
+/// of x's dtype; residual: undefined or like x. Any number of rows, 0 included (no launch).
+RmsNormResult rms_norm(const tl::Tensor& x, const tl::Tensor& weight,
+                       const tl::Tensor& residual = {}, const RmsNormConfig& cfg = {}, TL_LOC);
+
+struct RmsNormGrads {
+  tl::Tensor dx;  // like x
+  tl::Tensor dw;  // like weight
+};
+
+/// The gradients of y = rms_norm(x, weight) for dy: with g = dy * w and rstd recomputed from x,
+/// dx = rstd * g - x * rstd^3 * sum(g * x) / H, dw = sum over rows of dy * x * rstd. dW is
+/// summed in fp32, per AIV then across AIVs in a fixed order: the same inputs give the same
+/// bits whatever the host's threads do.
+RmsNormGrads rms_norm_backward(const tl::Tensor& dy, const tl::Tensor& x, const tl::Tensor& weight,
+                               double eps = 1e-6, TL_LOC);
+
+// ---- kernel generators (compile-time parameters only; M, the rows, is dynamic) ---------------
+
+struct RmsNormKey {
+  tl::DType dtype = tl::DType::BFloat16;
+  int64_t hidden = 0;         // H, the normalised dimension
+  int64_t rows_per_tile = 8;  // rM: 8 fp32 row statistics are one 32-byte block
+  int64_t chunk = 0;          // bN: columns per fp32 chunk, divides H
+  int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
+  bool residual = false;      // fused residual add, storing h
+  bool rstd = false;          // store rstd (a tensor of ceil(M / rM) * rM rows)
+  std::string str() const;
+};
+/// The forward kernel: X [M, H], (R [M, H]), W [H], Y [M, H], (HO [M, H]), (Rstd [MP]), eps.
+tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k);
+/// The backward kernel: DY, X [M, H], W [H], DX [M, H], DWP [2 * blocks, H] fp32 partials, eps.
+tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k);
+/// The dW reduction: DWP [P, H] fp32 -> DW [H] (k.dtype), rows summed in order 0 .. P-1.
+tl::PrimFunc rms_norm_dw_reduce_kernel(const RmsNormKey& k, int64_t partials);
+
+/// The launch parameters rms_norm / rms_norm_backward choose for a hidden size on a target
+/// (from its core count and UB size).
+RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool rstd,
+                            const tl::Target& target, const Checker& check);
+RmsNormKey rms_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
+                            const Checker& check);
+
+}  // namespace cann_ops_tilelang

@@ -1,0 +1,24 @@
+"""cann_ops_tilelang: the operator library of tl-ascend in Python (docs/ops.md).
+
+    import cann_ops_tilelang as ops
+    y = ops.rms_norm(x, w).y                       # torch tensors or numpy arrays, on the CPU
+    y = torch.ops.cann_ops_tilelang.rms_norm(x, w, 1e-6)   # the PyTorch operator (autograd, compile)
+
+The functions run the C++ library (include/cann_ops_tilelang/) on the virtual NPU; `kernels`
+holds the kernel generators in TileLang-Ascend syntax, twins of the C++ ones. When torch is
+installed, importing the package registers the PyTorch operators (torch_ops.py).
+"""
+
+from __future__ import annotations
+
+from . import kernels
+from ._ops import Error, RmsNormResult, kernel_cache_stats, ops, rms_norm, rms_norm_backward
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError:  # the plain functions work on numpy without torch
+    _torch = None
+if _torch is not None:
+    from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
+
+__all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rms_norm", "rms_norm_backward"]

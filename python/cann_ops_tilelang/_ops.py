@@ -1,0 +1,166 @@
+"""The library's public functions in Python: tensors in, tensors out, on the virtual NPU.
+
+Each function hands its tensors to the C++ library (tl_ascend._core, python/src/bind_ops.cpp)
+without a copy, and the C++ side validates them (dtype, shape, contiguity, alignment, eps) with
+the library's own messages, located at the user's file:line (the first frame outside this
+package, torch and tl_ascend). Only what cannot reach C++ is checked here: the kind of object
+(a torch tensor or a numpy array) and its device (the virtual NPU reads host memory, so a CUDA or
+meta tensor is refused with a message in the library's form). Outputs come back in the inputs'
+framework: torch tensors for torch inputs, numpy arrays for numpy ones (bfloat16 through
+ml_dtypes), owning the GM the library allocated for them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any, NamedTuple, Optional
+
+import importlib
+
+import tl_ascend
+from tl_ascend import _core
+
+# The module tl_ascend.jit (its device, launch lock and framework helpers); the attribute
+# tl_ascend.jit is the decorator of the same name.
+_jit = importlib.import_module("tl_ascend.jit")
+
+Error = _core.Error
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_TL = os.path.dirname(os.path.abspath(tl_ascend.__file__))
+_LOCATED = re.compile(r"^\S+:\d+: ")
+
+
+def _torch_dir() -> Optional[str]:
+    torch = _jit._torch()
+    return None if torch is None else os.path.dirname(os.path.abspath(torch.__file__))
+
+
+def _caller() -> tuple[str, int]:
+    """(file, line) of the user's call: the first frame outside this package, torch (its
+    custom-op dispatch and autograd frames) and tl_ascend."""
+    skip = [d + os.sep for d in (_HERE, _TL, _torch_dir()) if d]
+    frame = sys._getframe(1)
+    generated = None  # the first "<...>" frame (torch.compile's graphs; `python -c`, a REPL)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<"):
+            generated = generated or (name, frame.f_lineno)
+        elif not any(os.path.abspath(name).startswith(d) for d in skip):
+            return (name, frame.f_lineno)
+        frame = frame.f_back
+    return generated or ("<unknown>", 0)
+
+
+def _fail(loc: tuple[str, int], op: str, arg: str, what: str) -> Error:
+    return Error(f"{loc[0]}:{loc[1]}: {op}: argument '{arg}' {what}")
+
+
+def _is_torch(x: Any) -> bool:
+    return _jit._is_torch(x)
+
+
+def _arg(x: Any, op: str, arg: str, loc: tuple[str, int]) -> tuple:
+    """The launcher's tensor tuple (array, dtype override or None, name) for `x`."""
+    name = f"{op}: argument '{arg}'"
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise _fail(loc, op, arg, f"must be on the CPU: expected a CPU tensor (the virtual NPU reads host "
+                                      f"memory), got a tensor on device '{x.device}'")
+        if x.requires_grad:
+            x = x.detach()  # DLPack refuses tensors that require grad; the data is the same
+        if x.is_conj() or x.is_neg():
+            x = x.resolve_conj().resolve_neg()
+        return (x, None, name)
+    np = _jit._np()
+    if np is not None and isinstance(x, np.ndarray):
+        special = _jit._specials().get(x.dtype)
+        if special is not None:
+            return (x.view(special[1]), special[0], name)
+        return (x, None, name)
+    raise _fail(loc, op, arg, f"must be a tensor: expected a torch tensor or a numpy array, got "
+                              f"{type(x).__name__}")
+
+
+def _out(a: Any, torch_in: bool) -> Any:
+    """A library output (a DLPack array, or None) in the inputs' framework."""
+    if a is None:
+        return None
+    if torch_in:
+        return _jit._torch().from_dlpack(a)
+    np = _jit._np()
+    out = a  # a numpy array already (bind_ops.cpp)
+    if out.dtype == np.uint16:  # bfloat16 bits (bind_ops.cpp): the ml_dtypes view
+        ml = _jit._ml_dtypes()
+        if ml is None:
+            raise Error("a numpy bfloat16 output needs the ml_dtypes package (pip install ml_dtypes)")
+        out = out.view(ml.bfloat16)
+    return out
+
+
+def _call(fn: Any, loc: tuple[str, int], *args: Any) -> Any:
+    """Runs a binding on the target's device, one launch at a time (tl_ascend's launch lock); an
+    error the library raised without a location (the DLPack import's) gets the caller's."""
+    target = "A2"
+    try:
+        with _jit._launch_lock(target):
+            return fn(_jit.device(target), *args, loc)
+    except _core.InternalError:
+        raise
+    except _core.Error as e:
+        if _LOCATED.search(str(e)):
+            raise
+        raise Error(f"{loc[0]}:{loc[1]}: {e}") from None
+    except TypeError as e:  # nanobind refusing an array it cannot view (e.g. a non-CPU DLPack)
+        raise Error(f"{loc[0]}:{loc[1]}: {e}") from None
+
+
+class RmsNormResult(NamedTuple):
+    y: Any                   # like x
+    residual: Any = None     # h = x + residual in x's dtype, when a residual was given
+    rstd: Any = None         # fp32, x's leading shape, when return_rstd
+
+
+def _eps(eps: Any, op: str, loc: tuple[str, int]) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise _fail(loc, op, "eps", f"must be a number: expected a float, got {type(eps).__name__}")
+    return float(eps)
+
+
+def rms_norm(x: Any, weight: Any, residual: Any = None, eps: float = 1e-6,
+             return_rstd: bool = False) -> RmsNormResult:
+    """y = weight * h * rsqrt(mean(h^2, -1) + eps) with h = x (+ residual), on the virtual NPU.
+
+    x: [..., H] bfloat16/float16/float32, contiguous, H * itemsize a multiple of 32 bytes; weight:
+    [H] of x's dtype; residual: None or like x. Returns RmsNormResult(y, residual=h, rstd)."""
+    loc = _caller()
+    op = "rms_norm"
+    args = [_arg(x, op, "x", loc), _arg(weight, op, "weight", loc)]
+    res = None if residual is None else _arg(residual, op, "residual", loc)
+    torch_in = _is_torch(x)
+    y, h, rstd = _call(_core.ops_rms_norm, loc, args[0], args[1], res, _eps(eps, op, loc), bool(return_rstd),
+                       not torch_in)
+    return RmsNormResult(_out(y, torch_in), _out(h, torch_in), _out(rstd, torch_in))
+
+
+def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float = 1e-6) -> tuple[Any, Any]:
+    """(dx, dw), the gradients of rms_norm(x, weight).y for dy; rstd is recomputed from x and dw
+    is summed in a fixed order (the same bits on every run)."""
+    loc = _caller()
+    op = "rms_norm_backward"
+    a = [_arg(dy, op, "dy", loc), _arg(x, op, "x", loc), _arg(weight, op, "weight", loc)]
+    torch_in = _is_torch(x)
+    dx, dw = _call(_core.ops_rms_norm_backward, loc, *a, _eps(eps, op, loc), not torch_in)
+    return _out(dx, torch_in), _out(dw, torch_in)
+
+
+def ops() -> list[dict]:
+    """The library's ops: [{name, summary, domain}], as `tlc ops` lists them."""
+    return list(_core.ops_list())
+
+
+def kernel_cache_stats() -> dict:
+    """{hits, misses} of the library's compiled-kernel cache (one compile per key)."""
+    return dict(_core.ops_kernel_cache_stats())

@@ -1,0 +1,26 @@
+"""The library's kernel generators in TileLang-Ascend syntax (the Python twins of the C++
+generators of cann_ops_tilelang/<domain>/*_kernel.cpp), and the launch parameters the library
+chooses for them, so a user can print, change and compile the kernel an op runs."""
+
+from __future__ import annotations
+
+from tl_ascend import _core
+
+from .rms_norm import rms_norm_bwd_kernel, rms_norm_dw_reduce_kernel, rms_norm_fwd_kernel
+
+
+def rms_norm_fwd_key(dtype: str, hidden: int, residual: bool = False, rstd: bool = False,
+                     target: str = "A2") -> dict:
+    """The key rms_norm launches its forward kernel with for this hidden size on `target`:
+    {dtype, hidden, rows_per_tile, chunk, blocks, residual, rstd} (blocks from the target's core
+    count, chunk the widest divisor of H that fits its UB)."""
+    return dict(_core.ops_rms_norm_fwd_key(dtype, hidden, residual, rstd, target))
+
+
+def rms_norm_bwd_key(dtype: str, hidden: int, target: str = "A2") -> dict:
+    """The key rms_norm_backward launches its kernels with (the partial count is 2 * blocks)."""
+    return dict(_core.ops_rms_norm_bwd_key(dtype, hidden, target))
+
+
+__all__ = ["rms_norm_fwd_kernel", "rms_norm_bwd_kernel", "rms_norm_dw_reduce_kernel", "rms_norm_fwd_key",
+           "rms_norm_bwd_key"]

@@ -1,0 +1,104 @@
+"""The PyTorch operators of cann_ops_tilelang, registered when the package is imported:
+
+    torch.ops.cann_ops_tilelang.rms_norm(x, weight, eps) -> y
+    torch.ops.cann_ops_tilelang.rms_norm_residual(x, residual, weight, eps) -> (y, h)
+    torch.ops.cann_ops_tilelang.rms_norm_backward(dy, x, weight, eps) -> (dx, dw)
+
+Each is a torch.library.custom_op running the C++ library on the virtual NPU (CPU tensors), with
+a register_fake shape function (so torch.compile and FakeTensor tracing see shapes and dtypes
+without running the NPU) and, for the two forwards, register_autograd (their backward is
+rms_norm_backward, rstd recomputed from x, so the forward saves only its inputs). Validation is
+the library's: a wrong dtype, a non-contiguous view or a CUDA tensor gets its located message
+(no `device_types` is given, so a tensor of any device reaches the implementation and its check,
+rather than torch's "no kernel for CUDA"; meta and fake tensors take the fake function).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import _ops
+
+_NS = "cann_ops_tilelang"
+
+
+# ---- rms_norm -------------------------------------------------------------------------------------
+
+@torch.library.custom_op(f"{_NS}::rms_norm", mutates_args=())
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """y = weight * x * rsqrt(mean(x^2, -1) + eps) over the last dimension."""
+    return _ops.rms_norm(x, weight, eps=eps).y
+
+
+@rms_norm.register_fake
+def _rms_norm_fake(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op(f"{_NS}::rms_norm_backward", mutates_args=())
+def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                      eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dw) of rms_norm(x, weight, eps) for dy; dw is summed in a fixed order."""
+    return _ops.rms_norm_backward(dy, x, weight, eps=eps)
+
+
+@rms_norm_backward.register_fake
+def _rms_norm_backward_fake(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                            eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            torch.empty_like(weight, memory_format=torch.contiguous_format))
+
+
+def _setup_rms_norm(ctx: Any, inputs: tuple, output: Any) -> None:
+    x, weight, eps = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.eps = eps
+
+
+def _rms_norm_grad(ctx: Any, dy: torch.Tensor) -> tuple:
+    x, weight = ctx.saved_tensors
+    # The library takes contiguous tensors; an autograd gradient may be a broadcast view (the
+    # gradient of .sum() is an expanded scalar), which is not a user's bad input.
+    dx, dw = rms_norm_backward(dy.contiguous(), x, weight, ctx.eps)
+    return dx, dw, None
+
+
+rms_norm.register_autograd(_rms_norm_grad, setup_context=_setup_rms_norm)
+
+
+# ---- rms_norm_residual: the fused "add + norm" ----------------------------------------------------
+
+@torch.library.custom_op(f"{_NS}::rms_norm_residual", mutates_args=())
+def rms_norm_residual(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
+                      eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, h) with h = x + residual (rounded to x's dtype) and y = rms_norm(h) computed from h in
+    fp32."""
+    r = _ops.rms_norm(x, weight, residual=residual, eps=eps)
+    return r.y, r.residual
+
+
+@rms_norm_residual.register_fake
+def _rms_norm_residual_fake(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
+                            eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            torch.empty_like(x, memory_format=torch.contiguous_format))
+
+
+def _setup_rms_norm_residual(ctx: Any, inputs: tuple, output: Any) -> None:
+    _, _, weight, eps = inputs
+    # The backward needs h (the normalised input), which is the second output.
+    ctx.save_for_backward(output[1], weight)
+    ctx.eps = eps
+
+
+def _rms_norm_residual_grad(ctx: Any, dy: torch.Tensor, dh: torch.Tensor) -> tuple:
+    h, weight = ctx.saved_tensors
+    dx, dw = rms_norm_backward(dy.contiguous(), h, weight, ctx.eps)
+    if dh is not None:  # h is an output too: its own gradient adds to the one through y
+        dx = dx + dh
+    return dx, dx, dw, None
+
+
+rms_norm_residual.register_autograd(_rms_norm_residual_grad, setup_context=_setup_rms_norm_residual)

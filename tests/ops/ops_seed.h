@@ -1,0 +1,33 @@
+// OPS_TILELANG_TEST_LEVEL and per-test seeds for the cann_ops_tilelang C++ tests (docs/ops.md,
+// "Tests"): the level picks the parameter grids; a test's seed is a hash of OPS_TILELANG_SEED
+// and the test's own full name, so filtering or reordering tests never changes its data.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace opstest {
+
+/// OPS_TILELANG_TEST_LEVEL: 0, 1 (default) or 2.
+inline int test_level() {
+  const char* v = std::getenv("OPS_TILELANG_TEST_LEVEL");
+  if (v == nullptr || *v == 0) return 1;
+  int l = std::atoi(v);
+  return l < 0 ? 0 : (l > 2 ? 2 : l);
+}
+
+/// A seed from the base seed (OPS_TILELANG_SEED, default 0) and the running test's full name
+/// (suite, name and parameter): the same test always gets the same data.
+inline uint64_t test_seed(const std::string& extra = {}) {
+  const char* v = std::getenv("OPS_TILELANG_SEED");
+  uint64_t h = 1469598103934665603ull ^ (v ? std::strtoull(v, nullptr, 10) : 0);
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string id = info ? std::string(info->test_suite_name()) + "." + info->name() : std::string();
+  id += "/" + extra;
+  for (unsigned char ch : id) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace opstest
