@@ -260,3 +260,51 @@ def test_torch_npu_shim_takes_int32_class_indices_as_torch_npu_does() -> None:
     # CPU kernel), in the script's own reference. The widening to int64 is exact: torch's values.
     r = run(["-c", INT32_TARGETS_CHECK])
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+RNG_STATE_CHECK = r'''
+import torch
+import tl_ascend.torch_npu  # noqa: F401
+torch.manual_seed(3)
+with torch.random.fork_rng(device_type="npu"):
+    torch.npu.manual_seed(99)
+    torch.randn(8)
+after = torch.randn(4)
+torch.manual_seed(3)
+assert torch.equal(after, torch.randn(4)), "fork_rng did not restore the RNG"
+state = torch.npu.get_rng_state()
+a = torch.randn(4)
+torch.npu.set_rng_state(state)
+assert torch.equal(a, torch.randn(4))
+print("ok")
+'''
+
+
+def test_torch_npu_shim_saves_and_restores_the_npu_rng() -> None:
+    # torch's own code saves the renamed "npu" backend's RNG through torch.npu.get_rng_state
+    # (fork_rng, and torch.library.opcheck's freeze_rng_state). Before: AttributeError
+    # "'_NpuNamespace' object has no attribute 'get_rng_state'", which failed opcheck of
+    # cann_ops_tilelang's operators whenever the shim was installed in the same process.
+    r = run(["-c", RNG_STATE_CHECK])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+COMPILE_CHECK = r'''
+import torch
+import tl_ascend.torch_npu  # noqa: F401
+assert torch.npu.is_available()  # what scripts see
+x = torch.randn(5, device="npu")
+got = torch.compile(lambda t: torch.sin(t) + 1, fullgraph=True)(x)
+torch.testing.assert_close(got, torch.sin(x) + 1)
+print("ok")
+'''
+
+
+def test_torch_compile_works_with_the_torch_npu_shim_installed() -> None:
+    # The renamed PrivateUse1 backend made torch.compile treat "npu" as a real accelerator. Before:
+    # InternalTorchDynamoError "No module named 'torch.npu'", then "PyTorch is not linked with
+    # support for npu devices" (it asked the backend for a stream), then "type object 'Tensor' has
+    # no attribute 'is_npu'"; this failed cann_ops_tilelang's torch.compile test whenever an earlier
+    # test in the same process had installed the shim.
+    r = run(["-c", COMPILE_CHECK])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

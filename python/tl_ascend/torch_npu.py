@@ -10,6 +10,7 @@ would add.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 
 import torch
@@ -21,8 +22,12 @@ def _npu(self, *args, **kwargs):
     return self
 
 
-class _NpuNamespace(types.SimpleNamespace):
-    pass
+class _NpuNamespace(types.ModuleType):
+    """torch.npu: a module (torch imports it by name), holding the functions install() gives it."""
+
+    def __init__(self, **functions) -> None:
+        super().__init__("torch.npu")
+        self.__dict__.update(functions)
 
 
 def _is_npu(d) -> bool:
@@ -185,8 +190,23 @@ def install() -> None:
         manual_seed=lambda seed: torch.manual_seed(seed),
         manual_seed_all=lambda seed: torch.manual_seed(seed),
         empty_cache=lambda: None,
+        # The "npu" device's tensors are CPU tensors, so its RNG is the CPU's: torch's own code
+        # (torch.random.fork_rng, torch.testing's freeze_rng_state under opcheck) saves and restores
+        # the RNG of the renamed PrivateUse1 backend through these.
+        get_rng_state=lambda device=None: torch.get_rng_state(),
+        set_rng_state=lambda state, device=None: torch.set_rng_state(state),
     )
     torch.npu = npu
+    # torch imports "torch.<backend>" by name for the renamed PrivateUse1 backend (torch.accelerator,
+    # which torch.compile consults), so the namespace is also that module.
+    sys.modules.setdefault("torch.npu", npu)
+    # To torch's own machinery there is still no accelerator: "npu" tensors are CPU tensors, and
+    # torch.compile would otherwise ask the renamed backend for its current stream (it has none).
+    # Scripts keep torch.npu.is_available() == True.
+    torch.accelerator.is_available = lambda: False
+    torch.accelerator.current_accelerator = lambda check_available=False: None
+    if not hasattr(torch.Tensor, "is_npu"):  # torch's override tables list is_<backend>
+        torch.Tensor.is_npu = property(lambda self: False)
     # torch.device("npu") and "npu:0" become valid device names (PrivateUse1 renamed, as torch_npu
     # itself does); tensors never live there: every factory and .to() below maps them to the CPU.
     try:
