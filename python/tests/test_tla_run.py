@@ -276,6 +276,10 @@ state = torch.npu.get_rng_state()
 a = torch.randn(4)
 torch.npu.set_rng_state(state)
 assert torch.equal(a, torch.randn(4))
+torch.npu.manual_seed(5)  # the npu RNG is the CPU's
+b = torch.randn(4)
+torch.manual_seed(5)
+assert torch.equal(b, torch.randn(4))
 print("ok")
 '''
 
@@ -284,8 +288,10 @@ def test_torch_npu_shim_saves_and_restores_the_npu_rng() -> None:
     # torch's own code saves the renamed "npu" backend's RNG through torch.npu.get_rng_state
     # (fork_rng, and torch.library.opcheck's freeze_rng_state). Before: AttributeError
     # "'_NpuNamespace' object has no attribute 'get_rng_state'", which failed opcheck of
-    # cann_ops_tilelang's operators whenever the shim was installed in the same process.
-    r = run(["-c", RNG_STATE_CHECK])
+    # cann_ops_tilelang's operators whenever the shim was installed in the same process. A first
+    # fix had torch.manual_seed warn (the module lacked _is_in_bad_fork), then recurse without end
+    # (the backend's manual_seed_all called torch.manual_seed): warnings are errors here.
+    r = run(["-W", "error", "-c", RNG_STATE_CHECK])
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
 

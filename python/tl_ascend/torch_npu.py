@@ -187,14 +187,17 @@ def install() -> None:
         device_count=lambda: 1,
         set_device=lambda *a, **k: None,
         current_device=lambda: 0,
-        manual_seed=lambda seed: torch.manual_seed(seed),
-        manual_seed_all=lambda seed: torch.manual_seed(seed),
+        # The CPU generator itself: torch.manual_seed calls the backend's manual_seed_all, so going
+        # through torch.manual_seed here would recurse.
+        manual_seed=lambda seed: torch.default_generator.manual_seed(seed),
+        manual_seed_all=lambda seed: torch.default_generator.manual_seed(seed),
         empty_cache=lambda: None,
         # The "npu" device's tensors are CPU tensors, so its RNG is the CPU's: torch's own code
         # (torch.random.fork_rng, torch.testing's freeze_rng_state under opcheck) saves and restores
         # the RNG of the renamed PrivateUse1 backend through these.
         get_rng_state=lambda device=None: torch.get_rng_state(),
         set_rng_state=lambda state, device=None: torch.set_rng_state(state),
+        _is_in_bad_fork=lambda: False,  # torch.manual_seed asks before seeding the backend
     )
     torch.npu = npu
     # torch imports "torch.<backend>" by name for the renamed PrivateUse1 backend (torch.accelerator,
