@@ -134,14 +134,15 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool) 
     return "crash", reason
 
 
-def run_one(path: str, root: str, timeout: float, python: str) -> Result:
+def run_one(path: str, root: str, timeout: float, python: str, check_hazards: bool = False) -> Result:
     rel = os.path.relpath(path, root)
     directory = rel.split(os.sep)[0] if os.sep in rel else "."
     start = time.monotonic()
     # A session of its own: on a timeout the whole group (the script and anything it started) is killed.
     proc = subprocess.Popen([python, "-m", "tl_ascend.run", os.path.abspath(path)], cwd=os.path.dirname(path) or ".",
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True)
+                            start_new_session=True,
+                            env={**os.environ, "TL_CHECK_HAZARDS": "1" if check_hazards else "0"})
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -217,6 +218,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--blockers", action="store_true", help="group the rejections and crashes by reason")
     ap.add_argument("--python", default=sys.executable, help="the interpreter to run the scripts with")
+    ap.add_argument("--check-hazards", action="store_true",
+                    help="run every kernel under the hazard checker (and the stale-data checker): a race the "
+                         "script's flags leave is then an error naming both instructions (slower)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.dir):
         ap.error(f"'{args.dir}' is not a directory")
@@ -225,7 +229,7 @@ def main(argv: list[str]) -> int:
     only = set(args.only.split(",")) if args.only else None
     scripts = find_scripts(args.dir, only)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda p: run_one(p, args.dir, args.timeout, args.python), scripts))
+        results = list(pool.map(lambda p: run_one(p, args.dir, args.timeout, args.python, args.check_hazards), scripts))
     if args.json:
         print(json.dumps({"results": [asdict(r) for r in results], "per_directory": per_directory(results),
                           "blockers": Counter(blocker_key(r.reason) for r in results

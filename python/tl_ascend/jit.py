@@ -285,7 +285,7 @@ class JITKernel:
 
     @_located
     def __init__(self, func: PrimFunc, out_idx: Indices = None, target: str = "A2",
-                 pass_configs: Mapping[str, Any] | None = None, mode: str = "fast", check_hazards: bool = False,
+                 pass_configs: Mapping[str, Any] | None = None, mode: str = "fast", check_hazards: bool | None = None,
                  threads: int = 0, workspace_idx: Indices = None, check_stale: bool | None = None) -> None:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tl_ascend.compile takes a @T.prim_func kernel, got {type(func).__name__}")
@@ -303,6 +303,13 @@ class JITKernel:
         self.alloc_idx = sorted(self.out_idx + self.workspace_idx)
         if mode not in ("fast", "timed"):
             raise _core.Error(f"mode must be 'fast' or 'timed', got {mode!r}")
+        # check_hazards=None follows TL_CHECK_HAZARDS ("1" on; unset or "0" off): how
+        # scripts/run_tla_examples.py --check-hazards runs unmodified scripts under the checker.
+        if check_hazards is None:
+            env = os.environ.get("TL_CHECK_HAZARDS", "0")
+            if env not in ("0", "1", ""):
+                raise _core.Error(f"TL_CHECK_HAZARDS must be 0 or 1, got {env!r}")
+            check_hazards = env == "1"
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
         # The stale-data checker (docs/virtual_npu.md): None follows TL_CHECK_STALE, else check_hazards.
         self.check_stale: bool | None = check_stale
