@@ -1,0 +1,73 @@
+"""TileLang-Ascend scripts that computed the right figures but that the hazard checker rejected
+(issue 29, `run_tla_examples.py --check-hazards`), in TileLang-Ascend syntax, against torch.
+
+* A vector kernel (`as (cid, vid)`, `TL_ASCEND_AUTO_CV_COMBINE`) that never reads vid computes
+  the same on both AIVs. TileLang-Ascend launches it on both and each stores the same bytes; when
+  that is provably so (no atomic op, no GM tensor both read and written, no cross-core flag)
+  tl-ascend runs it on AIV 0 alone, which leaves GM as the chip leaves it, and the checker is
+  quiet. Before: "hazard check of kernel main: 1 unordered access pair(s)", a WAW on GM between
+  AIV0's and AIV1's store (activation/sigmoidv2.py). A body whose two copies would really race
+  (an in-place update of a GM tensor) still runs on both AIVs and stays reported.
+Every kernel runs with check_hazards=True (and the suite's TL_CHECK_STALE=1), tails included.
+"""
+
+import pytest
+import torch
+
+import tl_ascend as tilelang
+import tl_ascend.language as T
+
+TAILS = (1, 7, 33, 1000, 4097)
+AUTO = {tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True,
+        tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True,
+        tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True}
+
+
+@tilelang.jit(out_idx=[1], pass_configs=AUTO, check_hazards=True)
+def abs_affine(M: int, N: int, block_M: int, dtype: str = "float32"):
+    """y = 2 |x| + 1 by blocks of rows; vid is bound but never read, so both AIVs of a block
+    would move the same rows."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, vid):
+            x = T.alloc_ub((block_M, N), dtype)
+            y = T.alloc_ub((block_M, N), dtype)
+            T.copy(X[cid * block_M, 0], x)
+            T.tile.abs(y, x)
+            T.tile.mul(y, y, 2.0)
+            T.tile.add(y, y, 1.0)
+            T.copy(y, Y[cid * block_M, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("M", (8,) + TAILS)
+def test_a_vector_kernel_that_never_reads_vid_stores_once(M: int) -> None:
+    # Before: tl_ascend.Error "1 unordered access pair(s)": WAW on GM, copy (MTE3, block 0 AIV1)
+    # not ordered after copy (MTE3, block 0 AIV0), the same rows of Y.
+    torch.manual_seed(M)
+    x = torch.randn(M, 64)
+    torch.testing.assert_close(abs_affine(M, 64, 8)(x), 2 * x.abs() + 1)
+
+
+@tilelang.jit(pass_configs=AUTO, check_hazards=True)
+def bump_in_place(M: int, N: int, dtype: str = "float32"):
+    """X += 1 in place, vid never read: the two AIVs' read-modify-writes of X race on the chip
+    (each may read what the other already stored), so both still run it."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((M, N), dtype)
+            T.copy(X[0, 0], x)
+            T.tile.add(x, x, 1.0)
+            T.copy(x, X[0, 0])
+
+    return main
+
+
+def test_an_in_place_update_without_vid_stays_a_reported_race() -> None:
+    x = torch.zeros(8, 64)
+    with pytest.raises(tilelang.Error, match=r"unordered access pair.*\n.*X"):
+        bump_in_place(8, 64)(x)
