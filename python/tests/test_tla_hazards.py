@@ -71,3 +71,50 @@ def test_an_in_place_update_without_vid_stays_a_reported_race() -> None:
     x = torch.zeros(8, 64)
     with pytest.raises(tilelang.Error, match=r"unordered access pair.*\n.*X"):
         bump_in_place(8, 64)(x)
+
+
+def scaled_rows(M: int, N: int, R: int, tiles: int, auto_sync: bool):
+    """Y = 3 X through one UB tile reused by `tiles` row tiles per block, each AIV on its half of
+    the columns, the author's barriers as TileLang-Ascend's MoE scripts write them: barrier_all
+    after each copy in, pipe_barrier("mte3") after each copy out. That pipe_barrier orders MTE3
+    only, so the next tile's MTE2 copy into `buf` may overwrite it while the copy out still reads
+    it: TileLang-Ascend's auto sync (TL_ASCEND_AUTO_SYNC) adds the missing order over the
+    author's barriers."""
+    cfg = dict(AUTO) if auto_sync else {tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True}
+    half = N // 2
+
+    @tilelang.jit(out_idx=[1], pass_configs=cfg, check_hazards=True)
+    def build(M: int, N: int, R: int, tiles: int, dtype: str = "float32"):
+        @T.prim_func
+        def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+            with T.Kernel(T.ceildiv(M, R * tiles), is_npu=True) as (cid, vid):
+                buf = T.alloc_ub((R, half), dtype)
+                with T.Scope("V"):
+                    for t in T.serial(tiles):
+                        row = (cid * tiles + t) * R
+                        T.copy(X[row, vid * half], buf)
+                        T.barrier_all()
+                        T.tile.mul(buf, buf, 3.0)
+                        T.barrier_all()
+                        T.copy(buf, Y[row, vid * half])
+                        T.pipe_barrier("mte3")
+
+        return main
+
+    return build(M, N, R, tiles)
+
+
+@pytest.mark.parametrize("M", (32,) + TAILS)
+def test_auto_sync_orders_what_the_authors_barriers_leave_unordered(M: int) -> None:
+    # Before: tl_ascend.Error "1 unordered access pair(s)": WAR on UB, copy (MTE2) writes buf
+    # not ordered after copy (MTE3) reads buf (moe_token_unpermute.py:419 and :427): a scope with
+    # any sync of its author's got none of the compiler's.
+    torch.manual_seed(M)
+    x = torch.randn(M, 64)
+    torch.testing.assert_close(scaled_rows(M, 64, 4, 4, auto_sync=True)(x), 3 * x)
+
+
+def test_without_auto_sync_the_authors_barriers_stay_a_reported_race() -> None:
+    x = torch.randn(32, 64)
+    with pytest.raises(tilelang.Error, match=r"WAR hazard on UB.*\n.*is not ordered after copy \(MTE3"):
+        scaled_rows(32, 64, 4, 4, auto_sync=False)(x)
