@@ -8,6 +8,11 @@
   quiet. Before: "hazard check of kernel main: 1 unordered access pair(s)", a WAW on GM between
   AIV0's and AIV1's store (activation/sigmoidv2.py). A body whose two copies would really race
   (an in-place update of a GM tensor) still runs on both AIVs and stays reported.
+* `T.Persistent(domain, num_workers, cid)` in a kernel launching more blocks than num_workers:
+  block b >= num_workers takes tile b, which block b - num_workers takes again in its second
+  wave, and both store it unordered (gemm/example_gemm_persistent.py: 32 blocks, 24 workers).
+  Now a compile-time error naming T.Persistent's line; before, fast mode stored every such tile
+  twice and the hazard checker reported "WAW hazard on GM" at the store.
 Every kernel runs with check_hazards=True (and the suite's TL_CHECK_STALE=1), tails included.
 """
 
@@ -118,3 +123,39 @@ def test_without_auto_sync_the_authors_barriers_stay_a_reported_race() -> None:
     x = torch.randn(32, 64)
     with pytest.raises(tilelang.Error, match=r"WAR hazard on UB.*\n.*is not ordered after copy \(MTE3"):
         scaled_rows(32, 64, 4, 4, auto_sync=False)(x)
+
+
+def persistent_plus_one(M: int, blocks: int, workers: int):
+    """Y = X + 1 by 8-row tiles dealt by T.Persistent; each AIV on half the columns."""
+
+    @tilelang.jit(out_idx=[1], pass_configs=AUTO, check_hazards=True)
+    def build(M: int, blocks: int, workers: int, dtype: str = "float32"):
+        @T.prim_func
+        def main(X: T.Tensor((M, 64), dtype), Y: T.Tensor((M, 64), dtype)):
+            with T.Kernel(blocks, is_npu=True) as (cid, vid):
+                buf = T.alloc_ub((8, 32), dtype)
+                with T.Scope("V"):
+                    for (t,) in T.Persistent([T.ceildiv(M, 8)], workers, cid):
+                        T.copy(X[t * 8, vid * 32], buf)
+                        T.tile.add(buf, buf, 1.0)
+                        T.copy(buf, Y[t * 8, vid * 32])
+
+        return main
+
+    return build(M, blocks, workers)
+
+
+@pytest.mark.parametrize("M", (64,) + TAILS)
+def test_persistent_with_as_many_blocks_as_workers(M: int) -> None:
+    torch.manual_seed(M)
+    x = torch.randn(M, 64)
+    torch.testing.assert_close(persistent_plus_one(M, 3, 3)(x), x + 1)
+
+
+def test_persistent_over_more_blocks_than_workers_is_an_error() -> None:
+    # Before: fast mode stored tiles 3.. twice (blocks 3 and 0); the hazard checker said
+    # "WAW hazard on GM: copy (MTE3, block 3 AIV0) writes Y ... is not ordered after copy (MTE3,
+    # block 0 AIV0)".
+    with pytest.raises(tilelang.Error, match=r"test_tla_hazards.py:\d+: T.Persistent: num_workers is 3 but "
+                       r"the kernel launches 5 blocks .* block 3 takes tile 3"):
+        persistent_plus_one(64, 5, 3)
