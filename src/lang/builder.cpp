@@ -298,10 +298,27 @@ PrimFunc prim_func(std::string name, std::vector<ParamRef> params,
   return make_prim_func(std::move(name), std::move(dynamics), std::move(ps), b, loc);
 }
 
+namespace {
+/// The launch being built (its block count and cid), for T::Persistent's check of the workers
+/// it deals tiles to against the blocks launched.
+struct Launch {
+  Expr blocks;
+  Var cid;
+};
+thread_local std::vector<Launch> g_launches;
+struct LaunchScope {
+  LaunchScope(Expr blocks, const Var& cid) { g_launches.push_back({std::move(blocks), cid}); }
+  ~LaunchScope() { g_launches.pop_back(); }
+  LaunchScope(const LaunchScope&) = delete;
+  LaunchScope& operator=(const LaunchScope&) = delete;
+};
+}  // namespace
+
 void Kernel(Expr num_blocks, const std::function<void(Expr, Expr)>& body, const Loc& l) {
   SourceLoc loc = source_loc(l);
   lang::note_kernel(loc);
   Var cid(lang::unique_name("cid")), vid(lang::unique_name("vid"));
+  LaunchScope launch(num_blocks, cid);
   Stmt s = capture([&] { body(cid, vid); }, loc);
   emit(KernelNode::make(std::move(num_blocks), cid, vid, s, loc), loc);
 }
@@ -314,6 +331,7 @@ void Kernel(Expr num_blocks, const std::function<void(Expr)>& body, KernelOption
                opt.threads);
   lang::note_kernel(loc);
   Var cid(lang::unique_name("cid"));
+  LaunchScope launch(num_blocks, cid);
   Stmt s = capture([&] { body(cid); }, loc);
   emit(KernelNode::make(std::move(num_blocks), cid, Var(), s, loc, opt.threads), loc);
 }
@@ -501,6 +519,23 @@ void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,
   if (domain.empty()) user_error(loc, "T::Persistent: the tile domain is empty");
   Expr total = domain[0];
   for (size_t i = 1; i < domain.size(); ++i) total = total * domain[i];
+  // Worker w takes tiles w, w + W, ...: a launch of more blocks than W workers, indexed by cid,
+  // gives block b >= W tile b, which block b - W takes too in its second wave. Both store it,
+  // unordered: two cores racing on one output on the chip (gemm/example_gemm_persistent.py:
+  // 32 blocks, 24 workers), which the hazard checker would report at the store.
+  if (!g_launches.empty() && worker.as<VarNode>() == g_launches.back().cid.get()) {
+    auto blocks = as_const_int(g_launches.back().blocks), w = as_const_int(num_workers);
+    auto tiles = as_const_int(total);
+    if (blocks && w && tiles && *w > 0 && *w < std::min(*blocks, *tiles))
+      user_error(loc,
+                 "T.Persistent: num_workers is {} but the kernel launches {} blocks and worker is "
+                 "cid: block {} takes tile {}, which block 0 takes again in its second wave, and "
+                 "both store it (blocks {} to {} repeat tiles of blocks 0 to {}), two cores "
+                 "writing one output unordered; launch {} blocks (T.Kernel({}, ...)) or pass the "
+                 "block count as num_workers",
+                 *w, *blocks, *w, *w, *w, std::min(*blocks, *tiles) - 1,
+                 std::min(*blocks, *tiles) - 1 - *w, *w, *w);
+  }
   serial(
       ceildiv(total, num_workers),
       [&](Expr it) {

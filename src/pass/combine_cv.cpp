@@ -15,6 +15,12 @@
 // One that reads vid beside cube work splits the vector work between the AIVs by hand: it is a
 // hybrid kernel whose developer tiles are placed by use (gemm operands L1, accumulator L0C, the
 // rest UB), as TileLang-Ascend infers their memory (pipeline/matmul_add_pipeline.py).
+// A vector kernel that never reads vid computes the same on both AIVs: TileLang-Ascend launches
+// it on both (KERNEL_TYPE_MIX_AIC_1_2) and each stores the same bytes, an unordered write pair
+// the hazard checker rightly reports. When both AIVs provably store the same bytes (no atomic
+// op, no GM tensor both read and written, no cross-core flag) it runs on AIV 0 alone (`if vid ==
+// 0`), which leaves GM as the chip leaves it; otherwise both still run it, so a body whose two
+// copies would race (an in-place update, an atomic add counted twice) stays reported.
 #include <optional>
 #include <unordered_map>
 
@@ -123,6 +129,42 @@ std::unordered_map<const BufferNode*, MemScope> gemm_tile_scopes(const Stmt& bod
   return scopes;
 }
 
+/// Whether the vector kernel `body` of `k` computes and stores the same on both AIVs, so that
+/// AIV 0 alone leaves GM as both would (the file comment): vid never read, no atomic op (both
+/// AIVs' adds would count), no GM tensor both read and written (each AIV would read what the
+/// other may have written), no cross-core flag or sync_all (AIV 1 must take part in those).
+bool same_on_both_aivs(const Stmt& body, const KernelNode& k) {
+  if (!k.vid.defined()) return false;
+  bool blocked = false;
+  std::unordered_map<const BufferNode*, int> gm;  // bit 1: read, bit 2: written
+  pre_order_visit(
+      body,
+      [&](const Stmt& s) {
+        if (auto* y = s.as<SyncNode>())
+          blocked |= y->sync_kind == SyncKind::SetCrossFlag ||
+                     y->sync_kind == SyncKind::WaitCrossFlag || y->sync_kind == SyncKind::SyncAll;
+        if (auto* st = s.as<StoreNode>(); st && st->buffer->scope == MemScope::GM)
+          gm[st->buffer.get()] |= 2;
+        auto* op = s.as<TileOpNode>();
+        if (!op) return;
+        blocked |= op->op->atomic.get();
+        const auto& specs = op->op->operands;
+        for (size_t i = 0; i < op->args.size() && !specs.empty(); ++i) {
+          if (!op->args[i].is_region() || op->args[i].region.buffer->scope != MemScope::GM)
+            continue;
+          const Access a = specs[std::min(i, specs.size() - 1)].access;
+          gm[op->args[i].region.buffer.get()] |= a == Access::Read ? 1 : a == Access::Write ? 2 : 3;
+        }
+      },
+      [&](const Expr& e) {
+        if (auto* v = e.as<VarNode>(); v && v == k.vid.get()) blocked = true;
+        if (auto* l = e.as<LoadNode>(); l && l->buffer->scope == MemScope::GM)
+          gm[l->buffer.get()] |= 1;
+      });
+  for (const auto& [b, use] : gm) blocked |= use == 3;
+  return !blocked;
+}
+
 }  // namespace
 
 PrimFunc combine_cv(const PrimFunc& f, const Target& target, bool auto_cv_sync) {
@@ -148,6 +190,8 @@ PrimFunc combine_cv(const PrimFunc& f, const Target& target, bool auto_cv_sync) 
   });
   // Cube work: the body is split into the two scopes (split_hybrid.cpp).
   if (cube) return hybrid::split(f, *k, body, target, auto_cv_sync);
+  if (same_on_both_aivs(body, *k))
+    body = IfNode::make(Expr(k->vid) == Expr(0), body, Stmt(), k->loc);
   return dev::with_kernel_body(f, {ScopeNode::make(CoreKind::Vector, body, k->loc)});
 }
 

@@ -192,18 +192,20 @@ Stmt Inserter::rebuild_node(int n) const {
   return nd.s;
 }
 
-/// A scope that synchronises itself (intra-core syncs, its author's or from an earlier run) is
-/// left as written. Cross-core flags, the author's or the compiler's, are kept and respected:
-/// TileLang-Ascend's auto sync writes the intra-core syncs of a scope whose author wrote only
-/// its cross-core flags (int8_gemm.py), and that scope left alone raced on its own pipes.
+/// A scope that synchronises itself with flags (set_flag / wait_flag, its author's or from an
+/// earlier run) is left as written: its event ids are the author's. Cross-core flags, the
+/// author's or the compiler's, are kept and respected: TileLang-Ascend's auto sync writes the
+/// intra-core syncs of a scope whose author wrote only its cross-core flags (int8_gemm.py), and
+/// that scope left alone raced on its own pipes. So are an author's barriers (pipe_barrier,
+/// barrier_all): TileLang-Ascend's auto sync runs over them (moe_token_unpermute.py's
+/// `pipe_barrier("mte3")` between an MTE3 read of a tile and the next iteration's MTE2 write
+/// into it orders only MTE3, and left alone that scope raced); the walk counts what they order.
 bool has_own_syncs(const Stmt& body) {
   bool found = false;
   pre_order_visit(body, [&](const Stmt& s) {
     auto* y = s.as<SyncNode>();
     if (!y) return;
-    bool intra = y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag ||
-                 y->sync_kind == SyncKind::PipeBarrier || y->sync_kind == SyncKind::BarrierAll;
-    found |= intra;
+    found |= y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag;
   });
   return found;
 }

@@ -98,9 +98,10 @@ struct Acc {
 
 /// One instruction of a statement. Publish is a set_cross_flag: the other core reads what this
 /// core wrote to GM (and may overwrite what it read), so every pending GM access of another pipe
-/// must be done before it fires; its own pipe is drained by the set itself.
+/// must be done before it fires; its own pipe is drained by the set itself. PipeBarrier is an
+/// author's pipe_barrier: its pipe knows every earlier instruction of that pipe is done.
 struct Instr {
-  enum Kind : uint8_t { Op, BarrierAll, Publish } kind = Op;
+  enum Kind : uint8_t { Op, BarrierAll, Publish, PipeBarrier } kind = Op;
   Pipe pipe = Pipe::S;
   std::vector<int> accs;
   // An Mmad that may accumulate into a tile of fewer than 10 fractals: ordered after the

@@ -74,8 +74,10 @@ int Inserter::build_node(const Stmt& s, int blk, int pos) {
       auto* y = s.as<SyncNode>();
       if (y->sync_kind == SyncKind::SetCrossFlag)
         instrs.push_back({Instr::Publish, y->src, {}});
-      else if (y->sync_kind == SyncKind::SyncAll)
+      else if (y->sync_kind == SyncKind::SyncAll || y->sync_kind == SyncKind::BarrierAll)
         instrs.push_back({Instr::BarrierAll, Pipe::ALL, {}});
+      else if (y->sync_kind == SyncKind::PipeBarrier)  // an author's (has_own_syncs)
+        instrs.push_back({Instr::PipeBarrier, y->src, {}});
       else
         TL_ASSERT(y->sync_kind == SyncKind::WaitCrossFlag,
                   "insert_syncs: a scope with {} was selected", sync_name(y->sync_kind));

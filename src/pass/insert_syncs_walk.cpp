@@ -81,6 +81,10 @@ void Inserter::exec(int n, const Instr& in, State& st) {
     st.clear();
     return;
   }
+  if (in.kind == Instr::PipeBarrier) {
+    effect({Planned::Barrier, -1, in.pipe}, st);
+    return;
+  }
   const Pipe q = in.pipe;
   std::map<Pipe, std::vector<int>> needs;  // by source pipe
   for (const auto& [k, r] : st) {
