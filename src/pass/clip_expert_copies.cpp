@@ -8,21 +8,25 @@
 //     extent becomes max(min(extent, size - start), 0) at run time, and the GM start is kept
 //     inside the tensor (a block wholly past its end moves nothing);
 //   - a clipped UB row moves as DataCopyPad (rows of any byte length); a read fills only the
-//     valid part: with the author's pad_value the whole tile first holds that value on the
-//     iterations the copy is partial, otherwise the rest is undefined (`clipped=True`: the
-//     virtual NPU's stale-data checker marks it invalid and reports it if it reaches GM);
-//     a partial L1 tile is zero-filled first (no stale K tail enters a product);
-//   - a write stores only the valid part, so the undefined part never reaches GM.
-// Where an undefined part would silently enter a result even on the chip, a reduction, sort or
-// top-k over a clipped dimension of a tile filled without pad_value (or computed from one), the
-// kernel is rejected naming the op, the tile and the copy: TileLang-Ascend reads the garbage
-// there; the remedy is pad_value (the op's identity). Developer kernels are returned unchanged
+//     valid part. Past it, a whole UB tile holds what TileLang-Ascend's copy_gm_to_ub leaves
+//     there: for 16- and 32-bit dtypes it first fills the whole tile with pad_value (0 without
+//     one) on the iterations the copy is partial, and so does this pass; for other dtypes
+//     (int8, ...) nothing fills it and the rest is undefined (`clipped=True`: the virtual NPU's
+//     stale-data checker marks it invalid and reports it if it reaches GM); a partial L1 tile
+//     is zero-filled first (no stale K tail enters a product);
+//   - a write stores only the valid part, so the part past the tensor never reaches GM.
+// A reduction, sort or top-k over a clipped dimension must find there its identity (a sum over
+// a 0-padded part is exact, a max over it is not when every value is negative):
+// clip_pad_values.cpp follows the pad through the kernel in program order and rejects the op
+// otherwise, naming it, the tile and the copy. Developer kernels are returned unchanged
 // (legalize_copies and mask_tails do this for them).
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 
+#include "clip_pad_values.h"
 #include "developer.h"
+#include "tail_identity.h"
 #include "tile_bounds.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
@@ -44,16 +48,28 @@ Attr* attr_of(std::vector<Attr>& attrs, std::string_view key) {
   return nullptr;
 }
 
-/// A tile whose elements past a clipped copy's region are undefined: the dimensions (of the
-/// tile) the copy may clip, and the copy, for messages.
-struct Undefined {
-  uint32_t dims = 0;
-  Stmt copy;
-};
+/// Whether TileLang-Ascend's copy_gm_to_ub fills a partial tile of this dtype with pad_value
+/// first (its IsDuplicateSupported_v: Duplicate of the whole dstM x dstN tile, before the
+/// DataCopyPad, on the copies whose valid part is smaller than the tile). Other dtypes (int8,
+/// uint8, fp8, 64-bit) get no fill: the part past the tensor keeps whatever UB held.
+bool chip_fills_pad(DType t) {
+  switch (t) {
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Int32:
+    case DType::UInt32:
+    case DType::Float32:
+      return true;
+    default:
+      return false;
+  }
+}
 
 class Clipper : public IRMutator {
  public:
-  std::unordered_map<const BufferNode*, Undefined> undefined;  // filled by clipped reads
+  std::unordered_map<const TileOpNode*, dev::ClippedRead> reads;  // clipped whole-tile reads
 
  protected:
   Stmt mutate_(const KernelNode* n, const Stmt& self) override {
@@ -138,16 +154,19 @@ class Clipper : public IRMutator {
     if (tb->scope == MemScope::UB && n->op == &ops::copy() && (c->clipped_last || short_rows))
       attr_of(attrs, "pad")->value = true;  // DataCopyPad: rows of any byte length
     const bool whole_tile = read && n->op == &ops::copy() && is_whole(t0);
-    if (whole_tile && tb->scope == MemScope::UB && !author_pad) {
+    // What the chip leaves past the tensor in a whole UB tile: the pad (the author's pad_value,
+    // 0 without one) where copy_gm_to_ub fills the tile first, else undefined bytes (the
+    // stale-data checker's `clipped` mark). TileLang-Ascend's T.copy always passes a pad value.
+    const bool chip_fill = tb->scope == MemScope::UB && chip_fills_pad(tb->dtype);
+    const double pad = author_pad ? n->attr_float("pad_value") : 0.0;
+    if (whole_tile && tb->scope == MemScope::UB && !chip_fill)
       attr_of(attrs, "clipped")->value = true;
-      Undefined& u = undefined[tb.get()];
-      u.dims |= dims;
-      if (!u.copy.defined()) u.copy = self;
-    }
     std::vector<TileArg> args = n->args;
     args[gi] = c->gm;
     args[ti] = c->tile;
     Stmt copy = TileOpNode::make(n->op, std::move(args), std::move(attrs), n->loc);
+    if (whole_tile && tb->scope == MemScope::UB)
+      reads[copy.as<TileOpNode>()] = {dims, chip_fill ? std::optional(pad) : std::nullopt, self};
     if (!read || n->op != &ops::copy()) return copy;
     Stmt fill;
     if (tb->scope == MemScope::L1) {
@@ -155,12 +174,9 @@ class Clipper : public IRMutator {
           ops::init_const(),
           {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))}, {},
           n->loc);
-    } else if (tb->scope == MemScope::UB && author_pad && whole_tile) {
-      fill = make_tile_op(
-          ops::tile::fill(),
-          {BufferRegion::full(tb),
-           arith::make_const(tb->dtype, arith::Value::of_float(n->attr_float("pad_value")))},
-          {}, n->loc);
+    } else if (whole_tile && chip_fill) {
+      fill = make_tile_op(ops::tile::fill(),
+                          {BufferRegion::full(tb), dev::constant_of(tb->dtype, pad)}, {}, n->loc);
     } else {
       return copy;
     }
@@ -223,74 +239,6 @@ class Clipper : public IRMutator {
   bool own_syncs_ = false;
 };
 
-const BufferRegion* region(const TileOpNode& n, std::string_view name) {
-  const TileArg* a = op_operand(n, name);
-  return a && a->is_region() ? &a->region : nullptr;
-}
-
-/// The dimension `n` (a reduction) combines, as an index of its source, or -1 for every one
-/// (sorts and top-k read their source as one queue).
-int combined_dim(const TileOpNode& n, const BufferRegion& src) {
-  if (n.op->rows != RowMap::Reduce) return -1;
-  const int64_t d = n.attr_int("dim");
-  return static_cast<int>(d < 0 ? d + static_cast<int64_t>(src.ranges.size()) : d);
-}
-
-/// Rejects an op that would combine undefined elements into a result: the undefined part
-/// follows vector ops from their sources to their destinations (flow-insensitively: a tile
-/// computed from a clipped one anywhere in the kernel counts as one).
-void reject_combined_garbage(const Stmt& body,
-                             std::unordered_map<const BufferNode*, Undefined> undefined) {
-  if (undefined.empty()) return;
-  std::vector<const TileOpNode*> vec_ops;
-  pre_order_visit(body, [&](const Stmt& s) {
-    auto* t = s.as<TileOpNode>();
-    if (!t) return;
-    // A copy between on-chip tiles (TileLang-Ascend's cast_or_copy of a float tile) carries
-    // the undefined part along like an elementwise op.
-    const bool on_chip_copy = t->op == &ops::copy() && t->args.size() >= 2 &&
-                              t->args[0].is_region() && t->args[1].is_region() &&
-                              on_chip(t->args[0].region.buffer) &&
-                              on_chip(t->args[1].region.buffer);
-    if (t->op->unit == OpUnit::Vector || on_chip_copy) vec_ops.push_back(t);
-  });
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const TileOpNode* t : vec_ops) {
-      const BufferRegion* dst = region(*t, "dst");
-      if (!dst || t->op->rows == RowMap::Reduce || t->op->rows == RowMap::Whole) continue;
-      for (const auto& a : t->args) {
-        if (!a.is_region() || &a.region == dst) continue;
-        auto it = undefined.find(a.region.buffer.get());
-        if (it == undefined.end()) continue;
-        Undefined& u = undefined[dst->buffer.get()];
-        const uint32_t dims = a.region.ranges.size() == dst->ranges.size() ? it->second.dims : ~0u;
-        if ((u.dims | dims) != u.dims) grew = true;
-        u.dims |= dims;
-        if (!u.copy.defined()) u.copy = it->second.copy;
-      }
-    }
-  }
-  for (const TileOpNode* t : vec_ops) {
-    if (t->op->rows != RowMap::Reduce && t->op->rows != RowMap::Whole) continue;
-    for (const auto& a : t->args) {
-      if (!a.is_region() || !t->op->operands.size()) continue;
-      auto it = undefined.find(a.region.buffer.get());
-      if (it == undefined.end() || &a.region == region(*t, "dst")) continue;
-      const int d = combined_dim(*t, a.region);
-      if (d >= 0 && !(it->second.dims >> d & 1u)) continue;
-      throw Error(
-          t->loc,
-          fmt::format("T.{}: its operand '{}' holds undefined elements past the end of a tensor "
-                      "(the {} is clipped there and has no pad_value), which this op would "
-                      "combine into its result; expected that copy with pad_value= the op's "
-                      "identity (0 for a sum, -T.infinity for a max), or blocks that divide the "
-                      "tensor",
-                      t->op->name, a.region.buffer->name, dev::describe(it->second.copy)));
-    }
-  }
-}
-
 }  // namespace
 
 PrimFunc clip_expert_copies(const PrimFunc& f, const Target&) {
@@ -298,7 +246,7 @@ PrimFunc clip_expert_copies(const PrimFunc& f, const Target&) {
   if (!k || k->developer() || dev::developer_threads(f) > 0) return f;
   Clipper clipper;
   Stmt body = clipper.mutate(f->body);
-  reject_combined_garbage(body, std::move(clipper.undefined));
+  dev::check_pad_values(body, clipper.reads);
   return body.same_as(f->body) ? f : with_body(f, body);
 }
 
