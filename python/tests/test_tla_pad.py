@@ -239,3 +239,53 @@ def test_math_inf_is_the_same_pad() -> None:
     x = -torch.rand(7, 33) - 1.0
     mx, _ = kernel(x)
     torch.testing.assert_close(mx, x.amax(dim=1))
+
+
+# ---- A GM row shorter than its UB tile, and one row of a tile stored (hc_split_sinkhorn.py) ----
+
+
+def short_rows(n: int, hc: int, static: bool):
+    """Each row of W holds hc values at 8 + i * hc for i < hc, read into an 8-float tile
+    (`T.copy(W[r, s:e], t)`, the tile's extent 8 > the region's hc), scaled by 2, and stored a
+    row of `hc` at a time from a [hc, 8] tile (`T.copy(c[i, :hc], C[r, i, :])`, a 16-byte row
+    inside its tile). Before: "T.copy: operand 'dst' (buffer 't' in UB): expected the extents
+    of 'src' [4] (1s ignored), got [8]" and "the innermost contiguous run is 4 x float32 = 16
+    bytes; UB rows must be a multiple of 32 bytes" (verification), or, with the slice bounds
+    in lets, "'src' (W) has 4 elements but 'dst' (t) has 8" at launch."""
+    width = 8 + hc * hc
+
+    @T.prim_func
+    def main(W: T.Tensor((n, width), "float32"), C: T.Tensor((n, hc, hc), "float32"),
+             P: T.Tensor((n, 8), "float32")):
+        with T.Kernel(T.ceildiv(n, 2), is_npu=True) as (cid, vid):
+            t = T.alloc_ub((8,), "float32")
+            c = T.alloc_ub((hc, 8), "float32")
+            with T.Scope("V"):
+                if cid * 2 + vid < n:
+                    for i in T.serial(hc):
+                        if static:
+                            T.copy(W[cid * 2 + vid, 8 + i * hc:8 + i * hc + hc], t)
+                        else:
+                            start = 8 + i * hc
+                            end = 8 + i * hc + hc
+                            T.copy(W[cid * 2 + vid, start:end], t)
+                        T.tile.mul(t, t, 2.0)
+                        T.copy(t, c[i, :])
+                    T.copy(t, P[cid * 2 + vid, :])
+                    for i in T.serial(hc):
+                        T.copy(c[i, :hc], C[cid * 2 + vid, i, :])
+
+    return main
+
+
+@pytest.mark.parametrize("n", [1, 7, 33])
+@pytest.mark.parametrize("static", [True, False])
+def test_a_short_gm_row_fills_the_rest_of_its_tile_with_the_pad(n: int, static: bool) -> None:
+    hc = 4
+    torch.manual_seed(n)
+    w = torch.randn(n, 8 + hc * hc)
+    kernel = tilelang.compile(short_rows(n, hc, static), out_idx=[1, 2], pass_configs=SYNC, check_hazards=True)
+    c, p = kernel(w)
+    torch.testing.assert_close(c, 2 * w[:, 8:].reshape(n, hc, hc))
+    # The last row read, then the pad copy_gm_to_ub Duplicates (0) over the rest of the tile.
+    torch.testing.assert_close(p, torch.cat([2 * w[:, 8 + (hc - 1) * hc:], torch.zeros(n, 8 - hc)], dim=1))

@@ -97,6 +97,7 @@ class Clipper : public IRMutator {
   }
   Stmt mutate_(const LetNode* n, const Stmt& self) override {
     bounds_.let(*n);
+    lets_[n->var.node()] = arith::substitute(n->value, lets_);
     return IRMutator::mutate_(n, self);
   }
   Stmt mutate_(const IfNode* n, const Stmt& self) override {
@@ -118,9 +119,12 @@ class Clipper : public IRMutator {
     const BufferRegion& t0 = n->args[ti].region;
     if (g.buffer->scope != MemScope::GM || !on_chip(t0.buffer)) return self;
     if (g.ranges.empty() || t0.ranges.empty()) return self;
+    if (read && n->op == &ops::copy() && t0.buffer->scope == MemScope::UB && is_whole(t0))
+      if (Stmt s = short_read(*n, g, t0); s.defined()) return s;
     auto c = dev::clip_copy(g, t0, bounds_);
     const bool short_rows = n->op == &ops::copy() && t0.buffer->scope == MemScope::UB &&
-                            !n->attr_bool("pad") && !whole_blocks(t0) && one_row_to_end(t0);
+                            !n->attr_bool("pad") && !whole_blocks(t0) &&
+                            (one_row_to_end(t0) || (!read && one_row(t0)));
     if ((!c || !c->clipped) && short_rows) {
       // TileLang-Ascend moves every GM <-> UB copy with DataCopyPad (copy_gm_to_ub /
       // copy_ub_to_gm: blockLen in bytes, each UB row padded to 32 B), so a row of 4 int32 (16
@@ -221,6 +225,13 @@ class Clipper : public IRMutator {
     auto size = as_const_int(shape.back());
     return mn && ext && size && *mn + *ext == *size;
   }
+  /// A region of one row (every extent but the last 1): stored to GM as one DataCopyPad
+  /// block, which writes no UB pad lanes (the verifier's one_row_gm_ub_copy).
+  static bool one_row(const BufferRegion& r) {
+    for (size_t d = 0; d + 1 < r.ranges.size(); ++d)
+      if (!is_const_one(r.ranges[d].extent)) return false;
+    return !r.ranges.empty();
+  }
   static bool is_const_one(const Expr& e) {
     auto v = as_const_int(e);
     return v && *v == 1;
@@ -235,6 +246,62 @@ class Clipper : public IRMutator {
     return true;
   }
 
+  /// A GM region read into a whole UB tile whose last non-unit extent is larger, the others
+  /// equal (`T.copy(ws[r, s:s + 4], tmp)`, `tmp` of 8 floats: hc_split_sinkhorn.py).
+  /// TileLang-Ascend's copy_gm_to_ub takes the tile's extent as dstN and the region's as the
+  /// valid length: it Duplicates pad_value (0 without one) over the tile for 16/32-bit dtypes,
+  /// then DataCopyPads the valid part. The same here: a fill, then the copy into the leading
+  /// part (clipped further at the tensor's end as any copy). Undefined when no such shape.
+  Stmt short_read(const TileOpNode& n, const BufferRegion& g, const BufferRegion& t0) {
+    auto nonunit = [](const std::vector<std::optional<int64_t>>& v) {
+      std::vector<size_t> out;
+      for (size_t d = 0; d < v.size(); ++d)
+        if (!v[d] || *v[d] != 1) out.push_back(d);
+      return out;
+    };
+    std::vector<std::optional<int64_t>> ge, te;
+    for (const auto& r : g.ranges) ge.push_back(const_extent(r.extent));
+    for (const auto& e : t0.buffer->shape) te.push_back(as_const_int(e));
+    const auto gd = nonunit(ge), td = nonunit(te);
+    if (gd.empty() || gd.size() != td.size()) return Stmt();
+    for (size_t k = 0; k < gd.size(); ++k) {
+      auto a = ge[gd[k]], b = te[td[k]];
+      if (!a || !b) return Stmt();
+      if (k + 1 < gd.size() ? *a != *b : *a >= *b) return Stmt();
+    }
+    const size_t last = td.back();
+    const int64_t valid = *ge[gd.back()];
+    std::vector<TileArg> args = n.args;
+    args[1].region.ranges[last].extent = arith::make_int(t0.ranges[last].extent.dtype(), valid);
+    std::vector<Attr> attrs = n.attrs;
+    const bool author_pad = n.attr_bool("pad");
+    const double pad = author_pad ? n.attr_float("pad_value") : 0.0;
+    attr_of(attrs, "pad")->value = true;
+    Stmt inner = TileOpNode::make(n.op, std::move(args), std::move(attrs), n.loc);
+    Stmt copy = mutate(inner);
+    const Buffer& tb = t0.buffer;
+    if (!chip_fills_pad(tb->dtype)) return copy;  // nothing fills the rest on the chip
+    // The rest of the tile holds the pad by the author's own shape, inside the tensor: what
+    // the chip computes from it is defined (no tensor tail for the pad analysis to guard).
+    Stmt fill = make_tile_op(ops::tile::fill(),
+                             {BufferRegion::full(tb), dev::constant_of(tb->dtype, pad)}, {}, n.loc);
+    if (own_syncs_)
+      fill = SeqNode::make({fill, SyncNode::make(SyncKind::PipeBarrier, Pipe::ALL, Pipe::S, Expr(),
+                                                 0, n.loc, SyncOrigin::Auto)},
+                           n.loc);
+    return SeqNode::make({fill, copy}, n.loc);
+  }
+
+  /// A slice's extent with the lets it reads substituted (`end - start` of `start = i * 4 + 8`,
+  /// `end = i * 4 + 12`: 4).
+  std::optional<int64_t> const_extent(const Expr& e) const {
+    Expr s = simplify(arith::substitute(e, lets_));
+    if (auto c = as_const_int(s)) return c;
+    if (const auto* b = s.as<BinaryNode>(); b && b->op == BinOp::Sub)
+      return arith::constant_difference(b->a, b->b);
+    return std::nullopt;
+  }
+  arith::VarMap lets_;
   dev::Bounds bounds_;
   bool own_syncs_ = false;
 };
