@@ -24,6 +24,7 @@ from .. import _core
 from . import _state
 from . import _ops
 from . import _real_shape
+from . import _short_read
 from . import _reinterpret
 from . import parser as _parser
 from ._values import imm as _imm
@@ -405,37 +406,9 @@ def copy(src, dst, enable_relu=False, transpose=False, pad_value=None, nd2nz=Tru
         attrs["pad_value"] = _pad_number(pad_value)
     if not nd2nz:
         attrs["nd2nz"] = False
-    dst = _short_gm_read(src, dst, attrs)
+    dst = _short_read.short_gm_read(src, dst, attrs, lambda d, v: _emit("tile.fill", [d, v], {}, _loc()))
     _emit("copy", [src, dst], attrs, _loc())
 
-
-# The dtypes TileLang-Ascend's copy_gm_to_ub Duplicates pad_value over (IsDuplicateSupported_v).
-_DUPLICATED = {"int16", "uint16", "float16", "bfloat16", "int32", "uint32", "float32"}
-
-
-def _short_gm_read(src: _Any, dst: _Any, attrs: dict) -> _Any:
-    """A GM region read into a whole UB tile whose last (non-unit) extent is larger, the rest
-    equal (`T.copy(ws[r, :4], tmp)` with `tmp` of 8 floats): TileLang-Ascend's copy_gm_to_ub
-    takes the tile's extent as dstN and the region's as the valid length, so it Duplicates
-    pad_value (0 without one; 16- and 32-bit dtypes only) over the tile, then DataCopyPads the
-    row. The same here: a fill, then a padded copy into the tile's leading part (returned)."""
-    if not isinstance(src, _core.BufferRegion) or not isinstance(dst, _core.Buffer):
-        return dst
-    if src.buffer.scope != "global" or dst.scope not in ("UB", "shared"):
-        return dst
-    s = [e.evaluate({}) for e in src.extents]  # simplified: `end - start` of one loop variable
-    d = [e.evaluate({}) for e in dst.shape]
-    if not all(isinstance(v, int) for v in s + d):
-        return dst
-    s1, d1 = [v for v in s if v != 1], [v for v in d if v != 1]
-    if not s1 or len(s1) != len(d1) or s1[:-1] != d1[:-1] or s1[-1] >= d1[-1]:
-        return dst
-    last = _builtins.max(i for i, v in enumerate(d) if v != 1)
-    if dst.dtype in _DUPLICATED:
-        _emit("tile.fill", [dst, attrs.get("pad_value", 0.0)], {}, _loc())
-    attrs["pad"] = True
-    attrs.setdefault("pad_value", 0.0)
-    return dst.region([0] * len(d), [s1[-1] if i == last else v for i, v in enumerate(d)])
 
 
 def _pad_number(v):
