@@ -298,9 +298,11 @@ def test_the_pad_fill_is_ordered_in_a_scope_with_the_authors_syncs(M: int, N: in
     torch.testing.assert_close(kernel(x), x.amax(dim=1))
 
 
-def test_a_reduction_over_an_undefined_clipped_part_is_an_error_naming_the_copy() -> None:
-    """TileLang-Ascend reads garbage there; tl-ascend refuses at compile time."""
-    with pytest.raises(tilelang.Error, match=r"T.reduce_max: its operand 'x' holds undefined elements past the end "
+def test_a_max_over_the_default_zero_pad_is_an_error_naming_the_copy() -> None:
+    """TileLang-Ascend's copy_gm_to_ub fills the partial tile with 0 (no pad_value), which a row
+    of negative values would take as its maximum; tl-ascend refuses at compile time (before the
+    pad analysis: the same error, saying the part held undefined elements)."""
+    with pytest.raises(tilelang.Error, match=r"T.reduce_max: its operand 'x' holds 0 past the end "
                                              r"of a tensor \(the `T.copy\(X\[.*\], x\)` at .*test_tla_expert.py:\d+ is clipped"):
         tilelang.compile(row_max(33, 100, 16, 128, None), out_idx=[1], pass_configs=SYNC)
 

@@ -8,21 +8,25 @@
 //     extent becomes max(min(extent, size - start), 0) at run time, and the GM start is kept
 //     inside the tensor (a block wholly past its end moves nothing);
 //   - a clipped UB row moves as DataCopyPad (rows of any byte length); a read fills only the
-//     valid part: with the author's pad_value the whole tile first holds that value on the
-//     iterations the copy is partial, otherwise the rest is undefined (`clipped=True`: the
-//     virtual NPU's stale-data checker marks it invalid and reports it if it reaches GM);
-//     a partial L1 tile is zero-filled first (no stale K tail enters a product);
-//   - a write stores only the valid part, so the undefined part never reaches GM.
-// Where an undefined part would silently enter a result even on the chip, a reduction, sort or
-// top-k over a clipped dimension of a tile filled without pad_value (or computed from one), the
-// kernel is rejected naming the op, the tile and the copy: TileLang-Ascend reads the garbage
-// there; the remedy is pad_value (the op's identity). Developer kernels are returned unchanged
+//     valid part. Past it, a whole UB tile holds what TileLang-Ascend's copy_gm_to_ub leaves
+//     there: for 16- and 32-bit dtypes it first fills the whole tile with pad_value (0 without
+//     one) on the iterations the copy is partial, and so does this pass; for other dtypes
+//     (int8, ...) nothing fills it and the rest is undefined (`clipped=True`: the virtual NPU's
+//     stale-data checker marks it invalid and reports it if it reaches GM); a partial L1 tile
+//     is zero-filled first (no stale K tail enters a product);
+//   - a write stores only the valid part, so the part past the tensor never reaches GM.
+// A reduction, sort or top-k over a clipped dimension must find there its identity (a sum over
+// a 0-padded part is exact, a max over it is not when every value is negative):
+// clip_pad_values.cpp follows the pad through the kernel in program order and rejects the op
+// otherwise, naming it, the tile and the copy. Developer kernels are returned unchanged
 // (legalize_copies and mask_tails do this for them).
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 
+#include "clip_pad_values.h"
 #include "developer.h"
+#include "tail_identity.h"
 #include "tile_bounds.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
@@ -44,16 +48,28 @@ Attr* attr_of(std::vector<Attr>& attrs, std::string_view key) {
   return nullptr;
 }
 
-/// A tile whose elements past a clipped copy's region are undefined: the dimensions (of the
-/// tile) the copy may clip, and the copy, for messages.
-struct Undefined {
-  uint32_t dims = 0;
-  Stmt copy;
-};
+/// Whether TileLang-Ascend's copy_gm_to_ub fills a partial tile of this dtype with pad_value
+/// first (its IsDuplicateSupported_v: Duplicate of the whole dstM x dstN tile, before the
+/// DataCopyPad, on the copies whose valid part is smaller than the tile). Other dtypes (int8,
+/// uint8, fp8, 64-bit) get no fill: the part past the tensor keeps whatever UB held.
+bool chip_fills_pad(DType t) {
+  switch (t) {
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Int32:
+    case DType::UInt32:
+    case DType::Float32:
+      return true;
+    default:
+      return false;
+  }
+}
 
 class Clipper : public IRMutator {
  public:
-  std::unordered_map<const BufferNode*, Undefined> undefined;  // filled by clipped reads
+  std::unordered_map<const TileOpNode*, dev::ClippedRead> reads;  // clipped whole-tile reads
 
  protected:
   Stmt mutate_(const KernelNode* n, const Stmt& self) override {
@@ -81,6 +97,7 @@ class Clipper : public IRMutator {
   }
   Stmt mutate_(const LetNode* n, const Stmt& self) override {
     bounds_.let(*n);
+    lets_[n->var.node()] = arith::substitute(n->value, lets_);
     return IRMutator::mutate_(n, self);
   }
   Stmt mutate_(const IfNode* n, const Stmt& self) override {
@@ -102,9 +119,12 @@ class Clipper : public IRMutator {
     const BufferRegion& t0 = n->args[ti].region;
     if (g.buffer->scope != MemScope::GM || !on_chip(t0.buffer)) return self;
     if (g.ranges.empty() || t0.ranges.empty()) return self;
+    if (read && n->op == &ops::copy() && t0.buffer->scope == MemScope::UB && is_whole(t0))
+      if (Stmt s = short_read(*n, g, t0); s.defined()) return s;
     auto c = dev::clip_copy(g, t0, bounds_);
     const bool short_rows = n->op == &ops::copy() && t0.buffer->scope == MemScope::UB &&
-                            !n->attr_bool("pad") && !whole_blocks(t0) && one_row_to_end(t0);
+                            !n->attr_bool("pad") && !whole_blocks(t0) &&
+                            (one_row_to_end(t0) || (!read && one_row(t0)));
     if ((!c || !c->clipped) && short_rows) {
       // TileLang-Ascend moves every GM <-> UB copy with DataCopyPad (copy_gm_to_ub /
       // copy_ub_to_gm: blockLen in bytes, each UB row padded to 32 B), so a row of 4 int32 (16
@@ -138,16 +158,19 @@ class Clipper : public IRMutator {
     if (tb->scope == MemScope::UB && n->op == &ops::copy() && (c->clipped_last || short_rows))
       attr_of(attrs, "pad")->value = true;  // DataCopyPad: rows of any byte length
     const bool whole_tile = read && n->op == &ops::copy() && is_whole(t0);
-    if (whole_tile && tb->scope == MemScope::UB && !author_pad) {
+    // What the chip leaves past the tensor in a whole UB tile: the pad (the author's pad_value,
+    // 0 without one) where copy_gm_to_ub fills the tile first, else undefined bytes (the
+    // stale-data checker's `clipped` mark). TileLang-Ascend's T.copy always passes a pad value.
+    const bool chip_fill = tb->scope == MemScope::UB && chip_fills_pad(tb->dtype);
+    const double pad = author_pad ? n->attr_float("pad_value") : 0.0;
+    if (whole_tile && tb->scope == MemScope::UB && !chip_fill)
       attr_of(attrs, "clipped")->value = true;
-      Undefined& u = undefined[tb.get()];
-      u.dims |= dims;
-      if (!u.copy.defined()) u.copy = self;
-    }
     std::vector<TileArg> args = n->args;
     args[gi] = c->gm;
     args[ti] = c->tile;
     Stmt copy = TileOpNode::make(n->op, std::move(args), std::move(attrs), n->loc);
+    if (whole_tile && tb->scope == MemScope::UB)
+      reads[copy.as<TileOpNode>()] = {dims, chip_fill ? std::optional(pad) : std::nullopt, self};
     if (!read || n->op != &ops::copy()) return copy;
     Stmt fill;
     if (tb->scope == MemScope::L1) {
@@ -155,12 +178,9 @@ class Clipper : public IRMutator {
           ops::init_const(),
           {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))}, {},
           n->loc);
-    } else if (tb->scope == MemScope::UB && author_pad && whole_tile) {
-      fill = make_tile_op(
-          ops::tile::fill(),
-          {BufferRegion::full(tb),
-           arith::make_const(tb->dtype, arith::Value::of_float(n->attr_float("pad_value")))},
-          {}, n->loc);
+    } else if (whole_tile && chip_fill) {
+      fill = make_tile_op(ops::tile::fill(),
+                          {BufferRegion::full(tb), dev::constant_of(tb->dtype, pad)}, {}, n->loc);
     } else {
       return copy;
     }
@@ -205,6 +225,13 @@ class Clipper : public IRMutator {
     auto size = as_const_int(shape.back());
     return mn && ext && size && *mn + *ext == *size;
   }
+  /// A region of one row (every extent but the last 1): stored to GM as one DataCopyPad
+  /// block, which writes no UB pad lanes (the verifier's one_row_gm_ub_copy).
+  static bool one_row(const BufferRegion& r) {
+    for (size_t d = 0; d + 1 < r.ranges.size(); ++d)
+      if (!is_const_one(r.ranges[d].extent)) return false;
+    return !r.ranges.empty();
+  }
   static bool is_const_one(const Expr& e) {
     auto v = as_const_int(e);
     return v && *v == 1;
@@ -219,77 +246,65 @@ class Clipper : public IRMutator {
     return true;
   }
 
+  /// A GM region read into a whole UB tile whose last non-unit extent is larger, the others
+  /// equal (`T.copy(ws[r, s:s + 4], tmp)`, `tmp` of 8 floats: hc_split_sinkhorn.py).
+  /// TileLang-Ascend's copy_gm_to_ub takes the tile's extent as dstN and the region's as the
+  /// valid length: it Duplicates pad_value (0 without one) over the tile for 16/32-bit dtypes,
+  /// then DataCopyPads the valid part. The same here: a fill, then the copy into the leading
+  /// part (clipped further at the tensor's end as any copy). Undefined when no such shape.
+  Stmt short_read(const TileOpNode& n, const BufferRegion& g, const BufferRegion& t0) {
+    auto nonunit = [](const std::vector<std::optional<int64_t>>& v) {
+      std::vector<size_t> out;
+      for (size_t d = 0; d < v.size(); ++d)
+        if (!v[d] || *v[d] != 1) out.push_back(d);
+      return out;
+    };
+    std::vector<std::optional<int64_t>> ge, te;
+    for (const auto& r : g.ranges) ge.push_back(const_extent(r.extent));
+    for (const auto& e : t0.buffer->shape) te.push_back(as_const_int(e));
+    const auto gd = nonunit(ge), td = nonunit(te);
+    if (gd.empty() || gd.size() != td.size()) return Stmt();
+    for (size_t k = 0; k < gd.size(); ++k) {
+      auto a = ge[gd[k]], b = te[td[k]];
+      if (!a || !b) return Stmt();
+      if (k + 1 < gd.size() ? *a != *b : *a >= *b) return Stmt();
+    }
+    const size_t last = td.back();
+    const int64_t valid = *ge[gd.back()];
+    std::vector<TileArg> args = n.args;
+    args[1].region.ranges[last].extent = arith::make_int(t0.ranges[last].extent.dtype(), valid);
+    std::vector<Attr> attrs = n.attrs;
+    const bool author_pad = n.attr_bool("pad");
+    const double pad = author_pad ? n.attr_float("pad_value") : 0.0;
+    attr_of(attrs, "pad")->value = true;
+    Stmt inner = TileOpNode::make(n.op, std::move(args), std::move(attrs), n.loc);
+    Stmt copy = mutate(inner);
+    const Buffer& tb = t0.buffer;
+    if (!chip_fills_pad(tb->dtype)) return copy;  // nothing fills the rest on the chip
+    // The rest of the tile holds the pad by the author's own shape, inside the tensor: what
+    // the chip computes from it is defined (no tensor tail for the pad analysis to guard).
+    Stmt fill = make_tile_op(ops::tile::fill(),
+                             {BufferRegion::full(tb), dev::constant_of(tb->dtype, pad)}, {}, n.loc);
+    if (own_syncs_)
+      fill = SeqNode::make({fill, SyncNode::make(SyncKind::PipeBarrier, Pipe::ALL, Pipe::S, Expr(),
+                                                 0, n.loc, SyncOrigin::Auto)},
+                           n.loc);
+    return SeqNode::make({fill, copy}, n.loc);
+  }
+
+  /// A slice's extent with the lets it reads substituted (`end - start` of `start = i * 4 + 8`,
+  /// `end = i * 4 + 12`: 4).
+  std::optional<int64_t> const_extent(const Expr& e) const {
+    Expr s = simplify(arith::substitute(e, lets_));
+    if (auto c = as_const_int(s)) return c;
+    if (const auto* b = s.as<BinaryNode>(); b && b->op == BinOp::Sub)
+      return arith::constant_difference(b->a, b->b);
+    return std::nullopt;
+  }
+  arith::VarMap lets_;
   dev::Bounds bounds_;
   bool own_syncs_ = false;
 };
-
-const BufferRegion* region(const TileOpNode& n, std::string_view name) {
-  const TileArg* a = op_operand(n, name);
-  return a && a->is_region() ? &a->region : nullptr;
-}
-
-/// The dimension `n` (a reduction) combines, as an index of its source, or -1 for every one
-/// (sorts and top-k read their source as one queue).
-int combined_dim(const TileOpNode& n, const BufferRegion& src) {
-  if (n.op->rows != RowMap::Reduce) return -1;
-  const int64_t d = n.attr_int("dim");
-  return static_cast<int>(d < 0 ? d + static_cast<int64_t>(src.ranges.size()) : d);
-}
-
-/// Rejects an op that would combine undefined elements into a result: the undefined part
-/// follows vector ops from their sources to their destinations (flow-insensitively: a tile
-/// computed from a clipped one anywhere in the kernel counts as one).
-void reject_combined_garbage(const Stmt& body,
-                             std::unordered_map<const BufferNode*, Undefined> undefined) {
-  if (undefined.empty()) return;
-  std::vector<const TileOpNode*> vec_ops;
-  pre_order_visit(body, [&](const Stmt& s) {
-    auto* t = s.as<TileOpNode>();
-    if (!t) return;
-    // A copy between on-chip tiles (TileLang-Ascend's cast_or_copy of a float tile) carries
-    // the undefined part along like an elementwise op.
-    const bool on_chip_copy = t->op == &ops::copy() && t->args.size() >= 2 &&
-                              t->args[0].is_region() && t->args[1].is_region() &&
-                              on_chip(t->args[0].region.buffer) &&
-                              on_chip(t->args[1].region.buffer);
-    if (t->op->unit == OpUnit::Vector || on_chip_copy) vec_ops.push_back(t);
-  });
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const TileOpNode* t : vec_ops) {
-      const BufferRegion* dst = region(*t, "dst");
-      if (!dst || t->op->rows == RowMap::Reduce || t->op->rows == RowMap::Whole) continue;
-      for (const auto& a : t->args) {
-        if (!a.is_region() || &a.region == dst) continue;
-        auto it = undefined.find(a.region.buffer.get());
-        if (it == undefined.end()) continue;
-        Undefined& u = undefined[dst->buffer.get()];
-        const uint32_t dims = a.region.ranges.size() == dst->ranges.size() ? it->second.dims : ~0u;
-        if ((u.dims | dims) != u.dims) grew = true;
-        u.dims |= dims;
-        if (!u.copy.defined()) u.copy = it->second.copy;
-      }
-    }
-  }
-  for (const TileOpNode* t : vec_ops) {
-    if (t->op->rows != RowMap::Reduce && t->op->rows != RowMap::Whole) continue;
-    for (const auto& a : t->args) {
-      if (!a.is_region() || !t->op->operands.size()) continue;
-      auto it = undefined.find(a.region.buffer.get());
-      if (it == undefined.end() || &a.region == region(*t, "dst")) continue;
-      const int d = combined_dim(*t, a.region);
-      if (d >= 0 && !(it->second.dims >> d & 1u)) continue;
-      throw Error(
-          t->loc,
-          fmt::format("T.{}: its operand '{}' holds undefined elements past the end of a tensor "
-                      "(the {} is clipped there and has no pad_value), which this op would "
-                      "combine into its result; expected that copy with pad_value= the op's "
-                      "identity (0 for a sum, -T.infinity for a max), or blocks that divide the "
-                      "tensor",
-                      t->op->name, a.region.buffer->name, dev::describe(it->second.copy)));
-    }
-  }
-}
 
 }  // namespace
 
@@ -298,7 +313,7 @@ PrimFunc clip_expert_copies(const PrimFunc& f, const Target&) {
   if (!k || k->developer() || dev::developer_threads(f) > 0) return f;
   Clipper clipper;
   Stmt body = clipper.mutate(f->body);
-  reject_combined_garbage(body, std::move(clipper.undefined));
+  dev::check_pad_values(body, clipper.reads);
   return body.same_as(f->body) ? f : with_body(f, body);
 }
 

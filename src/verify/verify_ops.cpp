@@ -156,6 +156,15 @@ bool one_row_gm_ub_copy(const TileOpNode& n) {
   if (ub.buffer->scope != MemScope::UB || ub.ranges.empty() || ub.ranges.size() != shape.size() ||
       !ub.buffer->strides.empty())
     return false;
+  if (b_gm) {
+    // A store of one row (one DataCopyPad block) reads blockLen bytes from the row's start and
+    // writes no pad lanes, so the row may end inside its tile, or be one row of several
+    // (TileLang-Ascend's `T.copy(comb_ub[i, :4], comb[r, i, :])` in hc_split_sinkhorn.py).
+    bool one = true;
+    for (size_t d = 0; d + 1 < ub.ranges.size(); ++d)
+      if (auto e = const_int(ub.ranges[d].extent); !e || *e != 1) one = false;
+    if (one) return true;
+  }
   for (size_t d = 0; d + 1 < shape.size(); ++d) {
     auto e = const_int(shape[d]);
     if (!e || *e != 1) return false;

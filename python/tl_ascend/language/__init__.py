@@ -24,6 +24,7 @@ from .. import _core
 from . import _state
 from . import _ops
 from . import _real_shape
+from . import _short_read
 from . import _reinterpret
 from . import parser as _parser
 from ._values import imm as _imm
@@ -405,7 +406,9 @@ def copy(src, dst, enable_relu=False, transpose=False, pad_value=None, nd2nz=Tru
         attrs["pad_value"] = _pad_number(pad_value)
     if not nd2nz:
         attrs["nd2nz"] = False
+    dst = _short_read.short_gm_read(src, dst, attrs, lambda d, v: _emit("tile.fill", [d, v], {}, _loc()))
     _emit("copy", [src, dst], attrs, _loc())
+
 
 
 def _pad_number(v):
