@@ -137,7 +137,7 @@ struct Target {
   std::vector<CastRule> casts;
   bool l1_transpose_16bit_only = true;    // LoadData transpose only for 16-bit types
   int num_event_ids = 8;                  // set_flag/wait_flag ids are 0 .. num_event_ids-1
-  std::vector<int> reserved_event_ids;    // ids the vendor runtime keeps for itself
+  std::vector<int> reserved_event_ids;    // ids insert_syncs leaves to the author's flags
   int num_cross_flags = 16;               // cross-core flag ids 0 .. num_cross_flags-1
   std::vector<int> sync_all_cross_flags;  // ids used by sync_all
   int max_pending_cross_sets = 15;

@@ -86,7 +86,7 @@ torch.testing.assert_close(scale_add(1000)(x[perm].contiguous(), y), 2 * x[perm]
 print("Kernel Output Match!")
 ''',
     # A torch_npu operator the shim has no CPU version of (before: a bare AttributeError, a crash).
-    "ok/npu_op.py": "import torch\nimport torch_npu\ntorch_npu.npu_sparse_flash_attention(torch.zeros(4))\n",
+    "ok/npu_op.py": "import torch\nimport torch_npu\ntorch_npu.npu_mla_prolog(torch.zeros(4))\n",
     # Its failure line printed on the way out of a compile tl-ascend rejected: a rejection
     # (before: classified "wrong" by the printed line, as gemm/example_gemm_tail_block_developer.py was).
     "ok/rejected_after_print.py": KERNEL.replace("x[i] = x[i] * 2.0 + y[i]", "x[i] = T.reinterpret(x[i], y[i])") + '''
@@ -193,7 +193,7 @@ def test_the_runner_classifies_each_script_by_its_own_verdict(scripts: str) -> N
     assert got[os.path.join("ok", "nocheck.py")] == ("no-check", "1024")
     assert got[os.path.join("ok", "npu_device.py")] == ("pass", "Kernel Output Match!")
     status, reason = got[os.path.join("ok", "npu_op.py")]
-    assert status == "rejected" and reason.startswith("UnknownNameError: npu_op.py:3: torch_npu.npu_sparse_flash_attention "
+    assert status == "rejected" and reason.startswith("UnknownNameError: npu_op.py:3: torch_npu.npu_mla_prolog "
                                                       "is not in tl-ascend: tl_ascend.torch_npu has no CPU version"), reason
 
 

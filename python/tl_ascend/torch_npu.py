@@ -118,6 +118,7 @@ def npu_swiglu(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 from ._fusion_attention import npu_fusion_attention  # noqa: E402,F401  (its own file: a long reference)
+from ._sparse_flash_attention import npu_sparse_flash_attention  # noqa: E402,F401
 
 _npu_library = None  # torch.ops.npu's operators (kept alive: dropping the Library unregisters them)
 

@@ -47,9 +47,14 @@ void register_vector_ops(OpList& ops) {
                     SUMMARY, DTYPES, CostClass::COST, {}, rules::rule_row_expand));
 #include "tl/vector_ops.def"
   // bitwise_xor: AscendC::Xor (TileLang-Ascend's T.tile.bitwise_xor), int16 / uint16 like And/Or.
-  for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor"})
+  // And / Or also take 8-bit tiles, as AscendC's count form reinterprets them as int16 (exact on
+  // the tile's bytes; the verifier's byte-bitwise rule says where the chip's extra bytes land).
+  for (const char* b : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    std::vector<DType> dts = {D::Int16, D::UInt16};
+    if (std::string_view(b) != "bitwise_xor") dts.insert(dts.end(), {D::Int8, D::UInt8});
     ops.push_back(vec(b, RowMap::Elementwise, {out("dst"), in("src0"), in("src1")},
-                      fmt::format("dst = src0 {} src1", b), {D::Int16, D::UInt16}));
+                      fmt::format("dst = src0 {} src1", b), dts));
+  }
   ops.push_back(vec("bitwise_not", RowMap::Elementwise, {out("dst"), in("src")}, "dst = ~src",
                     {D::Int16, D::UInt16}));
   const std::vector<DType> shifts = {D::Int16, D::UInt16, D::Int32, D::UInt32};

@@ -7,9 +7,13 @@
 // of it in the loop): then no value crosses iterations, and it lives from that write to its last
 // access (issue 29: developer kernels declare every tile at the top, and a loop's scratch tile
 // counted as live across the whole body overflowed UB by a few hundred bytes; an accumulator
-// written by `gemm_v0(..., init=True)` is such a write).
+// written by `gemm_v0(..., init=True)` is such a write). The rule applies loop by loop inward:
+// a buffer whose accesses in a loop all lie in one inner loop that starts each of its
+// iterations with such a write holds no value across either loop.
 #pragma once
 
+#include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -59,30 +63,16 @@ class Liveness : public IRVisitor {
 
   /// Resolves the accesses into [first, last] once every loop's extent in the order is known.
   void finish() {
-    // Per (buffer, loop): may the loop's accesses keep their own positions? Yes when the
-    // first of them is an unconditional write of the whole buffer directly in the loop's body.
-    // A write inside one if (no deeper) counts when every access of the buffer in the loop is
-    // in that same branch: an iteration that skips the branch touches the buffer not at all.
-    std::vector<std::unordered_map<int64_t, bool>> first_seen(buffers.size());
-    std::vector<std::unordered_map<int64_t, int64_t>> branch_of(buffers.size());
-    for (const auto& a : accesses_) {
-      if (a.loop < 0) continue;
-      auto [it, fresh] = first_seen[a.buffer].try_emplace(a.loop, false);
-      if (fresh) {
-        it->second = per_iteration && a.full_write && a.inner < 0 && a.ifs <= 1;
-        branch_of[a.buffer][a.loop] = a.branch;
-      } else if (int64_t b = branch_of[a.buffer][a.loop]; b >= 0 && a.branch != b) {
-        it->second = false;
-      }
-    }
-    for (const auto& a : accesses_) {
+    for (size_t i = 0; i < accesses_.size(); ++i) {
+      const Access& a = accesses_[i];
       BufferLife& b = buffers[a.buffer];
       int64_t lo = a.pos, hi = a.pos;
-      if (a.loop >= 0) {
-        // Kept positions still cover an inner loop the access is in (its value may cross
-        // that loop's iterations).
-        int64_t l = first_seen[a.buffer].at(a.loop) ? a.inner : a.loop;
-        if (l >= 0) lo = loops_[l].first, hi = loops_[l].last;
+      // The outermost enclosing loop (inside the declaration's) whose iterations may pass a
+      // value of the buffer on: the access lives over the whole of it.
+      for (size_t k = 0; k < a.loops.size(); ++k) {
+        if (fresh(i, k)) continue;
+        lo = loops_[a.loops[k]].first, hi = loops_[a.loops[k]].last;
+        break;
       }
       b.first = b.first < 0 ? lo : std::min(b.first, lo);
       b.last = std::max(b.last, hi);
@@ -91,10 +81,97 @@ class Liveness : public IRVisitor {
       if (b.first < 0) b.first = b.last = b.decl_pos;  // never used: live where declared
   }
 
+ private:
+  struct Loop {
+    int64_t first, last;
+    const ForNode* node;
+  };
+  struct Access {
+    size_t buffer;
+    int64_t pos;
+    std::vector<size_t> loops;  // indices into loops_, outermost first (inside the declaration's)
+    std::vector<std::pair<size_t, int64_t>> ifs;  // enclosing if branches: loops around, id
+    bool full_write;                              // overwrites the whole buffer
+    bool sweep_write;  // overwrites row `i` whole, i the innermost loop's variable over all rows
+  };
+
+  /// Whether no value of access `i`'s buffer crosses the iterations of the access's k-th
+  /// enclosing loop L (0: the outermost inside the declaration's), i.e. each iteration of L
+  /// touches the buffer first by overwriting it whole (only with `per_iteration`). Either the
+  /// first access in L is an unconditional whole write directly in L's body, or a write inside
+  /// one if (no deeper) whose branch holds every access in L (an iteration that skips the
+  /// branch touches the buffer not at all); or every access in L lies in one inner loop M and
+  /// the same holds of M (issue 29: sparse_flash_attention's kv_tail_l1 and acc_s_l1 share
+  /// pinned L1 bytes, both written whole and read within one iteration of the kv loop, itself
+  /// inside the loop over query rows).
+  bool fresh(size_t i, size_t k) {
+    if (!per_iteration) return false;
+    const Access& a = accesses_[i];
+    auto key = std::make_pair(a.buffer, a.loops[k]);
+    if (auto it = fresh_.find(key); it != fresh_.end()) return it->second;
+    // The buffer's accesses in L, in program order.
+    std::vector<const Access*> in_l;
+    for (const Access& x : accesses_)
+      if (x.buffer == a.buffer && x.loops.size() > k && x.loops[k] == a.loops[k])
+        in_l.push_back(&x);
+    const Access& w = *in_l.front();
+    bool ok = false;
+    if (w.loops.size() == k + 1) {
+      // Directly in L, under the if branches `chain` inside L (outermost first). Every access
+      // in L must lie in the innermost of them (an iteration that skips it touches the buffer
+      // not at all), where the write comes first. If that branch is a then (even id: each if
+      // takes two ids, then first) and its else also starts with a whole write, the if is the
+      // write, and the accesses need only lie in the branch around it (issue 29: in
+      // sparse_flash_attn_mask_pa.py kv_ub is a copy if the index is valid, a fill if not,
+      // inside two ifs of the query loop).
+      std::vector<int64_t> chain;
+      for (const auto& [depth, id] : w.ifs)
+        if (depth > k) chain.push_back(id);
+      auto holds = [](const Access& x, int64_t branch) {
+        return std::any_of(x.ifs.begin(), x.ifs.end(),
+                           [&](const auto& dep_id) { return dep_id.second == branch; });
+      };
+      ok = w.full_write;
+      if (ok && !chain.empty()) {
+        const int64_t inner = chain.back();
+        bool both = false;
+        if (inner % 2 == 0)
+          for (const Access* x : in_l)
+            if (holds(*x, inner + 1)) {
+              both = x->full_write && x->loops.size() == k + 1 && x->ifs.back().second == inner + 1;
+              break;
+            }
+        const int64_t need = !both ? inner : chain.size() >= 2 ? chain[chain.size() - 2] : -1;
+        for (const Access* x : in_l) ok = ok && (need < 0 || holds(*x, need));
+      }
+    } else if (w.sweep_write && w.loops.size() == k + 2 && no_ifs_inside(w, k)) {
+      // An inner loop M directly in L that overwrites the buffer row by row (`buf[i, :] = ...`
+      // over all rows) before anything else touches it: M is the whole write (issue 29,
+      // sparse_flash_attn_mask.py's acc_s_ub, written by a T.tile.select per row).
+      ok = true;
+      for (const Access* x : in_l)
+        if (x->loops.size() > k + 1 && x->loops[k + 1] == w.loops[k + 1])
+          ok = ok && x->sweep_write && x->loops.size() == k + 2;
+    } else {
+      ok = true;
+      for (const Access* x : in_l)
+        ok = ok && x->loops.size() > k + 1 && x->loops[k + 1] == w.loops[k + 1];
+      ok = ok && fresh(static_cast<size_t>(&w - accesses_.data()), k + 1);
+    }
+    fresh_[key] = ok;
+    return ok;
+  }
+
+  static bool no_ifs_inside(const Access& x, size_t k) {
+    for (const auto& [depth, id] : x.ifs)
+      if (depth > k) return false;
+    return true;
+  }
+
  protected:
   void visit_(const ForNode* n) override {
     size_t id = loops_.size();
-    loops_.push_back({pos_, pos_});
+    loops_.push_back({pos_, pos_, n});
     stack_.push_back(id);
     IRVisitor::visit_(n);
     stack_.pop_back();
@@ -148,10 +225,31 @@ class Liveness : public IRVisitor {
           whole = mn && *mn == 0;
         }
       }
-      if (whole) full_write_.insert(b.get());
+      if (whole)
+        full_write_.insert(b.get());
+      else if (sweeps(a.region))
+        sweep_write_.insert(b.get());
     }
     IRVisitor::visit_(n);
     full_write_.clear();
+    sweep_write_.clear();
+  }
+
+  /// `buf[i, ...]` with every other dimension whole, i the variable of the innermost loop, which
+  /// runs from 0 over all of dimension 0: the loop's iterations together overwrite the buffer.
+  bool sweeps(const BufferRegion& r) const {
+    const Buffer& b = r.buffer;
+    if (stack_.empty() || r.ranges.size() != b->shape.size() || r.ranges.empty()) return false;
+    const ForNode* loop = loops_[stack_.back()].node;
+    if (!r.ranges[0].min.same_as(loop->var) || as_const_int(r.ranges[0].extent) != 1 ||
+        as_const_int(loop->min) != 0 || !as_const_int(loop->extent) ||
+        as_const_int(loop->extent) != as_const_int(b->shape[0]))
+      return false;
+    for (size_t d = 1; d < b->shape.size(); ++d) {
+      auto mn = as_const_int(r.ranges[d].min), ext = as_const_int(r.ranges[d].extent);
+      if (!mn || *mn != 0 || !ext || ext != as_const_int(b->shape[d])) return false;
+    }
+    return true;
   }
 
   static bool clipped(const TileOpNode& n) {
@@ -200,42 +298,26 @@ class Liveness : public IRVisitor {
     auto it = index.find(b.get());
     if (it == index.end()) return;
     const BufferLife& life = buffers[it->second];
-    // Inside a loop the declaration is not in, the value lives across iterations: the buffer
-    // is live for the whole of the outermost such loop.
-    int64_t loop =
-        stack_.size() > life.decl_depth ? static_cast<int64_t>(stack_[life.decl_depth]) : -1;
-    int64_t inner = stack_.size() > life.decl_depth + 1
-                        ? static_cast<int64_t>(stack_[life.decl_depth + 1])
-                        : -1;
-    // The ifs inside `loop` around the access, and the outermost one's branch.
-    int ifs = 0;
-    int64_t branch = -1;
+    // Inside a loop the declaration is not in, the value may live across iterations (finish
+    // decides): the loops around the access inside the declaration's, and the if branches in
+    // them with the number of those loops around each.
+    Access acc{it->second, pos_, {}, {}, false, false};
+    acc.loops.assign(stack_.begin() + static_cast<std::ptrdiff_t>(life.decl_depth), stack_.end());
     for (const auto& [depth, id] : ifs_)
-      if (depth > life.decl_depth && ifs++ == 0) branch = id;
-    bool full = full_write_.count(b.get()) && buffers[it->second].buffer.same_as(b);
-    accesses_.push_back({it->second, pos_, loop, inner, full, ifs, branch});
+      if (depth > life.decl_depth) acc.ifs.push_back({depth - life.decl_depth, id});
+    acc.full_write = full_write_.count(b.get()) && buffers[it->second].buffer.same_as(b);
+    acc.sweep_write = sweep_write_.count(b.get()) && buffers[it->second].buffer.same_as(b);
+    accesses_.push_back(std::move(acc));
   }
 
- private:
-  struct Loop {
-    int64_t first, last;
-  };
-  struct Access {
-    size_t buffer;
-    int64_t pos;
-    int64_t loop;     // index into loops_, or -1
-    int64_t inner;    // the loop inside `loop` the access is in, or -1
-    bool full_write;  // overwrites the whole buffer
-    int ifs;          // ifs inside `loop` around the access
-    int64_t branch;   // the outermost of them's branch (then and else apart), or -1
-  };
   int64_t pos_ = 0;
   std::vector<Loop> loops_;
   std::vector<size_t> stack_;
   std::vector<Access> accesses_;
   std::vector<std::pair<size_t, int64_t>> ifs_;  // each enclosing if branch: loop depth, id
   int64_t next_branch_ = 0;
-  std::unordered_set<const BufferNode*> full_write_;
+  std::unordered_set<const BufferNode*> full_write_, sweep_write_;
+  std::map<std::pair<size_t, size_t>, bool> fresh_;  // (buffer, loop) -> fresh(), memoised
 };
 
 }  // namespace tl

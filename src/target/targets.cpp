@@ -89,7 +89,9 @@ Target make_a2() {
       {D::Int32, D::Int16, exact},       {D::Int32, D::Int64, exact},
       {D::Int64, D::Int32, exact},       {D::Int64, D::Float32, five},
   };
-  // Event ids 0-7, 6-7 kept by the vendor runtime (docs/hardware.md section 3).
+  // Event ids 0-7 (AscendC SetFlag/WaitFlag, docs/hardware.md section 3). insert_syncs leaves
+  // 6-7 to the author's hand-written flags, so the two never meet on one id; the chip reserves
+  // none of them.
   t.num_event_ids = 8;
   t.reserved_event_ids = {6, 7};
   // Cross-core flags: ids 0-15, SyncAll uses 11-14, > 15 pending sets hang (docs/hardware.md

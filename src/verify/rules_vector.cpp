@@ -77,8 +77,44 @@ void check_sort_capacity(const TileOpNode& n, VerifyContext& ctx, const char* op
 
 }  // namespace
 
+/// T.tile.bitwise_and / bitwise_or of 8-bit tiles (issue 29, sparse_flash_attn_mask_pa.py's
+/// uint8 masks): TileLang-Ascend emits AscendC::And<uint8_t>(dst, src0, src1, n), whose count form
+/// on A2 / A3 (asc-devkit dav_c220 kernel_operator_vec_binary_impl.h, AndImpl / OrImpl "Level 2")
+/// runs vand / vor on the operands reinterpreted as int16 with the count unchanged: n int16
+/// lanes, 2n bytes. Its first n bytes are the exact bytewise result; the n after them are
+/// overwritten too. That is harmless only where they are the tile's own padding up to the 32 B
+/// granule every UB buffer starts on: each operand the whole buffer, 2n <= n rounded up to 32,
+/// i.e. n <= 16.
+/// Elsewhere the chip would overwrite data past the tile, so it is an error naming the reason.
+void check_byte_bitwise(const TileOpNode& n, VerifyContext& ctx) {
+  const BufferRegion* dst = region_of(n, "dst");
+  if (!dst || dtype_bytes(dst->buffer->dtype) != 1) return;
+  for (const auto& [name, r] : regions_of(n)) {
+    auto elems = region_elems(*r);
+    auto whole = buffer_bytes(r->buffer);
+    if (!elems || !whole) continue;
+    bool is_whole = *elems == *whole;
+    for (const auto& range : r->ranges) is_whole = is_whole && const_int(range.min) == 0;
+    const int64_t padded = (*elems + 31) / 32 * 32;
+    if (is_whole && 2 * *elems <= padded) continue;
+    ctx.error(n, name, "byte-bitwise",
+              fmt::format(
+                  "{} of {} tiles: on {} AscendC::{} counts int16 lanes (TileLang-Ascend passes "
+                  "the {} element count unchanged), so the chip works on {} bytes from the start "
+                  "of '{}' and overwrites the {} bytes after its {}; only a whole tile of at most "
+                  "16 elements, whose 32 B granule holds those bytes as padding, is exact. Use "
+                  "int16 / uint16 tiles",
+                  op_title(n), dtype_str(dst->buffer->dtype), ctx.target().name,
+                  n.op == &ops::tile::bitwise_and() ? "And" : "Or", *elems, 2 * *elems,
+                  r->buffer->name, *elems, is_whole ? "elements" : "region"));
+    return;
+  }
+}
+
 void rule_elementwise(const TileOpNode& n, VerifyContext& ctx) {
   same_as_dst(n, ctx, {});
+  if (n.op == &ops::tile::bitwise_and() || n.op == &ops::tile::bitwise_or())
+    check_byte_bitwise(n, ctx);
 }
 
 void rule_fill_like(const TileOpNode& n, VerifyContext& ctx) {

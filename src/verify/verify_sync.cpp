@@ -48,15 +48,16 @@ void check_sync(const SyncNode& n, VerifyContext& ctx) {
     case SyncKind::SetFlag:
     case SyncKind::WaitFlag: {
       require_scope(n, ctx, op);
+      // Event ids [0, num_event_ids), all of them the author's: AscendC's SetFlag/WaitFlag
+      // page (hiascend.com, ascendcopapi atlasascendc_api_07_0270, "eventID ... Atlas A2/A3:
+      // 0-7") reserves none; only TPipe/TQue code must take its ids from AllocEventID /
+      // FetchEventID, and TileLang-Ascend's kernels allocate TBufs, no TQue (issue 29: ids 6-7
+      // were refused as "reserved by the runtime", which no public page says).
       if (auto id = const_int(n.event_id)) {
         if (*id < 0 || *id >= t.num_event_ids)
           ctx.error(n.loc, op, "event_id", "event-id-range",
                     fmt::format("expected an event id in [0, {}) on {}, got {}", t.num_event_ids,
                                 t.name, *id));
-        else if (contains(t.reserved_event_ids, *id))
-          ctx.error(n.loc, op, "event_id", "event-id-reserved",
-                    fmt::format("event id {} is reserved by the runtime on {} (reserved: {})", *id,
-                                t.name, ids(t.reserved_event_ids)));
       } else if (n.event_id.defined() && !is_int(n.event_id.dtype())) {
         ctx.error(n.loc, op, "event_id", "event-id-range",
                   fmt::format("expected an integer event id, got a {} expression",

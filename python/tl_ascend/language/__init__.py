@@ -307,9 +307,19 @@ def Parallel(*extents):
     return _Loop("parallel", extents)
 
 
-def Pipelined(extent, num_stages=2):
-    """`for k in T.Pipelined(n, num_stages=2):` a software-pipelined loop (developer mode)."""
+def Pipelined(extent, num_stages=2, *, cross_interval=1):
+    """`for k in T.Pipelined(n, num_stages=2):` a software-pipelined loop (developer mode).
+
+    `cross_interval=N` is TileLang-Ascend's cross-core sync frequency (its CombineCV sets and waits
+    the C<->V flags every N iterations instead of every one, pipeline.py / cross_core_pipeline
+    design). It is scheduling only: tl-ascend's cross-core channels sync every iteration, the
+    cross_interval=1 schedule, which computes the same values, so any N >= 1 is accepted and the
+    loop is the same loop."""
     _int("Pipelined", "num_stages", num_stages)
+    _int("Pipelined", "cross_interval", cross_interval)
+    if cross_interval < 1:
+        _core.user_error(_loc(), "T.Pipelined: argument 'cross_interval' must be >= 1 (iterations "
+                         f"between cross-core syncs), got {cross_interval}")
     return _Loop("pipelined", [extent], stages=num_stages)
 
 
