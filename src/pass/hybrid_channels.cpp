@@ -15,8 +15,10 @@
 #include "developer.h"
 #include "split_hybrid.h"
 #include "tl/access.h"
+#include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
 #include "tl/pass.h"
+#include "tl/printer.h"
 
 namespace tl::hybrid {
 namespace {
@@ -99,6 +101,14 @@ class Rebuffer : public IRMutator {
 
 }  // namespace
 
+size_t paired_loops(const std::vector<const ForNode*>& a, const std::vector<const ForNode*>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] != b[n] &&
+         structural_equal(a[n]->extent, b[n]->extent))
+    ++n;
+  return n;
+}
+
 PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
                        const std::function<std::optional<CoreKind>(const Stmt&)>& core_of) {
   Collector c(t, core_of);
@@ -138,10 +148,30 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
       while (n < common && n < a.chain.size() && a.chain[n] == accesses.front().chain[n]) ++n;
       common = n;
     }
+    // Past the shared loops, a cube loop and a vector loop of equal trip count pair per
+    // iteration (paired_loops), level by level, where every access of a side is in them.
+    std::vector<const ForNode*> nest[2];
+    const Access* first_on[2] = {nullptr, nullptr};
+    for (const Access& a : accesses)
+      if (const int c = a.core == CoreKind::Cube; !first_on[c]) {
+        first_on[c] = &a;
+        for (size_t i = common; i < a.chain.size(); ++i) {
+          if (a.chain[i].first->kind != StmtKind::For) break;
+          nest[c].push_back(static_cast<const ForNode*>(a.chain[i].first));
+        }
+      }
+    size_t paired = paired_loops(nest[0], nest[1]);
+    for (const Access& a : accesses) {
+      const std::vector<const ForNode*>& mine = nest[a.core == CoreKind::Cube];
+      size_t n = 0;
+      while (n < paired && common + n < a.chain.size() && a.chain[common + n].first == mine[n]) ++n;
+      paired = n;
+    }
     const StmtNode* group[2] = {nullptr, nullptr};
     const Access* first_in[2] = {nullptr, nullptr};
     for (const Access& a : accesses) {
-      const StmtNode* g = a.chain.size() > common ? a.chain[common].first : a.stmt.get();
+      const size_t depth = common + paired;
+      const StmtNode* g = a.chain.size() > depth ? a.chain[depth].first : a.stmt.get();
       if (g->kind == StmtKind::If)
         user_error(a.stmt->loc, "{}is {} by {} ({}) under an `if` the other side does not share{}",
                    rule, a.write ? "written" : "read", dev::describe(a.stmt), side(a.core), fix);
@@ -155,6 +185,18 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
       group[i] = g;
       if (!first_in[i]) first_in[i] = &a;
     }
+    // Both sides in loops that do not pair (trip counts that differ or cannot be shown equal):
+    // flagged around each whole loop, the consumer would wait for the producer's last iteration
+    // and read only its data (or, with the other direction crossing too, wait forever).
+    if (group[0] && group[1] && group[0]->kind == StmtKind::For && group[1]->kind == StmtKind::For)
+      user_error(first_in[1]->stmt->loc,
+                 "{}is written by {} ({}) in the loop at line {} ({} iterations) and read by {} "
+                 "({}) in the loop at line {} ({} iterations): separate cube and vector loops pair "
+                 "per iteration only with the same trip count{}",
+                 rule, dev::describe(first_in[1]->stmt), side(first_in[1]->core),
+                 group[1]->loc.line, print(static_cast<const ForNode*>(group[1])->extent),
+                 dev::describe(first_in[0]->stmt), side(first_in[0]->core), group[0]->loc.line,
+                 print(static_cast<const ForNode*>(group[0])->extent), fix);
     bool param = false;
     for (const Param& p : f->params) param = param || (p.is_tensor() && p.tensor.get() == b);
     if (!param)
