@@ -6,7 +6,10 @@
 // That protocol counts: the producer raises one flag per write, the consumer waits for one per
 // read and, in a loop, hands one credit back. It is right when each iteration of the loops
 // around them has exactly one write and one read of the tensor, under the same loops and ifs
-// (TileLang-Ascend pairs a workspace's producer and consumer the same way). Anything else (two
+// (TileLang-Ascend pairs a workspace's producer and consumer the same way). A cube loop and a
+// separate vector loop of the same trip count count as one loop (paired_loops: iteration k of
+// one with iteration k of the other); separate loops of different counts on both sides cannot
+// be paired and are an error naming both. Anything else (two
 // writes, a read in an inner loop, a copy under an `if vid == 0` the cube does not share, a
 // read-modify-write) would hang or race, so it is an error naming the tensor and the two
 // statements, with what to write instead.
