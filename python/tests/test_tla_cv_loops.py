@@ -112,6 +112,40 @@ def relu_row_sums(blocks: int, tiles: int, bM: int = 32, bN: int = 32, D: int = 
                             check_hazards=True)
 
 
+def reversed_slots(tiles: int, bM: int = 32, bN: int = 32, D: int = 64) -> Any:
+    """R = sum_t 2^t relu(Q K_t^T): the cube loop writes S_k into its own slot k of ws_s, the
+    vector loop reads the slots in REVERSE order (slot tiles-1-j at iteration j) and accumulates
+    acc = 2 acc + relu(slot), an order-dependent sum."""
+    S, half = tiles * bN, bM // 2
+
+    @T.prim_func
+    def main(Q: T.Tensor((bM, D), "float16"), K: T.Tensor((S, D), "float16"),
+             R: T.Tensor((bM, bN), "float32"), ws_s: T.Tensor((1, tiles, bM, bN), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            q_l1 = T.alloc_L1((bM, D), "float16")
+            k_l1 = T.alloc_L1((bN, D), "float16")
+            s_l0 = T.alloc_L0C((bM, bN), "float32")
+            s_ub = T.alloc_ub((half, bN), "float32")
+            acc = T.alloc_ub((half, bN), "float32")
+
+            T.copy(Q, q_l1)
+            for k in T.serial(tiles):
+                T.copy(K[k * bN:(k + 1) * bN, :], k_l1)
+                T.gemm_v0(q_l1, k_l1, s_l0, transpose_B=True, init=True)
+                T.copy(s_l0, ws_s[cid, k, :, :])
+            T.tile.fill(acc, 0.0)
+            for j in T.serial(tiles):
+                slot = tiles - 1 - j
+                T.copy(ws_s[cid, slot, vid * half:vid * half + half, :], s_ub)
+                T.tile.max(s_ub, s_ub, 0.0)
+                T.tile.mul(acc, acc, 2.0)
+                T.tile.add(acc, acc, s_ub)
+            T.copy(acc, R[vid * half:vid * half + half, :])
+
+    return tilelang.compile(main, out_idx=[2], workspace_idx=[3], pass_configs=HYBRID,
+                            check_hazards=True)
+
+
 def ref_relu_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     p = torch.relu(q.float() @ k.float().T).half().float()  # the kernel's P is fp16
     return p @ v.float()
@@ -143,6 +177,22 @@ def test_one_direction_across_separate_loops_reads_every_tile(tiles: int) -> Non
     k = torch.randn(tiles * 32, 64, dtype=torch.float16) / 4
     s = torch.relu(q.float() @ k.float().T).reshape(32, tiles, 32).sum(dim=1)
     torch.testing.assert_close(relu_row_sums(1, tiles)(q, k), s, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("tiles", [1, 3])
+def test_a_slot_per_iteration_read_in_another_order_is_not_paired(tiles: int) -> None:
+    """The copies move with the loops (slot k, read back as slot tiles-1-j): pairing iteration k
+    with iteration j = k would let the vector read slot tiles-1 before the cube wrote it. Such
+    loops stay flagged whole (all writes, then all reads), which is right for any order
+    (hybrid::moves_with); this guards the pairing against that case. With the pairing but
+    without moves_with, tiles = 3 gave 50 % of the elements wrong, off by up to 6.3, silently."""
+    torch.manual_seed(tiles)
+    q = torch.randn(32, 64, dtype=torch.float16) / 4
+    k = torch.randn(tiles * 32, 64, dtype=torch.float16) / 4
+    s = torch.relu(q.float() @ k.float().T).reshape(32, tiles, 32)
+    w = (2.0 ** torch.arange(tiles, dtype=torch.float32)).reshape(1, tiles, 1)  # slot t: 2^t
+    torch.testing.assert_close(reversed_slots(tiles)(q, k), (s * w).sum(dim=1), rtol=1e-3,
+                               atol=1e-3)
 
 
 def test_each_copy_of_the_paired_loops_gets_its_own_flags() -> None:

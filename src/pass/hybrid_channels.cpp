@@ -14,6 +14,7 @@
 // read-modify-write) would hang or race, so it is an error naming the tensor and the two
 // statements, with what to write instead.
 #include <map>
+#include <set>
 
 #include "developer.h"
 #include "split_hybrid.h"
@@ -104,10 +105,39 @@ class Rebuffer : public IRMutator {
 
 }  // namespace
 
-size_t paired_loops(const std::vector<const ForNode*>& a, const std::vector<const ForNode*>& b) {
+bool moves_with(const ForNode* loop, const BufferNode* ws) {
+  std::set<const VarNode*> tainted = {loop->var.node()};
+  auto uses = [&](const Stmt& s) {
+    bool found = false;
+    pre_order_visit(
+        s, [](const Stmt&) {},
+        [&](const Expr& e) {
+          if (auto* v = e.as<VarNode>(); v && tainted.count(v)) found = true;
+        });
+    return found;
+  };
+  bool moves = false;
+  // Program order: a let inside the loop is seen before the statements that read it.
+  pre_order_visit(loop->body, [&](const Stmt& s) {
+    if (auto* l = s.as<LetNode>()) {
+      if (uses(s)) tainted.insert(l->var.node());
+      return;
+    }
+    bool touches = false;
+    if (auto* op = s.as<TileOpNode>())
+      for (const TileArg& a : op->args) touches |= a.is_region() && a.region.buffer.get() == ws;
+    if (auto* st = s.as<StoreNode>()) touches = st->buffer.get() == ws;
+    if (touches && uses(s)) moves = true;
+  });
+  return moves;
+}
+
+size_t paired_loops(const std::vector<const ForNode*>& a, const std::vector<const ForNode*>& b,
+                    const BufferNode* ws) {
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] != b[n] &&
-         structural_equal(a[n]->extent, b[n]->extent))
+         structural_equal(a[n]->extent, b[n]->extent) && !moves_with(a[n], ws) &&
+         !moves_with(b[n], ws))
     ++n;
   return n;
 }
@@ -163,7 +193,7 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
           nest[c].push_back(static_cast<const ForNode*>(a.chain[i].first));
         }
       }
-    size_t paired = paired_loops(nest[0], nest[1]);
+    size_t paired = paired_loops(nest[0], nest[1], b);
     for (const Access& a : accesses) {
       const std::vector<const ForNode*>& mine = nest[a.core == CoreKind::Cube];
       size_t n = 0;
@@ -191,7 +221,11 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
     // Both sides in loops that do not pair (trip counts that differ or cannot be shown equal):
     // flagged around each whole loop, the consumer would wait for the producer's last iteration
     // and read only its data (or, with the other direction crossing too, wait forever).
-    if (group[0] && group[1] && group[0]->kind == StmtKind::For && group[1]->kind == StmtKind::For)
+    // (Loops that move the copies, a slot per iteration, are right flagged whole: all writes,
+    // then all reads.)
+    if (group[0] && group[1] && group[0]->kind == StmtKind::For &&
+        group[1]->kind == StmtKind::For && !moves_with(static_cast<const ForNode*>(group[0]), b) &&
+        !moves_with(static_cast<const ForNode*>(group[1]), b))
       user_error(first_in[1]->stmt->loc,
                  "{}is written by {} ({}) in the loop at line {} ({} iterations) and read by {} "
                  "({}) in the loop at line {} ({} iterations): separate cube and vector loops pair "

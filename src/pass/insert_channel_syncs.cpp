@@ -359,7 +359,7 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
       n.erase(n.begin(), std::find_if(n.begin(), n.end(), [&](const ForNode* l) {
                 return !shared[i].count(l->var.node());
               }));
-    const size_t paired = hybrid::paired_loops(nest[0], nest[1]);
+    const size_t paired = hybrid::paired_loops(nest[0], nest[1], channels[i].ws);
     for (auto& n : nest)
       for (size_t d = 0; d < paired; ++d) shared[i].insert(n[d]->var.node());
   }
