@@ -6,17 +6,23 @@
 // That protocol counts: the producer raises one flag per write, the consumer waits for one per
 // read and, in a loop, hands one credit back. It is right when each iteration of the loops
 // around them has exactly one write and one read of the tensor, under the same loops and ifs
-// (TileLang-Ascend pairs a workspace's producer and consumer the same way). Anything else (two
+// (TileLang-Ascend pairs a workspace's producer and consumer the same way). A cube loop and a
+// separate vector loop of the same trip count count as one loop (paired_loops: iteration k of
+// one with iteration k of the other); separate loops of different counts on both sides cannot
+// be paired and are an error naming both. Anything else (two
 // writes, a read in an inner loop, a copy under an `if vid == 0` the cube does not share, a
 // read-modify-write) would hang or race, so it is an error naming the tensor and the two
 // statements, with what to write instead.
 #include <map>
+#include <set>
 
 #include "developer.h"
 #include "split_hybrid.h"
 #include "tl/access.h"
+#include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
 #include "tl/pass.h"
+#include "tl/printer.h"
 
 namespace tl::hybrid {
 namespace {
@@ -99,6 +105,43 @@ class Rebuffer : public IRMutator {
 
 }  // namespace
 
+bool moves_with(const ForNode* loop, const BufferNode* ws) {
+  std::set<const VarNode*> tainted = {loop->var.node()};
+  auto uses = [&](const Stmt& s) {
+    bool found = false;
+    pre_order_visit(
+        s, [](const Stmt&) {},
+        [&](const Expr& e) {
+          if (auto* v = e.as<VarNode>(); v && tainted.count(v)) found = true;
+        });
+    return found;
+  };
+  bool moves = false;
+  // Program order: a let inside the loop is seen before the statements that read it.
+  pre_order_visit(loop->body, [&](const Stmt& s) {
+    if (auto* l = s.as<LetNode>()) {
+      if (uses(s)) tainted.insert(l->var.node());
+      return;
+    }
+    bool touches = false;
+    if (auto* op = s.as<TileOpNode>())
+      for (const TileArg& a : op->args) touches |= a.is_region() && a.region.buffer.get() == ws;
+    if (auto* st = s.as<StoreNode>()) touches = st->buffer.get() == ws;
+    if (touches && uses(s)) moves = true;
+  });
+  return moves;
+}
+
+size_t paired_loops(const std::vector<const ForNode*>& a, const std::vector<const ForNode*>& b,
+                    const BufferNode* ws) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] != b[n] &&
+         structural_equal(a[n]->extent, b[n]->extent) && !moves_with(a[n], ws) &&
+         !moves_with(b[n], ws))
+    ++n;
+  return n;
+}
+
 PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
                        const std::function<std::optional<CoreKind>(const Stmt&)>& core_of) {
   Collector c(t, core_of);
@@ -138,10 +181,30 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
       while (n < common && n < a.chain.size() && a.chain[n] == accesses.front().chain[n]) ++n;
       common = n;
     }
+    // Past the shared loops, a cube loop and a vector loop of equal trip count pair per
+    // iteration (paired_loops), level by level, where every access of a side is in them.
+    std::vector<const ForNode*> nest[2];
+    const Access* first_on[2] = {nullptr, nullptr};
+    for (const Access& a : accesses)
+      if (const int c = a.core == CoreKind::Cube; !first_on[c]) {
+        first_on[c] = &a;
+        for (size_t i = common; i < a.chain.size(); ++i) {
+          if (a.chain[i].first->kind != StmtKind::For) break;
+          nest[c].push_back(static_cast<const ForNode*>(a.chain[i].first));
+        }
+      }
+    size_t paired = paired_loops(nest[0], nest[1], b);
+    for (const Access& a : accesses) {
+      const std::vector<const ForNode*>& mine = nest[a.core == CoreKind::Cube];
+      size_t n = 0;
+      while (n < paired && common + n < a.chain.size() && a.chain[common + n].first == mine[n]) ++n;
+      paired = n;
+    }
     const StmtNode* group[2] = {nullptr, nullptr};
     const Access* first_in[2] = {nullptr, nullptr};
     for (const Access& a : accesses) {
-      const StmtNode* g = a.chain.size() > common ? a.chain[common].first : a.stmt.get();
+      const size_t depth = common + paired;
+      const StmtNode* g = a.chain.size() > depth ? a.chain[depth].first : a.stmt.get();
       if (g->kind == StmtKind::If)
         user_error(a.stmt->loc, "{}is {} by {} ({}) under an `if` the other side does not share{}",
                    rule, a.write ? "written" : "read", dev::describe(a.stmt), side(a.core), fix);
@@ -155,6 +218,22 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
       group[i] = g;
       if (!first_in[i]) first_in[i] = &a;
     }
+    // Both sides in loops that do not pair (trip counts that differ or cannot be shown equal):
+    // flagged around each whole loop, the consumer would wait for the producer's last iteration
+    // and read only its data (or, with the other direction crossing too, wait forever).
+    // (Loops that move the copies, a slot per iteration, are right flagged whole: all writes,
+    // then all reads.)
+    if (group[0] && group[1] && group[0]->kind == StmtKind::For &&
+        group[1]->kind == StmtKind::For && !moves_with(static_cast<const ForNode*>(group[0]), b) &&
+        !moves_with(static_cast<const ForNode*>(group[1]), b))
+      user_error(first_in[1]->stmt->loc,
+                 "{}is written by {} ({}) in the loop at line {} ({} iterations) and read by {} "
+                 "({}) in the loop at line {} ({} iterations): separate cube and vector loops pair "
+                 "per iteration only with the same trip count{}",
+                 rule, dev::describe(first_in[1]->stmt), side(first_in[1]->core),
+                 group[1]->loc.line, print(static_cast<const ForNode*>(group[1])->extent),
+                 dev::describe(first_in[0]->stmt), side(first_in[0]->core), group[0]->loc.line,
+                 print(static_cast<const ForNode*>(group[0])->extent), fix);
     bool param = false;
     for (const Param& p : f->params) param = param || (p.is_tensor() && p.tensor.get() == b);
     if (!param)

@@ -29,6 +29,7 @@
 #include <unordered_map>
 
 #include "developer.h"
+#include "split_hybrid.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/ops.h"
@@ -242,6 +243,25 @@ void loops_around(const Stmt& s, const BufferNode* ws, std::vector<const VarNode
   }
 }
 
+/// The loops around the first copy of `ws` in `s`, outermost first (empty: none); `found` says
+/// whether there is one.
+void loop_nest(const Stmt& s, const BufferNode* ws, std::vector<const ForNode*>& loops,
+               bool& found) {
+  if (!s.defined() || found) return;
+  if (auto* q = s.as<SeqNode>()) {
+    for (const Stmt& x : q->stmts) loop_nest(x, ws, loops, found);
+  } else if (auto* f = s.as<ForNode>()) {
+    loops.push_back(f);
+    loop_nest(f->body, ws, loops, found);
+    if (!found) loops.pop_back();
+  } else if (auto* n = s.as<IfNode>()) {
+    loop_nest(n->then_case, ws, loops, found);
+    loop_nest(n->else_case, ws, loops, found);
+  } else if (copy_of(s, ws, 0) || copy_of(s, ws, 1)) {
+    found = true;
+  }
+}
+
 bool inside_loop(const Stmt& scope_body, const BufferNode* ws) {
   bool found = false;
   std::function<void(const Stmt&, bool)> walk = [&](const Stmt& s, bool in_loop) {
@@ -326,6 +346,22 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
       }
     for (const VarNode* v : per[0])
       if (per[1].count(v)) shared[i].insert(v);
+    // Separate cube and vector loops of equal trip count pair per iteration, past the loops
+    // both scopes share (hybrid::paired_loops, as mark_channels checked them): their copies are
+    // flagged one by one, as in a shared loop.
+    std::vector<const ForNode*> nest[2];
+    for (const Stmt& x : top)
+      if (auto* scope = x.as<ScopeNode>()) {
+        bool found = false;
+        loop_nest(scope->body, channels[i].ws, nest[scope->core == CoreKind::Cube], found);
+      }
+    for (auto& n : nest)
+      n.erase(n.begin(), std::find_if(n.begin(), n.end(), [&](const ForNode* l) {
+                return !shared[i].count(l->var.node());
+              }));
+    const size_t paired = hybrid::paired_loops(nest[0], nest[1], channels[i].ws);
+    for (auto& n : nest)
+      for (size_t d = 0; d < paired; ++d) shared[i].insert(n[d]->var.node());
   }
   ChannelSyncs syncs(target, channels, std::move(shared));
   std::vector<Stmt> out;

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "tl/ir.h"
 #include "tl/target.h"
@@ -31,5 +32,23 @@ PrimFunc split(const PrimFunc& f, const KernelNode& k, const Stmt& body, const T
 /// no kernel parameter.
 PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
                        const std::function<std::optional<CoreKind>(const Stmt&)>& core_of);
+
+/// How many levels of two loop nests, outermost first, pair up iteration by iteration for
+/// workspace `ws`: at each level both are loops with the same trip count (structurally equal
+/// extents) and neither moves `ws`'s copies (moves_with): the workspace is reused whole each
+/// iteration. A channel whose cube side and vector side run in separate loops of equal trip
+/// count (a cube loop, then a vector loop over the same tiles) is paired per iteration of those
+/// loops, as TileLang-Ascend's auto cross-core sync pairs a workspace's producer and consumer by
+/// equal loop counts; deeper loops on one side are that side's group (flagged around as one
+/// write or read). Copies that move with the loop (a slot per iteration) are not paired: iteration
+/// k's write and read would have to be the same slot, which flags cannot check, while flagging
+/// each whole loop (all writes, then all reads) is right for them. mark_channels (which checks
+/// the pattern) and insert_channel_syncs (which flags it) both use it, so they agree.
+size_t paired_loops(const std::vector<const ForNode*>& a, const std::vector<const ForNode*>& b,
+                    const BufferNode* ws);
+
+/// Whether a copy (or element store/load) of `ws` inside `loop` depends on the loop's variable,
+/// directly or through a let inside the loop.
+bool moves_with(const ForNode* loop, const BufferNode* ws);
 
 }  // namespace tl::hybrid
