@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "cann_ops_tilelang/norm.h"
 #include "ops/ops_bench.h"
@@ -191,6 +194,64 @@ TEST(OpsProfile, RmsNormKernelsAreHazardFreeAndTimeOrderIndependent) {
         ADD_FAILURE() << tl::dtype_name(dt) << " " << p.kernel << ": " << e;
     }
   }
+}
+
+// The harness itself: `update` writes one JSONL line per case; `check` passes on that file, and
+// fails naming the case when the baseline's time is 3 % away (beyond the 2 % rule) or a case
+// is missing. Runs in a scratch TL_SOURCE_DIR so the committed baselines are untouched.
+TEST(OpsProfile, BenchBaselineBeyondTwoPercentFails) {
+  // Per process: other worktrees' suites may run this test at the same time.
+  const std::string dir = ::testing::TempDir() + "opsbench_selftest_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/tests/ops/baselines");
+  const char* old_root = std::getenv("TL_SOURCE_DIR");
+  const char* old_mode = std::getenv("OPS_TILELANG_BENCH");
+  const std::string saved_root = old_root ? old_root : "", saved_mode = old_mode ? old_mode : "";
+  setenv("TL_SOURCE_DIR", dir.c_str(), 1);
+  const std::vector<opsbench::Case> cases{
+      {"rms_norm", "7x512 bfloat16", [](tl::Device& d) {
+         rms_norm(tl::Tensor::empty(d, {7, 512}, DType::BFloat16),
+                  tl::Tensor::empty(d, {512}, DType::BFloat16));
+         return rms_norm_cost(7, 512, DType::BFloat16, false, false);
+       }}};
+  auto failures_of = [&](const std::vector<opsbench::Case>& cs) {
+    ::testing::TestPartResultArray f;
+    {
+      ::testing::ScopedFakeTestPartResultReporter rep(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &f);
+      opsbench::run_file("selftest", cs);
+    }
+    std::string all;
+    for (int i = 0; i < f.size(); ++i)
+      if (f.GetTestPartResult(i).failed()) all += f.GetTestPartResult(i).message();
+    return all;
+  };
+  setenv("OPS_TILELANG_BENCH", "update", 1);
+  EXPECT_EQ(failures_of(cases), "");
+  const std::string path = dir + "/tests/ops/baselines/selftest.jsonl";
+  std::string line;
+  std::getline(std::ifstream(path), line);
+  auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["op"], "rms_norm");
+  EXPECT_GT(j["us"].get<double>(), 0);
+  EXPECT_GT(j["gm_peak_bytes"].get<double>(), 7 * 512 * 2 * 2 - 1);
+  setenv("OPS_TILELANG_BENCH", "1", 1);
+  EXPECT_EQ(failures_of(cases), "");
+  j["us"] = j["us"].get<double>() * 1.03;
+  std::ofstream(path) << j.dump() << "\n";
+  EXPECT_NE(failures_of(cases).find("rms_norm | 7x512 bfloat16: "), std::string::npos);
+  auto renamed = cases;
+  renamed[0].what = "7x512 other";
+  const std::string missing = failures_of(renamed);
+  EXPECT_NE(missing.find("7x512 other: not in"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("no longer a case"), std::string::npos) << missing;
+  if (old_root)
+    setenv("TL_SOURCE_DIR", saved_root.c_str(), 1);
+  else
+    unsetenv("TL_SOURCE_DIR");
+  if (old_mode)
+    setenv("OPS_TILELANG_BENCH", saved_mode.c_str(), 1);
+  else
+    unsetenv("OPS_TILELANG_BENCH");
 }
 
 }  // namespace
