@@ -172,4 +172,85 @@ const std::vector<OpInfo>& all_ops() {
   return ops;
 }
 
+// ---- run options, profiles and rooflines -------------------------------------------------------
+
+namespace {
+thread_local RunOptions* t_run = nullptr;  // the innermost ScopedRun's
+}  // namespace
+
+ScopedRun::ScopedRun(RunOptions& opts) : prev_(t_run) {
+  t_run = &opts;
+}
+ScopedRun::~ScopedRun() {
+  t_run = prev_;
+}
+
+void launch(const tl::CompiledKernel& kernel, tl::Device& dev, const std::vector<tl::Arg>& args) {
+  if (t_run == nullptr) {
+    kernel.launch(dev, args);
+    return;
+  }
+  tl::LaunchOptions opt = t_run->launch;
+  tl::npu::Profile prof;
+  if (t_run->profile) opt.profile = &prof;
+  kernel.launch(dev, args, opt);
+  if (t_run->profile) t_run->profiles.push_back(std::move(prof));
+}
+
+Peaks target_peaks(const tl::Target& t) {
+  const auto& c = t.costs;
+  const double hz = t.clock_ghz * 1e9;
+  const double fractal_flops = 2.0 * 16 * 16 * 16;  // one 16x16x16 multiply-add
+  const double vec_ops_per_cycle =
+      c.vector_bytes_per_repeat / 4 / c.vector_cost(tl::CostClass::VecSimple).per_repeat;
+  return {.hbm_bytes_per_s = c.hbm_bytes_per_s,
+          .cube_flops_per_s = t.num_aic * c.cube_fractals_per_cycle * fractal_flops * hz,
+          .vector_ops_per_s = t.num_aiv * vec_ops_per_cycle * hz};
+}
+
+OpProfile summarize(const std::vector<tl::npu::Profile>& launches, const OpCost& cost,
+                    const tl::Target& target) {
+  OpProfile p;
+  p.launches = static_cast<int>(launches.size());
+  for (const auto& l : launches) {
+    p.us += l.total_us;
+    p.task_us += l.task_us();
+    p.gm_bytes += l.gm_bytes;
+  }
+  const Peaks pk = target_peaks(target);
+  const std::pair<double, const char*> bounds[] = {
+      {cost.bytes / pk.hbm_bytes_per_s * 1e6, "hbm"},
+      {cost.cube_flops / pk.cube_flops_per_s * 1e6, "cube"},
+      {cost.vector_ops / pk.vector_ops_per_s * 1e6, "vector"}};
+  for (const auto& [us, name] : bounds) {
+    if (us > p.roofline_us || p.bound.empty()) {
+      p.roofline_us = us;
+      p.bound = name;
+    }
+  }
+  const std::pair<tl::CoreKind, const char*> kinds[] = {{tl::CoreKind::Vector, "aiv"},
+                                                        {tl::CoreKind::Cube, "aic"}};
+  for (const auto& [kind, kname] : kinds) {
+    for (int i = 0; i < tl::kNumPipes; ++i) {
+      const auto pipe = static_cast<tl::Pipe>(i);
+      if (pipe == tl::Pipe::ALL) continue;
+      double busy_us = 0;
+      for (const auto& l : launches) busy_us += l.busy_ratio(pipe, kind) * l.total_us;
+      if (busy_us > 0 && p.us > 0)
+        p.busy.emplace_back(fmt::format("{}.{}", kname, tl::pipe_name(pipe)), busy_us / p.us);
+    }
+  }
+  return p;
+}
+
+std::string format_profile(const OpProfile& p) {
+  std::string busy;
+  for (const auto& [name, f] : p.busy) busy += fmt::format(" {} {:.0f}%", name, 100 * f);
+  return fmt::format(
+      "{:.1f} us simulated (task {:.1f} us, {} launch{}), {:.0f}% of the {} roofline ({:.1f} us); "
+      "GM moved {:.1f} MB ({:.0f} GB/s); busy:{}",
+      p.us, p.task_us, p.launches, p.launches == 1 ? "" : "es", 100 * p.roofline_fraction(),
+      p.bound, p.roofline_us, p.gm_bytes / 1e6, p.us > 0 ? p.gm_bytes / p.us / 1e3 : 0.0, busy);
+}
+
 }  // namespace cann_ops_tilelang

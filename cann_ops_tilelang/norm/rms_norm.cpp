@@ -130,7 +130,7 @@ RmsNormResult rms_norm(const tl::Tensor& x, const tl::Tensor& weight, const tl::
   if (residual.defined()) args.emplace_back(rows_view(out.residual));
   if (cfg.return_rstd) args.emplace_back(rstd_full);
   args.emplace_back(cfg.eps);
-  kernel.launch(dev, args);
+  launch(kernel, dev, args);
   return out;
 }
 
@@ -158,10 +158,23 @@ RmsNormGrads rms_norm_backward(const tl::Tensor& dy, const tl::Tensor& x, const 
   auto red = cached_kernel(fmt::format("rms_norm_dw_reduce/{}/P={}", key.str(), partials),
                            dev.target(), [&] { return rms_norm_dw_reduce_kernel(key, partials); });
   tl::Tensor dwp = tl::Tensor::empty(dev, {partials, H}, tl::DType::Float32);  // zeros: idle AIVs
-  bwd.launch(dev, {rows_view(dy), x2, weight, rows_view(g.dx), dwp, eps});
+  launch(bwd, dev, {rows_view(dy), x2, weight, rows_view(g.dx), dwp, eps});
   g.dw = tl::Tensor::empty(dev, {H}, x.dtype());
-  red.launch(dev, {dwp, g.dw});
+  launch(red, dev, {dwp, g.dw});
   return g;
+}
+
+OpCost rms_norm_cost(int64_t rows, int64_t hidden, tl::DType dtype, bool residual, bool rstd) {
+  const double es = tl::dtype_bytes(dtype), mh = static_cast<double>(rows) * hidden;
+  // x, y (+ residual, h) once each, the weight once, rstd; square, sum, scale, weight: 4 ops.
+  return {.bytes = (residual ? 4 : 2) * mh * es + hidden * es + (rstd ? 4.0 * rows : 0),
+          .vector_ops = (residual ? 5 : 4) * mh};
+}
+
+OpCost rms_norm_backward_cost(int64_t rows, int64_t hidden, tl::DType dtype) {
+  const double es = tl::dtype_bytes(dtype), mh = static_cast<double>(rows) * hidden;
+  // dy, x, dx once each, the weight and dw once; g, g*x, sums, dx, dw terms: about 9 ops.
+  return {.bytes = 3 * mh * es + 2.0 * hidden * es, .vector_ops = 9 * mh};
 }
 
 }  // namespace cann_ops_tilelang

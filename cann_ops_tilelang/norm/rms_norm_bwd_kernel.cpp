@@ -111,6 +111,9 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
             load_chunk(c);
             T::pipe_barrier(Pipe::V);
             T::tile::mul(gf, gf, wb);  // g
+            // Vector instructions overlap: the next one overwrites wb, which this one reads
+            // (without the barrier, a WAR hazard: wrong dx and dW in simulated-time order).
+            T::pipe_barrier(Pipe::V);
             T::tile::mul(wb, xf, xf);  // x^2 (wb is free until the next chunk)
             T::pipe_barrier(Pipe::V);
             T::tile::mul(gf, gf, xf);  // g * x
@@ -140,12 +143,14 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
           T::serial("c", chunks, [&](Expr c) {
             load_chunk(c);
             T::pipe_barrier(Pipe::V);
+            // gf is overwritten only after the barrier, once dy * x has read it (a WAR hazard
+            // before: the g product was in the first group); g * rstd = dy * (w * rstd).
             T::tile::mul(t1, gf, xf);             // dy * x
-            T::tile::mul(gf, gf, wb);             // g
             T::tile::row_expand_mul(t2, xf, cf);  // x * coef
+            T::tile::row_expand_mul(wb, wb, rs);  // w * rstd
             T::pipe_barrier(Pipe::V);
             T::tile::row_expand_mul(t1, t1, rs);  // dy * x * rstd
-            T::tile::row_expand_mul(gf, gf, rs);  // g * rstd
+            T::tile::mul(gf, gf, wb);             // g * rstd
             T::pipe_barrier(Pipe::V);
             T::serial("r", rM, [&](Expr r) {  // rows in order: a fixed summation order
               T::tile::add(dw.region({c * bN}, {bN}), dw.region({c * bN}, {bN}),

@@ -16,6 +16,7 @@
 #include "tl/ir.h"
 #include "tl/loc.h"
 #include "tl/npu/npu.h"
+#include "tl/npu/timing.h"
 #include "tl/runtime.h"
 #include "tl/target.h"
 
@@ -102,5 +103,63 @@ struct OpInfo {
   std::string name, summary, domain;
 };
 const std::vector<OpInfo>& all_ops();
+
+// ---- run options, profiles and rooflines (benchmarks, `tlc op --profile`) ---------------------
+
+/// Per-call run options: the public functions take tensors only, so a caller that wants a
+/// timed run (the benchmarks, `tlc op --profile`) opens a ScopedRun on its thread; every kernel
+/// an op launches through launch() below while it lives uses `launch` as its LaunchOptions and,
+/// with `profile` set, runs in timed mode and appends its profile to `profiles` (an op may
+/// launch several kernels: rms_norm_backward launches two).
+struct RunOptions {
+  tl::LaunchOptions launch;
+  bool profile = false;
+  std::vector<tl::npu::Profile> profiles;
+};
+class ScopedRun {
+ public:
+  explicit ScopedRun(RunOptions& opts);
+  ~ScopedRun();
+  ScopedRun(const ScopedRun&) = delete;
+  ScopedRun& operator=(const ScopedRun&) = delete;
+
+ private:
+  RunOptions* prev_;
+};
+
+/// How every op launches its kernels: `kernel.launch(dev, args)` with the innermost
+/// ScopedRun's options, if any.
+void launch(const tl::CompiledKernel& kernel, tl::Device& dev, const std::vector<tl::Arg>& args);
+
+/// What an op must do at least, whatever the kernel: the bytes it must move to or from GM
+/// (each input read once, each output written once), cube flops and vector element operations.
+struct OpCost {
+  double bytes = 0, cube_flops = 0, vector_ops = 0;
+};
+
+/// The simulated profile of one op call: the sum of its launches.
+struct OpProfile {
+  int launches = 0;
+  double us = 0;           // kernel time, the launches one after the other
+  double task_us = 0;      // with each launch's overhead (a profiler's Task Duration)
+  double gm_bytes = 0;     // bytes the kernels moved to or from GM (the profile's count)
+  double roofline_us = 0;  // max(cost.bytes / HBM bandwidth, flops / cube peak, ops / vector peak)
+  std::string bound;       // which of "hbm", "cube", "vector" gives roofline_us
+  double roofline_fraction() const { return us > 0 ? roofline_us / us : 0; }
+  /// Busy fraction of each pipe over the op's time, per core kind ("aiv.V", "aic.M", ...):
+  /// each launch's busy_ratio weighted by its time. Pipes never busy are left out.
+  std::vector<std::pair<std::string, double>> busy;
+};
+OpProfile summarize(const std::vector<tl::npu::Profile>& launches, const OpCost& cost,
+                    const tl::Target& target);
+/// The target's peaks the roofline uses: HBM bytes/s, cube flops/s (fp16 fractals of
+/// 16x16x16 multiply-adds on every AIC), vector fp32 element operations/s (a simple vector
+/// instruction's repeat on every AIV).
+struct Peaks {
+  double hbm_bytes_per_s = 0, cube_flops_per_s = 0, vector_ops_per_s = 0;
+};
+Peaks target_peaks(const tl::Target& target);
+/// One line of text: "123.4 us (task 125.0 us), 71% of the hbm roofline (88.1 us), GM moved ...".
+std::string format_profile(const OpProfile& p);
 
 }  // namespace cann_ops_tilelang

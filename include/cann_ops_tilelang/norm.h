@@ -68,4 +68,9 @@ RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool
 RmsNormKey rms_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
                             const Checker& check);
 
+/// What rms_norm / rms_norm_backward must at least move and compute (each tensor read or
+/// written once): the benchmarks' and `tlc op --profile`'s roofline.
+OpCost rms_norm_cost(int64_t rows, int64_t hidden, tl::DType dtype, bool residual, bool rstd);
+OpCost rms_norm_backward_cost(int64_t rows, int64_t hidden, tl::DType dtype);
+
 }  // namespace cann_ops_tilelang

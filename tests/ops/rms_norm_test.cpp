@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "cann_ops_tilelang/norm.h"
+#include "ops/ops_bench.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
@@ -92,5 +93,36 @@ TEST_P(RmsNormGrid, BackwardMatchesFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Grid, RmsNormGrid, ::testing::ValuesIn(grid()),
                          [](const auto& info) { return name(info.param); });
+
+// The benchmarks (opt-in, tests/ops/ops_bench.h): issue 30's must-show shapes, forward (plain
+// and with the fused residual and rstd) and backward.
+std::vector<opsbench::Case> bench_cases() {
+  std::vector<opsbench::Case> v;
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {4096, 7168}, {16384, 7168}, {3, 7168}, {4099, 5120}};
+  for (auto [M, H] : shapes) {
+    const std::string s = fmt::format("{}x{} bfloat16", M, H);
+    const DType dt = DType::BFloat16;
+    v.push_back({"rms_norm", s, [=](tl::Device& d) {
+                   rms_norm(tl::Tensor::empty(d, {M, H}, dt), tl::Tensor::empty(d, {H}, dt));
+                   return rms_norm_cost(M, H, dt, false, false);
+                 }});
+    if (M == 4096) {
+      v.push_back({"rms_norm", s + " residual rstd", [=](tl::Device& d) {
+                     rms_norm(tl::Tensor::empty(d, {M, H}, dt), tl::Tensor::empty(d, {H}, dt),
+                              tl::Tensor::empty(d, {M, H}, dt), {.return_rstd = true});
+                     return rms_norm_cost(M, H, dt, true, true);
+                   }});
+    }
+    v.push_back({"rms_norm_backward", s, [=](tl::Device& d) {
+                   rms_norm_backward(tl::Tensor::empty(d, {M, H}, dt),
+                                     tl::Tensor::empty(d, {M, H}, dt),
+                                     tl::Tensor::empty(d, {H}, dt));
+                   return rms_norm_backward_cost(M, H, dt);
+                 }});
+  }
+  return v;
+}
+OPS_BENCH(rms_norm_test, bench_cases())
 
 }  // namespace

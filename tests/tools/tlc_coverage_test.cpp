@@ -97,6 +97,9 @@ const std::vector<Case>& cases() {
       {{"op", "rms_norm_backward", "--set", "M=3", "--set", "H=512", "--set", "dtype=float32"},
        0,
        "dw"},
+      {{"op", "rms_norm_backward", "--set", "M=9", "--set", "H=256", "--profile"},
+       0,
+       "% of the hbm roofline"},
       {{"op", "rms_norm", "--set", "Q=1"}, 2, "op rms_norm has no parameter 'Q'"},
       {{"op", "nope"}, 2, "no op named 'nope'"},
       // print

@@ -84,7 +84,33 @@ bool report(const char* what, const tl::Tensor& got,
 #endif
 }
 
-int run_rms_norm(const Params& p, const tl::Target& target, bool backward) {
+/// --profile: the op's launches run in timed mode (the data computed in simulated-time order,
+/// so the check still applies) and their profile, the roofline of `cost` and the GM peak of
+/// the call are printed when it ends.
+struct ProfiledCall {
+  tl::Device& dev;
+  bool on;
+  RunOptions ro;
+  int64_t held = 0;  // GM in use before the call: its inputs
+  ProfiledCall(tl::Device& d, bool profile) : dev(d), on(profile) {
+    ro.profile = on;
+    held = dev.gm_bytes_in_use();
+    dev.reset_peak();
+  }
+  void print(const OpCost& cost) const {
+    if (!on) return;
+    fmt::print("  profile   {}\n", format_profile(summarize(ro.profiles, cost, dev.target())));
+    // An output that differs between program order and simulated-time order is a missing
+    // synchronisation in the kernel (docs/virtual_npu.md): the hardware would give it too.
+    for (const auto& p : ro.profiles)
+      for (const auto& e : p.time_order_effects)
+        fmt::print("  TIME-ORDER EFFECT in {}: {}\n", p.kernel, e);
+    fmt::print("  GM peak   {:.2f} MB during the call ({:.2f} MB of inputs held before it)\n",
+               static_cast<double>(dev.gm_peak_bytes()) / 1e6, static_cast<double>(held) / 1e6);
+  }
+};
+
+int run_rms_norm(const Params& p, const tl::Target& target, bool backward, bool profile) {
   tl::Device dev(target);
   const int64_t M = p.integer("M"), H = p.integer("H");
   const auto parsed = tl::parse_dtype(p.v.at("dtype"));
@@ -104,9 +130,16 @@ int run_rms_norm(const Params& p, const tl::Target& target, bool backward) {
   if (!backward) {
     const bool res = p.integer("residual") != 0;
     tl::Tensor r = res ? tl::randn(dev, {M, H}, dt, seed + 2) : tl::Tensor();
-    auto out = rms_norm(x, w, r, {.eps = eps, .return_rstd = p.integer("rstd") != 0});
+    const bool rstd = p.integer("rstd") != 0;
+    ProfiledCall call(dev, profile);
+    RmsNormResult out;
+    {
+      ScopedRun run(call.ro);
+      out = rms_norm(x, w, r, {.eps = eps, .return_rstd = rstd});
+    }
     fmt::print("rms_norm {}x{} {} on {}: {:.1f} ms host (compile included on first use)\n", M, H,
                tl::dtype_name(dt), target.name, ms());
+    call.print(rms_norm_cost(M, H, dt, res, rstd));
     std::vector<double> rv = res ? r.to_vector() : std::vector<double>();
 #ifdef TL_HAVE_REFERENCES
     auto want =
@@ -121,9 +154,15 @@ int run_rms_norm(const Params& p, const tl::Target& target, bool backward) {
     if (out.rstd.defined()) ok = report("rstd", out.rstd.reshape({M, 1}), want.rstd, nullptr) && ok;
   } else {
     auto dy = tl::randn(dev, {M, H}, dt, seed + 3);
-    auto g = rms_norm_backward(dy, x, w, eps);
+    ProfiledCall call(dev, profile);
+    RmsNormGrads g;
+    {
+      ScopedRun run(call.ro);
+      g = rms_norm_backward(dy, x, w, eps);
+    }
     fmt::print("rms_norm_backward {}x{} {} on {}: {:.1f} ms host (compile included on first use)\n",
                M, H, tl::dtype_name(dt), target.name, ms());
+    call.print(rms_norm_backward_cost(M, H, dt));
 #ifdef TL_HAVE_REFERENCES
     auto want = opstest::ref::rms_norm_bwd(dy.to_vector(), x.to_vector(), w.to_vector(), M, H, eps);
     auto dw_scale = want.dw_abs;
@@ -149,6 +188,9 @@ OpsCommands add_ops_commands(CLI::App& app) {
   c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
   c.op->add_option("--set", c.sets,
                    "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed)");
+  c.op->add_flag("--profile", c.profile,
+                 "run in timed mode and print the simulated time, the roofline fraction, the "
+                 "pipes' busy fractions and the call's GM peak");
   return c;
 }
 
@@ -164,10 +206,10 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
     auto d = common;
     d["residual"] = "0";
     d["rstd"] = "0";
-    return run_rms_norm(parse(c.name, d, c.sets), target, false);
+    return run_rms_norm(parse(c.name, d, c.sets), target, false, c.profile);
   }
   if (c.name == "rms_norm_backward")
-    return run_rms_norm(parse(c.name, common, c.sets), target, true);
+    return run_rms_norm(parse(c.name, common, c.sets), target, true, c.profile);
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;
   throw tl::Error(fmt::format("tlc op: no op named '{}' (tlc ops lists them:{})", c.name, names));

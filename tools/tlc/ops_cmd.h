@@ -12,6 +12,7 @@ struct OpsCommands {
   CLI::App* op = nullptr;
   std::string name;
   std::vector<std::string> sets;
+  bool profile = false;  // --profile: a timed run, its profile and the call's GM peak printed
 };
 
 /// Adds the two subcommands to `app`.

@@ -251,6 +251,7 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
             load_chunk(X, DY, wf_ub, xf_ub, gf_ub, wb_ub, xb_ub, gb_ub, row0, c, nrows)
             T.pipe_barrier("V")
             T.tile.mul(gf_ub, gf_ub, wb_ub)  # g
+            T.pipe_barrier("V")  # the next mul overwrites wb_ub, which this one reads (WAR)
             T.tile.mul(wb_ub, xf_ub, xf_ub)  # x^2 (wb_ub is free until the next chunk)
             T.pipe_barrier("V")
             T.tile.mul(gf_ub, gf_ub, xf_ub)  # g * x
@@ -279,12 +280,13 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
         for c in T.serial(chunks):
             load_chunk(X, DY, wf_ub, xf_ub, gf_ub, wb_ub, xb_ub, gb_ub, row0, c, nrows)
             T.pipe_barrier("V")
+            # gf_ub is overwritten after the barrier, once dy * x has read it (WAR)
             T.tile.mul(t1_ub, gf_ub, xf_ub)  # dy * x
-            T.tile.mul(gf_ub, gf_ub, wb_ub)  # g
             T.tile.row_expand_mul(t2_ub, xf_ub, cf_ub)  # x * coef
+            T.tile.row_expand_mul(wb_ub, wb_ub, rs_ub)  # w * rstd
             T.pipe_barrier("V")
             T.tile.row_expand_mul(t1_ub, t1_ub, rs_ub)  # dy * x * rstd
-            T.tile.row_expand_mul(gf_ub, gf_ub, rs_ub)  # g * rstd
+            T.tile.mul(gf_ub, gf_ub, wb_ub)  # g * rstd = dy * w * rstd
             T.pipe_barrier("V")
             for r in T.serial(rM):  # rows in order: a fixed summation order
                 T.tile.add(dw_ub[c * bN:c * bN + bN], dw_ub[c * bN:c * bN + bN], t1_ub[r:r + 1, 0:bN])
