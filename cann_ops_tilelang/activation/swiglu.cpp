@@ -54,9 +54,11 @@ std::vector<int64_t> check_x(const Checker& c, const tl::Tensor& x, const tl::Te
     c.fail("x", fmt::format("has halves that break the 32-byte row alignment: expected H (the "
                             "width of a and b) a multiple of {} {} elements, got H = {}",
                             32 / es, tl::dtype_name(x.dtype()), H));
-  if (cfg.clamp && !(*cfg.clamp > 0 && std::isfinite(*cfg.clamp)))
-    c.fail("clamp",
-           fmt::format("is out of range: expected a finite limit > 0, got {}", *cfg.clamp));
+  // L >= 2^-60: the backward's clamp masks are exact there (swiglu_kernel.cpp).
+  if (cfg.clamp && !(*cfg.clamp >= 0x1p-60 && std::isfinite(*cfg.clamp)))
+    c.fail("clamp", fmt::format("is out of range: expected a finite limit >= 2^-60 (8.7e-19), "
+                                "got {}",
+                                *cfg.clamp));
   if (w.defined()) {
     c.tensor("weight", w);
     c.same_device("weight", w, "x", x);
@@ -81,7 +83,9 @@ SwigluKey swiglu_key(tl::DType dtype, int64_t hidden, bool backward, const Swigl
   const int64_t half = kRowsPerTile / 2;  // rows per AIV
   // Bytes per column of a tile on one AIV: double-buffered I/O tiles, single fp32 scratch,
   // with a tenth of UB left for the masks, row vectors and the compiler's pads.
-  auto per_col = backward ? half * (10 * es + 4 * (3 * wide + 4)) : half * (6 * es + 8 * wide);
+  // Backward fp32 scratch: af bf gf (16-bit I/O), s t, u (weight), the masks ma mb (clamp).
+  const int64_t scratch = 3 * wide + 2 + (weight ? 1 : 0) + (cfg.clamp ? 2 : 0);
+  auto per_col = backward ? half * (10 * es + 4 * scratch) : half * (6 * es + 8 * wide);
   SwigluKey k{.dtype = dtype,
               .hidden = hidden,
               .rows_per_tile = kRowsPerTile,

@@ -23,6 +23,8 @@ using tl::DType;
 using tl::Expr;
 namespace T = tl::T;
 constexpr DType f32 = DType::Float32;
+// 2^100: the clamp masks' slope (swiglu_bwd_kernel).
+constexpr double kMaskScale = 1.2676506002282294e30;
 
 /// The tensors and tile loop both kernels share.
 struct Io {
@@ -153,12 +155,8 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
     tile_loop(k, M, [&](Expr row, Expr col, Expr c) {
       auto ta = T::alloc_shared("a", {bM, bN}, dt), tb = T::alloc_shared("b", {bM, bN}, dt);
       auto tg = T::alloc_shared("g", {bM, bN}, dt);
-      // The clamp's selects move elements, which the compiler cannot follow past M: rows past
-      // the tensor are loaded as zeros then (the tail tile's clipped copies pad them).
-      T::CopyOptions pad;
-      if (limit) pad.pad_value = 0.0;
-      load_ab(in, H, row, col, ta, tb, pad);
-      T::copy(DY.at({row, col}), tg, pad);
+      load_ab(in, H, row, col, ta, tb);
+      T::copy(DY.at({row, col}), tg);
       Buffer af = ta, bf = tb, gf = tg;
       if (wide) {
         af = T::alloc_shared("af", {bM, bN}, f32);
@@ -168,16 +166,23 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
         T::tile::cast(bf, tb);
         T::tile::cast(gf, tg);
       }
-      std::optional<Buffer> ma, mb_hi, mb_lo;  // 1 where the input was not clamped
+      std::optional<Buffer> ma, mb;  // 1 where the input was not clamped, else 0
       if (limit) {
-        // One bit per element; a compare's tile is a whole number of 256-byte repeats.
-        const int mask_bytes = bM * bN / 8;
-        ma = T::alloc_shared("ma", {mask_bytes}, DType::UInt8);
-        mb_hi = T::alloc_shared("mb_hi", {mask_bytes}, DType::UInt8);
-        mb_lo = T::alloc_shared("mb_lo", {mask_bytes}, DType::UInt8);
-        T::tile::compare(*ma, af, *limit, "LE");
-        T::tile::compare(*mb_hi, bf, *limit, "LE");
-        T::tile::compare(*mb_lo, bf, 0.0 - *limit, "GE");
+        // Arithmetic masks, not compare + select: a select moves elements, so the compiler
+        // cannot tell the tail tile's rows past M from stale data and wants padded copies,
+        // which cost 2.2x here. m = clamp((L - v) * 2^100 + 1, 0, 1) is 1 for v <= L and 0
+        // for v > L exactly when no |v - L| lies in (0, 2^-100): swiglu requires L >= 2^-60,
+        // whose neighbours in fp32 are 2^-84 or more away. NaN stays NaN.
+        ma = T::alloc_shared("ma", {bM, bN}, f32);
+        mb = T::alloc_shared("mb", {bM, bN}, f32);
+        T::tile::sub(*ma, af, *limit);  // a - L
+        T::tile::abs(*mb, bf);
+        T::tile::sub(*mb, *mb, *limit);  // |b| - L
+        for (const Buffer& m : {*ma, *mb}) {
+          T::tile::mul(m, m, -kMaskScale);
+          T::tile::add(m, m, 1.0f);
+          T::tile::clamp(m, m, 0.0f, 1.0f);
+        }
         clamp_ab(af, bf, *limit);
       }
       auto s = T::alloc_shared("s", {bM, bN}, f32), t = T::alloc_shared("t", {bM, bN}, f32);
@@ -193,8 +198,8 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
         T::copy(W->at({row}), tw);
         T::tile::row_expand_mul(gf, gf, tw);
       }
-      // da = g b' (s + silu(a') (1 - s)) into af's place once a' is no longer needed.
-      auto da = T::alloc_shared("da", {bM, bN}, f32);
+      // da = g b' (s + silu(a') (1 - s)), in af's place: a' is no longer needed.
+      Buffer da = af;
       T::tile::mul(da, t, s);
       T::tile::sub(da, t, da);
       T::tile::add(da, da, s);
@@ -202,9 +207,8 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
       T::tile::mul(da, da, gf);
       T::tile::mul(t, t, gf);  // db = g silu(a')
       if (limit) {
-        T::tile::select(da, *ma, da, 0.0, 1);
-        T::tile::select(t, *mb_hi, t, 0.0, 1);
-        T::tile::select(t, *mb_lo, t, 0.0, 1);
+        T::tile::mul(da, da, *ma);
+        T::tile::mul(t, t, *mb);
       }
       auto oa = T::alloc_shared("da_o", {bM, bN}, dt), ob = T::alloc_shared("db_o", {bM, bN}, dt);
       if (wide) {

@@ -19,7 +19,7 @@ enum class SwigluSplit { Columns, Rows };
 
 struct SwigluConfig {
   SwigluSplit split = SwigluSplit::Columns;
-  std::optional<double> clamp;  // L > 0: a <= L, b in [-L, L] before the product
+  std::optional<double> clamp;  // L >= 2^-60: a <= L, b in [-L, L] before the product
 };
 
 /// y = silu(a) * b (* weight), computed in fp32 and rounded to x's dtype (RINT). x: bf16/fp16/fp32,
