@@ -54,7 +54,11 @@ void tile_loop(const SwigluKey& k, Expr M, const std::function<void(Expr, Expr, 
               T::Pipelined("p", ceildiv(total - cid, nb), 2, [&](Expr p) {
                 auto tile = T::let("tile", cid + p * nb);
                 auto c = T::let("c", tile % chunks);
-                body(T::let("row", tile / chunks * bM), T::let("col", c * bN), c);
+                // One let per statement: C++ leaves the order of argument evaluation open,
+                // and the twin's IR must have the same order.
+                auto row = T::let("row", tile / chunks * bM);
+                auto col = T::let("col", c * bN);
+                body(row, col, c);
               });
             },
             {.threads = 2});
