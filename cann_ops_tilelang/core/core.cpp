@@ -168,6 +168,13 @@ const std::vector<OpInfo>& all_ops() {
        "norm"},
       {"rms_norm_backward", "RMSNorm backward: dX, and dW reduced across AIVs in a fixed order",
        "norm"},
+      // activation (SwiGLU)
+      {"swiglu",
+       "SwiGLU forward y = silu(a) * b, split on columns or rows, optional clamp and per-token "
+       "weight",
+       "activation"},
+      {"swiglu_backward", "SwiGLU backward: da | db (zero where clamped) and the weight's gradient",
+       "activation"},
   };
   return ops;
 }

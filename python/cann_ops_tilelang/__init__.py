@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import kernels
 from ._ops import Error, RmsNormResult, kernel_cache_stats, ops, rms_norm, rms_norm_backward
+from ._ops import swiglu, swiglu_backward
 
 try:
     import torch as _torch  # noqa: F401
@@ -21,4 +22,5 @@ except ImportError:  # the plain functions work on numpy without torch
 if _torch is not None:
     from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
 
-__all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rms_norm", "rms_norm_backward"]
+__all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rms_norm", "rms_norm_backward",
+           "swiglu", "swiglu_backward"]

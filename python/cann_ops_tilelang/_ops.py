@@ -164,3 +164,50 @@ def ops() -> list[dict]:
 def kernel_cache_stats() -> dict:
     """{hits, misses} of the library's compiled-kernel cache (one compile per key)."""
     return dict(_core.ops_kernel_cache_stats())
+
+
+# ---- SwiGLU (activation domain) -------------------------------------------------------------------
+
+def _split(split: Any, op: str, loc: tuple[str, int]) -> bool:
+    """True for a split on rows."""
+    if split not in ("columns", "rows"):
+        raise _fail(loc, op, "split", f"is not a split: expected 'columns' or 'rows', got {split!r}")
+    return split == "rows"
+
+
+def _clamp(clamp: Any, op: str, loc: tuple[str, int]) -> Optional[float]:
+    if clamp is None:
+        return None
+    if isinstance(clamp, bool) or not isinstance(clamp, (int, float)):
+        raise _fail(loc, op, "clamp", f"must be a number or None: expected a float, got {type(clamp).__name__}")
+    return float(clamp)
+
+
+def swiglu(x: Any, weight: Any = None, split: str = "columns", clamp: Optional[float] = None) -> Any:
+    """y = silu(a) * b (* weight), on the virtual NPU, computed in fp32.
+
+    x: bfloat16/float16/float32, contiguous; split "columns": x [..., 2H] = a | b, y [..., H];
+    "rows": x [2T, H], a = x[:T], b = x[T:], y [T, H]. H * itemsize a multiple of 32 bytes.
+    weight: None or float32 of y's leading shape (one per token). clamp: None or L: a <= L and
+    b in [-L, L] before the product (DeepSeek V4: 10)."""
+    loc = _caller()
+    op = "swiglu"
+    xa = _arg(x, op, "x", loc)
+    wa = None if weight is None else _arg(weight, op, "weight", loc)
+    torch_in = _is_torch(x)
+    y = _call(_core.ops_swiglu, loc, xa, wa, _split(split, op, loc), _clamp(clamp, op, loc), not torch_in)
+    return _out(y, torch_in)
+
+
+def swiglu_backward(dy: Any, x: Any, weight: Any = None, split: str = "columns",
+                    clamp: Optional[float] = None) -> tuple[Any, Any]:
+    """(dx, dweight), the gradients of swiglu(x, weight, split, clamp) for dy: dx like x (da | db,
+    zero where clamped), dweight float32 like weight (None without a weight)."""
+    loc = _caller()
+    op = "swiglu_backward"
+    a = [_arg(dy, op, "dy", loc), _arg(x, op, "x", loc)]
+    wa = None if weight is None else _arg(weight, op, "weight", loc)
+    torch_in = _is_torch(x)
+    dx, dw = _call(_core.ops_swiglu_backward, loc, *a, wa, _split(split, op, loc), _clamp(clamp, op, loc),
+                   not torch_in)
+    return _out(dx, torch_in), _out(dw, torch_in)

@@ -102,3 +102,67 @@ def _rms_norm_residual_grad(ctx: Any, dy: torch.Tensor, dh: torch.Tensor) -> tup
 
 
 rms_norm_residual.register_autograd(_rms_norm_residual_grad, setup_context=_setup_rms_norm_residual)
+
+
+# ---- swiglu (activation domain) -------------------------------------------------------------------
+#
+#   torch.ops.cann_ops_tilelang.swiglu(x, weight=None, split="columns", clamp=None) -> y
+#   torch.ops.cann_ops_tilelang.swiglu_backward(dy, x, weight=None, split="columns", clamp=None)
+#       -> (dx, dweight)   (dweight: an empty fp32 tensor when there is no weight: a custom op
+#                           cannot return None)
+
+def _swiglu_y_shape(x: torch.Tensor, split: str) -> list[int]:
+    shape = list(x.shape)
+    if split == "rows":
+        shape[0] //= 2
+    else:
+        shape[-1] //= 2
+    return shape
+
+
+@torch.library.custom_op(f"{_NS}::swiglu", mutates_args=())
+def swiglu(x: torch.Tensor, weight: torch.Tensor | None = None, split: str = "columns",
+           clamp: float | None = None) -> torch.Tensor:
+    """y = silu(a) * b (* weight) with x split into a | b on columns (or a over b on rows)."""
+    return _ops.swiglu(x, weight, split=split, clamp=clamp)
+
+
+@swiglu.register_fake
+def _swiglu_fake(x: torch.Tensor, weight: torch.Tensor | None = None, split: str = "columns",
+                 clamp: float | None = None) -> torch.Tensor:
+    return x.new_empty(_swiglu_y_shape(x, split))
+
+
+@torch.library.custom_op(f"{_NS}::swiglu_backward", mutates_args=())
+def swiglu_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None = None,
+                    split: str = "columns", clamp: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dweight) of swiglu(x, weight, split, clamp) for dy; dweight is empty without a weight."""
+    dx, dw = _ops.swiglu_backward(dy, x, weight, split=split, clamp=clamp)
+    if dw is None:
+        dw = torch.empty(0, dtype=torch.float32)
+    return dx, dw
+
+
+@swiglu_backward.register_fake
+def _swiglu_backward_fake(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor | None = None,
+                          split: str = "columns",
+                          clamp: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    dw = (torch.empty_like(weight, dtype=torch.float32, memory_format=torch.contiguous_format)
+          if weight is not None else x.new_empty(0, dtype=torch.float32))
+    return torch.empty_like(x, memory_format=torch.contiguous_format), dw
+
+
+def _setup_swiglu(ctx: Any, inputs: tuple, output: Any) -> None:
+    x, weight, split, clamp = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.split, ctx.clamp = split, clamp
+
+
+def _swiglu_grad(ctx: Any, dy: torch.Tensor) -> tuple:
+    x, weight = ctx.saved_tensors
+    # As for rms_norm: an autograd gradient may be a broadcast view, which is not a user's input.
+    dx, dw = swiglu_backward(dy.contiguous(), x, weight, ctx.split, ctx.clamp)
+    return dx, (dw if weight is not None else None), None, None
+
+
+swiglu.register_autograd(_swiglu_grad, setup_context=_setup_swiglu)

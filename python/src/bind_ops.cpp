@@ -13,6 +13,7 @@
 // fields of cann_ops_tilelang::RmsNormKey.
 
 #include "bindings.h"
+#include "cann_ops_tilelang/activation.h"
 #include "cann_ops_tilelang/norm.h"
 
 namespace tl::python {
@@ -83,6 +84,106 @@ ops::RmsNormKey to_key(const nb::dict& d) {
 /// The Python caller's (file, line) as a SourceLoc (unknown when None).
 SourceLoc py_caller(nb::handle loc) {
   return to_loc(loc).loc();
+}
+
+// ---- SwiGLU -------------------------------------------------------------------------------------
+
+nb::dict swiglu_key_dict(const ops::SwigluKey& k) {
+  nb::dict d;
+  d["dtype"] = std::string(dtype_name(k.dtype));
+  d["hidden"] = k.hidden;
+  d["rows_per_tile"] = k.rows_per_tile;
+  d["chunk"] = k.chunk;
+  d["blocks"] = k.blocks;
+  d["rows"] = k.rows;
+  d["clamp"] = k.clamp;
+  d["weight"] = k.weight;
+  return d;
+}
+
+/// A SwiGLU key from a dict of all its fields (as to_key for RMSNorm).
+ops::SwigluKey to_swiglu_key(const nb::dict& d) {
+  auto field = [&](const char* name) -> nb::handle {
+    if (!d.contains(name))
+      throw Error(
+          fmt::format("a SwiGLU key needs the field '{}' (dtype, hidden, rows_per_tile, chunk, "
+                      "blocks, rows, clamp, weight), got {}",
+                      name, nb::cast<std::string>(nb::repr(d))));
+    return d[name];
+  };
+  ops::SwigluKey k;
+  k.dtype = to_dtype(field("dtype"));
+  k.hidden = nb::cast<int64_t>(field("hidden"));
+  k.rows_per_tile = nb::cast<int64_t>(field("rows_per_tile"));
+  k.chunk = nb::cast<int64_t>(field("chunk"));
+  k.blocks = nb::cast<int64_t>(field("blocks"));
+  k.rows = nb::cast<bool>(field("rows"));
+  k.clamp = nb::cast<bool>(field("clamp"));
+  k.weight = nb::cast<bool>(field("weight"));
+  if (k.hidden <= 0 || k.chunk <= 0 || k.hidden % k.chunk != 0 || k.rows_per_tile <= 0 ||
+      k.blocks <= 0)
+    throw Error(
+        fmt::format("a SwiGLU key needs hidden, chunk, rows_per_tile, blocks > 0 and chunk "
+                    "dividing hidden, got {}",
+                    k.str()));
+  return k;
+}
+
+ops::SwigluConfig swiglu_config(bool rows, std::optional<double> clamp) {
+  return {.split = rows ? ops::SwigluSplit::Rows : ops::SwigluSplit::Columns, .clamp = clamp};
+}
+
+void bind_swiglu(nb::module_& m) {
+  m.def(
+      "ops_swiglu",
+      [](Device& dev, nb::handle x, nb::handle weight, bool rows, std::optional<double> clamp,
+         bool numpy, nb::handle loc) {
+        ops::ScopedCaller at(py_caller(loc));
+        Tensor xt = wrap_tensor(dev, x), wt;
+        if (!weight.is_none()) wt = wrap_tensor(dev, weight);
+        Tensor y;
+        {
+          nb::gil_scoped_release release;
+          y = ops::swiglu(xt, wt, swiglu_config(rows, clamp));
+        }
+        return to_array(y, numpy);
+      },
+      "device"_a, "x"_a, "weight"_a.none(), "rows"_a, "clamp"_a.none(), "numpy"_a, "loc"_a.none());
+  m.def(
+      "ops_swiglu_backward",
+      [](Device& dev, nb::handle dy, nb::handle x, nb::handle weight, bool rows,
+         std::optional<double> clamp, bool numpy, nb::handle loc) {
+        ops::ScopedCaller at(py_caller(loc));
+        Tensor dyt = wrap_tensor(dev, dy), xt = wrap_tensor(dev, x), wt;
+        if (!weight.is_none()) wt = wrap_tensor(dev, weight);
+        ops::SwigluGrads g;
+        {
+          nb::gil_scoped_release release;
+          g = ops::swiglu_backward(dyt, xt, wt, swiglu_config(rows, clamp));
+        }
+        return nb::make_tuple(to_array(g.dx, numpy), to_array(g.dweight, numpy));
+      },
+      "device"_a, "dy"_a, "x"_a, "weight"_a.none(), "rows"_a, "clamp"_a.none(), "numpy"_a,
+      "loc"_a.none());
+  m.def(
+      "ops_swiglu_key",
+      [](nb::handle dtype, int64_t hidden, bool backward, bool rows, bool clamp, bool weight,
+         const std::string& target) {
+        ops::Checker check(backward ? "swiglu_backward" : "swiglu", tl::Loc::current());
+        return swiglu_key_dict(
+            ops::swiglu_key(to_dtype(dtype), hidden, backward,
+                            swiglu_config(rows, clamp ? 1.0 : std::optional<double>()), weight,
+                            get_target(target), check));
+      },
+      "dtype"_a, "hidden"_a, "backward"_a, "rows"_a, "clamp"_a, "weight"_a, "target"_a = "A2");
+  m.def("ops_swiglu_fwd_kernel",
+        [](const nb::dict& key) { return ops::swiglu_fwd_kernel(to_swiglu_key(key)); });
+  m.def("ops_swiglu_bwd_kernel",
+        [](const nb::dict& key) { return ops::swiglu_bwd_kernel(to_swiglu_key(key)); });
+  m.def("ops_swiglu_dw_reduce_kernel", [](const nb::dict& key, int64_t partials) {
+    if (partials <= 0) throw Error(fmt::format("partials must be > 0, got {}", partials));
+    return ops::swiglu_dw_reduce_kernel(to_swiglu_key(key), partials);
+  });
 }
 
 }  // namespace
@@ -165,6 +266,7 @@ void bind_ops(nb::module_& m) {
     if (partials <= 0) throw Error(fmt::format("partials must be > 0, got {}", partials));
     return ops::rms_norm_dw_reduce_kernel(to_key(key), partials);
   });
+  bind_swiglu(m);
 }
 
 }  // namespace tl::python

@@ -12,11 +12,14 @@
 #include <cmath>
 #include <map>
 
+#include "cann_ops_tilelang/activation.h"
 #include "cann_ops_tilelang/norm.h"
+#include "tl/npu/timing.h"
 #include "tl/runtime.h"
 #ifdef TL_HAVE_REFERENCES
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
+#include "ops/swiglu_ref.h"
 #endif
 
 namespace {
@@ -179,6 +182,126 @@ int run_rms_norm(const Params& p, const tl::Target& target, bool backward, bool 
   return ok ? 0 : 1;
 }
 
+/// SwiGLU's a and b halves of x as [T, H] values (columns or rows).
+void swiglu_halves(const tl::Tensor& x, bool rows, int64_t T, int64_t H, std::vector<double>& a,
+                   std::vector<double>& b) {
+  auto v = x.to_vector();
+  a.resize(T * H);
+  b.resize(T * H);
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < H; ++j) {
+      a[i * H + j] = rows ? v[i * H + j] : v[i * 2 * H + j];
+      b[i * H + j] = rows ? v[(T + i) * H + j] : v[i * 2 * H + H + j];
+    }
+}
+
+/// `timed=1`: the kernel the op launched, launched again in timed mode (timing only) on the
+/// same arguments, with its simulated time against the HBM roofline of `bytes`.
+void print_timed(const char* what, const tl::CompiledKernel& k, tl::Device& dev,
+                 const std::vector<tl::Arg>& args, double bytes) {
+  tl::npu::Profile prof;
+  k.launch(dev, args, {.timing_only = true, .profile = &prof});
+  const double roof_us = bytes / dev.target().costs.hbm_bytes_per_s * 1e6;
+  fmt::print(
+      "  {} timed on {}: {:.1f} us simulated, HBM roofline {:.1f} us ({:.1f} MB) = {:.1f} %; "
+      "AIV busy: V {:.0f} %, MTE2 {:.0f} %, MTE3 {:.0f} %\n",
+      what, dev.target().name, prof.total_us, roof_us, bytes / 1e6, 100 * roof_us / prof.total_us,
+      100 * prof.busy_ratio(tl::Pipe::V, tl::CoreKind::Vector),
+      100 * prof.busy_ratio(tl::Pipe::MTE2, tl::CoreKind::Vector),
+      100 * prof.busy_ratio(tl::Pipe::MTE3, tl::CoreKind::Vector));
+}
+
+int run_swiglu(const Params& p, const tl::Target& target, bool backward) {
+  tl::Device dev(target);
+  const int64_t T = p.integer("T"), H = p.integer("H");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  const bool rows = p.integer("rows") != 0, weighted = p.integer("weight") != 0;
+  const double L = p.real("clamp");
+  SwigluConfig cfg{.split = rows ? SwigluSplit::Rows : SwigluSplit::Columns, .clamp = {}};
+  if (L > 0) cfg.clamp = L;
+  auto x = tl::randn(dev, rows ? std::vector<int64_t>{2 * T, H} : std::vector<int64_t>{T, 2 * H},
+                     dt, seed, L > 0 ? L / 2 : 1.0);
+  tl::Tensor w =
+      weighted ? tl::uniform(dev, {T}, tl::DType::Float32, seed + 1, 0.1, 1.0) : tl::Tensor();
+  auto dy = tl::randn(dev, {T, H}, dt, seed + 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> a, b, wv = weighted ? w.to_vector() : std::vector<double>();
+  swiglu_halves(x, rows, T, H, a, b);
+  const double es = tl::dtype_bytes(dt);
+  bool ok = true;
+  tl::Tensor y;
+  SwigluGrads g;
+  if (!backward)
+    y = swiglu(x, w, cfg);
+  else
+    g = swiglu_backward(dy, x, w, cfg);
+  fmt::print("{} T={} H={} {}{}{}{} on {}: {:.1f} ms host (compile included on first use)\n",
+             backward ? "swiglu_backward" : "swiglu", T, H, tl::dtype_name(dt), rows ? " rows" : "",
+             weighted ? " weight" : "", L > 0 ? fmt::format(" clamp {}", L) : std::string(),
+             target.name, ms());
+#ifdef TL_HAVE_REFERENCES
+  const double Lr = L > 0 ? L : 0;
+  if (!backward) {
+    ok =
+        report("y", y, opstest::ref::swiglu_fwd(a, b, weighted ? &wv : nullptr, T, H, Lr), nullptr);
+  } else {
+    auto want = opstest::ref::swiglu_bwd(dy.to_vector(), a, b, weighted ? &wv : nullptr, T, H, Lr);
+    std::vector<double> da, db;
+    swiglu_halves(g.dx, rows, T, H, da, db);
+    auto as_tensor = [&](const std::vector<double>& v) {
+      return tl::from_vector(dev, {T, H}, dt, v);
+    };
+    ok = report("da", as_tensor(da), want.da, nullptr) && ok;
+    ok = report("db", as_tensor(db), want.db, nullptr) && ok;
+  }
+#else
+  ok = report(backward ? "dx" : "y", backward ? g.dx : y, {}, nullptr);
+#endif
+  if (p.integer("timed") != 0 && T > 0) {
+    Checker check(backward ? "swiglu_backward" : "swiglu", tl::Loc::current());
+    auto key = swiglu_key(dt, H, backward, cfg, weighted, target, check);
+    std::vector<tl::Arg> args;
+    if (backward) args.emplace_back(dy);
+    if (rows)
+      args.insert(args.end(), {x.slice(0, 0, T), x.slice(0, T, T)});
+    else
+      args.emplace_back(x);
+    if (weighted) args.emplace_back(w);
+    // Bytes: x read, y written (forward); dy and x read, dx written (backward); weight, dweight.
+    double bytes = backward ? 5 * T * H * es : 3 * T * H * es;
+    if (weighted) bytes += (backward ? 8.0 : 4.0) * T;
+    if (!backward) {
+      args.emplace_back(y);
+      if (cfg.clamp) args.emplace_back(*cfg.clamp);
+      print_timed(
+          "swiglu_fwd",
+          cached_kernel("swiglu_fwd/" + key.str(), target, [&] { return swiglu_fwd_kernel(key); }),
+          dev, args, bytes);
+    } else {
+      if (rows)
+        args.insert(args.end(), {g.dx.slice(0, 0, T), g.dx.slice(0, T, T)});
+      else
+        args.emplace_back(g.dx);
+      if (weighted)
+        args.emplace_back(tl::Tensor::empty(dev, {H / key.chunk, T}, tl::DType::Float32));
+      if (cfg.clamp) args.emplace_back(*cfg.clamp);
+      print_timed(
+          "swiglu_bwd",
+          cached_kernel("swiglu_bwd/" + key.str(), target, [&] { return swiglu_bwd_kernel(key); }),
+          dev, args, bytes);
+    }
+  }
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 OpsCommands add_ops_commands(CLI::App& app) {
@@ -186,8 +309,10 @@ OpsCommands add_ops_commands(CLI::App& app) {
   c.ops = app.add_subcommand("ops", "list the ops of the cann_ops_tilelang library");
   c.op = app.add_subcommand("op", "run a cann_ops_tilelang op on random data and check it");
   c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
-  c.op->add_option("--set", c.sets,
-                   "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed)");
+  c.op->add_option(
+      "--set", c.sets,
+      "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; swiglu: T H "
+      "dtype rows weight clamp timed seed)");
   c.op->add_flag("--profile", c.profile,
                  "run in timed mode and print the simulated time, the roofline fraction, the "
                  "pipes' busy fractions and the call's GM peak");
@@ -210,6 +335,17 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
   }
   if (c.name == "rms_norm_backward")
     return run_rms_norm(parse(c.name, common, c.sets), target, true, c.profile);
+  if (c.name == "swiglu" || c.name == "swiglu_backward") {
+    std::map<std::string, std::string> d{{"T", "256"},
+                                         {"H", "9216"},
+                                         {"dtype", "bfloat16"},
+                                         {"rows", "0"},
+                                         {"weight", "0"},
+                                         {"clamp", "0"},
+                                         {"timed", c.profile ? "1" : "0"},
+                                         {"seed", "0"}};
+    return run_swiglu(parse(c.name, d, c.sets), target, c.name == "swiglu_backward");
+  }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;
   throw tl::Error(fmt::format("tlc op: no op named '{}' (tlc ops lists them:{})", c.name, names));

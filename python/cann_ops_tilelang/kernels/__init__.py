@@ -7,6 +7,7 @@ from __future__ import annotations
 from tl_ascend import _core
 
 from .rms_norm import rms_norm_bwd_kernel, rms_norm_dw_reduce_kernel, rms_norm_fwd_kernel
+from .swiglu import swiglu_bwd_kernel, swiglu_dw_reduce_kernel, swiglu_fwd_kernel
 
 
 def rms_norm_fwd_key(dtype: str, hidden: int, residual: bool = False, rstd: bool = False,
@@ -22,5 +23,14 @@ def rms_norm_bwd_key(dtype: str, hidden: int, target: str = "A2") -> dict:
     return dict(_core.ops_rms_norm_bwd_key(dtype, hidden, target))
 
 
+def swiglu_key(dtype: str, hidden: int, backward: bool = False, rows: bool = False, clamp: bool = False,
+               weight: bool = False, target: str = "A2") -> dict:
+    """The key swiglu (backward=False) or swiglu_backward launches with for a width H (of y) on
+    `target`: {dtype, hidden, rows_per_tile, chunk, blocks, rows, clamp, weight} (blocks from the
+    target's core count, chunk the widest divisor of H whose tiles fit its UB)."""
+    return dict(_core.ops_swiglu_key(dtype, hidden, backward, rows, clamp, weight, target))
+
+
 __all__ = ["rms_norm_fwd_kernel", "rms_norm_bwd_kernel", "rms_norm_dw_reduce_kernel", "rms_norm_fwd_key",
-           "rms_norm_bwd_key"]
+           "rms_norm_bwd_key",
+           "swiglu_fwd_kernel", "swiglu_bwd_kernel", "swiglu_dw_reduce_kernel", "swiglu_key"]
