@@ -168,6 +168,11 @@ const std::vector<OpInfo>& all_ops() {
        "norm"},
       {"rms_norm_backward", "RMSNorm backward: dX, and dW reduced across AIVs in a fixed order",
        "norm"},
+      {"softmax", "softmax over the last dimension (rows of any length: chunked beyond UB)",
+       "softmax"},
+      {"log_softmax", "log-softmax over the last dimension (rows of any length)", "softmax"},
+      {"softmax_backward", "softmax backward: dx = y (dy - sum(dy y))", "softmax"},
+      {"log_softmax_backward", "log-softmax backward: dx = dy - exp(y) sum(dy)", "softmax"},
   };
   return ops;
 }

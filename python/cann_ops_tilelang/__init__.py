@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import kernels
 from ._ops import Error, RmsNormResult, kernel_cache_stats, ops, rms_norm, rms_norm_backward
+from ._ops import log_softmax, log_softmax_backward, softmax, softmax_backward
 
 try:
     import torch as _torch  # noqa: F401
@@ -22,3 +23,4 @@ if _torch is not None:
     from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
 
 __all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rms_norm", "rms_norm_backward"]
+__all__ += ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]

@@ -164,3 +164,45 @@ def ops() -> list[dict]:
 def kernel_cache_stats() -> dict:
     """{hits, misses} of the library's compiled-kernel cache (one compile per key)."""
     return dict(_core.ops_kernel_cache_stats())
+
+
+# ---- softmax / log-softmax (include/cann_ops_tilelang/softmax.h) ----------------------------
+
+def _softmax(x: Any, log: bool, op: str, loc: tuple[str, int], dim: Any) -> Any:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise _fail(loc, op, "dim", f"must be an int: expected -1 (the last dimension), got {type(dim).__name__}")
+    ndim = len(x.shape) if hasattr(x, "shape") else 0
+    if dim not in (-1, ndim - 1):
+        raise _fail(loc, op, "dim", f"is not supported: expected the last dimension (-1 or {ndim - 1}), got {dim}")
+    a = _arg(x, op, "x", loc)
+    torch_in = _is_torch(x)
+    return _out(_call(_core.ops_softmax, loc, a, log, not torch_in), torch_in)
+
+
+def softmax(x: Any, dim: int = -1) -> Any:
+    """exp(x - max) / sum(exp(x - max)) over the last dimension, on the virtual NPU, fp32 inside.
+
+    x: [..., N] bfloat16/float16/float32, contiguous, any N >= 1 (rows longer than UB are read in
+    chunks). Returns a tensor like x."""
+    return _softmax(x, False, "softmax", _caller(), dim)
+
+
+def log_softmax(x: Any, dim: int = -1) -> Any:
+    """x - max - log(sum(exp(x - max))) over the last dimension; arguments as softmax."""
+    return _softmax(x, True, "log_softmax", _caller(), dim)
+
+
+def _softmax_backward(dy: Any, y: Any, log: bool, op: str, loc: tuple[str, int]) -> Any:
+    a = [_arg(dy, op, "dy", loc), _arg(y, op, "y", loc)]
+    torch_in = _is_torch(y)
+    return _out(_call(_core.ops_softmax_backward, loc, *a, log, not torch_in), torch_in)
+
+
+def softmax_backward(dy: Any, y: Any) -> Any:
+    """dx = y * (dy - sum(dy * y)), the gradient of y = softmax(x) for dy."""
+    return _softmax_backward(dy, y, False, "softmax_backward", _caller())
+
+
+def log_softmax_backward(dy: Any, y: Any) -> Any:
+    """dx = dy - exp(y) * sum(dy), the gradient of y = log_softmax(x) for dy."""
+    return _softmax_backward(dy, y, True, "log_softmax_backward", _caller())

@@ -102,3 +102,59 @@ def _rms_norm_residual_grad(ctx: Any, dy: torch.Tensor, dh: torch.Tensor) -> tup
 
 
 rms_norm_residual.register_autograd(_rms_norm_residual_grad, setup_context=_setup_rms_norm_residual)
+
+
+# ---- softmax / log-softmax over the last dimension ------------------------------------------------
+# softmax(x) -> y and log_softmax(x) -> y with autograd; their backwards take (dy, y): the
+# forwards save their output, which is all the gradient needs.
+
+@torch.library.custom_op(f"{_NS}::softmax", mutates_args=())
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """exp(x - max) / sum(exp(x - max)) over the last dimension (fp32 inside)."""
+    return _ops.softmax(x)
+
+
+@torch.library.custom_op(f"{_NS}::log_softmax", mutates_args=())
+def log_softmax(x: torch.Tensor) -> torch.Tensor:
+    """x - max - log(sum(exp(x - max))) over the last dimension (fp32 inside)."""
+    return _ops.log_softmax(x)
+
+
+@torch.library.custom_op(f"{_NS}::softmax_backward", mutates_args=())
+def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """dx = y * (dy - sum(dy * y)) for y = softmax(x)."""
+    return _ops.softmax_backward(dy, y)
+
+
+@torch.library.custom_op(f"{_NS}::log_softmax_backward", mutates_args=())
+def log_softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """dx = dy - exp(y) * sum(dy) for y = log_softmax(x)."""
+    return _ops.log_softmax_backward(dy, y)
+
+
+def _like_fake(x: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+softmax.register_fake(_like_fake)
+log_softmax.register_fake(_like_fake)
+softmax_backward.register_fake(_like_fake)
+log_softmax_backward.register_fake(_like_fake)
+
+
+def _setup_softmax(ctx: Any, inputs: tuple, output: Any) -> None:
+    ctx.save_for_backward(output)
+
+
+def _softmax_grad(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
+    (y,) = ctx.saved_tensors
+    return softmax_backward(dy.contiguous(), y)
+
+
+def _log_softmax_grad(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
+    (y,) = ctx.saved_tensors
+    return log_softmax_backward(dy.contiguous(), y)
+
+
+softmax.register_autograd(_softmax_grad, setup_context=_setup_softmax)
+log_softmax.register_autograd(_log_softmax_grad, setup_context=_setup_softmax)

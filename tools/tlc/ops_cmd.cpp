@@ -13,10 +13,13 @@
 #include <map>
 
 #include "cann_ops_tilelang/norm.h"
+#include "cann_ops_tilelang/softmax.h"
+#include "tl/npu/timing.h"
 #include "tl/runtime.h"
 #ifdef TL_HAVE_REFERENCES
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
+#include "ops/softmax_ref.h"
 #endif
 
 namespace {
@@ -140,6 +143,71 @@ int run_rms_norm(const Params& p, const tl::Target& target, bool backward) {
   return ok ? 0 : 1;
 }
 
+// softmax, log_softmax and their backwards: M x N logits (randn * 4). profile=1 also runs the
+// kernel once in timed mode (the key the public function chose) and prints the simulated time
+// against the HBM roofline of its bytes (forward: one read and one write; the chunked schedule
+// reads twice).
+int run_softmax(const std::string& name, const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const bool log = name.rfind("log_", 0) == 0;
+  const bool backward = name.find("_backward") != std::string::npos;
+  const int64_t M = p.integer("M"), N = p.integer("N");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto xv = tl::randn(dev, {M, N}, tl::DType::Float32, seed).to_vector();
+  for (auto& e : xv) e *= 4;
+  auto x = tl::from_vector(dev, {M, N}, dt, xv);
+  auto y = log ? log_softmax(x) : softmax(x);
+  tl::Tensor dy, out = y;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (backward) {
+    dy = tl::randn(dev, {M, N}, dt, seed + 1);
+    out = log ? log_softmax_backward(dy, y) : softmax_backward(dy, y);
+  }
+  fmt::print(
+      "{} {}x{} {} on {}: {:.1f} ms host\n", name, M, N, tl::dtype_name(dt), target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+#ifdef TL_HAVE_REFERENCES
+  std::vector<double> want, scale;
+  if (!backward) {
+    want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
+  } else {
+    auto r = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);
+    want = r.dx;
+    scale = r.dx_abs;
+    for (auto& s : scale) s *= opstest::tolerance(dt).rtol / opstest::kApprox;
+  }
+#else
+  std::vector<double> want, scale;
+#endif
+  const bool ok = report(backward ? "dx" : "y", out, want, backward ? &scale : nullptr);
+  if (p.integer("profile") != 0 && M > 0) {
+    auto key = softmax_key(dt, N, log, backward, target);
+    auto kernel = tl::compile(softmax_kernel(key), target);
+    tl::npu::Profile prof;
+    std::vector<tl::Arg> args{backward ? y : x};
+    if (backward) args.emplace_back(dy);
+    args.emplace_back(tl::Tensor::empty(dev, {M, N}, dt));
+    kernel.launch(dev, args, {.timing_only = true, .profile = &prof});
+    const double io = static_cast<double>(M * N * tl::dtype_bytes(dt));
+    const double two_reads_one_write = (backward ? 3 : 2) * io;
+    const double roof_us = two_reads_one_write / target.costs.hbm_bytes_per_s * 1e6;
+    fmt::print("  key {} ({} pass{})\n", key.str(), key.chunks() == 1 ? "one" : "two",
+               key.chunks() == 1 ? "" : "es over chunks");
+    fmt::print(
+        "  simulated {:.1f} us (task {:.1f} us); roofline of {} reads and a write {:.1f} us: "
+        "{:.0f} %; GM bytes {:.3g}\n",
+        prof.total_us, prof.task_us(), backward ? "two" : "one", roof_us,
+        100 * roof_us / prof.total_us, prof.gm_bytes);
+    tl::npu::print_profile(prof, std::cout);
+  }
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 OpsCommands add_ops_commands(CLI::App& app) {
@@ -147,8 +215,10 @@ OpsCommands add_ops_commands(CLI::App& app) {
   c.ops = app.add_subcommand("ops", "list the ops of the cann_ops_tilelang library");
   c.op = app.add_subcommand("op", "run a cann_ops_tilelang op on random data and check it");
   c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
-  c.op->add_option("--set", c.sets,
-                   "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed)");
+  c.op->add_option(
+      "--set", c.sets,
+      "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; softmax: "
+      "M N dtype seed profile)");
   return c;
 }
 
@@ -168,6 +238,15 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
   }
   if (c.name == "rms_norm_backward")
     return run_rms_norm(parse(c.name, common, c.sets), target, true);
+  if (c.name == "softmax" || c.name == "log_softmax" || c.name == "softmax_backward" ||
+      c.name == "log_softmax_backward") {
+    return run_softmax(
+        c.name,
+        parse(c.name,
+              {{"M", "256"}, {"N", "7168"}, {"dtype", "bfloat16"}, {"seed", "0"}, {"profile", "0"}},
+              c.sets),
+        target);
+  }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;
   throw tl::Error(fmt::format("tlc op: no op named '{}' (tlc ops lists them:{})", c.name, names));
