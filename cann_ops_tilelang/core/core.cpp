@@ -173,6 +173,7 @@ const std::vector<OpInfo>& all_ops() {
       {"log_softmax", "log-softmax over the last dimension (rows of any length)", "softmax"},
       {"softmax_backward", "softmax backward: dx = y (dy - sum(dy y))", "softmax"},
       {"log_softmax_backward", "log-softmax backward: dx = dy - exp(y) sum(dy)", "softmax"},
+      {"layer_norm", "LayerNorm forward, weight and bias optional, mean / rstd on request", "norm"},
   };
   return ops;
 }

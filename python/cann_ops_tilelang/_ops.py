@@ -206,3 +206,26 @@ def softmax_backward(dy: Any, y: Any) -> Any:
 def log_softmax_backward(dy: Any, y: Any) -> Any:
     """dx = dy - exp(y) * sum(dy), the gradient of y = log_softmax(x) for dy."""
     return _softmax_backward(dy, y, True, "log_softmax_backward", _caller())
+
+
+# ---- layer_norm (include/cann_ops_tilelang/norm.h) ------------------------------------------
+
+class LayerNormResult(NamedTuple):
+    y: Any               # like x
+    mean: Any = None     # fp32, x's leading shape, when return_stats
+    rstd: Any = None     # fp32, 1 / sqrt(var + eps), likewise
+
+
+def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5,
+               return_stats: bool = False) -> LayerNormResult:
+    """y = (x - mean) * rsqrt(var + eps) (* weight) (+ bias) over the last dimension, fp32 inside.
+
+    x: [..., H] bfloat16/float16/float32, contiguous; weight, bias: None or [H] of x's dtype."""
+    loc = _caller()
+    op = "layer_norm"
+    a = _arg(x, op, "x", loc)
+    w = None if weight is None else _arg(weight, op, "weight", loc)
+    b = None if bias is None else _arg(bias, op, "bias", loc)
+    torch_in = _is_torch(x)
+    y, mean, rstd = _call(_core.ops_layer_norm, loc, a, w, b, _eps(eps, op, loc), bool(return_stats), not torch_in)
+    return LayerNormResult(_out(y, torch_in), _out(mean, torch_in), _out(rstd, torch_in))

@@ -15,7 +15,7 @@ rather than torch's "no kernel for CUDA"; meta and fake tensors take the fake fu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -158,3 +158,18 @@ def _log_softmax_grad(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
 
 softmax.register_autograd(_softmax_grad, setup_context=_setup_softmax)
 log_softmax.register_autograd(_log_softmax_grad, setup_context=_setup_softmax)
+
+
+# ---- layer_norm (forward only: no backward in the library yet) ------------------------------------
+
+@torch.library.custom_op(f"{_NS}::layer_norm", mutates_args=())
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+               eps: float = 1e-5) -> torch.Tensor:
+    """(x - mean) * rsqrt(var + eps) (* weight) (+ bias) over the last dimension."""
+    return _ops.layer_norm(x, weight, bias, eps=eps).y
+
+
+@layer_norm.register_fake
+def _layer_norm_fake(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                     eps: float = 1e-5) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)

@@ -230,6 +230,25 @@ void bind_ops(nb::module_& m) {
                               k.str()));
     return ops::softmax_kernel(k);
   });
+  // ---- layer_norm (include/cann_ops_tilelang/norm.h) ----------------------------------------
+  m.def(
+      "ops_layer_norm",
+      [](Device& dev, nb::handle x, nb::handle weight, nb::handle bias, double eps,
+         bool return_stats, bool numpy, nb::handle loc) {
+        ops::ScopedCaller at(py_caller(loc));
+        Tensor xt = wrap_tensor(dev, x), wt, bt;
+        if (!weight.is_none()) wt = wrap_tensor(dev, weight);
+        if (!bias.is_none()) bt = wrap_tensor(dev, bias);
+        ops::LayerNormResult r;
+        {
+          nb::gil_scoped_release release;
+          r = ops::layer_norm(xt, wt, bt, {.eps = eps, .return_stats = return_stats});
+        }
+        return nb::make_tuple(to_array(r.y, numpy), to_array(r.mean, numpy),
+                              to_array(r.rstd, numpy));
+      },
+      "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
+      "loc"_a.none());
 }
 
 }  // namespace tl::python

@@ -168,3 +168,28 @@ def test_the_twin_compiles_and_runs_as_the_library_does() -> None:
 def test_a_key_with_a_missing_field_is_refused() -> None:
     with pytest.raises(ops.Error, match="a softmax key needs the field 'chunk'"):
         _core.ops_softmax_kernel(dict(dtype="bfloat16", cols=130, rows_per_tile=8))
+
+
+# ---- layer_norm (forward) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(1, 7168), (7, 5120), (33, 130), (1000, 64)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_layer_norm_matches_torch(shape: tuple, dtype: torch.dtype) -> None:
+    torch.manual_seed(sum(shape))
+    x = (3 + 2 * torch.randn(*shape)).to(dtype)
+    w, b = torch.rand(shape[-1]).to(dtype) + 0.5, torch.randn(shape[-1]).to(dtype)
+    out = ops.layer_norm(x, w, b, eps=1e-5, return_stats=True)
+    want = torch.nn.functional.layer_norm(x.double(), shape[-1:], w.double(), b.double(), 1e-5)
+    tol = 3e-2 if dtype == torch.bfloat16 else 1e-3
+    torch.testing.assert_close(out.y.double(), want, rtol=tol, atol=tol)
+    torch.testing.assert_close(out.mean.double(), x.double().mean(-1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(OPS.layer_norm(x, None, None, 1e-5).double(),
+                               torch.nn.functional.layer_norm(x.double(), shape[-1:], eps=1e-5), rtol=tol, atol=tol)
+
+
+def test_layer_norm_opcheck_and_errors() -> None:
+    x = torch.randn(7, 130)
+    torch.library.opcheck(OPS.layer_norm, (x, torch.ones(130), torch.zeros(130), 1e-5))
+    with _raises(r"layer_norm: argument 'weight' has the wrong shape: expected \[130\], got \[3\]"):
+        OPS.layer_norm(x, torch.ones(3), None, 1e-5)
+    assert ops.layer_norm(torch.empty(0, 130)).y.shape == (0, 130)

@@ -17,6 +17,7 @@
 #include "tl/npu/timing.h"
 #include "tl/runtime.h"
 #ifdef TL_HAVE_REFERENCES
+#include "ops/layer_norm_ref.h"
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
 #include "ops/softmax_ref.h"
@@ -193,19 +194,58 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
     if (backward) args.emplace_back(dy);
     args.emplace_back(tl::Tensor::empty(dev, {M, N}, dt));
     kernel.launch(dev, args, {.timing_only = true, .profile = &prof});
+    // Rooflines at the HBM bandwidth: the ideal (each input read once, one write) and the
+    // schedule's own traffic (the chunked schedule reads its inputs twice: the issue's "two
+    // reads and a write" bound for the forward).
     const double io = static_cast<double>(M * N * tl::dtype_bytes(dt));
-    const double two_reads_one_write = (backward ? 3 : 2) * io;
-    const double roof_us = two_reads_one_write / target.costs.hbm_bytes_per_s * 1e6;
-    fmt::print("  key {} ({} pass{})\n", key.str(), key.chunks() == 1 ? "one" : "two",
-               key.chunks() == 1 ? "" : "es over chunks");
+    const double inputs = backward ? 2 : 1, passes = key.chunks() == 1 ? 1 : 2;
+    const double ideal_us = (inputs + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
+    const double sched_us = (inputs * passes + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
+    fmt::print("  key {} ({})\n", key.str(),
+               key.chunks() == 1 ? "one pass" : "two passes over chunks");
     fmt::print(
-        "  simulated {:.1f} us (task {:.1f} us); roofline of {} reads and a write {:.1f} us: "
-        "{:.0f} %; GM bytes {:.3g}\n",
-        prof.total_us, prof.task_us(), backward ? "two" : "one", roof_us,
-        100 * roof_us / prof.total_us, prof.gm_bytes);
+        "  simulated {:.1f} us (task {:.1f} us); HBM roofline ideal {:.1f} us = {:.0f} %, "
+        "of this schedule's reads and write {:.1f} us = {:.0f} %; GM bytes {:.3g}\n",
+        prof.total_us, prof.task_us(), ideal_us, 100 * ideal_us / prof.total_us, sched_us,
+        100 * sched_us / prof.total_us, prof.gm_bytes);
     tl::npu::print_profile(prof, std::cout);
   }
   return ok ? 0 : 1;
+}
+
+// layer_norm: M x H inputs (randn * 2 + 3), weight and bias each on request.
+int run_layer_norm(const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const int64_t M = p.integer("M"), H = p.integer("H");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto xv = tl::randn(dev, {M, H}, tl::DType::Float32, seed).to_vector();
+  for (auto& e : xv) e = 3 + 2 * e;
+  auto x = tl::from_vector(dev, {M, H}, dt, xv);
+  const bool hw = p.integer("weight") != 0, hb = p.integer("bias") != 0;
+  tl::Tensor w = hw ? tl::uniform(dev, {H}, dt, seed + 1, 0.5, 1.5) : tl::Tensor();
+  tl::Tensor b = hb ? tl::randn(dev, {H}, dt, seed + 2) : tl::Tensor();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = layer_norm(x, w, b, {.eps = p.real("eps")});
+  fmt::print(
+      "layer_norm {}x{} {} on {}: {:.1f} ms host\n", M, H, tl::dtype_name(dt), target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  std::vector<double> want, scale;
+#ifdef TL_HAVE_REFERENCES
+  auto wv = hw ? w.to_vector() : std::vector<double>();
+  auto bv = hb ? b.to_vector() : std::vector<double>();
+  want = opstest::ref::layer_norm_fwd(x.to_vector(), hw ? &wv : nullptr, hb ? &bv : nullptr, M, H,
+                                      p.real("eps"))
+             .y;
+  scale.resize(want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    scale[i] = std::abs(want[i]) + (hb ? 2 * std::abs(bv[i % H]) : 0);
+#endif
+  return report("y", out.y, want, &scale) ? 0 : 1;
 }
 
 }  // namespace
@@ -246,6 +286,13 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
               {{"M", "256"}, {"N", "7168"}, {"dtype", "bfloat16"}, {"seed", "0"}, {"profile", "0"}},
               c.sets),
         target);
+  }
+  if (c.name == "layer_norm") {
+    auto d = common;
+    d["eps"] = "1e-5";
+    d["weight"] = "1";
+    d["bias"] = "1";
+    return run_layer_norm(parse(c.name, d, c.sets), target);
   }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;
