@@ -30,15 +30,17 @@ void check_x(const Checker& c, std::string_view arg, const tl::Tensor& x) {
 }
 
 /// UB bytes one AIV uses for a row tile of bM rows and w columns: per element the loaded tiles,
-/// their fp32 widenings, the fp32 temporaries and the narrowed output, on 32-byte padded rows;
-/// plus the row statistics and a margin. split_aiv gives each AIV half the rows of a tile of 8
-/// or more (its row statistics are then whole 32-byte blocks); a smaller tile's rows cannot be
-/// split and the AIVs take alternate tiles, each a whole tile.
+/// their fp32 widenings, the fp32 temporaries (the compiler's included) and the narrowed output, on
+/// 32-byte padded rows; plus the row statistics and a margin. split_aiv gives each AIV half the
+/// rows of a tile of 8 or more (its row statistics are then whole 32-byte blocks); a smaller tile's
+/// rows cannot be split and the AIVs take alternate tiles, each a whole tile.
 int64_t ub_use(tl::DType dt, bool log, bool backward, bool one_pass, int64_t bM, int64_t w) {
   const int64_t es = tl::dtype_bytes(dt), wide = dt != tl::DType::Float32;
   const int64_t rows = bM >= 8 ? bM / 2 : bM;
   const int64_t inputs = backward ? 2 : 1;
-  const int64_t temps = backward ? (log ? 0 : 1) : (log && one_pass ? 1 : 0);
+  // The kernel's fp32 temporaries, plus one the compiler makes for a compound element loop
+  // (y * (dy - s) in the backward: without it, 7 x 100003 fp32 asked 247 KB of UB).
+  const int64_t temps = 1 + (backward ? (log ? 0 : 1) : (log && one_pass ? 1 : 0));
   const int64_t in_row = round_up(w * es, 32), f_row = round_up(w * 4, 32);
   const int64_t per_row = inputs * (in_row + wide * f_row) + temps * f_row + wide * in_row;
   return rows * per_row + 8 * 1024;  // statistics, alignment
