@@ -175,6 +175,12 @@ const std::vector<OpInfo>& all_ops() {
        "activation"},
       {"swiglu_backward", "SwiGLU backward: da | db (zero where clamped) and the weight's gradient",
        "activation"},
+      {"softmax", "softmax over the last dimension (rows of any length: chunked beyond UB)",
+       "softmax"},
+      {"log_softmax", "log-softmax over the last dimension (rows of any length)", "softmax"},
+      {"softmax_backward", "softmax backward: dx = y (dy - sum(dy y))", "softmax"},
+      {"log_softmax_backward", "log-softmax backward: dx = dy - exp(y) sum(dy)", "softmax"},
+      {"layer_norm", "LayerNorm forward, weight and bias optional, mean / rstd on request", "norm"},
   };
   return ops;
 }

@@ -74,3 +74,43 @@ OpCost rms_norm_cost(int64_t rows, int64_t hidden, tl::DType dtype, bool residua
 OpCost rms_norm_backward_cost(int64_t rows, int64_t hidden, tl::DType dtype);
 
 }  // namespace cann_ops_tilelang
+
+// ---- LayerNorm forward ------------------------------------------------------------------------
+// Developer mode (cann_ops_tilelang/norm/layer_norm_kernel.cpp): the row tile stays in UB (one
+// read of x), so H is bounded by the target's UB (7168 bf16 fits A2 with 2-row tiles); the
+// compiler pads rows that are not whole 32-byte blocks, so any H >= 1 is accepted.
+
+namespace cann_ops_tilelang {
+
+struct LayerNormConfig {
+  double eps = 1e-5;
+  bool return_stats = false;  // also return mean and rstd (fp32, one per row)
+};
+
+struct LayerNormResult {
+  tl::Tensor y;     // like x
+  tl::Tensor mean;  // fp32, x's leading shape, when cfg.return_stats, else undefined
+  tl::Tensor rstd;  // fp32, 1 / sqrt(var + eps) (biased variance), likewise
+};
+
+/// y = (x - mean) * rsqrt(var + eps) (* weight) (+ bias) over the last dimension, fp32 inside.
+/// x: [..., H] bf16/fp16/fp32, contiguous; weight, bias: undefined or [H] of x's dtype. Any
+/// number of rows, 0 included (no launch).
+LayerNormResult layer_norm(const tl::Tensor& x, const tl::Tensor& weight = {},
+                           const tl::Tensor& bias = {}, const LayerNormConfig& cfg = {}, TL_LOC);
+
+struct LayerNormKey {
+  tl::DType dtype = tl::DType::BFloat16;
+  int64_t hidden = 0;                                // H
+  int64_t rows_per_tile = 8;                         // bM
+  int64_t blocks = 0;                                // logical blocks launched (two AIVs each)
+  bool weight = false, bias = false, stats = false;  // the optional inputs and outputs
+  std::string str() const;
+};
+/// X [M, H], (W [H]), (B [H]), Y [M, H], (Mean [M], Rstd [M]), eps.
+tl::PrimFunc layer_norm_kernel(const LayerNormKey& k);
+/// The key layer_norm launches with on `target` (the widest row tile that fits its UB).
+LayerNormKey layer_norm_key(tl::DType dtype, int64_t hidden, bool weight, bool bias, bool stats,
+                            const tl::Target& target, const Checker& check);
+
+}  // namespace cann_ops_tilelang

@@ -14,6 +14,8 @@ from __future__ import annotations
 from . import kernels
 from ._ops import Error, RmsNormResult, kernel_cache_stats, ops, rms_norm, rms_norm_backward
 from ._ops import swiglu, swiglu_backward
+from ._ops import log_softmax, log_softmax_backward, softmax, softmax_backward
+from ._ops import LayerNormResult, layer_norm
 
 try:
     import torch as _torch  # noqa: F401
@@ -24,3 +26,5 @@ if _torch is not None:
 
 __all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rms_norm", "rms_norm_backward",
            "swiglu", "swiglu_backward"]
+__all__ += ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]
+__all__ += ["LayerNormResult", "layer_norm"]

@@ -211,3 +211,68 @@ def swiglu_backward(dy: Any, x: Any, weight: Any = None, split: str = "columns",
     dx, dw = _call(_core.ops_swiglu_backward, loc, *a, wa, _split(split, op, loc), _clamp(clamp, op, loc),
                    not torch_in)
     return _out(dx, torch_in), _out(dw, torch_in)
+
+
+# ---- softmax / log-softmax (include/cann_ops_tilelang/softmax.h) ----------------------------
+
+def _softmax(x: Any, log: bool, op: str, loc: tuple[str, int], dim: Any) -> Any:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise _fail(loc, op, "dim", f"must be an int: expected -1 (the last dimension), got {type(dim).__name__}")
+    ndim = len(x.shape) if hasattr(x, "shape") else 0
+    if dim not in (-1, ndim - 1):
+        raise _fail(loc, op, "dim", f"is not supported: expected the last dimension (-1 or {ndim - 1}), got {dim}")
+    a = _arg(x, op, "x", loc)
+    torch_in = _is_torch(x)
+    return _out(_call(_core.ops_softmax, loc, a, log, not torch_in), torch_in)
+
+
+def softmax(x: Any, dim: int = -1) -> Any:
+    """exp(x - max) / sum(exp(x - max)) over the last dimension, on the virtual NPU, fp32 inside.
+
+    x: [..., N] bfloat16/float16/float32, contiguous, any N >= 1 (rows longer than UB are read in
+    chunks). Returns a tensor like x."""
+    return _softmax(x, False, "softmax", _caller(), dim)
+
+
+def log_softmax(x: Any, dim: int = -1) -> Any:
+    """x - max - log(sum(exp(x - max))) over the last dimension; arguments as softmax."""
+    return _softmax(x, True, "log_softmax", _caller(), dim)
+
+
+def _softmax_backward(dy: Any, y: Any, log: bool, op: str, loc: tuple[str, int]) -> Any:
+    a = [_arg(dy, op, "dy", loc), _arg(y, op, "y", loc)]
+    torch_in = _is_torch(y)
+    return _out(_call(_core.ops_softmax_backward, loc, *a, log, not torch_in), torch_in)
+
+
+def softmax_backward(dy: Any, y: Any) -> Any:
+    """dx = y * (dy - sum(dy * y)), the gradient of y = softmax(x) for dy."""
+    return _softmax_backward(dy, y, False, "softmax_backward", _caller())
+
+
+def log_softmax_backward(dy: Any, y: Any) -> Any:
+    """dx = dy - exp(y) * sum(dy), the gradient of y = log_softmax(x) for dy."""
+    return _softmax_backward(dy, y, True, "log_softmax_backward", _caller())
+
+
+# ---- layer_norm (include/cann_ops_tilelang/norm.h) ------------------------------------------
+
+class LayerNormResult(NamedTuple):
+    y: Any               # like x
+    mean: Any = None     # fp32, x's leading shape, when return_stats
+    rstd: Any = None     # fp32, 1 / sqrt(var + eps), likewise
+
+
+def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5,
+               return_stats: bool = False) -> LayerNormResult:
+    """y = (x - mean) * rsqrt(var + eps) (* weight) (+ bias) over the last dimension, fp32 inside.
+
+    x: [..., H] bfloat16/float16/float32, contiguous; weight, bias: None or [H] of x's dtype."""
+    loc = _caller()
+    op = "layer_norm"
+    a = _arg(x, op, "x", loc)
+    w = None if weight is None else _arg(weight, op, "weight", loc)
+    b = None if bias is None else _arg(bias, op, "bias", loc)
+    torch_in = _is_torch(x)
+    y, mean, rstd = _call(_core.ops_layer_norm, loc, a, w, b, _eps(eps, op, loc), bool(return_stats), not torch_in)
+    return LayerNormResult(_out(y, torch_in), _out(mean, torch_in), _out(rstd, torch_in))

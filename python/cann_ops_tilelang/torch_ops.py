@@ -15,7 +15,7 @@ rather than torch's "no kernel for CUDA"; meta and fake tensors take the fake fu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -166,3 +166,74 @@ def _swiglu_grad(ctx: Any, dy: torch.Tensor) -> tuple:
 
 
 swiglu.register_autograd(_swiglu_grad, setup_context=_setup_swiglu)
+
+
+# ---- softmax / log-softmax over the last dimension ------------------------------------------------
+# softmax(x) -> y and log_softmax(x) -> y with autograd; their backwards take (dy, y): the
+# forwards save their output, which is all the gradient needs.
+
+@torch.library.custom_op(f"{_NS}::softmax", mutates_args=())
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """exp(x - max) / sum(exp(x - max)) over the last dimension (fp32 inside)."""
+    return _ops.softmax(x)
+
+
+@torch.library.custom_op(f"{_NS}::log_softmax", mutates_args=())
+def log_softmax(x: torch.Tensor) -> torch.Tensor:
+    """x - max - log(sum(exp(x - max))) over the last dimension (fp32 inside)."""
+    return _ops.log_softmax(x)
+
+
+@torch.library.custom_op(f"{_NS}::softmax_backward", mutates_args=())
+def softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """dx = y * (dy - sum(dy * y)) for y = softmax(x)."""
+    return _ops.softmax_backward(dy, y)
+
+
+@torch.library.custom_op(f"{_NS}::log_softmax_backward", mutates_args=())
+def log_softmax_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """dx = dy - exp(y) * sum(dy) for y = log_softmax(x)."""
+    return _ops.log_softmax_backward(dy, y)
+
+
+def _like_fake(x: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+softmax.register_fake(_like_fake)
+log_softmax.register_fake(_like_fake)
+softmax_backward.register_fake(_like_fake)
+log_softmax_backward.register_fake(_like_fake)
+
+
+def _setup_softmax(ctx: Any, inputs: tuple, output: Any) -> None:
+    ctx.save_for_backward(output)
+
+
+def _softmax_grad(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
+    (y,) = ctx.saved_tensors
+    return softmax_backward(dy.contiguous(), y)
+
+
+def _log_softmax_grad(ctx: Any, dy: torch.Tensor) -> torch.Tensor:
+    (y,) = ctx.saved_tensors
+    return log_softmax_backward(dy.contiguous(), y)
+
+
+softmax.register_autograd(_softmax_grad, setup_context=_setup_softmax)
+log_softmax.register_autograd(_log_softmax_grad, setup_context=_setup_softmax)
+
+
+# ---- layer_norm (forward only: no backward in the library yet) ------------------------------------
+
+@torch.library.custom_op(f"{_NS}::layer_norm", mutates_args=())
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+               eps: float = 1e-5) -> torch.Tensor:
+    """(x - mean) * rsqrt(var + eps) (* weight) (+ bias) over the last dimension."""
+    return _ops.layer_norm(x, weight, bias, eps=eps).y
+
+
+@layer_norm.register_fake
+def _layer_norm_fake(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                     eps: float = 1e-5) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)

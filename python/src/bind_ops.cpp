@@ -15,6 +15,7 @@
 #include "bindings.h"
 #include "cann_ops_tilelang/activation.h"
 #include "cann_ops_tilelang/norm.h"
+#include "cann_ops_tilelang/softmax.h"
 
 namespace tl::python {
 namespace {
@@ -267,6 +268,89 @@ void bind_ops(nb::module_& m) {
     return ops::rms_norm_dw_reduce_kernel(to_key(key), partials);
   });
   bind_swiglu(m);
+  // ---- softmax / log-softmax (include/cann_ops_tilelang/softmax.h) ---------------------------
+  // ops_softmax(dev, x, log, numpy, loc) -> y; ops_softmax_backward(dev, dy, y, log, ...) -> dx.
+  m.def(
+      "ops_softmax",
+      [](Device& dev, nb::handle x, bool log, bool numpy, nb::handle loc) {
+        ops::ScopedCaller at(py_caller(loc));
+        Tensor xt = wrap_tensor(dev, x), y;
+        {
+          nb::gil_scoped_release release;
+          y = log ? ops::log_softmax(xt) : ops::softmax(xt);
+        }
+        return to_array(y, numpy);
+      },
+      "device"_a, "x"_a, "log"_a, "numpy"_a, "loc"_a.none());
+  m.def(
+      "ops_softmax_backward",
+      [](Device& dev, nb::handle dy, nb::handle y, bool log, bool numpy, nb::handle loc) {
+        ops::ScopedCaller at(py_caller(loc));
+        Tensor dyt = wrap_tensor(dev, dy), yt = wrap_tensor(dev, y), dx;
+        {
+          nb::gil_scoped_release release;
+          dx = log ? ops::log_softmax_backward(dyt, yt) : ops::softmax_backward(dyt, yt);
+        }
+        return to_array(dx, numpy);
+      },
+      "device"_a, "dy"_a, "y"_a, "log"_a, "numpy"_a, "loc"_a.none());
+  // The key crosses as a dict of SoftmaxKey's fields, every one required.
+  m.def(
+      "ops_softmax_key",
+      [](nb::handle dtype, int64_t cols, bool log, bool backward, const std::string& target) {
+        auto k = ops::softmax_key(to_dtype(dtype), cols, log, backward, get_target(target));
+        nb::dict d;
+        d["dtype"] = std::string(dtype_name(k.dtype));
+        d["cols"] = k.cols;
+        d["rows_per_tile"] = k.rows_per_tile;
+        d["chunk"] = k.chunk;
+        d["blocks"] = k.blocks;
+        d["log"] = k.log;
+        d["backward"] = k.backward;
+        return d;
+      },
+      "dtype"_a, "cols"_a, "log"_a, "backward"_a, "target"_a = "A2");
+  m.def("ops_softmax_kernel", [](const nb::dict& d) {
+    auto field = [&](const char* name) -> nb::handle {
+      if (!d.contains(name))
+        throw Error(fmt::format(
+            "a softmax key needs the field '{}' (dtype, cols, rows_per_tile, chunk, blocks, log, "
+            "backward), got {}",
+            name, nb::cast<std::string>(nb::repr(d))));
+      return d[name];
+    };
+    ops::SoftmaxKey k;
+    k.dtype = to_dtype(field("dtype"));
+    k.cols = nb::cast<int64_t>(field("cols"));
+    k.rows_per_tile = nb::cast<int64_t>(field("rows_per_tile"));
+    k.chunk = nb::cast<int64_t>(field("chunk"));
+    k.blocks = nb::cast<int64_t>(field("blocks"));
+    k.log = nb::cast<bool>(field("log"));
+    k.backward = nb::cast<bool>(field("backward"));
+    if (k.cols <= 0 || k.chunk <= 0 || k.rows_per_tile <= 0 || k.blocks <= 0)
+      throw Error(fmt::format("a softmax key needs cols, chunk, rows_per_tile, blocks > 0, got {}",
+                              k.str()));
+    return ops::softmax_kernel(k);
+  });
+  // ---- layer_norm (include/cann_ops_tilelang/norm.h) ----------------------------------------
+  m.def(
+      "ops_layer_norm",
+      [](Device& dev, nb::handle x, nb::handle weight, nb::handle bias, double eps,
+         bool return_stats, bool numpy, nb::handle loc) {
+        ops::ScopedCaller at(py_caller(loc));
+        Tensor xt = wrap_tensor(dev, x), wt, bt;
+        if (!weight.is_none()) wt = wrap_tensor(dev, weight);
+        if (!bias.is_none()) bt = wrap_tensor(dev, bias);
+        ops::LayerNormResult r;
+        {
+          nb::gil_scoped_release release;
+          r = ops::layer_norm(xt, wt, bt, {.eps = eps, .return_stats = return_stats});
+        }
+        return nb::make_tuple(to_array(r.y, numpy), to_array(r.mean, numpy),
+                              to_array(r.rstd, numpy));
+      },
+      "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
+      "loc"_a.none());
 }
 
 }  // namespace tl::python

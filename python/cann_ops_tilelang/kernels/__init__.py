@@ -34,3 +34,16 @@ def swiglu_key(dtype: str, hidden: int, backward: bool = False, rows: bool = Fal
 __all__ = ["rms_norm_fwd_kernel", "rms_norm_bwd_kernel", "rms_norm_dw_reduce_kernel", "rms_norm_fwd_key",
            "rms_norm_bwd_key",
            "swiglu_fwd_kernel", "swiglu_bwd_kernel", "swiglu_dw_reduce_kernel", "swiglu_key"]
+
+# ---- softmax / log-softmax ----------------------------------------------------------------
+from .softmax import softmax_kernel  # noqa: E402
+
+
+def softmax_key(dtype: str, cols: int, log: bool = False, backward: bool = False, target: str = "A2") -> dict:
+    """The key softmax / log_softmax (backward=False) or their backwards launch with for rows of
+    `cols` on `target`: {dtype, cols, rows_per_tile, chunk, blocks, log, backward}; chunk == cols is
+    the one-pass schedule, else rows are read in chunks of `chunk` columns (from the target's UB)."""
+    return dict(_core.ops_softmax_key(dtype, cols, log, backward, target))
+
+
+__all__ += ["softmax_kernel", "softmax_key"]

@@ -1,0 +1,133 @@
+// Softmax's public functions (include/cann_ops_tilelang/softmax.h): validation, the empty-tensor
+// rule, launch parameters from the Target (softmax_key: one pass or column chunks, from the
+// UB size), output allocation, and the launch of softmax_kernel.cpp's kernels through the
+// compiled-kernel cache.
+#include <fmt/format.h>
+
+#include "cann_ops_tilelang/softmax.h"
+
+namespace cann_ops_tilelang {
+namespace {
+
+const std::vector<tl::DType> kDtypes{tl::DType::BFloat16, tl::DType::Float16, tl::DType::Float32};
+
+int64_t round_up(int64_t v, int64_t q) {
+  return (v + q - 1) / q * q;
+}
+
+/// Flattens [..., N] to [rows, N].
+tl::Tensor rows_view(const tl::Tensor& t) {
+  const int64_t n = t.shape().back();
+  return t.reshape({n == 0 ? 0 : t.numel() / n, n});
+}
+
+void check_x(const Checker& c, std::string_view arg, const tl::Tensor& x) {
+  c.tensor(arg, x);
+  c.dtype(arg, x, kDtypes);
+  c.min_rank(arg, x, 1);
+  if (x.shape().back() == 0)
+    c.fail(arg, "has an empty last dimension: expected at least 1 column, got 0");
+}
+
+/// UB bytes one AIV uses for a row tile of bM rows and w columns: per element the loaded tiles,
+/// their fp32 widenings, the fp32 temporaries (the compiler's included) and the narrowed output, on
+/// 32-byte padded rows; plus the row statistics and a margin. split_aiv gives each AIV half the
+/// rows of a tile of 8 or more (its row statistics are then whole 32-byte blocks); a smaller tile's
+/// rows cannot be split and the AIVs take alternate tiles, each a whole tile.
+int64_t ub_use(tl::DType dt, bool log, bool backward, bool one_pass, int64_t bM, int64_t w) {
+  const int64_t es = tl::dtype_bytes(dt), wide = dt != tl::DType::Float32;
+  const int64_t rows = bM >= 8 ? bM / 2 : bM;
+  const int64_t inputs = backward ? 2 : 1;
+  // The kernel's fp32 temporaries, plus one the compiler makes for a compound element loop
+  // (y * (dy - s) in the backward: without it, 7 x 100003 fp32 asked 247 KB of UB).
+  const int64_t temps = 1 + (backward ? (log ? 0 : 1) : (log && one_pass ? 1 : 0));
+  const int64_t in_row = round_up(w * es, 32), f_row = round_up(w * 4, 32);
+  const int64_t per_row = inputs * (in_row + wide * f_row) + temps * f_row + wide * in_row;
+  return rows * per_row + 8 * 1024;  // statistics, alignment
+}
+
+constexpr int64_t kRowsPerTile[] = {8, 4, 2, 1};  // one-pass candidates, widest first
+constexpr int64_t kChunkRows = 16;                // the chunked schedule: 8 fp32 statistics per AIV
+
+}  // namespace
+
+std::string SoftmaxKey::str() const {
+  return fmt::format("dtype={},N={},bM={},bN={},blocks={},log={},backward={}",
+                     tl::dtype_name(dtype), cols, rows_per_tile, chunk, blocks, log, backward);
+}
+
+SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
+                       const tl::Target& target) {
+  const auto budget = vector_budget(target);
+  SoftmaxKey k{
+      .dtype = dtype, .cols = cols, .blocks = budget.blocks, .log = log, .backward = backward};
+  for (int64_t bM : kRowsPerTile) {
+    if (ub_use(dtype, log, backward, true, bM, cols) <= budget.ub_bytes) {
+      k.rows_per_tile = bM;
+      k.chunk = cols;
+      return k;
+    }
+  }
+  // Chunks: the widest multiple of 32 bytes that fits, then the chunk count's balanced width
+  // (the last chunk is clipped by the compiler, its padding kept out of the sums).
+  const int64_t quantum = 32 / tl::dtype_bytes(dtype);
+  int64_t w = std::min(round_up(cols, quantum), budget.ub_bytes / quantum * quantum);
+  while (w > quantum && ub_use(dtype, log, backward, false, kChunkRows, w) > budget.ub_bytes)
+    w -= quantum;
+  const int64_t chunks = (cols + w - 1) / w;
+  k.rows_per_tile = kChunkRows;
+  k.chunk = round_up((cols + chunks - 1) / chunks, quantum);
+  return k;
+}
+
+namespace {
+
+tl::Tensor forward(const char* op, bool log, const tl::Tensor& x, const tl::Loc& loc) {
+  Checker c(op, loc);
+  check_x(c, "x", x);
+  tl::Device& dev = *x.device();
+  tl::Tensor y = tl::Tensor::empty(dev, x.shape(), x.dtype());
+  const tl::Tensor x2 = rows_view(x);
+  if (x2.dim(0) == 0) return y;  // no rows: an empty output, no launch
+  auto key = softmax_key(x.dtype(), x.shape().back(), log, false, dev.target());
+  auto kernel =
+      cached_kernel("softmax/" + key.str(), dev.target(), [&] { return softmax_kernel(key); });
+  kernel.launch(dev, {x2, rows_view(y)});
+  return y;
+}
+
+tl::Tensor backward(const char* op, bool log, const tl::Tensor& dy, const tl::Tensor& y,
+                    const tl::Loc& loc) {
+  Checker c(op, loc);
+  check_x(c, "y", y);
+  c.tensor("dy", dy);
+  c.same_device("dy", dy, "y", y);
+  c.same_dtype("dy", dy, "y", y);
+  c.shape("dy", dy, y.shape());
+  tl::Device& dev = *y.device();
+  tl::Tensor dx = tl::Tensor::empty(dev, y.shape(), y.dtype());
+  const tl::Tensor y2 = rows_view(y);
+  if (y2.dim(0) == 0) return dx;
+  auto key = softmax_key(y.dtype(), y.shape().back(), log, true, dev.target());
+  auto kernel =
+      cached_kernel("softmax/" + key.str(), dev.target(), [&] { return softmax_kernel(key); });
+  kernel.launch(dev, {y2, rows_view(dy), rows_view(dx)});
+  return dx;
+}
+
+}  // namespace
+
+tl::Tensor softmax(const tl::Tensor& x, const tl::Loc& loc) {
+  return forward("softmax", false, x, loc);
+}
+tl::Tensor log_softmax(const tl::Tensor& x, const tl::Loc& loc) {
+  return forward("log_softmax", true, x, loc);
+}
+tl::Tensor softmax_backward(const tl::Tensor& dy, const tl::Tensor& y, const tl::Loc& loc) {
+  return backward("softmax_backward", false, dy, y, loc);
+}
+tl::Tensor log_softmax_backward(const tl::Tensor& dy, const tl::Tensor& y, const tl::Loc& loc) {
+  return backward("log_softmax_backward", true, dy, y, loc);
+}
+
+}  // namespace cann_ops_tilelang

@@ -1,0 +1,49 @@
+// The softmax domain of cann_ops_tilelang: softmax and log-softmax over the last dimension,
+// forward and backward, bf16/fp16/fp32 in and out with fp32 arithmetic. Rows of any length:
+// a row that fits UB is read once; a longer one (a vocabulary of 129280) is read in column
+// chunks twice, pass 1 an online max and sum, pass 2 the result. Columns need not be whole
+// 32-byte blocks (34 x 130 bf16): the developer-mode kernels' copies are padded and their row
+// reductions count only the logical columns (docs/developer_mode.md, "Tails"). Layers as in
+// norm.h: validation, the empty-tensor rule, launch parameters from the Target, and kernel
+// generators whose rows M are the dynamic symbol.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "cann_ops_tilelang/core.h"
+
+namespace cann_ops_tilelang {
+
+/// y = exp(x - max(x)) / sum(exp(x - max(x))) over the last dimension. x: [..., N] bf16/fp16/
+/// fp32, contiguous, N >= 1; y like x. Any number of rows, 0 included (no launch).
+tl::Tensor softmax(const tl::Tensor& x, TL_LOC);
+/// y = x - max(x) - log(sum(exp(x - max(x)))) over the last dimension; arguments as softmax.
+tl::Tensor log_softmax(const tl::Tensor& x, TL_LOC);
+/// The gradient of y = softmax(x) for dy: dx = y * (dy - sum(dy * y)). y and dy alike.
+tl::Tensor softmax_backward(const tl::Tensor& dy, const tl::Tensor& y, TL_LOC);
+/// The gradient of y = log_softmax(x) for dy: dx = dy - exp(y) * sum(dy). y and dy alike.
+tl::Tensor log_softmax_backward(const tl::Tensor& dy, const tl::Tensor& y, TL_LOC);
+
+// ---- kernel generators (compile-time parameters only; M, the rows, is dynamic) ---------------
+
+struct SoftmaxKey {
+  tl::DType dtype = tl::DType::BFloat16;
+  int64_t cols = 0;           // N, the softmax dimension
+  int64_t rows_per_tile = 8;  // bM
+  int64_t chunk = 0;          // bN: columns per chunk; == cols: one pass over a UB-resident row
+  int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
+  bool log = false;           // log-softmax instead of softmax
+  bool backward = false;      // the backward kernel (Y, DY -> DX) instead of the forward
+  std::string str() const;
+  int64_t chunks() const { return (cols + chunk - 1) / chunk; }
+};
+/// Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N].
+tl::PrimFunc softmax_kernel(const SoftmaxKey& k);
+
+/// The launch parameters the public functions choose on a target (its core count and UB size):
+/// one pass with the widest row tile whose row fits UB, else column chunks of the widest width
+/// that fits.
+SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
+                       const tl::Target& target);
+
+}  // namespace cann_ops_tilelang

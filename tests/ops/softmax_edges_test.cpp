@@ -1,0 +1,136 @@
+// cann_ops_tilelang softmax's edges: bad inputs give tl::Error naming the op, the argument, what
+// was expected and what came, located at the caller's line (this file); empty tensors launch
+// nothing; NaN propagates to its own row only; -inf logits give exact zeros (a whole chunk of
+// them too, in the chunked schedule), a row of nothing but -inf gives NaN as torch does; one
+// compiled kernel serves every row count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cann_ops_tilelang/softmax.h"
+#include "ops/ops_seed.h"
+#include "ops/ops_testing.h"
+#include "ops/softmax_ref.h"
+
+namespace {
+
+using namespace cann_ops_tilelang;
+using tl::DType;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tl::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+#define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
+
+TEST(SoftmaxEdges, BadInputsAreLocatedErrorsNamingTheArgument) {
+  tl::Device dev;
+  auto x = tl::randn(dev, {4, 130}, DType::BFloat16, 1);
+  auto xi = tl::Tensor::empty(dev, {4, 130}, DType::Int32);
+  auto m = error_of([&] { softmax(xi); });
+  EXPECT_CONTAINS(m,
+                  "softmax: argument 'x' has the wrong dtype: expected bfloat16 or float16 or "
+                  "float32, got int32");
+  EXPECT_CONTAINS(m, "tests/ops/softmax_edges_test.cpp:");
+  EXPECT_CONTAINS(error_of([&] {
+                    log_softmax(tl::Tensor::empty(dev, {4, 0}, DType::Float32));
+                  }),
+                  "log_softmax: argument 'x' has an empty last dimension: expected at least 1 "
+                  "column, got 0");
+  EXPECT_CONTAINS(error_of([&] { softmax(tl::Tensor::empty(dev, {}, DType::Float32)); }),
+                  "softmax: argument 'x' has the wrong rank: expected at least 1 dimension(s), "
+                  "got 0");
+  auto wide = tl::randn(dev, {4, 256}, DType::BFloat16, 4);
+  EXPECT_CONTAINS(error_of([&] { softmax(wide.slice(1, 0, 130)); }),
+                  "softmax: argument 'x' must be contiguous: expected row-major strides for shape "
+                  "[4, 130], got strides [256, 1]");
+  EXPECT_CONTAINS(error_of([&] { softmax(tl::Tensor()); }), "argument 'x' must be a tensor");
+  // backward: dy's shape, dtype, device
+  auto y = softmax(x);
+  auto dy5 = tl::randn(dev, {5, 130}, DType::BFloat16, 2);
+  EXPECT_CONTAINS(error_of([&] { softmax_backward(dy5, y); }),
+                  "softmax_backward: argument 'dy' has the wrong shape: expected [4, 130], got "
+                  "[5, 130]");
+  auto dyf = tl::randn(dev, {4, 130}, DType::Float32, 2);
+  EXPECT_CONTAINS(error_of([&] { log_softmax_backward(dyf, y); }),
+                  "log_softmax_backward: argument 'dy' has the wrong dtype: expected bfloat16 "
+                  "(the dtype of 'y'), got float32");
+  tl::Device other;
+  auto dyo = tl::randn(other, {4, 130}, DType::BFloat16, 2);
+  EXPECT_CONTAINS(error_of([&] { softmax_backward(dyo, y); }),
+                  "softmax_backward: argument 'dy' is on another device");
+  EXPECT_CONTAINS(error_of([&] {
+                    softmax_backward(tl::randn(dev, {4, 130}, DType::BFloat16, 3),
+                                     tl::Tensor::empty(dev, {4, 130}, DType::Float64));
+                  }),
+                  "softmax_backward: argument 'y' has the wrong dtype");
+}
+
+TEST(SoftmaxEdges, EmptyTensorsLaunchNothing) {
+  tl::Device dev;
+  clear_kernel_cache();
+  for (auto shape : std::vector<std::vector<int64_t>>{{0, 130}, {2, 0, 7168}}) {
+    auto x = tl::Tensor::empty(dev, shape, DType::BFloat16);
+    EXPECT_EQ(softmax(x).shape(), shape);
+    EXPECT_EQ(log_softmax(x).shape(), shape);
+    EXPECT_EQ(softmax_backward(x, x).shape(), shape);
+    EXPECT_EQ(log_softmax_backward(x, x).shape(), shape);
+  }
+  EXPECT_EQ(kernel_cache_stats().misses, 0);  // nothing built, nothing launched
+}
+
+// A NaN makes its own row NaN (the row's sum is NaN), and only that row. Rows of 7168 (one
+// pass) and 20000 fp32 (chunked); the NaN sits in the last chunk.
+TEST(SoftmaxEdges, NanPropagatesToItsRowOnly) {
+  for (int64_t N : {130, 7168, 60000}) {
+    SCOPED_TRACE(N);
+    tl::Device dev;
+    auto v = tl::randn(dev, {9, N}, DType::Float32, opstest::test_seed()).to_vector();
+    v[3 * N + N - 1] = std::numeric_limits<double>::quiet_NaN();
+    auto x = tl::from_vector(dev, {9, N}, DType::Float32, v);
+    for (bool log : {false, true}) {
+      auto y = (log ? log_softmax(x) : softmax(x)).to_vector();
+      for (int64_t i = 0; i < 9; ++i)
+        for (int64_t j : {int64_t{0}, N / 2, N - 1})
+          EXPECT_EQ(std::isnan(y[i * N + j]), i == 3) << "row " << i << " col " << j;
+    }
+  }
+}
+
+// -inf logits (masked tokens): exact zeros in softmax, -inf in log-softmax, the other columns
+// right. In the chunked schedule (N = 60000 fp32) the whole first chunk is -inf: a running max
+// of -inf must not make exp(-inf - (-inf)) = NaN. A row of only -inf is NaN, as in torch.
+TEST(SoftmaxEdges, NegativeInfinityIsMasking) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int64_t N : {130, 60000}) {
+    SCOPED_TRACE(N);
+    tl::Device dev;
+    auto v = tl::randn(dev, {3, N}, DType::Float32, opstest::test_seed()).to_vector();
+    for (int64_t j = 0; j < N / 2; ++j) v[j] = -inf;      // row 0: the first half masked
+    for (int64_t j = 0; j < N; ++j) v[2 * N + j] = -inf;  // row 2: all masked
+    auto x = tl::from_vector(dev, {3, N}, DType::Float32, v);
+    for (bool log : {false, true}) {
+      auto y = (log ? log_softmax(x) : softmax(x)).to_vector();
+      auto want = opstest::ref::softmax_fwd(v, 3, N, log);
+      for (int64_t j = 0; j < N; ++j) want[2 * N + j] = std::numeric_limits<double>::quiet_NaN();
+      EXPECT_EQ(y[0], log ? -inf : 0.0);
+      EXPECT_EQ(opstest::allclose(y, want, N, opstest::tolerance(DType::Float32), "y"), "");
+    }
+  }
+}
+
+TEST(SoftmaxEdges, OneKernelForEveryRowCount) {
+  tl::Device dev;
+  clear_kernel_cache();
+  for (int64_t M : {1, 7, 33}) softmax(tl::randn(dev, {M, 130}, DType::Float16, 1));
+  EXPECT_EQ(kernel_cache_stats().misses, 1);
+  EXPECT_EQ(kernel_cache_stats().hits, 2);
+}
+
+}  // namespace
