@@ -129,7 +129,8 @@ tl_module(prims SOURCES ${TL_PRIMS_SOURCES} DEPS npu verify lang)
 # domain under cann_ops_tilelang/.
 file(GLOB_RECURSE TL_OPSLIB_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/cann_ops_tilelang/*.cpp)
 tl_module(cann_ops_tilelang SOURCES ${TL_OPSLIB_SOURCES} DEPS prims
-          HEADERS cann_ops_tilelang/core.h cann_ops_tilelang/norm.h)
+          HEADERS cann_ops_tilelang/core.h cann_ops_tilelang/norm.h
+                  cann_ops_tilelang/moe.h cann_ops_tilelang/gemm.h)
 
 # The umbrella every tool, test and the Python extension links: all modules. The primitives
 # register themselves from static initialisers that nothing references, so their library is

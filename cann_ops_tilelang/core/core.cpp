@@ -168,6 +168,11 @@ const std::vector<OpInfo>& all_ops() {
        "norm"},
       {"rms_norm_backward", "RMSNorm backward: dX, and dW reduced across AIVs in a fixed order",
        "norm"},
+      {"topk_gate",
+       "MoE top-k routing gate: sigmoid/softmax scores, selection bias, exact top-k (ties to the "
+       "smaller index), normalised weights",
+       "moe"},
+      {"gemm", "C = op(A) op(B): fp16/bf16 in, fp32 accumulate, transposes, any M, N, K", "gemm"},
   };
   return ops;
 }

@@ -18,7 +18,10 @@ try:
     import torch as _torch  # noqa: F401
 except ImportError:  # the plain functions work on numpy without torch
     _torch = None
+from ._ops import TopkGateResult, gemm, topk_gate  # noqa: E402  (moe/, gemm/)
+
 if _torch is not None:
     from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
 
 __all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rms_norm", "rms_norm_backward"]
+__all__ += ["TopkGateResult", "topk_gate", "gemm"]

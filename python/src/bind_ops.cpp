@@ -87,6 +87,8 @@ SourceLoc py_caller(nb::handle loc) {
 
 }  // namespace
 
+void bind_ops_gategemm(nb::module_& m);  // bind_ops_gategemm.cpp
+
 void bind_ops(nb::module_& m) {
   m.def("ops_list", [] {
     nb::list out;
@@ -165,6 +167,11 @@ void bind_ops(nb::module_& m) {
     if (partials <= 0) throw Error(fmt::format("partials must be > 0, got {}", partials));
     return ops::rms_norm_dw_reduce_kernel(to_key(key), partials);
   });
+  bind_ops_gategemm(m);  // topk_gate, gemm: bind_ops_gategemm.cpp
+}
+
+nb::object ops_to_array(const Tensor& t, bool numpy) {
+  return to_array(t, numpy);
 }
 
 }  // namespace tl::python

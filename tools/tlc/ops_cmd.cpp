@@ -18,6 +18,12 @@
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
 #endif
+#include "cann_ops_tilelang/gemm.h"
+#include "cann_ops_tilelang/moe.h"
+#ifdef TL_HAVE_REFERENCES
+#include "ops/gemm_ref.h"
+#include "ops/topk_gate_ref.h"
+#endif
 
 namespace {
 
@@ -140,6 +146,78 @@ int run_rms_norm(const Params& p, const tl::Target& target, bool backward) {
   return ok ? 0 : 1;
 }
 
+tl::DType dtype_param(const Params& p, const std::string& k) {
+  const auto d = tl::parse_dtype(p.v.at(k));
+  if (!d) throw tl::Error(fmt::format("--set {}: expected a dtype name, got '{}'", k, p.v.at(k)));
+  return *d;
+}
+
+double host_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run_topk_gate(const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const int64_t T = p.integer("T"), E = p.integer("E"), k = p.integer("k");
+  const tl::DType dt = dtype_param(p, "dtype");
+  const int scoring = static_cast<int>(p.integer("scoring"));
+  const bool has_bias = p.integer("bias") != 0, normalize = p.integer("normalize") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto z = tl::randn(dev, {T, E}, dt, seed);
+  tl::Tensor bias =
+      has_bias ? tl::uniform(dev, {E}, tl::DType::Float32, seed + 1, -0.1, 0.1) : tl::Tensor();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = topk_gate(z, bias,
+                       {.k = k,
+                        .scoring = static_cast<GateScoring>(scoring),
+                        .normalize = normalize,
+                        .route_scale = p.real("route_scale")});
+  fmt::print("topk_gate T={} E={} k={} {} on {}: {:.1f} ms host (compile included on first use)\n",
+             T, E, k, tl::dtype_name(dt), target.name, host_ms(t0));
+#ifdef TL_HAVE_REFERENCES
+  auto bv = has_bias ? bias.to_vector() : std::vector<double>();
+  auto s = opstest::ref::gate_scores(z.to_vector(), T, E, scoring);
+  auto key = opstest::ref::gate_keys(s, has_bias ? &bv : nullptr, T, E);
+  auto want = opstest::ref::gate_topk(key, T, E, k);
+  auto gv = out.indices.to_vector();
+  int64_t differ = 0;
+  for (size_t i = 0; i < gv.size(); ++i) differ += static_cast<int64_t>(gv[i]) != want[i];
+  fmt::print(
+      "  indices  {}: {} of {} differ from the fp64 reference's choice (near-ties of the "
+      "chip's sigmoid/exp may swap)\n",
+      out.indices.describe(), differ, gv.size());
+  std::vector<int64_t> got(gv.begin(), gv.end());
+  auto ww = opstest::ref::gate_weights(s, got, T, E, k, normalize, p.real("route_scale"));
+#else
+  std::vector<double> ww;
+#endif
+  return report("weights", out.weights, ww, nullptr) ? 0 : 1;
+}
+
+int run_gemm(const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const int64_t M = p.integer("M"), N = p.integer("N"), K = p.integer("K");
+  const tl::DType dt = dtype_param(p, "dtype");
+  const tl::DType out_dt = p.v.at("out_dtype").empty() ? dt : dtype_param(p, "out_dtype");
+  const bool ta = p.integer("trans_a") != 0, tb = p.integer("trans_b") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto a = ta ? tl::randn(dev, {K, M}, dt, seed) : tl::randn(dev, {M, K}, dt, seed);
+  auto b = tb ? tl::randn(dev, {N, K}, dt, seed + 1) : tl::randn(dev, {K, N}, dt, seed + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = gemm(a, b, {.trans_a = ta, .trans_b = tb, .out_dtype = out_dt});
+  fmt::print("gemm {}x{}x{} {} -> {} on {}: {:.1f} ms host (compile included on first use)\n", M, N,
+             K, tl::dtype_name(dt), tl::dtype_name(out_dt), target.name, host_ms(t0));
+#ifdef TL_HAVE_REFERENCES
+  auto av = a.to_vector(), bv = b.to_vector();
+  auto want = opstest::ref::gemm(av, bv, M, N, K, ta, tb);
+  auto scale = opstest::ref::gemm_abs(av, bv, M, N, K, ta, tb);
+  for (auto& s : scale) s *= 1e-6 / opstest::kApprox;
+#else
+  std::vector<double> want, scale;
+#endif
+  return report("C", c, want, &scale) ? 0 : 1;
+}
+
 }  // namespace
 
 OpsCommands add_ops_commands(CLI::App& app) {
@@ -147,8 +225,11 @@ OpsCommands add_ops_commands(CLI::App& app) {
   c.ops = app.add_subcommand("ops", "list the ops of the cann_ops_tilelang library");
   c.op = app.add_subcommand("op", "run a cann_ops_tilelang op on random data and check it");
   c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
-  c.op->add_option("--set", c.sets,
-                   "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed)");
+  c.op->add_option(
+      "--set", c.sets,
+      "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; topk_gate: T E "
+      "k dtype scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype "
+      "trans_a trans_b seed)");
   return c;
 }
 
@@ -168,6 +249,33 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
   }
   if (c.name == "rms_norm_backward")
     return run_rms_norm(parse(c.name, common, c.sets), target, true);
+  if (c.name == "topk_gate") {
+    return run_topk_gate(parse(c.name,
+                               {{"T", "4001"},
+                                {"E", "256"},
+                                {"k", "8"},
+                                {"dtype", "float32"},
+                                {"scoring", "1"},
+                                {"bias", "1"},
+                                {"normalize", "1"},
+                                {"route_scale", "2.5"},
+                                {"seed", "0"}},
+                               c.sets),
+                         target);
+  }
+  if (c.name == "gemm") {
+    return run_gemm(parse(c.name,
+                          {{"M", "1142"},
+                           {"N", "1230"},
+                           {"K", "1079"},
+                           {"dtype", "float16"},
+                           {"out_dtype", ""},
+                           {"trans_a", "0"},
+                           {"trans_b", "0"},
+                           {"seed", "0"}},
+                          c.sets),
+                    target);
+  }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;
   throw tl::Error(fmt::format("tlc op: no op named '{}' (tlc ops lists them:{})", c.name, names));
