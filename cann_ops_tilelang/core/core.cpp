@@ -181,6 +181,11 @@ const std::vector<OpInfo>& all_ops() {
       {"softmax_backward", "softmax backward: dx = y (dy - sum(dy y))", "softmax"},
       {"log_softmax_backward", "log-softmax backward: dx = dy - exp(y) sum(dy)", "softmax"},
       {"layer_norm", "LayerNorm forward, weight and bias optional, mean / rstd on request", "norm"},
+      {"topk_gate",
+       "MoE top-k routing gate: sigmoid/softmax scores, selection bias, exact top-k (ties to the "
+       "smaller index), normalised weights",
+       "moe"},
+      {"gemm", "C = op(A) op(B): fp16/bf16 in, fp32 accumulate, transposes, any M, N, K", "gemm"},
   };
   return ops;
 }

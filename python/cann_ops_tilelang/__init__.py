@@ -21,6 +21,8 @@ try:
     import torch as _torch  # noqa: F401
 except ImportError:  # the plain functions work on numpy without torch
     _torch = None
+from ._ops import TopkGateResult, gemm, topk_gate  # noqa: E402  (moe/, gemm/)
+
 if _torch is not None:
     from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
 
@@ -28,3 +30,4 @@ __all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rm
            "swiglu", "swiglu_backward"]
 __all__ += ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]
 __all__ += ["LayerNormResult", "layer_norm"]
+__all__ += ["TopkGateResult", "topk_gate", "gemm"]

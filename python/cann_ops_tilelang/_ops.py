@@ -276,3 +276,52 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5,
     torch_in = _is_torch(x)
     y, mean, rstd = _call(_core.ops_layer_norm, loc, a, w, b, _eps(eps, op, loc), bool(return_stats), not torch_in)
     return LayerNormResult(_out(y, torch_in), _out(mean, torch_in), _out(rstd, torch_in))
+
+
+# ---- MoE top-k gate and GEMM (include/cann_ops_tilelang/moe.h, gemm.h) ---------------------------
+
+_SCORINGS = {"none": 0, "sigmoid": 1, "softmax": 2}
+
+
+class TopkGateResult(NamedTuple):
+    weights: Any  # [T, k] float32
+    indices: Any  # [T, k] int32, descending biased score, ties to the smaller expert
+
+
+def topk_gate(logits: Any, bias: Any = None, k: int = 8, scoring: str = "sigmoid", normalize: bool = True,
+              route_scale: float = 1.0) -> TopkGateResult:
+    """MoE routing: scores = scoring(logits) ("sigmoid", "softmax" or "none"); the k experts with
+    the largest scores + bias (bias for the choice only), exact, ties to the smaller index;
+    weights = their unbiased scores / (1e-20 + their sum) (normalize) * route_scale.
+
+    logits: [T, E] bfloat16/float16/float32, E a multiple of 32; bias: None or [E] float32;
+    k: a multiple of 8 in [8, E]."""
+    loc = _caller()
+    op = "topk_gate"
+    z = _arg(logits, op, "logits", loc)
+    b = None if bias is None else _arg(bias, op, "bias", loc)
+    if scoring not in _SCORINGS:
+        raise _fail(loc, op, "scoring", f"is unknown: expected one of {', '.join(map(repr, _SCORINGS))}, got "
+                                        f"{scoring!r}")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise _fail(loc, op, "k", f"must be an int: expected a Python int, got {type(k).__name__}")
+    if isinstance(route_scale, bool) or not isinstance(route_scale, (int, float)):
+        raise _fail(loc, op, "route_scale", f"must be a number: expected a float, got {type(route_scale).__name__}")
+    torch_in = _is_torch(logits)
+    w, idx = _call(_core.ops_topk_gate, loc, z, b, k, _SCORINGS[scoring], bool(normalize), float(route_scale),
+                   not torch_in)
+    return TopkGateResult(_out(w, torch_in), _out(idx, torch_in))
+
+
+def gemm(a: Any, b: Any, trans_a: bool = False, trans_b: bool = False, out_dtype: Optional[str] = None) -> Any:
+    """C = op(a) op(b) on the cube: float16/bfloat16 in, fp32 accumulation, C in out_dtype
+    ("float16", "bfloat16", "float32"; default a's dtype). a: [M, K] ([K, M] when trans_a),
+    b: [K, N] ([N, K] when trans_b); any M, N, K."""
+    loc = _caller()
+    op = "gemm"
+    args = [_arg(a, op, "a", loc), _arg(b, op, "b", loc)]
+    if out_dtype is not None and not isinstance(out_dtype, str):
+        out_dtype = str(out_dtype).replace("torch.", "")
+    torch_in = _is_torch(a)
+    c = _call(_core.ops_gemm, loc, args[0], args[1], bool(trans_a), bool(trans_b), out_dtype, not torch_in)
+    return _out(c, torch_in)

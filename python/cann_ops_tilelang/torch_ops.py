@@ -237,3 +237,64 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Opt
 def _layer_norm_fake(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
                      eps: float = 1e-5) -> torch.Tensor:
     return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+# ---- topk_gate (moe/): MoE routing; no autograd (the choice is discrete and the weights' backward
+# kernel is not written yet: a caller that trains the router detaches the logits, see docs/ops.md) --
+
+@torch.library.custom_op(f"{_NS}::topk_gate", mutates_args=())
+def topk_gate(logits: torch.Tensor, bias: Optional[torch.Tensor] = None, k: int = 8, scoring: str = "sigmoid",
+              normalize: bool = True, route_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weights [T, k] float32, indices [T, k] int32): the top-k experts of scoring(logits) + bias,
+    ties to the smaller index; weights the unbiased scores / (1e-20 + sum) * route_scale."""
+    r = _ops.topk_gate(logits, bias, k=k, scoring=scoring, normalize=normalize, route_scale=route_scale)
+    return r.weights, r.indices
+
+
+@topk_gate.register_fake
+def _topk_gate_fake(logits: torch.Tensor, bias: Optional[torch.Tensor] = None, k: int = 8,
+                    scoring: str = "sigmoid", normalize: bool = True,
+                    route_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    t = logits.shape[0]
+    return (logits.new_empty((t, k), dtype=torch.float32), logits.new_empty((t, k), dtype=torch.int32))
+
+
+# ---- gemm (gemm/): C = op(A) op(B), with autograd through gemm itself -----------------------------
+
+@torch.library.custom_op(f"{_NS}::gemm", mutates_args=())
+def gemm(a: torch.Tensor, b: torch.Tensor, trans_a: bool = False, trans_b: bool = False,
+         out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """C = op(a) op(b): float16/bfloat16 in, fp32 accumulation, C in out_dtype (default a's)."""
+    return _ops.gemm(a, b, trans_a=trans_a, trans_b=trans_b, out_dtype=None if out_dtype is None else
+                     str(out_dtype).replace("torch.", ""))
+
+
+@gemm.register_fake
+def _gemm_fake(a: torch.Tensor, b: torch.Tensor, trans_a: bool = False, trans_b: bool = False,
+               out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    m = a.shape[1] if trans_a else a.shape[0]
+    n = b.shape[0] if trans_b else b.shape[1]
+    return a.new_empty((m, n), dtype=out_dtype or a.dtype)
+
+
+def _setup_gemm(ctx: Any, inputs: tuple, output: Any) -> None:
+    a, b, trans_a, trans_b, _ = inputs
+    ctx.save_for_backward(a, b)
+    ctx.trans_a, ctx.trans_b = trans_a, trans_b
+
+
+def _gemm_grad(ctx: Any, dc: torch.Tensor) -> tuple:
+    # With C = op(A) op(B): d op(A) = dC op(B)^T and d op(B) = op(A)^T dC, each one gemm with
+    # the transposes chosen so that no operand is copied; dC in A's dtype (the cube's input).
+    a, b = ctx.saved_tensors
+    ta, tb = ctx.trans_a, ctx.trans_b
+    dc = dc.to(a.dtype).contiguous()
+    da = db = None
+    if ctx.needs_input_grad[0]:
+        da = gemm(dc, b, False, not tb) if not ta else gemm(b, dc, tb, True)
+    if ctx.needs_input_grad[1]:
+        db = gemm(a, dc, not ta, False) if not tb else gemm(dc, a, True, ta)
+    return da, db, None, None, None
+
+
+gemm.register_autograd(_gemm_grad, setup_context=_setup_gemm)

@@ -189,6 +189,8 @@ void bind_swiglu(nb::module_& m) {
 
 }  // namespace
 
+void bind_ops_gategemm(nb::module_& m);  // bind_ops_gategemm.cpp
+
 void bind_ops(nb::module_& m) {
   m.def("ops_list", [] {
     nb::list out;
@@ -351,6 +353,11 @@ void bind_ops(nb::module_& m) {
       },
       "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
       "loc"_a.none());
+  bind_ops_gategemm(m);  // topk_gate, gemm: bind_ops_gategemm.cpp
+}
+
+nb::object ops_to_array(const Tensor& t, bool numpy) {
+  return to_array(t, numpy);
 }
 
 }  // namespace tl::python

@@ -94,3 +94,80 @@ def test_the_twin_compiles_and_runs_as_the_library_does() -> None:
 def test_a_key_with_a_missing_field_is_refused() -> None:
     with pytest.raises(cann_ops_tilelang.Error, match="needs the field 'rows_per_tile'"):
         _core.ops_rms_norm_fwd_kernel(dict(dtype="bfloat16", hidden=512))
+
+
+# ---- MoE top-k gate and GEMM (cann_ops_tilelang/moe/, gemm/) ------------------------------------
+# Before: neither op existed (no generator, no twin, no binding), so every case below failed.
+
+def _gate_keys() -> list[dict]:
+    keys = [kernels.topk_gate_key(dt, 256, 8, sc, b, n)
+            for dt, sc, b, n in itertools.product(DTYPES, [0, 1, 2], [False, True], [False, True])]
+    keys.append(dict(dtype="float32", experts=64, k=16, rows_per_tile=16, blocks=3, scoring=2, bias=True,
+                     normalize=True))
+    return keys
+
+
+def _gate_id(k: dict) -> str:
+    return (f"{k['dtype']}-E{k['experts']}-k{k['k']}-rM{k['rows_per_tile']}-s{k['scoring']}-bias{int(k['bias'])}"
+            f"-norm{int(k['normalize'])}")
+
+
+@pytest.mark.parametrize("key", _gate_keys(), ids=_gate_id)
+def test_topk_gate_twin_builds_the_cpp_ir(key: dict) -> None:
+    py = kernels.topk_gate_kernel(**key).script(False)
+    cpp = _core.ops_topk_gate_kernel(key).script(False)
+    assert py == cpp
+
+
+def _gemm_keys() -> list[dict]:
+    keys = [kernels.gemm_key(dt, n, k, ta, tb, od)
+            for dt, (n, k), ta, tb, od in itertools.product(["float16", "bfloat16"], [(1230, 1079), (7, 33)],
+                                                            [False, True], [False, True], [None, "float32"])]
+    keys.append(dict(dtype="float16", out_dtype="float16", n=512, k=512, trans_a=False, trans_b=True, block_m=64,
+                     block_n=128, block_k=64, stages=3, blocks=5))
+    return keys
+
+
+def _gemm_id(k: dict) -> str:
+    return (f"{k['dtype']}-{k['out_dtype']}-N{k['n']}-K{k['k']}-ta{int(k['trans_a'])}-tb{int(k['trans_b'])}"
+            f"-b{k['block_m']}x{k['block_n']}x{k['block_k']}")
+
+
+@pytest.mark.parametrize("key", _gemm_keys(), ids=_gemm_id)
+def test_gemm_twin_builds_the_cpp_ir(key: dict) -> None:
+    py = kernels.gemm_kernel(**key).script(False)
+    cpp = _core.ops_gemm_kernel(key).script(False)
+    assert py == cpp
+
+
+def test_gate_and_gemm_keys_come_from_the_target() -> None:
+    """A2: 24 blocks of two AIVs for the gate; 24 AICs and a 128 x 256 fp32 L0C tile for GEMM."""
+    assert kernels.topk_gate_key("bfloat16", 256)["blocks"] == 24
+    g = kernels.gemm_key("float16", 4096, 4096)
+    assert (g["blocks"], g["block_m"], g["block_n"], g["block_k"]) == (24, 128, 256, 256)
+    assert kernels.gemm_key("float16", 7, 33)["block_n"] == 16  # a narrow N: a narrow tile
+
+
+def test_the_gate_and_gemm_twins_run_as_the_library_does() -> None:
+    import torch
+
+    import tl_ascend as tilelang
+
+    torch.manual_seed(0)
+    z, b = torch.randn(33, 256), torch.randn(256) * 0.1
+    key = kernels.topk_gate_key("float32", 256, 8, 1, True, True)
+    w, idx = torch.empty(33, 8), torch.empty(33, 8, dtype=torch.int32)
+    tilelang.compile(kernels.topk_gate_kernel(**key))(z, b, w, idx, 2.5)
+    ref = cann_ops_tilelang.topk_gate(z, b, route_scale=2.5)
+    assert torch.equal(idx, ref.indices) and torch.equal(w, ref.weights)
+    a, bb = torch.randn(130, 72).half(), torch.randn(72, 40).half()
+    c = torch.empty(130, 40).half()
+    tilelang.compile(kernels.gemm_kernel(**kernels.gemm_key("float16", 40, 72)))(a, bb, c)
+    assert torch.equal(c, cann_ops_tilelang.gemm(a, bb))
+
+
+def test_a_gate_or_gemm_key_with_a_missing_field_is_refused() -> None:
+    with pytest.raises(cann_ops_tilelang.Error, match="a top-k gate key needs the field 'k'"):
+        _core.ops_topk_gate_kernel(dict(dtype="float32", experts=256))
+    with pytest.raises(cann_ops_tilelang.Error, match="a GEMM key needs the field 'trans_a'"):
+        _core.ops_gemm_kernel(dict(dtype="float16", out_dtype="float16", n=4, k=4))

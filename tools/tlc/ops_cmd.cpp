@@ -13,16 +13,20 @@
 #include <map>
 
 #include "cann_ops_tilelang/activation.h"
+#include "cann_ops_tilelang/gemm.h"
+#include "cann_ops_tilelang/moe.h"
 #include "cann_ops_tilelang/norm.h"
 #include "cann_ops_tilelang/softmax.h"
 #include "tl/npu/timing.h"
 #include "tl/runtime.h"
 #ifdef TL_HAVE_REFERENCES
+#include "ops/gemm_ref.h"
 #include "ops/layer_norm_ref.h"
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
 #include "ops/softmax_ref.h"
 #include "ops/swiglu_ref.h"
+#include "ops/topk_gate_ref.h"
 #endif
 
 namespace {
@@ -217,256 +221,363 @@ void print_timed(const char* what, const tl::CompiledKernel& k, tl::Device& dev,
 int run_swiglu(const Params& p, const tl::Target& target, bool backward) {
   tl::Device dev(target);
   const int64_t T = p.integer("T"), H = p.integer("H");
-  // softmax, log_softmax and their backwards: M x N logits (randn * 4). profile=1 also runs the
-  // kernel once in timed mode (the key the public function chose) and prints the simulated time
-  // against the HBM roofline of its bytes (forward: one read and one write; the chunked schedule
-  // reads twice).
-  int run_softmax(const std::string& name, const Params& p, const tl::Target& target) {
-    tl::Device dev(target);
-    const bool log = name.rfind("log_", 0) == 0;
-    const bool backward = name.find("_backward") != std::string::npos;
-    const int64_t M = p.integer("M"), N = p.integer("N");
-    const auto parsed = tl::parse_dtype(p.v.at("dtype"));
-    if (!parsed)
-      throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
-                                  p.v.at("dtype")));
-    const tl::DType dt = *parsed;
-    const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
-    const bool rows = p.integer("rows") != 0, weighted = p.integer("weight") != 0;
-    const double L = p.real("clamp");
-    SwigluConfig cfg{.split = rows ? SwigluSplit::Rows : SwigluSplit::Columns, .clamp = {}};
-    if (L > 0) cfg.clamp = L;
-    auto x = tl::randn(dev, rows ? std::vector<int64_t>{2 * T, H} : std::vector<int64_t>{T, 2 * H},
-                       dt, seed, L > 0 ? L / 2 : 1.0);
-    tl::Tensor w =
-        weighted ? tl::uniform(dev, {T}, tl::DType::Float32, seed + 1, 0.1, 1.0) : tl::Tensor();
-    auto dy = tl::randn(dev, {T, H}, dt, seed + 2);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto ms = [&] {
-      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-          .count();
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  const bool rows = p.integer("rows") != 0, weighted = p.integer("weight") != 0;
+  const double L = p.real("clamp");
+  SwigluConfig cfg{.split = rows ? SwigluSplit::Rows : SwigluSplit::Columns, .clamp = {}};
+  if (L > 0) cfg.clamp = L;
+  auto x = tl::randn(dev, rows ? std::vector<int64_t>{2 * T, H} : std::vector<int64_t>{T, 2 * H},
+                     dt, seed, L > 0 ? L / 2 : 1.0);
+  tl::Tensor w =
+      weighted ? tl::uniform(dev, {T}, tl::DType::Float32, seed + 1, 0.1, 1.0) : tl::Tensor();
+  auto dy = tl::randn(dev, {T, H}, dt, seed + 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> a, b, wv = weighted ? w.to_vector() : std::vector<double>();
+  swiglu_halves(x, rows, T, H, a, b);
+  const double es = tl::dtype_bytes(dt);
+  bool ok = true;
+  tl::Tensor y;
+  SwigluGrads g;
+  if (!backward)
+    y = swiglu(x, w, cfg);
+  else
+    g = swiglu_backward(dy, x, w, cfg);
+  fmt::print("{} T={} H={} {}{}{}{} on {}: {:.1f} ms host (compile included on first use)\n",
+             backward ? "swiglu_backward" : "swiglu", T, H, tl::dtype_name(dt), rows ? " rows" : "",
+             weighted ? " weight" : "", L > 0 ? fmt::format(" clamp {}", L) : std::string(),
+             target.name, ms());
+#ifdef TL_HAVE_REFERENCES
+  const double Lr = L > 0 ? L : 0;
+  if (!backward) {
+    ok =
+        report("y", y, opstest::ref::swiglu_fwd(a, b, weighted ? &wv : nullptr, T, H, Lr), nullptr);
+  } else {
+    auto want = opstest::ref::swiglu_bwd(dy.to_vector(), a, b, weighted ? &wv : nullptr, T, H, Lr);
+    std::vector<double> da, db;
+    swiglu_halves(g.dx, rows, T, H, da, db);
+    auto as_tensor = [&](const std::vector<double>& v) {
+      return tl::from_vector(dev, {T, H}, dt, v);
     };
-    std::vector<double> a, b, wv = weighted ? w.to_vector() : std::vector<double>();
-    swiglu_halves(x, rows, T, H, a, b);
-    const double es = tl::dtype_bytes(dt);
-    bool ok = true;
-    tl::Tensor y;
-    SwigluGrads g;
-    if (!backward)
-      y = swiglu(x, w, cfg);
-    else
-      g = swiglu_backward(dy, x, w, cfg);
-    fmt::print("{} T={} H={} {}{}{}{} on {}: {:.1f} ms host (compile included on first use)\n",
-               backward ? "swiglu_backward" : "swiglu", T, H, tl::dtype_name(dt),
-               rows ? " rows" : "", weighted ? " weight" : "",
-               L > 0 ? fmt::format(" clamp {}", L) : std::string(), target.name, ms());
-#ifdef TL_HAVE_REFERENCES
-    const double Lr = L > 0 ? L : 0;
-    if (!backward) {
-      ok = report("y", y, opstest::ref::swiglu_fwd(a, b, weighted ? &wv : nullptr, T, H, Lr),
-                  nullptr);
-    } else {
-      auto want =
-          opstest::ref::swiglu_bwd(dy.to_vector(), a, b, weighted ? &wv : nullptr, T, H, Lr);
-      std::vector<double> da, db;
-      swiglu_halves(g.dx, rows, T, H, da, db);
-      auto as_tensor = [&](const std::vector<double>& v) {
-        return tl::from_vector(dev, {T, H}, dt, v);
-      };
-      ok = report("da", as_tensor(da), want.da, nullptr) && ok;
-      ok = report("db", as_tensor(db), want.db, nullptr) && ok;
-    }
-#else
-    ok = report(backward ? "dx" : "y", backward ? g.dx : y, {}, nullptr);
-#endif
-    if (p.integer("timed") != 0 && T > 0) {
-      Checker check(backward ? "swiglu_backward" : "swiglu", tl::Loc::current());
-      auto key = swiglu_key(dt, H, backward, cfg, weighted, target, check);
-      std::vector<tl::Arg> args;
-      if (backward) args.emplace_back(dy);
-      if (rows)
-        args.insert(args.end(), {x.slice(0, 0, T), x.slice(0, T, T)});
-      else
-        args.emplace_back(x);
-      if (weighted) args.emplace_back(w);
-      // Bytes: x read, y written (forward); dy and x read, dx written (backward); weight, dweight.
-      double bytes = backward ? 5 * T * H * es : 3 * T * H * es;
-      if (weighted) bytes += (backward ? 8.0 : 4.0) * T;
-      if (!backward) {
-        args.emplace_back(y);
-        if (cfg.clamp) args.emplace_back(*cfg.clamp);
-        print_timed("swiglu_fwd",
-                    cached_kernel("swiglu_fwd/" + key.str(), target,
-                                  [&] { return swiglu_fwd_kernel(key); }),
-                    dev, args, bytes);
-      } else {
-        if (rows)
-          args.insert(args.end(), {g.dx.slice(0, 0, T), g.dx.slice(0, T, T)});
-        else
-          args.emplace_back(g.dx);
-        if (weighted)
-          args.emplace_back(tl::Tensor::empty(dev, {H / key.chunk, T}, tl::DType::Float32));
-        if (cfg.clamp) args.emplace_back(*cfg.clamp);
-        print_timed("swiglu_bwd",
-                    cached_kernel("swiglu_bwd/" + key.str(), target,
-                                  [&] { return swiglu_bwd_kernel(key); }),
-                    dev, args, bytes);
-      }
-      auto xv = tl::randn(dev, {M, N}, tl::DType::Float32, seed).to_vector();
-      for (auto& e : xv) e *= 4;
-      auto x = tl::from_vector(dev, {M, N}, dt, xv);
-      auto y = log ? log_softmax(x) : softmax(x);
-      tl::Tensor dy, out = y;
-      const auto t0 = std::chrono::steady_clock::now();
-      if (backward) {
-        dy = tl::randn(dev, {M, N}, dt, seed + 1);
-        out = log ? log_softmax_backward(dy, y) : softmax_backward(dy, y);
-      }
-      fmt::print(
-          "{} {}x{} {} on {}: {:.1f} ms host\n", name, M, N, tl::dtype_name(dt), target.name,
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-#ifdef TL_HAVE_REFERENCES
-      std::vector<double> want, scale;
-      if (!backward) {
-        want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
-      } else {
-        auto r = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);
-        want = r.dx;
-        scale = r.dx_abs;
-        for (auto& s : scale) s *= opstest::tolerance(dt).rtol / opstest::kApprox;
-      }
-#else
-      std::vector<double> want, scale;
-#endif
-      const bool ok = report(backward ? "dx" : "y", out, want, backward ? &scale : nullptr);
-      if (p.integer("profile") != 0 && M > 0) {
-        auto key = softmax_key(dt, N, log, backward, target);
-        auto kernel = tl::compile(softmax_kernel(key), target);
-        tl::npu::Profile prof;
-        std::vector<tl::Arg> args{backward ? y : x};
-        if (backward) args.emplace_back(dy);
-        args.emplace_back(tl::Tensor::empty(dev, {M, N}, dt));
-        kernel.launch(dev, args, {.timing_only = true, .profile = &prof});
-        // Rooflines at the HBM bandwidth: the ideal (each input read once, one write) and the
-        // schedule's own traffic (the chunked schedule reads its inputs twice: the issue's "two
-        // reads and a write" bound for the forward).
-        const double io = static_cast<double>(M * N * tl::dtype_bytes(dt));
-        const double inputs = backward ? 2 : 1, passes = key.chunks() == 1 ? 1 : 2;
-        const double ideal_us = (inputs + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
-        const double sched_us = (inputs * passes + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
-        fmt::print("  key {} ({})\n", key.str(),
-                   key.chunks() == 1 ? "one pass" : "two passes over chunks");
-        fmt::print(
-            "  simulated {:.1f} us (task {:.1f} us); HBM roofline ideal {:.1f} us = {:.0f} %, "
-            "of this schedule's reads and write {:.1f} us = {:.0f} %; GM bytes {:.3g}\n",
-            prof.total_us, prof.task_us(), ideal_us, 100 * ideal_us / prof.total_us, sched_us,
-            100 * sched_us / prof.total_us, prof.gm_bytes);
-        tl::npu::print_profile(prof, std::cout);
-      }
-      return ok ? 0 : 1;
-    }
-
-    // layer_norm: M x H inputs (randn * 2 + 3), weight and bias each on request.
-    int run_layer_norm(const Params& p, const tl::Target& target) {
-      tl::Device dev(target);
-      const int64_t M = p.integer("M"), H = p.integer("H");
-      const auto parsed = tl::parse_dtype(p.v.at("dtype"));
-      if (!parsed)
-        throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
-                                    p.v.at("dtype")));
-      const tl::DType dt = *parsed;
-      const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
-      auto xv = tl::randn(dev, {M, H}, tl::DType::Float32, seed).to_vector();
-      for (auto& e : xv) e = 3 + 2 * e;
-      auto x = tl::from_vector(dev, {M, H}, dt, xv);
-      const bool hw = p.integer("weight") != 0, hb = p.integer("bias") != 0;
-      tl::Tensor w = hw ? tl::uniform(dev, {H}, dt, seed + 1, 0.5, 1.5) : tl::Tensor();
-      tl::Tensor b = hb ? tl::randn(dev, {H}, dt, seed + 2) : tl::Tensor();
-      const auto t0 = std::chrono::steady_clock::now();
-      auto out = layer_norm(x, w, b, {.eps = p.real("eps")});
-      fmt::print(
-          "layer_norm {}x{} {} on {}: {:.1f} ms host\n", M, H, tl::dtype_name(dt), target.name,
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      std::vector<double> want, scale;
-#ifdef TL_HAVE_REFERENCES
-      auto wv = hw ? w.to_vector() : std::vector<double>();
-      auto bv = hb ? b.to_vector() : std::vector<double>();
-      want = opstest::ref::layer_norm_fwd(x.to_vector(), hw ? &wv : nullptr, hb ? &bv : nullptr, M,
-                                          H, p.real("eps"))
-                 .y;
-      scale.resize(want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        scale[i] = std::abs(want[i]) + (hb ? 2 * std::abs(bv[i % H]) : 0);
-#endif
-      return report("y", out.y, want, &scale) ? 0 : 1;
-    }
-
-  }  // namespace
-
-  OpsCommands add_ops_commands(CLI::App & app) {
-    OpsCommands c;
-    c.ops = app.add_subcommand("ops", "list the ops of the cann_ops_tilelang library");
-    c.op = app.add_subcommand("op", "run a cann_ops_tilelang op on random data and check it");
-    c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
-    c.op->add_option(
-        "--set", c.sets,
-        "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; swiglu: T H "
-        "dtype rows weight clamp timed seed; softmax: M N dtype seed profile; layer_norm: see "
-        "docs/ops.md)");
-    c.op->add_flag("--profile", c.profile,
-                   "run in timed mode and print the simulated time, the roofline fraction, the "
-                   "pipes' busy fractions and the call's GM peak");
-    return c;
+    ok = report("da", as_tensor(da), want.da, nullptr) && ok;
+    ok = report("db", as_tensor(db), want.db, nullptr) && ok;
   }
+#else
+  ok = report(backward ? "dx" : "y", backward ? g.dx : y, {}, nullptr);
+#endif
+  if (p.integer("timed") != 0 && T > 0) {
+    Checker check(backward ? "swiglu_backward" : "swiglu", tl::Loc::current());
+    auto key = swiglu_key(dt, H, backward, cfg, weighted, target, check);
+    std::vector<tl::Arg> args;
+    if (backward) args.emplace_back(dy);
+    if (rows)
+      args.insert(args.end(), {x.slice(0, 0, T), x.slice(0, T, T)});
+    else
+      args.emplace_back(x);
+    if (weighted) args.emplace_back(w);
+    // Bytes: x read, y written (forward); dy and x read, dx written (backward); weight, dweight.
+    double bytes = backward ? 5 * T * H * es : 3 * T * H * es;
+    if (weighted) bytes += (backward ? 8.0 : 4.0) * T;
+    if (!backward) {
+      args.emplace_back(y);
+      if (cfg.clamp) args.emplace_back(*cfg.clamp);
+      print_timed(
+          "swiglu_fwd",
+          cached_kernel("swiglu_fwd/" + key.str(), target, [&] { return swiglu_fwd_kernel(key); }),
+          dev, args, bytes);
+    } else {
+      if (rows)
+        args.insert(args.end(), {g.dx.slice(0, 0, T), g.dx.slice(0, T, T)});
+      else
+        args.emplace_back(g.dx);
+      if (weighted)
+        args.emplace_back(tl::Tensor::empty(dev, {H / key.chunk, T}, tl::DType::Float32));
+      if (cfg.clamp) args.emplace_back(*cfg.clamp);
+      print_timed(
+          "swiglu_bwd",
+          cached_kernel("swiglu_bwd/" + key.str(), target, [&] { return swiglu_bwd_kernel(key); }),
+          dev, args, bytes);
+    }
+  }
+  return ok ? 0 : 1;
+}
 
-  int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
-    if (*c.ops) {
-      for (const auto& o : all_ops()) fmt::print("{:<20} {:<8} {}\n", o.name, o.domain, o.summary);
-      return 0;
-    }
-    if (!*c.op) return -1;
-    std::map<std::string, std::string> common{
-        {"M", "256"}, {"H", "7168"}, {"dtype", "bfloat16"}, {"eps", "1e-6"}, {"seed", "0"}};
-    if (c.name == "rms_norm") {
-      auto d = common;
-      d["residual"] = "0";
-      d["rstd"] = "0";
-      return run_rms_norm(parse(c.name, d, c.sets), target, false, c.profile);
-    }
-    if (c.name == "rms_norm_backward")
-      return run_rms_norm(parse(c.name, common, c.sets), target, true, c.profile);
-    if (c.name == "swiglu" || c.name == "swiglu_backward") {
-      std::map<std::string, std::string> d{{"T", "256"},
-                                           {"H", "9216"},
-                                           {"dtype", "bfloat16"},
-                                           {"rows", "0"},
-                                           {"weight", "0"},
-                                           {"clamp", "0"},
-                                           {"timed", c.profile ? "1" : "0"},
-                                           {"seed", "0"}};
-      return run_swiglu(parse(c.name, d, c.sets), target, c.name == "swiglu_backward");
-      return run_rms_norm(parse(c.name, common, c.sets), target, true);
-      if (c.name == "softmax" || c.name == "log_softmax" || c.name == "softmax_backward" ||
-          c.name == "log_softmax_backward") {
-        return run_softmax(c.name,
-                           parse(c.name,
-                                 {{"M", "256"},
-                                  {"N", "7168"},
-                                  {"dtype", "bfloat16"},
-                                  {"seed", "0"},
-                                  {"profile", c.profile ? "1" : "0"}},
-                                 c.sets),
-                           target);
-      }
-      if (c.name == "layer_norm") {
-        auto d = common;
-        d["eps"] = "1e-5";
-        d["weight"] = "1";
-        d["bias"] = "1";
-        return run_layer_norm(parse(c.name, d, c.sets), target);
-      }
-      std::string names;
-      for (const auto& o : all_ops()) names += " " + o.name;
-      throw tl::Error(
-          fmt::format("tlc op: no op named '{}' (tlc ops lists them:{})", c.name, names));
-    }
+// softmax, log_softmax and their backwards: M x N logits (randn * 4). profile=1 also runs the
+// kernel once in timed mode (the key the public function chose) and prints the simulated time
+// against the HBM roofline of its bytes (forward: one read and one write; the chunked schedule
+// reads twice).
+int run_softmax(const std::string& name, const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const bool log = name.rfind("log_", 0) == 0;
+  const bool backward = name.find("_backward") != std::string::npos;
+  const int64_t M = p.integer("M"), N = p.integer("N");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto xv = tl::randn(dev, {M, N}, tl::DType::Float32, seed).to_vector();
+  for (auto& e : xv) e *= 4;
+  auto x = tl::from_vector(dev, {M, N}, dt, xv);
+  auto y = log ? log_softmax(x) : softmax(x);
+  tl::Tensor dy, out = y;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (backward) {
+    dy = tl::randn(dev, {M, N}, dt, seed + 1);
+    out = log ? log_softmax_backward(dy, y) : softmax_backward(dy, y);
+  }
+  fmt::print(
+      "{} {}x{} {} on {}: {:.1f} ms host\n", name, M, N, tl::dtype_name(dt), target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+#ifdef TL_HAVE_REFERENCES
+  std::vector<double> want, scale;
+  if (!backward) {
+    want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
+  } else {
+    auto r = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);
+    want = r.dx;
+    scale = r.dx_abs;
+    for (auto& s : scale) s *= opstest::tolerance(dt).rtol / opstest::kApprox;
+  }
+#else
+  std::vector<double> want, scale;
+#endif
+  const bool ok = report(backward ? "dx" : "y", out, want, backward ? &scale : nullptr);
+  if (p.integer("profile") != 0 && M > 0) {
+    auto key = softmax_key(dt, N, log, backward, target);
+    auto kernel = tl::compile(softmax_kernel(key), target);
+    tl::npu::Profile prof;
+    std::vector<tl::Arg> args{backward ? y : x};
+    if (backward) args.emplace_back(dy);
+    args.emplace_back(tl::Tensor::empty(dev, {M, N}, dt));
+    kernel.launch(dev, args, {.timing_only = true, .profile = &prof});
+    // Rooflines at the HBM bandwidth: the ideal (each input read once, one write) and the
+    // schedule's own traffic (the chunked schedule reads its inputs twice: the issue's "two
+    // reads and a write" bound for the forward).
+    const double io = static_cast<double>(M * N * tl::dtype_bytes(dt));
+    const double inputs = backward ? 2 : 1, passes = key.chunks() == 1 ? 1 : 2;
+    const double ideal_us = (inputs + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
+    const double sched_us = (inputs * passes + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
+    fmt::print("  key {} ({})\n", key.str(),
+               key.chunks() == 1 ? "one pass" : "two passes over chunks");
+    fmt::print(
+        "  simulated {:.1f} us (task {:.1f} us); HBM roofline ideal {:.1f} us = {:.0f} %, "
+        "of this schedule's reads and write {:.1f} us = {:.0f} %; GM bytes {:.3g}\n",
+        prof.total_us, prof.task_us(), ideal_us, 100 * ideal_us / prof.total_us, sched_us,
+        100 * sched_us / prof.total_us, prof.gm_bytes);
+    tl::npu::print_profile(prof, std::cout);
+  }
+  return ok ? 0 : 1;
+}
+
+// layer_norm: M x H inputs (randn * 2 + 3), weight and bias each on request.
+int run_layer_norm(const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const int64_t M = p.integer("M"), H = p.integer("H");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto xv = tl::randn(dev, {M, H}, tl::DType::Float32, seed).to_vector();
+  for (auto& e : xv) e = 3 + 2 * e;
+  auto x = tl::from_vector(dev, {M, H}, dt, xv);
+  const bool hw = p.integer("weight") != 0, hb = p.integer("bias") != 0;
+  tl::Tensor w = hw ? tl::uniform(dev, {H}, dt, seed + 1, 0.5, 1.5) : tl::Tensor();
+  tl::Tensor b = hb ? tl::randn(dev, {H}, dt, seed + 2) : tl::Tensor();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = layer_norm(x, w, b, {.eps = p.real("eps")});
+  fmt::print(
+      "layer_norm {}x{} {} on {}: {:.1f} ms host\n", M, H, tl::dtype_name(dt), target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  std::vector<double> want, scale;
+#ifdef TL_HAVE_REFERENCES
+  auto wv = hw ? w.to_vector() : std::vector<double>();
+  auto bv = hb ? b.to_vector() : std::vector<double>();
+  want = opstest::ref::layer_norm_fwd(x.to_vector(), hw ? &wv : nullptr, hb ? &bv : nullptr, M, H,
+                                      p.real("eps"))
+             .y;
+  scale.resize(want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    scale[i] = std::abs(want[i]) + (hb ? 2 * std::abs(bv[i % H]) : 0);
+#endif
+  return report("y", out.y, want, &scale) ? 0 : 1;
+}
+
+tl::DType dtype_param(const Params& p, const std::string& k) {
+  const auto d = tl::parse_dtype(p.v.at(k));
+  if (!d) throw tl::Error(fmt::format("--set {}: expected a dtype name, got '{}'", k, p.v.at(k)));
+  return *d;
+}
+
+double host_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run_topk_gate(const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const int64_t T = p.integer("T"), E = p.integer("E"), k = p.integer("k");
+  const tl::DType dt = dtype_param(p, "dtype");
+  const int scoring = static_cast<int>(p.integer("scoring"));
+  const bool has_bias = p.integer("bias") != 0, normalize = p.integer("normalize") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto z = tl::randn(dev, {T, E}, dt, seed);
+  tl::Tensor bias =
+      has_bias ? tl::uniform(dev, {E}, tl::DType::Float32, seed + 1, -0.1, 0.1) : tl::Tensor();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = topk_gate(z, bias,
+                       {.k = k,
+                        .scoring = static_cast<GateScoring>(scoring),
+                        .normalize = normalize,
+                        .route_scale = p.real("route_scale")});
+  fmt::print("topk_gate T={} E={} k={} {} on {}: {:.1f} ms host (compile included on first use)\n",
+             T, E, k, tl::dtype_name(dt), target.name, host_ms(t0));
+#ifdef TL_HAVE_REFERENCES
+  auto bv = has_bias ? bias.to_vector() : std::vector<double>();
+  auto s = opstest::ref::gate_scores(z.to_vector(), T, E, scoring);
+  auto key = opstest::ref::gate_keys(s, has_bias ? &bv : nullptr, T, E);
+  auto want = opstest::ref::gate_topk(key, T, E, k);
+  auto gv = out.indices.to_vector();
+  int64_t differ = 0;
+  for (size_t i = 0; i < gv.size(); ++i) differ += static_cast<int64_t>(gv[i]) != want[i];
+  fmt::print(
+      "  indices  {}: {} of {} differ from the fp64 reference's choice (near-ties of the "
+      "chip's sigmoid/exp may swap)\n",
+      out.indices.describe(), differ, gv.size());
+  std::vector<int64_t> got(gv.begin(), gv.end());
+  auto ww = opstest::ref::gate_weights(s, got, T, E, k, normalize, p.real("route_scale"));
+#else
+  std::vector<double> ww;
+#endif
+  return report("weights", out.weights, ww, nullptr) ? 0 : 1;
+}
+
+int run_gemm(const Params& p, const tl::Target& target) {
+  tl::Device dev(target);
+  const int64_t M = p.integer("M"), N = p.integer("N"), K = p.integer("K");
+  const tl::DType dt = dtype_param(p, "dtype");
+  const tl::DType out_dt = p.v.at("out_dtype").empty() ? dt : dtype_param(p, "out_dtype");
+  const bool ta = p.integer("trans_a") != 0, tb = p.integer("trans_b") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto a = ta ? tl::randn(dev, {K, M}, dt, seed) : tl::randn(dev, {M, K}, dt, seed);
+  auto b = tb ? tl::randn(dev, {N, K}, dt, seed + 1) : tl::randn(dev, {K, N}, dt, seed + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = gemm(a, b, {.trans_a = ta, .trans_b = tb, .out_dtype = out_dt});
+  fmt::print("gemm {}x{}x{} {} -> {} on {}: {:.1f} ms host (compile included on first use)\n", M, N,
+             K, tl::dtype_name(dt), tl::dtype_name(out_dt), target.name, host_ms(t0));
+#ifdef TL_HAVE_REFERENCES
+  auto av = a.to_vector(), bv = b.to_vector();
+  auto want = opstest::ref::gemm(av, bv, M, N, K, ta, tb);
+  auto scale = opstest::ref::gemm_abs(av, bv, M, N, K, ta, tb);
+  for (auto& s : scale) s *= 1e-6 / opstest::kApprox;
+#else
+  std::vector<double> want, scale;
+#endif
+  return report("C", c, want, &scale) ? 0 : 1;
+}
+
+}  // namespace
+
+OpsCommands add_ops_commands(CLI::App& app) {
+  OpsCommands c;
+  c.ops = app.add_subcommand("ops", "list the ops of the cann_ops_tilelang library");
+  c.op = app.add_subcommand("op", "run a cann_ops_tilelang op on random data and check it");
+  c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
+  c.op->add_option("--set", c.sets,
+                   "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; "
+                   "swiglu: T H dtype rows weight clamp timed seed; softmax: M N dtype seed "
+                   "profile; layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
+                   "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
+                   "trans_b seed)");
+  c.op->add_flag("--profile", c.profile,
+                 "run in timed mode and print the simulated time, the roofline fraction, the "
+                 "pipes' busy fractions and the call's GM peak");
+  return c;
+}
+
+int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
+  if (*c.ops) {
+    for (const auto& o : all_ops()) fmt::print("{:<20} {:<8} {}\n", o.name, o.domain, o.summary);
+    return 0;
+  }
+  if (!*c.op) return -1;
+  std::map<std::string, std::string> common{
+      {"M", "256"}, {"H", "7168"}, {"dtype", "bfloat16"}, {"eps", "1e-6"}, {"seed", "0"}};
+  if (c.name == "rms_norm") {
+    auto d = common;
+    d["residual"] = "0";
+    d["rstd"] = "0";
+    return run_rms_norm(parse(c.name, d, c.sets), target, false, c.profile);
+  }
+  if (c.name == "rms_norm_backward")
+    return run_rms_norm(parse(c.name, common, c.sets), target, true, c.profile);
+  if (c.name == "swiglu" || c.name == "swiglu_backward") {
+    std::map<std::string, std::string> d{{"T", "256"},
+                                         {"H", "9216"},
+                                         {"dtype", "bfloat16"},
+                                         {"rows", "0"},
+                                         {"weight", "0"},
+                                         {"clamp", "0"},
+                                         {"timed", c.profile ? "1" : "0"},
+                                         {"seed", "0"}};
+    return run_swiglu(parse(c.name, d, c.sets), target, c.name == "swiglu_backward");
+  }
+  if (c.name == "softmax" || c.name == "log_softmax" || c.name == "softmax_backward" ||
+      c.name == "log_softmax_backward") {
+    return run_softmax(c.name,
+                       parse(c.name,
+                             {{"M", "256"},
+                              {"N", "7168"},
+                              {"dtype", "bfloat16"},
+                              {"seed", "0"},
+                              {"profile", c.profile ? "1" : "0"}},
+                             c.sets),
+                       target);
+  }
+  if (c.name == "layer_norm") {
+    auto d = common;
+    d["eps"] = "1e-5";
+    d["weight"] = "1";
+    d["bias"] = "1";
+    return run_layer_norm(parse(c.name, d, c.sets), target);
+  }
+  if (c.name == "topk_gate") {
+    return run_topk_gate(parse(c.name,
+                               {{"T", "4001"},
+                                {"E", "256"},
+                                {"k", "8"},
+                                {"dtype", "float32"},
+                                {"scoring", "1"},
+                                {"bias", "1"},
+                                {"normalize", "1"},
+                                {"route_scale", "2.5"},
+                                {"seed", "0"}},
+                               c.sets),
+                         target);
+  }
+  if (c.name == "gemm") {
+    return run_gemm(parse(c.name,
+                          {{"M", "1142"},
+                           {"N", "1230"},
+                           {"K", "1079"},
+                           {"dtype", "float16"},
+                           {"out_dtype", ""},
+                           {"trans_a", "0"},
+                           {"trans_b", "0"},
+                           {"seed", "0"}},
+                          c.sets),
+                    target);
+  }
+  std::string names;
+  for (const auto& o : all_ops()) names += " " + o.name;
+  throw tl::Error(fmt::format("tlc op: no op named '{}' (tlc ops lists them:{})", c.name, names));
+}

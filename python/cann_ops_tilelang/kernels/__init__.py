@@ -47,3 +47,24 @@ def softmax_key(dtype: str, cols: int, log: bool = False, backward: bool = False
 
 
 __all__ += ["softmax_kernel", "softmax_key"]
+
+# ---- MoE top-k gate and GEMM (moe/, gemm/) -------------------------------------------------------
+from .gemm import gemm_kernel  # noqa: E402
+from .topk_gate import topk_gate_kernel  # noqa: E402
+
+
+def topk_gate_key(dtype: str, experts: int, k: int = 8, scoring: int = 1, bias: bool = True,
+                  normalize: bool = True, target: str = "A2") -> dict:
+    """The key topk_gate launches with: {dtype, experts, k, rows_per_tile, blocks, scoring, bias,
+    normalize} (blocks from the target's core count; scoring 0 none, 1 sigmoid, 2 softmax)."""
+    return dict(_core.ops_topk_gate_key(dtype, experts, k, scoring, bias, normalize, target))
+
+
+def gemm_key(dtype: str, n: int, k: int, trans_a: bool = False, trans_b: bool = False,
+             out_dtype: str | None = None, target: str = "A2") -> dict:
+    """The key gemm launches with for N, K: block sizes from the target's L0C / L1 capacities,
+    blocks its AIC count."""
+    return dict(_core.ops_gemm_key(dtype, out_dtype or dtype, n, k, trans_a, trans_b, target))
+
+
+__all__ += ["topk_gate_kernel", "topk_gate_key", "gemm_kernel", "gemm_key"]

@@ -1,0 +1,154 @@
+// cann_ops_tilelang GEMM (include/cann_ops_tilelang/gemm.h) against the fp64 BLAS reference
+// of tests/ops/gemm_ref.h. Grid over OPS_TILELANG_TEST_LEVEL: tails M/N/K = 1, 7, 33 and
+// 1142 x 1230 x 1079, the four transposes, fp16/bf16 in, fp16/bf16/fp32 out; level 1 has
+// 1024^3, level 2 4096^3 (the must-show shape; minutes in fast mode). Also bad inputs (message
+// text), empty and K = 0 tensors (no launch), NaN propagation, one kernel for every M.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cann_ops_tilelang/gemm.h"
+#include "ops/gemm_ref.h"
+#include "ops/ops_seed.h"
+#include "ops/ops_testing.h"
+
+namespace {
+
+using namespace cann_ops_tilelang;
+using tl::DType;
+
+struct Case {
+  int64_t M, N, K;
+  DType dt, out;
+  bool ta, tb;
+};
+
+std::string name(const Case& c) {
+  return fmt::format("M{}_N{}_K{}_{}_{}{}{}", c.M, c.N, c.K, tl::dtype_name(c.dt),
+                     tl::dtype_name(c.out), c.ta ? "_ta" : "", c.tb ? "_tb" : "");
+}
+
+std::vector<Case> grid() {
+  const DType h = DType::Float16, b = DType::BFloat16, f = DType::Float32;
+  if (opstest::test_level() == 0) return {{33, 7, 1, h, f, false, false}};
+  std::vector<Case> v{{1, 1, 1, h, f, false, false},          {7, 33, 1, b, b, true, false},
+                      {33, 7, 7, h, h, false, true},          {1, 33, 7, b, f, true, true},
+                      {7, 1, 33, h, f, false, false},         {33, 33, 33, b, b, false, false},
+                      {1142, 1230, 1079, h, h, false, false}, {1142, 1230, 1079, b, f, true, true},
+                      {1142, 1230, 1079, h, f, false, true},  {1142, 1230, 1079, b, b, true, false},
+                      {1024, 1024, 1024, h, h, false, false}};
+  if (opstest::test_level() >= 2) v.push_back({4096, 4096, 4096, h, h, false, false});
+  return v;
+}
+
+class GemmGrid : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GemmGrid, MatchesFp64Reference) {
+  const Case c = GetParam();
+  const uint64_t seed = opstest::test_seed();
+  tl::Device dev;
+  auto a = c.ta ? tl::randn(dev, {c.K, c.M}, c.dt, seed) : tl::randn(dev, {c.M, c.K}, c.dt, seed);
+  auto b = c.tb ? tl::randn(dev, {c.N, c.K}, c.dt, seed + 1)
+                : tl::randn(dev, {c.K, c.N}, c.dt, seed + 1);
+  auto out = gemm(a, b, {.trans_a = c.ta, .trans_b = c.tb, .out_dtype = c.out});
+  ASSERT_EQ(out.shape(), (std::vector<int64_t>{c.M, c.N}));
+  ASSERT_EQ(out.dtype(), c.out);
+  auto av = a.to_vector(), bv = b.to_vector();
+  auto want = opstest::ref::gemm(av, bv, c.M, c.N, c.K, c.ta, c.tb);
+  // fp32 accumulation: an error up to ~K * 2^-24 of sum |a||b| (kApprox scales it), plus the
+  // output's rounding (the dtype's tolerance).
+  auto scale = opstest::ref::gemm_abs(av, bv, c.M, c.N, c.K, c.ta, c.tb);
+  for (auto& s : scale) s *= 1e-6 / opstest::kApprox;
+  auto tol = opstest::tolerance(c.out);
+  tol.rtol = c.out == DType::Float32 ? 1e-6 : tol.rtol;
+  EXPECT_EQ(opstest::allclose(out.to_vector(), want, c.N, tol, "C", &scale), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, GemmGrid, ::testing::ValuesIn(grid()),
+                         [](const auto& info) { return name(info.param); });
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tl::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+#define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
+
+TEST(GemmEdges, BadInputsAreLocatedErrorsNamingTheArgument) {
+  tl::Device dev;
+  auto a = tl::randn(dev, {16, 32}, DType::Float16, 1);
+  auto b = tl::randn(dev, {32, 48}, DType::Float16, 2);
+  auto m = error_of([&] { gemm(tl::randn(dev, {16, 32}, DType::Float32, 1), b); });
+  EXPECT_CONTAINS(m,
+                  "gemm: argument 'a' has the wrong dtype: expected float16 or bfloat16, got "
+                  "float32");
+  EXPECT_CONTAINS(m, "tests/ops/gemm_test.cpp:");
+  EXPECT_CONTAINS(error_of([&] {
+                    gemm(a, tl::randn(dev, {32, 48}, DType::BFloat16, 2));
+                  }),
+                  "argument 'b' has the wrong dtype: expected float16 (the dtype of 'a'), got "
+                  "bfloat16");
+  EXPECT_CONTAINS(error_of([&] {
+                    gemm(a, tl::randn(dev, {31, 48}, DType::Float16, 2));
+                  }),
+                  "argument 'b' has the wrong shape: expected 32 (K of 'a') in dimension 0, got "
+                  "shape [31, 48]");
+  EXPECT_CONTAINS(error_of([&] { gemm(a, b, {.trans_b = true}); }),
+                  "argument 'b' has the wrong shape: expected 32 (K of 'a') in dimension 1 "
+                  "(transposed), got shape [32, 48]");
+  EXPECT_CONTAINS(error_of([&] { gemm(a.reshape({512}), b); }),
+                  "argument 'a' has the wrong rank: expected 2 dimensions, got 1");
+  EXPECT_CONTAINS(error_of([&] { gemm(a, b, {.out_dtype = DType::Int32}); }),
+                  "argument 'out_dtype' is not supported: expected float16 or bfloat16 or "
+                  "float32, got int32");
+  tl::Device other;
+  EXPECT_CONTAINS(error_of([&] {
+                    gemm(a, tl::randn(other, {32, 48}, DType::Float16, 2));
+                  }),
+                  "argument 'b' is on another device");
+  auto wide = tl::randn(dev, {16, 64}, DType::Float16, 4);
+  EXPECT_CONTAINS(error_of([&] { gemm(wide.slice(1, 0, 32), b); }),
+                  "argument 'a' must be contiguous");
+}
+
+TEST(GemmEdges, EmptyAndKZeroLaunchNothing) {
+  tl::Device dev;
+  clear_kernel_cache();
+  auto c0 = gemm(tl::Tensor::empty(dev, {0, 32}, DType::Float16),
+                 tl::randn(dev, {32, 48}, DType::Float16, 1));
+  EXPECT_EQ(c0.shape(), (std::vector<int64_t>{0, 48}));
+  auto ck = gemm(tl::Tensor::empty(dev, {5, 0}, DType::BFloat16),
+                 tl::Tensor::empty(dev, {0, 9}, DType::BFloat16), {.out_dtype = DType::Float32});
+  EXPECT_EQ(ck.shape(), (std::vector<int64_t>{5, 9}));
+  for (double v : ck.to_vector()) EXPECT_EQ(v, 0.0);
+  EXPECT_EQ(kernel_cache_stats().misses, 0);
+}
+
+TEST(GemmEdges, NaNStaysInItsRowAndColumn) {
+  tl::Device dev;
+  auto av = tl::randn(dev, {40, 24}, DType::Float16, 3).to_vector();
+  auto bv = tl::randn(dev, {24, 20}, DType::Float16, 4).to_vector();
+  av[5 * 24 + 3] = NAN;    // row 5 of C
+  bv[11 * 20 + 17] = NAN;  // column 17 of C
+  auto c = gemm(tl::from_vector(dev, {40, 24}, DType::Float16, av),
+                tl::from_vector(dev, {24, 20}, DType::Float16, bv), {.out_dtype = DType::Float32})
+               .to_vector();
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < 20; ++j)
+      EXPECT_EQ(std::isnan(c[i * 20 + j]), i == 5 || j == 17) << i << "," << j;
+}
+
+TEST(GemmEdges, OneKernelForEveryM) {
+  tl::Device dev;
+  clear_kernel_cache();
+  auto b = tl::randn(dev, {64, 32}, DType::Float16, 1);
+  for (int64_t M : {1, 130, 300}) gemm(tl::randn(dev, {M, 64}, DType::Float16, 2), b);
+  EXPECT_EQ(kernel_cache_stats().misses, 1);
+  EXPECT_EQ(kernel_cache_stats().hits, 2);
+}
+
+}  // namespace
