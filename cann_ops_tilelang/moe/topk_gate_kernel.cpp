@@ -59,8 +59,7 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
         auto pairs = T::alloc_ub("pairs_ub", {rM, 2 * K}, f32);   // topk's (score, position)
         auto idxf = T::alloc_ub("idxf_ub", {rM, K}, f32);         // positions as floats
         auto idx = T::alloc_ub("idx_ub", {rM, K}, i32);
-        auto off = T::alloc_ub("off_ub", {rM, K}, i32);        // byte offsets into s
-        auto rowoff = T::alloc_ub("rowoff_ub", {rM, K}, i32);  // r * E * 4 on row r
+        auto off = T::alloc_ub("off_ub", {rM, K}, i32);  // byte offsets into s
         auto w = T::alloc_ub("w_ub", {rM, K}, f32);
         auto den = T::alloc_ub("den_ub", {rM}, f32);
         Buffer sel = s;  // what topk ranks: s, or s + bias
@@ -73,9 +72,6 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
           sync(Pipe::MTE2, Pipe::V, kEvIn);
           T::tile::broadcast(*biasb, bias1);
         }
-        T::serial("r", rM, [&](Expr r) {
-          T::tile::fill(rowoff.region({r, 0}, {1, K}), r * (E * 4));
-        });
         auto offu = T::view("offu_ub", off, DType::UInt32);
 
         auto tile_rows = [&](Expr row0, std::optional<Expr> nrows) {
@@ -125,9 +121,12 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
           T::pipe_barrier(Pipe::V);
           T::tile::mul(off, idx, 4);
           T::pipe_barrier(Pipe::V);
-          T::tile::add(off, off, rowoff);
-          T::pipe_barrier(Pipe::V);
-          T::tile::gather(w, s, offu);  // the unbiased scores of the chosen experts
+          // The unbiased scores of the chosen experts, row by row: a row's offsets address its
+          // own row of s, so the pad rows of a tail tile (clip_pad_values) feed only pad rows.
+          T::serial("r", rM, [&](Expr r) {
+            T::tile::gather(w.region({r, 0}, {1, K}), s.region({r, 0}, {1, E}),
+                            offu.region({r, 0}, {1, K}));
+          });
           T::pipe_barrier(Pipe::V);
           if (key.normalize) {
             T::reduce_sum(w, den, -1);

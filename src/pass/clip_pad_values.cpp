@@ -363,6 +363,11 @@ class PadValues {
       const std::optional<double> id = *t.op->identity;
       for (size_t d = 0; d < a.region.ranges.size(); ++d) {
         if (!(c->second.dims >> d & 1u) || (cd >= 0 && static_cast<size_t>(cd) != d)) continue;
+        // One index along d: the op reads elements either all inside the tensor along d or all
+        // past its end, never both, so nothing past the end is combined with data (a sort or
+        // top-k of one row of a tile whose tail rows are pad: those rows' results are pad too,
+        // and their stores are clipped).
+        if (auto one = as_const_int(a.region.ranges[d].extent); one && *one == 1) continue;
         Val v = st == state_.end() || d >= st->second.size() ? Val::undef() : st->second[d];
         if (id && v.is(*id)) continue;
         reject(t, a.region.buffer, v, id, c->second.copy);

@@ -33,6 +33,12 @@ std::string name(const Case& c) {
                      c.normalize ? "_norm" : "");
 }
 
+// gtest prints a parameter without PrintTo as its raw bytes, struct padding included: the test's
+// ctest name then changes from one discovery to the next, and ctest runs a name that is gone.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << name(c);
+}
+
 std::vector<Case> grid() {
   using S = GateScoring;
   if (opstest::test_level() == 0) return {{7, 256, 8, DType::Float32, S::Sigmoid, true, true}};

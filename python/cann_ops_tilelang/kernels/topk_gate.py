@@ -37,7 +37,7 @@ def topk_gate_kernel(dtype: str, experts: int, k: int, rows_per_tile: int, block
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
 
     @T.macro
-    def tile_rows(Z, Wt, Idx, scale, s_ub, z_ub, sel_ub, biasb_ub, pairs_ub, idxf_ub, idx_ub, off_ub, rowoff_ub,
+    def tile_rows(Z, Wt, Idx, scale, s_ub, z_ub, sel_ub, biasb_ub, pairs_ub, idxf_ub, idx_ub, off_ub,
                   offu_ub, w_ub, den_ub, row0, nrows):
         if nrows is not None:  # rows past T: zeros, not stale data
             T.tile.fill(z_ub, 0.0)
@@ -79,9 +79,10 @@ def topk_gate_kernel(dtype: str, experts: int, k: int, rows_per_tile: int, block
         T.pipe_barrier("V")
         T.tile.mul(off_ub, idx_ub, 4)
         T.pipe_barrier("V")
-        T.tile.add(off_ub, off_ub, rowoff_ub)
-        T.pipe_barrier("V")
-        T.tile.gather(w_ub, s_ub, offu_ub, 0)  # the unbiased scores of the chosen experts
+        # The unbiased scores of the chosen experts, row by row: a row's offsets address its own
+        # row of s_ub, so the pad rows of a tail tile feed only pad rows.
+        for r in T.serial(rM):
+            T.tile.gather(w_ub[r:r + 1, 0:K], s_ub[r:r + 1, 0:E], offu_ub[r:r + 1, 0:K], 0)
         T.pipe_barrier("V")
         if normalize:
             T.reduce_sum(w_ub, den_ub, -1)
@@ -112,7 +113,6 @@ def topk_gate_kernel(dtype: str, experts: int, k: int, rows_per_tile: int, block
                 idxf_ub = T.alloc_ub((rM, K), "float32")  # positions as floats
                 idx_ub = T.alloc_ub((rM, K), "int32")
                 off_ub = T.alloc_ub((rM, K), "int32")  # byte offsets into s_ub
-                rowoff_ub = T.alloc_ub((rM, K), "int32")  # r * E * 4 on row r
                 w_ub = T.alloc_ub((rM, K), "float32")
                 den_ub = T.alloc_ub((rM,), "float32")
                 sel_ub = s_ub  # what topk ranks: s, or s + bias
@@ -124,8 +124,6 @@ def topk_gate_kernel(dtype: str, experts: int, k: int, rows_per_tile: int, block
                     T.copy(Bias, bias_ub)
                     _sync("MTE2", "V", EV_IN)
                     T.tile.broadcast(biasb_ub, bias_ub)
-                for r in T.serial(rM):
-                    T.tile.fill(rowoff_ub[r:r + 1, 0:K], r * (E * 4))
                 offu_ub = T.view(off_ub, "uint32")
 
                 workers = num_blocks * 2
@@ -134,11 +132,11 @@ def topk_gate_kernel(dtype: str, experts: int, k: int, rows_per_tile: int, block
                 for t in T.Persistent([full_tiles], workers, worker):
                     row0 = t * rM
                     tile_rows(Z, Wt, Idx, scale, s_ub, z_ub, sel_ub, biasb_ub, pairs_ub, idxf_ub, idx_ub, off_ub,
-                              rowoff_ub, offu_ub, w_ub, den_ub, row0, None)
+                              offu_ub, w_ub, den_ub, row0, None)
                 tail = M % rM
                 if tail > 0 and worker == full_tiles % workers:
                     tile_rows(Z, Wt, Idx, scale, s_ub, z_ub, sel_ub, biasb_ub, pairs_ub, idxf_ub, idx_ub, off_ub,
-                              rowoff_ub, offu_ub, w_ub, den_ub, full_tiles * rM, tail)
+                              offu_ub, w_ub, den_ub, full_tiles * rM, tail)
 
     if bias:
         @T.prim_func
