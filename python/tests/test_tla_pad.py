@@ -289,3 +289,47 @@ def test_a_short_gm_row_fills_the_rest_of_its_tile_with_the_pad(n: int, static: 
     torch.testing.assert_close(c, 2 * w[:, 8:].reshape(n, hc, hc))
     # The last row read, then the pad copy_gm_to_ub Duplicates (0) over the rest of the tile.
     torch.testing.assert_close(p, torch.cat([2 * w[:, 8 + (hc - 1) * hc:], torch.zeros(n, 8 - hc)], dim=1))
+
+
+def row_gather(M: int, per_row: bool):
+    """Each row of X gathered by byte offsets O (a row reversal), from a tile whose rows past M
+    are the chip's 0 pad. Row by row, a pad row feeds only its own (clipped) output row: exact.
+    As one gather over the whole tile, the offsets could reach pad rows: refused."""
+    N, half = 32, 8
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), O: T.Tensor((half, N), "int32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, 2 * half), is_npu=True) as (cid, vid):
+            x = T.alloc_ub((half, N), "float32")
+            o = T.alloc_ub((half, N), "int32")
+            y = T.alloc_ub((half, N), "float32")
+            with T.Scope("V"):
+                T.copy(O, o)
+                ou = T.view(o, "uint32")
+                T.copy(X[cid * 2 * half + vid * half, 0], x)
+                if per_row:
+                    for r in T.serial(half):
+                        T.tile.gather(y[r:r + 1, 0:N], x[r:r + 1, 0:N], ou[r:r + 1, 0:N], 0)
+                else:
+                    T.tile.gather(y, x, ou, 0)
+                T.copy(y, Y[cid * 2 * half + vid * half, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("M", [1, 7, 33, 1000])
+def test_a_row_by_row_gather_over_pad_rows_is_exact(M: int) -> None:
+    """Before: every launch was refused ("T.tile.gather: its operand 'x' holds 0 past the end of
+    a tensor ... not any value"): a one-row region along the clipped dimension reads elements all
+    inside or all past the tensor, and the analysis did not see it (cann_ops_tilelang's top-k gate
+    failed every launch the same way)."""
+    torch.manual_seed(M)
+    x = torch.randn(M, 32)
+    offs = (torch.arange(31, -1, -1, dtype=torch.int32) * 4).repeat(8, 1)
+    kernel = tilelang.compile(row_gather(M, True), out_idx=[2], pass_configs=SYNC, check_hazards=True)
+    torch.testing.assert_close(kernel(x, offs), x.flip(1), rtol=0, atol=0)
+
+
+def test_a_whole_tile_gather_over_pad_rows_stays_an_error() -> None:
+    with pytest.raises(tilelang.Error, match=r"T\.tile\.gather: its operand 'x' holds 0 past the end"):
+        tilelang.compile(row_gather(7, False), out_idx=[2], pass_configs=SYNC)
