@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -506,7 +507,11 @@ OpsCommands add_ops_commands(CLI::App& app) {
 
 int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
   if (*c.ops) {
-    for (const auto& o : all_ops()) fmt::print("{:<20} {:<8} {}\n", o.name, o.domain, o.summary);
+    size_t nw = 0, dw = 0;  // columns as wide as the longest name and domain
+    for (const auto& o : all_ops())
+      nw = std::max(nw, o.name.size()), dw = std::max(dw, o.domain.size());
+    for (const auto& o : all_ops())
+      fmt::print("{:<{}} {:<{}} {}\n", o.name, nw, o.domain, dw, o.summary);
     return 0;
   }
   if (!*c.op) return -1;
