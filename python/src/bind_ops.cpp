@@ -57,13 +57,9 @@ nb::dict key_dict(const ops::RmsNormKey& k) {
 /// A key from a dict of its fields; every field is required, so a twin test cannot pass by
 /// leaving one at a default the two sides read differently.
 ops::RmsNormKey to_key(const nb::dict& d) {
-  auto field = [&](const char* name) -> nb::handle {
-    if (!d.contains(name))
-      throw Error(
-          fmt::format("an RMSNorm key needs the field '{}' (dtype, hidden, rows_per_tile, "
-                      "chunk, blocks, residual, rstd), got {}",
-                      name, nb::cast<std::string>(nb::repr(d))));
-    return d[name];
+  auto field = [&](const char* name) {
+    return key_field(d, name, "an RMSNorm",
+                     "dtype, hidden, rows_per_tile, chunk, blocks, residual, rstd");
   };
   ops::RmsNormKey k;
   k.dtype = to_dtype(field("dtype"));
@@ -104,13 +100,9 @@ nb::dict swiglu_key_dict(const ops::SwigluKey& k) {
 
 /// A SwiGLU key from a dict of all its fields (as to_key for RMSNorm).
 ops::SwigluKey to_swiglu_key(const nb::dict& d) {
-  auto field = [&](const char* name) -> nb::handle {
-    if (!d.contains(name))
-      throw Error(
-          fmt::format("a SwiGLU key needs the field '{}' (dtype, hidden, rows_per_tile, chunk, "
-                      "blocks, rows, clamp, weight), got {}",
-                      name, nb::cast<std::string>(nb::repr(d))));
-    return d[name];
+  auto field = [&](const char* name) {
+    return key_field(d, name, "a SwiGLU",
+                     "dtype, hidden, rows_per_tile, chunk, blocks, rows, clamp, weight");
   };
   ops::SwigluKey k;
   k.dtype = to_dtype(field("dtype"));
@@ -313,13 +305,9 @@ void bind_ops(nb::module_& m) {
       },
       "dtype"_a, "cols"_a, "log"_a, "backward"_a, "target"_a = "A2");
   m.def("ops_softmax_kernel", [](const nb::dict& d) {
-    auto field = [&](const char* name) -> nb::handle {
-      if (!d.contains(name))
-        throw Error(fmt::format(
-            "a softmax key needs the field '{}' (dtype, cols, rows_per_tile, chunk, blocks, log, "
-            "backward), got {}",
-            name, nb::cast<std::string>(nb::repr(d))));
-      return d[name];
+    auto field = [&](const char* name) {
+      return key_field(d, name, "a softmax",
+                       "dtype, cols, rows_per_tile, chunk, blocks, log, backward");
     };
     ops::SoftmaxKey k;
     k.dtype = to_dtype(field("dtype"));
@@ -354,6 +342,15 @@ void bind_ops(nb::module_& m) {
       "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
       "loc"_a.none());
   bind_ops_gategemm(m);  // topk_gate, gemm: bind_ops_gategemm.cpp
+}
+
+nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,
+                     std::string_view fields) {
+  if (!d.contains(name))
+    throw Error(fmt::format("{} key needs the field '{}'{}, got {}", what, name,
+                            fields.empty() ? std::string() : fmt::format(" ({})", fields),
+                            nb::cast<std::string>(nb::repr(d))));
+  return d[name];
 }
 
 nb::object ops_to_array(const Tensor& t, bool numpy) {

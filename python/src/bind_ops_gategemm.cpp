@@ -9,18 +9,9 @@
 
 namespace tl::python {
 
-nb::object ops_to_array(const Tensor& t, bool numpy);  // bind_ops.cpp
-
 namespace {
 
 namespace ops = cann_ops_tilelang;
-
-nb::handle field(const nb::dict& d, const char* name, const char* what) {
-  if (!d.contains(name))
-    throw Error(fmt::format("a {} key needs the field '{}', got {}", what, name,
-                            nb::cast<std::string>(nb::repr(d))));
-  return d[name];
-}
 
 nb::dict gate_key_dict(const ops::TopkGateKey& k) {
   nb::dict d;
@@ -36,16 +27,16 @@ nb::dict gate_key_dict(const ops::TopkGateKey& k) {
 }
 
 ops::TopkGateKey gate_key(const nb::dict& d) {
-  const char* w = "top-k gate";
+  const char* w = "a top-k gate";
   ops::TopkGateKey k;
-  k.dtype = to_dtype(field(d, "dtype", w));
-  k.experts = nb::cast<int64_t>(field(d, "experts", w));
-  k.k = nb::cast<int64_t>(field(d, "k", w));
-  k.rows_per_tile = nb::cast<int64_t>(field(d, "rows_per_tile", w));
-  k.blocks = nb::cast<int64_t>(field(d, "blocks", w));
-  const int s = nb::cast<int>(field(d, "scoring", w));
-  k.bias = nb::cast<bool>(field(d, "bias", w));
-  k.normalize = nb::cast<bool>(field(d, "normalize", w));
+  k.dtype = to_dtype(key_field(d, "dtype", w));
+  k.experts = nb::cast<int64_t>(key_field(d, "experts", w));
+  k.k = nb::cast<int64_t>(key_field(d, "k", w));
+  k.rows_per_tile = nb::cast<int64_t>(key_field(d, "rows_per_tile", w));
+  k.blocks = nb::cast<int64_t>(key_field(d, "blocks", w));
+  const int s = nb::cast<int>(key_field(d, "scoring", w));
+  k.bias = nb::cast<bool>(key_field(d, "bias", w));
+  k.normalize = nb::cast<bool>(key_field(d, "normalize", w));
   if (k.experts <= 0 || k.k <= 0 || k.k > k.experts || k.rows_per_tile <= 0 || k.blocks <= 0 ||
       s < 0 || s > 2)
     throw Error(
@@ -73,19 +64,19 @@ nb::dict gemm_key_dict(const ops::GemmKey& k) {
 }
 
 ops::GemmKey gemm_key(const nb::dict& d) {
-  const char* w = "GEMM";
+  const char* w = "a GEMM";
   ops::GemmKey k;
-  k.dtype = to_dtype(field(d, "dtype", w));
-  k.out_dtype = to_dtype(field(d, "out_dtype", w));
-  k.n = nb::cast<int64_t>(field(d, "n", w));
-  k.k = nb::cast<int64_t>(field(d, "k", w));
-  k.trans_a = nb::cast<bool>(field(d, "trans_a", w));
-  k.trans_b = nb::cast<bool>(field(d, "trans_b", w));
-  k.block_m = nb::cast<int64_t>(field(d, "block_m", w));
-  k.block_n = nb::cast<int64_t>(field(d, "block_n", w));
-  k.block_k = nb::cast<int64_t>(field(d, "block_k", w));
-  k.stages = nb::cast<int64_t>(field(d, "stages", w));
-  k.blocks = nb::cast<int64_t>(field(d, "blocks", w));
+  k.dtype = to_dtype(key_field(d, "dtype", w));
+  k.out_dtype = to_dtype(key_field(d, "out_dtype", w));
+  k.n = nb::cast<int64_t>(key_field(d, "n", w));
+  k.k = nb::cast<int64_t>(key_field(d, "k", w));
+  k.trans_a = nb::cast<bool>(key_field(d, "trans_a", w));
+  k.trans_b = nb::cast<bool>(key_field(d, "trans_b", w));
+  k.block_m = nb::cast<int64_t>(key_field(d, "block_m", w));
+  k.block_n = nb::cast<int64_t>(key_field(d, "block_n", w));
+  k.block_k = nb::cast<int64_t>(key_field(d, "block_k", w));
+  k.stages = nb::cast<int64_t>(key_field(d, "stages", w));
+  k.blocks = nb::cast<int64_t>(key_field(d, "blocks", w));
   if (k.n <= 0 || k.k <= 0 || k.block_m <= 0 || k.block_n <= 0 || k.block_k <= 0 || k.stages <= 0 ||
       k.blocks <= 0)
     throw Error(fmt::format("a GEMM key needs every size > 0, got {}", k.str()));

@@ -95,4 +95,14 @@ void bind_builder(nb::module_& m);
 void bind_launch(nb::module_& m);
 void bind_ops(nb::module_& m);
 
+// ---- cann_ops_tilelang's bindings (bind_ops.cpp, bind_ops_gategemm.cpp) --------------------
+
+/// A field of a kernel key that crosses from Python as a dict. Every field is required, so a twin
+/// test cannot pass by leaving one at a default the two sides read differently: a missing one is
+/// "<what> key needs the field '<name>' (<fields>), got <the dict>".
+nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,
+                     std::string_view fields = {});
+/// An op's output tensor as a numpy array (numpy) or a torch tensor.
+nb::object ops_to_array(const Tensor& t, bool numpy);
+
 }  // namespace tl::python
