@@ -186,6 +186,8 @@ const std::vector<OpInfo>& all_ops() {
        "smaller index), normalised weights",
        "moe"},
       {"gemm", "C = op(A) op(B): fp16/bf16 in, fp32 accumulate, transposes, any M, N, K", "gemm"},
+      {"layer_norm_backward",
+       "LayerNorm backward: dX, and dW and dB reduced across AIVs in a fixed order", "norm"},
   };
   return ops;
 }
