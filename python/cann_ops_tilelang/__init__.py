@@ -31,3 +31,6 @@ __all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rm
 __all__ += ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]
 __all__ += ["LayerNormResult", "layer_norm"]
 __all__ += ["TopkGateResult", "topk_gate", "gemm"]
+from ._ops import layer_norm_backward  # noqa: E402
+
+__all__ += ["layer_norm_backward"]
