@@ -180,7 +180,7 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
             T::serial("r", nrows ? *nrows : Expr(rM), [&](Expr r) {  // rows in order
               T::tile::add(dwb.region({c * bN}, {bN}), dwb.region({c * bN}, {bN}),
                            t1.region({r, 0}, {1, bN}));
-              T::tile::add(dwb.region({H + c * bN}, {bN}), dwb.region({H + c * bN}, {bN}),
+              T::tile::add(dwb.region({c * bN + H}, {bN}), dwb.region({c * bN + H}, {bN}),
                            gf.region({r, 0}, {1, bN}));
               vbar();
             });
