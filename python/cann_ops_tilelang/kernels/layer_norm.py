@@ -222,15 +222,15 @@ def layer_norm_kernel(dtype: str, hidden: int, rows_per_tile: int, blocks: int, 
             for i, j in T.Parallel(bM, H):
                 x_f[i, j] = T.cast(x_in[i, j], "float32")
         T.reduce_sum(x_f, mean, -1)
-        for i in T.Parallel(bM):
-            mean[i] = mean[i] * inv_h
+        for p in T.Parallel(bM):
+            mean[p] = mean[p] * inv_h
         for i, j in T.Parallel(bM, H):
             x_f[i, j] = x_f[i, j] - mean[i]
         for i, j in T.Parallel(bM, H):
             sq[i, j] = x_f[i, j] * x_f[i, j]
         T.reduce_sum(sq, rstd, -1)
-        for i in T.Parallel(bM):
-            rstd[i] = rstd[i] * inv_h + eps
+        for p in T.Parallel(bM):
+            rstd[p] = rstd[p] * inv_h + eps
         T.tile.rsqrt(rstd, rstd)
         for i, j in T.Parallel(bM, H):
             x_f[i, j] = x_f[i, j] * rstd[i]
@@ -269,8 +269,8 @@ def layer_norm_kernel(dtype: str, hidden: int, rows_per_tile: int, blocks: int, 
                 w_f = w_in
                 if wide:
                     w_f = T.alloc_fragment((H,), "float32")
-                    for j in T.Parallel(H):
-                        w_f[j] = T.cast(w_in[j], "float32")
+                    for p in T.Parallel(H):
+                        w_f[p] = T.cast(w_in[p], "float32")
             b_f = None
             if B is not None:
                 b_in = T.alloc_shared((H,), dtype)
@@ -278,8 +278,8 @@ def layer_norm_kernel(dtype: str, hidden: int, rows_per_tile: int, blocks: int, 
                 b_f = b_in
                 if wide:
                     b_f = T.alloc_fragment((H,), "float32")
-                    for j in T.Parallel(H):
-                        b_f[j] = T.cast(b_in[j], "float32")
+                    for p in T.Parallel(H):
+                        b_f[p] = T.cast(b_in[p], "float32")
             for t in T.Pipelined(T.ceildiv(T.max(row_tiles - cid, 0), blocks), num_stages=2):
                 tile(X, Y, Mean, Rstd, eps, x_in, x_f, sq, y_out, mean, rstd, w_f, b_f, (cid + t * blocks) * bM)
 
