@@ -1,0 +1,249 @@
+// The RoPE kernel generator of cann_ops_tilelang (the tile-kernel layer, docs/ops.md "RoPE").
+// Expert mode: the kernel loads a wide tile of bT tokens x bH heads in one copy, then runs the
+// rotation head by head on [bT, rot_dim] regions, so that each token's cos/sin row is loaded
+// once per tile and lines up with the x region row for row: no broadcast of the tables across
+// heads is materialised (docs/ops.md explains the choice). The two tile slots are
+// double-buffered by hand (flags per slot), which developer mode cannot express for per-head
+// regions of a 2-D tile. Its Python twin, python/cann_ops_tilelang/kernels/rope.py, builds the
+// identical IR (python/tests/test_opslib_rope.py).
+//
+// Math (include/cann_ops_tilelang/rope.h): y = r c + rotate(r) s on the rotated part r of each
+// head. With p the pair partner (j ^ 1 interleaved, j +- R/2 half) and sgn(j) = -1 on the first
+// element of a pair (even j, first half), rotate(r)[j] = sgn(j) r[p(j)], so
+//   y[j] = r[j] c[j] + q[p(j)]   with   q[k] = r[k] w[k],  w[k] = sgn(p(k)) s[p(k)]   (forward)
+// and the adjoint dr[j] = dy[j] c[j] + sgn(p(j)) dy[p(j)] s[p(j)] is the same form with
+// w[k] = sgn(k) s[k] (backward). w is formed once per tile from the table rows; the pair
+// permutation of q is two half-width adds (half) or one gather (interleaved).
+//
+// Work split: items are (token tile, head chunk), ceil(M / bT) * (H / bH) of them, dealt
+// round-robin to the two AIVs of min(blocks, ceil(items / 2)) blocks. The last token tile
+// (M % bT tokens) is zero-filled and copied row by row, so no row past M is read or stored.
+#include <map>
+#include <optional>
+
+#include "cann_ops_tilelang/rope.h"
+#include "tl/lang.h"
+
+namespace cann_ops_tilelang {
+namespace {
+
+using tl::Buffer;
+using tl::DType;
+using tl::Expr;
+using tl::Pipe;
+namespace T = tl::T;
+constexpr DType f32 = DType::Float32;
+// Events: slot s uses s for its load -> compute -> store -> next load chain; 2 orders the tail
+// tile's zero fill before its loads.
+constexpr int kEvFill = 2;
+
+void sync(Pipe src, Pipe dst, int ev) {
+  T::set_flag(src, dst, ev);
+  T::wait_flag(src, dst, ev);
+}
+
+/// One tile slot: x in the I/O dtype (rotated in place, then stored), the tokens' table rows.
+struct Slot {
+  Buffer x, c, s;
+  int ev;
+};
+
+}  // namespace
+
+std::string RopeKey::str() const {
+  return fmt::format(
+      "dtype={},H={},D={},R={},off={},interleaved={},backward={},positions={},bT={},bH={},"
+      "blocks={}",
+      tl::dtype_name(dtype), heads, head_dim, rot_dim, rot_offset, interleaved, backward, positions,
+      tokens_per_tile, heads_per_tile, blocks);
+}
+
+tl::PrimFunc rope_kernel(const RopeKey& k) {
+  const DType dt = k.dtype;
+  const bool wide = dt != f32;
+  const int H = ir_size(k.heads, "heads"), D = ir_size(k.head_dim, "head_dim"),
+            R = ir_size(k.rot_dim, "rot_dim"), off = ir_size(k.rot_offset, "rot_offset"),
+            bT = ir_size(k.tokens_per_tile, "tokens_per_tile"),
+            bH = ir_size(k.heads_per_tile, "heads_per_tile"), blocks = ir_size(k.blocks, "blocks");
+  const int chunks = H / bH, bHD = bH * D, h2 = R / 2;
+
+  auto M = T::dynamic("M");
+  auto NR = T::dynamic("NR");
+  auto X = T::Tensor("X", {M, H * D}, dt);
+  auto C = T::Tensor("C", {NR, R}, f32);
+  auto S = T::Tensor("S", {NR, R}, f32);
+  std::optional<Buffer> P;
+  std::vector<tl::ParamRef> params{X, C, S};
+  if (k.positions) params.push_back(*(P = T::Tensor("P", {M}, DType::Int32)));
+  auto Y = T::Tensor("Y", {M, H * D}, dt);
+  params.push_back(Y);
+
+  return T::prim_func(k.backward ? "rope_bwd" : "rope_fwd", params, [&] {
+    Expr items = ceildiv(M, bT) * chunks;
+    Expr num_blocks = min(Expr(blocks), ceildiv(items, 2));
+    T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
+      T::Scope(tl::Core::Vector, [&] {
+        Slot slots[2] = {{T::alloc_ub("x0_ub", {bT, bHD}, dt), T::alloc_ub("c0_ub", {bT, R}, f32),
+                          T::alloc_ub("s0_ub", {bT, R}, f32), 0},
+                         {T::alloc_ub("x1_ub", {bT, bHD}, dt), T::alloc_ub("c1_ub", {bT, R}, f32),
+                          T::alloc_ub("s1_ub", {bT, R}, f32), 1}};
+        auto q = T::alloc_ub("q_ub", {bT, R}, f32);   // r * w
+        auto yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r * c, then the result
+        auto w = T::alloc_ub("w_ub", {bT, R}, f32);   // the tile's w (above)
+        std::optional<Buffer> xf, qg, sg, nsg, offs;
+        if (wide) xf = T::alloc_ub("xf_ub", {bT, R}, f32);
+        if (k.interleaved) {
+          // sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once:
+          // j / 2 - floor(j / 2) is 0 or 1/2, so sgn = 4 (j / 2 - floor(j / 2)) - 1.
+          qg = T::alloc_ub("qg_ub", {bT, R}, f32);
+          sg = T::alloc_ub("sg_ub", {bT, R}, f32);
+          nsg = T::alloc_ub("nsg_ub", {bT, R}, f32);
+          auto oi = T::alloc_ub("offs_i_ub", {bT, R}, DType::Int32);
+          offs = T::view("offs_ub", oi, DType::UInt32);
+          T::tile::createvecindex(q, 0.0f);  // j (rows are whole pairs: R is even)
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(w, q, 0.5f);
+          T::pipe_barrier(Pipe::V);
+          T::tile::cast(oi, w, "CAST_FLOOR");
+          T::pipe_barrier(Pipe::V);
+          T::tile::cast(yf, oi, "CAST_RINT");
+          T::pipe_barrier(Pipe::V);
+          T::tile::sub(w, w, yf);
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(w, w, 4.0f);
+          T::pipe_barrier(Pipe::V);
+          T::tile::add(*sg, w, -1.0f);
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(*nsg, *sg, -1.0f);
+          T::tile::sub(q, q, *sg);  // the partner j - sgn(j)
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(q, q, 4.0f);
+          T::pipe_barrier(Pipe::V);
+          T::tile::cast(oi, q, "CAST_RINT");
+          T::pipe_barrier(Pipe::V);
+        }
+
+        // Let names as the twin's macro gets them: a second let of a name gets _1, _2, ...
+        std::map<std::string, int> lets;
+        auto let = [&](const std::string& n, Expr v) {
+          const int i = lets[n]++;
+          return T::let(i == 0 ? n : fmt::format("{}_{}", n, i), std::move(v));
+        };
+        auto workers = T::let("workers", num_blocks * 2);
+        auto worker = T::let("worker", cid * 2 + vid);
+        auto mine = T::let("mine", ceildiv(items - worker, workers));
+
+        // Item `it` in slot `sl`: load, rotate every head of the chunk, store.
+        auto item = [&](Expr it, const Slot& sl) {
+          auto t0 = let("t0", it / chunks * bT);
+          auto col = let("col", it % chunks * bHD);
+          auto nt = let("nt", min(M - t0, bT));
+          T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot's last store is done
+          auto table_row = [&](Expr j) { return P ? Expr(P->load({t0 + j})) : t0 + j; };
+          T::If(
+              nt == bT,
+              [&] {
+                // pad_value: the compiler cannot prove that a full tile of the dynamic M (NR)
+                // is never clipped, and the gather would move a clipped row's pad; the copy
+                // states the value it would hold, the zeros the tail tile gets.
+                T::copy(X.at({t0, col}), sl.x, {.pad_value = 0.0});
+                if (P) {
+                  T::serial("j", bT, [&](Expr j) {
+                    auto row = let("row", table_row(j));
+                    T::copy(C.at({row, 0}), sl.c.region({j, 0}, {1, R}));
+                    T::copy(S.at({row, 0}), sl.s.region({j, 0}, {1, R}));
+                  });
+                } else {
+                  T::copy(C.at({t0, 0}), sl.c, {.pad_value = 0.0});
+                  T::copy(S.at({t0, 0}), sl.s, {.pad_value = 0.0});
+                }
+              },
+              [&] {  // the tail tile: rows past M are zeros, never stale data
+                sync(Pipe::MTE3, Pipe::V, kEvFill);  // the slot's last store has read x
+                T::tile::fill(sl.x, 0.0f);
+                T::tile::fill(sl.c, 0.0f);
+                T::tile::fill(sl.s, 0.0f);
+                sync(Pipe::V, Pipe::MTE2, kEvFill);
+                T::serial("j", nt, [&](Expr j) {
+                  auto row = let("row", table_row(j));
+                  T::copy(X.at({t0 + j, col}), sl.x.region({j, 0}, {1, bHD}));
+                  T::copy(C.at({row, 0}), sl.c.region({j, 0}, {1, R}));
+                  T::copy(S.at({row, 0}), sl.s.region({j, 0}, {1, R}));
+                });
+              });
+          sync(Pipe::MTE2, Pipe::V, sl.ev);
+          // w from the tile's sin rows (the file comment's table).
+          if (k.interleaved) {
+            if (k.backward) {
+              T::tile::mul(w, sl.s, *sg);
+            } else {
+              T::tile::gather(w, sl.s, *offs);
+              T::pipe_barrier(Pipe::V);
+              T::tile::mul(w, w, *nsg);
+            }
+          } else if (k.backward) {
+            T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0f);
+            T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0f);
+          } else {
+            T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0f);
+            T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0f);
+          }
+          T::serial("h", bH, [&](Expr h) {
+            auto xr = sl.x.region({0, h * D + off}, {bT, R});
+            T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y, xf
+            tl::TileArg r = xr;
+            if (wide) {
+              T::tile::cast(*xf, xr);
+              T::pipe_barrier(Pipe::V);
+              r = *xf;
+            }
+            T::tile::mul(q, r, w);
+            T::tile::mul(yf, r, sl.c);
+            T::pipe_barrier(Pipe::V);
+            // y[j] = r[j] c[j] + q[p(j)], into x's region directly when no narrowing is needed
+            auto dst = [&](int c0, int n) {
+              return wide ? yf.region({0, c0}, {bT, n})
+                          : sl.x.region({0, h * D + off + c0}, {bT, n});
+            };
+            if (k.interleaved) {
+              T::tile::gather(*qg, q, *offs);
+              T::pipe_barrier(Pipe::V);
+              T::tile::add(dst(0, R), yf, *qg);
+            } else {
+              T::tile::add(dst(0, h2), yf.region({0, 0}, {bT, h2}), q.region({0, h2}, {bT, h2}));
+              T::tile::add(dst(h2, h2), yf.region({0, h2}, {bT, h2}), q.region({0, 0}, {bT, h2}));
+            }
+            if (wide) {
+              T::pipe_barrier(Pipe::V);
+              T::tile::cast(xr, yf, "CAST_RINT");
+            }
+          });
+          sync(Pipe::V, Pipe::MTE3, sl.ev);
+          T::If(
+              nt == bT,
+              [&] {
+                T::copy(sl.x, Y.at({t0, col}));
+              },
+              [&] {
+                T::serial("j", nt, [&](Expr j) {
+                  T::copy(sl.x.region({j, 0}, {1, bHD}), Y.at({t0 + j, col}));
+                });
+              });
+          T::set_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot is free again
+        };
+
+        T::set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+        T::set_flag(Pipe::MTE3, Pipe::MTE2, 1);
+        // Items in pairs, slot 0 then slot 1: the load of one overlaps the other's work.
+        T::serial("p", ceildiv(mine, 2), [&](Expr p) {
+          item(worker + p * 2 * workers, slots[0]);
+          T::If(p * 2 + 1 < mine, [&] { item(worker + (p * 2 + 1) * workers, slots[1]); });
+        });
+        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1);
+      });
+    });
+  });
+}
+
+}  // namespace cann_ops_tilelang

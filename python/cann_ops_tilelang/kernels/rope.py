@@ -1,0 +1,221 @@
+"""RoPE's kernel generator in TileLang-Ascend syntax: the Python twin of
+cann_ops_tilelang/rope/rope_kernel.cpp.
+
+For the same key this builds the very IR the C++ generator builds (the printed IR text is
+compared in python/tests/test_opslib_rope.py), so a user reads and changes the op in the language
+they know, and a change here that the C++ side lacks fails that test. The key is what the
+library's launch layer chooses (cann_ops_tilelang.kernels.rope_key): dtype, heads (H), head_dim
+(D), rot_dim (R), rot_offset (0: the first R elements of a head rotate; D - R: the last),
+interleaved, backward, positions, tokens_per_tile (bT), heads_per_tile (bH), blocks. M (tokens)
+and NR (table rows) are dynamic: one kernel per key serves every sequence length.
+
+The design (the C++ file's top comment says it at length): expert mode; a tile is bT tokens x bH
+heads of x, loaded in one copy with the tokens' cos/sin rows, rotated head by head on [bT, R]
+regions (so the table rows line up with x's rows and are never broadcast across heads), stored
+in one copy; two tile slots double-buffered by hand (event s for slot s); the tail tile (M % bT
+tokens) zero-filled and copied row by row. With q = r * w, y[j] = r[j] c[j] + q[p(j)] where p is
+the pair partner; w is sin permuted and signed (forward) or signed (backward), made per tile.
+"""
+
+# No `from __future__ import annotations`: the parser reads a parameter's T.Tensor annotation
+# from the evaluated __annotations__ (the dynamic sizes live in this function's scope).
+import tl_ascend.language as T
+from tl_ascend.language.parser import PrimFunc
+
+EV_FILL = 2  # the tail tile's zero fill before its loads (slots use events 0 and 1)
+
+
+@T.macro
+def _sync(src, dst, ev):
+    T.set_flag(src, dst, ev)
+    T.wait_flag(src, dst, ev)
+
+
+def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset: int, interleaved: bool,
+                backward: bool, positions: bool, tokens_per_tile: int, heads_per_tile: int,
+                blocks: int) -> PrimFunc:
+    """X [M, H * D], C [NR, R] fp32, S [NR, R] fp32, (P [M] int32), Y [M, H * D]."""
+    H, D, R, off, bT, bH = heads, head_dim, rot_dim, rot_offset, tokens_per_tile, heads_per_tile
+    wide = dtype != "float32"
+    chunks, bHD, h2 = H // bH, bH * D, R // 2
+    M = T.dynamic("M")
+    NR = T.dynamic("NR")
+    items = T.ceildiv(M, bT) * chunks
+    num_blocks = T.min(blocks, T.ceildiv(items, 2))
+
+    @T.macro
+    def item(X, C, S, P, Y, it, x_ub, c_ub, s_ub, ev, q_ub, y_ub, w_ub, xf_ub, qg_ub, sg_ub, nsg_ub,
+             offs_ub):
+        """Item `it` (token tile, head chunk) in one slot: load, rotate every head, store."""
+        t0 = it // chunks * bT
+        col = it % chunks * bHD
+        nt = T.min(M - t0, bT)
+        T.wait_flag("MTE3", "MTE2", ev)  # the slot's last store is done
+        if nt == bT:
+            # pad_value: a full tile of the dynamic M (NR) is not provably unclipped, and the
+            # gather would move a clipped row's pad; the copy states the zeros the tail gets.
+            T.copy(X[t0, col], x_ub, pad_value=0.0)
+            if P is not None:
+                for j in T.serial(bT):
+                    row = P[t0 + j]
+                    T.copy(C[row, 0], c_ub[j:j + 1, 0:R])
+                    T.copy(S[row, 0], s_ub[j:j + 1, 0:R])
+            else:
+                T.copy(C[t0, 0], c_ub, pad_value=0.0)
+                T.copy(S[t0, 0], s_ub, pad_value=0.0)
+        else:  # the tail tile: rows past M are zeros, never stale data
+            _sync("MTE3", "V", EV_FILL)  # the slot's last store has read x
+            T.tile.fill(x_ub, 0.0)
+            T.tile.fill(c_ub, 0.0)
+            T.tile.fill(s_ub, 0.0)
+            _sync("V", "MTE2", EV_FILL)
+            for j in T.serial(nt):
+                if P is not None:
+                    row = P[t0 + j]
+                else:
+                    row = t0 + j
+                T.copy(X[t0 + j, col], x_ub[j:j + 1, 0:bHD])
+                T.copy(C[row, 0], c_ub[j:j + 1, 0:R])
+                T.copy(S[row, 0], s_ub[j:j + 1, 0:R])
+        _sync("MTE2", "V", ev)
+        # w from the tile's sin rows.
+        if interleaved:
+            if backward:
+                T.tile.mul(w_ub, s_ub, sg_ub)
+            else:
+                T.tile.gather(w_ub, s_ub, offs_ub, 0)
+                T.pipe_barrier("V")
+                T.tile.mul(w_ub, w_ub, nsg_ub)
+        elif backward:
+            T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, 0:h2], -1.0)
+            T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, h2:h2 + h2], 1.0)
+        else:
+            T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, h2:h2 + h2], 1.0)
+            T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, 0:h2], -1.0)
+        for h in T.serial(bH):
+            T.pipe_barrier("V")  # the previous head's last op has read q, y, xf
+            r = x_ub[0:bT, h * D + off:h * D + off + R]
+            if wide:
+                T.tile.cast(xf_ub, x_ub[0:bT, h * D + off:h * D + off + R])
+                T.pipe_barrier("V")
+                r = xf_ub
+            T.tile.mul(q_ub, r, w_ub)
+            T.tile.mul(y_ub, r, c_ub)
+            T.pipe_barrier("V")
+            # y[j] = r[j] c[j] + q[p(j)], into x's region directly when no narrowing is needed
+            if interleaved:
+                T.tile.gather(qg_ub, q_ub, offs_ub, 0)
+                T.pipe_barrier("V")
+                if wide:
+                    T.tile.add(y_ub[0:bT, 0:R], y_ub, qg_ub)
+                else:
+                    T.tile.add(x_ub[0:bT, h * D + off + 0:h * D + off + 0 + R], y_ub, qg_ub)
+            elif wide:
+                T.tile.add(y_ub[0:bT, 0:h2], y_ub[0:bT, 0:h2], q_ub[0:bT, h2:h2 + h2])
+                T.tile.add(y_ub[0:bT, h2:h2 + h2], y_ub[0:bT, h2:h2 + h2], q_ub[0:bT, 0:h2])
+            else:
+                T.tile.add(x_ub[0:bT, h * D + off + 0:h * D + off + 0 + h2], y_ub[0:bT, 0:h2],
+                           q_ub[0:bT, h2:h2 + h2])
+                T.tile.add(x_ub[0:bT, h * D + off + h2:h * D + off + h2 + h2], y_ub[0:bT, h2:h2 + h2],
+                           q_ub[0:bT, 0:h2])
+            if wide:
+                T.pipe_barrier("V")
+                T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, "CAST_RINT")
+        _sync("V", "MTE3", ev)
+        if nt == bT:
+            T.copy(x_ub, Y[t0, col])
+        else:
+            for j in T.serial(nt):
+                T.copy(x_ub[j:j + 1, 0:bHD], Y[t0 + j, col])
+        T.set_flag("MTE3", "MTE2", ev)  # the slot is free again
+
+    @T.macro
+    def body(X, C, S, P, Y):
+        with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
+            with T.Scope("V"):
+                x0_ub = T.alloc_ub((bT, bHD), dtype)
+                c0_ub = T.alloc_ub((bT, R), "float32")
+                s0_ub = T.alloc_ub((bT, R), "float32")
+                x1_ub = T.alloc_ub((bT, bHD), dtype)
+                c1_ub = T.alloc_ub((bT, R), "float32")
+                s1_ub = T.alloc_ub((bT, R), "float32")
+                q_ub = T.alloc_ub((bT, R), "float32")  # r * w
+                y_ub = T.alloc_ub((bT, R), "float32")  # r * c, then the result
+                w_ub = T.alloc_ub((bT, R), "float32")  # the tile's w
+                xf_ub = None
+                qg_ub = None
+                sg_ub = None
+                nsg_ub = None
+                offs_ub = None
+                if wide:
+                    xf_ub = T.alloc_ub((bT, R), "float32")
+                if interleaved:
+                    # sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once.
+                    qg_ub = T.alloc_ub((bT, R), "float32")
+                    sg_ub = T.alloc_ub((bT, R), "float32")
+                    nsg_ub = T.alloc_ub((bT, R), "float32")
+                    offs_i_ub = T.alloc_ub((bT, R), "int32")
+                    offs_ub = T.view(offs_i_ub, "uint32")
+                    T.tile.createvecindex(q_ub, 0.0)  # j
+                    T.pipe_barrier("V")
+                    T.tile.mul(w_ub, q_ub, 0.5)
+                    T.pipe_barrier("V")
+                    T.tile.cast(offs_i_ub, w_ub, "CAST_FLOOR")
+                    T.pipe_barrier("V")
+                    T.tile.cast(y_ub, offs_i_ub, "CAST_RINT")
+                    T.pipe_barrier("V")
+                    T.tile.sub(w_ub, w_ub, y_ub)
+                    T.pipe_barrier("V")
+                    T.tile.mul(w_ub, w_ub, 4.0)
+                    T.pipe_barrier("V")
+                    T.tile.add(sg_ub, w_ub, -1.0)
+                    T.pipe_barrier("V")
+                    T.tile.mul(nsg_ub, sg_ub, -1.0)
+                    T.tile.sub(q_ub, q_ub, sg_ub)  # the partner j - sgn(j)
+                    T.pipe_barrier("V")
+                    T.tile.mul(q_ub, q_ub, 4.0)
+                    T.pipe_barrier("V")
+                    T.tile.cast(offs_i_ub, q_ub, "CAST_RINT")
+                    T.pipe_barrier("V")
+
+                workers = num_blocks * 2
+                worker = cid * 2 + vid
+                mine = T.ceildiv(items - worker, workers)
+                T.set_flag("MTE3", "MTE2", 0)
+                T.set_flag("MTE3", "MTE2", 1)
+                # Items in pairs, slot 0 then slot 1: the load of one overlaps the other's work.
+                for p in T.serial(T.ceildiv(mine, 2)):
+                    item(X, C, S, P, Y, worker + p * 2 * workers, x0_ub, c0_ub, s0_ub, 0, q_ub, y_ub, w_ub,
+                         xf_ub, qg_ub, sg_ub, nsg_ub, offs_ub)
+                    if p * 2 + 1 < mine:
+                        item(X, C, S, P, Y, worker + (p * 2 + 1) * workers, x1_ub, c1_ub, s1_ub, 1, q_ub,
+                             y_ub, w_ub, xf_ub, qg_ub, sg_ub, nsg_ub, offs_ub)
+                T.wait_flag("MTE3", "MTE2", 0)
+                T.wait_flag("MTE3", "MTE2", 1)
+
+    if positions and backward:
+        @T.prim_func
+        def rope_bwd(X: T.Tensor((M, H * D), dtype), C: T.Tensor((NR, R), "float32"),
+                     S: T.Tensor((NR, R), "float32"), P: T.Tensor((M,), "int32"),
+                     Y: T.Tensor((M, H * D), dtype)):
+            body(X, C, S, P, Y)
+        return rope_bwd
+    if positions:
+        @T.prim_func
+        def rope_fwd(X: T.Tensor((M, H * D), dtype), C: T.Tensor((NR, R), "float32"),
+                     S: T.Tensor((NR, R), "float32"), P: T.Tensor((M,), "int32"),
+                     Y: T.Tensor((M, H * D), dtype)):
+            body(X, C, S, P, Y)
+        return rope_fwd
+    if backward:
+        @T.prim_func
+        def rope_bwd(X: T.Tensor((M, H * D), dtype), C: T.Tensor((NR, R), "float32"),
+                     S: T.Tensor((NR, R), "float32"), Y: T.Tensor((M, H * D), dtype)):
+            body(X, C, S, None, Y)
+        return rope_bwd
+
+    @T.prim_func
+    def rope_fwd(X: T.Tensor((M, H * D), dtype), C: T.Tensor((NR, R), "float32"),
+                 S: T.Tensor((NR, R), "float32"), Y: T.Tensor((M, H * D), dtype)):
+        body(X, C, S, None, Y)
+    return rope_fwd
