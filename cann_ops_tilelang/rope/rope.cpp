@@ -111,11 +111,14 @@ RopeKey rope_key(tl::DType dtype, int64_t heads, int64_t head_dim, int64_t rot_d
             .positions = positions,
             .blocks = budget.blocks};
   // UB per tile: two slots of x (bT x bH x D) and of the cos/sin rows, and the fp32 [bT, R]
-  // temporaries (q, y, w; xf for 16-bit I/O; qg, sgn, -sgn, offsets interleaved), with a
-  // tenth of UB left for the compiler's pads.
-  const int64_t temps = 3 + wide + (inter ? 4 : 0);
+  // temporaries (q, y, w; xf for 16-bit I/O; sgn and -sgn interleaved); interleaved also has
+  // the partner rows g and xf as whole fp32 tiles and three [bH x D] index rows; a tenth of UB
+  // is left for the compiler's pads.
   auto bytes = [&](int64_t bT, int64_t bH) {
-    return 2 * bT * (bH * head_dim * es + 2 * rot_dim * 4) + temps * bT * rot_dim * 4;
+    const int64_t bhd = bH * head_dim;
+    const int64_t rows = inter ? 2 + (1 + wide) * bhd / rot_dim : wide;  // in [bT, R] units
+    return 2 * bT * (bhd * es + 2 * rot_dim * 4) + (3 + rows) * bT * rot_dim * 4 +
+           (inter ? 4 * bhd * 4 : 0);
   };
   const int64_t cap = budget.ub_bytes * 9 / 10;
   // The widest head chunk that fits with 8 tokens (the cos/sin rows are loaded once per chunk),

@@ -9,15 +9,19 @@
 //
 // Math (include/cann_ops_tilelang/rope.h): y = r c + rotate(r) s on the rotated part r of each
 // head. With p the pair partner (j ^ 1 interleaved, j +- R/2 half) and sgn(j) = -1 on the first
-// element of a pair (even j, first half), rotate(r)[j] = sgn(j) r[p(j)], so
-//   y[j] = r[j] c[j] + q[p(j)]   with   q[k] = r[k] w[k],  w[k] = sgn(p(k)) s[p(k)]   (forward)
-// and the adjoint dr[j] = dy[j] c[j] + sgn(p(j)) dy[p(j)] s[p(j)] is the same form with
-// w[k] = sgn(k) s[k] (backward). w is formed once per tile from the table rows; the pair
-// permutation of q is two half-width adds (half) or one gather (interleaved).
+// element of a pair (even j, first half), rotate(r)[j] = sgn(j) r[p(j)]; the adjoint is
+// dr[j] = dy[j] c[j] + sgn(p(j)) dy[p(j)] s[p(j)]. Half: y[j] = r[j] c[j] + q[p(j)] with
+// q = r w, w[k] = sgn(p(k)) s[p(k)] (forward) or sgn(k) s[k] (backward), and the permutation
+// of q is two half-width adds. Interleaved: y = r c + g w with g[j] = r[p(j)], w = sgn s
+// (forward) or w[j] = sgn(p(j)) s[p(j)] (backward); g comes from one gather per token row
+// (every head of the row at once): a gather over the whole tile is refused, since the compiler
+// cannot prove a tile's rows inside the dynamic M and a gather has no identity for the tail
+// tile's pad rows (clip_pad_values), while a one-row gather reads a row all inside or all past M.
 //
 // Work split: items are (token tile, head chunk), ceil(M / bT) * (H / bH) of them, dealt
-// round-robin to the two AIVs of min(blocks, ceil(items / 2)) blocks. The last token tile
-// (M % bT tokens) is zero-filled and copied row by row, so no row past M is read or stored.
+// round-robin to the two AIVs of min(blocks, ceil(items / 2)) blocks, each AIV alternating its
+// two slots. The compiler clips the last token tile's copies to M (clip_expert_copies): rows
+// past M load as zeros and are never stored.
 #include <map>
 #include <optional>
 
@@ -33,14 +37,7 @@ using tl::Expr;
 using tl::Pipe;
 namespace T = tl::T;
 constexpr DType f32 = DType::Float32;
-// Events: slot s uses s for its load -> compute -> store -> next load chain; 2 orders the tail
-// tile's zero fill before its loads.
-constexpr int kEvFill = 2;
-
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
+// Events: slot s uses event s for its load -> compute -> store -> next load chain.
 
 /// One tile slot: x in the I/O dtype (rotated in place, then stored), the tokens' table rows.
 struct Slot {
@@ -87,39 +84,48 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
                           T::alloc_ub("s0_ub", {bT, R}, f32), 0},
                          {T::alloc_ub("x1_ub", {bT, bHD}, dt), T::alloc_ub("c1_ub", {bT, R}, f32),
                           T::alloc_ub("s1_ub", {bT, R}, f32), 1}};
-        auto q = T::alloc_ub("q_ub", {bT, R}, f32);   // r * w
+        auto q = T::alloc_ub("q_ub", {bT, R}, f32);   // r * w (half), partner * w (interleaved)
         auto yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r * c, then the result
         auto w = T::alloc_ub("w_ub", {bT, R}, f32);   // the tile's w (above)
-        std::optional<Buffer> xf, qg, sg, nsg, offs;
-        if (wide) xf = T::alloc_ub("xf_ub", {bT, R}, f32);
+        std::optional<Buffer> xf, g, sg, nsg, offs;
+        if (wide) xf = T::alloc_ub("xf_ub", {bT, k.interleaved ? bHD : R}, f32);
         if (k.interleaved) {
-          // sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once:
-          // j / 2 - floor(j / 2) is 0 or 1/2, so sgn = 4 (j / 2 - floor(j / 2)) - 1.
-          qg = T::alloc_ub("qg_ub", {bT, R}, f32);
+          // The partner rows g (x[j ^ 1], every head at once) come from one gather per token
+          // row: a gather of the whole [bT, bHD] tile is refused, since the compiler cannot
+          // prove the tile's rows inside the dynamic M (the tail tile's pad rows) and a gather
+          // has no identity; a one-row gather reads rows all inside or all past M.
+          g = T::alloc_ub("g_ub", {bT, bHD}, f32);
           sg = T::alloc_ub("sg_ub", {bT, R}, f32);
           nsg = T::alloc_ub("nsg_ub", {bT, R}, f32);
-          auto oi = T::alloc_ub("offs_i_ub", {bT, R}, DType::Int32);
+          // sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once:
+          // j / 2 - floor(j / 2) is 0 or 1/2, so sgn = 4 (j / 2 - floor(j / 2)) - 1. Heads and
+          // rotated parts start at even j, so j's parity is its parity in the rotated part.
+          auto ix = T::alloc_ub("ix_ub", {bHD}, f32);
+          auto hf = T::alloc_ub("hf_ub", {bHD}, f32);
+          auto fl = T::alloc_ub("fl_ub", {bHD}, f32);
+          auto oi = T::alloc_ub("offs_i_ub", {bHD}, DType::Int32);
           offs = T::view("offs_ub", oi, DType::UInt32);
-          T::tile::createvecindex(q, 0.0f);  // j (rows are whole pairs: R is even)
+          T::tile::createvecindex(ix, 0.0);
           T::pipe_barrier(Pipe::V);
-          T::tile::mul(w, q, 0.5f);
+          T::tile::mul(hf, ix, 0.5);
           T::pipe_barrier(Pipe::V);
-          T::tile::cast(oi, w, "CAST_FLOOR");
+          T::tile::cast(oi, hf, "CAST_FLOOR");
           T::pipe_barrier(Pipe::V);
-          T::tile::cast(yf, oi, "CAST_RINT");
+          T::tile::cast(fl, oi, "CAST_RINT");
           T::pipe_barrier(Pipe::V);
-          T::tile::sub(w, w, yf);
+          T::tile::sub(hf, hf, fl);
           T::pipe_barrier(Pipe::V);
-          T::tile::mul(w, w, 4.0f);
+          T::tile::mul(hf, hf, 4.0);
           T::pipe_barrier(Pipe::V);
-          T::tile::add(*sg, w, -1.0f);
+          T::tile::add(hf, hf, -1.0);  // sgn(j)
           T::pipe_barrier(Pipe::V);
-          T::tile::mul(*nsg, *sg, -1.0f);
-          T::tile::sub(q, q, *sg);  // the partner j - sgn(j)
+          T::tile::broadcast(*sg, hf.region({0}, {R}));
+          T::tile::sub(ix, ix, hf);  // the partner j - sgn(j)
           T::pipe_barrier(Pipe::V);
-          T::tile::mul(q, q, 4.0f);
+          T::tile::mul(*nsg, *sg, -1.0);
+          T::tile::mul(ix, ix, 4.0);
           T::pipe_barrier(Pipe::V);
-          T::tile::cast(oi, q, "CAST_RINT");
+          T::tile::cast(oi, ix, "CAST_RINT");
           T::pipe_barrier(Pipe::V);
         }
 
@@ -133,102 +139,97 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
         auto worker = T::let("worker", cid * 2 + vid);
         auto mine = T::let("mine", ceildiv(items - worker, workers));
 
-        // Item `it` in slot `sl`: load, rotate every head of the chunk, store.
+        // Item `it` in slot `sl`: load, rotate every head of the chunk, store. The compiler
+        // clips the tail tile's copies to M (clip_expert_copies): its rows past M are loaded
+        // as pad_value and never stored.
         auto item = [&](Expr it, const Slot& sl) {
           auto t0 = let("t0", it / chunks * bT);
           auto col = let("col", it % chunks * bHD);
-          auto nt = let("nt", min(M - t0, bT));
           T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot's last store is done
-          auto table_row = [&](Expr j) { return P ? Expr(P->load({t0 + j})) : t0 + j; };
-          T::If(
-              nt == bT,
-              [&] {
-                // pad_value: the compiler cannot prove that a full tile of the dynamic M (NR)
-                // is never clipped, and the gather would move a clipped row's pad; the copy
-                // states the value it would hold, the zeros the tail tile gets.
-                T::copy(X.at({t0, col}), sl.x, {.pad_value = 0.0});
-                if (P) {
-                  T::serial("j", bT, [&](Expr j) {
-                    auto row = let("row", table_row(j));
-                    T::copy(C.at({row, 0}), sl.c.region({j, 0}, {1, R}));
-                    T::copy(S.at({row, 0}), sl.s.region({j, 0}, {1, R}));
-                  });
-                } else {
-                  T::copy(C.at({t0, 0}), sl.c, {.pad_value = 0.0});
-                  T::copy(S.at({t0, 0}), sl.s, {.pad_value = 0.0});
-                }
-              },
-              [&] {  // the tail tile: rows past M are zeros, never stale data
-                sync(Pipe::MTE3, Pipe::V, kEvFill);  // the slot's last store has read x
-                T::tile::fill(sl.x, 0.0f);
-                T::tile::fill(sl.c, 0.0f);
-                T::tile::fill(sl.s, 0.0f);
-                sync(Pipe::V, Pipe::MTE2, kEvFill);
-                T::serial("j", nt, [&](Expr j) {
-                  auto row = let("row", table_row(j));
-                  T::copy(X.at({t0 + j, col}), sl.x.region({j, 0}, {1, bHD}));
-                  T::copy(C.at({row, 0}), sl.c.region({j, 0}, {1, R}));
-                  T::copy(S.at({row, 0}), sl.s.region({j, 0}, {1, R}));
-                });
-              });
-          sync(Pipe::MTE2, Pipe::V, sl.ev);
-          // w from the tile's sin rows (the file comment's table).
+          T::copy(X.at({t0, col}), sl.x, {.pad_value = 0.0});
+          if (P) {  // the tokens' rows one by one (a row past M keeps what the slot held)
+            auto nt = let("nt", min(M - t0, bT));
+            T::serial("j", nt, [&](Expr j) {
+              auto row = let("row", P->load({t0 + j}));
+              T::copy(C.at({row, 0}), sl.c.region({j, 0}, {1, R}));
+              T::copy(S.at({row, 0}), sl.s.region({j, 0}, {1, R}));
+            });
+          } else {
+            T::copy(C.at({t0, 0}), sl.c, {.pad_value = 0.0});
+            T::copy(S.at({t0, 0}), sl.s, {.pad_value = 0.0});
+          }
+          T::set_flag(Pipe::MTE2, Pipe::V, sl.ev);
+          T::wait_flag(Pipe::MTE2, Pipe::V, sl.ev);
           if (k.interleaved) {
+            // w from the tile's sin rows (the file comment's table); g the partner rows.
             if (k.backward) {
-              T::tile::mul(w, sl.s, *sg);
-            } else {
-              T::tile::gather(w, sl.s, *offs);
+              T::serial("j", bT, [&](Expr j) {
+                T::tile::gather(w.region({j, 0}, {1, R}), sl.s.region({j, 0}, {1, R}),
+                                offs->region({0}, {R}));
+              });
               T::pipe_barrier(Pipe::V);
               T::tile::mul(w, w, *nsg);
-            }
-          } else if (k.backward) {
-            T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0f);
-            T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0f);
-          } else {
-            T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0f);
-            T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0f);
-          }
-          T::serial("h", bH, [&](Expr h) {
-            auto xr = sl.x.region({0, h * D + off}, {bT, R});
-            T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y, xf
-            tl::TileArg r = xr;
-            if (wide) {
-              T::tile::cast(*xf, xr);
-              T::pipe_barrier(Pipe::V);
-              r = *xf;
-            }
-            T::tile::mul(q, r, w);
-            T::tile::mul(yf, r, sl.c);
-            T::pipe_barrier(Pipe::V);
-            // y[j] = r[j] c[j] + q[p(j)], into x's region directly when no narrowing is needed
-            auto dst = [&](int c0, int n) {
-              return wide ? yf.region({0, c0}, {bT, n})
-                          : sl.x.region({0, h * D + off + c0}, {bT, n});
-            };
-            if (k.interleaved) {
-              T::tile::gather(*qg, q, *offs);
-              T::pipe_barrier(Pipe::V);
-              T::tile::add(dst(0, R), yf, *qg);
             } else {
+              T::tile::mul(w, sl.s, *sg);
+            }
+            Buffer src = sl.x;
+            if (wide) {
+              T::tile::cast(*xf, sl.x);
+              T::pipe_barrier(Pipe::V);
+              src = *xf;
+            }
+            T::serial("t", bT, [&](Expr t) {
+              T::tile::gather(g->region({t, 0}, {1, bHD}), src.region({t, 0}, {1, bHD}), *offs);
+            });
+            T::serial("h", bH, [&](Expr h) {
+              T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y
+              T::tile::mul(yf, src.region({0, h * D + off}, {bT, R}), sl.c);
+              T::tile::mul(q, g->region({0, h * D + off}, {bT, R}), w);
+              T::pipe_barrier(Pipe::V);
+              if (wide) {
+                T::tile::add(yf, yf, q);
+                T::pipe_barrier(Pipe::V);
+                T::tile::cast(sl.x.region({0, h * D + off}, {bT, R}), yf, "CAST_RINT");
+              } else {
+                T::tile::add(sl.x.region({0, h * D + off}, {bT, R}), yf, q);
+              }
+            });
+          } else {
+            if (k.backward) {
+              T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0);
+              T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0);
+            } else {
+              T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0);
+              T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0);
+            }
+            T::serial("h", bH, [&](Expr h) {
+              auto xr = sl.x.region({0, h * D + off}, {bT, R});
+              T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y, xf
+              tl::TileArg r = xr;
+              if (wide) {
+                T::tile::cast(*xf, xr);
+                T::pipe_barrier(Pipe::V);
+                r = *xf;
+              }
+              T::tile::mul(q, r, w);
+              T::tile::mul(yf, r, sl.c);
+              T::pipe_barrier(Pipe::V);
+              // y[j] = r[j] c[j] + q[p(j)], into x's region when no narrowing is needed
+              auto dst = [&](int c0, int n) {
+                return wide ? yf.region({0, c0}, {bT, n})
+                            : sl.x.region({0, h * D + off + c0}, {bT, n});
+              };
               T::tile::add(dst(0, h2), yf.region({0, 0}, {bT, h2}), q.region({0, h2}, {bT, h2}));
               T::tile::add(dst(h2, h2), yf.region({0, h2}, {bT, h2}), q.region({0, 0}, {bT, h2}));
-            }
-            if (wide) {
-              T::pipe_barrier(Pipe::V);
-              T::tile::cast(xr, yf, "CAST_RINT");
-            }
-          });
-          sync(Pipe::V, Pipe::MTE3, sl.ev);
-          T::If(
-              nt == bT,
-              [&] {
-                T::copy(sl.x, Y.at({t0, col}));
-              },
-              [&] {
-                T::serial("j", nt, [&](Expr j) {
-                  T::copy(sl.x.region({j, 0}, {1, bHD}), Y.at({t0 + j, col}));
-                });
-              });
+              if (wide) {
+                T::pipe_barrier(Pipe::V);
+                T::tile::cast(xr, yf, "CAST_RINT");
+              }
+            });
+          }
+          T::set_flag(Pipe::V, Pipe::MTE3, sl.ev);
+          T::wait_flag(Pipe::V, Pipe::MTE3, sl.ev);
+          T::copy(sl.x, Y.at({t0, col}));
           T::set_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot is free again
         };
 

@@ -82,7 +82,7 @@ def test_rope_keys_come_from_the_target() -> None:
     k = kernels.rope_key("float16", 64, 512, 256)
     assert k["blocks"] == 24 and k["tokens_per_tile"] >= 8 and 64 % k["heads_per_tile"] == 0
     one = kernels.rope_key("float32", 1, 64, 64, "interleaved")
-    assert one["heads_per_tile"] == 1 and one["tokens_per_tile"] == 64
+    assert one["heads_per_tile"] == 1 and one["tokens_per_tile"] >= 8
 
 
 # ---- The plain functions ---------------------------------------------------------------------------

@@ -12,23 +12,16 @@ and NR (table rows) are dynamic: one kernel per key serves every sequence length
 The design (the C++ file's top comment says it at length): expert mode; a tile is bT tokens x bH
 heads of x, loaded in one copy with the tokens' cos/sin rows, rotated head by head on [bT, R]
 regions (so the table rows line up with x's rows and are never broadcast across heads), stored
-in one copy; two tile slots double-buffered by hand (event s for slot s); the tail tile (M % bT
-tokens) zero-filled and copied row by row. With q = r * w, y[j] = r[j] c[j] + q[p(j)] where p is
-the pair partner; w is sin permuted and signed (forward) or signed (backward), made per tile.
+in one copy; two tile slots double-buffered by hand (event s for slot s); the tail tile's copies
+clipped to M by the compiler. Half: with q = r * w, y[j] = r[j] c[j] + q[p(j)] (p the pair
+partner, w sin permuted and signed forward, signed backward); interleaved: y = r * c + g * w with
+g the partner rows, one gather per token row (w signed sin forward, permuted and signed backward).
 """
 
 # No `from __future__ import annotations`: the parser reads a parameter's T.Tensor annotation
 # from the evaluated __annotations__ (the dynamic sizes live in this function's scope).
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
-
-EV_FILL = 2  # the tail tile's zero fill before its loads (slots use events 0 and 1)
-
-
-@T.macro
-def _sync(src, dst, ev):
-    T.set_flag(src, dst, ev)
-    T.wait_flag(src, dst, ev)
 
 
 def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset: int, interleaved: bool,
@@ -44,89 +37,83 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
     num_blocks = T.min(blocks, T.ceildiv(items, 2))
 
     @T.macro
-    def item(X, C, S, P, Y, it, x_ub, c_ub, s_ub, ev, q_ub, y_ub, w_ub, xf_ub, qg_ub, sg_ub, nsg_ub,
-             offs_ub):
-        """Item `it` (token tile, head chunk) in one slot: load, rotate every head, store."""
+    def item(X, C, S, P, Y, it, x_ub, c_ub, s_ub, ev, q_ub, y_ub, w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub):
+        """Item `it` (token tile, head chunk) in one slot: load, rotate every head, store. The
+        compiler clips the tail tile's copies to M: its rows past M load as pad_value and are never
+        stored."""
         t0 = it // chunks * bT
         col = it % chunks * bHD
-        nt = T.min(M - t0, bT)
         T.wait_flag("MTE3", "MTE2", ev)  # the slot's last store is done
-        if nt == bT:
-            # pad_value: a full tile of the dynamic M (NR) is not provably unclipped, and the
-            # gather would move a clipped row's pad; the copy states the zeros the tail gets.
-            T.copy(X[t0, col], x_ub, pad_value=0.0)
-            if P is not None:
-                for j in T.serial(bT):
-                    row = P[t0 + j]
-                    T.copy(C[row, 0], c_ub[j:j + 1, 0:R])
-                    T.copy(S[row, 0], s_ub[j:j + 1, 0:R])
-            else:
-                T.copy(C[t0, 0], c_ub, pad_value=0.0)
-                T.copy(S[t0, 0], s_ub, pad_value=0.0)
-        else:  # the tail tile: rows past M are zeros, never stale data
-            _sync("MTE3", "V", EV_FILL)  # the slot's last store has read x
-            T.tile.fill(x_ub, 0.0)
-            T.tile.fill(c_ub, 0.0)
-            T.tile.fill(s_ub, 0.0)
-            _sync("V", "MTE2", EV_FILL)
+        T.copy(X[t0, col], x_ub, pad_value=0.0)
+        if P is not None:  # the tokens' rows one by one (a row past M keeps what the slot held)
+            nt = T.min(M - t0, bT)
             for j in T.serial(nt):
-                if P is not None:
-                    row = P[t0 + j]
-                else:
-                    row = t0 + j
-                T.copy(X[t0 + j, col], x_ub[j:j + 1, 0:bHD])
+                row = P[t0 + j]
                 T.copy(C[row, 0], c_ub[j:j + 1, 0:R])
                 T.copy(S[row, 0], s_ub[j:j + 1, 0:R])
-        _sync("MTE2", "V", ev)
-        # w from the tile's sin rows.
+        else:
+            T.copy(C[t0, 0], c_ub, pad_value=0.0)
+            T.copy(S[t0, 0], s_ub, pad_value=0.0)
+        T.set_flag("MTE2", "V", ev)
+        T.wait_flag("MTE2", "V", ev)
         if interleaved:
+            # w from the tile's sin rows; g the partner rows, one gather per token row.
             if backward:
-                T.tile.mul(w_ub, s_ub, sg_ub)
-            else:
-                T.tile.gather(w_ub, s_ub, offs_ub, 0)
+                for j in T.serial(bT):
+                    T.tile.gather(w_ub[j:j + 1, 0:R], s_ub[j:j + 1, 0:R], offs_ub[0:R], 0)
                 T.pipe_barrier("V")
                 T.tile.mul(w_ub, w_ub, nsg_ub)
-        elif backward:
-            T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, 0:h2], -1.0)
-            T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, h2:h2 + h2], 1.0)
-        else:
-            T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, h2:h2 + h2], 1.0)
-            T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, 0:h2], -1.0)
-        for h in T.serial(bH):
-            T.pipe_barrier("V")  # the previous head's last op has read q, y, xf
-            r = x_ub[0:bT, h * D + off:h * D + off + R]
+            else:
+                T.tile.mul(w_ub, s_ub, sg_ub)
+            src = x_ub
             if wide:
-                T.tile.cast(xf_ub, x_ub[0:bT, h * D + off:h * D + off + R])
+                T.tile.cast(xf_ub, x_ub)
                 T.pipe_barrier("V")
-                r = xf_ub
-            T.tile.mul(q_ub, r, w_ub)
-            T.tile.mul(y_ub, r, c_ub)
-            T.pipe_barrier("V")
-            # y[j] = r[j] c[j] + q[p(j)], into x's region directly when no narrowing is needed
-            if interleaved:
-                T.tile.gather(qg_ub, q_ub, offs_ub, 0)
+                src = xf_ub
+            for t in T.serial(bT):
+                T.tile.gather(g_ub[t:t + 1, 0:bHD], src[t:t + 1, 0:bHD], offs_ub, 0)
+            for h in T.serial(bH):
+                T.pipe_barrier("V")  # the previous head's last op has read q, y
+                T.tile.mul(y_ub, src[0:bT, h * D + off:h * D + off + R], c_ub)
+                T.tile.mul(q_ub, g_ub[0:bT, h * D + off:h * D + off + R], w_ub)
                 T.pipe_barrier("V")
                 if wide:
-                    T.tile.add(y_ub[0:bT, 0:R], y_ub, qg_ub)
+                    T.tile.add(y_ub, y_ub, q_ub)
+                    T.pipe_barrier("V")
+                    T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, "CAST_RINT")
                 else:
-                    T.tile.add(x_ub[0:bT, h * D + off + 0:h * D + off + 0 + R], y_ub, qg_ub)
-            elif wide:
-                T.tile.add(y_ub[0:bT, 0:h2], y_ub[0:bT, 0:h2], q_ub[0:bT, h2:h2 + h2])
-                T.tile.add(y_ub[0:bT, h2:h2 + h2], y_ub[0:bT, h2:h2 + h2], q_ub[0:bT, 0:h2])
-            else:
-                T.tile.add(x_ub[0:bT, h * D + off + 0:h * D + off + 0 + h2], y_ub[0:bT, 0:h2],
-                           q_ub[0:bT, h2:h2 + h2])
-                T.tile.add(x_ub[0:bT, h * D + off + h2:h * D + off + h2 + h2], y_ub[0:bT, h2:h2 + h2],
-                           q_ub[0:bT, 0:h2])
-            if wide:
-                T.pipe_barrier("V")
-                T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, "CAST_RINT")
-        _sync("V", "MTE3", ev)
-        if nt == bT:
-            T.copy(x_ub, Y[t0, col])
+                    T.tile.add(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, q_ub)
         else:
-            for j in T.serial(nt):
-                T.copy(x_ub[j:j + 1, 0:bHD], Y[t0 + j, col])
+            if backward:
+                T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, 0:h2], -1.0)
+                T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, h2:h2 + h2], 1.0)
+            else:
+                T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, h2:h2 + h2], 1.0)
+                T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, 0:h2], -1.0)
+            for h in T.serial(bH):
+                T.pipe_barrier("V")  # the previous head's last op has read q, y, xf
+                r = x_ub[0:bT, h * D + off:h * D + off + R]
+                if wide:
+                    T.tile.cast(xf_ub, x_ub[0:bT, h * D + off:h * D + off + R])
+                    T.pipe_barrier("V")
+                    r = xf_ub
+                T.tile.mul(q_ub, r, w_ub)
+                T.tile.mul(y_ub, r, c_ub)
+                T.pipe_barrier("V")
+                # y[j] = r[j] c[j] + q[p(j)], into x's region when no narrowing is needed
+                if wide:
+                    T.tile.add(y_ub[0:bT, 0:h2], y_ub[0:bT, 0:h2], q_ub[0:bT, h2:h2 + h2])
+                    T.tile.add(y_ub[0:bT, h2:h2 + h2], y_ub[0:bT, h2:h2 + h2], q_ub[0:bT, 0:h2])
+                    T.pipe_barrier("V")
+                    T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, "CAST_RINT")
+                else:
+                    T.tile.add(x_ub[0:bT, h * D + off + 0:h * D + off + 0 + h2], y_ub[0:bT, 0:h2],
+                               q_ub[0:bT, h2:h2 + h2])
+                    T.tile.add(x_ub[0:bT, h * D + off + h2:h * D + off + h2 + h2], y_ub[0:bT, h2:h2 + h2],
+                               q_ub[0:bT, 0:h2])
+        T.set_flag("V", "MTE3", ev)
+        T.wait_flag("V", "MTE3", ev)
+        T.copy(x_ub, Y[t0, col])
         T.set_flag("MTE3", "MTE2", ev)  # the slot is free again
 
     @T.macro
@@ -139,43 +126,49 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 x1_ub = T.alloc_ub((bT, bHD), dtype)
                 c1_ub = T.alloc_ub((bT, R), "float32")
                 s1_ub = T.alloc_ub((bT, R), "float32")
-                q_ub = T.alloc_ub((bT, R), "float32")  # r * w
+                q_ub = T.alloc_ub((bT, R), "float32")  # r * w (half), partner * w (interleaved)
                 y_ub = T.alloc_ub((bT, R), "float32")  # r * c, then the result
                 w_ub = T.alloc_ub((bT, R), "float32")  # the tile's w
                 xf_ub = None
-                qg_ub = None
+                g_ub = None
                 sg_ub = None
                 nsg_ub = None
                 offs_ub = None
                 if wide:
-                    xf_ub = T.alloc_ub((bT, R), "float32")
+                    xf_ub = T.alloc_ub((bT, bHD if interleaved else R), "float32")
                 if interleaved:
-                    # sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once.
-                    qg_ub = T.alloc_ub((bT, R), "float32")
+                    # The partner rows (x[j ^ 1], every head at once), one gather per token row: a
+                    # whole-tile gather is refused (the tile's rows are not provably inside M).
+                    g_ub = T.alloc_ub((bT, bHD), "float32")
                     sg_ub = T.alloc_ub((bT, R), "float32")
                     nsg_ub = T.alloc_ub((bT, R), "float32")
-                    offs_i_ub = T.alloc_ub((bT, R), "int32")
+                    # sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once.
+                    ix_ub = T.alloc_ub((bHD,), "float32")
+                    hf_ub = T.alloc_ub((bHD,), "float32")
+                    fl_ub = T.alloc_ub((bHD,), "float32")
+                    offs_i_ub = T.alloc_ub((bHD,), "int32")
                     offs_ub = T.view(offs_i_ub, "uint32")
-                    T.tile.createvecindex(q_ub, 0.0)  # j
+                    T.tile.createvecindex(ix_ub, 0.0)
                     T.pipe_barrier("V")
-                    T.tile.mul(w_ub, q_ub, 0.5)
+                    T.tile.mul(hf_ub, ix_ub, 0.5)
                     T.pipe_barrier("V")
-                    T.tile.cast(offs_i_ub, w_ub, "CAST_FLOOR")
+                    T.tile.cast(offs_i_ub, hf_ub, "CAST_FLOOR")
                     T.pipe_barrier("V")
-                    T.tile.cast(y_ub, offs_i_ub, "CAST_RINT")
+                    T.tile.cast(fl_ub, offs_i_ub, "CAST_RINT")
                     T.pipe_barrier("V")
-                    T.tile.sub(w_ub, w_ub, y_ub)
+                    T.tile.sub(hf_ub, hf_ub, fl_ub)
                     T.pipe_barrier("V")
-                    T.tile.mul(w_ub, w_ub, 4.0)
+                    T.tile.mul(hf_ub, hf_ub, 4.0)
                     T.pipe_barrier("V")
-                    T.tile.add(sg_ub, w_ub, -1.0)
+                    T.tile.add(hf_ub, hf_ub, -1.0)  # sgn(j)
+                    T.pipe_barrier("V")
+                    T.tile.broadcast(sg_ub, hf_ub[0:R])
+                    T.tile.sub(ix_ub, ix_ub, hf_ub)  # the partner j - sgn(j)
                     T.pipe_barrier("V")
                     T.tile.mul(nsg_ub, sg_ub, -1.0)
-                    T.tile.sub(q_ub, q_ub, sg_ub)  # the partner j - sgn(j)
+                    T.tile.mul(ix_ub, ix_ub, 4.0)
                     T.pipe_barrier("V")
-                    T.tile.mul(q_ub, q_ub, 4.0)
-                    T.pipe_barrier("V")
-                    T.tile.cast(offs_i_ub, q_ub, "CAST_RINT")
+                    T.tile.cast(offs_i_ub, ix_ub, "CAST_RINT")
                     T.pipe_barrier("V")
 
                 workers = num_blocks * 2
@@ -186,10 +179,10 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 # Items in pairs, slot 0 then slot 1: the load of one overlaps the other's work.
                 for p in T.serial(T.ceildiv(mine, 2)):
                     item(X, C, S, P, Y, worker + p * 2 * workers, x0_ub, c0_ub, s0_ub, 0, q_ub, y_ub, w_ub,
-                         xf_ub, qg_ub, sg_ub, nsg_ub, offs_ub)
+                         xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
                     if p * 2 + 1 < mine:
                         item(X, C, S, P, Y, worker + (p * 2 + 1) * workers, x1_ub, c1_ub, s1_ub, 1, q_ub,
-                             y_ub, w_ub, xf_ub, qg_ub, sg_ub, nsg_ub, offs_ub)
+                             y_ub, w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
                 T.wait_flag("MTE3", "MTE2", 0)
                 T.wait_flag("MTE3", "MTE2", 1)
 
