@@ -2,8 +2,8 @@
 // Expert mode: the kernel loads a wide tile of bT tokens x bH heads in one copy, then runs the
 // rotation head by head on [bT, rot_dim] regions, so that each token's cos/sin row is loaded
 // once per tile and lines up with the x region row for row: no broadcast of the tables across
-// heads is materialised (docs/ops.md explains the choice). The two tile slots are
-// double-buffered by hand (flags per slot), which developer mode cannot express for per-head
+// heads is materialised (docs/ops.md explains the choice). Three tile slots are buffered by
+// hand (flags per slot), which developer mode cannot express for per-head
 // regions of a 2-D tile. Its Python twin, python/cann_ops_tilelang/kernels/rope.py, builds the
 // identical IR (python/tests/test_opslib_rope.py).
 //
@@ -19,11 +19,12 @@
 // tile's pad rows (clip_pad_values), while a one-row gather reads a row all inside or all past M.
 //
 // Work split: items are (token tile, head chunk), ceil(M / bT) * (H / bH) of them, dealt
-// round-robin to the two AIVs of min(blocks, ceil(items / 2)) blocks, each AIV alternating its
-// two slots. The compiler clips the last token tile's copies to M (clip_expert_copies): rows
+// round-robin to the two AIVs of min(blocks, ceil(items / 2)) blocks, each AIV cycling its
+// three slots. The compiler clips the last token tile's copies to M (clip_expert_copies): rows
 // past M load as zeros and are never stored.
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "cann_ops_tilelang/rope.h"
 #include "tl/lang.h"
@@ -37,7 +38,8 @@ using tl::Expr;
 using tl::Pipe;
 namespace T = tl::T;
 constexpr DType f32 = DType::Float32;
-// Events: slot s uses event s for its load -> compute -> store -> next load chain.
+// Tile slots; slot s uses event s for its load -> compute -> store -> next load chain.
+constexpr int kSlots = 3;
 
 /// One tile slot: x in the I/O dtype (rotated in place, then stored), the tokens' table rows.
 struct Slot {
@@ -80,10 +82,12 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
     Expr num_blocks = min(Expr(blocks), ceildiv(items, 2));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
-        Slot slots[2] = {{T::alloc_ub("x0_ub", {bT, bHD}, dt), T::alloc_ub("c0_ub", {bT, R}, f32),
-                          T::alloc_ub("s0_ub", {bT, R}, f32), 0},
-                         {T::alloc_ub("x1_ub", {bT, bHD}, dt), T::alloc_ub("c1_ub", {bT, R}, f32),
-                          T::alloc_ub("s1_ub", {bT, R}, f32), 1}};
+        std::vector<Slot> slots;
+        for (int i = 0; i < kSlots; ++i) {
+          auto x = T::alloc_ub(fmt::format("x{}_ub", i), {bT, bHD}, dt);
+          auto c = T::alloc_ub(fmt::format("c{}_ub", i), {bT, R}, f32);
+          slots.push_back({x, c, T::alloc_ub(fmt::format("s{}_ub", i), {bT, R}, f32), i});
+        }
         auto q = T::alloc_ub("q_ub", {bT, R}, f32);   // r * w (half), partner * w (interleaved)
         auto yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r * c, then the result
         auto w = T::alloc_ub("w_ub", {bT, R}, f32);   // the tile's w (above)
@@ -142,7 +146,7 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
         // Item `it` in slot `sl`: load, rotate every head of the chunk, store. The compiler
         // clips the tail tile's copies to M (clip_expert_copies): its rows past M are loaded
         // as pad_value and never stored.
-        auto item = [&](Expr it, const Slot& sl) {
+        auto load = [&](Expr it, const Slot& sl) {
           auto t0 = let("t0", it / chunks * bT);
           auto col = let("col", it % chunks * bHD);
           T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot's last store is done
@@ -159,6 +163,11 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
             T::copy(S.at({t0, 0}), sl.s, {.pad_value = 0.0});
           }
           T::set_flag(Pipe::MTE2, Pipe::V, sl.ev);
+        };
+        // Rotates the item loaded into `sl` and stores it.
+        auto compute_store = [&](Expr it, const Slot& sl) {
+          auto t0 = let("t0", it / chunks * bT);
+          auto col = let("col", it % chunks * bHD);
           T::wait_flag(Pipe::MTE2, Pipe::V, sl.ev);
           if (k.interleaved) {
             // w from the tile's sin rows (the file comment's table); g the partner rows.
@@ -233,15 +242,28 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
           T::set_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot is free again
         };
 
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 0);
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 1);
-        // Items in pairs, slot 0 then slot 1: the load of one overlaps the other's work.
-        T::serial("p", ceildiv(mine, 2), [&](Expr p) {
-          item(worker + p * 2 * workers, slots[0]);
-          T::If(p * 2 + 1 < mine, [&] { item(worker + (p * 2 + 1) * workers, slots[1]); });
+        for (int i = 0; i < kSlots; ++i) T::set_flag(Pipe::MTE3, Pipe::MTE2, i);
+        // Software-pipelined in program order: a wait_flag holds the scalar unit's issue, and an
+        // item's vector work fills the V queue (32 deep, docs/calibration.md), so item i + 1's
+        // load is issued before item i's vector work, into the slot of item i - 2, whose store
+        // is done by then (2001 x 32 x 128 fp16: 28.5 us with the load after the work and two
+        // slots, 44.2 us with it before and two slots: the load waits for item i - 1's store).
+        T::If(0 < mine, [&] { load(worker, slots[0]); });
+        T::serial("p", ceildiv(mine, kSlots), [&](Expr p) {
+          for (int i = 0; i < kSlots; ++i) {
+            auto step = [&] {
+              T::If(p * kSlots + i + 1 < mine, [&] {
+                load(worker + (p * kSlots + i + 1) * workers, slots[(i + 1) % kSlots]);
+              });
+              compute_store(worker + (p * kSlots + i) * workers, slots[i]);
+            };
+            if (i == 0)
+              step();
+            else
+              T::If(p * kSlots + i < mine, step);
+          }
         });
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1);
+        for (int i = 0; i < kSlots; ++i) T::wait_flag(Pipe::MTE3, Pipe::MTE2, i);
       });
     });
   });

@@ -12,7 +12,8 @@ and NR (table rows) are dynamic: one kernel per key serves every sequence length
 The design (the C++ file's top comment says it at length): expert mode; a tile is bT tokens x bH
 heads of x, loaded in one copy with the tokens' cos/sin rows, rotated head by head on [bT, R]
 regions (so the table rows line up with x's rows and are never broadcast across heads), stored
-in one copy; two tile slots double-buffered by hand (event s for slot s); the tail tile's copies
+in one copy; three tile slots buffered by hand (event s for slot s), the next item's load issued
+before this item's vector work; the tail tile's copies
 clipped to M by the compiler. Half: with q = r * w, y[j] = r[j] c[j] + q[p(j)] (p the pair
 partner, w sin permuted and signed forward, signed backward); interleaved: y = r * c + g * w with
 g the partner rows, one gather per token row (w signed sin forward, permuted and signed backward).
@@ -37,10 +38,9 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
     num_blocks = T.min(blocks, T.ceildiv(items, 2))
 
     @T.macro
-    def item(X, C, S, P, Y, it, x_ub, c_ub, s_ub, ev, q_ub, y_ub, w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub):
-        """Item `it` (token tile, head chunk) in one slot: load, rotate every head, store. The
-        compiler clips the tail tile's copies to M: its rows past M load as pad_value and are never
-        stored."""
+    def load(X, C, S, P, it, x_ub, c_ub, s_ub, ev):
+        """Loads item `it` (token tile, head chunk) into one slot. The compiler clips the tail tile's
+        copies to M: its rows past M load as pad_value and are never stored."""
         t0 = it // chunks * bT
         col = it % chunks * bHD
         T.wait_flag("MTE3", "MTE2", ev)  # the slot's last store is done
@@ -55,6 +55,12 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
             T.copy(C[t0, 0], c_ub, pad_value=0.0)
             T.copy(S[t0, 0], s_ub, pad_value=0.0)
         T.set_flag("MTE2", "V", ev)
+
+    @T.macro
+    def compute_store(Y, it, x_ub, c_ub, s_ub, ev, q_ub, y_ub, w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub):
+        """Rotates the item loaded into the slot and stores it."""
+        t0 = it // chunks * bT
+        col = it % chunks * bHD
         T.wait_flag("MTE2", "V", ev)
         if interleaved:
             # w from the tile's sin rows; g the partner rows, one gather per token row.
@@ -126,6 +132,9 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 x1_ub = T.alloc_ub((bT, bHD), dtype)
                 c1_ub = T.alloc_ub((bT, R), "float32")
                 s1_ub = T.alloc_ub((bT, R), "float32")
+                x2_ub = T.alloc_ub((bT, bHD), dtype)
+                c2_ub = T.alloc_ub((bT, R), "float32")
+                s2_ub = T.alloc_ub((bT, R), "float32")
                 q_ub = T.alloc_ub((bT, R), "float32")  # r * w (half), partner * w (interleaved)
                 y_ub = T.alloc_ub((bT, R), "float32")  # r * c, then the result
                 w_ub = T.alloc_ub((bT, R), "float32")  # the tile's w
@@ -176,15 +185,30 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 mine = T.ceildiv(items - worker, workers)
                 T.set_flag("MTE3", "MTE2", 0)
                 T.set_flag("MTE3", "MTE2", 1)
-                # Items in pairs, slot 0 then slot 1: the load of one overlaps the other's work.
-                for p in T.serial(T.ceildiv(mine, 2)):
-                    item(X, C, S, P, Y, worker + p * 2 * workers, x0_ub, c0_ub, s0_ub, 0, q_ub, y_ub, w_ub,
-                         xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
-                    if p * 2 + 1 < mine:
-                        item(X, C, S, P, Y, worker + (p * 2 + 1) * workers, x1_ub, c1_ub, s1_ub, 1, q_ub,
-                             y_ub, w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                T.set_flag("MTE3", "MTE2", 2)
+                # Software-pipelined in program order: a wait_flag holds the scalar unit's issue and an
+                # item's vector work fills the V queue, so item i + 1's load is issued before item i's
+                # vector work, into the slot of item i - 2 (three slots).
+                if 0 < mine:
+                    load(X, C, S, P, worker, x0_ub, c0_ub, s0_ub, 0)
+                for p in T.serial(T.ceildiv(mine, 3)):
+                    if p * 3 + 0 + 1 < mine:
+                        load(X, C, S, P, worker + (p * 3 + 0 + 1) * workers, x1_ub, c1_ub, s1_ub, 1)
+                    compute_store(Y, worker + (p * 3 + 0) * workers, x0_ub, c0_ub, s0_ub, 0, q_ub, y_ub, w_ub,
+                                  xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                    if p * 3 + 1 < mine:
+                        if p * 3 + 1 + 1 < mine:
+                            load(X, C, S, P, worker + (p * 3 + 1 + 1) * workers, x2_ub, c2_ub, s2_ub, 2)
+                        compute_store(Y, worker + (p * 3 + 1) * workers, x1_ub, c1_ub, s1_ub, 1, q_ub, y_ub,
+                                      w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                    if p * 3 + 2 < mine:
+                        if p * 3 + 2 + 1 < mine:
+                            load(X, C, S, P, worker + (p * 3 + 2 + 1) * workers, x0_ub, c0_ub, s0_ub, 0)
+                        compute_store(Y, worker + (p * 3 + 2) * workers, x2_ub, c2_ub, s2_ub, 2, q_ub, y_ub,
+                                      w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
                 T.wait_flag("MTE3", "MTE2", 0)
                 T.wait_flag("MTE3", "MTE2", 1)
+                T.wait_flag("MTE3", "MTE2", 2)
 
     if positions and backward:
         @T.prim_func
