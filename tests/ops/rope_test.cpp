@@ -291,8 +291,9 @@ std::vector<opsbench::Case> bench_cases() {
   const B shapes[] = {
       {16, 64, 512, 256, true, false, false},   {16, 64, 512, 256, true, false, true},
       {2001, 1, 128, 64, false, true, false},   {2001, 5, 128, 64, false, true, false},
-      {2001, 32, 128, 64, false, true, false},  {2001, 128, 128, 64, false, true, false},
-      {2001, 32, 128, 128, true, false, false}, {2001, 32, 128, 128, false, true, true}};
+      {2001, 32, 128, 64, false, true, false},  {2001, 32, 128, 64, false, false, false},
+      {2001, 128, 128, 64, false, true, false}, {2001, 32, 128, 128, true, false, false},
+      {2001, 32, 128, 128, false, true, true}};
   for (const B& b : shapes) {
     const DType dt = DType::Float16;
     const std::string s = fmt::format("{}x{}x{} rot {} float16 {}{}", b.T, b.H, b.D, b.R,
