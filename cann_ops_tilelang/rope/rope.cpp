@@ -124,7 +124,8 @@ RopeKey rope_key(tl::DType dtype, int64_t heads, int64_t head_dim, int64_t rot_d
   // 16 tokens and the widest head chunk whose slot stays within kSlotBytes (the cos/sin rows
   // are loaded once per chunk, so wider chunks read the tables less often); with every head
   // in the chunk, more tokens while the slot stays within it. Measured on A2 (docs/ops.md,
-  // RoPE): 2001 x 32 x 128 fp16 takes 45.8 us with 8 x 32 slots of 64 KB, 27.9 us with 16 x 8.
+  // RoPE): 2001 x 32 x 128 fp16 took 45.8 us with 8 x 32 slots of 64 KB, 28.5 us with 16 x 8
+  // (two slots then; 27.1 us now).
   for (int64_t bT = kTokens; bT >= 1; bT /= 2) {
     for (int64_t bH = heads; bH >= 1; --bH) {
       if (heads % bH != 0 || bytes(bT, bH) > cap ||

@@ -2,10 +2,10 @@
 // Expert mode: the kernel loads a wide tile of bT tokens x bH heads in one copy, then runs the
 // rotation head by head on [bT, rot_dim] regions, so that each token's cos/sin row is loaded
 // once per tile and lines up with the x region row for row: no broadcast of the tables across
-// heads is materialised (docs/ops.md explains the choice). Three tile slots are buffered by
-// hand (flags per slot), which developer mode cannot express for per-head
-// regions of a 2-D tile. Its Python twin, python/cann_ops_tilelang/kernels/rope.py, builds the
-// identical IR (python/tests/test_opslib_rope.py).
+// heads is materialised (developer mode would materialise one: docs/ops.md, RoPE). Three tile
+// slots are buffered by hand (one event per slot). Its Python twin,
+// python/cann_ops_tilelang/kernels/rope.py, builds the identical IR
+// (python/tests/test_opslib_rope.py).
 //
 // Math (include/cann_ops_tilelang/rope.h): y = r c + rotate(r) s on the rotated part r of each
 // head. With p the pair partner (j ^ 1 interleaved, j +- R/2 half) and sgn(j) = -1 on the first
