@@ -44,7 +44,6 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
         t0 = it // chunks * bT
         col = it % chunks * bHD
         T.wait_flag("MTE3", "MTE2", ev)  # the slot's last store is done
-        T.copy(X[t0, col], x_ub, pad_value=0.0)
         if P is not None:  # the tokens' rows one by one (a row past M keeps what the slot held)
             nt = T.min(M - t0, bT)
             for j in T.serial(nt):
@@ -54,6 +53,9 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
         else:
             T.copy(C[t0, 0], c_ub, pad_value=0.0)
             T.copy(S[t0, 0], s_ub, pad_value=0.0)
+        # x last: the row copies nearly fill the 32-deep MTE2 queue, and a big copy at its head would
+        # hold the scalar unit's issue of the current item's vector work for its whole length.
+        T.copy(X[t0, col], x_ub, pad_value=0.0)
         T.set_flag("MTE2", "V", ev)
 
     @T.macro
