@@ -186,6 +186,12 @@ const std::vector<OpInfo>& all_ops() {
        "smaller index), normalised weights",
        "moe"},
       {"gemm", "C = op(A) op(B): fp16/bf16 in, fp32 accumulate, transposes, any M, N, K", "gemm"},
+      {"rope",
+       "RoPE forward: interleaved or half rotation of each head's rotated part, partial rotation, "
+       "optional positions",
+       "rope"},
+      {"rope_backward", "RoPE backward: the adjoint rotation (by -theta for standard tables)",
+       "rope"},
       {"layer_norm_backward",
        "LayerNorm backward: dX, and dW and dB reduced across AIVs in a fixed order", "norm"},
   };

@@ -333,3 +333,54 @@ def _gemm_grad(ctx: Any, dc: torch.Tensor) -> tuple:
 
 
 gemm.register_autograd(_gemm_grad, setup_context=_setup_gemm)
+
+
+# ---- rope (rope/) ---------------------------------------------------------------------------------
+#
+#   torch.ops.cann_ops_tilelang.rope(x, cos, sin, positions=None, style="half", rotate_last=True) -> y
+#   torch.ops.cann_ops_tilelang.rope_backward(dy, cos, sin, positions=None, style="half",
+#                                             rotate_last=True) -> dx
+# rope has autograd for x (rope_backward, the adjoint rotation); the tables and positions get no
+# gradient (they are constants of the model: cos/sin of the positions' angles).
+
+@torch.library.custom_op(f"{_NS}::rope", mutates_args=())
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None = None,
+         style: str = "half", rotate_last: bool = True) -> torch.Tensor:
+    """y = r * cos + rotate(r) * sin on each head's rotated part r (x [tokens, heads, head_dim])."""
+    return _ops.rope(x, cos, sin, positions, style=style, rotate_last=rotate_last)
+
+
+@torch.library.custom_op(f"{_NS}::rope_backward", mutates_args=())
+def rope_backward(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None = None,
+                  style: str = "half", rotate_last: bool = True) -> torch.Tensor:
+    """dx of rope(x, cos, sin, positions, style, rotate_last) for dy."""
+    return _ops.rope_backward(dy, cos, sin, positions, style=style, rotate_last=rotate_last)
+
+
+@rope.register_fake
+def _rope_fake(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None = None,
+               style: str = "half", rotate_last: bool = True) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@rope_backward.register_fake
+def _rope_backward_fake(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                        positions: torch.Tensor | None = None, style: str = "half",
+                        rotate_last: bool = True) -> torch.Tensor:
+    return torch.empty_like(dy, memory_format=torch.contiguous_format)
+
+
+def _setup_rope(ctx: Any, inputs: tuple, output: Any) -> None:
+    x, cos, sin, positions, style, rotate_last = inputs
+    ctx.save_for_backward(cos, sin, positions)
+    ctx.style, ctx.rotate_last = style, rotate_last
+
+
+def _rope_grad(ctx: Any, dy: torch.Tensor) -> tuple:
+    cos, sin, positions = ctx.saved_tensors
+    # As for rms_norm: an autograd gradient may be a broadcast view, which is not a user's input.
+    dx = rope_backward(dy.contiguous(), cos, sin, positions, ctx.style, ctx.rotate_last)
+    return dx, None, None, None, None, None
+
+
+rope.register_autograd(_rope_grad, setup_context=_setup_rope)

@@ -17,6 +17,7 @@
 #include "cann_ops_tilelang/gemm.h"
 #include "cann_ops_tilelang/moe.h"
 #include "cann_ops_tilelang/norm.h"
+#include "cann_ops_tilelang/rope.h"
 #include "cann_ops_tilelang/softmax.h"
 #include "tl/npu/timing.h"
 #include "tl/runtime.h"
@@ -25,6 +26,7 @@
 #include "ops/layer_norm_ref.h"
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
+#include "ops/rope_ref.h"
 #include "ops/softmax_ref.h"
 #include "ops/swiglu_ref.h"
 #include "ops/topk_gate_ref.h"
@@ -537,6 +539,52 @@ int run_gemm(const Params& p, const tl::Target& target) {
 
 }  // namespace
 
+int run_rope(const Params& p, const tl::Target& target, bool backward, bool profile) {
+  tl::Device dev(target);
+  const int64_t T = p.integer("T"), H = p.integer("H"), D = p.integer("D"), R = p.integer("R");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const bool inter = p.integer("interleaved") != 0, pos = p.integer("positions") != 0,
+             last = p.integer("last") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  const int64_t rows = T + 3;
+  auto x = tl::randn(dev, {T, H, D}, dt, seed);
+  auto cos = tl::uniform(dev, {rows, R}, tl::DType::Float32, seed + 1, -1.0, 1.0);
+  auto sin = tl::uniform(dev, {rows, R}, tl::DType::Float32, seed + 2, -1.0, 1.0);
+  std::vector<int64_t> posv;
+  tl::Tensor pt;
+  if (pos) {
+    std::vector<double> pd(T);
+    for (int64_t t = 0; t < T; ++t) posv.push_back((t * 7 + 3) % rows), pd[t] = posv.back();
+    pt = tl::from_vector(dev, {T}, tl::DType::Int32, pd);
+  }
+  const RopeConfig cfg{.style = inter ? RopeStyle::Interleaved : RopeStyle::Half,
+                       .rotate_last = last};
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfiledCall call(dev, profile);
+  tl::Tensor y;
+  {
+    ScopedRun run(call.ro);
+    y = backward ? rope_backward(x, cos, sin, pt, cfg) : rope(x, cos, sin, pt, cfg);
+  }
+  fmt::print(
+      "{} {}x{}x{} rot {} {} {}{} on {}: {:.1f} ms host (compile included on first use)\n",
+      backward ? "rope_backward" : "rope", T, H, D, R, tl::dtype_name(dt),
+      inter ? "interleaved" : "half", pos ? " positions" : "", target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  call.print(rope_cost(T, H, D, R, dt, pos));
+#ifdef TL_HAVE_REFERENCES
+  auto want = opstest::ref::rope(x.to_vector(), cos.to_vector(), sin.to_vector(), posv,
+                                 {T, H, D, R, inter, last}, backward);
+#else
+  std::vector<double> want;
+#endif
+  return report(backward ? "dx" : "y", y.reshape({T * H, D}), want, nullptr) ? 0 : 1;
+}
+
 OpsCommands add_ops_commands(CLI::App& app) {
   OpsCommands c;
   c.ops = app.add_subcommand("ops", "list the ops of the cann_ops_tilelang library");
@@ -547,7 +595,8 @@ OpsCommands add_ops_commands(CLI::App& app) {
                    "swiglu: T H dtype rows weight clamp timed seed; softmax: M N dtype seed "
                    "profile; layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
                    "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
-                   "trans_b seed; layer_norm_backward: M H dtype eps seed)");
+                   "trans_b seed; rope: T H D R dtype interleaved positions last seed; "
+                   "layer_norm_backward: M H dtype eps seed)");
   c.op->add_flag("--profile", c.profile,
                  "run in timed mode and print the simulated time, the roofline fraction, the "
                  "pipes' busy fractions and the call's GM peak");
@@ -635,6 +684,20 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                            {"seed", "0"}},
                           c.sets),
                     target);
+  }
+  if (c.name == "rope" || c.name == "rope_backward") {
+    return run_rope(parse(c.name,
+                          {{"T", "2001"},
+                           {"H", "32"},
+                           {"D", "128"},
+                           {"R", "64"},
+                           {"dtype", "float16"},
+                           {"interleaved", "0"},
+                           {"positions", "1"},
+                           {"last", "1"},
+                           {"seed", "0"}},
+                          c.sets),
+                    target, c.name == "rope_backward", c.profile);
   }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;

@@ -69,6 +69,21 @@ def gemm_key(dtype: str, n: int, k: int, trans_a: bool = False, trans_b: bool = 
 
 __all__ += ["topk_gate_kernel", "topk_gate_key", "gemm_kernel", "gemm_key"]
 
+# ---- RoPE (rope/) ---------------------------------------------------------------------------------
+from .rope import rope_kernel  # noqa: E402
+
+
+def rope_key(dtype: str, heads: int, head_dim: int, rot_dim: int, style: str = "half", rotate_last: bool = True,
+             backward: bool = False, positions: bool = False, target: str = "A2") -> dict:
+    """The key rope / rope_backward launch with: {dtype, heads, head_dim, rot_dim, rot_offset,
+    interleaved, backward, positions, tokens_per_tile, heads_per_tile, blocks} (tile sizes from
+    the target's UB, blocks from its core count)."""
+    return dict(_core.ops_rope_key(dtype, heads, head_dim, rot_dim, style, rotate_last, backward, positions,
+                                   target))
+
+
+__all__ += ["rope_kernel", "rope_key"]
+
 # ---- LayerNorm forward and backward (norm/) ------------------------------------------------------
 from .layer_norm import layer_norm_bwd_kernel, layer_norm_kernel  # noqa: E402
 
