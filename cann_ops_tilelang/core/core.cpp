@@ -192,6 +192,8 @@ const std::vector<OpInfo>& all_ops() {
        "rope"},
       {"rope_backward", "RoPE backward: the adjoint rotation (by -theta for standard tables)",
        "rope"},
+      {"layer_norm_backward",
+       "LayerNorm backward: dX, and dW and dB reduced across AIVs in a fixed order", "norm"},
   };
   return ops;
 }

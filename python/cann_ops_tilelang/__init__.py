@@ -33,3 +33,6 @@ __all__ += ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"
 __all__ += ["LayerNormResult", "layer_norm"]
 __all__ += ["TopkGateResult", "topk_gate", "gemm"]
 __all__ += ["rope", "rope_backward"]
+from ._ops import layer_norm_backward  # noqa: E402
+
+__all__ += ["layer_norm_backward"]

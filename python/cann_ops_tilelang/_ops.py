@@ -278,6 +278,20 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5,
     return LayerNormResult(_out(y, torch_in), _out(mean, torch_in), _out(rstd, torch_in))
 
 
+def layer_norm_backward(dy: Any, x: Any, weight: Any, eps: float = 1e-5) -> tuple[Any, Any, Any]:
+    """(dx, dweight, dbias), the gradients of layer_norm(x, weight, bias).y for dy; mean and rstd
+    are recomputed from x, dweight and dbias summed in a fixed order (the same bits on every run).
+
+    dy, x: [..., H] bfloat16/float16/float32, contiguous, H * itemsize whole 32-byte blocks;
+    weight: [H] of x's dtype (ones for a LayerNorm without one)."""
+    loc = _caller()
+    op = "layer_norm_backward"
+    a = [_arg(dy, op, "dy", loc), _arg(x, op, "x", loc), _arg(weight, op, "weight", loc)]
+    torch_in = _is_torch(x)
+    dx, dw, db = _call(_core.ops_layer_norm_backward, loc, *a, _eps(eps, op, loc), not torch_in)
+    return _out(dx, torch_in), _out(dw, torch_in), _out(db, torch_in)
+
+
 # ---- MoE top-k gate and GEMM (include/cann_ops_tilelang/moe.h, gemm.h) ---------------------------
 
 _SCORINGS = {"none": 0, "sigmoid": 1, "softmax": 2}

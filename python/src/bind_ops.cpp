@@ -342,8 +342,9 @@ void bind_ops(nb::module_& m) {
       },
       "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
       "loc"_a.none());
-  bind_ops_gategemm(m);  // topk_gate, gemm: bind_ops_gategemm.cpp
-  bind_ops_rope(m);      // rope, rope_backward: bind_ops_rope.cpp
+  bind_ops_gategemm(m);   // topk_gate, gemm: bind_ops_gategemm.cpp
+  bind_ops_rope(m);       // rope, rope_backward: bind_ops_rope.cpp
+  bind_ops_layernorm(m);  // layer_norm_backward, LayerNorm keys: bind_ops_layernorm.cpp
 }
 
 nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,

@@ -382,7 +382,7 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
 }
 
 // layer_norm: M x H inputs (randn * 2 + 3), weight and bias each on request.
-int run_layer_norm(const Params& p, const tl::Target& target) {
+int run_layer_norm(const Params& p, const tl::Target& target, bool profile) {
   tl::Device dev(target);
   const int64_t M = p.integer("M"), H = p.integer("H");
   const auto parsed = tl::parse_dtype(p.v.at("dtype"));
@@ -398,10 +398,16 @@ int run_layer_norm(const Params& p, const tl::Target& target) {
   tl::Tensor w = hw ? tl::uniform(dev, {H}, dt, seed + 1, 0.5, 1.5) : tl::Tensor();
   tl::Tensor b = hb ? tl::randn(dev, {H}, dt, seed + 2) : tl::Tensor();
   const auto t0 = std::chrono::steady_clock::now();
-  auto out = layer_norm(x, w, b, {.eps = p.real("eps")});
+  ProfiledCall call(dev, profile);
+  LayerNormResult out;
+  {
+    ScopedRun run(call.ro);
+    out = layer_norm(x, w, b, {.eps = p.real("eps")});
+  }
   fmt::print(
       "layer_norm {}x{} {} on {}: {:.1f} ms host\n", M, H, tl::dtype_name(dt), target.name,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  call.print(layer_norm_cost(M, H, dt, hw, hb, false));
   std::vector<double> want, scale;
 #ifdef TL_HAVE_REFERENCES
   auto wv = hw ? w.to_vector() : std::vector<double>();
@@ -414,6 +420,49 @@ int run_layer_norm(const Params& p, const tl::Target& target) {
     scale[i] = std::abs(want[i]) + (hb ? 2 * std::abs(bv[i % H]) : 0);
 #endif
   return report("y", out.y, want, &scale) ? 0 : 1;
+}
+
+// layer_norm_backward: M x H x (randn * 2 + 3), dy randn, weight uniform in [0.5, 1.5].
+int run_layer_norm_backward(const Params& p, const tl::Target& target, bool profile) {
+  tl::Device dev(target);
+  const int64_t M = p.integer("M"), H = p.integer("H");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const double eps = p.real("eps");
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto xv = tl::randn(dev, {M, H}, tl::DType::Float32, seed).to_vector();
+  for (auto& e : xv) e = 3 + 2 * e;
+  auto x = tl::from_vector(dev, {M, H}, dt, xv);
+  auto w = tl::uniform(dev, {H}, dt, seed + 1, 0.5, 1.5);
+  auto dy = tl::randn(dev, {M, H}, dt, seed + 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfiledCall call(dev, profile);
+  LayerNormGrads g;
+  {
+    ScopedRun run(call.ro);
+    g = layer_norm_backward(dy, x, w, eps);
+  }
+  fmt::print(
+      "layer_norm_backward {}x{} {} on {}: {:.1f} ms host (compile included on first use)\n", M, H,
+      tl::dtype_name(dt), target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  call.print(layer_norm_backward_cost(M, H, dt));
+#ifdef TL_HAVE_REFERENCES
+  auto want = opstest::ref::layer_norm_bwd(dy.to_vector(), x.to_vector(), w.to_vector(), M, H, eps);
+  for (auto* v : {&want.dw_abs, &want.db_abs})
+    for (auto& e : *v) e *= opstest::tolerance(dt).rtol / opstest::kApprox;
+#else
+  struct {
+    std::vector<double> dx, dw, db, dx_abs, dw_abs, db_abs;
+  } want;
+#endif
+  bool ok = report("dx", g.dx, want.dx, &want.dx_abs);
+  ok = report("dw", g.dw, want.dw, &want.dw_abs) && ok;
+  ok = report("db", g.db, want.db, &want.db_abs) && ok;
+  return ok ? 0 : 1;
 }
 
 tl::DType dtype_param(const Params& p, const std::string& k) {
@@ -546,7 +595,8 @@ OpsCommands add_ops_commands(CLI::App& app) {
                    "swiglu: T H dtype rows weight clamp timed seed; softmax: M N dtype seed "
                    "profile; layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
                    "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
-                   "trans_b seed; rope: T H D R dtype interleaved positions last seed)");
+                   "trans_b seed; rope: T H D R dtype interleaved positions last seed; "
+                   "layer_norm_backward: M H dtype eps seed)");
   c.op->add_flag("--profile", c.profile,
                  "run in timed mode and print the simulated time, the roofline fraction, the "
                  "pipes' busy fractions and the call's GM peak");
@@ -601,7 +651,12 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
     d["eps"] = "1e-5";
     d["weight"] = "1";
     d["bias"] = "1";
-    return run_layer_norm(parse(c.name, d, c.sets), target);
+    return run_layer_norm(parse(c.name, d, c.sets), target, c.profile);
+  }
+  if (c.name == "layer_norm_backward") {
+    auto d = common;
+    d["eps"] = "1e-5";
+    return run_layer_norm_backward(parse(c.name, d, c.sets), target, c.profile);
   }
   if (c.name == "topk_gate") {
     return run_topk_gate(parse(c.name,
