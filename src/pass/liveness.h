@@ -144,10 +144,11 @@ class Liveness : public IRVisitor {
         const int64_t need = !both ? inner : chain.size() >= 2 ? chain[chain.size() - 2] : -1;
         for (const Access* x : in_l) ok = ok && (need < 0 || holds(*x, need));
       }
-    } else if (w.sweep_write && w.loops.size() == k + 2 && no_ifs_inside(w, k)) {
+    } else if (w.sweep_write && w.loops.size() == k + 2 && writes_every_row(in_l, w, k)) {
       // An inner loop M directly in L that overwrites the buffer row by row (`buf[i, :] = ...`
       // over all rows) before anything else touches it: M is the whole write (issue 29,
-      // sparse_flash_attn_mask.py's acc_s_ub, written by a T.tile.select per row).
+      // sparse_flash_attn_mask.py's acc_s_ub, written by a T.tile.select per row;
+      // sparse_attention.py's kv_ub, a copy of the indexed kv row or of a zero row per row).
       ok = true;
       for (const Access* x : in_l)
         if (x->loops.size() > k + 1 && x->loops[k + 1] == w.loops[k + 1])
@@ -162,10 +163,27 @@ class Liveness : public IRVisitor {
     return ok;
   }
 
-  static bool no_ifs_inside(const Access& x, size_t k) {
-    for (const auto& [depth, id] : x.ifs)
-      if (depth > k) return false;
-    return true;
+  /// Whether every iteration of the inner loop M of the sweep write `w` (directly in the k-th
+  /// loop L around it) writes its row: M runs in every iteration of L (no if of L's body around
+  /// it), and some write in M is under no if of M's body, or the two branches of one if directly
+  /// in M's body each hold one (whichever way the condition goes, the row is written). The caller
+  /// checks that every access in M is such a row write.
+  static bool writes_every_row(const std::vector<const Access*>& in_l, const Access& w, size_t k) {
+    for (const auto& [depth, id] : w.ifs)
+      if (depth == k + 1) return false;  // M itself is conditional in L
+    std::unordered_set<int64_t> branches;  // of an if directly in M's body, holding a write
+    for (const Access* x : in_l) {
+      if (x->loops.size() != k + 2 || x->loops[k + 1] != w.loops[k + 1]) continue;
+      std::vector<int64_t> inner;
+      for (const auto& [depth, id] : x->ifs)
+        if (depth > k + 1) inner.push_back(id);
+      if (inner.empty()) return true;
+      if (inner.size() == 1) branches.insert(inner.front());
+    }
+    // Each if takes two branch ids, its then's even and its else's the next one (visit_(IfNode)).
+    for (int64_t b : branches)
+      if (b % 2 == 0 && branches.count(b + 1)) return true;
+    return false;
   }
 
  protected:
