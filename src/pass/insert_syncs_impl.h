@@ -118,8 +118,8 @@ constexpr int64_t kMaxAuthorEventId = 1024;
 /// An author's flag in Rec::carried: negative, so it never meets a planned flag's index (>= 0).
 /// One key per (pipe, dst, id): the hardware event an author's set raises and a wait consumes.
 inline int author_key(Pipe p, Pipe q, int64_t id) {
-  return -1 - static_cast<int>((static_cast<int64_t>(p) * 16 + static_cast<int64_t>(q)) * 1024 +
-                               id);
+  return -1 -
+         static_cast<int>((static_cast<int64_t>(p) * 16 + static_cast<int64_t>(q)) * 1024 + id);
 }
 
 struct Block {

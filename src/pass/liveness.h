@@ -170,7 +170,7 @@ class Liveness : public IRVisitor {
   /// checks that every access in M is such a row write.
   static bool writes_every_row(const std::vector<const Access*>& in_l, const Access& w, size_t k) {
     for (const auto& [depth, id] : w.ifs)
-      if (depth == k + 1) return false;  // M itself is conditional in L
+      if (depth == k + 1) return false;    // M itself is conditional in L
     std::unordered_set<int64_t> branches;  // of an if directly in M's body, holding a write
     for (const Access* x : in_l) {
       if (x->loops.size() != k + 2 || x->loops[k + 1] != w.loops[k + 1]) continue;
