@@ -7,7 +7,9 @@
 // of it in the loop): then no value crosses iterations, and it lives from that write to its last
 // access (issue 29: developer kernels declare every tile at the top, and a loop's scratch tile
 // counted as live across the whole body overflowed UB by a few hundred bytes; an accumulator
-// written by `gemm_v0(..., init=True)` is such a write). The rule applies loop by loop inward:
+// written by `gemm_v0(..., init=True)` is such a write; so is an inner loop writing `buf[i, :]`
+// for every row i, unconditionally or in both branches of an if: sparse_attention.py's gathered
+// kv tile). The rule applies loop by loop inward:
 // a buffer whose accesses in a loop all lie in one inner loop that starts each of its
 // iterations with such a write holds no value across either loop.
 #pragma once
