@@ -143,3 +143,41 @@ def test_no_duplicate_of_an_authors_pair() -> None:
     compiler = [(p, q) for p, q, _, auto in flags_of(src) if auto]
     assert ("MTE3", "V") not in compiler and ("V", "MTE3") not in compiler, src
     assert ("MTE2", "V") in compiler, src
+
+
+def test_an_author_using_every_id_of_a_pipe_pair_leaves_the_compiler_none() -> None:
+    # The author's MTE2 -> V flags take ids 0-5, the compiler's range (6 and 7 stay the author's,
+    # docs/python.md): Z's load needs one more, and the error says whose ids they are.
+    @tilelang.jit(out_idx=[2], pass_configs=AUTO, check_hazards=True)
+    def build(M: int, N: int, dtype: str = "float32"):
+        @T.prim_func
+        def main(X: T.Tensor((M, N), dtype), Z: T.Tensor((M, N), dtype),
+                 Y: T.Tensor((M, N), dtype)):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((M, N), dtype)
+                z = T.alloc_ub((M, N), dtype)
+                with T.Scope("V"):
+                    T.copy(X[0, 0], x)
+                    T.set_flag("mte2", "v", 0)
+                    T.wait_flag("mte2", "v", 0)
+                    T.set_flag("mte2", "v", 1)
+                    T.wait_flag("mte2", "v", 1)
+                    T.set_flag("mte2", "v", 2)
+                    T.wait_flag("mte2", "v", 2)
+                    T.set_flag("mte2", "v", 3)
+                    T.wait_flag("mte2", "v", 3)
+                    T.set_flag("mte2", "v", 4)
+                    T.wait_flag("mte2", "v", 4)
+                    T.set_flag("mte2", "v", 5)
+                    T.wait_flag("mte2", "v", 5)
+                    T.copy(Z[0, 0], z)
+                    T.tile.add(x, x, z)
+                    T.set_flag("v", "mte3", 0)
+                    T.wait_flag("v", "mte3", 0)
+                    T.copy(x, Y[0, 0])
+
+        return main
+
+    with pytest.raises(tilelang.Error, match=r"the author's set_flag/wait_flag in this scope use "
+                                             r"MTE2 -> V event id\(s\) 0, 1, 2, 3, 4, 5"):
+        build(8, 64)

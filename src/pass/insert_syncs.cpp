@@ -139,9 +139,9 @@ bool Inserter::colour() {
             nodes_[blocks_[f.blk].nodes[f.wait_pos]].s->loc,
             fmt::format(
                 "insert_syncs: more than {} {} -> {} flags are live at once on {} (event ids {}); "
-                "the live flags:{}",
+                "the live flags:{}{}",
                 ids.size(), pipe_name(pair.first), pipe_name(pair.second), t_.name,
-                fmt::join(ids, ", "), live));
+                fmt::join(ids, ", "), live, authors_note(pair)));
       }
       busy_until[c] = f.hi;
       holder[c] = i;
@@ -149,6 +149,17 @@ bool Inserter::colour() {
     }
   }
   return true;
+}
+
+/// Why a pipe pair has fewer ids than the chip: the ids the scope's author uses on it.
+std::string Inserter::authors_note(std::pair<Pipe, Pipe> pair) const {
+  auto a = author_ids_.find(pair);
+  if (a == author_ids_.end()) return "";
+  return fmt::format(
+      "\n  (the author's set_flag/wait_flag in this scope use {} -> {} event id(s) {}: those are "
+      "theirs; give the author's flags fewer ids, or write all of this scope's syncs by hand "
+      "without TL_ASCEND_AUTO_SYNC)",
+      pipe_name(pair.first), pipe_name(pair.second), fmt::join(a->second, ", "));
 }
 
 std::string Inserter::describe(const Flag& f) const {

@@ -280,6 +280,7 @@ class Inserter {
   // ---- event ids and output (insert_syncs.cpp) -----------------------------------------
   bool colour();
   std::string describe(const Flag& f) const;
+  std::string authors_note(std::pair<Pipe, Pipe> pair) const;
   Stmt sync_stmt(const Planned& p, const SourceLoc& loc) const;
   Stmt rebuild_block(int b) const;
   Stmt rebuild_node(int n) const;
