@@ -85,11 +85,11 @@ void Inserter::prune() {
 /// Colours flag ids per pipe pair by live interval. False (and the pair coarsened) when a
 /// pair runs out; throws when a coarsened pair still does.
 bool Inserter::colour() {
-  std::vector<int> ids;
+  std::vector<int> all_ids;
   for (int i = 0; i < t_.num_event_ids; ++i)
     if (std::find(t_.reserved_event_ids.begin(), t_.reserved_event_ids.end(), i) ==
         t_.reserved_event_ids.end())
-      ids.push_back(i);
+      all_ids.push_back(i);
   std::map<std::pair<Pipe, Pipe>, std::vector<int>> by_pair;
   for (size_t i = 0; i < flags_.size(); ++i) {
     Flag& f = flags_[i];
@@ -113,6 +113,11 @@ bool Inserter::colour() {
     by_pair[{f.p, f.q}].push_back(static_cast<int>(i));
   }
   for (auto& [pair, fs] : by_pair) {
+    // The ids the author uses for this pipe pair are theirs wherever they are live: a planned
+    // flag with one of them could consume the author's set, or be consumed by its wait.
+    std::vector<int> ids = all_ids;
+    if (auto a = author_ids_.find(pair); a != author_ids_.end())
+      std::erase_if(ids, [&](int id) { return a->second.count(id) > 0; });
     std::sort(fs.begin(), fs.end(), [&](int a, int b) { return flags_[a].lo < flags_[b].lo; });
     std::vector<int> busy_until(ids.size(), INT_MIN);  // per id: the end of its last interval
     std::vector<int> holder(ids.size(), -1);
@@ -134,9 +139,9 @@ bool Inserter::colour() {
             nodes_[blocks_[f.blk].nodes[f.wait_pos]].s->loc,
             fmt::format(
                 "insert_syncs: more than {} {} -> {} flags are live at once on {} (event ids {}); "
-                "the live flags:{}",
+                "the live flags:{}{}",
                 ids.size(), pipe_name(pair.first), pipe_name(pair.second), t_.name,
-                fmt::join(ids, ", "), live));
+                fmt::join(ids, ", "), live, authors_note(pair)));
       }
       busy_until[c] = f.hi;
       holder[c] = i;
@@ -144,6 +149,17 @@ bool Inserter::colour() {
     }
   }
   return true;
+}
+
+/// Why a pipe pair has fewer ids than the chip: the ids the scope's author uses on it.
+std::string Inserter::authors_note(std::pair<Pipe, Pipe> pair) const {
+  auto a = author_ids_.find(pair);
+  if (a == author_ids_.end()) return "";
+  return fmt::format(
+      "\n  (the author's set_flag/wait_flag in this scope use {} -> {} event id(s) {}: those are "
+      "theirs; give the author's flags fewer ids, or write all of this scope's syncs by hand "
+      "without TL_ASCEND_AUTO_SYNC)",
+      pipe_name(pair.first), pipe_name(pair.second), fmt::join(a->second, ", "));
 }
 
 std::string Inserter::describe(const Flag& f) const {
@@ -192,8 +208,13 @@ Stmt Inserter::rebuild_node(int n) const {
   return nd.s;
 }
 
-/// A scope that synchronises itself with flags (set_flag / wait_flag, its author's or from an
-/// earlier run) is left as written: its event ids are the author's. Cross-core flags, the
+/// A scope is left as written when it holds a set_flag / wait_flag from an earlier run (the pass
+/// is idempotent) or an author's flag whose id is not a constant (the walk cannot tell which
+/// wait a set reaches). An author's flags with constant ids are run over as TileLang-Ascend's
+/// auto sync does (moe_token_unpermute_grad.py writes its own mte2 -> v and mte3 -> v pairs and
+/// leaves the rest to the compiler; left alone, that scope raced on its other pipe pairs): each
+/// pair orders what it orders, the compiler plans syncs for the rest and gives its own flags
+/// ids the author does not use on that pipe pair. Cross-core flags, the
 /// author's or the compiler's, are kept and respected: TileLang-Ascend's auto sync writes the
 /// intra-core syncs of a scope whose author wrote only its cross-core flags (int8_gemm.py), and
 /// that scope left alone raced on its own pipes. So are an author's barriers (pipe_barrier,
@@ -205,7 +226,9 @@ bool has_own_syncs(const Stmt& body) {
   pre_order_visit(body, [&](const Stmt& s) {
     auto* y = s.as<SyncNode>();
     if (!y) return;
-    found |= y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag;
+    if (y->sync_kind != SyncKind::SetFlag && y->sync_kind != SyncKind::WaitFlag) return;
+    auto id = as_const_int(y->event_id);
+    found |= y->origin != SyncOrigin::User || !id || *id < 0 || *id >= kMaxAuthorEventId;
   });
   return found;
 }

@@ -100,14 +100,27 @@ struct Acc {
 /// core wrote to GM (and may overwrite what it read), so every pending GM access of another pipe
 /// must be done before it fires; its own pipe is drained by the set itself. PipeBarrier is an
 /// author's pipe_barrier: its pipe knows every earlier instruction of that pipe is done.
+/// AuthorSet / AuthorWait are an author's set_flag(pipe, dst, id) / wait_flag with a constant
+/// id: the set carries what `pipe` knows, the wait teaches it to `dst` (author_key below).
 struct Instr {
-  enum Kind : uint8_t { Op, BarrierAll, Publish, PipeBarrier } kind = Op;
+  enum Kind : uint8_t { Op, BarrierAll, Publish, PipeBarrier, AuthorSet, AuthorWait } kind = Op;
   Pipe pipe = Pipe::S;
   std::vector<int> accs;
   // An Mmad that may accumulate into a tile of fewer than 10 fractals: ordered after the
   // previous Mmad into that tile by pipe_barrier(M) (mmad_needs_m_barrier).
   bool small_mmad = false;
+  Pipe dst = Pipe::S;  // AuthorSet / AuthorWait: the waiting pipe
+  int key = 0;         // AuthorSet / AuthorWait: author_key(pipe, dst, id)
 };
+
+/// Author event ids the walk models (author_key's range); the chips have 8 (tl/target.h).
+constexpr int64_t kMaxAuthorEventId = 1024;
+/// An author's flag in Rec::carried: negative, so it never meets a planned flag's index (>= 0).
+/// One key per (pipe, dst, id): the hardware event an author's set raises and a wait consumes.
+inline int author_key(Pipe p, Pipe q, int64_t id) {
+  return -1 -
+         static_cast<int>((static_cast<int64_t>(p) * 16 + static_cast<int64_t>(q)) * 1024 + id);
+}
 
 struct Block {
   std::vector<int> nodes;
@@ -212,6 +225,9 @@ class Inserter {
   std::vector<Flag> flags_;
   std::map<std::tuple<int, int, bool>, std::vector<Planned>> plan_;  // (block, position, after)
   std::set<std::pair<Pipe, Pipe>> coarse_;
+  /// The event ids the scope's author sets and waits per pipe pair: never given to a planned
+  /// flag of that pair (insert_syncs_tree.cpp collects them).
+  std::map<std::pair<Pipe, Pipe>, std::set<int64_t>> author_ids_;
   int round_ = 0;
   bool changed_ = false;
   bool checking_ = false;  // prune(): only find out whether something is unordered
@@ -255,6 +271,7 @@ class Inserter {
   void apply(int b, int pos, bool after, State& st);
   void effect(const Planned& p, State& st);
   void exec(int n, const Instr& in, State& st);
+  void author_flag(const Instr& in, State& st);
   void order(int n, Pipe p, Pipe q, const std::vector<int>& recs, State& st);
   int pos_in(int node, int blk) const;
   void adjacent(int n, Pipe p, Pipe q, const std::vector<int>& recs, State& st);
@@ -263,6 +280,7 @@ class Inserter {
   // ---- event ids and output (insert_syncs.cpp) -----------------------------------------
   bool colour();
   std::string describe(const Flag& f) const;
+  std::string authors_note(std::pair<Pipe, Pipe> pair) const;
   Stmt sync_stmt(const Planned& p, const SourceLoc& loc) const;
   Stmt rebuild_block(int b) const;
   Stmt rebuild_node(int n) const;

@@ -78,7 +78,16 @@ int Inserter::build_node(const Stmt& s, int blk, int pos) {
         instrs.push_back({Instr::BarrierAll, Pipe::ALL, {}});
       else if (y->sync_kind == SyncKind::PipeBarrier)  // an author's (has_own_syncs)
         instrs.push_back({Instr::PipeBarrier, y->src, {}});
-      else
+      else if (y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag) {
+        // An author's flag with a constant id (has_own_syncs leaves any other scope alone).
+        const int64_t id = *as_const_int(y->event_id);
+        Instr in{
+            y->sync_kind == SyncKind::SetFlag ? Instr::AuthorSet : Instr::AuthorWait, y->src, {}};
+        in.dst = y->dst;
+        in.key = author_key(y->src, y->dst, id);
+        author_ids_[{y->src, y->dst}].insert(id);
+        instrs.push_back(std::move(in));
+      } else
         TL_ASSERT(y->sync_kind == SyncKind::WaitCrossFlag,
                   "insert_syncs: a scope with {} was selected", sync_name(y->sync_kind));
       break;

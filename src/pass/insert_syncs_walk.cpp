@@ -76,6 +76,28 @@ void Inserter::effect(const Planned& p, State& st) {
   }
 }
 
+/// An author's set_flag carries every pending access its pipe has done or knows done, as a
+/// planned set does; the wait_flag of the same pipe pair and id teaches the waiting pipe all it
+/// carries. So an author's pair orders what it orders and the walk plans syncs only for the rest
+/// (TileLang-Ascend's auto sync keeps the flags its author wrote: moe_token_unpermute_grad.py).
+/// The walk assumes the author's flags balanced: a second set of a key before its wait is a
+/// flag error of the program, which the hazard checker reports (docs/virtual_npu.md).
+void Inserter::author_flag(const Instr& in, State& st) {
+  for (auto it = st.begin(); it != st.end();) {
+    Rec& r = it->second;
+    auto c = std::lower_bound(r.carried.begin(), r.carried.end(), in.key);
+    const bool has = c != r.carried.end() && *c == in.key;
+    if (in.kind == Instr::AuthorSet) {
+      if (!has && (acc(it->first).pipe == in.pipe || (r.known & bit(in.pipe))))
+        r.carried.insert(c, in.key);
+    } else if (has) {
+      r.carried.erase(c);
+      r.known |= bit(in.dst);
+    }
+    it = (r.known & kAllPipes) == kAllPipes ? st.erase(it) : std::next(it);
+  }
+}
+
 void Inserter::exec(int n, const Instr& in, State& st) {
   if (in.kind == Instr::BarrierAll) {
     st.clear();
@@ -83,6 +105,10 @@ void Inserter::exec(int n, const Instr& in, State& st) {
   }
   if (in.kind == Instr::PipeBarrier) {
     effect({Planned::Barrier, -1, in.pipe}, st);
+    return;
+  }
+  if (in.kind == Instr::AuthorSet || in.kind == Instr::AuthorWait) {
+    author_flag(in, st);
     return;
   }
   const Pipe q = in.pipe;

@@ -7,7 +7,9 @@
 // of it in the loop): then no value crosses iterations, and it lives from that write to its last
 // access (issue 29: developer kernels declare every tile at the top, and a loop's scratch tile
 // counted as live across the whole body overflowed UB by a few hundred bytes; an accumulator
-// written by `gemm_v0(..., init=True)` is such a write). The rule applies loop by loop inward:
+// written by `gemm_v0(..., init=True)` is such a write; so is an inner loop writing `buf[i, :]`
+// for every row i, unconditionally or in both branches of an if: sparse_attention.py's gathered
+// kv tile). The rule applies loop by loop inward:
 // a buffer whose accesses in a loop all lie in one inner loop that starts each of its
 // iterations with such a write holds no value across either loop.
 #pragma once
@@ -144,10 +146,11 @@ class Liveness : public IRVisitor {
         const int64_t need = !both ? inner : chain.size() >= 2 ? chain[chain.size() - 2] : -1;
         for (const Access* x : in_l) ok = ok && (need < 0 || holds(*x, need));
       }
-    } else if (w.sweep_write && w.loops.size() == k + 2 && no_ifs_inside(w, k)) {
+    } else if (w.sweep_write && w.loops.size() == k + 2 && writes_every_row(in_l, w, k)) {
       // An inner loop M directly in L that overwrites the buffer row by row (`buf[i, :] = ...`
       // over all rows) before anything else touches it: M is the whole write (issue 29,
-      // sparse_flash_attn_mask.py's acc_s_ub, written by a T.tile.select per row).
+      // sparse_flash_attn_mask.py's acc_s_ub, written by a T.tile.select per row;
+      // sparse_attention.py's kv_ub, a copy of the indexed kv row or of a zero row per row).
       ok = true;
       for (const Access* x : in_l)
         if (x->loops.size() > k + 1 && x->loops[k + 1] == w.loops[k + 1])
@@ -162,10 +165,27 @@ class Liveness : public IRVisitor {
     return ok;
   }
 
-  static bool no_ifs_inside(const Access& x, size_t k) {
-    for (const auto& [depth, id] : x.ifs)
-      if (depth > k) return false;
-    return true;
+  /// Whether every iteration of the inner loop M of the sweep write `w` (directly in the k-th
+  /// loop L around it) writes its row: M runs in every iteration of L (no if of L's body around
+  /// it), and some write in M is under no if of M's body, or the two branches of one if directly
+  /// in M's body each hold one (whichever way the condition goes, the row is written). The caller
+  /// checks that every access in M is such a row write.
+  static bool writes_every_row(const std::vector<const Access*>& in_l, const Access& w, size_t k) {
+    for (const auto& [depth, id] : w.ifs)
+      if (depth == k + 1) return false;    // M itself is conditional in L
+    std::unordered_set<int64_t> branches;  // of an if directly in M's body, holding a write
+    for (const Access* x : in_l) {
+      if (x->loops.size() != k + 2 || x->loops[k + 1] != w.loops[k + 1]) continue;
+      std::vector<int64_t> inner;
+      for (const auto& [depth, id] : x->ifs)
+        if (depth > k + 1) inner.push_back(id);
+      if (inner.empty()) return true;
+      if (inner.size() == 1) branches.insert(inner.front());
+    }
+    // Each if's branch ids are even (then) and the next one (else): visit_(IfNode).
+    for (int64_t b : branches)
+      if (b % 2 == 0 && branches.count(b + 1)) return true;
+    return false;
   }
 
  protected:
@@ -179,10 +199,17 @@ class Liveness : public IRVisitor {
     loop_range[n] = {loops_[id].first, loops_[id].last};
   }
 
+  /// Each if takes two branch ids at once, its then's even and its else's the next one, before
+  /// either branch is visited: an if nested in the then branch takes ids after both (numbering
+  /// the branches as visited gave a then nested in another then an odd id, and the pair tests of
+  /// fresh() missed it: a row fill inside the `if vid == 0` that a vector kernel never reading vid
+  /// runs under, python/tests/test_tla_row_fill.py).
   void visit_(const IfNode* n) override {
     visit(n->cond);
+    const int64_t then_id = next_branch_;
+    next_branch_ += 2;
     for (const Stmt* branch : {&n->then_case, &n->else_case}) {
-      ifs_.push_back({stack_.size(), next_branch_++});
+      ifs_.push_back({stack_.size(), branch == &n->then_case ? then_id : then_id + 1});
       visit(*branch);
       ifs_.pop_back();
     }

@@ -123,11 +123,12 @@ std::string declared(const BufferNode& b) {
           top_256_note(scope, total - target.cap(scope)));
 }
 
-/// Whether insert_syncs will order every reuse of memory `m`'s bytes: it leaves a scope with a
-/// sync of its author's (or intra-core syncs already) as written (insert_syncs.cpp,
-/// has_own_syncs), so in an expert kernel under auto_sync a memory of such a scope's core
-/// (L1 / L0A / L0B / L0C: the cube's, UB: the vector's) is planned as without insert_syncs:
-/// a reuse only where the author's syncs already order it.
+/// Whether insert_syncs will order every reuse of memory `m`'s bytes. A scope with a sync of its
+/// author's (or intra-core syncs already) may be left as written by insert_syncs (insert_syncs.cpp,
+/// has_own_syncs: flags with ids it cannot follow), so in an expert kernel under auto_sync a
+/// memory of such a scope's core (L1 / L0A / L0B / L0C: the cube's, UB: the vector's) is planned
+/// as without insert_syncs: a reuse only where the author's syncs already order it (safe in
+/// either case; the scopes insert_syncs runs over get their other syncs on top).
 bool syncs_follow_for(const Stmt& body, MemScope m) {
   const CoreKind core = m == MemScope::UB ? CoreKind::Vector : CoreKind::Cube;
   bool own = false;
