@@ -271,6 +271,28 @@ bool cube_load(const TileRef& src, const TileRef& dst) {
   return true;
 }
 
+/// d[dof ? dof[c] : c] = s[sof ? sof[c] : c] for c < n, elements of es bytes (1, 2 or 4): typed
+/// moves, not a memcpy call of a run-time size per element.
+template <typename E>
+void move_typed(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
+                int64_t n) {
+  const E* s = reinterpret_cast<const E*>(src);
+  E* d = reinterpret_cast<E*>(dst);
+  if (sof)
+    for (int64_t c = 0; c < n; ++c) d[c] = s[sof[c]];
+  else
+    for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[c];
+}
+void move_elements(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof,
+                   const int64_t* dof, int64_t n) {
+  if (es == 1)
+    move_typed<uint8_t>(src, dst, sof, dof, n);
+  else if (es == 2)
+    move_typed<uint16_t>(src, dst, sof, dof, n);
+  else
+    move_typed<uint32_t>(src, dst, sof, dof, n);
+}
+
 /// copy_regions for a copy with a fractal side (L1, L0A/L0B, L0C: the fixpipe's L0C -> GM/UB/L1
 /// above all), batched: both layouts are separable (see cube_load), so the column parts are
 /// computed once per copy and each row is one gather into a contiguous staging row, one
@@ -321,8 +343,7 @@ bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool satura
     // The row, contiguous, in the source dtype.
     const uint8_t* row = sp;
     if (!s_dense) {
-      for (int64_t c = 0; c < C; ++c)
-        std::memcpy(sbuf.data() + c * ses, sp + scol[c] * ses, static_cast<size_t>(ses));
+      move_elements(ses, sp, sbuf.data(), scol.data(), nullptr, C);
       row = sbuf.data();
     }
     const uint8_t* out = row;
@@ -341,8 +362,7 @@ bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool satura
     if (d_dense) {
       std::memmove(dp, out, static_cast<size_t>(C * des));
     } else {
-      for (int64_t c = 0; c < C; ++c)
-        std::memcpy(dp + dcol[c] * des, out + c * des, static_cast<size_t>(des));
+      move_elements(des, out, dp, nullptr, dcol.data(), C);
     }
   }
   return true;
