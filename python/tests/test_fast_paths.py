@@ -107,3 +107,88 @@ def test_mma_gemm_fast_paths_match_the_plain_interpreter_bit_for_bit(case: tuple
         assert torch.equal(fast.to(torch.int64), ref)
     else:
         torch.testing.assert_close(fast, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+
+# ---- issue 31: the transposing L1 -> L0 load and the batched fixpipe / fractal copies --------------
+
+def _specials(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """Random values of `dtype` with 1 in 8 replaced by NaN, +-inf, -0, +0 or a subnormal of the dtype."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(shape, generator=g) * 4 - 2).to(dtype)
+    tiny = torch.finfo(dtype).tiny
+    pool = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, tiny / 4, -tiny / 8, tiny],
+                        dtype=torch.float32).to(dtype)
+    pick = torch.randint(0, 8, shape, generator=g)
+    which = torch.randint(0, len(pool), shape, generator=g)
+    return torch.where(pick == 0, pool[which], x)
+
+
+def _same_bits(fast: torch.Tensor, plain: torch.Tensor, nan_payloads: bool = True) -> None:
+    """Equal bit for bit; with nan_payloads=False a NaN must meet a NaN but its payload may differ
+    (FlashAttention on NaN inputs: the plain and fast paths that predate issue 31 already give
+    different NaN payloads there, 0xFFFF against 0xFFC0 in bfloat16; docs/virtual_npu.md)."""
+    assert fast.dtype == plain.dtype and fast.shape == plain.shape
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[fast.element_size()]
+    differ = fast.contiguous().view(view) != plain.contiguous().view(view)
+    if not nan_payloads and fast.is_floating_point():
+        differ &= ~(fast.isnan() & plain.isnan())
+    diff = differ.sum().item()
+    assert diff == 0, f"fast and plain paths differ in {diff} elements"
+
+
+def _plain(fn):
+    os.environ["TL_NPU_PLAIN_PATHS"] = "1"
+    try:
+        return fn()
+    finally:
+        del os.environ["TL_NPU_PLAIN_PATHS"]
+
+
+@pytest.mark.parametrize("S", [1, 33, 100, 130])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("specials", [False, True], ids=["finite", "specials"])
+def test_flash_attention_dev_fast_paths_match_the_plain_interpreter(S: int, dtype: torch.dtype,
+                                                                    specials: bool) -> None:
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+    from flash_attention_dev import flash_attention, ref_program
+
+    name = "float16" if dtype == torch.float16 else "bfloat16"
+    kern = flash_attention(1, 2, S, 64, dtype=name)
+    if specials:
+        q, k, v = (_specials((1, 2, S, 64), dtype, 7 * S + i) for i in range(3))
+    else:
+        g = torch.Generator().manual_seed(S)
+        q, k, v = (torch.randn(1, 2, S, 64, generator=g).to(dtype) for _ in range(3))
+    fast = kern(q, k, v)
+    _same_bits(fast, _plain(lambda: kern(q, k, v)), nan_payloads=not specials)
+    if not specials:
+        torch.testing.assert_close(fast.float(), ref_program(q, k, v).float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("mnk", [(1, 7, 33), (33, 100, 7), (130, 33, 300)])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("out", ["float16", "bfloat16", "float32"])
+def test_library_gemm_fast_paths_match_the_plain_interpreter(mnk: tuple[int, int, int], trans_b: bool,
+                                                             out: str) -> None:
+    """The fixpipe's saturating fp32 -> fp16 / bf16 conversion through the batched fractal copy."""
+    import cann_ops_tilelang as ops
+
+    M, N, K = mnk
+    a = _specials((M, K), torch.float16, M + K) * 300  # products past fp16's range saturate
+    b = _specials((N, K) if trans_b else (K, N), torch.float16, N + 3 * K) * 300
+    fast = ops.gemm(a, b, trans_b=trans_b, out_dtype=out)
+    _same_bits(fast, _plain(lambda: ops.gemm(a, b, trans_b=trans_b, out_dtype=out)))
+
+
+@pytest.mark.parametrize("rows", [1, 7, 33])
+@pytest.mark.parametrize("op", ["rms_norm", "softmax", "layer_norm", "swiglu"])
+def test_library_vector_ops_fast_paths_match_the_plain_interpreter(rows: int, op: str) -> None:
+    import cann_ops_tilelang as ops
+
+    x = _specials((rows, 1024), torch.bfloat16, rows)
+    w = _specials((1024,), torch.bfloat16, rows + 1)
+    run = {"rms_norm": lambda: ops.rms_norm(x, w).y, "softmax": lambda: ops.softmax(x),
+           "layer_norm": lambda: ops.layer_norm(x, w, w).y, "swiglu": lambda: ops.swiglu(x)}[op]
+    _same_bits(run(), _plain(run))

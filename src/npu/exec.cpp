@@ -2,10 +2,11 @@
 #include "exec.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "stale.h"
+#include "tl/env.h"
 #include "values.h"
 
 #include <fmt/ranges.h>
@@ -20,8 +21,8 @@ bool plain_paths() {
   return g_plain_paths.load(std::memory_order_relaxed);
 }
 void refresh_plain_paths() {
-  const char* v = std::getenv("TL_NPU_PLAIN_PATHS");
-  g_plain_paths.store(v && *v && std::strcmp(v, "0") != 0, std::memory_order_relaxed);
+  const std::string v = env_value("TL_NPU_PLAIN_PATHS");
+  g_plain_paths.store(!v.empty() && v != "0", std::memory_order_relaxed);
 }
 
 namespace {

@@ -46,7 +46,8 @@ int64_t storage_offset(const TileRef& t, const int64_t* idx, int64_t* run) {
   int64_t r = n >= 2 ? idx[n - 2] : 0, c = idx[n - 1];
   int64_t lead = 0;
   for (size_t d = 0; d + 2 < n; ++d) lead = lead * t.shape[d] + idx[d];
-  int c0 = c0_elems(t.dtype);
+  // c0 only where the layout has it (the L0C fractal is 16 x 16 whatever the dtype).
+  const int c0 = t.scope == MemScope::L0C ? 16 : c0_elems(t.dtype);
   int64_t off = 0, mat = 0;
   switch (t.scope) {
     case MemScope::L1:
@@ -270,6 +271,153 @@ bool cube_load(const TileRef& src, const TileRef& dst) {
   return true;
 }
 
+/// d[dof ? dof[c] : c] = s[sof ? sof[c] : c] for c < n, elements of es bytes (1, 2 or 4): typed
+/// moves, not a memcpy call of a run-time size per element.
+template <typename E>
+void move_typed(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
+                int64_t n) {
+  const E* s = reinterpret_cast<const E*>(src);
+  E* d = reinterpret_cast<E*>(dst);
+  if (sof)
+    for (int64_t c = 0; c < n; ++c) d[c] = s[sof[c]];
+  else
+    for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[c];
+}
+void move_elements(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof,
+                   const int64_t* dof, int64_t n) {
+  if (es == 1)
+    move_typed<uint8_t>(src, dst, sof, dof, n);
+  else if (es == 2)
+    move_typed<uint16_t>(src, dst, sof, dof, n);
+  else
+    move_typed<uint32_t>(src, dst, sof, dof, n);
+}
+
+/// copy_regions for a copy with a fractal side (L1, L0A/L0B, L0C: the fixpipe's L0C -> GM/UB/L1
+/// above all), batched: both layouts are separable (see cube_load), so the column parts are
+/// computed once per copy and each row is one gather into a contiguous staging row, one
+/// conversion of the whole row (the same element-wise convert, ReLU and saturation as
+/// copy_regions applies run by run) and one scatter, instead of storage_offset on both sides
+/// for every 16-element run. Writes exactly the bytes copy_regions writes
+/// (tests/npu/fast_paths_test.cpp). False, before any byte moved, when the copy is not such a
+/// copy.
+bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool saturate) {
+  auto fractal = [](MemScope s) { return !nd_scope(s); };
+  if (!fractal(src.scope) && !fractal(dst.scope)) return false;
+  const size_t ns = src.extent.size(), nd = dst.extent.size();
+  if (ns < 2 || nd < 2 || ns > 8 || nd > 8 || !rows_evenly_spaced(src) ||
+      !rows_evenly_spaced(dst) || src.rows() != dst.rows() || src.cols() != dst.cols())
+    return false;
+  const int64_t R = src.rows(), C = src.cols(), ses = dtype_bytes(src.dtype),
+                des = dtype_bytes(dst.dtype);
+  if ((ses != 1 && ses != 2 && ses != 4) || (des != 1 && des != 2 && des != 4)) return false;
+  if (R <= 0 || C <= 0) return true;
+  thread_local std::vector<int64_t> scol, dcol;
+  thread_local std::vector<uint8_t> sbuf, dbuf;
+  thread_local std::vector<float> f32;
+  scol.resize(C);
+  dcol.resize(C);
+  int64_t si[8], di[8], run;
+  for (size_t d = 0; d < ns; ++d) si[d] = src.start[d];
+  for (size_t d = 0; d < nd; ++d) di[d] = dst.start[d];
+  const int64_t s00 = storage_offset(src, si, &run), d00 = storage_offset(dst, di, &run);
+  bool s_dense = true, d_dense = true;
+  for (int64_t c = 0; c < C; ++c) {
+    si[ns - 1] = src.start[ns - 1] + c;
+    di[nd - 1] = dst.start[nd - 1] + c;
+    scol[c] = storage_offset(src, si, &run) - s00;
+    dcol[c] = storage_offset(dst, di, &run) - d00;
+    s_dense &= scol[c] == c;
+    d_dense &= dcol[c] == c;
+  }
+  si[ns - 1] = src.start[ns - 1];
+  di[nd - 1] = dst.start[nd - 1];
+  const bool same = src.dtype == dst.dtype && !relu;
+  sbuf.resize(C * ses);
+  dbuf.resize(C * des);
+  for (int64_t r = 0; r < R; ++r) {
+    si[ns - 2] = src.start[ns - 2] + r;
+    di[nd - 2] = dst.start[nd - 2] + r;
+    const uint8_t* sp = src.base + storage_offset(src, si, &run) * ses;
+    uint8_t* dp = dst.base + storage_offset(dst, di, &run) * des;
+    // The row, contiguous, in the source dtype.
+    const uint8_t* row = sp;
+    if (!s_dense) {
+      move_elements(ses, sp, sbuf.data(), scol.data(), nullptr, C);
+      row = sbuf.data();
+    }
+    const uint8_t* out = row;
+    if (!same) {
+      f32.resize(C);
+      convert(src.dtype, row, DType::Float32, f32.data(), C);
+      if (relu)
+        for (auto& x : f32) x = x > 0 ? x : (x != x ? x : 0.0f);
+      if (saturate) {
+        const float mx = dst.dtype == DType::Float16 ? 65504.0f : 3.38953139e38f;
+        for (auto& x : f32) x = x != x ? 0.0f : std::clamp(x, -mx, mx);
+      }
+      convert(DType::Float32, f32.data(), dst.dtype, dbuf.data(), C);
+      out = dbuf.data();
+    }
+    if (d_dense) {
+      std::memmove(dp, out, static_cast<size_t>(C * des));
+    } else {
+      move_elements(des, out, dp, nullptr, dcol.data(), C);
+    }
+  }
+  return true;
+}
+
+/// The transposing LoadData L1 -> L0A/L0B (dst (i, j) = src (j, i)), batched like cube_load:
+/// with both layouts separable, the source offset of (j, i) is a row part over j plus a column
+/// part over i, so destination row i is a gather over the source's row parts (computed once
+/// per copy) from a base set by i. Moves exactly the elements the element-by-element loop of
+/// copy_impl moves (tests/npu/fast_paths_test.cpp compares the bytes). False, before any byte
+/// moved, when the copy is not such a load.
+bool transpose_load(const TileRef& src, const TileRef& dst) {
+  const size_t ns = src.extent.size(), nd = dst.extent.size();
+  if (ns < 2 || nd < 2 || ns > 8 || nd > 8 || !rows_evenly_spaced(src) ||
+      !rows_evenly_spaced(dst) || src.dtype != dst.dtype)
+    return false;
+  const int64_t R = dst.rows(), C = dst.cols(), es = dtype_bytes(src.dtype);
+  if (es != 1 && es != 2 && es != 4) return false;
+  if (R <= 0 || C <= 0) return true;
+  thread_local std::vector<int64_t> srow, scol, drow, dcol;
+  srow.resize(C);  // source row j's part, j < C (dst's column count)
+  scol.resize(R);  // source column i's part, i < R
+  drow.resize(R);
+  dcol.resize(C);
+  int64_t si[8], di[8], run;
+  for (size_t d = 0; d < ns; ++d) si[d] = src.start[d];
+  for (size_t d = 0; d < nd; ++d) di[d] = dst.start[d];
+  const int64_t s00 = storage_offset(src, si, &run), d00 = storage_offset(dst, di, &run);
+  for (int64_t j = 0; j < C; ++j) {
+    si[ns - 2] = src.start[ns - 2] + j;
+    srow[j] = storage_offset(src, si, &run) - s00;
+    di[nd - 1] = dst.start[nd - 1] + j;
+    dcol[j] = storage_offset(dst, di, &run) - d00;
+  }
+  si[ns - 2] = src.start[ns - 2];
+  di[nd - 1] = dst.start[nd - 1];
+  for (int64_t i = 0; i < R; ++i) {
+    si[ns - 1] = src.start[ns - 1] + i;
+    scol[i] = storage_offset(src, si, &run) - s00;
+    di[nd - 2] = dst.start[nd - 2] + i;
+    drow[i] = storage_offset(dst, di, &run) - d00;
+  }
+  for (int64_t i = 0; i < R; ++i) {
+    const uint8_t* sp = src.base + (s00 + scol[i]) * es;
+    uint8_t* dp = dst.base + (d00 + drow[i]) * es;
+    if (es == 1)
+      gather_row<uint8_t>(sp, dp, srow.data(), dcol.data(), C);
+    else if (es == 2)
+      gather_row<uint16_t>(sp, dp, srow.data(), dcol.data(), C);
+    else
+      gather_row<uint32_t>(sp, dp, srow.data(), dcol.data(), C);
+  }
+  return true;
+}
+
 /// DataCopy GM -> L1 with ND -> NZ conversion writes whole 32-byte blocks of each row: a row
 /// that ends inside a block gets the rest of that block zero-filled (C0 = 32 / sizeof(T)
 /// columns); the columns past that block keep what L1 held (stale data, poison in timed and
@@ -351,6 +499,7 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
       c.fail(fmt::format(
           "T.copy(transpose=True): 'src' is [{} x {}], 'dst' must be [{} x {}], got [{} x {}]",
           src.rows(), src.cols(), src.cols(), src.rows(), dst.rows(), dst.cols()));
+    if (!plain_paths() && transpose_load(src, dst)) return;
     int64_t es = dtype_bytes(src.dtype), run;
     size_t ns = src.extent.size(), nd = dst.extent.size();
     std::vector<int64_t> si(src.start), di(dst.start);
@@ -397,10 +546,14 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
                base);
     return;
   }
+  const bool saturate = fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16);
   if (!relu && !fixpipe && !valid_src && !plain_paths() && cube_load(src, dst)) return;
-  copy_regions(src, dst, relu,
-               fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16), shadow,
-               valid_src);
+  if (!shadow && !valid_src && !plain_paths() && fractal_rows(src, dst, relu, saturate)) {
+    if (S == MemScope::GM && D == MemScope::L1) zero_fill_partial_block(dst);
+    if (S == MemScope::GM && D == MemScope::L1) zero_nz_padding(dst);
+    return;
+  }
+  copy_regions(src, dst, relu, saturate, shadow, valid_src);
   if (S == MemScope::GM && D == MemScope::L1) zero_fill_partial_block(dst);
   if (S == MemScope::GM && D == MemScope::L1) zero_nz_padding(dst);
 }

@@ -23,6 +23,9 @@ const std::vector<EnvVar>& env_registry() {
        "none: no budget)"},
       {"TL_CHECK_STALE", "",
        "1: run the stale-data checker on every launch, 0: on none (empty: with check_hazards)"},
+      {"TL_NPU_PLAIN_PATHS", "0",
+       "1: the virtual NPU's op semantics take their plain element-by-element paths instead of "
+       "the batched / SIMD ones (same bits; for comparing them, docs/virtual_npu.md)"},
       {"TL_TEST_LEVEL", "0", "tests: 1 runs the exhaustive numeric sweeps"},
       {"TL_ARITH_ITERS", "100000",
        "tests: number of random expressions of the arith property tests"},
