@@ -99,7 +99,11 @@ FlashAttentionResult flash_attention(const tl::Tensor& q, const tl::Tensor& k, c
   auto view = [&](const tl::Tensor& t) {
     return cfg.layout == AttentionLayout::BSHD ? t.reshape({d.b, d.s, d.h * d.d}) : t;
   };
-  launch(kernel, dev, {view(q), view(k), view(v), view(out.o), out.lse});
+  std::vector<tl::Arg> args{view(q), view(k), view(v), view(out.o), out.lse};
+  if (cfg.causal) {  // ROWS: 0 ... bM - 1, the causal mask's row indices (the kernel's file)
+    args.emplace_back(tl::arange(dev, {key.block_m}, tl::DType::Int32));
+  }
+  launch(kernel, dev, args);
   return out;
 }
 

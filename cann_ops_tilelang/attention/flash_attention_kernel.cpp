@@ -19,6 +19,7 @@
 // kv loop: a tile made once before the loop and read by a row-split element loop is what the
 // split_aiv bug of issue 30 (docs/ops.md) got wrong on AIV1.
 #include <cmath>
+#include <optional>
 
 #include "cann_ops_tilelang/attention.h"
 #include "tl/arith.h"
@@ -43,10 +44,19 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
   };
   auto Q = qkv("Q"), K = qkv("K"), V = qkv("V"), O = qkv("O");
   auto LSE = T::Tensor("LSE", {B, H, S}, f32);
+  // Causal: ROWS [bM] int32 holds 0 ... bM - 1 (the host writes it). The mask compares a key's
+  // column with the query's row; a row index made in the kernel (an index vector) would pin
+  // every row to AIV 0 (split_aiv), a loaded tile splits like the scores.
+  std::vector<tl::ParamRef> params{Q, K, V, O, LSE};
+  std::optional<tl::Buffer> ROWS;
+  if (key.causal) {
+    ROWS = T::Tensor("ROWS", {bM}, tl::DType::Int32);
+    params.push_back(*ROWS);
+  }
   auto at = [&](const tl::Buffer& t, Expr b, Expr h, Expr row) {
     return bshd ? t.at({b, row, h * D}) : t.at({b, h, row, 0});
   };
-  return T::prim_func("flash_attention_fwd", {Q, K, V, O, LSE}, [&] {
+  return T::prim_func("flash_attention_fwd", params, [&] {
     T::Kernel(
         blocks,
         [&](Expr cid) {
@@ -62,6 +72,8 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
           auto rs = T::alloc_fragment("rs", {bM}, f32), l = T::alloc_fragment("l", {bM}, f32);
           auto lse = T::alloc_fragment("lse", {bM}, f32);
           auto out = T::alloc_shared("out", {bM, D}, dt);
+          std::optional<tl::Buffer> rows;
+          if (key.causal) rows = T::alloc_shared("rows", {bM}, tl::DType::Int32);
           T::Persistent({B, H, ceildiv(S, bM)}, blocks, cid, [&](std::vector<Expr> t) {
             Expr b = t[0], h = t[1], qx = t[2];
             T::copy(at(Q, b, h, qx * bM), q);
@@ -74,14 +86,22 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
               T::copy(at(K, b, h, j * bN), k);
               T::copy(at(V, b, h, j * bN), v);
               T::gemm(q, k, s, {.transpose_B = true, .init = true});
-              // Keys past S (the clipped last tile's zero padding) and, causal, past the query.
-              T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                Expr col = j * bN + c;
-                // Causal: a key at or before the query is before S too (rows past S are
+              if (key.causal) {
+                // Loaded every step, inside the loop: a tile loaded once before the loop and read
+                // by the row-split element loop is the split_aiv bug of docs/ops.md. Keys past
+                // the query get -inf; a key at or before it is before S too (rows past S are
                 // clipped from the output).
-                Expr keep = key.causal ? col <= qx * bM + i : col < S;
-                s(i, c) = select(keep, s(i, c) * scale, tl::neg_inf(f32));
-              });
+                T::copy(*ROWS, *rows);
+                T::Parallel({bM, bN}, [&](Expr i, Expr c) {
+                  s(i, c) =
+                      select(j * bN + c <= qx * bM + (*rows)(i), s(i, c) * scale, tl::neg_inf(f32));
+                });
+              } else {
+                // Keys past S (the clipped last tile's zero padding) get no weight.
+                T::Parallel({bM, bN}, [&](Expr i, Expr c) {
+                  s(i, c) = select(j * bN + c < S, s(i, c) * scale, tl::neg_inf(f32));
+                });
+              }
               T::reduce_max(s, mj, -1);
               T::tile::max(mj, mj, m);
               T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) - mj(i); });

@@ -186,6 +186,9 @@ const std::vector<OpInfo>& all_ops() {
        "smaller index), normalised weights",
        "moe"},
       {"gemm", "C = op(A) op(B): fp16/bf16 in, fp32 accumulate, transposes, any M, N, K", "gemm"},
+      {"flash_attention",
+       "FlashAttention forward: o and lse (fp32), BSHD/BHSD, causal or not, any B and S",
+       "attention"},
   };
   return ops;
 }
