@@ -82,9 +82,9 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
             T::clear(l);
             Expr kv_tiles =
                 key.causal ? tl::min(ceildiv(S, bN), ceildiv((qx + 1) * bM, bN)) : ceildiv(S, bN);
-            T::Pipelined("j", kv_tiles, stages, [&](Expr j) {
-              T::copy(at(K, b, h, j * bN), k);
-              T::copy(at(V, b, h, j * bN), v);
+            T::Pipelined("kv", kv_tiles, stages, [&](Expr kv) {
+              T::copy(at(K, b, h, kv * bN), k);
+              T::copy(at(V, b, h, kv * bN), v);
               T::gemm(q, k, s, {.transpose_B = true, .init = true});
               if (key.causal) {
                 // Loaded every step, inside the loop: a tile loaded once before the loop and read
@@ -93,13 +93,13 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
                 // clipped from the output).
                 T::copy(*ROWS, *rows);
                 T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                  s(i, c) =
-                      select(j * bN + c <= qx * bM + (*rows)(i), s(i, c) * scale, tl::neg_inf(f32));
+                  s(i, c) = select(kv * bN + c <= qx * bM + (*rows)(i), s(i, c) * scale,
+                                   tl::neg_inf(f32));
                 });
               } else {
                 // Keys past S (the clipped last tile's zero padding) get no weight.
                 T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                  s(i, c) = select(j * bN + c < S, s(i, c) * scale, tl::neg_inf(f32));
+                  s(i, c) = select(kv * bN + c < S, s(i, c) * scale, tl::neg_inf(f32));
                 });
               }
               T::reduce_max(s, mj, -1);

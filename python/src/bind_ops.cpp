@@ -181,7 +181,8 @@ void bind_swiglu(nb::module_& m) {
 
 }  // namespace
 
-void bind_ops_gategemm(nb::module_& m);  // bind_ops_gategemm.cpp
+void bind_ops_gategemm(nb::module_& m);   // bind_ops_gategemm.cpp
+void bind_ops_attention(nb::module_& m);  // bind_ops_attention.cpp
 
 void bind_ops(nb::module_& m) {
   m.def("ops_list", [] {
@@ -341,7 +342,8 @@ void bind_ops(nb::module_& m) {
       },
       "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
       "loc"_a.none());
-  bind_ops_gategemm(m);  // topk_gate, gemm: bind_ops_gategemm.cpp
+  bind_ops_gategemm(m);   // topk_gate, gemm: bind_ops_gategemm.cpp
+  bind_ops_attention(m);  // flash_attention: bind_ops_attention.cpp
 }
 
 nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,

@@ -68,3 +68,17 @@ def gemm_key(dtype: str, n: int, k: int, trans_a: bool = False, trans_b: bool = 
 
 
 __all__ += ["topk_gate_kernel", "topk_gate_key", "gemm_kernel", "gemm_key"]
+
+# ---- FlashAttention forward (attention/) ----------------------------------------------------------
+from .attention import flash_attention_kernel  # noqa: E402
+
+
+def flash_attention_key(dtype: str, heads: int, dim: int, causal: bool = False, layout: str = "BSHD",
+                        scale: float | None = None, target: str = "A2") -> dict:
+    """The key flash_attention launches with: {dtype, heads, dim, causal, layout, scale, block_m,
+    block_n, stages, blocks} (blocks: the target's AIC count; scale default 1 / sqrt(dim))."""
+    s = scale if scale is not None else 1.0 / dim ** 0.5
+    return dict(_core.ops_flash_attention_key(dtype, heads, dim, causal, layout, s, target))
+
+
+__all__ += ["flash_attention_kernel", "flash_attention_key"]
