@@ -56,9 +56,12 @@ std::string FlashAttentionKey::str() const {
 FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
                                       AttentionLayout layout, double scale,
                                       const tl::Target& target) {
-  // 64 x 64 score tiles: P (fp16) and s (fp32) fit L1/L0C twice over for the two pipeline
-  // stages at D = 128, and each AIV's half of a score tile (32 rows) stays a whole number of
-  // 32-byte blocks per row (docs/developer_mode.md).
+  // Score tiles of 64 q rows x 128 keys: half the kv steps of 64 x 64, each moving twice the
+  // bytes, so the per-step costs (flags, the workspace round trips' latencies, the row
+  // statistics) count half as often: 247 against 330 us at B=1 S=1024 H=16 D=128 bf16
+  // (tests/ops/baselines/flash_attention_test.jsonl). 128 q rows need 282 KB of UB on A2 (the
+  // scores' and P V's UB twins, double-buffered), more than its 192 KB. Each AIV's half of a
+  // score tile (32 rows) is a whole number of 32-byte blocks per row.
   return {.dtype = dtype,
           .heads = heads,
           .dim = dim,
@@ -66,7 +69,7 @@ FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t di
           .layout = layout,
           .scale = scale,
           .block_m = 64,
-          .block_n = 64,
+          .block_n = 128,
           .stages = 2,
           .blocks = target.num_aic};
 }

@@ -44,10 +44,10 @@ struct FlashAttentionKey {
   int64_t heads = 1, dim = 128;  // H, D
   bool causal = false;
   AttentionLayout layout = AttentionLayout::BSHD;
-  double scale = 0;                    // rounded to fp32 in the kernel
-  int64_t block_m = 64, block_n = 64;  // q rows per tile, kv rows per step
-  int64_t stages = 2;                  // T::Pipelined stages of the kv loop
-  int64_t blocks = 0;                  // persistent workers (the target's AICs)
+  double scale = 0;                     // rounded to fp32 in the kernel
+  int64_t block_m = 64, block_n = 128;  // q rows per tile, kv rows per step
+  int64_t stages = 2;                   // T::Pipelined stages of the kv loop
+  int64_t blocks = 0;                   // persistent workers (the target's AICs)
   std::string str() const;
 };
 /// BHSD: Q, K, V, O [B, H, S, D]; BSHD: Q, K, V, O [B, S, H * D] (the heads side by side in a
