@@ -91,16 +91,32 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
                 // by the row-split element loop is the split_aiv bug of docs/ops.md. Keys past
                 // the query get -inf; a key at or before it is before S too (rows past S are
                 // clipped from the output).
-                T::copy(*ROWS, *rows);
-                T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                  s(i, c) = select(kv * bN + c <= qx * bM + (*rows)(i), s(i, c) * scale,
-                                   tl::neg_inf(f32));
-                });
+                // Only a kv tile with a key past the q tile's first query pays for the mask.
+                T::If(
+                    kv * bN + bN > qx * bM + 1,
+                    [&] {
+                      T::copy(*ROWS, *rows);
+                      T::Parallel({bM, bN}, [&](Expr i, Expr c) {
+                        s(i, c) = select(kv * bN + c <= qx * bM + (*rows)(i), s(i, c) * scale,
+                                         tl::neg_inf(f32));
+                      });
+                    },
+                    [&] {
+                      T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
+                    });
               } else {
-                // Keys past S (the clipped last tile's zero padding) get no weight.
-                T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                  s(i, c) = select(kv * bN + c < S, s(i, c) * scale, tl::neg_inf(f32));
-                });
+                // Keys past S (the clipped last tile's zero padding) get no weight; only a tile
+                // that reaches past S pays for the mask (an index compare and a select).
+                T::If(
+                    kv * bN + bN > S,
+                    [&] {
+                      T::Parallel({bM, bN}, [&](Expr i, Expr c) {
+                        s(i, c) = select(kv * bN + c < S, s(i, c) * scale, tl::neg_inf(f32));
+                      });
+                    },
+                    [&] {
+                      T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
+                    });
               }
               T::reduce_max(s, mj, -1);
               T::tile::max(mj, mj, m);

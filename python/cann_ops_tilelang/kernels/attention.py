@@ -56,14 +56,24 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         load(V, b, h, kv * bN, v)
         T.gemm(q, k, s, transpose_B=True, init=True)
         if causal:
-            # Loaded every step, inside the loop (a tile loaded once before it and read by the
-            # row-split element loop is the split_aiv bug of docs/ops.md).
-            T.copy(ROWS, rows)
-            for i, j in T.Parallel(bM, bN):
-                s[i, j] = T.if_then_else(kv * bN + j <= qx * bM + rows[i], s[i, j] * sc, -T.infinity(f32))
+            # Only a kv tile with a key past the q tile's first query pays for the mask; ROWS is
+            # loaded in the step (a tile loaded once before the loop and read by the row-split
+            # element loop is the split_aiv bug of docs/ops.md).
+            if kv * bN + bN > qx * bM + 1:
+                T.copy(ROWS, rows)
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.if_then_else(kv * bN + j <= qx * bM + rows[i], s[i, j] * sc, -T.infinity(f32))
+            else:
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = s[i, j] * sc
         else:
-            for i, j in T.Parallel(bM, bN):
-                s[i, j] = T.if_then_else(kv * bN + j < S, s[i, j] * sc, -T.infinity(f32))
+            # Only a tile reaching past S pays for the mask of the keys past S.
+            if kv * bN + bN > S:
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.if_then_else(kv * bN + j < S, s[i, j] * sc, -T.infinity(f32))
+            else:
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = s[i, j] * sc
         T.reduce_max(s, mj, dim=-1)
         T.tile.max(mj, mj, m)
         for i, j in T.Parallel(bM, bN):
