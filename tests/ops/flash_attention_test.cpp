@@ -1,9 +1,10 @@
 // cann_ops_tilelang FlashAttention forward (include/cann_ops_tilelang/attention.h) against the
 // fp64 reference of tests/ops/flash_attention_ref.h: o and lse for fp16/bf16, BSHD and BHSD,
-// causal or not, sequence tails S = 1, 7, 33, 273, 1000 (none a multiple of the 64-row tiles but
-// the level-2 shape). Level 2 (OPS_TILELANG_TEST_LEVEL=2) adds B=4 S=4096 H=16 D=128. Also: bad
-// inputs (message text, located at this file), empty tensors (no launch), NaN propagation, one
-// compiled kernel for every B and S, and the opt-in benchmark cases (tests/ops/ops_bench.h).
+// causal or not, sequence tails S = 1, 7, 33, 273, 1000 (none a multiple of the 64 x 128 tiles)
+// and S = 256 (a multiple of both). Level 2 (OPS_TILELANG_TEST_LEVEL=2) adds B=4 S=4096 H=16 D=128.
+// Also: bad inputs (message text, located at this file), empty tensors (no launch), NaN
+// propagation, one compiled kernel for every B and S, and the opt-in benchmark cases
+// (tests/ops/ops_bench.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,6 +47,9 @@ std::vector<Case> grid() {
   v.push_back({1, 273, 2, 128, DType::BFloat16, true, false});
   v.push_back({1, 1000, 1, 128, DType::Float16, false, true});
   v.push_back({1, 1000, 1, 64, DType::BFloat16, true, false});
+  // S a multiple of both tile sizes: no tile masks keys past S (the unmasked branch only).
+  v.push_back({1, 256, 2, 128, DType::Float16, true, false});
+  v.push_back({1, 256, 1, 64, DType::BFloat16, false, true});
   if (level >= 2) {
     v.push_back({4, 4096, 16, 128, DType::BFloat16, true, false});
     v.push_back({4, 4096, 16, 128, DType::BFloat16, true, true});
