@@ -194,6 +194,9 @@ const std::vector<OpInfo>& all_ops() {
        "rope"},
       {"layer_norm_backward",
        "LayerNorm backward: dX, and dW and dB reduced across AIVs in a fixed order", "norm"},
+      {"flash_attention",
+       "FlashAttention forward: o and lse (fp32), BSHD/BHSD, causal or not, any B and S",
+       "attention"},
   };
   return ops;
 }

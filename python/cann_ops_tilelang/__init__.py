@@ -23,6 +23,7 @@ except ImportError:  # the plain functions work on numpy without torch
     _torch = None
 from ._ops import TopkGateResult, gemm, topk_gate  # noqa: E402  (moe/, gemm/)
 from ._ops import rope, rope_backward  # noqa: E402  (rope/)
+from ._ops import FlashAttentionResult, flash_attention  # noqa: E402  (attention/)
 
 if _torch is not None:
     from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
@@ -36,3 +37,4 @@ __all__ += ["rope", "rope_backward"]
 from ._ops import layer_norm_backward  # noqa: E402
 
 __all__ += ["layer_norm_backward"]
+__all__ += ["FlashAttentionResult", "flash_attention"]

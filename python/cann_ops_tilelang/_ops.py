@@ -372,3 +372,28 @@ def rope_backward(dy: Any, cos: Any, sin: Any, positions: Any = None, style: str
                   rotate_last: bool = True) -> Any:
     """dx of rope(x, cos, sin, positions, style, rotate_last) for dy: the adjoint rotation."""
     return _rope("rope_backward", "dy", dy, cos, sin, positions, style, rotate_last, True, _caller())
+# ---- FlashAttention forward (include/cann_ops_tilelang/attention.h) -------------------------------
+
+class FlashAttentionResult(NamedTuple):
+    o: Any    # like q
+    lse: Any  # [B, H, S] float32: log(sum_j exp(scale q k_j)) per query
+
+
+def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, layout: str = "BSHD",
+                    scale: Optional[float] = None) -> FlashAttentionResult:
+    """o = softmax(scale q k^T [causal: keys j <= i]) v per batch and head, and its row
+    log-sum-exp, on the virtual NPU (scores in fp32; P rounded to q's dtype before P V).
+
+    q, k, v: float16/bfloat16, one shape, [B, S, H, D] (layout "BSHD") or [B, H, S, D] ("BHSD"),
+    D 64 or 128; scale: default 1 / sqrt(D)."""
+    loc = _caller()
+    op = "flash_attention"
+    args = [_arg(q, op, "q", loc), _arg(k, op, "k", loc), _arg(v, op, "v", loc)]
+    if layout not in ("BSHD", "BHSD"):
+        raise _fail(loc, op, "layout", f"is unknown: expected 'BSHD' or 'BHSD', got {layout!r}")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise _fail(loc, op, "scale", f"must be a number: expected a float or None, got {type(scale).__name__}")
+    torch_in = _is_torch(q)
+    o, lse = _call(_core.ops_flash_attention, loc, *args, bool(causal), layout,
+                   None if scale is None else float(scale), not torch_in)
+    return FlashAttentionResult(_out(o, torch_in), _out(lse, torch_in))

@@ -384,3 +384,20 @@ def _rope_grad(ctx: Any, dy: torch.Tensor) -> tuple:
 
 
 rope.register_autograd(_rope_grad, setup_context=_setup_rope)
+# ---- flash_attention (attention/): forward only, (o, lse) -----------------------------------------
+
+@torch.library.custom_op(f"{_NS}::flash_attention", mutates_args=())
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    layout: str = "BSHD", scale: Optional[float] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(o, lse): o = softmax(scale q k^T [causal]) v per batch and head in `layout` ("BSHD" or
+    "BHSD"), lse [B, H, S] float32. Forward only (issue 30): no autograd is registered."""
+    r = _ops.flash_attention(q, k, v, causal=causal, layout=layout, scale=scale)
+    return r.o, r.lse
+
+
+@flash_attention.register_fake
+def _flash_attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                          layout: str = "BSHD", scale: Optional[float] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    b, s, h = (q.shape[0], q.shape[1], q.shape[2]) if layout == "BSHD" else (q.shape[0], q.shape[2], q.shape[1])
+    return (torch.empty_like(q, memory_format=torch.contiguous_format),
+            q.new_empty((b, h, s), dtype=torch.float32))

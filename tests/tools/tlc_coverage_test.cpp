@@ -102,6 +102,12 @@ const std::vector<Case>& cases() {
        "% of the hbm roofline"},
       {{"op", "rms_norm", "--set", "Q=1"}, 2, "op rms_norm has no parameter 'Q'"},
       {{"op", "nope"}, 2, "no op named 'nope'"},
+      {{"op", "flash_attention", "--set", "S=33", "--set", "causal=1", "--set", "layout=BHSD"},
+       0,
+       "lse       float32[1, 2, 33] against the fp64 reference"},
+      {{"op", "flash_attention", "--set", "layout=SBHD"},
+       2,
+       "--set layout: expected BSHD or BHSD, got 'SBHD'"},
       // print
       {{"print", "gemm"}, 0, "# @examples/"},
       {{"print", "gemm", "--no-loc"}, 0, "T.gemm_v0", "# @"},

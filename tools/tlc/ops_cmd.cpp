@@ -14,6 +14,7 @@
 #include <map>
 
 #include "cann_ops_tilelang/activation.h"
+#include "cann_ops_tilelang/attention.h"
 #include "cann_ops_tilelang/gemm.h"
 #include "cann_ops_tilelang/moe.h"
 #include "cann_ops_tilelang/norm.h"
@@ -22,6 +23,7 @@
 #include "tl/npu/timing.h"
 #include "tl/runtime.h"
 #ifdef TL_HAVE_REFERENCES
+#include "ops/flash_attention_ref.h"
 #include "ops/gemm_ref.h"
 #include "ops/layer_norm_ref.h"
 #include "ops/ops_testing.h"
@@ -537,6 +539,46 @@ int run_gemm(const Params& p, const tl::Target& target) {
   return report("C", c, want, &scale) ? 0 : 1;
 }
 
+int run_flash_attention(const Params& p, const tl::Target& target, bool profile) {
+  tl::Device dev(target);
+  const int64_t B = p.integer("B"), S = p.integer("S"), H = p.integer("H"), D = p.integer("D");
+  const tl::DType dt = dtype_param(p, "dtype");
+  const std::string layout = p.v.at("layout");
+  if (layout != "BSHD" && layout != "BHSD")
+    throw tl::Error(fmt::format("--set layout: expected BSHD or BHSD, got '{}'", layout));
+  const bool bshd = layout == "BSHD", causal = p.integer("causal") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  const std::vector<int64_t> shape =
+      bshd ? std::vector<int64_t>{B, S, H, D} : std::vector<int64_t>{B, H, S, D};
+  auto q = tl::randn(dev, shape, dt, seed), k = tl::randn(dev, shape, dt, seed + 1),
+       v = tl::randn(dev, shape, dt, seed + 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfiledCall call(dev, profile);
+  FlashAttentionResult r;
+  {
+    ScopedRun run(call.ro);
+    r = flash_attention(
+        q, k, v,
+        {.causal = causal, .layout = bshd ? AttentionLayout::BSHD : AttentionLayout::BHSD});
+  }
+  fmt::print(
+      "flash_attention B={} S={} H={} D={} {} {}{} on {}: {:.1f} ms host (compile included on "
+      "first use)\n",
+      B, S, H, D, tl::dtype_name(dt), layout, causal ? " causal" : "", target.name, host_ms(t0));
+  call.print(flash_attention_cost(B, S, H, D, dt, causal));
+#ifdef TL_HAVE_REFERENCES
+  auto want = opstest::ref::flash_attention(q.to_vector(), k.to_vector(), v.to_vector(), B, S, H, D,
+                                            bshd, causal, 1.0 / std::sqrt(static_cast<double>(D)));
+#else
+  struct {
+    std::vector<double> o, lse;
+  } want;
+#endif
+  // P is rounded to the I/O dtype before P V: o's error is a few of the dtype's roundings.
+  const bool ok = report("o", r.o, want.o, nullptr);
+  return report("lse", r.lse, want.lse, nullptr) && ok ? 0 : 1;
+}
+
 }  // namespace
 
 int run_rope(const Params& p, const tl::Target& target, bool backward, bool profile) {
@@ -596,7 +638,8 @@ OpsCommands add_ops_commands(CLI::App& app) {
                    "profile; layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
                    "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
                    "trans_b seed; rope: T H D R dtype interleaved positions last seed; "
-                   "layer_norm_backward: M H dtype eps seed)");
+                   "layer_norm_backward: M H dtype eps seed; flash_attention: B S H D dtype "
+                   "layout causal seed)");
   c.op->add_flag("--profile", c.profile,
                  "run in timed mode and print the simulated time, the roofline fraction, the "
                  "pipes' busy fractions and the call's GM peak");
@@ -698,6 +741,18 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                            {"seed", "0"}},
                           c.sets),
                     target, c.name == "rope_backward", c.profile);
+  if (c.name == "flash_attention") {
+    return run_flash_attention(parse(c.name,
+                                     {{"B", "1"},
+                                      {"S", "273"},
+                                      {"H", "2"},
+                                      {"D", "128"},
+                                      {"dtype", "float16"},
+                                      {"layout", "BSHD"},
+                                      {"causal", "0"},
+                                      {"seed", "0"}},
+                                     c.sets),
+                               target, c.profile);
   }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;

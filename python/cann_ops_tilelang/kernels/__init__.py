@@ -109,3 +109,16 @@ def layer_norm_dwb_reduce_key(bwd_key: dict) -> dict:
 
 __all__ += ["layer_norm_kernel", "layer_norm_bwd_kernel", "layer_norm_key", "layer_norm_bwd_key",
             "layer_norm_dwb_reduce_key"]
+# ---- FlashAttention forward (attention/) ----------------------------------------------------------
+from .attention import flash_attention_kernel  # noqa: E402
+
+
+def flash_attention_key(dtype: str, heads: int, dim: int, causal: bool = False, layout: str = "BSHD",
+                        scale: float | None = None, target: str = "A2") -> dict:
+    """The key flash_attention launches with: {dtype, heads, dim, causal, layout, scale, block_m,
+    block_n, stages, blocks} (blocks: the target's AIC count; scale default 1 / sqrt(dim))."""
+    s = scale if scale is not None else 1.0 / dim ** 0.5
+    return dict(_core.ops_flash_attention_key(dtype, heads, dim, causal, layout, s, target))
+
+
+__all__ += ["flash_attention_kernel", "flash_attention_key"]

@@ -1,0 +1,126 @@
+// FlashAttention forward's public function (include/cann_ops_tilelang/attention.h): validation,
+// the empty-tensor rule, launch parameters from the Target (flash_attention_key: tile sizes and
+// the AIC count), output allocation, and the launch of flash_attention_kernel.cpp's kernel
+// through the compiled-kernel cache and launch() (so benchmarks and `tlc op --profile` see it).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "cann_ops_tilelang/attention.h"
+
+namespace cann_ops_tilelang {
+namespace {
+
+const std::vector<tl::DType> kDtypes{tl::DType::Float16, tl::DType::BFloat16};
+
+const char* layout_name(AttentionLayout l) {
+  return l == AttentionLayout::BSHD ? "BSHD" : "BHSD";
+}
+
+struct Dims {
+  int64_t b = 0, s = 0, h = 0, d = 0;
+};
+
+Dims dims_of(const tl::Tensor& t, AttentionLayout l) {
+  const auto& sh = t.shape();
+  return l == AttentionLayout::BSHD ? Dims{sh[0], sh[1], sh[2], sh[3]}
+                                    : Dims{sh[0], sh[2], sh[1], sh[3]};
+}
+
+void check_qkv(const Checker& c, std::string_view arg, const tl::Tensor& t, const tl::Tensor& q,
+               AttentionLayout layout) {
+  c.tensor(arg, t);
+  if (arg != "q") {
+    c.same_device(arg, t, "q", q);
+    c.same_dtype(arg, t, "q", q);
+  } else {
+    c.dtype(arg, t, kDtypes);
+  }
+  if (t.ndim() != 4) {
+    c.fail(arg, fmt::format("has the wrong rank: expected 4 dimensions ({}), got {}",
+                            layout_name(layout), t.ndim()));
+  }
+  if (arg != "q") c.shape(arg, t, q.shape());
+}
+
+}  // namespace
+
+std::string FlashAttentionKey::str() const {
+  return fmt::format(
+      "dtype={},H={},D={},causal={},layout={},scale={:.9g},bM={},bN={},stages={},"
+      "blocks={}",
+      tl::dtype_name(dtype), heads, dim, causal, layout_name(layout), scale, block_m, block_n,
+      stages, blocks);
+}
+
+FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
+                                      AttentionLayout layout, double scale,
+                                      const tl::Target& target) {
+  // Score tiles of 64 q rows x 128 keys: half the kv steps of 64 x 64, each moving twice the
+  // bytes, so the per-step costs (flags, the workspace round trips' latencies, the row
+  // statistics) count half as often: 247 against 330 us at B=1 S=1024 H=16 D=128 bf16
+  // (tests/ops/baselines/flash_attention_test.jsonl). 128 q rows need 282 KB of UB on A2 (the
+  // scores' and P V's UB twins, double-buffered), more than its 192 KB. Each AIV's half of a
+  // score tile (32 rows) is a whole number of 32-byte blocks per row.
+  return {.dtype = dtype,
+          .heads = heads,
+          .dim = dim,
+          .causal = causal,
+          .layout = layout,
+          .scale = scale,
+          .block_m = 64,
+          .block_n = 128,
+          .stages = 2,
+          .blocks = target.num_aic};
+}
+
+FlashAttentionResult flash_attention(const tl::Tensor& q, const tl::Tensor& k, const tl::Tensor& v,
+                                     const FlashAttentionConfig& cfg, const tl::Loc& loc) {
+  Checker c("flash_attention", loc);
+  check_qkv(c, "q", q, q, cfg.layout);
+  check_qkv(c, "k", k, q, cfg.layout);
+  check_qkv(c, "v", v, q, cfg.layout);
+  const Dims d = dims_of(q, cfg.layout);
+  if (d.d != 64 && d.d != 128) {
+    c.fail("q", fmt::format("has an unsupported head dimension: expected D = 64 or 128 (the last "
+                            "dimension), got {}",
+                            d.d));
+  }
+  const double scale = cfg.scale.value_or(1.0 / std::sqrt(static_cast<double>(d.d)));
+  if (!(scale > 0) || !std::isfinite(scale))
+    c.fail("scale", fmt::format("is out of range: expected a finite scale > 0, got {}", scale));
+  tl::Device& dev = *q.device();
+  FlashAttentionResult out;
+  out.o = tl::Tensor::empty(dev, q.shape(), q.dtype());
+  out.lse = tl::Tensor::empty(dev, {d.b, d.h, d.s}, tl::DType::Float32);
+  if (d.b == 0 || d.s == 0 || d.h == 0) return out;  // empty outputs, no launch
+
+  const FlashAttentionKey key =
+      flash_attention_key(q.dtype(), d.h, d.d, cfg.causal, cfg.layout, scale, dev.target());
+  auto kernel = cached_kernel("flash_attention/" + key.str(), dev.target(),
+                              [&] { return flash_attention_kernel(key); });
+  auto view = [&](const tl::Tensor& t) {
+    return cfg.layout == AttentionLayout::BSHD ? t.reshape({d.b, d.s, d.h * d.d}) : t;
+  };
+  std::vector<tl::Arg> args{view(q), view(k), view(v), view(out.o), out.lse};
+  if (cfg.causal) {  // ROWS: 0 ... bM - 1, the causal mask's row indices (the kernel's file)
+    args.emplace_back(tl::arange(dev, {key.block_m}, tl::DType::Int32));
+  }
+  launch(kernel, dev, args);
+  return out;
+}
+
+OpCost flash_attention_cost(int64_t batch, int64_t seq, int64_t heads, int64_t dim, tl::DType dtype,
+                            bool causal) {
+  const double bh = static_cast<double>(batch) * heads, s = static_cast<double>(seq);
+  // Score pairs: S^2, or S (S + 1) / 2 below and on the diagonal when causal.
+  const double pairs = causal ? s * (s + 1) / 2 : s * s;
+  const double es = tl::dtype_bytes(dtype);
+  // Q K^T and P V: 2 D flops each per pair. Q, K, V read and O written once, lse written.
+  // The softmax: scale, max, subtract, exp, sum, cast: about 6 element operations per pair.
+  return {.bytes = bh * (4 * s * dim * es + 4 * s),
+          .cube_flops = bh * pairs * 4 * dim,
+          .vector_ops = bh * pairs * 6};
+}
+
+}  // namespace cann_ops_tilelang

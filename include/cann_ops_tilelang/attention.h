@@ -1,0 +1,61 @@
+// The attention domain of cann_ops_tilelang: FlashAttention forward (issue 30, docs/ops.md
+// "FlashAttention forward"). O = softmax(scale * Q K^T [+ causal mask]) V per batch and head,
+// with the row log-sum-exp lse = log(sum_j exp(scale * q k_j)) (fp32, natural log) that a
+// backward needs. Q, K, V, O fp16 or bf16, in BSHD ([B, S, H, D]) or BHSD ([B, H, S, D]);
+// fp32 arithmetic (scores in L0C, the online softmax on the vector unit). B and S are the
+// kernel's dynamic symbols; H, D, the layout, the causal flag, the scale and the tile sizes,
+// chosen from the Target, are compile-time.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cann_ops_tilelang/core.h"
+
+namespace cann_ops_tilelang {
+
+enum class AttentionLayout { BSHD, BHSD };
+
+struct FlashAttentionConfig {
+  bool causal = false;  // query i sees keys j <= i
+  AttentionLayout layout = AttentionLayout::BSHD;
+  std::optional<double> scale = {};  // default 1 / sqrt(D); must be > 0 and finite
+};
+
+struct FlashAttentionResult {
+  tl::Tensor o;    // like q
+  tl::Tensor lse;  // [B, H, S] float32
+};
+
+/// q, k, v: rank 4 in cfg.layout, one dtype (float16 or bfloat16), contiguous, the same B, S, H
+/// and D; D in {64, 128}. S = 0 or B = 0 or H = 0: empty outputs, no launch.
+FlashAttentionResult flash_attention(const tl::Tensor& q, const tl::Tensor& k, const tl::Tensor& v,
+                                     const FlashAttentionConfig& cfg = {}, TL_LOC);
+
+/// What the op must at least do: 4 B H S^2 D cube flops (about half when causal), Q, K, V, O
+/// and lse read or written once, and the softmax's element operations.
+OpCost flash_attention_cost(int64_t batch, int64_t seq, int64_t heads, int64_t dim, tl::DType dtype,
+                            bool causal);
+
+// ---- kernel generator (compile-time parameters only; B and S are dynamic) ------------------
+
+struct FlashAttentionKey {
+  tl::DType dtype = tl::DType::Float16;
+  int64_t heads = 1, dim = 128;  // H, D
+  bool causal = false;
+  AttentionLayout layout = AttentionLayout::BSHD;
+  double scale = 0;                     // rounded to fp32 in the kernel
+  int64_t block_m = 64, block_n = 128;  // q rows per tile, kv rows per step
+  int64_t stages = 2;                   // T::Pipelined stages of the kv loop
+  int64_t blocks = 0;                   // persistent workers (the target's AICs)
+  std::string str() const;
+};
+/// BHSD: Q, K, V, O [B, H, S, D]; BSHD: Q, K, V, O [B, S, H * D] (the heads side by side in a
+/// row). LSE [B, H, S] float32.
+tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key);
+/// The launch parameters flash_attention chooses on a target.
+FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
+                                      AttentionLayout layout, double scale,
+                                      const tl::Target& target);
+
+}  // namespace cann_ops_tilelang

@@ -1,0 +1,147 @@
+"""FlashAttention forward's kernel generator in TileLang-Ascend syntax: the Python twin of
+cann_ops_tilelang/attention/flash_attention_kernel.cpp, building the identical IR (the printed text
+is compared in python/tests/test_opslib_attention.py).
+
+A key (cann_ops_tilelang.kernels.flash_attention_key gives the library's on a target): dtype, heads,
+dim, causal, layout ("BSHD": Q, K, V, O [B, S, H * D]; "BHSD": [B, H, S, D]), scale, block_m,
+block_n, stages, blocks. B and S are T.dynamic. Developer mode: per kv step the cube computes the
+scores, the vector unit the online softmax (both AIVs, half the q rows each), the cube P V; the
+compiler places the tiles and makes the cross-core workspaces, flags and credits. `blocks`
+persistent workers take the (batch, head, q tile) triples in turn. Causal: ROWS [block_m] int32
+holds 0 .. block_m - 1 (the host writes it), loaded every kv step: a row index made in the kernel
+would keep the vector work on one AIV.
+"""
+
+# No `from __future__ import annotations`: the parser reads the T.Tensor annotations from the
+# evaluated __annotations__.
+import struct
+
+import tl_ascend.language as T
+from tl_ascend.language.parser import PrimFunc
+
+
+def _round_f32(value: float) -> float:
+    """`value` rounded to the nearest float32 (the C++ generator's arith::round_float)."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layout: str, scale: float,
+                           block_m: int, block_n: int, stages: int, blocks: int) -> PrimFunc:
+    """Q, K, V, O in `layout`, LSE [B, H, S] float32 (and ROWS [block_m] int32 when causal)."""
+    H, D, bM, bN = heads, dim, block_m, block_n
+    f32 = "float32"
+    sc = _round_f32(scale)
+    bshd = layout == "BSHD"
+    B = T.dynamic("B")
+    S = T.dynamic("S")
+    shape = (B, S, H * D) if bshd else (B, H, S, D)
+
+    @T.macro
+    def load(t, b, h, row, dst):  # BSHD: head h is columns h*D .. h*D+D-1 of a row
+        if bshd:
+            T.copy(t[b, row, h * D], dst)
+        else:
+            T.copy(t[b, h, row, 0], dst)
+
+    @T.macro
+    def store(src, t, b, h, row):
+        if bshd:
+            T.copy(src, t[b, row, h * D])
+        else:
+            T.copy(src, t[b, h, row, 0])
+
+    @T.macro
+    def kv_step(K, V, ROWS, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, rows, b, h, qx, kv):  # noqa: E741
+        load(K, b, h, kv * bN, k)
+        load(V, b, h, kv * bN, v)
+        T.gemm(q, k, s, transpose_B=True, init=True)
+        if causal:
+            # Only a kv tile with a key past the q tile's first query pays for the mask; ROWS is
+            # loaded in the step (a tile loaded once before the loop and read by the row-split
+            # element loop is the split_aiv bug of docs/ops.md).
+            if kv * bN + bN > qx * bM + 1:
+                T.copy(ROWS, rows)
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.if_then_else(kv * bN + j <= qx * bM + rows[i], s[i, j] * sc, -T.infinity(f32))
+            else:
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = s[i, j] * sc
+        else:
+            # Only a tile reaching past S pays for the mask of the keys past S.
+            if kv * bN + bN > S:
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.if_then_else(kv * bN + j < S, s[i, j] * sc, -T.infinity(f32))
+            else:
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = s[i, j] * sc
+        T.reduce_max(s, mj, dim=-1)
+        T.tile.max(mj, mj, m)
+        for i, j in T.Parallel(bM, bN):
+            s[i, j] = s[i, j] - mj[i]
+        for p in T.Parallel(bM):
+            alpha[p] = m[p] - mj[p]
+        T.tile.exp(s, s)
+        T.tile.exp(alpha, alpha)
+        for p in T.Parallel(bM):
+            m[p] = mj[p]
+        T.reduce_sum(s, rs, dim=-1)
+        for i, j in T.Parallel(bM, bN):
+            p[i, j] = T.cast(s[i, j], dtype)
+        T.gemm(p, v, o, init=True)
+        for p in T.Parallel(bM):
+            l[p] = l[p] * alpha[p] + rs[p]
+        for i, j in T.Parallel(bM, D):
+            acc[i, j] = acc[i, j] * alpha[i] + o[i, j]
+
+    @T.macro
+    def body(Q, K, V, O, LSE, ROWS):  # noqa: E741
+        with T.Kernel(blocks, threads=2) as cid:
+            q = T.alloc_shared((bM, D), dtype)
+            k = T.alloc_shared((bN, D), dtype)
+            v = T.alloc_shared((bN, D), dtype)
+            s = T.alloc_fragment((bM, bN), f32)  # scores, then P in fp32
+            p = T.alloc_shared((bM, bN), dtype)  # P for the cube
+            o = T.alloc_fragment((bM, D), f32)  # this step's P V
+            acc = T.alloc_fragment((bM, D), f32)
+            m = T.alloc_fragment((bM,), f32)
+            mj = T.alloc_fragment((bM,), f32)
+            alpha = T.alloc_fragment((bM,), f32)
+            rs = T.alloc_fragment((bM,), f32)
+            l = T.alloc_fragment((bM,), f32)  # noqa: E741
+            lse = T.alloc_fragment((bM,), f32)
+            out = T.alloc_shared((bM, D), dtype)
+            rows = None
+            if causal:
+                rows = T.alloc_shared((bM,), "int32")
+            for b, h, qx in T.Persistent([B, H, T.ceildiv(S, bM)], blocks, cid):
+                load(Q, b, h, qx * bM, q)
+                T.clear(acc)
+                T.fill(m, -T.infinity(f32))
+                T.clear(l)
+                if causal:  # the kv loop stops at the diagonal tile
+                    for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)),
+                                          num_stages=stages):
+                        kv_step(K, V, ROWS, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, rows, b, h, qx, kv)
+                else:
+                    for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages):
+                        kv_step(K, V, ROWS, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, rows, b, h, qx, kv)
+                for i, j in T.Parallel(bM, D):
+                    out[i, j] = T.cast(acc[i, j] / l[i], dtype)
+                T.tile.ln(lse, l)  # the chip's Ln, chosen explicitly
+                for p in T.Parallel(bM):
+                    lse[p] = lse[p] + m[p]
+                store(out, O, b, h, qx * bM)
+                T.copy(lse, LSE[b, h, qx * bM])
+
+    if causal:
+        @T.prim_func
+        def flash_attention_fwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+                                O: T.Tensor(shape, dtype), LSE: T.Tensor((B, H, S), f32),  # noqa: E741
+                                ROWS: T.Tensor((bM,), "int32")):
+            body(Q, K, V, O, LSE, ROWS)
+    else:
+        @T.prim_func
+        def flash_attention_fwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+                                O: T.Tensor(shape, dtype), LSE: T.Tensor((B, H, S), f32)):  # noqa: E741
+            body(Q, K, V, O, LSE, None)
+    return flash_attention_fwd

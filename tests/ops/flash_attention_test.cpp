@@ -1,0 +1,213 @@
+// cann_ops_tilelang FlashAttention forward (include/cann_ops_tilelang/attention.h) against the
+// fp64 reference of tests/ops/flash_attention_ref.h: o and lse for fp16/bf16, BSHD and BHSD,
+// causal or not, sequence tails S = 1, 7, 33, 273, 1000 (none a multiple of the 64 x 128 tiles)
+// and S = 256 (a multiple of both). Level 2 (OPS_TILELANG_TEST_LEVEL=2) adds B=4 S=4096 H=16 D=128.
+// Also: bad inputs (message text, located at this file), empty tensors (no launch), NaN
+// propagation, one compiled kernel for every B and S, and the opt-in benchmark cases
+// (tests/ops/ops_bench.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cann_ops_tilelang/attention.h"
+#include "ops/flash_attention_ref.h"
+#include "ops/ops_bench.h"
+#include "ops/ops_seed.h"
+#include "ops/ops_testing.h"
+
+namespace {
+
+using namespace cann_ops_tilelang;
+using tl::DType;
+
+struct Case {
+  int64_t B, S, H, D;
+  DType dt;
+  bool bshd, causal;
+};
+
+std::string name(const Case& c) {
+  return fmt::format("B{}_S{}_H{}_D{}_{}_{}{}", c.B, c.S, c.H, c.D, tl::dtype_name(c.dt),
+                     c.bshd ? "BSHD" : "BHSD", c.causal ? "_causal" : "");
+}
+
+// A parameter's ctest name must not depend on struct padding bytes (see rms_norm_test.cpp).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << name(c);
+}
+
+std::vector<Case> grid() {
+  const int level = opstest::test_level();
+  if (level == 0) return {{1, 33, 2, 64, DType::Float16, true, true}};
+  std::vector<Case> v;
+  for (int64_t S : {1, 7, 33, 273}) {
+    v.push_back({2, S, 2, 128, DType::Float16, true, S % 2 == 1});
+    v.push_back({1, S, 3, 64, DType::BFloat16, false, S != 7});
+  }
+  v.push_back({1, 273, 2, 128, DType::BFloat16, true, false});
+  v.push_back({1, 1000, 1, 128, DType::Float16, false, true});
+  v.push_back({1, 1000, 1, 64, DType::BFloat16, true, false});
+  // S a multiple of both tile sizes: no tile masks keys past S (the unmasked branch only).
+  v.push_back({1, 256, 2, 128, DType::Float16, true, false});
+  v.push_back({1, 256, 1, 64, DType::BFloat16, false, true});
+  if (level >= 2) {
+    v.push_back({4, 4096, 16, 128, DType::BFloat16, true, false});
+    v.push_back({4, 4096, 16, 128, DType::BFloat16, true, true});
+  }
+  return v;
+}
+
+std::vector<int64_t> shape_of(const Case& c) {
+  return c.bshd ? std::vector<int64_t>{c.B, c.S, c.H, c.D}
+                : std::vector<int64_t>{c.B, c.H, c.S, c.D};
+}
+
+// P is rounded to the I/O dtype before P V (as FlashAttention kernels do) and exp is the chip's
+// approximation: an output's error is a few roundings of the dtype over |v| ~ 1.
+opstest::Tol o_tol(DType dt) {
+  return dt == DType::BFloat16 ? opstest::Tol{1.6e-2, 1.6e-2} : opstest::Tol{4e-3, 4e-3};
+}
+
+class FlashAttentionGrid : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FlashAttentionGrid, MatchesFp64Reference) {
+  const Case c = GetParam();
+  const uint64_t seed = opstest::test_seed();
+  tl::Device dev;
+  auto q = tl::randn(dev, shape_of(c), c.dt, seed);
+  auto k = tl::randn(dev, shape_of(c), c.dt, seed + 1);
+  auto v = tl::randn(dev, shape_of(c), c.dt, seed + 2);
+  const AttentionLayout layout = c.bshd ? AttentionLayout::BSHD : AttentionLayout::BHSD;
+  auto r = flash_attention(q, k, v, {.causal = c.causal, .layout = layout});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.D));
+  auto want = opstest::ref::flash_attention(q.to_vector(), k.to_vector(), v.to_vector(), c.B, c.S,
+                                            c.H, c.D, c.bshd, c.causal, scale);
+  EXPECT_EQ(r.o.shape(), q.shape());
+  EXPECT_EQ(r.lse.shape(), (std::vector<int64_t>{c.B, c.H, c.S}));
+  EXPECT_EQ(opstest::allclose(r.o.to_vector(), want.o, c.D, o_tol(c.dt), "o"), "");
+  EXPECT_EQ(opstest::allclose(r.lse.to_vector(), want.lse, c.S, {1e-3, 1e-3}, "lse"), "");
+  EXPECT_LT(opstest::calc_diff(r.o.to_vector(), want.o), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, FlashAttentionGrid, ::testing::ValuesIn(grid()),
+                         [](const auto& info) { return name(info.param); });
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tl::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+#define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
+
+TEST(FlashAttentionEdges, BadInputsAreLocatedErrorsNamingTheArgument) {
+  tl::Device dev;
+  auto q = tl::randn(dev, {1, 8, 2, 64}, DType::Float16, 1);
+  auto m = error_of([&] {
+    flash_attention(tl::randn(dev, {1, 8, 2, 64}, DType::Float32, 1), q, q);
+  });
+  EXPECT_CONTAINS(m,
+                  "flash_attention: argument 'q' has the wrong dtype: expected float16 or "
+                  "bfloat16, got float32");
+  EXPECT_CONTAINS(m, "tests/ops/flash_attention_test.cpp:");
+  EXPECT_CONTAINS(error_of([&] {
+                    flash_attention(q, tl::randn(dev, {1, 8, 2, 64}, DType::BFloat16, 2), q);
+                  }),
+                  "flash_attention: argument 'k' has the wrong dtype: expected float16 (the dtype "
+                  "of 'q'), got bfloat16");
+  EXPECT_CONTAINS(error_of([&] {
+                    flash_attention(q, q, tl::randn(dev, {1, 9, 2, 64}, DType::Float16, 3));
+                  }),
+                  "flash_attention: argument 'v' has the wrong shape: expected [1, 8, 2, 64], got "
+                  "[1, 9, 2, 64]");
+  EXPECT_CONTAINS(error_of([&] {
+                    auto q3 = tl::randn(dev, {8, 2, 64}, DType::Float16, 4);
+                    flash_attention(q3, q3, q3);
+                  }),
+                  "flash_attention: argument 'q' has the wrong rank: expected 4 dimensions (BSHD), "
+                  "got 3");
+  EXPECT_CONTAINS(error_of([&] {
+                    auto q96 = tl::randn(dev, {1, 8, 2, 96}, DType::Float16, 5);
+                    flash_attention(q96, q96, q96);
+                  }),
+                  "flash_attention: argument 'q' has an unsupported head dimension: expected D = "
+                  "64 or 128 (the last dimension), got 96");
+  EXPECT_CONTAINS(error_of([&] { flash_attention(q, q, q, {.scale = -1.0}); }),
+                  "flash_attention: argument 'scale' is out of range: expected a finite scale > 0, "
+                  "got -1");
+}
+
+TEST(FlashAttentionEdges, EmptyTensorsLaunchNothing) {
+  tl::Device dev;
+  const auto before = kernel_cache_stats();
+  for (auto shape : {std::vector<int64_t>{1, 0, 2, 64}, std::vector<int64_t>{0, 5, 2, 64},
+                     std::vector<int64_t>{1, 5, 0, 128}}) {
+    auto q = tl::Tensor::empty(dev, shape, DType::Float16);
+    auto r = flash_attention(q, q, q);
+    EXPECT_EQ(r.o.shape(), shape);
+    EXPECT_EQ(r.lse.shape(), (std::vector<int64_t>{shape[0], shape[2], shape[1]}));
+  }
+  const auto after = kernel_cache_stats();
+  EXPECT_EQ(after.hits + after.misses,
+            before.hits + before.misses);  // nothing compiled or looked up
+}
+
+TEST(FlashAttentionEdges, NanStaysInTheRowsItFeeds) {
+  tl::Device dev;
+  const int64_t S = 70, D = 64;
+  auto q = tl::randn(dev, {1, 1, S, D}, DType::Float16, 7);
+  auto k = tl::randn(dev, {1, 1, S, D}, DType::Float16, 8);
+  auto v = tl::randn(dev, {1, 1, S, D}, DType::Float16, 9);
+  auto qv = q.to_vector();
+  qv[5 * D + 3] = std::nan("");  // query 5: its own output row only
+  q = tl::from_vector(dev, {1, 1, S, D}, DType::Float16, qv);
+  auto kv = k.to_vector();
+  kv[66 * D] = std::nan("");  // key 66: causal, only queries 66.. see it
+  k = tl::from_vector(dev, {1, 1, S, D}, DType::Float16, kv);
+  auto r = flash_attention(q, k, v, {.causal = true, .layout = AttentionLayout::BHSD});
+  auto o = r.o.to_vector(), lse = r.lse.to_vector();
+  for (int64_t i = 0; i < S; ++i) {
+    const bool want_nan = i == 5 || i >= 66;
+    EXPECT_EQ(std::isnan(lse[i]), want_nan) << "query " << i;
+    for (int64_t d = 0; d < D; ++d) ASSERT_EQ(std::isnan(o[i * D + d]), want_nan) << "query " << i;
+  }
+}
+
+TEST(FlashAttentionEdges, OneKernelServesEveryBatchAndLength) {
+  tl::Device dev;
+  clear_kernel_cache();
+  for (int64_t S : {5, 64, 130}) {
+    for (int64_t B : {1, 3}) {
+      auto q = tl::randn(dev, {B, S, 2, 64}, DType::BFloat16, S + B);
+      flash_attention(q, q, q);
+    }
+  }
+  EXPECT_EQ(kernel_cache_stats().misses, 1);
+  EXPECT_EQ(kernel_cache_stats().hits, 5);
+}
+
+// The benchmarks (opt-in, tests/ops/ops_bench.h): S = 1024 with 16 heads of 128, causal or not
+// (B = 4, S = 4096 is 64 times the work: a level-2 test, too slow a simulation for a baseline).
+std::vector<opsbench::Case> bench_cases() {
+  std::vector<opsbench::Case> v;
+  const std::tuple<int64_t, int64_t, int64_t> shapes[] = {{1, 1024, 16}};
+  for (auto [B, S, H] : shapes) {
+    for (bool causal : {false, true}) {
+      const DType dt = DType::BFloat16;
+      const std::string s =
+          fmt::format("B{} S{} H{} D128 bfloat16 BSHD{}", B, S, H, causal ? " causal" : "");
+      v.push_back({"flash_attention", s, [=](tl::Device& d) {
+                     auto t = [&] { return tl::Tensor::empty(d, {B, S, H, 128}, dt); };
+                     flash_attention(t(), t(), t(), {.causal = causal});
+                     return flash_attention_cost(B, S, H, 128, dt, causal);
+                   }});
+    }
+  }
+  return v;
+}
+OPS_BENCH(flash_attention_test, bench_cases())
+
+}  // namespace
