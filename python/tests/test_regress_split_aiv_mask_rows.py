@@ -107,6 +107,25 @@ def max_with_row_vector(M: int, N: int):
     return _launch(main, 2)
 
 
+def mask_from_column_vector(M: int, N: int):
+    """C[j] > 0 selects column j: C's tile is columns, whole on both AIVs, x split by rows."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), C: T.Tensor((BN,), "float32"),
+             Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, BM), threads=2) as cid:
+            x = T.alloc_shared((BM, BN), "float32")
+            c = T.alloc_fragment((BN,), "float32")
+            T.copy(C[0], c)
+            for k in T.serial(T.ceildiv(N, BN)):
+                T.copy(X[cid * BM, k * BN], x)
+                for i, j in T.Parallel(BM, BN):
+                    x[i, j] = T.if_then_else(c[j] > 0, x[i, j], 0.0)
+                T.copy(x, Y[cid * BM, k * BN])
+
+    return _launch(main, 2)
+
+
 def _inputs(M: int, N: int):
     torch.manual_seed(M * 131 + N)
     return torch.randn(M, N), torch.randn(M)
@@ -152,3 +171,13 @@ def test_max_with_a_row_vector_built_before_the_loop(M: int, N: int) -> None:
     kernel = max_with_row_vector(M, N)
     assert _split_by_rows(kernel)
     torch.testing.assert_close(kernel(x, w), torch.maximum(x, 2 * w[:, None]), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("M", [1, 7, 33, 1000, 4097])
+def test_a_column_vector_compared_in_the_loop_stays_whole(M: int) -> None:
+    x, _ = _inputs(M, BN)
+    c = torch.randn(BN)
+    kernel = mask_from_column_vector(M, BN)
+    assert _split_by_rows(kernel)
+    ref = torch.where(c[None, :] > 0, x, torch.zeros_like(x))
+    torch.testing.assert_close(kernel(x, c), ref, rtol=0, atol=0)
