@@ -471,6 +471,19 @@ class AivSplit {
       return self;
     }
     const size_t gd = g.ranges.size() - u.ranges.size();  // the GM dimension of the tile's rows
+    // The tile's dimensions are the region's last ones. A copy that pairs them otherwise (a
+    // per-row vector copied from a column, W[r0:r0 + R, c]) would move AIV 1's rows along
+    // the wrong dimension: refuse it rather than guess.
+    for (size_t d = 0; d < u.ranges.size(); ++d) {
+      auto ge = as_const_int(g.ranges[gd + d].extent), ue = as_const_int(u.ranges[d].extent);
+      if (ge && ue && *ge != *ue) {
+        fallback_ = fmt::format(
+            "T.copy at {} pairs the dimensions of '{}' with dimensions of '{}' other than its "
+            "last {}",
+            op.loc.str(), u.buffer->name, g.buffer->name, u.ranges.size());
+        return self;
+      }
+    }
     const Expr rows = u.ranges[0].extent;
     const Expr skip = Expr(kernel_.vid) * int_imm(h);
     const auto whole = as_const_int(rows);
