@@ -286,14 +286,21 @@ class PipelineLoops {
     body = std::move(rest);
     // Buffers to version: declared in the body, or declared outside and touched only here;
     // privatisable; touched by two pipes. Largest first out while the scope would overflow.
+    // In order of first touch: the slots' declarations (and so their addresses) must not follow
+    // the buffers' heap addresses, which differ between builds of the compiler.
     std::map<const BufferNode*, std::set<Pipe>> pipes;
+    std::vector<const BufferNode*> touched;
     for (const Stmt& s : body)
       for (const Touch& t : touches_of(s, target_))
-        if (t.buffer->scope != MemScope::GM) pipes[t.buffer].insert(t.pipe);
+        if (t.buffer->scope != MemScope::GM) {
+          if (!pipes.count(t.buffer)) touched.push_back(t.buffer);
+          pipes[t.buffer].insert(t.pipe);
+        }
     std::set<const BufferNode*> in_body;
     for (const Stmt& h : hoisted) in_body.insert(h.as<AllocateNode>()->buffer.get());
     std::vector<const BufferNode*> versioned;
-    for (const auto& [b, ps] : pipes) {
+    for (const BufferNode* b : touched) {
+      const std::set<Pipe>& ps = pipes.at(b);
       if (ps.size() < 2 || !dev::privatisable(b, body, target_)) continue;
       if (!in_body.count(b) && touched_outside(b, loop)) continue;
       versioned.push_back(b);

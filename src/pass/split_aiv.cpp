@@ -124,6 +124,12 @@ class AivSplit {
         }
       }
     });
+    pre_order_visit(work, [&](const Stmt& s) {
+      if (auto* op = s.as<TileOpNode>())
+        for (size_t i = 0; i < op->args.size() && i < op->op->operands.size(); ++i)
+          if (op->op->operands[i].bitmask && is_ub(op->args[i]))
+            masks_.insert(op->args[i].region.buffer.get());
+    });
     pre_order_visit(
         work, [&](const Stmt& s) { relate(s); },
         [&](const Expr& e) {
@@ -248,11 +254,13 @@ class AivSplit {
     }
     const OpDef& def = *op->op;
     const std::string what = "T." + def.name + " at " + op->loc.str();
-    // UB region operands, in order; a bit vector (compare's dst, select's mask) has no rows.
+    // UB region operands, in order; a bit vector (compare's dst, select's mask) has no rows of
+    // its own: relate_masks gives it those of the tiles it was compared from.
     std::vector<const BufferRegion*> ub;
     for (size_t i = 0; i < op->args.size(); ++i)
-      if (is_ub(op->args[i]) && !(i < def.operands.size() && def.operands[i].bitmask))
+      if (is_ub(op->args[i]) && !masks_.count(op->args[i].region.buffer.get()))
         ub.push_back(&op->args[i].region);
+    relate_masks(*op, ub, what);
     switch (def.rows) {
       case RowMap::Copy:
         if (op->args.size() == 2 && op->args[0].is_region() && op->args[1].is_region()) {
@@ -301,6 +309,49 @@ class AivSplit {
     // (bit vectors included).
     for (const TileArg& a : op->args)
       if (is_ub(a)) pin_all(a.region.buffer.get(), what);
+  }
+
+  /// A bit mask holds one bit per element of the tile compared into it, and a select picks the
+  /// elements of its own tiles by those bits in order: the compared tile and the selecting
+  /// tiles are the same rows. Without this a tile compared once before a loop (a per-row mask
+  /// or scale) stayed whole on both AIVs while the select over AIV 1's half read the bits of
+  /// rows [0, R/2): AIV 1's rows silently took AIV 0's mask (tests/regress).
+  void relate_masks(const TileOpNode& op, const std::vector<const BufferRegion*>& ub,
+                    const std::string& what) {
+    const BufferNode* data = ub.empty() ? nullptr : ub[0]->buffer.get();
+    std::vector<const BufferNode*> written;
+    for (size_t i = 0; i < op.args.size(); ++i) {
+      if (!is_ub(op.args[i]) || !masks_.count(op.args[i].region.buffer.get())) continue;
+      const BufferNode* m = op.args[i].region.buffer.get();
+      const Access acc = i < op.op->operands.size() ? op.op->operands[i].access : Access::Read;
+      if (acc != Access::Read) written.push_back(m);
+      if (acc == Access::Write) continue;
+      auto it = mask_rows_.find(m);
+      if (it == mask_rows_.end()) {
+        // Bits of unknown rows: nothing they select from may be split.
+        if (data) pin_all(data, "the bit mask '" + m->name + "' of no compare before " + what);
+        continue;
+      }
+      if (!data)
+        data = it->second;
+      else
+        unite_dims(data, it->second, what);
+    }
+    for (const BufferNode* m : written) {
+      if (data)
+        mask_rows_[m] = data;
+      else
+        mask_rows_.erase(m);
+    }
+  }
+  void unite_dims(const BufferNode* a, const BufferNode* b, const std::string& op) {
+    if (a->ndim() != b->ndim()) {
+      pin_all(a, op + " selects by the bits of a tile of another rank");
+      pin_all(b, op + " selects by the bits of a tile of another rank");
+      return;
+    }
+    for (size_t d = 0; d < a->ndim(); ++d)
+      labels_.unite(a, static_cast<int>(d), b, static_cast<int>(d));
   }
 
   /// A reduction over `dim`: the reduced dimension must not be split; the others pair with
@@ -420,6 +471,19 @@ class AivSplit {
       return self;
     }
     const size_t gd = g.ranges.size() - u.ranges.size();  // the GM dimension of the tile's rows
+    // The tile's dimensions are the region's last ones. A copy that pairs them otherwise (a
+    // per-row vector copied from a column, W[r0:r0 + R, c]) would move AIV 1's rows along
+    // the wrong dimension: refuse it rather than guess.
+    for (size_t d = 0; d < u.ranges.size(); ++d) {
+      auto ge = as_const_int(g.ranges[gd + d].extent), ue = as_const_int(u.ranges[d].extent);
+      if (ge && ue && *ge != *ue) {
+        fallback_ = fmt::format(
+            "T.copy at {} pairs the dimensions of '{}' with dimensions of '{}' other than its "
+            "last {}",
+            op.loc.str(), u.buffer->name, g.buffer->name, u.ranges.size());
+        return self;
+      }
+    }
     const Expr rows = u.ranges[0].extent;
     const Expr skip = Expr(kernel_.vid) * int_imm(h);
     const auto whole = as_const_int(rows);
@@ -439,6 +503,8 @@ class AivSplit {
   const Target& target_;
   const KernelNode& kernel_;
   std::set<const BufferNode*> ub_, workspaces_;
+  std::set<const BufferNode*> masks_;  // bit masks (compare's dst, select's mask)
+  std::map<const BufferNode*, const BufferNode*> mask_rows_;  // mask -> the tile compared into it
   Labels labels_;
   std::vector<GmCopy> gm_copies_;
   std::set<int> rows_;

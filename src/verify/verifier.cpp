@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "first_reads.h"
 #include "tl/printer.h"
 #include "verify_util.h"
 
@@ -412,6 +413,7 @@ class Walker {
         bind_var(n->cid, n->loc, "T.Kernel");
         bind_var(n->vid, n->loc, "T.Kernel");
         walk_block(n->body);
+        if (n->developer()) rules::check_first_reads(n->body, ctx_);
         pop();
         in_kernel_ = saved;
         ctx_.set_developer(saved_dev);
