@@ -741,6 +741,7 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                            {"seed", "0"}},
                           c.sets),
                     target, c.name == "rope_backward", c.profile);
+  }
   if (c.name == "flash_attention") {
     return run_flash_attention(parse(c.name,
                                      {{"B", "1"},
