@@ -186,6 +186,9 @@ const std::vector<OpInfo>& all_ops() {
        "smaller index), normalised weights",
        "moe"},
       {"gemm", "C = op(A) op(B): fp16/bf16 in, fp32 accumulate, transposes, any M, N, K", "gemm"},
+      {"topk_gate_backward",
+       "MoE gate backward: the logits' gradient of the normalised top-k weights (indices given)",
+       "moe"},
   };
   return ops;
 }
