@@ -182,6 +182,7 @@ void bind_swiglu(nb::module_& m) {
 }  // namespace
 
 void bind_ops_gategemm(nb::module_& m);  // bind_ops_gategemm.cpp
+void bind_ops_gate_bwd(nb::module_& m);  // bind_ops_gate_bwd.cpp
 
 void bind_ops(nb::module_& m) {
   m.def("ops_list", [] {
@@ -342,6 +343,7 @@ void bind_ops(nb::module_& m) {
       "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
       "loc"_a.none());
   bind_ops_gategemm(m);  // topk_gate, gemm: bind_ops_gategemm.cpp
+  bind_ops_gate_bwd(m);  // topk_gate_backward: bind_ops_gate_bwd.cpp
 }
 
 nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,
