@@ -61,6 +61,7 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
         auto den = T::alloc_ub("den_ub", {rM}, f32);
         auto dot = T::alloc_ub("dot_ub", {rM}, f32);
         auto offu = T::view("offu_ub", off, DType::UInt32);
+        auto ev = T::alloc_var("expert", i32);
 
         auto tile_rows = [&](Expr row0, std::optional<Expr> nrows) {
           sync(Pipe::V, Pipe::MTE2, kEvIn);  // the last V op has read zb, g and idx
@@ -131,8 +132,8 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
           sync(Pipe::V, Pipe::S, kEvScalar);
           T::serial("r", rM, [&](Expr r) {
             T::serial("j", K, [&](Expr j) {
-              Expr e = idx(r, j);
-              T::store(ds, {r, e}, ds(r, e) + g(r, j));
+              T::assign(ev, idx(r, j));  // a scalar load of its own, then the indexed add
+              T::store(ds, {r, ev()}, ds(r, ev()) + g(r, j));
             });
           });
           sync(Pipe::S, Pipe::V, kEvScalar);
