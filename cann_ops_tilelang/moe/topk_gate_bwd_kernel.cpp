@@ -132,7 +132,11 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
           sync(Pipe::V, Pipe::S, kEvScalar);
           T::serial("r", rM, [&](Expr r) {
             T::serial("j", K, [&](Expr j) {
-              T::assign(ev, idx(r, j));  // a scalar load of its own, then the indexed add
+              // A scalar load of its own, then the indexed add. The clamp never changes a
+              // valid index (topk_gate_backward refuses any outside [0, E) on the host); it
+              // keeps a timing-only launch, which skips the copies' data (docs/virtual_npu.md)
+              // and so reads an unwritten idx, inside the row.
+              T::assign(ev, max(min(idx(r, j), E - 1), 0));
               T::store(ds, {r, ev()}, ds(r, ev()) + g(r, j));
             });
           });
