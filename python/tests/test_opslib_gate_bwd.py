@@ -87,3 +87,14 @@ def test_bad_indices_name_the_argument() -> None:
     assert "test_opslib_gate_bwd.py" in str(e.value)
     with pytest.raises(ops.Error, match="argument 'dweights' has the wrong shape"):
         ops.topk_gate_backward(torch.randn(4, 16), z, torch.zeros(4, 8, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("scoring", [0, 1, 2])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_twin_builds_the_cpp_ir(dtype: str, scoring: int, normalize: bool) -> None:
+    """kernels.topk_gate_bwd_kernel (TileLang-Ascend syntax) prints the C++ generator's IR."""
+    from cann_ops_tilelang import kernels
+    from tl_ascend import _core
+    key = kernels.topk_gate_bwd_key(dtype, 256, 8, scoring, normalize)
+    assert kernels.topk_gate_bwd_kernel(**key).script(False) == _core.ops_topk_gate_bwd_kernel(key).script(False)

@@ -68,3 +68,15 @@ def gemm_key(dtype: str, n: int, k: int, trans_a: bool = False, trans_b: bool = 
 
 
 __all__ += ["topk_gate_kernel", "topk_gate_key", "gemm_kernel", "gemm_key"]
+
+# ---- MoE top-k gate backward (moe/) ---------------------------------------------------------------
+from .topk_gate_bwd import topk_gate_bwd_kernel  # noqa: E402
+
+
+def topk_gate_bwd_key(dtype: str, experts: int, k: int = 8, scoring: int = 1, normalize: bool = True,
+                      target: str = "A2") -> dict:
+    """The key topk_gate_backward launches with (the forward's fields; bias unused)."""
+    return dict(_core.ops_topk_gate_bwd_key(dtype, experts, k, scoring, normalize, target))
+
+
+__all__ += ["topk_gate_bwd_kernel", "topk_gate_bwd_key"]
