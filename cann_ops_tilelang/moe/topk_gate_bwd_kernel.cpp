@@ -5,7 +5,7 @@
 // normalisation and the routed scale), scatters it into a dense [T, E] row of score gradients
 // on the scalar unit (k adds per token: the tile language has no vector scatter), and applies
 // the scoring function's derivative. The selection (the bias, the sort) has no gradient: the
-// indices are given.
+// indices are given. Twin (identical IR): python/cann_ops_tilelang/kernels/topk_gate_bwd.py.
 //
 // Work split as the forward (topk_gate_kernel.cpp): rM-token tiles dealt round-robin to the
 // AIVs, T the dynamic symbol bound from Z; the tail tile is zero-filled (its pad rows gather
