@@ -132,7 +132,8 @@ tl_module(cann_ops_tilelang SOURCES ${TL_OPSLIB_SOURCES} DEPS prims
           HEADERS cann_ops_tilelang/core.h cann_ops_tilelang/norm.h
                   cann_ops_tilelang/activation.h
                   cann_ops_tilelang/softmax.h
-                  cann_ops_tilelang/moe.h cann_ops_tilelang/gemm.h)
+                  cann_ops_tilelang/moe.h cann_ops_tilelang/gemm.h
+                  cann_ops_tilelang/rope.h)
 
 # The umbrella every tool, test and the Python extension links: all modules. The primitives
 # register themselves from static initialisers that nothing references, so their library is

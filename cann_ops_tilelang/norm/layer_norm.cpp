@@ -1,6 +1,7 @@
-// LayerNorm's public function (include/cann_ops_tilelang/norm.h): validation, the empty-tensor
-// rule, launch parameters from the Target (the row tile from its UB size), output allocation,
-// and the launch of layer_norm_kernel.cpp's kernel through the compiled-kernel cache.
+// LayerNorm's public functions (include/cann_ops_tilelang/norm.h): validation, the empty-tensor
+// rule, launch parameters from the Target (the row tile or column chunk from its UB size), output
+// allocation, and the launches of layer_norm_kernel.cpp's and layer_norm_bwd_kernel.cpp's
+// kernels through the compiled-kernel cache and launch() (so profiles and benchmarks see them).
 #include <fmt/format.h>
 
 #include "cann_ops_tilelang/norm.h"
@@ -28,6 +29,14 @@ int64_t ub_use(tl::DType dt, int64_t H, int64_t bM, bool w, bool b) {
   const int64_t in_row = round_up(H * es, 32), f_row = round_up(H * 4, 32);
   const int64_t per_row = in_row + wide * f_row + f_row + wide * in_row;
   return rows * per_row + (int64_t{w} + b) * (in_row + wide * f_row) + 8 * 1024;
+}
+
+/// UB bytes of one AIV for the backward kernel with bN-column chunks of 8-row tiles: wf, dW | dB
+/// and w as loaded; xf gf t1 t2 t3 wb in fp32, dxb, xb and gb as loaded; four row statistics.
+int64_t bwd_ub_use(tl::DType dt, int64_t H, int64_t bN) {
+  const int64_t es = tl::dtype_bytes(dt), wide = dt != tl::DType::Float32, tile = 8 * bN;
+  int64_t b = 3 * round_up(H * 4, 32) + wide * round_up(H * es, 32) + 4 * 32;
+  return b + 6 * tile * 4 + tile * es + wide * 2 * tile * es;
 }
 
 }  // namespace
@@ -99,8 +108,92 @@ LayerNormResult layer_norm(const tl::Tensor& x, const tl::Tensor& weight, const 
     args.emplace_back(out.rstd.reshape({M}));
   }
   args.emplace_back(cfg.eps);
-  kernel.launch(dev, args);
+  launch(kernel, dev, args);
   return out;
+}
+
+OpCost layer_norm_cost(int64_t rows, int64_t hidden, tl::DType dtype, bool weight, bool bias,
+                       bool stats) {
+  const double es = tl::dtype_bytes(dtype), mh = static_cast<double>(rows) * hidden;
+  // x and y once each, weight and bias once, the statistics; sum, subtract, square, sum, scale
+  // (+ weight, + bias): 5 to 7 ops an element.
+  return {.bytes = 2 * mh * es + (int64_t{weight} + bias) * hidden * es + (stats ? 8.0 * rows : 0),
+          .vector_ops = (5 + int64_t{weight} + bias) * mh};
+}
+
+std::string LayerNormBwdKey::str() const {
+  return fmt::format("dtype={},H={},rM={},bN={},blocks={}", tl::dtype_name(dtype), hidden,
+                     rows_per_tile, chunk, blocks);
+}
+
+LayerNormBwdKey layer_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
+                                   const Checker& check) {
+  const auto budget = vector_budget(target);
+  LayerNormBwdKey k{.dtype = dtype, .hidden = hidden, .rows_per_tile = 8, .blocks = budget.blocks};
+  k.chunk = widest_chunk(hidden, 32 / tl::dtype_bytes(dtype), 1024, [&](int64_t c) {
+    return bwd_ub_use(dtype, hidden, c) <= budget.ub_bytes;
+  });
+  if (k.chunk == 0)
+    check.fail("x", fmt::format("has a hidden size the kernel cannot hold in UB: expected at most "
+                                "about {} {} elements on {} (UB {} bytes), got {}",
+                                budget.ub_bytes / (3 * 4 + tl::dtype_bytes(dtype)),
+                                tl::dtype_name(dtype), target.name, budget.ub_bytes, hidden));
+  return k;
+}
+
+RmsNormKey layer_norm_dwb_reduce_key(const LayerNormBwdKey& k) {
+  return {.dtype = k.dtype,
+          .hidden = 2 * k.hidden,
+          .rows_per_tile = k.rows_per_tile,
+          .chunk = k.chunk,
+          .blocks = k.blocks};
+}
+
+LayerNormGrads layer_norm_backward(const tl::Tensor& dy, const tl::Tensor& x,
+                                   const tl::Tensor& weight, double eps, const tl::Loc& loc) {
+  Checker c("layer_norm_backward", loc);
+  c.tensor("x", x);
+  c.dtype("x", x, kDtypes);
+  c.min_rank("x", x, 1);
+  if (x.shape().back() == 0)
+    c.fail("x", "has an empty last dimension: expected a hidden size of at least 1, got 0");
+  c.row_alignment("x", x);
+  c.tensor("weight", weight);
+  c.same_device("weight", weight, "x", x);
+  c.same_dtype("weight", weight, "x", x);
+  c.shape("weight", weight, {x.shape().back()});
+  c.tensor("dy", dy);
+  c.same_device("dy", dy, "x", x);
+  c.same_dtype("dy", dy, "x", x);
+  c.shape("dy", dy, x.shape());
+  if (!(eps >= 0)) c.fail("eps", fmt::format("is out of range: expected eps >= 0, got {}", eps));
+  tl::Device& dev = *x.device();
+  const int64_t H = x.shape().back();
+  const tl::Tensor x2 = rows_view(x);
+  LayerNormGrads g{.dx = tl::Tensor::empty(dev, x.shape(), x.dtype()), .dw = {}, .db = {}};
+  const tl::Tensor dwb = tl::Tensor::empty(dev, {2 * H}, x.dtype());
+  g.dw = dwb.slice(0, 0, H);
+  g.db = dwb.slice(0, H, H);
+  if (x2.dim(0) == 0) return g;  // no rows: dW and dB are sums over nothing (zeros), no launch
+  auto key = layer_norm_bwd_key(x.dtype(), H, dev.target(), c);
+  const auto rkey = layer_norm_dwb_reduce_key(key);
+  const int64_t partials = 2 * key.blocks;
+  auto bwd = cached_kernel("layer_norm_bwd/" + key.str(), dev.target(),
+                           [&] { return layer_norm_bwd_kernel(key); });
+  auto red = cached_kernel(fmt::format("rms_norm_dw_reduce/{}/P={}", rkey.str(), partials),
+                           dev.target(), [&] { return rms_norm_dw_reduce_kernel(rkey, partials); });
+  // Zeros: an AIV with no tile stores its zero partial anyway, but the reduction reads them all.
+  tl::Tensor dwbp = tl::Tensor::empty(dev, {partials, 2 * H}, tl::DType::Float32);
+  launch(bwd, dev, {rows_view(dy), x2, weight, rows_view(g.dx), dwbp, eps});
+  launch(red, dev, {dwbp, dwb});
+  return g;
+}
+
+OpCost layer_norm_backward_cost(int64_t rows, int64_t hidden, tl::DType dtype) {
+  const double es = tl::dtype_bytes(dtype), mh = static_cast<double>(rows) * hidden;
+  // dy, x, dx once each, the weight, dw and db once; centre, g, three sums, dx (3 ops), dW and
+  // dB terms: about 12 ops an element.
+  return {.bytes = 3 * mh * es + 3.0 * hidden * es, .vector_ops = 12 * mh};
 }
 
 }  // namespace cann_ops_tilelang

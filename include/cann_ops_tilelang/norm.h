@@ -113,4 +113,43 @@ tl::PrimFunc layer_norm_kernel(const LayerNormKey& k);
 LayerNormKey layer_norm_key(tl::DType dtype, int64_t hidden, bool weight, bool bias, bool stats,
                             const tl::Target& target, const Checker& check);
 
+/// What layer_norm must at least move and compute: the benchmarks' and profiles' roofline.
+OpCost layer_norm_cost(int64_t rows, int64_t hidden, tl::DType dtype, bool weight, bool bias,
+                       bool stats);
+
+// ---- LayerNorm backward -------------------------------------------------------------------------
+// Expert mode (cann_ops_tilelang/norm/layer_norm_bwd_kernel.cpp): rows in column chunks, so H is
+// bounded only by a chunk fitting UB; H * sizeof(dtype) must be whole 32-byte blocks (as
+// rms_norm_backward's).
+
+struct LayerNormGrads {
+  tl::Tensor dx;  // like x
+  tl::Tensor dw;  // like weight
+  tl::Tensor db;  // like weight: the bias's gradient, sum over rows of dy
+};
+
+/// The gradients of y = layer_norm(x, weight, bias) for dy, mean and rstd recomputed from x
+/// (xhat = (x - mean) * rstd, g = dy * w): dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
+/// dw = sum over rows of dy * xhat, db = sum over rows of dy. dW and dB are summed in fp32, per
+/// AIV then across AIVs in a fixed order: the same inputs give the same bits.
+LayerNormGrads layer_norm_backward(const tl::Tensor& dy, const tl::Tensor& x,
+                                   const tl::Tensor& weight, double eps = 1e-5, TL_LOC);
+
+struct LayerNormBwdKey {
+  tl::DType dtype = tl::DType::BFloat16;
+  int64_t hidden = 0;         // H
+  int64_t rows_per_tile = 8;  // rM: 8 fp32 row statistics are one 32-byte block
+  int64_t chunk = 0;          // bN: columns per fp32 chunk, divides H
+  int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
+  std::string str() const;
+};
+/// DY, X [M, H], W [H], DX [M, H], DWBP [2 * blocks, 2 * H] fp32 partials (dW | dB), eps.
+tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k);
+/// The key layer_norm_backward launches with on `target`.
+LayerNormBwdKey layer_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
+                                   const Checker& check);
+/// The partials reduction layer_norm_backward runs: rms_norm_dw_reduce_kernel over 2H columns.
+RmsNormKey layer_norm_dwb_reduce_key(const LayerNormBwdKey& k);
+OpCost layer_norm_backward_cost(int64_t rows, int64_t hidden, tl::DType dtype);
+
 }  // namespace cann_ops_tilelang

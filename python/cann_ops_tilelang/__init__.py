@@ -22,6 +22,7 @@ try:
 except ImportError:  # the plain functions work on numpy without torch
     _torch = None
 from ._ops import TopkGateResult, gemm, topk_gate  # noqa: E402  (moe/, gemm/)
+from ._ops import rope, rope_backward  # noqa: E402  (rope/)
 from ._ops import topk_gate_backward  # noqa: E402  (moe/)
 
 if _torch is not None:
@@ -32,4 +33,8 @@ __all__ = ["Error", "RmsNormResult", "kernel_cache_stats", "kernels", "ops", "rm
 __all__ += ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]
 __all__ += ["LayerNormResult", "layer_norm"]
 __all__ += ["TopkGateResult", "topk_gate", "gemm"]
+__all__ += ["rope", "rope_backward"]
+from ._ops import layer_norm_backward  # noqa: E402
+
+__all__ += ["layer_norm_backward"]
 __all__ += ["topk_gate_backward"]

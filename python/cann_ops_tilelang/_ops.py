@@ -278,6 +278,20 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5,
     return LayerNormResult(_out(y, torch_in), _out(mean, torch_in), _out(rstd, torch_in))
 
 
+def layer_norm_backward(dy: Any, x: Any, weight: Any, eps: float = 1e-5) -> tuple[Any, Any, Any]:
+    """(dx, dweight, dbias), the gradients of layer_norm(x, weight, bias).y for dy; mean and rstd
+    are recomputed from x, dweight and dbias summed in a fixed order (the same bits on every run).
+
+    dy, x: [..., H] bfloat16/float16/float32, contiguous, H * itemsize whole 32-byte blocks;
+    weight: [H] of x's dtype (ones for a LayerNorm without one)."""
+    loc = _caller()
+    op = "layer_norm_backward"
+    a = [_arg(dy, op, "dy", loc), _arg(x, op, "x", loc), _arg(weight, op, "weight", loc)]
+    torch_in = _is_torch(x)
+    dx, dw, db = _call(_core.ops_layer_norm_backward, loc, *a, _eps(eps, op, loc), not torch_in)
+    return _out(dx, torch_in), _out(dw, torch_in), _out(db, torch_in)
+
+
 # ---- MoE top-k gate and GEMM (include/cann_ops_tilelang/moe.h, gemm.h) ---------------------------
 
 _SCORINGS = {"none": 0, "sigmoid": 1, "softmax": 2}
@@ -325,6 +339,39 @@ def gemm(a: Any, b: Any, trans_a: bool = False, trans_b: bool = False, out_dtype
     torch_in = _is_torch(a)
     c = _call(_core.ops_gemm, loc, args[0], args[1], bool(trans_a), bool(trans_b), out_dtype, not torch_in)
     return _out(c, torch_in)
+
+
+# ---- RoPE (include/cann_ops_tilelang/rope.h) ------------------------------------------------------
+
+def _rope(op: str, xarg: str, x: Any, cos: Any, sin: Any, positions: Any, style: Any, rotate_last: Any,
+          backward: bool, loc: tuple[str, int]) -> Any:
+    if style not in ("half", "interleaved"):
+        raise _fail(loc, op, "style", f"is not a RoPE style: expected 'half' or 'interleaved', got {style!r}")
+    if not isinstance(rotate_last, bool):
+        raise _fail(loc, op, "rotate_last", f"must be a bool: expected True or False, got {type(rotate_last).__name__}")
+    args = [_arg(x, op, xarg, loc), _arg(cos, op, "cos", loc), _arg(sin, op, "sin", loc)]
+    pa = None if positions is None else _arg(positions, op, "positions", loc)
+    torch_in = _is_torch(x)
+    y = _call(_core.ops_rope, loc, *args, pa, style, rotate_last, backward, not torch_in)
+    return _out(y, torch_in)
+
+
+def rope(x: Any, cos: Any, sin: Any, positions: Any = None, style: str = "half", rotate_last: bool = True) -> Any:
+    """Rotary position embedding on the virtual NPU, fp32 inside: y = r * c + rotate(r) * s on each
+    head's rotated part r, the rest of the head passed through.
+
+    x: [tokens, heads, head_dim] bfloat16/float16/float32; cos, sin: float32 [rows, rot_dim], one
+    entry per rotated element (a pair's two entries equal for standard RoPE); positions: None
+    (token t uses row t) or int32 [tokens]. style "half" rotates (r[i], r[i + rot_dim/2]) (GPT-NeoX),
+    "interleaved" (r[2i], r[2i+1]); rotate_last: the last rot_dim elements of a head rotate (else the
+    first)."""
+    return _rope("rope", "x", x, cos, sin, positions, style, rotate_last, False, _caller())
+
+
+def rope_backward(dy: Any, cos: Any, sin: Any, positions: Any = None, style: str = "half",
+                  rotate_last: bool = True) -> Any:
+    """dx of rope(x, cos, sin, positions, style, rotate_last) for dy: the adjoint rotation."""
+    return _rope("rope_backward", "dy", dy, cos, sin, positions, style, rotate_last, True, _caller())
 
 
 def topk_gate_backward(dweights: Any, logits: Any, indices: Any, k: int = 8, scoring: str = "sigmoid",

@@ -3,6 +3,7 @@
     torch.ops.cann_ops_tilelang.rms_norm(x, weight, eps) -> y
     torch.ops.cann_ops_tilelang.rms_norm_residual(x, residual, weight, eps) -> (y, h)
     torch.ops.cann_ops_tilelang.rms_norm_backward(dy, x, weight, eps) -> (dx, dw)
+    (and the ops below: softmax, layer_norm with layer_norm_backward, topk_gate, gemm)
 
 Each is a torch.library.custom_op running the C++ library on the virtual NPU (CPU tensors), with
 a register_fake shape function (so torch.compile and FakeTensor tracing see shapes and dtypes
@@ -224,7 +225,7 @@ softmax.register_autograd(_softmax_grad, setup_context=_setup_softmax)
 log_softmax.register_autograd(_log_softmax_grad, setup_context=_setup_softmax)
 
 
-# ---- layer_norm (forward only: no backward in the library yet) ------------------------------------
+# ---- layer_norm (autograd through layer_norm_backward, below) ------------------------------------
 
 @torch.library.custom_op(f"{_NS}::layer_norm", mutates_args=())
 def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
@@ -237,6 +238,40 @@ def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Opt
 def _layer_norm_fake(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
                      eps: float = 1e-5) -> torch.Tensor:
     return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op(f"{_NS}::layer_norm_backward", mutates_args=())
+def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                        eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dx, dweight, dbias) of layer_norm(x, weight, bias, eps) for dy; dweight and dbias are
+    summed in a fixed order."""
+    return _ops.layer_norm_backward(dy, x, weight, eps=eps)
+
+
+@layer_norm_backward.register_fake
+def _layer_norm_backward_fake(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                              eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            torch.empty_like(weight, memory_format=torch.contiguous_format),
+            torch.empty_like(weight, memory_format=torch.contiguous_format))
+
+
+def _setup_layer_norm(ctx: Any, inputs: tuple, output: Any) -> None:
+    x, weight, bias, eps = inputs
+    # Without a weight the backward runs with ones (the library's backward takes one).
+    w = weight if weight is not None else torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
+    ctx.save_for_backward(x, w)
+    ctx.has_weight, ctx.has_bias, ctx.eps = weight is not None, bias is not None, eps
+
+
+def _layer_norm_grad(ctx: Any, dy: torch.Tensor) -> tuple:
+    x, w = ctx.saved_tensors
+    # An autograd gradient may be a broadcast view (the gradient of .sum()): made contiguous.
+    dx, dw, db = layer_norm_backward(dy.contiguous(), x, w, ctx.eps)
+    return dx, dw if ctx.has_weight else None, db if ctx.has_bias else None, None
+
+
+layer_norm.register_autograd(_layer_norm_grad, setup_context=_setup_layer_norm)
 
 
 # ---- topk_gate (moe/): MoE routing; autograd for the weights w.r.t. the logits (topk_gate_backward,
@@ -298,6 +333,57 @@ def _gemm_grad(ctx: Any, dc: torch.Tensor) -> tuple:
 
 
 gemm.register_autograd(_gemm_grad, setup_context=_setup_gemm)
+
+
+# ---- rope (rope/) ---------------------------------------------------------------------------------
+#
+#   torch.ops.cann_ops_tilelang.rope(x, cos, sin, positions=None, style="half", rotate_last=True) -> y
+#   torch.ops.cann_ops_tilelang.rope_backward(dy, cos, sin, positions=None, style="half",
+#                                             rotate_last=True) -> dx
+# rope has autograd for x (rope_backward, the adjoint rotation); the tables and positions get no
+# gradient (they are constants of the model: cos/sin of the positions' angles).
+
+@torch.library.custom_op(f"{_NS}::rope", mutates_args=())
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None = None,
+         style: str = "half", rotate_last: bool = True) -> torch.Tensor:
+    """y = r * cos + rotate(r) * sin on each head's rotated part r (x [tokens, heads, head_dim])."""
+    return _ops.rope(x, cos, sin, positions, style=style, rotate_last=rotate_last)
+
+
+@torch.library.custom_op(f"{_NS}::rope_backward", mutates_args=())
+def rope_backward(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None = None,
+                  style: str = "half", rotate_last: bool = True) -> torch.Tensor:
+    """dx of rope(x, cos, sin, positions, style, rotate_last) for dy."""
+    return _ops.rope_backward(dy, cos, sin, positions, style=style, rotate_last=rotate_last)
+
+
+@rope.register_fake
+def _rope_fake(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor | None = None,
+               style: str = "half", rotate_last: bool = True) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@rope_backward.register_fake
+def _rope_backward_fake(dy: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                        positions: torch.Tensor | None = None, style: str = "half",
+                        rotate_last: bool = True) -> torch.Tensor:
+    return torch.empty_like(dy, memory_format=torch.contiguous_format)
+
+
+def _setup_rope(ctx: Any, inputs: tuple, output: Any) -> None:
+    x, cos, sin, positions, style, rotate_last = inputs
+    ctx.save_for_backward(cos, sin, positions)
+    ctx.style, ctx.rotate_last = style, rotate_last
+
+
+def _rope_grad(ctx: Any, dy: torch.Tensor) -> tuple:
+    cos, sin, positions = ctx.saved_tensors
+    # As for rms_norm: an autograd gradient may be a broadcast view, which is not a user's input.
+    dx = rope_backward(dy.contiguous(), cos, sin, positions, ctx.style, ctx.rotate_last)
+    return dx, None, None, None, None, None
+
+
+rope.register_autograd(_rope_grad, setup_context=_setup_rope)
 
 
 # ---- topk_gate_backward (moe/): the logits' gradient of topk_gate's weights, and topk_gate's autograd

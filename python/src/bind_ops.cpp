@@ -182,6 +182,7 @@ void bind_swiglu(nb::module_& m) {
 }  // namespace
 
 void bind_ops_gategemm(nb::module_& m);  // bind_ops_gategemm.cpp
+void bind_ops_rope(nb::module_& m);      // bind_ops_rope.cpp
 void bind_ops_gate_bwd(nb::module_& m);  // bind_ops_gate_bwd.cpp
 
 void bind_ops(nb::module_& m) {
@@ -342,8 +343,10 @@ void bind_ops(nb::module_& m) {
       },
       "device"_a, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, "return_stats"_a, "numpy"_a,
       "loc"_a.none());
-  bind_ops_gategemm(m);  // topk_gate, gemm: bind_ops_gategemm.cpp
-  bind_ops_gate_bwd(m);  // topk_gate_backward: bind_ops_gate_bwd.cpp
+  bind_ops_gategemm(m);   // topk_gate, gemm: bind_ops_gategemm.cpp
+  bind_ops_rope(m);       // rope, rope_backward: bind_ops_rope.cpp
+  bind_ops_layernorm(m);  // layer_norm_backward, LayerNorm keys: bind_ops_layernorm.cpp
+  bind_ops_gate_bwd(m);   // topk_gate_backward: bind_ops_gate_bwd.cpp
 }
 
 nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,

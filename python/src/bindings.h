@@ -104,5 +104,7 @@ nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,
                      std::string_view fields = {});
 /// An op's output tensor as a numpy array (numpy) or a torch tensor.
 nb::object ops_to_array(const Tensor& t, bool numpy);
+/// LayerNorm backward and the LayerNorm generators and keys (bind_ops_layernorm.cpp).
+void bind_ops_layernorm(nb::module_& m);
 
 }  // namespace tl::python

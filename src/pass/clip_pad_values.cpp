@@ -440,7 +440,15 @@ std::unordered_map<const BufferNode*, Clipped> clipped_tiles(
         if (it == out.end()) continue;
         const Clipped src = it->second;
         Clipped& u = out[dst->region.buffer.get()];
-        const uint32_t dims = a.region.ranges.size() == dst->region.ranges.size() ? src.dims : ~0u;
+        // A row operand of a row-expand op (`dst[i, j] = f(src0[i, j], src1[i])`) pairs its one
+        // dimension with dst's rows: its elements past the end along it reach only dst rows past
+        // the end (a mean read from GM with the tail of a row tile, subtracted from that tile),
+        // never the columns. Any other rank change pairs nothing, so every dimension is marked.
+        const bool row_operand = t->op->rows == RowMap::RowExpand && a.region.ranges.size() == 1 &&
+                                 dst->region.ranges.size() == 2 && op_operand(*t, "src1") == &a;
+        const uint32_t dims = a.region.ranges.size() == dst->region.ranges.size() ? src.dims
+                              : row_operand                                       ? src.dims & 1u
+                                                                                  : ~0u;
         if ((u.dims | dims) != u.dims) grew = true;
         u.dims |= dims;
         if (!u.copy.defined()) u.copy = src.copy;

@@ -17,6 +17,7 @@
 #include "cann_ops_tilelang/gemm.h"
 #include "cann_ops_tilelang/moe.h"
 #include "cann_ops_tilelang/norm.h"
+#include "cann_ops_tilelang/rope.h"
 #include "cann_ops_tilelang/softmax.h"
 #include "tl/npu/timing.h"
 #include "tl/runtime.h"
@@ -25,6 +26,7 @@
 #include "ops/layer_norm_ref.h"
 #include "ops/ops_testing.h"
 #include "ops/rms_norm_ref.h"
+#include "ops/rope_ref.h"
 #include "ops/softmax_ref.h"
 #include "ops/swiglu_ref.h"
 #include "ops/topk_gate_ref.h"
@@ -264,10 +266,8 @@ int run_swiglu(const Params& p, const tl::Target& target, bool backward, bool pr
   return ok ? 0 : 1;
 }
 
-// softmax, log_softmax and their backwards: M x N logits (randn * 4). profile=1 also runs the
-// kernel once in timed mode (the key the public function chose) and prints the simulated time
-// against the HBM roofline of its bytes (forward: one read and one write; the chunked schedule
-// reads twice).
+// softmax, log_softmax and their backwards: M x N logits (randn * 4). --profile also prints the
+// key the public function chose (one pass, or chunks whose inputs are read twice).
 int run_softmax(const std::string& name, const Params& p, const tl::Target& target, bool profile) {
   tl::Device dev(target);
   const bool log = name.rfind("log_", 0) == 0;
@@ -322,7 +322,7 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
 }
 
 // layer_norm: M x H inputs (randn * 2 + 3), weight and bias each on request.
-int run_layer_norm(const Params& p, const tl::Target& target) {
+int run_layer_norm(const Params& p, const tl::Target& target, bool profile) {
   tl::Device dev(target);
   const int64_t M = p.integer("M"), H = p.integer("H");
   const auto parsed = tl::parse_dtype(p.v.at("dtype"));
@@ -338,10 +338,16 @@ int run_layer_norm(const Params& p, const tl::Target& target) {
   tl::Tensor w = hw ? tl::uniform(dev, {H}, dt, seed + 1, 0.5, 1.5) : tl::Tensor();
   tl::Tensor b = hb ? tl::randn(dev, {H}, dt, seed + 2) : tl::Tensor();
   const auto t0 = std::chrono::steady_clock::now();
-  auto out = layer_norm(x, w, b, {.eps = p.real("eps")});
+  ProfiledCall call(dev, profile);
+  LayerNormResult out;
+  {
+    ScopedRun run(call.ro);
+    out = layer_norm(x, w, b, {.eps = p.real("eps")});
+  }
   fmt::print(
       "layer_norm {}x{} {} on {}: {:.1f} ms host\n", M, H, tl::dtype_name(dt), target.name,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  call.print(layer_norm_cost(M, H, dt, hw, hb, false));
   std::vector<double> want, scale;
 #ifdef TL_HAVE_REFERENCES
   auto wv = hw ? w.to_vector() : std::vector<double>();
@@ -354,6 +360,49 @@ int run_layer_norm(const Params& p, const tl::Target& target) {
     scale[i] = std::abs(want[i]) + (hb ? 2 * std::abs(bv[i % H]) : 0);
 #endif
   return report("y", out.y, want, &scale) ? 0 : 1;
+}
+
+// layer_norm_backward: M x H x (randn * 2 + 3), dy randn, weight uniform in [0.5, 1.5].
+int run_layer_norm_backward(const Params& p, const tl::Target& target, bool profile) {
+  tl::Device dev(target);
+  const int64_t M = p.integer("M"), H = p.integer("H");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const double eps = p.real("eps");
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  auto xv = tl::randn(dev, {M, H}, tl::DType::Float32, seed).to_vector();
+  for (auto& e : xv) e = 3 + 2 * e;
+  auto x = tl::from_vector(dev, {M, H}, dt, xv);
+  auto w = tl::uniform(dev, {H}, dt, seed + 1, 0.5, 1.5);
+  auto dy = tl::randn(dev, {M, H}, dt, seed + 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfiledCall call(dev, profile);
+  LayerNormGrads g;
+  {
+    ScopedRun run(call.ro);
+    g = layer_norm_backward(dy, x, w, eps);
+  }
+  fmt::print(
+      "layer_norm_backward {}x{} {} on {}: {:.1f} ms host (compile included on first use)\n", M, H,
+      tl::dtype_name(dt), target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  call.print(layer_norm_backward_cost(M, H, dt));
+#ifdef TL_HAVE_REFERENCES
+  auto want = opstest::ref::layer_norm_bwd(dy.to_vector(), x.to_vector(), w.to_vector(), M, H, eps);
+  for (auto* v : {&want.dw_abs, &want.db_abs})
+    for (auto& e : *v) e *= opstest::tolerance(dt).rtol / opstest::kApprox;
+#else
+  struct {
+    std::vector<double> dx, dw, db, dx_abs, dw_abs, db_abs;
+  } want;
+#endif
+  bool ok = report("dx", g.dx, want.dx, &want.dx_abs);
+  ok = report("dw", g.dw, want.dw, &want.dw_abs) && ok;
+  ok = report("db", g.db, want.db, &want.db_abs) && ok;
+  return ok ? 0 : 1;
 }
 
 tl::DType dtype_param(const Params& p, const std::string& k) {
@@ -481,18 +530,65 @@ int run_gemm(const Params& p, const tl::Target& target, bool profile) {
 
 }  // namespace
 
+int run_rope(const Params& p, const tl::Target& target, bool backward, bool profile) {
+  tl::Device dev(target);
+  const int64_t T = p.integer("T"), H = p.integer("H"), D = p.integer("D"), R = p.integer("R");
+  const auto parsed = tl::parse_dtype(p.v.at("dtype"));
+  if (!parsed)
+    throw tl::Error(fmt::format("--set dtype: expected bfloat16, float16 or float32, got '{}'",
+                                p.v.at("dtype")));
+  const tl::DType dt = *parsed;
+  const bool inter = p.integer("interleaved") != 0, pos = p.integer("positions") != 0,
+             last = p.integer("last") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  const int64_t rows = T + 3;
+  auto x = tl::randn(dev, {T, H, D}, dt, seed);
+  auto cos = tl::uniform(dev, {rows, R}, tl::DType::Float32, seed + 1, -1.0, 1.0);
+  auto sin = tl::uniform(dev, {rows, R}, tl::DType::Float32, seed + 2, -1.0, 1.0);
+  std::vector<int64_t> posv;
+  tl::Tensor pt;
+  if (pos) {
+    std::vector<double> pd(T);
+    for (int64_t t = 0; t < T; ++t) posv.push_back((t * 7 + 3) % rows), pd[t] = posv.back();
+    pt = tl::from_vector(dev, {T}, tl::DType::Int32, pd);
+  }
+  const RopeConfig cfg{.style = inter ? RopeStyle::Interleaved : RopeStyle::Half,
+                       .rotate_last = last};
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfiledCall call(dev, profile);
+  tl::Tensor y;
+  {
+    ScopedRun run(call.ro);
+    y = backward ? rope_backward(x, cos, sin, pt, cfg) : rope(x, cos, sin, pt, cfg);
+  }
+  fmt::print(
+      "{} {}x{}x{} rot {} {} {}{} on {}: {:.1f} ms host (compile included on first use)\n",
+      backward ? "rope_backward" : "rope", T, H, D, R, tl::dtype_name(dt),
+      inter ? "interleaved" : "half", pos ? " positions" : "", target.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  call.print(rope_cost(T, H, D, R, dt, pos));
+#ifdef TL_HAVE_REFERENCES
+  auto want = opstest::ref::rope(x.to_vector(), cos.to_vector(), sin.to_vector(), posv,
+                                 {T, H, D, R, inter, last}, backward);
+#else
+  std::vector<double> want;
+#endif
+  return report(backward ? "dx" : "y", y.reshape({T * H, D}), want, nullptr) ? 0 : 1;
+}
+
 OpsCommands add_ops_commands(CLI::App& app) {
   OpsCommands c;
   c.ops = app.add_subcommand("ops", "list the ops of the cann_ops_tilelang library");
   c.op = app.add_subcommand("op", "run a cann_ops_tilelang op on random data and check it");
   c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
-  c.op->add_option(
-      "--set", c.sets,
-      "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; "
-      "swiglu: T H dtype rows weight clamp seed; softmax: M N dtype seed; "
-      "layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
-      "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
-      "trans_b seed; topk_gate_backward: T E k dtype scoring normalize route_scale seed)");
+  c.op->add_option("--set", c.sets,
+                   "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; "
+                   "swiglu: T H dtype rows weight clamp seed; softmax: M N dtype seed; "
+                   "layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
+                   "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
+                   "trans_b seed; rope: T H D R dtype interleaved positions last seed; "
+                   "layer_norm_backward: M H dtype eps seed; topk_gate_backward: T E k dtype "
+                   "scoring normalize route_scale seed)");
   c.op->add_flag("--profile", c.profile,
                  "run in timed mode and print the simulated time, the roofline fraction, the "
                  "pipes' busy fractions and the call's GM peak");
@@ -537,7 +633,12 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
     d["eps"] = "1e-5";
     d["weight"] = "1";
     d["bias"] = "1";
-    return run_layer_norm(parse(c.name, d, c.sets), target);
+    return run_layer_norm(parse(c.name, d, c.sets), target, c.profile);
+  }
+  if (c.name == "layer_norm_backward") {
+    auto d = common;
+    d["eps"] = "1e-5";
+    return run_layer_norm_backward(parse(c.name, d, c.sets), target, c.profile);
   }
   if (c.name == "topk_gate") {
     return run_topk_gate(parse(c.name,
@@ -578,6 +679,20 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                            {"seed", "0"}},
                           c.sets),
                     target, c.profile);
+  }
+  if (c.name == "rope" || c.name == "rope_backward") {
+    return run_rope(parse(c.name,
+                          {{"T", "2001"},
+                           {"H", "32"},
+                           {"D", "128"},
+                           {"R", "64"},
+                           {"dtype", "float16"},
+                           {"interleaved", "0"},
+                           {"positions", "1"},
+                           {"last", "1"},
+                           {"seed", "0"}},
+                          c.sets),
+                    target, c.name == "rope_backward", c.profile);
   }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;

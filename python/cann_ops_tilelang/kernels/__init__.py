@@ -69,6 +69,47 @@ def gemm_key(dtype: str, n: int, k: int, trans_a: bool = False, trans_b: bool = 
 
 __all__ += ["topk_gate_kernel", "topk_gate_key", "gemm_kernel", "gemm_key"]
 
+# ---- RoPE (rope/) ---------------------------------------------------------------------------------
+from .rope import rope_kernel  # noqa: E402
+
+
+def rope_key(dtype: str, heads: int, head_dim: int, rot_dim: int, style: str = "half", rotate_last: bool = True,
+             backward: bool = False, positions: bool = False, target: str = "A2") -> dict:
+    """The key rope / rope_backward launch with: {dtype, heads, head_dim, rot_dim, rot_offset,
+    interleaved, backward, positions, tokens_per_tile, heads_per_tile, blocks} (tile sizes from
+    the target's UB, blocks from its core count)."""
+    return dict(_core.ops_rope_key(dtype, heads, head_dim, rot_dim, style, rotate_last, backward, positions,
+                                   target))
+
+
+__all__ += ["rope_kernel", "rope_key"]
+
+# ---- LayerNorm forward and backward (norm/) ------------------------------------------------------
+from .layer_norm import layer_norm_bwd_kernel, layer_norm_kernel  # noqa: E402
+
+
+def layer_norm_key(dtype: str, hidden: int, weight: bool = True, bias: bool = True, stats: bool = False,
+                   target: str = "A2") -> dict:
+    """The key layer_norm launches with: {dtype, hidden, rows_per_tile, blocks, weight, bias, stats}
+    (the widest row tile that fits the target's UB, blocks from its core count)."""
+    return dict(_core.ops_layer_norm_key(dtype, hidden, weight, bias, stats, target))
+
+
+def layer_norm_bwd_key(dtype: str, hidden: int, target: str = "A2") -> dict:
+    """The key layer_norm_backward launches with: {dtype, hidden, rows_per_tile, chunk, blocks}
+    (the partial count is 2 * blocks)."""
+    return dict(_core.ops_layer_norm_bwd_key(dtype, hidden, target))
+
+
+def layer_norm_dwb_reduce_key(bwd_key: dict) -> dict:
+    """The key of the dW | dB partials reduction layer_norm_backward runs: an RMSNorm dW
+    reduction key over 2H columns, for rms_norm_dw_reduce_kernel(**key, partials=2 * blocks)."""
+    return dict(_core.ops_layer_norm_dwb_reduce_key(bwd_key))
+
+
+__all__ += ["layer_norm_kernel", "layer_norm_bwd_kernel", "layer_norm_key", "layer_norm_bwd_key",
+            "layer_norm_dwb_reduce_key"]
+
 # ---- MoE top-k gate backward (moe/) ---------------------------------------------------------------
 from .topk_gate_bwd import topk_gate_bwd_kernel  # noqa: E402
 

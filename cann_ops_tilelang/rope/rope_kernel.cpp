@@ -1,0 +1,276 @@
+// The RoPE kernel generator of cann_ops_tilelang (the tile-kernel layer, docs/ops.md "RoPE").
+// Expert mode: the kernel loads a wide tile of bT tokens x bH heads in one copy, then runs the
+// rotation head by head on [bT, rot_dim] regions, so that each token's cos/sin row is loaded
+// once per tile and lines up with the x region row for row: no broadcast of the tables across
+// heads is materialised (developer mode would materialise one: docs/ops.md, RoPE). Three tile
+// slots are buffered by hand (one event per slot). Its Python twin,
+// python/cann_ops_tilelang/kernels/rope.py, builds the identical IR
+// (python/tests/test_opslib_rope.py).
+//
+// Math (include/cann_ops_tilelang/rope.h): y = r c + rotate(r) s on the rotated part r of each
+// head. With p the pair partner (j ^ 1 interleaved, j +- R/2 half) and sgn(j) = -1 on the first
+// element of a pair (even j, first half), rotate(r)[j] = sgn(j) r[p(j)]; the adjoint is
+// dr[j] = dy[j] c[j] + sgn(p(j)) dy[p(j)] s[p(j)]. Half: y[j] = r[j] c[j] + q[p(j)] with
+// q = r w, w[k] = sgn(p(k)) s[p(k)] (forward) or sgn(k) s[k] (backward), and the permutation
+// of q is two half-width adds. Interleaved: y = r c + g w with g[j] = r[p(j)], w = sgn s
+// (forward) or w[j] = sgn(p(j)) s[p(j)] (backward); g comes from one gather per token row
+// (every head of the row at once): a gather over the whole tile is refused, since the compiler
+// cannot prove a tile's rows inside the dynamic M and a gather has no identity for the tail
+// tile's pad rows (clip_pad_values), while a one-row gather reads a row all inside or all past M.
+//
+// Work split: items are (token tile, head chunk), ceil(M / bT) * (H / bH) of them, dealt
+// round-robin to the two AIVs of min(blocks, ceil(items / 2)) blocks, each AIV cycling its
+// three slots. The compiler clips the last token tile's copies to M (clip_expert_copies): rows
+// past M load as zeros and are never stored.
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "cann_ops_tilelang/rope.h"
+#include "tl/lang.h"
+
+namespace cann_ops_tilelang {
+namespace {
+
+using tl::Buffer;
+using tl::DType;
+using tl::Expr;
+using tl::Pipe;
+namespace T = tl::T;
+constexpr DType f32 = DType::Float32;
+// Tile slots; slot s uses event s for its load -> compute -> store -> next load chain.
+constexpr int kSlots = 3;
+
+/// One tile slot: x in the I/O dtype (rotated in place, then stored), the tokens' table rows.
+struct Slot {
+  Buffer x, c, s;
+  int ev;
+};
+
+}  // namespace
+
+std::string RopeKey::str() const {
+  return fmt::format(
+      "dtype={},H={},D={},R={},off={},interleaved={},backward={},positions={},bT={},bH={},"
+      "blocks={}",
+      tl::dtype_name(dtype), heads, head_dim, rot_dim, rot_offset, interleaved, backward, positions,
+      tokens_per_tile, heads_per_tile, blocks);
+}
+
+tl::PrimFunc rope_kernel(const RopeKey& k) {
+  const DType dt = k.dtype;
+  const bool wide = dt != f32;
+  const int H = ir_size(k.heads, "heads"), D = ir_size(k.head_dim, "head_dim"),
+            R = ir_size(k.rot_dim, "rot_dim"), off = ir_size(k.rot_offset, "rot_offset"),
+            bT = ir_size(k.tokens_per_tile, "tokens_per_tile"),
+            bH = ir_size(k.heads_per_tile, "heads_per_tile"), blocks = ir_size(k.blocks, "blocks");
+  const int chunks = H / bH, bHD = bH * D, h2 = R / 2;
+
+  auto M = T::dynamic("M");
+  auto NR = T::dynamic("NR");
+  auto X = T::Tensor("X", {M, H * D}, dt);
+  auto C = T::Tensor("C", {NR, R}, f32);
+  auto S = T::Tensor("S", {NR, R}, f32);
+  std::optional<Buffer> P;
+  std::vector<tl::ParamRef> params{X, C, S};
+  if (k.positions) params.push_back(*(P = T::Tensor("P", {M}, DType::Int32)));
+  auto Y = T::Tensor("Y", {M, H * D}, dt);
+  params.push_back(Y);
+
+  return T::prim_func(k.backward ? "rope_bwd" : "rope_fwd", params, [&] {
+    Expr items = ceildiv(M, bT) * chunks;
+    Expr num_blocks = min(Expr(blocks), ceildiv(items, 2));
+    T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
+      T::Scope(tl::Core::Vector, [&] {
+        std::vector<Slot> slots;
+        for (int i = 0; i < kSlots; ++i) {
+          auto x = T::alloc_ub(fmt::format("x{}_ub", i), {bT, bHD}, dt);
+          auto c = T::alloc_ub(fmt::format("c{}_ub", i), {bT, R}, f32);
+          slots.push_back({x, c, T::alloc_ub(fmt::format("s{}_ub", i), {bT, R}, f32), i});
+        }
+        auto q = T::alloc_ub("q_ub", {bT, R}, f32);   // r * w (half), partner * w (interleaved)
+        auto yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r * c, then the result
+        auto w = T::alloc_ub("w_ub", {bT, R}, f32);   // the tile's w (above)
+        std::optional<Buffer> xf, g, sg, nsg, offs;
+        if (wide) xf = T::alloc_ub("xf_ub", {bT, k.interleaved ? bHD : R}, f32);
+        if (k.interleaved) {
+          // The partner rows g (x[j ^ 1], every head at once) come from one gather per token
+          // row: a gather of the whole [bT, bHD] tile is refused, since the compiler cannot
+          // prove the tile's rows inside the dynamic M (the tail tile's pad rows) and a gather
+          // has no identity; a one-row gather reads rows all inside or all past M.
+          g = T::alloc_ub("g_ub", {bT, bHD}, f32);
+          sg = T::alloc_ub("sg_ub", {bT, R}, f32);
+          nsg = T::alloc_ub("nsg_ub", {bT, R}, f32);
+          // sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once:
+          // j / 2 - floor(j / 2) is 0 or 1/2, so sgn = 4 (j / 2 - floor(j / 2)) - 1. Heads and
+          // rotated parts start at even j, so j's parity is its parity in the rotated part.
+          auto ix = T::alloc_ub("ix_ub", {bHD}, f32);
+          auto hf = T::alloc_ub("hf_ub", {bHD}, f32);
+          auto fl = T::alloc_ub("fl_ub", {bHD}, f32);
+          auto oi = T::alloc_ub("offs_i_ub", {bHD}, DType::Int32);
+          offs = T::view("offs_ub", oi, DType::UInt32);
+          T::tile::createvecindex(ix, 0.0);
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(hf, ix, 0.5);
+          T::pipe_barrier(Pipe::V);
+          T::tile::cast(oi, hf, "CAST_FLOOR");
+          T::pipe_barrier(Pipe::V);
+          T::tile::cast(fl, oi, "CAST_RINT");
+          T::pipe_barrier(Pipe::V);
+          T::tile::sub(hf, hf, fl);
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(hf, hf, 4.0);
+          T::pipe_barrier(Pipe::V);
+          T::tile::add(hf, hf, -1.0);  // sgn(j)
+          T::pipe_barrier(Pipe::V);
+          T::tile::broadcast(*sg, hf.region({0}, {R}));
+          T::tile::sub(ix, ix, hf);  // the partner j - sgn(j)
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(*nsg, *sg, -1.0);
+          T::tile::mul(ix, ix, 4.0);
+          T::pipe_barrier(Pipe::V);
+          T::tile::cast(oi, ix, "CAST_RINT");
+          T::pipe_barrier(Pipe::V);
+        }
+
+        // Let names as the twin's macro gets them: a second let of a name gets _1, _2, ...
+        std::map<std::string, int> lets;
+        auto let = [&](const std::string& n, Expr v) {
+          const int i = lets[n]++;
+          return T::let(i == 0 ? n : fmt::format("{}_{}", n, i), std::move(v));
+        };
+        auto workers = T::let("workers", num_blocks * 2);
+        auto worker = T::let("worker", cid * 2 + vid);
+        auto mine = T::let("mine", ceildiv(items - worker, workers));
+
+        // Item `it` in slot `sl`: load, rotate every head of the chunk, store. The compiler
+        // clips the tail tile's copies to M (clip_expert_copies): its rows past M are loaded
+        // as pad_value and never stored.
+        auto load = [&](Expr it, const Slot& sl) {
+          auto t0 = let("t0", it / chunks * bT);
+          auto col = let("col", it % chunks * bHD);
+          T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot's last store is done
+          if (P) {  // the tokens' rows one by one (a row past M keeps what the slot held)
+            auto nt = let("nt", min(M - t0, bT));
+            T::serial("j", nt, [&](Expr j) {
+              auto row = let("row", P->load({t0 + j}));
+              T::copy(C.at({row, 0}), sl.c.region({j, 0}, {1, R}));
+              T::copy(S.at({row, 0}), sl.s.region({j, 0}, {1, R}));
+            });
+          } else {
+            T::copy(C.at({t0, 0}), sl.c, {.pad_value = 0.0});
+            T::copy(S.at({t0, 0}), sl.s, {.pad_value = 0.0});
+          }
+          // x last: with positions the 2 bT row copies nearly fill the 32-deep MTE2 queue, and
+          // the scalar unit stalls on a full queue until its head completes; queued first, the
+          // big x copy held the issue of the current item's vector work for its whole length
+          // (2001 x 32 x 128 fp16 with positions: 27.1 us that way, 24.1 us this way).
+          T::copy(X.at({t0, col}), sl.x, {.pad_value = 0.0});
+          T::set_flag(Pipe::MTE2, Pipe::V, sl.ev);
+        };
+        // Rotates the item loaded into `sl` and stores it.
+        auto compute_store = [&](Expr it, const Slot& sl) {
+          auto t0 = let("t0", it / chunks * bT);
+          auto col = let("col", it % chunks * bHD);
+          T::wait_flag(Pipe::MTE2, Pipe::V, sl.ev);
+          if (k.interleaved) {
+            // w from the tile's sin rows (the file comment's table); g the partner rows.
+            if (k.backward) {
+              T::serial("j", bT, [&](Expr j) {
+                T::tile::gather(w.region({j, 0}, {1, R}), sl.s.region({j, 0}, {1, R}),
+                                offs->region({0}, {R}));
+              });
+              T::pipe_barrier(Pipe::V);
+              T::tile::mul(w, w, *nsg);
+            } else {
+              T::tile::mul(w, sl.s, *sg);
+            }
+            Buffer src = sl.x;
+            if (wide) {
+              T::tile::cast(*xf, sl.x);
+              T::pipe_barrier(Pipe::V);
+              src = *xf;
+            }
+            T::serial("t", bT, [&](Expr t) {
+              T::tile::gather(g->region({t, 0}, {1, bHD}), src.region({t, 0}, {1, bHD}), *offs);
+            });
+            T::serial("h", bH, [&](Expr h) {
+              T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y
+              T::tile::mul(yf, src.region({0, h * D + off}, {bT, R}), sl.c);
+              T::tile::mul(q, g->region({0, h * D + off}, {bT, R}), w);
+              T::pipe_barrier(Pipe::V);
+              if (wide) {
+                T::tile::add(yf, yf, q);
+                T::pipe_barrier(Pipe::V);
+                T::tile::cast(sl.x.region({0, h * D + off}, {bT, R}), yf, "CAST_RINT");
+              } else {
+                T::tile::add(sl.x.region({0, h * D + off}, {bT, R}), yf, q);
+              }
+            });
+          } else {
+            if (k.backward) {
+              T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0);
+              T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0);
+            } else {
+              T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0);
+              T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0);
+            }
+            T::serial("h", bH, [&](Expr h) {
+              auto xr = sl.x.region({0, h * D + off}, {bT, R});
+              T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y, xf
+              tl::TileArg r = xr;
+              if (wide) {
+                T::tile::cast(*xf, xr);
+                T::pipe_barrier(Pipe::V);
+                r = *xf;
+              }
+              T::tile::mul(q, r, w);
+              T::tile::mul(yf, r, sl.c);
+              T::pipe_barrier(Pipe::V);
+              // y[j] = r[j] c[j] + q[p(j)], into x's region when no narrowing is needed
+              auto dst = [&](int c0, int n) {
+                return wide ? yf.region({0, c0}, {bT, n})
+                            : sl.x.region({0, h * D + off + c0}, {bT, n});
+              };
+              T::tile::add(dst(0, h2), yf.region({0, 0}, {bT, h2}), q.region({0, h2}, {bT, h2}));
+              T::tile::add(dst(h2, h2), yf.region({0, h2}, {bT, h2}), q.region({0, 0}, {bT, h2}));
+              if (wide) {
+                T::pipe_barrier(Pipe::V);
+                T::tile::cast(xr, yf, "CAST_RINT");
+              }
+            });
+          }
+          T::set_flag(Pipe::V, Pipe::MTE3, sl.ev);
+          T::wait_flag(Pipe::V, Pipe::MTE3, sl.ev);
+          T::copy(sl.x, Y.at({t0, col}));
+          T::set_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot is free again
+        };
+
+        for (int i = 0; i < kSlots; ++i) T::set_flag(Pipe::MTE3, Pipe::MTE2, i);
+        // Software-pipelined in program order: a wait_flag holds the scalar unit's issue, and an
+        // item's vector work fills the V queue (32 deep, docs/calibration.md), so item i + 1's
+        // load is issued before item i's vector work, into the slot of item i - 2, whose store
+        // is done by then (2001 x 32 x 128 fp16: 28.5 us with the load after the work and two
+        // slots, 44.2 us with it before and two slots: the load waits for item i - 1's store).
+        T::If(0 < mine, [&] { load(worker, slots[0]); });
+        T::serial("p", ceildiv(mine, kSlots), [&](Expr p) {
+          for (int i = 0; i < kSlots; ++i) {
+            auto step = [&] {
+              T::If(p * kSlots + i + 1 < mine, [&] {
+                load(worker + (p * kSlots + i + 1) * workers, slots[(i + 1) % kSlots]);
+              });
+              compute_store(worker + (p * kSlots + i) * workers, slots[i]);
+            };
+            if (i == 0)
+              step();
+            else
+              T::If(p * kSlots + i < mine, step);
+          }
+        });
+        for (int i = 0; i < kSlots; ++i) T::wait_flag(Pipe::MTE3, Pipe::MTE2, i);
+      });
+    });
+  });
+}
+
+}  // namespace cann_ops_tilelang

@@ -1,0 +1,242 @@
+// cann_ops_tilelang LayerNorm backward (include/cann_ops_tilelang/norm.h) against the fp64
+// reference of tests/ops/layer_norm_ref.h: dX, dW and dB for bf16/fp16/fp32, tails of rows 1, 7,
+// 33, 1000, 4099 (the 8-row tile's tail) and hidden sizes 7168, 5120, 512, 64. Also: bad inputs
+// (message text), empty tensors (no launch, zero dW / dB), NaN propagation to its row (dX) and
+// its column (dW, dB) only, deterministic dW / dB, the hazard checker quiet and timed mode equal
+// to program order; and the benchmarks of the forward and backward (opt-in, ops_bench.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cann_ops_tilelang/norm.h"
+#include "ops/layer_norm_ref.h"
+#include "ops/ops_bench.h"
+#include "ops/ops_seed.h"
+#include "ops/ops_testing.h"
+
+namespace {
+
+using namespace cann_ops_tilelang;
+using tl::DType;
+
+struct Case {
+  int64_t M, H;
+  DType dt;
+};
+
+std::string name(const Case& c) {
+  return fmt::format("M{}_H{}_{}", c.M, c.H, tl::dtype_name(c.dt));
+}
+
+// gtest prints a parameter without PrintTo as its raw bytes (struct padding included).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << name(c);
+}
+
+std::vector<Case> grid() {
+  const int level = opstest::test_level();
+  if (level == 0) return {{7, 512, DType::BFloat16}};
+  std::vector<Case> v;
+  for (DType dt : {DType::BFloat16, DType::Float16, DType::Float32}) {
+    v.push_back({1, 7168, dt});
+    v.push_back({7, 5120, dt});
+    v.push_back({33, 7168, dt});
+    v.push_back({1000, 64, dt});
+    v.push_back({33, 512, dt});
+  }
+  v.push_back({4099, 512, DType::BFloat16});
+  v.push_back({1000, 5120, DType::BFloat16});
+  if (level >= 2) v.push_back({4099, 5120, DType::BFloat16});
+  return v;
+}
+
+class LayerNormBwdGrid : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LayerNormBwdGrid, BackwardMatchesFp64Reference) {
+  const Case c = GetParam();
+  const uint64_t seed = opstest::test_seed();
+  tl::Device dev;
+  // An offset mean: subtracting it before the variance is what keeps fp32 accurate.
+  auto xv = tl::randn(dev, {c.M, c.H}, DType::Float32, seed).to_vector();
+  for (auto& e : xv) e = 3 + 2 * e;
+  auto x = tl::from_vector(dev, {c.M, c.H}, c.dt, xv);
+  auto w = tl::uniform(dev, {c.H}, c.dt, seed + 1, 0.5, 1.5);
+  auto dy = tl::randn(dev, {c.M, c.H}, c.dt, seed + 3);
+  auto g = layer_norm_backward(dy, x, w, 1e-5);
+  auto want =
+      opstest::ref::layer_norm_bwd(dy.to_vector(), x.to_vector(), w.to_vector(), c.M, c.H, 1e-5);
+  const auto tol = opstest::tolerance(c.dt);
+  EXPECT_EQ(opstest::allclose(g.dx.to_vector(), want.dx, c.H, tol, "dx", &want.dx_abs), "");
+  // dW and dB sum M rows: their error scales with the sum of the terms' magnitudes.
+  auto scale = [&](std::vector<double> v) {
+    for (auto& e : v) e *= tol.rtol / opstest::kApprox;
+    return v;
+  };
+  const auto dw_scale = scale(want.dw_abs), db_scale = scale(want.db_abs);
+  EXPECT_EQ(opstest::allclose(g.dw.to_vector(), want.dw, c.H, tol, "dw", &dw_scale), "");
+  EXPECT_EQ(opstest::allclose(g.db.to_vector(), want.db, c.H, tol, "db", &db_scale), "");
+  EXPECT_LT(opstest::calc_diff(g.dx.to_vector(), want.dx), 1e-4);
+  EXPECT_LT(opstest::calc_diff(g.dw.to_vector(), want.dw), 1e-4);
+  EXPECT_LT(opstest::calc_diff(g.db.to_vector(), want.db), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, LayerNormBwdGrid, ::testing::ValuesIn(grid()),
+                         [](const auto& info) { return name(info.param); });
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const tl::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+#define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
+
+TEST(LayerNormBwdEdges, BadInputsAreLocatedErrorsNamingTheArgument) {
+  tl::Device dev;
+  auto x = tl::randn(dev, {4, 256}, DType::BFloat16, 1);
+  auto w = tl::randn(dev, {256}, DType::BFloat16, 2);
+  auto m = error_of([&] {
+    layer_norm_backward(tl::randn(dev, {4, 128}, DType::BFloat16, 3), x, w);
+  });
+  EXPECT_CONTAINS(m,
+                  "layer_norm_backward: argument 'dy' has the wrong shape: expected [4, 256], got "
+                  "[4, 128]");
+  EXPECT_CONTAINS(m, "tests/ops/layer_norm_bwd_test.cpp:");
+  EXPECT_CONTAINS(
+      error_of([&] { layer_norm_backward(x, x, tl::randn(dev, {256}, DType::Float32, 2)); }),
+      "layer_norm_backward: argument 'weight' has the wrong dtype: expected bfloat16 "
+      "(the dtype of 'x'), got float32");
+  EXPECT_CONTAINS(error_of([&] { layer_norm_backward(x, x, w, -1); }),
+                  "layer_norm_backward: argument 'eps' is out of range: expected eps >= 0, got -1");
+  EXPECT_CONTAINS(error_of([&] { layer_norm_backward(x, x, {}); }),
+                  "layer_norm_backward: argument 'weight'");
+  // 130 bf16 columns are 260 bytes: not whole 32-byte blocks (the expert kernel's copies).
+  auto x130 = tl::randn(dev, {3, 130}, DType::BFloat16, 4);
+  EXPECT_CONTAINS(
+      error_of([&] { layer_norm_backward(x130, x130, tl::randn(dev, {130}, DType::BFloat16, 5)); }),
+      "layer_norm_backward: argument 'x'");
+}
+
+TEST(LayerNormBwdEdges, EmptyTensorsLaunchNothingAndGiveZeroGradients) {
+  tl::Device dev;
+  clear_kernel_cache();
+  auto x = tl::Tensor::empty(dev, {0, 512}, DType::BFloat16);
+  auto w = tl::uniform(dev, {512}, DType::BFloat16, 1, 0.5, 1.5);
+  auto g = layer_norm_backward(x, x, w);
+  EXPECT_EQ(g.dx.shape(), x.shape());
+  EXPECT_EQ(g.dw.shape(), std::vector<int64_t>{512});
+  EXPECT_EQ(g.db.shape(), std::vector<int64_t>{512});
+  for (double v : g.dw.to_vector()) EXPECT_EQ(v, 0.0);
+  for (double v : g.db.to_vector()) EXPECT_EQ(v, 0.0);
+  EXPECT_EQ(kernel_cache_stats().misses, 0);
+}
+
+TEST(LayerNormBwdEdges, NanPropagatesToItsRowAndColumnOnly) {
+  tl::Device dev;
+  const int64_t M = 9, H = 64;  // row 8 is the tail tile's only row
+  auto x = tl::randn(dev, {M, H}, DType::Float32, opstest::test_seed());
+  auto w = tl::uniform(dev, {H}, DType::Float32, 2, 0.5, 1.5);
+  auto v = tl::randn(dev, {M, H}, DType::Float32, 3).to_vector();
+  v[8 * H + 5] = std::numeric_limits<double>::quiet_NaN();
+  auto dy = tl::from_vector(dev, {M, H}, DType::Float32, v);
+  auto g = layer_norm_backward(dy, x, w);
+  auto dx = g.dx.to_vector(), dw = g.dw.to_vector(), db = g.db.to_vector();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j : {0, 5, 63}) EXPECT_EQ(std::isnan(dx[i * H + j]), i == 8) << i << "," << j;
+  for (int64_t j = 0; j < H; ++j) {
+    EXPECT_EQ(std::isnan(dw[j]), j == 5) << j;
+    EXPECT_EQ(std::isnan(db[j]), j == 5) << j;
+  }
+}
+
+TEST(LayerNormBwdEdges, ZeroEpsAddsNothingFromTheTailTilesPadRows) {
+  // With eps = 0 a zero pad row's rstd is inf and its dW term NaN: only valid rows are summed.
+  tl::Device dev;
+  const int64_t M = 3, H = 512;
+  auto x = tl::randn(dev, {M, H}, DType::Float32, 1);
+  auto w = tl::uniform(dev, {H}, DType::Float32, 2, 0.5, 1.5);
+  auto dy = tl::randn(dev, {M, H}, DType::Float32, 3);
+  auto g = layer_norm_backward(dy, x, w, 0.0);
+  auto want = opstest::ref::layer_norm_bwd(dy.to_vector(), x.to_vector(), w.to_vector(), M, H, 0.0);
+  EXPECT_EQ(opstest::allclose(g.dw.to_vector(), want.dw, H, opstest::tolerance(DType::Float32),
+                              "dw", &want.dw_abs),
+            "");
+}
+
+TEST(LayerNormBwdEdges, GradientsAreDeterministic) {
+  tl::Device dev;
+  auto x = tl::randn(dev, {1000, 512}, DType::BFloat16, 1);
+  auto w = tl::uniform(dev, {512}, DType::BFloat16, 2, 0.5, 1.5);
+  auto dy = tl::randn(dev, {1000, 512}, DType::BFloat16, 3);
+  auto a = layer_norm_backward(dy, x, w), b = layer_norm_backward(dy, x, w);
+  EXPECT_EQ(a.dx.to_vector(), b.dx.to_vector());
+  EXPECT_EQ(a.dw.to_vector(), b.dw.to_vector());
+  EXPECT_EQ(a.db.to_vector(), b.db.to_vector());
+}
+
+// Both LayerNorm kernels and the partials reduction under the hazard checker and in timed mode
+// with data (simulated-time order, as the hardware runs it), bf16 and fp32, a tail tile included.
+TEST(LayerNormBwdEdges, KernelsAreHazardFreeAndTimeOrderIndependent) {
+  for (DType dt : {DType::BFloat16, DType::Float32}) {
+    tl::Device dev;
+    auto x = tl::randn(dev, {33, 512}, dt, 1);
+    auto dy = tl::randn(dev, {33, 512}, dt, 3);
+    auto w = tl::uniform(dev, {512}, dt, 2, 0.5, 1.5);
+    auto calls = [&] {
+      layer_norm(x, w, w, {.return_stats = true});
+      return layer_norm_backward(dy, x, w);
+    };
+    RunOptions hazards;
+    hazards.launch.check_hazards = true;
+    LayerNormGrads fast;
+    {
+      ScopedRun s(hazards);
+      EXPECT_NO_THROW(fast = calls()) << tl::dtype_name(dt);
+    }
+    RunOptions timed;
+    timed.profile = true;
+    LayerNormGrads slow;
+    {
+      ScopedRun s(timed);
+      slow = calls();
+    }
+    ASSERT_EQ(timed.profiles.size(), 3u);
+    for (const auto& p : timed.profiles) {
+      for (const auto& e : p.time_order_effects)
+        ADD_FAILURE() << tl::dtype_name(dt) << " " << p.kernel << ": " << e;
+    }
+    EXPECT_EQ(fast.dx.to_vector(), slow.dx.to_vector());
+    EXPECT_EQ(fast.dw.to_vector(), slow.dw.to_vector());
+    EXPECT_EQ(fast.db.to_vector(), slow.db.to_vector());
+  }
+}
+
+// The benchmarks (opt-in, tests/ops/ops_bench.h): LayerNorm forward and backward at the
+// must-show shapes of RMSNorm (the same model layers use either norm).
+std::vector<opsbench::Case> bench_cases() {
+  std::vector<opsbench::Case> v;
+  const DType dt = DType::BFloat16;
+  for (auto [M, H] : {std::pair<int64_t, int64_t>{4096, 7168}, {4099, 5120}}) {
+    const std::string s = fmt::format("{}x{} bfloat16", M, H);
+    v.push_back({"layer_norm", s + " weight bias", [=](tl::Device& d) {
+                   layer_norm(tl::Tensor::empty(d, {M, H}, dt), tl::Tensor::empty(d, {H}, dt),
+                              tl::Tensor::empty(d, {H}, dt));
+                   return layer_norm_cost(M, H, dt, true, true, false);
+                 }});
+    v.push_back({"layer_norm_backward", s, [=](tl::Device& d) {
+                   layer_norm_backward(tl::Tensor::empty(d, {M, H}, dt),
+                                       tl::Tensor::empty(d, {M, H}, dt),
+                                       tl::Tensor::empty(d, {H}, dt));
+                   return layer_norm_backward_cost(M, H, dt);
+                 }});
+  }
+  return v;
+}
+
+OPS_BENCH(layer_norm_bwd_test, bench_cases())
+
+}  // namespace
