@@ -121,7 +121,7 @@ tl::Tensor swiglu(const tl::Tensor& x, const tl::Tensor& weight, const SwigluCon
   if (weight.defined()) args.emplace_back(weight.reshape({M}));
   args.emplace_back(y.reshape({M, H}));
   if (cfg.clamp) args.emplace_back(*cfg.clamp);
-  kernel.launch(dev, args);
+  launch(kernel, dev, args);
   return y;
 }
 
@@ -158,13 +158,24 @@ SwigluGrads swiglu_backward(const tl::Tensor& dy, const tl::Tensor& x, const tl:
     args.emplace_back(dwp);
   }
   if (cfg.clamp) args.emplace_back(*cfg.clamp);
-  bwd.launch(dev, args);
+  launch(bwd, dev, args);
   if (weight.defined()) {
     auto red = cached_kernel(fmt::format("swiglu_dw_reduce/{}/P={}", key.str(), chunks),
                              dev.target(), [&] { return swiglu_dw_reduce_kernel(key, chunks); });
-    red.launch(dev, {dwp, g.dweight.reshape({M})});
+    launch(red, dev, {dwp, g.dweight.reshape({M})});
   }
   return g;
+}
+
+OpCost swiglu_cost(int64_t tokens, int64_t hidden, tl::DType dtype, bool backward, bool weight,
+                   bool clamp) {
+  const double es = tl::dtype_bytes(dtype), th = static_cast<double>(tokens) * hidden;
+  // Forward: x (2 T H) read, y (T H) written; silu(a) b: about 4 ops per output (+2 clamping,
+  // +1 weighting). Backward: dy, x read and dx written (5 T H); about 10 ops per output.
+  double bytes = (backward ? 5 : 3) * th * es, ops = (backward ? 10 : 4) * th;
+  if (weight) bytes += (backward ? 8.0 : 4.0) * tokens, ops += th;
+  if (clamp) ops += 2 * th;
+  return {.bytes = bytes, .vector_ops = ops};
 }
 
 }  // namespace cann_ops_tilelang

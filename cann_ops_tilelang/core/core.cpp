@@ -197,6 +197,9 @@ const std::vector<OpInfo>& all_ops() {
       {"flash_attention",
        "FlashAttention forward: o and lse (fp32), BSHD/BHSD, causal or not, any B and S",
        "attention"},
+      {"topk_gate_backward",
+       "MoE gate backward: the logits' gradient of the normalised top-k weights (indices given)",
+       "moe"},
   };
   return ops;
 }

@@ -81,8 +81,15 @@ tl::Tensor gemm(const tl::Tensor& a, const tl::Tensor& b, const GemmConfig& cfg,
   auto key = gemm_key(a.dtype(), out_dt, N, K, cfg.trans_a, cfg.trans_b, dev.target(), c);
   auto kernel = cached_kernel("gemm/" + key.str(), dev.target(), [&] { return gemm_kernel(key); });
   tl::Tensor out = tl::Tensor::empty(dev, {M, N}, out_dt);
-  kernel.launch(dev, {a, b, out});
+  launch(kernel, dev, {a, b, out});
   return out;
+}
+
+OpCost gemm_cost(int64_t m, int64_t n, int64_t k, tl::DType dtype, tl::DType out_dtype) {
+  const double es = tl::dtype_bytes(dtype);
+  return {.bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n) * es +
+                   static_cast<double>(m) * n * tl::dtype_bytes(out_dtype),
+          .cube_flops = 2.0 * m * n * k};
 }
 
 }  // namespace cann_ops_tilelang

@@ -91,8 +91,17 @@ TopkGateResult topk_gate(const tl::Tensor& logits, const tl::Tensor& bias,
   args.emplace_back(out.weights);
   args.emplace_back(out.indices);
   args.emplace_back(cfg.route_scale);
-  kernel.launch(dev, args);
+  launch(kernel, dev, args);
   return out;
+}
+
+OpCost topk_gate_cost(int64_t tokens, int64_t experts, int64_t k, tl::DType dtype, bool bias) {
+  const double te = static_cast<double>(tokens) * experts;
+  // The logits (and the bias) read once, k fp32 weights and k int32 indices written per token;
+  // scoring and the bias add about 3 ops per logit (the sort's comparisons are the kernel's
+  // choice of algorithm, not counted: the roofline is the least any kernel must do).
+  return {.bytes = te * tl::dtype_bytes(dtype) + (bias ? 4.0 * experts : 0) + 8.0 * tokens * k,
+          .vector_ops = 3 * te};
 }
 
 }  // namespace cann_ops_tilelang

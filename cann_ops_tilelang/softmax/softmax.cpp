@@ -92,7 +92,7 @@ tl::Tensor forward(const char* op, bool log, const tl::Tensor& x, const tl::Loc&
   auto key = softmax_key(x.dtype(), x.shape().back(), log, false, dev.target());
   auto kernel =
       cached_kernel("softmax/" + key.str(), dev.target(), [&] { return softmax_kernel(key); });
-  kernel.launch(dev, {x2, rows_view(y)});
+  launch(kernel, dev, {x2, rows_view(y)});
   return y;
 }
 
@@ -111,7 +111,7 @@ tl::Tensor backward(const char* op, bool log, const tl::Tensor& dy, const tl::Te
   auto key = softmax_key(y.dtype(), y.shape().back(), log, true, dev.target());
   auto kernel =
       cached_kernel("softmax/" + key.str(), dev.target(), [&] { return softmax_kernel(key); });
-  kernel.launch(dev, {y2, rows_view(dy), rows_view(dx)});
+  launch(kernel, dev, {y2, rows_view(dy), rows_view(dx)});
   return dx;
 }
 
@@ -128,6 +128,13 @@ tl::Tensor softmax_backward(const tl::Tensor& dy, const tl::Tensor& y, const tl:
 }
 tl::Tensor log_softmax_backward(const tl::Tensor& dy, const tl::Tensor& y, const tl::Loc& loc) {
   return backward("log_softmax_backward", true, dy, y, loc);
+}
+
+OpCost softmax_cost(int64_t rows, int64_t cols, tl::DType dtype, bool backward) {
+  const double es = tl::dtype_bytes(dtype), mn = static_cast<double>(rows) * cols;
+  // Forward: x read, y written; max, subtract, exp, sum, scale: 5 ops per element. Backward: y
+  // and dy read, dx written; product, sum, subtract, scale: 4.
+  return {.bytes = (backward ? 3 : 2) * mn * es, .vector_ops = (backward ? 4 : 5) * mn};
 }
 
 }  // namespace cann_ops_tilelang

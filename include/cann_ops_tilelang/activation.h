@@ -63,4 +63,10 @@ tl::PrimFunc swiglu_dw_reduce_kernel(const SwigluKey& k, int64_t partials);
 SwigluKey swiglu_key(tl::DType dtype, int64_t hidden, bool backward, const SwigluConfig& cfg,
                      bool weight, const tl::Target& target, const Checker& check);
 
+/// What swiglu (or swiglu_backward) must do at least for T tokens of width H (docs/ops.md
+/// "Benchmarks"): x read and y written once (backward: dy and x read, dx written), the weight
+/// (and dweight) once; the vector element operations of the fp32 body.
+OpCost swiglu_cost(int64_t tokens, int64_t hidden, tl::DType dtype, bool backward, bool weight,
+                   bool clamp);
+
 }  // namespace cann_ops_tilelang

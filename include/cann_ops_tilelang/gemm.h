@@ -41,4 +41,7 @@ tl::PrimFunc gemm_kernel(const GemmKey& key);
 GemmKey gemm_key(tl::DType dtype, tl::DType out_dtype, int64_t n, int64_t k, bool trans_a,
                  bool trans_b, const tl::Target& target, const Checker& check);
 
+/// What gemm must do at least: A and B read once, C written once, 2 M N K cube flops.
+OpCost gemm_cost(int64_t m, int64_t n, int64_t k, tl::DType dtype, tl::DType out_dtype);
+
 }  // namespace cann_ops_tilelang

@@ -54,4 +54,30 @@ TopkGateKey topk_gate_key(tl::DType dtype, int64_t experts, int64_t k, GateScori
                           bool bias, bool normalize, const tl::Target& target,
                           const Checker& check);
 
+/// What topk_gate must do at least: the logits (and bias) read once, weights and indices
+/// written once; the scoring's and the normalisation's vector element operations.
+OpCost topk_gate_cost(int64_t tokens, int64_t experts, int64_t k, tl::DType dtype, bool bias);
+
+// ---- backward ---------------------------------------------------------------------------------
+
+/// The gradient of topk_gate's weights with respect to the logits (docs/ops.md "MoE top-k
+/// gate", backward): with s = score(z), w_j = s[indices_j], D = 1e-20 + sum_j w_j and
+/// W_j = route_scale * w_j / D (or route_scale * w_j without normalize),
+///   dw_i = route_scale * (dW_i - sum_j dW_j w_j / D) / D   (route_scale * dW_i without),
+///   ds[e] = sum over j with indices_j == e of dw_j (0 for experts not chosen),
+///   dz = ds (None), ds s (1 - s) (Sigmoid), s (ds - sum_e ds_e s_e) (Softmax).
+/// The choice (bias, sort) has no gradient. dweights [T, k] fp32, logits as topk_gate takes
+/// them, indices [T, k] int32 in [0, E) (checked). cfg: topk_gate's (k, scoring, normalize,
+/// route_scale). Returns dlogits [T, E] of the logits' dtype. T = 0: empty, no launch.
+tl::Tensor topk_gate_backward(const tl::Tensor& dweights, const tl::Tensor& logits,
+                              const tl::Tensor& indices, const TopkGateConfig& cfg = {}, TL_LOC);
+/// Z [T, E], DW [T, k] fp32, Idx [T, k] int32, DZ [T, E], scale (fp32 scalar); key.bias unused.
+tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key);
+/// The launch parameters topk_gate_backward chooses on a target.
+TopkGateKey topk_gate_bwd_key(tl::DType dtype, int64_t experts, int64_t k, GateScoring scoring,
+                              bool normalize, const tl::Target& target, const Checker& check);
+/// What topk_gate_backward must do at least: dW, the indices and the logits read once, the
+/// logits' gradient written once; the scoring's derivative over every logit.
+OpCost topk_gate_backward_cost(int64_t tokens, int64_t experts, int64_t k, tl::DType dtype);
+
 }  // namespace cann_ops_tilelang

@@ -46,4 +46,9 @@ tl::PrimFunc softmax_kernel(const SoftmaxKey& k);
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
                        const tl::Target& target);
 
+/// What softmax / log_softmax (or their backward) must do at least over rows x cols: each input
+/// read once, the output written once (the two-pass schedule's second read is the kernel's
+/// cost, not the op's), and the vector element operations.
+OpCost softmax_cost(int64_t rows, int64_t cols, tl::DType dtype, bool backward);
+
 }  // namespace cann_ops_tilelang

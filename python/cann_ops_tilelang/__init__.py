@@ -24,6 +24,7 @@ except ImportError:  # the plain functions work on numpy without torch
 from ._ops import TopkGateResult, gemm, topk_gate  # noqa: E402  (moe/, gemm/)
 from ._ops import rope, rope_backward  # noqa: E402  (rope/)
 from ._ops import FlashAttentionResult, flash_attention  # noqa: E402  (attention/)
+from ._ops import topk_gate_backward  # noqa: E402  (moe/)
 
 if _torch is not None:
     from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
@@ -38,3 +39,4 @@ from ._ops import layer_norm_backward  # noqa: E402
 
 __all__ += ["layer_norm_backward"]
 __all__ += ["FlashAttentionResult", "flash_attention"]
+__all__ += ["topk_gate_backward"]

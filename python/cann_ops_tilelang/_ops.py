@@ -397,3 +397,26 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, layout: str = 
     o, lse = _call(_core.ops_flash_attention, loc, *args, bool(causal), layout,
                    None if scale is None else float(scale), not torch_in)
     return FlashAttentionResult(_out(o, torch_in), _out(lse, torch_in))
+
+
+def topk_gate_backward(dweights: Any, logits: Any, indices: Any, k: int = 8, scoring: str = "sigmoid",
+                       normalize: bool = True, route_scale: float = 1.0) -> Any:
+    """The logits' gradient [T, E] (the logits' dtype) of topk_gate's weights for dweights
+    [T, k] float32, with the forward's indices [T, k] int32 (values in [0, E)) and its k,
+    scoring, normalize and route_scale (docs/ops.md "MoE top-k gate", backward)."""
+    loc = _caller()
+    op = "topk_gate_backward"
+    dw = _arg(dweights, op, "dweights", loc)
+    z = _arg(logits, op, "logits", loc)
+    idx = _arg(indices, op, "indices", loc)
+    if scoring not in _SCORINGS:
+        raise _fail(loc, op, "scoring", f"is unknown: expected one of {', '.join(map(repr, _SCORINGS))}, got "
+                                        f"{scoring!r}")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise _fail(loc, op, "k", f"must be an int: expected a Python int, got {type(k).__name__}")
+    if isinstance(route_scale, bool) or not isinstance(route_scale, (int, float)):
+        raise _fail(loc, op, "route_scale", f"must be a number: expected a float, got {type(route_scale).__name__}")
+    torch_in = _is_torch(logits)
+    dz = _call(_core.ops_topk_gate_backward, loc, dw, z, idx, k, _SCORINGS[scoring], bool(normalize),
+               float(route_scale), not torch_in)
+    return _out(dz, torch_in)

@@ -274,8 +274,8 @@ def _layer_norm_grad(ctx: Any, dy: torch.Tensor) -> tuple:
 layer_norm.register_autograd(_layer_norm_grad, setup_context=_setup_layer_norm)
 
 
-# ---- topk_gate (moe/): MoE routing; no autograd (the choice is discrete and the weights' backward
-# kernel is not written yet: a caller that trains the router detaches the logits, see docs/ops.md) --
+# ---- topk_gate (moe/): MoE routing; autograd for the weights w.r.t. the logits (topk_gate_backward,
+# below): the choice is discrete, so the indices and the bias get no gradient ---------------------
 
 @torch.library.custom_op(f"{_NS}::topk_gate", mutates_args=())
 def topk_gate(logits: torch.Tensor, bias: Optional[torch.Tensor] = None, k: int = 8, scoring: str = "sigmoid",
@@ -401,3 +401,41 @@ def _flash_attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cau
     b, s, h = (q.shape[0], q.shape[1], q.shape[2]) if layout == "BSHD" else (q.shape[0], q.shape[2], q.shape[1])
     return (torch.empty_like(q, memory_format=torch.contiguous_format),
             q.new_empty((b, h, s), dtype=torch.float32))
+
+
+# ---- topk_gate_backward (moe/): the logits' gradient of topk_gate's weights, and topk_gate's autograd
+
+@torch.library.custom_op(f"{_NS}::topk_gate_backward", mutates_args=())
+def topk_gate_backward(dweights: torch.Tensor, logits: torch.Tensor, indices: torch.Tensor, k: int = 8,
+                       scoring: str = "sigmoid", normalize: bool = True, route_scale: float = 1.0) -> torch.Tensor:
+    """d logits [T, E] (logits' dtype) for d weights [T, k] float32 and the forward's indices."""
+    return _ops.topk_gate_backward(dweights, logits, indices, k=k, scoring=scoring, normalize=normalize,
+                                   route_scale=route_scale)
+
+
+@topk_gate_backward.register_fake
+def _topk_gate_backward_fake(dweights: torch.Tensor, logits: torch.Tensor, indices: torch.Tensor, k: int = 8,
+                             scoring: str = "sigmoid", normalize: bool = True,
+                             route_scale: float = 1.0) -> torch.Tensor:
+    return torch.empty_like(logits, memory_format=torch.contiguous_format)
+
+
+def _setup_topk_gate(ctx: Any, inputs: tuple, output: Any) -> None:
+    logits, _, k, scoring, normalize, route_scale = inputs
+    ctx.save_for_backward(logits, output[1])
+    ctx.k, ctx.scoring, ctx.normalize, ctx.route_scale = k, scoring, normalize, route_scale
+
+
+def _topk_gate_grad(ctx: Any, dweights: torch.Tensor, _dindices: Any) -> tuple:
+    # Only the weights carry a gradient, only to the logits: the bias steers the choice, which
+    # is piecewise constant (its gradient is 0 almost everywhere; DeepSeek V3 updates it by a
+    # load-balancing rule, not by the loss).
+    logits, indices = ctx.saved_tensors
+    dz = None
+    if ctx.needs_input_grad[0]:
+        dz = topk_gate_backward(dweights.to(torch.float32).contiguous(), logits, indices, ctx.k, ctx.scoring,
+                                ctx.normalize, ctx.route_scale)
+    return dz, None, None, None, None, None
+
+
+topk_gate.register_autograd(_topk_gate_grad, setup_context=_setup_topk_gate)

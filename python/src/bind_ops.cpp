@@ -184,6 +184,7 @@ void bind_swiglu(nb::module_& m) {
 void bind_ops_gategemm(nb::module_& m);  // bind_ops_gategemm.cpp
 void bind_ops_rope(nb::module_& m);      // bind_ops_rope.cpp
 void bind_ops_attention(nb::module_& m);  // bind_ops_attention.cpp
+void bind_ops_gate_bwd(nb::module_& m);  // bind_ops_gate_bwd.cpp
 
 void bind_ops(nb::module_& m) {
   m.def("ops_list", [] {
@@ -347,6 +348,7 @@ void bind_ops(nb::module_& m) {
   bind_ops_rope(m);       // rope, rope_backward: bind_ops_rope.cpp
   bind_ops_layernorm(m);  // layer_norm_backward, LayerNorm keys: bind_ops_layernorm.cpp
   bind_ops_attention(m);  // flash_attention: bind_ops_attention.cpp
+  bind_ops_gate_bwd(m);   // topk_gate_backward: bind_ops_gate_bwd.cpp
 }
 
 nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,

@@ -71,4 +71,49 @@ inline std::vector<double> gate_weights(const std::vector<double>& s,
   return w;
 }
 
+/// The gate's backward in fp64 (docs/ops.md "MoE top-k gate", backward): dz [T, E] for the
+/// weights' gradient dw [T, k], the chosen experts idx and the scores s (gate_scores); `mag`,
+/// when given, gets the same sums over |terms| (the scale of each element's rounding error).
+inline std::vector<double> gate_backward(const std::vector<double>& dw,
+                                         const std::vector<int64_t>& idx,
+                                         const std::vector<double>& s, int64_t T, int64_t E,
+                                         int64_t k, int scoring, bool normalize, double scale,
+                                         std::vector<double>* mag = nullptr) {
+  std::vector<double> dz(T * E, 0.0), ds(E), da(E);
+  if (mag) mag->assign(T * E, 0.0);
+  for (int64_t t = 0; t < T; ++t) {
+    const double* st = s.data() + t * E;
+    std::fill(ds.begin(), ds.end(), 0.0);
+    std::fill(da.begin(), da.end(), 0.0);
+    double D = 1e-20, dot = 0, adot = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const double w = st[idx[t * k + j]], g = scale * dw[t * k + j];
+      D += w;
+      dot += g * w;
+      adot += std::abs(g * w);
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = idx[t * k + j];
+      const double g = scale * dw[t * k + j];
+      ds[e] += normalize ? (g - dot / D) / D : g;
+      da[e] += normalize ? (std::abs(g) + adot / std::abs(D)) / std::abs(D) : std::abs(g);
+    }
+    double sum = 0, asum = 0;
+    for (int64_t e = 0; e < E; ++e) sum += ds[e] * st[e], asum += std::abs(ds[e] * st[e]);
+    for (int64_t e = 0; e < E; ++e) {
+      double v = ds[e], a = da[e];
+      if (scoring == 1) {
+        v *= st[e] * (1 - st[e]);
+        a *= st[e] * (1 - st[e]);
+      } else if (scoring == 2) {
+        v = st[e] * (ds[e] - sum);
+        a = st[e] * (da[e] + asum);
+      }
+      dz[t * E + e] = v;
+      if (mag) (*mag)[t * E + e] = a;
+    }
+  }
+  return dz;
+}
+
 }  // namespace opstest::ref

@@ -207,23 +207,7 @@ void swiglu_halves(const tl::Tensor& x, bool rows, int64_t T, int64_t H, std::ve
     }
 }
 
-/// `timed=1`: the kernel the op launched, launched again in timed mode (timing only) on the
-/// same arguments, with its simulated time against the HBM roofline of `bytes`.
-void print_timed(const char* what, const tl::CompiledKernel& k, tl::Device& dev,
-                 const std::vector<tl::Arg>& args, double bytes) {
-  tl::npu::Profile prof;
-  k.launch(dev, args, {.timing_only = true, .profile = &prof});
-  const double roof_us = bytes / dev.target().costs.hbm_bytes_per_s * 1e6;
-  fmt::print(
-      "  {} timed on {}: {:.1f} us simulated, HBM roofline {:.1f} us ({:.1f} MB) = {:.1f} %; "
-      "AIV busy: V {:.0f} %, MTE2 {:.0f} %, MTE3 {:.0f} %\n",
-      what, dev.target().name, prof.total_us, roof_us, bytes / 1e6, 100 * roof_us / prof.total_us,
-      100 * prof.busy_ratio(tl::Pipe::V, tl::CoreKind::Vector),
-      100 * prof.busy_ratio(tl::Pipe::MTE2, tl::CoreKind::Vector),
-      100 * prof.busy_ratio(tl::Pipe::MTE3, tl::CoreKind::Vector));
-}
-
-int run_swiglu(const Params& p, const tl::Target& target, bool backward) {
+int run_swiglu(const Params& p, const tl::Target& target, bool backward, bool profile) {
   tl::Device dev(target);
   const int64_t T = p.integer("T"), H = p.integer("H");
   const auto parsed = tl::parse_dtype(p.v.at("dtype"));
@@ -247,18 +231,22 @@ int run_swiglu(const Params& p, const tl::Target& target, bool backward) {
   };
   std::vector<double> a, b, wv = weighted ? w.to_vector() : std::vector<double>();
   swiglu_halves(x, rows, T, H, a, b);
-  const double es = tl::dtype_bytes(dt);
   bool ok = true;
   tl::Tensor y;
   SwigluGrads g;
-  if (!backward)
-    y = swiglu(x, w, cfg);
-  else
-    g = swiglu_backward(dy, x, w, cfg);
+  ProfiledCall call(dev, profile);
+  {
+    ScopedRun run(call.ro);
+    if (!backward)
+      y = swiglu(x, w, cfg);
+    else
+      g = swiglu_backward(dy, x, w, cfg);
+  }
   fmt::print("{} T={} H={} {}{}{}{} on {}: {:.1f} ms host (compile included on first use)\n",
              backward ? "swiglu_backward" : "swiglu", T, H, tl::dtype_name(dt), rows ? " rows" : "",
              weighted ? " weight" : "", L > 0 ? fmt::format(" clamp {}", L) : std::string(),
              target.name, ms());
+  call.print(swiglu_cost(T, H, dt, backward, weighted, L > 0));
 #ifdef TL_HAVE_REFERENCES
   const double Lr = L > 0 ? L : 0;
   if (!backward) {
@@ -277,48 +265,12 @@ int run_swiglu(const Params& p, const tl::Target& target, bool backward) {
 #else
   ok = report(backward ? "dx" : "y", backward ? g.dx : y, {}, nullptr);
 #endif
-  if (p.integer("timed") != 0 && T > 0) {
-    Checker check(backward ? "swiglu_backward" : "swiglu", tl::Loc::current());
-    auto key = swiglu_key(dt, H, backward, cfg, weighted, target, check);
-    std::vector<tl::Arg> args;
-    if (backward) args.emplace_back(dy);
-    if (rows)
-      args.insert(args.end(), {x.slice(0, 0, T), x.slice(0, T, T)});
-    else
-      args.emplace_back(x);
-    if (weighted) args.emplace_back(w);
-    // Bytes: x read, y written (forward); dy and x read, dx written (backward); weight, dweight.
-    double bytes = backward ? 5 * T * H * es : 3 * T * H * es;
-    if (weighted) bytes += (backward ? 8.0 : 4.0) * T;
-    if (!backward) {
-      args.emplace_back(y);
-      if (cfg.clamp) args.emplace_back(*cfg.clamp);
-      print_timed(
-          "swiglu_fwd",
-          cached_kernel("swiglu_fwd/" + key.str(), target, [&] { return swiglu_fwd_kernel(key); }),
-          dev, args, bytes);
-    } else {
-      if (rows)
-        args.insert(args.end(), {g.dx.slice(0, 0, T), g.dx.slice(0, T, T)});
-      else
-        args.emplace_back(g.dx);
-      if (weighted)
-        args.emplace_back(tl::Tensor::empty(dev, {H / key.chunk, T}, tl::DType::Float32));
-      if (cfg.clamp) args.emplace_back(*cfg.clamp);
-      print_timed(
-          "swiglu_bwd",
-          cached_kernel("swiglu_bwd/" + key.str(), target, [&] { return swiglu_bwd_kernel(key); }),
-          dev, args, bytes);
-    }
-  }
   return ok ? 0 : 1;
 }
 
-// softmax, log_softmax and their backwards: M x N logits (randn * 4). profile=1 also runs the
-// kernel once in timed mode (the key the public function chose) and prints the simulated time
-// against the HBM roofline of its bytes (forward: one read and one write; the chunked schedule
-// reads twice).
-int run_softmax(const std::string& name, const Params& p, const tl::Target& target) {
+// softmax, log_softmax and their backwards: M x N logits (randn * 4). --profile also prints the
+// key the public function chose (one pass, or chunks whose inputs are read twice).
+int run_softmax(const std::string& name, const Params& p, const tl::Target& target, bool profile) {
   tl::Device dev(target);
   const bool log = name.rfind("log_", 0) == 0;
   const bool backward = name.find("_backward") != std::string::npos;
@@ -332,16 +284,28 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
   auto xv = tl::randn(dev, {M, N}, tl::DType::Float32, seed).to_vector();
   for (auto& e : xv) e *= 4;
   auto x = tl::from_vector(dev, {M, N}, dt, xv);
-  auto y = log ? log_softmax(x) : softmax(x);
-  tl::Tensor dy, out = y;
+  // The backward's y comes from the forward outside the profiled call.
+  tl::Tensor y = backward ? (log ? log_softmax(x) : softmax(x)) : tl::Tensor();
+  tl::Tensor dy = backward ? tl::randn(dev, {M, N}, dt, seed + 1) : tl::Tensor(), out;
   const auto t0 = std::chrono::steady_clock::now();
-  if (backward) {
-    dy = tl::randn(dev, {M, N}, dt, seed + 1);
-    out = log ? log_softmax_backward(dy, y) : softmax_backward(dy, y);
+  ProfiledCall call(dev, profile);
+  {
+    ScopedRun run(call.ro);
+    if (!backward)
+      out = log ? log_softmax(x) : softmax(x);
+    else
+      out = log ? log_softmax_backward(dy, y) : softmax_backward(dy, y);
   }
   fmt::print(
-      "{} {}x{} {} on {}: {:.1f} ms host\n", name, M, N, tl::dtype_name(dt), target.name,
+      "{} {}x{} {} on {}: {:.1f} ms host (compile included on first use)\n", name, M, N,
+      tl::dtype_name(dt), target.name,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  if (profile && M > 0) {
+    const auto key = softmax_key(dt, N, log, backward, target);
+    fmt::print("  key       {} ({})\n", key.str(),
+               key.chunks() == 1 ? "one pass" : "two passes over chunks: inputs read twice");
+  }
+  call.print(softmax_cost(M, N, dt, backward));
 #ifdef TL_HAVE_REFERENCES
   std::vector<double> want, scale;
   if (!backward) {
@@ -356,30 +320,6 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
   std::vector<double> want, scale;
 #endif
   const bool ok = report(backward ? "dx" : "y", out, want, backward ? &scale : nullptr);
-  if (p.integer("profile") != 0 && M > 0) {
-    auto key = softmax_key(dt, N, log, backward, target);
-    auto kernel = tl::compile(softmax_kernel(key), target);
-    tl::npu::Profile prof;
-    std::vector<tl::Arg> args{backward ? y : x};
-    if (backward) args.emplace_back(dy);
-    args.emplace_back(tl::Tensor::empty(dev, {M, N}, dt));
-    kernel.launch(dev, args, {.timing_only = true, .profile = &prof});
-    // Rooflines at the HBM bandwidth: the ideal (each input read once, one write) and the
-    // schedule's own traffic (the chunked schedule reads its inputs twice: the issue's "two
-    // reads and a write" bound for the forward).
-    const double io = static_cast<double>(M * N * tl::dtype_bytes(dt));
-    const double inputs = backward ? 2 : 1, passes = key.chunks() == 1 ? 1 : 2;
-    const double ideal_us = (inputs + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
-    const double sched_us = (inputs * passes + 1) * io / target.costs.hbm_bytes_per_s * 1e6;
-    fmt::print("  key {} ({})\n", key.str(),
-               key.chunks() == 1 ? "one pass" : "two passes over chunks");
-    fmt::print(
-        "  simulated {:.1f} us (task {:.1f} us); HBM roofline ideal {:.1f} us = {:.0f} %, "
-        "of this schedule's reads and write {:.1f} us = {:.0f} %; GM bytes {:.3g}\n",
-        prof.total_us, prof.task_us(), ideal_us, 100 * ideal_us / prof.total_us, sched_us,
-        100 * sched_us / prof.total_us, prof.gm_bytes);
-    tl::npu::print_profile(prof, std::cout);
-  }
   return ok ? 0 : 1;
 }
 
@@ -477,7 +417,7 @@ double host_ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run_topk_gate(const Params& p, const tl::Target& target) {
+int run_topk_gate(const Params& p, const tl::Target& target, bool profile) {
   tl::Device dev(target);
   const int64_t T = p.integer("T"), E = p.integer("E"), k = p.integer("k");
   const tl::DType dt = dtype_param(p, "dtype");
@@ -488,13 +428,19 @@ int run_topk_gate(const Params& p, const tl::Target& target) {
   tl::Tensor bias =
       has_bias ? tl::uniform(dev, {E}, tl::DType::Float32, seed + 1, -0.1, 0.1) : tl::Tensor();
   const auto t0 = std::chrono::steady_clock::now();
-  auto out = topk_gate(z, bias,
-                       {.k = k,
-                        .scoring = static_cast<GateScoring>(scoring),
-                        .normalize = normalize,
-                        .route_scale = p.real("route_scale")});
+  ProfiledCall call(dev, profile);
+  TopkGateResult out;
+  {
+    ScopedRun run(call.ro);
+    out = topk_gate(z, bias,
+                    {.k = k,
+                     .scoring = static_cast<GateScoring>(scoring),
+                     .normalize = normalize,
+                     .route_scale = p.real("route_scale")});
+  }
   fmt::print("topk_gate T={} E={} k={} {} on {}: {:.1f} ms host (compile included on first use)\n",
              T, E, k, tl::dtype_name(dt), target.name, host_ms(t0));
+  call.print(topk_gate_cost(T, E, k, dt, has_bias));
 #ifdef TL_HAVE_REFERENCES
   auto bv = has_bias ? bias.to_vector() : std::vector<double>();
   auto s = opstest::ref::gate_scores(z.to_vector(), T, E, scoring);
@@ -515,7 +461,46 @@ int run_topk_gate(const Params& p, const tl::Target& target) {
   return report("weights", out.weights, ww, nullptr) ? 0 : 1;
 }
 
-int run_gemm(const Params& p, const tl::Target& target) {
+// topk_gate_backward: the indices the forward chooses on the same logits (and bias), dW randn.
+int run_topk_gate_backward(const Params& p, const tl::Target& target, bool profile) {
+  tl::Device dev(target);
+  const int64_t T = p.integer("T"), E = p.integer("E"), k = p.integer("k");
+  const tl::DType dt = dtype_param(p, "dtype");
+  const int scoring = static_cast<int>(p.integer("scoring"));
+  const bool normalize = p.integer("normalize") != 0;
+  const uint64_t seed = static_cast<uint64_t>(p.integer("seed"));
+  const TopkGateConfig cfg{.k = k,
+                           .scoring = static_cast<GateScoring>(scoring),
+                           .normalize = normalize,
+                           .route_scale = p.real("route_scale")};
+  auto z = tl::randn(dev, {T, E}, dt, seed);
+  auto fwd = topk_gate(z, {}, cfg);
+  auto dw = tl::randn(dev, {T, k}, tl::DType::Float32, seed + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfiledCall call(dev, profile);
+  tl::Tensor dz;
+  {
+    ScopedRun run(call.ro);
+    dz = topk_gate_backward(dw, z, fwd.indices, cfg);
+  }
+  fmt::print(
+      "topk_gate_backward T={} E={} k={} {} on {}: {:.1f} ms host (compile included on first "
+      "use)\n",
+      T, E, k, tl::dtype_name(dt), target.name, host_ms(t0));
+  call.print(topk_gate_backward_cost(T, E, k, dt));
+  std::vector<double> want, scale;
+#ifdef TL_HAVE_REFERENCES
+  auto iv = fwd.indices.to_vector();
+  std::vector<int64_t> idx(iv.begin(), iv.end());
+  want = opstest::ref::gate_backward(dw.to_vector(), idx,
+                                     opstest::ref::gate_scores(z.to_vector(), T, E, scoring), T, E,
+                                     k, scoring, normalize, p.real("route_scale"), &scale);
+  for (auto& s : scale) s *= 10;  // the chip's approximate sigmoid / exp in every term
+#endif
+  return report("dlogits", dz, want, &scale) ? 0 : 1;
+}
+
+int run_gemm(const Params& p, const tl::Target& target, bool profile) {
   tl::Device dev(target);
   const int64_t M = p.integer("M"), N = p.integer("N"), K = p.integer("K");
   const tl::DType dt = dtype_param(p, "dtype");
@@ -525,9 +510,15 @@ int run_gemm(const Params& p, const tl::Target& target) {
   auto a = ta ? tl::randn(dev, {K, M}, dt, seed) : tl::randn(dev, {M, K}, dt, seed);
   auto b = tb ? tl::randn(dev, {N, K}, dt, seed + 1) : tl::randn(dev, {K, N}, dt, seed + 1);
   const auto t0 = std::chrono::steady_clock::now();
-  auto c = gemm(a, b, {.trans_a = ta, .trans_b = tb, .out_dtype = out_dt});
+  ProfiledCall call(dev, profile);
+  tl::Tensor c;
+  {
+    ScopedRun run(call.ro);
+    c = gemm(a, b, {.trans_a = ta, .trans_b = tb, .out_dtype = out_dt});
+  }
   fmt::print("gemm {}x{}x{} {} -> {} on {}: {:.1f} ms host (compile included on first use)\n", M, N,
              K, tl::dtype_name(dt), tl::dtype_name(out_dt), target.name, host_ms(t0));
+  call.print(gemm_cost(M, N, K, dt, out_dt));
 #ifdef TL_HAVE_REFERENCES
   auto av = a.to_vector(), bv = b.to_vector();
   auto want = opstest::ref::gemm(av, bv, M, N, K, ta, tb);
@@ -634,12 +625,13 @@ OpsCommands add_ops_commands(CLI::App& app) {
   c.op->add_option("name", c.name, "op name (see tlc ops)")->required();
   c.op->add_option("--set", c.sets,
                    "an op parameter: NAME=VALUE (rms_norm: M H dtype residual rstd eps seed; "
-                   "swiglu: T H dtype rows weight clamp timed seed; softmax: M N dtype seed "
-                   "profile; layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
+                   "swiglu: T H dtype rows weight clamp seed; softmax: M N dtype seed; "
+                   "layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
                    "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
                    "trans_b seed; rope: T H D R dtype interleaved positions last seed; "
                    "layer_norm_backward: M H dtype eps seed; flash_attention: B S H D dtype "
-                   "layout causal seed)");
+                   "layout causal seed; topk_gate_backward: T E k dtype scoring normalize "
+                   "route_scale seed)");
   c.op->add_flag("--profile", c.profile,
                  "run in timed mode and print the simulated time, the roofline fraction, the "
                  "pipes' busy fractions and the call's GM peak");
@@ -667,27 +659,17 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
   if (c.name == "rms_norm_backward")
     return run_rms_norm(parse(c.name, common, c.sets), target, true, c.profile);
   if (c.name == "swiglu" || c.name == "swiglu_backward") {
-    std::map<std::string, std::string> d{{"T", "256"},
-                                         {"H", "9216"},
-                                         {"dtype", "bfloat16"},
-                                         {"rows", "0"},
-                                         {"weight", "0"},
-                                         {"clamp", "0"},
-                                         {"timed", c.profile ? "1" : "0"},
+    std::map<std::string, std::string> d{{"T", "256"},  {"H", "9216"},   {"dtype", "bfloat16"},
+                                         {"rows", "0"}, {"weight", "0"}, {"clamp", "0"},
                                          {"seed", "0"}};
-    return run_swiglu(parse(c.name, d, c.sets), target, c.name == "swiglu_backward");
+    return run_swiglu(parse(c.name, d, c.sets), target, c.name == "swiglu_backward", c.profile);
   }
   if (c.name == "softmax" || c.name == "log_softmax" || c.name == "softmax_backward" ||
       c.name == "log_softmax_backward") {
-    return run_softmax(c.name,
-                       parse(c.name,
-                             {{"M", "256"},
-                              {"N", "7168"},
-                              {"dtype", "bfloat16"},
-                              {"seed", "0"},
-                              {"profile", c.profile ? "1" : "0"}},
-                             c.sets),
-                       target);
+    return run_softmax(
+        c.name,
+        parse(c.name, {{"M", "256"}, {"N", "7168"}, {"dtype", "bfloat16"}, {"seed", "0"}}, c.sets),
+        target, c.profile);
   }
   if (c.name == "layer_norm") {
     auto d = common;
@@ -713,7 +695,20 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                                 {"route_scale", "2.5"},
                                 {"seed", "0"}},
                                c.sets),
-                         target);
+                         target, c.profile);
+  }
+  if (c.name == "topk_gate_backward") {
+    return run_topk_gate_backward(parse(c.name,
+                                        {{"T", "4001"},
+                                         {"E", "256"},
+                                         {"k", "8"},
+                                         {"dtype", "bfloat16"},
+                                         {"scoring", "1"},
+                                         {"normalize", "1"},
+                                         {"route_scale", "2.5"},
+                                         {"seed", "0"}},
+                                        c.sets),
+                                  target, c.profile);
   }
   if (c.name == "gemm") {
     return run_gemm(parse(c.name,
@@ -726,7 +721,7 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                            {"trans_b", "0"},
                            {"seed", "0"}},
                           c.sets),
-                    target);
+                    target, c.profile);
   }
   if (c.name == "rope" || c.name == "rope_backward") {
     return run_rope(parse(c.name,

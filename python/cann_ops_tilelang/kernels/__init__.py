@@ -122,3 +122,15 @@ def flash_attention_key(dtype: str, heads: int, dim: int, causal: bool = False, 
 
 
 __all__ += ["flash_attention_kernel", "flash_attention_key"]
+
+# ---- MoE top-k gate backward (moe/) ---------------------------------------------------------------
+from .topk_gate_bwd import topk_gate_bwd_kernel  # noqa: E402
+
+
+def topk_gate_bwd_key(dtype: str, experts: int, k: int = 8, scoring: int = 1, normalize: bool = True,
+                      target: str = "A2") -> dict:
+    """The key topk_gate_backward launches with (the forward's fields; bias unused)."""
+    return dict(_core.ops_topk_gate_bwd_key(dtype, experts, k, scoring, normalize, target))
+
+
+__all__ += ["topk_gate_bwd_kernel", "topk_gate_bwd_key"]
