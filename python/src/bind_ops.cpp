@@ -181,10 +181,10 @@ void bind_swiglu(nb::module_& m) {
 
 }  // namespace
 
-void bind_ops_gategemm(nb::module_& m);  // bind_ops_gategemm.cpp
-void bind_ops_rope(nb::module_& m);      // bind_ops_rope.cpp
+void bind_ops_gategemm(nb::module_& m);   // bind_ops_gategemm.cpp
+void bind_ops_rope(nb::module_& m);       // bind_ops_rope.cpp
 void bind_ops_attention(nb::module_& m);  // bind_ops_attention.cpp
-void bind_ops_gate_bwd(nb::module_& m);  // bind_ops_gate_bwd.cpp
+void bind_ops_gate_bwd(nb::module_& m);   // bind_ops_gate_bwd.cpp
 
 void bind_ops(nb::module_& m) {
   m.def("ops_list", [] {
