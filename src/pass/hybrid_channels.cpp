@@ -124,11 +124,13 @@ std::optional<int64_t> const_index(const Stmt& s, const BufferNode* b, size_t d)
 
 /// Per access of `b` (in program order), its slot: the constant every access gives one
 /// dimension of `b`, where the writes (two to eight of them) give distinct constants, like
-/// `ws[cid, 0, ...]` and `ws[cid, 1, ...]` each iteration. Empty: `b` is not written at slots.
+/// `ws[cid, 0, ...]` and `ws[cid, 1, ...]` each iteration, and read as often. Empty: `b` is not
+/// written and read at slots.
 std::vector<int64_t> slots_of(const BufferNode* b, const std::vector<Access>& accesses) {
   const size_t writes =
       std::count_if(accesses.begin(), accesses.end(), [](const Access& a) { return a.write; });
-  if (writes < 2 || writes > 8) return {};
+  // As many reads as writes (else it is no slot pattern: two writes per read is the error below).
+  if (writes < 2 || writes > 8 || 2 * writes != accesses.size()) return {};
   for (size_t d = 0; d < b->ndim(); ++d) {
     std::vector<int64_t> out;
     for (const Access& a : accesses) {
