@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "broadcast_rows.h"
 #include "exec.h"
 #include "tl/ops.h"
 #include "values.h"
@@ -466,32 +467,11 @@ void gather_mask(const TileOpNode& n, Core& c) {
 
 void broadcast(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
-  size_t nd = d.extent.size(), ns = s.extent.size();
-  if (ns > nd) c.fail(fmt::format("T.tile.broadcast: 'src' has rank {}, 'dst' rank {}", ns, nd));
-  for (size_t i = 0; i < ns; ++i) {
-    int64_t se = s.extent[ns - 1 - i], de = d.extent[nd - 1 - i];
-    if (se != 1 && se != de)
-      c.fail(fmt::format("T.tile.broadcast: dimension {} of 'src' is {}, expected 1 or {}",
-                         ns - 1 - i, se, de));
-  }
-  // Work row by row: a destination row comes from one source row (last dimension kept) or
-  // from one source element (last dimension broadcast).
-  int64_t es = dtype_bytes(d.dtype), cols = d.cols();
-  bool last_kept = ns > 0 && s.extent[ns - 1] != 1;
-  std::vector<int64_t> idx(nd);
-  for (int64_t r = 0; r < d.rows(); ++r) {
-    int64_t rem = r, sflat = 0, smul = last_kept ? s.extent[ns - 1] : 1;
-    for (size_t k = nd - 1; k-- > 0;) {
-      idx[k] = rem % d.extent[k];
-      rem /= d.extent[k];
-    }
-    for (size_t i = 1; i < ns; ++i) {
-      int64_t se = s.extent[ns - 1 - i];
-      sflat += (se == 1 ? 0 : idx[nd - 1 - i]) * smul;
-      smul *= se;
-    }
+  const int64_t es = dtype_bytes(d.dtype), cols = d.cols();
+  const bool contiguous = s.strides.back() == 1 && d.strides.back() == 1;
+  std::string why = broadcast_rows(d, s, [&](int64_t r, int64_t sflat, bool last_kept) {
     uint8_t* dst = row_ptr(d, r);
-    if (last_kept && s.strides.back() == 1 && d.strides.back() == 1) {
+    if (last_kept && contiguous) {
       std::memcpy(dst, s.at_flat(sflat), cols * es);  // a source row is contiguous in UB
     } else if (last_kept) {
       for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, s.at_flat(sflat + k), es);
@@ -499,7 +479,8 @@ void broadcast(const TileOpNode& n, Core& c) {
       const uint8_t* v = s.at_flat(sflat);
       for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, v, es);
     }
-  }
+  });
+  if (!why.empty()) c.fail("T.tile.broadcast: " + why);
 }
 
 template <typename F, typename FI>

@@ -16,8 +16,11 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
+#include <set>
 #include <thread>
 
+#include "tl/ir_functor.h"
 #include "tl/npu/npu.h"
 #include "tl/pass.h"
 
@@ -105,6 +108,46 @@ void leave(LaunchState& ls, bool failed) {
   }
 }
 
+/// Where the kernel raises and awaits cross-core flag `id`: "set by the cube at lines 139, 215;
+/// waited for by the vector at line 250", so that a pending flag names the statements to look
+/// at (often a set before the loop, as an initial credit, with no drain after it).
+/// `setter`/`waiter`: the scopes that set and wait (undefined: either).
+std::string cross_flag_lines(const KernelNode& k, int64_t id, std::optional<CoreKind> setter,
+                             std::optional<CoreKind> waiter) {
+  std::set<int> sets, waits;
+  auto visit = [&](const Stmt& body, std::optional<CoreKind> core) {
+    pre_order_visit(body, [&](const Stmt& x) {
+      auto* y = x.as<SyncNode>();
+      if (!y || as_const_int(y->event_id) != id) return;
+      if (y->sync_kind == SyncKind::SetCrossFlag && (!core || !setter || *core == *setter))
+        sets.insert(y->loc.line);
+      if (y->sync_kind == SyncKind::WaitCrossFlag && (!core || !waiter || *core == *waiter))
+        waits.insert(y->loc.line);
+    });
+  };
+  bool scoped = false;
+  pre_order_visit(k.body, [&](const Stmt& x) {
+    if (auto* sc = x.as<ScopeNode>()) {
+      scoped = true;
+      visit(sc->body, sc->core);
+    }
+  });
+  if (!scoped) visit(k.body, std::nullopt);
+  auto lines = [](const std::set<int>& v) {
+    std::string out = v.size() == 1 ? "line " : "lines ";
+    for (const int& l : v) out += (&l == &*v.begin() ? "" : ", ") + std::to_string(l);
+    return out;
+  };
+  auto who = [](std::optional<CoreKind> c) {
+    return !c ? "" : *c == CoreKind::Cube ? " by the cube" : " by the vector";
+  };
+  std::string out;
+  if (!sets.empty()) out += fmt::format("; set{} at {}", who(setter), lines(sets));
+  out += waits.empty() ? fmt::format("; no wait{} for it", who(waiter))
+                       : fmt::format(", waited for{} at {}", who(waiter), lines(waits));
+  return out;
+}
+
 /// Flags a finished block left pending: an intra-core set no wait consumed, a cross-core
 /// counter above zero. On the chip they stay set for the next block or kernel on that core,
 /// which then synchronises on a stale flag (or, for mode 1, hangs).
@@ -121,14 +164,30 @@ void check_block_flags(LaunchState& ls, const Group& g, int64_t block) {
       "from AIV1 for the AIC",
       "(mode 1) from AIV0 that AIV1 never matched",
       "(mode 1) from AIV1 that AIV0 never matched"};
+  // Who sets and who waits, per slot: the AIC for the AIVs, the AIVs for the AIC, AIV to AIV.
+  const std::optional<CoreKind> kSetter[LaunchState::kCrossSlots] = {
+      std::nullopt,     CoreKind::Cube,   CoreKind::Cube,  CoreKind::Vector,
+      CoreKind::Vector, CoreKind::Vector, CoreKind::Vector};
+  bool any_cross = false;
   for (int slot = 1; slot < LaunchState::kCrossSlots; ++slot) {
     const auto& counters = ls.cross_counters(block, slot);
+    const std::optional<CoreKind> setter = kSetter[slot];
+    const CoreKind waiter =
+        slot >= 5 || *setter == CoreKind::Cube ? CoreKind::Vector : CoreKind::Cube;
     for (size_t id = 0; id < counters.size(); ++id)
-      if (counters[id] != 0)
-        left +=
-            fmt::format("\n  cross-core flag {}: {} set(s) {} never consumed by a wait_cross_flag",
-                        id, counters[id], kSlot[slot]);
+      if (counters[id] != 0) {
+        any_cross = true;
+        left += fmt::format(
+            "\n  cross-core flag {}: {} set(s) {} never consumed by a wait_cross_flag{}", id,
+            counters[id], kSlot[slot],
+            cross_flag_lines(*ls.program.kernel, static_cast<int64_t>(id), setter, waiter));
+      }
   }
+  if (any_cross)
+    left +=
+        "\n  the kernel raises these flags more often than the other core waits for them (an "
+        "initial set with no matching wait at the end?): every set_cross_flag needs one "
+        "wait_cross_flag on the other core";
   if (!left.empty())
     throw Error(ls.program.kernel->loc,
                 fmt::format("kernel {}, block {}: flags left pending when the block ended (on the "

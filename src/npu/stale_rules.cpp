@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "broadcast_rows.h"
 #include "stale.h"
 #include "tl/ops.h"
 
@@ -223,31 +224,17 @@ void gather_mask(const TileOpNode& n, Core& c) {
   }
 }
 
-/// The broadcast's index map, run on the shadows (it only moves elements).
+/// The broadcast's index map (broadcast_rows.h, the one the semantics use), run on the shadows
+/// (it only moves elements).
 void broadcast(const TileOpNode& n, Core& c) {
   TileRef d = shadow_of(c, c.operand(n, "dst")), s = shadow_of(c, c.operand(n, "src"));
-  const size_t nd = d.extent.size(), ns = s.extent.size();
-  if (ns > nd || dtype_bytes(d.dtype) != dtype_bytes(s.dtype)) return;
-  for (size_t i = 0; i < ns; ++i)
-    if (s.extent[ns - 1 - i] != 1 && s.extent[ns - 1 - i] != d.extent[nd - 1 - i]) return;
+  if (dtype_bytes(d.dtype) != dtype_bytes(s.dtype)) return;
   const int64_t es = dtype_bytes(d.dtype), cols = d.cols();
-  const bool last_kept = ns > 0 && s.extent[ns - 1] != 1;
-  std::vector<int64_t> idx(nd);
-  for (int64_t r = 0; r < d.rows(); ++r) {
-    int64_t rem = r, sflat = 0, smul = last_kept ? s.extent[ns - 1] : 1;
-    for (size_t k = nd - 1; k-- > 0;) {
-      idx[k] = rem % d.extent[k];
-      rem /= d.extent[k];
-    }
-    for (size_t i = 1; i < ns; ++i) {
-      const int64_t se = s.extent[ns - 1 - i];
-      sflat += (se == 1 ? 0 : idx[nd - 1 - i]) * smul;
-      smul *= se;
-    }
+  broadcast_rows(d, s, [&](int64_t r, int64_t sflat, bool last_kept) {
     uint8_t* dst = row_ptr(d, r);
     for (int64_t k = 0; k < cols; ++k)
       std::memcpy(dst + k * es, s.at_flat(last_kept ? sflat + k : sflat), es);
-  }
+  });
 }
 
 /// One 16 x 16 block transposed: the shadow moves with its elements.

@@ -9,10 +9,13 @@
 // (TileLang-Ascend pairs a workspace's producer and consumer the same way). A cube loop and a
 // separate vector loop of the same trip count count as one loop (paired_loops: iteration k of
 // one with iteration k of the other); separate loops of different counts on both sides cannot
-// be paired and are an error naming both. Anything else (two
-// writes, a read in an inner loop, a copy under an `if vid == 0` the cube does not share, a
-// read-modify-write) would hang or race, so it is an error naming the tensor and the two
-// statements, with what to write instead.
+// be paired and are an error naming both. A workspace written at 2-8 constant slots per
+// iteration (`ws[cid, 0, ...]`, `ws[cid, 1, ...]`) and read at the same slots in the same order
+// pairs slot by slot: the counting flags match the k-th read with the k-th write, and the
+// channel gets a credit per slot. Anything else (two writes to one slot, a read in an inner loop, a
+// copy under an `if vid == 0` the cube does not share, a read-modify-write) would hang or race, so
+// it is an error naming the tensor and the two statements, with what to write instead.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -103,6 +106,53 @@ class Rebuffer : public IRMutator {
   }
 };
 
+/// The constant index the copy `s` gives dimension `d` of `b` (with extent 1), if it does.
+std::optional<int64_t> const_index(const Stmt& s, const BufferNode* b, size_t d) {
+  auto* op = s.as<TileOpNode>();
+  if (!op) return std::nullopt;
+  for (const TileArg& a : op->args) {
+    if (!a.is_region() || a.region.buffer.get() != b || d >= a.region.ranges.size()) continue;
+    const Range& r = a.region.ranges[d];
+    auto mn = as_const_int(r.min);
+    if (!mn) return std::nullopt;
+    // A start-point-only region has no extents of its own: its leading dimensions are 1.
+    if (r.extent.defined() && as_const_int(r.extent) != 1) return std::nullopt;
+    return mn;
+  }
+  return std::nullopt;
+}
+
+/// Per access of `b` (in program order), its slot: the constant every access gives one
+/// dimension of `b`, where the writes (two to eight of them) give distinct constants, like
+/// `ws[cid, 0, ...]` and `ws[cid, 1, ...]` each iteration, and read as often. Empty: `b` is not
+/// written and read at slots.
+std::vector<int64_t> slots_of(const BufferNode* b, const std::vector<Access>& accesses) {
+  const size_t writes =
+      std::count_if(accesses.begin(), accesses.end(), [](const Access& a) { return a.write; });
+  // As many reads as writes (else it is no slot pattern: two writes per read is the error below).
+  if (writes < 2 || writes > 8 || 2 * writes != accesses.size()) return {};
+  for (size_t d = 0; d < b->ndim(); ++d) {
+    std::vector<int64_t> out;
+    for (const Access& a : accesses) {
+      auto v = const_index(a.stmt, b, d);
+      if (!v) break;
+      out.push_back(*v);
+    }
+    if (out.size() != accesses.size()) continue;
+    std::set<int64_t> written;
+    for (size_t i = 0; i < accesses.size(); ++i)
+      if (accesses[i].write) written.insert(out[i]);
+    if (written.size() == writes) return out;
+  }
+  return {};
+}
+
+std::string list(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return "[" + s + "]";
+}
+
 }  // namespace
 
 bool moves_with(const ForNode* loop, const BufferNode* ws) {
@@ -172,6 +222,20 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
                    a.write ? "written" : "read", dev::describe(first->stmt), side(first->core),
                    dev::describe(a.stmt), side(a.core), fix);
     }
+    // A workspace written at several constant slots per iteration and read at the same slots
+    // in the same order on the other side pairs slot by slot, as TileLang-Ascend pairs them:
+    // the flags count, so the k-th read waits for the k-th write, which is its slot's; the
+    // channel gets one credit per slot, so a slot is rewritten only after its read.
+    const std::vector<int64_t> slot = slots_of(b, accesses);
+    std::vector<int64_t> written, read;
+    for (size_t i = 0; i < slot.size(); ++i)
+      (accesses[i].write ? written : read).push_back(slot[i]);
+    if (!slot.empty() && written != read)
+      user_error(r->stmt->loc,
+                 "{}is written at slots {} by the {} and read at slots {} by the {} each "
+                 "iteration: a workspace written at several slots pairs slot by slot only when "
+                 "each slot is read once, in the order it was written{}",
+                 rule, list(written), side(w->core), list(read), side(r->core), fix);
     // The loops and ifs around all of them, and each access's group: the outermost statement
     // past them (a loop only one side runs, or the copy itself). One group per side, and no
     // `if` only one side takes: the other side would wait for a flag never raised.
@@ -209,7 +273,12 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
         user_error(a.stmt->loc, "{}is {} by {} ({}) under an `if` the other side does not share{}",
                    rule, a.write ? "written" : "read", dev::describe(a.stmt), side(a.core), fix);
       const int i = a.write ? 1 : 0;
-      if (group[i] && group[i] != g)
+      if (!slot.empty() && g != a.stmt.get())
+        user_error(a.stmt->loc,
+                   "{}is {} at several slots, here by {} ({}) in a loop the other side does not "
+                   "share: each slot's copy must pair with one copy on the other side{}",
+                   rule, a.write ? "written" : "read", dev::describe(a.stmt), side(a.core), fix);
+      if (slot.empty() && group[i] && group[i] != g)
         user_error(a.stmt->loc,
                    "{}is {} by {} ({}) and again by {}: two {}s per iteration, where the other "
                    "side has one{}",
@@ -241,8 +310,9 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
                  "{}is not a kernel parameter: pass it as a workspace (workspace_idx) so each "
                  "block's cores share it",
                  rule);
-    rebuffer.to[b] = BufferNode::make(b->name, b->dtype, b->shape, b->scope, b->strides, b->address,
-                                      b->loc, b->origin, /*channel_slots=*/1);
+    rebuffer.to[b] = BufferNode::make(
+        b->name, b->dtype, b->shape, b->scope, b->strides, b->address, b->loc, b->origin,
+        /*channel_slots=*/slot.empty() ? 1 : static_cast<int>(written.size()));
   }
   if (rebuffer.to.empty()) return f;
   std::vector<Param> params = f->params;

@@ -26,10 +26,11 @@ PrimFunc split(const PrimFunc& f, const KernelNode& k, const Stmt& body, const T
                bool cross_syncs);
 
 /// `f` (split) with each GM tensor parameter that `work` (the body before the split) writes on
-/// one core and reads on the other marked as a channel of one slot. `core_of` answers where a
-/// statement of `work` runs. A tl::Error naming the tensor when it crosses cores other than by
-/// one write and one read per iteration under the same loops and ifs (split_hybrid.cpp), or is
-/// no kernel parameter.
+/// one core and reads on the other marked as a channel of one slot (or of one slot per constant
+/// slot index it is written at, read at the same slots in the same order). `core_of` answers
+/// where a statement of `work` runs. A tl::Error naming the tensor when it crosses cores other
+/// than by one write and one read per iteration (per slot) under the same loops and ifs
+/// (hybrid_channels.cpp), or is no kernel parameter.
 PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
                        const std::function<std::optional<CoreKind>(const Stmt&)>& core_of);
 
