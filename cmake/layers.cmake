@@ -104,7 +104,8 @@ tl_module(arith SOURCES ${TL_ARITH_SOURCES} DEPS ir
 tl_module(target SOURCES ${TL_TARGET_SOURCES} DEPS ir HEADERS tl/target.h)
 tl_module(layout SOURCES ${TL_LAYOUT_SOURCES} DEPS target HEADERS tl/storage.h tl/npu/layout.h)
 tl_module(op SOURCES ${TL_OP_SOURCES} DEPS arith target
-          HEADERS tl/op.h tl/ops.h tl/op_list.def tl/sync_rules.h tl/vector_ops.def)
+          HEADERS tl/op.h tl/ops.h tl/op_list.def tl/sync_rules.h tl/vector_ops.def
+          tl/shape_rules.h)
 tl_module(parser SOURCES ${TL_PARSER_SOURCES} DEPS op HEADERS tl/parser.h)
 tl_module(verify SOURCES ${TL_VERIFY_SOURCES} DEPS op layout HEADERS tl/verifier.h)
 # What a statement touches, and the block replay that proves syncs implied (src/analysis/).
