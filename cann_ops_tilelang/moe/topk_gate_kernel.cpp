@@ -149,15 +149,7 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
           }
         };
 
-        auto workers = T::let("workers", num_blocks * 2);
-        auto worker = T::let("worker", cid * 2 + vid);
-        auto full_tiles = T::let("full_tiles", M / rM);
-        T::Persistent({full_tiles}, workers, worker, [&](std::vector<Expr> t) {
-          tile_rows(T::let("row0", t[0] * rM), std::nullopt);
-        });
-        auto tail = T::let("tail", M % rM);
-        T::If(tail > 0 && worker == full_tiles % workers,
-              [&] { tile_rows(full_tiles * rM, Expr(tail)); });
+        for_each_row_tile(M, rM, num_blocks, cid, vid, tile_rows);
       });
     });
   });

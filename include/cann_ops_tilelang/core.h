@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,16 @@ struct KernelCacheStats {
 };
 KernelCacheStats kernel_cache_stats();
 void clear_kernel_cache();
+
+/// The row-tile schedule the vector kernels share (inside a T::Kernel over `num_blocks` blocks,
+/// two AIVs each): the M / rM whole tiles are dealt round robin to the 2 * num_blocks workers
+/// (worker = cid * 2 + vid, T::Persistent), and the tail tile of M % rM rows continues the round
+/// robin (worker full_tiles % workers takes it). `tile_rows(row0, rows)` emits one tile's code:
+/// rows is empty for a whole tile of rM rows, the tail's row count otherwise. Returns the worker
+/// index (a kernel writing one partial row per worker stores it there). rM is an int, as ir_size
+/// gives it, so the IR's constants stay int32, as the Python twins build them.
+tl::Expr for_each_row_tile(tl::Expr M, int rM, tl::Expr num_blocks, tl::Expr cid, tl::Expr vid,
+                           const std::function<void(tl::Expr, std::optional<tl::Expr>)>& tile_rows);
 
 /// One op of the library, for `tlc ops` and the Python package's op list.
 struct OpInfo {
