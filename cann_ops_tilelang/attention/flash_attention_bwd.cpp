@@ -1,8 +1,9 @@
 // FlashAttention backward's public function (include/cann_ops_tilelang/attention.h, docs/ops.md
 // "FlashAttention backward"): validation, the empty-tensor rule, launch parameters from the
-// Target (flash_attention_bwd_key), output and Delta allocation, and the two launches of
+// Target (flash_attention_bwd_key), output and Delta allocation, and the launches of
 // flash_attention_bwd_kernel.cpp's kernels (the dq pass, which also writes Delta, then the
-// dk / dv pass) through the compiled-kernel cache and launch().
+// dk / dv pass, then the cast pass on dq, dk and dv) through the compiled-kernel cache and
+// launch().
 #include <fmt/format.h>
 
 #include <cmath>
@@ -96,6 +97,14 @@ FlashAttentionGrads flash_attention_backward(const tl::Tensor& dout, const tl::T
                     dev.target(), [&] { return flash_attention_bwd_dq_kernel(key, with_dlse); });
   auto dkdv_kernel = cached_kernel("flash_attention_bwd_dkdv/" + key.str(), dev.target(),
                                    [&] { return flash_attention_bwd_dkdv_kernel(key); });
+  auto cast_kernel =
+      cached_kernel(fmt::format("flash_attention_bwd_cast/dtype={},D={},rM={},blocks={}",
+                                tl::dtype_name(key.dtype), key.dim, key.block_m, key.blocks),
+                    dev.target(), [&] { return flash_attention_bwd_cast_kernel(key); });
+  // dq, dk, dv in fp32 first: the cast pass rounds them (the fixpipe's conversion would turn a
+  // NaN gradient into 0).
+  auto f32 = [&] { return tl::Tensor::empty(dev, q.shape(), tl::DType::Float32); };
+  tl::Tensor dq32 = f32(), dk32 = f32(), dv32 = f32();
   auto view = [&](const tl::Tensor& t) { return bshd ? t.reshape({B, S, H * D}) : t; };
   // Delta = rowsum(dout * o) per query, written by the dq pass, read by the dk / dv pass.
   tl::Tensor delta = tl::Tensor::empty(dev, {B, H, S}, tl::DType::Float32);
@@ -104,15 +113,20 @@ FlashAttentionGrads flash_attention_backward(const tl::Tensor& dout, const tl::T
   std::vector<tl::Arg> dq_args{view(q), view(k), view(v), view(o), view(dout), lse};
   if (dlse) dq_args.emplace_back(*dlse);
   dq_args.emplace_back(delta);
-  dq_args.emplace_back(view(g.dq));
+  dq_args.emplace_back(view(dq32));
   std::vector<tl::Arg> dkdv_args{view(q), view(k), view(v),    view(dout),
-                                 lse,     delta,   view(g.dk), view(g.dv)};
+                                 lse,     delta,   view(dk32), view(dv32)};
   if (rows) {
     dq_args.emplace_back(*rows);
     dkdv_args.emplace_back(*rows);
   }
   launch(dq_kernel, dev, dq_args);
   launch(dkdv_kernel, dev, dkdv_args);
+  const int64_t nrows = B * S * H;  // both layouts: rows of D contiguous values
+  const std::pair<const tl::Tensor*, const tl::Tensor*> casts[] = {
+      {&dq32, &g.dq}, {&dk32, &g.dk}, {&dv32, &g.dv}};
+  for (const auto& [from, to] : casts)
+    launch(cast_kernel, dev, {from->reshape({nrows, D}), to->reshape({nrows, D})});
   return g;
 }
 

@@ -16,6 +16,11 @@
 //   (the dtype, to the cube) cross cores: four channels, eight cross-core flags of the eleven a
 //   kernel has (accumulating on the vector side took two channels more, and failed to compile).
 //
+// Both write dQ, dK, dV in fp32 and a third, vector-only kernel (flash_attention_bwd_cast_kernel)
+// rounds them to the dtype: the fixpipe's own fp32 -> fp16 / bf16 conversion saturates, turning
+// NaN into 0 and inf into the largest finite value (docs/virtual_npu.md; asc-devkit's Fixpipe
+// boundary-value table), which would hide a NaN gradient; the vector unit's cast keeps it.
+//
 // Why two passes and not one with dQ atomically added into GM: docs/ops.md ("FlashAttention
 // backward") -- fp32 atomic adds from many cores land in an order the chip does not fix, so dQ
 // would differ from run to run, and an fp32 dQ in GM needs a third cast pass; the price is two
@@ -69,9 +74,10 @@ struct Common {
         S(tl::T::dynamic("S")) {}
 
   // BSHD: a row of [B, S, H * D] holds every head's D values; head h is columns h*D ... h*D+D-1.
-  tl::Buffer qkv(const char* name) const {
+  tl::Buffer qkv(const char* name, std::optional<tl::DType> dtype = {}) const {
     namespace T = tl::T;
-    return bshd ? T::Tensor(name, {B, S, H * D}, dt) : T::Tensor(name, {B, H, S, D}, dt);
+    const tl::DType d = dtype.value_or(dt);
+    return bshd ? T::Tensor(name, {B, S, H * D}, d) : T::Tensor(name, {B, H, S, D}, d);
   }
   tl::TileArg at(const tl::Buffer& t, tl::Expr b, tl::Expr h, tl::Expr row) const {
     return bshd ? t.at({b, row, h * D}) : t.at({b, h, row, 0});
@@ -88,7 +94,7 @@ tl::PrimFunc flash_attention_bwd_dq_kernel(const FlashAttentionKey& key, bool dl
   const int D = c.D, bM = c.bM, bN = c.bN;
   const Expr S = c.S, scale = c.scale;
   auto Q = c.qkv("Q"), K = c.qkv("K"), V = c.qkv("V"), O = c.qkv("O"), DO = c.qkv("DO"),
-       DQ = c.qkv("DQ");
+       DQ = c.qkv("DQ", f32);
   auto LSE = T::Tensor("LSE", {c.B, c.H, S}, f32), DELTA = T::Tensor("DELTA", {c.B, c.H, S}, f32);
   std::vector<tl::ParamRef> params{Q, K, V, O, DO, LSE};
   std::optional<tl::Buffer> DLSE;  // lse's own gradient, when the caller used lse
@@ -184,7 +190,7 @@ tl::PrimFunc flash_attention_bwd_dq_kernel(const FlashAttentionKey& key, bool dl
               });
               T::gemm(ds, k, acc);
             });
-            T::copy(acc, c.at(DQ, b, h, qx * bM));  // the fixpipe rounds to the dtype
+            T::copy(acc, c.at(DQ, b, h, qx * bM));  // fp32: see the cast pass
           });
         },
         {.threads = 2});
@@ -198,8 +204,8 @@ tl::PrimFunc flash_attention_bwd_dkdv_kernel(const FlashAttentionKey& key) {
   const tl::DType dt = c.dt, f32 = c.f32;
   const int D = c.D, bM = c.bM, bN = c.bN;
   const Expr S = c.S, scale = c.scale;
-  auto Q = c.qkv("Q"), K = c.qkv("K"), V = c.qkv("V"), DO = c.qkv("DO"), DK = c.qkv("DK"),
-       DV = c.qkv("DV");
+  auto Q = c.qkv("Q"), K = c.qkv("K"), V = c.qkv("V"), DO = c.qkv("DO"), DK = c.qkv("DK", f32),
+       DV = c.qkv("DV", f32);
   auto LSE = T::Tensor("LSE", {c.B, c.H, S}, f32), DELTA = T::Tensor("DELTA", {c.B, c.H, S}, f32);
   std::vector<tl::ParamRef> params{Q, K, V, DO, LSE, DELTA, DK, DV};
   std::optional<tl::Buffer> ROWS;
@@ -267,11 +273,34 @@ tl::PrimFunc flash_attention_bwd_dkdv_kernel(const FlashAttentionKey& key) {
               T::gemm(p, dot, dv_acc, {.transpose_A = true});
               T::gemm(ds, q, dk_acc, {.transpose_A = true});
             });
-            T::copy(dk_acc, c.at(DK, b, h, kx * bN));  // the fixpipe rounds to the dtype
+            T::copy(dk_acc, c.at(DK, b, h, kx * bN));  // fp32: see the cast pass
             T::copy(dv_acc, c.at(DV, b, h, kx * bN));
           });
         },
         {.threads = 2});
+  });
+}
+
+tl::PrimFunc flash_attention_bwd_cast_kernel(const FlashAttentionKey& key) {
+  using tl::Expr;
+  namespace T = tl::T;
+  const tl::DType dt = key.dtype, f32 = tl::DType::Float32;
+  const int D = ir_size(key.dim, "dim"), rM = ir_size(key.block_m, "block_m"),
+            blocks = ir_size(key.blocks, "blocks");
+  auto M = T::dynamic("M");
+  auto X = T::Tensor("X", {M, D}, f32), Y = T::Tensor("Y", {M, D}, dt);
+  return T::prim_func("flash_attention_bwd_cast", {X, Y}, [&] {
+    T::Kernel(blocks,
+              [&](Expr cid) {
+                auto x = T::alloc_shared("x", {rM, D}, f32);
+                auto y = T::alloc_shared("y", {rM, D}, dt);
+                T::Persistent({ceildiv(M, rM)}, blocks, cid, [&](std::vector<Expr> t) {
+                  T::copy(X.at({t[0] * rM, 0}), x);
+                  T::Parallel({rM, D}, [&](Expr i, Expr j) { y(i, j) = cast(dt, x(i, j)); });
+                  T::copy(y, Y.at({t[0] * rM, 0}));
+                });
+              },
+              {.threads = 2});
   });
 }
 

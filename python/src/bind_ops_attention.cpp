@@ -126,6 +126,8 @@ void bind_ops_attention(nb::module_& m) {
         return ops::flash_attention_bwd_dq_kernel(fa_key(key), dlse);
       },
       "key"_a, "dlse"_a = false);
+  m.def("ops_flash_attention_bwd_cast_kernel",
+        [](const nb::dict& key) { return ops::flash_attention_bwd_cast_kernel(fa_key(key)); });
   m.def("ops_flash_attention_bwd_dkdv_kernel",
         [](const nb::dict& key) { return ops::flash_attention_bwd_dkdv_kernel(fa_key(key)); });
 }

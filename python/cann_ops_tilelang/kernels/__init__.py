@@ -136,7 +136,8 @@ def topk_gate_bwd_key(dtype: str, experts: int, k: int = 8, scoring: int = 1, no
 __all__ += ["topk_gate_bwd_kernel", "topk_gate_bwd_key"]
 
 # ---- FlashAttention backward (attention/) ---------------------------------------------------------
-from .attention_bwd import flash_attention_bwd_dkdv_kernel, flash_attention_bwd_dq_kernel  # noqa: E402
+from .attention_bwd import (flash_attention_bwd_cast_kernel, flash_attention_bwd_dkdv_kernel,  # noqa: E402
+                            flash_attention_bwd_dq_kernel)
 
 
 def flash_attention_bwd_key(dtype: str, heads: int, dim: int, causal: bool = False, layout: str = "BSHD",
@@ -147,4 +148,5 @@ def flash_attention_bwd_key(dtype: str, heads: int, dim: int, causal: bool = Fal
     return dict(_core.ops_flash_attention_bwd_key(dtype, heads, dim, causal, layout, s, target))
 
 
-__all__ += ["flash_attention_bwd_dq_kernel", "flash_attention_bwd_dkdv_kernel", "flash_attention_bwd_key"]
+__all__ += ["flash_attention_bwd_dq_kernel", "flash_attention_bwd_dkdv_kernel", "flash_attention_bwd_cast_kernel",
+            "flash_attention_bwd_key"]

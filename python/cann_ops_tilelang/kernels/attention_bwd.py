@@ -11,6 +11,8 @@ a target). Two developer-mode kernels, run one after the other:
   cube (accumulated in L0C).
 - flash_attention_bwd_dkdv_kernel: per (batch, head, kv tile) and q step the same S, dP, P and dS,
   then dV += P^T dO and dK += dS^T Q on the cube (accumulated in L0C).
+- flash_attention_bwd_cast_kernel: dQ, dK, dV are written in fp32 and rounded to the dtype here, on
+  the vector unit (the fixpipe's conversion would turn a NaN gradient into 0).
 
 Causal: ROWS [block_m] int32 holds 0 .. block_m - 1 (the host writes it), as in the forward.
 """
@@ -30,7 +32,7 @@ _INF = float("inf")
 def flash_attention_bwd_dq_kernel(dtype: str, heads: int, dim: int, causal: bool, layout: str, scale: float,
                                   block_m: int, block_n: int, stages: int, blocks: int,
                                   dlse: bool = False) -> PrimFunc:
-    """Q, K, V, O, DO, DQ in `layout`; LSE, DELTA [B, H, S] float32; ROWS when causal. `dlse`:
+    """Q, K, V, O, DO, DQ in `layout` (DQ float32); LSE, DELTA [B, H, S] float32; ROWS when causal. `dlse`:
     DLSE [B, H, S] float32 (lse's gradient) after LSE, and Delta - dlse is stored."""
     H, D, bM, bN = heads, dim, block_m, block_n
     f32 = "float32"
@@ -119,8 +121,8 @@ def flash_attention_bwd_dq_kernel(dtype: str, heads: int, dim: int, causal: bool
                 T.reduce_sum(prod, delta, dim=-1)
                 if dlse:  # d lse_i / d (scale s_ij) = P_ij: dS = P (dP - (Delta - dlse))
                     T.copy(DLSE[b, h, qx * bM], dl, pad_value=0.0)
-                    for i in T.Parallel(bM):
-                        delta[i] = delta[i] - dl[i]
+                    for p in T.Parallel(bM):
+                        delta[p] = delta[p] - dl[p]
                 T.copy(delta, DELTA[b, h, qx * bM])
                 load(Q, b, h, qx * bM, q)
                 load(DO, b, h, qx * bM, dot)
@@ -133,36 +135,37 @@ def flash_attention_bwd_dq_kernel(dtype: str, heads: int, dim: int, causal: bool
                 else:
                     for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages):
                         kv_step(K, V, ROWS, q, dot, k, v, s, dp, ds, acc, lse, delta, rows, b, h, qx, kv)
-                store(acc, DQ, b, h, qx * bM)  # the fixpipe rounds to the dtype
+                store(acc, DQ, b, h, qx * bM)  # fp32: the cast kernel rounds it
 
-    q_t, lse_t, rows_t = T.Tensor(shape, dtype), T.Tensor((B, H, S), f32), T.Tensor((bM,), "int32")
+    q_t, g_t = T.Tensor(shape, dtype), T.Tensor(shape, f32)
+    lse_t, rows_t = T.Tensor((B, H, S), f32), T.Tensor((bM,), "int32")
     if causal and dlse:
         @T.prim_func
         def flash_attention_bwd_dq(Q: q_t, K: q_t, V: q_t, O: q_t, DO: q_t, LSE: lse_t, DLSE: lse_t,  # noqa: E741
-                                   DELTA: lse_t, DQ: q_t, ROWS: rows_t):
+                                   DELTA: lse_t, DQ: g_t, ROWS: rows_t):
             body(Q, K, V, O, DO, LSE, DLSE, DELTA, DQ, ROWS)
     elif causal:
         @T.prim_func
         def flash_attention_bwd_dq(Q: q_t, K: q_t, V: q_t, O: q_t, DO: q_t, LSE: lse_t,  # noqa: E741
-                                   DELTA: lse_t, DQ: q_t, ROWS: rows_t):
+                                   DELTA: lse_t, DQ: g_t, ROWS: rows_t):
             body(Q, K, V, O, DO, LSE, None, DELTA, DQ, ROWS)
     elif dlse:
         @T.prim_func
         def flash_attention_bwd_dq(Q: q_t, K: q_t, V: q_t, O: q_t, DO: q_t, LSE: lse_t, DLSE: lse_t,  # noqa: E741
-                                   DELTA: lse_t, DQ: q_t):
+                                   DELTA: lse_t, DQ: g_t):
             body(Q, K, V, O, DO, LSE, DLSE, DELTA, DQ, None)
     else:
         @T.prim_func
         def flash_attention_bwd_dq(Q: q_t, K: q_t, V: q_t, O: q_t, DO: q_t, LSE: lse_t,  # noqa: E741
-                                   DELTA: lse_t, DQ: q_t):
+                                   DELTA: lse_t, DQ: g_t):
             body(Q, K, V, O, DO, LSE, None, DELTA, DQ, None)
     return flash_attention_bwd_dq
 
 
 def flash_attention_bwd_dkdv_kernel(dtype: str, heads: int, dim: int, causal: bool, layout: str, scale: float,
                                     block_m: int, block_n: int, stages: int, blocks: int) -> PrimFunc:
-    """Q, K, V, DO, DK, DV in `layout`; LSE, DELTA [B, H, S] float32 (DELTA from the dq kernel);
-    ROWS when causal."""
+    """Q, K, V, DO, DK, DV in `layout` (DK, DV float32); LSE, DELTA [B, H, S] float32 (DELTA from the
+    dq kernel); ROWS when causal."""
     H, D, bM, bN = heads, dim, block_m, block_n
     f32 = "float32"
     sc = _round_f32(scale)
@@ -245,21 +248,41 @@ def flash_attention_bwd_dkdv_kernel(dtype: str, heads: int, dim: int, causal: bo
                     for qi in T.Pipelined(T.ceildiv(S, bM), num_stages=stages):
                         q_step(Q, DO, LSE, DELTA, ROWS, k, v, q, dot, s, dp, p, ds, dv_acc, dk_acc, lse, delta, rows,
                                b, h, kx, qi)
-                store(dk_acc, DK, b, h, kx * bN)  # the fixpipe rounds to the dtype
+                store(dk_acc, DK, b, h, kx * bN)  # fp32: the cast kernel rounds it
                 store(dv_acc, DV, b, h, kx * bN)
 
     if causal:
         @T.prim_func
         def flash_attention_bwd_dkdv(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
                                      DO: T.Tensor(shape, dtype), LSE: T.Tensor((B, H, S), f32),
-                                     DELTA: T.Tensor((B, H, S), f32), DK: T.Tensor(shape, dtype),
-                                     DV: T.Tensor(shape, dtype), ROWS: T.Tensor((bM,), "int32")):
+                                     DELTA: T.Tensor((B, H, S), f32), DK: T.Tensor(shape, f32),
+                                     DV: T.Tensor(shape, f32), ROWS: T.Tensor((bM,), "int32")):
             body(Q, K, V, DO, LSE, DELTA, DK, DV, ROWS)
     else:
         @T.prim_func
         def flash_attention_bwd_dkdv(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
                                      DO: T.Tensor(shape, dtype), LSE: T.Tensor((B, H, S), f32),
-                                     DELTA: T.Tensor((B, H, S), f32), DK: T.Tensor(shape, dtype),
-                                     DV: T.Tensor(shape, dtype)):
+                                     DELTA: T.Tensor((B, H, S), f32), DK: T.Tensor(shape, f32),
+                                     DV: T.Tensor(shape, f32)):
             body(Q, K, V, DO, LSE, DELTA, DK, DV, None)
     return flash_attention_bwd_dkdv
+
+
+def flash_attention_bwd_cast_kernel(dtype: str, dim: int, block_m: int, blocks: int, **_key) -> PrimFunc:
+    """X [M, dim] float32 -> Y [M, dim] `dtype` on the vector unit (M dynamic): the rounding of dQ, dK,
+    dV. The fixpipe's own fp32 -> 16-bit conversion turns NaN into 0, the vector cast keeps it.
+    Takes a backward key (its other fields are ignored)."""
+    D, rM = dim, block_m
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def flash_attention_bwd_cast(X: T.Tensor((M, D), "float32"), Y: T.Tensor((M, D), dtype)):
+        with T.Kernel(blocks, threads=2) as cid:
+            x = T.alloc_shared((rM, D), "float32")
+            y = T.alloc_shared((rM, D), dtype)
+            for t in T.Persistent([T.ceildiv(M, rM)], blocks, cid):
+                T.copy(X[t * rM, 0], x)
+                for i, j in T.Parallel(rM, D):
+                    y[i, j] = T.cast(x[i, j], dtype)
+                T.copy(y, Y[t * rM, 0])
+    return flash_attention_bwd_cast
