@@ -4,7 +4,7 @@ dlse, dk/dv pass, cast pass; BSHD/BHSD, causal or not); the plain function on se
 against torch's scaled_dot_product_attention backward in float64; numpy in and out and empty
 tensors; the torch.library operators (opcheck of the backward op and of the forward with its
 autograd, a gradcheck-style comparison of flash_attention's autograd with sdpa's, lse's own
-gradient, one training step); bad input with the library's located message.
+gradient, one training step under torch.compile(fullgraph=True)); bad input with the library's located message.
 
 References (torch) live only here, never in the package.
 """
@@ -140,9 +140,13 @@ def test_attention_module_trains_one_step() -> None:
     x = torch.randn(1, 40, 2, 64, generator=g).bfloat16()
     w = torch.nn.Parameter(torch.randn(64, 64, generator=g).bfloat16() * 0.1)
     opt = torch.optim.SGD([w], lr=0.1)
-    q = x @ w
-    o, _ = OPS.flash_attention(q, x, x, True, "BSHD", None)
-    loss = o.float().square().mean()
+    def step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        o, _ = OPS.flash_attention(x @ w, x, x, True, "BSHD", None)
+        return o.float().square().mean()
+
+    # fullgraph: the op traces (register_fake) and its backward joins the graph (register_autograd);
+    # aot_eager runs that graph without inductor's code generation.
+    loss = torch.compile(step, fullgraph=True, backend="aot_eager")(x, w)
     loss.backward()
     qq = (x @ w).detach().double().transpose(1, 2).requires_grad_()
     ref = torch.nn.functional.scaled_dot_product_attention(qq, x.double().transpose(1, 2), x.double().transpose(1, 2),
