@@ -3,8 +3,8 @@
 // fp16/bf16, BSHD and BHSD, causal or not, sequence tails S = 1, 7, 33, 273 (none a multiple of
 // the 64 x 64 tiles) and S = 128 (a multiple). The forward op supplies o and lse, as in
 // training. Also: bad inputs (message text, located at this file), empty tensors (no launch),
-// NaN propagation (the vector cast pass keeps it), one compiled kernel set for every B and S, and
-// the opt-in benchmark cases (tests/ops/ops_bench.h).
+// NaN propagation (the vector cast pass keeps it), the same bits on every run, one compiled kernel
+// set for every B and S, and the opt-in benchmark cases (tests/ops/ops_bench.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -215,6 +215,23 @@ TEST(FlashAttentionBwdEdges, NanStaysInTheTilesItFeeds) {
     EXPECT_EQ(row_nan(dv, i), i <= 5) << "dv row " << i;
     EXPECT_EQ(row_nan(dk, i), i < 64) << "dk row " << i;
   }
+}
+
+// dQ is accumulated in L0C by one core per q tile (no atomic adds across cores, docs/ops.md),
+// so the gradients are the same bits on every run.
+TEST(FlashAttentionBwdEdges, SameInputsGiveTheSameBits) {
+  tl::Device dev;
+  const std::vector<int64_t> shape{2, 100, 2, 64};
+  auto q = tl::randn(dev, shape, DType::BFloat16, 21),
+       k = tl::randn(dev, shape, DType::BFloat16, 22),
+       v = tl::randn(dev, shape, DType::BFloat16, 23),
+       d = tl::randn(dev, shape, DType::BFloat16, 24);
+  auto fwd = flash_attention(q, k, v);
+  auto a = flash_attention_backward(d, q, k, v, fwd.o, fwd.lse);
+  auto b = flash_attention_backward(d, q, k, v, fwd.o, fwd.lse);
+  EXPECT_EQ(a.dq.to_vector(), b.dq.to_vector());
+  EXPECT_EQ(a.dk.to_vector(), b.dk.to_vector());
+  EXPECT_EQ(a.dv.to_vector(), b.dv.to_vector());
 }
 
 TEST(FlashAttentionBwdEdges, OneKernelSetServesEveryBatchAndLength) {
