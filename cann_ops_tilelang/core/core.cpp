@@ -200,6 +200,9 @@ const std::vector<OpInfo>& all_ops() {
       {"topk_gate_backward",
        "MoE gate backward: the logits' gradient of the normalised top-k weights (indices given)",
        "moe"},
+      {"flash_attention_backward",
+       "FlashAttention backward: dq, dk, dv from o and lse (dq pass, dk/dv pass, cast pass)",
+       "attention"},
   };
   return ops;
 }

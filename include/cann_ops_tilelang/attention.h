@@ -58,4 +58,45 @@ FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t di
                                       AttentionLayout layout, double scale,
                                       const tl::Target& target);
 
+// ---- backward (docs/ops.md "FlashAttention backward") --------------------------------------
+
+struct FlashAttentionGrads {
+  tl::Tensor dq, dk, dv;  // like q, k, v
+};
+
+/// dq, dk, dv of o = flash_attention(q, k, v, cfg).o for the upstream gradient dout: dout, q, k,
+/// v, o one dtype (float16 or bfloat16), one shape, rank 4 in cfg.layout, contiguous, D in
+/// {64, 128}; lse the forward's [B, H, S] float32; dlse (optional, like lse): the gradient of lse
+/// when the caller used it (it adds dlse_i P_ij to each score's gradient). B, S or H = 0: empty
+/// outputs, no launch.
+/// Launches flash_attention_bwd_dq_kernel (dq in fp32 and Delta = rowsum(dout * o)), then
+/// flash_attention_bwd_dkdv_kernel (dk, dv in fp32), then flash_attention_bwd_cast_kernel on each.
+FlashAttentionGrads flash_attention_backward(const tl::Tensor& dout, const tl::Tensor& q,
+                                             const tl::Tensor& k, const tl::Tensor& v,
+                                             const tl::Tensor& o, const tl::Tensor& lse,
+                                             const FlashAttentionConfig& cfg = {},
+                                             const std::optional<tl::Tensor>& dlse = {}, TL_LOC);
+
+/// What the backward must at least do: 5 products of 2 B H S^2 D flops each (S K^T recomputed,
+/// dO V^T, P^T dO, dS^T Q, dS K; about half when causal), q, k, v, o, dout read and dq, dk, dv
+/// written once, lse read, and the element operations of P and dS.
+OpCost flash_attention_backward_cost(int64_t batch, int64_t seq, int64_t heads, int64_t dim,
+                                     tl::DType dtype, bool causal);
+
+/// The dq pass: Q, K, V, O, DO, LSE, [DLSE,] DELTA, DQ (Q ... DQ in the key's layout, DQ float32,
+/// LSE, DLSE and DELTA [B, H, S] float32, DELTA written here), ROWS [block_m] int32 (0 ... block_m
+/// - 1) when causal. `dlse`: the kernel takes DLSE and writes Delta - dlse.
+tl::PrimFunc flash_attention_bwd_dq_kernel(const FlashAttentionKey& key, bool dlse = false);
+/// The dk / dv pass: Q, K, V, DO, DK, DV in the key's layout (DK, DV float32), LSE and DELTA
+/// [B, H, S] float32
+/// (DELTA from the dq pass), ROWS [block_m] int32 when causal.
+tl::PrimFunc flash_attention_bwd_dkdv_kernel(const FlashAttentionKey& key);
+/// The rounding pass: X [M, D] float32 -> Y [M, D] in the key's dtype on the vector unit (the
+/// fixpipe's own conversion turns NaN into 0); M dynamic, block_m rows per tile.
+tl::PrimFunc flash_attention_bwd_cast_kernel(const FlashAttentionKey& key);
+/// The launch parameters flash_attention_backward chooses on a target (both passes).
+FlashAttentionKey flash_attention_bwd_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
+                                          AttentionLayout layout, double scale,
+                                          const tl::Target& target);
+
 }  // namespace cann_ops_tilelang

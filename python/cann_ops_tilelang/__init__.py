@@ -25,6 +25,7 @@ from ._ops import TopkGateResult, gemm, topk_gate  # noqa: E402  (moe/, gemm/)
 from ._ops import rope, rope_backward  # noqa: E402  (rope/)
 from ._ops import FlashAttentionResult, flash_attention  # noqa: E402  (attention/)
 from ._ops import topk_gate_backward  # noqa: E402  (moe/)
+from ._ops import FlashAttentionGrads, flash_attention_backward  # noqa: E402  (attention/)
 
 if _torch is not None:
     from . import torch_ops  # noqa: F401  (registers torch.ops.cann_ops_tilelang.*)
@@ -40,3 +41,4 @@ from ._ops import layer_norm_backward  # noqa: E402
 __all__ += ["layer_norm_backward"]
 __all__ += ["FlashAttentionResult", "flash_attention"]
 __all__ += ["topk_gate_backward"]
+__all__ += ["FlashAttentionGrads", "flash_attention_backward"]

@@ -420,3 +420,34 @@ def topk_gate_backward(dweights: Any, logits: Any, indices: Any, k: int = 8, sco
     dz = _call(_core.ops_topk_gate_backward, loc, dw, z, idx, k, _SCORINGS[scoring], bool(normalize),
                float(route_scale), not torch_in)
     return _out(dz, torch_in)
+
+
+# ---- FlashAttention backward (include/cann_ops_tilelang/attention.h) ------------------------------
+
+class FlashAttentionGrads(NamedTuple):
+    dq: Any  # like q
+    dk: Any  # like k
+    dv: Any  # like v
+
+
+def flash_attention_backward(dout: Any, q: Any, k: Any, v: Any, o: Any, lse: Any, causal: bool = False,
+                             layout: str = "BSHD", scale: Optional[float] = None,
+                             dlse: Any = None) -> FlashAttentionGrads:
+    """dq, dk, dv of flash_attention(q, k, v, causal, layout, scale).o for the upstream gradient
+    dout, from the forward's o and lse (docs/ops.md "FlashAttention backward"): two kernels on the
+    virtual NPU (dq and Delta = rowsum(dout * o), then dk and dv).
+
+    dout, q, k, v, o: float16/bfloat16, one shape in the layout; lse: [B, H, S] float32; dlse
+    (optional, like lse): lse's gradient when the caller used lse."""
+    loc = _caller()
+    op = "flash_attention_backward"
+    args = [_arg(dout, op, "dout", loc), _arg(q, op, "q", loc), _arg(k, op, "k", loc), _arg(v, op, "v", loc),
+            _arg(o, op, "o", loc), _arg(lse, op, "lse", loc), None if dlse is None else _arg(dlse, op, "dlse", loc)]
+    if layout not in ("BSHD", "BHSD"):
+        raise _fail(loc, op, "layout", f"is unknown: expected 'BSHD' or 'BHSD', got {layout!r}")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise _fail(loc, op, "scale", f"must be a number: expected a float or None, got {type(scale).__name__}")
+    torch_in = _is_torch(q)
+    dq, dk, dv = _call(_core.ops_flash_attention_backward, loc, *args, bool(causal), layout,
+                       None if scale is None else float(scale), not torch_in)
+    return FlashAttentionGrads(_out(dq, torch_in), _out(dk, torch_in), _out(dv, torch_in))

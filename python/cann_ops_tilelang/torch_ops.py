@@ -384,13 +384,13 @@ def _rope_grad(ctx: Any, dy: torch.Tensor) -> tuple:
 
 
 rope.register_autograd(_rope_grad, setup_context=_setup_rope)
-# ---- flash_attention (attention/): forward only, (o, lse) -----------------------------------------
+# ---- flash_attention (attention/): (o, lse); its autograd (flash_attention_backward) is below ------
 
 @torch.library.custom_op(f"{_NS}::flash_attention", mutates_args=())
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     layout: str = "BSHD", scale: Optional[float] = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse): o = softmax(scale q k^T [causal]) v per batch and head in `layout` ("BSHD" or
-    "BHSD"), lse [B, H, S] float32. Forward only (issue 30): no autograd is registered."""
+    "BHSD"), lse [B, H, S] float32. Differentiable: flash_attention_backward (below)."""
     r = _ops.flash_attention(q, k, v, causal=causal, layout=layout, scale=scale)
     return r.o, r.lse
 
@@ -439,3 +439,44 @@ def _topk_gate_grad(ctx: Any, dweights: torch.Tensor, _dindices: Any) -> tuple:
 
 
 topk_gate.register_autograd(_topk_gate_grad, setup_context=_setup_topk_gate)
+
+
+# ---- flash_attention_backward (attention/): dq, dk, dv, and flash_attention's autograd ------------
+
+@torch.library.custom_op(f"{_NS}::flash_attention_backward", mutates_args=())
+def flash_attention_backward(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             o: torch.Tensor, lse: torch.Tensor, causal: bool = False, layout: str = "BSHD",
+                             scale: Optional[float] = None,
+                             dlse: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) of flash_attention(q, k, v, causal, layout, scale) for the gradient dout of o
+    (and dlse of lse, when given), from the forward's o and lse."""
+    return tuple(_ops.flash_attention_backward(dout, q, k, v, o, lse, causal=causal, layout=layout,
+                                               scale=scale, dlse=dlse))
+
+
+@flash_attention_backward.register_fake
+def _flash_attention_backward_fake(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                   o: torch.Tensor, lse: torch.Tensor, causal: bool = False, layout: str = "BSHD",
+                                   scale: Optional[float] = None, dlse: Optional[torch.Tensor] = None
+                                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return tuple(torch.empty_like(t, memory_format=torch.contiguous_format) for t in (q, k, v))
+
+
+def _setup_flash_attention(ctx: Any, inputs: tuple, output: Any) -> None:
+    q, k, v, causal, layout, scale = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.causal, ctx.layout, ctx.scale = causal, layout, scale
+
+
+def _flash_attention_grad(ctx: Any, dout: Optional[torch.Tensor], dlse: Optional[torch.Tensor]) -> tuple:
+    q, k, v, o, lse = ctx.saved_tensors
+    # As for rms_norm: an autograd gradient may be a broadcast view, which is not a user's input.
+    # An output the loss does not use has no gradient (None) or a zero one.
+    dout = torch.zeros_like(o) if dout is None else dout.contiguous()
+    dlse = None if dlse is None else dlse.contiguous()
+    dq, dk, dv = flash_attention_backward(dout, q, k, v, o, lse, ctx.causal, ctx.layout, ctx.scale, dlse)
+    return dq, dk, dv, None, None, None
+
+
+flash_attention.register_autograd(_flash_attention_grad, setup_context=_setup_flash_attention)

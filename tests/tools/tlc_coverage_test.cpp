@@ -120,6 +120,9 @@ const std::vector<Case>& cases() {
       {{"op", "topk_gate_backward", "--set", "T=7", "--set", "E=64", "--set", "k=8"},
        0,
        "dlogits   bfloat16[7, 64] against the fp64 reference"},
+      {{"op", "flash_attention_backward", "--set", "S=33", "--set", "causal=1"},
+       0,
+       "dv        float16[1, 33, 2, 128] against the fp64 reference"},
       // print
       {{"print", "gemm"}, 0, "# @examples/"},
       {{"print", "gemm", "--no-loc"}, 0, "T.gemm_v0", "# @"},

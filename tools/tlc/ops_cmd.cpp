@@ -23,6 +23,7 @@
 #include "tl/npu/timing.h"
 #include "tl/runtime.h"
 #ifdef TL_HAVE_REFERENCES
+#include "ops/flash_attention_bwd_ref.h"
 #include "ops/flash_attention_ref.h"
 #include "ops/gemm_ref.h"
 #include "ops/layer_norm_ref.h"
@@ -530,7 +531,8 @@ int run_gemm(const Params& p, const tl::Target& target, bool profile) {
   return report("C", c, want, &scale) ? 0 : 1;
 }
 
-int run_flash_attention(const Params& p, const tl::Target& target, bool profile) {
+// backward: the forward runs unprofiled for o and lse, then flash_attention_backward is the call.
+int run_flash_attention(const Params& p, const tl::Target& target, bool backward, bool profile) {
   tl::Device dev(target);
   const int64_t B = p.integer("B"), S = p.integer("S"), H = p.integer("H"), D = p.integer("D");
   const tl::DType dt = dtype_param(p, "dtype");
@@ -542,24 +544,56 @@ int run_flash_attention(const Params& p, const tl::Target& target, bool profile)
   const std::vector<int64_t> shape =
       bshd ? std::vector<int64_t>{B, S, H, D} : std::vector<int64_t>{B, H, S, D};
   auto q = tl::randn(dev, shape, dt, seed), k = tl::randn(dev, shape, dt, seed + 1),
-       v = tl::randn(dev, shape, dt, seed + 2);
+       v = tl::randn(dev, shape, dt, seed + 2), dout = tl::randn(dev, shape, dt, seed + 3);
+  const FlashAttentionConfig cfg{.causal = causal,
+                                 .layout = bshd ? AttentionLayout::BSHD : AttentionLayout::BHSD};
+  FlashAttentionResult r;
+  FlashAttentionGrads g;
+  if (backward) r = flash_attention(q, k, v, cfg);
   const auto t0 = std::chrono::steady_clock::now();
   ProfiledCall call(dev, profile);
-  FlashAttentionResult r;
   {
     ScopedRun run(call.ro);
-    r = flash_attention(
-        q, k, v,
-        {.causal = causal, .layout = bshd ? AttentionLayout::BSHD : AttentionLayout::BHSD});
+    if (backward) {
+      g = flash_attention_backward(dout, q, k, v, r.o, r.lse, cfg);
+    } else {
+      r = flash_attention(q, k, v, cfg);
+    }
   }
   fmt::print(
-      "flash_attention B={} S={} H={} D={} {} {}{} on {}: {:.1f} ms host (compile included on "
-      "first use)\n",
-      B, S, H, D, tl::dtype_name(dt), layout, causal ? " causal" : "", target.name, host_ms(t0));
-  call.print(flash_attention_cost(B, S, H, D, dt, causal));
+      "{} B={} S={} H={} D={} {} {}{} on {}: {:.1f} ms host (compile included on first use)\n",
+      backward ? "flash_attention_backward" : "flash_attention", B, S, H, D, tl::dtype_name(dt),
+      layout, causal ? " causal" : "", target.name, host_ms(t0));
+  call.print(backward ? flash_attention_backward_cost(B, S, H, D, dt, causal)
+                      : flash_attention_cost(B, S, H, D, dt, causal));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  if (backward) {
+#ifdef TL_HAVE_REFERENCES
+    auto w = opstest::ref::flash_attention_backward(dout.to_vector(), q.to_vector(), k.to_vector(),
+                                                    v.to_vector(), B, S, H, D, bshd, causal, scale);
+    // As tests/ops/flash_attention_bwd_test.cpp: sums of terms with P and dS rounded to the
+    // dtype, bounded relative to the tensor's largest value (report's `scale` widens the bound
+    // by kApprox * scale).
+    auto wide = [&](const std::vector<double>& x) {
+      double mx = 0.1;
+      for (double e : x) mx = std::max(mx, std::abs(e));
+      const double t = dt == tl::DType::BFloat16 ? 3e-2 : 6e-3;
+      return std::vector<double>(x.size(), t * mx / opstest::kApprox);
+    };
+    const auto sq = wide(w.dq), sk = wide(w.dk), sv = wide(w.dv);
+#else
+    struct {
+      std::vector<double> dq, dk, dv;
+    } w;
+    std::vector<double> sq, sk, sv;
+#endif
+    bool ok = report("dq", g.dq, w.dq, &sq);
+    ok = report("dk", g.dk, w.dk, &sk) && ok;
+    return report("dv", g.dv, w.dv, &sv) && ok ? 0 : 1;
+  }
 #ifdef TL_HAVE_REFERENCES
   auto want = opstest::ref::flash_attention(q.to_vector(), k.to_vector(), v.to_vector(), B, S, H, D,
-                                            bshd, causal, 1.0 / std::sqrt(static_cast<double>(D)));
+                                            bshd, causal, scale);
 #else
   struct {
     std::vector<double> o, lse;
@@ -629,8 +663,8 @@ OpsCommands add_ops_commands(CLI::App& app) {
                    "layer_norm: M H dtype eps weight bias seed; topk_gate: T E k dtype "
                    "scoring bias normalize route_scale seed; gemm: M N K dtype out_dtype trans_a "
                    "trans_b seed; rope: T H D R dtype interleaved positions last seed; "
-                   "layer_norm_backward: M H dtype eps seed; flash_attention: B S H D dtype "
-                   "layout causal seed; topk_gate_backward: T E k dtype scoring normalize "
+                   "layer_norm_backward: M H dtype eps seed; flash_attention(_backward): B S H D "
+                   "dtype layout causal seed; topk_gate_backward: T E k dtype scoring normalize "
                    "route_scale seed)");
   c.op->add_flag("--profile", c.profile,
                  "run in timed mode and print the simulated time, the roofline fraction, the "
@@ -737,7 +771,7 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                           c.sets),
                     target, c.name == "rope_backward", c.profile);
   }
-  if (c.name == "flash_attention") {
+  if (c.name == "flash_attention" || c.name == "flash_attention_backward") {
     return run_flash_attention(parse(c.name,
                                      {{"B", "1"},
                                       {"S", "273"},
@@ -748,7 +782,7 @@ int run_ops_commands(const OpsCommands& c, const tl::Target& target) {
                                       {"causal", "0"},
                                       {"seed", "0"}},
                                      c.sets),
-                               target, c.profile);
+                               target, c.name == "flash_attention_backward", c.profile);
   }
   std::string names;
   for (const auto& o : all_ops()) names += " " + o.name;

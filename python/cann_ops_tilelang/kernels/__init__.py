@@ -134,3 +134,19 @@ def topk_gate_bwd_key(dtype: str, experts: int, k: int = 8, scoring: int = 1, no
 
 
 __all__ += ["topk_gate_bwd_kernel", "topk_gate_bwd_key"]
+
+# ---- FlashAttention backward (attention/) ---------------------------------------------------------
+from .attention_bwd import (flash_attention_bwd_cast_kernel, flash_attention_bwd_dkdv_kernel,  # noqa: E402
+                            flash_attention_bwd_dq_kernel)
+
+
+def flash_attention_bwd_key(dtype: str, heads: int, dim: int, causal: bool = False, layout: str = "BSHD",
+                            scale: float | None = None, target: str = "A2") -> dict:
+    """The key flash_attention_backward launches both its kernels with (the forward's fields:
+    dtype, heads, dim, causal, layout, scale, block_m, block_n, stages, blocks)."""
+    s = scale if scale is not None else 1.0 / dim ** 0.5
+    return dict(_core.ops_flash_attention_bwd_key(dtype, heads, dim, causal, layout, s, target))
+
+
+__all__ += ["flash_attention_bwd_dq_kernel", "flash_attention_bwd_dkdv_kernel", "flash_attention_bwd_cast_kernel",
+            "flash_attention_bwd_key"]
