@@ -102,6 +102,13 @@ class ChannelSyncs {
   std::vector<Stmt> rewrite(const std::vector<Stmt>& body) {
     std::vector<Stmt> out;
     for (const Stmt& s : body) {
+      // A channel copy under a guard of its own (split_aiv's turns, `if (t - min) % 2 == vid:
+      // copy`): both AIVs run its flags, outside the guard, so that the cube's mode-2 counts
+      // match whichever AIV made the copy.
+      if (const Stmt inner = guarded_channel_copy(s); inner.defined()) {
+        flag_copy(s, inner, out);
+        continue;
+      }
       std::vector<size_t> groups;  // the hybrid channels whose copies loop `s` groups
       if (s.as<ForNode>())
         for (size_t i = 0; i < channels_.size(); ++i)
@@ -150,6 +157,43 @@ class ChannelSyncs {
       }
     }
     return out;
+  }
+
+  /// The developer channel copy `s` guards, if `s` is an `if` without an else around one such
+  /// copy (a hybrid kernel's guards are the author's, paired by hybrid::mark_channels).
+  Stmt guarded_channel_copy(const Stmt& s) const {
+    auto* n = s.as<IfNode>();
+    if (!n || n->else_case.defined()) return Stmt();
+    std::vector<Stmt> then = stmts_of(n->then_case);
+    if (then.size() != 1) return Stmt();
+    for (size_t i = 0; i < channels_.size(); ++i)
+      if (!grouped_[i] && !channels_[i].whole &&
+          (copy_of(then[0], channels_[i].ws, 0) || copy_of(then[0], channels_[i].ws, 1)))
+        return then[0];
+    return Stmt();
+  }
+
+  /// `s` (a guard around the channel copy `copy`) with the copy's flags around it.
+  void flag_copy(const Stmt& s, const Stmt& copy, std::vector<Stmt>& out) {
+    for (size_t i = 0; i < channels_.size(); ++i)
+      if (role(copy, i, 0)) out.push_back(cross_wait(channels_[i].data, s->loc));
+    for (size_t i = 0; i < channels_.size(); ++i)
+      if (const TileOpNode* op = role(copy, i, 1);
+          op && channels_[i].credit >= 0 && (channels_[i].whole || first_part(*op)))
+        out.push_back(cross_wait(channels_[i].credit, s->loc));
+    out.push_back(s);
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      const Channel& c = channels_[i];
+      if (const TileOpNode* op = role(copy, i, 1); op && (c.whole || last_part(*op))) {
+        out.push_back(cross_set(op->op->pipe(*op, target_), c.data, s->loc));
+        if (!producer_[i]) producer_[i] = s->loc;
+      }
+      if (const TileOpNode* op = role(copy, i, 0); op && c.credit >= 0) {
+        const Pipe pipe = op->op->pipe(*op, target_);
+        out.push_back(cross_set(pipe, c.credit, s->loc));
+        if (!consumer_[i]) consumer_[i] = std::pair{pipe, s->loc};
+      }
+    }
   }
 
   /// The copy reading (`which` = 0) or writing (1) channel `i`'s workspace that `s` is; or, for

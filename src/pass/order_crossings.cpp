@@ -14,8 +14,9 @@
 // gives: a stable topological order of its statements where
 //   - statements on a common core keep their order (a crossing copy is on its producer's core);
 //   - statements of different cores that touch a common buffer (one of them writing) keep their
-//     order, except that a read of a tile whose first write in the kernel is a crossing copy
-//     later in the block goes after that copy (the same-iteration pairing);
+//     order, except that a read of a tile whose first write in the kernel comes later in the
+//     block goes after every crossing copy into the tile later in the block (the same-iteration
+//     pairing; two gather loops filling the rows of one L1 tile both come first);
 //   - a statement on no core (a let, a declaration, scalar work) keeps its place against all.
 // A block without such a read is left as it is (its textual order is then the only topological
 // order this finds). Where the constraints form a cycle (the gather itself would need the
@@ -140,12 +141,13 @@ class Orderer : public IRMutator {
   }
 
  private:
-  /// Whether `b`'s first write in the kernel is inside `s`.
-  bool first_written_in(const BufferNode* b, const Stmt& s) const {
+  /// Whether `b`'s first write in the kernel is inside a statement of block `s` after the i-th.
+  bool first_after(const BufferNode* b, const std::vector<Stmt>& s, size_t i) const {
     auto it = first_write_.find(b);
     if (it == first_write_.end()) return false;
     bool found = false;
-    pre_order_visit(s, [&](const Stmt& x) { found = found || x.get() == it->second; });
+    for (size_t k = i + 1; k < s.size() && !found; ++k)
+      pre_order_visit(s[k], [&](const Stmt& x) { found = found || x.get() == it->second; });
     return found;
   }
 
@@ -159,10 +161,11 @@ class Orderer : public IRMutator {
     bool reversed = false;
     for (size_t i = 0; i < n; ++i)
       for (size_t j = i + 1; j < n; ++j) {
-        // A read in i of a tile that a crossing copy in j writes first: j's write, then i.
+        // A read in i of a tile no statement before it writes, and that crossing copies later
+        // in the block write (its first write among them): those writes, then i.
         bool pair = false;
         for (const BufferNode* x : fx[j].crossed)
-          if (fx[i].reads.count(x) && !(fx[i].cores & fx[j].cores) && first_written_in(x, s[j]))
+          if (fx[i].reads.count(x) && !(fx[i].cores & fx[j].cores) && first_after(x, s, i))
             pair = true;
         if (pair) {
           before[i].insert(j);
