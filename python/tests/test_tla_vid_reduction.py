@@ -10,7 +10,8 @@ is dropped or gathered twice (src/pass/split_aiv_turns.cpp). The gemm reads the 
 above the gather, in TileLang-Ascend's order (the read pairs with the write of its iteration:
 src/pass/order_crossings.cpp).
 
-Each kernel: O[r, t * BI + j] = 2 * sum_d X[r, d] * KV[Idx[r // BM, t * BI + j], d], against
+Each kernel: O[r, t * BI + j] = 2 * sum_d X[r, d] * KV[Idx[r // BM, t * BI + j], d], the sum in two gemms
+(the first D columns and a tail of DT, each gathered into its own L1 tile, as the script does), against
 torch, on rows 1, 7, 33, 1000, 4097 (the last block short), one, two and three index tiles
 (odd and even outer trip counts) and gather loops of 1 and BI - 1 iterations (odd) and BI
 (even), with the hazard and stale-data checkers on.
@@ -22,26 +23,31 @@ import torch
 import tl_ascend as tilelang
 import tl_ascend.language as T
 
-BM, BI, D, S = 64, 16, 64, 300
+BM, BI, D, DT, S = 64, 16, 64, 32, 300
 
 
 def _kernel(R: int, NT: int, split_gather: bool):
     nblk = T.ceildiv(R, BM)
 
     @T.prim_func
-    def main(X: T.Tensor((R, D), "float16"), KV: T.Tensor((S, D), "float16"),
+    def main(X: T.Tensor((R, D + DT), "float16"), KV: T.Tensor((S, D + DT), "float16"),
              Idx: T.Tensor((nblk, NT * BI), "int32"), O: T.Tensor((R, NT * BI), "float32")):
         with T.Kernel(nblk, threads=2, is_npu=True) as (cid):
             q_l1 = T.alloc_shared((BM, D), "float16")
+            q_tail_l1 = T.alloc_shared((BM, DT), "float16")
             kv_l1 = T.alloc_shared((BI, D), "float16")
+            kv_tail_l1 = T.alloc_shared((BI, DT), "float16")
             s_l0 = T.alloc_fragment((BM, BI), "float32")
             idx_ub = T.alloc_shared((BI,), "int32")
             kv_ub = T.alloc_shared((D,), "float16")
+            kv_tail_ub = T.alloc_shared((DT,), "float16")
             s_ub = T.alloc_shared((BM, BI), "float32")
             o_ub = T.alloc_shared((BM, BI), "float32")
-            T.copy(X[cid * BM, 0], q_l1)
+            T.copy(X[cid * BM:cid * BM + BM, 0:D], q_l1)
+            T.copy(X[cid * BM:cid * BM + BM, D:D + DT], q_tail_l1)
             for t in T.serial(NT):
                 T.gemm_v0(q_l1, kv_l1, s_l0, transpose_B=True, init=True)
+                T.gemm_v0(q_tail_l1, kv_tail_l1, s_l0, transpose_B=True)
                 T.copy(s_l0, s_ub)
                 T.copy(Idx[cid, t * BI:t * BI + BI], idx_ub)
                 if split_gather:
@@ -49,14 +55,20 @@ def _kernel(R: int, NT: int, split_gather: bool):
                     # odd, the second starting at 1).
                     for b0 in T.serial(1):
                         T.copy(KV[idx_ub[b0], 0:D], kv_ub)
+                        T.copy(KV[idx_ub[b0], D:D + DT], kv_tail_ub)
                         T.copy(kv_ub, kv_l1[b0, :])
+                        T.copy(kv_tail_ub, kv_tail_l1[b0, :])
                     for bi in T.serial(1, BI):
                         T.copy(KV[idx_ub[bi], 0:D], kv_ub)
+                        T.copy(KV[idx_ub[bi], D:D + DT], kv_tail_ub)
                         T.copy(kv_ub, kv_l1[bi, :])
+                        T.copy(kv_tail_ub, kv_tail_l1[bi, :])
                 else:
                     for bi in T.serial(BI):
                         T.copy(KV[idx_ub[bi], 0:D], kv_ub)
+                        T.copy(KV[idx_ub[bi], D:D + DT], kv_tail_ub)
                         T.copy(kv_ub, kv_l1[bi, :])
+                        T.copy(kv_tail_ub, kv_tail_l1[bi, :])
                 for i, j in T.Parallel(BM, BI):
                     o_ub[i, j] = s_ub[i, j] * 2.0
                 T.copy(o_ub, O[cid * BM, t * BI])
@@ -72,8 +84,8 @@ CASES += [(65, 3, False), (65, 3, True)]
 def test_rows_split_and_gather_in_turns_match_torch(R: int, NT: int, split_gather: bool) -> None:
     torch.manual_seed(R * 3 + NT)
     nblk = (R + BM - 1) // BM
-    x = torch.randn(R, D).half()
-    kv = torch.randn(S, D).half()
+    x = torch.randn(R, D + DT).half()
+    kv = torch.randn(S, D + DT).half()
     idx = torch.randint(0, S, (nblk, NT * BI), dtype=torch.int32)
     kernel = tilelang.compile(_kernel(R, NT, split_gather), out_idx=[3], check_hazards=True)
     out = kernel(x, kv, idx)

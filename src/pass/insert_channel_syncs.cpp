@@ -160,16 +160,23 @@ class ChannelSyncs {
   }
 
   /// The developer channel copy `s` guards, if `s` is an `if` without an else around one such
-  /// copy (a hybrid kernel's guards are the author's, paired by hybrid::mark_channels).
+  /// copy and intra-core syncs (a hybrid kernel's guards are the author's, paired by
+  /// hybrid::mark_channels).
   Stmt guarded_channel_copy(const Stmt& s) const {
     auto* n = s.as<IfNode>();
     if (!n || n->else_case.defined()) return Stmt();
-    std::vector<Stmt> then = stmts_of(n->then_case);
-    if (then.size() != 1) return Stmt();
+    // The copy, and the intra-core syncs insert_syncs put beside it inside the guard.
+    Stmt copy;
+    for (const Stmt& x : stmts_of(n->then_case)) {
+      if (x.as<SyncNode>()) continue;
+      if (copy.defined()) return Stmt();
+      copy = x;
+    }
+    if (!copy.defined()) return Stmt();
     for (size_t i = 0; i < channels_.size(); ++i)
       if (!grouped_[i] && !channels_[i].whole &&
-          (copy_of(then[0], channels_[i].ws, 0) || copy_of(then[0], channels_[i].ws, 1)))
-        return then[0];
+          (copy_of(copy, channels_[i].ws, 0) || copy_of(copy, channels_[i].ws, 1)))
+        return copy;
     return Stmt();
   }
 
