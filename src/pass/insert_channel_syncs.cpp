@@ -77,6 +77,9 @@ class ChannelSyncs {
     grouped_.assign(channels_.size(), false);
   }
 
+  /// The kernel's vid (a channel copy under a guard on it is split_aiv's turns).
+  void set_vid(const Var& vid) { vid_ = vid; }
+
   /// A scope body with the flags around every channel copy; then the consumer's pre-set
   /// credits first and the producer's drains last.
   Stmt rewrite_scope(const Stmt& body, const SourceLoc& loc) {
@@ -159,12 +162,19 @@ class ChannelSyncs {
     return out;
   }
 
-  /// The developer channel copy `s` guards, if `s` is an `if` without an else around one such
-  /// copy and intra-core syncs (a hybrid kernel's guards are the author's, paired by
+  /// The developer channel copy `s` guards, if `s` is an `if` on vid without an else around one
+  /// such copy and intra-core syncs (a hybrid kernel's guards are the author's, paired by
   /// hybrid::mark_channels).
   Stmt guarded_channel_copy(const Stmt& s) const {
     auto* n = s.as<IfNode>();
-    if (!n || n->else_case.defined()) return Stmt();
+    if (!n || n->else_case.defined() || !vid_.defined()) return Stmt();
+    // Only split_aiv's turns: a guard on vid, which only the vector side has. A guard both
+    // sides share (`if k > 0`) keeps the flags inside, on both sides alike.
+    bool reads_vid = false;
+    pre_order_visit(
+        LetNode::make(Var("cond", n->cond.dtype()), n->cond, n->loc), [](const Stmt&) {},
+        [&](const Expr& e) { reads_vid = reads_vid || e.get() == vid_.node(); });
+    if (!reads_vid) return Stmt();
     // The copy, and the intra-core syncs insert_syncs put beside it inside the guard.
     Stmt copy;
     for (const Stmt& x : stmts_of(n->then_case)) {
@@ -237,6 +247,7 @@ class ChannelSyncs {
   const std::vector<Channel>& channels_;
   std::vector<std::set<const VarNode*>> shared_;
   std::vector<bool> grouped_;  // per channel: inside a group loop being rewritten
+  Var vid_;                    // the kernel's vid: a guard on it is split_aiv's turns
   // Per channel, in the scope being rewritten: the first consuming copy (its pipe and line: the
   // credits' pre-sets) and the first producing copy (its line: the drains).
   std::vector<std::optional<std::pair<Pipe, SourceLoc>>> consumer_;
@@ -415,6 +426,7 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
       for (size_t d = 0; d < paired; ++d) shared[i].insert(n[d]->var.node());
   }
   ChannelSyncs syncs(target, channels, std::move(shared));
+  syncs.set_vid(k->vid);
   std::vector<Stmt> out;
   for (const Stmt& s : top) {
     auto* scope = s.as<ScopeNode>();
