@@ -8,7 +8,8 @@
 //
 // Except where TileLang-Ascend pairs the write with the read per iteration: the first write is a
 // crossing copy from a tile of the other core (a T.copy from a developer tile no cube op uses, the
-// vector unit's, into the cube's operand) in the same loop as the read, or both at the top level.
+// vector unit's, into the cube's operand) in the same loop as the read, or anywhere after a read
+// at the top level.
 // TileLang-Ascend makes that copy a workspace its auto cross-core sync pairs per iteration, so the
 // read waits for the write of its own iteration (src/pass/order_crossings.cpp orders the block
 // so; docs/developer_mode.md, "Reads that come before the write of the other core").
@@ -107,11 +108,11 @@ class FirstReads {
   };
 
   /// Whether TileLang-Ascend pairs the read with its tile's first write (a crossing copy in the
-  /// read's loop, or at the top level with it).
+  /// read's loop; for a read at the top level, anywhere after it).
   bool paired(const Pending& p, bool crossing) const {
     if (!crossing) return false;
     const std::vector<const ForNode*>& wl = first_write_loops_.at(p.tile);
-    if (!p.loop) return wl.empty();
+    if (!p.loop) return true;  // a top-level read pairs with the first write wherever it is
     return std::find(wl.begin(), wl.end(), p.loop) != wl.end();
   }
 
