@@ -142,3 +142,10 @@ class Placer : public IRMutator {
 };
 
 }  // namespace tl::dev
+
+namespace tl::dev {
+/// `kernel_body` (placed tiles) with each block whose cube or vector side reads a tile that a
+/// crossing copy later in the block writes first reordered as TileLang-Ascend's per-iteration
+/// cross-core pairing runs it (src/pass/order_crossings.cpp); an error where no order exists.
+Stmt order_crossings(const Stmt& kernel_body);
+}  // namespace tl::dev

@@ -79,6 +79,30 @@ std::vector<Channel> channels_of(const KernelNode& k) {
   return out;
 }
 
+/// Whether a copy into `ws` in `s` sits under an `if` that reads vid (split_aiv's turns: the AIVs
+/// push the slot in turns). The replay's slot rule counts each AIV's pushes as every tile's, so
+/// there it would miss that AIV 1's first push overwrites what AIV 0 pushed: such a channel keeps
+/// its credit.
+bool pushed_in_turns(const Stmt& s, const BufferNode* ws, const Var& vid) {
+  bool found = false;
+  pre_order_visit(s, [&](const Stmt& x) {
+    auto* n = x.as<IfNode>();
+    if (found || !n) return;
+    bool reads_vid = false;
+    pre_order_visit(
+        LetNode::make(Var("cond", n->cond.dtype()), n->cond, n->loc), [](const Stmt&) {},
+        [&](const Expr& e) { reads_vid = reads_vid || e.get() == vid.node(); });
+    if (!reads_vid) return;
+    pre_order_visit(n->then_case, [&](const Stmt& y) {
+      auto* op = y.as<TileOpNode>();
+      if (op && op->op == &ops::copy() && op->args.size() == 2 && op->args[1].is_region() &&
+          op->args[1].region.buffer.get() == ws)
+        found = true;
+    });
+  });
+  return found;
+}
+
 /// `s` without the cross-core sets and waits of flag `id`.
 Stmt without_cross_flag(const Stmt& s, int id) {
   return dev::without(s, [id](const Stmt& x) {
@@ -105,6 +129,7 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target) {
   Stmt body = k->body;
   for (size_t c = 0; c < channels.size(); ++c) {
     if (channels[c].credit < 0 || channels[c].slots < 1) continue;
+    if (pushed_in_turns(vector, channels[c].ws, k->vid)) continue;
     auto streams = replay::unroll_block(*k, cube, vector, target, channels, false);
     if (!streams) break;
     replay::Query q;

@@ -369,7 +369,9 @@ PrimFunc infer_scopes(const PrimFunc& input, const Target&) {
     if (is_vector_to_cube(b, u)) crossing.emplace(b, CoreKind::Vector);
   }
   dev::Placer placer(std::move(scopes));
-  Stmt body = placer.mutate(f->body);
+  // TileLang-Ascend pairs a crossing copy's write with the other core's read per iteration,
+  // whatever their order in the text: order such blocks by that data flow first.
+  Stmt body = dev::order_crossings(placer.mutate(f->body));
   if (!crossing.empty()) {
     PrimFunc placed = with_body(f, body);
     std::unordered_set<std::string> taken = arith::names_in(placed);

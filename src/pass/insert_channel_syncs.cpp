@@ -77,6 +77,9 @@ class ChannelSyncs {
     grouped_.assign(channels_.size(), false);
   }
 
+  /// The kernel's vid (a channel copy under a guard on it is split_aiv's turns).
+  void set_vid(const Var& vid) { vid_ = vid; }
+
   /// A scope body with the flags around every channel copy; then the consumer's pre-set
   /// credits first and the producer's drains last.
   Stmt rewrite_scope(const Stmt& body, const SourceLoc& loc) {
@@ -102,6 +105,13 @@ class ChannelSyncs {
   std::vector<Stmt> rewrite(const std::vector<Stmt>& body) {
     std::vector<Stmt> out;
     for (const Stmt& s : body) {
+      // A channel copy under a guard of its own (split_aiv's turns, `if (t - min) % 2 == vid:
+      // copy`): both AIVs run its flags, outside the guard, so that the cube's mode-2 counts
+      // match whichever AIV made the copy.
+      if (const Stmt inner = guarded_channel_copy(s); inner.defined()) {
+        flag_copy(s, inner, out);
+        continue;
+      }
       std::vector<size_t> groups;  // the hybrid channels whose copies loop `s` groups
       if (s.as<ForNode>())
         for (size_t i = 0; i < channels_.size(); ++i)
@@ -152,6 +162,57 @@ class ChannelSyncs {
     return out;
   }
 
+  /// The developer channel copy `s` guards, if `s` is an `if` on vid without an else around one
+  /// such copy and intra-core syncs (a hybrid kernel's guards are the author's, paired by
+  /// hybrid::mark_channels).
+  Stmt guarded_channel_copy(const Stmt& s) const {
+    auto* n = s.as<IfNode>();
+    if (!n || n->else_case.defined() || !vid_.defined()) return Stmt();
+    // Only split_aiv's turns: a guard on vid, which only the vector side has. A guard both
+    // sides share (`if k > 0`) keeps the flags inside, on both sides alike.
+    bool reads_vid = false;
+    pre_order_visit(
+        LetNode::make(Var("cond", n->cond.dtype()), n->cond, n->loc), [](const Stmt&) {},
+        [&](const Expr& e) { reads_vid = reads_vid || e.get() == vid_.node(); });
+    if (!reads_vid) return Stmt();
+    // The copy, and the intra-core syncs insert_syncs put beside it inside the guard.
+    Stmt copy;
+    for (const Stmt& x : stmts_of(n->then_case)) {
+      if (x.as<SyncNode>()) continue;
+      if (copy.defined()) return Stmt();
+      copy = x;
+    }
+    if (!copy.defined()) return Stmt();
+    for (size_t i = 0; i < channels_.size(); ++i)
+      if (!grouped_[i] && !channels_[i].whole &&
+          (copy_of(copy, channels_[i].ws, 0) || copy_of(copy, channels_[i].ws, 1)))
+        return copy;
+    return Stmt();
+  }
+
+  /// `s` (a guard around the channel copy `copy`) with the copy's flags around it.
+  void flag_copy(const Stmt& s, const Stmt& copy, std::vector<Stmt>& out) {
+    for (size_t i = 0; i < channels_.size(); ++i)
+      if (role(copy, i, 0)) out.push_back(cross_wait(channels_[i].data, s->loc));
+    for (size_t i = 0; i < channels_.size(); ++i)
+      if (const TileOpNode* op = role(copy, i, 1);
+          op && channels_[i].credit >= 0 && (channels_[i].whole || first_part(*op)))
+        out.push_back(cross_wait(channels_[i].credit, s->loc));
+    out.push_back(s);
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      const Channel& c = channels_[i];
+      if (const TileOpNode* op = role(copy, i, 1); op && (c.whole || last_part(*op))) {
+        out.push_back(cross_set(op->op->pipe(*op, target_), c.data, s->loc));
+        if (!producer_[i]) producer_[i] = s->loc;
+      }
+      if (const TileOpNode* op = role(copy, i, 0); op && c.credit >= 0) {
+        const Pipe pipe = op->op->pipe(*op, target_);
+        out.push_back(cross_set(pipe, c.credit, s->loc));
+        if (!consumer_[i]) consumer_[i] = std::pair{pipe, s->loc};
+      }
+    }
+  }
+
   /// The copy reading (`which` = 0) or writing (1) channel `i`'s workspace that `s` is; or, for
   /// a hybrid channel, the first such copy in a loop `s` that runs around its copies in one
   /// scope only (a loop the other scope does not share: hybrid::mark_channels checked that
@@ -186,6 +247,7 @@ class ChannelSyncs {
   const std::vector<Channel>& channels_;
   std::vector<std::set<const VarNode*>> shared_;
   std::vector<bool> grouped_;  // per channel: inside a group loop being rewritten
+  Var vid_;                    // the kernel's vid: a guard on it is split_aiv's turns
   // Per channel, in the scope being rewritten: the first consuming copy (its pipe and line: the
   // credits' pre-sets) and the first producing copy (its line: the drains).
   std::vector<std::optional<std::pair<Pipe, SourceLoc>>> consumer_;
@@ -364,6 +426,7 @@ PrimFunc insert_channel_syncs(const PrimFunc& f, const Target& target) {
       for (size_t d = 0; d < paired; ++d) shared[i].insert(n[d]->var.node());
   }
   ChannelSyncs syncs(target, channels, std::move(shared));
+  syncs.set_vid(k->vid);
   std::vector<Stmt> out;
   for (const Stmt& s : top) {
     auto* scope = s.as<ScopeNode>();

@@ -35,6 +35,7 @@
 #include <set>
 
 #include "developer.h"
+#include "split_aiv_turns.h"
 #include "tl/arith.h"
 #include "tl/ir_functor.h"
 #include "tl/ir_ops.h"
@@ -182,10 +183,17 @@ class AivSplit {
                                             b->name, 2 * h)
                               : std::string()));
     }
+    // A whole tile pushed to the cube: the AIVs take turns at the loop around the push
+    // (split_aiv_turns.cpp), or the split fails.
+    std::set<const BufferNode*> pushed, split;
     for (const auto& c : gm_copies_)
-      if (!half_.count(c.ub) && c.to_gm && c.workspace)
-        return fail(why, fmt::format("'{}' is pushed to the cube whole: both AIVs would write it",
-                                     c.ub->name));
+      if (!half_.count(c.ub) && c.to_gm && c.workspace) pushed.insert(c.ub);
+    for (const auto& [b, h] : half_) split.insert(b);
+    if (!pushed.empty()) {
+      auto loops = dev::turn_loops(work, pushed, split, target_, why);
+      if (!loops) return std::nullopt;
+      turns_ = std::move(*loops);
+    }
     plan_sizes(work);
     Stmt out = rewrite(work);
     if (!fallback_.empty()) return fail(why, fallback_);
@@ -429,6 +437,7 @@ class AivSplit {
       for (const Stmt& x : q->stmts) out.push_back(rewrite(x));
       return SeqNode::make(std::move(out), s->loc);
     }
+    if (auto* l = s.as<ForNode>(); l && turns_.count(l)) return dev::take_in_turns(*l, kernel_.vid);
     if (auto* l = s.as<ForNode>())
       return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, rewrite(l->body),
                            l->loc);
@@ -511,6 +520,7 @@ class AivSplit {
   std::map<const BufferNode*, int64_t> half_;
   std::map<const BufferNode*, Buffer> shrunk_;  // split tiles at half their rows
   std::set<const BufferNode*> keep_size_;       // padded row vectors: split, not shrunk
+  std::set<const ForNode*> turns_;              // loops the AIVs take in turns
   std::string fallback_;
 };
 
