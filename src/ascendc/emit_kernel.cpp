@@ -140,8 +140,12 @@ bool Emitter::fits(const BinaryNode& b) const {
                      b.dtype != DType::Int16 && b.dtype != DType::UInt8 && b.dtype != DType::UInt16
                : false;
   }
+  // C++ computes in the wider operand's type: int32 with int32, or int64 when either is int64
+  // (every int64 operand is printed as an int64: its variables are declared so and its
+  // immediates written int64_t(v)).
+  auto ok = [&](DType t) { return t == DType::Int32 || t == b.dtype; };
   if (b.dtype != DType::Int32 && b.dtype != DType::Int64) return false;
-  if (b.a.dtype() != b.dtype || b.b.dtype() != b.dtype) return false;
+  if (!ok(b.a.dtype()) || !ok(b.b.dtype())) return false;
   const auto x = arith::bound(b.a, ivs_), y = arith::bound(b.b, ivs_);
   const __int128 xs[2] = {x.lo, x.hi}, ys[2] = {y.lo, y.hi};
   const auto r = arith::Interval::of_dtype(b.dtype);
@@ -380,6 +384,11 @@ void Emitter::stmt(const Stmt& s) {
       auto* n = s.as<AllocateNode>();
       const Buffer& b = n->buffer;
       const std::string t = ctype(b->dtype, loc);
+      if (b->scope == MemScope::GM) {
+        line(fmt::format("// workspace '{}': the kernel argument {}_handle", b->name, name(b)),
+             loc);
+        return;
+      }
       if (b->scope == MemScope::Var) {
         auto elems = const_product(b->shape);
         if (!elems)
@@ -516,11 +525,15 @@ void Emitter::sync(const SyncNode& n) {
 // ---- the kernel ------------------------------------------------------------------------------
 
 void Emitter::declare_buffers_and_params() {
-  // GlobalTensor::SetGlobalBuffer ("SetGlobalBuffer" API page).
-  for (const auto& p : f_->params) {
-    if (!p.is_tensor()) continue;
-    const std::string t = ctype(p.tensor->dtype, f_->loc);
-    const std::string& n = name(p.tensor);
+  // GlobalTensor::SetGlobalBuffer ("SetGlobalBuffer" API page); the kernel's workspaces are
+  // arguments after the tensors (the caller allocates them, as the virtual NPU's launch does).
+  std::vector<Buffer> gm;
+  for (const auto& p : f_->params)
+    if (p.is_tensor()) gm.push_back(p.tensor);
+  gm.insert(gm.end(), workspaces_.begin(), workspaces_.end());
+  for (const auto& b : gm) {
+    const std::string t = ctype(b->dtype, f_->loc);
+    const std::string& n = name(b);
     used_.insert(n + "_handle");
     line(fmt::format("AscendC::GlobalTensor<{}> {};", t, n));
     line(fmt::format("{}.SetGlobalBuffer((__gm__ {}*){}_handle);", n, t, n));
@@ -578,20 +591,18 @@ void Emitter::host_stub() {
   out_ +=
       "// Host launch in the form of a CANN project's kernel invocation (<<<numBlocks, l2ctrl,\n";
   out_ += "// stream>>>): one block = 1 AIC + 2 AIV (KERNEL_TYPE_MIX_AIC_1_2).\n";
+  // The kernel's argument order: tensors, workspaces, scalar parameters, dynamic sizes.
   std::string params = "void* stream", args;
-  for (const auto& p : f_->params) {
-    if (p.is_tensor()) {
-      params += fmt::format(", uint8_t* {}", name(p.tensor));
-      args += fmt::format("{}{}", args.empty() ? "" : ", ", name(p.tensor));
-    } else {
-      params += fmt::format(", {} {}", ctype(p.scalar.dtype(), f_->loc), vars_.at(p.scalar.node()));
-      args += fmt::format("{}{}", args.empty() ? "" : ", ", vars_.at(p.scalar.node()));
-    }
-  }
-  for (const auto& d : f_->dynamics) {
-    params += fmt::format(", int32_t {}", vars_.at(d.node()));
-    args += fmt::format("{}{}", args.empty() ? "" : ", ", vars_.at(d.node()));
-  }
+  auto add = [&](const std::string& type, const std::string& n) {
+    params += fmt::format(", {} {}", type, n);
+    args += fmt::format("{}{}", args.empty() ? "" : ", ", n);
+  };
+  for (const auto& p : f_->params)
+    if (p.is_tensor()) add("uint8_t*", name(p.tensor));
+  for (const auto& w : workspaces_) add("uint8_t*", name(w));
+  for (const auto& p : f_->params)
+    if (!p.is_tensor()) add(ctype(p.scalar.dtype(), f_->loc), vars_.at(p.scalar.node()));
+  for (const auto& d : f_->dynamics) add("int32_t", vars_.at(d.node()));
   out_ += fmt::format("extern \"C\" void {}_launch({}) {{\n", f_->name, params);
   out_ += fmt::format("  const uint32_t numBlocks = static_cast<uint32_t>({});\n",
                       expr(k->num_blocks, k->loc));
@@ -607,7 +618,8 @@ std::string Emitter::run() {
     Emitter* e = nullptr;
     void visit_(const AllocateNode* n) override {
       const Buffer& b = n->buffer;
-      if (b->scope == MemScope::Var || n->is_view()) return;
+      if (b->scope == MemScope::GM) e->workspaces_.push_back(b);
+      if (b->scope == MemScope::Var || b->scope == MemScope::GM || n->is_view()) return;
       e->scopes_.insert(b->scope);
       if (b->scope == MemScope::UB && b->address >= 0) {
         std::vector<int64_t> shape;
@@ -616,6 +628,13 @@ std::string Emitter::run() {
         if (shape.size() == b->shape.size())
           e->ub_end_ = std::max(e->ub_end_, b->address + storage_bytes(b->scope, b->dtype, shape));
       }
+    }
+    void visit_(const TileOpNode* n) override {
+      if (n->op == &ops::gemm_v0()) {  // loads into L0A/L0B at offset 0 (tl/op.h)
+        e->scopes_.insert(MemScope::L0A);
+        e->scopes_.insert(MemScope::L0B);
+      }
+      IRVisitor::visit_(n);
     }
   } scan;
   scan.e = this;
@@ -648,6 +667,8 @@ std::string Emitter::run() {
     if (p.is_tensor())
       sig += fmt::format("{}GM_ADDR {}_handle", sig.empty() ? "" : ", ", name(p.tensor));
   }
+  for (const auto& w : workspaces_)
+    sig += fmt::format("{}GM_ADDR {}_handle", sig.empty() ? "" : ", ", name(w));
   for (const auto& p : f_->params) {
     if (p.is_tensor()) continue;
     std::string n = var(p.scalar);

@@ -15,10 +15,7 @@
 #include "tl/ir_ops.h"
 
 namespace tl::ascendc {
-namespace {
 
-/// A number every value of `e` is a multiple of (1 when nothing is known; 0 is a multiple of
-/// everything, reported as 2^30).
 int64_t known_multiple(const Expr& e) {
   constexpr int64_t kAny = int64_t{1} << 30;
   if (auto c = as_const_int(e)) return *c == 0 ? kAny : std::abs(*c);
@@ -37,13 +34,6 @@ int64_t known_multiple(const Expr& e) {
   if (auto* c = e.as<CastNode>()) return is_int(c->dtype) ? known_multiple(c->value) : 1;
   return 1;
 }
-
-bool is_const(const Expr& e, int64_t v) {
-  auto c = as_const_int(e);
-  return c && *c == v;
-}
-
-}  // namespace
 
 Operand Emitter::operand(const TileOpNode& n, int index) {
   const TileArg& a = n.args.at(static_cast<size_t>(index));
@@ -102,6 +92,11 @@ std::string Emitter::at(const Operand& o, const Expr& extra) {
   Expr off = extra.defined() ? o.offset + extra : o.offset;
   if (is_const(off, 0)) return name(o.buf);
   return fmt::format("{}[{}]", name(o.buf), expr(off, o.buf->loc));
+}
+
+std::string Emitter::sub(const std::string& n, const Expr& offset, const SourceLoc& loc) {
+  if (is_const(offset, 0)) return n;
+  return fmt::format("{}[{}]", n, expr(offset, loc));
 }
 
 bool Emitter::aligned(const Operand& o, const Expr& elems, int64_t bytes) const {

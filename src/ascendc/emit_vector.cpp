@@ -49,7 +49,7 @@ struct BinaryApi {
 bool Emitter::emit_vector(const TileOpNode& n) {
   using namespace ops::tile;
   const SourceLoc& loc = n.loc;
-  static const BinaryApi binaries[] = {{&add(), "Add", "Adds"}, {&sub(), "Sub", "Adds"},
+  static const BinaryApi binaries[] = {{&add(), "Add", "Adds"}, {&ops::tile::sub(), "Sub", "Adds"},
                                        {&mul(), "Mul", "Muls"}, {&div(), "Div", nullptr},
                                        {&max(), "Max", "Maxs"}, {&min(), "Min", "Mins"}};
   static const std::pair<const OpDef*, const char*> unaries[] = {
@@ -118,8 +118,14 @@ bool Emitter::emit_vector(const TileOpNode& n) {
                            "read and its sync)");
     std::string v = scalar(s, t, loc);
     // a - s == a + (-s) exactly (IEEE negation; two's-complement wrap for integers).
-    if (n.op == &sub())
-      v = is_float(t) ? fmt::format("-{}", v) : fmt::format("{}(-{})", ctype(t, loc), v);
+    if (n.op == &ops::tile::sub()) {
+      if (auto* fl = s.as<FloatImmNode>())
+        v = scalar(FloatImmNode::make(fl->dtype, -fl->value), t, loc);
+      else if (is_float(t))
+        v = fmt::format("-({})", v);
+      else
+        v = fmt::format("{}(-int64_t({}))", ctype(t, loc), v);
+    }
     elementwise({dst, s0}, b.scalar, v + ", ", what);
     return true;
   }
@@ -187,8 +193,8 @@ bool Emitter::emit_vector(const TileOpNode& n) {
            loc);
     if (rest > 0)
       line(fmt::format("AscendC::{}({}, {}, {}, {}, 1, {});", fn,
-                       at(dst, rvar * dst.pitch + full * per_repeat),
-                       at(s0, rvar * s0.pitch + full * per_repeat), b1, rest, params),
+                       at(dst, rvar * dst.pitch + ci(full * per_repeat)),
+                       at(s0, rvar * s0.pitch + ci(full * per_repeat)), b1, rest, params),
            loc);
     close();
     vars_.erase(rvar.node());

@@ -6,6 +6,7 @@
 // documentation page where it is emitted.
 #pragma once
 
+#include <climits>
 #include <map>
 #include <set>
 #include <string>
@@ -31,6 +32,21 @@ struct Operand {
   bool contiguous = false;                     // the region is one run of rows*cols elements
 };
 
+/// A number every value of `e` is a multiple of (1 when nothing is known; 0 counts as 2^30).
+int64_t known_multiple(const Expr& e);
+inline bool is_const(const Expr& e, int64_t v) {
+  auto c = as_const_int(e);
+  return c && *c == v;
+}
+/// An integer immediate of the narrowest of int32/int64 that holds v (offsets stay int32 when
+/// they can, so the emitted index arithmetic reads plainly).
+inline Expr ci(int64_t v) {
+  return v >= INT32_MIN && v <= INT32_MAX ? Expr(static_cast<int>(v)) : Expr(v);
+}
+inline bool is_const_zero(const Expr& e) {
+  return is_const(e, 0);
+}
+
 class Emitter {
  public:
   Emitter(const PrimFunc& f, const Target& t, const EmitOptions& o);
@@ -49,6 +65,8 @@ class Emitter {
   Operand operand(const TileOpNode& n, int index);
   /// `x` or `x[offset]`: the LocalTensor/GlobalTensor of the operand's start.
   std::string at(const Operand& o, const Expr& extra = Expr());
+  /// `name` or `name[offset]` (offset in elements; 0 prints the tensor itself).
+  std::string sub(const std::string& name, const Expr& offset, const SourceLoc& loc);
   const std::string& name(const Buffer& b);
   /// A C++ name not used yet; `internal`: the emitter's own (tl_ prefix allowed).
   std::string fresh(const std::string& base, bool internal = false);
@@ -90,8 +108,9 @@ class Emitter {
   std::set<std::string> used_;
   std::map<const VarNode*, std::string> vars_;
   std::map<const BufferNode*, std::string> bufs_;
-  std::set<MemScope> scopes_;  // on-chip memories the kernel uses (a TBuf each)
-  int64_t ub_end_ = 0;         // end of the highest planned UB buffer
+  std::vector<Buffer> workspaces_;  // GM buffers the kernel allocates: kernel arguments
+  std::set<MemScope> scopes_;       // on-chip memories the kernel uses (a TBuf each)
+  int64_t ub_end_ = 0;              // end of the highest planned UB buffer
   std::map<DType, std::string> scratch_;
   int64_t scratch_bytes_ = 0;
   std::string scratch_decls_;
