@@ -340,8 +340,16 @@ class JITKernel:
         return sorted(set(out))
 
     # ---- sources ----
-    def get_kernel_source(self, lowered: bool = True) -> str:
-        """The IR text the virtual NPU runs (lowered=False: the kernel as written)."""
+    def get_kernel_source(self, host_stub: bool = True) -> str:
+        """The AscendC source of the kernel (TileLang-Ascend's get_kernel_source): one C++ file,
+        the `__global__ __aicore__` entry and its host launch stub, emitted from the lowered
+        kernel the virtual NPU runs (docs/ascendc.md). A construct the AscendC emitter has no
+        form for raises tl_ascend.Error naming it and its source line; get_tile_ir() still
+        shows the kernel."""
+        return _core.emit_ascendc(self.compiled.lowered, self.compiled.target, host_stub)
+
+    def get_tile_ir(self, lowered: bool = True) -> str:
+        """The Tile IR text the virtual NPU runs (lowered=False: the kernel as written)."""
         f = self.compiled.lowered if lowered else self.func.func
         return f.script(False)
 
