@@ -53,9 +53,21 @@ struct BrcbRepeatParams {
   uint16_t dstBlkStride = 1, dstRepStride = 8;
 };
 
-enum class RoundMode { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+enum class RoundMode {
+  CAST_NONE,
+  CAST_RINT,
+  CAST_FLOOR,
+  CAST_CEIL,
+  CAST_ROUND,
+  CAST_TRUNC,
+  CAST_ODD
+};
 enum class CMPMODE { LT, GT, EQ, LE, GE, NE };
-enum class SELMODE { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE = 1, VSEL_TENSOR_TENSOR_MODE = 2 };
+enum class SELMODE {
+  VSEL_CMPMASK_SPR = 0,
+  VSEL_TENSOR_SCALAR_MODE = 1,
+  VSEL_TENSOR_TENSOR_MODE = 2
+};
 
 namespace Pattern::Reduce {
 struct AR {};  // reduce the last axis of [rows, cols]
@@ -137,29 +149,29 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
 template <typename T>
 void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p,
                  const tl::Loc& loc = tl::Loc::current()) {
-  ascendc_cpu::copy_out(detail::where(loc, "DataCopyPad"), dst.ref, src.ref,
-                        {p.blockCount, p.blockLen,
-                         detail::align32(p.blockLen) + int64_t{p.srcStride} * 32,
-                         int64_t{p.blockLen} + p.dstStride},
-                        true);
+  ascendc_cpu::copy_out(
+      detail::where(loc, "DataCopyPad"), dst.ref, src.ref,
+      {p.blockCount, p.blockLen, detail::align32(p.blockLen) + int64_t{p.srcStride} * 32,
+       int64_t{p.blockLen} + p.dstStride},
+      true);
 }
 
 // ---- Vector: count forms ---------------------------------------------------------------------
 
-#define TL_ASCENDC_BINARY(NAME, OP)                                                            \
-  template <typename T>                                                                        \
-  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, \
-            const int32_t& count, const tl::Loc& loc = tl::Loc::current()) {                  \
+#define TL_ASCENDC_BINARY(NAME, OP)                                                             \
+  template <typename T>                                                                         \
+  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,  \
+            const int32_t& count, const tl::Loc& loc = tl::Loc::current()) {                    \
     ascendc_cpu::vec_binary(detail::where(loc, #NAME), OP, dst.ref, src0.ref, src1.ref, count); \
-  }                                                                                            \
-  template <typename T>                                                                        \
-  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, \
-            uint64_t mask, uint8_t repeatTimes, const BinaryRepeatParams& p,                   \
-            const tl::Loc& loc = tl::Loc::current()) {                                         \
-    const int64_t params[6] = {p.dstBlkStride, p.src0BlkStride, p.src1BlkStride,              \
-                               p.dstRepStride, p.src0RepStride, p.src1RepStride};             \
-    ascendc_cpu::vec_binary_repeat(detail::where(loc, #NAME), OP, dst.ref, src0.ref, src1.ref, \
-                                   mask, repeatTimes, params);                                 \
+  }                                                                                             \
+  template <typename T>                                                                         \
+  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,  \
+            uint64_t mask, uint8_t repeatTimes, const BinaryRepeatParams& p,                    \
+            const tl::Loc& loc = tl::Loc::current()) {                                          \
+    const int64_t params[6] = {p.dstBlkStride, p.src0BlkStride, p.src1BlkStride,                \
+                               p.dstRepStride, p.src0RepStride, p.src1RepStride};               \
+    ascendc_cpu::vec_binary_repeat(detail::where(loc, #NAME), OP, dst.ref, src0.ref, src1.ref,  \
+                                   mask, repeatTimes, params);                                  \
   }
 TL_ASCENDC_BINARY(Add, "tile.add")
 TL_ASCENDC_BINARY(Sub, "tile.sub")
@@ -169,12 +181,12 @@ TL_ASCENDC_BINARY(Max, "tile.max")
 TL_ASCENDC_BINARY(Min, "tile.min")
 #undef TL_ASCENDC_BINARY
 
-#define TL_ASCENDC_SCALAR(NAME, OP)                                                          \
-  template <typename T>                                                                      \
-  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalar,           \
-            const int32_t& count, const tl::Loc& loc = tl::Loc::current()) {                \
-    ascendc_cpu::vec_scalar(detail::where(loc, #NAME), OP, dst.ref, src.ref,                 \
-                            detail::to_double(scalar), count);                               \
+#define TL_ASCENDC_SCALAR(NAME, OP)                                                \
+  template <typename T>                                                            \
+  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalar, \
+            const int32_t& count, const tl::Loc& loc = tl::Loc::current()) {       \
+    ascendc_cpu::vec_scalar(detail::where(loc, #NAME), OP, dst.ref, src.ref,       \
+                            detail::to_double(scalar), count);                     \
   }
 TL_ASCENDC_SCALAR(Adds, "tile.add")
 TL_ASCENDC_SCALAR(Muls, "tile.mul")
@@ -182,11 +194,11 @@ TL_ASCENDC_SCALAR(Maxs, "tile.max")
 TL_ASCENDC_SCALAR(Mins, "tile.min")
 #undef TL_ASCENDC_SCALAR
 
-#define TL_ASCENDC_UNARY(NAME, OP)                                                            \
-  template <typename T>                                                                       \
-  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count,       \
-            const tl::Loc& loc = tl::Loc::current()) {                                        \
-    ascendc_cpu::vec_unary(detail::where(loc, #NAME), OP, dst.ref, src.ref, count);           \
+#define TL_ASCENDC_UNARY(NAME, OP)                                                      \
+  template <typename T>                                                                 \
+  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, \
+            const tl::Loc& loc = tl::Loc::current()) {                                  \
+    ascendc_cpu::vec_unary(detail::where(loc, #NAME), OP, dst.ref, src.ref, count);     \
   }
 TL_ASCENDC_UNARY(Exp, "tile.exp")
 TL_ASCENDC_UNARY(Ln, "tile.ln")
@@ -248,8 +260,9 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint8_t repeatTi
                     p.dstRepStride);
 }
 
-/// Reductions with a pattern: AR reduces each row of srcShape = {rows, cols} (cols the padded
-/// row length) to one element of dst.
+/// Reductions with a pattern: AR reduces each row of srcShape = {rows, cols} to one element of
+/// dst; srcInnerPad: each row is padded in UB to a whole 32-byte block (its pitch), else rows
+/// are back to back.
 #define TL_ASCENDC_REDUCE(NAME, OP)                                                             \
   template <typename T, typename P, bool isReuseSource = false>                                 \
   void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src,                               \
@@ -258,15 +271,16 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint8_t repeatTi
     static_assert(std::is_same_v<P, Pattern::Reduce::AR>,                                       \
                   "the CPU model reduces the last axis (Pattern::Reduce::AR) only");            \
     (void)sharedTmpBuffer;                                                                      \
-    (void)srcInnerPad;                                                                          \
-    ascendc_cpu::vec_reduce(detail::where(loc, #NAME), OP, dst.ref, src.ref, srcShape[0],       \
-                            srcShape[1]);                                                       \
+    const int64_t per_block = 32 / sizeof(T), cols = srcShape[1];                               \
+    const int64_t pitch = srcInnerPad ? (cols + per_block - 1) / per_block * per_block : cols;  \
+    ascendc_cpu::vec_reduce(detail::where(loc, #NAME), OP, dst.ref, src.ref, srcShape[0], cols, \
+                            pitch);                                                             \
   }                                                                                             \
   template <typename T>                                                                         \
   void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,   \
             const int32_t count, const tl::Loc& loc = tl::Loc::current()) {                     \
     (void)work;                                                                                 \
-    ascendc_cpu::vec_reduce(detail::where(loc, #NAME), OP, dst.ref, src.ref, 1, count);         \
+    ascendc_cpu::vec_reduce(detail::where(loc, #NAME), OP, dst.ref, src.ref, 1, count, count);  \
   }
 TL_ASCENDC_REDUCE(ReduceSum, "reduce_sum")
 TL_ASCENDC_REDUCE(ReduceMax, "reduce_max")
@@ -276,10 +290,41 @@ TL_ASCENDC_REDUCE(ReduceMin, "reduce_min")
 // ---- Synchronisation -------------------------------------------------------------------------
 
 enum class HardEvent {
-  MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_V, V_MTE2, MTE3_V, V_MTE3, M_V, V_M, V_V,
-  MTE3_MTE1, MTE1_MTE3, MTE1_V, MTE2_M, M_MTE2, V_MTE1, M_FIX, FIX_M, MTE3_MTE2, MTE2_MTE3,
-  S_V, V_S, S_MTE2, MTE2_S, S_MTE3, MTE3_S, MTE2_FIX, FIX_MTE2, FIX_S, M_S, FIX_MTE3,
-  MTE1_FIX, FIX_MTE1, FIX_FIX,
+  MTE2_MTE1,
+  MTE1_MTE2,
+  MTE1_M,
+  M_MTE1,
+  MTE2_V,
+  V_MTE2,
+  MTE3_V,
+  V_MTE3,
+  M_V,
+  V_M,
+  V_V,
+  MTE3_MTE1,
+  MTE1_MTE3,
+  MTE1_V,
+  MTE2_M,
+  M_MTE2,
+  V_MTE1,
+  M_FIX,
+  FIX_M,
+  MTE3_MTE2,
+  MTE2_MTE3,
+  S_V,
+  V_S,
+  S_MTE2,
+  MTE2_S,
+  S_MTE3,
+  MTE3_S,
+  MTE2_FIX,
+  FIX_MTE2,
+  FIX_S,
+  M_S,
+  FIX_MTE3,
+  MTE1_FIX,
+  FIX_MTE1,
+  FIX_FIX,
 };
 
 namespace detail {
@@ -289,14 +334,14 @@ struct PipePair {
 };
 constexpr PipePair pipes_of(HardEvent e) {
   constexpr PipePair table[] = {
-      {P::MTE2, P::MTE1}, {P::MTE1, P::MTE2}, {P::MTE1, P::M},    {P::M, P::MTE1},
-      {P::MTE2, P::V},    {P::V, P::MTE2},    {P::MTE3, P::V},    {P::V, P::MTE3},
-      {P::M, P::V},       {P::V, P::M},       {P::V, P::V},       {P::MTE3, P::MTE1},
-      {P::MTE1, P::MTE3}, {P::MTE1, P::V},    {P::MTE2, P::M},    {P::M, P::MTE2},
-      {P::V, P::MTE1},    {P::M, P::FIX},     {P::FIX, P::M},     {P::MTE3, P::MTE2},
-      {P::MTE2, P::MTE3}, {P::S, P::V},       {P::V, P::S},       {P::S, P::MTE2},
-      {P::MTE2, P::S},    {P::S, P::MTE3},    {P::MTE3, P::S},    {P::MTE2, P::FIX},
-      {P::FIX, P::MTE2},  {P::FIX, P::S},     {P::M, P::S},       {P::FIX, P::MTE3},
+      {P::MTE2, P::MTE1}, {P::MTE1, P::MTE2}, {P::MTE1, P::M},  {P::M, P::MTE1},
+      {P::MTE2, P::V},    {P::V, P::MTE2},    {P::MTE3, P::V},  {P::V, P::MTE3},
+      {P::M, P::V},       {P::V, P::M},       {P::V, P::V},     {P::MTE3, P::MTE1},
+      {P::MTE1, P::MTE3}, {P::MTE1, P::V},    {P::MTE2, P::M},  {P::M, P::MTE2},
+      {P::V, P::MTE1},    {P::M, P::FIX},     {P::FIX, P::M},   {P::MTE3, P::MTE2},
+      {P::MTE2, P::MTE3}, {P::S, P::V},       {P::V, P::S},     {P::S, P::MTE2},
+      {P::MTE2, P::S},    {P::S, P::MTE3},    {P::MTE3, P::S},  {P::MTE2, P::FIX},
+      {P::FIX, P::MTE2},  {P::FIX, P::S},     {P::M, P::S},     {P::FIX, P::MTE3},
       {P::MTE1, P::FIX},  {P::FIX, P::MTE1},  {P::FIX, P::FIX},
   };
   return table[static_cast<int>(e)];

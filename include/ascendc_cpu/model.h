@@ -58,11 +58,11 @@ struct GmArg {
 };
 struct LaunchConfig {
   std::string kernel = "kernel";
-  int64_t num_blocks = 1;         // <<<numBlocks, ...>>>: MIX 1:2, an AIC and two AIVs each
-  std::vector<GmArg> tensors;     // every GM address the kernel uses lies in one of these
+  int64_t num_blocks = 1;              // <<<numBlocks, ...>>>: MIX 1:2, an AIC and two AIVs each
+  std::vector<GmArg> tensors;          // every GM address the kernel uses lies in one of these
   const tl::Target* target = nullptr;  // default_target() when null
-  bool check_hazards = true;      // run the hazard and flag checkers on the trace afterwards
-  tl::npu::Trace* trace = nullptr;  // if set, receives the trace (else a local one is used)
+  bool check_hazards = true;           // run the hazard and flag checkers on the trace afterwards
+  tl::npu::Trace* trace = nullptr;     // if set, receives the trace (else a local one is used)
 };
 /// Runs `kernel` (the call of the AscendC entry with its arguments) on every core of every
 /// block. Errors (bad use of the API, a deadlock, hazards) are tl::Errors naming the call, the
@@ -115,11 +115,11 @@ void vec_compare_scalar(const Where& w, const LocalRef& dst, const LocalRef& a, 
                         const char* mode, int64_t count);
 void vec_select(const Where& w, const LocalRef& dst, const LocalRef& mask, const LocalRef& a,
                 const LocalRef& b, int mode, int64_t count);
-void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask,
-                       const LocalRef& a, double b, int mode, int64_t count);
-/// Reduction of `rows` x `cols` (row-major) to `rows` results ("reduce_sum", ...).
+void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask, const LocalRef& a,
+                       double b, int mode, int64_t count);
+/// Reduction of `rows` x `cols`, rows `pitch` elements apart, to `rows` results ("reduce_sum").
 void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
-                int64_t rows, int64_t cols);
+                int64_t rows, int64_t cols, int64_t pitch);
 /// Brcb: each of repeat * 8 source elements fills one 32-byte block of dst.
 void brcb(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t repeat,
           int64_t dst_blk_stride, int64_t dst_rep_stride);

@@ -46,8 +46,8 @@ int64_t elem_bytes(DType t) {
 /// `count` must fit the tensor (its GetWithOffset / operator[] size).
 void check_fits(const Where& w, const LocalRef& t, int64_t elems, const char* what) {
   if (elems > t.count)
-    fail(w, fmt::format("{} covers {} elements of a LocalTensor of {} ({} at byte {})", what,
-                        elems, t.count, tl::scope_name(t.scope), t.offset));
+    fail(w, fmt::format("{} covers {} elements of a LocalTensor of {} ({} at byte {})", what, elems,
+                        t.count, tl::scope_name(t.scope), t.offset));
 }
 
 void check_count(const Where& w, int64_t count) {
@@ -67,9 +67,8 @@ tl::TileArg strided(const Where& w, const LocalRef& t, const std::vector<int64_t
   int64_t last = 0;
   for (size_t d = 0; d < shape.size(); ++d) last += (shape[d] - 1) * strides[d];
   check_fits(w, t, last + 1, what);
-  return tl::BufferRegion::full(ctx(w).launch->direct.onchip_buffer(local_name(t), t.scope,
-                                                                    t.offset, t.dtype, shape,
-                                                                    strides));
+  return tl::BufferRegion::full(ctx(w).launch->direct.onchip_buffer(
+      local_name(t), t.scope, t.offset, t.dtype, shape, strides));
 }
 
 tl::Expr scalar_expr(DType t, double v) {
@@ -127,12 +126,11 @@ void copy_in(const Where& w, const LocalRef& dst, const GlobalRef& src, const Bl
   if (r.dst_pitch < width && b.count > 1)
     fail(w, fmt::format("destination blocks {} bytes apart overlap ({} bytes each)",
                         r.dst_pitch * es, width * es));
-  tl::TileArg d = strided(w, dst, {b.count, width}, {std::max<int64_t>(r.dst_pitch, width), 1},
-                          "the copy");
+  tl::TileArg d =
+      strided(w, dst, {b.count, width}, {std::max<int64_t>(r.dst_pitch, width), 1}, "the copy");
   d.region.ranges[1].extent = tl::Expr(r.cols);
   tl::Buffer s = gm_view(w, src.addr, src.dtype, {b.count, r.cols}, {r.src_pitch, 1});
-  exec_op(w, "copy", {tl::BufferRegion::full(s), d},
-          {{"pad", pad}, {"pad_value", pad_value}});
+  exec_op(w, "copy", {tl::BufferRegion::full(s), d}, {{"pad", pad}, {"pad_value", pad_value}});
 }
 
 void copy_out(const Where& w, const GlobalRef& dst, const LocalRef& src, const Blocks& b,
@@ -142,8 +140,8 @@ void copy_out(const Where& w, const GlobalRef& dst, const LocalRef& src, const B
                         tl::dtype_name(dst.dtype)));
   Rows r = rows_of(w, src.dtype, b);
   if (b.count == 0 || r.cols == 0) return;
-  tl::TileArg s = strided(w, src, {b.count, r.cols}, {std::max(r.src_pitch, r.cols), 1},
-                          "the copy");
+  tl::TileArg s =
+      strided(w, src, {b.count, r.cols}, {std::max(r.src_pitch, r.cols), 1}, "the copy");
   tl::Buffer d = gm_view(w, dst.addr, dst.dtype, {b.count, r.cols}, {r.dst_pitch, 1});
   exec_op(w, "copy", {s, tl::BufferRegion::full(d)}, {{"pad", pad}});
 }
@@ -188,7 +186,8 @@ void vec_binary_repeat(const Where& w, const char* op, const LocalRef& dst, cons
     fail(w, fmt::format("mask {} exceeds the {} lanes of a repeat of {}", mask, lanes,
                         tl::dtype_name(dst.dtype)));
   for (int i = 0; i < 6; ++i)
-    if (p[i] < 0 || p[i] > 255) fail(w, fmt::format("a repeat parameter {} outside [0, 255]", p[i]));
+    if (p[i] < 0 || p[i] > 255)
+      fail(w, fmt::format("a repeat parameter {} outside [0, 255]", p[i]));
   if (mask == 0 || repeat == 0) return;
   const auto m = static_cast<int64_t>(mask);
   // One operand as [repeat, blocks, lanes of a block]: block k of repeat i starts
@@ -283,8 +282,8 @@ void vec_select(const Where& w, const LocalRef& dst, const LocalRef& mask, const
           {{"mode", int64_t{mode}}});
 }
 
-void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask,
-                       const LocalRef& a, double b, int mode, int64_t count) {
+void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask, const LocalRef& a,
+                       double b, int mode, int64_t count) {
   check_count(w, count);
   if (count == 0) return;
   exec_op(w, "tile.select",
@@ -294,10 +293,10 @@ void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask
 }
 
 void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
-                int64_t rows, int64_t cols) {
+                int64_t rows, int64_t cols, int64_t pitch) {
   if (rows < 0 || cols < 0) fail(w, fmt::format("shape [{}, {}]", rows, cols));
   if (rows == 0 || cols == 0) return;
-  tl::TileArg s = strided(w, src, {rows, cols}, {cols, 1}, "src");
+  tl::TileArg s = strided(w, src, {rows, cols}, {pitch, 1}, "src");
   exec_op(w, op, {s, flat(w, dst, rows, "dst")}, {{"dim", int64_t{-1}}, {"clear", true}});
 }
 

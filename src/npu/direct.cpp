@@ -8,16 +8,17 @@
 #include "tl/npu/direct.h"
 
 #include <deque>
+#include <iostream>
 #include <map>
 
 #include <fmt/ranges.h>
 
 #include "exec.h"
 #include "program.h"
-#include "trace_record.h"
 #include "tl/npu/trace.h"
 #include "tl/op.h"
 #include "tl/storage.h"
+#include "trace_record.h"
 
 namespace tl::npu {
 
@@ -123,10 +124,11 @@ DirectLaunch::DirectLaunch(Options opt) : impl_(std::make_unique<Impl>()) {
     opt.trace->physical_blocks = 1;
     opt.trace->cores.assign(static_cast<size_t>(opt.num_blocks) * 3, {});
   }
-  m.ls->output.open(nullptr, false);
+  m.ls->output.open(&std::cout, false);  // printf lines (none are issued yet)
   for (int slot = 0; slot < 3; ++slot) {
     CoreKind kind = slot == 0 ? CoreKind::Cube : CoreKind::Vector;
-    m.cores[slot] = std::make_unique<Core>(p, *m.ls, kind, slot == 0 ? 0 : slot - 1, 0, m.mems[slot]);
+    m.cores[slot] =
+        std::make_unique<Core>(p, *m.ls, kind, slot == 0 ? 0 : slot - 1, 0, m.mems[slot]);
     if (opt.poison)
       for (auto& span : m.cores[slot]->mem) std::fill(span.begin(), span.end(), uint8_t{0xFF});
   }
@@ -191,8 +193,9 @@ Buffer DirectLaunch::onchip_buffer(const std::string& name, MemScope scope, int6
   }
   const int64_t cap = m.target->cap(scope);
   if (offset < 0 || offset > cap || info.bytes > cap - offset)
-    throw Error(fmt::format("{}: '{}' covers bytes [{}, {}) of {}, which has {} bytes", m.opt.kernel,
-                            name, offset, offset + info.bytes, scope_name(scope), cap));
+    throw Error(fmt::format("{}: '{}' covers bytes [{}, {}) of {}, which has {} bytes",
+                            m.opt.kernel, name, offset, offset + info.bytes, scope_name(scope),
+                            cap));
   Buffer b = BufferNode::make(name, dtype, eshape, scope, {}, offset);
   m.onchip.emplace(key, b);
   return m.add(b, std::move(info));
@@ -215,9 +218,9 @@ bool DirectLaunch::exec(CoreKind kind, int vid, const Stmt& s) {
     const auto& n = static_cast<const TileOpNode&>(*s.get());
     auto where = op_core(n, *m.target);
     if (where && *where != kind)
-      throw Error(s->loc, fmt::format("{} ({}): T.{} runs on the {}, not here", c.name(),
-                                      m.opt.kernel, n.op->name,
-                                      *where == CoreKind::Cube ? "AIC" : "AIVs"));
+      throw Error(s->loc,
+                  fmt::format("{} ({}): T.{} runs on the {}, not here", c.name(), m.opt.kernel,
+                              n.op->name, *where == CoreKind::Cube ? "AIC" : "AIVs"));
   }
   auto& keep = m.recent[slot_of(kind, vid)];
   keep.push_back(s);
@@ -243,9 +246,9 @@ uint8_t* DirectLaunch::scalar_access(CoreKind kind, int vid, const Buffer& b, in
     rem = n > 0 ? rem / n : rem;
   }
   if (index < 0 || rem != 0)
-    throw Error(loc, fmt::format("{} ({}): {}: element {} is outside '{}' ({} elements)",
-                                 c.name(), m.opt.kernel, write ? "SetValue" : "GetValue", index,
-                                 b->name, index < 0 ? 0 : index - rem));
+    throw Error(loc, fmt::format("{} ({}): {}: element {} is outside '{}' ({} elements)", c.name(),
+                                 m.opt.kernel, write ? "SetValue" : "GetValue", index, b->name,
+                                 index < 0 ? 0 : index - rem));
   for (int64_t i : idx) r.ranges.push_back({Expr(i), Expr(1)});
   TileRef t = c.resolve(r, write ? "store" : "load", b->name);
   if (CoreTrace* ct = c.trace()) {
