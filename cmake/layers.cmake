@@ -90,6 +90,7 @@ file(GLOB TL_JIT_SOURCES CONFIGURE_DEPENDS ${S}/jit/*.cpp)
 file(GLOB TL_RUNTIME_SOURCES CONFIGURE_DEPENDS ${S}/runtime/*.cpp)
 file(GLOB TL_NPU_SOURCES CONFIGURE_DEPENDS ${S}/npu/*.cpp)
 file(GLOB TL_LANG_SOURCES CONFIGURE_DEPENDS ${S}/lang/*.cpp)
+file(GLOB TL_ASCENDC_SOURCES CONFIGURE_DEPENDS ${S}/ascendc/*.cpp)
 file(GLOB TL_ASCENDC_CPU_SOURCES CONFIGURE_DEPENDS ${S}/ascendc_cpu/*.cpp)
 # One file per primitive (docs/architecture.md, "The prims layer"): a new file is picked up here.
 file(GLOB TL_PRIMS_SOURCES CONFIGURE_DEPENDS ${S}/prims/*.cpp)
@@ -120,6 +121,8 @@ tl_module(npu SOURCES ${TL_NPU_SOURCES} DEPS jit runtime
           HEADERS tl/npu/npu.h tl/npu/direct.h tl/npu/hazard.h tl/npu/report.h tl/npu/semantics.h tl/npu/stale.h
                   tl/npu/timing.h tl/npu/trace.h
           PRIVATE_LIBS ${OPENBLAS_LIB})
+# The AscendC backend (docs/ascendc.md): lowered kernels as AscendC source, beside the NPU.
+tl_module(ascendc SOURCES ${TL_ASCENDC_SOURCES} DEPS jit HEADERS tl/ascendc.h)
 # The AscendC CPU model (docs/ascendc.md "CPU model"): AscendC calls executed on the virtual
 # NPU through tl/npu/direct.h; emitted AscendC files include include/ascendc_cpu/kernel_operator.h.
 tl_module(ascendc_cpu SOURCES ${TL_ASCENDC_CPU_SOURCES} DEPS npu
