@@ -301,17 +301,19 @@ void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const Local
 }
 
 void brcb(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t repeat,
-          int64_t dst_blk_stride, int64_t dst_rep_stride) {
+          int64_t dst_blk_stride, int64_t dst_repeat_stride) {
   if (repeat < 0 || repeat > 255) fail(w, fmt::format("repeatTime {} is outside [0, 255]", repeat));
   if (repeat == 0) return;
-  const int64_t es = elem_bytes(dst.dtype), per_block = 32 / es, n = repeat * 8;
-  if (es != 2 && es != 4) fail(w, fmt::format("Brcb of {}", tl::dtype_name(dst.dtype)));
-  // Source element 8 * i + k fills block k of repeat i of the destination.
-  tl::TileArg s = strided(w, src, {repeat, 8, 1}, {8, 1, 1}, "src");
-  tl::TileArg d = strided(w, dst, {repeat, 8, per_block},
-                          {dst_rep_stride * per_block, dst_blk_stride * per_block, 1}, "dst");
-  (void)n;
-  exec_op(w, "tile.broadcast", {d, s});
+  // Brcb reads 8 source elements per repeat; a source tensor shorter than that is read into
+  // the rest of its last 32-byte block (which UB allocation always leaves it).
+  const int64_t per_block = 32 / elem_bytes(src.dtype);
+  LocalRef s = src;
+  s.count = (src.count + per_block - 1) / per_block * per_block;
+  const int64_t blk = dst_blk_stride == 0 ? 1 : dst_blk_stride;
+  const int64_t dst_elems = ((repeat - 1) * dst_repeat_stride + 7 * blk + 1) * per_block;
+  exec_op(w, "tile.brcb",
+          {flat(w, dst, dst_elems, "dst"), flat(w, s, repeat * 8, "src"), tl::Expr(repeat),
+           tl::Expr(dst_blk_stride), tl::Expr(dst_repeat_stride)});
 }
 
 }  // namespace ascendc_cpu
