@@ -220,6 +220,9 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     // ReduceSum/ReduceMax/ReduceMin with pattern AR ("ReduceSum" advanced API page): one
     // result per row of the [rows, cols] source; srcInnerPad: rows are whole 32-byte blocks.
     const std::string shape = fresh("tl_shape", true);
+    // The scratch's previous user (another reduction, a row broadcast) ran on V too: every
+    // scratch user starts with a barrier, so any two are ordered.
+    line("AscendC::PipeBarrier<PIPE_V>();", loc);
     open("", loc);
     line(fmt::format("uint32_t {}[2] = {{{}, {}}};", shape, *rows, *cols), loc);
     line(fmt::format("AscendC::{}<float, AscendC::Pattern::Reduce::AR>({}, {}, {}, {}, true);", fn,
