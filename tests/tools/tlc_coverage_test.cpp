@@ -252,7 +252,7 @@ const std::vector<Case>& cases() {
       {{"emit", "add_dev", "--target", "A3"}, 0, "for target A3"},
       {{"emit", "add_dev", "--backend", "ir", "--no-host-stub"}, 2, "--no-host-stub only applies"},
       {{"emit", "add_dev", "--backend", "cuda"}, 2, "--backend"},
-      {{"emit", "gemm_pipelined"}, 1, "has no AscendC form in the emitter"},
+      {{"emit", "gemm", "--set", "M=2048", "--set", "N=1024"}, 0, "AscendC::Fixpipe<half, float"},
       {{"emit", "--help"}, 0, "--backend"},
       // demo (the whole job takes minutes: its option is exercised on an unwritable directory)
       {{"demo", "--out", "/proc/nope"}, 2, "error: --out /proc/nope: cannot create the directory"},
