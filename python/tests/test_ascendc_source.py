@@ -65,3 +65,19 @@ def test_a_construct_without_an_ascendc_form_names_itself_and_its_line():
     with pytest.raises(tilelang.Error, match=r"test_ascendc_source.py:\d+: AscendC emitter: T.tile.sigmoid has no AscendC form"):
         k.get_kernel_source()
     assert "T.tile.sigmoid" in k.get_tile_ir()  # the IR is still there to read
+
+
+def test_under_the_script_runner_the_error_comes_back_as_comments(monkeypatch, capsys):
+    # python -m tl_ascend.run sets TL_KERNEL_SOURCE_ON_ERROR=comment: scripts print the source
+    # and go on to run the kernel, so the error is text -- every line a comment -- and stderr.
+    monkeypatch.setenv("TL_KERNEL_SOURCE_ON_ERROR", "comment")
+    text = sigmoid(8, 64).get_kernel_source()
+    assert text.startswith("// tl-ascend: no AscendC source for this kernel yet:")
+    assert "T.tile.sigmoid has no AscendC form" in text
+    assert all(line.startswith("//") for line in text.splitlines())
+    assert "//     with T.Kernel(" in text or "T.tile.sigmoid(x, x)" in text
+    assert "no AscendC for kernel 'sig'" in capsys.readouterr().err
+    assert add(96, 2048).get_kernel_source().startswith("// add_dev: AscendC source")  # unaffected
+    monkeypatch.setenv("TL_KERNEL_SOURCE_ON_ERROR", "yes")
+    with pytest.raises(tilelang.Error, match="TL_KERNEL_SOURCE_ON_ERROR must be 'raise' or 'comment'"):
+        sigmoid(8, 64).get_kernel_source()
