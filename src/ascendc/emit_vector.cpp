@@ -142,6 +142,14 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     elementwise({dst}, "Duplicate", scalar(v, dst.buf->dtype, loc) + ", ", "T.tile.fill");
     return true;
   }
+  if (n.op == &axpy()) {
+    // Axpy ("Axpy" API page): dst += scalar * src, the scalar of src's type, count form.
+    Operand dst = operand(n, 0), src = operand(n, arg_index(n, "src"));
+    const Expr& a = n.args[static_cast<size_t>(arg_index(n, "alpha"))].scalar;
+    if (has_load(a)) unsupported(loc, "T.tile.axpy with an alpha read from memory");
+    elementwise({dst, src}, "Axpy", scalar(a, src.buf->dtype, loc) + ", ", "T.tile.axpy");
+    return true;
+  }
   if (n.op == &cast()) {
     // Cast ("Cast" API page): RoundMode CAST_NONE/RINT/FLOOR/CEIL/ROUND/TRUNC/ODD, count form.
     const std::string mode = n.attr_str("mode");
@@ -239,6 +247,26 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     auto dn = const_product(dst.extents), sn = const_product(src.extents);
     auto cols = as_const_int(dst.cols);
     const int64_t es = dtype_bytes(dst.buf->dtype);
+    auto drows = as_const_int(dst.rows);
+    if (dn && sn && cols && drows && is_const(src.cols, 1) && *sn == *drows && *cols > 1) {
+      // A column ([R, 1] -> [R, C]): Brcb writes each of 8 source elements into one block per
+      // repeat; with the block stride one dst row and the repeat stride eight, one Brcb call per
+      // 32-byte column block of dst fills that block of every row ("Brcb" API page). Exact: it
+      // moves bytes. A last repeat would write 8 rows, so R must be a multiple of 8.
+      const int64_t pb =
+          dst.pitch.defined() && as_const_int(dst.pitch) ? *as_const_int(dst.pitch) * es / 32 : -1;
+      if (!src.contiguous || !aligned(src, src.offset, 32) || !aligned(dst, dst.offset, 32) ||
+          (*cols * es) % 32 != 0 || !dst.pitch.defined() || !aligned(dst, dst.pitch, 32) ||
+          pb <= 0 || *drows % 8 != 0 || *drows / 8 > 255 || 8 * pb > 65535)
+        unsupported(loc,
+                    "T.tile.broadcast of a column other than rows of whole 32-byte blocks, "
+                    "a multiple of 8 rows");
+      for (int64_t j = 0; j < *cols * es / 32; ++j)
+        line(fmt::format("AscendC::Brcb({}, {}, {}, AscendC::BrcbRepeatParams({}, {}));",
+                         at(dst, ci(j * 32 / es)), at(src), *drows / 8, pb, 8 * pb),
+             loc);
+      return true;
+    }
     if (!dn || !sn || !cols || !src.contiguous || *sn != *cols || (*cols * es) % 32 != 0 ||
         !dst.pitch.defined() || !aligned(dst, dst.pitch, 32) || !aligned(dst, dst.offset, 32) ||
         !aligned(src, src.offset, 32))

@@ -99,6 +99,41 @@ TEST(AscendCEmit, MapsOpsToTheirApi) {
   EXPECT_NE(ws.find("GM_ADDR c_ub_ws_handle"), std::string::npos);  // a workspace argument
 }
 
+// A column broadcast (Brcb per column block), axpy and a reduction over the first axis (RA).
+TEST(AscendCEmit, ColumnBroadcastAxpyAndFirstAxisReduction) {
+  auto X = T::Tensor("X", {16, 64}, DType::Float32);
+  auto S = T::Tensor("S", {64}, DType::Float32);
+  PrimFunc f = T::prim_func("colb", {X, S}, [&] {
+    T::Kernel(1, [&](Expr, Expr) {
+      T::Scope(Core::Vector, [&] {
+        Buffer x = T::alloc_ub("x", {16, 64}, DType::Float32);
+        Buffer y = T::alloc_ub("y", {16, 64}, DType::Float32);
+        Buffer c = T::alloc_ub("c", {16, 1}, DType::Float32);
+        Buffer s = T::alloc_ub("s", {64}, DType::Float32);
+        T::copy(X, x);
+        T::tile::fill(c, 0.5);
+        T::pipe_barrier(Pipe::ALL);
+        T::tile::broadcast(y, c);
+        T::pipe_barrier(Pipe::V);
+        T::tile::axpy(y, x, 2.0);
+        T::pipe_barrier(Pipe::V);
+        T::reduce_sum(y, s, 0);
+        T::pipe_barrier(Pipe::ALL);
+        T::copy(s, S);
+      });
+    });
+  });
+  const std::string text = ascendc::emit(lower(f, default_target()), default_target());
+  EXPECT_NE(text.find("AscendC::Brcb(y, c, 2, AscendC::BrcbRepeatParams(8, 64));"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("AscendC::Brcb(y[56], c, 2, AscendC::BrcbRepeatParams(8, 64));"),
+            std::string::npos);
+  EXPECT_NE(text.find("AscendC::Axpy(y, x, 2.0f, 1024);"), std::string::npos);
+  EXPECT_NE(text.find("AscendC::ReduceSum<float, AscendC::Pattern::Reduce::RA>(s, y,"),
+            std::string::npos);
+}
+
 // A tile op without an AscendC form in the emitter: an error naming it and its source line.
 TEST(AscendCEmit, UnsupportedOpIsAnErrorNamingItAndItsLine) {
   auto X = T::Tensor("X", {8, 64}, DType::Float32);
