@@ -49,9 +49,11 @@ struct BinaryApi {
 bool Emitter::emit_vector(const TileOpNode& n) {
   using namespace ops::tile;
   const SourceLoc& loc = n.loc;
-  static const BinaryApi binaries[] = {{&add(), "Add", "Adds"}, {&ops::tile::sub(), "Sub", "Adds"},
-                                       {&mul(), "Mul", "Muls"}, {&div(), "Div", nullptr},
-                                       {&max(), "Max", "Maxs"}, {&min(), "Min", "Mins"}};
+  static const BinaryApi binaries[] = {
+      {&add(), "Add", "Adds"},          {&ops::tile::sub(), "Sub", "Adds"},
+      {&mul(), "Mul", "Muls"},          {&div(), "Div", nullptr},
+      {&max(), "Max", "Maxs"},          {&min(), "Min", "Mins"},
+      {&bitwise_and(), "And", nullptr}, {&bitwise_or(), "Or", nullptr}};
   static const std::pair<const OpDef*, const char*> unaries[] = {
       {&exp(), "Exp"},   {&ln(), "Ln"},       {&abs(), "Abs"},  {&reciprocal(), "Reciprocal"},
       {&sqrt(), "Sqrt"}, {&rsqrt(), "Rsqrt"}, {&relu(), "Relu"}};
@@ -140,6 +142,50 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     if (has_load(v)) unsupported(loc, "T.tile.fill with a value read from memory");
     // Duplicate ("Duplicate" API page): dst = scalar, count form.
     elementwise({dst}, "Duplicate", scalar(v, dst.buf->dtype, loc) + ", ", "T.tile.fill");
+    return true;
+  }
+  if (n.op == &compare() || n.op == &select()) {
+    // Compare/Compares ("Compare" API page: CMPMODE, a uint8 bitmask, one bit per element) and
+    // Select ("Select" API page: SELMODE 1 tensor-scalar, 2 tensor-tensor), count form over
+    // whole runs (count * sizeof a multiple of 256 bytes: the verifier's rule).
+    const bool cmp = n.op == &compare();
+    const std::string what = "T." + n.op->name;
+    Operand dst = operand(n, 0), s0 = operand(n, arg_index(n, "src0"));
+    Operand mask = cmp ? dst : operand(n, arg_index(n, "mask"));
+    const TileArg& a1 = n.args[static_cast<size_t>(arg_index(n, "src1"))];
+    std::vector<Operand> tiles = {dst, s0};
+    if (!cmp) tiles.push_back(mask);
+    if (a1.is_region()) tiles.push_back(operand(n, arg_index(n, "src1")));
+    for (const auto& t : tiles)
+      if (!t.contiguous || !aligned(t, t.offset, 32))
+        unsupported(loc,
+                    fmt::format("{} over '{}', not one 32-byte aligned run", what, t.buf->name));
+    const DType t = s0.buf->dtype;
+    std::string src1;
+    if (a1.is_region()) {
+      src1 = at(tiles.back());
+    } else {
+      if (has_load(a1.scalar)) unsupported(loc, what + " with a scalar read from memory");
+      src1 = scalar(a1.scalar, t, loc);
+    }
+    const std::string count = expr(s0.rows * s0.cols, loc);
+    if (cmp) {
+      line(fmt::format("AscendC::{}({}, {}, {}, AscendC::CMPMODE::{}, {});",
+                       a1.is_region() ? "Compare" : "Compares", at(dst), at(s0), src1,
+                       n.attr_str("mode"), count),
+           loc);
+      return true;
+    }
+    const int64_t mode = n.attr_int("mode");
+    if (mode != 1 && mode != 2)
+      unsupported(loc, fmt::format("{} mode {} (mask reused per repeat)", what, mode));
+    if ((mode == 2) != a1.is_region())
+      unsupported(loc, fmt::format("{} mode {} with a {} src1", what, mode,
+                                   a1.is_region() ? "tile" : "scalar"));
+    line(fmt::format("AscendC::Select({}, {}, {}, {}, AscendC::SELMODE::{}, {});", at(dst),
+                     at(mask), at(s0), src1,
+                     mode == 2 ? "VSEL_TENSOR_TENSOR_MODE" : "VSEL_TENSOR_SCALAR_MODE", count),
+         loc);
     return true;
   }
   if (n.op == &axpy()) {

@@ -134,6 +134,38 @@ TEST(AscendCEmit, ColumnBroadcastAxpyAndFirstAxisReduction) {
             std::string::npos);
 }
 
+// Compare (tensor and scalar forms) into a bitmask, Select tensor-tensor.
+TEST(AscendCEmit, CompareAndSelect) {
+  auto X = T::Tensor("X", {2, 64}, DType::Float32);
+  auto Y = T::Tensor("Y", {2, 64}, DType::Float32);
+  PrimFunc f = T::prim_func("cmpsel", {X, Y}, [&] {
+    T::Kernel(1, [&](Expr, Expr) {
+      T::Scope(Core::Vector, [&] {
+        Buffer x = T::alloc_ub("x", {2, 64}, DType::Float32);
+        Buffer y = T::alloc_ub("y", {2, 64}, DType::Float32);
+        Buffer m = T::alloc_ub("m", {16}, DType::UInt8);
+        Buffer k = T::alloc_ub("k", {16}, DType::UInt8);
+        T::copy(X, x);
+        T::pipe_barrier(Pipe::ALL);
+        T::tile::compare(m, x, 0.5, "GT");
+        T::tile::compare(k, x, x, "EQ");
+        T::pipe_barrier(Pipe::V);
+        T::tile::select(y, m, x, x, 2);
+        T::pipe_barrier(Pipe::ALL);
+        T::copy(y, Y);
+      });
+    });
+  });
+  const std::string text = ascendc::emit(lower(f, default_target()), default_target());
+  EXPECT_NE(text.find("AscendC::Compares(m, x, 0.5f, AscendC::CMPMODE::GT, 128);"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("AscendC::Compare(k, x, x, AscendC::CMPMODE::EQ, 128);"), std::string::npos);
+  EXPECT_NE(
+      text.find("AscendC::Select(y, m, x, x, AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, 128);"),
+      std::string::npos);
+}
+
 // A tile op without an AscendC form in the emitter: an error naming it and its source line.
 TEST(AscendCEmit, UnsupportedOpIsAnErrorNamingItAndItsLine) {
   auto X = T::Tensor("X", {8, 64}, DType::Float32);
