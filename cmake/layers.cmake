@@ -90,6 +90,8 @@ file(GLOB TL_JIT_SOURCES CONFIGURE_DEPENDS ${S}/jit/*.cpp)
 file(GLOB TL_RUNTIME_SOURCES CONFIGURE_DEPENDS ${S}/runtime/*.cpp)
 file(GLOB TL_NPU_SOURCES CONFIGURE_DEPENDS ${S}/npu/*.cpp)
 file(GLOB TL_LANG_SOURCES CONFIGURE_DEPENDS ${S}/lang/*.cpp)
+file(GLOB TL_ASCENDC_SOURCES CONFIGURE_DEPENDS ${S}/ascendc/*.cpp)
+file(GLOB TL_ASCENDC_CPU_SOURCES CONFIGURE_DEPENDS ${S}/ascendc_cpu/*.cpp)
 # One file per primitive (docs/architecture.md, "The prims layer"): a new file is picked up here.
 file(GLOB TL_PRIMS_SOURCES CONFIGURE_DEPENDS ${S}/prims/*.cpp)
 
@@ -116,9 +118,16 @@ tl_module(jit SOURCES ${TL_JIT_SOURCES} ${TL_BUILD_ID_CPP} DEPS transform
           HEADERS tl/jit.h tl/backend.h PRIVATE_LIBS nlohmann_json::nlohmann_json)
 tl_module(runtime SOURCES ${TL_RUNTIME_SOURCES} DEPS target HEADERS tl/runtime.h)
 tl_module(npu SOURCES ${TL_NPU_SOURCES} DEPS jit runtime
-          HEADERS tl/npu/npu.h tl/npu/hazard.h tl/npu/report.h tl/npu/semantics.h tl/npu/stale.h
+          HEADERS tl/npu/npu.h tl/npu/direct.h tl/npu/hazard.h tl/npu/report.h tl/npu/semantics.h tl/npu/stale.h
                   tl/npu/timing.h tl/npu/trace.h
           PRIVATE_LIBS ${OPENBLAS_LIB})
+# The AscendC backend (docs/ascendc.md): lowered kernels as AscendC source, beside the NPU.
+tl_module(ascendc SOURCES ${TL_ASCENDC_SOURCES} DEPS jit HEADERS tl/ascendc.h)
+# The AscendC CPU model (docs/ascendc.md "CPU model"): AscendC calls executed on the virtual
+# NPU through tl/npu/direct.h; emitted AscendC files include include/ascendc_cpu/kernel_operator.h.
+tl_module(ascendc_cpu SOURCES ${TL_ASCENDC_CPU_SOURCES} DEPS npu
+          HEADERS ascendc_cpu/model.h ascendc_cpu/kernel_operator.h
+                  ascendc_cpu/kernel_operator_calls.h)
 tl_module(lang SOURCES ${TL_LANG_SOURCES} DEPS parser HEADERS tl/lang.h)
 # The primitives, each one file registering its parts into the registries of the modules below
 # (op, verify, npu) and defining its DSL call (declared in tl/lang.h). Declared last: nothing
@@ -142,7 +151,9 @@ tl_module(cann_ops_tilelang SOURCES ${TL_OPSLIB_SOURCES} DEPS prims
 # linked whole (a plain static library would lose every object no symbol pulls in).
 add_library(tl INTERFACE)
 foreach(m IN LISTS TL_LAYER_MODULES)
-  if(m STREQUAL "cann_ops_tilelang")
+  if(m STREQUAL "cann_ops_tilelang" OR m STREQUAL "ascendc_cpu")
+    # Clients of the library, not part of the compiler: linked by whoever uses them (the
+    # AscendC CPU model by its tests, docs/ascendc.md).
     continue()
   elseif(m STREQUAL "prims")
     target_link_libraries(tl INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,tl_prims>")

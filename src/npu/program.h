@@ -68,6 +68,8 @@ struct LaunchState;
 class Core;
 struct CoreShadow;   // the stale-data checker's per-core state (stale.h)
 struct StaleLaunch;  // and its per-launch state
+struct TraceEvent;   // tl/npu/trace.h
+struct CoreTrace;
 
 /// The on-chip memories of a device's cores (per physical group: AIC, AIV0, AIV1), kept in
 /// tl::Device::npu_state() so they persist across launches. One launch at a time uses them.
@@ -228,6 +230,16 @@ class Core final : public arith::Evaluator {
   /// interpreter does; precise for T.if_then_else (only the chosen branch counts).
   uint8_t expr_taint(const Expr& e, Scalar* value = nullptr);
   ~Core();
+
+  // Direct execution (direct.cpp, tl/npu/direct.h): no program body; the client issues tile
+  // ops and syncs one at a time.
+  void start_direct(int64_t b);
+  /// A TileOp or Sync statement, as step() executes it; false: a cross-core wait must wait.
+  bool exec_direct(const StmtNode& s);
+  /// Appends an event to this block's trace (when recording).
+  void record_direct(TraceEvent&& ev);
+  void finish_direct() { finish(); }
+  CoreTrace* trace() const { return trace_; }
 
  private:
   struct Frame {

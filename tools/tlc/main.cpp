@@ -16,6 +16,8 @@
 //        [--target A2] [--verify-each] [--loc]   (docs/compiler.md, "IR-file tests")
 //   tlc opt FILE.tl --pipeline       ... the whole gated pipeline (tl::lower, as tl::compile
 //        [--off NAME] [--on NAME] [--scalar-fallback] ...   runs it) with these switches
+//   tlc emit KERNEL [--backend ascendc|ir] [--no-host-stub]   the lowered kernel as one AscendC
+//                                    C++ file (docs/ascendc.md), or as the lowered Tile IR
 //   tlc demo [--out DIR]             the main job: verify, run (hazard-checked, reference-checked)
 //                                    and profile every example; IR, traces, timelines to out/
 // Two hidden subcommands serve the tests (tests/tools/tlc_coverage_test.cpp): `list-options`
@@ -41,6 +43,7 @@
 #include <sstream>
 
 #include "ops_cmd.h"
+#include "tl/ascendc.h"
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/report.h"
@@ -499,6 +502,18 @@ int tlc_main(int argc, char** argv) {
       ->delimiter(',');
   print_cmd->add_flag("--time-passes", pass_opt.time_passes,
                       "lower the kernel and time every pass");
+  auto* emit_cmd = app.add_subcommand(
+      "emit", "lower a kernel and print it as AscendC source (docs/ascendc.md) or lowered IR");
+  add_common(emit_cmd);
+  std::string emit_backend = "ascendc";
+  emit_cmd
+      ->add_option("--backend", emit_backend,
+                   "ascendc: one AscendC C++ file with its host launch stub; ir: the lowered "
+                   "Tile IR the virtual NPU runs")
+      ->check(CLI::IsMember({"ascendc", "ir"}));
+  bool emit_no_stub = false;
+  emit_cmd->add_flag("--no-host-stub", emit_no_stub,
+                     "ascendc: omit the host launch function (<<<numBlocks, nullptr, stream>>>)");
   auto* verify_cmd = app.add_subcommand("verify", "verify a kernel for a target");
   add_common(verify_cmd);
   auto* run_cmd = app.add_subcommand("run", "run a kernel on the virtual NPU with random inputs");
@@ -635,6 +650,18 @@ int tlc_main(int argc, char** argv) {
         }
       }
       std::cout << tl::print(f, {.locations = !no_loc});
+      return kOk;
+    }
+    if (*emit_cmd) {
+      if (emit_no_stub && emit_backend != "ascendc")
+        throw UsageError("--no-host-stub only applies to --backend ascendc");
+      auto f = tl::build_kernel(tl::find_kernel(kernel), parse_pairs("--set", sets));
+      g_error_exit = kKernelFailed;
+      f = tl::lower(f, target);
+      if (emit_backend == "ir")
+        std::cout << tl::print(f);
+      else
+        std::cout << tl::ascendc::emit(f, target, {.host_stub = !emit_no_stub});
       return kOk;
     }
     if (*verify_cmd) {

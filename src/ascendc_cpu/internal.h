@@ -1,0 +1,45 @@
+// Internal to the AscendC CPU model (src/ascendc_cpu): the launch and per-core context that
+// model.cpp keeps and ops.cpp builds its tile ops against.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ascendc_cpu/model.h"
+#include "tl/npu/direct.h"
+
+namespace ascendc_cpu {
+
+struct LaunchCtx {
+  LaunchCtx(const LaunchConfig& c, tl::npu::Trace* trace)
+      : cfg(c),
+        direct({.kernel = c.kernel, .target = c.target, .num_blocks = c.num_blocks, .trace = trace}) {}
+  const LaunchConfig& cfg;
+  tl::npu::DirectLaunch direct;
+};
+
+/// The core a host thread runs (set for the kernel function's duration).
+struct CoreCtx {
+  LaunchCtx* launch = nullptr;
+  void* sched = nullptr;  // model.cpp's baton
+  int64_t block = 0;
+  tl::CoreKind kind = tl::CoreKind::Vector;
+  int vid = 0;
+  std::string name() const;  // "block 3 AIV1"
+};
+
+/// The calling thread's core; an error naming `w` outside a launch.
+CoreCtx& ctx(const Where& w);
+tl::SourceLoc loc_of(const Where& w);
+/// Executes a tile op or sync on the current core (waiting for other cores at a cross-core
+/// wait); the VM's errors come back naming the AscendC call.
+void run(const Where& w, const tl::Stmt& s);
+/// The launch tensor holding `bytes` bytes from `addr` (an error naming `w` otherwise).
+const GmArg& find_gm(const Where& w, const uint8_t* addr, int64_t bytes);
+/// A GM buffer over `shape` elements with element `strides` from `addr` (bounds checked).
+tl::Buffer gm_view(const Where& w, uint8_t* addr, DType dtype, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& strides);
+/// The name an on-chip buffer carries in messages: "UB[0x0c0]" (memory and byte offset).
+std::string local_name(const LocalRef& t);
+
+}  // namespace ascendc_cpu
