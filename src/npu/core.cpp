@@ -416,6 +416,13 @@ void Core::record_events(const StmtNode* s) {
 bool Core::replay_gate(const StmtNode* s) {
   // Record the statement's events once (the statement may block here and be re-run).
   if (!gate_recorded_) {
+    // Recording evaluates the statement's addresses, whose indices may load from UB (a
+    // scatter `y_ub[idx_ub[i]] = ...`): not before simulated time has reached the cycle of the
+    // first event it records, when what the statement waited for has landed.
+    if (!replay_->reached(*this, trace_->events.size())) {
+      blocked_ = "replay: waiting for simulated time";
+      return false;
+    }
     gate_first_ = trace_->events.size();
     record_events(s);
     gate_end_ = trace_->events.size();

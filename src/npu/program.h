@@ -157,6 +157,12 @@ class ReplayDriver {
   /// May `core` execute the statement that recorded its trace events [first, end)? false: the
   /// core blocks and the driver runs it again later.
   virtual bool may_issue(Core& core, size_t first, size_t end) = 0;
+  /// Has simulated time reached the cycle of `core`'s trace event `event` (the next one it
+  /// records)? Asked before a statement records its events, because recording resolves its
+  /// operands: a store's or a load's index may read memory, which must be read at the
+  /// statement's cycle, not when the interpreter reached it. false: the core blocks and the
+  /// driver runs it again then.
+  virtual bool reached(Core& core, size_t event) = 0;
   /// A tile op whose trace events are [first, end), to execute at its simulated times.
   virtual void defer(Core& core, const TileOpNode& op, size_t first, size_t end) = 0;
 };

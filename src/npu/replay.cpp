@@ -108,6 +108,7 @@ class TimeOrderedReplay final : public ReplayDriver {
 
   void run(int progress_percent);
   bool may_issue(Core& core, size_t first, size_t end) override;
+  bool reached(Core& core, size_t event) override;
   void defer(Core& core, const TileOpNode& op, size_t first, size_t end) override;
 
  private:
@@ -198,17 +199,23 @@ void TimeOrderedReplay::check_same_path(const Core& core, int c, size_t first, s
   }
 }
 
-bool TimeOrderedReplay::may_issue(Core& core, size_t first, size_t end) {
+bool TimeOrderedReplay::reached(Core& core, size_t event) {
   const int c = index_of(core);
-  check_same_path(core, c, first, end);
-  if (resuming_ == c && resuming_event_ == first) return true;
+  if (resuming_ == c && resuming_event_ == event) return true;
+  // Past the functional run's last event the path differs: may_issue reports it.
+  if (event >= trace_.cores[c].events.size()) return true;
   // Scalar loads and stores act at their start cycle; everything else is queued at issue.
-  const int ti = instr_of_[c][first];
+  const int ti = instr_of_[c][event];
   const bool scalar = ti >= 0 && prof_.instrs[ti].pipe == Pipe::S;
-  const double t = scalar ? prof_.instrs[ti].start : prof_.cores[c].issue[first];
+  const double t = scalar ? prof_.instrs[ti].start : prof_.cores[c].issue[event];
   if (t <= now_) return true;
-  push(t, kResume, c, first);
+  push(t, kResume, c, event);
   return false;
+}
+
+bool TimeOrderedReplay::may_issue(Core& core, size_t first, size_t end) {
+  check_same_path(core, index_of(core), first, end);
+  return reached(core, first);
 }
 
 void TimeOrderedReplay::defer(Core& core, const TileOpNode& op, size_t first, size_t end) {

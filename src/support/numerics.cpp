@@ -187,7 +187,15 @@ double decode(const Fmt& f, uint64_t bits) {
   if (f.fn && e == (uint64_t(1) << f.exp) - 1 && man == (uint64_t(1) << f.man) - 1) {
     v = std::numeric_limits<double>::quiet_NaN();
   } else if (!f.fn && e == (uint64_t(1) << f.exp) - 1) {
-    v = man ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    // A NaN keeps its sign and payload, quieted: the payload left-aligned in the double's
+    // mantissa, as the fast widenings (f16_to_f32, bf16_to_f32: x86 F16C) and the narrowing
+    // back (encode_double) treat it. It was the canonical quiet NaN, so an element that went
+    // through a scalar path (the plain cube gather, a scalar load) lost the payload the batched
+    // paths keep (include/tl/npu/numerics.h, "NaN in").
+    if (man)
+      return std::bit_cast<double>((uint64_t(neg) << 63) | (uint64_t(0x7ff) << 52) |
+                                   (uint64_t(1) << 51) | (man << (52 - f.man)));
+    v = std::numeric_limits<double>::infinity();
   } else if (e == 0) {
     v = std::ldexp(double(man), 1 - f.bias - f.man);
   } else {

@@ -21,6 +21,11 @@
 //  - fp8 e5m2 is IEEE-like (inf and NaN); overflow as for fp16.
 //  - NaN in -> quiet NaN out with the same sign; fp16/bf16 keep the top payload bits
 //    (as x86 F16C does), fp8 outputs are the canonical NaN (e4m3 0x7F, e5m2 0x7E, plus sign).
+//    AscendC documents no NaN payload (Cast's page only says that an all-ones exponent with a
+//    non-zero mantissa is NaN), so this is the model's choice, and every path follows it:
+//    widening to fp32 or to double (to_double, the scalar paths) keeps the payload too, so the
+//    batched and the element-by-element paths (TL_NPU_PLAIN_PATHS) give the same NaN bits
+//    (tests/npu/fast_paths_test.cpp compares them bit for bit, NaNs included).
 //  - Float -> integer: rounded with the mode, then saturated to the integer range (the
 //    documented default "溢出默认按照饱和模式处理"); NaN -> 0 (the documented saturation rule
 //    for NaN outputs); +-inf -> max/min. Integer -> integer saturates too (negative -> 0 for
