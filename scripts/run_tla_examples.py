@@ -24,7 +24,8 @@ timeout. Each gets one status:
 The table has one row per script with the first line of the reason, then the counts per
 directory. --json prints the same as JSON. --blockers groups the reasons (file names and
 numbers stripped) and counts the scripts each stops, most first: the order to fix them in.
-The examples are never part of this repository: fetch them elsewhere (e.g. /tmp) and point DIR
+While it runs, each finished script prints one progress line on stderr ("[3/26] pass 41.2s
+dir/script.py  reason"). The examples are never part of this repository: fetch them elsewhere (e.g. /tmp) and point DIR
 there.
 """
 
@@ -228,8 +229,19 @@ def main(argv: list[str]) -> int:
         ap.error("--timeout must be > 0 and --jobs >= 1")
     only = set(args.only.split(",")) if args.only else None
     scripts = find_scripts(args.dir, only)
+    done = [0]
+
+    def one(p: str) -> Result:
+        r = run_one(p, args.dir, args.timeout, args.python, args.check_hazards)
+        # One line per finished script on stderr, so a long run (the checker on attention
+        # scripts takes minutes each) shows where it is and keeps what it found if stopped.
+        done[0] += 1
+        print(f"[{done[0]}/{len(scripts)}] {r.status:8} {r.seconds:7.1f}s  {r.script}  {r.reason.splitlines()[0] if r.reason else ''}",
+              file=sys.stderr, flush=True)
+        return r
+
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda p: run_one(p, args.dir, args.timeout, args.python, args.check_hazards), scripts))
+        results = list(pool.map(one, scripts))
     if args.json:
         print(json.dumps({"results": [asdict(r) for r in results], "per_directory": per_directory(results),
                           "blockers": Counter(blocker_key(r.reason) for r in results

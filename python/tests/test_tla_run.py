@@ -202,6 +202,9 @@ def test_the_runner_kills_a_script_at_its_timeout(scripts: str) -> None:
     assert r.returncode == 0, r.stderr
     row = next(line for line in r.stdout.splitlines() if line.startswith(os.path.join("slow", "forever.py")))
     assert row.split()[1] == "timeout" and "still running after 3 s" in row
+    # The progress line of the finished script, on stderr while the run goes on.
+    progress = [line.split() for line in r.stderr.splitlines() if line.startswith("[")]
+    assert [p[:2] + p[3:4] for p in progress] == [["[1/1]", "timeout", os.path.join("slow", "forever.py")]], r.stderr
     assert any(line.split()[:2] == ["slow", "0"] and line.split()[5] == "1" for line in r.stdout.splitlines())
 
 
