@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs TileLang-Ascend example scripts unchanged on tl-ascend and tabulates what happened.
 
-    scripts/run_tla_examples.py DIR [--timeout S] [--jobs N] [--only a,b] [--json] [--blockers]
+    scripts/run_tla_examples.py DIR [--timeout S] [--jobs N] [--only a,b/c,d/e.py] [--json] [--blockers]
 
 Every `*.py` under DIR runs as `python -m tl_ascend.run SCRIPT` (the documented way to run an
 unmodified script, docs/python.md), one process each, in the script's own directory, with a
@@ -165,8 +165,10 @@ def find_scripts(root: str, only: set[str] | None) -> list[str]:
             if not f.endswith(".py") or f == "__init__.py":
                 continue
             path = os.path.join(d, f)
-            top = os.path.relpath(path, root).split(os.sep)[0]
-            if only is None or top in only:
+            rel = os.path.relpath(path, root)
+            # An --only entry names a top-level directory, a deeper one ("flash_attention/fa_opt")
+            # or one script ("gemm/example_gemm.py"): reruns of a few scripts need no copy.
+            if only is None or any(rel == o or rel.startswith(o.rstrip(os.sep) + os.sep) for o in only):
                 out.append(path)
     return out
 
@@ -215,7 +217,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("dir", help="a directory of TileLang-Ascend scripts (e.g. tilelang-ascend's examples/)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per script (default 300)")
     ap.add_argument("--jobs", type=int, default=1, help="scripts run at once (default 1)")
-    ap.add_argument("--only", default=None, help="comma-separated top-level directories of DIR to run")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated directories (top-level or deeper) or scripts of DIR to run, relative to DIR")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--blockers", action="store_true", help="group the rejections and crashes by reason")
     ap.add_argument("--python", default=sys.executable, help="the interpreter to run the scripts with")

@@ -197,6 +197,14 @@ def test_the_runner_classifies_each_script_by_its_own_verdict(scripts: str) -> N
                                                       "is not in tl-ascend: tl_ascend.torch_npu has no CPU version"), reason
 
 
+def test_the_runner_takes_single_scripts_in_only(scripts: str) -> None:
+    only = ",".join([os.path.join("ok", "pass.py"), os.path.join("ok", "crash.py")])
+    r = run([RUNNER, scripts, "--only", only, "--json", "--timeout", "300"])
+    assert r.returncode == 0, r.stderr
+    got = {x["script"]: x["status"] for x in json.loads(r.stdout)["results"]}
+    assert got == {os.path.join("ok", "crash.py"): "crash", os.path.join("ok", "pass.py"): "pass"}, got
+
+
 def test_the_runner_kills_a_script_at_its_timeout(scripts: str) -> None:
     r = run([RUNNER, scripts, "--only", "slow", "--timeout", "3", "--blockers"])
     assert r.returncode == 0, r.stderr
