@@ -239,8 +239,8 @@ def main(argv: list[str]) -> int:
         # One line per finished script on stderr, so a long run (the checker on attention
         # scripts takes minutes each) shows where it is and keeps what it found if stopped.
         done[0] += 1
-        print(f"[{done[0]}/{len(scripts)}] {r.status:8} {r.seconds:7.1f}s  {r.script}  {r.reason.splitlines()[0] if r.reason else ''}",
-              file=sys.stderr, flush=True)
+        first = r.reason.splitlines()[0] if r.reason else ""
+        print(f"[{done[0]}/{len(scripts)}] {r.status:8} {r.seconds:7.1f}s  {r.script}  {first}", file=sys.stderr, flush=True)
         return r
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
