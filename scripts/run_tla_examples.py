@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs TileLang-Ascend example scripts unchanged on tl-ascend and tabulates what happened.
 
-    scripts/run_tla_examples.py DIR [--timeout S] [--jobs N] [--only a,b] [--json] [--blockers]
+    scripts/run_tla_examples.py DIR [--timeout S] [--jobs N] [--only a,b/c,d/e.py] [--json] [--blockers]
 
 Every `*.py` under DIR runs as `python -m tl_ascend.run SCRIPT` (the documented way to run an
 unmodified script, docs/python.md), one process each, in the script's own directory, with a
@@ -24,7 +24,8 @@ timeout. Each gets one status:
 The table has one row per script with the first line of the reason, then the counts per
 directory. --json prints the same as JSON. --blockers groups the reasons (file names and
 numbers stripped) and counts the scripts each stops, most first: the order to fix them in.
-The examples are never part of this repository: fetch them elsewhere (e.g. /tmp) and point DIR
+While it runs, each finished script prints one progress line on stderr ("[3/26] pass 41.2s
+dir/script.py  reason"). The examples are never part of this repository: fetch them elsewhere (e.g. /tmp) and point DIR
 there.
 """
 
@@ -164,8 +165,10 @@ def find_scripts(root: str, only: set[str] | None) -> list[str]:
             if not f.endswith(".py") or f == "__init__.py":
                 continue
             path = os.path.join(d, f)
-            top = os.path.relpath(path, root).split(os.sep)[0]
-            if only is None or top in only:
+            rel = os.path.relpath(path, root)
+            # An --only entry names a top-level directory, a deeper one ("flash_attention/fa_opt")
+            # or one script ("gemm/example_gemm.py"): reruns of a few scripts need no copy.
+            if only is None or any(rel == o or rel.startswith(o.rstrip(os.sep) + os.sep) for o in only):
                 out.append(path)
     return out
 
@@ -214,7 +217,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("dir", help="a directory of TileLang-Ascend scripts (e.g. tilelang-ascend's examples/)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per script (default 300)")
     ap.add_argument("--jobs", type=int, default=1, help="scripts run at once (default 1)")
-    ap.add_argument("--only", default=None, help="comma-separated top-level directories of DIR to run")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated directories (top-level or deeper) or scripts of DIR to run, relative to DIR")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--blockers", action="store_true", help="group the rejections and crashes by reason")
     ap.add_argument("--python", default=sys.executable, help="the interpreter to run the scripts with")
@@ -228,8 +232,19 @@ def main(argv: list[str]) -> int:
         ap.error("--timeout must be > 0 and --jobs >= 1")
     only = set(args.only.split(",")) if args.only else None
     scripts = find_scripts(args.dir, only)
+    done = [0]
+
+    def one(p: str) -> Result:
+        r = run_one(p, args.dir, args.timeout, args.python, args.check_hazards)
+        # One line per finished script on stderr, so a long run (the checker on attention
+        # scripts takes minutes each) shows where it is and keeps what it found if stopped.
+        done[0] += 1
+        first = r.reason.splitlines()[0] if r.reason else ""
+        print(f"[{done[0]}/{len(scripts)}] {r.status:8} {r.seconds:7.1f}s  {r.script}  {first}", file=sys.stderr, flush=True)
+        return r
+
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda p: run_one(p, args.dir, args.timeout, args.python, args.check_hazards), scripts))
+        results = list(pool.map(one, scripts))
     if args.json:
         print(json.dumps({"results": [asdict(r) for r in results], "per_directory": per_directory(results),
                           "blockers": Counter(blocker_key(r.reason) for r in results

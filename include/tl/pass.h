@@ -321,4 +321,12 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target);
 /// invariant: the planned spec; flags balanced.
 PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target);
 
+/// keep_far_flag_ids (not in the pipeline: tl_ascend.compile runs it on kernels built for
+/// TileLang-Ascend's target "pto", before verification): the flags of a pipe pair whose event
+/// ids lie past the target's range, which TileLang-Ascend's pto code generator drops, move by one
+/// constant shift onto ids that pair does not use, with a remark each pair
+/// (src/pass/far_flag_ids.cpp). A pair with no such ids left keeps its ids (the verifier's
+/// event-id-range error).
+PrimFunc keep_far_flag_ids(const PrimFunc& f, const Target& target, const RemarkSink& remark = {});
+
 }  // namespace tl

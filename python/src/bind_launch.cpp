@@ -4,6 +4,7 @@
 // HTML timeline when asked).
 
 #include "bindings.h"
+#include "tl/pass.h"
 
 namespace tl::python {
 namespace {
@@ -251,6 +252,15 @@ void bind_launch(nb::module_& m) {
       },
       "func"_a, "target"_a = "A2", "verify"_a = true, "lower"_a = true, "cache"_a = true,
       "dev"_a = std::map<std::string, bool>{});
+
+  // Target "pto" only (tl_ascend.compile): TileLang-Ascend's pto code generator drops flags with
+  // event ids past the range; tl-ascend keeps their ordering (src/pass/far_flag_ids.cpp).
+  m.def(
+      "keep_far_flag_ids",
+      [](const PrimFunc& f, const std::string& target) {
+        return keep_far_flag_ids(f, get_target(target));
+      },
+      "func"_a, "target"_a = "A2");
 
   m.def(
       "launch",

@@ -197,11 +197,22 @@ def test_the_runner_classifies_each_script_by_its_own_verdict(scripts: str) -> N
                                                       "is not in tl-ascend: tl_ascend.torch_npu has no CPU version"), reason
 
 
+def test_the_runner_takes_single_scripts_in_only(scripts: str) -> None:
+    only = ",".join([os.path.join("ok", "pass.py"), os.path.join("ok", "crash.py")])
+    r = run([RUNNER, scripts, "--only", only, "--json", "--timeout", "300"])
+    assert r.returncode == 0, r.stderr
+    got = {x["script"]: x["status"] for x in json.loads(r.stdout)["results"]}
+    assert got == {os.path.join("ok", "crash.py"): "crash", os.path.join("ok", "pass.py"): "pass"}, got
+
+
 def test_the_runner_kills_a_script_at_its_timeout(scripts: str) -> None:
     r = run([RUNNER, scripts, "--only", "slow", "--timeout", "3", "--blockers"])
     assert r.returncode == 0, r.stderr
     row = next(line for line in r.stdout.splitlines() if line.startswith(os.path.join("slow", "forever.py")))
     assert row.split()[1] == "timeout" and "still running after 3 s" in row
+    # The progress line of the finished script, on stderr while the run goes on.
+    progress = [line.split() for line in r.stderr.splitlines() if line.startswith("[")]
+    assert [p[:2] + p[3:4] for p in progress] == [["[1/1]", "timeout", os.path.join("slow", "forever.py")]], r.stderr
     assert any(line.split()[:2] == ["slow", "0"] and line.split()[5] == "1" for line in r.stdout.splitlines())
 
 

@@ -287,7 +287,8 @@ class JITKernel:
     @_located
     def __init__(self, func: PrimFunc, out_idx: Indices = None, target: str = "A2",
                  pass_configs: Mapping[str, Any] | None = None, mode: str = "fast", check_hazards: bool | None = None,
-                 threads: int = 0, workspace_idx: Indices = None, check_stale: bool | None = None) -> None:
+                 threads: int = 0, workspace_idx: Indices = None, check_stale: bool | None = None,
+                 keep_far_flags: bool = False) -> None:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tl_ascend.compile takes a @T.prim_func kernel, got {type(func).__name__}")
         self.func = func
@@ -314,7 +315,11 @@ class JITKernel:
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
         # The stale-data checker (docs/virtual_npu.md): None follows TL_CHECK_STALE, else check_hazards.
         self.check_stale: bool | None = check_stale
-        self.compiled = _core.compile(func.func, target, dev=_dev_options(pass_configs, func))
+        # keep_far_flags (target "pto"): flags with event ids past 7, which TileLang-Ascend's pto
+        # code generator drops, keep their ordering on free ids of their pipe pair, with a remark
+        # (src/pass/far_flag_ids.cpp); elsewhere such an id stays the verifier's error.
+        ir = _core.keep_far_flag_ids(func.func, target) if keep_far_flags else func.func
+        self.compiled = _core.compile(ir, target, dev=_dev_options(pass_configs, func))
         self.last_profile = None
         self._device = device(target)
         self._plan()
@@ -503,6 +508,8 @@ class JITKernel:
 def compile(func: PrimFunc, out_idx: Indices = None, target: str | None = "A2",  # noqa: A001
             pass_configs: Mapping[str, Any] | None = None, **options: Any) -> JITKernel:
     """Compiles a @T.prim_func kernel for the virtual NPU of `target`."""
+    if target == "pto":
+        options.setdefault("keep_far_flags", True)
     return JITKernel(func, out_idx=out_idx, target=_target_name(target), pass_configs=pass_configs, **options)
 
 
