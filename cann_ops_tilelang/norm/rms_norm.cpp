@@ -8,8 +8,9 @@
 namespace cann_ops_tilelang {
 namespace {
 
-constexpr int64_t kRowsPerTile = 8;  // 8 fp32 row statistics fill one 32-byte block
-constexpr int64_t kChunkCap = 1024;  // wider chunks save few instructions and cost UB
+constexpr int64_t kRowsPerTile = 8;                // 8 fp32 row statistics fill one 32-byte block
+constexpr int64_t kChunkCap = 1024;                // wider chunks save few instructions and cost UB
+constexpr int64_t kResidentRows[] = {8, 4, 2, 1};  // the resident forward's row tiles
 
 const std::vector<tl::DType> kDtypes{tl::DType::BFloat16, tl::DType::Float16, tl::DType::Float32};
 
@@ -63,13 +64,37 @@ RmsNormKey choose(tl::DType dtype, int64_t hidden, const tl::Target& target, con
 }  // namespace
 
 std::string RmsNormKey::str() const {
-  return fmt::format("dtype={},H={},rM={},bN={},blocks={},residual={},rstd={}",
-                     tl::dtype_name(dtype), hidden, rows_per_tile, chunk, blocks, residual, rstd);
+  return fmt::format("dtype={},H={},rM={},bN={},blocks={},residual={},rstd={},resident={}",
+                     tl::dtype_name(dtype), hidden, rows_per_tile, chunk, blocks, residual, rstd,
+                     resident);
 }
 
 RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool rstd,
                             const tl::Target& target, const Checker& check) {
   const int64_t es = tl::dtype_bytes(dtype), wide = dtype != tl::DType::Float32;
+  // The resident schedule (rms_norm_fwd_resident.cpp) where two row tiles fit: x read once.
+  // Of the row counts that fit, the one with the largest fp32 chunk tile (rows x chunk: fewer,
+  // longer vector instructions), the more rows on a tie.
+  const auto budget = vector_budget(target);
+  const int64_t inputs = residual ? 2 : 1;
+  RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
+  for (int64_t rM : kResidentRows) {
+    const int64_t fixed = round32(hidden * 4) + wide * round32(hidden * es) + 32 +
+                          2 * inputs * round32(rM * hidden * es);  // wf, w, ss, the slots
+    const int64_t c = widest_chunk(hidden, 32 / es, kChunkCap, [&](int64_t c) {
+      return fixed + (inputs + 1) * rM * c * 4 <= budget.ub_bytes;  // xf acc (rf)
+    });
+    if (c > 0 && rM * c > best.rows_per_tile * best.chunk) {
+      best.rows_per_tile = rM;
+      best.chunk = c;
+    }
+  }
+  if (best.chunk > 0) {
+    best.residual = residual;
+    best.rstd = rstd;
+    best.resident = true;
+    return best;
+  }
   auto k = choose(dtype, hidden, target, check, [&](int64_t c) {
     const int64_t tile = kRowsPerTile * c;
     int64_t b = round32(hidden * 4) + wide * round32(hidden * es) + 32;  // wf, w, ss
