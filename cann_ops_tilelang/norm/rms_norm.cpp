@@ -80,7 +80,8 @@ RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool
   RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
   for (int64_t rM : kResidentRows) {
     const int64_t fixed = round32(hidden * 4) + wide * round32(hidden * es) + 32 +
-                          2 * inputs * round32(rM * hidden * es);  // wf, w, ss, the slots
+                          2 * inputs * round32(rM * hidden * es) +  // wf, w, ss, the slots
+                          10 * 256;  // the kernel's bank-group alignment of each buffer
     const int64_t c = widest_chunk(hidden, 32 / es, kChunkCap, [&](int64_t c) {
       return fixed + (inputs + 1) * rM * c * 4 <= budget.ub_bytes;  // xf acc (rf)
     });

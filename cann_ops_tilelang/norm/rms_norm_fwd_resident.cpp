@@ -61,21 +61,35 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
-        auto wf = T::alloc_ub("wf_ub", {H}, f32);  // W in fp32, kept for all rows
+        // Explicit UB addresses: a vector instruction whose two sources start in the same
+        // bank groups pays its repeats twice (asc-devkit "avoid bank conflicts", 2201: 16
+        // groups of 32-byte banks; docs/calibration.md), so each pair of sources an
+        // instruction reads starts 256 bytes apart modulo 512: x, xf at 0, the others at 256
+        // (W at 0 beside rf with a residual, whose y chunk is multiplied by it).
+        int64_t at = 0;
+        auto place = [&](int64_t bytes, int64_t residue) {
+          at += ((residue - at % 512) % 512 + 512) % 512;
+          const int64_t a = at;
+          at += (bytes + 31) / 32 * 32;
+          return a;
+        };
+        const int64_t es = tl::dtype_bytes(dt), tile = int64_t{rM} * H * es, chunk = rM * bN * 4;
+        auto wf = T::alloc_ub("wf_ub", {H}, f32, place(H * 4, k.residual ? 0 : 256));
         // The two tile slots: x (and the residual) as loaded; y (and h) overwrite them.
-        Buffer xs[2] = {T::alloc_ub("x0_ub", {rM, H}, dt), T::alloc_ub("x1_ub", {rM, H}, dt)};
+        Buffer xs[2] = {T::alloc_ub("x0_ub", {rM, H}, dt, place(tile, 0)),
+                        T::alloc_ub("x1_ub", {rM, H}, dt, place(tile, 0))};
         std::optional<Buffer> rs[2];
         if (k.residual) {
-          rs[0] = T::alloc_ub("r0_ub", {rM, H}, dt);
-          rs[1] = T::alloc_ub("r1_ub", {rM, H}, dt);
+          rs[0] = T::alloc_ub("r0_ub", {rM, H}, dt, place(tile, 256));
+          rs[1] = T::alloc_ub("r1_ub", {rM, H}, dt, place(tile, 256));
         }
-        auto xf = T::alloc_ub("xf_ub", {rM, bN}, f32);    // h chunk in fp32
-        auto acc = T::alloc_ub("acc_ub", {rM, bN}, f32);  // sum of squares per column slot
-        std::optional<Buffer> rf;
-        if (k.residual) rf = T::alloc_ub("rf_ub", {rM, bN}, f32);  // r chunk, then y chunk
-        auto ss = T::alloc_ub("ss_ub", {rM}, f32);                 // row sums of squares, then rstd
+        auto xf = T::alloc_ub("xf_ub", {rM, bN}, f32, place(chunk, 0));      // h chunk in fp32
+        auto acc = T::alloc_ub("acc_ub", {rM, bN}, f32, place(chunk, 256));  // sums of squares
+        std::optional<Buffer> rf;  // r chunk, then y chunk
+        if (k.residual) rf = T::alloc_ub("rf_ub", {rM, bN}, f32, place(chunk, 256));
+        auto ss = T::alloc_ub("ss_ub", {rM}, f32, place(rM * 4, 256));  // sums of squares, rstd
         if (wide) {
-          auto w_b = T::alloc_ub("w_ub", {H}, dt);
+          auto w_b = T::alloc_ub("w_ub", {H}, dt, place(H * es, 0));
           T::copy(W, w_b);
           sync(Pipe::MTE2, Pipe::V, kEvTail);
           T::tile::cast(wf, w_b);

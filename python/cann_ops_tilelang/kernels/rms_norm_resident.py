@@ -34,6 +34,28 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
     M = T.dynamic("M")
     MP = T.dynamic("MP")
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
+    # Explicit UB addresses: a vector instruction whose two sources start in the same bank groups
+    # pays its repeats twice (asc-devkit "avoid bank conflicts", 2201: 16 groups of 32-byte
+    # banks; docs/calibration.md), so each pair of sources an instruction reads starts 256 bytes
+    # apart modulo 512: x, xf at 0, the others at 256 (W at 0 beside rf with a residual).
+    es = 4 if dtype == "float32" else 2
+    tile, chunk_bytes = rM * H * es, rM * bN * 4
+    at = 0
+
+    def place(nbytes: int, residue: int) -> int:
+        nonlocal at
+        at += ((residue - at % 512) % 512 + 512) % 512
+        a = at
+        at += (nbytes + 31) // 32 * 32
+        return a
+
+    a_wf = place(H * 4, 0 if residual else 256)
+    a_x = [place(tile, 0), place(tile, 0)]
+    a_r = [place(tile, 256), place(tile, 256)] if residual else None
+    a_xf, a_acc = place(chunk_bytes, 0), place(chunk_bytes, 256)
+    a_rf = place(chunk_bytes, 256) if residual else None
+    a_ss = place(rM * 4, 256)
+    a_w = place(H * es, 0) if wide else None
 
     @T.macro
     def load(X, R, x_ub, r_ub, row0, nrows):
@@ -172,22 +194,22 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
     def body(X, R, W, Y, HO, Rstd, eps):
         with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
-                wf_ub = T.alloc_ub((H,), "float32")  # W in fp32, kept for all rows
-                x0_ub = T.alloc_ub((rM, H), dtype)  # the two tile slots: x as loaded, then y
-                x1_ub = T.alloc_ub((rM, H), dtype)
+                wf_ub = T.alloc_ub((H,), "float32", address=a_wf)  # W in fp32, kept for all rows
+                x0_ub = T.alloc_ub((rM, H), dtype, address=a_x[0])  # the two tile slots: x as loaded, then y
+                x1_ub = T.alloc_ub((rM, H), dtype, address=a_x[1])
                 r0_ub = None
                 r1_ub = None
                 if R is not None:
-                    r0_ub = T.alloc_ub((rM, H), dtype)  # the residual as loaded, then h
-                    r1_ub = T.alloc_ub((rM, H), dtype)
-                xf_ub = T.alloc_ub((rM, bN), "float32")  # h chunk in fp32
-                acc_ub = T.alloc_ub((rM, bN), "float32")  # sum of squares per column slot
+                    r0_ub = T.alloc_ub((rM, H), dtype, address=a_r[0])  # the residual as loaded, then h
+                    r1_ub = T.alloc_ub((rM, H), dtype, address=a_r[1])
+                xf_ub = T.alloc_ub((rM, bN), "float32", address=a_xf)  # h chunk in fp32
+                acc_ub = T.alloc_ub((rM, bN), "float32", address=a_acc)  # sum of squares per column slot
                 rf_ub = None
                 if R is not None:
-                    rf_ub = T.alloc_ub((rM, bN), "float32")  # r chunk, then y chunk
-                ss_ub = T.alloc_ub((rM,), "float32")  # row sums of squares, then rstd
+                    rf_ub = T.alloc_ub((rM, bN), "float32", address=a_rf)  # r chunk, then y chunk
+                ss_ub = T.alloc_ub((rM,), "float32", address=a_ss)  # row sums of squares, then rstd
                 if wide:
-                    w_ub = T.alloc_ub((H,), dtype)
+                    w_ub = T.alloc_ub((H,), dtype, address=a_w)
                     T.copy(W, w_ub)
                     _sync("MTE2", "V", EV_TAIL)
                     T.tile.cast(wf_ub, w_ub)
