@@ -79,11 +79,13 @@ RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool
   const int64_t inputs = residual ? 2 : 1;
   RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
   for (int64_t rM : kResidentRows) {
-    const int64_t fixed = round32(hidden * 4) + wide * round32(hidden * es) + 32 +
-                          2 * inputs * round32(rM * hidden * es) +  // wf, w, ss, the slots
+    const int64_t fixed = round32(hidden * 4) + 32 +  // wf, ss, the slots
+                          2 * inputs * round32(rM * hidden * es) +
                           10 * 256;  // the kernel's bank-group alignment of each buffer
     const int64_t c = widest_chunk(hidden, 32 / es, kChunkCap, [&](int64_t c) {
-      return fixed + (inputs + 1) * rM * c * 4 <= budget.ub_bytes;  // xf acc (rf)
+      // xf, acc and rf or xg; W as loaded shares their bytes without a residual.
+      const int64_t temps = 3 * rM * c * 4, w = wide * round32(hidden * es);
+      return fixed + (residual ? temps + w : std::max(temps, w)) <= budget.ub_bytes;
     });
     if (c > 0 && rM * c > best.rows_per_tile * best.chunk) {
       best.rows_per_tile = rM;

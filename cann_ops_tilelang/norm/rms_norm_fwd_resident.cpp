@@ -83,13 +83,19 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
           rs[0] = T::alloc_ub("r0_ub", {rM, H}, dt, place(tile, 256));
           rs[1] = T::alloc_ub("r1_ub", {rM, H}, dt, place(tile, 256));
         }
-        auto xf = T::alloc_ub("xf_ub", {rM, bN}, f32, place(chunk, 0));      // h chunk in fp32
+        const int64_t a_xf = place(chunk, 0);
+        auto xf = T::alloc_ub("xf_ub", {rM, bN}, f32, a_xf);                 // h chunk in fp32
         auto acc = T::alloc_ub("acc_ub", {rM, bN}, f32, place(chunk, 256));  // sums of squares
-        std::optional<Buffer> rf;  // r chunk, then y chunk
-        if (k.residual) rf = T::alloc_ub("rf_ub", {rM, bN}, f32, place(chunk, 256));
+        std::optional<Buffer> rf, xg;
+        if (k.residual)  // r chunk, then y chunk
+          rf = T::alloc_ub("rf_ub", {rM, bN}, f32, place(chunk, 256));
+        else  // the odd chunk of a pair
+          xg = T::alloc_ub("xg_ub", {rM, bN}, f32, place(chunk, 0));
         auto ss = T::alloc_ub("ss_ub", {rM}, f32, place(rM * 4, 256));  // sums of squares, rstd
         if (wide) {
-          auto w_b = T::alloc_ub("w_ub", {H}, dt, place(H * es, 0));
+          // W as loaded is dead once widened: without a residual it shares the chunk
+          // temporaries' bytes (the first compute's barrier orders them).
+          auto w_b = T::alloc_ub("w_ub", {H}, dt, k.residual ? place(H * es, 0) : a_xf);
           T::copy(W, w_b);
           sync(Pipe::MTE2, Pipe::V, kEvTail);
           T::tile::cast(wf, w_b);
@@ -126,10 +132,99 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
           if (HO) one(*rs[s], *HO);
         };
 
+        auto col = [&](const Buffer& b, Expr c0) { return b.region({0, c0}, {rM, bN}); };
+        // acc's row sums -> rstd in ss (stored to Rstd when asked).
+        auto rstd = [&](Expr row0) {
+          T::pipe_barrier(Pipe::V);
+          T::reduce_sum(acc, ss, -1);
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(ss, ss, 1.0 / static_cast<double>(H));
+          T::pipe_barrier(Pipe::V);
+          T::tile::add(ss, ss, eps);
+          T::pipe_barrier(Pipe::V);
+          T::tile::rsqrt(ss, ss);
+          if (Rstd) {  // the whole tile: Rstd has ceil(M / rM) * rM rows
+            sync(Pipe::V, Pipe::MTE3, kEvRstd);
+            T::copy(ss, Rstd->at({row0}));
+            sync(Pipe::MTE3, Pipe::V, kEvRstd);  // stored before the next tile rewrites ss
+          }
+        };
+        // Without a residual, chunks go in pairs (xf the even one, xg the odd one) and each
+        // step of the two is issued together: one barrier per step serves both, half the
+        // barriers of chunk after chunk (a barrier waits out the V pipe's head and tail).
+        auto paired = [&](const Buffer& x, Expr row0) {
+          const int pairs = chunks / 2;
+          // x's chunk at c0 in fp32: t, or x's own chunk for fp32.
+          auto in = [&](const Buffer& t, Expr c0) -> tl::TileArg {
+            if (!wide) return col(x, c0);
+            T::tile::cast(t, col(x, c0));
+            return t;
+          };
+          // Pass 1: sum of squares; the first pair (or the only chunk) writes acc.
+          auto pass1_pair = [&](Expr c0, Expr c1, bool first) {
+            T::pipe_barrier(Pipe::V);
+            tl::TileArg ha = in(xf, c0), hb = in(*xg, c1);
+            T::pipe_barrier(Pipe::V);
+            T::tile::mul(first ? acc : xf, ha, ha);
+            T::tile::mul(*xg, hb, hb);
+            T::pipe_barrier(Pipe::V);
+            if (!first) {
+              T::tile::add(acc, acc, xf);
+              T::pipe_barrier(Pipe::V);
+            }
+            T::tile::add(acc, acc, *xg);
+          };
+          auto pass1_one = [&](Expr c0, bool first) {
+            T::pipe_barrier(Pipe::V);
+            tl::TileArg h = in(xf, c0);
+            T::pipe_barrier(Pipe::V);
+            T::tile::mul(first ? acc : xf, h, h);
+            if (first) return;
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(acc, acc, xf);
+          };
+          if (pairs == 0) {
+            pass1_one(Expr(0), true);
+          } else {
+            pass1_pair(Expr(0), Expr(bN), true);
+            T::serial("p", 1, pairs - 1,
+                      [&](Expr p) { pass1_pair(p * (2 * bN), p * (2 * bN) + bN, false); });
+            if (chunks % 2) pass1_one(Expr((chunks - 1) * bN), false);
+          }
+          rstd(row0);
+          // Pass 2: y = x * rstd * w (W's chunk row by row: a broadcast tile of W would cost
+          // a vector pass and UB), narrowed into x's chunk; fp32 writes y there directly.
+          auto scale = [&](std::vector<std::pair<const Buffer*, Expr>> ts) {
+            T::pipe_barrier(Pipe::V);
+            std::vector<tl::TileArg> hs;
+            for (auto& [t, c0] : ts) hs.push_back(in(*t, c0));
+            T::pipe_barrier(Pipe::V);
+            for (size_t n = 0; n < ts.size(); ++n) T::tile::row_expand_mul(*ts[n].first, hs[n], ss);
+            T::pipe_barrier(Pipe::V);
+            T::serial("r", rM, [&](Expr i) {
+              for (auto& [t, c0] : ts) {
+                if (wide)
+                  T::tile::mul(t->region({i, 0}, {1, bN}), t->region({i, 0}, {1, bN}),
+                               wf.region({c0}, {bN}));
+                else
+                  T::tile::mul(x.region({i, c0}, {1, bN}), t->region({i, 0}, {1, bN}),
+                               wf.region({c0}, {bN}));
+              }
+            });
+            if (!wide) return;
+            T::pipe_barrier(Pipe::V);
+            for (auto& [t, c0] : ts) T::tile::cast(col(x, c0), *t, "CAST_RINT");
+          };
+          T::serial("p", pairs, [&](Expr p) {
+            Expr c0 = p * (2 * bN);
+            scale({{&xf, c0}, {&*xg, c0 + bN}});
+          });
+          if (chunks % 2) scale({{&xf, Expr((chunks - 1) * bN)}});
+        };
+
         // The tile in slot s: statistics, then y in place of x (and h in place of r).
         auto compute = [&](int s, Expr row0) {
           const Buffer &x = xs[s], *r = k.residual ? &*rs[s] : nullptr;
-          auto col = [&](const Buffer& b, Expr c0) { return b.region({0, c0}, {rM, bN}); };
           // h's chunk at column c0 in fp32: xf, or x's own chunk (fp32 without a residual).
           auto h_chunk = [&](Expr c0) -> tl::TileArg {
             if (!wide && !r) return col(x, c0);
@@ -145,8 +240,12 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
             }
             return xf;
           };
-          // Vector instructions overlap: every chunk starts after the last one's reads of xf
-          // (and rf), and the tile after the previous tile's (a WAR hazard without it).
+          // Vector instructions overlap: every chunk starts after the last one's reads of its
+          // temporaries, and the tile after the previous tile's (a WAR hazard without it).
+          if (!r) {
+            paired(x, row0);
+            return;
+          }
           // Pass 1: sum of squares; chunk 0 writes acc, the others add to it.
           T::pipe_barrier(Pipe::V);
           {
@@ -162,31 +261,17 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
             T::pipe_barrier(Pipe::V);
             T::tile::add(acc, acc, xf);
           });
-          T::pipe_barrier(Pipe::V);
-          T::reduce_sum(acc, ss, -1);
-          T::pipe_barrier(Pipe::V);
-          T::tile::mul(ss, ss, 1.0 / static_cast<double>(H));
-          T::pipe_barrier(Pipe::V);
-          T::tile::add(ss, ss, eps);
-          T::pipe_barrier(Pipe::V);
-          T::tile::rsqrt(ss, ss);
-          if (Rstd) {  // the whole tile: Rstd has ceil(M / rM) * rM rows
-            sync(Pipe::V, Pipe::MTE3, kEvRstd);
-            T::copy(ss, Rstd->at({row0}));
-            sync(Pipe::MTE3, Pipe::V, kEvRstd);  // stored before the next tile rewrites ss
-          }
-          // Pass 2: y = h * rstd * w, narrowed into x's chunk (h narrowed into r's).
+          rstd(row0);
+          // Pass 2: y = h * rstd * w, narrowed into x's chunk, h narrowed into r's.
           T::serial("c", chunks, [&](Expr c) {
             T::pipe_barrier(Pipe::V);
             tl::TileArg h = h_chunk(c * bN);
             T::pipe_barrier(Pipe::V);
-            const Buffer& t = r ? *rf : xf;  // y in fp32
-            if (r) {
-              if (wide)
-                T::tile::cast(col(*r, c * bN), h, "CAST_RINT");
-              else
-                T::tile::add(col(*r, c * bN), h, 0.0);
-            }
+            const Buffer& t = *rf;  // y in fp32
+            if (wide)
+              T::tile::cast(col(*r, c * bN), h, "CAST_RINT");
+            else
+              T::tile::add(col(*r, c * bN), h, 0.0);
             T::tile::row_expand_mul(t, h, ss);
             T::pipe_barrier(Pipe::V);
             // W's chunk row by row (a broadcast tile of W would cost a vector pass and UB);

@@ -54,8 +54,11 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
     a_r = [place(tile, 256), place(tile, 256)] if residual else None
     a_xf, a_acc = place(chunk_bytes, 0), place(chunk_bytes, 256)
     a_rf = place(chunk_bytes, 256) if residual else None
+    a_xg = None if residual else place(chunk_bytes, 0)
     a_ss = place(rM * 4, 256)
-    a_w = place(H * es, 0) if wide else None
+    # W as loaded is dead once widened: without a residual it shares the chunk temporaries' bytes.
+    a_w = (place(H * es, 0) if residual else a_xf) if wide else None
+    pairs = chunks // 2
 
     @T.macro
     def load(X, R, x_ub, r_ub, row0, nrows):
@@ -98,30 +101,8 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 T.tile.add(xf_ub, xf_ub, rf_ub)
 
     @T.macro
-    def compute(Rstd, eps, x_ub, r_ub, wf_ub, xf_ub, acc_ub, rf_ub, ss_ub, row0):
-        """The tile in a slot: statistics, then y in place of x (and h in place of r)."""
-        # Vector instructions overlap: every chunk starts after the last one's reads of xf_ub (and
-        # rf_ub), and the tile after the previous tile's (a WAR hazard without it).
-        # Pass 1: sum of squares; chunk 0 writes acc_ub, the others add to it.
-        T.pipe_barrier("V")
-        if not wide and r_ub is None:
-            T.pipe_barrier("V")
-            T.tile.mul(acc_ub, x_ub[0:rM, 0:bN], x_ub[0:rM, 0:bN])
-        else:
-            h_chunk(x_ub, r_ub, xf_ub, rf_ub, 0)
-            T.pipe_barrier("V")
-            T.tile.mul(acc_ub, xf_ub, xf_ub)
-        for c in T.serial(1, chunks):
-            T.pipe_barrier("V")
-            if not wide and r_ub is None:
-                T.pipe_barrier("V")
-                T.tile.mul(xf_ub, x_ub[0:rM, c * bN:c * bN + bN], x_ub[0:rM, c * bN:c * bN + bN])
-            else:
-                h_chunk(x_ub, r_ub, xf_ub, rf_ub, c * bN)
-                T.pipe_barrier("V")
-                T.tile.mul(xf_ub, xf_ub, xf_ub)
-            T.pipe_barrier("V")
-            T.tile.add(acc_ub, acc_ub, xf_ub)
+    def rstd_of(Rstd, eps, acc_ub, ss_ub, row0):
+        """acc_ub's row sums -> rstd in ss_ub (stored to Rstd when asked)."""
         T.pipe_barrier("V")
         T.reduce_sum(acc_ub, ss_ub, -1)
         T.pipe_barrier("V")
@@ -134,27 +115,154 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
             _sync("V", "MTE3", EV_RSTD)
             T.copy(ss_ub, Rstd[row0])
             _sync("MTE3", "V", EV_RSTD)  # stored before the next tile rewrites ss_ub
-        # Pass 2: y = h * rstd * w, narrowed into x's chunk (h narrowed into r's).
-        for c in T.serial(chunks):
+
+    @T.macro
+    def pass1_pair(x_ub, xf_ub, xg_ub, acc_ub, c0, c1, first):
+        """Sum of squares of the chunks at c0 (in xf_ub) and c1 (in xg_ub), each step of the two
+        issued together under one barrier; the first pair writes acc_ub."""
+        T.pipe_barrier("V")
+        if wide:
+            T.tile.cast(xf_ub, x_ub[0:rM, c0:c0 + bN])
+            T.tile.cast(xg_ub, x_ub[0:rM, c1:c1 + bN])
             T.pipe_barrier("V")
-            if not wide and r_ub is None:
-                T.pipe_barrier("V")
-                T.tile.row_expand_mul(xf_ub, x_ub[0:rM, c * bN:c * bN + bN], ss_ub)
+            if first:
+                T.tile.mul(acc_ub, xf_ub, xf_ub)
             else:
+                T.tile.mul(xf_ub, xf_ub, xf_ub)
+            T.tile.mul(xg_ub, xg_ub, xg_ub)
+        else:
+            T.pipe_barrier("V")
+            if first:
+                T.tile.mul(acc_ub, x_ub[0:rM, c0:c0 + bN], x_ub[0:rM, c0:c0 + bN])
+            else:
+                T.tile.mul(xf_ub, x_ub[0:rM, c0:c0 + bN], x_ub[0:rM, c0:c0 + bN])
+            T.tile.mul(xg_ub, x_ub[0:rM, c1:c1 + bN], x_ub[0:rM, c1:c1 + bN])
+        T.pipe_barrier("V")
+        if not first:
+            T.tile.add(acc_ub, acc_ub, xf_ub)
+            T.pipe_barrier("V")
+        T.tile.add(acc_ub, acc_ub, xg_ub)
+
+    @T.macro
+    def pass1_one(x_ub, xf_ub, acc_ub, c0, first):
+        T.pipe_barrier("V")
+        if wide:
+            T.tile.cast(xf_ub, x_ub[0:rM, c0:c0 + bN])
+            T.pipe_barrier("V")
+            if first:
+                T.tile.mul(acc_ub, xf_ub, xf_ub)
+            else:
+                T.tile.mul(xf_ub, xf_ub, xf_ub)
+        else:
+            T.pipe_barrier("V")
+            if first:
+                T.tile.mul(acc_ub, x_ub[0:rM, c0:c0 + bN], x_ub[0:rM, c0:c0 + bN])
+            else:
+                T.tile.mul(xf_ub, x_ub[0:rM, c0:c0 + bN], x_ub[0:rM, c0:c0 + bN])
+        if not first:
+            T.pipe_barrier("V")
+            T.tile.add(acc_ub, acc_ub, xf_ub)
+
+    @T.macro
+    def scale_pair(x_ub, wf_ub, xf_ub, xg_ub, ss_ub, c0, c1):
+        """y = x * rstd * w for the chunks at c0 (in xf_ub) and c1 (in xg_ub), step by step."""
+        T.pipe_barrier("V")
+        if wide:
+            T.tile.cast(xf_ub, x_ub[0:rM, c0:c0 + bN])
+            T.tile.cast(xg_ub, x_ub[0:rM, c1:c1 + bN])
+            T.pipe_barrier("V")
+            T.tile.row_expand_mul(xf_ub, xf_ub, ss_ub)
+            T.tile.row_expand_mul(xg_ub, xg_ub, ss_ub)
+        else:
+            T.pipe_barrier("V")
+            T.tile.row_expand_mul(xf_ub, x_ub[0:rM, c0:c0 + bN], ss_ub)
+            T.tile.row_expand_mul(xg_ub, x_ub[0:rM, c1:c1 + bN], ss_ub)
+        T.pipe_barrier("V")
+        for r in T.serial(rM):
+            if wide:
+                T.tile.mul(xf_ub[r:r + 1, 0:bN], xf_ub[r:r + 1, 0:bN], wf_ub[c0:c0 + bN])
+                T.tile.mul(xg_ub[r:r + 1, 0:bN], xg_ub[r:r + 1, 0:bN], wf_ub[c1:c1 + bN])
+            else:
+                T.tile.mul(x_ub[r:r + 1, c0:c0 + bN], xf_ub[r:r + 1, 0:bN], wf_ub[c0:c0 + bN])
+                T.tile.mul(x_ub[r:r + 1, c1:c1 + bN], xg_ub[r:r + 1, 0:bN], wf_ub[c1:c1 + bN])
+        if wide:
+            T.pipe_barrier("V")
+            T.tile.cast(x_ub[0:rM, c0:c0 + bN], xf_ub, "CAST_RINT")
+            T.tile.cast(x_ub[0:rM, c1:c1 + bN], xg_ub, "CAST_RINT")
+
+    @T.macro
+    def scale_one(x_ub, wf_ub, xf_ub, ss_ub, c0):
+        T.pipe_barrier("V")
+        if wide:
+            T.tile.cast(xf_ub, x_ub[0:rM, c0:c0 + bN])
+            T.pipe_barrier("V")
+            T.tile.row_expand_mul(xf_ub, xf_ub, ss_ub)
+        else:
+            T.pipe_barrier("V")
+            T.tile.row_expand_mul(xf_ub, x_ub[0:rM, c0:c0 + bN], ss_ub)
+        T.pipe_barrier("V")
+        for r in T.serial(rM):
+            if wide:
+                T.tile.mul(xf_ub[r:r + 1, 0:bN], xf_ub[r:r + 1, 0:bN], wf_ub[c0:c0 + bN])
+            else:
+                T.tile.mul(x_ub[r:r + 1, c0:c0 + bN], xf_ub[r:r + 1, 0:bN], wf_ub[c0:c0 + bN])
+        if wide:
+            T.pipe_barrier("V")
+            T.tile.cast(x_ub[0:rM, c0:c0 + bN], xf_ub, "CAST_RINT")
+
+    @T.macro
+    def paired(Rstd, eps, x_ub, wf_ub, xf_ub, xg_ub, acc_ub, ss_ub, row0):
+        """Without a residual, chunks go in pairs (xf_ub the even one, xg_ub the odd one) and each
+        step of the two is issued together: one barrier per step serves both, half the barriers
+        of chunk after chunk (a barrier waits out the V pipe's head and tail)."""
+        if pairs == 0:
+            pass1_one(x_ub, xf_ub, acc_ub, 0, True)
+        else:
+            pass1_pair(x_ub, xf_ub, xg_ub, acc_ub, 0, bN, True)
+            for p in T.serial(1, pairs):
+                pass1_pair(x_ub, xf_ub, xg_ub, acc_ub, p * (2 * bN), p * (2 * bN) + bN, False)
+            if chunks % 2 == 1:
+                pass1_one(x_ub, xf_ub, acc_ub, (chunks - 1) * bN, False)
+        rstd_of(Rstd, eps, acc_ub, ss_ub, row0)
+        for p in T.serial(pairs):
+            scale_pair(x_ub, wf_ub, xf_ub, xg_ub, ss_ub, p * (2 * bN), p * (2 * bN) + bN)
+        if chunks % 2 == 1:
+            scale_one(x_ub, wf_ub, xf_ub, ss_ub, (chunks - 1) * bN)
+
+    @T.macro
+    def compute(Rstd, eps, x_ub, r_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub, ss_ub, row0):
+        """The tile in a slot: statistics, then y in place of x (and h in place of r)."""
+        # Vector instructions overlap: every chunk starts after the last one's reads of its
+        # temporaries, and the tile after the previous tile's (a WAR hazard without it).
+        if r_ub is None:
+            paired(Rstd, eps, x_ub, wf_ub, xf_ub, xg_ub, acc_ub, ss_ub, row0)
+        else:
+            # Pass 1: sum of squares; chunk 0 writes acc_ub, the others add to it.
+            T.pipe_barrier("V")
+            h_chunk(x_ub, r_ub, xf_ub, rf_ub, 0)
+            T.pipe_barrier("V")
+            T.tile.mul(acc_ub, xf_ub, xf_ub)
+            for c in T.serial(1, chunks):
+                T.pipe_barrier("V")
                 h_chunk(x_ub, r_ub, xf_ub, rf_ub, c * bN)
                 T.pipe_barrier("V")
-                if r_ub is not None:
-                    if wide:
-                        T.tile.cast(r_ub[0:rM, c * bN:c * bN + bN], xf_ub, "CAST_RINT")
-                    else:
-                        T.tile.add(r_ub[0:rM, c * bN:c * bN + bN], xf_ub, 0.0)
-                    T.tile.row_expand_mul(rf_ub, xf_ub, ss_ub)
+                T.tile.mul(xf_ub, xf_ub, xf_ub)
+                T.pipe_barrier("V")
+                T.tile.add(acc_ub, acc_ub, xf_ub)
+            rstd_of(Rstd, eps, acc_ub, ss_ub, row0)
+            # Pass 2: y = h * rstd * w, narrowed into x's chunk, h narrowed into r's.
+            for c in T.serial(chunks):
+                T.pipe_barrier("V")
+                h_chunk(x_ub, r_ub, xf_ub, rf_ub, c * bN)
+                T.pipe_barrier("V")
+                if wide:
+                    T.tile.cast(r_ub[0:rM, c * bN:c * bN + bN], xf_ub, "CAST_RINT")
                 else:
-                    T.tile.row_expand_mul(xf_ub, xf_ub, ss_ub)
-            T.pipe_barrier("V")
-            # W's chunk row by row (a broadcast tile of W would cost a vector pass and UB);
-            # fp32 without narrowing writes y straight into x's chunk.
-            if r_ub is not None:
+                    T.tile.add(r_ub[0:rM, c * bN:c * bN + bN], xf_ub, 0.0)
+                T.tile.row_expand_mul(rf_ub, xf_ub, ss_ub)
+                T.pipe_barrier("V")
+                # W's chunk row by row (a broadcast tile of W would cost a vector pass and UB);
+                # fp32 without narrowing writes y straight into x's chunk.
                 for r in T.serial(rM):
                     if wide:
                         T.tile.mul(rf_ub[r:r + 1, 0:bN], rf_ub[r:r + 1, 0:bN], wf_ub[c * bN:c * bN + bN])
@@ -164,20 +272,10 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 if wide:
                     T.pipe_barrier("V")
                     T.tile.cast(x_ub[0:rM, c * bN:c * bN + bN], rf_ub, "CAST_RINT")
-            else:
-                for r in T.serial(rM):
-                    if wide:
-                        T.tile.mul(xf_ub[r:r + 1, 0:bN], xf_ub[r:r + 1, 0:bN], wf_ub[c * bN:c * bN + bN])
-                    else:
-                        T.tile.mul(x_ub[r:r + 1, c * bN:c * bN + bN], xf_ub[r:r + 1, 0:bN],
-                                   wf_ub[c * bN:c * bN + bN])
-                if wide:
-                    T.pipe_barrier("V")
-                    T.tile.cast(x_ub[0:rM, c * bN:c * bN + bN], xf_ub, "CAST_RINT")
 
     @T.macro
-    def slot_step(X, R, Y, HO, Rstd, eps, x_ub, r_ub, xn_ub, rn_ub, wf_ub, xf_ub, acc_ub, rf_ub, ss_ub, i,
-                  s, worker, workers, mine):
+    def slot_step(X, R, Y, HO, Rstd, eps, x_ub, r_ub, xn_ub, rn_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub, ss_ub,
+                  i, s, worker, workers, mine):
         """Tile 2 i + s of this worker, in slot s; the next tile loads into the other slot."""
         if i * 2 + s < mine:
             if i * 2 + s + 1 < mine:  # the next tile loads while this one computes
@@ -185,7 +283,8 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 load(X, R, xn_ub, rn_ub, (worker + (i * 2 + s + 1) * workers) * rM, None)
                 T.set_flag("MTE2", "V", 1 - s)
             T.wait_flag("MTE2", "V", s)
-            compute(Rstd, eps, x_ub, r_ub, wf_ub, xf_ub, acc_ub, rf_ub, ss_ub, (worker + (i * 2 + s) * workers) * rM)
+            compute(Rstd, eps, x_ub, r_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub, ss_ub,
+                    (worker + (i * 2 + s) * workers) * rM)
             _sync("V", "MTE3", s)
             store(Y, HO, x_ub, r_ub, (worker + (i * 2 + s) * workers) * rM, None)
             T.set_flag("MTE3", "MTE2", s)
@@ -205,8 +304,11 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 xf_ub = T.alloc_ub((rM, bN), "float32", address=a_xf)  # h chunk in fp32
                 acc_ub = T.alloc_ub((rM, bN), "float32", address=a_acc)  # sum of squares per column slot
                 rf_ub = None
+                xg_ub = None
                 if R is not None:
                     rf_ub = T.alloc_ub((rM, bN), "float32", address=a_rf)  # r chunk, then y chunk
+                else:
+                    xg_ub = T.alloc_ub((rM, bN), "float32", address=a_xg)  # the odd chunk of a pair
                 ss_ub = T.alloc_ub((rM,), "float32", address=a_ss)  # row sums of squares, then rstd
                 if wide:
                     w_ub = T.alloc_ub((H,), dtype, address=a_w)
@@ -229,9 +331,9 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                     T.set_flag("MTE2", "V", 0)
                 # Tiles in pairs, so each slot's code and event ids are constants.
                 for i in T.serial(T.ceildiv(mine, 2)):
-                    slot_step(X, R, Y, HO, Rstd, eps, x0_ub, r0_ub, x1_ub, r1_ub, wf_ub, xf_ub, acc_ub, rf_ub,
+                    slot_step(X, R, Y, HO, Rstd, eps, x0_ub, r0_ub, x1_ub, r1_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub,
                               ss_ub, i, 0, worker, workers, mine)
-                    slot_step(X, R, Y, HO, Rstd, eps, x1_ub, r1_ub, x0_ub, r0_ub, wf_ub, xf_ub, acc_ub, rf_ub,
+                    slot_step(X, R, Y, HO, Rstd, eps, x1_ub, r1_ub, x0_ub, r0_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub,
                               ss_ub, i, 1, worker, workers, mine)
                 T.wait_flag("MTE3", "MTE2", 0)
                 T.wait_flag("MTE3", "MTE2", 1)
@@ -245,7 +347,7 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                     _sync("V", "MTE2", EV_TAIL)
                     load(X, R, x0_ub, r0_ub, full_tiles * rM, tail)
                     _sync("MTE2", "V", EV_TAIL)
-                    compute(Rstd, eps, x0_ub, r0_ub, wf_ub, xf_ub, acc_ub, rf_ub, ss_ub, full_tiles * rM)
+                    compute(Rstd, eps, x0_ub, r0_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub, ss_ub, full_tiles * rM)
                     _sync("V", "MTE3", EV_TAIL)
                     store(Y, HO, x0_ub, r0_ub, full_tiles * rM, tail)
 
