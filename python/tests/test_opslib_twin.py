@@ -46,6 +46,9 @@ def _bwd_keys() -> list[dict]:
     keys = [kernels.rms_norm_bwd_key(dt, h) for dt, h in itertools.product(DTYPES, [512, 5120, 7168])]
     keys.append(dict(dtype="bfloat16", hidden=512, rows_per_tile=8, chunk=128, blocks=3, residual=False,
                      rstd=False, resident=False))
+    for dt in DTYPES:  # the resident schedule with several chunks per row
+        keys.append(dict(dtype=dt, hidden=512, rows_per_tile=2, chunk=128, blocks=3, residual=False, rstd=False,
+                         resident=True))
     return keys
 
 
@@ -79,14 +82,14 @@ def test_rms_norm_dw_reduce_twin_builds_the_cpp_ir(key: dict) -> None:
 def test_library_keys_come_from_the_target() -> None:
     """A2's 48 AIVs are 24 blocks; the chunk is the widest divisor of H within 1024 that fits UB.
     Two bf16 tiles of 4 x 7168 fit A2's UB beside W: the forward keeps its row tile resident
-    (4 rows); with a residual only 2 rows do; the backward keeps its 8-row chunked schedule."""
+    (4 rows); with a residual only 2 rows do; the backward's x and dy tiles fit as single rows."""
     k = kernels.rms_norm_fwd_key("bfloat16", 7168)
     assert (k["blocks"], k["rows_per_tile"], k["resident"]) == (24, 4, True)
     assert 7168 % k["chunk"] == 0 and k["chunk"] <= 1024
     k = kernels.rms_norm_fwd_key("bfloat16", 7168, True, True)
     assert (k["rows_per_tile"], k["resident"]) == (2, True)
     k = kernels.rms_norm_bwd_key("bfloat16", 7168)
-    assert (k["blocks"], k["rows_per_tile"], k["resident"]) == (24, 8, False)
+    assert (k["blocks"], k["rows_per_tile"], k["chunk"], k["resident"]) == (24, 1, 3584, True)
 
 
 def test_the_twin_compiles_and_runs_as_the_library_does() -> None:

@@ -26,6 +26,7 @@ combination of branches has a thin prim_func of its own; absent tensors are None
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from .rms_norm_bwd_resident import rms_norm_bwd_resident_kernel
 from .rms_norm_resident import rms_norm_fwd_resident_kernel
 
 EV_IN, EV_OUT, EV_RSTD = 0, 1, 2  # intra-core event ids: loads, stores of Y / h / dX, the rstd store
@@ -216,7 +217,9 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
     dx = g * rstd - x * coef and adds the rows of dy * x * rstd, in order, to this AIV's fp32 dW
     partial, which is stored whole to DWP[worker] at the end. (residual and rstd are the forward
     key's fields; the backward kernel has neither.)"""
-    del residual, rstd, resident
+    del residual, rstd
+    if resident:  # the tile stays in UB: rms_norm_bwd_resident.py
+        return rms_norm_bwd_resident_kernel(dtype, hidden, rows_per_tile, chunk, blocks)
     H, rM, bN = hidden, rows_per_tile, chunk
     chunks = H // bN
     wide = dtype != "float32"
