@@ -8,8 +8,9 @@
 namespace cann_ops_tilelang {
 namespace {
 
-constexpr int64_t kRowsPerTile = 8;  // 8 fp32 row statistics fill one 32-byte block
-constexpr int64_t kChunkCap = 1024;  // wider chunks save few instructions and cost UB
+constexpr int64_t kRowsPerTile = 8;                // 8 fp32 row statistics fill one 32-byte block
+constexpr int64_t kChunkCap = 1024;                // wider chunks save few instructions and cost UB
+constexpr int64_t kResidentRows[] = {8, 4, 2, 1};  // the resident forward's row tiles
 
 const std::vector<tl::DType> kDtypes{tl::DType::BFloat16, tl::DType::Float16, tl::DType::Float32};
 
@@ -63,13 +64,40 @@ RmsNormKey choose(tl::DType dtype, int64_t hidden, const tl::Target& target, con
 }  // namespace
 
 std::string RmsNormKey::str() const {
-  return fmt::format("dtype={},H={},rM={},bN={},blocks={},residual={},rstd={}",
-                     tl::dtype_name(dtype), hidden, rows_per_tile, chunk, blocks, residual, rstd);
+  return fmt::format("dtype={},H={},rM={},bN={},blocks={},residual={},rstd={},resident={}",
+                     tl::dtype_name(dtype), hidden, rows_per_tile, chunk, blocks, residual, rstd,
+                     resident);
 }
 
 RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool rstd,
                             const tl::Target& target, const Checker& check) {
   const int64_t es = tl::dtype_bytes(dtype), wide = dtype != tl::DType::Float32;
+  // The resident schedule (rms_norm_fwd_resident.cpp) where two row tiles fit: x read once.
+  // Of the row counts that fit, the one with the largest fp32 chunk tile (rows x chunk: fewer,
+  // longer vector instructions), the more rows on a tie.
+  const auto budget = vector_budget(target);
+  const int64_t inputs = residual ? 2 : 1;
+  RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
+  for (int64_t rM : kResidentRows) {
+    const int64_t fixed = round32(hidden * 4) + 32 +  // wf, ss, the slots
+                          2 * inputs * round32(rM * hidden * es) +
+                          10 * 256;  // the kernel's bank-group alignment of each buffer
+    const int64_t c = widest_chunk(hidden, 32 / es, kChunkCap, [&](int64_t c) {
+      // xf, acc and rf or xg; W as loaded shares their bytes without a residual.
+      const int64_t temps = 3 * rM * c * 4, w = wide * round32(hidden * es);
+      return fixed + (residual ? temps + w : std::max(temps, w)) <= budget.ub_bytes;
+    });
+    if (c > 0 && rM * c > best.rows_per_tile * best.chunk) {
+      best.rows_per_tile = rM;
+      best.chunk = c;
+    }
+  }
+  if (best.chunk > 0) {
+    best.residual = residual;
+    best.rstd = rstd;
+    best.resident = true;
+    return best;
+  }
   auto k = choose(dtype, hidden, target, check, [&](int64_t c) {
     const int64_t tile = kRowsPerTile * c;
     int64_t b = round32(hidden * 4) + wide * round32(hidden * es) + 32;  // wf, w, ss
@@ -85,6 +113,27 @@ RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool
 RmsNormKey rms_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
                             const Checker& check) {
   const int64_t es = tl::dtype_bytes(dtype), wide = dtype != tl::DType::Float32;
+  // The resident schedule (rms_norm_bwd_resident.cpp) where two tiles of x and dy fit beside W
+  // and the dW partial: x and dy read once. The largest chunk tile (rows x chunk) wins; the
+  // chunk is not capped (each chunk costs the pass's barriers, and UB bounds it anyway).
+  const auto budget = vector_budget(target);
+  RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
+  for (int64_t rM : kResidentRows) {
+    const int64_t fixed = 2 * round32(hidden * 4) + 3 * 32 +         // wf dw, rs cf rs2
+                          4 * round32(rM * hidden * es) + 12 * 256;  // slots, bank alignment
+    const int64_t c = widest_chunk(hidden, 32 / es, hidden, [&](int64_t c) {
+      // xf gf t a1 a2; W as loaded shares their bytes.
+      return fixed + std::max(5 * rM * c * 4, wide * round32(hidden * es)) <= budget.ub_bytes;
+    });
+    if (c > 0 && rM * c > best.rows_per_tile * best.chunk) {
+      best.rows_per_tile = rM;
+      best.chunk = c;
+    }
+  }
+  if (best.chunk > 0) {
+    best.resident = true;
+    return best;
+  }
   return choose(dtype, hidden, target, check, [&](int64_t c) {
     const int64_t tile = kRowsPerTile * c;
     int64_t b = 2 * round32(hidden * 4) + wide * round32(hidden * es) + 64;  // wf dw, w, rs cf
@@ -155,8 +204,14 @@ RmsNormGrads rms_norm_backward(const tl::Tensor& dy, const tl::Tensor& x, const 
   const int64_t partials = 2 * key.blocks;
   auto bwd = cached_kernel("rms_norm_bwd/" + key.str(), dev.target(),
                            [&] { return rms_norm_bwd_kernel(key); });
-  auto red = cached_kernel(fmt::format("rms_norm_dw_reduce/{}/P={}", key.str(), partials),
-                           dev.target(), [&] { return rms_norm_dw_reduce_kernel(key, partials); });
+  // The partials' reduction deals chunks of at most 1024 columns to the AIVs (the resident
+  // backward's chunk may be the whole row: one AIV pair would reduce it all).
+  RmsNormKey rkey = key;
+  rkey.resident = false;
+  rkey.chunk =
+      widest_chunk(H, 32 / tl::dtype_bytes(x.dtype()), kChunkCap, [](int64_t) { return true; });
+  auto red = cached_kernel(fmt::format("rms_norm_dw_reduce/{}/P={}", rkey.str(), partials),
+                           dev.target(), [&] { return rms_norm_dw_reduce_kernel(rkey, partials); });
   tl::Tensor dwp = tl::Tensor::empty(dev, {partials, H}, tl::DType::Float32);  // zeros: idle AIVs
   launch(bwd, dev, {rows_view(dy), x2, weight, rows_view(g.dx), dwp, eps});
   g.dw = tl::Tensor::empty(dev, {H}, x.dtype());

@@ -35,6 +35,7 @@ void sync(Pipe src, Pipe dst, int ev) {
 }  // namespace
 
 tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
+  if (k.resident) return rms_norm_bwd_resident_kernel(k);
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;

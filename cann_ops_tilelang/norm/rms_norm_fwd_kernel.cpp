@@ -35,6 +35,7 @@ void sync(Pipe src, Pipe dst, int ev) {
 }  // namespace
 
 tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
+  if (k.resident) return rms_norm_fwd_resident_kernel(k);
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;  // 16-bit I/O: loaded into byte tiles, widened by a cast

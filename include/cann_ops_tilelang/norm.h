@@ -52,12 +52,17 @@ struct RmsNormKey {
   int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
   bool residual = false;      // fused residual add, storing h
   bool rstd = false;          // store rstd (a tensor of ceil(M / rM) * rM rows)
+  bool resident = false;      // the row tile stays in UB: inputs read once (double-buffered)
   std::string str() const;
 };
 /// The forward kernel: X [M, H], (R [M, H]), W [H], Y [M, H], (HO [M, H]), (Rstd [MP]), eps.
 tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k);
+/// The forward kernel's resident schedule (k.resident; rms_norm_fwd_kernel dispatches to it).
+tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k);
 /// The backward kernel: DY, X [M, H], W [H], DX [M, H], DWP [2 * blocks, H] fp32 partials, eps.
 tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k);
+/// The backward kernel's resident schedule (k.resident; rms_norm_bwd_kernel dispatches to it).
+tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k);
 /// The dW reduction: DWP [P, H] fp32 -> DW [H] (k.dtype), rows summed in order 0 .. P-1.
 tl::PrimFunc rms_norm_dw_reduce_kernel(const RmsNormKey& k, int64_t partials);
 

@@ -51,6 +51,7 @@ nb::dict key_dict(const ops::RmsNormKey& k) {
   d["blocks"] = k.blocks;
   d["residual"] = k.residual;
   d["rstd"] = k.rstd;
+  d["resident"] = k.resident;
   return d;
 }
 
@@ -59,7 +60,7 @@ nb::dict key_dict(const ops::RmsNormKey& k) {
 ops::RmsNormKey to_key(const nb::dict& d) {
   auto field = [&](const char* name) {
     return key_field(d, name, "an RMSNorm",
-                     "dtype, hidden, rows_per_tile, chunk, blocks, residual, rstd");
+                     "dtype, hidden, rows_per_tile, chunk, blocks, residual, rstd, resident");
   };
   ops::RmsNormKey k;
   k.dtype = to_dtype(field("dtype"));
@@ -69,6 +70,7 @@ ops::RmsNormKey to_key(const nb::dict& d) {
   k.blocks = nb::cast<int64_t>(field("blocks"));
   k.residual = nb::cast<bool>(field("residual"));
   k.rstd = nb::cast<bool>(field("rstd"));
+  k.resident = nb::cast<bool>(field("resident"));
   if (k.hidden <= 0 || k.chunk <= 0 || k.hidden % k.chunk != 0 || k.rows_per_tile <= 0 ||
       k.blocks <= 0)
     throw Error(

@@ -123,6 +123,7 @@ void bind_ops_layernorm(nb::module_& m) {
     d["blocks"] = r.blocks;
     d["residual"] = r.residual;
     d["rstd"] = r.rstd;
+    d["resident"] = r.resident;
     return d;
   });
 }

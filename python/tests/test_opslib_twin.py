@@ -31,20 +31,30 @@ def _fwd_keys() -> list[dict]:
             for dt, h, (res, rstd) in itertools.product(DTYPES, [512, 7168],
                                                         itertools.product([False, True], repeat=2))]
     # Hand-made: several chunks per row, other tile sizes and block counts.
-    keys.append(dict(dtype="float16", hidden=512, rows_per_tile=16, chunk=128, blocks=3, residual=True, rstd=True))
-    keys.append(dict(dtype="float32", hidden=256, rows_per_tile=8, chunk=64, blocks=1, residual=True, rstd=False))
+    keys.append(dict(dtype="float16", hidden=512, rows_per_tile=16, chunk=128, blocks=3, residual=True, rstd=True,
+                     resident=False))
+    keys.append(dict(dtype="float32", hidden=256, rows_per_tile=8, chunk=64, blocks=1, residual=True, rstd=False,
+                     resident=False))
+    # The resident schedule with several chunks per row, each dtype and branch.
+    for dt, res, rstd in itertools.product(DTYPES, [False, True], [False, True]):
+        keys.append(dict(dtype=dt, hidden=512, rows_per_tile=2, chunk=128, blocks=3, residual=res, rstd=rstd,
+                         resident=True))
     return keys
 
 
 def _bwd_keys() -> list[dict]:
     keys = [kernels.rms_norm_bwd_key(dt, h) for dt, h in itertools.product(DTYPES, [512, 5120, 7168])]
     keys.append(dict(dtype="bfloat16", hidden=512, rows_per_tile=8, chunk=128, blocks=3, residual=False,
-                     rstd=False))
+                     rstd=False, resident=False))
+    for dt in DTYPES:  # the resident schedule with several chunks per row
+        keys.append(dict(dtype=dt, hidden=512, rows_per_tile=2, chunk=128, blocks=3, residual=False, rstd=False,
+                         resident=True))
     return keys
 
 
 def _id(k: dict) -> str:
-    return f"{k['dtype']}-H{k['hidden']}-bN{k['chunk']}-b{k['blocks']}-res{int(k['residual'])}-rstd{int(k['rstd'])}"
+    return (f"{k['dtype']}-H{k['hidden']}-rM{k['rows_per_tile']}-bN{k['chunk']}-b{k['blocks']}-res{int(k['residual'])}"
+            f"-rstd{int(k['rstd'])}-resident{int(k['resident'])}")
 
 
 @pytest.mark.parametrize("key", _fwd_keys(), ids=_id)
@@ -70,10 +80,16 @@ def test_rms_norm_dw_reduce_twin_builds_the_cpp_ir(key: dict) -> None:
 
 
 def test_library_keys_come_from_the_target() -> None:
-    """A2's 48 AIVs are 24 blocks; the chunk is the widest divisor of H within 1024 that fits UB."""
+    """A2's 48 AIVs are 24 blocks; the chunk is the widest divisor of H within 1024 that fits UB.
+    Two bf16 tiles of 4 x 7168 fit A2's UB beside W: the forward keeps its row tile resident
+    (4 rows); with a residual only 2 rows do; the backward's x and dy tiles fit as single rows."""
     k = kernels.rms_norm_fwd_key("bfloat16", 7168)
-    assert (k["blocks"], k["rows_per_tile"]) == (24, 8)
+    assert (k["blocks"], k["rows_per_tile"], k["resident"]) == (24, 4, True)
     assert 7168 % k["chunk"] == 0 and k["chunk"] <= 1024
+    k = kernels.rms_norm_fwd_key("bfloat16", 7168, True, True)
+    assert (k["rows_per_tile"], k["resident"]) == (2, True)
+    k = kernels.rms_norm_bwd_key("bfloat16", 7168)
+    assert (k["blocks"], k["rows_per_tile"], k["chunk"], k["resident"]) == (24, 1, 3584, True)
 
 
 def test_the_twin_compiles_and_runs_as_the_library_does() -> None:

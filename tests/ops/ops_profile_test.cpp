@@ -172,9 +172,14 @@ TEST(OpsProfile, RmsNormKernelsAreHazardFreeAndTimeOrderIndependent) {
     auto x = tl::randn(dev, {33, 512}, dt, 1);
     auto r = tl::randn(dev, {33, 512}, dt, 3);
     auto w = tl::uniform(dev, {512}, dt, 2, 0.5, 1.5);
+    // 1157 rows: 3 or 4 row tiles per AIV, so the resident kernels' second slot and their
+    // prefetch run (33 rows give each AIV one tile at most), and a tail of 5 rows.
+    auto xl = tl::randn(dev, {1157, 512}, dt, 4);
     auto calls = [&] {
       rms_norm(x, w, r, {.return_rstd = true});
       rms_norm_backward(x, r, w);
+      rms_norm(xl, w);
+      rms_norm_backward(xl, xl, w);
     };
     RunOptions hazards;
     hazards.launch.check_hazards = true;
@@ -188,7 +193,7 @@ TEST(OpsProfile, RmsNormKernelsAreHazardFreeAndTimeOrderIndependent) {
       ScopedRun s(timed);
       calls();
     }
-    ASSERT_EQ(timed.profiles.size(), 3u);
+    ASSERT_EQ(timed.profiles.size(), 6u);
     for (const auto& p : timed.profiles) {
       for (const auto& e : p.time_order_effects)
         ADD_FAILURE() << tl::dtype_name(dt) << " " << p.kernel << ": " << e;

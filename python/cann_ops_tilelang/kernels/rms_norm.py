@@ -26,6 +26,9 @@ combination of branches has a thin prim_func of its own; absent tensors are None
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from .rms_norm_bwd_resident import rms_norm_bwd_resident_kernel
+from .rms_norm_resident import rms_norm_fwd_resident_kernel
+
 EV_IN, EV_OUT, EV_RSTD = 0, 1, 2  # intra-core event ids: loads, stores of Y / h / dX, the rstd store
 
 
@@ -37,8 +40,11 @@ def _sync(src, dst, ev):
 
 
 def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int,
-                        residual: bool, rstd: bool) -> PrimFunc:
-    """The forward kernel: X [M, H], (R [M, H]), W [H], Y [M, H], (HO [M, H]), (Rstd [MP]), eps."""
+                        residual: bool, rstd: bool, resident: bool = False) -> PrimFunc:
+    """The forward kernel: X [M, H], (R [M, H]), W [H], Y [M, H], (HO [M, H]), (Rstd [MP]), eps.
+    With `resident` the row tile stays in UB (rms_norm_resident.py); else two chunked passes."""
+    if resident:
+        return rms_norm_fwd_resident_kernel(dtype, hidden, rows_per_tile, chunk, blocks, residual, rstd)
     H, rM, bN = hidden, rows_per_tile, chunk
     chunks = H // bN
     wide = dtype != "float32"  # 16-bit I/O: loaded into byte tiles, widened by a cast
@@ -203,7 +209,7 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
 
 
 def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int,
-                        residual: bool = False, rstd: bool = False) -> PrimFunc:
+                        residual: bool = False, rstd: bool = False, resident: bool = False) -> PrimFunc:
     """The backward kernel: DY, X [M, H], W [H], DX [M, H], DWP [2 * blocks, H] fp32 partials, eps.
 
     Per tile, with g = dy * w: pass 1 sums x^2 and g * x per row, rstd = rsqrt(sum x^2 / H + eps)
@@ -212,6 +218,8 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
     partial, which is stored whole to DWP[worker] at the end. (residual and rstd are the forward
     key's fields; the backward kernel has neither.)"""
     del residual, rstd
+    if resident:  # the tile stays in UB: rms_norm_bwd_resident.py
+        return rms_norm_bwd_resident_kernel(dtype, hidden, rows_per_tile, chunk, blocks)
     H, rM, bN = hidden, rows_per_tile, chunk
     chunks = H // bN
     wide = dtype != "float32"
@@ -353,10 +361,11 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
 
 
 def rms_norm_dw_reduce_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int,
-                              partials: int, residual: bool = False, rstd: bool = False) -> PrimFunc:
+                              partials: int, residual: bool = False, rstd: bool = False,
+                              resident: bool = False) -> PrimFunc:
     """The dW reduction: DWP [P, H] fp32 -> DW [H] (dtype), the P rows summed in order 0 .. P-1
     per bN-column chunk, chunks dealt round-robin to the AIVs."""
-    del rows_per_tile, residual, rstd
+    del rows_per_tile, residual, rstd, resident
     H, bN = hidden, chunk
     chunks = H // bN
     num_blocks = T.min(blocks, T.ceildiv(chunks, 2))
