@@ -176,6 +176,11 @@ bool host_has_f16c();
 /// run 8 lanes wide (results are identical either way: the same IEEE operations, no FMA).
 bool host_has_avx2();
 
+/// out[i] = std::exp(in[i]) (glibc's expf, the vector unit's exp) for i < n, bit for bit, several
+/// lanes at a time on hosts with AVX2 and FMA (src/support/exp_f32.cpp says how it stays
+/// identical). `out` may be `in`, exactly, but no other overlap.
+void exp_f32(const float* in, float* out, int64_t n);
+
 // ---- vector-unit arithmetic on fp16/bf16 ------------------------------------------------
 //
 // The vector unit computes each fp16/bf16 op and rounds the result to the destination dtype
