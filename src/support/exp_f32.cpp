@@ -19,13 +19,16 @@
 // sample otherwise), so a host whose libm differs fails there, not silently.
 //
 // The lanes: GCC/Clang vector extensions (their casts between vectors of one size reinterpret
-// the bits), compiled for AVX2+FMA and picked at run time; other hosts call std::exp per
-// element. Highway (not a dependency yet) would add a package for one function; the vector
-// extensions give the same code here. Whether the double steps fuse into FMAs does not matter:
-// either way the error stays far inside the band.
+// the bits), compiled for AVX2 + FMA, picked at run time; other hosts call std::exp per
+// element. The lane code is written for any width, but GCC 12 lowers the 8-lane (AVX-512)
+// comparisons to scalar ones, which made that variant 3x slower than AVX2. Highway (not a
+// dependency yet) would add a package for one function; the vector extensions give the same code
+// here. Whether the double steps fuse into FMAs does not matter: either way the error stays far
+// inside the band.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "tl/npu/numerics.h"
 
@@ -38,10 +41,6 @@ namespace tl::npu {
 
 #ifdef TL_EXP_X86
 namespace {
-
-typedef double V4d __attribute__((vector_size(32)));
-typedef float V4f __attribute__((vector_size(16)));
-typedef int64_t V4l __attribute__((vector_size(32)));
 
 // Inputs whose exp is a normal float: exp(-87) = 1.6e-38 > 2^-126 and exp(88) = 1.7e38 < FLT_MAX.
 constexpr double kLo = -87.0, kHi = 88.0;
@@ -67,43 +66,74 @@ constexpr double kC[12] = {1.0,         1.0,          1.0 / 2,       1.0 / 6,
 constexpr int64_t kLowMask = (int64_t{1} << 29) - 1, kMid = int64_t{1} << 28,
                   kBand = int64_t{1} << 21;
 
-/// exp of four lanes rounded to float in `y`; returns the lanes (bit l for lane l) that must
-/// take std::exp instead: outside [kLo, kHi] (or NaN), or within kBand of a float midpoint.
-__attribute__((target("avx2,fma"), always_inline)) inline int exp4(V4f xf, V4f& y) {
-  V4d x = __builtin_convertvector(xf, V4d);
-  const V4l ok = (x >= kLo) & (x <= kHi);  // false for NaN
-  x = ok ? x : V4d{};                      // the other lanes compute exp(0) and are replaced
-  const V4d t = x * kInvLn2 + kShift;
-  const V4d k = t - kShift;
-  const V4d r = (x - k * kLn2Hi) - k * kLn2Lo;
-  V4d p = V4d{} + kC[11];
+/// Vectors of W lanes (GCC/Clang vector extensions).
+template <int W>
+struct Vec {
+  typedef double D __attribute__((vector_size(8 * W)));
+  typedef float F __attribute__((vector_size(4 * W)));
+  typedef int64_t L __attribute__((vector_size(8 * W)));
+};
+
+/// exp of the W floats at xs rounded to float into ys; bad[l] != 0 for the lanes that must take
+/// std::exp instead: outside [kLo, kHi] (or NaN), or within kBand of a float midpoint. Inlined
+/// into the target-specific loop, whose target it is then compiled for (vectors cross no call,
+/// so no ABI depends on the target).
+template <int W>
+__attribute__((always_inline)) inline void exp_lanes(const float* xs, float* ys, int64_t* bad) {
+  using D = typename Vec<W>::D;
+  using F = typename Vec<W>::F;
+  using L = typename Vec<W>::L;
+  F xf;
+  std::memcpy(&xf, xs, sizeof xf);
+  D x = __builtin_convertvector(xf, D);
+  const L ok = (x >= kLo) & (x <= kHi);  // false for NaN
+  x = ok ? x : D{};                      // the other lanes compute exp(0) and are replaced
+  const D t = x * kInvLn2 + kShift;
+  const D k = t - kShift;
+  const D r = (x - k * kLn2Hi) - k * kLn2Lo;
+  D p = D{} + kC[11];
 #pragma GCC unroll 11
   for (int i = 10; i >= 0; --i) p = p * r + kC[i];
-  const V4l scale = (((V4l)t - kShiftBits) + 1023) << 52;
-  const V4d e = p * (V4d)scale;
-  y = __builtin_convertvector(e, V4f);
-  const V4l off = ((V4l)e & kLowMask) - (kMid - kBand);
-  const V4l near = (off >= 0) & (off < 2 * kBand);
-  const V4l bad = near | ~ok;
-  return _mm256_movemask_pd((__m256d)bad);
+  const L scale = (((L)t - kShiftBits) + 1023) << 52;
+  const D e = p * (D)scale;
+  const F y = __builtin_convertvector(e, F);
+  std::memcpy(ys, &y, sizeof y);
+  const L off = ((L)e & kLowMask) - (kMid - kBand);
+  const L b = ((off >= 0) & (off < 2 * kBand)) | ~ok;
+  std::memcpy(bad, &b, sizeof b);
 }
 
-__attribute__((target("avx2,fma"))) void exp_avx2(const float* in, float* out, int64_t n) {
+/// out[i] = std::exp(in[i]), 2W lanes per step (two independent W-lane evaluations); `Any`
+/// tells from the 2W flags whether a lane falls back.
+template <int W, typename Any>
+__attribute__((always_inline)) inline void exp_loop(const float* in, float* out, int64_t n,
+                                                    Any any) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {  // two independent quadruples per step
-    V4f x0, x1, y0, y1;
-    std::memcpy(&x0, in + i, 16);
-    std::memcpy(&x1, in + i + 4, 16);
-    const int bad = exp4(x0, y0) | (exp4(x1, y1) << 4);
-    std::memcpy(out + i, &y0, 16);
-    std::memcpy(out + i + 4, &y1, 16);
-    if (bad) [[unlikely]] {
-      // The inputs are still in x0 / x1 when `out` is `in`.
-      for (int l = 0; l < 8; ++l)
-        if ((bad >> l) & 1) out[i + l] = std::exp(l < 4 ? x0[l] : x1[l - 4]);
+  for (; i + 2 * W <= n; i += 2 * W) {
+    float x[2 * W];  // the inputs, kept for the fallback when `out` is `in`
+    int64_t bad[2 * W];
+    std::memcpy(x, in + i, sizeof x);
+    exp_lanes<W>(x, out + i, bad);
+    exp_lanes<W>(x + W, out + i + W, bad + W);
+    if (any(bad)) [[unlikely]] {
+      for (int l = 0; l < 2 * W; ++l)
+        if (bad[l]) out[i + l] = std::exp(x[l]);
     }
   }
   for (; i < n; ++i) out[i] = std::exp(in[i]);
+}
+
+__attribute__((target("avx2,fma"))) void exp_avx2(const float* in, float* out, int64_t n) {
+  exp_loop<4>(
+      in, out, n, [](const int64_t* bad) __attribute__((target("avx2,fma"))) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bad));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bad + 4));
+        return !_mm256_testz_si256(_mm256_or_si256(a, b), _mm256_or_si256(a, b));
+      });
+}
+
+void exp_scalar(const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
 }
 
 bool host_has_avx2_fma() {
@@ -114,11 +144,22 @@ bool host_has_avx2_fma() {
 }  // namespace
 #endif
 
-void exp_f32(const float* in, float* out, int64_t n) {
+std::vector<ExpF32Impl> exp_f32_impls() {
+  std::vector<ExpF32Impl> v;
 #ifdef TL_EXP_X86
-  if (host_has_avx2_fma()) return exp_avx2(in, out, n);
+  if (host_has_avx2_fma()) v.push_back({"avx2", exp_avx2});
+  v.push_back({"scalar", exp_scalar});
+#else
+  v.push_back({"scalar", [](const float* in, float* out, int64_t n) {
+                 for (int64_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+               }});
 #endif
-  for (int64_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+  return v;
+}
+
+void exp_f32(const float* in, float* out, int64_t n) {
+  static const auto best = exp_f32_impls().front().fn;  // the widest the host runs
+  best(in, out, n);
 }
 
 }  // namespace tl::npu

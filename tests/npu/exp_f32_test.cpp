@@ -1,10 +1,10 @@
 // exp_f32 (src/support/exp_f32.cpp), the SIMD exp behind the fast paths of T.tile.exp, sigmoid
-// and silu, against std::exp(float) bit for bit (issue 31: the fast paths must not change a
-// result). TL_TEST_LEVEL=2 checks every one of the 2^32 float inputs (about a minute on two
-// threads); levels 0 and 1 check a stride through all of them, every float near the ends of
-// the SIMD range (-87, 88) and near 0, and dense runs inside the range. The op tests run one-op
-// kernels fast and with TL_NPU_PLAIN_PATHS=1 (the element expression of vector_ops.def) and
-// require identical bytes, on every float dtype, with tails and special values.
+// and silu, against std::exp(float) bit for bit, in every implementation the host runs (issue 31:
+// the fast paths must not change a result). TL_TEST_LEVEL=2 checks every one of the 2^32 float
+// inputs (about a minute on two threads); levels 0 and 1 check a stride through all of them, every
+// float near the ends of the SIMD range (-87, 88) and near 0, and dense runs inside the range. The
+// op tests run one-op kernels fast and with TL_NPU_PLAIN_PATHS=1 (the element expression of
+// vector_ops.def) and require identical bytes, on every float dtype, with tails and special values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,9 +40,9 @@ uint32_t to_bits(float f) {
   return b;
 }
 
-/// The inputs whose exp_f32 result differs from std::exp's in any bit, among `count` inputs
-/// first_bits, first_bits + step, ... (wrapping at 2^32); the first few in `first`.
-uint64_t mismatches(uint64_t first_bits, uint64_t step, uint64_t count,
+/// The inputs whose result from `impl` differs from std::exp's in any bit, among `count`
+/// inputs first_bits, first_bits + step, ... (wrapping at 2^32); the first few in `first`.
+uint64_t mismatches(const npu::ExpF32Impl& impl, uint64_t first_bits, uint64_t step, uint64_t count,
                     std::vector<uint32_t>& first) {
   constexpr uint64_t kBlock = 4096;
   std::vector<float> in(kBlock), out(kBlock);
@@ -51,7 +51,7 @@ uint64_t mismatches(uint64_t first_bits, uint64_t step, uint64_t count,
     const uint64_t m = std::min(kBlock, count - done);
     for (uint64_t j = 0; j < m; ++j)
       in[j] = from_bits(static_cast<uint32_t>(first_bits + (done + j) * step));
-    npu::exp_f32(in.data(), out.data(), static_cast<int64_t>(m));
+    impl.fn(in.data(), out.data(), static_cast<int64_t>(m));
     for (uint64_t j = 0; j < m; ++j)
       if (to_bits(out[j]) != to_bits(std::exp(in[j]))) {
         if (first.size() < 5) first.push_back(to_bits(in[j]));
@@ -61,59 +61,65 @@ uint64_t mismatches(uint64_t first_bits, uint64_t step, uint64_t count,
   return bad;
 }
 
-std::string describe(const std::vector<uint32_t>& first) {
-  std::string s;
+std::string describe(const npu::ExpF32Impl& impl, const std::vector<uint32_t>& first) {
+  std::string s = fmt::format("{}: ", impl.name);
   for (uint32_t b : first) {
     const float x = from_bits(b);
     float y;
-    npu::exp_f32(&x, &y, 1);
+    impl.fn(&x, &y, 1);
     s += fmt::format("exp({:a}) = {:a}, std::exp gives {:a}; ", x, y, std::exp(x));
   }
   return s;
 }
 
 /// Every float in [lo, hi] (both of one sign), as bit patterns.
-void check_dense(float lo, float hi) {
+void check_dense(const npu::ExpF32Impl& impl, float lo, float hi) {
   uint32_t a = to_bits(lo), b = to_bits(hi);
   if (a > b) std::swap(a, b);
   std::vector<uint32_t> first;
-  const uint64_t bad = mismatches(a, 1, uint64_t{b} - a + 1, first);
-  EXPECT_EQ(bad, 0u) << "in [" << lo << ", " << hi << "]: " << describe(first);
+  const uint64_t bad = mismatches(impl, a, 1, uint64_t{b} - a + 1, first);
+  EXPECT_EQ(bad, 0u) << "in [" << lo << ", " << hi << "]: " << describe(impl, first);
 }
 
+// Every implementation the host runs (AVX2 and the scalar loop on x86-64 hosts with AVX2).
 TEST(ExpF32, EqualsStdExpBitForBit) {
-  if (level() >= 2) {  // all 2^32 inputs, split over the host's threads
-    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-    const uint64_t per = ((uint64_t{1} << 32) + threads - 1) / threads;
-    std::atomic<uint64_t> bad{0};
-    std::vector<std::vector<uint32_t>> first(threads);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        const uint64_t lo = t * per, n = std::min(per, (uint64_t{1} << 32) - lo);
-        bad += mismatches(lo, 1, n, first[t]);
-      });
-    for (auto& th : pool) th.join();
-    std::vector<uint32_t> all;
-    for (const auto& f : first) all.insert(all.end(), f.begin(), f.end());
-    EXPECT_EQ(bad.load(), 0u) << describe(all);
-    return;
+  const auto impls = npu::exp_f32_impls();
+  ASSERT_FALSE(impls.empty());
+  for (const auto& impl : impls) {
+    if (level() >= 2) {  // all 2^32 inputs, split over the host's threads
+      const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+      const uint64_t per = ((uint64_t{1} << 32) + threads - 1) / threads;
+      std::atomic<uint64_t> bad{0};
+      std::vector<std::vector<uint32_t>> first(threads);
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          const uint64_t lo = t * per, n = std::min(per, (uint64_t{1} << 32) - lo);
+          bad += mismatches(impl, lo, 1, n, first[t]);
+        });
+      for (auto& th : pool) th.join();
+      std::vector<uint32_t> all;
+      for (const auto& f : first) all.insert(all.end(), f.begin(), f.end());
+      EXPECT_EQ(bad.load(), 0u) << describe(impl, all);
+      continue;
+    }
+    // A stride through all bit patterns (odd, so every low bit pattern occurs), ...
+    std::vector<uint32_t> first;
+    const uint64_t step = level() >= 1 ? 61 : 4093;
+    uint64_t bad = mismatches(impl, 12345, step, (uint64_t{1} << 32) / step, first);
+    EXPECT_EQ(bad, 0u) << describe(impl, first);
+    // ... every float near the ends of the SIMD range and around the overflow / subnormal
+    // limits, ...
+    check_dense(impl, -87.5f, -86.5f);
+    check_dense(impl, 87.5f, 89.0f);
+    check_dense(impl, -104.0f, -103.0f);
+    // ... near 0 (exp close to 1, where the midpoint test decides most often) ...
+    check_dense(impl, 0x1p-7f, 0x1.2p-7f);
+    check_dense(impl, -0x1.2p-7f, -0x1p-7f);
+    // ... and dense stretches of ordinary arguments.
+    check_dense(impl, 1.0f, 1.0625f);
+    check_dense(impl, -20.0f, -19.875f);
   }
-  // A stride through all bit patterns (odd, so every low bit pattern occurs), ...
-  std::vector<uint32_t> first;
-  const uint64_t step = level() >= 1 ? 61 : 4093;
-  uint64_t bad = mismatches(12345, step, (uint64_t{1} << 32) / step, first);
-  EXPECT_EQ(bad, 0u) << describe(first);
-  // ... every float near the ends of the SIMD range and around the overflow / subnormal limits,
-  check_dense(-87.5f, -86.5f);
-  check_dense(87.5f, 89.0f);
-  check_dense(-104.0f, -103.0f);
-  // ... near 0 (exp close to 1, where the midpoint test decides most often) ...
-  check_dense(0x1p-7f, 0x1.2p-7f);
-  check_dense(-0x1.2p-7f, -0x1p-7f);
-  // ... and a dense stretch of ordinary arguments.
-  check_dense(1.0f, 1.0625f);
-  check_dense(-20.0f, -19.875f);
 }
 
 TEST(ExpF32, TailsInPlaceAndSpecials) {
@@ -128,13 +134,17 @@ TEST(ExpF32, TailsInPlaceAndSpecials) {
       in[i] = i % 5 == 3 ? specials[(i / 5) % std::size(specials)] : u(rng);
     std::vector<float> want(in.size()), out(in.size()), inplace = in;
     for (size_t i = 0; i < in.size(); ++i) want[i] = std::exp(in[i]);
-    npu::exp_f32(in.data(), out.data(), n);
-    npu::exp_f32(inplace.data(), inplace.data(), n);
-    for (size_t i = 0; i < in.size(); ++i) {
-      const bool nan = std::isnan(want[i]);
-      EXPECT_TRUE(nan ? std::isnan(out[i]) : to_bits(out[i]) == to_bits(want[i]))
-          << "n " << n << " exp(" << in[i] << ") = " << out[i] << ", want " << want[i];
-      EXPECT_EQ(to_bits(inplace[i]), to_bits(out[i])) << "n " << n << " element " << i;
+    for (const auto& impl : npu::exp_f32_impls()) {
+      inplace = in;
+      impl.fn(in.data(), out.data(), n);
+      impl.fn(inplace.data(), inplace.data(), n);
+      for (size_t i = 0; i < in.size(); ++i) {
+        const bool nan = std::isnan(want[i]);
+        EXPECT_TRUE(nan ? std::isnan(out[i]) : to_bits(out[i]) == to_bits(want[i]))
+            << impl.name << " n " << n << " exp(" << in[i] << ") = " << out[i] << ", want "
+            << want[i];
+        EXPECT_EQ(to_bits(inplace[i]), to_bits(out[i])) << impl.name << " n " << n << " at " << i;
+      }
     }
   }
 }

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "tl/dtype.h"
 
@@ -180,6 +181,13 @@ bool host_has_avx2();
 /// lanes at a time on hosts with AVX2 and FMA (src/support/exp_f32.cpp says how it stays
 /// identical). `out` may be `in`, exactly, but no other overlap.
 void exp_f32(const float* in, float* out, int64_t n);
+/// The implementations of exp_f32 this host can run, widest first ("avx2", "scalar"):
+/// exp_f32 uses the first; the tests check each against std::exp.
+struct ExpF32Impl {
+  const char* name;
+  void (*fn)(const float* in, float* out, int64_t n);
+};
+std::vector<ExpF32Impl> exp_f32_impls();
 
 // ---- vector-unit arithmetic on fp16/bf16 ------------------------------------------------
 //
