@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <mutex>
 
@@ -205,8 +206,19 @@ void gather_matrix(const TileRef& t, bool by_rows, int64_t ld, float* out) {
   const std::vector<int64_t>& line_off = by_rows ? row_off : col_off;
   const std::vector<int64_t>& elem_off = by_rows ? col_off : row_off;
   stage.resize(static_cast<size_t>(n * es));
+  // Along a line, ZZ (a row of L0A) and ZN (a column of L0B) keep c0 elements (32 bytes)
+  // together: when every run of c0 from the line's start is contiguous, a line is copied
+  // 32 bytes at a time instead of element by element.
+  const int64_t c0 = 32 / es;
+  bool runs = true;
+  for (int64_t k = 0; k < n && runs; ++k) runs = elem_off[k] == elem_off[k - k % c0] + k % c0;
   for (int64_t l = 0; l < lines; ++l) {
-    if (es == 1)
+    if (runs) {
+      const uint8_t* src = t.base + line_off[l] * es;
+      int64_t k = 0;
+      for (; k + c0 <= n; k += c0) std::memcpy(stage.data() + k * es, src + elem_off[k] * es, 32);
+      if (k < n) std::memcpy(stage.data() + k * es, src + elem_off[k] * es, (n - k) * es);
+    } else if (es == 1)
       gather_line<uint8_t>(t.base, line_off[l], elem_off.data(), n, stage.data());
     else if (es == 2)
       gather_line<uint16_t>(t.base, line_off[l], elem_off.data(), n, stage.data());
