@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <mutex>
 
@@ -164,42 +165,67 @@ void require_matrix(Core& c, const TileOpNode& n, const TileRef& t, const char* 
         n.op->name, name, t.buffer->name, fmt::join(t.extent, ", ")));
 }
 
+/// out[k] = element k of a line of n elements of es bytes at base + (line + off[k]) * es.
+template <typename E>
+void gather_line(const uint8_t* base, int64_t line, const int64_t* off, int64_t n, uint8_t* out) {
+  const E* s = reinterpret_cast<const E*>(base) + line;
+  E* d = reinterpret_cast<E*>(out);
+  for (int64_t k = 0; k < n; ++k) d[k] = s[off[k]];
+}
+
 /// Region element (i, j) of a matrix operand into out[i * ld + j] (a_side) or out[j * ld + i]
-/// (the transpose, for B^T), as fp32, in the runs that are contiguous in storage: c0 elements
-/// of a fractal row in L0A (ZZ), c0 elements down a fractal column in L0B (ZN), where the
-/// element loop below called storage_offset once per element. The values are the same
-/// (every cube dtype widens to fp32 exactly), so the products are bit-identical.
+/// (the transpose, for B^T), as fp32. The L0A (ZZ) and L0B (ZN) layouts are separable: the
+/// storage offset of (i, j) is a row part plus a column part (zz_offset, zn_offset;
+/// include/tl/npu/layout.h), so both parts are computed once per operand (R + C calls of
+/// storage_offset, where a call per c0-element run cost 150 M of gemm_dev's 819 M
+/// instructions) and each output line is a typed gather and one conversion. The values are
+/// the same (every cube dtype widens to fp32 exactly, element by element), so the products are
+/// bit-identical (TL_NPU_PLAIN_PATHS=1 compares them with gather_plain).
 void gather_matrix(const TileRef& t, bool by_rows, int64_t ld, float* out) {
   const size_t nd = t.extent.size();
   const int64_t R = t.rows(), C = t.cols(), es = dtype_bytes(t.dtype);
-  int64_t idx[8];
+  TL_ASSERT(es == 1 || es == 2 || es == 4, "T.mma: no cube dtype has {}-byte elements", es);
+  if (R <= 0 || C <= 0) return;
+  thread_local std::vector<int64_t> row_off, col_off;
+  thread_local std::vector<uint8_t> stage;
+  row_off.resize(R);
+  col_off.resize(C);
+  int64_t idx[8], run;
   for (size_t d = 0; d < nd; ++d) idx[d] = t.start[d];
-  if (by_rows) {
-    for (int64_t i = 0; i < R; ++i)
-      for (int64_t j = 0; j < C;) {
-        idx[nd - 2] = t.start[nd - 2] + i;
-        idx[nd - 1] = t.start[nd - 1] + j;
-        int64_t run;
-        const int64_t off = storage_offset(t, idx, &run);
-        const int64_t len = std::max<int64_t>(std::min(run, C - j), 1);
-        convert(t.dtype, t.base + off * es, DType::Float32, out + i * ld + j, len);
-        j += len;
-      }
-    return;
+  const int64_t origin = storage_offset(t, idx, &run);
+  for (int64_t i = 0; i < R; ++i) {  // row parts, each with the first column's part
+    idx[nd - 2] = t.start[nd - 2] + i;
+    row_off[i] = storage_offset(t, idx, &run);
   }
-  // Down the columns: L0B (ZN) keeps c0 consecutive rows of a column together.
-  const int c0 = t.scope == MemScope::L0B ? c0_elems(t.dtype) : 1;
-  for (int64_t j = 0; j < C; ++j)
-    for (int64_t i = 0; i < R;) {
-      const int64_t r = t.start[nd - 2] + i;
-      idx[nd - 2] = r;
-      idx[nd - 1] = t.start[nd - 1] + j;
-      int64_t run;
-      const int64_t off = storage_offset(t, idx, &run);
-      const int64_t len = std::max<int64_t>(std::min<int64_t>(c0 - r % c0, R - i), 1);
-      convert(t.dtype, t.base + off * es, DType::Float32, out + j * ld + i, len);
-      i += len;
-    }
+  idx[nd - 2] = t.start[nd - 2];
+  for (int64_t j = 0; j < C; ++j) {  // column parts, relative to the first column
+    idx[nd - 1] = t.start[nd - 1] + j;
+    col_off[j] = storage_offset(t, idx, &run) - origin;
+  }
+  const int64_t lines = by_rows ? R : C, n = by_rows ? C : R;
+  const std::vector<int64_t>& line_off = by_rows ? row_off : col_off;
+  const std::vector<int64_t>& elem_off = by_rows ? col_off : row_off;
+  stage.resize(static_cast<size_t>(n * es));
+  // Along a line, ZZ (a row of L0A) and ZN (a column of L0B) keep c0 elements (32 bytes)
+  // together: when every run of c0 from the line's start is contiguous, a line is copied
+  // 32 bytes at a time instead of element by element.
+  const int64_t c0 = 32 / es;
+  bool runs = true;
+  for (int64_t k = 0; k < n && runs; ++k) runs = elem_off[k] == elem_off[k - k % c0] + k % c0;
+  for (int64_t l = 0; l < lines; ++l) {
+    if (runs) {
+      const uint8_t* src = t.base + line_off[l] * es;
+      int64_t k = 0;
+      for (; k + c0 <= n; k += c0) std::memcpy(stage.data() + k * es, src + elem_off[k] * es, 32);
+      if (k < n) std::memcpy(stage.data() + k * es, src + elem_off[k] * es, (n - k) * es);
+    } else if (es == 1)
+      gather_line<uint8_t>(t.base, line_off[l], elem_off.data(), n, stage.data());
+    else if (es == 2)
+      gather_line<uint16_t>(t.base, line_off[l], elem_off.data(), n, stage.data());
+    else
+      gather_line<uint32_t>(t.base, line_off[l], elem_off.data(), n, stage.data());
+    convert(t.dtype, stage.data(), DType::Float32, out + l * ld, n);
+  }
 }
 
 /// The plain path: each element through load_value and layout_offset (kept for the

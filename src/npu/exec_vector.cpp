@@ -4,6 +4,7 @@
 // 64 bits and wrap to the destination width. Subnormals are kept (IEEE), except in the ops
 // marked OpDef::flushes_subnormals on a target whose vector unit flushes them (950): those read
 // subnormal inputs as zeros and write subnormal results as zeros of their sign.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -191,24 +192,51 @@ void binary(const TileOpNode& n, Core& c, FF ff, FI fi) {
     int_binary(n, c, fi);
 }
 
-template <typename F>
+// A tag type per unary op of vector_ops.def (Unary_exp, ...), naming its batched rows below.
+#define TL_VECTOR_UNARY(NAME, ...) struct Unary_##NAME;
+#include "tl/vector_ops.def"
+
+/// The batched form of a unary op: `Rows::run(d, s, n)` sets d[k] = f(s[k]) for k < n, bit for
+/// bit as the op's element expression f would (d may be s exactly). Ops without one keep
+/// `has = false` and run f per element; exp, sigmoid and silu have one (their exp runs several
+/// lanes at a time, exp_f32).
+template <typename Op>
+struct UnaryRows {
+  static constexpr bool has = false;
+  static void run(float*, const float*, int64_t) {}
+};
+
+template <typename Rows, typename F>
 void float_unary(const TileOpNode& n, Core& c, F f) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
   check_same_numel(n, c, d, s, "src");
   const bool flush = flushes(n, c);
+  // TL_NPU_PLAIN_PATHS=1 keeps the element expression, so the batched rows are compared with it
+  // (tests/npu/fast_paths_test.cpp).
+  const bool batched = Rows::has && !plain_paths();
   if (rows_align(d, s) && !flush) {
     for (int64_t r = 0; r < d.rows(); ++r) {
       float* dp = reinterpret_cast<float*>(row_ptr(d, r));
       const float* sp = reinterpret_cast<const float*>(row_ptr(s, r));
-      for (int64_t k = 0; k < d.cols(); ++k) dp[k] = f(sp[k]);
+      if (batched)
+        Rows::run(dp, sp, d.cols());
+      else
+        for (int64_t k = 0; k < d.cols(); ++k) dp[k] = f(sp[k]);
     }
     return;
   }
   load_f32(s, g_a);
   if (flush) flush_inputs(s.dtype, g_a);
-  for (auto& x : g_a) x = f(x);
+  if (batched)
+    Rows::run(g_a.data(), g_a.data(), static_cast<int64_t>(g_a.size()));
+  else
+    for (auto& x : g_a) x = f(x);
   if (flush) flush_results(d.dtype, g_a);
   store_f32(d, g_a);
+}
+template <typename F>
+void float_unary(const TileOpNode& n, Core& c, F f) {
+  float_unary<UnaryRows<void>>(n, c, f);
 }
 
 void band(const TileOpNode& n, Core& c) {
@@ -535,6 +563,46 @@ inline float approximate(float exact, float x) {
   return exact * (1.0f + d);
 }
 
+/// exp(-s[k]) for k < n into e, chunk by chunk (the exp of sigmoid and silu).
+constexpr int64_t kExpChunk = 512;
+inline void exp_neg(float* e, const float* s, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) e[k] = -s[k];
+  exp_f32(e, e, n);
+}
+
+// The batched rows of the ops whose element expression (vector_ops.def) calls std::exp: the
+// same expression with the exp taken from exp_f32, which equals std::exp bit for bit, and the
+// rest the same fp32 operations in the same order.
+template <>
+struct UnaryRows<Unary_exp> {
+  static constexpr bool has = true;
+  static void run(float* d, const float* s, int64_t n) { exp_f32(s, d, n); }
+};
+template <>
+struct UnaryRows<Unary_sigmoid> {
+  static constexpr bool has = true;
+  static void run(float* d, const float* s, int64_t n) {
+    float e[kExpChunk];
+    for (int64_t i = 0; i < n; i += kExpChunk) {
+      const int64_t m = std::min(kExpChunk, n - i);
+      exp_neg(e, s + i, m);
+      for (int64_t k = 0; k < m; ++k) d[i + k] = 1.0f / (1.0f + e[k]);
+    }
+  }
+};
+template <>
+struct UnaryRows<Unary_silu> {
+  static constexpr bool has = true;
+  static void run(float* d, const float* s, int64_t n) {
+    float e[kExpChunk];
+    for (int64_t i = 0; i < n; i += kExpChunk) {
+      const int64_t m = std::min(kExpChunk, n - i);
+      exp_neg(e, s + i, m);
+      for (int64_t k = 0; k < m; ++k) d[i + k] = s[i + k] / (1.0f + e[k]);  // s read first
+    }
+  }
+};
+
 // The elementwise ops of include/tl/vector_ops.def, instantiated from the math written there
 // (inlined into the row loops, so the compiler vectorises them).
 #define TL_VECTOR_BINARY(NAME, DTYPES, COST, F, FI, SUMMARY) \
@@ -543,9 +611,9 @@ inline float approximate(float exact, float x) {
         n, c, [](float a, float b) -> float { return F; },   \
         [](int64_t a, int64_t b) -> int64_t { return FI; }); \
   }
-#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY)    \
-  void exec_##NAME(const TileOpNode& n, Core& c) {         \
-    float_unary(n, c, [](float x) -> float { return F; }); \
+#define TL_VECTOR_UNARY(NAME, DTYPES, COST, F, SUMMARY)                             \
+  void exec_##NAME(const TileOpNode& n, Core& c) {                                  \
+    float_unary<UnaryRows<Unary_##NAME>>(n, c, [](float x) -> float { return F; }); \
   }
 #define TL_VECTOR_ROW_EXPAND(NAME, DTYPES, COST, F, FI, SUMMARY) \
   void exec_row_expand_##NAME(const TileOpNode& n, Core& c) {    \

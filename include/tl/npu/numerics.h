@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "tl/dtype.h"
 
@@ -180,6 +181,18 @@ bool host_has_f16c();
 /// Whether the host has AVX2: convert() (bf16 <-> fp32) and the vector ops' fp32 loops then
 /// run 8 lanes wide (results are identical either way: the same IEEE operations, no FMA).
 bool host_has_avx2();
+
+/// out[i] = std::exp(in[i]) (glibc's expf, the vector unit's exp) for i < n, bit for bit, several
+/// lanes at a time on hosts with AVX2 and FMA (src/support/exp_f32.cpp says how it stays
+/// identical). `out` may be `in`, exactly, but no other overlap.
+void exp_f32(const float* in, float* out, int64_t n);
+/// The implementations of exp_f32 this host can run, widest first ("avx2", "scalar"):
+/// exp_f32 uses the first; the tests check each against std::exp.
+struct ExpF32Impl {
+  const char* name;
+  void (*fn)(const float* in, float* out, int64_t n);
+};
+std::vector<ExpF32Impl> exp_f32_impls();
 
 // ---- vector-unit arithmetic on fp16/bf16 ------------------------------------------------
 //
