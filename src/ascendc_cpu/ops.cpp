@@ -33,14 +33,16 @@ std::vector<tl::Attr> attrs_of(const tl::OpDef* op, std::vector<tl::Attr> set = 
   return out;
 }
 
-void exec_op(const Where& w, const char* name, std::vector<tl::TileArg> args,
-             std::vector<tl::Attr> set = {}) {
-  const tl::OpDef* op = op_named(name);
-  run(w, tl::TileOpNode::make(op, std::move(args), attrs_of(op, std::move(set)), loc_of(w)));
-}
-
 int64_t elem_bytes(DType t) {
   return tl::dtype_bytes(t);
+}
+
+}  // namespace
+
+void exec_op(const Where& w, const char* name, std::vector<tl::TileArg> args,
+             std::vector<tl::Attr> set) {
+  const tl::OpDef* op = op_named(name);
+  run(w, tl::TileOpNode::make(op, std::move(args), attrs_of(op, std::move(set)), loc_of(w)));
 }
 
 /// `count` must fit the tensor (its GetWithOffset / operator[] size).
@@ -75,8 +77,6 @@ tl::Expr scalar_expr(DType t, double v) {
   if (tl::is_float(t)) return tl::FloatImmNode::make(t, v);
   return tl::IntImmNode::make(t, static_cast<int64_t>(v));
 }
-
-}  // namespace
 
 std::string local_name(const LocalRef& t) {
   return fmt::format("{}[{}]", tl::scope_name(t.scope), t.offset);
