@@ -96,7 +96,10 @@ void run(const Where& w, const tl::Stmt& s) {
       ok = c.launch->direct.exec(c.kind, c.vid, s);
     } catch (const tl::Error& e) {
       // The VM's message names its tile op; say which AscendC call it came from.
-      throw tl::Error(fmt::format("{} (AscendC::{}): {}", loc_of(w).str(), w.api, e.what()));
+      std::string msg = e.what();
+      const std::string at = e.loc().known() ? e.loc().str() + ": " : std::string();
+      if (!at.empty() && msg.rfind(at, 0) == 0) msg = msg.substr(at.size());
+      throw tl::Error(loc_of(w), fmt::format("AscendC::{}: {}", w.api, msg));
     }
     if (ok) {
       ++sched->progress;

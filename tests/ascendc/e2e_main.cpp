@@ -4,8 +4,12 @@
 // same lowered kernel on the virtual NPU, both on the same random inputs and both under the
 // hazard checker, and require every GM tensor to hold the same bytes afterwards.
 //
-// Usage: ascendc_e2e KERNEL [NAME=VALUE ...]   (kernel parameters as tlc's --set)
+// Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait]   (parameters as tlc's --set)
 // Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed).
+// --drop-wait: the mutation check. The first WaitFlag line of the emitted file is deleted; exit
+// 0 only if the model's run then fails naming it at lines of the emitted file: the hazard
+// checker's unordered pair and the SetFlag left without its wait, or (the SetFlag in a loop)
+// the VM's "flag already set" at the next SetFlag.
 //
 // The shared object gets a small entry appended to the emitted text, `tl_e2e_entry(void**)`,
 // which unpacks the arguments into the kernel's own signature (tensors and workspaces as GM
@@ -87,8 +91,13 @@ int run(int argc, char** argv) {
   const std::string kernel = argv[1];
   const KernelEntry& entry = find_kernel(kernel);
   std::map<std::string, std::string> sets;
+  bool drop_wait = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--drop-wait") {
+      drop_wait = true;
+      continue;
+    }
     auto eq = a.find('=');
     if (eq == std::string::npos) throw Error(fmt::format("'{}' is not NAME=VALUE", a));
     sets[a.substr(0, eq)] = a.substr(eq + 1);
@@ -118,6 +127,15 @@ int run(int argc, char** argv) {
 
   // The AscendC file, with the entry the driver calls.
   std::string src = ascendc_source(f, target);
+  int dropped_line = 0;
+  if (drop_wait) {
+    const size_t at = src.find("AscendC::WaitFlag<");
+    if (at == std::string::npos) throw Error(fmt::format("{} has no WaitFlag to delete", kernel));
+    const size_t begin = src.rfind('\n', at) + 1, end = src.find('\n', at);
+    dropped_line = static_cast<int>(std::count(src.begin(), src.begin() + begin, '\n')) + 1;
+    std::cout << "deleted line " << dropped_line << ": " << src.substr(begin, end - begin) << "\n";
+    src.replace(begin, end - begin, "  // (WaitFlag deleted by the mutation check)");
+  }
   std::vector<Buffer> ws = workspaces_of(lowered);
   std::string call;
   int slot = 0;
@@ -208,6 +226,32 @@ int run(int argc, char** argv) {
   for (auto& d : dyn_values) ptrs.push_back(&d);
   const KernelNode* k = kernel_of(lowered);
   cfg.num_blocks = arith::evaluate(k->num_blocks, dyn).as_int();
+  if (drop_wait) {
+    try {
+      ascendc_cpu::launch(cfg, [&] { entry_fn(ptrs.data()); });
+    } catch (const Error& e) {
+      const std::string msg = e.what(), file = cpp.filename().string() + ":";
+      std::cout << msg.substr(0, 2000) << "\n";
+      const bool pair = msg.find(" hazard on ") != std::string::npos &&
+                        msg.find("is not ordered after") != std::string::npos;
+      const bool left = msg.find("flag left set") != std::string::npos;
+      // In a loop the next SetFlag on the same id meets the flag still set: the VM's own
+      // functional check names that SetFlag (no wait consumed the previous set) first.
+      const bool again = msg.find("SetFlag: ") != std::string::npos &&
+                         msg.find("no wait_flag consumed the previous set") != std::string::npos;
+      if (((pair && left) || again) && msg.find(file) != std::string::npos) {
+        std::cout << fmt::format("{}: the deleted WaitFlag (line {}) is named: {}\n", kernel,
+                                 dropped_line,
+                                 again ? "the next SetFlag finds its flag still set"
+                                       : "the hazard checker reports the pair it ordered");
+        return 0;
+      }
+      std::cerr << "the report does not name the unordered pair\n";
+      return 1;
+    }
+    std::cerr << kernel << ": the deleted WaitFlag went unnoticed\n";
+    return 1;
+  }
   ascendc_cpu::launch(cfg, [&] { entry_fn(ptrs.data()); });
 
   // Every GM tensor the same bytes.
