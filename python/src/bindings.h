@@ -106,5 +106,6 @@ nb::handle key_field(const nb::dict& d, const char* name, std::string_view what,
 nb::object ops_to_array(const Tensor& t, bool numpy);
 /// LayerNorm backward and the LayerNorm generators and keys (bind_ops_layernorm.cpp).
 void bind_ops_layernorm(nb::module_& m);
+void bind_ascendc(nb::module_& m);  // emit_ascendc: bind_ascendc.cpp
 
 }  // namespace tl::python

@@ -32,4 +32,5 @@ NB_MODULE(_core, m) {
   bind_builder(m);
   bind_launch(m);
   bind_ops(m);
+  bind_ascendc(m);  // the AscendC backend: bind_ascendc.cpp
 }

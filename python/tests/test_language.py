@@ -125,7 +125,7 @@ def test_the_jit_compiles_once_per_argument_tuple():
 
 
 def test_kernel_source_profile_trace_and_timeline(tmp_path, scale_add):
-    src = scale_add.get_kernel_source()
+    src = scale_add.get_tile_ir()
     assert "def scale_add" in src and "T.set_flag" in src
     x = torch.randn(48, 64)
     prof = scale_add.profile(x, 1.5, trace=tmp_path / "t.json", timeline=tmp_path / "t.html")
@@ -159,7 +159,7 @@ def test_developer_mode_from_python():
     k = tilelang.compile(axpb, out_idx=[-1], check_hazards=True)
     x = torch.randn(64, 128)
     torch.testing.assert_close(k(x), x * 2.0 + 1.0)
-    assert "T.set_flag" in k.get_kernel_source()  # the compiler inserted the flags
+    assert "T.set_flag" in k.get_tile_ir()  # the compiler inserted the flags
 
 
 def test_ir_text_parses_back_to_the_same_kernel(scale_add):

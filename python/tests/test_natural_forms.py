@@ -67,7 +67,7 @@ def test_a_short_row_statistic_splits_over_both_aivs(block_M: int) -> None:
     # too: it guards that case.
     M, N = 13, 256
     kernel = tilelang.compile(centre_rows(M, N, block_M))
-    src = kernel.get_kernel_source()
+    src = kernel.get_tile_ir()
     assert f"X[cid * {block_M} + vid" in src, src
     x = torch.randn(M, N)
     y = torch.empty(M, N)

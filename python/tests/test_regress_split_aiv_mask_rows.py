@@ -133,7 +133,7 @@ def _inputs(M: int, N: int):
 
 def _split_by_rows(kernel) -> bool:
     # AIV v's GM copies start at row cid * 16 + v * 8: the rows were split, not left to AIV 0.
-    return "vid * 8" in kernel.get_kernel_source()
+    return "vid * 8" in kernel.get_tile_ir()
 
 
 @pytest.mark.parametrize("M,N", SHAPES)

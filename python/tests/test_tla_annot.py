@@ -67,7 +67,7 @@ def test_annotated_addresses_are_used_and_match_torch(n: int, at: tuple[int, int
     # Before: "T.annotate_address is not in tl-ascend". (1024, 0, 1024): c reuses a's bytes,
     # which the program orders (same V pipe), so it is accepted.
     kernel = tilelang.compile(pinned_affine(*at), out_idx=[-1])
-    src = kernel.get_kernel_source()
+    src = kernel.get_tile_ir()
     for name, addr in zip("abc", at):
         assert f"address={addr}" in src.split(f"{name} = T.alloc_ub", 1)[1].split("\n", 1)[0], src
     x = torch.randn(n)

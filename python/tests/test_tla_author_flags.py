@@ -85,7 +85,7 @@ def flags_of(src: str):
 
 
 def test_the_compilers_flags_avoid_the_authors_ids_on_the_same_pipe_pair() -> None:
-    src = affine_pair(32, 64, 4, 4, auto_sync=True).get_kernel_source()
+    src = affine_pair(32, 64, 4, 4, auto_sync=True).get_tile_ir()
     flags = flags_of(src)
     author = {(p, q, i) for p, q, i, auto in flags if not auto}
     assert author == {("MTE2", "V", 0), ("V", "MTE3", 0)}, src
@@ -139,7 +139,7 @@ def test_an_authors_loop_carried_pair_orders_what_it_orders(M: int) -> None:
 def test_no_duplicate_of_an_authors_pair() -> None:
     # The author's mte3 -> v and v -> mte3 pairs order the store and y's reuse: the compiler
     # adds no flag of those pipe pairs (only what the author left: x's load, V after V).
-    src = carried_store(32, 64, 4, 4).get_kernel_source()
+    src = carried_store(32, 64, 4, 4).get_tile_ir()
     compiler = [(p, q) for p, q, _, auto in flags_of(src) if auto]
     assert ("MTE3", "V") not in compiler and ("V", "MTE3") not in compiler, src
     assert ("MTE2", "V") in compiler, src

@@ -198,7 +198,7 @@ def test_a_slot_per_iteration_read_in_another_order_is_not_paired(tiles: int) ->
 def test_each_copy_of_the_paired_loops_gets_its_own_flags() -> None:
     # Flagged per iteration inside both loops, not around them: the cube's first wait is for
     # ws_p's data inside its loop, right before its copy.
-    src = relu_attention(1, 2).get_kernel_source()
+    src = relu_attention(1, 2).get_tile_ir()
     lines = src.split("\n")
     copy = next(n for n, line in enumerate(lines) if "T.copy(ws_p[" in line and "p_l1" in line)
     assert "T.wait_cross_flag(" in lines[copy - 1]

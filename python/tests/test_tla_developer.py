@@ -81,7 +81,7 @@ def test_cid_underscore_with_developer_tiles_is_a_developer_kernel(M: int, N: in
 def test_the_kernel_after_combine_cv_is_lowered_as_a_developer_kernel() -> None:
     """The gates read the kernel each pass gets: after combine_cv the developer passes run (the
     gemm becomes loads and mmas in a Cube scope, the compiler writes the syncs)."""
-    src = gemm_cid_underscore(64, 64, 64).get_kernel_source()
+    src = gemm_cid_underscore(64, 64, 64).get_tile_ir()
     assert "lowered_from_developer=1" in src
     assert "T.gemm_v0" not in src and "T.mma" in src
 

@@ -113,7 +113,7 @@ def test_a_gemm_through_a_workspace_to_a_vector_epilogue_matches_torch(M: int, N
 
 
 def test_the_split_kernel_has_both_scopes_and_the_workspace_flags() -> None:
-    src = gemm_relu(64, 64, 64, HYBRID).get_kernel_source()
+    src = gemm_relu(64, 64, 64, HYBRID).get_tile_ir()
     assert 'T.Scope("Cube")' in src and 'T.Scope("Vector")' in src
     assert 'T.set_cross_flag("FIX", 0, mode=2, auto=True)' in src  # the cube's data flag
     assert 'T.set_cross_flag("MTE2", 1, mode=2, auto=True)' in src  # the vector's credit
@@ -145,7 +145,7 @@ def test_without_auto_cv_sync_the_missing_cross_core_flag_is_reported() -> None:
     # vector side reads the workspace before the cube has written it: the hazard checker names
     # the pair (with the key the same kernel is quiet: the tests above).
     kernel = gemm_relu(32, 64, 64, NO_CV_SYNC)
-    assert "cross_flag" not in kernel.get_kernel_source()
+    assert "cross_flag" not in kernel.get_tile_ir()
     with pytest.raises(tilelang.Error, match=r"RAW hazard on GM: copy .* reads ws elements"):
         kernel(torch.randn(32, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16))
 
@@ -189,7 +189,7 @@ def test_removing_the_cubes_wait_for_the_credit_is_caught() -> None:
     # The lowered kernel without the cube's wait for the vector's credit (its WAR guard): the
     # cube's next tile overwrites the workspace while the AIVs may still read it. The hazard
     # checker reports the unordered workspace accesses and the credits nobody consumed.
-    lines = gemm_relu(96, 64, 64, HYBRID).get_kernel_source().split("\n")
+    lines = gemm_relu(96, 64, 64, HYBRID).get_tile_ir().split("\n")
     wait = next(n for n, line in enumerate(lines) if "T.wait_cross_flag(1, auto=True)" in line)
     assert "T.copy(c_l0, ws[" in lines[wait + 1]  # the wait right before the cube's write
     del lines[wait]

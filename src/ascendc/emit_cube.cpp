@@ -40,7 +40,9 @@ bool Emitter::emit_cube(const TileOpNode& n) {
       unsupported(loc, fmt::format("T.{} (the cube unit)", n.op->name));
     return false;
   }
-  auto frac = [&](int index, const char* what) {
+  // `dynamic_rows`: the region's row count may be an expression (a clipped GM -> L1 copy);
+  // rows is then its upper bound.
+  auto frac = [&](int index, const char* what, bool dynamic_rows = false) {
     Frac f;
     f.o = operand(n, index);
     const Buffer& b = f.o.buf;
@@ -50,6 +52,7 @@ bool Emitter::emit_cube(const TileOpNode& n) {
       if (auto c = as_const_int(d)) shape.push_back(*c);
     auto rows = as_const_int(f.o.extents.back());
     auto lead_rows = nd >= 2 ? as_const_int(f.o.extents[nd - 2]) : std::optional<int64_t>(1);
+    if (!lead_rows && dynamic_rows) lead_rows = arith::bound(f.o.extents[nd - 2], ivs_).hi;
     if (shape.size() != nd || !rows || !lead_rows)
       unsupported(loc, fmt::format("T.{}: the {} operand '{}' of dynamic shape", n.op->name, what,
                                    b->name));
@@ -270,7 +273,7 @@ bool Emitter::emit_cube(const TileOpNode& n) {
   const bool relu = n.attr_bool("enable_relu"), transpose = n.attr_bool("transpose");
   if (S == MemScope::GM && D == MemScope::L1) {
     need(n.attr_bool("nd2nz") && !transpose && !relu, "GM -> L1 without ND -> NZ");
-    Frac d = frac(1, "dst");
+    Frac d = frac(1, "dst", /*dynamic_rows=*/true);
     const int64_t c0 = 32 / dtype_bytes(d.o.buf->dtype), rp = align_up(d.R, 16);
     need(multiple(d, d.c0, c0), "into L1 at a column off the c0 grid");
     need(src.pitch.defined() && is_const(src.cols, d.cols) && d.rows <= 16384,
@@ -301,7 +304,7 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     return true;
   }
   if (S == MemScope::L0C && D == MemScope::GM) {
-    Frac s = frac(0, "src");
+    Frac s = frac(0, "src", /*dynamic_rows=*/true);
     need(!transpose, "with transpose");
     need(multiple(s, s.r0, 16) && multiple(s, s.c0, 16), "from L0C off the fractal grid");
     need(s.cols % 16 == 0, "of a width not a multiple of 16 (Fixpipe nSize)");
@@ -320,7 +323,7 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     open("", loc);
     line(fmt::format("AscendC::FixpipeParamsV220 {};", p), loc);
     line(fmt::format("{}.nSize = {};", p, s.cols), loc);
-    line(fmt::format("{}.mSize = {};", p, s.rows), loc);
+    line(fmt::format("{}.mSize = {};", p, expr(s.o.rows, loc)), loc);
     line(fmt::format("{}.srcStride = {};", p, rp), loc);
     line(fmt::format("{}.dstStride = {};", p, expr(dst.pitch, loc)), loc);
     line(fmt::format("{}.quantPre = QuantMode_t::{};", p, quant), loc);

@@ -481,6 +481,35 @@ void Emitter::stmt(const Stmt& s) {
 }
 
 void Emitter::tile_op(const TileOpNode& n) {
+  // A leading dimension (beyond the last two) whose extent is an expression worth 0 or 1 (a
+  // copy clipped at a tensor's end, docs/developer_mode.md "Tails"): the op runs with extent
+  // 1 under `if (extent > 0)`, so the matrix paths see whole matrices.
+  std::vector<Expr> guards;
+  std::vector<TileArg> args = n.args;
+  for (auto& a : args) {
+    if (!a.is_region()) continue;
+    const size_t nd = a.region.ranges.size();
+    for (size_t d = 0; d + 2 < nd; ++d) {
+      Range& r = a.region.ranges[d];
+      if (!r.extent.defined() || as_const_int(r.extent)) continue;
+      const auto b = arith::bound(r.extent, ivs_);
+      if (b.lo < 0 || b.hi > 1) continue;
+      bool seen = false;
+      for (const auto& g : guards) seen = seen || g.same_as(r.extent);
+      if (!seen) guards.push_back(r.extent);
+      r.extent = 1;
+    }
+  }
+  if (!guards.empty()) {
+    std::string cond;
+    for (const auto& g : guards)
+      cond += (cond.empty() ? "" : " && ") + fmt::format("({} > 0)", expr(g, n.loc));
+    open(fmt::format("if ({})", cond), n.loc);
+    Stmt one = TileOpNode::make(n.op, args, n.attrs, n.loc);
+    tile_op(*one.as<TileOpNode>());
+    close();
+    return;
+  }
   if (emit_vector(n) || emit_cube(n)) return;
   if (n.op == &ops::copy()) return emit_copy(n);
   unsupported(n.loc, fmt::format("T.{}", n.op->name));

@@ -207,7 +207,10 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     const int64_t nd = static_cast<int64_t>(src.extents.size());
     int64_t dim = n.attr_int("dim");
     if (dim < 0) dim += nd;
-    if (dim != nd - 1) unsupported(loc, what + " over a dimension other than the last");
+    // The last axis of a 2-D source is the AR pattern, the first the RA pattern.
+    if (dim != nd - 1 && !(nd == 2 && dim == 0))
+      unsupported(loc, what + " over a dimension other than the last (or the first of two)");
+    const char* pattern = dim == nd - 1 ? "AR" : "RA";
     if (!n.attr_bool("clear")) unsupported(loc, what + " with clear=False");
     if (src.buf->dtype != DType::Float32)
       unsupported(loc, fmt::format("{} of {} (the AR pattern takes float on A2)", what,
@@ -220,10 +223,13 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     // ReduceSum/ReduceMax/ReduceMin with pattern AR ("ReduceSum" advanced API page): one
     // result per row of the [rows, cols] source; srcInnerPad: rows are whole 32-byte blocks.
     const std::string shape = fresh("tl_shape", true);
+    // The scratch's previous user (another reduction, a row broadcast) ran on V too: every
+    // scratch user starts with a barrier, so any two are ordered.
+    line("AscendC::PipeBarrier<PIPE_V>();", loc);
     open("", loc);
     line(fmt::format("uint32_t {}[2] = {{{}, {}}};", shape, *rows, *cols), loc);
-    line(fmt::format("AscendC::{}<float, AscendC::Pattern::Reduce::AR>({}, {}, {}, {}, true);", fn,
-                     at(dst), at(src), tmp, shape),
+    line(fmt::format("AscendC::{}<float, AscendC::Pattern::Reduce::{}>({}, {}, {}, {}, true);", fn,
+                     pattern, at(dst), at(src), tmp, shape),
          loc);
     close();
     return true;

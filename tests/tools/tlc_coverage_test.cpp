@@ -244,6 +244,16 @@ const std::vector<Case>& cases() {
       {{"opt", src("tests/pass/infer_scopes.tl"), "--pipeline", "--passes", "simplify"},
        2,
        "--passes excludes --pipeline"},
+      // emit (docs/ascendc.md)
+      {{"emit", "add_dev"}, 0, "AscendC::Add(z, x, y, 4096);"},
+      {{"emit", "add_dev", "--no-host-stub"}, 0, "AscendC::Add(z, x, y, 4096);", "<<<"},
+      {{"emit", "gemm", "--backend", "ir"}, 0, "T.gemm_v0(", "AscendC::"},
+      {{"emit", "gemm", "--set", "M=2048"}, 0, "AscendC::Mmad("},
+      {{"emit", "add_dev", "--target", "A3"}, 0, "for target A3"},
+      {{"emit", "add_dev", "--backend", "ir", "--no-host-stub"}, 2, "--no-host-stub only applies"},
+      {{"emit", "add_dev", "--backend", "cuda"}, 2, "--backend"},
+      {{"emit", "gemm", "--set", "M=2048", "--set", "N=1024"}, 0, "AscendC::Fixpipe<half, float"},
+      {{"emit", "--help"}, 0, "--backend"},
       // demo (the whole job takes minutes: its option is exercised on an unwritable directory)
       {{"demo", "--out", "/proc/nope"}, 2, "error: --out /proc/nope: cannot create the directory"},
       {{"demo", "--help"}, 0, "the main job"},
