@@ -117,9 +117,10 @@ void vec_select(const Where& w, const LocalRef& dst, const LocalRef& mask, const
                 const LocalRef& b, int mode, int64_t count);
 void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask, const LocalRef& a,
                        double b, int mode, int64_t count);
-/// Reduction of `rows` x `cols`, rows `pitch` elements apart, to `rows` results ("reduce_sum").
+/// Reduction of `rows` x `cols`, rows `pitch` elements apart ("reduce_sum", ...): one result
+/// per row (`over_rows` false: Pattern AR) or per column (true: Pattern RA).
 void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
-                int64_t rows, int64_t cols, int64_t pitch);
+                int64_t rows, int64_t cols, int64_t pitch, bool over_rows = false);
 /// Brcb: each of repeat * 8 source elements fills one 32-byte block of dst.
 void brcb(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t repeat,
           int64_t dst_blk_stride, int64_t dst_rep_stride);

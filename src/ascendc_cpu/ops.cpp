@@ -293,11 +293,12 @@ void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask
 }
 
 void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
-                int64_t rows, int64_t cols, int64_t pitch) {
+                int64_t rows, int64_t cols, int64_t pitch, bool over_rows) {
   if (rows < 0 || cols < 0) fail(w, fmt::format("shape [{}, {}]", rows, cols));
   if (rows == 0 || cols == 0) return;
   tl::TileArg s = strided(w, src, {rows, cols}, {pitch, 1}, "src");
-  exec_op(w, op, {s, flat(w, dst, rows, "dst")}, {{"dim", int64_t{-1}}, {"clear", true}});
+  exec_op(w, op, {s, flat(w, dst, over_rows ? cols : rows, "dst")},
+          {{"dim", int64_t{over_rows ? 0 : -1}}, {"clear", true}});
 }
 
 void brcb(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t repeat,
