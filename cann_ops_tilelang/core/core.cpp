@@ -220,15 +220,33 @@ ScopedRun::~ScopedRun() {
   t_run = prev_;
 }
 
+namespace {
+LaunchHook& launch_hook() {
+  static LaunchHook hook;
+  return hook;
+}
+}  // namespace
+
+void set_launch_hook(LaunchHook hook) {
+  launch_hook() = std::move(hook);
+}
+
 void launch(const tl::CompiledKernel& kernel, tl::Device& dev, const std::vector<tl::Arg>& args) {
+  const LaunchHook& hook = launch_hook();
   if (t_run == nullptr) {
-    kernel.launch(dev, args);
+    if (hook)
+      hook(kernel, dev, args, {});
+    else
+      kernel.launch(dev, args);
     return;
   }
   tl::LaunchOptions opt = t_run->launch;
   tl::npu::Profile prof;
   if (t_run->profile) opt.profile = &prof;
-  kernel.launch(dev, args, opt);
+  if (hook)
+    hook(kernel, dev, args, opt);
+  else
+    kernel.launch(dev, args, opt);
   if (t_run->profile) t_run->profiles.push_back(std::move(prof));
 }
 

@@ -32,16 +32,16 @@ struct half {
   uint16_t bits = 0;
   half() = default;
   half(float x) : bits(::ascendc_cpu::float_to_f16(x)) {}  // NOLINT: AscendC's half converts
-  half(double x) : half(static_cast<float>(x)) {}           // NOLINT
-  half(int x) : half(static_cast<float>(x)) {}              // NOLINT
+  half(double x) : half(static_cast<float>(x)) {}          // NOLINT
+  half(int x) : half(static_cast<float>(x)) {}             // NOLINT
   operator float() const { return ::ascendc_cpu::f16_to_float(bits); }  // NOLINT
 };
 struct bfloat16_t {
   uint16_t bits = 0;
   bfloat16_t() = default;
-  bfloat16_t(float x) : bits(::ascendc_cpu::float_to_bf16(x)) {}  // NOLINT
-  bfloat16_t(double x) : bfloat16_t(static_cast<float>(x)) {}      // NOLINT
-  bfloat16_t(int x) : bfloat16_t(static_cast<float>(x)) {}         // NOLINT
+  bfloat16_t(float x) : bits(::ascendc_cpu::float_to_bf16(x)) {}         // NOLINT
+  bfloat16_t(double x) : bfloat16_t(static_cast<float>(x)) {}            // NOLINT
+  bfloat16_t(int x) : bfloat16_t(static_cast<float>(x)) {}               // NOLINT
   operator float() const { return ::ascendc_cpu::bf16_to_float(bits); }  // NOLINT
 };
 
@@ -63,19 +63,32 @@ inline Where where(const tl::Loc& loc, const char* api) {
 }
 template <typename T>
 constexpr tl::DType dtype_of() {
-  if constexpr (std::is_same_v<T, half>) return tl::DType::Float16;
-  else if constexpr (std::is_same_v<T, bfloat16_t>) return tl::DType::BFloat16;
-  else if constexpr (std::is_same_v<T, float>) return tl::DType::Float32;
-  else if constexpr (std::is_same_v<T, bool>) return tl::DType::Bool;
-  else if constexpr (std::is_same_v<T, int8_t>) return tl::DType::Int8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return tl::DType::UInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return tl::DType::Int16;
-  else if constexpr (std::is_same_v<T, uint16_t>) return tl::DType::UInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return tl::DType::Int32;
-  else if constexpr (std::is_same_v<T, uint32_t>) return tl::DType::UInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return tl::DType::Int64;
-  else if constexpr (std::is_same_v<T, uint64_t>) return tl::DType::UInt64;
-  else static_assert(sizeof(T) == 0, "an element type the AscendC CPU model does not know");
+  if constexpr (std::is_same_v<T, half>)
+    return tl::DType::Float16;
+  else if constexpr (std::is_same_v<T, bfloat16_t>)
+    return tl::DType::BFloat16;
+  else if constexpr (std::is_same_v<T, float>)
+    return tl::DType::Float32;
+  else if constexpr (std::is_same_v<T, bool>)
+    return tl::DType::Bool;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return tl::DType::Int8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return tl::DType::UInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return tl::DType::Int16;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return tl::DType::UInt16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return tl::DType::Int32;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return tl::DType::UInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return tl::DType::Int64;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return tl::DType::UInt64;
+  else
+    static_assert(sizeof(T) == 0, "an element type the AscendC CPU model does not know");
 }
 template <typename T>
 double to_double(T v) {
@@ -98,14 +111,20 @@ constexpr tl::MemScope scope_of(TPosition p) {
   switch (p) {
     case TPosition::A1:
     case TPosition::B1:
-    case TPosition::C1: return tl::MemScope::L1;
-    case TPosition::A2: return tl::MemScope::L0A;
-    case TPosition::B2: return tl::MemScope::L0B;
-    case TPosition::CO1: return tl::MemScope::L0C;
+    case TPosition::C1:
+      return tl::MemScope::L1;
+    case TPosition::A2:
+      return tl::MemScope::L0A;
+    case TPosition::B2:
+      return tl::MemScope::L0B;
+    case TPosition::CO1:
+      return tl::MemScope::L0C;
     case TPosition::VECIN:
     case TPosition::VECOUT:
-    case TPosition::VECCALC: return tl::MemScope::UB;
-    default: return tl::MemScope::GM;  // GM, CO2; C2 (BiasTable) is not modelled
+    case TPosition::VECCALC:
+      return tl::MemScope::UB;
+    default:
+      return tl::MemScope::GM;  // GM, CO2; C2 (BiasTable) is not modelled
   }
 }
 }  // namespace detail
@@ -183,16 +202,15 @@ class TBuf {
     auto w = detail::where(loc, "GetWithOffset");
     if (bytes_ < 0) ascendc_cpu::fail(w, "the TBuf has no memory (pipe.InitBuffer first)");
     if (bufOffset % 32 != 0)
-      ascendc_cpu::fail(w, "bufOffset " + std::to_string(bufOffset) +
-                               " is not a multiple of 32 bytes");
+      ascendc_cpu::fail(
+          w, "bufOffset " + std::to_string(bufOffset) + " is not a multiple of 32 bytes");
     if (static_cast<int64_t>(bufOffset) + static_cast<int64_t>(size) * sizeof(T) >
         static_cast<uint64_t>(bytes_))
       ascendc_cpu::fail(w, std::to_string(size) + " elements of " + std::to_string(sizeof(T)) +
                                " bytes from byte " + std::to_string(bufOffset) +
                                " overflow the TBuf's " + std::to_string(bytes_) + " bytes");
-    return LocalTensor<T>(
-        ascendc_cpu::LocalRef{detail::scope_of(Pos), base_ + bufOffset, detail::dtype_of<T>(),
-                              static_cast<int64_t>(size)});
+    return LocalTensor<T>(ascendc_cpu::LocalRef{detail::scope_of(Pos), base_ + bufOffset,
+                                                detail::dtype_of<T>(), static_cast<int64_t>(size)});
   }
   template <typename T>
   LocalTensor<T> Get(const tl::Loc& loc = tl::Loc::current()) const {
@@ -240,3 +258,4 @@ inline int64_t GetSubBlockIdx() {
 }  // namespace AscendC
 
 #include "ascendc_cpu/kernel_operator_calls.h"
+#include "ascendc_cpu/kernel_operator_cube.h"

@@ -71,7 +71,7 @@ enum class SELMODE {
 
 namespace Pattern::Reduce {
 struct AR {};  // reduce the last axis of [rows, cols]
-struct RA {};
+struct RA {};  // reduce the first axis of [rows, cols]
 }  // namespace Pattern::Reduce
 
 namespace detail {
@@ -261,20 +261,21 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint8_t repeatTi
 }
 
 /// Reductions with a pattern: AR reduces each row of srcShape = {rows, cols} to one element of
-/// dst; srcInnerPad: each row is padded in UB to a whole 32-byte block (its pitch), else rows
-/// are back to back.
+/// dst, RA each column; srcInnerPad: each row is padded in UB to a whole 32-byte block (its pitch),
+/// else rows are back to back.
 #define TL_ASCENDC_REDUCE(NAME, OP)                                                             \
   template <typename T, typename P, bool isReuseSource = false>                                 \
   void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src,                               \
             const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t srcShape[],             \
             bool srcInnerPad, const tl::Loc& loc = tl::Loc::current()) {                        \
-    static_assert(std::is_same_v<P, Pattern::Reduce::AR>,                                       \
-                  "the CPU model reduces the last axis (Pattern::Reduce::AR) only");            \
+    static_assert(                                                                              \
+        std::is_same_v<P, Pattern::Reduce::AR> || std::is_same_v<P, Pattern::Reduce::RA>,       \
+        "the CPU model reduces with Pattern::Reduce::AR or RA");                                \
     (void)sharedTmpBuffer;                                                                      \
     const int64_t per_block = 32 / sizeof(T), cols = srcShape[1];                               \
     const int64_t pitch = srcInnerPad ? (cols + per_block - 1) / per_block * per_block : cols;  \
     ascendc_cpu::vec_reduce(detail::where(loc, #NAME), OP, dst.ref, src.ref, srcShape[0], cols, \
-                            pitch);                                                             \
+                            pitch, std::is_same_v<P, Pattern::Reduce::RA>);                     \
   }                                                                                             \
   template <typename T>                                                                         \
   void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,   \

@@ -117,12 +117,34 @@ void vec_select(const Where& w, const LocalRef& dst, const LocalRef& mask, const
                 const LocalRef& b, int mode, int64_t count);
 void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask, const LocalRef& a,
                        double b, int mode, int64_t count);
-/// Reduction of `rows` x `cols`, rows `pitch` elements apart, to `rows` results ("reduce_sum").
+/// Reduction of `rows` x `cols`, rows `pitch` elements apart ("reduce_sum", ...): one result
+/// per row (`over_rows` false: Pattern AR) or per column (true: Pattern RA).
 void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
-                int64_t rows, int64_t cols, int64_t pitch);
+                int64_t rows, int64_t cols, int64_t pitch, bool over_rows = false);
 /// Brcb: each of repeat * 8 source elements fills one 32-byte block of dst.
 void brcb(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t repeat,
           int64_t dst_blk_stride, int64_t dst_rep_stride);
+
+// ---- Cube (cube.cpp) -------------------------------------------------------------------------
+
+/// DataCopy GM -> L1 with Nd2NzParams (ndNum 1, dstNzNStride 1): `rows` x `cols` of GM rows
+/// `src_pitch` elements apart into NZ column blocks `c0_stride` rows tall.
+void copy_nd2nz(const Where& w, const LocalRef& dst, const GlobalRef& src, int64_t rows,
+                int64_t cols, int64_t src_pitch, int64_t c0_stride);
+/// LoadData L1 -> L0A/L0B with LoadData2DParams: `repeat` 512-byte fractals, source fractal
+/// start + i * src_stride, destination fractal i * (1 + dst_gap); `transpose` turns each
+/// 16 x 16 fractal (16-bit types).
+void load_data(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t start,
+               int64_t repeat, int64_t src_stride, int64_t dst_gap, bool transpose);
+/// Mmad: C [m, n] (L0C, NZ) [+]= A [m, k] (L0A, ZZ) x B [k, n] (L0B, ZN).
+void mmad(const Where& w, const LocalRef& c, const LocalRef& a, const LocalRef& b, int64_t m,
+          int64_t n, int64_t k, bool init);
+/// Fixpipe L0C -> GM, row major: m x n of L0C (column blocks `src_stride` rows tall) into GM
+/// rows `dst_stride` elements apart, converting to dst's dtype.
+void fixpipe(const Where& w, const GlobalRef& dst, const LocalRef& src, int64_t m, int64_t n,
+             int64_t src_stride, int64_t dst_stride, bool relu);
+/// InitConstValue: `blocks` 32-byte blocks of dst = value.
+void init_const(const Where& w, const LocalRef& dst, int64_t blocks, double value);
 
 // ---- Synchronisation ------------------------------------------------------------------------
 

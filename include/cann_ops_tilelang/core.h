@@ -141,6 +141,13 @@ class ScopedRun {
 /// How every op launches its kernels: `kernel.launch(dev, args)` with the innermost
 /// ScopedRun's options, if any.
 void launch(const tl::CompiledKernel& kernel, tl::Device& dev, const std::vector<tl::Arg>& args);
+/// A process-wide hook around every kernel launch of the library: when set, launch() calls it
+/// (with the options it would launch with) instead of kernel.launch. The AscendC end-to-end
+/// check (tests/ascendc/e2e_main.cpp) runs each kernel an op launches on the CPU model too.
+/// Set it before any op runs; null restores plain launches.
+using LaunchHook = std::function<void(const tl::CompiledKernel&, tl::Device&,
+                                      const std::vector<tl::Arg>&, const tl::LaunchOptions&)>;
+void set_launch_hook(LaunchHook hook);
 
 /// What an op must do at least, whatever the kernel: the bytes it must move to or from GM
 /// (each input read once, each output written once), cube flops and vector element operations.

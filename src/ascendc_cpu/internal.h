@@ -13,7 +13,8 @@ namespace ascendc_cpu {
 struct LaunchCtx {
   LaunchCtx(const LaunchConfig& c, tl::npu::Trace* trace)
       : cfg(c),
-        direct({.kernel = c.kernel, .target = c.target, .num_blocks = c.num_blocks, .trace = trace}) {}
+        direct(
+            {.kernel = c.kernel, .target = c.target, .num_blocks = c.num_blocks, .trace = trace}) {}
   const LaunchConfig& cfg;
   tl::npu::DirectLaunch direct;
 };
@@ -39,6 +40,20 @@ const GmArg& find_gm(const Where& w, const uint8_t* addr, int64_t bytes);
 /// A GM buffer over `shape` elements with element `strides` from `addr` (bounds checked).
 tl::Buffer gm_view(const Where& w, uint8_t* addr, DType dtype, const std::vector<int64_t>& shape,
                    const std::vector<int64_t>& strides);
+/// Builds tile op `name` (every attribute at its default, then `set`) at the call's line and
+/// runs it on the current core.
+void exec_op(const Where& w, const char* name, std::vector<tl::TileArg> args,
+             std::vector<tl::Attr> set = {});
+/// An error naming `w` unless `elems` elements fit the tensor.
+void check_fits(const Where& w, const LocalRef& t, int64_t elems, const char* what);
+void check_count(const Where& w, int64_t count);
+/// The tensor as a 1-D operand of `count` elements.
+tl::TileArg flat(const Where& w, const LocalRef& t, int64_t count, const char* what);
+/// The tensor as an operand of `shape` with element `strides` (UB).
+tl::TileArg strided(const Where& w, const LocalRef& t, const std::vector<int64_t>& shape,
+                    const std::vector<int64_t>& strides, const char* what);
+/// An immediate of dtype t (the VM rounds a float scalar to the op's dtype).
+tl::Expr scalar_expr(DType t, double v);
 /// The name an on-chip buffer carries in messages: "UB[0x0c0]" (memory and byte offset).
 std::string local_name(const LocalRef& t);
 

@@ -65,9 +65,9 @@ thread_local CoreCtx* g_ctx = nullptr;
 
 CoreCtx& ctx(const Where& w) {
   if (!g_ctx)
-    throw tl::Error(tl::SourceLoc(w.file, w.line),
-                    fmt::format("{} called outside a kernel launched by ascendc_cpu::launch",
-                                w.api));
+    throw tl::Error(
+        tl::SourceLoc(w.file, w.line),
+        fmt::format("{} called outside a kernel launched by ascendc_cpu::launch", w.api));
   return *g_ctx;
 }
 
@@ -96,7 +96,10 @@ void run(const Where& w, const tl::Stmt& s) {
       ok = c.launch->direct.exec(c.kind, c.vid, s);
     } catch (const tl::Error& e) {
       // The VM's message names its tile op; say which AscendC call it came from.
-      throw tl::Error(fmt::format("{} (AscendC::{}): {}", loc_of(w).str(), w.api, e.what()));
+      std::string msg = e.what();
+      const std::string at = e.loc().known() ? e.loc().str() + ": " : std::string();
+      if (!at.empty() && msg.rfind(at, 0) == 0) msg = msg.substr(at.size());
+      throw tl::Error(loc_of(w), fmt::format("AscendC::{}: {}", w.api, msg));
     }
     if (ok) {
       ++sched->progress;
@@ -133,8 +136,9 @@ const GmArg& find_gm(const Where& w, const uint8_t* addr, int64_t bytes) {
       return t;
     }
   }
-  fail(w, "a GM address that lies in no tensor of the launch (SetGlobalBuffer with a pointer "
-          "the host did not pass?)");
+  fail(w,
+       "a GM address that lies in no tensor of the launch (SetGlobalBuffer with a pointer "
+       "the host did not pass?)");
 }
 
 void launch(const LaunchConfig& cfg, const std::function<void()>& kernel) {
@@ -143,8 +147,8 @@ void launch(const LaunchConfig& cfg, const std::function<void()>& kernel) {
   LaunchCtx lc(cfg, trace);
   for (const auto& t : cfg.tensors) {
     if (!t.tensor.defined() || !t.tensor.device())
-      throw tl::Error(fmt::format("{}: GM argument '{}' is not a tensor on a device", cfg.kernel,
-                                  t.name));
+      throw tl::Error(
+          fmt::format("{}: GM argument '{}' is not a tensor on a device", cfg.kernel, t.name));
     lc.direct.name_gm_tensor(t.name, t.tensor);
   }
   for (int64_t b = 0; b < cfg.num_blocks; ++b) {
@@ -245,8 +249,8 @@ uint8_t* local_element(const Where& w, const LocalRef& t, int64_t index, bool wr
   if (index < 0 || (t.count > 0 && index >= t.count))
     fail(w, fmt::format("element {} is outside the tensor's {} elements", index, t.count));
   const int64_t es = tl::dtype_bytes(t.dtype);
-  tl::Buffer b = c.launch->direct.onchip_buffer(local_name(t), t.scope, t.offset + index * es,
-                                                t.dtype, {1});
+  tl::Buffer b =
+      c.launch->direct.onchip_buffer(local_name(t), t.scope, t.offset + index * es, t.dtype, {1});
   return c.launch->direct.scalar_access(c.kind, c.vid, b, 0, write, loc_of(w));
 }
 

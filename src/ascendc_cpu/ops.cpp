@@ -33,14 +33,16 @@ std::vector<tl::Attr> attrs_of(const tl::OpDef* op, std::vector<tl::Attr> set = 
   return out;
 }
 
-void exec_op(const Where& w, const char* name, std::vector<tl::TileArg> args,
-             std::vector<tl::Attr> set = {}) {
-  const tl::OpDef* op = op_named(name);
-  run(w, tl::TileOpNode::make(op, std::move(args), attrs_of(op, std::move(set)), loc_of(w)));
-}
-
 int64_t elem_bytes(DType t) {
   return tl::dtype_bytes(t);
+}
+
+}  // namespace
+
+void exec_op(const Where& w, const char* name, std::vector<tl::TileArg> args,
+             std::vector<tl::Attr> set) {
+  const tl::OpDef* op = op_named(name);
+  run(w, tl::TileOpNode::make(op, std::move(args), attrs_of(op, std::move(set)), loc_of(w)));
 }
 
 /// `count` must fit the tensor (its GetWithOffset / operator[] size).
@@ -75,8 +77,6 @@ tl::Expr scalar_expr(DType t, double v) {
   if (tl::is_float(t)) return tl::FloatImmNode::make(t, v);
   return tl::IntImmNode::make(t, static_cast<int64_t>(v));
 }
-
-}  // namespace
 
 std::string local_name(const LocalRef& t) {
   return fmt::format("{}[{}]", tl::scope_name(t.scope), t.offset);
@@ -293,11 +293,12 @@ void vec_select_scalar(const Where& w, const LocalRef& dst, const LocalRef& mask
 }
 
 void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
-                int64_t rows, int64_t cols, int64_t pitch) {
+                int64_t rows, int64_t cols, int64_t pitch, bool over_rows) {
   if (rows < 0 || cols < 0) fail(w, fmt::format("shape [{}, {}]", rows, cols));
   if (rows == 0 || cols == 0) return;
   tl::TileArg s = strided(w, src, {rows, cols}, {pitch, 1}, "src");
-  exec_op(w, op, {s, flat(w, dst, rows, "dst")}, {{"dim", int64_t{-1}}, {"clear", true}});
+  exec_op(w, op, {s, flat(w, dst, over_rows ? cols : rows, "dst")},
+          {{"dim", int64_t{over_rows ? 0 : -1}}, {"clear", true}});
 }
 
 void brcb(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t repeat,

@@ -4,8 +4,13 @@
 // same lowered kernel on the virtual NPU, both on the same random inputs and both under the
 // hazard checker, and require every GM tensor to hold the same bytes afterwards.
 //
-// Usage: ascendc_e2e KERNEL [NAME=VALUE ...]   (kernel parameters as tlc's --set)
+// Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait]   (parameters as tlc's --set)
+//        ascendc_e2e --op OP [NAME=VALUE ...]   (a cann_ops_tilelang op as `tlc op` runs it)
 // Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed).
+// --drop-wait: the mutation check. The first WaitFlag line of the emitted file is deleted; exit
+// 0 only if the model's run then fails naming it at lines of the emitted file: the hazard
+// checker's unordered pair and the SetFlag left without its wait, or (the SetFlag in a loop)
+// the VM's "flag already set" at the next SetFlag.
 //
 // The shared object gets a small entry appended to the emitted text, `tl_e2e_entry(void**)`,
 // which unpacks the arguments into the kernel's own signature (tensors and workspaces as GM
@@ -21,6 +26,7 @@
 #include <iostream>
 
 #include "ascendc_cpu/model.h"
+#include "cann_ops_tilelang/core.h"
 #include "common/example_checks.h"
 #include "tl/arith.h"
 #include "tl/ascendc.h"
@@ -28,6 +34,7 @@
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/numerics.h"
+#include "tlc/ops_cmd.h"
 
 namespace {
 
@@ -79,45 +86,40 @@ std::vector<Buffer> workspaces_of(const PrimFunc& f) {
   return v.out;
 }
 
-int run(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: ascendc_e2e KERNEL [NAME=VALUE ...]\n");
-    return 2;
-  }
-  const std::string kernel = argv[1];
-  const KernelEntry& entry = find_kernel(kernel);
-  std::map<std::string, std::string> sets;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    auto eq = a.find('=');
-    if (eq == std::string::npos) throw Error(fmt::format("'{}' is not NAME=VALUE", a));
-    sets[a.substr(0, eq)] = a.substr(eq + 1);
-  }
-  KernelArgs params = resolve_kernel_args(entry, sets);
-  PrimFunc f = entry.build(params);
-  const Target& target = default_target();
-
-  // The virtual NPU's run: the lowered kernel, under the hazard checker.
-  Device dev;
-  std::vector<Arg> vm_args = ref::random_args(dev, f);
-  CompiledKernel ck = tl::compile(f, target);
-  const PrimFunc& lowered = ck.func();
-  std::vector<Arg> model_args;
-  for (const Arg& a : vm_args) {  // the same inputs, copied before the VM writes its outputs
+/// Inputs copied before the VM's launch writes its outputs.
+std::vector<Arg> copy_args(Device& dev, const std::vector<Arg>& args) {
+  std::vector<Arg> out;
+  for (const Arg& a : args) {
     if (auto* t = std::get_if<Tensor>(&a.value)) {
+      if (!t->is_contiguous())
+        throw Error(fmt::format("a non-contiguous kernel argument {}", t->describe()));
       Tensor c = Tensor::empty(dev, t->shape(), t->dtype());
-      std::memcpy(c.data(), t->data(), static_cast<size_t>(t->nbytes()));
-      model_args.emplace_back(c);
+      std::memcpy(c.data(), t->data(), static_cast<size_t>(t->nbytes()));  // NaN payloads too
+      out.emplace_back(c);
     } else {
-      model_args.push_back(a);
+      out.push_back(a);
     }
   }
-  LaunchOptions opt;
-  opt.check_hazards = true;
-  ck.launch(dev, vm_args, opt);
+  return out;
+}
 
+/// Emits `lowered`, compiles it against the CPU model, runs it on `model_args` (the inputs as
+/// the VM got them) and compares every GM tensor with `vm_args` (after the VM's run). 0: the
+/// same bytes and no hazard (with `drop_wait`: the deleted WaitFlag named).
+int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Target& target,
+                   Device& dev, const std::vector<Arg>& model_args, const std::vector<Arg>& vm_args,
+                   bool drop_wait) {
   // The AscendC file, with the entry the driver calls.
-  std::string src = ascendc_source(f, target);
+  std::string src = ascendc::emit(lowered, target);
+  int dropped_line = 0;
+  if (drop_wait) {
+    const size_t at = src.find("AscendC::WaitFlag<");
+    if (at == std::string::npos) throw Error(fmt::format("{} has no WaitFlag to delete", kernel));
+    const size_t begin = src.rfind('\n', at) + 1, end = src.find('\n', at);
+    dropped_line = static_cast<int>(std::count(src.begin(), src.begin() + begin, '\n')) + 1;
+    std::cout << "deleted line " << dropped_line << ": " << src.substr(begin, end - begin) << "\n";
+    src.replace(begin, end - begin, "  // (WaitFlag deleted by the mutation check)");
+  }
   std::vector<Buffer> ws = workspaces_of(lowered);
   std::string call;
   int slot = 0;
@@ -208,6 +210,32 @@ int run(int argc, char** argv) {
   for (auto& d : dyn_values) ptrs.push_back(&d);
   const KernelNode* k = kernel_of(lowered);
   cfg.num_blocks = arith::evaluate(k->num_blocks, dyn).as_int();
+  if (drop_wait) {
+    try {
+      ascendc_cpu::launch(cfg, [&] { entry_fn(ptrs.data()); });
+    } catch (const Error& e) {
+      const std::string msg = e.what(), file = cpp.filename().string() + ":";
+      std::cout << msg.substr(0, 2000) << "\n";
+      const bool pair = msg.find(" hazard on ") != std::string::npos &&
+                        msg.find("is not ordered after") != std::string::npos;
+      const bool left = msg.find("flag left set") != std::string::npos;
+      // In a loop the next SetFlag on the same id meets the flag still set: the VM's own
+      // functional check names that SetFlag (no wait consumed the previous set) first.
+      const bool again = msg.find("SetFlag: ") != std::string::npos &&
+                         msg.find("no wait_flag consumed the previous set") != std::string::npos;
+      if (((pair && left) || again) && msg.find(file) != std::string::npos) {
+        std::cout << fmt::format("{}: the deleted WaitFlag (line {}) is named: {}\n", kernel,
+                                 dropped_line,
+                                 again ? "the next SetFlag finds its flag still set"
+                                       : "the hazard checker reports the pair it ordered");
+        return 0;
+      }
+      std::cerr << "the report does not name the unordered pair\n";
+      return 1;
+    }
+    std::cerr << kernel << ": the deleted WaitFlag went unnoticed\n";
+    return 1;
+  }
   ascendc_cpu::launch(cfg, [&] { entry_fn(ptrs.data()); });
 
   // Every GM tensor the same bytes.
@@ -240,6 +268,76 @@ int run(int argc, char** argv) {
   return 0;
 }
 
+/// --op NAME [k=v ...]: runs the library op as `tlc op NAME` does (random inputs, checked
+/// against its reference), and every kernel it launches on the CPU model too.
+int run_op(int argc, char** argv) {
+  if (argc < 3) throw Error("--op needs an op name (tlc ops lists them)");
+  const std::string op = argv[2];
+  std::vector<std::string> words = {"ascendc_e2e", "op", op};
+  for (int i = 3; i < argc; ++i) {
+    words.push_back("--set");
+    words.push_back(argv[i]);
+  }
+  std::vector<char*> cargv;
+  for (auto& w : words) cargv.push_back(w.data());
+  CLI::App app;
+  OpsCommands cmds = add_ops_commands(app);
+  app.parse(static_cast<int>(cargv.size()), cargv.data());
+  int launches = 0, failures = 0;
+  cann_ops_tilelang::set_launch_hook([&](const CompiledKernel& k, Device& dev,
+                                         const std::vector<Arg>& args, const LaunchOptions& o) {
+    std::vector<Arg> before = copy_args(dev, args);
+    LaunchOptions opt = o;
+    opt.check_hazards = true;
+    k.launch(dev, args, opt);
+    ++launches;
+    failures += check_on_model(fmt::format("{}_{}", op, launches), k.func(), k.target(), dev,
+                               before, args, false) != 0;
+  });
+  const int rc = run_ops_commands(cmds, default_target());
+  cann_ops_tilelang::set_launch_hook(nullptr);
+  if (rc != 0) return 1;
+  if (launches == 0) throw Error(fmt::format("op {} launched no kernel", op));
+  std::cout << fmt::format("op {}: {} of {} kernel launches bit-identical on the CPU model\n", op,
+                           launches - failures, launches);
+  return failures ? 1 : 0;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: ascendc_e2e KERNEL [NAME=VALUE ...]\n");
+    return 2;
+  }
+  if (std::string(argv[1]) == "--op") return run_op(argc, argv);
+  const std::string kernel = argv[1];
+  const KernelEntry& entry = find_kernel(kernel);
+  std::map<std::string, std::string> sets;
+  bool drop_wait = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--drop-wait") {
+      drop_wait = true;
+      continue;
+    }
+    auto eq = a.find('=');
+    if (eq == std::string::npos) throw Error(fmt::format("'{}' is not NAME=VALUE", a));
+    sets[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  KernelArgs params = resolve_kernel_args(entry, sets);
+  PrimFunc f = entry.build(params);
+  const Target& target = default_target();
+
+  // The virtual NPU's run: the lowered kernel, under the hazard checker.
+  Device dev;
+  std::vector<Arg> vm_args = ref::random_args(dev, f);
+  CompiledKernel ck = tl::compile(f, target);
+  const PrimFunc& lowered = ck.func();
+  std::vector<Arg> model_args = copy_args(dev, vm_args);
+  LaunchOptions opt;
+  opt.check_hazards = true;
+  ck.launch(dev, vm_args, opt);
+  return check_on_model(kernel, lowered, target, dev, model_args, vm_args, drop_wait);
+}
 }  // namespace
 
 int main(int argc, char** argv) {

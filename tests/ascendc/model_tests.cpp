@@ -62,7 +62,7 @@ TEST_P(AddModel, Fp16AndFp32MatchTheVm) {
     EXPECT_NE(differing(z_model, Tensor::empty(dev, {M, N}, dt)), 0);
   }
 }
-INSTANTIATE_TEST_SUITE_P(Tails, AddModel, testing::ValuesIn(kShapes), name_of);
+INSTANTIATE_TEST_SUITE_P(AscendcModelTails, AddModel, testing::ValuesIn(kShapes), name_of);
 
 class SoftmaxModel : public testing::TestWithParam<Shape> {};
 
@@ -79,7 +79,7 @@ TEST_P(SoftmaxModel, MatchesTheVm) {
   EXPECT_EQ(differing(y_vm, y_model), 0);
   EXPECT_NE(differing(y_model, Tensor::empty(dev, {M, N}, DType::Float32)), 0);
 }
-INSTANTIATE_TEST_SUITE_P(Tails, SoftmaxModel, testing::ValuesIn(kShapes), name_of);
+INSTANTIATE_TEST_SUITE_P(AscendcModelTails, SoftmaxModel, testing::ValuesIn(kShapes), name_of);
 
 // The same trace reaches the hazard checker: with the WaitFlag<MTE2_V> before the Add deleted,
 // the copies into x and y and the Add that reads them are unordered, and the report names both
