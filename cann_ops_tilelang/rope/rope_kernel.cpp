@@ -150,6 +150,11 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
           auto t0 = let("t0", it / chunks * bT);
           auto col = let("col", it % chunks * bHD);
           T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot's last store is done
+          // ... also for the V pipe: a copy with a pad value fills the tail of a partial tile on
+          // V before its MTE2 load, overwriting x's slot while its last store may still read it
+          // (a WAR the hazard checker found on a tail block; no cost: the MTE2 wait above
+          // already holds the issue until that store is done).
+          T::wait_flag(Pipe::MTE3, Pipe::V, sl.ev);
           if (P) {  // the tokens' rows one by one (a row past M keeps what the slot held)
             auto nt = let("nt", min(M - t0, bT));
             T::serial("j", nt, [&](Expr j) {
@@ -244,9 +249,11 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
           T::wait_flag(Pipe::V, Pipe::MTE3, sl.ev);
           T::copy(sl.x, Y.at({t0, col}));
           T::set_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot is free again
+          T::set_flag(Pipe::MTE3, Pipe::V, sl.ev);
         };
 
         for (int i = 0; i < kSlots; ++i) T::set_flag(Pipe::MTE3, Pipe::MTE2, i);
+        for (int i = 0; i < kSlots; ++i) T::set_flag(Pipe::MTE3, Pipe::V, i);
         // Software-pipelined in program order: a wait_flag holds the scalar unit's issue, and an
         // item's vector work fills the V queue (32 deep, docs/calibration.md), so item i + 1's
         // load is issued before item i's vector work, into the slot of item i - 2, whose store
@@ -268,6 +275,7 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
           }
         });
         for (int i = 0; i < kSlots; ++i) T::wait_flag(Pipe::MTE3, Pipe::MTE2, i);
+        for (int i = 0; i < kSlots; ++i) T::wait_flag(Pipe::MTE3, Pipe::V, i);
       });
     });
   });

@@ -690,7 +690,9 @@ std::string Emitter::run() {
       "  const int64_t r = a % b;\n"
       "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n\n";
 
-  // Signature: tensors as GM_ADDR, then scalar parameters and dynamic sizes by value.
+  // Signature: tensors as GM_ADDR, then scalar parameters and dynamic sizes by value. Those
+  // may go unused (a dynamic size only a host-side check reads), hence [[maybe_unused]]: an
+  // emitted file must compile cleanly under -Wall -Wextra -Werror.
   std::string sig;
   for (const auto& p : f_->params) {
     if (p.is_tensor())
@@ -701,13 +703,14 @@ std::string Emitter::run() {
   for (const auto& p : f_->params) {
     if (p.is_tensor()) continue;
     std::string n = var(p.scalar);
-    sig += fmt::format("{}{} {}", sig.empty() ? "" : ", ", ctype(p.scalar.dtype(), f_->loc), n);
+    sig += fmt::format("{}[[maybe_unused]] {} {}", sig.empty() ? "" : ", ",
+                       ctype(p.scalar.dtype(), f_->loc), n);
   }
   for (const auto& d : f_->dynamics) {
     if (d.dtype() != DType::Int32)
       unsupported(f_->loc, fmt::format("the dynamic size '{}' of dtype {}", d.name(),
                                        dtype_name(d.dtype())));
-    sig += fmt::format("{}int32_t {}", sig.empty() ? "" : ", ", var(d));
+    sig += fmt::format("{}[[maybe_unused]] int32_t {}", sig.empty() ? "" : ", ", var(d));
   }
   out_ +=
       fmt::format("extern \"C\" __global__ __aicore__ void {}({}) {{\n", sanitize(f_->name), sig);

@@ -27,7 +27,7 @@ struct Trace;
 class DirectLaunch {
  public:
   struct Options {
-    std::string kernel = "kernel";  // for messages and the trace
+    std::string kernel = "kernel";   // for messages and the trace
     const Target* target = nullptr;  // default_target() when null
     int64_t num_blocks = 1;
     Trace* trace = nullptr;  // if set, receives every core's instructions

@@ -44,6 +44,7 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
         t0 = it // chunks * bT
         col = it % chunks * bHD
         T.wait_flag("MTE3", "MTE2", ev)  # the slot's last store is done
+        T.wait_flag("MTE3", "V", ev)  # a pad fill of x's slot runs on V (the C++ generator says why)
         if P is not None:  # the tokens' rows one by one (a row past M keeps what the slot held)
             nt = T.min(M - t0, bT)
             for j in T.serial(nt):
@@ -123,6 +124,7 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
         T.wait_flag("V", "MTE3", ev)
         T.copy(x_ub, Y[t0, col])
         T.set_flag("MTE3", "MTE2", ev)  # the slot is free again
+        T.set_flag("MTE3", "V", ev)
 
     @T.macro
     def body(X, C, S, P, Y):
@@ -188,6 +190,9 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 T.set_flag("MTE3", "MTE2", 0)
                 T.set_flag("MTE3", "MTE2", 1)
                 T.set_flag("MTE3", "MTE2", 2)
+                T.set_flag("MTE3", "V", 0)
+                T.set_flag("MTE3", "V", 1)
+                T.set_flag("MTE3", "V", 2)
                 # Software-pipelined in program order: a wait_flag holds the scalar unit's issue and an
                 # item's vector work fills the V queue, so item i + 1's load is issued before item i's
                 # vector work, into the slot of item i - 2 (three slots).
@@ -211,6 +216,9 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 T.wait_flag("MTE3", "MTE2", 0)
                 T.wait_flag("MTE3", "MTE2", 1)
                 T.wait_flag("MTE3", "MTE2", 2)
+                T.wait_flag("MTE3", "V", 0)
+                T.wait_flag("MTE3", "V", 1)
+                T.wait_flag("MTE3", "V", 2)
 
     if positions and backward:
         @T.prim_func
