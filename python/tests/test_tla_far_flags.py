@@ -100,7 +100,7 @@ def test_moved_ids_avoid_the_pairs_own(capfd: Any) -> None:
     kernel = row_copy(7, 64, "float16", "pto", near=0)
     x = torch.randn(7, 64).half()
     torch.testing.assert_close(kernel(x), x, rtol=0, atol=0)
-    flags = [line.strip().split("  #")[0] for line in kernel.get_kernel_source().splitlines()
+    flags = [line.strip().split("  #")[0] for line in kernel.get_tile_ir().splitlines()
              if '"MTE2", "MTE3"' in line]
     assert flags == ['T.set_flag("MTE2", "MTE3", 0)', 'T.wait_flag("MTE2", "MTE3", 0)',
                      'T.set_flag("MTE2", "MTE3", 1)', 'T.set_flag("MTE2", "MTE3", nxt + 1)',
