@@ -191,52 +191,26 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
           });
         };
 
-        auto workers = T::let("workers", num_blocks * 2);
-        auto worker = T::let("worker", cid * 2 + vid);
-        auto full_tiles = T::let("full_tiles", M / rM);
-        auto mine = T::let("mine", ceildiv(max(full_tiles - worker, 0), workers));
-        auto row_of = [&](Expr i) { return (worker + i * workers) * rM; };
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 0);  // both slots start free
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 1);
-        T::If(mine > 0, [&] {
-          T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
-          load(0, worker * rM, std::nullopt);
-          T::set_flag(Pipe::MTE2, Pipe::V, 0);
-        });
-        // Tiles in pairs, so each slot's code and event ids are constants.
-        T::serial("i", ceildiv(mine, 2), [&](Expr i) {
-          for (int s = 0; s < 2; ++s) {
-            Expr n = i * 2 + s;
-            T::If(n < mine, [&] {
-              T::If(n + 1 < mine, [&] {  // the next tile loads while this one computes
-                T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1 - s);
-                load(1 - s, row_of(n + 1), std::nullopt);
-                T::set_flag(Pipe::MTE2, Pipe::V, 1 - s);
-              });
-              T::wait_flag(Pipe::MTE2, Pipe::V, s);
+        // The tail tile's rows past M are zero-filled first; only its valid rows enter the dW
+        // partial.
+        auto worker = for_each_row_tile_2slots(
+            M, rM, num_blocks, cid, vid, [&](int s, Expr row0) { load(s, row0, std::nullopt); },
+            [&](int s, Expr row0) {
               compute(s, Expr(rM));
               sync(Pipe::V, Pipe::MTE3, s);
-              copy_rows(gs[s], DX, row_of(n), std::nullopt, false);
-              T::set_flag(Pipe::MTE3, Pipe::MTE2, s);
+              copy_rows(gs[s], DX, row0, std::nullopt, false);
+            },
+            [&](Expr row0, Expr rows) {
+              sync(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
+              T::tile::fill(xs[0], 0.0);
+              T::tile::fill(gs[0], 0.0);
+              sync(Pipe::V, Pipe::MTE2, kEvTail);
+              load(0, row0, rows);
+              sync(Pipe::MTE2, Pipe::V, kEvTail);
+              compute(0, rows);
+              sync(Pipe::V, Pipe::MTE3, kEvTail);
+              copy_rows(gs[0], DX, row0, rows, false);
             });
-          }
-        });
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1);
-        // The tail tile (M % rM rows) continues the round robin, in slot 0, zero-filled first;
-        // only its valid rows enter the dW partial.
-        auto tail = T::let("tail", M % rM);
-        T::If(tail > 0 && worker == full_tiles % workers, [&] {
-          sync(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
-          T::tile::fill(xs[0], 0.0);
-          T::tile::fill(gs[0], 0.0);
-          sync(Pipe::V, Pipe::MTE2, kEvTail);
-          load(0, full_tiles * rM, Expr(tail));
-          sync(Pipe::MTE2, Pipe::V, kEvTail);
-          compute(0, Expr(tail));
-          sync(Pipe::V, Pipe::MTE3, kEvTail);
-          copy_rows(gs[0], DX, full_tiles * rM, Expr(tail), false);
-        });
         sync(Pipe::V, Pipe::MTE3, kEvTail);
         T::copy(dw, DWP.at({worker, 0}));
       });

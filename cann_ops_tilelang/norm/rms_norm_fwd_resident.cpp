@@ -291,53 +291,25 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
           });
         };
 
-        auto workers = T::let("workers", num_blocks * 2);
-        auto worker = T::let("worker", cid * 2 + vid);
-        auto full_tiles = T::let("full_tiles", M / rM);
-        auto mine = T::let("mine", ceildiv(max(full_tiles - worker, 0), workers));
-        auto row_of = [&](Expr t) { return (worker + t * workers) * rM; };
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 0);  // both slots start free
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 1);
-        T::If(mine > 0, [&] {
-          T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
-          load(0, worker * rM, std::nullopt);
-          T::set_flag(Pipe::MTE2, Pipe::V, 0);
-        });
-        // Tiles in pairs, so each slot's code and event ids are constants.
-        T::serial("i", ceildiv(mine, 2), [&](Expr i) {
-          for (int s = 0; s < 2; ++s) {
-            Expr t = i * 2 + s;
-            T::If(t < mine, [&] {
-              T::If(t + 1 < mine, [&] {  // the next tile loads while this one computes
-                T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1 - s);
-                load(1 - s, row_of(t + 1), std::nullopt);
-                T::set_flag(Pipe::MTE2, Pipe::V, 1 - s);
-              });
-              T::wait_flag(Pipe::MTE2, Pipe::V, s);
-              Expr row0 = row_of(t);
+        // The tail tile is zero-filled first so the rows past M hold zeros, never stale data.
+        for_each_row_tile_2slots(
+            M, rM, num_blocks, cid, vid, [&](int s, Expr row0) { load(s, row0, std::nullopt); },
+            [&](int s, Expr row0) {
               compute(s, row0);
               sync(Pipe::V, Pipe::MTE3, s);
               store(s, row0, std::nullopt);
-              T::set_flag(Pipe::MTE3, Pipe::MTE2, s);
+            },
+            [&](Expr row0, Expr rows) {
+              sync(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
+              T::tile::fill(xs[0], 0.0);
+              if (R) T::tile::fill(*rs[0], 0.0);
+              sync(Pipe::V, Pipe::MTE2, kEvTail);
+              load(0, row0, rows);
+              sync(Pipe::MTE2, Pipe::V, kEvTail);
+              compute(0, row0);
+              sync(Pipe::V, Pipe::MTE3, kEvTail);
+              store(0, row0, rows);
             });
-          }
-        });
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1);
-        // The tail tile (M % rM rows) continues the round robin, in slot 0, zero-filled first so
-        // the rows past M hold zeros, never stale data.
-        auto tail = T::let("tail", M % rM);
-        T::If(tail > 0 && worker == full_tiles % workers, [&] {
-          sync(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
-          T::tile::fill(xs[0], 0.0);
-          if (R) T::tile::fill(*rs[0], 0.0);
-          sync(Pipe::V, Pipe::MTE2, kEvTail);
-          load(0, full_tiles * rM, Expr(tail));
-          sync(Pipe::MTE2, Pipe::V, kEvTail);
-          compute(0, full_tiles * rM);
-          sync(Pipe::V, Pipe::MTE3, kEvTail);
-          store(0, full_tiles * rM, Expr(tail));
-        });
       });
     });
   });

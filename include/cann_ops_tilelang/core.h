@@ -109,6 +109,17 @@ void clear_kernel_cache();
 tl::Expr for_each_row_tile(tl::Expr M, int rM, tl::Expr num_blocks, tl::Expr cid, tl::Expr vid,
                            const std::function<void(tl::Expr, std::optional<tl::Expr>)>& tile_rows);
 
+/// The same deal of whole tiles and the tail tile, double-buffered in two UB slots (the
+/// resident RMSNorm kernels): each worker's whole tiles go in pairs, so each slot's code and
+/// event ids are constants; the next tile's `load(slot, row0)` is issued before this tile's
+/// `work(slot, row0)` (compute and store). The schedule owns the slot flags (MTE3 -> MTE2 and
+/// MTE2 -> V, ids 0 and 1); `work` orders its own store after its compute and `tail_tile(row0,
+/// rows)` its whole tail tile (slot 0, after both slots' stores are done). Returns the worker.
+tl::Expr for_each_row_tile_2slots(tl::Expr M, int rM, tl::Expr num_blocks, tl::Expr cid,
+                                  tl::Expr vid, const std::function<void(int, tl::Expr)>& load,
+                                  const std::function<void(int, tl::Expr)>& work,
+                                  const std::function<void(tl::Expr, tl::Expr)>& tail_tile);
+
 /// One op of the library, for `tlc ops` and the Python package's op list.
 struct OpInfo {
   std::string name, summary, domain;
