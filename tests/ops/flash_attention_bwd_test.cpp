@@ -12,6 +12,7 @@
 
 #include "cann_ops_tilelang/attention.h"
 #include "ops/flash_attention_bwd_ref.h"
+#include "ops/flash_attention_case.h"
 #include "ops/ops_bench.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
@@ -21,21 +22,9 @@ namespace {
 using namespace cann_ops_tilelang;
 using tl::DType;
 
-struct Case {
-  int64_t B, S, H, D;
-  DType dt;
-  bool bshd, causal;
-};
-
-std::string name(const Case& c) {
-  return fmt::format("B{}_S{}_H{}_D{}_{}_{}{}", c.B, c.S, c.H, c.D, tl::dtype_name(c.dt),
-                     c.bshd ? "BSHD" : "BHSD", c.causal ? "_causal" : "");
-}
-
-// A parameter's ctest name must not depend on struct padding bytes (see rms_norm_test.cpp).
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << name(c);
-}
+using fa_case::Case;
+using fa_case::name;
+using fa_case::shape_of;
 
 std::vector<Case> grid() {
   const int level = opstest::test_level();
@@ -52,11 +41,6 @@ std::vector<Case> grid() {
   v.push_back({1, 128, 1, 64, DType::Float16, false, true});
   if (level >= 2) v.push_back({1, 1000, 2, 128, DType::BFloat16, true, true});
   return v;
-}
-
-std::vector<int64_t> shape_of(const Case& c) {
-  return c.bshd ? std::vector<int64_t>{c.B, c.S, c.H, c.D}
-                : std::vector<int64_t>{c.B, c.H, c.S, c.D};
 }
 
 // P and dS are rounded to the I/O dtype before the cube's products (as FlashAttention kernels
