@@ -102,5 +102,20 @@ TEST(AscendCEmitCube, L1RegionOffTheFractalGridIsAnError) {
   }
 }
 
+// matmul_add_dev at N = 4097 (bN = 128): D's and C's UB rows are min(4097 - j * 128, 128) long,
+// a run-time value: DataCopyPad's blockLen, GM gap, UB gap and rightPadding are computed in the
+// kernel from it.
+TEST(AscendCEmitCube, RunTimeRowLengthsTakeThePaddedCopy) {
+  const std::string text =
+      emit_kernel("matmul_add_dev", {{"M", "1000"}, {"N", "4097"}, {"K", "33"}});
+  const std::string width = "tl_min<int32_t>((4097 - ((cid % 33) * 128)), 128)";
+  EXPECT_NE(text.find(fmt::format("({} * 2), ((4097 - {}) * 2), ((256 - (((({} * 2) + 31) / 32) * "
+                                  "32)) / 32), 0), AscendC::DataCopyPadExtParams<half>(true, 0, ",
+                                  width, width, width)),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(count(text, "AscendC::DataCopyPad("), 2) << text;
+}
+
 }  // namespace
 }  // namespace tl
