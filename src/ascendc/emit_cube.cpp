@@ -117,13 +117,15 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     close();
   };
   // `if (rows > 0 && cols > 0)` for a clipped region whose extents the loop ranges do not
-  // prove positive (the bounds ignore enclosing conditions, e.g. a persistent worker's
+  // prove within the fields (the bounds ignore enclosing conditions, e.g. a persistent worker's
   // `if (tile < tiles)`); empty when they do. An empty region moves nothing on the virtual NPU
   // either, and Fixpipe's mSize / nSize start at 1.
-  auto positive = [&](const Frac& f) {
+  // `least`: the smallest extent the fields take (Nd2Nz nValue / dValue start at 0, Fixpipe
+  // mSize / nSize at 1).
+  auto positive = [&](const Frac& f, int64_t least) {
     std::vector<std::string> g;
-    if (f.rows_lo < 1) g.push_back(fmt::format("{} > 0", expr(f.erows, loc)));
-    if (f.cols_lo < 1) g.push_back(fmt::format("{} > 0", expr(f.ecols, loc)));
+    if (f.rows_lo < least) g.push_back(fmt::format("{} > 0", expr(f.erows, loc)));
+    if (f.cols_lo < least) g.push_back(fmt::format("{} > 0", expr(f.ecols, loc)));
     return g.empty() ? std::string() : fmt::format("if ({})", fmt::join(g, " && "));
   };
   // Two extents of a copy's sides: the same value for every value of the variables.
@@ -343,7 +345,7 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     need(rp <= 16384, "into an L1 matrix of more than 16384 rows (Nd2Nz dstNzC0Stride)");
     field_guard(src.pitch, 1, 65535, "Nd2NzParams srcDValue");
     Expr off = d.lead + d.c0 / ci(c0) * ci(rp * c0) + d.r0 * ci(c0);
-    const std::string guard = positive(d);
+    const std::string guard = positive(d, 0);
     if (!guard.empty()) open(guard, loc);
     line(fmt::format("AscendC::DataCopy({}, {}, AscendC::Nd2NzParams(1, {}, {}, 0, {}, {}, 1, 0));",
                      sub(name(d.o.buf), off, loc), at(src), expr(src.rows, loc), expr(d.ecols, loc),
@@ -394,7 +396,7 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     field_guard(dst.pitch, 1, UINT32_MAX, "FixpipeParamsV220 dstStride");
     const std::string p = fresh("tl_fp", true);
     Expr off = s.lead + s.c0 / 16 * ci(rp * 16) + s.r0 * 16;
-    open(positive(s), loc);
+    open(positive(s, 1), loc);
     line(fmt::format("AscendC::FixpipeParamsV220 {};", p), loc);
     line(fmt::format("{}.nSize = {};", p, expr(s.ecols, loc)), loc);
     line(fmt::format("{}.mSize = {};", p, expr(dst.rows, loc)), loc);
