@@ -167,6 +167,28 @@ TEST(AscendcModelSyncAll, EveryCoreBarrier) {
   EXPECT_EQ(msg, "no error");
 }
 
+// A block suspended at the barrier with its AIC waiting on a cross-core flag the AIVs set only
+// after it: the barrier opens, the AIVs set the flag, the AIC goes on (no false deadlock).
+TEST(AscendcModelSyncAll, CrossCoreWaitBehindTheBarrier) {
+  Device dev;
+  Tensor x = Tensor::empty(dev, {64}, DType::Float16);
+  std::string msg = "no error";
+  try {
+    ascendc_cpu::launch({.kernel = "mixed", .num_blocks = 3, .tensors = {{"X", x}}}, [&] {
+      if ASCEND_IS_AIC {
+        AscendC::CrossCoreWaitFlag(1);
+      }
+      if ASCEND_IS_AIV {
+        AscendC::SyncAll<true>();
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(1);
+      }
+    });
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_EQ(msg, "no error");
+}
+
 TEST(AscendcModelSyncAll, CallersDisagreeingOnWhoTakesPartIsAnError) {
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float16);
