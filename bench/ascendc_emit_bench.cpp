@@ -37,7 +37,7 @@ const int registered = [] {
   for (const char* k : {"add_dev", "copy_gm_l1", "copy_gm_ub", "elementwise_add", "flash_attention",
                         "flash_attention_dev", "flash_attention_pipelined", "gelu", "gelu_dev",
                         "gemm", "gemm_dev", "gemm_pipelined", "matmul_add_dev", "minicv",
-                        "rms_norm", "rms_norm_dev", "rms_norm_dynamic", "softmax_dev"})
+                        "rms_norm", "rms_norm_dev", "rms_norm_dynamic", "softmax_dev", "ring_sum"})
     benchmark::RegisterBenchmark(("BM_EmitAscendC/" + std::string(k)).c_str(), BM_EmitAscendC,
                                  std::string(k))
         ->Unit(benchmark::kMicrosecond);

@@ -376,9 +376,11 @@ template <uint8_t modeId = 0, pipe_t P = PIPE_S>
 void CrossCoreWaitFlag(uint16_t flagId, const tl::Loc& loc = tl::Loc::current()) {
   ascendc_cpu::cross_wait(detail::where(loc, "CrossCoreWaitFlag"), flagId);
 }
+/// SyncAll ("SyncAll" API page): a barrier over every AIV of the launch (isAIVOnly) or every
+/// core; the model keeps the blocks resident until all have arrived (src/ascendc_cpu/model.cpp).
 template <bool isAIVOnly = true>
 void SyncAll(const tl::Loc& loc = tl::Loc::current()) {
-  ascendc_cpu::fail(detail::where(loc, "SyncAll"), "not modelled yet (docs/ascendc.md)");
+  ascendc_cpu::sync_all(detail::where(loc, "SyncAll"), isAIVOnly);
 }
 
 }  // namespace AscendC

@@ -111,6 +111,15 @@ void Fixpipe(const GlobalTensor<D>& dst, const LocalTensor<S>& src, const Fixpip
   ascendc_cpu::fixpipe(w, dst.ref, src.ref, p.mSize, p.nSize, p.srcStride, p.dstStride, p.reluEn);
 }
 
+/// Trap ("Trap" API page: stops the AI Core; in CPU mode an assert). The emitter guards a
+/// run-time parameter that its field may not hold with it (src/ascendc/emit_cube.cpp); the
+/// model fails naming the line.
+inline void Trap(const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::fail(detail::where(loc, "Trap"),
+                    "the kernel trapped (a guarded parameter is out of "
+                    "its field's range: see the line)");
+}
+
 template <typename T>
 void InitConstValue(const LocalTensor<T>& dst, const InitConstValueParams<T>& p,
                     const tl::Loc& loc = tl::Loc::current()) {

@@ -153,6 +153,9 @@ void wait_flag(const Where& w, Pipe src, Pipe dst, int64_t id);
 void pipe_barrier(const Where& w, Pipe p);
 void cross_set(const Where& w, int mode, Pipe p, int64_t id);
 void cross_wait(const Where& w, int64_t id);
+/// SyncAll: waits until every participating core of every block (every AIV when `aiv_only`,
+/// else every core) has arrived; a participant that finishes first is a deadlock.
+void sync_all(const Where& w, bool aiv_only);
 
 // ---- Scalar access (GetValue / SetValue) ----------------------------------------------------
 

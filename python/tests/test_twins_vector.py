@@ -44,6 +44,10 @@ TWINS = [
     ("rms_norm_dynamic", "rms_norm_dynamic_kernel", "rms_norm_dynamic",
      dict(N=512, block_M=16, block_N=128, blocks=3, dtype="float16"),
      dict(N=512, rM=16, bN=128, blocks=3, dtype="float16")),
+    # ring_sum: T.sync_all between two phases (a GM workspace read across blocks); a tail.
+    ("ring_sum", "ring_sum_kernel", "ring_sum", {}, {}),
+    ("ring_sum", "ring_sum_kernel", "ring_sum", dict(M=33, N=33, blocks=5, dtype="float32"),
+     dict(M=33, N=33, blocks=5, dtype="float32")),
 ]
 
 

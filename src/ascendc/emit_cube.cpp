@@ -6,6 +6,8 @@
 // fractals, c0 = 32 B / sizeof), L0A ZZ (fractal rows), L0B ZN (fractal rows over K, each
 // fractal n-major), L0C NZ with 16 x 16 fractals. A LoadData repeat moves one 512-byte fractal;
 // the fractal orders above give the strides (docs/ascendc.md, "Cube").
+#include <fmt/ranges.h>
+
 #include "emitter.h"
 #include "tl/ir_ops.h"
 #include "tl/ops.h"
@@ -24,9 +26,11 @@ int64_t align_up(int64_t x, int64_t a) {
 struct Frac {
   Operand o;
   int64_t R = 0, C = 0;        // the buffer's last two dimensions
-  int64_t rows = 0, cols = 0;  // the region's
-  Expr r0, c0;                 // the region's start in the last two dimensions
-  Expr lead;                   // element offset of the region's matrix (leading dimensions)
+  int64_t rows = 0, cols = 0;  // the region's (upper bounds when the extents are expressions)
+  Expr erows, ecols;           // the region's extents as written (constants or run-time values)
+  int64_t rows_lo = 0, cols_lo = 0;  // lower bounds of those
+  Expr r0, c0;                       // the region's start in the last two dimensions
+  Expr lead;                         // element offset of the region's matrix (leading dimensions)
 };
 
 }  // namespace
@@ -40,9 +44,10 @@ bool Emitter::emit_cube(const TileOpNode& n) {
       unsupported(loc, fmt::format("T.{} (the cube unit)", n.op->name));
     return false;
   }
-  // `dynamic_rows`: the region's row count may be an expression (a clipped GM -> L1 copy);
-  // rows is then its upper bound.
-  auto frac = [&](int index, const char* what, bool dynamic_rows = false) {
+  // `dynamic`: the region's extents may be expressions (a copy clipped at a tensor's end, GM
+  // -> L1 or L0C -> GM, whose AscendC parameters take run-time values); rows/cols are then
+  // their upper bounds over the loop ranges, which must lie inside the buffer.
+  auto frac = [&](int index, const char* what, bool dynamic = false) {
     Frac f;
     f.o = operand(n, index);
     const Buffer& b = f.o.buf;
@@ -50,12 +55,28 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     std::vector<int64_t> shape;
     for (const auto& d : b->shape)
       if (auto c = as_const_int(d)) shape.push_back(*c);
-    auto rows = as_const_int(f.o.extents.back());
-    auto lead_rows = nd >= 2 ? as_const_int(f.o.extents[nd - 2]) : std::optional<int64_t>(1);
-    if (!lead_rows && dynamic_rows) lead_rows = arith::bound(f.o.extents[nd - 2], ivs_).hi;
+    f.ecols = f.o.extents.back();
+    f.erows = nd >= 2 ? f.o.extents[nd - 2] : Expr(1);
+    auto extent = [&](const Expr& e, int64_t limit, int64_t* lo) -> std::optional<int64_t> {
+      if (auto c = as_const_int(e)) {
+        *lo = *c;
+        return c;
+      }
+      if (!dynamic) return std::nullopt;
+      const auto iv = arith::bound(e, ivs_);
+      if (iv.hi > limit) return std::nullopt;  // not provably inside the buffer
+      *lo = iv.lo;
+      return iv.hi;
+    };
+    std::optional<int64_t> rows, lead_rows;
+    if (shape.size() == nd) {
+      rows = extent(f.ecols, shape[nd - 1], &f.cols_lo);
+      lead_rows = extent(f.erows, nd >= 2 ? shape[nd - 2] : 1, &f.rows_lo);
+    }
     if (shape.size() != nd || !rows || !lead_rows)
-      unsupported(loc, fmt::format("T.{}: the {} operand '{}' of dynamic shape", n.op->name, what,
-                                   b->name));
+      unsupported(
+          loc, fmt::format("T.{}: the {} operand '{}' of dynamic shape{}", n.op->name, what,
+                           b->name, dynamic ? " (an extent not provably within the buffer)" : ""));
     for (size_t d = 0; d + 2 < nd; ++d)
       if (!as_const_int(f.o.extents[d]) || *as_const_int(f.o.extents[d]) != 1)
         unsupported(loc, fmt::format("T.{}: '{}' is not a matrix (leading extents 1)", n.op->name,
@@ -78,6 +99,39 @@ bool Emitter::emit_cube(const TileOpNode& n) {
   };
   auto multiple = [&](const Frac&, const Expr& e, int64_t m) {
     return known_multiple(e) % m == 0;  // a known multiple of m elements
+  };
+  // A run-time value `e` for a parameter field that takes [lo, hi]. When the loop ranges prove
+  // it inside, nothing; else (a dynamic size, e.g. the row pitch M of a transposed operand)
+  // `if (e out of range) { AscendC::Trap(); }` before the call ("Trap" API page: stops the AI
+  // Core; the CPU model fails naming the line): the narrow field never wraps silently.
+  auto field_guard = [&](const Expr& e, int64_t lo, int64_t hi, const char* field) {
+    const auto iv = arith::bound(e, ivs_);
+    if (iv.lo >= lo && iv.hi <= hi) return;
+    const std::string v = expr(e, loc);
+    std::vector<std::string> out;  // only the sides the value's dtype can reach
+    if (iv.lo < lo) out.push_back(fmt::format("{} < {}", v, lo));
+    if (iv.hi > hi) out.push_back(fmt::format("{} > {}", v, hi));
+    line(fmt::format("// {} takes [{}, {}]: stop rather than wrap", field, lo, hi));
+    open(fmt::format("if ({})", fmt::join(out, " || ")), loc);
+    line("AscendC::Trap();", loc);
+    close();
+  };
+  // `if (rows > 0 && cols > 0)` for a clipped region whose extents the loop ranges do not
+  // prove within the fields (the bounds ignore enclosing conditions, e.g. a persistent worker's
+  // `if (tile < tiles)`); empty when they do. An empty region moves nothing on the virtual NPU
+  // either, and Fixpipe's mSize / nSize start at 1.
+  // `least`: the smallest extent the fields take (Nd2Nz nValue / dValue start at 0, Fixpipe
+  // mSize / nSize at 1).
+  auto positive = [&](const Frac& f, int64_t least) {
+    std::vector<std::string> g;
+    if (f.rows_lo < least) g.push_back(fmt::format("{} > 0", expr(f.erows, loc)));
+    if (f.cols_lo < least) g.push_back(fmt::format("{} > 0", expr(f.ecols, loc)));
+    return g.empty() ? std::string() : fmt::format("if ({})", fmt::join(g, " && "));
+  };
+  // Two extents of a copy's sides: the same value for every value of the variables.
+  auto same = [&](const Expr& a, const Expr& b) {
+    auto d = arith::constant_difference(a, b, ivs_);
+    return d && *d == 0;
   };
   const std::string T = [&] {
     return ctype(n.args[0].is_region() ? n.args[0].region.buffer->dtype : DType::Float32, loc);
@@ -273,18 +327,31 @@ bool Emitter::emit_cube(const TileOpNode& n) {
   const bool relu = n.attr_bool("enable_relu"), transpose = n.attr_bool("transpose");
   if (S == MemScope::GM && D == MemScope::L1) {
     need(n.attr_bool("nd2nz") && !transpose && !relu, "GM -> L1 without ND -> NZ");
-    Frac d = frac(1, "dst", /*dynamic_rows=*/true);
+    Frac d = frac(1, "dst", /*dynamic=*/true);
     const int64_t c0 = 32 / dtype_bytes(d.o.buf->dtype), rp = align_up(d.R, 16);
     need(multiple(d, d.c0, c0), "into L1 at a column off the c0 grid");
-    need(src.pitch.defined() && is_const(src.cols, d.cols) && d.rows <= 16384,
+    need(multiple(d, d.r0, 16), "into L1 at a row off the 16-row fractal grid");
+    need(src.pitch.defined() && same(src.cols, d.ecols) && same(src.rows, d.erows),
          "from GM rows that do not match the L1 region");
     // DataCopy with Nd2NzParams{ndNum, nValue, dValue, srcNdMatrixStride, srcDValue,
-    // dstNzC0Stride, dstNzNStride, dstNzMatrixStride} ("DataCopy" API page, 随路格式转换).
+    // dstNzC0Stride, dstNzNStride, dstNzMatrixStride} ("DataCopy" API page, 随路格式转换,
+    // Nd2NzParams): nValue in [0, 16384] rows, dValue in [0, 65535] elements, srcDValue (the GM
+    // row pitch, elements) in [1, 65535], dstNzC0Stride (the L1 column-block height, in 32-byte
+    // blocks) in [1, 16384]. nValue / dValue / srcDValue may be run-time values (a copy clipped
+    // at the tensor's end, a dynamic size): their bounds over the loop ranges must fit the
+    // fields, else the copy is not emitted (a uint16_t field would silently wrap).
+    need(d.rows <= 16384, "of possibly more than 16384 rows (Nd2Nz nValue)");
+    need(d.cols <= 65535, "of possibly more than 65535 columns (Nd2Nz dValue)");
+    need(rp <= 16384, "into an L1 matrix of more than 16384 rows (Nd2Nz dstNzC0Stride)");
+    field_guard(src.pitch, 1, 65535, "Nd2NzParams srcDValue");
     Expr off = d.lead + d.c0 / ci(c0) * ci(rp * c0) + d.r0 * ci(c0);
+    const std::string guard = positive(d, 0);
+    if (!guard.empty()) open(guard, loc);
     line(fmt::format("AscendC::DataCopy({}, {}, AscendC::Nd2NzParams(1, {}, {}, 0, {}, {}, 1, 0));",
-                     sub(name(d.o.buf), off, loc), at(src), expr(src.rows, loc), d.cols,
+                     sub(name(d.o.buf), off, loc), at(src), expr(src.rows, loc), expr(d.ecols, loc),
                      expr(src.pitch, loc), rp),
          loc);
+    if (!guard.empty()) close();
     return true;
   }
   if (S == MemScope::L1 && (D == MemScope::L0A || D == MemScope::L0B)) {
@@ -304,11 +371,11 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     return true;
   }
   if (S == MemScope::L0C && D == MemScope::GM) {
-    Frac s = frac(0, "src", /*dynamic_rows=*/true);
+    Frac s = frac(0, "src", /*dynamic=*/true);
     need(!transpose, "with transpose");
     need(multiple(s, s.r0, 16) && multiple(s, s.c0, 16), "from L0C off the fractal grid");
-    need(s.cols % 16 == 0, "of a width not a multiple of 16 (Fixpipe nSize)");
-    need(dst.pitch.defined() && is_const(dst.cols, s.cols), "into GM rows that do not match");
+    need(dst.pitch.defined() && same(dst.cols, s.ecols) && same(dst.rows, s.erows),
+         "into GM rows that do not match");
     const int64_t rp = align_up(s.R, 16);
     const DType from = s.o.buf->dtype, to = dst.buf->dtype;
     std::string quant = "NoQuant";
@@ -317,13 +384,22 @@ bool Emitter::emit_cube(const TileOpNode& n) {
     need(from == to || quant != "NoQuant",
          fmt::format("converting {} -> {}", dtype_name(from), dtype_name(to)));
     // Fixpipe ("Fixpipe" API page, FixpipeParamsV220{nSize, mSize, srcStride, dstStride,
-    // quantPre, reluEn, ...}), row-major output (CFG_ROW_MAJOR: NZ -> ND).
+    // quantPre, reluEn, ...}), row-major output (CFG_ROW_MAJOR: NZ -> ND). With NZ -> ND,
+    // nSize (columns) is any value in [1, 4095] (a multiple of 16 only without NZ2ND), mSize
+    // (rows) in [1, 65535], srcStride the L0C column-block height in 16-element units ([0,
+    // 65535], whole fractals here), dstStride the GM row pitch in elements (>= nSize).
+    // nSize / mSize / dstStride may be run-time values; a clipped copy whose extent can be 0
+    // (a worker past the last tile) runs under `if (extent > 0)`, as nSize/mSize start at 1.
+    need(s.cols <= 4095, "of a width possibly above 4095 (Fixpipe nSize)");
+    need(s.rows <= 65535, "of possibly more than 65535 rows (Fixpipe mSize)");
+    need(rp <= 65535, "from an L0C matrix of more than 65535 rows (Fixpipe srcStride)");
+    field_guard(dst.pitch, 1, UINT32_MAX, "FixpipeParamsV220 dstStride");
     const std::string p = fresh("tl_fp", true);
     Expr off = s.lead + s.c0 / 16 * ci(rp * 16) + s.r0 * 16;
-    open("", loc);
+    open(positive(s, 1), loc);
     line(fmt::format("AscendC::FixpipeParamsV220 {};", p), loc);
-    line(fmt::format("{}.nSize = {};", p, s.cols), loc);
-    line(fmt::format("{}.mSize = {};", p, expr(s.o.rows, loc)), loc);
+    line(fmt::format("{}.nSize = {};", p, expr(s.ecols, loc)), loc);
+    line(fmt::format("{}.mSize = {};", p, expr(dst.rows, loc)), loc);
     line(fmt::format("{}.srcStride = {};", p, rp), loc);
     line(fmt::format("{}.dstStride = {};", p, expr(dst.pitch, loc)), loc);
     line(fmt::format("{}.quantPre = QuantMode_t::{};", p, quant), loc);

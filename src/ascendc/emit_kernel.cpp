@@ -47,6 +47,24 @@ std::string pipe_macro(Pipe p) {
   return "PIPE_" + std::string(pipe_name(p));
 }
 
+/// Bit 1: a T.sync_all in cube code, bit 2: in vector code (outside a scope: both).
+int sync_all_kinds(const Stmt& body) {
+  struct V : IRVisitor {
+    int kinds = 0, core = 0;
+    void visit_(const SyncNode* n) override {
+      if (n->sync_kind == SyncKind::SyncAll) kinds |= core == 0 ? 3 : core;
+    }
+    void visit_(const ScopeNode* n) override {
+      const int saved = core;
+      core = n->core == CoreKind::Cube ? 1 : 2;
+      IRVisitor::visit_(n);
+      core = saved;
+    }
+  } v;
+  v.visit(body);
+  return v.kinds;
+}
+
 }  // namespace
 
 Emitter::Emitter(const PrimFunc& f, const Target& t, const EmitOptions& o)
@@ -544,10 +562,16 @@ void Emitter::sync(const SyncNode& n) {
       // CrossCoreWaitFlag ("CrossCoreWaitFlag(ISASI)" API page).
       line(fmt::format("AscendC::CrossCoreWaitFlag({});", expr(n.event_id, loc)), loc);
       return;
-    case SyncKind::SyncAll:
-      // SyncAll ("SyncAll" API page): every core of a mixed kernel.
-      line("AscendC::SyncAll<false>();", loc);
+    case SyncKind::SyncAll: {
+      // SyncAll ("SyncAll" API page): SyncAll<true> (isAIVOnly) is a barrier over every AIV of
+      // the launch, SyncAll<false> over every core. Who takes part is the virtual NPU's rule:
+      // the kinds of core whose code has a T.sync_all (outside a core scope: both).
+      const int kinds = sync_all_kinds(f_->body);
+      if (kinds == 1)
+        unsupported(loc, "T.sync_all in cube code only (SyncAll has no AIC-only form)");
+      line(kinds == 2 ? "AscendC::SyncAll<true>();" : "AscendC::SyncAll<false>();", loc);
       return;
+    }
   }
 }
 

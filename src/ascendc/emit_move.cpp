@@ -137,6 +137,10 @@ void Emitter::emit_copy(const TileOpNode& n) {
   if (!in && !out) unsupported(loc, what);
   const Operand& gm = in ? src : dst;
   const Operand& ub = in ? dst : src;
+  if (!as_const_int(gm.cols) || !as_const_int(ub.cols)) {
+    emit_copy_dynamic_width(n, src, dst, in);
+    return;
+  }
   auto cols = as_const_int(gm.cols);
   if (!cols || !as_const_int(ub.cols) || *as_const_int(ub.cols) != *cols)
     unsupported(loc, what + " whose rows differ in length between the sides (or are dynamic)");
@@ -151,9 +155,10 @@ void Emitter::emit_copy(const TileOpNode& n) {
                          ": the UB rows are not whole 32-byte blocks apart (DataCopy/"
                          "DataCopyPad place each row at a block boundary)");
   // Block counts are at most 4095 (DataCopyParams/DataCopyExtParams): the UB buffer's rows
-  // bound them.
+  // (its elements over its last dimension) bound them.
   auto ub_elems = const_product(ub.buf->shape);
-  if (!ub_elems || *ub_elems / std::max<int64_t>(*cols, 1) > 4095)
+  auto ub_last = as_const_int(ub.buf->shape.back());
+  if (!ub_elems || !ub_last || (!one_row && *ub_elems / std::max<int64_t>(*ub_last, 1) > 4095))
     unsupported(loc, what + " of possibly more than 4095 rows");
   const int64_t ub_gap_blocks = one_row ? 0 : (*ub_pitch * es - row_blocks * 32) / 32;
   const std::string rows = expr(gm.rows, loc);
@@ -196,6 +201,70 @@ void Emitter::emit_copy(const TileOpNode& n) {
                      at(dst), at(src), rows, row_bytes, ub_gap_blocks, gm_gap),
          loc);
   }
+}
+
+/// A GM <-> UB copy whose row length is a run-time value (a tile clipped at a tensor's last
+/// column: `T.min(N - j * bN, bN)`), always the padded copy: DataCopyPad with
+/// DataCopyExtParams{blockCount, blockLen, srcStride, dstStride} ("DataCopyPad" API page:
+/// blockLen in bytes, [1, 2097151]; GM gaps in bytes, UB gaps in 32-byte blocks) and, GM -> UB,
+/// DataCopyPadExtParams{isPad, 0, rightPadding, paddingValue} (rightPadding: the elements from
+/// the row's end to its 32-byte boundary, at most 32 bytes' worth), every length computed in the
+/// kernel from the run-time width. The UB rows keep their buffer's pitch, whole 32-byte blocks.
+/// A width whose bounds are not positive runs under `if (width > 0)` (blockLen starts at 1).
+void Emitter::emit_copy_dynamic_width(const TileOpNode& n, const Operand& src, const Operand& dst,
+                                      bool in) {
+  const SourceLoc& loc = n.loc;
+  const Operand& gm = in ? src : dst;
+  const Operand& ub = in ? dst : src;
+  const std::string what =
+      fmt::format("T.copy {} -> {} ('{}' -> '{}') of a run-time width", scope_name(src.buf->scope),
+                  scope_name(dst.buf->scope), src.buf->name, dst.buf->name);
+  const DType t = src.buf->dtype;
+  const int64_t es = dtype_bytes(t);
+  auto d = arith::constant_difference(gm.cols, ub.cols, ivs_);
+  if (!d || *d != 0) unsupported(loc, what + " whose rows differ in length between the sides");
+  // DataCopyPad moves any row length; a copy the compiler did not mark padded would be the
+  // VM's error for a row that is not whole 32-byte blocks, which the emitted code would not be.
+  if (!(n.attr("pad") && n.attr_bool("pad")))
+    unsupported(loc, what + " without pad (rows of any length need the padded copy)");
+  if (!gm.pitch.defined() || !ub.pitch.defined())
+    unsupported(loc, what + " over a region that is not evenly spaced rows");
+  if (!aligned(ub, ub.offset, 32)) unsupported(loc, what + " at a UB offset not 32-byte aligned");
+  auto ub_pitch = as_const_int(ub.pitch);
+  const auto width = arith::bound(gm.cols, ivs_);
+  const bool one_row = is_const(gm.rows, 1);
+  if (!one_row && (!ub_pitch || (*ub_pitch * es) % 32 != 0))
+    unsupported(loc, what + ": the UB rows are not whole 32-byte blocks apart");
+  const int64_t ub_row_bytes = one_row ? (width.hi * es + 31) / 32 * 32 : *ub_pitch * es;
+  if (width.hi * es > std::min<int64_t>(2097151, ub_row_bytes))
+    unsupported(loc, what + " possibly longer than its UB row (or 2097151 bytes, blockLen)");
+  // Block counts are at most 4095: the UB buffer's rows bound them.
+  auto ub_elems = const_product(ub.buf->shape);
+  auto ub_last = as_const_int(ub.buf->shape.back());
+  if (!ub_elems || !ub_last || (!one_row && *ub_elems / std::max<int64_t>(*ub_last, 1) > 4095))
+    unsupported(loc, what + " of possibly more than 4095 rows");
+  // The row in bytes, and its 32-byte blocks in UB.
+  const Expr bytes = gm.cols * ci(es);
+  const Expr blocks32 = floordiv(bytes + 31, 32) * 32;
+  const std::string len = expr(bytes, loc);
+  const std::string gm_gap = one_row ? "0" : expr((gm.pitch - gm.cols) * ci(es), loc);
+  const std::string ub_gap = one_row ? "0" : expr(floordiv(ci(ub_row_bytes) - blocks32, 32), loc);
+  if (width.lo < 1) open(fmt::format("if ({} > 0)", expr(gm.cols, loc)), loc);
+  if (in) {
+    // The row's tail up to its 32-byte boundary gets pad_value, as the VM's padded copy does.
+    const std::string pad_value =
+        scalar(FloatImmNode::make(DType::Float64, n.attr_float("pad_value")), t, loc);
+    line(fmt::format("AscendC::DataCopyPad({}, {}, AscendC::DataCopyExtParams({}, {}, {}, {}, 0), "
+                     "AscendC::DataCopyPadExtParams<{}>(true, 0, {}, {}));",
+                     at(dst), at(src), expr(gm.rows, loc), len, gm_gap, ub_gap, ctype(t, loc),
+                     expr(floordiv(blocks32 - bytes, ci(es)), loc), pad_value),
+         loc);
+  } else {
+    line(fmt::format("AscendC::DataCopyPad({}, {}, AscendC::DataCopyExtParams({}, {}, {}, {}, 0));",
+                     at(dst), at(src), expr(gm.rows, loc), len, ub_gap, gm_gap),
+         loc);
+  }
+  if (width.lo < 1) close();
 }
 
 }  // namespace tl::ascendc

@@ -86,7 +86,9 @@ class Emitter {
     ivs_[v.node()] = {0, std::max<int64_t>(arith::bound(rows, ivs_).hi - 1, 0)};
   }
 
-  void emit_copy(const TileOpNode& n);    // emit_move.cpp
+  void emit_copy(const TileOpNode& n);  // emit_move.cpp
+  void emit_copy_dynamic_width(const TileOpNode& n, const Operand& src, const Operand& dst,
+                               bool in);  // emit_move.cpp: GM <-> UB rows of run-time length
   bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
   bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
 

@@ -125,8 +125,10 @@ void mmad(const Where& w, const LocalRef& c, const LocalRef& a, const LocalRef& 
 void fixpipe(const Where& w, const GlobalRef& dst, const LocalRef& src, int64_t m, int64_t n,
              int64_t src_stride, int64_t dst_stride, bool relu) {
   need_scope(w, src, MemScope::L0C, "src");
-  if (n % 16 != 0 || n <= 0 || m <= 0)
-    fail(w, fmt::format("nSize {} (a positive multiple of 16) / mSize {}", n, m));
+  // NZ -> ND (CFG_ROW_MAJOR): nSize in [1, 4095], any value (a multiple of 16 only without the
+  // conversion); mSize in [1, 65535] ("Fixpipe" API page, FixpipeParamsV220).
+  if (n < 1 || n > 4095 || m < 1 || m > 65535)
+    fail(w, fmt::format("nSize {} (in [1, 4095]) / mSize {} (in [1, 65535])", n, m));
   if (src_stride % 16 != 0 || src_stride < m)
     fail(w,
          fmt::format("srcStride {} is not a multiple of 16 holding mSize {} rows", src_stride, m));

@@ -22,8 +22,9 @@ struct LaunchCtx {
 /// The core a host thread runs (set for the kernel function's duration).
 struct CoreCtx {
   LaunchCtx* launch = nullptr;
-  void* sched = nullptr;  // model.cpp's baton
+  void* sched = nullptr;  // model.cpp's scheduler
   int64_t block = 0;
+  int group = 0;  // the core group (physical block) it runs on
   tl::CoreKind kind = tl::CoreKind::Vector;
   int vid = 0;
   std::string name() const;  // "block 3 AIV1"

@@ -1,10 +1,11 @@
 // Direct execution (tl/npu/direct.h): the cores of one block of a launch whose program is not
 // Tile IR but a client issuing tile ops and syncs one at a time (the AscendC CPU model,
 // docs/ascendc.md "CPU model"). It owns a Program with no body whose buffer table grows as the
-// client declares buffers, a LaunchState holding the GM views, and one core group (AIC, AIV0,
-// AIV1) whose memories persist from block to block as on the chip. Each statement goes through
-// the interpreter's own paths (Core::exec_leaf, Core::exec_sync, record_op, record_sync), so the
-// semantics, the checks and the trace are those of an interpreted launch.
+// client declares buffers, a LaunchState holding the GM views, and core groups (AIC, AIV0,
+// AIV1; physical blocks) whose memories persist from block to block as on the chip: one unless
+// the client keeps several blocks resident at once (a SyncAll across blocks). Each statement goes
+// through the interpreter's own paths (Core::exec_leaf, Core::exec_sync, record_op, record_sync),
+// so the semantics, the checks and the trace are those of an interpreted launch.
 #include "tl/npu/direct.h"
 
 #include <deque>
@@ -74,21 +75,43 @@ void Core::record_direct(TraceEvent&& ev) {
 // ---------------------------------------------------------------------------------------------
 
 struct DirectLaunch::Impl {
+  /// One core group (AIC, AIV0, AIV1) with its memories: a physical block.
+  struct Group {
+    std::array<std::array<std::vector<uint8_t>, kNumMemScopes>, 3> mems;
+    std::array<std::unique_ptr<Core>, 3> cores;
+    std::array<std::deque<Stmt>, 3> recent;  // the statements the cores' recent_ lists point to
+  };
   const Target* target = nullptr;
   Options opt;
   std::shared_ptr<Program> program;
   std::unique_ptr<LaunchState> ls;
-  std::array<std::array<std::vector<uint8_t>, kNumMemScopes>, 3> mems;
-  std::array<std::unique_ptr<Core>, 3> cores;
-  std::array<std::deque<Stmt>, 3> recent;  // the statements the cores' recent_ lists point to
+  std::vector<std::unique_ptr<Group>> groups;  // created on first use; never moved
   std::map<std::string, Buffer> onchip;
   std::map<std::string, Buffer> gm;
   std::map<std::string, GmTensor> gm_names;
 
-  Core& core(CoreKind kind, int vid) {
+  Group& group(int g) {
+    TL_ASSERT(g >= 0 && g < static_cast<int>(groups.size()), "no core group {}", g);
+    return *groups[static_cast<size_t>(g)];
+  }
+  Core& core(CoreKind kind, int vid, int g) {
     TL_ASSERT(vid == 0 || (kind == CoreKind::Vector && vid == 1), "no core {} {}",
               kind == CoreKind::Cube ? "AIC" : "AIV", vid);
-    return *cores[slot_of(kind, vid)];
+    return *group(g).cores[slot_of(kind, vid)];
+  }
+  void add_group() {
+    auto grp = std::make_unique<Group>();
+    const int phys = static_cast<int>(groups.size());
+    for (int slot = 0; slot < 3; ++slot) {
+      CoreKind kind = slot == 0 ? CoreKind::Cube : CoreKind::Vector;
+      grp->cores[slot] = std::make_unique<Core>(*program, *ls, kind, slot == 0 ? 0 : slot - 1, phys,
+                                                grp->mems[slot]);
+      if (opt.poison)
+        for (auto& span : grp->cores[slot]->mem) std::fill(span.begin(), span.end(), uint8_t{0xFF});
+    }
+    groups.push_back(std::move(grp));
+    ls->physical_blocks = static_cast<int64_t>(groups.size());
+    if (opt.trace) opt.trace->physical_blocks = static_cast<int>(groups.size());
   }
   Buffer add(Buffer b, BufferInfo info) {
     program->buffer_index.emplace(b.get(), static_cast<int>(program->buffers.size()));
@@ -125,13 +148,10 @@ DirectLaunch::DirectLaunch(Options opt) : impl_(std::make_unique<Impl>()) {
     opt.trace->cores.assign(static_cast<size_t>(opt.num_blocks) * 3, {});
   }
   m.ls->output.open(&std::cout, false);  // printf lines (none are issued yet)
-  for (int slot = 0; slot < 3; ++slot) {
-    CoreKind kind = slot == 0 ? CoreKind::Cube : CoreKind::Vector;
-    m.cores[slot] =
-        std::make_unique<Core>(p, *m.ls, kind, slot == 0 ? 0 : slot - 1, 0, m.mems[slot]);
-    if (opt.poison)
-      for (auto& span : m.cores[slot]->mem) std::fill(span.begin(), span.end(), uint8_t{0xFF});
-  }
+  // SyncAll: the client runs the barrier itself (it alone knows when every block has arrived);
+  // the statement it then issues passes at once and is recorded for the hazard checker.
+  m.ls->barrier_participants = 1;
+  m.add_group();
 }
 
 DirectLaunch::~DirectLaunch() = default;
@@ -201,19 +221,26 @@ Buffer DirectLaunch::onchip_buffer(const std::string& name, MemScope scope, int6
   return m.add(b, std::move(info));
 }
 
-void DirectLaunch::start(int64_t block, CoreKind kind, int vid) {
+int DirectLaunch::core_groups() const {
+  return static_cast<int>(impl_->groups.size());
+}
+
+void DirectLaunch::start(int64_t block, CoreKind kind, int vid, int group) {
   Impl& m = *impl_;
   TL_ASSERT(block >= 0 && block < m.opt.num_blocks, "block {} of {}", block, m.opt.num_blocks);
-  Core& c = m.core(kind, vid);
+  TL_ASSERT(group >= 0 && group <= static_cast<int>(m.groups.size()) && group < m.opt.num_blocks,
+            "core group {} of {}", group, m.groups.size());
+  if (group == static_cast<int>(m.groups.size())) m.add_group();
+  Core& c = m.core(kind, vid, group);
   c.start_direct(block);
-  m.recent[slot_of(kind, vid)].clear();
+  m.group(group).recent[slot_of(kind, vid)].clear();
   if (CoreTrace* ct = c.trace())
     for (const auto& [name, t] : m.gm_names) ct->gm.try_emplace(name, t);
 }
 
-bool DirectLaunch::exec(CoreKind kind, int vid, const Stmt& s) {
+bool DirectLaunch::exec(CoreKind kind, int vid, const Stmt& s, int group) {
   Impl& m = *impl_;
-  Core& c = m.core(kind, vid);
+  Core& c = m.core(kind, vid, group);
   if (s->kind == StmtKind::TileOp) {
     const auto& n = static_cast<const TileOpNode&>(*s.get());
     auto where = op_core(n, *m.target);
@@ -222,7 +249,7 @@ bool DirectLaunch::exec(CoreKind kind, int vid, const Stmt& s) {
                   fmt::format("{} ({}): T.{} runs on the {}, not here", c.name(), m.opt.kernel,
                               n.op->name, *where == CoreKind::Cube ? "AIC" : "AIVs"));
   }
-  auto& keep = m.recent[slot_of(kind, vid)];
+  auto& keep = m.group(group).recent[slot_of(kind, vid)];
   keep.push_back(s);
   if (!c.exec_direct(*s.get())) {
     keep.pop_back();
@@ -233,9 +260,9 @@ bool DirectLaunch::exec(CoreKind kind, int vid, const Stmt& s) {
 }
 
 uint8_t* DirectLaunch::scalar_access(CoreKind kind, int vid, const Buffer& b, int64_t index,
-                                     bool write, const SourceLoc& loc) {
+                                     bool write, const SourceLoc& loc, int group) {
   Impl& m = *impl_;
-  Core& c = m.core(kind, vid);
+  Core& c = m.core(kind, vid, group);
   BufferRegion r{b, {}};
   // Element `index` of the buffer in row-major order of its shape.
   std::vector<int64_t> idx(b->shape.size());
@@ -263,8 +290,8 @@ uint8_t* DirectLaunch::scalar_access(CoreKind kind, int vid, const Buffer& b, in
   return t.at_flat(0);
 }
 
-void DirectLaunch::finish(CoreKind kind, int vid, bool check_flags) {
-  Core& c = impl_->core(kind, vid);
+void DirectLaunch::finish(CoreKind kind, int vid, bool check_flags, int group) {
+  Core& c = impl_->core(kind, vid, group);
   if (check_flags) {
     auto pending = c.pending_flags();
     if (!pending.empty())
@@ -274,8 +301,8 @@ void DirectLaunch::finish(CoreKind kind, int vid, bool check_flags) {
   c.finish_direct();
 }
 
-std::vector<uint8_t>& DirectLaunch::memory(CoreKind kind, int vid, MemScope scope) {
-  return impl_->mems[slot_of(kind, vid)][static_cast<size_t>(scope)];
+std::vector<uint8_t>& DirectLaunch::memory(CoreKind kind, int vid, MemScope scope, int group) {
+  return impl_->group(group).mems[slot_of(kind, vid)][static_cast<size_t>(scope)];
 }
 
 }  // namespace tl::npu

@@ -34,6 +34,7 @@ const std::map<std::string, std::map<std::string, std::string>>& small_sizes() {
       {"softmax_dev", {{"M", "16"}, {"N", "256"}}},
       {"copy_gm_ub", {{"M", "64"}, {"N", "1024"}, {"tN", "256"}, {"blocks", "1"}}},
       {"copy_gm_l1", {{"M", "64"}, {"N", "1024"}, {"tN", "256"}, {"blocks", "2"}, {"slots", "2"}}},
+      {"ring_sum", {{"M", "33"}, {"N", "40"}, {"blocks", "3"}}},
   };
   return m;
 }

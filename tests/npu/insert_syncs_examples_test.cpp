@@ -152,6 +152,15 @@ std::vector<ExampleCase> more_cases() {
          return {uniform(dev, {128, 1024}, f16, 5)};
        },
        {}});
+  // A GM workspace written before a sync_all and read across blocks after it; 33 rows over 10
+  // workers, rows not whole 32-byte blocks.
+  out.push_back(
+      {"ring_sum",
+       build_kernel(find_kernel("ring_sum"), sizes({{"M", 33}, {"N", 33}, {"blocks", 5}})),
+       [](Device& dev) -> std::vector<Arg> {
+         return {uniform(dev, {33, 33}, f16, 6), Tensor::empty(dev, {33, 33}, f16)};
+       },
+       {}});
   return out;
 }
 

@@ -7,8 +7,8 @@
 // here at the byte offsets the AscendC code names.
 //
 // The caller drives the cores (which core runs when is its business, one at a time): start a
-// block on a core, execute statements on it, finish it. A cross-core wait whose flag is not
-// set yet returns false and must be issued again after another core has run.
+// block on a core of a core group, execute statements on it, finish it. A cross-core wait whose
+// flag is not set yet returns false and must be issued again after another core has run.
 #pragma once
 
 #include <cstdint>
@@ -54,21 +54,28 @@ class DirectLaunch {
   Buffer onchip_buffer(const std::string& name, MemScope scope, int64_t offset, DType dtype,
                        const std::vector<int64_t>& shape, const std::vector<int64_t>& strides = {});
 
-  /// Starts logical block `block` on core (kind, vid) (vid 0 on the AIC, 0/1 on the AIVs).
-  void start(int64_t block, CoreKind kind, int vid);
+  /// Starts logical block `block` on core (kind, vid) (vid 0 on the AIC, 0/1 on the AIVs) of
+  /// core group `group` (a physical block with its own memories; group N is created when
+  /// first used, and must then be the next one). Blocks run one after the other on group 0
+  /// unless the client keeps several resident at once (SyncAll: each in a group of its own).
+  void start(int64_t block, CoreKind kind, int vid, int group = 0);
   /// Executes `s`, a TileOp or a Sync statement, on that core: records its trace events and
   /// applies its semantics. False only for a cross-core wait that cannot complete yet (nothing
   /// recorded: issue it again later). Errors are tl::Errors as in an interpreted launch.
-  bool exec(CoreKind kind, int vid, const Stmt& s);
+  /// SyncAll passes at once (the client has held the core until every block arrived) and is
+  /// recorded, so the hazard checker orders across blocks by it.
+  bool exec(CoreKind kind, int vid, const Stmt& s, int group = 0);
   /// A scalar load or store of `bytes` bytes at element `index` of buffer `b` (an S-pipe event
   /// with its access, as the interpreter records Let/Store); returns the element's address.
   uint8_t* scalar_access(CoreKind kind, int vid, const Buffer& b, int64_t index, bool write,
-                         const SourceLoc& loc = {});
+                         const SourceLoc& loc = {}, int group = 0);
   /// Ends the block on that core: a flag left set is an error (as in an interpreted launch
   /// without the hazard checker, which reports it itself).
-  void finish(CoreKind kind, int vid, bool check_flags = true);
+  void finish(CoreKind kind, int vid, bool check_flags = true, int group = 0);
   /// The core's memory `scope` (its bytes; empty if the core has none).
-  std::vector<uint8_t>& memory(CoreKind kind, int vid, MemScope scope);
+  std::vector<uint8_t>& memory(CoreKind kind, int vid, MemScope scope, int group = 0);
+  /// Core groups created so far.
+  int core_groups() const;
 
  private:
   struct Impl;
