@@ -89,6 +89,7 @@ class Emitter {
   void emit_copy(const TileOpNode& n);    // emit_move.cpp
   bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
   bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
+  bool emit_reduce(const TileOpNode& n);  // emit_reduce.cpp; false: not a reduction
 
  private:
   void stmt(const Stmt& s);
