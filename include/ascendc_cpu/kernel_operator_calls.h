@@ -266,7 +266,7 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint8_t repeatTi
 /// pages): one value at dst, sharedTmpBuffer of at least the documented minimum
 /// (ascendc_cpu::reduce_tmp_elems; MAXMIN: the value-and-index rule); calIndex, ReduceMax/Min's,
 /// is modelled false only (the value).
-#define TL_ASCENDC_REDUCE(NAME, OP, MAXMIN)                                                           \
+#define TL_ASCENDC_REDUCE(NAME, OP, MAXMIN)                                                     \
   template <typename T, typename P, bool isReuseSource = false>                                 \
   void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src,                               \
             const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t srcShape[],             \
@@ -309,17 +309,17 @@ void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const 
                                 src.ref, mask, repeatTime, dstRepStride, srcBlkStride,
                                 srcRepStride);
 }
-#define TL_ASCENDC_WHOLE_REDUCE(NAME, OP)                                                         \
-  template <typename T, bool isSetMask = true>                                                    \
-  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,             \
-            const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,     \
-            const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,       \
-            const tl::Loc& loc = tl::Loc::current()) {                                            \
-    const auto w = detail::where(loc, #NAME);                                                     \
-    if (order != ReduceOrder::ORDER_ONLY_VALUE)                                                   \
-      ascendc_cpu::fail(w, "only ReduceOrder::ORDER_ONLY_VALUE is modelled");                     \
-    ascendc_cpu::vec_whole_reduce(w, OP, dst.ref, src.ref, mask, repeatTime, dstRepStride,        \
-                                  srcBlkStride, srcRepStride);                                    \
+#define TL_ASCENDC_WHOLE_REDUCE(NAME, OP)                                                     \
+  template <typename T, bool isSetMask = true>                                                \
+  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,         \
+            const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride, \
+            const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,   \
+            const tl::Loc& loc = tl::Loc::current()) {                                        \
+    const auto w = detail::where(loc, #NAME);                                                 \
+    if (order != ReduceOrder::ORDER_ONLY_VALUE)                                               \
+      ascendc_cpu::fail(w, "only ReduceOrder::ORDER_ONLY_VALUE is modelled");                 \
+    ascendc_cpu::vec_whole_reduce(w, OP, dst.ref, src.ref, mask, repeatTime, dstRepStride,    \
+                                  srcBlkStride, srcRepStride);                                \
   }
 TL_ASCENDC_WHOLE_REDUCE(WholeReduceMax, "reduce_max")
 TL_ASCENDC_WHOLE_REDUCE(WholeReduceMin, "reduce_min")
