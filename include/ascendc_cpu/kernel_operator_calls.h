@@ -325,6 +325,15 @@ TL_ASCENDC_WHOLE_REDUCE(WholeReduceMax, "reduce_max")
 TL_ASCENDC_WHOLE_REDUCE(WholeReduceMin, "reduce_min")
 #undef TL_ASCENDC_WHOLE_REDUCE
 
+/// ArithProgression: dst[i] = firstValue + i * diffValue, i < count ("ArithProgression" page).
+template <typename T>
+void ArithProgression(const LocalTensor<T>& dst, const T firstValue, const T diffValue,
+                      const int32_t count, const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::vec_arith_progression(detail::where(loc, "ArithProgression"), dst.ref,
+                                     detail::to_double(firstValue), detail::to_double(diffValue),
+                                     count);
+}
+
 // ---- Synchronisation -------------------------------------------------------------------------
 
 enum class HardEvent {

@@ -138,6 +138,9 @@ void check_reduce_tmp(const Where& w, const LocalRef& tmp, int64_t count, bool m
 void vec_whole_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
                       int64_t mask, int64_t repeat, int64_t dst_rep_stride, int64_t src_blk_stride,
                       int64_t src_rep_stride);
+/// ArithProgression (progression.cpp): dst[i] = first + i * diff, i < count.
+void vec_arith_progression(const Where& w, const LocalRef& dst, double first, double diff,
+                           int64_t count);
 
 // ---- Cube (cube.cpp) -------------------------------------------------------------------------
 

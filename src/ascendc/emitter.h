@@ -90,6 +90,7 @@ class Emitter {
   bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
   bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
   bool emit_reduce(const TileOpNode& n);  // emit_reduce.cpp; false: not a reduction
+  bool emit_progression(const TileOpNode& n);  // emit_progression.cpp
 
  private:
   void stmt(const Stmt& s);

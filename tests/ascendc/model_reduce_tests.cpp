@@ -4,7 +4,8 @@
 // one-element mask gathering the slots into consecutive values. Checked against an fp64
 // reference at tail widths (rows not whole 32-byte blocks), hazard checker on; and the bad uses
 // of the sharedTmpBuffer (smaller than the documented minimum, misaligned) and of WholeReduceMax
-// (an order the model does not compute) are errors naming the call.
+// (an order the model does not compute) are errors naming the call. ArithProgression: its exact
+// integer values at the same tail counts, and a negative diffValue as an error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -86,6 +87,59 @@ INSTANTIATE_TEST_SUITE_P(Tails, RowReduceModel, testing::Values(1, 7, 33, 1000, 
                          [](const testing::TestParamInfo<int>& p) {
                            return fmt::format("C{}", p.param);
                          });
+
+// ArithProgression on the model: exact integer values at tail counts, fp32 and int32 (the
+// only values the emitter emits it for: docs/ascendc.md "Reductions").
+TEST_P(RowReduceModel, ArithProgressionValues) {
+  const int C = GetParam();
+  Device dev;
+  Tensor f = Tensor::empty(dev, {C}, DType::Float32), i = Tensor::empty(dev, {C}, DType::Int32);
+  ascendc_cpu::launch({.kernel = "progression", .tensors = {{"F", f}, {"I", i}}}, [&] {
+    if ASCEND_IS_AIV {
+      if (AscendC::GetSubBlockIdx() != 0) return;
+      AscendC::TPipe pipe;
+      AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
+      pipe.InitBuffer(ub, 64 * 1024);
+      const int bytes = (C * 4 + 31) / 32 * 32;
+      auto uf = ub.GetWithOffset<float>(bytes / 4, 0);
+      auto ui = ub.GetWithOffset<int32_t>(bytes / 4, bytes);
+      AscendC::GlobalTensor<float> gf;
+      AscendC::GlobalTensor<int32_t> gi;
+      gf.SetGlobalBuffer((__gm__ float*)f.data());
+      gi.SetGlobalBuffer((__gm__ int32_t*)i.data());
+      AscendC::ArithProgression<float>(uf, -5.0f, 2.0f, C);
+      AscendC::ArithProgression<int32_t>(ui, 7, 3, C);
+      AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(0);
+      AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(0);
+      AscendC::DataCopyPad(gf, uf, AscendC::DataCopyExtParams(1, C * 4, 0, 0, 0));
+      AscendC::DataCopyPad(gi, ui, AscendC::DataCopyExtParams(1, C * 4, 0, 0, 0));
+    }
+  });
+  const auto fv = f.to_vector(), iv = i.to_vector();
+  for (int k = 0; k < C; ++k) {
+    ASSERT_EQ(fv[k], -5.0 + 2.0 * k) << k;
+    ASSERT_EQ(iv[k], 7.0 + 3.0 * k) << k;
+  }
+}
+
+TEST(AscendcModelBadUse, ArithProgressionNegativeDiff) {
+  Device dev;
+  Tensor x = randn(dev, {64}, DType::Float32, 1);
+  std::string msg = "no error";
+  try {
+    ascendc_cpu::launch({.kernel = "bad", .tensors = {{"X", x}}}, [&] {
+      if ASCEND_IS_AIV {
+        AscendC::TPipe pipe;
+        AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
+        pipe.InitBuffer(ub, 1024);
+        AscendC::ArithProgression<float>(ub.Get<float>(), 0.0f, -1.0f, 64);
+      }
+    });
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_HAS(msg, "ArithProgression: diffValue -1 (the API takes diffValue >= 0)");
+}
 
 /// Runs `body` on one block over a GM tensor and returns the error message.
 template <typename F>
