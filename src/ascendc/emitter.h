@@ -86,9 +86,10 @@ class Emitter {
     ivs_[v.node()] = {0, std::max<int64_t>(arith::bound(rows, ivs_).hi - 1, 0)};
   }
 
-  void emit_copy(const TileOpNode& n);         // emit_move.cpp
-  bool emit_vector(const TileOpNode& n);       // emit_vector.cpp; false: not a vector op
-  bool emit_cube(const TileOpNode& n);         // emit_cube.cpp; false: not a cube op
+  void emit_copy(const TileOpNode& n);    // emit_move.cpp
+  bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
+  bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
+
   bool emit_reduce(const TileOpNode& n);       // emit_reduce.cpp; false: not a reduction
   bool emit_progression(const TileOpNode& n);  // emit_progression.cpp
 
