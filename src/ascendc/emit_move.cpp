@@ -137,6 +137,7 @@ void Emitter::emit_copy(const TileOpNode& n) {
   if (!in && !out) unsupported(loc, what);
   const Operand& gm = in ? src : dst;
   const Operand& ub = in ? dst : src;
+  if (emit_clipped_row(n, gm, ub, in)) return;
   auto cols = as_const_int(gm.cols);
   if (!cols || !as_const_int(ub.cols) || *as_const_int(ub.cols) != *cols)
     unsupported(loc, what + " whose rows differ in length between the sides (or are dynamic)");

@@ -92,6 +92,8 @@ class Emitter {
 
   bool emit_reduce(const TileOpNode& n);       // emit_reduce.cpp; false: not a reduction
   bool emit_progression(const TileOpNode& n);  // emit_progression.cpp
+  /// One GM <-> UB row of a clipped (dynamic) length; false: not that form (emit_clipped.cpp).
+  bool emit_clipped_row(const TileOpNode& n, const Operand& gm, const Operand& ub, bool in);
 
  private:
   void stmt(const Stmt& s);
