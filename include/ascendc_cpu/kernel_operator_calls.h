@@ -262,8 +262,11 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint8_t repeatTi
 
 /// Reductions with a pattern: AR reduces each row of srcShape = {rows, cols} to one element of
 /// dst, RA each column; srcInnerPad: each row is padded in UB to a whole 32-byte block (its pitch),
-/// else rows are back to back.
-#define TL_ASCENDC_REDUCE(NAME, OP)                                                             \
+/// else rows are back to back. The count form ("tensor first n", the "ReduceSum" / "ReduceMax"
+/// pages): one value at dst, sharedTmpBuffer of at least the documented minimum
+/// (ascendc_cpu::reduce_tmp_elems; MAXMIN: the value-and-index rule); calIndex, ReduceMax/Min's,
+/// is modelled false only (the value).
+#define TL_ASCENDC_REDUCE(NAME, OP, MAXMIN)                                                     \
   template <typename T, typename P, bool isReuseSource = false>                                 \
   void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src,                               \
             const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t srcShape[],             \
@@ -278,15 +281,58 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint8_t repeatTi
                             pitch, std::is_same_v<P, Pattern::Reduce::RA>);                     \
   }                                                                                             \
   template <typename T>                                                                         \
-  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work,   \
-            const int32_t count, const tl::Loc& loc = tl::Loc::current()) {                     \
-    (void)work;                                                                                 \
-    ascendc_cpu::vec_reduce(detail::where(loc, #NAME), OP, dst.ref, src.ref, 1, count, count);  \
+  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src,                               \
+            const LocalTensor<T>& sharedTmpBuffer, const int32_t count, bool calIndex = false,  \
+            const tl::Loc& loc = tl::Loc::current()) {                                          \
+    const auto w = detail::where(loc, #NAME);                                                   \
+    if (calIndex) ascendc_cpu::fail(w, "calIndex = true is not modelled (the value only)");     \
+    ascendc_cpu::check_reduce_tmp(w, sharedTmpBuffer.ref, count, MAXMIN);                       \
+    ascendc_cpu::vec_reduce(w, OP, dst.ref, src.ref, 1, count, count);                          \
   }
-TL_ASCENDC_REDUCE(ReduceSum, "reduce_sum")
-TL_ASCENDC_REDUCE(ReduceMax, "reduce_max")
-TL_ASCENDC_REDUCE(ReduceMin, "reduce_min")
+TL_ASCENDC_REDUCE(ReduceSum, "reduce_sum", false)
+TL_ASCENDC_REDUCE(ReduceMax, "reduce_max", true)
+TL_ASCENDC_REDUCE(ReduceMin, "reduce_min", true)
 #undef TL_ASCENDC_REDUCE
+
+/// ReduceOrder of WholeReduceMax/Min: where the value and its index go in dst.
+enum class ReduceOrder { ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+
+/// WholeReduceSum/Max/Min, mask in the continuous mode: each repeat reduces its first `mask`
+/// elements to one value, dst values dstRepStride elements apart ("WholeReduceSum" /
+/// "WholeReduceMax" pages). Max/Min model ORDER_ONLY_VALUE only.
+template <typename T, bool isSetMask = true>
+void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
+                    const int32_t repeatTime, const int32_t dstRepStride,
+                    const int32_t srcBlkStride, const int32_t srcRepStride,
+                    const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::vec_whole_reduce(detail::where(loc, "WholeReduceSum"), "reduce_sum", dst.ref,
+                                src.ref, mask, repeatTime, dstRepStride, srcBlkStride,
+                                srcRepStride);
+}
+#define TL_ASCENDC_WHOLE_REDUCE(NAME, OP)                                                     \
+  template <typename T, bool isSetMask = true>                                                \
+  void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,         \
+            const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride, \
+            const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,   \
+            const tl::Loc& loc = tl::Loc::current()) {                                        \
+    const auto w = detail::where(loc, #NAME);                                                 \
+    if (order != ReduceOrder::ORDER_ONLY_VALUE)                                               \
+      ascendc_cpu::fail(w, "only ReduceOrder::ORDER_ONLY_VALUE is modelled");                 \
+    ascendc_cpu::vec_whole_reduce(w, OP, dst.ref, src.ref, mask, repeatTime, dstRepStride,    \
+                                  srcBlkStride, srcRepStride);                                \
+  }
+TL_ASCENDC_WHOLE_REDUCE(WholeReduceMax, "reduce_max")
+TL_ASCENDC_WHOLE_REDUCE(WholeReduceMin, "reduce_min")
+#undef TL_ASCENDC_WHOLE_REDUCE
+
+/// ArithProgression: dst[i] = firstValue + i * diffValue, i < count ("ArithProgression" page).
+template <typename T>
+void ArithProgression(const LocalTensor<T>& dst, const T firstValue, const T diffValue,
+                      const int32_t count, const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::vec_arith_progression(detail::where(loc, "ArithProgression"), dst.ref,
+                                     detail::to_double(firstValue), detail::to_double(diffValue),
+                                     count);
+}
 
 // ---- Synchronisation -------------------------------------------------------------------------
 

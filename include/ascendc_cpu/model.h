@@ -125,6 +125,23 @@ void vec_reduce(const Where& w, const char* op, const LocalRef& dst, const Local
 void brcb(const Where& w, const LocalRef& dst, const LocalRef& src, int64_t repeat,
           int64_t dst_blk_stride, int64_t dst_rep_stride);
 
+// ---- Row reductions (reduce.cpp) -------------------------------------------------------------
+
+/// The documented minimum of a count-form ReduceSum (`max_min` false) or ReduceMax/ReduceMin
+/// sharedTmpBuffer, in elements of `t`, for `count` source elements.
+int64_t reduce_tmp_elems(DType t, int64_t count, bool max_min);
+/// An error naming `w` unless `tmp` is 32-byte aligned and holds reduce_tmp_elems elements.
+void check_reduce_tmp(const Where& w, const LocalRef& tmp, int64_t count, bool max_min);
+/// WholeReduceSum/Max/Min (`op` "reduce_sum", ...): repeat i reduces the first `mask` elements
+/// from src element i * src_rep_stride * (32 / sizeof) into dst element i * dst_rep_stride
+/// (max/min: ReduceOrder::ORDER_ONLY_VALUE, the value only).
+void vec_whole_reduce(const Where& w, const char* op, const LocalRef& dst, const LocalRef& src,
+                      int64_t mask, int64_t repeat, int64_t dst_rep_stride, int64_t src_blk_stride,
+                      int64_t src_rep_stride);
+/// ArithProgression (progression.cpp): dst[i] = first + i * diff, i < count.
+void vec_arith_progression(const Where& w, const LocalRef& dst, double first, double diff,
+                           int64_t count);
+
 // ---- Cube (cube.cpp) -------------------------------------------------------------------------
 
 /// DataCopy GM -> L1 with Nd2NzParams (ndNum 1, dstNzNStride 1): `rows` x `cols` of GM rows

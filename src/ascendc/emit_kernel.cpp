@@ -528,7 +528,7 @@ void Emitter::tile_op(const TileOpNode& n) {
     close();
     return;
   }
-  if (emit_vector(n) || emit_cube(n)) return;
+  if (emit_reduce(n) || emit_progression(n) || emit_vector(n) || emit_cube(n)) return;
   if (n.op == &ops::copy()) return emit_copy(n);
   unsupported(n.loc, fmt::format("T.{}", n.op->name));
 }

@@ -138,6 +138,9 @@ void Emitter::emit_copy(const TileOpNode& n) {
   const Operand& gm = in ? src : dst;
   const Operand& ub = in ? dst : src;
   if (!as_const_int(gm.cols) || !as_const_int(ub.cols)) {
+    // One UB -> GM row of a clipped length (with or without pad) first; every other run-time
+    // width (GM -> UB needs the padded copy) through the general form.
+    if (!in && emit_clipped_row(n, gm, ub, in)) return;
     emit_copy_dynamic_width(n, src, dst, in);
     return;
   }

@@ -7,7 +7,7 @@
 //  - row_expand_OP(dst, src0, src1): Brcb spreads src1's values one per 32-byte block into a
 //    UB scratch, then OP in the mask/repeat form with src1's block and repeat strides 0 reads
 //    each row's value for every element of the row;
-//  - reduce_sum/max/min over the last axis: the ReduceSum/Max/Min "AR" pattern;
+//  - reductions: emit_reduce.cpp;
 //  - broadcast of a row to every row of a tile: a DataCopy UB -> UB per row.
 // The API pages cited are asc-devkit's (docs/api/context/<Name>.md).
 #include "emitter.h"
@@ -60,11 +60,6 @@ bool Emitter::emit_vector(const TileOpNode& n) {
   static const std::pair<const OpDef*, const char*> row_expands[] = {
       {&row_expand_add(), "Add"}, {&row_expand_sub(), "Sub"}, {&row_expand_mul(), "Mul"},
       {&row_expand_div(), "Div"}, {&row_expand_max(), "Max"}, {&row_expand_min(), "Min"}};
-  static const std::pair<const OpDef*, const char*> reductions[] = {
-      {&ops::reduce_sum(), "ReduceSum"},
-      {&ops::reduce_max(), "ReduceMax"},
-      {&ops::reduce_min(), "ReduceMin"}};
-
   // The elementwise shape: `tiles` share rows x cols; one call when all are one run, else a
   // loop over the rows. `call(offsets...)` gets each tile's start expression and the count.
   auto elementwise = [&](std::vector<Operand> tiles, const std::string& fn,
@@ -252,40 +247,6 @@ bool Emitter::emit_vector(const TileOpNode& n) {
            loc);
     close();
     vars_.erase(rvar.node());
-    return true;
-  }
-  for (const auto& [op, fn] : reductions) {
-    if (n.op != op) continue;
-    const std::string what = "T." + n.op->name;
-    Operand src = operand(n, arg_index(n, "src")), dst = operand(n, arg_index(n, "dst"));
-    const int64_t nd = static_cast<int64_t>(src.extents.size());
-    int64_t dim = n.attr_int("dim");
-    if (dim < 0) dim += nd;
-    // The last axis of a 2-D source is the AR pattern, the first the RA pattern.
-    if (dim != nd - 1 && !(nd == 2 && dim == 0))
-      unsupported(loc, what + " over a dimension other than the last (or the first of two)");
-    const char* pattern = dim == nd - 1 ? "AR" : "RA";
-    if (!n.attr_bool("clear")) unsupported(loc, what + " with clear=False");
-    if (src.buf->dtype != DType::Float32)
-      unsupported(loc, fmt::format("{} of {} (the AR pattern takes float on A2)", what,
-                                   dtype_name(src.buf->dtype)));
-    auto rows = as_const_int(src.rows), cols = as_const_int(src.cols);
-    if (!rows || !cols || !src.contiguous || !dst.contiguous || (*cols * 4) % 32 != 0 ||
-        !aligned(src, src.offset, 32) || !aligned(dst, dst.offset, 32))
-      unsupported(loc, what + " of a source that is not whole, 32-byte aligned rows");
-    const std::string tmp = ub_scratch(DType::UInt8, *rows * *cols * 4 + 256, loc);
-    // ReduceSum/ReduceMax/ReduceMin with pattern AR ("ReduceSum" advanced API page): one
-    // result per row of the [rows, cols] source; srcInnerPad: rows are whole 32-byte blocks.
-    const std::string shape = fresh("tl_shape", true);
-    // The scratch's previous user (another reduction, a row broadcast) ran on V too: every
-    // scratch user starts with a barrier, so any two are ordered.
-    line("AscendC::PipeBarrier<PIPE_V>();", loc);
-    open("", loc);
-    line(fmt::format("uint32_t {}[2] = {{{}, {}}};", shape, *rows, *cols), loc);
-    line(fmt::format("AscendC::{}<float, AscendC::Pattern::Reduce::{}>({}, {}, {}, {}, true);", fn,
-                     pattern, at(dst), at(src), tmp, shape),
-         loc);
-    close();
     return true;
   }
   if (n.op == &broadcast()) {

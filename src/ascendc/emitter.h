@@ -92,6 +92,11 @@ class Emitter {
   bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
   bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
 
+  bool emit_reduce(const TileOpNode& n);       // emit_reduce.cpp; false: not a reduction
+  bool emit_progression(const TileOpNode& n);  // emit_progression.cpp
+  /// One GM <-> UB row of a clipped (dynamic) length; false: not that form (emit_clipped.cpp).
+  bool emit_clipped_row(const TileOpNode& n, const Operand& gm, const Operand& ub, bool in);
+
  private:
   void stmt(const Stmt& s);
   void tile_op(const TileOpNode& n);
