@@ -86,9 +86,13 @@ class Emitter {
     ivs_[v.node()] = {0, std::max<int64_t>(arith::bound(rows, ivs_).hi - 1, 0)};
   }
 
-  void emit_copy(const TileOpNode& n);    // emit_move.cpp
-  bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
-  bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
+  void emit_copy(const TileOpNode& n);       // emit_move.cpp
+  bool emit_vector(const TileOpNode& n);     // emit_vector.cpp; false: not a vector op
+  bool emit_cube(const TileOpNode& n);       // emit_cube.cpp; false: not a cube op
+  bool emit_sort(const TileOpNode& n);       // emit_sort.cpp: gather, sorts, indices, atomic add
+  void emit_full_sort(const TileOpNode& n);  // emit_sort.cpp: topk / sort (Sort32 + MrgSort)
+  void emit_mrgsort(const SourceLoc& loc, const std::string& dst,
+                    const std::vector<std::string>& queues, const std::vector<int64_t>& lens);
 
  private:
   void stmt(const Stmt& s);

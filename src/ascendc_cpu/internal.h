@@ -26,6 +26,8 @@ struct CoreCtx {
   int64_t block = 0;
   tl::CoreKind kind = tl::CoreKind::Vector;
   int vid = 0;
+  bool atomic_add = false;  // SetAtomicAdd in effect (model_sort.h): copies to GM add
+  tl::DType atomic_dtype = tl::DType::Float32;
   std::string name() const;  // "block 3 AIV1"
 };
 

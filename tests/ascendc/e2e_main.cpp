@@ -34,6 +34,7 @@
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/numerics.h"
+#include "tl/op.h"
 #include "tlc/ops_cmd.h"
 
 namespace {
@@ -84,6 +85,21 @@ std::vector<Buffer> workspaces_of(const PrimFunc& f) {
   } v;
   v.visit(f->body);
   return v.out;
+}
+
+/// Whether `f` adds to GM atomically: the order of the adds of different blocks then decides a
+/// float sum, and the VM fixes it only on one host thread (the CPU model runs the blocks in
+/// order, docs/ascendc.md "Cores, blocks and flags").
+bool has_atomic_add(const PrimFunc& f) {
+  struct V : IRVisitor {
+    bool found = false;
+    void visit_(const TileOpNode* n) override {
+      found = found || n->op->atomic;
+      IRVisitor::visit_(n);
+    }
+  } v;
+  v.visit(f->body);
+  return v.found;
 }
 
 /// Inputs copied before the VM's launch writes its outputs.
@@ -289,6 +305,7 @@ int run_op(int argc, char** argv) {
     std::vector<Arg> before = copy_args(dev, args);
     LaunchOptions opt = o;
     opt.check_hazards = true;
+    if (has_atomic_add(k.func())) opt.threads = 1;
     k.launch(dev, args, opt);
     ++launches;
     failures += check_on_model(fmt::format("{}_{}", op, launches), k.func(), k.target(), dev,
@@ -335,6 +352,7 @@ int run(int argc, char** argv) {
   std::vector<Arg> model_args = copy_args(dev, vm_args);
   LaunchOptions opt;
   opt.check_hazards = true;
+  if (has_atomic_add(lowered)) opt.threads = 1;
   ck.launch(dev, vm_args, opt);
   return check_on_model(kernel, lowered, target, dev, model_args, vm_args, drop_wait);
 }

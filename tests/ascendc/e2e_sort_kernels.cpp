@@ -1,0 +1,126 @@
+// Test kernels of the AscendC end-to-end driver (ascendc_e2e) for the constructs no example
+// kernel uses: the sort family, the index generators and the GM atomic add
+// (src/ascendc/emit_sort.cpp, docs/ascendc.md). Registered in the driver only (they are not
+// examples); the driver runs each on the virtual NPU and, emitted, on the CPU model, and compares
+// every GM byte. Expert mode, vector cores, explicit flags (each set followed by its wait).
+#include "tl/kernel_registry.h"
+#include "tl/lang.h"
+
+namespace tl::e2e_tests {
+namespace {
+
+void sync(Pipe src, Pipe dst, int ev) {
+  T::set_flag(src, dst, ev);
+  T::wait_flag(src, dst, ev);
+}
+
+int64_t pad32(int64_t n) {
+  return (n + 31) / 32 * 32;
+}
+
+/// One row of X per AIV (rows = 2 * blocks): S = its scores sorted to (value, position)
+/// entries (T::sort), K = its top k (T::topk), M = the merge of its two halves sorted apart
+/// (T::merge_sort of two T::sort queues), C = createvecindex from `first`, A =
+/// arith_progression(first, -3). `ties`: the scores are floored first (randn -> a handful of
+/// integers), so most are tied and the order of equal scores decides the output.
+PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties) {
+  const DType f32 = DType::Float32, i32 = DType::Int32;
+  const int R = 2 * blocks, H = N / 2;
+  const int64_t ln = 2 * pad32(N), lh = 2 * pad32(H), lk = (2 * K + 7) / 8 * 8;
+  auto X = T::Tensor("X", {R, N}, f32);
+  auto S = T::Tensor("S", {R, ln}, f32);
+  auto Kt = T::Tensor("Kt", {R, lk}, f32);
+  auto M = T::Tensor("M", {R, 2 * lh}, f32);
+  auto C = T::Tensor("C", {R, N}, i32);
+  auto A = T::Tensor("A", {R, N}, f32);
+  return T::prim_func("sort_ops", {X, S, Kt, M, C, A}, [&] {
+    T::Kernel(blocks, [&](Expr cid, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        Expr row = cid * 2 + vid;
+        auto x = T::alloc_ub("x_ub", {N}, f32);
+        auto xi = T::alloc_ub("xi_ub", {N}, i32);
+        auto s = T::alloc_ub("s_ub", {ln}, f32);
+        auto k = T::alloc_ub("k_ub", {lk}, f32);
+        auto h = T::alloc_ub("h_ub", {2, lh}, f32);
+        auto m = T::alloc_ub("m_ub", {2 * lh}, f32);
+        auto c = T::alloc_ub("c_ub", {N}, i32);
+        auto a = T::alloc_ub("a_ub", {N}, f32);
+        T::copy(X.at({row, 0}), x);
+        sync(Pipe::MTE2, Pipe::V, 0);
+        if (ties) {
+          T::tile::cast(xi, x, "CAST_FLOOR");
+          T::pipe_barrier(Pipe::V);
+          T::tile::cast(x, xi, "CAST_NONE");
+          T::pipe_barrier(Pipe::V);
+        }
+        T::sort(s, x, N);
+        T::topk(k, x, K, N);
+        T::sort(h.region({0, 0}, {1, lh}), x.region({0}, {H}), H);
+        T::sort(h.region({1, 0}, {1, lh}), x.region({H}, {H}), H);
+        T::tile::createvecindex(c, first);
+        T::tile::arith_progression(a, first, -3);
+        T::pipe_barrier(Pipe::V);
+        T::merge_sort(m, {h.region({0, 0}, {1, lh}), h.region({1, 0}, {1, lh})});
+        sync(Pipe::V, Pipe::MTE3, 0);
+        T::copy(s, S.at({row, 0}));
+        T::copy(k, Kt.at({row, 0}));
+        T::copy(m, M.at({row, 0}));
+        T::copy(c, C.at({row, 0}));
+        T::copy(a, A.at({row, 0}));
+      });
+    });
+  });
+}
+
+TL_REGISTER_KERNEL({
+    .name = "sort_ops",
+    .summary = "test kernel: T.sort, T.topk, T.merge_sort, createvecindex, arith_progression "
+               "per row (AscendC Sort32 + MrgSort)",
+    .params = {{"blocks", "2", "blocks (two rows each)", ParamRule::blocks()},
+               {"N",
+                "64",
+                "scores per row (halves a multiple of 8)",
+                {.min = 16, .max = 4080, .multiple_of = 16}},
+               {"K", "8", "top k", {.min = 1, .max = 64}},
+               {"first", "5", "first index", {.min = -1000, .max = 1000}},
+               {"ties", "0", "floor the scores first (forced ties)", {.min = 0, .max = 1}}},
+    .build =
+        [](const KernelArgs& a) {
+          return sort_ops(a.get("blocks"), a.get("N"), a.get("K"), a.get("first"),
+                          a.get("ties") != 0);
+        },
+});
+
+/// Every AIV of every block adds row (2 cid + vid) of X into Y: Y += sum of the rows, by
+/// T::atomic_add (SetAtomicAdd + DataCopy). The float sum depends on the order of the adds,
+/// which the VM and the CPU model both fix (blocks in order).
+PrimFunc atomic_rows(int blocks, int N, DType dt) {
+  const int R = 2 * blocks;
+  auto X = T::Tensor("X", {R, N}, dt);
+  auto Y = T::Tensor("Y", {N}, dt);
+  return T::prim_func("atomic_rows", {X, Y}, [&] {
+    T::Kernel(blocks, [&](Expr cid, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        auto x = T::alloc_ub("x_ub", {1, N}, dt);
+        T::copy(X.at({cid * 2 + vid, 0}), x);
+        sync(Pipe::MTE2, Pipe::MTE3, 0);
+        T::atomic_add(Y.region({0}, {N}), x);
+      });
+    });
+  });
+}
+
+TL_REGISTER_KERNEL({
+    .name = "atomic_rows",
+    .summary = "test kernel: every AIV atomically adds its row of X into Y (SetAtomicAdd)",
+    .params = {{"blocks", "4", "blocks (two rows each)", ParamRule::blocks()},
+               {"N", "64", "row length", {.max = 4096}},
+               {"dtype", "float32", "X, Y dtype", {.one_of = {"float32", "float16", "int32"}}}},
+    .build =
+        [](const KernelArgs& a) {
+          return atomic_rows(a.get("blocks"), a.get("N"), a.get_dtype("dtype"));
+        },
+});
+
+}  // namespace
+}  // namespace tl::e2e_tests
