@@ -74,8 +74,10 @@ bool Emitter::emit_sort(const TileOpNode& n) {
     std::string offs = at(off);
     if (off.buf->dtype != DType::UInt32) offs += ".ReinterpretCast<uint32_t>()";
     const TileArg* base = op_operand(n, "base");
-    const std::string b =
-        base && base->is_scalar() ? scalar(base->scalar, DType::UInt32, loc) : "0";
+    std::string b = "0";
+    if (base && base->is_scalar())
+      b = as_const_int(base->scalar) ? std::to_string(*as_const_int(base->scalar))
+                                     : scalar(base->scalar, DType::UInt32, loc);
     // Gather ("Gather" API page, tensor前n个数据计算): dst[i] = src at byte
     // srcBaseAddr + srcOffset[i], for the first count elements.
     line(fmt::format("AscendC::Gather({}, {}, {}, {}, {});", at(dst), at(src), offs, b,

@@ -58,7 +58,7 @@ TEST(AscendCEmitSort, MapsTheOpsToTheirApi) {
     T::pipe_barrier(Pipe::V);
     T::tile::mul(off, off, 4);  // byte offsets
     T::pipe_barrier(Pipe::V);
-    T::tile::gather(w, x, off);
+    T::tile::gather(w, x, T::view("offu", off, DType::UInt32));
     T::pipe_barrier(Pipe::ALL);
     T::atomic_add(X.region({0}, {16}), w);
   });
@@ -68,8 +68,8 @@ TEST(AscendCEmitSort, MapsTheOpsToTheirApi) {
         "AscendC::GatherMask(pos, pairs, static_cast<uint8_t>(2), false, 0, "
         "AscendC::GatherMaskParams{1, 2, 8, 0}, tl_kept);",
         "AscendC::CreateVecIndex(off, static_cast<int32_t>(0), 16);",
-        "AscendC::Gather(w, x, off.ReinterpretCast<uint32_t>(), 0, 16);",
-        "AscendC::SetAtomicAdd<float>();", "AscendC::SetAtomicNone();"})
+        "AscendC::Gather(w, x, offu, 0, 16);", "AscendC::SetAtomicAdd<float>();",
+        "AscendC::SetAtomicNone();"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
 }
 

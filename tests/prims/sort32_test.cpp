@@ -126,10 +126,10 @@ TEST(PrimSort32, BadArgumentsAreErrors) {
   EXPECT_EQ(err(func(f32, u32, 32, 64, 1)), "");
   // A repeat count from a kernel parameter is judged when the op runs.
   Device dev;
-  Tensor s = input(dev, {32}, f32, 1), d = input(dev, {64}, f32, 2);
+  Tensor s = input(dev, {32}, f32, 1), d = input(dev, {128}, f32, 2);
   Tensor ix = Tensor::empty(dev, {32}, u32);
   const std::string e = error_of([&] {
-    run_one_op(dev, {{"src", {32}, f32}, {"idx", {32}, u32}, {"dst", {64}, f32}},
+    run_one_op(dev, {{"src", {32}, f32}, {"idx", {32}, u32}, {"dst", {128}, f32}},
                {{"r", DType::Int32}},
                [&](const std::vector<Buffer>& ub, const std::vector<Var>& sv) {
                  T::emit("tile.sort32", {ub[2], ub[0], ub[1], sv[0]});
