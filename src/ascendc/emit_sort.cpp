@@ -7,7 +7,8 @@
 //    repeats ("GatherMask" API page);
 //  - tile.createvecindex / tile.arith_progression: CreateVecIndex / ArithProgression, only
 //    where every value is exact in the dtype (so the chip's arithmetic cannot round);
-//  - topk / sort (float32): the positions as floats (ArithProgression 0, 1, 2, ...), Sort32 of
+//  - topk / sort (float32; float16 through a float32 sort and RINT casts, as the VM): the
+//    positions as floats (ArithProgression 0, 1, 2, ...), Sort32 of
 //    each 32 scores with them, MrgSort rounds of up to four queues, and a DataCopy of the
 //    entries the op writes: the order of a stable sort by descending score with ties to the
 //    smaller position, which is the VM's ("Sort32" page: equal scores in input order;
@@ -246,10 +247,14 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
   const bool topk = n.op == &ops::topk();
   const std::string what = "T." + n.op->name;
   Operand dst = operand(n, idx(n, "dst")), src = operand(n, idx(n, "src"));
-  if (src.buf->dtype != DType::Float32 || dst.buf->dtype != DType::Float32)
-    unsupported(loc, fmt::format("{} of {} (the fp32 sort of fp16 scores and the cast of its "
-                                 "entries back are not emitted yet)",
-                                 what, dtype_name(src.buf->dtype)));
+  // float16: the VM sorts in float32 and casts each entry's two lanes to half with RINT
+  // (exec_reduce_sort.cpp, write_sorted); so does the sequence: Cast in (exact), the float32
+  // sort, Cast of the entries out.
+  const DType t = src.buf->dtype;
+  if ((t != DType::Float32 && t != DType::Float16) || dst.buf->dtype != t)
+    unsupported(loc,
+                fmt::format("{} of {} into {}", what, dtype_name(t), dtype_name(dst.buf->dtype)));
+  const bool half = t == DType::Float16;
   for (const Operand* o : {&dst, &src})
     if (!o->contiguous || !aligned(*o, o->offset, 32))
       unsupported(loc, fmt::format("{}: '{}' is not one 32-byte aligned run", what, o->buf->name));
@@ -270,7 +275,8 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
     auto k = as_const_int(op_operand(n, "k")->scalar);
     if (!k) unsupported(loc, what + " with a k that is not a constant");
     if (*k < 0 || *k > padded) unsupported(loc, what + ": k outside the sorted entries");
-    lanes = (2 * *k + 7) / 8 * 8;
+    const int64_t per_block = half ? 16 : 8;
+    lanes = (2 * *k + per_block - 1) / per_block * per_block;
   }
   if (lanes > *dst_n)
     unsupported(loc, fmt::format("{}: 'dst' holds {} lanes, the copy of the entries writes {} "
@@ -279,7 +285,7 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
   if (blocks == 0) return;
   // UB scratch: the positions [padded] (uint32 view of floats), the -inf padded scores when
   // actual is not whole repeats [padded], and two buffers of entries [2 * padded] each.
-  const bool pad = padded != actual;
+  const bool pad = padded != actual || half;
   const int64_t a_at = padded * (pad ? 2 : 1), b_at = a_at + 2 * padded, total = b_at + 2 * padded;
   const std::string tmp = ub_scratch(DType::Float32, total * 4, loc);
   auto sc = [&](int64_t off) { return off ? fmt::format("{}[{}]", tmp, off) : tmp; };
@@ -294,11 +300,16 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
     // The scores, then -inf up to whole repeats: the VM sorts -inf entries at the positions
     // past actual_num (exec_reduce_sort.cpp, sorted_source).
     scores = sc(padded);
-    if (actual > 0)
+    if (actual > 0 && half)  // Cast ("Cast" API page): half -> float is exact
+      line(fmt::format("AscendC::Cast({}, {}, AscendC::RoundMode::CAST_NONE, {});", scores, at(src),
+                       actual),
+           loc);
+    else if (actual > 0)
       line(fmt::format("AscendC::DataCopy({}, {}, {});", scores, at(src), actual), loc);
-    line(fmt::format("AscendC::Duplicate({}, -__builtin_inff(), {});", sc(padded + actual),
-                     padded - actual),
-         loc);
+    if (padded > actual)
+      line(fmt::format("AscendC::Duplicate({}, -__builtin_inff(), {});", sc(padded + actual),
+                       padded - actual),
+           loc);
   }
   line("AscendC::PipeBarrier<PIPE_V>();", loc);
   // Sort32 ("Sort32" API page): each repeat sorts 32 scores into 8-byte (score, index) entries.
@@ -339,7 +350,12 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
   line("AscendC::PipeBarrier<PIPE_V>();", loc);
   // The entries the op writes: every one (sort), or the first k in whole 32-byte blocks (topk:
   // the VM writes the entries up to that boundary too).
-  line(fmt::format("AscendC::DataCopy({}, {}, {});", at(dst), sc(from), lanes), loc);
+  if (half)
+    line(fmt::format("AscendC::Cast({}, {}, AscendC::RoundMode::CAST_RINT, {});", at(dst), sc(from),
+                     lanes),
+         loc);
+  else
+    line(fmt::format("AscendC::DataCopy({}, {}, {});", at(dst), sc(from), lanes), loc);
 }
 
 }  // namespace tl::ascendc

@@ -22,14 +22,19 @@ int64_t pad32(int64_t n) {
 /// entries (T::sort), K = its top k (T::topk), M = the merge of its two halves sorted apart
 /// (T::merge_sort of two T::sort queues), C = createvecindex from `first`, A =
 /// arith_progression(first, -3). `ties`: the scores are floored first (randn -> a handful of
-/// integers), so most are tied and the order of equal scores decides the output.
-PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties) {
+/// integers), so most are tied and the order of equal scores decides the output. `dt` float16:
+/// X, S and Kt in half (the VM sorts in float and casts the entries back); M stays untouched
+/// (merge_sort takes float32 queues only).
+PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties, DType dt) {
   const DType f32 = DType::Float32, i32 = DType::Int32;
+  const bool half = dt == DType::Float16;
   const int R = 2 * blocks, H = N / 2;
-  const int64_t ln = 2 * pad32(N), lh = 2 * pad32(H), lk = (2 * K + 7) / 8 * 8;
-  auto X = T::Tensor("X", {R, N}, f32);
-  auto S = T::Tensor("S", {R, ln}, f32);
-  auto Kt = T::Tensor("Kt", {R, lk}, f32);
+  const int64_t per_block = half ? 16 : 8;
+  const int64_t ln = 2 * pad32(N), lh = 2 * pad32(H),
+                lk = (2 * K + per_block - 1) / per_block * per_block;
+  auto X = T::Tensor("X", {R, N}, dt);
+  auto S = T::Tensor("S", {R, ln}, dt);
+  auto Kt = T::Tensor("Kt", {R, lk}, dt);
   auto M = T::Tensor("M", {R, 2 * lh}, f32);
   auto C = T::Tensor("C", {R, N}, i32);
   auto A = T::Tensor("A", {R, N}, f32);
@@ -37,10 +42,10 @@ PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties) {
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
       T::Scope(Core::Vector, [&] {
         Expr row = cid * 2 + vid;
-        auto x = T::alloc_ub("x_ub", {N}, f32);
-        auto xi = T::alloc_ub("xi_ub", {N}, i32);
-        auto s = T::alloc_ub("s_ub", {ln}, f32);
-        auto k = T::alloc_ub("k_ub", {lk}, f32);
+        auto x = T::alloc_ub("x_ub", {N}, dt);
+        auto xi = T::alloc_ub("xi_ub", {N}, half ? DType::Int16 : i32);  // A2: half <-> int16
+        auto s = T::alloc_ub("s_ub", {ln}, dt);
+        auto k = T::alloc_ub("k_ub", {lk}, dt);
         auto h = T::alloc_ub("h_ub", {2, lh}, f32);
         auto m = T::alloc_ub("m_ub", {2 * lh}, f32);
         auto c = T::alloc_ub("c_ub", {N}, i32);
@@ -55,16 +60,18 @@ PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties) {
         }
         T::sort(s, x, N);
         T::topk(k, x, K, N);
-        T::sort(h.region({0, 0}, {1, lh}), x.region({0}, {H}), H);
-        T::sort(h.region({1, 0}, {1, lh}), x.region({H}, {H}), H);
+        if (!half) {
+          T::sort(h.region({0, 0}, {1, lh}), x.region({0}, {H}), H);
+          T::sort(h.region({1, 0}, {1, lh}), x.region({H}, {H}), H);
+        }
         T::tile::createvecindex(c, first);
         T::tile::arith_progression(a, first, -3);
         T::pipe_barrier(Pipe::V);
-        T::merge_sort(m, {h.region({0, 0}, {1, lh}), h.region({1, 0}, {1, lh})});
+        if (!half) T::merge_sort(m, {h.region({0, 0}, {1, lh}), h.region({1, 0}, {1, lh})});
         sync(Pipe::V, Pipe::MTE3, 0);
         T::copy(s, S.at({row, 0}));
         T::copy(k, Kt.at({row, 0}));
-        T::copy(m, M.at({row, 0}));
+        if (!half) T::copy(m, M.at({row, 0}));
         T::copy(c, C.at({row, 0}));
         T::copy(a, A.at({row, 0}));
       });
@@ -83,11 +90,12 @@ TL_REGISTER_KERNEL({
                 {.min = 16, .max = 4080, .multiple_of = 16}},
                {"K", "8", "top k", {.min = 1, .max = 64}},
                {"first", "5", "first index", {.min = -1000, .max = 1000}},
-               {"ties", "0", "floor the scores first (forced ties)", {.min = 0, .max = 1}}},
+               {"ties", "0", "floor the scores first (forced ties)", {.min = 0, .max = 1}},
+               {"dtype", "float32", "X, S, Kt dtype", {.one_of = {"float32", "float16"}}}},
     .build =
         [](const KernelArgs& a) {
           return sort_ops(a.get("blocks"), a.get("N"), a.get("K"), a.get("first"),
-                          a.get("ties") != 0);
+                          a.get("ties") != 0, a.get_dtype("dtype"));
         },
 });
 

@@ -88,13 +88,13 @@ TEST(AscendCEmitSort, ConstructsWithoutAFormAreErrorsNamingThemAndTheirLine) {
          line = __LINE__ + 1;
          T::topk(p, x.region({0}, {20}), 8, 20);
        }},
-      {"T.topk of float16",
+      {"T.tile.gather_mask with a mask tile",
        [&](Buffer x) {
-         Buffer p = T::alloc_ub("p", {64}, DType::Float16);
+         Buffer m = T::alloc_ub("m", {8}, DType::UInt32);
+         Buffer p = T::alloc_ub("p", {64}, DType::Float32);
          line = __LINE__ + 1;
-         T::topk(p, x, 8, 64);
-       },
-       DType::Float16},
+         T::tile::gather_mask(p, x, m);
+       }},
       {"T.tile.gather_mask over 'p': not whole 256-byte repeats",
        [&](Buffer x) {
          Buffer p = T::alloc_ub("p", {16}, DType::Float32);
