@@ -1,8 +1,9 @@
 // The AscendC CPU model's gather, sort and index-generation APIs and the atomic-add switch
 // (included by kernel_operator.h): Gather, GatherMask (built-in patterns), ArithProgression,
-// CreateVecIndex, Sort32, MrgSort, SetAtomicAdd / SetAtomicNone. Each maps its parameters, as
-// the public AscendC documentation defines them (asc-devkit API pages of the same names), onto
-// the engine's calls (ascendc_cpu/model_sort.h); docs/ascendc.md ("CPU model") lists the mapping.
+// CreateVecIndex, Sort32, MrgSort, Copy (continuous mask), SetAtomicAdd / SetAtomicNone. Each maps
+// its parameters, as the public AscendC documentation defines them (asc-devkit API pages of the
+// same names), onto the engine's calls (ascendc_cpu/model_sort.h); docs/ascendc.md ("CPU model")
+// lists the mapping.
 #pragma once
 
 #include "ascendc_cpu/kernel_operator.h"
@@ -27,6 +28,27 @@ struct MrgSortSrcList {
   LocalTensor<T> src3;
   LocalTensor<T> src4;
 };
+
+/// Copy's strides ("Copy" page): block strides within a repeat, repeat strides in blocks.
+struct CopyRepeatParams {
+  CopyRepeatParams() = default;
+  CopyRepeatParams(uint16_t dstStrideIn, uint16_t srcStrideIn, uint16_t dstRepeatSizeIn,
+                   uint16_t srcRepeatSizeIn)
+      : dstStride(dstStrideIn),
+        srcStride(srcStrideIn),
+        dstRepeatSize(dstRepeatSizeIn),
+        srcRepeatSize(srcRepeatSizeIn) {}
+  uint16_t dstStride = 1, srcStride = 1, dstRepeatSize = 8, srcRepeatSize = 8;
+};
+
+/// Copy between UB positions, mask continuous mode (the first `mask` elements of a repeat).
+template <typename T>
+void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask,
+          const uint8_t repeatTime, const CopyRepeatParams& p,
+          const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::copy_masked(detail::where(loc, "Copy"), dst.ref, src.ref, mask, repeatTime,
+                           p.dstStride, p.srcStride, p.dstRepeatSize, p.srcRepeatSize);
+}
 
 template <typename T>
 void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src,

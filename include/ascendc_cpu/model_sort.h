@@ -25,6 +25,11 @@ void sort32(const Where& w, const LocalRef& dst, const LocalRef& src, const Loca
 /// MrgSort: the first `queues` of q (lengths in 8-byte entries) merged into dst.
 void mrg_sort(const Where& w, const LocalRef& dst, const LocalRef q[4], const uint16_t lens[4],
               int valid_bit, int64_t repeat, bool exhausted_suspension);
+/// Copy (VECIN/VECCALC/VECOUT, mask continuous mode): the first `mask` elements of each of
+/// `repeat` repeats, repeats `dst_rep` / `src_rep` 32-byte blocks apart (block strides 1).
+void copy_masked(const Where& w, const LocalRef& dst, const LocalRef& src, uint64_t mask,
+                 int64_t repeat, int64_t dst_blk, int64_t src_blk, int64_t dst_rep,
+                 int64_t src_rep);
 /// SetAtomicAdd<T> (on, dtype T) / SetAtomicNone (off): whether the transfers to GM that follow
 /// add to GM (copy_out then runs the VM's atomic_add).
 void set_atomic(const Where& w, bool on, tl::DType dtype);

@@ -264,10 +264,6 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
   auto src_n = const_product(src.extents), dst_n = const_product(dst.extents);
   if (!src_n || !dst_n || actual < 0 || actual > *src_n)
     unsupported(loc, what + ": actual_num outside the source (the VM's error)");
-  if (actual % 8 != 0)
-    unsupported(loc, fmt::format("{} with actual_num {} not a multiple of 8 (padding a partial "
-                                 "32-byte block of scores with -inf needs a masked copy)",
-                                 what, actual));
   const int64_t padded = (actual + 31) / 32 * 32, blocks = padded / 32;
   if (blocks > 255) unsupported(loc, what + " of more than 8160 scores (Sort32's 255 repeats)");
   int64_t lanes = 2 * padded;  // what the op writes: every entry (sort), 2k lanes in blocks (topk)
@@ -286,6 +282,7 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
   // UB scratch: the positions [padded] (uint32 view of floats), the -inf padded scores when
   // actual is not whole repeats [padded], and two buffers of entries [2 * padded] each.
   const bool pad = padded != actual || half;
+  const int64_t aligned = actual / 8 * 8;  // whole 32-byte blocks of float scores
   const int64_t a_at = padded * (pad ? 2 : 1), b_at = a_at + 2 * padded, total = b_at + 2 * padded;
   const std::string tmp = ub_scratch(DType::Float32, total * 4, loc);
   auto sc = [&](int64_t off) { return off ? fmt::format("{}[{}]", tmp, off) : tmp; };
@@ -299,17 +296,29 @@ void Emitter::emit_full_sort(const TileOpNode& n) {
   if (pad) {
     // The scores, then -inf up to whole repeats: the VM sorts -inf entries at the positions
     // past actual_num (exec_reduce_sort.cpp, sorted_source).
+    // -inf from the last whole block of scores on, then the scores over it: a Cast (count form:
+    // exactly `actual` elements) from half, or whole blocks by DataCopy and the last partial
+    // block by Copy with a mask of its first lanes ("Copy" API page, mask 连续模式), which
+    // leaves the block's other lanes -inf.
     scores = sc(padded);
-    if (actual > 0 && half)  // Cast ("Cast" API page): half -> float is exact
+    if (padded > aligned) {
+      line(fmt::format("AscendC::Duplicate({}, -__builtin_inff(), {});", sc(padded + aligned),
+                       padded - aligned),
+           loc);
+      if (actual > 0) line("AscendC::PipeBarrier<PIPE_V>();", loc);
+    }
+    if (actual > 0 && half) {
       line(fmt::format("AscendC::Cast({}, {}, AscendC::RoundMode::CAST_NONE, {});", scores, at(src),
                        actual),
            loc);
-    else if (actual > 0)
-      line(fmt::format("AscendC::DataCopy({}, {}, {});", scores, at(src), actual), loc);
-    if (padded > actual)
-      line(fmt::format("AscendC::Duplicate({}, -__builtin_inff(), {});", sc(padded + actual),
-                       padded - actual),
-           loc);
+    } else if (actual > 0) {
+      if (aligned > 0)
+        line(fmt::format("AscendC::DataCopy({}, {}, {});", scores, at(src), aligned), loc);
+      if (actual > aligned)
+        line(fmt::format("AscendC::Copy({}, {}, {}, 1, AscendC::CopyRepeatParams(1, 1, 8, 8));",
+                         sc(padded + aligned), at(src, ci(aligned)), actual - aligned),
+             loc);
+    }
   }
   line("AscendC::PipeBarrier<PIPE_V>();", loc);
   // Sort32 ("Sort32" API page): each repeat sorts 32 scores into 8-byte (score, index) entries.

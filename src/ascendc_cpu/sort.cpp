@@ -116,6 +116,30 @@ void mrg_sort(const Where& w, const LocalRef& dst, const LocalRef q[4], const ui
   exec_op(w, "merge_sort", std::move(args));
 }
 
+void copy_masked(const Where& w, const LocalRef& dst, const LocalRef& src, uint64_t mask,
+                 int64_t repeat, int64_t dst_blk, int64_t src_blk, int64_t dst_rep,
+                 int64_t src_rep) {
+  const int64_t es = tl::dtype_bytes(dst.dtype), lanes = 256 / es, per_block = 32 / es;
+  if (dst.dtype != src.dtype) fail(w, "dst and src differ in dtype");
+  if (repeat < 0 || repeat > 255) fail(w, fmt::format("repeatTime {} is outside [0, 255]", repeat));
+  if (mask < 1 || mask > static_cast<uint64_t>(lanes))
+    fail(w,
+         fmt::format("mask {} is outside [1, {}] for {}", mask, lanes, tl::dtype_name(dst.dtype)));
+  if (dst_blk != 1 || src_blk != 1)
+    fail(w, fmt::format("dstStride {} / srcStride {}: only contiguous blocks (1) are modelled",
+                        dst_blk, src_blk));
+  // Each repeat: its first `mask` elements, one VM copy (UB -> UB) of that run.
+  for (int64_t r = 0; r < repeat; ++r) {
+    LocalRef d = dst, s = src;
+    d.offset += r * dst_rep * 32;
+    d.count -= r * dst_rep * per_block;
+    s.offset += r * src_rep * 32;
+    s.count -= r * src_rep * per_block;
+    const auto n = static_cast<int64_t>(mask);
+    exec_op(w, "copy", {flat(w, s, n, "src"), flat(w, d, n, "dst")});
+  }
+}
+
 void set_atomic(const Where& w, bool on, DType dtype) {
   CoreCtx& c = ctx(w);
   c.atomic_add = on;

@@ -3,6 +3,8 @@
 // (src/ascendc/emit_sort.cpp, docs/ascendc.md). Registered in the driver only (they are not
 // examples); the driver runs each on the virtual NPU and, emitted, on the CPU model, and compares
 // every GM byte. Expert mode, vector cores, explicit flags (each set followed by its wait).
+#include <algorithm>
+
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 
@@ -18,14 +20,14 @@ int64_t pad32(int64_t n) {
   return (n + 31) / 32 * 32;
 }
 
-/// One row of X per AIV (rows = 2 * blocks): S = its scores sorted to (value, position)
+/// One row of X per AIV (rows = 2 * blocks): S = its first A scores sorted to (value, position)
 /// entries (T::sort), K = its top k (T::topk), M = the merge of its two halves sorted apart
 /// (T::merge_sort of two T::sort queues), C = createvecindex from `first`, A =
 /// arith_progression(first, -3). `ties`: the scores are floored first (randn -> a handful of
 /// integers), so most are tied and the order of equal scores decides the output. `dt` float16:
 /// X, S and Kt in half (the VM sorts in float and casts the entries back); M stays untouched
 /// (merge_sort takes float32 queues only).
-PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties, DType dt) {
+PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties, DType dt, int n_rank) {
   const DType f32 = DType::Float32, i32 = DType::Int32;
   const bool half = dt == DType::Float16;
   const int R = 2 * blocks, H = N / 2;
@@ -58,8 +60,12 @@ PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties, DType dt) {
           T::tile::cast(x, xi, "CAST_NONE");
           T::pipe_barrier(Pipe::V);
         }
-        T::sort(s, x, N);
-        T::topk(k, x, K, N);
+        // Entries past the ranked ones are not written by the sorts: zeros, not stale data.
+        T::tile::fill(s, 0.0);
+        T::tile::fill(k, 0.0);
+        T::pipe_barrier(Pipe::V);
+        T::sort(s, x, n_rank);
+        T::topk(k, x, std::min(K, n_rank), n_rank);
         if (!half) {
           T::sort(h.region({0, 0}, {1, lh}), x.region({0}, {H}), H);
           T::sort(h.region({1, 0}, {1, lh}), x.region({H}, {H}), H);
@@ -83,19 +89,22 @@ TL_REGISTER_KERNEL({
     .name = "sort_ops",
     .summary = "test kernel: T.sort, T.topk, T.merge_sort, createvecindex, arith_progression "
                "per row (AscendC Sort32 + MrgSort)",
-    .params = {{"blocks", "2", "blocks (two rows each)", ParamRule::blocks()},
-               {"N",
-                "64",
-                "scores per row (halves a multiple of 8)",
-                {.min = 16, .max = 4080, .multiple_of = 16}},
-               {"K", "8", "top k", {.min = 1, .max = 64}},
-               {"first", "5", "first index", {.min = -1000, .max = 1000}},
-               {"ties", "0", "floor the scores first (forced ties)", {.min = 0, .max = 1}},
-               {"dtype", "float32", "X, S, Kt dtype", {.one_of = {"float32", "float16"}}}},
+    .params =
+        {{"blocks", "2", "blocks (two rows each)", ParamRule::blocks()},
+         {"N",
+          "64",
+          "scores per row (halves a multiple of 8)",
+          {.min = 16, .max = 4080, .multiple_of = 16}},
+         {"K", "8", "top k", {.min = 1, .max = 64}},
+         {"first", "5", "first index", {.min = -1000, .max = 1000}},
+         {"ties", "0", "floor the scores first (forced ties)", {.min = 0, .max = 1}},
+         {"dtype", "float32", "X, S, Kt dtype", {.one_of = {"float32", "float16"}}},
+         {"A", "0", "scores T.sort / T.topk rank (actual_num; 0: N)", {.min = 0, .max = 4080}}},
     .build =
         [](const KernelArgs& a) {
           return sort_ops(a.get("blocks"), a.get("N"), a.get("K"), a.get("first"),
-                          a.get("ties") != 0, a.get_dtype("dtype"));
+                          a.get("ties") != 0, a.get_dtype("dtype"),
+                          a.get("A") ? std::min(a.get("A"), a.get("N")) : a.get("N"));
         },
 });
 

@@ -82,12 +82,14 @@ struct Bad {
 TEST(AscendCEmitSort, ConstructsWithoutAFormAreErrorsNamingThemAndTheirLine) {
   int line = 0;
   const std::vector<Bad> cases = {
-      {"T.topk with actual_num 20 not a multiple of 8",
+      {"T.tile.gather of int8 (Gather on A2 takes 16- and 32-bit types)",
        [&](Buffer x) {
-         Buffer p = T::alloc_ub("p", {64}, DType::Float32);
+         Buffer w = T::alloc_ub("w", {32}, DType::Int8);
+         Buffer off = T::alloc_ub("off", {32}, DType::UInt32);
          line = __LINE__ + 1;
-         T::topk(p, x.region({0}, {20}), 8, 20);
-       }},
+         T::tile::gather(w, x, off);
+       },
+       DType::Int8},
       {"T.tile.gather_mask with a mask tile",
        [&](Buffer x) {
          Buffer m = T::alloc_ub("m", {8}, DType::UInt32);
