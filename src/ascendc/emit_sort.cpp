@@ -12,7 +12,8 @@
 //    each 32 scores with them, MrgSort rounds of up to four queues, and a DataCopy of the
 //    entries the op writes: the order of a stable sort by descending score with ties to the
 //    smaller position, which is the VM's ("Sort32" page: equal scores in input order;
-//    "MrgSort" page: queues merged by score, the lower queue first on a tie);
+//    "MrgSort" page: queues merged by score; the lower queue first on a tie is the VM's model
+//    of MrgSort, merge_sort in exec_reduce_sort.cpp, which the page does not state);
 //  - merge_sort: one MrgSort;
 //  - atomic_add UB -> GM: SetAtomicAdd<T>, the copy, SetAtomicNone ("SetAtomicAdd" page).
 // The API pages cited are asc-devkit's (docs/api/context/<Name>.md), the same as the
