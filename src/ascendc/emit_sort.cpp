@@ -15,7 +15,8 @@
 //    "MrgSort" page: queues merged by score; the lower queue first on a tie is the VM's model
 //    of MrgSort, merge_sort in exec_reduce_sort.cpp, which the page does not state);
 //  - merge_sort: one MrgSort;
-//  - atomic_add UB -> GM: SetAtomicAdd<T>, the copy, SetAtomicNone ("SetAtomicAdd" page).
+//  - atomic_add UB -> GM and L0C -> GM (float32): SetAtomicAdd<T>, the copy (DataCopy /
+//    DataCopyPad / Fixpipe), SetAtomicNone ("SetAtomicAdd" page: UB/L0C/L1 -> GM on A2).
 // The API pages cited are asc-devkit's (docs/api/context/<Name>.md), the same as the
 // hiascend.com atlasascendc_api pages of those names.
 #include <cmath>
@@ -199,10 +200,18 @@ bool Emitter::emit_sort(const TileOpNode& n) {
   }
   if (n.op == &ops::atomic_add()) {
     Operand dst = operand(n, idx(n, "dst")), src = operand(n, idx(n, "src"));
-    if (dst.buf->scope != MemScope::GM || src.buf->scope != MemScope::UB)
-      unsupported(loc, fmt::format("{} from {} to {} (only UB -> GM is emitted)", what,
-                                   scope_name(src.buf->scope), scope_name(dst.buf->scope)));
+    const MemScope S = src.buf->scope;
+    if (dst.buf->scope != MemScope::GM || (S != MemScope::UB && S != MemScope::L0C))
+      unsupported(loc, fmt::format("{} from {} to {} (UB -> GM and L0C -> GM are emitted)", what,
+                                   scope_name(S), scope_name(dst.buf->scope)));
     const DType t = dst.buf->dtype;
+    // From L0C the Fixpipe converts the float32 sum to dst's dtype before the atomic unit adds:
+    // two roundings into float16 / bfloat16, where the VM's atomic_add rounds the float32 sum
+    // once. Only a float32 destination is the same value.
+    if (S == MemScope::L0C && t != DType::Float32)
+      unsupported(loc, fmt::format("{} from L0C into {} (the Fixpipe's conversion, then the "
+                                   "add: two roundings where the VM rounds once)",
+                                   what, dtype_name(t)));
     if (t != DType::Float32 && t != DType::Float16 && t != DType::BFloat16 && t != DType::Int32 &&
         t != DType::Int16 && t != DType::Int8)
       unsupported(loc, fmt::format("{} of {} (SetAtomicAdd on A2 takes int8/int16/int32/half/"
@@ -211,10 +220,12 @@ bool Emitter::emit_sort(const TileOpNode& n) {
     // SetAtomicAdd<T> ("SetAtomicAdd" API page): the next transfers UB -> GM add to GM;
     // SetAtomicNone ends it. The transfer itself is the copy's (emit_move.cpp).
     line(fmt::format("AscendC::SetAtomicAdd<{}>();", ctype(t, loc)), loc);
+    std::vector<Attr> attrs;  // the copy's, at their defaults (no ReLU, no transpose)
+    for (const auto& a : ops::copy().attrs) attrs.push_back({a.name, a.default_value});
     Stmt copy = TileOpNode::make(
         &ops::copy(),
         {n.args[static_cast<size_t>(idx(n, "src"))], n.args[static_cast<size_t>(idx(n, "dst"))]},
-        {}, loc);
+        attrs, loc);
     emit_copy(*copy.as<TileOpNode>());
     line("AscendC::SetAtomicNone();", loc);
     return true;

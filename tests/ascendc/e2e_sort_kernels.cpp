@@ -139,5 +139,42 @@ TL_REGISTER_KERNEL({
         },
 });
 
+/// Split K on the cube: block b multiplies A[:, b bK : (b + 1) bK] by B[b bK : (b + 1) bK, :]
+/// into L0C and adds the product into C (float32) with T::atomic_add (SetAtomicAdd + Fixpipe).
+PrimFunc atomic_splitk(int M, int N, int K, int bK) {
+  const DType f16 = DType::Float16, f32 = DType::Float32;
+  auto A = T::Tensor("A", {M, K}, f16);
+  auto B = T::Tensor("B", {K, N}, f16);
+  auto C = T::Tensor("C", {M, N}, f32);
+  return T::prim_func("atomic_splitk", {A, B, C}, [&] {
+    T::Kernel(K / bK, [&](Expr cid, Expr) {
+      T::Scope(Core::Cube, [&] {
+        auto a_l1 = T::alloc_L1("A_L1", {M, bK}, f16);
+        auto b_l1 = T::alloc_L1("B_L1", {bK, N}, f16);
+        auto c_l0c = T::alloc_L0C("C_L0C", {M, N}, f32);
+        T::copy(A.at({0, cid * bK}), a_l1);
+        T::copy(B.at({cid * bK, 0}), b_l1);
+        sync(Pipe::MTE2, Pipe::MTE1, 0);
+        T::gemm_v0(a_l1, b_l1, c_l0c, {.init = true});
+        sync(Pipe::M, Pipe::FIX, 0);
+        T::atomic_add(C.region({0, 0}, {M, N}), c_l0c);
+      });
+    });
+  });
+}
+
+TL_REGISTER_KERNEL({
+    .name = "atomic_splitk",
+    .summary = "test kernel: split-K matmul, each block atomically adds its L0C product into C",
+    .params = {{"M", "32", "rows of A and C", ParamRule::tile(16)},
+               {"N", "32", "columns of B and C", ParamRule::tile(16)},
+               {"K", "256", "columns of A (blocks = K / bK)", ParamRule::tile(16)},
+               {"bK", "32", "K slice of a block", ParamRule::tile(16)}},
+    .build =
+        [](const KernelArgs& a) {
+          return atomic_splitk(a.get("M"), a.get("N"), a.get("K"), a.get("bK"));
+        },
+});
+
 }  // namespace
 }  // namespace tl::e2e_tests

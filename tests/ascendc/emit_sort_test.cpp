@@ -122,5 +122,32 @@ TEST(AscendCEmitSort, ConstructsWithoutAFormAreErrorsNamingThemAndTheirLine) {
   }
 }
 
+// From L0C the Fixpipe rounds the float32 sum to float16 before the atomic unit adds it: two
+// roundings where the VM's atomic_add rounds once. Refused, naming the construct and its line.
+TEST(AscendCEmitSort, AtomicAddFromL0CIntoHalfIsAnError) {
+  auto A = T::Tensor("A", {16, 16}, DType::Float16);
+  auto C = T::Tensor("C", {16, 16}, DType::Float16);
+  int line = 0;
+  PrimFunc f = T::prim_func("l0c_atomic", {A, C}, [&] {
+    T::Kernel(1, [&](Expr, Expr) {
+      T::Scope(Core::Cube, [&] {
+        Buffer a = T::alloc_L1("a", {16, 16}, DType::Float16);
+        Buffer b = T::alloc_L1("b", {16, 16}, DType::Float16);
+        Buffer c = T::alloc_L0C("c", {16, 16}, DType::Float32);
+        T::copy(A, a);
+        T::copy(A, b);
+        T::pipe_barrier(Pipe::ALL);
+        T::gemm_v0(a, b, c, {.init = true});
+        T::pipe_barrier(Pipe::ALL);
+        line = __LINE__ + 1;
+        T::atomic_add(C.region({0, 0}, {16, 16}), c);
+      });
+    });
+  });
+  const std::string msg = error_of(f);
+  EXPECT_NE(msg.find("T.atomic_add from L0C into float16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(fmt::format("emit_sort_test.cpp:{}", line)), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace tl
