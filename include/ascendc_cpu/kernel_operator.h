@@ -259,3 +259,4 @@ inline int64_t GetSubBlockIdx() {
 
 #include "ascendc_cpu/kernel_operator_calls.h"
 #include "ascendc_cpu/kernel_operator_cube.h"
+#include "ascendc_cpu/kernel_operator_sort.h"

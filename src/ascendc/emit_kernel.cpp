@@ -448,7 +448,10 @@ void Emitter::stmt(const Stmt& s) {
         default:
           unsupported(loc, fmt::format("a buffer in {} ('{}')", scope_name(b->scope), b->name));
       }
-      const int64_t bytes = storage_bytes(b->scope, b->dtype, shape);
+      // UB buffers own whole 32-byte blocks (every planned address is 32-byte aligned): a
+      // padded copy into a buffer whose size is not whole blocks writes its last block's tail.
+      int64_t bytes = storage_bytes(b->scope, b->dtype, shape);
+      if (b->scope == MemScope::UB) bytes = (bytes + 31) / 32 * 32;
       // TBuf::GetWithOffset ("GetWithOffset" API page): `elems` elements at byte `offset`.
       line(fmt::format("AscendC::LocalTensor<{}> {} = {}.GetWithOffset<{}>({}, {});", t, name(b),
                        tbuf, t, bytes / dtype_bytes(b->dtype), b->address),
@@ -528,7 +531,8 @@ void Emitter::tile_op(const TileOpNode& n) {
     close();
     return;
   }
-  if (emit_reduce(n) || emit_progression(n) || emit_vector(n) || emit_cube(n)) return;
+  if (emit_reduce(n) || emit_progression(n) || emit_vector(n) || emit_cube(n) || emit_sort(n))
+    return;
   if (n.op == &ops::copy()) return emit_copy(n);
   unsupported(n.loc, fmt::format("T.{}", n.op->name));
 }

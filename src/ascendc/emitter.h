@@ -91,6 +91,10 @@ class Emitter {
                                bool in);  // emit_move.cpp: GM <-> UB rows of run-time length
   bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
   bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
+  bool emit_sort(const TileOpNode& n);       // emit_sort.cpp: gather, sorts, indices, atomic add
+  void emit_full_sort(const TileOpNode& n);  // emit_sort.cpp: topk / sort (Sort32 + MrgSort)
+  void emit_mrgsort(const SourceLoc& loc, const std::string& dst,
+                    const std::vector<std::string>& queues, const std::vector<int64_t>& lens);
 
   bool emit_reduce(const TileOpNode& n);       // emit_reduce.cpp; false: not a reduction
   bool emit_progression(const TileOpNode& n);  // emit_progression.cpp

@@ -135,6 +135,18 @@ void fixpipe(const Where& w, const GlobalRef& dst, const LocalRef& src, int64_t 
   if (dst_stride < n) fail(w, fmt::format("dstStride {} < nSize {}", dst_stride, n));
   tl::Buffer s = fractal_buffer(w, src, {src_stride, n}, "src");
   tl::Buffer d = gm_view(w, dst.addr, dst.dtype, {m, n}, {dst_stride, 1});
+  if (const CoreCtx& c = ctx(w); c.atomic_add) {
+    // Under SetAtomicAdd<float> the Fixpipe adds to GM ("SetAtomicAdd" API page: L0C -> GM):
+    // the VM's atomic_add. A float32 destination only: the conversion to a narrower type before
+    // the add rounds twice, which the VM's atomic_add does not model.
+    if (c.atomic_dtype != DType::Float32 || dst.dtype != DType::Float32 || relu)
+      fail(w, fmt::format("an atomic Fixpipe into {} under SetAtomicAdd<{}>{}: only float32 "
+                          "without ReLU is modelled",
+                          tl::dtype_name(dst.dtype), tl::dtype_name(c.atomic_dtype),
+                          relu ? " with ReLU" : ""));
+    exec_op(w, "atomic_add", {tl::BufferRegion::full(d), region(s, m, n)});
+    return;
+  }
   exec_op(w, "copy", {region(s, m, n), tl::BufferRegion::full(d)}, {{"enable_relu", relu}});
 }
 

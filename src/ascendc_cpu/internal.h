@@ -27,6 +27,8 @@ struct CoreCtx {
   int group = 0;  // the core group (physical block) it runs on
   tl::CoreKind kind = tl::CoreKind::Vector;
   int vid = 0;
+  bool atomic_add = false;  // SetAtomicAdd in effect (model_sort.h): copies to GM add
+  tl::DType atomic_dtype = tl::DType::Float32;
   std::string name() const;  // "block 3 AIV1"
 };
 

@@ -143,6 +143,15 @@ void copy_out(const Where& w, const GlobalRef& dst, const LocalRef& src, const B
   tl::TileArg s =
       strided(w, src, {b.count, r.cols}, {std::max(r.src_pitch, r.cols), 1}, "the copy");
   tl::Buffer d = gm_view(w, dst.addr, dst.dtype, {b.count, r.cols}, {r.dst_pitch, 1});
+  if (const CoreCtx& c = ctx(w); c.atomic_add) {
+    // Under SetAtomicAdd<T> the transfer adds to GM ("SetAtomicAdd" API page): the VM's
+    // atomic_add, whose accumulation type T must be the data's.
+    if (c.atomic_dtype != dst.dtype)
+      fail(w, fmt::format("SetAtomicAdd<{}> is in effect for a transfer of {}",
+                          tl::dtype_name(c.atomic_dtype), tl::dtype_name(dst.dtype)));
+    exec_op(w, "atomic_add", {tl::BufferRegion::full(d), s});
+    return;
+  }
   exec_op(w, "copy", {s, tl::BufferRegion::full(d)}, {{"pad", pad}});
 }
 

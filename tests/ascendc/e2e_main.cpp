@@ -6,6 +6,7 @@
 //
 // Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait | --drop-sync-all]   (parameters as
 //        tlc's --set)
+//        ascendc_e2e --ir FILE   (a kernel as Tile IR text: a Python kernel's get_tile_ir(False))
 //        ascendc_e2e --op OP [NAME=VALUE ...]   (a cann_ops_tilelang op as `tlc op` runs it)
 // Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed).
 // --drop-wait: the mutation check. The first WaitFlag line of the emitted file is deleted; exit
@@ -26,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "ascendc_cpu/model.h"
 #include "cann_ops_tilelang/core.h"
@@ -36,6 +38,8 @@
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/numerics.h"
+#include "tl/op.h"
+#include "tl/parser.h"
 #include "tlc/ops_cmd.h"
 
 namespace {
@@ -86,6 +90,21 @@ std::vector<Buffer> workspaces_of(const PrimFunc& f) {
   } v;
   v.visit(f->body);
   return v.out;
+}
+
+/// Whether `f` adds to GM atomically: the order of the adds of different blocks then decides a
+/// float sum, and the VM fixes it only on one host thread (the CPU model runs the blocks in
+/// order, docs/ascendc.md "Cores, blocks and flags").
+bool has_atomic_add(const PrimFunc& f) {
+  struct V : IRVisitor {
+    bool found = false;
+    void visit_(const TileOpNode* n) override {
+      found = found || n->op->atomic;
+      IRVisitor::visit_(n);
+    }
+  } v;
+  v.visit(f->body);
+  return v.found;
 }
 
 /// Inputs copied before the VM's launch writes its outputs.
@@ -294,6 +313,7 @@ int run_op(int argc, char** argv) {
     std::vector<Arg> before = copy_args(dev, args);
     LaunchOptions opt = o;
     opt.check_hazards = true;
+    if (has_atomic_add(k.func())) opt.threads = 1;
     k.launch(dev, args, opt);
     ++launches;
     failures += check_on_model(fmt::format("{}_{}", op, launches), k.func(), k.target(), dev,
@@ -314,6 +334,25 @@ int run(int argc, char** argv) {
     return 2;
   }
   if (std::string(argv[1]) == "--op") return run_op(argc, argv);
+  if (std::string(argv[1]) == "--ir") {
+    // --ir FILE: a kernel as Tile IR text, e.g. a Python kernel's get_tile_ir(lowered=False)
+    // (one that needs no pass configuration: its scopes and syncs written out).
+    if (argc < 3) throw Error("--ir needs a Tile IR file");
+    std::ifstream in(argv[2]);
+    if (!in) throw Error(fmt::format("--ir: cannot read '{}'", argv[2]));
+    std::stringstream text;
+    text << in.rdbuf();
+    PrimFunc f = parse(text.str(), argv[2]);
+    Device dev;
+    std::vector<Arg> vm_args = ref::random_args(dev, f);
+    CompiledKernel ck = tl::compile(f, default_target());
+    std::vector<Arg> model_args = copy_args(dev, vm_args);
+    LaunchOptions opt;
+    opt.check_hazards = true;
+    if (has_atomic_add(ck.func())) opt.threads = 1;
+    ck.launch(dev, vm_args, opt);
+    return check_on_model(f->name, ck.func(), default_target(), dev, model_args, vm_args, false);
+  }
   const std::string kernel = argv[1];
   const KernelEntry& entry = find_kernel(kernel);
   std::map<std::string, std::string> sets;
@@ -344,6 +383,7 @@ int run(int argc, char** argv) {
   std::vector<Arg> model_args = copy_args(dev, vm_args);
   LaunchOptions opt;
   opt.check_hazards = true;
+  if (has_atomic_add(lowered)) opt.threads = 1;
   ck.launch(dev, vm_args, opt);
   return check_on_model(kernel, lowered, target, dev, model_args, vm_args, drop);
 }
