@@ -351,7 +351,7 @@ int run(int argc, char** argv) {
     opt.check_hazards = true;
     if (has_atomic_add(ck.func())) opt.threads = 1;
     ck.launch(dev, vm_args, opt);
-    return check_on_model(f->name, ck.func(), default_target(), dev, model_args, vm_args, false);
+    return check_on_model(f->name, ck.func(), default_target(), dev, model_args, vm_args, "");
   }
   const std::string kernel = argv[1];
   const KernelEntry& entry = find_kernel(kernel);
