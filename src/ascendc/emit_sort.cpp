@@ -146,9 +146,9 @@ bool Emitter::emit_sort(const TileOpNode& n) {
     if (count <= 0) return true;
     // CreateVecIndex ("CreateVecIndex" API page).
     const std::string T = ctype(t, loc);
-    line(fmt::format("AscendC::CreateVecIndex({}, static_cast<{}>({}), {});", at(dst), T, *f,
-                     count),
-         loc);
+    line(
+        fmt::format("AscendC::CreateVecIndex({}, static_cast<{}>({}), {});", at(dst), T, *f, count),
+        loc);
     return true;
   }
   if (n.op == &ops::topk() || n.op == &ops::sort()) {

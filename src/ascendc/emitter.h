@@ -88,9 +88,9 @@ class Emitter {
 
   void emit_copy(const TileOpNode& n);  // emit_move.cpp
   void emit_copy_dynamic_width(const TileOpNode& n, const Operand& src, const Operand& dst,
-                               bool in);  // emit_move.cpp: GM <-> UB rows of run-time length
-  bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
-  bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
+                               bool in);     // emit_move.cpp: GM <-> UB rows of run-time length
+  bool emit_vector(const TileOpNode& n);     // emit_vector.cpp; false: not a vector op
+  bool emit_cube(const TileOpNode& n);       // emit_cube.cpp; false: not a cube op
   bool emit_sort(const TileOpNode& n);       // emit_sort.cpp: gather, sorts, indices, atomic add
   void emit_full_sort(const TileOpNode& n);  // emit_sort.cpp: topk / sort (Sort32 + MrgSort)
   void emit_mrgsort(const SourceLoc& loc, const std::string& dst,

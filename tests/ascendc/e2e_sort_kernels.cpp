@@ -23,10 +23,10 @@ int64_t pad32(int64_t n) {
 /// One row of X per AIV (rows = 2 * blocks): S = its first A scores sorted to (value, position)
 /// entries (T::sort), K = its top k (T::topk), M = the merge of its two halves sorted apart
 /// (T::merge_sort of two T::sort queues), C = createvecindex from `first`, A =
-/// arith_progression(first, -3). `ties`: the scores are floored first (randn -> a handful of
-/// integers), so most are tied and the order of equal scores decides the output. `dt` float16:
-/// X, S and Kt in half (the VM sorts in float and casts the entries back); M stays untouched
-/// (merge_sort takes float32 queues only).
+/// arith_progression(first, 3) (the API takes diffValue >= 0). `ties`: the scores are floored first
+/// (randn -> a handful of integers), so most are tied and the order of equal scores decides the
+/// output. `dt` float16: X, S and Kt in half (the VM sorts in float and casts the entries back); M
+/// stays untouched (merge_sort takes float32 queues only).
 PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties, DType dt, int n_rank) {
   const DType f32 = DType::Float32, i32 = DType::Int32;
   const bool half = dt == DType::Float16;
@@ -71,7 +71,7 @@ PrimFunc sort_ops(int blocks, int N, int K, int first, bool ties, DType dt, int 
           T::sort(h.region({1, 0}, {1, lh}), x.region({H}, {H}), H);
         }
         T::tile::createvecindex(c, first);
-        T::tile::arith_progression(a, first, -3);
+        T::tile::arith_progression(a, first, 3);
         T::pipe_barrier(Pipe::V);
         if (!half) T::merge_sort(m, {h.region({0, 0}, {1, lh}), h.region({1, 0}, {1, lh})});
         sync(Pipe::V, Pipe::MTE3, 0);

@@ -103,7 +103,7 @@ TEST(AscendCEmitSort, ConstructsWithoutAFormAreErrorsNamingThemAndTheirLine) {
          line = __LINE__ + 1;
          T::tile::gather_mask(x.region({0}, {8}), p, "P0101");
        }},
-      {"T.tile.arith_progression with a first value or step that is not an integer constant",
+      {"T.tile.arith_progression with a non-integer diff",
        [&](Buffer x) {
          line = __LINE__ + 1;
          T::tile::arith_progression(x, 0.0, 0.5);
