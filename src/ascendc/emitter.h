@@ -89,6 +89,13 @@ class Emitter {
   void emit_copy(const TileOpNode& n);    // emit_move.cpp
   bool emit_vector(const TileOpNode& n);  // emit_vector.cpp; false: not a vector op
   bool emit_cube(const TileOpNode& n);    // emit_cube.cpp; false: not a cube op
+  /// emit_activation.cpp: activations, bitwise ops, shifts, transpose; false: none of those.
+  bool emit_activation(const TileOpNode& n);
+  /// A scalar operand that reads UB/GM (emit_activation.cpp): a barrier over every pipe, then
+  /// the value read into a local by GetValue; returns the local's name (as dtype `t`).
+  std::string memory_scalar(const Expr& e, DType t, const SourceLoc& loc);
+  /// Bytes of UB above the highest planned buffer (what a scratch can take).
+  int64_t ub_free() const { return target_.cap(MemScope::UB) - (ub_end_ + 31) / 32 * 32; }
 
  private:
   void stmt(const Stmt& s);
