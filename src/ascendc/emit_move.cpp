@@ -138,6 +138,7 @@ void Emitter::emit_copy(const TileOpNode& n) {
   const Operand& gm = in ? src : dst;
   const Operand& ub = in ? dst : src;
   auto cols = as_const_int(gm.cols);
+  if (!cols && emit_dynamic_row_copy(n, gm, ub, in)) return;  // emit_dynamic_copy.cpp
   if (!cols || !as_const_int(ub.cols) || *as_const_int(ub.cols) != *cols)
     unsupported(loc, what + " whose rows differ in length between the sides (or are dynamic)");
   if (!gm.pitch.defined() || !ub.pitch.defined())

@@ -6,7 +6,8 @@
 //
 // Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait]   (parameters as tlc's --set)
 //        ascendc_e2e --op OP [NAME=VALUE ...]   (a cann_ops_tilelang op as `tlc op` runs it)
-// Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed).
+// Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed). TL_E2E_KEEP=1
+// keeps the emitted file.
 // --drop-wait: the mutation check. The first WaitFlag line of the emitted file is deleted; exit
 // 0 only if the model's run then fails naming it at lines of the emitted file: the hazard
 // checker's unordered pair and the SetFlag left without its wait, or (the SetFlag in a loop)
@@ -259,7 +260,11 @@ int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Tar
     }
   }
   dlclose(h);
-  std::filesystem::remove_all(dir);
+  // TL_E2E_KEEP=1 keeps the emitted file (and its shared object) for a reader.
+  if (std::getenv("TL_E2E_KEEP"))
+    std::cout << "kept " << cpp.string() << "\n";
+  else
+    std::filesystem::remove_all(dir);
   if (bad) return 1;
   std::cout << fmt::format(
       "{}: {} blocks; the AscendC file ({} bytes, {} lines) compiled against "
