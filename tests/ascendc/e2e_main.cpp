@@ -4,14 +4,15 @@
 // same lowered kernel on the virtual NPU, both on the same random inputs and both under the
 // hazard checker, and require every GM tensor to hold the same bytes afterwards.
 //
-// Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait]   (parameters as tlc's --set)
+// Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait | --drop-barrier-all]
 //        ascendc_e2e --op OP [NAME=VALUE ...]   (a cann_ops_tilelang op as `tlc op` runs it)
 // Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed). TL_E2E_KEEP=1
 // keeps the emitted file.
 // --drop-wait: the mutation check. The first WaitFlag line of the emitted file is deleted; exit
 // 0 only if the model's run then fails naming it at lines of the emitted file: the hazard
 // checker's unordered pair and the SetFlag left without its wait, or (the SetFlag in a loop)
-// the VM's "flag already set" at the next SetFlag.
+// the VM's "flag already set" at the next SetFlag. --drop-barrier-all: the same with the first
+// PipeBarrier<PIPE_ALL> (the one before a scalar read from UB): the unordered pair named.
 //
 // The shared object gets a small entry appended to the emitted text, `tl_e2e_entry(void**)`,
 // which unpacks the arguments into the kernel's own signature (tensors and workspaces as GM
@@ -106,20 +107,22 @@ std::vector<Arg> copy_args(Device& dev, const std::vector<Arg>& args) {
 
 /// Emits `lowered`, compiles it against the CPU model, runs it on `model_args` (the inputs as
 /// the VM got them) and compares every GM tensor with `vm_args` (after the VM's run). 0: the
-/// same bytes and no hazard (with `drop_wait`: the deleted WaitFlag named).
+/// same bytes and no hazard (with `drop`: the deleted line named). `drop`: the text that starts
+/// the line to delete ("AscendC::WaitFlag<" or "AscendC::PipeBarrier<PIPE_ALL>"), empty: none.
 int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Target& target,
                    Device& dev, const std::vector<Arg>& model_args, const std::vector<Arg>& vm_args,
-                   bool drop_wait) {
+                   const std::string& drop) {
+  const bool drop_wait = !drop.empty();
   // The AscendC file, with the entry the driver calls.
   std::string src = ascendc::emit(lowered, target);
   int dropped_line = 0;
   if (drop_wait) {
-    const size_t at = src.find("AscendC::WaitFlag<");
-    if (at == std::string::npos) throw Error(fmt::format("{} has no WaitFlag to delete", kernel));
+    const size_t at = src.find(drop);
+    if (at == std::string::npos) throw Error(fmt::format("{} has no {} to delete", kernel, drop));
     const size_t begin = src.rfind('\n', at) + 1, end = src.find('\n', at);
     dropped_line = static_cast<int>(std::count(src.begin(), src.begin() + begin, '\n')) + 1;
     std::cout << "deleted line " << dropped_line << ": " << src.substr(begin, end - begin) << "\n";
-    src.replace(begin, end - begin, "  // (WaitFlag deleted by the mutation check)");
+    src.replace(begin, end - begin, "  // (line deleted by the mutation check)");
   }
   std::vector<Buffer> ws = workspaces_of(lowered);
   std::string call;
@@ -224,9 +227,10 @@ int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Tar
       // functional check names that SetFlag (no wait consumed the previous set) first.
       const bool again = msg.find("SetFlag: ") != std::string::npos &&
                          msg.find("no wait_flag consumed the previous set") != std::string::npos;
-      if (((pair && left) || again) && msg.find(file) != std::string::npos) {
-        std::cout << fmt::format("{}: the deleted WaitFlag (line {}) is named: {}\n", kernel,
-                                 dropped_line,
+      // A deleted barrier leaves no flag behind: the unordered pair is the whole report.
+      const bool barrier = drop.find("PipeBarrier") != std::string::npos;
+      if (((pair && (left || barrier)) || again) && msg.find(file) != std::string::npos) {
+        std::cout << fmt::format("{}: the deleted line {} is named: {}\n", kernel, dropped_line,
                                  again ? "the next SetFlag finds its flag still set"
                                        : "the hazard checker reports the pair it ordered");
         return 0;
@@ -234,7 +238,7 @@ int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Tar
       std::cerr << "the report does not name the unordered pair\n";
       return 1;
     }
-    std::cerr << kernel << ": the deleted WaitFlag went unnoticed\n";
+    std::cerr << kernel << ": the deleted line went unnoticed\n";
     return 1;
   }
   ascendc_cpu::launch(cfg, [&] { entry_fn(ptrs.data()); });
@@ -297,7 +301,7 @@ int run_op(int argc, char** argv) {
     k.launch(dev, args, opt);
     ++launches;
     failures += check_on_model(fmt::format("{}_{}", op, launches), k.func(), k.target(), dev,
-                               before, args, false) != 0;
+                               before, args, "") != 0;
   });
   const int rc = run_ops_commands(cmds, default_target());
   cann_ops_tilelang::set_launch_hook(nullptr);
@@ -317,11 +321,11 @@ int run(int argc, char** argv) {
   const std::string kernel = argv[1];
   const KernelEntry& entry = find_kernel(kernel);
   std::map<std::string, std::string> sets;
-  bool drop_wait = false;
+  std::string drop;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--drop-wait") {
-      drop_wait = true;
+    if (a == "--drop-wait" || a == "--drop-barrier-all") {
+      drop = a == "--drop-wait" ? "AscendC::WaitFlag<" : "AscendC::PipeBarrier<PIPE_ALL>";
       continue;
     }
     auto eq = a.find('=');
@@ -341,7 +345,7 @@ int run(int argc, char** argv) {
   LaunchOptions opt;
   opt.check_hazards = true;
   ck.launch(dev, vm_args, opt);
-  return check_on_model(kernel, lowered, target, dev, model_args, vm_args, drop_wait);
+  return check_on_model(kernel, lowered, target, dev, model_args, vm_args, drop);
 }
 }  // namespace
 
