@@ -1,10 +1,11 @@
 // Test kernels for the AscendC end-to-end driver (e2e_main.cpp), registered in its executable
 // only: one small developer-mode kernel per family of ops that no example kernel uses but the
 // emitter writes (src/ascendc/emit_activation.cpp): the activations (sigmoid, silu, round,
-// clamp, leaky_relu, also in place), the bitwise ops and shifts, the 16 x 16 transpose and a
-// scalar operand read from UB. `ascendc_e2e NAME op=... M=... N=...` runs each on the virtual
-// NPU and, emitted, on the CPU model and compares the bytes (ctest AscendcE2E.act.*), tails
-// included (rows not a multiple of the tile, rows not whole 32-byte blocks).
+// clamp, leaky_relu, also in place), the bitwise ops and shifts, the 16 x 16 transpose, a
+// scalar operand read from UB and fp16 scalar arithmetic. `ascendc_e2e NAME op=... M=... N=...`
+// runs each on the virtual NPU and, emitted, on the CPU model and compares the bytes (ctest
+// AscendcE2E.act.*), tails included (rows not a multiple of the tile, rows not whole 32-byte
+// blocks).
 #include "tl/arith.h"
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
@@ -116,6 +117,35 @@ PrimFunc act_ub_scalar(int M, int N, int bM) {
   });
 }
 
+/// Scalar fp16 arithmetic: y = x * (a * a - a) + half(b), w[r, :] = s[r] * a + s[r] with
+/// s[r] read from UB (a, s fp16; b fp32, rounded once to fp16).
+PrimFunc act_half_scalar(int M, int N, int bM) {
+  constexpr DType f16 = DType::Float16;
+  auto X = T::Tensor("X", {M, N}, f16);
+  auto S = T::Tensor("S", {M}, f16);
+  auto Y = T::Tensor("Y", {M, N}, f16);
+  auto W = T::Tensor("W", {M, N}, f16);
+  auto A = T::Scalar("a", f16);
+  auto B = T::Scalar("b", DType::Float32);
+  return T::prim_func("act_half_scalar", {X, S, Y, W, A, B}, [&] {
+    T::Kernel(ceildiv(M, bM), [&](Expr cid) {
+      auto x = T::alloc_shared("x", {bM, N}, f16), y = T::alloc_shared("y", {bM, N}, f16);
+      auto w = T::alloc_shared("w", {bM, N}, f16);
+      auto s = T::alloc_shared("s", {bM}, f16);
+      T::copy(X.at({cid * bM, 0}), x, {.pad_value = 0.0});
+      T::copy(S.at({cid * bM}), s, {.pad_value = 0.0});
+      T::tile::mul(y, x, Expr(A) * A - A);
+      T::tile::add(y, y, cast(f16, B));
+      T::serial("r", bM, [&](Expr r) {
+        Expr v = s(r);
+        T::tile::fill(w.region({r, 0}, {1, N}), v * A + v);
+      });
+      T::copy(y, Y.at({cid * bM, 0}));
+      T::copy(w, W.at({cid * bM, 0}));
+    });
+  });
+}
+
 ParamRule one_of(std::vector<std::string> v) {
   return {.one_of = std::move(v)};
 }
@@ -165,6 +195,16 @@ TL_REGISTER_KERNEL({
                {"N", "256", "columns"},
                {"bM", "8", "rows per tile", ParamRule::tile()}},
     .build = [](const KernelArgs& a) { return act_ub_scalar(a.get("M"), a.get("N"), a.get("bM")); },
+});
+
+TL_REGISTER_KERNEL({
+    .name = "act_half_scalar",
+    .summary = "AscendC e2e test: fp16 scalar arithmetic (parameters, casts, UB reads)",
+    .params = {{"M", "64", "rows"},
+               {"N", "256", "columns"},
+               {"bM", "8", "rows per tile", ParamRule::tile()}},
+    .build =
+        [](const KernelArgs& a) { return act_half_scalar(a.get("M"), a.get("N"), a.get("bM")); },
 });
 
 }  // namespace
