@@ -4,6 +4,7 @@
 //  - one basic API with the op's meaning: Not, LeakyRelu, ShiftRight, ShiftLeft on unsigned
 //    bits (a signed tile is reinterpreted: the API's signed left shift keeps the sign bit, the
 //    VM's wraps), Transpose, and Cast float -> float CAST_RINT for T.tile.round;
+//  - T.tile.div by a scalar: Duplicate of the scalar into the scratch, then Div (no Divs);
 //  - T.tile.clamp: Maxs then Mins, the VM's min(max(x, lo), hi) with lo, hi rounded to the dtype;
 //  - T.tile.sigmoid / silu: the VM's fp32 expression 1 / (1 + exp(-x)), x / (1 + exp(-x)) step
 //    by step (Muls by -1, Exp, Adds 1, Div), each step rounded to fp32 as the expression is; a
@@ -168,6 +169,29 @@ bool Emitter::emit_activation(const TileOpNode& n) {
     const Expr& s = scalar_arg(n, operand);
     return reads_memory(s) ? memory_scalar(s, t, loc) : scalar(s, t, loc);
   };
+
+  if (n.op == &div() && !n.args[static_cast<size_t>(arg_at(n, "src1"))].is_region()) {
+    // AscendC has no Divs, and a * (1 / s) rounds twice: the scalar is spread over a scratch
+    // tile (Duplicate, "Duplicate" page) and the tile form divides ("Div" page): a / s per
+    // element with s in the dtype, the VM's division exactly.
+    Operand dst = operand(n, 0), s0 = operand(n, arg_at(n, "src0"));
+    const DType t = dst.buf->dtype;
+    const std::string value = scalar_of("src1", t);
+    const int64_t es = dtype_bytes(t);
+    const int64_t k = chunk_elems(*this, dst.rows * dst.cols, es, what, loc);
+    const std::string tmp = ub_scratch(t, es * k, loc);
+    for_runs(*this, {dst, s0}, what, loc, [&](const std::vector<Expr>& extra, const Expr& count) {
+      for_chunks(*this, count, k, loc, [&](const Expr& c, const std::string& m) {
+        line(kBarrierV, loc);
+        line(fmt::format("AscendC::Duplicate({}, {}, {});", tmp, value, m), loc);
+        line(kBarrierV, loc);
+        line(fmt::format("AscendC::Div({}, {}, {}, {});", at(dst, plus(extra[0], c)),
+                         at(s0, plus(extra[1], c)), tmp, m),
+             loc);
+      });
+    });
+    return true;
+  }
 
   if (n.op == &sin() || n.op == &cos() || n.op == &tanh())
     unsupported(loc,

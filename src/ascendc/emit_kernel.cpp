@@ -532,7 +532,7 @@ void Emitter::tile_op(const TileOpNode& n) {
     close();
     return;
   }
-  if (emit_vector(n) || emit_activation(n) || emit_cube(n)) return;
+  if (emit_activation(n) || emit_vector(n) || emit_cube(n)) return;
   if (n.op == &ops::copy()) return emit_copy(n);
   unsupported(n.loc, fmt::format("T.{}", n.op->name));
 }

@@ -14,7 +14,7 @@ namespace tl::e2e_test {
 namespace {
 
 const std::vector<std::string> kUnaryOps = {"sigmoid", "silu",  "sigmoid_inplace", "silu_inplace",
-                                            "round",   "clamp", "leaky_relu"};
+                                            "round",   "clamp", "leaky_relu",      "div_scalar"};
 const std::vector<std::string> kBitOps = {"xor", "not", "shl", "shr"};
 
 /// y = op(x) on [bM, N] row tiles.
@@ -39,6 +39,8 @@ PrimFunc act_unary(const std::string& op, int M, int N, int bM, DType dt) {
                 } else if (op == "round") {
                   T::tile::mul(y, x, 4.5);  // integers and ties (x.5) among the values
                   T::tile::round(y, y);
+                } else if (op == "div_scalar") {
+                  T::tile::div(y, x, 3.0);
                 } else if (op == "clamp") {
                   T::tile::clamp(y, x, -0.5, 0.25);
                 } else {
