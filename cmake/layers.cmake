@@ -128,7 +128,8 @@ tl_module(ascendc SOURCES ${TL_ASCENDC_SOURCES} DEPS jit HEADERS tl/ascendc.h)
 tl_module(ascendc_cpu SOURCES ${TL_ASCENDC_CPU_SOURCES} DEPS npu
           HEADERS ascendc_cpu/model.h ascendc_cpu/kernel_operator.h
                   ascendc_cpu/kernel_operator_calls.h ascendc_cpu/kernel_operator_cube.h
-                  ascendc_cpu/kernel_operator_sort.h ascendc_cpu/model_sort.h)
+                  ascendc_cpu/kernel_operator_sort.h ascendc_cpu/model_sort.h
+                  ascendc_cpu/kernel_operator_bitwise.h)
 tl_module(lang SOURCES ${TL_LANG_SOURCES} DEPS parser HEADERS tl/lang.h)
 # The primitives, each one file registering its parts into the registries of the modules below
 # (op, verify, npu) and defining its DSL call (declared in tl/lang.h). Declared last: nothing

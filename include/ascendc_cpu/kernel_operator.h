@@ -257,6 +257,7 @@ inline int64_t GetSubBlockIdx() {
 
 }  // namespace AscendC
 
+#include "ascendc_cpu/kernel_operator_bitwise.h"
 #include "ascendc_cpu/kernel_operator_calls.h"
 #include "ascendc_cpu/kernel_operator_cube.h"
 #include "ascendc_cpu/kernel_operator_sort.h"

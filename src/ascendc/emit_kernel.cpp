@@ -198,9 +198,26 @@ std::string Emitter::expr(const Expr& e, const SourceLoc& loc) {
     std::string x = expr(b->a, loc), y = expr(b->b, loc);
     const bool fl = is_float(t) || is_float(b->a.dtype());
     if (fl && (b->a.dtype() != DType::Float32 || b->b.dtype() != DType::Float32) &&
-        !is_comparison(b->op))
-      unsupported(loc, fmt::format("scalar {} arithmetic (only float32 scalars are emitted)",
-                                   dtype_name(t)));
+        !is_comparison(b->op)) {
+      // fp16/bf16 + - * / of two values of the node's dtype: computed in fp32 and rounded once
+      // to the dtype, which is the correctly rounded result the VM gives (it rounds the exact
+      // double result): fp32's 24 bits are at least 2p + 2 for p = 11 (fp16) and 8 (bf16), so
+      // rounding twice gives the same value for these operations (docs/ascendc.md, "Scalar
+      // code"). Other operand mixes would round differently: not emitted.
+      const bool narrow = t == DType::Float16 || t == DType::BFloat16;
+      const bool arith_op =
+          b->op == BinOp::Add || b->op == BinOp::Sub || b->op == BinOp::Mul || b->op == BinOp::Div;
+      if (!narrow || !arith_op || b->a.dtype() != t || b->b.dtype() != t)
+        unsupported(loc, fmt::format("scalar {} arithmetic ({} of {} and {}: only float32 "
+                                     "scalars, and + - * / of two {} values, are emitted)",
+                                     dtype_name(t), binop_name(b->op), dtype_name(b->a.dtype()),
+                                     dtype_name(b->b.dtype()), dtype_name(t)));
+      const char* sym = b->op == BinOp::Add   ? "+"
+                        : b->op == BinOp::Sub ? "-"
+                        : b->op == BinOp::Mul ? "*"
+                                              : "/";
+      return fmt::format("{}(float({}) {} float({}))", ctype(t, loc), x, sym, y);
+    }
     std::string op;
     switch (b->op) {
       case BinOp::Add:
@@ -296,8 +313,12 @@ std::string Emitter::expr(const Expr& e, const SourceLoc& loc) {
     if (is_float(t) != is_float(from) && !(is_int(from) && t == DType::Float32))
       unsupported(loc, fmt::format("the scalar cast {} -> {} (its rounding)", dtype_name(from),
                                    dtype_name(t)));
-    if (is_float(t) && t != DType::Float32)
-      unsupported(loc, fmt::format("the scalar cast to {}", dtype_name(t)));
+    // float -> fp16/bf16: one rounding (nearest even) of the value, as the VM's; an integer
+    // source would round twice (through float): not emitted.
+    if (is_float(t) && t != DType::Float32 && !is_float(from))
+      unsupported(loc, fmt::format("the scalar cast {} -> {}", dtype_name(from), dtype_name(t)));
+    if (is_float(from) && from != DType::Float32 && is_float(t))
+      return fmt::format("{}(float({}))", ctype(t, loc), expr(c->value, loc));
     return fmt::format("{}({})", ctype(t, loc), expr(c->value, loc));
   }
   if (auto* l = e.as<LoadNode>()) {
@@ -308,8 +329,6 @@ std::string Emitter::expr(const Expr& e, const SourceLoc& loc) {
     }
     if (b->scope != MemScope::GM && b->scope != MemScope::UB)
       unsupported(loc, fmt::format("a scalar read of '{}' in {}", b->name, scope_name(b->scope)));
-    if (is_float(b->dtype) && b->dtype != DType::Float32)
-      unsupported(loc, fmt::format("a scalar {} read of '{}'", dtype_name(b->dtype), b->name));
     // Flat element offset through the buffer's strides.
     Expr off = 0;
     Expr stride = 1;
@@ -349,8 +368,11 @@ std::string Emitter::scalar(const Expr& e, DType t, const SourceLoc& loc) {
   }
   std::string s = expr(e, loc);
   if (e.dtype() == t) return s;
-  if (is_float(t) && t != DType::Float32 && !e.as<IntImmNode>())
-    unsupported(loc, fmt::format("a computed {} scalar operand", dtype_name(t)));
+  // An fp32 value rounds once to fp16/bf16 (nearest even), as the VM rounds a scalar operand
+  // to the op's dtype; from an integer it would round twice (through float).
+  if (is_float(t) && t != DType::Float32 && !e.as<IntImmNode>() && e.dtype() != DType::Float32)
+    unsupported(loc, fmt::format("a computed {} scalar operand of {}", dtype_name(t),
+                                 dtype_name(e.dtype())));
   return fmt::format("static_cast<{}>({})", ctype(t, loc), s);
 }
 
@@ -531,7 +553,8 @@ void Emitter::tile_op(const TileOpNode& n) {
     close();
     return;
   }
-  if (emit_reduce(n) || emit_progression(n) || emit_vector(n) || emit_cube(n) || emit_sort(n))
+  if (emit_activation(n) || emit_reduce(n) || emit_progression(n) || emit_vector(n) ||
+      emit_cube(n) || emit_sort(n))
     return;
   if (n.op == &ops::copy()) return emit_copy(n);
   unsupported(n.loc, fmt::format("T.{}", n.op->name));

@@ -109,17 +109,16 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     }
     const Expr& s = n.args[static_cast<size_t>(i1)].scalar;
     if (!b.scalar) unsupported(loc, what + " with a scalar operand (AscendC has no scalar form)");
-    if (has_load(s))
-      unsupported(loc, what +
-                           " with a scalar operand read from memory (needs a scalar-pipe "
-                           "read and its sync)");
-    std::string v = scalar(s, t, loc);
+    // A scalar read from UB/GM: read by the scalar unit first (emit_activation.cpp).
+    std::string v = has_load(s) ? memory_scalar(s, t, loc) : scalar(s, t, loc);
     // a - s == a + (-s) exactly (IEEE negation; two's-complement wrap for integers).
     if (n.op == &ops::tile::sub()) {
       if (auto* fl = s.as<FloatImmNode>())
         v = scalar(FloatImmNode::make(fl->dtype, -fl->value), t, loc);
-      else if (is_float(t))
+      else if (t == DType::Float32)
         v = fmt::format("-({})", v);
+      else if (is_float(t))  // negated as float (exact), the call takes the tile's type
+        v = fmt::format("static_cast<{}>(-({}))", ctype(t, loc), v);
       else
         v = fmt::format("{}(-int64_t({}))", ctype(t, loc), v);
     }
@@ -134,9 +133,10 @@ bool Emitter::emit_vector(const TileOpNode& n) {
   if (n.op == &fill()) {
     Operand dst = operand(n, 0);
     const Expr& v = n.args[static_cast<size_t>(arg_index(n, "value"))].scalar;
-    if (has_load(v)) unsupported(loc, "T.tile.fill with a value read from memory");
+    const DType t = dst.buf->dtype;
+    const std::string value = has_load(v) ? memory_scalar(v, t, loc) : scalar(v, t, loc);
     // Duplicate ("Duplicate" API page): dst = scalar, count form.
-    elementwise({dst}, "Duplicate", scalar(v, dst.buf->dtype, loc) + ", ", "T.tile.fill");
+    elementwise({dst}, "Duplicate", value + ", ", "T.tile.fill");
     return true;
   }
   if (n.op == &compare() || n.op == &select()) {
@@ -160,8 +160,7 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     if (a1.is_region()) {
       src1 = at(tiles.back());
     } else {
-      if (has_load(a1.scalar)) unsupported(loc, what + " with a scalar read from memory");
-      src1 = scalar(a1.scalar, t, loc);
+      src1 = has_load(a1.scalar) ? memory_scalar(a1.scalar, t, loc) : scalar(a1.scalar, t, loc);
     }
     const std::string count = expr(s0.rows * s0.cols, loc);
     if (cmp) {
@@ -187,8 +186,9 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     // Axpy ("Axpy" API page): dst += scalar * src, the scalar of src's type, count form.
     Operand dst = operand(n, 0), src = operand(n, arg_index(n, "src"));
     const Expr& a = n.args[static_cast<size_t>(arg_index(n, "alpha"))].scalar;
-    if (has_load(a)) unsupported(loc, "T.tile.axpy with an alpha read from memory");
-    elementwise({dst, src}, "Axpy", scalar(a, src.buf->dtype, loc) + ", ", "T.tile.axpy");
+    const DType t = src.buf->dtype;
+    const std::string alpha = has_load(a) ? memory_scalar(a, t, loc) : scalar(a, t, loc);
+    elementwise({dst, src}, "Axpy", alpha + ", ", "T.tile.axpy");
     return true;
   }
   if (n.op == &cast()) {

@@ -427,8 +427,8 @@ uint8_t f64_to_e5m2(double x, RoundMode m, SatMode s) {
   return uint8_t(encode_double(kE5M2, x, m, s));
 }
 
-double round_integral(double x, RoundMode m) {
-  if (!std::isfinite(x)) return x;
+namespace {
+double round_integral_magnitude(double x, RoundMode m) {
   double f = std::floor(x);
   if (f == x) return x;
   switch (m) {
@@ -450,6 +450,15 @@ double round_integral(double x, RoundMode m) {
     }
   }
   return x;
+}
+}  // namespace
+
+double round_integral(double x, RoundMode m) {
+  if (!std::isfinite(x)) return x;
+  // A zero result keeps the operand's sign (IEEE 754 roundToIntegral: -0.3 rounds to -0.0, as
+  // std::nearbyint does); `floor(x) + 1` alone would give +0.0.
+  const double r = round_integral_magnitude(x, m);
+  return r == 0 ? std::copysign(0.0, x) : r;
 }
 
 int64_t f64_to_i64(double x, RoundMode m) {

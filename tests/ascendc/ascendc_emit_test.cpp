@@ -167,18 +167,20 @@ TEST(AscendCEmit, CompareAndSelect) {
 }
 
 // A tile op without an AscendC form in the emitter: an error naming it and its source line.
+// T.tile.tanh: the virtual NPU's tanh is glibc's tanhf, AscendC's Tanh its own approximation,
+// so the emitter writes neither (emit_activation.cpp).
 TEST(AscendCEmit, UnsupportedOpIsAnErrorNamingItAndItsLine) {
   auto X = T::Tensor("X", {8, 64}, DType::Float32);
   auto Y = T::Tensor("Y", {8, 64}, DType::Float32);
   int line = 0;
-  PrimFunc f = T::prim_func("sig", {X, Y}, [&] {
+  PrimFunc f = T::prim_func("th", {X, Y}, [&] {
     T::Kernel(1, [&](Expr, Expr) {
       T::Scope(Core::Vector, [&] {
         Buffer x = T::alloc_ub("x", {8, 64}, DType::Float32);
         T::copy(X, x);
         T::pipe_barrier(Pipe::ALL);
         line = __LINE__ + 1;
-        T::tile::sigmoid(x, x);
+        T::tile::tanh(x, x);
         T::pipe_barrier(Pipe::ALL);
         T::copy(x, Y);
       });
@@ -186,41 +188,70 @@ TEST(AscendCEmit, UnsupportedOpIsAnErrorNamingItAndItsLine) {
   });
   try {
     ascendc::emit(lower(f, default_target()), default_target());
-    FAIL() << "emitted a kernel with T.tile.sigmoid";
+    FAIL() << "emitted a kernel with T.tile.tanh";
   } catch (const Error& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("T.tile.sigmoid has no AscendC form"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("T.tile.tanh (the virtual NPU computes glibc's tanhf"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("has no AscendC form"), std::string::npos) << msg;
     EXPECT_NE(msg.find(fmt::format("ascendc_emit_test.cpp:{}", line)), std::string::npos) << msg;
   }
 }
 
-// An operand form AscendC has no call for: a division by a scalar (there is no Divs; the
-// emitter does not turn it into a multiplication by the reciprocal, which rounds differently).
-TEST(AscendCEmit, UnexpressibleOperandFormIsAnError) {
+// A shift by a distance the AscendC pages give no result for (not a constant within the
+// element's width): an error naming the op, what it needs and the line.
+TEST(AscendCEmit, ShiftByAComputedDistanceIsAnError) {
+  auto X = T::Tensor("X", {8, 64}, DType::Int16);
+  auto Y = T::Tensor("Y", {8, 64}, DType::Int16);
+  auto B = T::Scalar("bits", DType::Int32);
+  int line = 0;
+  PrimFunc f = T::prim_func("shl", {X, Y, B}, [&] {
+    T::Kernel(1, [&](Expr, Expr) {
+      T::Scope(Core::Vector, [&] {
+        Buffer x = T::alloc_ub("x", {8, 64}, DType::Int16);
+        T::copy(X, x);
+        T::pipe_barrier(Pipe::ALL);
+        line = __LINE__ + 1;
+        T::tile::shift_left(x, x, B);
+        T::pipe_barrier(Pipe::ALL);
+        T::copy(x, Y);
+      });
+    });
+  });
+  try {
+    ascendc::emit(lower(f, default_target()), default_target());
+    FAIL() << "emitted a shift by a computed distance";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("T.tile.shift_left by a distance that is not a constant in [0, 16)"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(fmt::format("ascendc_emit_test.cpp:{}", line)), std::string::npos) << msg;
+  }
+}
+
+// A division by a scalar: AscendC has no Divs, and a multiplication by the reciprocal rounds
+// twice; the emitter spreads the scalar over its UB scratch and divides tile by tile.
+TEST(AscendCEmit, DivisionByAScalarDividesByASpreadTile) {
   auto X = T::Tensor("X", {8, 64}, DType::Float32);
   auto Y = T::Tensor("Y", {8, 64}, DType::Float32);
-  int line = 0;
   PrimFunc f = T::prim_func("divs", {X, Y}, [&] {
     T::Kernel(1, [&](Expr, Expr) {
       T::Scope(Core::Vector, [&] {
         Buffer x = T::alloc_ub("x", {8, 64}, DType::Float32);
         T::copy(X, x);
         T::pipe_barrier(Pipe::ALL);
-        line = __LINE__ + 1;
         T::tile::div(x, x, 3.0);
         T::pipe_barrier(Pipe::ALL);
         T::copy(x, Y);
       });
     });
   });
-  try {
-    ascendc::emit(lower(f, default_target()), default_target());
-    FAIL() << "emitted a division by a scalar";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("T.tile.div with a scalar operand"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(fmt::format("ascendc_emit_test.cpp:{}", line)), std::string::npos) << msg;
-  }
+  const std::string text = ascendc::emit(lower(f, default_target()), default_target());
+  EXPECT_NE(text.find("AscendC::Duplicate(tl_scratch_float32, 3.0f, 512);"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("AscendC::Div(x, x, tl_scratch_float32, 512);"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Muls"), std::string::npos) << text;
 }
 
 // The backend through tl::compile: the same text, and a second compile hits the cache.

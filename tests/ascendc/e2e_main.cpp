@@ -4,16 +4,19 @@
 // same lowered kernel on the virtual NPU, both on the same random inputs and both under the
 // hazard checker, and require every GM tensor to hold the same bytes afterwards.
 //
-// Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait | --drop-sync-all]   (parameters as
-//        tlc's --set)
+// Usage: ascendc_e2e KERNEL [NAME=VALUE ...] [--drop-wait | --drop-sync-all | --drop-barrier-all]
+//        (parameters as tlc's --set)
 //        ascendc_e2e --ir FILE   (a kernel as Tile IR text: a Python kernel's get_tile_ir(False))
 //        ascendc_e2e --op OP [NAME=VALUE ...]   (a cann_ops_tilelang op as `tlc op` runs it)
-// Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed).
+// Exit 0: bit-identical and hazard-free; 1: a mismatch or an error (printed). TL_E2E_KEEP=1
+// keeps the emitted file.
 // --drop-wait: the mutation check. The first WaitFlag line of the emitted file is deleted; exit
 // 0 only if the model's run then fails naming it at lines of the emitted file: the hazard
 // checker's unordered pair and the SetFlag left without its wait, or (the SetFlag in a loop)
 // the VM's "flag already set" at the next SetFlag. --drop-sync-all: the first SyncAll line
 // deleted; the hazard checker must name a pair of blocks' accesses it ordered.
+// --drop-barrier-all: the same with the first PipeBarrier<PIPE_ALL> (the one before a scalar
+// read from UB): the unordered pair named.
 //
 // The shared object gets a small entry appended to the emitted text, `tl_e2e_entry(void**)`,
 // which unpacks the arguments into the kernel's own signature (tensors and workspaces as GM
@@ -126,8 +129,9 @@ std::vector<Arg> copy_args(Device& dev, const std::vector<Arg>& args) {
 
 /// Emits `lowered`, compiles it against the CPU model, runs it on `model_args` (the inputs as
 /// the VM got them) and compares every GM tensor with `vm_args` (after the VM's run). 0: the
-/// same bytes and no hazard (with `drop`, "AscendC::WaitFlag<" or "AscendC::SyncAll<": the
-/// deleted line's missing order named).
+/// same bytes and no hazard (with `drop`: the deleted line's missing order named). `drop`: the
+/// text that starts the line to delete ("AscendC::WaitFlag<", "AscendC::SyncAll<" or
+/// "AscendC::PipeBarrier<PIPE_ALL>"), empty: none.
 int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Target& target,
                    Device& dev, const std::vector<Arg>& model_args, const std::vector<Arg>& vm_args,
                    const std::string& drop) {
@@ -246,10 +250,14 @@ int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Tar
       // functional check names that SetFlag (no wait consumed the previous set) first.
       const bool again = msg.find("SetFlag: ") != std::string::npos &&
                          msg.find("no wait_flag consumed the previous set") != std::string::npos;
-      // A SyncAll deleted: a block reads another block's data unordered (no flag is left set).
-      if ((sync_all ? pair : (pair && left) || again) && msg.find(file) != std::string::npos) {
-        std::cout << fmt::format("{}: the deleted {} (line {}) is named: {}\n", kernel,
-                                 sync_all ? "SyncAll" : "WaitFlag", dropped_line,
+      // A deleted SyncAll or PipeBarrier leaves no flag behind: the unordered pair is the whole
+      // report (a block reading another's data, a scalar read against an earlier load).
+      const bool barrier = drop.find("PipeBarrier") != std::string::npos;
+      const char* what = sync_all ? "SyncAll" : barrier ? "PipeBarrier<PIPE_ALL>" : "WaitFlag";
+      if ((sync_all || barrier ? pair : (pair && left) || again) &&
+          msg.find(file) != std::string::npos) {
+        std::cout << fmt::format("{}: the deleted {} (line {}) is named: {}\n", kernel, what,
+                                 dropped_line,
                                  again ? "the next SetFlag finds its flag still set"
                                        : "the hazard checker reports the pair it ordered");
         return 0;
@@ -283,7 +291,11 @@ int check_on_model(const std::string& kernel, const PrimFunc& lowered, const Tar
     }
   }
   dlclose(h);
-  std::filesystem::remove_all(dir);
+  // TL_E2E_KEEP=1 keeps the emitted file (and its shared object) for a reader.
+  if (std::getenv("TL_E2E_KEEP"))
+    std::cout << "kept " << cpp.string() << "\n";
+  else
+    std::filesystem::remove_all(dir);
   if (bad) return 1;
   std::cout << fmt::format(
       "{}: {} blocks; the AscendC file ({} bytes, {} lines) compiled against "
@@ -363,8 +375,8 @@ int run(int argc, char** argv) {
       drop = "AscendC::WaitFlag<";
       continue;
     }
-    if (a == "--drop-sync-all") {
-      drop = "AscendC::SyncAll<";
+    if (a == "--drop-sync-all" || a == "--drop-barrier-all") {
+      drop = a == "--drop-sync-all" ? "AscendC::SyncAll<" : "AscendC::PipeBarrier<PIPE_ALL>";
       continue;
     }
     auto eq = a.find('=');

@@ -453,6 +453,22 @@ TEST(Numerics, FloatToIntTiesAndModes) {
   }
 }
 
+// A zero result of rounding to an integral value keeps the operand's sign (IEEE 754
+// roundToIntegral, std::nearbyint): Cast float -> float of -0.3 (RINT) is -0.0, as
+// T.tile.round of -0.3; floor(x) + 1 alone gave +0.0.
+TEST(Numerics, RoundIntegralKeepsTheSignOfAZero) {
+  for (RoundMode m : {RoundMode::Rint, RoundMode::Ceil, RoundMode::Round, RoundMode::Trunc}) {
+    for (double x : {-0.3, -0.49, -0.0}) {
+      const double r = round_integral(x, m);
+      EXPECT_EQ(r, 0.0) << x << " " << round_mode_name(m);
+      EXPECT_TRUE(std::signbit(r)) << x << " " << round_mode_name(m);
+    }
+    EXPECT_FALSE(std::signbit(round_integral(0.3, m))) << round_mode_name(m);
+  }
+  EXPECT_TRUE(std::signbit(round_integral(-0.3, RoundMode::Rint)) ==
+              std::signbit(std::nearbyint(-0.3)));
+}
+
 TEST(Numerics, FloatToIntSaturatesAndNanIsZero) {
   EXPECT_EQ(to_int(DType::Int8, 200.7, RoundMode::Rint), 127);
   EXPECT_EQ(to_int(DType::Int8, -200.7, RoundMode::Rint), -128);
