@@ -21,9 +21,10 @@ bool Emitter::emit_clipped_row(const TileOpNode& n, const Operand& gm, const Ope
   // The UB side holds the longest row the length can be (its own extent: the same expression,
   // or a constant at least the length's bound).
   const auto len = arith::bound(gm.cols, ivs_);
-  if (len.lo < 0 || len.hi > 65535)
-    unsupported(
-        loc, what + fmt::format(" of length in [{}, {}] (not within 0 .. 65535)", len.lo, len.hi));
+  // A length the bounds cannot keep above zero is guarded below (`if (len > 0)`: an empty or
+  // negative extent copies nothing, as in the VM); only the upper bound must fit.
+  if (len.hi > 65535)
+    unsupported(loc, what + fmt::format(" of length up to {} (not within 65535)", len.hi));
   // (The same expression printed the same way: the same value at run time.)
   auto ub_cols = as_const_int(ub.cols);
   if (!(ub_cols ? *ub_cols >= len.hi : expr(ub.cols, loc) == expr(gm.cols, loc)))

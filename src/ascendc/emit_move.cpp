@@ -145,7 +145,6 @@ void Emitter::emit_copy(const TileOpNode& n) {
     return;
   }
   auto cols = as_const_int(gm.cols);
-  if (!cols && emit_dynamic_row_copy(n, gm, ub, in)) return;  // emit_dynamic_copy.cpp
   if (!cols || !as_const_int(ub.cols) || *as_const_int(ub.cols) != *cols)
     unsupported(loc, what + " whose rows differ in length between the sides (or are dynamic)");
   if (!gm.pitch.defined() || !ub.pitch.defined())

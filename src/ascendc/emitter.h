@@ -105,9 +105,6 @@ class Emitter {
   /// A scalar operand that reads UB/GM (emit_activation.cpp): a barrier over every pipe, then
   /// the value read into a local by GetValue; returns the local's name (as dtype `t`).
   std::string memory_scalar(const Expr& e, DType t, const SourceLoc& loc);
-  /// T.copy of one row of a dynamic length between GM and UB (a row clipped at a tensor's
-  /// end), emit_dynamic_copy.cpp; false: not that form.
-  bool emit_dynamic_row_copy(const TileOpNode& n, const Operand& gm, const Operand& ub, bool in);
   /// Bytes of UB above the highest planned buffer (what a scratch can take).
   int64_t ub_free() const { return target_.cap(MemScope::UB) - (ub_end_ + 31) / 32 * 32; }
 
