@@ -52,8 +52,9 @@ constexpr int64_t kChunkRows = 16;                // the chunked schedule: 8 fp3
 }  // namespace
 
 std::string SoftmaxKey::str() const {
-  return fmt::format("dtype={},N={},bM={},bN={},blocks={},log={},backward={}",
-                     tl::dtype_name(dtype), cols, rows_per_tile, chunk, blocks, log, backward);
+  return fmt::format("dtype={},N={},bM={},bN={},blocks={},log={},backward={},resident={}",
+                     tl::dtype_name(dtype), cols, rows_per_tile, chunk, blocks, log, backward,
+                     resident);
 }
 
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
@@ -61,6 +62,21 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
   const auto budget = vector_budget(target);
   SoftmaxKey k{
       .dtype = dtype, .cols = cols, .blocks = budget.blocks, .log = log, .backward = backward};
+  // The resident schedule (softmax_resident.cpp): two slots of bM rows of each input in the I/O
+  // dtype, each input's tile in fp32, 3/4 of a tile for the max / sum tree, the row statistics.
+  if (cols % 32 == 0) {
+    const int64_t es = tl::dtype_bytes(dtype), inputs = backward ? 2 : 1;
+    const int64_t stats = 16 * 512;  // statistics and the residues' padding
+    for (int64_t bM : kRowsPerTile) {
+      const int64_t tile = bM * cols;
+      if (2 * inputs * tile * es + inputs * tile * 4 + tile * 3 + stats <= budget.ub_bytes) {
+        k.rows_per_tile = bM;
+        k.chunk = cols;
+        k.resident = true;
+        return k;
+      }
+    }
+  }
   for (int64_t bM : kRowsPerTile) {
     if (ub_use(dtype, log, backward, true, bM, cols) <= budget.ub_bytes) {
       k.rows_per_tile = bM;

@@ -34,15 +34,21 @@ struct SoftmaxKey {
   int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
   bool log = false;           // log-softmax instead of softmax
   bool backward = false;      // the backward kernel (Y, DY -> DX) instead of the forward
+  bool resident = false;      // the expert one-pass schedule (softmax_resident.cpp)
   std::string str() const;
   int64_t chunks() const { return (cols + chunk - 1) / chunk; }
 };
-/// Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N].
+/// Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N]. A resident key
+/// builds softmax_resident_kernel.
 tl::PrimFunc softmax_kernel(const SoftmaxKey& k);
+/// The resident schedule (expert mode), forward or backward: two row tiles of bM rows of each input
+/// in the I/O dtype and their fp32 widening in UB, every input read once, the forward's exp
+/// computed once per element. N a multiple of 32.
+tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k);
 
 /// The launch parameters the public functions choose on a target (its core count and UB size):
-/// one pass with the widest row tile whose row fits UB, else column chunks of the widest width
-/// that fits.
+/// the resident schedule with the widest row tile that fits (N a multiple of 32), else one pass
+/// with the widest row tile whose row fits UB, else column chunks of the widest width that fits.
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
                        const tl::Target& target);
 
