@@ -16,15 +16,9 @@
 // softmax_resident_kernel in python/cann_ops_tilelang/kernels/softmax_resident.py (identical
 // IR, tested).
 //
-// The fp32 tile is kept as two halves of columns, e0 and e1, 256 bytes apart modulo 512: a
-// vector instruction whose two sources start in the same bank groups pays its repeats twice
-// (docs/calibration.md, "UB bank conflicts"). The row max and sum are a tree of elementwise
-// max / add over the halves (2 cycles a repeat on half the columns, then a quarter, ...) and
-// one reduction of the last 128 columns or fewer: a reduction over the whole row costs 7 cycles
-// a repeat (docs/calibration.md, `vec_reduce`). The tree's levels go back and forth between two
-// pairs of buffers, so a level's two instructions read what the other does not write and run
-// back to back under one barrier (docs/virtual_npu.md: V instructions overlap unless a barrier
-// orders them).
+// The fp32 tile is kept as two halves of columns, e0 and e1, 256 bytes apart modulo 512 (no
+// bank-group conflict); the row max and sum are softmax_tree.h's tree of elementwise max / add
+// over the halves, then one short reduction.
 //
 // Synchronisation: the slot flags of for_each_row_tile_2slots (MTE3 -> MTE2, MTE2 -> V on ids 0
 // and 1); each tile's store waits V -> MTE3 on its slot's id; the tail tile (M % rM rows) runs
@@ -32,10 +26,10 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "cann_ops_tilelang/softmax.h"
+#include "softmax_tree.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang {
@@ -46,77 +40,12 @@ using tl::DType;
 using tl::Expr;
 using tl::Pipe;
 namespace T = tl::T;
+using namespace softmax_tree;
 constexpr int kEvTail = 3;
 
 void sync(Pipe src, Pipe dst, int ev) {
   T::set_flag(src, dst, ev);
   T::wait_flag(src, dst, ev);
-}
-
-// The UB of one AIV, given out in order with each buffer's residue modulo 512 chosen (two
-// sources of one vector instruction 256 bytes apart: no bank-group conflict).
-struct Placer {
-  int64_t at = 0;
-  int64_t operator()(int64_t bytes, int64_t residue) {
-    at += ((residue - at % 512) % 512 + 512) % 512;
-    const int64_t a = at;
-    at += (bytes + 31) / 32 * 32;
-    return a;
-  }
-};
-
-// Columns [c0, c0 + w) of every row of a [rM, ...] tile.
-tl::TileArg cols(const Buffer& b, int rM, int c0, int w) {
-  return b.region({0, c0}, {rM, w});
-}
-
-// The buffers of the row tree: t0, t1 [rM, N / 4], u0, u1 [rM, N / 8] and red [rM, w] (w the
-// width the tree stops at), each pair 256 bytes apart.
-struct Tree {
-  Buffer t0, t1, u0, u1, red;
-};
-
-// The widths the tree's levels write after the first (which writes t0, t1 from the halves): a
-// level halves the width while it is a multiple of 16 columns (halves of whole 32-byte blocks)
-// above 128; the last width is red's.
-std::vector<int> tree_widths(int q) {
-  std::vector<int> ws;
-  for (int w = q; w % 16 == 0 && w > 128; w /= 2) ws.push_back(w / 2);
-  return ws;
-}
-
-// The row max (or sum) of the tile whose column halves are a and b ([rM, h], 256 bytes apart)
-// into out [rM]: a tree of elementwise ops, each level reading one pair of buffers at the same
-// columns (so its two sources stay 256 bytes apart) and writing the other pair, then red, the
-// last width as whole rows, and one reduction of red. Ends with the reduction issued.
-void row_tree(bool is_max, const Buffer& a, const Buffer& b, const Tree& tr, int rM, int h,
-              const Buffer& out) {
-  auto op = [&](tl::TileArg d, tl::TileArg x, tl::TileArg y) {
-    if (is_max)
-      T::tile::max(d, x, y);
-    else
-      T::tile::add(d, x, y);
-  };
-  const int q = h / 2;
-  op(cols(tr.t0, rM, 0, q), cols(a, rM, 0, q), cols(b, rM, 0, q));
-  op(cols(tr.t1, rM, 0, q), cols(a, rM, q, q), cols(b, rM, q, q));
-  const Buffer *c0 = &tr.t0, *c1 = &tr.t1, *o0 = &tr.u0, *o1 = &tr.u1;
-  int w = q;
-  for (int hw : tree_widths(q)) {
-    T::pipe_barrier(Pipe::V);
-    op(cols(*o0, rM, 0, hw), cols(*c0, rM, 0, hw), cols(*c1, rM, 0, hw));
-    op(cols(*o1, rM, 0, hw), cols(*c0, rM, hw, hw), cols(*c1, rM, hw, hw));
-    std::swap(c0, o0);
-    std::swap(c1, o1);
-    w = hw;
-  }
-  T::pipe_barrier(Pipe::V);
-  op(tr.red, cols(*c0, rM, 0, w), cols(*c1, rM, 0, w));
-  T::pipe_barrier(Pipe::V);
-  if (is_max)
-    T::reduce_max(tr.red, out, -1);
-  else
-    T::reduce_sum(tr.red, out, -1);
 }
 
 }  // namespace
@@ -164,13 +93,7 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
           g0 = T::alloc_ub("gf0_ub", {rM, h}, f32, place(half, 256));
           g1 = T::alloc_ub("gf1_ub", {rM, h}, f32, place(half, 0));
         }
-        const auto ws = tree_widths(q);
-        const int o = q / 2, wr = ws.empty() ? q : ws.back();
-        const Tree tr{T::alloc_ub("t0_ub", {rM, q}, f32, place(int64_t{rM} * q * 4, 0)),
-                      T::alloc_ub("t1_ub", {rM, q}, f32, place(int64_t{rM} * q * 4, 256)),
-                      T::alloc_ub("u0_ub", {rM, o}, f32, place(int64_t{rM} * o * 4, 0)),
-                      T::alloc_ub("u1_ub", {rM, o}, f32, place(int64_t{rM} * o * 4, 256)),
-                      T::alloc_ub("red_ub", {rM, wr}, f32, place(int64_t{rM} * wr * 4, 0))};
+        const Tree tr = alloc_tree(place, rM, q);
         // Row statistics; a row-expand's per-row operand sits 256 bytes from its tile's half.
         auto st = [&](const char* nm, int64_t residue) {
           return T::alloc_ub(nm, {rM}, f32, place(rM * 4, residue));

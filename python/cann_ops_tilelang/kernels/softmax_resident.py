@@ -32,35 +32,15 @@ def _sync(src, dst, ev):
     T.wait_flag(src, dst, ev)
 
 
-def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: int, log: bool,
-                            backward: bool) -> PrimFunc:
-    """Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N]."""
-    N, rM = cols, rows_per_tile
-    h, q = N // 2, N // 4
-    wide = dtype != "float32"
-    es = 4 if dtype == "float32" else 2
-    nin = 2 if backward else 1
-    M = T.dynamic("M")
-    num_blocks = T.min(blocks, T.ceildiv(M, rM))
+def _tree(place, rM: int, q: int) -> dict:
+    """The row tree of cann_ops_tilelang/softmax/softmax_tree.h for [rM, 4 q] tiles held as two fp32
+    column halves: its buffers' addresses (placed now, t0 t1 u0 u1 red, each pair 256 bytes apart),
+    shapes, and the macro row_tree(is_max, a, b, tr, out), tr the dict alloc_tree's buffers make.
 
-    at = 0
-
-    def place(nbytes: int, residue: int) -> int:
-        nonlocal at
-        at += ((residue - at % 512) % 512 + 512) % 512
-        a = at
-        at += (nbytes + 31) // 32 * 32
-        return a
-
-    tile, half = rM * N * es, rM * h * 4
-    a_slots = [[place(tile, 256 * i) for i in range(nin)] for _ in range(2)]
-    a_e0, a_e1 = place(half, 0), place(half, 256)
-    a_g0 = place(half, 256) if backward else None
-    a_g1 = place(half, 0) if backward else None
-    a_t0, a_t1 = place(rM * q * 4, 0), place(rM * q * 4, 256)
-
-    # The widths the tree's levels write after the first (which writes t0, t1 from the halves): a
-    # level halves the width while it is a multiple of 16 columns above 128; the last is red's.
+    The first level writes t0, t1 from the halves; each later level halves the width while it is a
+    multiple of 16 columns above 128, reading one pair of buffers at the same columns and writing
+    the other pair; then red (the last width) and one reduction of red."""
+    h = 2 * q
     widths = []
     w = q
     while w % 16 == 0 and w > 128:
@@ -68,16 +48,10 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
         w //= 2
     wr = widths[-1] if widths else q
     o = q // 2
-    a_u0, a_u1 = place(rM * o * 4, 0), place(rM * o * 4, 256)
-    a_red = place(rM * wr * 4, 0)
-    if not backward:
-        a_m, a_s, a_one = place(rM * 4, 0), place(rM * 4, 0), place(rM * 4, 256)
-        a_ms0, a_ms1 = place(rM * 4, 256), place(rM * 4, 0)
-        a_r0, a_r1 = place(rM * 4, 256), place(rM * 4, 0)
-    else:
-        a_s0, a_s1 = place(rM * 4, 256), place(rM * 4, 0)
-    # Each level reads one pair of buffers at the same columns and writes the other pair.
+    addr = [place(rM * q * 4, 0), place(rM * q * 4, 256), place(rM * o * 4, 0), place(rM * o * 4, 256),
+            place(rM * wr * 4, 0)]
     pairs = [("t", "u") if n % 2 == 0 else ("u", "t") for n in range(len(widths))]
+    levels = [(src, dst, hw) for (src, dst), hw in zip(pairs, widths)]
     last = "u" if len(widths) % 2 == 1 else "t"
 
     @T.macro
@@ -109,7 +83,58 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
         else:
             T.reduce_sum(tr["red"], out, -1)
 
-    levels = [(src, dst, hw) for (src, dst), hw in zip(pairs, widths)]
+    return {"addr": addr, "q": q, "o": o, "wr": wr, "row_tree": row_tree}
+
+
+def _tree_allocator(tree: dict, rM: int):
+    """A plain function that allocates the tree's buffers where the kernel calls it (the names
+    softmax_tree.cpp's alloc_tree gives them) and returns them as row_tree's dict."""
+    a, q, o, wr = tree["addr"], tree["q"], tree["o"], tree["wr"]
+
+    def alloc_tree():
+        t0 = T.alloc_ub((rM, q), "float32", name="t0_ub", address=a[0])
+        t1 = T.alloc_ub((rM, q), "float32", name="t1_ub", address=a[1])
+        u0 = T.alloc_ub((rM, o), "float32", name="u0_ub", address=a[2])
+        u1 = T.alloc_ub((rM, o), "float32", name="u1_ub", address=a[3])
+        red = T.alloc_ub((rM, wr), "float32", name="red_ub", address=a[4])
+        return {"t": [t0, t1], "u": [u0, u1], "red": red}
+
+    return alloc_tree
+
+
+def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: int, log: bool,
+                            backward: bool) -> PrimFunc:
+    """Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N]."""
+    N, rM = cols, rows_per_tile
+    h, q = N // 2, N // 4
+    wide = dtype != "float32"
+    es = 4 if dtype == "float32" else 2
+    nin = 2 if backward else 1
+    M = T.dynamic("M")
+    num_blocks = T.min(blocks, T.ceildiv(M, rM))
+
+    at = 0
+
+    def place(nbytes: int, residue: int) -> int:
+        nonlocal at
+        at += ((residue - at % 512) % 512 + 512) % 512
+        a = at
+        at += (nbytes + 31) // 32 * 32
+        return a
+
+    tile, half = rM * N * es, rM * h * 4
+    a_slots = [[place(tile, 256 * i) for i in range(nin)] for _ in range(2)]
+    a_e0, a_e1 = place(half, 0), place(half, 256)
+    a_g0 = place(half, 256) if backward else None
+    a_g1 = place(half, 0) if backward else None
+    tree = _tree(place, rM, q)
+    row_tree = tree["row_tree"]
+    if not backward:
+        a_m, a_s, a_one = place(rM * 4, 0), place(rM * 4, 0), place(rM * 4, 256)
+        a_ms0, a_ms1 = place(rM * 4, 256), place(rM * 4, 0)
+        a_r0, a_r1 = place(rM * 4, 256), place(rM * 4, 0)
+    else:
+        a_s0, a_s1 = place(rM * 4, 256), place(rM * 4, 0)
 
     @T.macro
     def widen(x, lo, hi):
@@ -205,6 +230,7 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
             T.tile.sub(dy[0:rM, h:N], g1, y1)
 
     in_idx = [0, 1] if backward else [0]  # a Python list: unrolled while parsing
+    alloc_tree = _tree_allocator(tree, rM)
 
     @T.macro
     def compute(sl, bufs):
@@ -250,12 +276,7 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
                     y1 = T.alloc_ub((rM, h), "float32", name="yf1_ub", address=a_e1)
                     g0 = T.alloc_ub((rM, h), "float32", name="gf0_ub", address=a_g0)
                     g1 = T.alloc_ub((rM, h), "float32", name="gf1_ub", address=a_g1)
-                    t0 = T.alloc_ub((rM, q), "float32", name="t0_ub", address=a_t0)
-                    t1 = T.alloc_ub((rM, q), "float32", name="t1_ub", address=a_t1)
-                    u0 = T.alloc_ub((rM, o), "float32", name="u0_ub", address=a_u0)
-                    u1 = T.alloc_ub((rM, o), "float32", name="u1_ub", address=a_u1)
-                    red = T.alloc_ub((rM, wr), "float32", name="red_ub", address=a_red)
-                    tr = {"t": [t0, t1], "u": [u0, u1], "red": red}
+                    tr = alloc_tree()
                     s0 = T.alloc_ub((rM,), "float32", name="s0_ub", address=a_s0)  # sum(dy y), or sum(dy)
                     s1 = T.alloc_ub((rM,), "float32", name="s1_ub", address=a_s1)
                     bufs = [y0, y1, g0, g1, tr, s0, s1]
@@ -265,12 +286,7 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
                     slots = [[x0_s], [x1_s]]
                     e0 = T.alloc_ub((rM, h), "float32", name="e0_ub", address=a_e0)
                     e1 = T.alloc_ub((rM, h), "float32", name="e1_ub", address=a_e1)
-                    t0 = T.alloc_ub((rM, q), "float32", name="t0_ub", address=a_t0)
-                    t1 = T.alloc_ub((rM, q), "float32", name="t1_ub", address=a_t1)
-                    u0 = T.alloc_ub((rM, o), "float32", name="u0_ub", address=a_u0)
-                    u1 = T.alloc_ub((rM, o), "float32", name="u1_ub", address=a_u1)
-                    red = T.alloc_ub((rM, wr), "float32", name="red_ub", address=a_red)
-                    tr = {"t": [t0, t1], "u": [u0, u1], "red": red}
+                    tr = alloc_tree()
                     m = T.alloc_ub((rM,), "float32", name="m_ub", address=a_m)  # the row max
                     s = T.alloc_ub((rM,), "float32", name="s_ub", address=a_s)  # the row sum
                     one = T.alloc_ub((rM,), "float32", name="one_ub", address=a_one)
