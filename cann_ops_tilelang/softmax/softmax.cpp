@@ -87,7 +87,7 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
       return k;
     }
   }
-  // The streamed schedule (softmax_streamed.cpp): one row per tile, two slots of a bN-column
+  // The streamed schedule (softmax_streamed.cpp): one row per tile, three slots of a bN-column
   // chunk of each input, its fp32 widening and the tree. bN: the divisor of N, a multiple of 32,
   // that fits and costs the least per column in what a chunk adds to its columns' own work (the
   // statistics' barriers, about 1500 cycles, and the trees' final reductions); none, or one
@@ -96,7 +96,7 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
     const int64_t es = tl::dtype_bytes(dtype), inputs = backward ? 2 : 1, stats = 24 * 512;
     auto fits = [&](int64_t w) {
       const int64_t tree = softmax_tree::tree_bytes(1, static_cast<int>(w / 4));
-      return 2 * inputs * w * es + inputs * w * 4 + tree + stats <= budget.ub_bytes;
+      return 3 * inputs * w * es + inputs * w * 4 + tree + stats <= budget.ub_bytes;
     };
     int64_t best = 0;
     double best_cost = 0;

@@ -1,9 +1,11 @@
 // The softmax / log-softmax kernels' streamed schedule, forward and backward (the key's
 // `streamed`, chosen by softmax_key for rows larger than UB, N a multiple of 32 with a wide
 // enough divisor for the chunk): a row is read in bN-column chunks twice, pass 1 the row
-// statistics, pass 2 the result, and every chunk load is double-buffered across chunks, passes
-// and rows: a worker's chunk steps (2 N / bN per row) go through two UB slots, the next step's
-// load issued before this step's compute (docs/ops.md, "Softmax and log-softmax"). A worker
+// statistics, pass 2 the result, and every chunk load is prefetched across chunks, passes
+// and rows: a worker's chunk steps (2 N / bN per row) go through three UB slots, the load of
+// the step after next issued before this step's compute, so two loads are in flight while the
+// vector pipe works: with two slots the GM latency and HBM share of one chunk's load outlasted
+// its compute (docs/ops.md, "Softmax and log-softmax"). A worker
 // takes whole rows (rM = 1: no tail tile). Its Python twin is softmax_streamed_kernel in
 // python/cann_ops_tilelang/kernels/softmax_streamed.py (identical IR, tested).
 //
@@ -19,9 +21,10 @@
 // chunk is widened into two fp32 column halves 256 bytes apart (no bank-group conflict) and
 // reduced by softmax_tree.h's tree.
 //
-// Synchronisation, per slot s (ids 0 and 1): its load MTE2 -> V; V -> MTE3 once its compute is
+// Synchronisation, per slot s (ids 0, 1, 2): its load MTE2 -> V; V -> MTE3 once its compute is
 // done (then its store, in pass 2); the slot is free for its next load after that, MTE3 ->
-// MTE2, set once for both slots before the loop and waited once after it.
+// MTE2, set once for every slot before the loop and waited once after it. Steps go in threes,
+// so each slot's code and event ids are constants.
 #include <functional>
 #include <limits>
 #include <optional>
@@ -40,6 +43,7 @@ using tl::Expr;
 using tl::Pipe;
 namespace T = tl::T;
 using namespace softmax_tree;
+constexpr int kSlots = 3;  // chunk slots: two loads in flight beside the compute
 
 void sync(Pipe src, Pipe dst, int ev) {
   T::set_flag(src, dst, ev);
@@ -78,8 +82,8 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
         const int64_t chunk = int64_t{bN} * tl::dtype_bytes(dt), half = int64_t{h} * 4;
         // Slot s holds input i at slots[s][i]; the result overwrites the last input.
         const int nin = static_cast<int>(ins.size());
-        std::vector<Buffer> slots[2];
-        for (int sl = 0; sl < 2; ++sl)
+        std::vector<Buffer> slots[kSlots];
+        for (int sl = 0; sl < kSlots; ++sl)
           for (int i = 0; i < nin; ++i)
             slots[sl].push_back(
                 T::alloc_ub(fmt::format("{}{}_ub", bwd ? (i ? "dy" : "y") : "x", sl), {1, bN}, dt,
@@ -248,8 +252,8 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
         auto worker = T::let("worker", cid * 2 + vid);
         auto mine = T::let("mine", ceildiv(max(M - worker, 0), workers));
         auto row_of = [&](Expr n) { return worker + n / steps_per_row * workers; };
-        // first: step 0, pass 1 (known here: no kernel `if`).
-        auto load = [&](int sl, Expr n, bool first = false) {
+        // pass1: the step's pass where it is known here (the first steps: no kernel `if`).
+        auto load = [&](int sl, Expr n, std::optional<bool> pass1 = std::nullopt) {
           Expr row = row_of(n), col = n % C * bN;
           auto all = [&] {
             for (int i = 0; i < nin; ++i) T::copy(ins[i].at({row, col}), slots[sl][i]);
@@ -257,8 +261,8 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
           auto dy_only = [&] { T::copy(ins[1].at({row, col}), slots[sl][1]); };
           if (!(bwd && log))
             all();
-          else if (first)  // pass 1 reads dy alone
-            dy_only();
+          else if (pass1)  // pass 1 reads dy alone
+            *pass1 ? dy_only() : all();
           else
             T::If(n % steps_per_row < C, dy_only, all);
         };
@@ -277,33 +281,31 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
                 T::copy(slots[sl].back(), OUT.at({row_of(n), (kk - C) * bN}));
               });
         };
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 0);  // both slots start free
-        T::set_flag(Pipe::MTE3, Pipe::MTE2, 1);
-        T::If(mine > 0, [&] {
-          T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
-          load(0, Expr(0), true);
-          T::set_flag(Pipe::MTE2, Pipe::V, 0);
-        });
-        // Steps in pairs (2 C per row: an even count), so each slot's code and ids are constants.
-        T::serial("i", mine * C, [&](Expr i) {
-          for (int sl = 0; sl < 2; ++sl) {
-            Expr n = i * 2 + sl;
-            auto next = [&] {  // the next step loads while this one computes
-              T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1 - sl);
-              load(1 - sl, n + 1);
-              T::set_flag(Pipe::MTE2, Pipe::V, 1 - sl);
-            };
-            if (sl == 0)
-              next();
-            else
-              T::If(n + 1 < mine * steps_per_row, next);
-            T::wait_flag(Pipe::MTE2, Pipe::V, sl);
-            work(sl, n);
-            T::set_flag(Pipe::MTE3, Pipe::MTE2, sl);
+        Expr total = mine * steps_per_row;
+        for (int sl = 0; sl < kSlots; ++sl) T::set_flag(Pipe::MTE3, Pipe::MTE2, sl);  // all free
+        for (int sl = 0; sl + 1 < kSlots; ++sl)
+          T::If(total > sl, [&] {
+            T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl);
+            load(sl, Expr(sl), sl % steps_per_row < C);
+            T::set_flag(Pipe::MTE2, Pipe::V, sl);
+          });
+        T::serial("i", ceildiv(total, kSlots), [&](Expr i) {
+          for (int sl = 0; sl < kSlots; ++sl) {
+            Expr n = i * kSlots + sl;
+            const int ahead = (sl + kSlots - 1) % kSlots;
+            T::If(n < total, [&] {
+              T::If(n + (kSlots - 1) < total, [&] {
+                T::wait_flag(Pipe::MTE3, Pipe::MTE2, ahead);
+                load(ahead, n + (kSlots - 1));
+                T::set_flag(Pipe::MTE2, Pipe::V, ahead);
+              });
+              T::wait_flag(Pipe::MTE2, Pipe::V, sl);
+              work(sl, n);
+              T::set_flag(Pipe::MTE3, Pipe::MTE2, sl);
+            });
           }
         });
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
-        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 1);
+        for (int sl = 0; sl < kSlots; ++sl) T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl);
       });
     });
   });

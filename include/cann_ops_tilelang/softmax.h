@@ -47,8 +47,8 @@ tl::PrimFunc softmax_kernel(const SoftmaxKey& k);
 /// computed once per element. N a multiple of 32.
 tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k);
 /// The streamed schedule (expert mode), forward or backward, for rows larger than UB: one row per
-/// tile, read in chunks of bN columns (a multiple of 32 dividing N) twice, every chunk load
-/// double-buffered across chunks, passes and rows.
+/// tile, read in chunks of bN columns (a multiple of 32 dividing N) twice, every chunk load in one
+/// of three slots, two steps ahead, across chunks, passes and rows.
 tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k);
 
 /// The launch parameters the public functions choose on a target (its core count and UB size):

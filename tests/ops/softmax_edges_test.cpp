@@ -170,55 +170,58 @@ TEST(SoftmaxEdges, ResidentKernelsHaveNoHazardNorTimeOrderEffect) {
   }
 }
 
-// The streamed kernels (softmax_streamed.cpp) forced onto rows of 3072 in chunks of 1024 (three
-// chunks: pass 2 starts in the other slot), 101 rows (2 or 3 per AIV: the slots carry over from
-// row to row): against the reference, under the hazard checker, and in timed mode with no output
-// differing from program order.
+// The streamed kernels (softmax_streamed.cpp) forced onto chunks of 1024: rows of 2048 (4 steps a
+// row: the three slots' last round is partial) and 3072 (6 steps), 101 rows (2 or 3 per AIV: the
+// slots carry over from row to row): against the reference, under the hazard checker, and in
+// timed mode with no output differing from program order.
 TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
   for (DType dt : {DType::BFloat16, DType::Float32}) {
     for (bool log : {false, true}) {
       for (bool backward : {false, true}) {
-        SCOPED_TRACE(fmt::format("{} log={} backward={}", tl::dtype_name(dt), log, backward));
-        tl::Device dev;
-        const int64_t M = 101, N = 3072;
-        auto key = softmax_key(dt, N, log, backward, dev.target());
-        key.resident = false;
-        key.streamed = true;
-        key.rows_per_tile = 1;
-        key.chunk = 1024;
-        auto kernel = tl::compile(softmax_kernel(key), dev.target());
-        auto xs = tl::randn(dev, {M, N}, DType::Float32, opstest::test_seed()).to_vector();
-        for (auto& e : xs) e *= 4;  // logits of a language model's scale
-        auto x = tl::from_vector(dev, {M, N}, dt, xs);
-        auto dy = tl::randn(dev, {M, N}, dt, opstest::test_seed() + 1);
-        auto y = log ? log_softmax(x) : softmax(x);
-        auto out = tl::Tensor::empty(dev, {M, N}, dt);
-        std::vector<tl::Arg> args =
-            backward ? std::vector<tl::Arg>{y, dy, out} : std::vector<tl::Arg>{x, out};
-        RunOptions hazards;
-        hazards.launch.check_hazards = true;
-        {
-          ScopedRun s(hazards);
-          EXPECT_NO_THROW(launch(kernel, dev, args));
+        for (int64_t N : {2048, 3072}) {
+          SCOPED_TRACE(
+              fmt::format("{} log={} backward={} N={}", tl::dtype_name(dt), log, backward, N));
+          tl::Device dev;
+          const int64_t M = 101;
+          auto key = softmax_key(dt, N, log, backward, dev.target());
+          key.resident = false;
+          key.streamed = true;
+          key.rows_per_tile = 1;
+          key.chunk = 1024;
+          auto kernel = tl::compile(softmax_kernel(key), dev.target());
+          auto xs = tl::randn(dev, {M, N}, DType::Float32, opstest::test_seed()).to_vector();
+          for (auto& e : xs) e *= 4;  // logits of a language model's scale
+          auto x = tl::from_vector(dev, {M, N}, dt, xs);
+          auto dy = tl::randn(dev, {M, N}, dt, opstest::test_seed() + 1);
+          auto y = log ? log_softmax(x) : softmax(x);
+          auto out = tl::Tensor::empty(dev, {M, N}, dt);
+          std::vector<tl::Arg> args =
+              backward ? std::vector<tl::Arg>{y, dy, out} : std::vector<tl::Arg>{x, out};
+          RunOptions hazards;
+          hazards.launch.check_hazards = true;
+          {
+            ScopedRun s(hazards);
+            EXPECT_NO_THROW(launch(kernel, dev, args));
+          }
+          const auto tol = opstest::tolerance(dt);
+          if (!backward) {
+            auto want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
+            EXPECT_EQ(opstest::allclose(out.to_vector(), want, N, tol, "y"), "");
+          } else {
+            auto want = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);
+            auto scale = want.dx_abs;
+            for (auto& v : scale) v *= (dt == DType::Float32 ? 1e-5 : tol.rtol) / opstest::kApprox;
+            EXPECT_EQ(opstest::allclose(out.to_vector(), want.dx, N, tol, "dx", &scale), "");
+          }
+          RunOptions timed;
+          timed.profile = true;
+          {
+            ScopedRun s(timed);
+            launch(kernel, dev, args);
+          }
+          ASSERT_EQ(timed.profiles.size(), 1u);
+          for (const auto& e : timed.profiles[0].time_order_effects) ADD_FAILURE() << e;
         }
-        const auto tol = opstest::tolerance(dt);
-        if (!backward) {
-          auto want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
-          EXPECT_EQ(opstest::allclose(out.to_vector(), want, N, tol, "y"), "");
-        } else {
-          auto want = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);
-          auto scale = want.dx_abs;
-          for (auto& v : scale) v *= (dt == DType::Float32 ? 1e-5 : tol.rtol) / opstest::kApprox;
-          EXPECT_EQ(opstest::allclose(out.to_vector(), want.dx, N, tol, "dx", &scale), "");
-        }
-        RunOptions timed;
-        timed.profile = true;
-        {
-          ScopedRun s(timed);
-          launch(kernel, dev, args);
-        }
-        ASSERT_EQ(timed.profiles.size(), 1u);
-        for (const auto& e : timed.profiles[0].time_order_effects) ADD_FAILURE() << e;
       }
     }
   }

@@ -305,7 +305,7 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
     const auto key = softmax_key(dt, N, log, backward, target);
     fmt::print("  key       {} ({})\n", key.str(),
                key.resident        ? "resident: inputs read once, two tile slots"
-               : key.streamed      ? "streamed: two passes over chunks in two slots"
+               : key.streamed      ? "streamed: two passes over chunks in three slots"
                : key.chunks() == 1 ? "one pass"
                                    : "two passes over chunks: inputs read twice");
   }

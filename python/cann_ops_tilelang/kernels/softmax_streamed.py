@@ -4,8 +4,8 @@ python/tests/test_opslib_softmax.py). softmax_kernel (softmax.py) builds this on
 `streamed` is set: rows larger than UB (a vocabulary of 129280).
 
 A worker takes whole rows; a row is read in bN-column chunks twice (pass 1 the statistics, pass 2
-the result), and every chunk load goes through two UB slots, the next step's load issued before
-this step's compute, across chunks, passes and rows. Each chunk is widened into two fp32 column
+the result), and every chunk load goes through three UB slots, the load of the step after next
+issued before this step's compute (two loads in flight), across chunks, passes and rows. Each chunk is widened into two fp32 column
 halves 256 bytes apart (no bank-group conflict) and reduced by the row tree of
 softmax_resident.py.
 
@@ -15,8 +15,8 @@ softmax_resident.py.
   backward     pass 1  s = sum(dy y), or sum(dy) (dy alone loaded); pass 2  dx = (dy - s) y, or
                        dy - s exp(y)
 
-Events per slot s (ids 0 and 1): its load MTE2 -> V, V -> MTE3 once its compute is done (then its
-store, in pass 2), free for its next load after that, MTE3 -> MTE2 (set once for both slots before
+Events per slot s (ids 0, 1, 2): its load MTE2 -> V, V -> MTE3 once its compute is done (then its
+store, in pass 2), free for its next load after that, MTE3 -> MTE2 (set once for every slot before
 the loop, waited once after it).
 """
 
@@ -24,6 +24,8 @@ import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
 from .softmax_resident import _LOWEST, _sync, _tree, _tree_allocator
+
+SLOTS = 3  # chunk slots: two loads in flight beside the compute
 
 
 def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bool,
@@ -48,7 +50,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         at += (nbytes + 31) // 32 * 32
         return a
 
-    a_slots = [[place(bN * es, 256 * i) for i in range(nin)] for _ in range(2)]
+    a_slots = [[place(bN * es, 256 * i) for i in range(nin)] for _ in range(SLOTS)]
     a_e0, a_e1 = place(h * 4, 0), place(h * 4, 256)
     a_g0 = place(h * 4, 256) if backward else None
     a_g1 = place(h * 4, 0) if backward else None
@@ -225,17 +227,33 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
             T.copy(sl[nin - 1], OUT[worker + n // spr * workers, (n % spr - C) * bN])
 
     @T.macro
+    def step(ins, OUT, slots, hv, tr, st, n, sl, ahead, total, worker, workers):
+        """Step n in slot sl; the step after next loads into slot `ahead`."""
+        if n < total:
+            if n + (SLOTS - 1) < total:
+                T.wait_flag("MTE3", "MTE2", ahead)
+                load(ins, slots[ahead], n + (SLOTS - 1), worker, workers)
+                T.set_flag("MTE2", "V", ahead)
+            T.wait_flag("MTE2", "V", sl)
+            work(OUT, slots[sl], hv, tr, st, n, worker, workers)
+            T.set_flag("MTE3", "MTE2", sl)
+
+    slot_idx = list(range(SLOTS))  # a Python list: unrolled while parsing
+    in_names = ["y", "dy"] if backward else ["x"]
+
+    def alloc_slots() -> list:
+        """The chunk slots where the kernel calls it: slots[s] is [its inputs..., its event id]."""
+        return [[T.alloc_ub((1, bN), dtype, name=f"{in_names[i]}{sl}_ub", address=a_slots[sl][i])
+                 for i in range(nin)] + [sl] for sl in range(SLOTS)]
+
+    @T.macro
     def body(ins, OUT):
         with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
                 # Slot s holds input i at slots[s][i] (and its event id last); the result
                 # overwrites the last input.
                 if backward:
-                    y0_s = T.alloc_ub((1, bN), dtype, name="y0_ub", address=a_slots[0][0])
-                    dy0_s = T.alloc_ub((1, bN), dtype, name="dy0_ub", address=a_slots[0][1])
-                    y1_s = T.alloc_ub((1, bN), dtype, name="y1_ub", address=a_slots[1][0])
-                    dy1_s = T.alloc_ub((1, bN), dtype, name="dy1_ub", address=a_slots[1][1])
-                    slots = [[y0_s, dy0_s, 0], [y1_s, dy1_s, 1]]
+                    slots = alloc_slots()
                     # The fp32 halves of y and dy, dy's 256 bytes from y's.
                     y0 = T.alloc_ub((1, h), "float32", name="yf0_ub", address=a_e0)
                     y1 = T.alloc_ub((1, h), "float32", name="yf1_ub", address=a_e1)
@@ -243,9 +261,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                     g1 = T.alloc_ub((1, h), "float32", name="gf1_ub", address=a_g1)
                     hv = [y0, y1, g0, g1]
                 else:
-                    x0_s = T.alloc_ub((1, bN), dtype, name="x0_ub", address=a_slots[0][0])
-                    x1_s = T.alloc_ub((1, bN), dtype, name="x1_ub", address=a_slots[1][0])
-                    slots = [[x0_s, 0], [x1_s, 1]]
+                    slots = alloc_slots()
                     e0 = T.alloc_ub((1, h), "float32", name="e0_ub", address=a_e0)
                     e1 = T.alloc_ub((1, h), "float32", name="e1_ub", address=a_e1)
                     hv = [e0, e1]
@@ -255,30 +271,21 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                 workers = num_blocks * 2
                 worker = cid * 2 + vid
                 mine = T.ceildiv(T.max(M - worker, 0), workers)
-                T.set_flag("MTE3", "MTE2", 0)  # both slots start free
-                T.set_flag("MTE3", "MTE2", 1)
-                if mine > 0:
-                    T.wait_flag("MTE3", "MTE2", 0)
-                    load(ins, slots[0], 0, worker, workers)
-                    T.set_flag("MTE2", "V", 0)
-                # Steps in pairs (2 C per row: an even count), so each slot's code and ids are
-                # constants; the next step loads while this one computes.
-                for i in T.serial(mine * C):
-                    T.wait_flag("MTE3", "MTE2", 1)
-                    load(ins, slots[1], i * 2 + 0 + 1, worker, workers)
-                    T.set_flag("MTE2", "V", 1)
-                    T.wait_flag("MTE2", "V", 0)
-                    work(OUT, slots[0], hv, tr, st, i * 2 + 0, worker, workers)
-                    T.set_flag("MTE3", "MTE2", 0)
-                    if i * 2 + 1 + 1 < mine * spr:
-                        T.wait_flag("MTE3", "MTE2", 0)
-                        load(ins, slots[0], i * 2 + 1 + 1, worker, workers)
-                        T.set_flag("MTE2", "V", 0)
-                    T.wait_flag("MTE2", "V", 1)
-                    work(OUT, slots[1], hv, tr, st, i * 2 + 1, worker, workers)
-                    T.set_flag("MTE3", "MTE2", 1)
-                T.wait_flag("MTE3", "MTE2", 0)
-                T.wait_flag("MTE3", "MTE2", 1)
+                for sl in slot_idx:
+                    T.set_flag("MTE3", "MTE2", sl)  # every slot starts free
+                for sl in slot_idx[:-1]:
+                    if mine * spr > sl:
+                        T.wait_flag("MTE3", "MTE2", sl)
+                        load(ins, slots[sl], sl, worker, workers)
+                        T.set_flag("MTE2", "V", sl)
+                # Steps in threes, so each slot's code and ids are constants; the load of the step
+                # after next is issued before this step's compute.
+                for i in T.serial(T.ceildiv(mine * spr, SLOTS)):
+                    for sl in slot_idx:
+                        step(ins, OUT, slots, hv, tr, st, i * SLOTS + sl, sl, (sl + SLOTS - 1) % SLOTS,
+                             mine * spr, worker, workers)
+                for sl in slot_idx:
+                    T.wait_flag("MTE3", "MTE2", sl)
 
     # A prim_func's name and signature are fixed: one thin prim_func per (log, backward).
     if not backward and not log:
