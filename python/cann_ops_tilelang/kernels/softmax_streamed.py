@@ -5,9 +5,9 @@ python/tests/test_opslib_softmax.py). softmax_kernel (softmax.py) builds this on
 
 A worker takes whole rows; a row is read in bN-column chunks twice (pass 1 the statistics, pass 2
 the result), and every chunk load goes through three UB slots, the load of the step after next
-issued before this step's compute (two loads in flight), across chunks, passes and rows. Each chunk is widened into two fp32 column
-halves 256 bytes apart (no bank-group conflict) and reduced by the row tree of
-softmax_resident.py.
+issued before this step's compute (two loads in flight), across chunks, passes and rows. Each
+chunk is widened into two fp32 column halves 256 bytes apart (no bank-group conflict) and reduced
+by the row tree of softmax_resident.py.
 
   softmax      pass 1  online max and sum (the max subtracted at least the lowest float, so -inf
                        logits give exp(-inf) = 0); pass 2  y = exp(x - (max + log sum))
