@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cann_ops_tilelang/softmax.h"
+#include "softmax_tree.h"
 
 namespace cann_ops_tilelang {
 namespace {
@@ -52,8 +53,9 @@ constexpr int64_t kChunkRows = 16;                // the chunked schedule: 8 fp3
 }  // namespace
 
 std::string SoftmaxKey::str() const {
-  return fmt::format("dtype={},N={},bM={},bN={},blocks={},log={},backward={}",
-                     tl::dtype_name(dtype), cols, rows_per_tile, chunk, blocks, log, backward);
+  return fmt::format(
+      "dtype={},N={},bM={},bN={},blocks={},log={},backward={},resident={},streamed={}",
+      tl::dtype_name(dtype), cols, rows_per_tile, chunk, blocks, log, backward, resident, streamed);
 }
 
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
@@ -61,10 +63,55 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
   const auto budget = vector_budget(target);
   SoftmaxKey k{
       .dtype = dtype, .cols = cols, .blocks = budget.blocks, .log = log, .backward = backward};
+  // The resident schedule (softmax_resident.cpp): two slots of bM rows of each input in the I/O
+  // dtype, each input's tile in fp32, the max / sum tree, the row statistics.
+  if (cols % 32 == 0) {
+    const int64_t es = tl::dtype_bytes(dtype), inputs = backward ? 2 : 1;
+    const int64_t stats = 16 * 512;  // statistics and the residues' padding
+    for (int64_t bM : kRowsPerTile) {
+      const int64_t tile = bM * cols;
+      const int64_t tree =
+          softmax_tree::tree_bytes(static_cast<int>(bM), static_cast<int>(cols / 4));
+      if (2 * inputs * tile * es + inputs * tile * 4 + tree + stats <= budget.ub_bytes) {
+        k.rows_per_tile = bM;
+        k.chunk = cols;
+        k.resident = true;
+        return k;
+      }
+    }
+  }
   for (int64_t bM : kRowsPerTile) {
     if (ub_use(dtype, log, backward, true, bM, cols) <= budget.ub_bytes) {
       k.rows_per_tile = bM;
       k.chunk = cols;
+      return k;
+    }
+  }
+  // The streamed schedule (softmax_streamed.cpp): one row per tile, three slots of a bN-column
+  // chunk of each input, its fp32 widening and the tree. bN: the divisor of N, a multiple of 32,
+  // that fits and costs the least per column in what a chunk adds to its columns' own work (the
+  // statistics' barriers, about 1500 cycles, and the trees' final reductions); none, or one
+  // narrower than 1024 columns, keeps the developer-mode chunks.
+  if (cols % 32 == 0) {
+    const int64_t es = tl::dtype_bytes(dtype), inputs = backward ? 2 : 1, stats = 24 * 512;
+    auto fits = [&](int64_t w) {
+      const int64_t tree = softmax_tree::tree_bytes(1, static_cast<int>(w / 4));
+      return 3 * inputs * w * es + inputs * w * 4 + tree + stats <= budget.ub_bytes;
+    };
+    int64_t best = 0;
+    double best_cost = 0;
+    for (int64_t w = 1024; w <= cols && w <= budget.ub_bytes; w += 32) {
+      if (cols % w != 0 || !fits(w)) continue;
+      const double cost =
+          (1500.0 +
+           2.0 * static_cast<double>(softmax_tree::tree_reduce_cycles(static_cast<int>(w / 4)))) /
+          static_cast<double>(w);
+      if (best == 0 || cost < best_cost) best = w, best_cost = cost;
+    }
+    if (best > 0) {
+      k.rows_per_tile = 1;
+      k.chunk = best;
+      k.streamed = true;
       return k;
     }
   }

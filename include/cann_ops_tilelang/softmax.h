@@ -34,15 +34,28 @@ struct SoftmaxKey {
   int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
   bool log = false;           // log-softmax instead of softmax
   bool backward = false;      // the backward kernel (Y, DY -> DX) instead of the forward
+  bool resident = false;      // the expert one-pass schedule (softmax_resident.cpp)
+  bool streamed = false;      // the expert two-pass schedule over chunks (softmax_streamed.cpp)
   std::string str() const;
   int64_t chunks() const { return (cols + chunk - 1) / chunk; }
 };
-/// Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N].
+/// Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N]. A resident key
+/// builds softmax_resident_kernel, a streamed one softmax_streamed_kernel.
 tl::PrimFunc softmax_kernel(const SoftmaxKey& k);
+/// The resident schedule (expert mode), forward or backward: two row tiles of bM rows of each input
+/// in the I/O dtype and their fp32 widening in UB, every input read once, the forward's exp
+/// computed once per element. N a multiple of 32.
+tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k);
+/// The streamed schedule (expert mode), forward or backward, for rows larger than UB: one row per
+/// tile, read in chunks of bN columns (a multiple of 32 dividing N) twice, every chunk load in one
+/// of three slots, two steps ahead, across chunks, passes and rows.
+tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k);
 
 /// The launch parameters the public functions choose on a target (its core count and UB size):
-/// one pass with the widest row tile whose row fits UB, else column chunks of the widest width
-/// that fits.
+/// the resident schedule with the widest row tile that fits (N a multiple of 32), else one pass
+/// with the widest row tile whose row fits UB, else the streamed schedule (N a multiple of 32
+/// with a divisor at least half the widest chunk that fits), else column chunks of the widest
+/// width that fits.
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
                        const tl::Target& target);
 

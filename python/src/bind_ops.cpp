@@ -306,13 +306,16 @@ void bind_ops(nb::module_& m) {
         d["blocks"] = k.blocks;
         d["log"] = k.log;
         d["backward"] = k.backward;
+        d["resident"] = k.resident;
+        d["streamed"] = k.streamed;
         return d;
       },
       "dtype"_a, "cols"_a, "log"_a, "backward"_a, "target"_a = "A2");
   m.def("ops_softmax_kernel", [](const nb::dict& d) {
     auto field = [&](const char* name) {
       return key_field(d, name, "a softmax",
-                       "dtype, cols, rows_per_tile, chunk, blocks, log, backward");
+                       "dtype, cols, rows_per_tile, chunk, blocks, log, backward, resident, "
+                       "streamed");
     };
     ops::SoftmaxKey k;
     k.dtype = to_dtype(field("dtype"));
@@ -322,6 +325,8 @@ void bind_ops(nb::module_& m) {
     k.blocks = nb::cast<int64_t>(field("blocks"));
     k.log = nb::cast<bool>(field("log"));
     k.backward = nb::cast<bool>(field("backward"));
+    k.resident = nb::cast<bool>(field("resident"));
+    k.streamed = nb::cast<bool>(field("streamed"));
     if (k.cols <= 0 || k.chunk <= 0 || k.rows_per_tile <= 0 || k.blocks <= 0)
       throw Error(fmt::format("a softmax key needs cols, chunk, rows_per_tile, blocks > 0, got {}",
                               k.str()));

@@ -139,14 +139,16 @@ def test_bad_inputs_get_the_librarys_located_message() -> None:
 
 def _keys() -> list[dict]:
     keys = [kernels.softmax_key(dt, n, log, bw)
-            for dt, n, log, bw in itertools.product(["bfloat16", "float16", "float32"], [130, 7168, 129280],
+            for dt, n, log, bw in itertools.product(["bfloat16", "float16", "float32"], [130, 7168, 60000, 129280],
                                                     [False, True], [False, True])]
-    keys.append(dict(dtype="bfloat16", cols=130, rows_per_tile=16, chunk=48, blocks=3, log=True, backward=False))
+    keys.append(dict(dtype="bfloat16", cols=130, rows_per_tile=16, chunk=48, blocks=3, log=True, backward=False,
+                     resident=False, streamed=False))
     return keys
 
 
 def _id(k: dict) -> str:
-    return f"{k['dtype']}-N{k['cols']}-bM{k['rows_per_tile']}-bN{k['chunk']}-log{int(k['log'])}-bwd{int(k['backward'])}"
+    return (f"{k['dtype']}-N{k['cols']}-bM{k['rows_per_tile']}-bN{k['chunk']}-log{int(k['log'])}"
+            f"-bwd{int(k['backward'])}-res{int(k['resident'])}-str{int(k['streamed'])}")
 
 
 @pytest.mark.parametrize("key", _keys(), ids=_id)

@@ -68,6 +68,19 @@ std::vector<opsbench::Case> bench_cases() {
                    return gemm_cost(M, N, K, f16, f16);
                  }});
   }
+  // log-softmax both ways at the two softmax shapes (the expert schedules' other kernels).
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{4096, 7168}, {1024, 129280}}) {
+    const std::string s = fmt::format("{}x{} bfloat16", M, N);
+    v.push_back({"log_softmax", s, [=](tl::Device& d) {
+                   log_softmax(tl::Tensor::empty(d, {M, N}, bf));
+                   return softmax_cost(M, N, bf, false);
+                 }});
+    v.push_back(
+        {"log_softmax_backward", s, [=](tl::Device& d) {
+           log_softmax_backward(tl::Tensor::empty(d, {M, N}, bf), tl::Tensor::empty(d, {M, N}, bf));
+           return softmax_cost(M, N, bf, true);
+         }});
+  }
   return v;
 }
 OPS_BENCH(ops_bench_test, bench_cases())

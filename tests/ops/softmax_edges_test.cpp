@@ -2,7 +2,8 @@
 // was expected and what came, located at the caller's line (this file); empty tensors launch
 // nothing; NaN propagates to its own row only; -inf logits give exact zeros (a whole chunk of
 // them too, in the chunked schedule), a row of nothing but -inf gives NaN as torch does; one
-// compiled kernel serves every row count.
+// compiled kernel serves every row count; the resident kernels run without a hazard or a
+// time-order effect.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -105,10 +106,11 @@ TEST(SoftmaxEdges, NanPropagatesToItsRowOnly) {
 
 // -inf logits (masked tokens): exact zeros in softmax, -inf in log-softmax, the other columns
 // right. In the chunked schedule (N = 60000 fp32) the whole first chunk is -inf: a running max
-// of -inf must not make exp(-inf - (-inf)) = NaN. A row of only -inf is NaN, as in torch.
+// of -inf must not make exp(-inf - (-inf)) = NaN; 7168 is the resident schedule. A row of only
+// -inf is NaN, as in torch.
 TEST(SoftmaxEdges, NegativeInfinityIsMasking) {
   const double inf = std::numeric_limits<double>::infinity();
-  for (int64_t N : {130, 60000}) {
+  for (int64_t N : {130, 7168, 60000}) {
     SCOPED_TRACE(N);
     tl::Device dev;
     auto v = tl::randn(dev, {3, N}, DType::Float32, opstest::test_seed()).to_vector();
@@ -131,6 +133,98 @@ TEST(SoftmaxEdges, OneKernelForEveryRowCount) {
   for (int64_t M : {1, 7, 33}) softmax(tl::randn(dev, {M, 130}, DType::Float16, 1));
   EXPECT_EQ(kernel_cache_stats().misses, 1);
   EXPECT_EQ(kernel_cache_stats().hits, 2);
+}
+
+// The resident kernels (softmax_resident.cpp) under the hazard checker, then in timed mode with
+// no output differing from program order: 1157 rows of 1024 give 8-row tiles, 3 or 4 per AIV
+// (so the second slot and the prefetch run) and a tail of 5 rows.
+TEST(SoftmaxEdges, ResidentKernelsHaveNoHazardNorTimeOrderEffect) {
+  for (DType dt : {DType::BFloat16, DType::Float32}) {
+    SCOPED_TRACE(tl::dtype_name(dt));
+    tl::Device dev;
+    const int64_t M = 1157, N = 1024;
+    for (bool backward : {false, true})
+      EXPECT_TRUE(softmax_key(dt, N, false, backward, dev.target()).resident);
+    auto x = tl::randn(dev, {M, N}, dt, opstest::test_seed());
+    auto dy = tl::randn(dev, {M, N}, dt, opstest::test_seed() + 1);
+    auto calls = [&] {
+      auto y = softmax(x), ly = log_softmax(x);
+      softmax_backward(dy, y);
+      log_softmax_backward(dy, ly);
+    };
+    RunOptions hazards;
+    hazards.launch.check_hazards = true;
+    {
+      ScopedRun s(hazards);
+      EXPECT_NO_THROW(calls());
+    }
+    RunOptions timed;
+    timed.profile = true;
+    {
+      ScopedRun s(timed);
+      calls();
+    }
+    ASSERT_EQ(timed.profiles.size(), 4u);
+    for (const auto& p : timed.profiles)
+      for (const auto& e : p.time_order_effects) ADD_FAILURE() << p.kernel << ": " << e;
+  }
+}
+
+// The streamed kernels (softmax_streamed.cpp) forced onto chunks of 1024: rows of 2048 (4 steps a
+// row: the three slots' last round is partial) and 3072 (6 steps), 101 rows (2 or 3 per AIV: the
+// slots carry over from row to row): against the reference, under the hazard checker, and in
+// timed mode with no output differing from program order.
+TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
+  for (DType dt : {DType::BFloat16, DType::Float32}) {
+    for (bool log : {false, true}) {
+      for (bool backward : {false, true}) {
+        for (int64_t N : {2048, 3072}) {
+          SCOPED_TRACE(
+              fmt::format("{} log={} backward={} N={}", tl::dtype_name(dt), log, backward, N));
+          tl::Device dev;
+          const int64_t M = 101;
+          auto key = softmax_key(dt, N, log, backward, dev.target());
+          key.resident = false;
+          key.streamed = true;
+          key.rows_per_tile = 1;
+          key.chunk = 1024;
+          auto kernel = tl::compile(softmax_kernel(key), dev.target());
+          auto xs = tl::randn(dev, {M, N}, DType::Float32, opstest::test_seed()).to_vector();
+          for (auto& e : xs) e *= 4;  // logits of a language model's scale
+          auto x = tl::from_vector(dev, {M, N}, dt, xs);
+          auto dy = tl::randn(dev, {M, N}, dt, opstest::test_seed() + 1);
+          auto y = log ? log_softmax(x) : softmax(x);
+          auto out = tl::Tensor::empty(dev, {M, N}, dt);
+          std::vector<tl::Arg> args =
+              backward ? std::vector<tl::Arg>{y, dy, out} : std::vector<tl::Arg>{x, out};
+          RunOptions hazards;
+          hazards.launch.check_hazards = true;
+          {
+            ScopedRun s(hazards);
+            EXPECT_NO_THROW(launch(kernel, dev, args));
+          }
+          const auto tol = opstest::tolerance(dt);
+          if (!backward) {
+            auto want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
+            EXPECT_EQ(opstest::allclose(out.to_vector(), want, N, tol, "y"), "");
+          } else {
+            auto want = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);
+            auto scale = want.dx_abs;
+            for (auto& v : scale) v *= (dt == DType::Float32 ? 1e-5 : tol.rtol) / opstest::kApprox;
+            EXPECT_EQ(opstest::allclose(out.to_vector(), want.dx, N, tol, "dx", &scale), "");
+          }
+          RunOptions timed;
+          timed.profile = true;
+          {
+            ScopedRun s(timed);
+            launch(kernel, dev, args);
+          }
+          ASSERT_EQ(timed.profiles.size(), 1u);
+          for (const auto& e : timed.profiles[0].time_order_effects) ADD_FAILURE() << e;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -304,7 +304,10 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
   if (profile && M > 0) {
     const auto key = softmax_key(dt, N, log, backward, target);
     fmt::print("  key       {} ({})\n", key.str(),
-               key.chunks() == 1 ? "one pass" : "two passes over chunks: inputs read twice");
+               key.resident        ? "resident: inputs read once, two tile slots"
+               : key.streamed      ? "streamed: two passes over chunks in three slots"
+               : key.chunks() == 1 ? "one pass"
+                                   : "two passes over chunks: inputs read twice");
   }
   call.print(softmax_cost(M, N, dt, backward));
 #ifdef TL_HAVE_REFERENCES

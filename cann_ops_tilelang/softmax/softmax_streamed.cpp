@@ -1,0 +1,314 @@
+// The softmax / log-softmax kernels' streamed schedule, forward and backward (the key's
+// `streamed`, chosen by softmax_key for rows larger than UB, N a multiple of 32 with a wide
+// enough divisor for the chunk): a row is read in bN-column chunks twice, pass 1 the row
+// statistics, pass 2 the result, and every chunk load is prefetched across chunks, passes
+// and rows: a worker's chunk steps (2 N / bN per row) go through three UB slots, the load of
+// the step after next issued before this step's compute, so two loads are in flight while the
+// vector pipe works: with two slots the GM latency and HBM share of one chunk's load outlasted
+// its compute (docs/ops.md, "Softmax and log-softmax"). A worker
+// takes whole rows (rM = 1: no tail tile). Its Python twin is softmax_streamed_kernel in
+// python/cann_ops_tilelang/kernels/softmax_streamed.py (identical IR, tested).
+//
+//   softmax      pass 1  online max m and sum s: s = s exp(m_old - m_new) + sum exp(x - m_new),
+//                        m = max(lowest float, the chunks' maxima)
+//                pass 2  y = exp(x - (m + log s))
+//   log_softmax  pass 2  y = x - (m + log s)
+//   backward     pass 1  s = sum(dy y) (softmax), sum(dy) (log-softmax: dy alone is loaded)
+//                pass 2  dx = (dy - s) y, or dy - s exp(y)
+//
+// The max subtracted is at least the lowest float, so -inf logits give exp(-inf) = 0, never
+// exp(-inf + inf) = NaN; a row of nothing but -inf is NaN (log 0 = -inf), as torch gives. Each
+// chunk is widened into two fp32 column halves 256 bytes apart (no bank-group conflict) and
+// reduced by softmax_tree.h's tree.
+//
+// Synchronisation, per slot s (ids 0, 1, 2): its load MTE2 -> V; V -> MTE3 once its compute is
+// done (then its store, in pass 2); the slot is free for its next load after that, MTE3 ->
+// MTE2, set once for every slot before the loop and waited once after it. Steps go in threes,
+// so each slot's code and event ids are constants.
+#include <functional>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "cann_ops_tilelang/softmax.h"
+#include "softmax_tree.h"
+#include "tl/lang.h"
+
+namespace cann_ops_tilelang {
+namespace {
+
+using tl::Buffer;
+using tl::DType;
+using tl::Expr;
+using tl::Pipe;
+namespace T = tl::T;
+using namespace softmax_tree;
+constexpr int kSlots = 3;  // chunk slots: two loads in flight beside the compute
+
+void sync(Pipe src, Pipe dst, int ev) {
+  T::set_flag(src, dst, ev);
+  T::wait_flag(src, dst, ev);
+}
+
+}  // namespace
+
+tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
+  const DType dt = k.dtype, f32 = DType::Float32;
+  const bool wide = dt != f32, bwd = k.backward, log = k.log;
+  const int N = ir_size(k.cols, "cols"), bN = ir_size(k.chunk, "chunk"),
+            blocks = ir_size(k.blocks, "blocks"), h = bN / 2, q = h / 2;
+  if (bN % 32 != 0 || N % bN != 0 || k.rows_per_tile != 1)
+    throw tl::Error(
+        fmt::format("softmax_streamed_kernel: the key must have one row per tile and "
+                    "chunks of a multiple of 32 columns dividing N, got {}",
+                    k.str()));
+  const int C = N / bN, steps_per_row = 2 * C;
+  auto M = T::dynamic("M");
+  std::vector<Buffer> ins;  // the tensors read: X, or Y and DY
+  if (!bwd) {
+    ins = {T::Tensor("X", {M, N}, dt)};
+  } else {
+    ins = {T::Tensor("Y", {M, N}, dt), T::Tensor("DY", {M, N}, dt)};
+  }
+  auto OUT = T::Tensor(bwd ? "DX" : "Y", {M, N}, dt);
+  std::vector<tl::ParamRef> params(ins.begin(), ins.end());
+  params.push_back(OUT);
+  const std::string name = std::string(log ? "log_softmax" : "softmax") + (bwd ? "_bwd" : "_fwd");
+  return T::prim_func(name, params, [&] {
+    Expr num_blocks = min(Expr(blocks), ceildiv(M, 2));
+    T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
+      T::Scope(tl::Core::Vector, [&] {
+        Placer place;
+        const int64_t chunk = int64_t{bN} * tl::dtype_bytes(dt), half = int64_t{h} * 4;
+        // Slot s holds input i at slots[s][i]; the result overwrites the last input.
+        const int nin = static_cast<int>(ins.size());
+        std::vector<Buffer> slots[kSlots];
+        for (int sl = 0; sl < kSlots; ++sl)
+          for (int i = 0; i < nin; ++i)
+            slots[sl].push_back(
+                T::alloc_ub(fmt::format("{}{}_ub", bwd ? (i ? "dy" : "y") : "x", sl), {1, bN}, dt,
+                            place(chunk, 256 * i)));
+        // The fp32 halves: x (forward); y and dy (backward), dy's 256 bytes from y's.
+        auto e0 = T::alloc_ub(bwd ? "yf0_ub" : "e0_ub", {1, h}, f32, place(half, 0));
+        auto e1 = T::alloc_ub(bwd ? "yf1_ub" : "e1_ub", {1, h}, f32, place(half, 256));
+        std::optional<Buffer> g0, g1;
+        if (bwd) {
+          g0 = T::alloc_ub("gf0_ub", {1, h}, f32, place(half, 256));
+          g1 = T::alloc_ub("gf1_ub", {1, h}, f32, place(half, 0));
+        }
+        const Tree tr = alloc_tree(place, 1, q);
+        // Row statistics, one value each; a row-expand's operand sits 256 bytes from its half.
+        auto st = [&](const char* nm, int64_t residue) {
+          return T::alloc_ub(nm, {1}, f32, place(4, residue));
+        };
+        auto c = [&](const Buffer& b, int c0) { return cols(b, 1, c0, h); };
+        // The chunk's halves in fp32 (a cast; an add of 0 copies fp32), and back over the slot.
+        auto widen = [&](const Buffer& x, const Buffer& lo, const Buffer& hi) {
+          if (wide) {
+            T::tile::cast(lo, c(x, 0));
+            T::tile::cast(hi, c(x, h));
+          } else {
+            T::tile::add(lo, c(x, 0), 0.0);
+            T::tile::add(hi, c(x, h), 0.0);
+          }
+        };
+        auto narrow = [&](const Buffer& x, const Buffer& lo, const Buffer& hi) {
+          if (wide) {
+            T::tile::cast(c(x, 0), lo, "CAST_RINT");
+            T::tile::cast(c(x, h), hi, "CAST_RINT");
+          } else {
+            T::tile::add(c(x, 0), lo, 0.0);
+            T::tile::add(c(x, h), hi, 0.0);
+          }
+        };
+        auto lowest = tl::imm(f32, -std::numeric_limits<float>::max());
+        // pass1(slot, first): this chunk into the row statistics (first: the row's first chunk);
+        // finish(): the statistics pass 2 uses; pass2(slot): the result over the slot.
+        std::function<void(const std::vector<Buffer>&, Expr)> pass1;
+        std::function<void()> finish;
+        std::function<void(const std::vector<Buffer>&)> pass2;
+
+        if (!bwd) {
+          auto mo = st("mo_ub", 0);      // the max subtracted so far: max(lowest, the chunks')
+          auto mc = st("mc_ub", 256);    // this chunk's max
+          auto ms0 = st("ms0_ub", 256);  // max(mo, mc), the max subtracted from this chunk
+          auto ms1 = st("ms1_ub", 0);
+          auto al = st("al_ub", 0);    // exp(mo - ms0): the old sum's rescale
+          auto s = st("s_ub", 0);      // the running sum (this chunk's added a step later)
+          auto cs = st("cs_ub", 256);  // the last chunk's sum
+          auto r0 = st("r0_ub", 256);  // max + log(sum), subtracted in pass 2
+          auto r1 = st("r1_ub", 0);
+          pass1 = [=](const std::vector<Buffer>& sl, Expr first) {
+            const Buffer& x = sl[0];
+            T::pipe_barrier(Pipe::V);  // the previous step's reads of the halves are done
+            // The previous chunk's sum is added here, beside the widening (one barrier less).
+            T::If(
+                first,
+                [&] {
+                  T::tile::fill(mo, lowest);
+                  T::tile::fill(s, 0.0);
+                  T::tile::fill(cs, 0.0);
+                },
+                [&] { T::tile::add(s, s, cs); });
+            widen(x, e0, e1);
+            T::pipe_barrier(Pipe::V);
+            row_tree(true, e0, e1, tr, 1, h, mc);
+            T::pipe_barrier(Pipe::V);
+            T::tile::max(ms0, mo, mc);  // NaN stays NaN; -inf chunks keep mo
+            T::tile::max(ms1, mo, mc);
+            T::pipe_barrier(Pipe::V);
+            T::tile::row_expand_sub(e0, e0, ms0);
+            T::tile::row_expand_sub(e1, e1, ms1);
+            T::tile::sub(al, mo, ms0);
+            T::pipe_barrier(Pipe::V);
+            T::tile::exp(e0, e0);
+            T::tile::exp(e1, e1);
+            T::tile::exp(al, al);
+            T::pipe_barrier(Pipe::V);
+            T::tile::mul(s, s, al);  // issued with the tree's first level
+            T::tile::add(mo, ms0, 0.0);
+            row_tree(false, e0, e1, tr, 1, h, cs);
+          };
+          finish = [=] {
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(s, s, cs);
+            T::pipe_barrier(Pipe::V);
+            T::tile::ln(s, s);
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(r0, ms0, s);
+            T::tile::add(r1, ms1, s);
+          };
+          pass2 = [=](const std::vector<Buffer>& sl) {
+            const Buffer& x = sl[0];
+            T::pipe_barrier(Pipe::V);
+            widen(x, e0, e1);
+            T::pipe_barrier(Pipe::V);
+            T::tile::row_expand_sub(e0, e0, r0);
+            T::tile::row_expand_sub(e1, e1, r1);
+            T::pipe_barrier(Pipe::V);
+            if (!log) {
+              T::tile::exp(e0, e0);
+              T::tile::exp(e1, e1);
+              T::pipe_barrier(Pipe::V);
+            }
+            narrow(x, e0, e1);
+          };
+        } else {
+          auto s = st("s_ub", 0);      // the running sum
+          auto cs = st("cs_ub", 256);  // this chunk's sum
+          // s beside the halves it scales: dy's (softmax: dy - s) or y's (log: s exp(y)).
+          auto s0 = st("s0_ub", log ? 256 : 0);
+          auto s1 = st("s1_ub", log ? 0 : 256);
+          const Buffer &y0 = e0, &y1 = e1, &gl = *g0, &gh = *g1;
+          pass1 = [=](const std::vector<Buffer>& sl, Expr first) {
+            T::pipe_barrier(Pipe::V);
+            T::If(first, [&] { T::tile::fill(s, 0.0); });
+            if (!log) widen(sl[0], y0, y1);
+            widen(sl[1], gl, gh);
+            T::pipe_barrier(Pipe::V);
+            if (!log) {  // dy y over dy's halves
+              T::tile::mul(gl, gl, y0);
+              T::tile::mul(gh, gh, y1);
+              T::pipe_barrier(Pipe::V);
+            }
+            row_tree(false, gl, gh, tr, 1, h, cs);
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(s, s, cs);
+          };
+          finish = [=] {
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(s0, s, 0.0);
+            T::tile::add(s1, s, 0.0);
+          };
+          pass2 = [=](const std::vector<Buffer>& sl) {
+            T::pipe_barrier(Pipe::V);
+            widen(sl[0], y0, y1);
+            widen(sl[1], gl, gh);
+            T::pipe_barrier(Pipe::V);
+            if (!log) {  // (dy - s) y
+              T::tile::row_expand_sub(gl, gl, s0);
+              T::tile::row_expand_sub(gh, gh, s1);
+              T::pipe_barrier(Pipe::V);
+              T::tile::mul(gl, gl, y0);
+              T::tile::mul(gh, gh, y1);
+            } else {  // dy - s exp(y)
+              T::tile::exp(y0, y0);
+              T::tile::exp(y1, y1);
+              T::pipe_barrier(Pipe::V);
+              T::tile::row_expand_mul(y0, y0, s0);
+              T::tile::row_expand_mul(y1, y1, s1);
+              T::pipe_barrier(Pipe::V);
+              T::tile::sub(gl, gl, y0);
+              T::tile::sub(gh, gh, y1);
+            }
+            T::pipe_barrier(Pipe::V);
+            narrow(sl[1], gl, gh);
+          };
+        }
+
+        // This worker's rows: worker, worker + workers, ...; step n of them is row n / (2 C),
+        // pass 1 for n % (2 C) < C, chunk n % C.
+        auto workers = T::let("workers", num_blocks * 2);
+        auto worker = T::let("worker", cid * 2 + vid);
+        auto mine = T::let("mine", ceildiv(max(M - worker, 0), workers));
+        auto row_of = [&](Expr n) { return worker + n / steps_per_row * workers; };
+        // pass1: the step's pass where it is known here (the first steps: no kernel `if`).
+        auto load = [&](int sl, Expr n, std::optional<bool> pass1 = std::nullopt) {
+          Expr row = row_of(n), col = n % C * bN;
+          auto all = [&] {
+            for (int i = 0; i < nin; ++i) T::copy(ins[i].at({row, col}), slots[sl][i]);
+          };
+          auto dy_only = [&] { T::copy(ins[1].at({row, col}), slots[sl][1]); };
+          if (!(bwd && log))
+            all();
+          else if (pass1)  // pass 1 reads dy alone
+            *pass1 ? dy_only() : all();
+          else
+            T::If(n % steps_per_row < C, dy_only, all);
+        };
+        auto work = [&](int sl, Expr n) {
+          Expr kk = n % steps_per_row;
+          T::If(
+              kk < C,
+              [&] {
+                pass1(slots[sl], kk == 0);
+                sync(Pipe::V, Pipe::MTE3, sl);  // the slot is read: free after MTE3's wait
+              },
+              [&] {
+                T::If(kk == C, finish);
+                pass2(slots[sl]);
+                sync(Pipe::V, Pipe::MTE3, sl);
+                T::copy(slots[sl].back(), OUT.at({row_of(n), (kk - C) * bN}));
+              });
+        };
+        Expr total = mine * steps_per_row;
+        for (int sl = 0; sl < kSlots; ++sl) T::set_flag(Pipe::MTE3, Pipe::MTE2, sl);  // all free
+        for (int sl = 0; sl + 1 < kSlots; ++sl)
+          T::If(total > sl, [&] {
+            T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl);
+            load(sl, Expr(sl), sl % steps_per_row < C);
+            T::set_flag(Pipe::MTE2, Pipe::V, sl);
+          });
+        T::serial("i", ceildiv(total, kSlots), [&](Expr i) {
+          for (int sl = 0; sl < kSlots; ++sl) {
+            Expr n = i * kSlots + sl;
+            const int ahead = (sl + kSlots - 1) % kSlots;
+            T::If(n < total, [&] {
+              T::If(n + (kSlots - 1) < total, [&] {
+                T::wait_flag(Pipe::MTE3, Pipe::MTE2, ahead);
+                load(ahead, n + (kSlots - 1));
+                T::set_flag(Pipe::MTE2, Pipe::V, ahead);
+              });
+              T::wait_flag(Pipe::MTE2, Pipe::V, sl);
+              work(sl, n);
+              T::set_flag(Pipe::MTE3, Pipe::MTE2, sl);
+            });
+          }
+        });
+        for (int sl = 0; sl < kSlots; ++sl) T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl);
+      });
+    });
+  });
+}
+
+}  // namespace cann_ops_tilelang

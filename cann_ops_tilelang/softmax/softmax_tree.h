@@ -1,0 +1,58 @@
+// The pieces the expert softmax kernels share (softmax_resident.cpp, softmax_streamed.cpp): UB
+// placement with a chosen residue modulo 512, and the row tree, the row max or sum of a tile
+// held as two fp32 column halves. Private to cann_ops_tilelang/softmax/.
+//
+// A vector instruction whose two sources start in the same bank groups pays its repeats twice
+// (docs/calibration.md, "UB bank conflicts"), so the two halves, and each pair of the tree's
+// buffers, start 256 bytes apart modulo 512. The tree is elementwise max / add over the halves
+// (2 cycles a repeat on half the columns, then a quarter, ...) and one reduction of the last 128
+// columns or fewer: a reduction over the whole row costs 7 cycles a repeat (docs/calibration.md,
+// `vec_reduce`). Its levels go back and forth between two pairs of buffers, so a level's two
+// instructions read what the other does not write and run back to back under one barrier
+// (docs/virtual_npu.md: V instructions overlap unless a barrier orders them).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "tl/lang.h"
+
+namespace cann_ops_tilelang::softmax_tree {
+
+/// The UB of one AIV, given out in order, each buffer at the residue modulo 512 asked.
+struct Placer {
+  int64_t at = 0;
+  int64_t operator()(int64_t bytes, int64_t residue);
+};
+
+/// Columns [c0, c0 + w) of every row of a [rM, ...] tile.
+tl::TileArg cols(const tl::Buffer& b, int rM, int c0, int w);
+
+/// The tree's buffers: t0, t1 [rM, q], u0, u1 [rM, q / 2] and red [rM, w] (w the width the tree
+/// stops at), each pair 256 bytes apart; q is a quarter of the tile's columns.
+struct Tree {
+  tl::Buffer t0, t1, u0, u1, red;
+};
+
+/// The widths the tree's levels write after the first (which writes t0, t1 from the halves): a
+/// level halves the width while it is a multiple of 16 columns (halves of whole 32-byte blocks)
+/// above 128; the last is red's width (q if there is none).
+std::vector<int> tree_widths(int q);
+
+/// The bytes of the tree's buffers for [rM, 4 q] tiles (without the placement's padding).
+int64_t tree_bytes(int rM, int q);
+
+/// The cycles the tree's final reduction costs per row (two trees a chunk: the figure a chunk
+/// width is chosen by; docs/calibration.md, `vec_reduce` 7 cycles a repeat).
+int64_t tree_reduce_cycles(int q);
+
+/// Allocates the tree's buffers for [rM, 4 q] tiles (names t0_ub, t1_ub, u0_ub, u1_ub, red_ub).
+Tree alloc_tree(Placer& place, int rM, int q);
+
+/// The row max (or sum) of the tile whose column halves are a and b ([rM, h], 256 bytes apart)
+/// into out [rM]: the first level writes t0, t1; each later level reads one pair of buffers at
+/// the same columns and writes the other pair; then red, and one reduction of red. Ends with the
+/// reduction issued (a barrier before out is read is the caller's).
+void row_tree(bool is_max, const tl::Buffer& a, const tl::Buffer& b, const Tree& tr, int rM, int h,
+              const tl::Buffer& out);
+
+}  // namespace cann_ops_tilelang::softmax_tree

@@ -1,0 +1,310 @@
+"""Softmax's streamed schedule in TileLang-Ascend syntax, forward and backward: the Python twin of
+cann_ops_tilelang/softmax/softmax_streamed.cpp (the same IR for the same key, compared in
+python/tests/test_opslib_softmax.py). softmax_kernel (softmax.py) builds this one when the key's
+`streamed` is set: rows larger than UB (a vocabulary of 129280).
+
+A worker takes whole rows; a row is read in bN-column chunks twice (pass 1 the statistics, pass 2
+the result), and every chunk load goes through three UB slots, the load of the step after next
+issued before this step's compute (two loads in flight), across chunks, passes and rows. Each
+chunk is widened into two fp32 column halves 256 bytes apart (no bank-group conflict) and reduced
+by the row tree of softmax_resident.py.
+
+  softmax      pass 1  online max and sum (the max subtracted at least the lowest float, so -inf
+                       logits give exp(-inf) = 0); pass 2  y = exp(x - (max + log sum))
+  log_softmax  pass 2  y = x - (max + log sum)
+  backward     pass 1  s = sum(dy y), or sum(dy) (dy alone loaded); pass 2  dx = (dy - s) y, or
+                       dy - s exp(y)
+
+Events per slot s (ids 0, 1, 2): its load MTE2 -> V, V -> MTE3 once its compute is done (then its
+store, in pass 2), free for its next load after that, MTE3 -> MTE2 (set once for every slot before
+the loop, waited once after it).
+"""
+
+import tl_ascend.language as T
+from tl_ascend.language.parser import PrimFunc
+
+from .softmax_resident import _LOWEST, _sync, _tree, _tree_allocator
+
+SLOTS = 3  # chunk slots: two loads in flight beside the compute
+
+
+def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bool,
+                            backward: bool) -> PrimFunc:
+    """Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N]."""
+    N, bN = cols, chunk
+    h, q = bN // 2, bN // 4
+    C = N // bN
+    spr = 2 * C  # steps per row
+    wide = dtype != "float32"
+    es = 4 if dtype == "float32" else 2
+    nin = 2 if backward else 1
+    M = T.dynamic("M")
+    num_blocks = T.min(blocks, T.ceildiv(M, 2))
+
+    at = 0
+
+    def place(nbytes: int, residue: int) -> int:
+        nonlocal at
+        at += ((residue - at % 512) % 512 + 512) % 512
+        a = at
+        at += (nbytes + 31) // 32 * 32
+        return a
+
+    a_slots = [[place(bN * es, 256 * i) for i in range(nin)] for _ in range(SLOTS)]
+    a_e0, a_e1 = place(h * 4, 0), place(h * 4, 256)
+    a_g0 = place(h * 4, 256) if backward else None
+    a_g1 = place(h * 4, 0) if backward else None
+    tree = _tree(place, 1, q)
+    row_tree = tree["row_tree"]
+    alloc_tree = _tree_allocator(tree, 1)
+    # Row statistics, one value each; a row-expand's operand sits 256 bytes from its half.
+    if not backward:
+        names = ["mo", "mc", "ms0", "ms1", "al", "s", "cs", "r0", "r1"]
+        residues = [0, 256, 256, 0, 0, 0, 256, 256, 0]
+    else:
+        names = ["s", "cs", "s0", "s1"]
+        residues = [0, 256, 256 if log else 0, 0 if log else 256]
+    a_st = [place(4, r) for r in residues]
+
+    def alloc_stats() -> dict:
+        """Allocates the statistics where the kernel calls it; returns them by name."""
+        return {nm: T.alloc_ub((1,), "float32", name=nm + "_ub", address=a) for nm, a in zip(names, a_st)}
+
+    @T.macro
+    def widen(x, lo, hi):
+        """The chunk's halves in fp32 (a cast; an add of 0 copies fp32)."""
+        if wide:
+            T.tile.cast(lo, x[0:1, 0:h])
+            T.tile.cast(hi, x[0:1, h:bN])
+        else:
+            T.tile.add(lo, x[0:1, 0:h], 0.0)
+            T.tile.add(hi, x[0:1, h:bN], 0.0)
+
+    @T.macro
+    def narrow(x, lo, hi):
+        if wide:
+            T.tile.cast(x[0:1, 0:h], lo, "CAST_RINT")
+            T.tile.cast(x[0:1, h:bN], hi, "CAST_RINT")
+        else:
+            T.tile.add(x[0:1, 0:h], lo, 0.0)
+            T.tile.add(x[0:1, h:bN], hi, 0.0)
+
+    @T.macro
+    def fwd_pass1(x, e0, e1, tr, st, first):
+        mo, mc, ms0, ms1, al, s, cs = st["mo"], st["mc"], st["ms0"], st["ms1"], st["al"], st["s"], st["cs"]
+        T.pipe_barrier("V")  # the previous step's reads of the halves are done
+        # The previous chunk's sum is added here, beside the widening (one barrier less).
+        if first:
+            T.tile.fill(mo, _LOWEST)
+            T.tile.fill(s, 0.0)
+            T.tile.fill(cs, 0.0)
+        else:
+            T.tile.add(s, s, cs)
+        widen(x, e0, e1)
+        T.pipe_barrier("V")
+        row_tree(True, e0, e1, tr, mc)
+        T.pipe_barrier("V")
+        T.tile.max(ms0, mo, mc)  # NaN stays NaN; -inf chunks keep mo
+        T.tile.max(ms1, mo, mc)
+        T.pipe_barrier("V")
+        T.tile.row_expand_sub(e0, e0, ms0)
+        T.tile.row_expand_sub(e1, e1, ms1)
+        T.tile.sub(al, mo, ms0)
+        T.pipe_barrier("V")
+        T.tile.exp(e0, e0)
+        T.tile.exp(e1, e1)
+        T.tile.exp(al, al)
+        T.pipe_barrier("V")
+        T.tile.mul(s, s, al)  # issued with the tree's first level
+        T.tile.add(mo, ms0, 0.0)
+        row_tree(False, e0, e1, tr, cs)
+
+    @T.macro
+    def fwd_finish(st):
+        s = st["s"]
+        T.pipe_barrier("V")
+        T.tile.add(s, s, st["cs"])
+        T.pipe_barrier("V")
+        T.tile.ln(s, s)
+        T.pipe_barrier("V")
+        T.tile.add(st["r0"], st["ms0"], s)
+        T.tile.add(st["r1"], st["ms1"], s)
+
+    @T.macro
+    def fwd_pass2(x, e0, e1, st):
+        T.pipe_barrier("V")
+        widen(x, e0, e1)
+        T.pipe_barrier("V")
+        T.tile.row_expand_sub(e0, e0, st["r0"])
+        T.tile.row_expand_sub(e1, e1, st["r1"])
+        T.pipe_barrier("V")
+        if not log:
+            T.tile.exp(e0, e0)
+            T.tile.exp(e1, e1)
+            T.pipe_barrier("V")
+        narrow(x, e0, e1)
+
+    @T.macro
+    def bwd_pass1(y, dy, y0, y1, g0, g1, tr, st, first):
+        s = st["s"]
+        T.pipe_barrier("V")
+        if first:
+            T.tile.fill(s, 0.0)
+        if not log:
+            widen(y, y0, y1)
+        widen(dy, g0, g1)
+        T.pipe_barrier("V")
+        if not log:  # dy y over dy's halves
+            T.tile.mul(g0, g0, y0)
+            T.tile.mul(g1, g1, y1)
+            T.pipe_barrier("V")
+        row_tree(False, g0, g1, tr, st["cs"])
+        T.pipe_barrier("V")
+        T.tile.add(s, s, st["cs"])
+
+    @T.macro
+    def bwd_finish(st):
+        T.pipe_barrier("V")
+        T.tile.add(st["s0"], st["s"], 0.0)
+        T.tile.add(st["s1"], st["s"], 0.0)
+
+    @T.macro
+    def bwd_pass2(y, dy, y0, y1, g0, g1, st):
+        T.pipe_barrier("V")
+        widen(y, y0, y1)
+        widen(dy, g0, g1)
+        T.pipe_barrier("V")
+        if not log:  # (dy - s) y
+            T.tile.row_expand_sub(g0, g0, st["s0"])
+            T.tile.row_expand_sub(g1, g1, st["s1"])
+            T.pipe_barrier("V")
+            T.tile.mul(g0, g0, y0)
+            T.tile.mul(g1, g1, y1)
+        else:  # dy - s exp(y)
+            T.tile.exp(y0, y0)
+            T.tile.exp(y1, y1)
+            T.pipe_barrier("V")
+            T.tile.row_expand_mul(y0, y0, st["s0"])
+            T.tile.row_expand_mul(y1, y1, st["s1"])
+            T.pipe_barrier("V")
+            T.tile.sub(g0, g0, y0)
+            T.tile.sub(g1, g1, y1)
+        T.pipe_barrier("V")
+        narrow(dy, g0, g1)
+
+    in_idx = [0, 1] if backward else [0]  # a Python list: unrolled while parsing
+
+    @T.macro
+    def load(ins, sl, n, worker, workers):
+        if backward and log:  # pass 1 reads dy alone
+            if n % spr < C:
+                T.copy(ins[1][worker + n // spr * workers, n % C * bN], sl[1])
+            else:
+                for i in in_idx:
+                    T.copy(ins[i][worker + n // spr * workers, n % C * bN], sl[i])
+        else:
+            for i in in_idx:
+                T.copy(ins[i][worker + n // spr * workers, n % C * bN], sl[i])
+
+    @T.macro
+    def work(OUT, sl, hv, tr, st, n, worker, workers):
+        if n % spr < C:
+            if backward:
+                bwd_pass1(sl[0], sl[1], hv[0], hv[1], hv[2], hv[3], tr, st, n % spr == 0)
+            else:
+                fwd_pass1(sl[0], hv[0], hv[1], tr, st, n % spr == 0)
+            _sync("V", "MTE3", sl[nin])  # the slot is read: free after MTE3's wait
+        else:
+            if backward:
+                if n % spr == C:
+                    bwd_finish(st)
+                bwd_pass2(sl[0], sl[1], hv[0], hv[1], hv[2], hv[3], st)
+            else:
+                if n % spr == C:
+                    fwd_finish(st)
+                fwd_pass2(sl[0], hv[0], hv[1], st)
+            _sync("V", "MTE3", sl[nin])
+            T.copy(sl[nin - 1], OUT[worker + n // spr * workers, (n % spr - C) * bN])
+
+    @T.macro
+    def step(ins, OUT, slots, hv, tr, st, n, sl, ahead, total, worker, workers):
+        """Step n in slot sl; the step after next loads into slot `ahead`."""
+        if n < total:
+            if n + (SLOTS - 1) < total:
+                T.wait_flag("MTE3", "MTE2", ahead)
+                load(ins, slots[ahead], n + (SLOTS - 1), worker, workers)
+                T.set_flag("MTE2", "V", ahead)
+            T.wait_flag("MTE2", "V", sl)
+            work(OUT, slots[sl], hv, tr, st, n, worker, workers)
+            T.set_flag("MTE3", "MTE2", sl)
+
+    slot_idx = list(range(SLOTS))  # a Python list: unrolled while parsing
+    in_names = ["y", "dy"] if backward else ["x"]
+
+    def alloc_slots() -> list:
+        """The chunk slots where the kernel calls it: slots[s] is [its inputs..., its event id]."""
+        return [[T.alloc_ub((1, bN), dtype, name=f"{in_names[i]}{sl}_ub", address=a_slots[sl][i])
+                 for i in range(nin)] + [sl] for sl in range(SLOTS)]
+
+    @T.macro
+    def body(ins, OUT):
+        with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
+            with T.Scope("V"):
+                # Slot s holds input i at slots[s][i] (and its event id last); the result
+                # overwrites the last input.
+                if backward:
+                    slots = alloc_slots()
+                    # The fp32 halves of y and dy, dy's 256 bytes from y's.
+                    y0 = T.alloc_ub((1, h), "float32", name="yf0_ub", address=a_e0)
+                    y1 = T.alloc_ub((1, h), "float32", name="yf1_ub", address=a_e1)
+                    g0 = T.alloc_ub((1, h), "float32", name="gf0_ub", address=a_g0)
+                    g1 = T.alloc_ub((1, h), "float32", name="gf1_ub", address=a_g1)
+                    hv = [y0, y1, g0, g1]
+                else:
+                    slots = alloc_slots()
+                    e0 = T.alloc_ub((1, h), "float32", name="e0_ub", address=a_e0)
+                    e1 = T.alloc_ub((1, h), "float32", name="e1_ub", address=a_e1)
+                    hv = [e0, e1]
+                tr = alloc_tree()
+                st = alloc_stats()
+
+                workers = num_blocks * 2
+                worker = cid * 2 + vid
+                mine = T.ceildiv(T.max(M - worker, 0), workers)
+                for sl in slot_idx:
+                    T.set_flag("MTE3", "MTE2", sl)  # every slot starts free
+                for sl in slot_idx[:-1]:
+                    if mine * spr > sl:
+                        T.wait_flag("MTE3", "MTE2", sl)
+                        load(ins, slots[sl], sl, worker, workers)
+                        T.set_flag("MTE2", "V", sl)
+                # Steps in threes, so each slot's code and ids are constants; the load of the step
+                # after next is issued before this step's compute.
+                for i in T.serial(T.ceildiv(mine * spr, SLOTS)):
+                    for sl in slot_idx:
+                        step(ins, OUT, slots, hv, tr, st, i * SLOTS + sl, sl, (sl + SLOTS - 1) % SLOTS,
+                             mine * spr, worker, workers)
+                for sl in slot_idx:
+                    T.wait_flag("MTE3", "MTE2", sl)
+
+    # A prim_func's name and signature are fixed: one thin prim_func per (log, backward).
+    if not backward and not log:
+        @T.prim_func
+        def softmax_fwd(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+            body([X], Y)
+        return softmax_fwd
+    if not backward:
+        @T.prim_func
+        def log_softmax_fwd(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+            body([X], Y)
+        return log_softmax_fwd
+    if not log:
+        @T.prim_func
+        def softmax_bwd(Y: T.Tensor((M, N), dtype), DY: T.Tensor((M, N), dtype), DX: T.Tensor((M, N), dtype)):
+            body([Y, DY], DX)
+        return softmax_bwd
+
+    @T.prim_func
+    def log_softmax_bwd(Y: T.Tensor((M, N), dtype), DY: T.Tensor((M, N), dtype), DX: T.Tensor((M, N), dtype)):
+        body([Y, DY], DX)
+    return log_softmax_bwd
