@@ -176,15 +176,9 @@ void gather_matrix(const TileRef& t, bool by_rows, int64_t ld, float* out) {
   int64_t idx[8], run;
   for (size_t d = 0; d < nd; ++d) idx[d] = t.start[d];
   const int64_t origin = storage_offset(t, idx, &run);
-  for (int64_t i = 0; i < R; ++i) {  // row parts, each with the first column's part
-    idx[nd - 2] = t.start[nd - 2] + i;
-    row_off[i] = storage_offset(t, idx, &run);
-  }
-  idx[nd - 2] = t.start[nd - 2];
-  for (int64_t j = 0; j < C; ++j) {  // column parts, relative to the first column
-    idx[nd - 1] = t.start[nd - 1] + j;
-    col_off[j] = storage_offset(t, idx, &run) - origin;
-  }
+  offset_parts(t, idx, false, R, row_off.data());  // row parts, with the first column's part
+  for (int64_t i = 0; i < R; ++i) row_off[i] += origin;
+  offset_parts(t, idx, true, C, col_off.data());  // column parts, relative to the first column
   const int64_t lines = by_rows ? R : C, n = by_rows ? C : R;
   const std::vector<int64_t>& line_off = by_rows ? row_off : col_off;
   const std::vector<int64_t>& elem_off = by_rows ? col_off : row_off;
