@@ -59,11 +59,18 @@ void nd_to_nz(const void* src_v, int64_t rows, int64_t cols, int64_t src_pitch, 
     const int64_t c_begin = cb * c0;
     const int64_t width = cols - c_begin < c0 ? cols - c_begin : c0;
     Byte* block = dst + size_t(cb) * size_t(dst_rows_padded) * row_bytes;
-    for (int64_t r = 0; r < rows; ++r) {
-      Byte* d = block + size_t(r) * row_bytes;
-      std::memcpy(d, src + (size_t(r) * size_t(src_pitch) + size_t(c_begin)) * eb,
-                  size_t(width) * eb);
-      if (width < c0) std::memset(d + size_t(width) * eb, 0, size_t(c0 - width) * eb);
+    if (width == c0 && row_bytes == size_t(kC0Bytes)) {
+      // Whole 32-byte rows: a copy of a constant size (inlined), not a memcpy call per row.
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(block + size_t(r) * row_bytes,
+                    src + (size_t(r) * size_t(src_pitch) + size_t(c_begin)) * eb, kC0Bytes);
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        Byte* d = block + size_t(r) * row_bytes;
+        std::memcpy(d, src + (size_t(r) * size_t(src_pitch) + size_t(c_begin)) * eb,
+                    size_t(width) * eb);
+        if (width < c0) std::memset(d + size_t(width) * eb, 0, size_t(c0 - width) * eb);
+      }
     }
     std::memset(block + size_t(rows) * row_bytes, 0, size_t(dst_rows_padded - rows) * row_bytes);
   }

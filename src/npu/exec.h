@@ -49,6 +49,11 @@ int64_t layout_offset(const TileRef& t, const std::vector<int64_t>& idx);
 /// The same for `idx` of t's rank, and in `run` how many elements from there along the last
 /// dimension are contiguous in storage.
 int64_t storage_offset(const TileRef& t, const int64_t* idx, int64_t* run);
+/// The separable parts of t's layout (a matrix: rank >= 2): out[i] = storage_offset of `base`
+/// with its column (col) or row index advanced by i, minus that of `base`, for i < n. Every
+/// layout is row part + column part + matrix part, so copies compute these tables once
+/// instead of storage_offset per element or row.
+void offset_parts(const TileRef& t, const int64_t* base, bool col, int64_t n, int64_t* out);
 
 /// True when the environment variable TL_NPU_PLAIN_PATHS is set to anything but "" or "0" at
 /// the start of the current launch: the op semantics then take their plain element-by-element

@@ -1,22 +1,21 @@
 // Semantics of the cube ops on the virtual NPU.
 //
 // T.mma reads A from L0A (ZZ fractals) and B from L0B (ZN fractals), multiplies in fp32
-// (int32 for int8) and writes or accumulates C in L0C (NZ, 16x16 fractals). fp16/bf16
-// products are exact in fp32, so only the accumulation order differs from hardware.
+// (int32 for int8) and writes or accumulates C in L0C (NZ, 16x16 fractals) in the order
+// tl/npu/cube_math.h defines. fp16/bf16 products are exact in fp32, so only the accumulation order
+// can differ from hardware.
 // T.gemm_v0 is what TileLang-Ascend's gemm_v0 template does: LoadData A and B from L1 into
 // L0A and L0B (both at offset 0, overwriting whatever the kernel kept there), then Mmad.
 // The stale-data checker's rules (stale.h) are here too: an output element of the cube is
 // invalid when its row of A or its column of B holds an invalid element (or, accumulating,
 // when it was); LoadData moves the shadows into L0A/L0B as it moves the bytes.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <mutex>
 
 #include "exec.h"
 #include "stale.h"
+#include "tl/npu/cube_math.h"
 #include "tl/npu/layout.h"
 #include "tl/ops.h"
 #include "values.h"
@@ -28,13 +27,6 @@ namespace tl::npu {
 namespace {
 
 thread_local std::vector<float> g_a, g_bt, g_c;
-
-void single_threaded_blas() {
-  static std::once_flag once;
-  // Blocks already run on host threads; a single-threaded BLAS keeps results independent of
-  // how many there are.
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
 
 /// Dense row-major [rows, cols] fp32 copy of a ZZ matrix whose padded width is cols_padded.
 void unpack_zz(const uint8_t* base, int64_t rows, int64_t cols, int64_t cols_padded, DType t,
@@ -87,41 +79,32 @@ void l0c_transfer(Core& c, const TileRef& C, int64_t M, int64_t N, bool to_dense
     }
 }
 
-/// C (L0C region) = [C +] A x B with A, B given densely (A [M, K], BT [N, K]).
+/// C (L0C region) = [C +] A x B with A, B given densely (A [M, K], BT [N, K]), in the cube's
+/// defined order (tl/npu/cube_math.h).
 void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool init) {
   if (C.rows() != M || C.cols() != N)
     c.fail(fmt::format("cube: 'C' ({}) is [{} x {}] but A x B is [{} x {}]", C.buffer->name,
                        C.rows(), C.cols(), M, N));
-  // Fast path: an fp32 L0C tile starting on a fractal column is, per 16-column block, a
-  // row-major [rows, 16] matrix (NZ with 16 x 16 fractals), so the product accumulates
-  // straight into L0C memory one column block at a time.
+  // An fp32 L0C tile starting on a fractal column is, per 16-column block, a row-major
+  // [rows, 16] matrix (NZ with 16 x 16 fractals), so the product accumulates straight into
+  // L0C memory; any other tile goes through a dense fp32 copy.
   size_t nd = C.extent.size();
   bool two_d = true;
   for (size_t d = 0; d + 2 < nd; ++d) two_d &= C.extent[d] == 1;
-  if (C.dtype == DType::Float32 && two_d && nd >= 2 && C.start[nd - 1] % 16 == 0 && M > 0 &&
-      N > 0 && K > 0) {
-    single_threaded_blas();
+  if (C.dtype == DType::Float32 && two_d && nd >= 2 && C.start[nd - 1] % 16 == 0) {
     int64_t lead = 0;
     for (size_t d = 0; d + 2 < nd; ++d) lead = lead * C.shape[d] + C.start[d];
     int64_t rp = align_up(C.shape[nd - 2], 16), mat = rp * align_up(C.shape[nd - 1], 16);
-    float* base = reinterpret_cast<float*>(C.base) + lead * mat;
-    for (int64_t j = 0; j < N; j += 16) {
-      float* blk = base + l0c_offset(C.start[nd - 2], C.start[nd - 1] + j, rp);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M),
-                  static_cast<int>(std::min<int64_t>(16, N - j)), static_cast<int>(K), 1.0f,
-                  g_a.data(), static_cast<int>(K), g_bt.data() + j * K, static_cast<int>(K),
-                  init ? 0.0f : 1.0f, blk, 16);
-    }
+    float* base = reinterpret_cast<float*>(C.base) + lead * mat +
+                  l0c_offset(C.start[nd - 2], C.start[nd - 1], rp);
+    cube_mmad_f32(g_a.data(), K, g_bt.data(), K, M, N, K, CubeOut{base, 16, rp * 16}, init,
+                  plain_paths());
     return;
   }
   g_c.assign(M * N, 0.0f);
   if (!init) l0c_transfer(c, C, M, N, true);
-  if (M > 0 && N > 0 && K > 0) {
-    single_threaded_blas();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), 1.0f, g_a.data(), static_cast<int>(K), g_bt.data(),
-                static_cast<int>(K), 1.0f, g_c.data(), static_cast<int>(N));
-  }
+  cube_mmad_f32(g_a.data(), K, g_bt.data(), K, M, N, K, CubeOut{g_c.data(), N, 16}, init,
+                plain_paths());
   l0c_transfer(c, C, M, N, false);
 }
 
@@ -193,15 +176,9 @@ void gather_matrix(const TileRef& t, bool by_rows, int64_t ld, float* out) {
   int64_t idx[8], run;
   for (size_t d = 0; d < nd; ++d) idx[d] = t.start[d];
   const int64_t origin = storage_offset(t, idx, &run);
-  for (int64_t i = 0; i < R; ++i) {  // row parts, each with the first column's part
-    idx[nd - 2] = t.start[nd - 2] + i;
-    row_off[i] = storage_offset(t, idx, &run);
-  }
-  idx[nd - 2] = t.start[nd - 2];
-  for (int64_t j = 0; j < C; ++j) {  // column parts, relative to the first column
-    idx[nd - 1] = t.start[nd - 1] + j;
-    col_off[j] = storage_offset(t, idx, &run) - origin;
-  }
+  offset_parts(t, idx, false, R, row_off.data());  // row parts, with the first column's part
+  for (int64_t i = 0; i < R; ++i) row_off[i] += origin;
+  offset_parts(t, idx, true, C, col_off.data());  // column parts, relative to the first column
   const int64_t lines = by_rows ? R : C, n = by_rows ? C : R;
   const std::vector<int64_t>& line_off = by_rows ? row_off : col_off;
   const std::vector<int64_t>& elem_off = by_rows ? col_off : row_off;

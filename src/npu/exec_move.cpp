@@ -13,6 +13,7 @@
 // The stale-data checker's rules for these ops are here too: a copy's rule runs the same
 // byte movers on the shadows (stale.h), so validity moves exactly as the bytes do.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <mutex>
 
@@ -74,6 +75,35 @@ int64_t storage_offset(const TileRef& t, const int64_t* idx, int64_t* run) {
       TL_ASSERT(false, "no storage layout for scope {}", scope_name(t.scope));
   }
   return lead * mat + off;
+}
+
+void offset_parts(const TileRef& t, const int64_t* base, bool col, int64_t n, int64_t* out) {
+  const size_t nd = t.shape.size();
+  TL_ASSERT(nd >= 2, "offset_parts: {} is not a matrix", t.buffer->name);
+  const size_t dim = col ? nd - 1 : nd - 2;
+  if (nd_scope(t.scope)) {
+    for (int64_t i = 0; i < n; ++i) out[i] = i * t.strides[dim];
+    return;
+  }
+  // Every fractal layout is (row part) + (column part) + (matrix part): storage_offset's
+  // formulas (layout.h) split, with c0 and 16 powers of two, so shifts and masks.
+  const int64_t R = t.shape[nd - 2], C = t.shape[nd - 1];
+  const int64_t c0 = t.scope == MemScope::L0C ? 16 : kC0Bytes / dtype_bytes(t.dtype);
+  const int sh = std::countr_zero(static_cast<uint64_t>(c0));
+  const MemScope s = t.scope;
+  auto part = [&](int64_t x) -> int64_t {
+    if (s == MemScope::L1 || s == MemScope::L0C)  // NZ: (c / c0) * Rp * c0 + r * c0 + c % c0
+      return col ? (x >> sh) * align_up(R, 16) * c0 + (x & (c0 - 1)) : x * c0;
+    if (s == MemScope::L0A)  // ZZ: (r / 16) * Cp * 16 + (c / c0) * 16 * c0 + (r % 16) * c0 + c % c0
+      return col ? (x >> sh) * 16 * c0 + (x & (c0 - 1))
+                 : (x >> 4) * align_up(C, c0) * 16 + (x & 15) * c0;
+    TL_ASSERT(s == MemScope::L0B, "no storage layout for scope {}", scope_name(s));
+    // ZN: (k / c0) * Np * c0 + (n / 16) * 16 * c0 + (n % 16) * c0 + k % c0
+    return col ? (x >> 4) * 16 * c0 + (x & 15) * c0
+               : (x >> sh) * align_up(C, 16) * c0 + (x & (c0 - 1));
+  };
+  const int64_t p0 = part(base[dim]);
+  for (int64_t i = 0; i < n; ++i) out[i] = part(base[dim] + i) - p0;
 }
 
 namespace {
@@ -234,26 +264,34 @@ bool cube_load(const TileRef& src, const TileRef& dst) {
     return false;
   const int64_t R = src.rows(), C = src.cols(), es = dtype_bytes(src.dtype);
   if (R <= 0 || C <= 0) return true;
-  thread_local std::vector<int64_t> scol, dcol;
+  if (es != 1 && es != 2 && es != 4) return false;  // before any byte moved
+  thread_local std::vector<int64_t> scol, dcol, srow, drow;
   scol.resize(C);
   dcol.resize(C);
   int64_t si[8], di[8], run;
   for (size_t d = 0; d < ns; ++d) si[d] = src.start[d];
   for (size_t d = 0; d < nd; ++d) di[d] = dst.start[d];
   const int64_t s00 = storage_offset(src, si, &run), d00 = storage_offset(dst, di, &run);
-  for (int64_t c = 0; c < C; ++c) {
-    si[ns - 1] = src.start[ns - 1] + c;
-    di[nd - 1] = dst.start[nd - 1] + c;
-    scol[c] = storage_offset(src, si, &run) - s00;
-    dcol[c] = storage_offset(dst, di, &run) - d00;
-  }
-  si[ns - 1] = src.start[ns - 1];
-  di[nd - 1] = dst.start[nd - 1];
+  offset_parts(src, si, true, C, scol.data());
+  offset_parts(dst, di, true, C, dcol.data());
+  srow.resize(R);
+  drow.resize(R);
+  offset_parts(src, si, false, R, srow.data());
+  offset_parts(dst, di, false, R, drow.data());
+  // Runs of c0 elements (32 bytes) contiguous on both sides (L1 NZ -> L0A ZZ) move whole.
+  const int64_t c0 = 32 / es;
+  bool runs = true;
+  for (int64_t c = 0; c < C && runs; ++c)
+    runs = scol[c] == scol[c - c % c0] + c % c0 && dcol[c] == dcol[c - c % c0] + c % c0;
   for (int64_t r = 0; r < R; ++r) {
-    si[ns - 2] = src.start[ns - 2] + r;
-    di[nd - 2] = dst.start[nd - 2] + r;
-    const uint8_t* sp = src.base + storage_offset(src, si, &run) * es;
-    uint8_t* dp = dst.base + storage_offset(dst, di, &run) * es;
+    const uint8_t* sp = src.base + (s00 + srow[r]) * es;
+    uint8_t* dp = dst.base + (d00 + drow[r]) * es;
+    if (runs) {
+      int64_t c = 0;
+      for (; c + c0 <= C; c += c0) std::memcpy(dp + dcol[c] * es, sp + scol[c] * es, 32);
+      if (c < C) std::memcpy(dp + dcol[c] * es, sp + scol[c] * es, (C - c) * es);
+      continue;
+    }
     switch (es) {
       case 1:
         gather_row<uint8_t>(sp, dp, scol.data(), dcol.data(), C);
@@ -312,7 +350,7 @@ bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool satura
                 des = dtype_bytes(dst.dtype);
   if ((ses != 1 && ses != 2 && ses != 4) || (des != 1 && des != 2 && des != 4)) return false;
   if (R <= 0 || C <= 0) return true;
-  thread_local std::vector<int64_t> scol, dcol;
+  thread_local std::vector<int64_t> scol, dcol, srow, drow;
   thread_local std::vector<uint8_t> sbuf, dbuf;
   thread_local std::vector<float> f32;
   scol.resize(C);
@@ -321,25 +359,23 @@ bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool satura
   for (size_t d = 0; d < ns; ++d) si[d] = src.start[d];
   for (size_t d = 0; d < nd; ++d) di[d] = dst.start[d];
   const int64_t s00 = storage_offset(src, si, &run), d00 = storage_offset(dst, di, &run);
+  offset_parts(src, si, true, C, scol.data());
+  offset_parts(dst, di, true, C, dcol.data());
+  srow.resize(R);
+  drow.resize(R);
+  offset_parts(src, si, false, R, srow.data());
+  offset_parts(dst, di, false, R, drow.data());
   bool s_dense = true, d_dense = true;
   for (int64_t c = 0; c < C; ++c) {
-    si[ns - 1] = src.start[ns - 1] + c;
-    di[nd - 1] = dst.start[nd - 1] + c;
-    scol[c] = storage_offset(src, si, &run) - s00;
-    dcol[c] = storage_offset(dst, di, &run) - d00;
     s_dense &= scol[c] == c;
     d_dense &= dcol[c] == c;
   }
-  si[ns - 1] = src.start[ns - 1];
-  di[nd - 1] = dst.start[nd - 1];
   const bool same = src.dtype == dst.dtype && !relu;
   sbuf.resize(C * ses);
   dbuf.resize(C * des);
   for (int64_t r = 0; r < R; ++r) {
-    si[ns - 2] = src.start[ns - 2] + r;
-    di[nd - 2] = dst.start[nd - 2] + r;
-    const uint8_t* sp = src.base + storage_offset(src, si, &run) * ses;
-    uint8_t* dp = dst.base + storage_offset(dst, di, &run) * des;
+    const uint8_t* sp = src.base + (s00 + srow[r]) * ses;
+    uint8_t* dp = dst.base + (d00 + drow[r]) * des;
     // The row, contiguous, in the source dtype.
     const uint8_t* row = sp;
     if (!s_dense) {
@@ -391,20 +427,10 @@ bool transpose_load(const TileRef& src, const TileRef& dst) {
   for (size_t d = 0; d < ns; ++d) si[d] = src.start[d];
   for (size_t d = 0; d < nd; ++d) di[d] = dst.start[d];
   const int64_t s00 = storage_offset(src, si, &run), d00 = storage_offset(dst, di, &run);
-  for (int64_t j = 0; j < C; ++j) {
-    si[ns - 2] = src.start[ns - 2] + j;
-    srow[j] = storage_offset(src, si, &run) - s00;
-    di[nd - 1] = dst.start[nd - 1] + j;
-    dcol[j] = storage_offset(dst, di, &run) - d00;
-  }
-  si[ns - 2] = src.start[ns - 2];
-  di[nd - 1] = dst.start[nd - 1];
-  for (int64_t i = 0; i < R; ++i) {
-    si[ns - 1] = src.start[ns - 1] + i;
-    scol[i] = storage_offset(src, si, &run) - s00;
-    di[nd - 2] = dst.start[nd - 2] + i;
-    drow[i] = storage_offset(dst, di, &run) - d00;
-  }
+  offset_parts(src, si, false, C, srow.data());
+  offset_parts(dst, di, true, C, dcol.data());
+  offset_parts(src, si, true, R, scol.data());
+  offset_parts(dst, di, false, R, drow.data());
   for (int64_t i = 0; i < R; ++i) {
     const uint8_t* sp = src.base + (s00 + scol[i]) * es;
     uint8_t* dp = dst.base + (d00 + drow[i]) * es;
