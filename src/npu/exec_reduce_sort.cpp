@@ -51,11 +51,50 @@ float full_repeat_tree(const float* x) {
   return buf[0];
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+typedef float V8f __attribute__((vector_size(32)));
+/// full_repeat_tree with AVX2: while the level holds whole vectors of 8, vector k of it is
+/// vector k plus vector k + count / 2 of the level before, i.e. element i plus element i + M / 2
+/// as above; the last three levels (8 -> 1) are the same scalar additions. The same IEEE
+/// additions of the same operands, so the same sum, bit for bit (issue 31: the tree was 6 % of a
+/// softmax launch's host instructions, the compiler's baseline code 4 lanes wide).
+template <int64_t M>
+__attribute__((target("avx2"))) float full_repeat_tree_avx2(const float* x) {
+  static_assert(M % 16 == 0);
+  V8f v[M / 8];
+  std::memcpy(v, x, sizeof v);
+  for (int64_t count = M / 8; count > 1; count /= 2)
+    for (int64_t k = 0; k < count / 2; ++k) v[k] = v[k] + v[k + count / 2];
+  const float a0 = v[0][0] + v[0][4], a1 = v[0][1] + v[0][5], a2 = v[0][2] + v[0][6],
+              a3 = v[0][3] + v[0][7];
+  return (a0 + a2) + (a1 + a3);
+}
+#endif
+
 float tree_sum(const float* x, int64_t n, int64_t per_repeat) {
   float total = 0;
   std::array<float, kRepeatBytes> buf;  // on the stack: this runs once per repeat of every row
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  const bool avx2 = !plain_paths() && host_has_avx2();
+#else
+  const bool avx2 = false;
+#endif
   for (int64_t s = 0; s < n; s += per_repeat) {
     int64_t m = std::min(per_repeat, n - s);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    // A NaN sum is computed again by the scalar tree: which operand's NaN payload an addition
+    // keeps depends on the operand order the compiler chose there.
+    if (avx2 && m == 64) {
+      const float t = full_repeat_tree_avx2<64>(x + s);
+      total += t == t ? t : full_repeat_tree<64>(x + s);
+      continue;
+    }
+    if (avx2 && m == 128) {
+      const float t = full_repeat_tree_avx2<128>(x + s);
+      total += t == t ? t : full_repeat_tree<128>(x + s);
+      continue;
+    }
+#endif
     if (m == 64)
       total += full_repeat_tree<64>(x + s);  // fp32 sources
     else if (m == 128)
@@ -81,7 +120,6 @@ float fold_plain(const float* p, int64_t len, bool max) {
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-typedef float V8f __attribute__((vector_size(32)));
 typedef int32_t V8i __attribute__((vector_size(32)));
 /// fold_plain eight lanes at a time. Without a NaN the fold's result is the largest (smallest)
 /// value whatever the order of the comparisons, except for the sign of a zero result; so a row
