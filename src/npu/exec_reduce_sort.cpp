@@ -17,6 +17,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 #include "exec.h"
 #include "tl/ops.h"
 #include "values.h"
@@ -52,22 +56,29 @@ float full_repeat_tree(const float* x) {
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-typedef float V8f __attribute__((vector_size(32)));
 /// full_repeat_tree with AVX2: while the level holds whole vectors of 8, vector k of it is
 /// vector k plus vector k + count / 2 of the level before, i.e. element i plus element i + M / 2
-/// as above; the last three levels (8 -> 1) are the same scalar additions. The same IEEE
-/// additions of the same operands, so the same sum, bit for bit (issue 31: the tree was 6 % of a
-/// softmax launch's host instructions, the compiler's baseline code 4 lanes wide).
+/// as above; then the 8 -> 4 -> 2 -> 1 levels add the upper half onto the lower one the same
+/// way. The same IEEE additions of the same operands, so the same sum, bit for bit (issue 31: the
+/// tree was 6 % of a softmax launch's host instructions, the compiler's baseline code 4 lanes
+/// wide). Intrinsics on registers: a vector-extension array was copied through the stack.
+/// One level of vectors: v[k] += v[k + N / 2] for k < N / 2, then the next level.
+template <int N>
+__attribute__((target("avx2"), always_inline)) inline void tree_levels_avx2(__m256* v) {
+#pragma GCC unroll 8
+  for (int k = 0; k < N / 2; ++k) v[k] = _mm256_add_ps(v[k], v[k + N / 2]);
+  if constexpr (N / 2 > 1) tree_levels_avx2<N / 2>(v);
+}
 template <int64_t M>
 __attribute__((target("avx2"))) float full_repeat_tree_avx2(const float* x) {
-  static_assert(M % 16 == 0);
-  V8f v[M / 8];
-  std::memcpy(v, x, sizeof v);
-  for (int64_t count = M / 8; count > 1; count /= 2)
-    for (int64_t k = 0; k < count / 2; ++k) v[k] = v[k] + v[k + count / 2];
-  const float a0 = v[0][0] + v[0][4], a1 = v[0][1] + v[0][5], a2 = v[0][2] + v[0][6],
-              a3 = v[0][3] + v[0][7];
-  return (a0 + a2) + (a1 + a3);
+  static_assert(M % 16 == 0 && M <= 128);
+  __m256 v[M / 8];
+#pragma GCC unroll 16
+  for (int64_t k = 0; k < M / 8; ++k) v[k] = _mm256_loadu_ps(x + 8 * k);
+  tree_levels_avx2<M / 8>(v);
+  const __m128 e = _mm_add_ps(_mm256_castps256_ps128(v[0]), _mm256_extractf128_ps(v[0], 1));
+  const __m128 f = _mm_add_ps(e, _mm_movehl_ps(e, e));           // e0 + e2, e1 + e3
+  return _mm_cvtss_f32(_mm_add_ss(f, _mm_shuffle_ps(f, f, 1)));  // f0 + f1
 }
 #endif
 
@@ -120,6 +131,7 @@ float fold_plain(const float* p, int64_t len, bool max) {
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+typedef float V8f __attribute__((vector_size(32)));
 typedef int32_t V8i __attribute__((vector_size(32)));
 /// fold_plain eight lanes at a time. Without a NaN the fold's result is the largest (smallest)
 /// value whatever the order of the comparisons, except for the sign of a zero result; so a row
