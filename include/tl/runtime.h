@@ -27,10 +27,10 @@ struct GmAccount {
   std::atomic<Device*> device{nullptr};
 };
 
-/// Bytes of device GM backing one or more tensors: the device's own (`bytes`, counted in its
-/// GmAccount), or memory the caller owns (`external`, Tensor::wrap: a torch tensor or numpy
-/// array the Python front end hands over without copying; not counted, the caller keeps it
-/// alive while tensors view it).
+/// Bytes of device GM backing one or more tensors, at `external`: the device's own (calloc'd by
+/// Device::allocate, counted in its GmAccount, freed by the shared_ptr's deleter), or memory the
+/// caller owns (Tensor::wrap: a torch tensor or numpy array the Python front end hands over
+/// without copying; not counted, the caller keeps it alive while tensors view it).
 struct Storage {
   std::shared_ptr<GmAccount> account;
   std::vector<uint8_t> bytes;

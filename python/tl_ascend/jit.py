@@ -266,10 +266,23 @@ _TORCH_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float
 
 
 def _empty(framework, shape, dtype):
+    np = _np()
     if framework == "torch":
         torch = _torch()
-        return torch.zeros(tuple(shape), dtype=getattr(torch, _TORCH_DTYPES[dtype]))
-    np = _np()
+        tdt = getattr(torch, _TORCH_DTYPES[dtype])
+        if np is None:
+            return torch.zeros(tuple(shape), dtype=tdt)
+        # numpy's zeros are calloc's fresh zero pages, viewed as the torch dtype (64-byte aligned):
+        # torch.zeros writes every byte with its thread pool, whose workers then spin-wait for
+        # the next task for milliseconds, on the cores the launch is about to use (issue 31: 44 %
+        # of a small GELU call's host time).
+        n = 1
+        for d in shape:
+            n *= int(d)
+        nbytes = n * torch.empty((), dtype=tdt).element_size()
+        buf = torch.from_numpy(np.zeros(nbytes + 64, dtype=np.uint8))
+        start = -buf.data_ptr() % 64
+        return buf[start:start + nbytes].view(tdt).view(tuple(shape))
     ml = _ml_dtypes()
     special = {"bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
     if dtype in special:

@@ -17,6 +17,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 #include "exec.h"
 #include "tl/ops.h"
 #include "values.h"
@@ -51,11 +55,57 @@ float full_repeat_tree(const float* x) {
   return buf[0];
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/// full_repeat_tree with AVX2: while the level holds whole vectors of 8, vector k of it is
+/// vector k plus vector k + count / 2 of the level before, i.e. element i plus element i + M / 2
+/// as above; then the 8 -> 4 -> 2 -> 1 levels add the upper half onto the lower one the same
+/// way. The same IEEE additions of the same operands, so the same sum, bit for bit (issue 31: the
+/// tree was 6 % of a softmax launch's host instructions, the compiler's baseline code 4 lanes
+/// wide). Intrinsics on registers: a vector-extension array was copied through the stack.
+/// One level of vectors: v[k] += v[k + N / 2] for k < N / 2, then the next level.
+template <int N>
+__attribute__((target("avx2"), always_inline)) inline void tree_levels_avx2(__m256* v) {
+#pragma GCC unroll 8
+  for (int k = 0; k < N / 2; ++k) v[k] = _mm256_add_ps(v[k], v[k + N / 2]);
+  if constexpr (N / 2 > 1) tree_levels_avx2<N / 2>(v);
+}
+template <int64_t M>
+__attribute__((target("avx2"))) float full_repeat_tree_avx2(const float* x) {
+  static_assert(M % 16 == 0 && M <= 128);
+  __m256 v[M / 8];
+#pragma GCC unroll 16
+  for (int64_t k = 0; k < M / 8; ++k) v[k] = _mm256_loadu_ps(x + 8 * k);
+  tree_levels_avx2<M / 8>(v);
+  const __m128 e = _mm_add_ps(_mm256_castps256_ps128(v[0]), _mm256_extractf128_ps(v[0], 1));
+  const __m128 f = _mm_add_ps(e, _mm_movehl_ps(e, e));           // e0 + e2, e1 + e3
+  return _mm_cvtss_f32(_mm_add_ss(f, _mm_shuffle_ps(f, f, 1)));  // f0 + f1
+}
+#endif
+
 float tree_sum(const float* x, int64_t n, int64_t per_repeat) {
   float total = 0;
   std::array<float, kRepeatBytes> buf;  // on the stack: this runs once per repeat of every row
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  const bool avx2 = !plain_paths() && host_has_avx2();
+#else
+  const bool avx2 = false;
+#endif
   for (int64_t s = 0; s < n; s += per_repeat) {
     int64_t m = std::min(per_repeat, n - s);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    // A NaN sum is computed again by the scalar tree: which operand's NaN payload an addition
+    // keeps depends on the operand order the compiler chose there.
+    if (avx2 && m == 64) {
+      const float t = full_repeat_tree_avx2<64>(x + s);
+      total += t == t ? t : full_repeat_tree<64>(x + s);
+      continue;
+    }
+    if (avx2 && m == 128) {
+      const float t = full_repeat_tree_avx2<128>(x + s);
+      total += t == t ? t : full_repeat_tree<128>(x + s);
+      continue;
+    }
+#endif
     if (m == 64)
       total += full_repeat_tree<64>(x + s);  // fp32 sources
     else if (m == 128)

@@ -81,7 +81,7 @@ void check_dense(const npu::ExpF32Impl& impl, float lo, float hi) {
   EXPECT_EQ(bad, 0u) << "in [" << lo << ", " << hi << "]: " << describe(impl, first);
 }
 
-// Every implementation the host runs (AVX2 and the scalar loop on x86-64 hosts with AVX2).
+// Every implementation the host runs (AVX-512, AVX2 and the scalar loop, as the host has them).
 TEST(ExpF32, EqualsStdExpBitForBit) {
   const auto impls = npu::exp_f32_impls();
   ASSERT_FALSE(impls.empty());

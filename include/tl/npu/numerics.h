@@ -186,7 +186,7 @@ bool host_has_avx2();
 /// lanes at a time on hosts with AVX2 and FMA (src/support/exp_f32.cpp says how it stays
 /// identical). `out` may be `in`, exactly, but no other overlap.
 void exp_f32(const float* in, float* out, int64_t n);
-/// The implementations of exp_f32 this host can run, widest first ("avx2", "scalar"):
+/// Its implementations this host runs, widest first ("avx512", "avx2", "scalar"):
 /// exp_f32 uses the first; the tests check each against std::exp.
 struct ExpF32Impl {
   const char* name;
