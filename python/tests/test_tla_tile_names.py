@@ -72,3 +72,18 @@ def test_tile_atomic_add_is_atomic_add(N: int) -> None:
     want = out.double() + x.double().sum(0)
     add_rows(3, N)(x, out)
     torch.testing.assert_close(out.double(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_jit_impl_gives_the_target_the_decorator_got() -> None:
+    # Before: AttributeError "'_JITGenerator' object has no attribute '__jit_impl__'"
+    # (gemv/example_gemv_v.py, linear_attention_normalize.py, gdn_solve_tril.py read it).
+    @tilelang.jit(out_idx=[-1], target="pto")
+    def a(N: int):
+        return None
+
+    @tilelang.jit(out_idx=[-1])
+    def b(N: int):
+        return None
+
+    assert a.__jit_impl__.target == "pto" and a.__jit_impl__.out_idx == [-1]
+    assert b.__jit_impl__.target == "auto"  # TileLang-Ascend's default

@@ -21,6 +21,7 @@ import os
 import sys
 import re
 import threading
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Union
 
@@ -564,6 +565,16 @@ class _JITGenerator:
         self.lock = threading.Lock()
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__doc__ = getattr(fn, "__doc__", None)
+
+    @property
+    def __jit_impl__(self):
+        """TileLang-Ascend's handle on a @jit function's settings, which its scripts read
+        (`kernel.__jit_impl__.target == "pto"`, gemv/example_gemv_v.py): `target` as the
+        decorator got it, TileLang-Ascend's default "auto" when it got none."""
+        target = self.options.get("target")
+        return types.SimpleNamespace(target="auto" if target is None else target,
+                                     out_idx=self.options.get("out_idx"),
+                                     pass_configs=self.options.get("pass_configs"))
 
     def __call__(self, *args, **kwargs):
         try:

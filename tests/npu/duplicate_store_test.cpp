@@ -55,17 +55,17 @@ PrimFunc every_core_stores_y(int rows, int cols, int blocks, Mutation m, int* st
   });
 }
 
-struct Run {
+struct Outcome {
   std::string error;                 // the launch's tl::Error, or empty
   std::vector<std::string> remarks;  // LaunchOptions::hazard_remarks
   std::vector<double> x, y;
 };
 
-Run launch(const PrimFunc& f, int rows, int cols, int threads = 1) {
+Outcome launch(const PrimFunc& f, int rows, int cols, int threads = 1) {
   Device dev;
   auto kern = compile(f, default_target(), {.cache = false});
   Tensor X = uniform(dev, {rows, cols}, f32, 7), Y = full(dev, {rows, cols}, f32, 0);
-  Run r;
+  Outcome r;
   try {
     kern.launch(dev, {X, Y},
                 {.threads = threads, .check_hazards = true, .hazard_remarks = &r.remarks});
@@ -95,7 +95,7 @@ class DuplicateStore : public ::testing::TestWithParam<Shape> {};
 TEST_P(DuplicateStore, IdenticalBytesFromTwoCoresAreARemarkNamingBothStores) {
   const auto [rows, cols] = GetParam();
   int line = 0;
-  Run r = launch(every_core_stores_y(rows, cols, 1, Mutation::None, &line), rows, cols);
+  Outcome r = launch(every_core_stores_y(rows, cols, 1, Mutation::None, &line), rows, cols);
   EXPECT_EQ(r.error, "");
   ASSERT_EQ(r.remarks.size(), 1u) << joined(r.remarks);
   const std::string& s = r.remarks[0];
@@ -111,7 +111,7 @@ TEST_P(DuplicateStore, DifferentBytesStayAWawHazard) {
   const auto [rows, cols] = GetParam();
   int line = 0;
   for (Mutation m : {Mutation::AllRows, Mutation::LastRow}) {
-    Run r = launch(every_core_stores_y(rows, cols, 1, m, &line), rows, cols);
+    Outcome r = launch(every_core_stores_y(rows, cols, 1, m, &line), rows, cols);
     EXPECT_TRUE(contains(r.error, "WAW hazard on GM: copy (MTE3, block 0 AIV1) writes Y"))
         << r.error;
     EXPECT_TRUE(contains(r.error, "is not ordered after copy (MTE3, block 0 AIV0) writes Y"))
@@ -132,11 +132,11 @@ TEST(DuplicateStoreAcrossBlocks, TwoBlocksOnTwoThreadsStoringTheSameBytesAreARem
   // Blocks on different host threads: each store's digest is taken under the launch's GM
   // store lock, so neither sees the other's bytes half written.
   int line = 0;
-  Run r = launch(every_core_stores_y(33, 64, 2, Mutation::None, &line), 33, 64, 2);
+  Outcome r = launch(every_core_stores_y(33, 64, 2, Mutation::None, &line), 33, 64, 2);
   EXPECT_EQ(r.error, "");
   ASSERT_EQ(r.remarks.size(), 1u) << joined(r.remarks);
   EXPECT_TRUE(contains(r.remarks[0], "(6 occurrences)")) << r.remarks[0];  // 4 stores, every pair
-  Run bad = launch(every_core_stores_y(33, 64, 2, Mutation::LastRow, &line), 33, 64, 2);
+  Outcome bad = launch(every_core_stores_y(33, 64, 2, Mutation::LastRow, &line), 33, 64, 2);
   EXPECT_TRUE(contains(bad.error, "WAW hazard on GM")) << bad.error;
 }
 
