@@ -112,7 +112,7 @@ tl_module(parser SOURCES ${TL_PARSER_SOURCES} DEPS op HEADERS tl/parser.h)
 tl_module(verify SOURCES ${TL_VERIFY_SOURCES} DEPS op layout HEADERS tl/verifier.h)
 # What a statement touches, and the block replay that proves syncs implied (src/analysis/).
 tl_module(analysis SOURCES ${TL_ANALYSIS_SOURCES} DEPS op layout HEADERS tl/access.h tl/replay.h)
-tl_module(transform SOURCES ${TL_TRANSFORM_SOURCES} DEPS verify parser analysis HEADERS tl/pass.h tl/pass_registry.h)
+tl_module(transform SOURCES ${TL_TRANSFORM_SOURCES} DEPS verify parser analysis HEADERS tl/pass.h tl/pass_registry.h tl/far_flag_ids.h)
 # tl::build_id() is the JIT disk cache's key, so the generated file belongs to jit.
 tl_module(jit SOURCES ${TL_JIT_SOURCES} ${TL_BUILD_ID_CPP} DEPS transform
           HEADERS tl/jit.h tl/backend.h PRIVATE_LIBS nlohmann_json::nlohmann_json)

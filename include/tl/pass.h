@@ -322,11 +322,11 @@ PrimFunc merge_flags(const PrimFunc& f, const Target& target);
 PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target);
 
 /// keep_far_flag_ids (not in the pipeline: tl_ascend.compile runs it on kernels built for
-/// TileLang-Ascend's target "pto", before verification): the flags of a pipe pair whose event
-/// ids lie past the target's range, which TileLang-Ascend's pto code generator drops, move by one
-/// constant shift onto ids that pair does not use, with a remark each pair
-/// (src/pass/far_flag_ids.cpp). A pair with no such ids left keeps its ids (the verifier's
-/// event-id-range error).
+/// TileLang-Ascend's targets, before verification): the flags of a pipe pair whose event ids lie
+/// past the target's range move onto valid ids, with a remark each pair
+/// (src/pass/far_flag_ids.cpp). This form words the remark for the pto code generator; the
+/// one taking the code generator ("pto" or "ascendc"), and the rules, are in
+/// tl/far_flag_ids.h.
 PrimFunc keep_far_flag_ids(const PrimFunc& f, const Target& target, const RemarkSink& remark = {});
 
 }  // namespace tl

@@ -4,6 +4,7 @@
 // HTML timeline when asked).
 
 #include "bindings.h"
+#include "tl/far_flag_ids.h"
 #include "tl/pass.h"
 
 namespace tl::python {
@@ -253,14 +254,15 @@ void bind_launch(nb::module_& m) {
       "func"_a, "target"_a = "A2", "verify"_a = true, "lower"_a = true, "cache"_a = true,
       "dev"_a = std::map<std::string, bool>{});
 
-  // Target "pto" only (tl_ascend.compile): TileLang-Ascend's pto code generator drops flags with
-  // event ids past the range; tl-ascend keeps their ordering (src/pass/far_flag_ids.cpp).
+  // TileLang-Ascend's targets (tl_ascend.compile): its pto code generator drops flags with event
+  // ids past the range, its ascendc one passes them to AscendC unchanged; tl-ascend keeps their
+  // ordering on valid ids (src/pass/far_flag_ids.cpp).
   m.def(
       "keep_far_flag_ids",
-      [](const PrimFunc& f, const std::string& target) {
-        return keep_far_flag_ids(f, get_target(target));
+      [](const PrimFunc& f, const std::string& target, const std::string& codegen) {
+        return keep_far_flag_ids(f, get_target(target), {}, codegen);
       },
-      "func"_a, "target"_a = "A2");
+      "func"_a, "target"_a = "A2", "codegen"_a = "pto");
 
   m.def(
       "launch",

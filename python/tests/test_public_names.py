@@ -234,6 +234,10 @@ PUBLIC: Dict[str, Tuple] = {
     "tile.sort": (("value", "sort"), ("error", lambda: T.tile.sort(1, 2, 3), r"T.sort: " + NOT_TILE)),
     "tile.topk": (("value", "topk"), ("error", lambda: T.tile.topk(1, 2, 3, 4), r"T.topk: " + NOT_TILE)),
     "tile.merge_sort": (("value", "merge_sort"), ("error", lambda: T.tile.merge_sort(1, 2, 3), r"T.merge_sort: " + NOT_TILE)),
+    # TileLang-Ascend's names of shift_right / shift_left / T.atomic_add (test_tla_tile_names.py).
+    "tile.bitwise_rshift": (("grep",), ("error", lambda: T.tile.bitwise_rshift(1, 2, 3), r"T.tile.shift_right: " + NOT_TILE)),
+    "tile.bitwise_lshift": (("grep",), ("error", lambda: T.tile.bitwise_lshift(1, 2, 3), r"T.tile.shift_left: " + NOT_TILE)),
+    "tile.atomic_add": (("grep",), ("error", lambda: T.tile.atomic_add(1, 2), r"T.atomic_add: " + NOT_TILE)),
 }
 
 

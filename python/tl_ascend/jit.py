@@ -21,6 +21,7 @@ import os
 import sys
 import re
 import threading
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Union
 
@@ -301,7 +302,7 @@ class JITKernel:
     def __init__(self, func: PrimFunc, out_idx: Indices = None, target: str = "A2",
                  pass_configs: Mapping[str, Any] | None = None, mode: str = "fast", check_hazards: bool | None = None,
                  threads: int = 0, workspace_idx: Indices = None, check_stale: bool | None = None,
-                 keep_far_flags: bool = False) -> None:
+                 keep_far_flags: bool | str = False) -> None:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tl_ascend.compile takes a @T.prim_func kernel, got {type(func).__name__}")
         self.func = func
@@ -328,10 +329,13 @@ class JITKernel:
         self.mode, self.check_hazards, self.threads = mode, check_hazards, threads
         # The stale-data checker (docs/virtual_npu.md): None follows TL_CHECK_STALE, else check_hazards.
         self.check_stale: bool | None = check_stale
-        # keep_far_flags (target "pto"): flags with event ids past 7, which TileLang-Ascend's pto
-        # code generator drops, keep their ordering on free ids of their pipe pair, with a remark
-        # (src/pass/far_flag_ids.cpp); elsewhere such an id stays the verifier's error.
-        ir = _core.keep_far_flag_ids(func.func, target) if keep_far_flags else func.func
+        # keep_far_flags (TileLang-Ascend's targets: "pto", or "ascendc" for its default code
+        # generator; True means "pto"): flags with event ids past 7, which the pto code generator
+        # drops and the ascendc one passes to AscendC unchanged, keep their ordering on valid ids
+        # of their pipe pair, with a remark (src/pass/far_flag_ids.cpp); elsewhere such an id
+        # stays the verifier's error.
+        codegen = "pto" if keep_far_flags is True else keep_far_flags
+        ir = _core.keep_far_flag_ids(func.func, target, codegen) if codegen else func.func
         self.compiled = _core.compile(ir, target, dev=_dev_options(pass_configs, func))
         self.last_profile = None
         self._device = device(target)
@@ -518,12 +522,27 @@ class JITKernel:
 
 
 @_located
-def compile(func: PrimFunc, out_idx: Indices = None, target: str | None = "A2",  # noqa: A001
+def compile(func: PrimFunc, out_idx: Indices = None, target: str | None = None,  # noqa: A001
             pass_configs: Mapping[str, Any] | None = None, **options: Any) -> JITKernel:
-    """Compiles a @T.prim_func kernel for the virtual NPU of `target`."""
-    if target == "pto":
-        options.setdefault("keep_far_flags", True)
+    """Compiles a @T.prim_func kernel for the virtual NPU of `target` (None: A2)."""
+    codegen = _tla_codegen(target)
+    if codegen:
+        options.setdefault("keep_far_flags", codegen)
     return JITKernel(func, out_idx=out_idx, target=_target_name(target), pass_configs=pass_configs, **options)
+
+
+def _tla_codegen(target):
+    """TileLang-Ascend's code generator a target string selects: "pto", "ascendc" (its default,
+    also for "auto"), or None for tl-ascend's own targets. With the `tilelang` alias installed
+    (an unmodified TileLang-Ascend script), no target is TileLang-Ascend's default, "auto"."""
+    if target == "pto":
+        return "pto"
+    if target in ("ascendc", "auto"):
+        return "ascendc"
+    if target is None:
+        from . import alias
+        return "ascendc" if alias.installed() else None
+    return None
 
 
 def _target_name(target):
@@ -560,6 +579,16 @@ class _JITGenerator:
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__doc__ = getattr(fn, "__doc__", None)
 
+    @property
+    def __jit_impl__(self):
+        """TileLang-Ascend's handle on a @jit function's settings, which its scripts read
+        (`kernel.__jit_impl__.target == "pto"`, gemv/example_gemv_v.py): `target` as the
+        decorator got it, TileLang-Ascend's default "auto" when it got none."""
+        target = self.options.get("target")
+        return types.SimpleNamespace(target="auto" if target is None else target,
+                                     out_idx=self.options.get("out_idx"),
+                                     pass_configs=self.options.get("pass_configs"))
+
     def __call__(self, *args, **kwargs):
         try:
             key = (_cache_key(args), tuple(sorted((k, _cache_key(v)) for k, v in kwargs.items())))
@@ -591,7 +620,7 @@ class _JITGenerator:
 _generators = []
 
 
-def jit(fn: Callable[..., Any] | PrimFunc | None = None, *, out_idx: Indices = None, target: str | None = "A2",
+def jit(fn: Callable[..., Any] | PrimFunc | None = None, *, out_idx: Indices = None, target: str | None = None,
         pass_configs: Mapping[str, Any] | None = None, **options: Any) -> Any:
     """`@tl_ascend.jit(out_idx=[-1])` on a kernel generator, or on a @T.prim_func directly."""
 

@@ -63,10 +63,33 @@ def npu_moe_token_permute(tokens: torch.Tensor, indices: torch.Tensor, num_out_t
         raise _core_error(f"torch_npu.npu_moe_token_permute: num_out_tokens must be >= 0, got {num_out_tokens}")
     rows = n if not num_out_tokens else min(int(num_out_tokens), n)
     sorted_indices = torch.argsort(torch.argsort(flat, stable=True), stable=True)
-    permuted = tokens.new_zeros((rows, tokens.shape[1]))
     keep = sorted_indices < rows
-    permuted[sorted_indices[keep]] = tokens[torch.arange(n, device=tokens.device)[keep] // topk]
+    src = torch.arange(n, device=tokens.device)[keep] // topk
+    permuted = _MoePermute.apply(tokens, src, sorted_indices[keep], rows)
     return permuted, sorted_indices.to(torch.int32)
+
+
+class _MoePermute(torch.autograd.Function):
+    """permuted[dst[e]] = tokens[src[e]]. Its gradient sums each token's topK rows of the
+    permuted gradient in float32 and rounds once to the tokens' dtype, as the kernels computing
+    it do (moe_token_permute_grad.py accumulates in float32 and matches torch_npu on the card at
+    rtol 1e-3 in fp16); plain autograd of the indexing would add them in fp16, rounding after
+    each add (before: 25 of 256 fp16 gradients off by up to 6 %)."""
+
+    @staticmethod
+    def forward(ctx, tokens, src, dst, rows):  # noqa: D102
+        out = tokens.new_zeros((rows, tokens.shape[1]))
+        out[dst] = tokens[src]
+        ctx.save_for_backward(src, dst)
+        ctx.num_tokens = tokens.shape[0]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: D102
+        src, dst = ctx.saved_tensors
+        acc = torch.zeros((ctx.num_tokens, grad.shape[1]), dtype=torch.float32, device=grad.device)
+        acc.index_add_(0, src, grad[dst].float())
+        return acc.to(grad.dtype), None, None, None
 
 
 def npu_moe_token_unpermute(permuted_tokens: torch.Tensor, sorted_indices: torch.Tensor,

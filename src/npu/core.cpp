@@ -384,10 +384,17 @@ void Core::exec_leaf(const StmtNode* s) {
       if (!fn) fail(fmt::format("T.{} has no virtual-NPU semantics yet", n->op->name));
       if (n->op->unit == OpUnit::Vector) check_overlap(*n);
       if (replay_) return replay_->defer(*this, *n, gate_first_, gate_end_);
+      const size_t first = trace_ ? trace_->events.size() : 0;
       if (trace_) record_op(*this, *trace_, *n);
       if (launch.timing_only) return;
       if (shadow_) stale_before(*n, *this);
-      fn(*n, *this);
+      if (trace_ && launch.digest_gm_stores && stores_to_gm(*trace_, first)) {
+        std::lock_guard<std::mutex> lock(launch.gm_store_mu);
+        fn(*n, *this);
+        digest_gm_stores(*trace_, first);
+      } else {
+        fn(*n, *this);
+      }
       if (shadow_) stale_after(*n, *this);
       return;
     }

@@ -141,6 +141,7 @@ DirectLaunch::DirectLaunch(Options opt) : impl_(std::make_unique<Impl>()) {
   m.ls->physical_blocks = 1;
   m.ls->cross.assign(static_cast<size_t>(opt.num_blocks) * LaunchState::kCrossSlots, {});
   m.ls->trace = opt.trace;
+  m.ls->digest_gm_stores = opt.trace != nullptr;  // the duplicate-store rule of the checker
   if (opt.trace) {
     opt.trace->kernel = opt.kernel;
     opt.trace->num_blocks = opt.num_blocks;

@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 
@@ -105,6 +107,26 @@ bool covers(const Access& w, const Access& r) {
   return true;
 }
 
+/// The reads a GM store replaced in the shadow (it covers them and is ordered after them), by
+/// block: the latest clock of each timeline among them. A component c means "reads up to
+/// instruction c of that timeline", so one test per timeline tells whether all of them are
+/// ordered before a later access (the duplicate-store rule needs that: the replaced reads are
+/// no longer in the shadow to report a race with a second, identical store themselves).
+struct ReadClocks {
+  std::vector<std::pair<int64_t, std::array<uint32_t, kLocal>>> blocks;
+  void add(int64_t block, uint8_t t, uint32_t clock) {
+    auto it =
+        std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == block; });
+    if (it == blocks.end()) it = blocks.insert(blocks.end(), {block, {}});
+    it->second[t] = std::max(it->second[t], clock);
+  }
+  void merge(const ReadClocks& o) {
+    for (const auto& [b, vc] : o.blocks)
+      for (int i = 0; i < kLocal; ++i)
+        if (vc[i]) add(b, static_cast<uint8_t>(i), vc[i]);
+  }
+};
+
 struct Rec {
   const Access* acc;
   uint32_t core;
@@ -112,6 +134,7 @@ struct Rec {
   int64_t block;
   uint8_t t;  // timeline within the block
   uint32_t clock;
+  std::unique_ptr<ReadClocks> reads;  // digested GM stores: the reads they replaced
 };
 
 struct Shadow {
@@ -198,7 +221,8 @@ class Engine {
   }
 
   std::vector<Hazard> hazards;
-  uint64_t seq_ = 0;  // data-cache order: one step per event
+  std::vector<Hazard> duplicates;  // duplicate stores: remarks, not hazards
+  uint64_t seq_ = 0;               // data-cache order: one step per event
   std::multimap<uint64_t, GmWrite>
       gm_writes_;                       // every GM write so far, by start, for the data-cache rule
   uint64_t gm_maxspan_ = 0;             // the longest of them (range queries, as the shadows)
@@ -218,6 +242,7 @@ class Engine {
   std::map<std::tuple<int64_t, int, int>, bool> cross_reported_;
   std::map<MemKey, Shadow> shadow_;
   std::unordered_map<std::string, size_t> seen_;
+  std::unordered_map<std::string, size_t> seen_dup_;
 
   int64_t block_of(int ci) const { return ci / 3; }
   int slot_of(int ci) const { return ci % 3; }
@@ -451,8 +476,18 @@ class Engine {
   }
 
   bool hb(const Rec& r, const Know& start, int64_t block) const {
-    if (r.block == block) return start.vc[r.t] >= r.clock;
-    return start.gen > 0 && sync_vc_[start.gen][r.block][r.t] >= r.clock;
+    return hb(r.block, r.t, r.clock, start, block);
+  }
+  bool hb(int64_t rblock, uint8_t t, uint32_t clock, const Know& start, int64_t block) const {
+    if (rblock == block) return start.vc[t] >= clock;
+    return start.gen > 0 && sync_vc_[start.gen][rblock][t] >= clock;
+  }
+  /// True if every read in `rc` is ordered before an access starting with `start` in `block`.
+  bool all_before(const ReadClocks& rc, const Know& start, int64_t block) const {
+    for (const auto& [b, vc] : rc.blocks)
+      for (int i = 0; i < kLocal; ++i)
+        if (vc[i] && !hb(b, static_cast<uint8_t>(i), vc[i], start, block)) return false;
+    return true;
   }
 
   void access(int ci, const TraceEvent& e, int p, uint32_t c, const Know& start) {
@@ -467,23 +502,34 @@ class Engine {
         if (!r.acc->write && !a.write) continue;
         if (r.acc->atomic && a.atomic) continue;  // atomic adds commute and do not tear
         if (!overlaps(*r.acc, a) || hb(r, start, block)) continue;
-        report(r, ci, e, a);
+        report(r, ci, e, a, start, block);
       }
     }
     for (const Access& a : e.accesses) {
       Shadow& sh = shadow_[{static_cast<int>(a.mem.scope), a.mem.block, a.mem.core}];
       uint64_t lo = a.start > sh.maxspan ? a.start - sh.maxspan : 0, hi = a.end();
+      // A store that may later be found a duplicate keeps the clocks of the reads it replaces.
+      const bool keep_reads = a.write && a.digested && a.mem.scope == MemScope::GM;
+      std::unique_ptr<ReadClocks> reads;
       for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi;) {
         const Rec& r = it->second;
         bool same = r.core == static_cast<uint32_t>(ci) && r.event == st_[ci].pc;
-        if ((a.write || !r.acc->write) && covers(a, *r.acc) && (same || hb(r, start, block)))
+        if ((a.write || !r.acc->write) && covers(a, *r.acc) && (same || hb(r, start, block))) {
+          if (keep_reads && (!r.acc->write || r.reads)) {
+            if (!reads) reads = std::make_unique<ReadClocks>();
+            if (!r.acc->write)
+              reads->add(r.block, r.t, r.clock);
+            else
+              reads->merge(*r.reads);
+          }
           it = sh.recs.erase(it);
-        else
+        } else {
           ++it;
+        }
       }
       sh.maxspan = std::max(sh.maxspan, a.end() - a.start);
       sh.recs.emplace(a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc),
-                                   block, t, c});
+                                   block, t, c, std::move(reads)});
     }
   }
 
@@ -613,15 +659,37 @@ class Engine {
     return s;
   }
 
-  void report(const Rec& r, int ci, const TraceEvent& e, const Access& a) {
+  /// Two cores' stores of one GM byte range with equal digests of what they stored (the
+  /// duplicate-store rule, docs/virtual_npu.md): the bytes are the same whichever lands last.
+  static bool same_bytes(const Access& w, int wcore, const Access& a, int acore) {
+    return w.write && a.write && wcore != acore && a.mem.scope == MemScope::GM && w.digested &&
+           a.digested && !w.atomic && !a.atomic && w.start == a.start && w.len == a.len &&
+           w.count == a.count && (a.count <= 1 || w.pitch == a.pitch) && w.digest == a.digest;
+  }
+
+  void report(const Rec& r, int ci, const TraceEvent& e, const Access& a, const Know& start,
+              int64_t block) {
     const TraceEvent& first = tr_.cores[r.core].events[r.event];
     std::string kind = r.acc->write ? (a.write ? "WAW" : "RAW") : "WAR";
+    std::string why;
+    bool duplicate = false;
+    if (same_bytes(*r.acc, static_cast<int>(r.core), a, ci)) {
+      // Identical bytes; a read the first store replaced in the shadow (it was ordered before
+      // that store) must be ordered before this one too, or it may see this store's bytes.
+      duplicate = !r.reads || all_before(*r.reads, start, block);
+      if (!duplicate)
+        why =
+            "both store the same bytes, but a read of them ordered before the first store is "
+            "not ordered before the second: it may read the second store's bytes";
+    }
+    auto& seen = duplicate ? seen_dup_ : seen_;
+    auto& out = duplicate ? duplicates : hazards;
     std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", first.loc.str(), e.loc.str(), r.acc->buffer,
-                    a.buffer, kind, first.name, e.name, pipe_name(e.pipe));
-    auto [it, fresh] = seen_.emplace(key, hazards.size());
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", first.loc.str(), e.loc.str(), r.acc->buffer,
+                    a.buffer, kind, first.name, e.name, pipe_name(e.pipe), why);
+    auto [it, fresh] = seen.emplace(key, out.size());
     if (!fresh) {
-      ++hazards[it->second].count;
+      ++out[it->second].count;
       return;
     }
     Hazard h;
@@ -629,7 +697,9 @@ class Engine {
     h.memory = memory_name(a.mem);
     h.first = side(static_cast<int>(r.core), r.event, *r.acc);
     h.second = side(ci, st_[ci].pc, a);
-    hazards.push_back(std::move(h));
+    h.why = std::move(why);
+    h.duplicate = duplicate;
+    out.push_back(std::move(h));
   }
 };
 
@@ -644,6 +714,12 @@ std::string side_str(const HazardSide& s) {
 }  // namespace
 
 std::string Hazard::str() const {
+  if (duplicate)
+    return fmt::format(
+        "duplicate store on {}: {}\n    stores the same bytes as {}, unordered with it: the "
+        "chip keeps these bytes whichever lands last{}",
+        memory, side_str(second), side_str(first),
+        count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
   return fmt::format("{} hazard on {}: {}\n    is not ordered after {}{}{}", kind, memory,
                      side_str(second), side_str(first), why.empty() ? "" : "\n    " + why,
                      count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
@@ -665,15 +741,26 @@ std::vector<Hazard> check_hazards(const Trace& trace, const Target& target) {
   return std::move(e.hazards);
 }
 
+std::vector<Hazard> duplicate_stores(const Trace& trace, const Target& target) {
+  Engine e(trace, target.max_pending_cross_sets, true);
+  e.run();
+  return std::move(e.duplicates);
+}
+
 std::vector<FlagIssue> check_flags(const Trace& trace, int max_pending_cross_sets) {
   Engine e(trace, max_pending_cross_sets, false);
   e.run();
   return std::move(e.issues);
 }
 
-std::string hazard_report(const Trace& trace, const Target& target) {
+std::string hazard_report(const Trace& trace, const Target& target,
+                          std::vector<std::string>* remarks) {
   Engine e(trace, target.max_pending_cross_sets, true);
   e.run();
+  if (remarks)
+    for (const auto& d : e.duplicates)
+      remarks->push_back(
+          fmt::format("{}: remark: hazard checker: {}", d.second.loc.str(), d.str()));
   if (e.hazards.empty() && e.issues.empty()) return "";
   std::string msg =
       fmt::format("hazard check of kernel {}: {} unordered access pair(s), {} flag issue(s)",
@@ -684,7 +771,10 @@ std::string hazard_report(const Trace& trace, const Target& target) {
 }
 
 void throw_on_hazards(const Trace& trace, const Target& target) {
-  if (std::string msg = hazard_report(trace, target); !msg.empty()) throw Error(msg);
+  std::vector<std::string> remarks;
+  std::string msg = hazard_report(trace, target, &remarks);
+  for (const auto& r : remarks) std::cerr << r << "\n";
+  if (!msg.empty()) throw Error(msg);
 }
 
 }  // namespace tl::npu

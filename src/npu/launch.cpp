@@ -434,6 +434,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
   ls.physical_blocks = static_cast<int>(std::min<int64_t>(p.target->num_aic, ls.num_blocks));
   ls.cross.assign(ls.num_blocks * LaunchState::kCrossSlots, {});
   ls.timing_only = opt.timing_only;
+  ls.digest_gm_stores = (opt.check_hazards || opt.trace) && !opt.timing_only;
   ls.check_block_flags = !opt.check_hazards;
   npu::Trace own_trace;  // check_hazards or timed mode without a caller trace
   npu::Trace* trace = opt.trace                            ? opt.trace
@@ -544,7 +545,12 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
     }
   }
   ls.output.finish();
-  std::string msg = opt.check_hazards ? npu::hazard_report(*trace, *p.target) : "";
+  std::vector<std::string> remarks;
+  std::string msg = opt.check_hazards ? npu::hazard_report(*trace, *p.target, &remarks) : "";
+  if (opt.hazard_remarks)
+    opt.hazard_remarks->insert(opt.hazard_remarks->end(), remarks.begin(), remarks.end());
+  else
+    for (const auto& r : remarks) std::cerr << r << "\n";
   if (opt.stale_findings)
     *opt.stale_findings = std::move(findings);
   else if (std::string s = npu::stale_report(p.func->name, findings); !s.empty())

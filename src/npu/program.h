@@ -351,6 +351,12 @@ struct LaunchState {
   struct Trace* trace = nullptr;  // LaunchOptions::trace, sized before the threads start
   StaleLaunch* stale = nullptr;   // the stale-data checker, when on (functional run only)
   bool timing_only = false;       // LaunchOptions::timing_only: skip the tile ops' data work
+  // Hazard-checked functional launches digest what each tile op stores to GM (Access::digest,
+  // for the duplicate-store rule). The op and its digest run under gm_store_mu, so a store of
+  // another host thread cannot land between the two (a digest of another core's bytes could
+  // make two different stores look identical).
+  bool digest_gm_stores = false;
+  std::mutex gm_store_mu;
 
   // Budget, cancellation and progress (LaunchOptions::max_steps, TL_MAX_STEPS, cancel,
   // progress_percent).

@@ -3,6 +3,7 @@
 #include "trace_record.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "exec.h"
@@ -55,6 +56,68 @@ bool overlaps(const Access& a, const Access& b) {
     if (hits_run(y, s, s + x.len)) return true;
   }
   return false;
+}
+
+namespace {
+uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
+/// A 64-bit finaliser (every input bit flips about half the output bits).
+uint64_t fmix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  return k ^ (k >> 33);
+}
+}  // namespace
+
+std::array<uint64_t, 2> digest_bytes(const Access& a) {
+  // Two 64-bit lanes over 16-byte blocks (the MurmurHash3 x64-128 construction); the run
+  // geometry seeds them, so the same bytes in another shape digest differently.
+  constexpr uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
+  uint64_t h1 = fmix(a.len ^ (a.count << 32)), h2 = fmix(a.pitch + 0x9e3779b97f4a7c15ULL);
+  auto block = [&](uint64_t k1, uint64_t k2) {
+    h1 ^= rotl(k1 * c1, 31) * c2;
+    h1 = (rotl(h1, 27) + h2) * 5 + 0x52dce729;
+    h2 ^= rotl(k2 * c2, 33) * c1;
+    h2 = (rotl(h2, 31) + h1) * 5 + 0x38495ab5;
+  };
+  for (uint64_t r = 0; r < a.count; ++r) {
+    const auto* p = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(a.start + r * a.pitch));
+    uint64_t i = 0;
+    for (; i + 16 <= a.len; i += 16) {
+      uint64_t k[2];
+      std::memcpy(k, p + i, 16);
+      block(k[0], k[1]);
+    }
+    uint64_t k[2] = {0, 0};  // the row's tail, zero-padded; the lengths are in the seed
+    std::memcpy(k, p + i, a.len - i);
+    block(k[0], k[1] ^ r);
+  }
+  h1 += h2;
+  h2 += h1;
+  h1 = fmix(h1);
+  h2 = fmix(h2);
+  h1 += h2;
+  h2 += h1;
+  return {h1, h2};
+}
+
+bool stores_to_gm(const CoreTrace& ct, size_t first) {
+  for (size_t i = first; i < ct.events.size(); ++i)
+    for (const Access& a : ct.events[i].accesses)
+      if (a.write && !a.atomic && a.mem.scope == MemScope::GM) return true;
+  return false;
+}
+
+void digest_gm_stores(CoreTrace& ct, size_t first) {
+  for (size_t i = first; i < ct.events.size(); ++i)
+    for (Access& a : ct.events[i].accesses)
+      if (a.write && !a.atomic && a.mem.scope == MemScope::GM) {
+        a.digest = digest_bytes(a);
+        a.digested = true;
+      }
 }
 
 std::string CoreTrace::name() const {

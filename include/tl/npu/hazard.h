@@ -49,6 +49,11 @@ struct Hazard {
   HazardSide first, second;
   int count = 1;    // occurrences with the same pair of source lines and buffers
   std::string why;  // a rule beyond "unordered" (the PIPE_M rule of small Mmads), or empty
+  /// A duplicate store (a remark, not a hazard): two cores' unordered stores of the same GM byte
+  /// range with identical bytes (equal digests, Access::digest), and no read of those bytes
+  /// that the first store's core ordered before it left unordered with the second. On the chip
+  /// the bytes are the same whichever lands last (docs/virtual_npu.md, "Duplicate stores").
+  bool duplicate = false;
   std::string str() const;
 };
 
@@ -66,16 +71,22 @@ struct FlagIssue {
   std::string str() const;
 };
 
-/// Every unordered conflicting pair, deduplicated by (source lines, buffers).
+/// Every unordered conflicting pair, deduplicated by (source lines, buffers). Duplicate stores
+/// (Hazard::duplicate) are not among them: see duplicate_stores.
 std::vector<Hazard> check_hazards(const Trace& trace, const Target& target = default_target());
+
+/// The duplicate stores of a trace (Hazard::duplicate), deduplicated as hazards are: remarks.
+std::vector<Hazard> duplicate_stores(const Trace& trace, const Target& target = default_target());
 
 /// Flag bookkeeping errors and waits that can never be satisfied.
 std::vector<FlagIssue> check_flags(const Trace& trace, int max_pending_cross_sets = 15);
 
 /// Runs both checkers and throws a tl::Error listing what they found
-/// (LaunchOptions::check_hazards).
+/// (LaunchOptions::check_hazards). Duplicate stores are written to stderr as remarks.
 void throw_on_hazards(const Trace& trace, const Target& target);
-/// The message throw_on_hazards would throw, or empty when the trace is clean.
-std::string hazard_report(const Trace& trace, const Target& target);
+/// The message throw_on_hazards would throw, or empty when the trace is clean. `remarks`, if
+/// given, receives one `file:line: remark: ...` line per duplicate store.
+std::string hazard_report(const Trace& trace, const Target& target,
+                          std::vector<std::string>* remarks = nullptr);
 
 }  // namespace tl::npu

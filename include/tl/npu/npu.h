@@ -111,6 +111,10 @@ struct LaunchOptions {
   std::optional<bool> check_stale{};
   /// If set, receives the stale-data checker's findings instead of a tl::Error.
   std::vector<npu::StaleFinding>* stale_findings = nullptr;
+  /// If set, receives the hazard checker's remarks (duplicate stores of identical bytes,
+  /// docs/virtual_npu.md "Duplicate stores"), one `file:line: remark: ...` string each, instead
+  /// of stderr.
+  std::vector<std::string>* hazard_remarks = nullptr;
 };
 
 namespace npu {

@@ -4,6 +4,7 @@
 // barriers and cross-core flags) and the timing model both read it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -38,10 +39,18 @@ struct Access {
   /// The destination of an atomic read-modify-write (T.atomic_add): two of them on the same
   /// bytes do not race (the hardware serialises them), an atomic one and a plain one do.
   bool atomic = false;
+  /// A digest (128 bits) of the bytes a tile op stored, for GM writes of hazard-checked
+  /// functional launches (`digested`): two unordered stores of one byte range with equal
+  /// digests are a duplicate store, not a race (docs/virtual_npu.md, "Duplicate stores").
+  bool digested = false;
+  std::array<uint64_t, 2> digest{};
   uint64_t end() const { return start + (count - 1) * pitch + len; }
 };
 /// True if the two accesses touch a common byte.
 bool overlaps(const Access& a, const Access& b);
+/// The digest of the bytes `a` covers now (a GM access: its offsets are host addresses), row by
+/// row: equal for equal bytes, and different bytes collide with probability about 2^-128.
+std::array<uint64_t, 2> digest_bytes(const Access& a);
 
 enum class EventKind : uint8_t { Op, SetFlag, WaitFlag, Barrier, SetCross, WaitCross, SyncAll };
 

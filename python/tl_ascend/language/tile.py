@@ -42,3 +42,22 @@ def __getattr__(name: str) -> _Any:
 
     known = [n for n in globals() if not n.startswith("_")]
     raise _names.unknown("T.tile", name, known, _names.tile_hint(name, known), prefix="T.tile.")
+
+
+def bitwise_rshift(dst: _Any, src0: _Any, scalarValue: _Any) -> None:
+    """T.tile.bitwise_rshift(dst, src0, bits): TileLang-Ascend's name of T.tile.shift_right
+    (dst = src0 >> bits, arithmetic on signed dtypes)."""
+    globals()["shift_right"](dst, src0, scalarValue)
+
+
+def bitwise_lshift(dst: _Any, src0: _Any, scalarValue: _Any) -> None:
+    """T.tile.bitwise_lshift(dst, src0, bits): TileLang-Ascend's name of T.tile.shift_left."""
+    globals()["shift_left"](dst, src0, scalarValue)
+
+
+def atomic_add(dst: _Any, src: _Any) -> None:
+    """T.tile.atomic_add(dst, src): TileLang-Ascend's name of T.atomic_add (GM dst += the local
+    tile src, atomically: DMA atomic add)."""
+    from . import atomic_add as _atomic_add
+
+    _atomic_add(dst, src)
