@@ -1,7 +1,8 @@
 // The row-tile schedule the library's vector kernels share (RMSNorm, LayerNorm backward, the
 // top-k gate both ways; double-buffered: the resident RMSNorm kernels): one definition, so every
 // kernel deals its whole tiles and its tail tile to the AIVs the same way
-// (include/cann_ops_tilelang/core.h, for_each_row_tile and for_each_row_tile_2slots).
+// (include/cann_ops_tilelang/core.h, for_each_row_tile and for_each_row_tile_2slots), and the
+// immediate set_then_wait their kernels share.
 #include "cann_ops_tilelang/core.h"
 #include "tl/lang.h"
 
@@ -64,6 +65,11 @@ Expr for_each_row_tile_2slots(Expr M, int rM, Expr num_blocks, Expr cid, Expr vi
   T::If(tail > 0 && worker == full_tiles % workers,
         [&] { tail_tile(full_tiles * rM, Expr(tail)); });
   return worker;
+}
+
+void set_then_wait(tl::Pipe src, tl::Pipe dst, int ev, const tl::Loc& loc) {
+  tl::T::set_flag(src, dst, ev, loc);
+  tl::T::wait_flag(src, dst, ev, loc);
 }
 
 }  // namespace cann_ops_tilelang

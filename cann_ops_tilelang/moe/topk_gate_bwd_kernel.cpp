@@ -22,11 +22,6 @@ using tl::Pipe;
 namespace T = tl::T;
 constexpr int kEvIn = 0, kEvOut = 1, kEvScalar = 2;
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
@@ -64,13 +59,13 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
         auto ev = T::alloc_var("expert", i32);
 
         auto tile_rows = [&](Expr row0, std::optional<Expr> nrows) {
-          sync(Pipe::V, Pipe::MTE2, kEvIn);  // the last V op has read zb, g and idx
+          set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);  // the last V op has read zb, g and idx
           if (nrows) {
             // Rows past T: zeros, not stale data (expert 0 with a zero gradient).
             T::tile::fill(zb, 0.0);
             T::tile::fill(g, 0.0);
             T::tile::fill(idx, 0);
-            sync(Pipe::V, Pipe::MTE2, kEvIn);
+            set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);
             T::serial("j", *nrows, [&](Expr j) {
               T::copy(Z.at({row0 + j, 0}), zb.region({j, 0}, {1, E}));
               T::copy(DW.at({row0 + j, 0}), g.region({j, 0}, {1, K}));
@@ -82,7 +77,7 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
             T::copy(DW.at({row0, 0}), g, {.pad_value = 0.0});
             T::copy(Idx.at({row0, 0}), idx, {.pad_value = 0.0});
           }
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
           if (wide) {
             T::tile::cast(s, zb);
             T::pipe_barrier(Pipe::V);
@@ -125,11 +120,11 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
             T::tile::row_expand_div(g, g, den);
             T::pipe_barrier(Pipe::V);
           }
-          sync(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read ob (ds)
+          set_then_wait(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read ob (ds)
           T::tile::fill(ds, 0.0);
           // The scatter: ds[r, idx[r, j]] += g[r, j] on the scalar unit, after the V pipe has
           // written ds, g and off (idx is read as the V pipe left it).
-          sync(Pipe::V, Pipe::S, kEvScalar);
+          set_then_wait(Pipe::V, Pipe::S, kEvScalar);
           T::serial("r", rM, [&](Expr r) {
             T::serial("j", K, [&](Expr j) {
               // A scalar load of its own, then the indexed add. The clamp never changes a
@@ -140,7 +135,7 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
               T::store(ds, {r, ev()}, ds(r, ev()) + g(r, j));
             });
           });
-          sync(Pipe::S, Pipe::V, kEvScalar);
+          set_then_wait(Pipe::S, Pipe::V, kEvScalar);
           if (key.scoring == GateScoring::Sigmoid) {
             // s' = s (1 - s)
             T::tile::mul(tmp, s, s);
@@ -164,7 +159,7 @@ tl::PrimFunc topk_gate_bwd_kernel(const TopkGateKey& key) {
             T::tile::cast(ob, ds, "CAST_RINT");
             T::pipe_barrier(Pipe::V);
           }
-          sync(Pipe::V, Pipe::MTE3, kEvOut);
+          set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
           if (!nrows) {
             T::copy(ob, DZ.at({row0, 0}));
           } else {

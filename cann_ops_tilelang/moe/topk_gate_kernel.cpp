@@ -22,11 +22,6 @@ using tl::Pipe;
 namespace T = tl::T;
 constexpr int kEvIn = 0, kEvOut = 1;
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
@@ -69,14 +64,14 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
           biasb = T::alloc_ub("biasb_ub", {rM, E}, f32);  // the bias on every row, made once
           sel = T::alloc_ub("sel_ub", {rM, E}, f32);
           T::copy(*Bias, bias1);
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
           T::tile::broadcast(*biasb, bias1);
         }
         auto offu = T::view("offu_ub", off, DType::UInt32);
 
         auto tile_rows = [&](Expr row0, std::optional<Expr> nrows) {
-          if (nrows) T::tile::fill(zb, 0.0);  // rows past T: zeros, not stale data
-          sync(Pipe::V, Pipe::MTE2, kEvIn);   // the last V op has read zb
+          if (nrows) T::tile::fill(zb, 0.0);          // rows past T: zeros, not stale data
+          set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);  // the last V op has read zb
           if (!nrows) {
             // A full tile is never clipped (row0 + rM <= T), which the compiler cannot prove
             // for the dynamic T; the pad value says what a clipped row would hold (as the tail).
@@ -86,7 +81,7 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
               T::copy(Z.at({row0 + j, 0}), zb.region({j, 0}, {1, E}));
             });
           }
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
           if (wide) {
             T::tile::cast(s, zb);
             T::pipe_barrier(Pipe::V);
@@ -115,7 +110,7 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
           });
           T::pipe_barrier(Pipe::V);
           T::tile::gather_mask(idxf, pairs, "P1010");  // [score, position] -> [position]
-          sync(Pipe::MTE3, Pipe::V, kEvOut);           // the previous stores have read idx, w
+          set_then_wait(Pipe::MTE3, Pipe::V, kEvOut);  // the previous stores have read idx, w
           T::pipe_barrier(Pipe::V);
           T::tile::cast(idx, idxf, "CAST_ROUND");
           T::pipe_barrier(Pipe::V);
@@ -137,7 +132,7 @@ tl::PrimFunc topk_gate_kernel(const TopkGateKey& key) {
             T::pipe_barrier(Pipe::V);
           }
           T::tile::mul(w, w, scale);
-          sync(Pipe::V, Pipe::MTE3, kEvOut);
+          set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
           if (!nrows) {
             T::copy(w, Wt.at({row0, 0}));
             T::copy(idx, Idx.at({row0, 0}));

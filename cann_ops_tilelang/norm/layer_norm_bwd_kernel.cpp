@@ -28,11 +28,6 @@ using tl::Pipe;
 namespace T = tl::T;
 constexpr int kEvIn = 0, kEvOut = 1;
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 void vbar() {
   T::pipe_barrier(Pipe::V);
 }
@@ -77,11 +72,11 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
         if (wide) {
           auto w_b = T::alloc_ub("w_ub", {H}, dt);
           T::copy(W, w_b);
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
           T::tile::cast(wf, w_b);
         } else {
           T::copy(W, wf);
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
         }
         T::tile::fill(dwb, 0.0);
 
@@ -102,10 +97,10 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
               T::tile::fill(xb, 0.0);
               if (with_dy) T::tile::fill(gb, 0.0);
             }
-            sync(Pipe::V, Pipe::MTE2, kEvIn);
+            set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);
             load(X, xb, c);
             if (with_dy) load(DY, gb, c);
-            sync(Pipe::MTE2, Pipe::V, kEvIn);
+            set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
             if (wide) {
               T::tile::cast(xf, xb);
               if (with_dy) T::tile::cast(gf, gb);
@@ -188,7 +183,7 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
             vbar();
             T::tile::sub(gf, gf, t2);
             vbar();
-            sync(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read dxb
+            set_then_wait(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read dxb
             if (wide) {
               T::tile::row_expand_sub(gf, gf, of);
               vbar();
@@ -196,7 +191,7 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
             } else {
               T::tile::row_expand_sub(dxb, gf, of);
             }
-            sync(Pipe::V, Pipe::MTE3, kEvOut);
+            set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
             if (!nrows) {
               T::copy(dxb, DX.at({row0, c * bN}));
             } else {
@@ -209,7 +204,7 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
 
         auto worker = for_each_row_tile(M, rM, num_blocks, cid, vid, tile_rows);
         vbar();
-        sync(Pipe::V, Pipe::MTE3, kEvOut);
+        set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
         T::copy(dwb, DWBP.at({worker, 0}));
       });
     });

@@ -27,11 +27,6 @@ using tl::Pipe;
 namespace T = tl::T;
 constexpr int kEvIn = 0, kEvOut = 1;
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
@@ -70,11 +65,11 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
         if (wide) {
           auto w_b = T::alloc_ub("w_ub", {H}, dt);
           T::copy(W, w_b);
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
           T::tile::cast(wf, w_b);
         } else {
           T::copy(W, wf);
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
         }
         T::tile::fill(dw, 0.0);
 
@@ -94,10 +89,10 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
               T::tile::fill(xb, 0.0);
               T::tile::fill(gb, 0.0);
             }
-            sync(Pipe::V, Pipe::MTE2, kEvIn);
+            set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);
             load(X, xb, c);
             load(DY, gb, c);
-            sync(Pipe::MTE2, Pipe::V, kEvIn);
+            set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
             if (wide) {
               T::tile::cast(xf, xb);
               T::tile::cast(gf, gb);
@@ -158,7 +153,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
                            t1.region({r, 0}, {1, bN}));
               T::pipe_barrier(Pipe::V);
             });
-            sync(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read dxb
+            set_then_wait(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read dxb
             if (wide) {
               T::tile::sub(gf, gf, t2);
               T::pipe_barrier(Pipe::V);
@@ -166,7 +161,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
             } else {
               T::tile::sub(dxb, gf, t2);
             }
-            sync(Pipe::V, Pipe::MTE3, kEvOut);
+            set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
             if (!nrows) {
               T::copy(dxb, DX.at({row0, c * bN}));
             } else {
@@ -178,7 +173,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
         };
 
         auto worker = for_each_row_tile(M, rM, num_blocks, cid, vid, tile_rows);
-        sync(Pipe::V, Pipe::MTE3, kEvOut);
+        set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
         T::copy(dw, DWP.at({worker, 0}));
       });
     });
@@ -200,19 +195,20 @@ tl::PrimFunc rms_norm_dw_reduce_kernel(const RmsNormKey& k, int64_t partials) {
         auto part = T::alloc_ub("part_ub", {bN}, f32);
         auto out = dt == f32 ? acc : T::alloc_ub("out_ub", {bN}, dt);
         T::Persistent({Expr(chunks)}, num_blocks * 2, cid * 2 + vid, [&](std::vector<Expr> c) {
-          sync(Pipe::MTE3, Pipe::V, kEvOut);  // the previous chunk's store has read acc / out
+          set_then_wait(Pipe::MTE3, Pipe::V,
+                        kEvOut);  // the previous chunk's store has read acc / out
           T::tile::fill(acc, 0.0);
           T::serial("p", P, [&](Expr p) {  // rows in order: deterministic dW
-            sync(Pipe::V, Pipe::MTE2, kEvIn);
+            set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);
             T::copy(DWP.at({p, c[0] * bN}), part);
-            sync(Pipe::MTE2, Pipe::V, kEvIn);
+            set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
             T::tile::add(acc, acc, part);
           });
           if (dt != f32) {
             T::pipe_barrier(Pipe::V);
             T::tile::cast(out, acc, "CAST_RINT");
           }
-          sync(Pipe::V, Pipe::MTE3, kEvOut);
+          set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
           T::copy(out, DW.at({c[0] * bN}));
         });
       });

@@ -25,11 +25,6 @@ using tl::Pipe;
 namespace T = tl::T;
 constexpr int kEvTail = 3;
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
@@ -79,11 +74,11 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
           // W as loaded is dead once widened: it shares the chunk temporaries' bytes.
           auto w_b = T::alloc_ub("w_ub", {H}, dt, a_xf);
           T::copy(W, w_b);
-          sync(Pipe::MTE2, Pipe::V, kEvTail);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
           T::tile::cast(wf, w_b);
         } else {
           T::copy(W, wf);
-          sync(Pipe::MTE2, Pipe::V, kEvTail);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
         }
         T::tile::fill(dw, 0.0);
 
@@ -197,21 +192,21 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
             M, rM, num_blocks, cid, vid, [&](int s, Expr row0) { load(s, row0, std::nullopt); },
             [&](int s, Expr row0) {
               compute(s, Expr(rM));
-              sync(Pipe::V, Pipe::MTE3, s);
+              set_then_wait(Pipe::V, Pipe::MTE3, s);
               copy_rows(gs[s], DX, row0, std::nullopt, false);
             },
             [&](Expr row0, Expr rows) {
-              sync(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
+              set_then_wait(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
               T::tile::fill(xs[0], 0.0);
               T::tile::fill(gs[0], 0.0);
-              sync(Pipe::V, Pipe::MTE2, kEvTail);
+              set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
               load(0, row0, rows);
-              sync(Pipe::MTE2, Pipe::V, kEvTail);
+              set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
               compute(0, rows);
-              sync(Pipe::V, Pipe::MTE3, kEvTail);
+              set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
               copy_rows(gs[0], DX, row0, rows, false);
             });
-        sync(Pipe::V, Pipe::MTE3, kEvTail);
+        set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
         T::copy(dw, DWP.at({worker, 0}));
       });
     });

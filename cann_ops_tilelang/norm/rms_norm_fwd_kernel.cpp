@@ -27,11 +27,6 @@ namespace T = tl::T;
 constexpr int kEvIn = 0, kEvOut = 1, kEvRstd = 2;
 
 /// Sync pair: `src` work before this point is done before `dst` work after it.
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
@@ -80,11 +75,11 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
         if (wide) {
           auto w_b = T::alloc_ub("w_ub", {H}, dt);
           T::copy(W, w_b);
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
           T::tile::cast(wf, w_b);
         } else {
           T::copy(W, wf);
-          sync(Pipe::MTE2, Pipe::V, kEvIn);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
         }
 
         // The rM-row tile at row0 (nrows: unset for a full tile, else the tail's valid rows).
@@ -113,23 +108,23 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
               T::tile::fill(xb, 0.0);
               if (rb) T::tile::fill(*rb, 0.0);
             }
-            sync(Pipe::V, Pipe::MTE2, kEvIn);  // the last V op has read xb (and rb)
+            set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);  // the last V op has read xb (and rb)
             load(X, xb, c);
             if (R) load(*R, *rb, c);
-            sync(Pipe::MTE2, Pipe::V, kEvIn);
+            set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
             if (wide) T::tile::cast(xf, xb);
             if (!k.residual) return;
             if (wide) T::tile::cast(*rf, *rb);
             T::pipe_barrier(Pipe::V);
             T::tile::add(xf, xf, *rf);
             if (!store_h) return;
-            sync(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read hb
+            set_then_wait(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read hb
             T::pipe_barrier(Pipe::V);
             if (wide)
               T::tile::cast(*hb, xf, "CAST_RINT");
             else
               T::tile::add(*hb, xf, 0.0);
-            sync(Pipe::V, Pipe::MTE3, kEvOut);
+            set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
             store(*hb, *HO, c);
           };
 
@@ -151,9 +146,9 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
           T::pipe_barrier(Pipe::V);
           T::tile::rsqrt(ss, ss);
           if (Rstd) {  // the whole tile: Rstd has ceil(M / rM) * rM rows
-            sync(Pipe::V, Pipe::MTE3, kEvRstd);
+            set_then_wait(Pipe::V, Pipe::MTE3, kEvRstd);
             T::copy(ss, Rstd->at({row0}));
-            sync(Pipe::MTE3, Pipe::V, kEvRstd);  // stored before the next tile rewrites ss
+            set_then_wait(Pipe::MTE3, Pipe::V, kEvRstd);  // stored before the next tile rewrites ss
           }
 
           // Pass 2: normalise, scale by W, narrow and store.
@@ -162,7 +157,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
             T::tile::broadcast(wb, wf.region({c * bN}, {bN}));
             T::pipe_barrier(Pipe::V);
             T::tile::row_expand_mul(xf, xf, ss);
-            sync(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read yb
+            set_then_wait(Pipe::MTE3, Pipe::V, kEvOut);  // the previous store has read yb
             T::pipe_barrier(Pipe::V);
             if (wide) {
               T::tile::mul(xf, xf, wb);
@@ -171,7 +166,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
             } else {
               T::tile::mul(yb, xf, wb);
             }
-            sync(Pipe::V, Pipe::MTE3, kEvOut);
+            set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
             store(yb, Y, c);
           });
         };

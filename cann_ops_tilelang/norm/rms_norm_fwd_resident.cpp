@@ -26,11 +26,6 @@ using tl::Pipe;
 namespace T = tl::T;
 constexpr int kEvRstd = 2, kEvTail = 3;
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
@@ -97,11 +92,11 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
           // temporaries' bytes (the first compute's barrier orders them).
           auto w_b = T::alloc_ub("w_ub", {H}, dt, k.residual ? place(H * es, 0) : a_xf);
           T::copy(W, w_b);
-          sync(Pipe::MTE2, Pipe::V, kEvTail);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
           T::tile::cast(wf, w_b);
         } else {
           T::copy(W, wf);
-          sync(Pipe::MTE2, Pipe::V, kEvTail);
+          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
         }
 
         // Tile copies: one per tile, one per valid row of the tail (nrows set).
@@ -144,9 +139,9 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
           T::pipe_barrier(Pipe::V);
           T::tile::rsqrt(ss, ss);
           if (Rstd) {  // the whole tile: Rstd has ceil(M / rM) * rM rows
-            sync(Pipe::V, Pipe::MTE3, kEvRstd);
+            set_then_wait(Pipe::V, Pipe::MTE3, kEvRstd);
             T::copy(ss, Rstd->at({row0}));
-            sync(Pipe::MTE3, Pipe::V, kEvRstd);  // stored before the next tile rewrites ss
+            set_then_wait(Pipe::MTE3, Pipe::V, kEvRstd);  // stored before the next tile rewrites ss
           }
         };
         // Without a residual, chunks go in pairs (xf the even one, xg the odd one) and each
@@ -296,18 +291,18 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
             M, rM, num_blocks, cid, vid, [&](int s, Expr row0) { load(s, row0, std::nullopt); },
             [&](int s, Expr row0) {
               compute(s, row0);
-              sync(Pipe::V, Pipe::MTE3, s);
+              set_then_wait(Pipe::V, Pipe::MTE3, s);
               store(s, row0, std::nullopt);
             },
             [&](Expr row0, Expr rows) {
-              sync(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
+              set_then_wait(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
               T::tile::fill(xs[0], 0.0);
               if (R) T::tile::fill(*rs[0], 0.0);
-              sync(Pipe::V, Pipe::MTE2, kEvTail);
+              set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
               load(0, row0, rows);
-              sync(Pipe::MTE2, Pipe::V, kEvTail);
+              set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
               compute(0, row0);
-              sync(Pipe::V, Pipe::MTE3, kEvTail);
+              set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
               store(0, row0, rows);
             });
       });

@@ -43,11 +43,6 @@ namespace T = tl::T;
 using namespace softmax_tree;
 constexpr int kEvTail = 3;
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
@@ -220,21 +215,21 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
             M, rM, num_blocks, cid, vid, [&](int sl, Expr row0) { load(slots[sl], row0); },
             [&](int sl, Expr row0) {
               compute(slots[sl]);
-              sync(Pipe::V, Pipe::MTE3, sl);
+              set_then_wait(Pipe::V, Pipe::MTE3, sl);
               T::copy(slots[sl].back(), OUT.at({row0, 0}));
             },
             // The tail tile is zero-filled first so the rows past M hold zeros, never stale data.
             [&](Expr row0, Expr rows) {
-              sync(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
+              set_then_wait(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
               for (const Buffer& b : slots[0]) T::tile::fill(b, 0.0);
-              sync(Pipe::V, Pipe::MTE2, kEvTail);
+              set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
               for (int i = 0; i < nin; ++i)
                 T::serial("j", rows, [&](Expr j) {
                   T::copy(ins[i].at({row0 + j, 0}), slots[0][i].region({j, 0}, {1, N}));
                 });
-              sync(Pipe::MTE2, Pipe::V, kEvTail);
+              set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
               compute(slots[0]);
-              sync(Pipe::V, Pipe::MTE3, kEvTail);
+              set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
               T::serial("j", rows, [&](Expr j) {
                 T::copy(slots[0].back().region({j, 0}, {1, N}), OUT.at({row0 + j, 0}));
               });

@@ -45,11 +45,6 @@ namespace T = tl::T;
 using namespace softmax_tree;
 constexpr int kSlots = 3;  // chunk slots: two loads in flight beside the compute
 
-void sync(Pipe src, Pipe dst, int ev) {
-  T::set_flag(src, dst, ev);
-  T::wait_flag(src, dst, ev);
-}
-
 }  // namespace
 
 tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
@@ -272,12 +267,12 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
               kk < C,
               [&] {
                 pass1(slots[sl], kk == 0);
-                sync(Pipe::V, Pipe::MTE3, sl);  // the slot is read: free after MTE3's wait
+                set_then_wait(Pipe::V, Pipe::MTE3, sl);  // the slot is read: free after MTE3's wait
               },
               [&] {
                 T::If(kk == C, finish);
                 pass2(slots[sl]);
-                sync(Pipe::V, Pipe::MTE3, sl);
+                set_then_wait(Pipe::V, Pipe::MTE3, sl);
                 T::copy(slots[sl].back(), OUT.at({row_of(n), (kk - C) * bN}));
               });
         };

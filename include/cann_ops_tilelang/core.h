@@ -109,6 +109,10 @@ void clear_kernel_cache();
 tl::Expr for_each_row_tile(tl::Expr M, int rM, tl::Expr num_blocks, tl::Expr cid, tl::Expr vid,
                            const std::function<void(tl::Expr, std::optional<tl::Expr>)>& tile_rows);
 
+/// set_flag then wait_flag at once (src -> dst, event id `ev`), recorded at the caller's line:
+/// the kernels' "the data `dst` reads is ready now" where no work is left to overlap.
+void set_then_wait(tl::Pipe src, tl::Pipe dst, int ev, TL_LOC);
+
 /// The same deal of whole tiles and the tail tile, double-buffered in two UB slots (the
 /// resident RMSNorm kernels): each worker's whole tiles go in pairs, so each slot's code and
 /// event ids are constants; the next tile's `load(slot, row0)` is issued before this tile's
