@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "cann_ops_tilelang/norm.h"
+#include "rms_norm_fwd_params.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang {
@@ -38,22 +39,9 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
   const int H = ir_size(k.hidden, "hidden"), rM = ir_size(k.rows_per_tile, "rows_per_tile"),
             bN = ir_size(k.chunk, "chunk"), chunks = H / bN, blocks = ir_size(k.blocks, "blocks");
 
-  auto M = T::dynamic("M");
-  auto X = T::Tensor("X", {M, H}, dt);
-  std::optional<Buffer> R, HO, Rstd;
-  if (k.residual) R = T::Tensor("R", {M, H}, dt);
-  auto W = T::Tensor("W", {H}, dt);
-  auto Y = T::Tensor("Y", {M, H}, dt);
-  if (k.residual) HO = T::Tensor("HO", {M, H}, dt);
-  if (k.rstd) Rstd = T::Tensor("Rstd", {T::dynamic("MP")}, f32);
-  auto eps = T::Scalar("eps", f32);
-  std::vector<tl::ParamRef> params{X};
-  if (R) params.push_back(*R);
-  params.push_back(W);
-  params.push_back(Y);
-  if (HO) params.push_back(*HO);
-  if (Rstd) params.push_back(*Rstd);
-  params.push_back(eps);
+  // The signature both schedules share (rms_norm_fwd_params.h).
+  const RmsNormFwdParams sig = rms_norm_fwd_params(k, H);
+  const auto& [M, X, W, Y, R, HO, Rstd, eps, params] = sig;
 
   return T::prim_func("rms_norm_fwd", params, [&] {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
