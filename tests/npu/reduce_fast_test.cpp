@@ -71,7 +71,9 @@ TEST(ReduceSumFast, SameBytesAsThePlainTreeOnSpecialValues) {
                                                        : 0x7FC0;
           EXPECT_EQ(bits, quiet) << "row " << r;
         }
-        if (pattern == 0 || pattern == 3) EXPECT_GT(nans, 0);
+        if (pattern == 0 || pattern == 3) {
+          EXPECT_GT(nans, 0);
+        }
       }
     }
   }
