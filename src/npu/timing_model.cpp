@@ -28,8 +28,14 @@
 // rate = cap x f, cap = the core's rate on that path, f = min(1, HBM / sum of HBM demand,
 // L2 / sum of demand) over the flows active at that moment (proportional sharing of the
 // chip's aggregate bandwidth, re-evaluated whenever a flow starts or ends). A flow's HBM
-// demand is its L2 miss fraction: a read of a GM region that an earlier instruction already
-// touched with the identical (start, len, pitch, count) hits in L2 while the footprint fits.
+// demand is its L2 miss fraction. L2 is tracked in 512-byte lines (the MTE request unit,
+// docs/hardware.md): a read hits for the bytes of lines any earlier instruction read or wrote,
+// while the footprint fits in L2 (beyond it, hits are scaled by L2 / footprint). Writes (MTE3,
+// FIX) allocate in L2 and reach HBM only when a line is evicted, i.e. once the footprint exceeds
+// L2: a write's HBM share is 1 - L2 / footprint (AscendC best practices, "Setting a Proper L2
+// CacheMode": data moved out by MTE3 or Fixpipe goes through L2; old data is written back to GM
+// when it is replaced). So a GM workspace written by one core and read back by another (the
+// cross-core data of docs/developer_mode.md) costs L2 bandwidth, not HBM bandwidth.
 #include "tl/npu/timing.h"
 
 #include <algorithm>
@@ -156,21 +162,9 @@ class Model {
   std::priority_queue<Flow, std::vector<Flow>, Later> pending_;
   int64_t flow_seq_ = 0;
   bool rates_dirty_ = true;
-  // L2 model.
-  struct AccKey {
-    uint64_t s, l, p, n;
-    bool operator==(const AccKey& o) const { return s == o.s && l == o.l && p == o.p && n == o.n; }
-  };
-  struct AccHash {
-    size_t operator()(const AccKey& k) const {
-      uint64_t h = k.s * 0x9E3779B97F4A7C15ull;
-      h ^= (k.l + 0x7f4a7c15) * 0xBF58476D1CE4E5B9ull;
-      h ^= (k.p + 0x94d049bb) * 0x94D049BB133111EBull;
-      h ^= k.n + (h << 6) + (h >> 2);
-      return static_cast<size_t>(h);
-    }
-  };
-  std::unordered_set<AccKey, AccHash> touched_;
+  // L2 model: the 512-byte lines any GM access touched (the footprint, in lines).
+  static constexpr int kLineShift = 9;
+  std::unordered_set<uint64_t> lines_;
   std::vector<std::vector<double>> issue_;  // per core, per event: CoreProfile::issue
   double footprint_ = 0;
   Profile prof_;
@@ -195,20 +189,33 @@ std::vector<int> Model::cross_dests(int c, int mode) const {
 }
 
 double Model::miss_fraction(const TraceEvent& e, bool write) {
+  // Bytes of this access in lines L2 held before it (hit) and in all (total); the lines it
+  // brings in join the footprint afterwards (rows sharing a line do not hit each other).
   double total = 0, hit = 0;
+  std::vector<uint64_t> fresh;
   for (const auto& a : e.accesses) {
-    if (a.mem.scope != MemScope::GM) continue;
-    double by = static_cast<double>(a.len * a.count);
-    total += by;
-    if (touched_.insert({a.start, a.len, a.pitch, a.count}).second)
-      footprint_ += by;
-    else if (!a.write)
-      hit += by;
+    if (a.mem.scope != MemScope::GM || a.len == 0) continue;
+    for (uint64_t r = 0; r < a.count; ++r) {
+      const uint64_t s = a.start + r * a.pitch, end = s + a.len;
+      for (uint64_t line = s >> kLineShift; (line << kLineShift) < end; ++line) {
+        const uint64_t lo = std::max(s, line << kLineShift);
+        const uint64_t hi = std::min(end, (line + 1) << kLineShift);
+        const double by = static_cast<double>(hi - lo);
+        total += by;
+        if (lines_.count(line))
+          hit += by;
+        else
+          fresh.push_back(line);
+      }
+    }
   }
-  if (write || total == 0) return 1.0;
-  double h = hit / total;
-  if (footprint_ > c_.l2_bytes) h *= c_.l2_bytes / footprint_;
-  return 1.0 - h;
+  for (uint64_t line : fresh)
+    if (lines_.insert(line).second) footprint_ += static_cast<double>(uint64_t{1} << kLineShift);
+  if (total == 0) return 1.0;
+  // Beyond L2's capacity only L2 / footprint of the lines stay resident (no eviction order).
+  const double resident = footprint_ > c_.l2_bytes ? c_.l2_bytes / footprint_ : 1.0;
+  if (write) return 1.0 - resident;  // write-back: dirty lines reach HBM when evicted
+  return 1.0 - hit / total * resident;
 }
 
 int Model::record(int c, int ev, Pipe p, double s, double e) {

@@ -72,6 +72,49 @@ TEST(Timing, SharedHbmLimitsManyCores) {
   EXPECT_GT(many, 10 * one);
 }
 
+/// Each AIV writes a [32, 128] fp16 tile to GM, then reads back the first 16 of those rows and
+/// a [16, 64] column half of them (other shapes than the write: L2 keeps lines, not regions).
+PrimFunc write_back_kernel() {
+  auto X = T::Tensor("X", {64, 128}, f16);
+  return T::prim_func("write_back", {X}, [&] {
+    T::Kernel(1, [&](Expr, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        auto a = T::alloc_ub("a", {32, 128}, f16);
+        auto b = T::alloc_ub("b", {16, 128}, f16);
+        auto c = T::alloc_ub("c", {16, 64}, f16);
+        T::clear(a);
+        T::set_flag(Pipe::V, Pipe::MTE3, 0);
+        T::wait_flag(Pipe::V, Pipe::MTE3, 0);
+        T::copy(a, X.at({vid * 32, 0}));
+        T::set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+        T::wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+        T::copy(X.at({vid * 32, 0}), b);
+        T::copy(X.at({vid * 32 + 16, 64}), c);
+      });
+    });
+  });
+}
+
+TEST(Timing, GmWritesStayInL2AndReadsHitTheirLines) {
+  // Writes allocate in L2 (AscendC best practices, "Setting a Proper L2 CacheMode"): with the
+  // footprint far below L2, neither the write nor the differently shaped read-backs reach HBM.
+  auto p = timed(write_back_kernel(), {{64, 128}});
+  EXPECT_DOUBLE_EQ(p.gm_bytes, 2 * (8192 + 4096 + 2048));
+  EXPECT_DOUBLE_EQ(p.gm_hbm_bytes, 0);
+  // A first read misses: the same kernel reading before it writes sends the read to HBM.
+  auto X = T::Tensor("X", {64, 128}, f16);
+  auto first = T::prim_func("read_first", {X}, [&] {
+    T::Kernel(1, [&](Expr, Expr vid) {
+      T::Scope(Core::Vector, [&] {
+        auto b = T::alloc_ub("b", {16, 128}, f16);
+        T::copy(X.at({vid * 32, 0}), b);
+      });
+    });
+  });
+  auto q = timed(first, {{64, 128}});
+  EXPECT_DOUBLE_EQ(q.gm_hbm_bytes, 2 * 4096);
+}
+
 PrimFunc mma_kernel(int reps) {
   auto A = T::Tensor("A", {128, 256}, f16);
   return T::prim_func("mma_peak", {A}, [&] {
