@@ -28,14 +28,14 @@
 // rate = cap x f, cap = the core's rate on that path, f = min(1, HBM / sum of HBM demand,
 // L2 / sum of demand) over the flows active at that moment (proportional sharing of the
 // chip's aggregate bandwidth, re-evaluated whenever a flow starts or ends). A flow's HBM
-// demand is its L2 miss fraction. L2 is tracked in 512-byte lines (the MTE request unit,
-// docs/hardware.md): a read hits for the bytes of lines any earlier instruction read or wrote,
-// while the footprint fits in L2 (beyond it, hits are scaled by L2 / footprint). Writes (MTE3,
-// FIX) allocate in L2 and reach HBM only when a line is evicted, i.e. once the footprint exceeds
-// L2: a write's HBM share is 1 - L2 / footprint (AscendC best practices, "Setting a Proper L2
-// CacheMode": data moved out by MTE3 or Fixpipe goes through L2; old data is written back to GM
-// when it is replaced). So a GM workspace written by one core and read back by another (the
-// cross-core data of docs/developer_mode.md) costs L2 bandwidth, not HBM bandwidth.
+// demand is its L2 miss fraction. L2 is tracked by bytes: a read hits for the bytes any earlier
+// instruction read or wrote, whatever the shapes of the two accesses, while the footprint fits
+// in L2 (beyond it, hits are scaled by L2 / footprint). Writes (MTE3, FIX) allocate in L2 and
+// reach HBM only when evicted, i.e. once the footprint exceeds L2: a write's HBM share is
+// 1 - L2 / footprint (AscendC best practices, "Setting a Proper L2 CacheMode": data moved out by
+// MTE3 or Fixpipe goes through L2; old data is written back to GM when it is replaced). So a GM
+// workspace written by one core and read back by another (the cross-core data of
+// docs/developer_mode.md) costs L2 bandwidth, not HBM bandwidth.
 #include "tl/npu/timing.h"
 
 #include <algorithm>
@@ -44,7 +44,6 @@
 #include <map>
 #include <queue>
 #include <set>
-#include <unordered_set>
 
 #include "timing_costs.h"
 #include "tl/error.h"
@@ -162,9 +161,9 @@ class Model {
   std::priority_queue<Flow, std::vector<Flow>, Later> pending_;
   int64_t flow_seq_ = 0;
   bool rates_dirty_ = true;
-  // L2 model: the 512-byte lines any GM access touched (the footprint, in lines).
-  static constexpr int kLineShift = 9;
-  std::unordered_set<uint64_t> lines_;
+  // L2 model: the GM bytes any access touched, as disjoint [start, end) ranges (start -> end).
+  std::map<uint64_t, uint64_t> touched_;
+  double touch(uint64_t s, uint64_t e);
   std::vector<std::vector<double>> issue_;  // per core, per event: CoreProfile::issue
   double footprint_ = 0;
   Profile prof_;
@@ -188,31 +187,39 @@ std::vector<int> Model::cross_dests(int c, int mode) const {
   return d;
 }
 
+// Marks [s, e) as held by L2 and returns how many of its bytes were held before. Exact bytes,
+// not lines: a line size would make hits depend on where the host placed the tensors (the
+// trace's GM offsets are host addresses), and the C11 [64, 64] tiles, 128-byte rows side by
+// side, measure no reuse between neighbouring tiles.
+double Model::touch(uint64_t s, uint64_t e) {
+  double held = 0;
+  auto it = touched_.upper_bound(s);
+  if (it != touched_.begin() && std::prev(it)->second >= s) --it;
+  uint64_t lo = s, hi = e;
+  while (it != touched_.end() && it->first <= e) {
+    const uint64_t a = std::max(s, it->first), b = std::min(e, it->second);
+    if (b > a) held += static_cast<double>(b - a);
+    lo = std::min(lo, it->first);
+    hi = std::max(hi, it->second);
+    it = touched_.erase(it);
+  }
+  touched_.emplace(lo, hi);
+  footprint_ += static_cast<double>(e - s) - held;
+  return held;
+}
+
 double Model::miss_fraction(const TraceEvent& e, bool write) {
-  // Bytes of this access in lines L2 held before it (hit) and in all (total); the lines it
-  // brings in join the footprint afterwards (rows sharing a line do not hit each other).
   double total = 0, hit = 0;
-  std::vector<uint64_t> fresh;
   for (const auto& a : e.accesses) {
     if (a.mem.scope != MemScope::GM || a.len == 0) continue;
     for (uint64_t r = 0; r < a.count; ++r) {
-      const uint64_t s = a.start + r * a.pitch, end = s + a.len;
-      for (uint64_t line = s >> kLineShift; (line << kLineShift) < end; ++line) {
-        const uint64_t lo = std::max(s, line << kLineShift);
-        const uint64_t hi = std::min(end, (line + 1) << kLineShift);
-        const double by = static_cast<double>(hi - lo);
-        total += by;
-        if (lines_.count(line))
-          hit += by;
-        else
-          fresh.push_back(line);
-      }
+      const uint64_t s = a.start + r * a.pitch;
+      total += static_cast<double>(a.len);
+      hit += touch(s, s + a.len);
     }
   }
-  for (uint64_t line : fresh)
-    if (lines_.insert(line).second) footprint_ += static_cast<double>(uint64_t{1} << kLineShift);
   if (total == 0) return 1.0;
-  // Beyond L2's capacity only L2 / footprint of the lines stay resident (no eviction order).
+  // Beyond L2's capacity only L2 / footprint of the bytes stay resident (no eviction order).
   const double resident = footprint_ > c_.l2_bytes ? c_.l2_bytes / footprint_ : 1.0;
   if (write) return 1.0 - resident;  // write-back: dirty lines reach HBM when evicted
   return 1.0 - hit / total * resident;

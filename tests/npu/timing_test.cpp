@@ -73,7 +73,7 @@ TEST(Timing, SharedHbmLimitsManyCores) {
 }
 
 /// Each AIV writes a [32, 128] fp16 tile to GM, then reads back the first 16 of those rows and
-/// a [16, 64] column half of them (other shapes than the write: L2 keeps lines, not regions).
+/// a [16, 64] column half of them (other shapes than the write: L2 keeps bytes, not regions).
 PrimFunc write_back_kernel() {
   auto X = T::Tensor("X", {64, 128}, f16);
   return T::prim_func("write_back", {X}, [&] {
