@@ -95,7 +95,7 @@ PrimFunc write_back_kernel() {
   });
 }
 
-TEST(Timing, GmWritesStayInL2AndReadsHitTheirLines) {
+TEST(Timing, GmWritesStayInL2AndReadsHitWhateverTheirShape) {
   // Writes allocate in L2 (AscendC best practices, "Setting a Proper L2 CacheMode"): with the
   // footprint far below L2, neither the write nor the differently shaped read-backs reach HBM.
   auto p = timed(write_back_kernel(), {{64, 128}});
