@@ -115,6 +115,26 @@ TEST(Timing, GmWritesStayInL2AndReadsHitWhateverTheirShape) {
   EXPECT_DOUBLE_EQ(q.gm_hbm_bytes, 2 * 4096);
 }
 
+TEST(Timing, L2OverflowSendsWritesAndHitsToHbm) {
+  // The same kernel with an 8 KB L2: its 16 KB footprint leaves half of it resident, so the
+  // second 8 KB write's share 1 - 8/16 reaches HBM (evicted dirty lines, the first write found
+  // room), and the read-backs (6 KB per AIV, all bytes written before) hit for half their bytes.
+  Target small = default_target();
+  small.costs.l2_bytes = 8192;
+  Device dev;
+  auto kern = compile(write_back_kernel());
+  std::vector<Arg> args{Tensor::empty(dev, {64, 128}, f16)};
+  npu::Trace trace;
+  kern.launch(dev, args, {.trace = &trace, .timing_only = true});
+  auto p = npu::simulate_timing(trace, small);
+  // The column half starts 128 B into its rows: it moves its bytes at the 512 B-unaligned
+  // efficiency (docs/calibration.md, "GM alignment"), so its HBM bytes are 2048 / 0.7.
+  const double eff = default_target().costs.gm_unaligned_efficiency;
+  EXPECT_DOUBLE_EQ(p.gm_hbm_bytes, 8192 * 0.5 + 2 * (4096 + 2048 / eff) * 0.5);
+  auto full = npu::simulate_timing(trace, default_target());
+  EXPECT_DOUBLE_EQ(full.gm_hbm_bytes, 0);
+}
+
 PrimFunc mma_kernel(int reps) {
   auto A = T::Tensor("A", {128, 256}, f16);
   return T::prim_func("mma_peak", {A}, [&] {
