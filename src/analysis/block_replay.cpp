@@ -324,25 +324,61 @@ class Unroller {
   }
 
   /// The bytes `r` may touch.
-  Span span_of(const BufferRegion& r, bool write) const {
-    const Buffer& b = r.buffer;
-    Span sp;
-    sp.write = write;
+  /// What span_of needs of a buffer, computed once per buffer (span_of runs for every region of
+  /// every unrolled op).
+  struct BufferInfo {
+    uint64_t mem = 0;
+    bool shaped = false;  // every dimension a positive constant
+    std::vector<int64_t> shape, strides;
+    int64_t es = 0, bytes = 0;  // element and (on-chip) storage bytes
+    bool strided = true;        // GM: constant non-negative strides (row-major by default)
+  };
+  const BufferInfo& info(const BufferNode* b) const {
+    auto [it, fresh] = buffers_.try_emplace(b);
+    BufferInfo& x = it->second;
+    if (!fresh) return x;
     // GM by tensor name (a pass may rebuild a tensor's node; a clash of hashes only adds
     // conflicts), on-chip by memory: every buffer of it shares the planned addresses.
-    sp.mem = b->scope == MemScope::GM ? (std::hash<std::string>()(b->name) | (uint64_t{1} << 63))
-                                      : memory_key(b->scope);
-    sp.base = -1;
-    std::vector<int64_t> shape;
+    x.mem = b->scope == MemScope::GM ? (std::hash<std::string>()(b->name) | (uint64_t{1} << 63))
+                                     : memory_key(b->scope);
     for (const Expr& e : b->shape) {
       auto v = as_const_int(e);
-      if (!v || *v <= 0) return sp;
-      shape.push_back(*v);
+      if (!v || *v <= 0) return x;
+      x.shape.push_back(*v);
     }
-    const int64_t es = dtype_bytes(b->dtype);
-    std::vector<Linear> first, last;
-    first.reserve(shape.size());
-    last.reserve(shape.size());
+    x.shaped = true;
+    x.es = dtype_bytes(b->dtype);
+    if (b->scope != MemScope::GM) {
+      if (b->address >= 0) x.bytes = storage_bytes(b->scope, b->dtype, x.shape);
+      return x;
+    }
+    x.strides.assign(x.shape.size(), 1);
+    for (size_t d = x.shape.size(); d-- > 1;) x.strides[d - 1] = x.strides[d] * x.shape[d];
+    if (!b->strides.empty())
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        auto st = as_const_int(b->strides[d]);
+        if (!st || *st < 0) {
+          x.strided = false;
+          break;
+        }
+        x.strides[d] = *st;
+      }
+    return x;
+  }
+
+  /// The bytes `r` may touch.
+  Span span_of(const BufferRegion& r, bool write) const {
+    const Buffer& b = r.buffer;
+    const BufferInfo& bi = info(b.get());
+    Span sp;
+    sp.write = write;
+    sp.mem = bi.mem;
+    sp.base = -1;
+    if (!bi.shaped) return sp;
+    const std::vector<int64_t>& shape = bi.shape;
+    std::vector<Linear>&first = first_, &last = last_;
+    first.clear();
+    last.clear();
     bool known = r.ranges.size() == shape.size();
     for (size_t d = 0; known && d < r.ranges.size(); ++d) {
       auto mn = address(r.ranges[d].min);
@@ -357,9 +393,11 @@ class Unroller {
       if (b->address < 0) return sp;  // unplanned: the whole memory
       sp.base = 0;
       sp.lo = b->address;
-      sp.hi = b->address + storage_bytes(b->scope, b->dtype, shape);
+      sp.hi = b->address + bi.bytes;
       if (!known || !b->strides.empty()) return sp;
-      std::vector<int64_t> f, l;
+      std::vector<int64_t>&f = f_, &l = l_;
+      f.clear();
+      l.clear();
       for (size_t d = 0; d < shape.size(); ++d) {
         if (!first[d].is_constant() || first[d].constant() < 0 || last[d].constant() >= shape[d])
           return sp;
@@ -372,25 +410,16 @@ class Unroller {
       return sp;
     }
     // GM: row-major (or the buffer's constant strides), first to last element.
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-    if (!b->strides.empty()) {
-      for (size_t d = 0; d < shape.size(); ++d) {
-        auto s = as_const_int(b->strides[d]);
-        if (!s || *s < 0) return sp;
-        strides[d] = *s;
-      }
-    }
-    if (!known) return sp;
+    if (!bi.strided || !known) return sp;
     Linear lo, hi;
     for (size_t d = 0; d < shape.size(); ++d) {
-      lo.add(first[d], strides[d]);
-      hi.add(last[d], strides[d]);
+      lo.add(first[d], bi.strides[d]);
+      hi.add(last[d], bi.strides[d]);
     }
     if (lo.overflow() || hi.overflow() || !lo.same_terms(hi)) return sp;
     sp.base = in_.base_of(lo);
-    sp.lo = lo.constant() * es;
-    sp.hi = (hi.constant() + 1) * es;
+    sp.lo = lo.constant() * bi.es;
+    sp.hi = (hi.constant() + 1) * bi.es;
     return sp;
   }
 
@@ -492,6 +521,9 @@ class Unroller {
   std::unordered_set<const VarNode*> unknown_;         // variables of loops taken once
   std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
   std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
+  mutable std::unordered_map<const BufferNode*, BufferInfo> buffers_;           // info()
+  mutable std::vector<Linear> first_, last_;  // span_of()'s scratch
+  mutable std::vector<int64_t> f_, l_;
   std::vector<Event> out_;
   bool failed_ = false;
   OpEvents* record_ = nullptr;

@@ -42,6 +42,56 @@ struct Rec {
   size_t event;
 };
 
+/// One memory's recorded accesses, by base, length class (the bit width of the length) and first
+/// byte, so that an access visits the records that may overlap it (overlap()) without scanning
+/// the others: a block's streams touch the rows of a tile hundreds of times, and none covers
+/// another. In a class, a record that starts at or before a.lo - 2^(class) ends at or before a.lo.
+class Shadow {
+ public:
+  /// Calls `f` on every record that overlaps `a` (a span of this memory).
+  template <class F>
+  void overlapping(const Span& a, F&& f) const {
+    for (const Rec& r : unknown_) f(r);
+    for (const auto& [base, classes] : bases_)
+      for (const auto& [cls, m] : classes) {
+        if (a.base < 0 || base != a.base) {  // another base, or an unknown one: every record
+          for (const auto& [lo, r] : m) f(r);
+          continue;
+        }
+        int64_t from;
+        auto it = cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << cls, &from)
+                      ? m.begin()
+                      : m.upper_bound(from);
+        for (; it != m.end() && it->first < a.hi; ++it)
+          if (overlap(it->second.span, a)) f(it->second);
+      }
+  }
+  /// Erases the records `a` covers (covers()) for which `pred` holds.
+  template <class P>
+  void erase_covered(const Span& a, P&& pred) {
+    if (a.base < 0) return;
+    auto b = bases_.find(a.base);
+    if (b == bases_.end()) return;
+    for (auto& [cls, m] : b->second)
+      for (auto it = m.lower_bound(a.lo); it != m.end() && it->first <= a.hi;)
+        it = covers(a, it->second.span) && pred(it->second) ? m.erase(it) : std::next(it);
+  }
+  void add(const Rec& r) {
+    if (r.span.base < 0) {
+      unknown_.push_back(r);
+      return;
+    }
+    int64_t length;
+    if (__builtin_sub_overflow(r.span.hi, r.span.lo, &length) || length < 0) length = INT64_MAX;
+    const int cls = 64 - __builtin_clzll(static_cast<uint64_t>(length) | 1);  // length < 2^cls
+    bases_[r.span.base][cls].emplace(r.span.lo, r);
+  }
+
+ private:
+  std::vector<Rec> unknown_;  // base < 0: overlaps every span of the memory
+  std::map<int, std::map<int, std::multimap<int64_t, Rec>>> bases_;
+};
+
 class Replayer {
  public:
   Replayer(const Streams& streams, const std::vector<Channel>& channels, const Query& q)
@@ -192,21 +242,22 @@ class Replayer {
   void access(int c, const Event& e, const Clock& start, uint32_t count) {
     const size_t event = cores_[c].pc;
     for (const Span& a : e.spans) {
+      if (!ok_) break;                       // the answer is known
       if (!written_.count(a.mem)) continue;  // read-only memory (the inputs): nothing conflicts
-      for (const Rec& r : shadow_[a.mem])
-        if ((r.span.write || a.write) && overlap(r.span, a) && start[r.timeline] < r.clock &&
+      shadow_[a.mem].overlapping(a, [&](const Rec& r) {
+        if ((r.span.write || a.write) && start[r.timeline] < r.clock &&
             !(r.core == c && r.event == event))
           ok_ = false;
+      });
     }
     for (const Span& a : e.spans) {
       if (!written_.count(a.mem)) continue;
-      auto& recs = shadow_[a.mem];
-      std::erase_if(recs, [&](const Rec& r) {
+      Shadow& sh = shadow_[a.mem];
+      sh.erase_covered(a, [&](const Rec& r) {
         const bool same = r.core == c && r.event == event;
-        return (a.write || !r.span.write) && covers(a, r.span) &&
-               (same || start[r.timeline] >= r.clock);
+        return (a.write || !r.span.write) && (same || start[r.timeline] >= r.clock);
       });
-      recs.push_back({a, c, c * kPipes + e.pipe, count, event});
+      sh.add({a, c, c * kPipes + e.pipe, count, event});
     }
   }
 
@@ -216,7 +267,7 @@ class Replayer {
   std::array<Core, 3> cores_{};
   std::map<std::pair<int, int>, std::deque<Clock>> cross_;  // (to: 1, 2 AIVs; 3, 4 from AIVs, id)
   std::set<std::pair<int, int>> consumers_;                 // (core, channel) pairs that read it
-  std::unordered_map<uint64_t, std::vector<Rec>> shadow_;
+  std::unordered_map<uint64_t, Shadow> shadow_;
   std::unordered_set<uint64_t> written_;  // memories some op writes
   bool ok_ = true;
 };
