@@ -517,6 +517,18 @@ class JITKernel:
         self.run(*args, mode="timed", trace=trace, timeline=timeline)
         return self.last_profile
 
+    # Set on the kernel tilelang.autotune picks (_autotune.py): its configuration, simulated
+    # time (ms) and the reference's time (ms, None without ref_prog).
+    config: dict[str, Any] | None = None
+    latency: float | None = None
+    ref_latency: float | None = None
+
+    def get_tuner_result(self) -> dict[str, Any]:
+        """TileLang-Ascend's kernel.get_tuner_result(): the autotuner's choice for this kernel."""
+        if self.config is None:
+            raise _core.Error(f"kernel '{self.func.name}' was not chosen by tilelang.autotune: it has no tuner result")
+        return {"latency": self.latency, "config": self.config, "ref_latency": self.ref_latency}
+
     def __repr__(self) -> str:
         return f"<tl_ascend JITKernel '{self.func.name}' on {self.target}>"
 

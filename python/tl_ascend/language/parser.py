@@ -432,12 +432,21 @@ class _Parser:
             self.scopes.pop()
 
     def stmt_With(self, s):
-        if len(s.items) != 1:
-            self.fail(s, "one `with` item at a time in a kernel")
+        if len(s.items) > 1:
+            # `with A, B:` is `with A:` around `with B:` (Python's own meaning; TileLang-Ascend
+            # writes `with T.If(c), T.Then():`).
+            inner = ast.With(items=s.items[1:], body=s.body)
+            ast.copy_location(inner, s)
+            s = ast.With(items=s.items[:1], body=[inner])
+            ast.copy_location(s, inner)
         item = s.items[0]
         ctx = self.eval(item.context_expr)
         T = _lang()
         loc = self.loc(s)
+        if isinstance(ctx, (T.Then, T.Else)):
+            self.fail(s, f"`with T.{type(ctx).__name__}():` belongs directly inside a `with T.If(cond):` block")
+        if isinstance(ctx, T.If):
+            return self.if_frame(s, ctx)
         if isinstance(ctx, T.Kernel):
             self.check_int(s, "T.Kernel: the block count", ctx.num_blocks)
             if ctx.threads is not None:
@@ -458,6 +467,37 @@ class _Parser:
             _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)
         else:
             self.fail(s, f"`with` in a kernel takes T.Kernel or T.Scope, got {ctx!r}")
+
+    def if_frame(self, s, ctx):
+        """`with T.If(cond):` holding `with T.Then():` and optionally `with T.Else():` (TVMScript's
+        IfFrame, which TileLang-Ascend re-exports): the kernel `if` of stmt_If."""
+        T = _lang()
+        if s.items[0].optional_vars is not None:
+            self.fail(s, "T.If binds no names")
+        branches = {}
+        for b in s.body:
+            if isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
+                continue
+            kind = None
+            if isinstance(b, ast.With) and len(b.items) == 1 and b.items[0].optional_vars is None:
+                frame = self.eval(b.items[0].context_expr)
+                kind = type(frame) if isinstance(frame, (T.Then, T.Else)) else None
+            if kind is None:
+                self.fail(b, f"a `with T.If(cond):` block holds `with T.Then():` and `with T.Else():` blocks "
+                             f"only, got `{_text(b)}`")
+            name = kind.__name__
+            if name in branches or (name == "Then" and "Else" in branches):
+                self.fail(b, f"`with T.{name}():` {'again' if name in branches else 'after T.Else'} in one T.If")
+            branches[name] = b.body
+        if "Then" not in branches:
+            self.fail(s, "a `with T.If(cond):` block needs a `with T.Then():` block")
+        cond = ctx.condition
+        then_body, else_body = branches["Then"], branches.get("Else", [])
+        if not _symbolic(cond):
+            self.body(then_body if cond else else_body)
+            return
+        else_cb = (lambda: self.scoped(else_body, kind=BRANCH)) if else_body else None
+        _core.If(_operand(cond), lambda: self.scoped(then_body, kind=BRANCH), else_cb, self.loc(s))
 
     def check_int(self, s, what, v):
         """`v` is an integer (a Python int or an integer kernel expression), or an error."""
