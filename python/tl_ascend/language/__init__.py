@@ -625,7 +625,13 @@ def dump_tensor(src, desc=0, dump_size=None, shape_info=None):
     """T.dump_tensor(src, desc[, dump_size, shape_info]): prints src's elements (AscendC
     DumpTensor). TileLang-Ascend's dump_size (how many elements from the start) and shape_info
     (how to lay them out) are checked, not used: tl-ascend prints the whole tile with its own
-    shape, so dump_size must be its element count and shape_info, if given, hold that many."""
+    shape, so dump_size must be its element count and shape_info, if given, hold that many.
+    Outside `with T.Kernel` it prints a tensor parameter on the host (_host_print.py)."""
+    _dump_checks(src, desc, dump_size, shape_info)
+    _emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
+
+
+def _dump_checks(src, desc, dump_size, shape_info):
     _int("dump_tensor", "desc", desc)
     if dump_size is not None:
         _int("dump_tensor", "dump_size", dump_size)
@@ -643,7 +649,6 @@ def dump_tensor(src, desc=0, dump_size=None, shape_info=None):
             n *= d
         if dump_size is not None and n != dump_size:
             _bad("dump_tensor", "shape_info", f"a shape of dump_size={dump_size} elements", shape_info)
-    _emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
 
 
 # ---- Scalar expressions -----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from . import _reinterpret, _state
+from . import _host_print, _reinterpret, _state
 from ._scopes import BLOCK, BRANCH, LOOP, MISSING, Scopes, ScopeError
 from ._values import _BINOPS, _CMP_METHODS, _CMPOPS, _Element, _operand, _symbolic
 
@@ -61,8 +61,11 @@ class PrimFunc:
     """A parsed kernel: the C++ PrimFunc plus where it came from."""
 
     def __init__(self, func: _core.PrimFunc, source_file: str, source_line: int = 0,
-                 attrs: dict | None = None) -> None:
+                 attrs: dict | None = None, host_prints: list | None = None) -> None:
         self.func = func
+        # T.printf / T.dump_tensor written outside `with T.Kernel` (_host_print.py): printed by
+        # the launcher before ("before") or after ("after") each launch.
+        self.host_prints = list(host_prints or [])
         self.source_file = source_file
         self.source_line = source_line  # the first line of its definition (decorators included)
         self.attrs = dict(attrs or {})  # T.func_attr's, e.g. {"enable_auto_sync": True}
@@ -105,7 +108,7 @@ def prim_func(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         func = parser.parse_prim_func()
     finally:
         attrs = _state.end_func_attrs()
-    return PrimFunc(func, parser.file, parser.line_offset + 1, attrs)
+    return PrimFunc(func, parser.file, parser.line_offset + 1, attrs, parser.host_prints)
 
 
 def _function(fn: Any, what: str) -> Any:
@@ -182,6 +185,8 @@ class _Parser:
         self.caller = caller  # (file, line, via) of the kernel line that called this macro
         self.depth = depth  # macro nesting
         self.line = self.line_offset + 1
+        self.host_prints = []  # (when, what) of the prints outside T.Kernel (_host_print.py)
+        self.kernel_seen = False
 
     # ---- locations and errors ----------------------------------------------------------------
 
@@ -255,7 +260,7 @@ class _Parser:
                 self.bind(a.arg, p)
                 params.append(p)
             self.at(fdef)
-            return _core.prim_func(fdef.name, params, lambda: self.body(fdef.body), self.loc())
+            return _core.prim_func(fdef.name, params, lambda: self.top_body(fdef.body), self.loc())
         finally:
             _state.pop()
 
@@ -299,6 +304,14 @@ class _Parser:
     def body(self, stmts):
         for s in stmts:
             self.stmt(s)
+
+    def top_body(self, stmts):
+        """The kernel function's own statements: a T.printf or T.dump_tensor among them, outside
+        `with T.Kernel`, prints on the host (_host_print.py); the rest as any statements."""
+        for s in stmts:
+            self.at(s)
+            if not self.located(s, lambda: _host_print.take(self, s)):
+                self.stmt(s)
 
     def stmt(self, s):
         """One statement. This is the one place a failure of any kind becomes a tl_ascend.Error
@@ -448,6 +461,7 @@ class _Parser:
         if isinstance(ctx, T.If):
             return self.if_frame(s, ctx)
         if isinstance(ctx, T.Kernel):
+            self.kernel_seen = True
             self.check_int(s, "T.Kernel: the block count", ctx.num_blocks)
             if ctx.threads is not None:
                 self.check_int(s, "T.Kernel: threads", ctx.threads)
