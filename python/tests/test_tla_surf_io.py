@@ -137,3 +137,85 @@ def test_a_host_printf_whose_format_does_not_fit_its_numbers_is_an_error() -> No
             with T.Kernel(1, is_npu=True) as (cid, vid):
                 T.printf("%d\n", cid)
             T.printf("%d %d\n", 1)
+
+
+def test_a_kernel_level_dump_of_a_ub_tile_runs_on_the_aivs_only(capfd) -> None:
+    """Outside any T.Scope a dump of a UB tile runs where UB is (each AIV), not on the AIC,
+    which has no UB (print/elementwise_print.py's `T.dump_tensor(c_ub, ...)`)."""
+    @T.prim_func
+    def main(A: T.Tensor((2, 16), "int16"), C: T.Tensor((2, 16), "int16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, 16), "int16")
+            with T.Scope("V"):
+                T.copy(A[vid, 0], a)
+                T.barrier_all()
+            T.dump_tensor(a, 5)
+            with T.Scope("V"):
+                T.barrier_all()
+                T.copy(a, C[vid, 0])
+
+    a = torch.arange(32, dtype=torch.int16).reshape(2, 16)
+    c = tilelang.compile(main, out_idx=[-1], check_hazards=True)(a)
+    torch.testing.assert_close(c, a)
+    dumps = [ln for ln in capfd.readouterr().out.splitlines() if "dump_tensor desc=5" in ln]
+    assert sorted(ln.split("]")[0] for ln in dumps) == ["[block 0 AIV0", "[block 0 AIV1"]
+
+
+# ---- an L0C zero fill by T.Parallel in the cube scope -------------------------------------------------
+
+
+def grouped_dw(M: int, N: int, K: int, bm: int = 32, bn: int = 32, bk: int = 32, kmax: int = 4):
+    """C = A[:k_iters * bk]^T @ B[:k_iters * bk] per [bm, bn] block, k_iters read from GM at run
+    time (grouped_gemm/example_grouped_gemm_bwd.py): C_L0 is cleared by an element loop in the
+    cube scope first, so a block with no K step stores zeros."""
+    n_num = T.ceildiv(N, bn)
+
+    @T.prim_func
+    def main(A: T.Tensor((K, M), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16"),
+             kit: T.Tensor((1,), "int32")):
+        with T.Kernel(T.ceildiv(M, bm) * n_num, is_npu=True) as (cid, _):
+            mb = cid // n_num
+            nb = cid % n_num
+            k_iters = kit[0]
+            A_L1 = T.alloc_L1([bk, bm], "float16")
+            B_L1 = T.alloc_L1([bk, bn], "float16")
+            C_L0 = T.alloc_L0C([bm, bn], "float32")
+            with T.Scope("C"):
+                for i, j in T.Parallel(bm, bn):
+                    C_L0[i, j] = 0
+                for k in T.serial(kmax):
+                    if k < k_iters:
+                        T.copy(A[k * bk, mb * bm], A_L1)
+                        T.copy(B[k * bk, nb * bn], B_L1)
+                        T.barrier_all()
+                        T.gemm_v0(A_L1, B_L1, C_L0, transpose_A=True, init=(k == 0))
+                        T.barrier_all()
+                T.copy(C_L0, C[mb * bm, nb * bn])
+
+    return main
+
+
+@pytest.mark.parametrize("M,N,K,k_iters", [(1, 7, 33, 2), (7, 33, 100, 4), (33, 1000, 64, 0), (64, 64, 128, 1)])
+def test_an_l0c_zero_fill_in_the_cube_scope_clears_the_accumulator(M: int, N: int, K: int, k_iters: int) -> None:
+    torch.manual_seed(M + N + K)
+    A, B = torch.randn(K, M).half(), torch.randn(K, N).half()
+    kernel = tilelang.compile(grouped_dw(M, N, K), out_idx=[2], check_hazards=True, check_stale=True)
+    c = kernel(A, B, torch.tensor([k_iters], dtype=torch.int32))
+    rows = min(k_iters * 32, K)
+    ref = (A[:rows].double().T @ B[:rows].double()).half()
+    torch.testing.assert_close(c, ref, rtol=2e-3, atol=2e-3)
+
+
+def test_other_element_loops_in_the_cube_scope_stay_an_error() -> None:
+    @T.prim_func
+    def main(C: T.Tensor((32, 32), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, _):
+            C_L0 = T.alloc_L0C([32, 32], "float32")
+            with T.Scope("C"):
+                for i, j in T.Parallel(32, 32):
+                    C_L0[i, j] = 1.0
+                T.copy(C_L0, C[0, 0])
+
+    with pytest.raises(tilelang.Error, match=r"T\.Parallel in an expert kernel is lowered only inside "
+                                             r"T::Scope\(Core::Vector\)"):
+        tilelang.compile(main, out_idx=[0])

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from . import _host_print, _reinterpret, _state
+from . import _cube_zero, _host_print, _reinterpret, _state
 from ._scopes import BLOCK, BRANCH, LOOP, MISSING, Scopes, ScopeError
 from ._values import _BINOPS, _CMP_METHODS, _CMPOPS, _Element, _operand, _symbolic
 
@@ -187,6 +187,7 @@ class _Parser:
         self.line = self.line_offset + 1
         self.host_prints = []  # (when, what) of the prints outside T.Kernel (_host_print.py)
         self.kernel_seen = False
+        self.core_scope = None  # "C" or "V" inside a `with T.Scope(...)` (_cube_zero.py)
 
     # ---- locations and errors ----------------------------------------------------------------
 
@@ -478,7 +479,11 @@ class _Parser:
         elif isinstance(ctx, T.Scope):
             if item.optional_vars is not None:
                 self.fail(s, "T.Scope binds no names")
-            _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)
+            outer, self.core_scope = self.core_scope, "C" if str(ctx.core) in ("C", "Cube", "cube") else "V"
+            try:
+                _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)
+            finally:
+                self.core_scope = outer
         else:
             self.fail(s, f"`with` in a kernel takes T.Kernel or T.Scope, got {ctx!r}")
 
@@ -556,6 +561,8 @@ class _Parser:
         if isinstance(loop, T._Loop):
             if len(names) != len(loop.extents):
                 self.fail(s, f"{len(loop.extents)} loop extents but {len(names)} loop variables")
+            if _cube_zero.lower(self, s, loop, names):  # an L0C zero fill in the cube scope
+                return
             self.nested_loops(loop, names, 0, {}, s, loc)
         elif isinstance(loop, T.Persistent):
             if len(names) != len(loop.domain):
