@@ -26,6 +26,8 @@ from . import _ops
 from . import _real_shape
 from . import _short_read
 from . import _reinterpret
+from . import _host_print
+from ._frames import Else, If, Then  # noqa: F401  (TVMScript's if frames, _frames.py)
 from . import parser as _parser
 from ._values import imm as _imm
 
@@ -280,24 +282,6 @@ class Scope(_Marker):
             shown = f'"{core}"' if isinstance(core, str) else _what(core)
             _core.user_error(_loc(), f'T.Scope: argument \'core\' must be "C" (the AIC) or "V" (the AIVs), got {shown}')
         self.core = core
-
-
-class If(_Marker):
-    """`with T.If(cond):` TVMScript's if frame, as TileLang-Ascend scripts write it: its body is
-    a `with T.Then():` block and optionally a `with T.Else():` block (parser.py turns it into
-    the kernel `if` a Python `if cond:` ... `else:` makes)."""
-
-    def __init__(self, condition):
-        _expr("If", "condition", condition)
-        self.condition = condition
-
-
-class Then(_Marker):
-    """`with T.Then():` the branch of the enclosing `with T.If(cond):` taken when cond holds."""
-
-
-class Else(_Marker):
-    """`with T.Else():` the branch of the enclosing `with T.If(cond):` taken otherwise."""
 
 
 class _Loop(_Marker):
@@ -627,28 +611,8 @@ def dump_tensor(src, desc=0, dump_size=None, shape_info=None):
     (how to lay them out) are checked, not used: tl-ascend prints the whole tile with its own
     shape, so dump_size must be its element count and shape_info, if given, hold that many.
     Outside `with T.Kernel` it prints a tensor parameter on the host (_host_print.py)."""
-    _dump_checks(src, desc, dump_size, shape_info)
+    _host_print.dump_checks(src, desc, dump_size, shape_info)
     _emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
-
-
-def _dump_checks(src, desc, dump_size, shape_info):
-    _int("dump_tensor", "desc", desc)
-    if dump_size is not None:
-        _int("dump_tensor", "dump_size", dump_size)
-        whole = _ops._whole_elements(src._tl_region() if hasattr(src, "_tl_region") else src)
-        if whole != dump_size:
-            shown = "a symbolic number of" if whole is None else whole
-            _bad("dump_tensor", "dump_size", f"src's element count ({shown} elements: tl-ascend dumps whole "
-                 "tiles; slice src to dump part of it)", dump_size)
-    if shape_info is not None:
-        dims = list(shape_info) if isinstance(shape_info, (tuple, list)) else None
-        if dims is None or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
-            _bad("dump_tensor", "shape_info", "a tuple of positive ints", shape_info)
-        n = 1
-        for d in dims:
-            n *= d
-        if dump_size is not None and n != dump_size:
-            _bad("dump_tensor", "shape_info", f"a shape of dump_size={dump_size} elements", shape_info)
 
 
 # ---- Scalar expressions -----------------------------------------------------------------------------

@@ -20,6 +20,15 @@ from typing import Any
 from .. import _core
 
 
+def top_body(parser: Any, stmts: list) -> None:
+    """The kernel function's own statements: a T.printf or T.dump_tensor among them, outside
+    `with T.Kernel`, is recorded as a host print; the rest are parsed as any statements."""
+    for s in stmts:
+        parser.at(s)
+        if not parser.located(s, lambda: take(parser, s)):
+            parser.stmt(s)
+
+
 def take(parser: Any, s: ast.stmt) -> bool:
     """Records `s` as a host print when it is one (returns True); False leaves it to the parser."""
     if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)):
@@ -56,13 +65,35 @@ def _text(parser: Any, s: ast.stmt, fmt: Any = None, *values: Any) -> str:
 
 def _dump(parser: Any, s: ast.stmt, src: Any = None, desc: Any = 0, dump_size: Any = None,
           shape_info: Any = None) -> tuple:
-    from . import _dump_checks
-
     if not isinstance(src, _core.Buffer) or src.scope != "global":
         parser.fail(s, f"T.dump_tensor outside T.Kernel prints on the host: argument 'src' must be a tensor "
                        f"parameter of the kernel, got {src!r} (dump on-chip tiles inside the kernel)")
-    _dump_checks(src, desc, dump_size, shape_info)
+    dump_checks(src, desc, dump_size, shape_info)
     return ("dump", src.name, int(desc), src.dtype)
+
+
+def dump_checks(src: Any, desc: Any, dump_size: Any, shape_info: Any) -> None:
+    """T.dump_tensor's arguments: desc an int; dump_size, if given, src's element count
+    (tl-ascend dumps whole tiles); shape_info, if given, positive ints holding dump_size."""
+    from . import _bad, _int, _ops
+
+    _int("dump_tensor", "desc", desc)
+    if dump_size is not None:
+        _int("dump_tensor", "dump_size", dump_size)
+        whole = _ops._whole_elements(src._tl_region() if hasattr(src, "_tl_region") else src)
+        if whole != dump_size:
+            shown = "a symbolic number of" if whole is None else whole
+            _bad("dump_tensor", "dump_size", f"src's element count ({shown} elements: tl-ascend dumps whole "
+                 "tiles; slice src to dump part of it)", dump_size)
+    if shape_info is not None:
+        dims = list(shape_info) if isinstance(shape_info, (tuple, list)) else None
+        if dims is None or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+            _bad("dump_tensor", "shape_info", "a tuple of positive ints", shape_info)
+        n = 1
+        for d in dims:
+            n *= d
+        if dump_size is not None and n != dump_size:
+            _bad("dump_tensor", "shape_info", f"a shape of dump_size={dump_size} elements", shape_info)
 
 
 def run(prints: list, when: str, params: list, arrays: list) -> None:

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from . import _cube_zero, _host_print, _reinterpret, _state
+from . import _cube_zero, _frames, _host_print, _reinterpret, _state
 from ._scopes import BLOCK, BRANCH, LOOP, MISSING, Scopes, ScopeError
 from ._values import _BINOPS, _CMP_METHODS, _CMPOPS, _Element, _operand, _symbolic
 
@@ -261,7 +261,7 @@ class _Parser:
                 self.bind(a.arg, p)
                 params.append(p)
             self.at(fdef)
-            return _core.prim_func(fdef.name, params, lambda: self.top_body(fdef.body), self.loc())
+            return _core.prim_func(fdef.name, params, lambda: _host_print.top_body(self, fdef.body), self.loc())
         finally:
             _state.pop()
 
@@ -305,14 +305,6 @@ class _Parser:
     def body(self, stmts):
         for s in stmts:
             self.stmt(s)
-
-    def top_body(self, stmts):
-        """The kernel function's own statements: a T.printf or T.dump_tensor among them, outside
-        `with T.Kernel`, prints on the host (_host_print.py); the rest as any statements."""
-        for s in stmts:
-            self.at(s)
-            if not self.located(s, lambda: _host_print.take(self, s)):
-                self.stmt(s)
 
     def stmt(self, s):
         """One statement. This is the one place a failure of any kind becomes a tl_ascend.Error
@@ -446,21 +438,13 @@ class _Parser:
             self.scopes.pop()
 
     def stmt_With(self, s):
-        if len(s.items) > 1:
-            # `with A, B:` is `with A:` around `with B:` (Python's own meaning; TileLang-Ascend
-            # writes `with T.If(c), T.Then():`).
-            inner = ast.With(items=s.items[1:], body=s.body)
-            ast.copy_location(inner, s)
-            s = ast.With(items=s.items[:1], body=[inner])
-            ast.copy_location(s, inner)
+        s = _frames.one_item(s)
         item = s.items[0]
         ctx = self.eval(item.context_expr)
         T = _lang()
         loc = self.loc(s)
-        if isinstance(ctx, (T.Then, T.Else)):
-            self.fail(s, f"`with T.{type(ctx).__name__}():` belongs directly inside a `with T.If(cond):` block")
-        if isinstance(ctx, T.If):
-            return self.if_frame(s, ctx)
+        if isinstance(ctx, (T.If, T.Then, T.Else)):
+            return _frames.if_frame(self, s, ctx)
         if isinstance(ctx, T.Kernel):
             self.kernel_seen = True
             self.check_int(s, "T.Kernel: the block count", ctx.num_blocks)
@@ -480,43 +464,10 @@ class _Parser:
             if item.optional_vars is not None:
                 self.fail(s, "T.Scope binds no names")
             outer, self.core_scope = self.core_scope, "C" if str(ctx.core) in ("C", "Cube", "cube") else "V"
-            try:
-                _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)
-            finally:
-                self.core_scope = outer
+            _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)  # an error ends the parse
+            self.core_scope = outer
         else:
             self.fail(s, f"`with` in a kernel takes T.Kernel or T.Scope, got {ctx!r}")
-
-    def if_frame(self, s, ctx):
-        """`with T.If(cond):` holding `with T.Then():` and optionally `with T.Else():` (TVMScript's
-        IfFrame, which TileLang-Ascend re-exports): the kernel `if` of stmt_If."""
-        T = _lang()
-        if s.items[0].optional_vars is not None:
-            self.fail(s, "T.If binds no names")
-        branches = {}
-        for b in s.body:
-            if isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
-                continue
-            kind = None
-            if isinstance(b, ast.With) and len(b.items) == 1 and b.items[0].optional_vars is None:
-                frame = self.eval(b.items[0].context_expr)
-                kind = type(frame) if isinstance(frame, (T.Then, T.Else)) else None
-            if kind is None:
-                self.fail(b, f"a `with T.If(cond):` block holds `with T.Then():` and `with T.Else():` blocks "
-                             f"only, got `{_text(b)}`")
-            name = kind.__name__
-            if name in branches or (name == "Then" and "Else" in branches):
-                self.fail(b, f"`with T.{name}():` {'again' if name in branches else 'after T.Else'} in one T.If")
-            branches[name] = b.body
-        if "Then" not in branches:
-            self.fail(s, "a `with T.If(cond):` block needs a `with T.Then():` block")
-        cond = ctx.condition
-        then_body, else_body = branches["Then"], branches.get("Else", [])
-        if not _symbolic(cond):
-            self.body(then_body if cond else else_body)
-            return
-        else_cb = (lambda: self.scoped(else_body, kind=BRANCH)) if else_body else None
-        _core.If(_operand(cond), lambda: self.scoped(then_body, kind=BRANCH), else_cb, self.loc(s))
 
     def check_int(self, s, what, v):
         """`v` is an integer (a Python int or an integer kernel expression), or an error."""
