@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace tl {
 
@@ -20,6 +21,21 @@ inline size_t broadcast_source_skip(std::span<const int64_t> src_extents) {
   size_t skip = 0;
   while (skip + 1 < src_extents.size() && src_extents[skip] == 1) ++skip;
   return skip;
+}
+
+/// T.tile.broadcast's source extents as the broadcast reads them: the leading unit dimensions
+/// dropped (broadcast_source_skip), then, with `axis` 1 (TileLang-Ascend's `axis=1`: the source
+/// is one value per destination row) and a source of one dimension left, a unit dimension
+/// appended, so [n] reads as the column [n, 1]. `axis` -1 (the default) and 0 (a row, the
+/// right-aligned reading) change nothing. Flat source indices are unchanged by either step.
+inline std::vector<int64_t> broadcast_source_extents(std::span<const int64_t> src_extents,
+                                                     int64_t axis) {
+  const size_t skip = broadcast_source_skip(src_extents), n = src_extents.size() - skip;
+  // Sized once and filled (the appended unit dimension is the fill value): GCC 12's
+  // -Warray-bounds misreads a push_back onto a vector copied from a span.
+  std::vector<int64_t> e(n + (axis == 1 && n == 1 ? 1 : 0), 1);
+  for (size_t i = 0; i < n; ++i) e[i] = src_extents[skip + i];
+  return e;
 }
 
 }  // namespace tl

@@ -108,6 +108,12 @@ void bind_ir(nb::module_& m) {
   nb::class_<BufferRegion>(m, "BufferRegion")
       .def_prop_ro("buffer", [](const BufferRegion& r) { return r.buffer; })
       .def_prop_ro("extents", [](const BufferRegion& r) { return region_extents(r); })
+      .def_prop_ro("starts",
+                   [](const BufferRegion& r) {
+                     std::vector<Expr> s;
+                     for (const auto& x : r.ranges) s.push_back(x.min);
+                     return s;
+                   })
       .def("__repr__", [](const BufferRegion& r) { return print(r); });
 
   nb::class_<Buffer>(m, "Buffer")

@@ -238,6 +238,11 @@ PUBLIC: Dict[str, Tuple] = {
     "tile.bitwise_rshift": (("grep",), ("error", lambda: T.tile.bitwise_rshift(1, 2, 3), r"T.tile.shift_right: " + NOT_TILE)),
     "tile.bitwise_lshift": (("grep",), ("error", lambda: T.tile.bitwise_lshift(1, 2, 3), r"T.tile.shift_left: " + NOT_TILE)),
     "tile.atomic_add": (("grep",), ("error", lambda: T.tile.atomic_add(1, 2), r"T.atomic_add: " + NOT_TILE)),
+    # TVMScript's if frames and T.tile.mul_add_dst (test_tla_surf_ops.py)
+    "If": (("grep",), ("error", lambda: T.If("x"), r"T.If: argument 'condition' " + NOT_EXPR)),
+    "Then": (("grep",), ("ok", lambda: T.Then() is not None)),
+    "Else": (("grep",), ("ok", lambda: T.Else() is not None)),
+    "tile.mul_add_dst": (("grep",), ("error", lambda: T.tile.mul_add_dst(1, 2, 3), r"T.tile.mul_add_dst: " + NOT_TILE)),
 }
 
 

@@ -30,6 +30,7 @@ from .language.parser import PrimFunc  # noqa: F401
 # tilelang.cdiv (TileLang's `from .math import *`), tilelang.profiler.do_bench.
 from . import cache, math, profiler  # noqa: F401,E402
 from .math import cdiv, next_power_of_2  # noqa: F401
+from ._autotune import autotune  # noqa: F401,E402
 
 # The project's one version number is project(VERSION) in CMakeLists.txt; the extension carries it.
 __version__: str = _core.version

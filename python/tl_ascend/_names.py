@@ -67,11 +67,8 @@ def unknown(module: str, name: str, known: Iterable[str], hints: Mapping[str, st
 
 # ---- What TileLang-Ascend scripts name that tl-ascend spells otherwise or lacks --------------------
 
-_IF = ("write a Python `if cond:` ... `else:` in the kernel (a kernel `if` when cond is symbolic; "
-       "docs/python.md, \"Writing kernels\")")
 
 T_HINTS: dict[str, str] = {
-    "If": _IF, "Then": _IF, "Else": _IF,
     "reinterpret": "not supported yet: T.view(buffer, dtype) reads a whole buffer's bytes as another dtype",
     "call_extern": "not supported: tl-ascend has no extern calls (every op is a T.* or T.tile.* primitive)",
     "shmem_put_nbi": "not supported: tl-ascend has one device (no shmem across devices)",
@@ -86,7 +83,6 @@ T_HINTS: dict[str, str] = {
 
 TILE_HINTS: dict[str, str] = {
     "atomic_add": "T.atomic_add(dst, src) (a data movement, not a T.tile vector op in tl-ascend)",
-    "mul_add_dst": "not supported yet: T.tile.mul into a temporary, then T.tile.add (or T.tile.axpy for a scalar)",
     "bitwise_rshift": "T.tile.shift_right", "bitwise_lshift": "T.tile.shift_left",
     "reduce_sum": "T.reduce_sum(src, dst, dim) (reductions are T.*, not T.tile.*)",
     "reduce_max": "T.reduce_max(src, dst, dim)", "reduce_min": "T.reduce_min(src, dst, dim)",
@@ -112,8 +108,7 @@ def tile_hint(name: str, known: Iterable[str]) -> dict[str, str]:
 
 
 TILELANG_HINTS: dict[str, str] = {
-    "autotune": "not supported yet: call the generator with each configuration (kernel.profile gives simulated time)",
-    "autotuner": "not supported yet: call the generator with each configuration (kernel.profile gives simulated time)",
+    "autotuner": "tilelang.autotune(configs=...) above @tilelang.jit (the AutoTuner class is not in tl-ascend)",
     "engine": "not supported: tl_ascend.compile(prim_func) compiles, kernel.get_kernel_source() shows the result",
     "carver": "not supported: tl-ascend has no carver; choose tile sizes by hand",
     "Profiler": "tl_ascend.profiler.do_bench(fn), or kernel.profile(*inputs) for the timing model's profile",

@@ -486,6 +486,11 @@ class JITKernel:
             timeline: OutPath = None, threads: int | None = None, check_stale: bool | None = None) -> Any:
         """Runs the kernel and returns its outputs (`kernel(*args)` is run with the defaults)."""
         packed, outputs = self._arguments(args)
+        host_prints = getattr(self.func, "host_prints", None)
+        if host_prints:
+            from .language import _host_print
+            arrays = [a[0] if isinstance(a, tuple) else a for a in packed]
+            _host_print.run(host_prints, "before", self.params, arrays)
         mode = mode or self.mode
         recording = getattr(_recording, "launches", None)
         timed = mode == "timed" or trace is not None or timeline is not None or recording is not None
@@ -495,6 +500,8 @@ class JITKernel:
             self.last_profile = prof
             if recording is not None:
                 recording.append(float(prof["total_us"]))
+        if host_prints:
+            _host_print.run(host_prints, "after", self.params, arrays)
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -516,6 +523,18 @@ class JITKernel:
         and the printed table (`table`)."""
         self.run(*args, mode="timed", trace=trace, timeline=timeline)
         return self.last_profile
+
+    # Set on the kernel tilelang.autotune picks (_autotune.py): its configuration, simulated
+    # time (ms) and the reference's time (ms, None without ref_prog).
+    config: dict[str, Any] | None = None
+    latency: float | None = None
+    ref_latency: float | None = None
+
+    def get_tuner_result(self) -> dict[str, Any]:
+        """TileLang-Ascend's kernel.get_tuner_result(): the autotuner's choice for this kernel."""
+        if self.config is None:
+            raise _core.Error(f"kernel '{self.func.name}' was not chosen by tilelang.autotune: it has no tuner result")
+        return {"latency": self.latency, "config": self.config, "ref_latency": self.ref_latency}
 
     def __repr__(self) -> str:
         return f"<tl_ascend JITKernel '{self.func.name}' on {self.target}>"

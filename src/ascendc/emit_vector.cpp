@@ -255,7 +255,10 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     auto cols = as_const_int(dst.cols);
     const int64_t es = dtype_bytes(dst.buf->dtype);
     auto drows = as_const_int(dst.rows);
-    if (dn && sn && cols && drows && is_const(src.cols, 1) && *sn == *drows && *cols > 1) {
+    // axis=1 reads a one-dimensional source as the column [n, 1] (tl/shape_rules.h).
+    const bool column =
+        is_const(src.cols, 1) || (n.attr_int("axis") == 1 && sn && drows && *sn == *drows);
+    if (dn && sn && cols && drows && column && *sn == *drows && *cols > 1) {
       // A column ([R, 1] -> [R, C]): Brcb writes each of 8 source elements into one block per
       // repeat; with the block stride one dst row and the repeat stride eight, one Brcb call per
       // 32-byte column block of dst fills that block of every row ("Brcb" API page). Exact: it

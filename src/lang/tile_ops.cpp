@@ -12,8 +12,8 @@ namespace {
 /// Gives every start-point region in `args` the extents of the first full tile operand.
 void resolve_start_point_regions(std::vector<TileArg>& args, std::string_view op,
                                  const SourceLoc& loc) {
-  const BufferRegion* full = nullptr;
-  for (const auto& a : args)
+  BufferRegion* full = nullptr;
+  for (auto& a : args)
     if (a.is_region() && !a.region.partial()) {
       full = &a.region;
       break;
@@ -26,6 +26,15 @@ void resolve_start_point_regions(std::vector<TileArg>& args, std::string_view op
                  "operand is a full region",
                  op, a.region.buffer->name);
     size_t n = a.region.ranges.size(), m = full->ranges.size();
+    if (n < m && op == "copy" && a.region.buffer->scope == MemScope::GM &&
+        (full->buffer->scope == MemScope::L1 || full->buffer->scope == MemScope::L0C)) {
+      // A GM start point against a cube-side tile of more dimensions (`T.copy(x[k], x_L1)`,
+      // x of one dimension, x_L1 [16, K]; `T.copy(c_L0C, y[n])`): TileLang-Ascend's copy gives
+      // the GM side the tile's trailing extents and moves the tile's first row (a [1, K] row
+      // still takes a whole 16-row fractal in L1; the other rows are left as they were). The
+      // tile side becomes that row, so both sides name the elements the copy moves.
+      for (size_t i = 0; i < m - n; ++i) full->ranges[i].extent = Expr(1);
+    }
     if (n < m) {
       // Fewer indices than the full region's rank: the start point takes the full region's
       // trailing n extents, as TileLang-Ascend's copy does (`A[r, c]` against `a_ub[0, :, :]`

@@ -18,18 +18,21 @@ namespace tl::npu {
 /// `src_flat` is the region-relative flat index (TileRef::at_flat) of the first source element
 /// the row reads; with `last_kept` the row copies cols consecutive source elements, otherwise
 /// it repeats that one element. Returns an empty string, or (calling nothing) why the shapes
-/// cannot broadcast.
+/// cannot broadcast. `axis` is the op's attribute (tl/shape_rules.h, broadcast_source_extents).
 template <typename RowFn>
-std::string broadcast_rows(const TileRef& d, const TileRef& s, RowFn&& row) {
-  const std::vector<int64_t> se_all(s.extent.begin(), s.extent.end());
+std::string broadcast_rows(const TileRef& d, const TileRef& s, int64_t axis, RowFn&& row) {
+  const std::vector<int64_t> se_all = broadcast_source_extents(s.extent, axis);
   const size_t nd = d.extent.size();
-  const size_t ns = se_all.size() - broadcast_source_skip(se_all);
+  const size_t ns = se_all.size();
   if (ns > nd) return "'src' has rank " + std::to_string(ns) + ", 'dst' rank " + std::to_string(nd);
   for (size_t i = 0; i < ns; ++i) {
     const int64_t se = se_all[se_all.size() - 1 - i], de = d.extent[nd - 1 - i];
-    if (se != 1 && se != de)
-      return "dimension " + std::to_string(se_all.size() - 1 - i) + " of 'src' is " +
-             std::to_string(se) + ", expected 1 or " + std::to_string(de);
+    if (se != 1 && se != de) {
+      std::string read;
+      for (int64_t e : se_all) read += (read.empty() ? "" : ", ") + std::to_string(e);
+      return "dimension " + std::to_string(se_all.size() - 1 - i) + " of 'src' (read as [" + read +
+             "]) is " + std::to_string(se) + ", expected 1 or " + std::to_string(de);
+    }
   }
   // Leading unit dimensions skipped above add nothing to a flat index: the map is computed on
   // the trailing `ns` dimensions only.

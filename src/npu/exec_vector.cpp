@@ -497,17 +497,18 @@ void broadcast(const TileOpNode& n, Core& c) {
   TileRef d = c.operand(n, "dst"), s = c.operand(n, "src");
   const int64_t es = dtype_bytes(d.dtype), cols = d.cols();
   const bool contiguous = s.strides.back() == 1 && d.strides.back() == 1;
-  std::string why = broadcast_rows(d, s, [&](int64_t r, int64_t sflat, bool last_kept) {
-    uint8_t* dst = row_ptr(d, r);
-    if (last_kept && contiguous) {
-      std::memcpy(dst, s.at_flat(sflat), cols * es);  // a source row is contiguous in UB
-    } else if (last_kept) {
-      for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, s.at_flat(sflat + k), es);
-    } else {
-      const uint8_t* v = s.at_flat(sflat);
-      for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, v, es);
-    }
-  });
+  std::string why =
+      broadcast_rows(d, s, n.attr_int("axis"), [&](int64_t r, int64_t sflat, bool last_kept) {
+        uint8_t* dst = row_ptr(d, r);
+        if (last_kept && contiguous) {
+          std::memcpy(dst, s.at_flat(sflat), cols * es);  // a source row is contiguous in UB
+        } else if (last_kept) {
+          for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, s.at_flat(sflat + k), es);
+        } else {
+          const uint8_t* v = s.at_flat(sflat);
+          for (int64_t k = 0; k < cols; ++k) std::memcpy(dst + k * es, v, es);
+        }
+      });
   if (!why.empty()) c.fail("T.tile.broadcast: " + why);
 }
 

@@ -230,7 +230,7 @@ void broadcast(const TileOpNode& n, Core& c) {
   TileRef d = shadow_of(c, c.operand(n, "dst")), s = shadow_of(c, c.operand(n, "src"));
   if (dtype_bytes(d.dtype) != dtype_bytes(s.dtype)) return;
   const int64_t es = dtype_bytes(d.dtype), cols = d.cols();
-  broadcast_rows(d, s, [&](int64_t r, int64_t sflat, bool last_kept) {
+  broadcast_rows(d, s, n.attr_int("axis"), [&](int64_t r, int64_t sflat, bool last_kept) {
     uint8_t* dst = row_ptr(d, r);
     for (int64_t k = 0; k < cols; ++k)
       std::memcpy(dst + k * es, s.at_flat(last_kept ? sflat + k : sflat), es);

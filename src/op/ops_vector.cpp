@@ -105,9 +105,12 @@ void register_vector_ops(OpList& ops) {
                     "dst = the elements of src selected by a fixed pattern or a bitmask", kAnyWidth,
                     CostClass::VecSimple, {{"pattern", std::string(""), kGatherPatterns}},
                     rules::rule_gather_mask));
+  // axis (TileLang-Ascend's, tl/shape_rules.h): -1 reads src right-aligned; 1 reads a source of
+  // one dimension as a column [n, 1]; 0 states the right-aligned row.
   ops.push_back(vec("broadcast", RowMap::Broadcast, {out("dst"), in("src")},
                     "dst = src broadcast along its size-1 (or missing leading) dimensions",
-                    kAnyWidth, CostClass::VecSimple, {}, rules::rule_broadcast));
+                    kAnyWidth, CostClass::VecSimple, {{"axis", int64_t{-1}, {}}},
+                    rules::rule_broadcast));
   ops.push_back(vec("transpose", RowMap::Whole, {out("dst"), in("src")},
                     "dst = src^T for one 16x16 16-bit block",
                     {D::Int16, D::UInt16, D::Float16, D::BFloat16}, CostClass::VecSimple, {},

@@ -180,6 +180,13 @@ std::optional<CoreKind> op_core(const TileOpNode& n, const Target& t) {
     case OpUnit::Vector:
       return CoreKind::Vector;
     case OpUnit::Debug:
+      // A dump of an on-chip tile runs on the core that has that memory (a UB tile on the
+      // AIVs: TileLang-Ascend's kernel-level T.dump_tensor(c_ub, ...) outside any scope);
+      // a printf or a GM dump wherever it is placed.
+      for (const auto& a : n.args)
+        if (a.is_region())
+          if (auto c = t.memory_core(a.region.buffer->scope)) return c;
+      return std::nullopt;
     case OpUnit::Scalar:
       return std::nullopt;
     case OpUnit::Move: {

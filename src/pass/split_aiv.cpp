@@ -296,7 +296,12 @@ class AivSplit {
         if (ub.size() == 2) {
           const BufferNode* dst = ub[0]->buffer.get();
           const BufferNode* src = ub[1]->buffer.get();
-          if (src->ndim() == 1 && dst->ndim() >= 1)
+          // A one-dimensional source is a row of dst (its last dimension) or, with axis=1, a
+          // column: one value per row (tl/shape_rules.h, broadcast_source_extents).
+          const bool column = op->attr_int("axis") == 1;
+          if (src->ndim() == 1 && column && dst->ndim() >= 2)
+            labels_.unite(src, 0, dst, static_cast<int>(dst->ndim()) - 2);
+          else if (src->ndim() == 1 && dst->ndim() >= 1 && !column)
             labels_.unite(src, 0, dst, static_cast<int>(dst->ndim()) - 1);
           else
             unite_all_dims(*ub[0], *ub[1], what);

@@ -278,6 +278,27 @@ void rule_broadcast(const TileOpNode& n, VerifyContext& ctx) {
   check_vector_dtype(n, ctx, "dst");
   check_same_dtype(n, ctx, "dst", "src");
   auto ed = region_extents(*dst), es = squeeze(region_extents(*src));
+  // axis (tl/shape_rules.h, broadcast_source_extents): 1 reads a one-dimensional source as a
+  // column, one value per destination row; 0 is the right-aligned row.
+  const int64_t axis = n.attr_int("axis");
+  if (axis < -1 || axis > 1) {
+    ctx.error(n, "axis", "broadcast-axis",
+              fmt::format("axis must be 0 (a row), 1 (a column) or -1 (inferred), got {}", axis));
+    return;
+  }
+  // A source of two or more dimensions states its own orientation, which axis must agree with
+  // (TileLang-Ascend: src[axis] is the unit dimension); a one-dimensional one takes axis's.
+  const auto raw = region_extents(*src);
+  const bool row_src = raw.size() < 2 || const_int(raw[raw.size() - 2]) == 1;
+  const bool col_src = raw.size() < 2 || const_int(raw.back()) == 1;
+  if ((axis == 0 && !row_src) || (axis == 1 && !col_src)) {
+    ctx.error(n, "axis", "broadcast-axis",
+              fmt::format("axis={} broadcasts a {}, but the source is {}", axis,
+                          axis == 0 ? "row ([n] or [1, n])" : "column ([n] or [n, 1])",
+                          fmt_extents(raw)));
+    return;
+  }
+  if (axis == 1 && es.size() == 1) es.push_back(Expr(1));
   bool ok = es.size() <= ed.size();
   for (size_t i = 0; ok && i < es.size(); ++i) {
     auto s = const_int(es[es.size() - 1 - i]), d = const_int(ed[ed.size() - 1 - i]);

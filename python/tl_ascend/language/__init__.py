@@ -26,6 +26,8 @@ from . import _ops
 from . import _real_shape
 from . import _short_read
 from . import _reinterpret
+from . import _host_print
+from ._frames import Else, If, Then  # noqa: F401  (TVMScript's if frames, _frames.py)
 from . import parser as _parser
 from ._values import imm as _imm
 
@@ -603,8 +605,13 @@ def printf(fmt, *args):
 print = printf  # noqa: A001  (TileLang's T.print)
 
 
-def dump_tensor(src, desc=0):
-    _int("dump_tensor", "desc", desc)
+def dump_tensor(src, desc=0, dump_size=None, shape_info=None):
+    """T.dump_tensor(src, desc[, dump_size, shape_info]): prints src's elements (AscendC
+    DumpTensor). TileLang-Ascend's dump_size (how many elements from the start) and shape_info
+    (how to lay them out) are checked, not used: tl-ascend prints the whole tile with its own
+    shape, so dump_size must be its element count and shape_info, if given, hold that many.
+    Outside `with T.Kernel` it prints a tensor parameter on the host (_host_print.py)."""
+    _host_print.dump_checks(src, desc, dump_size, shape_info)
     _emit("dump_tensor", [src], {"desc": int(desc)}, _loc())
 
 

@@ -70,6 +70,8 @@ def emit(op_name, *args, **kwargs):
         kind = operands[min(i, len(operands) - 1)]["kind"]
         if kind != "tile" and hasattr(v, "_tl_expr") and hasattr(v, "_tl_region"):
             values[i] = v._tl_expr()
+        elif kind == "scalar":
+            values[i] = _one_element(op_name, names[min(i, len(names) - 1)], v)
     check_operands(op_name, values)
     for (op, attr), enum in _ATTR_ENUMS.items():
         v = attr_values.get(attr) if op == op_name else None
@@ -79,6 +81,28 @@ def emit(op_name, *args, **kwargs):
                                                    f"{', '.join(enum)} (or its number), got '{v}'")
             attr_values[attr] = enum[v]
     _core.emit(op_name, values, attr_values, _state.current())
+
+
+def _one_element(op_name, name, v):
+    """A one-element on-chip buffer or region where a scalar operand is expected reads that
+    element (TileLang-Ascend's `T.tile.fill(col, total)` with `total = T.alloc_ub([1], ...)`: the
+    scalar unit reads it from UB, as `m[h]` does); a larger one is an error naming the operand."""
+    if isinstance(v, _core.Buffer):
+        dims, starts, buf = v.shape, [0] * v.ndim, v
+    elif isinstance(v, _core.BufferRegion):
+        dims, starts, buf = v.extents, v.starts, v.buffer
+    else:
+        return v
+    if buf.scope == "var":
+        return v  # a T.alloc_var scalar: the builder reads it
+    n = _whole_elements(v)
+    if buf.scope == "global" or n != 1:
+        what = f"{n} elements" if n is not None else "a symbolic number of elements"
+        _core.user_error(_state.current(),
+                         f"T.{op_name}: operand '{name}' is a scalar: a buffer stands for one only when it is a "
+                         f"one-element on-chip tile, got '{buf.name}' ({buf.scope}, {what}, shape "
+                         f"{[d.const_value() if hasattr(d, 'const_value') else d for d in dims]})")
+    return buf.load(list(starts))
 
 
 _EXPECTED = {"tile": "a buffer or buffer region", "scalar": "an int, float, bool or kernel expression",

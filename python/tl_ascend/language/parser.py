@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _core
-from . import _reinterpret, _state
+from . import _cube_zero, _frames, _host_print, _reinterpret, _state
 from ._scopes import BLOCK, BRANCH, LOOP, MISSING, Scopes, ScopeError
 from ._values import _BINOPS, _CMP_METHODS, _CMPOPS, _Element, _operand, _symbolic
 
@@ -61,8 +61,11 @@ class PrimFunc:
     """A parsed kernel: the C++ PrimFunc plus where it came from."""
 
     def __init__(self, func: _core.PrimFunc, source_file: str, source_line: int = 0,
-                 attrs: dict | None = None) -> None:
+                 attrs: dict | None = None, host_prints: list | None = None) -> None:
         self.func = func
+        # T.printf / T.dump_tensor written outside `with T.Kernel` (_host_print.py): printed by
+        # the launcher before ("before") or after ("after") each launch.
+        self.host_prints = list(host_prints or [])
         self.source_file = source_file
         self.source_line = source_line  # the first line of its definition (decorators included)
         self.attrs = dict(attrs or {})  # T.func_attr's, e.g. {"enable_auto_sync": True}
@@ -105,7 +108,7 @@ def prim_func(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         func = parser.parse_prim_func()
     finally:
         attrs = _state.end_func_attrs()
-    return PrimFunc(func, parser.file, parser.line_offset + 1, attrs)
+    return PrimFunc(func, parser.file, parser.line_offset + 1, attrs, parser.host_prints)
 
 
 def _function(fn: Any, what: str) -> Any:
@@ -182,6 +185,9 @@ class _Parser:
         self.caller = caller  # (file, line, via) of the kernel line that called this macro
         self.depth = depth  # macro nesting
         self.line = self.line_offset + 1
+        self.host_prints = []  # (when, what) of the prints outside T.Kernel (_host_print.py)
+        self.kernel_seen = False
+        self.core_scope = None  # "C" or "V" inside a `with T.Scope(...)` (_cube_zero.py)
 
     # ---- locations and errors ----------------------------------------------------------------
 
@@ -255,7 +261,7 @@ class _Parser:
                 self.bind(a.arg, p)
                 params.append(p)
             self.at(fdef)
-            return _core.prim_func(fdef.name, params, lambda: self.body(fdef.body), self.loc())
+            return _core.prim_func(fdef.name, params, lambda: _host_print.top_body(self, fdef.body), self.loc())
         finally:
             _state.pop()
 
@@ -432,13 +438,15 @@ class _Parser:
             self.scopes.pop()
 
     def stmt_With(self, s):
-        if len(s.items) != 1:
-            self.fail(s, "one `with` item at a time in a kernel")
+        s = _frames.one_item(s)
         item = s.items[0]
         ctx = self.eval(item.context_expr)
         T = _lang()
         loc = self.loc(s)
+        if isinstance(ctx, (T.If, T.Then, T.Else)):
+            return _frames.if_frame(self, s, ctx)
         if isinstance(ctx, T.Kernel):
+            self.kernel_seen = True
             self.check_int(s, "T.Kernel: the block count", ctx.num_blocks)
             if ctx.threads is not None:
                 self.check_int(s, "T.Kernel: threads", ctx.threads)
@@ -455,7 +463,9 @@ class _Parser:
         elif isinstance(ctx, T.Scope):
             if item.optional_vars is not None:
                 self.fail(s, "T.Scope binds no names")
-            _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)
+            outer, self.core_scope = self.core_scope, "C" if str(ctx.core) in ("C", "Cube", "cube") else "V"
+            _core.Scope(str(ctx.core), lambda: self.scoped(s.body), loc)  # an error ends the parse
+            self.core_scope = outer
         else:
             self.fail(s, f"`with` in a kernel takes T.Kernel or T.Scope, got {ctx!r}")
 
@@ -502,6 +512,8 @@ class _Parser:
         if isinstance(loop, T._Loop):
             if len(names) != len(loop.extents):
                 self.fail(s, f"{len(loop.extents)} loop extents but {len(names)} loop variables")
+            if _cube_zero.lower(self, s, loop, names):  # an L0C zero fill in the cube scope
+                return
             self.nested_loops(loop, names, 0, {}, s, loc)
         elif isinstance(loop, T.Persistent):
             if len(names) != len(loop.domain):

@@ -61,3 +61,38 @@ def atomic_add(dst: _Any, src: _Any) -> None:
     from . import atomic_add as _atomic_add
 
     _atomic_add(dst, src)
+
+
+def _const_extents(v: _Any) -> _Optional[list]:
+    """The constant extents of a buffer or region (None when one is symbolic or v is neither)."""
+    from .. import _core
+
+    if hasattr(v, "_tl_region"):
+        v = v._tl_region()
+    dims = v.shape if isinstance(v, _core.Buffer) else v.extents if isinstance(v, _core.BufferRegion) else None
+    if dims is None:
+        return None
+    out = [d.const_value() if hasattr(d, "const_value") else d for d in dims]
+    return out if all(isinstance(d, int) for d in out) else None
+
+
+def broadcast(dst: _Any, src: _Any, axis: _Any = None) -> None:
+    """T.tile.broadcast(dst, src, axis=None): dst = src repeated along dst's other dimension.
+    `axis=0`: src is a row ([n] or [1, n]) copied into every row; `axis=1`: src is a column
+    ([m] or [m, 1]), element i filling row i. Without axis, a one-dimensional src is a row when
+    its length is dst's column count and otherwise a column when it is dst's row count
+    (TileLang-Ascend's inference); other sources broadcast along their unit dimensions."""
+    from . import _state
+    from .. import _core
+
+    if axis is not None and (isinstance(axis, bool) or axis not in (0, 1)):
+        _core.user_error(_state.current(), f"T.tile.broadcast: argument 'axis' must be 0 (a row), 1 (a column) "
+                                           f"or None, got {axis!r}")
+    if axis is None:
+        s, d = _const_extents(src), _const_extents(dst)
+        if s is not None and d is not None and len(d) >= 2:
+            while len(s) > 1 and s[0] == 1:
+                s = s[1:]
+            if len(s) == 1 and s[0] != d[-1] and s[0] == d[-2]:
+                axis = 1
+    _ops.emit("tile.broadcast", dst, src, axis=-1 if axis is None else int(axis))
