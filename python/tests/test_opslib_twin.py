@@ -46,8 +46,8 @@ def _bwd_keys() -> list[dict]:
     keys = [kernels.rms_norm_bwd_key(dt, h) for dt, h in itertools.product(DTYPES, [512, 5120, 7168])]
     keys.append(dict(dtype="bfloat16", hidden=512, rows_per_tile=8, chunk=128, blocks=3, residual=False,
                      rstd=False, resident=False))
-    for dt in DTYPES:  # the resident schedule with several chunks per row
-        keys.append(dict(dtype=dt, hidden=512, rows_per_tile=2, chunk=128, blocks=3, residual=False, rstd=False,
+    for dt in DTYPES:  # the resident schedule with 2-row tiles and one level in its trees
+        keys.append(dict(dtype=dt, hidden=2048, rows_per_tile=2, chunk=1024, blocks=3, residual=False, rstd=False,
                          resident=True))
     return keys
 
