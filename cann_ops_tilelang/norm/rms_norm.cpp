@@ -113,10 +113,10 @@ RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool
 RmsNormKey rms_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
                             const Checker& check) {
   const int64_t es = tl::dtype_bytes(dtype), wide = dtype != tl::DType::Float32;
-  // The resident schedule (rms_norm_bwd_resident.cpp) where a tile of x, dy (and dx, 16-bit)
-  // fits beside W, the dW partial, the tile in fp32 and its products' two column halves, the
-  // most rows that fit; the halves are whole 32-byte blocks (H a multiple of 16). Its chunk is
-  // the half row.
+  // The whole-row schedule (rms_norm_bwd_rows.cpp, chunk 0) where a tile of x, dy (and dx,
+  // 16-bit) fits beside W, the dW partial, the tile in fp32 and its products' two column halves,
+  // the most rows that fit; the halves are whole 32-byte blocks (H a multiple of 16). It needs
+  // the fewest vector passes (docs/ops.md, "RMSNorm").
   const auto budget = vector_budget(target);
   RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
   for (int64_t rM : kResidentRows) {
@@ -127,10 +127,30 @@ RmsNormKey rms_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& t
                           10 * 512;                                     // bank-group alignment
     if (bytes <= budget.ub_bytes) {
       best.rows_per_tile = rM;
-      best.chunk = hidden / 2;
+      best.chunk = 0;
       best.resident = true;
       return best;
     }
+  }
+  // Else the chunked resident schedule (rms_norm_bwd_resident.cpp) where two tiles of x and dy
+  // fit beside W and the dW partial (fp32 rows of 7168): x and dy read once. The largest chunk
+  // tile (rows x chunk) wins; the chunk is not capped (each chunk costs the pass's barriers,
+  // and UB bounds it anyway).
+  for (int64_t rM : kResidentRows) {
+    const int64_t fixed = 2 * round32(hidden * 4) + 3 * 32 +         // wf dw, rs cf rs2
+                          4 * round32(rM * hidden * es) + 12 * 256;  // slots, bank alignment
+    const int64_t c = widest_chunk(hidden, 32 / es, hidden, [&](int64_t c) {
+      // xf gf t a1 a2; W as loaded shares their bytes.
+      return fixed + std::max(5 * rM * c * 4, wide * round32(hidden * es)) <= budget.ub_bytes;
+    });
+    if (c > 0 && rM * c > best.rows_per_tile * best.chunk) {
+      best.rows_per_tile = rM;
+      best.chunk = c;
+    }
+  }
+  if (best.chunk > 0) {
+    best.resident = true;
+    return best;
   }
   return choose(dtype, hidden, target, check, [&](int64_t c) {
     const int64_t tile = kRowsPerTile * c;

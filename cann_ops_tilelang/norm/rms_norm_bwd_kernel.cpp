@@ -30,7 +30,8 @@ constexpr int kEvIn = 0, kEvOut = 1;
 }  // namespace
 
 tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
-  if (k.resident) return rms_norm_bwd_resident_kernel(k);
+  if (k.resident)
+    return k.chunk == 0 ? rms_norm_bwd_rows_kernel(k) : rms_norm_bwd_resident_kernel(k);
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;

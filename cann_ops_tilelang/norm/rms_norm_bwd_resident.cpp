@@ -1,22 +1,14 @@
 // The RMSNorm backward kernel's resident schedule (the key's `resident`, chosen by
-// rms_norm_bwd_key when two row tiles of x and dy fit UB beside W, the dW partial and the
-// tile's whole rows of x and dy in fp32): each rM-row tile of x and dy is loaded once, in two
-// slots so the next tile loads while this one computes (the chunked schedule,
-// rms_norm_bwd_kernel.cpp, reads both twice), widened to fp32 once, and dx, narrowed over dy's
-// slot, is stored with one copy. The pipeline and its events are the resident forward's
-// (rms_norm_fwd_resident.cpp). Its Python twin is rms_norm_bwd_resident_kernel in
-// python/cann_ops_tilelang/kernels/rms_norm_bwd_resident.py.
+// rms_norm_bwd_key when two row tiles of x and dy fit UB beside W and the dW partial): each
+// rM-row tile of x and dy is loaded once and stays in UB for both passes (the chunked schedule,
+// rms_norm_bwd_kernel.cpp, reads both twice), in two slots so the next tile loads while this
+// one computes; dx overwrites dy in its slot and the tile is stored with one copy. The pipeline
+// and its events are the resident forward's (rms_norm_fwd_resident.cpp). Its Python twin is
+// rms_norm_bwd_kernel in python/cann_ops_tilelang/kernels/rms_norm_bwd_resident.py.
 //
-// The kernel is vector bound (docs/ops.md, "RMSNorm"), so it is written for the fewest vector
-// passes over a row: with p = dy x, s1 = sum x^2 and s2 = sum g x = sum p w (g = dy w),
-//   widen x, dy; x^2 -> tree -> s1, rstd = rsqrt(s1 / H + eps)
-//   p = dy x; dW partial += p rstd (axpy, the valid rows in order); g = dy w
-//   p w -> tree -> s2; g rstd; dx = g rstd - (s2 rstd^3 / H) x (axpy); narrow dx
-// eleven passes and two trees. rstd and the axpys' factors are read from UB by the scalar unit
-// (one V -> S wait per tile), so the factors cost no vector pass. The products' two column
-// halves are the tile's dead 16-bit slots (fp32 I/O: buffers of their own), and each sum is an
-// in-place tree over the halves (elementwise adds down to at most 512 columns, then one
-// reduce_sum: a whole-row reduction costs 7 cycles a repeat against 2, docs/calibration.md).
+// Per tile (g = dy * w), bN-column fp32 chunks:
+//   pass 1  s1 = sum x^2, s2 = sum g x; rstd = rsqrt(s1 / H + eps), coef = s2 rstd^3 / H
+//   pass 2  dx = g rstd - x coef; this AIV's dW partial += the valid rows of dy x rstd, in order
 // UB addresses are explicit: the two sources of every vector instruction start 256 bytes apart
 // modulo 512 (no bank-group conflict, docs/calibration.md).
 #include <optional>
@@ -31,29 +23,7 @@ using tl::Buffer;
 using tl::Expr;
 using tl::Pipe;
 namespace T = tl::T;
-constexpr int kEvIn = 0, kEvOut = 1, kEvScalar = 2, kEvTail = 3;
-
-/// The sum of each row of the [rM, h] halves a and b (256 bytes apart) into out [rM], in place:
-/// each level adds the two halves' first halves into a's and their second halves into b's, so
-/// the next pair is a's first half and b's second half (still 256 bytes apart while the widths
-/// are multiples of 128 columns); the last pair is added into a and reduced. Ends with the
-/// reduction issued.
-void pair_tree_sum(const Buffer& a, const Buffer& b, int rM, int h, const Buffer& out) {
-  int w = h, ob = 0;  // the pair: a[:, 0:w], b[:, ob:ob + w]
-  while (w % 16 == 0 && w > 512) {
-    const int hw = w / 2;
-    T::tile::add(a.region({0, 0}, {rM, hw}), a.region({0, 0}, {rM, hw}),
-                 b.region({0, ob}, {rM, hw}));
-    T::tile::add(b.region({0, ob + hw}, {rM, hw}), a.region({0, hw}, {rM, hw}),
-                 b.region({0, ob + hw}, {rM, hw}));
-    T::pipe_barrier(Pipe::V);
-    ob += hw;
-    w = hw;
-  }
-  T::tile::add(a.region({0, 0}, {rM, w}), a.region({0, 0}, {rM, w}), b.region({0, ob}, {rM, w}));
-  T::pipe_barrier(Pipe::V);
-  T::reduce_sum(a.region({0, 0}, {rM, w}), out, -1);
-}
+constexpr int kEvTail = 3;
 
 }  // namespace
 
@@ -62,8 +32,7 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;
   const int H = ir_size(k.hidden, "hidden"), rM = ir_size(k.rows_per_tile, "rows_per_tile"),
-            h = H / 2, blocks = ir_size(k.blocks, "blocks");
-  TL_ASSERT(H % 16 == 0 && k.chunk == h, "rms_norm_bwd resident: H {} chunk {}", H, k.chunk);
+            bN = ir_size(k.chunk, "chunk"), chunks = H / bN, blocks = ir_size(k.blocks, "blocks");
 
   auto M = T::dynamic("M");
   auto DY = T::Tensor("DY", {M, H}, dt);
@@ -84,22 +53,25 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
           at += (bytes + 31) / 32 * 32;
           return a;
         };
-        const int64_t tile = int64_t{rM} * H * tl::dtype_bytes(dt), row32 = int64_t{rM} * H * 4;
+        const int64_t es = tl::dtype_bytes(dt), tile = int64_t{rM} * H * es, chunk = rM * bN * 4;
         auto wf = T::alloc_ub("wf_ub", {H}, f32, place(H * 4, 0));    // W in fp32
         auto dw = T::alloc_ub("dw_ub", {H}, f32, place(H * 4, 256));  // this AIV's dW partial
-        auto xs = T::alloc_ub("x_ub", {rM, H}, dt, place(tile, 0));   // the tile as loaded
-        auto gs = T::alloc_ub("g_ub", {rM, H}, dt, place(tile, 256));
-        const int64_t a_xf = place(row32, 0);
-        auto xf = T::alloc_ub("xf_ub", {rM, H}, f32, a_xf);  // the tile in fp32
-        auto gf = T::alloc_ub("gf_ub", {rM, H}, f32, place(row32, 256));
-        auto pa = T::alloc_ub("pa_ub", {rM, h}, f32, place(row32 / 2, 0));    // the products'
-        auto pb = T::alloc_ub("pb_ub", {rM, h}, f32, place(row32 / 2, 256));  // column halves
-        // dx as stored (fp32: gf itself).
-        auto out = wide ? T::alloc_ub("dx_ub", {rM, H}, dt, place(tile, 0)) : gf;
-        auto rs = T::alloc_ub("rs_ub", {rM}, f32, place(rM * 4, 0));  // s1, then rstd
-        auto cf = T::alloc_ub("cf_ub", {rM}, f32, place(rM * 4, 0));  // s2
+        // The two tile slots of x and of dy (dx overwrites dy).
+        Buffer xs[2] = {T::alloc_ub("x0_ub", {rM, H}, dt, place(tile, 0)),
+                        T::alloc_ub("x1_ub", {rM, H}, dt, place(tile, 0))};
+        Buffer gs[2] = {T::alloc_ub("g0_ub", {rM, H}, dt, place(tile, 0)),
+                        T::alloc_ub("g1_ub", {rM, H}, dt, place(tile, 0))};
+        const int64_t a_xf = place(chunk, 0);
+        auto xf = T::alloc_ub("xf_ub", {rM, bN}, f32, a_xf);               // x chunk
+        auto gf = T::alloc_ub("gf_ub", {rM, bN}, f32, place(chunk, 256));  // dy, g, dx chunk
+        auto t = T::alloc_ub("t_ub", {rM, bN}, f32, place(chunk, 0));      // x^2; dy x rstd
+        auto a1 = T::alloc_ub("a1_ub", {rM, bN}, f32, place(chunk, 256));  // sum x^2 per column
+        auto a2 = T::alloc_ub("a2_ub", {rM, bN}, f32, place(chunk, 0));    // sum g x per column
+        auto rs = T::alloc_ub("rs_ub", {rM}, f32, place(rM * 4, 256));     // rstd
+        auto cf = T::alloc_ub("cf_ub", {rM}, f32, place(rM * 4, 256));     // coef
+        auto rs2 = T::alloc_ub("rs2_ub", {rM}, f32, place(rM * 4, 0));     // rstd beside gf
         if (wide) {
-          // W as loaded is dead once widened: it shares x's fp32 bytes.
+          // W as loaded is dead once widened: it shares the chunk temporaries' bytes.
           auto w_b = T::alloc_ub("w_ub", {H}, dt, a_xf);
           T::copy(W, w_b);
           set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
@@ -126,117 +98,114 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
               T::copy(src.region({j, 0}, {1, H}), dst.at({row0 + j, 0}));
           });
         };
-        auto load = [&](Expr row0, std::optional<Expr> nrows) {
-          copy_rows(X, xs, row0, nrows, true);
-          copy_rows(DY, gs, row0, nrows, true);
+        auto load = [&](int s, Expr row0, std::optional<Expr> nrows) {
+          copy_rows(X, xs[s], row0, nrows, true);
+          copy_rows(DY, gs[s], row0, nrows, true);
         };
-        auto half = [&](const Buffer& b, int i) { return b.region({0, i * h}, {rM, h}); };
-        auto row = [&](const Buffer& b, Expr r, int w) { return b.region({r, 0}, {1, w}); };
+        auto col = [&](const Buffer& b, Expr c0) { return b.region({0, c0}, {rM, bN}); };
+        // A slot's chunk in fp32 (fp32 I/O: copied, so the chunk code is one for all dtypes).
+        auto in = [&](const Buffer& f, const Buffer& slot, Expr c0) {
+          if (wide)
+            T::tile::cast(f, col(slot, c0));
+          else
+            T::tile::add(f, col(slot, c0), 0.0);
+        };
+        auto times_w = [&](Expr c0) {  // gf = gf * W's chunk, row by row
+          T::serial("r", rM, [&](Expr i) {
+            T::tile::mul(gf.region({i, 0}, {1, bN}), gf.region({i, 0}, {1, bN}),
+                         wf.region({c0}, {bN}));
+          });
+        };
 
-        // The tile as loaded into fp32; dx's buffer (fp32: gf) free once its last store is done.
-        auto widen = [&] {
-          T::pipe_barrier(Pipe::V);  // the last tile's instructions have read what this writes
-          if (wide) {
-            T::tile::cast(xf, xs);
-            T::tile::cast(gf, gs);
-          } else {
-            T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
-            T::tile::add(xf, xs, 0.0);
-            T::tile::add(gf, gs, 0.0);
-          }
-        };
-        // The rest of the tile; `rows` of its rows are valid (all rM but in the tail).
-        auto compute = [&](Expr rows) {
+        // The tile in slot s; `rows` of its rows are valid (all rM but in the tail).
+        auto compute = [&](int s, Expr rows) {
+          const Buffer &x = xs[s], &g = gs[s];
+          // Pass 1: chunk 0 writes the sums, the others add to them. Vector instructions
+          // overlap: each chunk starts after the last one's reads (a WAR hazard without it).
+          auto pass1 = [&](Expr c0, bool first) {
+            T::pipe_barrier(Pipe::V);
+            in(xf, x, c0);
+            in(gf, g, c0);
+            T::pipe_barrier(Pipe::V);
+            T::tile::mul(first ? a1 : t, xf, xf);
+            times_w(c0);
+            T::pipe_barrier(Pipe::V);
+            T::tile::mul(first ? a2 : gf, gf, xf);
+            if (first) return;
+            T::tile::add(a1, a1, t);
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(a2, a2, gf);
+          };
+          pass1(Expr(0), true);
+          T::serial("c", 1, chunks - 1, [&](Expr c) { pass1(c * bN, false); });
           T::pipe_barrier(Pipe::V);
-          T::tile::mul(pa, half(xf, 0), half(xf, 0));  // x^2
-          T::tile::mul(pb, half(xf, 1), half(xf, 1));
-          T::pipe_barrier(Pipe::V);
-          pair_tree_sum(pa, pb, rM, h, rs);  // s1
+          T::reduce_sum(a1, rs, -1);
+          T::reduce_sum(a2, cf, -1);
           T::pipe_barrier(Pipe::V);
           T::tile::mul(rs, rs, 1.0 / static_cast<double>(H));
-          T::tile::mul(pa, half(gf, 0), half(xf, 0));  // p = dy x
-          T::tile::mul(pb, half(gf, 1), half(xf, 1));
           T::pipe_barrier(Pipe::V);
           T::tile::add(rs, rs, eps);
           T::pipe_barrier(Pipe::V);
-          T::tile::rsqrt(rs, rs);    // rstd, read by the scalar unit from here on
-          T::pipe_barrier(Pipe::V);  // the factors are read by vector instructions too
-          set_then_wait(Pipe::V, Pipe::S, kEvScalar);
-          T::serial("r", rM, [&](Expr r) {  // g = dy w
-            T::tile::mul(row(gf, r, H), row(gf, r, H), wf);
-          });
-          T::serial("r", rows, [&](Expr r) {  // dW += p rstd, valid rows in order
-            T::tile::axpy(dw.region({0}, {h}), row(pa, r, h), rs.load({r}));
-            T::tile::axpy(dw.region({h}, {h}), row(pb, r, h), rs.load({r}));
-            T::pipe_barrier(Pipe::V);
-          });
+          T::tile::rsqrt(rs, rs);  // rstd
           T::pipe_barrier(Pipe::V);
-          T::tile::mul(pa, half(gf, 0), half(xf, 0));  // g x
-          T::tile::mul(pb, half(gf, 1), half(xf, 1));
+          T::tile::mul(cf, cf, rs);
+          T::tile::add(rs2, rs, 0.0);
           T::pipe_barrier(Pipe::V);
-          T::serial("r", rM, [&](Expr r) {  // g rstd, beside the tree
-            T::tile::mul(row(gf, r, H), row(gf, r, H), rs.load({r}));
-          });
-          pair_tree_sum(pa, pb, rM, h, cf);  // s2
-          T::pipe_barrier(Pipe::V);          // the factors are read by vector instructions too
-          set_then_wait(Pipe::V, Pipe::S, kEvScalar);
-          T::serial("r", rM, [&](Expr r) {  // dx = g rstd - coef x, coef = s2 rstd^3 / H
-            Expr rstd = rs.load({r});
-            Expr coef = cf.load({r}) * rstd * rstd * rstd * Expr(1.0 / static_cast<double>(H));
-            T::tile::axpy(row(gf, r, H), row(xf, r, H), -coef);
-          });
-          if (wide) {
+          T::tile::mul(cf, cf, rs);
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(cf, cf, rs);
+          T::pipe_barrier(Pipe::V);
+          T::tile::mul(cf, cf, 1.0 / static_cast<double>(H));  // coef = s2 * rstd^3 / H
+
+          // Pass 2: dW partial and dx (over dy's chunk).
+          T::serial("c", chunks, [&](Expr c) {
+            Expr c0 = c * bN;
             T::pipe_barrier(Pipe::V);
-            T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
-            T::tile::cast(out, gf, "CAST_RINT");
-          }
+            in(xf, x, c0);
+            in(gf, g, c0);
+            T::pipe_barrier(Pipe::V);
+            T::tile::mul(t, gf, xf);  // dy * x
+            T::pipe_barrier(Pipe::V);
+            T::tile::row_expand_mul(xf, xf, cf);  // x * coef
+            times_w(c0);                          // g
+            T::tile::row_expand_mul(t, t, rs);    // dy * x * rstd
+            T::pipe_barrier(Pipe::V);
+            T::tile::row_expand_mul(gf, gf, rs2);  // g * rstd
+            T::serial("r", rows, [&](Expr i) {     // valid rows in order: a fixed sum order
+              T::tile::add(dw.region({c0}, {bN}), dw.region({c0}, {bN}), t.region({i, 0}, {1, bN}));
+              T::pipe_barrier(Pipe::V);
+            });
+            T::pipe_barrier(Pipe::V);
+            if (wide) {
+              T::tile::sub(gf, gf, xf);
+              T::pipe_barrier(Pipe::V);
+              T::tile::cast(col(g, c0), gf, "CAST_RINT");
+            } else {
+              T::tile::sub(col(g, c0), gf, xf);
+            }
+          });
         };
 
-        // One buffer per input: the next tile's load is issued once this tile is widened, and
-        // lands while this tile computes; dx is stored from its own buffer (fp32: gf), whose
-        // store the next tile's dx waits for.
-        auto workers = T::let("workers", num_blocks * 2);
-        auto worker = T::let("worker", cid * 2 + vid);
-        auto full_tiles = T::let("full_tiles", M / rM);
-        auto mine = T::let("mine", ceildiv(max(full_tiles - worker, 0), workers));
-        auto row_of = [&](Expr i) { return (worker + i * workers) * rM; };
-        T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);  // dx's buffer starts free
-        T::If(mine > 0, [&] {
-          load(worker * rM, std::nullopt);
-          T::set_flag(Pipe::MTE2, Pipe::V, kEvIn);
-        });
-        T::serial("i", mine, [&](Expr i) {
-          T::wait_flag(Pipe::MTE2, Pipe::V, kEvIn);
-          widen();
-          T::set_flag(Pipe::V, Pipe::MTE2, kEvIn);
-          T::If(i + 1 < mine, [&] {  // the next tile loads while this one computes
-            T::wait_flag(Pipe::V, Pipe::MTE2, kEvIn);
-            load(row_of(i + 1), std::nullopt);
-            T::set_flag(Pipe::MTE2, Pipe::V, kEvIn);
-          });
-          compute(Expr(rM));
-          set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
-          copy_rows(out, DX, row_of(i), std::nullopt, false);
-          T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);
-        });
-        T::If(mine > 0, [&] { T::wait_flag(Pipe::V, Pipe::MTE2, kEvIn); });
-        T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
-        // The tail tile (M % rM rows) continues the round robin; its rows past M are
-        // zero-filled first and only its valid rows enter the dW partial.
-        auto tail = T::let("tail", M % rM);
-        T::If(tail > 0 && worker == full_tiles % workers, [&] {
-          T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);
-          T::pipe_barrier(Pipe::V);
-          T::tile::fill(xs, 0.0);
-          T::tile::fill(gs, 0.0);
-          set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
-          load(full_tiles * rM, tail);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-          widen();
-          compute(tail);
-          set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
-          copy_rows(out, DX, full_tiles * rM, tail, false);
-        });
+        // The tail tile's rows past M are zero-filled first; only its valid rows enter the dW
+        // partial.
+        auto worker = for_each_row_tile_2slots(
+            M, rM, num_blocks, cid, vid, [&](int s, Expr row0) { load(s, row0, std::nullopt); },
+            [&](int s, Expr row0) {
+              compute(s, Expr(rM));
+              set_then_wait(Pipe::V, Pipe::MTE3, s);
+              copy_rows(gs[s], DX, row0, std::nullopt, false);
+            },
+            [&](Expr row0, Expr rows) {
+              set_then_wait(Pipe::MTE3, Pipe::V, kEvTail);  // slot 0's last store has read it
+              T::tile::fill(xs[0], 0.0);
+              T::tile::fill(gs[0], 0.0);
+              set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
+              load(0, row0, rows);
+              set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
+              compute(0, rows);
+              set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
+              copy_rows(gs[0], DX, row0, rows, false);
+            });
         set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
         T::copy(dw, DWP.at({worker, 0}));
       });

@@ -27,6 +27,7 @@ import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
 from .rms_norm_bwd_resident import rms_norm_bwd_resident_kernel
+from .rms_norm_bwd_rows import rms_norm_bwd_rows_kernel
 from .rms_norm_resident import rms_norm_fwd_resident_kernel
 
 EV_IN, EV_OUT, EV_RSTD = 0, 1, 2  # intra-core event ids: loads, stores of Y / h / dX, the rstd store
@@ -218,6 +219,8 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
     partial, which is stored whole to DWP[worker] at the end. (residual and rstd are the forward
     key's fields; the backward kernel has neither.)"""
     del residual, rstd
+    if resident and chunk == 0:  # whole rows in fp32: rms_norm_bwd_rows.py
+        return rms_norm_bwd_rows_kernel(dtype, hidden, rows_per_tile, chunk, blocks)
     if resident:  # the tile stays in UB: rms_norm_bwd_resident.py
         return rms_norm_bwd_resident_kernel(dtype, hidden, rows_per_tile, chunk, blocks)
     H, rM, bN = hidden, rows_per_tile, chunk
