@@ -222,12 +222,18 @@ RmsNormGrads rms_norm_backward(const tl::Tensor& dy, const tl::Tensor& x, const 
   const int64_t partials = 2 * key.blocks;
   auto bwd = cached_kernel("rms_norm_bwd/" + key.str(), dev.target(),
                            [&] { return rms_norm_bwd_kernel(key); });
-  // The partials' reduction deals chunks of at most 1024 columns to the AIVs (the resident
-  // backward's chunk may be the whole row: one AIV pair would reduce it all).
+  // The partials' reduction deals its chunks to the AIVs: the narrowest chunk that leaves at most
+  // one per AIV (7168: 32 of 224 columns; each costs a GM latency and P adds, whatever its
+  // width), at most 1024 columns.
   RmsNormKey rkey = key;
   rkey.resident = false;
-  rkey.chunk =
-      widest_chunk(H, 32 / tl::dtype_bytes(x.dtype()), kChunkCap, [](int64_t) { return true; });
+  const int64_t q = 32 / tl::dtype_bytes(x.dtype());
+  rkey.chunk = widest_chunk(H, q, kChunkCap, [](int64_t) { return true; });
+  for (int64_t c = q; c <= kChunkCap; c += q)
+    if (H % c == 0 && H / c <= partials) {
+      rkey.chunk = c;
+      break;
+    }
   auto red = cached_kernel(fmt::format("rms_norm_dw_reduce/{}/P={}", rkey.str(), partials),
                            dev.target(), [&] { return rms_norm_dw_reduce_kernel(rkey, partials); });
   tl::Tensor dwp = tl::Tensor::empty(dev, {partials, H}, tl::DType::Float32);  // zeros: idle AIVs
