@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs TileLang-Ascend example scripts unchanged on tl-ascend and tabulates what happened.
 
-    scripts/run_tla_examples.py DIR [--timeout S] [--jobs N] [--only a,b/c,d/e.py] [--json] [--blockers]
+    scripts/run_tla_examples.py DIR [--timeout S] [--cpu-timeout S] [--jobs N] [--only a,b/c,d/e.py]
+                                [--json] [--blockers] [--check-hazards]
 
 Every `*.py` under DIR runs as `python -m tl_ascend.run SCRIPT` (the documented way to run an
 unmodified script, docs/python.md), one process each, in the script's own directory, with a
@@ -17,13 +18,20 @@ timeout. Each gets one status:
             unknown name, a kernel the verifier rejects): the reason names it;
   crash     any other exception (a raw Python error, tl_ascend.InternalError), or death by a
             signal;
-  timeout   still running after the timeout (the process group is killed);
+  timeout   still running after the timeout (the process group is killed), or more CPU time
+            used than --cpu-timeout allows (the kernel stops it with SIGXCPU);
   no-check  exit status 0 without a success or failure line: the script checks nothing we can
             read (a benchmark, a helper module).
 
 A script whose kernels store identical bytes from two cores to one GM range (under
 --check-hazards: a remark of the hazard checker, not an error) gets "(N duplicate-store
 remark(s))" after its reason.
+
+Each row also gives the CPU seconds the script used (user + system, its threads and the children
+it waited for, from wait4): on a machine shared with other work the wall seconds grow with the
+load, the CPU seconds do not. --cpu-timeout limits those instead of wall time (RLIMIT_CPU), so a
+table measured on a busy machine says which scripts are slow rather than which ran while it was
+busy; the wall --timeout then only catches a script that blocks.
 
 The table has one row per script with the first line of the reason, then the counts per
 directory. --json prints the same as JSON. --blockers groups the reasons (file names and
@@ -39,9 +47,11 @@ import argparse
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -73,6 +83,7 @@ class Result:
     seconds: float
     returncode: int | None
     reason: str
+    cpu_seconds: float = 0.0
 
 
 def _exception(stderr: str) -> tuple[str, str] | None:
@@ -139,7 +150,52 @@ def classify(returncode: int | None, stdout: str, stderr: str, timed_out: bool) 
     return "crash", reason
 
 
-def run_one(path: str, root: str, timeout: float, python: str, check_hazards: bool = False) -> Result:
+def _limit_cpu(pid: int, seconds: float | None) -> None:
+    """RLIMIT_CPU on a started script (soft: SIGXCPU at `seconds`, hard: SIGKILL 5 s later), set
+    from outside with prlimit: a preexec_fn may deadlock in a process running threads (--jobs)."""
+    if seconds is not None:
+        soft = max(1, int(seconds + 0.999))
+        resource.prlimit(pid, resource.RLIMIT_CPU, (soft, soft + 5))
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool, float]:
+    """(stdout, stderr, timed out, CPU seconds) of a started script: its pipes drained by threads
+    and the process reaped with os.wait4, whose rusage is the script's CPU time (Popen.wait
+    discards it)."""
+    out: dict[str, str] = {}
+
+    def drain(name: str, stream) -> None:
+        out[name] = stream.read()
+
+    readers = [threading.Thread(target=drain, args=(n, st), daemon=True)
+               for n, st in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    for t in readers:
+        t.start()
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if timed_out.is_set():  # the script's children may hold the pipes open: the group is gone now
+        kill()
+    for t in readers:
+        t.join()
+    return out.get("stdout", ""), out.get("stderr", ""), timed_out.is_set(), usage.ru_utime + usage.ru_stime
+
+
+def run_one(path: str, root: str, timeout: float, python: str, check_hazards: bool = False,
+            cpu_timeout: float | None = None) -> Result:
     rel = os.path.relpath(path, root)
     directory = rel.split(os.sep)[0] if os.sep in rel else "."
     start = time.monotonic()
@@ -148,23 +204,23 @@ def run_one(path: str, root: str, timeout: float, python: str, check_hazards: bo
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                             start_new_session=True,
                             env={**os.environ, "TL_CHECK_HAZARDS": "1" if check_hazards else "0"})
-    timed_out = False
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-    status, reason = classify(proc.returncode, stdout, stderr, timed_out)
+    _limit_cpu(proc.pid, cpu_timeout)
+    stdout, stderr, timed_out, cpu = _wait(proc, timeout)
+    # Only RLIMIT_CPU sends SIGXCPU; its hard limit kills (a script ignoring SIGXCPU) 5 CPU s later.
+    over_cpu = cpu_timeout is not None and not timed_out and (
+        proc.returncode == -signal.SIGXCPU or (proc.returncode == -signal.SIGKILL and cpu >= cpu_timeout))
+    status, reason = classify(proc.returncode, stdout, stderr, timed_out or over_cpu)
     if timed_out:
         reason = f"still running after {timeout:g} s"
+    elif over_cpu:
+        reason = f"used {cpu_timeout:g} CPU seconds without finishing"
     # Two cores storing identical bytes to one GM range is no race (the chip keeps the same bytes
     # whichever lands last): the hazard checker prints a remark per such pair of stores instead
     # of failing (docs/virtual_npu.md, "Duplicate stores"). Counted here so a pass says so.
     dups = stderr.count("remark: hazard checker: duplicate store")
     if dups:
         reason = f"{reason} ({dups} duplicate-store remark(s))"
-    return Result(rel, directory, status, round(time.monotonic() - start, 1), proc.returncode, reason)
+    return Result(rel, directory, status, round(time.monotonic() - start, 1), proc.returncode, reason, round(cpu, 1))
 
 
 def find_scripts(root: str, only: set[str] | None) -> list[str]:
@@ -202,10 +258,10 @@ def per_directory(results: list[Result]) -> dict[str, dict[str, int]]:
 
 def print_table(results: list[Result], blockers: bool) -> None:
     w = max([len(r.script) for r in results] + [6])
-    print(f"{'script':<{w}}  {'status':<8}  {'s':>6}  reason")
+    print(f"{'script':<{w}}  {'status':<8}  {'s':>6}  {'cpu s':>6}  reason")
     for r in results:
         reason = r.reason if len(r.reason) <= 150 else r.reason[:147] + "..."
-        print(f"{r.script:<{w}}  {r.status:<8}  {r.seconds:>6.1f}  {reason}")
+        print(f"{r.script:<{w}}  {r.status:<8}  {r.seconds:>6.1f}  {r.cpu_seconds:>6.1f}  {reason}")
     print()
     dirs = per_directory(results)
     dw = max([len(d) for d in dirs] + [9])
@@ -226,6 +282,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", help="a directory of TileLang-Ascend scripts (e.g. tilelang-ascend's examples/)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per script (default 300)")
+    ap.add_argument("--cpu-timeout", type=float, default=None,
+                    help="CPU seconds per script (user + system, all its threads; RLIMIT_CPU): a limit that does "
+                         "not depend on how busy the machine is (default: none)")
     ap.add_argument("--jobs", type=int, default=1, help="scripts run at once (default 1)")
     ap.add_argument("--only", default=None,
                     help="comma-separated directories (top-level or deeper) or scripts of DIR to run, relative to DIR")
@@ -238,19 +297,20 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not os.path.isdir(args.dir):
         ap.error(f"'{args.dir}' is not a directory")
-    if args.timeout <= 0 or args.jobs < 1:
-        ap.error("--timeout must be > 0 and --jobs >= 1")
+    if args.timeout <= 0 or args.jobs < 1 or (args.cpu_timeout is not None and args.cpu_timeout <= 0):
+        ap.error("--timeout and --cpu-timeout must be > 0 and --jobs >= 1")
     only = set(args.only.split(",")) if args.only else None
     scripts = find_scripts(args.dir, only)
     done = [0]
 
     def one(p: str) -> Result:
-        r = run_one(p, args.dir, args.timeout, args.python, args.check_hazards)
+        r = run_one(p, args.dir, args.timeout, args.python, args.check_hazards, args.cpu_timeout)
         # One line per finished script on stderr, so a long run (the checker on attention
         # scripts takes minutes each) shows where it is and keeps what it found if stopped.
         done[0] += 1
         first = r.reason.splitlines()[0] if r.reason else ""
-        print(f"[{done[0]}/{len(scripts)}] {r.status:8} {r.seconds:7.1f}s  {r.script}  {first}", file=sys.stderr, flush=True)
+        print(f"[{done[0]}/{len(scripts)}] {r.status:8} {r.seconds:7.1f}s {r.cpu_seconds:7.1f}cpu  {r.script}  {first}",
+              file=sys.stderr, flush=True)
         return r
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -75,6 +76,15 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
                                    const Target& t, const std::vector<Channel>& channels,
                                    bool accesses, int64_t max_blocks, bool each_block = false);
 
+/// Each op execution's events of one unrolled block, per core (block_replay.cpp).
+struct Recorded;
+
+/// For each set of streams in `blocks`, the index of the first set that replays exactly as it
+/// does, whatever the query (the same events, and the same bytes but for one translation of each
+/// GM tensor's addresses per base: the row tiles of another block): a caller replays only the
+/// sets that are their own class.
+std::vector<size_t> replay_classes(const std::vector<Streams>& blocks);
+
 /// What to leave out of a replay, what to check and what to report.
 struct Query {
   std::set<const SyncNode*> dropped;  // intra-core sets and waits left out (by statement)
@@ -107,12 +117,17 @@ class Prover {
   bool holds(const Stmt bodies[2]);
 
  private:
-  std::pair<bool, size_t> run(const Stmt bodies[2]);
+  std::vector<Streams> record(const Stmt bodies[2]);
+  std::vector<Streams> streams(const Stmt bodies[2]);
+  std::pair<bool, size_t> check(const std::vector<Streams>& blocks) const;
   const KernelNode& k_;
   const Target& t_;
   int64_t max_blocks_;
   size_t budget_, spent_ = 0, per_replay_ = 0;
   bool each_block_ = false, clean_ = false;
+  // The bodies' op events: of the attempt at one set of streams for all blocks, of each block.
+  std::shared_ptr<const Recorded> base_all_;
+  std::shared_ptr<const std::vector<Recorded>> base_;
 };
 
 }  // namespace tl::replay

@@ -100,6 +100,7 @@ except Exception as e:
     "ok/crash.py": "import tilelang\nprint(1 / 0)\n",
     "ok/nocheck.py": "import tilelang\nprint(tilelang.math.next_power_of_2(1000))\n",
     "slow/forever.py": "import time\nimport tilelang\ntime.sleep(600)\n",
+    "spin/forever.py": "import tilelang\nwhile True:\n    pass\n",
     # Both AIVs store Z with no order between them, AIV1 different bytes (2x + 1, AIV0 2x): right
     # in fast mode (program order: AIV1's store lands last), a WAW race on the chip.
     "hazard/racy.py": '''
@@ -248,8 +249,20 @@ def test_the_runner_kills_a_script_at_its_timeout(scripts: str) -> None:
     assert row.split()[1] == "timeout" and "still running after 3 s" in row
     # The progress line of the finished script, on stderr while the run goes on.
     progress = [line.split() for line in r.stderr.splitlines() if line.startswith("[")]
-    assert [p[:2] + p[3:4] for p in progress] == [["[1/1]", "timeout", os.path.join("slow", "forever.py")]], r.stderr
+    assert [p[:2] + p[4:5] for p in progress] == [["[1/1]", "timeout", os.path.join("slow", "forever.py")]], r.stderr
     assert any(line.split()[:2] == ["slow", "0"] and line.split()[5] == "1" for line in r.stdout.splitlines())
+
+
+def test_the_runner_stops_a_script_at_its_cpu_timeout_and_reports_cpu_seconds(scripts: str) -> None:
+    # A script spinning on the CPU is stopped by RLIMIT_CPU after 2 CPU seconds (SIGXCPU), long
+    # before the wall timeout, however busy the machine is.
+    r = run([RUNNER, scripts, "--only", "spin", "--json", "--timeout", "600", "--cpu-timeout", "2"])
+    assert r.returncode == 0, r.stderr
+    (spin,) = json.loads(r.stdout)["results"]
+    assert spin["status"] == "timeout" and spin["reason"] == "used 2 CPU seconds without finishing", spin
+    assert 1.5 <= spin["cpu_seconds"] < 10.0 and spin["seconds"] < 600, spin  # the kernel counts in ticks
+    bad = run([RUNNER, scripts, "--cpu-timeout", "0"])
+    assert bad.returncode != 0 and "--cpu-timeout must be > 0" in bad.stderr
 
 
 MOE_CHECK = '''

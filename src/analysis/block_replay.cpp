@@ -1,5 +1,6 @@
 // block_replay (tl/replay.h): unrolls one block's three cores into instruction streams, with
-// conservative byte ranges per op, and replays them with the hazard checker's rules.
+// conservative byte ranges per op (replay_run.cpp replays them with the hazard checker's rules),
+// and the Prover that asks the replay about rewrites of the same bodies.
 //
 // Address arithmetic is kept as linear forms over the values a block cannot know at compile
 // time (cid, dynamic sizes, lets of them): two GM regions whose first elements differ only in
@@ -31,14 +32,8 @@
 namespace tl::replay {
 namespace {
 
-constexpr int kClock = 3 * kPipes;          // (core, pipe) timelines of one block
 constexpr size_t kMaxEvents = 400000;       // per core: beyond it, no streams
 constexpr size_t kMaxBlockEvents = 500000;  // all blocks, when each is unrolled: beyond it, none
-
-using Clock = std::array<uint32_t, kClock>;
-void join(Clock& a, const Clock& b) {
-  for (int i = 0; i < kClock; ++i) a[i] = std::max(a[i], b[i]);
-}
 
 int pipe_index(Pipe p) {
   return static_cast<int>(p);
@@ -69,6 +64,25 @@ struct Interner {
   }
 };
 
+}  // namespace
+
+/// The events each execution of each tile op added to a core's stream: per op, one [begin, end)
+/// range of the stream per execution, in order. A Prover records them on the bodies as they are
+/// and copies them into the streams of a rewrite that only moves, guards or drops syncs: its ops
+/// run in the same executions with the same variables, so their events are the same, and the
+/// unroller skips their address arithmetic (most of an unroll's time).
+struct OpEvents {
+  std::unordered_map<const TileOpNode*, std::vector<std::pair<uint32_t, uint32_t>>> ranges;
+  std::vector<Event> stream;
+};
+/// One block's (or, with cid unknown, every block's) recorded op events, per core.
+struct Recorded {
+  std::optional<int64_t> cid;
+  std::array<OpEvents, 3> cores;
+};
+
+namespace {
+
 /// Unrolls a scope body for one core into its stream; nullopt when a trip count or a condition
 /// that matters is not a constant, or the stream grows too long.
 class Unroller {
@@ -79,9 +93,24 @@ class Unroller {
     if (k.vid.defined()) bind(k.vid, core == 2 ? 1 : 0);
     if (cid && k.cid.defined()) bind(k.cid, *cid);
   }
+  /// Records each op execution's events into `rec` (the stream goes there too: run() then
+  /// returns a copy).
+  void record_into(OpEvents* rec) { record_ = rec; }
+  /// Takes each op execution's events from `rec` instead of computing them; run() fails, with
+  /// missed() set, unless every op runs exactly as many times as recorded.
+  void reuse(const OpEvents* rec) { reuse_ = rec; }
+  bool missed() const { return missed_; }
 
   std::optional<std::vector<Event>> run(const Stmt& body) {
     walk(body);
+    if (reuse_ && !failed_) {
+      for (const auto& [op, ranges] : reuse_->ranges) {
+        auto it = taken_.find(op);
+        if ((it == taken_.end() ? 0 : it->second) != ranges.size()) missed_ = true;
+      }
+      if (missed_) fail();
+    }
+    if (record_) record_->stream = out_;  // a failed attempt's too: its ranges point into it
     if (failed_) return std::nullopt;
     return std::move(out_);
   }
@@ -126,6 +155,7 @@ class Unroller {
   }
 
   void let(const LetNode& l) {
+    if (auto v = folded(l.value, false)) return bind(l.var, *v);
     if (auto x = linear(l.value)) {
       lin_[l.var.node()] = *x;
       if (x->is_constant())
@@ -207,10 +237,67 @@ class Unroller {
   }
 
   std::optional<int64_t> value(const Expr& e) const {
+    if (auto v = folded(e, false)) return v;
     if (auto x = linear(e); x && x->is_constant()) return x->constant();
     return as_const_int(simplify(arith::substitute(e, env_)));
   }
+  /// The value of `e` when every leaf is an integer immediate or a variable env_ binds, computed
+  /// as simplify folds it with env_ substituted (arith::int_binary in each node's dtype, Not,
+  /// integer casts), and so as linear() does where it gives a constant (the same folders; it
+  /// gives none on an int64 overflow); nullopt otherwise. Without building IR: the unroller
+  /// evaluates every condition, bound and let of every unrolled iteration. `strict`: nullopt
+  /// also where linear() gives no constant (bool nodes, an int64 overflow), so that the result
+  /// is always linear()'s.
+  std::optional<int64_t> folded(const Expr& e, bool strict) const {
+    auto int_like = [&](DType t) { return is_int(t) || (!strict && is_bool(t)); };
+    if (!int_like(e.dtype())) return std::nullopt;
+    switch (e.kind()) {
+      case ExprKind::IntImm:
+        return arith::wrap(e.dtype(), static_cast<const IntImmNode*>(e.get())->value);
+      case ExprKind::Var: {
+        auto it = env_.find(static_cast<const VarNode*>(e.get()));
+        if (it == env_.end()) return std::nullopt;
+        return folded(it->second, strict);
+      }
+      case ExprKind::Binary: {
+        auto* n = static_cast<const BinaryNode*>(e.get());
+        if (!int_like(n->a.dtype()) || !int_like(n->b.dtype())) return std::nullopt;
+        auto x = folded(n->a, strict);
+        if (!x) return std::nullopt;
+        auto y = folded(n->b, strict);
+        if (!y) return std::nullopt;
+        int64_t exact;
+        if (strict && ((n->op == BinOp::Add && __builtin_add_overflow(*x, *y, &exact)) ||
+                       (n->op == BinOp::Sub && __builtin_sub_overflow(*x, *y, &exact)) ||
+                       (n->op == BinOp::Mul && __builtin_mul_overflow(*x, *y, &exact))))
+          return std::nullopt;
+        return arith::int_binary(n->op, arith::binary_dtype(n->op, n->a.dtype(), n->b.dtype()), *x,
+                                 *y);
+      }
+      case ExprKind::Not: {
+        if (strict) return std::nullopt;
+        auto x = folded(static_cast<const NotNode*>(e.get())->a, strict);
+        if (!x) return std::nullopt;
+        return *x == 0 ? 1 : 0;
+      }
+      case ExprKind::Cast: {
+        auto* n = static_cast<const CastNode*>(e.get());
+        if (!int_like(n->value.dtype())) return std::nullopt;
+        auto x = folded(n->value, strict);
+        if (!x) return std::nullopt;
+        return arith::cast_value(n->dtype, arith::Value::of_int(*x)).i;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
   void fail() { failed_ = true; }
+
+  /// linear(e), computed without decomposing when every variable of `e` is bound to a constant.
+  std::optional<Linear> address(const Expr& e) const {
+    if (auto v = folded(e, true)) return Linear::constant_of(*v);
+    return linear(e);
+  }
 
   std::optional<Linear> linear(const Expr& e) const {
     return arith::decompose<4>(e, [&](const Expr& x) -> std::optional<Linear> {
@@ -237,29 +324,65 @@ class Unroller {
   }
 
   /// The bytes `r` may touch.
-  Span span_of(const BufferRegion& r, bool write) const {
-    const Buffer& b = r.buffer;
-    Span sp;
-    sp.write = write;
+  /// What span_of needs of a buffer, computed once per buffer (span_of runs for every region of
+  /// every unrolled op).
+  struct BufferInfo {
+    uint64_t mem = 0;
+    bool shaped = false;  // every dimension a positive constant
+    std::vector<int64_t> shape, strides;
+    int64_t es = 0, bytes = 0;  // element and (on-chip) storage bytes
+    bool strided = true;        // GM: constant non-negative strides (row-major by default)
+  };
+  const BufferInfo& info(const BufferNode* b) const {
+    auto [it, fresh] = buffers_.try_emplace(b);
+    BufferInfo& x = it->second;
+    if (!fresh) return x;
     // GM by tensor name (a pass may rebuild a tensor's node; a clash of hashes only adds
     // conflicts), on-chip by memory: every buffer of it shares the planned addresses.
-    sp.mem = b->scope == MemScope::GM ? (std::hash<std::string>()(b->name) | (uint64_t{1} << 63))
-                                      : memory_key(b->scope);
-    sp.base = -1;
-    std::vector<int64_t> shape;
+    x.mem = b->scope == MemScope::GM ? (std::hash<std::string>()(b->name) | (uint64_t{1} << 63))
+                                     : memory_key(b->scope);
     for (const Expr& e : b->shape) {
       auto v = as_const_int(e);
-      if (!v || *v <= 0) return sp;
-      shape.push_back(*v);
+      if (!v || *v <= 0) return x;
+      x.shape.push_back(*v);
     }
-    const int64_t es = dtype_bytes(b->dtype);
-    std::vector<Linear> first, last;
-    first.reserve(shape.size());
-    last.reserve(shape.size());
+    x.shaped = true;
+    x.es = dtype_bytes(b->dtype);
+    if (b->scope != MemScope::GM) {
+      if (b->address >= 0) x.bytes = storage_bytes(b->scope, b->dtype, x.shape);
+      return x;
+    }
+    x.strides.assign(x.shape.size(), 1);
+    for (size_t d = x.shape.size(); d-- > 1;) x.strides[d - 1] = x.strides[d] * x.shape[d];
+    if (!b->strides.empty())
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        auto st = as_const_int(b->strides[d]);
+        if (!st || *st < 0) {
+          x.strided = false;
+          break;
+        }
+        x.strides[d] = *st;
+      }
+    return x;
+  }
+
+  /// The bytes `r` may touch.
+  Span span_of(const BufferRegion& r, bool write) const {
+    const Buffer& b = r.buffer;
+    const BufferInfo& bi = info(b.get());
+    Span sp;
+    sp.write = write;
+    sp.mem = bi.mem;
+    sp.base = -1;
+    if (!bi.shaped) return sp;
+    const std::vector<int64_t>& shape = bi.shape;
+    std::vector<Linear>&first = first_, &last = last_;
+    first.clear();
+    last.clear();
     bool known = r.ranges.size() == shape.size();
     for (size_t d = 0; known && d < r.ranges.size(); ++d) {
-      auto mn = linear(r.ranges[d].min);
-      auto ext = r.ranges[d].extent.defined() ? linear(r.ranges[d].extent)
+      auto mn = address(r.ranges[d].min);
+      auto ext = r.ranges[d].extent.defined() ? address(r.ranges[d].extent)
                                               : std::optional<Linear>(Linear::constant_of(1));
       known = mn && ext && ext->is_constant() && ext->constant() >= 1;
       if (!known) break;
@@ -270,9 +393,11 @@ class Unroller {
       if (b->address < 0) return sp;  // unplanned: the whole memory
       sp.base = 0;
       sp.lo = b->address;
-      sp.hi = b->address + storage_bytes(b->scope, b->dtype, shape);
+      sp.hi = b->address + bi.bytes;
       if (!known || !b->strides.empty()) return sp;
-      std::vector<int64_t> f, l;
+      std::vector<int64_t>&f = f_, &l = l_;
+      f.clear();
+      l.clear();
       for (size_t d = 0; d < shape.size(); ++d) {
         if (!first[d].is_constant() || first[d].constant() < 0 || last[d].constant() >= shape[d])
           return sp;
@@ -285,25 +410,16 @@ class Unroller {
       return sp;
     }
     // GM: row-major (or the buffer's constant strides), first to last element.
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-    if (!b->strides.empty()) {
-      for (size_t d = 0; d < shape.size(); ++d) {
-        auto s = as_const_int(b->strides[d]);
-        if (!s || *s < 0) return sp;
-        strides[d] = *s;
-      }
-    }
-    if (!known) return sp;
+    if (!bi.strided || !known) return sp;
     Linear lo, hi;
     for (size_t d = 0; d < shape.size(); ++d) {
-      lo.add(first[d], strides[d]);
-      hi.add(last[d], strides[d]);
+      lo.add(first[d], bi.strides[d]);
+      hi.add(last[d], bi.strides[d]);
     }
     if (lo.overflow() || hi.overflow() || !lo.same_terms(hi)) return sp;
     sp.base = in_.base_of(lo);
-    sp.lo = lo.constant() * es;
-    sp.hi = (hi.constant() + 1) * es;
+    sp.lo = lo.constant() * bi.es;
+    sp.hi = (hi.constant() + 1) * bi.es;
     return sp;
   }
 
@@ -316,6 +432,24 @@ class Unroller {
   }
 
   void tile_op(const TileOpNode& op) {
+    if (reuse_) {
+      auto it = reuse_->ranges.find(&op);
+      const size_t k = taken_[&op]++;
+      if (it == reuse_->ranges.end() || k >= it->second.size()) {
+        missed_ = true;
+        return fail();
+      }
+      const auto [b, e] = it->second[k];
+      out_.insert(out_.end(), reuse_->stream.begin() + b, reuse_->stream.begin() + e);
+      return;
+    }
+    const size_t begin = out_.size();
+    op_events(op);
+    if (record_ && !failed_)
+      record_->ranges[&op].push_back(
+          {static_cast<uint32_t>(begin), static_cast<uint32_t>(out_.size())});
+  }
+  void op_events(const TileOpNode& op) {
     auto [channel, push] = channel_of(op);
     for (const analysis::Instr& in : instrs_of(op)) {
       if (in.barrier_all) {
@@ -387,8 +521,15 @@ class Unroller {
   std::unordered_set<const VarNode*> unknown_;         // variables of loops taken once
   std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
   std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
+  mutable std::unordered_map<const BufferNode*, BufferInfo> buffers_;           // info()
+  mutable std::vector<Linear> first_, last_;  // span_of()'s scratch
+  mutable std::vector<int64_t> f_, l_;
   std::vector<Event> out_;
   bool failed_ = false;
+  OpEvents* record_ = nullptr;
+  const OpEvents* reuse_ = nullptr;
+  std::unordered_map<const TileOpNode*, size_t> taken_;  // reuse: executions so far, per op
+  bool missed_ = false;
 };
 
 /// Whether the scalar unit reads or writes memory anywhere in `body` (a store, or a load in any
@@ -407,218 +548,46 @@ bool memory_on_s(const Stmt& body) {
   return hit;
 }
 
-bool overlap(const Span& a, const Span& b) {
-  if (a.mem != b.mem) return false;
-  if (a.base < 0 || b.base < 0 || a.base != b.base) return true;
-  return a.lo < b.hi && b.lo < a.hi;
+}  // namespace
+
+namespace {
+
+/// unroll_block, recording each op execution's events into `rec` or taking them from `reuse`
+/// (then `missed` says whether a failure was the recording's: an op ran a different number of
+/// times).
+std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const Stmt& vector,
+                                  const Target& t, const std::vector<Channel>& channels,
+                                  bool accesses, std::optional<int64_t> cid, Recorded* rec,
+                                  const Recorded* reuse, bool* missed) {
+  if (accesses && (memory_on_s(cube) || memory_on_s(vector))) return std::nullopt;
+  Interner in;
+  Streams out;
+  for (int core = 0; core < 3; ++core) {
+    const Stmt& body = core == 0 ? cube : vector;
+    if (!body.defined()) {
+      if (reuse && !reuse->cores[core].ranges.empty()) return *missed = true, std::nullopt;
+      continue;
+    }
+    Unroller u(t, channels, k, core, accesses, in, cid);
+    if (rec) u.record_into(&rec->cores[core]);
+    if (reuse) u.reuse(&reuse->cores[core]);
+    auto stream = u.run(body);
+    if (!stream) {
+      if (missed && u.missed()) *missed = true;
+      return std::nullopt;
+    }
+    out[core] = std::move(*stream);
+  }
+  if (rec) rec->cid = cid;
+  return out;
 }
-bool covers(const Span& a, const Span& b) {
-  return a.mem == b.mem && a.base >= 0 && a.base == b.base && a.lo <= b.lo && b.hi <= a.hi;
-}
-
-/// An access not yet replaced by a covering one ordered after it (the hazard checker's shadow).
-struct Rec {
-  Span span;
-  int core, timeline;
-  uint32_t clock;
-  size_t event;
-};
-
-class Replayer {
- public:
-  Replayer(const Streams& streams, const std::vector<Channel>& channels, const Query& q)
-      : streams_(streams), channels_(channels), q_(q) {
-    for (int c = 0; c < 3; ++c)
-      for (const Event& e : streams_[c]) {
-        if (e.channel >= 0 && !e.push) consumers_.insert({c, e.channel});
-        for (const Span& a : e.spans)
-          if (a.write) written_.insert(a.mem);
-      }
-  }
-
-  bool run() {
-    // Run each core until it blocks on a cross-core wait; round-robin until all finish.
-    for (bool progress = true; progress && ok_;) {
-      progress = false;
-      for (int c = 0; c < 3 && ok_; ++c) {
-        Core& s = cores_[c];
-        while (ok_ && s.pc < streams_[c].size()) {
-          if (!step(c, streams_[c][s.pc])) break;
-          ++s.pc;
-          progress = true;
-        }
-      }
-    }
-    for (int c = 0; c < 3; ++c)
-      if (cores_[c].pc < streams_[c].size()) return false;  // a deadlock
-    if (q_.balanced)
-      for (const Core& c : cores_)
-        for (const auto& [flag, sets] : c.flags)
-          if (!sets.empty()) return false;  // a set no wait consumes: the next kernel would see it
-    return ok_;
-  }
-
- private:
-  struct Core {
-    size_t pc = 0;
-    std::array<uint32_t, kPipes> issued{};
-    std::array<Clock, kPipes> know{};
-    std::map<std::tuple<int, int, int>, std::deque<std::pair<Clock, const SyncNode*>>> flags;
-    std::map<int, std::vector<std::pair<int, uint32_t>>> pops;  // channel -> (pipe, count) per tile
-    std::map<int, int> pushes;                                  // channel -> tiles pushed
-  };
-
-  Clock drained(int c, int p) const {
-    Clock k{};
-    if (p >= kPipes) {
-      for (int x = 0; x < kPipes; ++x) {
-        join(k, cores_[c].know[x]);
-        k[c * kPipes + x] = std::max(k[c * kPipes + x], cores_[c].issued[x]);
-      }
-      return k;
-    }
-    k = cores_[c].know[p];
-    k[c * kPipes + p] = std::max(k[c * kPipes + p], cores_[c].issued[p]);
-    return k;
-  }
-  void join_all(int c, const Clock& k) {
-    for (auto& x : cores_[c].know) join(x, k);
-  }
-  bool dropped(const Event& e) const {
-    if (e.kind == Event::SetCross || e.kind == Event::WaitCross) return e.id == q_.dropped_cross;
-    if (e.kind == Event::Set || e.kind == Event::Wait) return q_.dropped.count(e.sync) > 0;
-    return false;
-  }
-
-  /// Executes `e` on core `c`; false when it blocks (a cross-core wait with no set yet).
-  bool step(int c, const Event& e) {
-    Core& s = cores_[c];
-    if (dropped(e)) return true;
-    switch (e.kind) {
-      case Event::WaitCross:
-        if (c == 0) {
-          auto &a = cross_[{3, e.id}], &b = cross_[{4, e.id}];
-          if (a.empty() || b.empty()) return false;
-          join_all(c, a.front());
-          join_all(c, b.front());
-          a.pop_front();
-          b.pop_front();
-        } else {
-          auto& q = cross_[{c, e.id}];
-          if (q.empty()) return false;
-          join_all(c, q.front());
-          q.pop_front();
-        }
-        return true;
-      case Event::SetCross: {
-        Clock k = drained(c, e.pipe);
-        if (c == 0) {
-          cross_[{1, e.id}].push_back(k);
-          cross_[{2, e.id}].push_back(k);
-        } else {
-          cross_[{2 + c, e.id}].push_back(k);
-        }
-        return true;
-      }
-      case Event::Set:
-        s.flags[{e.pipe, e.dst, e.id}].push_back({drained(c, e.pipe), e.sync});
-        return true;
-      case Event::Wait: {
-        auto& q = s.flags[{e.pipe, e.dst, e.id}];
-        if (q.empty()) return ok_ = false;  // a wait no set raises: it would hang
-        if (e.dst >= kPipes)
-          join_all(c, q.front().first);
-        else
-          join(s.know[e.dst], q.front().first);
-        if (q_.matches) q_.matches->push_back({q.front().second, e.sync});
-        q.pop_front();
-        return true;
-      }
-      case Event::Barrier:
-        if (e.pipe >= kPipes)
-          join_all(c, drained(c, kPipes));
-        else
-          join(s.know[e.pipe], drained(c, e.pipe));
-        return true;
-      case Event::Op:
-        op(c, e);
-        return true;
-    }
-    return true;
-  }
-
-  void op(int c, const Event& e) {
-    Core& s = cores_[c];
-    const Clock start = s.know[e.pipe];
-    const uint32_t count = ++s.issued[e.pipe];
-    if (q_.accesses) access(c, e, start, count);
-    if (pipe_in_order(static_cast<Pipe>(e.pipe))) s.know[e.pipe][c * kPipes + e.pipe] = count;
-    if (pipe_orders_later_issue(static_cast<Pipe>(e.pipe))) join_all(c, Clock(s.know[e.pipe]));
-    if (e.channel >= 0 && !e.push) s.pops[e.channel].push_back({e.pipe, count});
-    if (e.channel == q_.slot_channel && e.push && e.first) {
-      const int n = s.pushes[e.channel]++;
-      const int prev = n - channels_[e.channel].slots;
-      if (prev >= 0)
-        for (int o = 0; o < 3; ++o) {
-          if (o == c || !consumers_.count({o, e.channel})) continue;
-          const auto& pops = cores_[o].pops[e.channel];
-          if (static_cast<int>(pops.size()) <= prev ||
-              start[o * kPipes + pops[prev].first] < pops[prev].second)
-            ok_ = false;
-        }
-    }
-  }
-
-  /// Every access of `e` ordered after the conflicting ones recorded; then recorded itself,
-  /// replacing those it covers and is ordered after (as the hazard checker's shadow does).
-  void access(int c, const Event& e, const Clock& start, uint32_t count) {
-    const size_t event = cores_[c].pc;
-    for (const Span& a : e.spans) {
-      if (!written_.count(a.mem)) continue;  // read-only memory (the inputs): nothing conflicts
-      for (const Rec& r : shadow_[a.mem])
-        if ((r.span.write || a.write) && overlap(r.span, a) && start[r.timeline] < r.clock &&
-            !(r.core == c && r.event == event))
-          ok_ = false;
-    }
-    for (const Span& a : e.spans) {
-      if (!written_.count(a.mem)) continue;
-      auto& recs = shadow_[a.mem];
-      std::erase_if(recs, [&](const Rec& r) {
-        const bool same = r.core == c && r.event == event;
-        return (a.write || !r.span.write) && covers(a, r.span) &&
-               (same || start[r.timeline] >= r.clock);
-      });
-      recs.push_back({a, c, c * kPipes + e.pipe, count, event});
-    }
-  }
-
-  const Streams& streams_;
-  const std::vector<Channel>& channels_;
-  const Query& q_;
-  std::array<Core, 3> cores_{};
-  std::map<std::pair<int, int>, std::deque<Clock>> cross_;  // (to: 1, 2 AIVs; 3, 4 from AIVs, id)
-  std::set<std::pair<int, int>> consumers_;                 // (core, channel) pairs that read it
-  std::unordered_map<uint64_t, std::vector<Rec>> shadow_;
-  std::unordered_set<uint64_t> written_;  // memories some op writes
-  bool ok_ = true;
-};
 
 }  // namespace
 
 std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                     const Target& t, const std::vector<Channel>& channels,
                                     bool accesses, std::optional<int64_t> cid) {
-  if (accesses && (memory_on_s(cube) || memory_on_s(vector))) return std::nullopt;
-  Interner in;
-  Streams out;
-  for (int core = 0; core < 3; ++core) {
-    const Stmt& body = core == 0 ? cube : vector;
-    if (!body.defined()) continue;
-    auto stream = Unroller(t, channels, k, core, accesses, in, cid).run(body);
-    if (!stream) return std::nullopt;
-    out[core] = std::move(*stream);
-  }
-  return out;
+  return unroll_one(k, cube, vector, t, channels, accesses, cid, nullptr, nullptr, nullptr);
 }
 
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
@@ -640,38 +609,90 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
   return out;
 }
 
-bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q) {
-  return Replayer(streams, channels, q).run();
-}
-
 Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks,
                size_t budget)
     : k_(k), t_(t), max_blocks_(max_blocks), budget_(budget) {
-  std::tie(clean_, per_replay_) = run(bodies);
+  std::tie(clean_, per_replay_) = check(record(bodies));
   // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
   // apart: then block by block, where every address is a constant.
   if (!clean_) {
     each_block_ = true;
-    std::tie(clean_, per_replay_) = run(bodies);
+    std::tie(clean_, per_replay_) = check(record(bodies));
   }
 }
 
 bool Prover::holds(const Stmt bodies[2]) {
   if (!clean_ || (spent_ += per_replay_) > budget_) return false;
-  return run(bodies).first;
+  return check(streams(bodies)).first;
 }
 
-std::pair<bool, size_t> Prover::run(const Stmt bodies[2]) {
-  std::vector<Streams> blocks =
-      unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
+/// unroll_blocks on the bodies as they are, recording each op execution's events: of the
+/// attempt at one set of streams for every block (also when it fails: a rewrite's attempt then
+/// fails the same way, or at a recorded op), and of each block's streams.
+std::vector<Streams> Prover::record(const Stmt bodies[2]) {
+  auto all = std::make_shared<Recorded>();
+  auto blocks = std::make_shared<std::vector<Recorded>>();
+  base_all_ = all;
+  base_ = blocks;
+  if (!each_block_)
+    if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
+                            nullptr, nullptr))
+      return {std::move(*s)};
+  auto n = as_const_int(k_.num_blocks);
+  if (!n || *n > max_blocks_) return {};
+  std::vector<Streams> out;
+  size_t events = 0;
+  for (int64_t b = 0; b < *n; ++b) {
+    Recorded& r = blocks->emplace_back();
+    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, &r, nullptr, nullptr);
+    if (!s) return blocks->clear(), std::vector<Streams>{};
+    for (const auto& stream : *s) events += stream.size();
+    if (events > kMaxBlockEvents) return {};
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+/// The streams of rewritten bodies, exactly as unroll_blocks builds them, with the ops' events
+/// taken from the recording (the rewrites only move, guard or drop syncs, so each op runs in the
+/// same executions with the same variables; an op that does not, a miss, unrolls anew).
+std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
+  auto anew = [&] {
+    return unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
+  };
+  bool missed = false;
+  if (!each_block_) {
+    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, nullptr,
+                        base_all_.get(), &missed);
+    if (s) return {std::move(*s)};
+    if (missed) return anew();
+  }
+  auto n = as_const_int(k_.num_blocks);
+  if (!n || *n > max_blocks_ || base_->size() != static_cast<size_t>(*n)) return anew();
+  std::vector<Streams> out;
+  size_t events = 0;
+  for (int64_t b = 0; b < *n; ++b) {
+    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, nullptr,
+                        &(*base_)[static_cast<size_t>(b)], &missed);
+    if (!s) return missed ? anew() : std::vector<Streams>{};
+    for (const auto& stream : *s) events += stream.size();
+    if (events > kMaxBlockEvents) return {};
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+std::pair<bool, size_t> Prover::check(const std::vector<Streams>& blocks) const {
   Query q;
   q.accesses = q.balanced = true;
   size_t events = 0;
   for (const Streams& b : blocks)
     for (const auto& stream : b) events += stream.size();
-  const bool ok =
-      !blocks.empty() &&
-      std::all_of(blocks.begin(), blocks.end(), [&](const Streams& b) { return replay(b, {}, q); });
+  // Blocks that replay alike (replay_classes) are replayed once.
+  const std::vector<size_t> rep = replay_classes(blocks);
+  bool ok = !blocks.empty();
+  for (size_t b = 0; ok && b < blocks.size(); ++b)
+    if (rep[b] == b) ok = replay(blocks[b], {}, q);
   return {ok, events};
 }
 

@@ -93,16 +93,12 @@ float tree_sum(const float* x, int64_t n, int64_t per_repeat) {
   for (int64_t s = 0; s < n; s += per_repeat) {
     int64_t m = std::min(per_repeat, n - s);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    // A NaN sum is computed again by the scalar tree: which operand's NaN payload an addition
-    // keeps depends on the operand order the compiler chose there.
     if (avx2 && m == 64) {
-      const float t = full_repeat_tree_avx2<64>(x + s);
-      total += t == t ? t : full_repeat_tree<64>(x + s);
+      total += full_repeat_tree_avx2<64>(x + s);
       continue;
     }
     if (avx2 && m == 128) {
-      const float t = full_repeat_tree_avx2<128>(x + s);
-      total += t == t ? t : full_repeat_tree<128>(x + s);
+      total += full_repeat_tree_avx2<128>(x + s);
       continue;
     }
 #endif
@@ -113,7 +109,12 @@ float tree_sum(const float* x, int64_t n, int64_t per_repeat) {
     else
       total += repeat_tree(x + s, m, buf.data());
   }
-  return total;
+  // A NaN sum is the quiet NaN 0x7FC00000, whichever NaN operand it came from: an addition of
+  // two NaNs keeps the payload of the operand the compiler put first, and compilers reorder
+  // commutative additions differently at each optimisation level and in each path (the scalar
+  // tree at -O0 and the AVX2 tree kept different NaNs). The chip's NaN payload is not
+  // documented; the Mmad's sums follow the same rule (docs/virtual_npu.md, "NaN results").
+  return total == total ? total : std::numeric_limits<float>::quiet_NaN();
 }
 
 enum class Red { Sum, Max, Min };
@@ -211,6 +212,7 @@ void reduce(const TileOpNode& n, Core& c, Red kind) {
     if (kind == Red::Sum) {
       v = tree_sum(p, len, per_repeat);
       if (!clear) v += g_dst[o];
+      if (v != v) v = std::numeric_limits<float>::quiet_NaN();  // as tree_sum's own NaN
     } else {
       v = fold(p, len, kind == Red::Max);
       if (!clear) v = kind == Red::Max ? std::max(v, g_dst[o]) : std::min(v, g_dst[o]);

@@ -28,8 +28,14 @@
 // rate = cap x f, cap = the core's rate on that path, f = min(1, HBM / sum of HBM demand,
 // L2 / sum of demand) over the flows active at that moment (proportional sharing of the
 // chip's aggregate bandwidth, re-evaluated whenever a flow starts or ends). A flow's HBM
-// demand is its L2 miss fraction: a read of a GM region that an earlier instruction already
-// touched with the identical (start, len, pitch, count) hits in L2 while the footprint fits.
+// demand is its L2 miss fraction. L2 is tracked by bytes: a read hits for the bytes any earlier
+// instruction read or wrote, whatever the shapes of the two accesses, while the footprint fits
+// in L2 (beyond it, hits are scaled by L2 / footprint). Writes (MTE3, FIX) allocate in L2 and
+// reach HBM only when evicted, i.e. once the footprint exceeds L2: a write's HBM share is
+// 1 - L2 / footprint (AscendC best practices, "Setting a Proper L2 CacheMode": data moved out by
+// MTE3 or Fixpipe goes through L2; old data is written back to GM when it is replaced). So a GM
+// workspace written by one core and read back by another (the cross-core data of
+// docs/developer_mode.md) costs L2 bandwidth, not HBM bandwidth.
 #include "tl/npu/timing.h"
 
 #include <algorithm>
@@ -38,7 +44,6 @@
 #include <map>
 #include <queue>
 #include <set>
-#include <unordered_set>
 
 #include "timing_costs.h"
 #include "tl/error.h"
@@ -156,21 +161,9 @@ class Model {
   std::priority_queue<Flow, std::vector<Flow>, Later> pending_;
   int64_t flow_seq_ = 0;
   bool rates_dirty_ = true;
-  // L2 model.
-  struct AccKey {
-    uint64_t s, l, p, n;
-    bool operator==(const AccKey& o) const { return s == o.s && l == o.l && p == o.p && n == o.n; }
-  };
-  struct AccHash {
-    size_t operator()(const AccKey& k) const {
-      uint64_t h = k.s * 0x9E3779B97F4A7C15ull;
-      h ^= (k.l + 0x7f4a7c15) * 0xBF58476D1CE4E5B9ull;
-      h ^= (k.p + 0x94d049bb) * 0x94D049BB133111EBull;
-      h ^= k.n + (h << 6) + (h >> 2);
-      return static_cast<size_t>(h);
-    }
-  };
-  std::unordered_set<AccKey, AccHash> touched_;
+  // L2 model: the GM bytes any access touched, as disjoint [start, end) ranges (start -> end).
+  std::map<uint64_t, uint64_t> touched_;
+  double touch(uint64_t s, uint64_t e);
   std::vector<std::vector<double>> issue_;  // per core, per event: CoreProfile::issue
   double footprint_ = 0;
   Profile prof_;
@@ -194,21 +187,42 @@ std::vector<int> Model::cross_dests(int c, int mode) const {
   return d;
 }
 
+// Marks [s, e) as held by L2 and returns how many of its bytes were held before. Exact bytes,
+// not lines: a line size would make hits depend on where the host placed the tensors (the
+// trace's GM offsets are host addresses), and the C11 [64, 64] tiles, 128-byte rows side by
+// side, measure no reuse between neighbouring tiles.
+double Model::touch(uint64_t s, uint64_t e) {
+  double held = 0;
+  auto it = touched_.upper_bound(s);
+  if (it != touched_.begin() && std::prev(it)->second >= s) --it;
+  uint64_t lo = s, hi = e;
+  while (it != touched_.end() && it->first <= e) {
+    const uint64_t a = std::max(s, it->first), b = std::min(e, it->second);
+    if (b > a) held += static_cast<double>(b - a);
+    lo = std::min(lo, it->first);
+    hi = std::max(hi, it->second);
+    it = touched_.erase(it);
+  }
+  touched_.emplace(lo, hi);
+  footprint_ += static_cast<double>(e - s) - held;
+  return held;
+}
+
 double Model::miss_fraction(const TraceEvent& e, bool write) {
   double total = 0, hit = 0;
   for (const auto& a : e.accesses) {
-    if (a.mem.scope != MemScope::GM) continue;
-    double by = static_cast<double>(a.len * a.count);
-    total += by;
-    if (touched_.insert({a.start, a.len, a.pitch, a.count}).second)
-      footprint_ += by;
-    else if (!a.write)
-      hit += by;
+    if (a.mem.scope != MemScope::GM || a.len == 0) continue;
+    for (uint64_t r = 0; r < a.count; ++r) {
+      const uint64_t s = a.start + r * a.pitch;
+      total += static_cast<double>(a.len);
+      hit += touch(s, s + a.len);
+    }
   }
-  if (write || total == 0) return 1.0;
-  double h = hit / total;
-  if (footprint_ > c_.l2_bytes) h *= c_.l2_bytes / footprint_;
-  return 1.0 - h;
+  if (total == 0) return 1.0;
+  // Beyond L2's capacity only L2 / footprint of the bytes stay resident (no eviction order).
+  const double resident = footprint_ > c_.l2_bytes ? c_.l2_bytes / footprint_ : 1.0;
+  if (write) return 1.0 - resident;  // write-back: dirty lines reach HBM when evicted
+  return 1.0 - hit / total * resident;
 }
 
 int Model::record(int c, int ev, Pipe p, double s, double e) {

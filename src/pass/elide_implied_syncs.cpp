@@ -87,15 +87,20 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   replay::Query q;
   q.accesses = true;
   q.matches = &matches;
+  // Blocks that replay alike (the same protocol on other row tiles) are replayed once: their
+  // answers and the waits' matches are the same.
+  std::vector<size_t> rep = replay::replay_classes(blocks);
   auto ordered = [&] {
-    return std::all_of(blocks.begin(), blocks.end(),
-                       [&](const replay::Streams& s) { return replay::replay(s, {}, q); });
+    for (size_t b = 0; b < blocks.size(); ++b)
+      if (rep[b] == b && !replay::replay(blocks[b], {}, q)) return false;
+    return true;
   };
   // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
   // apart: then block by block, where every address is a constant.
   if (blocks.size() == 1 && !ordered()) {
     matches.clear();
     blocks = replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks, true);
+    rep = replay::replay_classes(blocks);
   }
   if (blocks.empty() || !ordered()) return f;  // some pair the ranges cannot tell apart
   q.matches = nullptr;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "npu/vector_ops.h"
@@ -53,6 +54,26 @@ TEST(ReduceSumFast, SameBytesAsThePlainTreeOnSpecialValues) {
         }
         ::unsetenv("TL_NPU_PLAIN_PATHS");
         EXPECT_EQ(results[0], results[1]);
+        // Every NaN sum is the one quiet NaN (0x7FC00000, as the dtype holds it), whatever NaN
+        // or inf - inf produced it (docs/virtual_npu.md, "NaN results").
+        const int64_t es = dtype_bytes(t);
+        int64_t nans = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          uint32_t bits = 0;
+          std::memcpy(&bits, results[0].data() + r * es, es);
+          const bool nan = t == DType::Float32   ? (bits & 0x7FFFFFFFu) > 0x7F800000u
+                           : t == DType::Float16 ? (bits & 0x7FFF) > 0x7C00
+                                                 : (bits & 0x7FFF) > 0x7F80;
+          if (!nan) continue;
+          ++nans;
+          const uint32_t quiet = t == DType::Float32   ? 0x7FC00000u
+                                 : t == DType::Float16 ? 0x7E00
+                                                       : 0x7FC0;
+          EXPECT_EQ(bits, quiet) << "row " << r;
+        }
+        if (pattern == 0 || pattern == 3) {
+          EXPECT_GT(nans, 0);
+        }
       }
     }
   }
