@@ -31,6 +31,12 @@ int64_t ub_use(tl::DType dt, int64_t H, int64_t bM, bool w, bool b) {
   return rows * per_row + (int64_t{w} + b) * (in_row + wide * f_row) + 8 * 1024;
 }
 
+/// The backward's row width in UB: H, or for a ragged row (bN does not divide H) H rounded up
+/// to whole bN-column chunks.
+int64_t padded_hidden(int64_t H, int64_t bN) {
+  return (H + bN - 1) / bN * bN;
+}
+
 /// UB bytes of one AIV for the backward kernel with bN-column chunks of 8-row tiles: wf, dW | dB
 /// and w as loaded; xf gf t1 t2 t3 wb in fp32, dxb, xb and gb as loaded; four row statistics.
 int64_t bwd_ub_use(tl::DType dt, int64_t H, int64_t bN) {
@@ -130,9 +136,17 @@ LayerNormBwdKey layer_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Ta
                                    const Checker& check) {
   const auto budget = vector_budget(target);
   LayerNormBwdKey k{.dtype = dtype, .hidden = hidden, .rows_per_tile = 8, .blocks = budget.blocks};
-  k.chunk = widest_chunk(hidden, 32 / tl::dtype_bytes(dtype), 1024, [&](int64_t c) {
-    return bwd_ub_use(dtype, hidden, c) <= budget.ub_bytes;
-  });
+  const int64_t q = 32 / tl::dtype_bytes(dtype);
+  if (hidden % q == 0) {
+    k.chunk = widest_chunk(hidden, q, 1024, [&](int64_t c) {
+      return bwd_ub_use(dtype, hidden, c) <= budget.ub_bytes;
+    });
+  } else {
+    // A row that is not whole 32-byte blocks: the widest chunk that fits, the row held as
+    // ceil(H / bN) chunks with a column mask (layer_norm_bwd_kernel.cpp).
+    for (int64_t c = std::min<int64_t>(1024, (hidden + q - 1) / q * q); c >= q && !k.chunk; c -= q)
+      if (bwd_ub_use(dtype, padded_hidden(hidden, c), c) + c * 4 <= budget.ub_bytes) k.chunk = c;
+  }
   if (k.chunk == 0)
     check.fail("x", fmt::format("has a hidden size the kernel cannot hold in UB: expected at most "
                                 "about {} {} elements on {} (UB {} bytes), got {}",
@@ -143,7 +157,7 @@ LayerNormBwdKey layer_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Ta
 
 RmsNormKey layer_norm_dwb_reduce_key(const LayerNormBwdKey& k) {
   return {.dtype = k.dtype,
-          .hidden = 2 * k.hidden,
+          .hidden = 2 * padded_hidden(k.hidden, k.chunk),
           .rows_per_tile = k.rows_per_tile,
           .chunk = k.chunk,
           .blocks = k.blocks};
@@ -157,7 +171,6 @@ LayerNormGrads layer_norm_backward(const tl::Tensor& dy, const tl::Tensor& x,
   c.min_rank("x", x, 1);
   if (x.shape().back() == 0)
     c.fail("x", "has an empty last dimension: expected a hidden size of at least 1, got 0");
-  c.row_alignment("x", x);
   c.tensor("weight", weight);
   c.same_device("weight", weight, "x", x);
   c.same_dtype("weight", weight, "x", x);
@@ -171,11 +184,18 @@ LayerNormGrads layer_norm_backward(const tl::Tensor& dy, const tl::Tensor& x,
   const int64_t H = x.shape().back();
   const tl::Tensor x2 = rows_view(x);
   LayerNormGrads g{.dx = tl::Tensor::empty(dev, x.shape(), x.dtype()), .dw = {}, .db = {}};
-  const tl::Tensor dwb = tl::Tensor::empty(dev, {2 * H}, x.dtype());
-  g.dw = dwb.slice(0, 0, H);
-  g.db = dwb.slice(0, H, H);
-  if (x2.dim(0) == 0) return g;  // no rows: dW and dB are sums over nothing (zeros), no launch
+  if (x2.dim(0) == 0) {  // no rows: dW and dB are sums over nothing (zeros), no launch
+    const tl::Tensor dwb = tl::Tensor::empty(dev, {2 * H}, x.dtype());
+    g.dw = dwb.slice(0, 0, H);
+    g.db = dwb.slice(0, H, H);
+    return g;
+  }
   auto key = layer_norm_bwd_key(x.dtype(), H, dev.target(), c);
+  // dW | dB as the reduction writes them: two rows of Hp columns (H but for a ragged row).
+  const int64_t hp = padded_hidden(H, key.chunk);
+  const tl::Tensor dwb = tl::Tensor::empty(dev, {2 * hp}, x.dtype());
+  g.dw = dwb.slice(0, 0, H);
+  g.db = dwb.slice(0, hp, H);
   const auto rkey = layer_norm_dwb_reduce_key(key);
   const int64_t partials = 2 * key.blocks;
   auto bwd = cached_kernel("layer_norm_bwd/" + key.str(), dev.target(),
@@ -183,7 +203,7 @@ LayerNormGrads layer_norm_backward(const tl::Tensor& dy, const tl::Tensor& x,
   auto red = cached_kernel(fmt::format("rms_norm_dw_reduce/{}/P={}", rkey.str(), partials),
                            dev.target(), [&] { return rms_norm_dw_reduce_kernel(rkey, partials); });
   // Zeros: an AIV with no tile stores its zero partial anyway, but the reduction reads them all.
-  tl::Tensor dwbp = tl::Tensor::empty(dev, {partials, 2 * H}, tl::DType::Float32);
+  tl::Tensor dwbp = tl::Tensor::empty(dev, {partials, 2 * hp}, tl::DType::Float32);
   launch(bwd, dev, {rows_view(dy), x2, weight, rows_view(g.dx), dwbp, eps});
   launch(red, dev, {dwbp, dwb});
   return g;

@@ -11,7 +11,12 @@
 // with a large offset keep fp32 accuracy), and mean / rstd are recomputed from x rather than
 // read from the forward pass (as rms_norm_bwd does). The tail tile is zero-filled and loaded row
 // by row; only its valid rows are added to the partials, so rows past M add nothing (not even a
-// NaN: with eps = 0 a zero row's rstd is inf). Every vector op is followed by a V barrier: the
+// NaN: with eps = 0 a zero row's rstd is inf). Rows that are not whole 32-byte blocks (H = 7,
+// 33, 1000 bf16, ...) are held in UB as Hp = ceil(H / bN) bN columns: the last chunk's copies
+// move the row's H - (chunks - 1) bN columns (GM -> UB padded copies over zero-filled buffers,
+// UB -> GM clipped), the pad columns of x - mean are multiplied by a 0 / 1 column mask before the
+// variance is summed, and the dW | dB partials are [2 Hp] rows whose pad columns the op never
+// returns. Every vector op is followed by a V barrier: the
 // vector instructions overlap in the timing model, and the ops here mostly read what the one
 // before wrote (docs/virtual_npu.md).
 #include <optional>
@@ -39,7 +44,10 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;
   const int H = ir_size(k.hidden, "hidden"), rM = ir_size(k.rows_per_tile, "rows_per_tile"),
-            bN = ir_size(k.chunk, "chunk"), chunks = H / bN, blocks = ir_size(k.blocks, "blocks");
+            bN = ir_size(k.chunk, "chunk"), blocks = ir_size(k.blocks, "blocks");
+  // A ragged row (bN does not divide H: H is not whole 32-byte blocks) is held as Hp columns.
+  const int chunks = (H + bN - 1) / bN, Hp = chunks * bN, last = H - (chunks - 1) * bN;
+  const bool ragged = Hp != H;
   const double inv_h = 1.0 / static_cast<double>(H);
 
   auto M = T::dynamic("M");
@@ -47,56 +55,86 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
   auto X = T::Tensor("X", {M, H}, dt);
   auto W = T::Tensor("W", {H}, dt);
   auto DX = T::Tensor("DX", {M, H}, dt);
-  auto DWBP = T::Tensor("DWBP", {2 * blocks, 2 * H}, f32);
+  auto DWBP = T::Tensor("DWBP", {2 * blocks, 2 * Hp}, f32);
   auto eps = T::Scalar("eps", f32);
 
   return T::prim_func("layer_norm_bwd", {DY, X, W, DX, DWBP, eps}, [&] {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
-        auto wf = T::alloc_ub("wf_ub", {H}, f32);        // W in fp32
-        auto dwb = T::alloc_ub("dwb_ub", {2 * H}, f32);  // this AIV's dW | dB partial
-        auto xf = T::alloc_ub("xf_ub", {rM, bN}, f32);   // x chunk, then xc = x - mean
-        auto gf = T::alloc_ub("gf_ub", {rM, bN}, f32);   // dy chunk, then g = dy * w
-        auto t1 = T::alloc_ub("t1_ub", {rM, bN}, f32);   // pass 1: sum x; 2: sum xc^2; 3: dW term
-        auto t2 = T::alloc_ub("t2_ub", {rM, bN}, f32);   // pass 2: sum g; pass 3: xc * coef
-        auto t3 = T::alloc_ub("t3_ub", {rM, bN}, f32);   // pass 2: sum g * xc
-        auto wb = T::alloc_ub("wb_ub", {rM, bN}, f32);   // W chunk broadcast, a temporary
-        auto dxb = T::alloc_ub("dxb_ub", {rM, bN}, dt);  // dx chunk to store
-        auto mu = T::alloc_ub("mu_ub", {rM}, f32);       // mean
-        auto rs = T::alloc_ub("rs_ub", {rM}, f32);       // rstd
-        auto cf = T::alloc_ub("cf_ub", {rM}, f32);       // coef
-        auto of = T::alloc_ub("of_ub", {rM}, f32);       // off
+        auto wf = T::alloc_ub("wf_ub", {Hp}, f32);        // W in fp32
+        auto dwb = T::alloc_ub("dwb_ub", {2 * Hp}, f32);  // this AIV's dW | dB partial
+        auto xf = T::alloc_ub("xf_ub", {rM, bN}, f32);    // x chunk, then xc = x - mean
+        auto gf = T::alloc_ub("gf_ub", {rM, bN}, f32);    // dy chunk, then g = dy * w
+        auto t1 = T::alloc_ub("t1_ub", {rM, bN}, f32);    // pass 1: sum x; 2: sum xc^2; 3: dW term
+        auto t2 = T::alloc_ub("t2_ub", {rM, bN}, f32);    // pass 2: sum g; pass 3: xc * coef
+        auto t3 = T::alloc_ub("t3_ub", {rM, bN}, f32);    // pass 2: sum g * xc
+        auto wb = T::alloc_ub("wb_ub", {rM, bN}, f32);    // W chunk broadcast, a temporary
+        auto dxb = T::alloc_ub("dxb_ub", {rM, bN}, dt);   // dx chunk to store
+        auto mu = T::alloc_ub("mu_ub", {rM}, f32);        // mean
+        auto rs = T::alloc_ub("rs_ub", {rM}, f32);        // rstd
+        auto cf = T::alloc_ub("cf_ub", {rM}, f32);        // coef
+        auto of = T::alloc_ub("of_ub", {rM}, f32);        // off
         Buffer xb = wide ? T::alloc_ub("xb_ub", {rM, bN}, dt) : xf;
         Buffer gb = wide ? T::alloc_ub("gb_ub", {rM, bN}, dt) : gf;
+        // A ragged row's W and loads are padded with zeros to the block.
+        // the padded copy fills the last 32-byte block, a fill before it the columns past that.
+        const T::CopyOptions pad = ragged ? T::CopyOptions{.pad_value = 0.0} : T::CopyOptions{};
+        auto load_w = [&](const Buffer& b) {
+          if (!ragged) return T::copy(W, b);
+          T::tile::fill(b, 0.0);
+          set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);
+          T::copy(W, b.region({0}, {H}), pad);
+        };
         if (wide) {
-          auto w_b = T::alloc_ub("w_ub", {H}, dt);
-          T::copy(W, w_b);
+          auto w_b = T::alloc_ub("w_ub", {Hp}, dt);
+          load_w(w_b);
           set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
           T::tile::cast(wf, w_b);
         } else {
-          T::copy(W, wf);
+          load_w(wf);
           set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
+        }
+        std::optional<Buffer> mk;  // ragged: 1 on the last chunk's valid columns, 0 on its pad
+        if (ragged) {
+          mk = T::alloc_ub("mk_ub", {bN}, f32);
+          T::tile::arith_progression(*mk, 0.0, 1.0);
+          vbar();
+          T::tile::mul(*mk, *mk, -1.0);
+          vbar();
+          T::tile::add(*mk, *mk, static_cast<double>(last));
+          vbar();
+          T::tile::clamp(*mk, *mk, 0.0, 1.0);
         }
         T::tile::fill(dwb, 0.0);
 
         auto tile_rows = [&](Expr row0, std::optional<Expr> nrows) {
+          // Chunk c's columns of the tile's rows: all bN but in a ragged row's last chunk.
+          auto width = [&](Expr c) { return ragged ? min(Expr(bN), H - c * bN) : Expr(bN); };
           auto load = [&](const Buffer& src, const Buffer& dst, Expr c) {
-            if (!nrows) {
+            if (!nrows && !ragged) {
               T::copy(src.at({row0, c * bN}), dst);
+            } else if (!nrows) {
+              T::copy(src.region({row0, c * bN}, {rM, width(c)}),
+                      dst.region({0, 0}, {rM, width(c)}), pad);
             } else {
               T::serial("j", *nrows, [&](Expr j) {
-                T::copy(src.at({row0 + j, c * bN}), dst.region({j, 0}, {1, bN}));
+                T::copy(src.region({row0 + j, c * bN}, {1, width(c)}),
+                        dst.region({j, 0}, {1, width(c)}), pad);
               });
             }
           };
           // Chunk c of x into xf (minus the mean when `centre`), of dy into gf when `with_dy`.
           auto load_chunk = [&](Expr c, bool with_dy, bool centre) {
-            vbar();       // the vector ops before have read xf / gf (and xb / gb)
-            if (nrows) {  // rows past M: zeros
+            vbar();  // the vector ops before have read xf / gf (and xb / gb)
+            auto zeros = [&] {
               T::tile::fill(xb, 0.0);
               if (with_dy) T::tile::fill(gb, 0.0);
-            }
+            };
+            if (nrows)  // rows past M: zeros
+              zeros();
+            else if (ragged)  // and the columns past a ragged row
+              T::If(c == chunks - 1, zeros);
             set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);
             load(X, xb, c);
             if (with_dy) load(DY, gb, c);
@@ -129,6 +167,13 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
           T::tile::fill(t3, 0.0);
           T::serial("c", chunks, [&](Expr c) {
             load_chunk(c, true, true);
+            if (mk) {  // the pad columns of x - mean are -mean: out of the variance
+              T::If(c == chunks - 1, [&] {
+                T::serial("r", rM, [&](Expr r) {
+                  T::tile::mul(xf.region({r, 0}, {1, bN}), xf.region({r, 0}, {1, bN}), *mk);
+                });
+              });
+            }
             T::tile::broadcast(wb, wf.region({c * bN}, {bN}));
             vbar();
             T::tile::mul(gf, gf, wb);  // g
@@ -175,7 +220,7 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
             T::serial("r", nrows ? *nrows : Expr(rM), [&](Expr r) {  // rows in order
               T::tile::add(dwb.region({c * bN}, {bN}), dwb.region({c * bN}, {bN}),
                            t1.region({r, 0}, {1, bN}));
-              T::tile::add(dwb.region({c * bN + H}, {bN}), dwb.region({c * bN + H}, {bN}),
+              T::tile::add(dwb.region({c * bN + Hp}, {bN}), dwb.region({c * bN + Hp}, {bN}),
                            gf.region({r, 0}, {1, bN}));
               vbar();
             });
@@ -192,11 +237,15 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
               T::tile::row_expand_sub(dxb, gf, of);
             }
             set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
-            if (!nrows) {
+            if (!nrows && !ragged) {
               T::copy(dxb, DX.at({row0, c * bN}));
+            } else if (!nrows) {
+              T::copy(dxb.region({0, 0}, {rM, width(c)}), DX.region({row0, c * bN}, {rM, width(c)}),
+                      pad);
             } else {
               T::serial("j", *nrows, [&](Expr j) {
-                T::copy(dxb.region({j, 0}, {1, bN}), DX.at({row0 + j, c * bN}));
+                T::copy(dxb.region({j, 0}, {1, width(c)}),
+                        DX.region({row0 + j, c * bN}, {1, width(c)}), pad);
               });
             }
           });

@@ -113,11 +113,29 @@ RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool
 RmsNormKey rms_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
                             const Checker& check) {
   const int64_t es = tl::dtype_bytes(dtype), wide = dtype != tl::DType::Float32;
-  // The resident schedule (rms_norm_bwd_resident.cpp) where two tiles of x and dy fit beside W
-  // and the dW partial: x and dy read once. The largest chunk tile (rows x chunk) wins; the
-  // chunk is not capped (each chunk costs the pass's barriers, and UB bounds it anyway).
+  // The whole-row schedule (rms_norm_bwd_rows.cpp, chunk 0) where a tile of x, dy (and dx,
+  // 16-bit) fits beside W, the dW partial, the tile in fp32 and its products' two column halves,
+  // the most rows that fit; the halves are whole 32-byte blocks (H a multiple of 16). It needs
+  // the fewest vector passes (docs/ops.md, "RMSNorm").
   const auto budget = vector_budget(target);
   RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
+  for (int64_t rM : kResidentRows) {
+    if (hidden % 16 != 0) break;
+    const int64_t bytes = 2 * round32(hidden * 4) + 2 * 32 +            // wf dw, rs cf
+                          (wide ? 3 : 2) * round32(rM * hidden * es) +  // x dy (dx)
+                          3 * rM * hidden * 4 +                         // xf gf, the products
+                          10 * 512;                                     // bank-group alignment
+    if (bytes <= budget.ub_bytes) {
+      best.rows_per_tile = rM;
+      best.chunk = 0;
+      best.resident = true;
+      return best;
+    }
+  }
+  // Else the chunked resident schedule (rms_norm_bwd_resident.cpp) where two tiles of x and dy
+  // fit beside W and the dW partial (fp32 rows of 7168): x and dy read once. The largest chunk
+  // tile (rows x chunk) wins; the chunk is not capped (each chunk costs the pass's barriers,
+  // and UB bounds it anyway).
   for (int64_t rM : kResidentRows) {
     const int64_t fixed = 2 * round32(hidden * 4) + 3 * 32 +         // wf dw, rs cf rs2
                           4 * round32(rM * hidden * es) + 12 * 256;  // slots, bank alignment
@@ -204,12 +222,18 @@ RmsNormGrads rms_norm_backward(const tl::Tensor& dy, const tl::Tensor& x, const 
   const int64_t partials = 2 * key.blocks;
   auto bwd = cached_kernel("rms_norm_bwd/" + key.str(), dev.target(),
                            [&] { return rms_norm_bwd_kernel(key); });
-  // The partials' reduction deals chunks of at most 1024 columns to the AIVs (the resident
-  // backward's chunk may be the whole row: one AIV pair would reduce it all).
+  // The partials' reduction deals its chunks to the AIVs: the narrowest chunk that leaves at most
+  // one per AIV (7168: 32 of 224 columns; each costs a GM latency and P adds, whatever its
+  // width), at most 1024 columns.
   RmsNormKey rkey = key;
   rkey.resident = false;
-  rkey.chunk =
-      widest_chunk(H, 32 / tl::dtype_bytes(x.dtype()), kChunkCap, [](int64_t) { return true; });
+  const int64_t q = 32 / tl::dtype_bytes(x.dtype());
+  rkey.chunk = widest_chunk(H, q, kChunkCap, [](int64_t) { return true; });
+  for (int64_t c = q; c <= kChunkCap; c += q)
+    if (H % c == 0 && H / c <= partials) {
+      rkey.chunk = c;
+      break;
+    }
   auto red = cached_kernel(fmt::format("rms_norm_dw_reduce/{}/P={}", rkey.str(), partials),
                            dev.target(), [&] { return rms_norm_dw_reduce_kernel(rkey, partials); });
   tl::Tensor dwp = tl::Tensor::empty(dev, {partials, H}, tl::DType::Float32);  // zeros: idle AIVs

@@ -30,7 +30,8 @@ constexpr int kEvIn = 0, kEvOut = 1;
 }  // namespace
 
 tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
-  if (k.resident) return rms_norm_bwd_resident_kernel(k);
+  if (k.resident)
+    return k.chunk == 0 ? rms_norm_bwd_rows_kernel(k) : rms_norm_bwd_resident_kernel(k);
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;
@@ -191,19 +192,26 @@ tl::PrimFunc rms_norm_dw_reduce_kernel(const RmsNormKey& k, int64_t partials) {
     Expr num_blocks = min(Expr(blocks), ceildiv(Expr(chunks), 2));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
+        // The partial rows of a chunk come in groups of G, one strided copy each (at most 64 KB):
+        // a copy per row would pay the GM latency P times (docs/calibration.md).
+        const int G = std::min(P, std::max(1, 65536 / (bN * 4)));
         auto acc = T::alloc_ub("acc_ub", {bN}, f32);
-        auto part = T::alloc_ub("part_ub", {bN}, f32);
+        auto part = T::alloc_ub("part_ub", {G, bN}, f32);
         auto out = dt == f32 ? acc : T::alloc_ub("out_ub", {bN}, dt);
         T::Persistent({Expr(chunks)}, num_blocks * 2, cid * 2 + vid, [&](std::vector<Expr> c) {
           set_then_wait(Pipe::MTE3, Pipe::V,
                         kEvOut);  // the previous chunk's store has read acc / out
           T::tile::fill(acc, 0.0);
-          T::serial("p", P, [&](Expr p) {  // rows in order: deterministic dW
-            set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);
-            T::copy(DWP.at({p, c[0] * bN}), part);
+          for (int g0 = 0; g0 < P; g0 += G) {
+            const int n = std::min(G, P - g0);
+            set_then_wait(Pipe::V, Pipe::MTE2, kEvIn);  // the adds before have read part
+            T::copy(DWP.region({g0, c[0] * bN}, {n, bN}), part.region({0, 0}, {n, bN}));
             set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
-            T::tile::add(acc, acc, part);
-          });
+            T::serial("p", n, [&](Expr r) {  // rows in order: deterministic dW
+              T::tile::add(acc, acc, part.region({r, 0}, {1, bN}));
+              T::pipe_barrier(Pipe::V);
+            });
+          }
           if (dt != f32) {
             T::pipe_barrier(Pipe::V);
             T::tile::cast(out, acc, "CAST_RINT");

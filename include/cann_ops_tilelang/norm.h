@@ -48,11 +48,11 @@ struct RmsNormKey {
   tl::DType dtype = tl::DType::BFloat16;
   int64_t hidden = 0;         // H, the normalised dimension
   int64_t rows_per_tile = 8;  // rM: 8 fp32 row statistics are one 32-byte block
-  int64_t chunk = 0;          // bN: columns per fp32 chunk, divides H
-  int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
-  bool residual = false;      // fused residual add, storing h
-  bool rstd = false;          // store rstd (a tensor of ceil(M / rM) * rM rows)
-  bool resident = false;      // the row tile stays in UB: inputs read once (double-buffered)
+  int64_t chunk = 0;      // bN: columns per fp32 chunk, divides H (0: the backward's whole rows)
+  int64_t blocks = 0;     // most logical blocks launched (two AIVs each)
+  bool residual = false;  // fused residual add, storing h
+  bool rstd = false;      // store rstd (a tensor of ceil(M / rM) * rM rows)
+  bool resident = false;  // the row tile stays in UB: inputs read once (double-buffered)
   std::string str() const;
 };
 /// The forward kernel: X [M, H], (R [M, H]), W [H], Y [M, H], (HO [M, H]), (Rstd [MP]), eps.
@@ -63,6 +63,8 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k);
 tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k);
 /// The backward kernel's resident schedule (k.resident; rms_norm_bwd_kernel dispatches to it).
 tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k);
+/// The backward kernel's whole-row schedule (k.resident with k.chunk 0: rows in fp32, no chunks).
+tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k);
 /// The dW reduction: DWP [P, H] fp32 -> DW [H] (k.dtype), rows summed in order 0 .. P-1.
 tl::PrimFunc rms_norm_dw_reduce_kernel(const RmsNormKey& k, int64_t partials);
 
@@ -144,8 +146,8 @@ struct LayerNormBwdKey {
   tl::DType dtype = tl::DType::BFloat16;
   int64_t hidden = 0;         // H
   int64_t rows_per_tile = 8;  // rM: 8 fp32 row statistics are one 32-byte block
-  int64_t chunk = 0;          // bN: columns per fp32 chunk, divides H
-  int64_t blocks = 0;         // most logical blocks launched (two AIVs each)
+  int64_t chunk = 0;   // bN: columns per fp32 chunk, divides H (0: the backward's whole rows)
+  int64_t blocks = 0;  // most logical blocks launched (two AIVs each)
   std::string str() const;
 };
 /// DY, X [M, H], W [H], DX [M, H], DWBP [2 * blocks, 2 * H] fp32 partials (dW | dB), eps.

@@ -71,11 +71,14 @@ ops::RmsNormKey to_key(const nb::dict& d) {
   k.residual = nb::cast<bool>(field("residual"));
   k.rstd = nb::cast<bool>(field("rstd"));
   k.resident = nb::cast<bool>(field("resident"));
-  if (k.hidden <= 0 || k.chunk <= 0 || k.hidden % k.chunk != 0 || k.rows_per_tile <= 0 ||
-      k.blocks <= 0)
+  // chunk 0: the backward's whole-row schedule (resident, H a multiple of 16).
+  const bool rows = k.resident && k.chunk == 0 && k.hidden % 16 == 0;
+  if (k.hidden <= 0 || (!rows && (k.chunk <= 0 || k.hidden % k.chunk != 0)) ||
+      k.rows_per_tile <= 0 || k.blocks <= 0)
     throw Error(
         fmt::format("an RMSNorm key needs hidden, chunk, rows_per_tile, blocks > 0 and "
-                    "chunk dividing hidden, got {}",
+                    "chunk dividing hidden (or chunk 0, resident, hidden a multiple of 16), "
+                    "got {}",
                     k.str()));
   return k;
 }

@@ -62,11 +62,12 @@ ops::LayerNormBwdKey bwd_key(const nb::dict& d) {
   k.rows_per_tile = nb::cast<int64_t>(key_field(d, "rows_per_tile", w, fields));
   k.chunk = nb::cast<int64_t>(key_field(d, "chunk", w, fields));
   k.blocks = nb::cast<int64_t>(key_field(d, "blocks", w, fields));
-  if (k.hidden <= 0 || k.rows_per_tile <= 0 || k.chunk <= 0 || k.hidden % k.chunk != 0 ||
-      k.blocks <= 0)
+  // A chunk that does not divide hidden is the ragged schedule (layer_norm_bwd_kernel.cpp).
+  if (k.hidden <= 0 || k.rows_per_tile <= 0 || k.chunk <= 0 ||
+      k.chunk * tl::dtype_bytes(k.dtype) % 32 != 0 || k.blocks <= 0)
     throw Error(fmt::format(
         "a LayerNorm backward key needs hidden, rows_per_tile, chunk, blocks > 0 and a chunk "
-        "that divides hidden, got {}",
+        "of whole 32-byte blocks, got {}",
         k.str()));
   return k;
 }

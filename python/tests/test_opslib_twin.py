@@ -49,6 +49,9 @@ def _bwd_keys() -> list[dict]:
     for dt in DTYPES:  # the resident schedule with several chunks per row
         keys.append(dict(dtype=dt, hidden=512, rows_per_tile=2, chunk=128, blocks=3, residual=False, rstd=False,
                          resident=True))
+    for dt in DTYPES:  # the whole-row schedule with 2-row tiles and one level in its trees
+        keys.append(dict(dtype=dt, hidden=2048, rows_per_tile=2, chunk=0, blocks=3, residual=False, rstd=False,
+                         resident=True))
     return keys
 
 
@@ -74,6 +77,8 @@ def test_rms_norm_bwd_twin_builds_the_cpp_ir(key: dict) -> None:
 @pytest.mark.parametrize("key", _bwd_keys(), ids=_id)
 def test_rms_norm_dw_reduce_twin_builds_the_cpp_ir(key: dict) -> None:
     partials = 2 * key["blocks"]
+    if key["chunk"] == 0:  # the whole-row schedule's key: the reduction takes chunks of its own
+        key = dict(key, resident=False, chunk=min(1024, key["hidden"]))
     py = kernels.rms_norm_dw_reduce_kernel(**key, partials=partials).script(False)
     cpp = _core.ops_rms_norm_dw_reduce_kernel(key, partials).script(False)
     assert py == cpp
@@ -89,7 +94,9 @@ def test_library_keys_come_from_the_target() -> None:
     k = kernels.rms_norm_fwd_key("bfloat16", 7168, True, True)
     assert (k["rows_per_tile"], k["resident"]) == (2, True)
     k = kernels.rms_norm_bwd_key("bfloat16", 7168)
-    assert (k["blocks"], k["rows_per_tile"], k["chunk"], k["resident"]) == (24, 1, 3584, True)
+    assert (k["blocks"], k["rows_per_tile"], k["chunk"], k["resident"]) == (24, 1, 0, True)
+    k = kernels.rms_norm_bwd_key("float32", 7168)  # too wide for whole fp32 rows: chunked, resident
+    assert (k["rows_per_tile"], k["resident"]) == (1, True) and k["chunk"] > 0
 
 
 def test_the_twin_compiles_and_runs_as_the_library_does() -> None:

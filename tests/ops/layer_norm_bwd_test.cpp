@@ -1,6 +1,7 @@
 // cann_ops_tilelang LayerNorm backward (include/cann_ops_tilelang/norm.h) against the fp64
 // reference of tests/ops/layer_norm_ref.h: dX, dW and dB for bf16/fp16/fp32, tails of rows 1, 7,
-// 33, 1000, 4099 (the 8-row tile's tail) and hidden sizes 7168, 5120, 512, 64. Also: bad inputs
+// 33, 1000, 4099 (the 8-row tile's tail) and hidden sizes 7168, 5120, 512, 64, and rows that are
+// not whole 32-byte blocks (H = 7, 33, 1000, 4097: the ragged schedule). Also: bad inputs
 // (message text), empty tensors (no launch, zero dW / dB), NaN propagation to its row (dX) and
 // its column (dW, dB) only, deterministic dW / dB, the hazard checker quiet and timed mode equal
 // to program order; and the benchmarks of the forward and backward (opt-in, ops_bench.h).
@@ -44,7 +45,14 @@ std::vector<Case> grid() {
     v.push_back({33, 7168, dt});
     v.push_back({1000, 64, dt});
     v.push_back({33, 512, dt});
+    // Ragged rows (not whole 32-byte blocks; 1000 fp32 is whole): the column mask, the padded
+    // and clipped copies, the chunks past a row's end.
+    v.push_back({7, 7, dt});
+    v.push_back({33, 33, dt});
+    v.push_back({33, 1000, dt});
+    v.push_back({9, 4097, dt});
   }
+  v.push_back({1000, 4097, DType::BFloat16});
   v.push_back({4099, 512, DType::BFloat16});
   v.push_back({1000, 5120, DType::BFloat16});
   if (level >= 2) v.push_back({4099, 5120, DType::BFloat16});
@@ -114,11 +122,11 @@ TEST(LayerNormBwdEdges, BadInputsAreLocatedErrorsNamingTheArgument) {
                   "layer_norm_backward: argument 'eps' is out of range: expected eps >= 0, got -1");
   EXPECT_CONTAINS(error_of([&] { layer_norm_backward(x, x, {}); }),
                   "layer_norm_backward: argument 'weight'");
-  // 130 bf16 columns are 260 bytes: not whole 32-byte blocks (the expert kernel's copies).
-  auto x130 = tl::randn(dev, {3, 130}, DType::BFloat16, 4);
-  EXPECT_CONTAINS(
-      error_of([&] { layer_norm_backward(x130, x130, tl::randn(dev, {130}, DType::BFloat16, 5)); }),
-      "layer_norm_backward: argument 'x'");
+  EXPECT_CONTAINS(error_of([&] {
+                    auto x0 = tl::randn(dev, {3, 0}, DType::BFloat16, 4);
+                    layer_norm_backward(x0, x0, tl::randn(dev, {0}, DType::BFloat16, 5));
+                  }),
+                  "layer_norm_backward: argument 'x' has an empty last dimension");
 }
 
 TEST(LayerNormBwdEdges, EmptyTensorsLaunchNothingAndGiveZeroGradients) {
@@ -181,11 +189,15 @@ TEST(LayerNormBwdEdges, GradientsAreDeterministic) {
 // Both LayerNorm kernels and the partials reduction under the hazard checker and in timed mode
 // with data (simulated-time order, as the hardware runs it), bf16 and fp32, a tail tile included.
 TEST(LayerNormBwdEdges, KernelsAreHazardFreeAndTimeOrderIndependent) {
-  for (DType dt : {DType::BFloat16, DType::Float32}) {
+  // 512 columns, and 1001 (ragged: the padded copies over zero-filled buffers, the mask).
+  for (auto [dt, H] : {std::pair{DType::BFloat16, int64_t{512}},
+                       {DType::Float32, int64_t{512}},
+                       {DType::BFloat16, int64_t{1001}},
+                       {DType::Float32, int64_t{1001}}}) {
     tl::Device dev;
-    auto x = tl::randn(dev, {33, 512}, dt, 1);
-    auto dy = tl::randn(dev, {33, 512}, dt, 3);
-    auto w = tl::uniform(dev, {512}, dt, 2, 0.5, 1.5);
+    auto x = tl::randn(dev, {33, H}, dt, 1);
+    auto dy = tl::randn(dev, {33, H}, dt, 3);
+    auto w = tl::uniform(dev, {H}, dt, 2, 0.5, 1.5);
     auto calls = [&] {
       layer_norm(x, w, w, {.return_stats = true});
       return layer_norm_backward(dy, x, w);

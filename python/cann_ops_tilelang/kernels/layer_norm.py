@@ -29,21 +29,41 @@ def _sync(src, dst, ev):
 
 
 def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int) -> PrimFunc:
-    """DY, X [M, H], W [H], DX [M, H], DWBP [2 * blocks, 2 * H] fp32 partials (dW | dB), eps."""
+    """DY, X [M, H], W [H], DX [M, H], DWBP [2 * blocks, 2 * Hp] fp32 partials (dW | dB), eps; Hp is H
+    but for a ragged row (not whole 32-byte blocks): ceil(H / bN) bN, its pad columns masked."""
     H, rM, bN = hidden, rows_per_tile, chunk
-    chunks = H // bN
+    # A ragged row (bN does not divide H: H is not whole 32-byte blocks) is held as Hp columns.
+    chunks = (H + bN - 1) // bN
+    Hp, last = chunks * bN, H - (chunks - 1) * bN  # last: the last chunk's valid columns
+    ragged = Hp != H
     wide = dtype != "float32"
     inv_h = 1.0 / H
     M = T.dynamic("M")
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
 
     @T.macro
-    def load(src, dst, row0, c, nrows):
-        if nrows is None:
-            T.copy(src[row0, c * bN], dst)
+    def load_w(W, w_ub):
+        if ragged:
+            T.tile.fill(w_ub, 0.0)
+            _sync("V", "MTE2", EV_IN)
+            T.copy(W, w_ub[0:H], pad_value=0.0)
         else:
+            T.copy(W, w_ub)
+
+    @T.macro
+    def load(src, dst, row0, c, nrows):
+        if nrows is None and not ragged:
+            T.copy(src[row0, c * bN], dst)
+        elif nrows is None:
+            T.copy(src[row0:row0 + rM, c * bN:c * bN + T.min(bN, H - c * bN)],
+                   dst[0:0 + rM, 0:0 + T.min(bN, H - c * bN)], pad_value=0.0)
+        elif not ragged:
             for j in T.serial(nrows):
                 T.copy(src[row0 + j, c * bN], dst[j:j + 1, 0:bN])
+        else:
+            for j in T.serial(nrows):
+                T.copy(src[row0 + j:row0 + j + 1, c * bN:c * bN + T.min(bN, H - c * bN)],
+                       dst[j:j + 1, 0:0 + T.min(bN, H - c * bN)], pad_value=0.0)
 
     @T.macro
     def load_chunk(X, DY, xf_ub, gf_ub, xb_ub, gb_ub, mu_ub, row0, c, nrows, with_dy, centre):
@@ -53,6 +73,11 @@ def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: in
             T.tile.fill(xb_ub, 0.0)
             if with_dy:
                 T.tile.fill(gb_ub, 0.0)
+        elif ragged:  # and the columns past a ragged row
+            if c == chunks - 1:
+                T.tile.fill(xb_ub, 0.0)
+                if with_dy:
+                    T.tile.fill(gb_ub, 0.0)
         _sync("V", "MTE2", EV_IN)
         load(X, xb_ub, row0, c, nrows)
         if with_dy:
@@ -69,7 +94,7 @@ def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: in
 
     @T.macro
     def tile_rows(DY, X, DX, eps, wf_ub, dwb_ub, xf_ub, gf_ub, t1_ub, t2_ub, t3_ub, wb_ub, dxb_ub, mu_ub, rs_ub,
-                  cf_ub, of_ub, xb_ub, gb_ub, row0, nrows):
+                  cf_ub, of_ub, xb_ub, gb_ub, mk_ub, row0, nrows):
         # Pass 1: the mean.
         T.tile.fill(t1_ub, 0.0)
         for c in T.serial(chunks):
@@ -86,6 +111,10 @@ def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: in
         T.tile.fill(t3_ub, 0.0)
         for c in T.serial(chunks):
             load_chunk(X, DY, xf_ub, gf_ub, xb_ub, gb_ub, mu_ub, row0, c, nrows, True, True)
+            if ragged:  # the pad columns of x - mean are -mean: out of the variance
+                if c == chunks - 1:
+                    for r in T.serial(rM):
+                        T.tile.mul(xf_ub[r:r + 1, 0:bN], xf_ub[r:r + 1, 0:bN], mk_ub)
             T.tile.broadcast(wb_ub, wf_ub[c * bN:c * bN + bN])
             T.pipe_barrier("V")
             T.tile.mul(gf_ub, gf_ub, wb_ub)  # g
@@ -130,7 +159,7 @@ def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: in
             T.pipe_barrier("V")
             for r in T.serial(rM if nrows is None else nrows):  # rows in order
                 T.tile.add(dwb_ub[c * bN:c * bN + bN], dwb_ub[c * bN:c * bN + bN], t1_ub[r:r + 1, 0:bN])
-                T.tile.add(dwb_ub[c * bN + H:c * bN + H + bN], dwb_ub[c * bN + H:c * bN + H + bN],
+                T.tile.add(dwb_ub[c * bN + Hp:c * bN + Hp + bN], dwb_ub[c * bN + Hp:c * bN + Hp + bN],
                            gf_ub[r:r + 1, 0:bN])
                 T.pipe_barrier("V")
             T.tile.mul(gf_ub, gf_ub, wb_ub)  # g * rstd
@@ -145,19 +174,26 @@ def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: in
             else:
                 T.tile.row_expand_sub(dxb_ub, gf_ub, of_ub)
             _sync("V", "MTE3", EV_OUT)
-            if nrows is None:
+            if nrows is None and not ragged:
                 T.copy(dxb_ub, DX[row0, c * bN])
-            else:
+            elif nrows is None:
+                T.copy(dxb_ub[0:0 + rM, 0:0 + T.min(bN, H - c * bN)],
+                       DX[row0:row0 + rM, c * bN:c * bN + T.min(bN, H - c * bN)], pad_value=0.0)
+            elif not ragged:
                 for j in T.serial(nrows):
                     T.copy(dxb_ub[j:j + 1, 0:bN], DX[row0 + j, c * bN])
+            else:
+                for j in T.serial(nrows):
+                    T.copy(dxb_ub[j:j + 1, 0:0 + T.min(bN, H - c * bN)],
+                           DX[row0 + j:row0 + j + 1, c * bN:c * bN + T.min(bN, H - c * bN)], pad_value=0.0)
 
     @T.prim_func
     def layer_norm_bwd(DY: T.Tensor((M, H), dtype), X: T.Tensor((M, H), dtype), W: T.Tensor((H,), dtype),
-                       DX: T.Tensor((M, H), dtype), DWBP: T.Tensor((2 * blocks, 2 * H), "float32"), eps: T.float32):
+                       DX: T.Tensor((M, H), dtype), DWBP: T.Tensor((2 * blocks, 2 * Hp), "float32"), eps: T.float32):
         with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
-                wf_ub = T.alloc_ub((H,), "float32")  # W in fp32
-                dwb_ub = T.alloc_ub((2 * H,), "float32")  # this AIV's dW | dB partial
+                wf_ub = T.alloc_ub((Hp,), "float32")  # W in fp32
+                dwb_ub = T.alloc_ub((2 * Hp,), "float32")  # this AIV's dW | dB partial
                 xf_ub = T.alloc_ub((rM, bN), "float32")  # x chunk, then xc = x - mean
                 gf_ub = T.alloc_ub((rM, bN), "float32")  # dy chunk, then g = dy * w
                 t1_ub = T.alloc_ub((rM, bN), "float32")  # pass 1: sum x; 2: sum xc^2; 3: dW term
@@ -174,14 +210,25 @@ def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: in
                 if wide:
                     xb_ub = T.alloc_ub((rM, bN), dtype)
                     gb_ub = T.alloc_ub((rM, bN), dtype)
+                # A ragged row's W: a padded copy over a zero-filled buffer.
                 if wide:
-                    w_ub = T.alloc_ub((H,), dtype)
-                    T.copy(W, w_ub)
+                    w_ub = T.alloc_ub((Hp,), dtype)
+                    load_w(W, w_ub)
                     _sync("MTE2", "V", EV_IN)
                     T.tile.cast(wf_ub, w_ub)
                 else:
-                    T.copy(W, wf_ub)
+                    load_w(W, wf_ub)
                     _sync("MTE2", "V", EV_IN)
+                mk_ub = None
+                if ragged:  # 1 on the last chunk's valid columns, 0 on its pad
+                    mk_ub = T.alloc_ub((bN,), "float32")
+                    T.tile.arith_progression(mk_ub, 0.0, 1.0)
+                    T.pipe_barrier("V")
+                    T.tile.mul(mk_ub, mk_ub, -1.0)
+                    T.pipe_barrier("V")
+                    T.tile.add(mk_ub, mk_ub, float(last))
+                    T.pipe_barrier("V")
+                    T.tile.clamp(mk_ub, mk_ub, 0.0, 1.0)
                 T.tile.fill(dwb_ub, 0.0)
 
                 workers = num_blocks * 2
@@ -190,11 +237,11 @@ def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: in
                 for t in T.Persistent([full_tiles], workers, worker):
                     row0 = t * rM
                     tile_rows(DY, X, DX, eps, wf_ub, dwb_ub, xf_ub, gf_ub, t1_ub, t2_ub, t3_ub, wb_ub, dxb_ub, mu_ub,
-                              rs_ub, cf_ub, of_ub, xb_ub, gb_ub, row0, None)
+                              rs_ub, cf_ub, of_ub, xb_ub, gb_ub, mk_ub, row0, None)
                 tail = M % rM
                 if tail > 0 and worker == full_tiles % workers:
                     tile_rows(DY, X, DX, eps, wf_ub, dwb_ub, xf_ub, gf_ub, t1_ub, t2_ub, t3_ub, wb_ub, dxb_ub, mu_ub,
-                              rs_ub, cf_ub, of_ub, xb_ub, gb_ub, full_tiles * rM, tail)
+                              rs_ub, cf_ub, of_ub, xb_ub, gb_ub, mk_ub, full_tiles * rM, tail)
                 T.pipe_barrier("V")
                 _sync("V", "MTE3", EV_OUT)
                 T.copy(dwb_ub, DWBP[worker, 0])

@@ -27,6 +27,7 @@ import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
 from .rms_norm_bwd_resident import rms_norm_bwd_resident_kernel
+from .rms_norm_bwd_rows import rms_norm_bwd_rows_kernel
 from .rms_norm_resident import rms_norm_fwd_resident_kernel
 
 EV_IN, EV_OUT, EV_RSTD = 0, 1, 2  # intra-core event ids: loads, stores of Y / h / dX, the rstd store
@@ -218,6 +219,8 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
     partial, which is stored whole to DWP[worker] at the end. (residual and rstd are the forward
     key's fields; the backward kernel has neither.)"""
     del residual, rstd
+    if resident and chunk == 0:  # whole rows in fp32: rms_norm_bwd_rows.py
+        return rms_norm_bwd_rows_kernel(dtype, hidden, rows_per_tile, chunk, blocks)
     if resident:  # the tile stays in UB: rms_norm_bwd_resident.py
         return rms_norm_bwd_resident_kernel(dtype, hidden, rows_per_tile, chunk, blocks)
     H, rM, bN = hidden, rows_per_tile, chunk
@@ -364,29 +367,34 @@ def rms_norm_dw_reduce_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk
                               partials: int, residual: bool = False, rstd: bool = False,
                               resident: bool = False) -> PrimFunc:
     """The dW reduction: DWP [P, H] fp32 -> DW [H] (dtype), the P rows summed in order 0 .. P-1
-    per bN-column chunk, chunks dealt round-robin to the AIVs."""
+    per bN-column chunk, chunks dealt round-robin to the AIVs, the rows loaded in groups."""
     del rows_per_tile, residual, rstd, resident
     H, bN = hidden, chunk
     chunks = H // bN
     num_blocks = T.min(blocks, T.ceildiv(chunks, 2))
+    # The partial rows of a chunk come in groups of G, one strided copy each (at most 64 KB).
+    G = min(partials, max(1, 65536 // (bN * 4)))
+    groups = [(g0, min(G, partials - g0)) for g0 in range(0, partials, G)]
 
     @T.prim_func
     def rms_norm_dw_reduce(DWP: T.Tensor((partials, H), "float32"), DW: T.Tensor((H,), dtype)):
         with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
                 acc_ub = T.alloc_ub((bN,), "float32")
-                part_ub = T.alloc_ub((bN,), "float32")
+                part_ub = T.alloc_ub((G, bN), "float32")  # a group of partial rows
                 out_ub = acc_ub
                 if dtype != "float32":
                     out_ub = T.alloc_ub((bN,), dtype)
                 for c in T.Persistent([chunks], num_blocks * 2, cid * 2 + vid):
                     _sync("MTE3", "V", EV_OUT)  # the previous chunk's store has read acc_ub / out_ub
                     T.tile.fill(acc_ub, 0.0)
-                    for p in T.serial(partials):  # rows in order: deterministic dW
-                        _sync("V", "MTE2", EV_IN)
-                        T.copy(DWP[p, c * bN], part_ub)
+                    for grp in groups:  # unrolled: (first row, rows)
+                        _sync("V", "MTE2", EV_IN)  # the adds before have read part_ub
+                        T.copy(DWP[grp[0]:grp[0] + grp[1], c * bN:c * bN + bN], part_ub[0:grp[1], 0:bN])
                         _sync("MTE2", "V", EV_IN)
-                        T.tile.add(acc_ub, acc_ub, part_ub)
+                        for p in T.serial(grp[1]):  # rows in order: deterministic dW
+                            T.tile.add(acc_ub, acc_ub, part_ub[p:p + 1, 0:bN])
+                            T.pipe_barrier("V")
                     if dtype != "float32":
                         T.pipe_barrier("V")
                         T.tile.cast(out_ub, acc_ub, "CAST_RINT")

@@ -1,0 +1,219 @@
+"""RMSNorm's backward kernel, whole-row schedule, in TileLang-Ascend syntax: the Python twin of
+cann_ops_tilelang/norm/rms_norm_bwd_rows.cpp (the same IR for the same key, compared in
+python/tests/test_opslib_twin.py). rms_norm_bwd_kernel (rms_norm.py) builds this one when the
+key's `resident` is set and its chunk is 0 (no chunks: whole rows in fp32).
+
+Each rM-row tile of x and dy is loaded into UB once, into one buffer per input: the next tile's
+load is issued once this tile is widened to fp32 (fp32 I/O: copied) and lands while it computes;
+dx, narrowed into its own buffer (fp32: the fp32 dy buffer), is stored with one copy that the
+next tile's dx waits for. With p = dy x and g = dy w, per tile: x^2 -> tree -> s1, rstd =
+rsqrt(s1 / H + eps); p, this AIV's fp32 dW partial += p rstd (axpy, the valid rows in order);
+g x -> tree -> s2; dx = g rstd - (s2 rstd^3 / H) x (axpy), the factors read from UB by the
+scalar unit. Each sum is an in-place tree over the products' two column halves down to at most
+512 columns, then one reduce_sum. UB addresses explicit so the two sources of every vector
+instruction start 256 bytes apart modulo 512 (no bank-group conflict, docs/calibration.md).
+"""
+
+import tl_ascend.language as T
+from tl_ascend.language.parser import PrimFunc
+
+EV_IN, EV_OUT, EV_SCALAR, EV_TAIL = 0, 1, 2, 3
+
+
+@T.macro
+def _sync(src, dst, ev):
+    T.set_flag(src, dst, ev)
+    T.wait_flag(src, dst, ev)
+
+
+def _pair_tree(rM: int, h: int):
+    """The macro pair_tree_sum(a, b, out) of rms_norm_bwd_resident.cpp: the sum of each row of the
+    [rM, h] halves a and b (256 bytes apart) into out [rM], in place: each level adds the halves'
+    first halves into a's and their second halves into b's (the next pair: a's first half, b's
+    second half); the last pair is added into a and reduced. Ends with the reduction issued."""
+    levels, w, ob = [], h, 0
+    while w % 16 == 0 and w > 512:
+        levels.append((w // 2, ob))
+        ob += w // 2
+        w //= 2
+
+    @T.macro
+    def pair_tree_sum(a_ub, b_ub, out_ub):
+        for lv in levels:
+            T.tile.add(a_ub[0:rM, 0:lv[0]], a_ub[0:rM, 0:lv[0]], b_ub[0:rM, lv[1]:lv[1] + lv[0]])
+            T.tile.add(b_ub[0:rM, lv[1] + lv[0]:lv[1] + 2 * lv[0]], a_ub[0:rM, lv[0]:2 * lv[0]],
+                       b_ub[0:rM, lv[1] + lv[0]:lv[1] + 2 * lv[0]])
+            T.pipe_barrier("V")
+        T.tile.add(a_ub[0:rM, 0:w], a_ub[0:rM, 0:w], b_ub[0:rM, ob:ob + w])
+        T.pipe_barrier("V")
+        T.reduce_sum(a_ub[0:rM, 0:w], out_ub, -1)
+
+    return pair_tree_sum
+
+
+def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
+                             blocks: int) -> PrimFunc:
+    """DY, X [M, H], W [H], DX [M, H], DWP [2 * blocks, H] fp32 partials, eps. chunk: 0."""
+    H, rM, h = hidden, rows_per_tile, hidden // 2
+    assert H % 16 == 0 and chunk == 0, f"rms_norm_bwd rows: H {H} chunk {chunk}"
+    wide = dtype != "float32"
+    M = T.dynamic("M")
+    num_blocks = T.min(blocks, T.ceildiv(M, rM))
+    es = 4 if dtype == "float32" else 2
+    tile, row32 = rM * H * es, rM * H * 4
+    at = 0
+
+    def place(nbytes: int, residue: int) -> int:
+        nonlocal at
+        at += ((residue - at % 512) % 512 + 512) % 512
+        a = at
+        at += (nbytes + 31) // 32 * 32
+        return a
+
+    a_wf, a_dw = place(H * 4, 0), place(H * 4, 256)
+    a_x, a_g = place(tile, 0), place(tile, 256)
+    a_xf, a_gf = place(row32, 0), place(row32, 256)
+    a_pa, a_pb = place(row32 // 2, 0), place(row32 // 2, 256)
+    a_dx = place(tile, 0) if wide else a_gf
+    a_rs, a_cf = place(rM * 4, 0), place(rM * 4, 0)
+    pair_tree_sum = _pair_tree(rM, h)
+
+    @T.macro
+    def load(X, DY, x_ub, g_ub, row0, nrows):
+        if nrows is None:
+            T.copy(X[row0, 0], x_ub)
+            T.copy(DY[row0, 0], g_ub)
+        else:
+            for j in T.serial(nrows):
+                T.copy(X[row0 + j, 0], x_ub[j:j + 1, 0:H])
+            for j in T.serial(nrows):
+                T.copy(DY[row0 + j, 0], g_ub[j:j + 1, 0:H])
+
+    @T.macro
+    def widen(x_ub, g_ub, xf_ub, gf_ub):
+        """The tile as loaded into fp32; dx's buffer (fp32: gf) free once its last store is done."""
+        T.pipe_barrier("V")  # the last tile's instructions have read what this writes
+        if wide:
+            T.tile.cast(xf_ub, x_ub)
+            T.tile.cast(gf_ub, g_ub)
+        else:
+            T.wait_flag("MTE3", "V", EV_OUT)
+            T.tile.add(xf_ub, x_ub, 0.0)
+            T.tile.add(gf_ub, g_ub, 0.0)
+
+    @T.macro
+    def compute(eps, xf_ub, gf_ub, a_ub, b_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, rows):
+        """The rest of the tile; `rows` of its rows are valid (all rM but in the tail)."""
+        T.pipe_barrier("V")
+        T.tile.mul(a_ub, xf_ub[0:rM, 0:h], xf_ub[0:rM, 0:h])  # x^2
+        T.tile.mul(b_ub, xf_ub[0:rM, h:H], xf_ub[0:rM, h:H])
+        T.pipe_barrier("V")
+        pair_tree_sum(a_ub, b_ub, rs_ub)  # s1
+        T.pipe_barrier("V")
+        T.tile.mul(rs_ub, rs_ub, 1.0 / H)
+        T.tile.mul(a_ub, gf_ub[0:rM, 0:h], xf_ub[0:rM, 0:h])  # p = dy x
+        T.tile.mul(b_ub, gf_ub[0:rM, h:H], xf_ub[0:rM, h:H])
+        T.pipe_barrier("V")
+        T.tile.add(rs_ub, rs_ub, eps)
+        T.pipe_barrier("V")
+        T.tile.rsqrt(rs_ub, rs_ub)  # rstd, read by the scalar unit from here on
+        T.pipe_barrier("V")  # the factors are read by vector instructions too
+        _sync("V", "S", EV_SCALAR)
+        for r in T.serial(rM):  # g = dy w
+            T.tile.mul(gf_ub[r:r + 1, 0:H], gf_ub[r:r + 1, 0:H], wf_ub)
+        for r in T.serial(rows):  # dW += p rstd, valid rows in order
+            T.tile.axpy(dw_ub[0:h], a_ub[r:r + 1, 0:h], rs_ub[r])
+            T.tile.axpy(dw_ub[h:H], b_ub[r:r + 1, 0:h], rs_ub[r])
+            T.pipe_barrier("V")
+        T.pipe_barrier("V")
+        T.tile.mul(a_ub, gf_ub[0:rM, 0:h], xf_ub[0:rM, 0:h])  # g x
+        T.tile.mul(b_ub, gf_ub[0:rM, h:H], xf_ub[0:rM, h:H])
+        T.pipe_barrier("V")
+        for r in T.serial(rM):  # g rstd, beside the tree
+            T.tile.mul(gf_ub[r:r + 1, 0:H], gf_ub[r:r + 1, 0:H], rs_ub[r])
+        pair_tree_sum(a_ub, b_ub, cf_ub)  # s2
+        T.pipe_barrier("V")  # the factors are read by vector instructions too
+        _sync("V", "S", EV_SCALAR)
+        for r in T.serial(rM):  # dx = g rstd - coef x, coef = s2 rstd^3 / H
+            T.tile.axpy(gf_ub[r:r + 1, 0:H], xf_ub[r:r + 1, 0:H],
+                        -(cf_ub[r] * rs_ub[r] * rs_ub[r] * rs_ub[r] * (1.0 / H)))
+        if wide:
+            T.pipe_barrier("V")
+            T.wait_flag("MTE3", "V", EV_OUT)
+            T.tile.cast(dx_ub, gf_ub, "CAST_RINT")
+
+    @T.prim_func
+    def rms_norm_bwd(DY: T.Tensor((M, H), dtype), X: T.Tensor((M, H), dtype), W: T.Tensor((H,), dtype),
+                     DX: T.Tensor((M, H), dtype), DWP: T.Tensor((2 * blocks, H), "float32"), eps: T.float32):
+        with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
+            with T.Scope("V"):
+                wf_ub = T.alloc_ub((H,), "float32", address=a_wf)  # W in fp32
+                dw_ub = T.alloc_ub((H,), "float32", address=a_dw)  # this AIV's dW partial
+                x_ub = T.alloc_ub((rM, H), dtype, address=a_x)  # the tile as loaded
+                g_ub = T.alloc_ub((rM, H), dtype, address=a_g)
+                xf_ub = T.alloc_ub((rM, H), "float32", address=a_xf)  # the tile in fp32
+                gf_ub = T.alloc_ub((rM, H), "float32", address=a_gf)
+                pa_ub = T.alloc_ub((rM, h), "float32", address=a_pa)  # the products'
+                pb_ub = T.alloc_ub((rM, h), "float32", address=a_pb)  # column halves
+                if wide:
+                    dx_ub = T.alloc_ub((rM, H), dtype, address=a_dx)  # dx as stored
+                else:
+                    dx_ub = gf_ub
+                rs_ub = T.alloc_ub((rM,), "float32", address=a_rs)  # s1, then rstd
+                cf_ub = T.alloc_ub((rM,), "float32", address=a_cf)  # s2
+                if wide:
+                    # W as loaded is dead once widened: it shares x's fp32 bytes.
+                    w_ub = T.alloc_ub((H,), dtype, address=a_xf)
+                    T.copy(W, w_ub)
+                    _sync("MTE2", "V", EV_TAIL)
+                    T.tile.cast(wf_ub, w_ub)
+                else:
+                    T.copy(W, wf_ub)
+                    _sync("MTE2", "V", EV_TAIL)
+                T.tile.fill(dw_ub, 0.0)
+
+                # One buffer per input: the next tile's load is issued once this tile is widened;
+                # dx is stored from its own buffer, whose store the next tile's dx waits for.
+                workers = num_blocks * 2
+                worker = cid * 2 + vid
+                full_tiles = M // rM
+                mine = T.ceildiv(T.max(full_tiles - worker, 0), workers)
+                T.set_flag("MTE3", "V", EV_OUT)  # dx's buffer starts free
+                if mine > 0:
+                    load(X, DY, x_ub, g_ub, worker * rM, None)
+                    T.set_flag("MTE2", "V", EV_IN)
+                for i in T.serial(mine):
+                    T.wait_flag("MTE2", "V", EV_IN)
+                    widen(x_ub, g_ub, xf_ub, gf_ub)
+                    T.set_flag("V", "MTE2", EV_IN)
+                    if i + 1 < mine:  # the next tile loads while this one computes
+                        T.wait_flag("V", "MTE2", EV_IN)
+                        load(X, DY, x_ub, g_ub, (worker + (i + 1) * workers) * rM, None)
+                        T.set_flag("MTE2", "V", EV_IN)
+                    compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, rM)
+                    _sync("V", "MTE3", EV_OUT)
+                    T.copy(dx_ub, DX[(worker + i * workers) * rM, 0])
+                    T.set_flag("MTE3", "V", EV_OUT)
+                if mine > 0:
+                    T.wait_flag("V", "MTE2", EV_IN)
+                T.wait_flag("MTE3", "V", EV_OUT)
+                # The tail tile (M % rM rows) continues the round robin; its rows past M are
+                # zero-filled first and only its valid rows enter the dW partial.
+                tail = M % rM
+                if tail > 0 and worker == full_tiles % workers:
+                    T.set_flag("MTE3", "V", EV_OUT)
+                    T.pipe_barrier("V")
+                    T.tile.fill(x_ub, 0.0)
+                    T.tile.fill(g_ub, 0.0)
+                    _sync("V", "MTE2", EV_TAIL)
+                    load(X, DY, x_ub, g_ub, full_tiles * rM, tail)
+                    _sync("MTE2", "V", EV_TAIL)
+                    widen(x_ub, g_ub, xf_ub, gf_ub)
+                    compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, tail)
+                    _sync("V", "MTE3", EV_TAIL)
+                    for j in T.serial(tail):
+                        T.copy(dx_ub[j:j + 1, 0:H], DX[full_tiles * rM + j, 0])
+                _sync("V", "MTE3", EV_TAIL)
+                T.copy(dw_ub, DWP[worker, 0])
+
+    return rms_norm_bwd
