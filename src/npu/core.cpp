@@ -119,6 +119,12 @@ bool Core::run() {
       return true;
     }
     if (steps_ >= step_mark_) count_steps();
+    // A streamed timed launch holds the core while the timing model catches up
+    // (trace_stream.h); it is runnable (the scheduler tells a held core from a blocked one).
+    if (trace_ && trace_->hold) {
+      status_ = Status::Runnable;
+      return progressed;
+    }
     if (!step()) {
       status_ = Status::Blocked;
       return progressed;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -17,11 +18,13 @@
 #include "stale.h"
 #include "tl/access.h"
 #include "tl/arith.h"
+#include "tl/env.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
 #include "tl/printer.h"
 #include "tl/verifier.h"
+#include "trace_stream.h"
 
 #include <fmt/ranges.h>
 
@@ -417,6 +420,69 @@ void check_launch_limits(const Program& p, const LaunchState& ls, const LaunchOp
           opt.profile && !opt.timing_only ? ", timed mode keeping copies of the tensors" : ""));
 }
 
+/// TL_TRACE_WINDOW: a core's window of a streamed launch, in events (tests use tiny ones to
+/// exercise the holds).
+uint64_t trace_window() {
+  uint64_t window = npu::TraceStream::kWindow;
+  if (const std::string w = env_value("TL_TRACE_WINDOW"); !w.empty()) {
+    char* end = nullptr;
+    const long long v = std::strtoll(w.c_str(), &end, 10);
+    if (*end != '\0' || v <= 0)
+      throw Error(fmt::format(
+          "TL_TRACE_WINDOW must be a positive number of trace events per core, got '{}'", w));
+    window = static_cast<uint64_t>(v);
+  }
+  return window;
+}
+
+/// A streamed timing-only launch: the functional run on its own threads hands each core's
+/// events to the timing model here as it records them. The functional run's error, or its
+/// cancellation, comes first (as when the model ran after it); then the model's.
+void run_streamed(LaunchState& ls, std::vector<npu::Group>& groups, int threads, npu::Trace& trace,
+                  const std::map<int64_t, int>& cross_modes, uint64_t window,
+                  const LaunchOptions& opt) {
+  npu::TraceStream ts(trace.cores.size(), window);
+  for (auto& ct : trace.cores) ct.stream = &ts;
+  npu::StreamReader reader(ts, trace.cores.size());
+  npu::StreamedLaunch in{&reader,
+                         ls.program.func->name,
+                         ls.num_blocks,
+                         ls.physical_blocks,
+                         static_cast<int>(ls.barrier_participants),
+                         cross_modes};
+  std::exception_ptr functional, model;
+  std::thread producer([&] {
+    try {
+      npu::run_groups(ls, groups, threads);
+    } catch (...) {
+      functional = std::current_exception();
+    }
+    ts.producer_ended();
+  });
+  bool aborted = false;
+  try {
+    *opt.profile = npu::simulate_timing_streamed(
+        in, *ls.program.target, {.progress_percent = 0, .instructions = opt.profile_instructions});
+  } catch (const npu::StreamAborted&) {
+    aborted = true;
+    ts.discard();
+  } catch (...) {
+    model = std::current_exception();
+    ts.discard();
+  }
+  producer.join();
+  if (functional) {
+    ls.output.finish();
+    std::rethrow_exception(functional);
+  }
+  if (model) {
+    ls.output.finish();
+    std::rethrow_exception(model);
+  }
+  TL_ASSERT(!aborted || ls.cancelled(), "the functional run of {} ended before its trace did",
+            ls.program.func->name);
+}
+
 }  // namespace
 
 void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
@@ -495,14 +561,25 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n = std::min(n, ls.physical_blocks);
 
+  // A timing-only launch whose trace nobody else reads streams it into the timing model
+  // (trace_stream.h): the interpreter runs on its own threads while this one times the events.
+  std::map<int64_t, int> cross_modes;
+  const bool streamed = opt.profile && opt.timing_only && !opt.trace && !opt.check_hazards &&
+                        npu::cross_flag_modes(p.func->body, cross_modes);
+  const uint64_t window = streamed ? trace_window() : 0;
+
   // The printed lines of a timed launch with data are those of its second, time-ordered run;
   // the first run's only count if it fails.
   ls.output.open(opt.out ? opt.out : &std::cout, /*hold=*/replay);
-  try {
-    npu::run_groups(ls, groups, n);
-  } catch (...) {
-    ls.output.finish();
-    throw;
+  if (streamed) {
+    run_streamed(ls, groups, n, *trace, cross_modes, window, opt);
+  } else {
+    try {
+      npu::run_groups(ls, groups, n);
+    } catch (...) {
+      ls.output.finish();
+      throw;
+    }
   }
   // The phases after the functional run (timing model, replay, checkers) do not start once
   // the launch was cancelled.
@@ -518,11 +595,13 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
     findings = npu::merge_findings(shadows);
     ls.stale = nullptr;  // the time-ordered replay's cores run without it
   }
-  if (opt.profile) {
+  if (opt.profile && !streamed) {
     size_t events = 0;
     for (const auto& c : trace->cores) events += c.events.size();
     const int progress = events > 2'000'000 ? opt.progress_percent : 0;
-    *opt.profile = npu::simulate_timing(*trace, *p.target, {.progress_percent = progress});
+    *opt.profile = npu::simulate_timing(
+        *trace, *p.target,
+        {.progress_percent = progress, .instructions = opt.profile_instructions || replay});
     if (ls.cancelled()) {
       ls.output.finish();
       ls.throw_cancelled();

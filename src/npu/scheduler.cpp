@@ -23,6 +23,7 @@
 #include "tl/ir_functor.h"
 #include "tl/npu/npu.h"
 #include "tl/pass.h"
+#include "trace_stream.h"
 
 namespace tl::npu {
 
@@ -220,7 +221,14 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
       bool group_done = true;
       for (auto& c : g->cores) {
         c->see_barrier(gen_seen);
-        if (c->status() != Core::Status::Done) progress |= c->run();
+        if (c->status() != Core::Status::Done) {
+          progress |= c->run();
+          // A streamed timed launch: what the core recorded goes to the timing model now
+          // (the model may be waiting for it), with whether the core can move on its own.
+          if (CoreTrace* ct = c->trace(); ct && ct->stream)
+            ct->stream->publish(*ct, c->status() == Core::Status::Done,
+                                c->status() == Core::Status::Blocked);
+        }
         group_done &= c->status() == Core::Status::Done;
       }
       if (group_done && g->running) {
@@ -237,6 +245,20 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
     }
     if (all_done) return;
     if (progress) continue;
+    // Cores held until the timing model consumes their events (trace_stream.h) are not a
+    // deadlock: wait for room. (A core that stopped runnable was held; one whose hold was
+    // lifted since, when its events were handed over, runs again at once.)
+    std::vector<CoreTrace*> held;
+    bool released = false;
+    for (auto* g : groups)
+      for (auto& c : g->cores)
+        if (c->status() == Core::Status::Runnable && c->trace() && c->trace()->stream)
+          (c->trace()->hold ? held.push_back(c->trace()) : void(released = true));
+    if (released) continue;
+    if (!held.empty()) {
+      held.front()->stream->wait_for_room(held);
+      continue;
+    }
     if (!at_barrier) {
       // No core of this thread can move, and no other thread can change that.
       std::string waits;

@@ -1,6 +1,8 @@
 // The timing model of the virtual NPU (tl/npu/timing.h): a discrete-event replay of an
 // instruction trace, with instruction costs from timing_costs.h and reports in
-// timing_report.cpp.
+// timing_report.cpp. A streamed launch (trace_stream.h) feeds it each core's events as they
+// are recorded: has() waits for a core's next event, so the model takes the steps, and gives
+// the cycles, it takes on the whole trace; the events it no longer needs are freed.
 //
 // Per core: a scalar unit walks the core's events in program order, paying first the scalar
 // ALU operations the interpreter counted before each event (loop control, branches, lets,
@@ -48,6 +50,7 @@
 #include "timing_costs.h"
 #include "tl/error.h"
 #include "tl/npu/trace.h"
+#include "trace_stream.h"
 
 namespace tl::npu {
 namespace {
@@ -68,10 +71,13 @@ std::string short_loc(const SourceLoc& l) {
 
 class Model {
  public:
-  Model(const Trace& t, const Target& tg) : tr_(t), tg_(tg), c_(tg.costs), costs_(tg) {
+  /// A recorded trace, or a stream (`st`) whose events arrive as the model reads them.
+  Model(const Trace* t, const StreamedLaunch* st, const Target& tg)
+      : tr_(t), st_(st), tg_(tg), c_(tg.costs), costs_(tg) {
     clock_hz_ = tg.clock_ghz * 1e9;
     hbm_pc_ = c_.hbm_bytes_per_s / clock_hz_;
     l2_pc_ = c_.l2_bytes_per_s / clock_hz_;
+    num_blocks_ = tr_ ? tr_->num_blocks : st_->num_blocks;
   }
 
   Profile run(const TimingOptions& opt);
@@ -93,7 +99,6 @@ class Model {
     int unknown_ends = 0;
   };
   struct CoreSim {
-    const CoreTrace* ct = nullptr;
     bool started = false, done = false;
     size_t next = 0;
     double scalar = 0, start = 0, end = 0;
@@ -107,11 +112,44 @@ class Model {
     bool sync_arrived = false;
   };
   struct Flow {
-    int core, pipe, instr;
+    int core, pipe, instr;  // instr: index into prof_.instrs (-1 when they are not kept)
+    uint64_t busy;          // handle of its busy span
     double begin, remaining, cap, miss, rate = 0;
     int64_t seq;
   };
 
+  // The events of core c in program order: has() waits for event i of a stream.
+  bool has(int c, size_t i) {
+    return tr_ ? i < tr_->cores[c].events.size() : st_->reader->has(c, i);
+  }
+  const TraceEvent& event(int c, size_t i) const {
+    return tr_ ? tr_->cores[c].events[i] : st_->reader->at(c, i);
+  }
+  int64_t tail_ops(int c) const {
+    return tr_ ? tr_->cores[c].pending_scalar_ops : st_->reader->tail(c);
+  }
+  /// A stream's events before the first one the core still needs are freed.
+  void release(int c);
+  int phys_of(int64_t b) const {
+    return tr_ ? tr_->cores[b * 3].phys : static_cast<int>(b % std::max(st_->physical_blocks, 1));
+  }
+  std::string core_name(int c) const {
+    return c % 3 == 0 ? fmt::format("block {} AIC", c / 3)
+                      : fmt::format("block {} AIV{}", c / 3, c % 3 - 1);
+  }
+  /// Busy time: the union of a pipe's instruction spans, accumulated in start order as each
+  /// instruction's end becomes known.
+  struct Span {
+    double start, end;
+    bool ended;
+  };
+  struct BusyState {
+    std::deque<Span> open;  // started, in start order; the front's end decides the next merge
+    uint64_t base = 0;      // handle of open.front()
+    double s = -1, e = -1;  // the current merged span
+  };
+  uint64_t busy_open(int c, int p, double s, double e, bool ended);
+  void busy_end(int c, int p, uint64_t h, double end);
   void advance(int c);
   bool run_scalar(int c);
   bool await_queue_slot(CoreSim& cs, int p);
@@ -129,9 +167,20 @@ class Model {
   double miss_fraction(const TraceEvent& e, bool write);
   void fluid_step();
   void set_rates();
-  int record(int c, int ev, Pipe p, double s, double e);
+  /// Times an instruction (`ended`: its end is known; a GM flow's is set when it completes).
+  int record(int c, int ev, Pipe p, double s, double e, bool ended = true);
+  uint64_t last_busy_ = 0;  // the busy span record() opened
+  size_t timed_ = 0;        // instructions record() timed (progress lines)
+  /// The sources of cross-core flag `id` for core c: recorded ones, or, streaming, the cores
+  /// the flag's mode makes them (the functional run needs every one of them before a wait).
+  const std::set<int>* sources_of(int c, int id);
 
-  const Trace& tr_;
+  const Trace* tr_;
+  const StreamedLaunch* st_;
+  int64_t num_blocks_ = 0;
+  bool keep_instrs_ = true;
+  std::vector<std::array<BusyState, kP>> busy_;
+  std::vector<int64_t> count_;  // events read per core
   const Target& tg_;
   const CostTable& c_;
   const CostModel costs_;
@@ -180,7 +229,7 @@ std::vector<int> Model::cross_dests(int c, int mode) const {
   } else if (mode == 1) {  // both AIVs count each AIV's set: a wait needs the sets of both
     if (s != 0) d = {b * 3 + 1, b * 3 + 2};
   } else {
-    for (int64_t o = 0; o < tr_.num_blocks; ++o)
+    for (int64_t o = 0; o < num_blocks_; ++o)
       for (int t = 0; t < 3; ++t)
         if ((t == 0) == (s == 0)) d.push_back(static_cast<int>(o * 3 + t));
   }
@@ -225,8 +274,62 @@ double Model::miss_fraction(const TraceEvent& e, bool write) {
   return 1.0 - hit / total * resident;
 }
 
-int Model::record(int c, int ev, Pipe p, double s, double e) {
-  const TraceEvent& t = cores_[c].ct->events[ev];
+uint64_t Model::busy_open(int c, int p, double s, double e, bool ended) {
+  BusyState& b = busy_[c][p];
+  b.open.push_back({s, e, ended});
+  const uint64_t h = b.base + b.open.size() - 1;
+  if (ended) busy_end(c, p, h, e);
+  return h;
+}
+
+void Model::busy_end(int c, int p, uint64_t h, double end) {
+  BusyState& b = busy_[c][p];
+  b.open[h - b.base].end = end;
+  b.open[h - b.base].ended = true;
+  // The union in start order, as the post-pass over Profile::instrs computed it.
+  while (!b.open.empty() && b.open.front().ended) {
+    const Span x = b.open.front();
+    b.open.pop_front();
+    ++b.base;
+    if (x.start >= b.e) {
+      if (b.e > b.s) prof_.cores[c].busy[p] += b.e - b.s;
+      b.s = x.start;
+      b.e = x.end;
+    } else {
+      b.e = std::max(b.e, x.end);
+    }
+  }
+}
+
+const std::set<int>* Model::sources_of(int c, int id) {
+  auto src = sources_.find({c, id});
+  if (src != sources_.end() || tr_) return src == sources_.end() ? nullptr : &src->second;
+  auto m = st_->cross_mode.find(id);
+  if (m == st_->cross_mode.end()) return nullptr;
+  const int b = c / 3, slot = c % 3;
+  std::set<int> s;
+  if (m->second == 2)
+    s = slot == 0 ? std::set<int>{b * 3 + 1, b * 3 + 2} : std::set<int>{b * 3};
+  else if (m->second == 1 && slot != 0)
+    s = {b * 3 + 1, b * 3 + 2};
+  if (s.empty()) return nullptr;
+  return &(sources_[{c, id}] = std::move(s));
+}
+
+void Model::release(int c) {
+  if (tr_) return;
+  const CoreSim& cs = cores_[c];
+  size_t low = cs.next;
+  for (const auto& ps : cs.pipes)
+    if (!ps.q.empty()) low = std::min(low, static_cast<size_t>(ps.q.front().ev));
+  st_->reader->release(c, low);
+}
+
+int Model::record(int c, int ev, Pipe p, double s, double e, bool ended) {
+  last_busy_ = busy_open(c, static_cast<int>(p), s, e, ended);
+  ++timed_;
+  if (!keep_instrs_) return -1;
+  const TraceEvent& t = event(c, ev);
   TimedInstr ti;
   ti.core = c;
   ti.event = ev;
@@ -248,16 +351,17 @@ int Model::record(int c, int ev, Pipe p, double s, double e) {
 void Model::start_op(int c, int p, const Item& it) {
   CoreSim& cs = cores_[c];
   PipeState& ps = cs.pipes[p];
-  const TraceEvent& e = cs.ct->events[it.ev];
+  const TraceEvent& e = event(c, it.ev);
   Cost k = costs_.cost(e);
   double start = std::max({it.issue, ps.floor, ps.next_free});
   if (k.gm) {
-    int idx = record(c, it.ev, static_cast<Pipe>(p), start, start);
+    int idx = record(c, it.ev, static_cast<Pipe>(p), start, start, /*ended=*/false);
     double begin = std::max({start + k.fixed, ps.max_end, now_});
     prof_.gm_bytes += static_cast<double>(e.bytes);
     double miss = miss_fraction(e, k.write);
     prof_.gm_hbm_bytes += k.bytes * miss;
-    pending_.push(Flow{c, p, idx, begin, std::max(k.bytes, 1e-9), k.rate, miss, 0, flow_seq_++});
+    pending_.push(
+        Flow{c, p, idx, last_busy_, begin, std::max(k.bytes, 1e-9), k.rate, miss, 0, flow_seq_++});
     ps.inflight = true;
     ps.next_free = overlapping(static_cast<Pipe>(p)) ? start + k.interval : kInf;
     return;
@@ -275,7 +379,7 @@ bool Model::run_pipe(int c, int p) {
   bool progressed = false;
   while (!ps.q.empty() && !ps.inflight) {
     Item it = ps.q.front();
-    const TraceEvent& e = cs.ct->events[it.ev];
+    const TraceEvent& e = event(c, it.ev);
     switch (e.kind) {
       case EventKind::Op:
         start_op(c, p, it);
@@ -342,7 +446,6 @@ bool Model::await_queue_slot(CoreSim& cs, int p) {
 
 bool Model::run_scalar(int c) {
   CoreSim& cs = cores_[c];
-  const auto& evs = cs.ct->events;
   bool progressed = false;
   auto drained = [&](double& t) {
     t = cs.scalar;
@@ -352,8 +455,8 @@ bool Model::run_scalar(int c) {
     }
     return true;
   };
-  while (cs.next < evs.size()) {
-    const TraceEvent& e = evs[cs.next];
+  while (has(c, cs.next)) {
+    const TraceEvent& e = event(c, cs.next);
     const int ev = static_cast<int>(cs.next);
     if (cs.charged != cs.next) {  // once, even if the event blocks and is retried
       const double alu = static_cast<double>(e.scalar_ops) * c_.scalar_alu_cycles;
@@ -423,12 +526,12 @@ bool Model::run_scalar(int c) {
         }
         break;
       case EventKind::WaitCross: {
-        auto src = sources_.find({c, e.id});
-        if (src == sources_.end()) return progressed;  // never satisfied: reported as a deadlock
+        const std::set<int>* src = sources_of(c, e.id);
+        if (!src) return progressed;  // never satisfied: reported as a deadlock
         int k = cs.cross_consumed[e.id];
         double t = 0;
         auto& ch = chan_[{c, e.id}];
-        for (int s : src->second) {
+        for (int s : *src) {
           auto& v = ch[s];
           if (static_cast<int>(v.size()) <= k) return progressed;
           t = std::max(t, v[k]);
@@ -463,8 +566,9 @@ bool Model::run_scalar(int c) {
         break;
       }
     }
-    issue_[c][ev] = issued;
+    if (keep_instrs_) issue_[c].push_back(issued);
     ++cs.next;
+    ++count_[c];
     progressed = true;
   }
   return progressed;
@@ -478,8 +582,9 @@ void Model::advance(int c) {
     progress = run_scalar(c);
     for (int p = 0; p < kP; ++p) progress |= run_pipe(c, p);
   }
-  if (cs.next < cs.ct->events.size()) return;
-  const double tail = static_cast<double>(cs.ct->pending_scalar_ops) * c_.scalar_alu_cycles;
+  release(c);
+  if (has(c, cs.next)) return;
+  const double tail = static_cast<double>(tail_ops(c)) * c_.scalar_alu_cycles;
   double t = cs.scalar + tail;
   for (auto& ps : cs.pipes) {
     if (!ps.q.empty() || ps.inflight) return;
@@ -498,7 +603,7 @@ void Model::finish_core(int c) {
   double end = 0;
   for (int s = 0; s < 3; ++s) end = std::max(end, cores_[b * 3 + s].end);
   // The next block of this physical group starts when this one has finished.
-  int phys = cores_[b * 3].ct->phys;
+  int phys = phys_of(b);
   auto& order = phys_blocks_[phys];
   size_t pos = wave_pos_[b] + 1;
   if (pos < order.size()) {
@@ -565,7 +670,8 @@ void Model::fluid_step() {
   std::sort(done.begin(), done.end(), [](const Flow& a, const Flow& b) { return a.seq < b.seq; });
   for (const auto& f : done) {
     PipeState& ps = cores_[f.core].pipes[f.pipe];
-    prof_.instrs[f.instr].end = now_;
+    if (f.instr >= 0) prof_.instrs[f.instr].end = now_;
+    busy_end(f.core, f.pipe, f.busy, now_);
     instr_ended(ps, now_);
     ps.inflight = false;
     ps.max_end = std::max(ps.max_end, now_);
@@ -575,32 +681,40 @@ void Model::fluid_step() {
 }
 
 Profile Model::run(const TimingOptions& opt) {
-  const size_t n = tr_.cores.size();
+  const size_t n = static_cast<size_t>(num_blocks_) * 3;
+  keep_instrs_ = opt.instructions;
   cores_.resize(n);
   in_dirty_.assign(n, 0);
-  prof_.kernel = tr_.kernel;
+  busy_.resize(n);
+  count_.assign(n, 0);
+  issue_.resize(n);
+  prof_.cores.resize(n);
+  prof_.kernel = tr_ ? tr_->kernel : st_->kernel;
   prof_.target = tg_.name;
   prof_.clock_ghz = tg_.clock_ghz;
-  prof_.num_blocks = tr_.num_blocks;
-  prof_.physical_blocks = tr_.physical_blocks;
+  prof_.num_blocks = num_blocks_;
+  prof_.physical_blocks = tr_ ? tr_->physical_blocks : st_->physical_blocks;
   size_t total_events = 0;
-  for (size_t c = 0; c < n; ++c) {
-    cores_[c].ct = &tr_.cores[c];
-    issue_.emplace_back(tr_.cores[c].events.size(), 0.0);
-    total_events += tr_.cores[c].events.size();
-    bool syncs = false;
-    for (const auto& e : tr_.cores[c].events) {
-      if (e.kind == EventKind::SetCross)
-        for (int d : cross_dests(static_cast<int>(c), e.mode))
-          sources_[{d, e.id}].insert(static_cast<int>(c));
-      if (e.kind == EventKind::SyncAll) syncs = true;
+  if (tr_) {
+    for (size_t c = 0; c < n; ++c) {
+      const auto& evs = tr_->cores[c].events;
+      if (keep_instrs_) issue_[c].reserve(evs.size());
+      total_events += evs.size();
+      bool syncs = false;
+      for (const auto& e : evs) {
+        if (e.kind == EventKind::SetCross)
+          for (int d : cross_dests(static_cast<int>(c), e.mode))
+            sources_[{d, e.id}].insert(static_cast<int>(c));
+        if (e.kind == EventKind::SyncAll) syncs = true;
+      }
+      sync_participants_ += syncs;
     }
-    sync_participants_ += syncs;
+    if (keep_instrs_) prof_.instrs.reserve(total_events);
+  } else {
+    sync_participants_ = st_->sync_participants;
   }
-  prof_.events = static_cast<int64_t>(total_events);
-  prof_.instrs.reserve(total_events);
-  for (int64_t b = 0; b < tr_.num_blocks; ++b) {
-    int phys = tr_.cores[b * 3].phys;
+  for (int64_t b = 0; b < num_blocks_; ++b) {
+    int phys = phys_of(b);
     wave_pos_[b] = phys_blocks_[phys].size();
     phys_blocks_[phys].push_back(b);
   }
@@ -620,8 +734,8 @@ Profile Model::run(const TimingOptions& opt) {
     if (pending_.empty() && active_.empty()) break;
     fluid_step();
     if (opt.progress_percent > 0 && total_events > 0) {
-      int pct = static_cast<int>(100.0 * static_cast<double>(prof_.instrs.size()) /
-                                 static_cast<double>(total_events));
+      int pct =
+          static_cast<int>(100.0 * static_cast<double>(timed_) / static_cast<double>(total_events));
       if (pct >= next_report) {
         fmt::print(stderr, "timing: {}% of the instructions started ({:.1f} us simulated)\n", pct,
                    now_ / (tg_.clock_ghz * 1e3));
@@ -632,11 +746,11 @@ Profile Model::run(const TimingOptions& opt) {
   for (size_t c = 0; c < n; ++c) {
     const CoreSim& cs = cores_[c];
     if (cs.done) continue;
+    const int ci = static_cast<int>(c);
     std::string what = cs.started ? "never started" : "";
     if (cs.started) {
-      const auto& evs = cs.ct->events;
-      if (cs.next < evs.size()) {
-        const auto& e = evs[cs.next];
+      if (has(ci, cs.next)) {
+        const auto& e = event(ci, cs.next);
         what =
             cs.queue_full >= 0
                 ? fmt::format(
@@ -647,49 +761,33 @@ Profile Model::run(const TimingOptions& opt) {
       }
       for (int p = 0; p < kP && what.empty(); ++p)
         if (!cs.pipes[p].q.empty()) {
-          const auto& e = evs[cs.pipes[p].q.front().ev];
+          const auto& e = event(ci, cs.pipes[p].q.front().ev);
           what = fmt::format("pipe {} blocked at {} (id {}) at {}", pipe_name(static_cast<Pipe>(p)),
                              e.name, e.id, e.loc.str());
         }
     }
     throw Error(
-        fmt::format("timing model of {}: deadlock, {} {}", tr_.kernel, tr_.cores[c].name(), what));
+        fmt::format("timing model of {}: deadlock, {} {}", prof_.kernel, core_name(ci), what));
   }
-  // Per-core summaries and busy time (union of instruction spans per pipe).
-  prof_.cores.resize(n);
-  std::vector<std::array<std::pair<double, double>, kP>> cur(n);
+  // Per-core summaries; busy time is the union of instruction spans per pipe (busy_end).
   for (size_t c = 0; c < n; ++c) {
     auto& cp = prof_.cores[c];
-    cp.block = tr_.cores[c].block;
     cp.slot = static_cast<int>(c % 3);
     cp.block = static_cast<int64_t>(c / 3);
-    cp.phys = tr_.cores[c].phys;
-    cp.name = cp.slot == 0 ? fmt::format("block {} AIC", cp.block)
-                           : fmt::format("block {} AIV{}", cp.block, cp.slot - 1);
+    cp.phys = tr_ ? tr_->cores[c].phys : phys_of(cp.block);
+    cp.name = core_name(static_cast<int>(c));
     cp.start = cores_[c].start;
     cp.end = cores_[c].end;
-    cp.instructions = static_cast<int64_t>(tr_.cores[c].events.size());
+    cp.instructions = count_[c];
     cp.issue = std::move(issue_[c]);
-    cur[c].fill({-1, -1});
     prof_.total_cycles = std::max(prof_.total_cycles, cp.end);
-  }
-  for (const auto& ti : prof_.instrs) {
-    auto& [s, e] = cur[ti.core][static_cast<int>(ti.pipe)];
-    auto& busy = prof_.cores[ti.core].busy[static_cast<int>(ti.pipe)];
-    if (ti.start >= e) {
-      if (e > s) busy += e - s;
-      s = ti.start;
-      e = ti.end;
-    } else {
-      e = std::max(e, ti.end);
+    prof_.events += count_[c];
+    for (int p = 0; p < kP; ++p) {
+      const BusyState& b = busy_[c][p];
+      TL_ASSERT(b.open.empty(), "core {} pipe {}: an instruction never ended", c, p);
+      if (b.e > b.s) cp.busy[p] += b.e - b.s;
     }
-  }
-  for (size_t c = 0; c < n; ++c) {
-    for (int p = 0; p < kP; ++p)
-      if (cur[c][p].second > cur[c][p].first)
-        prof_.cores[c].busy[p] += cur[c][p].second - cur[c][p].first;
-    prof_.cores[c].busy[static_cast<int>(Pipe::S)] +=
-        cores_[c].alu;  // the scalar unit's arithmetic
+    cp.busy[static_cast<int>(Pipe::S)] += cores_[c].alu;  // the scalar unit's arithmetic
   }
   prof_.total_us = prof_.us(prof_.total_cycles);
   prof_.launch_overhead_us = c_.launch_overhead_us;
@@ -698,23 +796,14 @@ Profile Model::run(const TimingOptions& opt) {
 
 }  // namespace
 
-double Profile::busy_ratio(Pipe p, CoreKind kind) const {
-  if (total_cycles <= 0) return 0;
-  double sum = 0;
-  int n = 0;
-  for (const auto& c : cores) {
-    if ((c.slot == 0) != (kind == CoreKind::Cube) || c.instructions == 0) continue;
-    sum += c.busy[static_cast<int>(p)];
-    ++n;
-  }
-  // Cores of later waves share a physical group: normalise per physical core.
-  int groups = std::max(1, physical_blocks) * (kind == CoreKind::Cube ? 1 : 2);
-  int denom = std::min(n, groups);
-  return denom ? sum / denom / total_cycles : 0;
+Profile simulate_timing(const Trace& trace, const Target& target, const TimingOptions& opt) {
+  Model m(&trace, nullptr, target);
+  return m.run(opt);
 }
 
-Profile simulate_timing(const Trace& trace, const Target& target, const TimingOptions& opt) {
-  Model m(trace, target);
+Profile simulate_timing_streamed(const StreamedLaunch& in, const Target& target,
+                                 const TimingOptions& opt) {
+  Model m(nullptr, &in, target);
   return m.run(opt);
 }
 

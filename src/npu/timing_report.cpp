@@ -238,4 +238,19 @@ void print_profile(const Profile& p, std::ostream& os, int max_groups) {
   row("all", ac, av);
 }
 
+double Profile::busy_ratio(Pipe p, CoreKind kind) const {
+  if (total_cycles <= 0) return 0;
+  double sum = 0;
+  int n = 0;
+  for (const auto& c : cores) {
+    if ((c.slot == 0) != (kind == CoreKind::Cube) || c.instructions == 0) continue;
+    sum += c.busy[static_cast<int>(p)];
+    ++n;
+  }
+  // Cores of later waves share a physical group: normalise per physical core.
+  int groups = std::max(1, physical_blocks) * (kind == CoreKind::Cube ? 1 : 2);
+  int denom = std::min(n, groups);
+  return denom ? sum / denom / total_cycles : 0;
+}
+
 }  // namespace tl::npu

@@ -12,6 +12,7 @@
 #include "tl/op.h"
 #include "tl/ops.h"
 #include "tl/sync_rules.h"
+#include "trace_stream.h"
 
 namespace tl::npu {
 
@@ -382,6 +383,8 @@ void push_event(CoreTrace& ct, TraceEvent&& ev) {
   ev.scalar_ops = ct.pending_scalar_ops;
   ct.pending_scalar_ops = 0;
   ct.events.push_back(std::move(ev));
+  if (ct.stream && ct.events.size() >= ct.stream->chunk)
+    ct.stream->publish(ct, /*finished=*/false, /*blocked=*/false);
 }
 
 void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {

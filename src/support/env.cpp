@@ -26,6 +26,9 @@ const std::vector<EnvVar>& env_registry() {
       {"TL_NPU_PLAIN_PATHS", "0",
        "1: the virtual NPU's op semantics take their plain element-by-element paths instead of "
        "the batched / SIMD ones (same bits; for comparing them, docs/virtual_npu.md)"},
+      {"TL_TRACE_WINDOW", "",
+       "trace events per core a streamed timing-only launch hands the timing model ahead of "
+       "what it consumed (empty: 4096)"},
       {"TL_TEST_LEVEL", "0", "tests: 1 runs the exhaustive numeric sweeps"},
       {"TL_ARITH_ITERS", "100000",
        "tests: number of random expressions of the arith property tests"},

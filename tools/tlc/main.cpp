@@ -291,6 +291,9 @@ bool run_kernel(const tl::KernelEntry& k, const std::map<std::string, std::strin
                .timing_only = timed && g_timed.timing_only,
                .check_hazards = g_timed.check_hazards,
                .profile = timed ? &prof : nullptr,
+               // Per-instruction times only for the files that draw them: a timing-only
+               // launch then holds a window of its trace, not all of it.
+               .profile_instructions = g_timed.want_trace || g_timed.want_html,
                .progress_percent = 10,
                .check_stale = g_timed.check_stale ? std::optional<bool>(true) : std::nullopt});
   auto t2 = std::chrono::steady_clock::now();

@@ -87,6 +87,10 @@ struct LaunchOptions {
   /// so a missing synchronisation gives wrong data, as on hardware (Profile::time_order_effects
   /// lists the outputs that differ from program order). Docs: docs/virtual_npu.md.
   npu::Profile* profile = nullptr;
+  /// Timed mode: keep every instruction's times in the profile (Profile::instrs, for
+  /// write_chrome_trace and write_html_timeline). A timing-only launch without them holds a
+  /// bounded window of its trace, whatever its length (docs/virtual_npu.md, "Timed mode").
+  bool profile_instructions = true;
   /// Progress lines on stderr for long launches (over two million interpreter steps, or two
   /// million trace events in timed mode): every this many % of the blocks finished (timed mode:
   /// of the simulated instructions), and at least every 2^27 steps. 0 = quiet.

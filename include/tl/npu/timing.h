@@ -80,6 +80,10 @@ struct Profile {
 struct TimingOptions {
   /// Progress lines on stderr every `progress_percent` % of the events (0 = quiet).
   int progress_percent = 0;
+  /// Keep every instruction's times (Profile::instrs, CoreProfile::issue: the Chrome trace,
+  /// the HTML timeline and the time-ordered replay read them). Off, the profile has the totals
+  /// and busy times only, and a streamed launch's memory does not grow with its length.
+  bool instructions = true;
 };
 
 /// Simulates `trace` on `target`. Throws tl::Error if the trace deadlocks (a wait no set

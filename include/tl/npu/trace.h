@@ -94,6 +94,8 @@ struct GmTensor {
 /// GM tensor `name`.
 std::string gm_elements(const std::string& name, const GmTensor& t, uint64_t start, uint64_t end);
 
+struct TraceStream;
+
 struct CoreTrace {
   int64_t block = 0;
   CoreKind kind = CoreKind::Cube;
@@ -104,6 +106,11 @@ struct CoreTrace {
   /// Scalar ALU operations not yet attached to an event: while recording, those since the
   /// last event; after the run, the ones after the core's last event.
   int64_t pending_scalar_ops = 0;
+  /// A streamed timed launch (src/npu/trace_stream.h): `events` is the chunk being filled,
+  /// handed to the timing model as it fills; `hold` stops the core's interpreter while the
+  /// model has not consumed enough of what it already recorded.
+  TraceStream* stream = nullptr;
+  bool hold = false;
   std::string name() const;  // "block 3 AIV1"
 };
 
