@@ -55,15 +55,26 @@ void nd_to_nz(const void* src_v, int64_t rows, int64_t cols, int64_t src_pitch, 
   auto* dst = static_cast<Byte*>(dst_v);
   const int64_t blocks = (cols + c0 - 1) / c0;
   const size_t row_bytes = size_t(c0) * eb;
+  // Whole 32-byte rows of whole column blocks: a fractal (16 rows of a column block) at a time,
+  // the source read row by row across the blocks, so each source line is read once while it is
+  // in the cache (column block by column block, the rows, a GM pitch apart, were read twice
+  // and aliased in the cache's sets). Each row is a copy of a constant size (inlined).
+  const int64_t whole = row_bytes == size_t(kC0Bytes) ? cols / c0 : 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += kFractalRows) {
+    const int64_t rn = rows - r0 < kFractalRows ? rows - r0 : kFractalRows;
+    for (int64_t cb = 0; cb < whole; ++cb) {
+      Byte* d = dst + (size_t(cb) * size_t(dst_rows_padded) + size_t(r0)) * row_bytes;
+      const Byte* s = src + (size_t(r0) * size_t(src_pitch) + size_t(cb * c0)) * eb;
+      for (int64_t r = 0; r < rn; ++r)
+        std::memcpy(d + size_t(r) * row_bytes, s + size_t(r) * size_t(src_pitch) * eb, kC0Bytes);
+    }
+  }
   for (int64_t cb = 0; cb < blocks; ++cb) {
     const int64_t c_begin = cb * c0;
     const int64_t width = cols - c_begin < c0 ? cols - c_begin : c0;
     Byte* block = dst + size_t(cb) * size_t(dst_rows_padded) * row_bytes;
-    if (width == c0 && row_bytes == size_t(kC0Bytes)) {
-      // Whole 32-byte rows: a copy of a constant size (inlined), not a memcpy call per row.
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(block + size_t(r) * row_bytes,
-                    src + (size_t(r) * size_t(src_pitch) + size_t(c_begin)) * eb, kC0Bytes);
+    if (cb < whole) {
+      // Copied above.
     } else {
       for (int64_t r = 0; r < rows; ++r) {
         Byte* d = block + size_t(r) * row_bytes;

@@ -19,6 +19,7 @@
 
 #include "exec.h"
 #include "stale.h"
+#include "tl/npu/cube_math.h"
 #include "tl/npu/layout.h"
 #include "tl/ops.h"
 #include "tl/storage.h"
@@ -248,6 +249,23 @@ void gather_row(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int6
   for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[sof[c]];
 }
 
+/// Whether a load's offset tables make every whole 16 x 16 block a transpose: the source keeps
+/// a block's rows 16 apart and its columns contiguous (NZ, 16-bit), the destination its rows
+/// contiguous and its columns 16 apart (ZN: L1 NZ of B [K, N] -> L0B). Then a block moves as
+/// one fractal transpose.
+bool fractal_transposes(const std::vector<int64_t>& srow, const std::vector<int64_t>& scol,
+                        const std::vector<int64_t>& drow, const std::vector<int64_t>& dcol,
+                        int64_t R, int64_t C) {
+  if (R < 16 || C < 16) return false;
+  for (int64_t r = 0; r < R / 16 * 16; ++r)
+    if (srow[r] != srow[r - r % 16] + (r % 16) * 16 || drow[r] != drow[r - r % 16] + r % 16)
+      return false;
+  for (int64_t c = 0; c < C / 16 * 16; ++c)
+    if (scol[c] != scol[c - c % 16] + c % 16 || dcol[c] != dcol[c - c % 16] + (c % 16) * 16)
+      return false;
+  return true;
+}
+
 /// LoadData L1 -> L0A/L0B of one dtype, batched: every fractal layout is separable, the
 /// offset of (r, c) being row part + column part (NZ: r * c0 + (c / c0) * Rp * c0 + c % c0;
 /// ZZ and ZN likewise), so the column parts of both sides are computed once per copy and each
@@ -283,7 +301,23 @@ bool cube_load(const TileRef& src, const TileRef& dst) {
   bool runs = true;
   for (int64_t c = 0; c < C && runs; ++c)
     runs = scol[c] == scol[c - c % c0] + c % c0 && dcol[c] == dcol[c - c % c0] + c % c0;
-  for (int64_t r = 0; r < R; ++r) {
+  int64_t r_from = 0;
+  if (!runs && es == 2 && fractal_transposes(srow, scol, drow, dcol, R, C)) {
+    // Whole 16 x 16 fractals in registers; the rows and columns past them element by element.
+    const int64_t Rf = R / 16 * 16, Cf = C / 16 * 16;
+    const auto* s16 = reinterpret_cast<const uint16_t*>(src.base) + s00;
+    auto* d16 = reinterpret_cast<uint16_t*>(dst.base) + d00;
+    for (int64_t r = 0; r < Rf; r += 16) {
+      for (int64_t c = 0; c < Cf; c += 16)
+        transpose_fractal16(s16 + srow[r] + scol[c], d16 + drow[r] + dcol[c]);
+      if (Cf < C)
+        for (int64_t i = r; i < r + 16; ++i)
+          gather_row<uint16_t>(src.base + (s00 + srow[i]) * es, dst.base + (d00 + drow[i]) * es,
+                               scol.data() + Cf, dcol.data() + Cf, C - Cf);
+    }
+    r_from = Rf;
+  }
+  for (int64_t r = r_from; r < R; ++r) {
     const uint8_t* sp = src.base + (s00 + srow[r]) * es;
     uint8_t* dp = dst.base + (d00 + drow[r]) * es;
     if (runs) {
