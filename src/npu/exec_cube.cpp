@@ -240,6 +240,12 @@ void gather_plain(const TileRef& A, const TileRef& B, int64_t M, int64_t N, int6
     }
 }
 
+/// At least n floats, never shrinking: Mmads of alternating shapes (FlashAttention's Q K^T and
+/// P V) would otherwise zero-fill the difference on every call. The packers write what they use.
+void grow(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
 bool is_16bit_float(DType t) {
   return t == DType::Float16 || t == DType::BFloat16;
 }
@@ -273,8 +279,8 @@ void mma(const TileOpNode& n, Core& c) {
         reinterpret_cast<const uint16_t*>(A.base) + storage_offset(A, A.start.data(), &run);
     const auto* b =
         reinterpret_cast<const uint16_t*>(B.base) + storage_offset(B, B.start.data(), &run);
-    g_ap.resize(static_cast<size_t>(cube_packed_a_size(M, K)));
-    g_bp.resize(static_cast<size_t>(cube_packed_b_size(K, N)));
+    grow(g_ap, cube_packed_a_size(M, K));
+    grow(g_bp, cube_packed_b_size(K, N));
     const bool bf16 = A.dtype == DType::BFloat16;
     cube_pack_a_zz16(a, align_up(A.shape[na - 1], 16) * 16, M, K, bf16, g_ap.data());
     cube_pack_b_zn16(b, align_up(B.shape[nb - 1], 16) * 16, K, N, bf16, g_bp.data());
@@ -369,8 +375,8 @@ void gemm_v0(const TileOpNode& n, Core& c) {
   int64_t kp = align_up(K, c0), np = align_up(N, 16);
   if (!plain_paths() && is_16bit_float(A.dtype)) {
     // L0A holds ZZ of A [M, kp] and L0B ZN of B [kp, np], both at offset 0 and fully written.
-    g_ap.resize(static_cast<size_t>(cube_packed_a_size(M, K)));
-    g_bp.resize(static_cast<size_t>(cube_packed_b_size(K, N)));
+    grow(g_ap, cube_packed_a_size(M, K));
+    grow(g_bp, cube_packed_b_size(K, N));
     const bool bf16 = A.dtype == DType::BFloat16;
     cube_pack_a_zz16(reinterpret_cast<const uint16_t*>(l0a), kp * 16, M, K, bf16, g_ap.data());
     cube_pack_b_zn16(reinterpret_cast<const uint16_t*>(l0b), np * 16, K, N, bf16, g_bp.data());

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "tl/npu/cube_math.h"
 
@@ -45,12 +46,29 @@ int64_t run_length(const int64_t* t, int64_t n) {
 void move_runs(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
                int64_t n, int64_t L) {
   if (L <= 1) return move_elements(es, src, dst, sof, dof, n);
-  for (int64_t c = 0; c < n; c += L) {
-    const size_t bytes = static_cast<size_t>(std::min(L, n - c) * es);
+  const int64_t bytes = L * es, whole = n / L * L;
+  // The fractal runs (32 bytes in L1, 64 in L0C) as copies of a constant size (inlined), not a
+  // memcpy call each.
+  auto runs = [&](auto size) {
+    for (int64_t c = 0; c < whole; c += L) {
+      if (sof)
+        std::memcpy(dst + c * es, src + sof[c] * es, size);
+      else
+        std::memcpy(dst + dof[c] * es, src + c * es, size);
+    }
+  };
+  if (bytes == 64)
+    runs(std::integral_constant<size_t, 64>{});
+  else if (bytes == 32)
+    runs(std::integral_constant<size_t, 32>{});
+  else
+    runs(static_cast<size_t>(bytes));
+  if (whole < n) {
+    const auto rest = static_cast<size_t>((n - whole) * es);
     if (sof)
-      std::memcpy(dst + c * es, src + sof[c] * es, bytes);
+      std::memcpy(dst + whole * es, src + sof[whole] * es, rest);
     else
-      std::memcpy(dst + dof[c] * es, src + c * es, bytes);
+      std::memcpy(dst + dof[whole] * es, src + whole * es, rest);
   }
 }
 
