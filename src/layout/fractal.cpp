@@ -55,15 +55,32 @@ void nd_to_nz(const void* src_v, int64_t rows, int64_t cols, int64_t src_pitch, 
   auto* dst = static_cast<Byte*>(dst_v);
   const int64_t blocks = (cols + c0 - 1) / c0;
   const size_t row_bytes = size_t(c0) * eb;
+  // Whole 32-byte rows of whole column blocks: 16 rows (a fractal's height) by 4 column blocks at
+  // a time, so each row's 128 source bytes (two cache lines) are read together and the four
+  // destination fractals are written row by row. Column block by column block, the 16 rows, a
+  // GM pitch apart (often a multiple of 4 KiB), fell into one L1 cache set and each source line
+  // was fetched twice; 4 blocks measured 1.45x faster than 1 (2: 1.1x, 8: 1.0x) on a 256 x 256
+  // fp16 tile of a 2048-wide matrix. Each row is a copy of a constant size (inlined).
+  const int64_t whole = row_bytes == size_t(kC0Bytes) ? cols / c0 : 0;
+  constexpr int64_t kGroup = 4;
+  for (int64_t r0 = 0; r0 < rows; r0 += kFractalRows) {
+    const int64_t rn = rows - r0 < kFractalRows ? rows - r0 : kFractalRows;
+    for (int64_t g = 0; g < whole; g += kGroup) {
+      const int64_t gn = whole - g < kGroup ? whole - g : kGroup;
+      for (int64_t r = r0; r < r0 + rn; ++r) {
+        const Byte* s = src + (size_t(r) * size_t(src_pitch) + size_t(g * c0)) * eb;
+        for (int64_t cb = g; cb < g + gn; ++cb)
+          std::memcpy(dst + (size_t(cb) * size_t(dst_rows_padded) + size_t(r)) * row_bytes,
+                      s + size_t(cb - g) * kC0Bytes, kC0Bytes);
+      }
+    }
+  }
   for (int64_t cb = 0; cb < blocks; ++cb) {
     const int64_t c_begin = cb * c0;
     const int64_t width = cols - c_begin < c0 ? cols - c_begin : c0;
     Byte* block = dst + size_t(cb) * size_t(dst_rows_padded) * row_bytes;
-    if (width == c0 && row_bytes == size_t(kC0Bytes)) {
-      // Whole 32-byte rows: a copy of a constant size (inlined), not a memcpy call per row.
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(block + size_t(r) * row_bytes,
-                    src + (size_t(r) * size_t(src_pitch) + size_t(c_begin)) * eb, kC0Bytes);
+    if (cb < whole) {
+      // Copied above.
     } else {
       for (int64_t r = 0; r < rows; ++r) {
         Byte* d = block + size_t(r) * row_bytes;

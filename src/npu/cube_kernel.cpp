@@ -1,5 +1,6 @@
 // The cube's fp32 multiply-accumulate in its defined order (tl/npu/cube_math.h): the plain scalar
-// loop and the blocked SIMD kernels that give the same bits.
+// loop and the blocked SIMD kernels that give the same bits. The packing of operands into the
+// kernels' formats is in cube_pack.cpp.
 //
 // Why not BLAS: OpenBLAS's sgemm sums an element's K products in an order that depends on the
 // host CPU (its kernel per core type) and on the call's shape (small-matrix kernels, K split
@@ -12,8 +13,12 @@
 // correctly rounded, so vector and scalar instructions agree bit for bit. Only NaN payloads
 // could differ (x86 picks the payload of the first NaN operand, and compilers pick the operand
 // order), so every NaN result is stored as one quiet NaN.
-#include "tl/npu/cube_math.h"
-
+//
+// Register blocking. A is read as fp32 ZZ fractals (CubeA: a tile row's 16 k values are
+// contiguous, rows 16 floats apart), so a micro-tile's rows stay inside one 16-row fractal row
+// and every broadcast is a constant offset from one pointer; B as 16-column panels (CubeB:
+// a k step of a panel is one 64-byte vector). AVX-512: 8 rows x 3 panels, 24 accumulators;
+// AVX2 + FMA: 6 rows (6, 6, 4 per fractal row) x 16 columns, 12 accumulators.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -22,6 +27,8 @@
 #include <cmath>
 #include <utility>
 #include <vector>
+
+#include "tl/npu/cube_math.h"
 
 namespace tl::npu {
 
@@ -52,58 +59,63 @@ void mmad_plain(const float* a, int64_t lda, const float* bt, int64_t ldb, int64
     }
 }
 
-// Packed operands of the SIMD kernels, per host thread (blocks run on several): B as
-// [column block][k][16] (zero past N), A as groups of MR rows, [k][MR] each.
-thread_local std::vector<float> g_ap, g_bp;
-
-void pack_b(const float* bt, int64_t ldb, int64_t N, int64_t K) {
-  const int64_t nb = (N + 15) / 16;
-  g_bp.assign(static_cast<size_t>(nb * K * 16), 0.0f);
-  for (int64_t j = 0; j < N; ++j) {
-    const float* s = bt + j * ldb;
-    float* d = g_bp.data() + (j / 16) * K * 16 + j % 16;
-    for (int64_t k = 0; k < K; ++k) d[k * 16] = s[k];
-  }
-}
-
-void pack_a(const float* a, int64_t lda, int64_t M, int64_t K, int mr_max) {
-  g_ap.resize(static_cast<size_t>(M * K));
-  for (int64_t i0 = 0; i0 < M; i0 += mr_max) {
-    const int64_t mr = std::min<int64_t>(mr_max, M - i0);
-    float* d = g_ap.data() + i0 * K;
-    for (int64_t r = 0; r < mr; ++r) {
-      const float* s = a + (i0 + r) * lda;
-      for (int64_t k = 0; k < K; ++k) d[k * mr + r] = s[k];
+/// The specification on the packed formats (hosts without AVX2 + FMA).
+void mmad_packed_scalar(CubeA a, CubeB b, int64_t M, int64_t N, int64_t K, CubeOut out, bool init) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const float* ai = a.a + (i / 16) * a.row_block + (i % 16) * 16;
+      const float* bj = b.b + (j / 16) * b.panel + j % 16;
+      float s = 0.0f;
+      for (int64_t k = 0; k < K; ++k) s = std::fma(ai[(k / 16) * 256 + k % 16], bj[k * 16], s);
+      float* p = out.c + (j / 16) * out.block + i * out.row + j % 16;
+      float r = init ? s : *p + s;
+      if (std::isnan(r)) r = std::bit_cast<float>(kQuietNaN);
+      *p = r;
     }
+}
+
+// ---- AVX-512: MR rows (inside one fractal row) x NB panels, one zmm accumulator each.
+
+/// One k step of the micro-tile: ak points at (0, k) of A, bk at (k, 0) of the first panel.
+template <int MR, int NB>
+__attribute__((target("avx512f"), always_inline)) inline void step512(__m512 (&acc)[MR][NB],
+                                                                      const float* ak,
+                                                                      const float* bk,
+                                                                      int64_t panel) {
+  __m512 bv[NB];
+#pragma GCC unroll 3
+  for (int n = 0; n < NB; ++n) bv[n] = _mm512_loadu_ps(bk + n * panel);
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const __m512 av = _mm512_set1_ps(ak[r * 16]);
+#pragma GCC unroll 3
+    for (int n = 0; n < NB; ++n) acc[r][n] = _mm512_fmadd_ps(av, bv[n], acc[r][n]);
   }
 }
 
-// ---- AVX-512: MR rows x NB column blocks of 16, one zmm accumulator per (row, block).
-
+/// a: row 0 of the micro-tile (element (r, k) at a[(k / 16) * 256 + r * 16 + k % 16]).
 template <int MR, int NB>
-__attribute__((target("avx512f"))) void micro512(const float* ap, const float* bp, int64_t bstep,
+__attribute__((target("avx512f"))) void micro512(const float* a, const float* b, int64_t panel,
                                                  int64_t K, float* c, int64_t row, int64_t block,
                                                  __mmask16 last, bool init) {
   __m512 acc[MR][NB];
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int n = 0; n < NB; ++n) acc[r][n] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; ++k) {
-    __m512 b[NB];
-#pragma GCC unroll 2
-    for (int n = 0; n < NB; ++n) b[n] = _mm512_loadu_ps(bp + n * bstep + k * 16);
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      const __m512 av = _mm512_set1_ps(ap[k * MR + r]);
-#pragma GCC unroll 2
-      for (int n = 0; n < NB; ++n) acc[r][n] = _mm512_fmadd_ps(av, b[n], acc[r][n]);
-    }
+  int64_t k0 = 0;
+  for (; k0 + 16 <= K; k0 += 16) {
+    const float* ak = a + k0 * 16;
+    const float* bk = b + k0 * 16;
+#pragma GCC unroll 4
+    for (int kk = 0; kk < 16; ++kk) step512<MR, NB>(acc, ak + kk, bk + kk * 16, panel);
   }
+  for (int kk = 0; k0 + kk < K; ++kk)
+    step512<MR, NB>(acc, a + k0 * 16 + kk, b + (k0 + kk) * 16, panel);
   const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(kQuietNaN)));
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int n = 0; n < NB; ++n) {
       const __mmask16 m = n == NB - 1 ? last : static_cast<__mmask16>(0xFFFF);
       float* p = c + n * block + r * row;
@@ -116,43 +128,51 @@ __attribute__((target("avx512f"))) void micro512(const float* ap, const float* b
 
 using Micro512 = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t,
                           __mmask16, bool);
-constexpr int kMr512 = 12;  // 12 rows x 2 blocks: 24 accumulators, 2 B vectors, 1 broadcast
+constexpr int kMr512 = 8, kNb512 = 3;  // 24 accumulators, 3 B vectors, 1 broadcast
 
 template <int NB, int... R>
-constexpr auto table512(std::integer_sequence<int, R...>) {
+constexpr auto rows512(std::integer_sequence<int, R...>) {
   return std::array<Micro512, sizeof...(R)>{&micro512<R + 1, NB>...};
 }
 
-void mmad_avx512(int64_t M, int64_t N, int64_t K, CubeOut out, bool init) {
-  static constexpr auto one = table512<1>(std::make_integer_sequence<int, kMr512>{});
-  static constexpr auto two = table512<2>(std::make_integer_sequence<int, kMr512>{});
+void mmad_avx512(CubeA a, CubeB b, int64_t M, int64_t N, int64_t K, CubeOut out, bool init) {
+  static constexpr std::array<std::array<Micro512, kMr512>, kNb512> micro = {
+      rows512<1>(std::make_integer_sequence<int, kMr512>{}),
+      rows512<2>(std::make_integer_sequence<int, kMr512>{}),
+      rows512<3>(std::make_integer_sequence<int, kMr512>{})};
   const int64_t nb = (N + 15) / 16;
-  for (int64_t jb = 0; jb < nb; jb += 2) {
-    const int NB = jb + 1 < nb ? 2 : 1;
+  // A group of panels (3 x K x 64 bytes) stays in the L1 cache while A's rows stream past it.
+  for (int64_t jb = 0; jb < nb;) {
+    // Groups of 3 panels; four panels left go as 2 + 2 (16 accumulators each), not 3 + 1 (8
+    // for the last).
+    int NB = static_cast<int>(std::min<int64_t>(kNb512, nb - jb));
+    if (nb - jb == 4) NB = 2;
     const int64_t cols = std::min<int64_t>(16, N - (jb + NB - 1) * 16);
     const auto last = static_cast<__mmask16>((1u << cols) - 1u);
     for (int64_t i0 = 0; i0 < M; i0 += kMr512) {
       const int64_t mr = std::min<int64_t>(kMr512, M - i0);
-      (NB == 2 ? two : one)[mr - 1](g_ap.data() + i0 * K, g_bp.data() + jb * K * 16, K * 16, K,
-                                    out.c + jb * out.block + i0 * out.row, out.row, out.block, last,
-                                    init);
+      micro[NB - 1][mr - 1](a.a + (i0 / 16) * a.row_block + (i0 % 16) * 16, b.b + jb * b.panel,
+                            b.panel, K, out.c + jb * out.block + i0 * out.row, out.row, out.block,
+                            last, init);
     }
+    jb += NB;
   }
 }
 
-// ---- AVX2 + FMA: MR rows x one column block (two ymm halves).
+// ---- AVX2 + FMA: MR rows (inside one fractal row) x one panel (two ymm halves).
 
 template <int MR>
-__attribute__((target("avx2,fma"))) void micro256(const float* ap, const float* bp, int64_t K,
+__attribute__((target("avx2,fma"))) void micro256(const float* a, const float* b, int64_t K,
                                                   float* c, int64_t row, int cols, bool init) {
   __m256 acc[MR][2];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(bp + k * 16), b1 = _mm256_loadu_ps(bp + k * 16 + 8);
+    const float* ak = a + (k / 16) * 256 + k % 16;
+    const __m256 b0 = _mm256_loadu_ps(b + k * 16), b1 = _mm256_loadu_ps(b + k * 16 + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const __m256 av = _mm256_broadcast_ss(ap + k * MR + r);
+      const __m256 av = _mm256_broadcast_ss(ak + r * 16);
       acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
@@ -180,33 +200,46 @@ constexpr auto table256(std::integer_sequence<int, R...>) {
   return std::array<Micro256, sizeof...(R)>{&micro256<R + 1>...};
 }
 
-void mmad_avx2(int64_t M, int64_t N, int64_t K, CubeOut out, bool init) {
+void mmad_avx2(CubeA a, CubeB b, int64_t M, int64_t N, int64_t K, CubeOut out, bool init) {
   static constexpr auto micro = table256(std::make_integer_sequence<int, kMr256>{});
   const int64_t nb = (N + 15) / 16;
   for (int64_t jb = 0; jb < nb; ++jb) {
     const int cols = static_cast<int>(std::min<int64_t>(16, N - jb * 16));
-    for (int64_t i0 = 0; i0 < M; i0 += kMr256) {
-      const int64_t mr = std::min<int64_t>(kMr256, M - i0);
-      micro[mr - 1](g_ap.data() + i0 * K, g_bp.data() + jb * K * 16, K,
+    for (int64_t i0 = 0; i0 < M;) {
+      // Rows 0-5, 6-11, 12-15 of each fractal row: a micro-tile never crosses one.
+      const int64_t mr = std::min<int64_t>({kMr256, 16 - i0 % 16, M - i0});
+      micro[mr - 1](a.a + (i0 / 16) * a.row_block + (i0 % 16) * 16, b.b + jb * b.panel, K,
                     out.c + jb * out.block + i0 * out.row, out.row, cols, init);
+      i0 += mr;
     }
   }
 }
 
+// Packed dense operands of cube_mmad_f32, per host thread (blocks run on several).
+thread_local std::vector<float> g_ap, g_bp;
+
 }  // namespace
+
+void cube_mmad_packed(CubeA a, CubeB b, int64_t M, int64_t N, int64_t K, CubeOut out, bool init) {
+  if (M <= 0 || N <= 0) return;
+  if (K > 0 && host_has_avx512()) return mmad_avx512(a, b, M, N, K, out, init);
+  if (K > 0 && host_has_fma_avx2()) return mmad_avx2(a, b, M, N, K, out, init);
+  mmad_packed_scalar(a, b, M, N, K, out, init);
+}
 
 void cube_mmad_f32(const float* a, int64_t lda, const float* bt, int64_t ldb, int64_t M, int64_t N,
                    int64_t K, CubeOut out, bool init, bool plain) {
   if (M <= 0 || N <= 0) return;
-  if (plain || K <= 0 || !(host_has_avx512() || host_has_fma_avx2()))
-    return mmad_plain(a, lda, bt, ldb, M, N, K, out, init);
-  const bool wide = host_has_avx512();
-  pack_b(bt, ldb, N, K);
-  pack_a(a, lda, M, K, wide ? kMr512 : kMr256);
-  if (wide)
-    mmad_avx512(M, N, K, out, init);
-  else
-    mmad_avx2(M, N, K, out, init);
+  if (plain || K <= 0) return mmad_plain(a, lda, bt, ldb, M, N, K, out, init);
+  const int64_t kp = (K + 15) / 16 * 16;
+  g_ap.assign(static_cast<size_t>(cube_packed_a_size(M, K)), 0.0f);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      g_ap[(i / 16) * kp * 16 + (k / 16) * 256 + (i % 16) * 16 + k % 16] = a[i * lda + k];
+  g_bp.assign(static_cast<size_t>(cube_packed_b_size(K, N)), 0.0f);
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t k = 0; k < K; ++k) g_bp[(j / 16) * kp * 16 + k * 16 + j % 16] = bt[j * ldb + k];
+  cube_mmad_packed(CubeA{g_ap.data(), kp * 16}, CubeB{g_bp.data(), kp * 16}, M, N, K, out, init);
 }
 
 }  // namespace tl::npu

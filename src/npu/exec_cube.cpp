@@ -26,7 +26,7 @@ namespace tl::npu {
 
 namespace {
 
-thread_local std::vector<float> g_a, g_bt, g_c;
+thread_local std::vector<float> g_a, g_bt, g_c, g_ap, g_bp;
 
 /// Dense row-major [rows, cols] fp32 copy of a ZZ matrix whose padded width is cols_padded.
 void unpack_zz(const uint8_t* base, int64_t rows, int64_t cols, int64_t cols_padded, DType t,
@@ -79,9 +79,23 @@ void l0c_transfer(Core& c, const TileRef& C, int64_t M, int64_t N, bool to_dense
     }
 }
 
-/// C (L0C region) = [C +] A x B with A, B given densely (A [M, K], BT [N, K]), in the cube's
-/// defined order (tl/npu/cube_math.h).
-void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool init) {
+/// The operands of one Mmad for the fp32 kernel: dense (g_a, g_bt, the plain path and the
+/// other dtypes) or packed (g_ap, g_bp, the 16-bit fast path).
+struct Operands {
+  bool packed = false;
+  int64_t kp = 0;  // align16(K): the packed formats' fractal row and panel lengths / 16
+  void run(int64_t M, int64_t N, int64_t K, CubeOut out, bool init) const {
+    if (packed)
+      cube_mmad_packed(CubeA{g_ap.data(), kp * 16}, CubeB{g_bp.data(), kp * 16}, M, N, K, out,
+                       init);
+    else
+      cube_mmad_f32(g_a.data(), K, g_bt.data(), K, M, N, K, out, init, plain_paths());
+  }
+};
+
+/// C (L0C region) = [C +] A x B in the cube's defined order (tl/npu/cube_math.h).
+void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool init,
+                const Operands& ops) {
   if (C.rows() != M || C.cols() != N)
     c.fail(fmt::format("cube: 'C' ({}) is [{} x {}] but A x B is [{} x {}]", C.buffer->name,
                        C.rows(), C.cols(), M, N));
@@ -97,14 +111,12 @@ void accumulate(Core& c, const TileRef& C, int64_t M, int64_t N, int64_t K, bool
     int64_t rp = align_up(C.shape[nd - 2], 16), mat = rp * align_up(C.shape[nd - 1], 16);
     float* base = reinterpret_cast<float*>(C.base) + lead * mat +
                   l0c_offset(C.start[nd - 2], C.start[nd - 1], rp);
-    cube_mmad_f32(g_a.data(), K, g_bt.data(), K, M, N, K, CubeOut{base, 16, rp * 16}, init,
-                  plain_paths());
+    ops.run(M, N, K, CubeOut{base, 16, rp * 16}, init);
     return;
   }
   g_c.assign(M * N, 0.0f);
   if (!init) l0c_transfer(c, C, M, N, true);
-  cube_mmad_f32(g_a.data(), K, g_bt.data(), K, M, N, K, CubeOut{g_c.data(), N, 16}, init,
-                plain_paths());
+  ops.run(M, N, K, CubeOut{g_c.data(), N, 16}, init);
   l0c_transfer(c, C, M, N, false);
 }
 
@@ -228,6 +240,24 @@ void gather_plain(const TileRef& A, const TileRef& B, int64_t M, int64_t N, int6
     }
 }
 
+/// At least n floats, never shrinking: Mmads of alternating shapes (FlashAttention's Q K^T and
+/// P V) would otherwise zero-fill the difference on every call. The packers write what they use.
+void grow(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+}
+
+bool is_16bit_float(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16;
+}
+
+/// A 2-D region of a 16-bit L0A/L0B operand whose first element starts a fractal (row and
+/// column multiples of 16): its fractals are whole fractals of the buffer, which keeps its
+/// padding up to multiples of 16, so the packers may read them whole.
+bool on_fractals(const TileRef& t) {
+  const size_t nd = t.extent.size();
+  return nd >= 2 && t.start[nd - 2] % 16 == 0 && t.start[nd - 1] % 16 == 0;
+}
+
 /// Dense operands from L0A/L0B regions.
 void mma(const TileOpNode& n, Core& c) {
   TileRef A = c.operand(n, "A"), B = c.operand(n, "B"), C = c.operand(n, "C");
@@ -240,6 +270,23 @@ void mma(const TileOpNode& n, Core& c) {
                        A.buffer->name, M, K, B.buffer->name, B.rows(), N));
   if (A.scope != MemScope::L0A || B.scope != MemScope::L0B || C.scope != MemScope::L0C)
     c.fail("T.mma takes A in L0A, B in L0B and C in L0C");
+  if (!plain_paths() && A.dtype == B.dtype && is_16bit_float(A.dtype) && on_fractals(A) &&
+      on_fractals(B)) {
+    // The 16-bit fast path: both operands packed straight from their fractals.
+    const size_t na = A.shape.size(), nb = B.shape.size();
+    int64_t run;
+    const auto* a =
+        reinterpret_cast<const uint16_t*>(A.base) + storage_offset(A, A.start.data(), &run);
+    const auto* b =
+        reinterpret_cast<const uint16_t*>(B.base) + storage_offset(B, B.start.data(), &run);
+    grow(g_ap, cube_packed_a_size(M, K));
+    grow(g_bp, cube_packed_b_size(K, N));
+    const bool bf16 = A.dtype == DType::BFloat16;
+    cube_pack_a_zz16(a, align_up(A.shape[na - 1], 16) * 16, M, K, bf16, g_ap.data());
+    cube_pack_b_zn16(b, align_up(B.shape[nb - 1], 16) * 16, K, N, bf16, g_bp.data());
+    accumulate(c, C, M, N, K, init_of(n, c), Operands{true, align_up(K, 16)});
+    return;
+  }
   g_a.resize(M * K);
   g_bt.resize(N * K);
   if (plain_paths()) {
@@ -253,7 +300,7 @@ void mma(const TileOpNode& n, Core& c) {
     std::vector<int64_t> ia(g_a.begin(), g_a.end()), ibt(g_bt.begin(), g_bt.end());
     accumulate_int(c, C, ia, ibt, M, N, K, init_of(n, c));
   } else {
-    accumulate(c, C, M, N, K, init_of(n, c));
+    accumulate(c, C, M, N, K, init_of(n, c), Operands{});
   }
 }
 
@@ -326,6 +373,16 @@ void gemm_v0(const TileOpNode& n, Core& c) {
   const uint8_t* l0b = load_to_l0(c, B, MemScope::L0B, B.rows(), B.cols(), tb, "B");
   int c0 = c0_elems(A.dtype);
   int64_t kp = align_up(K, c0), np = align_up(N, 16);
+  if (!plain_paths() && is_16bit_float(A.dtype)) {
+    // L0A holds ZZ of A [M, kp] and L0B ZN of B [kp, np], both at offset 0 and fully written.
+    grow(g_ap, cube_packed_a_size(M, K));
+    grow(g_bp, cube_packed_b_size(K, N));
+    const bool bf16 = A.dtype == DType::BFloat16;
+    cube_pack_a_zz16(reinterpret_cast<const uint16_t*>(l0a), kp * 16, M, K, bf16, g_ap.data());
+    cube_pack_b_zn16(reinterpret_cast<const uint16_t*>(l0b), np * 16, K, N, bf16, g_bp.data());
+    accumulate(c, C, M, N, K, init_of(n, c), Operands{true, align_up(K, 16)});
+    return;
+  }
   g_a.resize(M * K);
   g_bt.resize(N * K);
   unpack_zz(l0a, M, K, kp, A.dtype, g_a.data());
@@ -334,7 +391,7 @@ void gemm_v0(const TileOpNode& n, Core& c) {
     std::vector<int64_t> ia(g_a.begin(), g_a.end()), ibt(g_bt.begin(), g_bt.end());
     accumulate_int(c, C, ia, ibt, M, N, K, init_of(n, c));
   } else {
-    accumulate(c, C, M, N, K, init_of(n, c));
+    accumulate(c, C, M, N, K, init_of(n, c), Operands{});
   }
 }
 

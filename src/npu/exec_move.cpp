@@ -18,7 +18,9 @@
 #include <mutex>
 
 #include "exec.h"
+#include "move_runs.h"
 #include "stale.h"
+#include "tl/npu/cube_math.h"
 #include "tl/npu/layout.h"
 #include "tl/ops.h"
 #include "tl/storage.h"
@@ -283,7 +285,23 @@ bool cube_load(const TileRef& src, const TileRef& dst) {
   bool runs = true;
   for (int64_t c = 0; c < C && runs; ++c)
     runs = scol[c] == scol[c - c % c0] + c % c0 && dcol[c] == dcol[c - c % c0] + c % c0;
-  for (int64_t r = 0; r < R; ++r) {
+  int64_t r_from = 0;
+  if (const Blocks kind = es == 2
+                              ? block_kind(srow.data(), scol.data(), drow.data(), dcol.data(), R, C)
+                              : Blocks::None;
+      kind != Blocks::None) {
+    // Whole 16 x 16 blocks as fractals; the rows and columns past them element by element.
+    const int64_t Rf = R / 16 * 16, Cf = C / 16 * 16;
+    move_blocks(kind, reinterpret_cast<const uint16_t*>(src.base) + s00,
+                reinterpret_cast<uint16_t*>(dst.base) + d00, srow.data(), scol.data(), drow.data(),
+                dcol.data(), R, C);
+    if (Cf < C)
+      for (int64_t r = 0; r < Rf; ++r)
+        gather_row<uint16_t>(src.base + (s00 + srow[r]) * es, dst.base + (d00 + drow[r]) * es,
+                             scol.data() + Cf, dcol.data() + Cf, C - Cf);
+    r_from = Rf;
+  }
+  for (int64_t r = r_from; r < R; ++r) {
     const uint8_t* sp = src.base + (s00 + srow[r]) * es;
     uint8_t* dp = dst.base + (d00 + drow[r]) * es;
     if (runs) {
@@ -307,28 +325,6 @@ bool cube_load(const TileRef& src, const TileRef& dst) {
     }
   }
   return true;
-}
-
-/// d[dof ? dof[c] : c] = s[sof ? sof[c] : c] for c < n, elements of es bytes (1, 2 or 4): typed
-/// moves, not a memcpy call of a run-time size per element.
-template <typename E>
-void move_typed(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
-                int64_t n) {
-  const E* s = reinterpret_cast<const E*>(src);
-  E* d = reinterpret_cast<E*>(dst);
-  if (sof)
-    for (int64_t c = 0; c < n; ++c) d[c] = s[sof[c]];
-  else
-    for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[c];
-}
-void move_elements(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof,
-                   const int64_t* dof, int64_t n) {
-  if (es == 1)
-    move_typed<uint8_t>(src, dst, sof, dof, n);
-  else if (es == 2)
-    move_typed<uint16_t>(src, dst, sof, dof, n);
-  else
-    move_typed<uint32_t>(src, dst, sof, dof, n);
 }
 
 /// copy_regions for a copy with a fractal side (L1, L0A/L0B, L0C: the fixpipe's L0C -> GM/UB/L1
@@ -371,15 +367,26 @@ bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool satura
     d_dense &= dcol[c] == c;
   }
   const bool same = src.dtype == dst.dtype && !relu;
+  // Fractal rows keep runs of 16 (L0C) or c0 elements contiguous: moved a run at a time.
+  const int64_t sl = run_length(scol.data(), C), dl = run_length(dcol.data(), C);
   sbuf.resize(C * ses);
   dbuf.resize(C * des);
   for (int64_t r = 0; r < R; ++r) {
     const uint8_t* sp = src.base + (s00 + srow[r]) * ses;
     uint8_t* dp = dst.base + (d00 + drow[r]) * des;
+    if (same && (s_dense || d_dense)) {  // one move, no staging row
+      if (s_dense && d_dense)
+        std::memmove(dp, sp, static_cast<size_t>(C * des));
+      else if (d_dense)
+        move_runs(ses, sp, dp, scol.data(), nullptr, C, sl);
+      else
+        move_runs(ses, sp, dp, nullptr, dcol.data(), C, dl);
+      continue;
+    }
     // The row, contiguous, in the source dtype.
     const uint8_t* row = sp;
     if (!s_dense) {
-      move_elements(ses, sp, sbuf.data(), scol.data(), nullptr, C);
+      move_runs(ses, sp, sbuf.data(), scol.data(), nullptr, C, sl);
       row = sbuf.data();
     }
     const uint8_t* out = row;
@@ -398,7 +405,7 @@ bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool satura
     if (d_dense) {
       std::memmove(dp, out, static_cast<size_t>(C * des));
     } else {
-      move_elements(des, out, dp, nullptr, dcol.data(), C);
+      move_runs(des, out, dp, nullptr, dcol.data(), C, dl);
     }
   }
   return true;
@@ -431,7 +438,23 @@ bool transpose_load(const TileRef& src, const TileRef& dst) {
   offset_parts(dst, di, true, C, dcol.data());
   offset_parts(src, si, true, R, scol.data());
   offset_parts(dst, di, false, R, drow.data());
-  for (int64_t i = 0; i < R; ++i) {
+  int64_t i_from = 0;
+  // dst (i, j) = src (j, i): the source's offset over dst row i is scol[i], over column j srow[j].
+  if (const Blocks kind = es == 2
+                              ? block_kind(scol.data(), srow.data(), drow.data(), dcol.data(), R, C)
+                              : Blocks::None;
+      kind != Blocks::None) {
+    const int64_t Rf = R / 16 * 16, Cf = C / 16 * 16;
+    move_blocks(kind, reinterpret_cast<const uint16_t*>(src.base) + s00,
+                reinterpret_cast<uint16_t*>(dst.base) + d00, scol.data(), srow.data(), drow.data(),
+                dcol.data(), R, C);
+    if (Cf < C)
+      for (int64_t i = 0; i < Rf; ++i)
+        gather_row<uint16_t>(src.base + (s00 + scol[i]) * es, dst.base + (d00 + drow[i]) * es,
+                             srow.data() + Cf, dcol.data() + Cf, C - Cf);
+    i_from = Rf;
+  }
+  for (int64_t i = i_from; i < R; ++i) {
     const uint8_t* sp = src.base + (s00 + scol[i]) * es;
     uint8_t* dp = dst.base + (d00 + drow[i]) * es;
     if (es == 1)
@@ -472,6 +495,27 @@ void zero_fill_partial_block(const TileRef& dst) {
   }
 }
 
+/// A GM <-> UB copy of one dtype whose rows are contiguous and evenly spaced on both sides (the
+/// workspaces and tiles of a kernel): one move per row, not copy_regions' index arithmetic and
+/// storage_offset calls per row. Moves the bytes copy_regions moves (FastPaths.*). False, before
+/// any byte moved, for any other copy.
+bool nd_rows(const TileRef& src, const TileRef& dst) {
+  const size_t ns = src.extent.size(), nd = dst.extent.size();
+  if (src.dtype != dst.dtype || ns < 1 || nd < 1 || ns > 8 || nd > 8 || src.strides[ns - 1] != 1 ||
+      dst.strides[nd - 1] != 1 || !rows_evenly_spaced(src) || !rows_evenly_spaced(dst) ||
+      src.rows() != dst.rows() || src.cols() != dst.cols())
+    return false;
+  const int64_t R = src.rows(), es = dtype_bytes(src.dtype);
+  const size_t bytes = static_cast<size_t>(src.cols() * es);
+  int64_t run;
+  const uint8_t* sp = src.base + storage_offset(src, src.start.data(), &run) * es;
+  uint8_t* dp = dst.base + storage_offset(dst, dst.start.data(), &run) * es;
+  const int64_t ss = ns >= 2 ? src.strides[ns - 2] * es : 0,
+                ds = nd >= 2 ? dst.strides[nd - 2] * es : 0;
+  for (int64_t r = 0; r < R; ++r) std::memmove(dp + r * ds, sp + r * ss, bytes);
+  return true;
+}
+
 /// The copy of region src to region dst; with `shadow` both are shadows and the same bytes
 /// move (a pad lane gets a valid byte instead of pad_value, a conversion the source
 /// element's validity).
@@ -498,7 +542,8 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
           "T.copy {} -> {}: each row moves {} bytes, not a multiple of 32 (DataCopy would round "
           "it down and drop the tail); use the padded copy (pad_value)",
           scope_name(S), scope_name(D), row_bytes));
-    copy_regions(src, dst, false, false, shadow, valid_src);
+    if (valid_src || plain_paths() || !nd_rows(src, dst))
+      copy_regions(src, dst, false, false, shadow, valid_src);
     if (pad && D == MemScope::UB) {
       // DataCopyPad fills each UB row's tail up to the 32-byte boundary with pad_value.
       int64_t es = dtype_bytes(dst.dtype), per_block = 32 / es;

@@ -1,0 +1,102 @@
+// Batched byte movers of the fractal-layout copies (move_runs.h says what each does).
+#include "move_runs.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "tl/npu/cube_math.h"
+
+namespace tl::npu {
+
+namespace {
+
+template <typename E>
+void move_typed(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
+                int64_t n) {
+  const E* s = reinterpret_cast<const E*>(src);
+  E* d = reinterpret_cast<E*>(dst);
+  if (sof)
+    for (int64_t c = 0; c < n; ++c) d[c] = s[sof[c]];
+  else
+    for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[c];
+}
+
+}  // namespace
+
+void move_elements(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof,
+                   const int64_t* dof, int64_t n) {
+  if (es == 1)
+    move_typed<uint8_t>(src, dst, sof, dof, n);
+  else if (es == 2)
+    move_typed<uint16_t>(src, dst, sof, dof, n);
+  else
+    move_typed<uint32_t>(src, dst, sof, dof, n);
+}
+
+int64_t run_length(const int64_t* t, int64_t n) {
+  for (int64_t L = 64; L > 1; L /= 2) {
+    bool ok = true;
+    for (int64_t c = 0; c < n && ok; ++c) ok = t[c] == t[c - c % L] + c % L;
+    if (ok) return L;
+  }
+  return 1;
+}
+
+void move_runs(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
+               int64_t n, int64_t L) {
+  if (L <= 1) return move_elements(es, src, dst, sof, dof, n);
+  const int64_t bytes = L * es, whole = n / L * L;
+  // The fractal runs (32 bytes in L1, 64 in L0C) as copies of a constant size (inlined), not a
+  // memcpy call each.
+  auto runs = [&](auto size) {
+    for (int64_t c = 0; c < whole; c += L) {
+      if (sof)
+        std::memcpy(dst + c * es, src + sof[c] * es, size);
+      else
+        std::memcpy(dst + dof[c] * es, src + c * es, size);
+    }
+  };
+  if (bytes == 64)
+    runs(std::integral_constant<size_t, 64>{});
+  else if (bytes == 32)
+    runs(std::integral_constant<size_t, 32>{});
+  else
+    runs(static_cast<size_t>(bytes));
+  if (whole < n) {
+    const auto rest = static_cast<size_t>((n - whole) * es);
+    if (sof)
+      std::memcpy(dst + whole * es, src + sof[whole] * es, rest);
+    else
+      std::memcpy(dst + dof[whole] * es, src + whole * es, rest);
+  }
+}
+
+Blocks block_kind(const int64_t* sr, const int64_t* sc, const int64_t* dr, const int64_t* dc,
+                  int64_t R, int64_t C) {
+  if (R < 16 || C < 16) return Blocks::None;
+  // The step of each table inside its blocks: 1 or 16, the same in every block, else 0.
+  auto step = [](const int64_t* t, int64_t n) -> int64_t {
+    const int64_t d = t[1] - t[0];
+    if (d != 1 && d != 16) return 0;
+    for (int64_t i = 0; i < n / 16 * 16; ++i)
+      if (t[i] != t[i - i % 16] + (i % 16) * d) return 0;
+    return d;
+  };
+  const int64_t a = step(sr, R), b = step(sc, C), x = step(dr, R), y = step(dc, C);
+  if (!a || !b || !x || !y || a == b || x == y) return Blocks::None;
+  return a == x ? Blocks::Copy : Blocks::Transpose;
+}
+
+void move_blocks(Blocks kind, const uint16_t* s, uint16_t* d, const int64_t* sr, const int64_t* sc,
+                 const int64_t* dr, const int64_t* dc, int64_t R, int64_t C) {
+  for (int64_t r = 0; r + 16 <= R; r += 16)
+    for (int64_t c = 0; c + 16 <= C; c += 16) {
+      if (kind == Blocks::Copy)
+        std::memcpy(d + dr[r] + dc[c], s + sr[r] + sc[c], 512);
+      else
+        transpose_fractal16(s + sr[r] + sc[c], d + dr[r] + dc[c]);
+    }
+}
+
+}  // namespace tl::npu

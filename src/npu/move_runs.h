@@ -1,0 +1,42 @@
+// Batched byte movers of the copies between fractal layouts (exec_move.cpp): typed element
+// gathers and scatters over offset tables, runs of contiguous elements, and whole 16 x 16
+// fractals (copied, or transposed in registers). Every fractal layout is separable (the offset
+// of element (r, c) is a row part plus a column part, exec.h offset_parts), so a copy is
+// described by four tables; these functions move what the tables say, faster when the tables
+// show runs or whole fractals.
+#pragma once
+
+#include <cstdint>
+
+namespace tl::npu {
+
+/// d[dof ? dof[c] : c] = s[sof ? sof[c] : c] for c < n, elements of es bytes (1, 2 or 4).
+void move_elements(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof,
+                   const int64_t* dof, int64_t n);
+
+/// The length of the runs of a column-offset table (relative to column 0) that are contiguous in
+/// storage: the largest of 64, 32, 16, 8, 4, 2 with t[c] = t[c - c % L] + c % L for every c, or 1.
+int64_t run_length(const int64_t* t, int64_t n);
+
+/// move_elements in runs of L contiguous elements (L from run_length of the offset table).
+void move_runs(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof, const int64_t* dof,
+               int64_t n, int64_t L);
+
+/// How the whole 16 x 16 blocks of a separable 16-bit copy move, from its offset tables (dst
+/// element (r, c) = src element at sr[r] + sc[c], written at dr[r] + dc[c], all relative to the
+/// block's first element): Copy when both sides order a block alike (rows 16 apart and columns
+/// contiguous, or the reverse: one 512-byte fractal, as L1 NZ -> L0A ZZ, or L1 NZ of K -> L0B
+/// as K^T), Transpose when they order it oppositely (L1 NZ of B -> L0B ZN), else None. Blocks
+/// start at multiples of 16 of the region's rows and columns; the tables decide, so a region
+/// off the fractal grid finds None.
+enum class Blocks { None, Copy, Transpose };
+Blocks block_kind(const int64_t* sr, const int64_t* sc, const int64_t* dr, const int64_t* dc,
+                  int64_t R, int64_t C);
+
+/// Moves the whole 16 x 16 blocks (rows and columns below R / 16 * 16, C / 16 * 16) of a 16-bit
+/// copy whose block_kind is not None: block (r, c) of the destination at d + dr[r] + dc[c] from
+/// s + sr[r] + sc[c]. The rest of the region is the caller's.
+void move_blocks(Blocks kind, const uint16_t* s, uint16_t* d, const int64_t* sr, const int64_t* sc,
+                 const int64_t* dr, const int64_t* dc, int64_t R, int64_t C);
+
+}  // namespace tl::npu
