@@ -274,7 +274,7 @@ void Core::fail_budget() {
       "with the environment variable TL_MAX_STEPS=<steps> (0: none) or "
       "LaunchOptions::max_steps (tl::kNoStepBudget: none)",
       name(), program.func->name, launch.max_steps, launch.max_steps_source, where);
-  throw Error(loop ? loop->loc : loc_, msg);
+  throw Error(loop ? loop->loc : *loc_, msg);
 }
 
 bool Core::step() {
@@ -292,7 +292,7 @@ bool Core::step() {
     case StmtKind::For: {
       auto* f = static_cast<const ForNode*>(s);
       if (fr.index == 0) {
-        loc_ = s->loc;
+        loc_ = &s->loc;
         if (shadow_) stale_control(*s, f->min, 0);
         fr.i = eval_int(f->min);
         fr.end = loop_trip_count(*f, fr.i, eval_int(f->extent));
@@ -316,7 +316,7 @@ bool Core::step() {
     }
     case StmtKind::If: {
       auto* n = static_cast<const IfNode*>(s);
-      loc_ = s->loc;
+      loc_ = &s->loc;
       if (shadow_) stale_control(*s, n->cond, 1);
       bool c = eval(n->cond).as_int() != 0;
       if (trace_) trace_->pending_scalar_ops += 1 + scalar_ops_of(n->cond);  // the branch
@@ -338,7 +338,7 @@ bool Core::step() {
       return true;
     }
     case StmtKind::Sync: {
-      loc_ = s->loc;
+      loc_ = &s->loc;
       if (replay_) {
         // The functional run has checked the flags; their ordering is in the simulated times.
         if (!replay_gate(s)) return false;
@@ -347,17 +347,15 @@ bool Core::step() {
         if (!exec_sync(*static_cast<const SyncNode*>(s))) return false;
         if (trace_) record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
       }
-      recent_.push_back(s);
-      if (recent_.size() > 8) recent_.pop_front();
+      recent_.push(s);
       stack_.pop_back();
       return true;
     }
     default:
-      loc_ = s->loc;
+      loc_ = &s->loc;
       if (replay_ && !replay_gate(s)) return false;
       exec_leaf(s);
-      recent_.push_back(s);
-      if (recent_.size() > 8) recent_.pop_front();
+      recent_.push(s);
       stack_.pop_back();
       return true;
   }
@@ -447,7 +445,8 @@ void Core::exec_deferred(const TileOpNode& op, const std::vector<Scalar>& slots,
                          const SourceLoc& loc) {
   std::vector<Scalar> now = std::move(slots_);
   slots_ = slots;
-  loc_ = loc;
+  own_loc_ = loc;
+  loc_ = &own_loc_;
   try {
     find_exec(op.op)(op, *this);
   } catch (...) {
@@ -717,12 +716,13 @@ void Core::store(const StoreNode& n) {
 }
 
 void Core::fail(const std::string& msg) const {
-  throw Error(loc_, fmt::format("{} ({}): {}", name(), program.func->name, msg));
+  throw Error(*loc_, fmt::format("{} ({}): {}", name(), program.func->name, msg));
 }
 
 std::string Core::last_events() const {
   std::string s;
-  for (const auto* st : recent_) {
+  for (size_t i = 0; i < recent_.size(); ++i) {
+    const StmtNode* st = recent_[i];
     std::string p =
         print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, st)),
               {.locations = true});
