@@ -168,6 +168,23 @@ void Core::finish() {
 /// take no overlap at all (docs/hardware.md section 5, "General constraints"). Operands of
 /// buffers whose planned bytes are disjoint cannot overlap: only buffers sharing bytes (the
 /// same buffer, or reuse) are compared exactly, run by run.
+namespace {
+bool same_bound(const Expr& a, const Expr& b) {
+  if (a.get() == b.get()) return true;
+  return a.kind() == ExprKind::IntImm && b.kind() == ExprKind::IntImm &&
+         static_cast<const IntImmNode*>(a.get())->value ==
+             static_cast<const IntImmNode*>(b.get())->value;
+}
+bool same_region(const BufferRegion& a, const BufferRegion& b) {
+  if (a.buffer.get() != b.buffer.get() || a.ranges.size() != b.ranges.size()) return false;
+  for (size_t d = 0; d < a.ranges.size(); ++d)
+    if (!same_bound(a.ranges[d].min, b.ranges[d].min) ||
+        !same_bound(a.ranges[d].extent, b.ranges[d].extent))
+      return false;
+  return true;
+}
+}  // namespace
+
 void Core::check_overlap(const TileOpNode& n) {
   const OpDef& op = *n.op;
   if (op.operands.empty()) return;
@@ -197,6 +214,10 @@ void Core::check_overlap(const TileOpNode& n) {
       const auto& ra = n.args[ops[r].arg];
       const auto& wname = op.operands[std::min(ops[w].arg, op.operands.size() - 1)].name;
       const auto& rname = op.operands[std::min(ops[r].arg, op.operands.size() - 1)].name;
+      // The same region written twice (an in-place op: the same buffer, each bound the same
+      // expression node or the same literal) is the same region whatever the variables hold:
+      // no need to resolve both (the op resolves, and bounds-checks, its operands itself).
+      if (!none_allowed && same_region(wa.region, ra.region)) continue;
       TileRef wt = resolve(wa.region, op.name, wname), rt = resolve(ra.region, op.name, rname);
       // The common case, an in-place op on one region: identical without walking the runs.
       bool same =
