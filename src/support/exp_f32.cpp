@@ -233,7 +233,7 @@ __attribute__((target("avx2,fma"))) void exp_avx2(const float* in, float* out, i
   const int64_t* tab = exp2_table().bits;
   const float* bf = bf16_exp_table();
   exp_loop<8>(
-      in, out, n, [tab, bf](const float* x, float* y) __attribute__((target("avx2,fma"))) {
+      in, out, n, [ tab, bf ](const float* x, float* y) __attribute__((target("avx2,fma"))) {
         // Eight bfloat16 values: their exps from the table.
         const __m256i xi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
         if (_mm256_testz_si256(xi, _mm256_set1_epi32(0xFFFF))) {
@@ -249,8 +249,8 @@ __attribute__((target("avx512f,avx512dq,avx512vl"))) void exp_avx512(const float
   const double* v = exp2_table16().v;
   const float* bf = bf16_exp_table();
   exp_loop<16>(
-      in, out,
-      n, [v, bf](const float* x, float* y) __attribute__((target("avx512f,avx512dq,avx512vl"))) {
+      in, out, n,
+      [ v, bf ](const float* x, float* y) __attribute__((target("avx512f,avx512dq,avx512vl"))) {
         // Sixteen bfloat16 values: their exps from the table.
         const __m512i xi = _mm512_loadu_si512(x);
         if (_mm512_test_epi32_mask(xi, _mm512_set1_epi32(0xFFFF)) == 0) {

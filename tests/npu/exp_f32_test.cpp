@@ -155,7 +155,8 @@ TEST(ExpF32, TailsInPlaceAndSpecials) {
 // (those blocks take the evaluation). In place and not, with tails; bit for bit, NaNs included.
 TEST(ExpF32, Bf16ValuesEqualStdExpBitForBit) {
   std::vector<float> all(65536 + 5), mixed(all.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = from_bits(static_cast<uint32_t>(i % 65536) << 16);
+  for (size_t i = 0; i < all.size(); ++i)
+    all[i] = from_bits(static_cast<uint32_t>(i % 65536) << 16);
   for (size_t i = 0; i < all.size(); ++i)
     mixed[i] = i % 16 == 5 ? from_bits(to_bits(all[i]) | 0x8000u) : all[i];
   for (const auto& impl : npu::exp_f32_impls())
