@@ -215,8 +215,11 @@ Value Evaluator::load(const LoadNode& n) {
 
 Value Evaluator::eval(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::IntImm:
-      return Value::of_int(wrap(e.dtype(), node<IntImmNode>(e)->value));
+    case ExprKind::IntImm: {
+      const int64_t v = node<IntImmNode>(e)->value;
+      if (e.dtype() == DType::Int64) return Value::of_int(v);  // wrap's identity, inline
+      return Value::of_int(wrap(e.dtype(), v));
+    }
     case ExprKind::FloatImm:
       return Value::of_float(round_float(e.dtype(), node<FloatImmNode>(e)->value));
     case ExprKind::StringImm:
@@ -226,6 +229,18 @@ Value Evaluator::eval(const Expr& e) {
     case ExprKind::Binary: {
       auto* n = node<BinaryNode>(e);
       Value a = eval(n->a), b = eval(n->b);
+      // Address arithmetic, the virtual NPU's most frequent case, inline: an add, subtract or
+      // multiply of int32/int64 operands into an int32/int64 result, what int_binary computes
+      // for them (wrapping 64-bit arithmetic, then wrap to the result's width).
+      const DType t = e.dtype(), ta = n->a.dtype(), tb = n->b.dtype();
+      if ((t == DType::Int64 || t == DType::Int32) && (ta == DType::Int64 || ta == DType::Int32) &&
+          (tb == DType::Int64 || tb == DType::Int32) && !a.is_float && !b.is_float &&
+          (n->op == BinOp::Add || n->op == BinOp::Sub || n->op == BinOp::Mul)) {
+        const uint64_t x = bits(a.i), y = bits(b.i);
+        const uint64_t r = n->op == BinOp::Add ? x + y : n->op == BinOp::Sub ? x - y : x * y;
+        const auto v = static_cast<int64_t>(r);
+        return Value::of_int(t == DType::Int32 ? static_cast<int64_t>(static_cast<int32_t>(v)) : v);
+      }
       if (a.is_float || b.is_float || is_float(n->a.dtype()) || is_float(n->b.dtype())) {
         if (auto r = float_binary(n->op, e.dtype(), a.as_double(), b.as_double())) return *r;
         raise(

@@ -174,6 +174,23 @@ void Core::finish() {
 /// take no overlap at all (docs/hardware.md section 5, "General constraints"). Operands of
 /// buffers whose planned bytes are disjoint cannot overlap: only buffers sharing bytes (the
 /// same buffer, or reuse) are compared exactly, run by run.
+namespace {
+bool same_bound(const Expr& a, const Expr& b) {
+  if (a.get() == b.get()) return true;
+  return a.kind() == ExprKind::IntImm && b.kind() == ExprKind::IntImm &&
+         static_cast<const IntImmNode*>(a.get())->value ==
+             static_cast<const IntImmNode*>(b.get())->value;
+}
+bool same_region(const BufferRegion& a, const BufferRegion& b) {
+  if (a.buffer.get() != b.buffer.get() || a.ranges.size() != b.ranges.size()) return false;
+  for (size_t d = 0; d < a.ranges.size(); ++d)
+    if (!same_bound(a.ranges[d].min, b.ranges[d].min) ||
+        !same_bound(a.ranges[d].extent, b.ranges[d].extent))
+      return false;
+  return true;
+}
+}  // namespace
+
 void Core::check_overlap(const TileOpNode& n) {
   const OpDef& op = *n.op;
   if (op.operands.empty()) return;
@@ -203,6 +220,10 @@ void Core::check_overlap(const TileOpNode& n) {
       const auto& ra = n.args[ops[r].arg];
       const auto& wname = op.operands[std::min(ops[w].arg, op.operands.size() - 1)].name;
       const auto& rname = op.operands[std::min(ops[r].arg, op.operands.size() - 1)].name;
+      // The same region written twice (an in-place op: the same buffer, each bound the same
+      // expression node or the same literal) is the same region whatever the variables hold:
+      // no need to resolve both (the op resolves, and bounds-checks, its operands itself).
+      if (!none_allowed && same_region(wa.region, ra.region)) continue;
       TileRef wt = resolve(wa.region, op.name, wname), rt = resolve(ra.region, op.name, rname);
       // The common case, an in-place op on one region: identical without walking the runs.
       bool same =
@@ -280,7 +301,7 @@ void Core::fail_budget() {
       "with the environment variable TL_MAX_STEPS=<steps> (0: none) or "
       "LaunchOptions::max_steps (tl::kNoStepBudget: none)",
       name(), program.func->name, launch.max_steps, launch.max_steps_source, where);
-  throw Error(loop ? loop->loc : loc_, msg);
+  throw Error(loop ? loop->loc : *loc_, msg);
 }
 
 bool Core::step() {
@@ -298,7 +319,7 @@ bool Core::step() {
     case StmtKind::For: {
       auto* f = static_cast<const ForNode*>(s);
       if (fr.index == 0) {
-        loc_ = s->loc;
+        loc_ = &s->loc;
         if (shadow_) stale_control(*s, f->min, 0);
         fr.i = eval_int(f->min);
         fr.end = loop_trip_count(*f, fr.i, eval_int(f->extent));
@@ -322,7 +343,7 @@ bool Core::step() {
     }
     case StmtKind::If: {
       auto* n = static_cast<const IfNode*>(s);
-      loc_ = s->loc;
+      loc_ = &s->loc;
       if (shadow_) stale_control(*s, n->cond, 1);
       bool c = eval(n->cond).as_int() != 0;
       if (trace_) trace_->pending_scalar_ops += 1 + scalar_ops_of(n->cond);  // the branch
@@ -344,7 +365,7 @@ bool Core::step() {
       return true;
     }
     case StmtKind::Sync: {
-      loc_ = s->loc;
+      loc_ = &s->loc;
       if (replay_) {
         // The functional run has checked the flags; their ordering is in the simulated times.
         if (!replay_gate(s)) return false;
@@ -353,17 +374,15 @@ bool Core::step() {
         if (!exec_sync(*static_cast<const SyncNode*>(s))) return false;
         if (trace_) record_sync(*this, *trace_, *static_cast<const SyncNode*>(s));
       }
-      recent_.push_back(s);
-      if (recent_.size() > 8) recent_.pop_front();
+      recent_.push(s);
       stack_.pop_back();
       return true;
     }
     default:
-      loc_ = s->loc;
+      loc_ = &s->loc;
       if (replay_ && !replay_gate(s)) return false;
       exec_leaf(s);
-      recent_.push_back(s);
-      if (recent_.size() > 8) recent_.pop_front();
+      recent_.push(s);
       stack_.pop_back();
       return true;
   }
@@ -453,7 +472,8 @@ void Core::exec_deferred(const TileOpNode& op, const std::vector<Scalar>& slots,
                          const SourceLoc& loc) {
   std::vector<Scalar> now = std::move(slots_);
   slots_ = slots;
-  loc_ = loc;
+  own_loc_ = loc;
+  loc_ = &own_loc_;
   try {
     find_exec(op.op)(op, *this);
   } catch (...) {
@@ -723,12 +743,13 @@ void Core::store(const StoreNode& n) {
 }
 
 void Core::fail(const std::string& msg) const {
-  throw Error(loc_, fmt::format("{} ({}): {}", name(), program.func->name, msg));
+  throw Error(*loc_, fmt::format("{} ({}): {}", name(), program.func->name, msg));
 }
 
 std::string Core::last_events() const {
   std::string s;
-  for (const auto* st : recent_) {
+  for (size_t i = 0; i < recent_.size(); ++i) {
+    const StmtNode* st = recent_[i];
     std::string p =
         print(Stmt(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, st)),
               {.locations = true});

@@ -47,12 +47,14 @@ void Core::start_direct(int64_t b) {
   recent_.clear();
   steps_ = steps_reported_ = 0;
   step_mark_ = INT64_MAX;
-  loc_ = {};
+  own_loc_ = {};
+  loc_ = &own_loc_;
   status_ = Status::Runnable;
 }
 
 bool Core::exec_direct(const StmtNode& s) {
-  loc_ = s.loc;
+  own_loc_ = s.loc;  // the client's statement may not outlive the call
+  loc_ = &own_loc_;
   if (s.kind == StmtKind::Sync) {
     const auto& n = static_cast<const SyncNode&>(s);
     if (!exec_sync(n)) return false;
@@ -62,8 +64,7 @@ bool Core::exec_direct(const StmtNode& s) {
   } else {
     TL_ASSERT(false, "direct execution of a statement that is neither a tile op nor a sync");
   }
-  recent_.push_back(&s);  // DirectLaunch keeps the statement alive while it is listed here
-  if (recent_.size() > 8) recent_.pop_front();
+  recent_.push(&s);  // DirectLaunch keeps the statement alive while it is listed here
   ++steps_;
   return true;
 }

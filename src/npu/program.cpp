@@ -200,16 +200,14 @@ class Planner : public IRVisitor {
 
 }  // namespace
 
-int Program::slot_of(const VarNode* v) const {
-  auto it = var_slot.find(v);
-  TL_ASSERT(it != var_slot.end(), "variable {} has no slot", v->name);
-  return it->second;
+void Program::no_slot(const VarNode* v) {
+  TL_ASSERT(false, "variable {} has no slot", v->name);
+  std::abort();
 }
 
-const BufferInfo& Program::buffer(const BufferNode* b) const {
-  auto it = buffer_index.find(b);
-  TL_ASSERT(it != buffer_index.end(), "buffer {} was not planned", b->name);
-  return buffers[it->second];
+void Program::not_planned(const BufferNode* b) {
+  TL_ASSERT(false, "buffer {} was not planned", b->name);
+  std::abort();
 }
 
 std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t) {

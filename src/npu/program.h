@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "print_sink.h"
+#include "ptr_index.h"
 #include "tl/arith.h"
 #include "tl/backend.h"
 #include "tl/ir.h"
@@ -44,8 +45,8 @@ struct BufferInfo {
 class Program : public Artifact {
  public:
   const KernelNode* kernel = nullptr;
-  std::unordered_map<const VarNode*, int> var_slot;
-  std::unordered_map<const BufferNode*, int> buffer_index;
+  PtrIndex<VarNode> var_slot;
+  PtrIndex<BufferNode> buffer_index;
   std::vector<BufferInfo> buffers;
   int num_slots = 0;
   bool uses_sync_all = false;
@@ -57,8 +58,22 @@ class Program : public Artifact {
   /// [params + k] (BufferInfo::param), allocated by every launch.
   std::vector<const BufferNode*> workspaces;
 
-  int slot_of(const VarNode* v) const;
-  const BufferInfo& buffer(const BufferNode* b) const;
+  int slot_of(const VarNode* v) const {
+    const int s = var_slot.find(v);
+    if (s < 0) [[unlikely]]
+      no_slot(v);
+    return s;
+  }
+  const BufferInfo& buffer(const BufferNode* b) const {
+    const int i = buffer_index.find(b);
+    if (i < 0) [[unlikely]]
+      not_planned(b);
+    return buffers[static_cast<size_t>(i)];
+  }
+
+ private:
+  [[noreturn]] static void no_slot(const VarNode* v);
+  [[noreturn]] static void not_planned(const BufferNode* b);
 };
 
 /// Builds the program: variable slots and on-chip address planning.
@@ -208,7 +223,7 @@ class Core final : public arith::Evaluator {
   TileRef resolve(const BufferRegion& r, std::string_view op, std::string_view operand);
   TileRef operand(const TileOpNode& n, std::string_view name);
   bool has_operand(const TileOpNode& n, std::string_view name) const;
-  const SourceLoc& current_loc() const { return loc_; }
+  const SourceLoc& current_loc() const { return *loc_; }
   /// Replay mode (replay.cpp): tile ops go to `d` instead of executing; syncs only record.
   void set_replay(ReplayDriver* d) { replay_ = d; }
   const std::vector<Scalar>& scalar_slots() const { return slots_; }
@@ -282,10 +297,32 @@ class Core final : public arith::Evaluator {
   std::vector<Scalar> slots_;
   std::vector<Frame> stack_;
   Status status_ = Status::Done;
-  SourceLoc loc_;
+  // The current statement's location: a program statement's own (the program outlives the
+  // core), or own_loc_, a copy, for deferred and direct statements. A pointer, not a copy per
+  // statement: copying the file name was a heap allocation per interpreter step.
+  const SourceLoc* loc_ = &own_loc_;
+  SourceLoc own_loc_;
   std::string blocked_;
   std::array<uint8_t, kNumPipes * kNumPipes> flags_{};  // bit per event id
-  std::deque<const StmtNode*> recent_;
+  /// The last 8 statements executed, oldest first (error messages: last_events), in a ring.
+  class Recent {
+   public:
+    void push(const StmtNode* s) {
+      ring_[(first_ + n_) % ring_.size()] = s;
+      if (n_ < ring_.size())
+        ++n_;
+      else
+        first_ = (first_ + 1) % ring_.size();
+    }
+    void clear() { first_ = n_ = 0; }
+    size_t size() const { return n_; }
+    const StmtNode* operator[](size_t i) const { return ring_[(first_ + i) % ring_.size()]; }
+
+   private:
+    std::array<const StmtNode*, 8> ring_{};
+    size_t first_ = 0, n_ = 0;
+  };
+  Recent recent_;
   int64_t steps_ = 0;           // interpreter steps of the current block
   int64_t steps_reported_ = 0;  // of those, added to LaunchState::steps
   int64_t step_mark_ = 0;       // count_steps() runs when steps_ reaches this

@@ -19,6 +19,10 @@
 // inputs (TL_TEST_LEVEL=2; a sample otherwise), so a host whose libm differs fails there, not
 // silently.
 //
+// Blocks of lanes that all hold bfloat16 values (an fp32 whose low 16 bits are zero: bf16 data
+// widened, as SwiGLU's and sigmoid's exp(-a) of bf16 inputs are) read std::exp's own results from
+// a table of all 65536 (bf16_exp_table), equal by construction; other blocks evaluate.
+//
 // The lanes: a table-driven reduction (a table of 2^(i/N) and a short polynomial; before, a
 // degree-11 polynomial on |r| <= ln2 / 2, three times slower), written with the intrinsics of
 // each width, picked at run time: 8 doubles per AVX-512 vector (N = 16, read by a register
@@ -176,6 +180,25 @@ __attribute__((target("avx512f,avx512dq,avx512vl"), always_inline)) inline unsig
   return static_cast<unsigned>(static_cast<__mmask8>(near | static_cast<__mmask8>(~ok)));
 }
 
+/// std::exp of every float whose low 16 bits are zero (the bfloat16 values widened to fp32),
+/// indexed by its high 16 bits: 256 KiB, filled once by std::exp itself, so a lane read from it
+/// is std::exp's result by construction (NaN payloads included). SwiGLU's and sigmoid's exps of
+/// bfloat16 data (silu(a) = a / (1 + exp(-a)), a widened from bf16) read it instead of
+/// evaluating (issue 31: the exp was a quarter of SwiGLU's host time).
+const float* bf16_exp_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const uint32_t b = i << 16;
+      float x;
+      std::memcpy(&x, &b, 4);
+      t[i] = std::exp(x);
+    }
+    return t;
+  }();
+  return table.data();
+}
+
 /// The lanes whose bit is set in `bad` (of the W at x) take std::exp.
 inline void fall_back(const float* x, float* y, unsigned bad) {
   while (bad) {
@@ -208,8 +231,15 @@ __attribute__((always_inline)) inline void exp_loop(const float* in, float* out,
 
 __attribute__((target("avx2,fma"))) void exp_avx2(const float* in, float* out, int64_t n) {
   const int64_t* tab = exp2_table().bits;
+  const float* bf = bf16_exp_table();
   exp_loop<8>(
-      in, out, n, [tab](const float* x, float* y) __attribute__((target("avx2,fma"))) {
+      in, out, n, [ tab, bf ](const float* x, float* y) __attribute__((target("avx2,fma"))) {
+        // Eight bfloat16 values: their exps from the table.
+        const __m256i xi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+        if (_mm256_testz_si256(xi, _mm256_set1_epi32(0xFFFF))) {
+          _mm256_storeu_ps(y, _mm256_i32gather_ps(bf, _mm256_srli_epi32(xi, 16), 4));
+          return 0u;
+        }
         return exp4(x, y, tab) | exp4(x + 4, y + 4, tab) << 4;
       });
 }
@@ -217,9 +247,19 @@ __attribute__((target("avx2,fma"))) void exp_avx2(const float* in, float* out, i
 __attribute__((target("avx512f,avx512dq,avx512vl"))) void exp_avx512(const float* in, float* out,
                                                                      int64_t n) {
   const double* v = exp2_table16().v;
+  const float* bf = bf16_exp_table();
   exp_loop<16>(
-      in, out,
-      n, [v](const float* x, float* y) __attribute__((target("avx512f,avx512dq,avx512vl"))) {
+      in, out, n,
+      [ v, bf ](const float* x, float* y) __attribute__((target("avx512f,avx512dq,avx512vl"))) {
+        // Sixteen bfloat16 values: their exps from the table.
+        const __m512i xi = _mm512_loadu_si512(x);
+        if (_mm512_test_epi32_mask(xi, _mm512_set1_epi32(0xFFFF)) == 0) {
+          // (Masked forms: GCC 12 warns that the unmasked ones' undefined operand is
+          // uninitialised.)
+          const __m512i idx = _mm512_maskz_srli_epi32(0xFFFF, xi, 16);
+          _mm512_storeu_ps(y, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, idx, bf, 4));
+          return 0u;
+        }
         const __m512d lo = _mm512_load_pd(v), hi = _mm512_load_pd(v + 8);
         return exp8(x, y, lo, hi) | exp8(x + 8, y + 8, lo, hi) << 8;
       });

@@ -149,6 +149,36 @@ TEST(ExpF32, TailsInPlaceAndSpecials) {
   }
 }
 
+// Every bfloat16 value widened to fp32 (low 16 bits zero), sixteen in a row, which the SIMD forms
+// read from their table of std::exp's results (NaNs, infinities, subnormals and zeros of both
+// signs among them); and the same values with one lane in each block of 16 not a bfloat16 value
+// (those blocks take the evaluation). In place and not, with tails; bit for bit, NaNs included.
+TEST(ExpF32, Bf16ValuesEqualStdExpBitForBit) {
+  std::vector<float> all(65536 + 5), mixed(all.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    all[i] = from_bits(static_cast<uint32_t>(i % 65536) << 16);
+  for (size_t i = 0; i < all.size(); ++i)
+    mixed[i] = i % 16 == 5 ? from_bits(to_bits(all[i]) | 0x8000u) : all[i];
+  for (const auto& impl : npu::exp_f32_impls())
+    for (const auto* src : {&all, &mixed})
+      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{16}, int64_t{33}, int64_t{1000},
+                        int64_t{4097}, static_cast<int64_t>(src->size())}) {
+        std::vector<float> out(static_cast<size_t>(n)), inplace(src->begin(), src->begin() + n);
+        impl.fn(src->data(), out.data(), n);
+        impl.fn(inplace.data(), inplace.data(), n);
+        int64_t bad = 0, bad_inplace = 0;
+        uint32_t first = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const uint32_t want = to_bits(std::exp((*src)[i]));
+          if (to_bits(out[i]) != want && bad++ == 0) first = to_bits((*src)[i]);
+          bad_inplace += to_bits(inplace[i]) != want;
+        }
+        EXPECT_EQ(bad, 0) << impl.name << (src == &all ? " bf16" : " mixed") << " n " << n
+                          << ", first input bits 0x" << std::hex << first;
+        EXPECT_EQ(bad_inplace, 0) << impl.name << " in place, n " << n;
+      }
+}
+
 // The ops on the virtual NPU: the fast rows (exp_f32) and the plain element expression give the
 // same bytes, in every dtype the op takes, on tails and on inputs that overflow, underflow and are
 // NaN.
