@@ -362,21 +362,32 @@ struct AccessOrder::Impl {
     return k.has(b.pipe);
   }
 
-  /// The innermost loop whose body holds every access in `xs` and `ys`, or -1.
-  int common_loop(const std::vector<Acc>& xs, const std::vector<Acc>& ys) const {
-    if (xs.empty() || ys.empty()) return -1;
-    auto chain = ancestors(xs[0].node);
-    for (int x : chain) {
-      if (nodes[x].stmt->kind != StmtKind::For) continue;
-      bool all_inside = true;
-      for (const auto* list : {&xs, &ys})
-        for (const Acc& a : *list) {
-          auto up = ancestors(a.node);
-          all_inside &= a.node != x && std::find(up.begin(), up.end(), x) != up.end();
-        }
-      if (all_inside) return x;
+  /// The loops whose bodies hold accesses of both `xs` and `ys`, innermost first along each
+  /// access's chain (a loop once).
+  std::vector<int> shared_loops(const std::vector<Acc>& xs, const std::vector<Acc>& ys) const {
+    auto loops_of = [&](const std::vector<Acc>& list) {
+      std::vector<int> out;
+      for (const Acc& a : list)
+        for (int x : ancestors(a.node))
+          if (x != a.node && nodes[x].stmt->kind == StmtKind::For &&
+              std::find(out.begin(), out.end(), x) == out.end())
+            out.push_back(x);
+      return out;
+    };
+    std::vector<int> both;
+    const std::vector<int> in_y = loops_of(ys);
+    for (int l : loops_of(xs))
+      if (std::find(in_y.begin(), in_y.end(), l) != in_y.end()) both.push_back(l);
+    return both;
+  }
+  /// The accesses in `list` inside loop `loop`'s body.
+  std::vector<Acc> inside(const std::vector<Acc>& list, int loop) const {
+    std::vector<Acc> out;
+    for (const Acc& a : list) {
+      auto up = ancestors(a.node);
+      if (a.node != loop && std::find(up.begin(), up.end(), loop) != up.end()) out.push_back(a);
     }
-    return -1;
+    return out;
   }
 
   std::string describe(const Acc& a) const {
@@ -431,16 +442,20 @@ std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier,
   for (const Acc& a : xs)
     for (const Acc& b : ys)
       if (auto why = unordered(a, b, -1)) return why;
-  // Both live within one iteration of a loop: iteration i's accesses of either buffer also
+  // Both touched within one iteration of a loop: iteration i's accesses of either buffer also
   // meet iteration i+1's accesses of the other around the back edge. (Where the two are in one
   // block, that path contains the in-iteration one, but two branches of an if have no
-  // in-iteration path at all.)
-  if (int loop = m.common_loop(xs, ys); loop >= 0) {
-    for (const Acc& b : ys)
-      for (const Acc& a : xs)
+  // in-iteration path at all.) Every loop holding accesses of both counts, also when one of
+  // them is touched outside it too: with per-iteration live ranges (liveness.h) a buffer
+  // written whole at the top of each iteration may be read after the loop (opt_gdn_chunk_h.py's
+  // s_ub_half), and its reads in iteration i still meet the other's writes in iteration i+1.
+  for (int loop : m.shared_loops(xs, ys)) {
+    const std::vector<Acc> xin = m.inside(xs, loop), yin = m.inside(ys, loop);
+    for (const Acc& b : yin)
+      for (const Acc& a : xin)
         if (auto why = unordered(b, a, loop)) return why;
-    for (const Acc& a : xs)
-      for (const Acc& b : ys)
+    for (const Acc& a : xin)
+      for (const Acc& b : yin)
         if (auto why = unordered(a, b, loop)) return why;
   }
   return std::nullopt;
