@@ -204,7 +204,12 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
   // The tighter ranges of a loop's scratch buffers (written whole before they are read in each
   // iteration; liveness.h), used only where a memory would overflow without them: sharing
   // bytes orders the sharers, which costs a pipelined loop its overlap, so a kernel that fits
-  // keeps its plan (issue 29). A reuse across a back edge needs insert_syncs to order it.
+  // keeps its plan (issue 29). A reuse across a back edge is ordered by insert_syncs when it
+  // follows; otherwise (an expert kernel with its author's syncs) only a pair AccessOrder finds
+  // ordered both ways around the loop shares bytes, as for the wide ranges. TileLang-Ascend's
+  // planner (TL_ASCEND_MEMORY_PLANNING) gives every buffer first and last touched in one loop
+  // body such a per-iteration range, without asking whether the syncs order the reuse;
+  // opt_gdn_chunk_h.py fits UB only so (docs/tla_corpus.md).
   std::optional<Liveness> tight;
   auto tight_lives = [&]() -> const Liveness& {
     if (!tight) {
@@ -228,7 +233,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
     int64_t total = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (attempt == 1) {
-        if (!syncs_follow || cap <= 0 || total <= cap) break;
+        if (cap <= 0 || total <= cap) break;
         use = &tight_lives();
       }
       lives.clear();

@@ -8,7 +8,12 @@
 // (docs/hardware.md section 3): an in-order pipe (S, M, MTE1, FIX) orders its own instructions; a
 // set_flag on a pipe that knows the first access is done, matched by a wait_flag, teaches the
 // destination pipe; pipe_barrier(P) teaches P; barrier_all, PIPE_ALL and sync_all (and
-// gemm_v0's template barriers) order everything; a wait on S orders everything after it.
+// gemm_v0's template barriers) order everything; a wait on S orders everything after it; and a
+// cross-core round trip orders everything after it: this core's set_cross_flag on a pipe that
+// knows the first access is done, the other core's wait for it and then its set of a second
+// flag, this core's wait for that one (each of the four the only one of its flag and kind in
+// the kernel, none in a loop or an if, mode 2: TileLang-Ascend's opt_gdn_chunk_o.py orders its
+// UB reuses only so).
 #include "reuse_order.h"
 
 #include <algorithm>
@@ -71,6 +76,10 @@ struct Knowledge {
     std::deque<bool> carries;  // oldest first: does the set carry the knowledge
   };
   std::map<std::string, Sets> pending;  // by FlagKey::name
+  /// Cross-core round trips: for a wait_cross_flag id on this core, the ids of this core's
+  /// set_cross_flags that the other core waits for before it sets that id (Impl::trips).
+  const std::map<int64_t, std::vector<int64_t>>* trips = nullptr;
+  std::vector<int64_t> cross_sets;  // ids of this core's set_cross_flags that carry the knowledge
 
   explicit Knowledge(Pipe p) : pipe(p), knows(in_order(p) ? bit(p) : 0), all(p == Pipe::S) {}
   bool has(Pipe p) const { return all || (knows & bit(p)); }
@@ -103,13 +112,31 @@ struct Knowledge {
         if (carries) knows |= bit(s.dst);
         return;
       }
+      case SyncKind::SetCrossFlag: {
+        // It fires after this core's earlier work of its pipe (docs/virtual_npu.md).
+        auto id = as_const_int(s.event_id);
+        if (id && (s.src == pipe || has(s.src))) cross_sets.push_back(*id);
+        return;
+      }
+      case SyncKind::WaitCrossFlag: {
+        // The wait blocks every pipe until the other core's set, which follows that core's
+        // wait for one of our carrying sets: everything later starts after the first access.
+        auto id = as_const_int(s.event_id);
+        if (!id || !trips) return;
+        auto it = trips->find(*id);
+        if (it == trips->end()) return;
+        for (int64_t set : it->second)
+          if (std::find(cross_sets.begin(), cross_sets.end(), set) != cross_sets.end()) all = true;
+        return;
+      }
       default:
-        return;  // cross-core flags order other cores
+        return;
     }
   }
   /// Around a loop's back edge a flag id that is not a constant names another flag.
   void cross_back_edge() {
     std::erase_if(pending, [](const auto& kv) { return !kv.second.constant_id; });
+    cross_sets.clear();  // round trips are outside every loop
   }
 };
 
@@ -122,6 +149,19 @@ struct AccessOrder::Impl {
   std::unordered_map<const BufferNode*, const BufferNode*> base;  // view -> viewed buffer
   std::unordered_map<const BufferNode*, std::vector<Acc>> accesses;
   std::unordered_map<const StmtNode*, FlagKey> flag_key;  // of every set_flag / wait_flag
+  /// Every set_cross_flag / wait_cross_flag: its node, core, kind, constant id (or none), mode,
+  /// and whether it runs unconditionally once (no For or If around it).
+  struct Cross {
+    int node;
+    std::optional<CoreKind> core;
+    SyncKind kind;
+    std::optional<int64_t> id;
+    int mode;
+    bool once;
+  };
+  std::vector<Cross> crosses;
+  /// Per core, the round trips a wait_cross_flag of that core closes (Knowledge::trips).
+  std::map<CoreKind, std::map<int64_t, std::vector<int64_t>>> trips;
 
   explicit Impl(const Target& t) : target(t) {}
 
@@ -188,6 +228,12 @@ struct AccessOrder::Impl {
           flag_key[s.get()] = {
               fmt::format("{} {} {}", pipe_name(n->src), pipe_name(n->dst), print(n->event_id)),
               as_const_int(n->event_id).has_value()};
+        if (n->sync_kind == SyncKind::SetCrossFlag || n->sync_kind == SyncKind::WaitCrossFlag) {
+          bool once = true;
+          for (int x = parent; x >= 0; x = nodes[x].parent)
+            once &= nodes[x].stmt->kind != StmtKind::For && nodes[x].stmt->kind != StmtKind::If;
+          crosses.push_back({id, c, n->sync_kind, as_const_int(n->event_id), n->mode, once});
+        }
         break;
       }
     }
@@ -230,6 +276,39 @@ struct AccessOrder::Impl {
         const BufferNode* b = arg.region.buffer.get();
         if (u.read) record(b, node, i, in.pipe, false);
         if (u.write) record(b, node, i, in.pipe, true);
+      }
+    }
+  }
+
+  /// Round trips between the AIC and the AIVs of a block (mode 2 both ways): core c sets flag
+  /// `out`, the other core waits for it and then sets `back`, c waits for `back`. Each of the
+  /// four is the only one of its flag and kind in the kernel and runs once, so the k-th-set
+  /// matching of cross flags pairs them (docs/virtual_npu.md): c's wait for `back` is after the
+  /// other core's set of it, after that core's wait for `out` (which blocks all of its pipes),
+  /// after c's set of `out`.
+  void find_round_trips() {
+    auto only = [&](SyncKind kind, int64_t id) -> const Cross* {
+      const Cross* found = nullptr;
+      for (const Cross& x : crosses) {
+        if (x.kind != kind || (x.id && *x.id != id)) continue;
+        if (!x.id || found) return nullptr;  // a non-constant id may be any flag
+        found = &x;
+      }
+      return found && found->once && found->core ? found : nullptr;
+    };
+    for (const Cross& set_out : crosses) {
+      if (set_out.kind != SyncKind::SetCrossFlag || !set_out.id || set_out.mode != 2) continue;
+      const Cross* mine = only(SyncKind::SetCrossFlag, *set_out.id);
+      const Cross* wait_out = only(SyncKind::WaitCrossFlag, *set_out.id);
+      if (mine != &set_out || !wait_out || wait_out->core == set_out.core) continue;
+      for (const Cross& set_back : crosses) {
+        if (set_back.kind != SyncKind::SetCrossFlag || !set_back.id || set_back.mode != 2 ||
+            set_back.core != wait_out->core || set_back.node < wait_out->node)
+          continue;
+        const Cross* theirs = only(SyncKind::SetCrossFlag, *set_back.id);
+        const Cross* wait_back = only(SyncKind::WaitCrossFlag, *set_back.id);
+        if (theirs != &set_back || !wait_back || wait_back->core != set_out.core) continue;
+        trips[*set_out.core][*set_back.id].push_back(*set_out.id);
       }
     }
   }
@@ -318,6 +397,7 @@ struct AccessOrder::Impl {
   /// node whose back edge lies between them (b in the next iteration), or -1.
   bool ordered(const Acc& a, const Acc& b, CoreKind c, int loop) const {
     Knowledge k(a.pipe);
+    if (auto it = trips.find(c); it != trips.end()) k.trips = &it->second;
     // The rest of a's op (gemm_v0's trailing barrier), then the statements after it.
     if (a.instr >= 0) {
       auto* n = static_cast<const TileOpNode*>(nodes[a.node].stmt);
@@ -362,21 +442,32 @@ struct AccessOrder::Impl {
     return k.has(b.pipe);
   }
 
-  /// The innermost loop whose body holds every access in `xs` and `ys`, or -1.
-  int common_loop(const std::vector<Acc>& xs, const std::vector<Acc>& ys) const {
-    if (xs.empty() || ys.empty()) return -1;
-    auto chain = ancestors(xs[0].node);
-    for (int x : chain) {
-      if (nodes[x].stmt->kind != StmtKind::For) continue;
-      bool all_inside = true;
-      for (const auto* list : {&xs, &ys})
-        for (const Acc& a : *list) {
-          auto up = ancestors(a.node);
-          all_inside &= a.node != x && std::find(up.begin(), up.end(), x) != up.end();
-        }
-      if (all_inside) return x;
+  /// The loops whose bodies hold accesses of both `xs` and `ys`, innermost first along each
+  /// access's chain (a loop once).
+  std::vector<int> shared_loops(const std::vector<Acc>& xs, const std::vector<Acc>& ys) const {
+    auto loops_of = [&](const std::vector<Acc>& list) {
+      std::vector<int> out;
+      for (const Acc& a : list)
+        for (int x : ancestors(a.node))
+          if (x != a.node && nodes[x].stmt->kind == StmtKind::For &&
+              std::find(out.begin(), out.end(), x) == out.end())
+            out.push_back(x);
+      return out;
+    };
+    std::vector<int> both;
+    const std::vector<int> in_y = loops_of(ys);
+    for (int l : loops_of(xs))
+      if (std::find(in_y.begin(), in_y.end(), l) != in_y.end()) both.push_back(l);
+    return both;
+  }
+  /// The accesses in `list` inside loop `loop`'s body.
+  std::vector<Acc> inside(const std::vector<Acc>& list, int loop) const {
+    std::vector<Acc> out;
+    for (const Acc& a : list) {
+      auto up = ancestors(a.node);
+      if (a.node != loop && std::find(up.begin(), up.end(), loop) != up.end()) out.push_back(a);
     }
-    return -1;
+    return out;
   }
 
   std::string describe(const Acc& a) const {
@@ -397,6 +488,7 @@ struct AccessOrder::Impl {
 AccessOrder::AccessOrder(const Stmt& body, const Target& target)
     : impl_(std::make_unique<Impl>(target)) {
   if (body.defined()) impl_->add(body, -1, 0, std::nullopt);
+  impl_->find_round_trips();
 }
 AccessOrder::~AccessOrder() = default;
 
@@ -431,16 +523,20 @@ std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier,
   for (const Acc& a : xs)
     for (const Acc& b : ys)
       if (auto why = unordered(a, b, -1)) return why;
-  // Both live within one iteration of a loop: iteration i's accesses of either buffer also
+  // Both touched within one iteration of a loop: iteration i's accesses of either buffer also
   // meet iteration i+1's accesses of the other around the back edge. (Where the two are in one
   // block, that path contains the in-iteration one, but two branches of an if have no
-  // in-iteration path at all.)
-  if (int loop = m.common_loop(xs, ys); loop >= 0) {
-    for (const Acc& b : ys)
-      for (const Acc& a : xs)
+  // in-iteration path at all.) Every loop holding accesses of both counts, also when one of
+  // them is touched outside it too: with per-iteration live ranges (liveness.h) a buffer
+  // written whole at the top of each iteration may be read after the loop (opt_gdn_chunk_h.py's
+  // s_ub_half), and its reads in iteration i still meet the other's writes in iteration i+1.
+  for (int loop : m.shared_loops(xs, ys)) {
+    const std::vector<Acc> xin = m.inside(xs, loop), yin = m.inside(ys, loop);
+    for (const Acc& b : yin)
+      for (const Acc& a : xin)
         if (auto why = unordered(b, a, loop)) return why;
-    for (const Acc& a : xs)
-      for (const Acc& b : ys)
+    for (const Acc& a : xin)
+      for (const Acc& b : yin)
         if (auto why = unordered(a, b, loop)) return why;
   }
   return std::nullopt;
