@@ -30,12 +30,7 @@
 // rate = cap x f, cap = the core's rate on that path, f = min(1, HBM / sum of HBM demand,
 // L2 / sum of demand) over the flows active at that moment (proportional sharing of the
 // chip's aggregate bandwidth, re-evaluated whenever a flow starts or ends). A flow's HBM
-// demand is its L2 miss fraction. L2 is tracked by bytes: a read hits for the bytes any earlier
-// instruction read or wrote, whatever the shapes of the two accesses, while the footprint fits
-// in L2 (beyond it, hits are scaled by L2 / footprint). Writes (MTE3, FIX) allocate in L2 and
-// reach HBM only when evicted, i.e. once the footprint exceeds L2: a write's HBM share is
-// 1 - L2 / footprint (AscendC best practices, "Setting a Proper L2 CacheMode": data moved out by
-// MTE3 or Fixpipe goes through L2; old data is written back to GM when it is replaced). So a GM
+// demand is its L2 miss fraction (timing_l2.h: exact bytes touched, write-back), so a GM
 // workspace written by one core and read back by another (the cross-core data of
 // docs/developer_mode.md) costs L2 bandwidth, not HBM bandwidth.
 #include "tl/npu/timing.h"
@@ -48,6 +43,7 @@
 #include <set>
 
 #include "timing_costs.h"
+#include "timing_l2.h"
 #include "tl/error.h"
 #include "tl/npu/trace.h"
 #include "trace_stream.h"
@@ -73,7 +69,7 @@ class Model {
  public:
   /// A recorded trace, or a stream (`st`) whose events arrive as the model reads them.
   Model(const Trace* t, const StreamedLaunch* st, const Target& tg)
-      : tr_(t), st_(st), tg_(tg), c_(tg.costs), costs_(tg) {
+      : tr_(t), st_(st), tg_(tg), c_(tg.costs), costs_(tg), l2_(tg.costs.l2_bytes) {
     clock_hz_ = tg.clock_ghz * 1e9;
     hbm_pc_ = c_.hbm_bytes_per_s / clock_hz_;
     l2_pc_ = c_.l2_bytes_per_s / clock_hz_;
@@ -164,7 +160,6 @@ class Model {
     }
   }
   std::vector<int> cross_dests(int c, int mode) const;
-  double miss_fraction(const TraceEvent& e, bool write);
   void fluid_step();
   void set_rates();
   /// Times an instruction (`ended`: its end is known; a GM flow's is set when it completes).
@@ -210,11 +205,8 @@ class Model {
   std::priority_queue<Flow, std::vector<Flow>, Later> pending_;
   int64_t flow_seq_ = 0;
   bool rates_dirty_ = true;
-  // L2 model: the GM bytes any access touched, as disjoint [start, end) ranges (start -> end).
-  std::map<uint64_t, uint64_t> touched_;
-  double touch(uint64_t s, uint64_t e);
+  L2Cache l2_;
   std::vector<std::vector<double>> issue_;  // per core, per event: CoreProfile::issue
-  double footprint_ = 0;
   Profile prof_;
 };
 
@@ -234,44 +226,6 @@ std::vector<int> Model::cross_dests(int c, int mode) const {
         if ((t == 0) == (s == 0)) d.push_back(static_cast<int>(o * 3 + t));
   }
   return d;
-}
-
-// Marks [s, e) as held by L2 and returns how many of its bytes were held before. Exact bytes,
-// not lines: a line size would make hits depend on where the host placed the tensors (the
-// trace's GM offsets are host addresses), and the C11 [64, 64] tiles, 128-byte rows side by
-// side, measure no reuse between neighbouring tiles.
-double Model::touch(uint64_t s, uint64_t e) {
-  double held = 0;
-  auto it = touched_.upper_bound(s);
-  if (it != touched_.begin() && std::prev(it)->second >= s) --it;
-  uint64_t lo = s, hi = e;
-  while (it != touched_.end() && it->first <= e) {
-    const uint64_t a = std::max(s, it->first), b = std::min(e, it->second);
-    if (b > a) held += static_cast<double>(b - a);
-    lo = std::min(lo, it->first);
-    hi = std::max(hi, it->second);
-    it = touched_.erase(it);
-  }
-  touched_.emplace(lo, hi);
-  footprint_ += static_cast<double>(e - s) - held;
-  return held;
-}
-
-double Model::miss_fraction(const TraceEvent& e, bool write) {
-  double total = 0, hit = 0;
-  for (const auto& a : e.accesses) {
-    if (a.mem.scope != MemScope::GM || a.len == 0) continue;
-    for (uint64_t r = 0; r < a.count; ++r) {
-      const uint64_t s = a.start + r * a.pitch;
-      total += static_cast<double>(a.len);
-      hit += touch(s, s + a.len);
-    }
-  }
-  if (total == 0) return 1.0;
-  // Beyond L2's capacity only L2 / footprint of the bytes stay resident (no eviction order).
-  const double resident = footprint_ > c_.l2_bytes ? c_.l2_bytes / footprint_ : 1.0;
-  if (write) return 1.0 - resident;  // write-back: dirty lines reach HBM when evicted
-  return 1.0 - hit / total * resident;
 }
 
 uint64_t Model::busy_open(int c, int p, double s, double e, bool ended) {
@@ -358,7 +312,7 @@ void Model::start_op(int c, int p, const Item& it) {
     int idx = record(c, it.ev, static_cast<Pipe>(p), start, start, /*ended=*/false);
     double begin = std::max({start + k.fixed, ps.max_end, now_});
     prof_.gm_bytes += static_cast<double>(e.bytes);
-    double miss = miss_fraction(e, k.write);
+    double miss = l2_.miss_fraction(e, k.write);
     prof_.gm_hbm_bytes += k.bytes * miss;
     pending_.push(
         Flow{c, p, idx, last_busy_, begin, std::max(k.bytes, 1e-9), k.rate, miss, 0, flow_seq_++});
