@@ -158,6 +158,10 @@ class Clipper : public IRMutator {
     if (tb->scope == MemScope::UB && n->op == &ops::copy() && (c->clipped_last || short_rows))
       attr_of(attrs, "pad")->value = true;  // DataCopyPad: rows of any byte length
     const bool whole_tile = read && n->op == &ops::copy() && is_whole(t0);
+    // One slab of a tile (`buf[slot, :, :]`: leading unit extents, the rest whole), as a
+    // double-buffered slot is read: copy_gm_to_ub Duplicates the pad over dstM x dstN, the
+    // destination's last two dimensions from the slab's start, i.e. over the whole slab.
+    const bool slab = read && n->op == &ops::copy() && !whole_tile && is_slab(t0);
     // What the chip leaves past the tensor in a whole UB tile: the pad (the author's pad_value,
     // 0 without one) where copy_gm_to_ub fills the tile first, else undefined bytes (the
     // stale-data checker's `clipped` mark). TileLang-Ascend's T.copy always passes a pad value.
@@ -178,9 +182,10 @@ class Clipper : public IRMutator {
           ops::init_const(),
           {BufferRegion::full(tb), arith::make_const(tb->dtype, arith::Value::of_float(0.0))}, {},
           n->loc);
-    } else if (whole_tile && chip_fill) {
-      fill = make_tile_op(ops::tile::fill(),
-                          {BufferRegion::full(tb), dev::constant_of(tb->dtype, pad)}, {}, n->loc);
+    } else if ((whole_tile || slab) && chip_fill) {
+      fill = make_tile_op(
+          ops::tile::fill(),
+          {whole_tile ? BufferRegion::full(tb) : t0, dev::constant_of(tb->dtype, pad)}, {}, n->loc);
     } else {
       return copy;
     }
@@ -237,6 +242,20 @@ class Clipper : public IRMutator {
     return v && *v == 1;
   }
 
+  /// Leading dimensions of extent 1, then at least one whole dimension through the last.
+  static bool is_slab(const BufferRegion& r) {
+    size_t k = 0;
+    while (k < r.ranges.size() && is_const_one(r.ranges[k].extent) &&
+           !is_const_one(r.buffer->shape[k]))
+      ++k;
+    if (k == 0 || k == r.ranges.size()) return false;
+    for (size_t d = k; d < r.ranges.size(); ++d) {
+      auto mn = as_const_int(r.ranges[d].min);
+      if (!mn || *mn != 0 || !dev::same_extent(r.ranges[d].extent, r.buffer->shape[d]))
+        return false;
+    }
+    return true;
+  }
   static bool is_whole(const BufferRegion& r) {
     for (size_t d = 0; d < r.ranges.size(); ++d) {
       auto mn = as_const_int(r.ranges[d].min);
