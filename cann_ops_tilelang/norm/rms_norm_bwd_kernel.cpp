@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "cann_ops_tilelang/norm.h"
+#include "rms_norm_parts.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang {
@@ -39,15 +40,11 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
   const int H = ir_size(k.hidden, "hidden"), rM = ir_size(k.rows_per_tile, "rows_per_tile"),
             bN = ir_size(k.chunk, "chunk"), chunks = H / bN, blocks = ir_size(k.blocks, "blocks");
 
-  auto M = T::dynamic("M");
-  auto DY = T::Tensor("DY", {M, H}, dt);
-  auto X = T::Tensor("X", {M, H}, dt);
-  auto W = T::Tensor("W", {H}, dt);
-  auto DX = T::Tensor("DX", {M, H}, dt);
-  auto DWP = T::Tensor("DWP", {2 * blocks, H}, f32);
-  auto eps = T::Scalar("eps", f32);
+  // The signature the three schedules share (rms_norm_parts.h).
+  const RmsNormBwdParams sig = rms_norm_bwd_params(dt, H, blocks);
+  const auto& [M, DY, X, W, DX, DWP, eps, params] = sig;
 
-  return T::prim_func("rms_norm_bwd", {DY, X, W, DX, DWP, eps}, [&] {
+  return T::prim_func("rms_norm_bwd", params, [&] {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
@@ -63,15 +60,7 @@ tl::PrimFunc rms_norm_bwd_kernel(const RmsNormKey& k) {
         auto cf = T::alloc_ub("cf_ub", {rM}, f32);       // coef
         Buffer xb = wide ? T::alloc_ub("xb_ub", {rM, bN}, dt) : xf;
         Buffer gb = wide ? T::alloc_ub("gb_ub", {rM, bN}, dt) : gf;
-        if (wide) {
-          auto w_b = T::alloc_ub("w_ub", {H}, dt);
-          T::copy(W, w_b);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
-          T::tile::cast(wf, w_b);
-        } else {
-          T::copy(W, wf);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
-        }
+        load_weight_f32(W, wf, kEvIn);
         T::tile::fill(dw, 0.0);
 
         auto tile_rows = [&](Expr row0, std::optional<Expr> nrows) {

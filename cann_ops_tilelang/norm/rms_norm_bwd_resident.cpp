@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cann_ops_tilelang/norm.h"
+#include "rms_norm_parts.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang {
@@ -34,15 +35,11 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
   const int H = ir_size(k.hidden, "hidden"), rM = ir_size(k.rows_per_tile, "rows_per_tile"),
             bN = ir_size(k.chunk, "chunk"), chunks = H / bN, blocks = ir_size(k.blocks, "blocks");
 
-  auto M = T::dynamic("M");
-  auto DY = T::Tensor("DY", {M, H}, dt);
-  auto X = T::Tensor("X", {M, H}, dt);
-  auto W = T::Tensor("W", {H}, dt);
-  auto DX = T::Tensor("DX", {M, H}, dt);
-  auto DWP = T::Tensor("DWP", {2 * blocks, H}, f32);
-  auto eps = T::Scalar("eps", f32);
+  // The signature the three schedules share (rms_norm_parts.h).
+  const RmsNormBwdParams sig = rms_norm_bwd_params(dt, H, blocks);
+  const auto& [M, DY, X, W, DX, DWP, eps, params] = sig;
 
-  return T::prim_func("rms_norm_bwd", {DY, X, W, DX, DWP, eps}, [&] {
+  return T::prim_func("rms_norm_bwd", params, [&] {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
@@ -70,33 +67,13 @@ tl::PrimFunc rms_norm_bwd_resident_kernel(const RmsNormKey& k) {
         auto rs = T::alloc_ub("rs_ub", {rM}, f32, place(rM * 4, 256));     // rstd
         auto cf = T::alloc_ub("cf_ub", {rM}, f32, place(rM * 4, 256));     // coef
         auto rs2 = T::alloc_ub("rs2_ub", {rM}, f32, place(rM * 4, 0));     // rstd beside gf
-        if (wide) {
-          // W as loaded is dead once widened: it shares the chunk temporaries' bytes.
-          auto w_b = T::alloc_ub("w_ub", {H}, dt, a_xf);
-          T::copy(W, w_b);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-          T::tile::cast(wf, w_b);
-        } else {
-          T::copy(W, wf);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-        }
+        // W as loaded is dead once widened: it shares the chunk temporaries' bytes.
+        load_weight_f32(W, wf, kEvTail, a_xf);
         T::tile::fill(dw, 0.0);
 
         auto copy_rows = [&](const Buffer& src, const Buffer& dst, Expr row0,
                              std::optional<Expr> nrows, bool to_ub) {
-          if (!nrows) {
-            if (to_ub)
-              T::copy(src.at({row0, 0}), dst);
-            else
-              T::copy(src, dst.at({row0, 0}));
-            return;
-          }
-          T::serial("j", *nrows, [&](Expr j) {
-            if (to_ub)
-              T::copy(src.at({row0 + j, 0}), dst.region({j, 0}, {1, H}));
-            else
-              T::copy(src.region({j, 0}, {1, H}), dst.at({row0 + j, 0}));
-          });
+          cann_ops_tilelang::copy_rows(src, dst, row0, nrows, to_ub, H);
         };
         auto load = [&](int s, Expr row0, std::optional<Expr> nrows) {
           copy_rows(X, xs[s], row0, nrows, true);

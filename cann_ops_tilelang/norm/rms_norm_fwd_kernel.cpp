@@ -16,6 +16,7 @@
 
 #include "cann_ops_tilelang/norm.h"
 #include "rms_norm_fwd_params.h"
+#include "rms_norm_parts.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang {
@@ -60,15 +61,7 @@ tl::PrimFunc rms_norm_fwd_kernel(const RmsNormKey& k) {
           rb = wide ? T::alloc_ub("rb_ub", {rM, bN}, dt) : *rf;
           hb = T::alloc_ub("hb_ub", {rM, bN}, dt);  // h chunk to store
         }
-        if (wide) {
-          auto w_b = T::alloc_ub("w_ub", {H}, dt);
-          T::copy(W, w_b);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
-          T::tile::cast(wf, w_b);
-        } else {
-          T::copy(W, wf);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvIn);
-        }
+        load_weight_f32(W, wf, kEvIn);
 
         // The rM-row tile at row0 (nrows: unset for a full tile, else the tail's valid rows).
         auto tile_rows = [&](Expr row0, std::optional<Expr> nrows) {

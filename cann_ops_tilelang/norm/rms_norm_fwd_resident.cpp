@@ -16,6 +16,7 @@
 
 #include "cann_ops_tilelang/norm.h"
 #include "rms_norm_fwd_params.h"
+#include "rms_norm_parts.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang {
@@ -75,17 +76,9 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
         else  // the odd chunk of a pair
           xg = T::alloc_ub("xg_ub", {rM, bN}, f32, place(chunk, 0));
         auto ss = T::alloc_ub("ss_ub", {rM}, f32, place(rM * 4, 256));  // sums of squares, rstd
-        if (wide) {
-          // W as loaded is dead once widened: without a residual it shares the chunk
-          // temporaries' bytes (the first compute's barrier orders them).
-          auto w_b = T::alloc_ub("w_ub", {H}, dt, k.residual ? place(H * es, 0) : a_xf);
-          T::copy(W, w_b);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-          T::tile::cast(wf, w_b);
-        } else {
-          T::copy(W, wf);
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-        }
+        // W as loaded is dead once widened: without a residual it shares the chunk
+        // temporaries' bytes (the first compute's barrier orders them).
+        load_weight_f32(W, wf, kEvTail, wide && k.residual ? place(H * es, 0) : a_xf);
 
         // Tile copies: one per tile, one per valid row of the tail (nrows set).
         auto load = [&](int s, Expr row0, std::optional<Expr> nrows) {

@@ -26,18 +26,12 @@ combination of branches has a thin prim_func of its own; absent tensors are None
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from ._rms_norm_parts import sync, weight_loader
 from .rms_norm_bwd_resident import rms_norm_bwd_resident_kernel
 from .rms_norm_bwd_rows import rms_norm_bwd_rows_kernel
 from .rms_norm_resident import rms_norm_fwd_resident_kernel
 
 EV_IN, EV_OUT, EV_RSTD = 0, 1, 2  # intra-core event ids: loads, stores of Y / h / dX, the rstd store
-
-
-@T.macro
-def _sync(src, dst, ev):
-    """`src` work before this point is done before `dst` work after it."""
-    T.set_flag(src, dst, ev)
-    T.wait_flag(src, dst, ev)
 
 
 def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int,
@@ -49,6 +43,7 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
     H, rM, bN = hidden, rows_per_tile, chunk
     chunks = H // bN
     wide = dtype != "float32"  # 16-bit I/O: loaded into byte tiles, widened by a cast
+    load_weight_f32 = weight_loader(dtype, H, EV_IN)
     M = T.dynamic("M")
     MP = T.dynamic("MP")  # Rstd's rows: ceil(M / rM) * rM, whole tiles
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
@@ -77,11 +72,11 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
             T.tile.fill(xb_ub, 0.0)
             if R is not None:
                 T.tile.fill(rb_ub, 0.0)
-        _sync("V", "MTE2", EV_IN)  # the last V op has read xb_ub (and rb_ub)
+        sync("V", "MTE2", EV_IN)  # the last V op has read xb_ub (and rb_ub)
         load(X, xb_ub, row0, c, nrows)
         if R is not None:
             load(R, rb_ub, row0, c, nrows)
-        _sync("MTE2", "V", EV_IN)
+        sync("MTE2", "V", EV_IN)
         if wide:
             T.tile.cast(xf_ub, xb_ub)
         if R is not None:
@@ -90,13 +85,13 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
             T.pipe_barrier("V")
             T.tile.add(xf_ub, xf_ub, rf_ub)
             if store_h:
-                _sync("MTE3", "V", EV_OUT)  # the previous store has read hb_ub
+                sync("MTE3", "V", EV_OUT)  # the previous store has read hb_ub
                 T.pipe_barrier("V")
                 if wide:
                     T.tile.cast(hb_ub, xf_ub, "CAST_RINT")
                 else:
                     T.tile.add(hb_ub, xf_ub, 0.0)
-                _sync("V", "MTE3", EV_OUT)
+                sync("V", "MTE3", EV_OUT)
                 store(hb_ub, HO, row0, c, nrows)
 
     @T.macro
@@ -120,9 +115,9 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
         T.pipe_barrier("V")
         T.tile.rsqrt(ss_ub, ss_ub)
         if Rstd is not None:  # the whole tile: Rstd has ceil(M / rM) * rM rows
-            _sync("V", "MTE3", EV_RSTD)
+            sync("V", "MTE3", EV_RSTD)
             T.copy(ss_ub, Rstd[row0])
-            _sync("MTE3", "V", EV_RSTD)  # stored before the next tile rewrites ss_ub
+            sync("MTE3", "V", EV_RSTD)  # stored before the next tile rewrites ss_ub
 
         # Pass 2: normalise, scale by W, narrow and store.
         for c in T.serial(chunks):
@@ -130,7 +125,7 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
             T.tile.broadcast(wb_ub, wf_ub[c * bN:c * bN + bN])
             T.pipe_barrier("V")
             T.tile.row_expand_mul(xf_ub, xf_ub, ss_ub)
-            _sync("MTE3", "V", EV_OUT)  # the previous store has read yb_ub
+            sync("MTE3", "V", EV_OUT)  # the previous store has read yb_ub
             T.pipe_barrier("V")
             if wide:
                 T.tile.mul(xf_ub, xf_ub, wb_ub)
@@ -138,7 +133,7 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
                 T.tile.cast(yb_ub, xf_ub, "CAST_RINT")
             else:
                 T.tile.mul(yb_ub, xf_ub, wb_ub)
-            _sync("V", "MTE3", EV_OUT)
+            sync("V", "MTE3", EV_OUT)
             store(yb_ub, Y, row0, c, nrows)
 
     @T.macro
@@ -163,14 +158,7 @@ def rms_norm_fwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
                     if wide:
                         rb_ub = T.alloc_ub((rM, bN), dtype)
                     hb_ub = T.alloc_ub((rM, bN), dtype)  # h chunk to store
-                if wide:
-                    w_ub = T.alloc_ub((H,), dtype)
-                    T.copy(W, w_ub)
-                    _sync("MTE2", "V", EV_IN)
-                    T.tile.cast(wf_ub, w_ub)
-                else:
-                    T.copy(W, wf_ub)
-                    _sync("MTE2", "V", EV_IN)
+                load_weight_f32(W, wf_ub)
 
                 workers = num_blocks * 2
                 worker = cid * 2 + vid
@@ -226,6 +214,7 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
     H, rM, bN = hidden, rows_per_tile, chunk
     chunks = H // bN
     wide = dtype != "float32"
+    load_weight_f32 = weight_loader(dtype, H, EV_IN)
     M = T.dynamic("M")
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
 
@@ -243,10 +232,10 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
         if nrows is not None:  # rows past M: zeros, so they add nothing to dW
             T.tile.fill(xb_ub, 0.0)
             T.tile.fill(gb_ub, 0.0)
-        _sync("V", "MTE2", EV_IN)
+        sync("V", "MTE2", EV_IN)
         load(X, xb_ub, row0, c, nrows)
         load(DY, gb_ub, row0, c, nrows)
-        _sync("MTE2", "V", EV_IN)
+        sync("MTE2", "V", EV_IN)
         if wide:
             T.tile.cast(xf_ub, xb_ub)
             T.tile.cast(gf_ub, gb_ub)
@@ -302,14 +291,14 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
             for r in T.serial(rM):  # rows in order: a fixed summation order
                 T.tile.add(dw_ub[c * bN:c * bN + bN], dw_ub[c * bN:c * bN + bN], t1_ub[r:r + 1, 0:bN])
                 T.pipe_barrier("V")
-            _sync("MTE3", "V", EV_OUT)  # the previous store has read dxb_ub
+            sync("MTE3", "V", EV_OUT)  # the previous store has read dxb_ub
             if wide:
                 T.tile.sub(gf_ub, gf_ub, t2_ub)
                 T.pipe_barrier("V")
                 T.tile.cast(dxb_ub, gf_ub, "CAST_RINT")
             else:
                 T.tile.sub(dxb_ub, gf_ub, t2_ub)
-            _sync("V", "MTE3", EV_OUT)
+            sync("V", "MTE3", EV_OUT)
             if nrows is None:
                 T.copy(dxb_ub, DX[row0, c * bN])
             else:
@@ -336,14 +325,7 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
                 if wide:
                     xb_ub = T.alloc_ub((rM, bN), dtype)
                     gb_ub = T.alloc_ub((rM, bN), dtype)
-                if wide:
-                    w_ub = T.alloc_ub((H,), dtype)
-                    T.copy(W, w_ub)
-                    _sync("MTE2", "V", EV_IN)
-                    T.tile.cast(wf_ub, w_ub)
-                else:
-                    T.copy(W, wf_ub)
-                    _sync("MTE2", "V", EV_IN)
+                load_weight_f32(W, wf_ub)
                 T.tile.fill(dw_ub, 0.0)
 
                 workers = num_blocks * 2
@@ -357,7 +339,7 @@ def rms_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
                 if tail > 0 and worker == full_tiles % workers:
                     tile_rows(DY, X, DX, eps, wf_ub, dw_ub, xf_ub, gf_ub, t1_ub, t2_ub, wb_ub, dxb_ub, rs_ub, cf_ub,
                               xb_ub, gb_ub, full_tiles * rM, tail)
-                _sync("V", "MTE3", EV_OUT)
+                sync("V", "MTE3", EV_OUT)
                 T.copy(dw_ub, DWP[worker, 0])
 
     return rms_norm_bwd
@@ -386,19 +368,19 @@ def rms_norm_dw_reduce_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk
                 if dtype != "float32":
                     out_ub = T.alloc_ub((bN,), dtype)
                 for c in T.Persistent([chunks], num_blocks * 2, cid * 2 + vid):
-                    _sync("MTE3", "V", EV_OUT)  # the previous chunk's store has read acc_ub / out_ub
+                    sync("MTE3", "V", EV_OUT)  # the previous chunk's store has read acc_ub / out_ub
                     T.tile.fill(acc_ub, 0.0)
                     for grp in groups:  # unrolled: (first row, rows)
-                        _sync("V", "MTE2", EV_IN)  # the adds before have read part_ub
+                        sync("V", "MTE2", EV_IN)  # the adds before have read part_ub
                         T.copy(DWP[grp[0]:grp[0] + grp[1], c * bN:c * bN + bN], part_ub[0:grp[1], 0:bN])
-                        _sync("MTE2", "V", EV_IN)
+                        sync("MTE2", "V", EV_IN)
                         for p in T.serial(grp[1]):  # rows in order: deterministic dW
                             T.tile.add(acc_ub, acc_ub, part_ub[p:p + 1, 0:bN])
                             T.pipe_barrier("V")
                     if dtype != "float32":
                         T.pipe_barrier("V")
                         T.tile.cast(out_ub, acc_ub, "CAST_RINT")
-                    _sync("V", "MTE3", EV_OUT)
+                    sync("V", "MTE3", EV_OUT)
                     T.copy(out_ub, DW[c * bN])
 
     return rms_norm_dw_reduce

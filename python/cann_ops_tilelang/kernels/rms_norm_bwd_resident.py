@@ -15,13 +15,9 @@ start 256 bytes apart modulo 512 (no bank-group conflict, docs/calibration.md).
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from ._rms_norm_parts import sync, ub_placer, weight_loader, xdy_loader
+
 EV_TAIL = 3
-
-
-@T.macro
-def _sync(src, dst, ev):
-    T.set_flag(src, dst, ev)
-    T.wait_flag(src, dst, ev)
 
 
 def rms_norm_bwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int,
@@ -34,32 +30,17 @@ def rms_norm_bwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
     es = 4 if dtype == "float32" else 2
     tile, chunk_bytes = rM * H * es, rM * bN * 4
-    at = 0
-
-    def place(nbytes: int, residue: int) -> int:
-        nonlocal at
-        at += ((residue - at % 512) % 512 + 512) % 512
-        a = at
-        at += (nbytes + 31) // 32 * 32
-        return a
+    place = ub_placer()
 
     a_wf, a_dw = place(H * 4, 0), place(H * 4, 256)
     a_x = [place(tile, 0), place(tile, 0)]
     a_g = [place(tile, 0), place(tile, 0)]
     a_xf, a_gf, a_t = place(chunk_bytes, 0), place(chunk_bytes, 256), place(chunk_bytes, 0)
+    load_weight_f32 = weight_loader(dtype, H, EV_TAIL, a_xf)
     a_a1, a_a2 = place(chunk_bytes, 256), place(chunk_bytes, 0)
     a_rs, a_cf, a_rs2 = place(rM * 4, 256), place(rM * 4, 256), place(rM * 4, 0)
 
-    @T.macro
-    def load(X, DY, x_ub, g_ub, row0, nrows):
-        if nrows is None:
-            T.copy(X[row0, 0], x_ub)
-            T.copy(DY[row0, 0], g_ub)
-        else:
-            for j in T.serial(nrows):
-                T.copy(X[row0 + j, 0], x_ub[j:j + 1, 0:H])
-            for j in T.serial(nrows):
-                T.copy(DY[row0 + j, 0], g_ub[j:j + 1, 0:H])
+    load = xdy_loader(H)
 
     @T.macro
     def load_in(f_ub, slot_ub, c0):
@@ -155,7 +136,7 @@ def rms_norm_bwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 T.set_flag("MTE2", "V", 1 - s)
             T.wait_flag("MTE2", "V", s)
             compute(eps, x_ub, g_ub, wf_ub, dw_ub, xf_ub, gf_ub, t_ub, a1_ub, a2_ub, rs_ub, cf_ub, rs2_ub, rM)
-            _sync("V", "MTE3", s)
+            sync("V", "MTE3", s)
             T.copy(g_ub, DX[(worker + (i * 2 + s) * workers) * rM, 0])
             T.set_flag("MTE3", "MTE2", s)
 
@@ -178,15 +159,8 @@ def rms_norm_bwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 rs_ub = T.alloc_ub((rM,), "float32", address=a_rs)  # rstd
                 cf_ub = T.alloc_ub((rM,), "float32", address=a_cf)  # coef
                 rs2_ub = T.alloc_ub((rM,), "float32", address=a_rs2)  # rstd beside gf_ub
-                if wide:
-                    # W as loaded is dead once widened: it shares the chunk temporaries' bytes.
-                    w_ub = T.alloc_ub((H,), dtype, address=a_xf)
-                    T.copy(W, w_ub)
-                    _sync("MTE2", "V", EV_TAIL)
-                    T.tile.cast(wf_ub, w_ub)
-                else:
-                    T.copy(W, wf_ub)
-                    _sync("MTE2", "V", EV_TAIL)
+                # W as loaded is dead once widened: it shares the chunk temporaries' bytes.
+                load_weight_f32(W, wf_ub)
                 T.tile.fill(dw_ub, 0.0)
 
                 workers = num_blocks * 2
@@ -211,18 +185,18 @@ def rms_norm_bwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 # valid rows enter the dW partial.
                 tail = M % rM
                 if tail > 0 and worker == full_tiles % workers:
-                    _sync("MTE3", "V", EV_TAIL)  # slot 0's last store has read it
+                    sync("MTE3", "V", EV_TAIL)  # slot 0's last store has read it
                     T.tile.fill(x0_ub, 0.0)
                     T.tile.fill(g0_ub, 0.0)
-                    _sync("V", "MTE2", EV_TAIL)
+                    sync("V", "MTE2", EV_TAIL)
                     load(X, DY, x0_ub, g0_ub, full_tiles * rM, tail)
-                    _sync("MTE2", "V", EV_TAIL)
+                    sync("MTE2", "V", EV_TAIL)
                     compute(eps, x0_ub, g0_ub, wf_ub, dw_ub, xf_ub, gf_ub, t_ub, a1_ub, a2_ub, rs_ub, cf_ub, rs2_ub,
                             tail)
-                    _sync("V", "MTE3", EV_TAIL)
+                    sync("V", "MTE3", EV_TAIL)
                     for j in T.serial(tail):
                         T.copy(g0_ub[j:j + 1, 0:H], DX[full_tiles * rM + j, 0])
-                _sync("V", "MTE3", EV_TAIL)
+                sync("V", "MTE3", EV_TAIL)
                 T.copy(dw_ub, DWP[worker, 0])
 
     return rms_norm_bwd

@@ -17,13 +17,9 @@ instruction start 256 bytes apart modulo 512 (no bank-group conflict, docs/calib
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from ._rms_norm_parts import sync, ub_placer, weight_loader, xdy_loader
+
 EV_IN, EV_OUT, EV_SCALAR, EV_TAIL = 0, 1, 2, 3
-
-
-@T.macro
-def _sync(src, dst, ev):
-    T.set_flag(src, dst, ev)
-    T.wait_flag(src, dst, ev)
 
 
 def _pair_tree(rM: int, h: int):
@@ -61,33 +57,18 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
     es = 4 if dtype == "float32" else 2
     tile, row32 = rM * H * es, rM * H * 4
-    at = 0
-
-    def place(nbytes: int, residue: int) -> int:
-        nonlocal at
-        at += ((residue - at % 512) % 512 + 512) % 512
-        a = at
-        at += (nbytes + 31) // 32 * 32
-        return a
+    place = ub_placer()
 
     a_wf, a_dw = place(H * 4, 0), place(H * 4, 256)
     a_x, a_g = place(tile, 0), place(tile, 256)
     a_xf, a_gf = place(row32, 0), place(row32, 256)
+    load_weight_f32 = weight_loader(dtype, H, EV_TAIL, a_xf)
     a_pa, a_pb = place(row32 // 2, 0), place(row32 // 2, 256)
     a_dx = place(tile, 0) if wide else a_gf
     a_rs, a_cf = place(rM * 4, 0), place(rM * 4, 0)
     pair_tree_sum = _pair_tree(rM, h)
 
-    @T.macro
-    def load(X, DY, x_ub, g_ub, row0, nrows):
-        if nrows is None:
-            T.copy(X[row0, 0], x_ub)
-            T.copy(DY[row0, 0], g_ub)
-        else:
-            for j in T.serial(nrows):
-                T.copy(X[row0 + j, 0], x_ub[j:j + 1, 0:H])
-            for j in T.serial(nrows):
-                T.copy(DY[row0 + j, 0], g_ub[j:j + 1, 0:H])
+    load = xdy_loader(H)
 
     @T.macro
     def widen(x_ub, g_ub, xf_ub, gf_ub):
@@ -118,7 +99,7 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
         T.pipe_barrier("V")
         T.tile.rsqrt(rs_ub, rs_ub)  # rstd, read by the scalar unit from here on
         T.pipe_barrier("V")  # the factors are read by vector instructions too
-        _sync("V", "S", EV_SCALAR)
+        sync("V", "S", EV_SCALAR)
         for r in T.serial(rM):  # g = dy w
             T.tile.mul(gf_ub[r:r + 1, 0:H], gf_ub[r:r + 1, 0:H], wf_ub)
         for r in T.serial(rows):  # dW += p rstd, valid rows in order
@@ -133,7 +114,7 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
             T.tile.mul(gf_ub[r:r + 1, 0:H], gf_ub[r:r + 1, 0:H], rs_ub[r])
         pair_tree_sum(a_ub, b_ub, cf_ub)  # s2
         T.pipe_barrier("V")  # the factors are read by vector instructions too
-        _sync("V", "S", EV_SCALAR)
+        sync("V", "S", EV_SCALAR)
         for r in T.serial(rM):  # dx = g rstd - coef x, coef = s2 rstd^3 / H
             T.tile.axpy(gf_ub[r:r + 1, 0:H], xf_ub[r:r + 1, 0:H],
                         -(cf_ub[r] * rs_ub[r] * rs_ub[r] * rs_ub[r] * (1.0 / H)))
@@ -161,15 +142,8 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
                     dx_ub = gf_ub
                 rs_ub = T.alloc_ub((rM,), "float32", address=a_rs)  # s1, then rstd
                 cf_ub = T.alloc_ub((rM,), "float32", address=a_cf)  # s2
-                if wide:
-                    # W as loaded is dead once widened: it shares x's fp32 bytes.
-                    w_ub = T.alloc_ub((H,), dtype, address=a_xf)
-                    T.copy(W, w_ub)
-                    _sync("MTE2", "V", EV_TAIL)
-                    T.tile.cast(wf_ub, w_ub)
-                else:
-                    T.copy(W, wf_ub)
-                    _sync("MTE2", "V", EV_TAIL)
+                # W as loaded is dead once widened: it shares x's fp32 bytes.
+                load_weight_f32(W, wf_ub)
                 T.tile.fill(dw_ub, 0.0)
 
                 # One buffer per input: the next tile's load is issued once this tile is widened;
@@ -191,7 +165,7 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
                         load(X, DY, x_ub, g_ub, (worker + (i + 1) * workers) * rM, None)
                         T.set_flag("MTE2", "V", EV_IN)
                     compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, rM)
-                    _sync("V", "MTE3", EV_OUT)
+                    sync("V", "MTE3", EV_OUT)
                     T.copy(dx_ub, DX[(worker + i * workers) * rM, 0])
                     T.set_flag("MTE3", "V", EV_OUT)
                 if mine > 0:
@@ -205,15 +179,15 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
                     T.pipe_barrier("V")
                     T.tile.fill(x_ub, 0.0)
                     T.tile.fill(g_ub, 0.0)
-                    _sync("V", "MTE2", EV_TAIL)
+                    sync("V", "MTE2", EV_TAIL)
                     load(X, DY, x_ub, g_ub, full_tiles * rM, tail)
-                    _sync("MTE2", "V", EV_TAIL)
+                    sync("MTE2", "V", EV_TAIL)
                     widen(x_ub, g_ub, xf_ub, gf_ub)
                     compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, tail)
-                    _sync("V", "MTE3", EV_TAIL)
+                    sync("V", "MTE3", EV_TAIL)
                     for j in T.serial(tail):
                         T.copy(dx_ub[j:j + 1, 0:H], DX[full_tiles * rM + j, 0])
-                _sync("V", "MTE3", EV_TAIL)
+                sync("V", "MTE3", EV_TAIL)
                 T.copy(dw_ub, DWP[worker, 0])
 
     return rms_norm_bwd

@@ -16,13 +16,9 @@ slot 0 on id 3, zero-filled and loaded row by row.
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from ._rms_norm_parts import sync, ub_placer, weight_loader
+
 EV_RSTD, EV_TAIL = 2, 3
-
-
-@T.macro
-def _sync(src, dst, ev):
-    T.set_flag(src, dst, ev)
-    T.wait_flag(src, dst, ev)
 
 
 def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int,
@@ -40,14 +36,7 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
     # apart modulo 512: x, xf at 0, the others at 256 (W at 0 beside rf with a residual).
     es = 4 if dtype == "float32" else 2
     tile, chunk_bytes = rM * H * es, rM * bN * 4
-    at = 0
-
-    def place(nbytes: int, residue: int) -> int:
-        nonlocal at
-        at += ((residue - at % 512) % 512 + 512) % 512
-        a = at
-        at += (nbytes + 31) // 32 * 32
-        return a
+    place = ub_placer()
 
     a_wf = place(H * 4, 0 if residual else 256)
     a_x = [place(tile, 0), place(tile, 0)]
@@ -58,6 +47,7 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
     a_ss = place(rM * 4, 256)
     # W as loaded is dead once widened: without a residual it shares the chunk temporaries' bytes.
     a_w = (place(H * es, 0) if residual else a_xf) if wide else None
+    load_weight_f32 = weight_loader(dtype, H, EV_TAIL, a_w)
     pairs = chunks // 2
 
     @T.macro
@@ -112,9 +102,9 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
         T.pipe_barrier("V")
         T.tile.rsqrt(ss_ub, ss_ub)
         if Rstd is not None:  # the whole tile: Rstd has ceil(M / rM) * rM rows
-            _sync("V", "MTE3", EV_RSTD)
+            sync("V", "MTE3", EV_RSTD)
             T.copy(ss_ub, Rstd[row0])
-            _sync("MTE3", "V", EV_RSTD)  # stored before the next tile rewrites ss_ub
+            sync("MTE3", "V", EV_RSTD)  # stored before the next tile rewrites ss_ub
 
     @T.macro
     def pass1_pair(x_ub, xf_ub, xg_ub, acc_ub, c0, c1, first):
@@ -285,7 +275,7 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
             T.wait_flag("MTE2", "V", s)
             compute(Rstd, eps, x_ub, r_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub, ss_ub,
                     (worker + (i * 2 + s) * workers) * rM)
-            _sync("V", "MTE3", s)
+            sync("V", "MTE3", s)
             store(Y, HO, x_ub, r_ub, (worker + (i * 2 + s) * workers) * rM, None)
             T.set_flag("MTE3", "MTE2", s)
 
@@ -310,14 +300,7 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 else:
                     xg_ub = T.alloc_ub((rM, bN), "float32", address=a_xg)  # the odd chunk of a pair
                 ss_ub = T.alloc_ub((rM,), "float32", address=a_ss)  # row sums of squares, then rstd
-                if wide:
-                    w_ub = T.alloc_ub((H,), dtype, address=a_w)
-                    T.copy(W, w_ub)
-                    _sync("MTE2", "V", EV_TAIL)
-                    T.tile.cast(wf_ub, w_ub)
-                else:
-                    T.copy(W, wf_ub)
-                    _sync("MTE2", "V", EV_TAIL)
+                load_weight_f32(W, wf_ub)
 
                 workers = num_blocks * 2
                 worker = cid * 2 + vid
@@ -340,15 +323,15 @@ def rms_norm_fwd_resident_kernel(dtype: str, hidden: int, rows_per_tile: int, ch
                 # The tail tile continues the round robin, in slot 0, zero-filled first.
                 tail = M % rM
                 if tail > 0 and worker == full_tiles % workers:
-                    _sync("MTE3", "V", EV_TAIL)  # slot 0's last store has read it
+                    sync("MTE3", "V", EV_TAIL)  # slot 0's last store has read it
                     T.tile.fill(x0_ub, 0.0)
                     if R is not None:
                         T.tile.fill(r0_ub, 0.0)
-                    _sync("V", "MTE2", EV_TAIL)
+                    sync("V", "MTE2", EV_TAIL)
                     load(X, R, x0_ub, r0_ub, full_tiles * rM, tail)
-                    _sync("MTE2", "V", EV_TAIL)
+                    sync("MTE2", "V", EV_TAIL)
                     compute(Rstd, eps, x0_ub, r0_ub, wf_ub, xf_ub, xg_ub, acc_ub, rf_ub, ss_ub, full_tiles * rM)
-                    _sync("V", "MTE3", EV_TAIL)
+                    sync("V", "MTE3", EV_TAIL)
                     store(Y, HO, x0_ub, r0_ub, full_tiles * rM, tail)
 
     if residual and rstd:

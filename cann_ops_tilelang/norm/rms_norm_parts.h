@@ -1,0 +1,38 @@
+// The pieces the RMSNorm kernels share: the backward schedules' signature (the chunked kernel,
+// rms_norm_bwd_kernel.cpp; the chunked resident one, rms_norm_bwd_resident.cpp; the whole-row
+// one, rms_norm_bwd_rows.cpp), which the launch binds by position; the weight load into fp32
+// (forward and backward); the row-tile copies. Private to cann_ops_tilelang/norm/. The Python
+// twins share the same pieces in python/cann_ops_tilelang/kernels/_rms_norm_parts.py.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "tl/lang.h"
+
+namespace cann_ops_tilelang {
+
+/// DY, X [M, H], W [H], DX [M, H], DWP [2 * blocks, H] fp32 (one dW partial per AIV), eps.
+struct RmsNormBwdParams {
+  tl::Var M;  // the dynamic row count
+  tl::Buffer DY, X, W, DX, DWP;
+  tl::Var eps;
+  std::vector<tl::ParamRef> list;  // in the launch's order
+};
+
+RmsNormBwdParams rms_norm_bwd_params(tl::DType dt, int H, int blocks);
+
+/// W [H] into wf [H] (fp32), ready for the vector unit: copied when W is fp32, else loaded into
+/// a buffer `w_ub` of W's dtype (at `w_address`, -1: the planner's choice; a kernel that places
+/// its UB by hand gives it bytes that are dead until the first tile) and widened. The load
+/// waits MTE2 -> V on event `ev` before the cast.
+void load_weight_f32(const tl::Buffer& W, const tl::Buffer& wf, int ev, int64_t w_address = -1);
+
+/// The rows [row0, row0 + nrows) of an [M, H] tensor and a UB tile (row j of the tile: row
+/// row0 + j): src -> dst, `to_ub` when src is the tensor. With nrows unset, the whole tile in
+/// one copy; with nrows (a tail), one copy per row, so no row past the tensor is touched.
+void copy_rows(const tl::Buffer& src, const tl::Buffer& dst, tl::Expr row0,
+               std::optional<tl::Expr> nrows, bool to_ub, int H);
+
+}  // namespace cann_ops_tilelang

@@ -1,0 +1,71 @@
+"""The pieces the RMSNorm kernels' Python twins share (twins of cann_ops_tilelang/norm/rms_norm_parts.h
+and of the UB placement the resident kernels do by hand): the set-then-wait sync, the UB placer,
+the weight load into fp32 and the row loads of x and dy. Each builds the IR its C++ counterpart
+builds (python/tests/test_opslib_twin.py compares the kernels)."""
+
+from typing import Callable, Optional
+
+import tl_ascend.language as T
+
+
+@T.macro
+def sync(src, dst, ev):
+    """set_flag then wait_flag at once: the data `dst` reads is ready now."""
+    T.set_flag(src, dst, ev)
+    T.wait_flag(src, dst, ev)
+
+
+def ub_placer() -> Callable[[int, int], int]:
+    """The UB of one AIV given out in order, each buffer at the residue modulo 512 asked (so the two
+    sources of a vector instruction can start 256 bytes apart: no bank-group conflict,
+    docs/calibration.md); sizes rounded up to 32 bytes."""
+    at = 0
+
+    def place(nbytes: int, residue: int) -> int:
+        nonlocal at
+        at += ((residue - at % 512) % 512 + 512) % 512
+        a = at
+        at += (nbytes + 31) // 32 * 32
+        return a
+
+    return place
+
+
+def weight_loader(dtype: str, hidden: int, ev: int, address: Optional[int] = None):
+    """The macro load_weight_f32(W, wf_ub): W [hidden] into wf_ub (fp32), copied when dtype is fp32,
+    else loaded into `w_ub` (at `address`; None: the planner's choice) and widened, with an
+    MTE2 -> V set-then-wait on event `ev` before the cast."""
+    wide = dtype != "float32"
+    at = -1 if address is None else address
+
+    @T.macro
+    def load_weight_f32(W, wf_ub):
+        if wide:
+            w_ub = T.alloc_ub((hidden,), dtype, address=at)
+            T.copy(W, w_ub)
+            sync("MTE2", "V", ev)
+            T.tile.cast(wf_ub, w_ub)
+        else:
+            T.copy(W, wf_ub)
+            sync("MTE2", "V", ev)
+
+    return load_weight_f32
+
+
+def xdy_loader(hidden: int):
+    """The macro load(X, DY, x_ub, g_ub, row0, nrows): the tile of x and of dy at row0; nrows None:
+    whole tiles in one copy each; else (a tail) one copy per valid row, x's rows then dy's."""
+    H = hidden
+
+    @T.macro
+    def load(X, DY, x_ub, g_ub, row0, nrows):
+        if nrows is None:
+            T.copy(X[row0, 0], x_ub)
+            T.copy(DY[row0, 0], g_ub)
+        else:
+            for j in T.serial(nrows):
+                T.copy(X[row0 + j, 0], x_ub[j:j + 1, 0:H])
+            for j in T.serial(nrows):
+                T.copy(DY[row0 + j, 0], g_ub[j:j + 1, 0:H])
+
+    return load
