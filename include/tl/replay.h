@@ -128,6 +128,10 @@ class Prover {
   // The bodies' op events: of the attempt at one set of streams for all blocks, of each block.
   std::shared_ptr<const Recorded> base_all_;
   std::shared_ptr<const std::vector<Recorded>> base_;
+  // Per block (each_block_): the first block whose recording replays exactly as its own does
+  // (replay_classes, with the same op executions): a rewrite's stream of the block then replays
+  // as that block's when the two walks run the same ops and syncs (Prover::streams).
+  std::vector<size_t> base_rep_;
 };
 
 }  // namespace tl::replay

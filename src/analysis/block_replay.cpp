@@ -10,6 +10,7 @@
 // insert_syncs narrows them (every layout is non-decreasing in each index, tl/storage.h).
 #include "tl/replay.h"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -75,6 +76,10 @@ struct OpEvents {
   std::unordered_map<const TileOpNode*, std::vector<std::pair<uint32_t, uint32_t>>> ranges;
   std::vector<Event> stream;
 };
+/// What a walk of the bodies executed, in order: each op execution as (op, its execution index),
+/// each sync as (statement, its event id). With the recorded op events it determines the stream
+/// (Prover::streams compares the traces of blocks whose recordings replay alike).
+using Trace = std::vector<std::pair<const void*, int64_t>>;
 /// One block's (or, with cid unknown, every block's) recorded op events, per core.
 struct Recorded {
   std::optional<int64_t> cid;
@@ -99,7 +104,14 @@ class Unroller {
   /// Takes each op execution's events from `rec` instead of computing them; run() fails, with
   /// missed() set, unless every op runs exactly as many times as recorded.
   void reuse(const OpEvents* rec) { reuse_ = rec; }
+  /// Appends what runs to `trace`; with `only`, builds no stream (run() then gives an empty one):
+  /// a block whose stream is known to equal another's but for what the trace tells apart.
+  void trace_into(Trace* trace, bool only) {
+    trace_ = trace;
+    trace_only_ = only;
+  }
   bool missed() const { return missed_; }
+  size_t emitted() const { return emitted_; }
 
   std::optional<std::vector<Event>> run(const Stmt& body) {
     walk(body);
@@ -119,7 +131,7 @@ class Unroller {
   // By kind, not by dynamic_cast: the walk visits every statement of every unrolled iteration.
   void walk(const Stmt& s) {
     if (failed_ || !s.defined()) return;
-    if (out_.size() > kMaxEvents) return fail();
+    if (emitted_ > kMaxEvents) return fail();
     switch (s.kind()) {
       case StmtKind::Seq:
         for (const Stmt& x : static_cast<const SeqNode*>(s.get())->stmts) walk(x);
@@ -440,11 +452,15 @@ class Unroller {
         return fail();
       }
       const auto [b, e] = it->second[k];
-      out_.insert(out_.end(), reuse_->stream.begin() + b, reuse_->stream.begin() + e);
+      if (trace_) trace_->push_back({&op, static_cast<int64_t>(k)});
+      emitted_ += e - b;
+      if (!trace_only_)
+        out_.insert(out_.end(), reuse_->stream.begin() + b, reuse_->stream.begin() + e);
       return;
     }
     const size_t begin = out_.size();
     op_events(op);
+    emitted_ = out_.size();
     if (record_ && !failed_)
       record_->ranges[&op].push_back(
           {static_cast<uint32_t>(begin), static_cast<uint32_t>(out_.size())});
@@ -487,6 +503,14 @@ class Unroller {
     auto id = y.event_id.defined() ? value(y.event_id) : std::optional<int64_t>(0);
     if (!id) return fail();
     const int p = pipe_index(y.src), q = pipe_index(y.dst), i = static_cast<int>(*id);
+    if (trace_) trace_->push_back({&y, *id});
+    if (trace_only_) {  // the event alone decides failure: mode-2 cross flags, SyncAll
+      if ((y.sync_kind == SyncKind::SetCrossFlag && y.mode != 2) ||
+          y.sync_kind == SyncKind::SyncAll)
+        return fail();
+      ++emitted_;
+      return;
+    }
     switch (y.sync_kind) {
       case SyncKind::SetFlag:
       case SyncKind::WaitFlag:
@@ -509,6 +533,7 @@ class Unroller {
         return fail();
     }
     out_.back().sync = &y;
+    emitted_ = out_.size();
   }
 
   const Target& target_;
@@ -530,6 +555,9 @@ class Unroller {
   const OpEvents* reuse_ = nullptr;
   std::unordered_map<const TileOpNode*, size_t> taken_;  // reuse: executions so far, per op
   bool missed_ = false;
+  Trace* trace_ = nullptr;
+  bool trace_only_ = false;
+  size_t emitted_ = 0;  // events the stream holds (or would hold, trace only): kMaxEvents
 };
 
 /// Whether the scalar unit reads or writes memory anywhere in `body` (a store, or a load in any
@@ -554,11 +582,14 @@ namespace {
 
 /// unroll_block, recording each op execution's events into `rec` or taking them from `reuse`
 /// (then `missed` says whether a failure was the recording's: an op ran a different number of
-/// times).
+/// times), and with `trace` what ran on each core (with `trace_only`, and `reuse`, no streams:
+/// each core's is empty, and `*events` says how many events they would hold).
 std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                   const Target& t, const std::vector<Channel>& channels,
                                   bool accesses, std::optional<int64_t> cid, Recorded* rec,
-                                  const Recorded* reuse, bool* missed) {
+                                  const Recorded* reuse, bool* missed,
+                                  std::array<Trace, 3>* trace = nullptr, bool trace_only = false,
+                                  size_t* events = nullptr) {
   if (accesses && (memory_on_s(cube) || memory_on_s(vector))) return std::nullopt;
   Interner in;
   Streams out;
@@ -571,11 +602,13 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
     Unroller u(t, channels, k, core, accesses, in, cid);
     if (rec) u.record_into(&rec->cores[core]);
     if (reuse) u.reuse(&reuse->cores[core]);
+    if (trace) u.trace_into(&(*trace)[core], trace_only);
     auto stream = u.run(body);
     if (!stream) {
       if (missed && u.missed()) *missed = true;
       return std::nullopt;
     }
+    if (events) *events += u.emitted();
     out[core] = std::move(*stream);
   }
   if (rec) rec->cid = cid;
@@ -650,6 +683,14 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
     if (events > kMaxBlockEvents) return {};
     out.push_back(std::move(*s));
   }
+  // Blocks whose recordings replay alike, op execution by op execution (the same events in the
+  // same ranges: a rewrite's stream takes each execution's events from its block's recording).
+  base_rep_ = replay_classes(out);
+  for (size_t b = 0; b < out.size(); ++b) {
+    const size_t r = base_rep_[b];
+    for (int c = 0; c < 3 && r != b; ++c)
+      if ((*blocks)[b].cores[c].ranges != (*blocks)[r].cores[c].ranges) base_rep_[b] = b;
+  }
   return out;
 }
 
@@ -668,15 +709,38 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
     if (missed) return anew();
   }
   auto n = as_const_int(k_.num_blocks);
-  if (!n || *n > max_blocks_ || base_->size() != static_cast<size_t>(*n)) return anew();
+  if (!n || *n > max_blocks_ || base_->size() != static_cast<size_t>(*n) ||
+      base_rep_.size() != base_->size())
+    return anew();
+  // A block whose recording replays as an earlier one's (base_rep_) and whose walk of the
+  // rewritten bodies runs the same op executions and syncs (its trace) has a stream that
+  // replays as that block's: the same syncs, and each op execution's events those of the
+  // recordings, which replay alike (the same events but for one translation of each tensor's
+  // addresses per base, the translation fixed by the first span of each, which the syncs
+  // between do not move). Its stream is neither built nor replayed; only its size is counted.
   std::vector<Streams> out;
+  std::map<size_t, std::array<Trace, 3>> traces;  // of the blocks other blocks replay as
   size_t events = 0;
   for (int64_t b = 0; b < *n; ++b) {
-    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, nullptr,
-                        &(*base_)[static_cast<size_t>(b)], &missed);
+    const size_t i = static_cast<size_t>(b), r = base_rep_[i];
+    size_t size = 0;
+    std::array<Trace, 3> trace;
+    const bool alias = r != i && traces.count(r);
+    const bool keep = !alias && std::count(base_rep_.begin(), base_rep_.end(), i) > 1;
+    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, nullptr, &(*base_)[i], &missed,
+                        alias || keep ? &trace : nullptr, alias, &size);
     if (!s) return missed ? anew() : std::vector<Streams>{};
-    for (const auto& stream : *s) events += stream.size();
-    if (events > kMaxBlockEvents) return {};
+    if (alias && trace != traces[r]) {  // other syncs run: built and replayed on its own
+      size = 0;
+      s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, nullptr, &(*base_)[i], &missed,
+                     nullptr, false, &size);
+      if (!s) return missed ? anew() : std::vector<Streams>{};
+    } else if (alias) {
+      if ((events += size) > kMaxBlockEvents) return {};
+      continue;
+    }
+    if (keep) traces[i] = std::move(trace);
+    if ((events += size) > kMaxBlockEvents) return {};
     out.push_back(std::move(*s));
   }
   return out;
