@@ -71,10 +71,14 @@ std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const
 
 /// The streams of every block: one set for all when the protocol does not depend on cid (and
 /// not `each_block`), else one per block (exact addresses) when there are at most `max_blocks`
-/// with 500 k events in all; empty when neither can be built.
+/// with 500 k events in all; empty when neither can be built. Where the protocol reads cid but
+/// every decision it takes is one value for every block (a trip count `min(rows - cid * t, t)`
+/// that no block clips), one set stands for the blocks' (cid's range, block_replay.cpp), within
+/// the limits of theirs; `*weight` says how many blocks each set stands for in the budgets.
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                    const Target& t, const std::vector<Channel>& channels,
-                                   bool accesses, int64_t max_blocks, bool each_block = false);
+                                   bool accesses, int64_t max_blocks, bool each_block = false,
+                                   int64_t* weight = nullptr);
 
 /// Each op execution's events of one unrolled block, per core (block_replay.cpp).
 struct Recorded;
@@ -126,7 +130,8 @@ class Prover {
   size_t budget_, spent_ = 0, per_replay_ = 0;
   bool each_block_ = false, clean_ = false;
   // The bodies' op events: of the attempt at one set of streams for all blocks, of each block.
-  std::shared_ptr<const Recorded> base_all_;
+  std::shared_ptr<const Recorded> base_all_, base_ranged_;
+  int64_t weight_ = 1;  // blocks each replayed set stands for (unroll_blocks' weight)
   std::shared_ptr<const std::vector<Recorded>> base_;
   // Per block (each_block_): the first block whose recording replays exactly as its own does
   // (replay_classes, with the same op executions): a rewrite's stream of the block then replays

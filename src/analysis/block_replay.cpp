@@ -98,6 +98,15 @@ class Unroller {
     if (k.vid.defined()) bind(k.vid, core == 2 ? 1 : 0);
     if (cid && k.cid.defined()) bind(k.cid, *cid);
   }
+  /// cid unknown but in [0, blocks): a value that is the same for every cid of the range
+  /// (arith::bound gives one point) is taken as a constant, lets inlined (as one block's walk
+  /// would take it: the streams are then every block's, but for cid's part of the addresses).
+  void cid_range(const KernelNode& k, int64_t blocks) {
+    if (!k.cid.defined() || blocks < 1) return;
+    range_[k.cid.node()] = arith::Interval{0, blocks - 1};
+  }
+  /// Whether the walk failed on a trip count, condition or event id it could not evaluate.
+  bool unknown() const { return unknown_decision_; }
   /// Records each op execution's events into `rec` (the stream goes there too: run() then
   /// returns a copy).
   void record_into(OpEvents* rec) { record_ = rec; }
@@ -156,8 +165,9 @@ class Unroller {
   void branch(const Stmt& s, const IfNode& n) {
     if (!matters(n.then_case) && !matters(n.else_case) && !accesses_) return ops_of(s);
     auto c = value(n.cond);
+    if (!c && (matters(n.then_case) || matters(n.else_case))) c = ranged(n.cond);
     if (!c) {
-      if (matters(n.then_case) || matters(n.else_case)) return fail();
+      if (matters(n.then_case) || matters(n.else_case)) return undecided();
       if (!accesses_) return ops_of(s);
       walk(n.then_case);  // both branches' ops: more accesses, never more order
       walk(n.else_case);
@@ -167,7 +177,10 @@ class Unroller {
   }
 
   void let(const LetNode& l) {
+    if (!range_.empty()) sym_.erase(l.var.node());
     if (auto v = folded(l.value, false)) return bind(l.var, *v);
+    if (!range_.empty())
+      sym_[l.var.node()] = arith::substitute(arith::substitute(l.value, sym_), env_);
     if (auto x = linear(l.value)) {
       lin_[l.var.node()] = *x;
       if (x->is_constant())
@@ -209,7 +222,9 @@ class Unroller {
       unknown_.erase(f.var.node());
       return;
     }
-    if (!mn || !ext) return fail();
+    if (!mn) mn = ranged(f.min);
+    if (!ext) ext = ranged(f.extent);
+    if (!mn || !ext) return undecided();
     unroll(f, *mn, *ext);
   }
 
@@ -304,6 +319,20 @@ class Unroller {
     }
   }
   void fail() { failed_ = true; }
+  void undecided() {
+    unknown_decision_ = true;
+    fail();
+  }
+
+  /// With cid_range(): the value of `e` when it is one for every cid of the range, lets
+  /// inlined (sym_), every other variable bound (env_); else nullopt.
+  std::optional<int64_t> ranged(const Expr& e) const {
+    if (range_.empty() || (!is_int(e.dtype()) && !is_bool(e.dtype()))) return std::nullopt;
+    Expr x = arith::substitute(arith::substitute(e, sym_), env_);
+    arith::Interval iv = arith::bound(x, range_);
+    if (!iv.is_point()) return std::nullopt;
+    return iv.lo;
+  }
 
   /// linear(e), computed without decomposing when every variable of `e` is bound to a constant.
   std::optional<Linear> address(const Expr& e) const {
@@ -314,12 +343,30 @@ class Unroller {
   std::optional<Linear> linear(const Expr& e) const {
     return arith::decompose<4>(e, [&](const Expr& x) -> std::optional<Linear> {
       auto* v = x.as<VarNode>();
-      if (!v) return std::nullopt;
+      if (!v) return ranged_leaf(x);
       if (auto it = lin_.find(v); it != lin_.end()) return it->second;
       if (unknown_.count(v) || !is_int(v->dtype)) return std::nullopt;
       return Linear::atom(
           static_cast<int64_t>(reinterpret_cast<uintptr_t>(v) >> 1));  // cid, a size
     });
+  }
+
+  /// With cid_range(): a leaf of a linear form that is one value for every cid of the range, or
+  /// x % c (c > 0) where x // c is one value q: x - q * c, linear when x is.
+  std::optional<Linear> ranged_leaf(const Expr& x) const {
+    if (range_.empty()) return std::nullopt;
+    if (auto v = ranged(x)) return Linear::constant_of(*v);
+    auto* b = x.as<BinaryNode>();
+    if (!b || b->op != BinOp::FloorMod) return std::nullopt;
+    auto c = as_const_int(b->b);
+    if (!c || *c <= 0) return std::nullopt;
+    auto q = ranged(BinaryNode::make(BinOp::FloorDiv, b->a, b->b));
+    auto a = linear(b->a);
+    if (!q || !a) return std::nullopt;
+    Linear r(*a);
+    r.add(Linear::constant_of(*q), -*c);
+    if (r.overflow()) return std::nullopt;
+    return r;
   }
 
   std::pair<int, bool> channel_of(const TileOpNode& op) const {
@@ -501,7 +548,8 @@ class Unroller {
 
   void sync(const SyncNode& y) {
     auto id = y.event_id.defined() ? value(y.event_id) : std::optional<int64_t>(0);
-    if (!id) return fail();
+    if (!id) id = ranged(y.event_id);
+    if (!id) return undecided();
     const int p = pipe_index(y.src), q = pipe_index(y.dst), i = static_cast<int>(*id);
     if (trace_) trace_->push_back({&y, *id});
     if (trace_only_) {  // the event alone decides failure: mode-2 cross flags, SyncAll
@@ -558,6 +606,9 @@ class Unroller {
   Trace* trace_ = nullptr;
   bool trace_only_ = false;
   size_t emitted_ = 0;  // events the stream holds (or would hold, trace only): kMaxEvents
+  arith::VarIntervals range_;  // cid_range(): cid's values
+  arith::VarMap sym_;          // ... and the lets' values in cid, the other variables bound
+  bool unknown_decision_ = false;
 };
 
 /// Whether the scalar unit reads or writes memory anywhere in `body` (a store, or a load in any
@@ -589,7 +640,8 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
                                   bool accesses, std::optional<int64_t> cid, Recorded* rec,
                                   const Recorded* reuse, bool* missed,
                                   std::array<Trace, 3>* trace = nullptr, bool trace_only = false,
-                                  size_t* events = nullptr) {
+                                  size_t* events = nullptr, int64_t range = 0,
+                                  bool* undecided = nullptr) {
   if (accesses && (memory_on_s(cube) || memory_on_s(vector))) return std::nullopt;
   Interner in;
   Streams out;
@@ -603,9 +655,11 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
     if (rec) u.record_into(&rec->cores[core]);
     if (reuse) u.reuse(&reuse->cores[core]);
     if (trace) u.trace_into(&(*trace)[core], trace_only);
+    if (range > 0 && !cid) u.cid_range(k, range);
     auto stream = u.run(body);
     if (!stream) {
       if (missed && u.missed()) *missed = true;
+      if (undecided && u.unknown()) *undecided = true;
       return std::nullopt;
     }
     if (events) *events += u.emitted();
@@ -613,6 +667,30 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
   }
   if (rec) rec->cid = cid;
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+/// unroll_one with cid's range [0, blocks) (Unroller::cid_range): one set of streams that is
+/// every block's (each block's own walk takes the same decisions: each is one value over the
+/// range), but for cid's part of the addresses. The blocks' own streams would count blocks x
+/// its events in the budgets and be built only for at most `max_blocks` blocks with
+/// kMaxBlockEvents in all: so does this set (`*weight`: blocks). nullopt where some decision
+/// differs between blocks.
+std::optional<Streams> ranged_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
+                                     const Target& t, const std::vector<Channel>& channels,
+                                     bool accesses, int64_t max_blocks, Recorded* rec,
+                                     const Recorded* reuse, bool* missed, int64_t* weight) {
+  auto n = as_const_int(k.num_blocks);
+  if (!n || *n < 1 || *n > max_blocks) return std::nullopt;
+  size_t events = 0;
+  auto s = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, rec, reuse, missed,
+                      nullptr, false, &events, *n);
+  if (!s || events * static_cast<size_t>(*n) > kMaxBlockEvents) return std::nullopt;
+  if (weight) *weight = *n;
+  return s;
 }
 
 }  // namespace
@@ -625,9 +703,19 @@ std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const
 
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                    const Target& t, const std::vector<Channel>& channels,
-                                   bool accesses, int64_t max_blocks, bool each_block) {
-  if (!each_block)
-    if (auto all = unroll_block(k, cube, vector, t, channels, accesses)) return {std::move(*all)};
+                                   bool accesses, int64_t max_blocks, bool each_block,
+                                   int64_t* weight) {
+  if (weight) *weight = 1;
+  if (!each_block) {
+    bool undecided = false;
+    if (auto all = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, nullptr,
+                              nullptr, nullptr, nullptr, false, nullptr, 0, &undecided))
+      return {std::move(*all)};
+    if (undecided)
+      if (auto all = ranged_blocks(k, cube, vector, t, channels, accesses, max_blocks, nullptr,
+                                   nullptr, nullptr, weight))
+        return {std::move(*all)};
+  }
   auto n = as_const_int(k.num_blocks);
   if (!n || *n > max_blocks) return {};
   std::vector<Streams> out;
@@ -664,13 +752,22 @@ bool Prover::holds(const Stmt bodies[2]) {
 /// fails the same way, or at a recorded op), and of each block's streams.
 std::vector<Streams> Prover::record(const Stmt bodies[2]) {
   auto all = std::make_shared<Recorded>();
+  auto ranged = std::make_shared<Recorded>();
   auto blocks = std::make_shared<std::vector<Recorded>>();
   base_all_ = all;
+  base_ranged_ = ranged;
   base_ = blocks;
-  if (!each_block_)
+  weight_ = 1;
+  if (!each_block_) {
+    bool undecided = false;
     if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
-                            nullptr, nullptr))
+                            nullptr, nullptr, nullptr, false, nullptr, 0, &undecided))
       return {std::move(*s)};
+    if (undecided)
+      if (auto s = ranged_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_,
+                                 ranged.get(), nullptr, nullptr, &weight_))
+        return {std::move(*s)};
+  }
   auto n = as_const_int(k_.num_blocks);
   if (!n || *n > max_blocks_) return {};
   std::vector<Streams> out;
@@ -703,10 +800,17 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
   };
   bool missed = false;
   if (!each_block_) {
+    bool undecided = false;
     auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, nullptr,
-                        base_all_.get(), &missed);
+                        base_all_.get(), &missed, nullptr, false, nullptr, 0, &undecided);
     if (s) return {std::move(*s)};
     if (missed) return anew();
+    if (undecided) {
+      s = ranged_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, nullptr,
+                        base_ranged_.get(), &missed, nullptr);
+      if (s) return {std::move(*s)};
+      if (missed) return anew();
+    }
   }
   auto n = as_const_int(k_.num_blocks);
   if (!n || *n > max_blocks_ || base_->size() != static_cast<size_t>(*n) ||
@@ -752,6 +856,7 @@ std::pair<bool, size_t> Prover::check(const std::vector<Streams>& blocks) const 
   size_t events = 0;
   for (const Streams& b : blocks)
     for (const auto& stream : b) events += stream.size();
+  events *= static_cast<size_t>(weight_);
   // Blocks that replay alike (replay_classes) are replayed once.
   const std::vector<size_t> rep = replay_classes(blocks);
   bool ok = !blocks.empty();
