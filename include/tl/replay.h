@@ -80,6 +80,14 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
                                    bool accesses, int64_t max_blocks, bool each_block = false,
                                    int64_t* weight = nullptr);
 
+/// Whether the replay takes its shortcuts (on by default): one set of streams for the blocks
+/// whose decisions are each one value over cid's range (unroll_blocks), and a Prover block whose
+/// walk runs as an earlier block's neither built nor replayed (Prover). Off: every block's
+/// streams built and grouped as without them, the same answers at a higher cost; for the test
+/// that compares the lowered IR both ways (tests/analysis/replay_shortcuts_test.cpp).
+void set_shortcuts(bool on);
+bool shortcuts();
+
 /// Each op execution's events of one unrolled block, per core (block_replay.cpp).
 struct Recorded;
 

@@ -11,6 +11,7 @@
 #include "tl/replay.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -605,7 +606,7 @@ class Unroller {
   bool missed_ = false;
   Trace* trace_ = nullptr;
   bool trace_only_ = false;
-  size_t emitted_ = 0;  // events the stream holds (or would hold, trace only): kMaxEvents
+  size_t emitted_ = 0;         // events the stream holds (or would hold, trace only): kMaxEvents
   arith::VarIntervals range_;  // cid_range(): cid's values
   arith::VarMap sym_;          // ... and the lets' values in cid, the other variables bound
   bool unknown_decision_ = false;
@@ -673,6 +674,19 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
 
 namespace {
 
+std::atomic<bool> g_shortcuts{true};
+
+}  // namespace
+
+void set_shortcuts(bool on) {
+  g_shortcuts = on;
+}
+bool shortcuts() {
+  return g_shortcuts;
+}
+
+namespace {
+
 /// unroll_one with cid's range [0, blocks) (Unroller::cid_range): one set of streams that is
 /// every block's (each block's own walk takes the same decisions: each is one value over the
 /// range), but for cid's part of the addresses. The blocks' own streams would count blocks x
@@ -711,7 +725,7 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
     if (auto all = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, nullptr,
                               nullptr, nullptr, nullptr, false, nullptr, 0, &undecided))
       return {std::move(*all)};
-    if (undecided)
+    if (undecided && shortcuts())
       if (auto all = ranged_blocks(k, cube, vector, t, channels, accesses, max_blocks, nullptr,
                                    nullptr, nullptr, weight))
         return {std::move(*all)};
@@ -763,9 +777,9 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
     if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
                             nullptr, nullptr, nullptr, false, nullptr, 0, &undecided))
       return {std::move(*s)};
-    if (undecided)
-      if (auto s = ranged_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_,
-                                 ranged.get(), nullptr, nullptr, &weight_))
+    if (undecided && shortcuts())
+      if (auto s = ranged_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, ranged.get(),
+                                 nullptr, nullptr, &weight_))
         return {std::move(*s)};
   }
   auto n = as_const_int(k_.num_blocks);
@@ -805,7 +819,7 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
                         base_all_.get(), &missed, nullptr, false, nullptr, 0, &undecided);
     if (s) return {std::move(*s)};
     if (missed) return anew();
-    if (undecided) {
+    if (undecided && shortcuts()) {
       s = ranged_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, nullptr,
                         base_ranged_.get(), &missed, nullptr);
       if (s) return {std::move(*s)};
@@ -829,8 +843,9 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
     const size_t i = static_cast<size_t>(b), r = base_rep_[i];
     size_t size = 0;
     std::array<Trace, 3> trace;
-    const bool alias = r != i && traces.count(r);
-    const bool keep = !alias && std::count(base_rep_.begin(), base_rep_.end(), i) > 1;
+    const bool alias = r != i && traces.count(r) && shortcuts();
+    const bool keep =
+        !alias && shortcuts() && std::count(base_rep_.begin(), base_rep_.end(), i) > 1;
     auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, nullptr, &(*base_)[i], &missed,
                         alias || keep ? &trace : nullptr, alias, &size);
     if (!s) return missed ? anew() : std::vector<Streams>{};
