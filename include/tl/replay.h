@@ -74,11 +74,13 @@ std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const
 /// with 500 k events in all; empty when neither can be built. Where the protocol reads cid but
 /// every decision it takes is one value for every block (a trip count `min(rows - cid * t, t)`
 /// that no block clips), one set stands for the blocks' (cid's range, block_replay.cpp), within
-/// the limits of theirs; `*weight` says how many blocks each set stands for in the budgets.
+/// the limits of theirs; blocks whose decisions differ split into ranges of cid that decide
+/// alike, one set each. `*weights`: how many blocks each set stands for in the budgets;
+/// `*shared`: whether the sets stand for several blocks with cid unknown (else one per block).
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                    const Target& t, const std::vector<Channel>& channels,
                                    bool accesses, int64_t max_blocks, bool each_block = false,
-                                   int64_t* weight = nullptr);
+                                   std::vector<int64_t>* weights = nullptr, bool* shared = nullptr);
 
 /// Whether the replay takes its shortcuts (on by default): one set of streams for the blocks
 /// whose decisions are each one value over cid's range (unroll_blocks), and a Prover block whose
@@ -138,8 +140,11 @@ class Prover {
   size_t budget_, spent_ = 0, per_replay_ = 0;
   bool each_block_ = false, clean_ = false;
   // The bodies' op events: of the attempt at one set of streams for all blocks, of each block.
-  std::shared_ptr<const Recorded> base_all_, base_ranged_;
-  int64_t weight_ = 1;  // blocks each replayed set stands for (unroll_blocks' weight)
+  std::shared_ptr<const Recorded> base_all_;
+  // Sets of cid ranges (unroll_blocks): their recordings, ranges and blocks (weights).
+  std::shared_ptr<const std::vector<Recorded>> base_ranged_;
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
+  std::vector<int64_t> weights_;
   std::shared_ptr<const std::vector<Recorded>> base_;
   // Per block (each_block_): the first block whose recording replays exactly as its own does
   // (replay_classes, with the same op executions): a rewrite's stream of the block then replays

@@ -102,10 +102,13 @@ class Unroller {
   /// cid unknown but in [0, blocks): a value that is the same for every cid of the range
   /// (arith::bound gives one point) is taken as a constant, lets inlined (as one block's walk
   /// would take it: the streams are then every block's, but for cid's part of the addresses).
-  void cid_range(const KernelNode& k, int64_t blocks) {
-    if (!k.cid.defined() || blocks < 1) return;
-    range_[k.cid.node()] = arith::Interval{0, blocks - 1};
+  void cid_range(const KernelNode& k, int64_t lo, int64_t hi) {
+    if (!k.cid.defined() || lo > hi) return;
+    range_[k.cid.node()] = arith::Interval{lo, hi};
   }
+  /// After an unknown() failure with cid_range(): the decision that differs between blocks
+  /// (every other variable bound), undefined when the walk failed before asking the range.
+  const Expr& split() const { return split_; }
   /// Whether the walk failed on a trip count, condition or event id it could not evaluate.
   bool unknown() const { return unknown_decision_; }
   /// Records each op execution's events into `rec` (the stream goes there too: run() then
@@ -331,7 +334,7 @@ class Unroller {
     if (range_.empty() || (!is_int(e.dtype()) && !is_bool(e.dtype()))) return std::nullopt;
     Expr x = arith::substitute(arith::substitute(e, sym_), env_);
     arith::Interval iv = arith::bound(x, range_);
-    if (!iv.is_point()) return std::nullopt;
+    if (!iv.is_point()) return split_ = x, std::nullopt;
     return iv.lo;
   }
 
@@ -609,6 +612,7 @@ class Unroller {
   size_t emitted_ = 0;         // events the stream holds (or would hold, trace only): kMaxEvents
   arith::VarIntervals range_;  // cid_range(): cid's values
   arith::VarMap sym_;          // ... and the lets' values in cid, the other variables bound
+  mutable Expr split_;         // the last value ranged() found to differ between blocks
   bool unknown_decision_ = false;
 };
 
@@ -641,8 +645,9 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
                                   bool accesses, std::optional<int64_t> cid, Recorded* rec,
                                   const Recorded* reuse, bool* missed,
                                   std::array<Trace, 3>* trace = nullptr, bool trace_only = false,
-                                  size_t* events = nullptr, int64_t range = 0,
-                                  bool* undecided = nullptr) {
+                                  size_t* events = nullptr,
+                                  std::pair<int64_t, int64_t> range = {0, -1},
+                                  bool* undecided = nullptr, Expr* split = nullptr) {
   if (accesses && (memory_on_s(cube) || memory_on_s(vector))) return std::nullopt;
   Interner in;
   Streams out;
@@ -656,11 +661,12 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
     if (rec) u.record_into(&rec->cores[core]);
     if (reuse) u.reuse(&reuse->cores[core]);
     if (trace) u.trace_into(&(*trace)[core], trace_only);
-    if (range > 0 && !cid) u.cid_range(k, range);
+    if (range.first <= range.second && !cid) u.cid_range(k, range.first, range.second);
     auto stream = u.run(body);
     if (!stream) {
       if (missed && u.missed()) *missed = true;
       if (undecided && u.unknown()) *undecided = true;
+      if (split && u.unknown()) *split = u.split();
       return std::nullopt;
     }
     if (events) *events += u.emitted();
@@ -687,24 +693,71 @@ bool shortcuts() {
 
 namespace {
 
-/// unroll_one with cid's range [0, blocks) (Unroller::cid_range): one set of streams that is
-/// every block's (each block's own walk takes the same decisions: each is one value over the
-/// range), but for cid's part of the addresses. The blocks' own streams would count blocks x
-/// its events in the budgets and be built only for at most `max_blocks` blocks with
-/// kMaxBlockEvents in all: so does this set (`*weight`: blocks). nullopt where some decision
-/// differs between blocks.
-std::optional<Streams> ranged_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
-                                     const Target& t, const std::vector<Channel>& channels,
-                                     bool accesses, int64_t max_blocks, Recorded* rec,
-                                     const Recorded* reuse, bool* missed, int64_t* weight) {
+/// unroll_one with cid ranges (Unroller::cid_range): sets of streams, each every block's of its
+/// range of cid (each block's own walk takes the same decisions: each is one value over the
+/// range), but for cid's part of the addresses. From [0, blocks), a range whose walk meets a
+/// decision that differs between its blocks (Unroller::split) splits into the runs of blocks
+/// that take the same value, and each run is walked anew (at most kMaxRangeWalks walks). With
+/// `reuse`, the ranges (`*ranges`) and op events of an earlier call; any failure a nullopt. The
+/// blocks' own streams would count each block's events in the budgets and be built only for at
+/// most `max_blocks` blocks with kMaxBlockEvents in all: so do these (`*weights`: the blocks each
+/// set stands for). nullopt where the sets cannot be built.
+constexpr int kMaxRangeWalks = 16;
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+std::optional<std::vector<Streams>> ranged_sets(const KernelNode& k, const Stmt& cube,
+                                                const Stmt& vector, const Target& t,
+                                                const std::vector<Channel>& channels, bool accesses,
+                                                int64_t max_blocks, std::vector<Recorded>* recs,
+                                                const std::vector<Recorded>* reuse, Ranges* ranges,
+                                                bool* missed, std::vector<int64_t>* weights) {
   auto n = as_const_int(k.num_blocks);
-  if (!n || *n < 1 || *n > max_blocks) return std::nullopt;
+  if (!n || *n < 1 || *n > max_blocks || !k.cid.defined()) return std::nullopt;
+  std::deque<std::pair<int64_t, int64_t>> todo;
+  if (reuse) {
+    if (!ranges || ranges->size() != reuse->size()) return std::nullopt;
+    todo.assign(ranges->begin(), ranges->end());
+  } else {
+    todo.push_back({0, *n - 1});
+  }
+  std::vector<Streams> out;
+  Ranges done;
   size_t events = 0;
-  auto s = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, rec, reuse, missed,
-                      nullptr, false, &events, *n);
-  if (!s || events * static_cast<size_t>(*n) > kMaxBlockEvents) return std::nullopt;
-  if (weight) *weight = *n;
-  return s;
+  for (int walks = 0; !todo.empty(); ++walks) {
+    if (walks >= kMaxRangeWalks) return std::nullopt;
+    const auto [lo, hi] = todo.front();
+    todo.pop_front();
+    size_t size = 0;
+    bool undecided = false;
+    Expr split;
+    Recorded rec;
+    auto s = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, recs ? &rec : nullptr,
+                        reuse ? &(*reuse)[done.size()] : nullptr, missed, nullptr, false, &size,
+                        {lo, hi}, &undecided, &split);
+    if (!s) {
+      if (reuse || !undecided || !split.defined()) return std::nullopt;
+      // The runs of blocks that take one value, each walked anew, in order of cid.
+      Ranges runs;
+      std::optional<int64_t> last;
+      for (int64_t c = lo; c <= hi; ++c) {
+        arith::Interval v = arith::bound(split, {{k.cid.node(), arith::Interval::point(c)}});
+        if (!v.is_point()) return std::nullopt;
+        if (!last || *last != v.lo) runs.push_back({c, c});
+        runs.back().second = c;
+        last = v.lo;
+      }
+      if (runs.size() < 2) return std::nullopt;
+      todo.insert(todo.begin(), runs.begin(), runs.end());
+      continue;
+    }
+    events += size * static_cast<size_t>(hi - lo + 1);
+    if (events > kMaxBlockEvents) return std::nullopt;
+    if (recs) recs->push_back(std::move(rec));
+    if (weights) weights->push_back(hi - lo + 1);
+    done.push_back({lo, hi});
+    out.push_back(std::move(*s));
+  }
+  if (ranges && !reuse) *ranges = done;
+  return out;
 }
 
 }  // namespace
@@ -718,18 +771,28 @@ std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                    const Target& t, const std::vector<Channel>& channels,
                                    bool accesses, int64_t max_blocks, bool each_block,
-                                   int64_t* weight) {
-  if (weight) *weight = 1;
+                                   std::vector<int64_t>* weights, bool* shared) {
+  if (weights) weights->clear();
+  if (shared) *shared = !each_block;
+  auto ones = [&](std::vector<Streams> v) {  // one block per set
+    if (weights) weights->assign(v.size(), 1);
+    return v;
+  };
   if (!each_block) {
     bool undecided = false;
     if (auto all = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, nullptr,
-                              nullptr, nullptr, nullptr, false, nullptr, 0, &undecided))
-      return {std::move(*all)};
-    if (undecided && shortcuts())
-      if (auto all = ranged_blocks(k, cube, vector, t, channels, accesses, max_blocks, nullptr,
-                                   nullptr, nullptr, weight))
-        return {std::move(*all)};
+                              nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
+      return ones({std::move(*all)});
+    if (undecided && shortcuts()) {
+      std::vector<int64_t> w;
+      if (auto sets = ranged_sets(k, cube, vector, t, channels, accesses, max_blocks, nullptr,
+                                  nullptr, nullptr, nullptr, &w)) {
+        if (weights) *weights = w;
+        return std::move(*sets);
+      }
+    }
   }
+  if (shared) *shared = false;
   auto n = as_const_int(k.num_blocks);
   if (!n || *n > max_blocks) return {};
   std::vector<Streams> out;
@@ -741,7 +804,7 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
     if (events > kMaxBlockEvents) return {};
     out.push_back(std::move(*one));
   }
-  return out;
+  return ones(std::move(out));
 }
 
 Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks,
@@ -766,21 +829,26 @@ bool Prover::holds(const Stmt bodies[2]) {
 /// fails the same way, or at a recorded op), and of each block's streams.
 std::vector<Streams> Prover::record(const Stmt bodies[2]) {
   auto all = std::make_shared<Recorded>();
-  auto ranged = std::make_shared<Recorded>();
+  auto ranged = std::make_shared<std::vector<Recorded>>();
   auto blocks = std::make_shared<std::vector<Recorded>>();
   base_all_ = all;
   base_ranged_ = ranged;
   base_ = blocks;
-  weight_ = 1;
+  weights_.clear();
+  ranges_.clear();
   if (!each_block_) {
     bool undecided = false;
     if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
-                            nullptr, nullptr, nullptr, false, nullptr, 0, &undecided))
+                            nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
       return {std::move(*s)};
-    if (undecided && shortcuts())
-      if (auto s = ranged_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, ranged.get(),
-                                 nullptr, nullptr, &weight_))
-        return {std::move(*s)};
+    if (undecided && shortcuts()) {
+      if (auto sets = ranged_sets(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, ranged.get(),
+                                  nullptr, &ranges_, nullptr, &weights_))
+        return std::move(*sets);
+      ranged->clear();
+      ranges_.clear();
+      weights_.clear();
+    }
   }
   auto n = as_const_int(k_.num_blocks);
   if (!n || *n > max_blocks_) return {};
@@ -816,14 +884,17 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
   if (!each_block_) {
     bool undecided = false;
     auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, nullptr,
-                        base_all_.get(), &missed, nullptr, false, nullptr, 0, &undecided);
+                        base_all_.get(), &missed, nullptr, false, nullptr, {0, -1}, &undecided);
     if (s) return {std::move(*s)};
     if (missed) return anew();
-    if (undecided && shortcuts()) {
-      s = ranged_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, nullptr,
-                        base_ranged_.get(), &missed, nullptr);
-      if (s) return {std::move(*s)};
-      if (missed) return anew();
+    if (undecided && shortcuts() && !ranges_.empty()) {
+      // The ranges of the bodies as they are; a rewrite whose decisions split them otherwise
+      // (or an op that runs otherwise) unrolls anew.
+      Ranges ranges = ranges_;
+      auto sets = ranged_sets(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, nullptr,
+                              base_ranged_.get(), &ranges, &missed, nullptr);
+      if (sets) return std::move(*sets);
+      return anew();
     }
   }
   auto n = as_const_int(k_.num_blocks);
@@ -871,7 +942,12 @@ std::pair<bool, size_t> Prover::check(const std::vector<Streams>& blocks) const 
   size_t events = 0;
   for (const Streams& b : blocks)
     for (const auto& stream : b) events += stream.size();
-  events *= static_cast<size_t>(weight_);
+  if (weights_.size() == blocks.size()) {  // sets of cid ranges: each counts its blocks
+    events = 0;
+    for (size_t b = 0; b < blocks.size(); ++b)
+      for (const auto& stream : blocks[b])
+        events += stream.size() * static_cast<size_t>(weights_[b]);
+  }
   // Blocks that replay alike (replay_classes) are replayed once.
   const std::vector<size_t> rep = replay_classes(blocks);
   bool ok = !blocks.empty();

@@ -99,18 +99,18 @@ TEST(ReplayShortcuts, OneSetForBlocksThatDecideAlike) {
   });
   replay::Query q;
   q.accesses = q.balanced = true;
-  int64_t weight = 0;
+  std::vector<int64_t> weights;
   auto one = replay::unroll_blocks(*k, bodies[0], bodies[1], default_target(), {}, true, 64, false,
-                                   &weight);
+                                   &weights);
   ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(weight, 24);
+  EXPECT_EQ(weights, std::vector<int64_t>{24});
   EXPECT_TRUE(replay::replay(one[0], {}, q));
   replay::set_shortcuts(false);
   auto each = replay::unroll_blocks(*k, bodies[0], bodies[1], default_target(), {}, true, 64, false,
-                                    &weight);
+                                    &weights);
   replay::set_shortcuts(true);
   ASSERT_EQ(each.size(), 24u);
-  EXPECT_EQ(weight, 1);
+  EXPECT_EQ(weights, std::vector<int64_t>(24, 1));
   for (const auto& b : each) {
     EXPECT_TRUE(replay::replay(b, {}, q));
     for (int c = 0; c < 3; ++c) EXPECT_EQ(b[c].size(), one[0][c].size());
