@@ -71,10 +71,24 @@ std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const
 
 /// The streams of every block: one set for all when the protocol does not depend on cid (and
 /// not `each_block`), else one per block (exact addresses) when there are at most `max_blocks`
-/// with 500 k events in all; empty when neither can be built.
+/// with 500 k events in all; empty when neither can be built. Where the protocol reads cid but
+/// every decision it takes is one value for every block (a trip count `min(rows - cid * t, t)`
+/// that no block clips), one set stands for the blocks' (cid's range, block_replay.cpp), within
+/// the limits of theirs; blocks whose decisions differ split into ranges of cid that decide
+/// alike, one set each. `*weights`: how many blocks each set stands for in the budgets;
+/// `*shared`: whether the sets stand for several blocks with cid unknown (else one per block).
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                    const Target& t, const std::vector<Channel>& channels,
-                                   bool accesses, int64_t max_blocks, bool each_block = false);
+                                   bool accesses, int64_t max_blocks, bool each_block = false,
+                                   std::vector<int64_t>* weights = nullptr, bool* shared = nullptr);
+
+/// Whether the replay takes its shortcuts (on by default): one set of streams for the blocks
+/// whose decisions are each one value over cid's range (unroll_blocks), and a Prover block whose
+/// walk runs as an earlier block's neither built nor replayed (Prover). Off: every block's
+/// streams built and grouped as without them, the same answers at a higher cost; for the test
+/// that compares the lowered IR both ways (tests/analysis/replay_shortcuts_test.cpp).
+void set_shortcuts(bool on);
+bool shortcuts();
 
 /// Each op execution's events of one unrolled block, per core (block_replay.cpp).
 struct Recorded;
@@ -127,7 +141,15 @@ class Prover {
   bool each_block_ = false, clean_ = false;
   // The bodies' op events: of the attempt at one set of streams for all blocks, of each block.
   std::shared_ptr<const Recorded> base_all_;
+  // Sets of cid ranges (unroll_blocks): their recordings, ranges and blocks (weights).
+  std::shared_ptr<const std::vector<Recorded>> base_ranged_;
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
+  std::vector<int64_t> weights_;
   std::shared_ptr<const std::vector<Recorded>> base_;
+  // Per block (each_block_): the first block whose recording replays exactly as its own does
+  // (replay_classes, with the same op executions): a rewrite's stream of the block then replays
+  // as that block's when the two walks run the same ops and syncs (Prover::streams).
+  std::vector<size_t> base_rep_;
 };
 
 }  // namespace tl::replay

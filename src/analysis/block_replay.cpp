@@ -1,6 +1,6 @@
 // block_replay (tl/replay.h): unrolls one block's three cores into instruction streams, with
 // conservative byte ranges per op (replay_run.cpp replays them with the hazard checker's rules),
-// and the Prover that asks the replay about rewrites of the same bodies.
+// (the Prover that asks the replay about rewrites of the same bodies is in replay_prover.cpp).
 //
 // Address arithmetic is kept as linear forms over the values a block cannot know at compile
 // time (cid, dynamic sizes, lets of them): two GM regions whose first elements differ only in
@@ -10,6 +10,10 @@
 // insert_syncs narrows them (every layout is non-decreasing in each index, tl/storage.h).
 #include "tl/replay.h"
 
+#include "block_replay_internal.h"
+
+#include <algorithm>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -32,8 +36,7 @@
 namespace tl::replay {
 namespace {
 
-constexpr size_t kMaxEvents = 400000;       // per core: beyond it, no streams
-constexpr size_t kMaxBlockEvents = 500000;  // all blocks, when each is unrolled: beyond it, none
+constexpr size_t kMaxEvents = 400000;  // per core: beyond it, no streams
 
 int pipe_index(Pipe p) {
   return static_cast<int>(p);
@@ -66,21 +69,6 @@ struct Interner {
 
 }  // namespace
 
-/// The events each execution of each tile op added to a core's stream: per op, one [begin, end)
-/// range of the stream per execution, in order. A Prover records them on the bodies as they are
-/// and copies them into the streams of a rewrite that only moves, guards or drops syncs: its ops
-/// run in the same executions with the same variables, so their events are the same, and the
-/// unroller skips their address arithmetic (most of an unroll's time).
-struct OpEvents {
-  std::unordered_map<const TileOpNode*, std::vector<std::pair<uint32_t, uint32_t>>> ranges;
-  std::vector<Event> stream;
-};
-/// One block's (or, with cid unknown, every block's) recorded op events, per core.
-struct Recorded {
-  std::optional<int64_t> cid;
-  std::array<OpEvents, 3> cores;
-};
-
 namespace {
 
 /// Unrolls a scope body for one core into its stream; nullopt when a trip count or a condition
@@ -93,13 +81,32 @@ class Unroller {
     if (k.vid.defined()) bind(k.vid, core == 2 ? 1 : 0);
     if (cid && k.cid.defined()) bind(k.cid, *cid);
   }
+  /// cid unknown but in [0, blocks): a value that is the same for every cid of the range
+  /// (arith::bound gives one point) is taken as a constant, lets inlined (as one block's walk
+  /// would take it: the streams are then every block's, but for cid's part of the addresses).
+  void cid_range(const KernelNode& k, int64_t lo, int64_t hi) {
+    if (!k.cid.defined() || lo > hi) return;
+    range_[k.cid.node()] = arith::Interval{lo, hi};
+  }
+  /// After an unknown() failure with cid_range(): the decision that differs between blocks
+  /// (every other variable bound), undefined when the walk failed before asking the range.
+  const Expr& split() const { return split_; }
+  /// Whether the walk failed on a trip count, condition or event id it could not evaluate.
+  bool unknown() const { return unknown_decision_; }
   /// Records each op execution's events into `rec` (the stream goes there too: run() then
   /// returns a copy).
   void record_into(OpEvents* rec) { record_ = rec; }
   /// Takes each op execution's events from `rec` instead of computing them; run() fails, with
   /// missed() set, unless every op runs exactly as many times as recorded.
   void reuse(const OpEvents* rec) { reuse_ = rec; }
+  /// Appends what runs to `trace`; with `only`, builds no stream (run() then gives an empty one):
+  /// a block whose stream is known to equal another's but for what the trace tells apart.
+  void trace_into(Trace* trace, bool only) {
+    trace_ = trace;
+    trace_only_ = only;
+  }
   bool missed() const { return missed_; }
+  size_t emitted() const { return emitted_; }
 
   std::optional<std::vector<Event>> run(const Stmt& body) {
     walk(body);
@@ -119,7 +126,7 @@ class Unroller {
   // By kind, not by dynamic_cast: the walk visits every statement of every unrolled iteration.
   void walk(const Stmt& s) {
     if (failed_ || !s.defined()) return;
-    if (out_.size() > kMaxEvents) return fail();
+    if (emitted_ > kMaxEvents) return fail();
     switch (s.kind()) {
       case StmtKind::Seq:
         for (const Stmt& x : static_cast<const SeqNode*>(s.get())->stmts) walk(x);
@@ -144,8 +151,9 @@ class Unroller {
   void branch(const Stmt& s, const IfNode& n) {
     if (!matters(n.then_case) && !matters(n.else_case) && !accesses_) return ops_of(s);
     auto c = value(n.cond);
+    if (!c && (matters(n.then_case) || matters(n.else_case))) c = ranged(n.cond);
     if (!c) {
-      if (matters(n.then_case) || matters(n.else_case)) return fail();
+      if (matters(n.then_case) || matters(n.else_case)) return undecided();
       if (!accesses_) return ops_of(s);
       walk(n.then_case);  // both branches' ops: more accesses, never more order
       walk(n.else_case);
@@ -155,7 +163,10 @@ class Unroller {
   }
 
   void let(const LetNode& l) {
+    if (!range_.empty()) sym_.erase(l.var.node());
     if (auto v = folded(l.value, false)) return bind(l.var, *v);
+    if (!range_.empty())
+      sym_[l.var.node()] = arith::substitute(arith::substitute(l.value, sym_), env_);
     if (auto x = linear(l.value)) {
       lin_[l.var.node()] = *x;
       if (x->is_constant())
@@ -197,7 +208,9 @@ class Unroller {
       unknown_.erase(f.var.node());
       return;
     }
-    if (!mn || !ext) return fail();
+    if (!mn) mn = ranged(f.min);
+    if (!ext) ext = ranged(f.extent);
+    if (!mn || !ext) return undecided();
     unroll(f, *mn, *ext);
   }
 
@@ -292,6 +305,20 @@ class Unroller {
     }
   }
   void fail() { failed_ = true; }
+  void undecided() {
+    unknown_decision_ = true;
+    fail();
+  }
+
+  /// With cid_range(): the value of `e` when it is one for every cid of the range, lets
+  /// inlined (sym_), every other variable bound (env_); else nullopt.
+  std::optional<int64_t> ranged(const Expr& e) const {
+    if (range_.empty() || (!is_int(e.dtype()) && !is_bool(e.dtype()))) return std::nullopt;
+    Expr x = arith::substitute(arith::substitute(e, sym_), env_);
+    arith::Interval iv = arith::bound(x, range_);
+    if (!iv.is_point()) return split_ = x, std::nullopt;
+    return iv.lo;
+  }
 
   /// linear(e), computed without decomposing when every variable of `e` is bound to a constant.
   std::optional<Linear> address(const Expr& e) const {
@@ -302,12 +329,30 @@ class Unroller {
   std::optional<Linear> linear(const Expr& e) const {
     return arith::decompose<4>(e, [&](const Expr& x) -> std::optional<Linear> {
       auto* v = x.as<VarNode>();
-      if (!v) return std::nullopt;
+      if (!v) return ranged_leaf(x);
       if (auto it = lin_.find(v); it != lin_.end()) return it->second;
       if (unknown_.count(v) || !is_int(v->dtype)) return std::nullopt;
       return Linear::atom(
           static_cast<int64_t>(reinterpret_cast<uintptr_t>(v) >> 1));  // cid, a size
     });
+  }
+
+  /// With cid_range(): a leaf of a linear form that is one value for every cid of the range, or
+  /// x % c (c > 0) where x // c is one value q: x - q * c, linear when x is.
+  std::optional<Linear> ranged_leaf(const Expr& x) const {
+    if (range_.empty()) return std::nullopt;
+    if (auto v = ranged(x)) return Linear::constant_of(*v);
+    auto* b = x.as<BinaryNode>();
+    if (!b || b->op != BinOp::FloorMod) return std::nullopt;
+    auto c = as_const_int(b->b);
+    if (!c || *c <= 0) return std::nullopt;
+    auto q = ranged(BinaryNode::make(BinOp::FloorDiv, b->a, b->b));
+    auto a = linear(b->a);
+    if (!q || !a) return std::nullopt;
+    Linear r(*a);
+    r.add(Linear::constant_of(*q), -*c);
+    if (r.overflow()) return std::nullopt;
+    return r;
   }
 
   std::pair<int, bool> channel_of(const TileOpNode& op) const {
@@ -440,11 +485,15 @@ class Unroller {
         return fail();
       }
       const auto [b, e] = it->second[k];
-      out_.insert(out_.end(), reuse_->stream.begin() + b, reuse_->stream.begin() + e);
+      if (trace_) trace_->push_back({&op, static_cast<int64_t>(k)});
+      emitted_ += e - b;
+      if (!trace_only_)
+        out_.insert(out_.end(), reuse_->stream.begin() + b, reuse_->stream.begin() + e);
       return;
     }
     const size_t begin = out_.size();
     op_events(op);
+    emitted_ = out_.size();
     if (record_ && !failed_)
       record_->ranges[&op].push_back(
           {static_cast<uint32_t>(begin), static_cast<uint32_t>(out_.size())});
@@ -485,8 +534,17 @@ class Unroller {
 
   void sync(const SyncNode& y) {
     auto id = y.event_id.defined() ? value(y.event_id) : std::optional<int64_t>(0);
-    if (!id) return fail();
+    if (!id) id = ranged(y.event_id);
+    if (!id) return undecided();
     const int p = pipe_index(y.src), q = pipe_index(y.dst), i = static_cast<int>(*id);
+    if (trace_) trace_->push_back({&y, *id});
+    if (trace_only_) {  // the event alone decides failure: mode-2 cross flags, SyncAll
+      if ((y.sync_kind == SyncKind::SetCrossFlag && y.mode != 2) ||
+          y.sync_kind == SyncKind::SyncAll)
+        return fail();
+      ++emitted_;
+      return;
+    }
     switch (y.sync_kind) {
       case SyncKind::SetFlag:
       case SyncKind::WaitFlag:
@@ -509,6 +567,7 @@ class Unroller {
         return fail();
     }
     out_.back().sync = &y;
+    emitted_ = out_.size();
   }
 
   const Target& target_;
@@ -530,6 +589,13 @@ class Unroller {
   const OpEvents* reuse_ = nullptr;
   std::unordered_map<const TileOpNode*, size_t> taken_;  // reuse: executions so far, per op
   bool missed_ = false;
+  Trace* trace_ = nullptr;
+  bool trace_only_ = false;
+  size_t emitted_ = 0;         // events the stream holds (or would hold, trace only): kMaxEvents
+  arith::VarIntervals range_;  // cid_range(): cid's values
+  arith::VarMap sym_;          // ... and the lets' values in cid, the other variables bound
+  mutable Expr split_;         // the last value ranged() found to differ between blocks
+  bool unknown_decision_ = false;
 };
 
 /// Whether the scalar unit reads or writes memory anywhere in `body` (a store, or a load in any
@@ -550,15 +616,16 @@ bool memory_on_s(const Stmt& body) {
 
 }  // namespace
 
-namespace {
-
 /// unroll_block, recording each op execution's events into `rec` or taking them from `reuse`
 /// (then `missed` says whether a failure was the recording's: an op ran a different number of
-/// times).
+/// times), and with `trace` what ran on each core (with `trace_only`, and `reuse`, no streams:
+/// each core's is empty, and `*events` says how many events they would hold).
 std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                   const Target& t, const std::vector<Channel>& channels,
                                   bool accesses, std::optional<int64_t> cid, Recorded* rec,
-                                  const Recorded* reuse, bool* missed) {
+                                  const Recorded* reuse, bool* missed, std::array<Trace, 3>* trace,
+                                  bool trace_only, size_t* events,
+                                  std::pair<int64_t, int64_t> range, bool* undecided, Expr* split) {
   if (accesses && (memory_on_s(cube) || memory_on_s(vector))) return std::nullopt;
   Interner in;
   Streams out;
@@ -571,18 +638,100 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
     Unroller u(t, channels, k, core, accesses, in, cid);
     if (rec) u.record_into(&rec->cores[core]);
     if (reuse) u.reuse(&reuse->cores[core]);
+    if (trace) u.trace_into(&(*trace)[core], trace_only);
+    if (range.first <= range.second && !cid) u.cid_range(k, range.first, range.second);
     auto stream = u.run(body);
     if (!stream) {
       if (missed && u.missed()) *missed = true;
+      if (undecided && u.unknown()) *undecided = true;
+      if (split && u.unknown()) *split = u.split();
       return std::nullopt;
     }
+    if (events) *events += u.emitted();
     out[core] = std::move(*stream);
   }
   if (rec) rec->cid = cid;
   return out;
 }
 
+namespace {
+
+std::atomic<bool> g_shortcuts{true};
+
 }  // namespace
+
+void set_shortcuts(bool on) {
+  g_shortcuts = on;
+}
+bool shortcuts() {
+  return g_shortcuts;
+}
+
+/// unroll_one with cid ranges (Unroller::cid_range): sets of streams, each every block's of its
+/// range of cid (each block's own walk takes the same decisions: each is one value over the
+/// range), but for cid's part of the addresses. From [0, blocks), a range whose walk meets a
+/// decision that differs between its blocks (Unroller::split) splits into the runs of blocks
+/// that take the same value, and each run is walked anew (at most kMaxRangeWalks walks). With
+/// `reuse`, the ranges (`*ranges`) and op events of an earlier call; any failure a nullopt. The
+/// blocks' own streams would count each block's events in the budgets and be built only for at
+/// most `max_blocks` blocks with kMaxBlockEvents in all: so do these (`*weights`: the blocks each
+/// set stands for). nullopt where the sets cannot be built.
+constexpr int kMaxRangeWalks = 16;
+std::optional<std::vector<Streams>> ranged_sets(const KernelNode& k, const Stmt& cube,
+                                                const Stmt& vector, const Target& t,
+                                                const std::vector<Channel>& channels, bool accesses,
+                                                int64_t max_blocks, std::vector<Recorded>* recs,
+                                                const std::vector<Recorded>* reuse, Ranges* ranges,
+                                                bool* missed, std::vector<int64_t>* weights) {
+  auto n = as_const_int(k.num_blocks);
+  if (!n || *n < 1 || *n > max_blocks || !k.cid.defined()) return std::nullopt;
+  std::deque<std::pair<int64_t, int64_t>> todo;
+  if (reuse) {
+    if (!ranges || ranges->size() != reuse->size()) return std::nullopt;
+    todo.assign(ranges->begin(), ranges->end());
+  } else {
+    todo.push_back({0, *n - 1});
+  }
+  std::vector<Streams> out;
+  Ranges done;
+  size_t events = 0;
+  for (int walks = 0; !todo.empty(); ++walks) {
+    if (walks >= kMaxRangeWalks) return std::nullopt;
+    const auto [lo, hi] = todo.front();
+    todo.pop_front();
+    size_t size = 0;
+    bool undecided = false;
+    Expr split;
+    Recorded rec;
+    auto s = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, recs ? &rec : nullptr,
+                        reuse ? &(*reuse)[done.size()] : nullptr, missed, nullptr, false, &size,
+                        {lo, hi}, &undecided, &split);
+    if (!s) {
+      if (reuse || !undecided || !split.defined()) return std::nullopt;
+      // The runs of blocks that take one value, each walked anew, in order of cid.
+      Ranges runs;
+      std::optional<int64_t> last;
+      for (int64_t c = lo; c <= hi; ++c) {
+        arith::Interval v = arith::bound(split, {{k.cid.node(), arith::Interval::point(c)}});
+        if (!v.is_point()) return std::nullopt;
+        if (!last || *last != v.lo) runs.push_back({c, c});
+        runs.back().second = c;
+        last = v.lo;
+      }
+      if (runs.size() < 2) return std::nullopt;
+      todo.insert(todo.begin(), runs.begin(), runs.end());
+      continue;
+    }
+    events += size * static_cast<size_t>(hi - lo + 1);
+    if (events > kMaxBlockEvents) return std::nullopt;
+    if (recs) recs->push_back(std::move(rec));
+    if (weights) weights->push_back(hi - lo + 1);
+    done.push_back({lo, hi});
+    out.push_back(std::move(*s));
+  }
+  if (ranges && !reuse) *ranges = done;
+  return out;
+}
 
 std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                     const Target& t, const std::vector<Channel>& channels,
@@ -592,9 +741,29 @@ std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const
 
 std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
                                    const Target& t, const std::vector<Channel>& channels,
-                                   bool accesses, int64_t max_blocks, bool each_block) {
-  if (!each_block)
-    if (auto all = unroll_block(k, cube, vector, t, channels, accesses)) return {std::move(*all)};
+                                   bool accesses, int64_t max_blocks, bool each_block,
+                                   std::vector<int64_t>* weights, bool* shared) {
+  if (weights) weights->clear();
+  if (shared) *shared = !each_block;
+  auto ones = [&](std::vector<Streams> v) {  // one block per set
+    if (weights) weights->assign(v.size(), 1);
+    return v;
+  };
+  if (!each_block) {
+    bool undecided = false;
+    if (auto all = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, nullptr,
+                              nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
+      return ones({std::move(*all)});
+    if (undecided && shortcuts()) {
+      std::vector<int64_t> w;
+      if (auto sets = ranged_sets(k, cube, vector, t, channels, accesses, max_blocks, nullptr,
+                                  nullptr, nullptr, nullptr, &w)) {
+        if (weights) *weights = w;
+        return std::move(*sets);
+      }
+    }
+  }
+  if (shared) *shared = false;
   auto n = as_const_int(k.num_blocks);
   if (!n || *n > max_blocks) return {};
   std::vector<Streams> out;
@@ -606,94 +775,7 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
     if (events > kMaxBlockEvents) return {};
     out.push_back(std::move(*one));
   }
-  return out;
-}
-
-Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks,
-               size_t budget)
-    : k_(k), t_(t), max_blocks_(max_blocks), budget_(budget) {
-  std::tie(clean_, per_replay_) = check(record(bodies));
-  // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
-  // apart: then block by block, where every address is a constant.
-  if (!clean_) {
-    each_block_ = true;
-    std::tie(clean_, per_replay_) = check(record(bodies));
-  }
-}
-
-bool Prover::holds(const Stmt bodies[2]) {
-  if (!clean_ || (spent_ += per_replay_) > budget_) return false;
-  return check(streams(bodies)).first;
-}
-
-/// unroll_blocks on the bodies as they are, recording each op execution's events: of the
-/// attempt at one set of streams for every block (also when it fails: a rewrite's attempt then
-/// fails the same way, or at a recorded op), and of each block's streams.
-std::vector<Streams> Prover::record(const Stmt bodies[2]) {
-  auto all = std::make_shared<Recorded>();
-  auto blocks = std::make_shared<std::vector<Recorded>>();
-  base_all_ = all;
-  base_ = blocks;
-  if (!each_block_)
-    if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
-                            nullptr, nullptr))
-      return {std::move(*s)};
-  auto n = as_const_int(k_.num_blocks);
-  if (!n || *n > max_blocks_) return {};
-  std::vector<Streams> out;
-  size_t events = 0;
-  for (int64_t b = 0; b < *n; ++b) {
-    Recorded& r = blocks->emplace_back();
-    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, &r, nullptr, nullptr);
-    if (!s) return blocks->clear(), std::vector<Streams>{};
-    for (const auto& stream : *s) events += stream.size();
-    if (events > kMaxBlockEvents) return {};
-    out.push_back(std::move(*s));
-  }
-  return out;
-}
-
-/// The streams of rewritten bodies, exactly as unroll_blocks builds them, with the ops' events
-/// taken from the recording (the rewrites only move, guard or drop syncs, so each op runs in the
-/// same executions with the same variables; an op that does not, a miss, unrolls anew).
-std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
-  auto anew = [&] {
-    return unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
-  };
-  bool missed = false;
-  if (!each_block_) {
-    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, nullptr,
-                        base_all_.get(), &missed);
-    if (s) return {std::move(*s)};
-    if (missed) return anew();
-  }
-  auto n = as_const_int(k_.num_blocks);
-  if (!n || *n > max_blocks_ || base_->size() != static_cast<size_t>(*n)) return anew();
-  std::vector<Streams> out;
-  size_t events = 0;
-  for (int64_t b = 0; b < *n; ++b) {
-    auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, b, nullptr,
-                        &(*base_)[static_cast<size_t>(b)], &missed);
-    if (!s) return missed ? anew() : std::vector<Streams>{};
-    for (const auto& stream : *s) events += stream.size();
-    if (events > kMaxBlockEvents) return {};
-    out.push_back(std::move(*s));
-  }
-  return out;
-}
-
-std::pair<bool, size_t> Prover::check(const std::vector<Streams>& blocks) const {
-  Query q;
-  q.accesses = q.balanced = true;
-  size_t events = 0;
-  for (const Streams& b : blocks)
-    for (const auto& stream : b) events += stream.size();
-  // Blocks that replay alike (replay_classes) are replayed once.
-  const std::vector<size_t> rep = replay_classes(blocks);
-  bool ok = !blocks.empty();
-  for (size_t b = 0; ok && b < blocks.size(); ++b)
-    if (rep[b] == b) ok = replay(blocks[b], {}, q);
-  return {ok, events};
+  return ones(std::move(out));
 }
 
 }  // namespace tl::replay

@@ -81,8 +81,12 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   const KernelNode* k = dev::find_kernel(f);
   if (!k || !k->vid.defined()) return f;
   std::array<Stmt, 2> bodies = dev::scope_bodies(*k);
-  std::vector<replay::Streams> blocks =
-      replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks);
+  // `weights`: blocks each set of streams stands for (one set for all the blocks whose
+  // decisions are the same) in the budget, which counts every block's events.
+  std::vector<int64_t> weights;
+  bool shared = false;
+  std::vector<replay::Streams> blocks = replay::unroll_blocks(
+      *k, bodies[0], bodies[1], target, {}, true, kMaxBlocks, false, &weights, &shared);
   std::vector<std::pair<const SyncNode*, const SyncNode*>> matches;
   replay::Query q;
   q.accesses = true;
@@ -97,16 +101,18 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   };
   // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
   // apart: then block by block, where every address is a constant.
-  if (blocks.size() == 1 && !ordered()) {
+  if (shared && !ordered()) {
     matches.clear();
-    blocks = replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks, true);
+    blocks = replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks, true,
+                                   &weights);
     rep = replay::replay_classes(blocks);
   }
   if (blocks.empty() || !ordered()) return f;  // some pair the ranges cannot tell apart
   q.matches = nullptr;
   size_t per_replay = 0, spent = 0;
-  for (const replay::Streams& b : blocks)
-    for (const auto& stream : b) per_replay += stream.size();
+  for (size_t b = 0; b < blocks.size(); ++b)
+    for (const auto& stream : blocks[b])
+      per_replay += stream.size() * static_cast<size_t>(weights[b]);
   for (const auto& unit : flag_units(bodies.data(), matches)) {
     if ((spent += per_replay) > kMaxReplayedEvents) break;
     q.dropped.insert(unit.begin(), unit.end());

@@ -1,0 +1,121 @@
+// The block replay's shortcuts (tl/replay.h, replay::set_shortcuts; docs/compiler.md, "Compile
+// latency") must not change a single answer: one set of streams for the blocks whose decisions
+// are each one value over cid's range, and a Prover block that walks as an earlier block does
+// neither built nor replayed. Every registered developer kernel, at its defaults and at the
+// shapes where the unrolled tile counts grow or the tail tiles differ between blocks (the shapes
+// of docs/compiler.md's compile-time table and its tail shapes), is lowered with the shortcuts
+// and without them; the printed IR must be the same byte for byte.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tl/ir_functor.h"
+#include "tl/kernel_registry.h"
+#include "tl/pass.h"
+#include "tl/printer.h"
+#include "tl/replay.h"
+
+namespace tl {
+namespace {
+
+struct Case {
+  std::string kernel;
+  std::map<std::string, std::string> sets;
+};
+
+/// The shapes of the compile-time benchmark and the tails (rows or panels not a multiple of the
+/// tile, a last block with fewer tiles, pipelined loops with an odd count).
+std::vector<Case> shapes() {
+  return {
+      {"gemm_dev", {{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}},
+      {"gemm_dev", {{"M", "1000"}, {"N", "777"}, {"K", "333"}}},
+      {"gemm_dev", {{"M", "2048"}, {"N", "1024"}, {"K", "3000"}, {"num_stages", "3"}}},
+      {"gemm_dev", {{"M", "1024"}, {"N", "2048"}, {"K", "1024"}, {"blocks", "7"}}},
+      {"flash_attention_dev", {{"S", "273"}}},
+      {"flash_attention_dev", {{"S", "1000"}, {"num_stages", "3"}}},
+      {"flash_attention_dev", {{"S", "777"}, {"H", "3"}, {"num_stages", "4"}}},
+      {"matmul_add_dev", {{"M", "100"}, {"N", "300"}, {"K", "70"}}},
+      {"softmax_dev", {{"M", "1000"}, {"N", "333"}}},
+      {"softmax_dev", {{"M", "4096"}, {"N", "4096"}, {"tiles", "22"}}},
+      {"softmax_dev", {{"M", "1000"}, {"N", "1000"}, {"tiles", "7"}, {"num_stages", "3"}}},
+      {"gelu_dev", {{"M", "16416"}, {"tiles", "171"}}},
+      {"gelu_dev", {{"M", "1000"}, {"tiles", "7"}}},
+      {"gelu_dev", {{"M", "4097"}, {"N", "33"}, {"tiles", "33"}}},
+      {"rms_norm_dev", {{"M", "8192"}, {"N", "4096"}, {"tiles", "128"}}},
+      {"rms_norm_dev", {{"M", "4097"}, {"N", "777"}, {"tiles", "33"}, {"dtype", "float16"}}},
+      {"add_dev", {{"M", "4097"}, {"N", "33"}, {"bM", "7"}}},
+  };
+}
+
+bool developer(const PrimFunc& f) {
+  bool dev = false;
+  pre_order_visit(f->body, [&](const Stmt& s) {
+    if (auto* k = s.as<KernelNode>()) dev |= !k->vid.defined();
+  });
+  return dev;
+}
+
+std::string lowered(const PrimFunc& f, bool shortcuts) {
+  replay::set_shortcuts(shortcuts);
+  std::string out = print(lower(f, default_target()));
+  replay::set_shortcuts(true);
+  return out;
+}
+
+TEST(ReplayShortcuts, SameLoweredIrWithAndWithout) {
+  std::vector<Case> cases;
+  for (const KernelEntry* e : registered_kernels()) cases.push_back({e->name, {}});
+  for (const Case& c : shapes()) cases.push_back(c);
+  int developer_kernels = 0;
+  for (const Case& c : cases) {
+    PrimFunc f = build_kernel(find_kernel(c.kernel), c.sets);
+    if (!developer(f)) continue;
+    ++developer_kernels;
+    std::string label = c.kernel;
+    for (const auto& [k, v] : c.sets) label += " " + k + "=" + v;
+    EXPECT_EQ(lowered(f, true), lowered(f, false)) << label;
+  }
+  EXPECT_GE(developer_kernels, 20);  // the registry's developer kernels and the shapes
+}
+
+// The shortcut applies where it should: gelu_dev with 171 row tiles per block reads cid in its
+// trip count (min(rows - cid * 171, 171)), which is 171 for every one of its 24 blocks. One set
+// of streams stands for the 24 (weight 24); without the shortcut each block has its own, and
+// both replay clean.
+TEST(ReplayShortcuts, OneSetForBlocksThatDecideAlike) {
+  PrimFunc f = lower(build_kernel(find_kernel("gelu_dev"), {{"M", "16416"}, {"tiles", "171"}}),
+                     default_target());
+  const KernelNode* k = nullptr;
+  pre_order_visit(f->body, [&](const Stmt& s) {
+    if (auto* n = s.as<KernelNode>()) k = n;
+  });
+  ASSERT_NE(k, nullptr);
+  std::array<Stmt, 2> bodies;
+  pre_order_visit(k->body, [&](const Stmt& s) {
+    if (auto* sc = s.as<ScopeNode>()) bodies[sc->core == CoreKind::Cube ? 0 : 1] = sc->body;
+  });
+  replay::Query q;
+  q.accesses = q.balanced = true;
+  std::vector<int64_t> weights;
+  auto one = replay::unroll_blocks(*k, bodies[0], bodies[1], default_target(), {}, true, 64, false,
+                                   &weights);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(weights, std::vector<int64_t>{24});
+  EXPECT_TRUE(replay::replay(one[0], {}, q));
+  replay::set_shortcuts(false);
+  auto each = replay::unroll_blocks(*k, bodies[0], bodies[1], default_target(), {}, true, 64, false,
+                                    &weights);
+  replay::set_shortcuts(true);
+  ASSERT_EQ(each.size(), 24u);
+  EXPECT_EQ(weights, std::vector<int64_t>(24, 1));
+  for (const auto& b : each) {
+    EXPECT_TRUE(replay::replay(b, {}, q));
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(b[c].size(), one[0][c].size());
+  }
+}
+
+}  // namespace
+}  // namespace tl
