@@ -22,6 +22,7 @@
 // need one, from the host-written IDX tile (two ops, no temporaries beyond a bitmask).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cann_ops_tilelang/attention.h"
@@ -37,11 +38,13 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
   const int H = ir_size(key.heads, "heads"), D = ir_size(key.dim, "dim"),
             bM = ir_size(key.block_m, "block_m"), bN = ir_size(key.block_n, "block_n"),
             stages = ir_size(key.stages, "stages"), blocks = ir_size(key.blocks, "blocks");
-  // IDX and the mask's bound are integers in (-bM, bN): exact in float16 up to 2048.
-  if (bM > 2048 || bN > 2048 || bN % 2 != 0) {
+  // IDX and the mask's bound are integers in (-bM, bN): exact in float16 up to 2048. The row
+  // trees pair column blocks: bN a power of two.
+  if (bM > 2048 || bN > 2048 || bN < 2 || (bN & (bN - 1)) != 0) {
     throw tl::Error(
         fmt::format("flash_attention_kernel: block_m and block_n must be at most "
-                    "2048 and block_n even (the float16 mask indices), got {} x {}",
+                    "2048 (the float16 mask indices) and block_n a power of two "
+                    "(the row trees), got {} x {}",
                     bM, bN));
   }
   const bool bshd = key.layout == AttentionLayout::BSHD;
@@ -118,12 +121,15 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
                                    tl::neg_inf(f32));
                 });
               });
-              // Row maxima and sums as a tree: whole-tile max / add of column halves (2 cycles
-              // a repeat) down to 64 columns (256 bytes, one repeat a row), then the row
-              // reduction (7 cycles a repeat; docs/hardware.md section 4).
-              T::tile::max(half, cols(s, 0, bN / 2), cols(s, bN / 2, bN / 2));
+              // Row maxima and sums as trees: whole-tile max / add of column blocks (2 cycles a
+              // repeat) down to pw = 64 columns (256 bytes, one repeat a row), then the row
+              // reduction (7 cycles a repeat; docs/hardware.md section 4). The first level pairs
+              // adjacent blocks, 256 bytes apart: no UB bank-group conflict (same section).
+              const int pw = std::min(64, bN / 2);
+              for (int c0 = 0; c0 < bN; c0 += 2 * pw)
+                T::tile::max(cols(half, c0 / 2, pw), cols(s, c0, pw), cols(s, c0 + pw, pw));
               int w = bN / 2;
-              for (; w > 64; w /= 2)
+              for (; w > pw; w /= 2)
                 T::tile::max(cols(half, 0, w / 2), cols(half, 0, w / 2), cols(half, w / 2, w / 2));
               T::reduce_max(cols(half, 0, w), mj, -1);
               T::tile::max(mj, mj, m);
@@ -133,10 +139,14 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
               T::tile::exp(alpha, alpha);
               T::Parallel(bM, [&](Expr i) { m(i) = mj(i); });
               T::Parallel({bM, bN}, [&](Expr i, Expr c) { p(i, c) = cast(dt, s(i, c)); });
-              // The sums' tree in place: s is dead once P is made.
-              for (w = bN; w > 64; w /= 2)
-                T::tile::add(cols(s, 0, w / 2), cols(s, 0, w / 2), cols(s, w / 2, w / 2));
-              T::reduce_sum(cols(s, 0, w), rs, -1);
+              // The sums' tree in place (s is dead once P is made): the pair sums, then those
+              // at a doubling stride, into columns 0 ... pw - 1.
+              for (int c0 = 0; c0 < bN; c0 += 2 * pw)
+                T::tile::add(cols(s, c0, pw), cols(s, c0, pw), cols(s, c0 + pw, pw));
+              for (int st = 2 * pw; st < bN; st *= 2)
+                for (int c0 = 0; c0 < bN; c0 += 2 * st)
+                  T::tile::add(cols(s, c0, pw), cols(s, c0, pw), cols(s, c0 + st, pw));
+              T::reduce_sum(cols(s, 0, pw), rs, -1);
               T::gemm(p, v, o, {.init = true});
               T::Parallel(bM, [&](Expr i) { l(i) = l(i) * alpha(i) + rs(i); });
               T::Parallel({bM, D},

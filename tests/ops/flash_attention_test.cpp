@@ -202,14 +202,17 @@ TEST(FlashAttentionEdges, HazardFreeAndTimeOrderIndependent) {
 }
 
 // The masks' indices are float16 integers (IDX and the bound compared with it): exact only up
-// to 2048, so a bigger tile is an error, not a silently wrong mask.
-TEST(FlashAttentionEdges, KernelRejectsTilesBeyondExactFloat16Indices) {
+// to 2048, so a bigger tile is an error, not a silently wrong mask; the row trees pair column
+// blocks, so block_n is a power of two.
+TEST(FlashAttentionEdges, KernelRejectsTilesItCannotMaskOrReduce) {
   auto key = flash_attention_key(DType::Float16, 2, 64, true, AttentionLayout::BHSD, 0.125,
                                  tl::Device().target());
   key.block_n = 4096;
   EXPECT_CONTAINS(error_of([&] { flash_attention_kernel(key); }),
-                  "flash_attention_kernel: block_m and block_n must be at most 2048 and block_n "
-                  "even (the float16 mask indices), got 64 x 4096");
+                  "flash_attention_kernel: block_m and block_n must be at most 2048 (the float16 "
+                  "mask indices) and block_n a power of two (the row trees), got 64 x 4096");
+  key.block_n = 192;
+  EXPECT_CONTAINS(error_of([&] { flash_attention_kernel(key); }), "got 64 x 192");
 }
 
 // The benchmarks (opt-in, tests/ops/ops_bench.h): S = 1024 with 16 heads of 128, causal or not

@@ -30,9 +30,9 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
                            block_m: int, block_n: int, stages: int, blocks: int) -> PrimFunc:
     """Q, K, V, O in `layout`, LSE [B, H, S] float32, IDX [block_m, block_n] float16."""
     H, D, bM, bN = heads, dim, block_m, block_n
-    if bM > 2048 or bN > 2048 or bN % 2 != 0:  # IDX and the mask's bound: exact float16 integers
-        raise ValueError(f"flash_attention_kernel: block_m and block_n must be at most 2048 and block_n even "
-                         f"(the float16 mask indices), got {bM} x {bN}")
+    if bM > 2048 or bN > 2048 or bN < 2 or bN & (bN - 1):  # exact float16 mask indices; the row trees
+        raise ValueError(f"flash_attention_kernel: block_m and block_n must be at most 2048 (the float16 mask "
+                         f"indices) and block_n a power of two (the row trees), got {bM} x {bN}")
     f32 = "float32"
     sc = _round_f32(scale)
     bshd = layout == "BSHD"
@@ -54,20 +54,23 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         else:
             T.copy(src, t[b, h, row, 0])
 
-    # The trees' widths (the C++ generator's loops): the max tree halves `half` (bN / 2 columns)
-    # down to 64 columns, the sum tree halves s in place from bN.
+    # The trees (the C++ generator's loops). Each first level pairs adjacent column blocks of pw
+    # (64) columns, 256 bytes apart: no UB bank-group conflict (docs/hardware.md section 4).
+    # The max tree then halves `half` (bN / 2 columns) down to pw columns; the sum tree, in place
+    # in s, adds the pair sums at a doubling stride into columns 0 .. pw - 1.
+    pw = min(64, bN // 2)
+    pair_starts = list(range(0, bN, 2 * pw))
     max_levels = []
     w = bN // 2
-    while w > 64:
+    while w > pw:
         max_levels.append(w // 2)
         w //= 2
     max_width = w
-    sum_levels = []
-    w = bN
-    while w > 64:
-        sum_levels.append(w // 2)
-        w //= 2
-    sum_width = w
+    sum_pairs = [(c0, c0 + pw) for c0 in pair_starts]
+    st = 2 * pw
+    while st < bN:
+        sum_pairs += [(c0, c0 + st) for c0 in range(0, bN, 2 * st)]
+        st *= 2
 
     @T.macro
     def kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv):  # noqa: E741
@@ -91,7 +94,8 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
                 T.copy(IDX, idx)
                 for i, j in T.Parallel(bM, bN):
                     s[i, j] = T.if_then_else(idx[i, j] < T.cast(T.cast(S - kv * bN, f32), "float16"), s[i, j], -T.infinity(f32))
-        T.tile.max(half, s[:, 0:bN // 2], s[:, bN // 2:bN])
+        for c0 in pair_starts:
+            T.tile.max(half[:, c0 // 2:c0 // 2 + pw], s[:, c0:c0 + pw], s[:, c0 + pw:c0 + 2 * pw])
         for hw in max_levels:
             T.tile.max(half[:, 0:hw], half[:, 0:hw], half[:, hw:2 * hw])
         T.reduce_max(half[:, 0:max_width], mj, dim=-1)
@@ -106,9 +110,9 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             m[p] = mj[p]
         for i, j in T.Parallel(bM, bN):
             p[i, j] = T.cast(s[i, j], dtype)
-        for hw in sum_levels:  # in place: s is dead once P is made
-            T.tile.add(s[:, 0:hw], s[:, 0:hw], s[:, hw:2 * hw])
-        T.reduce_sum(s[:, 0:sum_width], rs, dim=-1)
+        for c0, c1 in sum_pairs:  # in place: s is dead once P is made
+            T.tile.add(s[:, c0:c0 + pw], s[:, c0:c0 + pw], s[:, c1:c1 + pw])
+        T.reduce_sum(s[:, 0:pw], rs, dim=-1)
         T.gemm(p, v, o, init=True)
         for p in T.Parallel(bM):
             l[p] = l[p] * alpha[p] + rs[p]
