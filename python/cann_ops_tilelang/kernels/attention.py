@@ -93,7 +93,8 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             if kv * bN + bN > S:
                 T.copy(IDX, idx)
                 for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.if_then_else(idx[i, j] < T.cast(T.cast(S - kv * bN, f32), "float16"), s[i, j], -T.infinity(f32))
+                    s[i, j] = T.if_then_else(idx[i, j] < T.cast(T.cast(S - kv * bN, f32), "float16"), s[i, j],
+                                             -T.infinity(f32))
         for c0 in pair_starts:
             T.tile.max(half[:, c0 // 2:c0 // 2 + pw], s[:, c0:c0 + pw], s[:, c0 + pw:c0 + 2 * pw])
         for hw in max_levels:
@@ -120,7 +121,8 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             acc[i, j] = acc[i, j] * alpha[i] + o[i, j]
 
     @T.macro
-    def tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, b, h, qx):  # noqa: E741
+    def tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half,  # noqa: E741
+             b, h, qx):
         load(Q, b, h, qx * bM, q)
         T.clear(acc)
         T.fill(m, -T.infinity(f32))
@@ -164,7 +166,8 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
                          T.ceildiv(S, bM) - 1 - t0)
             else:
                 for b, h, qx in T.Persistent([B, H, T.ceildiv(S, bM)], blocks, cid):
-                    tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, b, h, qx)
+                    tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half,
+                         b, h, qx)
 
     @T.prim_func
     def flash_attention_fwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
