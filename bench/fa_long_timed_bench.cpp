@@ -30,6 +30,7 @@ void BM_FlashAttentionC7TimingOnly(benchmark::State& st) {
   for (int i = 0; i < 4; ++i)
     args.emplace_back(tl::Tensor::empty(dev, {1, H, S, D}, tl::DType::Float16));
   args.emplace_back(tl::Tensor::empty(dev, {1, H, S}, tl::DType::Float32));
+  args.emplace_back(cann_ops_tilelang::flash_attention_idx(dev, key));
   tl::npu::Profile prof;
   tl::LaunchOptions opt;
   opt.profile = &prof;

@@ -56,12 +56,13 @@ std::string FlashAttentionKey::str() const {
 FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
                                       AttentionLayout layout, double scale,
                                       const tl::Target& target) {
-  // Score tiles of 64 q rows x 128 keys: half the kv steps of 64 x 64, each moving twice the
-  // bytes, so the per-step costs (flags, the workspace round trips' latencies, the row
-  // statistics) count half as often: 247 against 330 us at B=1 S=1024 H=16 D=128 bf16
-  // (tests/ops/baselines/flash_attention_test.jsonl). 128 q rows need 282 KB of UB on A2 (the
-  // scores' and P V's UB twins, double-buffered), more than its 192 KB. Each AIV's half of a
-  // score tile (32 rows) is a whole number of 32-byte blocks per row.
+  // Score tiles of 64 q rows x 256 keys: a quarter of the kv steps of 64 x 64, each moving
+  // more bytes, so the per-step costs (flags, the workspace round trips' latencies, the row
+  // statistics' heads and tails) count less often (docs/ops.md, "FlashAttention forward": 64 x
+  // 64 330 us, 64 x 128 247 us at B=1 S=1024 H=16 D=128 bf16 before the vector work was cut; 64
+  // x 256 fits A2's UB since the mask stopped taking int32 / fp32 temporaries). 128 q rows need
+  // more than A2's 192 KB of UB with 2 stages (the scores' and P V's UB twins, double-buffered).
+  // Each AIV's half of a score tile (32 rows) is a whole number of 32-byte blocks per row.
   return {.dtype = dtype,
           .heads = heads,
           .dim = dim,
@@ -69,9 +70,17 @@ FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t di
           .layout = layout,
           .scale = scale,
           .block_m = 64,
-          .block_n = 128,
+          .block_n = 256,
           .stages = 2,
           .blocks = target.num_aic};
+}
+
+tl::Tensor flash_attention_idx(tl::Device& dev, const FlashAttentionKey& key) {
+  std::vector<double> idx(static_cast<size_t>(key.block_m * key.block_n));
+  for (int64_t i = 0; i < key.block_m; ++i)
+    for (int64_t c = 0; c < key.block_n; ++c)
+      idx[static_cast<size_t>(i * key.block_n + c)] = static_cast<double>(key.causal ? c - i : c);
+  return tl::from_vector(dev, {key.block_m, key.block_n}, tl::DType::Float16, idx);
 }
 
 FlashAttentionResult flash_attention(const tl::Tensor& q, const tl::Tensor& k, const tl::Tensor& v,
@@ -102,10 +111,8 @@ FlashAttentionResult flash_attention(const tl::Tensor& q, const tl::Tensor& k, c
   auto view = [&](const tl::Tensor& t) {
     return cfg.layout == AttentionLayout::BSHD ? t.reshape({d.b, d.s, d.h * d.d}) : t;
   };
-  std::vector<tl::Arg> args{view(q), view(k), view(v), view(out.o), out.lse};
-  if (cfg.causal) {  // ROWS: 0 ... bM - 1, the causal mask's row indices (the kernel's file)
-    args.emplace_back(tl::arange(dev, {key.block_m}, tl::DType::Int32));
-  }
+  std::vector<tl::Arg> args{view(q),     view(k), view(v),
+                            view(out.o), out.lse, flash_attention_idx(dev, key)};
   launch(kernel, dev, args);
   return out;
 }

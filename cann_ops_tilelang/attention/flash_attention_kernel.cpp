@@ -9,17 +9,21 @@
 // builds the identical IR (python/tests/test_opslib_attention.py).
 //
 // Work split: `blocks` persistent workers (the target's AICs) take the (batch, head, q tile)
-// triples in turn (T::Persistent). B and S are dynamic: the last q tile's and kv tile's copies
-// are clipped by the compiler and their L1 padding zero-filled (legalize_copies); the keys past
-// S get -inf scores here (the padding's 0 scores would otherwise take weight). Causal: a q tile
-// stops its kv loop at the diagonal tile, and the keys past the query's row get -inf -- every
-// query keeps key 0, so no row is all -inf and m stays finite after the first step.
+// triples in turn (T::Persistent); causal deals the q tiles with the most kv steps first. B and S
+// are dynamic: the last q tile's and kv tile's copies are clipped by the compiler and their L1
+// padding zero-filled (legalize_copies); the keys past S get -inf scores here (the padding's 0
+// scores would otherwise take weight). Causal: a q tile stops its kv loop at the diagonal tile,
+// and the keys past the query's row get -inf -- every query keeps key 0, so no row is all -inf
+// and m stays finite after the first step.
 //
-// Masks are element loops whose condition reads only loop indices and scalars, built inside the
-// kv loop: a tile made once before the loop and read by a row-split element loop is what the
-// split_aiv bug of issue 30 (docs/ops.md) got wrong on AIV1.
+// Vector work per kv step (the AIVs' V pipe bounds the kernel, docs/ops.md "What bounds it"):
+// the scale, the row max and sum as trees of whole-tile ops down to one 256-byte repeat a row
+// before the (slower) row reductions, the exp, the cast to P; the mask only on the steps that
+// need one, from the host-written IDX tile (two ops, no temporaries beyond a bitmask).
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
-#include <optional>
 
 #include "cann_ops_tilelang/attention.h"
 #include "tl/arith.h"
@@ -34,6 +38,15 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
   const int H = ir_size(key.heads, "heads"), D = ir_size(key.dim, "dim"),
             bM = ir_size(key.block_m, "block_m"), bN = ir_size(key.block_n, "block_n"),
             stages = ir_size(key.stages, "stages"), blocks = ir_size(key.blocks, "blocks");
+  // IDX and the mask's bound are integers in (-bM, bN): exact in float16 up to 2048. The row
+  // trees pair column blocks: bN a power of two.
+  if (bM > 2048 || bN > 2048 || bN < 2 || (bN & (bN - 1)) != 0) {
+    throw tl::Error(
+        fmt::format("flash_attention_kernel: block_m and block_n must be at most "
+                    "2048 (the float16 mask indices) and block_n a power of two "
+                    "(the row trees), got {} x {}",
+                    bM, bN));
+  }
   const bool bshd = key.layout == AttentionLayout::BSHD;
   const Expr scale = tl::imm(f32, tl::arith::round_float(f32, key.scale));
   auto B = T::dynamic("B");
@@ -44,18 +57,18 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
   };
   auto Q = qkv("Q"), K = qkv("K"), V = qkv("V"), O = qkv("O");
   auto LSE = T::Tensor("LSE", {B, H, S}, f32);
-  // Causal: ROWS [bM] int32 holds 0 ... bM - 1 (the host writes it). The mask compares a key's
-  // column with the query's row; a row index made in the kernel (an index vector) would pin
-  // every row to AIV 0 (split_aiv), a loaded tile splits like the scores.
-  std::vector<tl::ParamRef> params{Q, K, V, O, LSE};
-  std::optional<tl::Buffer> ROWS;
-  if (key.causal) {
-    ROWS = T::Tensor("ROWS", {bM}, tl::DType::Int32);
-    params.push_back(*ROWS);
-  }
+  // IDX [bM, bN] float16, host-written: c - i when causal (a key's offset from its query), c
+  // when not. A masked step compares it with one scalar (exact: every value and bound is an
+  // integer below 2^11) and selects in place: two vector ops and a bitmask, where an index
+  // made in the kernel took eight int32 / fp32 tiles and twelve ops (docs/ops.md), and would
+  // pin every row to AIV 0 (split_aiv).
+  auto IDX = T::Tensor("IDX", {bM, bN}, tl::DType::Float16);
+  std::vector<tl::ParamRef> params{Q, K, V, O, LSE, IDX};
   auto at = [&](const tl::Buffer& t, Expr b, Expr h, Expr row) {
     return bshd ? t.at({b, row, h * D}) : t.at({b, h, row, 0});
   };
+  // Columns [c0, c0 + w) of every row of a [bM, ...] tile.
+  auto cols = [&](const tl::Buffer& t, int c0, int w) { return t.region({0, c0}, {bM, w}); };
   return T::prim_func("flash_attention_fwd", params, [&] {
     T::Kernel(
         blocks,
@@ -72,10 +85,15 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
           auto rs = T::alloc_fragment("rs", {bM}, f32), l = T::alloc_fragment("l", {bM}, f32);
           auto lse = T::alloc_fragment("lse", {bM}, f32);
           auto out = T::alloc_shared("out", {bM, D}, dt);
-          std::optional<tl::Buffer> rows;
-          if (key.causal) rows = T::alloc_shared("rows", {bM}, tl::DType::Int32);
-          T::Persistent({B, H, ceildiv(S, bM)}, blocks, cid, [&](std::vector<Expr> t) {
-            Expr b = t[0], h = t[1], qx = t[2];
+          auto idx = T::alloc_shared("idx", {bM, bN}, tl::DType::Float16);
+          auto half = T::alloc_fragment("half", {bM, bN / 2}, f32);  // the max tree's first level
+          // Causal: the q tiles with the most kv steps first (qx from the last), so the workers'
+          // last tiles are the short ones and they end together.
+          const std::vector<Expr> domain = key.causal ? std::vector<Expr>{ceildiv(S, bM), B, H}
+                                                      : std::vector<Expr>{B, H, ceildiv(S, bM)};
+          T::Persistent(domain, blocks, cid, [&](std::vector<Expr> t) {
+            Expr b = key.causal ? t[1] : t[0], h = key.causal ? t[2] : t[1];
+            Expr qx = key.causal ? ceildiv(S, bM) - 1 - t[0] : t[2];
             T::copy(at(Q, b, h, qx * bM), q);
             T::clear(acc);
             T::fill(m, tl::neg_inf(f32));
@@ -86,47 +104,49 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
               T::copy(at(K, b, h, kv * bN), k);
               T::copy(at(V, b, h, kv * bN), v);
               T::gemm(q, k, s, {.transpose_B = true, .init = true});
-              if (key.causal) {
-                // Loaded every step, inside the loop: a tile loaded once before the loop and read
-                // by the row-split element loop is the split_aiv bug of docs/ops.md. Keys past
-                // the query get -inf; a key at or before it is before S too (rows past S are
-                // clipped from the output).
-                // Only a kv tile with a key past the q tile's first query pays for the mask.
-                T::If(
-                    kv * bN + bN > qx * bM + 1,
-                    [&] {
-                      T::copy(*ROWS, *rows);
-                      T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                        s(i, c) = select(kv * bN + c <= qx * bM + (*rows)(i), s(i, c) * scale,
-                                         tl::neg_inf(f32));
-                      });
-                    },
-                    [&] {
-                      T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
-                    });
-              } else {
-                // Keys past S (the clipped last tile's zero padding) get no weight; only a tile
-                // that reaches past S pays for the mask (an index compare and a select).
-                T::If(
-                    kv * bN + bN > S,
-                    [&] {
-                      T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                        s(i, c) = select(kv * bN + c < S, s(i, c) * scale, tl::neg_inf(f32));
-                      });
-                    },
-                    [&] {
-                      T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
-                    });
-              }
-              T::reduce_max(s, mj, -1);
+              T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
+              // Only a step with a key past S (or, causal, past the q tile's first query) pays
+              // for the mask; IDX is loaded in the step (a tile loaded once before the loop and
+              // read by the row-split element loop is the split_aiv bug of docs/ops.md).
+              // Causal: key kv bN + c is visible to query qx bM + i iff c - i <= qx bM - kv bN.
+              Expr masked = key.causal ? kv * bN + bN > qx * bM + 1 : kv * bN + bN > S;
+              Expr bound = key.causal ? qx * bM - kv * bN : S - kv * bN;
+              T::If(masked, [&] {
+                T::copy(IDX, idx);
+                T::Parallel({bM, bN}, [&](Expr i, Expr c) {
+                  // Through float32: the AscendC emitter has int -> float32 and float32 ->
+                  // float16 scalar casts (one rounding each, both exact here).
+                  Expr lim = cast(tl::DType::Float16, cast(f32, bound));
+                  s(i, c) = select(key.causal ? idx(i, c) <= lim : idx(i, c) < lim, s(i, c),
+                                   tl::neg_inf(f32));
+                });
+              });
+              // Row maxima and sums as trees: whole-tile max / add of column blocks (2 cycles a
+              // repeat) down to pw = 64 columns (256 bytes, one repeat a row), then the row
+              // reduction (7 cycles a repeat; docs/hardware.md section 4). The first level pairs
+              // adjacent blocks, 256 bytes apart: no UB bank-group conflict (same section).
+              const int pw = std::min(64, bN / 2);
+              for (int c0 = 0; c0 < bN; c0 += 2 * pw)
+                T::tile::max(cols(half, c0 / 2, pw), cols(s, c0, pw), cols(s, c0 + pw, pw));
+              int w = bN / 2;
+              for (; w > pw; w /= 2)
+                T::tile::max(cols(half, 0, w / 2), cols(half, 0, w / 2), cols(half, w / 2, w / 2));
+              T::reduce_max(cols(half, 0, w), mj, -1);
               T::tile::max(mj, mj, m);
               T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) - mj(i); });
               T::Parallel(bM, [&](Expr i) { alpha(i) = m(i) - mj(i); });
               T::tile::exp(s, s);
               T::tile::exp(alpha, alpha);
               T::Parallel(bM, [&](Expr i) { m(i) = mj(i); });
-              T::reduce_sum(s, rs, -1);
               T::Parallel({bM, bN}, [&](Expr i, Expr c) { p(i, c) = cast(dt, s(i, c)); });
+              // The sums' tree in place (s is dead once P is made): the pair sums, then those
+              // at a doubling stride, into columns 0 ... pw - 1.
+              for (int c0 = 0; c0 < bN; c0 += 2 * pw)
+                T::tile::add(cols(s, c0, pw), cols(s, c0, pw), cols(s, c0 + pw, pw));
+              for (int st = 2 * pw; st < bN; st *= 2)
+                for (int c0 = 0; c0 < bN; c0 += 2 * st)
+                  T::tile::add(cols(s, c0, pw), cols(s, c0, pw), cols(s, c0 + st, pw));
+              T::reduce_sum(cols(s, 0, pw), rs, -1);
               T::gemm(p, v, o, {.init = true});
               T::Parallel(bM, [&](Expr i) { l(i) = l(i) * alpha(i) + rs(i); });
               T::Parallel({bM, D},

@@ -51,8 +51,11 @@ struct FlashAttentionKey {
   std::string str() const;
 };
 /// BHSD: Q, K, V, O [B, H, S, D]; BSHD: Q, K, V, O [B, S, H * D] (the heads side by side in a
-/// row). LSE [B, H, S] float32.
+/// row). LSE [B, H, S] float32. IDX [block_m, block_n] float16: flash_attention_idx's tensor.
 tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key);
+/// The kernel's IDX argument on `dev`: element (i, c) holds c - i when key.causal (a key's offset
+/// from its query in a score tile), c when not (the masks' indices, host-made).
+tl::Tensor flash_attention_idx(tl::Device& dev, const FlashAttentionKey& key);
 /// The launch parameters flash_attention chooses on a target.
 FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
                                       AttentionLayout layout, double scale,

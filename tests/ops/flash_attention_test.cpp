@@ -1,10 +1,10 @@
 // cann_ops_tilelang FlashAttention forward (include/cann_ops_tilelang/attention.h) against the
 // fp64 reference of tests/ops/flash_attention_ref.h: o and lse for fp16/bf16, BSHD and BHSD,
-// causal or not, sequence tails S = 1, 7, 33, 273, 1000 (none a multiple of the 64 x 128 tiles)
+// causal or not, sequence tails S = 1, 7, 33, 273, 1000 (none a multiple of the 64 x 256 tiles)
 // and S = 256 (a multiple of both). Level 2 (OPS_TILELANG_TEST_LEVEL=2) adds B=4 S=4096 H=16 D=128.
 // Also: bad inputs (message text, located at this file), empty tensors (no launch), NaN
-// propagation, one compiled kernel for every B and S, and the opt-in benchmark cases
-// (tests/ops/ops_bench.h).
+// propagation, one compiled kernel for every B and S, hazard-free and time-order independent,
+// the kernel's tile-size limit, and the opt-in benchmark cases (tests/ops/ops_bench.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -171,6 +171,48 @@ TEST(FlashAttentionEdges, OneKernelServesEveryBatchAndLength) {
   }
   EXPECT_EQ(kernel_cache_stats().misses, 1);
   EXPECT_EQ(kernel_cache_stats().hits, 5);
+}
+
+// Under the hazard checker and in timed mode with data (simulated-time order, as the hardware
+// runs it): causal with its diagonal masks and longest-first q tiles, and a last kv tile
+// masked past S; both with tail q tiles.
+TEST(FlashAttentionEdges, HazardFreeAndTimeOrderIndependent) {
+  tl::Device dev;
+  auto qc = tl::randn(dev, {1, 300, 2, 64}, DType::BFloat16, 21);
+  auto qn = tl::randn(dev, {1, 1, 273, 128}, DType::Float16, 22);
+  auto calls = [&] {
+    flash_attention(qc, qc, qc, {.causal = true});
+    flash_attention(qn, qn, qn, {.layout = AttentionLayout::BHSD});
+  };
+  RunOptions hazards;
+  hazards.launch.check_hazards = true;
+  {
+    ScopedRun s(hazards);
+    EXPECT_NO_THROW(calls());
+  }
+  RunOptions timed;
+  timed.profile = true;
+  {
+    ScopedRun s(timed);
+    calls();
+  }
+  ASSERT_EQ(timed.profiles.size(), 2u);
+  for (const auto& p : timed.profiles)
+    for (const auto& e : p.time_order_effects) ADD_FAILURE() << p.kernel << ": " << e;
+}
+
+// The masks' indices are float16 integers (IDX and the bound compared with it): exact only up
+// to 2048, so a bigger tile is an error, not a silently wrong mask; the row trees pair column
+// blocks, so block_n is a power of two.
+TEST(FlashAttentionEdges, KernelRejectsTilesItCannotMaskOrReduce) {
+  auto key = flash_attention_key(DType::Float16, 2, 64, true, AttentionLayout::BHSD, 0.125,
+                                 tl::Device().target());
+  key.block_n = 4096;
+  EXPECT_CONTAINS(error_of([&] { flash_attention_kernel(key); }),
+                  "flash_attention_kernel: block_m and block_n must be at most 2048 (the float16 "
+                  "mask indices) and block_n a power of two (the row trees), got 64 x 4096");
+  key.block_n = 192;
+  EXPECT_CONTAINS(error_of([&] { flash_attention_kernel(key); }), "got 64 x 192");
 }
 
 // The benchmarks (opt-in, tests/ops/ops_bench.h): S = 1024 with 16 heads of 128, causal or not

@@ -7,9 +7,10 @@ dim, causal, layout ("BSHD": Q, K, V, O [B, S, H * D]; "BHSD": [B, H, S, D]), sc
 block_n, stages, blocks. B and S are T.dynamic. Developer mode: per kv step the cube computes the
 scores, the vector unit the online softmax (both AIVs, half the q rows each), the cube P V; the
 compiler places the tiles and makes the cross-core workspaces, flags and credits. `blocks`
-persistent workers take the (batch, head, q tile) triples in turn. Causal: ROWS [block_m] int32
-holds 0 .. block_m - 1 (the host writes it), loaded every kv step: a row index made in the kernel
-would keep the vector work on one AIV.
+persistent workers take the (batch, head, q tile) triples in turn (causal: the q tiles with the most kv
+steps first). IDX [block_m, block_n] float16 holds c - i when causal, c when not (the host writes it),
+loaded in the steps that mask: a masked step compares it with one scalar and selects in place. The row
+maxima and sums are trees of whole-tile ops down to 64 columns before the row reductions.
 """
 
 # No `from __future__ import annotations`: the parser reads the T.Tensor annotations from the
@@ -27,8 +28,11 @@ def _round_f32(value: float) -> float:
 
 def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layout: str, scale: float,
                            block_m: int, block_n: int, stages: int, blocks: int) -> PrimFunc:
-    """Q, K, V, O in `layout`, LSE [B, H, S] float32 (and ROWS [block_m] int32 when causal)."""
+    """Q, K, V, O in `layout`, LSE [B, H, S] float32, IDX [block_m, block_n] float16."""
     H, D, bM, bN = heads, dim, block_m, block_n
+    if bM > 2048 or bN > 2048 or bN < 2 or bN & (bN - 1):  # exact float16 mask indices; the row trees
+        raise ValueError(f"flash_attention_kernel: block_m and block_n must be at most 2048 (the float16 mask "
+                         f"indices) and block_n a power of two (the row trees), got {bM} x {bN}")
     f32 = "float32"
     sc = _round_f32(scale)
     bshd = layout == "BSHD"
@@ -50,31 +54,52 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         else:
             T.copy(src, t[b, h, row, 0])
 
+    # The trees (the C++ generator's loops). Each first level pairs adjacent column blocks of pw
+    # (64) columns, 256 bytes apart: no UB bank-group conflict (docs/hardware.md section 4).
+    # The max tree then halves `half` (bN / 2 columns) down to pw columns; the sum tree, in place
+    # in s, adds the pair sums at a doubling stride into columns 0 .. pw - 1.
+    pw = min(64, bN // 2)
+    pair_starts = list(range(0, bN, 2 * pw))
+    max_levels = []
+    w = bN // 2
+    while w > pw:
+        max_levels.append(w // 2)
+        w //= 2
+    max_width = w
+    sum_pairs = [(c0, c0 + pw) for c0 in pair_starts]
+    st = 2 * pw
+    while st < bN:
+        sum_pairs += [(c0, c0 + st) for c0 in range(0, bN, 2 * st)]
+        st *= 2
+
     @T.macro
-    def kv_step(K, V, ROWS, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, rows, b, h, qx, kv):  # noqa: E741
+    def kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv):  # noqa: E741
         load(K, b, h, kv * bN, k)
         load(V, b, h, kv * bN, v)
         T.gemm(q, k, s, transpose_B=True, init=True)
+        for i, j in T.Parallel(bM, bN):
+            s[i, j] = s[i, j] * sc
+        # Only a step with a key past S (causal: past the q tile's first query) pays for the mask;
+        # IDX is loaded in the step (a tile loaded once before the loop and read by the row-split
+        # element loop is the split_aiv bug of docs/ops.md). The bound goes through float32 (the
+        # AscendC emitter's scalar casts); exact either way.
         if causal:
-            # Only a kv tile with a key past the q tile's first query pays for the mask; ROWS is
-            # loaded in the step (a tile loaded once before the loop and read by the row-split
-            # element loop is the split_aiv bug of docs/ops.md).
             if kv * bN + bN > qx * bM + 1:
-                T.copy(ROWS, rows)
+                T.copy(IDX, idx)
                 for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.if_then_else(kv * bN + j <= qx * bM + rows[i], s[i, j] * sc, -T.infinity(f32))
-            else:
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = s[i, j] * sc
+                    s[i, j] = T.if_then_else(idx[i, j] <= T.cast(T.cast(qx * bM - kv * bN, f32), "float16"), s[i, j],
+                                             -T.infinity(f32))
         else:
-            # Only a tile reaching past S pays for the mask of the keys past S.
             if kv * bN + bN > S:
+                T.copy(IDX, idx)
                 for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.if_then_else(kv * bN + j < S, s[i, j] * sc, -T.infinity(f32))
-            else:
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = s[i, j] * sc
-        T.reduce_max(s, mj, dim=-1)
+                    s[i, j] = T.if_then_else(idx[i, j] < T.cast(T.cast(S - kv * bN, f32), "float16"), s[i, j],
+                                             -T.infinity(f32))
+        for c0 in pair_starts:
+            T.tile.max(half[:, c0 // 2:c0 // 2 + pw], s[:, c0:c0 + pw], s[:, c0 + pw:c0 + 2 * pw])
+        for hw in max_levels:
+            T.tile.max(half[:, 0:hw], half[:, 0:hw], half[:, hw:2 * hw])
+        T.reduce_max(half[:, 0:max_width], mj, dim=-1)
         T.tile.max(mj, mj, m)
         for i, j in T.Parallel(bM, bN):
             s[i, j] = s[i, j] - mj[i]
@@ -84,9 +109,11 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         T.tile.exp(alpha, alpha)
         for p in T.Parallel(bM):
             m[p] = mj[p]
-        T.reduce_sum(s, rs, dim=-1)
         for i, j in T.Parallel(bM, bN):
             p[i, j] = T.cast(s[i, j], dtype)
+        for c0, c1 in sum_pairs:  # in place: s is dead once P is made
+            T.tile.add(s[:, c0:c0 + pw], s[:, c0:c0 + pw], s[:, c1:c1 + pw])
+        T.reduce_sum(s[:, 0:pw], rs, dim=-1)
         T.gemm(p, v, o, init=True)
         for p in T.Parallel(bM):
             l[p] = l[p] * alpha[p] + rs[p]
@@ -94,7 +121,28 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             acc[i, j] = acc[i, j] * alpha[i] + o[i, j]
 
     @T.macro
-    def body(Q, K, V, O, LSE, ROWS):  # noqa: E741
+    def tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half,  # noqa: E741
+             b, h, qx):
+        load(Q, b, h, qx * bM, q)
+        T.clear(acc)
+        T.fill(m, -T.infinity(f32))
+        T.clear(l)
+        if causal:  # the kv loop stops at the diagonal tile
+            for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)), num_stages=stages):
+                kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv)
+        else:
+            for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages):
+                kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv)
+        for i, j in T.Parallel(bM, D):
+            out[i, j] = T.cast(acc[i, j] / l[i], dtype)
+        T.tile.ln(lse, l)  # the chip's Ln, chosen explicitly
+        for p in T.Parallel(bM):
+            lse[p] = lse[p] + m[p]
+        store(out, O, b, h, qx * bM)
+        T.copy(lse, LSE[b, h, qx * bM])
+
+    @T.macro
+    def body(Q, K, V, O, LSE, IDX):  # noqa: E741
         with T.Kernel(blocks, threads=2) as cid:
             q = T.alloc_shared((bM, D), dtype)
             k = T.alloc_shared((bN, D), dtype)
@@ -110,38 +158,21 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             l = T.alloc_fragment((bM,), f32)  # noqa: E741
             lse = T.alloc_fragment((bM,), f32)
             out = T.alloc_shared((bM, D), dtype)
-            rows = None
-            if causal:
-                rows = T.alloc_shared((bM,), "int32")
-            for b, h, qx in T.Persistent([B, H, T.ceildiv(S, bM)], blocks, cid):
-                load(Q, b, h, qx * bM, q)
-                T.clear(acc)
-                T.fill(m, -T.infinity(f32))
-                T.clear(l)
-                if causal:  # the kv loop stops at the diagonal tile
-                    for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)),
-                                          num_stages=stages):
-                        kv_step(K, V, ROWS, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, rows, b, h, qx, kv)
-                else:
-                    for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages):
-                        kv_step(K, V, ROWS, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, rows, b, h, qx, kv)
-                for i, j in T.Parallel(bM, D):
-                    out[i, j] = T.cast(acc[i, j] / l[i], dtype)
-                T.tile.ln(lse, l)  # the chip's Ln, chosen explicitly
-                for p in T.Parallel(bM):
-                    lse[p] = lse[p] + m[p]
-                store(out, O, b, h, qx * bM)
-                T.copy(lse, LSE[b, h, qx * bM])
+            idx = T.alloc_shared((bM, bN), "float16")
+            half = T.alloc_fragment((bM, bN // 2), f32)  # the max tree's first level
+            if causal:  # the q tiles with the most kv steps first
+                for t0, b, h in T.Persistent([T.ceildiv(S, bM), B, H], blocks, cid):
+                    tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, b, h,
+                         T.ceildiv(S, bM) - 1 - t0)
+            else:
+                for b, h, qx in T.Persistent([B, H, T.ceildiv(S, bM)], blocks, cid):
+                    tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half,
+                         b, h, qx)
 
-    if causal:
-        @T.prim_func
-        def flash_attention_fwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
-                                O: T.Tensor(shape, dtype), LSE: T.Tensor((B, H, S), f32),  # noqa: E741
-                                ROWS: T.Tensor((bM,), "int32")):
-            body(Q, K, V, O, LSE, ROWS)
-    else:
-        @T.prim_func
-        def flash_attention_fwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
-                                O: T.Tensor(shape, dtype), LSE: T.Tensor((B, H, S), f32)):  # noqa: E741
-            body(Q, K, V, O, LSE, None)
+    @T.prim_func
+    def flash_attention_fwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+                            O: T.Tensor(shape, dtype), LSE: T.Tensor((B, H, S), f32),  # noqa: E741
+                            IDX: T.Tensor((bM, bN), "float16")):
+        body(Q, K, V, O, LSE, IDX)
+
     return flash_attention_fwd
