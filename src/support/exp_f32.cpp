@@ -220,8 +220,8 @@ inline void fall_back(const float* x, float* y, unsigned bad) {
 /// flight behind it; deferred, the chunk's evaluations overlap. A chunk (a remaining block) whose
 /// lanes all hold bfloat16 values reads the table instead (`table(x, y, blocks)`: false, writing
 /// nothing, when some lane is not one): tested once per chunk, not per step, where the test and
-/// its branch cost 12 % of the evaluation's time (issue 31; both together: 0.80 -> 0.57 ns per
-/// element on this host's Zen 4, and the same bits, as either path gives std::exp's). The last
+/// its branch cost 12 % of the evaluation's time (issue 31; both together: 0.80 -> 0.57-0.59 ns
+/// per element on this host's Zen 4, and the same bits, as either path gives std::exp's). The last
 /// n % W through a zero-padded copy.
 template <int W, typename Step, typename Table>
 __attribute__((always_inline)) inline void exp_loop(const float* in, float* out, int64_t n,
