@@ -12,7 +12,10 @@ torch_s / sim_s (> 1: the virtual NPU is faster). torch runs twice: with its def
 settings, then "tuned": glibc's malloc told (mallopt) to keep freed blocks instead of returning
 them to the kernel (M_MMAP_THRESHOLD and M_TRIM_THRESHOLD at 1 GiB, M_ARENA_MAX 1), so a large
 output is not mmap-ed and page-faulted afresh on every call. The simulator side is timed under
-the same settings in each pass, so the two ratios compare like with like.
+the same settings in each pass, so the two ratios compare like with like. Each row also gives the
+medians of the process's CPU seconds per call (time.process_time: every thread of the process,
+the simulator's workers and torch's pool alike) and their ratio: on a shared machine the wall
+clock mostly measures the wait for a core, the CPU time far less so.
 
 Rows (the issue's table, then the library's ops):
   rms_norm      ops.rms_norm 8192x4096 bf16 vs F.rms_norm on the bf16 tensors
@@ -49,21 +52,24 @@ import cann_ops_tilelang as ops  # noqa: E402
 import tl_ascend as tilelang  # noqa: E402,F401
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall seconds and the process's CPU seconds (all its threads) of one call."""
+    t0, c0 = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def side_by_side(sim: Callable[[], Any], ref: Callable[[], Any], reps: int) -> tuple[float, float]:
-    """Medians of `reps` alternating runs of both (the first run of each is a warm-up, untimed)."""
+def side_by_side(sim: Callable[[], Any], ref: Callable[[], Any], reps: int) -> tuple[float, ...]:
+    """Medians of `reps` alternating runs of both (the first run of each is a warm-up, untimed):
+    sim wall, torch wall, sim CPU, torch CPU."""
     sim()
     ref()
     s, r = [], []
     for _ in range(reps):
         s.append(timed(sim))
         r.append(timed(ref))
-    return statistics.median(s), statistics.median(r)
+    return (statistics.median(x[0] for x in s), statistics.median(x[0] for x in r),
+            statistics.median(x[1] for x in s), statistics.median(x[1] for x in r))
 
 
 def tune_allocator() -> bool:
@@ -181,13 +187,16 @@ def main() -> None:
         if setting == "tuned":
             tuned = tune_allocator()
         for c in todo:
-            sim_s, torch_s = side_by_side(c.sim, c.ref, args.reps)
+            sim_s, torch_s, sim_cpu, torch_cpu = side_by_side(c.sim, c.ref, args.reps)
             r = rows[c.name]
             r[f"sim_s_{setting}"], r[f"torch_s_{setting}"] = sim_s, torch_s
             r[f"ratio_{setting}"] = torch_s / sim_s
+            r[f"sim_cpu_s_{setting}"], r[f"torch_cpu_s_{setting}"] = sim_cpu, torch_cpu
+            r[f"ratio_cpu_{setting}"] = torch_cpu / sim_cpu
             r[f"sim_rate_{setting}"], r[f"torch_rate_{setting}"] = c.work / sim_s / 1e9, c.work / torch_s / 1e9
             print(f"{setting:7s} {c.name:12s} {c.shape:22s} sim {sim_s:8.3f} s ({c.work / sim_s / 1e9:7.2f} {c.unit})"
-                  f"  torch {torch_s:8.3f} s ({c.work / torch_s / 1e9:7.2f} {c.unit})  ratio {torch_s / sim_s:.3f}",
+                  f"  torch {torch_s:8.3f} s ({c.work / torch_s / 1e9:7.2f} {c.unit})  ratio {torch_s / sim_s:.3f}"
+                  f"  CPU s {sim_cpu:.3f} / {torch_cpu:.3f} ratio {torch_cpu / sim_cpu:.3f}",
                   flush=True)
     result = {"bench": "host_vs_torch", "reps": args.reps, "small": args.small, "allocator_tuned": tuned,
               "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(),

@@ -128,7 +128,9 @@ TEST(ExpF32, TailsInPlaceAndSpecials) {
   const float specials[] = {NAN,         -NAN,       INFINITY,   -INFINITY, 0.0f,
                             -0.0f,       0x1p-149f,  -0x1p-149f, 88.72283f, 88.72284f,
                             -103.97208f, -87.33655f, 1e-30f};
-  for (int64_t n : {0, 1, 3, 7, 8, 9, 33, 1000, 4097}) {
+  // Sizes around the chunks of 128 (AVX2) and 256 (AVX-512) lanes whose fallbacks run after the
+  // chunk.
+  for (int64_t n : {0, 1, 3, 7, 8, 9, 33, 127, 128, 129, 255, 256, 257, 513, 1000, 4097}) {
     std::vector<float> in(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       in[i] = i % 5 == 3 ? specials[(i / 5) % std::size(specials)] : u(rng);
