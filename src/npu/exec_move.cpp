@@ -512,6 +512,12 @@ bool nd_rows(const TileRef& src, const TileRef& dst) {
   uint8_t* dp = dst.base + storage_offset(dst, dst.start.data(), &run) * es;
   const int64_t ss = ns >= 2 ? src.strides[ns - 2] * es : 0,
                 ds = nd >= 2 ? dst.strides[nd - 2] * es : 0;
+  // Rows back to back on both sides (a whole tile to or from a workspace): one move, not a call
+  // per row (FlashAttention's S, P and O round trips are 64 rows of 128-512 bytes each).
+  if (ss == ds && ss == static_cast<int64_t>(bytes)) {
+    std::memmove(dp, sp, bytes * static_cast<size_t>(R));
+    return true;
+  }
   for (int64_t r = 0; r < R; ++r) std::memmove(dp + r * ds, sp + r * ss, bytes);
   return true;
 }
