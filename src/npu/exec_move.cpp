@@ -257,10 +257,12 @@ void gather_row(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int6
 /// 256, the same order inside) and L0B ZN (the same place, transposed inside): each fractal is
 /// one 512-byte copy or one in-register transpose. Moves exactly the region's elements, as the
 /// table-driven path below does (tests/npu/fast_paths_test.cpp). False, before any byte moved,
-/// for any other copy.
-bool whole_fractals_load(const TileRef& src, const TileRef& dst) {
+/// for any other copy. `transposed`: the transposing load (dst (i, j) = src (j, i)), whose
+/// destination fractal (r1, c1) is source fractal (c1, r1) transposed inside, so L0B's (ZN)
+/// is a plain copy and L0A's (ZZ) a transpose.
+bool whole_fractals_load(const TileRef& src, const TileRef& dst, bool transposed = false) {
   const size_t ns = src.shape.size(), nd = dst.shape.size();
-  const int64_t R = src.rows(), C = src.cols();
+  const int64_t R = transposed ? src.cols() : src.rows(), C = transposed ? src.rows() : src.cols();
   if (R % 16 != 0 || C % 16 != 0 || src.start[ns - 2] % 16 != 0 || src.start[ns - 1] % 16 != 0 ||
       !whole_matrix(dst) || dst.shape[nd - 2] != R || dst.shape[nd - 1] != C)
     return false;
@@ -271,9 +273,9 @@ bool whole_fractals_load(const TileRef& src, const TileRef& dst) {
   const int64_t rp = align_up(src.shape[ns - 2], 16), rb = R / 16, cb = C / 16;
   for (int64_t r1 = 0; r1 < rb; ++r1)
     for (int64_t c1 = 0; c1 < cb; ++c1) {
-      const uint16_t* f = s + c1 * rp * 16 + r1 * 256;
+      const uint16_t* f = transposed ? s + r1 * rp * 16 + c1 * 256 : s + c1 * rp * 16 + r1 * 256;
       uint16_t* g = d + (r1 * cb + c1) * 256;
-      if (dst.scope == MemScope::L0A)
+      if ((dst.scope == MemScope::L0A) != transposed)
         std::memcpy(g, f, 512);
       else
         transpose_fractal16(f, g);
@@ -457,6 +459,10 @@ bool transpose_load(const TileRef& src, const TileRef& dst) {
   const int64_t R = dst.rows(), C = dst.cols(), es = dtype_bytes(src.dtype);
   if (es != 1 && es != 2 && es != 4) return false;
   if (R <= 0 || C <= 0) return true;
+  if (es == 2 && (src.scope == MemScope::L1) &&
+      (dst.scope == MemScope::L0A || dst.scope == MemScope::L0B) &&
+      whole_fractals_load(src, dst, true))
+    return true;
   thread_local std::vector<int64_t> srow, scol, drow, dcol;
   srow.resize(C);  // source row j's part, j < C (dst's column count)
   scol.resize(R);  // source column i's part, i < R
