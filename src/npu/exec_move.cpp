@@ -250,6 +250,39 @@ void gather_row(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int6
   for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[sof[c]];
 }
 
+/// The commonest LoadData, without offset tables: a 16-bit region of L1 starting on the fractal
+/// grid, whole fractals only (rows and columns multiples of 16), into a whole L0A / L0B matrix
+/// of the same shape. L1 is NZ (fractal (r1, c1) at c1 * Rp * 16 + r1 * 256 from the region's
+/// first element, Rp the buffer's padded rows), L0A ZZ (fractal (r1, c1) at (r1 * C / 16 + c1) *
+/// 256, the same order inside) and L0B ZN (the same place, transposed inside): each fractal is
+/// one 512-byte copy or one in-register transpose. Moves exactly the region's elements, as the
+/// table-driven path below does (tests/npu/fast_paths_test.cpp). False, before any byte moved,
+/// for any other copy. `transposed`: the transposing load (dst (i, j) = src (j, i)), whose
+/// destination fractal (r1, c1) is source fractal (c1, r1) transposed inside, so L0B's (ZN)
+/// is a plain copy and L0A's (ZZ) a transpose.
+bool whole_fractals_load(const TileRef& src, const TileRef& dst, bool transposed = false) {
+  const size_t ns = src.shape.size(), nd = dst.shape.size();
+  const int64_t R = transposed ? src.cols() : src.rows(), C = transposed ? src.rows() : src.cols();
+  if (R % 16 != 0 || C % 16 != 0 || src.start[ns - 2] % 16 != 0 || src.start[ns - 1] % 16 != 0 ||
+      !whole_matrix(dst) || dst.shape[nd - 2] != R || dst.shape[nd - 1] != C)
+    return false;
+  int64_t run;
+  const auto* s =
+      reinterpret_cast<const uint16_t*>(src.base) + storage_offset(src, src.start.data(), &run);
+  auto* d = reinterpret_cast<uint16_t*>(dst.base) + storage_offset(dst, dst.start.data(), &run);
+  const int64_t rp = align_up(src.shape[ns - 2], 16), rb = R / 16, cb = C / 16;
+  for (int64_t r1 = 0; r1 < rb; ++r1)
+    for (int64_t c1 = 0; c1 < cb; ++c1) {
+      const uint16_t* f = transposed ? s + r1 * rp * 16 + c1 * 256 : s + c1 * rp * 16 + r1 * 256;
+      uint16_t* g = d + (r1 * cb + c1) * 256;
+      if ((dst.scope == MemScope::L0A) != transposed)
+        std::memcpy(g, f, 512);
+      else
+        transpose_fractal16(f, g);
+    }
+  return true;
+}
+
 /// LoadData L1 -> L0A/L0B of one dtype, batched: every fractal layout is separable, the
 /// offset of (r, c) being row part + column part (NZ: r * c0 + (c / c0) * Rp * c0 + c % c0;
 /// ZZ and ZN likewise), so the column parts of both sides are computed once per copy and each
@@ -267,6 +300,7 @@ bool cube_load(const TileRef& src, const TileRef& dst) {
   const int64_t R = src.rows(), C = src.cols(), es = dtype_bytes(src.dtype);
   if (R <= 0 || C <= 0) return true;
   if (es != 1 && es != 2 && es != 4) return false;  // before any byte moved
+  if (es == 2 && whole_fractals_load(src, dst)) return true;
   thread_local std::vector<int64_t> scol, dcol, srow, drow;
   scol.resize(C);
   dcol.resize(C);
@@ -425,6 +459,10 @@ bool transpose_load(const TileRef& src, const TileRef& dst) {
   const int64_t R = dst.rows(), C = dst.cols(), es = dtype_bytes(src.dtype);
   if (es != 1 && es != 2 && es != 4) return false;
   if (R <= 0 || C <= 0) return true;
+  if (es == 2 && (src.scope == MemScope::L1) &&
+      (dst.scope == MemScope::L0A || dst.scope == MemScope::L0B) &&
+      whole_fractals_load(src, dst, true))
+    return true;
   thread_local std::vector<int64_t> srow, scol, drow, dcol;
   srow.resize(C);  // source row j's part, j < C (dst's column count)
   scol.resize(R);  // source column i's part, i < R
@@ -512,6 +550,12 @@ bool nd_rows(const TileRef& src, const TileRef& dst) {
   uint8_t* dp = dst.base + storage_offset(dst, dst.start.data(), &run) * es;
   const int64_t ss = ns >= 2 ? src.strides[ns - 2] * es : 0,
                 ds = nd >= 2 ? dst.strides[nd - 2] * es : 0;
+  // Rows back to back on both sides (a whole tile to or from a workspace): one move, not a call
+  // per row (FlashAttention's S, P and O round trips are 64 rows of 128-512 bytes each).
+  if (ss == ds && ss == static_cast<int64_t>(bytes)) {
+    std::memmove(dp, sp, bytes * static_cast<size_t>(R));
+    return true;
+  }
   for (int64_t r = 0; r < R; ++r) std::memmove(dp + r * ds, sp + r * ss, bytes);
   return true;
 }

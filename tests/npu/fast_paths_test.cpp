@@ -187,7 +187,7 @@ std::vector<Case> cases() {
   v.push_back({"flash_attention", {}});
   for (const char* dtype : {"float16", "bfloat16"})
     for (const auto& mnk : std::vector<std::array<const char*, 3>>{
-             {"1", "7", "33"}, {"33", "100", "7"}, {"130", "33", "300"}})
+             {"1", "7", "33"}, {"33", "100", "7"}, {"130", "33", "300"}, {"1000", "7", "1000"}})
       v.push_back(
           {"gemm_dev",
            {{"M", mnk[0]}, {"N", mnk[1]}, {"K", mnk[2]}, {"dtype", dtype}, {"blocks", "2"}}});
