@@ -191,6 +191,7 @@ class TailMasker : public IRMutator {
     }
     if (op.rows == RowMap::Reduce) return reduction(*n, self);
     if (op.elementwise() || op.rows == RowMap::RowExpand) return elementwise(*n, self);
+    if (bits_pair_with_rows(*n)) return elementwise(*n, self);
     // A whole-tile op with an identity (sort, topk): its source's stale part filled with it.
     if (op.rows == RowMap::Whole && op.identity->has_value() && op.unit == OpUnit::Vector)
       return fill_then(*n, self, {op_operand(*n, "src")});
@@ -552,6 +553,44 @@ class TailMasker : public IRMutator {
       written_part(dst->buffer, true);
     }
     return self;
+  }
+
+  /// An elementwise op with bitmask operands (compare's dst, select's mask) whose bits pair with
+  /// the rows of its data tiles, so its stale rows are theirs: every bitmask has the data's rank
+  /// and leading extents and 8 elements of a data row per byte of its last dimension (a bit per
+  /// element, consumed continuously: a select's mode 0 reuses one repeat's bits and does not
+  /// pair), and no operand is stale in its last dimension (a column of bits is 8 columns of
+  /// data). split_aiv relates the same rows (relate_masks). Other such ops move elements.
+  bool bits_pair_with_rows(const TileOpNode& n) const {
+    const OpDef& op = *n.op;
+    if (op.rows != RowMap::Elementwise || op.unit != OpUnit::Vector) return false;
+    for (const Attr& a : n.attrs)
+      if (const auto* i = std::get_if<int64_t>(&a.value); i && a.key == "mode" && *i == 0)
+        return false;
+    const BufferRegion* data = nullptr;
+    std::vector<const BufferRegion*> bits;
+    for (size_t i = 0; i < n.args.size() && i < op.operands.size(); ++i) {
+      if (!n.args[i].is_region()) continue;
+      const BufferRegion& r = n.args[i].region;
+      if (op.operands[i].bitmask)
+        bits.push_back(&r);
+      else if (!data)
+        data = &r;
+      if (const Stale* s = stale_of(r.buffer);
+          s && (!s->known || (!s->valid.empty() && s->valid.back().defined())))
+        return false;
+    }
+    if (bits.empty() || !data || data->ranges.empty()) return false;
+    const size_t rank = data->ranges.size();
+    for (const BufferRegion* b : bits) {
+      if (b->ranges.size() != rank || !whole(*b) || !whole(*data)) return false;
+      for (size_t d = 0; d + 1 < rank; ++d)
+        if (!dev::same_extent(b->ranges[d].extent, data->ranges[d].extent)) return false;
+      auto wb = as_const_int(b->ranges.back().extent),
+           wd = as_const_int(data->ranges.back().extent);
+      if (!wb || !wd || *wb * 8 != *wd) return false;
+    }
+    return true;
   }
 
   /// Every stale element of `s` is stale in `own` too (the destination's stale part already
