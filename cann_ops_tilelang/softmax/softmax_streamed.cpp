@@ -209,7 +209,9 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
             // computes no data, reads from its poisoned UB: it times the common case).
             set_then_wait(Pipe::V, Pipe::S, kEvFallback);
             // A let: the scalar load at a cycle of its own (docs/virtual_npu.md, "Timed mode").
-            auto lse = T::let(fmt::format("lse{}", sl), s.load({0}));
+            // Named as the twin's parser names the three slots' copies.
+            auto lse =
+                T::let(sl == 0 ? std::string("lse") : fmt::format("lse_{}", sl), s.load({0}));
             T::If(
                 lse < Expr(kLogLo) || lse >= Expr(kLogHi), [&] { fallback(row); },
                 [&] {
