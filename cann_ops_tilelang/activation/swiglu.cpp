@@ -10,9 +10,9 @@
 namespace cann_ops_tilelang {
 namespace {
 
-constexpr int64_t kRowsPerTile = 16;  // 8 per AIV: a [8] fp32 row vector is one 32-byte block
+constexpr int64_t kRowsPerTile = 16;     // 8 per AIV: a [8] fp32 row vector is one 32-byte block
 constexpr int64_t kRowsPerTileOdd = 18;  // 9 per AIV (swiglu_key: UB bank groups)
-constexpr int64_t kChunkCap = 1024;   // wider tiles save few instructions and cost UB
+constexpr int64_t kChunkCap = 1024;      // wider tiles save few instructions and cost UB
 
 const std::vector<tl::DType> kDtypes{tl::DType::BFloat16, tl::DType::Float16, tl::DType::Float32};
 
