@@ -23,8 +23,6 @@ using tl::DType;
 using tl::Expr;
 namespace T = tl::T;
 constexpr DType f32 = DType::Float32;
-// 2^100: the clamp masks' slope (swiglu_bwd_kernel).
-constexpr double kMaskScale = 1.2676506002282294e30;
 
 /// The tensors and tile loop both kernels share.
 struct Io {
@@ -161,66 +159,66 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
       auto tg = T::alloc_shared("g", {bM, bN}, dt);
       load_ab(in, H, row, col, ta, tb);
       T::copy(DY.at({row, col}), tg);
+      // fp32 working tiles (16-bit I/O widens into its own; fp32 I/O works in the loaded
+      // tiles). Each is overwritten once its value is no longer needed, so the tile holds five
+      // fp32 values an element at most and the chunk can be wide (docs/ops.md, "SwiGLU").
       Buffer af = ta, bf = tb, gf = tg;
       if (wide) {
+        gf = T::alloc_shared("gf", {bM, bN}, f32);
         af = T::alloc_shared("af", {bM, bN}, f32);
         bf = T::alloc_shared("bf", {bM, bN}, f32);
-        gf = T::alloc_shared("gf", {bM, bN}, f32);
+        T::tile::cast(gf, tg);
         T::tile::cast(af, ta);
         T::tile::cast(bf, tb);
-        T::tile::cast(gf, tg);
       }
-      std::optional<Buffer> ma, mb;  // 1 where the input was not clamped, else 0
+      Buffer bc = bf;                // b', clamped
+      std::optional<Buffer> ma, mb;  // bitmasks: the element was not clamped
       if (limit) {
-        // Arithmetic masks, not compare + select: a select moves elements, so the compiler
-        // cannot tell the tail tile's rows past M from stale data and wants padded copies,
-        // which cost 2.2x here. m = clamp((L - v) * 2^100 + 1, 0, 1) is 1 for v <= L and 0
-        // for v > L exactly when no |v - L| lies in (0, 2^-100): swiglu requires L >= 2^-60,
-        // whose neighbours in fp32 are 2^-84 or more away. NaN stays NaN.
-        ma = T::alloc_shared("ma", {bM, bN}, f32);
-        mb = T::alloc_shared("mb", {bM, bN}, f32);
-        T::tile::sub(*ma, af, *limit);  // a - L
-        T::tile::abs(*mb, bf);
-        T::tile::sub(*mb, *mb, *limit);  // |b| - L
-        for (const Buffer& m : {*ma, *mb}) {
-          T::tile::mul(m, m, -kMaskScale);
-          T::tile::add(m, m, 1.0f);
-          T::tile::clamp(m, m, 0.0f, 1.0f);
-        }
-        clamp_ab(af, bf, *limit);
+        // compare + select: one pass to make each mask, one to apply it. The bits pair with
+        // the tile's rows, so the tail tile's rows past M stay known to the compiler
+        // (docs/developer_mode.md, "Tails"). A NaN input compares false: its own gradient
+        // through the clamp is 0, as torch's clamp backward gives (the NaN still reaches the
+        // other half's gradient: silu(NaN), or b' = NaN in da).
+        ma = T::alloc_shared("ma", {bM, bN / 8}, DType::UInt8);
+        mb = T::alloc_shared("mb", {bM, bN / 8}, DType::UInt8);
+        bc = T::alloc_shared("bc", {bM, bN}, f32);
+        T::tile::compare(*ma, af, *limit, "LE");  // a <= L
+        T::tile::min(af, af, *limit);
+        T::tile::clamp(bc, bf, 0.0 - *limit, *limit);
+        T::tile::compare(*mb, bf, bc, "EQ");  // -L <= b <= L
       }
-      auto s = T::alloc_shared("s", {bM, bN}, f32), t = T::alloc_shared("t", {bM, bN}, f32);
+      // s = sigmoid(a'): with the clamp in b's fp32 tile, which the mask was the last to read.
+      Buffer s = limit && wide ? bf : T::alloc_shared("s", {bM, bN}, f32);
       T::tile::sigmoid(s, af);
-      T::tile::mul(t, af, s);  // silu(a')
-      if (W) {                 // dweight partial: sum over this chunk of dy silu(a') b'
+      T::tile::mul(af, af, s);  // silu(a')
+      if (W) {                  // dweight partial: sum over this chunk of dy silu(a') b'
         auto u = T::alloc_shared("u", {bM, bN}, f32);
         auto rs = T::alloc_shared("rs", {bM}, f32), tw = T::alloc_shared("w", {bM}, f32);
-        T::tile::mul(u, t, bf);
+        T::tile::mul(u, af, bc);
         T::tile::mul(u, u, gf);
         T::reduce_sum(u, rs, -1);
         T::copy(rs, DWP->at({c, row}));
         T::copy(W->at({row}), tw);
         T::tile::row_expand_mul(gf, gf, tw);
       }
-      // da = g b' (s + silu(a') (1 - s)), in af's place: a' is no longer needed.
-      Buffer da = af;
-      T::tile::mul(da, t, s);
-      T::tile::sub(da, t, da);
-      T::tile::add(da, da, s);
-      T::tile::mul(da, da, bf);
-      T::tile::mul(da, da, gf);
-      T::tile::mul(t, t, gf);  // db = g silu(a')
+      // db = g silu(a'); da = g b' silu'(a') with silu' = s + silu (1 - s), written
+      // da = b' (db + s (g - db)): four passes after db, in gf's place.
+      T::tile::mul(af, gf, af);  // db
+      T::tile::sub(gf, gf, af);
+      T::tile::mul(gf, s, gf);
+      T::tile::add(gf, af, gf);
+      T::tile::mul(gf, bc, gf);  // da
       if (limit) {
-        T::tile::mul(da, da, *ma);
-        T::tile::mul(t, t, *mb);
+        T::tile::select(gf, *ma, gf, 0.0f, 1);
+        T::tile::select(af, *mb, af, 0.0f, 1);
       }
-      auto oa = T::alloc_shared("da_o", {bM, bN}, dt), ob = T::alloc_shared("db_o", {bM, bN}, dt);
+      // The results go back over the loaded tiles (16-bit: rounded; fp32: already there).
+      Buffer oa = gf, ob = af;
       if (wide) {
-        T::tile::cast(oa, da, "CAST_RINT");
-        T::tile::cast(ob, t, "CAST_RINT");
-      } else {
-        T::tile::add(oa, da, 0.0f);
-        T::tile::add(ob, t, 0.0f);
+        oa = ta;
+        ob = tb;
+        T::tile::cast(oa, gf, "CAST_RINT");
+        T::tile::cast(ob, af, "CAST_RINT");
       }
       if (out.x) {
         T::copy(oa, out.x->at({row, col}));

@@ -43,7 +43,10 @@ using tl::Expr;
 using tl::Pipe;
 namespace T = tl::T;
 using namespace softmax_tree;
-constexpr int kSlots = 3;  // chunk slots: two loads in flight beside the compute
+constexpr int kSlots = 3;       // chunk slots: two loads in flight beside the compute
+constexpr int kEvFallback = 3;  // the forward's check (V -> S) and fallback loads
+// The forward's pass 1 sums exp(x) with no max subtracted; its log must lie in [lo, hi).
+constexpr double kLogLo = -40.0, kLogHi = 88.0;
 
 }  // namespace
 
@@ -120,19 +123,22 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
         // pass1(slot, first): this chunk into the row statistics (first: the row's first chunk);
         // finish(): the statistics pass 2 uses; pass2(slot): the result over the slot.
         std::function<void(const std::vector<Buffer>&, Expr)> pass1;
-        std::function<void()> finish;
+        std::function<void(Expr, int)> finish;  // row, slot
         std::function<void(const std::vector<Buffer>&)> pass2;
 
         if (!bwd) {
-          auto mo = st("mo_ub", 0);      // the max subtracted so far: max(lowest, the chunks')
-          auto mc = st("mc_ub", 256);    // this chunk's max
-          auto ms0 = st("ms0_ub", 256);  // max(mo, mc), the max subtracted from this chunk
-          auto ms1 = st("ms1_ub", 0);
-          auto al = st("al_ub", 0);    // exp(mo - ms0): the old sum's rescale
-          auto s = st("s_ub", 0);      // the running sum (this chunk's added a step later)
+          auto s = st("s_ub", 0);      // the running sum of exp(x), then its log
           auto cs = st("cs_ub", 256);  // the last chunk's sum
-          auto r0 = st("r0_ub", 256);  // max + log(sum), subtracted in pass 2
+          auto mo = st("mo_ub", 0);    // the fallback's row max (at least the lowest float)
+          auto mc = st("mc_ub", 256);  // the fallback's piece max, or its piece sum
+          auto r0 = st("r0_ub", 256);  // log(sum exp(x)), subtracted in pass 2
           auto r1 = st("r1_ub", 0);
+          // The fallback's pieces of h columns: 16-bit loads land in fb (its own bytes: UB has
+          // room for h 16-bit columns beside the slots) and are widened into e0; fp32 loads
+          // land in e0.
+          std::optional<Buffer> fb;
+          if (wide)
+            fb = T::alloc_ub("fb_ub", {1, h}, dt, place(int64_t{h} * tl::dtype_bytes(dt), 0));
           pass1 = [=](const std::vector<Buffer>& sl, Expr first) {
             const Buffer& x = sl[0];
             T::pipe_barrier(Pipe::V);  // the previous step's reads of the halves are done
@@ -140,38 +146,78 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
             T::If(
                 first,
                 [&] {
-                  T::tile::fill(mo, lowest);
                   T::tile::fill(s, 0.0);
                   T::tile::fill(cs, 0.0);
                 },
                 [&] { T::tile::add(s, s, cs); });
             widen(x, e0, e1);
             T::pipe_barrier(Pipe::V);
-            row_tree(true, e0, e1, tr, 1, h, mc);
-            T::pipe_barrier(Pipe::V);
-            T::tile::max(ms0, mo, mc);  // NaN stays NaN; -inf chunks keep mo
-            T::tile::max(ms1, mo, mc);
-            T::pipe_barrier(Pipe::V);
-            T::tile::row_expand_sub(e0, e0, ms0);
-            T::tile::row_expand_sub(e1, e1, ms1);
-            T::tile::sub(al, mo, ms0);
-            T::pipe_barrier(Pipe::V);
-            T::tile::exp(e0, e0);
+            T::tile::exp(e0, e0);  // no max subtracted: finish checks the sum
             T::tile::exp(e1, e1);
-            T::tile::exp(al, al);
             T::pipe_barrier(Pipe::V);
-            T::tile::mul(s, s, al);  // issued with the tree's first level
-            T::tile::add(mo, ms0, 0.0);
             row_tree(false, e0, e1, tr, 1, h, cs);
           };
-          finish = [=] {
+          // The rare row whose sum of exp(x) overflows, underflows or is NaN: its statistics
+          // again, max-subtracted, in two sweeps over the row in pieces of h columns loaded
+          // synchronously beside the slots' loads (event id kEvFallback on both pipe pairs).
+          auto fallback = [=](Expr row) {
+            T::tile::fill(mo, lowest);
+            T::tile::fill(s, 0.0);
+            T::set_flag(Pipe::V, Pipe::MTE2, kEvFallback);
+            for (int sweep = 0; sweep < 2; ++sweep)
+              T::serial("p", 2 * C, [&](Expr p) {
+                T::wait_flag(Pipe::V, Pipe::MTE2, kEvFallback);
+                T::copy(ins[0].at({row, p * h}), wide ? *fb : e0);
+                set_then_wait(Pipe::MTE2, Pipe::V, kEvFallback);
+                if (wide) {
+                  T::tile::cast(e0, *fb);
+                  T::pipe_barrier(Pipe::V);
+                }
+                if (sweep == 0) {
+                  T::reduce_max(e0, mc, -1);
+                  T::pipe_barrier(Pipe::V);
+                  T::tile::max(mo, mo, mc);  // NaN stays NaN; -inf pieces keep mo
+                } else {
+                  T::tile::row_expand_sub(e0, e0, mo);
+                  T::pipe_barrier(Pipe::V);
+                  T::tile::exp(e0, e0);
+                  T::pipe_barrier(Pipe::V);
+                  T::reduce_sum(e0, mc, -1);
+                  T::pipe_barrier(Pipe::V);
+                  T::tile::add(s, s, mc);
+                }
+                T::set_flag(Pipe::V, Pipe::MTE2, kEvFallback);
+              });
+            T::wait_flag(Pipe::V, Pipe::MTE2, kEvFallback);
+            T::pipe_barrier(Pipe::V);
+            T::tile::ln(s, s);
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(r0, mo, s);
+            T::tile::add(r1, mo, s);
+          };
+          finish = [=](Expr row, int sl) {
             T::pipe_barrier(Pipe::V);
             T::tile::add(s, s, cs);
             T::pipe_barrier(Pipe::V);
             T::tile::ln(s, s);
-            T::pipe_barrier(Pipe::V);
-            T::tile::add(r0, ms0, s);
-            T::tile::add(r1, ms1, s);
+            T::pipe_barrier(Pipe::V);  // r0, r1 or the fallback's fills follow on V
+            // Without the max subtracted the sum is exact enough when its log lies in
+            // [kLogLo, kLogHi): finite (each exp(x) too) and at least e^-40, so the terms lost
+            // below fp32's normal range weigh less than 1e-15 of it. Else (an overflow, a row of
+            // very negative or -inf logits) the fallback. A NaN sum stays on this path: a NaN
+            // logit makes the row NaN either way (so does the NaN a timing-only launch, which
+            // computes no data, reads from its poisoned UB: it times the common case).
+            set_then_wait(Pipe::V, Pipe::S, kEvFallback);
+            // A let: the scalar load at a cycle of its own (docs/virtual_npu.md, "Timed mode").
+            // Named as the twin's parser names the three slots' copies.
+            auto lse =
+                T::let(sl == 0 ? std::string("lse") : fmt::format("lse_{}", sl), s.load({0}));
+            T::If(
+                lse < Expr(kLogLo) || lse >= Expr(kLogHi), [&] { fallback(row); },
+                [&] {
+                  T::tile::add(r0, s, 0.0);
+                  T::tile::add(r1, s, 0.0);
+                });
           };
           pass2 = [=](const std::vector<Buffer>& sl) {
             const Buffer& x = sl[0];
@@ -210,7 +256,7 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
             T::pipe_barrier(Pipe::V);
             T::tile::add(s, s, cs);
           };
-          finish = [=] {
+          finish = [=](Expr, int) {
             T::pipe_barrier(Pipe::V);
             T::tile::add(s0, s, 0.0);
             T::tile::add(s1, s, 0.0);
@@ -270,7 +316,7 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
                 set_then_wait(Pipe::V, Pipe::MTE3, sl);  // the slot is read: free after MTE3's wait
               },
               [&] {
-                T::If(kk == C, finish);
+                T::If(kk == C, [&] { finish(row_of(n), sl); });
                 pass2(slots[sl]);
                 set_then_wait(Pipe::V, Pipe::MTE3, sl);
                 T::copy(slots[sl].back(), OUT.at({row_of(n), (kk - C) * bN}));

@@ -196,3 +196,30 @@ def test_switching_mask_tails_off_brings_the_stale_columns_back() -> None:
     y = off.run(x, check_stale=False)
     ref = (x.double() ** 2).sum(-1)
     assert ((y.double() - ref).abs() / ref).max().item() > 0.05
+
+
+@tilelang.jit(out_idx=[1])
+def clamp_gradient_mask(M: int, N: int, block_M: int = 16):
+    """A compare's bitmask and the select it drives pair with the tile's rows: the tail tile's rows
+    past M stay known (stale in rows only), so the store of the select's result stays clipped."""
+
+    @T.prim_func
+    def k(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=2) as cid:
+            x = T.alloc_shared((block_M, N), "float32")
+            m = T.alloc_shared((block_M, N // 8), "uint8")
+            T.copy(X[cid * block_M, 0], x)
+            T.tile.compare(m, x, 0.5, "LE")
+            T.tile.mul(x, x, 3.0)
+            T.tile.select(x, m, x, 0.0, mode=1)
+            T.copy(x, Y[cid * block_M, 0])
+
+    return k
+
+
+@pytest.mark.parametrize("M", [1, 7, 33, 1000])
+def test_compare_and_select_on_a_tail_tile_keep_its_rows(M: int) -> None:
+    torch.manual_seed(M)
+    x = torch.randn(M, 64)
+    y = clamp_gradient_mask(M, 64).run(x, check_hazards=True, check_stale=True)
+    torch.testing.assert_close(y, torch.where(x <= 0.5, 3.0 * x, torch.zeros_like(x)))

@@ -26,6 +26,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "bitmask_rows.h"
 #include "developer.h"
 #include "tail_identity.h"
 #include "tile_bounds.h"
@@ -111,12 +112,9 @@ Stale combine(const Stale& a, const Stale& b) {
   return out;
 }
 
-bool whole(const BufferRegion& r) {
-  for (size_t d = 0; d < r.ranges.size(); ++d) {
-    auto mn = as_const_int(r.ranges[d].min);
-    if (!mn || *mn != 0 || !dev::same_extent(r.ranges[d].extent, r.buffer->shape[d])) return false;
-  }
-  return true;
+/// Not stale, or stale in known leading dimensions only (bitmask_rows.h).
+bool rows_only(const Stale* s) {
+  return !s || (s->known && (s->valid.empty() || !s->valid.back().defined()));
 }
 
 class TailMasker : public IRMutator {
@@ -191,6 +189,8 @@ class TailMasker : public IRMutator {
     }
     if (op.rows == RowMap::Reduce) return reduction(*n, self);
     if (op.elementwise() || op.rows == RowMap::RowExpand) return elementwise(*n, self);
+    if (dev::bits_pair_with_rows(*n, [&](const Buffer& b) { return rows_only(stale_of(b)); }))
+      return elementwise(*n, self);  // a compare / select whose bits pair with the data's rows
     // A whole-tile op with an identity (sort, topk): its source's stale part filled with it.
     if (op.rows == RowMap::Whole && op.identity->has_value() && op.unit == OpUnit::Vector)
       return fill_then(*n, self, {op_operand(*n, "src")});
@@ -209,7 +209,7 @@ class TailMasker : public IRMutator {
         set_stale(w.buffer, unknown_from(first_stale_from(*n), fmt::format("{} moves its elements",
                                                                            dev::describe(self))));
       else
-        written_part(w.buffer, whole(w));
+        written_part(w.buffer, dev::whole_region(w));
     }
     return self;
   }
@@ -372,7 +372,7 @@ class TailMasker : public IRMutator {
     const MemScope ss = src.buffer->scope, ds = dst.buffer->scope;
     if (ss == MemScope::GM && ds == MemScope::UB) {
       auto c = dev::clip_copy(src, dst, bounds_);
-      if (c && c->clipped && !n.attr_bool("pad") && whole(dst)) {
+      if (c && c->clipped && !n.attr_bool("pad") && dev::whole_region(dst)) {
         Stale s;
         s.valid.resize(dst.ranges.size());
         s.from = n.loc;
@@ -383,7 +383,7 @@ class TailMasker : public IRMutator {
       } else if (c && c->clipped && !n.attr_bool("pad")) {
         set_stale(dst.buffer, unknown_from(n.loc, "the clipped copy fills only part of it"));
       } else {
-        written_part(dst.buffer, whole(dst));
+        written_part(dst.buffer, dev::whole_region(dst));
       }
       return self;
     }
@@ -395,8 +395,9 @@ class TailMasker : public IRMutator {
     if (ds == MemScope::L1 && s) return fill_then_cube(n, self);
     if (ds != MemScope::UB) return self;
     if (!s) {
-      written_part(dst.buffer, whole(dst));
-    } else if (whole(dst) && whole(src) && src.ranges.size() == dst.ranges.size()) {
+      written_part(dst.buffer, dev::whole_region(dst));
+    } else if (dev::whole_region(dst) && dev::whole_region(src) &&
+               src.ranges.size() == dst.ranges.size()) {
       set_stale(dst.buffer, *s);
     } else {
       set_stale(dst.buffer, unknown_from(s->from, "it was copied in part from a stale tile"));
@@ -460,17 +461,17 @@ class TailMasker : public IRMutator {
     const BufferRegion& r = src->region;
     const Stale* s = stale_of(r.buffer);
     if (!s) {
-      if (n.attr_bool("clear")) written_part(dst->region.buffer, whole(dst->region));
+      if (n.attr_bool("clear")) written_part(dst->region.buffer, dev::whole_region(dst->region));
       return self;
     }
     const int64_t nd = static_cast<int64_t>(r.ranges.size());
     int64_t dim = n.attr_int("dim");
     if (dim < 0) dim += nd;
     const bool narrowable = s->known && n.attr_bool("clear") && dim >= 0 && dim < nd &&
-                            static_cast<int64_t>(s->valid.size()) == nd && whole(r);
+                            static_cast<int64_t>(s->valid.size()) == nd && dev::whole_region(r);
     if (!narrowable) {
       Stmt out = fill_then(n, self, {src});
-      if (n.attr_bool("clear")) written_part(dst->region.buffer, whole(dst->region));
+      if (n.attr_bool("clear")) written_part(dst->region.buffer, dev::whole_region(dst->region));
       return out;
     }
     // The destination keeps the source's other stale dimensions.
@@ -482,13 +483,13 @@ class TailMasker : public IRMutator {
         out.valid.push_back(s->valid[d]);
         any = any || s->valid[d].defined();
       }
-    if (any && dst->region.ranges.size() == out.valid.size() && whole(dst->region))
+    if (any && dst->region.ranges.size() == out.valid.size() && dev::whole_region(dst->region))
       set_stale(dst->region.buffer, out);
     else if (any)
       set_stale(dst->region.buffer,
                 unknown_from(s->from, fmt::format("{} writes part of it", dev::describe(self))));
     else
-      written_part(dst->region.buffer, whole(dst->region));
+      written_part(dst->region.buffer, dev::whole_region(dst->region));
     if (!s->valid[dim].defined()) return self;
     std::vector<TileArg> args = n.args;
     for (auto& a : args)
@@ -540,7 +541,7 @@ class TailMasker : public IRMutator {
       Stmt out = fill_then(n, self, into_valid);
       return out;
     }
-    if (!whole(*dst)) {
+    if (!dev::whole_region(*dst)) {
       if (result)
         set_stale(dst->buffer, unknown_from(result->from, fmt::format("{} writes part of it",
                                                                       dev::describe(self))));

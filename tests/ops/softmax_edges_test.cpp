@@ -173,7 +173,9 @@ TEST(SoftmaxEdges, ResidentKernelsHaveNoHazardNorTimeOrderEffect) {
 // The streamed kernels (softmax_streamed.cpp) forced onto chunks of 1024: rows of 2048 (4 steps a
 // row: the three slots' last round is partial) and 3072 (6 steps), 101 rows (2 or 3 per AIV: the
 // slots carry over from row to row): against the reference, under the hazard checker, and in
-// timed mode with no output differing from program order.
+// timed mode with no output differing from program order. The forward's rows 5, 7, 9 and 11 take
+// its fallback (logits shifted by +200 and -150, a first chunk of -inf, a row of -inf): without
+// it rows 5 and 7 come out NaN or infinite.
 TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
   for (DType dt : {DType::BFloat16, DType::Float32}) {
     for (bool log : {false, true}) {
@@ -191,6 +193,13 @@ TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
           auto kernel = tl::compile(softmax_kernel(key), dev.target());
           auto xs = tl::randn(dev, {M, N}, DType::Float32, opstest::test_seed()).to_vector();
           for (auto& e : xs) e *= 4;  // logits of a language model's scale
+          if (!backward)  // rows whose sum of exp(x) leaves [e^-40, e^88): the fallback's
+            for (int64_t j = 0; j < N; ++j) {
+              xs[5 * N + j] += 200;  // exp(x) overflows
+              xs[7 * N + j] -= 150;  // exp(x) underflows to 0
+              if (j < 1024) xs[9 * N + j] = -std::numeric_limits<double>::infinity();
+              xs[11 * N + j] = -std::numeric_limits<double>::infinity();  // NaN, as torch
+            }
           auto x = tl::from_vector(dev, {M, N}, dt, xs);
           auto dy = tl::randn(dev, {M, N}, dt, opstest::test_seed() + 1);
           auto y = log ? log_softmax(x) : softmax(x);
@@ -206,6 +215,8 @@ TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
           const auto tol = opstest::tolerance(dt);
           if (!backward) {
             auto want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
+            for (int64_t j = 0; j < N; ++j)  // a row of only -inf
+              want[11 * N + j] = std::numeric_limits<double>::quiet_NaN();
             EXPECT_EQ(opstest::allclose(out.to_vector(), want, N, tol, "y"), "");
           } else {
             auto want = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);

@@ -119,6 +119,31 @@ TEST(SwigluEdges, NanStaysInItsElement) {
   for (int64_t i = 0; i < T; ++i) EXPECT_EQ(std::isnan(dw[i]), i == 2 || i == 8) << i;
 }
 
+// With a clamp the backward's masks are compare + select bitmasks: a NaN compares false, so the
+// gradient through its own clamp is 0 (torch's clamp backward), while the NaN still reaches the
+// other half's gradient (db = g silu(NaN); da = g b' ... with b' = NaN), and only there.
+TEST(SwigluEdges, ClampedBackwardNanGoesWhereTorchPutsIt) {
+  tl::Device dev;
+  const int64_t T = 19, H = 576;  // 19 rows: the 18-row tiles' tail tile holds the NaN b
+  auto x = tl::randn(dev, {T, 2 * H}, DType::BFloat16, opstest::test_seed());
+  x.set(2 * 2 * H + 17, NAN);        // a of token 2, column 17
+  x.set(18 * 2 * H + H + 3, NAN);    // b of token 18, column 3
+  x.set(5 * 2 * H + 40, 20.0);       // a clamped
+  x.set(5 * 2 * H + H + 41, -30.0);  // b clamped
+  auto dx = swiglu_backward(tl::randn(dev, {T, H}, DType::BFloat16, 3), x, {}, {.clamp = 10.0})
+                .dx.to_vector();
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < 2 * H; ++j) {
+      const bool nan = (i == 2 && j == H + 17) || (i == 18 && j == 3);
+      ASSERT_EQ(std::isnan(dx[i * 2 * H + j]), nan) << i << ", " << j;
+    }
+  EXPECT_EQ(dx[2 * 2 * H + 17], 0.0);      // da at the NaN a: 0 through its clamp
+  EXPECT_EQ(dx[18 * 2 * H + H + 3], 0.0);  // db at the NaN b
+  EXPECT_EQ(dx[5 * 2 * H + 40], 0.0);      // a = 20 > L
+  EXPECT_EQ(dx[5 * 2 * H + H + 41], 0.0);  // b = -30 < -L
+  EXPECT_NE(dx[5 * 2 * H + H + 40], 0.0);  // b of the clamped a: g silu(L)
+}
+
 TEST(SwigluEdges, ClampedElementsHaveZeroGradient) {
   tl::Device dev;
   auto x = tl::from_vector(dev, {1, 32}, DType::Float32,

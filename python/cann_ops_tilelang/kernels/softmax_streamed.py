@@ -26,6 +26,8 @@ from tl_ascend.language.parser import PrimFunc
 from .softmax_resident import _LOWEST, _sync, _tree, _tree_allocator
 
 SLOTS = 3  # chunk slots: two loads in flight beside the compute
+EV_FALLBACK = 3  # the forward's check (V -> S) and its fallback's loads
+LOG_LO, LOG_HI = -40.0, 88.0  # the forward's pass 1 sums exp(x) unshifted; its log must lie here
 
 
 def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bool,
@@ -59,12 +61,13 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     alloc_tree = _tree_allocator(tree, 1)
     # Row statistics, one value each; a row-expand's operand sits 256 bytes from its half.
     if not backward:
-        names = ["mo", "mc", "ms0", "ms1", "al", "s", "cs", "r0", "r1"]
-        residues = [0, 256, 256, 0, 0, 0, 256, 256, 0]
+        names = ["s", "cs", "mo", "mc", "r0", "r1"]
+        residues = [0, 256, 0, 256, 256, 0]
     else:
         names = ["s", "cs", "s0", "s1"]
         residues = [0, 256, 256 if log else 0, 0 if log else 256]
     a_st = [place(4, r) for r in residues]
+    a_fb = place(h * es, 0) if wide and not backward else None  # the forward fallback's pieces
 
     def alloc_stats() -> dict:
         """Allocates the statistics where the kernel calls it; returns them by name."""
@@ -91,44 +94,77 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
 
     @T.macro
     def fwd_pass1(x, e0, e1, tr, st, first):
-        mo, mc, ms0, ms1, al, s, cs = st["mo"], st["mc"], st["ms0"], st["ms1"], st["al"], st["s"], st["cs"]
+        s, cs = st["s"], st["cs"]
         T.pipe_barrier("V")  # the previous step's reads of the halves are done
         # The previous chunk's sum is added here, beside the widening (one barrier less).
         if first:
-            T.tile.fill(mo, _LOWEST)
             T.tile.fill(s, 0.0)
             T.tile.fill(cs, 0.0)
         else:
             T.tile.add(s, s, cs)
         widen(x, e0, e1)
         T.pipe_barrier("V")
-        row_tree(True, e0, e1, tr, mc)
-        T.pipe_barrier("V")
-        T.tile.max(ms0, mo, mc)  # NaN stays NaN; -inf chunks keep mo
-        T.tile.max(ms1, mo, mc)
-        T.pipe_barrier("V")
-        T.tile.row_expand_sub(e0, e0, ms0)
-        T.tile.row_expand_sub(e1, e1, ms1)
-        T.tile.sub(al, mo, ms0)
-        T.pipe_barrier("V")
-        T.tile.exp(e0, e0)
+        T.tile.exp(e0, e0)  # no max subtracted: fwd_finish checks the sum
         T.tile.exp(e1, e1)
-        T.tile.exp(al, al)
         T.pipe_barrier("V")
-        T.tile.mul(s, s, al)  # issued with the tree's first level
-        T.tile.add(mo, ms0, 0.0)
         row_tree(False, e0, e1, tr, cs)
 
     @T.macro
-    def fwd_finish(st):
+    def fwd_fallback(X, e0, fb, st, row):
+        """The rare row whose sum of exp(x) leaves [e^-40, e^88): its statistics again, max-subtracted,
+        in two sweeps over pieces of h columns loaded synchronously (event id 3 on both pipe pairs)."""
+        mo, mc, s = st["mo"], st["mc"], st["s"]
+        T.tile.fill(mo, _LOWEST)
+        T.tile.fill(s, 0.0)
+        T.set_flag("V", "MTE2", EV_FALLBACK)
+        for sweep in sweeps:
+            for p in T.serial(2 * C):
+                T.wait_flag("V", "MTE2", EV_FALLBACK)
+                if wide:
+                    T.copy(X[row, p * h], fb)
+                else:
+                    T.copy(X[row, p * h], e0)
+                _sync("MTE2", "V", EV_FALLBACK)
+                if wide:
+                    T.tile.cast(e0, fb)
+                    T.pipe_barrier("V")
+                if sweep == 0:
+                    T.reduce_max(e0, mc, -1)
+                    T.pipe_barrier("V")
+                    T.tile.max(mo, mo, mc)  # NaN stays NaN; -inf pieces keep mo
+                else:
+                    T.tile.row_expand_sub(e0, e0, mo)
+                    T.pipe_barrier("V")
+                    T.tile.exp(e0, e0)
+                    T.pipe_barrier("V")
+                    T.reduce_sum(e0, mc, -1)
+                    T.pipe_barrier("V")
+                    T.tile.add(s, s, mc)
+                T.set_flag("V", "MTE2", EV_FALLBACK)
+        T.wait_flag("V", "MTE2", EV_FALLBACK)
+        T.pipe_barrier("V")
+        T.tile.ln(s, s)
+        T.pipe_barrier("V")
+        T.tile.add(st["r0"], mo, s)
+        T.tile.add(st["r1"], mo, s)
+
+    @T.macro
+    def fwd_finish(X, e0, fb, st, row):
         s = st["s"]
         T.pipe_barrier("V")
         T.tile.add(s, s, st["cs"])
         T.pipe_barrier("V")
         T.tile.ln(s, s)
-        T.pipe_barrier("V")
-        T.tile.add(st["r0"], st["ms0"], s)
-        T.tile.add(st["r1"], st["ms1"], s)
+        T.pipe_barrier("V")  # r0, r1 or the fallback's fills follow on V
+        # The log of the sum of exp(x) must lie in [-40, 88) (finite, and the terms lost below fp32's
+        # normal range negligible); else the fallback. A NaN stays here (the row is NaN either way).
+        _sync("V", "S", EV_FALLBACK)
+        lse = s[0]  # a let: the scalar load at a cycle of its own
+        if lse < LOG_LO or lse >= LOG_HI:
+            fwd_fallback(X, e0, fb, st, row)
+        else:
+            T.tile.add(st["r0"], s, 0.0)
+            T.tile.add(st["r1"], s, 0.0)
 
     @T.macro
     def fwd_pass2(x, e0, e1, st):
@@ -193,6 +229,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         narrow(dy, g0, g1)
 
     in_idx = [0, 1] if backward else [0]  # a Python list: unrolled while parsing
+    sweeps = [0, 1]
 
     @T.macro
     def load(ins, sl, n, worker, workers):
@@ -207,7 +244,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                 T.copy(ins[i][worker + n // spr * workers, n % C * bN], sl[i])
 
     @T.macro
-    def work(OUT, sl, hv, tr, st, n, worker, workers):
+    def work(ins, OUT, sl, hv, tr, st, n, worker, workers):
         if n % spr < C:
             if backward:
                 bwd_pass1(sl[0], sl[1], hv[0], hv[1], hv[2], hv[3], tr, st, n % spr == 0)
@@ -221,7 +258,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                 bwd_pass2(sl[0], sl[1], hv[0], hv[1], hv[2], hv[3], st)
             else:
                 if n % spr == C:
-                    fwd_finish(st)
+                    fwd_finish(ins[0], hv[0], hv[2], st, worker + n // spr * workers)
                 fwd_pass2(sl[0], hv[0], hv[1], st)
             _sync("V", "MTE3", sl[nin])
             T.copy(sl[nin - 1], OUT[worker + n // spr * workers, (n % spr - C) * bN])
@@ -235,7 +272,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                 load(ins, slots[ahead], n + (SLOTS - 1), worker, workers)
                 T.set_flag("MTE2", "V", ahead)
             T.wait_flag("MTE2", "V", sl)
-            work(OUT, slots[sl], hv, tr, st, n, worker, workers)
+            work(ins, OUT, slots[sl], hv, tr, st, n, worker, workers)
             T.set_flag("MTE3", "MTE2", sl)
 
     slot_idx = list(range(SLOTS))  # a Python list: unrolled while parsing
@@ -267,6 +304,11 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                     hv = [e0, e1]
                 tr = alloc_tree()
                 st = alloc_stats()
+                if not backward:  # the fallback's 16-bit pieces (fp32 pieces land in e0)
+                    if wide:
+                        hv = hv + [T.alloc_ub((1, h), dtype, name="fb_ub", address=a_fb)]
+                    else:
+                        hv = hv + [None]
 
                 workers = num_blocks * 2
                 worker = cid * 2 + vid

@@ -11,9 +11,9 @@ fp32 per token). M, the token count, is T.dynamic("M"): one kernel per key serve
 The design: developer mode. The tiles are (row tile, column chunk) pairs, ceil(M / bM) * (H / bN)
 of them; block cid takes tiles cid, cid + nb, ... in a T.Pipelined loop (the next tile loads
 while this one computes), and threads=2 lets the compiler split each tile's rows over the two
-AIVs. Everything is computed in fp32. The backward's clamp masks are arithmetic,
-clamp((L - v) * 2^100 + 1, 0, 1): a compare + select would move elements, which the compiler
-cannot follow past M in the tail tile. dweight sums a row over all H / bN chunks: each tile stores
+AIVs. Everything is computed in fp32. The backward's clamp masks are bitmasks (compare, then a
+select applies them), whose bits the compiler pairs with the tile's rows, so the tail tile's rows
+past M stay known. dweight sums a row over all H / bN chunks: each tile stores
 its row sums into DWP[chunk] and swiglu_dw_reduce_kernel adds the chunks in order.
 
 A @T.prim_func's signature is fixed and the tensors depend on the branches, so the body is a
@@ -25,8 +25,6 @@ macro and each combination of branches has a thin prim_func; absent tensors are 
 # scope).
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
-
-MASK_SCALE = 2.0 ** 100  # the clamp masks' slope (exact for L >= 2^-60, which swiglu requires)
 
 
 def _tile_loop_sizes(hidden: int, rows_per_tile: int, chunk: int, blocks: int, M):
@@ -151,62 +149,60 @@ def swiglu_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, b
                     T.copy(A[row, col], a)
                     T.copy(B[row, col], b)
                 T.copy(DY[row, col], g)
+                # fp32 working tiles, each overwritten once its value is no longer needed.
                 af = a
                 bf = b
                 gf = g
                 if wide:
+                    gf = T.alloc_shared((bM, bN), "float32")
                     af = T.alloc_shared((bM, bN), "float32")
                     bf = T.alloc_shared((bM, bN), "float32")
-                    gf = T.alloc_shared((bM, bN), "float32")
+                    T.tile.cast(gf, g)
                     T.tile.cast(af, a)
                     T.tile.cast(bf, b)
-                    T.tile.cast(gf, g)
-                if limit is not None:  # masks: 1 where the input was not clamped, else 0
-                    ma = T.alloc_shared((bM, bN), "float32")
-                    mb = T.alloc_shared((bM, bN), "float32")
-                    T.tile.sub(ma, af, limit)  # a - L
-                    T.tile.abs(mb, bf)
-                    T.tile.sub(mb, mb, limit)  # |b| - L
-                    T.tile.mul(ma, ma, -MASK_SCALE)
-                    T.tile.add(ma, ma, 1.0)
-                    T.tile.clamp(ma, ma, 0.0, 1.0)
-                    T.tile.mul(mb, mb, -MASK_SCALE)
-                    T.tile.add(mb, mb, 1.0)
-                    T.tile.clamp(mb, mb, 0.0, 1.0)
+                bc = bf  # b', clamped
+                if limit is not None:  # bitmasks: the element was not clamped (compare + select)
+                    ma = T.alloc_shared((bM, bN // 8), "uint8")
+                    mb = T.alloc_shared((bM, bN // 8), "uint8")
+                    bc = T.alloc_shared((bM, bN), "float32")
+                    T.tile.compare(ma, af, limit, "LE")  # a <= L
                     T.tile.min(af, af, limit)
-                    T.tile.clamp(bf, bf, 0.0 - limit, limit)
-                s = T.alloc_shared((bM, bN), "float32")
-                t = T.alloc_shared((bM, bN), "float32")
+                    T.tile.clamp(bc, bf, 0.0 - limit, limit)
+                    T.tile.compare(mb, bf, bc, "EQ")  # -L <= b <= L
+                # s = sigmoid(a'): with the clamp in b's fp32 tile, which the mask read last.
+                if limit is not None and wide:
+                    s = bf
+                else:
+                    s = T.alloc_shared((bM, bN), "float32")
                 T.tile.sigmoid(s, af)
-                T.tile.mul(t, af, s)  # silu(a')
+                T.tile.mul(af, af, s)  # silu(a')
                 if W is not None:  # dweight partial: sum over this chunk of dy silu(a') b'
                     u = T.alloc_shared((bM, bN), "float32")
                     rs = T.alloc_shared((bM,), "float32")
                     w = T.alloc_shared((bM,), "float32")
-                    T.tile.mul(u, t, bf)
+                    T.tile.mul(u, af, bc)
                     T.tile.mul(u, u, gf)
                     T.reduce_sum(u, rs, -1)
                     T.copy(rs, DWP[c, row])
                     T.copy(W[row], w)
                     T.tile.row_expand_mul(gf, gf, w)
-                # da = g b' (s + silu(a') (1 - s)), in af's place: a' is no longer needed.
-                T.tile.mul(af, t, s)
-                T.tile.sub(af, t, af)
-                T.tile.add(af, af, s)
-                T.tile.mul(af, af, bf)
-                T.tile.mul(af, af, gf)
-                T.tile.mul(t, t, gf)  # db = g silu(a')
+                # db = g silu(a'); da = b' (db + s (g - db)), in gf's place.
+                T.tile.mul(af, gf, af)  # db
+                T.tile.sub(gf, gf, af)
+                T.tile.mul(gf, s, gf)
+                T.tile.add(gf, af, gf)
+                T.tile.mul(gf, bc, gf)  # da
                 if limit is not None:
-                    T.tile.mul(af, af, ma)
-                    T.tile.mul(t, t, mb)
-                da_o = T.alloc_shared((bM, bN), dtype)
-                db_o = T.alloc_shared((bM, bN), dtype)
+                    T.tile.select(gf, ma, gf, 0.0, mode=1)
+                    T.tile.select(af, mb, af, 0.0, mode=1)
+                # The results go back over the loaded tiles (16-bit: rounded; fp32: already there).
+                da_o = gf
+                db_o = af
                 if wide:
-                    T.tile.cast(da_o, af, "CAST_RINT")
-                    T.tile.cast(db_o, t, "CAST_RINT")
-                else:
-                    T.tile.add(da_o, af, 0.0)
-                    T.tile.add(db_o, t, 0.0)
+                    da_o = a
+                    db_o = b
+                    T.tile.cast(da_o, gf, "CAST_RINT")
+                    T.tile.cast(db_o, af, "CAST_RINT")
                 if DX is not None:
                     T.copy(da_o, DX[row, col])
                     T.copy(db_o, DX[row, H + col])
