@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "program.h"
+#include "replay.h"
 #include "stale.h"
 #include "tl/printer.h"
 #include "trace_record.h"
@@ -400,7 +401,11 @@ void Core::exec_leaf(const StmtNode* s) {
     case StmtKind::Allocate:
       return;  // addresses are planned; memory persists (stale data)
     case StmtKind::Store:
-      if (trace_ && !replay_) record_scalar(*this, *trace_, *s);
+      if (trace_ && !replay_) {
+        const size_t first = trace_->events.size();
+        record_scalar(*this, *trace_, *s);
+        if (launch.gm_keep) launch.gm_keep->save_gm_writes(*trace_, first);
+      }
       return store(*static_cast<const StoreNode*>(s));
     case StmtKind::TileOp: {
       auto* n = static_cast<const TileOpNode*>(s);
@@ -412,6 +417,7 @@ void Core::exec_leaf(const StmtNode* s) {
       const size_t first = trace_ ? trace_->events.size() : 0;
       if (trace_) record_op(*this, *trace_, *n);
       if (launch.timing_only) return;
+      if (launch.gm_keep) launch.gm_keep->save_gm_writes(*trace_, first);
       if (shadow_) stale_before(*n, *this);
       if (trace_ && launch.digest_gm_stores && stores_to_gm(*trace_, first)) {
         std::lock_guard<std::mutex> lock(launch.gm_store_mu);

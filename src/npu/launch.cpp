@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "exec.h"
 #include "program.h"
@@ -405,13 +406,14 @@ void check_launch_limits(const Program& p, const LaunchState& ls, const LaunchOp
   if (opt.trace || opt.check_hazards || opt.profile)
     bytes += ls.num_blocks * 3 * static_cast<int64_t>(sizeof(npu::CoreTrace));
   if (opt.profile && !opt.timing_only) {
-    // The snapshot before the run, the program-order contents, and one tensor being compared.
+    // At most: the bytes the functional run writes kept, and one tensor's image if the
+    // time-ordered result differs (replay_snapshot.cpp).
     int64_t tensors = 0, largest = 0;
     for (const auto& t : ls.tensors) {
       tensors += t.nbytes();
       largest = std::max(largest, t.nbytes());
     }
-    bytes += 2 * tensors + largest;
+    bytes += tensors + largest;
   }
   check_host_memory(
       bytes,
@@ -556,7 +558,16 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
   // from the same memory.
   const bool replay = opt.profile && !opt.timing_only;
   std::optional<npu::LaunchSnapshot> before;
-  if (replay) before.emplace(ls, memories, ls.physical_blocks);
+  if (replay) {
+    std::vector<std::array<size_t, kNumMemScopes>> poisoned;  // (group, slot) order
+    for (const auto& g : groups)
+      for (const auto& c : g.cores) {
+        poisoned.emplace_back();
+        for (size_t m = 0; m < kNumMemScopes; ++m) poisoned.back()[m] = c->mem[m].size();
+      }
+    before.emplace(ls, memories, std::move(poisoned));
+    ls.gm_keep = &*before;
+  }
   int n = opt.threads > 0 ? opt.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n = std::min(n, ls.physical_blocks);
@@ -607,7 +618,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
       ls.throw_cancelled();
     }
     if (replay) {
-      auto program_order = npu::capture_tensors(ls);
+      ls.gm_keep = nullptr;
       before->restore();
       ls.output.discard();
       // The replay executes printf at its simulated time, after the core's interpreter has
@@ -615,12 +626,13 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
       ls.output.open(opt.out ? opt.out : &std::cout, /*hold=*/true);
       ls.progress_percent = 0;  // the replay reports its own progress
       try {
-        npu::replay_in_time_order(ls, memories, *trace, *opt.profile, progress);
+        std::tie(opt.profile->replay_ops, opt.profile->replay_in_place) =
+            npu::replay_in_time_order(ls, memories, *trace, *opt.profile, progress);
       } catch (...) {
         ls.output.finish();
         throw;
       }
-      opt.profile->time_order_effects = npu::diff_tensors(ls, program_order);
+      opt.profile->time_order_effects = before->diff(ls);
     }
   }
   ls.output.finish();

@@ -394,6 +394,9 @@ struct LaunchState {
   // make two different stores look identical).
   bool digest_gm_stores = false;
   std::mutex gm_store_mu;
+  // Timed launches with data: the GM bytes the functional run writes are kept before their first
+  // write, for the time-ordered replay to start from (replay.h).
+  class LaunchSnapshot* gm_keep = nullptr;
 
   // Budget, cancellation and progress (LaunchOptions::max_steps, TL_MAX_STEPS, cancel,
   // progress_percent).

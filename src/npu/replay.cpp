@@ -26,44 +26,17 @@
 #include "replay.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <queue>
-#include <unordered_map>
 
+#include "replay_isolation.h"
 #include "tl/error.h"
 #include "tl/npu/numerics.h"
 
 namespace tl::npu {
 namespace {
-
-/// Bytes of a tensor view from its first to its last element.
-std::pair<uint8_t*, size_t> span_of(const Tensor& t) {
-  int64_t last = 0;
-  for (int d = 0; d < t.ndim(); ++d) {
-    if (t.dim(d) == 0) return {t.data(), 0};
-    last += (t.dim(d) - 1) * t.strides()[d];
-  }
-  return {t.data(), static_cast<size_t>((last + 1) * dtype_bytes(t.dtype()))};
-}
-
-/// Byte offset of element `flat` (row-major) of a view.
-int64_t byte_offset(const Tensor& t, int64_t flat) {
-  int64_t off = 0;
-  for (int d = t.ndim(); d-- > 0;) {
-    off += (flat % t.dim(d)) * t.strides()[d];
-    flat /= t.dim(d);
-  }
-  return off * dtype_bytes(t.dtype());
-}
-
-std::string index_str(const Tensor& t, int64_t flat) {
-  std::vector<int64_t> idx(t.ndim());
-  for (int d = t.ndim(); d-- > 0;) {
-    idx[d] = flat % t.dim(d);
-    flat /= t.dim(d);
-  }
-  return fmt::format("[{}]", fmt::join(idx, ", "));
-}
 
 /// Writes the bytes of `after` that differ from `before` to `at`, a word at a time: a byte mask
 /// of the differing bytes merges them into what is there now.
@@ -104,9 +77,14 @@ bool same_event(const TraceEvent& a, const TraceEvent& b) {
 class TimeOrderedReplay final : public ReplayDriver {
  public:
   TimeOrderedReplay(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& prof)
-      : ls_(ls), mem_(mem), trace_(trace), prof_(prof) {}
+      : ls_(ls),
+        mem_(mem),
+        trace_(trace),
+        prof_(prof),
+        isolated_(ls.program, trace, prof, in_place_enabled()) {}
 
   void run(int progress_percent);
+  std::pair<int64_t, int64_t> counts() const { return {ops_, in_place_}; }
   bool may_issue(Core& core, size_t first, size_t end) override;
   bool reached(Core& core, size_t event) override;
   void defer(Core& core, const TileOpNode& op, size_t first, size_t end) override;
@@ -118,6 +96,7 @@ class TimeOrderedReplay final : public ReplayDriver {
     int phase;
     int core;
     size_t event;
+    uint32_t slot;  // the Deferred in pool_ (Start and Commit)
     bool operator>(const Action& o) const {
       if (time != o.time) return time > o.time;
       if (phase != o.phase) return phase > o.phase;
@@ -138,8 +117,15 @@ class TimeOrderedReplay final : public ReplayDriver {
     bool atomic;
     double start, finish;
     std::vector<Run> runs;
-    bool torn = false;  // a later write hit its operands while it ran: it reads them at its end
+    bool torn = false;      // a later write hit its operands while it ran: it reads them at its end
+    bool in_place = false;  // isolated (replay_isolation.h): executes once, in place, at start
   };
+  /// TL_REPLAY_IN_PLACE=0: every op through the read-at-start, land-at-end mechanism (tests
+  /// compare both).
+  static bool in_place_enabled() {
+    const char* v = std::getenv("TL_REPLAY_IN_PLACE");
+    return !(v && std::string(v) == "0");
+  }
 
   int index_of(const Core& c) const {
     return static_cast<int>(c.block * 3 + (c.kind == CoreKind::Cube ? 0 : 1 + c.vid));
@@ -154,7 +140,9 @@ class TimeOrderedReplay final : public ReplayDriver {
   /// Does `r` (on core rc) read a byte that `w` (on core wc) writes?
   bool reads_what_writes(int rc, const Deferred& r, int wc, const Deferred& w) const;
   void mark_torn_reads(int wc, const Deferred& w);
-  void push(double t, int phase, int core, size_t event) { queue_.push({t, phase, core, event}); }
+  void push(double t, int phase, int core, size_t event, uint32_t slot = 0) {
+    queue_.push({t, phase, core, event, slot});
+  }
 
   LaunchState& ls_;
   DeviceMemories& mem_;
@@ -164,10 +152,13 @@ class TimeOrderedReplay final : public ReplayDriver {
   std::vector<std::unique_ptr<Core>> cores_;
   std::vector<std::vector<int>>
       instr_of_;  // per core, per event: index into prof_.instrs (-1: none)
-  std::vector<std::unordered_map<size_t, Deferred>> deferred_;  // per core, by first event
+  IsolatedOps isolated_;
+  std::deque<Deferred> pool_;  // deferred ops (stable addresses), reused through free_
+  std::vector<uint32_t> free_;
   std::vector<std::vector<Deferred*>> running_;  // per core: started, not yet committed
   std::priority_queue<Action, std::vector<Action>, std::greater<>> queue_;
   double now_ = 0;
+  int64_t ops_ = 0, in_place_ = 0;
   int resuming_ = -1;  // the core a Resume action is running, and the event it may issue
   size_t resuming_event_ = 0;
 };
@@ -220,7 +211,28 @@ bool TimeOrderedReplay::may_issue(Core& core, size_t first, size_t end) {
 
 void TimeOrderedReplay::defer(Core& core, const TileOpNode& op, size_t first, size_t end) {
   const int c = index_of(core);
-  Deferred d{&op, core.scalar_slots(), core.current_loc(), first, end, op.op->atomic, 1e300, 0, {}};
+  uint32_t slot;
+  if (free_.empty()) {
+    slot = static_cast<uint32_t>(pool_.size());
+    pool_.emplace_back();
+  } else {
+    slot = free_.back();
+    free_.pop_back();
+  }
+  Deferred& d = pool_[slot];
+  d.op = &op;
+  d.slots.assign(core.scalar_slots().begin(), core.scalar_slots().end());
+  d.loc = core.current_loc();
+  d.first = first;
+  d.end = end;
+  d.atomic = op.op->atomic;
+  d.start = 1e300;
+  d.finish = 0;
+  d.runs.clear();
+  d.torn = false;
+  d.in_place = !d.atomic && isolated_.isolated(c, first);
+  ++ops_;
+  in_place_ += d.in_place;
   for (size_t i = first; i < end; ++i)
     if (int ti = instr_of_[c][i]; ti >= 0) {
       d.start = std::min(d.start, prof_.instrs[ti].start);
@@ -231,10 +243,9 @@ void TimeOrderedReplay::defer(Core& core, const TileOpNode& op, size_t first, si
   TL_ASSERT(d.start >= now_, "replay: {} at {} starts at cycle {} before the present {}",
             op.op->name, op.loc.str(), d.start, now_);
   if (d.atomic)
-    push(d.finish, kCommit, c, first);
+    push(d.finish, kCommit, c, first, slot);
   else
-    push(d.start, kStart, c, first);
-  deferred_[c].emplace(first, std::move(d));
+    push(d.start, kStart, c, first, slot);
 }
 
 bool TimeOrderedReplay::reads_what_writes(int rc, const Deferred& r, int wc,
@@ -279,13 +290,16 @@ void TimeOrderedReplay::execute(Deferred& d, Core& core) {
 
 void TimeOrderedReplay::start(Deferred& d, Core& core) {
   const int c = index_of(core);
+  if (d.in_place) {
+    core.exec_deferred(*d.op, d.slots, d.loc);
+    return;
+  }
   execute(d, core);
   // Earlier instructions of this core still reading what this one starts writing (a WAR
   // without its synchronisation) read it at their end, as this one leaves it.
   for (Deferred* r : running_[c])
     if (!r->torn && r->first < d.first && reads_what_writes(c, *r, c, d)) r->torn = true;
   running_[c].push_back(&d);
-  push(d.finish, kCommit, c, d.first);
 }
 
 void TimeOrderedReplay::mark_torn_reads(int wc, const Deferred& w) {
@@ -297,7 +311,7 @@ void TimeOrderedReplay::mark_torn_reads(int wc, const Deferred& w) {
   for (size_t j = w.first; j < w.end && !gm; ++j)
     for (const Access& b : trace_.cores[wc].events[j].accesses)
       gm |= b.write && b.mem.scope == MemScope::GM;
-  const int lo = gm ? 0 : wc, hi = gm ? static_cast<int>(deferred_.size()) : wc + 1;
+  const int lo = gm ? 0 : wc, hi = gm ? static_cast<int>(running_.size()) : wc + 1;
   for (int rc = lo; rc < hi; ++rc)
     for (Deferred* r : running_[rc]) {
       if (r->torn || r == &w) continue;
@@ -325,7 +339,6 @@ void TimeOrderedReplay::run(int progress_percent) {
   for (size_t c = 0; c < n; ++c) instr_of_[c].assign(trace_.cores[c].events.size(), -1);
   for (size_t i = 0; i < prof_.instrs.size(); ++i)
     instr_of_[prof_.instrs[i].core][prof_.instrs[i].event] = static_cast<int>(i);
-  deferred_.resize(n);
   running_.resize(n);
   shadow_.cores.resize(n);
   ls_.trace = &shadow_;
@@ -352,19 +365,22 @@ void TimeOrderedReplay::run(int progress_percent) {
       resuming_ = -1;
       continue;
     }
-    auto it = deferred_[a.core].find(a.event);
-    TL_ASSERT(it != deferred_[a.core].end(), "replay: no deferred op at event {} of {}", a.event,
-              core.name());
+    Deferred& d = pool_[a.slot];
+    TL_ASSERT(d.first == a.event, "replay: no deferred op at event {} of {}", a.event, core.name());
     if (a.phase == kStart) {
-      start(it->second, core);
+      start(d, core);
+      if (d.in_place)
+        free_.push_back(a.slot);
+      else
+        push(d.finish, kCommit, a.core, d.first, a.slot);
       if (progress_percent > 0 && ++started >= next_report) {
         fmt::print(stderr, "replay in simulated-time order: {}% of the instructions started\n",
                    100 * started / std::max<size_t>(1, prof_.instrs.size()));
         next_report += step;
       }
     } else {
-      commit(it->second, core);
-      deferred_[a.core].erase(it);
+      commit(d, core);
+      free_.push_back(a.slot);
     }
   }
   for (size_t c = 0; c < n; ++c) {
@@ -388,92 +404,12 @@ void TimeOrderedReplay::run(int progress_percent) {
 
 }  // namespace
 
-LaunchSnapshot::LaunchSnapshot(const LaunchState& ls, DeviceMemories& mem, int physical_blocks)
-    : mem_(mem) {
-  // Merge the tensor arguments' byte spans (views may share storage).
-  std::vector<std::pair<uint8_t*, size_t>> spans;
-  for (const auto& t : ls.tensors)
-    if (t.defined()) spans.push_back(span_of(t));
-  std::sort(spans.begin(), spans.end());
-  for (const auto& [p, len] : spans) {
-    // A tensor without elements has no bytes to keep (and possibly no storage: memcpy of a
-    // null pointer is undefined even for 0 bytes).
-    if (len == 0) continue;
-    if (!gm_.empty() && p <= gm_.back().data + gm_.back().saved.size()) {
-      auto& last = gm_.back();
-      size_t want = static_cast<size_t>(p + len - last.data);
-      if (want > last.saved.size()) last.saved.resize(want);
-      continue;
-    }
-    gm_.push_back({p, std::vector<uint8_t>(len)});
-  }
-  for (auto& s : gm_) std::memcpy(s.saved.data(), s.data, s.saved.size());
-  cores_.assign(mem.cores.begin(), mem.cores.begin() + physical_blocks * 3);
-}
-
-void LaunchSnapshot::restore() {
-  for (auto& s : gm_) std::memcpy(s.data, s.saved.data(), s.saved.size());
-  for (size_t i = 0; i < cores_.size(); ++i)
-    for (size_t m = 0; m < cores_[i].size(); ++m) {
-      auto& live = mem_.cores[i][m];
-      TL_ASSERT(live.size() >= cores_[i][m].size(), "replay: core memory shrank");
-      std::copy(cores_[i][m].begin(), cores_[i][m].end(), live.begin());
-    }
-}
-
-/// The elements of a view, row-major, packed.
-std::vector<uint8_t> packed(const Tensor& t) {
-  const int64_t es = dtype_bytes(t.dtype());
-  std::vector<uint8_t> out(t.numel() * es);
-  if (t.is_contiguous()) {
-    if (!out.empty()) std::memcpy(out.data(), t.data(), out.size());
-    return out;
-  }
-  for (int64_t e = 0; e < t.numel(); ++e)
-    std::memcpy(&out[e * es], t.data() + byte_offset(t, e), es);
-  return out;
-}
-
-TensorContents capture_tensors(const LaunchState& ls) {
-  TensorContents out;
-  out.bytes.resize(ls.tensors.size());
-  for (size_t i = 0; i < ls.tensors.size(); ++i)
-    if (ls.tensors[i].defined()) out.bytes[i] = packed(ls.tensors[i]);
-  return out;
-}
-
-std::vector<std::string> diff_tensors(const LaunchState& ls, const TensorContents& program_order) {
-  std::vector<std::string> out;
-  const auto& params = ls.program.func->params;
-  for (size_t i = 0; i < ls.tensors.size(); ++i) {
-    const Tensor& t = ls.tensors[i];
-    if (!t.defined()) continue;
-    const std::vector<uint8_t> now = packed(t);
-    const std::vector<uint8_t>& was = program_order.bytes[i];
-    if (now == was) continue;
-    const int64_t es = dtype_bytes(t.dtype());
-    int64_t differ = 0, first = -1;
-    for (int64_t e = 0; e < t.numel(); ++e)
-      if (std::memcmp(&was[e * es], &now[e * es], es) != 0) {
-        if (first < 0) first = e;
-        ++differ;
-      }
-    // Tensors after the parameters are the launch's workspaces.
-    const std::string name = i < params.size()
-                                 ? params[i].name()
-                                 : "workspace " + ls.program.workspaces[i - params.size()]->name;
-    out.push_back(fmt::format(
-        "{}{}: {} in program order, {} in simulated-time order ({} of {} elements differ)", name,
-        index_str(t, first), to_double(t.dtype(), &was[first * es]),
-        to_double(t.dtype(), &now[first * es]), differ, t.numel()));
-  }
-  return out;
-}
-
-void replay_in_time_order(LaunchState& ls, DeviceMemories& mem, const Trace& trace,
-                          const Profile& profile, int progress_percent) {
+std::pair<int64_t, int64_t> replay_in_time_order(LaunchState& ls, DeviceMemories& mem,
+                                                 const Trace& trace, const Profile& profile,
+                                                 int progress_percent) {
   TimeOrderedReplay r(ls, mem, trace, profile);
   r.run(progress_percent);
+  return r.counts();
 }
 
 }  // namespace tl::npu

@@ -414,9 +414,12 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
     for (const auto& r : a.region.ranges)
       ct.pending_scalar_ops += scalar_ops_of(r.min) + scalar_ops_of(r.extent);
   }
+  bool first_event = true;
   for (const InstrSpec& spec : op.expansion) {
     TraceEvent ev;
     ev.loc = n.loc;
+    ev.continues = !first_event;
+    first_event = false;
     ev.name = spec.name.empty() ? op.name : spec.name;
     if (spec.kind == InstrSpec::Kind::BarrierAll) {
       ev.kind = EventKind::Barrier;

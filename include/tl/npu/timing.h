@@ -71,6 +71,10 @@ struct Profile {
   /// differ between program order and simulated-time order, one line each with the first
   /// differing element. Non-empty means an unsynchronised instruction pair changed the result.
   std::vector<std::string> time_order_effects;
+  /// Timed launches with data: the tile ops the time-ordered replay executed, and how many of
+  /// them it could execute once, in place, at their start (no other instruction touches their
+  /// bytes while they run: src/npu/replay_isolation.h).
+  int64_t replay_ops = 0, replay_in_place = 0;
   /// Busy fraction of `p` averaged over the cores of `kind` that issued anything, relative to
   /// the kernel's total time (what msOpProf's PipeUtilization reports).
   double busy_ratio(Pipe p, CoreKind kind) const;

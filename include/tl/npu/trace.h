@@ -72,6 +72,9 @@ struct TraceEvent {
   bool accumulates = false;              // an Mmad adding into L0C (init false): the PIPE_M rule
   SyncOrigin origin = SyncOrigin::User;  // synchronisations: the author's or insert_syncs'
   bool expanded = false;  // a barrier an op's expansion issues (gemm_v0's), not a statement
+  /// Recorded by the same statement as the event before it (an op's expansion after its first
+  /// instruction): the time-ordered replay executes such a group as one (replay_isolation.h).
+  bool continues = false;
   /// Scalar ALU operations the core executed since its previous event (loop control, branch
   /// conditions, lets, the address arithmetic of this instruction's operands): the scalar
   /// unit spends them before it can issue this event.
