@@ -16,8 +16,9 @@
 // next core), which is a valid interleaving; every access is checked against the shadow state
 // of its memory: the recent accesses not yet replaced by a covering access that is ordered
 // after them (FastTrack-style: a later write that covers an earlier access and is ordered
-// after it reports every future conflict the earlier one would have), kept in a map by start
-// address so that only candidates near the access are tested with overlaps().
+// after it reports every future conflict the earlier one would have), kept in interval indexes
+// (hazard_shadow.h, tl/npu/range_index.h) so that only candidates near the access are tested
+// with overlaps().
 #include "tl/npu/hazard.h"
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "hazard_shadow.h"
 #include "tl/error.h"
 #include "tl/ops.h"
 #include "tl/sync_rules.h"
@@ -37,8 +39,7 @@ namespace tl::npu {
 
 namespace {
 
-constexpr int kPipes = 7;           // S V M MTE1 MTE2 MTE3 FIX
-constexpr int kLocal = 3 * kPipes;  // timelines of one block
+using namespace hazard_shadow;
 constexpr int kAll = static_cast<int>(Pipe::ALL);
 
 struct Know {
@@ -90,58 +91,6 @@ std::string event_str(const TraceEvent& e) {
   return e.name;
 }
 
-/// True if every byte of `r` is a byte of `w`.
-bool covers(const Access& w, const Access& r) {
-  if (!(w.mem == r.mem)) return false;
-  if (r.start < w.start || r.end() > w.end()) return false;
-  if (w.count <= 1 || w.pitch <= w.len) return true;  // contiguous
-  if (r.count > 1 && r.pitch <= r.len) {              // r is one contiguous range
-    uint64_t off = r.start - w.start;
-    return off % w.pitch + (r.end() - r.start) <= w.len;
-  }
-  for (uint64_t i = 0; i < r.count; ++i) {
-    uint64_t off = r.start + i * r.pitch - w.start;
-    uint64_t row = off / w.pitch, col = off % w.pitch;
-    if (row >= w.count || col + r.len > w.len) return false;
-  }
-  return true;
-}
-
-/// The reads a GM store replaced in the shadow (it covers them and is ordered after them), by
-/// block: the latest clock of each timeline among them. A component c means "reads up to
-/// instruction c of that timeline", so one test per timeline tells whether all of them are
-/// ordered before a later access (the duplicate-store rule needs that: the replaced reads are
-/// no longer in the shadow to report a race with a second, identical store themselves).
-struct ReadClocks {
-  std::vector<std::pair<int64_t, std::array<uint32_t, kLocal>>> blocks;
-  void add(int64_t block, uint8_t t, uint32_t clock) {
-    auto it =
-        std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == block; });
-    if (it == blocks.end()) it = blocks.insert(blocks.end(), {block, {}});
-    it->second[t] = std::max(it->second[t], clock);
-  }
-  void merge(const ReadClocks& o) {
-    for (const auto& [b, vc] : o.blocks)
-      for (int i = 0; i < kLocal; ++i)
-        if (vc[i]) add(b, static_cast<uint8_t>(i), vc[i]);
-  }
-};
-
-struct Rec {
-  const Access* acc;
-  uint32_t core;
-  uint32_t event;
-  int64_t block;
-  uint8_t t;  // timeline within the block
-  uint32_t clock;
-  std::unique_ptr<ReadClocks> reads;  // digested GM stores: the reads they replaced
-};
-
-struct Shadow {
-  std::multimap<uint64_t, Rec> recs;
-  uint64_t maxspan = 0;
-};
-
 struct MemKey {
   int scope;
   int64_t block;
@@ -154,14 +103,14 @@ struct MemKey {
 /// A GM write, for the data-cache rule: who wrote (core, scalar unit or not), what, when.
 struct GmWrite {
   int core;
-  Access acc;
+  const Access* acc;
   uint64_t seq;
   bool scalar;
   const TraceEvent* ev;
 };
 /// A dcci of a core: the bytes it covers (or its whole cache), and when.
 struct Dcci {
-  Access acc;
+  const Access* acc;
   uint64_t seq;
   bool entire;
 };
@@ -221,13 +170,13 @@ class Engine {
   }
 
   std::vector<Hazard> hazards;
-  std::vector<Hazard> duplicates;  // duplicate stores: remarks, not hazards
-  uint64_t seq_ = 0;               // data-cache order: one step per event
-  std::multimap<uint64_t, GmWrite>
-      gm_writes_;                       // every GM write so far, by start, for the data-cache rule
-  uint64_t gm_maxspan_ = 0;             // the longest of them (range queries, as the shadows)
-  std::vector<GmWrite> scalar_writes_;  // the scalar stores among them (read by every GM read)
-  std::map<int, std::vector<Dcci>> dcci_;  // per core, its dccis
+  std::vector<Hazard> duplicates;          // duplicate stores: remarks, not hazards
+  uint64_t seq_ = 0;                       // data-cache order: one step per event
+  std::vector<GmWrite> gm_writes_;         // every GM write so far, for the data-cache rule
+  RangeIndex gm_write_index_;              // of gm_writes_ (id: its index, seq: the same)
+  std::vector<GmWrite> scalar_writes_;     // the scalar stores among them (read by every GM read)
+  RangeIndex scalar_write_index_;          // of scalar_writes_ (id, seq: its index)
+  std::map<int, std::vector<Dcci>> dcci_;  // per core, its dccis (in seq order)
   std::vector<FlagIssue> issues;
 
  private:
@@ -241,6 +190,15 @@ class Engine {
   std::map<std::tuple<int64_t, int, int>, std::deque<Know>> cross_;  // (block, slot, id)
   std::map<std::tuple<int64_t, int, int>, bool> cross_reported_;
   std::map<MemKey, Shadow> shadow_;
+  std::vector<Rec> recs_;       // the shadows' records; ids index it
+  std::vector<uint32_t> free_;  // ids of erased records, reused
+  uint64_t rec_seq_ = 0;        // insertion order of the records (the old map's tie order)
+  struct Cand {
+    uint64_t start, seq;
+    uint32_t id;
+  };
+  std::vector<Cand> cand_;      // scratch: the conflicts of one access
+  std::vector<uint32_t> kill_;  // scratch: the records one access replaces
   std::unordered_map<std::string, size_t> seen_;
   std::unordered_map<std::string, size_t> seen_dup_;
 
@@ -490,46 +448,98 @@ class Engine {
     return true;
   }
 
+  Shadow& shadow_of(const MemoryId& m) {
+    auto [it, fresh] = shadow_.try_emplace(MemKey{static_cast<int>(m.scope), m.block, m.core});
+    if (fresh) it->second.per_block = m.scope == MemScope::GM;
+    return it->second;
+  }
+  RangeIndex& index_of(Shadow& sh, const Rec& r, bool by_block) {
+    if (by_block) return sh.blocks[r.block][r.write ? 1 : 0];
+    return r.write ? sh.writes : sh.reads;
+  }
+
   void access(int ci, const TraceEvent& e, int p, uint32_t c, const Know& start) {
     const int64_t block = block_of(ci);
     const uint8_t t = static_cast<uint8_t>(slot_of(ci) * kPipes + p);
-    // Check every access against the recent ones, then record them.
+    // Check every access against the recent ones, then record them. A read conflicts only
+    // with writes; the conflicts are reported in (start, insertion) order, as the single map
+    // by start this replaced visited them.
     for (const Access& a : e.accesses) {
-      Shadow& sh = shadow_[{static_cast<int>(a.mem.scope), a.mem.block, a.mem.core}];
-      uint64_t lo = a.start > sh.maxspan ? a.start - sh.maxspan : 0, hi = a.end();
-      for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi; ++it) {
-        const Rec& r = it->second;
-        if (!r.acc->write && !a.write) continue;
-        if (r.acc->atomic && a.atomic) continue;  // atomic adds commute and do not tear
-        if (!overlaps(*r.acc, a) || hb(r, start, block)) continue;
-        report(r, ci, e, a, start, block);
-      }
+      Shadow& sh = shadow_of(a.mem);
+      cand_.clear();
+      const auto visit = [&](uint32_t id, uint64_t s, uint64_t q) {
+        const Rec& r = recs_[id];
+        if (r.atomic && a.atomic) return;  // atomic adds commute and do not tear
+        if (!overlaps(*r.acc, a) || hb(r, start, block)) return;
+        cand_.push_back({s, q, id});
+      };
+      sh.writes.overlapping(a.start, a.end(), visit);
+      if (a.write) sh.reads.overlapping(a.start, a.end(), visit);
+      std::sort(cand_.begin(), cand_.end(), [](const Cand& x, const Cand& y) {
+        return x.start != y.start ? x.start < y.start : x.seq < y.seq;
+      });
+      for (const Cand& k : cand_) report(recs_[k.id], ci, e, a, start, block);
     }
     for (const Access& a : e.accesses) {
-      Shadow& sh = shadow_[{static_cast<int>(a.mem.scope), a.mem.block, a.mem.core}];
-      uint64_t lo = a.start > sh.maxspan ? a.start - sh.maxspan : 0, hi = a.end();
+      Shadow& sh = shadow_of(a.mem);
       // A store that may later be found a duplicate keeps the clocks of the reads it replaces.
       const bool keep_reads = a.write && a.digested && a.mem.scope == MemScope::GM;
       std::unique_ptr<ReadClocks> reads;
-      for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi;) {
-        const Rec& r = it->second;
+      // Only accesses ordered before this one (or of this very event) are replaced: without a
+      // sync_all behind it, only its own block's.
+      const bool by_block = sh.per_block && start.gen == 0;
+      kill_.clear();
+      const auto visit = [&](uint32_t id, uint64_t, uint64_t) {
+        const Rec& r = recs_[id];
         bool same = r.core == static_cast<uint32_t>(ci) && r.event == st_[ci].pc;
-        if ((a.write || !r.acc->write) && covers(a, *r.acc) && (same || hb(r, start, block))) {
-          if (keep_reads && (!r.acc->write || r.reads)) {
-            if (!reads) reads = std::make_unique<ReadClocks>();
-            if (!r.acc->write)
-              reads->add(r.block, r.t, r.clock);
-            else
-              reads->merge(*r.reads);
-          }
-          it = sh.recs.erase(it);
-        } else {
-          ++it;
-        }
+        if (covers(a, *r.acc) && (same || hb(r, start, block))) kill_.push_back(id);
+      };
+      RangeIndex* rd = &sh.reads;
+      RangeIndex* wr = &sh.writes;
+      if (by_block) {
+        auto& bl = sh.blocks[block];
+        rd = &bl[0];
+        wr = &bl[1];
       }
-      sh.maxspan = std::max(sh.maxspan, a.end() - a.start);
-      sh.recs.emplace(a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc),
-                                   block, t, c, std::move(reads)});
+      rd->inside(a.start, a.end(), visit);
+      if (a.write) wr->inside(a.start, a.end(), visit);
+      for (uint32_t id : kill_) {
+        Rec& r = recs_[id];
+        if (keep_reads && (!r.write || r.reads)) {
+          if (!reads) reads = std::make_unique<ReadClocks>();
+          if (!r.write)
+            reads->add(r.block, r.t, r.clock);
+          else
+            reads->merge(*r.reads);
+        }
+        index_of(sh, r, false).erase(r.start, r.end, r.seq);
+        if (sh.per_block) index_of(sh, r, true).erase(r.start, r.end, r.seq);
+        r.reads.reset();
+        free_.push_back(id);
+      }
+      uint32_t id;
+      if (!free_.empty()) {
+        id = free_.back();
+        free_.pop_back();
+      } else {
+        id = static_cast<uint32_t>(recs_.size());
+        recs_.emplace_back();
+      }
+      Rec& r = recs_[id];
+      r = Rec{&a,
+              static_cast<uint32_t>(ci),
+              static_cast<uint32_t>(st_[ci].pc),
+              block,
+              t,
+              a.write,
+              a.atomic,
+              c,
+              a.start,
+              a.end(),
+              rec_seq_++,
+              std::move(reads)};
+      index_of(sh, r, false).insert(r.start, r.end, r.seq, id);
+      if (sh.per_block) index_of(sh, r, true).insert(r.start, r.end, r.seq, id);
     }
   }
 
@@ -544,44 +554,66 @@ class Engine {
     for (const Access& a : e.accesses) {
       if (a.mem.scope != MemScope::GM) continue;
       if (dcci) {
-        if (a.write) dcci_[ci].push_back({a, seq_, e.mode == 1});
+        if (a.write) dcci_[ci].push_back({&a, seq_, e.mode == 1});
         continue;
       }
       if (!a.write) {
         // A scalar load: written since this core's last covering dcci by DMA or another core?
+        // (Reported in (start, order of the writes), as the map by start this replaced did.)
         if (scalar) {
-          const uint64_t lo = a.start > gm_maxspan_ ? a.start - gm_maxspan_ : 0;
-          for (auto it = gm_writes_.lower_bound(lo); it != gm_writes_.end() && it->first < a.end();
-               ++it) {
-            const GmWrite& w = it->second;
-            if ((w.core != ci || !w.scalar) && overlaps(w.acc, a) && !dcci_after(ci, w.seq, a))
-              cache_hazard(
-                  w, ci, a,
-                  "a scalar load of GM that DMA or another core wrote reads this core's data "
-                  "cache, which may hold the old bytes: dcci (DataCacheCleanAndInvalid) them "
-                  "after the write, before the load");
-          }
+          cand_.clear();
+          gm_write_index_.overlapping(a.start, a.end(), [&](uint32_t id, uint64_t s, uint64_t q) {
+            const GmWrite& w = gm_writes_[id];
+            if ((w.core != ci || !w.scalar) && overlaps(*w.acc, a) && !dcci_after(ci, w.seq, a))
+              cand_.push_back({s, q, id});
+          });
+          std::sort(cand_.begin(), cand_.end(), [](const Cand& x, const Cand& y) {
+            return x.start != y.start ? x.start < y.start : x.seq < y.seq;
+          });
+          for (const Cand& k : cand_)
+            cache_hazard(
+                gm_writes_[k.id], ci, a,
+                "a scalar load of GM that DMA or another core wrote reads this core's data "
+                "cache, which may hold the old bytes: dcci (DataCacheCleanAndInvalid) them "
+                "after the write, before the load");
         }
         // Anything but the storing core's own scalar unit reading bytes a scalar store left in
-        // that core's cache.
-        for (const auto& w : scalar_writes_)
-          if ((w.core != ci || !scalar) && overlaps(w.acc, a) && !dcci_after(w.core, w.seq, w.acc))
-            cache_hazard(w, ci, a,
-                         "a scalar store to GM stays in the storing core's data cache until a dcci "
-                         "(DataCacheCleanAndInvalid) on that core writes it back");
+        // that core's cache (in the order of the stores).
+        cand_.clear();
+        scalar_write_index_.overlapping(a.start, a.end(), [&](uint32_t id, uint64_t, uint64_t) {
+          const GmWrite& w = scalar_writes_[id];
+          if ((w.core != ci || !scalar) && overlaps(*w.acc, a) &&
+              !dcci_after(w.core, w.seq, *w.acc))
+            cand_.push_back({0, id, id});
+        });
+        std::sort(cand_.begin(), cand_.end(),
+                  [](const Cand& x, const Cand& y) { return x.seq < y.seq; });
+        for (const Cand& k : cand_)
+          cache_hazard(scalar_writes_[k.id], ci, a,
+                       "a scalar store to GM stays in the storing core's data cache until a dcci "
+                       "(DataCacheCleanAndInvalid) on that core writes it back");
         continue;
       }
-      const GmWrite w{ci, a, seq_, scalar, &e};
-      gm_writes_.emplace(a.start, w);
-      gm_maxspan_ = std::max(gm_maxspan_, a.end() - a.start);
-      if (scalar) scalar_writes_.push_back(w);
+      const GmWrite w{ci, &a, seq_, scalar, &e};
+      const auto n = static_cast<uint32_t>(gm_writes_.size());
+      gm_write_index_.insert(a.start, a.end(), n, n);
+      gm_writes_.push_back(w);
+      if (scalar) {
+        const auto m = static_cast<uint32_t>(scalar_writes_.size());
+        scalar_write_index_.insert(a.start, a.end(), m, m);
+        scalar_writes_.push_back(w);
+      }
     }
   }
+  /// True if core `core` ran a dcci covering `a` after data-cache step `seq`.
   bool dcci_after(int core, uint64_t seq, const Access& a) const {
     auto it = dcci_.find(core);
     if (it == dcci_.end()) return false;
-    for (const auto& d : it->second)
-      if (d.seq > seq && (d.entire || covers(d.acc, a))) return true;
+    const auto& v = it->second;  // in seq order: skip the earlier ones
+    auto d = std::upper_bound(v.begin(), v.end(), seq,
+                              [](uint64_t s, const Dcci& x) { return s < x.seq; });
+    for (; d != v.end(); ++d)
+      if (d->entire || covers(*d->acc, a)) return true;
     return false;
   }
   void cache_hazard(const GmWrite& w, int ci, const Access& a, const char* why) {
@@ -589,7 +621,7 @@ class Engine {
     h.kind = "RAW";
     h.memory = "GM";
     const auto& evs = tr_.cores[w.core].events;
-    h.first = side(w.core, static_cast<size_t>(w.ev - evs.data()), w.acc);
+    h.first = side(w.core, static_cast<size_t>(w.ev - evs.data()), *w.acc);
     h.second = side(ci, st_[ci].pc, a);
     h.why = why;
     add_rule_hazard(std::move(h));
@@ -703,37 +735,7 @@ class Engine {
   }
 };
 
-std::string side_str(const HazardSide& s) {
-  if (!s.where.empty())  // GM: the tensor's elements
-    return fmt::format("{} ({}, {}) {} {} at {}", s.op, pipe_name(s.pipe), s.core,
-                       s.write ? "writes" : "reads", s.where, s.loc.str());
-  return fmt::format("{} ({}, {}) {} {} bytes [{}, {}) at {}", s.op, pipe_name(s.pipe), s.core,
-                     s.write ? "writes" : "reads", s.buffer, s.start, s.end, s.loc.str());
-}
-
 }  // namespace
-
-std::string Hazard::str() const {
-  if (duplicate)
-    return fmt::format(
-        "duplicate store on {}: {}\n    stores the same bytes as {}, unordered with it: the "
-        "chip keeps these bytes whichever lands last{}",
-        memory, side_str(second), side_str(first),
-        count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
-  return fmt::format("{} hazard on {}: {}\n    is not ordered after {}{}{}", kind, memory,
-                     side_str(second), side_str(first), why.empty() ? "" : "\n    " + why,
-                     count > 1 ? fmt::format("\n    ({} occurrences)", count) : "");
-}
-
-std::string FlagIssue::str() const {
-  std::string s =
-      fmt::format("{}: {} on {} (pipe {}) at {}", kind, flag, core, pipe_name(pipe), loc.str());
-  if (!last_events.empty()) {
-    s += "\n    last events:";
-    for (const auto& e : last_events) s += "\n      " + e;
-  }
-  return s;
-}
 
 std::vector<Hazard> check_hazards(const Trace& trace, const Target& target) {
   Engine e(trace, target.max_pending_cross_sets, true);

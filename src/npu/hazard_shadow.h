@@ -1,0 +1,81 @@
+// Internal to the hazard checker (src/npu/hazard.cpp, docs/virtual_npu.md "Hazard checker",
+// How): the records of its shadow memories, the shadows (interval indexes, tl/npu/range_index.h)
+// and the cover test that decides which earlier access a later one replaces.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tl/npu/range_index.h"
+#include "tl/npu/trace.h"
+
+namespace tl::npu::hazard_shadow {
+
+constexpr int kPipes = 7;           // S V M MTE1 MTE2 MTE3 FIX
+constexpr int kLocal = 3 * kPipes;  // timelines of one block
+
+/// True if every byte of `r` is a byte of `w`.
+inline bool covers(const Access& w, const Access& r) {
+  if (!(w.mem == r.mem)) return false;
+  if (r.start < w.start || r.end() > w.end()) return false;
+  if (w.count <= 1 || w.pitch <= w.len) return true;  // contiguous
+  if (r.count > 1 && r.pitch <= r.len) {              // r is one contiguous range
+    uint64_t off = r.start - w.start;
+    return off % w.pitch + (r.end() - r.start) <= w.len;
+  }
+  for (uint64_t i = 0; i < r.count; ++i) {
+    uint64_t off = r.start + i * r.pitch - w.start;
+    uint64_t row = off / w.pitch, col = off % w.pitch;
+    if (row >= w.count || col + r.len > w.len) return false;
+  }
+  return true;
+}
+
+/// The reads a GM store replaced in the shadow (it covers them and is ordered after them), by
+/// block: the latest clock of each timeline among them. A component c means "reads up to
+/// instruction c of that timeline", so one test per timeline tells whether all of them are
+/// ordered before a later access (the duplicate-store rule needs that: the replaced reads are
+/// no longer in the shadow to report a race with a second, identical store themselves).
+struct ReadClocks {
+  std::vector<std::pair<int64_t, std::array<uint32_t, kLocal>>> blocks;
+  void add(int64_t block, uint8_t t, uint32_t clock) {
+    auto it =
+        std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == block; });
+    if (it == blocks.end()) it = blocks.insert(blocks.end(), {block, {}});
+    it->second[t] = std::max(it->second[t], clock);
+  }
+  void merge(const ReadClocks& o) {
+    for (const auto& [b, vc] : o.blocks)
+      for (int i = 0; i < kLocal; ++i)
+        if (vc[i]) add(b, static_cast<uint8_t>(i), vc[i]);
+  }
+};
+
+struct Rec {
+  const Access* acc;
+  uint32_t core;
+  uint32_t event;
+  int64_t block;
+  uint8_t t;  // timeline within the block
+  bool write;
+  bool atomic;
+  uint32_t clock;
+  uint64_t start, end, seq;           // the access's bounding range; seq: insertion order
+  std::unique_ptr<ReadClocks> reads;  // digested GM stores: the reads they replaced
+};
+
+/// The recent accesses of one memory. Reads and writes are indexed apart (a read conflicts
+/// only with writes), and GM's also per block (only the same block's accesses, or any block's
+/// after a sync_all, can be ordered before an access and so replaced by it).
+struct Shadow {
+  bool per_block = false;  // GM
+  RangeIndex reads, writes;
+  std::unordered_map<int64_t, std::array<RangeIndex, 2>> blocks;  // GM: [block] = {reads, writes}
+};
+
+}  // namespace tl::npu::hazard_shadow
