@@ -55,6 +55,8 @@ StaleRule find_stale_rule(const OpDef* op);
 struct StaleLaunch {
   std::vector<std::string> origin;                         // description per origin id
   std::unordered_map<const TileOpNode*, uint8_t> clipped;  // a clipped copy -> its origin
+  // A copy with `pad_undefined` -> the origin of its UB pad lanes (undefined on the chip).
+  std::unordered_map<const TileOpNode*, uint8_t> pad_lanes;
   std::vector<uint8_t> slot_unset;  // per scalar slot: its origin until set (0: set at block start)
   // GM, per LaunchState::tensors entry: the shadow of the byte at data() once it exists. A
   // workspace's exists from the start (invalid); a parameter's only once something invalid is
