@@ -113,6 +113,39 @@ def test_storing_the_pad_lanes_is_reported(H: int) -> None:
         kernel(torch.randn(H))
 
 
+def thresholded(H: int):
+    """y = x > 0.5 ? x : -x over H floats read into the first lanes of a 64-float row: the
+    compare's first mask byte holds bits of the row (valid) and of its pad lanes (undefined);
+    the select reads only the row's bits for the stored lanes (fused_gdn_gating.py's softplus)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((H,), "float32"), Y: T.Tensor((H,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            with T.Scope("V"):
+                x = T.alloc_ub((1, 64), "float32")
+                neg = T.alloc_ub((1, 64), "float32")
+                y = T.alloc_ub((1, 64), "float32")
+                mask = T.alloc_ub((1, 8), "uint8")
+                if vid == 0:
+                    T.copy(X[0], x[0, :H])
+                    T.tile.mul(neg, x, -1.0)
+                    T.tile.compare(mask, x, 0.5, "GT")
+                    T.tile.select(y, mask, x, neg, "VSEL_TENSOR_TENSOR_MODE")
+                    T.copy(y[0, :H], Y[0])
+
+    return main
+
+
+@pytest.mark.parametrize("H", [1, 4, 7, 33])
+def test_select_by_a_partly_valid_mask_byte_is_not_reported(H: int) -> None:
+    # Before the per-bit mask validity: "stale-data check ... stores H invalid of H elements"
+    # (the mask byte's pad-lane bits made every bit of it invalid).
+    torch.manual_seed(H)
+    x = torch.randn(H)
+    y = tilelang.compile(thresholded(H), out_idx=[-1], pass_configs=SYNC, check_stale=True)(x)
+    torch.testing.assert_close(y, torch.where(x > 0.5, x, -x), rtol=0, atol=0)
+
+
 def test_partial_row_at_an_unaligned_start_is_an_error() -> None:
     @T.prim_func
     def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 #include "exec.h"
 #include "program.h"
@@ -89,6 +90,11 @@ struct CoreShadow {
   std::optional<Error> rule_error;
   uint8_t address_taint = 0;  // of the current tile op's regions, or the current store's indices
   uint8_t held = 0;           // a store's value origin, between Core::stale_store's two calls
+  // A compare's mask byte whose eight positions are partly valid (the lanes past a short row
+  // compared with the row): its shadow holds the first invalid origin, and this map, keyed by
+  // the shadow byte, which bits are invalid. T.tile.select reads a bit as valid when the byte
+  // still holds that origin and the bit is not in the set (stale_rules.cpp).
+  std::unordered_map<const uint8_t*, std::pair<uint8_t, uint8_t>> mask_bits;
   struct Entry {
     StaleFinding f;
     int64_t block, seq;  // first occurrence on this core: its block, and its order on the core
