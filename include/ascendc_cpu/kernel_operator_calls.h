@@ -226,6 +226,13 @@ void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const U& scalar,
   ascendc_cpu::vec_axpy(detail::where(loc, "Axpy"), dst.ref, src.ref, detail::to_double(scalar),
                         count);
 }
+/// MulAddDst ("MulAddDst" page): dst = src0 * src1 + dst; half, float.
+template <typename T, typename U>
+void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
+               const int32_t& count, const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::vec_binary(detail::where(loc, "MulAddDst"), "tile.mul_add_dst", dst.ref, src0.ref,
+                          src1.ref, count);
+}
 template <typename U, typename T>
 void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
              CMPMODE mode, uint32_t count, const tl::Loc& loc = tl::Loc::current()) {

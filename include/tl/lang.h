@@ -273,6 +273,9 @@ void transpose(TileArg dst, TileArg src, TL_LOC);
 /// dst_repeat_stride + k * dst_blk_stride of dst (stride 0 taken as 1). src/prims/brcb.cpp.
 void brcb(TileArg dst, TileArg src, Expr repeat_times, Expr dst_blk_stride, Expr dst_repeat_stride,
           TL_LOC);
+/// AscendC MulAddDst: dst = src0 * src1 + dst, element by element (half, float; one dtype, one
+/// element count). src/prims/mul_add_dst.cpp.
+void mul_add_dst(TileArg dst, TileArg src0, TileArg src1, TL_LOC);
 }  // namespace tile
 
 /// Low-level escape: emit any registered tile op by name.

@@ -185,6 +185,7 @@ void bind_builder(nb::module_& m) {
       d["name"] = op->name;
       d["summary"] = op->summary;
       d["developer_only"] = *op->developer_only;
+      d["elementwise"] = op->elementwise();  // element i of each tile operand pairs with dst's i
       nb::list operands;
       for (const auto& o : op->operands) {
         nb::dict od;

@@ -103,6 +103,22 @@ bool Emitter::emit_vector(const TileOpNode& n) {
     Operand dst = operand(n, 0), s0 = operand(n, i0);
     const DType t = dst.buf->dtype;
     const std::string what = "T." + n.op->name;
+    if (n.args[static_cast<size_t>(i1)].is_region() && dtype_bytes(t) == 1) {
+      // And / Or of 8-bit tiles ("And", "Or" pages: int16 / uint16 lanes): the bytes
+      // reinterpreted as int16, ceil(n / 2) lanes; bitwise, so exact on the n bytes. The
+      // verifier's byte-bitwise rule keeps an odd n's extra byte in the buffer's padding.
+      Operand s1 = operand(n, i1);
+      for (const Operand* o : {&dst, &s0, &s1}) {
+        if (!o->contiguous || !aligned(*o, o->offset, 32))
+          unsupported(loc, fmt::format("{} of 8-bit tiles over '{}', not one 32-byte aligned run",
+                                       what, o->buf->name));
+      }
+      auto v16 = [&](const Operand& o) { return at(o) + ".ReinterpretCast<int16_t>()"; };
+      line(fmt::format("AscendC::{}({}, {}, {}, {});", b.tensor, v16(dst), v16(s0), v16(s1),
+                       expr(floordiv(dst.rows * dst.cols + 1, 2), loc)),
+           loc);
+      return true;
+    }
     if (n.args[static_cast<size_t>(i1)].is_region()) {
       elementwise({dst, s0, operand(n, i1)}, b.tensor, "", what);
       return true;
@@ -123,6 +139,13 @@ bool Emitter::emit_vector(const TileOpNode& n) {
         v = fmt::format("{}(-int64_t({}))", ctype(t, loc), v);
     }
     elementwise({dst, s0}, b.scalar, v + ", ", what);
+    return true;
+  }
+  // MulAddDst ("MulAddDst" API page): dst = src0 * src1 + dst, count form; half / float.
+  static const OpDef* const mul_add_dst = find_op("tile.mul_add_dst");
+  if (n.op == mul_add_dst) {
+    elementwise({operand(n, 0), operand(n, arg_index(n, "src0")), operand(n, arg_index(n, "src1"))},
+                "MulAddDst", "", "T.tile.mul_add_dst");
     return true;
   }
   for (const auto& [op, fn] : unaries) {

@@ -320,9 +320,14 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
     // same verdict, tests/ir/scoping_property_test.cpp.)
     // The pipeline verifies a hybrid kernel once combine_cv has given it its scope (lower.cpp),
     // so the disk hit does too: a TileLang-Ascend hybrid kernel read back from the disk is
-    // otherwise refused for the scopes it never had to write (issue 29).
-    if (opt.verify)
-      verify_or_throw(opt.lower && opt.dev.auto_cv_combine ? combine_cv(f, target) : f, target);
+    // otherwise refused for the scopes it never had to write (issue 29). Likewise an expert
+    // kernel's alloc_shared / alloc_fragment tiles get their memory from place_expert_tiles
+    // before the pipeline's verifier: without it the second run of such a kernel (a disk hit)
+    // was refused for "developer-mode shared buffers" the first run compiled.
+    if (opt.verify) {
+      PrimFunc g = opt.lower && opt.dev.auto_cv_combine ? combine_cv(f, target) : f;
+      verify_or_throw(opt.lower ? place_expert_tiles(g, target) : g, target);
+    }
     c.disk_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     c.misses.fetch_add(1, std::memory_order_relaxed);

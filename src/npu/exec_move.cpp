@@ -594,11 +594,18 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
       int64_t c_end = dst.start.back() + dst.extent.back();
       int64_t c_pad = std::min(align_up(c_end, per_block), dst.shape.back());
       double v = n.attr_float("pad_value");
+      // The shadow: pad_value is a constant, valid; the lanes TileLang-Ascend leaves undefined
+      // (`pad_undefined`) get their own origin.
+      uint8_t lane = kValid;
+      if (shadow && n.attr_bool("pad_undefined") && c.launch.stale) {
+        auto it = c.launch.stale->pad_lanes.find(&n);
+        lane = it == c.launch.stale->pad_lanes.end() ? kNeverWritten : it->second;
+      }
       for (int64_t r = 0; r < dst.rows(); ++r) {
         uint8_t* row = row_ptr(dst, r) - dst.start.back() * es;
         for (int64_t col = c_end; col < c_pad; ++col) {
           if (shadow)
-            std::memset(row + col * es, kValid, es);  // pad_value: a constant
+            std::memset(row + col * es, lane, es);
           else
             store_value(dst.dtype, row + col * es, v);
         }

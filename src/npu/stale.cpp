@@ -87,12 +87,17 @@ StaleLaunch::StaleLaunch(const Program& p, const LaunchState& ls) {
         slot_unset[info.slot] =
             add(fmt::format("the T.alloc_var '{}' ({}) was never assigned in this launch",
                             a->buffer->name, s->loc.str()));
-    } else if (auto* t = s.as<TileOpNode>();
-               t && t->op == &ops::copy() && t->attr_bool("clipped")) {
-      clipped[t] = add(
-          fmt::format("stale since the clipped copy at {} (its destination's elements outside the "
-                      "copied region)",
-                      s->loc.str()));
+    } else if (auto* t = s.as<TileOpNode>(); t && t->op == &ops::copy()) {
+      if (t->attr_bool("clipped"))
+        clipped[t] = add(fmt::format(
+            "stale since the clipped copy at {} (its destination's elements outside the "
+            "copied region)",
+            s->loc.str()));
+      if (t->attr_bool("pad_undefined"))
+        pad_lanes[t] = add(fmt::format(
+            "the pad lanes of the copy at {} (from the row's end to its 32-byte boundary: "
+            "TileLang-Ascend's DataCopyPad leaves them undefined)",
+            s->loc.str()));
     }
   });
   // GM: parameters are valid at launch, workspaces invalid until written. A shadow covers the

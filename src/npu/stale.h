@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 #include "exec.h"
 #include "program.h"
@@ -55,6 +56,8 @@ StaleRule find_stale_rule(const OpDef* op);
 struct StaleLaunch {
   std::vector<std::string> origin;                         // description per origin id
   std::unordered_map<const TileOpNode*, uint8_t> clipped;  // a clipped copy -> its origin
+  // A copy with `pad_undefined` -> the origin of its UB pad lanes (undefined on the chip).
+  std::unordered_map<const TileOpNode*, uint8_t> pad_lanes;
   std::vector<uint8_t> slot_unset;  // per scalar slot: its origin until set (0: set at block start)
   // GM, per LaunchState::tensors entry: the shadow of the byte at data() once it exists. A
   // workspace's exists from the start (invalid); a parameter's only once something invalid is
@@ -87,6 +90,11 @@ struct CoreShadow {
   std::optional<Error> rule_error;
   uint8_t address_taint = 0;  // of the current tile op's regions, or the current store's indices
   uint8_t held = 0;           // a store's value origin, between Core::stale_store's two calls
+  // A compare's mask byte whose eight positions are partly valid (the lanes past a short row
+  // compared with the row): its shadow holds the first invalid origin, and this map, keyed by
+  // the shadow byte, which bits are invalid. T.tile.select reads a bit as valid when the byte
+  // still holds that origin and the bit is not in the set (stale_rules.cpp).
+  std::unordered_map<const uint8_t*, std::pair<uint8_t, uint8_t>> mask_bits;
   struct Entry {
     StaleFinding f;
     int64_t block, seq;  // first occurrence on this core: its block, and its order on the core

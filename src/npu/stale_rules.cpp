@@ -8,7 +8,8 @@
 //    scalar operand;
 //  - row-expand ops and broadcasts: by their index maps; reductions: per reduced line (and the
 //    old destination when they accumulate);
-//  - compare: each mask byte from the eight positions it holds; select: from the mask bit and
+//  - compare: each mask byte from the eight positions it holds (a partly valid byte keeps which
+//    bits are valid, CoreShadow::mask_bits); select: from the mask bit and
 //    the source it picks; gather: from the offset and the element it addresses (an invalid
 //    offset is also an address finding); gather_mask by its map, or, with an invalid mask bit,
 //    the whole destination (which positions are written depends on it);
@@ -111,11 +112,24 @@ void compare(const TileOpNode& n, Core& c) {
     ob.assign(count, scalar_operand_taint(n, c, "src1"));
   TileRef sd = shadow_of(c, d);
   load_bytes(sd, bytes);
+  const bool byte_mask = dtype_bytes(d.dtype) == 1;
+  auto& side = c.shadow()->mask_bits;
   for (int64_t k = 0; k < (count + 7) / 8; ++k) {
-    uint8_t o = kValid;
-    for (int64_t i = 8 * k; i < std::min(count, 8 * k + 8); ++i)
-      o = first_of(o, first_of(oa[i], ob[i]));
+    uint8_t o = kValid, bad = 0, all = 0;
+    for (int64_t i = 8 * k; i < std::min(count, 8 * k + 8); ++i) {
+      const uint8_t oi = first_of(oa[i], ob[i]);
+      o = first_of(o, oi);
+      all |= static_cast<uint8_t>(1u << (i - 8 * k));
+      if (oi) bad |= static_cast<uint8_t>(1u << (i - 8 * k));
+    }
     bytes[k] = o;
+    if (byte_mask) {
+      const uint8_t* at = sd.at_flat(k);
+      if (o && bad != all)
+        side[at] = {o, bad};  // partly valid: select reads the valid bits as valid
+      else
+        side.erase(at);
+    }
   }
   store_bytes(sd, bytes);
 }
@@ -134,12 +148,22 @@ void select(const TileOpNode& n, Core& c) {
   else
     ob.assign(oa.size(), scalar_operand_taint(n, c, "src1"));
   const int64_t mode = n.attr_int("mode"), per_repeat = 256 / dtype_bytes(d.dtype);
+  // A mask byte compare left partly valid (CoreShadow::mask_bits): its valid bits are valid.
+  const TileRef sm = shadow_of(c, m);
+  const bool byte_mask = dtype_bytes(m.dtype) == 1;
+  const auto& side = c.shadow()->mask_bits;
   std::vector<uint8_t> out(oa.size());
   for (size_t i = 0; i < oa.size(); ++i) {
     const int64_t bit = mode == 0 ? static_cast<int64_t>(i) % per_repeat : static_cast<int64_t>(i);
     if (bit / 8 >= static_cast<int64_t>(bits.size())) return;
     const bool pick = (bits[bit / 8] >> (bit % 8)) & 1;
-    out[i] = first_of(mb[bit / 8], pick ? oa[i] : ob[i]);
+    uint8_t mo = mb[bit / 8];
+    if (mo && byte_mask && !side.empty()) {
+      auto it = side.find(sm.at_flat(bit / 8));
+      if (it != side.end() && it->second.first == mo && !((it->second.second >> (bit % 8)) & 1))
+        mo = kValid;
+    }
+    out[i] = first_of(mo, pick ? oa[i] : ob[i]);
   }
   region_store(shadow_of(c, d), out);
 }

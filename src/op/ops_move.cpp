@@ -26,7 +26,14 @@ void register_move_ops(OpList& ops) {
                 // tile side is the leading corner of its whole tile: the tile's elements past the
                 // copied region are stale after the copy (docs/developer_mode.md, "Tails"). No
                 // effect on the data; the virtual NPU's stale-data checker marks them invalid.
-                {"clipped", false, {}}},
+                {"clipped", false, {}},
+                // Set by clip_expert_copies on a GM -> UB copy it gave the padded form for a row
+                // that is not whole 32-byte blocks: TileLang-Ascend's copy_gm_to_ub moves it
+                // with DataCopyPad and isPad=false, which leaves the UB lanes from the row's end
+                // to its 32-byte boundary undefined (AscendC "DataCopyPad" API page). The data
+                // gets pad_value as for any padded copy; the stale-data checker marks those
+                // lanes invalid, so a kernel that reads them into GM is reported.
+                {"pad_undefined", false, {}}},
       .pipe = [](const TileOpNode& n, const Target& t) { return path_pipe(n, t, 0, 1); },
       .verify = rules::rule_copy,
       // Any element type moves; the fixpipe's conversions come from the target (rule_copy).

@@ -123,16 +123,19 @@ class Clipper : public IRMutator {
       if (Stmt s = short_read(*n, g, t0); s.defined()) return s;
     auto c = dev::clip_copy(g, t0, bounds_);
     const bool short_rows = n->op == &ops::copy() && t0.buffer->scope == MemScope::UB &&
-                            !n->attr_bool("pad") && !whole_blocks(t0) &&
-                            (one_row_to_end(t0) || (!read && one_row(t0)));
+                            !n->attr_bool("pad") && !whole_blocks(t0);
     if ((!c || !c->clipped) && short_rows) {
       // TileLang-Ascend moves every GM <-> UB copy with DataCopyPad (copy_gm_to_ub /
       // copy_ub_to_gm: blockLen in bytes, each UB row padded to 32 B), so a row of 4 int32 (16
-      // bytes) moves as written. The pad lanes past the row lie in the buffer's 32-byte-rounded
-      // allocation (every UB buffer starts on 32 B), and vector ops, which count elements, never
-      // read them; a multi-row region still needs rows 32 B apart (the verifier's rule).
+      // bytes) moves as written, into a row of its own tile or into the first 4 floats of a
+      // longer UB row (`T.copy(A_log[0], A_log_ub[0, :4])`, fused_gdn_gating.py). A read
+      // overwrites the UB lanes from the row's end to its 32-byte boundary with what
+      // copy_gm_to_ub leaves there (isPad=false: undefined): `pad_undefined` has the
+      // stale-data checker mark them. A store reads only the row. Starts and the pitch of
+      // several rows stay 32-byte aligned (the verifier's rules).
       std::vector<Attr> attrs = n->attrs;
       attr_of(attrs, "pad")->value = true;
+      if (read) attr_of(attrs, "pad_undefined")->value = true;
       return TileOpNode::make(n->op, n->args, std::move(attrs), n->loc);
     }
     if (!c || !c->clipped) return self;
@@ -219,23 +222,6 @@ class Clipper : public IRMutator {
     while (last > 0 && is_const_one(r.buffer->shape[last])) --last;
     auto ext = as_const_int(r.ranges[last].extent);
     return !ext || (*ext * dtype_bytes(r.buffer->dtype)) % 32 == 0;
-  }
-  /// A region of a one-row tile reaching the row's end: the only short rows the verifier
-  /// accepts (its rule one_row_gm_ub_copy: DataCopyPad's pad lanes then lie past the tile).
-  static bool one_row_to_end(const BufferRegion& r) {
-    const auto& shape = r.buffer->shape;
-    for (size_t d = 0; d + 1 < shape.size(); ++d)
-      if (!is_const_one(shape[d])) return false;
-    auto mn = as_const_int(r.ranges.back().min), ext = as_const_int(r.ranges.back().extent);
-    auto size = as_const_int(shape.back());
-    return mn && ext && size && *mn + *ext == *size;
-  }
-  /// A region of one row (every extent but the last 1): stored to GM as one DataCopyPad
-  /// block, which writes no UB pad lanes (the verifier's one_row_gm_ub_copy).
-  static bool one_row(const BufferRegion& r) {
-    for (size_t d = 0; d + 1 < r.ranges.size(); ++d)
-      if (!is_const_one(r.ranges[d].extent)) return false;
-    return !r.ranges.empty();
   }
   static bool is_const_one(const Expr& e) {
     auto v = as_const_int(e);

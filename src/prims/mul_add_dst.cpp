@@ -8,14 +8,15 @@
 // virtual NPU's other float vector ops are (docs/virtual_npu.md).
 //
 // Everything about the primitive is in this file: its definition, verifier rule, virtual-NPU
-// semantics and stale-data rule (docs/architecture.md, "The prims layer"). It has no typed
-// C++ DSL call yet: C++ kernels write T::emit("tile.mul_add_dst", {dst, src0, src1}); the
-// Python T.tile.mul_add_dst is generated from the registry.
+// semantics and stale-data rule (docs/architecture.md, "The prims layer"), and its C++ DSL call
+// T::tile::mul_add_dst (tl/lang.h); the Python T.tile.mul_add_dst is generated from the
+// registry. The AscendC emitter writes AscendC::MulAddDst (src/ascendc/emit_vector.cpp).
 #include <fmt/format.h>
 
 #include <cstring>
 
 #include "prim.h"
+#include "tl/lang.h"
 #include "tl/npu/numerics.h"
 
 namespace tl {
@@ -162,5 +163,10 @@ prims::Prim definition() {
 const prims::Registrar registrar(definition());
 
 }  // namespace
+
+void T::tile::mul_add_dst(TileArg dst, TileArg src0, TileArg src1, const Loc& l) {
+  emit(prims::handle("tile.mul_add_dst"), {std::move(dst), std::move(src0), std::move(src1)}, {},
+       l);
+}
 
 }  // namespace tl

@@ -77,36 +77,46 @@ void check_sort_capacity(const TileOpNode& n, VerifyContext& ctx, const char* op
 
 }  // namespace
 
-/// T.tile.bitwise_and / bitwise_or of 8-bit tiles (issue 29, sparse_flash_attn_mask_pa.py's
-/// uint8 masks): TileLang-Ascend emits AscendC::And<uint8_t>(dst, src0, src1, n), whose count form
-/// on A2 / A3 (asc-devkit dav_c220 kernel_operator_vec_binary_impl.h, AndImpl / OrImpl "Level 2")
-/// runs vand / vor on the operands reinterpreted as int16 with the count unchanged: n int16
-/// lanes, 2n bytes. Its first n bytes are the exact bytewise result; the n after them are
-/// overwritten too. That is harmless only where they are the tile's own padding up to the 32 B
-/// granule every UB buffer starts on: each operand the whole buffer, 2n <= n rounded up to 32,
-/// i.e. n <= 16.
-/// Elsewhere the chip would overwrite data past the tile, so it is an error naming the reason.
+/// T.tile.bitwise_and / bitwise_or of 8-bit tiles (issue 29: sparse_flash_attn_mask_pa.py's and
+/// HISA block_sparse_mqa's uint8 compare masks). The chip's And / Or work on int16 / uint16 lanes
+/// ("And", "Or" API pages); a bitwise op does not care how bytes pair into lanes, so tl-ascend
+/// runs n bytes as the tiles reinterpreted as int16, ceil(n / 2) lanes (src/ascendc/
+/// emit_vector.cpp), and the VM computes byte by byte: the same bytes. An even n is exact on any
+/// 32-byte aligned region. An odd n makes the last lane cover one byte past the region: exact
+/// only where that byte is the buffer's own padding (the region ends at the buffer's end; every
+/// UB buffer is a whole number of 32-byte granules); elsewhere it would overwrite the next
+/// element, so it is an error naming the reason.
 void check_byte_bitwise(const TileOpNode& n, VerifyContext& ctx) {
   const BufferRegion* dst = region_of(n, "dst");
   if (!dst || dtype_bytes(dst->buffer->dtype) != 1) return;
   for (const auto& [name, r] : regions_of(n)) {
     auto elems = region_elems(*r);
     auto whole = buffer_bytes(r->buffer);
-    if (!elems || !whole) continue;
-    bool is_whole = *elems == *whole;
-    for (const auto& range : r->ranges) is_whole = is_whole && const_int(range.min) == 0;
-    const int64_t padded = (*elems + 31) / 32 * 32;
-    if (is_whole && 2 * *elems <= padded) continue;
+    if (!elems || !whole || *elems % 2 == 0) continue;
+    // The region's last byte, in the buffer's dense row-major order (buffers with explicit
+    // strides are not 8-bit vector tiles).
+    std::optional<int64_t> last = 0;
+    int64_t stride = 1;
+    for (size_t d = r->ranges.size(); d-- > 0 && last;) {
+      auto mn = const_int(r->ranges[d].min), ext = const_int(r->ranges[d].extent);
+      auto sz = d < r->buffer->shape.size() ? const_int(r->buffer->shape[d]) : std::nullopt;
+      if (!mn || !ext || !sz)
+        last = std::nullopt;
+      else {
+        *last += (*mn + *ext - 1) * stride;
+        stride *= *sz;
+      }
+    }
+    if (last && *last + 1 == *whole) continue;
     ctx.error(n, name, "byte-bitwise",
-              fmt::format(
-                  "{} of {} tiles: on {} AscendC::{} counts int16 lanes (TileLang-Ascend passes "
-                  "the {} element count unchanged), so the chip works on {} bytes from the start "
-                  "of '{}' and overwrites the {} bytes after its {}; only a whole tile of at most "
-                  "16 elements, whose 32 B granule holds those bytes as padding, is exact. Use "
-                  "int16 / uint16 tiles",
-                  op_title(n), dtype_str(dst->buffer->dtype), ctx.target().name,
-                  n.op == &ops::tile::bitwise_and() ? "And" : "Or", *elems, 2 * *elems,
-                  r->buffer->name, *elems, is_whole ? "elements" : "region"));
+              fmt::format("{} of {} tiles over an odd number of bytes ({}) in a region that {} "
+                          "end at the end of '{}': the chip's {} works on int16 lanes, so the "
+                          "last lane would also write the byte after the region. Give an even "
+                          "element count, or a region ending at its buffer's end (whose padding "
+                          "takes the extra byte)",
+                          op_title(n), dtype_str(dst->buffer->dtype), *elems,
+                          last ? "does not" : "may not", r->buffer->name,
+                          n.op == &ops::tile::bitwise_and() ? "And" : "Or"));
     return;
   }
 }

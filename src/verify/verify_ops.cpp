@@ -137,41 +137,23 @@ void check_ub_alignment(const TileOpNode& n, VerifyContext& ctx, const std::stri
                           b->name, pitch, align));
 }
 
-/// A copy between GM and a UB tile of one row, up to the row's end (every dimension of the tile
-/// but the last of size 1). TileLang-Ascend moves every GM <-> UB copy with DataCopyPad
-/// (blockLen in bytes, the UB row padded to 32 B), and the compiler gives such a copy the padded
-/// form (clip_expert_copies; legalize_copies in developer mode): 4 int32 of a token's expert ids
-/// move as written. The pad lanes then fall past the tile's last element, in its allocation's
-/// 32-byte rounding (every UB buffer starts on 32 B), where no element of this or another tile
-/// lies. A row ending inside its tile, or a row of a multi-row tile, would have the pad
-/// overwrite the tile's own elements on the chip: those keep the rule (rows whole 32 B blocks).
-bool one_row_gm_ub_copy(const TileOpNode& n) {
+/// A copy between GM and a UB region. TileLang-Ascend moves every GM <-> UB copy with
+/// DataCopyPad (blockLen in bytes, each UB row padded to 32 B), and the compiler gives such a
+/// copy the padded form (clip_expert_copies; legalize_copies in developer mode): 4 int32 of a
+/// token's expert ids, or 4 floats into the first lanes of a 64-float row
+/// (`T.copy(A_log[0], A_log_ub[0, :4])`), move as written. A read overwrites the UB lanes from
+/// the row's end to its 32-byte boundary (on TileLang-Ascend with undefined values: the
+/// stale-data checker marks them, `pad_undefined`); a store reads only the row. Row starts and
+/// the pitch of several rows keep the 32-byte rules (check_ub_alignment).
+bool gm_ub_copy(const TileOpNode& n) {
   if (n.args.size() < 2 || !n.args[0].is_region() || !n.args[1].is_region()) return false;
   const BufferRegion& a = n.args[0].region;
   const BufferRegion& b = n.args[1].region;
   const bool a_gm = a.buffer->scope == MemScope::GM, b_gm = b.buffer->scope == MemScope::GM;
   if (a_gm == b_gm) return false;
   const BufferRegion& ub = a_gm ? b : a;
-  const auto& shape = ub.buffer->shape;
-  if (ub.buffer->scope != MemScope::UB || ub.ranges.empty() || ub.ranges.size() != shape.size() ||
-      !ub.buffer->strides.empty())
-    return false;
-  if (b_gm) {
-    // A store of one row (one DataCopyPad block) reads blockLen bytes from the row's start and
-    // writes no pad lanes, so the row may end inside its tile, or be one row of several
-    // (TileLang-Ascend's `T.copy(comb_ub[i, :4], comb[r, i, :])` in hc_split_sinkhorn.py).
-    bool one = true;
-    for (size_t d = 0; d + 1 < ub.ranges.size(); ++d)
-      if (auto e = const_int(ub.ranges[d].extent); !e || *e != 1) one = false;
-    if (one) return true;
-  }
-  for (size_t d = 0; d + 1 < shape.size(); ++d) {
-    auto e = const_int(shape[d]);
-    if (!e || *e != 1) return false;
-  }
-  auto mn = const_int(ub.ranges.back().min), ext = const_int(ub.ranges.back().extent);
-  auto size = const_int(shape.back());
-  return mn && ext && size && *mn + *ext == *size;
+  return ub.buffer->scope == MemScope::UB && !ub.ranges.empty() &&
+         ub.ranges.size() == ub.buffer->shape.size() && ub.buffer->strides.empty();
 }
 
 /// Operands whose rows may be any number of elements (docs/hardware.md section 5): the UB side of a
@@ -180,7 +162,7 @@ bool one_row_gm_ub_copy(const TileOpNode& n) {
 /// the last repeat of a row: AscendC's vector APIs take `calCount` / `mask`, any number). Their
 /// starts and row pitches stay 32-byte aligned. Plain DataCopy moves whole 32-byte blocks.
 bool takes_any_row_length(const TileOpNode& n, const std::string& /*name*/) {
-  if (n.op == &ops::copy()) return n.attr_bool("pad") || one_row_gm_ub_copy(n);
+  if (n.op == &ops::copy()) return n.attr_bool("pad") || gm_ub_copy(n);
   // AscendC accumulates into GM with SetAtomicAdd around a copy out, and DataCopyPad takes
   // UB rows of any byte length that way (issue 29: a tail of 5 floats per row).
   if (n.op == &ops::atomic_add()) return true;

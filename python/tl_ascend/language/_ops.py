@@ -148,9 +148,14 @@ def _whole_elements(dst):
 
 def _drop_whole_count(op_name, operands, args, kwargs):
     """TileLang-Ascend's vector ops take an optional trailing element count (`T.tile.cast(dst,
-    src, "CAST_RINT", rows * cols)`). tl-ascend's ops always cover their whole destination, so a
-    count equal to the destination's element count is dropped; any other count is an error
-    rather than a silently different computation."""
+    src, "CAST_RINT", rows * cols)`), which its lowering passes to the AscendC call: the op
+    covers the first `count` elements from each operand's start (AscendC's count form,
+    tilelang/language/ascend_tile.py: `cast` passes the access pointers and the count). A count
+    equal to the destination's element count is dropped; for an elementwise op, a tile operand
+    with more elements than the count becomes the region of its first `count` elements
+    (`T.tile.cast(cos_sin_ub, gathered_ub, "CAST_NONE", 64)` with `gathered_ub` of 256:
+    split_qkv_rmsnorm_mrope.py). Any other count is an error rather than a silently different
+    computation."""
     count = kwargs.pop("count", None)
     positional = [a for a in args if not isinstance(a, str)]
     last = args[-1] if args else None
@@ -158,14 +163,77 @@ def _drop_whole_count(op_name, operands, args, kwargs):
         count, args = last, args[:-1]
     if count is None:
         return args, kwargs
+    if hasattr(count, "const_value") and isinstance(count.const_value(), int):
+        count = count.const_value()
     dst = args[0] if args else kwargs.get(operands[0]["name"] if operands else "dst")
     whole = _whole_elements(dst)
+    if _OPS[op_name].get("elementwise") and isinstance(count, int) and not isinstance(count, bool):
+        return _count_prefixes(op_name, operands, list(args), kwargs, count), kwargs
     if whole is None or count != whole:
         _core.user_error(_state.current(),
                          f"T.{op_name}: an element count of {count} is not the destination's whole "
                          f"{whole if whole is not None else 'symbolic'} elements; tl-ascend's vector ops cover the "
                          f"whole destination tile (slice the tile instead)")
     return args, kwargs
+
+
+def _count_prefixes(op_name, operands, args, kwargs, count):
+    """The tile operands of an elementwise op with a count: each cut to its first `count`
+    elements (a region), or an error naming the operand that has fewer or whose first `count`
+    elements are not a region (they would run across rows of a larger tile)."""
+    if count < 1:
+        _core.user_error(_state.current(), f"T.{op_name}: argument 'count' must be a positive element count, "
+                                           f"got {count}")
+    slot = 0
+    for i, a in enumerate(args):
+        if isinstance(a, str) or slot >= len(operands):
+            continue
+        name = operands[slot]["name"]
+        slot += 1
+        args[i] = _prefix(op_name, name, a, count)
+    for k, v in list(kwargs.items()):
+        if k in [o["name"] for o in operands]:
+            kwargs[k] = _prefix(op_name, k, v, count)
+    return args
+
+
+def _prefix(op_name, name, v, count):
+    """The region of the first `count` elements of buffer or region `v` in memory order from its
+    start, `v` itself when it has exactly `count`, or a located error."""
+    if hasattr(v, "_tl_region"):
+        v = v._tl_region()
+    if isinstance(v, _core.Buffer):
+        buf, starts, extents = v, [0] * v.ndim, list(v.shape)
+    elif isinstance(v, _core.BufferRegion):
+        buf, starts, extents = v.buffer, list(v.starts), list(v.extents)
+    else:
+        return v  # a scalar operand
+    have = _whole_elements(v)
+    if have == count:
+        return v
+    shape = [d.const_value() if hasattr(d, "const_value") else d for d in buf.shape]
+    ext = [e.const_value() if hasattr(e, "const_value") else e for e in extents]
+    st = [s.const_value() if hasattr(s, "const_value") else s for s in starts]
+    if have is not None and have < count:
+        _core.user_error(_state.current(),
+                         f"T.{op_name}: operand '{name}' ('{buf.name}', {have} elements) has fewer than the "
+                         f"element count {count}")
+    # Along the dimensions from the last: the count is whole rows of the dimensions after d
+    # (which must start at 0 and be whole), within the region along d.
+    inner = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if not all(isinstance(x, int) for x in (shape[d], ext[d])):
+            break
+        if count % inner == 0 and count // inner <= ext[d]:
+            out_ext = [1] * d + [count // inner] + shape[d + 1:]
+            return buf.region(list(starts[:d + 1]) + [0] * (len(shape) - d - 1), out_ext)
+        if not (isinstance(st[d], int) and st[d] == 0 and ext[d] == shape[d]):
+            break
+        inner *= shape[d]
+    _core.user_error(_state.current(),
+                     f"T.{op_name}: the first {count} elements of operand '{name}' ('{buf.name}', shape {shape}, "
+                     f"region extents {ext}) are not a region of the tile; give the operand as a region of "
+                     f"{count} elements")
 
 
 def wrapper(op_name):
