@@ -3,13 +3,17 @@
 // widening fit UB; N a multiple of 32): each rM-row tile of x (of y and dy) is loaded into UB
 // once and widened to fp32 once; the forward's exp is computed once per element and kept in UB
 // for the normalisation, so the inputs are read from GM once and the vector pipe makes the
-// fewest passes over them (docs/ops.md, "Softmax and log-softmax"). The tile slots are
-// double-buffered (for_each_row_tile_2slots, as the resident RMSNorm kernels): the next tile's
-// load is issued before this tile's compute. The result is narrowed over x (dy) in its slot and
-// the tile stored with one copy.
+// fewest passes over them (docs/ops.md, "Softmax and log-softmax"). The forward sums exp(x)
+// with no max subtracted (no max tree, no subtraction: 16 cycles per 64 elements instead of 20)
+// and checks each row's sum once (a V -> S wait a tile); a row outside the range where that is
+// exact (huge or very negative logits, -inf rows, +inf) takes the max-subtracted fallback. The tile
+// slots are double-buffered (for_each_row_tile_2slots, as the resident RMSNorm kernels): the next
+// tile's load is issued before this tile's compute. The result is narrowed over x (dy) in its slot
+// and the tile stored with one copy.
 //
-//   softmax      y = e / sum(e), e = exp(x - max)     dx = p - sum(p) y, p = dy y
-//   log_softmax  y = x - (max + log(sum(e)))          dx = dy - sum(dy) exp(y)
+//   softmax      y = e / sum(e), e = exp(x)           dx = p - sum(p) y, p = dy y
+//   log_softmax  y = x - log(sum(e))                  dx = dy - sum(dy) exp(y)
+//   (fallback rows: e = exp(x - max), log_softmax y = x - (max + log(sum(e))))
 //
 // Other rows (ragged N, rows larger than UB) keep the developer-mode kernels of
 // softmax_kernel.cpp. Its Python twin is
@@ -42,6 +46,12 @@ using tl::Pipe;
 namespace T = tl::T;
 using namespace softmax_tree;
 constexpr int kEvTail = 3;
+constexpr int kEvCheck = 2;  // the forward's V -> S wait before its per-row check
+// The forward sums exp(x) with no max subtracted; the log of a row's sum must lie in [lo, hi).
+// Softmax: s >= 1 (as with the max subtracted: an exp(x) below fp32's normal range is then a y
+// below it too, so no y loses bits to it) and 1 / s a normal float. Log-softmax: finite, and the
+// terms lost below fp32's normal range weigh less than 1e-15 of the sum (the streamed kernel's).
+constexpr double kSoftLo = 0.0, kSoftHi = 80.0, kLogLo = -40.0, kLogHi = 88.0;
 
 }  // namespace
 
@@ -108,36 +118,89 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
           T::tile::cast(c(x, 0), lo, "CAST_RINT");
           T::tile::cast(c(x, h), hi, "CAST_RINT");
         };
-        std::function<void(const std::vector<Buffer>&)> compute;
+        std::function<void(const std::vector<Buffer>&, int)> compute;  // slot, call site
+        auto lowest = tl::imm(f32, -std::numeric_limits<float>::max());
 
         if (!bwd) {
-          auto m = st("m_ub", 0);  // the row max
-          auto s = st("s_ub", 0);  // the row sum
+          auto s = st("s_ub", 0);      // the row sum of exp(x), or of exp(x - max) in a fallback
+          auto ls = st("ls_ub", 256);  // log(s): the check; log-softmax's r (fallback: + max)
           auto one = st("one_ub", 256);
-          auto ms0 = st("ms0_ub", 256);  // the max subtracted
-          auto ms1 = st("ms1_ub", 0);
-          auto r0 = st("r0_ub", 256);  // 1 / sum, or max + log(sum)
+          auto r0 = st("r0_ub", 256);  // 1 / sum, or log(sum) (+ max in a fallback)
           auto r1 = st("r1_ub", 0);
+          // A fallback row's statistics: its halves' maxima (then sums) and the max subtracted.
+          auto fa = st("fa_ub", 0);
+          auto fb = st("fb_ub", 256);
+          auto fm = st("fm_ub", 0);
           T::tile::fill(one, 1.0);
-          compute = [=](const std::vector<Buffer>& sl) {
+          // The rare row whose sum of exp(x) leaves the range the unshifted sum is exact in: its
+          // exp again with its max subtracted (at least the lowest float: -inf logits give
+          // exp(-inf) = 0, never exp(-inf + inf) = NaN), into its rows of e0, e1, s or ls. Two
+          // whole-half reductions (7 cycles a repeat): slow, and only for such rows.
+          auto fallback = [=](const Buffer& x, Expr j) {
+            auto row = [&](const Buffer& b) { return b.region({j, 0}, {1, h}); };
+            auto one_el = [&](const Buffer& b) { return b.region({0}, {1}); };
+            T::pipe_barrier(Pipe::V);
+            if (wide) {
+              T::tile::cast(row(e0), x.region({j, 0}, {1, h}));
+              T::tile::cast(row(e1), x.region({j, h}, {1, h}));
+            } else {
+              T::tile::add(row(e0), x.region({j, 0}, {1, h}), 0.0);
+              T::tile::add(row(e1), x.region({j, h}, {1, h}), 0.0);
+            }
+            T::pipe_barrier(Pipe::V);
+            T::reduce_max(row(e0), one_el(fa), -1);
+            T::reduce_max(row(e1), one_el(fb), -1);
+            T::pipe_barrier(Pipe::V);
+            T::tile::max(one_el(fm), one_el(fa), one_el(fb));  // NaN stays NaN
+            T::pipe_barrier(Pipe::V);
+            T::tile::max(one_el(fm), one_el(fm), lowest);
+            T::pipe_barrier(Pipe::V);
+            T::tile::row_expand_sub(row(e0), row(e0), one_el(fm));
+            T::tile::row_expand_sub(row(e1), row(e1), one_el(fm));
+            T::pipe_barrier(Pipe::V);
+            T::tile::exp(row(e0), row(e0));
+            T::tile::exp(row(e1), row(e1));
+            T::pipe_barrier(Pipe::V);
+            T::reduce_sum(row(e0), one_el(fa), -1);
+            T::reduce_sum(row(e1), one_el(fb), -1);
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(one_el(fa), one_el(fa), one_el(fb));
+            if (k.log) {
+              T::pipe_barrier(Pipe::V);
+              T::tile::ln(one_el(fa), one_el(fa));
+              T::pipe_barrier(Pipe::V);
+              T::tile::add(one_el(fa), one_el(fm), one_el(fa));
+            }
+            // Into row j's statistic by the scalar unit: a vector op may not start at row j's
+            // element (UB addresses of vector operands are 32-byte aligned).
+            set_then_wait(Pipe::V, Pipe::S, kEvCheck);
+            T::store(k.log ? ls : s, {j}, fa.load({0}));
+            set_then_wait(Pipe::S, Pipe::V, kEvCheck);
+          };
+          compute = [=](const std::vector<Buffer>& sl, int site) {
             const Buffer& x = sl[0];
             T::pipe_barrier(Pipe::V);  // the previous tile's reads of e0, e1 are done
             widen(x, e0, e1);
             T::pipe_barrier(Pipe::V);
-            row_tree(true, e0, e1, tr, rM, h, m);
-            T::pipe_barrier(Pipe::V);
-            // max(m, lowest): a row max of -inf subtracts the lowest float, so -inf logits give
-            // exp(-inf) = 0, not exp(-inf + inf) = NaN; a finite or NaN max passes unchanged.
-            T::tile::max(ms0, m, tl::imm(f32, -std::numeric_limits<float>::max()));
-            T::tile::max(ms1, m, tl::imm(f32, -std::numeric_limits<float>::max()));
-            T::pipe_barrier(Pipe::V);
-            T::tile::row_expand_sub(e0, e0, ms0);
-            T::tile::row_expand_sub(e1, e1, ms1);
-            T::pipe_barrier(Pipe::V);
-            T::tile::exp(e0, e0);
+            T::tile::exp(e0, e0);  // no max subtracted: the check below
             T::tile::exp(e1, e1);
             T::pipe_barrier(Pipe::V);
             row_tree(false, e0, e1, tr, rM, h, s);
+            T::pipe_barrier(Pipe::V);
+            T::tile::ln(ls, s);
+            // The unshifted sum is as good as the max-subtracted one when log(s) lies in
+            // [lo, hi) (kLog* above); else that row's fallback. A NaN sum stays here: a NaN
+            // logit makes the row NaN either way (so does the NaN a timing-only launch reads
+            // from its poisoned UB: it times the common case).
+            set_then_wait(Pipe::V, Pipe::S, kEvCheck);
+            T::serial("j", rM, [&](Expr j) {
+              // A let: the scalar load at a cycle of its own. Named as the twin's parser names
+              // the three call sites' copies.
+              auto lse = T::let(site == 0 ? std::string("lse") : fmt::format("lse_{}", site),
+                                ls.load({j}));
+              const double lo = k.log ? kLogLo : kSoftLo, hi = k.log ? kLogHi : kSoftHi;
+              T::If(lse < Expr(lo) || lse >= Expr(hi), [&] { fallback(x, j); });
+            });
             T::pipe_barrier(Pipe::V);
             if (!k.log) {
               T::tile::div(r0, one, s);  // a divide per row only
@@ -154,12 +217,10 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
               }
               return;
             }
-            // y = x - (max + log(sum)); exp overwrote x - max, so x is widened again.
-            T::tile::ln(s, s);
+            // y = x - log(sum exp(x)); exp overwrote x, so x is widened again.
             if (wide) widen(x, e0, e1);
-            T::pipe_barrier(Pipe::V);
-            T::tile::add(r0, ms0, s);
-            T::tile::add(r1, ms1, s);
+            T::tile::add(r0, ls, 0.0);
+            T::tile::add(r1, ls, 0.0);
             T::pipe_barrier(Pipe::V);
             if (wide) {
               T::tile::row_expand_sub(e0, e0, r0);
@@ -175,7 +236,7 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
           auto s0 = st("s0_ub", 256);  // sum(dy y), or sum(dy)
           auto s1 = st("s1_ub", 0);
           const Buffer &y0 = e0, &y1 = e1, &gl = *g0, &gh = *g1;
-          compute = [=](const std::vector<Buffer>& sl) {
+          compute = [=](const std::vector<Buffer>& sl, int) {
             const Buffer &y = sl[0], &dy = sl[1];
             T::pipe_barrier(Pipe::V);  // the previous tile's reads of the halves are done
             widen(y, y0, y1);
@@ -214,7 +275,7 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
         for_each_row_tile_2slots(
             M, rM, num_blocks, cid, vid, [&](int sl, Expr row0) { load(slots[sl], row0); },
             [&](int sl, Expr row0) {
-              compute(slots[sl]);
+              compute(slots[sl], sl);
               set_then_wait(Pipe::V, Pipe::MTE3, sl);
               T::copy(slots[sl].back(), OUT.at({row0, 0}));
             },
@@ -228,7 +289,7 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
                   T::copy(ins[i].at({row0 + j, 0}), slots[0][i].region({j, 0}, {1, N}));
                 });
               set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-              compute(slots[0]);
+              compute(slots[0], 2);
               set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
               T::serial("j", rows, [&](Expr j) {
                 T::copy(slots[0].back().region({j, 0}, {1, N}), OUT.at({row0 + j, 0}));
