@@ -47,11 +47,12 @@ namespace T = tl::T;
 using namespace softmax_tree;
 constexpr int kEvTail = 3;
 constexpr int kEvCheck = 2;  // the forward's V -> S wait before its per-row check
-// The forward sums exp(x) with no max subtracted; the log of a row's sum must lie in [lo, hi).
-// Softmax: s >= 1 (as with the max subtracted: an exp(x) below fp32's normal range is then a y
-// below it too, so no y loses bits to it) and 1 / s a normal float. Log-softmax: finite, and the
-// terms lost below fp32's normal range weigh less than 1e-15 of the sum (the streamed kernel's).
-constexpr double kSoftLo = 0.0, kSoftHi = 80.0, kLogLo = -40.0, kLogHi = 88.0;
+// The forward sums exp(x) with no max subtracted; a row's sum must lie in [lo, hi). Softmax:
+// [1, 2^115) (s >= 1 as with the max subtracted: an exp(x) below fp32's normal range is then a y
+// below it too, so no y loses bits to it; 1 / s a normal float). Log-softmax: [2^-57, 2^126)
+// (e^-39.5 to e^87.3: every exp(x) finite, and the terms lost below fp32's normal range weigh
+// less than 1e-15 of the sum, as in the streamed kernel).
+constexpr double kSumSoftLo = 1.0, kSumSoftHi = 0x1p115, kSumLogLo = 0x1p-57, kSumLogHi = 0x1p126;
 
 }  // namespace
 
@@ -122,31 +123,36 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
         auto lowest = tl::imm(f32, -std::numeric_limits<float>::max());
 
         if (!bwd) {
-          auto s = st("s_ub", 0);      // the row sum of exp(x), or of exp(x - max) in a fallback
-          auto ls = st("ls_ub", 256);  // log(s): the check; log-softmax's r (fallback: + max)
+          auto s = st("s_ub", 0);      // the row sum of exp(x)
+          auto ls = st("ls_ub", 256);  // log(s) (log-softmax)
           auto one = st("one_ub", 256);
-          auto r0 = st("r0_ub", 256);  // 1 / sum, or log(sum) (+ max in a fallback)
+          auto r0 = st("r0_ub", 256);  // 1 / sum, or log(sum) (a fallback row's: its own)
           auto r1 = st("r1_ub", 0);
           // A fallback row's statistics: its halves' maxima (then sums) and the max subtracted.
           auto fa = st("fa_ub", 0);
           auto fb = st("fb_ub", 256);
           auto fm = st("fm_ub", 0);
           T::tile::fill(one, 1.0);
-          // The rare row whose sum of exp(x) leaves the range the unshifted sum is exact in: its
-          // exp again with its max subtracted (at least the lowest float: -inf logits give
-          // exp(-inf) = 0, never exp(-inf + inf) = NaN), into its rows of e0, e1, s or ls. Two
-          // whole-half reductions (7 cycles a repeat): slow, and only for such rows.
+          // The rare row j whose sum of exp(x) leaves the range the unshifted sum is exact in:
+          // its exp again with its max subtracted (at least the lowest float: -inf logits give
+          // exp(-inf) = 0, never exp(-inf + inf) = NaN). Two whole-half reductions (7 cycles a
+          // repeat): slow, and only for such rows. Its r (1 / sum, or max + log(sum)) goes into
+          // its rows of r0, r1 by the scalar unit (vector operands start 32-byte aligned);
+          // softmax's wide tile was scaled before the check, so its row is scaled here instead.
           auto fallback = [=](const Buffer& x, Expr j) {
             auto row = [&](const Buffer& b) { return b.region({j, 0}, {1, h}); };
             auto one_el = [&](const Buffer& b) { return b.region({0}, {1}); };
+            auto widen_row = [&] {
+              if (wide) {
+                T::tile::cast(row(e0), x.region({j, 0}, {1, h}));
+                T::tile::cast(row(e1), x.region({j, h}, {1, h}));
+              } else {
+                T::tile::add(row(e0), x.region({j, 0}, {1, h}), 0.0);
+                T::tile::add(row(e1), x.region({j, h}, {1, h}), 0.0);
+              }
+            };
             T::pipe_barrier(Pipe::V);
-            if (wide) {
-              T::tile::cast(row(e0), x.region({j, 0}, {1, h}));
-              T::tile::cast(row(e1), x.region({j, h}, {1, h}));
-            } else {
-              T::tile::add(row(e0), x.region({j, 0}, {1, h}), 0.0);
-              T::tile::add(row(e1), x.region({j, h}, {1, h}), 0.0);
-            }
+            widen_row();
             T::pipe_barrier(Pipe::V);
             T::reduce_max(row(e0), one_el(fa), -1);
             T::reduce_max(row(e1), one_el(fb), -1);
@@ -165,16 +171,24 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
             T::reduce_sum(row(e1), one_el(fb), -1);
             T::pipe_barrier(Pipe::V);
             T::tile::add(one_el(fa), one_el(fa), one_el(fb));
-            if (k.log) {
-              T::pipe_barrier(Pipe::V);
+            T::pipe_barrier(Pipe::V);
+            if (!k.log) {
+              T::tile::div(one_el(fa), one_el(one), one_el(fa));
+              if (wide) {
+                T::pipe_barrier(Pipe::V);
+                T::tile::row_expand_mul(row(e0), row(e0), one_el(fa));
+                T::tile::row_expand_mul(row(e1), row(e1), one_el(fa));
+                return;
+              }
+            } else {
               T::tile::ln(one_el(fa), one_el(fa));
               T::pipe_barrier(Pipe::V);
               T::tile::add(one_el(fa), one_el(fm), one_el(fa));
+              if (wide) widen_row();  // y = x - r: x again over its exp
             }
-            // Into row j's statistic by the scalar unit: a vector op may not start at row j's
-            // element (UB addresses of vector operands are 32-byte aligned).
             set_then_wait(Pipe::V, Pipe::S, kEvCheck);
-            T::store(k.log ? ls : s, {j}, fa.load({0}));
+            T::store(r0, {j}, fa.load({0}));
+            T::store(r1, {j}, fa.load({0}));
             set_then_wait(Pipe::S, Pipe::V, kEvCheck);
           };
           compute = [=](const std::vector<Buffer>& sl, int site) {
@@ -187,29 +201,43 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
             T::pipe_barrier(Pipe::V);
             row_tree(false, e0, e1, tr, rM, h, s);
             T::pipe_barrier(Pipe::V);
-            T::tile::ln(ls, s);
-            // The unshifted sum is as good as the max-subtracted one when log(s) lies in
-            // [lo, hi) (kLog* above); else that row's fallback. A NaN sum stays here: a NaN
-            // logit makes the row NaN either way (so does the NaN a timing-only launch reads
-            // from its poisoned UB: it times the common case).
-            set_then_wait(Pipe::V, Pipe::S, kEvCheck);
-            T::serial("j", rM, [&](Expr j) {
-              // A let: the scalar load at a cycle of its own. Named as the twin's parser names
-              // the three call sites' copies.
-              auto lse = T::let(site == 0 ? std::string("lse") : fmt::format("lse_{}", site),
-                                ls.load({j}));
-              const double lo = k.log ? kLogLo : kSoftLo, hi = k.log ? kLogHi : kSoftHi;
-              T::If(lse < Expr(lo) || lse >= Expr(hi), [&] { fallback(x, j); });
-            });
-            T::pipe_barrier(Pipe::V);
+            // The check reads the sums once the flag below fires; the vector work queued after
+            // the flag (softmax: the scaling of a 16-bit tile; log-softmax: x widened again and
+            // r) runs while the scalar unit checks, so the wait exposes no idle vector pipe.
             if (!k.log) {
               T::tile::div(r0, one, s);  // a divide per row only
               T::tile::div(r1, one, s);
-              T::pipe_barrier(Pipe::V);
+              T::set_flag(Pipe::V, Pipe::S, kEvCheck);
               if (wide) {
+                T::pipe_barrier(Pipe::V);
                 T::tile::row_expand_mul(e0, e0, r0);
                 T::tile::row_expand_mul(e1, e1, r1);
-                T::pipe_barrier(Pipe::V);
+              }
+            } else {
+              T::tile::ln(ls, s);
+              T::set_flag(Pipe::V, Pipe::S, kEvCheck);
+              if (wide) widen(x, e0, e1);  // y = x - log(sum): exp overwrote x
+              T::pipe_barrier(Pipe::V);
+              T::tile::add(r0, ls, 0.0);
+              T::tile::add(r1, ls, 0.0);
+            }
+            T::wait_flag(Pipe::V, Pipe::S, kEvCheck);
+            // The unshifted sum is as good as the max-subtracted one when it lies in [lo, hi)
+            // (kSum* above); else that row's fallback. A NaN sum stays here: a NaN logit makes
+            // the row NaN either way (so does the NaN a timing-only launch reads from its
+            // poisoned UB: it times the common case).
+            T::serial("j", rM, [&](Expr j) {
+              // A let: the scalar load at a cycle of its own. Named as the twin's parser names
+              // the three call sites' copies.
+              auto sum =
+                  T::let(site == 0 ? std::string("sum") : fmt::format("sum_{}", site), s.load({j}));
+              const double lo = k.log ? kSumLogLo : kSumSoftLo;
+              const double hi = k.log ? kSumLogHi : kSumSoftHi;
+              T::If(sum < Expr(lo) || sum >= Expr(hi), [&] { fallback(x, j); });
+            });
+            T::pipe_barrier(Pipe::V);
+            if (!k.log) {
+              if (wide) {
                 narrow(x, e0, e1);
               } else {
                 T::tile::row_expand_mul(c(x, 0), e0, r0);
@@ -217,11 +245,6 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
               }
               return;
             }
-            // y = x - log(sum exp(x)); exp overwrote x, so x is widened again.
-            if (wide) widen(x, e0, e1);
-            T::tile::add(r0, ls, 0.0);
-            T::tile::add(r1, ls, 0.0);
-            T::pipe_barrier(Pipe::V);
             if (wide) {
               T::tile::row_expand_sub(e0, e0, r0);
               T::tile::row_expand_sub(e1, e1, r1);

@@ -114,8 +114,8 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
     wide = dtype != "float32"
     es = 4 if dtype == "float32" else 2
     nin = 2 if backward else 1
-    # The forward's unshifted sum of exp(x): the range of its log checked per row (softmax_resident.cpp).
-    lo, hi = (-40.0, 88.0) if log else (0.0, 80.0)
+    # The forward's unshifted sum of exp(x): the range checked per row (softmax_resident.cpp).
+    lo, hi = (2.0 ** -57, 2.0 ** 126) if log else (1.0, 2.0 ** 115)
     M = T.dynamic("M")
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
 
@@ -158,16 +158,21 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
         T.tile.cast(x[0:rM, h:N], hi, "CAST_RINT")
 
     @T.macro
-    def fwd_fallback(x, j, e0, e1, s, ls, fa, fb, fm):
-        """Row j again with its max subtracted (at least the lowest float), into its rows of e0, e1 and
-        s (softmax) or ls (log-softmax: max + log(sum))."""
-        T.pipe_barrier("V")
+    def widen_row(x, j, e0, e1):
         if wide:
             T.tile.cast(e0[j:j + 1, 0:h], x[j:j + 1, 0:h])
             T.tile.cast(e1[j:j + 1, 0:h], x[j:j + 1, h:N])
         else:
             T.tile.add(e0[j:j + 1, 0:h], x[j:j + 1, 0:h], 0.0)
             T.tile.add(e1[j:j + 1, 0:h], x[j:j + 1, h:N], 0.0)
+
+    @T.macro
+    def fwd_fallback(x, j, e0, e1, one, r0, r1, fa, fb, fm):
+        """Row j again with its max subtracted (at least the lowest float); its r (1 / sum, or max +
+        log(sum)) into its rows of r0, r1 by the scalar unit (vector operands start 32-byte aligned),
+        or, for softmax's 16-bit tiles (scaled before the check), its row scaled here."""
+        T.pipe_barrier("V")
+        widen_row(x, j, e0, e1)
         T.pipe_barrier("V")
         T.reduce_max(e0[j:j + 1, 0:h], fa[0:1], -1)
         T.reduce_max(e1[j:j + 1, 0:h], fb[0:1], -1)
@@ -186,18 +191,24 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
         T.reduce_sum(e1[j:j + 1, 0:h], fb[0:1], -1)
         T.pipe_barrier("V")
         T.tile.add(fa[0:1], fa[0:1], fb[0:1])
-        if log:
-            T.pipe_barrier("V")
+        T.pipe_barrier("V")
+        if not log:
+            T.tile.div(fa[0:1], one[0:1], fa[0:1])
+        else:
             T.tile.ln(fa[0:1], fa[0:1])
             T.pipe_barrier("V")
             T.tile.add(fa[0:1], fm[0:1], fa[0:1])
-        # Into row j's statistic by the scalar unit (vector operands start 32-byte aligned).
-        _sync("V", "S", EV_CHECK)
-        if log:
-            ls[j] = fa[0]
+            if wide:
+                widen_row(x, j, e0, e1)  # y = x - r: x again over its exp
+        if wide and not log:
+            T.pipe_barrier("V")
+            T.tile.row_expand_mul(e0[j:j + 1, 0:h], e0[j:j + 1, 0:h], fa[0:1])
+            T.tile.row_expand_mul(e1[j:j + 1, 0:h], e1[j:j + 1, 0:h], fa[0:1])
         else:
-            s[j] = fa[0]
-        _sync("S", "V", EV_CHECK)
+            _sync("V", "S", EV_CHECK)
+            r0[j] = fa[0]
+            r1[j] = fa[0]
+            _sync("S", "V", EV_CHECK)
 
     @T.macro
     def fwd_compute(x, e0, e1, tr, s, ls, one, r0, r1, fa, fb, fm):
@@ -209,34 +220,38 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
         T.pipe_barrier("V")
         row_tree(False, e0, e1, tr, s)
         T.pipe_barrier("V")
-        T.tile.ln(ls, s)
-        # log(s) must lie in [LO, HI) (the C++ generator says why); else that row's fallback. A NaN
-        # stays here (the row is NaN either way).
-        _sync("V", "S", EV_CHECK)
-        for j in T.serial(rM):
-            lse = ls[j]  # a let: the scalar load at a cycle of its own
-            if lse < lo or lse >= hi:
-                fwd_fallback(x, j, e0, e1, s, ls, fa, fb, fm)
-        T.pipe_barrier("V")
+        # The vector work queued after the flag runs while the scalar unit checks the sums.
         if not log:
             T.tile.div(r0, one, s)  # a divide per row only
             T.tile.div(r1, one, s)
-            T.pipe_barrier("V")
+            T.set_flag("V", "S", EV_CHECK)
             if wide:
+                T.pipe_barrier("V")
                 T.tile.row_expand_mul(e0, e0, r0)
                 T.tile.row_expand_mul(e1, e1, r1)
-                T.pipe_barrier("V")
+        else:
+            T.tile.ln(ls, s)
+            T.set_flag("V", "S", EV_CHECK)
+            if wide:
+                widen(x, e0, e1)  # y = x - log(sum): exp overwrote x
+            T.pipe_barrier("V")
+            T.tile.add(r0, ls, 0.0)
+            T.tile.add(r1, ls, 0.0)
+        T.wait_flag("V", "S", EV_CHECK)
+        # A row's sum must lie in [lo, hi) (the C++ generator says why); else that row's fallback. A
+        # NaN stays here (the row is NaN either way).
+        for j in T.serial(rM):
+            sum = s[j]  # a let: the scalar load at a cycle of its own
+            if sum < lo or sum >= hi:
+                fwd_fallback(x, j, e0, e1, one, r0, r1, fa, fb, fm)
+        T.pipe_barrier("V")
+        if not log:
+            if wide:
                 narrow(x, e0, e1)
             else:
                 T.tile.row_expand_mul(x[0:rM, 0:h], e0, r0)
                 T.tile.row_expand_mul(x[0:rM, h:N], e1, r1)
         else:
-            # y = x - log(sum exp(x)); exp overwrote x, so x is widened again.
-            if wide:
-                widen(x, e0, e1)
-            T.tile.add(r0, ls, 0.0)
-            T.tile.add(r1, ls, 0.0)
-            T.pipe_barrier("V")
             if wide:
                 T.tile.row_expand_sub(e0, e0, r0)
                 T.tile.row_expand_sub(e1, e1, r1)
