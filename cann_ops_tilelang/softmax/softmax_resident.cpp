@@ -100,6 +100,16 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
           g1 = T::alloc_ub("gf1_ub", {rM, h}, f32, place(half, 0));
         }
         const Tree tr = alloc_tree(place, rM, q);
+        // A 16-bit log-softmax forward keeps x's fp32 halves for y = x - log(sum): the exp of its
+        // column quarters goes into t0, p0, t1, p1 (each pair 256 bytes apart), the tree's first
+        // level adds t0 + p0 and t1 + p1, and x is not widened again (16 cycles per 64 elements
+        // instead of 18).
+        const bool quarters = !bwd && k.log && wide;
+        std::optional<Buffer> p0, p1;
+        if (quarters) {
+          p0 = T::alloc_ub("p0_ub", {rM, q}, f32, place(int64_t{rM} * q * 4, 256));
+          p1 = T::alloc_ub("p1_ub", {rM, q}, f32, place(int64_t{rM} * q * 4, 0));
+        }
         // Row statistics; a row-expand's per-row operand sits 256 bytes from its tile's half.
         auto st = [&](const char* nm, int64_t residue) {
           return T::alloc_ub(nm, {rM}, f32, place(rM * 4, residue));
@@ -123,8 +133,7 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
         auto lowest = tl::imm(f32, -std::numeric_limits<float>::max());
 
         if (!bwd) {
-          auto s = st("s_ub", 0);      // the row sum of exp(x)
-          auto ls = st("ls_ub", 256);  // log(s) (log-softmax)
+          auto s = st("s_ub", 0);  // the row sum of exp(x)
           auto one = st("one_ub", 256);
           auto r0 = st("r0_ub", 256);  // 1 / sum, or log(sum) (a fallback row's: its own)
           auto r1 = st("r1_ub", 0);
@@ -136,9 +145,10 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
           // The rare row j whose sum of exp(x) leaves the range the unshifted sum is exact in:
           // its exp again with its max subtracted (at least the lowest float: -inf logits give
           // exp(-inf) = 0, never exp(-inf + inf) = NaN). Two whole-half reductions (7 cycles a
-          // repeat): slow, and only for such rows. Its r (1 / sum, or max + log(sum)) goes into
-          // its rows of r0, r1 by the scalar unit (vector operands start 32-byte aligned);
-          // softmax's wide tile was scaled before the check, so its row is scaled here instead.
+          // repeat): slow, and only for such rows. A 16-bit tile was scaled (softmax) or had r
+          // subtracted (log-softmax) before the check, so the row's result is computed here from
+          // its own r (1 / sum, or max + log(sum)); an fp32 tile's r goes into its rows of r0, r1
+          // by the scalar unit (vector operands start 32-byte aligned).
           auto fallback = [=](const Buffer& x, Expr j) {
             auto row = [&](const Buffer& b) { return b.region({j, 0}, {1, h}); };
             auto one_el = [&](const Buffer& b) { return b.region({0}, {1}); };
@@ -174,17 +184,22 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
             T::pipe_barrier(Pipe::V);
             if (!k.log) {
               T::tile::div(one_el(fa), one_el(one), one_el(fa));
-              if (wide) {
-                T::pipe_barrier(Pipe::V);
-                T::tile::row_expand_mul(row(e0), row(e0), one_el(fa));
-                T::tile::row_expand_mul(row(e1), row(e1), one_el(fa));
-                return;
-              }
             } else {
               T::tile::ln(one_el(fa), one_el(fa));
               T::pipe_barrier(Pipe::V);
               T::tile::add(one_el(fa), one_el(fm), one_el(fa));
               if (wide) widen_row();  // y = x - r: x again over its exp
+            }
+            if (wide) {
+              T::pipe_barrier(Pipe::V);
+              if (!k.log) {
+                T::tile::row_expand_mul(row(e0), row(e0), one_el(fa));
+                T::tile::row_expand_mul(row(e1), row(e1), one_el(fa));
+              } else {
+                T::tile::row_expand_sub(row(e0), row(e0), one_el(fa));
+                T::tile::row_expand_sub(row(e1), row(e1), one_el(fa));
+              }
+              return;
             }
             set_then_wait(Pipe::V, Pipe::S, kEvCheck);
             T::store(r0, {j}, fa.load({0}));
@@ -196,30 +211,41 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
             T::pipe_barrier(Pipe::V);  // the previous tile's reads of e0, e1 are done
             widen(x, e0, e1);
             T::pipe_barrier(Pipe::V);
-            T::tile::exp(e0, e0);  // no max subtracted: the check below
-            T::tile::exp(e1, e1);
-            T::pipe_barrier(Pipe::V);
-            row_tree(false, e0, e1, tr, rM, h, s);
+            // No max subtracted: the check below.
+            if (quarters) {
+              T::tile::exp(cols(tr.t0, rM, 0, q), cols(e0, rM, 0, q));
+              T::tile::exp(cols(*p0, rM, 0, q), cols(e0, rM, q, q));
+              T::tile::exp(cols(tr.t1, rM, 0, q), cols(e1, rM, 0, q));
+              T::tile::exp(cols(*p1, rM, 0, q), cols(e1, rM, q, q));
+              T::pipe_barrier(Pipe::V);
+              row_tree_from(false, tr.t0, *p0, tr.t1, *p1, 0, 0, tr, rM, q, s);
+            } else {
+              T::tile::exp(e0, e0);
+              T::tile::exp(e1, e1);
+              T::pipe_barrier(Pipe::V);
+              row_tree(false, e0, e1, tr, rM, h, s);
+            }
             T::pipe_barrier(Pipe::V);
             // The check reads the sums once the flag below fires; the vector work queued after
-            // the flag (softmax: the scaling of a 16-bit tile; log-softmax: x widened again and
-            // r) runs while the scalar unit checks, so the wait exposes no idle vector pipe.
+            // the flag (a 16-bit tile's scaling, or its subtraction of log(sum)) runs while the
+            // scalar unit checks, so the wait exposes no idle vector pipe.
             if (!k.log) {
               T::tile::div(r0, one, s);  // a divide per row only
               T::tile::div(r1, one, s);
-              T::set_flag(Pipe::V, Pipe::S, kEvCheck);
-              if (wide) {
-                T::pipe_barrier(Pipe::V);
+            } else {
+              T::tile::ln(r0, s);
+              T::tile::ln(r1, s);
+            }
+            T::set_flag(Pipe::V, Pipe::S, kEvCheck);
+            if (wide) {
+              T::pipe_barrier(Pipe::V);
+              if (!k.log) {
                 T::tile::row_expand_mul(e0, e0, r0);
                 T::tile::row_expand_mul(e1, e1, r1);
+              } else {
+                T::tile::row_expand_sub(e0, e0, r0);
+                T::tile::row_expand_sub(e1, e1, r1);
               }
-            } else {
-              T::tile::ln(ls, s);
-              T::set_flag(Pipe::V, Pipe::S, kEvCheck);
-              if (wide) widen(x, e0, e1);  // y = x - log(sum): exp overwrote x
-              T::pipe_barrier(Pipe::V);
-              T::tile::add(r0, ls, 0.0);
-              T::tile::add(r1, ls, 0.0);
             }
             T::wait_flag(Pipe::V, Pipe::S, kEvCheck);
             // The unshifted sum is as good as the max-subtracted one when it lies in [lo, hi)
@@ -236,20 +262,11 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
               T::If(sum < Expr(lo) || sum >= Expr(hi), [&] { fallback(x, j); });
             });
             T::pipe_barrier(Pipe::V);
-            if (!k.log) {
-              if (wide) {
-                narrow(x, e0, e1);
-              } else {
-                T::tile::row_expand_mul(c(x, 0), e0, r0);
-                T::tile::row_expand_mul(c(x, h), e1, r1);
-              }
-              return;
-            }
             if (wide) {
-              T::tile::row_expand_sub(e0, e0, r0);
-              T::tile::row_expand_sub(e1, e1, r1);
-              T::pipe_barrier(Pipe::V);
               narrow(x, e0, e1);
+            } else if (!k.log) {
+              T::tile::row_expand_mul(c(x, 0), e0, r0);
+              T::tile::row_expand_mul(c(x, h), e1, r1);
             } else {
               T::tile::row_expand_sub(c(x, 0), c(x, 0), r0);
               T::tile::row_expand_sub(c(x, h), c(x, h), r1);
