@@ -72,7 +72,10 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
       const int64_t tile = bM * cols;
       const int64_t tree =
           softmax_tree::tree_bytes(static_cast<int>(bM), static_cast<int>(cols / 4));
-      if (2 * inputs * tile * es + inputs * tile * 4 + tree + stats <= budget.ub_bytes) {
+      // A 16-bit log-softmax forward keeps x's fp32 halves and writes the exp of its quarters
+      // into the tree's t0, t1 and two more [bM, N / 4] fp32 buffers.
+      const int64_t quarters = log && !backward && dtype != tl::DType::Float32 ? 2 * tile : 0;
+      if (2 * inputs * tile * es + inputs * tile * 4 + tree + quarters + stats <= budget.ub_bytes) {
         k.rows_per_tile = bM;
         k.chunk = cols;
         k.resident = true;

@@ -64,15 +64,20 @@ Tree alloc_tree(Placer& place, int rM, int q) {
 // last width as whole rows, and one reduction of red. Ends with the reduction issued.
 void row_tree(bool is_max, const Buffer& a, const Buffer& b, const Tree& tr, int rM, int h,
               const Buffer& out) {
+  row_tree_from(is_max, a, b, a, b, 0, h / 2, tr, rM, h / 2, out);
+}
+
+void row_tree_from(bool is_max, const Buffer& a_lo, const Buffer& b_lo, const Buffer& a_hi,
+                   const Buffer& b_hi, int c_lo, int c_hi, const Tree& tr, int rM, int q,
+                   const Buffer& out) {
   auto op = [&](tl::TileArg d, tl::TileArg x, tl::TileArg y) {
     if (is_max)
       T::tile::max(d, x, y);
     else
       T::tile::add(d, x, y);
   };
-  const int q = h / 2;
-  op(cols(tr.t0, rM, 0, q), cols(a, rM, 0, q), cols(b, rM, 0, q));
-  op(cols(tr.t1, rM, 0, q), cols(a, rM, q, q), cols(b, rM, q, q));
+  op(cols(tr.t0, rM, 0, q), cols(a_lo, rM, c_lo, q), cols(b_lo, rM, c_lo, q));
+  op(cols(tr.t1, rM, 0, q), cols(a_hi, rM, c_hi, q), cols(b_hi, rM, c_hi, q));
   const Buffer *c0 = &tr.t0, *c1 = &tr.t1, *o0 = &tr.u0, *o1 = &tr.u1;
   int w = q;
   for (int hw : tree_widths(q)) {

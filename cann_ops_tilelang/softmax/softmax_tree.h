@@ -55,4 +55,12 @@ Tree alloc_tree(Placer& place, int rM, int q);
 void row_tree(bool is_max, const tl::Buffer& a, const tl::Buffer& b, const Tree& tr, int rM, int h,
               const tl::Buffer& out);
 
+/// row_tree with the first level's sources given: t0 = a_lo[:, c_lo + (0, q)] op b_lo[same],
+/// t1 = a_hi[:, c_hi + (0, q)] op b_hi[same] (row_tree: a, b, a, b at columns 0 and q). Log-softmax
+/// sums the exp of its four column quarters written into t0, p0, t1, p1 ([rM, q]), keeping x's
+/// fp32 halves for its result.
+void row_tree_from(bool is_max, const tl::Buffer& a_lo, const tl::Buffer& b_lo,
+                   const tl::Buffer& a_hi, const tl::Buffer& b_hi, int c_lo, int c_hi,
+                   const Tree& tr, int rM, int q, const tl::Buffer& out);
+
 }  // namespace cann_ops_tilelang::softmax_tree

@@ -170,6 +170,61 @@ TEST(SoftmaxEdges, ResidentKernelsHaveNoHazardNorTimeOrderEffect) {
   }
 }
 
+// The resident forward sums exp(x) with no max subtracted and checks each row's log-sum: rows
+// outside [0, 80) (softmax) or [-40, 88) (log-softmax) take the max-subtracted fallback, in one
+// tile with rows that do not, and in the tail tile. Logits + 200 (exp overflows), - 150 (every
+// exp underflows), - 30 (softmax's sum below 1: its exp(x) of the smallest logits would lose bits
+// below fp32's normal range; log-softmax's fast path), a row of -inf (NaN, as torch), a first half
+// of -inf with the rest + 100, a +inf (NaN). Without the fallback rows 1, 2 and 6 come out NaN,
+// infinite or zero. Under the hazard checker, then in timed mode with no time-order effect.
+TEST(SoftmaxEdges, ResidentForwardRowsOutOfRangeTakeTheFallback) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType dt : {DType::BFloat16, DType::Float32}) {
+    for (int64_t N : {1024, 7168}) {
+      SCOPED_TRACE(fmt::format("{} N={}", tl::dtype_name(dt), N));
+      tl::Device dev;
+      const int64_t M = 37;  // 8-row tiles and a tail of 5 (1024), 2-row and a tail of 1 (7168)
+      EXPECT_TRUE(softmax_key(dt, N, false, false, dev.target()).resident);
+      auto v = tl::randn(dev, {M, N}, DType::Float32, opstest::test_seed()).to_vector();
+      for (auto& e : v) e *= 4;
+      for (int64_t j = 0; j < N; ++j) {
+        v[1 * N + j] += 200;
+        v[2 * N + j] -= 150;
+        v[3 * N + j] -= 30;
+        v[4 * N + j] = -inf;
+        v[6 * N + j] = j < N / 2 ? -inf : v[6 * N + j] + 100;
+        v[(M - 1) * N + j] += 200;  // the tail tile
+        v[(M - 2) * N + j] -= 150;
+      }
+      v[8 * N + N / 3] = inf;
+      auto x = tl::from_vector(dev, {M, N}, dt, v);
+      for (bool log : {false, true}) {
+        SCOPED_TRACE(log ? "log_softmax" : "softmax");
+        RunOptions hazards;
+        hazards.launch.check_hazards = true;
+        std::vector<double> y;
+        {
+          ScopedRun s(hazards);
+          y = (log ? log_softmax(x) : softmax(x)).to_vector();
+        }
+        auto want = opstest::ref::softmax_fwd(x.to_vector(), M, N, log);
+        for (int64_t i : {int64_t{4}, int64_t{8}})  // torch: NaN (all -inf; inf - inf)
+          for (int64_t j = 0; j < N; ++j)
+            want[i * N + j] = std::numeric_limits<double>::quiet_NaN();
+        EXPECT_EQ(opstest::allclose(y, want, N, opstest::tolerance(dt), "y"), "");
+        RunOptions timed;
+        timed.profile = true;
+        {
+          ScopedRun s(timed);
+          (log ? log_softmax(x) : softmax(x));
+        }
+        ASSERT_EQ(timed.profiles.size(), 1u);
+        for (const auto& e : timed.profiles[0].time_order_effects) ADD_FAILURE() << e;
+      }
+    }
+  }
+}
+
 // The streamed kernels (softmax_streamed.cpp) forced onto chunks of 1024: rows of 2048 (4 steps a
 // row: the three slots' last round is partial) and 3072 (6 steps), 101 rows (2 or 3 per AIV: the
 // slots carry over from row to row): against the reference, under the hazard checker, and in

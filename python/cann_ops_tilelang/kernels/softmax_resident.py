@@ -6,12 +6,15 @@ python/tests/test_opslib_softmax.py). softmax_kernel (softmax.py) builds this on
 Each rM-row tile of x (of y and dy) is loaded into UB once, in two tile slots so the next tile's
 load is issued before this tile's compute, and widened to fp32 once as two column halves 256
 bytes apart modulo 512 (no bank-group conflict between an instruction's two sources). The forward
-keeps exp(x - max) in UB for the normalisation; the row max and sum are a tree of elementwise
+keeps exp(x) in UB for the normalisation: no max subtracted, each row's sum checked once (a V -> S wait a
+tile) and a row outside the range where that is exact (huge or very negative logits, -inf rows) computed
+again with its max subtracted. The row sums are a tree of elementwise
 max / add over the halves, then one reduction of the last columns. The result is narrowed over x
 (dy) in its slot and stored with one copy.
 
-  softmax      y = e / sum(e), e = exp(x - max)     dx = p - sum(p) y, p = dy y
-  log_softmax  y = x - (max + log(sum(e)))          dx = dy - sum(dy) exp(y)
+  softmax      y = e / sum(e), e = exp(x)           dx = p - sum(p) y, p = dy y
+  log_softmax  y = x - log(sum(e))                  dx = dy - sum(dy) exp(y)
+  (fallback rows: e = exp(x - max), log_softmax y = x - (max + log(sum(e))))
 
 Events per pipe pair: slot s loads MTE2 -> V on id s, stores V -> MTE3 on id s, and is free for its
 next load after the store, MTE3 -> MTE2 on id s (set once for both slots before the loop, waited
@@ -23,6 +26,7 @@ import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
 EV_TAIL = 3
+EV_CHECK = 2  # the forward's V -> S wait before its per-row check
 _LOWEST = -3.4028234663852886e38  # the lowest finite float32
 
 
@@ -57,12 +61,18 @@ def _tree(place, rM: int, q: int) -> dict:
     @T.macro
     def row_tree(is_max, a, b, tr, out):
         """The row max (or sum) of the tile whose column halves are a and b, into out."""
+        row_tree_from(is_max, a, b, a, b, 0, q, tr, out)
+
+    @T.macro
+    def row_tree_from(is_max, a_lo, b_lo, a_hi, b_hi, c_lo, c_hi, tr, out):
+        """row_tree with its first level's sources: t0 = a_lo op b_lo at columns c_lo + (0, q), t1 =
+        a_hi op b_hi at c_hi + (0, q)."""
         if is_max:
-            T.tile.max(tr["t"][0][0:rM, 0:q], a[0:rM, 0:q], b[0:rM, 0:q])
-            T.tile.max(tr["t"][1][0:rM, 0:q], a[0:rM, q:h], b[0:rM, q:h])
+            T.tile.max(tr["t"][0][0:rM, 0:q], a_lo[0:rM, c_lo:c_lo + q], b_lo[0:rM, c_lo:c_lo + q])
+            T.tile.max(tr["t"][1][0:rM, 0:q], a_hi[0:rM, c_hi:c_hi + q], b_hi[0:rM, c_hi:c_hi + q])
         else:
-            T.tile.add(tr["t"][0][0:rM, 0:q], a[0:rM, 0:q], b[0:rM, 0:q])
-            T.tile.add(tr["t"][1][0:rM, 0:q], a[0:rM, q:h], b[0:rM, q:h])
+            T.tile.add(tr["t"][0][0:rM, 0:q], a_lo[0:rM, c_lo:c_lo + q], b_lo[0:rM, c_lo:c_lo + q])
+            T.tile.add(tr["t"][1][0:rM, 0:q], a_hi[0:rM, c_hi:c_hi + q], b_hi[0:rM, c_hi:c_hi + q])
         for lv in levels:
             T.pipe_barrier("V")
             c0, c1, o0, o1, hw = tr[lv[0]][0], tr[lv[0]][1], tr[lv[1]][0], tr[lv[1]][1], lv[2]
@@ -83,7 +93,7 @@ def _tree(place, rM: int, q: int) -> dict:
         else:
             T.reduce_sum(tr["red"], out, -1)
 
-    return {"addr": addr, "q": q, "o": o, "wr": wr, "row_tree": row_tree}
+    return {"addr": addr, "q": q, "o": o, "wr": wr, "row_tree": row_tree, "row_tree_from": row_tree_from}
 
 
 def _tree_allocator(tree: dict, rM: int):
@@ -110,6 +120,8 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
     wide = dtype != "float32"
     es = 4 if dtype == "float32" else 2
     nin = 2 if backward else 1
+    # The forward's unshifted sum of exp(x): the range checked per row (softmax_resident.cpp).
+    lo, hi = (2.0 ** -57, 2.0 ** 126) if log else (1.0, 2.0 ** 115)
     M = T.dynamic("M")
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
 
@@ -128,11 +140,16 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
     a_g0 = place(half, 256) if backward else None
     a_g1 = place(half, 0) if backward else None
     tree = _tree(place, rM, q)
-    row_tree = tree["row_tree"]
+    row_tree, row_tree_from = tree["row_tree"], tree["row_tree_from"]
+    # A 16-bit log-softmax forward keeps x's fp32 halves: the exp of its column quarters goes into t0, p0,
+    # t1, p1 and the tree's first level adds t0 + p0 and t1 + p1 (x is not widened again).
+    quarters = not backward and log and wide
+    if quarters:
+        a_p0, a_p1 = place(rM * q * 4, 256), place(rM * q * 4, 0)
     if not backward:
-        a_m, a_s, a_one = place(rM * 4, 0), place(rM * 4, 0), place(rM * 4, 256)
-        a_ms0, a_ms1 = place(rM * 4, 256), place(rM * 4, 0)
+        a_s, a_one = place(rM * 4, 0), place(rM * 4, 256)
         a_r0, a_r1 = place(rM * 4, 256), place(rM * 4, 0)
+        a_fa, a_fb, a_fm = place(rM * 4, 0), place(rM * 4, 256), place(rM * 4, 0)
     else:
         a_s0, a_s1 = place(rM * 4, 256), place(rM * 4, 0)
 
@@ -152,53 +169,114 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
         T.tile.cast(x[0:rM, h:N], hi, "CAST_RINT")
 
     @T.macro
-    def fwd_compute(x, e0, e1, tr, m, s, one, ms0, ms1, r0, r1):
+    def widen_row(x, j, e0, e1):
+        if wide:
+            T.tile.cast(e0[j:j + 1, 0:h], x[j:j + 1, 0:h])
+            T.tile.cast(e1[j:j + 1, 0:h], x[j:j + 1, h:N])
+        else:
+            T.tile.add(e0[j:j + 1, 0:h], x[j:j + 1, 0:h], 0.0)
+            T.tile.add(e1[j:j + 1, 0:h], x[j:j + 1, h:N], 0.0)
+
+    @T.macro
+    def fwd_fallback(x, j, e0, e1, one, r0, r1, fa, fb, fm):
+        """Row j again with its max subtracted (at least the lowest float). A 16-bit tile was scaled
+        (softmax) or had r subtracted (log-softmax) before the check, so the row's result is computed
+        here from its own r (1 / sum, or max + log(sum)); an fp32 tile's r goes into its rows of r0, r1
+        by the scalar unit (vector operands start 32-byte aligned)."""
+        T.pipe_barrier("V")
+        widen_row(x, j, e0, e1)
+        T.pipe_barrier("V")
+        T.reduce_max(e0[j:j + 1, 0:h], fa[0:1], -1)
+        T.reduce_max(e1[j:j + 1, 0:h], fb[0:1], -1)
+        T.pipe_barrier("V")
+        T.tile.max(fm[0:1], fa[0:1], fb[0:1])  # NaN stays NaN
+        T.pipe_barrier("V")
+        T.tile.max(fm[0:1], fm[0:1], _LOWEST)
+        T.pipe_barrier("V")
+        T.tile.row_expand_sub(e0[j:j + 1, 0:h], e0[j:j + 1, 0:h], fm[0:1])
+        T.tile.row_expand_sub(e1[j:j + 1, 0:h], e1[j:j + 1, 0:h], fm[0:1])
+        T.pipe_barrier("V")
+        T.tile.exp(e0[j:j + 1, 0:h], e0[j:j + 1, 0:h])
+        T.tile.exp(e1[j:j + 1, 0:h], e1[j:j + 1, 0:h])
+        T.pipe_barrier("V")
+        T.reduce_sum(e0[j:j + 1, 0:h], fa[0:1], -1)
+        T.reduce_sum(e1[j:j + 1, 0:h], fb[0:1], -1)
+        T.pipe_barrier("V")
+        T.tile.add(fa[0:1], fa[0:1], fb[0:1])
+        T.pipe_barrier("V")
+        if not log:
+            T.tile.div(fa[0:1], one[0:1], fa[0:1])
+        else:
+            T.tile.ln(fa[0:1], fa[0:1])
+            T.pipe_barrier("V")
+            T.tile.add(fa[0:1], fm[0:1], fa[0:1])
+            if wide:
+                widen_row(x, j, e0, e1)  # y = x - r: x again over its exp
+        if wide:
+            T.pipe_barrier("V")
+            if not log:
+                T.tile.row_expand_mul(e0[j:j + 1, 0:h], e0[j:j + 1, 0:h], fa[0:1])
+                T.tile.row_expand_mul(e1[j:j + 1, 0:h], e1[j:j + 1, 0:h], fa[0:1])
+            else:
+                T.tile.row_expand_sub(e0[j:j + 1, 0:h], e0[j:j + 1, 0:h], fa[0:1])
+                T.tile.row_expand_sub(e1[j:j + 1, 0:h], e1[j:j + 1, 0:h], fa[0:1])
+        else:
+            _sync("V", "S", EV_CHECK)
+            r0[j] = fa[0]
+            r1[j] = fa[0]
+            _sync("S", "V", EV_CHECK)
+
+    @T.macro
+    def fwd_compute(x, e0, e1, tr, pq, s, one, r0, r1, fa, fb, fm):
         T.pipe_barrier("V")  # the previous tile's reads of e0, e1 are done
         widen(x, e0, e1)
         T.pipe_barrier("V")
-        row_tree(True, e0, e1, tr, m)
+        # No max subtracted: the check below.
+        if quarters:
+            T.tile.exp(tr["t"][0][0:rM, 0:q], e0[0:rM, 0:q])
+            T.tile.exp(pq[0][0:rM, 0:q], e0[0:rM, q:h])
+            T.tile.exp(tr["t"][1][0:rM, 0:q], e1[0:rM, 0:q])
+            T.tile.exp(pq[1][0:rM, 0:q], e1[0:rM, q:h])
+            T.pipe_barrier("V")
+            row_tree_from(False, tr["t"][0], pq[0], tr["t"][1], pq[1], 0, 0, tr, s)
+        else:
+            T.tile.exp(e0, e0)
+            T.tile.exp(e1, e1)
+            T.pipe_barrier("V")
+            row_tree(False, e0, e1, tr, s)
         T.pipe_barrier("V")
-        # max(m, lowest): -inf logits give exp(-inf) = 0, never exp(-inf + inf) = NaN.
-        T.tile.max(ms0, m, _LOWEST)
-        T.tile.max(ms1, m, _LOWEST)
-        T.pipe_barrier("V")
-        T.tile.row_expand_sub(e0, e0, ms0)
-        T.tile.row_expand_sub(e1, e1, ms1)
-        T.pipe_barrier("V")
-        T.tile.exp(e0, e0)
-        T.tile.exp(e1, e1)
-        T.pipe_barrier("V")
-        row_tree(False, e0, e1, tr, s)
-        T.pipe_barrier("V")
+        # The vector work queued after the flag runs while the scalar unit checks the sums.
         if not log:
             T.tile.div(r0, one, s)  # a divide per row only
             T.tile.div(r1, one, s)
+        else:
+            T.tile.ln(r0, s)
+            T.tile.ln(r1, s)
+        T.set_flag("V", "S", EV_CHECK)
+        if wide:
             T.pipe_barrier("V")
-            if wide:
+            if not log:
                 T.tile.row_expand_mul(e0, e0, r0)
                 T.tile.row_expand_mul(e1, e1, r1)
-                T.pipe_barrier("V")
-                narrow(x, e0, e1)
             else:
-                T.tile.row_expand_mul(x[0:rM, 0:h], e0, r0)
-                T.tile.row_expand_mul(x[0:rM, h:N], e1, r1)
-        else:
-            # y = x - (max + log(sum)); exp overwrote x - max, so x is widened again.
-            T.tile.ln(s, s)
-            if wide:
-                widen(x, e0, e1)
-            T.pipe_barrier("V")
-            T.tile.add(r0, ms0, s)
-            T.tile.add(r1, ms1, s)
-            T.pipe_barrier("V")
-            if wide:
                 T.tile.row_expand_sub(e0, e0, r0)
                 T.tile.row_expand_sub(e1, e1, r1)
-                T.pipe_barrier("V")
-                narrow(x, e0, e1)
-            else:
-                T.tile.row_expand_sub(x[0:rM, 0:h], x[0:rM, 0:h], r0)
-                T.tile.row_expand_sub(x[0:rM, h:N], x[0:rM, h:N], r1)
+        T.wait_flag("V", "S", EV_CHECK)
+        # A row's sum must lie in [lo, hi) (the C++ generator says why); else that row's fallback. A
+        # NaN stays here (the row is NaN either way).
+        for j in T.serial(rM):
+            sum = s[j]  # a let: the scalar load at a cycle of its own
+            if sum < lo or sum >= hi:
+                fwd_fallback(x, j, e0, e1, one, r0, r1, fa, fb, fm)
+        T.pipe_barrier("V")
+        if wide:
+            narrow(x, e0, e1)
+        elif not log:
+            T.tile.row_expand_mul(x[0:rM, 0:h], e0, r0)
+            T.tile.row_expand_mul(x[0:rM, h:N], e1, r1)
+        else:
+            T.tile.row_expand_sub(x[0:rM, 0:h], x[0:rM, 0:h], r0)
+            T.tile.row_expand_sub(x[0:rM, h:N], x[0:rM, h:N], r1)
 
     @T.macro
     def bwd_compute(y, dy, y0, y1, g0, g1, tr, s0, s1):
@@ -238,7 +316,7 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
             bwd_compute(sl[0], sl[1], bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6])
         else:
             fwd_compute(sl[0], bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7], bufs[8],
-                        bufs[9])
+                        bufs[9], bufs[10])
 
     @T.macro
     def load(ins, sl, row0):
@@ -287,15 +365,20 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
                     e0 = T.alloc_ub((rM, h), "float32", name="e0_ub", address=a_e0)
                     e1 = T.alloc_ub((rM, h), "float32", name="e1_ub", address=a_e1)
                     tr = alloc_tree()
-                    m = T.alloc_ub((rM,), "float32", name="m_ub", address=a_m)  # the row max
-                    s = T.alloc_ub((rM,), "float32", name="s_ub", address=a_s)  # the row sum
+                    pq = None
+                    if quarters:  # the exp of x's second and fourth column quarters
+                        pq = [T.alloc_ub((rM, q), "float32", name="p0_ub", address=a_p0),
+                              T.alloc_ub((rM, q), "float32", name="p1_ub", address=a_p1)]
+                    s = T.alloc_ub((rM,), "float32", name="s_ub", address=a_s)  # the row sum of exp(x)
                     one = T.alloc_ub((rM,), "float32", name="one_ub", address=a_one)
-                    ms0 = T.alloc_ub((rM,), "float32", name="ms0_ub", address=a_ms0)  # the max subtracted
-                    ms1 = T.alloc_ub((rM,), "float32", name="ms1_ub", address=a_ms1)
-                    r0 = T.alloc_ub((rM,), "float32", name="r0_ub", address=a_r0)  # 1 / sum, or max + log(sum)
+                    r0 = T.alloc_ub((rM,), "float32", name="r0_ub", address=a_r0)  # 1 / sum, or log(sum)
                     r1 = T.alloc_ub((rM,), "float32", name="r1_ub", address=a_r1)
+                    # A fallback row's statistics: its halves' maxima (then sums) and the max subtracted.
+                    fa = T.alloc_ub((rM,), "float32", name="fa_ub", address=a_fa)
+                    fb = T.alloc_ub((rM,), "float32", name="fb_ub", address=a_fb)
+                    fm = T.alloc_ub((rM,), "float32", name="fm_ub", address=a_fm)
                     T.tile.fill(one, 1.0)
-                    bufs = [e0, e1, tr, m, s, one, ms0, ms1, r0, r1]
+                    bufs = [e0, e1, tr, pq, s, one, r0, r1, fa, fb, fm]
 
                 workers = num_blocks * 2
                 worker = cid * 2 + vid
