@@ -85,6 +85,7 @@ std::vector<ExampleCase> with_library_cases() {
                        a.emplace_back(uniform(dev, {1, H, S, D}, f16, 11 + i));
                      a.emplace_back(Tensor::empty(dev, {1, H, S, D}, f16));
                      a.emplace_back(Tensor::empty(dev, {1, H, S}, f32));
+                     a.emplace_back(cann_ops_tilelang::flash_attention_idx(dev, key));  // masks
                      return a;
                    },
                    {}});
