@@ -80,9 +80,14 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
           auto p = T::alloc_shared("p", {bM, bN}, dt);     // P for the cube
           auto o = T::alloc_fragment("o", {bM, D}, f32);   // this step's P V
           auto acc = T::alloc_fragment("acc", {bM, D}, f32);
-          auto m = T::alloc_fragment("m", {bM}, f32), mj = T::alloc_fragment("mj", {bM}, f32);
+          // The row vectors' order places mj 256 bytes after s's bank group (the planner
+          // packs these 128-byte vectors in order after the tiles, which all start on 512-byte
+          // boundaries): the subtraction s - mj then reads its two sources from opposite bank
+          // groups (536 -> 280 cycles a step; docs/ops.md, docs/hardware.md section 4).
+          auto m = T::alloc_fragment("m", {bM}, f32), rs = T::alloc_fragment("rs", {bM}, f32);
+          auto mj = T::alloc_fragment("mj", {bM}, f32);
           auto alpha = T::alloc_fragment("alpha", {bM}, f32);
-          auto rs = T::alloc_fragment("rs", {bM}, f32), l = T::alloc_fragment("l", {bM}, f32);
+          auto l = T::alloc_fragment("l", {bM}, f32);
           auto lse = T::alloc_fragment("lse", {bM}, f32);
           auto out = T::alloc_shared("out", {bM, D}, dt);
           auto idx = T::alloc_shared("idx", {bM, bN}, tl::DType::Float16);
@@ -139,13 +144,16 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
               T::tile::exp(alpha, alpha);
               T::Parallel(bM, [&](Expr i) { m(i) = mj(i); });
               T::Parallel({bM, bN}, [&](Expr i, Expr c) { p(i, c) = cast(dt, s(i, c)); });
-              // The sums' tree in place (s is dead once P is made): the pair sums, then those
-              // at a doubling stride, into columns 0 ... pw - 1.
-              for (int c0 = 0; c0 < bN; c0 += 2 * pw)
-                T::tile::add(cols(s, c0, pw), cols(s, c0, pw), cols(s, c0 + pw, pw));
-              for (int st = 2 * pw; st < bN; st *= 2)
-                for (int c0 = 0; c0 < bN; c0 += 2 * st)
-                  T::tile::add(cols(s, c0, pw), cols(s, c0, pw), cols(s, c0 + st, pw));
+              // The sums' tree in place (s is dead once P is made), compacting: each level adds
+              // adjacent blocks 2k and 2k + 1 into block k, so both sources of every add are
+              // 256 bytes apart (pairs at a doubling stride put the second level's sources 512
+              // bytes apart, a bank-group conflict: twice the cycles, docs/hardware.md section
+              // 4). Block k is written after blocks 2k and 2k + 1 are read, and no later op of
+              // the level reads it (they read blocks >= 2k + 2).
+              for (int n = bN / pw; n > 1; n /= 2)
+                for (int k2 = 0; k2 < n / 2; ++k2)
+                  T::tile::add(cols(s, k2 * pw, pw), cols(s, 2 * k2 * pw, pw),
+                               cols(s, (2 * k2 + 1) * pw, pw));
               T::reduce_sum(cols(s, 0, pw), rs, -1);
               T::gemm(p, v, o, {.init = true});
               T::Parallel(bM, [&](Expr i) { l(i) = l(i) * alpha(i) + rs(i); });

@@ -15,6 +15,7 @@
 #include "ops/ops_bench.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
+#include "tl/npu/trace.h"
 
 namespace {
 
@@ -213,6 +214,38 @@ TEST(FlashAttentionEdges, KernelRejectsTilesItCannotMaskOrReduce) {
                   "mask indices) and block_n a power of two (the row trees), got 64 x 4096");
   key.block_n = 192;
   EXPECT_CONTAINS(error_of([&] { flash_attention_kernel(key); }), "got 64 x 192");
+}
+
+// The vector unit bounds the kernel (docs/ops.md "What bounds it"), and a two-source vector op
+// whose sources start in bank groups other than opposite ones takes twice its repeats
+// (docs/hardware.md section 4): the kernel declares its row vectors so that mj lands 256 bytes
+// after s's group and compacts the sums' tree. Guard both (a planner or declaration change that
+// moves them costs about 2 % of the step, beyond the benchmarks' tolerance).
+TEST(FlashAttentionEdges, SoftmaxTwoSourceOpsAvoidBankConflicts) {
+  tl::Device dev;
+  const auto key = flash_attention_key(DType::BFloat16, 2, 128, false, AttentionLayout::BSHD,
+                                       1 / std::sqrt(128.0), dev.target());
+  auto k = tl::compile(flash_attention_kernel(key), dev.target());
+  const int64_t B = 1, S = 600, H = 2;  // 3 kv steps, the last one masked
+  auto t = [&] { return tl::Tensor::empty(dev, {B, S, H * 128}, DType::BFloat16); };
+  tl::npu::Trace trace;
+  k.launch(dev,
+           {t(), t(), t(), t(), tl::Tensor::empty(dev, {B, H, S}, DType::Float32),
+            flash_attention_idx(dev, key)},
+           {.trace = &trace, .timing_only = true});
+  int subs = 0, adds = 0, conflicts = 0;
+  for (const auto& c : trace.cores)
+    for (const auto& e : c.events) {
+      const bool sub = e.name == "tile.row_expand_sub";
+      // The sums' tree: the whole-row-block adds of 32 x 64 fp32 (8 KB) on s.
+      const bool add = e.name == "tile.add" && e.bytes == 32 * 64 * 4;
+      subs += sub;
+      adds += add;
+      if ((sub || add) && e.bank_conflict) ++conflicts;
+    }
+  EXPECT_GT(subs, 0);
+  EXPECT_GT(adds, 0);
+  EXPECT_EQ(conflicts, 0) << "of " << subs << " subtractions and " << adds << " tree adds";
 }
 
 // The benchmarks (opt-in, tests/ops/ops_bench.h): S = 1024 with 16 heads of 128, causal or not

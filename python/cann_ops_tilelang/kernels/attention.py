@@ -57,7 +57,8 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
     # The trees (the C++ generator's loops). Each first level pairs adjacent column blocks of pw
     # (64) columns, 256 bytes apart: no UB bank-group conflict (docs/hardware.md section 4).
     # The max tree then halves `half` (bN / 2 columns) down to pw columns; the sum tree, in place
-    # in s, adds the pair sums at a doubling stride into columns 0 .. pw - 1.
+    # in s, adds blocks 2k and 2k + 1 into block k level by level (every add's sources 256 bytes
+    # apart) down to columns 0 .. pw - 1.
     pw = min(64, bN // 2)
     pair_starts = list(range(0, bN, 2 * pw))
     max_levels = []
@@ -66,11 +67,11 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         max_levels.append(w // 2)
         w //= 2
     max_width = w
-    sum_pairs = [(c0, c0 + pw) for c0 in pair_starts]
-    st = 2 * pw
-    while st < bN:
-        sum_pairs += [(c0, c0 + st) for c0 in range(0, bN, 2 * st)]
-        st *= 2
+    sum_adds = []  # (dst, src0, src1) column starts: blocks 2k and 2k + 1 into block k, level by level
+    n = bN // pw
+    while n > 1:
+        sum_adds += [(k2 * pw, 2 * k2 * pw, (2 * k2 + 1) * pw) for k2 in range(n // 2)]
+        n //= 2
 
     @T.macro
     def kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv):  # noqa: E741
@@ -111,8 +112,8 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             m[p] = mj[p]
         for i, j in T.Parallel(bM, bN):
             p[i, j] = T.cast(s[i, j], dtype)
-        for c0, c1 in sum_pairs:  # in place: s is dead once P is made
-            T.tile.add(s[:, c0:c0 + pw], s[:, c0:c0 + pw], s[:, c1:c1 + pw])
+        for d0, c0, c1 in sum_adds:  # in place: s is dead once P is made
+            T.tile.add(s[:, d0:d0 + pw], s[:, c0:c0 + pw], s[:, c1:c1 + pw])
         T.reduce_sum(s[:, 0:pw], rs, dim=-1)
         T.gemm(p, v, o, init=True)
         for p in T.Parallel(bM):
@@ -151,10 +152,11 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             p = T.alloc_shared((bM, bN), dtype)  # P for the cube
             o = T.alloc_fragment((bM, D), f32)  # this step's P V
             acc = T.alloc_fragment((bM, D), f32)
+            # This order puts mj 256 bytes after s's bank group (the C++ generator says why).
             m = T.alloc_fragment((bM,), f32)
+            rs = T.alloc_fragment((bM,), f32)
             mj = T.alloc_fragment((bM,), f32)
             alpha = T.alloc_fragment((bM,), f32)
-            rs = T.alloc_fragment((bM,), f32)
             l = T.alloc_fragment((bM,), f32)  # noqa: E741
             lse = T.alloc_fragment((bM,), f32)
             out = T.alloc_shared((bM, D), dtype)
