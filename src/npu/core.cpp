@@ -99,7 +99,7 @@ void Core::start(int64_t b) {
   // a Python prim_func's `n_offset = N // 2`) run on every core before the kernel body, as on
   // the chip, where each core runs the whole kernel function (they used to be skipped: the
   // variable read 0).
-  stack_.push_back({program.func->body.get()});
+  stack_.emplace_back(program.func->body.get());
   recent_.clear();
   steps_ = steps_reported_ = 0;
   step_mark_ = std::min(launch.max_steps, LaunchState::kStepChunk);
@@ -305,6 +305,9 @@ void Core::fail_budget() {
   throw Error(loop ? loop->loc : *loc_, msg);
 }
 
+// Frames are constructed in place (emplace_back): pushing a braced temporary copied it with a
+// 16-byte load over the temporary's two 8-byte stores, a store-forwarding stall on every pushed
+// statement (2 % of FlashAttention S = 1024's samples, docs/virtual_npu.md).
 bool Core::step() {
   Frame& fr = stack_.back();
   const StmtNode* s = fr.node;
@@ -312,7 +315,7 @@ bool Core::step() {
     case StmtKind::Seq: {
       auto* q = static_cast<const SeqNode*>(s);
       if (fr.index < q->stmts.size())
-        stack_.push_back({q->stmts[fr.index++].get()});
+        stack_.emplace_back(q->stmts[fr.index++].get());
       else
         stack_.pop_back();
       return true;
@@ -336,7 +339,7 @@ bool Core::step() {
       if (fr.end > 0) {
         set_var(f->var, Scalar::of_int(fr.i));
         if (--fr.end > 0) ++fr.i;  // never past the last value, which may be the dtype's max
-        stack_.push_back({f->body.get()});
+        stack_.emplace_back(f->body.get());
       } else {
         stack_.pop_back();
       }
@@ -350,19 +353,19 @@ bool Core::step() {
       if (trace_) trace_->pending_scalar_ops += 1 + scalar_ops_of(n->cond);  // the branch
       stack_.pop_back();
       const Stmt& branch = c ? n->then_case : n->else_case;
-      if (branch.defined()) stack_.push_back({branch.get()});
+      if (branch.defined()) stack_.emplace_back(branch.get());
       return true;
     }
     case StmtKind::Scope: {
       auto* n = static_cast<const ScopeNode*>(s);
       stack_.pop_back();
-      if (n->core == kind) stack_.push_back({n->body.get()});
+      if (n->core == kind) stack_.emplace_back(n->body.get());
       return true;
     }
     case StmtKind::Kernel: {
       auto* n = static_cast<const KernelNode*>(s);
       stack_.pop_back();
-      stack_.push_back({n->body.get()});
+      stack_.emplace_back(n->body.get());
       return true;
     }
     case StmtKind::Sync: {

@@ -251,20 +251,23 @@ void gather_row(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int6
 }
 
 /// The commonest LoadData, without offset tables: a 16-bit region of L1 starting on the fractal
-/// grid, whole fractals only (rows and columns multiples of 16), into a whole L0A / L0B matrix
-/// of the same shape. L1 is NZ (fractal (r1, c1) at c1 * Rp * 16 + r1 * 256 from the region's
-/// first element, Rp the buffer's padded rows), L0A ZZ (fractal (r1, c1) at (r1 * C / 16 + c1) *
-/// 256, the same order inside) and L0B ZN (the same place, transposed inside): each fractal is
-/// one 512-byte copy or one in-register transpose. Moves exactly the region's elements, as the
-/// table-driven path below does (tests/npu/fast_paths_test.cpp). False, before any byte moved,
-/// for any other copy. `transposed`: the transposing load (dst (i, j) = src (j, i)), whose
-/// destination fractal (r1, c1) is source fractal (c1, r1) transposed inside, so L0B's (ZN)
-/// is a plain copy and L0A's (ZZ) a transpose.
+/// grid, whole fractals only (rows and columns multiples of 16), into a full-width band of rows
+/// of an L0A / L0B matrix (a whole matrix, or one slot of lower_cube_ops' two, which are the
+/// halves of one [2R, C] buffer) starting on a fractal row: ZZ and ZN keep a fractal row's C / 16
+/// fractals together, so the band is whole fractals from its first element on. L1 is NZ (fractal
+/// (r1, c1) at c1 * Rp * 16 + r1 * 256 from the region's first element, Rp the buffer's padded
+/// rows), L0A ZZ (fractal (r1, c1) at (r1 * C / 16 + c1) * 256, the same order inside) and L0B ZN
+/// (the same place, transposed inside): each fractal is one 512-byte copy or one in-register
+/// transpose. Moves exactly the region's elements, as the table-driven path below does
+/// (tests/npu/fast_paths_test.cpp). False, before any byte moved, for any other copy. `transposed`:
+/// the transposing load (dst (i, j) = src (j, i)), whose destination fractal (r1, c1) is source
+/// fractal (c1, r1) transposed inside, so L0B's (ZN) is a plain copy and L0A's (ZZ) a transpose.
 bool whole_fractals_load(const TileRef& src, const TileRef& dst, bool transposed = false) {
   const size_t ns = src.shape.size(), nd = dst.shape.size();
   const int64_t R = transposed ? src.cols() : src.rows(), C = transposed ? src.rows() : src.cols();
   if (R % 16 != 0 || C % 16 != 0 || src.start[ns - 2] % 16 != 0 || src.start[ns - 1] % 16 != 0 ||
-      !whole_matrix(dst) || dst.shape[nd - 2] != R || dst.shape[nd - 1] != C)
+      !rows_evenly_spaced(dst) || dst.start[nd - 1] != 0 || dst.shape[nd - 1] != C ||
+      dst.extent[nd - 1] != C || dst.start[nd - 2] % 16 != 0 || dst.extent[nd - 2] != R)
     return false;
   int64_t run;
   const auto* s =

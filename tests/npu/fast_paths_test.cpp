@@ -191,6 +191,11 @@ std::vector<Case> cases() {
       v.push_back(
           {"gemm_dev",
            {{"M", mnk[0]}, {"N", mnk[1]}, {"K", mnk[2]}, {"dtype", dtype}, {"blocks", "2"}}});
+  // Whole-fractal tiles: every L1 -> L0A / L0B load is whole fractals (exec_move.cpp,
+  // whole_fractals_load; the library GEMM's slot bands: tests/ops/gemm_test.cpp, GemmFastPaths).
+  for (const char* dtype : {"float16", "bfloat16"})
+    v.push_back({"gemm_dev",
+                 {{"M", "256"}, {"N", "256"}, {"K", "512"}, {"dtype", dtype}, {"blocks", "2"}}});
   v.push_back({"gemm", {}});
   v.push_back({"matmul_add_dev", {}, true, "C"});
   v.push_back({"minicv", {}});

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
 
 #include "cann_ops_tilelang/gemm.h"
 #include "ops/gemm_ref.h"
@@ -72,6 +75,32 @@ TEST_P(GemmGrid, MatchesFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Grid, GemmGrid, ::testing::ValuesIn(grid()),
                          [](const auto& info) { return name(info.param); });
+
+// The library kernel's L0A / L0B slots are row bands of one [2R, C] buffer: whole-fractal tiles
+// take the band copy of exec_move.cpp's whole_fractals_load, the tails the offset tables. The
+// fast paths must give the plain paths' bytes (TL_NPU_PLAIN_PATHS=1; tests/npu/fast_paths_test.cpp
+// does the same for the example kernels).
+TEST(GemmFastPaths, SameBytesAsThePlainPaths) {
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (const DType dt : {DType::Float16, DType::BFloat16})
+    for (const Shape s :
+         {Shape{256, 512, 512}, Shape{33, 1000, 7}, Shape{1000, 7, 33}, Shape{1, 33, 1000}}) {
+      tl::Device dev;
+      auto a = tl::randn(dev, {s.M, s.K}, dt, 11);
+      auto b = tl::randn(dev, {s.K, s.N}, dt, 12);
+      std::vector<std::vector<uint8_t>> out;
+      for (const char* plain : {"1", "0"}) {
+        ::setenv("TL_NPU_PLAIN_PATHS", plain, 1);
+        auto c = gemm(a, b, {.out_dtype = DType::Float32});
+        out.emplace_back(c.data(), c.data() + c.nbytes());
+      }
+      ::unsetenv("TL_NPU_PLAIN_PATHS");
+      EXPECT_TRUE(out[0] == out[1])
+          << tl::dtype_name(dt) << " M " << s.M << " N " << s.N << " K " << s.K;
+    }
+}
 
 std::string error_of(const std::function<void()>& f) {
   try {
