@@ -250,7 +250,7 @@ class Unroller {
   }
 
   std::optional<int64_t> value(const Expr& e) const {
-    if (auto v = folded(e, false)) return v;
+    if (auto v = shortcuts() ? decided(e) : folded(e, false)) return v;
     if (auto x = linear(e); x && x->is_constant()) return x->constant();
     return as_const_int(simplify(arith::substitute(e, env_)));
   }
@@ -303,6 +303,35 @@ class Unroller {
       default:
         return std::nullopt;
     }
+  }
+  /// folded(e, false), and also where an `and` / `or` has one side that decides it (False /
+  /// True) while its other side is not known: the guards guard_loop_credits writes (`k + 1 < n
+  /// or i + 1 < m and (i + 1) * 24 + cid < 512`) are decided by their first side in most
+  /// iterations, and linear() would otherwise bound every comparison over cid's range (a
+  /// substitute and an arith::bound each), the most of a Prover question on gemm_dev. The value
+  /// is the one value() gives without it: simplify folds `True or c` and `False and c` to the
+  /// constant when c cannot fail (src/arith/simplify.cpp; both sides of a logical operator are
+  /// always evaluated, ir.h), bottom-up as here, and linear(), tried before simplify, gives a
+  /// constant only where every block of the range takes that value. An undecided side that
+  /// can fail (a division by an unknown, a load) keeps value()'s own path.
+  std::optional<int64_t> decided(const Expr& e) const {
+    if (auto v = folded(e, false)) return v;
+    if (e.kind() != ExprKind::Binary || !is_bool(e.dtype())) return std::nullopt;
+    auto* n = static_cast<const BinaryNode*>(e.get());
+    if (n->op != BinOp::And && n->op != BinOp::Or) return std::nullopt;
+    auto x = decided(n->a), y = decided(n->b);
+    if (x && y)
+      return arith::int_binary(n->op, arith::binary_dtype(n->op, n->a.dtype(), n->b.dtype()), *x,
+                               *y);
+    const bool absorbing = n->op == BinOp::Or;  // the side's truth that decides the operator
+    if (x && (*x != 0) == absorbing && !can_fail(n->b)) return absorbing ? 1 : 0;
+    if (y && (*y != 0) == absorbing && !can_fail(n->a)) return absorbing ? 1 : 0;
+    return std::nullopt;
+  }
+  bool can_fail(const Expr& e) const {
+    auto [it, fresh] = can_fail_.try_emplace(e.get());
+    if (fresh) it->second = arith::can_fail(e);
+    return it->second;
   }
   void fail() { failed_ = true; }
   void undecided() {
@@ -581,6 +610,7 @@ class Unroller {
   std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
   std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
   mutable std::unordered_map<const BufferNode*, BufferInfo> buffers_;           // info()
+  mutable std::unordered_map<const ExprNode*, bool> can_fail_;                  // can_fail()
   mutable std::vector<Linear> first_, last_;  // span_of()'s scratch
   mutable std::vector<int64_t> f_, l_;
   std::vector<Event> out_;
