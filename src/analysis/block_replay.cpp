@@ -109,6 +109,8 @@ class Unroller {
   size_t emitted() const { return emitted_; }
 
   std::optional<std::vector<Event>> run(const Stmt& body) {
+    // A rewrite runs the recording's ops: its stream is about the recording's length.
+    if (reuse_ && !trace_only_) out_.reserve(reuse_->stream.size());
     walk(body);
     if (reuse_ && !failed_) {
       for (const auto& [op, ranges] : reuse_->ranges) {

@@ -334,9 +334,18 @@ bool same_replay(const Streams& a, const Streams& b) {
 
 std::vector<size_t> replay_classes(const std::vector<Streams>& blocks) {
   std::vector<size_t> rep(blocks.size());
+  // Streams of other lengths never replay alike (same_replay): a block whose three lengths no
+  // other block has is its own class, not hashed (the Prover's sets of cid ranges, one per
+  // trip count, ask this for every question).
+  std::map<std::array<size_t, 3>, int> lengths;
+  auto length = [&](size_t b) {
+    return std::array<size_t, 3>{blocks[b][0].size(), blocks[b][1].size(), blocks[b][2].size()};
+  };
+  for (size_t b = 0; b < blocks.size(); ++b) ++lengths[length(b)];
   std::unordered_map<uint64_t, std::vector<size_t>> by_hash;
   for (size_t b = 0; b < blocks.size(); ++b) {
     rep[b] = b;
+    if (lengths[length(b)] == 1) continue;
     auto& firsts = by_hash[canonical_hash(blocks[b])];
     for (size_t r : firsts)
       if (same_replay(blocks[r], blocks[b])) {
