@@ -10,7 +10,6 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "tl/replay.h"
 #include "tl/sync_rules.h"
@@ -55,26 +54,30 @@ class Shadow {
     for (const auto& [base, classes] : bases_)
       for (const auto& [cls, m] : classes) {
         if (a.base < 0 || base != a.base) {  // another base, or an unknown one: every record
-          for (const auto& [lo, r] : m) f(r);
+          for (const Rec& r : m) f(r);
           continue;
         }
         int64_t from;
         auto it = cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << cls, &from)
                       ? m.begin()
-                      : m.upper_bound(from);
-        for (; it != m.end() && it->first < a.hi; ++it)
-          if (overlap(it->second.span, a)) f(it->second);
+                      : std::upper_bound(m.begin(), m.end(), from, by_lo);
+        for (; it != m.end() && it->span.lo < a.hi; ++it)
+          if (overlap(it->span, a)) f(*it);
       }
   }
   /// Erases the records `a` covers (covers()) for which `pred` holds.
   template <class P>
   void erase_covered(const Span& a, P&& pred) {
     if (a.base < 0) return;
-    auto b = bases_.find(a.base);
+    auto b = std::find_if(bases_.begin(), bases_.end(),
+                          [&](const auto& x) { return x.first == a.base; });
     if (b == bases_.end()) return;
-    for (auto& [cls, m] : b->second)
-      for (auto it = m.lower_bound(a.lo); it != m.end() && it->first <= a.hi;)
-        it = covers(a, it->second.span) && pred(it->second) ? m.erase(it) : std::next(it);
+    for (auto& [cls, m] : b->second) {
+      auto from = std::lower_bound(m.begin(), m.end(), a.lo, lo_before);
+      auto to = std::upper_bound(from, m.end(), a.hi, by_lo);
+      m.erase(std::remove_if(from, to, [&](const Rec& r) { return covers(a, r.span) && pred(r); }),
+              to);
+    }
   }
   void add(const Rec& r) {
     if (r.span.base < 0) {
@@ -84,12 +87,26 @@ class Shadow {
     int64_t length;
     if (__builtin_sub_overflow(r.span.hi, r.span.lo, &length) || length < 0) length = INT64_MAX;
     const int cls = 64 - __builtin_clzll(static_cast<uint64_t>(length) | 1);  // length < 2^cls
-    bases_[r.span.base][cls].emplace(r.span.lo, r);
+    auto b = std::find_if(bases_.begin(), bases_.end(),
+                          [&](const auto& x) { return x.first == r.span.base; });
+    if (b == bases_.end()) b = bases_.insert(b, {r.span.base, {}});
+    auto c = std::find_if(b->second.begin(), b->second.end(),
+                          [&](const auto& x) { return x.first == cls; });
+    if (c == b->second.end()) c = b->second.insert(c, {cls, {}});
+    std::vector<Rec>& m = c->second;
+    m.insert(std::upper_bound(m.begin(), m.end(), r.span.lo, by_lo), r);
   }
 
  private:
-  std::vector<Rec> unknown_;  // base < 0: overlaps every span of the memory
-  std::map<int, std::map<int, std::multimap<int64_t, Rec>>> bases_;
+  // Bases and length classes in the order first seen, searched in order: a memory has a few of
+  // each, and every access visits them all (overlapping()), which tree nodes made dear.
+  // A class's records sorted by first byte (equal ones in the order added): contiguous, as every
+  // access scans a window of them and, on other bases, all of them.
+  using Class = std::pair<int, std::vector<Rec>>;  // length class, records by lo
+  static bool by_lo(int64_t lo, const Rec& r) { return lo < r.span.lo; }
+  static bool lo_before(const Rec& r, int64_t lo) { return r.span.lo < lo; }
+  std::vector<Rec> unknown_;  // base < 0: overlaps every span
+  std::vector<std::pair<int, std::vector<Class>>> bases_;
 };
 
 class Replayer {
@@ -100,7 +117,7 @@ class Replayer {
       for (const Event& e : streams_[c]) {
         if (e.channel >= 0 && !e.push) consumers_.insert({c, e.channel});
         for (const Span& a : e.spans)
-          if (a.write) written_.insert(a.mem);
+          if (a.write && !shadow_of(a.mem)) shadows_.emplace_back(a.mem, Shadow());
       }
   }
 
@@ -242,17 +259,19 @@ class Replayer {
   void access(int c, const Event& e, const Clock& start, uint32_t count) {
     const size_t event = cores_[c].pc;
     for (const Span& a : e.spans) {
-      if (!ok_) break;                       // the answer is known
-      if (!written_.count(a.mem)) continue;  // read-only memory (the inputs): nothing conflicts
-      shadow_[a.mem].overlapping(a, [&](const Rec& r) {
+      if (!ok_) break;  // the answer is known
+      const Shadow* sh = shadow_of(a.mem);
+      if (!sh) continue;  // read-only memory (the inputs): nothing conflicts
+      sh->overlapping(a, [&](const Rec& r) {
         if ((r.span.write || a.write) && start[r.timeline] < r.clock &&
             !(r.core == c && r.event == event))
           ok_ = false;
       });
     }
     for (const Span& a : e.spans) {
-      if (!written_.count(a.mem)) continue;
-      Shadow& sh = shadow_[a.mem];
+      Shadow* found = shadow_of(a.mem);
+      if (!found) continue;
+      Shadow& sh = *found;
       sh.erase_covered(a, [&](const Rec& r) {
         const bool same = r.core == c && r.event == event;
         return (a.write || !r.span.write) && (same || start[r.timeline] >= r.clock);
@@ -267,14 +286,23 @@ class Replayer {
   std::array<Core, 3> cores_{};
   std::map<std::pair<int, int>, std::deque<Clock>> cross_;  // (to: 1, 2 AIVs; 3, 4 from AIVs, id)
   std::set<std::pair<int, int>> consumers_;                 // (core, channel) pairs that read it
-  std::unordered_map<uint64_t, Shadow> shadow_;
-  std::unordered_set<uint64_t> written_;  // memories some op writes
+  /// The shadow of memory `mem`, which some op writes; null when none does (the inputs).
+  Shadow* shadow_of(uint64_t mem) {
+    if (last_ < shadows_.size() && shadows_[last_].first == mem) return &shadows_[last_].second;
+    for (size_t i = 0; i < shadows_.size(); ++i)
+      if (shadows_[i].first == mem) return &shadows_[last_ = i].second;
+    return nullptr;
+  }
+  // The memories some op writes, with their shadows: a few per core, searched in order (the
+  // last one found first: an op's spans and the next op's are mostly of the same memories),
+  // cheaper than hashing each span's memory twice.
+  std::vector<std::pair<uint64_t, Shadow>> shadows_;
+  size_t last_ = 0;
   bool ok_ = true;
 };
 }  // namespace
 
 namespace {
-
 /// Each GM span's bytes relative to the first span of its tensor and base in the streams: two
 /// blocks whose streams are equal in this form replay alike (the replay compares spans of one
 /// tensor and base only by overlap and cover, which a common translation keeps).
