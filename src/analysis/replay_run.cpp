@@ -52,17 +52,21 @@ class Shadow {
   void overlapping(const Span& a, F&& f) const {
     for (const Rec& r : unknown_) f(r);
     for (const auto& [base, classes] : bases_)
-      for (const auto& [cls, m] : classes) {
+      for (const Class& m : classes) {
         if (a.base < 0 || base != a.base) {  // another base, or an unknown one: every record
-          for (const Rec& r : m) f(r);
+          for (const Rec& r : m.sorted)
+            if (r.clock) f(r);
+          for (const Rec& r : m.recent) f(r);
           continue;
         }
         int64_t from;
-        auto it = cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << cls, &from)
-                      ? m.begin()
-                      : std::upper_bound(m.begin(), m.end(), from, by_lo);
-        for (; it != m.end() && it->span.lo < a.hi; ++it)
-          if (overlap(it->span, a)) f(*it);
+        auto it = m.cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << m.cls, &from)
+                      ? m.sorted.begin()
+                      : std::upper_bound(m.sorted.begin(), m.sorted.end(), from, by_lo);
+        for (; it != m.sorted.end() && it->span.lo < a.hi; ++it)
+          if (it->clock && overlap(it->span, a)) f(*it);
+        for (const Rec& r : m.recent)
+          if (overlap(r.span, a)) f(r);
       }
   }
   /// Erases the records `a` covers (covers()) for which `pred` holds.
@@ -72,11 +76,12 @@ class Shadow {
     auto b = std::find_if(bases_.begin(), bases_.end(),
                           [&](const auto& x) { return x.first == a.base; });
     if (b == bases_.end()) return;
-    for (auto& [cls, m] : b->second) {
-      auto from = std::lower_bound(m.begin(), m.end(), a.lo, lo_before);
-      auto to = std::upper_bound(from, m.end(), a.hi, by_lo);
-      m.erase(std::remove_if(from, to, [&](const Rec& r) { return covers(a, r.span) && pred(r); }),
-              to);
+    auto gone = [&](const Rec& r) { return r.clock && covers(a, r.span) && pred(r); };
+    for (Class& m : b->second) {
+      auto from = std::lower_bound(m.sorted.begin(), m.sorted.end(), a.lo, lo_before);
+      for (auto it = from; it != m.sorted.end() && it->span.lo <= a.hi; ++it)
+        if (gone(*it)) it->clock = 0;
+      m.recent.erase(std::remove_if(m.recent.begin(), m.recent.end(), gone), m.recent.end());
     }
   }
   void add(const Rec& r) {
@@ -91,18 +96,44 @@ class Shadow {
                           [&](const auto& x) { return x.first == r.span.base; });
     if (b == bases_.end()) b = bases_.insert(b, {r.span.base, {}});
     auto c = std::find_if(b->second.begin(), b->second.end(),
-                          [&](const auto& x) { return x.first == cls; });
-    if (c == b->second.end()) c = b->second.insert(c, {cls, {}});
-    std::vector<Rec>& m = c->second;
-    m.insert(std::upper_bound(m.begin(), m.end(), r.span.lo, by_lo), r);
+                          [&](const Class& x) { return x.cls == cls; });
+    if (c == b->second.end()) c = b->second.insert(c, Class{cls, {}, {}});
+    c->recent.push_back(r);
+    if (c->recent.size() >= kRecent) c->merge();
   }
 
  private:
   // Bases and length classes in the order first seen, searched in order: a memory has a few of
-  // each, and every access visits them all (overlapping()), which tree nodes made dear.
-  // A class's records sorted by first byte (equal ones in the order added): contiguous, as every
-  // access scans a window of them and, on other bases, all of them.
-  using Class = std::pair<int, std::vector<Rec>>;  // length class, records by lo
+  // each, and every access visits them all (overlapping()), which tree nodes made dear. A class
+  // keeps its records contiguous, as every access scans a window of them (on other bases, all
+  // of them): sorted by first byte, erased ones left in place as tombstones (clock 0, which no
+  // access is ordered before, the live records' clocks being issue counts from 1), the latest
+  // added unsorted until kRecent of them are merged in with the tombstones dropped. Inserting
+  // each into the sorted records moved all those after it: quadratic in a tile's rows, which
+  // are added interleaved with another buffer's (the 171-row-tile RoPE).
+  static constexpr size_t kRecent = 32;
+  struct Class {
+    int cls;                  // the length class
+    std::vector<Rec> sorted;  // by lo, with tombstones
+    std::vector<Rec> recent;  // in the order added
+    void merge() {
+      std::stable_sort(recent.begin(), recent.end(),
+                       [](const Rec& x, const Rec& y) { return x.span.lo < y.span.lo; });
+      std::vector<Rec> out;
+      out.reserve(sorted.size() + recent.size());
+      auto live = [](const Rec& x) { return x.clock != 0; };
+      auto it = sorted.begin();
+      for (const Rec& r : recent) {
+        for (; it != sorted.end() && it->span.lo <= r.span.lo; ++it)
+          if (live(*it)) out.push_back(*it);
+        out.push_back(r);
+      }
+      for (; it != sorted.end(); ++it)
+        if (live(*it)) out.push_back(*it);
+      sorted = std::move(out);
+      recent.clear();
+    }
+  };
   static bool by_lo(int64_t lo, const Rec& r) { return lo < r.span.lo; }
   static bool lo_before(const Rec& r, int64_t lo) { return r.span.lo < lo; }
   std::vector<Rec> unknown_;  // base < 0: overlaps every span
