@@ -43,6 +43,17 @@ std::optional<std::vector<Streams>> ranged_sets(const KernelNode& k, const Stmt&
   std::vector<Streams> out;
   Ranges done;
   size_t events = 0;
+  // The first range is walked without accesses first. The walk takes the same decisions either
+  // way: only a walk with accesses enters the branches and loops without syncs or channel
+  // copies, and their lets bind variables no decision outside them reads; the decisions that
+  // matter read the same variables, bound alike. So it meets the same decision that differs
+  // between blocks (the same split), for a fraction of the cost (no byte ranges); where it
+  // splits, the walk with accesses would have stopped there. Where it does not, the walk with
+  // accesses follows, counted as the one walk it is (kMaxRangeWalks); a failure of that walk
+  // before a split (an op on S, too many events, memory on S) fails each run's walk the same
+  // way, as their decisions up to the split are the range's. gemm_dev at 4096^3 splits on its
+  // last tile (blocks 0-7 run 22, blocks 8-23 21), after the whole walk.
+  bool probe = accesses && !reuse && shortcuts();
   for (int walks = 0; !todo.empty(); ++walks) {
     if (walks >= kMaxRangeWalks) return std::nullopt;
     const auto [lo, hi] = todo.front();
@@ -51,9 +62,17 @@ std::optional<std::vector<Streams>> ranged_sets(const KernelNode& k, const Stmt&
     bool undecided = false;
     Expr split;
     Recorded rec;
-    auto s = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, recs ? &rec : nullptr,
-                        reuse ? &(*reuse)[done.size()] : nullptr, missed, nullptr, false, &size,
-                        {lo, hi}, &undecided, &split);
+    std::optional<Streams> s;
+    if (probe) {
+      probe = false;
+      unroll_one(k, cube, vector, t, channels, false, std::nullopt, nullptr, nullptr, nullptr,
+                 nullptr, false, nullptr, {lo, hi}, &undecided, &split);
+      if (!undecided || !split.defined()) undecided = false, split = Expr();
+    }
+    if (!undecided)
+      s = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, recs ? &rec : nullptr,
+                     reuse ? &(*reuse)[done.size()] : nullptr, missed, nullptr, false, &size,
+                     {lo, hi}, &undecided, &split);
     if (!s) {
       if (reuse || !undecided || !split.defined()) return std::nullopt;
       // The runs of blocks that take one value, each walked anew, in order of cid.
