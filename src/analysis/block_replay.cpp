@@ -1,6 +1,7 @@
 // block_replay (tl/replay.h): unrolls one block's three cores into instruction streams, with
 // conservative byte ranges per op (replay_run.cpp replays them with the hazard checker's rules),
-// (the Prover that asks the replay about rewrites of the same bodies is in replay_prover.cpp).
+// (the Prover that asks the replay about rewrites of the same bodies is in replay_prover.cpp,
+// the sets of cid ranges and unroll_blocks in replay_ranges.cpp).
 //
 // Address arithmetic is kept as linear forms over the values a block cannot know at compile
 // time (cid, dynamic sizes, lets of them): two GM regions whose first elements differ only in
@@ -14,7 +15,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -109,6 +109,8 @@ class Unroller {
   size_t emitted() const { return emitted_; }
 
   std::optional<std::vector<Event>> run(const Stmt& body) {
+    // A rewrite runs the recording's ops: its stream is about the recording's length.
+    if (reuse_ && !trace_only_) out_.reserve(reuse_->stream.size());
     walk(body);
     if (reuse_ && !failed_) {
       for (const auto& [op, ranges] : reuse_->ranges) {
@@ -250,7 +252,7 @@ class Unroller {
   }
 
   std::optional<int64_t> value(const Expr& e) const {
-    if (auto v = folded(e, false)) return v;
+    if (auto v = shortcuts() ? decided(e) : folded(e, false)) return v;
     if (auto x = linear(e); x && x->is_constant()) return x->constant();
     return as_const_int(simplify(arith::substitute(e, env_)));
   }
@@ -303,6 +305,35 @@ class Unroller {
       default:
         return std::nullopt;
     }
+  }
+  /// folded(e, false), and also where an `and` / `or` has one side that decides it (False /
+  /// True) while its other side is not known: the guards guard_loop_credits writes (`k + 1 < n
+  /// or i + 1 < m and (i + 1) * 24 + cid < 512`) are decided by their first side in most
+  /// iterations, and linear() would otherwise bound every comparison over cid's range (a
+  /// substitute and an arith::bound each), the most of a Prover question on gemm_dev. The value
+  /// is the one value() gives without it: simplify folds `True or c` and `False and c` to the
+  /// constant when c cannot fail (src/arith/simplify.cpp; both sides of a logical operator are
+  /// always evaluated, ir.h), bottom-up as here, and linear(), tried before simplify, gives a
+  /// constant only where every block of the range takes that value. An undecided side that
+  /// can fail (a division by an unknown, a load) keeps value()'s own path.
+  std::optional<int64_t> decided(const Expr& e) const {
+    if (auto v = folded(e, false)) return v;
+    if (e.kind() != ExprKind::Binary || !is_bool(e.dtype())) return std::nullopt;
+    auto* n = static_cast<const BinaryNode*>(e.get());
+    if (n->op != BinOp::And && n->op != BinOp::Or) return std::nullopt;
+    auto x = decided(n->a), y = decided(n->b);
+    if (x && y)
+      return arith::int_binary(n->op, arith::binary_dtype(n->op, n->a.dtype(), n->b.dtype()), *x,
+                               *y);
+    const bool absorbing = n->op == BinOp::Or;  // the side's truth that decides the operator
+    if (x && (*x != 0) == absorbing && !can_fail(n->b)) return absorbing ? 1 : 0;
+    if (y && (*y != 0) == absorbing && !can_fail(n->a)) return absorbing ? 1 : 0;
+    return std::nullopt;
+  }
+  bool can_fail(const Expr& e) const {
+    auto [it, fresh] = can_fail_.try_emplace(e.get());
+    if (fresh) it->second = arith::can_fail(e);
+    return it->second;
   }
   void fail() { failed_ = true; }
   void undecided() {
@@ -581,6 +612,7 @@ class Unroller {
   std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
   std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
   mutable std::unordered_map<const BufferNode*, BufferInfo> buffers_;           // info()
+  mutable std::unordered_map<const ExprNode*, bool> can_fail_;                  // can_fail()
   mutable std::vector<Linear> first_, last_;  // span_of()'s scratch
   mutable std::vector<int64_t> f_, l_;
   std::vector<Event> out_;
@@ -665,117 +697,6 @@ void set_shortcuts(bool on) {
 }
 bool shortcuts() {
   return g_shortcuts;
-}
-
-/// unroll_one with cid ranges (Unroller::cid_range): sets of streams, each every block's of its
-/// range of cid (each block's own walk takes the same decisions: each is one value over the
-/// range), but for cid's part of the addresses. From [0, blocks), a range whose walk meets a
-/// decision that differs between its blocks (Unroller::split) splits into the runs of blocks
-/// that take the same value, and each run is walked anew (at most kMaxRangeWalks walks). With
-/// `reuse`, the ranges (`*ranges`) and op events of an earlier call; any failure a nullopt. The
-/// blocks' own streams would count each block's events in the budgets and be built only for at
-/// most `max_blocks` blocks with kMaxBlockEvents in all: so do these (`*weights`: the blocks each
-/// set stands for). nullopt where the sets cannot be built.
-constexpr int kMaxRangeWalks = 16;
-std::optional<std::vector<Streams>> ranged_sets(const KernelNode& k, const Stmt& cube,
-                                                const Stmt& vector, const Target& t,
-                                                const std::vector<Channel>& channels, bool accesses,
-                                                int64_t max_blocks, std::vector<Recorded>* recs,
-                                                const std::vector<Recorded>* reuse, Ranges* ranges,
-                                                bool* missed, std::vector<int64_t>* weights) {
-  auto n = as_const_int(k.num_blocks);
-  if (!n || *n < 1 || *n > max_blocks || !k.cid.defined()) return std::nullopt;
-  std::deque<std::pair<int64_t, int64_t>> todo;
-  if (reuse) {
-    if (!ranges || ranges->size() != reuse->size()) return std::nullopt;
-    todo.assign(ranges->begin(), ranges->end());
-  } else {
-    todo.push_back({0, *n - 1});
-  }
-  std::vector<Streams> out;
-  Ranges done;
-  size_t events = 0;
-  for (int walks = 0; !todo.empty(); ++walks) {
-    if (walks >= kMaxRangeWalks) return std::nullopt;
-    const auto [lo, hi] = todo.front();
-    todo.pop_front();
-    size_t size = 0;
-    bool undecided = false;
-    Expr split;
-    Recorded rec;
-    auto s = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, recs ? &rec : nullptr,
-                        reuse ? &(*reuse)[done.size()] : nullptr, missed, nullptr, false, &size,
-                        {lo, hi}, &undecided, &split);
-    if (!s) {
-      if (reuse || !undecided || !split.defined()) return std::nullopt;
-      // The runs of blocks that take one value, each walked anew, in order of cid.
-      Ranges runs;
-      std::optional<int64_t> last;
-      for (int64_t c = lo; c <= hi; ++c) {
-        arith::Interval v = arith::bound(split, {{k.cid.node(), arith::Interval::point(c)}});
-        if (!v.is_point()) return std::nullopt;
-        if (!last || *last != v.lo) runs.push_back({c, c});
-        runs.back().second = c;
-        last = v.lo;
-      }
-      if (runs.size() < 2) return std::nullopt;
-      todo.insert(todo.begin(), runs.begin(), runs.end());
-      continue;
-    }
-    events += size * static_cast<size_t>(hi - lo + 1);
-    if (events > kMaxBlockEvents) return std::nullopt;
-    if (recs) recs->push_back(std::move(rec));
-    if (weights) weights->push_back(hi - lo + 1);
-    done.push_back({lo, hi});
-    out.push_back(std::move(*s));
-  }
-  if (ranges && !reuse) *ranges = done;
-  return out;
-}
-
-std::optional<Streams> unroll_block(const KernelNode& k, const Stmt& cube, const Stmt& vector,
-                                    const Target& t, const std::vector<Channel>& channels,
-                                    bool accesses, std::optional<int64_t> cid) {
-  return unroll_one(k, cube, vector, t, channels, accesses, cid, nullptr, nullptr, nullptr);
-}
-
-std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const Stmt& vector,
-                                   const Target& t, const std::vector<Channel>& channels,
-                                   bool accesses, int64_t max_blocks, bool each_block,
-                                   std::vector<int64_t>* weights, bool* shared) {
-  if (weights) weights->clear();
-  if (shared) *shared = !each_block;
-  auto ones = [&](std::vector<Streams> v) {  // one block per set
-    if (weights) weights->assign(v.size(), 1);
-    return v;
-  };
-  if (!each_block) {
-    bool undecided = false;
-    if (auto all = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, nullptr,
-                              nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
-      return ones({std::move(*all)});
-    if (undecided && shortcuts()) {
-      std::vector<int64_t> w;
-      if (auto sets = ranged_sets(k, cube, vector, t, channels, accesses, max_blocks, nullptr,
-                                  nullptr, nullptr, nullptr, &w)) {
-        if (weights) *weights = w;
-        return std::move(*sets);
-      }
-    }
-  }
-  if (shared) *shared = false;
-  auto n = as_const_int(k.num_blocks);
-  if (!n || *n > max_blocks) return {};
-  std::vector<Streams> out;
-  size_t events = 0;
-  for (int64_t b = 0; b < *n; ++b) {
-    auto one = unroll_block(k, cube, vector, t, channels, accesses, b);
-    if (!one) return {};
-    for (const auto& stream : *one) events += stream.size();
-    if (events > kMaxBlockEvents) return {};
-    out.push_back(std::move(*one));
-  }
-  return ones(std::move(out));
 }
 
 }  // namespace tl::replay

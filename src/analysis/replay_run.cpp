@@ -10,7 +10,6 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "tl/replay.h"
 #include "tl/sync_rules.h"
@@ -53,28 +52,37 @@ class Shadow {
   void overlapping(const Span& a, F&& f) const {
     for (const Rec& r : unknown_) f(r);
     for (const auto& [base, classes] : bases_)
-      for (const auto& [cls, m] : classes) {
+      for (const Class& m : classes) {
         if (a.base < 0 || base != a.base) {  // another base, or an unknown one: every record
-          for (const auto& [lo, r] : m) f(r);
+          for (const Rec& r : m.sorted)
+            if (r.clock) f(r);
+          for (const Rec& r : m.recent) f(r);
           continue;
         }
         int64_t from;
-        auto it = cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << cls, &from)
-                      ? m.begin()
-                      : m.upper_bound(from);
-        for (; it != m.end() && it->first < a.hi; ++it)
-          if (overlap(it->second.span, a)) f(it->second);
+        auto it = m.cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << m.cls, &from)
+                      ? m.sorted.begin()
+                      : std::upper_bound(m.sorted.begin(), m.sorted.end(), from, by_lo);
+        for (; it != m.sorted.end() && it->span.lo < a.hi; ++it)
+          if (it->clock && overlap(it->span, a)) f(*it);
+        for (const Rec& r : m.recent)
+          if (overlap(r.span, a)) f(r);
       }
   }
   /// Erases the records `a` covers (covers()) for which `pred` holds.
   template <class P>
   void erase_covered(const Span& a, P&& pred) {
     if (a.base < 0) return;
-    auto b = bases_.find(a.base);
+    auto b = std::find_if(bases_.begin(), bases_.end(),
+                          [&](const auto& x) { return x.first == a.base; });
     if (b == bases_.end()) return;
-    for (auto& [cls, m] : b->second)
-      for (auto it = m.lower_bound(a.lo); it != m.end() && it->first <= a.hi;)
-        it = covers(a, it->second.span) && pred(it->second) ? m.erase(it) : std::next(it);
+    auto gone = [&](const Rec& r) { return r.clock && covers(a, r.span) && pred(r); };
+    for (Class& m : b->second) {
+      auto from = std::lower_bound(m.sorted.begin(), m.sorted.end(), a.lo, lo_before);
+      for (auto it = from; it != m.sorted.end() && it->span.lo <= a.hi; ++it)
+        if (gone(*it)) it->clock = 0;
+      m.recent.erase(std::remove_if(m.recent.begin(), m.recent.end(), gone), m.recent.end());
+    }
   }
   void add(const Rec& r) {
     if (r.span.base < 0) {
@@ -84,12 +92,52 @@ class Shadow {
     int64_t length;
     if (__builtin_sub_overflow(r.span.hi, r.span.lo, &length) || length < 0) length = INT64_MAX;
     const int cls = 64 - __builtin_clzll(static_cast<uint64_t>(length) | 1);  // length < 2^cls
-    bases_[r.span.base][cls].emplace(r.span.lo, r);
+    auto b = std::find_if(bases_.begin(), bases_.end(),
+                          [&](const auto& x) { return x.first == r.span.base; });
+    if (b == bases_.end()) b = bases_.insert(b, {r.span.base, {}});
+    auto c = std::find_if(b->second.begin(), b->second.end(),
+                          [&](const Class& x) { return x.cls == cls; });
+    if (c == b->second.end()) c = b->second.insert(c, Class{cls, {}, {}});
+    c->recent.push_back(r);
+    if (c->recent.size() >= kRecent) c->merge();
   }
 
  private:
-  std::vector<Rec> unknown_;  // base < 0: overlaps every span of the memory
-  std::map<int, std::map<int, std::multimap<int64_t, Rec>>> bases_;
+  // Bases and length classes in the order first seen, searched in order: a memory has a few of
+  // each, and every access visits them all (overlapping()), which tree nodes made dear. A class
+  // keeps its records contiguous, as every access scans a window of them (on other bases, all
+  // of them): sorted by first byte, erased ones left in place as tombstones (clock 0, which no
+  // access is ordered before, the live records' clocks being issue counts from 1), the latest
+  // added unsorted until kRecent of them are merged in with the tombstones dropped. Inserting
+  // each into the sorted records moved all those after it: quadratic in a tile's rows, which
+  // are added interleaved with another buffer's (the 171-row-tile RoPE).
+  static constexpr size_t kRecent = 32;
+  struct Class {
+    int cls;                  // the length class
+    std::vector<Rec> sorted;  // by lo, with tombstones
+    std::vector<Rec> recent;  // in the order added
+    void merge() {
+      std::stable_sort(recent.begin(), recent.end(),
+                       [](const Rec& x, const Rec& y) { return x.span.lo < y.span.lo; });
+      std::vector<Rec> out;
+      out.reserve(sorted.size() + recent.size());
+      auto live = [](const Rec& x) { return x.clock != 0; };
+      auto it = sorted.begin();
+      for (const Rec& r : recent) {
+        for (; it != sorted.end() && it->span.lo <= r.span.lo; ++it)
+          if (live(*it)) out.push_back(*it);
+        out.push_back(r);
+      }
+      for (; it != sorted.end(); ++it)
+        if (live(*it)) out.push_back(*it);
+      sorted = std::move(out);
+      recent.clear();
+    }
+  };
+  static bool by_lo(int64_t lo, const Rec& r) { return lo < r.span.lo; }
+  static bool lo_before(const Rec& r, int64_t lo) { return r.span.lo < lo; }
+  std::vector<Rec> unknown_;  // base < 0: overlaps every span
+  std::vector<std::pair<int, std::vector<Class>>> bases_;
 };
 
 class Replayer {
@@ -100,7 +148,7 @@ class Replayer {
       for (const Event& e : streams_[c]) {
         if (e.channel >= 0 && !e.push) consumers_.insert({c, e.channel});
         for (const Span& a : e.spans)
-          if (a.write) written_.insert(a.mem);
+          if (a.write && !shadow_of(a.mem)) shadows_.emplace_back(a.mem, Shadow());
       }
   }
 
@@ -242,17 +290,19 @@ class Replayer {
   void access(int c, const Event& e, const Clock& start, uint32_t count) {
     const size_t event = cores_[c].pc;
     for (const Span& a : e.spans) {
-      if (!ok_) break;                       // the answer is known
-      if (!written_.count(a.mem)) continue;  // read-only memory (the inputs): nothing conflicts
-      shadow_[a.mem].overlapping(a, [&](const Rec& r) {
+      if (!ok_) break;  // the answer is known
+      const Shadow* sh = shadow_of(a.mem);
+      if (!sh) continue;  // read-only memory (the inputs): nothing conflicts
+      sh->overlapping(a, [&](const Rec& r) {
         if ((r.span.write || a.write) && start[r.timeline] < r.clock &&
             !(r.core == c && r.event == event))
           ok_ = false;
       });
     }
     for (const Span& a : e.spans) {
-      if (!written_.count(a.mem)) continue;
-      Shadow& sh = shadow_[a.mem];
+      Shadow* found = shadow_of(a.mem);
+      if (!found) continue;
+      Shadow& sh = *found;
       sh.erase_covered(a, [&](const Rec& r) {
         const bool same = r.core == c && r.event == event;
         return (a.write || !r.span.write) && (same || start[r.timeline] >= r.clock);
@@ -267,14 +317,23 @@ class Replayer {
   std::array<Core, 3> cores_{};
   std::map<std::pair<int, int>, std::deque<Clock>> cross_;  // (to: 1, 2 AIVs; 3, 4 from AIVs, id)
   std::set<std::pair<int, int>> consumers_;                 // (core, channel) pairs that read it
-  std::unordered_map<uint64_t, Shadow> shadow_;
-  std::unordered_set<uint64_t> written_;  // memories some op writes
+  /// The shadow of memory `mem`, which some op writes; null when none does (the inputs).
+  Shadow* shadow_of(uint64_t mem) {
+    if (last_ < shadows_.size() && shadows_[last_].first == mem) return &shadows_[last_].second;
+    for (size_t i = 0; i < shadows_.size(); ++i)
+      if (shadows_[i].first == mem) return &shadows_[last_ = i].second;
+    return nullptr;
+  }
+  // The memories some op writes, with their shadows: a few per core, searched in order (the
+  // last one found first: an op's spans and the next op's are mostly of the same memories),
+  // cheaper than hashing each span's memory twice.
+  std::vector<std::pair<uint64_t, Shadow>> shadows_;
+  size_t last_ = 0;
   bool ok_ = true;
 };
 }  // namespace
 
 namespace {
-
 /// Each GM span's bytes relative to the first span of its tensor and base in the streams: two
 /// blocks whose streams are equal in this form replay alike (the replay compares spans of one
 /// tensor and base only by overlap and cover, which a common translation keeps).
@@ -334,9 +393,18 @@ bool same_replay(const Streams& a, const Streams& b) {
 
 std::vector<size_t> replay_classes(const std::vector<Streams>& blocks) {
   std::vector<size_t> rep(blocks.size());
+  // Streams of other lengths never replay alike (same_replay): a block whose three lengths no
+  // other block has is its own class, not hashed (the Prover's sets of cid ranges, one per
+  // trip count, ask this for every question).
+  std::map<std::array<size_t, 3>, int> lengths;
+  auto length = [&](size_t b) {
+    return std::array<size_t, 3>{blocks[b][0].size(), blocks[b][1].size(), blocks[b][2].size()};
+  };
+  for (size_t b = 0; b < blocks.size(); ++b) ++lengths[length(b)];
   std::unordered_map<uint64_t, std::vector<size_t>> by_hash;
   for (size_t b = 0; b < blocks.size(); ++b) {
     rep[b] = b;
+    if (lengths[length(b)] == 1) continue;
     auto& firsts = by_hash[canonical_hash(blocks[b])];
     for (size_t r : firsts)
       if (same_replay(blocks[r], blocks[b])) {

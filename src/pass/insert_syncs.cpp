@@ -44,13 +44,13 @@ void Inserter::shadow_loop(int loop, State& st) const {
   for (auto it = st.begin(); it != st.end();) {
     if (it->first < static_cast<int>(accs_.size()) && inside(acc(it->first).node, loop)) {
       int key = it->first + static_cast<int>(accs_.size());
-      moved = join(moved, State{{key, it->second}});
+      join_into(moved, key, it->second);
       it = st.erase(it);
     } else {
       ++it;
     }
   }
-  for (const auto& [k, r] : moved) st = join(st, State{{k, r}});
+  for (const auto& [k, r] : moved) join_into(st, k, r);
 }
 
 /// Syncs are planned greedily, one need at a time, so a barrier or flag planned early may be

@@ -168,17 +168,19 @@ struct Rec {
 };
 using State = std::map<int, Rec>;  // by access index
 
+/// join(out, {{k, r}}) into `out`, without copying it (shadow_loop joins record by record).
+inline void join_into(State& out, int k, const Rec& r) {
+  auto [it, fresh] = out.emplace(k, r);
+  if (fresh) return;
+  it->second.known &= r.known;
+  std::vector<int> both;
+  std::set_intersection(it->second.carried.begin(), it->second.carried.end(), r.carried.begin(),
+                        r.carried.end(), std::back_inserter(both));
+  it->second.carried = std::move(both);
+}
 inline State join(const State& a, const State& b) {
   State out = a;
-  for (const auto& [k, r] : b) {
-    auto [it, fresh] = out.emplace(k, r);
-    if (fresh) continue;
-    it->second.known &= r.known;
-    std::vector<int> both;
-    std::set_intersection(it->second.carried.begin(), it->second.carried.end(), r.carried.begin(),
-                          r.carried.end(), std::back_inserter(both));
-    it->second.carried = std::move(both);
-  }
+  for (const auto& [k, r] : b) join_into(out, k, r);
   return out;
 }
 
