@@ -624,7 +624,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
     if (replay) {
       ls.gm_keep = nullptr;
       ls.op_ticks = nullptr;
-      const npu::IsolatedOps isolated(p, *trace, *opt.profile, npu::replay_shortcuts_enabled());
+      npu::IsolatedOps isolated(p, *trace, *opt.profile, npu::replay_shortcuts_enabled());
       if (isolated.same_as_functional_run(p, op_ticks)) {
         // The replay would compute what the functional run did (replay_order.cpp): keep its
         // memory. Nothing printed (a printing kernel never gets here).

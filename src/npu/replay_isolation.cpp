@@ -275,6 +275,11 @@ IsolatedOps::IsolatedOps(const Program& p, const Trace& trace, const Profile& pr
     ++isolated_;
     first_[g.core][g.first] = 1;
   }
+  if (!all_isolated_) {  // the replay cannot be skipped: free what only that check reads
+    all_ = {};
+    spans_ = {};
+    order_ = {};
+  }
 }
 
 }  // namespace tl::npu

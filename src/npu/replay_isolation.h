@@ -52,9 +52,9 @@ class IsolatedOps {
   /// byte (one writes it), the one whose write lands first in simulated time is the one the
   /// functional run finished before the other began (`ticks`: per core, its ops' OpTicks in
   /// program order). Then every op reads, in the replay, the bytes it read in the functional
-  /// run (replay_order.cpp).
-  bool same_as_functional_run(const Program& p,
-                              const std::vector<std::vector<OpTicks>>& ticks) const;
+  /// run (replay_order.cpp). Call once: it frees the analysis' per-access storage, which the
+  /// replay does not need.
+  bool same_as_functional_run(const Program& p, const std::vector<std::vector<OpTicks>>& ticks);
 
   /// A trace access with its memory as one number: GM (host addresses) or an on-chip memory of
   /// a physical core (two logical blocks on one physical core share it).
@@ -76,10 +76,12 @@ class IsolatedOps {
   };
 
  private:
+  /// The tick check of same_as_functional_run.
+  bool ordered_alike(const std::vector<std::vector<OpTicks>>& ticks) const;
   std::vector<std::vector<uint8_t>> first_;  // per core, per event: 1 at an isolated op's first
   size_t groups_ = 0, isolated_ = 0;
   bool all_isolated_ = false;  // enabled, and every group with accesses is isolated
-  std::vector<Group> all_;     // kept for same_as_functional_run
+  std::vector<Group> all_;     // kept for same_as_functional_run (when all_isolated_)
   std::vector<Span> spans_;
   std::vector<uint32_t> order_;  // indices into all_ in start order (non-scalar groups)
 };

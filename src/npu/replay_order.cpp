@@ -116,8 +116,15 @@ bool prints(const Program& p) {
 }  // namespace
 
 bool IsolatedOps::same_as_functional_run(const Program& p,
-                                         const std::vector<std::vector<OpTicks>>& ticks) const {
-  if (!all_isolated_ || prints(p)) return false;
+                                         const std::vector<std::vector<OpTicks>>& ticks) {
+  const bool same = all_isolated_ && !prints(p) && ordered_alike(ticks);
+  all_ = {};
+  spans_ = {};
+  order_ = {};
+  return same;
+}
+
+bool IsolatedOps::ordered_alike(const std::vector<std::vector<OpTicks>>& ticks) const {
   ByteTicks gm;
   std::unordered_map<uint64_t, ByteTicks> on_chip;
   for (uint32_t gi : order_) {
