@@ -39,6 +39,7 @@ void launch(benchmark::State& st, const std::string& kernel,
   for (auto _ : st) kern.launch(dev, args, opt);
   st.counters["events"] = static_cast<double>(prof.events);
   st.counters["simulated_us"] = prof.total_us;
+  st.counters["replay_skipped"] = prof.replay_skipped;
   st.SetLabel(mode == kFast ? "fast" : mode == kTimingOnly ? "timing only" : "timed with data");
 }
 

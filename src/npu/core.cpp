@@ -422,6 +422,9 @@ void Core::exec_leaf(const StmtNode* s) {
       if (launch.timing_only) return;
       if (launch.gm_keep) launch.gm_keep->save_gm_writes(*trace_, first);
       if (shadow_) stale_before(*n, *this);
+      // acq_rel: an op whose begin tick follows another's end tick saw all that one wrote.
+      const uint64_t begin =
+          launch.op_ticks ? launch.op_clock.fetch_add(1, std::memory_order_acq_rel) : 0;
       if (trace_ && launch.digest_gm_stores && stores_to_gm(*trace_, first)) {
         std::lock_guard<std::mutex> lock(launch.gm_store_mu);
         fn(*n, *this);
@@ -429,6 +432,10 @@ void Core::exec_leaf(const StmtNode* s) {
       } else {
         fn(*n, *this);
       }
+      if (launch.op_ticks)
+        (*launch.op_ticks)[block * 3 + core_slot(kind, vid)].push_back(
+            {static_cast<uint32_t>(first), begin,
+             launch.op_clock.fetch_add(1, std::memory_order_acq_rel)});
       if (shadow_) stale_after(*n, *this);
       return;
     }

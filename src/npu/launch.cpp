@@ -15,6 +15,7 @@
 #include "exec.h"
 #include "program.h"
 #include "replay.h"
+#include "replay_isolation.h"
 #include "scheduler.h"
 #include "stale.h"
 #include "tl/access.h"
@@ -558,6 +559,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
   // from the same memory.
   const bool replay = opt.profile && !opt.timing_only;
   std::optional<npu::LaunchSnapshot> before;
+  std::vector<std::vector<npu::OpTicks>> op_ticks;
   if (replay) {
     std::vector<std::array<size_t, kNumMemScopes>> poisoned;  // (group, slot) order
     for (const auto& g : groups)
@@ -567,6 +569,8 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
       }
     before.emplace(ls, memories, std::move(poisoned));
     ls.gm_keep = &*before;
+    op_ticks.resize(ls.num_blocks * 3);
+    ls.op_ticks = &op_ticks;
   }
   int n = opt.threads > 0 ? opt.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -619,20 +623,30 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
     }
     if (replay) {
       ls.gm_keep = nullptr;
-      before->restore();
-      ls.output.discard();
-      // The replay executes printf at its simulated time, after the core's interpreter has
-      // moved on (even finished): hold every line, write them in order at the end.
-      ls.output.open(opt.out ? opt.out : &std::cout, /*hold=*/true);
-      ls.progress_percent = 0;  // the replay reports its own progress
-      try {
-        std::tie(opt.profile->replay_ops, opt.profile->replay_in_place) =
-            npu::replay_in_time_order(ls, memories, *trace, *opt.profile, progress);
-      } catch (...) {
-        ls.output.finish();
-        throw;
+      ls.op_ticks = nullptr;
+      npu::IsolatedOps isolated(p, *trace, *opt.profile, npu::replay_shortcuts_enabled());
+      if (isolated.same_as_functional_run(p, op_ticks)) {
+        // The replay would compute what the functional run did (replay_order.cpp): keep its
+        // memory. Nothing printed (a printing kernel never gets here).
+        opt.profile->replay_skipped = true;
+        for (const auto& t : op_ticks) opt.profile->replay_ops += static_cast<int64_t>(t.size());
+        opt.profile->replay_in_place = opt.profile->replay_ops;
+      } else {
+        before->restore();
+        ls.output.discard();
+        // The replay executes printf at its simulated time, after the core's interpreter has
+        // moved on (even finished): hold every line, write them in order at the end.
+        ls.output.open(opt.out ? opt.out : &std::cout, /*hold=*/true);
+        ls.progress_percent = 0;  // the replay reports its own progress
+        try {
+          std::tie(opt.profile->replay_ops, opt.profile->replay_in_place) =
+              npu::replay_in_time_order(ls, memories, *trace, *opt.profile, isolated, progress);
+        } catch (...) {
+          ls.output.finish();
+          throw;
+        }
+        opt.profile->time_order_effects = before->diff(ls);
       }
-      opt.profile->time_order_effects = before->diff(ls);
     }
   }
   ls.output.finish();

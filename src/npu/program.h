@@ -162,6 +162,14 @@ struct TileRef {
 using ExecFn = void (*)(const TileOpNode& op, Core& core);
 ExecFn find_exec(const OpDef* op);
 
+/// The functional run's order of one tile op of a core (timed launches with data): the op whose
+/// trace events start at `event` executed between ticks `begin` and `end` of the launch's clock
+/// (LaunchState::op_clock).
+struct OpTicks {
+  uint32_t event;
+  uint64_t begin, end;
+};
+
 /// The time-ordered replay (replay.cpp) steers a core through these hooks: before a statement
 /// that records trace events the core asks whether it may go on (the driver answers once
 /// simulated time has reached the statement's issue cycle), and tile ops are handed to the driver,
@@ -397,6 +405,12 @@ struct LaunchState {
   // Timed launches with data: the GM bytes the functional run writes are kept before their first
   // write, for the time-ordered replay to start from (replay.h).
   class LaunchSnapshot* gm_keep = nullptr;
+  // Timed launches with data: per trace core (block * 3 + slot), the functional run's tile ops in
+  // program order, each between two ticks of op_clock, which every host thread advances; the
+  // replay is skipped when simulated time orders every conflicting pair of ops the same way
+  // (replay_order.cpp). Sized before the threads start.
+  std::vector<std::vector<OpTicks>>* op_ticks = nullptr;
+  std::atomic<uint64_t> op_clock{1};
 
   // Budget, cancellation and progress (LaunchOptions::max_steps, TL_MAX_STEPS, cancel,
   // progress_percent).

@@ -26,7 +26,6 @@
 #include "replay.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <queue>
@@ -76,12 +75,9 @@ bool same_event(const TraceEvent& a, const TraceEvent& b) {
 
 class TimeOrderedReplay final : public ReplayDriver {
  public:
-  TimeOrderedReplay(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& prof)
-      : ls_(ls),
-        mem_(mem),
-        trace_(trace),
-        prof_(prof),
-        isolated_(ls.program, trace, prof, in_place_enabled()) {}
+  TimeOrderedReplay(LaunchState& ls, DeviceMemories& mem, const Trace& trace, const Profile& prof,
+                    const IsolatedOps& isolated)
+      : ls_(ls), mem_(mem), trace_(trace), prof_(prof), isolated_(isolated) {}
 
   void run(int progress_percent);
   std::pair<int64_t, int64_t> counts() const { return {ops_, in_place_}; }
@@ -120,13 +116,6 @@ class TimeOrderedReplay final : public ReplayDriver {
     bool torn = false;      // a later write hit its operands while it ran: it reads them at its end
     bool in_place = false;  // isolated (replay_isolation.h): executes once, in place, at start
   };
-  /// TL_REPLAY_IN_PLACE=0: every op through the read-at-start, land-at-end mechanism (tests
-  /// compare both).
-  static bool in_place_enabled() {
-    const char* v = std::getenv("TL_REPLAY_IN_PLACE");
-    return !(v && std::string(v) == "0");
-  }
-
   int index_of(const Core& c) const {
     return static_cast<int>(c.block * 3 + (c.kind == CoreKind::Cube ? 0 : 1 + c.vid));
   }
@@ -152,7 +141,7 @@ class TimeOrderedReplay final : public ReplayDriver {
   std::vector<std::unique_ptr<Core>> cores_;
   std::vector<std::vector<int>>
       instr_of_;  // per core, per event: index into prof_.instrs (-1: none)
-  IsolatedOps isolated_;
+  const IsolatedOps& isolated_;
   std::deque<Deferred> pool_;  // deferred ops (stable addresses), reused through free_
   std::vector<uint32_t> free_;
   std::vector<std::vector<Deferred*>> running_;  // per core: started, not yet committed
@@ -406,8 +395,9 @@ void TimeOrderedReplay::run(int progress_percent) {
 
 std::pair<int64_t, int64_t> replay_in_time_order(LaunchState& ls, DeviceMemories& mem,
                                                  const Trace& trace, const Profile& profile,
+                                                 const IsolatedOps& isolated,
                                                  int progress_percent) {
-  TimeOrderedReplay r(ls, mem, trace, profile);
+  TimeOrderedReplay r(ls, mem, trace, profile, isolated);
   r.run(progress_percent);
   return r.counts();
 }

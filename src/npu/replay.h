@@ -16,6 +16,8 @@
 
 namespace tl::npu {
 
+class IsolatedOps;  // replay_isolation.h
+
 /// The memory a launch can touch, kept so that the replay starts from the state the functional
 /// run started from (replay_snapshot.cpp). On-chip memories: a timed launch starts them
 /// poisoned (0xFF), so restoring refills them. GM: only the bytes the functional run writes are
@@ -58,9 +60,11 @@ class LaunchSnapshot {
 /// cycle. Throws tl::Error if a core takes a different path than in the functional run (its
 /// control flow read data that an unsynchronised instruction changed).
 /// `progress_percent` > 0: a line on stderr every that many % of the instructions started.
+/// `isolated`: the ops it may execute in place (replay_isolation.h).
 /// Returns {tile ops executed, of those in place at their start}.
 std::pair<int64_t, int64_t> replay_in_time_order(LaunchState& ls, DeviceMemories& mem,
                                                  const Trace& trace, const Profile& profile,
+                                                 const IsolatedOps& isolated,
                                                  int progress_percent = 0);
 
 }  // namespace tl::npu

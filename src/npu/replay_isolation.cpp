@@ -8,6 +8,7 @@
 #include "replay_isolation.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <unordered_map>
 
@@ -19,15 +20,8 @@ namespace {
 constexpr uint64_t kOnChip = uint64_t{1} << 62;  // keys of on-chip memories (GM: address chunks)
 constexpr int kChunkBits = 16;
 
-/// A trace access with its memory as one number: GM (host addresses) or an on-chip memory of a
-/// physical core (two logical blocks on one physical core share it).
-struct Span {
-  bool gm;
-  uint64_t key;  // on-chip: the memory; GM: unused (bucketed by address)
-  uint64_t start, len, pitch, count;
-  bool write;
-  uint64_t end() const { return start + (count - 1) * pitch + len; }
-};
+using Span = IsolatedOps::Span;
+using Group = IsolatedOps::Group;
 
 /// Does some run of `y` intersect [s, e)? (as trace_record.cpp's overlaps)
 bool hits_run(const Span& y, uint64_t s, uint64_t e) {
@@ -86,15 +80,6 @@ struct Intervals {
   }
 };
 
-struct Group {
-  int core;
-  uint32_t first;
-  uint32_t span_begin, span_end;
-  double start, finish;
-  bool scalar;    // a scalar load or store (an S-pipe op event)
-  bool isolated;  // still a candidate
-};
-
 /// Does x's write land before y reads, in the replay's action order? Commits at a cycle go
 /// before starts at that cycle, except for an op without duration, whose commit is queued when
 /// it starts: it may come after another start at that cycle.
@@ -103,6 +88,11 @@ bool before(const Group& x, const Group& y) {
 }
 
 }  // namespace
+
+bool replay_shortcuts_enabled() {
+  const char* v = std::getenv("TL_REPLAY_IN_PLACE");
+  return !(v && std::string(v) == "0");
+}
 
 bool loads_are_traced(const Program& p) {
   struct Finder : IRVisitor {
@@ -155,8 +145,8 @@ IsolatedOps::IsolatedOps(const Program& p, const Trace& trace, const Profile& pr
   for (size_t i = 0; i < prof.instrs.size(); ++i)
     instr_of[prof.instrs[i].core][prof.instrs[i].event] = static_cast<int>(i);
 
-  std::vector<Group> groups;
-  std::vector<Span> spans;
+  std::vector<Group>& groups = all_;
+  std::vector<Span>& spans = spans_;
   std::vector<uint32_t> span_group;
   bool gm_scalar = false;
   constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -219,7 +209,7 @@ IsolatedOps::IsolatedOps(const Program& p, const Trace& trace, const Profile& pr
     rw.first.finish();
     rw.second.finish();
   }
-  std::vector<uint32_t> order;
+  std::vector<uint32_t>& order = order_;
   for (uint32_t gi = 0; gi < groups.size(); ++gi) {
     Group& g = groups[gi];
     if (g.scalar) {
@@ -276,12 +266,19 @@ IsolatedOps::IsolatedOps(const Program& p, const Trace& trace, const Profile& pr
         visit(b, k, gi);
     }
   }
+  all_isolated_ = true;
   for (const Group& g : groups) {
+    all_isolated_ &= g.isolated;  // scalar groups never are
     if (g.scalar) continue;
     ++groups_;
     if (!g.isolated) continue;
     ++isolated_;
     first_[g.core][g.first] = 1;
+  }
+  if (!all_isolated_) {  // the replay cannot be skipped: free what only that check reads
+    all_ = {};
+    spans_ = {};
+    order_ = {};
   }
 }
 

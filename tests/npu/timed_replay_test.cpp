@@ -31,6 +31,7 @@ struct Outcome {
   std::string error;
   double cycles = 0;
   int64_t ops = 0, in_place = 0;
+  bool skipped = false;  // Profile::replay_skipped
 };
 
 /// Sets TL_REPLAY_IN_PLACE=0 for one scope.
@@ -55,6 +56,7 @@ Outcome launch(const PrimFunc& f, const ArgsFn& make, Mode mode, int threads) {
     r.cycles = prof.total_cycles;
     r.ops = prof.replay_ops;
     r.in_place = prof.replay_in_place;
+    r.skipped = prof.replay_skipped;
   } catch (const Error& e) {
     r.error = e.what();
     return r;
@@ -130,17 +132,25 @@ TEST(TimedReplay, OutputsAndCyclesMatchFastAndTimingOnly) {
       // A synchronised kernel's ops mostly run alone on their bytes: the shortcut is taken.
       EXPECT_GT(timed.ops, 0);
       EXPECT_GT(timed.in_place, timed.ops / 2) << timed.in_place << " of " << timed.ops;
+      // Synchronised: simulated time orders every conflicting pair as the functional run did,
+      // so the replay is skipped (replay_order.cpp); its ops count as run in place.
+      EXPECT_TRUE(timed.skipped);
+      if (timed.skipped) {
+        EXPECT_EQ(timed.in_place, timed.ops);
+      }
       RuleOnly rule;
       const Outcome exact = launch(c.f, c.args, Mode::TimedData, threads);
       EXPECT_TRUE(exact.bytes == timed.bytes);
       EXPECT_EQ(exact.cycles, timed.cycles);
       EXPECT_EQ(exact.in_place, 0);
+      EXPECT_FALSE(exact.skipped);
+      EXPECT_EQ(exact.ops, timed.ops);
     }
   }
 }
 
 TEST(TimedReplay, InPlaceMatchesTheRuleOnEveryMissingSync) {
-  int differing = 0, compared = 0, some_in_place = 0;
+  int differing = 0, compared = 0, some_in_place = 0, skipped = 0, skipped_racy = 0;
   for (const auto& c : with_library_cases()) {
     if (c.name.rfind("library", 0) == 0) continue;  // mutations of the examples only
     const Outcome right = launch(c.f, c.args, Mode::Fast, 1);
@@ -155,6 +165,14 @@ TEST(TimedReplay, InPlaceMatchesTheRuleOnEveryMissingSync) {
       }
       ++compared;
       some_in_place += fast.in_place > 0;
+      skipped += fast.skipped;
+      EXPECT_FALSE(exact.skipped);
+      // A skipped replay keeps the functional run's bytes: right only if the race did not
+      // change them (the timing model ordered the unsynchronised pair as the functional run).
+      if (fast.skipped) {
+        EXPECT_TRUE(fast.effects.empty());
+        skipped_racy += fast.bytes != right.bytes;
+      }
       EXPECT_EQ(fast.error, exact.error);
       EXPECT_TRUE(fast.bytes == exact.bytes);
       EXPECT_EQ(fast.effects, exact.effects);
@@ -162,8 +180,10 @@ TEST(TimedReplay, InPlaceMatchesTheRuleOnEveryMissingSync) {
       differing += fast.error.empty() && fast.bytes != right.bytes;
     }
   }
-  std::printf("  %d deletions compared, %d with wrong data, %d with ops run in place\n", compared,
-              differing, some_in_place);
+  std::printf(
+      "  %d deletions compared, %d with wrong data, %d with ops run in place, %d replays "
+      "skipped (%d of them not program order's bytes)\n",
+      compared, differing, some_in_place, skipped, skipped_racy);
   // The comparison covers racy results, not only right ones.
   EXPECT_GE(differing, 70);
   EXPECT_GE(some_in_place, compared / 2);

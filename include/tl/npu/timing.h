@@ -75,6 +75,12 @@ struct Profile {
   /// them it could execute once, in place, at their start (no other instruction touches their
   /// bytes while they run: src/npu/replay_isolation.h).
   int64_t replay_ops = 0, replay_in_place = 0;
+  /// Timed launches with data: simulated time orders every two ops that conflict on a byte as
+  /// the functional run executed them (and the other conditions of docs/virtual_npu.md, "Data
+  /// in simulated-time order" hold), so the replay would compute what the functional run did:
+  /// the launch keeps that run's memory and skips the replay. Its ops count in replay_ops and
+  /// replay_in_place (each executed once, in place).
+  bool replay_skipped = false;
   /// Busy fraction of `p` averaged over the cores of `kind` that issued anything, relative to
   /// the kernel's total time (what msOpProf's PipeUtilization reports).
   double busy_ratio(Pipe p, CoreKind kind) const;
