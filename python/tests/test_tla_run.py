@@ -439,3 +439,17 @@ def test_tl_check_hazards_must_be_0_or_1(tmp_path) -> None:
                       "tl_ascend.compile(main)\n")
     r = run([str(script)], env={**os.environ, "TL_CHECK_HAZARDS": "yes"})
     assert r.returncode != 0 and "TL_CHECK_HAZARDS must be 0 or 1, got 'yes'" in r.stderr, r.stderr
+
+
+def test_a_printed_kernel_source_comment_is_not_a_verdict() -> None:
+    # get_kernel_source() under tl_ascend.run returns an emitter error as "// ..." lines; one
+    # saying "rows that do not match" made a passing script "wrong" (example_sparse_flash_attn_mask_pa.py).
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("run_tla_examples", RUNNER)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["run_tla_examples"] = mod  # its dataclass looks its module up
+    spec.loader.exec_module(mod)
+    out = "// k.py:172: AscendC emitter: T.copy from GM rows that do not match the L1 region\ninit successful!\nTest Passed!\n"
+    assert mod.classify(0, out, "", False) == ("pass", "Test Passed!")
+    assert mod.classify(0, "// a comment\n[ERROR] Kernel Output Not Match!\n", "", False) == \
+        ("wrong", "[ERROR] Kernel Output Not Match!")

@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -41,15 +40,6 @@ namespace {
 
 using namespace hazard_shadow;
 constexpr int kAll = static_cast<int>(Pipe::ALL);
-
-struct Know {
-  std::array<uint32_t, kLocal> vc{};
-  uint32_t gen = 0;
-  void join(const Know& o) {
-    for (int i = 0; i < kLocal; ++i) vc[i] = std::max(vc[i], o.vc[i]);
-    gen = std::max(gen, o.gen);
-  }
-};
 
 // The in-order pipes and the scalar unit's issue order come from the rule table insert_syncs
 // and plan_memory share (tl/sync_rules.h).
@@ -121,7 +111,7 @@ struct CoreState {
   std::array<uint32_t, kPipes> issued{};
   int syncs = 0;
   bool arrived = false;
-  std::map<std::tuple<int, int, int>, std::deque<Know>> flags;
+  std::map<std::tuple<int, int, int>, KnowQueue> flags;
   // The last Mmad's event index and whether a PipeBarrier<PIPE_M> (or a full barrier) came
   // after it: mmad_needs_m_barrier.
   size_t last_mmad = SIZE_MAX;
@@ -185,9 +175,9 @@ class Engine {
   bool check_;
   std::vector<CoreState> st_;
   int participants_ = 0;
-  std::map<int, int> arrivals_;                                      // sync index -> cores arrived
-  std::vector<std::vector<std::array<uint32_t, kLocal>>> sync_vc_;   // [generation][block]
-  std::map<std::tuple<int64_t, int, int>, std::deque<Know>> cross_;  // (block, slot, id)
+  std::map<int, int> arrivals_;                                     // sync index -> cores arrived
+  std::vector<std::vector<std::array<uint32_t, kLocal>>> sync_vc_;  // [generation][block]
+  std::map<std::tuple<int64_t, int, int>, KnowQueue> cross_;        // (block, slot, id)
   std::map<std::tuple<int64_t, int, int>, bool> cross_reported_;
   std::map<MemKey, Shadow> shadow_;
   std::vector<Rec> recs_;       // the shadows' records; ids index it
@@ -470,7 +460,9 @@ class Engine {
       const auto visit = [&](uint32_t id, uint64_t s, uint64_t q) {
         const Rec& r = recs_[id];
         if (r.atomic && a.atomic) return;  // atomic adds commute and do not tear
-        if (!overlaps(*r.acc, a) || hb(r, start, block)) return;
+        // The O(1) order test first: most candidates of a synchronised program are ordered,
+        // and overlaps() walks the rows of strided accesses (same result, either order).
+        if (hb(r, start, block) || !overlaps(*r.acc, a)) return;
         cand_.push_back({s, q, id});
       };
       sh.writes.overlapping(a.start, a.end(), visit);
@@ -492,7 +484,7 @@ class Engine {
       const auto visit = [&](uint32_t id, uint64_t, uint64_t) {
         const Rec& r = recs_[id];
         bool same = r.core == static_cast<uint32_t>(ci) && r.event == st_[ci].pc;
-        if (covers(a, *r.acc) && (same || hb(r, start, block))) kill_.push_back(id);
+        if ((same || hb(r, start, block)) && covers(a, *r.acc)) kill_.push_back(id);
       };
       RangeIndex* rd = &sh.reads;
       RangeIndex* wr = &sh.writes;

@@ -19,6 +19,42 @@ namespace tl::npu::hazard_shadow {
 constexpr int kPipes = 7;           // S V M MTE1 MTE2 MTE3 FIX
 constexpr int kLocal = 3 * kPipes;  // timelines of one block
 
+/// What a pipe knows has completed: one clock per timeline of its block, and the last
+/// sync_all generation it is ordered after (hazard.cpp).
+struct Know {
+  std::array<uint32_t, kLocal> vc{};
+  uint32_t gen = 0;
+  void join(const Know& o) {
+    for (int i = 0; i < kLocal; ++i) vc[i] = std::max(vc[i], o.vc[i]);
+    gen = std::max(gen, o.gen);
+  }
+};
+
+/// A FIFO of flag knowledge (the sets of one flag not yet waited for). A std::deque of these
+/// 88-byte records allocated a block every few sets as set/wait pairs walked through it (a
+/// tenth of a flag-heavy checked run); here the storage is reused once the queue drains, which
+/// a balanced set/wait pattern does after every wait.
+class KnowQueue {
+ public:
+  bool empty() const { return head_ == v_.size(); }
+  size_t size() const { return v_.size() - head_; }
+  const Know& front() const { return v_[head_]; }
+  void push_back(const Know& k) { v_.push_back(k); }
+  void pop_front() {
+    if (++head_ == v_.size()) {
+      v_.clear();
+      head_ = 0;
+    } else if (head_ >= 64 && 2 * head_ >= v_.size()) {  // long-lived backlog: compact
+      v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+
+ private:
+  std::vector<Know> v_;
+  size_t head_ = 0;
+};
+
 /// True if every byte of `r` is a byte of `w`.
 inline bool covers(const Access& w, const Access& r) {
   if (!(w.mem == r.mem)) return false;

@@ -257,7 +257,12 @@ void region_store(const TileRef& s, const std::vector<uint8_t>& in) {
     if (es == 1) {
       std::memcpy(p, in.data() + flat, n);
     } else {
-      for (int64_t k = 0; k < n; ++k) std::memset(p + k * es, in[flat + k], es);
+      // Usually one origin for the whole run (all valid): one memset instead of one per element.
+      const uint8_t* o = in.data() + flat;
+      if (std::all_of(o, o + n, [&](uint8_t v) { return v == o[0]; }))
+        std::memset(p, o[0], static_cast<size_t>(n * es));
+      else
+        for (int64_t k = 0; k < n; ++k) std::memset(p + k * es, o[k], es);
     }
     return true;
   });

@@ -25,6 +25,20 @@ bool hits_run(const Access& y, uint64_t s, uint64_t e) {
   uint64_t j = s < y.start + y.len ? 0 : (s - y.start - y.len) / y.pitch + 1;
   return j < y.count && y.start + j * y.pitch < e;
 }
+/// Two strided accesses with one pitch p (rows of one buffer, the common case): run i of x
+/// meets run j of y iff -y.len < d + k p < x.len, d = y.start - x.start, k = j - i in
+/// [-(x.count - 1), y.count - 1]. d + k p grows with k, so only the smallest k past -y.len can
+/// be below x.len: O(1) where walking the rows (the checker's hot loop on tiles of thousands
+/// of rows) was O(rows).
+bool same_pitch_hit(const Access& x, const Access& y) {
+  const auto p = static_cast<int64_t>(x.pitch);
+  const int64_t d = static_cast<int64_t>(y.start) - static_cast<int64_t>(x.start);
+  const int64_t xl = static_cast<int64_t>(x.len), yl = static_cast<int64_t>(y.len);
+  const int64_t num = -yl - d;  // k p > num: k >= floor(num / p) + 1
+  const int64_t fl = num >= 0 ? num / p : -((-num + p - 1) / p);
+  const int64_t k = std::max(fl + 1, -(static_cast<int64_t>(x.count) - 1));
+  return k <= static_cast<int64_t>(y.count) - 1 && d + k * p < xl;
+}
 }  // namespace
 
 std::string gm_elements(const std::string& name, const GmTensor& t, uint64_t start, uint64_t end) {
@@ -52,6 +66,8 @@ bool overlaps(const Access& a, const Access& b) {
   const Access& x = a.count <= b.count ? a : b;
   const Access& y = a.count <= b.count ? b : a;
   if (x.count == 1 || x.pitch <= x.len) return hits_run(y, x.start, x.end());
+  if (y.count == 1 || y.pitch <= y.len) return hits_run(x, y.start, y.end());
+  if (x.pitch == y.pitch) return same_pitch_hit(x, y);
   for (uint64_t i = 0; i < x.count; ++i) {
     uint64_t s = x.start + i * x.pitch;
     if (hits_run(y, s, s + x.len)) return true;

@@ -95,5 +95,49 @@ TEST(Trace, OverlapIsExactForAnyNumberOfRuns) {
   EXPECT_TRUE(npu::overlaps(even, late));
 }
 
+/// Two strided accesses with one pitch (rows of one buffer) take an O(1) test: the same
+/// answers as the byte reference, for row counts 1, 7, 33, 1000 and 4097, runs before, after,
+/// inside and straddling the other's, and negative row offsets between them.
+TEST(Trace, OverlapOfRunsWithOnePitchIsExact) {
+  std::mt19937_64 rng(29);
+  auto brute = [](const npu::Access& a, const npu::Access& b) {
+    std::set<uint64_t> bytes;
+    for (uint64_t i = 0; i < a.count; ++i)
+      for (uint64_t k = 0; k < a.len; ++k) bytes.insert(a.start + i * a.pitch + k);
+    for (uint64_t i = 0; i < b.count; ++i)
+      for (uint64_t k = 0; k < b.len; ++k)
+        if (bytes.count(b.start + i * b.pitch + k)) return true;
+    return false;
+  };
+  const uint64_t counts[] = {1, 7, 33, 1000, 4097};
+  int hits = 0, misses = 0;
+  for (int it = 0; it < 4000; ++it) {
+    const uint64_t pitch = 2 + rng() % 40;
+    npu::Access a, b;
+    a.pitch = b.pitch = pitch;
+    a.len = 1 + rng() % (pitch - 1);  // strided: gaps between the runs
+    b.len = 1 + rng() % (pitch - 1);
+    const bool big = it % 50 == 0;
+    a.count = counts[rng() % (big ? 5 : 3)];
+    b.count = counts[rng() % (big ? 5 : 3)];
+    a.start = 1000000 + rng() % (3 * pitch);
+    b.start = a.start + rng() % (pitch * (a.count + 2));  // inside, straddling or past a
+    if (rng() % 2) std::swap(a.start, b.start);           // and before it
+    const bool want = brute(a, b);
+    ASSERT_EQ(npu::overlaps(a, b), want) << it;
+    ASSERT_EQ(npu::overlaps(b, a), want) << it;
+    (want ? hits : misses)++;
+  }
+  EXPECT_GT(hits, 400);
+  EXPECT_GT(misses, 400);
+  // Interleaved columns of 4097 rows never touch; shifted by one row they still do not.
+  npu::Access left{{}, 0, 16, 64, 4097, false, "left"}, right{{}, 16, 48, 64, 4097, true, "right"};
+  EXPECT_FALSE(npu::overlaps(left, right));
+  right.start += 64;
+  EXPECT_FALSE(npu::overlaps(left, right));
+  right.start -= 1;  // one byte earlier: each of its runs meets the last byte of a left run
+  EXPECT_TRUE(npu::overlaps(left, right));
+}
+
 }  // namespace
 }  // namespace tl
