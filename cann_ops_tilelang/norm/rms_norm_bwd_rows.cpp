@@ -22,6 +22,7 @@
 // modulo 512 (no bank-group conflict, docs/calibration.md).
 #include <optional>
 
+#include "cann_ops_tilelang/core.h"
 #include "cann_ops_tilelang/norm.h"
 #include "rms_norm_parts.h"
 #include "tl/lang.h"
@@ -75,13 +76,7 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
-        int64_t at = 0;
-        auto place = [&](int64_t bytes, int64_t residue) {
-          at += ((residue - at % 512) % 512 + 512) % 512;
-          const int64_t a = at;
-          at += (bytes + 31) / 32 * 32;
-          return a;
-        };
+        UbPlacer place;  // UB by hand, each buffer at a chosen residue modulo 512
         const int64_t tile = int64_t{rM} * H * tl::dtype_bytes(dt), row32 = int64_t{rM} * H * 4;
         auto wf = T::alloc_ub("wf_ub", {H}, f32, place(H * 4, 0));    // W in fp32
         auto dw = T::alloc_ub("dw_ub", {H}, f32, place(H * 4, 256));  // this AIV's dW partial

@@ -14,6 +14,7 @@
 // The rstd store waits at once (id 2); the tail tile, after the loop, is synchronous in slot 0.
 #include <optional>
 
+#include "cann_ops_tilelang/core.h"
 #include "cann_ops_tilelang/norm.h"
 #include "rms_norm_fwd_params.h"
 #include "rms_norm_parts.h"
@@ -50,13 +51,7 @@ tl::PrimFunc rms_norm_fwd_resident_kernel(const RmsNormKey& k) {
         // groups of 32-byte banks; docs/calibration.md), so each pair of sources an
         // instruction reads starts 256 bytes apart modulo 512: x, xf at 0, the others at 256
         // (W at 0 beside rf with a residual, whose y chunk is multiplied by it).
-        int64_t at = 0;
-        auto place = [&](int64_t bytes, int64_t residue) {
-          at += ((residue - at % 512) % 512 + 512) % 512;
-          const int64_t a = at;
-          at += (bytes + 31) / 32 * 32;
-          return a;
-        };
+        UbPlacer place;  // UB by hand, each buffer at a chosen residue modulo 512
         const int64_t es = tl::dtype_bytes(dt), tile = int64_t{rM} * H * es, chunk = rM * bN * 4;
         auto wf = T::alloc_ub("wf_ub", {H}, f32, place(H * 4, k.residual ? 0 : 256));
         // The two tile slots: x (and the residual) as loaded; y (and h) overwrite them.

@@ -80,7 +80,7 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k) {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
-        Placer place;
+        UbPlacer place;
         const int64_t tile = int64_t{rM} * N * tl::dtype_bytes(dt), half = int64_t{rM} * h * 4;
         // Slot s holds input i at slots[s][i]; the result overwrites the last input.
         const int nin = static_cast<int>(ins.size());

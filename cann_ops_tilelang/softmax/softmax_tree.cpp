@@ -1,5 +1,4 @@
-// The shared pieces of the expert softmax kernels (softmax_tree.h): UB placement and the row
-// tree.
+// The shared pieces of the expert softmax kernels (softmax_tree.h): the row tree.
 #include "softmax_tree.h"
 
 #include <utility>
@@ -9,15 +8,6 @@ namespace cann_ops_tilelang::softmax_tree {
 using tl::Buffer;
 using tl::Pipe;
 namespace T = tl::T;
-
-// The UB of one AIV, given out in order with each buffer's residue modulo 512 chosen (two
-// sources of one vector instruction 256 bytes apart: no bank-group conflict).
-int64_t Placer::operator()(int64_t bytes, int64_t residue) {
-  at += ((residue - at % 512) % 512 + 512) % 512;
-  const int64_t a = at;
-  at += (bytes + 31) / 32 * 32;
-  return a;
-}
 
 // Columns [c0, c0 + w) of every row of a [rM, ...] tile.
 tl::TileArg cols(const Buffer& b, int rM, int c0, int w) {
@@ -45,7 +35,7 @@ int64_t tree_reduce_cycles(int q) {
   return 7 * ((wr * 4 + 255) / 256);
 }
 
-Tree alloc_tree(Placer& place, int rM, int q) {
+Tree alloc_tree(UbPlacer& place, int rM, int q) {
   const auto ws = tree_widths(q);
   const int o = q / 2, wr = ws.empty() ? q : ws.back();
   const auto f32 = tl::DType::Float32;

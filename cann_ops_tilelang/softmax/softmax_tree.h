@@ -1,6 +1,7 @@
-// The pieces the expert softmax kernels share (softmax_resident.cpp, softmax_streamed.cpp): UB
-// placement with a chosen residue modulo 512, and the row tree, the row max or sum of a tile
-// held as two fp32 column halves. Private to cann_ops_tilelang/softmax/.
+// The pieces the expert softmax kernels share (softmax_resident.cpp, softmax_streamed.cpp): the
+// row tree, the row max or sum of a tile held as two fp32 column halves, its buffers placed by
+// the library's UbPlacer (a chosen residue modulo 512, cann_ops_tilelang/core.h). Private to
+// cann_ops_tilelang/softmax/.
 //
 // A vector instruction whose two sources start in the same bank groups pays its repeats twice
 // (docs/calibration.md, "UB bank conflicts"), so the two halves, and each pair of the tree's
@@ -14,15 +15,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "cann_ops_tilelang/core.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang::softmax_tree {
-
-/// The UB of one AIV, given out in order, each buffer at the residue modulo 512 asked.
-struct Placer {
-  int64_t at = 0;
-  int64_t operator()(int64_t bytes, int64_t residue);
-};
 
 /// Columns [c0, c0 + w) of every row of a [rM, ...] tile.
 tl::TileArg cols(const tl::Buffer& b, int rM, int c0, int w);
@@ -46,7 +42,7 @@ int64_t tree_bytes(int rM, int q);
 int64_t tree_reduce_cycles(int q);
 
 /// Allocates the tree's buffers for [rM, 4 q] tiles (names t0_ub, t1_ub, u0_ub, u1_ub, red_ub).
-Tree alloc_tree(Placer& place, int rM, int q);
+Tree alloc_tree(UbPlacer& place, int rM, int q);
 
 /// The row max (or sum) of the tile whose column halves are a and b ([rM, h], 256 bytes apart)
 /// into out [rM]: the first level writes t0, t1; each later level reads one pair of buffers at

@@ -113,6 +113,16 @@ tl::Expr for_each_row_tile(tl::Expr M, int rM, tl::Expr num_blocks, tl::Expr cid
 /// the kernels' "the data `dst` reads is ready now" where no work is left to overlap.
 void set_then_wait(tl::Pipe src, tl::Pipe dst, int ev, TL_LOC);
 
+/// The UB of one AIV given out in order, for the kernels that place their buffers by hand (the
+/// resident RMSNorm kernels, softmax's resident and streamed schedules): each buffer starts at
+/// the residue modulo 512 asked, so the two sources of a vector instruction can start 256 bytes
+/// apart (no bank-group conflict, docs/calibration.md); sizes are rounded up to 32 bytes. `at`
+/// is the next free byte. One definition, twinned by python/cann_ops_tilelang/kernels/_ub.py.
+struct UbPlacer {
+  int64_t at = 0;
+  int64_t operator()(int64_t bytes, int64_t residue);
+};
+
 /// The same deal of whole tiles and the tail tile, double-buffered in two UB slots (the
 /// resident RMSNorm kernels): each worker's whole tiles go in pairs, so each slot's code and
 /// event ids are constants; the next tile's `load(slot, row0)` is issued before this tile's

@@ -1,9 +1,9 @@
-"""The pieces the RMSNorm kernels' Python twins share (twins of cann_ops_tilelang/norm/rms_norm_parts.h
-and of the UB placement the resident kernels do by hand): the set-then-wait sync, the UB placer,
-the weight load into fp32 and the row loads of x and dy. Each builds the IR its C++ counterpart
-builds (python/tests/test_opslib_twin.py compares the kernels)."""
+"""The pieces the RMSNorm kernels' Python twins share (twins of
+cann_ops_tilelang/norm/rms_norm_parts.h): the set-then-wait sync, the weight load into fp32 and the
+row loads of x and dy (the resident kernels' UB placer is _ub.py's, shared with softmax). Each
+builds the IR its C++ counterpart builds (python/tests/test_opslib_twin.py compares the kernels)."""
 
-from typing import Callable, Optional
+from typing import Optional
 
 import tl_ascend.language as T
 
@@ -13,22 +13,6 @@ def sync(src, dst, ev):
     """set_flag then wait_flag at once: the data `dst` reads is ready now."""
     T.set_flag(src, dst, ev)
     T.wait_flag(src, dst, ev)
-
-
-def ub_placer() -> Callable[[int, int], int]:
-    """The UB of one AIV given out in order, each buffer at the residue modulo 512 asked (so the two
-    sources of a vector instruction can start 256 bytes apart: no bank-group conflict,
-    docs/calibration.md); sizes rounded up to 32 bytes."""
-    at = 0
-
-    def place(nbytes: int, residue: int) -> int:
-        nonlocal at
-        at += ((residue - at % 512) % 512 + 512) % 512
-        a = at
-        at += (nbytes + 31) // 32 * 32
-        return a
-
-    return place
 
 
 def weight_loader(dtype: str, hidden: int, ev: int, address: Optional[int] = None):

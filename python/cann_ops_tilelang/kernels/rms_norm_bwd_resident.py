@@ -15,7 +15,8 @@ start 256 bytes apart modulo 512 (no bank-group conflict, docs/calibration.md).
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
-from ._rms_norm_parts import sync, ub_placer, weight_loader, xdy_loader
+from ._rms_norm_parts import sync, weight_loader, xdy_loader
+from ._ub import ub_placer
 
 EV_TAIL = 3
 

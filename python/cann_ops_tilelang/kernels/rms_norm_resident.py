@@ -16,7 +16,8 @@ slot 0 on id 3, zero-filled and loaded row by row.
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
-from ._rms_norm_parts import sync, ub_placer, weight_loader
+from ._rms_norm_parts import sync, weight_loader
+from ._ub import ub_placer
 
 EV_RSTD, EV_TAIL = 2, 3
 

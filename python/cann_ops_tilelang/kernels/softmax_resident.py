@@ -25,6 +25,8 @@ loaded row by row.
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from ._ub import ub_placer
+
 EV_TAIL = 3
 EV_CHECK = 2  # the forward's V -> S wait before its per-row check
 _LOWEST = -3.4028234663852886e38  # the lowest finite float32
@@ -125,15 +127,7 @@ def softmax_resident_kernel(dtype: str, cols: int, rows_per_tile: int, blocks: i
     M = T.dynamic("M")
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
 
-    at = 0
-
-    def place(nbytes: int, residue: int) -> int:
-        nonlocal at
-        at += ((residue - at % 512) % 512 + 512) % 512
-        a = at
-        at += (nbytes + 31) // 32 * 32
-        return a
-
+    place = ub_placer()
     tile, half = rM * N * es, rM * h * 4
     a_slots = [[place(tile, 256 * i) for i in range(nin)] for _ in range(2)]
     a_e0, a_e1 = place(half, 0), place(half, 256)

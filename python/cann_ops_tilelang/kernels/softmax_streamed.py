@@ -23,6 +23,7 @@ the loop, waited once after it).
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from ._ub import ub_placer
 from .softmax_resident import _LOWEST, _sync, _tree, _tree_allocator
 
 SLOTS = 3  # chunk slots: two loads in flight beside the compute
@@ -43,15 +44,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     M = T.dynamic("M")
     num_blocks = T.min(blocks, T.ceildiv(M, 2))
 
-    at = 0
-
-    def place(nbytes: int, residue: int) -> int:
-        nonlocal at
-        at += ((residue - at % 512) % 512 + 512) % 512
-        a = at
-        at += (nbytes + 31) // 32 * 32
-        return a
-
+    place = ub_placer()
     a_slots = [[place(bN * es, 256 * i) for i in range(nin)] for _ in range(SLOTS)]
     a_e0, a_e1 = place(h * 4, 0), place(h * 4, 256)
     a_g0 = place(h * 4, 256) if backward else None
