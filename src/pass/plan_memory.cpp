@@ -126,7 +126,7 @@ std::string declared(const BufferNode& b) {
 
 /// Whether insert_syncs will order every reuse of memory `m`'s bytes. A scope with a sync of its
 /// author's (or intra-core syncs already) may be left as written by insert_syncs (insert_syncs.cpp,
-/// has_own_syncs: flags with ids it cannot follow), so in an expert kernel under auto_sync a
+/// opaque_pairs: flags with ids it cannot follow), so in an expert kernel under auto_sync a
 /// memory of such a scope's core (L1 / L0A / L0B / L0C: the cube's, UB: the vector's) is planned
 /// as without insert_syncs: a reuse only where the author's syncs already order it (safe in
 /// either case; the scopes insert_syncs runs over get their other syncs on top).
