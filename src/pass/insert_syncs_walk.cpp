@@ -240,7 +240,10 @@ void Inserter::adjacent(int n, Pipe p, Pipe q, const std::vector<int>& recs, Sta
     return;
   }
   for (Pipe r : {Pipe::S, Pipe::V, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX})
-    if (r != p && r != q && t_.hard_event_ok(p, r) && t_.hard_event_ok(r, q)) {
+    // Never through a pair the author flags with run-time ids: a planned id there could be
+    // one of the author's.
+    if (r != p && r != q && t_.hard_event_ok(p, r) && t_.hard_event_ok(r, q) &&
+        !opaque_.count({p, r}) && !opaque_.count({r, q})) {
       add_flag({Flag::Adjacent, p, r, blk, k, k, round_}, n, recs, st, true);
       add_flag({Flag::Adjacent, r, q, blk, k, k, round_}, n, recs, st, true);
       return;
