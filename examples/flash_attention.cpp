@@ -44,8 +44,8 @@ PrimFunc flash_attention(int Bt, int H, int S, int D, int bM, int bN, int bK, in
   const int64_t l1 = (int64_t{bM} * D + 2 * int64_t{bN} * D + int64_t{bM} * bN) * e;
   const int64_t l0c = (int64_t{bM} * bN + int64_t{bM} * bD) * 4;
   const int64_t ub = int64_t{r} * bN * (4 + e) + int64_t{r} * D * (4 + 4 + e) + 5 * int64_t{r} * 4;
-  if (l1 > 524032 || l0c > 131072 || ub > 196352)
-    fail(fmt::format("tiles do not fit A2: L1 {} / 524032 B, L0C {} / 131072 B, UB {} / 196352 B per AIV",
+  if (l1 > 524032 || l0c > 131072 || ub > 196608)
+    fail(fmt::format("tiles do not fit A2: L1 {} / 524032 B, L0C {} / 131072 B, UB {} / 196608 B per AIV",
                      l1, l0c, ub));
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
 

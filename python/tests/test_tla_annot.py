@@ -174,7 +174,7 @@ def bad_annotation(kind: str) -> Any:
                 elif kind == "not_a_dict":
                     T.annotate_address([(b, 0)])
                 elif kind == "beyond":
-                    T.annotate_address({b: 196352})
+                    T.annotate_address({b: 196608})
                 T.copy(X[0], a)
                 T.copy(X[0], b)
 
@@ -188,7 +188,7 @@ def bad_annotation(kind: str) -> Any:
     ("float", r"the address of 'b' must be a Python int \(a byte offset\), got float 256.0"),
     ("repin", r"'a' is already at address 0 \(address= or an earlier annotation\), this annotation gives 512"),
     ("not_a_dict", r"argument 'address_map' must be a dict"),
-    ("beyond", r"'b' occupies bytes \[196352, 196608\) but"),
+    ("beyond", r"'b' occupies bytes \[196608, 196864\) but"),
 ])
 def test_bad_address_annotations_are_errors(kind: str, what: str) -> None:
     with pytest.raises(tilelang.Error, match=what) as e:

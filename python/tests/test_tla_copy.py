@@ -268,32 +268,39 @@ def test_a_hybrid_kernel_compiles_again_from_the_disk_cache(tmp_path) -> None:
 # ---- UB capacity: the 256 B TileLang-Ascend's code generator leaves out ------------------------------
 
 
-@tilelang.jit(out_idx=[2])
-def three_64k_tiles():
+@tilelang.jit(out_idx=[2], check_hazards=True)
+def three_tiles(blocks: int, rows: int = 64):
+    # elementwise/elementwise_add.py's kernel: per AIV three fp32 tiles of rows x 256, 192 KB at
+    # rows = 64, the whole UB of an A2 AIV.
     @T.prim_func
-    def main(A: T.Tensor((128, 256), "float32"), B: T.Tensor((128, 256), "float32"),
-             C: T.Tensor((128, 256), "float32")):
-        with T.Kernel(1, is_npu=True) as (cid, vid):
-            a = T.alloc_ub((64, 256), "float32")
-            b = T.alloc_ub((64, 256), "float32")
-            c = T.alloc_ub((64, 256), "float32")
+    def main(A: T.Tensor((blocks * 2 * rows, 256), "float32"), B: T.Tensor((blocks * 2 * rows, 256), "float32"),
+             C: T.Tensor((blocks * 2 * rows, 256), "float32")):
+        with T.Kernel(blocks, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((rows, 256), "float32")
+            b = T.alloc_ub((rows, 256), "float32")
+            c = T.alloc_ub((rows, 256), "float32")
             with T.Scope("V"):
-                T.copy(A[vid * 64, 0], a)
-                T.copy(B[vid * 64, 0], b)
+                T.copy(A[cid * 2 * rows + vid * rows, 0], a)
+                T.copy(B[cid * 2 * rows + vid * rows, 0], b)
                 T.barrier_all()
                 T.tile.add(c, a, b)
                 T.barrier_all()
-                T.copy(c, C[vid * 64, 0])
+                T.copy(c, C[cid * 2 * rows + vid * rows, 0])
 
     return main
 
 
-def test_ub_over_capacity_by_the_reserved_256_bytes_says_why() -> None:
-    # elementwise/elementwise_add.py's 3 x 64 KB of UB: 196,608 bytes against a capacity of
-    # 196,352. The error stays (TileLang-Ascend's code generator allocates its UB as one TBuf of
-    # 196,352 B, so these 256 bytes lie past every buffer it allocates); before, it did not say why
-    # the capacity is 256 B under the 192 KB of the chip.
-    with pytest.raises(tilelang.Error, match=r"(?s)UB needs 196,608 bytes, capacity 196,352 on A2.*the capacity is the UB "
-                                             r"TileLang-Ascend's code generator allocates .* these 256 bytes would lie "
-                                             r"past every buffer it allocates"):
-        three_64k_tiles()(torch.randn(128, 256), torch.randn(128, 256))
+@pytest.mark.parametrize("blocks", (1, 7, 33))
+def test_three_64k_tiles_fill_the_whole_192k_ub(blocks: int) -> None:
+    # elementwise/elementwise_add.py: 3 x 64 KB = 196,608 bytes of UB, exactly the A2 AIV's 192 KB.
+    # Before: "UB needs 196,608 bytes, capacity 196,352 on A2" (the capacity was the UB TBuf
+    # TileLang-Ascend's code generator allocates, 256 B short; AscendC's own UB bound on A2 is
+    # TOTAL_UB_SIZE = 192 * 1024, docs/hardware.md section 1).
+    a, b = torch.randn(blocks * 128, 256), torch.randn(blocks * 128, 256)
+    torch.testing.assert_close(three_tiles(blocks)(a, b), a + b, rtol=0, atol=0)
+
+
+def test_ub_over_192k_is_still_a_capacity_error() -> None:
+    # One more 32-byte row per tile (3 x 65 x 1 KiB, 199,680 bytes): over the physical UB.
+    with pytest.raises(tilelang.Error, match=r"UB needs 199,680 bytes, capacity 196,608 on A2"):
+        three_tiles(1, 65)(torch.randn(130, 256), torch.randn(130, 256))

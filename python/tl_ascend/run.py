@@ -50,6 +50,10 @@ def main(argv: list[str]) -> int:
     # emitter cannot express yet gives its error and IR as comments instead of stopping the
     # script (jit.py, JITKernel.get_kernel_source; docs/ascendc.md).
     os.environ.setdefault("TL_KERNEL_SOURCE_ON_ERROR", "comment")
+    # TileLang-Ascend's adapter passes only data pointers (its shape check is commented out), so
+    # an input larger than its declared shape is read as its first elements on the chip
+    # (activation/swi_glu_grad.py); here too, with a remark (docs/python.md, "Argument shapes").
+    os.environ.setdefault("TL_LARGER_INPUTS", "prefix")
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")

@@ -140,6 +140,37 @@ def npu_swiglu(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return (torch.nn.functional.silu(a) * b).to(x.dtype)
 
 
+def npu_swiglu_backward(grad_output: torch.Tensor, x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """SwiGLU's gradient (CANN's aclnnSwiGluGrad): with a, b the halves of x along `dim` and
+    s = sigmoid(a), da = g * b * (s + a * s * (1 - s)) and db = g * a * s, concatenated along
+    `dim`; computed in float32, returned in x's dtype. Also torch.ops.npu.npu_swiglu_backward.
+
+    `grad_output` should have x's shape with `dim` halved. A larger contiguous one is read as its
+    first x.numel() / 2 elements, as the chip's SwiGluGrad kernel reads it (its GM view of yGrad
+    is totalBlockLen / 2 elements of x's tiling, and aclnnSwiGluGrad does not check yGrad's
+    shape: CANN ops-nn issue 7173), with a remark; TileLang-Ascend's activation/swi_glu_grad.py
+    passes such a tensor to its kernel and to this reference alike (docs/tla_corpus.md)."""
+    if x.dim() == 0 or x.shape[dim] % 2:
+        raise _core_error(f"torch_npu.npu_swiglu_backward: expected an even size along dim {dim}, "
+                          f"got shape {tuple(x.shape)}")
+    half = list(x.shape)
+    half[dim] //= 2
+    need = x.numel() // 2
+    g = grad_output
+    if list(g.shape) != half:
+        if g.numel() < need or not g.is_contiguous():
+            raise _core_error(f"torch_npu.npu_swiglu_backward: grad_output must have shape {half} "
+                              f"(x {list(x.shape)} halved along dim {dim}), got {list(g.shape)}")
+        print(f"remark: torch_npu.npu_swiglu_backward: grad_output has shape {list(g.shape)}, not {half}: "
+              f"its first {need} of {g.numel()} elements are read, as the chip's SwiGluGrad reads them",
+              file=sys.stderr)
+        g = g.reshape(-1)[:need].reshape(half)
+    a, b = x.float().chunk(2, dim=dim)
+    s = torch.sigmoid(a)
+    g = g.float()
+    return torch.cat([g * b * (s + a * s * (1 - s)), g * a * s], dim=dim).to(x.dtype)
+
+
 from ._fusion_attention import npu_fusion_attention  # noqa: E402,F401  (its own file: a long reference)
 from ._sparse_flash_attention import npu_sparse_flash_attention  # noqa: E402,F401
 
@@ -154,6 +185,8 @@ def _register_ops() -> None:
     lib = torch.library.Library("npu", "DEF")
     lib.define("npu_swiglu(Tensor x, int dim=-1) -> Tensor")
     lib.impl("npu_swiglu", npu_swiglu, "CompositeExplicitAutograd")
+    lib.define("npu_swiglu_backward(Tensor grad_output, Tensor x, int dim=-1) -> Tensor")
+    lib.impl("npu_swiglu_backward", npu_swiglu_backward, "CompositeExplicitAutograd")
     _npu_library = lib
 
 

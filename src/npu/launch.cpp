@@ -185,7 +185,9 @@ bool writes_parameter(const Program& p, size_t i) {
 ///    the caller sized generously): the view of its first elements, the rest untouched;
 ///  * more elements of a parameter the kernel only reads: an error, since the kernel would read
 ///    the first rows of a larger tensor, rarely what was meant (a half of each row is not the
-///    first half of the tensor);
+///    first half of the tensor); with TL_LARGER_INPUTS=prefix (set by `python -m tl_ascend.run`
+///    for TileLang-Ascend scripts, whose adapter reads such an input so on the chip) the view of
+///    its first elements, with a remark on stderr naming what the kernel reads;
 ///  * fewer elements (the kernel would leave the tensor), or a non-contiguous tensor: an error.
 Tensor argument_view(const Program& p, size_t i, const Tensor& t,
                      const std::vector<int64_t>& want) {
@@ -210,12 +212,23 @@ Tensor argument_view(const Program& p, size_t i, const Tensor& t,
   if (!p.func->params[i].tensor->strides.empty())
     throw fail("the parameter declares its own strides, so its shape must match exactly");
   if (have == need) return t.reshape(want);
-  if (!writes_parameter(p, i))
-    throw fail(fmt::format(
-        "it has {} elements, more than the {} the kernel reads; the kernel would read the "
-        "first {} in row-major order, so a larger input is refused (slice it to what the "
-        "kernel should read)",
-        have, need, need));
+  if (!writes_parameter(p, i)) {
+    const std::string policy = env_value("TL_LARGER_INPUTS");
+    if (policy != "" && policy != "prefix")
+      throw Error(fmt::format("TL_LARGER_INPUTS must be empty or 'prefix', got '{}'", policy));
+    if (policy != "prefix")
+      throw fail(fmt::format(
+          "it has {} elements, more than the {} the kernel reads; the kernel would read the "
+          "first {} in row-major order, so a larger input is refused (slice it to what the "
+          "kernel should read; TL_LARGER_INPUTS=prefix reads them, as the chip does)",
+          have, need, need));
+    // Not silent: the kernel reads other elements than the tensor's shape suggests.
+    std::cerr << fmt::format(
+        "remark: kernel {}: argument '{}' has shape {}, larger than the declared {}: the kernel "
+        "reads its first {} of {} elements in row-major order (TL_LARGER_INPUTS=prefix; "
+        "TileLang-Ascend passes only the data pointer)\n",
+        f->name, name, shape_str(t.shape()), shape_str(want), need, have);
+  }
   return t.reshape({have}).slice(0, 0, need).reshape(want);
 }
 

@@ -186,7 +186,12 @@ inline State join(const State& a, const State& b) {
 
 class Inserter {
  public:
-  Inserter(const Stmt& body, const Target& t, bool minimise) : t_(t), minimise_(minimise) {
+  /// `opaque`: pipe pairs on which the scope's author sets or waits flags with ids that are not
+  /// constants; the walk cannot follow those flags, so it leaves what they could order to them
+  /// (a need on such a pair counts as ordered) and plans barriers and flags for the rest.
+  Inserter(const Stmt& body, const Target& t, bool minimise,
+           std::set<std::pair<Pipe, Pipe>> opaque = {})
+      : t_(t), minimise_(minimise), opaque_(std::move(opaque)) {
     // Variables that change inside the scope: loop variables and what lets inside loops bind.
     std::function<void(const Stmt&, bool)> bound = [&](const Stmt& s, bool in_loop) {
       if (!s.defined()) return;
@@ -209,8 +214,9 @@ class Inserter {
 
  private:
   const Target& t_;
-  const bool minimise_;               // drop the syncs the others imply (prune)
-  std::set<const VarNode*> varying_;  // variables that change inside the scope
+  const bool minimise_;                           // drop the syncs the others imply (prune)
+  const std::set<std::pair<Pipe, Pipe>> opaque_;  // the author's pairs with run-time ids
+  std::set<const VarNode*> varying_;              // variables that change inside the scope
   std::vector<Node> nodes_;
   std::vector<Block> blocks_;
   std::vector<Acc> accs_;

@@ -76,11 +76,19 @@ int Inserter::build_node(const Stmt& s, int blk, int pos) {
         instrs.push_back({Instr::Publish, y->src, {}});
       else if (y->sync_kind == SyncKind::SyncAll || y->sync_kind == SyncKind::BarrierAll)
         instrs.push_back({Instr::BarrierAll, Pipe::ALL, {}});
-      else if (y->sync_kind == SyncKind::PipeBarrier)  // an author's (has_own_syncs)
+      else if (y->sync_kind == SyncKind::PipeBarrier)  // an author's
         instrs.push_back({Instr::PipeBarrier, y->src, {}});
       else if (y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag) {
-        // An author's flag with a constant id (has_own_syncs leaves any other scope alone).
-        const int64_t id = *as_const_int(y->event_id);
+        // An author's flag with a run-time id: its pair is opaque (the walk trusts the author
+        // there and never plans a flag on it), so the flag issues nothing the walk follows.
+        auto cid = as_const_int(y->event_id);
+        if (!cid || *cid < 0 || *cid >= kMaxAuthorEventId) {
+          TL_ASSERT(opaque_.count({y->src, y->dst}),
+                    "insert_syncs: an author's flag with a "
+                    "run-time id on a pair not marked opaque");
+          break;
+        }
+        const int64_t id = *cid;
         Instr in{
             y->sync_kind == SyncKind::SetFlag ? Instr::AuthorSet : Instr::AuthorWait, y->src, {}};
         in.dst = y->dst;

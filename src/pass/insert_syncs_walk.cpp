@@ -156,6 +156,13 @@ void Inserter::exec(int n, const Instr& in, State& st) {
 /// Plans what orders the pending accesses `recs` (all on pipe p) before instruction `in` of
 /// node `n` on pipe q, and applies its effect to the state.
 void Inserter::order(int n, Pipe p, Pipe q, const std::vector<int>& recs, State& st) {
+  // A pair the author orders with flags of run-time ids (the lane-pipelined kernel of
+  // moe_token_permute_grad.py: wait_flag("mte2", "v", cur_stage)): left to the author, as it
+  // was when the whole scope was left alone; only the other pairs and the barriers are planned.
+  if (opaque_.count({p, q}) && ordering_needed(p, q) == Ordering::Flag) {
+    for (int r : recs) st[r].known |= bit(q);
+    return;
+  }
   if (checking_) {
     unordered_ = true;
     for (int r : recs) st[r].known |= bit(q) | (p == Pipe::M && q == Pipe::M ? kMBarriered : 0);
@@ -233,7 +240,10 @@ void Inserter::adjacent(int n, Pipe p, Pipe q, const std::vector<int>& recs, Sta
     return;
   }
   for (Pipe r : {Pipe::S, Pipe::V, Pipe::M, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX})
-    if (r != p && r != q && t_.hard_event_ok(p, r) && t_.hard_event_ok(r, q)) {
+    // Never through a pair the author flags with run-time ids: a planned id there could be
+    // one of the author's.
+    if (r != p && r != q && t_.hard_event_ok(p, r) && t_.hard_event_ok(r, q) &&
+        !opaque_.count({p, r}) && !opaque_.count({r, q})) {
       add_flag({Flag::Adjacent, p, r, blk, k, k, round_}, n, recs, st, true);
       add_flag({Flag::Adjacent, r, q, blk, k, k, round_}, n, recs, st, true);
       return;

@@ -39,12 +39,13 @@ class UseAddresses : public IRMutator {
   }
 };
 
-/// Why a kernel at most 256 B over the UB / L1 capacity is still over it (issue 29): the
-/// capacities are those TileLang-Ascend's AscendC code generator allocates, one TBuf per memory
-/// 256 B short of the physical size (codegen_ascend.cc: UB 196352, L1 524032 on A2/A3), so those
-/// bytes lie past every buffer it allocates (docs/hardware.md section 1).
+/// Why a kernel at most 256 B over the L1 capacity is still over it (issue 29): the capacity is
+/// the L1 TBuf TileLang-Ascend's AscendC code generator allocates, 256 B short of the physical
+/// 512 KB (codegen_ascend.cc: 524032 on A2/A3; AscendC itself keeps the top 128 B of L1 for its
+/// matmul messages, KFC_L1_RESERVER_SIZE), so those bytes lie past every buffer it allocates
+/// (docs/hardware.md section 1). UB has no such note: its capacity is the physical 192 KB.
 std::string top_256_note(MemScope s, int64_t over) {
-  if ((s != MemScope::UB && s != MemScope::L1) || over <= 0 || over > 256) return "";
+  if (s != MemScope::L1 || over <= 0 || over > 256) return "";
   return fmt::format(
       "the capacity is the {} TileLang-Ascend's code generator allocates (its one AscendC TBuf, "
       "256 B short of the physical memory); these {} bytes would lie past every buffer it "
@@ -125,7 +126,7 @@ std::string declared(const BufferNode& b) {
 
 /// Whether insert_syncs will order every reuse of memory `m`'s bytes. A scope with a sync of its
 /// author's (or intra-core syncs already) may be left as written by insert_syncs (insert_syncs.cpp,
-/// has_own_syncs: flags with ids it cannot follow), so in an expert kernel under auto_sync a
+/// opaque_pairs: flags with ids it cannot follow), so in an expert kernel under auto_sync a
 /// memory of such a scope's core (L1 / L0A / L0B / L0C: the cube's, UB: the vector's) is planned
 /// as without insert_syncs: a reuse only where the author's syncs already order it (safe in
 /// either case; the scopes insert_syncs runs over get their other syncs on top).

@@ -23,6 +23,10 @@ const std::vector<EnvVar>& env_registry() {
        "none: no budget)"},
       {"TL_CHECK_STALE", "",
        "1: run the stale-data checker on every launch, 0: on none (empty: with check_hazards)"},
+      {"TL_LARGER_INPUTS", "",
+       "prefix: a contiguous input tensor larger than its declared shape is read as its first "
+       "elements, as on the chip, with a remark (stderr); empty: an error (python -m "
+       "tl_ascend.run sets prefix)"},
       {"TL_NPU_PLAIN_PATHS", "0",
        "1: the virtual NPU's op semantics take their plain element-by-element paths instead of "
        "the batched / SIMD ones (same bits; for comparing them, docs/virtual_npu.md)"},

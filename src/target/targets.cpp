@@ -20,14 +20,16 @@ Target make_a2() {
   t.num_aic = 24;
   t.num_aiv = 48;
   t.clock_ghz = 1.85;
-  // Capacities as the TileLang-Ascend code generator sizes its TBufs (docs/hardware.md
-  // section 1): L1 524032 B (512 KB - 256 B), L0A/L0B 64 KB, L0C 128 KB, UB 196352 B
-  // (192 KB - 256 B).
+  // Capacities (docs/hardware.md section 1): L1 524032 B (512 KB - 256 B, as the
+  // TileLang-Ascend code generator sizes its L1 TBuf; AscendC itself keeps 128 B of L1 for its
+  // matmul client-server messages), L0A/L0B 64 KB, L0C 128 KB, UB the physical 192 KB: AscendC's
+  // own UB bound on A2 / A3 is TOTAL_UB_SIZE = 192 * 1024, with nothing reserved, and the 256 B
+  // TileLang-Ascend's code generator leaves out of its UB TBuf have no hardware reason.
   set(t.capacity, MemScope::L1, 524032);
   set(t.capacity, MemScope::L0A, 65536);
   set(t.capacity, MemScope::L0B, 65536);
   set(t.capacity, MemScope::L0C, 131072);
-  set(t.capacity, MemScope::UB, 196352);
+  set(t.capacity, MemScope::UB, 196608);
   // Start-address alignment: UB, L1 32 B; L0A/L0B 512 B; L0C 64 B (docs/hardware.md section 5).
   set(t.alignment, MemScope::GM, 1);
   set(t.alignment, MemScope::L1, 32);

@@ -100,7 +100,7 @@ TEST(RuntimeBounds, OnChipBufferOutsideItsMemoryIsAnError) {
   for (auto [address, rows] :
        {std::pair<int64_t, int64_t>{std::numeric_limits<int64_t>::max() - 31, 2},
         {-1, int64_t{1} << 61},
-        {196352 - 32, 2}}) {
+        {196608 - 32, 2}}) {
     SCOPED_TRACE(fmt::format("address {} rows {}", address, rows));
     error_of([&] { unchecked(fill_ub(address, {Expr(rows), Expr(8)})).launch(dev, {x, 1}); });
   }
