@@ -20,12 +20,23 @@ namespace {
 thread_local std::vector<float> g_a, g_b, g_d;
 thread_local std::vector<int64_t> g_ia, g_ib;
 
-// The fp32 row loops of the elementwise ops, compiled twice: for the baseline ISA and for
-// AVX2, picked at run time (host_has_avx2). Both perform the same IEEE fp32 operation per
-// element (AVX2 has no FMA to contract into), so the results are bit-identical.
+// The fp32 row loops of the elementwise ops, compiled three times: for the baseline ISA, for
+// AVX2 and for AVX-512F, picked at run time (host_has_avx2, host_has_avx512f). Each performs the
+// same IEEE fp32 operation per element: every expression of vector_ops.def's binary and
+// row-expand rows is a single operation (or comparisons and a select), so the FMA the AVX-512
+// target allows has nothing to contract, and the results are bit-identical, but for the payload
+// of a NaN result whose operands are both NaN: which operand an x86 instruction takes it from
+// follows the compiler's operand order (docs/virtual_npu.md, Numerics), so plain paths run the
+// same loops and VectorRowLoops.* checks them against the scalar expressions. The AVX-512 loop
+// moves 16 lanes a step where AVX2 moved 8: the max / add trees and the row-expand sub / mul of
+// softmax's resident kernel were 13 % of its host samples at 8 lanes (issue 31, branch
+// softhost).
 #if defined(__x86_64__) || defined(__i386__)
 #define TL_ROW_LOOPS_AVX2 1
 #endif
+}  // namespace
+bool host_has_avx512f();  // src/support/numerics.cpp (bf16 <-> fp32 convert picks on it too)
+namespace {
 #define TL_DEFINE_ROW_LOOPS(SUFFIX, ATTR)                                              \
   template <typename F>                                                                \
   ATTR void row_tt##SUFFIX(float* d, const float* a, const float* b, int64_t n, F f) { \
@@ -38,6 +49,7 @@ thread_local std::vector<int64_t> g_ia, g_ib;
 TL_DEFINE_ROW_LOOPS(_base, )
 #ifdef TL_ROW_LOOPS_AVX2
 TL_DEFINE_ROW_LOOPS(_avx2, __attribute__((target("avx2"))))
+TL_DEFINE_ROW_LOOPS(_avx512, __attribute__((target("avx512f,prefer-vector-width=512"))))
 #endif
 #undef TL_DEFINE_ROW_LOOPS
 
@@ -45,6 +57,7 @@ TL_DEFINE_ROW_LOOPS(_avx2, __attribute__((target("avx2"))))
 template <typename F>
 void row_tile_tile(float* d, const float* a, const float* b, int64_t n, F f) {
 #ifdef TL_ROW_LOOPS_AVX2
+  if (host_has_avx512f()) return row_tt_avx512(d, a, b, n, f);
   if (host_has_avx2()) return row_tt_avx2(d, a, b, n, f);
 #endif
   row_tt_base(d, a, b, n, f);
@@ -53,6 +66,7 @@ void row_tile_tile(float* d, const float* a, const float* b, int64_t n, F f) {
 template <typename F>
 void row_tile_scalar(float* d, const float* a, float y, int64_t n, F f) {
 #ifdef TL_ROW_LOOPS_AVX2
+  if (host_has_avx512f()) return row_ts_avx512(d, a, y, n, f);
   if (host_has_avx2()) return row_ts_avx2(d, a, y, n, f);
 #endif
   row_ts_base(d, a, y, n, f);

@@ -1,6 +1,7 @@
 // Device (GM allocator with current/peak accounting, checked against the target's GM and the
 // host's memory) and Tensor (strided views over shared storage, every size checked so a view
 // never reaches outside its storage), plus deterministic creation helpers.
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -30,6 +31,37 @@ bool reserve(std::atomic<int64_t>& counter, int64_t bytes, int64_t limit) {
     if (bytes > limit - cur) return false;  // both >= 0: no overflow
   } while (!counter.compare_exchange_weak(cur, cur + bytes));
   return true;
+}
+
+/// GM blocks of at least this size come straight from mmap, 2 MiB aligned, with transparent huge
+/// pages asked for (MADV_HUGEPAGE; the hosts' usual THP setting is "madvise"). A fresh 64 MiB
+/// output from calloc is also mmap-ed by glibc, but in 4 KiB pages: the kernel's page-fault path
+/// (16,384 faults, each taking the page-table and memcg locks) was 28 % of a softmax 8192x4096
+/// bf16 launch's host CPU time (issue 31, branch softhost; docs/virtual_npu.md). With 2 MiB pages
+/// the kernel still zeroes every byte (the zero pages calloc promised), in 32 faults.
+constexpr size_t kHugeBlock = size_t{2} << 20;
+constexpr size_t kHugeMin = size_t{4} << 20;
+
+/// Zeroed bytes for GM; `gm_free` with the same size releases them.
+void* gm_zero_alloc(size_t bytes) {
+  if (bytes < kHugeMin) return std::calloc(bytes, 1);
+  const size_t len = (bytes + kHugeBlock - 1) / kHugeBlock * kHugeBlock;
+  // Over-map by one huge page and unmap the slack, so the block starts on a 2 MiB boundary.
+  void* raw =
+      mmap(nullptr, len + kHugeBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  auto* base = static_cast<uint8_t*>(raw);
+  const size_t head = (kHugeBlock - reinterpret_cast<uintptr_t>(base) % kHugeBlock) % kHugeBlock;
+  if (head > 0) munmap(base, head);
+  munmap(base + head + len, kHugeBlock - head);    // head < kHugeBlock: never empty
+  (void)madvise(base + head, len, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+  return base + head;
+}
+
+void gm_free(void* p, size_t bytes) {
+  if (!p) return;
+  if (bytes < kHugeMin) return std::free(p);
+  munmap(p, (bytes + kHugeBlock - 1) / kHugeBlock * kHugeBlock);
 }
 
 int64_t physical_memory_bytes() {
@@ -146,7 +178,7 @@ std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
   // kernel: a std::vector's zero fill wrote every byte once more before the kernel's first
   // write (issue 31: 4 % of a softmax launch). The Storage holds them as `external` (no
   // accounting in ~Storage) and its deleter frees them and returns the bytes to the accounts.
-  void* mem = bytes > 0 ? std::calloc(static_cast<size_t>(bytes), 1) : nullptr;
+  void* mem = bytes > 0 ? gm_zero_alloc(static_cast<size_t>(bytes)) : nullptr;
   if (bytes > 0 && !mem) {
     a.in_use -= bytes;
     g_host_gm_in_use -= bytes;
@@ -156,7 +188,7 @@ std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
         bytes, g_host_gm_in_use.load()));
   }
   std::shared_ptr<Storage> s(new Storage, [account = account_, bytes](Storage* st) {
-    std::free(st->external);
+    gm_free(st->external, static_cast<size_t>(bytes));
     delete st;
     account->in_use -= bytes;
     g_host_gm_in_use -= bytes;

@@ -623,12 +623,19 @@ __attribute__((target("avx512f"))) void f32_to_bf16_avx512(const float* src, uin
   }
   if (i < n) f32_to_bf16_avx2(src + i, dst + i, n - i);
 }
-bool host_has_avx512f() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
 }  // namespace
 #endif
+
+// Declared where it is used (src/npu/exec_vector.cpp's row loops), not in numerics.h.
+bool host_has_avx512f();
+bool host_has_avx512f() {
+#ifdef TL_NPU_X86
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+#else
+  return false;
+#endif
+}
 
 bool host_has_avx2() {
 #ifdef TL_NPU_X86
