@@ -17,7 +17,8 @@ instruction start 256 bytes apart modulo 512 (no bank-group conflict, docs/calib
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
-from ._rms_norm_parts import sync, ub_placer, weight_loader, xdy_loader
+from ._rms_norm_parts import sync, weight_loader, xdy_loader
+from ._ub import ub_placer
 
 EV_IN, EV_OUT, EV_SCALAR, EV_TAIL = 0, 1, 2, 3
 
