@@ -4,6 +4,7 @@
 // ([B, S, H, D]) or BHSD ([B, H, S, D]) order; o comes back in the same order, lse as [B, H, S].
 // A NaN in a query, key or value reaches every output it feeds, as in the exact formula.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -23,7 +24,7 @@ inline FlashAttentionRef flash_attention(const std::vector<double>& q, const std
     return bshd ? ((b * S + s) * H + h) * D : ((b * H + h) * S + s) * D;
   };
   FlashAttentionRef r{std::vector<double>(q.size()), std::vector<double>(B * H * S)};
-  std::vector<double> sc(S);
+  std::vector<double> sc(S), acc(D);
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t i = 0; i < S; ++i) {
@@ -37,13 +38,16 @@ inline FlashAttentionRef flash_attention(const std::vector<double>& q, const std
           nan = nan || std::isnan(sc[j]);
           mx = std::max(mx, sc[j]);
         }
+        // Each exp once (it was taken D times per key), then o's row accumulated key by key:
+        // every acc[d] still sums its terms in ascending j, so the values are unchanged.
         double sum = 0;
-        for (int64_t j = 0; j < n; ++j) sum += std::exp(sc[j] - mx);
-        for (int64_t d = 0; d < D; ++d) {
-          double acc = 0;
-          for (int64_t j = 0; j < n; ++j) acc += std::exp(sc[j] - mx) * v[idx(b, j, h) + d];
-          r.o[idx(b, i, h) + d] = nan ? std::nan("") : acc / sum;
+        for (int64_t j = 0; j < n; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < n; ++j) {
+          const double* vj = &v[idx(b, j, h)];
+          for (int64_t d = 0; d < D; ++d) acc[d] += sc[j] * vj[d];
         }
+        for (int64_t d = 0; d < D; ++d) r.o[idx(b, i, h) + d] = nan ? std::nan("") : acc[d] / sum;
         r.lse[(b * H + h) * S + i] = nan ? std::nan("") : mx + std::log(sum);
       }
     }
