@@ -13,6 +13,7 @@
 #include "ops/flash_attention_case.h"
 #include "ops/flash_attention_ref.h"
 #include "ops/ops_bench.h"
+#include "ops/ops_checked.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "tl/npu/trace.h"
@@ -185,21 +186,7 @@ TEST(FlashAttentionEdges, HazardFreeAndTimeOrderIndependent) {
     flash_attention(qc, qc, qc, {.causal = true});
     flash_attention(qn, qn, qn, {.layout = AttentionLayout::BHSD});
   };
-  RunOptions hazards;
-  hazards.launch.check_hazards = true;
-  {
-    ScopedRun s(hazards);
-    EXPECT_NO_THROW(calls());
-  }
-  RunOptions timed;
-  timed.profile = true;
-  {
-    ScopedRun s(timed);
-    calls();
-  }
-  ASSERT_EQ(timed.profiles.size(), 2u);
-  for (const auto& p : timed.profiles)
-    for (const auto& e : p.time_order_effects) ADD_FAILURE() << p.kernel << ": " << e;
+  opstest::expect_hazard_free_and_time_order_free(calls, 2);
 }
 
 // The masks' indices are float16 integers (IDX and the bound compared with it): exact only up

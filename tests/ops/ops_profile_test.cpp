@@ -15,6 +15,7 @@
 
 #include "cann_ops_tilelang/norm.h"
 #include "ops/ops_bench.h"
+#include "ops/ops_checked.h"
 
 namespace {
 
@@ -181,23 +182,7 @@ TEST(OpsProfile, RmsNormKernelsAreHazardFreeAndTimeOrderIndependent) {
       rms_norm(xl, w);
       rms_norm_backward(xl, xl, w);
     };
-    RunOptions hazards;
-    hazards.launch.check_hazards = true;
-    {
-      ScopedRun s(hazards);
-      EXPECT_NO_THROW(calls()) << tl::dtype_name(dt);
-    }
-    RunOptions timed;
-    timed.profile = true;
-    {
-      ScopedRun s(timed);
-      calls();
-    }
-    ASSERT_EQ(timed.profiles.size(), 6u);
-    for (const auto& p : timed.profiles) {
-      for (const auto& e : p.time_order_effects)
-        ADD_FAILURE() << tl::dtype_name(dt) << " " << p.kernel << ": " << e;
-    }
+    opstest::expect_hazard_free_and_time_order_free(calls, 6, std::string(tl::dtype_name(dt)));
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "cann_ops_tilelang/rope.h"
 #include "ops/ops_bench.h"
+#include "ops/ops_checked.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "ops/rope_ref.h"
@@ -261,22 +262,7 @@ TEST(RopeEdges, KernelsAreHazardFreeAndTimeOrderIndependent) {
       rope(x, cs, cs, pos, {.style = RopeStyle::Interleaved});
       rope_backward(x, cs, cs, {}, {.style = RopeStyle::Half, .rotate_last = false});
     };
-    RunOptions hazards;
-    hazards.launch.check_hazards = true;
-    {
-      ScopedRun s(hazards);
-      EXPECT_NO_THROW(calls()) << tl::dtype_name(dt);
-    }
-    RunOptions timed;
-    timed.profile = true;
-    {
-      ScopedRun s(timed);
-      calls();
-    }
-    ASSERT_EQ(timed.profiles.size(), 2u);
-    for (const auto& p : timed.profiles)
-      for (const auto& e : p.time_order_effects)
-        ADD_FAILURE() << tl::dtype_name(dt) << " " << p.kernel << ": " << e;
+    opstest::expect_hazard_free_and_time_order_free(calls, 2, std::string(tl::dtype_name(dt)));
   }
 }
 

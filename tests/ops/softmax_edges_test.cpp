@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "cann_ops_tilelang/softmax.h"
+#include "ops/ops_checked.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "ops/softmax_ref.h"
@@ -152,21 +153,7 @@ TEST(SoftmaxEdges, ResidentKernelsHaveNoHazardNorTimeOrderEffect) {
       softmax_backward(dy, y);
       log_softmax_backward(dy, ly);
     };
-    RunOptions hazards;
-    hazards.launch.check_hazards = true;
-    {
-      ScopedRun s(hazards);
-      EXPECT_NO_THROW(calls());
-    }
-    RunOptions timed;
-    timed.profile = true;
-    {
-      ScopedRun s(timed);
-      calls();
-    }
-    ASSERT_EQ(timed.profiles.size(), 4u);
-    for (const auto& p : timed.profiles)
-      for (const auto& e : p.time_order_effects) ADD_FAILURE() << p.kernel << ": " << e;
+    opstest::expect_hazard_free_and_time_order_free(calls, 4);
   }
 }
 
