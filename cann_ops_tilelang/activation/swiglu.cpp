@@ -84,10 +84,10 @@ SwigluKey swiglu_key(tl::DType dtype, int64_t hidden, bool backward, const Swigl
   // Bytes per column of a tile on one AIV: double-buffered I/O tiles, single fp32 scratch,
   // with a tenth of UB left for the row vectors and the compiler's pads.
   // Backward: a, b, dy loaded (the results are written back over a and b); fp32 scratch gf af
-  // bf (16-bit I/O), s (in bf's place with a clamp and 16-bit I/O), b' (clamp), u (weight);
+  // bf (16-bit I/O), s (in bf's place with a clamp and 16-bit I/O), db, b' (clamp), u (weight);
   // two bitmasks of a bit per element (clamp).
   const int64_t scratch =
-      3 * wide + (cfg.clamp && wide ? 0 : 1) + (weight ? 1 : 0) + (cfg.clamp ? 1 : 0);
+      3 * wide + (cfg.clamp && wide ? 0 : 1) + 1 + (weight ? 1 : 0) + (cfg.clamp ? 1 : 0);
   auto per_col = [&](int64_t half) {
     return backward ? half * (6 * es + 4 * scratch) + (cfg.clamp ? half / 4 : 0)
                     : half * (6 * es + 8 * wide);

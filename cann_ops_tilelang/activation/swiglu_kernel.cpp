@@ -160,18 +160,40 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
       load_ab(in, H, row, col, ta, tb);
       T::copy(DY.at({row, col}), tg);
       // fp32 working tiles (16-bit I/O widens into its own; fp32 I/O works in the loaded
-      // tiles). Each is overwritten once its value is no longer needed, so the tile holds five
-      // fp32 values an element at most and the chunk can be wide (docs/ops.md, "SwiGLU").
-      Buffer af = ta, bf = tb, gf = tg;
-      if (wide) {
-        gf = T::alloc_shared("gf", {bM, bN}, f32);
-        af = T::alloc_shared("af", {bM, bN}, f32);
-        bf = T::alloc_shared("bf", {bM, bN}, f32);
-        T::tile::cast(gf, tg);
-        T::tile::cast(af, ta);
-        T::tile::cast(bf, tb);
+      // tiles). Each is overwritten once its value is no longer needed, so the tile holds six
+      // fp32 values an element at most (seven with a weight) and the chunk can be wide
+      // (docs/ops.md, "SwiGLU").
+      //
+      // UB bank groups (docs/calibration.md, "UB bank conflicts"): a two-source instruction
+      // pays its repeats twice unless its sources lie 256 bytes apart modulo 512. The planner
+      // places equal fp32 tiles in declaration order, one after another; with 9-row AIV tiles
+      // (an odd number of 256-byte halves) they alternate between the two groups. The values
+      // are spread over five tiles so that every two-source op of the body reads one of each:
+      // group X holds a' (then silu, then g - db), b' and db; group Y holds b (then s) and g
+      // (then s (g - db), then da). So they are declared in that alternating order: a, then
+      // (with the clamp) b, b', g or (without) g, b, s; then db. (With a weight the tiles have
+      // 8 rows, a multiple of 512 bytes, and stay in one group: swiglu_key.)
+      Buffer af = ta, bf = tb, gf = tg, bc = tb;  // bc: b', clamped
+      auto widen = [&](Buffer& t, const char* name) {
+        if (wide) t = T::alloc_shared(name, {bM, bN}, f32);
+      };
+      widen(af, "af");
+      if (limit) {
+        widen(bf, "bf");
+        bc = T::alloc_shared("bc", {bM, bN}, f32);
+        widen(gf, "gf");
+      } else {
+        widen(gf, "gf");
+        widen(bf, "bf");
+        bc = bf;
       }
-      Buffer bc = bf;                // b', clamped
+      if (wide) {
+        T::tile::cast(af, ta);
+        if (limit)
+          T::tile::cast(bf, tb);
+        else
+          T::tile::cast(gf, tg);
+      }
       std::optional<Buffer> ma, mb;  // bitmasks: the element was not clamped
       if (limit) {
         // compare + select: one pass to make each mask, one to apply it. The bits pair with
@@ -181,11 +203,13 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
         // other half's gradient: silu(NaN), or b' = NaN in da).
         ma = T::alloc_shared("ma", {bM, bN / 8}, DType::UInt8);
         mb = T::alloc_shared("mb", {bM, bN / 8}, DType::UInt8);
-        bc = T::alloc_shared("bc", {bM, bN}, f32);
         T::tile::compare(*ma, af, *limit, "LE");  // a <= L
         T::tile::min(af, af, *limit);
         T::tile::clamp(bc, bf, 0.0 - *limit, *limit);
         T::tile::compare(*mb, bf, bc, "EQ");  // -L <= b <= L
+        if (wide) T::tile::cast(gf, tg);
+      } else if (wide) {
+        T::tile::cast(bf, tb);
       }
       // s = sigmoid(a'): with the clamp in b's fp32 tile, which the mask was the last to read.
       Buffer s = limit && wide ? bf : T::alloc_shared("s", {bM, bN}, f32);
@@ -202,23 +226,24 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
         T::tile::row_expand_mul(gf, gf, tw);
       }
       // db = g silu(a'); da = g b' silu'(a') with silu' = s + silu (1 - s), written
-      // da = b' (db + s (g - db)): four passes after db, in gf's place.
-      T::tile::mul(af, gf, af);  // db
-      T::tile::sub(gf, gf, af);
-      T::tile::mul(gf, s, gf);
-      T::tile::add(gf, af, gf);
+      // da = b' (db + s (g - db)): four passes after db.
+      auto db = T::alloc_shared("db", {bM, bN}, f32);
+      T::tile::mul(db, gf, af);
+      T::tile::sub(af, gf, db);  // g - db
+      T::tile::mul(gf, s, af);
+      T::tile::add(gf, db, gf);
       T::tile::mul(gf, bc, gf);  // da
       if (limit) {
         T::tile::select(gf, *ma, gf, 0.0f, 1);
-        T::tile::select(af, *mb, af, 0.0f, 1);
+        T::tile::select(db, *mb, db, 0.0f, 1);
       }
-      // The results go back over the loaded tiles (16-bit: rounded; fp32: already there).
-      Buffer oa = gf, ob = af;
+      // The results go back over the loaded tiles (16-bit: rounded; fp32: da in g's tile).
+      Buffer oa = gf, ob = db;
       if (wide) {
         oa = ta;
         ob = tb;
         T::tile::cast(oa, gf, "CAST_RINT");
-        T::tile::cast(ob, af, "CAST_RINT");
+        T::tile::cast(ob, db, "CAST_RINT");
       }
       if (out.x) {
         T::copy(oa, out.x->at({row, col}));

@@ -32,6 +32,24 @@ std::vector<opsbench::Case> bench_cases() {
                                    tl::Tensor::empty(d, {T, 2 * H}, bf), {}, {.clamp = 10.0});
                    return swiglu_cost(T, H, bf, true, false, true);
                  }});
+    // Every variant issue 30 holds to 70 % of the HBM roofline (docs/ops.md, "SwiGLU"): the
+    // per-token weight (fp32, MoE routing weights) forward and backward, the plain backward.
+    v.push_back({"swiglu", "1024x18432 bfloat16 clamp 10 weight", [=](tl::Device& d) {
+                   swiglu(tl::Tensor::empty(d, {T, 2 * H}, bf),
+                          tl::Tensor::empty(d, {T}, tl::DType::Float32), {.clamp = 10.0});
+                   return swiglu_cost(T, H, bf, false, true, true);
+                 }});
+    v.push_back(
+        {"swiglu_backward", "1024x18432 bfloat16", [=](tl::Device& d) {
+           swiglu_backward(tl::Tensor::empty(d, {T, H}, bf), tl::Tensor::empty(d, {T, 2 * H}, bf));
+           return swiglu_cost(T, H, bf, true, false, false);
+         }});
+    v.push_back({"swiglu_backward", "1024x18432 bfloat16 clamp 10 weight", [=](tl::Device& d) {
+                   swiglu_backward(tl::Tensor::empty(d, {T, H}, bf),
+                                   tl::Tensor::empty(d, {T, 2 * H}, bf),
+                                   tl::Tensor::empty(d, {T}, tl::DType::Float32), {.clamp = 10.0});
+                   return swiglu_cost(T, H, bf, true, true, true);
+                 }});
   }
   for (auto [M, N] : {std::pair<int64_t, int64_t>{4096, 7168}, {1024, 129280}, {34, 130}}) {
     const std::string s = fmt::format("{}x{} bfloat16", M, N);

@@ -1,14 +1,17 @@
 // cann_ops_tilelang SwiGLU's edges: bad inputs give tl::Error naming the op, the argument, what
 // was expected and what came, located at the caller's line (this file); empty tensors launch
 // nothing; NaN propagates to its own element only (and, through dweight, to its own token); one
-// compile per key whatever the token count.
+// compile per key whatever the token count; the backward's two-source vector instructions read
+// sources in opposite UB bank groups.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "cann_ops_tilelang/activation.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
+#include "tl/npu/trace.h"
 
 namespace {
 
@@ -164,6 +167,48 @@ TEST(SwigluEdges, OneCompilePerKeyWhateverTheTokenCount) {
   for (int64_t T : {1, 7, 33, 100}) swiglu(tl::randn(dev, {T, 512}, DType::Float16, T));
   EXPECT_EQ(kernel_cache_stats().misses, 1);
   EXPECT_EQ(kernel_cache_stats().hits, 3);
+}
+
+// The backward's fp32 tiles are declared so that every two-source vector instruction reads
+// sources in opposite UB bank groups (swiglu_kernel.cpp; docs/ops.md, "SwiGLU"). Counted on one
+// timing-only launch of the library's key for [T, 2 x 9216] bf16: without a clamp no
+// instruction pays the conflict rate (the four-tile order had s (g - db) conflict on every
+// tile); with the clamp only the db select does (its mask sits after the other's).
+TEST(SwigluEdges, BackwardTwoSourceOpsAvoidBankConflicts) {
+  tl::Device dev;
+  const int64_t T = 36, H = 9216;  // two 18-row tiles of each chunk
+  for (bool clamp : {false, true}) {
+    SwigluConfig cfg;
+    if (clamp) cfg.clamp = 10.0;
+    const auto key = swiglu_key(DType::BFloat16, H, true, cfg, false, dev.target(),
+                                Checker("swiglu_backward", {}));
+    ASSERT_EQ(key.rows_per_tile, 18);
+    auto k = tl::compile(swiglu_bwd_kernel(key), dev.target());
+    std::vector<tl::Arg> args{tl::Tensor::empty(dev, {T, H}, DType::BFloat16),
+                              tl::Tensor::empty(dev, {T, 2 * H}, DType::BFloat16),
+                              tl::Tensor::empty(dev, {T, 2 * H}, DType::BFloat16)};
+    if (clamp) args.emplace_back(10.0);
+    tl::npu::Trace trace;
+    k.launch(dev, args, {.trace = &trace, .timing_only = true});
+    int two_source = 0, selects = 0;
+    std::map<std::string, int> conflicts;  // op name -> instructions at the conflict rate
+    for (const auto& c : trace.cores)
+      for (const auto& e : c.events) {
+        const bool binary = e.name == "tile.mul" || e.name == "tile.sub" || e.name == "tile.add" ||
+                            e.name == "tile.select" || e.name == "tile.compare";
+        two_source += binary;
+        selects += e.name == "tile.select";
+        if (binary && e.bank_conflict) ++conflicts[e.name];
+      }
+    EXPECT_GT(two_source, 0);
+    if (!clamp) {
+      EXPECT_TRUE(conflicts.empty())
+          << conflicts.begin()->first << ": " << conflicts.begin()->second << " instructions";
+    } else {
+      EXPECT_EQ(conflicts.size(), 1u) << conflicts.begin()->first;
+      EXPECT_EQ(conflicts["tile.select"] * 2, selects);  // the db select of each tile
+    }
+  }
 }
 
 }  // namespace

@@ -149,26 +149,42 @@ def swiglu_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, b
                     T.copy(A[row, col], a)
                     T.copy(B[row, col], b)
                 T.copy(DY[row, col], g)
-                # fp32 working tiles, each overwritten once its value is no longer needed.
+                # fp32 working tiles, each overwritten once its value is no longer needed, declared in
+                # the order that alternates their UB bank groups (swiglu_kernel.cpp): a, then (clamp)
+                # b, b', g or (no clamp) g, b, s; then db.
                 af = a
                 bf = b
                 gf = g
                 if wide:
-                    gf = T.alloc_shared((bM, bN), "float32")
                     af = T.alloc_shared((bM, bN), "float32")
-                    bf = T.alloc_shared((bM, bN), "float32")
-                    T.tile.cast(gf, g)
+                if limit is not None:
+                    if wide:
+                        bf = T.alloc_shared((bM, bN), "float32")
+                    bc = T.alloc_shared((bM, bN), "float32")  # b', clamped
+                    if wide:
+                        gf = T.alloc_shared((bM, bN), "float32")
+                else:
+                    if wide:
+                        gf = T.alloc_shared((bM, bN), "float32")
+                        bf = T.alloc_shared((bM, bN), "float32")
+                    bc = bf
+                if wide:
                     T.tile.cast(af, a)
-                    T.tile.cast(bf, b)
-                bc = bf  # b', clamped
+                    if limit is not None:
+                        T.tile.cast(bf, b)
+                    else:
+                        T.tile.cast(gf, g)
                 if limit is not None:  # bitmasks: the element was not clamped (compare + select)
                     ma = T.alloc_shared((bM, bN // 8), "uint8")
                     mb = T.alloc_shared((bM, bN // 8), "uint8")
-                    bc = T.alloc_shared((bM, bN), "float32")
                     T.tile.compare(ma, af, limit, "LE")  # a <= L
                     T.tile.min(af, af, limit)
                     T.tile.clamp(bc, bf, 0.0 - limit, limit)
                     T.tile.compare(mb, bf, bc, "EQ")  # -L <= b <= L
+                    if wide:
+                        T.tile.cast(gf, g)
+                elif wide:
+                    T.tile.cast(bf, b)
                 # s = sigmoid(a'): with the clamp in b's fp32 tile, which the mask read last.
                 if limit is not None and wide:
                     s = bf
@@ -187,22 +203,23 @@ def swiglu_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, b
                     T.copy(W[row], w)
                     T.tile.row_expand_mul(gf, gf, w)
                 # db = g silu(a'); da = b' (db + s (g - db)), in gf's place.
-                T.tile.mul(af, gf, af)  # db
-                T.tile.sub(gf, gf, af)
-                T.tile.mul(gf, s, gf)
-                T.tile.add(gf, af, gf)
+                db = T.alloc_shared((bM, bN), "float32")
+                T.tile.mul(db, gf, af)
+                T.tile.sub(af, gf, db)  # g - db
+                T.tile.mul(gf, s, af)
+                T.tile.add(gf, db, gf)
                 T.tile.mul(gf, bc, gf)  # da
                 if limit is not None:
                     T.tile.select(gf, ma, gf, 0.0, mode=1)
-                    T.tile.select(af, mb, af, 0.0, mode=1)
-                # The results go back over the loaded tiles (16-bit: rounded; fp32: already there).
+                    T.tile.select(db, mb, db, 0.0, mode=1)
+                # The results go back over the loaded tiles (16-bit: rounded; fp32: da in g's tile).
                 da_o = gf
-                db_o = af
+                db_o = db
                 if wide:
                     da_o = a
                     db_o = b
                     T.tile.cast(da_o, gf, "CAST_RINT")
-                    T.tile.cast(db_o, af, "CAST_RINT")
+                    T.tile.cast(db_o, db, "CAST_RINT")
                 if DX is not None:
                     T.copy(da_o, DX[row, col])
                     T.copy(db_o, DX[row, H + col])
