@@ -53,6 +53,49 @@ BENCHMARK(BM_FlashAttentionC7TimingOnly)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+// The issue-30 must-show shapes on A2 (docs/ops.md, "FlashAttention forward"): bf16, BSHD, H = 16,
+// D = 128, causal or not; `key_seq` is the sequence length the key is chosen for (S: the
+// library's choice; 0: the short-sequence schedule, 2 stages). The figure docs/ops.md quotes is
+// simulated_us, with the busy fractions of the pipes the step cycle runs through.
+//   ./build/default/bench/fa_long_timed_bench --benchmark_filter='MustShow/B:4/S:4096/causal:0'
+void BM_FlashAttentionMustShow(benchmark::State& st) {
+  const int64_t B = st.range(0), S = st.range(1), H = 16, D = 128;
+  const bool causal = st.range(2) != 0;
+  const tl::Target& target = tl::get_target("A2");
+  tl::Device dev(target);
+  auto key = cann_ops_tilelang::flash_attention_key(
+      tl::DType::BFloat16, H, D, causal, cann_ops_tilelang::AttentionLayout::BSHD,
+      0.08838834764831845, target, st.range(3) != 0 ? S : 0);  // 1 / sqrt(D)
+  auto kern = tl::compile(cann_ops_tilelang::flash_attention_kernel(key), target);
+  std::vector<tl::Arg> args;
+  for (int i = 0; i < 4; ++i)
+    args.emplace_back(tl::Tensor::empty(dev, {B, S, H * D}, tl::DType::BFloat16));
+  args.emplace_back(tl::Tensor::empty(dev, {B, H, S}, tl::DType::Float32));
+  args.emplace_back(cann_ops_tilelang::flash_attention_idx(dev, key));
+  tl::npu::Profile prof;
+  tl::LaunchOptions opt;
+  opt.profile = &prof;
+  opt.timing_only = true;
+  opt.profile_instructions = false;
+  for (auto _ : st) kern.launch(dev, args, opt);
+  st.counters["simulated_us"] = prof.total_us;
+  st.counters["stages"] = static_cast<double>(key.stages);
+  st.counters["skew"] = static_cast<double>(key.skew);
+  using tl::CoreKind;
+  using tl::Pipe;
+  st.counters["aiv_V"] = prof.busy_ratio(Pipe::V, CoreKind::Vector);
+  st.counters["aiv_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Vector);
+  st.counters["aic_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Cube);
+  st.counters["aic_FIX"] = prof.busy_ratio(Pipe::FIX, CoreKind::Cube);
+  st.counters["aic_M"] = prof.busy_ratio(Pipe::M, CoreKind::Cube);
+}
+BENCHMARK(BM_FlashAttentionMustShow)
+    ->ArgNames({"B", "S", "causal", "key_seq"})
+    ->ArgsProduct({{1}, {273, 1024, 2048, 4096}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{4}, {4096}, {0, 1}, {0, 1}})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

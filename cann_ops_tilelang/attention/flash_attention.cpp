@@ -48,14 +48,14 @@ void check_qkv(const Checker& c, std::string_view arg, const tl::Tensor& t, cons
 std::string FlashAttentionKey::str() const {
   return fmt::format(
       "dtype={},H={},D={},causal={},layout={},scale={:.9g},bM={},bN={},stages={},"
-      "blocks={}",
+      "skew={},blocks={}",
       tl::dtype_name(dtype), heads, dim, causal, layout_name(layout), scale, block_m, block_n,
-      stages, blocks);
+      stages, skew, blocks);
 }
 
 FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
                                       AttentionLayout layout, double scale,
-                                      const tl::Target& target) {
+                                      const tl::Target& target, int64_t seq) {
   // Score tiles of 64 q rows x 256 keys: a quarter of the kv steps of 64 x 64, each moving
   // more bytes, so the per-step costs (flags, the workspace round trips' latencies, the row
   // statistics' heads and tails) count less often (docs/ops.md, "FlashAttention forward": 64 x
@@ -63,6 +63,13 @@ FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t di
   // x 256 fits A2's UB since the mask stopped taking int32 / fp32 temporaries). 128 q rows need
   // more than A2's 192 KB of UB with 2 stages (the scores' and P V's UB twins, double-buffered).
   // Each AIV's half of a score tile (32 rows) is a whole number of 32-byte blocks per row.
+  // A kv loop of kLongKvSteps steps or more runs the cube two steps ahead (3 stages, skew 2:
+  // QK^T(t + 2) and its K/V loads before the wait for P(t), docs/ops.md "The step's critical
+  // cycle"): B1 S4096 H16 1999.2 -> 1940.5 µs, B4 S4096 7791.6 -> 7607.0 µs; at S = 1024 (4
+  // steps) the deeper prologue and epilogue of every q tile cost more than it saves (157.9 ->
+  // 162.3 µs), so shorter sequences keep 2 stages.
+  constexpr int64_t kBlockN = 256, kLongKvSteps = 8;
+  const bool long_kv = seq >= kLongKvSteps * kBlockN;
   return {.dtype = dtype,
           .heads = heads,
           .dim = dim,
@@ -70,8 +77,9 @@ FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t di
           .layout = layout,
           .scale = scale,
           .block_m = 64,
-          .block_n = 256,
-          .stages = 2,
+          .block_n = kBlockN,
+          .stages = long_kv ? 3 : 2,
+          .skew = long_kv ? 2 : 1,
           .blocks = target.num_aic};
 }
 
@@ -105,7 +113,7 @@ FlashAttentionResult flash_attention(const tl::Tensor& q, const tl::Tensor& k, c
   if (d.b == 0 || d.s == 0 || d.h == 0) return out;  // empty outputs, no launch
 
   const FlashAttentionKey key =
-      flash_attention_key(q.dtype(), d.h, d.d, cfg.causal, cfg.layout, scale, dev.target());
+      flash_attention_key(q.dtype(), d.h, d.d, cfg.causal, cfg.layout, scale, dev.target(), d.s);
   auto kernel = cached_kernel("flash_attention/" + key.str(), dev.target(),
                               [&] { return flash_attention_kernel(key); });
   auto view = [&](const tl::Tensor& t) {

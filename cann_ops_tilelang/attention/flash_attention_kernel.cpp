@@ -37,7 +37,8 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
   const tl::DType dt = key.dtype, f32 = tl::DType::Float32;
   const int H = ir_size(key.heads, "heads"), D = ir_size(key.dim, "dim"),
             bM = ir_size(key.block_m, "block_m"), bN = ir_size(key.block_n, "block_n"),
-            stages = ir_size(key.stages, "stages"), blocks = ir_size(key.blocks, "blocks");
+            stages = ir_size(key.stages, "stages"), skew = ir_size(key.skew, "skew"),
+            blocks = ir_size(key.blocks, "blocks");
   // IDX and the mask's bound are integers in (-bM, bN): exact in float16 up to 2048. The row
   // trees pair column blocks: bN a power of two.
   if (bM > 2048 || bN > 2048 || bN < 2 || (bN & (bN - 1)) != 0) {
@@ -105,7 +106,7 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
             T::clear(l);
             Expr kv_tiles =
                 key.causal ? tl::min(ceildiv(S, bN), ceildiv((qx + 1) * bM, bN)) : ceildiv(S, bN);
-            T::Pipelined("kv", kv_tiles, stages, [&](Expr kv) {
+            T::Pipelined("kv", kv_tiles, stages, {.skew = skew}, [&](Expr kv) {
               T::copy(at(K, b, h, kv * bN), k);
               T::copy(at(V, b, h, kv * bN), v);
               T::gemm(q, k, s, {.transpose_B = true, .init = true});

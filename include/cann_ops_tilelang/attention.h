@@ -47,6 +47,7 @@ struct FlashAttentionKey {
   double scale = 0;                     // rounded to fp32 in the kernel
   int64_t block_m = 64, block_n = 128;  // q rows per tile, kv rows per step
   int64_t stages = 2;                   // T::Pipelined stages of the kv loop
+  int64_t skew = 1;                     // its cross-core skew (T::PipelineOptions), < stages
   int64_t blocks = 0;                   // persistent workers (the target's AICs)
   std::string str() const;
 };
@@ -56,10 +57,11 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key);
 /// The kernel's IDX argument on `dev`: element (i, c) holds c - i when key.causal (a key's offset
 /// from its query in a score tile), c when not (the masks' indices, host-made).
 tl::Tensor flash_attention_idx(tl::Device& dev, const FlashAttentionKey& key);
-/// The launch parameters flash_attention chooses on a target.
+/// The launch parameters flash_attention chooses on a target for sequences of `seq` (0: not
+/// known, the short-sequence schedule; the kernel itself takes any S).
 FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
                                       AttentionLayout layout, double scale,
-                                      const tl::Target& target);
+                                      const tl::Target& target, int64_t seq = 0);
 
 // ---- backward (docs/ops.md "FlashAttention backward") --------------------------------------
 

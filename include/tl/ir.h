@@ -471,7 +471,12 @@ struct ForNode : StmtNode {
         for_kind(k),
         num_stages(ns),
         body(std::move(b)) {}
+  /// Pipelined only: how many iterations ahead pipeline_loops runs the part of the body before a
+  /// core's first pop after a push (the cross-core skew), 1 <= skew < num_stages; 1 otherwise.
+  int skew = 1;
   static Stmt make(Var v, Expr min, Expr extent, ForKind k, int num_stages, Stmt body,
+                   SourceLoc loc = {});
+  static Stmt make(Var v, Expr min, Expr extent, ForKind k, int num_stages, int skew, Stmt body,
                    SourceLoc loc = {});
 };
 struct IfNode : StmtNode {

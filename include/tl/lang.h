@@ -163,6 +163,15 @@ void unroll(std::string name, Expr extent, const std::function<void(Expr)>& body
 void Parallel(std::string name, Expr extent, const std::function<void(Expr)>& body, TL_LOC);
 void Pipelined(std::string name, Expr extent, int num_stages, const std::function<void(Expr)>& body,
                TL_LOC);
+/// How a T::Pipelined loop is scheduled beyond its stages (pipeline_loops, docs/compiler.md):
+/// `skew` iterations of run-ahead for the part of a core's body before its first pop after a
+/// push (the cube's QK^T(t + skew) before its wait for P(t) in FlashAttention), 1 <= skew <
+/// num_stages; each iteration in flight keeps its own slot.
+struct PipelineOptions {
+  int skew = 1;
+};
+void Pipelined(std::string name, Expr extent, int num_stages, PipelineOptions opt,
+               const std::function<void(Expr)>& body, TL_LOC);
 void If(Expr cond, const std::function<void()>& then_body,
         const std::function<void()>& else_body = nullptr, TL_LOC);
 

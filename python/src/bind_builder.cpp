@@ -105,7 +105,7 @@ void bind_builder(nb::module_& m) {
   m.def("fresh_name", [](const std::string& base) { return lang::fresh_name(base); });
   m.def("building", [] { return lang::building(); });
   m.def("loop", [](const std::string& kind, std::string name, nb::handle min, nb::handle extent,
-                   int stages, nb::callable body, nb::handle loc) {
+                   int stages, int skew, nb::callable body, nb::handle loc) {
     at(loc, [&] {
       Expr lo = to_expr(min), ext = to_expr(extent);
       auto b = [&](Expr v) { body(Var(v.ptr())); };
@@ -116,7 +116,7 @@ void bind_builder(nb::module_& m) {
       else if (kind == "parallel")
         T::Parallel(std::move(name), ext, b);
       else if (kind == "pipelined")
-        T::Pipelined(std::move(name), ext, stages, b);
+        T::Pipelined(std::move(name), ext, stages, T::PipelineOptions{.skew = skew}, b);
       else
         throw InternalError(__FILE__, __LINE__, "kind", "unknown loop kind " + kind);
     });

@@ -31,6 +31,7 @@ nb::dict fa_key_dict(const ops::FlashAttentionKey& k) {
   d["block_m"] = k.block_m;
   d["block_n"] = k.block_n;
   d["stages"] = k.stages;
+  d["skew"] = k.skew;
   d["blocks"] = k.blocks;
   return d;
 }
@@ -47,9 +48,10 @@ ops::FlashAttentionKey fa_key(const nb::dict& d) {
   k.block_m = nb::cast<int64_t>(key_field(d, "block_m", w));
   k.block_n = nb::cast<int64_t>(key_field(d, "block_n", w));
   k.stages = nb::cast<int64_t>(key_field(d, "stages", w));
+  k.skew = nb::cast<int64_t>(key_field(d, "skew", w));
   k.blocks = nb::cast<int64_t>(key_field(d, "blocks", w));
   if (k.heads <= 0 || k.dim <= 0 || k.block_m <= 0 || k.block_n <= 0 || k.stages <= 0 ||
-      k.blocks <= 0 || !(k.scale > 0))
+      k.skew <= 0 || k.blocks <= 0 || !(k.scale > 0))
     throw Error(
         fmt::format("a FlashAttention key needs every size and the scale > 0, got {}", k.str()));
   return k;
@@ -79,11 +81,13 @@ void bind_ops_attention(nb::module_& m) {
   m.def(
       "ops_flash_attention_key",
       [](nb::handle dtype, int64_t heads, int64_t dim, bool causal, const std::string& layout,
-         double scale, const std::string& target) {
+         double scale, const std::string& target, int64_t seq) {
         return fa_key_dict(ops::flash_attention_key(to_dtype(dtype), heads, dim, causal,
-                                                    to_layout(layout), scale, get_target(target)));
+                                                    to_layout(layout), scale, get_target(target),
+                                                    seq));
       },
-      "dtype"_a, "heads"_a, "dim"_a, "causal"_a, "layout"_a, "scale"_a, "target"_a = "A2");
+      "dtype"_a, "heads"_a, "dim"_a, "causal"_a, "layout"_a, "scale"_a, "target"_a = "A2",
+      "seq"_a = 0);
   m.def("ops_flash_attention_kernel",
         [](const nb::dict& key) { return ops::flash_attention_kernel(fa_key(key)); });
 

@@ -25,12 +25,16 @@ OPS = torch.ops.cann_ops_tilelang
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("layout", ["BSHD", "BHSD"])
 @pytest.mark.parametrize("dtype,dim", [("float16", 128), ("bfloat16", 64)])
-def test_twin_builds_the_cpp_ir(causal: bool, layout: str, dtype: str, dim: int) -> None:
-    key = kernels.flash_attention_key(dtype, 3, dim, causal, layout)
+@pytest.mark.parametrize("seq", [0, 4096])
+def test_twin_builds_the_cpp_ir(causal: bool, layout: str, dtype: str, dim: int, seq: int) -> None:
+    key = kernels.flash_attention_key(dtype, 3, dim, causal, layout, seq=seq)
     assert key["blocks"] > 0 and key["causal"] == causal and key["layout"] == layout
+    # Long kv loops: 3 stages, the cube two kv steps ahead (T.Pipelined(..., skew=2)).
+    assert (key["stages"], key["skew"]) == ((3, 2) if seq >= 2048 else (2, 1))
     py = kernels.flash_attention_kernel(**key).script(False)
     cpp = _core.ops_flash_attention_kernel(key).script(False)
     assert py == cpp
+    assert ("skew=2" in py) == (seq >= 2048)
 
 
 def _ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, layout: str,

@@ -50,7 +50,7 @@ class Rebinder : public IRMutator {
     Stmt body = mutate(n->body);
     if (v.same_as(n->var) && mn.same_as(n->min) && ext.same_as(n->extent) && body.same_as(n->body))
       return self;
-    return ForNode::make(v, mn, ext, n->for_kind, n->num_stages, body, n->loc);
+    return ForNode::make(v, mn, ext, n->for_kind, n->num_stages, n->skew, body, n->loc);
   }
   Stmt mutate_(const LetNode* n, const Stmt& self) override {
     Expr value = mutate(n->value);

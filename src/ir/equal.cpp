@@ -164,7 +164,8 @@ class Equal {
         return stmt(a, b);
       case StmtKind::For: {
         auto *x = a.as<ForNode>(), *y = b.as<ForNode>();
-        if (x->for_kind != y->for_kind || x->num_stages != y->num_stages) return fail("loop kind");
+        if (x->for_kind != y->for_kind || x->num_stages != y->num_stages || x->skew != y->skew)
+          return fail("loop kind");
         return expr(x->min, y->min) && expr(x->extent, y->extent) && bind(x->var, y->var) &&
                stmt(x->body, y->body);
       }
@@ -350,6 +351,7 @@ class Hasher {
         auto* n = s.as<ForNode>();
         mix(static_cast<int>(n->for_kind));
         mix(n->num_stages);
+        mix(n->skew);
         expr(n->min);
         expr(n->extent);
         bind(n->var);

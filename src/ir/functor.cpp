@@ -205,7 +205,7 @@ Stmt IRMutator::mutate_(const ForNode* n, const Stmt& self) {
   Expr mn = mutate(n->min), ext = mutate(n->extent);
   Stmt body = mutate(n->body);
   if (mn.same_as(n->min) && ext.same_as(n->extent) && body.same_as(n->body)) return self;
-  return ForNode::make(n->var, mn, ext, n->for_kind, n->num_stages, body, n->loc);
+  return ForNode::make(n->var, mn, ext, n->for_kind, n->num_stages, n->skew, body, n->loc);
 }
 Stmt IRMutator::mutate_(const IfNode* n, const Stmt& self) {
   Expr c = mutate(n->cond);

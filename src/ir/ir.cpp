@@ -254,6 +254,13 @@ Stmt ForNode::make(Var v, Expr min, Expr extent, ForKind k, int ns, Stmt body, S
   return Stmt(std::make_shared<ForNode>(std::move(v), std::move(min), std::move(extent), k, ns,
                                         std::move(body), std::move(loc)));
 }
+Stmt ForNode::make(Var v, Expr min, Expr extent, ForKind k, int ns, int skew, Stmt body,
+                   SourceLoc loc) {
+  auto n = std::make_shared<ForNode>(std::move(v), std::move(min), std::move(extent), k, ns,
+                                     std::move(body), std::move(loc));
+  n->skew = skew;
+  return Stmt(std::move(n));
+}
 Stmt IfNode::make(Expr cond, Stmt t, Stmt e, SourceLoc loc) {
   return Stmt(
       std::make_shared<IfNode>(std::move(cond), std::move(t), std::move(e), std::move(loc)));

@@ -55,7 +55,8 @@ Stmt Parser::statement() {
   expected("a statement");
 }
 
-/// `for v in T.serial(n[, min=m]):`, T.unroll, T.Parallel, `T.Pipelined(n, num_stages=s)`
+/// `for v in T.serial(n[, min=m]):`, T.unroll, T.Parallel, `T.Pipelined(n, num_stages=s[,
+/// skew=d])`
 Stmt Parser::for_stmt() {
   expect("for");
   std::string v = expect_name("a loop variable name");
@@ -70,8 +71,8 @@ Stmt Parser::for_stmt() {
   expect("(");
   Expr extent = expr().e;
   Expr min = IntImmNode::make(DType::Int32, 0);
-  int stages = 0;
-  bool have_min = false, have_stages = false;
+  int stages = 0, skew = 1;
+  bool have_min = false, have_stages = false, have_skew = false;
   bool pipelined = *kind == ForKind::Pipelined;
   while (accept(",") && !is(")")) {
     if (pipelined && !have_stages && accept("num_stages")) {
@@ -79,12 +80,16 @@ Stmt Parser::for_stmt() {
       stages =
           static_cast<int>(int_in_range("number of stages", 1, std::numeric_limits<int>::max()));
       have_stages = true;
+    } else if (pipelined && !have_skew && accept("skew")) {
+      expect("=");
+      skew = static_cast<int>(int_in_range("skew", 1, std::numeric_limits<int>::max()));
+      have_skew = true;
     } else if (!have_min && accept("min")) {
       expect("=");
       min = expr().e;
       have_min = true;
     } else {
-      expected(pipelined ? "'num_stages=' or 'min='" : "'min='");
+      expected(pipelined ? "'num_stages=', 'skew=' or 'min='" : "'min='");
     }
   }
   if (pipelined && !have_stages) expected("'num_stages=' (T.Pipelined needs it)");
@@ -92,7 +97,7 @@ Stmt Parser::for_stmt() {
   SourceLoc loc = header_end();
   Var var(v, DType::Int32);
   Stmt body = block({{v, {var, {}}}});
-  return ForNode::make(var, std::move(min), std::move(extent), *kind, stages, std::move(body),
+  return ForNode::make(var, std::move(min), std::move(extent), *kind, stages, skew, std::move(body),
                        std::move(loc));
 }
 

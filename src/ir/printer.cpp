@@ -202,6 +202,8 @@ class Printer {
         std::string args = expr(n->extent);
         if (n->for_kind == ForKind::Pipelined)
           args += fmt::format(", num_stages={}", n->num_stages);
+        if (n->for_kind == ForKind::Pipelined && n->skew != 1)
+          args += fmt::format(", skew={}", n->skew);
         if (!is_zero(n->min)) args += ", min=" + expr(n->min);
         line(ind,
              fmt::format("for {} in T.{}({}):", n->var.name(), for_kind_name(n->for_kind), args),

@@ -227,7 +227,7 @@ Buffer alloc(std::string name, std::vector<Expr> shape, DType dtype, MemScope sc
 }
 
 void loop(Expr min, Expr extent, ForKind kind, int stages, const std::function<void(Expr)>& body,
-          const Loc& l, const char* var_base) {
+          const Loc& l, const char* var_base, int skew = 1) {
   SourceLoc loc = source_loc(l);
   std::string name =
       lang::is_identifier(var_base) ? lang::unique_name(var_base) : std::string(var_base);
@@ -236,7 +236,7 @@ void loop(Expr min, Expr extent, ForKind kind, int stages, const std::function<v
                lang::name_rule());
   Var v(name);
   Stmt s = capture([&] { body(v); }, loc);
-  emit(ForNode::make(v, std::move(min), std::move(extent), kind, stages, s, loc), loc);
+  emit(ForNode::make(v, std::move(min), std::move(extent), kind, stages, skew, s, loc), loc);
 }
 }  // namespace
 
@@ -512,6 +512,18 @@ void Pipelined(std::string name, Expr extent, int num_stages, const std::functio
   if (num_stages < 1)
     user_error(source_loc(l), "T::Pipelined: num_stages must be >= 1, got {}", num_stages);
   loop(Expr(0), std::move(extent), ForKind::Pipelined, num_stages, body, l, name.c_str());
+}
+void Pipelined(std::string name, Expr extent, int num_stages, PipelineOptions opt,
+               const std::function<void(Expr)>& body, const Loc& l) {
+  if (num_stages < 1)
+    user_error(source_loc(l), "T::Pipelined: num_stages must be >= 1, got {}", num_stages);
+  // Iterations t .. t + skew are in flight at once, each in its own slot: num_stages > skew.
+  if (opt.skew < 1 || (opt.skew > 1 && opt.skew >= num_stages))
+    user_error(source_loc(l),
+               "T::Pipelined: skew must be >= 1 and below num_stages (each iteration in flight "
+               "needs its own slot), got skew {} with num_stages {}",
+               opt.skew, num_stages);
+  loop(Expr(0), std::move(extent), ForKind::Pipelined, num_stages, body, l, name.c_str(), opt.skew);
 }
 
 void Persistent(std::vector<Expr> domain, Expr num_workers, Expr worker,

@@ -129,7 +129,8 @@ static bool loop_bound_by(const Stmt& s, const Var& v) {
     auto* f = x.as<ForNode>();
     if (!f || found) return;
     pre_order_visit(
-        ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, SeqNode::make({})),
+        ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->skew,
+                      SeqNode::make({})),
         [](const Stmt&) {}, [&](const Expr& e) { found = found || e.same_as(v); });
   });
   return found;

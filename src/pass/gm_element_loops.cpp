@@ -158,7 +158,7 @@ struct ToTiles : IRMutator {
   Stmt mutate_(const ForNode* n, const Stmt& self) override {
     if (n != widen) return IRMutator::mutate_(n, self);
     return ForNode::make(n->var, n->min, Expr(static_cast<int>(padded)), n->for_kind, n->num_stages,
-                         mutate(n->body), n->loc);
+                         n->skew, mutate(n->body), n->loc);
   }
   Expr mutate_(const LoadNode* n, const Expr& self) override {
     auto it = staged.find(n->buffer.get());

@@ -132,8 +132,9 @@ class Hoister : public IRMutator {
           drop.insert(i);
         }
     Remover remover(block, drop);
-    Stmt loop = ForNode::make(outer->var, outer->min, outer->extent, outer->for_kind,
-                              outer->num_stages, remover.mutate(outer->body), outer->loc);
+    Stmt loop =
+        ForNode::make(outer->var, outer->min, outer->extent, outer->for_kind, outer->num_stages,
+                      outer->skew, remover.mutate(outer->body), outer->loc);
     std::vector<Stmt> out = std::move(before);
     out.push_back(loop);
     out.insert(out.end(), after.begin(), after.end());

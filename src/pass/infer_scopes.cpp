@@ -273,7 +273,7 @@ class Twinner {
         }
         std::vector<Stmt> inner = twin_block(stmts_of(loop->body), c, st);
         out.push_back(ForNode::make(loop->var, loop->min, loop->extent, loop->for_kind,
-                                    loop->num_stages,
+                                    loop->num_stages, loop->skew,
                                     SeqNode::make(std::move(inner), loop->body->loc), loop->loc));
         continue;
       }

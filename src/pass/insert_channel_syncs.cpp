@@ -118,8 +118,8 @@ class ChannelSyncs {
           if (role(s, i, 0) || role(s, i, 1)) groups.push_back(i);
       if (auto* f = s.as<ForNode>(); f && groups.empty()) {
         Stmt inner = SeqNode::make(rewrite(stmts_of(f->body)), f->body->loc);
-        out.push_back(
-            ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, inner, f->loc));
+        out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->skew,
+                                    inner, f->loc));
         continue;
       }
       if (auto* n = s.as<IfNode>()) {
@@ -140,8 +140,8 @@ class ChannelSyncs {
         for (size_t i : groups) grouped_[i] = true;
         Stmt inner = SeqNode::make(rewrite(stmts_of(f->body)), f->body->loc);
         for (size_t i : groups) grouped_[i] = false;
-        out.push_back(
-            ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, inner, f->loc));
+        out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->skew,
+                                    inner, f->loc));
       } else {
         out.push_back(s);
       }
@@ -271,9 +271,9 @@ Stmt flag_protocol(const Stmt& s) {
   }
   if (auto* f = s.as<ForNode>()) {
     Stmt body = flag_protocol(f->body);
-    return body.defined()
-               ? ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc)
-               : Stmt();
+    return body.defined() ? ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages,
+                                          f->skew, body, f->loc)
+                          : Stmt();
   }
   if (auto* n = s.as<IfNode>()) {
     Stmt t = flag_protocol(n->then_case), e = flag_protocol(n->else_case);

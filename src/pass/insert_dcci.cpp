@@ -89,7 +89,7 @@ class Dcci {
   void emit(const Stmt& s, std::vector<Stmt>& out) {
     if (auto* f = s.as<ForNode>(); f && issues_tile_ops(s)) {
       before_control(s, {f->min, f->extent}, out);
-      out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages,
+      out.push_back(ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->skew,
                                   block(f->body), f->loc));
       return;
     }

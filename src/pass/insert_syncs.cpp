@@ -200,7 +200,7 @@ Stmt Inserter::rebuild_block(int b) const {
 Stmt Inserter::rebuild_node(int n) const {
   const Node& nd = nodes_[n];
   if (auto* f = nd.s.as<ForNode>())
-    return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages,
+    return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->skew,
                          rebuild_block(nd.blocks[0]), f->loc);
   if (auto* f = nd.s.as<IfNode>())
     return IfNode::make(f->cond, rebuild_block(nd.blocks[0]),

@@ -164,7 +164,8 @@ class Legalizer : public IRMutator {
     const auto* f = s.as<ForNode>();
     if (!f || f->for_kind != ForKind::Parallel) return s;
     if (auto w = widened_extent(*f))
-      return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->body, f->loc);
+      return ForNode::make(f->var, f->min, *w, f->for_kind, f->num_stages, f->skew, f->body,
+                           f->loc);
     return s;
   }
 

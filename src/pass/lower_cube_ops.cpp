@@ -174,7 +174,8 @@ class ClearFolding : public IRMutator {
       Expr first = f->var == f->min;
       Stmt body = first_touch_with_init(
           f->body, c, as_const_int(cond) == 1 ? first : (cond && first), clear_loc);
-      return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, body, f->loc);
+      return ForNode::make(f->var, f->min, f->extent, f->for_kind, f->num_stages, f->skew, body,
+                           f->loc);
     }
     if (s.as<SeqNode>()) return first_touch_with_init(s, c, cond, clear_loc);
     user_error(

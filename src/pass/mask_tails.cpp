@@ -171,7 +171,8 @@ class TailMasker : public IRMutator {
     Stmt body = mutate(n->body);
     stale_ = join(head, stale_);
     if (body.same_as(n->body)) return self;
-    return ForNode::make(n->var, n->min, n->extent, n->for_kind, n->num_stages, body, n->loc);
+    return ForNode::make(n->var, n->min, n->extent, n->for_kind, n->num_stages, n->skew, body,
+                         n->loc);
   }
 
   Stmt mutate_(const StoreNode* n, const Stmt& self) override {

@@ -11,7 +11,10 @@
 //     cube of FlashAttention: S = QK^T out, then P in), the part before the first pop runs one
 //     iteration ahead (A(t+1) before B(t)), so the cube computes the next scores while the
 //     vector unit works on this tile's softmax. Only when no resource the two parts share is
-//     written by either (slots apart).
+//     written by either (slots apart). `T.Pipelined(..., skew=d)` (1 <= d < S) runs it d
+//     iterations ahead (A(t+d) before B(t)): iterations t .. t+d are in flight, each in its
+//     own slot, so a core whose in-order queues put A(t+1)'s loads behind B(t)'s wait for the
+//     other core gets them issued a step earlier (docs/ops.md, FlashAttention's step cycle).
 //   - the schedule is unrolled S times so that every slot is a constant: each slot is a buffer
 //     of its own, which the unchanged insert_syncs orders like any other (a flag per slot, pre-set
 //     before the loop, waited and set in the body, drained after it). A remainder of up to S-1
@@ -210,7 +213,7 @@ class PipelineLoops {
         Stmt body = rewrite(l->body, true);
         return pipeline(*l, body);
       }
-      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages,
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, l->skew,
                            rewrite(l->body, inside), l->loc);
     }
     if (auto* n = s.as<IfNode>())
@@ -231,7 +234,7 @@ class PipelineLoops {
       return SeqNode::make(std::move(out), s->loc);
     }
     if (auto* l = s.as<ForNode>())
-      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages,
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, l->skew,
                            drop_replaced(l->body), l->loc);
     if (auto* n = s.as<IfNode>())
       return IfNode::make(n->cond, drop_replaced(n->then_case), drop_replaced(n->else_case),
@@ -275,6 +278,11 @@ class PipelineLoops {
     const int S = loop.num_stages;
     if (S <= 1 || !overlap_)
       return ForNode::make(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body_in, loop.loc);
+    if (loop.skew < 1 || (loop.skew > 1 && loop.skew >= S))
+      user_error(loop.loc,
+                 "T.Pipelined(num_stages={}, skew={}): skew must be >= 1 and below num_stages "
+                 "(iterations t .. t + skew are in flight at once, each in its own slot)",
+                 S, loop.skew);
     std::vector<Stmt> body = stmts_of(body_in);
     // Top-level declarations move before the loop: each slot must keep its bytes for the whole
     // loop (declared inside, plan_memory would let the slots of one iteration share them).
@@ -354,7 +362,7 @@ class PipelineLoops {
     } else {
       stages.push_back(body);
     }
-    schedule(loop, stages, S, out);
+    schedule(loop, stages, S, split > 0 ? loop.skew : 1, out);
     return SeqNode::make(std::move(out), loop.loc);
   }
 
@@ -440,18 +448,19 @@ class PipelineLoops {
     return split;
   }
 
-  /// Stage p of iteration t runs at step t + p; a step runs its stages newest iteration first.
-  /// Steps are unrolled S at a time so that every slot is a constant.
-  void schedule(const ForNode& loop, const std::vector<std::vector<Stmt>>& stages, int S,
+  /// Stage p of iteration t runs at step t + p d (d: the skew depth, 1 unless the loop asks for
+  /// more, 1 <= d < S); a step runs its stages newest iteration first. Steps are unrolled S at a
+  /// time so that every slot is a constant (iteration t's slot is t mod S in both stages).
+  void schedule(const ForNode& loop, const std::vector<std::vector<Stmt>>& stages, int S, int d,
                 std::vector<Stmt>& out) {
     const int P = static_cast<int>(stages.size());
+    const int lag = P == 2 ? d : 0;  // steps from an iteration's first stage to its last
     const Expr n = loop.extent;
-    // One step: stage p of iteration `first + offset - p` (an expression) in slot (slot0 - p) mod
-    // S.
+    // One step: stage p of iteration `first - p d` (an expression) in slot (slot0 - p d) mod S.
     auto step = [&](const Expr& first, int slot0, std::vector<Stmt>& into) {
       for (int p = 0; p < P; ++p) {
-        const int slot = ((slot0 - p) % S + S) % S;
-        Expr iter = simplify(loop.min + first - Expr(p));
+        const int slot = ((slot0 - p * d) % S + S) % S;
+        Expr iter = simplify(loop.min + first - Expr(p * d));
         into.push_back(instance(loop, stages[static_cast<size_t>(p)], iter, slot));
       }
     };
@@ -463,37 +472,39 @@ class PipelineLoops {
       }
       into.push_back(IfNode::make(c, SeqNode::make(std::move(then), loop.loc), Stmt(), loop.loc));
     };
-    // Prologue: the first stage of iteration 0 alone (P = 2).
-    if (P == 2) {
-      std::vector<Stmt> pro{instance(loop, stages[0], loop.min, 0)};
-      guarded(n >= Expr(1), std::move(pro), out);
+    // Prologue: the first stage of iterations 0 .. d-1 alone (P = 2).
+    for (int i = 0; i < lag; ++i) {
+      std::vector<Stmt> pro{
+          instance(loop, stages[0], i == 0 ? loop.min : loop.min + Expr(i), i % S)};
+      guarded(n >= Expr(i + 1), std::move(pro), out);
     }
-    // Steady steps P-1 .. n-1, S per iteration of the new loop, then the remainder.
-    const Expr steady = simplify(max(n - Expr(P - 1), Expr(0)));
+    // Steady steps lag .. n-1, S per iteration of the new loop, then the remainder.
+    const Expr steady = simplify(max(n - Expr(lag), Expr(0)));
     const Expr trips = simplify(steady / Expr(S));
     // One trip is written out: a loop of one iteration would make insert_syncs order its body
     // over a back edge that never runs (flags no execution needs).
     auto t = as_const_int(trips);
     if (t && *t == 1) {
-      for (int i = 0; i < S; ++i) step(Expr(P - 1 + i), P - 1 + i, out);
+      for (int i = 0; i < S; ++i) step(Expr(lag + i), lag + i, out);
     } else if (!t || *t > 0) {
       Var j(fresh_name(loop.var.name() + "_o"));
       std::vector<Stmt> unrolled;
-      for (int i = 0; i < S; ++i)
-        step(Expr(P - 1) + Expr(j) * Expr(S) + Expr(i), P - 1 + i, unrolled);
+      for (int i = 0; i < S; ++i) step(Expr(lag) + Expr(j) * Expr(S) + Expr(i), lag + i, unrolled);
       out.push_back(ForNode::make(j, Expr(0), trips, ForKind::Serial, 0,
                                   SeqNode::make(std::move(unrolled), loop.loc), loop.loc));
     }
     for (int i = 0; i + 1 < S; ++i) {
       std::vector<Stmt> rem;
-      step(Expr(P - 1) + trips * Expr(S) + Expr(i), P - 1 + i, rem);
+      step(Expr(lag) + trips * Expr(S) + Expr(i), lag + i, rem);
       guarded(Expr(i) < steady % Expr(S), std::move(rem), out);
     }
-    // Epilogue: the second stage of the last iteration, in its slot (P = 2).
-    if (P == 2)
+    // Epilogue: the second stage of the last d iterations (n-d+e, e < d, those >= 0), each in
+    // its slot, oldest first (P = 2).
+    for (int e = 0; e < lag; ++e)
       for (int i = 0; i < S; ++i) {
-        std::vector<Stmt> epi{instance(loop, stages[1], loop.min + n - Expr(1), i)};
-        guarded(n >= Expr(1) && (n - Expr(1)) % Expr(S) == Expr(i), std::move(epi), out);
+        const Expr back(lag - e);
+        std::vector<Stmt> epi{instance(loop, stages[1], loop.min + n - back, i)};
+        guarded(n >= back && (n - back) % Expr(S) == Expr(i), std::move(epi), out);
       }
   }
 
@@ -528,7 +539,7 @@ PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool overlap) {
         if (l->for_kind != ForKind::Pipelined)
           return body.same_as(l->body) ? self
                                        : ForNode::make(l->var, l->min, l->extent, l->for_kind,
-                                                       l->num_stages, body, l->loc);
+                                                       l->num_stages, l->skew, body, l->loc);
         return ForNode::make(l->var, l->min, l->extent, ForKind::Serial, 0, body, l->loc);
       }
     } serialiser;

@@ -444,8 +444,8 @@ class AivSplit {
     }
     if (auto* l = s.as<ForNode>(); l && turns_.count(l)) return dev::take_in_turns(*l, kernel_.vid);
     if (auto* l = s.as<ForNode>())
-      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, rewrite(l->body),
-                           l->loc);
+      return ForNode::make(l->var, l->min, l->extent, l->for_kind, l->num_stages, l->skew,
+                           rewrite(l->body), l->loc);
     if (auto* n = s.as<IfNode>())
       return IfNode::make(n->cond, rewrite(n->then_case), rewrite(n->else_case), n->loc);
     auto* op = s.as<TileOpNode>();
@@ -571,8 +571,9 @@ class IterationSplit {
     Stmt split_body =
         arith::substitute(L.body, arith::VarMap{{L.var.node(), L.min + k * two + vid}});
     Expr extent = simplify(floordiv(L.extent - vid + one, two));
-    top[static_cast<size_t>(loop)] = ForNode::make(k, arith::make_int(L.var.dtype(), 0), extent,
-                                                   L.for_kind, L.num_stages, split_body, L.loc);
+    top[static_cast<size_t>(loop)] =
+        ForNode::make(k, arith::make_int(L.var.dtype(), 0), extent, L.for_kind, L.num_stages,
+                      L.skew, split_body, L.loc);
     loop_ = &L;
     return SeqNode::make(std::move(top), work->loc);
   }

@@ -151,7 +151,7 @@ Stmt take_in_turns(const ForNode& L, const Var& vid) {
     else
       body.push_back(IfNode::make(turn, s, Stmt(), s->loc));
   }
-  return ForNode::make(L.var, L.min, L.extent, L.for_kind, L.num_stages,
+  return ForNode::make(L.var, L.min, L.extent, L.for_kind, L.num_stages, L.skew,
                        SeqNode::make(std::move(body), L.body->loc), L.loc);
 }
 

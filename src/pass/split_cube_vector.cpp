@@ -364,7 +364,8 @@ class Splitter {
         check_local(f->extent, s, "loop extent");
         std::vector<Stmt> out;
         Expr lo = read_first(f->min, s, "start", out), n = read_first(f->extent, s, "extent", out);
-        out.push_back(ForNode::make(f->var, lo, n, f->for_kind, f->num_stages, body, f->loc));
+        out.push_back(
+            ForNode::make(f->var, lo, n, f->for_kind, f->num_stages, f->skew, body, f->loc));
         return SeqNode::make(std::move(out), s->loc);
       }
       case StmtKind::If: {

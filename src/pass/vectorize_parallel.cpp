@@ -143,7 +143,7 @@ class ParallelRewriter : public IRMutator {
         if (f->for_kind != ForKind::Parallel)
           return body.same_as(f->body) ? self
                                        : ForNode::make(f->var, f->min, f->extent, f->for_kind,
-                                                       f->num_stages, body, f->loc);
+                                                       f->num_stages, f->skew, body, f->loc);
         return ForNode::make(f->var, f->min, f->extent, ForKind::Serial, 0, body, f->loc);
       }
     } serialiser;

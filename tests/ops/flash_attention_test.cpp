@@ -1,10 +1,11 @@
 // cann_ops_tilelang FlashAttention forward (include/cann_ops_tilelang/attention.h) against the
 // fp64 reference of tests/ops/flash_attention_ref.h: o and lse for fp16/bf16, BSHD and BHSD,
-// causal or not, sequence tails S = 1, 7, 33, 273, 1000 (none a multiple of the 64 x 256 tiles)
-// and S = 256 (a multiple of both). Level 2 (OPS_TILELANG_TEST_LEVEL=2) adds B=4 S=4096 H=16 D=128.
-// Also: bad inputs (message text, located at this file), empty tensors (no launch), NaN
-// propagation, one compiled kernel for every B and S, hazard-free and time-order independent,
-// the kernel's tile-size limit, and the opt-in benchmark cases (tests/ops/ops_bench.h).
+// causal or not, sequence tails S = 1, 7, 33, 273, 1000, 2049 (none a multiple of the 64 x 256
+// tiles; 2049 takes the long-sequence schedule) and S = 256 (a multiple of both). Level 2
+// (OPS_TILELANG_TEST_LEVEL=2) adds B=4 S=4096 H=16 D=128. Also: bad inputs (message text, located
+// at this file), empty tensors (no launch), NaN propagation, one compiled kernel for every B and S,
+// hazard-free and time-order independent, the kernel's tile-size limit, and the opt-in benchmark
+// cases (tests/ops/ops_bench.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "tl/npu/trace.h"
+#include "tl/printer.h"
 
 namespace {
 
@@ -41,6 +43,10 @@ std::vector<Case> grid() {
   // S a multiple of both tile sizes: no tile masks keys past S (the unmasked branch only).
   v.push_back({1, 256, 2, 128, DType::Float16, true, false});
   v.push_back({1, 256, 1, 64, DType::BFloat16, false, true});
+  // Long kv loops (S >= 2048: 3 stages, the cube two kv steps ahead): 9 kv steps, the last one
+  // partial (2 unrolled trips of 3 and a remainder of 1, the two-step prologue and epilogue).
+  v.push_back({1, 2049, 1, 64, DType::BFloat16, true, true});
+  v.push_back({1, 2049, 1, 128, DType::Float16, false, false});
   if (level >= 2) {
     v.push_back({4, 4096, 16, 128, DType::BFloat16, true, false});
     v.push_back({4, 4096, 16, 128, DType::BFloat16, true, true});
@@ -201,6 +207,35 @@ TEST(FlashAttentionEdges, KernelRejectsTilesItCannotMaskOrReduce) {
                   "mask indices) and block_n a power of two (the row trees), got 64 x 4096");
   key.block_n = 192;
   EXPECT_CONTAINS(error_of([&] { flash_attention_kernel(key); }), "got 64 x 192");
+}
+
+// A kv loop of 8 steps or more (S >= 2048) runs the cube two steps ahead: 3 stages (a third slot
+// of every workspace) and skew 2 in the IR; shorter ones keep 2 stages (docs/ops.md).
+TEST(FlashAttentionEdges, LongSequencesRunTheCubeTwoKvStepsAhead) {
+  const tl::Target& t = tl::Device().target();
+  auto key = [&](int64_t seq) {
+    return flash_attention_key(DType::BFloat16, 2, 64, false, AttentionLayout::BSHD, 0.125, t, seq);
+  };
+  EXPECT_EQ(key(0).stages, 2);
+  EXPECT_EQ(key(2047).stages, 2);
+  EXPECT_EQ(key(2047).skew, 1);
+  EXPECT_EQ(key(2048).stages, 3);
+  EXPECT_EQ(key(2048).skew, 2);
+  const std::string ir = tl::print(flash_attention_kernel(key(4096)), {.locations = false});
+  EXPECT_CONTAINS(ir, "T.Pipelined(");
+  EXPECT_CONTAINS(ir, "num_stages=3, skew=2)");
+  EXPECT_CONTAINS(
+      tl::print(tl::compile(flash_attention_kernel(key(4096)), t).func(), {.locations = false}),
+      "channel_slots=3");
+  // The long-sequence kernel under the hazard checker and in timed mode with data, with a
+  // partial last kv tile, causal or not.
+  tl::Device dev;
+  auto q = tl::randn(dev, {1, 2049, 1, 64}, DType::BFloat16, 11);
+  auto calls = [&] {
+    flash_attention(q, q, q, {.causal = true});
+    flash_attention(q, q, q);
+  };
+  opstest::expect_hazard_free_and_time_order_free(calls, 2);
 }
 
 // The vector unit bounds the kernel (docs/ops.md "What bounds it"), and a two-source vector op

@@ -114,11 +114,12 @@ from .attention import flash_attention_kernel  # noqa: E402
 
 
 def flash_attention_key(dtype: str, heads: int, dim: int, causal: bool = False, layout: str = "BSHD",
-                        scale: float | None = None, target: str = "A2") -> dict:
-    """The key flash_attention launches with: {dtype, heads, dim, causal, layout, scale, block_m,
-    block_n, stages, blocks} (blocks: the target's AIC count; scale default 1 / sqrt(dim))."""
+                        scale: float | None = None, target: str = "A2", seq: int = 0) -> dict:
+    """The key flash_attention launches with for sequences of `seq` (0: not known): {dtype, heads,
+    dim, causal, layout, scale, block_m, block_n, stages, skew, blocks} (blocks: the target's AIC
+    count; scale default 1 / sqrt(dim); stages 3 and skew 2 for long kv loops)."""
     s = scale if scale is not None else 1.0 / dim ** 0.5
-    return dict(_core.ops_flash_attention_key(dtype, heads, dim, causal, layout, s, target))
+    return dict(_core.ops_flash_attention_key(dtype, heads, dim, causal, layout, s, target, seq))
 
 
 __all__ += ["flash_attention_kernel", "flash_attention_key"]

@@ -4,7 +4,7 @@ is compared in python/tests/test_opslib_attention.py).
 
 A key (cann_ops_tilelang.kernels.flash_attention_key gives the library's on a target): dtype, heads,
 dim, causal, layout ("BSHD": Q, K, V, O [B, S, H * D]; "BHSD": [B, H, S, D]), scale, block_m,
-block_n, stages, blocks. B and S are T.dynamic. Developer mode: per kv step the cube computes the
+block_n, stages, skew (the kv loop's cross-core skew), blocks. B and S are T.dynamic. Developer mode: per kv step the cube computes the
 scores, the vector unit the online softmax (both AIVs, half the q rows each), the cube P V; the
 compiler places the tiles and makes the cross-core workspaces, flags and credits. `blocks`
 persistent workers take the (batch, head, q tile) triples in turn (causal: the q tiles with the most kv
@@ -27,7 +27,7 @@ def _round_f32(value: float) -> float:
 
 
 def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layout: str, scale: float,
-                           block_m: int, block_n: int, stages: int, blocks: int) -> PrimFunc:
+                           block_m: int, block_n: int, stages: int, skew: int, blocks: int) -> PrimFunc:
     """Q, K, V, O in `layout`, LSE [B, H, S] float32, IDX [block_m, block_n] float16."""
     H, D, bM, bN = heads, dim, block_m, block_n
     if bM > 2048 or bN > 2048 or bN < 2 or bN & (bN - 1):  # exact float16 mask indices; the row trees
@@ -129,10 +129,10 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         T.fill(m, -T.infinity(f32))
         T.clear(l)
         if causal:  # the kv loop stops at the diagonal tile
-            for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)), num_stages=stages):
+            for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)), num_stages=stages, skew=skew):
                 kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv)
         else:
-            for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages):
+            for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages, skew=skew):
                 kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv)
         for i, j in T.Parallel(bM, D):
             out[i, j] = T.cast(acc[i, j] / l[i], dtype)

@@ -285,11 +285,12 @@ class Scope(_Marker):
 
 
 class _Loop(_Marker):
-    def __init__(self, kind, extents, start=0, stages=0):
+    def __init__(self, kind, extents, start=0, stages=0, skew=1):
         for i, e in enumerate(extents):
             _expr(kind if kind != "parallel" else "Parallel", f"extent {i}" if len(extents) > 1 else "extent", e)
         _expr(kind, "start", start)
         self.kind, self.extents, self.start, self.stages = kind, list(extents), start, stages
+        self.skew = skew
 
 
 def serial(start, stop=None):
@@ -309,8 +310,12 @@ def Parallel(*extents):
     return _Loop("parallel", extents)
 
 
-def Pipelined(extent, num_stages=2, *, cross_interval=1):
+def Pipelined(extent, num_stages=2, *, cross_interval=1, skew=1):
     """`for k in T.Pipelined(n, num_stages=2):` a software-pipelined loop (developer mode).
+
+    `skew=d` (tl-ascend's, 1 <= d < num_stages): a core that pushes into a cross-core channel
+    before it pops from one runs the part of the body before that pop d iterations ahead (the
+    cube's Q K^T(t + d) before its wait for P(t) in FlashAttention; docs/compiler.md).
 
     `cross_interval=N` is TileLang-Ascend's cross-core sync frequency (its CombineCV sets and waits
     the C<->V flags every N iterations instead of every one, pipeline.py / cross_core_pipeline
@@ -322,7 +327,8 @@ def Pipelined(extent, num_stages=2, *, cross_interval=1):
     if cross_interval < 1:
         _core.user_error(_loc(), "T.Pipelined: argument 'cross_interval' must be >= 1 (iterations "
                          f"between cross-core syncs), got {cross_interval}")
-    return _Loop("pipelined", [extent], stages=num_stages)
+    _int("Pipelined", "skew", skew)
+    return _Loop("pipelined", [extent], stages=num_stages, skew=skew)
 
 
 class Persistent(_Marker):

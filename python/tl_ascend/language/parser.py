@@ -538,7 +538,7 @@ class _Parser:
                 b[names[d]] = v
             self.nested_loops(loop, names, d + 1, b, s, loc)
 
-        _core.loop(loop.kind, name, start, loop.extents[d], loop.stages, inner, loc)
+        _core.loop(loop.kind, name, start, loop.extents[d], loop.stages, loop.skew, inner, loc)
 
     def stmt_Return(self, s):
         self.fail(s, "a kernel returns nothing: write its outputs to tensor parameters")
