@@ -3,7 +3,8 @@
 // and backward, LayerNorm's y, SwiGLU's y) write every output byte: each output is computed once
 // over 0xFF bytes (TL_GM_POISON=1) and once over zeros or a recycled block (TL_GM_POISON=0), and
 // the two must be the same bytes, on row and column tails (1, 7, 33, 1000, 4097 columns), with
-// NaN, infinities, huge logits (the softmax fallback rows) and subnormals in the inputs.
+// NaN, infinities, huge logits (the softmax fallback rows) and subnormals in the inputs; a
+// timing-only run (no data) keeps zero-filled outputs.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cann_ops_tilelang/activation.h"
+#include "cann_ops_tilelang/core.h"
 #include "cann_ops_tilelang/norm.h"
 #include "cann_ops_tilelang/softmax.h"
 #include "tl/gm_fill.h"
@@ -176,6 +178,21 @@ TEST(GmFill, LayerNormAndSwigluWriteEveryOutputByte) {
   auto big = input(dev, 640, 8192, DType::BFloat16, 8);  // y: 5 MiB, a pooled block
   expect_every_byte_written([&] { return ops::layer_norm(big).y; }, "layer_norm 640x8192");
   expect_every_byte_written([&] { return ops::swiglu(big); }, "swiglu 640x4096");
+}
+
+// A timing-only run computes no data: its outputs are zero-filled GM, never a recycled block's
+// old bytes (here a pooled block that held an earlier softmax's output).
+TEST(GmFill, TimingOnlyRunsKeepZeroOutputs) {
+  namespace ops = cann_ops_tilelang;
+  PoisonEnv env("0");
+  tl::Device dev;
+  auto x = tl::randn(dev, {1280, 4096}, DType::BFloat16, 9);  // y: 10.5 MB, a pooled block
+  { auto y = ops::softmax(x); }
+  ops::RunOptions ro;
+  ro.launch.timing_only = true;
+  ops::ScopedRun run(ro);
+  auto y = ops::softmax(x);
+  EXPECT_TRUE(all_bytes(y.data(), y.nbytes(), 0));
 }
 
 }  // namespace
