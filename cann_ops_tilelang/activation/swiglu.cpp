@@ -6,8 +6,11 @@
 #include <cmath>
 
 #include "cann_ops_tilelang/activation.h"
+#include "tl/gm_fill.h"
 
 namespace cann_ops_tilelang {
+
+tl::GmFill output_fill();  // core.cpp: Unwritten unless the launches are timing-only
 namespace {
 
 constexpr int64_t kRowsPerTile = 16;     // 8 per AIV: a [8] fp32 row vector is one 32-byte block
@@ -129,7 +132,12 @@ tl::Tensor swiglu(const tl::Tensor& x, const tl::Tensor& weight, const SwigluCon
   auto ys = check_x(c, x, weight, cfg);
   tl::Device& dev = *x.device();
   const int64_t H = ys.back(), M = H == 0 ? 0 : x.numel() / 2 / H;
-  tl::Tensor y = tl::Tensor::empty(dev, ys, x.dtype());
+  // The kernel stores every element of Y once and never reads it: no zero fill
+  // (GmFill::Unwritten, tl/gm_fill.h; TL_GM_POISON checks it in the tests).
+  tl::Tensor y = [&] {
+    tl::ScopedGmFill unwritten(output_fill());
+    return tl::Tensor::empty(dev, ys, x.dtype());
+  }();
   if (M == 0) return y;  // no tokens: an empty y, no launch
   auto key = swiglu_key(x.dtype(), H, false, cfg, weight.defined(), dev.target(), c);
   auto kernel = cached_kernel("swiglu_fwd/" + key.str(), dev.target(),

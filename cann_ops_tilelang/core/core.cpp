@@ -2,6 +2,7 @@
 // with located messages, launch budgets read from the Target, the compiled-kernel cache keyed
 // by generator parameters, and the list of ops.
 #include "cann_ops_tilelang/core.h"
+#include "tl/gm_fill.h"
 
 #include <fmt/format.h>
 
@@ -226,6 +227,14 @@ LaunchHook& launch_hook() {
   return hook;
 }
 }  // namespace
+
+// Declared where it is used (softmax.cpp, layer_norm.cpp, swiglu.cpp): the fill of an output
+// whose kernel writes it whole (tl/gm_fill.h). A timing-only launch computes no data, so its
+// outputs stay zero-filled rather than showing a recycled block's old bytes.
+tl::GmFill output_fill();
+tl::GmFill output_fill() {
+  return t_run && t_run->launch.timing_only ? tl::GmFill::Zero : tl::GmFill::Unwritten;
+}
 
 void set_launch_hook(LaunchHook hook) {
   launch_hook() = std::move(hook);

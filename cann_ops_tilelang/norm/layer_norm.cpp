@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 
 #include "cann_ops_tilelang/norm.h"
+#include "tl/gm_fill.h"
 
 namespace cann_ops_tilelang {
+
+tl::GmFill output_fill();  // core.cpp: Unwritten unless the launches are timing-only
 namespace {
 
 const std::vector<tl::DType> kDtypes{tl::DType::BFloat16, tl::DType::Float16, tl::DType::Float32};
@@ -94,7 +97,12 @@ LayerNormResult layer_norm(const tl::Tensor& x, const tl::Tensor& weight, const 
   const tl::Tensor x2 = rows_view(x);
   const int64_t M = x2.dim(0);
   LayerNormResult out;
-  out.y = tl::Tensor::empty(dev, x.shape(), x.dtype());
+  // The kernel stores every row of Y once and never reads it: no zero fill (GmFill::Unwritten,
+  // tl/gm_fill.h; TL_GM_POISON checks it in the tests).
+  out.y = [&] {
+    tl::ScopedGmFill unwritten(output_fill());
+    return tl::Tensor::empty(dev, x.shape(), x.dtype());
+  }();
   std::vector<int64_t> lead(x.shape().begin(), x.shape().end() - 1);
   if (cfg.return_stats) {
     out.mean = tl::Tensor::empty(dev, lead, tl::DType::Float32);

@@ -538,9 +538,9 @@ void zero_fill_partial_block(const TileRef& dst) {
 
 /// A GM <-> UB copy of one dtype whose rows are contiguous and evenly spaced on both sides (the
 /// workspaces and tiles of a kernel): one move per row, not copy_regions' index arithmetic and
-/// storage_offset calls per row. Moves the bytes copy_regions moves (FastPaths.*). False, before
-/// any byte moved, for any other copy.
-bool nd_rows(const TileRef& src, const TileRef& dst) {
+/// storage_offset calls per row. Moves the bytes copy_regions moves (FastPaths.*), with streaming
+/// stores when `stream` (move_runs.h). False, before any byte moved, for any other copy.
+bool nd_rows(const TileRef& src, const TileRef& dst, bool stream) {
   const size_t ns = src.extent.size(), nd = dst.extent.size();
   if (src.dtype != dst.dtype || ns < 1 || nd < 1 || ns > 8 || nd > 8 || src.strides[ns - 1] != 1 ||
       dst.strides[nd - 1] != 1 || !rows_evenly_spaced(src) || !rows_evenly_spaced(dst) ||
@@ -553,13 +553,16 @@ bool nd_rows(const TileRef& src, const TileRef& dst) {
   uint8_t* dp = dst.base + storage_offset(dst, dst.start.data(), &run) * es;
   const int64_t ss = ns >= 2 ? src.strides[ns - 2] * es : 0,
                 ds = nd >= 2 ? dst.strides[nd - 2] * es : 0;
+  auto move = [stream](uint8_t* d, const uint8_t* s, size_t n) {
+    stream ? store_streaming(d, s, n) : void(std::memmove(d, s, n));
+  };
   // Rows back to back on both sides (a whole tile to or from a workspace): one move, not a call
   // per row (FlashAttention's S, P and O round trips are 64 rows of 128-512 bytes each).
   if (ss == ds && ss == static_cast<int64_t>(bytes)) {
-    std::memmove(dp, sp, bytes * static_cast<size_t>(R));
+    move(dp, sp, bytes * static_cast<size_t>(R));
     return true;
   }
-  for (int64_t r = 0; r < R; ++r) std::memmove(dp + r * ds, sp + r * ss, bytes);
+  for (int64_t r = 0; r < R; ++r) move(dp + r * ds, sp + r * ss, bytes);
   return true;
 }
 
@@ -589,7 +592,13 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
           "T.copy {} -> {}: each row moves {} bytes, not a multiple of 32 (DataCopy would round "
           "it down and drop the tail); use the padded copy (pad_value)",
           scope_name(S), scope_name(D), row_bytes));
-    if (valid_src || plain_paths() || !nd_rows(src, dst))
+    const auto& ws = c.program.workspaces;  // a workspace is read back: never streamed
+    const int64_t es = dtype_bytes(dst.dtype),
+                  gm_bytes = dst.shape.empty() ? 0 : dst.shape[0] * dst.strides[0] * es;
+    const bool stream = S == MemScope::UB && !shadow &&
+                        wants_streaming(src.numel() * es, gm_bytes,
+                                        std::find(ws.begin(), ws.end(), dst.buffer) == ws.end());
+    if (valid_src || plain_paths() || !nd_rows(src, dst, stream))
       copy_regions(src, dst, false, false, shadow, valid_src);
     if (pad && D == MemScope::UB) {
       // DataCopyPad fills each UB row's tail up to the 32-byte boundary with pad_value.

@@ -5,6 +5,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 #include "tl/npu/cube_math.h"
 
 namespace tl::npu {
@@ -97,6 +101,30 @@ void move_blocks(Blocks kind, const uint16_t* s, uint16_t* d, const int64_t* sr,
       else
         transpose_fractal16(s + sr[r] + sc[c], d + dr[r] + dc[c]);
     }
+}
+
+void store_streaming(uint8_t* dst, const uint8_t* src, size_t n) {
+#if defined(__x86_64__)
+  // Up to the first 16-byte boundary of dst with memcpy, whole 64-byte groups with SSE2
+  // streaming stores (baseline x86-64: no CPU check), the tail with memcpy.
+  const size_t head = std::min(n, (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16);
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const auto* s = reinterpret_cast<const __m128i*>(src + i);
+    auto* d = reinterpret_cast<__m128i*>(dst + i);
+    const __m128i a = _mm_loadu_si128(s), b = _mm_loadu_si128(s + 1), c = _mm_loadu_si128(s + 2),
+                  e = _mm_loadu_si128(s + 3);
+    _mm_stream_si128(d, a);
+    _mm_stream_si128(d + 1, b);
+    _mm_stream_si128(d + 2, c);
+    _mm_stream_si128(d + 3, e);
+  }
+  std::memcpy(dst + i, src + i, n - i);
+  _mm_sfence();
+#else
+  std::memmove(dst, src, n);
+#endif
 }
 
 }  // namespace tl::npu

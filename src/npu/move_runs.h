@@ -6,6 +6,7 @@
 // show runs or whole fractals.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tl::npu {
@@ -38,5 +39,21 @@ Blocks block_kind(const int64_t* sr, const int64_t* sc, const int64_t* dr, const
 /// s + sr[r] + sc[c]. The rest of the region is the caller's.
 void move_blocks(Blocks kind, const uint16_t* s, uint16_t* d, const int64_t* sr, const int64_t* sc,
                  const int64_t* dr, const int64_t* dc, int64_t R, int64_t C);
+
+/// memmove(dst, src, n) for a UB -> GM store into a large output that nothing reads back soon,
+/// with non-temporal stores (x86-64; memmove elsewhere): the destination's lines are not read
+/// for ownership first, so the store costs half the memory traffic (a 64 MiB output in 32 KiB
+/// tiles into mapped pages: 7.2 -> 3.3 ms of CPU on this host, branch hostsm,
+/// docs/virtual_npu.md). The regions must not overlap; the stores are fenced before it returns,
+/// so another host thread that synchronises with this one afterwards sees them.
+void store_streaming(uint8_t* dst, const uint8_t* src, size_t n);
+
+/// Whether a UB -> GM row move of `bytes` in all into a GM destination of `dst_bytes` (its whole
+/// tensor) takes store_streaming: at least 4 KiB moved, into a kernel parameter (never a
+/// workspace, which the kernel reads back) of at least 32 MiB, far beyond the host's per-core
+/// caches, so its lines would leave them before anyone read them.
+inline bool wants_streaming(int64_t bytes, int64_t dst_bytes, bool dst_is_param) {
+  return dst_is_param && bytes >= 4096 && dst_bytes >= (int64_t{32} << 20);
+}
 
 }  // namespace tl::npu

@@ -7,10 +7,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 #include "tl/env.h"
+#include "tl/gm_fill.h"
 #include "tl/npu/numerics.h"
 #include "tl/runtime.h"
 
@@ -42,10 +45,69 @@ bool reserve(std::atomic<int64_t>& counter, int64_t bytes, int64_t limit) {
 constexpr size_t kHugeBlock = size_t{2} << 20;
 constexpr size_t kHugeMin = size_t{4} << 20;
 
-/// Zeroed bytes for GM; `gm_free` with the same size releases them.
-void* gm_zero_alloc(size_t bytes) {
-  if (bytes < kHugeMin) return std::calloc(bytes, 1);
-  const size_t len = (bytes + kHugeBlock - 1) / kHugeBlock * kHugeBlock;
+size_t huge_len(size_t bytes) {
+  return (bytes + kHugeBlock - 1) / kHugeBlock * kHugeBlock;
+}
+
+/// Huge blocks whose tensors are gone, kept mapped (their pages faulted in) for the next
+/// Unwritten allocation of the same length: a library op's output, which its kernel writes whole,
+/// then needs neither the kernel's page faults nor its zeroing of every page. Fresh huge pages
+/// were zeroed by the kernel's fault path (`clear_page_erms`), 21 % of a softmax 8192x4096 bf16
+/// call's host CPU time (branch hostsm, docs/virtual_npu.md). Only blocks allocated Unwritten
+/// come back here (a user's zero-filled tensor returns its memory to the system when freed), at
+/// most kPoolBlocks of them and kPoolBytes in all (the oldest unmapped first); a failed mmap
+/// empties the pool and tries again.
+constexpr size_t kPoolBlocks = 4;
+constexpr size_t kPoolBytes = size_t{512} << 20;
+struct GmPool {
+  std::mutex m;
+  std::vector<std::pair<void*, size_t>> blocks;  // (address, mapped length)
+  size_t bytes = 0;
+};
+GmPool& gm_pool() {
+  static GmPool* pool = new GmPool;  // never destroyed: storages may be freed at exit
+  return *pool;
+}
+
+/// A pooled block of mapped length `len`, or null.
+void* pool_take(size_t len) {
+  GmPool& p = gm_pool();
+  std::lock_guard<std::mutex> lock(p.m);
+  for (size_t i = 0; i < p.blocks.size(); ++i)
+    if (p.blocks[i].second == len) {
+      void* b = p.blocks[i].first;
+      p.blocks.erase(p.blocks.begin() + static_cast<std::ptrdiff_t>(i));
+      p.bytes -= len;
+      return b;
+    }
+  return nullptr;
+}
+
+/// Keeps a block in the pool, unmapping the oldest ones as needed to stay within the limits;
+/// false when the block alone exceeds them (the caller unmaps it).
+bool pool_put(void* b, size_t len) {
+  if (len > kPoolBytes) return false;
+  GmPool& p = gm_pool();
+  std::lock_guard<std::mutex> lock(p.m);
+  while (!p.blocks.empty() && (p.blocks.size() >= kPoolBlocks || p.bytes + len > kPoolBytes)) {
+    munmap(p.blocks.front().first, p.blocks.front().second);
+    p.bytes -= p.blocks.front().second;
+    p.blocks.erase(p.blocks.begin());
+  }
+  p.blocks.emplace_back(b, len);
+  p.bytes += len;
+  return true;
+}
+
+void pool_release_all() {
+  GmPool& p = gm_pool();
+  std::lock_guard<std::mutex> lock(p.m);
+  for (auto& [b, len] : p.blocks) munmap(b, len);
+  p.blocks.clear();
+  p.bytes = 0;
+}
+
+void* map_huge(size_t len) {
   // Over-map by one huge page and unmap the slack, so the block starts on a 2 MiB boundary.
   void* raw =
       mmap(nullptr, len + kHugeBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -58,10 +120,41 @@ void* gm_zero_alloc(size_t bytes) {
   return base + head;
 }
 
-void gm_free(void* p, size_t bytes) {
+/// Whether Unwritten GM starts as 0xFF bytes (tl/gm_fill.h): TL_GM_POISON 1 / 0, or
+/// unset, TL_CHECK_STALE=1. Read per allocation, so a test may set it.
+bool poison_unwritten() {
+  const std::string v = env_value("TL_GM_POISON");
+  if (v == "1") return true;
+  if (v == "0") return false;
+  if (!v.empty()) throw Error(fmt::format("TL_GM_POISON must be 1 or 0 (or unset), got '{}'", v));
+  return env_value("TL_CHECK_STALE") == "1";
+}
+
+/// Bytes for GM, zero or unspecified as `fill` says (0xFF when `poison`); `gm_free` with the same
+/// size and fill releases them.
+void* gm_alloc(size_t bytes, GmFill fill, bool poison) {
+  void* p = nullptr;
+  if (bytes < kHugeMin) {
+    p = std::calloc(bytes, 1);
+  } else {
+    const size_t len = huge_len(bytes);
+    if (fill == GmFill::Unwritten) p = pool_take(len);
+    if (!p) p = map_huge(len);
+    if (!p) {
+      pool_release_all();
+      p = map_huge(len);
+    }
+  }
+  if (p && poison) std::memset(p, 0xFF, bytes);
+  return p;
+}
+
+void gm_free(void* p, size_t bytes, GmFill fill) {
   if (!p) return;
   if (bytes < kHugeMin) return std::free(p);
-  munmap(p, (bytes + kHugeBlock - 1) / kHugeBlock * kHugeBlock);
+  const size_t len = huge_len(bytes);
+  if (fill == GmFill::Unwritten && pool_put(p, len)) return;
+  munmap(p, len);
 }
 
 int64_t physical_memory_bytes() {
@@ -109,6 +202,20 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape, DType dtyp
 }
 
 }  // namespace
+
+namespace {
+thread_local GmFill t_gm_fill = GmFill::Zero;
+}  // namespace
+
+ScopedGmFill::ScopedGmFill(GmFill fill) : prev_(t_gm_fill) {
+  t_gm_fill = fill;
+}
+ScopedGmFill::~ScopedGmFill() {
+  t_gm_fill = prev_;
+}
+GmFill current_gm_fill() {
+  return t_gm_fill;
+}
 
 int64_t host_memory_bytes() {
   const std::string env = env_value("TL_HOST_MEMORY");
@@ -163,6 +270,8 @@ std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
   if (bytes < 0) throw Error(fmt::format("Device::allocate: negative size {}", bytes));
   GmAccount& a = *account_;
   const int64_t limit = host_memory_bytes();  // may throw: before anything is reserved
+  const GmFill fill = current_gm_fill();
+  const bool poison = fill == GmFill::Unwritten && poison_unwritten();  // may throw, likewise
   if (!reserve(a.in_use, bytes, target_->gm_bytes))
     throw Error(
         fmt::format("GM exhausted on the virtual {}: {} bytes requested, {} in use, capacity {}",
@@ -174,11 +283,12 @@ std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
         "holds {} of the {} bytes available ({})",
         bytes, g_host_gm_in_use.load(), limit, host_limit_source()));
   }
-  // The bytes come from calloc, which hands large blocks out as fresh zero pages from the
-  // kernel: a std::vector's zero fill wrote every byte once more before the kernel's first
-  // write (issue 31: 4 % of a softmax launch). The Storage holds them as `external` (no
-  // accounting in ~Storage) and its deleter frees them and returns the bytes to the accounts.
-  void* mem = bytes > 0 ? gm_zero_alloc(static_cast<size_t>(bytes)) : nullptr;
+  // The bytes come from calloc or fresh zero pages from the kernel (a std::vector's zero fill
+  // wrote every byte once more before the kernel's first write: issue 31, 4 % of a softmax
+  // launch), or for an Unwritten block possibly from the pool above. The Storage holds them as
+  // `external` (no accounting in ~Storage) and its deleter frees them and returns the bytes to
+  // the accounts.
+  void* mem = bytes > 0 ? gm_alloc(static_cast<size_t>(bytes), fill, poison) : nullptr;
   if (bytes > 0 && !mem) {
     a.in_use -= bytes;
     g_host_gm_in_use -= bytes;
@@ -187,8 +297,8 @@ std::shared_ptr<Storage> Device::allocate(int64_t bytes) {
         "this process)",
         bytes, g_host_gm_in_use.load()));
   }
-  std::shared_ptr<Storage> s(new Storage, [account = account_, bytes](Storage* st) {
-    gm_free(st->external, static_cast<size_t>(bytes));
+  std::shared_ptr<Storage> s(new Storage, [account = account_, bytes, fill](Storage* st) {
+    gm_free(st->external, static_cast<size_t>(bytes), fill);
     delete st;
     account->in_use -= bytes;
     g_host_gm_in_use -= bytes;

@@ -30,6 +30,9 @@ const std::vector<EnvVar>& env_registry() {
       {"TL_NPU_PLAIN_PATHS", "0",
        "1: the virtual NPU's op semantics take their plain element-by-element paths instead of "
        "the batched / SIMD ones (same bits; for comparing them, docs/virtual_npu.md)"},
+      {"TL_GM_POISON", "",
+       "1: GM a library op allocates for an output its kernel writes whole starts as 0xFF bytes "
+       "(NaN) instead of unspecified, 0: never; empty: with TL_CHECK_STALE=1"},
       {"TL_TRACE_WINDOW", "",
        "trace events per core a streamed timing-only launch hands the timing model ahead of "
        "what it consumed (empty: 4096)"},

@@ -660,6 +660,9 @@ bool host_has_f16c() {
 #endif
 }
 
+bool host_has_avx512bf16();  // bf16_narrow.cpp
+void f32_to_bf16_avx512bf16(const float* src, uint16_t* dst, int64_t n);
+
 namespace {
 void convert_one(DType st, const unsigned char* src, DType dt, unsigned char* dst, RoundMode m,
                  SatMode s) {
@@ -727,6 +730,7 @@ void convert(DType st, const void* src, DType dt, void* dst, int64_t n, RoundMod
     auto* in = static_cast<const float*>(src);
     auto* out = static_cast<uint16_t*>(dst);
 #ifdef TL_NPU_X86
+    if (host_has_avx512bf16()) return f32_to_bf16_avx512bf16(in, out, n);  // bf16_narrow.cpp
     if (host_has_avx512f()) return f32_to_bf16_avx512(in, out, n);
     if (host_has_avx2()) return f32_to_bf16_avx2(in, out, n);
 #endif

@@ -603,6 +603,43 @@ TEST(Numerics, BulkConvertMatchesScalar) {
   EXPECT_EQ(bf & 0xffc0, 0xffc0);
 }
 
+// convert()'s fp32 -> bf16 RINT path (VCVTNEPS2BF16 with its subnormal fix-up where the host has
+// AVX512-BF16, src/support/bf16_narrow.cpp; else AVX-512F / AVX2) against the scalar f32_to_bf16:
+// every pattern with exponent 0 or 255 (zeros, subnormals, infinities, NaNs), a stride over the
+// rest (every pattern at TL_TEST_LEVEL=2), subnormals mixed into groups of normal lanes, tails.
+TEST(Numerics, Bf16NarrowingMatchesScalar) {
+  const size_t block = size_t{1} << 20;
+  std::vector<float> in(block);
+  std::vector<uint16_t> out(block);
+  auto check = [&](size_t n) {
+    convert(DType::Float32, in.data(), DType::BFloat16, out.data(), int64_t(n));
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], f32_to_bf16(in[i])) << std::hex << std::bit_cast<uint32_t>(in[i]);
+  };
+  for (uint32_t top : {0x000u, 0x0ffu, 0x100u, 0x1ffu})  // sign and exponent 0 / 255
+    for (uint32_t m0 = 0; m0 < (1u << 23); m0 += uint32_t(block)) {
+      for (size_t i = 0; i < block; ++i)
+        in[i] = std::bit_cast<float>((top << 23) | (m0 + uint32_t(i)));
+      check(block);
+      if (HasFatalFailure()) return;
+    }
+  const uint64_t stride = test_level() >= 2 ? 1 : 97;
+  size_t k = 0;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += stride) {
+    in[k++] = std::bit_cast<float>(uint32_t(b));
+    if (k == block) {
+      check(block);
+      if (HasFatalFailure()) return;
+      k = 0;
+    }
+  }
+  check(k);
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < block; ++i)
+    in[i] = std::bit_cast<float>(i % 3 == 0 ? uint32_t(rng()) & 0x807fffffu : uint32_t(rng()));
+  for (size_t n : {size_t{1}, size_t{7}, size_t{33}, size_t{1000}, size_t{4097}, block}) check(n);
+}
+
 #if defined(__x86_64__)
 TEST(Numerics, ConversionsIgnoreHostFlushToZero) {
   const unsigned saved = _mm_getcsr();
