@@ -185,6 +185,22 @@ def test_an_unmodified_script_runs_through_tl_ascend_run(scripts: str) -> None:
     assert "Kernel Output Match!" in r.stdout
 
 
+@pytest.mark.parametrize("given", [None, "ACTIVE"])
+def test_torchs_openmp_workers_sleep_under_tl_ascend_run(tmp_path, given: str | None) -> None:
+    # OMP_DISPLAY_ENV=VERBOSE makes libgomp print what it read when torch loaded it: under
+    # PASSIVE its idle workers spin 0 times before sleeping (300,000 when the variable is unset,
+    # 3e10 under ACTIVE), so they do not take the cores the virtual NPU runs on.
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nprint(float(torch.ones(4).sum()))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    r = run(["-m", "tl_ascend.run", str(script)], env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "4.0", r.stderr
+    assert f"GOMP_SPINCOUNT = '{'30000000000' if given else '0'}'" in r.stderr
+
+
 def test_the_alias_is_for_that_process_only() -> None:
     r = run(["-c", "import tl_ascend, sys; import tl_ascend.alias; print('tilelang' in sys.modules)"])
     assert r.stdout.strip() == "False", r.stderr

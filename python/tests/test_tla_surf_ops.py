@@ -63,6 +63,45 @@ def test_mul_add_dst_accumulates_the_product_into_dst(M: int, dtype: str) -> Non
     torch.testing.assert_close(y, ref, rtol=tol, atol=tol)
 
 
+def mul_add_regions(R: int, dtype: str):
+    """Y = Z with Y[:, 16:32] += X * W': dst a column slice of a [R, 48] tile, src0 a [R, 16] tile,
+    src1 the [2R, 8] left half of a [2R, 16] tile. The three pair by flat index though their rows
+    differ (16, 16, 8 elements), and two are strided."""
+
+    @T.prim_func
+    def main(X: T.Tensor((R, 16), dtype), W: T.Tensor((2 * R, 16), dtype), Z: T.Tensor((R, 48), dtype),
+             Y: T.Tensor((R, 48), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((R, 16), dtype)
+            w = T.alloc_ub((2 * R, 16), dtype)
+            acc = T.alloc_ub((R, 48), dtype)
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(X[0, 0], x)
+                    T.copy(W[0, 0], w)
+                    T.copy(Z[0, 0], acc)
+                    T.tile.mul_add_dst(acc[0:R, 16:32], x, w[0:2 * R, 0:8])
+                    T.copy(acc, Y[0, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("R", (1, 7, 33, 300))  # 1000 rows of these three tiles exceed UB
+@pytest.mark.parametrize("dtype", ("float32", "float16"))
+def test_mul_add_dst_pairs_operands_of_other_shapes_by_flat_index(R: int, dtype: str) -> None:
+    # The exec walks runs of the gcd of the last extents (8 here) instead of one PrimTile::at per
+    # element (corpus3): a run that crossed a row of src1 would pair the wrong elements.
+    torch.manual_seed(R)
+    tdt = getattr(torch, dtype)
+    x, w, z = torch.randn(R, 16).to(tdt), torch.randn(2 * R, 16).to(tdt), torch.randn(R, 48).to(tdt)
+    y = _compile(mul_add_regions(R, dtype), [3])(x, w, z)
+    ref = z.clone()
+    # The product and the sum in fp32, each rounded, as the virtual NPU's float vector ops are.
+    prod = x.float().reshape(-1) * w[:, 0:8].float().reshape(-1)
+    ref[:, 16:32] = (prod.reshape(R, 16) + z[:, 16:32].float()).to(tdt)
+    torch.testing.assert_close(y, ref, rtol=0, atol=0)
+
+
 def test_mul_add_dst_in_place_reads_the_old_dst() -> None:
     """dst as one of the sources: dst = dst * w + dst, the old value read for both."""
     M, N, half = 16, 16, 8

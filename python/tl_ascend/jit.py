@@ -427,11 +427,44 @@ class JITKernel:
         self._first_tensor_input = next((pos for pos, i in enumerate(self._inputs) if self.params[i]["is_tensor"]),
                                         None)
 
+    def _passed_allocated(self, args):
+        """Why the extra arguments of a call that passes every parameter, the ones the kernel
+        allocates (out_idx, workspace_idx) included, can be dropped; None if they cannot.
+
+        TileLang-Ascend's adapter (cython_wrapper.pyx, `forward`) binds its inputs to the first
+        arguments in order, allocates every out_idx / workspace_idx parameter itself and never
+        looks at the rest: dequantize_gemm/example_dequant_gemm_w4a8.py passes C_output for its
+        out_idx=[-1] C, which stays as it was while the call returns a new C. That binding is the
+        caller's intent only when the allocated parameters are the last ones and each extra
+        argument is a tensor of its parameter's dtype and shape; anything else stays an error."""
+        n_in = len(self._inputs)
+        if len(args) != len(self.params) or any(i < n_in for i in self.alloc_idx):
+            return None
+        for i in self.alloc_idx:
+            p, a = self.params[i], args[i]
+            shape = getattr(a, "shape", None)
+            if not p["is_tensor"] or shape is None or len(shape) != len(p["shape"]):
+                return None
+            if any(isinstance(d, int) and d != int(s) for d, s in zip(p["shape"], shape)):
+                return None
+            dt = str(getattr(a, "dtype", "")).replace("torch.", "")
+            if dt != _TORCH_DTYPES.get(p["dtype"], p["dtype"]):
+                return None
+        names = ", ".join(f"'{self.params[i]['name']}'" for i in self.alloc_idx)
+        return (f"remark: kernel '{self.func.name}': the call passes {len(args)} arguments; the last "
+                f"{len(args) - n_in} ({names}) are parameters the kernel allocates (out_idx / workspace_idx), "
+                f"so they are ignored, as TileLang-Ascend's adapter ignores them: the tensors passed are not "
+                f"written, the call returns new ones")
+
     def _arguments(self, args):
         if len(args) != len(self._inputs):
-            names = [self.params[i]["name"] for i in self._inputs]
-            raise TypeError(f"kernel '{self.func.name}' takes {len(self._inputs)} arguments ({', '.join(names)}), "
-                            f"got {len(args)}")
+            remark = self._passed_allocated(args)
+            if remark is None:
+                names = [self.params[i]["name"] for i in self._inputs]
+                raise TypeError(f"kernel '{self.func.name}' takes {len(self._inputs)} arguments "
+                                f"({', '.join(names)}), got {len(args)}")
+            print(remark, file=sys.stderr)
+            args = args[:len(self._inputs)]
         if self._first_tensor_input is not None:
             framework = "torch" if _is_torch(args[self._first_tensor_input]) else "numpy"
         else:

@@ -39,6 +39,13 @@ def main(argv: list[str]) -> int:
     if not os.path.isfile(script):
         print(f"tl_ascend.run: no such script '{script}'", file=sys.stderr)
         return 2
+    # Before alias.install(), which imports torch and with it libgomp (it reads the variable once,
+    # when it is loaded): torch's OpenMP workers then sleep between parallel regions instead of
+    # spinning. Spinning, they took the cores the virtual NPU runs on and most of a script's CPU
+    # time: fused_sigmoid_gating_delta_rule_varlen.py's torch reference went from 108 to 10 CPU s
+    # on a loaded 2-core machine (docs/tla_corpus.md, corpus3 round). The wait policy changes
+    # neither how work is split nor any value; an OMP_WAIT_POLICY the caller set is kept.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from . import _core, alias
 
     try:

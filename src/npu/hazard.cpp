@@ -187,8 +187,10 @@ class Engine {
     uint64_t start, seq;
     uint32_t id;
   };
-  std::vector<Cand> cand_;      // scratch: the conflicts of one access
-  std::vector<uint32_t> kill_;  // scratch: the records one access replaces
+  std::vector<Cand> cand_;                      // scratch: the conflicts of one access
+  std::vector<uint32_t> before_;                // scratch: the stores a GM read is ordered after
+  std::vector<std::unique_ptr<Sources>> srcs_;  // scratch: Rec::srcs per access of one event
+  std::vector<uint32_t> kill_;                  // scratch: the records one access replaces
   std::unordered_map<std::string, size_t> seen_;
   std::unordered_map<std::string, size_t> seen_dup_;
 
@@ -454,15 +456,23 @@ class Engine {
     // Check every access against the recent ones, then record them. A read conflicts only
     // with writes; the conflicts are reported in (start, insertion) order, as the single map
     // by start this replaced visited them.
+    srcs_.clear();
+    srcs_.resize(e.accesses.size());
     for (const Access& a : e.accesses) {
       Shadow& sh = shadow_of(a.mem);
       cand_.clear();
+      before_.clear();
+      const bool gm_read = !a.write && a.mem.scope == MemScope::GM;
       const auto visit = [&](uint32_t id, uint64_t s, uint64_t q) {
         const Rec& r = recs_[id];
         if (r.atomic && a.atomic) return;  // atomic adds commute and do not tear
         // The O(1) order test first: most candidates of a synchronised program are ordered,
         // and overlaps() walks the rows of strided accesses (same result, either order).
-        if (hb(r, start, block) || !overlaps(*r.acc, a)) return;
+        if (hb(r, start, block)) {
+          if (gm_read && r.write) before_.push_back(id);
+          return;
+        }
+        if (!overlaps(*r.acc, a)) return;
         cand_.push_back({s, q, id});
       };
       sh.writes.overlapping(a.start, a.end(), visit);
@@ -470,7 +480,15 @@ class Engine {
       std::sort(cand_.begin(), cand_.end(), [](const Cand& x, const Cand& y) {
         return x.start != y.start ? x.start < y.start : x.seq < y.seq;
       });
-      for (const Cand& k : cand_) report(recs_[k.id], ci, e, a, start, block);
+      srcs_[static_cast<size_t>(&a - e.accesses.data())] = sources_of(recs_, before_, a);
+      const Sources* mine = srcs_[static_cast<size_t>(&a - e.accesses.data())].get();
+      for (const Cand& k : cand_) {
+        const Rec& r = recs_[k.id];
+        const bool same =
+            r.write ? reads_same_bytes(mine, *r.acc, r.core)
+                    : a.write && reads_same_bytes(r.srcs.get(), a, static_cast<uint32_t>(ci));
+        if (!same) report(r, ci, e, a, start, block);
+      }
     }
     for (const Access& a : e.accesses) {
       Shadow& sh = shadow_of(a.mem);
@@ -507,6 +525,7 @@ class Engine {
         index_of(sh, r, false).erase(r.start, r.end, r.seq);
         if (sh.per_block) index_of(sh, r, true).erase(r.start, r.end, r.seq);
         r.reads.reset();
+        r.srcs.reset();
         free_.push_back(id);
       }
       uint32_t id;
@@ -529,7 +548,8 @@ class Engine {
               a.start,
               a.end(),
               rec_seq_++,
-              std::move(reads)};
+              std::move(reads),
+              std::move(srcs_[static_cast<size_t>(&a - e.accesses.data())])};
       index_of(sh, r, false).insert(r.start, r.end, r.seq, id);
       if (sh.per_block) index_of(sh, r, true).insert(r.start, r.end, r.seq, id);
     }
@@ -681,14 +701,6 @@ class Engine {
         s.where = gm_elements(a.buffer, it->second, a.start, a.end());
     }
     return s;
-  }
-
-  /// Two cores' stores of one GM byte range with equal digests of what they stored (the
-  /// duplicate-store rule, docs/virtual_npu.md): the bytes are the same whichever lands last.
-  static bool same_bytes(const Access& w, int wcore, const Access& a, int acore) {
-    return w.write && a.write && wcore != acore && a.mem.scope == MemScope::GM && w.digested &&
-           a.digested && !w.atomic && !a.atomic && w.start == a.start && w.len == a.len &&
-           w.count == a.count && (a.count <= 1 || w.pitch == a.pitch) && w.digest == a.digest;
   }
 
   void report(const Rec& r, int ci, const TraceEvent& e, const Access& a, const Know& start,

@@ -92,6 +92,17 @@ struct ReadClocks {
   }
 };
 
+/// One store's bytes again: both digested plain stores of one byte range (same start, row
+/// length, row count and pitch) with equal digests (Access::digest).
+inline bool same_store(const Access& w, const Access& a) {
+  return w.write && a.write && w.digested && a.digested && !w.atomic && !a.atomic &&
+         w.start == a.start && w.len == a.len && w.count == a.count &&
+         (a.count <= 1 || w.pitch == a.pitch) && w.digest == a.digest;
+}
+
+/// Stores (and their cores) a GM read is ordered after.
+using Sources = std::vector<std::pair<const Access*, uint32_t>>;
+
 struct Rec {
   const Access* acc;
   uint32_t core;
@@ -103,7 +114,44 @@ struct Rec {
   uint32_t clock;
   uint64_t start, end, seq;           // the access's bounding range; seq: insertion order
   std::unique_ptr<ReadClocks> reads;  // digested GM stores: the reads they replaced
+  std::unique_ptr<Sources> srcs;  // a GM read: the shadowed stores it is ordered after and meets
 };
+
+/// Two cores' stores of one GM byte range with equal digests of what they stored (the
+/// duplicate-store rule, docs/virtual_npu.md): the bytes are the same whichever lands last.
+inline bool same_bytes(const Access& w, int wcore, const Access& a, int acore) {
+  return wcore != acore && a.mem.scope == MemScope::GM && same_store(w, a);
+}
+
+/// A GM read ordered after the stores `srcs` (Rec::srcs) and unordered with store `w` reads
+/// the same bytes whenever `w` lands if those of them that meet w's bytes are all another core's
+/// stores of those bytes to w's range, at least one (dequantize_gemm/example_dequant_gemm_w4a8.py:
+/// the blocks of one column of C dequantize the same rows of B into one workspace; each cube
+/// reads them after its own block's stores).
+inline bool reads_same_bytes(const Sources* srcs, const Access& w, uint32_t wcore) {
+  bool dup = false;
+  for (const auto& [o, core] : srcs ? *srcs : Sources{}) {
+    if (!overlaps(*o, w)) continue;
+    if (!same_bytes(*o, static_cast<int>(core), w, static_cast<int>(wcore))) return false;
+    dup = true;
+  }
+  return dup;
+}
+
+/// Rec::srcs of a GM read `a`, from the ids of the stores it is ordered after (`before`): those
+/// that meet it; null if none, or more than 64 (then no read of them is excused).
+inline std::unique_ptr<Sources> sources_of(const std::vector<Rec>& recs,
+                                           const std::vector<uint32_t>& before, const Access& a) {
+  std::unique_ptr<Sources> out;
+  for (uint32_t id : before) {
+    const Rec& o = recs[id];
+    if (!overlaps(*o.acc, a)) continue;
+    if (!out) out = std::make_unique<Sources>();
+    if (out->size() == 64) return nullptr;
+    out->emplace_back(o.acc, o.core);
+  }
+  return out;
+}
 
 /// The recent accesses of one memory. Reads and writes are indexed apart (a read conflicts
 /// only with writes), and GM's also per block (only the same block's accesses, or any block's

@@ -122,6 +122,8 @@ struct Rec {
   uint8_t t;  // timeline within the block
   uint32_t clock;
   std::unique_ptr<ReadClocks> reads;  // digested GM stores: the reads they replaced
+  std::vector<std::pair<const Access*, uint32_t>> srcs;  // a GM read: the stores it follows
+  bool srcs_known = true;                                // false: more than 64 of them
 };
 
 struct Shadow {
@@ -481,14 +483,31 @@ class Engine {
     const int64_t block = block_of(ci);
     const uint8_t t = static_cast<uint8_t>(slot_of(ci) * kPipes + p);
     // Check every access against the recent ones, then record them.
+    srcs_.assign(e.accesses.size(), {{}, true});
     for (const Access& a : e.accesses) {
       Shadow& sh = shadow_[{static_cast<int>(a.mem.scope), a.mem.block, a.mem.core}];
       uint64_t lo = a.start > sh.maxspan ? a.start - sh.maxspan : 0, hi = a.end();
+      // A GM read: the stores it is ordered after that meet it (at most 64 are kept).
+      auto& srcs = srcs_[static_cast<size_t>(&a - e.accesses.data())];
+      srcs = {{}, true};
+      if (!a.write && a.mem.scope == MemScope::GM)
+        for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi; ++it) {
+          const Rec& r = it->second;
+          if (!r.acc->write || !hb(r, start, block) || !overlaps(*r.acc, a)) continue;
+          if (srcs.first.size() == 64) srcs = {{}, false};
+          if (!srcs.second) break;
+          srcs.first.emplace_back(r.acc, r.core);
+        }
       for (auto it = sh.recs.lower_bound(lo); it != sh.recs.end() && it->first < hi; ++it) {
         const Rec& r = it->second;
         if (!r.acc->write && !a.write) continue;
         if (r.acc->atomic && a.atomic) continue;  // atomic adds commute and do not tear
         if (!overlaps(*r.acc, a) || hb(r, start, block)) continue;
+        // A read after stores of the bytes another core's unordered store stores again.
+        if (r.acc->write && !a.write && srcs.second && same_again(srcs.first, *r.acc, r.core))
+          continue;
+        if (!r.acc->write && r.srcs_known && same_again(r.srcs, a, static_cast<uint32_t>(ci)))
+          continue;
         report(r, ci, e, a, start, block);
       }
     }
@@ -515,8 +534,10 @@ class Engine {
         }
       }
       sh.maxspan = std::max(sh.maxspan, a.end() - a.start);
-      sh.recs.emplace(a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc),
-                                   block, t, c, std::move(reads)});
+      auto& srcs = srcs_[static_cast<size_t>(&a - e.accesses.data())];
+      sh.recs.emplace(
+          a.start, Rec{&a, static_cast<uint32_t>(ci), static_cast<uint32_t>(st_[ci].pc), block, t,
+                       c, std::move(reads), std::move(srcs.first), srcs.second});
     }
   }
 
@@ -645,6 +666,20 @@ class Engine {
     }
     return s;
   }
+
+  /// The stores `srcs` that meet store `w` are all another core's stores of w's bytes to w's
+  /// range, at least one.
+  static bool same_again(const std::vector<std::pair<const Access*, uint32_t>>& srcs,
+                         const Access& w, uint32_t wcore) {
+    bool any = false;
+    for (const auto& [o, core] : srcs) {
+      if (!overlaps(*o, w)) continue;
+      if (!same_bytes(*o, static_cast<int>(core), w, static_cast<int>(wcore))) return false;
+      any = true;
+    }
+    return any;
+  }
+  std::vector<std::pair<std::vector<std::pair<const Access*, uint32_t>>, bool>> srcs_;
 
   /// Two cores' stores of one GM byte range with equal digests of what they stored (the
   /// duplicate-store rule, docs/virtual_npu.md): the bytes are the same whichever lands last.
