@@ -5,18 +5,16 @@
 
 #include <cmath>
 
+#include "ops/flash_attention_ref.h"
+#include "ops/gemm_ref.h"
+
 namespace tl::ref {
 
+// C = A B by OpenBLAS dgemm (fp64 like the loop it replaced; only the order of each sum
+// differs): a plain loop dominated `tlc run` and the example tests at their larger shapes.
 std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b, int M, int N,
                            int K) {
-  std::vector<double> c(static_cast<size_t>(M) * N, 0.0);
-  for (int i = 0; i < M; ++i)
-    for (int k = 0; k < K; ++k) {
-      double x = a[static_cast<size_t>(i) * K + k];
-      for (int j = 0; j < N; ++j)
-        c[static_cast<size_t>(i) * N + j] += x * b[static_cast<size_t>(k) * N + j];
-    }
-  return c;
+  return opstest::ref::gemm(a, b, M, N, K, false, false);
 }
 
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& w, int M,
@@ -33,25 +31,10 @@ std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<dou
   return y;
 }
 
+// One head of the FlashAttention reference of tests/ops (BLAS products, fp64).
 std::vector<double> attention(const std::vector<double>& q, const std::vector<double>& k,
                               const std::vector<double>& v, int S, int D, double scale) {
-  std::vector<double> o(static_cast<size_t>(S) * D, 0.0), s(S);
-  for (int i = 0; i < S; ++i) {
-    double m = -INFINITY;
-    for (int j = 0; j < S; ++j) {
-      double dot = 0;
-      for (int d = 0; d < D; ++d)
-        dot += q[static_cast<size_t>(i) * D + d] * k[static_cast<size_t>(j) * D + d];
-      s[j] = dot * scale;
-      m = std::max(m, s[j]);
-    }
-    double l = 0;
-    for (int j = 0; j < S; ++j) l += (s[j] = std::exp(s[j] - m));
-    for (int j = 0; j < S; ++j)
-      for (int d = 0; d < D; ++d)
-        o[static_cast<size_t>(i) * D + d] += s[j] / l * v[static_cast<size_t>(j) * D + d];
-  }
-  return o;
+  return opstest::ref::flash_attention(q, k, v, 1, S, 1, D, false, false, scale).o;
 }
 
 std::string compare(const std::vector<double>& got, const std::vector<double>& want, int64_t cols,

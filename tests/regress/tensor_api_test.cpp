@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "pass/pass_test_util.h"
@@ -187,6 +188,29 @@ TEST(TensorApi, WrapRejectsBadStridesShapesAndPointers) {
   // No elements: no bytes to address, a null pointer is fine.
   Tensor e = Tensor::wrap(dev, nullptr, {0, 4}, {4, 1}, DType::Float32);
   EXPECT_EQ(e.numel(), 0);
+}
+
+// to_vector's contiguous fast path (issue 31) reads the same values as get(i), bit for bit, in
+// every dtype, on a whole tensor, a contiguous row slice (a byte offset into the storage) and a
+// strided column slice (the per-element path); sizes 1, 7, 33 as tails.
+TEST(TensorApi, ToVectorEqualsGetOnContiguousAndStridedViews) {
+  Device dev;
+  for (DType t : {DType::Bool, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8,
+                  DType::UInt16, DType::UInt32, DType::UInt64, DType::Float16, DType::BFloat16,
+                  DType::Float32, DType::Float8E4M3, DType::Float8E5M2}) {
+    for (int64_t n : {1, 7, 33}) {
+      Tensor x = uniform(dev, {n + 2, n}, t, 7, -100.0, 100.0);
+      for (const Tensor& v : {x, x.slice(0, 1, n), x.slice(1, n / 2, n - n / 2)}) {
+        auto got = v.to_vector();
+        ASSERT_EQ(static_cast<int64_t>(got.size()), v.numel());
+        for (int64_t i = 0; i < v.numel(); ++i) {
+          const double want = v.get(i);
+          EXPECT_EQ(std::memcmp(&got[i], &want, sizeof want), 0)
+              << dtype_name(t) << " n " << n << " element " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
