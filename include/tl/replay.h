@@ -129,6 +129,12 @@ class Prover {
   bool clean() const { return clean_; }
   /// Whether `bodies` (the Cube and Vector scope bodies) replay clean; false past the budget.
   bool holds(const Stmt bodies[2]);
+  /// Whether `bodies` replay clean, asked for `questions` rewrites at once (guard_loop_credits:
+  /// every unit guarded, which holds only if each question would): true only where the budget
+  /// has room for all of them and the streams are built from the recording as every question's
+  /// would be (not unrolled anew); then charged as they would be. False changes nothing, so the
+  /// questions can still be asked one by one, as without the shortcut.
+  bool holds_all(const Stmt bodies[2], size_t questions);
 
  private:
   std::vector<Streams> record(const Stmt bodies[2]);
@@ -139,6 +145,7 @@ class Prover {
   int64_t max_blocks_;
   size_t budget_, spent_ = 0, per_replay_ = 0;
   bool each_block_ = false, clean_ = false;
+  bool anew_ = false;  // the last streams() unrolled the rewrite anew
   // The bodies' op events: of the attempt at one set of streams for all blocks, of each block.
   std::shared_ptr<const Recorded> base_all_;
   // Sets of cid ranges (unroll_blocks): their recordings, ranges and blocks (weights).
