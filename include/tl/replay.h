@@ -111,9 +111,20 @@ struct Query {
   std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
 };
 
+/// What a replay learns from its streams before it runs, whatever the query: the memories some
+/// op writes (in the order first written; the others are read-only, never conflicting) and the
+/// (core, channel) pairs that pop a channel.
+struct Prepared {
+  std::vector<uint64_t> written;
+  std::set<std::pair<int, int>> consumers;
+};
+Prepared prepare(const Streams& streams);
+
 /// Replays `streams` without what `q` drops: true when every core finishes (no deadlock, no
-/// wait without a set) and what `q` checks holds.
-bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q);
+/// wait without a set) and what `q` checks holds. `prepared`: prepare(streams), for streams
+/// replayed many times (elide_implied_syncs' candidates), or null.
+bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
+            const Prepared* prepared = nullptr);
 
 /// Proves rewrites of a lowered kernel's scope bodies (merge_flags, guard_loop_credits): built on
 /// the bodies as they are, whose replay must be clean (every conflicting pair ordered, every
