@@ -162,6 +162,18 @@ std::set<std::tuple<int, Pipe, Pipe>> computed_ids(const std::array<Stmt, 2>& bo
   return out;
 }
 
+/// Whether no tile op of `body` comes before its statement `first` or after its statement `last`
+/// in program order.
+bool bare_ends(const Stmt& body, const StmtNode* first, const StmtNode* last) {
+  bool seen_first = false, seen_last = false, bare = true;
+  pre_order_visit(body, [&](const Stmt& s) {
+    seen_first = seen_first || s.get() == first;
+    seen_last = seen_last || s.get() == last;
+    if (s.as<TileOpNode>() && (!seen_first || seen_last)) bare = false;
+  });
+  return bare;
+}
+
 /// Every unit guarded at once, asked in one question, where that answer is the sequence of
 /// questions' (docs/compiler.md, "Compile latency"): the bodies the loop of guard_loop_credits
 /// ends with when every one of its questions holds, or nullopt (then the loop asks them one by
@@ -174,23 +186,32 @@ std::set<std::tuple<int, Pipe, Pipe>> computed_ids(const std::array<Stmt, 2>& bo
 /// that guards it, and each unguarded one as in the bodies as they are (which replay clean). So
 /// if the joint replay is clean, every question's is, and the budget is checked for all of them
 /// (Prover::holds_all).
+///
+/// Where the joint question fails it is one question more than the sequence, so it is asked only
+/// where it is expected to hold: every unit's pre-set comes before every op of its scope and its
+/// drain after every op (gemm_dev's credits), so that the two edges guarding removes carry
+/// nothing (the pre-set's pipe has issued nothing; nothing runs after the drain). Where a
+/// prologue runs first (flash_attention_dev), a unit's pre-set may order it, and the questions
+/// are asked one by one. The choice changes the cost only, never the answer.
 std::optional<std::array<Stmt, 2>> all_at_once(const std::array<Stmt, 2>& bodies,
                                                replay::Prover& prover) {
   if (!replay::shortcuts()) return std::nullopt;
   const auto computed = computed_ids(bodies);
   std::array<Stmt, 2> joint = bodies;
   size_t units = 0;
-  bool own_queues = true;
+  bool own_queues = true, expected = true;
   const bool changed = guard_units(
       joint,
       [&](const std::array<Stmt, 2>&, int scope, const Guards& g) {
         own_queues =
             own_queues && !computed.count({scope, g.wait->sync()->src, g.wait->sync()->dst});
+        // `joint` is still the bodies before this unit's guards.
+        expected = expected && bare_ends(joint[scope], g.pre_set->stmt.get(), g.drain->stmt.get());
         return true;
       },
       &units);
   // One unit is one question either way.
-  if (!changed || units < 2 || !own_queues || !prover.holds_all(joint.data(), units))
+  if (!changed || units < 2 || !own_queues || !expected || !prover.holds_all(joint.data(), units))
     return std::nullopt;
   return joint;
 }
