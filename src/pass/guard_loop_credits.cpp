@@ -196,23 +196,25 @@ bool bare_ends(const Stmt& body, const StmtNode* first, const StmtNode* last) {
 std::optional<std::array<Stmt, 2>> all_at_once(const std::array<Stmt, 2>& bodies,
                                                replay::Prover& prover) {
   if (!replay::shortcuts()) return std::nullopt;
+  // Decided on the bodies as they are, before any rewrite (the units' walk below recollects the
+  // sites once per flag): guarding a unit moves no other flag's statements and no op.
   const auto computed = computed_ids(bodies);
+  size_t found = 0;
+  for (const auto& [key, sites] : dev::flag_sites(bodies.data())) {
+    auto g = unit_guards(sites);
+    if (!g) continue;
+    ++found;
+    const int scope = std::get<0>(key);
+    if (computed.count({scope, g->wait->sync()->src, g->wait->sync()->dst}) ||
+        !bare_ends(bodies[scope], g->pre_set->stmt.get(), g->drain->stmt.get()))
+      return std::nullopt;
+  }
+  if (found < 2) return std::nullopt;  // one unit is one question either way
   std::array<Stmt, 2> joint = bodies;
   size_t units = 0;
-  bool own_queues = true, expected = true;
   const bool changed = guard_units(
-      joint,
-      [&](const std::array<Stmt, 2>&, int scope, const Guards& g) {
-        own_queues =
-            own_queues && !computed.count({scope, g.wait->sync()->src, g.wait->sync()->dst});
-        // `joint` is still the bodies before this unit's guards.
-        expected = expected && bare_ends(joint[scope], g.pre_set->stmt.get(), g.drain->stmt.get());
-        return true;
-      },
-      &units);
-  // One unit is one question either way.
-  if (!changed || units < 2 || !own_queues || !expected || !prover.holds_all(joint.data(), units))
-    return std::nullopt;
+      joint, [](const std::array<Stmt, 2>&, int, const Guards&) { return true; }, &units);
+  if (!changed || units != found || !prover.holds_all(joint.data(), units)) return std::nullopt;
   return joint;
 }
 
