@@ -16,6 +16,8 @@
 //                            vectorize_parallel makes around the column broadcast.
 //     gemm_dev_2048, gemm_dev_4096        gemm_dev at 2048^3 / 4096^3 (persistent tiles x K panels)
 //     flash_attention_dev_s4096           B=1 H=16 S=4096 D=128 (the shape)
+//     flash_attention_dev_s32768          B=1 H=12 S=32768 D=128 (the timed-mode shape,
+//                                         calibration row C7: 512 kv tiles per q tile)
 //     softmax_dev_4096                    4096 x 4096 fp32, 22 pipelined row tiles per block
 //     gelu_dev_171, rms_norm_dev_8192     171 and 128 row tiles per block
 //
@@ -103,6 +105,7 @@ const std::vector<Shape>& shapes() {
       {"gemm_dev_2048", "gemm_dev", {{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}},
       {"gemm_dev_4096", "gemm_dev", {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}}},
       {"flash_attention_dev_s4096", "flash_attention_dev", {{"H", "16"}, {"S", "4096"}}},
+      {"flash_attention_dev_s32768", "flash_attention_dev", {{"H", "12"}, {"S", "32768"}}},
       {"softmax_dev_4096", "softmax_dev", {{"M", "4096"}, {"N", "4096"}, {"tiles", "22"}}},
       {"gelu_dev_171", "gelu_dev", {{"M", "16416"}, {"tiles", "171"}}},
       {"rms_norm_dev_8192", "rms_norm_dev", {{"M", "8192"}, {"N", "4096"}, {"tiles", "128"}}},

@@ -111,9 +111,20 @@ struct Query {
   std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
 };
 
+/// What a replay learns from its streams before it runs, whatever the query: the memories some
+/// op writes (in the order first written; the others are read-only, never conflicting) and the
+/// (core, channel) pairs that pop a channel.
+struct Prepared {
+  std::vector<uint64_t> written;
+  std::set<std::pair<int, int>> consumers;
+};
+Prepared prepare(const Streams& streams);
+
 /// Replays `streams` without what `q` drops: true when every core finishes (no deadlock, no
-/// wait without a set) and what `q` checks holds.
-bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q);
+/// wait without a set) and what `q` checks holds. `prepared`: prepare(streams), for streams
+/// replayed many times (elide_implied_syncs' candidates), or null.
+bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
+            const Prepared* prepared = nullptr);
 
 /// Proves rewrites of a lowered kernel's scope bodies (merge_flags, guard_loop_credits): built on
 /// the bodies as they are, whose replay must be clean (every conflicting pair ordered, every
@@ -129,6 +140,12 @@ class Prover {
   bool clean() const { return clean_; }
   /// Whether `bodies` (the Cube and Vector scope bodies) replay clean; false past the budget.
   bool holds(const Stmt bodies[2]);
+  /// Whether `bodies` replay clean, asked for `questions` rewrites at once (guard_loop_credits:
+  /// every unit guarded, which holds only if each question would): true only where the budget
+  /// has room for all of them and the streams are built from the recording as every question's
+  /// would be (not unrolled anew); then charged as they would be. False changes nothing, so the
+  /// questions can still be asked one by one, as without the shortcut.
+  bool holds_all(const Stmt bodies[2], size_t questions);
 
  private:
   std::vector<Streams> record(const Stmt bodies[2]);
@@ -139,6 +156,7 @@ class Prover {
   int64_t max_blocks_;
   size_t budget_, spent_ = 0, per_replay_ = 0;
   bool each_block_ = false, clean_ = false;
+  bool anew_ = false;  // the last streams() unrolled the rewrite anew
   // The bodies' op events: of the attempt at one set of streams for all blocks, of each block.
   std::shared_ptr<const Recorded> base_all_;
   // Sets of cid ranges (unroll_blocks): their recordings, ranges and blocks (weights).

@@ -316,11 +316,12 @@ class Unroller {
   /// always evaluated, ir.h), bottom-up as here, and linear(), tried before simplify, gives a
   /// constant only where every block of the range takes that value. An undecided side that
   /// can fail (a division by an unknown, a load) keeps value()'s own path.
+  /// An `and` / `or` is not folded whole first: where folded() gives its value, decided() gives
+  /// each side's (it extends folded()), which combine to the same; each side is evaluated once.
   std::optional<int64_t> decided(const Expr& e) const {
-    if (auto v = folded(e, false)) return v;
-    if (e.kind() != ExprKind::Binary || !is_bool(e.dtype())) return std::nullopt;
+    if (e.kind() != ExprKind::Binary || !is_bool(e.dtype())) return folded(e, false);
     auto* n = static_cast<const BinaryNode*>(e.get());
-    if (n->op != BinOp::And && n->op != BinOp::Or) return std::nullopt;
+    if (n->op != BinOp::And && n->op != BinOp::Or) return folded(e, false);
     auto x = decided(n->a), y = decided(n->b);
     if (x && y)
       return arith::int_binary(n->op, arith::binary_dtype(n->op, n->a.dtype(), n->b.dtype()), *x,

@@ -31,6 +31,20 @@ bool Prover::holds(const Stmt bodies[2]) {
   return check(streams(bodies)).first;
 }
 
+bool Prover::holds_all(const Stmt bodies[2], size_t questions) {
+  if (!clean_ || !shortcuts() || questions == 0 || spent_ + questions * per_replay_ > budget_)
+    return false;
+  // Every question's walk takes a subset of the decisions of this walk and of the recording's
+  // (each guard is asked here as there, the other syncs run as recorded), over the same sets of
+  // streams; a walk that had to unroll anew (a split or an op the recording does not have) is
+  // not that argument's, so it refuses.
+  anew_ = false;
+  const std::vector<Streams> s = streams(bodies);
+  if (anew_ || s.empty() || !check(s).first) return false;
+  spent_ += questions * per_replay_;
+  return true;
+}
+
 /// unroll_blocks on the bodies as they are, recording each op execution's events: of the
 /// attempt at one set of streams for every block (also when it fails: a rewrite's attempt then
 /// fails the same way, or at a recorded op), and of each block's streams.
@@ -85,6 +99,7 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
 /// same executions with the same variables; an op that does not, a miss, unrolls anew).
 std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
   auto anew = [&] {
+    anew_ = true;
     return unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
   };
   bool missed = false;

@@ -140,16 +140,36 @@ class Shadow {
   std::vector<std::pair<int, std::vector<Class>>> bases_;
 };
 
+}  // namespace
+
+Prepared prepare(const Streams& streams) {
+  Prepared p;
+  uint64_t last = 0;
+  for (int c = 0; c < 3; ++c)
+    for (const Event& e : streams[c]) {
+      if (e.channel >= 0 && !e.push) p.consumers.insert({c, e.channel});
+      for (const Span& a : e.spans)
+        if (a.write && !(a.mem == last && !p.written.empty()) &&
+            std::find(p.written.begin(), p.written.end(), a.mem) == p.written.end())
+          p.written.push_back(last = a.mem);
+    }
+  return p;
+}
+
+namespace {
+
 class Replayer {
  public:
-  Replayer(const Streams& streams, const std::vector<Channel>& channels, const Query& q)
-      : streams_(streams), channels_(channels), q_(q) {
-    for (int c = 0; c < 3; ++c)
-      for (const Event& e : streams_[c]) {
-        if (e.channel >= 0 && !e.push) consumers_.insert({c, e.channel});
-        for (const Span& a : e.spans)
-          if (a.write && !shadow_of(a.mem)) shadows_.emplace_back(a.mem, Shadow());
-      }
+  /// `prepared`: prepare(streams), computed once for streams replayed many times, or null.
+  Replayer(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
+           const Prepared* prepared)
+      : streams_(streams),
+        channels_(channels),
+        q_(q),
+        dropped_(q.dropped.begin(), q.dropped.end()) {
+    if (!prepared) prepared = &(own_ = prepare(streams));
+    consumers_ = &prepared->consumers;
+    for (uint64_t mem : prepared->written) shadows_.emplace_back(mem, Shadow());
   }
 
   bool run() {
@@ -202,7 +222,8 @@ class Replayer {
   }
   bool dropped(const Event& e) const {
     if (e.kind == Event::SetCross || e.kind == Event::WaitCross) return e.id == q_.dropped_cross;
-    if (e.kind == Event::Set || e.kind == Event::Wait) return q_.dropped.count(e.sync) > 0;
+    if (e.kind == Event::Set || e.kind == Event::Wait)
+      return !dropped_.empty() && std::binary_search(dropped_.begin(), dropped_.end(), e.sync);
     return false;
   }
 
@@ -276,7 +297,7 @@ class Replayer {
       const int prev = n - channels_[e.channel].slots;
       if (prev >= 0)
         for (int o = 0; o < 3; ++o) {
-          if (o == c || !consumers_.count({o, e.channel})) continue;
+          if (o == c || !consumers_->count({o, e.channel})) continue;
           const auto& pops = cores_[o].pops[e.channel];
           if (static_cast<int>(pops.size()) <= prev ||
               start[o * kPipes + pops[prev].first] < pops[prev].second)
@@ -316,7 +337,10 @@ class Replayer {
   const Query& q_;
   std::array<Core, 3> cores_{};
   std::map<std::pair<int, int>, std::deque<Clock>> cross_;  // (to: 1, 2 AIVs; 3, 4 from AIVs, id)
-  std::set<std::pair<int, int>> consumers_;                 // (core, channel) pairs that read it
+  // The statements q_ drops, sorted (std::set's order): looked up for every set and wait.
+  const std::vector<const SyncNode*> dropped_;
+  Prepared own_;                                    // prepare(streams_) when not given
+  const std::set<std::pair<int, int>>* consumers_;  // (core, channel) pairs that read it
   /// The shadow of memory `mem`, which some op writes; null when none does (the inputs).
   Shadow* shadow_of(uint64_t mem) {
     if (last_ < shadows_.size() && shadows_[last_].first == mem) return &shadows_[last_].second;
@@ -416,8 +440,9 @@ std::vector<size_t> replay_classes(const std::vector<Streams>& blocks) {
   return rep;
 }
 
-bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q) {
-  return Replayer(streams, channels, q).run();
+bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
+            const Prepared* prepared) {
+  return Replayer(streams, channels, q, prepared).run();
 }
 
 }  // namespace tl::replay

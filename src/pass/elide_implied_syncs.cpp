@@ -94,9 +94,15 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   // Blocks that replay alike (the same protocol on other row tiles) are replayed once: their
   // answers and the waits' matches are the same.
   std::vector<size_t> rep = replay::replay_classes(blocks);
+  // What each block's replay learns before it runs, the same for every candidate.
+  std::vector<replay::Prepared> prepared;
   auto ordered = [&] {
+    if (prepared.size() != blocks.size()) {
+      prepared.clear();
+      for (const replay::Streams& b : blocks) prepared.push_back(replay::prepare(b));
+    }
     for (size_t b = 0; b < blocks.size(); ++b)
-      if (rep[b] == b && !replay::replay(blocks[b], {}, q)) return false;
+      if (rep[b] == b && !replay::replay(blocks[b], {}, q, &prepared[b])) return false;
     return true;
   };
   // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
@@ -106,6 +112,7 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
     blocks = replay::unroll_blocks(*k, bodies[0], bodies[1], target, {}, true, kMaxBlocks, true,
                                    &weights);
     rep = replay::replay_classes(blocks);
+    prepared.clear();
   }
   if (blocks.empty() || !ordered()) return f;  // some pair the ranges cannot tell apart
   q.matches = nullptr;

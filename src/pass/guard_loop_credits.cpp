@@ -20,6 +20,8 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "developer.h"
@@ -122,6 +124,100 @@ Stmt guarded(const Stmt& body, const Guards& g) {
                               {set.get(), IfNode::make(g.not_last, set, {}, set->loc)}});
 }
 
+/// Guards the units one at a time, in program order of the flags, keeping each rewrite for which
+/// `holds(trial, guards)` is true; the sites of a guarded unit's neighbours do not move (only its
+/// own statements change), but their blocks are rebuilt: recollect. `*units`: the units asked.
+template <class Holds>
+bool guard_units(std::array<Stmt, 2>& bodies, Holds&& holds, size_t* units) {
+  bool changed = false;
+  for (size_t done = 0;; ++done) {
+    auto sites = dev::flag_sites(bodies.data());
+    if (done >= sites.size()) break;
+    auto it = std::next(sites.begin(), static_cast<std::ptrdiff_t>(done));
+    auto g = unit_guards(it->second);
+    if (!g) continue;
+    ++*units;
+    const int scope = std::get<0>(it->first);
+    std::array<Stmt, 2> trial = bodies;
+    trial[scope] = guarded(bodies[scope], *g);
+    if (!holds(trial, scope, *g)) continue;
+    bodies[scope] = trial[scope];
+    changed = true;
+  }
+  return changed;
+}
+
+/// The (scope, source, destination) pairs of the intra-core sets and waits of `bodies` whose id
+/// is not a constant: at run time such a flag may share a unit's queue.
+std::set<std::tuple<int, Pipe, Pipe>> computed_ids(const std::array<Stmt, 2>& bodies) {
+  std::set<std::tuple<int, Pipe, Pipe>> out;
+  for (int scope = 0; scope < 2; ++scope)
+    if (bodies[scope].defined())
+      pre_order_visit(bodies[scope], [&](const Stmt& s) {
+        auto* y = s.as<SyncNode>();
+        if (y && (y->sync_kind == SyncKind::SetFlag || y->sync_kind == SyncKind::WaitFlag) &&
+            !y->event_id.as<IntImmNode>())
+          out.insert({scope, y->src, y->dst});
+      });
+  return out;
+}
+
+/// Whether no tile op of `body` comes before its statement `first` or after its statement `last`
+/// in program order.
+bool bare_ends(const Stmt& body, const StmtNode* first, const StmtNode* last) {
+  bool seen_first = false, seen_last = false, bare = true;
+  pre_order_visit(body, [&](const Stmt& s) {
+    seen_first = seen_first || s.get() == first;
+    seen_last = seen_last || s.get() == last;
+    if (s.as<TileOpNode>() && (!seen_first || seen_last)) bare = false;
+  });
+  return bare;
+}
+
+/// Every unit guarded at once, asked in one question, where that answer is the sequence of
+/// questions' (docs/compiler.md, "Compile latency"): the bodies the loop of guard_loop_credits
+/// ends with when every one of its questions holds, or nullopt (then the loop asks them one by
+/// one, as without the shortcut). A unit's flag queue is its own (its four statements are all
+/// of its flag's, and no flag of its pipes has a computed id), so guarding it only removes two
+/// happens-before edges (the pre-set to the first wait, the last set to the drain) and two
+/// events of its own queue. With every unit guarded the replay has a subset of the order each
+/// question's replay has (the same ops, every clock at most as far), so each conflict a question
+/// would find the joint replay finds too; each guarded queue runs as it does in the question
+/// that guards it, and each unguarded one as in the bodies as they are (which replay clean). So
+/// if the joint replay is clean, every question's is, and the budget is checked for all of them
+/// (Prover::holds_all).
+///
+/// Where the joint question fails it is one question more than the sequence, so it is asked only
+/// where it is expected to hold: every unit's pre-set comes before every op of its scope and its
+/// drain after every op (gemm_dev's credits), so that the two edges guarding removes carry
+/// nothing (the pre-set's pipe has issued nothing; nothing runs after the drain). Where a
+/// prologue runs first (flash_attention_dev), a unit's pre-set may order it, and the questions
+/// are asked one by one. The choice changes the cost only, never the answer.
+std::optional<std::array<Stmt, 2>> all_at_once(const std::array<Stmt, 2>& bodies,
+                                               replay::Prover& prover) {
+  if (!replay::shortcuts()) return std::nullopt;
+  // Decided on the bodies as they are, before any rewrite (the units' walk below recollects the
+  // sites once per flag): guarding a unit moves no other flag's statements and no op.
+  const auto computed = computed_ids(bodies);
+  size_t found = 0;
+  for (const auto& [key, sites] : dev::flag_sites(bodies.data())) {
+    auto g = unit_guards(sites);
+    if (!g) continue;
+    ++found;
+    const int scope = std::get<0>(key);
+    if (computed.count({scope, g->wait->sync()->src, g->wait->sync()->dst}) ||
+        !bare_ends(bodies[scope], g->pre_set->stmt.get(), g->drain->stmt.get()))
+      return std::nullopt;
+  }
+  if (found < 2) return std::nullopt;  // one unit is one question either way
+  std::array<Stmt, 2> joint = bodies;
+  size_t units = 0;
+  const bool changed = guard_units(
+      joint, [](const std::array<Stmt, 2>&, int, const Guards&) { return true; }, &units);
+  if (!changed || units != found || !prover.holds_all(joint.data(), units)) return std::nullopt;
+  return joint;
+}
+
 }  // namespace
 
 PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target) {
@@ -130,22 +226,14 @@ PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target) {
   std::array<Stmt, 2> bodies = dev::scope_bodies(*k);
   replay::Prover prover(*k, bodies.data(), target, kMaxBlocks, kMaxReplayedEvents);
   if (!prover.clean()) return f;
-  bool changed = false;
-  // One unit at a time, in program order of the flags; the sites of a guarded unit's neighbours
-  // do not move (only its own statements change), but their blocks are rebuilt: recollect.
-  for (size_t done = 0;; ++done) {
-    auto sites = dev::flag_sites(bodies.data());
-    if (done >= sites.size()) break;
-    auto it = std::next(sites.begin(), static_cast<std::ptrdiff_t>(done));
-    auto g = unit_guards(it->second);
-    if (!g) continue;
-    const int scope = std::get<0>(it->first);
-    std::array<Stmt, 2> trial = bodies;
-    trial[scope] = guarded(bodies[scope], *g);
-    if (!prover.holds(trial.data())) continue;
-    bodies[scope] = trial[scope];
-    changed = true;
-  }
+  if (auto joint = all_at_once(bodies, prover)) return dev::with_scope_bodies(f, *joint);
+  size_t units = 0;
+  const bool changed = guard_units(
+      bodies,
+      [&](const std::array<Stmt, 2>& trial, int, const Guards&) {
+        return prover.holds(trial.data());
+      },
+      &units);
   if (!changed) return f;
   return dev::with_scope_bodies(f, bodies);
 }

@@ -5,8 +5,9 @@
 // shapes where the unrolled tile counts grow or the tail tiles differ between blocks (the shapes
 // of docs/compiler.md's compile-time table and its tail shapes), is lowered with the shortcuts
 // and without them; the printed IR must be the same byte for byte. The third shortcut, an `and`
-// / `or` decided by one side (the guards of guard_loop_credits), has a test of its own where it
-// must refuse.
+// / `or` decided by one side (the guards of guard_loop_credits), and the fourth, every unit of
+// guard_loop_credits guarded at once in one question (replay::Prover::holds_all), have tests of
+// their own where they must refuse.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tl/ir_functor.h"
+#include "tl/ir_ops.h"
 #include "tl/kernel_registry.h"
 #include "tl/parser.h"
 #include "tl/pass.h"
@@ -34,6 +36,8 @@ struct Case {
 std::vector<Case> shapes() {
   return {
       {"gemm_dev", {{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}},
+      {"gemm_dev", {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}}},
+      {"flash_attention_dev", {{"H", "16"}, {"S", "4096"}}},
       {"gemm_dev", {{"M", "1000"}, {"N", "777"}, {"K", "333"}}},
       {"gemm_dev", {{"M", "2048"}, {"N", "1024"}, {"K", "3000"}, {"num_stages", "3"}}},
       {"gemm_dev", {{"M", "1024"}, {"N", "2048"}, {"K", "1024"}, {"blocks", "7"}}},
@@ -166,6 +170,113 @@ TEST(ReplayShortcuts, AnOrDecidedByOneSideOnlyWhereTheOtherCannotFail) {
         EXPECT_EQ((*s)[1].size(), 9u);  // 3 x (set, wait, add) on AIV 0
       }
     }
+  }
+}
+
+/// Two loop credits as insert_syncs leaves them (MTE1 -> MTE2, ids 0 and 1, one per L1 buffer
+/// the loop refills): guard_loop_credits' units. With `pre`, MTE1 reads `a` before the loop, and
+/// only the pre-set of id 0 orders that read before the first refill of `a`: that unit must keep
+/// its pre-set and drain, while the unit of id 1 is guarded.
+std::string two_units(bool pre) {
+  return R"(@T.prim_func
+def two_units(A: T.Tensor((16, 16), "float16")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Cube"):
+            a = T.alloc_L1((16, 16), "float16", address=0)
+            b = T.alloc_L1((16, 16), "float16", address=512)
+            a0 = T.alloc_L0A((16, 16), "float16", address=0)
+            b0 = T.alloc_L0B((16, 16), "float16", address=0)
+)" + std::string(pre ? "            T.copy(a, a0)\n" : "") +
+         R"(            T.set_flag("MTE1", "MTE2", 0, auto=True)
+            T.set_flag("MTE1", "MTE2", 1, auto=True)
+            for k in T.serial(3):
+                T.wait_flag("MTE1", "MTE2", 0, auto=True)
+                T.copy(A[0:16, 0:16], a)
+                T.set_flag("MTE2", "MTE1", 0, auto=True)
+                T.wait_flag("MTE1", "MTE2", 1, auto=True)
+                T.copy(A[0:16, 0:16], b)
+                T.set_flag("MTE2", "MTE1", 1, auto=True)
+                T.wait_flag("MTE2", "MTE1", 0, auto=True)
+                T.copy(a, a0)
+                T.set_flag("MTE1", "MTE2", 0, auto=True)
+                T.wait_flag("MTE2", "MTE1", 1, auto=True)
+                T.copy(b, b0)
+                T.set_flag("MTE1", "MTE2", 1, auto=True)
+            T.wait_flag("MTE1", "MTE2", 0, auto=True)
+            T.wait_flag("MTE1", "MTE2", 1, auto=True)
+)";
+}
+
+/// The Cube body with both units guarded as guard_loop_credits guards them (the pre-sets and
+/// drains gone, the loop's MTE1 -> MTE2 waits under `k > 0`, its sets under `k + 1 < 3`), every
+/// other statement the same node (the Prover takes the ops' events from its recording).
+class GuardBoth : public IRMutator {
+ public:
+  using IRMutator::mutate_;
+
+ protected:
+  Stmt mutate_(const ForNode* n, const Stmt& self) override {
+    ++depth_;
+    loop_ = Expr(n->var);
+    Stmt out = IRMutator::mutate_(n, self);
+    --depth_;
+    return out;
+  }
+  Stmt mutate_(const SyncNode* n, const Stmt& self) override {
+    if (n->src != Pipe::MTE1 || n->dst != Pipe::MTE2) return self;
+    if (depth_ == 0) return Stmt();  // a pre-set or a drain
+    const bool wait = n->sync_kind == SyncKind::WaitFlag;
+    return IfNode::make(wait ? loop_ > 0 : loop_ + 1 < 3, self, {}, n->loc);
+  }
+
+ private:
+  int depth_ = 0;
+  Expr loop_;
+};
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Every unit guarded in one question (guard_loop_credits, Prover::holds_all) answers for the
+// units' questions one by one only where each of them holds: with `pre` the joint replay finds
+// the read of `a` unordered and refuses, and the pass falls back to the questions one by one,
+// which guard the unit of id 1 alone, as without the shortcut. It refuses too where the budget
+// has room for one question but not for the two it answers for.
+TEST(ReplayShortcuts, AllUnitsAtOnceOnlyWhereEveryQuestionHolds) {
+  for (bool pre : {false, true}) {
+    SCOPED_TRACE(pre ? "MTE1 reads a before the loop" : "no read before the loop");
+    PrimFunc f = parse(two_units(pre));
+    std::array<Stmt, 2> bodies;
+    const KernelNode* k = scopes(f, bodies);
+    ASSERT_NE(k, nullptr);
+    std::array<Stmt, 2> joint = {GuardBoth().mutate(bodies[0]), bodies[1]};
+    ASSERT_EQ(count(print(joint[0]), "if k > 0:"), 2u);
+    size_t events = 0;
+    for (const auto& set :
+         replay::unroll_blocks(*k, bodies[0], bodies[1], default_target(), {}, true, 64))
+      for (const auto& stream : set) events += stream.size();
+    ASSERT_GT(events, 0u);
+    replay::Prover prover(*k, bodies.data(), default_target(), 64, 5'000'000);
+    ASSERT_TRUE(prover.clean());
+    EXPECT_EQ(prover.holds_all(joint.data(), 2), !pre);
+    // Room for one question of this size, not two.
+    replay::Prover tight(*k, bodies.data(), default_target(), 64, events);
+    EXPECT_FALSE(tight.holds_all(joint.data(), 2));
+    EXPECT_EQ(tight.holds(joint.data()), !pre);
+    replay::set_shortcuts(false);
+    replay::Prover off(*k, bodies.data(), default_target(), 64, 5'000'000);
+    EXPECT_FALSE(off.holds_all(joint.data(), 2));
+    const std::string without = print(guard_loop_credits(f, default_target()));
+    replay::set_shortcuts(true);
+    const std::string with = print(guard_loop_credits(f, default_target()));
+    EXPECT_EQ(with, without);
+    EXPECT_EQ(count(with, "if k > 0:"), pre ? 1u : 2u);
+    // Unit 0's pre-set and loop set, or its loop set alone; unit 1's loop set.
+    EXPECT_EQ(count(with, "T.set_flag(\"MTE1\", \"MTE2\""), pre ? 3u : 2u);
+    EXPECT_EQ(count(with, "\n            T.set_flag(\"MTE1\", \"MTE2\", 0"), pre ? 1u : 0u);
   }
 }
 
