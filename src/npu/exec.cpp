@@ -122,12 +122,8 @@ uint8_t* TileRef::at_flat(int64_t flat) const {
   return base + off * dtype_bytes(dtype);
 }
 
-uint8_t* row_ptr(const TileRef& t, int64_t r) {
+uint8_t* row_ptr_nd(const TileRef& t, int64_t r) {
   size_t n = t.extent.size();
-  // Ranks 1 and 2, nearly every tile: r indexes the first dimension directly (no division).
-  if (n == 2)
-    return t.base +
-           ((t.start[0] + r) * t.strides[0] + t.start[1] * t.strides[1]) * dtype_bytes(t.dtype);
   int64_t off = t.start[n - 1] * t.strides[n - 1];
   for (size_t d = n - 1; d-- > 0;) {
     off += (t.start[d] + r % t.extent[d]) * t.strides[d];

@@ -23,8 +23,16 @@ std::vector<ExecEntry> debug_execs();
 /// The primitives of src/prims (prim_semantics.cpp, tl/npu/semantics.h).
 std::vector<ExecEntry> prim_execs();
 
+/// row_ptr of a region of rank other than 2.
+uint8_t* row_ptr_nd(const TileRef& t, int64_t r);
 /// Pointer to the first element of row `r` of the region viewed as rows x cols (ND buffers).
-uint8_t* row_ptr(const TileRef& t, int64_t r);
+/// Inline for rank 2, nearly every tile: the ops call it once per row.
+inline uint8_t* row_ptr(const TileRef& t, int64_t r) {
+  if (t.extent.size() == 2)
+    return t.base +
+           ((t.start[0] + r) * t.strides[0] + t.start[1] * t.strides[1]) * dtype_bytes(t.dtype);
+  return row_ptr_nd(t, r);
+}
 /// All region elements, row-major, widened to float (exact for every float dtype but fp64).
 void load_f32(const TileRef& t, std::vector<float>& out);
 /// Stores `in` into the region, rounding to the region's dtype with `m`.

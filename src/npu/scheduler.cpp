@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "exec.h"
 #include "tl/ir_functor.h"
 #include "tl/npu/npu.h"
 #include "tl/pass.h"
@@ -207,6 +208,17 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
     return true;
   };
   for (auto* g : groups) start_next(*g);
+  // A plain functional launch runs each group's cores again while they move, before the next
+  // group: the block's cores pass their data on through flags and GM workspaces, so going round
+  // the thread's other groups (12 of them with 24 AICs on 2 threads) between two steps of one
+  // block evicted its memories (about 1 MB a group) from the host's caches. Within a group the
+  // cores take the same turns (each runs until it blocks); only the order of different blocks'
+  // instructions on one thread changes, which no flag orders and no race-free kernel sees.
+  // Launches that record (traces, the stale-data checker's shadows, the hazard checker's GM
+  // digests, the timed launch's op ticks and GM snapshot) keep the sweep of one run per core,
+  // as TL_NPU_PLAIN_PATHS=1 does (the fast-path tests compare the two orders' bytes).
+  const bool local_sweeps = !ls.trace && !ls.stale && !ls.digest_gm_stores && !ls.op_ticks &&
+                            !ls.gm_keep && !plain_paths();
   // A failure on another thread does not stop this one (only a barrier it can no longer pass
   // does): every thread reaches its own first error, so which error the launch reports does
   // not depend on how the threads were scheduled.
@@ -218,19 +230,24 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
     }
     bool progress = false, all_done = true, at_barrier = false;
     for (auto* g : groups) {
-      bool group_done = true;
-      for (auto& c : g->cores) {
-        c->see_barrier(gen_seen);
-        if (c->status() != Core::Status::Done) {
-          progress |= c->run();
-          // A streamed timed launch: what the core recorded goes to the timing model now
-          // (the model may be waiting for it), with whether the core can move on its own.
-          if (CoreTrace* ct = c->trace(); ct && ct->stream)
-            ct->stream->publish(*ct, c->status() == Core::Status::Done,
-                                c->status() == Core::Status::Blocked);
+      bool group_done = true, group_moved;
+      do {
+        group_moved = false;
+        group_done = true;
+        for (auto& c : g->cores) {
+          c->see_barrier(gen_seen);
+          if (c->status() != Core::Status::Done) {
+            group_moved |= c->run();
+            // A streamed timed launch: what the core recorded goes to the timing model now
+            // (the model may be waiting for it), with whether the core can move on its own.
+            if (CoreTrace* ct = c->trace(); ct && ct->stream)
+              ct->stream->publish(*ct, c->status() == Core::Status::Done,
+                                  c->status() == Core::Status::Blocked);
+          }
+          group_done &= c->status() == Core::Status::Done;
         }
-        group_done &= c->status() == Core::Status::Done;
-      }
+        progress |= group_moved;
+      } while (local_sweeps && group_moved && !group_done);
       if (group_done && g->running) {
         g->running = false;
         if (ls.check_block_flags) check_block_flags(ls, *g, g->next_block - P);

@@ -198,5 +198,54 @@ TEST(NpuScheduling, AnErrorBeforeTheBarrierIsReportedNotADeadlock) {
     }
 }
 
+/// Two blocks on one host thread; each AIV reads a row of the shared S, hands a cross flag to
+/// its AIC and waits for one back, then writes S + 1 to S and to its row of Y: a race between
+/// the blocks (no flag orders them), so Y shows in which order the thread ran them.
+PrimFunc shared_counter() {
+  auto S = T::Tensor("S", {2 * kRows, kCols}, DType::Float32);
+  auto Y = T::Tensor("Y", {4 * kRows, kCols}, DType::Float32);
+  return T::prim_func("shared_counter", {S, Y}, [&] {
+    T::Kernel(2, [&](Expr cid, Expr vid) {
+      T::Scope(Core::Cube, [&] {
+        T::wait_cross_flag(1);
+        T::set_cross_flag(Pipe::FIX, 0, 2);
+      });
+      T::Scope(Core::Vector, [&] {
+        auto x = T::alloc_ub("x", {kRows, kCols}, DType::Float32);
+        T::copy(S.at({vid * kRows, 0}), x);
+        T::set_cross_flag(Pipe::MTE2, 1, 2);
+        T::wait_cross_flag(0);
+        T::set_flag(Pipe::MTE2, Pipe::V, 0);
+        T::wait_flag(Pipe::MTE2, Pipe::V, 0);
+        T::tile::add(x, x, 1.0);
+        T::set_flag(Pipe::V, Pipe::MTE3, 0);
+        T::wait_flag(Pipe::V, Pipe::MTE3, 0);
+        T::copy(x, S.at({vid * kRows, 0}));
+        T::copy(x, Y.at({(cid * 2 + vid) * kRows, 0}));
+      });
+    });
+  });
+}
+
+TEST(NpuScheduling, AFastLaunchRunsAGroupWhileItMovesBeforeTheNext) {
+  // scheduler.cpp, run_thread: in a plain functional launch a thread runs block 0's cores until
+  // none can move (here: to the end) before block 1's, which then reads block 0's S + 1; the
+  // sweep of one run per core (TL_NPU_PLAIN_PATHS=1, and every recording launch, the stale-data
+  // checker's too) had both blocks read S before either wrote it.
+  auto k = compile(shared_counter(), default_target(), {.verify = false});
+  Device dev;
+  for (bool plain : {false, true}) {
+    ::setenv("TL_NPU_PLAIN_PATHS", plain ? "1" : "0", 1);
+    Tensor S = Tensor::empty(dev, {2 * kRows, kCols}, DType::Float32);
+    Tensor Y = Tensor::empty(dev, {4 * kRows, kCols}, DType::Float32);
+    k.launch(dev, {S, Y}, {.threads = 1, .check_stale = false});  // ctest sets TL_CHECK_STALE
+    const std::vector<double> y = Y.to_vector();
+    const size_t row = kRows * kCols;
+    EXPECT_EQ(y[0], 1.0) << "plain " << plain;                      // block 0 AIV0
+    EXPECT_EQ(y[3 * row], plain ? 1.0 : 2.0) << "plain " << plain;  // block 1 AIV1
+  }
+  ::unsetenv("TL_NPU_PLAIN_PATHS");
+}
+
 }  // namespace
 }  // namespace tl
