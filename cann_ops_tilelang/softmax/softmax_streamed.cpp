@@ -27,6 +27,7 @@
 // so each slot's code and event ids are constants.
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -293,13 +294,36 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
         auto worker = T::let("worker", cid * 2 + vid);
         auto mine = T::let("mine", ceildiv(max(M - worker, 0), workers));
         auto row_of = [&](Expr n) { return worker + n / steps_per_row * workers; };
+        // A chunk's GM copy (a load, or the store of the result when to_gm), split where the
+        // chunk starts off the 512-byte request grid: a copy off the grid moves at 70 % of the
+        // bandwidth (docs/calibration.md, "GM alignment"; asc-devkit's best practice "GM地址尽量
+        // 512B对齐"), so the head up to the next 512-byte boundary goes alone and the rest of
+        // the chunk starts on the grid. The tensors' bases are aligned; a chunk's offset
+        // (row N + col) es modulo 512 is one of the multiples of g below, one `if` each.
+        const int es = static_cast<int>(tl::dtype_bytes(dt));
+        const int g = static_cast<int>(std::gcd(std::gcd(int64_t{N} * es, chunk), int64_t{512}));
+        auto gm_copy = [&](bool to_gm, const Buffer& gm, Expr row, Expr col, const Buffer& ub) {
+          auto one = [&](Expr c, int c0, int w) {
+            if (to_gm)
+              T::copy(cols(ub, 1, c0, w), gm.at({row, c}));
+            else
+              T::copy(gm.at({row, c}), cols(ub, 1, c0, w));
+          };
+          if (g == 512) return one(col, 0, bN);
+          for (int r = 0; r < 512; r += g)
+            T::If((row * N + col) * es % 512 == r, [&] {
+              const int hd = (512 - r) % 512 / es;  // the head's columns
+              if (hd > 0) one(col, 0, hd);
+              one(col + hd, hd, bN - hd);
+            });
+        };
         // pass1: the step's pass where it is known here (the first steps: no kernel `if`).
         auto load = [&](int sl, Expr n, std::optional<bool> pass1 = std::nullopt) {
           Expr row = row_of(n), col = n % C * bN;
           auto all = [&] {
-            for (int i = 0; i < nin; ++i) T::copy(ins[i].at({row, col}), slots[sl][i]);
+            for (int i = 0; i < nin; ++i) gm_copy(false, ins[i], row, col, slots[sl][i]);
           };
-          auto dy_only = [&] { T::copy(ins[1].at({row, col}), slots[sl][1]); };
+          auto dy_only = [&] { gm_copy(false, ins[1], row, col, slots[sl][1]); };
           if (!(bwd && log))
             all();
           else if (pass1)  // pass 1 reads dy alone
@@ -319,7 +343,7 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
                 T::If(kk == C, [&] { finish(row_of(n), sl); });
                 pass2(slots[sl]);
                 set_then_wait(Pipe::V, Pipe::MTE3, sl);
-                T::copy(slots[sl].back(), OUT.at({row_of(n), (kk - C) * bN}));
+                gm_copy(true, OUT, row_of(n), (kk - C) * bN, slots[sl].back());
               });
         };
         Expr total = mine * steps_per_row;

@@ -20,6 +20,8 @@ store, in pass 2), free for its next load after that, MTE3 -> MTE2 (set once for
 the loop, waited once after it).
 """
 
+import math
+
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
@@ -224,17 +226,46 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     in_idx = [0, 1] if backward else [0]  # a Python list: unrolled while parsing
     sweeps = [0, 1]
 
+    # A chunk's GM copy, split where the chunk starts off the 512-byte request grid (a copy off
+    # it moves at 70 % of the bandwidth: docs/calibration.md, "GM alignment"): the head up to
+    # the next boundary alone, then the rest on the grid. The offset (row N + col) es modulo 512
+    # is one of the multiples of g; `heads` pairs each with the head's columns.
+    g = math.gcd(math.gcd(N * es, bN * es), 512)
+    heads = [(r, (512 - r) % 512 // es) for r in range(0, 512, g)]
+
+    @T.macro
+    def gm_load(src, row, col, ub):
+        if g == 512:
+            T.copy(src[row, col], ub[0:1, 0:bN])
+        else:
+            for r, hd in heads:
+                if (row * N + col) * es % 512 == r:
+                    if hd > 0:
+                        T.copy(src[row, col], ub[0:1, 0:hd])
+                    T.copy(src[row, col + hd], ub[0:1, hd:bN])
+
+    @T.macro
+    def gm_store(ub, dst, row, col):
+        if g == 512:
+            T.copy(ub[0:1, 0:bN], dst[row, col])
+        else:
+            for r, hd in heads:
+                if (row * N + col) * es % 512 == r:
+                    if hd > 0:
+                        T.copy(ub[0:1, 0:hd], dst[row, col])
+                    T.copy(ub[0:1, hd:bN], dst[row, col + hd])
+
     @T.macro
     def load(ins, sl, n, worker, workers):
         if backward and log:  # pass 1 reads dy alone
             if n % spr < C:
-                T.copy(ins[1][worker + n // spr * workers, n % C * bN], sl[1])
+                gm_load(ins[1], worker + n // spr * workers, n % C * bN, sl[1])
             else:
                 for i in in_idx:
-                    T.copy(ins[i][worker + n // spr * workers, n % C * bN], sl[i])
+                    gm_load(ins[i], worker + n // spr * workers, n % C * bN, sl[i])
         else:
             for i in in_idx:
-                T.copy(ins[i][worker + n // spr * workers, n % C * bN], sl[i])
+                gm_load(ins[i], worker + n // spr * workers, n % C * bN, sl[i])
 
     @T.macro
     def work(ins, OUT, sl, hv, tr, st, n, worker, workers):
@@ -254,7 +285,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                     fwd_finish(ins[0], hv[0], hv[2], st, worker + n // spr * workers)
                 fwd_pass2(sl[0], hv[0], hv[1], st)
             _sync("V", "MTE3", sl[nin])
-            T.copy(sl[nin - 1], OUT[worker + n // spr * workers, (n % spr - C) * bN])
+            gm_store(sl[nin - 1], OUT, worker + n // spr * workers, (n % spr - C) * bN)
 
     @T.macro
     def step(ins, OUT, slots, hv, tr, st, n, sl, ahead, total, worker, workers):
