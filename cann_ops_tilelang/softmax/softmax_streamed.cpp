@@ -124,8 +124,8 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
         // pass1(slot, first): this chunk into the row statistics (first: the row's first chunk);
         // finish(): the statistics pass 2 uses; pass2(slot): the result over the slot.
         std::function<void(const std::vector<Buffer>&, Expr)> pass1;
-        std::function<void(Expr, int)> finish;  // row, slot
-        std::function<void(const std::vector<Buffer>&)> pass2;
+        std::function<void(Expr, int)> finish;                       // row, slot
+        std::function<void(const std::vector<Buffer>&, int)> pass2;  // its slot's buffers, id
 
         if (!bwd) {
           auto s = st("s_ub", 0);      // the running sum of exp(x), then its log
@@ -220,7 +220,7 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
                   T::tile::add(r1, s, 0.0);
                 });
           };
-          pass2 = [=](const std::vector<Buffer>& sl) {
+          pass2 = [=](const std::vector<Buffer>& sl, int) {
             const Buffer& x = sl[0];
             T::pipe_barrier(Pipe::V);
             widen(x, e0, e1);
@@ -259,10 +259,15 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
           };
           finish = [=](Expr, int) {
             T::pipe_barrier(Pipe::V);
-            T::tile::add(s0, s, 0.0);
-            T::tile::add(s1, s, 0.0);
+            if (!log) {
+              T::tile::add(s0, s, 0.0);
+              T::tile::add(s1, s, 0.0);
+            } else {  // -s, read by the scalar unit in each pass-2 step (Axpy's alpha)
+              T::tile::mul(s0, s, -1.0);
+              set_then_wait(Pipe::V, Pipe::S, kEvFallback);
+            }
           };
-          pass2 = [=](const std::vector<Buffer>& sl) {
+          pass2 = [=](const std::vector<Buffer>& sl, int id) {
             T::pipe_barrier(Pipe::V);
             widen(sl[0], y0, y1);
             widen(sl[1], gl, gh);
@@ -273,15 +278,16 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
               T::pipe_barrier(Pipe::V);
               T::tile::mul(gl, gl, y0);
               T::tile::mul(gh, gh, y1);
-            } else {  // dy - s exp(y)
+            } else {  // dy - s exp(y): one Axpy (dst += alpha src) a half, alpha = -s
+              // A let: the scalar load at a cycle of its own, named as the twin's parser names
+              // the three slots' copies (finish's V -> S wait orders it after -s is written).
+              auto ns =
+                  T::let(id == 0 ? std::string("ns") : fmt::format("ns_{}", id), s0.load({0}));
               T::tile::exp(y0, y0);
               T::tile::exp(y1, y1);
               T::pipe_barrier(Pipe::V);
-              T::tile::row_expand_mul(y0, y0, s0);
-              T::tile::row_expand_mul(y1, y1, s1);
-              T::pipe_barrier(Pipe::V);
-              T::tile::sub(gl, gl, y0);
-              T::tile::sub(gh, gh, y1);
+              T::tile::axpy(gl, y0, ns);
+              T::tile::axpy(gh, y1, ns);
             }
             T::pipe_barrier(Pipe::V);
             narrow(sl[1], gl, gh);
@@ -341,7 +347,7 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
               },
               [&] {
                 T::If(kk == C, [&] { finish(row_of(n), sl); });
-                pass2(slots[sl]);
+                pass2(slots[sl], sl);
                 set_then_wait(Pipe::V, Pipe::MTE3, sl);
                 gm_copy(true, OUT, row_of(n), (kk - C) * bN, slots[sl].back());
               });

@@ -196,8 +196,12 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     @T.macro
     def bwd_finish(st):
         T.pipe_barrier("V")
-        T.tile.add(st["s0"], st["s"], 0.0)
-        T.tile.add(st["s1"], st["s"], 0.0)
+        if not log:
+            T.tile.add(st["s0"], st["s"], 0.0)
+            T.tile.add(st["s1"], st["s"], 0.0)
+        else:  # -s, read by the scalar unit in each pass-2 step (Axpy's alpha)
+            T.tile.mul(st["s0"], st["s"], -1.0)
+            _sync("V", "S", EV_FALLBACK)
 
     @T.macro
     def bwd_pass2(y, dy, y0, y1, g0, g1, st):
@@ -211,15 +215,13 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
             T.pipe_barrier("V")
             T.tile.mul(g0, g0, y0)
             T.tile.mul(g1, g1, y1)
-        else:  # dy - s exp(y)
+        else:  # dy - s exp(y): one Axpy (dst += alpha src) a half, alpha = -s
+            ns = st["s0"][0]  # a let: the scalar load at a cycle of its own
             T.tile.exp(y0, y0)
             T.tile.exp(y1, y1)
             T.pipe_barrier("V")
-            T.tile.row_expand_mul(y0, y0, st["s0"])
-            T.tile.row_expand_mul(y1, y1, st["s1"])
-            T.pipe_barrier("V")
-            T.tile.sub(g0, g0, y0)
-            T.tile.sub(g1, g1, y1)
+            T.tile.axpy(g0, y0, ns)
+            T.tile.axpy(g1, y1, ns)
         T.pipe_barrier("V")
         narrow(dy, g0, g1)
 
