@@ -134,6 +134,11 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
           auto mc = st("mc_ub", 256);  // the fallback's piece max, or its piece sum
           auto r0 = st("r0_ub", 256);  // log(sum exp(x)), subtracted in pass 2
           auto r1 = st("r1_ub", 0);
+          // The row's running sum of exp(x), elementwise at the tree's last width (row_tree_acc:
+          // no reduction a chunk), reduced once a row by finish.
+          const int wl = tree_last_width(q);
+          auto acc0 = T::alloc_ub("acc0_ub", {1, wl}, f32, place(int64_t{wl} * 4, 256));
+          auto acc1 = T::alloc_ub("acc1_ub", {1, wl}, f32, place(int64_t{wl} * 4, 0));
           // The fallback's pieces of h columns: 16-bit loads land in fb (its own bytes: UB has
           // room for h 16-bit columns beside the slots) and are widened into e0; fp32 loads
           // land in e0.
@@ -143,20 +148,16 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
           pass1 = [=](const std::vector<Buffer>& sl, Expr first) {
             const Buffer& x = sl[0];
             T::pipe_barrier(Pipe::V);  // the previous step's reads of the halves are done
-            // The previous chunk's sum is added here, beside the widening (one barrier less).
-            T::If(
-                first,
-                [&] {
-                  T::tile::fill(s, 0.0);
-                  T::tile::fill(cs, 0.0);
-                },
-                [&] { T::tile::add(s, s, cs); });
+            T::If(first, [&] {         // beside the widening
+              T::tile::fill(acc0, 0.0);
+              T::tile::fill(acc1, 0.0);
+            });
             widen(x, e0, e1);
             T::pipe_barrier(Pipe::V);
             T::tile::exp(e0, e0);  // no max subtracted: finish checks the sum
             T::tile::exp(e1, e1);
             T::pipe_barrier(Pipe::V);
-            row_tree(false, e0, e1, tr, 1, h, cs);
+            row_tree_acc(e0, e1, tr, 1, h, acc0, acc1);
           };
           // The rare row whose sum of exp(x) overflows, underflows or is NaN: its statistics
           // again, max-subtracted, in two sweeps over the row in pieces of h columns loaded
@@ -198,7 +199,9 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
           };
           finish = [=](Expr row, int sl) {
             T::pipe_barrier(Pipe::V);
-            T::tile::add(s, s, cs);
+            T::tile::add(tr.red, acc0, acc1);
+            T::pipe_barrier(Pipe::V);
+            T::reduce_sum(tr.red, s, -1);
             T::pipe_barrier(Pipe::V);
             T::tile::ln(s, s);
             T::pipe_barrier(Pipe::V);  // r0, r1 or the fallback's fills follow on V

@@ -53,6 +53,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     a_g1 = place(h * 4, 0) if backward else None
     tree = _tree(place, 1, q)
     row_tree = tree["row_tree"]
+    row_tree_acc = tree["row_tree_acc"]
     alloc_tree = _tree_allocator(tree, 1)
     # Row statistics, one value each; a row-expand's operand sits 256 bytes from its half.
     if not backward:
@@ -62,6 +63,10 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         names = ["s", "cs", "s0", "s1"]
         residues = [0, 256, 256 if log else 0, 0 if log else 256]
     a_st = [place(4, r) for r in residues]
+    # The forward's running sum of exp(x), elementwise at the tree's last width (row_tree_acc: no
+    # reduction a chunk), reduced once a row by fwd_finish.
+    wl = tree["wr"]
+    a_acc = [place(wl * 4, 256), place(wl * 4, 0)] if not backward else None
     a_fb = place(h * es, 0) if wide and not backward else None  # the forward fallback's pieces
 
     def alloc_stats() -> dict:
@@ -89,20 +94,16 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
 
     @T.macro
     def fwd_pass1(x, e0, e1, tr, st, first):
-        s, cs = st["s"], st["cs"]
         T.pipe_barrier("V")  # the previous step's reads of the halves are done
-        # The previous chunk's sum is added here, beside the widening (one barrier less).
-        if first:
-            T.tile.fill(s, 0.0)
-            T.tile.fill(cs, 0.0)
-        else:
-            T.tile.add(s, s, cs)
+        if first:  # beside the widening
+            T.tile.fill(st["acc0"], 0.0)
+            T.tile.fill(st["acc1"], 0.0)
         widen(x, e0, e1)
         T.pipe_barrier("V")
         T.tile.exp(e0, e0)  # no max subtracted: fwd_finish checks the sum
         T.tile.exp(e1, e1)
         T.pipe_barrier("V")
-        row_tree(False, e0, e1, tr, cs)
+        row_tree_acc(e0, e1, tr, st["acc0"], st["acc1"])
 
     @T.macro
     def fwd_fallback(X, e0, fb, st, row):
@@ -144,10 +145,12 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         T.tile.add(st["r1"], mo, s)
 
     @T.macro
-    def fwd_finish(X, e0, fb, st, row):
+    def fwd_finish(X, e0, fb, tr, st, row):
         s = st["s"]
         T.pipe_barrier("V")
-        T.tile.add(s, s, st["cs"])
+        T.tile.add(tr["red"], st["acc0"], st["acc1"])
+        T.pipe_barrier("V")
+        T.reduce_sum(tr["red"], s, -1)
         T.pipe_barrier("V")
         T.tile.ln(s, s)
         T.pipe_barrier("V")  # r0, r1 or the fallback's fills follow on V
@@ -284,7 +287,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                 bwd_pass2(sl[0], sl[1], hv[0], hv[1], hv[2], hv[3], st)
             else:
                 if n % spr == C:
-                    fwd_finish(ins[0], hv[0], hv[2], st, worker + n // spr * workers)
+                    fwd_finish(ins[0], hv[0], hv[2], tr, st, worker + n // spr * workers)
                 fwd_pass2(sl[0], hv[0], hv[1], st)
             _sync("V", "MTE3", sl[nin])
             gm_store(sl[nin - 1], OUT, worker + n // spr * workers, (n % spr - C) * bN)
@@ -330,6 +333,9 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                     hv = [e0, e1]
                 tr = alloc_tree()
                 st = alloc_stats()
+                if not backward:
+                    st["acc0"] = T.alloc_ub((1, wl), "float32", name="acc0_ub", address=a_acc[0])
+                    st["acc1"] = T.alloc_ub((1, wl), "float32", name="acc1_ub", address=a_acc[1])
                 if not backward:  # the fallback's 16-bit pieces (fp32 pieces land in e0)
                     if wide:
                         hv = hv + [T.alloc_ub((1, h), dtype, name="fb_ub", address=a_fb)]
