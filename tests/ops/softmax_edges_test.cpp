@@ -243,7 +243,15 @@ TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
               xs[7 * N + j] -= 150;  // exp(x) underflows to 0
               if (j < 1024) xs[9 * N + j] = -std::numeric_limits<double>::infinity();
               xs[11 * N + j] = -std::numeric_limits<double>::infinity();  // NaN, as torch
+              xs[13 * N + j] += 68;  // log s in [80, 88): softmax's plain first pass-2 step
             }
+          if (!backward) {  // row 13 must exercise that branch (kCachedHi, softmax_streamed.cpp)
+            double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+            for (int64_t j = 0; j < N; ++j) mx = std::max(mx, xs[13 * N + j]);
+            for (int64_t j = 0; j < N; ++j) sum += std::exp(xs[13 * N + j] - mx);
+            const double lse = mx + std::log(sum);
+            ASSERT_TRUE(lse >= 80 && lse < 88) << lse;
+          }
           auto x = tl::from_vector(dev, {M, N}, dt, xs);
           auto dy = tl::randn(dev, {M, N}, dt, opstest::test_seed() + 1);
           auto y = log ? log_softmax(x) : softmax(x);

@@ -31,6 +31,7 @@ from .softmax_resident import _LOWEST, _sync, _tree, _tree_allocator
 SLOTS = 3  # chunk slots: two loads in flight beside the compute
 EV_FALLBACK = 3  # the forward's check (V -> S) and its fallback's loads
 LOG_LO, LOG_HI = -40.0, 88.0  # the forward's pass 1 sums exp(x) unshifted; its log must lie here
+CACHED_HI = 80.0  # softmax's cached first pass-2 step: exp(-log s) a normal float below this
 
 
 def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bool,
@@ -67,6 +68,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     # reduction a chunk), reduced once a row by fwd_finish.
     wl = tree["wr"]
     a_acc = [place(wl * 4, 256), place(wl * 4, 0)] if not backward else None
+    a_q = [place(4, 256), place(4, 0)] if not backward else None  # exp(-log s) beside each half
     a_fb = place(h * es, 0) if wide and not backward else None  # the forward fallback's pieces
 
     def alloc_stats() -> dict:
@@ -145,7 +147,9 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         T.tile.add(st["r1"], mo, s)
 
     @T.macro
-    def fwd_finish(X, e0, fb, tr, st, row):
+    def fwd_finish(X, x, e0, e1, fb, tr, st, row):
+        """The row's statistics; softmax's also does pass 2's first step (the row's last chunk, whose
+        exp(x) is still in e0, e1: cached_step) unless the fallback ran or log s >= CACHED_HI."""
         s = st["s"]
         T.pipe_barrier("V")
         T.tile.add(tr["red"], st["acc0"], st["acc1"])
@@ -160,9 +164,30 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         lse = s[0]  # a let: the scalar load at a cycle of its own
         if lse < LOG_LO or lse >= LOG_HI:
             fwd_fallback(X, e0, fb, st, row)
+            if not log:
+                fwd_pass2(x, e0, e1, st)
         else:
             T.tile.add(st["r0"], s, 0.0)
             T.tile.add(st["r1"], s, 0.0)
+            if not log:  # a NaN log s takes the cached step: the row is NaN either way
+                if lse >= CACHED_HI:
+                    fwd_pass2(x, e0, e1, st)
+                else:
+                    cached_step(x, e0, e1, st)
+
+    @T.macro
+    def cached_step(x, e0, e1, st):
+        """y = exp(x) exp(-log s) over the chunk whose exp(x) pass 1 left in e0, e1."""
+        T.tile.mul(st["q0"], st["s"], -1.0)
+        T.tile.mul(st["q1"], st["s"], -1.0)
+        T.pipe_barrier("V")
+        T.tile.exp(st["q0"], st["q0"])
+        T.tile.exp(st["q1"], st["q1"])
+        T.pipe_barrier("V")
+        T.tile.row_expand_mul(e0, e0, st["q0"])
+        T.tile.row_expand_mul(e1, e1, st["q1"])
+        T.pipe_barrier("V")
+        narrow(x, e0, e1)
 
     @T.macro
     def fwd_pass2(x, e0, e1, st):
@@ -260,9 +285,14 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                         T.copy(ub[0:1, 0:hd], dst[row, col])
                     T.copy(ub[0:1, hd:bN], dst[row, col + hd])
 
+    cached = not backward and not log  # softmax's pass 2 takes the row's last chunk first
+
     @T.macro
     def load(ins, sl, n, worker, workers):
-        if backward and log:  # pass 1 reads dy alone
+        if cached:  # pass 1 in order; pass 2 the row's last chunk first, then 0, 1, ...
+            for i in in_idx:
+                gm_load(ins[i], worker + n // spr * workers, (n % spr - n % spr // C) % C * bN, sl[i])
+        elif backward and log:  # pass 1 reads dy alone
             if n % spr < C:
                 gm_load(ins[1], worker + n // spr * workers, n % C * bN, sl[1])
             else:
@@ -286,11 +316,20 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                     bwd_finish(st)
                 bwd_pass2(sl[0], sl[1], hv[0], hv[1], hv[2], hv[3], st)
             else:
-                if n % spr == C:
-                    fwd_finish(ins[0], hv[0], hv[2], tr, st, worker + n // spr * workers)
-                fwd_pass2(sl[0], hv[0], hv[1], st)
+                if cached:  # fwd_finish does the first pass-2 step
+                    if n % spr == C:
+                        fwd_finish(ins[0], sl[0], hv[0], hv[1], hv[2], tr, st, worker + n // spr * workers)
+                    else:
+                        fwd_pass2(sl[0], hv[0], hv[1], st)
+                else:
+                    if n % spr == C:
+                        fwd_finish(ins[0], sl[0], hv[0], hv[1], hv[2], tr, st, worker + n // spr * workers)
+                    fwd_pass2(sl[0], hv[0], hv[1], st)
             _sync("V", "MTE3", sl[nin])
-            gm_store(sl[nin - 1], OUT, worker + n // spr * workers, (n % spr - C) * bN)
+            if cached:
+                gm_store(sl[nin - 1], OUT, worker + n // spr * workers, (n % spr - n % spr // C) % C * bN)
+            else:
+                gm_store(sl[nin - 1], OUT, worker + n // spr * workers, (n % spr - C) * bN)
 
     @T.macro
     def step(ins, OUT, slots, hv, tr, st, n, sl, ahead, total, worker, workers):
@@ -336,6 +375,8 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                 if not backward:
                     st["acc0"] = T.alloc_ub((1, wl), "float32", name="acc0_ub", address=a_acc[0])
                     st["acc1"] = T.alloc_ub((1, wl), "float32", name="acc1_ub", address=a_acc[1])
+                    st["q0"] = T.alloc_ub((1,), "float32", name="q0_ub", address=a_q[0])
+                    st["q1"] = T.alloc_ub((1,), "float32", name="q1_ub", address=a_q[1])
                 if not backward:  # the fallback's 16-bit pieces (fp32 pieces land in e0)
                     if wide:
                         hv = hv + [T.alloc_ub((1, h), dtype, name="fb_ub", address=a_fb)]
