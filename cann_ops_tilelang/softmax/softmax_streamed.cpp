@@ -9,14 +9,17 @@
 // takes whole rows (rM = 1: no tail tile). Its Python twin is softmax_streamed_kernel in
 // python/cann_ops_tilelang/kernels/softmax_streamed.py (identical IR, tested).
 //
-//   softmax      pass 1  online max m and sum s: s = s exp(m_old - m_new) + sum exp(x - m_new),
-//                        m = max(lowest float, the chunks' maxima)
-//                pass 2  y = exp(x - (m + log s))
-//   log_softmax  pass 2  y = x - (m + log s)
+//   softmax      pass 1  s = sum exp(x), no max subtracted (checked once a row: finish; out of
+//                        range, the max-subtracted fallback), summed elementwise in two running
+//                        sums at the tree's last width and reduced once a row
+//                pass 2  y = exp(x - log s); the row's last chunk first, as exp(x) exp(-log s)
+//                        from the exp(x) pass 1 left in UB
+//   log_softmax  pass 2  y = x - log s
 //   backward     pass 1  s = sum(dy y) (softmax), sum(dy) (log-softmax: dy alone is loaded)
-//                pass 2  dx = (dy - s) y, or dy - s exp(y)
+//                pass 2  dx = (dy - s) y, or dy - s exp(y) (an Axpy with alpha = -s)
+// Chunk copies that start off the 512-byte GM grid are split at it (gm_copy).
 //
-// The max subtracted is at least the lowest float, so -inf logits give exp(-inf) = 0, never
+// The fallback's max is at least the lowest float, so -inf logits give exp(-inf) = 0, never
 // exp(-inf + inf) = NaN; a row of nothing but -inf is NaN (log 0 = -inf), as torch gives. Each
 // chunk is widened into two fp32 column halves 256 bytes apart (no bank-group conflict) and
 // reduced by softmax_tree.h's tree.
