@@ -102,7 +102,10 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
     const int64_t es = tl::dtype_bytes(dtype), inputs = backward ? 2 : 1, stats = 24 * 512;
     auto fits = [&](int64_t w) {
       const int64_t tree = softmax_tree::tree_bytes(1, static_cast<int>(w / 4));
-      return 3 * inputs * w * es + inputs * w * 4 + tree + stats <= budget.ub_bytes;
+      // The forward's two running sums at the tree's last width (row_tree_acc).
+      const int64_t acc =
+          backward ? 0 : 2 * int64_t{softmax_tree::tree_last_width(static_cast<int>(w / 4))} * 4;
+      return 3 * inputs * w * es + inputs * w * 4 + tree + acc + stats <= budget.ub_bytes;
     };
     int64_t best = 0;
     double best_cost = 0;

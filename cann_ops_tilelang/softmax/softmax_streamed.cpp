@@ -9,14 +9,17 @@
 // takes whole rows (rM = 1: no tail tile). Its Python twin is softmax_streamed_kernel in
 // python/cann_ops_tilelang/kernels/softmax_streamed.py (identical IR, tested).
 //
-//   softmax      pass 1  online max m and sum s: s = s exp(m_old - m_new) + sum exp(x - m_new),
-//                        m = max(lowest float, the chunks' maxima)
-//                pass 2  y = exp(x - (m + log s))
-//   log_softmax  pass 2  y = x - (m + log s)
+//   softmax      pass 1  s = sum exp(x), no max subtracted (checked once a row: finish; out of
+//                        range, the max-subtracted fallback), summed elementwise in two running
+//                        sums at the tree's last width and reduced once a row
+//                pass 2  y = exp(x - log s); the row's last chunk first, as exp(x) exp(-log s)
+//                        from the exp(x) pass 1 left in UB
+//   log_softmax  pass 2  y = x - log s
 //   backward     pass 1  s = sum(dy y) (softmax), sum(dy) (log-softmax: dy alone is loaded)
-//                pass 2  dx = (dy - s) y, or dy - s exp(y)
+//                pass 2  dx = (dy - s) y, or dy - s exp(y) (an Axpy with alpha = -s)
+// Chunk copies that start off the 512-byte GM grid are split at it (gm_copy).
 //
-// The max subtracted is at least the lowest float, so -inf logits give exp(-inf) = 0, never
+// The fallback's max is at least the lowest float, so -inf logits give exp(-inf) = 0, never
 // exp(-inf + inf) = NaN; a row of nothing but -inf is NaN (log 0 = -inf), as torch gives. Each
 // chunk is widened into two fp32 column halves 256 bytes apart (no bank-group conflict) and
 // reduced by softmax_tree.h's tree.
@@ -27,6 +30,7 @@
 // so each slot's code and event ids are constants.
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -47,6 +51,9 @@ constexpr int kSlots = 3;       // chunk slots: two loads in flight beside the c
 constexpr int kEvFallback = 3;  // the forward's check (V -> S) and fallback loads
 // The forward's pass 1 sums exp(x) with no max subtracted; its log must lie in [lo, hi).
 constexpr double kLogLo = -40.0, kLogHi = 88.0;
+// The softmax forward's cached first pass-2 step multiplies by exp(-log s): below this log s
+// that factor is a normal float (fp32's smallest normal is e^-87.3).
+constexpr double kCachedHi = 80.0;
 
 }  // namespace
 
@@ -123,8 +130,9 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
         // pass1(slot, first): this chunk into the row statistics (first: the row's first chunk);
         // finish(): the statistics pass 2 uses; pass2(slot): the result over the slot.
         std::function<void(const std::vector<Buffer>&, Expr)> pass1;
-        std::function<void(Expr, int)> finish;  // row, slot
-        std::function<void(const std::vector<Buffer>&)> pass2;
+        // finish(row, slot id, slot): the softmax forward's also does pass 2's first step.
+        std::function<void(Expr, int, const std::vector<Buffer>&)> finish;
+        std::function<void(const std::vector<Buffer>&, int)> pass2;  // its slot's buffers, id
 
         if (!bwd) {
           auto s = st("s_ub", 0);      // the running sum of exp(x), then its log
@@ -133,6 +141,14 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
           auto mc = st("mc_ub", 256);  // the fallback's piece max, or its piece sum
           auto r0 = st("r0_ub", 256);  // log(sum exp(x)), subtracted in pass 2
           auto r1 = st("r1_ub", 0);
+          // The row's running sum of exp(x), elementwise at the tree's last width (row_tree_acc:
+          // no reduction a chunk), reduced once a row by finish.
+          const int wl = tree_last_width(q);
+          auto acc0 = T::alloc_ub("acc0_ub", {1, wl}, f32, place(int64_t{wl} * 4, 256));
+          auto acc1 = T::alloc_ub("acc1_ub", {1, wl}, f32, place(int64_t{wl} * 4, 0));
+          // exp(-log s) = 1 / s beside each half (softmax: pass 2's first step, cached).
+          auto q0 = st("q0_ub", 256);
+          auto q1 = st("q1_ub", 0);
           // The fallback's pieces of h columns: 16-bit loads land in fb (its own bytes: UB has
           // room for h 16-bit columns beside the slots) and are widened into e0; fp32 loads
           // land in e0.
@@ -142,20 +158,16 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
           pass1 = [=](const std::vector<Buffer>& sl, Expr first) {
             const Buffer& x = sl[0];
             T::pipe_barrier(Pipe::V);  // the previous step's reads of the halves are done
-            // The previous chunk's sum is added here, beside the widening (one barrier less).
-            T::If(
-                first,
-                [&] {
-                  T::tile::fill(s, 0.0);
-                  T::tile::fill(cs, 0.0);
-                },
-                [&] { T::tile::add(s, s, cs); });
+            T::If(first, [&] {         // beside the widening
+              T::tile::fill(acc0, 0.0);
+              T::tile::fill(acc1, 0.0);
+            });
             widen(x, e0, e1);
             T::pipe_barrier(Pipe::V);
             T::tile::exp(e0, e0);  // no max subtracted: finish checks the sum
             T::tile::exp(e1, e1);
             T::pipe_barrier(Pipe::V);
-            row_tree(false, e0, e1, tr, 1, h, cs);
+            row_tree_acc(e0, e1, tr, 1, h, acc0, acc1);
           };
           // The rare row whose sum of exp(x) overflows, underflows or is NaN: its statistics
           // again, max-subtracted, in two sweeps over the row in pieces of h columns loaded
@@ -195,9 +207,43 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
             T::tile::add(r0, mo, s);
             T::tile::add(r1, mo, s);
           };
-          finish = [=](Expr row, int sl) {
+          auto fwd_pass2 = [=](const std::vector<Buffer>& sl, int) {
+            const Buffer& x = sl[0];
             T::pipe_barrier(Pipe::V);
-            T::tile::add(s, s, cs);
+            widen(x, e0, e1);
+            T::pipe_barrier(Pipe::V);
+            T::tile::row_expand_sub(e0, e0, r0);
+            T::tile::row_expand_sub(e1, e1, r1);
+            T::pipe_barrier(Pipe::V);
+            if (!log) {
+              T::tile::exp(e0, e0);
+              T::tile::exp(e1, e1);
+              T::pipe_barrier(Pipe::V);
+            }
+            narrow(x, e0, e1);
+          };
+          // Softmax's pass 2 takes the row's last chunk first (chunk_of below): its exp(x) is
+          // still in e0, e1 from pass 1, so y = exp(x) / s is one row-expand multiply by
+          // exp(-log s) (no widening, subtraction nor exp: 10 of its 14 cycles per 64
+          // elements). Where log s >= kCachedHi (s's reciprocal near fp32's normal range) or the
+          // fallback ran (e0 holds its pieces), the step is the plain one.
+          auto cached_step = [=](const std::vector<Buffer>& sl) {
+            T::tile::mul(q0, s, -1.0);
+            T::tile::mul(q1, s, -1.0);
+            T::pipe_barrier(Pipe::V);
+            T::tile::exp(q0, q0);
+            T::tile::exp(q1, q1);
+            T::pipe_barrier(Pipe::V);
+            T::tile::row_expand_mul(e0, e0, q0);
+            T::tile::row_expand_mul(e1, e1, q1);
+            T::pipe_barrier(Pipe::V);
+            narrow(sl[0], e0, e1);
+          };
+          finish = [=](Expr row, int sl, const std::vector<Buffer>& slot) {
+            T::pipe_barrier(Pipe::V);
+            T::tile::add(tr.red, acc0, acc1);
+            T::pipe_barrier(Pipe::V);
+            T::reduce_sum(tr.red, s, -1);
             T::pipe_barrier(Pipe::V);
             T::tile::ln(s, s);
             T::pipe_barrier(Pipe::V);  // r0, r1 or the fallback's fills follow on V
@@ -213,27 +259,23 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
             auto lse =
                 T::let(sl == 0 ? std::string("lse") : fmt::format("lse_{}", sl), s.load({0}));
             T::If(
-                lse < Expr(kLogLo) || lse >= Expr(kLogHi), [&] { fallback(row); },
+                lse < Expr(kLogLo) || lse >= Expr(kLogHi),
+                [&] {
+                  fallback(row);
+                  if (!log) fwd_pass2(slot, sl);
+                },
                 [&] {
                   T::tile::add(r0, s, 0.0);
                   T::tile::add(r1, s, 0.0);
+                  // A NaN log s (a NaN row; a timing-only launch's poisoned UB) takes the
+                  // cached step: the row is NaN either way.
+                  if (!log)
+                    T::If(
+                        lse >= Expr(kCachedHi), [&] { fwd_pass2(slot, sl); },
+                        [&] { cached_step(slot); });
                 });
           };
-          pass2 = [=](const std::vector<Buffer>& sl) {
-            const Buffer& x = sl[0];
-            T::pipe_barrier(Pipe::V);
-            widen(x, e0, e1);
-            T::pipe_barrier(Pipe::V);
-            T::tile::row_expand_sub(e0, e0, r0);
-            T::tile::row_expand_sub(e1, e1, r1);
-            T::pipe_barrier(Pipe::V);
-            if (!log) {
-              T::tile::exp(e0, e0);
-              T::tile::exp(e1, e1);
-              T::pipe_barrier(Pipe::V);
-            }
-            narrow(x, e0, e1);
-          };
+          pass2 = fwd_pass2;
         } else {
           auto s = st("s_ub", 0);      // the running sum
           auto cs = st("cs_ub", 256);  // this chunk's sum
@@ -256,12 +298,17 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
             T::pipe_barrier(Pipe::V);
             T::tile::add(s, s, cs);
           };
-          finish = [=](Expr, int) {
+          finish = [=](Expr, int, const std::vector<Buffer>&) {
             T::pipe_barrier(Pipe::V);
-            T::tile::add(s0, s, 0.0);
-            T::tile::add(s1, s, 0.0);
+            if (!log) {
+              T::tile::add(s0, s, 0.0);
+              T::tile::add(s1, s, 0.0);
+            } else {  // -s, read by the scalar unit in each pass-2 step (Axpy's alpha)
+              T::tile::mul(s0, s, -1.0);
+              set_then_wait(Pipe::V, Pipe::S, kEvFallback);
+            }
           };
-          pass2 = [=](const std::vector<Buffer>& sl) {
+          pass2 = [=](const std::vector<Buffer>& sl, int id) {
             T::pipe_barrier(Pipe::V);
             widen(sl[0], y0, y1);
             widen(sl[1], gl, gh);
@@ -272,15 +319,16 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
               T::pipe_barrier(Pipe::V);
               T::tile::mul(gl, gl, y0);
               T::tile::mul(gh, gh, y1);
-            } else {  // dy - s exp(y)
+            } else {  // dy - s exp(y): one Axpy (dst += alpha src) a half, alpha = -s
+              // A let: the scalar load at a cycle of its own, named as the twin's parser names
+              // the three slots' copies (finish's V -> S wait orders it after -s is written).
+              auto ns =
+                  T::let(id == 0 ? std::string("ns") : fmt::format("ns_{}", id), s0.load({0}));
               T::tile::exp(y0, y0);
               T::tile::exp(y1, y1);
               T::pipe_barrier(Pipe::V);
-              T::tile::row_expand_mul(y0, y0, s0);
-              T::tile::row_expand_mul(y1, y1, s1);
-              T::pipe_barrier(Pipe::V);
-              T::tile::sub(gl, gl, y0);
-              T::tile::sub(gh, gh, y1);
+              T::tile::axpy(gl, y0, ns);
+              T::tile::axpy(gh, y1, ns);
             }
             T::pipe_barrier(Pipe::V);
             narrow(sl[1], gl, gh);
@@ -293,13 +341,43 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
         auto worker = T::let("worker", cid * 2 + vid);
         auto mine = T::let("mine", ceildiv(max(M - worker, 0), workers));
         auto row_of = [&](Expr n) { return worker + n / steps_per_row * workers; };
+        // The chunk of step n: pass 1 in order; the softmax forward's pass 2 the last chunk
+        // first (its exp(x) is still in UB from pass 1), then 0, 1, ...
+        const bool cached = !bwd && !log;
+        auto chunk_of = [&](Expr n) {
+          Expr kk = n % steps_per_row;
+          return cached ? (kk - kk / C) % C : n % C;
+        };
+        // A chunk's GM copy (a load, or the store of the result when to_gm), split where the
+        // chunk starts off the 512-byte request grid: a copy off the grid moves at 70 % of the
+        // bandwidth (docs/calibration.md, "GM alignment"; asc-devkit's best practice "GM地址尽量
+        // 512B对齐"), so the head up to the next 512-byte boundary goes alone and the rest of
+        // the chunk starts on the grid. The tensors' bases are aligned; a chunk's offset
+        // (row N + col) es modulo 512 is one of the multiples of g below, one `if` each.
+        const int es = static_cast<int>(tl::dtype_bytes(dt));
+        const int g = static_cast<int>(std::gcd(std::gcd(int64_t{N} * es, chunk), int64_t{512}));
+        auto gm_copy = [&](bool to_gm, const Buffer& gm, Expr row, Expr col, const Buffer& ub) {
+          auto one = [&](Expr c, int c0, int w) {
+            if (to_gm)
+              T::copy(cols(ub, 1, c0, w), gm.at({row, c}));
+            else
+              T::copy(gm.at({row, c}), cols(ub, 1, c0, w));
+          };
+          if (g == 512) return one(col, 0, bN);
+          for (int r = 0; r < 512; r += g)
+            T::If((row * N + col) * es % 512 == r, [&] {
+              const int hd = (512 - r) % 512 / es;  // the head's columns
+              if (hd > 0) one(col, 0, hd);
+              one(col + hd, hd, bN - hd);
+            });
+        };
         // pass1: the step's pass where it is known here (the first steps: no kernel `if`).
         auto load = [&](int sl, Expr n, std::optional<bool> pass1 = std::nullopt) {
-          Expr row = row_of(n), col = n % C * bN;
+          Expr row = row_of(n), col = chunk_of(n) * bN;
           auto all = [&] {
-            for (int i = 0; i < nin; ++i) T::copy(ins[i].at({row, col}), slots[sl][i]);
+            for (int i = 0; i < nin; ++i) gm_copy(false, ins[i], row, col, slots[sl][i]);
           };
-          auto dy_only = [&] { T::copy(ins[1].at({row, col}), slots[sl][1]); };
+          auto dy_only = [&] { gm_copy(false, ins[1], row, col, slots[sl][1]); };
           if (!(bwd && log))
             all();
           else if (pass1)  // pass 1 reads dy alone
@@ -316,10 +394,17 @@ tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k) {
                 set_then_wait(Pipe::V, Pipe::MTE3, sl);  // the slot is read: free after MTE3's wait
               },
               [&] {
-                T::If(kk == C, [&] { finish(row_of(n), sl); });
-                pass2(slots[sl]);
+                if (cached)  // finish does the first pass-2 step
+                  T::If(
+                      kk == C, [&] { finish(row_of(n), sl, slots[sl]); },
+                      [&] { pass2(slots[sl], sl); });
+                else {
+                  T::If(kk == C, [&] { finish(row_of(n), sl, slots[sl]); });
+                  pass2(slots[sl], sl);
+                }
                 set_then_wait(Pipe::V, Pipe::MTE3, sl);
-                T::copy(slots[sl].back(), OUT.at({row_of(n), (kk - C) * bN}));
+                gm_copy(true, OUT, row_of(n), (cached ? chunk_of(n) : kk - C) * bN,
+                        slots[sl].back());
               });
         };
         Expr total = mine * steps_per_row;

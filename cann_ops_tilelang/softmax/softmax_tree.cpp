@@ -57,9 +57,21 @@ void row_tree(bool is_max, const Buffer& a, const Buffer& b, const Tree& tr, int
   row_tree_from(is_max, a, b, a, b, 0, h / 2, tr, rM, h / 2, out);
 }
 
-void row_tree_from(bool is_max, const Buffer& a_lo, const Buffer& b_lo, const Buffer& a_hi,
-                   const Buffer& b_hi, int c_lo, int c_hi, const Tree& tr, int rM, int q,
-                   const Buffer& out) {
+int tree_last_width(int q) {
+  const auto ws = tree_widths(q);
+  return ws.empty() ? q : ws.back();
+}
+
+namespace {
+
+struct LastPair {
+  const Buffer *c0, *c1;
+  int w;
+};
+
+// The tree's levels down to its last pair (its buffers and width), the last level issued.
+LastPair tree_levels(bool is_max, const Buffer& a_lo, const Buffer& b_lo, const Buffer& a_hi,
+                     const Buffer& b_hi, int c_lo, int c_hi, const Tree& tr, int rM, int q) {
   auto op = [&](tl::TileArg d, tl::TileArg x, tl::TileArg y) {
     if (is_max)
       T::tile::max(d, x, y);
@@ -78,6 +90,32 @@ void row_tree_from(bool is_max, const Buffer& a_lo, const Buffer& b_lo, const Bu
     std::swap(c1, o1);
     w = hw;
   }
+  return {c0, c1, w};
+}
+
+}  // namespace
+
+void row_tree_acc(const Buffer& a, const Buffer& b, const Tree& tr, int rM, int h,
+                  const Buffer& acc0, const Buffer& acc1) {
+  const int q = h / 2;
+  const LastPair l = tree_levels(false, a, b, a, b, 0, q, tr, rM, q);
+  T::pipe_barrier(Pipe::V);
+  T::tile::add(acc0, acc0, cols(*l.c0, rM, 0, l.w));
+  T::tile::add(acc1, acc1, cols(*l.c1, rM, 0, l.w));
+}
+
+void row_tree_from(bool is_max, const Buffer& a_lo, const Buffer& b_lo, const Buffer& a_hi,
+                   const Buffer& b_hi, int c_lo, int c_hi, const Tree& tr, int rM, int q,
+                   const Buffer& out) {
+  const LastPair l = tree_levels(is_max, a_lo, b_lo, a_hi, b_hi, c_lo, c_hi, tr, rM, q);
+  const Buffer *c0 = l.c0, *c1 = l.c1;
+  const int w = l.w;
+  auto op = [&](tl::TileArg d, tl::TileArg x, tl::TileArg y) {
+    if (is_max)
+      T::tile::max(d, x, y);
+    else
+      T::tile::add(d, x, y);
+  };
   T::pipe_barrier(Pipe::V);
   op(tr.red, cols(*c0, rM, 0, w), cols(*c1, rM, 0, w));
   T::pipe_barrier(Pipe::V);

@@ -59,4 +59,14 @@ void row_tree_from(bool is_max, const tl::Buffer& a_lo, const tl::Buffer& b_lo,
                    const tl::Buffer& a_hi, const tl::Buffer& b_hi, int c_lo, int c_hi,
                    const Tree& tr, int rM, int q, const tl::Buffer& out);
 
+/// The width of the tree's last pair (red's width): q if the tree has no later level.
+int tree_last_width(int q);
+
+/// row_tree's levels on the halves a and b ([rM, h], 256 bytes apart), then the last pair added
+/// into acc0 and acc1 ([rM, tree_last_width(h / 2)], each 256 bytes from the pair's buffer it
+/// adds: acc0 at residue 256, acc1 at 0) instead of red and its reduction: the streamed forward
+/// sums a row's chunks elementwise and reduces the sum once a row. Ends with the adds issued.
+void row_tree_acc(const tl::Buffer& a, const tl::Buffer& b, const Tree& tr, int rM, int h,
+                  const tl::Buffer& acc0, const tl::Buffer& acc1);
+
 }  // namespace cann_ops_tilelang::softmax_tree

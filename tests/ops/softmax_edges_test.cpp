@@ -222,16 +222,18 @@ TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
   for (DType dt : {DType::BFloat16, DType::Float32}) {
     for (bool log : {false, true}) {
       for (bool backward : {false, true}) {
-        for (int64_t N : {2048, 3072}) {
-          SCOPED_TRACE(
-              fmt::format("{} log={} backward={} N={}", tl::dtype_name(dt), log, backward, N));
+        // 3168 in chunks of 1056: rows and chunks start off the 512-byte grid (bf16: eight
+        // offsets modulo 512, fp32 four), so the chunk copies are split (softmax_streamed.cpp).
+        for (auto [N, bN] : {std::pair<int64_t, int64_t>{2048, 1024}, {3072, 1024}, {3168, 1056}}) {
+          SCOPED_TRACE(fmt::format("{} log={} backward={} N={} bN={}", tl::dtype_name(dt), log,
+                                   backward, N, bN));
           tl::Device dev;
           const int64_t M = 101;
           auto key = softmax_key(dt, N, log, backward, dev.target());
           key.resident = false;
           key.streamed = true;
           key.rows_per_tile = 1;
-          key.chunk = 1024;
+          key.chunk = bN;
           auto kernel = tl::compile(softmax_kernel(key), dev.target());
           auto xs = tl::randn(dev, {M, N}, DType::Float32, opstest::test_seed()).to_vector();
           for (auto& e : xs) e *= 4;  // logits of a language model's scale
@@ -241,7 +243,15 @@ TEST(SoftmaxEdges, StreamedKernelsMatchWithoutHazardNorTimeOrderEffect) {
               xs[7 * N + j] -= 150;  // exp(x) underflows to 0
               if (j < 1024) xs[9 * N + j] = -std::numeric_limits<double>::infinity();
               xs[11 * N + j] = -std::numeric_limits<double>::infinity();  // NaN, as torch
+              xs[13 * N + j] += 68;  // log s in [80, 88): softmax's plain first pass-2 step
             }
+          if (!backward) {  // row 13 must exercise that branch (kCachedHi, softmax_streamed.cpp)
+            double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+            for (int64_t j = 0; j < N; ++j) mx = std::max(mx, xs[13 * N + j]);
+            for (int64_t j = 0; j < N; ++j) sum += std::exp(xs[13 * N + j] - mx);
+            const double lse = mx + std::log(sum);
+            ASSERT_TRUE(lse >= 80 && lse < 88) << lse;
+          }
           auto x = tl::from_vector(dev, {M, N}, dt, xs);
           auto dy = tl::randn(dev, {M, N}, dt, opstest::test_seed() + 1);
           auto y = log ? log_softmax(x) : softmax(x);

@@ -95,7 +95,23 @@ def _tree(place, rM: int, q: int) -> dict:
         else:
             T.reduce_sum(tr["red"], out, -1)
 
-    return {"addr": addr, "q": q, "o": o, "wr": wr, "row_tree": row_tree, "row_tree_from": row_tree_from}
+    @T.macro
+    def row_tree_acc(a, b, tr, acc0, acc1):
+        """row_tree's levels (a sum), then the last pair added into acc0, acc1 ([rM, wr]) instead of
+        red and its reduction: the streamed forward reduces a row's sum once a row."""
+        T.tile.add(tr["t"][0][0:rM, 0:q], a[0:rM, 0:q], b[0:rM, 0:q])
+        T.tile.add(tr["t"][1][0:rM, 0:q], a[0:rM, q:2 * q], b[0:rM, q:2 * q])
+        for lv in levels:
+            T.pipe_barrier("V")
+            c0, c1, o0, o1, hw = tr[lv[0]][0], tr[lv[0]][1], tr[lv[1]][0], tr[lv[1]][1], lv[2]
+            T.tile.add(o0[0:rM, 0:hw], c0[0:rM, 0:hw], c1[0:rM, 0:hw])
+            T.tile.add(o1[0:rM, 0:hw], c0[0:rM, hw:2 * hw], c1[0:rM, hw:2 * hw])
+        T.pipe_barrier("V")
+        T.tile.add(acc0, acc0, tr[last][0][0:rM, 0:wr])
+        T.tile.add(acc1, acc1, tr[last][1][0:rM, 0:wr])
+
+    return {"addr": addr, "q": q, "o": o, "wr": wr, "row_tree": row_tree, "row_tree_from": row_tree_from,
+            "row_tree_acc": row_tree_acc}
 
 
 def _tree_allocator(tree: dict, rM: int):

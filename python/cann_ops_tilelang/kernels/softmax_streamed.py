@@ -20,6 +20,8 @@ store, in pass 2), free for its next load after that, MTE3 -> MTE2 (set once for
 the loop, waited once after it).
 """
 
+import math
+
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
@@ -29,6 +31,7 @@ from .softmax_resident import _LOWEST, _sync, _tree, _tree_allocator
 SLOTS = 3  # chunk slots: two loads in flight beside the compute
 EV_FALLBACK = 3  # the forward's check (V -> S) and its fallback's loads
 LOG_LO, LOG_HI = -40.0, 88.0  # the forward's pass 1 sums exp(x) unshifted; its log must lie here
+CACHED_HI = 80.0  # softmax's cached first pass-2 step: exp(-log s) a normal float below this
 
 
 def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bool,
@@ -51,6 +54,7 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     a_g1 = place(h * 4, 0) if backward else None
     tree = _tree(place, 1, q)
     row_tree = tree["row_tree"]
+    row_tree_acc = tree["row_tree_acc"]
     alloc_tree = _tree_allocator(tree, 1)
     # Row statistics, one value each; a row-expand's operand sits 256 bytes from its half.
     if not backward:
@@ -60,6 +64,11 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         names = ["s", "cs", "s0", "s1"]
         residues = [0, 256, 256 if log else 0, 0 if log else 256]
     a_st = [place(4, r) for r in residues]
+    # The forward's running sum of exp(x), elementwise at the tree's last width (row_tree_acc: no
+    # reduction a chunk), reduced once a row by fwd_finish.
+    wl = tree["wr"]
+    a_acc = [place(wl * 4, 256), place(wl * 4, 0)] if not backward else None
+    a_q = [place(4, 256), place(4, 0)] if not backward else None  # exp(-log s) beside each half
     a_fb = place(h * es, 0) if wide and not backward else None  # the forward fallback's pieces
 
     def alloc_stats() -> dict:
@@ -87,20 +96,16 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
 
     @T.macro
     def fwd_pass1(x, e0, e1, tr, st, first):
-        s, cs = st["s"], st["cs"]
         T.pipe_barrier("V")  # the previous step's reads of the halves are done
-        # The previous chunk's sum is added here, beside the widening (one barrier less).
-        if first:
-            T.tile.fill(s, 0.0)
-            T.tile.fill(cs, 0.0)
-        else:
-            T.tile.add(s, s, cs)
+        if first:  # beside the widening
+            T.tile.fill(st["acc0"], 0.0)
+            T.tile.fill(st["acc1"], 0.0)
         widen(x, e0, e1)
         T.pipe_barrier("V")
         T.tile.exp(e0, e0)  # no max subtracted: fwd_finish checks the sum
         T.tile.exp(e1, e1)
         T.pipe_barrier("V")
-        row_tree(False, e0, e1, tr, cs)
+        row_tree_acc(e0, e1, tr, st["acc0"], st["acc1"])
 
     @T.macro
     def fwd_fallback(X, e0, fb, st, row):
@@ -142,10 +147,14 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         T.tile.add(st["r1"], mo, s)
 
     @T.macro
-    def fwd_finish(X, e0, fb, st, row):
+    def fwd_finish(X, x, e0, e1, fb, tr, st, row):
+        """The row's statistics; softmax's also does pass 2's first step (the row's last chunk, whose
+        exp(x) is still in e0, e1: cached_step) unless the fallback ran or log s >= CACHED_HI."""
         s = st["s"]
         T.pipe_barrier("V")
-        T.tile.add(s, s, st["cs"])
+        T.tile.add(tr["red"], st["acc0"], st["acc1"])
+        T.pipe_barrier("V")
+        T.reduce_sum(tr["red"], s, -1)
         T.pipe_barrier("V")
         T.tile.ln(s, s)
         T.pipe_barrier("V")  # r0, r1 or the fallback's fills follow on V
@@ -155,9 +164,30 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
         lse = s[0]  # a let: the scalar load at a cycle of its own
         if lse < LOG_LO or lse >= LOG_HI:
             fwd_fallback(X, e0, fb, st, row)
+            if not log:
+                fwd_pass2(x, e0, e1, st)
         else:
             T.tile.add(st["r0"], s, 0.0)
             T.tile.add(st["r1"], s, 0.0)
+            if not log:  # a NaN log s takes the cached step: the row is NaN either way
+                if lse >= CACHED_HI:
+                    fwd_pass2(x, e0, e1, st)
+                else:
+                    cached_step(x, e0, e1, st)
+
+    @T.macro
+    def cached_step(x, e0, e1, st):
+        """y = exp(x) exp(-log s) over the chunk whose exp(x) pass 1 left in e0, e1."""
+        T.tile.mul(st["q0"], st["s"], -1.0)
+        T.tile.mul(st["q1"], st["s"], -1.0)
+        T.pipe_barrier("V")
+        T.tile.exp(st["q0"], st["q0"])
+        T.tile.exp(st["q1"], st["q1"])
+        T.pipe_barrier("V")
+        T.tile.row_expand_mul(e0, e0, st["q0"])
+        T.tile.row_expand_mul(e1, e1, st["q1"])
+        T.pipe_barrier("V")
+        narrow(x, e0, e1)
 
     @T.macro
     def fwd_pass2(x, e0, e1, st):
@@ -194,8 +224,12 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
     @T.macro
     def bwd_finish(st):
         T.pipe_barrier("V")
-        T.tile.add(st["s0"], st["s"], 0.0)
-        T.tile.add(st["s1"], st["s"], 0.0)
+        if not log:
+            T.tile.add(st["s0"], st["s"], 0.0)
+            T.tile.add(st["s1"], st["s"], 0.0)
+        else:  # -s, read by the scalar unit in each pass-2 step (Axpy's alpha)
+            T.tile.mul(st["s0"], st["s"], -1.0)
+            _sync("V", "S", EV_FALLBACK)
 
     @T.macro
     def bwd_pass2(y, dy, y0, y1, g0, g1, st):
@@ -209,32 +243,64 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
             T.pipe_barrier("V")
             T.tile.mul(g0, g0, y0)
             T.tile.mul(g1, g1, y1)
-        else:  # dy - s exp(y)
+        else:  # dy - s exp(y): one Axpy (dst += alpha src) a half, alpha = -s
+            ns = st["s0"][0]  # a let: the scalar load at a cycle of its own
             T.tile.exp(y0, y0)
             T.tile.exp(y1, y1)
             T.pipe_barrier("V")
-            T.tile.row_expand_mul(y0, y0, st["s0"])
-            T.tile.row_expand_mul(y1, y1, st["s1"])
-            T.pipe_barrier("V")
-            T.tile.sub(g0, g0, y0)
-            T.tile.sub(g1, g1, y1)
+            T.tile.axpy(g0, y0, ns)
+            T.tile.axpy(g1, y1, ns)
         T.pipe_barrier("V")
         narrow(dy, g0, g1)
 
     in_idx = [0, 1] if backward else [0]  # a Python list: unrolled while parsing
     sweeps = [0, 1]
 
+    # A chunk's GM copy, split where the chunk starts off the 512-byte request grid (a copy off
+    # it moves at 70 % of the bandwidth: docs/calibration.md, "GM alignment"): the head up to
+    # the next boundary alone, then the rest on the grid. The offset (row N + col) es modulo 512
+    # is one of the multiples of g; `heads` pairs each with the head's columns.
+    g = math.gcd(math.gcd(N * es, bN * es), 512)
+    heads = [(r, (512 - r) % 512 // es) for r in range(0, 512, g)]
+
+    @T.macro
+    def gm_load(src, row, col, ub):
+        if g == 512:
+            T.copy(src[row, col], ub[0:1, 0:bN])
+        else:
+            for r, hd in heads:
+                if (row * N + col) * es % 512 == r:
+                    if hd > 0:
+                        T.copy(src[row, col], ub[0:1, 0:hd])
+                    T.copy(src[row, col + hd], ub[0:1, hd:bN])
+
+    @T.macro
+    def gm_store(ub, dst, row, col):
+        if g == 512:
+            T.copy(ub[0:1, 0:bN], dst[row, col])
+        else:
+            for r, hd in heads:
+                if (row * N + col) * es % 512 == r:
+                    if hd > 0:
+                        T.copy(ub[0:1, 0:hd], dst[row, col])
+                    T.copy(ub[0:1, hd:bN], dst[row, col + hd])
+
+    cached = not backward and not log  # softmax's pass 2 takes the row's last chunk first
+
     @T.macro
     def load(ins, sl, n, worker, workers):
-        if backward and log:  # pass 1 reads dy alone
+        if cached:  # pass 1 in order; pass 2 the row's last chunk first, then 0, 1, ...
+            for i in in_idx:
+                gm_load(ins[i], worker + n // spr * workers, (n % spr - n % spr // C) % C * bN, sl[i])
+        elif backward and log:  # pass 1 reads dy alone
             if n % spr < C:
-                T.copy(ins[1][worker + n // spr * workers, n % C * bN], sl[1])
+                gm_load(ins[1], worker + n // spr * workers, n % C * bN, sl[1])
             else:
                 for i in in_idx:
-                    T.copy(ins[i][worker + n // spr * workers, n % C * bN], sl[i])
+                    gm_load(ins[i], worker + n // spr * workers, n % C * bN, sl[i])
         else:
             for i in in_idx:
-                T.copy(ins[i][worker + n // spr * workers, n % C * bN], sl[i])
+                gm_load(ins[i], worker + n // spr * workers, n % C * bN, sl[i])
 
     @T.macro
     def work(ins, OUT, sl, hv, tr, st, n, worker, workers):
@@ -250,11 +316,20 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                     bwd_finish(st)
                 bwd_pass2(sl[0], sl[1], hv[0], hv[1], hv[2], hv[3], st)
             else:
-                if n % spr == C:
-                    fwd_finish(ins[0], hv[0], hv[2], st, worker + n // spr * workers)
-                fwd_pass2(sl[0], hv[0], hv[1], st)
+                if cached:  # fwd_finish does the first pass-2 step
+                    if n % spr == C:
+                        fwd_finish(ins[0], sl[0], hv[0], hv[1], hv[2], tr, st, worker + n // spr * workers)
+                    else:
+                        fwd_pass2(sl[0], hv[0], hv[1], st)
+                else:
+                    if n % spr == C:
+                        fwd_finish(ins[0], sl[0], hv[0], hv[1], hv[2], tr, st, worker + n // spr * workers)
+                    fwd_pass2(sl[0], hv[0], hv[1], st)
             _sync("V", "MTE3", sl[nin])
-            T.copy(sl[nin - 1], OUT[worker + n // spr * workers, (n % spr - C) * bN])
+            if cached:
+                gm_store(sl[nin - 1], OUT, worker + n // spr * workers, (n % spr - n % spr // C) % C * bN)
+            else:
+                gm_store(sl[nin - 1], OUT, worker + n // spr * workers, (n % spr - C) * bN)
 
     @T.macro
     def step(ins, OUT, slots, hv, tr, st, n, sl, ahead, total, worker, workers):
@@ -297,6 +372,11 @@ def softmax_streamed_kernel(dtype: str, cols: int, chunk: int, blocks: int, log:
                     hv = [e0, e1]
                 tr = alloc_tree()
                 st = alloc_stats()
+                if not backward:
+                    st["acc0"] = T.alloc_ub((1, wl), "float32", name="acc0_ub", address=a_acc[0])
+                    st["acc1"] = T.alloc_ub((1, wl), "float32", name="acc1_ub", address=a_acc[1])
+                    st["q0"] = T.alloc_ub((1,), "float32", name="q0_ub", address=a_q[0])
+                    st["q1"] = T.alloc_ub((1,), "float32", name="q1_ub", address=a_q[1])
                 if not backward:  # the fallback's 16-bit pieces (fp32 pieces land in e0)
                     if wide:
                         hv = hv + [T.alloc_ub((1, h), dtype, name="fb_ub", address=a_fb)]
