@@ -54,7 +54,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // What both passes share: the sizes of the key, the dynamic B and S, the tensors' shapes.
 struct Common {
   tl::DType dt, f32 = tl::DType::Float32;
-  int H, D, bM, bN, stages, blocks;
+  int H, D, bM, bN, stages, skew, blocks;
   bool bshd, causal;
   tl::Expr scale;
   tl::Expr B, S;
@@ -66,6 +66,7 @@ struct Common {
         bM(ir_size(key.block_m, "block_m")),
         bN(ir_size(key.block_n, "block_n")),
         stages(ir_size(key.stages, "stages")),
+        skew(ir_size(key.skew, "skew")),
         blocks(ir_size(key.blocks, "blocks")),
         bshd(key.layout == AttentionLayout::BSHD),
         causal(key.causal),
@@ -149,7 +150,7 @@ tl::PrimFunc flash_attention_bwd_dq_kernel(const FlashAttentionKey& key, bool dl
             T::clear(acc);
             Expr kv_tiles =
                 c.causal ? tl::min(ceildiv(S, bN), ceildiv((qx + 1) * bM, bN)) : ceildiv(S, bN);
-            T::Pipelined("kv", kv_tiles, c.stages, [&](Expr kv) {
+            T::Pipelined("kv", kv_tiles, c.stages, {.skew = c.skew}, [&](Expr kv) {
               T::copy(c.at(K, b, h, kv * bN), k);
               T::copy(c.at(V, b, h, kv * bN), v);
               T::gemm(q, k, s, {.transpose_B = true, .init = true});
@@ -239,7 +240,7 @@ tl::PrimFunc flash_attention_bwd_dkdv_kernel(const FlashAttentionKey& key) {
             T::clear(dk_acc);
             // Causal: the q tiles before the one holding key kx * bN see none of this tile.
             Expr q_first = c.causal ? Expr(kx * bN / bM) : Expr(0);
-            T::Pipelined("qi", ceildiv(S, bM) - q_first, c.stages, [&](Expr qi) {
+            T::Pipelined("qi", ceildiv(S, bM) - q_first, c.stages, {.skew = c.skew}, [&](Expr qi) {
               Expr qx = q_first + qi;
               T::copy(c.at(Q, b, h, qx * bM), q);
               T::copy(c.at(DO, b, h, qx * bM), dot);

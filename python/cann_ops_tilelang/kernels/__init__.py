@@ -144,7 +144,7 @@ from .attention_bwd import (flash_attention_bwd_cast_kernel, flash_attention_bwd
 def flash_attention_bwd_key(dtype: str, heads: int, dim: int, causal: bool = False, layout: str = "BSHD",
                             scale: float | None = None, target: str = "A2") -> dict:
     """The key flash_attention_backward launches both its kernels with (the forward's fields:
-    dtype, heads, dim, causal, layout, scale, block_m, block_n, stages, blocks)."""
+    dtype, heads, dim, causal, layout, scale, block_m, block_n, stages, skew, blocks)."""
     s = scale if scale is not None else 1.0 / dim ** 0.5
     return dict(_core.ops_flash_attention_bwd_key(dtype, heads, dim, causal, layout, s, target))
 

@@ -31,7 +31,7 @@ _INF = float("inf")
 
 def flash_attention_bwd_dq_kernel(dtype: str, heads: int, dim: int, causal: bool, layout: str, scale: float,
                                   block_m: int, block_n: int, stages: int, blocks: int,
-                                  dlse: bool = False) -> PrimFunc:
+                                  dlse: bool = False, skew: int = 1) -> PrimFunc:
     """Q, K, V, O, DO, DQ in `layout` (DQ float32); LSE, DELTA [B, H, S] float32; ROWS when causal. `dlse`:
     DLSE [B, H, S] float32 (lse's gradient) after LSE, and Delta - dlse is stored."""
     H, D, bM, bN = heads, dim, block_m, block_n
@@ -130,10 +130,10 @@ def flash_attention_bwd_dq_kernel(dtype: str, heads: int, dim: int, causal: bool
                 T.clear(acc)
                 if causal:  # the kv loop stops at the diagonal tile
                     for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)),
-                                          num_stages=stages):
+                                          num_stages=stages, skew=skew):
                         kv_step(K, V, ROWS, q, dot, k, v, s, dp, ds, acc, lse, delta, rows, b, h, qx, kv)
                 else:
-                    for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages):
+                    for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages, skew=skew):
                         kv_step(K, V, ROWS, q, dot, k, v, s, dp, ds, acc, lse, delta, rows, b, h, qx, kv)
                 store(acc, DQ, b, h, qx * bM)  # fp32: the cast kernel rounds it
 
@@ -163,7 +163,8 @@ def flash_attention_bwd_dq_kernel(dtype: str, heads: int, dim: int, causal: bool
 
 
 def flash_attention_bwd_dkdv_kernel(dtype: str, heads: int, dim: int, causal: bool, layout: str, scale: float,
-                                    block_m: int, block_n: int, stages: int, blocks: int) -> PrimFunc:
+                                    block_m: int, block_n: int, stages: int, blocks: int,
+                                    skew: int = 1) -> PrimFunc:
     """Q, K, V, DO, DK, DV in `layout` (DK, DV float32); LSE, DELTA [B, H, S] float32 (DELTA from the
     dq kernel); ROWS when causal."""
     H, D, bM, bN = heads, dim, block_m, block_n
@@ -241,11 +242,11 @@ def flash_attention_bwd_dkdv_kernel(dtype: str, heads: int, dim: int, causal: bo
                 T.clear(dv_acc)
                 T.clear(dk_acc)
                 if causal:  # the q tiles before the one holding key kx * bN see none of this tile
-                    for qi in T.Pipelined(T.ceildiv(S, bM) - kx * bN // bM, num_stages=stages):
+                    for qi in T.Pipelined(T.ceildiv(S, bM) - kx * bN // bM, num_stages=stages, skew=skew):
                         q_step(Q, DO, LSE, DELTA, ROWS, k, v, q, dot, s, dp, p, ds, dv_acc, dk_acc, lse, delta, rows,
                                b, h, kx, kx * bN // bM + qi)
                 else:
-                    for qi in T.Pipelined(T.ceildiv(S, bM), num_stages=stages):
+                    for qi in T.Pipelined(T.ceildiv(S, bM), num_stages=stages, skew=skew):
                         q_step(Q, DO, LSE, DELTA, ROWS, k, v, q, dot, s, dp, p, ds, dv_acc, dk_acc, lse, delta, rows,
                                b, h, kx, qi)
                 store(dk_acc, DK, b, h, kx * bN)  # fp32: the cast kernel rounds it
