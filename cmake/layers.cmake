@@ -116,7 +116,7 @@ tl_module(transform SOURCES ${TL_TRANSFORM_SOURCES} DEPS verify parser analysis 
 # tl::build_id() is the JIT disk cache's key, so the generated file belongs to jit.
 tl_module(jit SOURCES ${TL_JIT_SOURCES} ${TL_BUILD_ID_CPP} DEPS transform
           HEADERS tl/jit.h tl/backend.h PRIVATE_LIBS nlohmann_json::nlohmann_json)
-tl_module(runtime SOURCES ${TL_RUNTIME_SOURCES} DEPS target HEADERS tl/runtime.h)
+tl_module(runtime SOURCES ${TL_RUNTIME_SOURCES} DEPS target HEADERS tl/runtime.h tl/gm_fill.h)
 tl_module(npu SOURCES ${TL_NPU_SOURCES} DEPS jit runtime
           HEADERS tl/npu/npu.h tl/npu/direct.h tl/npu/hazard.h tl/npu/report.h tl/npu/semantics.h tl/npu/stale.h
                   tl/npu/timing.h tl/npu/trace.h tl/npu/cube_math.h tl/npu/range_index.h
