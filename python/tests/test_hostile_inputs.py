@@ -665,7 +665,7 @@ def none_for_a_tensor():
 @case("kernel 'k' takes 1 arguments (X), got 2")
 def too_many_arguments():
     kernel = tilelang.compile(two_tensors(), out_idx=[1])
-    kernel(np.zeros(16, np.float32), np.zeros(16, np.float32))  # MARK
+    kernel(np.zeros(16, np.float32), np.zeros(17, np.float32))  # MARK: not Y's shape
 
 
 @case("'X'", "shape")
