@@ -226,8 +226,7 @@ class TailMasker : public IRMutator {
   void set_stale(const Buffer& b, Stale s) {
     if (b->scope == MemScope::UB) stale_[key(b)] = std::move(s);
   }
-  /// `b` written with valid data: all of it (`all`), or a part, which leaves a stale tile's
-  /// stale part unknown.
+  /// `b` written with valid data: all of it (`all`), or a part (a stale tile's part: unknown).
   void written_part(const Buffer& b, bool all) {
     auto it = stale_.find(key(b));
     if (it == stale_.end()) return;
@@ -556,8 +555,7 @@ class TailMasker : public IRMutator {
     return self;
   }
 
-  /// Every stale element of `s` is stale in `own` too (the destination's stale part already
-  /// covers it).
+  /// Every stale element of `s` is stale in `own` too (the destination's stale part covers it).
   static bool covers(const Stale& own, const Stale& s) {
     if (!own.known || !s.known || own.valid.size() != s.valid.size()) return false;
     for (size_t d = 0; d < s.valid.size(); ++d) {

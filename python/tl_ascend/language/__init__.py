@@ -289,8 +289,7 @@ class _Loop(_Marker):
         for i, e in enumerate(extents):
             _expr(kind if kind != "parallel" else "Parallel", f"extent {i}" if len(extents) > 1 else "extent", e)
         _expr(kind, "start", start)
-        self.kind, self.extents, self.start, self.stages = kind, list(extents), start, stages
-        self.skew = skew
+        self.kind, self.extents, self.start, self.stages, self.skew = kind, list(extents), start, stages, skew
 
 
 def serial(start, stop=None):
@@ -313,15 +312,12 @@ def Parallel(*extents):
 def Pipelined(extent, num_stages=2, *, cross_interval=1, skew=1):
     """`for k in T.Pipelined(n, num_stages=2):` a software-pipelined loop (developer mode).
 
-    `skew=d` (tl-ascend's, 1 <= d < num_stages): a core that pushes into a cross-core channel
-    before it pops from one runs the part of the body before that pop d iterations ahead (the
-    cube's Q K^T(t + d) before its wait for P(t) in FlashAttention; docs/compiler.md).
+    `skew=d` (tl-ascend's, 1 <= d < num_stages): a core runs the part of the body before its first
+    cross-core pop d iterations ahead (FlashAttention's Q K^T(t + d) before P(t); docs/compiler.md).
 
-    `cross_interval=N` is TileLang-Ascend's cross-core sync frequency (its CombineCV sets and waits
-    the C<->V flags every N iterations instead of every one, pipeline.py / cross_core_pipeline
-    design). It is scheduling only: tl-ascend's cross-core channels sync every iteration, the
-    cross_interval=1 schedule, which computes the same values, so any N >= 1 is accepted and the
-    loop is the same loop."""
+    `cross_interval=N` is TileLang-Ascend's cross-core sync frequency (its CombineCV syncs the C<->V
+    flags every N iterations; pipeline.py). Scheduling only: tl-ascend's channels sync every
+    iteration, which computes the same values, so any N >= 1 is accepted, the loop unchanged."""
     _int("Pipelined", "num_stages", num_stages)
     _int("Pipelined", "cross_interval", cross_interval)
     if cross_interval < 1:
@@ -342,9 +338,7 @@ class Persistent(_Marker):
 
 
 def _sub(a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        return a - b
-    return _core.as_expr(a) - b
+    return a - b if isinstance(a, int) and isinstance(b, int) else _core.as_expr(a) - b
 
 
 # ---- Memory -----------------------------------------------------------------------------------
