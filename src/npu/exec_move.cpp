@@ -592,12 +592,13 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
           "T.copy {} -> {}: each row moves {} bytes, not a multiple of 32 (DataCopy would round "
           "it down and drop the tail); use the padded copy (pad_value)",
           scope_name(S), scope_name(D), row_bytes));
-    const auto& ws = c.program.workspaces;  // a workspace is read back: never streamed
-    const int64_t es = dtype_bytes(dst.dtype),
-                  gm_bytes = dst.shape.empty() ? 0 : dst.shape[0] * dst.strides[0] * es;
-    const bool stream = S == MemScope::UB && !shadow &&
-                        wants_streaming(src.numel() * es, gm_bytes,
-                                        std::find(ws.begin(), ws.end(), dst.buffer) == ws.end());
+    // A large store may stream (move_runs.h); the workspace search runs only for those, and a
+    // workspace, which the kernel reads back, never streams.
+    const auto& ws = c.program.workspaces;
+    const int64_t es = dtype_bytes(dst.dtype);
+    const bool stream = S == MemScope::UB && !shadow && !dst.shape.empty() &&
+                        wants_streaming(src.numel() * es, dst.shape[0] * dst.strides[0] * es) &&
+                        std::find(ws.begin(), ws.end(), dst.buffer) == ws.end();
     if (valid_src || plain_paths() || !nd_rows(src, dst, stream))
       copy_regions(src, dst, false, false, shadow, valid_src);
     if (pad && D == MemScope::UB) {

@@ -129,8 +129,9 @@ inline bool same_bytes(const Access& w, int wcore, const Access& a, int acore) {
 /// the blocks of one column of C dequantize the same rows of B into one workspace; each cube
 /// reads them after its own block's stores).
 inline bool reads_same_bytes(const Sources* srcs, const Access& w, uint32_t wcore) {
+  if (!srcs) return false;
   bool dup = false;
-  for (const auto& [o, core] : srcs ? *srcs : Sources{}) {
+  for (const auto& [o, core] : *srcs) {
     if (!overlaps(*o, w)) continue;
     if (!same_bytes(*o, static_cast<int>(core), w, static_cast<int>(wcore))) return false;
     dup = true;

@@ -49,11 +49,11 @@ void move_blocks(Blocks kind, const uint16_t* s, uint16_t* d, const int64_t* sr,
 void store_streaming(uint8_t* dst, const uint8_t* src, size_t n);
 
 /// Whether a UB -> GM row move of `bytes` in all into a GM destination of `dst_bytes` (its whole
-/// tensor) takes store_streaming: at least 4 KiB moved, into a kernel parameter (never a
-/// workspace, which the kernel reads back) of at least 32 MiB, far beyond the host's per-core
-/// caches, so its lines would leave them before anyone read them.
-inline bool wants_streaming(int64_t bytes, int64_t dst_bytes, bool dst_is_param) {
-  return dst_is_param && bytes >= 4096 && dst_bytes >= (int64_t{32} << 20);
+/// tensor) is large enough for store_streaming: at least 4 KiB moved into at least 32 MiB, far
+/// beyond the host's per-core caches, so its lines would leave them before anyone read them. The
+/// caller also requires a kernel parameter: a workspace is read back by the kernel.
+inline bool wants_streaming(int64_t bytes, int64_t dst_bytes) {
+  return bytes >= 4096 && dst_bytes >= (int64_t{32} << 20);
 }
 
 }  // namespace tl::npu

@@ -125,7 +125,7 @@ Stmt guarded(const Stmt& body, const Guards& g) {
 }
 
 /// Guards the units one at a time, in program order of the flags, keeping each rewrite for which
-/// `holds(trial, guards)` is true; the sites of a guarded unit's neighbours do not move (only its
+/// `holds(trial)` is true; the sites of a guarded unit's neighbours do not move (only its
 /// own statements change), but their blocks are rebuilt: recollect. `*units`: the units asked.
 template <class Holds>
 bool guard_units(std::array<Stmt, 2>& bodies, Holds&& holds, size_t* units) {
@@ -140,7 +140,7 @@ bool guard_units(std::array<Stmt, 2>& bodies, Holds&& holds, size_t* units) {
     const int scope = std::get<0>(it->first);
     std::array<Stmt, 2> trial = bodies;
     trial[scope] = guarded(bodies[scope], *g);
-    if (!holds(trial, scope, *g)) continue;
+    if (!holds(trial)) continue;
     bodies[scope] = trial[scope];
     changed = true;
   }
@@ -213,7 +213,7 @@ std::optional<std::array<Stmt, 2>> all_at_once(const std::array<Stmt, 2>& bodies
   std::array<Stmt, 2> joint = bodies;
   size_t units = 0;
   const bool changed = guard_units(
-      joint, [](const std::array<Stmt, 2>&, int, const Guards&) { return true; }, &units);
+      joint, [](const std::array<Stmt, 2>&) { return true; }, &units);
   if (!changed || units != found || !prover.holds_all(joint.data(), units)) return std::nullopt;
   return joint;
 }
@@ -229,11 +229,7 @@ PrimFunc guard_loop_credits(const PrimFunc& f, const Target& target) {
   if (auto joint = all_at_once(bodies, prover)) return dev::with_scope_bodies(f, *joint);
   size_t units = 0;
   const bool changed = guard_units(
-      bodies,
-      [&](const std::array<Stmt, 2>& trial, int, const Guards&) {
-        return prover.holds(trial.data());
-      },
-      &units);
+      bodies, [&](const std::array<Stmt, 2>& trial) { return prover.holds(trial.data()); }, &units);
   if (!changed) return f;
   return dev::with_scope_bodies(f, bodies);
 }

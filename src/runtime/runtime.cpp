@@ -201,10 +201,8 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape, DType dtyp
   return strides;
 }
 
-}  // namespace
+thread_local GmFill t_gm_fill = GmFill::Zero;  // ScopedGmFill's
 
-namespace {
-thread_local GmFill t_gm_fill = GmFill::Zero;
 }  // namespace
 
 ScopedGmFill::ScopedGmFill(GmFill fill) : prev_(t_gm_fill) {

@@ -605,6 +605,10 @@ __attribute__((target("avx512f"))) void bf16_to_f32_avx512(const uint16_t* src, 
   }
   if (i < n) bf16_to_f32_avx2(src + i, dst + i, n - i);
 }
+}  // namespace
+
+// Also the fallback of bf16_narrow.cpp's VCVTNEPS2BF16 loop for groups with subnormal lanes.
+void f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n);
 __attribute__((target("avx512f"))) void f32_to_bf16_avx512(const float* src, uint16_t* dst,
                                                            int64_t n) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
@@ -623,7 +627,6 @@ __attribute__((target("avx512f"))) void f32_to_bf16_avx512(const float* src, uin
   }
   if (i < n) f32_to_bf16_avx2(src + i, dst + i, n - i);
 }
-}  // namespace
 #endif
 
 // Declared where it is used (src/npu/exec_vector.cpp's row loops), not in numerics.h.
