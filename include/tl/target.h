@@ -61,10 +61,10 @@ enum class CostClass : uint8_t {
   Copy,               // a data transfer along a copy path: the path's rate and latency
   CubeLoad,           // gemm_v0's L1 -> L0A and L1 -> L0B loads (MTE1)
   Mmad,               // cube fractal products (M)
-  VecSimple,          // vector add/mul class: head + 2/repeat + tail
-  VecTranscendental,  // vector exp class (exp, ln, sqrt, sigmoid, sin, tanh, ...)
-  VecDiv,             // vector division class (div, reciprocal)
-  VecReduce,          // vector reductions
+  VecSimple,          // vector add/mul class (rsqrt, reciprocal too): a repeat a cycle
+  VecTranscendental,  // functions AscendC composes (sigmoid, silu, sin, cos, tanh)
+  VecDiv,             // exp, ln, sqrt, div: 32 elements a cycle ("vec_exp_div")
+  VecReduce,          // vector reductions: a whole-repeat reduce per row
   VecSort,            // sort / merge sort (Sort32, MrgSort)
   Scalar,             // the scalar unit (printf, dump_tensor; scalar loads and stores)
 };

@@ -106,9 +106,22 @@ Cost CostModel::cost(const TraceEvent& e) const {
     const CostTable::VectorCost& vc = c_.vector_cost(e.cost);
     double reps =
         std::max(1.0, std::ceil(static_cast<double>(e.bytes) / c_.vector_bytes_per_repeat));
-    const double per_repeat = vc.per_repeat * (e.bank_conflict ? c_.bank_conflict_factor : 1);
-    k.fixed = vc.head + per_repeat * reps + vc.tail;
-    k.interval = std::max(c_.issue_cycles, per_repeat * reps);
+    const double conflict = e.bank_conflict ? c_.bank_conflict_factor : 1;
+    // Exp, ln, sqrt and div (the VecDiv row) process 32 elements a cycle whatever the type: a
+    // 16-bit repeat holds twice the elements and takes twice the cycles (docs/hardware.md
+    // section 4, "Vector").
+    const double per_element = e.cost == CostClass::VecDiv && dtype_bytes(e.dtype) == 2 ? 2 : 1;
+    double busy = vc.per_repeat * per_element * conflict * reps;
+    if (e.cost == CostClass::VecReduce) {
+      // One whole-repeat reduce a row (e.m rows; 0 when reducing another dimension), after the
+      // row's other repeats are folded into its first at the simple rate (docs/hardware.md
+      // section 4: vcmax / vcadd 7 cycles a repeat, folds about 1).
+      const double rows = static_cast<double>(e.m);
+      const double fold = c_.vector_cost(CostClass::VecSimple).per_repeat * conflict;
+      busy = vc.per_repeat * rows + fold * std::max(0.0, reps - rows);
+    }
+    k.fixed = vc.head + busy + vc.tail;
+    k.interval = std::max(c_.issue_cycles, busy);
     return k;
   }
   // The scalar unit: a store, a load, or another scalar instruction (dcci, printf).

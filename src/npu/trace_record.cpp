@@ -355,6 +355,15 @@ void set_cost_inputs(TraceEvent& ev, const TileOpNode& n,
       // not its bitmask; a narrowing cast by its source, a widening one by its destination.
       for (const auto& r : refs)
         if (r) ev.bytes = std::max<int64_t>(ev.bytes, repeat_bytes(*r));
+      // A reduction over the last dimension ends each row with one whole-repeat reduce (m: the
+      // rows); over another dimension it only folds rows element-wise (m = 0). The cost model
+      // charges the two at their rates (CostModel::cost).
+      if (spec.cost == CostClass::VecReduce && !refs.empty() && refs[0]) {
+        const auto nd = static_cast<int64_t>(refs[0]->extent.size());
+        int64_t d = n.attr_int("dim");
+        if (d < 0) d += nd;
+        ev.m = d == nd - 1 ? refs[0]->rows() : 0;
+      }
       return;
   }
 }

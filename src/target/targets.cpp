@@ -154,13 +154,33 @@ Target make_a2() {
                                  {"L1->L0B", 218e9},    {"L0C->global", 200e9}};
   // On-chip copies without a K: the L1->L0A latency (docs/hardware.md section 4, ~28 cycles).
   c.onchip_copy_latency_cycles = 28;
-  // Vector: head + per_repeat x repeats + tail (docs/hardware.md section 4, pto-isa cost model).
-  // Exp, Ln, Sqrt and Div run at a quarter of Add's rate: docs/hardware.md section 4, 950's stated
-  // figures (Mul/Add 256 B/cycle, Exp/Div 64 B/cycle), the only published ratio, applied to A2 as
-  // an assumption.
-  c.vector = {{CostClass::VecSimple, {10, 2, 14}},
+  // Vector: head + per_repeat x repeats + tail, per row (docs/hardware.md section 4, "Vector";
+  // docs/calibration.md, "Vector cost rows"). Per-repeat rates are A2 board measurements:
+  // - simple: one 256-byte repeat a cycle ("128 half data per cycle", asc-devkit
+  //   add_high_performance, A2; its case 6 measures 6.954 us of vector time for 86 Adds of 127
+  //   repeats per core, 1 cycle a repeat + 24). Two sources in one bank group pay twice
+  //   (bank_conflict_factor): its case 5, 12.846 us, and pto-isa's 910B3 measurements of vadd /
+  //   vsub / vmax / vmul with sources 16 KB apart, 2.0-2.3 cycles a repeat + 23-25; its
+  //   single-source vmuls / vadds / vmaxs / vrelu / vrsqrt measure 1.00-1.07 + 23-26.
+  // - exp, ln, sqrt, div (the VecDiv class, "vec_exp_div"): 32 elements a cycle, 2 cycles a fp32
+  //   repeat, 4 a fp16 one (CostModel::cost doubles 16-bit repeats). pto-isa 910B3: vexp 2.00 x
+  //   repeat + 31 for 1-128 repeats, vln 2.00 + 33; its fitted TEXP / TSQRT 0.0314 cycles an
+  //   element, any dtype. Its vdiv, 4.03 x repeat + 31, had its sources in one bank group, so
+  //   conflict-free it is 2 (fp32), as Huawei's pypto A2/A3 instruction model has it (VDIV and
+  //   VEXP: 128 bytes a cycle fp32, 64 fp16).
+  // - reduce: a whole-repeat reduce (WholeReduceMax/Sum: vcmax, vcadd) takes 7 cycles a repeat
+  //   (pypto's A2/A3 model, vecRmwDelay 7; pto-isa's measured TROWMAX / TROWSUM fits, 7.0
+  //   cycles a row for rows of one repeat, fp32 and fp16); a row of several repeats is folded
+  //   into one first at the simple rate (the same fits: about 1 cycle per further repeat).
+  //   CostModel::cost applies the row structure.
+  // - the VecTranscendental class ("vec_composite"): sigmoid, silu, sin, cos, tanh, which AscendC
+  //   builds of several instructions; no measurement, so they keep the former figure (8 a
+  //   repeat: a quarter of add's former rate, 950's Add 256 vs Exp 64 B/cycle).
+  // - sort: pto-isa's 910B3 vmrgsort4 measurement, 78 x repeat + 20.
+  // Heads + tails are the measured fixed parts (simple 24, exp 31); reduce's is pto-isa's vcadd.
+  c.vector = {{CostClass::VecSimple, {10, 1, 14}},
               {CostClass::VecTranscendental, {13, 8, 18}},
-              {CostClass::VecDiv, {11, 8, 19}},
+              {CostClass::VecDiv, {13, 2, 18}},
               {CostClass::VecReduce, {14, 7, 32}},
               {CostClass::VecSort, {20, 78, 0}}};
   // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (docs/hardware.md sections 1, 4).
@@ -278,6 +298,9 @@ Target make_950() {
   // banks in 8 groups) and alignment figures are not modelled.
   t.costs.gm_unaligned_efficiency = 1;
   t.costs.bank_conflict_factor = 1;
+  // 950's stated vector rates (docs/hardware.md section 4): Mul/Add 256 B a cycle, as A2's
+  // simple row; Exp/Div 64 B a cycle: 4 cycles a fp32 repeat.
+  t.costs.vector[CostClass::VecDiv] = {13, 4, 18};
   return t;
 }
 
@@ -326,8 +349,8 @@ std::string_view arch_name(Arch a) {
 std::string_view cost_class_name(CostClass c) {
   // Cost-table row names (CostClass::Copy's row is named copy): not op names; no op lookup.
   static constexpr std::string_view kNames[kNumCostClasses] = {
-      "copy",    "cube_load",  "mmad",     "vec_simple", "vec_transcendental",
-      "vec_div", "vec_reduce", "vec_sort", "scalar"};
+      "copy",        "cube_load",  "mmad",     "vec_simple", "vec_composite",
+      "vec_exp_div", "vec_reduce", "vec_sort", "scalar"};
   return kNames[static_cast<size_t>(c)];
 }
 
