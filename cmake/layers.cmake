@@ -119,7 +119,8 @@ tl_module(jit SOURCES ${TL_JIT_SOURCES} ${TL_BUILD_ID_CPP} DEPS transform
 tl_module(runtime SOURCES ${TL_RUNTIME_SOURCES} DEPS target HEADERS tl/runtime.h tl/gm_fill.h)
 tl_module(npu SOURCES ${TL_NPU_SOURCES} DEPS jit runtime
           HEADERS tl/npu/npu.h tl/npu/direct.h tl/npu/hazard.h tl/npu/report.h tl/npu/semantics.h tl/npu/stale.h
-                  tl/npu/timing.h tl/npu/trace.h tl/npu/cube_math.h tl/npu/range_index.h
+                  tl/npu/timing.h tl/npu/trace.h tl/npu/cube_math.h tl/npu/cache_aligned.h
+                  tl/npu/range_index.h
           PRIVATE_LIBS ${OPENBLAS_LIB})
 # The AscendC backend (docs/ascendc.md): lowered kernels as AscendC source, beside the NPU.
 tl_module(ascendc SOURCES ${TL_ASCENDC_SOURCES} DEPS jit HEADERS tl/ascendc.h)

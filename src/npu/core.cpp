@@ -28,8 +28,8 @@ int core_slot(CoreKind k, int vid) {
 }  // namespace
 
 Core::Core(const Program& p, LaunchState& ls, CoreKind k, int v, int ph,
-           std::array<std::vector<uint8_t>, kNumMemScopes>& memories,
-           std::array<std::vector<uint8_t>, kNumMemScopes>* shadows)
+           std::array<CoreMemory, kNumMemScopes>& memories,
+           std::array<CoreMemory, kNumMemScopes>* shadows)
     : program(p), launch(ls), kind(k), vid(v), phys(ph) {
   // Each memory covers what the planned program can address (the planner has checked it
   // against the target's capacity); L0A/L0B are whole whenever the kernel has cube code,

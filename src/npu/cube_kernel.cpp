@@ -216,7 +216,7 @@ void mmad_avx2(CubeA a, CubeB b, int64_t M, int64_t N, int64_t K, CubeOut out, b
 }
 
 // Packed dense operands of cube_mmad_f32, per host thread (blocks run on several).
-thread_local std::vector<float> g_ap, g_bp;
+thread_local PackedFloats g_ap, g_bp;
 
 }  // namespace
 

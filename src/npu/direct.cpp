@@ -78,7 +78,7 @@ void Core::record_direct(TraceEvent&& ev) {
 struct DirectLaunch::Impl {
   /// One core group (AIC, AIV0, AIV1) with its memories: a physical block.
   struct Group {
-    std::array<std::array<std::vector<uint8_t>, kNumMemScopes>, 3> mems;
+    std::array<std::array<CoreMemory, kNumMemScopes>, 3> mems;
     std::array<std::unique_ptr<Core>, 3> cores;
     std::array<std::deque<Stmt>, 3> recent;  // the statements the cores' recent_ lists point to
   };
@@ -303,7 +303,7 @@ void DirectLaunch::finish(CoreKind kind, int vid, bool check_flags, int group) {
   c.finish_direct();
 }
 
-std::vector<uint8_t>& DirectLaunch::memory(CoreKind kind, int vid, MemScope scope, int group) {
+CoreMemory& DirectLaunch::memory(CoreKind kind, int vid, MemScope scope, int group) {
   return impl_->group(group).mems[slot_of(kind, vid)][static_cast<size_t>(scope)];
 }
 

@@ -26,7 +26,8 @@ namespace tl::npu {
 
 namespace {
 
-thread_local std::vector<float> g_a, g_bt, g_c, g_ap, g_bp;
+thread_local std::vector<float> g_a, g_bt, g_c;
+thread_local PackedFloats g_ap, g_bp;  // 64-byte aligned: the kernel's B vectors (cube_math.h)
 
 /// Dense row-major [rows, cols] fp32 copy of a ZZ matrix whose padded width is cols_padded.
 void unpack_zz(const uint8_t* base, int64_t rows, int64_t cols, int64_t cols_padded, DType t,
@@ -242,7 +243,7 @@ void gather_plain(const TileRef& A, const TileRef& B, int64_t M, int64_t N, int6
 
 /// At least n floats, never shrinking: Mmads of alternating shapes (FlashAttention's Q K^T and
 /// P V) would otherwise zero-fill the difference on every call. The packers write what they use.
-void grow(std::vector<float>& v, int64_t n) {
+void grow(PackedFloats& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
 }
 

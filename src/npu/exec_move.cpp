@@ -430,12 +430,9 @@ bool fractal_rows(const TileRef& src, const TileRef& dst, bool relu, bool satura
     if (!same) {
       f32.resize(C);
       convert(src.dtype, row, DType::Float32, f32.data(), C);
-      if (relu)
-        for (auto& x : f32) x = x > 0 ? x : (x != x ? x : 0.0f);
-      if (saturate) {
-        const float mx = dst.dtype == DType::Float16 ? 65504.0f : 3.38953139e38f;
-        for (auto& x : f32) x = x != x ? 0.0f : std::clamp(x, -mx, mx);
-      }
+      if (relu || saturate)
+        fixpipe_activate(f32.data(), C, relu, saturate,
+                         dst.dtype == DType::Float16 ? 65504.0f : 3.38953139e38f);
       convert(DType::Float32, f32.data(), dst.dtype, dbuf.data(), C);
       out = dbuf.data();
     }

@@ -2,11 +2,12 @@
 #include "move_runs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #if defined(__x86_64__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 #include "tl/npu/cube_math.h"
@@ -26,7 +27,40 @@ void move_typed(const uint8_t* src, uint8_t* dst, const int64_t* sof, const int6
     for (int64_t c = 0; c < n; ++c) d[dof[c]] = s[c];
 }
 
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void activate_avx512(float* x, int64_t n, bool relu,
+                                                        bool saturate, float mx) {
+  const __m512 zero = _mm512_setzero_ps(), lo = _mm512_set1_ps(-mx), hi = _mm512_set1_ps(mx);
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1u);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    // relu: +0 where not (x > 0) and not NaN (-0 included).
+    if (relu) v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_NGT_UQ) & ~nan, zero);
+    // The zero-masked forms: GCC 12 warns on the plain ones' undefined pass-through operand.
+    if (saturate)
+      v = _mm512_mask_mov_ps(_mm512_maskz_min_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, v, lo), hi),
+                             nan, zero);
+    _mm512_mask_storeu_ps(x + i, m, v);
+  }
+}
+#endif
+
 }  // namespace
+
+void fixpipe_activate(float* x, int64_t n, bool relu, bool saturate, float mx) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return activate_avx512(x, n, relu, saturate, mx);
+#endif
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    if (relu) v = v > 0 ? v : (std::isnan(v) ? v : 0.0f);
+    if (saturate) v = std::isnan(v) ? 0.0f : std::clamp(v, -mx, mx);
+    x[i] = v;
+  }
+}
 
 void move_elements(int64_t es, const uint8_t* src, uint8_t* dst, const int64_t* sof,
                    const int64_t* dof, int64_t n) {

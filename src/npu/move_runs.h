@@ -40,6 +40,13 @@ Blocks block_kind(const int64_t* sr, const int64_t* sc, const int64_t* dr, const
 void move_blocks(Blocks kind, const uint16_t* s, uint16_t* d, const int64_t* sr, const int64_t* sc,
                  const int64_t* dr, const int64_t* dc, int64_t R, int64_t C);
 
+/// The fixpipe's element-wise steps on an fp32 row before its conversion, in place: with `relu`
+/// x = x > 0 ? x : (x NaN ? x : +0); then with `saturate` x = x NaN ? 0 : clamp(x, -mx, mx) (the
+/// F322F16 / F322BF16 saturation, exec_move.cpp). AVX-512 on hosts that have it (the same values:
+/// max / min of a non-NaN value and a finite bound are exact, NaN lanes are masked), where the
+/// scalar loop's compare-and-select was 3 % of a 2048^3 GEMM's CPU time.
+void fixpipe_activate(float* x, int64_t n, bool relu, bool saturate, float mx);
+
 /// memmove(dst, src, n) for a UB -> GM store into a large output that nothing reads back soon,
 /// with non-temporal stores (x86-64; memmove elsewhere): the destination's lines are not read
 /// for ownership first, so the store costs half the memory traffic (a 64 MiB output in 32 KiB

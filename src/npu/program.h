@@ -21,6 +21,7 @@
 #include "tl/arith.h"
 #include "tl/backend.h"
 #include "tl/ir.h"
+#include "tl/npu/cache_aligned.h"
 #include "tl/npu/npu.h"
 #include "tl/op.h"
 #include "tl/target.h"
@@ -90,10 +91,10 @@ struct CoreTrace;
 /// tl::Device::npu_state() so they persist across launches. One launch at a time uses them.
 struct DeviceMemories {
   std::mutex in_use;
-  std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> cores;  // index: group * 3 + slot
+  std::vector<std::array<CoreMemory, kNumMemScopes>> cores;  // index: group * 3 + slot
   /// The stale-data checker's shadows of the same memories (stale.h), kept so that a checked
   /// launch does not fault in fresh pages; their contents are reset by every checked launch.
-  std::vector<std::array<std::vector<uint8_t>, kNumMemScopes>> shadows;
+  std::vector<std::array<CoreMemory, kNumMemScopes>> shadows;
 };
 
 /// A short list of dimensions (shape, strides, region start or extent) stored inline, so
@@ -200,8 +201,8 @@ class Core final : public arith::Evaluator {
   /// `shadows`: the storage of the stale-data checker's shadows of these memories (when it
   /// is on).
   Core(const Program& p, LaunchState& ls, CoreKind kind, int vid, int phys,
-       std::array<std::vector<uint8_t>, kNumMemScopes>& memories,
-       std::array<std::vector<uint8_t>, kNumMemScopes>* shadows = nullptr);
+       std::array<CoreMemory, kNumMemScopes>& memories,
+       std::array<CoreMemory, kNumMemScopes>* shadows = nullptr);
 
   const Program& program;
   LaunchState& launch;

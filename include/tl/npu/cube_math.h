@@ -20,8 +20,15 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "tl/npu/cache_aligned.h"
 
 namespace tl::npu {
+
+/// The packed operands' storage, 64-byte aligned (tl/npu/cache_aligned.h): the kernel loads B in
+/// 64-byte vectors at multiples of 64 bytes from the buffer's start.
+using PackedFloats = std::vector<float, CacheAligned<float>>;
 
 /// Where output element (i, j) of C lives: c[(j / 16) * block + i * row + j % 16]. L0C's NZ
 /// layout is row = 16, block = 16 * padded rows; a dense row-major [M, N] tile is row = N,

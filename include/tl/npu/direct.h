@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tl/ir.h"
+#include "tl/npu/cache_aligned.h"
 #include "tl/runtime.h"
 #include "tl/target.h"
 
@@ -73,7 +74,7 @@ class DirectLaunch {
   /// without the hazard checker, which reports it itself).
   void finish(CoreKind kind, int vid, bool check_flags = true, int group = 0);
   /// The core's memory `scope` (its bytes; empty if the core has none).
-  std::vector<uint8_t>& memory(CoreKind kind, int vid, MemScope scope, int group = 0);
+  CoreMemory& memory(CoreKind kind, int vid, MemScope scope, int group = 0);
   /// Core groups created so far.
   int core_groups() const;
 
