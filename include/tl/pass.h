@@ -249,7 +249,13 @@ PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool overlap = 
 /// With `syncs_follow` (developer kernels, when insert_syncs runs next) the ordering
 /// condition is dropped: disjoint live ranges share bytes, and insert_syncs, which works on
 /// the planned addresses, orders the old owner's last accesses before the new owner's first.
-PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow = false);
+///
+/// With `bank_groups` (DeveloperOptions::bank_groups, on by default) a UB layout whose vector
+/// instructions read two sources from conflicting bank groups (docs/hardware.md section 4) is
+/// placed again with those buffers at residues modulo 512 that put the weighted repeats' sources
+/// in opposite groups; the new layout is kept only if it has fewer conflicting repeats and fits.
+PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow = false,
+                     bool bank_groups = true);
 
 /// insert_syncs: writes the intra-core synchronisation of every T::Scope that has none of its
 /// own (no sync of SyncOrigin::User, no set/wait_flag, pipe_barrier or barrier_all); a scope

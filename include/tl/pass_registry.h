@@ -26,8 +26,9 @@ namespace tl {
 /// its keys are its row in switch_registry(). One that needs another is rejected when that
 /// one is off (tilelang-ascend issue 1825: options that silently depended on each other).
 /// Expert kernels are unaffected but by auto_sync and auto_cv_combine (TileLang-Ascend's pass
-/// configs, off by default). Part of the JIT cache key. The default of a switch is the
-/// initializer of its field here (the registry reads it from `DeveloperOptions{}`).
+/// configs, off by default) and bank_groups (their UB layout). Part of the JIT cache key. The
+/// default of a switch is the initializer of its field here (the registry reads it from
+/// `DeveloperOptions{}`).
 struct DeveloperOptions {
   bool infer_scopes = true;    // place shared/fragment tiles in L1/L0A/L0B/L0C/UB
   bool lower_cube_ops = true;  // gemm -> L1 -> L0A/L0B loads + mma; needs infer_scopes
@@ -74,6 +75,10 @@ struct DeveloperOptions {
   /// writes and the other reads (insert_channel_syncs; TileLang-Ascend's
   /// tl.ascend_auto_cross_core_sync). Off by default: the author's cross-core flags stand.
   bool auto_cv_sync = false;
+  /// plan_memory places the two UB sources of vector instructions in opposite bank groups where
+  /// its default layout makes them conflict and the capacity allows (docs/compiler.md,
+  /// "plan_memory"), in expert kernels too; off: the default layout, for comparing cycles.
+  bool bank_groups = true;
 
   /// A tl::Error naming both options when an enabled one needs a disabled one.
   void validate() const;

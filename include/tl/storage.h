@@ -37,12 +37,15 @@ int64_t planning_alignment(const Target& t, MemScope scope);
 bool is_planned_scope(MemScope s);
 
 /// One block to place: its size, alignment and live range [first, last] (inclusive, in any
-/// linear program order). `fixed` >= 0 pins the block at that offset (explicit addresses).
+/// linear program order). `fixed` >= 0 pins the block at that offset (explicit addresses). A free
+/// block's offset is `phase` modulo `align` (0 <= phase < align; plan_memory's UB bank groups
+/// give a block align 512 and phase 0 or 256, say).
 struct LiveBlock {
   int64_t bytes = 0;
   int64_t align = 32;
   int64_t first = 0, last = 0;
   int64_t fixed = -1;
+  int64_t phase = 0;
 };
 
 /// May blocks i and j (whose live ranges do not intersect) share bytes? (plan_memory: only when
@@ -51,10 +54,11 @@ using MayShare = std::function<bool(size_t i, size_t j)>;
 
 /// Offsets for `blocks` such that blocks whose live ranges intersect never share a byte, nor
 /// do blocks `may_share` refuses (fixed blocks keep their offset and are avoided; two fixed
-/// blocks are not checked against each other), every free offset is a multiple of its block's
-/// alignment, and the footprint stays small: the better of first fit largest-first and first
-/// fit in the given order, so never above a bump allocator in the given order. Deterministic.
-/// Pure: no capacity check (offsets and ends saturate at INT64_MAX, beyond every capacity).
+/// blocks are not checked against each other), every free offset is its block's phase plus a
+/// multiple of its alignment, and the footprint stays small: the better of first fit largest-first
+/// and first fit in the given order, so never above a bump allocator in the given order.
+/// Deterministic. Pure: no capacity check (offsets and ends saturate at INT64_MAX, beyond every
+/// capacity).
 std::vector<int64_t> assign_offsets(const std::vector<LiveBlock>& blocks,
                                     const MayShare& may_share = {});
 

@@ -112,10 +112,14 @@ std::pair<std::vector<int64_t>, int64_t> first_fit(const std::vector<LiveBlock>&
     }
     std::sort(conflicts.begin(), conflicts.end(),
               [&](size_t x, size_t y) { return offset[x] < offset[y]; });
-    int64_t at = 0;
+    // The lowest offset >= x that is b.phase modulo b.align.
+    auto placeable = [&](int64_t x) {
+      return sat_add(align_up(std::max<int64_t>(x - b.phase, 0), b.align), b.phase);
+    };
+    int64_t at = placeable(0);
     for (size_t j : conflicts) {
       if (offset[j] >= sat_add(at, b.bytes)) break;  // fits in the gap below conflict j
-      at = std::max(at, align_up(sat_add(offset[j], blocks[j].bytes), b.align));
+      at = std::max(at, placeable(sat_add(offset[j], blocks[j].bytes)));
     }
     offset[i] = at;
     placed.push_back(i);

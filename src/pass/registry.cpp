@@ -62,6 +62,9 @@ const std::vector<Switch>& switch_registry() {
       {"auto_cv_sync", &D::auto_cv_sync, {},
        {"tl.dev.auto_cv_sync", "tl.ascend_auto_cross_core_sync", "tl.ascend.auto_cv_sync"},
        false, "a hybrid kernel split by auto_cv_combine: cross-core flags on its workspaces"},
+      {"bank_groups", &D::bank_groups, {}, {"tl.dev.bank_groups"}, false,
+       "plan_memory puts two-source vector ops' UB sources in opposite bank groups, expert "
+       "kernels too (off: the default layout)"},
   };
   // clang-format on
   return switches;
@@ -291,7 +294,7 @@ const std::vector<PassDef>& pass_registry() {
       // on the final addresses, and orders whatever it shares.
       {"plan_memory",
        [](const PrimFunc& g, const Target& t, const Ctx& c) {
-         return plan_memory(g, t, c.syncs_follow && c.syncs_follow(g));
+         return plan_memory(g, t, c.syncs_follow && c.syncs_follow(g), c.opt.dev.bank_groups);
        },
        Gate::Always,
        "",

@@ -171,9 +171,10 @@ TEST(SwigluEdges, OneCompilePerKeyWhateverTheTokenCount) {
 
 // The backward's fp32 tiles are declared so that every two-source vector instruction reads
 // sources in opposite UB bank groups (swiglu_kernel.cpp; docs/ops.md, "SwiGLU"). Counted on one
-// timing-only launch of the library's key for [T, 2 x 9216] bf16: without a clamp no
-// instruction pays the conflict rate (the four-tile order had s (g - db) conflict on every
-// tile); with the clamp only the db select does (its mask sits after the other's).
+// timing-only launch of the library's key for [T, 2 x 9216] bf16: no instruction pays the
+// conflict rate (the four-tile order had s (g - db) conflict on every tile; with the clamp the
+// db select did, its mask sitting after the other's, until plan_memory placed bank groups:
+// docs/compiler.md, "plan_memory").
 TEST(SwigluEdges, BackwardTwoSourceOpsAvoidBankConflicts) {
   tl::Device dev;
   const int64_t T = 36, H = 9216;  // two 18-row tiles of each chunk
@@ -201,13 +202,9 @@ TEST(SwigluEdges, BackwardTwoSourceOpsAvoidBankConflicts) {
         if (binary && e.bank_conflict) ++conflicts[e.name];
       }
     EXPECT_GT(two_source, 0);
-    if (!clamp) {
-      EXPECT_TRUE(conflicts.empty())
-          << conflicts.begin()->first << ": " << conflicts.begin()->second << " instructions";
-    } else {
-      EXPECT_EQ(conflicts.size(), 1u) << conflicts.begin()->first;
-      EXPECT_EQ(conflicts["tile.select"] * 2, selects);  // the db select of each tile
-    }
+    EXPECT_EQ(selects > 0, clamp);
+    EXPECT_TRUE(conflicts.empty())
+        << conflicts.begin()->first << ": " << conflicts.begin()->second << " instructions";
   }
 }
 
