@@ -490,7 +490,7 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
   // The replay with q's drops, paused before the first event of each unit's statements; there a
   // copy runs on with the unit dropped too, for `cap` steps at most.
   Replayer base(streams, channels, quiet, prepared);
-  size_t unit = 0;
+  size_t unit = 0, left = units.size();
   auto first = [&](int, const Event& e) {
     if (!e.sync || (e.kind != Event::Set && e.kind != Event::Wait)) return false;
     auto it = unit_of.find(e.sync);
@@ -498,8 +498,10 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
     unit = it->second;
     return true;
   };
-  while (!base.advance(first)) {
+  // Once every unit is reached, the rest of the replay answers nothing.
+  while (left > 0 && !base.advance(first)) {
     reached[unit] = true;
+    --left;
     if (refused[unit]) continue;
     std::vector<const SyncNode*> drops(quiet.dropped.begin(), quiet.dropped.end());
     drops.insert(drops.end(), units[unit].begin(), units[unit].end());
