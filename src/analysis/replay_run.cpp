@@ -180,9 +180,10 @@ class Replayer {
   /// Runs the schedule on: each core until it blocks on a cross-core wait, round-robin until all
   /// finish or none moves, stopping early where a step fails or where `pause(core, event)` holds
   /// before a step; false then, and calling it again resumes there. The schedule is the same
-  /// whatever the query drops (only cross-core waits block, and no drop touches their sets), so
-  /// a replay paused before step n is, for any other query that drops the same events among the
-  /// first n, that query's replay paused there (screen()).
+  /// whatever intra-core syncs the query drops (only cross-core waits block, and only their sets
+  /// unblock them), so a replay paused before step n is, for any other query that drops the same
+  /// events among the first n and the same cross-core flag, that query's replay paused there
+  /// (screen()).
   template <class Pause>
   bool advance(Pause&& pause) {
     while (ok_) {
