@@ -126,6 +126,18 @@ Prepared prepare(const Streams& streams);
 bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
             const Prepared* prepared = nullptr);
 
+/// elide_implied_syncs' screen of its candidates (docs/compiler.md, "Compile latency"): each of
+/// `units` (sync statements dropped together, closed under the matches of the replay with
+/// `q.dropped`, which must be clean) replayed with `q.dropped` and the unit, resumed from the
+/// state the replay with `q.dropped` has just before the unit's first event and run `cap` steps
+/// at most. `refused[u]` becomes true where that replay fails: dropping more of such units only
+/// removes happens-before edges (fewer records replaced, every clock at most as far), so the
+/// unit fails too with whatever the greedy sequence of questions has dropped by its turn. A unit
+/// not refused is undecided (entries already true stay true: one call per set of streams).
+void screen(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
+            const Prepared* prepared, const std::vector<std::vector<const SyncNode*>>& units,
+            size_t cap, std::vector<bool>& refused);
+
 /// Proves rewrites of a lowered kernel's scope bodies (merge_flags, guard_loop_credits): built on
 /// the bodies as they are, whose replay must be clean (every conflicting pair ordered, every
 /// core finishing, every set consumed), then asked whether rewritten bodies still are. All

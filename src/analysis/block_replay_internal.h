@@ -50,6 +50,13 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
                                   std::pair<int64_t, int64_t> range = {0, -1},
                                   bool* undecided = nullptr, Expr* split = nullptr);
 
+/// One set of streams as a list, moved in (a braced list `{std::move(s)}` copies every event).
+inline std::vector<Streams> only(Streams&& s) {
+  std::vector<Streams> out;
+  out.push_back(std::move(s));
+  return out;
+}
+
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 /// The sets of streams of cid ranges (block_replay.cpp): see there.
 std::optional<std::vector<Streams>> ranged_sets(const KernelNode& k, const Stmt& cube,

@@ -61,7 +61,7 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
     bool undecided = false;
     if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
                             nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
-      return {std::move(*s)};
+      return only(std::move(*s));
     if (undecided && shortcuts()) {
       if (auto sets = ranged_sets(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, ranged.get(),
                                   nullptr, &ranges_, nullptr, &weights_))
@@ -107,7 +107,7 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
     bool undecided = false;
     auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, nullptr,
                         base_all_.get(), &missed, nullptr, false, nullptr, {0, -1}, &undecided);
-    if (s) return {std::move(*s)};
+    if (s) return only(std::move(*s));
     if (missed) return anew();
     if (undecided && shortcuts() && !ranges_.empty()) {
       // The ranges of the bodies as they are; a rewrite whose decisions split them otherwise

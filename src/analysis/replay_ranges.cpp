@@ -120,7 +120,7 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
     bool undecided = false;
     if (auto all = unroll_one(k, cube, vector, t, channels, accesses, std::nullopt, nullptr,
                               nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
-      return ones({std::move(*all)});
+      return ones(only(std::move(*all)));
     if (undecided && shortcuts()) {
       std::vector<int64_t> w;
       if (auto sets = ranged_sets(k, cube, vector, t, channels, accesses, max_blocks, nullptr,

@@ -173,18 +173,41 @@ class Replayer {
   }
 
   bool run() {
-    // Run each core until it blocks on a cross-core wait; round-robin until all finish.
-    for (bool progress = true; progress && ok_;) {
-      progress = false;
-      for (int c = 0; c < 3 && ok_; ++c) {
-        Core& s = cores_[c];
-        while (ok_ && s.pc < streams_[c].size()) {
-          if (!step(c, streams_[c][s.pc])) break;
-          ++s.pc;
-          progress = true;
-        }
+    advance([](int, const Event&) { return false; });
+    return finished();
+  }
+
+  /// Runs the schedule on: each core until it blocks on a cross-core wait, round-robin until all
+  /// finish or none moves, stopping early where a step fails or where `pause(core, event)` holds
+  /// before a step; false then, and calling it again resumes there. The schedule is the same
+  /// whatever intra-core syncs the query drops (only cross-core waits block, and only their sets
+  /// unblock them), so a replay paused before step n is, for any other query that drops the same
+  /// events among the first n and the same cross-core flag, that query's replay paused there
+  /// (screen()).
+  template <class Pause>
+  bool advance(Pause&& pause) {
+    while (ok_) {
+      if (core_ == 3) {
+        if (!progress_) break;
+        progress_ = false;
+        core_ = 0;
       }
+      Core& s = cores_[core_];
+      while (ok_ && s.pc < streams_[core_].size()) {
+        const Event& e = streams_[core_][s.pc];
+        if (pause(core_, e)) return false;
+        if (!step(core_, e)) break;
+        ++s.pc;
+        ++steps_;
+        progress_ = true;
+      }
+      ++core_;
     }
+    return true;
+  }
+
+  /// After advance() returned true: whether every core finished and the query's checks hold.
+  bool finished() const {
     for (int c = 0; c < 3; ++c)
       if (cores_[c].pc < streams_[c].size()) return false;  // a deadlock
     if (q_.balanced)
@@ -193,6 +216,11 @@ class Replayer {
           if (!sets.empty()) return false;  // a set no wait consumes: the next kernel would see it
     return ok_;
   }
+
+  bool failed() const { return !ok_; }
+  size_t steps() const { return steps_; }
+  /// Drops `sorted` (sync statements, sorted) from here on instead of the query's.
+  void drop(std::vector<const SyncNode*> sorted) { dropped_ = std::move(sorted); }
 
  private:
   struct Core {
@@ -338,7 +366,7 @@ class Replayer {
   std::array<Core, 3> cores_{};
   std::map<std::pair<int, int>, std::deque<Clock>> cross_;  // (to: 1, 2 AIVs; 3, 4 from AIVs, id)
   // The statements q_ drops, sorted (std::set's order): looked up for every set and wait.
-  const std::vector<const SyncNode*> dropped_;
+  std::vector<const SyncNode*> dropped_;
   Prepared own_;                                    // prepare(streams_) when not given
   const std::set<std::pair<int, int>>* consumers_;  // (core, channel) pairs that read it
   /// The shadow of memory `mem`, which some op writes; null when none does (the inputs).
@@ -354,6 +382,9 @@ class Replayer {
   std::vector<std::pair<uint64_t, Shadow>> shadows_;
   size_t last_ = 0;
   bool ok_ = true;
+  int core_ = 0;           // advance(): the core it runs
+  bool progress_ = false;  // ... and whether some core moved in this round
+  size_t steps_ = 0;       // steps taken
 };
 }  // namespace
 
@@ -443,6 +474,49 @@ std::vector<size_t> replay_classes(const std::vector<Streams>& blocks) {
 bool replay(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
             const Prepared* prepared) {
   return Replayer(streams, channels, q, prepared).run();
+}
+
+void screen(const Streams& streams, const std::vector<Channel>& channels, const Query& q,
+            const Prepared* prepared, const std::vector<std::vector<const SyncNode*>>& units,
+            size_t cap, std::vector<bool>& refused) {
+  Prepared own;
+  if (!prepared) prepared = &(own = prepare(streams));  // a copy's consumers_ must outlive it
+  Query quiet = q;
+  quiet.matches = nullptr;
+  std::map<const SyncNode*, size_t> unit_of;
+  for (size_t u = 0; u < units.size(); ++u)
+    for (const SyncNode* y : units[u]) unit_of.emplace(y, u);
+  std::vector<bool> reached(units.size(), false);
+  refused.resize(units.size(), false);
+  // The replay with q's drops, paused before the first event of each unit's statements; there a
+  // copy runs on with the unit dropped too, for `cap` steps at most.
+  Replayer base(streams, channels, quiet, prepared);
+  size_t unit = 0, left = units.size();
+  auto first = [&](int, const Event& e) {
+    if (!e.sync || (e.kind != Event::Set && e.kind != Event::Wait)) return false;
+    auto it = unit_of.find(e.sync);
+    if (it == unit_of.end() || reached[it->second]) return false;
+    unit = it->second;
+    return true;
+  };
+  // Once every unit is reached, the rest of the replay answers nothing.
+  while (left > 0 && !base.advance(first)) {
+    reached[unit] = true;
+    --left;
+    if (refused[unit]) continue;
+    std::vector<const SyncNode*> drops(quiet.dropped.begin(), quiet.dropped.end());
+    drops.insert(drops.end(), units[unit].begin(), units[unit].end());
+    std::sort(drops.begin(), drops.end());
+    Replayer trial = base;
+    trial.drop(std::move(drops));
+    const size_t stop = trial.steps() + cap;
+    // Past `cap` steps the answer is left to the caller's full replays (a unit the replay
+    // clears is not cleared whatever else the greedy sequence drops by then).
+    if (trial.advance([&](int, const Event&) { return trial.steps() >= stop; }))
+      refused[unit] = !trial.finished();
+    else
+      refused[unit] = trial.failed();
+  }
 }
 
 }  // namespace tl::replay

@@ -23,6 +23,7 @@
 // streams: they only add order, so the proof is conservative. The hazard-checked tests
 // (HazardMutation.DeveloperKernelsHaveNoRedundantSync) delete every remaining sync one by one.
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "developer.h"
@@ -127,10 +128,13 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target) {
     if (auto* sc = s.as<ScopeNode>()) (sc->core == CoreKind::Cube ? cube : vector) = sc->body;
   if (!cube.defined() || !vector.defined()) return f;
   Stmt body = k->body;
+  // The streams of the bodies and channels as they are: built again only after a credit goes
+  // (a refused credit changes neither).
+  std::optional<replay::Streams> streams;
   for (size_t c = 0; c < channels.size(); ++c) {
     if (channels[c].credit < 0 || channels[c].slots < 1) continue;
     if (pushed_in_turns(vector, channels[c].ws, k->vid)) continue;
-    auto streams = replay::unroll_block(*k, cube, vector, target, channels, false);
+    if (!streams) streams = replay::unroll_block(*k, cube, vector, target, channels, false);
     if (!streams) break;
     replay::Query q;
     q.dropped_cross = channels[c].credit;
@@ -141,6 +145,7 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target) {
     cube = without_cross_flag(cube, id);
     vector = without_cross_flag(vector, id);
     channels[c].credit = -1;
+    streams.reset();
   }
   return body.same_as(k->body) ? f : dev::with_kernel_body(f, dev::stmts_of(body));
 }

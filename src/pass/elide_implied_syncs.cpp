@@ -75,6 +75,42 @@ std::vector<std::vector<const SyncNode*>> flag_units(
   return units;
 }
 
+/// The greedy sequence of questions (drop unit i, with the units accepted before it, where the
+/// replay stays ordered), answered in fewer replays, each answer the same (docs/compiler.md,
+/// "Compile latency"). Dropping more units only removes happens-before edges (every unit is
+/// closed under the baseline's matches, so the other waits consume the same sets), so a replay
+/// that fails with some drops fails with more. A screen resumes the baseline just before each
+/// unit's first event and refuses the units that fail within kScreenSteps: the sequence refuses
+/// them whatever it accepted before. The others are asked as groups: a group whose units replay
+/// ordered all dropped at once answers every question of the sequence over it (each question
+/// drops a subset); a group that fails is split, its first half answered before its second.
+constexpr size_t kScreenSteps = 2048;
+
+template <class Ordered>
+void answer_in_groups(const std::vector<std::vector<const SyncNode*>>& units,
+                      const std::vector<replay::Streams>& blocks, const std::vector<size_t>& rep,
+                      const std::vector<replay::Prepared>& prepared, replay::Query& q,
+                      Ordered& ordered) {
+  std::vector<bool> refused;
+  for (size_t b = 0; b < blocks.size(); ++b)
+    if (rep[b] == b) replay::screen(blocks[b], {}, q, &prepared[b], units, kScreenSteps, refused);
+  std::vector<size_t> open;
+  for (size_t u = 0; u < units.size(); ++u)
+    if (!refused[u]) open.push_back(u);
+  std::function<void(size_t, size_t)> resolve = [&](size_t lo, size_t hi) {
+    if (lo == hi) return;
+    for (size_t i = lo; i < hi; ++i) q.dropped.insert(units[open[i]].begin(), units[open[i]].end());
+    if (ordered()) return;
+    for (size_t i = lo; i < hi; ++i)
+      for (const SyncNode* y : units[open[i]]) q.dropped.erase(y);
+    if (hi - lo == 1) return;
+    const size_t mid = lo + (hi - lo) / 2;
+    resolve(lo, mid);
+    resolve(mid, hi);
+  };
+  resolve(0, open.size());
+}
+
 }  // namespace
 
 PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
@@ -116,15 +152,22 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   }
   if (blocks.empty() || !ordered()) return f;  // some pair the ranges cannot tell apart
   q.matches = nullptr;
-  size_t per_replay = 0, spent = 0;
+  size_t per_replay = 0;
   for (size_t b = 0; b < blocks.size(); ++b)
     for (const auto& stream : blocks[b])
       per_replay += stream.size() * static_cast<size_t>(weights[b]);
-  for (const auto& unit : flag_units(bodies.data(), matches)) {
-    if ((spent += per_replay) > kMaxReplayedEvents) break;
-    q.dropped.insert(unit.begin(), unit.end());
-    if (!ordered())
-      for (const SyncNode* y : unit) q.dropped.erase(y);
+  // The budget charges one replay per candidate, in order: the candidates past it keep their
+  // flags, however their questions are answered below.
+  std::vector<std::vector<const SyncNode*>> units = flag_units(bodies.data(), matches);
+  if (per_replay > 0) units.resize(std::min(units.size(), kMaxReplayedEvents / per_replay));
+  if (!replay::shortcuts()) {
+    for (const auto& unit : units) {
+      q.dropped.insert(unit.begin(), unit.end());
+      if (!ordered())
+        for (const SyncNode* y : unit) q.dropped.erase(y);
+    }
+  } else {
+    answer_in_groups(units, blocks, rep, prepared, q, ordered);
   }
   // A sync of the compiler's that no block runs (in a branch no block takes at this shape, as
   // an odd tail when every block has an even count) goes too: the streams hold every execution.

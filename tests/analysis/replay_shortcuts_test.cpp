@@ -7,7 +7,8 @@
 // and without them; the printed IR must be the same byte for byte. The third shortcut, an `and`
 // / `or` decided by one side (the guards of guard_loop_credits), and the fourth, every unit of
 // guard_loop_credits guarded at once in one question (replay::Prover::holds_all), have tests of
-// their own where they must refuse.
+// their own where they must refuse, as has the fifth, elide_implied_syncs' candidates screened and
+// then asked in groups (replay::screen).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -54,6 +55,7 @@ std::vector<Case> shapes() {
       {"rms_norm_dev", {{"M", "8192"}, {"N", "4096"}, {"tiles", "128"}}},
       {"rms_norm_dev", {{"M", "4097"}, {"N", "777"}, {"tiles", "33"}, {"dtype", "float16"}}},
       {"add_dev", {{"M", "4097"}, {"N", "33"}, {"bM", "7"}}},
+      {"flash_attention_dev", {{"H", "12"}, {"S", "32768"}}},
   };
 }
 
@@ -278,6 +280,81 @@ TEST(ReplayShortcuts, AllUnitsAtOnceOnlyWhereEveryQuestionHolds) {
     EXPECT_EQ(count(with, "T.set_flag(\"MTE1\", \"MTE2\""), pre ? 3u : 2u);
     EXPECT_EQ(count(with, "\n            T.set_flag(\"MTE1\", \"MTE2\", 0"), pre ? 1u : 0u);
   }
+}
+
+/// A Vector scope with four compiler flags (units): id 2 orders V's read of x before MTE2 refills
+/// it, a conflict three steps after its set; ids 0 and 1 each order V's write of u before MTE3
+/// reads it, 3,000 loop steps later (a barrier in the loop: unrolled), so either is implied by the
+/// other but not both; id 3, after the loop, orders V's last write of w before MTE3 reads it. Each
+/// AIV writes its own rows.
+std::string screened_kernel() {
+  return R"(@T.prim_func
+def screened(A: T.Tensor((16, 16), "float32"), B: T.Tensor((32, 16), "float32"), C: T.Tensor((32, 16), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            u = T.alloc_ub((16, 16), "float32", address=0)
+            w = T.alloc_ub((16, 16), "float32", address=1024)
+            x = T.alloc_ub((16, 16), "float32", address=2048)
+            T.tile.add(x, x, x)
+            T.set_flag("V", "MTE2", 2, auto=True)
+            T.wait_flag("V", "MTE2", 2, auto=True)
+            T.copy(A[0:16, 0:16], x)
+            T.tile.add(u, u, u)
+            T.set_flag("V", "MTE3", 0, auto=True)
+            T.wait_flag("V", "MTE3", 0, auto=True)
+            T.set_flag("V", "MTE3", 1, auto=True)
+            T.wait_flag("V", "MTE3", 1, auto=True)
+            for k in T.serial(1500):
+                T.tile.add(w, w, w)
+                T.pipe_barrier("V")
+            T.copy(u, B[vid * 16:vid * 16 + 16, 0:16])
+            T.tile.add(w, w, w)
+            T.set_flag("V", "MTE3", 3, auto=True)
+            T.wait_flag("V", "MTE3", 3, auto=True)
+            T.copy(w, C[vid * 16:vid * 16 + 16, 0:16])
+)";
+}
+
+// The screen refuses a unit only where its replay fails within the cap from the unit's first
+// event, resumed from the state just before it: id 2 (three steps) and id 3 (three steps, after
+// 3,000 loop steps: the resumed state, not a replay from the start). Ids 0 and 1 each replay
+// ordered alone, and with a cap of one step nothing is refused. The pass then asks ids 0 and 1 as
+// a group, which fails (together they leave u's read unordered), and splits it: id 0 goes (id 1
+// implies it), id 1 stays, as the questions one by one decide.
+TEST(ReplayShortcuts, ScreenRefusesOnlyWhatFailsAndGroupsSplit) {
+  PrimFunc f = parse(screened_kernel());
+  std::array<Stmt, 2> bodies;
+  const KernelNode* k = scopes(f, bodies);
+  ASSERT_NE(k, nullptr);
+  std::map<int64_t, std::vector<const SyncNode*>> by_id;
+  pre_order_visit(bodies[1], [&](const Stmt& s) {
+    if (auto* y = s.as<SyncNode>(); y && y->sync_kind != SyncKind::PipeBarrier)
+      by_id[y->event_id.as<IntImmNode>()->value].push_back(y);
+  });
+  ASSERT_EQ(by_id.size(), 4u);
+  const std::vector<std::vector<const SyncNode*>> units = {by_id[2], by_id[0], by_id[1], by_id[3]};
+  auto s = replay::unroll_block(*k, bodies[0], bodies[1], default_target(), {}, true);
+  ASSERT_TRUE(s.has_value());
+  ASSERT_GT((*s)[1].size(), 3000u);
+  replay::Query q;
+  q.accesses = true;
+  ASSERT_TRUE(replay::replay(*s, {}, q));
+  for (size_t cap : {size_t{1}, size_t{2048}, size_t{1'000'000}}) {
+    SCOPED_TRACE("cap " + std::to_string(cap));
+    std::vector<bool> refused;
+    replay::screen(*s, {}, q, nullptr, units, cap, refused);
+    const bool found = cap > 1;
+    EXPECT_EQ(refused, (std::vector<bool>{found, false, false, found}));
+  }
+  replay::set_shortcuts(false);
+  const std::string without = print(elide_implied_syncs(f, default_target()));
+  replay::set_shortcuts(true);
+  const std::string with = print(elide_implied_syncs(f, default_target()));
+  EXPECT_EQ(with, without);
+  EXPECT_EQ(count(with, "T.set_flag(\"V\", \"MTE3\", 0"), 0u);
+  EXPECT_EQ(count(with, "T.wait_flag(\"V\", \"MTE3\", 0"), 0u);
+  for (int id : {1, 3}) EXPECT_EQ(count(with, "\"V\", \"MTE3\", " + std::to_string(id)), 2u) << id;
+  EXPECT_EQ(count(with, "T.set_flag(\"V\", \"MTE2\", 2"), 1u);
 }
 
 }  // namespace
