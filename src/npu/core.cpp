@@ -468,6 +468,7 @@ bool Core::replay_gate(const StmtNode* s) {
     // scatter `y_ub[idx_ub[i]] = ...`): not before simulated time has reached the cycle of the
     // first event it records, when what the statement waited for has landed.
     if (!replay_->reached(*this, trace_->events.size())) {
+      blocked_sync_ = nullptr;
       blocked_ = "replay: waiting for simulated time";
       return false;
     }
@@ -477,6 +478,7 @@ bool Core::replay_gate(const StmtNode* s) {
     gate_recorded_ = true;
   }
   if (gate_end_ > gate_first_ && !replay_->may_issue(*this, gate_first_, gate_end_)) {
+    blocked_sync_ = nullptr;
     blocked_ = "replay: waiting for simulated time";
     return false;
   }
@@ -592,7 +594,7 @@ bool Core::exec_sync(const SyncNode& s) {
           return true;
         }
       }
-      blocked_ = fmt::format("T.wait_cross_flag({}) at {}", id, s.loc.str());
+      set_blocked(s, id);
       return false;
     }
     case SyncKind::SyncAll: {
@@ -603,6 +605,7 @@ bool Core::exec_sync(const SyncNode& s) {
       if (sync_gen_ >= 0) {
         if (barrier_view_ > sync_gen_) {
           sync_gen_ = -1;
+          blocked_sync_ = nullptr;
           blocked_.clear();
           return true;
         }
@@ -621,11 +624,26 @@ bool Core::exec_sync(const SyncNode& s) {
         sync_gen_ = -1;
         return true;
       }
-      blocked_ = fmt::format("T.sync_all() at {}", s.loc.str());
+      set_blocked(s, 0);
       return false;
     }
   }
   return true;
+}
+
+// A program's statement outlives the core; a direct one is described while it lives.
+void Core::set_blocked(const SyncNode& s, int64_t id) {
+  blocked_sync_ = &s;
+  blocked_id_ = id;
+  if (loc_ == &own_loc_) blocked_ = blocked_on(), blocked_sync_ = nullptr;
+}
+
+std::string Core::blocked_on() const {
+  if (!blocked_sync_) return blocked_;
+  const SyncNode& s = *blocked_sync_;
+  return s.sync_kind == SyncKind::SyncAll
+             ? fmt::format("T.sync_all() at {}", s.loc.str())
+             : fmt::format("T.wait_cross_flag({}) at {}", blocked_id_, s.loc.str());
 }
 
 namespace {

@@ -208,8 +208,9 @@ void Core::check_start_alignment(const TileRef& t, std::string_view op, std::str
   int64_t elem = 0;
   if (t.scope == MemScope::UB) {  // row-major: no layout lookup (and no allocation) per operand
     for (size_t d = 0; d < t.start.size(); ++d) elem += t.start[d] * t.strides[d];
-  } else {
-    elem = layout_offset(t, std::vector<int64_t>(t.start.begin(), t.start.end()));
+  } else {  // the start read in place: an index vector was a malloc and free per cube operand
+    int64_t run;
+    elem = storage_offset(t, t.start.data(), &run);
   }
   const auto byte = static_cast<int64_t>(t.base - mem[static_cast<size_t>(t.scope)].data()) +
                     elem * dtype_bytes(t.dtype);

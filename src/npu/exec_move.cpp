@@ -670,12 +670,11 @@ void copy_impl(const TileOpNode& n, Core& c, TileRef src, TileRef dst, bool shad
     size_t ns = src.extent.size();
     int64_t run;
     uint8_t* base = dst.base + storage_offset(dst, dst.start.data(), &run) * dtype_bytes(dst.dtype);
-    const std::vector<int64_t> mat{dst.shape[dn - 2], dst.shape[dn - 1]};
+    const int64_t mr = dst.shape[dn - 2], mc = dst.shape[dn - 1];
     if (valid_src)  // nd_to_nz writes the whole (padded) matrix
-      std::memset(base, kValid, static_cast<size_t>(storage_bytes(dst.scope, dst.dtype, mat)));
-    else
-      nd_to_nz(src.at(src.start), mat[0], mat[1], ns >= 2 ? src.strides[ns - 2] : 0, src.dtype,
-               base);
+      std::memset(base, kValid, static_cast<size_t>(storage_bytes(dst.scope, dst.dtype, {mr, mc})));
+    else  // (no shape vector built here: a malloc per K / V / P load)
+      nd_to_nz(src.at(src.start), mr, mc, ns >= 2 ? src.strides[ns - 2] : 0, src.dtype, base);
     return;
   }
   const bool saturate = fixpipe && (dst.dtype == DType::Float16 || dst.dtype == DType::BFloat16);

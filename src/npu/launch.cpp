@@ -21,6 +21,7 @@
 #include "tl/access.h"
 #include "tl/arith.h"
 #include "tl/env.h"
+#include "tl/gm_fill.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
@@ -144,8 +145,15 @@ std::optional<std::vector<int64_t>> dense_strides(const std::vector<int64_t>& sh
 /// The T.alloc_workspace tensors of this launch, after the parameters in ls.tensors. Their
 /// shapes may use dynamic sizes (bound by now). Tensor::empty checks the bytes against the
 /// host's memory before allocating. They start as NaN bytes (0xFF): the chip's workspace holds
-/// whatever was there, and a kernel must not read what it has not written.
+/// whatever was there, and a kernel must not read what it has not written. They are Unwritten
+/// GM (tl/gm_fill.h): a huge block an earlier launch's workspace or library output freed comes
+/// back with its pages mapped, so the 0xFF fill below neither faults them in nor waits for the
+/// kernel to zero them first (FlashAttention's 28 MB of workspaces at S = 1024, H = 16: the page
+/// zeroing was 5.9 % of a call's host time, docs/virtual_npu.md, "Host speed", branch hostfa3).
+/// The fill still writes every byte, so what a launch sees does not depend on the pool
+/// (`GmFill.RecycledWorkspacesStartAsNaN`).
 void allocate_workspaces(const Program& p, Device& dev, LaunchEvaluator& ev, LaunchState& ls) {
+  ScopedGmFill unwritten(GmFill::Unwritten);
   for (const BufferNode* w : p.workspaces) {
     std::vector<int64_t> shape;
     for (const auto& e : w->shape) {

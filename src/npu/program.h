@@ -218,8 +218,8 @@ class Core final : public arith::Evaluator {
   /// Runs until the core blocks or finishes; returns whether it made progress.
   bool run();
   Status status() const { return status_; }
-  /// What the core is blocked on (for deadlock reports).
-  const std::string& blocked_on() const { return blocked_; }
+  /// What the core is blocked on (for deadlock reports), formatted when asked.
+  std::string blocked_on() const;
   /// Blocked at T.sync_all, waiting for the other participants.
   bool at_barrier() const { return sync_gen_ >= 0; }
   /// The barrier generation the scheduler saw before its current sweep: a core waiting at
@@ -311,6 +311,14 @@ class Core final : public arith::Evaluator {
   // statement: copying the file name was a heap allocation per interpreter step.
   const SourceLoc* loc_ = &own_loc_;
   SourceLoc own_loc_;
+  // What the core waits at: a program's wait_cross_flag / sync_all and its event id, formatted
+  // only by blocked_on() (a deadlock report). A string formatted on every blocked wait, with the
+  // statement's location, was two heap allocations per wait, several per kv step of
+  // FlashAttention (docs/virtual_npu.md, "Host speed", branch hostfa3). A statement that may
+  // not outlive the call (direct execution) is described at once, in blocked_.
+  void set_blocked(const SyncNode& s, int64_t id);
+  const SyncNode* blocked_sync_ = nullptr;
+  int64_t blocked_id_ = 0;
   std::string blocked_;
   std::array<uint8_t, kNumPipes * kNumPipes> flags_{};  // bit per event id
   /// The last 8 statements executed, oldest first (error messages: last_events), in a ring.
