@@ -452,16 +452,7 @@ class Engine {
     return r.write ? sh.writes : sh.reads;
   }
 
-  /// A GM read no GM write of the launch meets (their bounding ranges): it can be in no
-  /// reported pair (a read conflicts only with writes), no write replaces it or collects its
-  /// clocks (a write that covers it would meet it), and it is the source of no later read
-  /// (only stores are), so the checker neither tests nor records it. The inputs a kernel only
-  /// reads (the K and V rows FlashAttention streams, the KV rows a sparse attention gathers)
-  /// were most of a large launch's GM shadow (docs/virtual_npu.md, "Trace memory").
-  bool inert(const Access& a) const {
-    if (a.write || a.mem.scope != MemScope::GM) return false;
-    return !meets_any(gm_written_, a.start, a.end());
-  }
+  bool inert(const Access& a) const { return inert_gm_read(gm_written_, a); }
 
   void access(int ci, const TraceEvent& e, int p, uint32_t c, const Know& start) {
     const int64_t block = block_of(ci);

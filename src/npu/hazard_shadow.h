@@ -185,6 +185,17 @@ inline bool meets_any(const std::vector<std::pair<uint64_t, uint64_t>>& r, uint6
   return it != r.end() && it->first < hi;
 }
 
+/// A GM read no GM write of the launch meets (their bounding ranges, gm_write_ranges): it can
+/// be in no reported pair (a read conflicts only with writes), no write replaces it or collects
+/// its clocks (a write that covers it would meet it), and it is the source of no later read
+/// (only stores are), so the checker neither tests nor records it. The inputs a kernel only
+/// reads (the K and V rows FlashAttention streams, the KV rows a sparse attention gathers)
+/// were most of a large launch's GM shadow (docs/virtual_npu.md, "Trace memory").
+inline bool inert_gm_read(const std::vector<std::pair<uint64_t, uint64_t>>& written,
+                          const Access& a) {
+  return !a.write && a.mem.scope == MemScope::GM && !meets_any(written, a.start, a.end());
+}
+
 /// The recent accesses of one memory. Reads and writes are indexed apart (a read conflicts
 /// only with writes), and GM's also per block (only the same block's accesses, or any block's
 /// after a sync_all, can be ordered before an access and so replaced by it).
