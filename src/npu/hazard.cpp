@@ -126,6 +126,7 @@ class Engine {
   void run() {
     size_t n = tr_.cores.size();
     st_.assign(n, {});
+    if (check_) gm_written_ = gm_write_ranges(tr_);
     participants_ = 0;
     for (const auto& c : tr_.cores)
       for (const auto& e : c.events)
@@ -193,6 +194,7 @@ class Engine {
   std::vector<uint32_t> kill_;                  // scratch: the records one access replaces
   std::unordered_map<std::string, size_t> seen_;
   std::unordered_map<std::string, size_t> seen_dup_;
+  std::vector<std::pair<uint64_t, uint64_t>> gm_written_;  // gm_write_ranges of the trace
 
   int64_t block_of(int ci) const { return ci / 3; }
   int slot_of(int ci) const { return ci % 3; }
@@ -450,6 +452,8 @@ class Engine {
     return r.write ? sh.writes : sh.reads;
   }
 
+  bool inert(const Access& a) const { return inert_gm_read(gm_written_, a); }
+
   void access(int ci, const TraceEvent& e, int p, uint32_t c, const Know& start) {
     const int64_t block = block_of(ci);
     const uint8_t t = static_cast<uint8_t>(slot_of(ci) * kPipes + p);
@@ -459,6 +463,7 @@ class Engine {
     srcs_.clear();
     srcs_.resize(e.accesses.size());
     for (const Access& a : e.accesses) {
+      if (inert(a)) continue;
       Shadow& sh = shadow_of(a.mem);
       cand_.clear();
       before_.clear();
@@ -491,6 +496,7 @@ class Engine {
       }
     }
     for (const Access& a : e.accesses) {
+      if (inert(a)) continue;
       Shadow& sh = shadow_of(a.mem);
       // A store that may later be found a duplicate keeps the clocks of the reads it replaces.
       const bool keep_reads = a.write && a.digested && a.mem.scope == MemScope::GM;

@@ -154,6 +154,48 @@ inline std::unique_ptr<Sources> sources_of(const std::vector<Rec>& recs,
   return out;
 }
 
+/// The bounding ranges of every GM write (plain, atomic or scalar) of a trace, sorted and
+/// merged: [start, end) pairs, disjoint and not adjacent.
+inline std::vector<std::pair<uint64_t, uint64_t>> gm_write_ranges(const Trace& t) {
+  std::vector<std::pair<uint64_t, uint64_t>> r;
+  for (const auto& c : t.cores)
+    for (const auto& e : c.events)
+      for (const auto& a : e.accesses)
+        if (a.write && a.mem.scope == MemScope::GM && a.end() > a.start)
+          r.emplace_back(a.start, a.end());
+  std::sort(r.begin(), r.end());
+  size_t k = 0;
+  for (const auto& x : r) {
+    if (k > 0 && x.first <= r[k - 1].second)
+      r[k - 1].second = std::max(r[k - 1].second, x.second);
+    else
+      r[k++] = x;
+  }
+  r.resize(k);
+  return r;
+}
+
+/// True if [lo, hi) meets one of the merged ranges `r` (gm_write_ranges).
+inline bool meets_any(const std::vector<std::pair<uint64_t, uint64_t>>& r, uint64_t lo,
+                      uint64_t hi) {
+  // The first range ending after lo: it meets [lo, hi) if it starts before hi.
+  auto it = std::upper_bound(
+      r.begin(), r.end(), lo,
+      [](uint64_t v, const std::pair<uint64_t, uint64_t>& x) { return v < x.second; });
+  return it != r.end() && it->first < hi;
+}
+
+/// A GM read no GM write of the launch meets (their bounding ranges, gm_write_ranges): it can
+/// be in no reported pair (a read conflicts only with writes), no write replaces it or collects
+/// its clocks (a write that covers it would meet it), and it is the source of no later read
+/// (only stores are), so the checker neither tests nor records it. The inputs a kernel only
+/// reads (the K and V rows FlashAttention streams, the KV rows a sparse attention gathers)
+/// were most of a large launch's GM shadow (docs/virtual_npu.md, "Trace memory").
+inline bool inert_gm_read(const std::vector<std::pair<uint64_t, uint64_t>>& written,
+                          const Access& a) {
+  return !a.write && a.mem.scope == MemScope::GM && !meets_any(written, a.start, a.end());
+}
+
 /// The recent accesses of one memory. Reads and writes are indexed apart (a read conflicts
 /// only with writes), and GM's also per block (only the same block's accesses, or any block's
 /// after a sync_all, can be ordered before an access and so replaced by it).

@@ -61,7 +61,7 @@ void write_changed(uint8_t* at, const std::vector<uint8_t>& before,
 }
 
 bool same_event(const TraceEvent& a, const TraceEvent& b) {
-  if (a.kind != b.kind || a.name != b.name || a.loc.line != b.loc.line || a.id != b.id ||
+  if (a.kind != b.kind || a.name != b.name || a.loc->line != b.loc->line || a.id != b.id ||
       a.accesses.size() != b.accesses.size())
     return false;
   for (size_t i = 0; i < a.accesses.size(); ++i) {
@@ -379,7 +379,7 @@ void TimeOrderedReplay::run(int progress_percent) {
     if (core.status() == Core::Status::Done && got.size() == want.size()) continue;
     size_t at = std::min(got.size(), want.size());
     throw Error(
-        at < want.size() ? want[at].loc : SourceLoc{},
+        at < want.size() ? SourceLoc(want[at].loc) : SourceLoc{},
         fmt::format(
             "timed mode: {} took a different path in simulated-time order than in program order: "
             "it "

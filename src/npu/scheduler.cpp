@@ -238,6 +238,11 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
           c->see_barrier(gen_seen);
           if (c->status() != Core::Status::Done) {
             group_moved |= c->run();
+            // A finished core's events stay until the checkers run after the launch: give
+            // back the vector's growth slack (up to half of it; docs/virtual_npu.md, "Trace
+            // memory"). A streamed trace hands its chunks on instead.
+            if (CoreTrace* ct = c->trace(); ct && !ct->stream && c->status() == Core::Status::Done)
+              ct->events.shrink_to_fit();
             // A streamed timed launch: what the core recorded goes to the timing model now
             // (the model may be waiting for it), with whether the core can move on its own.
             if (CoreTrace* ct = c->trace(); ct && ct->stream)

@@ -150,7 +150,7 @@ int slot_of(const Core& c) {
 
 MemoryId memory_of(const Core& c, MemScope s) {
   if (s == MemScope::GM) return {};
-  return {s, c.block, slot_of(c)};
+  return {s, static_cast<int32_t>(c.block), slot_of(c)};
 }
 
 /// Appends the runs of `a` to `last` when together they are still evenly spaced runs of one
@@ -407,6 +407,8 @@ int64_t scalar_ops_of(const Expr& e) {
 void push_event(CoreTrace& ct, TraceEvent&& ev) {
   ev.scalar_ops = ct.pending_scalar_ops;
   ct.pending_scalar_ops = 0;
+  // Kept until the checkers run: no growth slack (docs/virtual_npu.md, "Trace memory").
+  if (ev.accesses.capacity() > ev.accesses.size()) ev.accesses.shrink_to_fit();
   ct.events.push_back(std::move(ev));
   if (ct.stream && ct.events.size() >= ct.stream->chunk)
     ct.stream->publish(ct, /*finished=*/false, /*blocked=*/false);
@@ -461,11 +463,15 @@ void record_op(Core& c, CoreTrace& ct, const TileOpNode& n) {
         auto bytes = static_cast<uint64_t>(t.bytes(n, extents));
         bool write = t.access != tl::Access::Read;
         if (t.access != tl::Access::Write)
-          ev.accesses.push_back(
-              {memory_of(c, t.scratch), 0, bytes, 0, 1, false, std::string(scope_name(t.scratch))});
+          ev.accesses.push_back({.mem = memory_of(c, t.scratch),
+                                 .len = bytes,
+                                 .write = false,
+                                 .buffer = scope_name(t.scratch)});
         if (write)
-          ev.accesses.push_back(
-              {memory_of(c, t.scratch), 0, bytes, 0, 1, true, std::string(scope_name(t.scratch))});
+          ev.accesses.push_back({.mem = memory_of(c, t.scratch),
+                                 .len = bytes,
+                                 .write = true,
+                                 .buffer = scope_name(t.scratch)});
         continue;
       }
       auto [lo, hi] = args_of(t.operand);

@@ -3,7 +3,8 @@
 // hazards in the same order with the same counts, the same duplicate-store remarks and flag
 // issues, on random traces (strided GM and UB accesses of several blocks, flags, barriers,
 // sync_all, scalar GM accesses and dccis, atomic and duplicate stores) and on the traces of
-// every single-sync deletion of the expert examples (the mutation suite's kernels). And the
+// every single-sync deletion of the expert examples (the mutation suite's kernels), also where
+// GM reads read inputs no access writes (the reads the checker skips). And the
 // index itself answers exactly what a scan of all its entries answers.
 #include <gtest/gtest.h>
 
@@ -95,8 +96,9 @@ std::pair<size_t, size_t> expect_same_findings(const Trace& t, const std::string
 /// A random trace: `blocks` blocks of 3 cores, ops on every pipe touching strided ranges of GM
 /// (shared), UB and L1 (per core), random flags (some unmatched), barriers, a sync_all in some,
 /// scalar GM loads / stores and dccis, atomic adds and digested GM stores of a few digests (so
-/// identical stores occur).
-Trace random_trace(std::mt19937_64& rng, int blocks, bool sync_all) {
+/// identical stores occur). With `inputs`, half the GM reads read a tensor no access writes
+/// (the checker neither tests nor records those: hazard.cpp, `inert`).
+Trace random_trace(std::mt19937_64& rng, int blocks, bool sync_all, bool inputs = false) {
   Trace t;
   t.kernel = "random";
   t.num_blocks = blocks;
@@ -112,7 +114,8 @@ Trace random_trace(std::mt19937_64& rng, int blocks, bool sync_all) {
     auto access = [&](bool gm) {
       Access a;
       if (!gm)
-        a.mem = {rng() % 2 ? MemScope::UB : MemScope::L1, ct.block, static_cast<int>(ci % 3)};
+        a.mem = {rng() % 2 ? MemScope::UB : MemScope::L1, static_cast<int32_t>(ct.block),
+                 static_cast<int>(ci % 3)};
       // Small address spaces, so that ranges meet; GM around a host-like base.
       a.start = (gm ? 0x10000 : 0) + (rng() % 64) * 32 + rng() % 3;
       a.len = 1 + rng() % 96;
@@ -134,6 +137,10 @@ Trace random_trace(std::mt19937_64& rng, int blocks, bool sync_all) {
           }
         }
       }
+      if (inputs && gm && !a.write && rng() % 2) {
+        a.start += 0x30000;
+        a.buffer = "Z";
+      }
       return a;
     };
     for (int i = 0; i < nev; ++i) {
@@ -154,11 +161,12 @@ Trace random_trace(std::mt19937_64& rng, int blocks, bool sync_all) {
           e.cost = CostClass::Mmad;
           e.accumulates = rng() % 2;
           e.m = e.n = 16;
-          e.accesses.push_back(Access{.mem = {MemScope::L0C, ct.block, static_cast<int>(ci % 3)},
-                                      .start = 0,
-                                      .len = 1024,
-                                      .write = true,
-                                      .buffer = "c"});
+          e.accesses.push_back(Access{
+              .mem = {MemScope::L0C, static_cast<int32_t>(ct.block), static_cast<int>(ci % 3)},
+              .start = 0,
+              .len = 1024,
+              .write = true,
+              .buffer = "c"});
         }
       } else if (kind < 14) {
         e.kind = EventKind::Op;  // a scalar GM load or store, or a dcci
@@ -207,6 +215,54 @@ TEST(HazardIndex, RandomTracesGiveTheLinearScansFindings) {
   // The traces exercise what they are meant to (not only clean traces).
   EXPECT_GT(with_hazards, 100);
   EXPECT_GT(with_remarks, 10);
+}
+
+TEST(HazardIndex, ReadOnlyGmInputsGiveTheLinearScansFindings) {
+  std::mt19937_64 rng(29);
+  int with_hazards = 0;
+  for (int round = 0; round < 150; ++round) {
+    const int blocks = 1 + static_cast<int>(rng() % 4);
+    Trace t = random_trace(rng, blocks, round % 3 == 0, /*inputs=*/true);
+    with_hazards += expect_same_findings(t, "round " + std::to_string(round)).first > 0;
+  }
+  EXPECT_GT(with_hazards, 100);
+}
+
+// A GM read is skipped only when no write's bounding range meets it: reads just below and just
+// above a store, and a strided read whose rows straddle it, are clean; one sharing the store's
+// last byte is a RAW or WAR pair whichever block the replay meets first.
+TEST(HazardIndex, ReadsMeetingAStoreByOneByteAreStillChecked) {
+  Trace t;
+  t.kernel = "edges";
+  t.num_blocks = t.physical_blocks = 2;
+  t.cores.resize(6);
+  for (size_t ci = 0; ci < 6; ++ci) t.cores[ci].block = static_cast<int64_t>(ci / 3);
+  auto op = [](Pipe p, uint64_t start, uint64_t len, uint64_t count, uint64_t pitch, bool write,
+               int line) {
+    TraceEvent e;
+    e.pipe = p;
+    e.name = write ? "copy_out" : "copy_in";
+    e.loc = SourceLoc{"k.py", line};
+    e.accesses.push_back({.mem = {},
+                          .start = start,
+                          .len = len,
+                          .pitch = pitch,
+                          .count = count,
+                          .write = write,
+                          .buffer = "Y"});
+    return e;
+  };
+  t.cores[1].events.push_back(op(Pipe::MTE3, 0x1000, 0x40, 1, 0, true, 1));
+  t.cores[4].events.push_back(op(Pipe::MTE2, 0xFC0, 0x40, 1, 0, false, 2));      // just below
+  t.cores[4].events.push_back(op(Pipe::MTE2, 0x1040, 0x40, 1, 0, false, 3));     // just above
+  t.cores[4].events.push_back(op(Pipe::MTE2, 0xF80, 0x10, 2, 0x100, false, 4));  // straddles
+  t.cores[4].events.push_back(op(Pipe::MTE2, 0x103F, 0x11, 1, 0, false, 5));     // last byte
+  const auto hs = check_hazards(t);
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].first.loc.line, 1);
+  EXPECT_EQ(hs[0].second.loc.line, 5);
+  EXPECT_EQ(hs[0].kind, "RAW");
+  expect_same_findings(t, "edges");
 }
 
 /// The traces of an example and of each of its single-sync deletions; how many of them have

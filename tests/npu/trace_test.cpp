@@ -3,6 +3,7 @@
 
 #include <random>
 #include <set>
+#include <thread>
 
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
@@ -52,12 +53,12 @@ TEST(Trace, GemmRecordsPipesAndAccesses) {
 }
 
 TEST(Trace, OverlapOfStridedAccesses) {
-  npu::Access a{{}, 0, 16, 64, 4, false, "a"}, b{{}, 16, 16, 64, 4, true, "b"},
-      c{{}, 60, 4, 0, 1, true, "c"};
+  npu::Access a{{}, 0, 16, 64, 4, false, false, false, "a"},
+      b{{}, 16, 16, 64, 4, true, false, false, "b"}, c{{}, 60, 4, 0, 1, true, false, false, "c"};
   EXPECT_FALSE(npu::overlaps(a, b));  // interleaved columns of the same rows
   EXPECT_FALSE(npu::overlaps(a, c));  // ends where the second run starts
-  EXPECT_TRUE(npu::overlaps(b, npu::Access{{}, 24, 4, 0, 1, false, "d"}));
-  EXPECT_TRUE(npu::overlaps(a, npu::Access{{}, 130, 2, 0, 1, false, "e"}));
+  EXPECT_TRUE(npu::overlaps(b, npu::Access{{}, 24, 4, 0, 1, false, false, false, "d"}));
+  EXPECT_TRUE(npu::overlaps(a, npu::Access{{}, 130, 2, 0, 1, false, false, false, "e"}));
 }
 
 /// overlaps() against a byte-by-byte reference on random strided accesses, including many
@@ -87,11 +88,12 @@ TEST(Trace, OverlapIsExactForAnyNumberOfRuns) {
     ASSERT_EQ(npu::overlaps(b, a), brute(a, b)) << it;
   }
   // Interleaved halves of 5000 rows never touch; the last row of one touches the other.
-  npu::Access even{{}, 0, 16, 32, 5000, false, "even"}, odd{{}, 16, 16, 32, 5000, true, "odd"};
+  npu::Access even{{}, 0, 16, 32, 5000, false, false, false, "even"},
+      odd{{}, 16, 16, 32, 5000, true, false, false, "odd"};
   EXPECT_FALSE(npu::overlaps(even, odd));
-  npu::Access tail{{}, 4999 * 32 + 8, 4, 0, 1, true, "tail"};
+  npu::Access tail{{}, 4999 * 32 + 8, 4, 0, 1, true, false, false, "tail"};
   EXPECT_TRUE(npu::overlaps(even, tail));
-  npu::Access late{{}, 4999 * 32 + 8, 16, 32, 5000, true, "late"};
+  npu::Access late{{}, 4999 * 32 + 8, 16, 32, 5000, true, false, false, "late"};
   EXPECT_TRUE(npu::overlaps(even, late));
 }
 
@@ -131,12 +133,50 @@ TEST(Trace, OverlapOfRunsWithOnePitchIsExact) {
   EXPECT_GT(hits, 400);
   EXPECT_GT(misses, 400);
   // Interleaved columns of 4097 rows never touch; shifted by one row they still do not.
-  npu::Access left{{}, 0, 16, 64, 4097, false, "left"}, right{{}, 16, 48, 64, 4097, true, "right"};
+  npu::Access left{{}, 0, 16, 64, 4097, false, false, false, "left"},
+      right{{}, 16, 48, 64, 4097, true, false, false, "right"};
   EXPECT_FALSE(npu::overlaps(left, right));
   right.start += 64;
   EXPECT_FALSE(npu::overlaps(left, right));
   right.start -= 1;  // one byte earlier: each of its runs meets the last byte of a left run
   EXPECT_TRUE(npu::overlaps(left, right));
+}
+
+// Events hold interned names and locations (tl/npu/trace.h): each distinct value once per
+// process, the same pointer whichever thread interned it first, reading back what was given.
+TEST(Trace, NamesAndLocationsAreInternedOncePerValueAcrossThreads) {
+  constexpr int kValues = 1000;
+  std::vector<const std::string*> names[2];
+  std::vector<const SourceLoc*> locs[2];
+  auto work = [&](int t) {
+    for (int i = 0; i < kValues; ++i) {
+      const int v = t == 0 ? i : kValues - 1 - i;  // the other thread meets them in reverse
+      names[t].push_back(npu::intern_string("interned_" + std::to_string(v)));
+      locs[t].push_back(npu::intern_loc(
+          SourceLoc("interned_file_name_longer_than_sso.py", v + 1, v % 2 ? "helper.py:3" : "")));
+    }
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  for (int i = 0; i < kValues; ++i) {
+    EXPECT_EQ(names[0][i], names[1][kValues - 1 - i]);
+    EXPECT_EQ(locs[0][i], locs[1][kValues - 1 - i]);
+    EXPECT_EQ(*names[0][i], "interned_" + std::to_string(i));
+    EXPECT_EQ(locs[0][i]->line, i + 1);
+    EXPECT_EQ(locs[0][i]->via, i % 2 ? "helper.py:3" : "");
+  }
+  EXPECT_NE(names[0][0], names[0][1]);
+  // A location differing only in `via` is another value.
+  EXPECT_NE(npu::intern_loc(SourceLoc("f.py", 1, "")), npu::intern_loc(SourceLoc("f.py", 1, "g")));
+  npu::TraceEvent e;
+  e.name = std::string("tile.exp");
+  e.loc = SourceLoc("k.py", 7);
+  EXPECT_EQ(e.name, "tile.exp");
+  EXPECT_EQ(fmt::format("{} at {}", e.name, e.loc.str()), "tile.exp at k.py:7");
+  npu::TraceEvent f = e;
+  EXPECT_TRUE(f.name == e.name);
+  EXPECT_EQ(e.loc->line, 7);
 }
 
 }  // namespace
