@@ -9,10 +9,16 @@
 //
 //   ./build/default/bench/fa_long_timed_bench --benchmark_filter=S:4096
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
 
 #include "cann_ops_tilelang/attention.h"
 #include "tl/npu/npu.h"
+#include "tl/npu/report.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
 
@@ -54,9 +60,10 @@ BENCHMARK(BM_FlashAttentionC7TimingOnly)
     ->Unit(benchmark::kSecond);
 
 // The issue-30 must-show shapes on A2 (docs/ops.md, "FlashAttention forward"): bf16, BSHD, H = 16,
-// D = 128, causal or not; `key_seq` is the sequence length the key is chosen for (S: the
-// library's choice; 0: the short-sequence schedule, 2 stages). The figure docs/ops.md quotes is
-// simulated_us, with the busy fractions of the pipes the step cycle runs through.
+// D = 128, causal or not; `key_seq` is the sequence length the key is chosen for (S or 0; the
+// library now takes one schedule for every length, so both give the same kernel). The figure
+// docs/ops.md quotes is simulated_us, with the busy fractions of the pipes the step cycle runs
+// through.
 //   ./build/default/bench/fa_long_timed_bench --benchmark_filter='MustShow/B:4/S:4096/causal:0'
 void BM_FlashAttentionMustShow(benchmark::State& st) {
   const int64_t B = st.range(0), S = st.range(1), H = 16, D = 128;
@@ -93,6 +100,76 @@ BENCHMARK(BM_FlashAttentionMustShow)
     ->ArgNames({"B", "S", "causal", "key_seq"})
     ->ArgsProduct({{1}, {273, 1024, 2048, 4096}, {0, 1}, {0, 1}})
     ->ArgsProduct({{4}, {4096}, {0, 1}, {0, 1}})
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
+
+// The must-show shapes with the tile schedule given (B, S, causal, bM, bN, stages, skew), for
+// comparing schedules on one binary (docs/ops.md, FlashAttention "Performance"):
+//   ./build/default/bench/fa_long_timed_bench --benchmark_filter='Tiles/B:4'
+void BM_FlashAttentionTiles(benchmark::State& st) {
+  const int64_t B = st.range(0), S = st.range(1), H = 16, D = 128;
+  const tl::Target& target = tl::get_target("A2");
+  tl::Device dev(target);
+  auto key = cann_ops_tilelang::flash_attention_key(tl::DType::BFloat16, H, D, st.range(2) != 0,
+                                                    cann_ops_tilelang::AttentionLayout::BSHD,
+                                                    0.08838834764831845, target, S);
+  key.block_m = st.range(3);
+  key.block_n = st.range(4);
+  key.stages = st.range(5);
+  key.skew = st.range(6);
+  auto kern = tl::compile(cann_ops_tilelang::flash_attention_kernel(key), target);
+  std::vector<tl::Arg> args;
+  for (int i = 0; i < 4; ++i)
+    args.emplace_back(tl::Tensor::empty(dev, {B, S, H * D}, tl::DType::BFloat16));
+  args.emplace_back(tl::Tensor::empty(dev, {B, H, S}, tl::DType::Float32));
+  args.emplace_back(cann_ops_tilelang::flash_attention_idx(dev, key));
+  tl::npu::Profile prof;
+  tl::LaunchOptions opt;
+  opt.profile = &prof;
+  opt.timing_only = true;
+  // FA_DUMP=1: the compiler's report (placement, slots) and, per instruction kind, the cycles of
+  // block 0's AIC and AIV 0 (where the vector work of a step goes).
+  const bool dump = std::getenv("FA_DUMP") != nullptr;
+  opt.profile_instructions = dump;
+  for (auto _ : st) kern.launch(dev, args, opt);
+  if (dump) {
+    tl::npu::print_report(tl::npu::make_report(cann_ops_tilelang::flash_attention_kernel(key),
+                                               kern.func(), target, nullptr),
+                          std::cout);
+    std::map<std::string, std::pair<double, int>> per;
+    for (const auto& in : prof.instrs) {
+      if (in.core != 1 && in.core != 0) continue;
+      auto& e =
+          per[fmt::format("c{} {} {} {}", in.core, static_cast<int>(in.pipe), in.name, in.loc)];
+      e.first += in.end - in.start;
+      e.second += 1;
+    }
+    for (const auto& [k, v] : per) fmt::print("{:10.0f} {:6d} {}\n", v.first, v.second, k);
+  }
+  st.counters["simulated_us"] = prof.total_us;
+  using tl::CoreKind;
+  using tl::Pipe;
+  st.counters["aiv_V"] = prof.busy_ratio(Pipe::V, CoreKind::Vector);
+  st.counters["aiv_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Vector);
+  st.counters["aic_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Cube);
+  st.counters["aic_FIX"] = prof.busy_ratio(Pipe::FIX, CoreKind::Cube);
+  st.counters["aic_M"] = prof.busy_ratio(Pipe::M, CoreKind::Cube);
+  st.counters["aic_MTE1"] = prof.busy_ratio(Pipe::MTE1, CoreKind::Cube);
+}
+BENCHMARK(BM_FlashAttentionTiles)
+    ->ArgNames({"B", "S", "causal", "bM", "bN", "stages", "skew"})
+    ->Args({1, 1024, 0, 64, 256, 2, 1})
+    ->Args({1, 1024, 0, 128, 128, 2, 1})
+    ->Args({1, 1024, 0, 128, 128, 3, 2})
+    ->Args({1, 4096, 0, 64, 256, 3, 2})
+    ->Args({1, 4096, 0, 128, 128, 2, 1})
+    ->Args({1, 4096, 0, 128, 128, 3, 2})
+    ->Args({4, 4096, 0, 64, 256, 3, 2})
+    ->Args({4, 4096, 0, 128, 128, 2, 1})
+    ->Args({4, 4096, 0, 128, 128, 3, 2})
+    ->Args({4, 4096, 1, 64, 256, 3, 2})
+    ->Args({4, 4096, 1, 128, 128, 2, 1})
+    ->Args({4, 4096, 1, 128, 128, 3, 2})
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 

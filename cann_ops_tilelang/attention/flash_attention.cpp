@@ -56,30 +56,27 @@ std::string FlashAttentionKey::str() const {
 FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t dim, bool causal,
                                       AttentionLayout layout, double scale,
                                       const tl::Target& target, int64_t seq) {
-  // Score tiles of 64 q rows x 256 keys: a quarter of the kv steps of 64 x 64, each moving
-  // more bytes, so the per-step costs (flags, the workspace round trips' latencies, the row
-  // statistics' heads and tails) count less often (docs/ops.md, "FlashAttention forward": 64 x
-  // 64 330 us, 64 x 128 247 us at B=1 S=1024 H=16 D=128 bf16 before the vector work was cut; 64
-  // x 256 fits A2's UB since the mask stopped taking int32 / fp32 temporaries). 128 q rows need
-  // more than A2's 192 KB of UB with 2 stages (the scores' and P V's UB twins, double-buffered).
-  // Each AIV's half of a score tile (32 rows) is a whole number of 32-byte blocks per row.
-  // A kv loop of kLongKvSteps steps or more runs the cube two steps ahead (3 stages, skew 2:
-  // QK^T(t + 2) and its K/V loads before the wait for P(t), docs/ops.md "The step's critical
-  // cycle"): B1 S4096 H16 1999.2 -> 1940.5 µs, B4 S4096 7791.6 -> 7607.0 µs; at S = 1024 (4
-  // steps) the deeper prologue and epilogue of every q tile cost more than it saves (157.9 ->
-  // 162.3 µs), so shorter sequences keep 2 stages.
-  constexpr int64_t kBlockN = 256, kLongKvSteps = 8;
-  const bool long_kv = seq >= kLongKvSteps * kBlockN;
+  // Score tiles of 128 q rows x 128 keys (docs/ops.md, "FlashAttention forward", fa_opt's
+  // tiles): each K and V tile serves 128 queries, so the cube's MTE2 moves half the K/V bytes a
+  // score of 64 x 256 did (B4 S4096 H16 D128 bf16 7607.0 -> 7489.2 µs, causal 4315.2 -> 3981.6;
+  // B1 S1024 157.9 -> 151.8). 128 x 256 does not fit L0C (s and P V in fp32: 128 + 64 KB). The
+  // pipeline keeps one UB copy of s and of P V (its slots drop what does not fit A2's 192 KB).
+  // 3 stages with the cube two kv steps ahead (skew 2), which helped 64 x 256 at S >= 2048,
+  // costs here (B4 S4096 7761.0 µs): the AIV's vector unit, not the cross-core round trip,
+  // bounds 128 x 128 (82 % busy), and the third slot moves mj into s's bank group.
+  // Each AIV's half of a score tile (64 rows) is a whole number of 32-byte blocks per row.
+  constexpr int64_t kBlockM = 128, kBlockN = 128;
+  (void)seq;  // one schedule for every length (the key keeps it for the long-sequence choice)
   return {.dtype = dtype,
           .heads = heads,
           .dim = dim,
           .causal = causal,
           .layout = layout,
           .scale = scale,
-          .block_m = 64,
+          .block_m = kBlockM,
           .block_n = kBlockN,
-          .stages = long_kv ? 3 : 2,
-          .skew = long_kv ? 2 : 1,
+          .stages = 2,
+          .skew = 1,
           .blocks = target.num_aic};
 }
 

@@ -82,11 +82,20 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
           auto o = T::alloc_fragment("o", {bM, D}, f32);   // this step's P V
           auto acc = T::alloc_fragment("acc", {bM, D}, f32);
           // The row vectors' order places mj 256 bytes after s's bank group (the planner
-          // packs these 128-byte vectors in order after the tiles, which all start on 512-byte
+          // packs these vectors in order after the tiles, which all start on 512-byte
           // boundaries): the subtraction s - mj then reads its two sources from opposite bank
-          // groups (536 -> 280 cycles a step; docs/ops.md, docs/hardware.md section 4).
-          auto m = T::alloc_fragment("m", {bM}, f32), rs = T::alloc_fragment("rs", {bM}, f32);
-          auto mj = T::alloc_fragment("mj", {bM}, f32);
+          // groups (536 -> 280 cycles a step; docs/ops.md, docs/hardware.md section 4). Each
+          // AIV's share of a row vector is bM / 2 x 4 bytes: 128 at bM = 64 (m, rs, then mj),
+          // 256 at bM = 128 (m, then mj).
+          auto m = T::alloc_fragment("m", {bM}, f32);
+          tl::Buffer rs, mj;
+          if (bM * 2 >= 256) {
+            mj = T::alloc_fragment("mj", {bM}, f32);
+            rs = T::alloc_fragment("rs", {bM}, f32);
+          } else {
+            rs = T::alloc_fragment("rs", {bM}, f32);
+            mj = T::alloc_fragment("mj", {bM}, f32);
+          }
           auto alpha = T::alloc_fragment("alpha", {bM}, f32);
           auto l = T::alloc_fragment("l", {bM}, f32);
           auto lse = T::alloc_fragment("lse", {bM}, f32);

@@ -154,8 +154,12 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             acc = T.alloc_fragment((bM, D), f32)
             # This order puts mj 256 bytes after s's bank group (the C++ generator says why).
             m = T.alloc_fragment((bM,), f32)
-            rs = T.alloc_fragment((bM,), f32)
-            mj = T.alloc_fragment((bM,), f32)
+            if bM * 2 >= 256:
+                mj = T.alloc_fragment((bM,), f32)
+                rs = T.alloc_fragment((bM,), f32)
+            else:
+                rs = T.alloc_fragment((bM,), f32)
+                mj = T.alloc_fragment((bM,), f32)
             alpha = T.alloc_fragment((bM,), f32)
             l = T.alloc_fragment((bM,), f32)  # noqa: E741
             lse = T.alloc_fragment((bM,), f32)
