@@ -110,15 +110,15 @@ RopeKey rope_key(tl::DType dtype, int64_t heads, int64_t head_dim, int64_t rot_d
             .backward = backward,
             .positions = positions,
             .blocks = budget.blocks};
-  // UB per tile: three slots of x (bT x bH x D) and of the cos/sin rows, and the fp32 [bT, R]
-  // temporaries (q, y, w; xf for 16-bit I/O; sgn and -sgn interleaved); interleaved also has
-  // the partner rows g and xf as whole fp32 tiles and four [bH x D] index rows; 4 KB of UB
-  // are left for the compiler's pads.
+  // UB: three slots of x (bT x bH x D); the cos, sin and w rows of two token tiles; the fp32
+  // [bT, R] temporaries (y; q for 32-bit I/O, xf for 16-bit half; sgn and -sgn interleaved);
+  // interleaved also has the partner rows g (and xf for 16-bit I/O) as whole fp32 tiles and
+  // four [bH x D] index rows; 4 KB of UB are left for the compiler's pads.
   auto bytes = [&](int64_t bT, int64_t bH) {
     const int64_t bhd = bH * head_dim;
-    const int64_t rows = inter ? 2 + (1 + wide) * bhd / rot_dim : wide;  // in [bT, R] units
-    return 3 * bT * (bhd * es + 2 * rot_dim * 4) + (3 + rows) * bT * rot_dim * 4 +
-           (inter ? 4 * bhd * 4 : 0);
+    const int64_t row = rot_dim * 4, tile = bhd * 4;  // an fp32 [R] row, an fp32 [bH x D] row
+    const int64_t temps = row + (wide && inter ? tile : row) + (inter ? 2 * row + tile : 0);
+    return 3 * bT * bhd * es + 6 * bT * row + bT * temps + (inter ? 4 * tile : 0);
   };
   const int64_t cap = budget.ub_bytes - 4096;
   // 16 tokens and the widest head chunk whose slot stays within kSlotBytes (the cos/sin rows

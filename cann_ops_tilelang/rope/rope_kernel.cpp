@@ -41,9 +41,9 @@ constexpr DType f32 = DType::Float32;
 // Tile slots; slot s uses event s for its load -> compute -> store -> next load chain.
 constexpr int kSlots = 3;
 
-/// One tile slot: x in the I/O dtype (rotated in place, then stored), the tokens' table rows.
+/// One tile slot: x in the I/O dtype (rotated in place, then stored).
 struct Slot {
-  Buffer x, c, s;
+  Buffer x;
   int ev;
 };
 
@@ -83,16 +83,19 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
         std::vector<Slot> slots;
-        for (int i = 0; i < kSlots; ++i) {
-          auto x = T::alloc_ub(fmt::format("x{}_ub", i), {bT, bHD}, dt);
-          auto c = T::alloc_ub(fmt::format("c{}_ub", i), {bT, R}, f32);
-          slots.push_back({x, c, T::alloc_ub(fmt::format("s{}_ub", i), {bT, R}, f32), i});
-        }
-        auto q = T::alloc_ub("q_ub", {bT, R}, f32);   // r * w (half), partner * w (interleaved)
+        for (int i = 0; i < kSlots; ++i)
+          slots.push_back({T::alloc_ub(fmt::format("x{}_ub", i), {bT, bHD}, dt), i});
+        // The token tiles' table rows and w (rows [par bT, par bT + bT) for token tile parity
+        // par): loaded once per token tile and worker, shared by its head chunks.
+        auto ct = T::alloc_ub("c_ub", {2 * bT, R}, f32);
+        auto st = T::alloc_ub("s_ub", {2 * bT, R}, f32);
+        auto wt = T::alloc_ub("w_ub", {2 * bT, R}, f32);
         auto yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r * c, then the result
-        auto w = T::alloc_ub("w_ub", {bT, R}, f32);   // the tile's w (above)
-        std::optional<Buffer> xf, g, sg, nsg, offs;
-        if (wide) xf = T::alloc_ub("xf_ub", {bT, k.interleaved ? bHD : R}, f32);
+        std::optional<Buffer> q, xf, g, sg, nsg, offs;
+        if (wide)
+          xf = T::alloc_ub("xf_ub", {bT, k.interleaved ? bHD : R}, f32);
+        else
+          q = T::alloc_ub("q_ub", {bT, R}, f32);  // r * w, partner * w
         if (k.interleaved) {
           // The partner rows g (x[j ^ 1], every head at once) come from one gather per token
           // row: a gather of the whole [bT, bHD] tile is refused, since the compiler cannot
@@ -141,31 +144,48 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
         };
         auto workers = T::let("workers", num_blocks * 2);
         auto worker = T::let("worker", cid * 2 + vid);
-        auto mine = T::let("mine", ceildiv(items - worker, workers));
+        // A contiguous run of items per worker (token tile major), so that its consecutive
+        // items share a token tile and its table rows: [first, first + mine).
+        auto first = T::let("first", items * worker / workers);
+        auto mine = T::let("mine", items * (worker + 1) / workers - first);
 
-        // Item `it` in slot `sl`: load, rotate every head of the chunk, store. The compiler
-        // clips the tail tile's copies to M (clip_expert_copies): its rows past M are loaded
-        // as pad_value and never stored.
-        auto load = [&](Expr it, const Slot& sl) {
+        // Item `it` in slot `sl` (the worker's item i): load (the token tile's table rows if
+        // the item is the worker's first of that tile), rotate every head of the chunk, store. The
+        // compiler clips the tail tile's copies to M (clip_expert_copies): its rows past M are
+        // loaded as pad_value and never stored.
+        auto load = [&](Expr it, const Slot& sl, bool first_item) {
           auto t0 = let("t0", it / chunks * bT);
           auto col = let("col", it % chunks * bHD);
+          auto par = let("par", it / chunks % 2);
           T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl.ev);  // the slot's last store is done
           // ... also for the V pipe: a copy with a pad value fills the tail of a partial tile on
           // V before its MTE2 load, overwriting x's slot while its last store may still read it
           // (a WAR the hazard checker found on a tail block; no cost: the MTE2 wait above
           // already holds the issue until that store is done).
           T::wait_flag(Pipe::MTE3, Pipe::V, sl.ev);
-          if (P) {  // the tokens' rows one by one (a row past M keeps what the slot held)
-            auto nt = let("nt", min(M - t0, bT));
-            T::serial("j", nt, [&](Expr j) {
-              auto row = let("row", P->load({t0 + j}));
-              T::copy(C.at({row, 0}), sl.c.region({j, 0}, {1, R}));
-              T::copy(S.at({row, 0}), sl.s.region({j, 0}, {1, R}));
-            });
-          } else {
-            T::copy(C.at({t0, 0}), sl.c, {.pad_value = 0.0});
-            T::copy(S.at({t0, 0}), sl.s, {.pad_value = 0.0});
-          }
+          auto tables = [&] {
+            // The tables of the token tile two back (same rows) are read no more; the barrier
+            // orders a pad fill (V) after those reads.
+            T::wait_flag(Pipe::V, Pipe::MTE2, par);
+            T::pipe_barrier(Pipe::V);
+            auto c = ct.region({par * bT, 0}, {bT, R});
+            auto s = st.region({par * bT, 0}, {bT, R});
+            if (P) {  // the tokens' rows one by one (a row past M keeps what the slot held)
+              auto nt = let("nt", min(M - t0, bT));
+              T::serial("j", nt, [&](Expr j) {
+                auto row = let("row", P->load({t0 + j}));
+                T::copy(C.at({row, 0}), ct.region({par * bT + j, 0}, {1, R}));
+                T::copy(S.at({row, 0}), st.region({par * bT + j, 0}, {1, R}));
+              });
+            } else {
+              T::copy(C.at({t0, 0}), c, {.pad_value = 0.0});
+              T::copy(S.at({t0, 0}), s, {.pad_value = 0.0});
+            }
+          };
+          if (first_item)
+            tables();
+          else
+            T::If(it % chunks == 0, tables);
           // x last: with positions the 2 bT row copies nearly fill the 32-deep MTE2 queue, and
           // the scalar unit stalls on a full queue until its head completes; queued first, the
           // big x copy held the issue of the current item's vector work for its whole length
@@ -174,22 +194,43 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
           T::set_flag(Pipe::MTE2, Pipe::V, sl.ev);
         };
         // Rotates the item loaded into `sl` and stores it.
-        auto compute_store = [&](Expr it, const Slot& sl) {
+        auto compute_store = [&](Expr it, Expr i, const Slot& sl) {
           auto t0 = let("t0", it / chunks * bT);
           auto col = let("col", it % chunks * bHD);
+          auto par = let("par", it / chunks % 2);
+          auto c = ct.region({par * bT, 0}, {bT, R});
+          auto s = st.region({par * bT, 0}, {bT, R});
+          auto w = wt.region({par * bT, 0}, {bT, R});
           T::wait_flag(Pipe::MTE2, Pipe::V, sl.ev);
-          if (k.interleaved) {
-            // w from the tile's sin rows (the file comment's table); g the partner rows.
-            if (k.backward) {
-              T::serial("j", bT, [&](Expr j) {
-                T::tile::gather(w.region({j, 0}, {1, R}), sl.s.region({j, 0}, {1, R}),
-                                offs->region({0}, {R}));
-              });
-              T::pipe_barrier(Pipe::V);
-              T::tile::mul(w, w, *nsg);
+          // w, once per token tile (the file comment's table)
+          T::If(i == 0 || it % chunks == 0, [&] {
+            if (k.interleaved) {
+              if (k.backward) {
+                T::serial("j", bT, [&](Expr j) {
+                  T::tile::gather(wt.region({par * bT + j, 0}, {1, R}),
+                                  st.region({par * bT + j, 0}, {1, R}), offs->region({0}, {R}));
+                });
+                T::pipe_barrier(Pipe::V);
+                T::tile::mul(w, w, *nsg);
+              } else {
+                T::tile::mul(w, s, *sg);
+              }
             } else {
-              T::tile::mul(w, sl.s, *sg);
+              // The 16-bit path adds r[p(j)] w'[j] with w'[j] = sgn(j) s[j] forward (the
+              // backward's w'[j] = sgn(p(j)) s[p(j)]); the 32-bit one adds q[p(j)], q = r w,
+              // whose w is the other of the two.
+              auto half = [&](int c0) { return wt.region({par * bT, c0}, {bT, h2}); };
+              auto shalf = [&](int c0) { return st.region({par * bT, c0}, {bT, h2}); };
+              if (k.backward == wide) {
+                T::tile::mul(half(0), shalf(h2), 1.0);
+                T::tile::mul(half(h2), shalf(0), -1.0);
+              } else {
+                T::tile::mul(half(0), shalf(0), -1.0);
+                T::tile::mul(half(h2), shalf(h2), 1.0);
+              }
             }
+          });
+          if (k.interleaved) {
             Buffer src = sl.x;
             if (wide) {
               T::tile::cast(*xf, sl.x);
@@ -201,50 +242,49 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
             });
             T::serial("h", bH, [&](Expr h) {
               T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y
-              T::tile::mul(yf, src.region({0, h * D + off}, {bT, R}), sl.c);
-              T::tile::mul(q, g->region({0, h * D + off}, {bT, R}), w);
-              T::pipe_barrier(Pipe::V);
-              if (wide) {
-                T::tile::add(yf, yf, q);
+              T::tile::mul(yf, src.region({0, h * D + off}, {bT, R}), c);
+              if (wide) {  // y += g w in one pass, then the narrowing
+                T::pipe_barrier(Pipe::V);
+                T::tile::mul_add_dst(yf, g->region({0, h * D + off}, {bT, R}), w);
                 T::pipe_barrier(Pipe::V);
                 T::tile::cast(sl.x.region({0, h * D + off}, {bT, R}), yf, "CAST_RINT");
               } else {
-                T::tile::add(sl.x.region({0, h * D + off}, {bT, R}), yf, q);
+                T::tile::mul(*q, g->region({0, h * D + off}, {bT, R}), w);
+                T::pipe_barrier(Pipe::V);
+                T::tile::add(sl.x.region({0, h * D + off}, {bT, R}), yf, *q);
               }
             });
           } else {
-            if (k.backward) {
-              T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0);
-              T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0);
-            } else {
-              T::tile::mul(w.region({0, 0}, {bT, h2}), sl.s.region({0, h2}, {bT, h2}), 1.0);
-              T::tile::mul(w.region({0, h2}, {bT, h2}), sl.s.region({0, 0}, {bT, h2}), -1.0);
-            }
             T::serial("h", bH, [&](Expr h) {
               auto xr = sl.x.region({0, h * D + off}, {bT, R});
               T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y, xf
-              tl::TileArg r = xr;
               if (wide) {
+                // y = r c, then y[j] += r[p(j)] w'[j] as two half-width multiply-adds (one pass
+                // fewer than q = r w and two adds), then the narrowing
                 T::tile::cast(*xf, xr);
                 T::pipe_barrier(Pipe::V);
-                r = *xf;
-              }
-              T::tile::mul(q, r, w);
-              T::tile::mul(yf, r, sl.c);
-              T::pipe_barrier(Pipe::V);
-              // y[j] = r[j] c[j] + q[p(j)], into x's region when no narrowing is needed
-              auto dst = [&](int c0, int n) {
-                return wide ? yf.region({0, c0}, {bT, n})
-                            : sl.x.region({0, h * D + off + c0}, {bT, n});
-              };
-              T::tile::add(dst(0, h2), yf.region({0, 0}, {bT, h2}), q.region({0, h2}, {bT, h2}));
-              T::tile::add(dst(h2, h2), yf.region({0, h2}, {bT, h2}), q.region({0, 0}, {bT, h2}));
-              if (wide) {
+                T::tile::mul(yf, *xf, c);
+                T::pipe_barrier(Pipe::V);
+                T::tile::mul_add_dst(yf.region({0, 0}, {bT, h2}), xf->region({0, h2}, {bT, h2}),
+                                     wt.region({par * bT, 0}, {bT, h2}));
+                T::tile::mul_add_dst(yf.region({0, h2}, {bT, h2}), xf->region({0, 0}, {bT, h2}),
+                                     wt.region({par * bT, h2}, {bT, h2}));
                 T::pipe_barrier(Pipe::V);
                 T::tile::cast(xr, yf, "CAST_RINT");
+              } else {
+                // y[j] = r[j] c[j] + q[p(j)], into x's region
+                T::tile::mul(*q, xr, w);
+                T::tile::mul(yf, xr, c);
+                T::pipe_barrier(Pipe::V);
+                auto dst = [&](int c0) { return sl.x.region({0, h * D + off + c0}, {bT, h2}); };
+                T::tile::add(dst(0), yf.region({0, 0}, {bT, h2}), q->region({0, h2}, {bT, h2}));
+                T::tile::add(dst(h2), yf.region({0, h2}, {bT, h2}), q->region({0, 0}, {bT, h2}));
               }
             });
           }
+          // The token tile's last item of this worker: its table rows and w are free.
+          T::If(i + 1 == mine || (it + 1) % chunks == 0,
+                [&] { T::set_flag(Pipe::V, Pipe::MTE2, par); });
           T::set_flag(Pipe::V, Pipe::MTE3, sl.ev);
           T::wait_flag(Pipe::V, Pipe::MTE3, sl.ev);
           T::copy(sl.x, Y.at({t0, col}));
@@ -254,19 +294,19 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
 
         for (int i = 0; i < kSlots; ++i) T::set_flag(Pipe::MTE3, Pipe::MTE2, i);
         for (int i = 0; i < kSlots; ++i) T::set_flag(Pipe::MTE3, Pipe::V, i);
+        for (int i = 0; i < 2; ++i) T::set_flag(Pipe::V, Pipe::MTE2, i);
         // Software-pipelined in program order: a wait_flag holds the scalar unit's issue, and an
         // item's vector work fills the V queue (32 deep, docs/calibration.md), so item i + 1's
         // load is issued before item i's vector work, into the slot of item i - 2, whose store
         // is done by then (2001 x 32 x 128 fp16: 28.5 us with the load after the work and two
         // slots, 44.2 us with it before and two slots: the load waits for item i - 1's store).
-        T::If(0 < mine, [&] { load(worker, slots[0]); });
+        T::If(0 < mine, [&] { load(first, slots[0], true); });
         T::serial("p", ceildiv(mine, kSlots), [&](Expr p) {
           for (int i = 0; i < kSlots; ++i) {
             auto step = [&] {
-              T::If(p * kSlots + i + 1 < mine, [&] {
-                load(worker + (p * kSlots + i + 1) * workers, slots[(i + 1) % kSlots]);
-              });
-              compute_store(worker + (p * kSlots + i) * workers, slots[i]);
+              T::If(p * kSlots + i + 1 < mine,
+                    [&] { load(first + (p * kSlots + i + 1), slots[(i + 1) % kSlots], false); });
+              compute_store(first + (p * kSlots + i), p * kSlots + i, slots[i]);
             };
             if (i == 0)
               step();
@@ -276,6 +316,7 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
         });
         for (int i = 0; i < kSlots; ++i) T::wait_flag(Pipe::MTE3, Pipe::MTE2, i);
         for (int i = 0; i < kSlots; ++i) T::wait_flag(Pipe::MTE3, Pipe::V, i);
+        for (int i = 0; i < 2; ++i) T::wait_flag(Pipe::V, Pipe::MTE2, i);
       });
     });
   });

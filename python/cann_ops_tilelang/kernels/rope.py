@@ -38,42 +38,74 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
     num_blocks = T.min(blocks, T.ceildiv(items, 2))
 
     @T.macro
-    def load(X, C, S, P, it, x_ub, c_ub, s_ub, ev):
-        """Loads item `it` (token tile, head chunk) into one slot. The compiler clips the tail tile's
-        copies to M: its rows past M load as pad_value and are never stored."""
+    def load(X, C, S, P, it, x_ub, ev, c_ub, s_ub, first_item):
+        """Loads item `it` (token tile, head chunk) into one slot, and its token tile's table rows if
+        it is the worker's first item of that tile. The compiler clips the tail tile's copies to M:
+        its rows past M load as pad_value and are never stored."""
         t0 = it // chunks * bT
         col = it % chunks * bHD
+        par = it // chunks % 2
         T.wait_flag("MTE3", "MTE2", ev)  # the slot's last store is done
         T.wait_flag("MTE3", "V", ev)  # a pad fill of x's slot runs on V (the C++ generator says why)
-        if P is not None:  # the tokens' rows one by one (a row past M keeps what the slot held)
-            nt = T.min(M - t0, bT)
-            for j in T.serial(nt):
-                row = P[t0 + j]
-                T.copy(C[row, 0], c_ub[j:j + 1, 0:R])
-                T.copy(S[row, 0], s_ub[j:j + 1, 0:R])
+        if first_item:
+            tables(C, S, P, t0, par, c_ub, s_ub)
         else:
-            T.copy(C[t0, 0], c_ub, pad_value=0.0)
-            T.copy(S[t0, 0], s_ub, pad_value=0.0)
+            if it % chunks == 0:
+                tables(C, S, P, t0, par, c_ub, s_ub)
         # x last: the row copies nearly fill the 32-deep MTE2 queue, and a big copy at its head would
         # hold the scalar unit's issue of the current item's vector work for its whole length.
         T.copy(X[t0, col], x_ub, pad_value=0.0)
         T.set_flag("MTE2", "V", ev)
 
     @T.macro
-    def compute_store(Y, it, x_ub, c_ub, s_ub, ev, q_ub, y_ub, w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub):
-        """Rotates the item loaded into the slot and stores it."""
+    def tables(C, S, P, t0, par, c_ub, s_ub):
+        """The token tile's cos/sin rows into rows [par bT, par bT + bT) of the table tiles."""
+        # The tables of the token tile two back (same rows) are read no more; the barrier orders a pad
+        # fill (V) after those reads.
+        T.wait_flag("V", "MTE2", par)
+        T.pipe_barrier("V")
+        if P is not None:  # the tokens' rows one by one (a row past M keeps what the slot held)
+            nt = T.min(M - t0, bT)
+            for j in T.serial(nt):
+                row = P[t0 + j]
+                T.copy(C[row, 0], c_ub[par * bT + j:par * bT + j + 1, 0:R])
+                T.copy(S[row, 0], s_ub[par * bT + j:par * bT + j + 1, 0:R])
+        else:
+            T.copy(C[t0, 0], c_ub[par * bT:par * bT + bT, 0:R], pad_value=0.0)
+            T.copy(S[t0, 0], s_ub[par * bT:par * bT + bT, 0:R], pad_value=0.0)
+
+    @T.macro
+    def compute_store(Y, it, i, mine, x_ub, ev, c_ub, s_ub, w_ub, q_ub, y_ub, xf_ub, g_ub, sg_ub, nsg_ub,
+                      offs_ub):
+        """Rotates the item loaded into the slot (the worker's item i) and stores it."""
         t0 = it // chunks * bT
         col = it % chunks * bHD
+        par = it // chunks % 2
         T.wait_flag("MTE2", "V", ev)
-        if interleaved:
-            # w from the tile's sin rows; g the partner rows, one gather per token row.
-            if backward:
-                for j in T.serial(bT):
-                    T.tile.gather(w_ub[j:j + 1, 0:R], s_ub[j:j + 1, 0:R], offs_ub[0:R], 0)
-                T.pipe_barrier("V")
-                T.tile.mul(w_ub, w_ub, nsg_ub)
+        # w, once per token tile (the C++ generator's table)
+        if i == 0 or it % chunks == 0:
+            if interleaved:
+                if backward:
+                    for j in T.serial(bT):
+                        T.tile.gather(w_ub[par * bT + j:par * bT + j + 1, 0:R],
+                                      s_ub[par * bT + j:par * bT + j + 1, 0:R], offs_ub[0:R], 0)
+                    T.pipe_barrier("V")
+                    T.tile.mul(w_ub[par * bT:par * bT + bT, 0:R], w_ub[par * bT:par * bT + bT, 0:R], nsg_ub)
+                else:
+                    T.tile.mul(w_ub[par * bT:par * bT + bT, 0:R], s_ub[par * bT:par * bT + bT, 0:R], sg_ub)
             else:
-                T.tile.mul(w_ub, s_ub, sg_ub)
+                # 16-bit I/O adds r[p(j)] w'[j], w'[j] = sgn(j) s[j] forward (sgn(p(j)) s[p(j)]
+                # backward); 32-bit I/O adds q[p(j)], q = r w, whose w is the other of the two.
+                if backward == wide:
+                    T.tile.mul(w_ub[par * bT:par * bT + bT, 0:h2], s_ub[par * bT:par * bT + bT, h2:h2 + h2], 1.0)
+                    T.tile.mul(w_ub[par * bT:par * bT + bT, h2:h2 + h2], s_ub[par * bT:par * bT + bT, 0:h2], -1.0)
+                else:
+                    T.tile.mul(w_ub[par * bT:par * bT + bT, 0:h2], s_ub[par * bT:par * bT + bT, 0:h2], -1.0)
+                    T.tile.mul(w_ub[par * bT:par * bT + bT, h2:h2 + h2], s_ub[par * bT:par * bT + bT, h2:h2 + h2],
+                               1.0)
+        c = c_ub[par * bT:par * bT + bT, 0:R]
+        w = w_ub[par * bT:par * bT + bT, 0:R]
+        if interleaved:
             src = x_ub
             if wide:
                 T.tile.cast(xf_ub, x_ub)
@@ -83,43 +115,43 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 T.tile.gather(g_ub[t:t + 1, 0:bHD], src[t:t + 1, 0:bHD], offs_ub, 0)
             for h in T.serial(bH):
                 T.pipe_barrier("V")  # the previous head's last op has read q, y
-                T.tile.mul(y_ub, src[0:bT, h * D + off:h * D + off + R], c_ub)
-                T.tile.mul(q_ub, g_ub[0:bT, h * D + off:h * D + off + R], w_ub)
-                T.pipe_barrier("V")
-                if wide:
-                    T.tile.add(y_ub, y_ub, q_ub)
+                T.tile.mul(y_ub, src[0:bT, h * D + off:h * D + off + R], c)
+                if wide:  # y += g w in one pass, then the narrowing
+                    T.pipe_barrier("V")
+                    T.tile.mul_add_dst(y_ub, g_ub[0:bT, h * D + off:h * D + off + R], w)
                     T.pipe_barrier("V")
                     T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, "CAST_RINT")
                 else:
+                    T.tile.mul(q_ub, g_ub[0:bT, h * D + off:h * D + off + R], w)
+                    T.pipe_barrier("V")
                     T.tile.add(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, q_ub)
         else:
-            if backward:
-                T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, 0:h2], -1.0)
-                T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, h2:h2 + h2], 1.0)
-            else:
-                T.tile.mul(w_ub[0:bT, 0:h2], s_ub[0:bT, h2:h2 + h2], 1.0)
-                T.tile.mul(w_ub[0:bT, h2:h2 + h2], s_ub[0:bT, 0:h2], -1.0)
             for h in T.serial(bH):
                 T.pipe_barrier("V")  # the previous head's last op has read q, y, xf
-                r = x_ub[0:bT, h * D + off:h * D + off + R]
                 if wide:
+                    # y = r c, then y[j] += r[p(j)] w'[j] as two half-width multiply-adds, then the
+                    # narrowing
                     T.tile.cast(xf_ub, x_ub[0:bT, h * D + off:h * D + off + R])
                     T.pipe_barrier("V")
-                    r = xf_ub
-                T.tile.mul(q_ub, r, w_ub)
-                T.tile.mul(y_ub, r, c_ub)
-                T.pipe_barrier("V")
-                # y[j] = r[j] c[j] + q[p(j)], into x's region when no narrowing is needed
-                if wide:
-                    T.tile.add(y_ub[0:bT, 0:h2], y_ub[0:bT, 0:h2], q_ub[0:bT, h2:h2 + h2])
-                    T.tile.add(y_ub[0:bT, h2:h2 + h2], y_ub[0:bT, h2:h2 + h2], q_ub[0:bT, 0:h2])
+                    T.tile.mul(y_ub, xf_ub, c)
+                    T.pipe_barrier("V")
+                    T.tile.mul_add_dst(y_ub[0:bT, 0:h2], xf_ub[0:bT, h2:h2 + h2], w_ub[par * bT:par * bT + bT, 0:h2])
+                    T.tile.mul_add_dst(y_ub[0:bT, h2:h2 + h2], xf_ub[0:bT, 0:h2],
+                                       w_ub[par * bT:par * bT + bT, h2:h2 + h2])
                     T.pipe_barrier("V")
                     T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, "CAST_RINT")
                 else:
+                    # y[j] = r[j] c[j] + q[p(j)], into x's region
+                    T.tile.mul(q_ub, x_ub[0:bT, h * D + off:h * D + off + R], w)
+                    T.tile.mul(y_ub, x_ub[0:bT, h * D + off:h * D + off + R], c)
+                    T.pipe_barrier("V")
                     T.tile.add(x_ub[0:bT, h * D + off + 0:h * D + off + 0 + h2], y_ub[0:bT, 0:h2],
                                q_ub[0:bT, h2:h2 + h2])
                     T.tile.add(x_ub[0:bT, h * D + off + h2:h * D + off + h2 + h2], y_ub[0:bT, h2:h2 + h2],
                                q_ub[0:bT, 0:h2])
+        # The token tile's last item of this worker: its table rows and w are free.
+        if i + 1 == mine or (it + 1) % chunks == 0:
+            T.set_flag("V", "MTE2", par)
         T.set_flag("V", "MTE3", ev)
         T.wait_flag("V", "MTE3", ev)
         T.copy(x_ub, Y[t0, col])
@@ -131,17 +163,15 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
         with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
                 x0_ub = T.alloc_ub((bT, bHD), dtype)
-                c0_ub = T.alloc_ub((bT, R), "float32")
-                s0_ub = T.alloc_ub((bT, R), "float32")
                 x1_ub = T.alloc_ub((bT, bHD), dtype)
-                c1_ub = T.alloc_ub((bT, R), "float32")
-                s1_ub = T.alloc_ub((bT, R), "float32")
                 x2_ub = T.alloc_ub((bT, bHD), dtype)
-                c2_ub = T.alloc_ub((bT, R), "float32")
-                s2_ub = T.alloc_ub((bT, R), "float32")
-                q_ub = T.alloc_ub((bT, R), "float32")  # r * w (half), partner * w (interleaved)
+                # The token tiles' table rows and w (rows [par bT, par bT + bT) for token tile parity
+                # par): loaded once per token tile and worker, shared by its head chunks.
+                c_ub = T.alloc_ub((2 * bT, R), "float32")
+                s_ub = T.alloc_ub((2 * bT, R), "float32")
+                w_ub = T.alloc_ub((2 * bT, R), "float32")
                 y_ub = T.alloc_ub((bT, R), "float32")  # r * c, then the result
-                w_ub = T.alloc_ub((bT, R), "float32")  # the tile's w
+                q_ub = None
                 xf_ub = None
                 g_ub = None
                 sg_ub = None
@@ -149,6 +179,8 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 offs_ub = None
                 if wide:
                     xf_ub = T.alloc_ub((bT, bHD if interleaved else R), "float32")
+                else:
+                    q_ub = T.alloc_ub((bT, R), "float32")  # r * w, partner * w
                 if interleaved:
                     # The partner rows (x[j ^ 1], every head at once), one gather per token row: a
                     # whole-tile gather is refused (the tile's rows are not provably inside M).
@@ -186,39 +218,46 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
 
                 workers = num_blocks * 2
                 worker = cid * 2 + vid
-                mine = T.ceildiv(items - worker, workers)
+                # A contiguous run of items per worker (token tile major), so that its consecutive items
+                # share a token tile and its table rows.
+                first = items * worker // workers
+                mine = items * (worker + 1) // workers - first
                 T.set_flag("MTE3", "MTE2", 0)
                 T.set_flag("MTE3", "MTE2", 1)
                 T.set_flag("MTE3", "MTE2", 2)
                 T.set_flag("MTE3", "V", 0)
                 T.set_flag("MTE3", "V", 1)
                 T.set_flag("MTE3", "V", 2)
+                T.set_flag("V", "MTE2", 0)
+                T.set_flag("V", "MTE2", 1)
                 # Software-pipelined in program order: a wait_flag holds the scalar unit's issue and an
                 # item's vector work fills the V queue, so item i + 1's load is issued before item i's
                 # vector work, into the slot of item i - 2 (three slots).
                 if 0 < mine:
-                    load(X, C, S, P, worker, x0_ub, c0_ub, s0_ub, 0)
+                    load(X, C, S, P, first, x0_ub, 0, c_ub, s_ub, True)
                 for p in T.serial(T.ceildiv(mine, 3)):
                     if p * 3 + 0 + 1 < mine:
-                        load(X, C, S, P, worker + (p * 3 + 0 + 1) * workers, x1_ub, c1_ub, s1_ub, 1)
-                    compute_store(Y, worker + (p * 3 + 0) * workers, x0_ub, c0_ub, s0_ub, 0, q_ub, y_ub, w_ub,
+                        load(X, C, S, P, first + (p * 3 + 0 + 1), x1_ub, 1, c_ub, s_ub, False)
+                    compute_store(Y, first + (p * 3 + 0), p * 3 + 0, mine, x0_ub, 0, c_ub, s_ub, w_ub, q_ub, y_ub,
                                   xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
                     if p * 3 + 1 < mine:
                         if p * 3 + 1 + 1 < mine:
-                            load(X, C, S, P, worker + (p * 3 + 1 + 1) * workers, x2_ub, c2_ub, s2_ub, 2)
-                        compute_store(Y, worker + (p * 3 + 1) * workers, x1_ub, c1_ub, s1_ub, 1, q_ub, y_ub,
-                                      w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                            load(X, C, S, P, first + (p * 3 + 1 + 1), x2_ub, 2, c_ub, s_ub, False)
+                        compute_store(Y, first + (p * 3 + 1), p * 3 + 1, mine, x1_ub, 1, c_ub, s_ub, w_ub, q_ub,
+                                      y_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
                     if p * 3 + 2 < mine:
                         if p * 3 + 2 + 1 < mine:
-                            load(X, C, S, P, worker + (p * 3 + 2 + 1) * workers, x0_ub, c0_ub, s0_ub, 0)
-                        compute_store(Y, worker + (p * 3 + 2) * workers, x2_ub, c2_ub, s2_ub, 2, q_ub, y_ub,
-                                      w_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                            load(X, C, S, P, first + (p * 3 + 2 + 1), x0_ub, 0, c_ub, s_ub, False)
+                        compute_store(Y, first + (p * 3 + 2), p * 3 + 2, mine, x2_ub, 2, c_ub, s_ub, w_ub, q_ub,
+                                      y_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
                 T.wait_flag("MTE3", "MTE2", 0)
                 T.wait_flag("MTE3", "MTE2", 1)
                 T.wait_flag("MTE3", "MTE2", 2)
                 T.wait_flag("MTE3", "V", 0)
                 T.wait_flag("MTE3", "V", 1)
                 T.wait_flag("MTE3", "V", 2)
+                T.wait_flag("V", "MTE2", 0)
+                T.wait_flag("V", "MTE2", 1)
 
     if positions and backward:
         @T.prim_func
