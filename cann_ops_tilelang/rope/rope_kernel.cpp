@@ -90,8 +90,8 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
         auto ct = T::alloc_ub("c_ub", {2 * bT, R}, f32);
         auto st = T::alloc_ub("s_ub", {2 * bT, R}, f32);
         auto wt = T::alloc_ub("w_ub", {2 * bT, R}, f32);
-        auto yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r * c, then the result
-        std::optional<Buffer> q, xf, g, sg, nsg, offs;
+        std::optional<Buffer> yf, q, xf, g, sg, offs;
+        if (!(wide && k.interleaved)) yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r c, the result
         if (wide)
           xf = T::alloc_ub("xf_ub", {bT, k.interleaved ? bHD : R}, f32);
         else
@@ -102,8 +102,7 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
           // prove the tile's rows inside the dynamic M (the tail tile's pad rows) and a gather
           // has no identity; a one-row gather reads rows all inside or all past M.
           g = T::alloc_ub("g_ub", {bT, bHD}, f32);
-          sg = T::alloc_ub("sg_ub", {bT, R}, f32);
-          nsg = T::alloc_ub("nsg_ub", {bT, R}, f32);
+          sg = T::alloc_ub("sg_ub", {bT, R}, f32);  // sgn(j) forward, -sgn(j) backward
           // sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once:
           // j / 2 - floor(j / 2) is 0 or 1/2, so sgn = 4 (j / 2 - floor(j / 2)) - 1. Heads and
           // rotated parts start at even j, so j's parity is its parity in the rotated part.
@@ -129,7 +128,7 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
           T::tile::broadcast(*sg, hf.region({0}, {R}));
           T::tile::sub(ix, ix, hf);  // the partner j - sgn(j)
           T::pipe_barrier(Pipe::V);
-          T::tile::mul(*nsg, *sg, -1.0);
+          if (k.backward) T::tile::mul(*sg, *sg, -1.0);
           T::tile::mul(ix, ix, 4.0);
           T::pipe_barrier(Pipe::V);
           T::tile::cast(oi, ix, "CAST_RINT");
@@ -211,7 +210,7 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
                                   st.region({par * bT + j, 0}, {1, R}), offs->region({0}, {R}));
                 });
                 T::pipe_barrier(Pipe::V);
-                T::tile::mul(w, w, *nsg);
+                T::tile::mul(w, w, *sg);
               } else {
                 T::tile::mul(w, s, *sg);
               }
@@ -231,29 +230,39 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
             }
           });
           if (k.interleaved) {
-            Buffer src = sl.x;
             if (wide) {
+              // x widened into xf, the partner rows gathered from it, then y computed in place
+              // in xf, every head's instruction of a step queued under one barrier: y = r c,
+              // y += g w (mul_add_dst), the narrowing into x.
+              T::pipe_barrier(Pipe::V);  // the previous item's narrowing has read xf
               T::tile::cast(*xf, sl.x);
               T::pipe_barrier(Pipe::V);
-              src = *xf;
-            }
-            T::serial("t", bT, [&](Expr t) {
-              T::tile::gather(g->region({t, 0}, {1, bHD}), src.region({t, 0}, {1, bHD}), *offs);
-            });
-            T::serial("h", bH, [&](Expr h) {
-              T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y
-              T::tile::mul(yf, src.region({0, h * D + off}, {bT, R}), c);
-              if (wide) {  // y += g w in one pass, then the narrowing
-                T::pipe_barrier(Pipe::V);
-                T::tile::mul_add_dst(yf, g->region({0, h * D + off}, {bT, R}), w);
-                T::pipe_barrier(Pipe::V);
-                T::tile::cast(sl.x.region({0, h * D + off}, {bT, R}), yf, "CAST_RINT");
-              } else {
+              T::serial("t", bT, [&](Expr t) {
+                T::tile::gather(g->region({t, 0}, {1, bHD}), xf->region({t, 0}, {1, bHD}), *offs);
+              });
+              auto r = [&](Expr h) { return xf->region({0, h * D + off}, {bT, R}); };
+              T::pipe_barrier(Pipe::V);
+              T::serial("h", bH, [&](Expr h) { T::tile::mul(r(h), r(h), c); });
+              T::pipe_barrier(Pipe::V);
+              T::serial("h", bH, [&](Expr h) {
+                T::tile::mul_add_dst(r(h), g->region({0, h * D + off}, {bT, R}), w);
+              });
+              T::pipe_barrier(Pipe::V);
+              T::serial("h", bH, [&](Expr h) {
+                T::tile::cast(sl.x.region({0, h * D + off}, {bT, R}), r(h), "CAST_RINT");
+              });
+            } else {
+              T::serial("t", bT, [&](Expr t) {
+                T::tile::gather(g->region({t, 0}, {1, bHD}), sl.x.region({t, 0}, {1, bHD}), *offs);
+              });
+              T::serial("h", bH, [&](Expr h) {
+                T::pipe_barrier(Pipe::V);  // the previous head's last op has read q, y
+                T::tile::mul(*yf, sl.x.region({0, h * D + off}, {bT, R}), c);
                 T::tile::mul(*q, g->region({0, h * D + off}, {bT, R}), w);
                 T::pipe_barrier(Pipe::V);
-                T::tile::add(sl.x.region({0, h * D + off}, {bT, R}), yf, *q);
-              }
-            });
+                T::tile::add(sl.x.region({0, h * D + off}, {bT, R}), *yf, *q);
+              });
+            }
           } else {
             T::serial("h", bH, [&](Expr h) {
               auto xr = sl.x.region({0, h * D + off}, {bT, R});
@@ -263,22 +272,22 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
                 // fewer than q = r w and two adds), then the narrowing
                 T::tile::cast(*xf, xr);
                 T::pipe_barrier(Pipe::V);
-                T::tile::mul(yf, *xf, c);
+                T::tile::mul(*yf, *xf, c);
                 T::pipe_barrier(Pipe::V);
-                T::tile::mul_add_dst(yf.region({0, 0}, {bT, h2}), xf->region({0, h2}, {bT, h2}),
+                T::tile::mul_add_dst(yf->region({0, 0}, {bT, h2}), xf->region({0, h2}, {bT, h2}),
                                      wt.region({par * bT, 0}, {bT, h2}));
-                T::tile::mul_add_dst(yf.region({0, h2}, {bT, h2}), xf->region({0, 0}, {bT, h2}),
+                T::tile::mul_add_dst(yf->region({0, h2}, {bT, h2}), xf->region({0, 0}, {bT, h2}),
                                      wt.region({par * bT, h2}, {bT, h2}));
                 T::pipe_barrier(Pipe::V);
-                T::tile::cast(xr, yf, "CAST_RINT");
+                T::tile::cast(xr, *yf, "CAST_RINT");
               } else {
                 // y[j] = r[j] c[j] + q[p(j)], into x's region
                 T::tile::mul(*q, xr, w);
-                T::tile::mul(yf, xr, c);
+                T::tile::mul(*yf, xr, c);
                 T::pipe_barrier(Pipe::V);
                 auto dst = [&](int c0) { return sl.x.region({0, h * D + off + c0}, {bT, h2}); };
-                T::tile::add(dst(0), yf.region({0, 0}, {bT, h2}), q->region({0, h2}, {bT, h2}));
-                T::tile::add(dst(h2), yf.region({0, h2}, {bT, h2}), q->region({0, 0}, {bT, h2}));
+                T::tile::add(dst(0), yf->region({0, 0}, {bT, h2}), q->region({0, h2}, {bT, h2}));
+                T::tile::add(dst(h2), yf->region({0, h2}, {bT, h2}), q->region({0, 0}, {bT, h2}));
               }
             });
           }

@@ -75,7 +75,7 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
             T.copy(S[t0, 0], s_ub[par * bT:par * bT + bT, 0:R], pad_value=0.0)
 
     @T.macro
-    def compute_store(Y, it, i, mine, x_ub, ev, c_ub, s_ub, w_ub, q_ub, y_ub, xf_ub, g_ub, sg_ub, nsg_ub,
+    def compute_store(Y, it, i, mine, x_ub, ev, c_ub, s_ub, w_ub, q_ub, y_ub, xf_ub, g_ub, sg_ub,
                       offs_ub):
         """Rotates the item loaded into the slot (the worker's item i) and stores it."""
         t0 = it // chunks * bT
@@ -90,7 +90,7 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                         T.tile.gather(w_ub[par * bT + j:par * bT + j + 1, 0:R],
                                       s_ub[par * bT + j:par * bT + j + 1, 0:R], offs_ub[0:R], 0)
                     T.pipe_barrier("V")
-                    T.tile.mul(w_ub[par * bT:par * bT + bT, 0:R], w_ub[par * bT:par * bT + bT, 0:R], nsg_ub)
+                    T.tile.mul(w_ub[par * bT:par * bT + bT, 0:R], w_ub[par * bT:par * bT + bT, 0:R], sg_ub)
                 else:
                     T.tile.mul(w_ub[par * bT:par * bT + bT, 0:R], s_ub[par * bT:par * bT + bT, 0:R], sg_ub)
             else:
@@ -106,22 +106,31 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
         c = c_ub[par * bT:par * bT + bT, 0:R]
         w = w_ub[par * bT:par * bT + bT, 0:R]
         if interleaved:
-            src = x_ub
             if wide:
+                # x widened into xf, the partner rows gathered from it, then y computed in place in xf,
+                # every head's instruction of a step under one barrier: y = r c, y += g w, the narrowing.
+                T.pipe_barrier("V")  # the previous item's narrowing has read xf
                 T.tile.cast(xf_ub, x_ub)
                 T.pipe_barrier("V")
-                src = xf_ub
-            for t in T.serial(bT):
-                T.tile.gather(g_ub[t:t + 1, 0:bHD], src[t:t + 1, 0:bHD], offs_ub, 0)
-            for h in T.serial(bH):
-                T.pipe_barrier("V")  # the previous head's last op has read q, y
-                T.tile.mul(y_ub, src[0:bT, h * D + off:h * D + off + R], c)
-                if wide:  # y += g w in one pass, then the narrowing
-                    T.pipe_barrier("V")
-                    T.tile.mul_add_dst(y_ub, g_ub[0:bT, h * D + off:h * D + off + R], w)
-                    T.pipe_barrier("V")
-                    T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, "CAST_RINT")
-                else:
+                for t in T.serial(bT):
+                    T.tile.gather(g_ub[t:t + 1, 0:bHD], xf_ub[t:t + 1, 0:bHD], offs_ub, 0)
+                T.pipe_barrier("V")
+                for h in T.serial(bH):
+                    T.tile.mul(xf_ub[0:bT, h * D + off:h * D + off + R], xf_ub[0:bT, h * D + off:h * D + off + R], c)
+                T.pipe_barrier("V")
+                for h in T.serial(bH):
+                    T.tile.mul_add_dst(xf_ub[0:bT, h * D + off:h * D + off + R],
+                                       g_ub[0:bT, h * D + off:h * D + off + R], w)
+                T.pipe_barrier("V")
+                for h in T.serial(bH):
+                    T.tile.cast(x_ub[0:bT, h * D + off:h * D + off + R], xf_ub[0:bT, h * D + off:h * D + off + R],
+                                "CAST_RINT")
+            else:
+                for t in T.serial(bT):
+                    T.tile.gather(g_ub[t:t + 1, 0:bHD], x_ub[t:t + 1, 0:bHD], offs_ub, 0)
+                for h in T.serial(bH):
+                    T.pipe_barrier("V")  # the previous head's last op has read q, y
+                    T.tile.mul(y_ub, x_ub[0:bT, h * D + off:h * D + off + R], c)
                     T.tile.mul(q_ub, g_ub[0:bT, h * D + off:h * D + off + R], w)
                     T.pipe_barrier("V")
                     T.tile.add(x_ub[0:bT, h * D + off:h * D + off + R], y_ub, q_ub)
@@ -170,12 +179,13 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                 c_ub = T.alloc_ub((2 * bT, R), "float32")
                 s_ub = T.alloc_ub((2 * bT, R), "float32")
                 w_ub = T.alloc_ub((2 * bT, R), "float32")
-                y_ub = T.alloc_ub((bT, R), "float32")  # r * c, then the result
+                y_ub = None
+                if not (wide and interleaved):
+                    y_ub = T.alloc_ub((bT, R), "float32")  # r c, the result
                 q_ub = None
                 xf_ub = None
                 g_ub = None
                 sg_ub = None
-                nsg_ub = None
                 offs_ub = None
                 if wide:
                     xf_ub = T.alloc_ub((bT, bHD if interleaved else R), "float32")
@@ -185,8 +195,7 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                     # The partner rows (x[j ^ 1], every head at once), one gather per token row: a
                     # whole-tile gather is refused (the tile's rows are not provably inside M).
                     g_ub = T.alloc_ub((bT, bHD), "float32")
-                    sg_ub = T.alloc_ub((bT, R), "float32")
-                    nsg_ub = T.alloc_ub((bT, R), "float32")
+                    sg_ub = T.alloc_ub((bT, R), "float32")  # sgn(j) forward, -sgn(j) backward
                     # sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once.
                     ix_ub = T.alloc_ub((bHD,), "float32")
                     hf_ub = T.alloc_ub((bHD,), "float32")
@@ -210,7 +219,8 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                     T.tile.broadcast(sg_ub, hf_ub[0:R])
                     T.tile.sub(ix_ub, ix_ub, hf_ub)  # the partner j - sgn(j)
                     T.pipe_barrier("V")
-                    T.tile.mul(nsg_ub, sg_ub, -1.0)
+                    if backward:
+                        T.tile.mul(sg_ub, sg_ub, -1.0)
                     T.tile.mul(ix_ub, ix_ub, 4.0)
                     T.pipe_barrier("V")
                     T.tile.cast(offs_i_ub, ix_ub, "CAST_RINT")
@@ -239,17 +249,17 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
                     if p * 3 + 0 + 1 < mine:
                         load(X, C, S, P, first + (p * 3 + 0 + 1), x1_ub, 1, c_ub, s_ub, False)
                     compute_store(Y, first + (p * 3 + 0), p * 3 + 0, mine, x0_ub, 0, c_ub, s_ub, w_ub, q_ub, y_ub,
-                                  xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                                  xf_ub, g_ub, sg_ub, offs_ub)
                     if p * 3 + 1 < mine:
                         if p * 3 + 1 + 1 < mine:
                             load(X, C, S, P, first + (p * 3 + 1 + 1), x2_ub, 2, c_ub, s_ub, False)
                         compute_store(Y, first + (p * 3 + 1), p * 3 + 1, mine, x1_ub, 1, c_ub, s_ub, w_ub, q_ub,
-                                      y_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                                      y_ub, xf_ub, g_ub, sg_ub, offs_ub)
                     if p * 3 + 2 < mine:
                         if p * 3 + 2 + 1 < mine:
                             load(X, C, S, P, first + (p * 3 + 2 + 1), x0_ub, 0, c_ub, s_ub, False)
                         compute_store(Y, first + (p * 3 + 2), p * 3 + 2, mine, x2_ub, 2, c_ub, s_ub, w_ub, q_ub,
-                                      y_ub, xf_ub, g_ub, sg_ub, nsg_ub, offs_ub)
+                                      y_ub, xf_ub, g_ub, sg_ub, offs_ub)
                 T.wait_flag("MTE3", "MTE2", 0)
                 T.wait_flag("MTE3", "MTE2", 1)
                 T.wait_flag("MTE3", "MTE2", 2)
