@@ -83,33 +83,45 @@ tl::PrimFunc rope_kernel(const RopeKey& k) {
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {
         std::vector<Slot> slots;
+        // UB addresses by hand (UbPlacer): the two sources of each 16-bit path instruction
+        // start 256 bytes apart modulo 512, so they sit in different bank groups
+        // (docs/calibration.md, "UB bank conflicts"): c against xf (r c), g against w (g w)
+        // and xf's other half against w (half), xf against the gather offsets, s and w
+        // against sgn. With the planner's addresses 2001 x 32 x 128 rot 128 interleaved took
+        // 27.7 us, 19.1 us placed; half rot 64 with positions 20.5 -> 19.1 us.
+        UbPlacer place;
+        const int64_t es = tl::dtype_bytes(dt);
         for (int i = 0; i < kSlots; ++i)
-          slots.push_back({T::alloc_ub(fmt::format("x{}_ub", i), {bT, bHD}, dt), i});
+          slots.push_back(
+              {T::alloc_ub(fmt::format("x{}_ub", i), {bT, bHD}, dt, place(bT * bHD * es, 0)), i});
         // The token tiles' table rows and w (rows [par bT, par bT + bT) for token tile parity
         // par): loaded once per token tile and worker, shared by its head chunks.
-        auto ct = T::alloc_ub("c_ub", {2 * bT, R}, f32);
-        auto st = T::alloc_ub("s_ub", {2 * bT, R}, f32);
-        auto wt = T::alloc_ub("w_ub", {2 * bT, R}, f32);
+        auto ct = T::alloc_ub("c_ub", {2 * bT, R}, f32, place(2 * bT * R * 4, 256));
+        auto st = T::alloc_ub("s_ub", {2 * bT, R}, f32, place(2 * bT * R * 4, 0));
+        auto wt = T::alloc_ub("w_ub", {2 * bT, R}, f32, place(2 * bT * R * 4, 0));
         std::optional<Buffer> yf, q, xf, g, sg, offs;
-        if (!(wide && k.interleaved)) yf = T::alloc_ub("y_ub", {bT, R}, f32);  // r c, the result
+        if (!(wide && k.interleaved))
+          yf = T::alloc_ub("y_ub", {bT, R}, f32, place(bT * R * 4, 0));  // r c, the result
         if (wide)
-          xf = T::alloc_ub("xf_ub", {bT, k.interleaved ? bHD : R}, f32);
+          xf = T::alloc_ub("xf_ub", {bT, k.interleaved ? bHD : R}, f32,
+                           place(bT * (k.interleaved ? bHD : R) * 4, 0));
         else
-          q = T::alloc_ub("q_ub", {bT, R}, f32);  // r * w, partner * w
+          q = T::alloc_ub("q_ub", {bT, R}, f32, place(bT * R * 4, 0));  // r * w, partner * w
         if (k.interleaved) {
           // The partner rows g (x[j ^ 1], every head at once) come from one gather per token
           // row: a gather of the whole [bT, bHD] tile is refused, since the compiler cannot
           // prove the tile's rows inside the dynamic M (the tail tile's pad rows) and a gather
           // has no identity; a one-row gather reads rows all inside or all past M.
-          g = T::alloc_ub("g_ub", {bT, bHD}, f32);
-          sg = T::alloc_ub("sg_ub", {bT, R}, f32);  // sgn(j) forward, -sgn(j) backward
+          g = T::alloc_ub("g_ub", {bT, bHD}, f32, place(bT * bHD * 4, 256));
+          sg = T::alloc_ub("sg_ub", {bT, R}, f32,
+                           place(bT * R * 4, 256));  // sgn(j) forward, -sgn(j) backward
           // sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once:
           // j / 2 - floor(j / 2) is 0 or 1/2, so sgn = 4 (j / 2 - floor(j / 2)) - 1. Heads and
           // rotated parts start at even j, so j's parity is its parity in the rotated part.
-          auto ix = T::alloc_ub("ix_ub", {bHD}, f32);
-          auto hf = T::alloc_ub("hf_ub", {bHD}, f32);
-          auto fl = T::alloc_ub("fl_ub", {bHD}, f32);
-          auto oi = T::alloc_ub("offs_i_ub", {bHD}, DType::Int32);
+          auto ix = T::alloc_ub("ix_ub", {bHD}, f32, place(bHD * 4, 0));
+          auto hf = T::alloc_ub("hf_ub", {bHD}, f32, place(bHD * 4, 256));
+          auto fl = T::alloc_ub("fl_ub", {bHD}, f32, place(bHD * 4, 0));
+          auto oi = T::alloc_ub("offs_i_ub", {bHD}, DType::Int32, place(bHD * 4, 256));
           offs = T::view("offs_ub", oi, DType::UInt32);
           T::tile::createvecindex(ix, 0.0);
           T::pipe_barrier(Pipe::V);

@@ -24,6 +24,8 @@ g the partner rows, one gather per token row (w signed sin forward, permuted and
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
+from ._ub import ub_placer
+
 
 def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset: int, interleaved: bool,
                 backward: bool, positions: bool, tokens_per_tile: int, heads_per_tile: int,
@@ -35,6 +37,21 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
     M = T.dynamic("M")
     NR = T.dynamic("NR")
     items = T.ceildiv(M, bT) * chunks
+    # UB addresses by hand, in the C++ generator's order: the two sources of the 16-bit paths'
+    # instructions start 256 bytes apart modulo 512 (no bank-group conflict, docs/calibration.md).
+    place = ub_placer()
+    es = 2 if wide else 4
+    a_x = [place(bT * bHD * es, 0) for _ in range(3)]
+    a_c, a_s, a_w = place(2 * bT * R * 4, 256), place(2 * bT * R * 4, 0), place(2 * bT * R * 4, 0)
+    a_y = place(bT * R * 4, 0) if not (wide and interleaved) else None
+    a_xf = place(bT * (bHD if interleaved else R) * 4, 0) if wide else None
+    a_q = place(bT * R * 4, 0) if not wide else None
+    a_g = place(bT * bHD * 4, 256) if interleaved else None
+    a_sg = place(bT * R * 4, 256) if interleaved else None
+    a_ix = place(bHD * 4, 0) if interleaved else None
+    a_hf = place(bHD * 4, 256) if interleaved else None
+    a_fl = place(bHD * 4, 0) if interleaved else None
+    a_oi = place(bHD * 4, 256) if interleaved else None
     num_blocks = T.min(blocks, T.ceildiv(items, 2))
 
     @T.macro
@@ -171,36 +188,36 @@ def rope_kernel(dtype: str, heads: int, head_dim: int, rot_dim: int, rot_offset:
     def body(X, C, S, P, Y):
         with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
-                x0_ub = T.alloc_ub((bT, bHD), dtype)
-                x1_ub = T.alloc_ub((bT, bHD), dtype)
-                x2_ub = T.alloc_ub((bT, bHD), dtype)
+                x0_ub = T.alloc_ub((bT, bHD), dtype, address=a_x[0])
+                x1_ub = T.alloc_ub((bT, bHD), dtype, address=a_x[1])
+                x2_ub = T.alloc_ub((bT, bHD), dtype, address=a_x[2])
                 # The token tiles' table rows and w (rows [par bT, par bT + bT) for token tile parity
                 # par): loaded once per token tile and worker, shared by its head chunks.
-                c_ub = T.alloc_ub((2 * bT, R), "float32")
-                s_ub = T.alloc_ub((2 * bT, R), "float32")
-                w_ub = T.alloc_ub((2 * bT, R), "float32")
+                c_ub = T.alloc_ub((2 * bT, R), "float32", address=a_c)
+                s_ub = T.alloc_ub((2 * bT, R), "float32", address=a_s)
+                w_ub = T.alloc_ub((2 * bT, R), "float32", address=a_w)
                 y_ub = None
                 if not (wide and interleaved):
-                    y_ub = T.alloc_ub((bT, R), "float32")  # r c, the result
+                    y_ub = T.alloc_ub((bT, R), "float32", address=a_y)  # r c, the result
                 q_ub = None
                 xf_ub = None
                 g_ub = None
                 sg_ub = None
                 offs_ub = None
                 if wide:
-                    xf_ub = T.alloc_ub((bT, bHD if interleaved else R), "float32")
+                    xf_ub = T.alloc_ub((bT, bHD if interleaved else R), "float32", address=a_xf)
                 else:
-                    q_ub = T.alloc_ub((bT, R), "float32")  # r * w, partner * w
+                    q_ub = T.alloc_ub((bT, R), "float32", address=a_q)  # r * w, partner * w
                 if interleaved:
                     # The partner rows (x[j ^ 1], every head at once), one gather per token row: a
                     # whole-tile gather is refused (the tile's rows are not provably inside M).
-                    g_ub = T.alloc_ub((bT, bHD), "float32")
-                    sg_ub = T.alloc_ub((bT, R), "float32")  # sgn(j) forward, -sgn(j) backward
+                    g_ub = T.alloc_ub((bT, bHD), "float32", address=a_g)
+                    sg_ub = T.alloc_ub((bT, R), "float32", address=a_sg)  # sgn(j) forward, -sgn(j) backward
                     # sgn(j) (-1 even, +1 odd) and the partner offsets (j ^ 1) * 4 bytes, built once.
-                    ix_ub = T.alloc_ub((bHD,), "float32")
-                    hf_ub = T.alloc_ub((bHD,), "float32")
-                    fl_ub = T.alloc_ub((bHD,), "float32")
-                    offs_i_ub = T.alloc_ub((bHD,), "int32")
+                    ix_ub = T.alloc_ub((bHD,), "float32", address=a_ix)
+                    hf_ub = T.alloc_ub((bHD,), "float32", address=a_hf)
+                    fl_ub = T.alloc_ub((bHD,), "float32", address=a_fl)
+                    offs_i_ub = T.alloc_ub((bHD,), "int32", address=a_oi)
                     offs_ub = T.view(offs_i_ub, "uint32")
                     T.tile.createvecindex(ix_ub, 0.0)
                     T.pipe_barrier("V")
