@@ -1,9 +1,10 @@
 // The RoPE kernel generator of cann_ops_tilelang (the tile-kernel layer, docs/ops.md "RoPE").
 // Expert mode: the kernel loads a wide tile of bT tokens x bH heads in one copy, then runs the
 // rotation head by head on [bT, rot_dim] regions, so that each token's cos/sin row is loaded
-// once per tile and lines up with the x region row for row: no broadcast of the tables across
-// heads is materialised (developer mode would materialise one: docs/ops.md, RoPE). Three tile
-// slots are buffered by hand (one event per slot). Its Python twin,
+// once per token tile and worker and lines up with the x region row for row: no broadcast of
+// the tables across heads is materialised (developer mode would materialise one: docs/ops.md,
+// RoPE). Three x slots are buffered by hand (one event per slot), the table rows in two more
+// (by token tile parity); UB addresses are placed against bank-group conflicts. Its Python twin,
 // python/cann_ops_tilelang/kernels/rope.py, builds the identical IR
 // (python/tests/test_opslib_rope.py).
 //
@@ -12,16 +13,19 @@
 // element of a pair (even j, first half), rotate(r)[j] = sgn(j) r[p(j)]; the adjoint is
 // dr[j] = dy[j] c[j] + sgn(p(j)) dy[p(j)] s[p(j)]. Half: y[j] = r[j] c[j] + q[p(j)] with
 // q = r w, w[k] = sgn(p(k)) s[p(k)] (forward) or sgn(k) s[k] (backward), and the permutation
-// of q is two half-width adds. Interleaved: y = r c + g w with g[j] = r[p(j)], w = sgn s
-// (forward) or w[j] = sgn(p(j)) s[p(j)] (backward); g comes from one gather per token row
+// of q is two half-width adds; with 16-bit I/O, y = r c, then y[j] += r[p(j)] w'[j] with
+// w'[j] = w[p(j)], two half-width multiply-adds. Interleaved: y = r c + g w with g[j] = r[p(j)], w
+// = sgn s (forward) or w[j] = sgn(p(j)) s[p(j)] (backward); g comes from one gather per token row
 // (every head of the row at once): a gather over the whole tile is refused, since the compiler
 // cannot prove a tile's rows inside the dynamic M and a gather has no identity for the tail
 // tile's pad rows (clip_pad_values), while a one-row gather reads a row all inside or all past M.
 //
-// Work split: items are (token tile, head chunk), ceil(M / bT) * (H / bH) of them, dealt
-// round-robin to the two AIVs of min(blocks, ceil(items / 2)) blocks, each AIV cycling its
-// three slots. The compiler clips the last token tile's copies to M (clip_expert_copies): rows
-// past M load as zeros and are never stored.
+// Work split: items are (token tile, head chunk), ceil(M / bT) * (H / bH) of them, token tile
+// major; the 2 min(blocks, ceil(items / 2)) AIVs take contiguous runs of them (sizes differing
+// by at most one), so a worker's consecutive items share a token tile and its table rows: they
+// are loaded with the worker's first item of a tile and released (V -> MTE2, event = parity)
+// after its last. Each AIV cycles its three x slots. The compiler clips the last token tile's
+// copies to M (clip_expert_copies): rows past M load as zeros and are never stored.
 #include <map>
 #include <optional>
 #include <vector>

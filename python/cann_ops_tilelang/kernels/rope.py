@@ -12,8 +12,10 @@ and NR (table rows) are dynamic: one kernel per key serves every sequence length
 The design (the C++ file's top comment says it at length): expert mode; a tile is bT tokens x bH
 heads of x, loaded in one copy with the tokens' cos/sin rows, rotated head by head on [bT, R]
 regions (so the table rows line up with x's rows and are never broadcast across heads), stored
-in one copy; three tile slots buffered by hand (event s for slot s), the next item's load issued
-before this item's vector work; the tail tile's copies
+in one copy; three x slots buffered by hand (event s for slot s), the next item's load issued
+before this item's vector work; each worker takes a contiguous run of items and loads a token
+tile's table rows once (two parity buffers); UB addresses placed against bank conflicts; the
+tail tile's copies
 clipped to M by the compiler. Half: with q = r * w, y[j] = r[j] c[j] + q[p(j)] (p the pair
 partner, w sin permuted and signed forward, signed backward); interleaved: y = r * c + g * w with
 g the partner rows, one gather per token row (w signed sin forward, permuted and signed backward).
