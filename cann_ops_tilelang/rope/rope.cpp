@@ -13,8 +13,9 @@ namespace {
 
 const std::vector<tl::DType> kDtypes{tl::DType::BFloat16, tl::DType::Float16, tl::DType::Float32};
 // Tokens per tile: 16 (a [16, R] region is 16 repeats of 256 B at R = 64: the per-head vector
-// instructions' repeats outweigh their issue cost), up to 64 when every head fits.
-constexpr int64_t kTokens = 16, kMaxTokens = 64;
+// instructions' repeats outweigh their issue cost), up to 32 when every head fits (64 left one
+// tile per AIV on 32 of 48 at 2001 x 1 x 128 with positions: 3.4 us, 3.0 with 32).
+constexpr int64_t kTokens = 16, kMaxTokens = 32;
 // Bytes of x per tile slot aimed at: copies of 16 KB and more run at the GM plateau
 // (docs/calibration.md), bigger tiles only cost UB.
 constexpr int64_t kSlotBytes = 32 * 1024;
@@ -110,29 +111,31 @@ RopeKey rope_key(tl::DType dtype, int64_t heads, int64_t head_dim, int64_t rot_d
             .backward = backward,
             .positions = positions,
             .blocks = budget.blocks};
-  // UB per tile: three slots of x (bT x bH x D) and of the cos/sin rows, and the fp32 [bT, R]
-  // temporaries (q, y, w; xf for 16-bit I/O; sgn and -sgn interleaved); interleaved also has
-  // the partner rows g and xf as whole fp32 tiles and four [bH x D] index rows; 4 KB of UB
-  // are left for the compiler's pads.
+  // UB: three slots of x (bT x bH x D); the cos, sin and w rows of two token tiles; the fp32
+  // [bT, R] temporaries (y and q, or y and xf for 16-bit half; +-sgn interleaved);
+  // interleaved also has the partner rows g (and xf, y's place, for 16-bit I/O) as whole fp32 tiles
+  // and four [bH x D] index rows; 4 KB of UB are left for the compiler's pads.
   auto bytes = [&](int64_t bT, int64_t bH) {
     const int64_t bhd = bH * head_dim;
-    const int64_t rows = inter ? 2 + (1 + wide) * bhd / rot_dim : wide;  // in [bT, R] units
-    return 3 * bT * (bhd * es + 2 * rot_dim * 4) + (3 + rows) * bT * rot_dim * 4 +
-           (inter ? 4 * bhd * 4 : 0);
+    const int64_t row = rot_dim * 4, tile = bhd * 4;  // an fp32 [R] row, an fp32 [bH x D] row
+    const int64_t temps = (wide && inter ? tile : 2 * row) + (inter ? row + tile : 0);
+    return 3 * bT * bhd * es + 6 * bT * row + bT * temps + (inter ? 4 * tile : 0);
   };
   const int64_t cap = budget.ub_bytes - 4096;
-  // 16 tokens and the widest head chunk whose slot stays within kSlotBytes (the cos/sin rows
-  // are loaded once per chunk, so wider chunks read the tables less often); with every head
-  // in the chunk, more tokens while the slot stays within it. Measured on A2 (docs/ops.md,
-  // RoPE): 2001 x 32 x 128 fp16 took 45.8 us with 8 x 32 slots of 64 KB, 28.5 us with 16 x 8
-  // (two slots then; 27.1 us now).
-  for (int64_t bT = kTokens; bT >= 1; bT /= 2) {
+  // 16 tokens and the widest head chunk whose slot stays within kSlotBytes; with every head in
+  // the chunk, more tokens while the slot stays within it. Interleaved: 8 tokens and half the
+  // slot (a wider chunk lengthens the per-token-row gathers, whose issue cost is per row).
+  // Measured on A2 (docs/ops.md, RoPE): 2001 x 32 x 128 fp16 half took 45.8 us with 8 x 32
+  // slots of 64 KB, 28.5 us with 16 x 8 (two slots then; 20.5 us now); interleaved rot 128
+  // 28.8 us with 16 x 4, 27.8 with 8 x 8, 29.7 with 8 x 4 (before the UB placement; 19.0 now).
+  const int64_t tokens = inter ? kTokens / 2 : kTokens;
+  const int64_t slot_cap = inter ? kSlotBytes / 2 : kSlotBytes;
+  for (int64_t bT = tokens; bT >= 1; bT /= 2) {
     for (int64_t bH = heads; bH >= 1; --bH) {
-      if (heads % bH != 0 || bytes(bT, bH) > cap ||
-          (bH > 1 && bT * bH * head_dim * es > kSlotBytes))
+      if (heads % bH != 0 || bytes(bT, bH) > cap || (bH > 1 && bT * bH * head_dim * es > slot_cap))
         continue;
       while (bH == heads && bT < kMaxTokens && bytes(bT * 2, bH) <= cap &&
-             bT * 2 * bH * head_dim * es <= kSlotBytes)
+             bT * 2 * bH * head_dim * es <= slot_cap)
         bT *= 2;
       k.tokens_per_tile = bT;
       k.heads_per_tile = bH;

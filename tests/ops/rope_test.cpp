@@ -266,6 +266,25 @@ TEST(RopeEdges, KernelsAreHazardFreeAndTimeOrderIndependent) {
   }
 }
 
+// A worker's run of items spans several token tiles (two tiles' table rows in UB by parity,
+// shared by a tile's head chunks), with a tail tile: 1001 tokens x 32 heads (4 or 16 chunks a
+// tile), and 9001 tokens x 1 head (64-token tiles of one chunk: the load of item i + 1 reuses the
+// table rows item i - 1 may still be reading, which only the V -> MTE2 flag of the table rows
+// orders; the test fails without it).
+TEST(RopeEdges, SharedTableRowsAreHazardFreeAcrossHeadChunks) {
+  tl::Device dev;
+  auto x = tl::randn(dev, {1001, 32, 128}, DType::Float16, 3);
+  auto x1 = tl::randn(dev, {9001, 1, 128}, DType::BFloat16, 5);
+  auto cs = tl::uniform(dev, {9001, 128}, DType::Float32, 4);
+  auto pos = tl::from_vector(dev, {1001}, DType::Int32, std::vector<double>(1001, 7.0));
+  auto calls = [&] {
+    rope(x, cs, cs, {}, {.style = RopeStyle::Interleaved});
+    rope_backward(x, cs, cs, pos, {.style = RopeStyle::Half});
+    rope(x1, cs, cs, {}, {.style = RopeStyle::Half});
+  };
+  opstest::expect_hazard_free_and_time_order_free(calls, 3, "shared table rows");
+}
+
 // ---- benchmarks (opt-in: OPS_TILELANG_BENCH, docs/ops.md) ----------------------------------
 
 std::vector<opsbench::Case> bench_cases() {
