@@ -23,8 +23,9 @@ namespace {
 /// Cycles (end - start) of each instruction of a one-AIV kernel over x ([rows, cols] of
 /// `dtype`, loaded from X) and y, z of the same shape, r ([rows]) and c ([cols]), by
 /// instruction name (the last of a name wins). `body` is indented for the `if vid == 0` block.
+/// `bank_groups` off keeps the planner's default layout (docs/compiler.md, "plan_memory").
 std::map<std::string, double> cycles_of(int64_t rows, int64_t cols, const std::string& dtype,
-                                        const std::string& body) {
+                                        const std::string& body, bool bank_groups = true) {
   const std::string text = fmt::format(R"(@T.prim_func
 def f(X: T.Tensor(({0}, {1}), "{2}")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -44,7 +45,9 @@ def f(X: T.Tensor(({0}, {1}), "{2}")):
   Tensor X = from_vector(dev, {rows, cols}, dt, std::vector<double>(rows * cols, 0.5));
   npu::Profile prof;
   // Timing only: y, z, r and c are never copied out, so nothing stale reaches GM.
-  compile(parse(text)).launch(dev, {X}, {.threads = 1, .profile = &prof});
+  CompileOptions opt;
+  opt.dev.bank_groups = bank_groups;
+  compile(parse(text), dev.target(), opt).launch(dev, {X}, {.threads = 1, .profile = &prof});
   std::map<std::string, double> d;
   for (const auto& i : prof.instrs) d[i.name] = i.end - i.start;
   return d;
@@ -84,10 +87,16 @@ TEST(VectorRates, SimpleOpsTakeARepeatACycle) {
     for (const char* op : {"tile.add", "tile.mul", "tile.rsqrt", "tile.reciprocal"})
       EXPECT_DOUBLE_EQ(d[op], 24 + reps) << op << " " << n;
   }
-  // [64, 128] fp32: x, y and z lie 32 KB apart, the same bank groups: y + x conflicts.
-  auto d = cycles_of(64, 128, "float32", line("T.tile.add(z, y, x)") + line("T.tile.div(z, y, x)"));
+  // [64, 128] fp32: the default layout puts x, y and z 32 KB apart, the same bank groups: y + x
+  // conflicts.
+  const std::string body = line("T.tile.add(z, y, x)") + line("T.tile.div(z, y, x)");
+  auto d = cycles_of(64, 128, "float32", body, /*bank_groups=*/false);
   EXPECT_DOUBLE_EQ(d["tile.add"], 24 + 2 * 128);
   EXPECT_DOUBLE_EQ(d["tile.div"], 31 + 2 * 2 * 128);  // pto-isa's 910B3 vdiv: 4.03 x repeat + 31
+  // The planner's bank-group placement moves y to the other group: one beat a repeat.
+  d = cycles_of(64, 128, "float32", body);
+  EXPECT_DOUBLE_EQ(d["tile.add"], 24 + 128);
+  EXPECT_DOUBLE_EQ(d["tile.div"], 31 + 2 * 128);
 }
 
 // Functions AscendC builds of several instructions keep the former figure, 8 cycles a repeat
