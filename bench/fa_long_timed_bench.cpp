@@ -59,6 +59,32 @@ BENCHMARK(BM_FlashAttentionC7TimingOnly)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 
+// Launches the library kernel of `key` timing-only on empty [B, S, H * D] tensors (q, k, v, o),
+// lse and the host IDX tile, and sets the busy counters both benchmarks below report.
+void launch_and_count(benchmark::State& st, const cann_ops_tilelang::FlashAttentionKey& key,
+                      const tl::CompiledKernel& kern, tl::Device& dev, int64_t B, int64_t S,
+                      int64_t H, int64_t D, tl::npu::Profile& prof, bool instructions) {
+  std::vector<tl::Arg> args;
+  for (int i = 0; i < 4; ++i)
+    args.emplace_back(tl::Tensor::empty(dev, {B, S, H * D}, tl::DType::BFloat16));
+  args.emplace_back(tl::Tensor::empty(dev, {B, H, S}, tl::DType::Float32));
+  args.emplace_back(cann_ops_tilelang::flash_attention_idx(dev, key));
+  tl::LaunchOptions opt;
+  opt.profile = &prof;
+  opt.timing_only = true;
+  opt.profile_instructions = instructions;
+  for (auto _ : st) kern.launch(dev, args, opt);
+  st.counters["simulated_us"] = prof.total_us;
+  using tl::CoreKind;
+  using tl::Pipe;
+  st.counters["aiv_V"] = prof.busy_ratio(Pipe::V, CoreKind::Vector);
+  st.counters["aiv_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Vector);
+  st.counters["aic_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Cube);
+  st.counters["aic_FIX"] = prof.busy_ratio(Pipe::FIX, CoreKind::Cube);
+  st.counters["aic_M"] = prof.busy_ratio(Pipe::M, CoreKind::Cube);
+  st.counters["aic_MTE1"] = prof.busy_ratio(Pipe::MTE1, CoreKind::Cube);
+}
+
 // The issue-30 must-show shapes on A2 (docs/ops.md, "FlashAttention forward"): bf16, BSHD, H = 16,
 // D = 128, causal or not; `key_seq` is the sequence length the key is chosen for (S or 0; the
 // library now takes one schedule for every length, so both give the same kernel). The figure
@@ -74,27 +100,10 @@ void BM_FlashAttentionMustShow(benchmark::State& st) {
       tl::DType::BFloat16, H, D, causal, cann_ops_tilelang::AttentionLayout::BSHD,
       0.08838834764831845, target, st.range(3) != 0 ? S : 0);  // 1 / sqrt(D)
   auto kern = tl::compile(cann_ops_tilelang::flash_attention_kernel(key), target);
-  std::vector<tl::Arg> args;
-  for (int i = 0; i < 4; ++i)
-    args.emplace_back(tl::Tensor::empty(dev, {B, S, H * D}, tl::DType::BFloat16));
-  args.emplace_back(tl::Tensor::empty(dev, {B, H, S}, tl::DType::Float32));
-  args.emplace_back(cann_ops_tilelang::flash_attention_idx(dev, key));
   tl::npu::Profile prof;
-  tl::LaunchOptions opt;
-  opt.profile = &prof;
-  opt.timing_only = true;
-  opt.profile_instructions = false;
-  for (auto _ : st) kern.launch(dev, args, opt);
-  st.counters["simulated_us"] = prof.total_us;
+  launch_and_count(st, key, kern, dev, B, S, H, D, prof, false);
   st.counters["stages"] = static_cast<double>(key.stages);
   st.counters["skew"] = static_cast<double>(key.skew);
-  using tl::CoreKind;
-  using tl::Pipe;
-  st.counters["aiv_V"] = prof.busy_ratio(Pipe::V, CoreKind::Vector);
-  st.counters["aiv_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Vector);
-  st.counters["aic_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Cube);
-  st.counters["aic_FIX"] = prof.busy_ratio(Pipe::FIX, CoreKind::Cube);
-  st.counters["aic_M"] = prof.busy_ratio(Pipe::M, CoreKind::Cube);
 }
 BENCHMARK(BM_FlashAttentionMustShow)
     ->ArgNames({"B", "S", "causal", "key_seq"})
@@ -118,20 +127,11 @@ void BM_FlashAttentionTiles(benchmark::State& st) {
   key.stages = st.range(5);
   key.skew = st.range(6);
   auto kern = tl::compile(cann_ops_tilelang::flash_attention_kernel(key), target);
-  std::vector<tl::Arg> args;
-  for (int i = 0; i < 4; ++i)
-    args.emplace_back(tl::Tensor::empty(dev, {B, S, H * D}, tl::DType::BFloat16));
-  args.emplace_back(tl::Tensor::empty(dev, {B, H, S}, tl::DType::Float32));
-  args.emplace_back(cann_ops_tilelang::flash_attention_idx(dev, key));
   tl::npu::Profile prof;
-  tl::LaunchOptions opt;
-  opt.profile = &prof;
-  opt.timing_only = true;
   // FA_DUMP=1: the compiler's report (placement, slots) and, per instruction kind, the cycles of
   // block 0's AIC and AIV 0 (where the vector work of a step goes).
   const bool dump = std::getenv("FA_DUMP") != nullptr;
-  opt.profile_instructions = dump;
-  for (auto _ : st) kern.launch(dev, args, opt);
+  launch_and_count(st, key, kern, dev, B, S, H, D, prof, dump);
   if (dump) {
     tl::npu::print_report(tl::npu::make_report(cann_ops_tilelang::flash_attention_kernel(key),
                                                kern.func(), target, nullptr),
@@ -146,15 +146,6 @@ void BM_FlashAttentionTiles(benchmark::State& st) {
     }
     for (const auto& [k, v] : per) fmt::print("{:10.0f} {:6d} {}\n", v.first, v.second, k);
   }
-  st.counters["simulated_us"] = prof.total_us;
-  using tl::CoreKind;
-  using tl::Pipe;
-  st.counters["aiv_V"] = prof.busy_ratio(Pipe::V, CoreKind::Vector);
-  st.counters["aiv_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Vector);
-  st.counters["aic_MTE2"] = prof.busy_ratio(Pipe::MTE2, CoreKind::Cube);
-  st.counters["aic_FIX"] = prof.busy_ratio(Pipe::FIX, CoreKind::Cube);
-  st.counters["aic_M"] = prof.busy_ratio(Pipe::M, CoreKind::Cube);
-  st.counters["aic_MTE1"] = prof.busy_ratio(Pipe::MTE1, CoreKind::Cube);
 }
 BENCHMARK(BM_FlashAttentionTiles)
     ->ArgNames({"B", "S", "causal", "bM", "bN", "stages", "skew"})
