@@ -149,8 +149,9 @@ int64_t Core::loop_trip_count(const ForNode& f, int64_t min, int64_t extent) {
           hi = t == DType::UInt64 ? std::numeric_limits<int64_t>::max() : arith::dtype_max(t);
   if (overflow || min < lo || last > hi)
     fail(fmt::format(
-        "loop '{}' (T.{}, min {}, extent {}): its variable would take the values {} .. {}, "
-        "outside the range [{}, {}] of its dtype {}",
+        "loop '{}' (T.{}, min {}, extent {}): its variable would take the values {} .. {}, outside "
+        "the "
+        "range [{}, {}] of its dtype {}",
         f.var.name(), for_kind_name(f.for_kind), min, extent, min,
         overflow ? fmt::format("{} + {} - 1", min, extent) : std::to_string(last), lo,
         t == DType::UInt64 ? "18446744073709551615" : std::to_string(hi), dtype_name(t)));
@@ -411,11 +412,10 @@ void Core::exec_leaf(const StmtNode* s) {
       return store(*static_cast<const StoreNode*>(s));
     case StmtKind::TileOp: {
       auto* n = static_cast<const TileOpNode*>(s);
-      OpDecode& d = decode(*n);  // runs here? its semantics (or the error); checks passed
-      if (!d.runs) return;
-      if (n->op->unit == OpUnit::Vector && !d.overlap_ok)
-        check_overlap(*n), d.overlap_ok = d.constant;
-      const ExecFn fn = d.fn;
+      if (!runs_on(*n, kind, *program.target)) return;
+      ExecFn fn = find_exec(n->op);
+      if (!fn) fail(fmt::format("T.{} has no virtual-NPU semantics yet", n->op->name));
+      if (n->op->unit == OpUnit::Vector) check_overlap(*n);
       if (replay_) return replay_->defer(*this, *n, gate_first_, gate_end_);
       const size_t first = trace_ ? trace_->events.size() : 0;
       if (trace_) record_op(*this, *trace_, *n);

@@ -34,7 +34,6 @@ int slot_of(CoreKind k, int vid) {
 
 void Core::start_direct(int64_t b) {
   block = b;
-  decode_cache_ = false;  // the client's statements are freed while the core lives
   flags_.fill(0);
   trace_ = nullptr;
   if (launch.trace) {

@@ -1,7 +1,6 @@
 // The op-semantics table, region resolution and the shared element-movement helpers.
 #include "exec.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -189,61 +188,9 @@ TileRef Core::resolve(const BufferRegion& r, std::string_view op, std::string_vi
   return t;
 }
 
-namespace {
-bool literal_bounds(const BufferRegion& r) {
-  for (const auto& rg : r.ranges)
-    if (rg.min.kind() != ExprKind::IntImm || rg.extent.kind() != ExprKind::IntImm) return false;
-  return true;
-}
-}  // namespace
-
-int Core::cached_region(const BufferRegion& r, std::string_view op, std::string_view operand) {
-  if (!decode_cache_) return -1;
-  int i = region_index_.find(&r);
-  if (i >= 0 || !literal_bounds(r)) return i;
-  // Resolved (and bounds-checked: a failing region throws and is never cached) once.
-  TileRef t = resolve(r, op, operand);
-  i = static_cast<int>(regions_.size());
-  regions_.push_back({t, false});
-  region_index_.emplace(&r, i);
-  return i;
-}
-
-Core::OpDecode& Core::decode(const TileOpNode& n) {
-  const bool cache = decode_cache_;
-  const int i = cache ? op_index_.find(&n) : -1;
-  if (i >= 0) return ops_[static_cast<size_t>(i)];
-  OpDecode d;
-  const auto where = op_core(n, *program.target);  // no core of its own: wherever it is placed
-  d.runs = !where || *where == kind;
-  if (d.runs && !(d.fn = find_exec(n.op)))
-    fail(fmt::format("T.{} has no virtual-NPU semantics yet", n.op->name));
-  d.constant = std::all_of(n.args.begin(), n.args.end(), [](const TileArg& a) {
-    return !a.is_region() || literal_bounds(a.region);
-  });
-  if (!cache) return scratch_op_ = d;
-  ops_.push_back(d);
-  op_index_.emplace(&n, static_cast<int>(ops_.size() - 1));
-  return ops_.back();
-}
-
-TileRef Core::resolve_arg(const BufferRegion& r, std::string_view op, std::string_view operand) {
-  const int i = cached_region(r, op, operand);
-  return i >= 0 ? regions_[static_cast<size_t>(i)].ref : resolve(r, op, operand);
-}
-
 TileRef Core::operand(const TileOpNode& n, std::string_view name) {
   const TileArg* a = op_operand(n, name);
   TL_ASSERT(a && a->is_region(), "T.{}: operand {} is not a region", n.op->name, name);
-  const int i = cached_region(a->region, n.op->name, name);
-  if (i >= 0) {
-    CachedRegion& e = regions_[static_cast<size_t>(i)];
-    if (!e.aligned && n.op->unit != OpUnit::Debug) {
-      check_start_alignment(e.ref, n.op->name, name);
-      e.aligned = true;  // a function of the TileRef alone, which stays the same
-    }
-    return e.ref;
-  }
   TileRef t = resolve(a->region, n.op->name, name);
   if (n.op->unit != OpUnit::Debug)
     check_start_alignment(t, n.op->name, name);  // printing reads anywhere

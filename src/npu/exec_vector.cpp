@@ -82,7 +82,7 @@ Operand2 second(const TileOpNode& n, Core& c, std::string_view name, DType op_dt
   const TileArg* a = op_operand(n, name);
   Operand2 o;
   if (a->is_region()) {
-    o.tile = c.resolve_arg(a->region, n.op->name, name);
+    o.tile = c.resolve(a->region, n.op->name, name);
   } else {
     o.scalar = true;
     o.value = c.eval_float(a->scalar);

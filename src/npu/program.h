@@ -42,8 +42,6 @@ struct BufferInfo {
   std::vector<int64_t> shape, strides;  // on-chip buffers: constant shape, row-major strides
 };
 
-bool plain_paths();  // exec.h: TL_NPU_PLAIN_PATHS=1, read once per launch
-
 /// The npu backend's artifact (func and target are the Artifact's).
 class Program : public Artifact {
  public:
@@ -110,15 +108,6 @@ class Dims {
   Dims(const std::vector<int64_t>& v) {
     assign(v.begin(), v.end());
   }  // NOLINT: drop-in for vectors
-  // Copied as one fixed 64-byte block (entries past size() included): TileRef's implicit copy
-  // of its four Dims, 312 bytes, compiled to `rep movsq`, whose start-up cost made copying a
-  // cached operand (Core::operand) cost more than resolving it again.
-  Dims(const Dims& o) : n_(o.n_) { __builtin_memcpy(v_.data(), o.v_.data(), sizeof v_); }
-  Dims& operator=(const Dims& o) {
-    __builtin_memcpy(v_.data(), o.v_.data(), sizeof v_);
-    n_ = o.n_;
-    return *this;
-  }
   template <typename It>
   void assign(It first, It last) {
     auto n = static_cast<size_t>(last - first);
@@ -241,10 +230,6 @@ class Core final : public arith::Evaluator {
 
   // Used by op semantics (and eval, eval_int, eval_float of arith::Evaluator).
   TileRef resolve(const BufferRegion& r, std::string_view op, std::string_view operand);
-  /// resolve() of a region that lives in the program (a tile op's argument, never a temporary):
-  /// a region whose bounds are all literals resolves to the same TileRef for the whole launch,
-  /// so it is resolved once per core and then copied from the decode cache.
-  TileRef resolve_arg(const BufferRegion& r, std::string_view op, std::string_view operand);
   TileRef operand(const TileOpNode& n, std::string_view name);
   bool has_operand(const TileOpNode& n, std::string_view name) const;
   const SourceLoc& current_loc() const { return *loc_; }
@@ -378,38 +363,6 @@ class Core final : public arith::Evaluator {
   std::unique_ptr<CoreShadow> shadow_;
   bool gate_recorded_ = false;  // replay: the blocked statement's events are recorded
   size_t gate_first_ = 0, gate_end_ = 0;
-
-  // The decode cache (docs/virtual_npu.md, "Host speed", branch fahost4). What a tile op
-  // statement's decoding yields when it depends on nothing that changes during the launch:
-  // whether this core runs it and its semantics, that its operands passed the overlap check,
-  // and the TileRef of each argument region whose bounds are all literals (with its start
-  // alignment checked). Resolving, checking and re-checking the same constant operands on
-  // every execution was about a tenth of FlashAttention's host time. Keyed by the program's
-  // node and region addresses, so it is off for direct execution, whose statements are freed
-  // while the core lives, and under TL_NPU_PLAIN_PATHS=1 (the reference the fast paths are
-  // compared with).
-  struct CachedRegion {
-    TileRef ref;
-    bool aligned = false;  // check_start_alignment passed
-  };
-  struct OpDecode {
-    ExecFn fn = nullptr;
-    bool runs = false;        // this core executes the op (op_core)
-    bool constant = false;    // every argument region's bounds are literals
-    bool overlap_ok = false;  // check_overlap passed (only kept when constant)
-  };
-  bool decode_cache_ = !plain_paths();
-  PtrIndex<BufferRegion> region_index_;
-  std::vector<CachedRegion> regions_;
-  PtrIndex<TileOpNode> op_index_;
-  std::vector<OpDecode> ops_;
-  /// The cache entry of region `r` (resolved and inserted on first use when its bounds are
-  /// literals), or -1 when `r` is not cacheable.
-  int cached_region(const BufferRegion& r, std::string_view op, std::string_view operand);
-  /// Tile op `n`'s decoding (cached, or in `scratch_op_` when the cache is off); fails when the
-  /// op runs on this core and has no semantics.
-  OpDecode& decode(const TileOpNode& n);
-  OpDecode scratch_op_;
 };
 
 /// Shared state of one launch: GM tensors, cross-core flags, global barriers.

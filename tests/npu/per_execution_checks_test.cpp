@@ -1,11 +1,9 @@
-// The interpreter's decode cache (src/npu/exec.cpp, Core::decode and Core::cached_region;
-// docs/virtual_npu.md, "Host speed", branch fahost4): a tile op's operand region whose bounds are
-// all literals is resolved and alignment-checked once per core, and the overlap check of an op
-// whose regions are all literal is done once. These tests pin what must not be cached: regions
-// whose bounds depend on a loop variable, cid or vid resolve afresh on every execution, and the
-// overlap and alignment checks of such ops run every time, so an error that only one iteration
-// makes is still found. The fast run is compared with TL_NPU_PLAIN_PATHS=1, which turns the cache
-// off, and with the result computed here.
+// What an interpreter decode cache must not keep (issue 31, docs/virtual_npu.md, "Host speed",
+// branch fahost4: a per-core cache of constant operands was tried there and dropped). A tile op
+// region whose bounds depend on a loop variable, cid or vid resolves afresh on every execution,
+// and the overlap and alignment checks of such an op run every time, so an error that only one
+// iteration makes is still found. The fast run is compared with TL_NPU_PLAIN_PATHS=1 and with the
+// result computed here.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -56,7 +54,7 @@ std::vector<float> run_loop_kernel(bool plain, const std::vector<double>& in) {
   return out;
 }
 
-TEST(DecodeCache, LoopAndCoreDependentRegionsResolveOnEveryExecution) {
+TEST(PerExecutionChecks, LoopAndCoreDependentRegionsResolveOnEveryExecution) {
   std::vector<double> in(4 * 2 * 8 * 64);
   for (size_t k = 0; k < in.size(); ++k) in[k] = static_cast<double>((k * 37) % 101) - 50.5;
   std::vector<float> want(in.begin(), in.end());
@@ -75,7 +73,7 @@ TEST(DecodeCache, LoopAndCoreDependentRegionsResolveOnEveryExecution) {
 
 // The overlap check of an op with a loop-dependent region is not kept from an earlier iteration:
 // x[i:i + 2] against x[3:5] is disjoint for i = 0, 1 and overlaps partly at i = 2.
-TEST(DecodeCache, AnOverlapOnlyOneIterationMakesIsFound) {
+TEST(PerExecutionChecks, AnOverlapOnlyOneIterationMakesIsFound) {
   const std::string text = R"(@T.prim_func
 def f(X: T.Tensor((8, 64), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
@@ -98,7 +96,7 @@ def f(X: T.Tensor((8, 64), "float32")):
 
 // Nor is the alignment check: the start of x[0:1, s:s + 4] with s = 8r mod 12 is byte 0, 32, then
 // 16 of UB.
-TEST(DecodeCache, AMisalignedStartOnlyOneIterationMakesIsFound) {
+TEST(PerExecutionChecks, AMisalignedStartOnlyOneIterationMakesIsFound) {
   const std::string text = R"(@T.prim_func
 def f(X: T.Tensor((1, 16), "float32")):
     with T.Kernel(1, is_npu=True) as (cid, vid):
