@@ -171,6 +171,54 @@ def npu_swiglu_backward(grad_output: torch.Tensor, x: torch.Tensor, dim: int = -
     return torch.cat([g * b * (s + a * s * (1 - s)), g * a * s], dim=dim).to(x.dtype)
 
 
+def npu_dynamic_quant(x: torch.Tensor, *, smooth_scales: torch.Tensor | None = None,
+                      group_index: torch.Tensor | None = None, dst_type: torch.dtype | None = None):
+    """Per-token symmetric dynamic quantisation (CANN's aclnnDynamicQuant): with
+    input = x * smooth_scales (when given), scale = row_max(abs(input)) / 127 and
+    y = round(input / scale) as int8; returns (y, scale), scale float32 of x's shape without its
+    last dimension. Computed in float32; round is to nearest, ties to even (torch.round). With
+    group_index (the MoE form) smooth_scales has one row per group and row i of it scales the
+    tokens group_index[i - 1] <= t < group_index[i] (cumulative ends). A row of zeros has scale 0
+    and y 0 (the formula's 0 / 0, defined here rather than left NaN). Only int8 output
+    (dst_type None or torch.int8): the packed int4 form is refused by name. Also
+    torch.ops.npu.npu_dynamic_quant."""
+    name = "torch_npu.npu_dynamic_quant"
+    if dst_type not in (None, torch.int8):
+        raise _core_error(f"{name}: dst_type {dst_type} is not supported here: expected None or torch.int8 "
+                          f"(the packed int4 output has no CPU version yet)")
+    if x.dim() < 2:
+        raise _core_error(f"{name}: x must have more than one dimension, got shape {tuple(x.shape)}")
+    if x.dtype not in (torch.float16, torch.bfloat16):
+        raise _core_error(f"{name}: x must be float16 or bfloat16, got {x.dtype}")
+    h = x.shape[-1]
+    rows = x.reshape(-1, h).float()
+    if smooth_scales is not None:
+        if smooth_scales.dtype != x.dtype:
+            raise _core_error(f"{name}: smooth_scales must have x's dtype {x.dtype}, got {smooth_scales.dtype}")
+        s = smooth_scales.float()
+        if group_index is None:
+            if list(s.shape) != [h]:
+                raise _core_error(f"{name}: smooth_scales must have shape [{h}] (x's last dimension), "
+                                  f"got {list(s.shape)}")
+            rows = rows * s
+        else:
+            ends = group_index.long()
+            if s.dim() != 2 or s.shape[1] != h or ends.dim() != 1 or ends.numel() != s.shape[0]:
+                raise _core_error(f"{name}: with group_index, smooth_scales must be [groups, {h}] and group_index "
+                                  f"[groups], got {list(s.shape)} and {list(ends.shape)}")
+            if ends.numel() and (bool((ends[1:] < ends[:-1]).any()) or int(ends[-1]) != rows.shape[0]):
+                raise _core_error(f"{name}: group_index must be non-decreasing and end at the token count "
+                                  f"{rows.shape[0]}, got {ends.tolist()}")
+            group = torch.bucketize(torch.arange(rows.shape[0]), ends, right=True)
+            rows = rows * s[group]
+    elif group_index is not None:
+        raise _core_error(f"{name}: group_index needs smooth_scales")
+    scale = rows.abs().amax(dim=1) / 127.0
+    safe = torch.where(scale == 0, torch.ones_like(scale), scale)
+    y = torch.round(rows / safe[:, None]).clamp(-128, 127).to(torch.int8)
+    return y.reshape(x.shape), scale.reshape(x.shape[:-1])
+
+
 from ._fusion_attention import npu_fusion_attention  # noqa: E402,F401  (its own file: a long reference)
 from ._sparse_flash_attention import npu_sparse_flash_attention  # noqa: E402,F401
 
@@ -187,6 +235,9 @@ def _register_ops() -> None:
     lib.impl("npu_swiglu", npu_swiglu, "CompositeExplicitAutograd")
     lib.define("npu_swiglu_backward(Tensor grad_output, Tensor x, int dim=-1) -> Tensor")
     lib.impl("npu_swiglu_backward", npu_swiglu_backward, "CompositeExplicitAutograd")
+    lib.define("npu_dynamic_quant(Tensor x, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
+               "ScalarType? dst_type=None) -> (Tensor, Tensor)")
+    lib.impl("npu_dynamic_quant", npu_dynamic_quant, "CompositeExplicitAutograd")
     _npu_library = lib
 
 

@@ -86,6 +86,7 @@ TEST_P(FlashAttentionBwdGrid, MatchesFp64Reference) {
     EXPECT_LT(opstest::calc_diff(g.dk.to_vector(), want.dk), 1e-4);
   }
   EXPECT_LT(opstest::calc_diff(g.dv.to_vector(), want.dv), 1e-4);
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, FlashAttentionBwdGrid, ::testing::ValuesIn(grid()),

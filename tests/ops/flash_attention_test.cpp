@@ -78,6 +78,7 @@ TEST_P(FlashAttentionGrid, MatchesFp64Reference) {
   EXPECT_EQ(opstest::allclose(r.o.to_vector(), want.o, c.D, o_tol(c.dt), "o"), "");
   EXPECT_EQ(opstest::allclose(r.lse.to_vector(), want.lse, c.S, {1e-3, 1e-3}, "lse"), "");
   EXPECT_LT(opstest::calc_diff(r.o.to_vector(), want.o), 1e-4);
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, FlashAttentionGrid, ::testing::ValuesIn(grid()),

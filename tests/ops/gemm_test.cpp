@@ -71,6 +71,7 @@ TEST_P(GemmGrid, MatchesFp64Reference) {
   auto tol = opstest::tolerance(c.out);
   tol.rtol = c.out == DType::Float32 ? 1e-6 : tol.rtol;
   EXPECT_EQ(opstest::allclose(out.to_vector(), want, c.N, tol, "C", &scale), "");
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, GemmGrid, ::testing::ValuesIn(grid()),

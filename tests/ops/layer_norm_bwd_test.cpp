@@ -87,6 +87,7 @@ TEST_P(LayerNormBwdGrid, BackwardMatchesFp64Reference) {
   EXPECT_LT(opstest::calc_diff(g.dx.to_vector(), want.dx), 1e-4);
   EXPECT_LT(opstest::calc_diff(g.dw.to_vector(), want.dw), 1e-4);
   EXPECT_LT(opstest::calc_diff(g.db.to_vector(), want.db), 1e-4);
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, LayerNormBwdGrid, ::testing::ValuesIn(grid()),

@@ -84,6 +84,7 @@ TEST_P(LayerNormGrid, ForwardMatchesFp64Reference) {
   } else {
     EXPECT_FALSE(out.mean.defined());
   }
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, LayerNormGrid, ::testing::ValuesIn(grid()),

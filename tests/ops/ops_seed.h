@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "tl/runtime.h"
+
 namespace opstest {
 
 /// OPS_TILELANG_TEST_LEVEL: 0, 1 (default) or 2.
@@ -28,6 +30,13 @@ inline uint64_t test_seed(const std::string& extra = {}) {
   id += "/" + extra;
   for (unsigned char ch : id) h = (h ^ ch) * 1099511628211ull;
   return h;
+}
+
+/// Records `dev`'s GM high-water mark (Device::gm_peak_bytes: the test's inputs, outputs and
+/// workspaces, the device being the test's own) as the running test's property gm_peak_bytes,
+/// which --gtest_output=json:FILE (or xml) writes per test; docs/ops.md "GM peak".
+inline void record_gm_peak(const tl::Device& dev) {
+  ::testing::Test::RecordProperty("gm_peak_bytes", std::to_string(dev.gm_peak_bytes()));
 }
 
 }  // namespace opstest

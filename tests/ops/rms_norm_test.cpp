@@ -77,6 +77,7 @@ TEST_P(RmsNormGrid, ForwardMatchesFp64Reference) {
     EXPECT_EQ(opstest::allclose(out.rstd.to_vector(), want.rstd, 1, {1e-4, 1e-5}, "rstd"), "");
   }
   EXPECT_LT(opstest::calc_diff(out.y.to_vector(), want.y), 1e-4);
+  opstest::record_gm_peak(dev);
 }
 
 TEST_P(RmsNormGrid, BackwardMatchesFp64Reference) {
@@ -99,6 +100,7 @@ TEST_P(RmsNormGrid, BackwardMatchesFp64Reference) {
   for (auto& v : dw_scale) v *= tol.rtol / opstest::kApprox;
   EXPECT_EQ(opstest::allclose(g.dw.to_vector(), want.dw, c.H, tol, "dw", &dw_scale), "");
   EXPECT_LT(opstest::calc_diff(g.dw.to_vector(), want.dw), 1e-4);
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, RmsNormGrid, ::testing::ValuesIn(grid()),

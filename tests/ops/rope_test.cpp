@@ -107,6 +107,7 @@ TEST_P(RopeGrid, ForwardMatchesFp64Reference) {
       for (int64_t j = off; j < off + c.D - c.R; ++j)
         ASSERT_EQ(yv[i * c.D + j], xv[i * c.D + j]) << i << ", " << j;
   }
+  opstest::record_gm_peak(dev);
 }
 
 TEST_P(RopeGrid, BackwardMatchesFp64Reference) {
@@ -118,6 +119,7 @@ TEST_P(RopeGrid, BackwardMatchesFp64Reference) {
   auto want = opstest::ref::rope(in.x.to_vector(), in.cos.to_vector(), in.sin.to_vector(), in.posv,
                                  in.shape, true);
   EXPECT_EQ(opstest::allclose(dx.to_vector(), want, c.H * c.D, tol(c.dt), "dx"), "");
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, RopeGrid, ::testing::ValuesIn(grid()),

@@ -70,6 +70,7 @@ TEST_P(SoftmaxGrid, ForwardMatchesFp64Reference) {
               "");
     EXPECT_LT(opstest::calc_diff(y.to_vector(), want), 1e-4);
   }
+  opstest::record_gm_peak(dev);
 }
 
 TEST_P(SoftmaxGrid, BackwardMatchesFp64Reference) {
@@ -90,6 +91,7 @@ TEST_P(SoftmaxGrid, BackwardMatchesFp64Reference) {
     for (auto& s : scale) s *= (c.dt == DType::Float32 ? 1e-5 : tol.rtol) / opstest::kApprox;
     EXPECT_EQ(opstest::allclose(dx.to_vector(), want.dx, c.N, tol, "dx", &scale), "");
   }
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, SoftmaxGrid, ::testing::ValuesIn(grid()),

@@ -92,6 +92,7 @@ TEST_P(SwigluGrid, ForwardMatchesFp64Reference) {
   ASSERT_EQ(y.shape(), (std::vector<int64_t>{c.T, c.H}));
   EXPECT_EQ(opstest::allclose(y.to_vector(), want, c.H, opstest::tolerance(c.dt), "y"), "");
   EXPECT_LT(opstest::calc_diff(y.to_vector(), want), 1e-4);
+  opstest::record_gm_peak(dev);
 }
 
 TEST_P(SwigluGrid, BackwardMatchesFp64Reference) {
@@ -119,6 +120,7 @@ TEST_P(SwigluGrid, BackwardMatchesFp64Reference) {
     EXPECT_EQ(opstest::allclose(g.dweight.to_vector(), want.dw, 1, {1e-4, 1e-4}, "dweight", &scale),
               "");
   }
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, SwigluGrid, ::testing::ValuesIn(grid()),

@@ -95,6 +95,7 @@ TEST_P(TopkGateBwdGrid, MatchesFp64Reference) {
   EXPECT_EQ(dz.shape(), (std::vector<int64_t>{c.T, c.E}));
   EXPECT_EQ(dz.dtype(), c.dt);
   EXPECT_EQ(check(c, dw, z, idx, dz), "");
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, TopkGateBwdGrid, ::testing::ValuesIn(grid()),

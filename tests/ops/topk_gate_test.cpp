@@ -108,6 +108,7 @@ TEST_P(TopkGateGrid, MatchesFp64Reference) {
   auto r = run_case(c, z, b, false);
   EXPECT_EQ(r.idx, "");
   EXPECT_EQ(r.w, "");
+  opstest::record_gm_peak(dev);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, TopkGateGrid, ::testing::ValuesIn(grid()),
