@@ -8,12 +8,15 @@
 //   MTE2 -> V (b)  the load has landed
 //   MTE3 -> V (b)  z_b has been stored, the next add may overwrite it
 //   V -> MTE3 (b)  the add has written z_b
+// l2_cache = "disable" reads X and Y past L2 (T.annotate_l2_cache, AscendC's SetL2CacheHint):
+// asc-devkit's add example does so in the cases C9 and C10 publish (docs/calibration.md, "GM
+// side"); Z is written through L2 either way.
 #include "tl/kernel_registry.h"
 #include "tl/lang.h"
 
 namespace tl::examples {
 
-PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
+PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype, L2CacheMode reads) {
   if (N % tile != 0) throw Error(fmt::format("elementwise_add: N={} must be a multiple of tile={}", N, tile));
   const int per_row = N / tile, tiles = checked_product("elementwise_add: the tile count M * (N / tile)", {M, per_row});
   const int workers = 2 * blocks;
@@ -28,6 +31,7 @@ PrimFunc elementwise_add(int M, int N, int tile, int blocks, DType dtype) {
   const int ub_cols = ceildiv(tile, per_block) * per_block;
   const T::CopyOptions tail = ub_cols == tile ? T::CopyOptions{} : T::CopyOptions{.pad_value = 0.0};
   return T::prim_func("elementwise_add", {X, Y, Z}, [&] {
+    if (reads != L2CacheMode::Normal) T::annotate_l2_cache({{X, reads}, {Y, reads}});
     T::Kernel(blocks, [&](Expr cid, Expr vid) {
       T::Scope(Core::Vector, [&] {
         auto ub_row = [&](const char* name) { return T::alloc_ub(name, {1, ub_cols}, dtype).region({0, 0}, {1, tile}); };
@@ -77,9 +81,12 @@ TL_REGISTER_KERNEL({
                                 "blocks use padded UB rows and DataCopyPad)",
                 ParamRule::tile()},
                {"blocks", "24", "blocks (2 AIVs each)", ParamRule::blocks()},
-               {"dtype", "float16", "X, Y, Z dtype", {.one_of = {"float16", "float32", "int16", "int32"}}}},
+               {"dtype", "float16", "X, Y, Z dtype", {.one_of = {"float16", "float32", "int16", "int32"}}},
+               {"l2_cache", "normal", "L2 cache mode of X and Y (T.annotate_l2_cache)",
+                {.one_of = {"normal", "disable"}}}},
     .build = [](const KernelArgs& a) {
-      return elementwise_add(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"), a.get_dtype("dtype"));
+      return elementwise_add(a.get("M"), a.get("N"), a.get("tile"), a.get("blocks"), a.get_dtype("dtype"),
+                             *parse_l2_cache(a.get_str("l2_cache")));
     },
 });
 

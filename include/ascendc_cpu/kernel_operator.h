@@ -163,6 +163,11 @@ class LocalTensor {
   ascendc_cpu::LocalRef ref;
 };
 
+/// GlobalTensor::SetL2CacheHint's modes ("SetL2CacheHint" API page: whether a GlobalTensor's
+/// bytes enter the L2 cache; rwMode is reserved).
+enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL = 1 };
+enum CacheRwMode { READ = 1, WRITE = 2, RW = 3 };
+
 template <typename T>
 class GlobalTensor {
  public:
@@ -172,6 +177,13 @@ class GlobalTensor {
     ref.dtype = detail::dtype_of<T>();
     ref.count = static_cast<int64_t>(bufferSize);
   }
+  /// A performance hint: the data does not change, and this model runs the data only (the
+  /// virtual NPU's timed mode reads the mode from the Tile IR, T.annotate_l2_cache).
+  template <CacheRwMode rwMode = CacheRwMode::RW>
+  void SetL2CacheHint(CacheMode mode) {
+    l2_mode = mode;
+  }
+  CacheMode l2_mode = CacheMode::CACHE_MODE_NORMAL;
   GlobalTensor operator[](uint64_t offset) const {
     GlobalTensor g = *this;
     g.ref.addr += offset * sizeof(T);

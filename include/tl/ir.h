@@ -56,6 +56,14 @@ inline constexpr int kNumMemScopes = 9;
 std::string_view scope_name(MemScope s);  // "global", "L1", "L0A", ..., "shared", "fragment", "var"
 std::optional<MemScope> parse_scope(std::string_view s);
 
+/// Whether a GM tensor's bytes go through the L2 cache: AscendC's GlobalTensor::SetL2CacheHint
+/// (CacheMode::CACHE_MODE_NORMAL, the default, or CACHE_MODE_DISABLE: "设置GlobalTensor不会写入L2
+/// Cache", for data read once; hiascend.com ascendcopapi atlasascendc_api_07_00033). Written
+/// `T.annotate_l2_cache({X: "disable"})`; the timing model reads it (src/npu/timing_l2.h).
+enum class L2CacheMode : uint8_t { Normal, Disable };
+std::string_view l2_cache_name(L2CacheMode m);  // "normal", "disable"
+std::optional<L2CacheMode> parse_l2_cache(std::string_view s);
+
 /// Pipes of an Ascend core (docs/hardware.md section 2). ALL is only valid in barriers.
 enum class Pipe : uint8_t { S, V, M, MTE1, MTE2, MTE3, FIX, ALL };
 inline constexpr int kNumPipes = 8;
@@ -323,9 +331,15 @@ struct BufferNode {
   /// and pipeline_loops read it, not the shape. Printed and parsed
   /// (`T.alloc_workspace(..., channel_slots=2)`), compared and hashed.
   int channel_slots = 0;
+  /// Annotation of a GM tensor (a parameter or a workspace): its L2 cache mode
+  /// (T.annotate_l2_cache). Only the timing model and the AscendC emitter read it; the data
+  /// is the same either way. Printed and parsed (`T.Tensor(..., l2_cache="disable")`),
+  /// compared and hashed; the verifier rejects it on an on-chip buffer.
+  L2CacheMode l2_cache = L2CacheMode::Normal;
   static Buffer make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                      std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {},
-                     std::string origin = {}, int channel_slots = 0);
+                     std::string origin = {}, int channel_slots = 0,
+                     L2CacheMode l2_cache = L2CacheMode::Normal);
   size_t ndim() const { return shape.size(); }
 };
 

@@ -134,6 +134,12 @@ Buffer view(std::string name, const Buffer& base, DType dtype, TL_LOC);
 /// not L1/L0A/L0B/L0C/UB, a negative address, a buffer already pinned at another address.
 /// plan_memory then checks that pinned buffers live at the same time do not overlap.
 void annotate_address(const std::vector<std::pair<Buffer, int64_t>>& pins, TL_LOC);
+/// Sets GM tensors' L2 cache mode (AscendC GlobalTensor::SetL2CacheHint): L2CacheMode::Disable for
+/// data read once, whose bytes need not displace what L2 holds (asc-devkit's add example reads
+/// x and y so; docs/calibration.md, "GM side"). The data is the same either way; the timing model
+/// (bypassing reads neither fill L2 nor count in its footprint) and the AscendC emitter read it.
+/// Errors: a buffer that is not in GM, a tensor already given the other mode.
+void annotate_l2_cache(const std::vector<std::pair<Buffer, L2CacheMode>>& modes, TL_LOC);
 /// Scalar store `buf[indices] = value` (S pipe).
 void store(const Buffer& buf, std::vector<Expr> indices, Expr value, TL_LOC);
 /// Binds `name = value` for the rest of the block and returns the variable.

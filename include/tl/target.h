@@ -92,7 +92,9 @@ struct CostTable {
   std::map<CostClass, VectorCost> vector;
   /// The row of a vector cost class; a missing row is an internal error.
   const VectorCost& vector_cost(CostClass c) const;
-  double hbm_bytes_per_s = 1.8e12;
+  double hbm_bytes_per_s = 1.8e12;  // the peak: the rooflines (cann_ops_tilelang) use it
+  /// What streaming reads get of HBM with every core busy: the timing model's HBM limit.
+  double hbm_stream_bytes_per_s = 1.456e12;
   double l2_bytes_per_s = 5.0e12;
   // Timing-model additions (src/npu/timing_costs.cpp, timing_model.cpp; values and sources in
   // src/target/targets.cpp).

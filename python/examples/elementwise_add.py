@@ -20,7 +20,7 @@ _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "int16": 2, "float32": 4, "int32": 
 
 
 @tilelang.jit(out_idx=[-1])
-def elementwise_add_kernel(M=96, N=8192, tile=8192, blocks=24, dtype="float16"):
+def elementwise_add_kernel(M=96, N=8192, tile=8192, blocks=24, dtype="float16", l2_cache="normal"):
     assert N % tile == 0, f"elementwise_add: N={N} must be a multiple of tile={tile}"
     per_row = N // tile
     tiles = M * per_row
@@ -40,6 +40,8 @@ def elementwise_add_kernel(M=96, N=8192, tile=8192, blocks=24, dtype="float16"):
 
     @T.prim_func
     def elementwise_add(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype), Z: T.Tensor((M, N), dtype)):
+        if l2_cache != "normal":  # X and Y are read once: past L2, as asc-devkit's add example
+            T.annotate_l2_cache({X: l2_cache, Y: l2_cache})
         with T.Kernel(blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
                 x = [T.alloc_ub((1, ub_cols), dtype, name=f"x{b}")[0:1, 0:tile] for b in (0, 1)]

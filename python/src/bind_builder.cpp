@@ -90,6 +90,16 @@ void bind_builder(nb::module_& m) {
     }
     at(loc, [&] { T::annotate_address(ps); });
   });
+  m.def("annotate_l2_cache", [](nb::list modes, nb::handle loc) {
+    std::vector<std::pair<Buffer, L2CacheMode>> ms;
+    for (nb::handle p : modes) {
+      auto t = nb::cast<nb::tuple>(p);
+      auto mode = parse_l2_cache(nb::cast<std::string>(t[1]));
+      if (!mode) throw InternalError(__FILE__, __LINE__, "mode", "unchecked L2 cache mode");
+      ms.emplace_back(nb::cast<Buffer>(t[0]), *mode);
+    }
+    at(loc, [&] { T::annotate_l2_cache(ms); });
+  });
   m.def("view", [](std::string name, const Buffer& base, nb::handle dtype, nb::handle loc) {
     return at(loc, [&] { return T::view(std::move(name), base, to_dtype(dtype)); });
   });

@@ -220,6 +220,7 @@ PUBLIC: Dict[str, Tuple] = {
     "floormod": (("grep",), ("ok", lambda: T.floormod(-1, 4) == 3)),
     # placement and scheduling hints (test_tla_annot.py)
     "annotate_address": (("grep",), ("error", lambda: T.annotate_address({1: 0}), r"T.annotate_address: expected a buffer")),
+    "annotate_l2_cache": (("grep",), ("error", lambda: T.annotate_l2_cache({1: "disable"}), r"T.annotate_l2_cache: expected a GM tensor")),
     "annotate_layout": (("grep",), ("error", lambda: T.annotate_layout([]), r"argument 'layout_map' must be a dict")),
     "use_swizzle": (("grep",), ("ok", lambda: T.use_swizzle(5, 64, 64, 64, 16, 16, off=3) == 9)),
     **{n: (("value", f"T.{n}"), ("ok", (lambda f: lambda: f(*([2.0, 3.0] if f.__name__ == "pow" else [2.0])).dtype

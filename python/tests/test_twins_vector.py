@@ -22,6 +22,9 @@ TWINS = [
      dict(M=4, N=1001, tile=1001, blocks=2)),
     ("elementwise_add", "elementwise_add_kernel", "elementwise_add",
      dict(M=8, N=2048, tile=512, blocks=3, dtype="int32"), dict(M=8, N=2048, tile=512, blocks=3, dtype="int32")),
+    # X and Y read past L2 (T.annotate_l2_cache): calibration rows C9 and C10.
+    ("elementwise_add", "elementwise_add_kernel", "elementwise_add",
+     dict(M=8, N=2048, tile=512, blocks=3, l2_cache="disable"), dict(M=8, N=2048, tile=512, blocks=3, l2_cache="disable")),
     ("copy_bench", "copy_gm_ub_kernel", "copy_gm_ub", {}, {}),
     ("copy_bench", "copy_gm_ub_kernel", "copy_gm_ub",
      dict(M=256, N=2048, block_M=16, block_N=64, blocks=5, slots=4, dtype="float32"),

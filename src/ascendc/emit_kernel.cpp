@@ -389,6 +389,9 @@ void Emitter::declare_buffers_and_params() {
     used_.insert(n + "_handle");
     line(fmt::format("AscendC::GlobalTensor<{}> {};", t, n));
     line(fmt::format("{}.SetGlobalBuffer((__gm__ {}*){}_handle);", n, t, n));
+    // T.annotate_l2_cache ("SetL2CacheHint" API page; the default mode is CACHE_MODE_NORMAL).
+    if (b->l2_cache == L2CacheMode::Disable)
+      line(fmt::format("{}.SetL2CacheHint(AscendC::CacheMode::CACHE_MODE_DISABLE);", n));
   }
   // One TBuf per memory, the target's whole capacity ("TBuf" and "InitBuffer" API pages).
   struct Mem {

@@ -138,6 +138,9 @@ class Equal {
     if (a->channel_slots != b->channel_slots)
       return fail(fmt::format("buffer {} vs {} (channel_slots {} vs {})", a->name, b->name,
                               a->channel_slots, b->channel_slots));
+    if (a->l2_cache != b->l2_cache)
+      return fail(fmt::format("buffer {} vs {} (l2_cache {} vs {})", a->name, b->name,
+                              l2_cache_name(a->l2_cache), l2_cache_name(b->l2_cache)));
     if (!exprs(a->shape, b->shape) || !exprs(a->strides, b->strides))
       return fail(fmt::format("buffer {} shape or strides", a->name));
     bufs_[a.get()] = b.get();
@@ -274,6 +277,7 @@ class Hasher {
     mix(static_cast<int>(b->scope));
     mix(static_cast<uint64_t>(b->address));
     if (b->channel_slots) mix(0xc4a0000u + static_cast<uint64_t>(b->channel_slots));
+    if (b->l2_cache != L2CacheMode::Normal) mix(0x12ca0000u + static_cast<uint64_t>(b->l2_cache));
     mix(b->shape.size());
     for (const auto& s : b->shape) expr(s);
     mix(b->strides.size());

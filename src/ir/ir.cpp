@@ -41,6 +41,14 @@ std::optional<MemScope> parse_scope(std::string_view s) {
   if (s == "ub") return MemScope::UB;
   return lookup<MemScope>(kScopeNames, s);
 }
+std::string_view l2_cache_name(L2CacheMode m) {
+  return m == L2CacheMode::Disable ? "disable" : "normal";
+}
+std::optional<L2CacheMode> parse_l2_cache(std::string_view s) {
+  if (s == "normal") return L2CacheMode::Normal;
+  if (s == "disable") return L2CacheMode::Disable;
+  return std::nullopt;
+}
 std::string_view pipe_name(Pipe p) {
   return kPipeNames[static_cast<size_t>(p)];
 }
@@ -195,10 +203,11 @@ Expr CallNode::make(DType t, std::string name, std::vector<Expr> args) {
 
 Buffer BufferNode::make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                         std::vector<Expr> strides, int64_t address, SourceLoc loc,
-                        std::string origin, int channel_slots) {
+                        std::string origin, int channel_slots, L2CacheMode l2_cache) {
   auto n = std::make_shared<BufferNode>();
   n->name = std::move(name);
   n->channel_slots = channel_slots;
+  n->l2_cache = l2_cache;
   n->origin = std::move(origin);
   n->dtype = dtype;
   n->shape = std::move(shape);

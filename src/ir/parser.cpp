@@ -164,6 +164,16 @@ Pipe Parser::pipe_string() {
   }
   expected("a pipe (\"S\", \"V\", \"M\", \"MTE1\", \"MTE2\", \"MTE3\", \"FIX\" or \"ALL\")");
 }
+L2CacheMode Parser::l2_cache_arg() {
+  expect("=");
+  if (peek().kind == Tok::String) {
+    if (auto m = parse_l2_cache(peek().text)) {
+      next();
+      return *m;
+    }
+  }
+  expected("an L2 cache mode (\"normal\" or \"disable\")");
+}
 /// The value of a tile-op attribute: True/False, [-]int, [-]float, float("..."), "string".
 AttrValue Parser::attr_value() {
   if (accept("True")) return true;
@@ -207,7 +217,7 @@ Var Parser::dynamic_decl() {
   return v;
 }
 
-/// `(A: T.Tensor((M, 128), "float16"[, strides=(..)]), eps: T.float32, ...)`
+/// `(A: T.Tensor((M, 128), "float16"[, strides=(..)][, l2_cache="disable"]), eps: T.float32, ...)`
 std::vector<Param> Parser::params() {
   std::vector<Param> ps;
   expect("(");
@@ -241,18 +251,28 @@ Buffer Parser::tensor_type(const std::string& name) {
   expect(",");
   DType t = dtype_string();
   std::vector<Expr> strides;
+  L2CacheMode l2 = L2CacheMode::Normal;
   if (accept(",") && !is(")")) {
-    expect("strides");
-    expect("=");
-    const Token& at = peek();
-    strides = tuple();
-    if (strides.size() != shape.size())
-      error_at(at, fmt::format("expected {} strides (one per dimension), got {}", shape.size(),
-                               strides.size()));
+    if (!accept("l2_cache")) {
+      expect("strides");
+      expect("=");
+      const Token& at = peek();
+      strides = tuple();
+      if (strides.size() != shape.size())
+        error_at(at, fmt::format("expected {} strides (one per dimension), got {}", shape.size(),
+                                 strides.size()));
+      if (accept(",") && !is(")")) {
+        expect("l2_cache");
+        l2 = l2_cache_arg();
+      }
+    } else {
+      l2 = l2_cache_arg();
+    }
     accept(",");
   }
   expect(")");
-  return BufferNode::make(name, t, std::move(shape), MemScope::GM, std::move(strides));
+  return BufferNode::make(name, t, std::move(shape), MemScope::GM, std::move(strides), -1, {}, {},
+                          0, l2);
 }
 
 /// `(e, e, ...)`, `(e,)` or `()`.

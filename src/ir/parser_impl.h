@@ -167,6 +167,8 @@ class Parser {
   double float_call();
   DType dtype_string();
   Pipe pipe_string();
+  /// `l2_cache="normal"` or `l2_cache="disable"` (the keyword already read).
+  L2CacheMode l2_cache_arg();
   AttrValue attr_value();
   Var dynamic_decl();
   std::vector<Param> params();

@@ -215,28 +215,33 @@ Stmt Parser::alloc_stmt(const std::string& name) {
   }
   DType t = dtype_string();
   int64_t address = -1;
-  int channel_slots = 0;  // a workspace's annotation (BufferNode::channel_slots)
+  int channel_slots = 0;  // a workspace's annotations (BufferNode::channel_slots, l2_cache)
+  L2CacheMode l2 = L2CacheMode::Normal;
   if (accept(",") && !is(")")) {
-    if (*scope == MemScope::GM && is("channel_slots")) {
-      next();
-      expect("=");
-      channel_slots = static_cast<int>(int_in_range("channel_slots", 1, 8));
-    } else {
+    // In the printer's order: [address=][, channel_slots=][, l2_cache=] (a workspace's).
+    bool more = true;
+    if (*scope != MemScope::GM || is("address")) {
       expect("address");
       expect("=");
       address = int_in_range("address", 0, std::numeric_limits<int64_t>::max());
-      if (*scope == MemScope::GM && accept(",") && !is(")")) {
-        expect("channel_slots");
-        expect("=");
-        channel_slots = static_cast<int>(int_in_range("channel_slots", 1, 8));
-      }
+      more = *scope == MemScope::GM && accept(",") && !is(")");
+    }
+    if (more && is("channel_slots")) {
+      next();
+      expect("=");
+      channel_slots = static_cast<int>(int_in_range("channel_slots", 1, 8));
+      more = accept(",") && !is(")");
+    }
+    if (more) {
+      expect("l2_cache");
+      l2 = l2_cache_arg();
     }
     accept(",");
   }
   expect(")");
   SourceLoc loc = end_of_line();
   Buffer b =
-      BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc, {}, channel_slots);
+      BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc, {}, channel_slots, l2);
   bind(name, {{}, b});
   return AllocateNode::make(b, std::move(loc));
 }

@@ -182,6 +182,8 @@ class Printer {
         std::string s =
             fmt::format("{}: T.Tensor({}, \"{}\"", b->name, tuple(b->shape), dtype_name(b->dtype));
         if (!b->strides.empty()) s += fmt::format(", strides={}", tuple(b->strides));
+        if (b->l2_cache != L2CacheMode::Normal)
+          s += fmt::format(", l2_cache=\"{}\"", l2_cache_name(b->l2_cache));
         ps.push_back(s + ")");
       } else {
         ps.push_back(fmt::format("{}: T.{}", p.scalar.name(), dtype_name(p.scalar.dtype())));
@@ -254,6 +256,8 @@ class Printer {
         }
         if (b->address >= 0) call += fmt::format(", address={}", b->address);
         if (b->channel_slots) call += fmt::format(", channel_slots={}", b->channel_slots);
+        if (b->l2_cache != L2CacheMode::Normal)
+          call += fmt::format(", l2_cache=\"{}\"", l2_cache_name(b->l2_cache));
         line(ind, fmt::format("{} = {})", b->name, call), s->loc);
         break;
       }

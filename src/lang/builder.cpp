@@ -57,6 +57,9 @@ struct FuncState {
   // T::annotate_address: buffer -> pinned address, applied to the whole body when the function
   // is finished (the annotation usually follows the allocation, and may follow uses).
   std::map<const BufferNode*, int64_t> pins;
+  // T::annotate_l2_cache: GM tensor -> its L2 cache mode, applied like the pins (parameters
+  // included: the annotation comes after the signature).
+  std::map<const BufferNode*, L2CacheMode> l2_modes;
 };
 thread_local std::vector<FuncState*> g_funcs;  // nested prim_func calls build independently
 
@@ -79,7 +82,7 @@ class Pin : public IRMutator {
     auto it = pins_.find(b.get());
     if (it == pins_.end()) return b;
     Buffer p = BufferNode::make(b->name, b->dtype, b->shape, b->scope, b->strides, it->second,
-                                b->loc, b->origin, b->channel_slots);
+                                b->loc, b->origin, b->channel_slots, b->l2_cache);
     made_.emplace(b.get(), p);
     return p;
   }
@@ -100,6 +103,36 @@ Stmt apply_pins(const Stmt& body, const std::map<const BufferNode*, int64_t>& pi
     }
   });
   return pin.mutate(body);
+}
+
+namespace {
+/// Rewrites every occurrence of an annotated GM tensor to a copy with its L2 cache mode.
+class SetL2 : public IRMutator {
+ public:
+  explicit SetL2(const std::map<const BufferNode*, L2CacheMode>& modes) : modes_(modes) {}
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto done = made_.find(b.get());
+    if (done != made_.end()) return done->second;
+    auto it = modes_.find(b.get());
+    if (it == modes_.end()) return b;
+    Buffer p = BufferNode::make(b->name, b->dtype, b->shape, b->scope, b->strides, b->address,
+                                b->loc, b->origin, b->channel_slots, it->second);
+    made_.emplace(b.get(), p);
+    return p;
+  }
+
+ private:
+  const std::map<const BufferNode*, L2CacheMode>& modes_;
+  std::map<const BufferNode*, Buffer> made_;
+};
+}  // namespace
+
+Stmt apply_l2_modes(const Stmt& body, std::vector<Param>& params,
+                    const std::map<const BufferNode*, L2CacheMode>& modes) {
+  SetL2 m(modes);
+  for (Param& p : params)
+    if (p.is_tensor()) p.tensor = m.mutate_buffer(p.tensor);
+  return m.mutate(body);
 }
 
 bool building() {
@@ -296,6 +329,7 @@ PrimFunc prim_func(std::string name, std::vector<ParamRef> params,
   if (!state.has_kernel) user_error(loc, "T::prim_func('{}') has no T::Kernel launch", name);
   Stmt b = SeqNode::make(std::move(state.blocks.back()), loc);
   if (!state.pins.empty()) b = lang::apply_pins(b, state.pins);
+  if (!state.l2_modes.empty()) b = lang::apply_l2_modes(b, ps, state.l2_modes);
   return make_prim_func(std::move(name), std::move(dynamics), std::move(ps), b, loc);
 }
 
@@ -395,6 +429,31 @@ void annotate_address(const std::vector<std::pair<Buffer, int64_t>>& pins, const
                  "annotation), this annotation gives {}",
                  b->name, before, address);
     f.pins[b.get()] = address;
+  }
+}
+
+void annotate_l2_cache(const std::vector<std::pair<Buffer, L2CacheMode>>& modes, const Loc& l) {
+  SourceLoc loc = source_loc(l);
+  auto& f = lang::current(loc);
+  for (const auto& [b, mode] : modes) {
+    if (!b.defined()) user_error(loc, "T::annotate_l2_cache: a buffer is undefined");
+    if (b->scope != MemScope::GM)
+      user_error(loc,
+                 "T::annotate_l2_cache: '{}' is a {} buffer; only GM tensors (kernel parameters "
+                 "and T.alloc_workspace) have an L2 cache mode",
+                 b->name, scope_name(b->scope));
+    L2CacheMode before = b->l2_cache;
+    bool set = before != L2CacheMode::Normal;
+    if (auto it = f.l2_modes.find(b.get()); it != f.l2_modes.end()) {
+      before = it->second;
+      set = true;
+    }
+    if (set && before != mode)
+      user_error(loc,
+                 "T::annotate_l2_cache: '{}' already has L2 cache mode \"{}\", this annotation "
+                 "gives \"{}\"",
+                 b->name, l2_cache_name(before), l2_cache_name(mode));
+    f.l2_modes[b.get()] = mode;
   }
 }
 

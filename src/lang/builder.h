@@ -31,6 +31,9 @@ std::string shown_name(const std::string& name);
 [[noreturn]] void rethrow_located(const SourceLoc& loc);
 /// `body` with every buffer pinned by T::annotate_address (and each view of one) at its address.
 Stmt apply_pins(const Stmt& body, const std::map<const BufferNode*, int64_t>& pins);
+/// `body` and `params` with every GM tensor T::annotate_l2_cache named in its L2 cache mode.
+Stmt apply_l2_modes(const Stmt& body, std::vector<Param>& params,
+                    const std::map<const BufferNode*, L2CacheMode>& modes);
 /// Records a buffer name as used; a user error if it already is, or is not an identifier.
 void claim_name(const std::string& name, const SourceLoc& loc);
 

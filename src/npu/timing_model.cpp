@@ -30,7 +30,7 @@
 // rate = cap x f, cap = the core's rate on that path, f = min(1, HBM / sum of HBM demand,
 // L2 / sum of demand) over the flows active at that moment (proportional sharing of the
 // chip's aggregate bandwidth, re-evaluated whenever a flow starts or ends). A flow's HBM
-// demand is its L2 miss fraction (timing_l2.h: exact bytes touched, write-back), so a GM
+// demand is its HBM share (timing_l2.h: exact bytes touched, write-back), so a GM
 // workspace written by one core and read back by another (the cross-core data of
 // docs/developer_mode.md) costs L2 bandwidth, not HBM bandwidth.
 #include "tl/npu/timing.h"
@@ -71,7 +71,7 @@ class Model {
   Model(const Trace* t, const StreamedLaunch* st, const Target& tg)
       : tr_(t), st_(st), tg_(tg), c_(tg.costs), costs_(tg), l2_(tg.costs.l2_bytes) {
     clock_hz_ = tg.clock_ghz * 1e9;
-    hbm_pc_ = c_.hbm_bytes_per_s / clock_hz_;
+    hbm_pc_ = c_.hbm_stream_bytes_per_s / clock_hz_;  // what streams, not the peak
     l2_pc_ = c_.l2_bytes_per_s / clock_hz_;
     num_blocks_ = tr_ ? tr_->num_blocks : st_->num_blocks;
   }
@@ -312,7 +312,7 @@ void Model::start_op(int c, int p, const Item& it) {
     int idx = record(c, it.ev, static_cast<Pipe>(p), start, start, /*ended=*/false);
     double begin = std::max({start + k.fixed, ps.max_end, now_});
     prof_.gm_bytes += static_cast<double>(e.bytes);
-    double miss = l2_.miss_fraction(e, k.write);
+    double miss = l2_.hbm_share(e, k.write);
     prof_.gm_hbm_bytes += k.bytes * miss;
     pending_.push(
         Flow{c, p, idx, last_busy_, begin, std::max(k.bytes, 1e-9), k.rate, miss, 0, flow_seq_++});

@@ -261,14 +261,17 @@ int64_t repeat_bytes(const TileRef& t) {
   return t.rows() * ((row + 255) / 256) * 256;
 }
 
-/// GM copy rows off the 512-byte request grid (offsets from the tensor's base, which the runtime
-/// aligns), and vector instructions whose two sources read the same UB bank groups in a beat:
-/// a repeat reads 8 consecutive 32-byte blocks of each source, one row per bank group per beat,
-/// so two sources only share a beat when their blocks fall in complementary halves of the 16
-/// groups (starts 8 blocks apart, modulo 16).
+/// GM operands whose L2 cache mode is "disable", GM copy rows off the 512-byte request grid
+/// (offsets from the tensor's base, which the runtime aligns), and vector instructions whose two
+/// sources read the same UB bank groups in a beat: a repeat reads 8 consecutive 32-byte blocks of
+/// each source, one row per bank group per beat, so two sources only share a beat when their blocks
+/// fall in complementary halves of the 16 groups (starts 8 blocks apart, modulo 16).
 void set_cost_flags(TraceEvent& ev, const Core& core, const CoreTrace& ct,
                     const std::vector<std::optional<TileRef>>& refs, const InstrSpec& spec) {
   const CostTable& c = core.program.target->costs;
+  for (const auto& r : refs)
+    if (r && r->scope == MemScope::GM && r->buffer && r->buffer->l2_cache == L2CacheMode::Disable)
+      ev.l2_bypass = true;
   if (ev.cost == CostClass::Copy) {
     const auto a = static_cast<uint64_t>(c.gm_burst_align_bytes);
     for (const auto& x : ev.accesses) {

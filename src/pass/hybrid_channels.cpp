@@ -312,7 +312,7 @@ PrimFunc mark_channels(const PrimFunc& f, const Stmt& work, const Target& t,
                  rule);
     rebuffer.to[b] = BufferNode::make(
         b->name, b->dtype, b->shape, b->scope, b->strides, b->address, b->loc, b->origin,
-        /*channel_slots=*/slot.empty() ? 1 : static_cast<int>(written.size()));
+        /*channel_slots=*/slot.empty() ? 1 : static_cast<int>(written.size()), b->l2_cache);
   }
   if (rebuffer.to.empty()) return f;
   std::vector<Param> params = f->params;

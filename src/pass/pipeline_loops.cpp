@@ -172,7 +172,8 @@ class PipelineLoops {
       shape[1] = Expr(S);
       v.push_back(BufferNode::make(
           b->name, b->dtype, shape, b->scope, {}, b->address, b->loc,
-          b->origin.empty() ? origin : b->origin + ", " + std::to_string(S) + " slots", S));
+          b->origin.empty() ? origin : b->origin + ", " + std::to_string(S) + " slots", S,
+          b->l2_cache));
       v.resize(static_cast<size_t>(S), v[0]);
     } else {
       for (int i = 0; i < S; ++i) {

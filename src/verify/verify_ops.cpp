@@ -417,6 +417,14 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
   const Target& t = ctx.target();
   const std::string op = alloc_title(b->scope);
   const std::string context = fmt::format("buffer '{}' in {}", b->name, scope_name(b->scope));
+  // The L2 cache lies between the cores and GM (AscendC's SetL2CacheHint is a GlobalTensor
+  // method): an on-chip buffer's bytes never pass through it.
+  if (b->l2_cache != L2CacheMode::Normal && b->scope != MemScope::GM)
+    ctx.error(n.loc, op, "l2_cache", "l2-cache-scope",
+              fmt::format("'{}' is a {} buffer with L2 cache mode \"{}\"; only GM tensors "
+                          "(parameters, workspaces) pass through L2",
+                          b->name, scope_name(b->scope), l2_cache_name(b->l2_cache)),
+              context);
   if (ctx.developer() && is_planned_scope(b->scope)) {
     ctx.error(
         n.loc, op, "", "developer-physical-scope",

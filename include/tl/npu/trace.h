@@ -133,6 +133,9 @@ struct TraceEvent {
   bool continues = false;
   /// A GM copy whose GM rows do not all start on 512 bytes (from the tensor's base).
   bool gm_unaligned = false;
+  /// An instruction whose GM operand has L2 cache mode "disable" (T.annotate_l2_cache): its
+  /// bytes do not enter L2 (src/npu/timing_l2.h).
+  bool l2_bypass = false;
   /// A vector instruction whose UB operands collide in a bank group (two sources) or a bank
   /// (a source and the destination) in the same beat.
   bool bank_conflict = false;

@@ -771,7 +771,7 @@ del _name
 
 from . import tile  # noqa: E402,F401
 from ._ops import emit  # noqa: E402,F401
-from ._annot import annotate_address, annotate_layout, use_swizzle  # noqa: E402,F401
+from ._annot import annotate_address, annotate_l2_cache, annotate_layout, use_swizzle  # noqa: E402,F401
 
 
 def _guard_public_functions():

@@ -1,5 +1,6 @@
 """TileLang-Ascend's placement and scheduling hints: T.annotate_address, T.annotate_layout (with
-make_zn_layout / make_nz_layout of `tilelang.intrinsics`) and T.use_swizzle.
+make_zn_layout / make_nz_layout of `tilelang.intrinsics`) and T.use_swizzle; and
+T.annotate_l2_cache.
 
 What each means in TileLang-Ascend, and what tl-ascend does with it (docs/python.md, "TileLang-
 Ascend compatibility"):
@@ -15,6 +16,11 @@ Ascend compatibility"):
     transpose. tl-ascend's L1 is the same zN layout (asc-devkit calls it NZ), so both annotations
     on an L1 tile describe what T.copy already does, and are accepted; a layout on any other
     memory, or a layout made for another buffer, cannot be honoured and is an error.
+  * `T.annotate_l2_cache({X: "disable", ...})` sets GM tensors' L2 cache mode, AscendC's
+    `GlobalTensor::SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE)` ("normal" is the default).
+    TileLang-Ascend has no spelling for it (its code generator never emits the hint); the name
+    follows its `annotate_*` family. The data is the same; the timing model and the AscendC
+    source read it (docs/language.md, "T.annotate_l2_cache").
   * `T.use_swizzle(pid, M, N, K, block_M, block_N, off, dir)`: the remapped block index of
     Catlass's GemmIdentityBlockSwizzle<off, dir> (TileLang-Ascend's `thread_block_swizzle`),
     computed here as an expression of pid.
@@ -59,6 +65,26 @@ def annotate_address(address_map: dict) -> None:
                   f"got {_shown(address)}")
         pins.append((buf, int(address)))
     _core.annotate_address(pins, _state.current())
+
+
+_L2_MODES = ("normal", "disable")
+
+
+def annotate_l2_cache(mode_map: dict) -> None:
+    """Sets the L2 cache mode of each GM tensor of `mode_map` (module docstring)."""
+    if not isinstance(mode_map, dict):
+        _fail(f"T.annotate_l2_cache: argument 'mode_map' must be a dict {{tensor: \"normal\" or "
+              f"\"disable\"}}, got {_shown(mode_map)}")
+    modes = []
+    for buf, mode in mode_map.items():
+        if not isinstance(buf, _core.Buffer):
+            _fail(f"T.annotate_l2_cache: expected a GM tensor (a T.Tensor parameter or "
+                  f"T.alloc_workspace) as a key, got {_shown(buf)}")
+        if not isinstance(mode, str) or mode not in _L2_MODES:
+            _fail(f"T.annotate_l2_cache: the mode of '{buf.name}' must be \"normal\" or \"disable\", "
+                  f"got {_shown(mode)}")
+        modes.append((buf, mode))
+    _core.annotate_l2_cache(modes, _state.current())
 
 
 class Layout:
