@@ -167,6 +167,43 @@ TEST(FlashAttentionEdges, NanStaysInTheRowsItFeeds) {
   }
 }
 
+// Non-causal calls run each worker's q tiles as one pipelined loop (docs/ops.md, the fagm round):
+// a q tile's end resets acc, l and m for the worker's next one. 4 heads x 8 q tiles on 24
+// workers: workers 0-7 take a head-0 tile and then a head-3 one, so a NaN query row of head 0
+// (its own row only) and a NaN key of head 1 (every row of head 1) must reach no other head.
+TEST(FlashAttentionEdges, NanStaysInItsQTileAcrossTheWorkersTiles) {
+  tl::Device dev;
+  const int64_t S = 1000, H = 4, D = 64;
+  auto q = tl::randn(dev, {1, H, S, D}, DType::BFloat16, 31);
+  auto k = tl::randn(dev, {1, H, S, D}, DType::BFloat16, 32);
+  auto v = tl::randn(dev, {1, H, S, D}, DType::BFloat16, 33);
+  auto qv = q.to_vector();
+  qv[static_cast<size_t>(5 * D + 3)] = std::nan("");  // head 0, query 5
+  q = tl::from_vector(dev, {1, H, S, D}, DType::BFloat16, qv);
+  auto kv = k.to_vector();
+  kv[static_cast<size_t>((S + 700) * D)] = std::nan("");  // head 1, key 700
+  k = tl::from_vector(dev, {1, H, S, D}, DType::BFloat16, kv);
+  auto r = flash_attention(q, k, v, {.layout = AttentionLayout::BHSD});
+  auto o = r.o.to_vector(), lse = r.lse.to_vector();
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < S; ++i) {
+      const bool want_nan = (h == 0 && i == 5) || h == 1;
+      ASSERT_EQ(std::isnan(lse[static_cast<size_t>(h * S + i)]), want_nan) << h << " " << i;
+      for (int64_t d = 0; d < D; ++d)
+        ASSERT_EQ(std::isnan(o[static_cast<size_t>((h * S + i) * D + d)]), want_nan)
+            << h << " " << i;
+    }
+  // The rows without a NaN still match the reference (acc and l restart at each q tile).
+  auto want = opstest::ref::flash_attention(q.to_vector(), k.to_vector(), v.to_vector(), 1, S, H, D,
+                                            false, false, 1.0 / std::sqrt(double(D)));
+  for (int64_t h : {2, 3}) {
+    const size_t at = static_cast<size_t>(h * S * D), n = static_cast<size_t>(S * D);
+    std::vector<double> got(o.begin() + at, o.begin() + at + n),
+        ref(want.o.begin() + at, want.o.begin() + at + n);
+    EXPECT_EQ(opstest::allclose(got, ref, D, o_tol(DType::BFloat16), "o"), "") << "head " << h;
+  }
+}
+
 TEST(FlashAttentionEdges, OneKernelServesEveryBatchAndLength) {
   tl::Device dev;
   clear_kernel_cache();
