@@ -58,13 +58,13 @@ FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t di
                                       const tl::Target& target, int64_t seq) {
   // Score tiles of 128 q rows x 128 keys (docs/ops.md, "FlashAttention forward", fa_opt's
   // tiles): each K and V tile serves 128 queries, so the cube's MTE2 moves half the K/V bytes a
-  // score of 64 x 256 did (B4 S4096 H16 D128 bf16 7607.0 -> 7489.2 µs, causal 4315.2 -> 3981.6;
-  // B1 S1024 157.9 -> 151.8). 128 x 256 does not fit L0C (s and P V in fp32: 128 + 64 KB). The
+  // score of 64 x 256 did. 128 x 256 does not fit L0C (s and P V in fp32: 128 + 64 KB). The
   // pipeline keeps one UB copy of s and of P V (its slots drop what does not fit A2's 192 KB).
-  // 3 stages with the cube two kv steps ahead (skew 2), which helped 64 x 256 at S >= 2048,
-  // costs here (B4 S4096 7761.0 µs): the AIV's vector unit, not the cross-core round trip,
-  // bounds 128 x 128 (82 % busy), and the third slot moves mj into s's bank group.
-  // Each AIV's half of a score tile (64 rows) is a whole number of 32-byte blocks per row.
+  // 3 stages with the cube two kv steps ahead (skew 2): its K/V loads and QK^T(t + 2) go before
+  // its wait for P(t), off the step's cross-core round trip, which bounds the step now that the
+  // vector rows are measured (docs/ops.md, the fagm round: B4 S4096 6213.7 -> 5861.2 µs, causal
+  // 3278.4 -> 3128.7, B1 S1024 127.2 -> 118.7; 4 stages with skew 2 or 3 and 3 with skew 1 gain
+  // less).
   constexpr int64_t kBlockM = 128, kBlockN = 128;
   (void)seq;  // one schedule for every length (the key keeps it for the long-sequence choice)
   return {.dtype = dtype,
@@ -75,8 +75,8 @@ FlashAttentionKey flash_attention_key(tl::DType dtype, int64_t heads, int64_t di
           .scale = scale,
           .block_m = kBlockM,
           .block_n = kBlockN,
-          .stages = 2,
-          .skew = 1,
+          .stages = 3,
+          .skew = 2,
           .blocks = target.num_aic};
 }
 

@@ -9,14 +9,16 @@
 // builds the identical IR (python/tests/test_opslib_attention.py).
 //
 // Work split: `blocks` persistent workers (the target's AICs) take the (batch, head, q tile)
-// triples in turn (T::Persistent); causal deals the q tiles with the most kv steps first. B and S
+// triples in turn; non-causal, each worker's (q tile, kv step) pairs are one pipelined loop, so
+// the pipeline does not drain at q tile boundaries; causal (T::Persistent, one kv loop a q tile,
+// as its tiles have different step counts) deals the q tiles with the most kv steps first. B and S
 // are dynamic: the last q tile's and kv tile's copies are clipped by the compiler and their L1
 // padding zero-filled (legalize_copies); the keys past S get -inf scores here (the padding's 0
 // scores would otherwise take weight). Causal: a q tile stops its kv loop at the diagonal tile,
 // and the keys past the query's row get -inf -- every query keeps key 0, so no row is all -inf
 // and m stays finite after the first step.
 //
-// Vector work per kv step (the AIVs' V pipe bounds the kernel, docs/ops.md "What bounds it"):
+// Vector work per kv step (docs/ops.md "What bounds it"):
 // the scale, the row max and sum as trees of whole-tile ops down to one 256-byte repeat a row
 // before the (slower) row reductions, the exp, the cast to P; the mask only on the steps that
 // need one, from the host-written IDX tile (two ops, no temporaries beyond a bitmask).
@@ -102,79 +104,121 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
           auto out = T::alloc_shared("out", {bM, D}, dt);
           auto idx = T::alloc_shared("idx", {bM, bN}, tl::DType::Float16);
           auto half = T::alloc_fragment("half", {bM, bN / 2}, f32);  // the max tree's first level
+          tl::Buffer mlast;  // the flattened loop's row maxima for lse (non-causal)
+          if (!key.causal) mlast = T::alloc_fragment("mlast", {bM}, f32);
+          // One q tile's output: o = acc / l and lse = ln l + the row maxima `mx`.
+          auto finish = [&](Expr b, Expr h, Expr qx, const tl::Buffer& mx) {
+            // In place in acc (dead after this): no fp32 temporary for the quotient, which the
+            // flattened loop, with out and lse live across it, has no UB room for.
+            T::Parallel({bM, D}, [&](Expr i, Expr c) { acc(i, c) = acc(i, c) / l(i); });
+            T::Parallel({bM, D}, [&](Expr i, Expr c) { out(i, c) = cast(dt, acc(i, c)); });
+            T::tile::ln(lse, l);  // the chip's Ln, chosen explicitly
+            T::Parallel(bM, [&](Expr i) { lse(i) = lse(i) + mx(i); });
+            T::copy(out, at(O, b, h, qx * bM));
+            T::copy(lse, LSE.at({b, h, qx * bM}));
+          };
+          // One kv step of q tile (b, h, qx). `last` (the flattened loop's): the step that ends
+          // the q tile, which then writes its output after the step's accumulate.
+          auto step = [&](Expr b, Expr h, Expr qx, Expr kv, Expr last) {
+            T::copy(at(K, b, h, kv * bN), k);
+            T::copy(at(V, b, h, kv * bN), v);
+            T::gemm(q, k, s, {.transpose_B = true, .init = true});
+            T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
+            // Only a step with a key past S (or, causal, past the q tile's first query) pays
+            // for the mask; IDX is loaded in the step (a tile loaded once before the loop and
+            // read by the row-split element loop is the split_aiv bug of docs/ops.md).
+            // Causal: key kv bN + c is visible to query qx bM + i iff c - i <= qx bM - kv bN.
+            Expr masked = key.causal ? kv * bN + bN > qx * bM + 1 : kv * bN + bN > S;
+            Expr bound = key.causal ? qx * bM - kv * bN : S - kv * bN;
+            T::If(masked, [&] {
+              T::copy(IDX, idx);
+              T::Parallel({bM, bN}, [&](Expr i, Expr c) {
+                // Through float32: the AscendC emitter has int -> float32 and float32 ->
+                // float16 scalar casts (one rounding each, both exact here).
+                Expr lim = cast(tl::DType::Float16, cast(f32, bound));
+                s(i, c) = select(key.causal ? idx(i, c) <= lim : idx(i, c) < lim, s(i, c),
+                                 tl::neg_inf(f32));
+              });
+            });
+            // Row maxima and sums as trees: whole-tile max / add of column blocks (2 cycles a
+            // repeat) down to pw = 64 columns (256 bytes, one repeat a row), then the row
+            // reduction (7 cycles a repeat; docs/hardware.md section 4). The first level pairs
+            // adjacent blocks, 256 bytes apart: no UB bank-group conflict (same section).
+            const int pw = std::min(64, bN / 2);
+            for (int c0 = 0; c0 < bN; c0 += 2 * pw)
+              T::tile::max(cols(half, c0 / 2, pw), cols(s, c0, pw), cols(s, c0 + pw, pw));
+            int w = bN / 2;
+            for (; w > pw; w /= 2)
+              T::tile::max(cols(half, 0, w / 2), cols(half, 0, w / 2), cols(half, w / 2, w / 2));
+            T::reduce_max(cols(half, 0, w), mj, -1);
+            T::tile::max(mj, mj, m);
+            T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) - mj(i); });
+            T::Parallel(bM, [&](Expr i) { alpha(i) = m(i) - mj(i); });
+            T::tile::exp(s, s);
+            T::tile::exp(alpha, alpha);
+            T::Parallel(bM, [&](Expr i) { m(i) = mj(i); });
+            // The flattened loop's q tile ends in the second part, two steps after the cube and
+            // the softmax have moved on: its lse takes this step's maxima from their own slots.
+            if (last.defined()) T::Parallel(bM, [&](Expr i) { mlast(i) = mj(i); });
+            T::Parallel({bM, bN}, [&](Expr i, Expr c) { p(i, c) = cast(dt, s(i, c)); });
+            // The sums' tree in place (s is dead once P is made), compacting: each level adds
+            // adjacent blocks 2k and 2k + 1 into block k, so both sources of every add are
+            // 256 bytes apart (pairs at a doubling stride put the second level's sources 512
+            // bytes apart, a bank-group conflict: twice the cycles, docs/hardware.md section
+            // 4). Block k is written after blocks 2k and 2k + 1 are read, and no later op of
+            // the level reads it (they read blocks >= 2k + 2).
+            for (int n = bN / pw; n > 1; n /= 2)
+              for (int k2 = 0; k2 < n / 2; ++k2)
+                T::tile::add(cols(s, k2 * pw, pw), cols(s, 2 * k2 * pw, pw),
+                             cols(s, (2 * k2 + 1) * pw, pw));
+            T::reduce_sum(cols(s, 0, pw), rs, -1);
+            T::gemm(p, v, o, {.init = true});
+            // acc first: its read of o puts P V's crossing (the pipeline's split between the
+            // vector side's two parts) before l's update too, so that l, which the flattened
+            // loop's q tile end reads and clears, is touched in the second part only.
+            T::Parallel({bM, D},
+                        [&](Expr i, Expr c) { acc(i, c) = acc(i, c) * alpha(i) + o(i, c); });
+            T::Parallel(bM, [&](Expr i) { l(i) = l(i) * alpha(i) + rs(i); });
+            if (last.defined())
+              T::If(last, [&] {
+                finish(b, h, qx, mlast);
+                T::clear(acc);  // for the worker's next q tile
+                T::clear(l);
+              });
+          };
+          if (!key.causal) {
+            // Non-causal: every q tile has the same kv steps, so the worker's (q tile, kv step)
+            // pairs are one pipelined loop. The pipeline then runs on across q tile boundaries
+            // (the next tile's first QK^T before the last P V of this one) instead of draining and
+            // refilling once per q tile (docs/ops.md, the fagm round). The worker takes q tiles
+            // cid, cid + blocks, ... as T::Persistent deals them.
+            Expr nq = ceildiv(S, bM), kvt = ceildiv(S, bN), total = B * H * nq;
+            Expr mine = ceildiv(tl::max(total - cid, 0), blocks);
+            T::clear(acc);
+            T::clear(l);
+            T::Pipelined("g", mine * kvt, stages, {.skew = skew}, [&](Expr g) {
+              Expr tile = g / kvt * blocks + cid, kv = g % kvt;
+              Expr b = tile / (H * nq), h = tile / nq % H, qx = tile % nq;
+              T::If(kv == 0, [&] {
+                T::copy(at(Q, b, h, qx * bM), q);
+                T::fill(m, tl::neg_inf(f32));
+              });
+              step(b, h, qx, kv, kv == kvt - 1);
+            });
+            return;
+          }
           // Causal: the q tiles with the most kv steps first (qx from the last), so the workers'
           // last tiles are the short ones and they end together.
-          const std::vector<Expr> domain = key.causal ? std::vector<Expr>{ceildiv(S, bM), B, H}
-                                                      : std::vector<Expr>{B, H, ceildiv(S, bM)};
-          T::Persistent(domain, blocks, cid, [&](std::vector<Expr> t) {
-            Expr b = key.causal ? t[1] : t[0], h = key.causal ? t[2] : t[1];
-            Expr qx = key.causal ? ceildiv(S, bM) - 1 - t[0] : t[2];
+          T::Persistent({ceildiv(S, bM), B, H}, blocks, cid, [&](std::vector<Expr> t) {
+            Expr b = t[1], h = t[2], qx = ceildiv(S, bM) - 1 - t[0];
             T::copy(at(Q, b, h, qx * bM), q);
             T::clear(acc);
             T::fill(m, tl::neg_inf(f32));
             T::clear(l);
-            Expr kv_tiles =
-                key.causal ? tl::min(ceildiv(S, bN), ceildiv((qx + 1) * bM, bN)) : ceildiv(S, bN);
-            T::Pipelined("kv", kv_tiles, stages, {.skew = skew}, [&](Expr kv) {
-              T::copy(at(K, b, h, kv * bN), k);
-              T::copy(at(V, b, h, kv * bN), v);
-              T::gemm(q, k, s, {.transpose_B = true, .init = true});
-              T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) * scale; });
-              // Only a step with a key past S (or, causal, past the q tile's first query) pays
-              // for the mask; IDX is loaded in the step (a tile loaded once before the loop and
-              // read by the row-split element loop is the split_aiv bug of docs/ops.md).
-              // Causal: key kv bN + c is visible to query qx bM + i iff c - i <= qx bM - kv bN.
-              Expr masked = key.causal ? kv * bN + bN > qx * bM + 1 : kv * bN + bN > S;
-              Expr bound = key.causal ? qx * bM - kv * bN : S - kv * bN;
-              T::If(masked, [&] {
-                T::copy(IDX, idx);
-                T::Parallel({bM, bN}, [&](Expr i, Expr c) {
-                  // Through float32: the AscendC emitter has int -> float32 and float32 ->
-                  // float16 scalar casts (one rounding each, both exact here).
-                  Expr lim = cast(tl::DType::Float16, cast(f32, bound));
-                  s(i, c) = select(key.causal ? idx(i, c) <= lim : idx(i, c) < lim, s(i, c),
-                                   tl::neg_inf(f32));
-                });
-              });
-              // Row maxima and sums as trees: whole-tile max / add of column blocks (2 cycles a
-              // repeat) down to pw = 64 columns (256 bytes, one repeat a row), then the row
-              // reduction (7 cycles a repeat; docs/hardware.md section 4). The first level pairs
-              // adjacent blocks, 256 bytes apart: no UB bank-group conflict (same section).
-              const int pw = std::min(64, bN / 2);
-              for (int c0 = 0; c0 < bN; c0 += 2 * pw)
-                T::tile::max(cols(half, c0 / 2, pw), cols(s, c0, pw), cols(s, c0 + pw, pw));
-              int w = bN / 2;
-              for (; w > pw; w /= 2)
-                T::tile::max(cols(half, 0, w / 2), cols(half, 0, w / 2), cols(half, w / 2, w / 2));
-              T::reduce_max(cols(half, 0, w), mj, -1);
-              T::tile::max(mj, mj, m);
-              T::Parallel({bM, bN}, [&](Expr i, Expr c) { s(i, c) = s(i, c) - mj(i); });
-              T::Parallel(bM, [&](Expr i) { alpha(i) = m(i) - mj(i); });
-              T::tile::exp(s, s);
-              T::tile::exp(alpha, alpha);
-              T::Parallel(bM, [&](Expr i) { m(i) = mj(i); });
-              T::Parallel({bM, bN}, [&](Expr i, Expr c) { p(i, c) = cast(dt, s(i, c)); });
-              // The sums' tree in place (s is dead once P is made), compacting: each level adds
-              // adjacent blocks 2k and 2k + 1 into block k, so both sources of every add are
-              // 256 bytes apart (pairs at a doubling stride put the second level's sources 512
-              // bytes apart, a bank-group conflict: twice the cycles, docs/hardware.md section
-              // 4). Block k is written after blocks 2k and 2k + 1 are read, and no later op of
-              // the level reads it (they read blocks >= 2k + 2).
-              for (int n = bN / pw; n > 1; n /= 2)
-                for (int k2 = 0; k2 < n / 2; ++k2)
-                  T::tile::add(cols(s, k2 * pw, pw), cols(s, 2 * k2 * pw, pw),
-                               cols(s, (2 * k2 + 1) * pw, pw));
-              T::reduce_sum(cols(s, 0, pw), rs, -1);
-              T::gemm(p, v, o, {.init = true});
-              T::Parallel(bM, [&](Expr i) { l(i) = l(i) * alpha(i) + rs(i); });
-              T::Parallel({bM, D},
-                          [&](Expr i, Expr c) { acc(i, c) = acc(i, c) * alpha(i) + o(i, c); });
-            });
-            T::Parallel({bM, D}, [&](Expr i, Expr c) { out(i, c) = cast(dt, acc(i, c) / l(i)); });
-            T::tile::ln(lse, l);  // the chip's Ln, chosen explicitly
-            T::Parallel(bM, [&](Expr i) { lse(i) = lse(i) + m(i); });
-            T::copy(out, at(O, b, h, qx * bM));
-            T::copy(lse, LSE.at({b, h, qx * bM}));
+            Expr kv_tiles = tl::min(ceildiv(S, bN), ceildiv((qx + 1) * bM, bN));
+            T::Pipelined("kv", kv_tiles, stages, {.skew = skew},
+                         [&](Expr kv) { step(b, h, qx, kv, Expr()); });
+            finish(b, h, qx, m);
           });
         },
         {.threads = 2});

@@ -117,7 +117,7 @@ def flash_attention_key(dtype: str, heads: int, dim: int, causal: bool = False, 
                         scale: float | None = None, target: str = "A2", seq: int = 0) -> dict:
     """The key flash_attention launches with for sequences of `seq` (0: not known): {dtype, heads,
     dim, causal, layout, scale, block_m, block_n, stages, skew, blocks} (blocks: the target's AIC
-    count; scale default 1 / sqrt(dim); 128 x 128 tiles and 2 stages for every length)."""
+    count; scale default 1 / sqrt(dim); 128 x 128 tiles, 3 stages, skew 2, for every length)."""
     s = scale if scale is not None else 1.0 / dim ** 0.5
     return dict(_core.ops_flash_attention_key(dtype, heads, dim, causal, layout, s, target, seq))
 

@@ -7,8 +7,8 @@ dim, causal, layout ("BSHD": Q, K, V, O [B, S, H * D]; "BHSD": [B, H, S, D]), sc
 block_n, stages, skew (the kv loop's cross-core skew), blocks. B and S are T.dynamic. Developer mode: per kv step the cube computes the
 scores, the vector unit the online softmax (both AIVs, half the q rows each), the cube P V; the
 compiler places the tiles and makes the cross-core workspaces, flags and credits. `blocks`
-persistent workers take the (batch, head, q tile) triples in turn (causal: the q tiles with the most kv
-steps first). IDX [block_m, block_n] float16 holds c - i when causal, c when not (the host writes it),
+persistent workers take the (batch, head, q tile) triples in turn (non-causal: each worker's (q tile, kv
+step) pairs as one pipelined loop; causal: the q tiles with the most kv steps first). IDX [block_m, block_n] float16 holds c - i when causal, c when not (the host writes it),
 loaded in the steps that mask: a masked step compares it with one scalar and selects in place. The row
 maxima and sums are trees of whole-tile ops down to 64 columns before the row reductions.
 """
@@ -39,6 +39,20 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
     B = T.dynamic("B")
     S = T.dynamic("S")
     shape = (B, S, H * D) if bshd else (B, H, S, D)
+
+    # The non-causal loop's q tile of pair g: the worker's tiles are cid, cid + blocks, ... (as
+    # T.Persistent deals them), each kvt kv steps; (b, h, qx) row-major over [B, H, nq].
+    nq = T.ceildiv(S, bM)
+    kvt = T.ceildiv(S, bN)
+
+    def _b(g, cid):
+        return (g // kvt * blocks + cid) // (H * nq)
+
+    def _h(g, cid):
+        return (g // kvt * blocks + cid) // nq % H
+
+    def _qx(g, cid):
+        return (g // kvt * blocks + cid) % nq
 
     @T.macro
     def load(t, b, h, row, dst):  # BSHD: head h is columns h*D .. h*D+D-1 of a row
@@ -74,7 +88,21 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         n //= 2
 
     @T.macro
-    def kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv):  # noqa: E741
+    def finish(O, LSE, acc, l, lse, out, mx, b, h, qx):  # noqa: E741
+        # o = acc / l in place in acc (dead after this), lse = ln l + the row maxima mx.
+        for i, j in T.Parallel(bM, D):
+            acc[i, j] = acc[i, j] / l[i]
+        for i, j in T.Parallel(bM, D):
+            out[i, j] = T.cast(acc[i, j], dtype)
+        T.tile.ln(lse, l)  # the chip's Ln, chosen explicitly
+        for p in T.Parallel(bM):
+            lse[p] = lse[p] + mx[p]
+        store(out, O, b, h, qx * bM)
+        T.copy(lse, LSE[b, h, qx * bM])
+
+    @T.macro
+    def kv_step(K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half,  # noqa: E741
+                mlast, b, h, qx, kv, last):
         load(K, b, h, kv * bN, k)
         load(V, b, h, kv * bN, v)
         T.gemm(q, k, s, transpose_B=True, init=True)
@@ -110,37 +138,39 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
         T.tile.exp(alpha, alpha)
         for p in T.Parallel(bM):
             m[p] = mj[p]
+        if last is not None:  # the flattened loop's lse takes each step's maxima from their slots
+            for p in T.Parallel(bM):
+                mlast[p] = mj[p]
         for i, j in T.Parallel(bM, bN):
             p[i, j] = T.cast(s[i, j], dtype)
         for d0, c0, c1 in sum_adds:  # in place: s is dead once P is made
             T.tile.add(s[:, d0:d0 + pw], s[:, c0:c0 + pw], s[:, c1:c1 + pw])
         T.reduce_sum(s[:, 0:pw], rs, dim=-1)
         T.gemm(p, v, o, init=True)
-        for p in T.Parallel(bM):
-            l[p] = l[p] * alpha[p] + rs[p]
+        # acc first: P V's crossing then precedes l's update, which the flattened loop's q tile
+        # end reads and clears in the pipeline's second part (the C++ generator says why).
         for i, j in T.Parallel(bM, D):
             acc[i, j] = acc[i, j] * alpha[i] + o[i, j]
+        for p in T.Parallel(bM):
+            l[p] = l[p] * alpha[p] + rs[p]
+        if last is not None:
+            if last:
+                finish(O, LSE, acc, l, lse, out, mlast, b, h, qx)
+                T.clear(acc)  # for the worker's next q tile
+                T.clear(l)
 
     @T.macro
     def tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half,  # noqa: E741
              b, h, qx):
+        # Causal: one q tile, its kv loop stopping at the diagonal tile.
         load(Q, b, h, qx * bM, q)
         T.clear(acc)
         T.fill(m, -T.infinity(f32))
         T.clear(l)
-        if causal:  # the kv loop stops at the diagonal tile
-            for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)), num_stages=stages, skew=skew):
-                kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv)
-        else:
-            for kv in T.Pipelined(T.ceildiv(S, bN), num_stages=stages, skew=skew):
-                kv_step(K, V, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, idx, half, b, h, qx, kv)
-        for i, j in T.Parallel(bM, D):
-            out[i, j] = T.cast(acc[i, j] / l[i], dtype)
-        T.tile.ln(lse, l)  # the chip's Ln, chosen explicitly
-        for p in T.Parallel(bM):
-            lse[p] = lse[p] + m[p]
-        store(out, O, b, h, qx * bM)
-        T.copy(lse, LSE[b, h, qx * bM])
+        for kv in T.Pipelined(T.min(T.ceildiv(S, bN), T.ceildiv((qx + 1) * bM, bN)), num_stages=stages, skew=skew):
+            kv_step(K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, None, b, h,
+                    qx, kv, None)
+        finish(O, LSE, acc, l, lse, out, m, b, h, qx)
 
     @T.macro
     def body(Q, K, V, O, LSE, IDX):  # noqa: E741
@@ -171,9 +201,20 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
                     tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, b, h,
                          T.ceildiv(S, bM) - 1 - t0)
             else:
-                for b, h, qx in T.Persistent([B, H, T.ceildiv(S, bM)], blocks, cid):
-                    tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half,
-                         b, h, qx)
+                # Non-causal: the worker's (q tile, kv step) pairs as one pipelined loop, which runs on
+                # across q tile boundaries (q tiles cid, cid + blocks, ... as T.Persistent deals them).
+                # (Kernel assignments would be lets, which the pipeline's skew does not split: the
+                # coordinates are the plain-Python expressions of _b, _h, _qx, as the C++ inlines them.)
+                mlast = T.alloc_fragment((bM,), f32)
+                T.clear(acc)
+                T.clear(l)
+                for g in T.Pipelined(T.ceildiv(T.max(B * H * nq - cid, 0), blocks) * kvt, num_stages=stages,
+                                     skew=skew):
+                    if g % kvt == 0:
+                        load(Q, _b(g, cid), _h(g, cid), _qx(g, cid) * bM, q)
+                        T.fill(m, -T.infinity(f32))
+                    kv_step(K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, mlast,
+                            _b(g, cid), _h(g, cid), _qx(g, cid), g % kvt, g % kvt == kvt - 1)
 
     @T.prim_func
     def flash_attention_fwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
