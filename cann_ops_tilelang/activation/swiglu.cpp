@@ -13,9 +13,8 @@ namespace cann_ops_tilelang {
 tl::GmFill output_fill();  // core.cpp: Unwritten unless the launches are timing-only
 namespace {
 
-constexpr int64_t kRowsPerTile = 16;     // 8 per AIV: a [8] fp32 row vector is one 32-byte block
-constexpr int64_t kRowsPerTileOdd = 18;  // 9 per AIV (swiglu_key: UB bank groups)
-constexpr int64_t kChunkCap = 1024;      // wider tiles save few instructions and cost UB
+constexpr int64_t kRowsPerTile = 16;  // 8 per AIV: a [8] fp32 row vector is one 32-byte block
+constexpr int64_t kChunkCap = 1024;   // wider tiles save few instructions and cost UB
 
 const std::vector<tl::DType> kDtypes{tl::DType::BFloat16, tl::DType::Float16, tl::DType::Float32};
 
@@ -84,15 +83,16 @@ SwigluKey swiglu_key(tl::DType dtype, int64_t hidden, bool backward, const Swigl
                      bool weight, const tl::Target& target, const Checker& check) {
   auto budget = vector_budget(target);
   const int64_t es = tl::dtype_bytes(dtype), wide = dtype != tl::DType::Float32;
-  // Bytes per column of a tile on one AIV: double-buffered I/O tiles, single fp32 scratch,
-  // with a tenth of UB left for the row vectors and the compiler's pads.
+  // Bytes per column of a tile on one AIV: I/O tiles double-buffered (forward) or triple
+  // (backward), single fp32 scratch, with a tenth of UB left for the row vectors and the
+  // compiler's pads.
   // Backward: a, b, dy loaded (the results are written back over a and b); fp32 scratch gf af
   // bf (16-bit I/O), s (in bf's place with a clamp and 16-bit I/O), db, b' (clamp), u (weight);
   // two bitmasks of a bit per element (clamp).
   const int64_t scratch =
       3 * wide + (cfg.clamp && wide ? 0 : 1) + 1 + (weight ? 1 : 0) + (cfg.clamp ? 1 : 0);
   auto per_col = [&](int64_t half) {
-    return backward ? half * (6 * es + 4 * scratch) + (cfg.clamp ? half / 4 : 0)
+    return backward ? half * (3 * kSwigluBwdStages * es + 4 * scratch) + (cfg.clamp ? half / 4 : 0)
                     : half * (6 * es + 8 * wide);
   };
   SwigluKey k{.dtype = dtype,
@@ -105,21 +105,14 @@ SwigluKey swiglu_key(tl::DType dtype, int64_t hidden, bool backward, const Swigl
   auto fits = [&](int64_t rows) {
     return [&, rows](int64_t c) { return c * per_col(rows / 2) <= budget.ub_bytes * 9 / 10; };
   };
-  // The backward without a weight first tries 9 rows per AIV with a chunk of a multiple of 64
-  // columns: its [9, bN] fp32 tiles are then an odd number of 256-byte halves of 512 bytes
-  // (9216: 576 columns), so tiles placed one after another alternate between the bank groups
-  // and most two-source instructions avoid the bank-conflict rate (docs/calibration.md, "UB
-  // bank conflicts"; docs/ops.md, "SwiGLU": 88.2 against 111.0 us with 8 rows), and a compare
-  // covers whole 256 bytes. Otherwise (and with a weight, whose [bM] fp32 row vectors stay whole
-  // 32-byte blocks) 8 rows per AIV.
-  if (backward && !weight) {
-    k.rows_per_tile = kRowsPerTileOdd;
-    k.chunk = widest_chunk(hidden, 64, kChunkCap, fits(kRowsPerTileOdd));
-  }
-  if (k.chunk == 0) {
-    k.rows_per_tile = kRowsPerTile;
-    k.chunk = widest_chunk(hidden, 32 / es, kChunkCap, fits(kRowsPerTile));
-  }
+  // The backward's chunk is a multiple of 512 bytes where the hidden size allows: every tile's
+  // rows then start on GM's 512-byte grid (docs/calibration.md, "GM alignment": a copy off it
+  // moves bytes / 0.7). The 9-row tiles with 576-column chunks it had before (fp32 tiles of an
+  // odd number of 256-byte halves, alternating UB bank groups) put three chunks in four off
+  // the grid; with three stages and aligned chunks, 8 rows per AIV are faster (docs/ops.md,
+  // "SwiGLU"). Otherwise, and for the forward, the widest chunk of whole 32-byte blocks.
+  if (backward) k.chunk = widest_chunk(hidden, 512 / es, kChunkCap, fits(kRowsPerTile));
+  if (k.chunk == 0) k.chunk = widest_chunk(hidden, 32 / es, kChunkCap, fits(kRowsPerTile));
   if (k.chunk == 0)
     check.fail("x", fmt::format("has a hidden size the kernel cannot tile on {}: got H = {}",
                                 target.name, hidden));

@@ -41,15 +41,16 @@ void load_ab(const Io& io, int H, Expr row, Expr col, const Buffer& ta, const Bu
   }
 }
 
-/// The tile loop: block cid's tiles (row tile, chunk), pipelined two deep.
-void tile_loop(const SwigluKey& k, Expr M, const std::function<void(Expr, Expr, Expr)>& body) {
+/// The tile loop: block cid's tiles (row tile, chunk), pipelined `stages` deep.
+void tile_loop(const SwigluKey& k, Expr M, int stages,
+               const std::function<void(Expr, Expr, Expr)>& body) {
   const int bM = ir_size(k.rows_per_tile, "rows_per_tile"), bN = ir_size(k.chunk, "chunk"),
             chunks = ir_size(k.hidden / k.chunk, "chunks"), blocks = ir_size(k.blocks, "blocks");
   Expr total = ceildiv(M, bM) * chunks;
   Expr nb = min(Expr(blocks), total);
   T::Kernel(nb,
             [&](Expr cid) {
-              T::Pipelined("p", ceildiv(total - cid, nb), 2, [&](Expr p) {
+              T::Pipelined("p", ceildiv(total - cid, nb), stages, [&](Expr p) {
                 auto tile = T::let("tile", cid + p * nb);
                 auto c = T::let("c", tile % chunks);
                 // One let per statement: C++ leaves the order of argument evaluation open,
@@ -94,7 +95,7 @@ tl::PrimFunc swiglu_fwd_kernel(const SwigluKey& k) {
   if (k.clamp) params.push_back(*(limit = T::Scalar("limit", f32)));
 
   return T::prim_func("swiglu_fwd", params, [&] {
-    tile_loop(k, M, [&](Expr row, Expr col, Expr) {
+    tile_loop(k, M, 2, [&](Expr row, Expr col, Expr) {
       auto ta = T::alloc_shared("a", {bM, bN}, dt), tb = T::alloc_shared("b", {bM, bN}, dt);
       load_ab(io, H, row, col, ta, tb);
       Buffer af = ta, bf = tb;
@@ -154,7 +155,10 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
   if (k.clamp) params.push_back(*(limit = T::Scalar("limit", f32)));
 
   return T::prim_func("swiglu_bwd", params, [&] {
-    tile_loop(k, M, [&](Expr row, Expr col, Expr c) {
+    // Three stages: the loads of tile p + 1 refill the buffers of p - 2, whose results were
+    // stored while p - 1 computed; with two they refilled p - 1's, just handed to MTE3, and
+    // MTE2 waited for V and MTE3 every tile (docs/ops.md, "SwiGLU").
+    tile_loop(k, M, kSwigluBwdStages, [&](Expr row, Expr col, Expr c) {
       auto ta = T::alloc_shared("a", {bM, bN}, dt), tb = T::alloc_shared("b", {bM, bN}, dt);
       auto tg = T::alloc_shared("g", {bM, bN}, dt);
       load_ab(in, H, row, col, ta, tb);
@@ -165,14 +169,12 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
       // (docs/ops.md, "SwiGLU").
       //
       // UB bank groups (docs/calibration.md, "UB bank conflicts"): a two-source instruction
-      // pays its repeats twice unless its sources lie 256 bytes apart modulo 512. The planner
-      // places equal fp32 tiles in declaration order, one after another; with 9-row AIV tiles
-      // (an odd number of 256-byte halves) they alternate between the two groups. The values
-      // are spread over five tiles so that every two-source op of the body reads one of each:
-      // group X holds a' (then silu, then g - db), b' and db; group Y holds b (then s) and g
-      // (then s (g - db), then da). So they are declared in that alternating order: a, then
-      // (with the clamp) b, b', g or (without) g, b, s; then db. (With a weight the tiles have
-      // 8 rows, a multiple of 512 bytes, and stay in one group: swiglu_key.)
+      // pays its repeats twice unless its sources lie 256 bytes apart modulo 512. The values
+      // are spread over five tiles so that every two-source op of the body reads one of each
+      // group: X holds a' (then silu, then g - db), b' and db; Y holds b (then s) and g (then
+      // s (g - db), then da); they are declared in that alternating order (a, then with the
+      // clamp b, b', g or without g, b, s; then db), and plan_memory places the groups
+      // (docs/compiler.md, "plan_memory"; SwigluEdges.BackwardTwoSourceOpsAvoidBankConflicts).
       Buffer af = ta, bf = tb, gf = tg, bc = tb;  // bc: b', clamped
       auto widen = [&](Buffer& t, const char* name) {
         if (wide) t = T::alloc_shared(name, {bM, bN}, f32);
@@ -257,8 +259,8 @@ tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k) {
 }
 
 tl::PrimFunc swiglu_dw_reduce_kernel(const SwigluKey& k, int64_t partials) {
-  const int P = ir_size(partials, "partials"), blocks = ir_size(k.blocks, "blocks");
-  constexpr int bR = 1024;  // rows per tile: 4 KB of fp32 per partial
+  const int P = ir_size(partials, "partials"), blocks = ir_size(k.blocks, "blocks"),
+            bR = swiglu_dw_reduce_rows(partials);
   auto M = T::dynamic("M");
   auto DWP = T::Tensor("DWP", {P, M}, f32);
   auto DW = T::Tensor("DW", {M}, f32);
@@ -269,13 +271,18 @@ tl::PrimFunc swiglu_dw_reduce_kernel(const SwigluKey& k, int64_t partials) {
               [&](Expr cid) {
                 T::Pipelined("p", ceildiv(tiles - cid, nb), 2, [&](Expr p) {
                   auto row = T::let("row", (cid + p * nb) * bR);
-                  auto acc = T::alloc_shared("acc", {bR}, f32),
-                       part = T::alloc_shared("part", {bR}, f32);
+                  auto acc = T::alloc_shared("acc", {bR}, f32);
                   T::copy(DWP.at({0, row}), acc);
-                  T::serial("j", P - 1, [&](Expr j) {
-                    T::copy(DWP.at({j + 1, row}), part);
-                    T::tile::add(acc, acc, part);
-                  });
+                  if (P > 1) {
+                    // Partials 1 .. P-1 in one strided copy: a copy per partial paid the GM
+                    // latency P times (docs/calibration.md); the sum keeps the order 0 .. P-1.
+                    // The tail tile's rows past M: zeros, never stored.
+                    auto part = T::alloc_shared("part", {P - 1, bR}, f32);
+                    T::copy(DWP.at({1, row}), part, {.pad_value = 0.0});
+                    T::serial("j", P - 1, [&](Expr j) {
+                      T::tile::add(acc, acc, part.region({j, 0}, {1, bR}));
+                    });
+                  }
                   T::copy(acc, DW.at({row}));
                 });
               },

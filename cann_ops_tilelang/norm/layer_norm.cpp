@@ -25,12 +25,13 @@ tl::Tensor rows_view(const tl::Tensor& t) {
 
 /// UB bytes of one AIV for bM-row tiles (split_aiv halves tiles of 8 rows or more; smaller
 /// ones go to the AIVs whole, alternately): x as loaded, its fp32 copy, the squares, the
-/// narrowed output; W and B as loaded and in fp32; statistics and a margin.
-int64_t ub_use(tl::DType dt, int64_t H, int64_t bM, bool w, bool b) {
+/// narrowed output (`stages` copies of x as loaded: 2 lets the pipeline load the next tile
+/// while this one computes); W and B as loaded and in fp32; statistics and a margin.
+int64_t ub_use(tl::DType dt, int64_t H, int64_t bM, bool w, bool b, int64_t stages) {
   const int64_t es = tl::dtype_bytes(dt), wide = dt != tl::DType::Float32;
   const int64_t rows = bM >= 8 ? bM / 2 : bM;
   const int64_t in_row = round_up(H * es, 32), f_row = round_up(H * 4, 32);
-  const int64_t per_row = in_row + wide * f_row + f_row + wide * in_row;
+  const int64_t per_row = stages * in_row + wide * f_row + f_row + wide * in_row;
   return rows * per_row + (int64_t{w} + b) * (in_row + wide * f_row) + 8 * 1024;
 }
 
@@ -58,16 +59,21 @@ std::string LayerNormKey::str() const {
 LayerNormKey layer_norm_key(tl::DType dtype, int64_t hidden, bool weight, bool bias, bool stats,
                             const tl::Target& target, const Checker& check) {
   const auto budget = vector_budget(target);
-  for (int64_t bM : {8, 4, 2, 1}) {
-    if (ub_use(dtype, hidden, bM, weight, bias) <= budget.ub_bytes)
-      return {.dtype = dtype,
-              .hidden = hidden,
-              .rows_per_tile = bM,
-              .blocks = budget.blocks,
-              .weight = weight,
-              .bias = bias,
-              .stats = stats};
-  }
+  // The widest row tile whose load can be double-buffered first: with one buffer the next
+  // tile's load waits for this one's store and MTE2 never streams (4099 x 5120: 2-row tiles
+  // 92.2 us, 1-row tiles double-buffered 59.9 us; docs/ops.md, "LayerNorm"); else the widest
+  // that fits at all.
+  for (int64_t stages : {2, 1})
+    for (int64_t bM : {8, 4, 2, 1}) {
+      if (ub_use(dtype, hidden, bM, weight, bias, stages) <= budget.ub_bytes)
+        return {.dtype = dtype,
+                .hidden = hidden,
+                .rows_per_tile = bM,
+                .blocks = budget.blocks,
+                .weight = weight,
+                .bias = bias,
+                .stats = stats};
+    }
   check.fail("x", fmt::format("has a hidden size the kernel cannot hold in UB: expected a row "
                               "that fits {} bytes of UB on {} (about {} {} elements), got {}",
                               budget.ub_bytes, target.name,

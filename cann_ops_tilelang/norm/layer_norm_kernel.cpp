@@ -22,6 +22,10 @@ tl::PrimFunc layer_norm_kernel(const LayerNormKey& k) {
   const int H = ir_size(k.hidden, "hidden"), bM = ir_size(k.rows_per_tile, "rows_per_tile"),
             blocks = ir_size(k.blocks, "blocks");
 
+  // Rows that are not whole 32-byte blocks need the padded copy (zeros past H keep the row sums
+  // exact); whole rows do not, and a padded copy waits for the V pipe (docs/ops.md, "SwiGLU"):
+  // the pipeline stopped prefetching the next tile.
+  const bool ragged = H * tl::dtype_bytes(dt) % 32 != 0;
   auto M = T::dynamic("M");
   auto X = T::Tensor("X", {M, H}, dt);
   std::optional<Buffer> W, B, Mean, Rstd;
@@ -69,7 +73,8 @@ tl::PrimFunc layer_norm_kernel(const LayerNormKey& k) {
 
           T::Pipelined("t", ceildiv(max(row_tiles - cid, 0), blocks), 2, [&](Expr t) {
             Expr row = (cid + t * blocks) * bM;
-            T::copy(X.at({row, 0}), x_in, {.pad_value = 0.0});
+            T::copy(X.at({row, 0}), x_in,
+                    ragged ? T::CopyOptions{.pad_value = 0.0} : T::CopyOptions{});
             if (wide)
               T::Parallel({bM, H}, [&](Expr i, Expr j) { x_f(i, j) = cast(f32, x_in(i, j)); });
             T::reduce_sum(x_f, mean, -1);

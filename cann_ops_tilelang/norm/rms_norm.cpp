@@ -113,18 +113,18 @@ RmsNormKey rms_norm_fwd_key(tl::DType dtype, int64_t hidden, bool residual, bool
 RmsNormKey rms_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
                             const Checker& check) {
   const int64_t es = tl::dtype_bytes(dtype), wide = dtype != tl::DType::Float32;
-  // The whole-row schedule (rms_norm_bwd_rows.cpp, chunk 0) where a tile of x, dy (and dx,
-  // 16-bit) fits beside W, the dW partial, the tile in fp32 and its products' two column halves,
-  // the most rows that fit; the halves are whole 32-byte blocks (H a multiple of 16). It needs
-  // the fewest vector passes (docs/ops.md, "RMSNorm").
+  // The whole-row schedule (rms_norm_bwd_rows.cpp, chunk 0) where three input slots fit beside W,
+  // the dW partial, the tile in fp32 and its products' two column halves, the most rows that fit;
+  // the halves are whole 32-byte blocks (H a multiple of 16). It needs the fewest vector passes
+  // (docs/ops.md, "RMSNorm").
   const auto budget = vector_budget(target);
   RmsNormKey best{.dtype = dtype, .hidden = hidden, .blocks = budget.blocks};
   for (int64_t rM : kResidentRows) {
     if (hidden % 16 != 0) break;
-    const int64_t bytes = 2 * round32(hidden * 4) + 2 * 32 +            // wf dw, rs cf
-                          (wide ? 3 : 2) * round32(rM * hidden * es) +  // x dy (dx)
-                          3 * rM * hidden * 4 +                         // xf gf, the products
-                          10 * 512;                                     // bank-group alignment
+    const int64_t bytes = 2 * round32(hidden * 4) + 2 * 32 +  // wf dw, rs cf
+                          3 * round32(rM * hidden * es) +     // input slots (dx in one)
+                          3 * rM * hidden * 4 +               // xf gf, the products
+                          10 * 512;                           // bank-group alignment
     if (bytes <= budget.ub_bytes) {
       best.rows_per_tile = rM;
       best.chunk = 0;

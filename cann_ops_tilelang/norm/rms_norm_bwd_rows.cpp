@@ -1,11 +1,11 @@
 // The RMSNorm backward kernel's whole-row schedule (the key's `resident` with chunk 0, chosen by
-// rms_norm_bwd_key first, when a tile of x, dy and dx fits UB beside W, the dW partial, the
+// rms_norm_bwd_key first, when three input slots of a tile fit UB beside W, the dW partial, the
 // tile's rows in fp32 and its products' two column halves; else the chunked resident schedule,
 // rms_norm_bwd_resident.cpp, then the chunked one, rms_norm_bwd_kernel.cpp): each rM-row tile
 // of x and dy is loaded once, widened to fp32 once (fp32 I/O: copied) and kept so for the whole
-// tile; its next tile's load is issued once it is widened and lands while it computes; dx is
-// narrowed into a buffer of its own (fp32: the fp32 dy) and stored with one copy, which the next
-// tile's dx waits for. Its Python twin is rms_norm_bwd_rows_kernel in
+// tile; the slots take x a tile ahead and dy while the tile before computes (the kernel's loop
+// says how); dx is narrowed into the tile's dy slot (fp32: the fp32 dy) and stored with one
+// copy. Its Python twin is rms_norm_bwd_rows_kernel in
 // python/cann_ops_tilelang/kernels/rms_norm_bwd_rows.py.
 //
 // The kernel is vector bound (docs/ops.md, "RMSNorm"), so it is written for the fewest vector
@@ -20,8 +20,6 @@
 // reduce_sum: a whole-row reduction costs 7 cycles a repeat against 2, docs/calibration.md).
 // UB addresses are explicit: the two sources of every vector instruction start 256 bytes apart
 // modulo 512 (no bank-group conflict, docs/calibration.md).
-#include <optional>
-
 #include "cann_ops_tilelang/core.h"
 #include "cann_ops_tilelang/norm.h"
 #include "rms_norm_parts.h"
@@ -80,34 +78,28 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
         const int64_t tile = int64_t{rM} * H * tl::dtype_bytes(dt), row32 = int64_t{rM} * H * 4;
         auto wf = T::alloc_ub("wf_ub", {H}, f32, place(H * 4, 0));    // W in fp32
         auto dw = T::alloc_ub("dw_ub", {H}, f32, place(H * 4, 256));  // this AIV's dW partial
-        auto xs = T::alloc_ub("x_ub", {rM, H}, dt, place(tile, 0));   // the tile as loaded
-        auto gs = T::alloc_ub("g_ub", {rM, H}, dt, place(tile, 256));
+        // Three input slots, loads in turn (x of a tile, then its dy): x arrives a tile early.
+        auto in = T::alloc_ub("in_ub", {3 * rM, H}, dt, place(3 * tile, 0));
         const int64_t a_xf = place(row32, 0);
         auto xf = T::alloc_ub("xf_ub", {rM, H}, f32, a_xf);  // the tile in fp32
         auto gf = T::alloc_ub("gf_ub", {rM, H}, f32, place(row32, 256));
         auto pa = T::alloc_ub("pa_ub", {rM, h}, f32, place(row32 / 2, 0));    // the products'
         auto pb = T::alloc_ub("pb_ub", {rM, h}, f32, place(row32 / 2, 256));  // column halves
-        // dx as stored (fp32: gf itself).
-        auto out = wide ? T::alloc_ub("dx_ub", {rM, H}, dt, place(tile, 0)) : gf;
-        auto rs = T::alloc_ub("rs_ub", {rM}, f32, place(rM * 4, 0));  // s1, then rstd
-        auto cf = T::alloc_ub("cf_ub", {rM}, f32, place(rM * 4, 0));  // s2
+        auto rs = T::alloc_ub("rs_ub", {rM}, f32, place(rM * 4, 0));          // s1, then rstd
+        auto cf = T::alloc_ub("cf_ub", {rM}, f32, place(rM * 4, 0));          // s2
         // W as loaded is dead once widened: it shares x's fp32 bytes.
         load_weight_f32(W, wf, kEvTail, a_xf);
         T::tile::fill(dw, 0.0);
 
-        auto copy_rows = [&](const Buffer& src, const Buffer& dst, Expr row0,
-                             std::optional<Expr> nrows, bool to_ub) {
-          cann_ops_tilelang::copy_rows(src, dst, row0, nrows, to_ub, H);
-        };
-        auto load = [&](Expr row0, std::optional<Expr> nrows) {
-          copy_rows(X, xs, row0, nrows, true);
-          copy_rows(DY, gs, row0, nrows, true);
+        auto slot = [&](Expr first_row) { return in.region({first_row, 0}, {rM, H}); };
+        auto load = [&](const Buffer& src, Expr first_row, Expr row0) {  // rM rows to a slot
+          T::copy(src.at({row0, 0}), slot(first_row));
         };
         auto half = [&](const Buffer& b, int i) { return b.region({0, i * h}, {rM, h}); };
         auto row = [&](const Buffer& b, Expr r, int w) { return b.region({r, 0}, {1, w}); };
 
         // The tile as loaded into fp32; dx's buffer (fp32: gf) free once its last store is done.
-        auto widen = [&] {
+        auto widen = [&](const tl::BufferRegion& xs, const tl::BufferRegion& gs) {
           T::pipe_barrier(Pipe::V);  // the last tile's instructions have read what this writes
           if (wide) {
             T::tile::cast(xf, xs);
@@ -119,7 +111,7 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
           }
         };
         // The rest of the tile; `rows` of its rows are valid (all rM but in the tail).
-        auto compute = [&](Expr rows) {
+        auto compute = [&](Expr rows, const tl::TileArg& out) {
           T::pipe_barrier(Pipe::V);
           T::tile::mul(pa, half(xf, 0), half(xf, 0));  // x^2
           T::tile::mul(pb, half(xf, 1), half(xf, 1));
@@ -165,9 +157,12 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
           }
         };
 
-        // One buffer per input: the next tile's load is issued once this tile is widened, and
-        // lands while this tile computes; dx is stored from its own buffer (fp32: gf), whose
-        // store the next tile's dx waits for.
+        // Three slots of rM rows: tile i's x is in slot 2i mod 3, its dy in 2i + 1 mod 3. Once
+        // tile i is widened, its x slot takes tile i + 1's dy at once, and its dy slot takes
+        // its 16-bit dx (fp32: dx stays in gf) and, once that is stored, tile i + 2's x. So only
+        // dy's load lies between two tiles' widening, x's landing a tile earlier; with a slot
+        // per input MTE2 paid both loads' latency and data there, every tile (docs/ops.md,
+        // "RMSNorm").
         auto workers = T::let("workers", num_blocks * 2);
         auto worker = T::let("worker", cid * 2 + vid);
         auto full_tiles = T::let("full_tiles", M / rM);
@@ -175,22 +170,34 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
         auto row_of = [&](Expr i) { return (worker + i * workers) * rM; };
         T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);  // dx's buffer starts free
         T::If(mine > 0, [&] {
-          load(worker * rM, std::nullopt);
+          load(X, Expr(0), worker * rM);
+          load(DY, Expr(rM), worker * rM);
           T::set_flag(Pipe::MTE2, Pipe::V, kEvIn);
+          T::If(mine > 1, [&] { load(X, Expr(2 * rM), row_of(1)); });
         });
         T::serial("i", mine, [&](Expr i) {
+          auto xo = T::let("xo", i * 2 % 3 * rM);        // this tile's x slot, then dy of i + 1
+          auto go = T::let("go", (i * 2 + 1) % 3 * rM);  // its dy slot, then x of i + 2
           T::wait_flag(Pipe::MTE2, Pipe::V, kEvIn);
-          widen();
+          widen(slot(xo), slot(go));
           T::set_flag(Pipe::V, Pipe::MTE2, kEvIn);
-          T::If(i + 1 < mine, [&] {  // the next tile loads while this one computes
+          T::If(i + 1 < mine, [&] {  // the next tile's dy loads while this one computes
             T::wait_flag(Pipe::V, Pipe::MTE2, kEvIn);
-            load(row_of(i + 1), std::nullopt);
-            T::set_flag(Pipe::MTE2, Pipe::V, kEvIn);
+            load(DY, xo, row_of(i + 1));
+            T::set_flag(Pipe::MTE2, Pipe::V, kEvIn);  // tile i + 1's x and dy have landed
+            if (!wide) T::If(i + 2 < mine, [&] { load(X, go, row_of(i + 2)); });
           });
-          compute(Expr(rM));
+          const tl::TileArg out = wide ? tl::TileArg(slot(go)) : tl::TileArg(gf);
+          compute(Expr(rM), out);
           set_then_wait(Pipe::V, Pipe::MTE3, kEvOut);
-          copy_rows(out, DX, row_of(i), std::nullopt, false);
+          T::copy(out, DX.at({row_of(i), 0}));
           T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);
+          if (wide) {
+            T::If(i + 2 < mine, [&] {  // x of tile i + 2 into the dy slot, once dx is stored
+              set_then_wait(Pipe::MTE3, Pipe::MTE2, kEvOut);
+              load(X, go, row_of(i + 2));
+            });
+          }
         });
         T::If(mine > 0, [&] { T::wait_flag(Pipe::V, Pipe::MTE2, kEvIn); });
         T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
@@ -198,17 +205,26 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
         // zero-filled first and only its valid rows enter the dW partial.
         auto tail = T::let("tail", M % rM);
         T::If(tail > 0 && worker == full_tiles % workers, [&] {
+          auto xs = slot(Expr(0)), gs = slot(Expr(rM));
           T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);
           T::pipe_barrier(Pipe::V);
           T::tile::fill(xs, 0.0);
           T::tile::fill(gs, 0.0);
           set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
-          load(full_tiles * rM, tail);
+          T::serial("j", tail, [&](Expr j) {
+            T::copy(X.at({full_tiles * rM + j, 0}), in.region({j, 0}, {1, H}));
+          });
+          T::serial("j", tail, [&](Expr j) {
+            T::copy(DY.at({full_tiles * rM + j, 0}), in.region({rM + j, 0}, {1, H}));
+          });
           set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-          widen();
-          compute(tail);
+          widen(xs, gs);
+          compute(tail, wide ? tl::TileArg(gs) : tl::TileArg(gf));
           set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
-          copy_rows(out, DX, full_tiles * rM, tail, false);
+          T::serial("j", tail, [&](Expr j) {  // dx's valid rows (16-bit: in gs)
+            T::copy(wide ? in.region({rM + j, 0}, {1, H}) : gf.region({j, 0}, {1, H}),
+                    DX.at({full_tiles * rM + j, 0}));
+          });
         });
         set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
         T::copy(dw, DWP.at({worker, 0}));

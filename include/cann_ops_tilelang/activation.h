@@ -7,6 +7,8 @@
 // the kernel generators are developer-mode tile kernels, compile-time in dtype, H, the tile and
 // the fused branches; the token count is the dynamic symbol M.
 #pragma once
+
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,6 +43,9 @@ SwigluGrads swiglu_backward(const tl::Tensor& dy, const tl::Tensor& x,
 
 // ---- kernel generators (compile-time parameters only; M, the tokens, is dynamic) -------------
 
+/// The backward kernel's pipeline depth (swiglu_kernel.cpp; swiglu_key sizes its tiles for it).
+constexpr int kSwigluBwdStages = 3;
+
 struct SwigluKey {
   tl::DType dtype = tl::DType::BFloat16;
   int64_t hidden = 0;          // H, the width of y
@@ -58,6 +63,11 @@ tl::PrimFunc swiglu_fwd_kernel(const SwigluKey& k);
 tl::PrimFunc swiglu_bwd_kernel(const SwigluKey& k);
 /// dweight: DWP [P, M] fp32 -> DW [M] fp32, partials summed in order 0 .. P-1.
 tl::PrimFunc swiglu_dw_reduce_kernel(const SwigluKey& k, int64_t partials);
+/// Its rows per tile: 64 (16 tiles at 1024 tokens, one a block), fewer when the P partials of a
+/// tile would pass 32 KB of UB, at least 8 (a 32-byte block of fp32).
+inline int64_t swiglu_dw_reduce_rows(int64_t partials) {
+  return std::clamp<int64_t>(8192 / std::max<int64_t>(partials, 1) / 8 * 8, 8, 64);
+}
 
 /// The launch parameters swiglu / swiglu_backward choose on a target (core count, UB size).
 SwigluKey swiglu_key(tl::DType dtype, int64_t hidden, bool backward, const SwigluConfig& cfg,

@@ -12,6 +12,7 @@
 #include "ops/layer_norm_ref.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
+#include "tl/printer.h"
 
 namespace {
 
@@ -147,6 +148,21 @@ TEST(LayerNormEdges, NanPropagatesToItsRowOnly) {
     EXPECT_EQ(std::isnan(mv[i]), i == 8) << i;
     for (int64_t j : {0, 64, 129}) EXPECT_EQ(std::isnan(yv[i * 130 + j]), i == 8) << i << "," << j;
   }
+}
+
+// Rows of whole 32-byte blocks load without pad_value (a padded copy waits for the V pipe and
+// stops the pipeline's prefetch: docs/ops.md, "LayerNorm"); ragged rows keep the pad. The key
+// takes the widest row tile whose load fits twice: 1-row tiles at 5120 (2 rows left no room).
+TEST(LayerNormEdges, AlignedRowsLoadUnpaddedIntoTwoBuffers) {
+  tl::Device dev;
+  const Checker check("layer_norm", {});
+  for (int64_t H : {5120, 7168}) {
+    auto k = layer_norm_key(DType::BFloat16, H, true, true, false, dev.target(), check);
+    EXPECT_EQ(k.rows_per_tile, 1) << H;
+    EXPECT_EQ(tl::print(layer_norm_kernel(k)).find("pad=True"), std::string::npos) << H;
+  }
+  auto ragged = layer_norm_key(DType::BFloat16, 130, true, true, false, dev.target(), check);
+  EXPECT_NE(tl::print(layer_norm_kernel(ragged)).find("pad=True"), std::string::npos);
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ TEST(SwigluEdges, NanStaysInItsElement) {
 // other half's gradient (db = g silu(NaN); da = g b' ... with b' = NaN), and only there.
 TEST(SwigluEdges, ClampedBackwardNanGoesWhereTorchPutsIt) {
   tl::Device dev;
-  const int64_t T = 19, H = 576;  // 19 rows: the 18-row tiles' tail tile holds the NaN b
+  const int64_t T = 19, H = 576;  // 19 rows: the 16-row tiles' tail tile holds the NaN b
   auto x = tl::randn(dev, {T, 2 * H}, DType::BFloat16, opstest::test_seed());
   x.set(2 * 2 * H + 17, NAN);        // a of token 2, column 17
   x.set(18 * 2 * H + H + 3, NAN);    // b of token 18, column 3
@@ -177,13 +177,14 @@ TEST(SwigluEdges, OneCompilePerKeyWhateverTheTokenCount) {
 // docs/compiler.md, "plan_memory").
 TEST(SwigluEdges, BackwardTwoSourceOpsAvoidBankConflicts) {
   tl::Device dev;
-  const int64_t T = 36, H = 9216;  // two 18-row tiles of each chunk
+  const int64_t T = 32, H = 9216;  // two 16-row tiles of each chunk
   for (bool clamp : {false, true}) {
     SwigluConfig cfg;
     if (clamp) cfg.clamp = 10.0;
     const auto key = swiglu_key(DType::BFloat16, H, true, cfg, false, dev.target(),
                                 Checker("swiglu_backward", {}));
-    ASSERT_EQ(key.rows_per_tile, 18);
+    ASSERT_EQ(key.rows_per_tile, 16);
+    ASSERT_EQ(key.chunk, 512);  // on GM's 512-byte grid (swiglu_key)
     auto k = tl::compile(swiglu_bwd_kernel(key), dev.target());
     std::vector<tl::Arg> args{tl::Tensor::empty(dev, {T, H}, DType::BFloat16),
                               tl::Tensor::empty(dev, {T, 2 * H}, DType::BFloat16),

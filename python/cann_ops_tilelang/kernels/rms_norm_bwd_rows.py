@@ -3,10 +3,10 @@ cann_ops_tilelang/norm/rms_norm_bwd_rows.cpp (the same IR for the same key, comp
 python/tests/test_opslib_twin.py). rms_norm_bwd_kernel (rms_norm.py) builds this one when the
 key's `resident` is set and its chunk is 0 (no chunks: whole rows in fp32).
 
-Each rM-row tile of x and dy is loaded into UB once, into one buffer per input: the next tile's
-load is issued once this tile is widened to fp32 (fp32 I/O: copied) and lands while it computes;
-dx, narrowed into its own buffer (fp32: the fp32 dy buffer), is stored with one copy that the
-next tile's dx waits for. With p = dy x and g = dy w, per tile: x^2 -> tree -> s1, rstd =
+Each rM-row tile of x and dy is loaded into UB once, into three slots in turn: tile i's x in slot
+2i mod 3, its dy in 2i + 1 mod 3. Once tile i is widened to fp32 (fp32 I/O: copied), its x slot
+takes tile i + 1's dy at once and its dy slot takes its 16-bit dx (fp32: dx stays in the fp32 dy
+buffer) and, once that is stored, tile i + 2's x: x lands a tile early. With p = dy x and g = dy w, per tile: x^2 -> tree -> s1, rstd =
 rsqrt(s1 / H + eps); p, this AIV's fp32 dW partial += p rstd (axpy, the valid rows in order);
 g x -> tree -> s2; dx = g rstd - (s2 rstd^3 / H) x (axpy), the factors read from UB by the
 scalar unit. Each sum is an in-place tree over the products' two column halves down to at most
@@ -17,7 +17,7 @@ instruction start 256 bytes apart modulo 512 (no bank-group conflict, docs/calib
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
-from ._rms_norm_parts import sync, weight_loader, xdy_loader
+from ._rms_norm_parts import sync, weight_loader
 from ._ub import ub_placer
 
 EV_IN, EV_OUT, EV_SCALAR, EV_TAIL = 0, 1, 2, 3
@@ -61,15 +61,12 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
     place = ub_placer()
 
     a_wf, a_dw = place(H * 4, 0), place(H * 4, 256)
-    a_x, a_g = place(tile, 0), place(tile, 256)
+    a_in = place(3 * tile, 0)
     a_xf, a_gf = place(row32, 0), place(row32, 256)
     load_weight_f32 = weight_loader(dtype, H, EV_TAIL, a_xf)
     a_pa, a_pb = place(row32 // 2, 0), place(row32 // 2, 256)
-    a_dx = place(tile, 0) if wide else a_gf
     a_rs, a_cf = place(rM * 4, 0), place(rM * 4, 0)
     pair_tree_sum = _pair_tree(rM, h)
-
-    load = xdy_loader(H)
 
     @T.macro
     def widen(x_ub, g_ub, xf_ub, gf_ub):
@@ -131,44 +128,56 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
             with T.Scope("V"):
                 wf_ub = T.alloc_ub((H,), "float32", address=a_wf)  # W in fp32
                 dw_ub = T.alloc_ub((H,), "float32", address=a_dw)  # this AIV's dW partial
-                x_ub = T.alloc_ub((rM, H), dtype, address=a_x)  # the tile as loaded
-                g_ub = T.alloc_ub((rM, H), dtype, address=a_g)
+                in_ub = T.alloc_ub((3 * rM, H), dtype, address=a_in)  # three input slots
                 xf_ub = T.alloc_ub((rM, H), "float32", address=a_xf)  # the tile in fp32
                 gf_ub = T.alloc_ub((rM, H), "float32", address=a_gf)
                 pa_ub = T.alloc_ub((rM, h), "float32", address=a_pa)  # the products'
                 pb_ub = T.alloc_ub((rM, h), "float32", address=a_pb)  # column halves
-                if wide:
-                    dx_ub = T.alloc_ub((rM, H), dtype, address=a_dx)  # dx as stored
-                else:
-                    dx_ub = gf_ub
                 rs_ub = T.alloc_ub((rM,), "float32", address=a_rs)  # s1, then rstd
                 cf_ub = T.alloc_ub((rM,), "float32", address=a_cf)  # s2
                 # W as loaded is dead once widened: it shares x's fp32 bytes.
                 load_weight_f32(W, wf_ub)
                 T.tile.fill(dw_ub, 0.0)
 
-                # One buffer per input: the next tile's load is issued once this tile is widened;
-                # dx is stored from its own buffer, whose store the next tile's dx waits for.
+                # Slots in turn: x of a tile a tile early, dy between two tiles' widening.
                 workers = num_blocks * 2
                 worker = cid * 2 + vid
                 full_tiles = M // rM
                 mine = T.ceildiv(T.max(full_tiles - worker, 0), workers)
                 T.set_flag("MTE3", "V", EV_OUT)  # dx's buffer starts free
                 if mine > 0:
-                    load(X, DY, x_ub, g_ub, worker * rM, None)
+                    T.copy(X[worker * rM, 0], in_ub[0:rM, 0:H])
+                    T.copy(DY[worker * rM, 0], in_ub[rM:2 * rM, 0:H])
                     T.set_flag("MTE2", "V", EV_IN)
+                    if mine > 1:
+                        T.copy(X[(worker + 1 * workers) * rM, 0], in_ub[2 * rM:3 * rM, 0:H])
                 for i in T.serial(mine):
+                    xo = i * 2 % 3 * rM  # this tile's x slot, then dy of i + 1
+                    go = (i * 2 + 1) % 3 * rM  # its dy slot, then x of i + 2
                     T.wait_flag("MTE2", "V", EV_IN)
-                    widen(x_ub, g_ub, xf_ub, gf_ub)
+                    widen(in_ub[xo:xo + rM, 0:H], in_ub[go:go + rM, 0:H], xf_ub, gf_ub)
                     T.set_flag("V", "MTE2", EV_IN)
-                    if i + 1 < mine:  # the next tile loads while this one computes
+                    if i + 1 < mine:  # the next tile's dy loads while this one computes
                         T.wait_flag("V", "MTE2", EV_IN)
-                        load(X, DY, x_ub, g_ub, (worker + (i + 1) * workers) * rM, None)
-                        T.set_flag("MTE2", "V", EV_IN)
-                    compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, rM)
-                    sync("V", "MTE3", EV_OUT)
-                    T.copy(dx_ub, DX[(worker + i * workers) * rM, 0])
+                        T.copy(DY[(worker + (i + 1) * workers) * rM, 0], in_ub[xo:xo + rM, 0:H])
+                        T.set_flag("MTE2", "V", EV_IN)  # tile i + 1's x and dy have landed
+                        if not wide:
+                            if i + 2 < mine:
+                                T.copy(X[(worker + (i + 2) * workers) * rM, 0], in_ub[go:go + rM, 0:H])
+                    if wide:
+                        compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, in_ub[go:go + rM, 0:H],
+                                rM)
+                        sync("V", "MTE3", EV_OUT)
+                        T.copy(in_ub[go:go + rM, 0:H], DX[(worker + i * workers) * rM, 0])
+                    else:
+                        compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, gf_ub, rM)
+                        sync("V", "MTE3", EV_OUT)
+                        T.copy(gf_ub, DX[(worker + i * workers) * rM, 0])
                     T.set_flag("MTE3", "V", EV_OUT)
+                    if wide:
+                        if i + 2 < mine:  # x of tile i + 2 into the dy slot, once dx is stored
+                            sync("MTE3", "MTE2", EV_OUT)
+                            T.copy(X[(worker + (i + 2) * workers) * rM, 0], in_ub[go:go + rM, 0:H])
                 if mine > 0:
                     T.wait_flag("V", "MTE2", EV_IN)
                 T.wait_flag("MTE3", "V", EV_OUT)
@@ -178,16 +187,26 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
                 if tail > 0 and worker == full_tiles % workers:
                     T.set_flag("MTE3", "V", EV_OUT)
                     T.pipe_barrier("V")
-                    T.tile.fill(x_ub, 0.0)
-                    T.tile.fill(g_ub, 0.0)
+                    T.tile.fill(in_ub[0:rM, 0:H], 0.0)
+                    T.tile.fill(in_ub[rM:2 * rM, 0:H], 0.0)
                     sync("V", "MTE2", EV_TAIL)
-                    load(X, DY, x_ub, g_ub, full_tiles * rM, tail)
-                    sync("MTE2", "V", EV_TAIL)
-                    widen(x_ub, g_ub, xf_ub, gf_ub)
-                    compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, tail)
-                    sync("V", "MTE3", EV_TAIL)
                     for j in T.serial(tail):
-                        T.copy(dx_ub[j:j + 1, 0:H], DX[full_tiles * rM + j, 0])
+                        T.copy(X[full_tiles * rM + j, 0], in_ub[j:j + 1, 0:H])
+                    for j in T.serial(tail):
+                        T.copy(DY[full_tiles * rM + j, 0], in_ub[rM + j:rM + j + 1, 0:H])
+                    sync("MTE2", "V", EV_TAIL)
+                    widen(in_ub[0:rM, 0:H], in_ub[rM:2 * rM, 0:H], xf_ub, gf_ub)
+                    if wide:
+                        compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, in_ub[rM:2 * rM, 0:H],
+                                tail)
+                        sync("V", "MTE3", EV_TAIL)
+                        for j in T.serial(tail):  # dx's valid rows (16-bit: in the dy slot)
+                            T.copy(in_ub[rM + j:rM + j + 1, 0:H], DX[full_tiles * rM + j, 0])
+                    else:
+                        compute(eps, xf_ub, gf_ub, pa_ub, pb_ub, wf_ub, dw_ub, rs_ub, cf_ub, gf_ub, tail)
+                        sync("V", "MTE3", EV_TAIL)
+                        for j in T.serial(tail):
+                            T.copy(gf_ub[j:j + 1, 0:H], DX[full_tiles * rM + j, 0])
                 sync("V", "MTE3", EV_TAIL)
                 T.copy(dw_ub, DWP[worker, 0])
 

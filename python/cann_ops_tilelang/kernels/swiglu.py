@@ -134,7 +134,7 @@ def swiglu_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, b
     @T.macro
     def body(DY, X, A, B, W, DX, DA, DB, DWP, limit):
         with T.Kernel(nb, threads=2) as cid:
-            for p in T.Pipelined(T.ceildiv(total - cid, nb), num_stages=2):
+            for p in T.Pipelined(T.ceildiv(total - cid, nb), num_stages=3):
                 tile = cid + p * nb
                 c = tile % chunks
                 row = tile // chunks * bM
@@ -275,13 +275,19 @@ def swiglu_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, b
     return swiglu_bwd
 
 
+def swiglu_dw_reduce_rows(partials: int) -> int:
+    """The reduce's rows per tile (include/cann_ops_tilelang/activation.h): 64, fewer when the
+    partials of a tile would pass 32 KB of UB, at least 8."""
+    return min(max(8192 // max(partials, 1) // 8 * 8, 8), 64)
+
+
 def swiglu_dw_reduce_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int, rows: bool,
                             clamp: bool, weight: bool, partials: int) -> PrimFunc:
     """dweight: DWP [P, M] fp32 -> DW [M] fp32, the partials summed in order 0 .. P-1 (one AIV per
     block: 1-D tiles have no rows for the compiler to split). Only blocks is read from the key."""
     del dtype, hidden, rows_per_tile, chunk, rows, clamp, weight
     P = partials
-    bR = 1024  # rows per tile: 4 KB of fp32 per partial
+    bR = swiglu_dw_reduce_rows(P)
     M = T.dynamic("M")
     tiles = T.ceildiv(M, bR)
     nb = T.min(blocks, tiles)
@@ -292,11 +298,12 @@ def swiglu_dw_reduce_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: 
             for p in T.Pipelined(T.ceildiv(tiles - cid, nb), num_stages=2):
                 row = (cid + p * nb) * bR
                 acc = T.alloc_shared((bR,), "float32")
-                part = T.alloc_shared((bR,), "float32")
                 T.copy(DWP[0, row], acc)
-                for j in T.serial(P - 1):
-                    T.copy(DWP[j + 1, row], part)
-                    T.tile.add(acc, acc, part)
+                if P > 1:  # partials 1 .. P-1 in one strided copy, summed in order
+                    part = T.alloc_shared((P - 1, bR), "float32")
+                    T.copy(DWP[1, row], part, pad_value=0.0)
+                    for j in T.serial(P - 1):
+                        T.tile.add(acc, acc, part[j:j + 1, 0:bR])
                 T.copy(acc, DW[row])
 
     return swiglu_dw_reduce
