@@ -24,6 +24,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "bank_groups.h"
@@ -87,7 +88,7 @@ std::string declared(const BufferNode& b) {
 [[noreturn]] void report_overflow(const PrimFunc& f, const Target& target, MemScope scope,
                                   int64_t total, const std::vector<const BufferLife*>& lives,
                                   const std::vector<int64_t>& offsets, const Liveness& lv,
-                                  const Refusals& refused) {
+                                  const Refusals& refused, int64_t if_shared) {
   auto line_of = [&](int64_t pos) {
     const SourceLoc& l = lv.stmt_loc[static_cast<size_t>(pos)];
     return l.known() ? std::to_string(l.line) : std::string("?");
@@ -107,10 +108,12 @@ std::string declared(const BufferNode& b) {
   std::string reuse;
   if (!refused.empty()) {
     reuse = fmt::format(
-        "reuse refused for {} pair(s) of buffers whose live ranges are disjoint: sharing bytes "
-        "needs the old owner's last access ordered before the new owner's first (a flag, a "
-        "barrier, or the same in-order pipe):\n",
-        refused.size());
+        "reuse refused for {} pair(s) of buffers whose live ranges are disjoint (they could "
+        "share bytes: with every such pair sharing, {} would need {} bytes): sharing bytes "
+        "needs the old owner's last access ordered before the new owner's first on the chip (a "
+        "flag, a barrier, the same in-order pipe, or a cross-core round trip; TileLang-Ascend's "
+        "planner shares them without asking, docs/compiler.md \"plan_memory\"):\n",
+        refused.size(), scope_name(scope), grouped(if_shared));
     int shown = 0;
     for (const auto& [pair, why] : refused) {
       if (++shown > 8) {
@@ -256,10 +259,63 @@ void place_bank_groups(const Stmt& body, const Target& target, const Liveness& l
   total = end;
 }
 
+/// The on-chip buffers `body` declares (views included).
+std::set<const BufferNode*> declared_buffers(const Stmt& body) {
+  std::set<const BufferNode*> out;
+  pre_order_visit(body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>(); a && is_planned_scope(a->buffer->scope))
+      out.insert(a->buffer.get());
+  });
+  return out;
+}
+
+/// `f`'s body with the cross-core flags insert_channel_syncs will give its channels (issue 29:
+/// a hybrid kernel's workspaces get them only after plan_memory, and bench_sfa's L0B reuse is
+/// ordered by nothing else). The pass inserts syncs and keeps every buffer as it is, which
+/// AccessOrder needs (it knows buffers by their nodes); should either fail, the body as it is.
+Stmt with_channel_syncs(const PrimFunc& f, const Target& target) {
+  PrimFunc g;
+  try {
+    g = insert_channel_syncs(f, target);
+  } catch (const Error&) {
+    return f->body;  // the pass itself reports it when it runs
+  }
+  if (g == f || declared_buffers(g->body) != declared_buffers(f->body)) return f->body;
+  return g->body;
+}
+
 }  // namespace
 
+void check_shared_bytes(const PrimFunc& f, const Target& target) {
+  Liveness lv;
+  lv.per_iteration = true;  // the narrowest ranges plan_memory may have placed by
+  lv.visit(f->body);
+  lv.finish();
+  const AccessOrder order(f->body, target);
+  for (size_t i = 0; i < lv.buffers.size(); ++i) {
+    for (size_t j = i + 1; j < lv.buffers.size(); ++j) {
+      const BufferLife& a = lv.buffers[i];
+      const BufferLife& b = lv.buffers[j];
+      if (a.buffer->scope != b.buffer->scope || a.bytes <= 0 || b.bytes <= 0) continue;
+      const int64_t a0 = a.buffer->address, b0 = b.buffer->address;
+      if (a0 < 0 || b0 < 0 || a0 >= b0 + b.bytes || b0 >= a0 + a.bytes) continue;
+      if (a.first <= b.last && b.first <= a.last) continue;  // live together: not a reuse
+      const BufferLife& early = a.last < b.first ? a : b;
+      const BufferLife& late = &early == &a ? b : a;
+      if (auto why = order.reuse_hazard(early.buffer.get(), late.buffer.get()))
+        throw Error(
+            f->loc,
+            fmt::format("internal error: kernel {}: plan_memory gave '{}' the {} bytes of '{}' "
+                        "on the strength of the cross-core flags insert_channel_syncs adds, but "
+                        "the kernel with those flags does not order the reuse: {}",
+                        f->name, late.buffer->name, scope_name(late.buffer->scope),
+                        early.buffer->name, *why));
+    }
+  }
+}
+
 PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_all,
-                     bool bank_groups) {
+                     bool bank_groups, bool channel_syncs_follow) {
   Liveness lv;
   lv.visit(f->body);
   lv.finish();
@@ -284,7 +340,10 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
   };
 
   UseAddresses placer;
-  const AccessOrder order(f->body, target);
+  // AccessOrder keeps pointers into the body it indexes: the body must outlive it.
+  const Stmt order_body =
+      channel_syncs_follow && !syncs_follow_all ? with_channel_syncs(f, target) : f->body;
+  const AccessOrder order(order_body, target);
   for (MemScope scope : {MemScope::L1, MemScope::L0A, MemScope::L0B, MemScope::L0C, MemScope::UB}) {
     const int64_t cap = target.cap(scope);
     const bool syncs_follow = syncs_follow_all && syncs_follow_for(f->body, scope);
@@ -293,6 +352,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
     std::vector<int64_t> offsets;
     Refusals refused;
     int64_t total = 0;
+    std::vector<LiveBlock> blocks;
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (attempt == 1) {
         if (cap <= 0 || total <= cap) break;
@@ -300,7 +360,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
       }
       lives.clear();
       refused.clear();
-      std::vector<LiveBlock> blocks;
+      blocks.clear();
       int64_t align = planning_alignment(target, scope);
       for (const auto& b : use->buffers) {
         if (b.buffer->scope != scope) continue;
@@ -336,7 +396,9 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
     if (std::any_of(lives.begin(), lives.end(), [](auto* b) { return b->buffer->address >= 0; }))
       check_pinned_overlaps(f, scope, tight_lives(), order, syncs_follow);
     if (cap > 0 && total > cap)
-      report_overflow(f, target, scope, total, lives, offsets, *use, refused);
+      report_overflow(
+          f, target, scope, total, lives, offsets, *use, refused,
+          footprint(blocks, assign_offsets(blocks, [](size_t, size_t) { return true; })));
     for (size_t i = 0; i < lives.size(); ++i) {
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;

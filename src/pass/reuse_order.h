@@ -19,7 +19,8 @@ namespace tl {
 
 class AccessOrder {
  public:
-  /// Indexes every access of every on-chip buffer of `body` (views count as their base).
+  /// Indexes every access of every on-chip buffer of `body` (views count as their base). Keeps
+  /// pointers into `body`, which must outlive the AccessOrder.
   AccessOrder(const Stmt& body, const Target& target);
   ~AccessOrder();
   AccessOrder(const AccessOrder&) = delete;
