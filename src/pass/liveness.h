@@ -56,6 +56,10 @@ class Liveness : public IRVisitor {
   /// overflow without them, and only when insert_syncs follows to order a reuse across the
   /// loop's back edge.
   bool per_iteration = false;
+  /// With per_iteration: one region per iteration (a slot of a double buffer) written before it
+  /// is read counts as a whole write (fresh()). plan_memory's last resort, so that a kernel that
+  /// fit with the plain per-iteration ranges keeps its plan.
+  bool slots = false;
 
   void visit(const Stmt& s) override {
     if (!s.defined()) return;
@@ -128,7 +132,7 @@ class Liveness : public IRVisitor {
     // write as far as this iteration is concerned (issue 29: bench_sfa's kv_l0b, written and
     // read at `[kk % 2, :, :]` in each iteration of the kk loop).
     const bool slot =
-        w.region && std::all_of(in_l.begin(), in_l.end(), [&](const Access* x) {
+        slots && w.region && std::all_of(in_l.begin(), in_l.end(), [&](const Access* x) {
           return x->region && x->loops.size() == k + 1 && same_region(*x->region, *w.region);
         });
     auto writes = [&](const Access& x) { return x.full_write || (slot && x.region_write); };

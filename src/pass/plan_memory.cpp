@@ -288,7 +288,7 @@ Stmt with_channel_syncs(const PrimFunc& f, const Target& target) {
 
 void check_shared_bytes(const PrimFunc& f, const Target& target) {
   Liveness lv;
-  lv.per_iteration = true;  // the narrowest ranges plan_memory may have placed by
+  lv.per_iteration = lv.slots = true;  // the narrowest ranges plan_memory may have placed by
   lv.visit(f->body);
   lv.finish();
   const AccessOrder order(f->body, target);
@@ -328,35 +328,55 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
   // planner (TL_ASCEND_MEMORY_PLANNING) gives every buffer first and last touched in one loop
   // body such a per-iteration range, without asking whether the syncs order the reuse;
   // opt_gdn_chunk_h.py fits UB only so (docs/tla_corpus.md).
-  std::optional<Liveness> tight;
-  auto tight_lives = [&]() -> const Liveness& {
-    if (!tight) {
-      tight.emplace();
-      tight->per_iteration = true;
-      tight->visit(f->body);
-      tight->finish();
+  std::optional<Liveness> tight, slotted;
+  auto lives_of = [&](std::optional<Liveness>& l, bool slots) -> const Liveness& {
+    if (!l) {
+      l.emplace();
+      l->per_iteration = true;
+      l->slots = slots;
+      l->visit(f->body);
+      l->finish();
     }
-    return *tight;
+    return *l;
   };
+  auto tight_lives = [&]() -> const Liveness& { return lives_of(tight, false); };
 
   UseAddresses placer;
-  // AccessOrder keeps pointers into the body it indexes: the body must outlive it.
-  const Stmt order_body =
-      channel_syncs_follow && !syncs_follow_all ? with_channel_syncs(f, target) : f->body;
-  const AccessOrder order(order_body, target);
+  const AccessOrder order(f->body, target, /*loop_trips=*/false);
+  // The last resort, where a memory overflows with both: double-buffer slots as whole writes
+  // (liveness.h), and the reuse order with round trips inside loops, on the kernel with the
+  // cross-core flags insert_channel_syncs will add when no insert_syncs follows (issue 29,
+  // bench_sfa's L0B; docs/compiler.md "Round trips in loops"). Asked only there, so a kernel
+  // that fit before keeps its plan byte for byte. AccessOrder keeps pointers into the body it
+  // indexes: the body outlives it.
+  Stmt last_body;
+  std::optional<AccessOrder> last_order;
+  auto last_resort_order = [&]() -> const AccessOrder& {
+    if (!last_order) {
+      last_body =
+          channel_syncs_follow && !syncs_follow_all ? with_channel_syncs(f, target) : f->body;
+      last_order.emplace(last_body, target, /*loop_trips=*/true);
+    }
+    return *last_order;
+  };
   for (MemScope scope : {MemScope::L1, MemScope::L0A, MemScope::L0B, MemScope::L0C, MemScope::UB}) {
     const int64_t cap = target.cap(scope);
     const bool syncs_follow = syncs_follow_all && syncs_follow_for(f->body, scope);
     const Liveness* use = &lv;
+    const AccessOrder* ask = &order;
     std::vector<const BufferLife*> lives;
     std::vector<int64_t> offsets;
     Refusals refused;
     int64_t total = 0;
     std::vector<LiveBlock> blocks;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (attempt == 1) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (attempt >= 1) {
         if (cap <= 0 || total <= cap) break;
         use = &tight_lives();
+      }
+      if (attempt == 2) {
+        use = &lives_of(slotted, true);
+        ask = &last_resort_order();
       }
       lives.clear();
       refused.clear();
@@ -379,8 +399,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
         size_t early = lives[i]->last < lives[j]->first ? i : j, late = early == i ? j : i;
         auto [it, fresh] = memo.try_emplace({early, late}, true);
         if (fresh && !syncs_follow) {
-          if (auto why =
-                  order.reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
+          if (auto why = ask->reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
             it->second = false;
             refused.emplace(std::pair{early, late}, *why);
           }
@@ -394,7 +413,8 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
     }
     if (lives.empty()) continue;
     if (std::any_of(lives.begin(), lives.end(), [](auto* b) { return b->buffer->address >= 0; }))
-      check_pinned_overlaps(f, scope, tight_lives(), order, syncs_follow);
+      check_pinned_overlaps(f, scope, ask == &order ? tight_lives() : lives_of(slotted, true), *ask,
+                            syncs_follow);
     if (cap > 0 && total > cap)
       report_overflow(
           f, target, scope, total, lives, offsets, *use, refused,

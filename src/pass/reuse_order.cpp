@@ -168,6 +168,8 @@ struct AccessOrder::Impl {
   /// Per core, the round trips a wait_cross_flag of that core closes (Knowledge::trips).
   std::map<CoreKind, std::map<int64_t, std::vector<int64_t>>> trips;
 
+  bool loop_trips = true;  // round trips inside loops too (AccessOrder's constructor)
+
   explicit Impl(const Target& t) : target(t) {}
 
   const BufferNode* resolve(const BufferNode* b) const {
@@ -358,6 +360,9 @@ struct AccessOrder::Impl {
         const Cross* theirs = only(SyncKind::SetCrossFlag, *set_back.id);
         const Cross* wait_back = only(SyncKind::WaitCrossFlag, *set_back.id);
         if (theirs != &set_back || !wait_back || wait_back->core != set_out.core) continue;
+        if (!loop_trips && !(set_out.chain.empty() && wait_back->chain.empty() &&
+                             wait_out->chain.empty() && set_back.chain.empty()))
+          continue;
         if (set_out.chain != wait_back->chain || wait_out->chain != set_back.chain ||
             !same_iterations(set_out.chain, wait_out->chain))
           continue;
@@ -540,8 +545,9 @@ struct AccessOrder::Impl {
   }
 };
 
-AccessOrder::AccessOrder(const Stmt& body, const Target& target)
+AccessOrder::AccessOrder(const Stmt& body, const Target& target, bool loop_trips)
     : impl_(std::make_unique<Impl>(target)) {
+  impl_->loop_trips = loop_trips;
   if (body.defined()) impl_->add(body, -1, 0, std::nullopt);
   impl_->find_round_trips();
 }

@@ -21,7 +21,10 @@ class AccessOrder {
  public:
   /// Indexes every access of every on-chip buffer of `body` (views count as their base). Keeps
   /// pointers into `body`, which must outlive the AccessOrder.
-  AccessOrder(const Stmt& body, const Target& target);
+  /// With `loop_trips` a round trip may also run inside loops (once per iteration of the same
+  /// loops on both cores: reuse_order.cpp, find_round_trips); without, only outside every loop
+  /// and if (what plan_memory asks first, so that a kernel that fit keeps its plan).
+  AccessOrder(const Stmt& body, const Target& target, bool loop_trips = true);
   ~AccessOrder();
   AccessOrder(const AccessOrder&) = delete;
   AccessOrder& operator=(const AccessOrder&) = delete;
