@@ -254,22 +254,8 @@ PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool overlap = 
 /// instructions read two sources from conflicting bank groups (docs/hardware.md section 4) is
 /// placed again with those buffers at residues modulo 512 that put the weighted repeats' sources
 /// in opposite groups; the new layout is kept only if it has fewer conflicting repeats and fits.
-///
-/// With `channel_syncs_follow` (insert_channel_syncs runs later, insert_syncs does not) the
-/// ordering is proved on the kernel with the cross-core flags insert_channel_syncs will add: a
-/// workspace round trip (this core's store, the other core's load and then its store, this
-/// core's load) orders everything after it (issue 29: bench_sfa's two L0B operands share bytes
-/// so, as TileLang-Ascend's planner shares them without asking). check_shared_bytes proves
-/// those reuses again once the flags are there.
 PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow = false,
-                     bool bank_groups = true, bool channel_syncs_follow = false);
-
-/// check_shared_bytes: every two on-chip buffers of `f` (planned, with all its syncs) that share
-/// bytes with disjoint live ranges are ordered by its syncs (reuse_order.h); otherwise an
-/// internal error naming the pair and the missing order. insert_channel_syncs' row of the pass
-/// registry calls it on a kernel without insert_syncs, whose reuses plan_memory proved with the
-/// flags that pass was going to add.
-void check_shared_bytes(const PrimFunc& f, const Target& target);
+                     bool bank_groups = true);
 
 /// insert_syncs: writes the intra-core synchronisation of every T::Scope that has none of its
 /// own (no sync of SyncOrigin::User, no set/wait_flag, pipe_barrier or barrier_all); a scope

@@ -314,6 +314,10 @@ void check_shared_bytes(const PrimFunc& f, const Target& target) {
   }
 }
 
+PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow, bool bank_groups) {
+  return plan_memory(f, target, syncs_follow, bank_groups, /*channel_syncs_follow=*/false);
+}
+
 PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_all,
                      bool bank_groups, bool channel_syncs_follow) {
   Liveness lv;

@@ -5,6 +5,7 @@
 // validation and fingerprint, tlc's --off/--on, the Python extension's developer options and
 // tl_ascend.PassConfigKey read the switch rows.
 #include "developer.h"
+#include "reuse_order.h"
 #include "tl/ir_functor.h"
 #include "tl/pass.h"
 
