@@ -129,6 +129,10 @@ struct PassContext {
   /// developer kernel, read from its annotation, and insert_syncs is on): plan_memory may share
   /// bytes the syncs then order.
   std::function<bool(const PrimFunc&)> syncs_follow;
+  /// Whether insert_channel_syncs runs after plan_memory on kernel `g`: plan_memory may then
+  /// prove a reuse with the cross-core flags it will add (and that pass checks the proof on the
+  /// flags it added: plan_memory.cpp, check_shared_bytes).
+  std::function<bool(const PrimFunc&)> channel_syncs_follow = nullptr;
 };
 
 /// One pass (a row of pass_registry()).

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tl/error.h"
+#include "tl/ir_equal.h"
 #include "tl/ir_functor.h"
 #include "tl/op.h"
 #include "tl/storage.h"
@@ -55,6 +56,10 @@ class Liveness : public IRVisitor {
   /// overflow without them, and only when insert_syncs follows to order a reuse across the
   /// loop's back edge.
   bool per_iteration = false;
+  /// With per_iteration: one region per iteration (a slot of a double buffer) written before it
+  /// is read counts as a whole write (fresh()). plan_memory's last resort, so that a kernel that
+  /// fit with the plain per-iteration ranges keeps its plan.
+  bool slots = false;
 
   void visit(const Stmt& s) override {
     if (!s.defined()) return;
@@ -95,6 +100,11 @@ class Liveness : public IRVisitor {
     std::vector<std::pair<size_t, int64_t>> ifs;  // enclosing if branches: loops around, id
     bool full_write;                              // overwrites the whole buffer
     bool sweep_write;  // overwrites row `i` whole, i the innermost loop's variable over all rows
+    /// The one region of the buffer this tile op touches (nullptr: a scalar access, or two
+    /// regions), with no memory load in its bounds, and whether the op overwrites it whole
+    /// without reading the buffer (a slot of a double buffer: `kv_l0b[kk % 2, :, :]`).
+    const BufferRegion* region = nullptr;
+    bool region_write = false;
   };
 
   /// Whether no value of access `i`'s buffer crosses the iterations of the access's k-th
@@ -117,6 +127,15 @@ class Liveness : public IRVisitor {
       if (x.buffer == a.buffer && x.loops.size() > k && x.loops[k] == a.loops[k])
         in_l.push_back(&x);
     const Access& w = *in_l.front();
+    // One slot per iteration: every access in L directly in its body and of the same region
+    // (the same bounds, evaluated in the same iteration), so a write of that region is a whole
+    // write as far as this iteration is concerned (issue 29: bench_sfa's kv_l0b, written and
+    // read at `[kk % 2, :, :]` in each iteration of the kk loop).
+    const bool slot =
+        slots && w.region && std::all_of(in_l.begin(), in_l.end(), [&](const Access* x) {
+          return x->region && x->loops.size() == k + 1 && same_region(*x->region, *w.region);
+        });
+    auto writes = [&](const Access& x) { return x.full_write || (slot && x.region_write); };
     bool ok = false;
     if (w.loops.size() == k + 1) {
       // Directly in L, under the if branches `chain` inside L (outermost first). Every access
@@ -133,14 +152,14 @@ class Liveness : public IRVisitor {
         return std::any_of(x.ifs.begin(), x.ifs.end(),
                            [&](const auto& dep_id) { return dep_id.second == branch; });
       };
-      ok = w.full_write;
+      ok = writes(w);
       if (ok && !chain.empty()) {
         const int64_t inner = chain.back();
         bool both = false;
         if (inner % 2 == 0)
           for (const Access* x : in_l)
             if (holds(*x, inner + 1)) {
-              both = x->full_write && x->loops.size() == k + 1 && x->ifs.back().second == inner + 1;
+              both = writes(*x) && x->loops.size() == k + 1 && x->ifs.back().second == inner + 1;
               break;
             }
         const int64_t need = !both ? inner : chain.size() >= 2 ? chain[chain.size() - 2] : -1;
@@ -163,6 +182,15 @@ class Liveness : public IRVisitor {
     }
     fresh_[key] = ok;
     return ok;
+  }
+
+  static bool same_region(const BufferRegion& a, const BufferRegion& b) {
+    if (a.ranges.size() != b.ranges.size()) return false;
+    for (size_t d = 0; d < a.ranges.size(); ++d)
+      if (!structural_equal(a.ranges[d].min, b.ranges[d].min) ||
+          !structural_equal(a.ranges[d].extent, b.ranges[d].extent))
+        return false;
+    return true;
   }
 
   /// Whether every iteration of the inner loop M of the sweep write `w` (directly in the k-th
@@ -231,6 +259,16 @@ class Liveness : public IRVisitor {
     }
     for (size_t i = 0; i < n->args.size() && i < n->op->operands.size(); ++i) {
       const TileArg& a = n->args[i];
+      if (!a.is_region()) continue;
+      const BufferNode* b = a.region.buffer.get();
+      const bool write_only = n->op->operands[i].access == tl::Access::Write && uses[b] == 1;
+      if (uses[b] == 1 && !loads_memory(a.region)) {
+        region_.emplace(b, &a.region);
+        if (write_only) region_write_.insert(b);
+      }
+    }
+    for (size_t i = 0; i < n->args.size() && i < n->op->operands.size(); ++i) {
+      const TileArg& a = n->args[i];
       tl::Access acc = n->op->operands[i].access;
       bool writes = acc == tl::Access::Write ||
                     (init && acc == tl::Access::ReadWrite && n->op->operands[i].name == "C");
@@ -260,6 +298,22 @@ class Liveness : public IRVisitor {
     IRVisitor::visit_(n);
     full_write_.clear();
     sweep_write_.clear();
+    region_.clear();
+    region_write_.clear();
+  }
+
+  /// Whether a region's bounds read memory (a value that may change between two accesses).
+  static bool loads_memory(const BufferRegion& r) {
+    struct Loads : IRVisitor {
+      using IRVisitor::visit;
+      bool found = false;
+      void visit_(const LoadNode*) override { found = true; }
+    } v;
+    for (const auto& range : r.ranges) {
+      v.visit(range.min);
+      v.visit(range.extent);
+    }
+    return v.found;
   }
 
   /// `buf[i, ...]` with every other dimension whole, i the variable of the innermost loop, which
@@ -334,6 +388,11 @@ class Liveness : public IRVisitor {
       if (depth > life.decl_depth) acc.ifs.push_back({depth - life.decl_depth, id});
     acc.full_write = full_write_.count(b.get()) && buffers[it->second].buffer.same_as(b);
     acc.sweep_write = sweep_write_.count(b.get()) && buffers[it->second].buffer.same_as(b);
+    if (auto r = region_.find(b.get());
+        r != region_.end() && buffers[it->second].buffer.same_as(b)) {
+      acc.region = r->second;
+      acc.region_write = region_write_.count(b.get()) > 0;
+    }
     accesses_.push_back(std::move(acc));
   }
 
@@ -343,7 +402,8 @@ class Liveness : public IRVisitor {
   std::vector<Access> accesses_;
   std::vector<std::pair<size_t, int64_t>> ifs_;  // each enclosing if branch: loop depth, id
   int64_t next_branch_ = 0;
-  std::unordered_set<const BufferNode*> full_write_, sweep_write_;
+  std::unordered_set<const BufferNode*> full_write_, sweep_write_, region_write_;
+  std::unordered_map<const BufferNode*, const BufferRegion*> region_;
   std::map<std::pair<size_t, size_t>, bool> fresh_;  // (buffer, loop) -> fresh(), memoised
 };
 

@@ -53,8 +53,14 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const PassOptions& optio
   if (dev::developer_threads(f) > 0) check_developer_dependencies(off);
   const bool syncs_on = !off.count("insert_syncs");
   const bool auto_sync = opt.dev.auto_sync;
-  const PassContext ctx{opt, [syncs_on, auto_sync](const PrimFunc& g) {
+  const bool channels_on = !off.count("insert_channel_syncs");
+  const bool auto_cv_sync = opt.dev.auto_cv_sync;
+  const PassContext ctx{opt,
+                        [syncs_on, auto_sync](const PrimFunc& g) {
                           return syncs_on && (auto_sync || dev::developer_threads(g) > 0);
+                        },
+                        [channels_on, auto_cv_sync](const PrimFunc& g) {
+                          return channels_on && (auto_cv_sync || dev::developer_threads(g) > 0);
                         }};
   auto gated = [&opt](Gate gate, const PrimFunc& g) {
     const int threads = dev::developer_threads(g);
@@ -104,7 +110,10 @@ PrimFunc run_named_passes(const PrimFunc& f, const Target& target,
     }
     const bool syncs_follow =
         std::find(names.begin() + i, names.end(), "insert_syncs") != names.end();
-    const PassContext ctx{options, [syncs_follow](const PrimFunc&) { return syncs_follow; }};
+    const bool channels_follow =
+        std::find(names.begin() + i, names.end(), "insert_channel_syncs") != names.end();
+    const PassContext ctx{options, [syncs_follow](const PrimFunc&) { return syncs_follow; },
+                          [channels_follow](const PrimFunc&) { return channels_follow; }};
     passes.push_back({names[i],
                       [p, ctx](const PrimFunc& g, const Target& t) { return p->run(g, t, ctx); },
                       p->ensures, p->phase});

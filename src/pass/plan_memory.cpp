@@ -24,6 +24,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "bank_groups.h"
@@ -87,7 +88,7 @@ std::string declared(const BufferNode& b) {
 [[noreturn]] void report_overflow(const PrimFunc& f, const Target& target, MemScope scope,
                                   int64_t total, const std::vector<const BufferLife*>& lives,
                                   const std::vector<int64_t>& offsets, const Liveness& lv,
-                                  const Refusals& refused) {
+                                  const Refusals& refused, int64_t if_shared) {
   auto line_of = [&](int64_t pos) {
     const SourceLoc& l = lv.stmt_loc[static_cast<size_t>(pos)];
     return l.known() ? std::to_string(l.line) : std::string("?");
@@ -107,10 +108,12 @@ std::string declared(const BufferNode& b) {
   std::string reuse;
   if (!refused.empty()) {
     reuse = fmt::format(
-        "reuse refused for {} pair(s) of buffers whose live ranges are disjoint: sharing bytes "
-        "needs the old owner's last access ordered before the new owner's first (a flag, a "
-        "barrier, or the same in-order pipe):\n",
-        refused.size());
+        "reuse refused for {} pair(s) of buffers whose live ranges are disjoint (they could "
+        "share bytes: with every such pair sharing, {} would need {} bytes): sharing bytes "
+        "needs the old owner's last access ordered before the new owner's first on the chip (a "
+        "flag, a barrier, the same in-order pipe, or a cross-core round trip; TileLang-Ascend's "
+        "planner shares them without asking, docs/compiler.md \"plan_memory\"):\n",
+        refused.size(), scope_name(scope), grouped(if_shared));
     int shown = 0;
     for (const auto& [pair, why] : refused) {
       if (++shown > 8) {
@@ -256,10 +259,67 @@ void place_bank_groups(const Stmt& body, const Target& target, const Liveness& l
   total = end;
 }
 
+/// The on-chip buffers `body` declares (views included).
+std::set<const BufferNode*> declared_buffers(const Stmt& body) {
+  std::set<const BufferNode*> out;
+  pre_order_visit(body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>(); a && is_planned_scope(a->buffer->scope))
+      out.insert(a->buffer.get());
+  });
+  return out;
+}
+
+/// `f`'s body with the cross-core flags insert_channel_syncs will give its channels (issue 29:
+/// a hybrid kernel's workspaces get them only after plan_memory, and bench_sfa's L0B reuse is
+/// ordered by nothing else). The pass inserts syncs and keeps every buffer as it is, which
+/// AccessOrder needs (it knows buffers by their nodes); should either fail, the body as it is.
+Stmt with_channel_syncs(const PrimFunc& f, const Target& target) {
+  PrimFunc g;
+  try {
+    g = insert_channel_syncs(f, target);
+  } catch (const Error&) {
+    return f->body;  // the pass itself reports it when it runs
+  }
+  if (g == f || declared_buffers(g->body) != declared_buffers(f->body)) return f->body;
+  return g->body;
+}
+
 }  // namespace
 
+void check_shared_bytes(const PrimFunc& f, const Target& target) {
+  Liveness lv;
+  lv.per_iteration = lv.slots = true;  // the narrowest ranges plan_memory may have placed by
+  lv.visit(f->body);
+  lv.finish();
+  const AccessOrder order(f->body, target);
+  for (size_t i = 0; i < lv.buffers.size(); ++i) {
+    for (size_t j = i + 1; j < lv.buffers.size(); ++j) {
+      const BufferLife& a = lv.buffers[i];
+      const BufferLife& b = lv.buffers[j];
+      if (a.buffer->scope != b.buffer->scope || a.bytes <= 0 || b.bytes <= 0) continue;
+      const int64_t a0 = a.buffer->address, b0 = b.buffer->address;
+      if (a0 < 0 || b0 < 0 || a0 >= b0 + b.bytes || b0 >= a0 + a.bytes) continue;
+      if (a.first <= b.last && b.first <= a.last) continue;  // live together: not a reuse
+      const BufferLife& early = a.last < b.first ? a : b;
+      const BufferLife& late = &early == &a ? b : a;
+      if (auto why = order.reuse_hazard(early.buffer.get(), late.buffer.get()))
+        throw Error(
+            f->loc,
+            fmt::format("internal error: kernel {}: plan_memory gave '{}' the {} bytes of '{}' "
+                        "on the strength of the cross-core flags insert_channel_syncs adds, but "
+                        "the kernel with those flags does not order the reuse: {}",
+                        f->name, late.buffer->name, scope_name(late.buffer->scope),
+                        early.buffer->name, *why));
+    }
+  }
+}
+
+PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow, bool bank_groups) {
+  return plan_memory(f, target, syncs_follow, bank_groups, /*channel_syncs_follow=*/false);
+}
+
 PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_all,
-                     bool bank_groups) {
+                     bool bank_groups, bool channel_syncs_follow) {
   Liveness lv;
   lv.visit(f->body);
   lv.finish();
@@ -272,35 +332,59 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
   // planner (TL_ASCEND_MEMORY_PLANNING) gives every buffer first and last touched in one loop
   // body such a per-iteration range, without asking whether the syncs order the reuse;
   // opt_gdn_chunk_h.py fits UB only so (docs/tla_corpus.md).
-  std::optional<Liveness> tight;
-  auto tight_lives = [&]() -> const Liveness& {
-    if (!tight) {
-      tight.emplace();
-      tight->per_iteration = true;
-      tight->visit(f->body);
-      tight->finish();
+  std::optional<Liveness> tight, slotted;
+  auto lives_of = [&](std::optional<Liveness>& l, bool slots) -> const Liveness& {
+    if (!l) {
+      l.emplace();
+      l->per_iteration = true;
+      l->slots = slots;
+      l->visit(f->body);
+      l->finish();
     }
-    return *tight;
+    return *l;
   };
+  auto tight_lives = [&]() -> const Liveness& { return lives_of(tight, false); };
 
   UseAddresses placer;
-  const AccessOrder order(f->body, target);
+  const AccessOrder order(f->body, target, /*loop_trips=*/false);
+  // The last resort, where a memory overflows with both: double-buffer slots as whole writes
+  // (liveness.h), and the reuse order with round trips inside loops, on the kernel with the
+  // cross-core flags insert_channel_syncs will add when no insert_syncs follows (issue 29,
+  // bench_sfa's L0B; docs/compiler.md "Round trips in loops"). Asked only there, so a kernel
+  // that fit before keeps its plan byte for byte. AccessOrder keeps pointers into the body it
+  // indexes: the body outlives it.
+  Stmt last_body;
+  std::optional<AccessOrder> last_order;
+  auto last_resort_order = [&]() -> const AccessOrder& {
+    if (!last_order) {
+      last_body =
+          channel_syncs_follow && !syncs_follow_all ? with_channel_syncs(f, target) : f->body;
+      last_order.emplace(last_body, target, /*loop_trips=*/true);
+    }
+    return *last_order;
+  };
   for (MemScope scope : {MemScope::L1, MemScope::L0A, MemScope::L0B, MemScope::L0C, MemScope::UB}) {
     const int64_t cap = target.cap(scope);
     const bool syncs_follow = syncs_follow_all && syncs_follow_for(f->body, scope);
     const Liveness* use = &lv;
+    const AccessOrder* ask = &order;
     std::vector<const BufferLife*> lives;
     std::vector<int64_t> offsets;
     Refusals refused;
     int64_t total = 0;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (attempt == 1) {
+    std::vector<LiveBlock> blocks;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (attempt >= 1) {
         if (cap <= 0 || total <= cap) break;
         use = &tight_lives();
       }
+      if (attempt == 2) {
+        use = &lives_of(slotted, true);
+        ask = &last_resort_order();
+      }
       lives.clear();
       refused.clear();
-      std::vector<LiveBlock> blocks;
+      blocks.clear();
       int64_t align = planning_alignment(target, scope);
       for (const auto& b : use->buffers) {
         if (b.buffer->scope != scope) continue;
@@ -319,8 +403,7 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
         size_t early = lives[i]->last < lives[j]->first ? i : j, late = early == i ? j : i;
         auto [it, fresh] = memo.try_emplace({early, late}, true);
         if (fresh && !syncs_follow) {
-          if (auto why =
-                  order.reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
+          if (auto why = ask->reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
             it->second = false;
             refused.emplace(std::pair{early, late}, *why);
           }
@@ -334,9 +417,12 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
     }
     if (lives.empty()) continue;
     if (std::any_of(lives.begin(), lives.end(), [](auto* b) { return b->buffer->address >= 0; }))
-      check_pinned_overlaps(f, scope, tight_lives(), order, syncs_follow);
+      check_pinned_overlaps(f, scope, ask == &order ? tight_lives() : lives_of(slotted, true), *ask,
+                            syncs_follow);
     if (cap > 0 && total > cap)
-      report_overflow(f, target, scope, total, lives, offsets, *use, refused);
+      report_overflow(
+          f, target, scope, total, lives, offsets, *use, refused,
+          footprint(blocks, assign_offsets(blocks, [](size_t, size_t) { return true; })));
     for (size_t i = 0; i < lives.size(); ++i) {
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;

@@ -5,6 +5,7 @@
 // validation and fingerprint, tlc's --off/--on, the Python extension's developer options and
 // tl_ascend.PassConfigKey read the switch rows.
 #include "developer.h"
+#include "reuse_order.h"
 #include "tl/ir_functor.h"
 #include "tl/pass.h"
 
@@ -294,7 +295,8 @@ const std::vector<PassDef>& pass_registry() {
       // on the final addresses, and orders whatever it shares.
       {"plan_memory",
        [](const PrimFunc& g, const Target& t, const Ctx& c) {
-         return plan_memory(g, t, c.syncs_follow && c.syncs_follow(g), c.opt.dev.bank_groups);
+         return plan_memory(g, t, c.syncs_follow && c.syncs_follow(g), c.opt.dev.bank_groups,
+                            c.channel_syncs_follow && c.channel_syncs_follow(g));
        },
        Gate::Always,
        "",
@@ -322,8 +324,13 @@ const std::vector<PassDef>& pass_registry() {
       // Cross-core: after insert_syncs, which orders each core's own pipes and knows nothing of
       // the other core.
       // Also on a hybrid kernel's workspaces (combine_cv marks them channels) with auto_cv_sync.
+      // Then the reuses plan_memory proved with these flags are proved again on them.
       {"insert_channel_syncs",
-       plain(insert_channel_syncs),
+       [](const PrimFunc& g, const Target& t, const Ctx& c) {
+         PrimFunc h = insert_channel_syncs(g, t);
+         if (h != g && !(c.syncs_follow && c.syncs_follow(g))) check_shared_bytes(h, t);
+         return h;
+       },
        Gate::CrossSynced,
        "insert_syncs",
        {"split_cube_vector"},

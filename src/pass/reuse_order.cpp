@@ -12,8 +12,9 @@
 // cross-core round trip orders everything after it: this core's set_cross_flag on a pipe that
 // knows the first access is done, the other core's wait for it and then its set of a second
 // flag, this core's wait for that one (each of the four the only one of its flag and kind in
-// the kernel, none in a loop or an if, mode 2: TileLang-Ascend's opt_gdn_chunk_o.py orders its
-// UB reuses only so).
+// the kernel, mode 2; outside every loop and if, as TileLang-Ascend's opt_gdn_chunk_o.py orders
+// its UB reuses, or all four once per iteration of the same loops and ifs, as a hybrid kernel's
+// workspace flags are: bench_sfa's L0B; find_round_trips says when each is sound).
 #include "reuse_order.h"
 
 #include <algorithm>
@@ -133,10 +134,12 @@ struct Knowledge {
         return;
     }
   }
-  /// Around a loop's back edge a flag id that is not a constant names another flag.
+  /// Around a loop's back edge a flag id that is not a constant names another flag. The cross
+  /// sets stay: a round trip's wait met after the back edge runs in a later iteration than the
+  /// carrying set, which find_round_trips allows for every trip (the wait's k-th execution
+  /// follows the other core's k-th set, after its wait for our k-1-th or earlier set).
   void cross_back_edge() {
     std::erase_if(pending, [](const auto& kv) { return !kv.second.constant_id; });
-    cross_sets.clear();  // round trips are outside every loop
   }
 };
 
@@ -150,18 +153,22 @@ struct AccessOrder::Impl {
   std::unordered_map<const BufferNode*, std::vector<Acc>> accesses;
   std::unordered_map<const StmtNode*, FlagKey> flag_key;  // of every set_flag / wait_flag
   /// Every set_cross_flag / wait_cross_flag: its node, core, kind, constant id (or none), mode,
-  /// and whether it runs unconditionally once (no For or If around it).
+  /// and the loops and ifs around it.
   struct Cross {
     int node;
     std::optional<CoreKind> core;
     SyncKind kind;
     std::optional<int64_t> id;
     int mode;
-    bool once;
+    /// The For and If nodes around it, outermost first, with the branch taken at an If (0 then,
+    /// 1 else): two flags with equal chains run once per iteration of the same loops.
+    std::vector<std::pair<int, int>> chain;
   };
   std::vector<Cross> crosses;
   /// Per core, the round trips a wait_cross_flag of that core closes (Knowledge::trips).
   std::map<CoreKind, std::map<int64_t, std::vector<int64_t>>> trips;
+
+  bool loop_trips = true;  // round trips inside loops too (AccessOrder's constructor)
 
   explicit Impl(const Target& t) : target(t) {}
 
@@ -229,10 +236,17 @@ struct AccessOrder::Impl {
               fmt::format("{} {} {}", pipe_name(n->src), pipe_name(n->dst), print(n->event_id)),
               as_const_int(n->event_id).has_value()};
         if (n->sync_kind == SyncKind::SetCrossFlag || n->sync_kind == SyncKind::WaitCrossFlag) {
-          bool once = true;
-          for (int x = parent; x >= 0; x = nodes[x].parent)
-            once &= nodes[x].stmt->kind != StmtKind::For && nodes[x].stmt->kind != StmtKind::If;
-          crosses.push_back({id, c, n->sync_kind, as_const_int(n->event_id), n->mode, once});
+          std::vector<std::pair<int, int>> chain;
+          for (int kid = id, x = parent; x >= 0; kid = x, x = nodes[x].parent) {
+            const StmtNode* up = nodes[x].stmt;
+            if (up->kind != StmtKind::For && up->kind != StmtKind::If) continue;
+            int branch = 0;
+            if (up->kind == StmtKind::If)
+              branch = static_cast<const IfNode*>(up)->then_case.get() == nodes[kid].stmt ? 0 : 1;
+            chain.insert(chain.begin(), {x, branch});
+          }
+          crosses.push_back(
+              {id, c, n->sync_kind, as_const_int(n->event_id), n->mode, std::move(chain)});
         }
         break;
       }
@@ -280,12 +294,50 @@ struct AccessOrder::Impl {
     }
   }
 
+  /// Do two chains (Cross::chain) run their flags once per iteration of the same loops? On one
+  /// core: the same nodes. On the two cores: loops of constant and equal bounds, or of the same
+  /// variable and bounds (combine_cv's split copies the loops and ifs of a hybrid kernel into
+  /// both scopes, the expressions themselves, which no core-specific value such as vid enters),
+  /// and ifs of the same condition expression and branch.
+  bool same_iterations(const std::vector<std::pair<int, int>>& a,
+                       const std::vector<std::pair<int, int>>& b) const {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      const StmtNode* x = nodes[a[i].first].stmt;
+      const StmtNode* y = nodes[b[i].first].stmt;
+      if (x->kind != y->kind || a[i].second != b[i].second) return false;
+      if (x->kind == StmtKind::For) {
+        auto* f = static_cast<const ForNode*>(x);
+        auto* g = static_cast<const ForNode*>(y);
+        auto fm = as_const_int(f->min), fe = as_const_int(f->extent);
+        const bool constant =
+            fm && fe && fm == as_const_int(g->min) && fe == as_const_int(g->extent);
+        const bool copied =
+            f->var.get() == g->var.get() && f->min.same_as(g->min) && f->extent.same_as(g->extent);
+        if (!constant && !copied) return false;
+      } else if (!static_cast<const IfNode*>(x)->cond.same_as(
+                     static_cast<const IfNode*>(y)->cond)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /// Round trips between the AIC and the AIVs of a block (mode 2 both ways): core c sets flag
   /// `out`, the other core waits for it and then sets `back`, c waits for `back`. Each of the
-  /// four is the only one of its flag and kind in the kernel and runs once, so the k-th-set
-  /// matching of cross flags pairs them (docs/virtual_npu.md): c's wait for `back` is after the
-  /// other core's set of it, after that core's wait for `out` (which blocks all of its pipes),
-  /// after c's set of `out`.
+  /// four is the only one of its flag and kind in the kernel, so the k-th-set matching of cross
+  /// flags pairs their k-th executions (docs/virtual_npu.md): c's k-th wait for `back` is after
+  /// the other core's k-th set of it. Outside every loop and if, each runs once and the other
+  /// core waits for `out` before it sets `back`: c's wait for `back` is after c's set of `out`.
+  /// Inside loops (a hybrid kernel's workspace flags, once per iteration): all four must run
+  /// once per iteration of the same loops and ifs (same_iterations; the cores see the same
+  /// bounds and conditions), so their k-th executions are those of the k-th iteration. The walk
+  /// meets c's wait for `back` after the carrying set of `out` in iteration k either in a later
+  /// iteration (always ordered: the other core's set of `back` in iteration j > k follows its
+  /// wait for `out` in iteration k) or, when c's wait follows its set in the loop body, in
+  /// iteration k itself, which is ordered only when the other core too waits for `out` before
+  /// it sets `back` in the body.
   void find_round_trips() {
     auto only = [&](SyncKind kind, int64_t id) -> const Cross* {
       const Cross* found = nullptr;
@@ -294,7 +346,7 @@ struct AccessOrder::Impl {
         if (!x.id || found) return nullptr;  // a non-constant id may be any flag
         found = &x;
       }
-      return found && found->once && found->core ? found : nullptr;
+      return found && found->core ? found : nullptr;
     };
     for (const Cross& set_out : crosses) {
       if (set_out.kind != SyncKind::SetCrossFlag || !set_out.id || set_out.mode != 2) continue;
@@ -303,11 +355,19 @@ struct AccessOrder::Impl {
       if (mine != &set_out || !wait_out || wait_out->core == set_out.core) continue;
       for (const Cross& set_back : crosses) {
         if (set_back.kind != SyncKind::SetCrossFlag || !set_back.id || set_back.mode != 2 ||
-            set_back.core != wait_out->core || set_back.node < wait_out->node)
+            set_back.core != wait_out->core)
           continue;
         const Cross* theirs = only(SyncKind::SetCrossFlag, *set_back.id);
         const Cross* wait_back = only(SyncKind::WaitCrossFlag, *set_back.id);
         if (theirs != &set_back || !wait_back || wait_back->core != set_out.core) continue;
+        if (!loop_trips && !(set_out.chain.empty() && wait_back->chain.empty() &&
+                             wait_out->chain.empty() && set_back.chain.empty()))
+          continue;
+        if (set_out.chain != wait_back->chain || wait_out->chain != set_back.chain ||
+            !same_iterations(set_out.chain, wait_out->chain))
+          continue;
+        const bool later_iteration = !set_out.chain.empty() && wait_back->node < set_out.node;
+        if (!later_iteration && set_back.node < wait_out->node) continue;
         trips[*set_out.core][*set_back.id].push_back(*set_out.id);
       }
     }
@@ -485,8 +545,9 @@ struct AccessOrder::Impl {
   }
 };
 
-AccessOrder::AccessOrder(const Stmt& body, const Target& target)
+AccessOrder::AccessOrder(const Stmt& body, const Target& target, bool loop_trips)
     : impl_(std::make_unique<Impl>(target)) {
+  impl_->loop_trips = loop_trips;
   if (body.defined()) impl_->add(body, -1, 0, std::nullopt);
   impl_->find_round_trips();
 }
@@ -511,12 +572,18 @@ std::optional<std::string> AccessOrder::reuse_hazard(const BufferNode* earlier,
         a.pipe == b.pipe
             ? fmt::format(
                   "{0} may overlap consecutive instructions and nothing orders these two (a "
-                  "pipe_barrier({0}) or a flag chain would)",
+                  "pipe_barrier({0}) or a flag chain would",
                   pipe_name(a.pipe))
             : fmt::format(
                   "nothing orders {0} before {1} (set_flag({0}, {1}) / wait_flag or a barrier "
-                  "would)",
+                  "would",
                   pipe_name(a.pipe), pipe_name(b.pipe));
+    fix += fmt::format(
+        ", or a cross-core round trip between them: this core's set_cross_flag once {} is "
+        "done, the other core's wait for it and then its set of another flag, this core's wait "
+        "for that one, each flag the only one of its id and all four once per iteration of the "
+        "same loops)",
+        pipe_name(a.pipe));
     return fmt::format("{}, then {}{}: {}", m.describe(a), m.describe(b),
                        loop >= 0 ? " in the next iteration" : "", fix);
   };
