@@ -103,8 +103,17 @@ inline bool same_store(const Access& w, const Access& a) {
 /// Stores (and their cores) a GM read is ordered after.
 using Sources = std::vector<std::pair<const Access*, uint32_t>>;
 
+/// What a report names of an instruction: kept with its accesses, as its event may be retired
+/// (HazardStream) before a later access conflicts with one of them.
+struct EventInfo {
+  TraceName name;
+  TraceLoc loc;
+  Pipe pipe = Pipe::S;
+  static EventInfo of(const TraceEvent& e) { return {e.name, e.loc, e.pipe}; }
+};
+
 struct Rec {
-  const Access* acc;
+  const Access* acc;  // the trace's (on-chip) or a kept copy (GM)
   uint32_t core;
   uint32_t event;
   int64_t block;
@@ -115,6 +124,7 @@ struct Rec {
   uint64_t start, end, seq;           // the access's bounding range; seq: insertion order
   std::unique_ptr<ReadClocks> reads;  // digested GM stores: the reads they replaced
   std::unique_ptr<Sources> srcs;  // a GM read: the shadowed stores it is ordered after and meets
+  EventInfo info;
 };
 
 /// Two cores' stores of one GM byte range with equal digests of what they stored (the
