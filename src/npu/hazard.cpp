@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <condition_variable>
 #include <iostream>
 #include <mutex>
 
@@ -281,6 +280,7 @@ bool Engine::step(int ci, const TraceEvent& e) {
       Know start = s.know[p];
       uint32_t c = ++s.issued[p];
       const bool dcci = e.name == ops::dcci().name;
+      event_kept_.clear();
       if (check_ && !dcci) access(ci, e, p, c, start);
       if (check_) data_cache(ci, e, p, dcci);
       if (check_ && e.cost == CostClass::Mmad) small_mmad(ci, e);

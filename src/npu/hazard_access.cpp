@@ -10,9 +10,10 @@
 namespace tl::npu::hazard_engine {
 
 const Access* Engine::keep(const Access& a, int64_t block) {
-  // A retired block's events are freed; the GM accesses other blocks may still conflict with
-  // are kept as copies (never freed: a deque, so the addresses stay). A launch checked after
-  // it ran keeps every event, and uses them.
+  // A retired block's events are freed; the GM stores (and dccis) other blocks may still
+  // conflict with are kept as copies (never freed: a deque, so the addresses stay; a GM read's
+  // copy is its record's own, Rec::own). A launch checked after it ran keeps every event, and
+  // uses them.
   if (!streaming_ || (a.mem.scope != MemScope::GM && a.mem.block == block)) return &a;
   return &kept_.emplace_back(a);
 }
@@ -125,7 +126,8 @@ void Engine::access(int ci, const TraceEvent& e, int p, uint32_t c, const Know& 
       recs_.emplace_back();
     }
     Rec& r = recs_[id];
-    r = Rec{keep(a, block),
+    const bool own = streaming_ && !a.write && a.mem.scope == MemScope::GM;
+    r = Rec{own ? nullptr : keep(a, block),
             static_cast<uint32_t>(ci),
             static_cast<uint32_t>(st_[ci].pc),
             block,
@@ -138,7 +140,13 @@ void Engine::access(int ci, const TraceEvent& e, int p, uint32_t c, const Know& 
             rec_seq_++,
             std::move(reads),
             std::move(srcs_[static_cast<size_t>(&a - e.accesses.data())]),
-            EventInfo::of(e)};
+            EventInfo::of(e),
+            {}};
+    if (own) {
+      r.own = a;
+      r.acc = &r.own;
+    }
+    if (r.acc != &a) event_kept_.emplace_back(&a, r.acc);
     index_of(sh, r, false).insert(r.start, r.end, r.seq, id);
     if (sh.per_block) index_of(sh, r, true).insert(r.start, r.end, r.seq, id);
   }
@@ -193,12 +201,12 @@ void Engine::data_cache(int ci, const TraceEvent& e, int p, bool dcci) {
                      "(DataCacheCleanAndInvalid) on that core writes it back");
       continue;
     }
-    const GmWrite w{ci,
-                    keep(a, block_of(ci)),
-                    seq_,
-                    scalar,
-                    static_cast<uint32_t>(st_[ci].pc),
-                    EventInfo::of(e)};
+    // The copy the shadow record of this store took, if any (one copy per store).
+    const Access* kept = nullptr;
+    for (const auto& [orig, copy] : event_kept_)
+      if (orig == &a) kept = copy;
+    const GmWrite w{ci,     kept ? kept : keep(a, block_of(ci)), seq_,
+                    scalar, static_cast<uint32_t>(st_[ci].pc),   EventInfo::of(e)};
     const auto n = static_cast<uint32_t>(gm_writes_.size());
     gm_write_index_.insert(a.start, a.end(), n, n);
     gm_writes_.push_back(w);

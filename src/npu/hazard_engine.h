@@ -113,7 +113,9 @@ class Engine {
   std::map<std::tuple<int64_t, int, int>, KnowQueue> cross_;        // (block, slot, id)
   std::map<std::tuple<int64_t, int, int>, bool> cross_reported_;
   std::map<MemKey, Shadow> shadow_;
-  std::vector<Rec> recs_;       // the shadows' records; ids index it
+  // The shadows' records; ids index it. A deque: a record's address stays while it lives (a
+  // streamed check's GM read points into its record's own copy of its access, Rec::own).
+  std::deque<Rec> recs_;
   std::vector<uint32_t> free_;  // ids of erased records, reused
   uint64_t rec_seq_ = 0;        // insertion order of the records (the old map's tie order)
   // Copies of the GM accesses the checker keeps (shadow records, the data-cache rule's writes
@@ -131,6 +133,8 @@ class Engine {
   std::vector<uint32_t> before_;                // scratch: the stores a GM read is ordered after
   std::vector<std::unique_ptr<Sources>> srcs_;  // scratch: Rec::srcs per access of one event
   std::vector<uint32_t> kill_;                  // scratch: the records one access replaces
+  // scratch: the copies the current event's accesses got (trace access -> copy)
+  std::vector<std::pair<const Access*, const Access*>> event_kept_;
   std::unordered_map<std::string, size_t> seen_;
   std::unordered_map<std::string, size_t> seen_dup_;
   std::vector<std::pair<uint64_t, uint64_t>> gm_written_;  // gm_write_ranges of the trace
