@@ -540,7 +540,8 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
   }
   // A hazard-checked launch whose trace nobody else reads is checked while it runs, block by
   // block, and each block's events are freed once checked: the checker's memory no longer grows
-  // with the launch (docs/virtual_npu.md, "Checking while the launch runs").
+  // with the launch's instructions, only by what a block leaves in GM that a later block may
+  // meet (docs/virtual_npu.md, "Checking while the launch runs").
   std::optional<npu::HazardStream> hazard_stream;
   if (opt.check_hazards && !opt.trace && !opt.profile &&
       npu::HazardStream::applies(p.uses_sync_all)) {

@@ -95,8 +95,8 @@ std::string hazard_report(const Trace& trace, const Target& target,
 /// and then retired: its events freed, its on-chip shadows dropped, the GM accesses a later
 /// block may race with kept as copies. The findings, their order and counts are those of
 /// check_hazards / check_flags on the whole trace (which replays block by block too), while the
-/// memory no longer grows with the launch's instructions (docs/virtual_npu.md, "Checking while
-/// the launch runs").
+/// memory no longer grows with the launch's instructions, only with the GM accesses blocks leave
+/// for later ones (docs/virtual_npu.md, "Checking while the launch runs").
 class HazardStream {
  public:
   /// `trace` is the launch's, sized (one CoreTrace per core of every block) and being recorded.
