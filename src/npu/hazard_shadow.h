@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -103,8 +104,17 @@ inline bool same_store(const Access& w, const Access& a) {
 /// Stores (and their cores) a GM read is ordered after.
 using Sources = std::vector<std::pair<const Access*, uint32_t>>;
 
+/// What a report names of an instruction: kept with its accesses, as its event may be retired
+/// (HazardStream) before a later access conflicts with one of them.
+struct EventInfo {
+  TraceName name;
+  TraceLoc loc;
+  Pipe pipe = Pipe::S;
+  static EventInfo of(const TraceEvent& e) { return {e.name, e.loc, e.pipe}; }
+};
+
 struct Rec {
-  const Access* acc;
+  const Access* acc;  // the trace's (on-chip) or a kept copy (GM)
   uint32_t core;
   uint32_t event;
   int64_t block;
@@ -115,6 +125,11 @@ struct Rec {
   uint64_t start, end, seq;           // the access's bounding range; seq: insertion order
   std::unique_ptr<ReadClocks> reads;  // digested GM stores: the reads they replaced
   std::unique_ptr<Sources> srcs;  // a GM read: the shadowed stores it is ordered after and meets
+  EventInfo info;
+  /// A GM read checked while the launch runs: its access's copy (acc points here). Nothing but
+  /// its record refers to a read, so the copy goes with the record; a store's copy is kept
+  /// (Engine::kept_: the data-cache rule and later reads' Sources refer to it).
+  Access own;
 };
 
 /// Two cores' stores of one GM byte range with equal digests of what they stored (the
@@ -141,7 +156,7 @@ inline bool reads_same_bytes(const Sources* srcs, const Access& w, uint32_t wcor
 
 /// Rec::srcs of a GM read `a`, from the ids of the stores it is ordered after (`before`): those
 /// that meet it; null if none, or more than 64 (then no read of them is excused).
-inline std::unique_ptr<Sources> sources_of(const std::vector<Rec>& recs,
+inline std::unique_ptr<Sources> sources_of(const std::deque<Rec>& recs,
                                            const std::vector<uint32_t>& before, const Access& a) {
   std::unique_ptr<Sources> out;
   for (uint32_t id : before) {

@@ -538,6 +538,15 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
     trace->cores.resize(ls.num_blocks * 3);
     ls.trace = trace;
   }
+  // A hazard-checked launch whose trace nobody else reads is checked while it runs, block by
+  // block, and each block's events are freed once checked: the checker's memory no longer grows
+  // with the launch's instructions, only by what a block leaves in GM that a later block may
+  // meet (docs/virtual_npu.md, "Checking while the launch runs").
+  std::optional<npu::HazardStream> hazard_stream;
+  if (opt.check_hazards && !opt.trace && !opt.profile &&
+      npu::HazardStream::applies(p.uses_sync_all)) {
+    hazard_stream.emplace(*trace, *p.target);
+  }
   if (p.uses_sync_all && ls.num_blocks > p.target->num_aic)
     throw Error(p.kernel->loc,
                 fmt::format("kernel {} uses T.sync_all but launches {} blocks; all blocks must be "
@@ -611,7 +620,7 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
     run_streamed(ls, groups, n, *trace, cross_modes, window, opt);
   } else {
     try {
-      npu::run_groups(ls, groups, n);
+      npu::run_groups(ls, groups, n, hazard_stream ? &*hazard_stream : nullptr);
     } catch (...) {
       ls.output.finish();
       throw;
@@ -672,7 +681,9 @@ void CompiledKernel::launch(Device& dev, const std::vector<Arg>& args,
   }
   ls.output.finish();
   std::vector<std::string> remarks;
-  std::string msg = opt.check_hazards ? npu::hazard_report(*trace, *p.target, &remarks) : "";
+  std::string msg = !opt.check_hazards ? ""
+                    : hazard_stream    ? hazard_stream->report(&remarks)
+                                       : npu::hazard_report(*trace, *p.target, &remarks);
   if (opt.hazard_remarks)
     opt.hazard_remarks->insert(opt.hazard_remarks->end(), remarks.begin(), remarks.end());
   else

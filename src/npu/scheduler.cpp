@@ -22,6 +22,7 @@
 
 #include "exec.h"
 #include "tl/ir_functor.h"
+#include "tl/npu/hazard.h"
 #include "tl/npu/npu.h"
 #include "tl/pass.h"
 #include "trace_stream.h"
@@ -198,7 +199,8 @@ void check_block_flags(LaunchState& ls, const Group& g, int64_t block) {
                             ls.program.func->name, block, left));
 }
 
-void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::vector<Group>& all) {
+void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::vector<Group>& all,
+                HazardStream* hazards) {
   const int64_t P = ls.physical_blocks;
   auto start_next = [&](Group& g) {
     if (g.next_block >= ls.num_blocks) return false;
@@ -256,6 +258,7 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
       if (group_done && g->running) {
         g->running = false;
         if (ls.check_block_flags) check_block_flags(ls, *g, g->next_block - P);
+        if (hazards) hazards->block_done(g->next_block - P);
         ls.block_done();
       }
       if (group_done && start_next(*g)) {
@@ -302,7 +305,7 @@ void run_thread(LaunchState& ls, const std::vector<Group*>& groups, const std::v
 
 }  // namespace
 
-void run_groups(LaunchState& ls, std::vector<Group>& groups, int n) {
+void run_groups(LaunchState& ls, std::vector<Group>& groups, int n, HazardStream* hazards) {
   std::vector<std::vector<Group*>> per_thread(n);
   for (size_t g = 0; g < groups.size(); ++g) per_thread[g % n].push_back(&groups[g]);
   ls.live_threads = n;
@@ -311,7 +314,7 @@ void run_groups(LaunchState& ls, std::vector<Group>& groups, int n) {
   std::vector<std::exception_ptr> errors(n);
   auto body = [&](int t) {
     try {
-      run_thread(ls, per_thread[t], groups);
+      run_thread(ls, per_thread[t], groups, hazards);
       leave(ls, false);
     } catch (...) {
       errors[t] = std::current_exception();

@@ -15,6 +15,8 @@ struct LaunchOptions;
 
 namespace tl::npu {
 
+class HazardStream;  // tl/npu/hazard.h
+
 /// The cores of one physical group and the logical blocks it runs, wave by wave.
 struct Group {
   std::vector<std::unique_ptr<Core>> cores;  // AIC, AIV0, AIV1
@@ -24,7 +26,10 @@ struct Group {
 
 /// Runs every block of the launch on `threads` host threads (groups[g] on thread g % threads).
 /// Rethrows the first error of the lowest thread that failed.
-void run_groups(LaunchState& ls, std::vector<Group>& groups, int threads);
+/// `hazards`, if set, is told of every block whose cores finished (HazardStream::block_done:
+/// the hazard checker checks it while the launch runs and frees its events).
+void run_groups(LaunchState& ls, std::vector<Group>& groups, int threads,
+                HazardStream* hazards = nullptr);
 
 /// The instruction budget (LaunchOptions::max_steps, else TL_MAX_STEPS) and progress lines
 /// (LaunchOptions::progress_percent) of a launch.

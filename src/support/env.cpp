@@ -36,6 +36,9 @@ const std::vector<EnvVar>& env_registry() {
       {"TL_TRACE_WINDOW", "",
        "trace events per core a streamed timing-only launch hands the timing model ahead of "
        "what it consumed (empty: 4096)"},
+      {"TL_HAZARD_RETIRE", "",
+       "0: a hazard-checked launch keeps its whole trace and checks it after the run; empty or "
+       "1: checks each block while the launch runs and frees its events"},
       {"TL_TEST_LEVEL", "0", "tests: 1 runs the exhaustive numeric sweeps"},
       {"TL_ARITH_ITERS", "100000",
        "tests: number of random expressions of the arith property tests"},

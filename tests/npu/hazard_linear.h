@@ -183,14 +183,23 @@ class Engine {
           ++participants_;
           break;
         }
+    // Block by block (the checker's order, src/npu/hazard.cpp): each block's cores take turns
+    // until none moves; with sync_all the blocks take turns until none can move.
     bool progress = true;
     while (progress) {
       progress = false;
-      for (size_t ci = 0; ci < n; ++ci) {
-        const auto& evs = tr_.cores[ci].events;
-        while (st_[ci].pc < evs.size() && step(static_cast<int>(ci), evs[st_[ci].pc])) {
-          ++st_[ci].pc;
-          progress = true;
+      for (size_t b0 = 0; b0 < n; b0 += 3) {
+        bool moved = true;
+        while (moved) {
+          moved = false;
+          for (size_t ci = b0; ci < std::min(b0 + 3, n); ++ci) {
+            const auto& evs = tr_.cores[ci].events;
+            while (st_[ci].pc < evs.size() && step(static_cast<int>(ci), evs[st_[ci].pc])) {
+              ++st_[ci].pc;
+              moved = true;
+            }
+          }
+          progress |= moved;
         }
       }
     }

@@ -20,6 +20,7 @@
 // HB is transitive (knowledge travels through chains of flags and cross-core flags).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -88,5 +89,35 @@ void throw_on_hazards(const Trace& trace, const Target& target);
 /// given, receives one `file:line: remark: ...` line per duplicate store.
 std::string hazard_report(const Trace& trace, const Target& target,
                           std::vector<std::string>* remarks = nullptr);
+
+/// The checkers run while a launch runs (LaunchOptions::check_hazards without a caller trace,
+/// timing or sync_all): each block is checked once its cores have finished, in block order,
+/// and then retired: its events freed, its on-chip shadows dropped, the GM accesses a later
+/// block may race with kept as copies. The findings, their order and counts are those of
+/// check_hazards / check_flags on the whole trace (which replays block by block too), while the
+/// memory no longer grows with the launch's instructions, only with the GM accesses blocks leave
+/// for later ones (docs/virtual_npu.md, "Checking while the launch runs").
+class HazardStream {
+ public:
+  /// `trace` is the launch's, sized (one CoreTrace per core of every block) and being recorded.
+  HazardStream(Trace& trace, const Target& target);
+  ~HazardStream();
+  /// True unless the kernel uses sync_all (its blocks wait for each other) or TL_HAZARD_RETIRE=0
+  /// asks for the check after the launch (anything but 0 or 1 is an error).
+  static bool applies(bool uses_sync_all);
+  /// Block `block`'s cores have finished (thread-safe; any order). Checks every finished block
+  /// next in order, and frees their events.
+  void block_done(int64_t block);
+  /// After every block was done: what hazard_report would say of the whole trace.
+  std::string report(std::vector<std::string>* remarks = nullptr);
+  const std::vector<Hazard>& hazards();
+  const std::vector<Hazard>& duplicates();
+  const std::vector<FlagIssue>& flag_issues();
+
+ private:
+  void finish();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace tl::npu

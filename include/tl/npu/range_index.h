@@ -65,6 +65,13 @@ class RangeIndex {
         if (it->second.end <= hi) f(it->second.id, it->first.start, it->first.seq);
     }
   }
+  /// Calls f(id, start, seq) for every entry.
+  template <typename F>
+  void each(F&& f) const {
+    for (uint64_t m = mask_; m; m &= m - 1)
+      for (const auto& [k, e] : classes_[static_cast<size_t>(std::countr_zero(m))].map)
+        f(e.id, k.start, k.seq);
+  }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
