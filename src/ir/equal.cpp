@@ -270,7 +270,12 @@ class Hasher {
   }
   void bind(const Var& v) {
     mix(v.dtype() == DType::Int32 ? 0 : static_cast<int>(v.dtype()) + 1);
-    vars_.emplace(v.get(), vars_.size());
+    // Numbered by binding site, a rebinding included: the lowering reuses one Var (and one
+    // Buffer) object at several binding sites (FlashAttention's unrolled kv steps), which the
+    // printer writes, and the parser reads back, as distinct objects. Numbering such an object
+    // by its first site only gave the IR read back another hash than the IR written, and every
+    // such JIT disk artifact was rejected (docs/must_show.md); Equal already compares by site.
+    vars_[v.get()] = next_var_++;
   }
   void buffer_def(const Buffer& b) {
     mix(static_cast<int>(b->dtype));
@@ -282,7 +287,7 @@ class Hasher {
     for (const auto& s : b->shape) expr(s);
     mix(b->strides.size());
     for (const auto& s : b->strides) expr(s);
-    bufs_.emplace(b.get(), bufs_.size());
+    bufs_[b.get()] = next_buf_++;  // by binding site, as bind() above
   }
   void buffer_use(const Buffer& b) {
     auto it = bufs_.find(b.get());
@@ -441,6 +446,7 @@ class Hasher {
 
   std::unordered_map<const ExprNode*, uint64_t> vars_;
   std::unordered_map<const BufferNode*, uint64_t> bufs_;
+  uint64_t next_var_ = 0, next_buf_ = 0;
 };
 
 }  // namespace

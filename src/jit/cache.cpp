@@ -188,51 +188,57 @@ std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std
                                               Spec spec) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return nullptr;
-  auto reject = [&] {
+  // TL_CACHE_DEBUG=1 names each reject's reason on stderr: a reject is silent otherwise (a
+  // recompile), which hid that every FlashAttention artifact was refused (docs/must_show.md).
+  auto reject = [&](std::string_view why) {
     cache().disk_rejects.fetch_add(1, std::memory_order_relaxed);
+    if (const std::string d = env_value("TL_CACHE_DEBUG"); !d.empty() && d != "0")
+      fmt::print(stderr, "tl-ascend JIT cache: rejected {}: {}\n", path, why);
     return nullptr;
   };
   std::string text;
   {
     std::ifstream in(path, std::ios::binary);
-    if (!in) return reject();
+    if (!in) return reject("unreadable");
     std::ostringstream ss;
     ss << in.rdbuf();
     text = std::move(ss).str();
   }
   size_t nl = text.find('\n');
-  if (nl == std::string::npos) return reject();
+  if (nl == std::string::npos) return reject("no header line");
   auto header = nlohmann::json::parse(std::string_view(text).substr(0, nl), nullptr,
                                       /*allow_exceptions=*/false);
-  if (!header.is_object()) return reject();
+  if (!header.is_object()) return reject("header is not a JSON object");
   auto field = [&](const char* name) -> std::string {
     auto it = header.find(name);
     return it != header.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
   auto fmt_it = header.find("format");
   if (fmt_it == header.end() || !fmt_it->is_number_integer() || fmt_it->get<int>() != kFormat)
-    return reject();
+    return reject("format");
   if (field("version") != kCompilerVersion || field("key") != key ||
       field("backend") != backend.name() || field("target") != target.name)
-    return reject();
+    return reject("version, key, backend or target differ");
   uint64_t want_hash = 0;
   try {
     size_t used = 0;
     std::string h = field("lowered_hash");
     want_hash = std::stoull(h, &used, 16);
-    if (used != h.size() || h.empty()) return reject();
+    if (used != h.size() || h.empty()) return reject("lowered_hash");
   } catch (const std::exception&) {
-    return reject();
+    return reject("lowered_hash");
   }
   try {
     PrimFunc lowered = parse(std::string_view(text).substr(nl + 1), path);
-    if (structural_hash(lowered) != want_hash) return reject();
-    if (!verify(lowered, target, {.spec = spec}).empty()) return reject();
+    if (structural_hash(lowered) != want_hash)
+      return reject("the parsed IR's structural hash differs");
+    if (auto errs = verify(lowered, target, {.spec = spec}); !errs.empty())
+      return reject(fmt::format("verifier: {}", errs.front().str()));
     return backend.build(lowered, target);
   } catch (const InternalError&) {
     throw;
-  } catch (const std::exception&) {
-    return reject();
+  } catch (const std::exception& e) {
+    return reject(e.what());
   }
 }
 

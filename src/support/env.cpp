@@ -15,6 +15,7 @@ const std::vector<EnvVar>& env_registry() {
        "1: check every pass's output against its invariant (a violation is an internal error)"},
       {"TL_CACHE", "1", "0: disable the JIT cache (memory and disk)"},
       {"TL_CACHE_DIR", "", "directory of the on-disk JIT cache (empty: memory cache only)"},
+      {"TL_CACHE_DEBUG", "", "1: print why a JIT disk artifact is rejected (stderr)"},
       {"TL_HOST_MEMORY", "",
        "bytes of host memory device GM and launches may use (suffix K/M/G/T; empty: physical "
        "memory)"},

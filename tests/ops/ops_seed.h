@@ -1,12 +1,15 @@
 // OPS_TILELANG_TEST_LEVEL and per-test seeds for the cann_ops_tilelang C++ tests (docs/ops.md,
 // "Tests"): the level picks the parameter grids; a test's seed is a hash of OPS_TILELANG_SEED
-// and the test's own full name, so filtering or reordering tests never changes its data.
+// (or the test binary's --seed flag, tests/tl_tests_main.cpp) and the test's own full name, so
+// filtering or reordering tests never changes its data.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "tl/runtime.h"
 
@@ -30,6 +33,37 @@ inline uint64_t test_seed(const std::string& extra = {}) {
   id += "/" + extra;
   for (unsigned char ch : id) h = (h ^ ch) * 1099511628211ull;
   return h;
+}
+
+/// Takes the test binary's `--seed N` (or `--seed=N`) out of argv, before gtest sees it, and
+/// makes it the base seed: OPS_TILELANG_SEED=N for this process (and the tools it runs), so the
+/// flag means exactly what the variable means and wins over it. N: a decimal uint64. Returns an
+/// error message ("" when fine, the flag absent included).
+inline std::string take_seed_flag(int& argc, char** argv) {
+  std::string err;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    std::string value;
+    if (a == "--seed") {
+      if (i + 1 >= argc) return "--seed needs a value (a decimal unsigned integer)";
+      value = argv[++i];
+    } else if (a.substr(0, 7) == "--seed=") {
+      value = std::string(a.substr(7));
+    } else {
+      argv[out++] = argv[i];
+      continue;
+    }
+    char* end = nullptr;
+    errno = 0;
+    std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || value[0] == '-' || *end != 0 || errno == ERANGE)
+      return "--seed: '" + value + "' is not a decimal unsigned 64-bit integer";
+    ::setenv("OPS_TILELANG_SEED", value.c_str(), 1);
+  }
+  argc = out;
+  argv[argc] = nullptr;
+  return err;
 }
 
 /// Records `dev`'s GM high-water mark (Device::gm_peak_bytes: the test's inputs, outputs and
