@@ -109,6 +109,8 @@ struct Query {
   bool balanced = false;  // check: every intra-core set consumed by a wait by the end
   /// Report: each intra-core wait with the set it consumed (set statement, wait statement).
   std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
+  /// Report: the loop periods the replay skipped (the fold, docs/compiler.md), added to.
+  size_t* skipped = nullptr;
 };
 
 /// What a replay learns from its streams before it runs, whatever the query: the memories some

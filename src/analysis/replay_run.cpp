@@ -7,140 +7,19 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "replay_shadow.h"
 #include "tl/replay.h"
 #include "tl/sync_rules.h"
 
 namespace tl::replay {
-namespace {
 
-constexpr int kClock = 3 * kPipes;  // (core, pipe) timelines of one block
-
-using Clock = std::array<uint32_t, kClock>;
-void join(Clock& a, const Clock& b) {
-  for (int i = 0; i < kClock; ++i) a[i] = std::max(a[i], b[i]);
-}
-
-bool overlap(const Span& a, const Span& b) {
-  if (a.mem != b.mem) return false;
-  if (a.base < 0 || b.base < 0 || a.base != b.base) return true;
-  return a.lo < b.hi && b.lo < a.hi;
-}
-bool covers(const Span& a, const Span& b) {
-  return a.mem == b.mem && a.base >= 0 && a.base == b.base && a.lo <= b.lo && b.hi <= a.hi;
-}
-
-/// An access not yet replaced by a covering one ordered after it (the hazard checker's shadow).
-struct Rec {
-  Span span;
-  int core, timeline;
-  uint32_t clock;
-  size_t event;
-};
-
-/// One memory's recorded accesses, by base, length class (the bit width of the length) and first
-/// byte, so that an access visits the records that may overlap it (overlap()) without scanning
-/// the others: a block's streams touch the rows of a tile hundreds of times, and none covers
-/// another. In a class, a record that starts at or before a.lo - 2^(class) ends at or before a.lo.
-class Shadow {
- public:
-  /// Calls `f` on every record that overlaps `a` (a span of this memory).
-  template <class F>
-  void overlapping(const Span& a, F&& f) const {
-    for (const Rec& r : unknown_) f(r);
-    for (const auto& [base, classes] : bases_)
-      for (const Class& m : classes) {
-        if (a.base < 0 || base != a.base) {  // another base, or an unknown one: every record
-          for (const Rec& r : m.sorted)
-            if (r.clock) f(r);
-          for (const Rec& r : m.recent) f(r);
-          continue;
-        }
-        int64_t from;
-        auto it = m.cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << m.cls, &from)
-                      ? m.sorted.begin()
-                      : std::upper_bound(m.sorted.begin(), m.sorted.end(), from, by_lo);
-        for (; it != m.sorted.end() && it->span.lo < a.hi; ++it)
-          if (it->clock && overlap(it->span, a)) f(*it);
-        for (const Rec& r : m.recent)
-          if (overlap(r.span, a)) f(r);
-      }
-  }
-  /// Erases the records `a` covers (covers()) for which `pred` holds.
-  template <class P>
-  void erase_covered(const Span& a, P&& pred) {
-    if (a.base < 0) return;
-    auto b = std::find_if(bases_.begin(), bases_.end(),
-                          [&](const auto& x) { return x.first == a.base; });
-    if (b == bases_.end()) return;
-    auto gone = [&](const Rec& r) { return r.clock && covers(a, r.span) && pred(r); };
-    for (Class& m : b->second) {
-      auto from = std::lower_bound(m.sorted.begin(), m.sorted.end(), a.lo, lo_before);
-      for (auto it = from; it != m.sorted.end() && it->span.lo <= a.hi; ++it)
-        if (gone(*it)) it->clock = 0;
-      m.recent.erase(std::remove_if(m.recent.begin(), m.recent.end(), gone), m.recent.end());
-    }
-  }
-  void add(const Rec& r) {
-    if (r.span.base < 0) {
-      unknown_.push_back(r);
-      return;
-    }
-    int64_t length;
-    if (__builtin_sub_overflow(r.span.hi, r.span.lo, &length) || length < 0) length = INT64_MAX;
-    const int cls = 64 - __builtin_clzll(static_cast<uint64_t>(length) | 1);  // length < 2^cls
-    auto b = std::find_if(bases_.begin(), bases_.end(),
-                          [&](const auto& x) { return x.first == r.span.base; });
-    if (b == bases_.end()) b = bases_.insert(b, {r.span.base, {}});
-    auto c = std::find_if(b->second.begin(), b->second.end(),
-                          [&](const Class& x) { return x.cls == cls; });
-    if (c == b->second.end()) c = b->second.insert(c, Class{cls, {}, {}});
-    c->recent.push_back(r);
-    if (c->recent.size() >= kRecent) c->merge();
-  }
-
- private:
-  // Bases and length classes in the order first seen, searched in order: a memory has a few of
-  // each, and every access visits them all (overlapping()), which tree nodes made dear. A class
-  // keeps its records contiguous, as every access scans a window of them (on other bases, all
-  // of them): sorted by first byte, erased ones left in place as tombstones (clock 0, which no
-  // access is ordered before, the live records' clocks being issue counts from 1), the latest
-  // added unsorted until kRecent of them are merged in with the tombstones dropped. Inserting
-  // each into the sorted records moved all those after it: quadratic in a tile's rows, which
-  // are added interleaved with another buffer's (the 171-row-tile RoPE).
-  static constexpr size_t kRecent = 32;
-  struct Class {
-    int cls;                  // the length class
-    std::vector<Rec> sorted;  // by lo, with tombstones
-    std::vector<Rec> recent;  // in the order added
-    void merge() {
-      std::stable_sort(recent.begin(), recent.end(),
-                       [](const Rec& x, const Rec& y) { return x.span.lo < y.span.lo; });
-      std::vector<Rec> out;
-      out.reserve(sorted.size() + recent.size());
-      auto live = [](const Rec& x) { return x.clock != 0; };
-      auto it = sorted.begin();
-      for (const Rec& r : recent) {
-        for (; it != sorted.end() && it->span.lo <= r.span.lo; ++it)
-          if (live(*it)) out.push_back(*it);
-        out.push_back(r);
-      }
-      for (; it != sorted.end(); ++it)
-        if (live(*it)) out.push_back(*it);
-      sorted = std::move(out);
-      recent.clear();
-    }
-  };
-  static bool by_lo(int64_t lo, const Rec& r) { return lo < r.span.lo; }
-  static bool lo_before(const Rec& r, int64_t lo) { return r.span.lo < lo; }
-  std::vector<Rec> unknown_;  // base < 0: overlaps every span
-  std::vector<std::pair<int, std::vector<Class>>> bases_;
-};
-
-}  // namespace
+using namespace detail;  // the shadow (replay_shadow.h) is this file's, apart for length
 
 Prepared prepare(const Streams& streams) {
   Prepared p;
@@ -173,6 +52,9 @@ class Replayer {
   }
 
   bool run() {
+    // The fold leaves the pops of the skipped periods out, which only the slot check reads.
+    fold_ = shortcuts() && q_.slot_channel < 0;
+    while (lead_ < 2 && streams_[lead_].empty()) ++lead_;  // the first core with a stream
     advance([](int, const Event&) { return false; });
     return finished();
   }
@@ -194,6 +76,7 @@ class Replayer {
       }
       Core& s = cores_[core_];
       while (ok_ && s.pc < streams_[core_].size()) {
+        if (fold_ && core_ == lead_ && streams_[core_][s.pc].sync) probe();
         const Event& e = streams_[core_][s.pc];
         if (pause(core_, e)) return false;
         if (!step(core_, e)) break;
@@ -359,6 +242,223 @@ class Replayer {
       sh.add({a, c, c * kPipes + e.pipe, count, event});
     }
   }
+
+  // The loop fold (docs/compiler.md, "Compile latency"). A replay's step is a function of the
+  // state and the event: it takes maxima and comparisons of clocks, increments issue counts,
+  // and compares spans of written memories (the others have no records). So where the state
+  // with the lead core (the first with a stream) about to run a statement again equals the state it
+  // had the last time, every clock moved by its timeline's issue count (phi below: v -> v + delta
+  // for v > 0, 0 kept, a strictly increasing map, under which maxima, comparisons and increments
+  // commute), and the events from there on repeat the events of that period (the same kinds, flags,
+  // statements and written spans), the replay of the next period is the last one's, shifted: after
+  // m periods the state is the snapshot's shifted m times, and no step of them fails (none of the
+  // last period's did). A record every pipe that may access its memory already knows complete can
+  // never conflict again (clocks only grow), nor changes another record's fate: the states are
+  // compared without such records. The matches of the skipped periods are the last period's again,
+  // appended in order.
+  struct Snapshot {
+    const SyncNode* marker = nullptr;
+    std::array<size_t, 3> pc{};
+    Clock issued{};  // per timeline
+    std::array<std::array<Clock, kPipes>, 3> know{};
+    std::vector<std::tuple<int, std::tuple<int, int, int>, Clock, const SyncNode*>> flags;
+    std::vector<std::pair<std::pair<int, int>, Clock>> cross;
+    std::vector<Rec> live;  // sorted (by_record)
+    bool progress = false;
+    size_t steps = 0, matches = 0;
+  };
+  static constexpr size_t kProbe = 64;     // steps between snapshots when none is pending
+  static constexpr size_t kForget = 2048;  // steps after which a marker not seen again goes
+  static constexpr int kMisses = 8;        // snapshots of one marker that differ, at most
+
+  static bool by_record(const Rec& x, const Rec& y) {
+    return std::tie(x.span.mem, x.span.base, x.span.lo, x.span.hi, x.span.write, x.core, x.timeline,
+                    x.clock) < std::tie(y.span.mem, y.span.base, y.span.lo, y.span.hi, y.span.write,
+                                        y.core, y.timeline, y.clock);
+  }
+  static bool same_record(const Rec& x, const Rec& y) {
+    return !by_record(x, y) && !by_record(y, x);
+  }
+
+  Snapshot take(const SyncNode* marker) {
+    Snapshot n;
+    n.marker = marker;
+    for (int c = 0; c < 3; ++c) {
+      n.pc[c] = cores_[c].pc;
+      n.know[c] = cores_[c].know;
+      for (int p = 0; p < kPipes; ++p) n.issued[c * kPipes + p] = cores_[c].issued[p];
+      for (const auto& [key, sets] : cores_[c].flags)
+        for (const auto& [clock, y] : sets) n.flags.emplace_back(c, key, clock, y);
+    }
+    for (const auto& [key, sets] : cross_)
+      for (const Clock& k : sets) n.cross.emplace_back(key, k);
+    // What each core's pipes all know of each timeline: a record below it is dead for the cores
+    // that may access its memory (an on-chip memory is its core's: memory_key).
+    std::array<Clock, 3> least;
+    for (int c = 0; c < 3; ++c) {
+      least[c] = cores_[c].know[0];
+      for (int p = 1; p < kPipes; ++p)
+        for (int t = 0; t < kClock; ++t) least[c][t] = std::min(least[c][t], cores_[c].know[p][t]);
+    }
+    for (auto& [mem, sh] : shadows_)
+      sh.each([&](const Rec& r) {
+        const bool gm = mem >> 63;
+        const int owner = static_cast<int>(mem & 3);
+        bool live = false;
+        for (int c = 0; c < 3; ++c)
+          if ((gm || c == owner) && least[c][r.timeline] < r.clock) live = true;
+        if (live) n.live.push_back(r);
+      });
+    std::sort(n.live.begin(), n.live.end(), by_record);
+    n.progress = progress_;
+    n.steps = steps_;
+    n.matches = q_.matches ? q_.matches->size() : 0;
+    return n;
+  }
+
+  /// Whether `b` is `a` with every clock moved by phi; `delta`: each timeline's issue count.
+  bool alike(const Snapshot& a, const Snapshot& b, Clock& delta) const {
+    for (int t = 0; t < kClock; ++t) {
+      if (b.issued[t] < a.issued[t]) return false;
+      delta[t] = b.issued[t] - a.issued[t];
+      if (a.issued[t] == 0 && delta[t] != 0) return false;  // phi(0) is 0
+    }
+    auto phi = [&](const Clock& x, const Clock& y) {  // y == phi(x)
+      for (int t = 0; t < kClock; ++t)
+        if (y[t] != (x[t] ? x[t] + delta[t] : 0)) return false;
+      return true;
+    };
+    if (a.progress != b.progress || a.flags.size() != b.flags.size() ||
+        a.cross.size() != b.cross.size() || a.live.size() != b.live.size())
+      return false;
+    for (int c = 0; c < 3; ++c)
+      for (int p = 0; p < kPipes; ++p)
+        if (!phi(a.know[c][p], b.know[c][p])) return false;
+    for (size_t i = 0; i < a.flags.size(); ++i) {
+      const auto &x = a.flags[i], &y = b.flags[i];
+      if (std::get<0>(x) != std::get<0>(y) || std::get<1>(x) != std::get<1>(y) ||
+          std::get<3>(x) != std::get<3>(y) || !phi(std::get<2>(x), std::get<2>(y)))
+        return false;
+    }
+    for (size_t i = 0; i < a.cross.size(); ++i)
+      if (a.cross[i].first != b.cross[i].first || !phi(a.cross[i].second, b.cross[i].second))
+        return false;
+    std::vector<Rec> moved = a.live;
+    for (Rec& r : moved) r.clock += delta[r.timeline];  // live clocks are > 0
+    std::sort(moved.begin(), moved.end(), by_record);
+    return std::equal(moved.begin(), moved.end(), b.live.begin(), same_record);
+  }
+
+  bool written(uint64_t mem) const {
+    for (const auto& [m, sh] : shadows_)
+      if (m == mem) return true;
+    return false;
+  }
+  /// Whether `x` replays as `y` does: the same event but for spans of memories no op writes.
+  bool same_event(const Event& x, const Event& y) const {
+    if (x.kind != y.kind || x.pipe != y.pipe || x.dst != y.dst || x.id != y.id ||
+        x.channel != y.channel || x.push != y.push || x.first != y.first || x.sync != y.sync)
+      return false;
+    if (!q_.accesses) return true;
+    size_t i = 0, j = 0;
+    for (;; ++i, ++j) {
+      while (i < x.spans.size() && !written(x.spans[i].mem)) ++i;
+      while (j < y.spans.size() && !written(y.spans[j].mem)) ++j;
+      if (i == x.spans.size() || j == y.spans.size())
+        return i == x.spans.size() && j == y.spans.size();
+      const Span &u = x.spans[i], &v = y.spans[j];
+      if (u.mem != v.mem || u.base != v.base || u.lo != v.lo || u.hi != v.hi || u.write != v.write)
+        return false;
+    }
+  }
+  /// How many periods (from `a` to `b`) the events after `b` repeat: on each core that moved,
+  /// every event from b's pc through the m-th period's end, and the one after it (where the
+  /// core may stop, blocked), is the event a period before it.
+  size_t periods(const Snapshot& a, const Snapshot& b) const {
+    size_t m = SIZE_MAX;
+    for (int c = 0; c < 3 && m > 0; ++c) {
+      const size_t period = b.pc[c] - a.pc[c];
+      if (period == 0) continue;  // blocked or finished the whole period: it stays so
+      const auto& s = streams_[c];
+      const size_t need = m == SIZE_MAX ? SIZE_MAX : m * period + 1;
+      size_t run = 0;
+      for (size_t p = b.pc[c]; p < s.size() && run < need && same_event(s[p], s[p - period]); ++p)
+        ++run;
+      m = run == 0 ? 0 : std::min(m, (run - 1) / period);
+    }
+    return m == SIZE_MAX ? 0 : m;
+  }
+
+  /// The state `m` periods on: every clock moved by phi m times, every pc by m periods.
+  void jump(const Snapshot& a, const Snapshot& b, const Clock& delta, size_t m) {
+    Clock d;
+    for (int t = 0; t < kClock; ++t) d[t] = static_cast<uint32_t>(delta[t] * m);
+    auto shift = [&](Clock& k) {
+      for (int t = 0; t < kClock; ++t)
+        if (k[t]) k[t] += d[t];
+    };
+    for (int c = 0; c < 3; ++c) {
+      Core& s = cores_[c];
+      s.pc += m * (b.pc[c] - a.pc[c]);
+      for (int p = 0; p < kPipes; ++p) {
+        s.issued[p] += d[c * kPipes + p];
+        shift(s.know[p]);
+      }
+      for (auto& [key, sets] : s.flags)
+        for (auto& set : sets) shift(set.first);
+    }
+    for (auto& [key, sets] : cross_)
+      for (Clock& k : sets) shift(k);
+    for (auto& [mem, sh] : shadows_) sh.each([&](Rec& r) { r.clock += d[r.timeline]; });
+    steps_ += m * (b.steps - a.steps);
+    if (q_.matches) {
+      auto& out = *q_.matches;
+      for (size_t i = 0; i < m; ++i)
+        for (size_t j = a.matches; j < b.matches; ++j) out.push_back(out[j]);
+    }
+  }
+
+  /// The lead core is about to run an event with a statement: a snapshot, or a fold where the
+  /// last snapshot at this statement repeats.
+  void probe() {
+    const size_t pc = cores_[lead_].pc;
+    if (pc == probed_) return;  // blocked here last round: the same state
+    probed_ = pc;
+    const SyncNode* y = streams_[lead_][pc].sync;
+    if (snap_ && steps_ - snap_->steps > kForget) snap_.reset();
+    if (!snap_) {
+      // A marker is a statement seen before: one in a loop, which may come again.
+      const bool again = !seen_.insert(y).second;
+      if (!again || steps_ < next_probe_) return;
+      snap_ = take(y);
+      misses_ = 0;
+      return;
+    }
+    if (y != snap_->marker) return;
+    Snapshot now = take(y);
+    Clock delta{};
+    if (alike(*snap_, now, delta))
+      if (const size_t m = periods(*snap_, now); m > 0) {
+        jump(*snap_, now, delta, m);
+        if (q_.skipped) *q_.skipped += m;
+        snap_.reset();
+        next_probe_ = steps_;
+        return;
+      }
+    if (++misses_ > kMisses) {
+      snap_.reset();
+      next_probe_ = steps_ + kProbe;
+      return;
+    }
+    *snap_ = std::move(now);
+  }
+
+  bool fold_ = false;
+  std::unordered_set<const SyncNode*> seen_;  // the lead core's statements run so far
+  int lead_ = 0;  // the core whose statements mark the periods: the first with a stream
+  std::optional<Snapshot> snap_;
+  size_t probed_ = SIZE_MAX, next_probe_ = 0;
+  int misses_ = 0;
 
   const Streams& streams_;
   const std::vector<Channel>& channels_;
