@@ -83,10 +83,11 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
                                    std::vector<int64_t>* weights = nullptr, bool* shared = nullptr);
 
 /// Whether the replay takes its shortcuts (on by default): one set of streams for the blocks
-/// whose decisions are each one value over cid's range (unroll_blocks), and a Prover block whose
-/// walk runs as an earlier block's neither built nor replayed (Prover). Off: every block's
-/// streams built and grouped as without them, the same answers at a higher cost; for the test
-/// that compares the lowered IR both ways (tests/analysis/replay_shortcuts_test.cpp).
+/// whose decisions are each one value over cid's range (unroll_blocks), a Prover block whose
+/// walk runs as an earlier block's neither built nor replayed (Prover), and the loop fold (a
+/// replay skips the periods that repeat a period's state and events: replay_run.cpp). Off: every
+/// block's streams built and grouped as without them, the same answers at a higher cost; for the
+/// test that compares the lowered IR both ways (tests/analysis/replay_shortcuts_test.cpp).
 void set_shortcuts(bool on);
 bool shortcuts();
 

@@ -7,7 +7,6 @@
 #include <array>
 #include <deque>
 #include <map>
-#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -52,8 +51,14 @@ class Replayer {
   }
 
   bool run() {
-    // The fold leaves the pops of the skipped periods out, which only the slot check reads.
-    fold_ = shortcuts() && q_.slot_channel < 0;
+    fold_ = shortcuts();
+    if (q_.slot_channel >= 0)  // the cores that push the checked channel's slots
+      for (int c = 0; c < 3; ++c)
+        for (const Event& e : streams_[c])
+          if (e.channel == q_.slot_channel && e.push && e.first) {
+            pushers_[c] = true;
+            break;
+          }
     while (lead_ < 2 && streams_[lead_].empty()) ++lead_;  // the first core with a stream
     advance([](int, const Event&) { return false; });
     return finished();
@@ -266,10 +271,17 @@ class Replayer {
     std::vector<Rec> live;  // sorted (by_record)
     bool progress = false;
     size_t steps = 0, matches = 0;
+    // The slot check's channel: the tiles each core pushed, and the pops of each consumer from
+    // the first a later push reads (the pushers' least count less the slots) on.
+    std::array<int, 3> pushes{};
+    int64_t first_read = 0;
+    std::array<size_t, 3> popped{};  // each consumer's pops in all
+    std::array<std::vector<std::pair<int, uint32_t>>, 3> pops;
   };
   static constexpr size_t kProbe = 64;     // steps between snapshots when none is pending
   static constexpr size_t kForget = 2048;  // steps after which a marker not seen again goes
   static constexpr int kMisses = 8;        // snapshots of one marker that differ, at most
+  static constexpr size_t kHistory = 4;    // snapshots of it compared with a new one
 
   static bool by_record(const Rec& x, const Rec& y) {
     return std::tie(x.span.mem, x.span.base, x.span.lo, x.span.hi, x.span.write, x.core, x.timeline,
@@ -310,6 +322,23 @@ class Replayer {
         if (live) n.live.push_back(r);
       });
     std::sort(n.live.begin(), n.live.end(), by_record);
+    if (q_.slot_channel >= 0) {
+      const int ch = q_.slot_channel;
+      int64_t least = INT64_MAX;
+      for (int c = 0; c < 3; ++c) {
+        auto it = cores_[c].pushes.find(ch);
+        n.pushes[c] = it == cores_[c].pushes.end() ? 0 : it->second;
+        if (pushers_[c]) least = std::min<int64_t>(least, n.pushes[c]);
+      }
+      n.first_read = least == INT64_MAX ? 0 : least - channels_[ch].slots;
+      for (int o = 0; o < 3; ++o) {
+        auto it = cores_[o].pops.find(ch);
+        if (!consumers_->count({o, ch}) || it == cores_[o].pops.end() || n.first_read < 0) continue;
+        const size_t from = static_cast<size_t>(n.first_read);
+        n.popped[o] = it->second.size();
+        if (from < it->second.size()) n.pops[o].assign(it->second.begin() + from, it->second.end());
+      }
+    }
     n.progress = progress_;
     n.steps = steps_;
     n.matches = q_.matches ? q_.matches->size() : 0;
@@ -343,6 +372,31 @@ class Replayer {
     for (size_t i = 0; i < a.cross.size(); ++i)
       if (a.cross[i].first != b.cross[i].first || !phi(a.cross[i].second, b.cross[i].second))
         return false;
+    if (q_.slot_channel >= 0) {
+      // Every pusher pushed the same tiles in the period, each consumer popped as many, and a
+      // later push reads only pops both snapshots hold (none before the first: a push there
+      // checks nothing, its period's counterpart would).
+      if (a.first_read < 0) return false;
+      int64_t tiles = -1;
+      for (int c = 0; c < 3; ++c) {
+        if (!pushers_[c]) continue;
+        if (tiles >= 0 && b.pushes[c] - a.pushes[c] != tiles) return false;
+        tiles = b.pushes[c] - a.pushes[c];
+      }
+      if (tiles < 0) tiles = 0;  // no pusher: no check reads the pops
+      if (b.first_read != a.first_read + tiles) return false;
+      for (int o = 0; o < 3; ++o) {
+        if (!consumers_->count({o, q_.slot_channel})) continue;
+        if (b.popped[o] != a.popped[o] + static_cast<size_t>(tiles) ||
+            a.pops[o].size() != b.pops[o].size())
+          return false;
+        for (size_t i = 0; i < a.pops[o].size(); ++i) {
+          const auto &x = a.pops[o][i], &y = b.pops[o][i];
+          if (x.first != y.first || y.second != x.second + delta[o * kPipes + x.first])
+            return false;
+        }
+      }
+    }
     std::vector<Rec> moved = a.live;
     for (Rec& r : moved) r.clock += delta[r.timeline];  // live clocks are > 0
     std::sort(moved.begin(), moved.end(), by_record);
@@ -410,6 +464,27 @@ class Replayer {
     for (auto& [key, sets] : cross_)
       for (Clock& k : sets) shift(k);
     for (auto& [mem, sh] : shadows_) sh.each([&](Rec& r) { r.clock += d[r.timeline]; });
+    if (q_.slot_channel >= 0) {
+      // Each pusher's count moves m periods on; each consumer's pops grow by m periods' worth,
+      // each pop the one a period before it moved by phi (alike() compared the readable ones).
+      const int ch = q_.slot_channel;
+      int tiles = 0;
+      for (int c = 0; c < 3; ++c)
+        if (pushers_[c]) {
+          tiles = b.pushes[c] - a.pushes[c];
+          cores_[c].pushes[ch] += static_cast<int>(m) * tiles;
+        }
+      for (int o = 0; o < 3; ++o) {
+        if (!consumers_->count({o, ch})) continue;
+        auto& pops = cores_[o].pops[ch];
+        const size_t add = m * static_cast<size_t>(tiles);
+        for (size_t i = 0; i < add; ++i) {  // alike(): the period's pops are the last `tiles`
+          auto p = pops[pops.size() - static_cast<size_t>(tiles)];
+          p.second += delta[o * kPipes + p.first];
+          pops.push_back(p);
+        }
+      }
+    }
     steps_ += m * (b.steps - a.steps);
     if (q_.matches) {
       auto& out = *q_.matches;
@@ -425,38 +500,44 @@ class Replayer {
     if (pc == probed_) return;  // blocked here last round: the same state
     probed_ = pc;
     const SyncNode* y = streams_[lead_][pc].sync;
-    if (snap_ && steps_ - snap_->steps > kForget) snap_.reset();
-    if (!snap_) {
+    if (!history_.empty() && steps_ - history_.back().steps > kForget) history_.clear();
+    if (history_.empty()) {
       // A marker is a statement seen before: one in a loop, which may come again.
       const bool again = !seen_.insert(y).second;
       if (!again || steps_ < next_probe_) return;
-      snap_ = take(y);
+      history_.push_back(take(y));
       misses_ = 0;
       return;
     }
-    if (y != snap_->marker) return;
+    if (y != history_.back().marker) return;
     Snapshot now = take(y);
-    Clock delta{};
-    if (alike(*snap_, now, delta))
-      if (const size_t m = periods(*snap_, now); m > 0) {
-        jump(*snap_, now, delta, m);
+    // A period may span several visits (a loop whose schedule alternates between two phases):
+    // the latest snapshots of the marker are each compared, the most recent first.
+    for (size_t i = history_.size(); i-- > 0;) {
+      Clock delta{};
+      if (!alike(history_[i], now, delta)) continue;
+      if (const size_t m = periods(history_[i], now); m > 0) {
+        jump(history_[i], now, delta, m);
         if (q_.skipped) *q_.skipped += m;
-        snap_.reset();
+        history_.clear();
         next_probe_ = steps_;
         return;
       }
+    }
     if (++misses_ > kMisses) {
-      snap_.reset();
+      history_.clear();
       next_probe_ = steps_ + kProbe;
       return;
     }
-    *snap_ = std::move(now);
+    if (history_.size() == kHistory) history_.erase(history_.begin());
+    history_.push_back(std::move(now));
   }
 
   bool fold_ = false;
+  std::array<bool, 3> pushers_{};             // the cores that push the slot check's channel
   std::unordered_set<const SyncNode*> seen_;  // the lead core's statements run so far
   int lead_ = 0;  // the core whose statements mark the periods: the first with a stream
-  std::optional<Snapshot> snap_;
+  std::vector<Snapshot> history_;  // the latest snapshots of one marker, oldest first
   size_t probed_ = SIZE_MAX, next_probe_ = 0;
   int misses_ = 0;
 

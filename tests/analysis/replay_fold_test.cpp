@@ -5,11 +5,13 @@
 // gives (replay::set_shortcuts(false)), and must not skip where the periods differ: an iteration
 // whose flags differ, a tail iteration that writes without a sync, and loops of one and two
 // iterations (no period to compare). Each kernel is also lowered through elide_implied_syncs both
-// ways, and the printed IR compared.
+// ways, and the printed IR compared. The slot check of elide_channel_credits folds as well.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "tl/ir_functor.h"
 #include "tl/parser.h"
@@ -149,6 +151,82 @@ TEST(ReplayFold, NothingToFoldInOneOrTwoIterations) {
     EXPECT_EQ(with.skipped, 0u);
     EXPECT_EQ(elided(f, true), elided(f, false));
   }
+}
+
+/// A channel of `slots` slots as elide_channel_credits replays it (no accesses): the AIC pushes
+/// `n` tiles (FIX), each announced by cross flag 0; each AIV pops every tile (MTE2) and raises
+/// the credit, cross flag 1, which the AIC waits for before it overwrites a slot. `waits`: the
+/// pushes (from the slots-th on) that wait for their credit.
+struct Channel {
+  std::vector<Stmt> syncs;  // the statements the events point at (a probe reads them)
+  replay::Streams streams;
+};
+Channel channel(int n, int slots, const std::function<bool(int)>& waits) {
+  Channel c;
+  for (int i = 0; i < 4; ++i)
+    c.syncs.push_back(SyncNode::make(i % 2 ? SyncKind::WaitCrossFlag : SyncKind::SetCrossFlag,
+                                     Pipe::FIX, Pipe::MTE2, Expr(int64_t{i / 2}), 2));
+  auto ev = [&](replay::Event::Kind kind, int pipe, int id, int sync) {
+    replay::Event e;
+    e.kind = kind;
+    e.pipe = pipe;
+    e.id = id;
+    if (sync >= 0) e.sync = c.syncs[static_cast<size_t>(sync)].as<SyncNode>();
+    return e;
+  };
+  const int fix = static_cast<int>(Pipe::FIX), mte2 = static_cast<int>(Pipe::MTE2);
+  for (int t = 0; t < n; ++t) {
+    if (t >= slots && waits(t)) c.streams[0].push_back(ev(replay::Event::WaitCross, 0, 1, 3));
+    replay::Event push = ev(replay::Event::Op, fix, 0, -1);
+    push.channel = 0;
+    push.push = push.first = true;
+    c.streams[0].push_back(push);
+    c.streams[0].push_back(ev(replay::Event::SetCross, fix, 0, 0));
+    for (int v : {1, 2}) {
+      c.streams[v].push_back(ev(replay::Event::WaitCross, 0, 0, 1));
+      replay::Event pop = ev(replay::Event::Op, mte2, 0, -1);
+      pop.channel = 0;
+      c.streams[v].push_back(pop);
+      c.streams[v].push_back(ev(replay::Event::SetCross, mte2, 1, 2));
+    }
+  }
+  return c;
+}
+
+/// The slot check of channel 0 (elide_channel_credits' question, with `dropped` the credit's id
+/// or -1), with the fold or without it.
+Answer slot_checked(const Channel& c, int slots, int dropped, bool fold) {
+  Answer a;
+  replay::Query q;
+  q.dropped_cross = dropped;
+  q.slot_channel = 0;
+  q.skipped = &a.skipped;
+  replay::set_shortcuts(fold);
+  a.ordered = replay::replay(c.streams, {{nullptr, slots, 1}}, q);
+  replay::set_shortcuts(true);
+  return a;
+}
+
+// The slot check folds too (its pops of the skipped periods rebuilt), and refuses where only the
+// last push does not wait for its credit: that push overwrites a slot an AIV may still read.
+TEST(ReplayFold, SlotCheckFoldsAndFindsATailOverwrite) {
+  const int n = 60, slots = 2;
+  const Channel every = channel(n, slots, [](int) { return true; });
+  Answer with = slot_checked(every, slots, -1, true),
+         without = slot_checked(every, slots, -1, false);
+  EXPECT_TRUE(with.ordered);
+  EXPECT_TRUE(without.ordered);
+  EXPECT_GE(with.skipped, 25u);  // periods of two tiles: the AIC runs two ahead, then waits
+  EXPECT_EQ(without.skipped, 0u);
+  // Without the credit the AIC runs ahead: the third push overwrites before the first pops.
+  EXPECT_FALSE(slot_checked(every, slots, 1, true).ordered);
+  EXPECT_FALSE(slot_checked(every, slots, 1, false).ordered);
+  const Channel tail = channel(n, slots, [&](int t) { return t + 1 < n; });
+  with = slot_checked(tail, slots, -1, true);
+  without = slot_checked(tail, slots, -1, false);
+  EXPECT_FALSE(without.ordered);
+  EXPECT_FALSE(with.ordered);
+  EXPECT_GE(with.skipped, 25u);  // folded up to the tail
 }
 
 }  // namespace
