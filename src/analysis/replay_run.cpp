@@ -51,7 +51,18 @@ class Replayer {
   }
 
   bool run() {
-    fold_ = shortcuts();
+    fold(shortcuts());
+    advance([](int, const Event&) { return false; });
+    return finished();
+  }
+
+  /// Whether advance() folds the periods that repeat (below). A caller's pause must then be one
+  /// that fires only on a statement's first event: the skipped events' statements are the last
+  /// period's, every one of them already seen by it.
+  void fold(bool on) {
+    fold_ = on;
+    if (!on) return;
+    pushers_ = {};
     if (q_.slot_channel >= 0)  // the cores that push the checked channel's slots
       for (int c = 0; c < 3; ++c)
         for (const Event& e : streams_[c])
@@ -59,9 +70,8 @@ class Replayer {
             pushers_[c] = true;
             break;
           }
+    lead_ = 0;
     while (lead_ < 2 && streams_[lead_].empty()) ++lead_;  // the first core with a stream
-    advance([](int, const Event&) { return false; });
-    return finished();
   }
 
   /// Runs the schedule on: each core until it blocks on a cross-core wait, round-robin until all
@@ -414,15 +424,19 @@ class Replayer {
         x.channel != y.channel || x.push != y.push || x.first != y.first || x.sync != y.sync)
       return false;
     if (!q_.accesses) return true;
+    auto equal = [](const Span& u, const Span& v) {
+      return u.mem == v.mem && u.base == v.base && u.lo == v.lo && u.hi == v.hi &&
+             u.write == v.write;
+    };
+    if (std::equal(x.spans.begin(), x.spans.end(), y.spans.begin(), y.spans.end(), equal))
+      return true;  // most events of a period: no span moved
     size_t i = 0, j = 0;
     for (;; ++i, ++j) {
       while (i < x.spans.size() && !written(x.spans[i].mem)) ++i;
       while (j < y.spans.size() && !written(y.spans[j].mem)) ++j;
       if (i == x.spans.size() || j == y.spans.size())
         return i == x.spans.size() && j == y.spans.size();
-      const Span &u = x.spans[i], &v = y.spans[j];
-      if (u.mem != v.mem || u.base != v.base || u.lo != v.lo || u.hi != v.hi || u.write != v.write)
-        return false;
+      if (!equal(x.spans[i], y.spans[j])) return false;
     }
   }
   /// How many periods (from `a` to `b`) the events after `b` repeat: on each core that moved,
@@ -672,6 +686,9 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
   // The replay with q's drops, paused before the first event of each unit's statements; there a
   // copy runs on with the unit dropped too, for `cap` steps at most.
   Replayer base(streams, channels, quiet, prepared);
+  // The baseline folds (its pause fires at a unit's first event only); the copies, which stop
+  // after `cap` steps, run every step.
+  base.fold(shortcuts());
   size_t unit = 0, left = units.size();
   auto first = [&](int, const Event& e) {
     if (!e.sync || (e.kind != Event::Set && e.kind != Event::Wait)) return false;
@@ -689,6 +706,7 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
     drops.insert(drops.end(), units[unit].begin(), units[unit].end());
     std::sort(drops.begin(), drops.end());
     Replayer trial = base;
+    trial.fold(false);
     trial.drop(std::move(drops));
     const size_t stop = trial.steps() + cap;
     // Past `cap` steps the answer is left to the caller's full replays (a unit the replay
