@@ -164,6 +164,7 @@ class Prover {
 
  private:
   std::vector<Streams> record(const Stmt bodies[2]);
+  void adopt(std::vector<Streams>& streams);
   std::vector<Streams> streams(const Stmt bodies[2]);
   std::pair<bool, size_t> check(const std::vector<Streams>& blocks) const;
   const KernelNode& k_;
@@ -183,6 +184,7 @@ class Prover {
   // (replay_classes, with the same op executions): a rewrite's stream of the block then replays
   // as that block's when the two walks run the same ops and syncs (Prover::streams).
   std::vector<size_t> base_rep_;
+  std::vector<Recorded*> adopting_;  // the recordings of record()'s streams, in order
 };
 
 }  // namespace tl::replay

@@ -17,13 +17,26 @@ namespace tl::replay {
 Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks,
                size_t budget)
     : k_(k), t_(t), max_blocks_(max_blocks), budget_(budget) {
-  std::tie(clean_, per_replay_) = check(record(bodies));
+  std::vector<Streams> streams = record(bodies);
+  std::tie(clean_, per_replay_) = check(streams);
+  adopt(streams);
   // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
   // apart: then block by block, where every address is a constant.
   if (!clean_) {
     each_block_ = true;
-    std::tie(clean_, per_replay_) = check(record(bodies));
+    streams = record(bodies);
+    std::tie(clean_, per_replay_) = check(streams);
+    adopt(streams);
   }
+}
+
+/// The streams record() returned, replayed, become their recordings' (a copy of each would
+/// cost as much as the replay).
+void Prover::adopt(std::vector<Streams>& streams) {
+  if (adopting_.size() != streams.size()) return;  // none recorded: no question is asked
+  for (size_t i = 0; i < streams.size(); ++i)
+    for (int c = 0; c < 3; ++c) adopting_[i]->cores[c].stream = std::move(streams[i][c]);
+  adopting_.clear();
 }
 
 bool Prover::holds(const Stmt bodies[2]) {
@@ -57,15 +70,20 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
   base_ = blocks;
   weights_.clear();
   ranges_.clear();
+  adopting_.clear();
   if (!each_block_) {
     bool undecided = false;
     if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
-                            nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
+                            nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided)) {
+      adopting_ = {all.get()};
       return only(std::move(*s));
+    }
     if (undecided && shortcuts()) {
       if (auto sets = ranged_sets(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, ranged.get(),
-                                  nullptr, &ranges_, nullptr, &weights_))
+                                  nullptr, &ranges_, nullptr, &weights_)) {
+        for (Recorded& r : *ranged) adopting_.push_back(&r);
         return std::move(*sets);
+      }
       ranged->clear();
       ranges_.clear();
       weights_.clear();
@@ -85,6 +103,7 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
   }
   // Blocks whose recordings replay alike, op execution by op execution (the same events in the
   // same ranges: a rewrite's stream takes each execution's events from its block's recording).
+  for (Recorded& r : *blocks) adopting_.push_back(&r);
   base_rep_ = replay_classes(out);
   for (size_t b = 0; b < out.size(); ++b) {
     const size_t r = base_rep_[b];
