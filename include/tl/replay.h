@@ -166,7 +166,9 @@ class Prover {
   std::vector<Streams> record(const Stmt bodies[2]);
   void adopt(std::vector<Streams>& streams);
   std::vector<Streams> streams(const Stmt bodies[2]);
-  std::pair<bool, size_t> check(const std::vector<Streams>& blocks) const;
+  // How record() built its streams: one set for all blocks, sets of cid ranges, or per block.
+  enum class Path { All, Ranged, Blocks };
+  std::pair<bool, size_t> check(const std::vector<Streams>& blocks, Path path) const;
   const KernelNode& k_;
   const Target& t_;
   int64_t max_blocks_;
@@ -185,6 +187,9 @@ class Prover {
   // as that block's when the two walks run the same ops and syncs (Prover::streams).
   std::vector<size_t> base_rep_;
   std::vector<Recorded*> adopting_;  // the recordings of record()'s streams, in order
+  Path path_ = Path::Blocks;         // ... and how record() built them
+  Path walked_ = Path::Blocks;       // how the last streams() built its streams
+  std::vector<Prepared> prepared_;   // prepare() of each of them (not per block)
 };
 
 }  // namespace tl::replay

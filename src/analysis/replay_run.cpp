@@ -57,10 +57,15 @@ class Replayer {
   }
 
   /// Whether advance() folds the periods that repeat (below). A caller's pause must then be one
-  /// that fires only on a statement's first event: the skipped events' statements are the last
-  /// period's, every one of them already seen by it.
+  /// that fires only on a statement's first event (the skipped events' statements are the last
+  /// period's, every one of them already seen by it) or on a count of steps (which counts the
+  /// skipped ones, none of which fails).
   void fold(bool on) {
     fold_ = on;
+    history_.clear();  // snapshots of another query's replay (a copy's base) compare nothing
+    probed_ = SIZE_MAX;
+    next_probe_ = steps_;
+    misses_ = 0;
     if (!on) return;
     pushers_ = {};
     if (q_.slot_channel >= 0)  // the cores that push the checked channel's slots
@@ -686,8 +691,10 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
   // The replay with q's drops, paused before the first event of each unit's statements; there a
   // copy runs on with the unit dropped too, for `cap` steps at most.
   Replayer base(streams, channels, quiet, prepared);
-  // The baseline folds (its pause fires at a unit's first event only); the copies, which stop
-  // after `cap` steps, run every step.
+  // The baseline folds (its pause fires at a unit's first event only), and so do the copies:
+  // their steps count the skipped periods' (jump()), in which no step fails, so a copy stops
+  // where it would have, or just after a jump past it, with the same answer (a jump leaves an
+  // event on every core that moved, where the pause stops it).
   base.fold(shortcuts());
   size_t unit = 0, left = units.size();
   auto first = [&](int, const Event& e) {
@@ -706,7 +713,7 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
     drops.insert(drops.end(), units[unit].begin(), units[unit].end());
     std::sort(drops.begin(), drops.end());
     Replayer trial = base;
-    trial.fold(false);
+    trial.fold(shortcuts());  // its own snapshots: it drops more than the baseline
     trial.drop(std::move(drops));
     const size_t stop = trial.steps() + cap;
     // Past `cap` steps the answer is left to the caller's full replays (a unit the replay
