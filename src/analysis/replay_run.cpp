@@ -293,10 +293,11 @@ class Replayer {
     std::array<size_t, 3> popped{};  // each consumer's pops in all
     std::array<std::vector<std::pair<int, uint32_t>>, 3> pops;
   };
-  static constexpr size_t kProbe = 64;     // steps between snapshots when none is pending
-  static constexpr size_t kForget = 2048;  // steps after which a marker not seen again goes
-  static constexpr int kMisses = 8;        // snapshots of one marker that differ, at most
-  static constexpr size_t kHistory = 4;    // snapshots of it compared with a new one
+  static constexpr size_t kProbe = 64;       // steps between snapshots when none is pending
+  static constexpr size_t kForget = 2048;    // steps after which a marker not seen again goes
+  static constexpr int kMisses = 8;          // snapshots of one marker that differ, at most
+  static constexpr size_t kHistory = 4;      // snapshots of it compared with a new one
+  static constexpr size_t kFreeWork = 8192;  // snapshot work allowed whatever the steps
 
   static bool by_record(const Rec& x, const Rec& y) {
     return std::tie(x.span.mem, x.span.base, x.span.lo, x.span.hi, x.span.write, x.core, x.timeline,
@@ -327,8 +328,10 @@ class Replayer {
       for (int p = 1; p < kPipes; ++p)
         for (int t = 0; t < kClock; ++t) least[c][t] = std::min(least[c][t], cores_[c].know[p][t]);
     }
+    size_t records = 0;
     for (auto& [mem, sh] : shadows_)
       sh.each([&](const Rec& r) {
+        ++records;
         const bool gm = mem >> 63;
         const int owner = static_cast<int>(mem & 3);
         bool live = false;
@@ -337,6 +340,7 @@ class Replayer {
         if (live) n.live.push_back(r);
       });
     std::sort(n.live.begin(), n.live.end(), by_record);
+    work_ += records + 16 * n.live.size();
     if (q_.slot_channel >= 0) {
       const int ch = q_.slot_channel;
       int64_t least = INT64_MAX;
@@ -518,6 +522,9 @@ class Replayer {
     const size_t pc = cores_[lead_].pc;
     if (pc == probed_) return;  // blocked here last round: the same state
     probed_ = pc;
+    // Snapshots cost the records they visit and sort: kept to a fraction of the steps, so that
+    // a replay whose periods never repeat (each row tile's records live on) pays little for them.
+    if (work_ > 2 * steps_ + kFreeWork) return;
     const SyncNode* y = streams_[lead_][pc].sync;
     if (!history_.empty() && steps_ - history_.back().steps > kForget) history_.clear();
     if (history_.empty()) {
@@ -558,6 +565,7 @@ class Replayer {
   int lead_ = 0;  // the core whose statements mark the periods: the first with a stream
   std::vector<Snapshot> history_;  // the latest snapshots of one marker, oldest first
   size_t probed_ = SIZE_MAX, next_probe_ = 0;
+  size_t work_ = 0;  // records the snapshots visited, and sorted (x16)
   int misses_ = 0;
 
   const Streams& streams_;
