@@ -132,7 +132,8 @@ class Unroller {
 
  private:
   /// At most how many events `s` emits, where every loop's extent is an immediate (nullopt
-  /// otherwise, or past kMaxEvents): both branches of a branch, every iteration of a loop.
+  /// otherwise, or past kMaxEvents): both branches of a branch, every iteration of a loop the
+  /// walk unrolls (loop()).
   std::optional<size_t> at_most(const Stmt& s) {
     if (!s.defined()) return size_t{0};
     switch (s.kind()) {
@@ -149,8 +150,10 @@ class Unroller {
         auto* ext = f->extent.as<IntImmNode>();
         auto m = at_most(f->body);
         if (!ext || !m || ext->value < 0) return std::nullopt;
-        if (*m && static_cast<uint64_t>(ext->value) > kMaxEvents / *m) return std::nullopt;
-        return static_cast<size_t>(ext->value) * *m;
+        int64_t trips = ext->value;
+        if (!matters(f->body)) trips = !accesses_ ? 0 : trips <= 64 ? trips : 1;  // as loop()
+        if (*m && static_cast<uint64_t>(trips) > kMaxEvents / *m) return std::nullopt;
+        return static_cast<size_t>(trips) * *m;
       }
       case StmtKind::If: {
         auto* n = static_cast<const IfNode*>(s.get());

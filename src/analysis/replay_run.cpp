@@ -297,7 +297,7 @@ class Replayer {
   static constexpr size_t kForget = 2048;    // steps after which a marker not seen again goes
   static constexpr int kMisses = 8;          // snapshots of one marker that differ, at most
   static constexpr size_t kHistory = 4;      // snapshots of it compared with a new one
-  static constexpr size_t kFreeWork = 8192;  // snapshot work allowed whatever the steps
+  static constexpr size_t kFreeWork = 2048;  // snapshot work allowed whatever the steps
 
   static bool by_record(const Rec& x, const Rec& y) {
     return std::tie(x.span.mem, x.span.base, x.span.lo, x.span.hi, x.span.write, x.core, x.timeline,
@@ -529,8 +529,8 @@ class Replayer {
     if (!history_.empty() && steps_ - history_.back().steps > kForget) history_.clear();
     if (history_.empty()) {
       // A marker is a statement seen before: one in a loop, which may come again.
-      const bool again = !seen_.insert(y).second;
-      if (!again || steps_ < next_probe_) return;
+      if (steps_ < next_probe_) return;
+      if (seen_.insert(y).second) return;
       history_.push_back(take(y));
       misses_ = 0;
       return;
