@@ -123,9 +123,7 @@ class Unroller {
       }
       if (missed_) fail();
     }
-    // A failed attempt's stream is kept with its recording (its ranges point into it); a
-    // stream that is returned is moved there by its recorder once replayed (Prover::adopt).
-    if (record_ && failed_) record_->stream = out_;
+    if (record_) record_->stream = out_;  // a failed attempt's too: its ranges point into it
     if (failed_) return std::nullopt;
     return std::move(out_);
   }
