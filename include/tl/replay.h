@@ -83,10 +83,11 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
                                    std::vector<int64_t>* weights = nullptr, bool* shared = nullptr);
 
 /// Whether the replay takes its shortcuts (on by default): one set of streams for the blocks
-/// whose decisions are each one value over cid's range (unroll_blocks), and a Prover block whose
-/// walk runs as an earlier block's neither built nor replayed (Prover). Off: every block's
-/// streams built and grouped as without them, the same answers at a higher cost; for the test
-/// that compares the lowered IR both ways (tests/analysis/replay_shortcuts_test.cpp).
+/// whose decisions are each one value over cid's range (unroll_blocks), a Prover block whose
+/// walk runs as an earlier block's neither built nor replayed (Prover), and the loop fold (a
+/// replay skips the periods that repeat a period's state and events: replay_run.cpp). Off: every
+/// block's streams built and grouped as without them, the same answers at a higher cost; for the
+/// test that compares the lowered IR both ways (tests/analysis/replay_shortcuts_test.cpp).
 void set_shortcuts(bool on);
 bool shortcuts();
 
@@ -109,6 +110,8 @@ struct Query {
   bool balanced = false;  // check: every intra-core set consumed by a wait by the end
   /// Report: each intra-core wait with the set it consumed (set statement, wait statement).
   std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
+  /// Report: the loop periods the replay skipped (the fold, docs/compiler.md), added to.
+  size_t* skipped = nullptr;
 };
 
 /// What a replay learns from its streams before it runs, whatever the query: the memories some
@@ -161,8 +164,11 @@ class Prover {
 
  private:
   std::vector<Streams> record(const Stmt bodies[2]);
+  void adopt(std::vector<Streams>& streams);
   std::vector<Streams> streams(const Stmt bodies[2]);
-  std::pair<bool, size_t> check(const std::vector<Streams>& blocks) const;
+  // How record() built its streams: one set for all blocks, sets of cid ranges, or per block.
+  enum class Path { All, Ranged, Blocks };
+  std::pair<bool, size_t> check(const std::vector<Streams>& blocks, Path path) const;
   const KernelNode& k_;
   const Target& t_;
   int64_t max_blocks_;
@@ -180,6 +186,10 @@ class Prover {
   // (replay_classes, with the same op executions): a rewrite's stream of the block then replays
   // as that block's when the two walks run the same ops and syncs (Prover::streams).
   std::vector<size_t> base_rep_;
+  std::vector<Recorded*> adopting_;  // the recordings of record()'s streams, in order
+  Path path_ = Path::Blocks;         // ... and how record() built them
+  Path walked_ = Path::Blocks;       // how the last streams() built its streams
+  std::vector<Prepared> prepared_;   // prepare() of each of them (not per block)
 };
 
 }  // namespace tl::replay

@@ -109,8 +109,12 @@ class Unroller {
   size_t emitted() const { return emitted_; }
 
   std::optional<std::vector<Event>> run(const Stmt& body) {
-    // A rewrite runs the recording's ops: its stream is about the recording's length.
+    // A rewrite runs the recording's ops: its stream is about the recording's length. Else a
+    // bound of its length where the trip counts are constants: a stream of 10^5 events grown by
+    // doubling moved each event twice (a tenth of flash_attention_dev's unrolls at S=32768).
     if (reuse_ && !trace_only_) out_.reserve(reuse_->stream.size());
+    if (!reuse_ && !trace_only_)
+      if (auto n = at_most(body); n && *n <= kMaxEvents) out_.reserve(*n);
     walk(body);
     if (reuse_ && !failed_) {
       for (const auto& [op, ranges] : reuse_->ranges) {
@@ -125,6 +129,47 @@ class Unroller {
   }
 
  private:
+  /// At most how many events `s` emits, where every loop's extent is an immediate (nullopt
+  /// otherwise, or past kMaxEvents): both branches of a branch, every iteration of a loop the
+  /// walk unrolls (loop()).
+  std::optional<size_t> at_most(const Stmt& s) {
+    if (!s.defined()) return size_t{0};
+    switch (s.kind()) {
+      case StmtKind::Seq: {
+        size_t n = 0;
+        for (const Stmt& x : static_cast<const SeqNode*>(s.get())->stmts) {
+          auto m = at_most(x);
+          if (!m || (n += *m) > kMaxEvents) return std::nullopt;
+        }
+        return n;
+      }
+      case StmtKind::For: {
+        auto* f = static_cast<const ForNode*>(s.get());
+        auto* ext = f->extent.as<IntImmNode>();
+        auto m = at_most(f->body);
+        if (!ext || !m || ext->value < 0) return std::nullopt;
+        int64_t trips = ext->value;
+        if (!matters(f->body)) trips = !accesses_ ? 0 : trips <= 64 ? trips : 1;  // as loop()
+        if (*m && static_cast<uint64_t>(trips) > kMaxEvents / *m) return std::nullopt;
+        return static_cast<size_t>(trips) * *m;
+      }
+      case StmtKind::If: {
+        auto* n = static_cast<const IfNode*>(s.get());
+        auto a = at_most(n->then_case), b = at_most(n->else_case);
+        if (!a || !b) return std::nullopt;
+        return *a + *b;
+      }
+      case StmtKind::Sync:
+        return size_t{1};
+      case StmtKind::TileOp:
+        return instrs_of(*static_cast<const TileOpNode*>(s.get())).size();
+      case StmtKind::Scope:
+        return at_most(static_cast<const ScopeNode*>(s.get())->body);
+      default:
+        return size_t{0};
+    }
+  }
+
   // By kind, not by dynamic_cast: the walk visits every statement of every unrolled iteration.
   void walk(const Stmt& s) {
     if (failed_ || !s.defined()) return;
@@ -443,8 +488,23 @@ class Unroller {
     return x;
   }
 
-  /// The bytes `r` may touch.
+  /// The bytes `r` may touch. A region whose bounds are all immediates touches the same bytes
+  /// in every execution (the buffer's shape and address are fixed): computed once.
   Span span_of(const BufferRegion& r, bool write) const {
+    auto [it, fresh] = constant_regions_.try_emplace(&r);
+    if (fresh) {
+      bool constant = true;
+      for (const Range& x : r.ranges)
+        constant = constant && x.min.as<IntImmNode>() &&
+                   (!x.extent.defined() || x.extent.as<IntImmNode>());
+      if (constant) it->second = bytes_of(r, false);
+    }
+    if (!it->second) return bytes_of(r, write);
+    Span sp = *it->second;
+    sp.write = write;
+    return sp;
+  }
+  Span bytes_of(const BufferRegion& r, bool write) const {
     const Buffer& b = r.buffer;
     const BufferInfo& bi = info(b.get());
     Span sp;
@@ -614,6 +674,8 @@ class Unroller {
   std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
   mutable std::unordered_map<const BufferNode*, BufferInfo> buffers_;           // info()
   mutable std::unordered_map<const ExprNode*, bool> can_fail_;                  // can_fail()
+  // span_of(): the bytes of each region whose bounds are immediates (nullopt: not constant).
+  mutable std::unordered_map<const BufferRegion*, std::optional<Span>> constant_regions_;
   mutable std::vector<Linear> first_, last_;  // span_of()'s scratch
   mutable std::vector<int64_t> f_, l_;
   std::vector<Event> out_;

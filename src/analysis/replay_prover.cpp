@@ -17,18 +17,35 @@ namespace tl::replay {
 Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64_t max_blocks,
                size_t budget)
     : k_(k), t_(t), max_blocks_(max_blocks), budget_(budget) {
-  std::tie(clean_, per_replay_) = check(record(bodies));
+  std::vector<Streams> streams = record(bodies);
+  // What each set's replay learns before it runs (the memories its ops write): the same for
+  // every rewrite whose streams are built from this recording by the same walk, which has every
+  // op execution the recording has, and no other (Prover::streams).
+  if (path_ != Path::Blocks)
+    for (const Streams& b : streams) prepared_.push_back(prepare(b));
+  std::tie(clean_, per_replay_) = check(streams, path_);
+  adopt(streams);
   // With cid unknown, a tail's clipped regions are whole buffers, which the ranges may not tell
   // apart: then block by block, where every address is a constant.
   if (!clean_) {
     each_block_ = true;
-    std::tie(clean_, per_replay_) = check(record(bodies));
+    prepared_.clear();
+    streams = record(bodies);
+    std::tie(clean_, per_replay_) = check(streams, Path::Blocks);
+    adopt(streams);
   }
+}
+
+/// The recordings keep a copy of their streams (moving the replayed streams into them instead
+/// crashed a question on a recording left empty: not kept until understood).
+void Prover::adopt(std::vector<Streams>&) {
+  adopting_.clear();
 }
 
 bool Prover::holds(const Stmt bodies[2]) {
   if (!clean_ || (spent_ += per_replay_) > budget_) return false;
-  return check(streams(bodies)).first;
+  const std::vector<Streams> s = streams(bodies);
+  return check(s, walked_).first;
 }
 
 bool Prover::holds_all(const Stmt bodies[2], size_t questions) {
@@ -40,7 +57,7 @@ bool Prover::holds_all(const Stmt bodies[2], size_t questions) {
   // not that argument's, so it refuses.
   anew_ = false;
   const std::vector<Streams> s = streams(bodies);
-  if (anew_ || s.empty() || !check(s).first) return false;
+  if (anew_ || s.empty() || !check(s, walked_).first) return false;
   spent_ += questions * per_replay_;
   return true;
 }
@@ -57,15 +74,23 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
   base_ = blocks;
   weights_.clear();
   ranges_.clear();
+  adopting_.clear();
+  path_ = Path::Blocks;
   if (!each_block_) {
     bool undecided = false;
     if (auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, all.get(),
-                            nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided))
+                            nullptr, nullptr, nullptr, false, nullptr, {0, -1}, &undecided)) {
+      adopting_ = {all.get()};
+      path_ = Path::All;
       return only(std::move(*s));
+    }
     if (undecided && shortcuts()) {
       if (auto sets = ranged_sets(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, ranged.get(),
-                                  nullptr, &ranges_, nullptr, &weights_))
+                                  nullptr, &ranges_, nullptr, &weights_)) {
+        for (Recorded& r : *ranged) adopting_.push_back(&r);
+        path_ = Path::Ranged;
         return std::move(*sets);
+      }
       ranged->clear();
       ranges_.clear();
       weights_.clear();
@@ -85,6 +110,7 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
   }
   // Blocks whose recordings replay alike, op execution by op execution (the same events in the
   // same ranges: a rewrite's stream takes each execution's events from its block's recording).
+  for (Recorded& r : *blocks) adopting_.push_back(&r);
   base_rep_ = replay_classes(out);
   for (size_t b = 0; b < out.size(); ++b) {
     const size_t r = base_rep_[b];
@@ -98,6 +124,7 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
 /// taken from the recording (the rewrites only move, guard or drop syncs, so each op runs in the
 /// same executions with the same variables; an op that does not, a miss, unrolls anew).
 std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
+  walked_ = Path::Blocks;
   auto anew = [&] {
     anew_ = true;
     return unroll_blocks(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, each_block_);
@@ -107,7 +134,10 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
     bool undecided = false;
     auto s = unroll_one(k_, bodies[0], bodies[1], t_, {}, true, std::nullopt, nullptr,
                         base_all_.get(), &missed, nullptr, false, nullptr, {0, -1}, &undecided);
-    if (s) return only(std::move(*s));
+    if (s) {
+      walked_ = Path::All;
+      return only(std::move(*s));
+    }
     if (missed) return anew();
     if (undecided && shortcuts() && !ranges_.empty()) {
       // The ranges of the bodies as they are; a rewrite whose decisions split them otherwise
@@ -115,7 +145,10 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
       Ranges ranges = ranges_;
       auto sets = ranged_sets(k_, bodies[0], bodies[1], t_, {}, true, max_blocks_, nullptr,
                               base_ranged_.get(), &ranges, &missed, nullptr);
-      if (sets) return std::move(*sets);
+      if (sets) {
+        walked_ = Path::Ranged;
+        return std::move(*sets);
+      }
       return anew();
     }
   }
@@ -158,7 +191,7 @@ std::vector<Streams> Prover::streams(const Stmt bodies[2]) {
   return out;
 }
 
-std::pair<bool, size_t> Prover::check(const std::vector<Streams>& blocks) const {
+std::pair<bool, size_t> Prover::check(const std::vector<Streams>& blocks, Path path) const {
   Query q;
   q.accesses = q.balanced = true;
   size_t events = 0;
@@ -173,8 +206,11 @@ std::pair<bool, size_t> Prover::check(const std::vector<Streams>& blocks) const 
   // Blocks that replay alike (replay_classes) are replayed once.
   const std::vector<size_t> rep = replay_classes(blocks);
   bool ok = !blocks.empty();
+  // The recording's prepare() where these streams were walked as it was (the same path, not
+  // anew: the same op executions in each set).
+  const bool same = path != Path::Blocks && path == path_ && prepared_.size() == blocks.size();
   for (size_t b = 0; ok && b < blocks.size(); ++b)
-    if (rep[b] == b) ok = replay(blocks[b], {}, q);
+    if (rep[b] == b) ok = replay(blocks[b], {}, q, same ? &prepared_[b] : nullptr);
   return {ok, events};
 }
 

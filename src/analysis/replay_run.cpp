@@ -10,137 +10,15 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "replay_shadow.h"
 #include "tl/replay.h"
 #include "tl/sync_rules.h"
 
 namespace tl::replay {
-namespace {
 
-constexpr int kClock = 3 * kPipes;  // (core, pipe) timelines of one block
-
-using Clock = std::array<uint32_t, kClock>;
-void join(Clock& a, const Clock& b) {
-  for (int i = 0; i < kClock; ++i) a[i] = std::max(a[i], b[i]);
-}
-
-bool overlap(const Span& a, const Span& b) {
-  if (a.mem != b.mem) return false;
-  if (a.base < 0 || b.base < 0 || a.base != b.base) return true;
-  return a.lo < b.hi && b.lo < a.hi;
-}
-bool covers(const Span& a, const Span& b) {
-  return a.mem == b.mem && a.base >= 0 && a.base == b.base && a.lo <= b.lo && b.hi <= a.hi;
-}
-
-/// An access not yet replaced by a covering one ordered after it (the hazard checker's shadow).
-struct Rec {
-  Span span;
-  int core, timeline;
-  uint32_t clock;
-  size_t event;
-};
-
-/// One memory's recorded accesses, by base, length class (the bit width of the length) and first
-/// byte, so that an access visits the records that may overlap it (overlap()) without scanning
-/// the others: a block's streams touch the rows of a tile hundreds of times, and none covers
-/// another. In a class, a record that starts at or before a.lo - 2^(class) ends at or before a.lo.
-class Shadow {
- public:
-  /// Calls `f` on every record that overlaps `a` (a span of this memory).
-  template <class F>
-  void overlapping(const Span& a, F&& f) const {
-    for (const Rec& r : unknown_) f(r);
-    for (const auto& [base, classes] : bases_)
-      for (const Class& m : classes) {
-        if (a.base < 0 || base != a.base) {  // another base, or an unknown one: every record
-          for (const Rec& r : m.sorted)
-            if (r.clock) f(r);
-          for (const Rec& r : m.recent) f(r);
-          continue;
-        }
-        int64_t from;
-        auto it = m.cls >= 63 || __builtin_sub_overflow(a.lo, int64_t{1} << m.cls, &from)
-                      ? m.sorted.begin()
-                      : std::upper_bound(m.sorted.begin(), m.sorted.end(), from, by_lo);
-        for (; it != m.sorted.end() && it->span.lo < a.hi; ++it)
-          if (it->clock && overlap(it->span, a)) f(*it);
-        for (const Rec& r : m.recent)
-          if (overlap(r.span, a)) f(r);
-      }
-  }
-  /// Erases the records `a` covers (covers()) for which `pred` holds.
-  template <class P>
-  void erase_covered(const Span& a, P&& pred) {
-    if (a.base < 0) return;
-    auto b = std::find_if(bases_.begin(), bases_.end(),
-                          [&](const auto& x) { return x.first == a.base; });
-    if (b == bases_.end()) return;
-    auto gone = [&](const Rec& r) { return r.clock && covers(a, r.span) && pred(r); };
-    for (Class& m : b->second) {
-      auto from = std::lower_bound(m.sorted.begin(), m.sorted.end(), a.lo, lo_before);
-      for (auto it = from; it != m.sorted.end() && it->span.lo <= a.hi; ++it)
-        if (gone(*it)) it->clock = 0;
-      m.recent.erase(std::remove_if(m.recent.begin(), m.recent.end(), gone), m.recent.end());
-    }
-  }
-  void add(const Rec& r) {
-    if (r.span.base < 0) {
-      unknown_.push_back(r);
-      return;
-    }
-    int64_t length;
-    if (__builtin_sub_overflow(r.span.hi, r.span.lo, &length) || length < 0) length = INT64_MAX;
-    const int cls = 64 - __builtin_clzll(static_cast<uint64_t>(length) | 1);  // length < 2^cls
-    auto b = std::find_if(bases_.begin(), bases_.end(),
-                          [&](const auto& x) { return x.first == r.span.base; });
-    if (b == bases_.end()) b = bases_.insert(b, {r.span.base, {}});
-    auto c = std::find_if(b->second.begin(), b->second.end(),
-                          [&](const Class& x) { return x.cls == cls; });
-    if (c == b->second.end()) c = b->second.insert(c, Class{cls, {}, {}});
-    c->recent.push_back(r);
-    if (c->recent.size() >= kRecent) c->merge();
-  }
-
- private:
-  // Bases and length classes in the order first seen, searched in order: a memory has a few of
-  // each, and every access visits them all (overlapping()), which tree nodes made dear. A class
-  // keeps its records contiguous, as every access scans a window of them (on other bases, all
-  // of them): sorted by first byte, erased ones left in place as tombstones (clock 0, which no
-  // access is ordered before, the live records' clocks being issue counts from 1), the latest
-  // added unsorted until kRecent of them are merged in with the tombstones dropped. Inserting
-  // each into the sorted records moved all those after it: quadratic in a tile's rows, which
-  // are added interleaved with another buffer's (the 171-row-tile RoPE).
-  static constexpr size_t kRecent = 32;
-  struct Class {
-    int cls;                  // the length class
-    std::vector<Rec> sorted;  // by lo, with tombstones
-    std::vector<Rec> recent;  // in the order added
-    void merge() {
-      std::stable_sort(recent.begin(), recent.end(),
-                       [](const Rec& x, const Rec& y) { return x.span.lo < y.span.lo; });
-      std::vector<Rec> out;
-      out.reserve(sorted.size() + recent.size());
-      auto live = [](const Rec& x) { return x.clock != 0; };
-      auto it = sorted.begin();
-      for (const Rec& r : recent) {
-        for (; it != sorted.end() && it->span.lo <= r.span.lo; ++it)
-          if (live(*it)) out.push_back(*it);
-        out.push_back(r);
-      }
-      for (; it != sorted.end(); ++it)
-        if (live(*it)) out.push_back(*it);
-      sorted = std::move(out);
-      recent.clear();
-    }
-  };
-  static bool by_lo(int64_t lo, const Rec& r) { return lo < r.span.lo; }
-  static bool lo_before(const Rec& r, int64_t lo) { return r.span.lo < lo; }
-  std::vector<Rec> unknown_;  // base < 0: overlaps every span
-  std::vector<std::pair<int, std::vector<Class>>> bases_;
-};
-
-}  // namespace
+using namespace detail;  // the shadow (replay_shadow.h) is this file's, apart for length
 
 Prepared prepare(const Streams& streams) {
   Prepared p;
@@ -173,8 +51,32 @@ class Replayer {
   }
 
   bool run() {
+    fold(shortcuts());
     advance([](int, const Event&) { return false; });
     return finished();
+  }
+
+  /// Whether advance() folds the periods that repeat (below). A caller's pause must then be one
+  /// that fires only on a statement's first event (the skipped events' statements are the last
+  /// period's, every one of them already seen by it) or on a count of steps (which counts the
+  /// skipped ones, none of which fails).
+  void fold(bool on) {
+    fold_ = on;
+    history_.clear();  // snapshots of another query's replay (a copy's base) compare nothing
+    probed_ = SIZE_MAX;
+    next_probe_ = steps_;
+    misses_ = 0;
+    if (!on) return;
+    pushers_ = {};
+    if (q_.slot_channel >= 0)  // the cores that push the checked channel's slots
+      for (int c = 0; c < 3; ++c)
+        for (const Event& e : streams_[c])
+          if (e.channel == q_.slot_channel && e.push && e.first) {
+            pushers_[c] = true;
+            break;
+          }
+    lead_ = 0;
+    while (lead_ < 2 && streams_[lead_].empty()) ++lead_;  // the first core with a stream
   }
 
   /// Runs the schedule on: each core until it blocks on a cross-core wait, round-robin until all
@@ -194,6 +96,7 @@ class Replayer {
       }
       Core& s = cores_[core_];
       while (ok_ && s.pc < streams_[core_].size()) {
+        if (fold_ && core_ == lead_ && streams_[core_][s.pc].sync) probe();
         const Event& e = streams_[core_][s.pc];
         if (pause(core_, e)) return false;
         if (!step(core_, e)) break;
@@ -360,6 +263,311 @@ class Replayer {
     }
   }
 
+  // The loop fold (docs/compiler.md, "Compile latency"). A replay's step is a function of the
+  // state and the event: it takes maxima and comparisons of clocks, increments issue counts,
+  // and compares spans of written memories (the others have no records). So where the state
+  // with the lead core (the first with a stream) about to run a statement again equals the state it
+  // had the last time, every clock moved by its timeline's issue count (phi below: v -> v + delta
+  // for v > 0, 0 kept, a strictly increasing map, under which maxima, comparisons and increments
+  // commute), and the events from there on repeat the events of that period (the same kinds, flags,
+  // statements and written spans), the replay of the next period is the last one's, shifted: after
+  // m periods the state is the snapshot's shifted m times, and no step of them fails (none of the
+  // last period's did). A record every pipe that may access its memory already knows complete can
+  // never conflict again (clocks only grow), nor changes another record's fate: the states are
+  // compared without such records. The matches of the skipped periods are the last period's again,
+  // appended in order.
+  struct Snapshot {
+    const SyncNode* marker = nullptr;
+    std::array<size_t, 3> pc{};
+    Clock issued{};  // per timeline
+    std::array<std::array<Clock, kPipes>, 3> know{};
+    std::vector<std::tuple<int, std::tuple<int, int, int>, Clock, const SyncNode*>> flags;
+    std::vector<std::pair<std::pair<int, int>, Clock>> cross;
+    std::vector<Rec> live;  // sorted (by_record)
+    bool progress = false;
+    size_t steps = 0, matches = 0;
+    // The slot check's channel: the tiles each core pushed, and the pops of each consumer from
+    // the first a later push reads (the pushers' least count less the slots) on.
+    std::array<int, 3> pushes{};
+    int64_t first_read = 0;
+    std::array<size_t, 3> popped{};  // each consumer's pops in all
+    std::array<std::vector<std::pair<int, uint32_t>>, 3> pops;
+  };
+  static constexpr size_t kProbe = 64;       // steps between snapshots when none is pending
+  static constexpr size_t kForget = 2048;    // steps after which a marker not seen again goes
+  static constexpr int kMisses = 8;          // snapshots of one marker that differ, at most
+  static constexpr size_t kHistory = 4;      // snapshots of it compared with a new one
+  static constexpr size_t kFreeWork = 2048;  // snapshot work allowed whatever the steps
+
+  static bool by_record(const Rec& x, const Rec& y) {
+    return std::tie(x.span.mem, x.span.base, x.span.lo, x.span.hi, x.span.write, x.core, x.timeline,
+                    x.clock) < std::tie(y.span.mem, y.span.base, y.span.lo, y.span.hi, y.span.write,
+                                        y.core, y.timeline, y.clock);
+  }
+  static bool same_record(const Rec& x, const Rec& y) {
+    return !by_record(x, y) && !by_record(y, x);
+  }
+
+  Snapshot take(const SyncNode* marker) {
+    Snapshot n;
+    n.marker = marker;
+    for (int c = 0; c < 3; ++c) {
+      n.pc[c] = cores_[c].pc;
+      n.know[c] = cores_[c].know;
+      for (int p = 0; p < kPipes; ++p) n.issued[c * kPipes + p] = cores_[c].issued[p];
+      for (const auto& [key, sets] : cores_[c].flags)
+        for (const auto& [clock, y] : sets) n.flags.emplace_back(c, key, clock, y);
+    }
+    for (const auto& [key, sets] : cross_)
+      for (const Clock& k : sets) n.cross.emplace_back(key, k);
+    // What each core's pipes all know of each timeline: a record below it is dead for the cores
+    // that may access its memory (an on-chip memory is its core's: memory_key).
+    std::array<Clock, 3> least;
+    for (int c = 0; c < 3; ++c) {
+      least[c] = cores_[c].know[0];
+      for (int p = 1; p < kPipes; ++p)
+        for (int t = 0; t < kClock; ++t) least[c][t] = std::min(least[c][t], cores_[c].know[p][t]);
+    }
+    size_t records = 0;
+    for (auto& [mem, sh] : shadows_)
+      sh.each([&](const Rec& r) {
+        ++records;
+        const bool gm = mem >> 63;
+        const int owner = static_cast<int>(mem & 3);
+        bool live = false;
+        for (int c = 0; c < 3; ++c)
+          if ((gm || c == owner) && least[c][r.timeline] < r.clock) live = true;
+        if (live) n.live.push_back(r);
+      });
+    std::sort(n.live.begin(), n.live.end(), by_record);
+    work_ += records + 16 * n.live.size();
+    if (q_.slot_channel >= 0) {
+      const int ch = q_.slot_channel;
+      int64_t least = INT64_MAX;
+      for (int c = 0; c < 3; ++c) {
+        auto it = cores_[c].pushes.find(ch);
+        n.pushes[c] = it == cores_[c].pushes.end() ? 0 : it->second;
+        if (pushers_[c]) least = std::min<int64_t>(least, n.pushes[c]);
+      }
+      n.first_read = least == INT64_MAX ? 0 : least - channels_[ch].slots;
+      for (int o = 0; o < 3; ++o) {
+        auto it = cores_[o].pops.find(ch);
+        if (!consumers_->count({o, ch}) || it == cores_[o].pops.end() || n.first_read < 0) continue;
+        const size_t from = static_cast<size_t>(n.first_read);
+        n.popped[o] = it->second.size();
+        if (from < it->second.size()) n.pops[o].assign(it->second.begin() + from, it->second.end());
+      }
+    }
+    n.progress = progress_;
+    n.steps = steps_;
+    n.matches = q_.matches ? q_.matches->size() : 0;
+    return n;
+  }
+
+  /// Whether `b` is `a` with every clock moved by phi; `delta`: each timeline's issue count.
+  bool alike(const Snapshot& a, const Snapshot& b, Clock& delta) const {
+    for (int t = 0; t < kClock; ++t) {
+      if (b.issued[t] < a.issued[t]) return false;
+      delta[t] = b.issued[t] - a.issued[t];
+      if (a.issued[t] == 0 && delta[t] != 0) return false;  // phi(0) is 0
+    }
+    auto phi = [&](const Clock& x, const Clock& y) {  // y == phi(x)
+      for (int t = 0; t < kClock; ++t)
+        if (y[t] != (x[t] ? x[t] + delta[t] : 0)) return false;
+      return true;
+    };
+    if (a.progress != b.progress || a.flags.size() != b.flags.size() ||
+        a.cross.size() != b.cross.size() || a.live.size() != b.live.size())
+      return false;
+    for (int c = 0; c < 3; ++c)
+      for (int p = 0; p < kPipes; ++p)
+        if (!phi(a.know[c][p], b.know[c][p])) return false;
+    for (size_t i = 0; i < a.flags.size(); ++i) {
+      const auto &x = a.flags[i], &y = b.flags[i];
+      if (std::get<0>(x) != std::get<0>(y) || std::get<1>(x) != std::get<1>(y) ||
+          std::get<3>(x) != std::get<3>(y) || !phi(std::get<2>(x), std::get<2>(y)))
+        return false;
+    }
+    for (size_t i = 0; i < a.cross.size(); ++i)
+      if (a.cross[i].first != b.cross[i].first || !phi(a.cross[i].second, b.cross[i].second))
+        return false;
+    if (q_.slot_channel >= 0) {
+      // Every pusher pushed the same tiles in the period, each consumer popped as many, and a
+      // later push reads only pops both snapshots hold (none before the first: a push there
+      // checks nothing, its period's counterpart would).
+      if (a.first_read < 0) return false;
+      int64_t tiles = -1;
+      for (int c = 0; c < 3; ++c) {
+        if (!pushers_[c]) continue;
+        if (tiles >= 0 && b.pushes[c] - a.pushes[c] != tiles) return false;
+        tiles = b.pushes[c] - a.pushes[c];
+      }
+      if (tiles < 0) tiles = 0;  // no pusher: no check reads the pops
+      if (b.first_read != a.first_read + tiles) return false;
+      for (int o = 0; o < 3; ++o) {
+        if (!consumers_->count({o, q_.slot_channel})) continue;
+        if (b.popped[o] != a.popped[o] + static_cast<size_t>(tiles) ||
+            a.pops[o].size() != b.pops[o].size())
+          return false;
+        for (size_t i = 0; i < a.pops[o].size(); ++i) {
+          const auto &x = a.pops[o][i], &y = b.pops[o][i];
+          if (x.first != y.first || y.second != x.second + delta[o * kPipes + x.first])
+            return false;
+        }
+      }
+    }
+    std::vector<Rec> moved = a.live;
+    for (Rec& r : moved) r.clock += delta[r.timeline];  // live clocks are > 0
+    std::sort(moved.begin(), moved.end(), by_record);
+    return std::equal(moved.begin(), moved.end(), b.live.begin(), same_record);
+  }
+
+  bool written(uint64_t mem) const {
+    for (const auto& [m, sh] : shadows_)
+      if (m == mem) return true;
+    return false;
+  }
+  /// Whether `x` replays as `y` does: the same event but for spans of memories no op writes.
+  bool same_event(const Event& x, const Event& y) const {
+    if (x.kind != y.kind || x.pipe != y.pipe || x.dst != y.dst || x.id != y.id ||
+        x.channel != y.channel || x.push != y.push || x.first != y.first || x.sync != y.sync)
+      return false;
+    if (!q_.accesses) return true;
+    auto equal = [](const Span& u, const Span& v) {
+      return u.mem == v.mem && u.base == v.base && u.lo == v.lo && u.hi == v.hi &&
+             u.write == v.write;
+    };
+    if (std::equal(x.spans.begin(), x.spans.end(), y.spans.begin(), y.spans.end(), equal))
+      return true;  // most events of a period: no span moved
+    size_t i = 0, j = 0;
+    for (;; ++i, ++j) {
+      while (i < x.spans.size() && !written(x.spans[i].mem)) ++i;
+      while (j < y.spans.size() && !written(y.spans[j].mem)) ++j;
+      if (i == x.spans.size() || j == y.spans.size())
+        return i == x.spans.size() && j == y.spans.size();
+      if (!equal(x.spans[i], y.spans[j])) return false;
+    }
+  }
+  /// How many periods (from `a` to `b`) the events after `b` repeat: on each core that moved,
+  /// every event from b's pc through the m-th period's end, and the one after it (where the
+  /// core may stop, blocked), is the event a period before it.
+  size_t periods(const Snapshot& a, const Snapshot& b) const {
+    size_t m = SIZE_MAX;
+    for (int c = 0; c < 3 && m > 0; ++c) {
+      const size_t period = b.pc[c] - a.pc[c];
+      if (period == 0) continue;  // blocked or finished the whole period: it stays so
+      const auto& s = streams_[c];
+      const size_t need = m == SIZE_MAX ? SIZE_MAX : m * period + 1;
+      size_t run = 0;
+      for (size_t p = b.pc[c]; p < s.size() && run < need && same_event(s[p], s[p - period]); ++p)
+        ++run;
+      m = run == 0 ? 0 : std::min(m, (run - 1) / period);
+    }
+    return m == SIZE_MAX ? 0 : m;
+  }
+
+  /// The state `m` periods on: every clock moved by phi m times, every pc by m periods.
+  void jump(const Snapshot& a, const Snapshot& b, const Clock& delta, size_t m) {
+    Clock d;
+    for (int t = 0; t < kClock; ++t) d[t] = static_cast<uint32_t>(delta[t] * m);
+    auto shift = [&](Clock& k) {
+      for (int t = 0; t < kClock; ++t)
+        if (k[t]) k[t] += d[t];
+    };
+    for (int c = 0; c < 3; ++c) {
+      Core& s = cores_[c];
+      s.pc += m * (b.pc[c] - a.pc[c]);
+      for (int p = 0; p < kPipes; ++p) {
+        s.issued[p] += d[c * kPipes + p];
+        shift(s.know[p]);
+      }
+      for (auto& [key, sets] : s.flags)
+        for (auto& set : sets) shift(set.first);
+    }
+    for (auto& [key, sets] : cross_)
+      for (Clock& k : sets) shift(k);
+    for (auto& [mem, sh] : shadows_) sh.each([&](Rec& r) { r.clock += d[r.timeline]; });
+    if (q_.slot_channel >= 0) {
+      // Each pusher's count moves m periods on; each consumer's pops grow by m periods' worth,
+      // each pop the one a period before it moved by phi (alike() compared the readable ones).
+      const int ch = q_.slot_channel;
+      int tiles = 0;
+      for (int c = 0; c < 3; ++c)
+        if (pushers_[c]) {
+          tiles = b.pushes[c] - a.pushes[c];
+          cores_[c].pushes[ch] += static_cast<int>(m) * tiles;
+        }
+      for (int o = 0; o < 3; ++o) {
+        if (!consumers_->count({o, ch})) continue;
+        auto& pops = cores_[o].pops[ch];
+        const size_t add = m * static_cast<size_t>(tiles);
+        for (size_t i = 0; i < add; ++i) {  // alike(): the period's pops are the last `tiles`
+          auto p = pops[pops.size() - static_cast<size_t>(tiles)];
+          p.second += delta[o * kPipes + p.first];
+          pops.push_back(p);
+        }
+      }
+    }
+    steps_ += m * (b.steps - a.steps);
+    if (q_.matches) {
+      auto& out = *q_.matches;
+      for (size_t i = 0; i < m; ++i)
+        for (size_t j = a.matches; j < b.matches; ++j) out.push_back(out[j]);
+    }
+  }
+
+  /// The lead core is about to run an event with a statement: a snapshot, or a fold where the
+  /// last snapshot at this statement repeats.
+  void probe() {
+    const size_t pc = cores_[lead_].pc;
+    if (pc == probed_) return;  // blocked here last round: the same state
+    probed_ = pc;
+    // Snapshots cost the records they visit and sort: kept to a fraction of the steps, so that
+    // a replay whose periods never repeat (each row tile's records live on) pays little for them.
+    if (work_ > 2 * steps_ + kFreeWork) return;
+    const SyncNode* y = streams_[lead_][pc].sync;
+    if (!history_.empty() && steps_ - history_.back().steps > kForget) history_.clear();
+    if (history_.empty()) {
+      // A marker is a statement seen before: one in a loop, which may come again.
+      if (steps_ < next_probe_) return;
+      if (seen_.insert(y).second) return;
+      history_.push_back(take(y));
+      misses_ = 0;
+      return;
+    }
+    if (y != history_.back().marker) return;
+    Snapshot now = take(y);
+    // A period may span several visits (a loop whose schedule alternates between two phases):
+    // the latest snapshots of the marker are each compared, the most recent first.
+    for (size_t i = history_.size(); i-- > 0;) {
+      Clock delta{};
+      if (!alike(history_[i], now, delta)) continue;
+      if (const size_t m = periods(history_[i], now); m > 0) {
+        jump(history_[i], now, delta, m);
+        if (q_.skipped) *q_.skipped += m;
+        history_.clear();
+        next_probe_ = steps_;
+        return;
+      }
+    }
+    if (++misses_ > kMisses) {
+      history_.clear();
+      next_probe_ = steps_ + kProbe;
+      return;
+    }
+    if (history_.size() == kHistory) history_.erase(history_.begin());
+    history_.push_back(std::move(now));
+  }
+
+  bool fold_ = false;
+  std::array<bool, 3> pushers_{};             // the cores that push the slot check's channel
+  std::unordered_set<const SyncNode*> seen_;  // the lead core's statements run so far
+  int lead_ = 0;  // the core whose statements mark the periods: the first with a stream
+  std::vector<Snapshot> history_;  // the latest snapshots of one marker, oldest first
+  size_t probed_ = SIZE_MAX, next_probe_ = 0;
+  size_t work_ = 0;  // records the snapshots visited, and sorted (x16)
+  int misses_ = 0;
+
   const Streams& streams_;
   const std::vector<Channel>& channels_;
   const Query& q_;
@@ -491,6 +699,11 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
   // The replay with q's drops, paused before the first event of each unit's statements; there a
   // copy runs on with the unit dropped too, for `cap` steps at most.
   Replayer base(streams, channels, quiet, prepared);
+  // The baseline folds (its pause fires at a unit's first event only), and so do the copies:
+  // their steps count the skipped periods' (jump()), in which no step fails, so a copy stops
+  // where it would have, or just after a jump past it, with the same answer (a jump leaves an
+  // event on every core that moved, where the pause stops it).
+  base.fold(shortcuts());
   size_t unit = 0, left = units.size();
   auto first = [&](int, const Event& e) {
     if (!e.sync || (e.kind != Event::Set && e.kind != Event::Wait)) return false;
@@ -508,6 +721,7 @@ void screen(const Streams& streams, const std::vector<Channel>& channels, const 
     drops.insert(drops.end(), units[unit].begin(), units[unit].end());
     std::sort(drops.begin(), drops.end());
     Replayer trial = base;
+    trial.fold(shortcuts());  // its own snapshots: it drops more than the baseline
     trial.drop(std::move(drops));
     const size_t stop = trial.steps() + cap;
     // Past `cap` steps the answer is left to the caller's full replays (a unit the replay

@@ -22,6 +22,7 @@
 // streams must stay small. Otherwise every credit stays. Scalar instructions are left out of the
 // streams: they only add order, so the proof is conservative. The hazard-checked tests
 // (HazardMutation.DeveloperKernelsHaveNoRedundantSync) delete every remaining sync one by one.
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <set>
@@ -114,6 +115,61 @@ Stmt without_cross_flag(const Stmt& s, int id) {
   });
 }
 
+/// Whether the streams of `s` without the cross-core sets and waits of flag `id` are the streams
+/// of `s` with those events taken out, so that they need not be unrolled again: block_replay
+/// walks a loop or branch that holds a sync or a channel copy (matters()), and without accesses
+/// skips one that holds neither or takes both branches' ops, so every loop and branch around one
+/// of the flag's statements must still hold another sync or a channel copy, or hold no op (then
+/// how it is walked adds no event). Its other statements are the same nodes, and its decisions
+/// read no sync.
+bool filterable(const Stmt& s, int id, const std::vector<Channel>& channels) {
+  auto is_flag = [id](const Stmt& x) {
+    auto* y = x.as<SyncNode>();
+    return y &&
+           (y->sync_kind == SyncKind::SetCrossFlag || y->sync_kind == SyncKind::WaitCrossFlag) &&
+           as_const_int(y->event_id) == id;
+  };
+  auto still_walked = [&](const Stmt& a) {
+    bool order = false, ops = false;
+    pre_order_visit(a, [&](const Stmt& x) {
+      if (x.as<SyncNode>() && !is_flag(x)) order = true;
+      if (auto* op = x.as<TileOpNode>()) {
+        ops = true;
+        for (const Channel& c : channels)
+          for (const auto& arg : op->args)
+            if (op->op == &ops::copy() && arg.is_region() && arg.region.buffer.get() == c.ws)
+              order = true;
+      }
+    });
+    return order || !ops;
+  };
+  bool ok = true;
+  std::vector<Stmt> around;  // the loops and branches around the statement walked
+  std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
+    if (!ok || !x.defined()) return;
+    if (is_flag(x)) {
+      for (const Stmt& a : around) ok = ok && still_walked(a);
+      return;
+    }
+    if (auto* q = x.as<SeqNode>()) {
+      for (const Stmt& y : q->stmts) walk(y);
+    } else if (auto* f = x.as<ForNode>()) {
+      around.push_back(x);
+      walk(f->body);
+      around.pop_back();
+    } else if (auto* n = x.as<IfNode>()) {
+      around.push_back(x);
+      walk(n->then_case);
+      walk(n->else_case);
+      around.pop_back();
+    } else if (auto* sc = x.as<ScopeNode>()) {
+      walk(sc->body);
+    }
+  };
+  walk(s);
+  return ok;
+}
+
 }  // namespace
 
 PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target) {
@@ -141,11 +197,23 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target) {
     q.slot_channel = static_cast<int>(c);
     if (!replay::replay(*streams, channels, q)) continue;
     const int id = channels[c].credit;
+    // The next credit's streams: these without the flag's events where that is what unrolling
+    // the bodies without it gives (a channel's credit is raised next to its copies), else anew.
+    if (replay::shortcuts() && filterable(cube, id, channels) && filterable(vector, id, channels))
+      for (auto& stream : *streams)
+        stream.erase(std::remove_if(stream.begin(), stream.end(),
+                                    [id](const replay::Event& e) {
+                                      return (e.kind == replay::Event::SetCross ||
+                                              e.kind == replay::Event::WaitCross) &&
+                                             e.id == id;
+                                    }),
+                     stream.end());
+    else
+      streams.reset();
     body = without_cross_flag(body, id);
     cube = without_cross_flag(cube, id);
     vector = without_cross_flag(vector, id);
     channels[c].credit = -1;
-    streams.reset();
   }
   return body.same_as(k->body) ? f : dev::with_kernel_body(f, dev::stmts_of(body));
 }
