@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "common/scoped_env.h"
+
 namespace tl::jittest {
 
 namespace fs = std::filesystem;
@@ -37,29 +39,7 @@ class TempDir {
   fs::path path_;
 };
 
-/// Sets (or with nullopt unsets) an environment variable for the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    if (value)
-      ::setenv(name_.c_str(), value->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using tltest::ScopedEnv;
 
 inline std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

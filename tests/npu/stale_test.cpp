@@ -11,6 +11,7 @@
 #include <map>
 
 #include "common/example_checks.h"
+#include "common/scoped_env.h"
 #include "tl/kernel_registry.h"
 #include "tl/npu/hazard.h"
 #include "tl/npu/npu.h"
@@ -155,27 +156,7 @@ TEST(StaleChecker, QuietOnEveryExample) {
   }
 }
 
-/// Sets an environment variable for the scope of a test, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) old_ = v;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using tltest::ScopedEnv;
 
 std::string launch_error(Device& dev, const std::vector<Arg>& args, const LaunchOptions& opt) {
   try {

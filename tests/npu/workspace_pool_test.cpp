@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/scoped_env.h"
 #include "tl/npu/npu.h"
 #include "tl/parser.h"
 #include "tl/runtime.h"
@@ -17,24 +18,7 @@
 namespace tl {
 namespace {
 
-/// Sets an environment variable for its lifetime, restoring the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* v) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, v, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      ::setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
+using tltest::ScopedEnv;
 
 constexpr int64_t kTile = 16384;
 constexpr int64_t kTiles = 69;  // 4.5 MB of fp32: a huge block, which the pool recycles

@@ -18,31 +18,12 @@
 #include <tuple>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "ops/ops_seed.h"
 
 namespace {
 
-/// Sets (or unsets) an environment variable for the scope, restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using tltest::ScopedEnv;
 
 /// FNV-1a of "<suite>.<name>/<extra>" from the base seed, written out here so the test fails
 /// if the seed ever depends on anything else (the order tests run in, a counter, the time).

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "tl/ir_ops.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
@@ -81,14 +82,7 @@ TEST(NpuBudget, WithinTheBudgetRunsNormally) {
              "max_steps must be positive");
 }
 
-/// Sets an environment variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) {
-    ::setenv(name.c_str(), value, 1);
-  }
-  ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
+using tltest::ScopedEnv;
 
 TEST(NpuBudget, TlMaxStepsEnvironmentVariable) {
   // A loop of 3 million iterations: finishes without a budget (as on main), fails with one.
