@@ -93,6 +93,29 @@ std::string Emitter::var(const Var& v) {
   return vars_[v.node()] = fresh(v.name());
 }
 
+std::string Emitter::bind(const Var& v) {
+  Bound b{v.node(), fresh(v.name()), std::nullopt};
+  if (auto it = vars_.find(v.node()); it != vars_.end()) b.previous = it->second;
+  vars_[v.node()] = b.name;
+  frames_.back().push_back(b);
+  return b.name;
+}
+
+void Emitter::pop_frame() {
+  TL_ASSERT(frames_.size() > 1, "AscendC emitter: a C++ block closed that was never opened");
+  auto& frame = frames_.back();
+  for (auto it = frame.rbegin(); it != frame.rend(); ++it) {
+    used_.erase(it->name);
+    if (!it->var) continue;
+    if (it->previous) {
+      vars_[it->var] = *it->previous;
+    } else {
+      vars_.erase(it->var);
+    }
+  }
+  frames_.pop_back();
+}
+
 const std::string& Emitter::name(const Buffer& b) {
   auto it = bufs_.find(b.get());
   if (it != bufs_.end()) return it->second;
@@ -108,8 +131,10 @@ void Emitter::line(const std::string& text, const SourceLoc& loc) {
 void Emitter::open(const std::string& text, const SourceLoc& loc) {
   line(text.empty() ? "{" : text + " {", loc);
   ++indent_;
+  frames_.emplace_back();
 }
 void Emitter::close() {
+  pop_frame();
   --indent_;
   line("}");
 }
@@ -158,17 +183,22 @@ void Emitter::stmt(const Stmt& s) {
       return;
     case StmtKind::For: {
       auto* n = s.as<ForNode>();
-      std::string v = var(n->var), t = ctype(n->var.dtype(), loc);
+      // The loop variable and its end live in the for statement's own block (opened below).
+      const std::string t = ctype(n->var.dtype(), loc);
+      const std::string min = expr(n->min, loc), stop = expr(n->min + n->extent, loc);
+      frames_.emplace_back();
+      std::string v = bind(n->var);
       // The extent is evaluated once, at the loop's entry (tl/ir.h).
       std::string end = fresh(v + "_end");
+      frames_.back().push_back({nullptr, end, std::nullopt});
       {
         const auto m = arith::bound(n->min, ivs_), x = arith::bound(n->extent, ivs_);
         ivs_[n->var.node()] = {m.lo, std::max(m.lo, static_cast<int64_t>(std::min<__int128>(
                                                         __int128(m.hi) + x.hi - 1, INT64_MAX)))};
       }
-      open(fmt::format("for ({0} {1} = {2}, {3} = {4}; {1} < {3}; ++{1})", t, v, expr(n->min, loc),
-                       end, expr(n->min + n->extent, loc)),
+      line(fmt::format("for ({0} {1} = {2}, {3} = {4}; {1} < {3}; ++{1}) {{", t, v, min, end, stop),
            loc);
+      ++indent_;  // not open(): the block's frame is the one pushed above
       stmt(n->body);
       close();
       return;
@@ -178,6 +208,7 @@ void Emitter::stmt(const Stmt& s) {
       open(fmt::format("if ({})", expr(n->cond, loc)), loc);
       stmt(n->then_case);
       if (n->else_case.defined()) {
+        pop_frame();
         --indent_;
         open("} else");
         stmt(n->else_case);
@@ -189,7 +220,7 @@ void Emitter::stmt(const Stmt& s) {
       auto* n = s.as<LetNode>();
       std::string value = expr(n->value, loc);
       ivs_[n->var.node()] = arith::bound(n->value, ivs_);
-      line(fmt::format("const {} {} = {};", ctype(n->var.dtype(), loc), var(n->var), value), loc);
+      line(fmt::format("const {} {} = {};", ctype(n->var.dtype(), loc), bind(n->var), value), loc);
       return;
     }
     case StmtKind::Allocate: {

@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -116,6 +117,10 @@ class Emitter {
   void declare_buffers_and_params();
   void host_stub();
   std::string var(const Var& v);
+  /// Names a variable at its binding site (a loop or a Let) in the innermost C++ block; the name
+  /// is free again when that block closes (see frames_).
+  std::string bind(const Var& v);
+  void pop_frame();
   bool fits(const BinaryNode& b) const;
 
   const PrimFunc& f_;
@@ -125,6 +130,17 @@ class Emitter {
   int indent_ = 0;
   std::set<std::string> used_;
   std::map<const VarNode*, std::string> vars_;
+  /// The names bound in each open C++ block (outermost first). A name is released when its block
+  /// closes, so a variable's C++ name depends only on the names bound around it, not on whether
+  /// two binding sites share one Var object: a kernel compiled fresh (where splitting into cube
+  /// and vector code binds one Var in both scopes) and the same kernel reloaded from the JIT disk
+  /// cache (where the parser makes a Var per binding site) emit the same text.
+  struct Bound {
+    const VarNode* var = nullptr;  // null: a name only (a loop's end)
+    std::string name;
+    std::optional<std::string> previous;  // the var's name before this binding
+  };
+  std::vector<std::vector<Bound>> frames_{1};
   std::map<const BufferNode*, std::string> bufs_;
   std::vector<Buffer> workspaces_;  // GM buffers the kernel allocates: kernel arguments
   std::set<MemScope> scopes_;       // on-chip memories the kernel uses (a TBuf each)
