@@ -8,7 +8,8 @@ block_n, stages, skew (the kv loop's cross-core skew), blocks. B and S are T.dyn
 scores, the vector unit the online softmax (both AIVs, half the q rows each), the cube P V; the
 compiler places the tiles and makes the cross-core workspaces, flags and credits. `blocks`
 persistent workers take the (batch, head, q tile) triples in turn (non-causal: each worker's (q tile, kv
-step) pairs as one pipelined loop; causal: the q tiles with the most kv steps first). IDX [block_m, block_n] float16 holds c - i when causal, c when not (the host writes it),
+step) pairs as one pipelined loop; causal with square tiles: q tiles qx and nq - 1 - qx as one unit of nq + 1
+kv steps, the worker's units one pipelined loop; other causal tiles: the q tiles with the most kv steps first). IDX [block_m, block_n] float16 holds c - i when causal, c when not (the host writes it),
 loaded in the steps that mask: a masked step compares it with one scalar and selects in place. The row
 maxima and sums are trees of whole-tile ops down to 64 columns before the row reductions.
 """
@@ -53,6 +54,31 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
 
     def _qx(g, cid):
         return (g // kvt * blocks + cid) % nq
+
+    # The causal flattened loop's coordinates (square tiles): unit g // _len * blocks + cid of
+    # [B, H, _half_n], step r = g % _len, q tile u - d for the first sa = u + 1 - d steps, then
+    # nq - 1 - u.
+    _d = nq % 2
+    _half_n = (nq + _d) // 2
+    _len = nq + 1 - _d
+
+    def _cunit(g, cid):
+        return g // _len * blocks + cid
+
+    def _cb(g, cid):
+        return _cunit(g, cid) // (H * _half_n)
+
+    def _ch(g, cid):
+        return _cunit(g, cid) // _half_n % H
+
+    def _cu(g, cid):
+        return _cunit(g, cid) % _half_n
+
+    def _cqx(g, cid):
+        return T.if_then_else(g % _len < _cu(g, cid) + 1 - _d, _cu(g, cid) - _d, nq - 1 - _cu(g, cid))
+
+    def _ckv(g, cid):
+        return T.if_then_else(g % _len < _cu(g, cid) + 1 - _d, g % _len, g % _len - (_cu(g, cid) + 1 - _d))
 
     @T.macro
     def load(t, b, h, row, dst):  # BSHD: head h is columns h*D .. h*D+D-1 of a row
@@ -196,7 +222,21 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             out = T.alloc_shared((bM, D), dtype)
             idx = T.alloc_shared((bM, bN), "float16")
             half = T.alloc_fragment((bM, bN // 2), f32)  # the max tree's first level
-            if causal:  # the q tiles with the most kv steps first
+            if causal and bM == bN:
+                # Causal, square tiles: q tiles u - d and nq - 1 - u as one unit of nq + 1 - d steps
+                # (d = nq % 2: an odd nq pairs the last tile with a tile of 0 steps), the worker's
+                # units one pipelined loop (the C++ generator says why).
+                mlast = T.alloc_fragment((bM,), f32)
+                T.clear(acc)
+                T.clear(l)
+                for g in T.Pipelined(T.ceildiv(T.max(B * H * _half_n - cid, 0), blocks) * _len, num_stages=stages,
+                                     skew=skew):
+                    if _ckv(g, cid) == 0:
+                        load(Q, _cb(g, cid), _ch(g, cid), _cqx(g, cid) * bM, q)
+                        T.fill(m, -T.infinity(f32))
+                    kv_step(K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, mlast,
+                            _cb(g, cid), _ch(g, cid), _cqx(g, cid), _ckv(g, cid), _ckv(g, cid) == _cqx(g, cid))
+            elif causal:  # the q tiles with the most kv steps first
                 for t0, b, h in T.Persistent([T.ceildiv(S, bM), B, H], blocks, cid):
                     tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, b, h,
                          T.ceildiv(S, bM) - 1 - t0)
