@@ -219,7 +219,10 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
             // worker gets the same number of steps to within one unit). An odd nq counts a tile
             // -1 of 0 steps (d = 1), paired with the last tile: units of nq steps. Unit u of a
             // head: tile u - d (u + 1 - d steps: sa), then tile nq - 1 - u.
-            Expr nq = ceildiv(S, bM), d = nq % 2, half_n = (nq + d) / 2, len = nq + 1 - d;
+            // Loop-invariant lets: every use of qx and kv in the step would otherwise recompute
+            // them (the scalar unit pays per operator as written, docs/calibration.md).
+            Expr nq = T::let("qtiles", ceildiv(S, bM)), d = T::let("odd", nq % 2),
+                 half_n = T::let("units", (nq + d) / 2), len = T::let("steps", nq + 1 - d);
             Expr total = B * H * half_n;
             Expr mine = ceildiv(tl::max(total - cid, 0), blocks);
             T::clear(acc);

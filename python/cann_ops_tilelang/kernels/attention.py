@@ -55,30 +55,26 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
     def _qx(g, cid):
         return (g // kvt * blocks + cid) % nq
 
-    # The causal flattened loop's coordinates (square tiles): unit g // _len * blocks + cid of
-    # [B, H, _half_n], step r = g % _len, q tile u - d for the first sa = u + 1 - d steps, then
-    # nq - 1 - u.
-    _d = nq % 2
-    _half_n = (nq + _d) // 2
-    _len = nq + 1 - _d
+    # The causal flattened loop's coordinates (square tiles), from the loop-invariant lets
+    # c = (qtiles, odd, units, steps): unit g // steps * blocks + cid of [B, H, units], step
+    # r = g % steps, q tile u - odd for the first u + 1 - odd steps, then qtiles - 1 - u.
+    def _cunit(g, cid, c):
+        return g // c[3] * blocks + cid
 
-    def _cunit(g, cid):
-        return g // _len * blocks + cid
+    def _cb(g, cid, c):
+        return _cunit(g, cid, c) // (H * c[2])
 
-    def _cb(g, cid):
-        return _cunit(g, cid) // (H * _half_n)
+    def _ch(g, cid, c):
+        return _cunit(g, cid, c) // c[2] % H
 
-    def _ch(g, cid):
-        return _cunit(g, cid) // _half_n % H
+    def _cu(g, cid, c):
+        return _cunit(g, cid, c) % c[2]
 
-    def _cu(g, cid):
-        return _cunit(g, cid) % _half_n
+    def _cqx(g, cid, c):
+        return T.if_then_else(g % c[3] < _cu(g, cid, c) + 1 - c[1], _cu(g, cid, c) - c[1], c[0] - 1 - _cu(g, cid, c))
 
-    def _cqx(g, cid):
-        return T.if_then_else(g % _len < _cu(g, cid) + 1 - _d, _cu(g, cid) - _d, nq - 1 - _cu(g, cid))
-
-    def _ckv(g, cid):
-        return T.if_then_else(g % _len < _cu(g, cid) + 1 - _d, g % _len, g % _len - (_cu(g, cid) + 1 - _d))
+    def _ckv(g, cid, c):
+        return T.if_then_else(g % c[3] < _cu(g, cid, c) + 1 - c[1], g % c[3], g % c[3] - (_cu(g, cid, c) + 1 - c[1]))
 
     @T.macro
     def load(t, b, h, row, dst):  # BSHD: head h is columns h*D .. h*D+D-1 of a row
@@ -227,15 +223,22 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
                 # (d = nq % 2: an odd nq pairs the last tile with a tile of 0 steps), the worker's
                 # units one pipelined loop (the C++ generator says why).
                 mlast = T.alloc_fragment((bM,), f32)
+                # Loop-invariant lets (the C++ generator says why).
+                qtiles = T.ceildiv(S, bM)
+                odd = qtiles % 2
+                units = (qtiles + odd) // 2
+                steps = qtiles + 1 - odd
+                c = (qtiles, odd, units, steps)
                 T.clear(acc)
                 T.clear(l)
-                for g in T.Pipelined(T.ceildiv(T.max(B * H * _half_n - cid, 0), blocks) * _len, num_stages=stages,
+                for g in T.Pipelined(T.ceildiv(T.max(B * H * units - cid, 0), blocks) * steps, num_stages=stages,
                                      skew=skew):
-                    if _ckv(g, cid) == 0:
-                        load(Q, _cb(g, cid), _ch(g, cid), _cqx(g, cid) * bM, q)
+                    if _ckv(g, cid, c) == 0:
+                        load(Q, _cb(g, cid, c), _ch(g, cid, c), _cqx(g, cid, c) * bM, q)
                         T.fill(m, -T.infinity(f32))
                     kv_step(K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, mlast,
-                            _cb(g, cid), _ch(g, cid), _cqx(g, cid), _ckv(g, cid), _ckv(g, cid) == _cqx(g, cid))
+                            _cb(g, cid, c), _ch(g, cid, c), _cqx(g, cid, c), _ckv(g, cid, c),
+                            _ckv(g, cid, c) == _cqx(g, cid, c))
             elif causal:  # the q tiles with the most kv steps first
                 for t0, b, h in T.Persistent([T.ceildiv(S, bM), B, H], blocks, cid):
                     tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, b, h,
