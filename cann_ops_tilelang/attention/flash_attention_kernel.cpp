@@ -10,8 +10,10 @@
 //
 // Work split: `blocks` persistent workers (the target's AICs) take the (batch, head, q tile)
 // triples in turn; non-causal, each worker's (q tile, kv step) pairs are one pipelined loop, so
-// the pipeline does not drain at q tile boundaries; causal (T::Persistent, one kv loop a q tile,
-// as its tiles have different step counts) deals the q tiles with the most kv steps first. B and S
+// the pipeline does not drain at q tile boundaries; causal with square tiles pairs q tiles qx and
+// nq - 1 - qx (nq + 1 kv steps together, whatever qx) and runs the worker's pairs as one loop
+// too; other causal tiles (T::Persistent, one kv loop a q tile) deal the q tiles with the most kv
+// steps first. B and S
 // are dynamic: the last q tile's and kv tile's copies are clipped by the compiler and their L1
 // padding zero-filled (legalize_copies); the keys past S get -inf scores here (the padding's 0
 // scores would otherwise take weight). Causal: a q tile stops its kv loop at the diagonal tile,
@@ -104,8 +106,11 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
           auto out = T::alloc_shared("out", {bM, D}, dt);
           auto idx = T::alloc_shared("idx", {bM, bN}, tl::DType::Float16);
           auto half = T::alloc_fragment("half", {bM, bN / 2}, f32);  // the max tree's first level
-          tl::Buffer mlast;  // the flattened loop's row maxima for lse (non-causal)
-          if (!key.causal) mlast = T::alloc_fragment("mlast", {bM}, f32);
+          // Causal with square tiles runs one flattened loop too (below); other causal tiles keep
+          // one kv loop a q tile.
+          const bool paired = key.causal && bM == bN;
+          tl::Buffer mlast;  // the flattened loop's row maxima for lse
+          if (!key.causal || paired) mlast = T::alloc_fragment("mlast", {bM}, f32);
           // One q tile's output: o = acc / l and lse = ln l + the row maxima `mx`.
           auto finish = [&](Expr b, Expr h, Expr qx, const tl::Buffer& mx) {
             // In place in acc (dead after this): no fp32 temporary for the quotient, which the
@@ -207,8 +212,37 @@ tl::PrimFunc flash_attention_kernel(const FlashAttentionKey& key) {
             });
             return;
           }
-          // Causal: the q tiles with the most kv steps first (qx from the last), so the workers'
-          // last tiles are the short ones and they end together.
+          if (paired) {
+            // Causal, bM == bN: q tile qx has qx + 1 kv steps, so tiles qx and nq - 1 - qx
+            // together have nq + 1, the same for every pair: the worker's pairs are one pipelined
+            // loop of equal units, as non-causal (the pipeline runs on across q tiles, and every
+            // worker gets the same number of steps to within one unit). An odd nq counts a tile
+            // -1 of 0 steps (d = 1), paired with the last tile: units of nq steps. Unit u of a
+            // head: tile u - d (u + 1 - d steps: sa), then tile nq - 1 - u.
+            // Loop-invariant lets: every use of qx and kv in the step would otherwise recompute
+            // them (the scalar unit pays per operator as written, docs/calibration.md).
+            Expr nq = T::let("qtiles", ceildiv(S, bM)), d = T::let("odd", nq % 2),
+                 half_n = T::let("units", (nq + d) / 2), len = T::let("steps", nq + 1 - d);
+            Expr total = B * H * half_n;
+            Expr mine = ceildiv(tl::max(total - cid, 0), blocks);
+            T::clear(acc);
+            T::clear(l);
+            T::Pipelined("g", mine * len, stages, {.skew = skew}, [&](Expr g) {
+              Expr unit = g / len * blocks + cid, r = g % len;
+              Expr b = unit / (H * half_n), h = unit / half_n % H, u = unit % half_n;
+              Expr sa = u + 1 - d, first = r < sa;
+              Expr qx = tl::select(first, u - d, nq - 1 - u);
+              Expr kv = tl::select(first, r, r - sa);
+              T::If(kv == 0, [&] {
+                T::copy(at(Q, b, h, qx * bM), q);
+                T::fill(m, tl::neg_inf(f32));
+              });
+              step(b, h, qx, kv, kv == qx);  // tile qx's last step is its diagonal one
+            });
+            return;
+          }
+          // Causal, other tiles: the q tiles with the most kv steps first (qx from the last), so
+          // the workers' last tiles are the short ones and they end together.
           T::Persistent({ceildiv(S, bM), B, H}, blocks, cid, [&](std::vector<Expr> t) {
             Expr b = t[1], h = t[2], qx = ceildiv(S, bM) - 1 - t[0];
             T::copy(at(Q, b, h, qx * bM), q);

@@ -46,6 +46,9 @@ std::vector<Case> grid() {
   // Long kv loops: 17 kv steps, the last one partial (8 unrolled trips of 2 and a remainder).
   v.push_back({1, 2049, 1, 64, DType::BFloat16, true, true});
   v.push_back({1, 2049, 1, 128, DType::Float16, false, false});
+  // Causal's flattened loop with an odd q tile count (33: the last tile paired with none) and
+  // an even one (8 at S = 1000 above).
+  v.push_back({1, 4097, 1, 64, DType::BFloat16, false, true});
   if (level >= 2) {
     v.push_back({4, 4096, 16, 128, DType::BFloat16, true, false});
     v.push_back({4, 4096, 16, 128, DType::BFloat16, true, true});
@@ -205,6 +208,47 @@ TEST(FlashAttentionEdges, NanStaysInItsQTileAcrossTheWorkersTiles) {
   }
 }
 
+// Causal calls with square tiles run each worker's units (q tiles u - d and nq - 1 - u of a
+// head) as one pipelined loop (docs/ops.md, the fapv round): a q tile's end resets acc, l and m
+// for the next tile, inside a unit and across units. 30 heads x 2 units (S = 273: 3 q tiles,
+// tile 2 alone, then tiles 0 and 1) on 24 workers: worker 1 runs head 0's tiles 0 and 1, then
+// head 12's. A NaN query of head 0 tile 0 stays in its row; a NaN key 200 of head 1 reaches
+// its rows 200.. only (tile 1's rows 128-199 stay clean, tile 2 is all NaN).
+TEST(FlashAttentionEdges, NanStaysInItsQTileAcrossTheCausalUnits) {
+  tl::Device dev;
+  const int64_t S = 273, H = 30, D = 64;
+  auto q = tl::randn(dev, {1, H, S, D}, DType::Float16, 41);
+  auto k = tl::randn(dev, {1, H, S, D}, DType::Float16, 42);
+  auto v = tl::randn(dev, {1, H, S, D}, DType::Float16, 43);
+  auto qv = q.to_vector();
+  qv[static_cast<size_t>(5 * D + 3)] = std::nan("");  // head 0, query 5
+  q = tl::from_vector(dev, {1, H, S, D}, DType::Float16, qv);
+  auto kv = k.to_vector();
+  kv[static_cast<size_t>((S + 200) * D)] = std::nan("");  // head 1, key 200
+  k = tl::from_vector(dev, {1, H, S, D}, DType::Float16, kv);
+  auto r = flash_attention(q, k, v, {.causal = true, .layout = AttentionLayout::BHSD});
+  auto o = r.o.to_vector(), lse = r.lse.to_vector();
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < S; ++i) {
+      const bool want_nan = (h == 0 && i == 5) || (h == 1 && i >= 200);
+      ASSERT_EQ(std::isnan(lse[static_cast<size_t>(h * S + i)]), want_nan) << h << " " << i;
+      for (int64_t d = 0; d < D; ++d)
+        ASSERT_EQ(std::isnan(o[static_cast<size_t>((h * S + i) * D + d)]), want_nan)
+            << h << " " << i;
+    }
+  auto want = opstest::ref::flash_attention(q.to_vector(), k.to_vector(), v.to_vector(), 1, S, H, D,
+                                            false, true, 1.0 / std::sqrt(double(D)));
+  for (int64_t h : {0, 12, 29}) {  // head 0's clean rows too: its tile 0 shares a unit with tile 1
+    const size_t at = static_cast<size_t>(h * S * D), n = static_cast<size_t>(S * D);
+    std::vector<double> got(o.begin() + at, o.begin() + at + n),
+        ref(want.o.begin() + at, want.o.begin() + at + n);
+    if (h == 0)
+      for (int64_t d = 0; d < D; ++d)  // the NaN row is checked above
+        got[static_cast<size_t>(5 * D + d)] = ref[static_cast<size_t>(5 * D + d)] = 0;
+    EXPECT_EQ(opstest::allclose(got, ref, D, o_tol(DType::Float16), "o"), "") << "head " << h;
+  }
+}
+
 TEST(FlashAttentionEdges, OneKernelServesEveryBatchAndLength) {
   tl::Device dev;
   clear_kernel_cache();
@@ -220,8 +264,10 @@ TEST(FlashAttentionEdges, OneKernelServesEveryBatchAndLength) {
 
 // Under the hazard checker and in timed mode with data (simulated-time order, as the hardware
 // runs it): causal with its diagonal masks and longest-first q tiles, and a last kv tile
-// masked past S; both with tail q tiles. Non-causal at 9 heads x 3 q tiles = 27 tiles on 24
-// workers: workers 0-2 run two q tiles in one pipelined loop (the tile boundary inside it).
+// masked past S; both with tail q tiles (causal: 3 q tiles, one unit of tile 2 and one of
+// tiles 0 and 1 per head, the tile boundary inside the pipelined loop). Non-causal at 9 heads x 3 q
+// tiles = 27 tiles on 24 workers: workers 0-2 run two q tiles in one pipelined loop (the tile
+// boundary inside it).
 TEST(FlashAttentionEdges, HazardFreeAndTimeOrderIndependent) {
   tl::Device dev;
   auto qc = tl::randn(dev, {1, 300, 2, 64}, DType::BFloat16, 21);

@@ -8,7 +8,8 @@ block_n, stages, skew (the kv loop's cross-core skew), blocks. B and S are T.dyn
 scores, the vector unit the online softmax (both AIVs, half the q rows each), the cube P V; the
 compiler places the tiles and makes the cross-core workspaces, flags and credits. `blocks`
 persistent workers take the (batch, head, q tile) triples in turn (non-causal: each worker's (q tile, kv
-step) pairs as one pipelined loop; causal: the q tiles with the most kv steps first). IDX [block_m, block_n] float16 holds c - i when causal, c when not (the host writes it),
+step) pairs as one pipelined loop; causal with square tiles: q tiles qx and nq - 1 - qx as one unit of nq + 1
+kv steps, the worker's units one pipelined loop; other causal tiles: the q tiles with the most kv steps first). IDX [block_m, block_n] float16 holds c - i when causal, c when not (the host writes it),
 loaded in the steps that mask: a masked step compares it with one scalar and selects in place. The row
 maxima and sums are trees of whole-tile ops down to 64 columns before the row reductions.
 """
@@ -53,6 +54,27 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
 
     def _qx(g, cid):
         return (g // kvt * blocks + cid) % nq
+
+    # The causal flattened loop's coordinates (square tiles), from the loop-invariant lets
+    # c = (qtiles, odd, units, steps): unit g // steps * blocks + cid of [B, H, units], step
+    # r = g % steps, q tile u - odd for the first u + 1 - odd steps, then qtiles - 1 - u.
+    def _cunit(g, cid, c):
+        return g // c[3] * blocks + cid
+
+    def _cb(g, cid, c):
+        return _cunit(g, cid, c) // (H * c[2])
+
+    def _ch(g, cid, c):
+        return _cunit(g, cid, c) // c[2] % H
+
+    def _cu(g, cid, c):
+        return _cunit(g, cid, c) % c[2]
+
+    def _cqx(g, cid, c):
+        return T.if_then_else(g % c[3] < _cu(g, cid, c) + 1 - c[1], _cu(g, cid, c) - c[1], c[0] - 1 - _cu(g, cid, c))
+
+    def _ckv(g, cid, c):
+        return T.if_then_else(g % c[3] < _cu(g, cid, c) + 1 - c[1], g % c[3], g % c[3] - (_cu(g, cid, c) + 1 - c[1]))
 
     @T.macro
     def load(t, b, h, row, dst):  # BSHD: head h is columns h*D .. h*D+D-1 of a row
@@ -196,7 +218,28 @@ def flash_attention_kernel(dtype: str, heads: int, dim: int, causal: bool, layou
             out = T.alloc_shared((bM, D), dtype)
             idx = T.alloc_shared((bM, bN), "float16")
             half = T.alloc_fragment((bM, bN // 2), f32)  # the max tree's first level
-            if causal:  # the q tiles with the most kv steps first
+            if causal and bM == bN:
+                # Causal, square tiles: q tiles u - d and nq - 1 - u as one unit of nq + 1 - d steps
+                # (d = nq % 2: an odd nq pairs the last tile with a tile of 0 steps), the worker's
+                # units one pipelined loop (the C++ generator says why).
+                mlast = T.alloc_fragment((bM,), f32)
+                # Loop-invariant lets (the C++ generator says why).
+                qtiles = T.ceildiv(S, bM)
+                odd = qtiles % 2
+                units = (qtiles + odd) // 2
+                steps = qtiles + 1 - odd
+                c = (qtiles, odd, units, steps)
+                T.clear(acc)
+                T.clear(l)
+                for g in T.Pipelined(T.ceildiv(T.max(B * H * units - cid, 0), blocks) * steps, num_stages=stages,
+                                     skew=skew):
+                    if _ckv(g, cid, c) == 0:
+                        load(Q, _cb(g, cid, c), _ch(g, cid, c), _cqx(g, cid, c) * bM, q)
+                        T.fill(m, -T.infinity(f32))
+                    kv_step(K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, mlast,
+                            _cb(g, cid, c), _ch(g, cid, c), _cqx(g, cid, c), _ckv(g, cid, c),
+                            _ckv(g, cid, c) == _cqx(g, cid, c))
+            elif causal:  # the q tiles with the most kv steps first
                 for t0, b, h in T.Persistent([T.ceildiv(S, bM), B, H], blocks, cid):
                     tile(Q, K, V, O, LSE, IDX, q, k, v, s, p, o, acc, m, mj, alpha, rs, l, lse, out, idx, half, b, h,
                          T.ceildiv(S, bM) - 1 - t0)
