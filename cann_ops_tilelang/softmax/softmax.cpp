@@ -113,6 +113,11 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
       return k;
     }
   }
+  // The split schedule (softmax_split.cpp) for a 16-bit backward whose half row of one input fits:
+  // that input is read once (docs/ops.md, "The split backward").
+  if (backward) {
+    if (auto s = softmax_split_key(dtype, cols, log, target); s.split) return s;
+  }
   // The streamed schedule (softmax_streamed.cpp): one row per tile, three slots of a bN-column
   // chunk of each input, its fp32 widening and the tree. bN: the divisor of N, a multiple of 32,
   // that fits and costs the least per column in what a chunk adds to its columns' own work (the
@@ -154,13 +159,13 @@ SoftmaxKey softmax_split_key(tl::DType dtype, int64_t cols, bool log, const tl::
                .blocks = budget.blocks,
                .log = log,
                .backward = true};
-  // A block's two AIVs share each row, each holding its half of one input resident beside three
+  // A block's two AIVs share each row, each holding its half of one input resident beside four
   // slots of a bN-column chunk of the other, both chunks' fp32 halves and the exchanged sums (no
   // tree: the halves are reduced directly).
   if (dtype == tl::DType::Float32 || cols % 64 != 0) return k;
   const int64_t es = tl::dtype_bytes(dtype), half = cols / 2, stats = 16 * 512;
   auto fits = [&](int64_t w) {
-    return half * es + 3 * w * es + 2 * w * 4 + stats <= budget.ub_bytes;
+    return half * es + 4 * w * es + 2 * w * 4 + stats <= budget.ub_bytes;
   };
   if (const int64_t w = cheapest_chunk(half, budget.ub_bytes, fits); w > 0) {
     k.chunk = w;

@@ -15,14 +15,16 @@
 //                chunks (y and dy read once each: the two-reads-one-write bound)
 //
 // Synchronisation: the slots as softmax_streamed.cpp's (per slot s, ids 0-2: MTE2 -> V, V -> MTE3,
-// MTE3 -> MTE2); the resident half, id 3: V -> MTE2 once the row's last pass-2 step has widened
-// it, then the next row's load, MTE2 -> V waited at that row's first step; the exchange, id 4: V ->
-// MTE3 (this half's sum to the workspace), the cross flag (set on MTE3, mode 1), MTE2 -> V (both
-// sums back); log-softmax's -s for Axpy, V -> S id 5. The workspace's two parities alternate by
-// row, so a half's next write never meets its partner's read of the previous row's sums.
+// MTE3 -> MTE2); the resident half in two pieces: V -> MTE2 (id 3) once a pass-2 step has widened
+// a piece's last chunk, then the next row's load of that piece, MTE2 -> V (ids 3 and 6) waited
+// before that row first reads it; the exchange, id 4: V -> MTE3 (this half's sum to the workspace),
+// the cross flag (set on MTE3, mode 1), MTE2 -> V (both sums back); log-softmax's -s for Axpy, V ->
+// S id 5. The workspace's two parities alternate by row, so a half's next write never meets its
+// partner's read of the previous row's sums.
 #include <functional>
 #include <numeric>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "cann_ops_tilelang/softmax.h"
@@ -38,9 +40,18 @@ using tl::Expr;
 using tl::Pipe;
 namespace T = tl::T;
 using softmax_tree::cols;
-constexpr int kSlots = 3;  // chunk slots: two loads in flight beside the compute
+// Chunk slots: the load of the step kAhead on is issued before this step's compute, into the slot
+// stored kSlots - kAhead steps ago: its store is done (a wait_flag holds the scalar unit, so a
+// reload of the slot stored just before would hold back this step's vector work).
+constexpr int kSlots = 4, kAhead = 2;
+// A slot's event id on its three pipe pairs: 0-2, then 7 (3 to 6 are the pieces', the exchange's
+// and Axpy's).
+constexpr int slot_ev(int sl) {
+  return sl < 3 ? sl : 7;
+}
 constexpr int kEvRes = 3, kEvSum = 4, kEvNeg = 5;
-constexpr int kCrossId = 0;  // the halves' rendezvous (mode 1)
+constexpr int kEvPiece[2] = {3, 6};  // the resident half's two pieces, MTE2 -> V
+constexpr int kCrossId = 0;          // the halves' rendezvous (mode 1)
 
 }  // namespace
 
@@ -113,24 +124,46 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k) {
         // A GM copy of w columns, split where it starts off the 512-byte request grid (as
         // softmax_streamed.cpp's gm_copy; docs/calibration.md, "GM alignment").
         auto gm_copy = [&](bool to_gm, const Buffer& gm, Expr row, Expr col, const Buffer& ub,
-                           int w) {
+                           int w, int u0 = 0) {
           const int g = static_cast<int>(
               std::gcd(std::gcd(int64_t{N} * es, int64_t{H} * es), std::gcd(int64_t{w} * es, 512)));
           auto one = [&](Expr cc, int c0, int ww) {
             if (to_gm)
-              T::copy(c(ub, c0, ww), gm.at({row, cc}));
+              T::copy(c(ub, u0 + c0, ww), gm.at({row, cc}));
             else
-              T::copy(gm.at({row, cc}), c(ub, c0, ww));
+              T::copy(gm.at({row, cc}), c(ub, u0 + c0, ww));
           };
           if (g == 512) return one(col, 0, w);
-          for (int r = 0; r < 512; r += g)
-            T::If((row * N + col) * es % 512 == r, [&] {
+          // The offset modulo 512 (rows are whole 512-byte multiples when N es is: then the
+          // column alone), tested as an else-if chain, the last residue untested: the scalar
+          // unit evaluates every test it reaches, and it issues every copy (docs/ops.md).
+          Expr off = (int64_t{N} * es % 512 == 0 ? col * es : (row * N + col) * es) % 512;
+          std::function<void(int)> from = [&](int r) {
+            auto body = [&] {
               const int hd = (512 - r) % 512 / es;
               if (hd > 0) one(col, 0, hd);
               one(col + hd, hd, w - hd);
-            });
+            };
+            if (r + g >= 512) return body();
+            T::If(off == r, body, [&] { from(r + g); });
+          };
+          from(0);
         };
-        auto load_res = [&](Expr row) { gm_copy(false, RES, row, col0, res, H); };
+        // The resident half in two pieces of whole chunks, [0, C / 2) and [C / 2, C) (one if C is
+        // 1), each with its own flag: the next row's first piece loads while this row's pass 2
+        // finishes the second, and pass 1 starts on the first while the second arrives.
+        std::vector<std::pair<int, int>> pieces;
+        if (C / 2 > 0) pieces.push_back({0, C / 2});
+        pieces.push_back({C / 2, C});
+        auto load_piece = [&](Expr row, int i) {
+          const auto [a, b] = pieces[i];
+          gm_copy(false, RES, row, a == 0 ? col0 : col0 + a * bN, res, (b - a) * bN, a * bN);
+        };
+        // Before chunk ch's first use in a row: the wait for its piece, at the piece's start.
+        auto wait_piece = [&](Expr ch) {
+          for (int i = 0; i < static_cast<int>(pieces.size()); ++i)
+            T::If(ch == pieces[i].first, [&] { T::wait_flag(Pipe::MTE2, Pipe::V, kEvPiece[i]); });
+        };
         auto load = [&](int sl, Expr n) {
           gm_copy(false, STR, row_of(n), col0 + n % C * bN, slots[sl], bN);
         };
@@ -201,27 +234,30 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k) {
         };
         auto work = [&](int sl, Expr n) {
           Expr kk = n % spr, j = n / spr;
-          T::If(kk == 0, [&] { T::wait_flag(Pipe::MTE2, Pipe::V, kEvRes); });
           auto second = [&] {
             if (log)  // pass 1 from UB, then the exchange
               T::If(kk == 0, [&] {
-                T::serial("p", C, [&](Expr p) { pass1(p, std::nullopt, p == 0); });
+                T::serial("p", C, [&](Expr p) {
+                  wait_piece(p);
+                  pass1(p, std::nullopt, p == 0);
+                });
                 exchange(j);
               });
             else
               T::If(kk == C, [&] { exchange(j); });
             Expr ch = log ? kk : kk - C;
             pass2(ch, slots[sl], sl);
-            // The resident half is read: the next row's loads over it, in one copy (a copy per
+            // A piece of the resident half is read: the next row's loads over it (a copy per
             // chunk, each after a V -> MTE2 wait in MTE2's queue, measured slower: docs/ops.md).
-            T::If(kk == spr - 1, [&] {
-              T::If(j + 1 < mine, [&] {
-                set_then_wait(Pipe::V, Pipe::MTE2, kEvRes);
-                load_res(cid + (j + 1) * num_blocks);
-                T::set_flag(Pipe::MTE2, Pipe::V, kEvRes);
-              });
+            T::If(j + 1 < mine, [&] {
+              for (int i = 0; i < static_cast<int>(pieces.size()); ++i)
+                T::If(ch == pieces[i].second - 1, [&] {
+                  set_then_wait(Pipe::V, Pipe::MTE2, kEvRes);
+                  load_piece(cid + (j + 1) * num_blocks, i);
+                  T::set_flag(Pipe::MTE2, Pipe::V, kEvPiece[i]);
+                });
             });
-            set_then_wait(Pipe::V, Pipe::MTE3, sl);
+            set_then_wait(Pipe::V, Pipe::MTE3, slot_ev(sl));
             gm_copy(true, DX, row_of(n), col0 + ch * bN, slots[sl], bN);
           };
           if (log) {
@@ -230,40 +266,44 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k) {
             T::If(
                 kk < C,
                 [&] {
+                  wait_piece(kk);
                   pass1(kk, slots[sl], kk == 0);
-                  set_then_wait(Pipe::V, Pipe::MTE3, sl);  // the slot is read
+                  set_then_wait(Pipe::V, Pipe::MTE3, slot_ev(sl));  // the slot is read
                 },
                 second);
           }
         };
         T::tile::fill(pw, 0.0);  // the block's 7 padding floats, copied with the sum
         Expr total = mine * spr;
-        load_res(cid);
-        T::set_flag(Pipe::MTE2, Pipe::V, kEvRes);
-        for (int sl = 0; sl < kSlots; ++sl) T::set_flag(Pipe::MTE3, Pipe::MTE2, sl);  // all free
-        for (int sl = 0; sl + 1 < kSlots; ++sl)
+        for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {
+          load_piece(cid, i);
+          T::set_flag(Pipe::MTE2, Pipe::V, kEvPiece[i]);
+        }
+        for (int sl = 0; sl < kSlots; ++sl)
+          T::set_flag(Pipe::MTE3, Pipe::MTE2, slot_ev(sl));  // all free
+        for (int sl = 0; sl < kAhead; ++sl)
           T::If(total > sl, [&] {
-            T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl);
+            T::wait_flag(Pipe::MTE3, Pipe::MTE2, slot_ev(sl));
             load(sl, Expr(sl));
-            T::set_flag(Pipe::MTE2, Pipe::V, sl);
+            T::set_flag(Pipe::MTE2, Pipe::V, slot_ev(sl));
           });
         T::serial("i", ceildiv(total, kSlots), [&](Expr i) {
           for (int sl = 0; sl < kSlots; ++sl) {
             Expr n = i * kSlots + sl;
-            const int ahead = (sl + kSlots - 1) % kSlots;
+            const int ahead = (sl + kAhead) % kSlots;
             T::If(n < total, [&] {
-              T::If(n + (kSlots - 1) < total, [&] {
-                T::wait_flag(Pipe::MTE3, Pipe::MTE2, ahead);
-                load(ahead, n + (kSlots - 1));
-                T::set_flag(Pipe::MTE2, Pipe::V, ahead);
+              T::If(n + kAhead < total, [&] {
+                T::wait_flag(Pipe::MTE3, Pipe::MTE2, slot_ev(ahead));
+                load(ahead, n + kAhead);
+                T::set_flag(Pipe::MTE2, Pipe::V, slot_ev(ahead));
               });
-              T::wait_flag(Pipe::MTE2, Pipe::V, sl);
+              T::wait_flag(Pipe::MTE2, Pipe::V, slot_ev(sl));
               work(sl, n);
-              T::set_flag(Pipe::MTE3, Pipe::MTE2, sl);
+              T::set_flag(Pipe::MTE3, Pipe::MTE2, slot_ev(sl));
             });
           }
         });
-        for (int sl = 0; sl < kSlots; ++sl) T::wait_flag(Pipe::MTE3, Pipe::MTE2, sl);
+        for (int sl = 0; sl < kSlots; ++sl) T::wait_flag(Pipe::MTE3, Pipe::MTE2, slot_ev(sl));
       });
     });
   });

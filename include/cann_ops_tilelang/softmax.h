@@ -60,16 +60,16 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k);
 /// The launch parameters the public functions choose on a target (its core count and UB size):
 /// the resident schedule with the widest row tile that fits (N a multiple of 32), else one pass
 /// with the widest row tile whose row fits UB, else the streamed schedule (N a multiple of 32
-/// with a divisor at least half the widest chunk that fits), else column chunks of the widest width
-/// that fits.
+/// with a divisor at least half the widest chunk that fits; a 16-bit backward whose half row of one
+/// input fits takes softmax_split_key's split schedule instead), else column chunks of the widest
+/// width that fits.
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
                        const tl::Target& target);
 
 /// The split schedule's key for a backward of rows of `cols` (`split` set, the chunk from the
 /// Target's UB), or one with `split` unset where a half row of one input does not fit beside the
-/// chunks or is not whole 32-column blocks (fp32 at 129280). Opt-in: softmax_key does not choose
-/// it, since at 1024 x 129280 bf16 it is slower than the streamed schedule in the timing model
-/// (docs/ops.md, "Softmax on A2 against the roofline").
+/// chunks or is not whole 32-column blocks (fp32 at 129280). softmax_key chooses it where it fits
+/// and rows are too long for one pass (docs/ops.md, "The split backward").
 SoftmaxKey softmax_split_key(tl::DType dtype, int64_t cols, bool log, const tl::Target& target);
 
 /// What softmax / log_softmax (or their backward) must do at least over rows x cols: each input

@@ -143,10 +143,9 @@ def _keys() -> list[dict]:
                                                     [False, True], [False, True])]
     keys.append(dict(dtype="bfloat16", cols=130, rows_per_tile=16, chunk=48, blocks=3, log=True, backward=False,
                      resident=False, streamed=False, split=False))
-    # The split backward (opt-in, cann_ops_tilelang.softmax_split_key): the vocabulary's chunk, and 6336 in
-    # chunks of 1056 (rows and halves off the 512-byte grid: the copies split).
-    for dt, n, bn, log in [("bfloat16", 129280, 3232, False), ("bfloat16", 129280, 3232, True),
-                           ("float16", 6336, 1056, False), ("bfloat16", 6336, 1056, True)]:
+    # The split backward forced onto 6336 in chunks of 1056 (rows and halves off the 512-byte grid, the
+    # copies split; 129280's 16-bit backward keys above are split keys).
+    for dt, n, bn, log in [("float16", 6336, 1056, False), ("bfloat16", 6336, 1056, True)]:
         keys.append(dict(dtype=dt, cols=n, rows_per_tile=1, chunk=bn, blocks=24, log=log, backward=True,
                          resident=False, streamed=False, split=True))
     return keys

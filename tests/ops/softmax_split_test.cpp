@@ -1,10 +1,11 @@
 // The softmax / log-softmax backward's split schedule
 // (cann_ops_tilelang/softmax/softmax_split.cpp): a block's two AIVs share each row, one input's
 // half resident in UB, the halves' sums exchanged through a GM workspace and a mode-1 cross-core
-// flag. softmax_key chooses it from the Target's UB for 16-bit backward rows at the vocabulary
-// shape and keeps the streamed (or chunked) schedule where a half row does not fit or is not whole
-// 32-column blocks; forced onto small shapes, it matches the fp64 reference (NaN and inf rows too),
-// passes the hazard checker, has no time-order effect and gives the same bytes twice.
+// flag. softmax_key chooses it (softmax_split_key) from the Target's UB for 16-bit backward rows
+// at the vocabulary shape and keeps the streamed (or chunked) schedule where a half row does not
+// fit or is not whole 32-column blocks; forced onto small shapes, it matches the fp64 reference
+// (NaN and inf rows too), passes the hazard checker, has no time-order effect and gives the same
+// bytes twice.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,7 +22,7 @@ namespace {
 using namespace cann_ops_tilelang;
 using tl::DType;
 
-TEST(SoftmaxSplit, KeyFitsAHalfRowAndIsOptIn) {
+TEST(SoftmaxSplit, KeyChoosesTheSplitWhereAHalfRowFits) {
   tl::Device dev;
   const auto& t = dev.target();
   for (bool log : {false, true}) {
@@ -32,13 +33,18 @@ TEST(SoftmaxSplit, KeyFitsAHalfRowAndIsOptIn) {
       // The half row and three chunk slots in the I/O dtype, the chunks' fp32 halves: in UB.
       EXPECT_LE(k.cols / 2 * 2 + 3 * k.chunk * 2 + 2 * k.chunk * 4, t.cap(tl::MemScope::UB))
           << k.str();
-      // Opt-in: the library's own choice stays the streamed schedule (docs/ops.md).
-      EXPECT_FALSE(softmax_key(dt, 129280, log, true, t).split);
+      // The library's choice at the vocabulary width; the forward has no split.
+      EXPECT_TRUE(softmax_key(dt, 129280, log, true, t).split);
+      EXPECT_FALSE(softmax_key(dt, 129280, log, false, t).split);
     }
     // fp32: a half row of 129280 is 258 KB, more than UB; a half row that is not whole 32-column
     // blocks (129312 / 2 = 64656) has no split either.
     EXPECT_FALSE(softmax_split_key(DType::Float32, 129280, log, t).split);
+    EXPECT_TRUE(softmax_key(DType::Float32, 129280, log, true, t).streamed);
     EXPECT_FALSE(softmax_split_key(DType::BFloat16, 129312, log, t).split);
+    EXPECT_FALSE(softmax_key(DType::BFloat16, 129312, log, true, t).split);
+    // Rows that fit UB stay resident.
+    EXPECT_TRUE(softmax_key(DType::BFloat16, 7168, log, true, t).resident);
   }
 }
 
@@ -116,22 +122,19 @@ TEST(SoftmaxSplit, MatchesWithoutHazardNorTimeOrderEffect) {
   }
 }
 
-// At the vocabulary width (softmax_split_key's chunk) on rows 1, 7 and 33, against the fp64
-// reference.
+// Through the public functions at the vocabulary width (the split key) on rows 1, 7 and 33,
+// against the fp64 reference.
 TEST(SoftmaxSplit, VocabularyRowsMatchTheReference) {
   for (bool log : {false, true}) {
     for (int64_t M : {int64_t{1}, int64_t{7}, int64_t{33}}) {
       const int64_t N = 129280;
       SCOPED_TRACE(fmt::format("log={} M={}", log, M));
       tl::Device dev;
-      auto key = softmax_split_key(DType::BFloat16, N, log, dev.target());
-      ASSERT_TRUE(key.split);
-      auto kernel = tl::compile(softmax_kernel(key), dev.target());
+      ASSERT_TRUE(softmax_key(DType::BFloat16, N, log, true, dev.target()).split);
       auto x = tl::randn(dev, {M, N}, DType::BFloat16, opstest::test_seed());
       auto y = log ? log_softmax(x) : softmax(x);
       auto dy = tl::randn(dev, {M, N}, DType::BFloat16, opstest::test_seed() + 1);
-      auto dx = tl::Tensor::empty(dev, {M, N}, DType::BFloat16);
-      launch(kernel, dev, {y, dy, dx});
+      auto dx = log ? log_softmax_backward(dy, y) : softmax_backward(dy, y);
       auto want = opstest::ref::softmax_bwd(dy.to_vector(), y.to_vector(), M, N, log);
       auto scale = want.dx_abs;
       const auto tol = opstest::tolerance(DType::BFloat16);

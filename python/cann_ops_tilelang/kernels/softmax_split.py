@@ -4,15 +4,16 @@ python/tests/test_opslib_softmax.py). softmax_kernel (softmax.py) builds this on
 `split` is set: a 16-bit backward whose rows are larger than UB but whose half row of one input fits.
 
 The two AIVs of a block share each row, AIV v its columns [v N / 2, (v + 1) N / 2): each holds its half
-of one input resident in UB while the other streams through three chunk slots (the load of the step
-after next issued before this step's compute), so the resident input is read once. The halves' sums
+of one input resident in UB while the other streams through four chunk slots (the load of the step two
+on issued before this step's compute), so the resident input is read once. The halves' sums
 meet through a GM workspace and a mode-1 cross-core flag, added in the same order on both AIVs.
 
   softmax      resident y; pass 1 s = sum(dy y) over dy's chunks, pass 2 dx = (dy - s) y (dy read twice)
   log_softmax  resident dy; pass 1 s = sum(dy) from UB, pass 2 dx = dy - s exp(y) (each read once)
 
-Events: the slots' ids 0-2 as softmax_streamed.py's; the resident half id 3 (V -> MTE2 after a row's last
-step, then the next row's load in one copy, MTE2 -> V at that row's first step); the
+Events: the slots' ids 0, 1, 2, 7 on three pipe pairs as softmax_streamed.py's; the resident half's two
+pieces V -> MTE2 id 3 (after a piece's last pass-2 step, then the next row's load of it) and MTE2 -> V ids
+3 and 6 (waited before the row first reads the piece); the
 exchange id 4 (V -> MTE3, MTE2 -> V) and cross flag 0; log-softmax's -s V -> S id 5.
 """
 
@@ -24,8 +25,10 @@ from tl_ascend.language.parser import PrimFunc
 from ._ub import ub_placer
 from .softmax_resident import _sync
 
-SLOTS = 3  # chunk slots: two loads in flight beside the compute
+SLOTS, AHEAD = 4, 2  # chunk slots; the load of the step AHEAD on goes into the slot stored two steps ago
+SLOT_EV = [0, 1, 2, 7]  # a slot's event id on its three pipe pairs
 EV_RES, EV_SUM, EV_NEG = 3, 4, 5
+EV_PIECE = [3, 6]  # the resident half's two pieces, MTE2 -> V
 CROSS_ID = 0  # the halves' rendezvous (mode 1)
 
 
@@ -53,41 +56,65 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
         g = math.gcd(math.gcd(N * es, H * es), math.gcd(w * es, 512))
         return g, [(r, (512 - r) % 512 // es) for r in range(0, 512, g)]
 
-    g_res, heads_res = gm_grid(H)
-    g_chk, heads_chk = gm_grid(bN)
+    # The resident half in two pieces of whole chunks, [0, C // 2) and [C // 2, C) (one if C is 1), each
+    # with its own flag: the next row's first piece loads while this row's pass 2 finishes the second.
+    pieces = ([(0, C // 2)] if C // 2 > 0 else []) + [(C // 2, C)]
+    piece_idx = list(range(len(pieces)))  # a Python list: unrolled while parsing
+    grid_piece = [gm_grid((b - a) * bN) for a, b in pieces]
+    grid_chk = gm_grid(bN)
+    row_free = N * es % 512 == 0  # rows start on the grid: the column alone gives the offset
 
     @T.macro
-    def load_res(RES, res, row, col):
-        if g_res == 512:
-            T.copy(RES[row, col], res[0:1, 0:H])
+    def one(to_gm, gm, row, col, ub, c0, ww):
+        if to_gm:
+            T.copy(ub[0:1, c0:c0 + ww], gm[row, col])
         else:
-            for r, hd in heads_res:
-                if (row * N + col) * es % 512 == r:
-                    if hd > 0:
-                        T.copy(RES[row, col], res[0:1, 0:hd])
-                    T.copy(RES[row, col + hd], res[0:1, hd:H])
+            T.copy(gm[row, col], ub[0:1, c0:c0 + ww])
 
     @T.macro
-    def gm_load(src, row, col, ub):
-        if g_chk == 512:
-            T.copy(src[row, col], ub[0:1, 0:bN])
-        else:
-            for r, hd in heads_chk:
-                if (row * N + col) * es % 512 == r:
-                    if hd > 0:
-                        T.copy(src[row, col], ub[0:1, 0:hd])
-                    T.copy(src[row, col + hd], ub[0:1, hd:bN])
+    def split_copy(to_gm, gm, row, col, ub, u0, w, hd):
+        if hd > 0:
+            one(to_gm, gm, row, col, ub, u0, hd)
+        one(to_gm, gm, row, col + hd, ub, u0 + hd, w - hd)
 
     @T.macro
-    def gm_store(ub, dst, row, col):
-        if g_chk == 512:
-            T.copy(ub[0:1, 0:bN], dst[row, col])
+    def chain(to_gm, gm, row, col, ub, u0, w, heads, k):
+        """The offset modulo 512 tested as an else-if chain, the last residue untested."""
+        if k == len(heads) - 1:
+            split_copy(to_gm, gm, row, col, ub, u0, w, heads[k][1])
+        elif row_free:
+            if col * es % 512 == heads[k][0]:
+                split_copy(to_gm, gm, row, col, ub, u0, w, heads[k][1])
+            else:
+                chain(to_gm, gm, row, col, ub, u0, w, heads, k + 1)
         else:
-            for r, hd in heads_chk:
-                if (row * N + col) * es % 512 == r:
-                    if hd > 0:
-                        T.copy(ub[0:1, 0:hd], dst[row, col])
-                    T.copy(ub[0:1, hd:bN], dst[row, col + hd])
+            if (row * N + col) * es % 512 == heads[k][0]:
+                split_copy(to_gm, gm, row, col, ub, u0, w, heads[k][1])
+            else:
+                chain(to_gm, gm, row, col, ub, u0, w, heads, k + 1)
+
+    @T.macro
+    def gm_copy(to_gm, gm, row, col, ub, u0, w, grid):
+        """A GM copy of w columns, split where it starts off the 512-byte grid (softmax_split.cpp)."""
+        if grid[0] == 512:
+            one(to_gm, gm, row, col, ub, u0, w)
+        else:
+            chain(to_gm, gm, row, col, ub, u0, w, grid[1], 0)
+
+    @T.macro
+    def load_piece(RES, res, row, vid, i):
+        if pieces[i][0] == 0:
+            gm_copy(False, RES, row, vid * H, res, 0, (pieces[i][1] - pieces[i][0]) * bN, grid_piece[i])
+        else:
+            gm_copy(False, RES, row, vid * H + pieces[i][0] * bN, res, pieces[i][0] * bN,
+                    (pieces[i][1] - pieces[i][0]) * bN, grid_piece[i])
+
+    @T.macro
+    def wait_piece(ch):
+        """Before chunk ch's first use in a row: the wait for its piece, at the piece's start."""
+        for i in piece_idx:
+            if ch == pieces[i][0]:
+                T.wait_flag("MTE2", "V", EV_PIECE[i])
 
     @T.macro
     def widen_res(res, hv, ch):
@@ -189,6 +216,7 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
         if log:
             if n % spr == 0:
                 for p in T.serial(C):
+                    wait_piece(p)
                     pass1_res(res, hv, st, p, p == 0)
                 exchange(ws, st, cid, vid, n // spr)
             pass2(res, slot, hv, st, n % spr)
@@ -196,27 +224,33 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
             if n % spr == C:
                 exchange(ws, st, cid, vid, n // spr)
             pass2(res, slot, hv, st, n % spr - C)
-        if n % spr == spr - 1:  # the resident half is read: the next row's loads over it
-            if n // spr + 1 < mine:
-                _sync("V", "MTE2", EV_RES)
-                load_res(RES, res, cid + (n // spr + 1) * num_blocks, vid * H)
-                T.set_flag("MTE2", "V", EV_RES)
-        _sync("V", "MTE3", sl)
+        if n // spr + 1 < mine:  # a piece of the resident half is read: the next row's loads over it
+            for i in piece_idx:
+                if log:
+                    if n % spr == pieces[i][1] - 1:
+                        _sync("V", "MTE2", EV_RES)
+                        load_piece(RES, res, cid + (n // spr + 1) * num_blocks, vid, i)
+                        T.set_flag("MTE2", "V", EV_PIECE[i])
+                else:
+                    if n % spr - C == pieces[i][1] - 1:
+                        _sync("V", "MTE2", EV_RES)
+                        load_piece(RES, res, cid + (n // spr + 1) * num_blocks, vid, i)
+                        T.set_flag("MTE2", "V", EV_PIECE[i])
+        _sync("V", "MTE3", SLOT_EV[sl])
         if log:
-            gm_store(slot, DX, cid + n // spr * num_blocks, vid * H + n % spr * bN)
+            gm_copy(True, DX, cid + n // spr * num_blocks, vid * H + n % spr * bN, slot, 0, bN, grid_chk)
         else:
-            gm_store(slot, DX, cid + n // spr * num_blocks, vid * H + (n % spr - C) * bN)
+            gm_copy(True, DX, cid + n // spr * num_blocks, vid * H + (n % spr - C) * bN, slot, 0, bN, grid_chk)
 
     @T.macro
     def work(RES, DX, ws, res, slot, hv, st, n, sl, cid, vid, mine):
-        if n % spr == 0:
-            T.wait_flag("MTE2", "V", EV_RES)
         if log:
             second(RES, DX, ws, res, slot, hv, st, n, sl, cid, vid, mine)
         else:
             if n % spr < C:
+                wait_piece(n % spr)
                 pass1_slot(res, slot, hv, st, n % spr, n % spr == 0)
-                _sync("V", "MTE3", sl)  # the slot is read
+                _sync("V", "MTE3", SLOT_EV[sl])  # the slot is read
             else:
                 second(RES, DX, ws, res, slot, hv, st, n, sl, cid, vid, mine)
 
@@ -224,14 +258,14 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
     def step(RES, STR, DX, ws, res, slots, hv, st, n, sl, ahead, cid, vid, mine):
         """Step n in slot sl; the step after next loads into slot `ahead`."""
         if n < mine * spr:
-            if n + (SLOTS - 1) < mine * spr:
-                T.wait_flag("MTE3", "MTE2", ahead)
-                gm_load(STR, cid + (n + (SLOTS - 1)) // spr * num_blocks, vid * H + (n + (SLOTS - 1)) % C * bN,
-                        slots[ahead])
-                T.set_flag("MTE2", "V", ahead)
-            T.wait_flag("MTE2", "V", sl)
+            if n + AHEAD < mine * spr:
+                T.wait_flag("MTE3", "MTE2", SLOT_EV[ahead])
+                gm_copy(False, STR, cid + (n + AHEAD) // spr * num_blocks, vid * H + (n + AHEAD) % C * bN,
+                        slots[ahead], 0, bN, grid_chk)
+                T.set_flag("MTE2", "V", SLOT_EV[ahead])
+            T.wait_flag("MTE2", "V", SLOT_EV[sl])
             work(RES, DX, ws, res, slots[sl], hv, st, n, sl, cid, vid, mine)
-            T.set_flag("MTE3", "MTE2", sl)
+            T.set_flag("MTE3", "MTE2", SLOT_EV[sl])
 
     slot_idx = list(range(SLOTS))  # a Python list: unrolled while parsing
     st_names = ["s", "cs", "s0", "s1"]
@@ -267,21 +301,23 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
                 st = alloc_stats()
                 mine = T.ceildiv(M - cid, num_blocks)
                 T.tile.fill(st["pw"], 0.0)  # the block's 7 padding floats, copied with the sum
-                load_res(RES, res, cid, vid * H)
-                T.set_flag("MTE2", "V", EV_RES)
+                for i in piece_idx:
+                    load_piece(RES, res, cid, vid, i)
+                    T.set_flag("MTE2", "V", EV_PIECE[i])
                 for sl in slot_idx:
-                    T.set_flag("MTE3", "MTE2", sl)  # every slot starts free
-                for sl in slot_idx[:-1]:
+                    T.set_flag("MTE3", "MTE2", SLOT_EV[sl])  # every slot starts free
+                for sl in slot_idx[:AHEAD]:
                     if mine * spr > sl:
-                        T.wait_flag("MTE3", "MTE2", sl)
-                        gm_load(STR, cid + sl // spr * num_blocks, vid * H + sl % C * bN, slots[sl])
-                        T.set_flag("MTE2", "V", sl)
+                        T.wait_flag("MTE3", "MTE2", SLOT_EV[sl])
+                        gm_copy(False, STR, cid + sl // spr * num_blocks, vid * H + sl % C * bN, slots[sl], 0, bN,
+                                grid_chk)
+                        T.set_flag("MTE2", "V", SLOT_EV[sl])
                 for i in T.serial(T.ceildiv(mine * spr, SLOTS)):
                     for sl in slot_idx:
-                        step(RES, STR, DX, ws, res, slots, hv, st, i * SLOTS + sl, sl, (sl + SLOTS - 1) % SLOTS, cid,
+                        step(RES, STR, DX, ws, res, slots, hv, st, i * SLOTS + sl, sl, (sl + AHEAD) % SLOTS, cid,
                              vid, mine)
                 for sl in slot_idx:
-                    T.wait_flag("MTE3", "MTE2", sl)
+                    T.wait_flag("MTE3", "MTE2", SLOT_EV[sl])
 
     if not log:
         @T.prim_func
