@@ -4,6 +4,8 @@
 // compiled-kernel cache.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "cann_ops_tilelang/softmax.h"
 #include "softmax_tree.h"
 #include "tl/gm_fill.h"
@@ -53,12 +55,30 @@ int64_t ub_use(tl::DType dt, bool log, bool backward, bool one_pass, int64_t bM,
 constexpr int64_t kRowsPerTile[] = {8, 4, 2, 1};  // one-pass candidates, widest first
 constexpr int64_t kChunkRows = 16;                // the chunked schedule: 8 fp32 statistics per AIV
 
+// The chunk width of a streamed or split schedule: the divisor of n, a multiple of 32 and at least
+// 1024 columns, that fits and costs the least per column in what a chunk adds to its columns' own
+// work (the statistics' barriers, about 1500 cycles, and the trees' final reductions); 0 if none.
+int64_t cheapest_chunk(int64_t n, int64_t ub_bytes, const std::function<bool(int64_t)>& fits) {
+  int64_t best = 0;
+  double best_cost = 0;
+  for (int64_t w = 1024; w <= n && w <= ub_bytes; w += 32) {
+    if (n % w != 0 || !fits(w)) continue;
+    const double cost =
+        (1500.0 +
+         2.0 * static_cast<double>(softmax_tree::tree_reduce_cycles(static_cast<int>(w / 4)))) /
+        static_cast<double>(w);
+    if (best == 0 || cost < best_cost) best = w, best_cost = cost;
+  }
+  return best;
+}
+
 }  // namespace
 
 std::string SoftmaxKey::str() const {
   return fmt::format(
-      "dtype={},N={},bM={},bN={},blocks={},log={},backward={},resident={},streamed={}",
-      tl::dtype_name(dtype), cols, rows_per_tile, chunk, blocks, log, backward, resident, streamed);
+      "dtype={},N={},bM={},bN={},blocks={},log={},backward={},resident={},streamed={},split={}",
+      tl::dtype_name(dtype), cols, rows_per_tile, chunk, blocks, log, backward, resident, streamed,
+      split);
 }
 
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
@@ -93,6 +113,11 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
       return k;
     }
   }
+  // The split schedule (softmax_split.cpp) for a 16-bit backward whose half row of one input fits:
+  // that input is read once (docs/ops.md, "The split backward").
+  if (backward) {
+    if (auto s = softmax_split_key(dtype, cols, log, target); s.split) return s;
+  }
   // The streamed schedule (softmax_streamed.cpp): one row per tile, three slots of a bN-column
   // chunk of each input, its fp32 widening and the tree. bN: the divisor of N, a multiple of 32,
   // that fits and costs the least per column in what a chunk adds to its columns' own work (the
@@ -107,17 +132,7 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
           backward ? 0 : 2 * int64_t{softmax_tree::tree_last_width(static_cast<int>(w / 4))} * 4;
       return 3 * inputs * w * es + inputs * w * 4 + tree + acc + stats <= budget.ub_bytes;
     };
-    int64_t best = 0;
-    double best_cost = 0;
-    for (int64_t w = 1024; w <= cols && w <= budget.ub_bytes; w += 32) {
-      if (cols % w != 0 || !fits(w)) continue;
-      const double cost =
-          (1500.0 +
-           2.0 * static_cast<double>(softmax_tree::tree_reduce_cycles(static_cast<int>(w / 4)))) /
-          static_cast<double>(w);
-      if (best == 0 || cost < best_cost) best = w, best_cost = cost;
-    }
-    if (best > 0) {
+    if (const int64_t best = cheapest_chunk(cols, budget.ub_bytes, fits); best > 0) {
       k.rows_per_tile = 1;
       k.chunk = best;
       k.streamed = true;
@@ -133,6 +148,29 @@ SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
   const int64_t chunks = (cols + w - 1) / w;
   k.rows_per_tile = kChunkRows;
   k.chunk = round_up((cols + chunks - 1) / chunks, quantum);
+  return k;
+}
+
+SoftmaxKey softmax_split_key(tl::DType dtype, int64_t cols, bool log, const tl::Target& target) {
+  const auto budget = vector_budget(target);
+  SoftmaxKey k{.dtype = dtype,
+               .cols = cols,
+               .rows_per_tile = 1,
+               .blocks = budget.blocks,
+               .log = log,
+               .backward = true};
+  // A block's two AIVs share each row, each holding its half of one input resident beside four
+  // slots of a bN-column chunk of the other, both chunks' fp32 halves and the exchanged sums (no
+  // tree: the halves are reduced directly).
+  if (dtype == tl::DType::Float32 || cols % 64 != 0) return k;
+  const int64_t es = tl::dtype_bytes(dtype), half = cols / 2, stats = 16 * 512;
+  auto fits = [&](int64_t w) {
+    return half * es + 4 * w * es + 2 * w * 4 + stats <= budget.ub_bytes;
+  };
+  if (const int64_t w = cheapest_chunk(half, budget.ub_bytes, fits); w > 0) {
+    k.chunk = w;
+    k.split = true;
+  }
   return k;
 }
 

@@ -33,6 +33,7 @@ constexpr int kStages = 2;  // the next tile (or chunk) loads while this one com
 tl::PrimFunc softmax_kernel(const SoftmaxKey& k) {
   if (k.resident) return softmax_resident_kernel(k);
   if (k.streamed) return softmax_streamed_kernel(k);
+  if (k.split) return softmax_split_kernel(k);
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;  // 16-bit I/O: widened into fp32 fragments by a cast
   const int N = ir_size(k.cols, "cols"), bM = ir_size(k.rows_per_tile, "rows_per_tile"),

@@ -36,6 +36,7 @@ struct SoftmaxKey {
   bool backward = false;      // the backward kernel (Y, DY -> DX) instead of the forward
   bool resident = false;      // the expert one-pass schedule (softmax_resident.cpp)
   bool streamed = false;      // the expert two-pass schedule over chunks (softmax_streamed.cpp)
+  bool split = false;  // the backward's rows split over a block's two AIVs (softmax_split.cpp)
   std::string str() const;
   int64_t chunks() const { return (cols + chunk - 1) / chunk; }
 };
@@ -50,14 +51,26 @@ tl::PrimFunc softmax_resident_kernel(const SoftmaxKey& k);
 /// tile, read in chunks of bN columns (a multiple of 32 dividing N) twice, every chunk load in one
 /// of three slots, two steps ahead, across chunks, passes and rows.
 tl::PrimFunc softmax_streamed_kernel(const SoftmaxKey& k);
+/// The split schedule (expert mode), backward only, 16-bit: a block's two AIVs share each row, each
+/// holding its half of one input (y for softmax, dy for log-softmax) in UB while the other streams
+/// in chunks of bN columns (a multiple of 32 dividing N / 2); the halves' sums meet through a GM
+/// workspace and a mode-1 cross-core flag.
+tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k);
 
 /// The launch parameters the public functions choose on a target (its core count and UB size):
 /// the resident schedule with the widest row tile that fits (N a multiple of 32), else one pass
 /// with the widest row tile whose row fits UB, else the streamed schedule (N a multiple of 32
-/// with a divisor at least half the widest chunk that fits), else column chunks of the widest
+/// with a divisor at least half the widest chunk that fits; a 16-bit backward whose half row of one
+/// input fits takes softmax_split_key's split schedule instead), else column chunks of the widest
 /// width that fits.
 SoftmaxKey softmax_key(tl::DType dtype, int64_t cols, bool log, bool backward,
                        const tl::Target& target);
+
+/// The split schedule's key for a backward of rows of `cols` (`split` set, the chunk from the
+/// Target's UB), or one with `split` unset where a half row of one input does not fit beside the
+/// chunks or is not whole 32-column blocks (fp32 at 129280). softmax_key chooses it where it fits
+/// and rows are too long for one pass (docs/ops.md, "The split backward").
+SoftmaxKey softmax_split_key(tl::DType dtype, int64_t cols, bool log, const tl::Target& target);
 
 /// What softmax / log_softmax (or their backward) must do at least over rows x cols: each input
 /// read once, the output written once (the two-pass schedule's second read is the kernel's

@@ -311,6 +311,7 @@ void bind_ops(nb::module_& m) {
         d["backward"] = k.backward;
         d["resident"] = k.resident;
         d["streamed"] = k.streamed;
+        d["split"] = k.split;
         return d;
       },
       "dtype"_a, "cols"_a, "log"_a, "backward"_a, "target"_a = "A2");
@@ -318,7 +319,7 @@ void bind_ops(nb::module_& m) {
     auto field = [&](const char* name) {
       return key_field(d, name, "a softmax",
                        "dtype, cols, rows_per_tile, chunk, blocks, log, backward, resident, "
-                       "streamed");
+                       "streamed, split");
     };
     ops::SoftmaxKey k;
     k.dtype = to_dtype(field("dtype"));
@@ -330,6 +331,7 @@ void bind_ops(nb::module_& m) {
     k.backward = nb::cast<bool>(field("backward"));
     k.resident = nb::cast<bool>(field("resident"));
     k.streamed = nb::cast<bool>(field("streamed"));
+    k.split = nb::cast<bool>(field("split"));
     if (k.cols <= 0 || k.chunk <= 0 || k.rows_per_tile <= 0 || k.blocks <= 0)
       throw Error(fmt::format("a softmax key needs cols, chunk, rows_per_tile, blocks > 0, got {}",
                               k.str()));

@@ -142,13 +142,18 @@ def _keys() -> list[dict]:
             for dt, n, log, bw in itertools.product(["bfloat16", "float16", "float32"], [130, 7168, 60000, 129280],
                                                     [False, True], [False, True])]
     keys.append(dict(dtype="bfloat16", cols=130, rows_per_tile=16, chunk=48, blocks=3, log=True, backward=False,
-                     resident=False, streamed=False))
+                     resident=False, streamed=False, split=False))
+    # The split backward forced onto 6336 in chunks of 1056 (rows and halves off the 512-byte grid, the
+    # copies split; 129280's 16-bit backward keys above are split keys).
+    for dt, n, bn, log in [("float16", 6336, 1056, False), ("bfloat16", 6336, 1056, True)]:
+        keys.append(dict(dtype=dt, cols=n, rows_per_tile=1, chunk=bn, blocks=24, log=log, backward=True,
+                         resident=False, streamed=False, split=True))
     return keys
 
 
 def _id(k: dict) -> str:
     return (f"{k['dtype']}-N{k['cols']}-bM{k['rows_per_tile']}-bN{k['chunk']}-log{int(k['log'])}"
-            f"-bwd{int(k['backward'])}-res{int(k['resident'])}-str{int(k['streamed'])}")
+            f"-bwd{int(k['backward'])}-res{int(k['resident'])}-str{int(k['streamed'])}-spl{int(k['split'])}")
 
 
 @pytest.mark.parametrize("key", _keys(), ids=_id)

@@ -304,8 +304,9 @@ int run_softmax(const std::string& name, const Params& p, const tl::Target& targ
   if (profile && M > 0) {
     const auto key = softmax_key(dt, N, log, backward, target);
     fmt::print("  key       {} ({})\n", key.str(),
-               key.resident        ? "resident: inputs read once, two tile slots"
-               : key.streamed      ? "streamed: two passes over chunks in three slots"
+               key.resident   ? "resident: inputs read once, two tile slots"
+               : key.streamed ? "streamed: two passes over chunks in three slots"
+               : key.split    ? "split: a row's halves on a block's two AIVs, one input resident"
                : key.chunks() == 1 ? "one pass"
                                    : "two passes over chunks: inputs read twice");
   }

@@ -20,20 +20,24 @@ import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
 from .softmax_resident import softmax_resident_kernel
+from .softmax_split import softmax_split_kernel
 from .softmax_streamed import softmax_streamed_kernel
 
 _LOWEST = -3.4028234663852886e38  # the lowest finite float32
 
 
 def softmax_kernel(dtype: str, cols: int, rows_per_tile: int, chunk: int, blocks: int, log: bool,
-                   backward: bool, resident: bool = False, streamed: bool = False) -> PrimFunc:
+                   backward: bool, resident: bool = False, streamed: bool = False, split: bool = False) -> PrimFunc:
     """Forward: X [M, N] -> Y [M, N]. Backward: Y [M, N], DY [M, N] -> DX [M, N]. With `resident`
     the expert one-pass schedule (softmax_resident.py), with `streamed` the expert two-pass one over
-    chunks (softmax_streamed.py)."""
+    chunks (softmax_streamed.py), with `split` the backward's rows shared by a block's two AIVs
+    (softmax_split.py)."""
     if resident:
         return softmax_resident_kernel(dtype, cols, rows_per_tile, blocks, log, backward)
     if streamed:
         return softmax_streamed_kernel(dtype, cols, chunk, blocks, log, backward)
+    if split:
+        return softmax_split_kernel(dtype, cols, chunk, blocks, log)
     N, bM, bN = cols, rows_per_tile, chunk
     chunks = (N + bN - 1) // bN
     one_pass = chunks == 1
