@@ -79,6 +79,9 @@ void launch_and_count(benchmark::State& st, const cann_ops_tilelang::FlashAttent
   // cores, docs/hardware.md section 4), in TB/s of simulated time: at the must-show shape this,
   // not one core's pipe, is what bounds the kernel (docs/ops.md, the fagm round).
   st.counters["gm_TBps"] = prof.gm_bytes / (prof.total_us * 1e-6) / 1e12;
+  // The share of those bytes the L2 model charges to HBM (misses and write-backs, timing_l2.h),
+  // in TB/s against the 1.456 TB/s HBM streams: whether the K/V re-reads get the L2's rate.
+  st.counters["hbm_TBps"] = prof.gm_hbm_bytes / (prof.total_us * 1e-6) / 1e12;
   using tl::CoreKind;
   using tl::Pipe;
   st.counters["aiv_V"] = prof.busy_ratio(Pipe::V, CoreKind::Vector);
