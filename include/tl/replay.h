@@ -14,7 +14,9 @@
 // a replay can only find more conflicts than the kernel has, never fewer.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -39,6 +41,30 @@ struct Span {
   bool write = false;
 };
 
+/// An op instruction's spans, immutable once built and shared by every copy of its event: a
+/// Prover builds each rewrite's streams by copying the recorded events (tens of thousands per
+/// question on flash_attention_dev at S=32768), which then costs a reference count instead of an
+/// allocation and a copy of the spans each. One allocation holds the count and the spans.
+class SpanList {
+ public:
+  SpanList() = default;
+  explicit SpanList(const std::vector<Span>& spans) : n_(static_cast<uint32_t>(spans.size())) {
+    if (spans.empty()) return;
+    auto p = std::make_shared<Span[]>(spans.size());
+    std::copy(spans.begin(), spans.end(), p.get());
+    p_ = std::move(p);
+  }
+  const Span* begin() const { return p_.get(); }
+  const Span* end() const { return p_.get() + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const Span& operator[](size_t i) const { return p_[static_cast<std::ptrdiff_t>(i)]; }
+
+ private:
+  std::shared_ptr<const Span[]> p_;
+  uint32_t n_ = 0;
+};
+
 /// One instruction of a core's stream.
 struct Event {
   enum Kind : uint8_t { Op, Set, Wait, Barrier, SetCross, WaitCross } kind = Op;
@@ -47,7 +73,7 @@ struct Event {
   bool push = false;               // ... into the workspace (else out of it)
   bool first = false;              // a push: the first (or only) column part of its slot
   const SyncNode* sync = nullptr;  // a sync: its statement
-  std::vector<Span> spans;         // Op, when the streams record accesses
+  SpanList spans;                  // Op, when the streams record accesses
 };
 
 /// A cross-core channel: its workspace, slots, and the credit id (the cross flag raised after a

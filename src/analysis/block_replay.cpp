@@ -611,7 +611,11 @@ class Unroller {
       e.channel = channel;
       e.push = push;
       if (push) e.first = as_const_int(op.args[1].region.ranges.back().min) == 0;
-      if (accesses_) spans(op, in, e.spans);
+      if (accesses_) {
+        scratch_.clear();
+        spans(op, in, scratch_);
+        e.spans = SpanList(scratch_);
+      }
       out_.push_back(std::move(e));
     }
   }
@@ -692,6 +696,7 @@ class Unroller {
   OpEvents* record_ = nullptr;
   const OpEvents* reuse_ = nullptr;
   std::unordered_map<const TileOpNode*, size_t> taken_;  // reuse: executions so far, per op
+  std::vector<Span> scratch_;  // an instruction's spans while they are built (no allocation)
   bool missed_ = false;
   Trace* trace_ = nullptr;
   bool trace_only_ = false;
