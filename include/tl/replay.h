@@ -14,9 +14,7 @@
 // a replay can only find more conflicts than the kernel has, never fewer.
 #pragma once
 
-#include <algorithm>
 #include <array>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,28 +39,30 @@ struct Span {
   bool write = false;
 };
 
-/// An op instruction's spans, immutable once built and shared by every copy of its event: a
-/// Prover builds each rewrite's streams by copying the recorded events (tens of thousands per
-/// question on flash_attention_dev at S=32768), which then costs a reference count instead of an
-/// allocation and a copy of the spans each. One allocation holds the count and the spans.
+/// An op instruction's spans: a run of an arena its stream's builder appends to (one per core's
+/// walk, never changed below its end), shared by every copy of the event. The unroller then
+/// allocates no memory per event, and a Prover question, which builds its streams by copying
+/// the recorded events (tens of thousands per question on flash_attention_dev at S=32768), pays
+/// a reference count per event instead of an allocation and a copy of its spans.
 class SpanList {
  public:
   SpanList() = default;
-  explicit SpanList(const std::vector<Span>& spans) : n_(static_cast<uint32_t>(spans.size())) {
-    if (spans.empty()) return;
-    auto p = std::make_shared<Span[]>(spans.size());
-    std::copy(spans.begin(), spans.end(), p.get());
-    p_ = std::move(p);
-  }
-  const Span* begin() const { return p_.get(); }
-  const Span* end() const { return p_.get() + n_; }
+  /// Spans of their own (an event built by hand).
+  explicit SpanList(const std::vector<Span>& spans)
+      : SpanList(std::make_shared<const std::vector<Span>>(spans), 0,
+                 static_cast<uint32_t>(spans.size())) {}
+  /// Spans [at, at + n) of `arena`.
+  SpanList(std::shared_ptr<const std::vector<Span>> arena, uint32_t at, uint32_t n)
+      : arena_(n ? std::move(arena) : nullptr), at_(at), n_(n) {}
+  const Span* begin() const { return arena_ ? arena_->data() + at_ : nullptr; }
+  const Span* end() const { return begin() + n_; }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
-  const Span& operator[](size_t i) const { return p_[static_cast<std::ptrdiff_t>(i)]; }
+  const Span& operator[](size_t i) const { return begin()[i]; }
 
  private:
-  std::shared_ptr<const Span[]> p_;
-  uint32_t n_ = 0;
+  std::shared_ptr<const std::vector<Span>> arena_;
+  uint32_t at_ = 0, n_ = 0;
 };
 
 /// One instruction of a core's stream.

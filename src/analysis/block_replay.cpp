@@ -612,9 +612,10 @@ class Unroller {
       e.push = push;
       if (push) e.first = as_const_int(op.args[1].region.ranges.back().min) == 0;
       if (accesses_) {
-        scratch_.clear();
-        spans(op, in, scratch_);
-        e.spans = SpanList(scratch_);
+        const size_t at = arena_->size();
+        spans(op, in, *arena_);
+        e.spans =
+            SpanList(arena_, static_cast<uint32_t>(at), static_cast<uint32_t>(arena_->size() - at));
       }
       out_.push_back(std::move(e));
     }
@@ -696,7 +697,8 @@ class Unroller {
   OpEvents* record_ = nullptr;
   const OpEvents* reuse_ = nullptr;
   std::unordered_map<const TileOpNode*, size_t> taken_;  // reuse: executions so far, per op
-  std::vector<Span> scratch_;  // an instruction's spans while they are built (no allocation)
+  // The spans of this walk's events (SpanList): appended to, never changed below its end.
+  std::shared_ptr<std::vector<Span>> arena_ = std::make_shared<std::vector<Span>>();
   bool missed_ = false;
   Trace* trace_ = nullptr;
   bool trace_only_ = false;
