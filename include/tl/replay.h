@@ -39,6 +39,32 @@ struct Span {
   bool write = false;
 };
 
+/// An op instruction's spans: a run of an arena its stream's builder appends to (one per core's
+/// walk, never changed below its end), shared by every copy of the event. The unroller then
+/// allocates no memory per event, and a Prover question, which builds its streams by copying
+/// the recorded events (tens of thousands per question on flash_attention_dev at S=32768), pays
+/// a reference count per event instead of an allocation and a copy of its spans.
+class SpanList {
+ public:
+  SpanList() = default;
+  /// Spans of their own (an event built by hand).
+  explicit SpanList(const std::vector<Span>& spans)
+      : SpanList(std::make_shared<const std::vector<Span>>(spans), 0,
+                 static_cast<uint32_t>(spans.size())) {}
+  /// Spans [at, at + n) of `arena`.
+  SpanList(std::shared_ptr<const std::vector<Span>> arena, uint32_t at, uint32_t n)
+      : arena_(n ? std::move(arena) : nullptr), at_(at), n_(n) {}
+  const Span* begin() const { return arena_ ? arena_->data() + at_ : nullptr; }
+  const Span* end() const { return begin() + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const Span& operator[](size_t i) const { return begin()[i]; }
+
+ private:
+  std::shared_ptr<const std::vector<Span>> arena_;
+  uint32_t at_ = 0, n_ = 0;
+};
+
 /// One instruction of a core's stream.
 struct Event {
   enum Kind : uint8_t { Op, Set, Wait, Barrier, SetCross, WaitCross } kind = Op;
@@ -47,7 +73,7 @@ struct Event {
   bool push = false;               // ... into the workspace (else out of it)
   bool first = false;              // a push: the first (or only) column part of its slot
   const SyncNode* sync = nullptr;  // a sync: its statement
-  std::vector<Span> spans;         // Op, when the streams record accesses
+  SpanList spans;                  // Op, when the streams record accesses
 };
 
 /// A cross-core channel: its workspace, slots, and the credit id (the cross flag raised after a

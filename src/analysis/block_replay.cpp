@@ -93,8 +93,8 @@ class Unroller {
   const Expr& split() const { return split_; }
   /// Whether the walk failed on a trip count, condition or event id it could not evaluate.
   bool unknown() const { return unknown_decision_; }
-  /// Records each op execution's events into `rec` (the stream goes there too: run() then
-  /// returns a copy).
+  /// Records each op execution's ranges into `rec`; the stream they index goes there when the
+  /// walk fails, else run() returns it and its recorder moves it there (unroll_one, Prover::adopt).
   void record_into(OpEvents* rec) { record_ = rec; }
   /// Takes each op execution's events from `rec` instead of computing them; run() fails, with
   /// missed() set, unless every op runs exactly as many times as recorded.
@@ -123,7 +123,10 @@ class Unroller {
       }
       if (missed_) fail();
     }
-    if (record_) record_->stream = out_;  // a failed attempt's too: its ranges point into it
+    // A failed attempt's stream is kept with its recording (its ranges point into it); a
+    // stream that is returned is moved there by its recorder: by unroll_one where another core
+    // fails, else by the Prover once replayed (Prover::adopt).
+    if (record_ && failed_) record_->stream = std::move(out_);
     if (failed_) return std::nullopt;
     return std::move(out_);
   }
@@ -577,6 +580,12 @@ class Unroller {
         return fail();
       }
       const auto [b, e] = it->second[k];
+      // Every recording a walk reuses holds the stream its ranges point into (unroll_one, Prover::
+      // adopt): a recording without it is a bug, never a walk to take (it would copy garbage).
+      TL_ASSERT(e <= reuse_->stream.size(),
+                "a reused recording's range [{}, {}) ends past its "
+                "stream of {} events",
+                b, e, reuse_->stream.size());
       if (trace_) trace_->push_back({&op, static_cast<int64_t>(k)});
       emitted_ += e - b;
       if (!trace_only_)
@@ -602,7 +611,12 @@ class Unroller {
       e.channel = channel;
       e.push = push;
       if (push) e.first = as_const_int(op.args[1].region.ranges.back().min) == 0;
-      if (accesses_) spans(op, in, e.spans);
+      if (accesses_) {
+        const size_t at = arena_->size();
+        spans(op, in, *arena_);
+        e.spans =
+            SpanList(arena_, static_cast<uint32_t>(at), static_cast<uint32_t>(arena_->size() - at));
+      }
       out_.push_back(std::move(e));
     }
   }
@@ -683,6 +697,8 @@ class Unroller {
   OpEvents* record_ = nullptr;
   const OpEvents* reuse_ = nullptr;
   std::unordered_map<const TileOpNode*, size_t> taken_;  // reuse: executions so far, per op
+  // The spans of this walk's events (SpanList): appended to, never changed below its end.
+  std::shared_ptr<std::vector<Span>> arena_ = std::make_shared<std::vector<Span>>();
   bool missed_ = false;
   Trace* trace_ = nullptr;
   bool trace_only_ = false;
@@ -737,6 +753,12 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
     if (range.first <= range.second && !cid) u.cid_range(k, range.first, range.second);
     auto stream = u.run(body);
     if (!stream) {
+      // The recording of a failed attempt is kept (Prover::record: a rewrite's attempt reuses it,
+      // and fails the same way or at a recorded op), so it keeps each core's stream: the failing
+      // core's (Unroller::run) and those of the cores before it, which succeeded and would be
+      // dropped with `out` here, leaving their recorded ranges pointing into empty streams.
+      if (rec)
+        for (int c = 0; c < core; ++c) rec->cores[c].stream = std::move(out[c]);
       if (missed && u.missed()) *missed = true;
       if (undecided && u.unknown()) *undecided = true;
       if (split && u.unknown()) *split = u.split();

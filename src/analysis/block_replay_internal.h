@@ -29,7 +29,10 @@ struct OpEvents {
 /// each sync as (statement, its event id). With the recorded op events it determines the stream
 /// (Prover::streams compares the traces of blocks whose recordings replay alike).
 using Trace = std::vector<std::pair<const void*, int64_t>>;
-/// One block's (or, with cid unknown, every block's) recorded op events, per core.
+/// One block's (or, with cid unknown, every block's) recorded op events, per core. Each core's
+/// stream is the one its ranges index: a failed attempt's is kept by unroll_one, every core's up
+/// to the one that failed; a successful one's is returned and moved in by its recorder once
+/// replayed (Prover::adopt). A walk that reuses a recording asserts it.
 struct Recorded {
   std::optional<int64_t> cid;
   std::array<OpEvents, 3> cores;

@@ -36,9 +36,15 @@ Prover::Prover(const KernelNode& k, const Stmt bodies[2], const Target& t, int64
   }
 }
 
-/// The recordings keep a copy of their streams (moving the replayed streams into them instead
-/// crashed a question on a recording left empty: not kept until understood).
-void Prover::adopt(std::vector<Streams>&) {
+/// The streams record() returned, replayed, become their recordings' (a copy of each would
+/// cost as much as the replay). record() names a recording for each set it returns, and none
+/// when it returns none: a set without its recording would leave the recording's ranges
+/// pointing into an empty stream.
+void Prover::adopt(std::vector<Streams>& streams) {
+  TL_ASSERT(adopting_.size() == streams.size(), "{} recordings for {} sets of streams",
+            adopting_.size(), streams.size());
+  for (size_t i = 0; i < streams.size(); ++i)
+    for (int c = 0; c < 3; ++c) adopting_[i]->cores[c].stream = std::move(streams[i][c]);
   adopting_.clear();
 }
 
