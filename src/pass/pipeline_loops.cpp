@@ -431,14 +431,19 @@ class PipelineLoops {
     }
     if (split == 0) return 0;
     std::map<const BufferNode*, std::pair<bool, bool>> a, b;  // read, write
+    std::vector<const BufferNode*> first_part;  // a's keys in order of first touch
     for (size_t i = 0; i < body.size(); ++i)
       for (const Touch& t : touches_of(body[i], target_)) {
         if (sloted.count(t.buffer)) continue;
+        if (i < split && !a.count(t.buffer)) first_part.push_back(t.buffer);
         auto& rw = (i < split ? a : b)[t.buffer];
         rw.first = rw.first || t.read;
         rw.second = rw.second || t.write;
       }
-    for (const auto& [buf, rw] : a) {
+    // In order of first touch, not of the map's keys: `extra` orders the slots' declarations
+    // and names, which must not follow the buffers' heap addresses (they differ between runs).
+    for (const BufferNode* buf : first_part) {
+      const auto& rw = a.at(buf);
       auto it = b.find(buf);
       if (it == b.end() || (!rw.second && !it->second.second)) continue;
       const bool local =
