@@ -54,15 +54,7 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
   const TileArg* src = op_operand(n, "src");
   if (!dst || !src || !dst->is_region() || !src->is_region()) return;
   const DType dt = dst->region.buffer->dtype, st = src->region.buffer->dtype;
-  const std::vector<DType>* legal = n.op->dtypes.on(ctx.target());
-  if (std::find(legal->begin(), legal->end(), dt) == legal->end()) {
-    std::string names;
-    for (DType t : *legal) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
-    ctx.error(n, "dst", "vector-dtype",
-              fmt::format("T.tile.brcb on {} takes {}, got {}", ctx.target().name, names,
-                          dtype_name(dt)));
-    return;
-  }
+  if (!prims::dtype_on_target(n, ctx, dt)) return;
   if (st != dt) {
     ctx.error(
         n, "src", "operand-dtype-mismatch",

@@ -35,15 +35,7 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
     if (!ops[i] || !ops[i]->is_region()) return;
   }
   const DType dt = ops[0]->region.buffer->dtype;
-  const std::vector<DType>* legal = n.op->dtypes.on(ctx.target());
-  if (std::find(legal->begin(), legal->end(), dt) == legal->end()) {
-    std::string names;
-    for (DType t : *legal) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
-    ctx.error(n, "dst", "vector-dtype",
-              fmt::format("T.tile.mul_add_dst on {} takes {}, got {}", ctx.target().name, names,
-                          dtype_name(dt)));
-    return;
-  }
+  if (!prims::dtype_on_target(n, ctx, dt)) return;
   const auto nd = prims::const_elems(ops[0]->region);
   for (int i = 1; i < 3; ++i) {
     const DType st = ops[i]->region.buffer->dtype;

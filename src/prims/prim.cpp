@@ -3,6 +3,11 @@
 // and the compile-time operand queries the primitives' verifier rules share.
 #include "prim.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
 namespace tl::prims {
 
 Registrar::Registrar(Prim p) {
@@ -34,6 +39,17 @@ std::optional<int64_t> const_elems(const BufferRegion& r) {
       return std::nullopt;
   }
   return n;
+}
+
+bool dtype_on_target(const TileOpNode& n, VerifyContext& ctx, DType dt) {
+  const std::vector<DType>* legal = n.op->dtypes.on(ctx.target());
+  if (std::find(legal->begin(), legal->end(), dt) != legal->end()) return true;
+  std::string names;
+  for (DType t : *legal) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
+  ctx.error(n, "dst", "vector-dtype",
+            fmt::format("T.{} on {} takes {}, got {}", n.op->name, ctx.target().name, names,
+                        dtype_name(dt)));
+  return false;
 }
 
 }  // namespace tl::prims

@@ -43,4 +43,8 @@ std::optional<int64_t> const_of(const TileOpNode& n, std::string_view name);
 /// The element count of `r` when every extent is a literal and their product fits in int64_t.
 std::optional<int64_t> const_elems(const BufferRegion& r);
 
+/// True when `dt` (dst's dtype) is one of the op's dtypes on the context's target; otherwise
+/// reports "T.<op> on <target> takes <dtypes>, got <dt>" at operand dst (rule vector-dtype).
+bool dtype_on_target(const TileOpNode& n, VerifyContext& ctx, DType dt);
+
 }  // namespace tl::prims
