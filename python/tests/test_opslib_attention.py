@@ -5,6 +5,9 @@ and out, empty tensors; the torch.library operator (opcheck, its fake under Fake
 bad input with the library's located message.
 
 References (torch) live only here, never in the package.
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -56,8 +59,8 @@ def _ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, layout
 
 @pytest.mark.parametrize("seq", [1, 7, 33, 273])
 @pytest.mark.parametrize("causal", [False, True])
-def test_tails_against_torch(seq: int, causal: bool) -> None:
-    g = torch.Generator().manual_seed(seq)
+def test_tails_against_torch(seq: int, causal: bool, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
     layout = "BSHD" if seq % 2 else "BHSD"
     dt = torch.bfloat16 if causal else torch.float16
     shape = (2, seq, 2, 64) if layout == "BSHD" else (2, 2, seq, 64)
@@ -70,8 +73,8 @@ def test_tails_against_torch(seq: int, causal: bool) -> None:
     torch.testing.assert_close(r.lse.double(), lse, rtol=1e-3, atol=1e-3)
 
 
-def test_scale_numpy_and_empty() -> None:
-    rng = np.random.default_rng(0)
+def test_scale_numpy_and_empty(seed: int) -> None:
+    rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal((1, 3, 40, 128)).astype(np.float16) for _ in range(3))
     r = ops.flash_attention(q, k, v, layout="BHSD", scale=0.05)
     assert isinstance(r.o, np.ndarray) and r.o.dtype == np.float16 and r.lse.shape == (1, 3, 40)
@@ -83,8 +86,8 @@ def test_scale_numpy_and_empty() -> None:
     assert out.o.shape == (2, 0, 4, 64) and out.lse.shape == (2, 4, 0)
 
 
-def test_torch_op_opcheck_and_fake() -> None:
-    g = torch.Generator().manual_seed(5)
+def test_torch_op_opcheck_and_fake(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(1, 70, 2, 64, generator=g).half() for _ in range(3))
     o, lse = OPS.flash_attention(q, k, v, True, "BSHD", None)
     want_o, want_lse = _ref(q, k, v, True, "BSHD", 1 / 8)

@@ -7,6 +7,9 @@ autograd, a gradcheck-style comparison of flash_attention's autograd with sdpa's
 gradient, one training step under torch.compile(fullgraph=True)); bad input with the library's located message.
 
 References (torch) live only here, never in the package.
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -70,8 +73,8 @@ def _assert_grads_close(got, want, dt) -> None:
 
 @pytest.mark.parametrize("seq", [1, 7, 33, 273])
 @pytest.mark.parametrize("causal", [False, True])
-def test_tails_against_torch_sdpa_backward(seq: int, causal: bool) -> None:
-    g = torch.Generator().manual_seed(seq + 1000 * causal)
+def test_tails_against_torch_sdpa_backward(seq: int, causal: bool, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
     layout = "BSHD" if seq % 2 else "BHSD"
     dt = torch.bfloat16 if causal else torch.float16
     shape = (2, seq, 2, 64) if layout == "BSHD" else (2, 2, seq, 64)
@@ -82,8 +85,8 @@ def test_tails_against_torch_sdpa_backward(seq: int, causal: bool) -> None:
     _assert_grads_close(grads, _ref_grads(q, k, v, dout, causal, layout), dt)
 
 
-def test_scale_dlse_numpy_and_empty() -> None:
-    rng = np.random.default_rng(0)
+def test_scale_dlse_numpy_and_empty(seed: int) -> None:
+    rng = np.random.default_rng(seed)
     q, k, v, dout = (rng.standard_normal((1, 3, 40, 128)).astype(np.float16) for _ in range(4))
     dlse = rng.standard_normal((1, 3, 40)).astype(np.float32)
     r = ops.flash_attention(q, k, v, layout="BHSD", scale=0.05)
@@ -97,8 +100,8 @@ def test_scale_dlse_numpy_and_empty() -> None:
     assert all(t.shape == (2, 0, 4, 64) for t in out)
 
 
-def test_nan_reaches_the_gradients() -> None:
-    g = torch.Generator().manual_seed(3)
+def test_nan_reaches_the_gradients(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
     q, k, v, dout = (torch.randn(1, 1, 100, 64, generator=g).half() for _ in range(4))
     dout[0, 0, 70, 9] = float("nan")  # query 70 (q tile 1): dq row 70, every dv row it sees
     r = ops.flash_attention(q, k, v, causal=True, layout="BHSD")
@@ -108,8 +111,8 @@ def test_nan_reaches_the_gradients() -> None:
     assert not torch.isnan(dq[0, 0, :70]).any()
 
 
-def test_torch_ops_opcheck_and_autograd_against_sdpa() -> None:
-    g = torch.Generator().manual_seed(5)
+def test_torch_ops_opcheck_and_autograd_against_sdpa(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(1, 70, 2, 64, generator=g).half() for _ in range(3))
     dout = torch.randn(1, 70, 2, 64, generator=g).half()
     o, lse = OPS.flash_attention(q, k, v, True, "BSHD", None)
@@ -135,8 +138,8 @@ def test_torch_ops_opcheck_and_autograd_against_sdpa() -> None:
         assert all(t.shape == (2, 4, 9, 128) and t.dtype == torch.bfloat16 for t in grads)
 
 
-def test_attention_module_trains_one_step() -> None:
-    g = torch.Generator().manual_seed(9)
+def test_attention_module_trains_one_step(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, 40, 2, 64, generator=g).bfloat16()
     w = torch.nn.Parameter(torch.randn(64, 64, generator=g).bfloat16() * 0.1)
     opt = torch.optim.SGD([w], lr=0.1)

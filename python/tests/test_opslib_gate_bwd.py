@@ -6,6 +6,9 @@ library's located message.
 
 Before: topk_gate_backward did not exist and topk_gate had no autograd (backward() raised
 "does not require grad" / the op had no autograd kernel), so every test here failed.
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ def _random_indices(t: int, e: int, k: int, g: torch.Generator) -> torch.Tensor:
 
 @pytest.mark.parametrize("tokens", [1, 7, 33, 4001])
 @pytest.mark.parametrize("scoring,normalize", [("sigmoid", True), ("softmax", True), ("none", False)])
-def test_backward_tails_against_torch_autograd(tokens: int, scoring: str, normalize: bool) -> None:
-    g = torch.Generator().manual_seed(tokens)
+def test_backward_tails_against_torch_autograd(tokens: int, scoring: str, normalize: bool, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
     z = torch.randn(tokens, 256, generator=g)
     dw = torch.randn(tokens, 8, generator=g)
     idx = _random_indices(tokens, 256, 8, g)
@@ -52,9 +55,9 @@ def test_backward_tails_against_torch_autograd(tokens: int, scoring: str, normal
                                atol=2e-4)
 
 
-def test_torch_autograd_through_the_gate_with_ties_bf16() -> None:
+def test_torch_autograd_through_the_gate_with_ties_bf16(seed: int) -> None:
     """logits.grad through the torch op, logits from 9 values (many equal keys), bf16."""
-    g = torch.Generator().manual_seed(5)
+    g = torch.Generator().manual_seed(seed)
     z = (torch.randint(-4, 5, (33, 256), generator=g).float() / 2).to(torch.bfloat16).requires_grad_(True)
     bias = torch.randint(0, 2, (256,), generator=g).float() / 4
     w, idx = OPS.topk_gate(z, bias, 8, "sigmoid", True, 2.5)
@@ -68,10 +71,10 @@ def test_torch_autograd_through_the_gate_with_ties_bf16() -> None:
     assert torch.all(z.grad[~chosen] == 0)
 
 
-def test_empty_and_opcheck() -> None:
+def test_empty_and_opcheck(seed: int) -> None:
     dz = ops.topk_gate_backward(torch.empty(0, 8), torch.empty(0, 256), torch.empty(0, 8, dtype=torch.int32))
     assert dz.shape == (0, 256)
-    g = torch.Generator().manual_seed(1)
+    g = torch.Generator().manual_seed(seed)
     z = torch.randn(9, 64, generator=g)
     idx = _random_indices(9, 64, 16, g)
     torch.library.opcheck(OPS.topk_gate_backward, (torch.randn(9, 16, generator=g), z, idx, 16, "softmax", True, 1.0))

@@ -7,6 +7,9 @@ with the library's located message.
 References (torch) live only here, never in the package. Before: neither op existed in the
 library, the bindings or the package, so every test here failed (AttributeError at ops.topk_gate,
 torch.ops.cann_ops_tilelang.gemm missing).
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ def _gate_ref(z: torch.Tensor, bias: torch.Tensor | None, k: int, scoring: str, 
 
 @pytest.mark.parametrize("tokens", [1, 7, 33, 1000])
 @pytest.mark.parametrize("scoring", ["sigmoid", "softmax", "none"])
-def test_topk_gate_tails_with_ties(tokens: int, scoring: str) -> None:
+def test_topk_gate_tails_with_ties(tokens: int, scoring: str, seed: int) -> None:
     """Logits from 9 values: many exact ties per token, ordered by the smaller expert."""
-    g = torch.Generator().manual_seed(tokens)
+    g = torch.Generator().manual_seed(seed)
     z = torch.randint(-4, 5, (tokens, 256), generator=g).float() / 2
     bias = torch.randint(0, 2, (256,), generator=g).float() / 4
     out = ops.topk_gate(z, bias, k=8, scoring=scoring, route_scale=2.5)
@@ -45,9 +48,9 @@ def test_topk_gate_tails_with_ties(tokens: int, scoring: str) -> None:
     torch.testing.assert_close(out.weights.double(), w, rtol=2e-5, atol=1e-6)
 
 
-def test_topk_gate_bf16_numpy_and_empty() -> None:
+def test_topk_gate_bf16_numpy_and_empty(seed: int) -> None:
     ml = pytest.importorskip("ml_dtypes")
-    z = np.random.default_rng(0).standard_normal((9, 64)).astype(ml.bfloat16)
+    z = np.random.default_rng(seed).standard_normal((9, 64)).astype(ml.bfloat16)
     out = ops.topk_gate(z, k=16, scoring="softmax", normalize=False)
     assert isinstance(out.indices, np.ndarray) and out.indices.shape == (9, 16)
     w, idx = _gate_ref(torch.from_numpy(z.astype(np.float32)), None, 16, "softmax", False, 1.0)
@@ -60,7 +63,6 @@ def test_topk_gate_bf16_numpy_and_empty() -> None:
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 33, 7), (33, 7, 33), (130, 72, 300)])
 @pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True), (True, True)])
 def test_gemm_tails_and_transposes(m: int, n: int, k: int, trans_a: bool, trans_b: bool) -> None:
-    torch.manual_seed(m * n + k)
     a = torch.randn(k, m) if trans_a else torch.randn(m, k)
     b = torch.randn(n, k) if trans_b else torch.randn(k, n)
     a, b = a.half(), b.bfloat16().half()
@@ -77,7 +79,6 @@ def test_gemm_empty_and_k_zero() -> None:
 
 
 def test_opcheck() -> None:
-    torch.manual_seed(0)
     z, bias = torch.randn(9, 256), torch.randn(256) * 0.1
     torch.library.opcheck(OPS.topk_gate, (z, bias, 8, "sigmoid", True, 2.5))
     a = torch.randn(33, 40).half().requires_grad_()
@@ -88,7 +89,6 @@ def test_opcheck() -> None:
 
 @pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True), (True, True)])
 def test_gemm_autograd_matches_torch(trans_a: bool, trans_b: bool) -> None:
-    torch.manual_seed(5)
     a = (torch.randn(40, 33) if trans_a else torch.randn(33, 40)).half()
     b = (torch.randn(24, 40) if trans_b else torch.randn(40, 24)).half()
     dc = torch.randn(33, 24)
@@ -116,7 +116,6 @@ class _Router(torch.nn.Module):
 def test_router_trains_one_step_under_torch_compile() -> None:
     """Logits by our gemm (w stored [E, H]: trans_b), experts by our gate, compiled with
     fullgraph=True: the gradient and the SGD step match torch matmul + torch.topk's module."""
-    torch.manual_seed(3)
     ours, theirs = _Router(64, 256), _Router(64, 256)
     theirs.load_state_dict(ours.state_dict())
     x = torch.randn(7, 64).half()

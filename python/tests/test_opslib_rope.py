@@ -8,6 +8,9 @@ located message.
 References (torch in float64) live only here, never in the package.
 Before: there was no RoPE in cann_ops_tilelang: this file failed at collection
 (AttributeError: module 'cann_ops_tilelang.kernels' has no attribute 'rope_key').
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ def _close(got: torch.Tensor, want: torch.Tensor, tol: float) -> None:
     torch.testing.assert_close(got.double(), want.double(), rtol=tol, atol=tol)
 
 
-def _tables(rows: int, rot: int, style: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def _tables(rows: int, rot: int, style: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Standard tables: theta_i = p * 10000^(-2i/rot), equal on a pair's two entries."""
     i = torch.arange(rot) // 2 if style == "interleaved" else torch.arange(rot) % (rot // 2)
     th = torch.arange(rows, dtype=torch.float64)[:, None] * 10000.0 ** (-2.0 * i / rot)
@@ -90,7 +93,6 @@ def test_rope_keys_come_from_the_target() -> None:
 @pytest.mark.parametrize("tokens", [1, 7, 33, 1000, 4097])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_rope_tails(tokens: int, dtype: torch.dtype) -> None:
-    torch.manual_seed(tokens)
     x = torch.randn(tokens, 3, 128).to(dtype)
     for style, last in [("half", True), ("interleaved", False)]:
         cos, sin = _tables(tokens + 5, 64, style)
@@ -102,8 +104,8 @@ def test_rope_tails(tokens: int, dtype: torch.dtype) -> None:
         _close(ops.rope_backward(dy, cos, sin, pos, style, last), xr.grad, TOL[dtype])
 
 
-def test_rope_numpy_and_empty() -> None:
-    x = np.random.default_rng(0).standard_normal((7, 2, 64)).astype(np.float32)
+def test_rope_numpy_and_empty(seed: int) -> None:
+    x = np.random.default_rng(seed).standard_normal((7, 2, 64)).astype(np.float32)
     cos, sin = _tables(7, 64, "half")
     y = ops.rope(x, cos.numpy(), sin.numpy())
     assert isinstance(y, np.ndarray)
@@ -124,7 +126,6 @@ def test_nan_stays_in_its_pair() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_opcheck(dtype: torch.dtype) -> None:
-    torch.manual_seed(0)
     x = torch.randn(7, 3, 128, dtype=dtype, requires_grad=True)
     cos, sin = _tables(9, 64, "half")
     pos = torch.tensor([0, 8, 3, 3, 1, 7, 2], dtype=torch.int32)
@@ -135,7 +136,6 @@ def test_opcheck(dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("style", ["half", "interleaved"])
 def test_autograd_matches_torch(style: str) -> None:
-    torch.manual_seed(1)
     x = torch.randn(33, 4, 128)
     cos, sin = torch.rand(40, 64) * 2 - 1, torch.rand(40, 64) * 2 - 1  # any table: the exact adjoint
     pos = torch.randint(0, 40, (33,), dtype=torch.int32)
@@ -163,7 +163,6 @@ class _Scores(torch.nn.Module):
 
 
 def test_rotary_scores_train_one_step_under_torch_compile() -> None:
-    torch.manual_seed(3)
     ours, theirs = _Scores(32, 2, 64), _Scores(32, 2, 64)
     theirs.load_state_dict(ours.state_dict())
     x = torch.randn(11, 32)

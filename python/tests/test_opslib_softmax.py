@@ -7,6 +7,9 @@ twin: kernels/softmax.py builds the IR the C++ generator builds, for every sched
 References (torch in float64) live only here, never in the package.
 Before: there was no softmax in the package, the bindings or the library, so every test here
 failed (AttributeError: module 'cann_ops_tilelang' has no attribute 'softmax').
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ def _ref(x: torch.Tensor, log: bool) -> torch.Tensor:
 @pytest.mark.parametrize("shape", [(1, 7168), (7, 130), (33, 130), (34, 130), (1000, 37), (4097, 16), (2, 3, 100)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_softmax_tails(shape: tuple, dtype: torch.dtype) -> None:
-    torch.manual_seed(sum(shape))
     x = (4 * torch.randn(*shape)).to(dtype)
     for log in (False, True):
         y = (ops.log_softmax if log else ops.softmax)(x)
@@ -43,7 +45,6 @@ def test_vocabulary_rows_are_chunked() -> None:
     """A row larger than UB (100003 fp32, not a multiple of the chunk) takes the two-pass schedule."""
     key = kernels.softmax_key("float32", 100003)
     assert key["chunk"] < 100003 and key["rows_per_tile"] == 16
-    torch.manual_seed(0)
     x = 4 * torch.randn(3, 100003)
     torch.testing.assert_close(ops.softmax(x).double(), _ref(x, False), rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(ops.log_softmax(x).double(), _ref(x, True), rtol=1e-4, atol=1e-4)
@@ -63,7 +64,6 @@ def test_empty_nan_and_masking() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_opcheck(dtype: torch.dtype) -> None:
-    torch.manual_seed(0)
     x = torch.randn(7, 130, dtype=dtype, requires_grad=True)
     dy = torch.randn(7, 130, dtype=dtype)
     torch.library.opcheck(OPS.softmax, (x,))
@@ -76,7 +76,6 @@ def test_opcheck(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("rows", [1, 7, 33])
 @pytest.mark.parametrize("log", [False, True])
 def test_autograd_matches_torch(rows: int, log: bool) -> None:
-    torch.manual_seed(rows)
     x, dy = 4 * torch.randn(rows, 130), torch.randn(rows, 130)
     a = x.clone().requires_grad_()
     (OPS.log_softmax if log else OPS.softmax)(a).backward(dy)
@@ -97,7 +96,6 @@ class _Head(torch.nn.Module):
 def test_lm_head_trains_one_step_under_torch_compile() -> None:
     """A Linear + our log-softmax (an LM head with an NLL loss), compiled with fullgraph=True: one
     forward, backward and SGD step gives torch's gradients and new weights."""
-    torch.manual_seed(3)
     ours, theirs = _Head(64, 130), _Head(64, 130)
     theirs.load_state_dict(ours.state_dict())
     x, target = torch.randn(7, 64), torch.randint(0, 130, (7,))
@@ -164,7 +162,6 @@ def test_softmax_twin_builds_the_cpp_ir(key: dict) -> None:
 def test_the_twin_compiles_and_runs_as_the_library_does() -> None:
     import tl_ascend as tilelang
 
-    torch.manual_seed(0)
     key = kernels.softmax_key("bfloat16", 130)
     x = torch.randn(34, 130).bfloat16()
     y = torch.empty_like(x)
@@ -182,7 +179,6 @@ def test_a_key_with_a_missing_field_is_refused() -> None:
 @pytest.mark.parametrize("shape", [(1, 7168), (7, 5120), (33, 130), (1000, 64)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_layer_norm_matches_torch(shape: tuple, dtype: torch.dtype) -> None:
-    torch.manual_seed(sum(shape))
     x = (3 + 2 * torch.randn(*shape)).to(dtype)
     w, b = torch.rand(shape[-1]).to(dtype) + 0.5, torch.randn(shape[-1]).to(dtype)
     out = ops.layer_norm(x, w, b, eps=1e-5, return_stats=True)

@@ -7,6 +7,9 @@ training one step), and bad input with the library's located message.
 References (torch in float64) live only here, never in the package.
 Before: there was no SwiGLU in cann_ops_tilelang: this file failed at collection
 (AttributeError: module 'cann_ops_tilelang.kernels' has no attribute 'swiglu_key').
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -78,7 +81,6 @@ def test_swiglu_keys_come_from_the_target() -> None:
 @pytest.mark.parametrize("tokens", [1, 7, 33, 1000, 4097])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_swiglu_tails(tokens: int, dtype: torch.dtype) -> None:
-    torch.manual_seed(tokens)
     x = (3 * torch.randn(tokens, 2 * 112)).to(dtype)  # H = 112: not a multiple of a wider tile
     w = torch.rand(tokens)
     _close(ops.swiglu(x), _ref(x), TOL[dtype])
@@ -87,7 +89,6 @@ def test_swiglu_tails(tokens: int, dtype: torch.dtype) -> None:
 
 def test_swiglu_rows_leading_dims_numpy_and_empty() -> None:
     ml = pytest.importorskip("ml_dtypes")
-    torch.manual_seed(0)
     x = torch.randn(2 * 33, 256)
     _close(ops.swiglu(x, split="rows"), _ref(x, split="rows"), 1e-4)
     x3 = torch.randn(2, 3, 512)
@@ -113,7 +114,6 @@ def test_nan_stays_in_its_element() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_opcheck(dtype: torch.dtype) -> None:
-    torch.manual_seed(0)
     x = torch.randn(7, 512, dtype=dtype, requires_grad=True)
     w = torch.rand(7, requires_grad=True)
     dy = torch.randn(7, 256, dtype=dtype)
@@ -126,7 +126,6 @@ def test_opcheck(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("split,clamp,weighted", [("columns", None, False), ("columns", 1.5, True),
                                                   ("rows", 1.5, True)])
 def test_autograd_matches_torch(split: str, clamp: Optional[float], weighted: bool) -> None:
-    torch.manual_seed(1)
     x = 2 * torch.randn(66, 256) if split == "rows" else 2 * torch.randn(33, 512)
     w = torch.rand(33) if weighted else None
     dy = torch.randn(33, 256)
@@ -154,7 +153,6 @@ class _Mlp(torch.nn.Module):
 def test_mlp_trains_one_step_under_torch_compile() -> None:
     """up -> our SwiGLU (clamp 10) -> down, compiled with fullgraph=True: one forward, backward and
     SGD step gives the gradients and weights of the same module with torch's silu * b."""
-    torch.manual_seed(3)
     ours, theirs = _Mlp(64), _Mlp(64)
     theirs.load_state_dict(ours.state_dict())
     x = torch.randn(7, 64)

@@ -5,6 +5,9 @@ step), tails and empty tensors, and bad input from torch with the library's loca
 References (torch in float64, torch.nn.functional.rms_norm) live only here, never in the package.
 Before: there was no Python package cann_ops_tilelang and no binding of the library, so every
 test here failed at the import.
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ def _close(got: torch.Tensor, want: torch.Tensor, tol: float) -> None:
 @pytest.mark.parametrize("rows", [1, 7, 33, 1000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_rms_norm_tails(rows: int, dtype: torch.dtype) -> None:
-    torch.manual_seed(rows)
     x, w, r = torch.randn(rows, 256).to(dtype), torch.randn(256).to(dtype), torch.randn(rows, 256).to(dtype)
     out = ops.rms_norm(x, w, residual=r, return_rstd=True)
     h = x.double() + r.double()  # y and rstd come from h in fp32; the stored h is rounded to dtype
@@ -45,7 +47,6 @@ def test_rms_norm_tails(rows: int, dtype: torch.dtype) -> None:
 
 def test_rms_norm_leading_dims_and_numpy_bf16() -> None:
     ml = pytest.importorskip("ml_dtypes")
-    torch.manual_seed(0)
     x, w = torch.randn(2, 3, 512), torch.randn(512)
     _close(ops.rms_norm(x, w).y, _ref(x, w), 1e-4)
     xn = x.numpy().astype(ml.bfloat16)
@@ -72,7 +73,6 @@ def test_nan_stays_in_its_row_through_the_torch_op() -> None:
 
 @pytest.mark.parametrize("rows", [1, 7, 33, 1000])
 def test_backward_tails_match_torch_autograd(rows: int) -> None:
-    torch.manual_seed(rows)
     x, w, dy = torch.randn(rows, 256), torch.randn(256), torch.randn(rows, 256)
     dx, dw = OPS.rms_norm_backward(dy, x, w, 1e-6)
     xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
@@ -86,7 +86,6 @@ def test_backward_tails_match_torch_autograd(rows: int) -> None:
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_opcheck(dtype: torch.dtype) -> None:
-    torch.manual_seed(0)
     x = torch.randn(7, 256, dtype=dtype, requires_grad=True)
     w = torch.randn(256, dtype=dtype, requires_grad=True)
     r = torch.randn(7, 256, dtype=dtype, requires_grad=True)
@@ -100,7 +99,6 @@ def test_opcheck(dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-4), (torch.bfloat16, 3e-2)])
 def test_autograd_matches_torch_rms_norm(dtype: torch.dtype, tol: float) -> None:
-    torch.manual_seed(1)
     x = torch.randn(33, 512, dtype=dtype)
     w = torch.randn(512, dtype=dtype)
     dy = torch.randn(33, 512, dtype=dtype)
@@ -118,7 +116,6 @@ def test_autograd_matches_torch_rms_norm(dtype: torch.dtype, tol: float) -> None
 
 
 def test_residual_autograd_matches_torch() -> None:
-    torch.manual_seed(2)
     x, r, w = (torch.randn(7, 256, requires_grad=True), torch.randn(7, 256, requires_grad=True),
                torch.randn(256, requires_grad=True))
     y, h = OPS.rms_norm_residual(x, r, w, 1e-6)
@@ -144,7 +141,6 @@ class _Block(torch.nn.Module):
 def test_module_trains_one_step_under_torch_compile() -> None:
     """A Linear after our RMSNorm, compiled with fullgraph=True: one forward, backward and SGD
     step gives the gradients and new weights of the same module with torch's rms_norm."""
-    torch.manual_seed(3)
     hidden = 256
     ours, theirs = _Block(hidden), _Block(hidden)
     theirs.load_state_dict(ours.state_dict())

@@ -11,6 +11,9 @@ and the generators as they were, every comparison failed too: the C++ side print
 `T.Tensor((M, T.int64(512)), ...)` (the key's int64_t fields) where the twin prints `(M, 512)`,
 and its loops as `i_1`, `i_2` where the twin's are `c`, `j` (the generators now use ir_size()
 and named loops).
+
+Data: each test's seed (seed_plugin.py: from --seed and the test's node id) seeds torch's
+global generator before it runs; a test's own generators take it from the `seed` fixture.
 """
 
 from __future__ import annotations
@@ -106,7 +109,6 @@ def test_the_twin_compiles_and_runs_as_the_library_does() -> None:
 
     import tl_ascend as tilelang
 
-    torch.manual_seed(0)
     key = kernels.rms_norm_fwd_key("bfloat16", 512)
     x, w = torch.randn(33, 512).bfloat16(), torch.randn(512).bfloat16()
     y = torch.empty_like(x)
@@ -176,7 +178,6 @@ def test_the_gate_and_gemm_twins_run_as_the_library_does() -> None:
 
     import tl_ascend as tilelang
 
-    torch.manual_seed(0)
     z, b = torch.randn(33, 256), torch.randn(256) * 0.1
     key = kernels.topk_gate_key("float32", 256, 8, 1, True, True)
     w, idx = torch.empty(33, 8), torch.empty(33, 8, dtype=torch.int32)

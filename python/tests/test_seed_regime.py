@@ -3,7 +3,10 @@ function of the base seed (``--seed``, else OPS_TILELANG_SEED) and its own node 
 case runs a small generated test file in a child pytest and compares the data every test drew
 (torch's and ``random``'s global generators, and the ``seed`` fixture): run alone with ``-k``,
 with the whole file, and in reverse order, a test draws the same; another seed draws other data;
-``--seed`` and the variable mean the same; a bad seed is a usage error."""
+``--seed`` and the variable mean the same; a bad seed is a usage error. The operator library's
+tests (test_opslib_*.py) take their data from it: a few of them, run in a child pytest that
+records what they draw, draw the same whole, alone and reversed and other data under another
+``--seed``; and no test_opslib_*.py seeds a generator with anything but the ``seed`` fixture."""
 
 from __future__ import annotations
 
@@ -101,3 +104,102 @@ def test_the_seed_is_the_c_plus_plus_formula_over_the_node_id(probe) -> None:
 def test_a_bad_seed_is_a_usage_error(probe, bad: str) -> None:
     r = _run(probe, "test_probe.py", f"--seed={bad}")
     assert r.get("returncode") == 4 and f"{bad!r} is not a decimal unsigned 64-bit integer" in r["output"], r
+
+
+# ---- The operator library's tests draw from the per-test seed ------------------------------------
+
+# Records, per test, every tensor the torch draws return and every numpy generator's seed, without
+# changing what the tests draw (torch.randn and friends, np.random.default_rng are looked up on the
+# module at each call, so wrapping them here sees the test files' own calls).
+RECORDER = '''
+import json, os
+import numpy as np
+import pytest
+import torch
+
+_DRAWS = ("rand", "randn", "randint", "randperm", "randn_like", "rand_like")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    seen, saved = [], {name: getattr(torch, name) for name in _DRAWS}
+    def wrap(name, f):
+        def draw(*args, **kwargs):
+            t = f(*args, **kwargs)
+            seen.append([name, list(t.shape), t.double().flatten()[:64].tolist()])
+            return t
+        return draw
+    for name, f in saved.items():
+        setattr(torch, name, wrap(name, f))
+    rng = np.random.default_rng
+    np.random.default_rng = lambda s=None: (seen.append(["default_rng", s and int(s)]), rng(s))[1]
+    try:
+        yield
+    finally:
+        for name, f in saved.items():
+            setattr(torch, name, f)
+        np.random.default_rng = rng
+        with open(os.environ["SEED_PROBE_OUT"], "a") as out:
+            out.write(json.dumps([item.nodeid, seen]) + "\\n")
+'''
+
+# Small tests of the library that draw in each way: torch's global generator (softmax), a
+# torch.Generator of the test's own (attention), a numpy generator (rope).
+OPSLIB_TESTS = [
+    "test_opslib_softmax.py::test_softmax_tails[dtype2-shape1]",
+    "test_opslib_attention.py::test_tails_against_torch[False-7]",
+    "test_opslib_rope.py::test_rope_numpy_and_empty",
+]
+
+
+def _run_opslib(tmp_path, *args: str) -> dict:
+    out = tmp_path / "draws.jsonl"
+    if out.exists():
+        out.unlink()
+    env = dict(os.environ, SEED_PROBE_OUT=str(out),
+               PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("OPS_TILELANG_SEED", None)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "draw_recorder", "-p", "no:cacheprovider", *args],
+        cwd=HERE, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Node ids are relative to the rootdir (python/tests/...): keyed here by file and test.
+    rows = (json.loads(line) for line in out.read_text().splitlines())
+    return {nodeid.rsplit("/", 1)[-1]: draws for nodeid, draws in rows}
+
+
+def test_opslib_data_follows_the_seed_not_the_order(tmp_path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("cann_ops_tilelang")
+    (tmp_path / "draw_recorder.py").write_text(RECORDER)
+    whole = _run_opslib(tmp_path, *OPSLIB_TESTS)
+    assert list(whole) == OPSLIB_TESTS and all(whole.values()), whole
+    reverse = _run_opslib(tmp_path, *OPSLIB_TESTS[::-1])
+    assert list(reverse) == OPSLIB_TESTS[::-1]
+    assert reverse == whole
+    alone = _run_opslib(tmp_path, OPSLIB_TESTS[1])
+    assert alone == {OPSLIB_TESTS[1]: whole[OPSLIB_TESTS[1]]}
+    other = _run_opslib(tmp_path, "--seed", "12345", *OPSLIB_TESTS)
+    for nodeid in OPSLIB_TESTS:
+        assert other[nodeid] != whole[nodeid], nodeid
+
+
+def test_opslib_tests_seed_only_from_the_fixture() -> None:
+    """No test_opslib_*.py seeds a generator with anything but the `seed` fixture, nor reseeds
+    torch's global generator (the plugin seeds it): a constant there would make --seed a no-op."""
+    import ast
+    import glob
+
+    bad = []
+    for path in sorted(glob.glob(os.path.join(HERE, "test_opslib_*.py"))):
+        for node in ast.walk(ast.parse(open(path).read())):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            name, owner = node.func.attr, ast.unparse(node.func.value)
+            if name in ("manual_seed", "seed") and owner in ("torch", "random", "np.random", "torch.cuda"):
+                bad.append(f"{os.path.basename(path)}:{node.lineno}: {ast.unparse(node)}")
+            elif name in ("manual_seed", "default_rng", "RandomState", "Random") and not (
+                    len(node.args) == 1 and ast.unparse(node.args[0]) == "seed"):
+                bad.append(f"{os.path.basename(path)}:{node.lineno}: {ast.unparse(node)}")
+    assert not bad, "\n".join(bad)

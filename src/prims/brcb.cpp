@@ -47,22 +47,6 @@ std::string range_error(std::string_view name, int64_t v) {
   return fmt::format("{} must be in [0, {}], got {}", name, hi, v);
 }
 
-std::optional<int64_t> const_of(const TileOpNode& n, std::string_view name) {
-  const TileArg* a = op_operand(n, name);
-  if (!a || !a->is_scalar() || a->scalar.kind() != ExprKind::IntImm) return std::nullopt;
-  return static_cast<const IntImmNode*>(a->scalar.get())->value;
-}
-
-std::optional<int64_t> const_elems(const BufferRegion& r) {
-  int64_t n = 1;
-  for (const auto& rg : r.ranges) {
-    if (rg.extent.kind() != ExprKind::IntImm) return std::nullopt;
-    if (__builtin_mul_overflow(n, static_cast<const IntImmNode*>(rg.extent.get())->value, &n))
-      return std::nullopt;
-  }
-  return n;
-}
-
 // ---- The verifier rule: what can be judged before the kernel runs --------------------------
 
 void verify(const TileOpNode& n, VerifyContext& ctx) {
@@ -70,23 +54,16 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
   const TileArg* src = op_operand(n, "src");
   if (!dst || !src || !dst->is_region() || !src->is_region()) return;
   const DType dt = dst->region.buffer->dtype, st = src->region.buffer->dtype;
-  const std::vector<DType>* legal = n.op->dtypes.on(ctx.target());
-  if (std::find(legal->begin(), legal->end(), dt) == legal->end()) {
-    std::string names;
-    for (DType t : *legal) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
-    ctx.error(n, "dst", "vector-dtype",
-              fmt::format("T.tile.brcb on {} takes {}, got {}", ctx.target().name, names,
-                          dtype_name(dt)));
-    return;
-  }
+  if (!prims::dtype_on_target(n, ctx, dt)) return;
   if (st != dt) {
     ctx.error(
         n, "src", "operand-dtype-mismatch",
         fmt::format("expected the dtype of 'dst' ({}), got {}", dtype_name(dt), dtype_name(st)));
     return;
   }
-  const auto repeat = const_of(n, "repeat_times"), blk = const_of(n, "dst_blk_stride"),
-             rep = const_of(n, "dst_repeat_stride");
+  const auto repeat = prims::const_of(n, "repeat_times"),
+             blk = prims::const_of(n, "dst_blk_stride"),
+             rep = prims::const_of(n, "dst_repeat_stride");
   bool in_range = true;
   for (const auto& [name, v] : {std::pair{"repeat_times", repeat}, std::pair{"dst_blk_stride", blk},
                                 std::pair{"dst_repeat_stride", rep}})
@@ -95,13 +72,13 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
       in_range = false;
     }
   if (!in_range || !repeat) return;
-  if (auto ns = const_elems(src->region); ns && *ns < *repeat * kPerRepeat)
+  if (auto ns = prims::const_elems(src->region); ns && *ns < *repeat * kPerRepeat)
     ctx.error(n, "src", "brcb-src-size",
               fmt::format("{} repeats read {} elements of src, which has {}", *repeat,
                           *repeat * kPerRepeat, *ns));
   if (!blk || !rep) return;
   const int64_t need = dst_elems_needed(*repeat, *blk, *rep, dtype_bytes(dt));
-  if (auto nd = const_elems(dst->region); nd && *nd < need)
+  if (auto nd = prims::const_elems(dst->region); nd && *nd < need)
     ctx.error(n, "dst", "brcb-dst-size",
               fmt::format("{} repeats with dst_blk_stride {} and dst_repeat_stride {} write up "
                           "to element {} of dst, which has {}",

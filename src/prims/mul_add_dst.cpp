@@ -24,16 +24,6 @@
 namespace tl {
 namespace {
 
-std::optional<int64_t> const_elems(const BufferRegion& r) {
-  int64_t n = 1;
-  for (const auto& rg : r.ranges) {
-    if (rg.extent.kind() != ExprKind::IntImm) return std::nullopt;
-    if (__builtin_mul_overflow(n, static_cast<const IntImmNode*>(rg.extent.get())->value, &n))
-      return std::nullopt;
-  }
-  return n;
-}
-
 constexpr const char* kNames[] = {"dst", "src0", "src1"};
 
 // ---- The verifier rule: what can be judged before the kernel runs --------------------------
@@ -45,16 +35,8 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
     if (!ops[i] || !ops[i]->is_region()) return;
   }
   const DType dt = ops[0]->region.buffer->dtype;
-  const std::vector<DType>* legal = n.op->dtypes.on(ctx.target());
-  if (std::find(legal->begin(), legal->end(), dt) == legal->end()) {
-    std::string names;
-    for (DType t : *legal) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
-    ctx.error(n, "dst", "vector-dtype",
-              fmt::format("T.tile.mul_add_dst on {} takes {}, got {}", ctx.target().name, names,
-                          dtype_name(dt)));
-    return;
-  }
-  const auto nd = const_elems(ops[0]->region);
+  if (!prims::dtype_on_target(n, ctx, dt)) return;
+  const auto nd = prims::const_elems(ops[0]->region);
   for (int i = 1; i < 3; ++i) {
     const DType st = ops[i]->region.buffer->dtype;
     if (st != dt) {
@@ -63,7 +45,7 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
           fmt::format("expected the dtype of 'dst' ({}), got {}", dtype_name(dt), dtype_name(st)));
       continue;
     }
-    const auto ns = const_elems(ops[i]->region);
+    const auto ns = prims::const_elems(ops[i]->region);
     if (nd && ns && *nd != *ns)
       ctx.error(n, kNames[i], "operand-shape-mismatch",
                 fmt::format("'{}' has {} elements, 'dst' {}: the op pairs them one to one",

@@ -30,22 +30,6 @@ namespace {
 constexpr int64_t kPerRepeat = 32;   // scores per repeat
 constexpr int64_t kMaxRepeat = 255;  // repeatTimes in [0, 255]
 
-std::optional<int64_t> const_of(const TileOpNode& n, std::string_view name) {
-  const TileArg* a = op_operand(n, name);
-  if (!a || !a->is_scalar() || a->scalar.kind() != ExprKind::IntImm) return std::nullopt;
-  return static_cast<const IntImmNode*>(a->scalar.get())->value;
-}
-
-std::optional<int64_t> const_elems(const BufferRegion& r) {
-  int64_t n = 1;
-  for (const auto& rg : r.ranges) {
-    if (rg.extent.kind() != ExprKind::IntImm) return std::nullopt;
-    if (__builtin_mul_overflow(n, static_cast<const IntImmNode*>(rg.extent.get())->value, &n))
-      return std::nullopt;
-  }
-  return n;
-}
-
 /// "src has 40 elements; 2 repeats read 64", or empty: what each operand must hold.
 std::string size_error(std::string_view operand, int64_t have, int64_t repeat) {
   const int64_t need = (operand == "dst" ? 2 : 1) * repeat * kPerRepeat;
@@ -70,7 +54,7 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
                             dtype_name(a->region.buffer->dtype)));
       return;
     }
-  const auto repeat = const_of(n, "repeat_times");
+  const auto repeat = prims::const_of(n, "repeat_times");
   if (!repeat) return;
   if (*repeat < 0 || *repeat > kMaxRepeat) {
     ctx.error(n, "repeat_times", "sort32-argument",
@@ -79,7 +63,7 @@ void verify(const TileOpNode& n, VerifyContext& ctx) {
   }
   for (const auto& [name, a] :
        {std::pair{"dst", dst}, std::pair{"src", src}, std::pair{"index", idx}})
-    if (auto have = const_elems(a->region))
+    if (auto have = prims::const_elems(a->region))
       if (auto e = size_error(name, *have, *repeat); !e.empty())
         ctx.error(n, name, "sort32-size", e);
 }

@@ -3,30 +3,32 @@
 // silent result. The kernels here are small lambdas written against kernel_operator.h.
 #include <gtest/gtest.h>
 
+#include "common/error_of.h"
 #include "kernel_operator.h"
 #include "tl/npu/npu.h"
 
 namespace tl::ascendc_tests {
 namespace {
 
-/// Runs `body` as a one-block kernel over GM tensor X (64 fp16) and returns the error message.
+/// Runs `body` as a kernel of `blocks` blocks over GM tensor X (64 fp16).
 template <typename F>
-std::string error_of(F body, int blocks = 1) {
+void run_kernel(F body, int blocks = 1) {
   Device dev;
   Tensor x = randn(dev, {64}, DType::Float16, 1);
-  try {
-    ascendc_cpu::launch({.kernel = "bad", .num_blocks = blocks, .tensors = {{"X", x}}},
-                        [&] { body(x.data()); });
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
+  ascendc_cpu::launch({.kernel = "bad", .num_blocks = blocks, .tensors = {{"X", x}}},
+                      [&] { body(x.data()); });
+}
+
+/// The message of the error running `body` as a one-block kernel raises (a test failure if none).
+template <typename F>
+std::string kernel_error(F body) {
+  return tltest::error_of([&] { run_kernel(body); });
 }
 
 #define EXPECT_HAS(msg, text) EXPECT_NE((msg).find(text), std::string::npos) << (msg)
 
 TEST(AscendcModelBadUse, EventIdOutOfRange) {
-  std::string msg = error_of([](uint8_t*) {
+  std::string msg = kernel_error([](uint8_t*) {
     if ASCEND_IS_AIV {
       AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(9);
     }
@@ -37,7 +39,7 @@ TEST(AscendcModelBadUse, EventIdOutOfRange) {
 }
 
 TEST(AscendcModelBadUse, MisalignedGetWithOffset) {
-  std::string msg = error_of([](uint8_t*) {
+  std::string msg = kernel_error([](uint8_t*) {
     AscendC::TPipe pipe;
     AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
     pipe.InitBuffer(ub, 1024);
@@ -49,7 +51,7 @@ TEST(AscendcModelBadUse, MisalignedGetWithOffset) {
 }
 
 TEST(AscendcModelBadUse, DataCopyCountNotWholeBlocks) {
-  std::string msg = error_of([](uint8_t* X) {
+  std::string msg = kernel_error([](uint8_t* X) {
     if ASCEND_IS_AIV {
       AscendC::TPipe pipe;
       AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
@@ -64,7 +66,7 @@ TEST(AscendcModelBadUse, DataCopyCountNotWholeBlocks) {
 }
 
 TEST(AscendcModelBadUse, CountPastTheLocalTensor) {
-  std::string msg = error_of([](uint8_t*) {
+  std::string msg = kernel_error([](uint8_t*) {
     if ASCEND_IS_AIV {
       AscendC::TPipe pipe;
       AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
@@ -78,7 +80,7 @@ TEST(AscendcModelBadUse, CountPastTheLocalTensor) {
 }
 
 TEST(AscendcModelBadUse, GmAddressOutsideTheLaunchTensors) {
-  std::string msg = error_of([](uint8_t*) {
+  std::string msg = kernel_error([](uint8_t*) {
     if ASCEND_IS_AIV {
       static half foreign[32];
       AscendC::TPipe pipe;
@@ -93,7 +95,7 @@ TEST(AscendcModelBadUse, GmAddressOutsideTheLaunchTensors) {
 }
 
 TEST(AscendcModelBadUse, VectorCallOnTheAic) {
-  std::string msg = error_of([](uint8_t*) {
+  std::string msg = kernel_error([](uint8_t*) {
     AscendC::TPipe pipe;
     AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
     pipe.InitBuffer(ub, 1024);
@@ -105,7 +107,7 @@ TEST(AscendcModelBadUse, VectorCallOnTheAic) {
 }
 
 TEST(AscendcModelBadUse, FlagSetTwice) {
-  std::string msg = error_of([](uint8_t*) {
+  std::string msg = kernel_error([](uint8_t*) {
     if ASCEND_IS_AIV {
       AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(1);
       AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(1);
@@ -115,7 +117,7 @@ TEST(AscendcModelBadUse, FlagSetTwice) {
 }
 
 TEST(AscendcModelBadUse, CrossCoreDeadlock) {
-  std::string msg = error_of([](uint8_t*) {
+  std::string msg = kernel_error([](uint8_t*) {
     if ASCEND_IS_AIC {
       AscendC::CrossCoreWaitFlag(3);  // no AIV ever sets it
     }
@@ -126,19 +128,21 @@ TEST(AscendcModelBadUse, CrossCoreDeadlock) {
 
 // Cross-core flags that do pair up run through: AIVs -> AIC (mode 2), AIC -> AIVs (mode 2).
 TEST(AscendcModel, CrossCoreHandshake) {
-  EXPECT_EQ(error_of(
-                [](uint8_t*) {
-                  if ASCEND_IS_AIV {
-                    AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(4);
-                    AscendC::CrossCoreWaitFlag(5);
-                  }
-                  if ASCEND_IS_AIC {
-                    AscendC::CrossCoreWaitFlag(4);
-                    AscendC::CrossCoreSetFlag<2, PIPE_FIX>(5);
-                  }
-                },
-                3),
-            "no error");
+  EXPECT_EQ(tltest::error_if_any([] {
+              run_kernel(
+                  [](uint8_t*) {
+                    if ASCEND_IS_AIV {
+                      AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(4);
+                      AscendC::CrossCoreWaitFlag(5);
+                    }
+                    if ASCEND_IS_AIC {
+                      AscendC::CrossCoreWaitFlag(4);
+                      AscendC::CrossCoreSetFlag<2, PIPE_FIX>(5);
+                    }
+                  },
+                  3);
+            }),
+            "");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/error_of.h"
 #include "kernel_operator.h"
 #include "tl/npu/npu.h"
 
@@ -122,40 +123,31 @@ TEST_P(RowReduceModel, ArithProgressionValues) {
   }
 }
 
-TEST(AscendcModelBadUse, ArithProgressionNegativeDiff) {
+/// The message of the error running `body` on one block over a GM tensor raises (a test
+/// failure if none).
+template <typename F>
+std::string kernel_error(F body) {
   Device dev;
   Tensor x = randn(dev, {64}, DType::Float32, 1);
-  std::string msg = "no error";
-  try {
-    ascendc_cpu::launch({.kernel = "bad", .tensors = {{"X", x}}}, [&] {
-      if ASCEND_IS_AIV {
-        AscendC::TPipe pipe;
-        AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
-        pipe.InitBuffer(ub, 1024);
-        AscendC::ArithProgression<float>(ub.Get<float>(), 0.0f, -1.0f, 64);
-      }
-    });
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  return tltest::error_of([&] {
+    ascendc_cpu::launch({.kernel = "bad", .tensors = {{"X", x}}}, [&] { body(); });
+  });
+}
+
+TEST(AscendcModelBadUse, ArithProgressionNegativeDiff) {
+  std::string msg = kernel_error([] {
+    if ASCEND_IS_AIV {
+      AscendC::TPipe pipe;
+      AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
+      pipe.InitBuffer(ub, 1024);
+      AscendC::ArithProgression<float>(ub.Get<float>(), 0.0f, -1.0f, 64);
+    }
+  });
   EXPECT_HAS(msg, "ArithProgression: diffValue -1 (the API takes diffValue >= 0)");
 }
 
-/// Runs `body` on one block over a GM tensor and returns the error message.
-template <typename F>
-std::string error_of(F body) {
-  Device dev;
-  Tensor x = randn(dev, {64}, DType::Float32, 1);
-  try {
-    ascendc_cpu::launch({.kernel = "bad", .tensors = {{"X", x}}}, [&] { body(); });
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(AscendcModelBadUse, ReduceSumTmpBelowTheDocumentedMinimum) {
-  std::string msg = error_of([] {
+  std::string msg = kernel_error([] {
     if ASCEND_IS_AIV {
       AscendC::TPipe pipe;
       AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
@@ -171,7 +163,7 @@ TEST(AscendcModelBadUse, ReduceSumTmpBelowTheDocumentedMinimum) {
 }
 
 TEST(AscendcModelBadUse, ReduceMaxTmpBelowTheDocumentedMinimum) {
-  std::string msg = error_of([] {
+  std::string msg = kernel_error([] {
     if ASCEND_IS_AIV {
       AscendC::TPipe pipe;
       AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
@@ -186,7 +178,7 @@ TEST(AscendcModelBadUse, ReduceMaxTmpBelowTheDocumentedMinimum) {
 }
 
 TEST(AscendcModelBadUse, ReduceTmpMisaligned) {
-  std::string msg = error_of([] {
+  std::string msg = kernel_error([] {
     if ASCEND_IS_AIV {
       AscendC::TPipe pipe;
       AscendC::TBuf<AscendC::TPosition::VECCALC> ub;
@@ -201,7 +193,7 @@ TEST(AscendcModelBadUse, ReduceTmpMisaligned) {
 }
 
 TEST(AscendcModelBadUse, WholeReduceMaxWithIndex) {
-  std::string msg = error_of([] {
+  std::string msg = kernel_error([] {
     if ASCEND_IS_AIV {
       AscendC::TPipe pipe;
       AscendC::TBuf<AscendC::TPosition::VECCALC> ub;

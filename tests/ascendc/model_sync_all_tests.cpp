@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "common/error_of.h"
 #include "kernel_operator.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/trace.h"
@@ -105,16 +106,13 @@ TEST(AscendcModelSyncAll, WithoutTheBarrierTheHazardCheckerNamesThePair) {
 TEST(AscendcModelSyncAll, ParticipantThatNeverArrivesIsADeadlock) {
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float16);
-  std::string msg = "no error";
-  try {
+  std::string msg = tltest::error_of([&] {
     ascendc_cpu::launch({.kernel = "bad", .num_blocks = 3, .tensors = {{"X", x}}}, [&] {
       if ASCEND_IS_AIV {
         if (AscendC::GetBlockIdx() != 3) AscendC::SyncAll<true>();  // block 1 AIV1 skips it
       }
     });
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  });
   EXPECT_HAS(msg, "deadlock at SyncAll: 5 of 6 participating cores arrived");
   EXPECT_HAS(msg, "block 0 AIV0: SyncAll at ");
   EXPECT_HAS(msg, "model_sync_all_tests.cpp:");
@@ -123,16 +121,13 @@ TEST(AscendcModelSyncAll, ParticipantThatNeverArrivesIsADeadlock) {
 TEST(AscendcModelSyncAll, MoreBlocksThanCanBeResidentIsAnError) {
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float16);
-  std::string msg = "no error";
-  try {
+  std::string msg = tltest::error_of([&] {
     ascendc_cpu::launch({.kernel = "bad", .num_blocks = 25, .tensors = {{"X", x}}}, [&] {
       if ASCEND_IS_AIV {
         AscendC::SyncAll<true>();
       }
     });
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  });
   EXPECT_HAS(msg, "blocks 0..23 wait at a SyncAll and block 24 cannot start");
   EXPECT_HAS(msg, "24 AICs");
 }
@@ -140,13 +135,10 @@ TEST(AscendcModelSyncAll, MoreBlocksThanCanBeResidentIsAnError) {
 TEST(AscendcModelSyncAll, AivOnlyBarrierOnTheAicIsAnError) {
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float16);
-  std::string msg = "no error";
-  try {
+  std::string msg = tltest::error_of([&] {
     ascendc_cpu::launch({.kernel = "bad", .num_blocks = 2, .tensors = {{"X", x}}},
                         [&] { AscendC::SyncAll<true>(); });
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  });
   EXPECT_HAS(msg, "block 0 AIC");
   EXPECT_HAS(msg, "SyncAll<true> (isAIVOnly) synchronises the AIVs");
 }
@@ -155,16 +147,13 @@ TEST(AscendcModelSyncAll, AivOnlyBarrierOnTheAicIsAnError) {
 TEST(AscendcModelSyncAll, EveryCoreBarrier) {
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float16);
-  std::string msg = "no error";
-  try {
+  std::string msg = tltest::error_if_any([&] {
     ascendc_cpu::launch({.kernel = "all", .num_blocks = 4, .tensors = {{"X", x}}}, [&] {
       AscendC::SyncAll<false>();
       AscendC::SyncAll<false>();
     });
-  } catch (const Error& e) {
-    msg = e.what();
-  }
-  EXPECT_EQ(msg, "no error");
+  });
+  EXPECT_EQ(msg, "");
 }
 
 // A block suspended at the barrier with its AIC waiting on a cross-core flag the AIVs set only
@@ -172,8 +161,7 @@ TEST(AscendcModelSyncAll, EveryCoreBarrier) {
 TEST(AscendcModelSyncAll, CrossCoreWaitBehindTheBarrier) {
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float16);
-  std::string msg = "no error";
-  try {
+  std::string msg = tltest::error_if_any([&] {
     ascendc_cpu::launch({.kernel = "mixed", .num_blocks = 3, .tensors = {{"X", x}}}, [&] {
       if ASCEND_IS_AIC {
         AscendC::CrossCoreWaitFlag(1);
@@ -183,17 +171,14 @@ TEST(AscendcModelSyncAll, CrossCoreWaitBehindTheBarrier) {
         AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(1);
       }
     });
-  } catch (const Error& e) {
-    msg = e.what();
-  }
-  EXPECT_EQ(msg, "no error");
+  });
+  EXPECT_EQ(msg, "");
 }
 
 TEST(AscendcModelSyncAll, CallersDisagreeingOnWhoTakesPartIsAnError) {
   Device dev;
   Tensor x = Tensor::empty(dev, {64}, DType::Float16);
-  std::string msg = "no error";
-  try {
+  std::string msg = tltest::error_of([&] {
     ascendc_cpu::launch({.kernel = "bad", .num_blocks = 1, .tensors = {{"X", x}}}, [&] {
       if ASCEND_IS_AIC {
         AscendC::SyncAll<false>();
@@ -202,9 +187,7 @@ TEST(AscendcModelSyncAll, CallersDisagreeingOnWhoTakesPartIsAnError) {
         AscendC::SyncAll<true>();
       }
     });
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  });
   EXPECT_HAS(msg, "SyncAll<true> while other cores wait at SyncAll<false>");
 }
 

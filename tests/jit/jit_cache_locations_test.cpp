@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "common/error_of.h"
 #include "jit/jit_test_util.h"
 #include "tl/ir_equal.h"
 #include "tl/jit.h"
@@ -55,12 +56,7 @@ PrimFunc spinner_b() {
 std::string budget_error(const CompiledKernel& k) {
   Device dev;
   Tensor x = Tensor::empty(dev, {16}, DType::Float32);
-  try {
-    k.launch(dev, {x}, {.threads = 1, .max_steps = 10'000});
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return tltest::error_of([&] { k.launch(dev, {x}, {.threads = 1, .max_steps = 10'000}); });
 }
 
 std::string at(int line) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error_of.h"
 #include "tl/parser.h"
 #include "tl/pass.h"
 #include "tl/runtime.h"
@@ -15,12 +16,7 @@ namespace tl::fidelity {
 /// The message of compiling `text` and launching it on `dev` with `args` ("" when it runs).
 inline std::string launch_error(const std::string& text, Device& dev, const std::vector<Arg>& args,
                                 LaunchOptions opt = {.threads = 1}) {
-  try {
-    compile(parse(text)).launch(dev, args, opt);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return tltest::error_if_any([&] { compile(parse(text)).launch(dev, args, opt); });
 }
 
 /// A one-AIV kernel: fp32 X (x_len) to UB x, `call` (on x and y), UB y (y_len) to fp32 Y.

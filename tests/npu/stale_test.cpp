@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "common/error_of.h"
 #include "common/example_checks.h"
 #include "common/scoped_env.h"
 #include "tl/kernel_registry.h"
@@ -159,12 +160,7 @@ TEST(StaleChecker, QuietOnEveryExample) {
 using tltest::ScopedEnv;
 
 std::string launch_error(Device& dev, const std::vector<Arg>& args, const LaunchOptions& opt) {
-  try {
-    compile(parse(kExpertTail)).launch(dev, args, opt);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return tltest::error_if_any([&] { compile(parse(kExpertTail)).launch(dev, args, opt); });
 }
 
 // On with check_hazards and TL_CHECK_STALE=1, off when either says so, and its own option wins.

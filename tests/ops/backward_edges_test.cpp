@@ -14,6 +14,7 @@
 #include "cann_ops_tilelang/norm.h"
 #include "cann_ops_tilelang/rope.h"
 #include "cann_ops_tilelang/softmax.h"
+#include "common/error_of.h"
 #include "ops/ops_seed.h"
 
 namespace {
@@ -21,14 +22,7 @@ namespace {
 using namespace cann_ops_tilelang;
 using tl::DType;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

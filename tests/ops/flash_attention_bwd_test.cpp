@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "cann_ops_tilelang/attention.h"
+#include "common/error_of.h"
 #include "ops/flash_attention_bwd_ref.h"
 #include "ops/flash_attention_case.h"
 #include "ops/ops_bench.h"
@@ -92,14 +93,7 @@ TEST_P(FlashAttentionBwdGrid, MatchesFp64Reference) {
 INSTANTIATE_TEST_SUITE_P(Grid, FlashAttentionBwdGrid, ::testing::ValuesIn(grid()),
                          [](const auto& info) { return name(info.param); });
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cann_ops_tilelang/gemm.h"
+#include "common/error_of.h"
 #include "ops/gemm_ref.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
@@ -103,14 +104,7 @@ TEST(GemmFastPaths, SameBytesAsThePlainPaths) {
     }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

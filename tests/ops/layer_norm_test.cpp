@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cann_ops_tilelang/norm.h"
+#include "common/error_of.h"
 #include "ops/layer_norm_ref.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
@@ -91,14 +92,7 @@ TEST_P(LayerNormGrid, ForwardMatchesFp64Reference) {
 INSTANTIATE_TEST_SUITE_P(Grid, LayerNormGrid, ::testing::ValuesIn(grid()),
                          [](const auto& info) { return name(info.param); });
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

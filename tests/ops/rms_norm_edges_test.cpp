@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cann_ops_tilelang/norm.h"
+#include "common/error_of.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 
@@ -15,14 +16,7 @@ namespace {
 using namespace cann_ops_tilelang;
 using tl::DType;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

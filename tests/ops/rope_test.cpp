@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "cann_ops_tilelang/rope.h"
+#include "common/error_of.h"
 #include "ops/ops_bench.h"
 #include "ops/ops_checked.h"
 #include "ops/ops_seed.h"
@@ -155,14 +156,7 @@ TEST(Rope, BackwardUndoesTheForwardWithStandardTables) {
 
 // ---- edges ---------------------------------------------------------------------------------
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

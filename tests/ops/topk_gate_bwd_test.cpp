@@ -14,6 +14,7 @@
 #include <random>
 
 #include "cann_ops_tilelang/moe.h"
+#include "common/error_of.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "ops/topk_gate_ref.h"
@@ -167,14 +168,7 @@ TEST(TopkGateBwd, ForcedTiesT4001) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

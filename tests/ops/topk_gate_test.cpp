@@ -11,6 +11,7 @@
 #include <random>
 
 #include "cann_ops_tilelang/moe.h"
+#include "common/error_of.h"
 #include "ops/ops_seed.h"
 #include "ops/ops_testing.h"
 #include "ops/topk_gate_ref.h"
@@ -135,14 +136,7 @@ TEST(TopkGate, ForcedTiesT4001PickTheSmallerExpertFirst) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tl::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using tltest::error_of;
 
 #define EXPECT_CONTAINS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 

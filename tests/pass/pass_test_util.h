@@ -3,12 +3,10 @@
 // source locations so expected texts stay short.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <string>
 #include <string_view>
-#include <type_traits>
 
+#include "common/error_of.h"
 #include "tl/ir_functor.h"
 #include "tl/parser.h"
 #include "tl/pass.h"
@@ -23,18 +21,8 @@ std::string run_on_text(std::string_view text, PassFn&& pass) {
   return print(pass(f), {.locations = false});
 }
 
-/// The message of the `E` (tl::Error, or tl::InternalError) that `fn` throws ("" and a test
-/// failure if it throws none).
-template <typename E = Error, typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a " << (std::is_same_v<E, Error> ? "tl::Error" : "tl::InternalError");
-  return "";
-}
+// error_of (tests/common/error_of.h) under the name the pass tests use.
+using tltest::error_of;
 
 /// The address of the buffer called `name` in `f` (-1 when it has none or is not declared).
 inline int64_t address_of(const PrimFunc& f, std::string_view name) {

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "common/error_of.h"
 #include "npu/vector_ops.h"
 #include "tl/op.h"
 
@@ -52,16 +53,8 @@ std::pair<std::vector<uint8_t>, std::vector<uint8_t>> run(DType dt, int64_t n, i
   return {bytes_of(dst), want};
 }
 
-/// The message of the tl::Error `f` raises ("" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using tltest::error_if_any;
+using tltest::error_of;
 
 TEST(PrimBrcb, RegisteredAsAPositionDependentVectorOp) {
   const OpDef* op = find_op("tile.brcb");
@@ -145,7 +138,7 @@ TEST(PrimBrcb, BadRunTimeArgumentsAreErrors) {
   // repeat_times from a kernel parameter: judged when the op runs.
   auto with_param = [&](int64_t n, int64_t dst_elems, int64_t repeat) {
     Tensor s = input(dev, {n}, f32, 1), d = input(dev, {dst_elems}, f32, 2);
-    return error_of([&] {
+    return error_if_any([&] {
       run_one_op(dev, {{"src", {n}, f32}, {"dst", {dst_elems}, f32}}, {{"r", DType::Int32}},
                  [&](const std::vector<Buffer>& ub, const std::vector<Var>& sv) {
                    T::tile::brcb(ub[1], ub[0], sv[0], 1, 8);

@@ -6,6 +6,7 @@
 // Before: there was no T::tile::mul_add_dst (C++ kernels wrote T::emit("tile.mul_add_dst", ...)).
 #include <gtest/gtest.h>
 
+#include "common/error_of.h"
 #include "npu/vector_ops.h"
 
 namespace tl {
@@ -62,16 +63,7 @@ TEST(PrimMulAddDst, InPlaceReadsTheOldDestination) {
   }
 }
 
-/// The message of the tl::Error `f` raises ("" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using tltest::error_of;
 
 TEST(PrimMulAddDst, MismatchedOperandsAreErrorsNamingThem) {
   auto run = [](int64_t n0, int64_t n1, DType t1) {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/error_of.h"
 #include "common/scoped_env.h"
 #include "tl/ir_ops.h"
 #include "tl/lang.h"
@@ -26,14 +27,8 @@ namespace {
 #define EXPECT_HAS(msg, part) \
   EXPECT_NE((msg).find(part), std::string::npos) << "missing \"" << (part) << "\" in: " << (msg)
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using tltest::error_if_any;
+using tltest::error_of;
 
 /// `blocks` blocks; on the AIVs of block `runaway` a serial loop of `long_extent` iterations
 /// (a loop that, for a test, might as well not end), on the others one of 10. Each iteration
@@ -77,7 +72,7 @@ TEST(NpuBudget, WithinTheBudgetRunsNormally) {
   auto k = compile(spinner(2, 1, 1000, &line));
   Device dev;
   Tensor x = Tensor::empty(dev, {16}, DType::Float32);
-  EXPECT_EQ(error_of([&] { k.launch(dev, {x}, {.max_steps = 100'000}); }), "<no error>");
+  EXPECT_EQ(error_if_any([&] { k.launch(dev, {x}, {.max_steps = 100'000}); }), "");
   EXPECT_HAS(error_of([&] { k.launch(dev, {x}, {.max_steps = -1}); }),
              "max_steps must be positive");
 }

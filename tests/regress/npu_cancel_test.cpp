@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "common/error_of.h"
 #include "npu/load_exp_store.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
@@ -59,12 +60,9 @@ TEST(NpuCancel, AnotherThreadStopsAHugeLoopWithinMilliseconds) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       cancel = true;
     });
-    std::string msg = "<no error>";
-    try {
+    std::string msg = tltest::error_of<LaunchCancelled>([&] {
       k.launch(dev, {x}, {.threads = threads, .max_steps = kNoStepBudget, .cancel = &cancel});
-    } catch (const LaunchCancelled& e) {
-      msg = e.what();
-    }
+    });
     stopper.join();
     const double took = seconds_since(start);
     EXPECT_EQ(msg,
@@ -113,12 +111,7 @@ TEST(NpuBudget, TheDefaultBudgetStopsARunawayLoopNamingIt) {
   auto k = compile(spinner(1, int64_t{1} << 31, &line));
   Device dev;
   Tensor x = Tensor::empty(dev, {16}, DType::Float32);
-  std::string msg = "<no error>";
-  try {
-    k.launch(dev, {x}, {.threads = 1});
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  std::string msg = tltest::error_of([&] { k.launch(dev, {x}, {.threads = 1}); });
   EXPECT_HAS(msg,
              "instruction budget of 1073741824 interpreter steps per core and block (the default "
              "budget, 2^30)");
@@ -139,12 +132,7 @@ TEST(NpuBudget, ZeroOrNoneInTlMaxStepsAreAcceptedAndANegativeMaxStepsIsAnError) 
     EXPECT_NO_THROW(k.launch(dev, {x})) << v;
     ::unsetenv("TL_MAX_STEPS");
   }
-  std::string msg = "<no error>";
-  try {
-    k.launch(dev, {x}, {.max_steps = -5});
-  } catch (const Error& e) {
-    msg = e.what();
-  }
+  std::string msg = tltest::error_of([&] { k.launch(dev, {x}, {.max_steps = -5}); });
   EXPECT_HAS(msg,
              "0 for the default (TL_MAX_STEPS, else 2^30) or tl::kNoStepBudget for none, got -5");
 }

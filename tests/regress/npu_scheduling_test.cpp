@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error_of.h"
 #include "tl/lang.h"
 #include "tl/npu/npu.h"
 #include "tl/npu/timing.h"
@@ -20,14 +21,8 @@ namespace {
 
 constexpr int kRows = 8, kCols = 64;  // per AIV
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using tltest::error_if_any;
+using tltest::error_of;
 
 /// `blocks` blocks. One core kind runs `sync_all` and then releases the other kind with a
 /// cross-core flag (mode 2); the released AIVs compute Y = X + 1 on their rows. `cube_barrier`:
@@ -77,8 +72,8 @@ void run_across_thread_counts(bool cube_barrier) {
   for (int threads : {1, 2, 8, 24}) {
     for (int rep = 0; rep < 5; ++rep) {
       Tensor Y = Tensor::empty(dev, {blocks * 2 * kRows, kCols}, DType::Float32);
-      std::string m = error_of([&] { k.launch(dev, {X, Y}, {.threads = threads}); });
-      ASSERT_EQ(m, "<no error>") << threads << " threads, run " << rep;
+      std::string m = error_if_any([&] { k.launch(dev, {X, Y}, {.threads = threads}); });
+      ASSERT_EQ(m, "") << threads << " threads, run " << rep;
       ASSERT_EQ(Y.to_vector(), want) << threads << " threads, run " << rep;
     }
     npu::Profile prof;
@@ -111,9 +106,9 @@ TEST(NpuScheduling, ConsecutiveSyncAllsAreNoDeadlockOnAnyThreadCount) {
       for (int threads : {2, 3})
         for (int rep = 0; rep < 200; ++rep) {
           Tensor Y = Tensor::empty(dev, {2 * 2 * kRows, kCols}, DType::Float32);
-          std::string m = error_of([&] { k.launch(dev, {X, Y}, {.threads = threads}); });
-          ASSERT_EQ(m, "<no error>") << (cube ? "cube" : "vector") << " barriers " << barriers
-                                     << ", " << threads << " threads, run " << rep;
+          std::string m = error_if_any([&] { k.launch(dev, {X, Y}, {.threads = threads}); });
+          ASSERT_EQ(m, "") << (cube ? "cube" : "vector") << " barriers " << barriers << ", "
+                           << threads << " threads, run " << rep;
         }
     }
 }
