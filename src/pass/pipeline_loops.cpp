@@ -431,7 +431,7 @@ class PipelineLoops {
     }
     if (split == 0) return 0;
     std::map<const BufferNode*, std::pair<bool, bool>> a, b;  // read, write
-    std::vector<const BufferNode*> first_part;  // a's keys in order of first touch
+    std::vector<const BufferNode*> first_part;                // a's keys in order of first touch
     for (size_t i = 0; i < body.size(); ++i)
       for (const Touch& t : touches_of(body[i], target_)) {
         if (sloted.count(t.buffer)) continue;
