@@ -71,6 +71,10 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
   const auto& [M, DY, X, W, DX, DWP, eps, params] = sig;
 
   return T::prim_func("rms_norm_bwd", params, [&] {
+    // x and dy are read once: past L2 (AscendC's SetL2CacheHint, CACHE_MODE_DISABLE), so only
+    // dx enters it and the footprint that makes writes cost HBM time (docs/calibration.md, "GM
+    // side") is dx's, not the 3 tensors' (docs/ops.md, "RMSNorm").
+    T::annotate_l2_cache({{X, tl::L2CacheMode::Disable}, {DY, tl::L2CacheMode::Disable}});
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "cann_ops_tilelang/norm.h"
 #include "common/error_of.h"
@@ -129,6 +130,27 @@ TEST(RmsNormEdges, OneCompilePerKeyWhateverTheRowCount) {
   rms_norm(tl::randn(dev, {3, 512}, DType::Float16, 1), w, {},
            {.return_rstd = true});  // another key
   EXPECT_EQ(kernel_cache_stats().misses, 2);
+}
+
+// The whole-row backward reads x and dy once, so it reads them past L2 (AscendC's
+// SetL2CacheHint CACHE_MODE_DISABLE): only dx enters L2, and the footprint that makes writes
+// cost HBM time is dx's (docs/ops.md, "RMSNorm" step 8: 16384 x 7168 612.1 -> 522.8 us). dx and
+// the dW partials, which the reduction reads back, stay in the normal mode.
+TEST(RmsNormEdges, WholeRowBackwardReadsXAndDyPastL2) {
+  for (DType dt : {DType::BFloat16, DType::Float32}) {
+    const RmsNormKey k =
+        rms_norm_bwd_key(dt, 2048, tl::get_target("A2"), Checker("rms_norm_backward", {}));
+    ASSERT_EQ(k.chunk, 0) << "the whole-row schedule";
+    const tl::PrimFunc f = rms_norm_bwd_rows_kernel(k);
+    std::map<std::string, tl::L2CacheMode> mode;
+    for (const auto& p : f->params)
+      if (p.is_tensor()) mode[p.name()] = p.tensor->l2_cache;
+    EXPECT_EQ(mode.at("X"), tl::L2CacheMode::Disable);
+    EXPECT_EQ(mode.at("DY"), tl::L2CacheMode::Disable);
+    EXPECT_EQ(mode.at("DX"), tl::L2CacheMode::Normal);
+    EXPECT_EQ(mode.at("DWP"), tl::L2CacheMode::Normal);
+    EXPECT_EQ(mode.at("W"), tl::L2CacheMode::Normal);
+  }
 }
 
 TEST(RmsNormEdges, DwIsBitwiseReproducible) {

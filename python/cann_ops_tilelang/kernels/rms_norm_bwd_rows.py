@@ -124,6 +124,8 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
     @T.prim_func
     def rms_norm_bwd(DY: T.Tensor((M, H), dtype), X: T.Tensor((M, H), dtype), W: T.Tensor((H,), dtype),
                      DX: T.Tensor((M, H), dtype), DWP: T.Tensor((2 * blocks, H), "float32"), eps: T.float32):
+        # x and dy are read once: past L2, so only dx counts in the footprint (docs/ops.md).
+        T.annotate_l2_cache({X: "disable", DY: "disable"})
         with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
             with T.Scope("V"):
                 wf_ub = T.alloc_ub((H,), "float32", address=a_wf)  # W in fp32
