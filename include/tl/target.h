@@ -58,15 +58,15 @@ std::string_view arch_name(Arch a);  // "2201", "3510"
 /// tile op and every instruction of an op's expansion names its class when it is registered
 /// (OpDef::cost, InstrSpec::cost); the timing model never guesses it from a name.
 enum class CostClass : uint8_t {
-  Copy,               // a data transfer along a copy path: the path's rate and latency
-  CubeLoad,           // gemm_v0's L1 -> L0A and L1 -> L0B loads (MTE1)
-  Mmad,               // cube fractal products (M)
-  VecSimple,          // vector add/mul class (rsqrt, reciprocal too): a repeat a cycle
-  VecTranscendental,  // functions AscendC composes (sigmoid, silu, sin, cos, tanh)
-  VecDiv,             // exp, ln, sqrt, div: 32 elements a cycle ("vec_exp_div")
-  VecReduce,          // vector reductions: a whole-repeat reduce per row
-  VecSort,            // sort / merge sort (Sort32, MrgSort)
-  Scalar,             // the scalar unit (printf, dump_tensor; scalar loads and stores)
+  Copy,          // a data transfer along a copy path: the path's rate and latency
+  CubeLoad,      // gemm_v0's L1 -> L0A and L1 -> L0B loads (MTE1)
+  Mmad,          // cube fractal products (M)
+  VecSimple,     // vector add/mul class (rsqrt, reciprocal too): a repeat a cycle
+  VecComposite,  // functions AscendC composes (sigmoid, silu, sin, cos, tanh)
+  VecExpDiv,     // exp, ln, sqrt, div: 32 elements a cycle ("vec_exp_div")
+  VecReduce,     // vector reductions: a whole-repeat reduce per row
+  VecSort,       // sort / merge sort (Sort32, MrgSort)
+  Scalar,        // the scalar unit (printf, dump_tensor; scalar loads and stores)
 };
 inline constexpr int kNumCostClasses = 9;
 std::string_view cost_class_name(CostClass c);  // "copy", "cube_load", "mmad", "vec_simple", ...

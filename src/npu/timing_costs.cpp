@@ -107,10 +107,10 @@ Cost CostModel::cost(const TraceEvent& e) const {
     double reps =
         std::max(1.0, std::ceil(static_cast<double>(e.bytes) / c_.vector_bytes_per_repeat));
     const double conflict = e.bank_conflict ? c_.bank_conflict_factor : 1;
-    // Exp, ln, sqrt and div (the VecDiv row) process 32 elements a cycle whatever the type: a
+    // Exp, ln, sqrt and div (the VecExpDiv row) process 32 elements a cycle whatever the type: a
     // 16-bit repeat holds twice the elements and takes twice the cycles (docs/hardware.md
     // section 4, "Vector").
-    const double per_element = e.cost == CostClass::VecDiv && dtype_bytes(e.dtype) == 2 ? 2 : 1;
+    const double per_element = e.cost == CostClass::VecExpDiv && dtype_bytes(e.dtype) == 2 ? 2 : 1;
     double busy = vc.per_repeat * per_element * conflict * reps;
     if (e.cost == CostClass::VecReduce) {
       // One whole-repeat reduce a row (e.m rows; 0 when reducing another dimension), after the

@@ -162,7 +162,7 @@ Target make_a2() {
   //   (bank_conflict_factor): its case 5, 12.846 us, and pto-isa's 910B3 measurements of vadd /
   //   vsub / vmax / vmul with sources 16 KB apart, 2.0-2.3 cycles a repeat + 23-25; its
   //   single-source vmuls / vadds / vmaxs / vrelu / vrsqrt measure 1.00-1.07 + 23-26.
-  // - exp, ln, sqrt, div (the VecDiv class, "vec_exp_div"): 32 elements a cycle, 2 cycles a fp32
+  // - exp, ln, sqrt, div (the VecExpDiv class, "vec_exp_div"): 32 elements a cycle, 2 cycles a fp32
   //   repeat, 4 a fp16 one (CostModel::cost doubles 16-bit repeats). pto-isa 910B3: vexp 2.00 x
   //   repeat + 31 for 1-128 repeats, vln 2.00 + 33; its fitted TEXP / TSQRT 0.0314 cycles an
   //   element, any dtype. Its vdiv, 4.03 x repeat + 31, had its sources in one bank group, so
@@ -173,14 +173,14 @@ Target make_a2() {
   //   cycles a row for rows of one repeat, fp32 and fp16); a row of several repeats is folded
   //   into one first at the simple rate (the same fits: about 1 cycle per further repeat).
   //   CostModel::cost applies the row structure.
-  // - the VecTranscendental class ("vec_composite"): sigmoid, silu, sin, cos, tanh, which AscendC
+  // - the VecComposite class ("vec_composite"): sigmoid, silu, sin, cos, tanh, which AscendC
   //   builds of several instructions; no measurement, so they keep the former figure (8 a
   //   repeat: a quarter of add's former rate, 950's Add 256 vs Exp 64 B/cycle).
   // - sort: pto-isa's 910B3 vmrgsort4 measurement, 78 x repeat + 20.
   // Heads + tails are the measured fixed parts (simple 24, exp 31); reduce's is pto-isa's vcadd.
   c.vector = {{CostClass::VecSimple, {10, 1, 14}},
-              {CostClass::VecTranscendental, {13, 8, 18}},
-              {CostClass::VecDiv, {13, 2, 18}},
+              {CostClass::VecComposite, {13, 8, 18}},
+              {CostClass::VecExpDiv, {13, 2, 18}},
               {CostClass::VecReduce, {14, 7, 32}},
               {CostClass::VecSort, {20, 78, 0}}};
   // HBM ~1.8 TB/s, L2 ~5 TB/s and 192 MB, shared by all cores (docs/hardware.md sections 1, 4).
@@ -308,7 +308,7 @@ Target make_950() {
   t.costs.bank_conflict_factor = 1;
   // 950's stated vector rates (docs/hardware.md section 4): Mul/Add 256 B a cycle, as A2's
   // simple row; Exp/Div 64 B a cycle: 4 cycles a fp32 repeat.
-  t.costs.vector[CostClass::VecDiv] = {13, 4, 18};
+  t.costs.vector[CostClass::VecExpDiv] = {13, 4, 18};
   return t;
 }
 

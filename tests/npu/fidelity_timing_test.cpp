@@ -85,8 +85,8 @@ def f(X: T.Tensor((64, 64), "float32"), H: T.Tensor((64, 64), "float16")):
     return row.head + row.tail + per_repeat * 64;  // [64, 64] fp32: 64 repeats
   };
   EXPECT_DOUBLE_EQ(cycles["tile.add"], instr(CostClass::VecSimple, 1));
-  EXPECT_DOUBLE_EQ(cycles["tile.exp"], instr(CostClass::VecDiv, 2));  // "vec_exp_div"
-  EXPECT_DOUBLE_EQ(cycles["tile.div"], instr(CostClass::VecDiv, 2));  // x / x: one source
+  EXPECT_DOUBLE_EQ(cycles["tile.exp"], instr(CostClass::VecExpDiv, 2));  // "vec_exp_div"
+  EXPECT_DOUBLE_EQ(cycles["tile.div"], instr(CostClass::VecExpDiv, 2));  // x / x: one source
   EXPECT_EQ(bytes["tile.compare"], 64 * 64 * 4);  // the sources, not the 512-byte bitmask
   EXPECT_EQ(bytes["tile.cast"], 64 * 64 * 4);     // the fp32 source of the narrowing cast
 }

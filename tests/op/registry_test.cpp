@@ -122,9 +122,9 @@ TEST(OpRegistry, CostClassesAreChosenAtRegistrationNotByName) {
   // The names that a substring match once priced wrongly: "row_expand_add" contains "exp",
   // "init_sort_buf" contains "sort".
   EXPECT_EQ(*find_op("tile.row_expand_add")->cost, CostClass::VecSimple);
-  EXPECT_EQ(*find_op("tile.row_expand_div")->cost, CostClass::VecDiv);
+  EXPECT_EQ(*find_op("tile.row_expand_div")->cost, CostClass::VecExpDiv);
   EXPECT_EQ(*find_op("init_sort_buf")->cost, CostClass::VecSimple);
-  EXPECT_EQ(*find_op("tile.exp")->cost, CostClass::VecDiv);  // the exp / div rate
+  EXPECT_EQ(*find_op("tile.exp")->cost, CostClass::VecExpDiv);  // the exp / div rate
   EXPECT_EQ(*find_op("sort")->cost, CostClass::VecSort);
   EXPECT_EQ(*find_op("reduce_max")->cost, CostClass::VecReduce);
 }
