@@ -90,23 +90,6 @@ bool has_stale_rule(const OpDef& op) {
 // ---------------------------------------------------------------------------------------------
 // Region resolution
 
-int64_t TileRef::numel() const {
-  int64_t n = 1;
-  for (auto e : extent) n *= e;
-  return n;
-}
-int64_t TileRef::rows() const {
-  int64_t n = 1;
-  for (size_t i = 0; i + 1 < extent.size(); ++i) n *= extent[i];
-  return n;
-}
-int64_t TileRef::cols() const {
-  return extent.empty() ? 1 : extent.back();
-}
-int64_t TileRef::row_stride() const {
-  return strides.size() >= 2 ? strides[strides.size() - 2] : 0;
-}
-
 uint8_t* TileRef::at(std::span<const int64_t> idx) const {
   int64_t off = 0;
   for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];

@@ -234,6 +234,17 @@ std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t) {
   if (!p->kernel) throw Error(f->loc, fmt::format("kernel {} has no T::Kernel launch", f->name));
   BoundSymbols(*p).visit(f->body);
   planner.check_capacities();
+  // After BoundSymbols: every buffer an op names is planned.
+  struct OverlapFree : IRVisitor {
+    Program& p;
+    explicit OverlapFree(Program& q) : p(q) {}
+    using IRVisitor::visit_;
+    void visit_(const TileOpNode* n) override {
+      if (n->op->unit == OpUnit::Vector && overlap_free(p, *n)) p.overlap_free_ops.emplace(n, 1);
+      IRVisitor::visit_(n);
+    }
+  };
+  OverlapFree(*p).visit(f->body);
   return p;
 }
 

@@ -58,6 +58,9 @@ class Program : public Artifact {
   /// T.alloc_workspace buffers, in declaration order; workspace k is LaunchState::tensors
   /// [params + k] (BufferInfo::param), allocated by every launch.
   std::vector<const BufferNode*> workspaces;
+  /// The vector tile ops of the kernel that can never fail Core::check_overlap (overlap_free):
+  /// the interpreter skips the check for them.
+  PtrIndex<TileOpNode> overlap_free_ops;
 
   int slot_of(const VarNode* v) const {
     const int s = var_slot.find(v);
@@ -76,6 +79,11 @@ class Program : public Artifact {
   [[noreturn]] static void no_slot(const VarNode* v);
   [[noreturn]] static void not_planned(const BufferNode* b);
 };
+
+/// Whether tile op `n` of `p` can never fail Core::check_overlap, whatever its variables hold:
+/// no UB operand it writes shares a planned byte with another of its UB operands, but as the
+/// same region (the same buffer and bound expressions) where the op allows that (overlap.cpp).
+bool overlap_free(const Program& p, const TileOpNode& n);
 
 /// Builds the program: variable slots and on-chip address planning.
 std::shared_ptr<Program> build_program(const PrimFunc& f, const Target& t);
@@ -146,17 +154,27 @@ struct TileRef {
   Dims shape;               // buffer shape
   Dims strides;             // buffer element strides (row-major for on-chip)
   Dims start, extent;       // the region
-  int64_t numel() const;
+  // numel, rows and cols are inline: every op and check calls them, and out of line they were
+  // about 2 % of a softmax call's host samples (issue 31, branch hostsm).
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto e : extent) n *= e;
+    return n;
+  }
   /// Address of the region element at region-relative row-major index `flat` (ND buffers).
   uint8_t* at_flat(int64_t flat) const;
   /// Address of buffer element `idx` (absolute indices, ND buffers).
   uint8_t* at(std::span<const int64_t> idx) const;
   /// The region as a 2-D tile: product of all but the last extent, and the last extent.
-  int64_t rows() const;
-  int64_t cols() const;
+  int64_t rows() const {
+    int64_t n = 1;
+    for (size_t i = 0; i + 1 < extent.size(); ++i) n *= extent[i];
+    return n;
+  }
+  int64_t cols() const { return extent.empty() ? 1 : extent.back(); }
   /// Element stride between consecutive rows of the 2-D view (requires the leading
   /// dimensions of the region to be contiguous in the buffer, true for on-chip buffers).
-  int64_t row_stride() const;
+  int64_t row_stride() const { return strides.size() >= 2 ? strides[strides.size() - 2] : 0; }
 };
 
 /// Semantics of one tile op on the virtual NPU (registered per op name in exec_*.cpp).

@@ -156,9 +156,18 @@ OpDTypes any_dtype() {
   return OpDTypes{.kind = OpDTypes::Kind::Any, .dtypes = {}, .per_arch = {}, .table = {}};
 }
 
+// The op semantics look their operands up by name on every execution ("dst", "src0", ...):
+// std::string == std::string_view called memcmp for each candidate of the right length, about
+// 2 % of a log-softmax call's host samples with op_operand around it (issue 31, branch hostsm).
+// The names are a few characters, so they are compared here inline.
 int OpDef::operand_index(std::string_view n) const {
-  for (size_t i = 0; i < operands.size(); ++i)
-    if (operands[i].name == n) return static_cast<int>(i);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const std::string& s = operands[i].name;
+    if (s.size() != n.size()) continue;
+    size_t k = 0;
+    while (k < n.size() && s[k] == n[k]) ++k;
+    if (k == n.size()) return static_cast<int>(i);
+  }
   return -1;
 }
 const AttrSpec* OpDef::attr_spec(std::string_view n) const {

@@ -117,5 +117,36 @@ def f(X: T.Tensor((1, 16), "float32")):
       << err;
 }
 
+// Ops the program marks as never overlapping (Program::overlap_free_ops, overlap.cpp) skip the
+// check; an op on two buffers that share planned bytes (pinned addresses) is not one: its partial
+// overlap, at i = 0 of a loop-variable region, is still found.
+TEST(PerExecutionChecks, AnOverlapOfTwoBuffersSharingBytesIsFound) {
+  const std::string text = R"(@T.prim_func
+def f(X: T.Tensor((8, 64), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            a = T.alloc_ub((4, 64), "float32", address=0)
+            b = T.alloc_ub((4, 64), "float32", address=640)
+            if vid == 0:
+                T.copy(X[0:4, 0:64], a)
+                T.barrier_all()
+                for i in T.serial(2):
+                    T.tile.add(b[i:i + 1, 0:64], b[i:i + 1, 0:64], a[2:3, 0:64])
+                T.barrier_all()
+                T.copy(b, X[4:8, 0:64])
+)";
+  Device dev;
+  Tensor X = from_vector(dev, {8, 64}, DType::Float32, std::vector<double>(512, 1.0));
+  // Unchecked (the verifier rejects the pinned overlap): the interpreter's own check is tested.
+  const std::string err = tltest::error_if_any([&] {
+    compile(parse(text), default_target(), {.verify = false, .lower = false})
+        .launch(dev, {X}, {.threads = 1});
+  });
+  EXPECT_NE(err.find("T.tile.add: 'dst' (b[i:i + 1, 0:64]) and 'src1' (a[2:3, 0:64]) overlap "
+                     "partly"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace tl
