@@ -257,6 +257,28 @@ class TPipe {
   int64_t used_[tl::kNumMemScopes] = {};
 };
 
+/// DataCacheCleanAndInvalid ("DataCacheCleanAndInvalid" API page,
+/// https://www.hiascend.com/document/detail/en/canncommercial/850/API/ascendcopapi/atlasascendc_api_07_0177.html):
+/// the scalar unit reaches GM through its core's data cache, which DMA and the other cores do
+/// not see; this writes back and drops the line holding `dst`'s address (SINGLE_CACHE_LINE) or
+/// the whole cache (ENTIRE_DATA_CACHE). The model runs it as the virtual NPU's T.dcci, so the
+/// hazard checker sees it (a missing one is a reported hazard, docs/virtual_npu.md "Hazard
+/// checker"); the data itself is not cached here.
+enum class CacheLine : uint8_t { SINGLE_CACHE_LINE = 0, ENTIRE_DATA_CACHE = 1 };
+enum class DcciDst : uint8_t { CACHELINE_ALL = 0, CACHELINE_UB, CACHELINE_OUT, CACHELINE_ATOMIC };
+template <typename T, CacheLine entireType, DcciDst dcciDst>
+inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst,
+                                     const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::dcci(detail::where(loc, "DataCacheCleanAndInvalid"), dst.ref.addr,
+                    entireType == CacheLine::ENTIRE_DATA_CACHE);
+}
+template <typename T, CacheLine entireType>
+inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst,
+                                     const tl::Loc& loc = tl::Loc::current()) {
+  ascendc_cpu::dcci(detail::where(loc, "DataCacheCleanAndInvalid"), dst.ref.addr,
+                    entireType == CacheLine::ENTIRE_DATA_CACHE);
+}
+
 inline int64_t GetBlockIdx() {
   return ascendc_cpu::block_idx();
 }

@@ -176,6 +176,11 @@ void sync_all(const Where& w, bool aiv_only);
 
 // ---- Scalar access (GetValue / SetValue) ----------------------------------------------------
 
+/// DataCacheCleanAndInvalid: the VM's T.dcci on the 64-byte line holding `addr`, clipped to the
+/// launch tensor that holds it (SINGLE_CACHE_LINE), or with `entire` (ENTIRE_DATA_CACHE) on that
+/// tensor: the hazard checker then sees the scalar accesses' cache maintenance.
+void dcci(const Where& w, const uint8_t* addr, bool entire);
+
 /// The address of element `index` of the tensor, after recording the scalar access.
 uint8_t* local_element(const Where& w, const LocalRef& t, int64_t index, bool write);
 uint8_t* global_element(const Where& w, const GlobalRef& t, int64_t index, bool write);

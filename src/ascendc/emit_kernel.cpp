@@ -360,6 +360,7 @@ void Emitter::tile_op(const TileOpNode& n) {
       emit_cube(n) || emit_sort(n))
     return;
   if (n.op == &ops::copy()) return emit_copy(n);
+  if (n.op == &ops::dcci()) return emit_dcci(n);
   unsupported(n.loc, fmt::format("T.{}", n.op->name));
 }
 

@@ -270,4 +270,56 @@ void Emitter::emit_copy_dynamic_width(const TileOpNode& n, const Operand& src, c
   if (width.lo < 1) close();
 }
 
+void Emitter::emit_dcci(const TileOpNode& n) {
+  // DataCacheCleanAndInvalid ("DataCacheCleanAndInvalid" API page,
+  // https://www.hiascend.com/document/detail/en/canncommercial/850/API/ascendcopapi/atlasascendc_api_07_0177.html):
+  // the scalar unit reaches GM through its core's data cache, so a scalar load of bytes another
+  // core or DMA wrote, and a scalar store another core or DMA reads, need the lines written back
+  // and dropped (docs/virtual_npu.md, "Hazard checker"). CACHELINE_OUT: coherence with GM.
+  const SourceLoc& loc = n.loc;
+  const TileArg& a = n.args.at(0);
+  if (!a.is_region() || a.region.partial()) unsupported(loc, "T.dcci of an unresolved region");
+  const Buffer& b = a.region.buffer;
+  if (b->scope != MemScope::GM) unsupported(loc, "T.dcci of on-chip memory");
+  const std::string t = ctype(b->dtype, loc);
+  if (n.attr("entire") && n.attr_bool("entire")) {
+    line(fmt::format("AscendC::DataCacheCleanAndInvalid<{}, AscendC::CacheLine::ENTIRE_DATA_CACHE, "
+                     "AscendC::DcciDst::CACHELINE_OUT>({});",
+                     t, name(b)),
+         loc);
+    return;
+  }
+  // SINGLE_CACHE_LINE acts on the 64-byte line of the address passed, and only from that address
+  // to the line's end when it is not 64-byte aligned (the page), so every line from the one of
+  // the region's first element to the one of its last is passed by its aligned start.
+  const size_t nd = b->shape.size();
+  Expr first = 0, last = 0, stride = 1;
+  for (size_t d = nd; d-- > 0;) {
+    const Expr s = b->strides.empty() ? stride : b->strides[d];
+    const Range& r = a.region.ranges[d];
+    first = first + r.min * s;
+    last = last + (r.min + r.extent - 1) * s;
+    stride = stride * b->shape[d];
+  }
+  const std::string lo = fresh("tl_dcci_lo", true), hi = fresh("tl_dcci_hi", true),
+                    ln = fresh("tl_dcci_line", true), g = fresh("tl_dcci_gm", true);
+  open("", loc);
+  line(fmt::format("const uint64_t {} = reinterpret_cast<uint64_t>({}.GetPhyAddr()) / 64 * 64;", lo,
+                   sub(name(b), first, loc)),
+       loc);
+  line(fmt::format("const uint64_t {} = reinterpret_cast<uint64_t>({}.GetPhyAddr());", hi,
+                   sub(name(b), last, loc)),
+       loc);
+  open(fmt::format("for (uint64_t {0} = {1}; {0} <= {2}; {0} += 64)", ln, lo, hi), loc);
+  line(fmt::format("AscendC::GlobalTensor<uint8_t> {};", g), loc);
+  line(fmt::format("{}.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>({}), 64);", g, ln), loc);
+  line(fmt::format(
+           "AscendC::DataCacheCleanAndInvalid<uint8_t, AscendC::CacheLine::SINGLE_CACHE_LINE, "
+           "AscendC::DcciDst::CACHELINE_OUT>({});",
+           g),
+       loc);
+  close();
+  close();
+}
+
 }  // namespace tl::ascendc

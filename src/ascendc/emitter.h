@@ -88,6 +88,7 @@ class Emitter {
   }
 
   void emit_copy(const TileOpNode& n);  // emit_move.cpp
+  void emit_dcci(const TileOpNode& n);  // emit_move.cpp: T.dcci (DataCacheCleanAndInvalid)
   void emit_copy_dynamic_width(const TileOpNode& n, const Operand& src, const Operand& dst,
                                bool in);     // emit_move.cpp: GM <-> UB rows of run-time length
   bool emit_vector(const TileOpNode& n);     // emit_vector.cpp; false: not a vector op

@@ -15,6 +15,7 @@
 // (src/npu/scheduler.cpp) is. A deadlock -- the cores of a block all waiting on cross-core
 // flags with no SyncAll to wait for, or a SyncAll that some participant never reaches -- is
 // an error naming every waiting core and its line.
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <exception>
@@ -404,6 +405,32 @@ uint8_t* global_element(const Where& w, const GlobalRef& t, int64_t index, bool 
   const int64_t es = tl::dtype_bytes(t.dtype);
   tl::Buffer b = gm_view(w, t.addr + index * es, t.dtype, {1}, {1});
   return c.launch->direct.scalar_access(c.kind, c.vid, b, 0, write, loc_of(w), c.group);
+}
+
+void dcci(const Where& w, const uint8_t* addr, bool entire) {
+  // The tensor the line overlaps: an emitted kernel passes each line by its 64-byte aligned
+  // start, which may lie before the tensor's first byte.
+  const auto line = reinterpret_cast<uintptr_t>(addr) / 64 * 64;
+  const GmArg* t = nullptr;
+  for (const auto& g : ctx(w).launch->cfg.tensors) {
+    const auto start = reinterpret_cast<uintptr_t>(g.tensor.data());
+    const auto end = start + static_cast<uintptr_t>(g.tensor.nbytes());
+    if ((entire ? reinterpret_cast<uintptr_t>(addr) : line) < end &&
+        (entire ? reinterpret_cast<uintptr_t>(addr) + 1 : line + 64) > start)
+      t = &g;
+  }
+  if (!t) fail(w, "a GM address that lies in no tensor of the launch");
+  uint8_t* base = t->tensor.data();
+  const int64_t bytes = t->tensor.nbytes(), es = tl::dtype_bytes(t->tensor.dtype());
+  int64_t lo = 0, hi = bytes;  // byte offsets in the tensor
+  if (!entire) {
+    const auto start = reinterpret_cast<uintptr_t>(base);
+    lo = line > start ? static_cast<int64_t>(line - start) : 0;
+    hi = std::min<int64_t>(bytes, static_cast<int64_t>(line + 64 - start));
+  }
+  const int64_t first = lo / es, count = (hi + es - 1) / es - first;
+  tl::Buffer b = gm_view(w, base + first * es, t->tensor.dtype(), {count}, {1});
+  exec_op(w, "dcci", {tl::BufferRegion::full(b)}, {{"entire", entire}});
 }
 
 float f16_to_float(uint16_t bits) {

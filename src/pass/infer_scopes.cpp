@@ -181,7 +181,14 @@ struct Crossing {
 /// across iterations), both sides inside one statement that is neither a loop nor an if.
 class Twinner {
  public:
-  explicit Twinner(const KernelNode& k) : kernel_(k) {}
+  explicit Twinner(const KernelNode& k) : kernel_(k) {
+    // Lets whose value reads memory (directly or through such a let): a core cannot recompute
+    // them from the other core's memory (split_cube_vector), so a branch on one stays one core's.
+    pre_order_visit(k.body, [&](const Stmt& s) {
+      if (auto* l = s.as<LetNode>(); l && !both_cores_know(l->value))
+        from_memory_.insert(l->var.node());
+    });
+  }
 
   Stmt run(const std::vector<Crossing>& crossings) {
     std::vector<Stmt> body = stmts_of(kernel_.body);
@@ -278,6 +285,14 @@ class Twinner {
         continue;
       }
       if (used & cons) {
+        // Only the consumer uses it, inside an if both cores can evaluate: the crossing goes
+        // into the branches that use it, so a tile read only on some iterations (a q tile's
+        // last kv step) crosses only there instead of after every write (docs/developer_mode.md
+        // "Data that crosses cores").
+        if (auto* branch = s.as<IfNode>(); branch && st.dirty && both_cores_know(branch->cond)) {
+          out.push_back(twin_if(*branch, c, st));
+          continue;
+        }
         if (st.dirty) {
           out.push_back(make_tile_op(
               ops::copy(), {BufferRegion::full(c.home), BufferRegion::full(c.twin)}, {}, s->loc));
@@ -337,7 +352,22 @@ class Twinner {
     Buffer to_;
   };
 
+  /// True when `e` reads no memory, directly or through a let that does (scalar state both
+  /// cores compute, docs/developer_mode.md "Scalar work and GM element stores").
+  bool both_cores_know(const Expr& e) const {
+    struct Reads : IRVisitor {
+      explicit Reads(const std::unordered_set<const VarNode*>& m) : lets(m) {}
+      void visit_(const LoadNode*) override { found = true; }
+      void visit_(const VarNode* v) override { found = found || lets.count(v) > 0; }
+      const std::unordered_set<const VarNode*>& lets;
+      bool found = false;
+    } reads(from_memory_);
+    reads.visit(e);
+    return !reads.found;
+  }
+
   const KernelNode& kernel_;
+  std::unordered_set<const VarNode*> from_memory_;
 };
 
 /// Every T.gemm_v0 whose operands include a developer tile becomes T.gemm (same arguments and
