@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "tl/arith.h"  // simplify: constant shapes
 #include "tl/ir_equal.h"
 #include "tl/ir_ops.h"
 
@@ -247,7 +248,7 @@ std::vector<Param> Parser::params() {
 
 Buffer Parser::tensor_type(const std::string& name) {
   expect("(");
-  std::vector<Expr> shape = tuple();
+  std::vector<Expr> shape = shape_tuple();
   expect(",");
   DType t = dtype_string();
   std::vector<Expr> strides;
@@ -273,6 +274,18 @@ Buffer Parser::tensor_type(const std::string& name) {
   expect(")");
   return BufferNode::make(name, t, std::move(shape), MemScope::GM, std::move(strides), -1, {}, {},
                           0, l2);
+}
+
+/// A buffer's shape: a tuple whose integer-constant entries (`1 * 16`) fold to literals. Shapes
+/// are the one place the parser folds: the rest of the compiler reads a static extent as a
+/// literal (as_const_int), so an unfolded `1 * 16` would be taken for a dynamic size and the
+/// verifier would report it as an overflow. Extents with a dynamic size stay as written.
+std::vector<Expr> Parser::shape_tuple() {
+  std::vector<Expr> xs = tuple();
+  for (Expr& x : xs)
+    if (!x.as<IntImmNode>() && is_int(x.dtype()))
+      if (auto v = as_const_int(simplify(x))) x = IntImmNode::make(x.dtype(), *v);
+  return xs;
 }
 
 /// `(e, e, ...)`, `(e,)` or `()`.

@@ -174,6 +174,7 @@ class Parser {
   std::vector<Param> params();
   Buffer tensor_type(const std::string& name);
   std::vector<Expr> tuple();
+  std::vector<Expr> shape_tuple();
 
   // ---- Statements (parser_stmt.cpp) ------------------------------------------------------
 

@@ -210,7 +210,7 @@ Stmt Parser::alloc_stmt(const std::string& name) {
   if (*scope == MemScope::Var) {
     shape.push_back(IntImmNode::make(DType::Int32, 1));
   } else {
-    shape = tuple();
+    shape = shape_tuple();
     expect(",");
   }
   DType t = dtype_string();

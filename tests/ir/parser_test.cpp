@@ -10,6 +10,7 @@
 #include "tl/ir_ops.h"
 #include "tl/parser.h"
 #include "tl/printer.h"
+#include "tl/verifier.h"
 
 namespace tl {
 namespace {
@@ -257,6 +258,33 @@ def every_stmt(A: T.Tensor((M, 64), "float16"), B: T.Tensor((L, 8), "float32", s
         T.barrier_all()
         T.sync_all()
 )";
+
+// A shape written as a constant expression is a static extent: the compiler reads static extents
+// as literals, and the verifier once took `1 * 16` for a dynamic size and reported an int64
+// overflow. A dynamic extent stays as written.
+TEST(Parser, ConstantShapeExpressionsFoldToLiterals) {
+  PrimFunc f = parse(R"(N = T.dynamic("N")
+
+@T.prim_func
+def k(X: T.Tensor((1 * 16, 16), "float32"), Y: T.Tensor((N * 2, 16), "float32")):
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        with T.Scope("Vector"):
+            x = T.alloc_ub((4 * 2, 16 // 2 + 8), "float32")
+            T.copy(X[vid * 8:vid * 8 + 8, 0:16], x)
+            T.copy(x, Y[vid * 8:vid * 8 + 8, 0:16])
+)",
+                     "shape.tl");
+  EXPECT_EQ(as_const_int(f->params[0].tensor->shape[0]), 16);
+  EXPECT_FALSE(as_const_int(f->params[1].tensor->shape[0]));
+  auto* scope = kernel_body(f)[0].as<ScopeNode>();
+  ASSERT_TRUE(scope);
+  auto* ub = scope->body.as<SeqNode>()->stmts[0].as<AllocateNode>();
+  ASSERT_TRUE(ub);
+  EXPECT_EQ(as_const_int(ub->buffer->shape[0]), 8);
+  EXPECT_EQ(as_const_int(ub->buffer->shape[1]), 16);
+  EXPECT_TRUE(verify(f).empty()) << print(f);
+  EXPECT_NE(print(f).find("T.Tensor((16, 16)"), std::string::npos) << print(f);
+}
 
 TEST(Parser, EveryStatementKindReadsBackAndReprints) {
   PrimFunc f = parse(kEveryStatement, "every.tl");
