@@ -228,8 +228,9 @@ Stmt Parser::alloc_stmt(const std::string& name) {
       address = int_in_range("address", 0, std::numeric_limits<int64_t>::max());
       more = accept(",") && !is(")");
     }
-    if (more && *scope != MemScope::GM) {
-      expect("slot");
+    // Anything else after an on-chip buffer's address is an error at the `)` expected there.
+    if (more && *scope != MemScope::GM && is("slot")) {
+      next();
       expect("=");
       expect("(");
       slot.loop = static_cast<int>(int_in_range("slot loop", 0, std::numeric_limits<int>::max()));
@@ -238,8 +239,8 @@ Stmt Parser::alloc_stmt(const std::string& name) {
       expect(",");
       slot.count = static_cast<int>(int_in_range("slot count", 0, std::numeric_limits<int>::max()));
       expect(")");
-      more = false;
     }
+    if (*scope != MemScope::GM) more = false;
     if (more && is("channel_slots")) {
       next();
       expect("=");
