@@ -32,7 +32,7 @@ ROWS = [
      "RMSNorm 1024 x 1024 (expert: 1 pass)"),
     ("rms_norm_dev", dict(M=1024, N=1024, rM=16, tiles=3), "rms_norm", dict(M=1024, N=1024, bN=1024, passes=2),
      "RMSNorm 1024 x 1024 (expert: 2 passes)"),
-    ("add_dev", dict(M=96, N=8192, bM=4), "elementwise_add", dict(M=96, N=8192), "add 96 x 8192 fp16"),
+    ("add_dev", dict(M=96, N=8192, bM=2, tiles=2), "elementwise_add", dict(M=96, N=8192), "add 96 x 8192 fp16"),
     ("gelu_dev", dict(M=96, N=8192, bM=2, tiles=2), "gelu", dict(M=96, N=8192), "GELU 96 x 8192 fp32"),
     ("softmax_dev", dict(M=4096, N=4096, bM=8, tiles=22), None, None, "softmax 4096 x 4096 fp32"),
     ("matmul_add_dev", dict(), None, None, "matmul + add 256^3"),

@@ -312,6 +312,15 @@ class Buffer {
   std::shared_ptr<const BufferNode> node_;
 };
 
+/// Which slot of a T.Pipelined loop's versioned buffer a buffer is (BufferNode::slot).
+struct PipelineSlot {
+  int loop = -1;  // -1: not a slot
+  int index = 0;
+  int count = 0;
+  bool defined() const { return loop >= 0; }
+  bool operator==(const PipelineSlot&) const = default;
+};
+
 struct BufferNode {
   std::string name;
   DType dtype;
@@ -336,10 +345,17 @@ struct BufferNode {
   /// is the same either way. Printed and parsed (`T.Tensor(..., l2_cache="disable")`),
   /// compared and hashed; the verifier rejects it on an on-chip buffer.
   L2CacheMode l2_cache = L2CacheMode::Normal;
+  /// Trait of an on-chip buffer pipeline_loops made: slot `index` of `count` of a buffer it
+  /// versioned for the T.Pipelined loop numbered `loop` in the function (0, 1, ... in program
+  /// order); undefined (loop -1) for every other buffer. plan_memory reads it: slots of one loop
+  /// with different numbers keep bytes of their own while the memory fits (docs/compiler.md,
+  /// plan_memory). Printed and parsed (`T.alloc_ub(..., slot=(loop, index, count))`), compared
+  /// and hashed; the verifier checks 0 <= index < count, count >= 2 and an on-chip scope.
+  PipelineSlot slot;
   static Buffer make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                      std::vector<Expr> strides = {}, int64_t address = -1, SourceLoc loc = {},
                      std::string origin = {}, int channel_slots = 0,
-                     L2CacheMode l2_cache = L2CacheMode::Normal);
+                     L2CacheMode l2_cache = L2CacheMode::Normal, PipelineSlot slot = {});
   size_t ndim() const { return shape.size(); }
 };
 

@@ -19,6 +19,9 @@ TWINS = [
     ("add_dev", "elementwise_add", dict(M=96, N=2048), {}),
     ("add_dev", "elementwise_add", dict(M=37, N=1029, block_M=8, dtype="float32"),
      dict(M=37, N=1029, bM=8, dtype="float32")),
+    ("add_dev", "elementwise_add", dict(M=97, N=8192, block_M=2, tiles=2), dict(M=97, N=8192, bM=2, tiles=2)),
+    ("add_dev", "elementwise_add", dict(M=33, N=1000, block_M=4, tiles=3, dtype="float32"),
+     dict(M=33, N=1000, bM=4, tiles=3, dtype="float32")),
     ("gelu_dev", "gelu", dict(M=96, N=2048), {}),
     ("gelu_dev", "gelu", dict(M=100, N=2048, block_M=4, tiles=3, dtype="float16"),
      dict(M=100, N=2048, bM=4, tiles=3, dtype="float16")),
@@ -54,9 +57,11 @@ def test_dev_example_builds_the_ir_of_its_cpp_twin(module, generator, args, para
 # ---- Runs on the virtual NPU against torch fp32 references ---------------------------------------------
 
 
-@pytest.mark.parametrize("M,N,block_M,dtype", [(96, 2048, 4, "float16"), (37, 1029, 8, "float32"),
-                                               (13, 100, 4, "int32")])
-def test_add_dev_matches_torch(M, N, block_M, dtype):
+@pytest.mark.parametrize("M,N,block_M,dtype,tiles", [(96, 2048, 4, "float16", 1), (37, 1029, 8, "float32", 1),
+                                                     (13, 100, 4, "int32", 1), (1, 4097, 2, "float16", 2),
+                                                     (7, 1000, 2, "float32", 3), (33, 4097, 2, "float16", 2),
+                                                     (1000, 33, 4, "float16", 2), (4097, 7, 2, "float32", 2)])
+def test_add_dev_matches_torch(M, N, block_M, dtype, tiles):
     import add_dev
 
     torch.manual_seed(0)
@@ -65,7 +70,7 @@ def test_add_dev_matches_torch(M, N, block_M, dtype):
         x, y = torch.randn(M, N).to(t), torch.randn(M, N).to(t)
     else:
         x, y = torch.randint(-1000, 1000, (M, N), dtype=t), torch.randint(-1000, 1000, (M, N), dtype=t)
-    z = add_dev.elementwise_add(M, N, block_M=block_M, dtype=dtype)(x, y)
+    z = add_dev.elementwise_add(M, N, block_M=block_M, dtype=dtype, tiles=tiles)(x, y)
     torch.testing.assert_close(z, (x.double() + y.double()).to(t), rtol=1e-3, atol=1e-3)
 
 

@@ -79,7 +79,7 @@ class Rebinder : public IRMutator {
     if (!changed) return self;
     std::string name = taken_ ? fresh_name(b.name, *taken_) : b.name;
     Buffer nb = BufferNode::make(name, b.dtype, shape, b.scope, strides, b.address, b.loc, b.origin,
-                                 b.channel_slots, b.l2_cache);
+                                 b.channel_slots, b.l2_cache, b.slot);
     bufs_[n->buffer.get()] = nb;
     return base.defined() ? AllocateNode::make_view(nb, base, n->loc)
                           : AllocateNode::make(nb, n->loc);

@@ -141,6 +141,10 @@ class Equal {
     if (a->l2_cache != b->l2_cache)
       return fail(fmt::format("buffer {} vs {} (l2_cache {} vs {})", a->name, b->name,
                               l2_cache_name(a->l2_cache), l2_cache_name(b->l2_cache)));
+    if (a->slot != b->slot)
+      return fail(fmt::format("buffer {} vs {} (slot ({}, {}, {}) vs ({}, {}, {}))", a->name,
+                              b->name, a->slot.loop, a->slot.index, a->slot.count, b->slot.loop,
+                              b->slot.index, b->slot.count));
     if (!exprs(a->shape, b->shape) || !exprs(a->strides, b->strides))
       return fail(fmt::format("buffer {} shape or strides", a->name));
     bufs_[a.get()] = b.get();
@@ -283,6 +287,10 @@ class Hasher {
     mix(static_cast<uint64_t>(b->address));
     if (b->channel_slots) mix(0xc4a0000u + static_cast<uint64_t>(b->channel_slots));
     if (b->l2_cache != L2CacheMode::Normal) mix(0x12ca0000u + static_cast<uint64_t>(b->l2_cache));
+    if (b->slot.defined()) {
+      mix(0x5107000u);
+      for (int v : {b->slot.loop, b->slot.index, b->slot.count}) mix(static_cast<uint64_t>(v));
+    }
     mix(b->shape.size());
     for (const auto& s : b->shape) expr(s);
     mix(b->strides.size());

@@ -203,9 +203,11 @@ Expr CallNode::make(DType t, std::string name, std::vector<Expr> args) {
 
 Buffer BufferNode::make(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope,
                         std::vector<Expr> strides, int64_t address, SourceLoc loc,
-                        std::string origin, int channel_slots, L2CacheMode l2_cache) {
+                        std::string origin, int channel_slots, L2CacheMode l2_cache,
+                        PipelineSlot slot) {
   auto n = std::make_shared<BufferNode>();
   n->name = std::move(name);
+  n->slot = slot;
   n->channel_slots = channel_slots;
   n->l2_cache = l2_cache;
   n->origin = std::move(origin);

@@ -217,15 +217,30 @@ Stmt Parser::alloc_stmt(const std::string& name) {
   int64_t address = -1;
   int channel_slots = 0;  // a workspace's annotations (BufferNode::channel_slots, l2_cache)
   L2CacheMode l2 = L2CacheMode::Normal;
+  PipelineSlot slot;  // an on-chip buffer's (BufferNode::slot)
   if (accept(",") && !is(")")) {
-    // In the printer's order: [address=][, channel_slots=][, l2_cache=] (a workspace's).
+    // In the printer's order: [address=][, channel_slots=][, l2_cache=] (a workspace's),
+    // [address=][, slot=(loop, index, count)] (an on-chip buffer's).
     bool more = true;
-    if (*scope != MemScope::GM || is("address")) {
+    if (is("address") || (*scope != MemScope::GM && !is("slot"))) {
       expect("address");
       expect("=");
       address = int_in_range("address", 0, std::numeric_limits<int64_t>::max());
-      more = *scope == MemScope::GM && accept(",") && !is(")");
+      more = accept(",") && !is(")");
     }
+    // Anything else after an on-chip buffer's address is an error at the `)` expected there.
+    if (more && *scope != MemScope::GM && is("slot")) {
+      next();
+      expect("=");
+      expect("(");
+      slot.loop = static_cast<int>(int_in_range("slot loop", 0, std::numeric_limits<int>::max()));
+      expect(",");
+      slot.index = static_cast<int>(int_in_range("slot index", 0, std::numeric_limits<int>::max()));
+      expect(",");
+      slot.count = static_cast<int>(int_in_range("slot count", 0, std::numeric_limits<int>::max()));
+      expect(")");
+    }
+    if (*scope != MemScope::GM) more = false;
     if (more && is("channel_slots")) {
       next();
       expect("=");
@@ -240,8 +255,8 @@ Stmt Parser::alloc_stmt(const std::string& name) {
   }
   expect(")");
   SourceLoc loc = end_of_line();
-  Buffer b =
-      BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc, {}, channel_slots, l2);
+  Buffer b = BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc, {},
+                              channel_slots, l2, slot);
   bind(name, {{}, b});
   return AllocateNode::make(b, std::move(loc));
 }

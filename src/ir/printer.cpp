@@ -256,6 +256,8 @@ class Printer {
         }
         if (b->address >= 0) call += fmt::format(", address={}", b->address);
         if (b->channel_slots) call += fmt::format(", channel_slots={}", b->channel_slots);
+        if (b->slot.defined())
+          call += fmt::format(", slot=({}, {}, {})", b->slot.loop, b->slot.index, b->slot.count);
         if (b->l2_cache != L2CacheMode::Normal)
           call += fmt::format(", l2_cache=\"{}\"", l2_cache_name(b->l2_cache));
         line(ind, fmt::format("{} = {})", b->name, call), s->loc);

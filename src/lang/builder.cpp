@@ -82,7 +82,7 @@ class Pin : public IRMutator {
     auto it = pins_.find(b.get());
     if (it == pins_.end()) return b;
     Buffer p = BufferNode::make(b->name, b->dtype, b->shape, b->scope, b->strides, it->second,
-                                b->loc, b->origin, b->channel_slots, b->l2_cache);
+                                b->loc, b->origin, b->channel_slots, b->l2_cache, b->slot);
     made_.emplace(b.get(), p);
     return p;
   }
@@ -116,7 +116,7 @@ class SetL2 : public IRMutator {
     auto it = modes_.find(b.get());
     if (it == modes_.end()) return b;
     Buffer p = BufferNode::make(b->name, b->dtype, b->shape, b->scope, b->strides, b->address,
-                                b->loc, b->origin, b->channel_slots, it->second);
+                                b->loc, b->origin, b->channel_slots, it->second, b->slot);
     made_.emplace(b.get(), p);
     return p;
   }

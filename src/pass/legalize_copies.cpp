@@ -117,11 +117,90 @@ Attr* find_attr(std::vector<Attr>& attrs, std::string_view key) {
   return nullptr;
 }
 
+/// Where a stale element of an L1 tile can go (legalize_copies zero-fills a partial L1 tile
+/// only where it could reach a result). lower_cube_ops reads an L1 tile into L0A (op(A), [M, K])
+/// or L0B (op(B), [K, N]) and multiplies row i of op(A) into row i of C, column j of op(B) into
+/// column j of C: a stale K element enters every product of its row or column, a stale M row of
+/// A (N column of B) only its own row (column) of C. Such a row is harmless when every L0C tile
+/// is read only by copies to GM that the same rule clips (start and tensor extent equal to the
+/// L1 copy's along that dimension): they store exactly the rows the L1 copy moved. Anything else
+/// (another reader of the tile, a tile read both ways, an L0C tile read by anything else, the
+/// stores not provably alike) keeps the fill.
+class CubeTails : public IRVisitor {
+ public:
+  /// The tile dimension that is K and the dimension of C the other one becomes; nullopt: every
+  /// dimension needs the fill.
+  struct Role {
+    int k_dim = 0, c_dim = 0;
+  };
+  std::optional<Role> role(const BufferNode* tile) const {
+    auto it = roles_.find(tile);
+    if (it == roles_.end() || !it->second) return std::nullopt;
+    return it->second;
+  }
+  /// Whether C's stores drop a stale row (column) of an L1 tile along tile dimension `d` (not
+  /// K) that the GM -> L1 copy from `gm` left partial.
+  bool stores_drop(const Role& r, const BufferRegion& gm, size_t d) const {
+    if (l0c_elsewhere_ || gm.ranges.size() != 2 || gm.buffer->shape.size() != 2) return false;
+    for (const TileOpNode* st : stores_) {
+      const BufferRegion &src = st->args[0].region, &dst = st->args[1].region;
+      if (src.ranges.size() != 2 || dst.ranges.size() != 2 || dst.buffer->shape.size() != 2)
+        return false;
+      auto src_min = as_const_int(src.ranges[r.c_dim].min);
+      if (!src_min || *src_min != 0) return false;
+      if (!dev::same_extent(dst.ranges[r.c_dim].min, gm.ranges[d].min) ||
+          !dev::same_extent(dst.buffer->shape[r.c_dim], gm.buffer->shape[d]))
+        return false;
+    }
+    return true;
+  }
+
+ protected:
+  void visit_(const TileOpNode* n) override {
+    IRVisitor::visit_(n);
+    const bool copy = n->op == &ops::copy() && n->args.size() >= 2 && n->args[0].is_region() &&
+                      n->args[1].is_region();
+    const MemScope s0 = copy ? n->args[0].region.buffer->scope : MemScope::GM;
+    const MemScope s1 = copy ? n->args[1].region.buffer->scope : MemScope::GM;
+    for (size_t i = 0; i < n->args.size(); ++i) {
+      if (!n->args[i].is_region()) continue;
+      const BufferNode* b = n->args[i].region.buffer.get();
+      if (b->scope == MemScope::L1) {
+        if (copy && i == 1 && s0 == MemScope::GM) continue;  // the load itself
+        if (copy && i == 0 && (s1 == MemScope::L0A || s1 == MemScope::L0B) &&
+            b->shape.size() == 2) {
+          // L0A holds op(A) [M, K], L0B op(B) [K, N]; a transposing load swaps the dims.
+          const bool t = n->attr_bool("transpose"), a = s1 == MemScope::L0A;
+          const Role r{.k_dim = a ? (t ? 0 : 1) : (t ? 1 : 0), .c_dim = a ? 0 : 1};
+          auto [it, fresh] = roles_.try_emplace(b, r);
+          if (!fresh && it->second &&
+              (it->second->k_dim != r.k_dim || it->second->c_dim != r.c_dim))
+            it->second.reset();
+          continue;
+        }
+        roles_[b].reset();
+      } else if (b->scope == MemScope::L0C) {
+        if (n->op == &ops::mma()) continue;
+        if (copy && i == 0 && s1 == MemScope::GM) {
+          stores_.push_back(n);
+          continue;
+        }
+        l0c_elsewhere_ = true;
+      }
+    }
+  }
+
+ private:
+  std::unordered_map<const BufferNode*, std::optional<Role>> roles_;
+  std::vector<const TileOpNode*> stores_;  // L0C -> GM copies
+  bool l0c_elsewhere_ = false;
+};
+
 class Legalizer : public IRMutator {
  public:
-  Legalizer(std::unordered_map<const BufferNode*, PadWidth> pads, const Target& target,
-            std::unordered_set<std::string> taken)
-      : pads_(std::move(pads)), target_(target), taken_(std::move(taken)) {}
+  Legalizer(std::unordered_map<const BufferNode*, PadWidth> pads, const CubeTails& cube,
+            const Target& target, std::unordered_set<std::string> taken)
+      : pads_(std::move(pads)), cube_(cube), target_(target), taken_(std::move(taken)) {}
 
   Buffer mutate_buffer(const Buffer& b) override {
     if (!b.defined()) return b;
@@ -429,6 +508,21 @@ class Legalizer : public IRMutator {
     Stmt copy = TileOpNode::make(n.op, std::move(args), std::move(attrs), n.loc);
     if (!c->clipped || gi != 0 || atomic) return copy;
     Stmt fill;
+    // The dimensions whose partiality asks for the fill: for an L1 tile, those a stale element
+    // could carry into a result (CubeTails); for the author's pad, every clipped one.
+    const std::vector<bool> fill_dims =
+        tb->scope == MemScope::L1 ? zero_dims(n, *c) : std::vector<bool>(t.ranges.size(), true);
+    if (tb->scope == MemScope::L1 &&
+        std::none_of(fill_dims.begin(), fill_dims.end(), [](bool b) { return b; })) {
+      // Stale only along M (N) rows (columns) that C's clipped stores drop: no fill, so a
+      // whole tile's copy is not ordered after one (the dynamic-M GEMM's A panels, docs/ops.md
+      // "GEMM"). Marked clipped: the stale-data checker follows the rows into C.
+      if (!into_whole_tile) return copy;
+      const auto* moved = copy.as<TileOpNode>();
+      std::vector<Attr> marked = moved->attrs;
+      find_attr(marked, "clipped")->value = true;
+      return TileOpNode::make(n.op, moved->args, std::move(marked), n.loc);
+    }
     if (tb->scope == MemScope::L1) {
       // A partial L1 tile: zero it first so no stale K tail enters a product.
       fill = make_tile_op(
@@ -450,7 +544,7 @@ class Legalizer : public IRMutator {
     Expr partial;
     const auto& orig = n.args[ti].region;
     for (size_t d = 0; d < t.ranges.size(); ++d) {
-      if (t.ranges[d].extent.same_as(orig.ranges[d].extent)) continue;
+      if (t.ranges[d].extent.same_as(orig.ranges[d].extent) || !fill_dims[d]) continue;
       Expr p = t.ranges[d].extent < orig.ranges[d].extent;
       partial = partial.defined() ? (partial || p) : p;
     }
@@ -458,6 +552,20 @@ class Legalizer : public IRMutator {
     if (auto always = as_const_int(partial))
       return *always ? SeqNode::make({fill, copy}, n.loc) : copy;
     return SeqNode::make({IfNode::make(partial, fill, Stmt(), n.loc), copy}, n.loc);
+  }
+
+  /// Per dimension of a clipped GM -> L1 copy's tile, whether its being partial asks for the
+  /// zero fill: K of a product, or any dimension whose stale rows could reach anything but C's
+  /// clipped stores (CubeTails: every dimension when the tile's use is not known).
+  std::vector<bool> zero_dims(const TileOpNode& n, const dev::ClippedCopy& c) const {
+    const BufferRegion& orig = n.args[1].region;
+    std::vector<bool> v(c.tile.ranges.size(), true);
+    auto r = cube_.role(c.tile.buffer.get());
+    if (!r || orig.ranges.size() != v.size()) return v;
+    for (size_t d = 0; d < v.size(); ++d)
+      v[d] = !c.tile.ranges[d].extent.same_as(orig.ranges[d].extent) &&
+             (static_cast<int>(d) == r->k_dim || !cube_.stores_drop(*r, n.args[0].region, d));
+    return v;
   }
 
   /// Whether `r` is all of its tile (a padded tile's logical width counts as all of a row).
@@ -477,6 +585,7 @@ class Legalizer : public IRMutator {
   static bool ir_equal_ext(const Expr& a, const Expr& b) { return dev::same_extent(a, b); }
 
   std::unordered_map<const BufferNode*, PadWidth> pads_;
+  const CubeTails& cube_;
   const Target& target_;
   std::unordered_set<std::string> taken_;  // names in the function, for the workspaces
   const KernelNode* kernel_ = nullptr;
@@ -492,7 +601,9 @@ PrimFunc legalize_copies(const PrimFunc& f, const Target& target) {
   if (!dev::is_developer(f)) return f;
   PadPlanner planner;
   planner.visit(f->body);
-  Legalizer legalizer(planner.plan(), target, arith::names_in(f));
+  CubeTails cube;
+  cube.visit(f->body);
+  Legalizer legalizer(planner.plan(), cube, target, arith::names_in(f));
   Stmt body = legalizer.mutate(f->body);
   return body.same_as(f->body) ? f : with_body(f, body);
 }

@@ -89,7 +89,13 @@ class SlotRewriter : public IRMutator {
 class PipelineLoops {
  public:
   PipelineLoops(const PrimFunc& f, const Target& t, bool overlap)
-      : f_(f), target_(t), overlap_(overlap), taken_(arith::names_in(f)) {}
+      : f_(f), target_(t), overlap_(overlap), taken_(arith::names_in(f)) {
+    // Loop numbers of the slots (BufferNode::slot) after any the function has already.
+    pre_order_visit(f->body, [&](const Stmt& x) {
+      if (auto* a = x.as<AllocateNode>(); a && a->buffer->slot.defined())
+        next_loop_ = std::max(next_loop_, a->buffer->slot.loop + 1);
+    });
+  }
 
   PrimFunc run() {
     const KernelNode* k = dev::find_kernel(f_);
@@ -165,7 +171,9 @@ class PipelineLoops {
             fmt::format("{} slots of the channel workspace '{}' (T.Pipelined)", S, ws->name));
   }
 
-  void make_slots(const BufferNode* b, int S, const std::string& origin) {
+  /// `loop`: the number of the T.Pipelined loop the slots are for (BufferNode::slot of the
+  /// on-chip ones; a workspace's slots are its channel_slots).
+  void make_slots(const BufferNode* b, int S, const std::string& origin, int loop = -1) {
     std::vector<Buffer> v;
     if (is_workspace(b)) {
       std::vector<Expr> shape = b->shape;
@@ -178,9 +186,10 @@ class PipelineLoops {
     } else {
       for (int i = 0; i < S; ++i) {
         std::string name = fresh_name(fmt::format("{}_{}", b->name, i));
-        v.push_back(
-            BufferNode::make(name, b->dtype, b->shape, b->scope, b->strides, -1, b->loc,
-                             fmt::format("slot {} of {} of '{}' ({})", i, S, b->name, origin)));
+        v.push_back(BufferNode::make(
+            name, b->dtype, b->shape, b->scope, b->strides, -1, b->loc,
+            fmt::format("slot {} of {} of '{}' ({})", i, S, b->name, origin), 0,
+            L2CacheMode::Normal, PipelineSlot{.loop = loop, .index = i, .count = S}));
       }
     }
     slots_[b] = std::move(v);
@@ -316,7 +325,8 @@ class PipelineLoops {
     }
     fit_capacity(versioned, S, loop, in_body);
     const std::string where = fmt::format("T.Pipelined at {}, {} stages", loop.loc.str(), S);
-    for (const BufferNode* b : versioned) make_slots(b, S, where);
+    const int number = next_loop_++;
+    for (const BufferNode* b : versioned) make_slots(b, S, where, number);
     std::vector<const BufferNode*> extra;
     size_t split = skew_point(body, versioned, in_body, loop, extra);
     if (split > 0 && !extra.empty()) {
@@ -326,7 +336,7 @@ class PipelineLoops {
       kept = all;
       fit_capacity(kept, S, loop, in_body);
       if (kept.size() == all.size()) {
-        for (const BufferNode* b : extra) make_slots(b, S, where);
+        for (const BufferNode* b : extra) make_slots(b, S, where, number);
         versioned = std::move(all);
       } else {
         split = 0;
@@ -527,6 +537,7 @@ class PipelineLoops {
   const Target& target_;
   const bool overlap_;
   std::unordered_set<std::string> taken_;
+  int next_loop_ = 0;  // the number the next T.Pipelined loop's slots get (BufferNode::slot)
   std::set<const BufferNode*> workspaces_;
   std::unordered_map<const BufferNode*, std::vector<Buffer>> slots_;
   const ScopeNode* scope_ = nullptr;

@@ -402,7 +402,16 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
       auto may_share = [&](size_t i, size_t j) {
         size_t early = lives[i]->last < lives[j]->first ? i : j, late = early == i ? j : i;
         auto [it, fresh] = memo.try_emplace({early, late}, true);
-        if (fresh && !syncs_follow) {
+        // Slots of two iterations of one T.Pipelined loop (BufferNode::slot), while the memory
+        // may fit without sharing them (attempt 0): a loop's slots are live across it and never
+        // disjoint, but pipeline_loops unrolls a loop of num_stages iterations into straight
+        // code, where sharing would order iteration 1's loads after iteration 0's last reader
+        // of the bytes and undo the overlap the slots are for (docs/compiler.md, plan_memory).
+        if (fresh && attempt == 0) {
+          const PipelineSlot &se = lives[early]->buffer->slot, &sl = lives[late]->buffer->slot;
+          if (se.defined() && se.loop == sl.loop && se.index != sl.index) it->second = false;
+        }
+        if (fresh && it->second && !syncs_follow) {
           if (auto why = ask->reuse_hazard(lives[early]->buffer.get(), lives[late]->buffer.get())) {
             it->second = false;
             refused.emplace(std::pair{early, late}, *why);
@@ -426,8 +435,9 @@ PrimFunc plan_memory(const PrimFunc& f, const Target& target, bool syncs_follow_
     for (size_t i = 0; i < lives.size(); ++i) {
       const BufferNode& b = *lives[i]->buffer;
       if (b.address >= 0) continue;
-      placer.planned.emplace(&b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides,
-                                                  offsets[i], b.loc, b.origin, b.channel_slots));
+      placer.planned.emplace(
+          &b, BufferNode::make(b.name, b.dtype, b.shape, b.scope, b.strides, offsets[i], b.loc,
+                               b.origin, b.channel_slots, b.l2_cache, b.slot));
     }
   }
   for (const auto& v : lv.views) {

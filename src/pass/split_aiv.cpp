@@ -422,7 +422,7 @@ class AivSplit {
       std::vector<Expr> shape = b->shape;
       shape[0] = int_imm(h);
       shrunk_[b] = BufferNode::make(b->name, b->dtype, shape, b->scope, b->strides, b->address,
-                                    b->loc, b->origin, b->channel_slots, b->l2_cache);
+                                    b->loc, b->origin, b->channel_slots, b->l2_cache, b->slot);
     }
   }
   BufferRegion resized(BufferRegion r) const {

@@ -425,6 +425,21 @@ void check_allocate(const AllocateNode& n, VerifyContext& ctx) {
                           "(parameters, workspaces) pass through L2",
                           b->name, scope_name(b->scope), l2_cache_name(b->l2_cache)),
               context);
+  // pipeline_loops versions on-chip buffers only (a channel's GM workspace has channel_slots);
+  // plan_memory keeps slots of one loop apart by their numbers, which must name a slot.
+  if (b->slot.defined() && (b->scope == MemScope::GM || b->scope == MemScope::Var))
+    ctx.error(n.loc, op, "slot", "pipeline-slot-scope",
+              fmt::format("'{}' is a {} buffer with a pipeline slot; only on-chip tile buffers "
+                          "are slots of a T.Pipelined loop",
+                          b->name, scope_name(b->scope)),
+              context);
+  if (b->slot.defined() &&
+      (b->slot.count < 2 || b->slot.index < 0 || b->slot.index >= b->slot.count))
+    ctx.error(n.loc, op, "slot", "pipeline-slot-range",
+              fmt::format("'{}' is slot {} of {} of loop {}; expected 0 <= slot < count and "
+                          "count >= 2 (one slot per stage of a T.Pipelined loop)",
+                          b->name, b->slot.index, b->slot.count, b->slot.loop),
+              context);
   if (ctx.developer() && is_planned_scope(b->scope)) {
     ctx.error(
         n.loc, op, "", "developer-physical-scope",

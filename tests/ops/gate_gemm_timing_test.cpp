@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "cann_ops_tilelang/gemm.h"
 #include "cann_ops_tilelang/moe.h"
+#include "tl/kernel_registry.h"
 #include "tl/npu/timing.h"
 #include "tl/npu/trace.h"
 
@@ -46,9 +49,23 @@ double gemm_fraction(int64_t M, int64_t N, int64_t K, double* us) {
   return frac;
 }
 
+// Also issue 30's "developer-mode kernel within 0.95x of its expert twin": the library kernel
+// (developer mode, M dynamic) against the expert gemm_pipelined at a compile-time 4096^3. It was
+// 0.92x while every A panel of the dynamic M paid a zero fill's MTE2 barrier (docs/ops.md,
+// "GEMM"); 1.04x since legalize_copies fills only a partial K.
 TEST(GateGemmTiming, Gemm4096CubedAgainstCubePeak) {
   double us = 0;
-  EXPECT_GE(gemm_fraction(4096, 4096, 4096, &us), 0.70);
+  EXPECT_GE(gemm_fraction(4096, 4096, 4096, &us), 0.75);
+  tl::Device dev;
+  const std::map<std::string, std::string> p = {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}};
+  auto e = timed(tl::build_kernel(tl::find_kernel("gemm_pipelined"), p),
+                 {tl::Tensor::empty(dev, {4096, 4096}, DType::Float16),
+                  tl::Tensor::empty(dev, {4096, 4096}, DType::Float16),
+                  tl::Tensor::empty(dev, {4096, 4096}, DType::Float16)},
+                 dev);
+  std::printf("  gemm_pipelined 4096^3: %.1f us; the library kernel at %.3fx\n", e.total_us,
+              e.total_us / us);
+  EXPECT_GE(e.total_us / us, 0.95);
 }
 
 TEST(GateGemmTiming, GemmTailShapeAgainstCubePeak) {

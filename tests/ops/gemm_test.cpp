@@ -172,6 +172,48 @@ TEST(GemmEdges, NaNStaysInItsRowAndColumn) {
       EXPECT_EQ(std::isnan(c[i * 20 + j]), i == 5 || j == 17) << i << "," << j;
 }
 
+// The dynamic M's tail tile (issue 30): legalize_copies no longer zero-fills a partial A panel
+// along M (its stale rows only reach rows of C the clipped store drops; docs/ops.md "GEMM"), so
+// the tails at the brief's sizes, every transpose, with a K tail too (K = 300: panels of 256 and
+// 44, that one still zero-filled).
+TEST(GemmTails, DynamicMTailsMatchFp64Reference) {
+  const DType h = DType::Float16;
+  int i = 0;
+  for (int64_t M : {1, 7, 33, 1000, 4097}) {
+    const bool ta = i % 2 == 1, tb = i % 4 >= 2;
+    ++i;
+    SCOPED_TRACE(fmt::format("M {} trans_a {} trans_b {}", M, ta, tb));
+    const int64_t N = 96, K = 300;
+    tl::Device dev;
+    auto a = ta ? tl::randn(dev, {K, M}, h, 10 + M) : tl::randn(dev, {M, K}, h, 10 + M);
+    auto b = tb ? tl::randn(dev, {N, K}, h, 20 + M) : tl::randn(dev, {K, N}, h, 20 + M);
+    auto out = gemm(a, b, {.trans_a = ta, .trans_b = tb, .out_dtype = DType::Float32});
+    auto av = a.to_vector(), bv = b.to_vector();
+    auto want = opstest::ref::gemm(av, bv, M, N, K, ta, tb);
+    auto scale = opstest::ref::gemm_abs(av, bv, M, N, K, ta, tb);
+    for (auto& x : scale) x *= 1e-6 / opstest::kApprox;
+    auto tol = opstest::tolerance(DType::Float32);
+    tol.rtol = 1e-6;
+    EXPECT_EQ(opstest::allclose(out.to_vector(), want, N, tol, "C", &scale), "");
+  }
+}
+
+// The tail tile's A panel keeps the rows past M of the panel its core loaded before: with N in
+// one tile and 24 AICs, core 0 takes rows 0-127 and then 3072-3076 (M = 3077). A NaN in row 100
+// stays in the stale part of the tail panel, whose rows of C are never stored.
+TEST(GemmTails, AFullTilesNaNStaysOutOfTheTailTileOnItsCore) {
+  tl::Device dev;
+  const int64_t M = 3077, N = 32, K = 48;
+  auto av = tl::randn(dev, {M, K}, DType::Float16, 5).to_vector();
+  auto bv = tl::randn(dev, {K, N}, DType::Float16, 6).to_vector();
+  av[100 * K + 7] = NAN;
+  auto c = gemm(tl::from_vector(dev, {M, K}, DType::Float16, av),
+                tl::from_vector(dev, {K, N}, DType::Float16, bv), {.out_dtype = DType::Float32})
+               .to_vector();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) ASSERT_EQ(std::isnan(c[i * N + j]), i == 100) << i << "," << j;
+}
+
 TEST(GemmEdges, OneKernelForEveryM) {
   tl::Device dev;
   clear_kernel_cache();
