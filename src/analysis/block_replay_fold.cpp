@@ -1,0 +1,113 @@
+// The unroll's fold (tl/replay.h, Stream; docs/compiler.md, "Compile latency", the eighth
+// round): a loop's middle iterations walked once, with the loop variable unknown in their range,
+// and kept as one iteration with its count where every iteration would emit the same events.
+// What must hold, and why it is enough:
+// - every decision the body takes (a branch, a trip count, an event id, a loop bound) is one
+//   value over the range (arith::bound with the lets inlined, as for cid's ranges), or reads
+//   neither the variable nor a let of it (then every iteration takes it alike, decided or not);
+// - every span that reads the variable is either the same bytes for the whole range (one value)
+//   or of a GM tensor no op of the kernel writes: the replay keeps records only of memories
+//   some op writes (replay_run.cpp, `shadow_of`), and its fold compares only their spans, so
+//   such a span decides nothing; the stored iteration holds it as the whole tensor.
+// A Prover's rewrite reuses a recording's op events by execution index: the recording lists the
+// loops it folded (OpEvents::folds), and a rewrite's walk must fold exactly those.
+#include "block_replay_unroller.h"
+
+namespace tl::replay::walk {
+
+/// Walks `f`'s body once with its variable unknown in [lo, hi] (cid's range mechanism: every
+/// decision must be one value over the range, arith::bound) and, where every decision is and
+/// every span of a memory some op writes is one and the same for every value of the range,
+/// keeps the walk as one iteration repeated hi - lo + 1 times (Stream::repeat): the events
+/// the walk of each iteration would have emitted, but for spans of memories no op writes (the
+/// whole memory here). Otherwise undoes the walk (false) and the caller walks each iteration.
+bool Unroller::fold(const ForNode& f, int64_t lo, int64_t hi) {
+  if (hi < lo + 1) return false;
+  const VarNode* var = f.var.node();
+  const size_t at = out_.stored().size(), emitted = emitted_;
+  const size_t trace_at = trace_ ? trace_->size() : 0, arena_at = arena_->size();
+  const Expr split = split_;
+  env_.erase(var);
+  lin_.erase(var);
+  probing_ = true;
+  probe_failed_ = false;
+  probe_var_ = var;
+  tainted_.clear();
+  tainted_atoms_.clear();
+  tainted_atoms_.insert(atom_of(var));
+  undo_.clear();
+  range_[var] = arith::Interval{lo, hi};
+  walk(f.body);
+  range_.erase(var);
+  sym_.erase(var);
+  probing_ = false;
+  split_ = split;
+  const int64_t count = hi - lo + 1;
+  bool ok = !probe_failed_ && !failed_;
+  probe_failed_ = false;
+  if (reuse_) {  // the recording's walk folded exactly these loops, in order
+    const bool same = folds_at_ < reuse_->folds.size() && reuse_->folds[folds_at_].first == &f &&
+                      reuse_->folds[folds_at_].second == (ok ? count : -1);
+    ++folds_at_;
+    if (!same) {
+      missed_ = true;
+      fail();
+      return false;
+    }
+  }
+  if (record_) record_->folds.push_back({&f, ok ? count : -1});
+  if (!ok) {
+    for (const TileOpNode* op : undo_) {
+      if (reuse_)
+        --taken_[op];
+      else if (record_)
+        record_->ranges[op].pop_back();
+    }
+    out_.stored().resize(at);
+    arena_->resize(arena_at);
+    if (trace_) trace_->resize(trace_at);
+    emitted_ = emitted;
+    return false;
+  }
+  if (trace_) trace_->push_back({&f, count});
+  const size_t len = emitted_ - emitted;
+  if (!trace_only_) out_.repeat(at, static_cast<size_t>(count));
+  // Past kMaxEvents the walk of the last iteration fails, as the walk of each would have.
+  emitted_ += len * static_cast<size_t>(count - 1);
+  return true;
+}
+
+/// While fold() walks: whether `e`, which value() could not decide, is decided as every
+/// iteration of the range would decide it (`*v`: the value); else the fold fails. An
+/// expression that reads neither the loop variable nor a let of it is undecided in every
+/// iteration alike (the walk takes the path it takes in each: nothing to decide).
+bool Unroller::probe_decides(const Expr& e, std::optional<int64_t>& v) {
+  if (!reads_probe(e)) return true;
+  if (auto r = ranged(e)) return v = r, true;
+  probe_fail();
+  return false;
+}
+bool Unroller::reads_probe(const BufferRegion& r) const {
+  for (const Range& x : r.ranges)
+    if (reads_probe(x.min) || (x.extent.defined() && reads_probe(x.extent))) return true;
+  return false;
+}
+/// While fold() walks: whether `e` reads the loop variable or a let of it.
+bool Unroller::reads_probe(const Expr& e) const {
+  bool reads = false;
+  pre_order_visit(
+      LetNode::make(Var("_"), e), [](const Stmt&) {},
+      [&](const Expr& y) {
+        if (auto* var = y.as<VarNode>(); var && (var == probe_var_ || tainted_.count(var)))
+          reads = true;
+      });
+  return reads;
+}
+/// While fold() walks: whether linear form `l` reads the loop variable (or a let of it).
+bool Unroller::tainted(const Linear& l) const {
+  for (const auto& t : l.terms())
+    if (tainted_atoms_.count(t.first)) return true;
+  return false;
+}
+
+}  // namespace tl::replay::walk
