@@ -24,6 +24,22 @@ namespace tl::replay::walk {
 bool Unroller::fold(const ForNode& f, int64_t lo, int64_t hi) {
   if (hi < lo + 1) return false;
   const VarNode* var = f.var.node();
+  const int64_t count = hi - lo + 1;
+  // A rewrite's walk takes its op events from the recording, so it cannot check their spans:
+  // it folds where the recording did (whose walk checked them) and its own decisions allow,
+  // and walks where the recording walked. A rewrite rebuilds the loops it moves syncs in: a
+  // loop is known by its variable.
+  if (reuse_) {
+    const bool known = folds_at_ < reuse_->folds.size() && reuse_->folds[folds_at_].first == var;
+    const int64_t recorded = known ? reuse_->folds[folds_at_].second : 0;
+    ++folds_at_;
+    if (!known || (recorded != count && recorded != -1)) {
+      missed_ = true;
+      fail();
+      return false;
+    }
+    if (recorded == -1) return false;
+  }
   const size_t at = out_.stored().size(), emitted = emitted_;
   const size_t trace_at = trace_ ? trace_->size() : 0, arena_at = arena_->size();
   const Expr split = split_;
@@ -42,20 +58,14 @@ bool Unroller::fold(const ForNode& f, int64_t lo, int64_t hi) {
   sym_.erase(var);
   probing_ = false;
   split_ = split;
-  const int64_t count = hi - lo + 1;
   bool ok = !probe_failed_ && !failed_;
   probe_failed_ = false;
-  if (reuse_) {  // the recording's walk folded exactly these loops, in order
-    const bool same = folds_at_ < reuse_->folds.size() && reuse_->folds[folds_at_].first == &f &&
-                      reuse_->folds[folds_at_].second == (ok ? count : -1);
-    ++folds_at_;
-    if (!same) {
-      missed_ = true;
-      fail();
-      return false;
-    }
+  if (reuse_ && !ok) {  // the recording folded here; the rewrite decides otherwise
+    missed_ = true;
+    fail();
+    return false;
   }
-  if (record_) record_->folds.push_back({&f, ok ? count : -1});
+  if (record_) record_->folds.push_back({var, ok ? count : -1});
   if (!ok) {
     for (const TileOpNode* op : undo_) {
       if (reuse_)
@@ -75,6 +85,36 @@ bool Unroller::fold(const ForNode& f, int64_t lo, int64_t hi) {
   // Past kMaxEvents the walk of the last iteration fails, as the walk of each would have.
   emitted_ += len * static_cast<size_t>(count - 1);
   return true;
+}
+
+bool Unroller::writes_moving(const ForNode& f) {
+  auto [it, fresh] = moving_.try_emplace(f.body.get(), false);
+  if (!fresh) return it->second;
+  std::unordered_set<const VarNode*> reads{f.var.node()};
+  auto reads_var = [&](const Expr& e) {
+    bool hit = false;
+    pre_order_visit(
+        LetNode::make(Var("_"), e), [](const Stmt&) {},
+        [&](const Expr& y) {
+          if (auto* v = y.as<VarNode>(); v && reads.count(v)) hit = true;
+        });
+    return hit;
+  };
+  bool moving = false;
+  pre_order_visit(f.body, [&](const Stmt& x) {
+    if (moving) return;
+    if (auto* l = x.as<LetNode>(); l && reads_var(l->value)) reads.insert(l->var.node());
+    auto* op = x.as<TileOpNode>();
+    if (!op) return;
+    for (const analysis::Instr& in : instrs_of(*op))
+      for (const analysis::Use& u : in.uses) {
+        if (!u.write || u.kind == analysis::Use::Scratch || u.kind == analysis::Use::Scalar)
+          continue;
+        for (const Range& r : op->args[static_cast<size_t>(u.arg)].region.ranges)
+          if (reads_var(r.min) || (r.extent.defined() && reads_var(r.extent))) moving = true;
+      }
+  });
+  return moving_[f.body.get()] = moving;
 }
 
 /// While fold() walks: whether `e`, which value() could not decide, is decided as every

@@ -290,7 +290,8 @@ class Unroller {
   void unroll(const ForNode& f, int64_t mn, int64_t ext) {
     // The middle iterations [1, ext - 1) stored once where they are proven alike (fold()); the
     // first and the last, which often decide otherwise (`if j > 0`, `if j + 1 < n`), walked.
-    const bool fold_middle = !probing_ && ext >= kFoldTrips && fold_loops() && matters(f.body);
+    const bool fold_middle =
+        !probing_ && ext >= kFoldTrips && fold_loops() && matters(f.body) && !writes_moving(f);
     for (int64_t i = 0; i < ext && !failed_; ++i) {
       if (fold_middle && i == 1 && fold(f, mn + 1, mn + ext - 2)) i = ext - 1;
       if (failed_) break;
@@ -304,6 +305,10 @@ class Unroller {
   /// Walks `f`'s body once with its variable unknown in [lo, hi] and keeps it as one iteration
   /// of hi - lo + 1 alike ones where they are (block_replay_fold.cpp); false: undone.
   bool fold(const ForNode& f, int64_t lo, int64_t hi);
+  /// Whether an op of `f`'s body writes a region whose bounds read `f`'s variable (or a let of
+  /// it): fold() would walk the body and fail (every written span must stay put), so it is not
+  /// tried (a persistent tile loop's output tile, a row tile). Once per loop.
+  bool writes_moving(const ForNode& f);
   /// While fold() walks: whether `e`, which value() could not decide, is decided alike in every
   /// iteration of the range (`*v`: its value where it reads the loop variable).
   bool probe_decides(const Expr& e, std::optional<int64_t>& v);
@@ -677,6 +682,7 @@ class Unroller {
   std::unordered_map<const VarNode*, Linear> lin_;     // addresses
   std::unordered_set<const VarNode*> unknown_;         // variables of loops taken once
   std::unordered_map<const StmtNode*, bool> matters_;  // matters(), by statement
+  std::unordered_map<const StmtNode*, bool> moving_;   // writes_moving(), by loop body
   std::unordered_map<const TileOpNode*, std::vector<analysis::Instr>> instrs_;  // instrs_of()
   mutable std::unordered_map<const BufferNode*, BufferInfo> buffers_;           // info()
   mutable std::unordered_map<const ExprNode*, bool> can_fail_;                  // can_fail()
