@@ -226,7 +226,8 @@ struct Query {
       -1;  // check: every push of this channel after the reads of its slot's previous tile
   bool accesses = false;  // check: every conflicting pair of accesses ordered
   bool balanced = false;  // check: every intra-core set consumed by a wait by the end
-  /// Report: each intra-core wait with the set it consumed (set statement, wait statement).
+  /// Report: each intra-core wait with the set it consumed (set statement, wait statement), each
+  /// pair at least once (the periods a fold skips repeat pairs already reported).
   std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
   /// Report: the loop periods the replay skipped (the fold, docs/compiler.md), added to.
   size_t* skipped = nullptr;
