@@ -53,20 +53,7 @@ std::optional<Streams> unroll_one(const KernelNode& k, const Stmt& cube, const S
   Interner in;
   Streams out;
   // The GM tensors some op writes (a channel's workspace, the outputs): fold() keeps their spans.
-  std::unordered_set<uint64_t> written_gm;
-  if (accesses)
-    for (const Stmt* body : {&cube, &vector})
-      if (body->defined())
-        pre_order_visit(*body, [&](const Stmt& x) {
-          auto* op = x.as<TileOpNode>();
-          if (!op) return;
-          for (const analysis::Instr& in : analysis::instructions(*op, t))
-            for (const analysis::Use& u : in.uses)
-              if (u.write && u.kind != analysis::Use::Scratch && u.kind != analysis::Use::Scalar &&
-                  op->args[static_cast<size_t>(u.arg)].region.buffer->scope == MemScope::GM)
-                written_gm.insert(
-                    Unroller::gm_key(op->args[static_cast<size_t>(u.arg)].region.buffer.get()));
-        });
+  walk::WrittenGm written_gm{{&cube, &vector}, &t, std::nullopt};
   for (int core = 0; core < 3; ++core) {
     const Stmt& body = core == 0 ? cube : vector;
     if (!body.defined()) {

@@ -49,18 +49,4 @@ std::optional<int64_t> folded(const Expr& e, const arith::VarMap& env, bool stri
   }
 }
 
-std::optional<int64_t> decided(const Expr& e, const arith::VarMap& env,
-                               const std::function<bool(const Expr&)>& can_fail) {
-  if (e.kind() != ExprKind::Binary || !is_bool(e.dtype())) return folded(e, env, false);
-  auto* n = static_cast<const BinaryNode*>(e.get());
-  if (n->op != BinOp::And && n->op != BinOp::Or) return folded(e, env, false);
-  auto x = decided(n->a, env, can_fail), y = decided(n->b, env, can_fail);
-  if (x && y)
-    return arith::int_binary(n->op, arith::binary_dtype(n->op, n->a.dtype(), n->b.dtype()), *x, *y);
-  const bool absorbing = n->op == BinOp::Or;  // the side's truth that decides the operator
-  if (x && (*x != 0) == absorbing && !can_fail(n->b)) return absorbing ? 1 : 0;
-  if (y && (*y != 0) == absorbing && !can_fail(n->a)) return absorbing ? 1 : 0;
-  return std::nullopt;
-}
-
 }  // namespace tl::replay::eval

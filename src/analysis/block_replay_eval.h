@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 
 #include "tl/arith.h"
@@ -32,7 +31,18 @@ std::optional<int64_t> folded(const Expr& e, const arith::VarMap& env, bool stri
 /// can fail (a division by an unknown, a load) keeps value()'s own path.
 /// An `and` / `or` is not folded whole first: where folded() gives its value, decided() gives
 /// each side's (it extends folded()), which combine to the same; each side is evaluated once.
-std::optional<int64_t> decided(const Expr& e, const arith::VarMap& env,
-                               const std::function<bool(const Expr&)>& can_fail);
+template <class CanFail>
+std::optional<int64_t> decided(const Expr& e, const arith::VarMap& env, CanFail&& can_fail) {
+  if (e.kind() != ExprKind::Binary || !is_bool(e.dtype())) return folded(e, env, false);
+  auto* n = static_cast<const BinaryNode*>(e.get());
+  if (n->op != BinOp::And && n->op != BinOp::Or) return folded(e, env, false);
+  auto x = decided(n->a, env, can_fail), y = decided(n->b, env, can_fail);
+  if (x && y)
+    return arith::int_binary(n->op, arith::binary_dtype(n->op, n->a.dtype(), n->b.dtype()), *x, *y);
+  const bool absorbing = n->op == BinOp::Or;  // the side's truth that decides the operator
+  if (x && (*x != 0) == absorbing && !can_fail(n->b)) return absorbing ? 1 : 0;
+  if (y && (*y != 0) == absorbing && !can_fail(n->a)) return absorbing ? 1 : 0;
+  return std::nullopt;
+}
 
 }  // namespace tl::replay::eval

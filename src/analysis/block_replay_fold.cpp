@@ -87,19 +87,28 @@ bool Unroller::fold(const ForNode& f, int64_t lo, int64_t hi) {
   return true;
 }
 
+namespace {
+
+/// Whether an expression reads one of `vars` (an IRVisitor: no IR built to visit it).
+struct Reads : IRVisitor {
+  explicit Reads(const std::unordered_set<const VarNode*>& v) : vars(v) {}
+  bool operator()(const Expr& e) {
+    hit = false;
+    visit(e);
+    return hit;
+  }
+  void visit_(const VarNode* n) override { hit = hit || vars.count(n) > 0; }
+  const std::unordered_set<const VarNode*>& vars;
+  bool hit = false;
+};
+
+}  // namespace
+
 bool Unroller::writes_moving(const ForNode& f) {
   auto [it, fresh] = moving_.try_emplace(f.body.get(), false);
   if (!fresh) return it->second;
   std::unordered_set<const VarNode*> reads{f.var.node()};
-  auto reads_var = [&](const Expr& e) {
-    bool hit = false;
-    pre_order_visit(
-        LetNode::make(Var("_"), e), [](const Stmt&) {},
-        [&](const Expr& y) {
-          if (auto* v = y.as<VarNode>(); v && reads.count(v)) hit = true;
-        });
-    return hit;
-  };
+  Reads reads_var(reads);
   bool moving = false;
   pre_order_visit(f.body, [&](const Stmt& x) {
     if (moving) return;
@@ -134,14 +143,16 @@ bool Unroller::reads_probe(const BufferRegion& r) const {
 }
 /// While fold() walks: whether `e` reads the loop variable or a let of it.
 bool Unroller::reads_probe(const Expr& e) const {
-  bool reads = false;
-  pre_order_visit(
-      LetNode::make(Var("_"), e), [](const Stmt&) {},
-      [&](const Expr& y) {
-        if (auto* var = y.as<VarNode>(); var && (var == probe_var_ || tainted_.count(var)))
-          reads = true;
-      });
-  return reads;
+  struct Probe : IRVisitor {
+    const Unroller& u;
+    bool hit = false;
+    explicit Probe(const Unroller& x) : u(x) {}
+    void visit_(const VarNode* n) override {
+      hit = hit || n == u.probe_var_ || u.tainted_.count(n) > 0;
+    }
+  } probe(*this);
+  probe.visit(e);
+  return probe.hit;
 }
 /// While fold() walks: whether linear form `l` reads the loop variable (or a let of it).
 bool Unroller::tainted(const Linear& l) const {

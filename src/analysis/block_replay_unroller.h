@@ -40,6 +40,38 @@
 
 namespace tl::replay::walk {
 
+/// A GM tensor's memory key in the streams (by name: a pass may rebuild a tensor's node).
+inline uint64_t gm_key(const BufferNode* b) {
+  return std::hash<std::string>()(b->name) | (uint64_t{1} << 63);
+}
+
+/// The GM tensors (memory keys) some op of the kernel's scope bodies writes, found on the first
+/// question (fold() asks only where a span that moves with its loop reads a GM tensor).
+struct WrittenGm {
+  std::array<const Stmt*, 2> bodies;
+  const Target* target;
+  std::optional<std::unordered_set<uint64_t>> keys;
+  bool has(uint64_t mem) {
+    if (!keys) {
+      keys.emplace();
+      for (const Stmt* body : bodies)
+        if (body->defined())
+          pre_order_visit(*body, [&](const Stmt& x) {
+            auto* op = x.as<TileOpNode>();
+            if (!op) return;
+            for (const analysis::Instr& in : analysis::instructions(*op, *target))
+              for (const analysis::Use& u : in.uses) {
+                if (!u.write || u.kind == analysis::Use::Scratch || u.kind == analysis::Use::Scalar)
+                  continue;
+                const Buffer& b = op->args[static_cast<size_t>(u.arg)].region.buffer;
+                if (b->scope == MemScope::GM) keys->insert(gm_key(b.get()));
+              }
+          });
+    }
+    return keys->count(mem) > 0;
+  }
+};
+
 constexpr size_t kMaxEvents = 400000;  // per core: beyond it, no streams
 constexpr int64_t kFoldTrips = 8;      // a loop of fewer trips is walked, never folded
 
@@ -107,13 +139,9 @@ class Unroller {
     trace_only_ = only;
   }
   bool missed() const { return missed_; }
-  /// The GM tensors (memory keys) some op of the kernel writes: fold() stores the spans of the
-  /// others that move with the loop as the whole tensor (no replay reads them). Null: none
-  /// moves.
-  void written_gm(const std::unordered_set<uint64_t>* w) { written_gm_ = w; }
-  static uint64_t gm_key(const BufferNode* b) {
-    return std::hash<std::string>()(b->name) | (uint64_t{1} << 63);
-  }
+  /// The GM tensors some op of the kernel writes: fold() stores the spans of the others that
+  /// move with the loop as the whole tensor (no replay reads them). Null: none moves.
+  void written_gm(WrittenGm* w) { written_gm_ = w; }
   size_t emitted() const { return emitted_; }
 
   std::optional<Stream> run(const Stmt& body) {
@@ -622,7 +650,7 @@ class Unroller {
       if (probing_ && reads_probe(r)) {  // fold(): the same bytes in every iteration, or no reader
         Span sp = bytes_of(r, false);
         if (sp.base < 0 || !precise_) {
-          if (r.buffer->scope != MemScope::GM || !written_gm_ || written_gm_->count(sp.mem))
+          if (r.buffer->scope != MemScope::GM || !written_gm_ || written_gm_->has(sp.mem))
             return probe_fail();
           sp.base = -1, sp.lo = 0, sp.hi = INT64_MAX;  // read only: no replay reads it
         }
@@ -700,9 +728,9 @@ class Unroller {
   std::unordered_set<const VarNode*> tainted_;
   std::unordered_set<int64_t> tainted_atoms_;
   std::vector<const TileOpNode*> undo_;
-  mutable bool precise_ = false;  // bytes_of(): the span is the region's own bytes
-  size_t folds_at_ = 0;           // reuse: the recording's folds compared so far
-  const std::unordered_set<uint64_t>* written_gm_ = nullptr;  // GM tensors some op writes
+  mutable bool precise_ = false;     // bytes_of(): the span is the region's own bytes
+  size_t folds_at_ = 0;              // reuse: the recording's folds compared so far
+  WrittenGm* written_gm_ = nullptr;  // GM tensors some op writes
   OpEvents* record_ = nullptr;
   const OpEvents* reuse_ = nullptr;
   std::unordered_map<const TileOpNode*, size_t> taken_;  // reuse: executions so far, per op
