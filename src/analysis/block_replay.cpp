@@ -1,14 +1,5 @@
-// block_replay (tl/replay.h): unrolls one block's three cores into instruction streams, with
-// conservative byte ranges per op (replay_run.cpp replays them with the hazard checker's rules),
-// (the Prover that asks the replay about rewrites of the same bodies is in replay_prover.cpp,
-// the sets of cid ranges and unroll_blocks in replay_ranges.cpp).
-//
-// Address arithmetic is kept as linear forms over the values a block cannot know at compile
-// time (cid, dynamic sizes, lets of them): two GM regions whose first elements differ only in
-// their constants compare exactly, as the same block evaluates both; anything else (a bound of
-// a loop the streams do not unroll, a product of two unknowns) makes the region the whole
-// buffer. On-chip regions narrow to the bytes between their first and last element, as
-// insert_syncs narrows them (every layout is non-decreasing in each index, tl/storage.h).
+// block_replay (tl/replay.h): the streams of one block's three cores (unroll_one), each walked
+// by the unroller (block_replay_unroller.h), and the replay's shortcut switches.
 #include "tl/replay.h"
 
 #include "block_replay_unroller.h"

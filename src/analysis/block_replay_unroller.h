@@ -1,10 +1,9 @@
-// The unroller of block_replay (tl/replay.h): the walk of one core's scope body into its
-// instruction stream, shared by block_replay.cpp (unroll_one, the walk itself) and
-// block_replay_fold.cpp (a loop's alike middle iterations stored once: Stream's runs).
-//
-// conservative byte ranges per op (replay_run.cpp replays them with the hazard checker's rules),
-// (the Prover that asks the replay about rewrites of the same bodies is in replay_prover.cpp,
-// the sets of cid ranges and unroll_blocks in replay_ranges.cpp).
+// The unroller of block_replay (tl/replay.h): walks one core's scope body into its instruction
+// stream, with conservative byte ranges per op (replay_run.cpp replays them with the hazard
+// checker's rules). Shared by block_replay.cpp (unroll_one: the three cores of a block) and
+// block_replay_fold.cpp (a loop's alike middle iterations stored once: Stream's runs); the
+// Prover that asks the replay about rewrites of the same bodies is in replay_prover.cpp, the
+// sets of cid ranges and unroll_blocks in replay_ranges.cpp.
 //
 // Address arithmetic is kept as linear forms over the values a block cannot know at compile
 // time (cid, dynamic sizes, lets of them): two GM regions whose first elements differ only in
