@@ -18,6 +18,9 @@
 //     flash_attention_dev_s4096           B=1 H=16 S=4096 D=128 (the shape)
 //     flash_attention_dev_s32768          B=1 H=12 S=32768 D=128 (the timed-mode shape,
 //                                         calibration row C7: 512 kv tiles per q tile)
+//     flash_attention_dev_s65536, _s131072  the same at 1,024 and 2,048 kv tiles per q tile:
+//                                         flat with the trip count (the unroll's folded runs)
+//     gemm_dev_k65536                     512 x 512 x 65536: a K loop of 512 panels
 //     softmax_dev_4096                    4096 x 4096 fp32, 22 pipelined row tiles per block
 //     gelu_dev_171, rms_norm_dev_8192     171 and 128 row tiles per block
 //
@@ -106,6 +109,9 @@ const std::vector<Shape>& shapes() {
       {"gemm_dev_4096", "gemm_dev", {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}}},
       {"flash_attention_dev_s4096", "flash_attention_dev", {{"H", "16"}, {"S", "4096"}}},
       {"flash_attention_dev_s32768", "flash_attention_dev", {{"H", "12"}, {"S", "32768"}}},
+      {"flash_attention_dev_s65536", "flash_attention_dev", {{"H", "12"}, {"S", "65536"}}},
+      {"flash_attention_dev_s131072", "flash_attention_dev", {{"H", "12"}, {"S", "131072"}}},
+      {"gemm_dev_k65536", "gemm_dev", {{"M", "512"}, {"N", "512"}, {"K", "65536"}}},
       {"softmax_dev_4096", "softmax_dev", {{"M", "4096"}, {"N", "4096"}, {"tiles", "22"}}},
       {"gelu_dev_171", "gelu_dev", {{"M", "16416"}, {"tiles", "171"}}},
       {"rms_norm_dev_8192", "rms_norm_dev", {{"M", "8192"}, {"N", "4096"}, {"tiles", "128"}}},

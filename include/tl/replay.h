@@ -84,7 +84,94 @@ struct Channel {
   int credit = -1;
 };
 
-using Streams = std::array<std::vector<Event>, 3>;  // 0: AIC, 1: AIV 0, 2: AIV 1
+/// One core's instruction stream, as its events in order (`size()`, `operator[]`), stored with
+/// each run of alike loop iterations once: block_replay proves that every iteration of a loop's
+/// middle range emits the same events (every decision one value over the range, every span of a
+/// memory some op writes the same; docs/compiler.md, "Compile latency", the eighth round) and
+/// stores one iteration with its count. The unroll's and the replay's work on such a loop is
+/// then independent of its trip count where the replay folds its periods. Spans of a memory no
+/// op writes, which no replay reads (replay_run.cpp, `shadow_of`), may differ between the
+/// iterations of a run: its stored iteration holds them as the whole memory.
+class Stream {
+ public:
+  /// Iterations [vat, vat + len * count) are `count` copies of the stored events [at, at + len).
+  struct Run {
+    size_t at = 0, len = 0, count = 0, vat = 0;
+  };
+  size_t size() const { return events_.size() + extra_; }
+  bool empty() const { return size() == 0; }
+  const Event& operator[](size_t v) const {
+    if (runs_.empty()) return events_[v];
+    return events_[stored_at(v)];
+  }
+  /// The index in stored() of event `v`.
+  size_t stored_at(size_t v) const {
+    size_t shift = 0;
+    for (const Run& r : runs_) {
+      if (v < r.vat + r.len) break;
+      if (v < r.vat + r.len * r.count) return r.at + (v - r.vat) % r.len;
+      shift += r.len * (r.count - 1);
+    }
+    return v - shift;
+  }
+  /// Whether events `a` < `b` are equal because both lie in one run, a multiple of its
+  /// iteration apart; then `*end` is the run's end (every event up to it is the one b - a
+  /// before it).
+  bool same_in_run(size_t a, size_t b, size_t* end) const {
+    for (const Run& r : runs_)
+      if (a >= r.vat && b < r.vat + r.len * r.count) {
+        if ((b - a) % r.len) return false;
+        *end = r.vat + r.len * r.count;
+        return true;
+      }
+    return false;
+  }
+  /// Each event once, runs stored once (a scan for what the stream holds, not its order).
+  const std::vector<Event>& stored() const { return events_; }
+  std::vector<Event>& stored() { return events_; }
+  const std::vector<Run>& runs() const { return runs_; }
+  void push_back(Event e) { events_.push_back(std::move(e)); }
+  void reserve(size_t n) { events_.reserve(n); }
+  Event& back() { return events_.back(); }
+  /// The stored events from `at` on (appended last) are one iteration of `count` alike ones.
+  void repeat(size_t at, size_t count) {
+    const size_t len = events_.size() - at;
+    if (len == 0 || count <= 1) return;
+    runs_.push_back({at, len, count, at + extra_});
+    extra_ += len * (count - 1);
+  }
+  /// Removes the events `drop` holds, from every iteration of a run alike.
+  template <class Pred>
+  void remove_if(Pred drop) {
+    std::vector<Event> kept;
+    kept.reserve(events_.size());
+    std::vector<Run> runs;
+    size_t extra = 0, r = 0;
+    for (size_t i = 0; i <= events_.size(); ++i) {
+      if (r < runs_.size() && i == runs_[r].at + runs_[r].len) {  // a run's stored end
+        Run n = runs_[r];
+        n.len = 0;
+        for (size_t j = n.at; j < i; ++j) n.len += !drop(events_[j]);
+        n.at = kept.size() - n.len;
+        n.vat = n.at + extra;
+        if (n.len > 0) runs.push_back(n), extra += n.len * (n.count - 1);
+        ++r;
+      }
+      if (i < events_.size() && !drop(events_[i])) kept.push_back(std::move(events_[i]));
+    }
+    events_ = std::move(kept);
+    runs_ = std::move(runs);
+    extra_ = extra;
+  }
+  bool operator==(const Stream& o) const = delete;
+
+ private:
+  std::vector<Event> events_;
+  std::vector<Run> runs_;
+  size_t extra_ = 0;  // the events the runs stand for beyond their stored iteration
+};
+
+using Streams = std::array<Stream, 3>;  // 0: AIC, 1: AIV 0, 2: AIV 1
 
 /// The streams of one block of kernel `k` (its Cube scope body `cube`, its Vector scope body
 /// `vector`; either may be undefined), with the bytes each op touches when `accesses`: of block
@@ -116,6 +203,11 @@ std::vector<Streams> unroll_blocks(const KernelNode& k, const Stmt& cube, const 
 /// test that compares the lowered IR both ways (tests/analysis/replay_shortcuts_test.cpp).
 void set_shortcuts(bool on);
 bool shortcuts();
+/// Whether the unroll stores a loop's alike middle iterations once (Stream's runs; on by
+/// default, and only with the shortcuts): off, every iteration is walked and stored, the streams
+/// the same event for event (tests/analysis/replay_unroll_fold_test.cpp compares them).
+void set_fold_loops(bool on);
+bool fold_loops();
 
 /// Each op execution's events of one unrolled block, per core (block_replay.cpp).
 struct Recorded;
@@ -134,7 +226,8 @@ struct Query {
       -1;  // check: every push of this channel after the reads of its slot's previous tile
   bool accesses = false;  // check: every conflicting pair of accesses ordered
   bool balanced = false;  // check: every intra-core set consumed by a wait by the end
-  /// Report: each intra-core wait with the set it consumed (set statement, wait statement).
+  /// Report: each intra-core wait with the set it consumed (set statement, wait statement), each
+  /// pair at least once (the periods a fold skips repeat pairs already reported).
   std::vector<std::pair<const SyncNode*, const SyncNode*>>* matches = nullptr;
   /// Report: the loop periods the replay skipped (the fold, docs/compiler.md), added to.
   size_t* skipped = nullptr;

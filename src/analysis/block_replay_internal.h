@@ -23,7 +23,11 @@ constexpr size_t kMaxBlockEvents = 500000;  // all blocks, when each is unrolled
 /// unroller skips their address arithmetic (most of an unroll's time).
 struct OpEvents {
   std::unordered_map<const TileOpNode*, std::vector<std::pair<uint32_t, uint32_t>>> ranges;
-  std::vector<Event> stream;
+  Stream stream;  // the ranges index its stored events
+  /// Each loop (by its variable) whose middle iterations the walk tried to fold, in order: its
+  /// count where they are stored once, -1 where walked (a rewrite's walk must fold exactly these to
+  /// reuse the ranges, whose execution indices count a folded run's iterations once).
+  std::vector<std::pair<const VarNode*, int64_t>> folds;
 };
 /// What a walk of the bodies executed, in order: each op execution as (op, its execution index),
 /// each sync as (statement, its event id). With the recorded op events it determines the stream

@@ -121,7 +121,9 @@ std::vector<Streams> Prover::record(const Stmt bodies[2]) {
   for (size_t b = 0; b < out.size(); ++b) {
     const size_t r = base_rep_[b];
     for (int c = 0; c < 3 && r != b; ++c)
-      if ((*blocks)[b].cores[c].ranges != (*blocks)[r].cores[c].ranges) base_rep_[b] = b;
+      if ((*blocks)[b].cores[c].ranges != (*blocks)[r].cores[c].ranges ||
+          (*blocks)[b].cores[c].folds != (*blocks)[r].cores[c].folds)
+        base_rep_[b] = b;
   }
   return out;
 }

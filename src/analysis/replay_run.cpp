@@ -24,7 +24,7 @@ Prepared prepare(const Streams& streams) {
   Prepared p;
   uint64_t last = 0;
   for (int c = 0; c < 3; ++c)
-    for (const Event& e : streams[c]) {
+    for (const Event& e : streams[c].stored()) {  // the memories in the order first written
       if (e.channel >= 0 && !e.push) p.consumers.insert({c, e.channel});
       for (const Span& a : e.spans)
         if (a.write && !(a.mem == last && !p.written.empty()) &&
@@ -70,7 +70,7 @@ class Replayer {
     pushers_ = {};
     if (q_.slot_channel >= 0)  // the cores that push the checked channel's slots
       for (int c = 0; c < 3; ++c)
-        for (const Event& e : streams_[c])
+        for (const Event& e : streams_[c].stored())
           if (e.channel == q_.slot_channel && e.push && e.first) {
             pushers_[c] = true;
             break;
@@ -275,7 +275,7 @@ class Replayer {
   // last period's did). A record every pipe that may access its memory already knows complete can
   // never conflict again (clocks only grow), nor changes another record's fate: the states are
   // compared without such records. The matches of the skipped periods are the last period's again,
-  // appended in order.
+  // already reported.
   struct Snapshot {
     const SyncNode* marker = nullptr;
     std::array<size_t, 3> pc{};
@@ -285,7 +285,7 @@ class Replayer {
     std::vector<std::pair<std::pair<int, int>, Clock>> cross;
     std::vector<Rec> live;  // sorted (by_record)
     bool progress = false;
-    size_t steps = 0, matches = 0;
+    size_t steps = 0;
     // The slot check's channel: the tiles each core pushed, and the pops of each consumer from
     // the first a later push reads (the pushers' least count less the slots) on.
     std::array<int, 3> pushes{};
@@ -360,7 +360,6 @@ class Replayer {
     }
     n.progress = progress_;
     n.steps = steps_;
-    n.matches = q_.matches ? q_.matches->size() : 0;
     return n;
   }
 
@@ -459,8 +458,16 @@ class Replayer {
       const auto& s = streams_[c];
       const size_t need = m == SIZE_MAX ? SIZE_MAX : m * period + 1;
       size_t run = 0;
-      for (size_t p = b.pc[c]; p < s.size() && run < need && same_event(s[p], s[p - period]); ++p)
-        ++run;
+      for (size_t p = b.pc[c], end = 0; p < s.size() && run < need;) {
+        // A run of alike iterations (Stream) a multiple of its iteration apart: equal throughout.
+        if (s.same_in_run(p - period, p, &end)) {
+          const size_t n = std::min(end - p, need - run);
+          run += n, p += n;
+          continue;
+        }
+        if (!same_event(s[p], s[p - period])) break;
+        ++run, ++p;
+      }
       m = run == 0 ? 0 : std::min(m, (run - 1) / period);
     }
     return m == SIZE_MAX ? 0 : m;
@@ -508,12 +515,10 @@ class Replayer {
         }
       }
     }
+    // The skipped periods' matches are the last period's, already reported (Query::matches is
+    // a set of pairs): appending them m times made the report, and its reader, linear in the
+    // trip count.
     steps_ += m * (b.steps - a.steps);
-    if (q_.matches) {
-      auto& out = *q_.matches;
-      for (size_t i = 0; i < m; ++i)
-        for (size_t j = a.matches; j < b.matches; ++j) out.push_back(out[j]);
-    }
   }
 
   /// The lead core is about to run an event with a statement: a snapshot, or a fold where the
@@ -618,7 +623,8 @@ uint64_t canonical_hash(const Streams& s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (const auto& stream : s) {
     h = mix(h, stream.size());
-    for (const Event& e : stream) {
+    for (const Stream::Run& r : stream.runs()) h = mix(mix(mix(h, r.at), r.len), r.count);
+    for (const Event& e : stream.stored()) {
       h = mix(h, (uint64_t{e.kind} << 40) ^ (uint64_t(e.pipe) << 32) ^ (uint64_t(e.dst) << 24) ^
                      uint64_t(uint32_t(e.id)));
       h = mix(h, reinterpret_cast<uintptr_t>(e.sync));
@@ -634,10 +640,18 @@ uint64_t canonical_hash(const Streams& s) {
 
 bool same_replay(const Streams& a, const Streams& b) {
   Canonical ca, cb;
+  // Stored events and runs equal: the streams are (their runs' first occurrence of each tensor
+  // and base is in their stored iteration, so the origins are the same).
   for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k].size() != b[k].size()) return false;
-    for (size_t i = 0; i < a[k].size(); ++i) {
-      const Event &x = a[k][i], &y = b[k][i];
+    if (a[k].size() != b[k].size() || a[k].stored().size() != b[k].stored().size() ||
+        a[k].runs().size() != b[k].runs().size())
+      return false;
+    for (size_t i = 0; i < a[k].runs().size(); ++i) {
+      const Stream::Run &x = a[k].runs()[i], &y = b[k].runs()[i];
+      if (x.at != y.at || x.len != y.len || x.count != y.count) return false;
+    }
+    for (size_t i = 0; i < a[k].stored().size(); ++i) {
+      const Event &x = a[k].stored()[i], &y = b[k].stored()[i];
       if (x.kind != y.kind || x.pipe != y.pipe || x.dst != y.dst || x.id != y.id ||
           x.channel != y.channel || x.push != y.push || x.first != y.first || x.sync != y.sync ||
           x.spans.size() != y.spans.size())

@@ -201,13 +201,10 @@ PrimFunc elide_channel_credits(const PrimFunc& f, const Target& target) {
     // the bodies without it gives (a channel's credit is raised next to its copies), else anew.
     if (replay::shortcuts() && filterable(cube, id, channels) && filterable(vector, id, channels))
       for (auto& stream : *streams)
-        stream.erase(std::remove_if(stream.begin(), stream.end(),
-                                    [id](const replay::Event& e) {
-                                      return (e.kind == replay::Event::SetCross ||
-                                              e.kind == replay::Event::WaitCross) &&
-                                             e.id == id;
-                                    }),
-                     stream.end());
+        stream.remove_if([id](const replay::Event& e) {
+          return (e.kind == replay::Event::SetCross || e.kind == replay::Event::WaitCross) &&
+                 e.id == id;
+        });
     else
       streams.reset();
     body = without_cross_flag(body, id);

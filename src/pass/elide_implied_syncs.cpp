@@ -174,7 +174,7 @@ PrimFunc elide_implied_syncs(const PrimFunc& f, const Target& target) {
   std::set<const SyncNode*> ran;
   for (const replay::Streams& b : blocks)
     for (const auto& stream : b)
-      for (const replay::Event& e : stream)
+      for (const replay::Event& e : stream.stored())
         if (e.sync) ran.insert(e.sync);
   for (const Stmt& b : bodies)
     pre_order_visit(b, [&](const Stmt& x) {

@@ -8,7 +8,9 @@
 // / `or` decided by one side (the guards of guard_loop_credits), and the fourth, every unit of
 // guard_loop_credits guarded at once in one question (replay::Prover::holds_all), have tests of
 // their own where they must refuse, as has the fifth, elide_implied_syncs' candidates screened and
-// then asked in groups (replay::screen).
+// then asked in groups (replay::screen). The unroll's fold (a loop's alike middle iterations
+// stored once, replay::Stream) is off with the shortcuts too; its own test compares the streams
+// (tests/analysis/replay_unroll_fold_test.cpp).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -56,6 +58,11 @@ std::vector<Case> shapes() {
       {"rms_norm_dev", {{"M", "4097"}, {"N", "777"}, {"tiles", "33"}, {"dtype", "float16"}}},
       {"add_dev", {{"M", "4097"}, {"N", "33"}, {"bM", "7"}}},
       {"flash_attention_dev", {{"H", "12"}, {"S", "32768"}}},
+      // Loops around the unroll's fold (tl/replay.h, Stream): 8 and 33 kv pairs, a long K loop.
+      {"flash_attention_dev", {{"S", "1152"}}},
+      {"flash_attention_dev", {{"S", "4352"}, {"H", "2"}}},
+      {"gemm_dev", {{"M", "512"}, {"N", "512"}, {"K", "65536"}}},
+      {"matmul_add_dev", {{"M", "100"}, {"N", "300"}, {"K", "7000"}}},
   };
 }
 
