@@ -1,4 +1,5 @@
-// The LayerNorm backward kernel generator of cann_ops_tilelang (docs/ops.md): dX per row and
+// The LayerNorm backward kernel generator of cann_ops_tilelang (docs/ops.md), its chunked schedule
+// (the whole-row one, chosen first where rows fit UB, is layer_norm_bwd_rows.cpp): dX per row and
 // fp32 dW | dB partials per AIV; the partials are summed in a fixed order by the RMSNorm dW
 // reduction (rms_norm_bwd_kernel.cpp) run over 2H columns, so dW and dB are deterministic.
 // Expert mode, as rms_norm_bwd: rows of 7168 do not fit UB in fp32 several times over, so a row
@@ -40,6 +41,7 @@ void vbar() {
 }  // namespace
 
 tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
+  if (k.chunk == 0) return layer_norm_bwd_rows_kernel(k);
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;

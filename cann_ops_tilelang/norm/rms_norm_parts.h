@@ -1,7 +1,8 @@
 // The pieces the RMSNorm kernels share: the backward schedules' signature (the chunked kernel,
 // rms_norm_bwd_kernel.cpp; the chunked resident one, rms_norm_bwd_resident.cpp; the whole-row
 // one, rms_norm_bwd_rows.cpp), which the launch binds by position; the weight load into fp32
-// (forward and backward); the row-tile copies. Private to cann_ops_tilelang/norm/. The Python
+// (forward and backward); the row-tile copies; the UB layout of LayerNorm's whole-row backward
+// (its key's fit). Private to cann_ops_tilelang/norm/. The Python
 // twins share the same pieces in python/cann_ops_tilelang/kernels/_rms_norm_parts.py.
 #pragma once
 
@@ -34,5 +35,13 @@ void load_weight_f32(const tl::Buffer& W, const tl::Buffer& wf, int ev, int64_t 
 /// one copy; with nrows (a tail), one copy per row, so no row past the tensor is touched.
 void copy_rows(const tl::Buffer& src, const tl::Buffer& dst, tl::Expr row0,
                std::optional<tl::Expr> nrows, bool to_ub, int H);
+
+/// The UB addresses of LayerNorm's whole-row backward (layer_norm_bwd_rows.cpp) for rM-row tiles
+/// of H columns in `slots` input slots; `end` is the first byte past them (layer_norm_bwd_key's
+/// fit).
+struct LnBwdRowsLayout {
+  int64_t wf, dwb, in, xf, gf, pp, mu, rs, sg, sx, end;
+};
+LnBwdRowsLayout layer_norm_bwd_rows_layout(tl::DType dt, int64_t H, int64_t rM, int64_t slots);
 
 }  // namespace cann_ops_tilelang
