@@ -67,15 +67,11 @@ tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k) {
             "layer_norm_bwd rows: H {} chunk {} slots {}", H, k.chunk, S);
   const double inv_h = 1.0 / static_cast<double>(H);
 
-  auto M = T::dynamic("M");
-  auto DY = T::Tensor("DY", {M, H}, dt);
-  auto X = T::Tensor("X", {M, H}, dt);
-  auto W = T::Tensor("W", {H}, dt);
-  auto DX = T::Tensor("DX", {M, H}, dt);
-  auto DWBP = T::Tensor("DWBP", {2 * blocks, 2 * H}, f32);
-  auto eps = T::Scalar("eps", f32);
+  // The signature RMSNorm's backward has, the partials DWBP [2 * blocks, 2 * H] (rms_norm_parts.h).
+  const RmsNormBwdParams sig = layer_norm_bwd_params(dt, H, blocks, 2 * H);
+  const auto& [M, DY, X, W, DX, DWBP, eps, params] = sig;
 
-  return T::prim_func("layer_norm_bwd", {DY, X, W, DX, DWBP, eps}, [&] {
+  return T::prim_func("layer_norm_bwd", params, [&] {
     // x and dy are read once: past L2, so only dx counts in the footprint that makes writes
     // cost HBM time (docs/ops.md, "RMSNorm", step 8).
     T::annotate_l2_cache({{X, tl::L2CacheMode::Disable}, {DY, tl::L2CacheMode::Disable}});
@@ -107,16 +103,9 @@ tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k) {
         auto row = [&](const Buffer& b, Expr r) { return b.region({r, 0}, {1, H}); };
 
         // The tile as loaded into fp32; dx's buffer (fp32: gf) free once its last store is done.
+        const WholeRowTiles tiles{in, xf, gf, rM, H, kEvOut};
         auto widen = [&](const tl::BufferRegion& xs, const tl::BufferRegion& gs) {
-          T::pipe_barrier(Pipe::V);  // the last tile's instructions have read what this writes
-          if (wide) {
-            T::tile::cast(xf, xs);
-            T::tile::cast(gf, gs);
-          } else {
-            T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
-            T::tile::add(xf, xs, 0.0);
-            T::tile::add(gf, gs, 0.0);
-          }
+          widen_tile(tiles, xs, gs);
         };
         // The sum of each row of a * b into out: the first column quarters' product into pp,
         // the other quarters' added by mul_add_dst, then one reduce_sum. Ends with it issued.
@@ -240,29 +229,7 @@ tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k) {
         T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
         // The tail tile (M % rM rows) continues the round robin; its rows past M are
         // zero-filled first and only its valid rows enter the partials.
-        auto tail = T::let("tail", M % rM);
-        T::If(tail > 0 && worker == full_tiles % workers, [&] {
-          auto xs = slot(Expr(0)), gs = slot(Expr(rM));
-          T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);
-          T::pipe_barrier(Pipe::V);
-          T::tile::fill(xs, 0.0);
-          T::tile::fill(gs, 0.0);
-          set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
-          T::serial("j", tail, [&](Expr j) {
-            T::copy(X.at({full_tiles * rM + j, 0}), in.region({j, 0}, {1, H}));
-          });
-          T::serial("j", tail, [&](Expr j) {
-            T::copy(DY.at({full_tiles * rM + j, 0}), in.region({rM + j, 0}, {1, H}));
-          });
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-          widen(xs, gs);
-          compute(tail, wide ? tl::TileArg(gs) : tl::TileArg(gf));
-          set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
-          T::serial("j", tail, [&](Expr j) {  // dx's valid rows (16-bit: in gs)
-            T::copy(wide ? in.region({rM + j, 0}, {1, H}) : gf.region({j, 0}, {1, H}),
-                    DX.at({full_tiles * rM + j, 0}));
-          });
-        });
+        whole_row_tail(tiles, X, DY, DX, M, full_tiles, worker, workers, kEvTail, compute);
         set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
         T::copy(dwb, DWBP.at({worker, 0}));
       });
