@@ -12,15 +12,19 @@
 //   widen x, dy; sum x -> mean; xc; sum xc^2 -> rstd; dB partial += dy
 //   dy *= rstd; dW partial += dy xc (mul_add_dst); g' = dy w; sum g'; sum g' xc
 //   dx = g' - sum(g') / H - xc sum(g' xc) rstd^2 / H (a row_expand_sub and an axpy); narrow
-// which is rstd (g - mean(g) - xhat mean(g xhat)) with xhat = xc rstd. The mean, rstd and the
-// axpy's factor are computed by the scalar unit from the sums (one V -> S wait each), so they
-// cost no vector instruction and no barrier. Each sum of products forms the first column
+// which is rstd (g - mean(g) - xhat mean(g xhat)) with xhat = xc rstd. The mean and the axpy's
+// factor are computed by the scalar unit from the sums (one V -> S wait each), so they cost no
+// vector instruction and no barrier; rstd / sqrt(H) = rsqrt(sum xc^2 + H eps) takes two [rM]
+// vector ops (the AscendC emitter has no scalar rsqrt), its sqrt(H) carried by W (scaled once)
+// and the dW partial (scaled back once). Each sum of products forms the first column
 // quarter's product and adds the other quarters' with mul_add_dst, so the products take a
 // quarter row (a 7168 bf16 row leaves no more room: W, dW and dB are fp32 rows). The sums are
 // whole-row reduce_sums (14 + 7 + 1 a further repeat + 32 cycles, docs/calibration.md "Vector
 // cost rows": cheaper than trees). The mean is subtracted before the variance is summed (no
 // E[x^2] - E[x]^2 cancellation). UB addresses are explicit: the two sources of every vector
 // instruction start 256 bytes apart modulo 512 (no bank-group conflict, docs/calibration.md).
+#include <cmath>
+
 #include "cann_ops_tilelang/core.h"
 #include "cann_ops_tilelang/norm.h"
 #include "rms_norm_parts.h"
@@ -52,6 +56,7 @@ LnBwdRowsLayout layer_norm_bwd_rows_layout(tl::DType dt, int64_t H, int64_t rM, 
   l.rs = place(rM * 4, 0);
   l.sg = place(rM * 4, 0);  // dy's opposite (g' - mean)
   l.sx = place(rM * 4, 0);
+  l.rt = place(rM * 4, 0);  // dy's opposite (dy rstd)
   l.end = place.at;
   return l;
 }
@@ -65,7 +70,7 @@ tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k) {
   const int S = ir_size(k.slots, "slots"), A = (S - 1) / 2;  // slots, tiles loaded ahead
   TL_ASSERT(H % 32 == 0 && k.chunk == 0 && S % 2 == 1 && S >= 3 && (wide || S == 3),
             "layer_norm_bwd rows: H {} chunk {} slots {}", H, k.chunk, S);
-  const double inv_h = 1.0 / static_cast<double>(H);
+  const double inv_h = 1.0 / static_cast<double>(H), sqrt_h = std::sqrt(static_cast<double>(H));
 
   // The signature RMSNorm's backward has, the partials DWBP [2 * blocks, 2 * H] (rms_norm_parts.h).
   const RmsNormBwdParams sig = layer_norm_bwd_params(dt, H, blocks, 2 * H);
@@ -91,8 +96,11 @@ tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k) {
         auto rs = T::alloc_ub("rs_ub", {rM}, f32, at.rs);     // sum xc^2
         auto sg = T::alloc_ub("sg_ub", {rM}, f32, at.sg);     // sum g', then / H
         auto sx = T::alloc_ub("sx_ub", {rM}, f32, at.sx);     // sum g' xc
+        auto rt = T::alloc_ub("rt_ub", {rM}, f32, at.rt);     // rstd / sqrt(H)
         // W as loaded is dead once widened: it shares x's fp32 bytes.
         load_weight_f32(W, wf, kEvTail, at.xf);
+        T::pipe_barrier(Pipe::V);
+        T::tile::mul(wf, wf, sqrt_h);  // dy is scaled by rstd / sqrt(H)
         T::tile::fill(dwb, 0.0);
 
         auto slot = [&](Expr first_row) { return in.region({first_row, 0}, {rM, H}); };
@@ -134,17 +142,20 @@ tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k) {
           T::pipe_barrier(Pipe::V);
           product_sum(xf, xf, rs);  // sum xc^2
           T::pipe_barrier(Pipe::V);
-          set_then_wait(Pipe::V, Pipe::S, kEvScalar);
-          T::serial("r", rM, [&](Expr r) {  // dy rstd, rstd = rsqrt(sum xc^2 / H + eps)
-            T::tile::mul(row(gf, r), row(gf, r), tl::rsqrt(rs.load({r}) * Expr(inv_h) + eps));
-          });
+          // rt = rsqrt(sum xc^2 + H eps) = rstd / sqrt(H): W and the dW partial carry sqrt(H)
+          // (the AscendC emitter has no scalar rsqrt: docs/ascendc.md).
+          T::tile::add(rt, rs, eps * Expr(static_cast<double>(H)));
           T::pipe_barrier(Pipe::V);
-          T::serial("r", rows, [&](Expr r) {  // dW += dy rstd xc, valid rows in order
+          T::tile::rsqrt(rt, rt);
+          T::pipe_barrier(Pipe::V);
+          T::tile::row_expand_mul(gf, gf, rt);  // dy rstd / sqrt(H)
+          T::pipe_barrier(Pipe::V);
+          T::serial("r", rows, [&](Expr r) {  // dW / sqrt(H) += dy rstd xc / sqrt(H), in order
             T::tile::mul_add_dst(dwb.region({0}, {H}), row(gf, r), row(xf, r));
             T::pipe_barrier(Pipe::V);
           });
           T::pipe_barrier(Pipe::V);
-          T::serial("r", rM, [&](Expr r) {  // g' = dy rstd w
+          T::serial("r", rM, [&](Expr r) {  // g' = dy rstd w (wf: w sqrt(H))
             T::tile::mul(row(gf, r), row(gf, r), wf);
           });
           T::pipe_barrier(Pipe::V);
@@ -230,6 +241,8 @@ tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k) {
         // The tail tile (M % rM rows) continues the round robin; its rows past M are
         // zero-filled first and only its valid rows enter the partials.
         whole_row_tail(tiles, X, DY, DX, M, full_tiles, worker, workers, kEvTail, compute);
+        T::pipe_barrier(Pipe::V);
+        T::tile::mul(dwb.region({0}, {H}), dwb.region({0}, {H}), sqrt_h);  // its terms' 1 / sqrt(H)
         set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
         T::copy(dwb, DWBP.at({worker, 0}));
       });

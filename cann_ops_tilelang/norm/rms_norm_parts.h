@@ -64,7 +64,7 @@ void whole_row_tail(const WholeRowTiles& t, const tl::Buffer& X, const tl::Buffe
 /// of H columns in `slots` input slots; `end` is the first byte past them (layer_norm_bwd_key's
 /// fit).
 struct LnBwdRowsLayout {
-  int64_t wf, dwb, in, xf, gf, pp, mu, rs, sg, sx, end;
+  int64_t wf, dwb, in, xf, gf, pp, mu, rs, sg, sx, rt, end;
 };
 LnBwdRowsLayout layer_norm_bwd_rows_layout(tl::DType dt, int64_t H, int64_t rM, int64_t slots);
 

@@ -7,11 +7,13 @@ RMSNorm's whole-row schedule (rms_norm_bwd_rows.py) with LayerNorm's arithmetic:
 once into a ring of S = 2A + 1 slots (A tiles ahead), widened once; with xc = x - mean and
 g' = rstd dy w, per tile: sum x -> mean; xc; sum xc^2 -> rstd; dB partial += dy; dy *= rstd; dW
 partial += dy xc (mul_add_dst); g' = dy w; sum g'; sum g' xc; dx = g' - sum(g') / H - xc sum(g' xc)
-rstd^2 / H; narrow into the tile's dy slot. The mean, rstd and the axpy's factor come from the
-scalar unit; each sum of products is the first column quarter's product plus the others'
+rstd^2 / H; narrow into the tile's dy slot. The mean and the axpy's factor come from the scalar
+unit, rstd / sqrt(H) from two [rM] vector ops (W and the dW partial carry sqrt(H)); each sum of products is the first column quarter's product plus the others'
 (mul_add_dst), then a reduce_sum. UB addresses explicit so the two sources of every vector
 instruction start 256 bytes apart modulo 512 (no bank-group conflict, docs/calibration.md).
 """
+
+import math
 
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
@@ -39,6 +41,7 @@ def layer_norm_bwd_rows_layout(dtype: str, H: int, rM: int, slots: int) -> dict:
     at["rs"] = place(rM * 4, 0)
     at["sg"] = place(rM * 4, 0)
     at["sx"] = place(rM * 4, 0)
+    at["rt"] = place(rM * 4, 0)
     return at
 
 
@@ -51,7 +54,7 @@ def layer_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chun
     wide = dtype != "float32"
     assert H % 32 == 0 and chunk == 0 and S % 2 == 1 and S >= 3 and (wide or S == 3), \
         f"layer_norm_bwd rows: H {H} chunk {chunk} slots {S}"
-    inv_h = 1.0 / H
+    inv_h, sqrt_h = 1.0 / H, math.sqrt(H)
     M = T.dynamic("M")
     num_blocks = T.min(blocks, T.ceildiv(M, rM))
     at = layer_norm_bwd_rows_layout(dtype, H, rM, S)
@@ -72,7 +75,7 @@ def layer_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chun
         T.reduce_sum(pp_ub, out_ub, -1)
 
     @T.macro
-    def compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, dx_ub, rows):
+    def compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, rt_ub, dx_ub, rows):
         """The rest of the tile; `rows` of its rows are valid (all rM but in the tail)."""
         T.pipe_barrier("V")
         T.reduce_sum(xf_ub, mu_ub, -1)  # sum x
@@ -86,9 +89,12 @@ def layer_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chun
         T.pipe_barrier("V")
         product_sum(pp_ub, xf_ub, xf_ub, rs_ub)  # sum xc^2
         T.pipe_barrier("V")
-        sync("V", "S", EV_SCALAR)
-        for r in T.serial(rM):  # dy rstd, rstd = rsqrt(sum xc^2 / H + eps)
-            T.tile.mul(gf_ub[r:r + 1, 0:H], gf_ub[r:r + 1, 0:H], T.rsqrt(rs_ub[r] * inv_h + eps))
+        # rt = rsqrt(sum xc^2 + H eps) = rstd / sqrt(H): W and the dW partial carry sqrt(H).
+        T.tile.add(rt_ub, rs_ub, eps * float(H))
+        T.pipe_barrier("V")
+        T.tile.rsqrt(rt_ub, rt_ub)
+        T.pipe_barrier("V")
+        T.tile.row_expand_mul(gf_ub, gf_ub, rt_ub)  # dy rstd / sqrt(H)
         T.pipe_barrier("V")
         for r in T.serial(rows):  # dW += dy rstd xc, valid rows in order
             T.tile.mul_add_dst(dwb_ub[0:H], gf_ub[r:r + 1, 0:H], xf_ub[r:r + 1, 0:H])
@@ -129,8 +135,11 @@ def layer_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chun
                 rs_ub = T.alloc_ub((rM,), "float32", address=at["rs"])  # sum xc^2
                 sg_ub = T.alloc_ub((rM,), "float32", address=at["sg"])  # sum g', then / H
                 sx_ub = T.alloc_ub((rM,), "float32", address=at["sx"])  # sum g' xc
+                rt_ub = T.alloc_ub((rM,), "float32", address=at["rt"])  # rstd / sqrt(H)
                 # W as loaded is dead once widened: it shares x's fp32 bytes.
                 load_weight_f32(W, wf_ub)
+                T.pipe_barrier("V")
+                T.tile.mul(wf_ub, wf_ub, sqrt_h)  # dy is scaled by rstd / sqrt(H)
                 T.tile.fill(dwb_ub, 0.0)
 
                 # A ring of S = 2A + 1 slots: tile i's x in slot 2i mod S, its dy (then dx) in 2i + 1
@@ -173,12 +182,12 @@ def layer_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chun
                             if i + 2 < mine:
                                 T.copy(X[(worker + (i + 2) * workers) * rM, 0], in_ub[go:go + rM, 0:H])
                     if wide:
-                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub,
+                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, rt_ub,
                                 in_ub[go:go + rM, 0:H], rM)
                         sync("V", "MTE3", EV_OUT)
                         T.copy(in_ub[go:go + rM, 0:H], DX[(worker + i * workers) * rM, 0])
                     else:
-                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, gf_ub, rM)
+                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, rt_ub, gf_ub, rM)
                         sync("V", "MTE3", EV_OUT)
                         T.copy(gf_ub, DX[(worker + i * workers) * rM, 0])
                     T.set_flag("MTE3", "V", EV_OUT)
@@ -206,16 +215,18 @@ def layer_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chun
                     sync("MTE2", "V", EV_TAIL)
                     widen(in_ub[0:rM, 0:H], in_ub[rM:2 * rM, 0:H], xf_ub, gf_ub)
                     if wide:
-                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub,
+                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, rt_ub,
                                 in_ub[rM:2 * rM, 0:H], tail)
                         sync("V", "MTE3", EV_TAIL)
                         for j in T.serial(tail):  # dx's valid rows (16-bit: in the dy slot)
                             T.copy(in_ub[rM + j:rM + j + 1, 0:H], DX[full_tiles * rM + j, 0])
                     else:
-                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, gf_ub, tail)
+                        compute(eps, xf_ub, gf_ub, pp_ub, wf_ub, dwb_ub, mu_ub, rs_ub, sg_ub, sx_ub, rt_ub, gf_ub, tail)
                         sync("V", "MTE3", EV_TAIL)
                         for j in T.serial(tail):
                             T.copy(gf_ub[j:j + 1, 0:H], DX[full_tiles * rM + j, 0])
+                T.pipe_barrier("V")
+                T.tile.mul(dwb_ub[0:H], dwb_ub[0:H], sqrt_h)  # its terms' 1 / sqrt(H)
                 sync("V", "MTE3", EV_TAIL)
                 T.copy(dwb_ub, DWBP[worker, 0])
 
