@@ -7,8 +7,8 @@
 // whole tile; dx is narrowed into the tile's dy slot and stored with one copy. Its Python twin
 // is layer_norm_bwd_rows_kernel in python/cann_ops_tilelang/kernels/layer_norm_bwd_rows.py.
 //
-// The kernel is vector bound, so it is written for the fewest vector passes over a row. With
-// xc = x - mean, g' = rstd dy w (dy scaled by rstd once: dW's term and g both need it),
+// The kernel is close to vector bound, so it is written for the fewest vector passes over a row.
+// With xc = x - mean, g' = rstd dy w (dy scaled by rstd once: dW's term and g both need it),
 //   widen x, dy; sum x -> mean; xc; sum xc^2 -> rstd; dB partial += dy
 //   dy *= rstd; dW partial += dy xc (mul_add_dst); g' = dy w; sum g'; sum g' xc
 //   dx = g' - sum(g') / H - xc sum(g' xc) rstd^2 / H (a row_expand_sub and an axpy); narrow
