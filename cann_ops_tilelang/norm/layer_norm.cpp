@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cann_ops_tilelang/norm.h"
+#include "rms_norm_parts.h"
 #include "tl/gm_fill.h"
 
 namespace cann_ops_tilelang {
@@ -36,9 +37,9 @@ int64_t ub_use(tl::DType dt, int64_t H, int64_t bM, bool w, bool b, int64_t stag
 }
 
 /// The backward's row width in UB: H, or for a ragged row (bN does not divide H) H rounded up
-/// to whole bN-column chunks.
+/// to whole bN-column chunks; whole rows (bN 0): H.
 int64_t padded_hidden(int64_t H, int64_t bN) {
-  return (H + bN - 1) / bN * bN;
+  return bN == 0 ? H : (H + bN - 1) / bN * bN;
 }
 
 /// UB bytes of one AIV for the backward kernel with bN-column chunks of 8-row tiles: wf, dW | dB
@@ -142,14 +143,28 @@ OpCost layer_norm_cost(int64_t rows, int64_t hidden, tl::DType dtype, bool weigh
 }
 
 std::string LayerNormBwdKey::str() const {
-  return fmt::format("dtype={},H={},rM={},bN={},blocks={}", tl::dtype_name(dtype), hidden,
-                     rows_per_tile, chunk, blocks);
+  return fmt::format("dtype={},H={},rM={},bN={},blocks={},slots={}", tl::dtype_name(dtype), hidden,
+                     rows_per_tile, chunk, blocks, slots);
 }
 
 LayerNormBwdKey layer_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
                                    const Checker& check) {
   const auto budget = vector_budget(target);
   LayerNormBwdKey k{.dtype = dtype, .hidden = hidden, .rows_per_tile = 8, .blocks = budget.blocks};
+  // The whole-row schedule (chunk 0) where it fits, the most rows that do: x and dy read once,
+  // the fewest vector passes (docs/ops.md, "LayerNorm"). Its products take column quarters of
+  // whole 32-byte blocks (H a multiple of 32).
+  // Five slots (loads two tiles ahead) before three where 16-bit rows leave room.
+  const bool wide = dtype != tl::DType::Float32;
+  for (int64_t rM : {8, 4, 2, 1})
+    for (int64_t slots : {5, 3}) {
+      if (hidden % 32 != 0 || (slots == 5 && !wide)) continue;
+      if (layer_norm_bwd_rows_layout(dtype, hidden, rM, slots).end <= budget.ub_bytes) {
+        k.rows_per_tile = rM;
+        k.slots = slots;
+        return k;
+      }
+    }
   const int64_t q = 32 / tl::dtype_bytes(dtype);
   if (hidden % q == 0) {
     k.chunk = widest_chunk(hidden, q, 1024, [&](int64_t c) {
@@ -170,10 +185,23 @@ LayerNormBwdKey layer_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Ta
 }
 
 RmsNormKey layer_norm_dwb_reduce_key(const LayerNormBwdKey& k) {
+  const int64_t cols = 2 * padded_hidden(k.hidden, k.chunk);
+  int64_t chunk = k.chunk;
+  if (chunk == 0) {
+    // Whole rows: as rms_norm_backward's reduction, the narrowest chunk that leaves at most one
+    // per AIV (each costs a GM latency and P adds, whatever its width), at most 1024 columns.
+    const int64_t q = 32 / tl::dtype_bytes(k.dtype), partials = 2 * k.blocks;
+    chunk = widest_chunk(cols, q, 1024, [](int64_t) { return true; });
+    for (int64_t c = q; c <= 1024; c += q)
+      if (cols % c == 0 && cols / c <= partials) {
+        chunk = c;
+        break;
+      }
+  }
   return {.dtype = k.dtype,
-          .hidden = 2 * padded_hidden(k.hidden, k.chunk),
+          .hidden = cols,
           .rows_per_tile = k.rows_per_tile,
-          .chunk = k.chunk,
+          .chunk = chunk,
           .blocks = k.blocks};
 }
 

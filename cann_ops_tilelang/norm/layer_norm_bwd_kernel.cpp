@@ -1,4 +1,5 @@
-// The LayerNorm backward kernel generator of cann_ops_tilelang (docs/ops.md): dX per row and
+// The LayerNorm backward kernel generator of cann_ops_tilelang (docs/ops.md), its chunked schedule
+// (the whole-row one, chosen first where rows fit UB, is layer_norm_bwd_rows.cpp): dX per row and
 // fp32 dW | dB partials per AIV; the partials are summed in a fixed order by the RMSNorm dW
 // reduction (rms_norm_bwd_kernel.cpp) run over 2H columns, so dW and dB are deterministic.
 // Expert mode, as rms_norm_bwd: rows of 7168 do not fit UB in fp32 several times over, so a row
@@ -22,6 +23,7 @@
 #include <optional>
 
 #include "cann_ops_tilelang/norm.h"
+#include "rms_norm_parts.h"
 #include "tl/lang.h"
 
 namespace cann_ops_tilelang {
@@ -40,6 +42,7 @@ void vbar() {
 }  // namespace
 
 tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
+  if (k.chunk == 0) return layer_norm_bwd_rows_kernel(k);
   using tl::DType;
   const DType dt = k.dtype, f32 = DType::Float32;
   const bool wide = dt != f32;
@@ -50,15 +53,12 @@ tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k) {
   const bool ragged = Hp != H;
   const double inv_h = 1.0 / static_cast<double>(H);
 
-  auto M = T::dynamic("M");
-  auto DY = T::Tensor("DY", {M, H}, dt);
-  auto X = T::Tensor("X", {M, H}, dt);
-  auto W = T::Tensor("W", {H}, dt);
-  auto DX = T::Tensor("DX", {M, H}, dt);
-  auto DWBP = T::Tensor("DWBP", {2 * blocks, 2 * Hp}, f32);
-  auto eps = T::Scalar("eps", f32);
+  // The signature RMSNorm's backward has, the partials DWBP [2 * blocks, 2 * Hp]
+  // (rms_norm_parts.h).
+  const RmsNormBwdParams sig = layer_norm_bwd_params(dt, H, blocks, 2 * Hp);
+  const auto& [M, DY, X, W, DX, DWBP, eps, params] = sig;
 
-  return T::prim_func("layer_norm_bwd", {DY, X, W, DX, DWBP, eps}, [&] {
+  return T::prim_func("layer_norm_bwd", params, [&] {
     Expr num_blocks = min(Expr(blocks), ceildiv(M, rM));
     T::Kernel(num_blocks, [&](Expr cid, Expr vid) {
       T::Scope(tl::Core::Vector, [&] {

@@ -103,16 +103,9 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
         auto row = [&](const Buffer& b, Expr r, int w) { return b.region({r, 0}, {1, w}); };
 
         // The tile as loaded into fp32; dx's buffer (fp32: gf) free once its last store is done.
+        const WholeRowTiles tiles{in, xf, gf, rM, H, kEvOut};
         auto widen = [&](const tl::BufferRegion& xs, const tl::BufferRegion& gs) {
-          T::pipe_barrier(Pipe::V);  // the last tile's instructions have read what this writes
-          if (wide) {
-            T::tile::cast(xf, xs);
-            T::tile::cast(gf, gs);
-          } else {
-            T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
-            T::tile::add(xf, xs, 0.0);
-            T::tile::add(gf, gs, 0.0);
-          }
+          widen_tile(tiles, xs, gs);
         };
         // The rest of the tile; `rows` of its rows are valid (all rM but in the tail).
         auto compute = [&](Expr rows, const tl::TileArg& out) {
@@ -207,29 +200,7 @@ tl::PrimFunc rms_norm_bwd_rows_kernel(const RmsNormKey& k) {
         T::wait_flag(Pipe::MTE3, Pipe::V, kEvOut);
         // The tail tile (M % rM rows) continues the round robin; its rows past M are
         // zero-filled first and only its valid rows enter the dW partial.
-        auto tail = T::let("tail", M % rM);
-        T::If(tail > 0 && worker == full_tiles % workers, [&] {
-          auto xs = slot(Expr(0)), gs = slot(Expr(rM));
-          T::set_flag(Pipe::MTE3, Pipe::V, kEvOut);
-          T::pipe_barrier(Pipe::V);
-          T::tile::fill(xs, 0.0);
-          T::tile::fill(gs, 0.0);
-          set_then_wait(Pipe::V, Pipe::MTE2, kEvTail);
-          T::serial("j", tail, [&](Expr j) {
-            T::copy(X.at({full_tiles * rM + j, 0}), in.region({j, 0}, {1, H}));
-          });
-          T::serial("j", tail, [&](Expr j) {
-            T::copy(DY.at({full_tiles * rM + j, 0}), in.region({rM + j, 0}, {1, H}));
-          });
-          set_then_wait(Pipe::MTE2, Pipe::V, kEvTail);
-          widen(xs, gs);
-          compute(tail, wide ? tl::TileArg(gs) : tl::TileArg(gf));
-          set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
-          T::serial("j", tail, [&](Expr j) {  // dx's valid rows (16-bit: in gs)
-            T::copy(wide ? in.region({rM + j, 0}, {1, H}) : gf.region({j, 0}, {1, H}),
-                    DX.at({full_tiles * rM + j, 0}));
-          });
-        });
+        whole_row_tail(tiles, X, DY, DX, M, full_tiles, worker, workers, kEvTail, compute);
         set_then_wait(Pipe::V, Pipe::MTE3, kEvTail);
         T::copy(dw, DWP.at({worker, 0}));
       });

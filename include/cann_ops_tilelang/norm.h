@@ -125,9 +125,9 @@ OpCost layer_norm_cost(int64_t rows, int64_t hidden, tl::DType dtype, bool weigh
                        bool stats);
 
 // ---- LayerNorm backward -------------------------------------------------------------------------
-// Expert mode (cann_ops_tilelang/norm/layer_norm_bwd_kernel.cpp): rows in column chunks, so H is
-// bounded only by a chunk fitting UB; H * sizeof(dtype) must be whole 32-byte blocks (as
-// rms_norm_backward's).
+// Expert mode: whole rows resident in UB in fp32 where they fit (layer_norm_bwd_rows.cpp: x and dy
+// read once), else rows in column chunks (layer_norm_bwd_kernel.cpp), so H is bounded only by a
+// chunk fitting UB; any H >= 1 (ragged rows take the chunked kernel).
 
 struct LayerNormGrads {
   tl::Tensor dx;  // like x
@@ -148,10 +148,14 @@ struct LayerNormBwdKey {
   int64_t rows_per_tile = 8;  // rM: 8 fp32 row statistics are one 32-byte block
   int64_t chunk = 0;   // bN: columns per fp32 chunk, divides H (0: the backward's whole rows)
   int64_t blocks = 0;  // most logical blocks launched (two AIVs each)
+  int64_t slots = 3;   // whole rows: input slots, 2A + 1 to load A tiles ahead (fp32 I/O: 3)
   std::string str() const;
 };
 /// DY, X [M, H], W [H], DX [M, H], DWBP [2 * blocks, 2 * H] fp32 partials (dW | dB), eps.
 tl::PrimFunc layer_norm_bwd_kernel(const LayerNormBwdKey& k);
+/// The backward kernel's whole-row schedule (k.chunk 0: rows in fp32, x and dy read once;
+/// layer_norm_bwd_kernel dispatches to it).
+tl::PrimFunc layer_norm_bwd_rows_kernel(const LayerNormBwdKey& k);
 /// The key layer_norm_backward launches with on `target`.
 LayerNormBwdKey layer_norm_bwd_key(tl::DType dtype, int64_t hidden, const tl::Target& target,
                                    const Checker& check);

@@ -50,24 +50,31 @@ nb::dict bwd_key_dict(const ops::LayerNormBwdKey& k) {
   d["rows_per_tile"] = k.rows_per_tile;
   d["chunk"] = k.chunk;
   d["blocks"] = k.blocks;
+  d["slots"] = k.slots;
   return d;
 }
 
 ops::LayerNormBwdKey bwd_key(const nb::dict& d) {
   const char* w = "a LayerNorm backward";
-  const char* fields = "dtype, hidden, rows_per_tile, chunk, blocks";
+  const char* fields = "dtype, hidden, rows_per_tile, chunk, blocks (slots: optional)";
   ops::LayerNormBwdKey k;
   k.dtype = to_dtype(key_field(d, "dtype", w, fields));
   k.hidden = nb::cast<int64_t>(key_field(d, "hidden", w, fields));
   k.rows_per_tile = nb::cast<int64_t>(key_field(d, "rows_per_tile", w, fields));
   k.chunk = nb::cast<int64_t>(key_field(d, "chunk", w, fields));
   k.blocks = nb::cast<int64_t>(key_field(d, "blocks", w, fields));
-  // A chunk that does not divide hidden is the ragged schedule (layer_norm_bwd_kernel.cpp).
-  if (k.hidden <= 0 || k.rows_per_tile <= 0 || k.chunk <= 0 ||
-      k.chunk * tl::dtype_bytes(k.dtype) % 32 != 0 || k.blocks <= 0)
+  if (d.contains("slots")) k.slots = nb::cast<int64_t>(d["slots"]);
+  // A chunk that does not divide hidden is the ragged schedule (layer_norm_bwd_kernel.cpp);
+  // chunk 0 the whole-row one (layer_norm_bwd_rows.cpp: hidden a multiple of 32, odd slots >= 3,
+  // fp32 three).
+  const bool rows = k.chunk == 0 && k.hidden % 32 == 0 && k.slots >= 3 && k.slots % 2 == 1 &&
+                    (k.dtype != tl::DType::Float32 || k.slots == 3);
+  if (k.hidden <= 0 || k.rows_per_tile <= 0 || k.blocks <= 0 ||
+      (!rows && (k.chunk <= 0 || k.chunk * tl::dtype_bytes(k.dtype) % 32 != 0)))
     throw Error(fmt::format(
-        "a LayerNorm backward key needs hidden, rows_per_tile, chunk, blocks > 0 and a chunk "
-        "of whole 32-byte blocks, got {}",
+        "a LayerNorm backward key needs hidden, rows_per_tile, blocks > 0 and a chunk of whole "
+        "32-byte blocks, or chunk 0 with hidden a multiple of 32 and odd slots >= 3 (fp32: 3), "
+        "got {}",
         k.str()));
   return k;
 }

@@ -37,6 +37,10 @@ def _bwd_keys() -> list[dict]:
             for dt, h in itertools.product(DTYPES, [64, 512, 5120, 7168, 7, 33, 1000, 4097])]
     keys.append(dict(dtype="bfloat16", hidden=512, rows_per_tile=8, chunk=128, blocks=3))
     keys.append(dict(dtype="float32", hidden=256, rows_per_tile=8, chunk=64, blocks=1))
+    # Whole rows: both slot rings, a tail-only tile count (rM 4), fp32.
+    keys.append(dict(dtype="bfloat16", hidden=512, rows_per_tile=4, chunk=0, blocks=3, slots=3))
+    keys.append(dict(dtype="float16", hidden=96, rows_per_tile=2, chunk=0, blocks=2, slots=5))
+    keys.append(dict(dtype="float32", hidden=64, rows_per_tile=8, chunk=0, blocks=1, slots=3))
     return keys
 
 
@@ -46,7 +50,7 @@ def _fid(k: dict) -> str:
 
 
 def _bid(k: dict) -> str:
-    return f"{k['dtype']}-H{k['hidden']}-bN{k['chunk']}-b{k['blocks']}"
+    return f"{k['dtype']}-H{k['hidden']}-rM{k['rows_per_tile']}-bN{k['chunk']}-b{k['blocks']}-s{k.get('slots', 3)}"
 
 
 @pytest.mark.parametrize("key", _fwd_keys(), ids=_fid)
@@ -62,8 +66,11 @@ def test_layer_norm_bwd_twin_builds_the_cpp_ir(key: dict) -> None:
 @pytest.mark.parametrize("key", _bwd_keys(), ids=_bid)
 def test_layer_norm_partials_reduce_twin_builds_the_cpp_ir(key: dict) -> None:
     rkey = kernels.layer_norm_dwb_reduce_key(key)
-    hp = -(-key["hidden"] // key["chunk"]) * key["chunk"]  # whole chunks
-    assert rkey["hidden"] == 2 * hp and rkey["chunk"] == key["chunk"]
+    if key["chunk"]:  # chunked: whole chunks, the reduction's chunk the kernel's
+        hp = -(-key["hidden"] // key["chunk"]) * key["chunk"]
+        assert rkey["hidden"] == 2 * hp and rkey["chunk"] == key["chunk"]
+    else:  # whole rows: the reduction's chunks at most one per AIV
+        assert rkey["hidden"] == 2 * key["hidden"] and rkey["hidden"] // rkey["chunk"] <= 2 * key["blocks"]
     partials = 2 * key["blocks"]
     py = kernels.rms_norm_dw_reduce_kernel(**rkey, partials=partials).script(False)
     assert py == _core.ops_rms_norm_dw_reduce_kernel(rkey, partials).script(False)

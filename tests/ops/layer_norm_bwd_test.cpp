@@ -1,14 +1,18 @@
 // cann_ops_tilelang LayerNorm backward (include/cann_ops_tilelang/norm.h) against the fp64
 // reference of tests/ops/layer_norm_ref.h: dX, dW and dB for bf16/fp16/fp32, tails of rows 1, 7,
 // 33, 1000, 4099 (the 8-row tile's tail) and hidden sizes 7168, 5120, 512, 64, and rows that are
-// not whole 32-byte blocks (H = 7, 33, 1000, 4097: the ragged schedule). Also: bad inputs
-// (message text), empty tensors (no launch, zero dW / dB), NaN propagation to its row (dX) and
-// its column (dW, dB) only, deterministic dW / dB, the hazard checker quiet and timed mode equal
-// to program order; and the benchmarks of the forward and backward (opt-in, ops_bench.h).
+// not whole 32-byte blocks (H = 7, 33, 1000, 4097: the ragged schedule), the whole-row schedule's
+// tails and slot rings (4097 rows, 100 x 5120 and 7168). Also: bad inputs (message text), empty
+// tensors (no launch, zero dW / dB), NaN propagation to its row (dX) and its column (dW, dB)
+// only, deterministic dW / dB, the hazard checker quiet and timed mode equal to program order,
+// the key's choice of schedule and the bytes the whole-row one moves; and the benchmarks of the
+// forward and backward (opt-in, ops_bench.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <tuple>
 
 #include "cann_ops_tilelang/norm.h"
 #include "common/error_of.h"
@@ -56,6 +60,12 @@ std::vector<Case> grid() {
   v.push_back({1000, 4097, DType::BFloat16});
   v.push_back({4099, 512, DType::BFloat16});
   v.push_back({1000, 5120, DType::BFloat16});
+  // The whole-row schedule: the 8-row tile's tail (4097 rows), two or three tiles per AIV in
+  // the five-slot ring (100 x 5120) and the three-slot one (100 x 7168), fp32 rows.
+  v.push_back({4097, 96, DType::BFloat16});
+  v.push_back({100, 5120, DType::BFloat16});
+  v.push_back({100, 7168, DType::Float16});
+  v.push_back({4097, 64, DType::Float32});
   if (level >= 2) v.push_back({4099, 5120, DType::BFloat16});
   return v;
 }
@@ -184,14 +194,18 @@ TEST(LayerNormBwdEdges, GradientsAreDeterministic) {
 // Both LayerNorm kernels and the partials reduction under the hazard checker and in timed mode
 // with data (simulated-time order, as the hardware runs it), bf16 and fp32, a tail tile included.
 TEST(LayerNormBwdEdges, KernelsAreHazardFreeAndTimeOrderIndependent) {
-  // 512 columns, and 1001 (ragged: the padded copies over zero-filled buffers, the mask).
-  for (auto [dt, H] : {std::pair{DType::BFloat16, int64_t{512}},
-                       {DType::Float32, int64_t{512}},
-                       {DType::BFloat16, int64_t{1001}},
-                       {DType::Float32, int64_t{1001}}}) {
+  // Whole rows: 512 columns (8-row tiles, bf16 in five slots, fp32 in three), 5120 bf16 (five
+  // slots) and 7168 fp16 (three), each AIV three or four tiles; 1001 columns (ragged, the chunked
+  // kernel: the padded copies over zero-filled buffers, the mask).
+  for (auto [dt, H, M] : {std::tuple{DType::BFloat16, int64_t{512}, int64_t{1157}},
+                          {DType::Float32, int64_t{512}, int64_t{1157}},
+                          {DType::BFloat16, int64_t{5120}, int64_t{149}},
+                          {DType::Float16, int64_t{7168}, int64_t{149}},
+                          {DType::BFloat16, int64_t{1001}, int64_t{33}},
+                          {DType::Float32, int64_t{1001}, int64_t{33}}}) {
     tl::Device dev;
-    auto x = tl::randn(dev, {33, H}, dt, 1);
-    auto dy = tl::randn(dev, {33, H}, dt, 3);
+    auto x = tl::randn(dev, {M, H}, dt, 1);
+    auto dy = tl::randn(dev, {M, H}, dt, 3);
     auto w = tl::uniform(dev, {H}, dt, 2, 0.5, 1.5);
     auto calls = [&] {
       layer_norm(x, w, w, {.return_stats = true});
@@ -214,11 +228,68 @@ TEST(LayerNormBwdEdges, KernelsAreHazardFreeAndTimeOrderIndependent) {
     ASSERT_EQ(timed.profiles.size(), 3u);
     for (const auto& p : timed.profiles) {
       for (const auto& e : p.time_order_effects)
-        ADD_FAILURE() << tl::dtype_name(dt) << " " << p.kernel << ": " << e;
+        ADD_FAILURE() << tl::dtype_name(dt) << " " << H << " " << p.kernel << ": " << e;
     }
     EXPECT_EQ(fast.dx.to_vector(), slow.dx.to_vector());
     EXPECT_EQ(fast.dw.to_vector(), slow.dw.to_vector());
     EXPECT_EQ(fast.db.to_vector(), slow.db.to_vector());
+  }
+}
+
+// The key takes the whole-row schedule (chunk 0: x and dy read once) where rows fit UB, with five
+// slots where 16-bit rows leave room; the chunked kernel for rows that do not fit or are not a
+// multiple of 32 columns.
+TEST(LayerNormBwdEdges, KeyTakesWholeRowsWhereTheyFit) {
+  const tl::Target& a2 = tl::get_target("A2");
+  const Checker c("layer_norm_backward", {});
+  struct Want {
+    DType dt;
+    int64_t H, rM, chunk, slots;
+  };
+  for (const Want& w : {Want{DType::BFloat16, 7168, 1, 0, 3}, Want{DType::BFloat16, 5120, 1, 0, 5},
+                        Want{DType::Float16, 512, 8, 0, 5}, Want{DType::Float32, 5120, 1, 0, 3},
+                        Want{DType::Float32, 512, 8, 0, 3}}) {
+    const LayerNormBwdKey k = layer_norm_bwd_key(w.dt, w.H, a2, c);
+    EXPECT_EQ(k.chunk, w.chunk) << k.str();
+    EXPECT_EQ(k.rows_per_tile, w.rM) << k.str();
+    EXPECT_EQ(k.slots, w.slots) << k.str();
+  }
+  for (auto [dt, H] : {std::pair{DType::Float32, int64_t{7168}},
+                       {DType::BFloat16, int64_t{4097}},
+                       {DType::BFloat16, int64_t{1000}},
+                       {DType::BFloat16, int64_t{48}}})
+    EXPECT_GT(layer_norm_bwd_key(dt, H, a2, c).chunk, 0) << tl::dtype_name(dt) << " " << H;
+  // x and dy are read once: past L2 (only dx enters it, docs/ops.md "RMSNorm" step 8).
+  const tl::PrimFunc f = layer_norm_bwd_kernel(layer_norm_bwd_key(DType::BFloat16, 5120, a2, c));
+  std::map<std::string, tl::L2CacheMode> mode;
+  for (const auto& p : f->params)
+    if (p.is_tensor()) mode[p.name()] = p.tensor->l2_cache;
+  EXPECT_EQ(mode.at("X"), tl::L2CacheMode::Disable);
+  EXPECT_EQ(mode.at("DY"), tl::L2CacheMode::Disable);
+  EXPECT_EQ(mode.at("DX"), tl::L2CacheMode::Normal);
+}
+
+// The whole-row schedule moves what it must: x and dy read once, dx written once, W and the
+// dW | dB partials (the chunked kernel read x three times and dy twice: about 1.6x).
+TEST(LayerNormBwdEdges, WholeRowsReadXAndDyOnce) {
+  for (auto [dt, H] :
+       {std::pair{DType::BFloat16, int64_t{5120}}, {DType::Float16, int64_t{7168}}}) {
+    tl::Device dev;
+    const int64_t M = 480;
+    RunOptions timed;
+    timed.profile = true;
+    timed.launch.timing_only = true;
+    {
+      ScopedRun s(timed);
+      layer_norm_backward(tl::Tensor::empty(dev, {M, H}, dt), tl::Tensor::empty(dev, {M, H}, dt),
+                          tl::Tensor::empty(dev, {H}, dt));
+    }
+    // x, dy and dx once; W read by each of the 48 AIVs; the partials written and read back.
+    const double es = tl::dtype_bytes(dt), partials = 48.0 * 2 * H * 4;
+    const double least = 3.0 * M * H * es + 48 * H * es + 2 * partials + 2 * H * es;
+    const OpProfile p = summarize(timed.profiles, layer_norm_backward_cost(M, H, dt), dev.target());
+    EXPECT_GT(p.gm_bytes, 3.0 * M * H * es) << H;
+    EXPECT_LT(p.gm_bytes, 1.02 * least) << H;
   }
 }
 

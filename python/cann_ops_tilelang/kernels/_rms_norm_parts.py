@@ -1,6 +1,6 @@
 """The pieces the RMSNorm kernels' Python twins share (twins of
-cann_ops_tilelang/norm/rms_norm_parts.h): the set-then-wait sync, the weight load into fp32 and the
-row loads of x and dy (the resident kernels' UB placer is _ub.py's, shared with softmax). Each
+cann_ops_tilelang/norm/rms_norm_parts.h): the set-then-wait sync, the weight load into fp32, the
+whole-row backwards' widening and the row loads of x and dy (the resident kernels' UB placer is _ub.py's, shared with softmax). Each
 builds the IR its C++ counterpart builds (python/tests/test_opslib_twin.py compares the kernels)."""
 
 from typing import Optional
@@ -34,6 +34,26 @@ def weight_loader(dtype: str, hidden: int, ev: int, address: Optional[int] = Non
             sync("MTE2", "V", ev)
 
     return load_weight_f32
+
+
+def widener(dtype: str, ev_out: int):
+    """The macro widen(x_ub, g_ub, xf_ub, gf_ub) of the whole-row backwards (widen_tile in
+    rms_norm_parts.cpp): the tile as loaded into fp32; fp32 I/O: copied once dx's buffer gf is
+    free (MTE3 -> V on event `ev_out`)."""
+    wide = dtype != "float32"
+
+    @T.macro
+    def widen(x_ub, g_ub, xf_ub, gf_ub):
+        T.pipe_barrier("V")  # the last tile's instructions have read what this writes
+        if wide:
+            T.tile.cast(xf_ub, x_ub)
+            T.tile.cast(gf_ub, g_ub)
+        else:
+            T.wait_flag("MTE3", "V", ev_out)
+            T.tile.add(xf_ub, x_ub, 0.0)
+            T.tile.add(gf_ub, g_ub, 0.0)
+
+    return widen
 
 
 def xdy_loader(hidden: int):

@@ -7,7 +7,8 @@ launch layer chooses (cann_ops_tilelang.kernels.layer_norm_key / layer_norm_bwd_
 count, is T.dynamic("M"): one kernel per key serves every batch size. The backward's partials
 are summed by rms_norm_dw_reduce_kernel over 2H columns (layer_norm_dwb_reduce_key gives its key).
 
-The backward (the C++ file's top comment says it at length): expert mode, rM-row tiles read in
+The backward (the C++ file's top comment says it at length): expert mode; whole rows in fp32 where
+they fit (chunk 0: layer_norm_bwd_rows.py, x and dy read once), else rM-row tiles read in
 bN-column fp32 chunks three times (the mean; the variance and the sums of g and g * xc; dx and the
 dW | dB partials); full tiles dealt round-robin to the 2 * blocks AIVs, the tail tile zero-filled
 and loaded row by row, only its valid rows added to the partials.
@@ -17,6 +18,8 @@ and loaded row by row, only its valid rows added to the partials.
 # from the evaluated __annotations__.
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
+
+from .layer_norm_bwd_rows import layer_norm_bwd_rows_kernel
 
 EV_IN, EV_OUT = 0, 1  # intra-core event ids: loads, stores
 
@@ -28,9 +31,12 @@ def _sync(src, dst, ev):
     T.wait_flag(src, dst, ev)
 
 
-def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int) -> PrimFunc:
+def layer_norm_bwd_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk: int, blocks: int,
+                          slots: int = 3) -> PrimFunc:
     """DY, X [M, H], W [H], DX [M, H], DWBP [2 * blocks, 2 * Hp] fp32 partials (dW | dB), eps; Hp is H
     but for a ragged row (not whole 32-byte blocks): ceil(H / bN) bN, its pad columns masked."""
+    if chunk == 0:  # whole rows in fp32 (layer_norm_bwd_rows.py)
+        return layer_norm_bwd_rows_kernel(dtype, hidden, rows_per_tile, chunk, blocks, slots)
     H, rM, bN = hidden, rows_per_tile, chunk
     # A ragged row (bN does not divide H: H is not whole 32-byte blocks) is held as Hp columns.
     chunks = (H + bN - 1) // bN

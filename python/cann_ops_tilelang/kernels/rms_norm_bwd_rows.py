@@ -17,7 +17,7 @@ instruction start 256 bytes apart modulo 512 (no bank-group conflict, docs/calib
 import tl_ascend.language as T
 from tl_ascend.language.parser import PrimFunc
 
-from ._rms_norm_parts import sync, weight_loader
+from ._rms_norm_parts import sync, weight_loader, widener
 from ._ub import ub_placer
 
 EV_IN, EV_OUT, EV_SCALAR, EV_TAIL = 0, 1, 2, 3
@@ -68,17 +68,8 @@ def rms_norm_bwd_rows_kernel(dtype: str, hidden: int, rows_per_tile: int, chunk:
     a_rs, a_cf = place(rM * 4, 0), place(rM * 4, 0)
     pair_tree_sum = _pair_tree(rM, h)
 
-    @T.macro
-    def widen(x_ub, g_ub, xf_ub, gf_ub):
-        """The tile as loaded into fp32; dx's buffer (fp32: gf) free once its last store is done."""
-        T.pipe_barrier("V")  # the last tile's instructions have read what this writes
-        if wide:
-            T.tile.cast(xf_ub, x_ub)
-            T.tile.cast(gf_ub, g_ub)
-        else:
-            T.wait_flag("MTE3", "V", EV_OUT)
-            T.tile.add(xf_ub, x_ub, 0.0)
-            T.tile.add(gf_ub, g_ub, 0.0)
+    # The tile as loaded into fp32; dx's buffer (fp32: gf) free once its last store is done.
+    widen = widener(dtype, EV_OUT)
 
     @T.macro
     def compute(eps, xf_ub, gf_ub, a_ub, b_ub, wf_ub, dw_ub, rs_ub, cf_ub, dx_ub, rows):
