@@ -1,10 +1,10 @@
 // Unwritten GM (tl/gm_fill.h): the pool of recycled huge blocks, the 0xFF poison, and the proof
 // that the library ops which allocate their outputs Unwritten (softmax and log-softmax forward
-// and backward, LayerNorm's y, SwiGLU's y) write every output byte: each output is computed once
-// over 0xFF bytes (TL_GM_POISON=1) and once over zeros or a recycled block (TL_GM_POISON=0), and
-// the two must be the same bytes, on row and column tails (1, 7, 33, 1000, 4097 columns), with
-// NaN, infinities, huge logits (the softmax fallback rows) and subnormals in the inputs; a
-// timing-only run (no data) keeps zero-filled outputs.
+// and backward, LayerNorm's y, SwiGLU's y, GEMM's C) write every output byte: each output is
+// computed once over 0xFF bytes (TL_GM_POISON=1) and once over zeros or a recycled block
+// (TL_GM_POISON=0), and the two must be the same bytes, on row and column tails (1, 7, 33, 1000,
+// 4097 columns), with NaN, infinities, huge logits (the softmax fallback rows) and subnormals in
+// the inputs; a timing-only run (no data) keeps zero-filled outputs.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,6 +16,7 @@
 
 #include "cann_ops_tilelang/activation.h"
 #include "cann_ops_tilelang/core.h"
+#include "cann_ops_tilelang/gemm.h"
 #include "cann_ops_tilelang/norm.h"
 #include "cann_ops_tilelang/softmax.h"
 #include "tl/gm_fill.h"
@@ -178,6 +179,35 @@ TEST(GmFill, LayerNormAndSwigluWriteEveryOutputByte) {
   auto big = input(dev, 640, 8192, DType::BFloat16, 8);  // y: 5 MiB, a pooled block
   expect_every_byte_written([&] { return ops::layer_norm(big).y; }, "layer_norm 640x8192");
   expect_every_byte_written([&] { return ops::swiglu(big); }, "swiglu 640x4096");
+}
+
+TEST(GmFill, GemmWritesEveryOutputByte) {
+  namespace ops = cann_ops_tilelang;
+  tl::Device dev;
+  // M / N / K tails (1, 7, 33, 1000; 4097 rows), each transpose, the three output dtypes.
+  struct Case {
+    int64_t m, n, k;
+    bool ta, tb;
+    DType in, out;
+  };
+  const Case cases[] = {{1, 1, 1, false, false, DType::Float16, DType::Float16},
+                        {7, 33, 1000, false, false, DType::Float16, DType::Float32},
+                        {33, 7, 33, true, false, DType::BFloat16, DType::BFloat16},
+                        {1000, 33, 7, false, true, DType::Float16, DType::Float16},
+                        {4097, 7, 33, true, true, DType::BFloat16, DType::Float32},
+                        {33, 1000, 1, false, false, DType::BFloat16, DType::Float16}};
+  for (const Case& c : cases) {
+    auto a = input(dev, c.ta ? c.k : c.m, c.ta ? c.m : c.k, c.in, 10);
+    auto b = tl::randn(dev, {c.tb ? c.n : c.k, c.tb ? c.k : c.n}, c.in, 11);
+    ops::GemmConfig cfg{.trans_a = c.ta, .trans_b = c.tb, .out_dtype = c.out};
+    expect_every_byte_written([&] { return ops::gemm(a, b, cfg); },
+                              fmt::format("gemm {}x{}x{} ta={} tb={} {} -> {}", c.m, c.n, c.k, c.ta,
+                                          c.tb, tl::dtype_name(c.in), tl::dtype_name(c.out)));
+  }
+  // C of 2048 x 1040 fp16 (4.06 MiB): a pooled huge block, recycled between the two runs.
+  auto a = tl::randn(dev, {2048, 64}, DType::Float16, 12);
+  auto b = tl::randn(dev, {64, 1040}, DType::Float16, 13);
+  expect_every_byte_written([&] { return ops::gemm(a, b, {}); }, "gemm 2048x1040x64");
 }
 
 // A timing-only run computes no data: its outputs are zero-filled GM, never a recycled block's
