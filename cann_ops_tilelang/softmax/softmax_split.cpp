@@ -56,6 +56,7 @@ constexpr int slot_ev(int sl) {
   return ids[sl];
 }
 constexpr int kEvRes = 3, kEvSum = 4, kEvNeg = 5;
+constexpr int kStaggerFills = 5;     // per chunk of a half row: odd blocks' head start (below)
 constexpr int kEvPiece[2] = {3, 6};  // the resident half's two pieces, MTE2 -> V
 constexpr int kCrossId = 0;          // the halves' rendezvous (mode 1)
 
@@ -293,6 +294,19 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k) {
                 second);
           }
         };
+        // Odd blocks start later, by kStaggerFills x C fills of a chunk's fp32 half (5,000 cycles
+        // at 129280 columns, a fifth of a row), where every block has two rows or more. In phase,
+        // every AIV's exchange and the restart of its stores after it (no GM traffic) fall at
+        // once and HBM idles (14 % of the time at 1024 x 129280); half a chip out of phase fills
+        // those gaps (docs/ops.md, "The split backward's L2 round": 645.0 -> 611.1 us; AscendC's
+        // hardware constraints page advises staggered GM access, 错峰访问).
+        T::If(M >= num_blocks * 2 && cid % 2 == 1, [&] {
+          T::serial("stagger", kStaggerFills * C, [&](Expr) {
+            T::pipe_barrier(Pipe::V);  // the fills write the same bytes
+            T::tile::fill(e0, 0.0);
+          });
+          set_then_wait(Pipe::V, Pipe::S, kEvNeg);  // the scalar unit issues nothing before
+        });
         T::tile::fill(pw, 0.0);  // the block's 7 padding floats, copied with the sum
         Expr total = mine * spr;
         for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {

@@ -31,6 +31,7 @@ SLOT_EV = [0, 1, 2, 7, 5]  # a slot's event id on its three pipe pairs
 EV_RES, EV_SUM, EV_NEG = 3, 4, 5
 EV_PIECE = [3, 6]  # the resident half's two pieces, MTE2 -> V
 CROSS_ID = 0  # the halves' rendezvous (mode 1)
+STAGGER_FILLS = 5  # per chunk of a half row: odd blocks' head start (softmax_split.cpp says why)
 
 
 def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bool) -> PrimFunc:
@@ -303,6 +304,13 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
                 hv = alloc_halves()
                 st = alloc_stats()
                 mine = T.ceildiv(M - cid, num_blocks)
+                # Odd blocks start later where every block has two rows or more: out of phase, half the chip
+                # streams while the other half exchanges its sums.
+                if M >= num_blocks * 2 and cid % 2 == 1:
+                    for stagger in T.serial(STAGGER_FILLS * C):
+                        T.pipe_barrier("V")  # the fills write the same bytes
+                        T.tile.fill(hv["e0"], 0.0)
+                    _sync("V", "S", EV_NEG)  # the scalar unit issues nothing before
                 T.tile.fill(st["pw"], 0.0)  # the block's 7 padding floats, copied with the sum
                 for i in piece_idx:
                     load_piece(RES, res, cid, vid, i)
