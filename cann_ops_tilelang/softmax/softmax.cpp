@@ -159,13 +159,13 @@ SoftmaxKey softmax_split_key(tl::DType dtype, int64_t cols, bool log, const tl::
                .blocks = budget.blocks,
                .log = log,
                .backward = true};
-  // A block's two AIVs share each row, each holding its half of one input resident beside four
-  // slots of a bN-column chunk of the other, both chunks' fp32 halves and the exchanged sums (no
-  // tree: the halves are reduced directly).
+  // A block's two AIVs share each row, each holding its half of one input resident beside five
+  // slots (softmax_split.cpp's kSlots) of a bN-column chunk of the other, both chunks' fp32 halves
+  // and the exchanged sums (no tree: the halves are reduced directly).
   if (dtype == tl::DType::Float32 || cols % 64 != 0) return k;
   const int64_t es = tl::dtype_bytes(dtype), half = cols / 2, stats = 16 * 512;
   auto fits = [&](int64_t w) {
-    return half * es + 4 * w * es + 2 * w * 4 + stats <= budget.ub_bytes;
+    return half * es + 5 * w * es + 2 * w * 4 + stats <= budget.ub_bytes;
   };
   if (const int64_t w = cheapest_chunk(half, budget.ub_bytes, fits); w > 0) {
     k.chunk = w;

@@ -1,10 +1,12 @@
 // The softmax / log-softmax backward's split schedule (the key's `split`, chosen by softmax_key for
 // 16-bit rows larger than UB whose half, one input of it, fits UB beside the chunk slots): the two
 // AIVs of a block share each row, AIV v its columns [v N / 2, (v + 1) N / 2), and each holds its
-// half of one input resident in UB while the other input streams through three chunk slots, so the
+// half of one input resident in UB while the other input streams through five chunk slots, so the
 // resident input is read from GM once instead of twice (docs/ops.md, "Softmax on A2 against the
 // roofline": the streamed backward re-reads y and dy, and a row of both, 517 KB at 129280 bf16,
-// does not fit one AIV's UB). The halves' partial sums meet through a GM workspace and a mode-1
+// does not fit one AIV's UB). The inputs read once bypass L2 (CACHE_MODE_DISABLE), so what does
+// enter it is what is reused: softmax's dy, whose second read then hits (docs/ops.md, "The split
+// backward's L2 round"). The halves' partial sums meet through a GM workspace and a mode-1
 // cross-core flag (the two AIVs' rendezvous, docs/hardware.md), and each AIV adds the two in the
 // same order, so both halves scale by the same sum. Its Python twin is softmax_split_kernel in
 // python/cann_ops_tilelang/kernels/softmax_split.py (identical IR, tested).
@@ -14,13 +16,13 @@
 //   log_softmax  resident dy; pass 1 s = sum(dy) from UB, pass 2 dx = dy - s exp(y) over y's
 //                chunks (y and dy read once each: the two-reads-one-write bound)
 //
-// Synchronisation: the slots as softmax_streamed.cpp's (per slot s, ids 0-2: MTE2 -> V, V -> MTE3,
-// MTE3 -> MTE2); the resident half in two pieces: V -> MTE2 (id 3) once a pass-2 step has widened
-// a piece's last chunk, then the next row's load of that piece, MTE2 -> V (ids 3 and 6) waited
-// before that row first reads it; the exchange, id 4: V -> MTE3 (this half's sum to the workspace),
-// the cross flag (set on MTE3, mode 1), MTE2 -> V (both sums back); log-softmax's -s for Axpy, V ->
-// S id 5. The workspace's two parities alternate by row, so a half's next write never meets its
-// partner's read of the previous row's sums.
+// Synchronisation: the slots as softmax_streamed.cpp's (per slot s, ids 0, 1, 2, 7, 5: MTE2 -> V,
+// V -> MTE3, MTE3 -> MTE2); the resident half in two pieces: V -> MTE2 (id 3) once a pass-2 step
+// has widened a piece's last chunk, then the next row's load of that piece, MTE2 -> V (ids 3 and 6)
+// waited before that row first reads it; the exchange, id 4: V -> MTE3 (this half's sum to the
+// workspace), the cross flag (set on MTE3, mode 1), MTE2 -> V (both sums back); log-softmax's -s
+// for Axpy, V -> S id 5. The workspace's two parities alternate by row, so a half's next write
+// never meets its partner's read of the previous row's sums.
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -42,14 +44,19 @@ namespace T = tl::T;
 using softmax_tree::cols;
 // Chunk slots: the load of the step kAhead on is issued before this step's compute, into the slot
 // stored kSlots - kAhead steps ago: its store is done (a wait_flag holds the scalar unit, so a
-// reload of the slot stored just before would hold back this step's vector work).
-constexpr int kSlots = 4, kAhead = 2;
-// A slot's event id on its three pipe pairs: 0-2, then 7 (3 to 6 are the pieces', the exchange's
-// and Axpy's).
+// reload of the slot stored just before would hold back this step's vector work). Three loads
+// ahead, not two: a 6464-byte load's GM latency (~730 cycles) and its share of HBM outlast two
+// ~400-cycle steps (docs/ops.md, "The split backward's L2 round": 4 slots / 2 ahead 680.0 us, 5 / 3
+// 654.6, 5 / 4 658.1 at 1024 x 129280). A sixth slot does not fit UB beside the resident half.
+constexpr int kSlots = 5, kAhead = 3;
+// A slot's event id on its three pipe pairs: 0-2, 7, then 5 (3, 4 and 6 are the pieces' and the
+// exchange's on MTE2 -> V; 5 on V -> S, log-softmax's -s, is another pair).
 constexpr int slot_ev(int sl) {
-  return sl < 3 ? sl : 7;
+  constexpr int ids[kSlots] = {0, 1, 2, 7, 5};
+  return ids[sl];
 }
 constexpr int kEvRes = 3, kEvSum = 4, kEvNeg = 5;
+constexpr int kStaggerFills = 5;     // per chunk of a half row: odd blocks' head start (below)
 constexpr int kEvPiece[2] = {3, 6};  // the resident half's two pieces, MTE2 -> V
 constexpr int kCrossId = 0;          // the halves' rendezvous (mode 1)
 
@@ -73,6 +80,16 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k) {
   const Buffer &RES = log ? DY : Y, &STR = log ? Y : DY;
   const std::string name = log ? "log_softmax_bwd" : "softmax_bwd";
   return T::prim_func(name, {Y, DY, DX}, [&] {
+    // What is read or written once goes past L2 (AscendC's SetL2CacheHint, CACHE_MODE_DISABLE;
+    // docs/calibration.md, "L2 cache hint"), so L2 holds what is reused. Softmax: y (resident,
+    // read once) and dx bypass it and only dy enters it, so dy's second read, a few steps after
+    // its first, hits (the model: L2's 192 MB against dy's 265 MB of footprint, not the three
+    // tensors' 794 MB; the chip, whose L2 keeps recently used lines, would hit it anyway).
+    // Log-softmax reads y and dy once: both bypass, and dx's writes are the footprint.
+    if (log)
+      T::annotate_l2_cache({{Y, tl::L2CacheMode::Disable}, {DY, tl::L2CacheMode::Disable}});
+    else
+      T::annotate_l2_cache({{Y, tl::L2CacheMode::Disable}, {DX, tl::L2CacheMode::Disable}});
     Expr num_blocks = min(Expr(blocks), M);
     // Each half's sum, 8 floats (one 32-byte block) at [block, row parity, half].
     auto ws = T::alloc_workspace("sums_ws", {Expr(blocks * 2 * 2 * 8)}, f32);
@@ -149,12 +166,16 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k) {
           };
           from(0);
         };
-        // The resident half in two pieces of whole chunks, [0, C / 2) and [C / 2, C) (one if C is
-        // 1), each with its own flag: the next row's first piece loads while this row's pass 2
-        // finishes the second, and pass 1 starts on the first while the second arrives.
+        // The resident half in two pieces of whole chunks, [0, pb) and [pb, C) (one if pb is 0),
+        // each with its own flag: the next row's first piece loads while this row's pass 2
+        // finishes the second, and pass 1 starts on the first while the second arrives. Softmax
+        // splits at a quarter (the second piece, loaded behind pass 1's dy chunks, stalls it
+        // less than the first stalls pass 2, whose dx stores already fill HBM: 654.6 -> 645.0 us
+        // at 1024 x 129280); log-softmax, whose pass 1 reads UB only, at a half.
+        const int pb = log ? C / 2 : C / 4;
         std::vector<std::pair<int, int>> pieces;
-        if (C / 2 > 0) pieces.push_back({0, C / 2});
-        pieces.push_back({C / 2, C});
+        if (pb > 0) pieces.push_back({0, pb});
+        pieces.push_back({pb, C});
         auto load_piece = [&](Expr row, int i) {
           const auto [a, b] = pieces[i];
           gm_copy(false, RES, row, a == 0 ? col0 : col0 + a * bN, res, (b - a) * bN, a * bN);
@@ -273,6 +294,19 @@ tl::PrimFunc softmax_split_kernel(const SoftmaxKey& k) {
                 second);
           }
         };
+        // Odd blocks start later, by kStaggerFills x C fills of a chunk's fp32 half (5,000 cycles
+        // at 129280 columns, a fifth of a row), where every block has two rows or more. In phase,
+        // every AIV's exchange and the restart of its stores after it (no GM traffic) fall at
+        // once and HBM idles (14 % of the time at 1024 x 129280); half a chip out of phase fills
+        // those gaps (docs/ops.md, "The split backward's L2 round": 645.0 -> 611.1 us; AscendC's
+        // hardware constraints page advises staggered GM access, 错峰访问).
+        T::If(M >= num_blocks * 2 && cid % 2 == 1, [&] {
+          T::serial("stagger", kStaggerFills * C, [&](Expr) {
+            T::pipe_barrier(Pipe::V);  // the fills write the same bytes
+            T::tile::fill(e0, 0.0);
+          });
+          set_then_wait(Pipe::V, Pipe::S, kEvNeg);  // the scalar unit issues nothing before
+        });
         T::tile::fill(pw, 0.0);  // the block's 7 padding floats, copied with the sum
         Expr total = mine * spr;
         for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {

@@ -141,9 +141,11 @@ def _keys() -> list[dict]:
                                                     [False, True], [False, True])]
     keys.append(dict(dtype="bfloat16", cols=130, rows_per_tile=16, chunk=48, blocks=3, log=True, backward=False,
                      resident=False, streamed=False, split=False))
-    # The split backward forced onto 6336 in chunks of 1056 (rows and halves off the 512-byte grid, the
-    # copies split; 129280's 16-bit backward keys above are split keys).
-    for dt, n, bn, log in [("float16", 6336, 1056, False), ("bfloat16", 6336, 1056, True)]:
+    # The split backward forced onto 6336 in chunks of 1056 and 288 (rows and halves off the 512-byte grid,
+    # the copies split; 288: 11 chunks a half, so softmax's resident half is in two pieces; 129280's 16-bit
+    # backward keys above are split keys).
+    for dt, n, bn, log in [("float16", 6336, 1056, False), ("bfloat16", 6336, 1056, True),
+                           ("bfloat16", 6336, 288, False), ("float16", 6336, 288, True)]:
         keys.append(dict(dtype=dt, cols=n, rows_per_tile=1, chunk=bn, blocks=24, log=log, backward=True,
                          resident=False, streamed=False, split=True))
     return keys

@@ -4,14 +4,15 @@ python/tests/test_opslib_softmax.py). softmax_kernel (softmax.py) builds this on
 `split` is set: a 16-bit backward whose rows are larger than UB but whose half row of one input fits.
 
 The two AIVs of a block share each row, AIV v its columns [v N / 2, (v + 1) N / 2): each holds its half
-of one input resident in UB while the other streams through four chunk slots (the load of the step two
-on issued before this step's compute), so the resident input is read once. The halves' sums
+of one input resident in UB while the other streams through five chunk slots (the load of the step three
+on issued before this step's compute), so the resident input is read once. What is read or written once
+bypasses L2 (T.annotate_l2_cache), so softmax's dy, read twice, is what L2 holds. The halves' sums
 meet through a GM workspace and a mode-1 cross-core flag, added in the same order on both AIVs.
 
   softmax      resident y; pass 1 s = sum(dy y) over dy's chunks, pass 2 dx = (dy - s) y (dy read twice)
   log_softmax  resident dy; pass 1 s = sum(dy) from UB, pass 2 dx = dy - s exp(y) (each read once)
 
-Events: the slots' ids 0, 1, 2, 7 on three pipe pairs as softmax_streamed.py's; the resident half's two
+Events: the slots' ids 0, 1, 2, 7, 5 on three pipe pairs as softmax_streamed.py's; the resident half's two
 pieces V -> MTE2 id 3 (after a piece's last pass-2 step, then the next row's load of it) and MTE2 -> V ids
 3 and 6 (waited before the row first reads the piece); the
 exchange id 4 (V -> MTE3, MTE2 -> V) and cross flag 0; log-softmax's -s V -> S id 5.
@@ -25,11 +26,12 @@ from tl_ascend.language.parser import PrimFunc
 from ._ub import ub_placer
 from .softmax_resident import _sync
 
-SLOTS, AHEAD = 4, 2  # chunk slots; the load of the step AHEAD on goes into the slot stored two steps ago
-SLOT_EV = [0, 1, 2, 7]  # a slot's event id on its three pipe pairs
+SLOTS, AHEAD = 5, 3  # chunk slots; the load of the step AHEAD on goes into the slot stored two steps ago
+SLOT_EV = [0, 1, 2, 7, 5]  # a slot's event id on its three pipe pairs
 EV_RES, EV_SUM, EV_NEG = 3, 4, 5
 EV_PIECE = [3, 6]  # the resident half's two pieces, MTE2 -> V
 CROSS_ID = 0  # the halves' rendezvous (mode 1)
+STAGGER_FILLS = 5  # per chunk of a half row: odd blocks' head start (softmax_split.cpp says why)
 
 
 def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bool) -> PrimFunc:
@@ -56,9 +58,11 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
         g = math.gcd(math.gcd(N * es, H * es), math.gcd(w * es, 512))
         return g, [(r, (512 - r) % 512 // es) for r in range(0, 512, g)]
 
-    # The resident half in two pieces of whole chunks, [0, C // 2) and [C // 2, C) (one if C is 1), each
-    # with its own flag: the next row's first piece loads while this row's pass 2 finishes the second.
-    pieces = ([(0, C // 2)] if C // 2 > 0 else []) + [(C // 2, C)]
+    # The resident half in two pieces of whole chunks, [0, pb) and [pb, C) (one if pb is 0), each with its
+    # own flag: the next row's first piece loads while this row's pass 2 finishes the second. Softmax
+    # splits at a quarter, log-softmax at a half (softmax_split.cpp says why).
+    pb = C // 2 if log else C // 4
+    pieces = ([(0, pb)] if pb > 0 else []) + [(pb, C)]
     piece_idx = list(range(len(pieces)))  # a Python list: unrolled while parsing
     grid_piece = [gm_grid((b - a) * bN) for a, b in pieces]
     grid_chk = gm_grid(bN)
@@ -300,6 +304,13 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
                 hv = alloc_halves()
                 st = alloc_stats()
                 mine = T.ceildiv(M - cid, num_blocks)
+                # Odd blocks start later where every block has two rows or more: out of phase, half the chip
+                # streams while the other half exchanges its sums.
+                if M >= num_blocks * 2 and cid % 2 == 1:
+                    for stagger in T.serial(STAGGER_FILLS * C):
+                        T.pipe_barrier("V")  # the fills write the same bytes
+                        T.tile.fill(hv["e0"], 0.0)
+                    _sync("V", "S", EV_NEG)  # the scalar unit issues nothing before
                 T.tile.fill(st["pw"], 0.0)  # the block's 7 padding floats, copied with the sum
                 for i in piece_idx:
                     load_piece(RES, res, cid, vid, i)
@@ -322,10 +333,12 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
     if not log:
         @T.prim_func
         def softmax_bwd(Y: T.Tensor((M, N), dtype), DY: T.Tensor((M, N), dtype), DX: T.Tensor((M, N), dtype)):
+            T.annotate_l2_cache({Y: "disable", DX: "disable"})  # y read once, dx written once: dy stays
             body(Y, DY, DX)
         return softmax_bwd
 
     @T.prim_func
     def log_softmax_bwd(Y: T.Tensor((M, N), dtype), DY: T.Tensor((M, N), dtype), DX: T.Tensor((M, N), dtype)):
+        T.annotate_l2_cache({Y: "disable", DY: "disable"})  # each read once
         body(Y, DY, DX)
     return log_softmax_bwd
