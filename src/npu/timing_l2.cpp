@@ -15,12 +15,59 @@ uint64_t bits(uint64_t a, uint64_t b) {
   return hi & ~((uint64_t{1} << a) - 1);
 }
 
+/// A block's home entry: runs of 64 blocks (32 KB) stay together, for locality; the runs are
+/// scattered by a multiplicative hash, so that two tensors whose addresses differ by a multiple
+/// of the table's span do not pile up in one probe sequence.
+size_t home(uint64_t base, size_t mask) {
+  return static_cast<size_t>((((base >> 6) * 0x9E3779B97F4A7C15ull) >> 20 << 6) | (base & 63)) &
+         mask;
+}
+
 }  // namespace
 
 L2Cache::L2Cache(double capacity_bytes) : capacity_(capacity_bytes) {
   // Address space only (pages are touched as blocks fill): a full L2 of whole blocks never
   // reallocates, and a timed launch that touches little pays nothing.
   blocks_.reserve(static_cast<size_t>(std::min(capacity_bytes, 1e10) / kBlock) + 1);
+}
+
+uint32_t L2Cache::find(uint64_t base) const {
+  const size_t mask = table_.size() - 1;
+  for (size_t h = home(base, mask);; h = (h + 1) & mask) {
+    if (table_[h].base == base) return table_[h].slot;
+    if (table_[h].base == kEmpty) return kNone;
+  }
+}
+
+void L2Cache::insert(uint64_t base, uint32_t slot) {
+  if (2 * (entries_ + 1) > table_.size()) {  // keep the load at most 1/2
+    std::vector<Entry> old(table_.size() * 2);
+    old.swap(table_);
+    entries_ = 0;
+    for (const Entry& x : old)
+      if (x.base != kEmpty) insert(x.base, x.slot);
+  }
+  const size_t mask = table_.size() - 1;
+  size_t h = home(base, mask);
+  while (table_[h].base != kEmpty) h = (h + 1) & mask;
+  table_[h] = {base, slot};
+  ++entries_;
+}
+
+void L2Cache::erase(uint64_t base) {
+  const size_t mask = table_.size() - 1;
+  size_t h = home(base, mask);
+  while (table_[h].base != base) h = (h + 1) & mask;
+  // Backward-shift deletion: move up every later entry of the run that may sit at `h`.
+  for (size_t j = (h + 1) & mask; table_[j].base != kEmpty; j = (j + 1) & mask) {
+    const size_t at = home(table_[j].base, mask);
+    if (((j - at) & mask) >= ((j - h) & mask)) {
+      table_[h] = table_[j];
+      h = j;
+    }
+  }
+  table_[h] = Entry{};
+  --entries_;
 }
 
 void L2Cache::unlink(uint32_t i) {
@@ -43,7 +90,7 @@ void L2Cache::evict(uint32_t keep) {
     const uint32_t i = tail_;
     unlink(i);
     held_ -= blocks_[i].bytes;
-    index_.erase(blocks_[i].base);
+    erase(blocks_[i].base);
     free_.push_back(i);
     if (!over_) {
       over_ = true;
@@ -59,10 +106,12 @@ void L2Cache::touch(uint64_t s, uint64_t e, bool write, Tally& t) {
   while (s < e) {
     const uint64_t base = s / kBlock, off = s % kBlock;
     const uint64_t end = std::min(e - base * kBlock, kBlock);  // [off, end) within the block
-    uint32_t i;
-    if (auto it = index_.find(base); it != index_.end()) {
-      i = it->second;
-      unlink(i);
+    uint32_t i = find(base);
+    if (i != kNone) {
+      if (i != head_) {
+        unlink(i);
+        push_front(i);
+      }
     } else {
       if (free_.empty()) {
         i = static_cast<uint32_t>(blocks_.size());
@@ -73,20 +122,26 @@ void L2Cache::touch(uint64_t s, uint64_t e, bool write, Tally& t) {
         blocks_[i] = Block{};
       }
       blocks_[i].base = base;
-      index_.emplace(base, i);
+      insert(base, i);
+      push_front(i);
     }
-    push_front(i);
     Block& b = blocks_[i];
     uint64_t had = 0;
-    for (uint64_t w = off / 64; w * 64 < end; ++w) {
-      const uint64_t m = bits(std::max(off, w * 64) - w * 64, std::min(end, w * 64 + 64) - w * 64);
-      had += static_cast<uint64_t>(std::popcount(b.mask[w] & m));
-      b.mask[w] |= m;
+    if (end - off == kBlock) {  // a whole block (the common case of long contiguous rows)
+      had = b.bytes;
+      b.mask.fill(~uint64_t{0});
+    } else {
+      for (uint64_t w = off / 64; w * 64 < end; ++w) {
+        const uint64_t m =
+            bits(std::max(off, w * 64) - w * 64, std::min(end, w * 64 + 64) - w * 64);
+        had += static_cast<uint64_t>(std::popcount(b.mask[w] & m));
+        b.mask[w] |= m;
+      }
     }
     const uint64_t added = (end - off) - had;
     t.hit += had;
-    if (!b.dirty) t.clean += had;
-    b.dirty = b.dirty || write;
+    if (b.dirtied == 0 || b.dirtied == serial_) t.clean += had;
+    if (write && b.dirtied == 0) b.dirtied = serial_;
     b.bytes += static_cast<uint32_t>(added);
     held_ += added;
     evict(i);
@@ -99,8 +154,8 @@ uint64_t L2Cache::resident(uint64_t s, uint64_t e) const {
   while (s < e) {
     const uint64_t base = s / kBlock, off = s % kBlock;
     const uint64_t end = std::min(e - base * kBlock, kBlock);
-    if (auto it = index_.find(base); it != index_.end()) {
-      const Block& b = blocks_[it->second];
+    if (const uint32_t i = find(base); i != kNone) {
+      const Block& b = blocks_[i];
       for (uint64_t w = off / 64; w * 64 < end; ++w)
         h += static_cast<uint64_t>(std::popcount(
             b.mask[w] & bits(std::max(off, w * 64) - w * 64, std::min(end, w * 64 + 64) - w * 64)));
@@ -113,6 +168,7 @@ uint64_t L2Cache::resident(uint64_t s, uint64_t e) const {
 double L2Cache::hbm_share(const TraceEvent& e, bool write) {
   uint64_t total = 0;
   Tally t;
+  if (++serial_ == 0) serial_ = 1;
   for (const auto& a : e.accesses) {
     if (a.mem.scope != MemScope::GM || a.len == 0 || a.count == 0) continue;
     total += a.len * a.count;

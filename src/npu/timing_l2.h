@@ -31,7 +31,6 @@
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "tl/npu/trace.h"
@@ -60,7 +59,9 @@ class L2Cache {
     uint64_t base = 0;                    // address / kBlock
     uint32_t prev = kNone, next = kNone;  // LRU list, front = most recent
     uint32_t bytes = 0;                   // bits set in `mask`
-    bool dirty = false;                   // written since it entered L2
+    // The instruction (`serial_`) that first wrote it since it entered L2; 0: none (clean).
+    // An instruction's own rows do not dirty a block for each other, whatever its row split.
+    uint32_t dirtied = 0;
     std::array<uint64_t, kBlock / 64> mask{};
   };
   struct Tally {
@@ -80,12 +81,24 @@ class L2Cache {
   double capacity_;
   uint64_t held_ = 0;          // bytes in held blocks
   double dirty_ = 0;           // bytes written before the first drop
+  uint32_t serial_ = 0;        // the instruction hbm_share is at (never 0)
   double owed_ = 0;            // of those, not yet written back since
   bool over_ = false;          // a block has been dropped
   std::vector<Block> blocks_;  // held blocks and free slots
   std::vector<uint32_t> free_;
   uint32_t head_ = kNone, tail_ = kNone;
-  std::unordered_map<uint64_t, uint32_t> index_;  // block base -> slot
+  // Block base -> slot: open addressing, linear probing (timing_l2.cpp, `home`: a tensor's
+  // consecutive blocks mostly land in consecutive entries; the host's cost is cache misses).
+  struct Entry {
+    uint64_t base = kEmpty;
+    uint32_t slot = 0;
+  };
+  static constexpr uint64_t kEmpty = UINT64_MAX;
+  uint32_t find(uint64_t base) const;
+  void insert(uint64_t base, uint32_t slot);
+  void erase(uint64_t base);
+  std::vector<Entry> table_ = std::vector<Entry>(1024);
+  size_t entries_ = 0;
 };
 
 }  // namespace tl::npu
