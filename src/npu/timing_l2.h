@@ -22,11 +22,12 @@
 // its reads bypassing L2, 134 MB of writes that do not show in its time). From then on the chip
 // pays HBM time for every byte written (the same example with its reads entering L2, 403 MB,
 // and asc-devkit's GELU, 537 MB, both move all their bytes at the streaming rate), so: a write
-// of bytes L2 does not hold costs its bytes in full, a write of held bytes in a block no write
-// has dirtied since it entered L2 costs them too (they become dirty and will be written back),
-// a rewrite of held bytes of a dirty block costs nothing, and the bytes written before the first
-// drop are owed: every later allocation (a read's or a write's bytes new to L2) writes back as
-// many of them as it allocates, until none are left. An instruction's share can then exceed 1.
+// of bytes L2 does not hold costs its bytes in full, a write of held bytes in a block no earlier
+// instruction has written since it entered L2 costs them too (they become dirty and will be
+// written back), a rewrite of held bytes of a dirty block costs nothing, and the bytes written
+// before the first drop are owed: every later allocation (a read's or a write's bytes new to
+// L2) writes back as many of them as it allocates, until none are left. An instruction's share
+// can then exceed 1.
 #pragma once
 
 #include <array>
