@@ -119,9 +119,11 @@ TEST(Timing, GmWritesStayInL2AndReadsHitWhateverTheirShape) {
 
 TEST(Timing, L2OverflowSendsWritesAndHitsToHbm) {
   // The same kernel with an 8 KB L2: its 16 KB footprint exceeds L2, so the second 8 KB write
-  // costs its bytes and writes back the first's (dirty in L2 until the footprint crossed its
-  // capacity: src/npu/timing_l2.h), and the read-backs (6 KB per AIV, all bytes written
-  // before) hit for the resident half of their bytes.
+  // costs its bytes and writes back the first's (dirty in L2 until L2 first dropped a block:
+  // src/npu/timing_l2.h), and the read-backs (6 KB per AIV, all bytes written before) miss:
+  // L2, an LRU, holds only the last 8 KB written, and each read-back's allocation drops the
+  // oldest of them, which the next read-back wants (an LRU re-reading in the order it filled).
+  // The fluid rule before it (hits scaled by L2 / footprint) had half of them hit.
   Target small = default_target();
   small.costs.l2_bytes = 8192;
   Device dev;
@@ -133,7 +135,7 @@ TEST(Timing, L2OverflowSendsWritesAndHitsToHbm) {
   // The column half starts 128 B into its rows: it moves its bytes at the 512 B-unaligned
   // efficiency (docs/calibration.md, "GM alignment"), so its HBM bytes are 2048 / 0.7.
   const double eff = default_target().costs.gm_unaligned_efficiency;
-  EXPECT_DOUBLE_EQ(p.gm_hbm_bytes, 8192 * 2 + 2 * (4096 + 2048 / eff) * 0.5);
+  EXPECT_DOUBLE_EQ(p.gm_hbm_bytes, 8192 * 2 + 2 * (4096 + 2048 / eff));
   auto full = npu::simulate_timing(trace, default_target());
   EXPECT_DOUBLE_EQ(full.gm_hbm_bytes, 0);
 }
