@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tl/ir.h"
 
@@ -32,5 +33,13 @@ bool is_ir_name(std::string_view s);
 /// dtype (`300` is no int32 literal beyond [-2^31, 2^31); `T.int8(300)` is an error naming the
 /// literal, the dtype and its range; `T.uint64` takes [0, 2^64)).
 PrimFunc parse(std::string_view text, std::string_view filename = "<ir>");
+
+/// parse(), giving the allocation statements (T.alloc_* and T.view, in text order) the
+/// diagnostic origins BufferNode::origin holds and the text does not print ("UB twin of 'c'"):
+/// the JIT disk cache stores them beside the text, so a kernel reloaded from disk reports what
+/// the compiler made as a fresh compile does. A count other than the text's allocations is a
+/// tl::Error.
+PrimFunc parse(std::string_view text, std::string_view filename,
+               const std::vector<std::string>& alloc_origins);
 
 }  // namespace tl

@@ -78,6 +78,9 @@ PrimFunc Parser::function() {
   SourceLoc loc = end_of_line();
   Stmt body = block({});
   if (peek().kind != Tok::End) expected("end of input (one function per text)");
+  if (origins_ && origins_taken_ != origins_->size())
+    error_at(peek(), fmt::format("{} allocation origins given for {} allocations", origins_->size(),
+                                 origins_taken_));
   PrimFunc f = make_prim_func(std::move(name), std::move(dynamics), std::move(ps), std::move(body),
                               std::move(loc));
   if (lowered_from_developer) {
@@ -276,6 +279,13 @@ Buffer Parser::tensor_type(const std::string& name) {
                           0, l2);
 }
 
+std::string Parser::take_origin(const Token& at) {
+  if (!origins_) return {};
+  if (origins_taken_ >= origins_->size())
+    error_at(at, fmt::format("more allocations than the {} origins given", origins_->size()));
+  return (*origins_)[origins_taken_++];
+}
+
 /// A buffer's shape: a tuple whose integer-constant entries (`1 * 16`) fold to literals. Shapes
 /// are the one place the parser folds: the rest of the compiler reads a static extent as a
 /// literal (as_const_int), so an unfolded `1 * 16` would be taken for a dynamic size and the
@@ -309,6 +319,14 @@ PrimFunc parse(std::string_view text, std::string_view filename) {
         fmt::format("input of {} bytes is longer than {} bytes (the IR text format's limit)",
                     text.size(), kMaxIrTextBytes));
   parser_detail::Parser p(parser_detail::lex(text, filename), filename);
+  return p.function();
+}
+
+PrimFunc parse(std::string_view text, std::string_view filename,
+               const std::vector<std::string>& alloc_origins) {
+  if (text.size() > kMaxIrTextBytes) return parse(text, filename);  // the limit's error
+  parser_detail::Parser p(parser_detail::lex(text, filename), filename);
+  p.set_origins(&alloc_origins);
   return p.function();
 }
 

@@ -74,6 +74,8 @@ class Parser {
  public:
   Parser(std::vector<Token> toks, std::string_view file) : toks_(std::move(toks)), file_(file) {}
   PrimFunc function();
+  /// The origins the allocations take, in text order (tl/parser.h); null: none.
+  void set_origins(const std::vector<std::string>* origins) { origins_ = origins; }
 
  private:
   struct Binding {
@@ -239,6 +241,10 @@ class Parser {
   int nesting_ = 0;  // parser recursion in expressions
   int blocks_ = 0;   // open indented blocks
   std::vector<std::unordered_map<std::string, Binding>> scopes_;
+  const std::vector<std::string>* origins_ = nullptr;
+  size_t origins_taken_ = 0;
+  /// The next allocation's origin (empty without origins; an error past their end).
+  std::string take_origin(const Token& at);
 };
 
 }  // namespace parser_detail

@@ -254,9 +254,10 @@ Stmt Parser::alloc_stmt(const std::string& name) {
     accept(",");
   }
   expect(")");
+  std::string origin = take_origin(peek());
   SourceLoc loc = end_of_line();
-  Buffer b = BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc, {},
-                              channel_slots, l2, slot);
+  Buffer b = BufferNode::make(name, t, std::move(shape), *scope, {}, address, loc,
+                              std::move(origin), channel_slots, l2, slot);
   bind(name, {{}, b});
   return AllocateNode::make(b, std::move(loc));
 }
@@ -274,8 +275,10 @@ Stmt Parser::view_stmt(const std::string& name) {
   DType t = dtype_string();
   accept(",");
   expect(")");
+  std::string origin = take_origin(peek());
   SourceLoc loc = end_of_line();
-  Buffer b = BufferNode::make(name, t, base->shape, base->scope, base->strides, base->address, loc);
+  Buffer b = BufferNode::make(name, t, base->shape, base->scope, base->strides, base->address, loc,
+                              std::move(origin));
   bind(name, {{}, b});
   return AllocateNode::make_view(b, base, std::move(loc));
 }

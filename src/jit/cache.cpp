@@ -33,7 +33,7 @@ std::shared_ptr<const Artifact> compile_cached(const Backend& backend, const Pri
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;  // 2: the allocations' origins ("origins") beside the text
 
 // FNV-1a, 64 bits: stable across runs and platforms.
 struct Fnv {
@@ -229,7 +229,14 @@ std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std
     return reject("lowered_hash");
   }
   try {
-    PrimFunc lowered = parse(std::string_view(text).substr(nl + 1), path);
+    auto origins_it = header.find("origins");
+    if (origins_it == header.end() || !origins_it->is_array()) return reject("origins");
+    std::vector<std::string> origins;
+    for (const auto& o : *origins_it) {
+      if (!o.is_string()) return reject("origins");
+      origins.push_back(o.get<std::string>());
+    }
+    PrimFunc lowered = parse(std::string_view(text).substr(nl + 1), path, origins);
     if (structural_hash(lowered) != want_hash)
       return reject("the parsed IR's structural hash differs");
     if (auto errs = verify(lowered, target, {.spec = spec}); !errs.empty())
@@ -240,6 +247,16 @@ std::shared_ptr<const Artifact> load_artifact(const std::string& path, const std
   } catch (const std::exception& e) {
     return reject(e.what());
   }
+}
+
+/// What made each allocation (BufferNode::origin), in text order: the text does not print it,
+/// and reports read it (tl/parser.h).
+std::vector<std::string> alloc_origins(const PrimFunc& f) {
+  std::vector<std::string> out;
+  pre_order_visit(f->body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>()) out.push_back(a->buffer->origin);
+  });
+  return out;
 }
 
 /// Writes `lowered`, the IR a backend was given, atomically (unique temporary file, then
@@ -255,7 +272,8 @@ void store_artifact(const std::string& dir, const std::string& path, const std::
                              {"backend", std::string(backend.name())},
                              {"target", target.name},
                              {"kernel", lowered->name},
-                             {"lowered_hash", fmt::format("{:016x}", structural_hash(lowered))}};
+                             {"lowered_hash", fmt::format("{:016x}", structural_hash(lowered))},
+                             {"origins", alloc_origins(lowered)}};
     std::string text = header.dump() + "\n" + print(lowered);
     std::error_code ec;
     fs::create_directories(dir, ec);

@@ -5,14 +5,18 @@
 // scopes). The emitter used to name variables by object, so the reload printed `bx_1` where the
 // fresh compile printed `bx`: the same inputs gave different source text depending on whether
 // the cache was warm. It now names them by the C++ block they are bound in (docs/ascendc.md).
+// The reload also keeps what made each buffer (BufferNode::origin, which the text does not
+// print): `tlc report` and KernelReport read it, and lost it on a warm cache.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "jit/jit_test_util.h"
 #include "tl/ascendc.h"
 #include "tl/error.h"
+#include "tl/ir_functor.h"
 #include "tl/jit.h"
 #include "tl/kernel_registry.h"
 #include "tl/npu/npu.h"
@@ -31,6 +35,15 @@ std::string emitted(const CompiledKernel& k) {
   }
 }
 
+/// BufferNode::origin of every allocation, in text order.
+std::vector<std::string> origins(const CompiledKernel& k) {
+  std::vector<std::string> out;
+  pre_order_visit(k.func()->body, [&](const Stmt& s) {
+    if (auto* a = s.as<AllocateNode>()) out.push_back(a->buffer->origin);
+  });
+  return out;
+}
+
 /// Compiles the registered kernel `name` fresh into a disk cache at `d`, then again as a new
 /// process would (memory level cleared, so the artifact is parsed), and compares the AscendC.
 void expect_same_source_after_reload(const std::string& name,
@@ -42,11 +55,14 @@ void expect_same_source_after_reload(const std::string& name,
   PrimFunc f = build_kernel(find_kernel(name), set);
   jit::clear_cache();
   jit::reset_cache_stats();
-  const std::string fresh = emitted(compile(f, default_target(), o));
+  CompiledKernel first = compile(f, default_target(), o);
+  const std::string fresh = emitted(first);
   jit::clear_cache();
-  const std::string reloaded = emitted(compile(f, default_target(), o));
+  CompiledKernel again = compile(f, default_target(), o);
+  const std::string reloaded = emitted(again);
   EXPECT_EQ(jit::cache_stats().disk_hits, 1u);
   EXPECT_EQ(fresh, reloaded);
+  EXPECT_EQ(origins(first), origins(again));
   jit::clear_cache();
 }
 
