@@ -21,8 +21,10 @@
 // has widened a piece's last chunk, then the next row's load of that piece, MTE2 -> V (ids 3 and 6)
 // waited before that row first reads it; the exchange, id 4: V -> MTE3 (this half's sum to the
 // workspace), the cross flag (set on MTE3, mode 1), MTE2 -> V (both sums back); log-softmax's -s
-// for Axpy, V -> S id 5. The workspace's two parities alternate by row, so a half's next write
-// never meets its partner's read of the previous row's sums.
+// for Axpy, V -> S id 5, which an odd block's start-up stagger also takes once, before its first
+// load (the scalar unit issues nothing until the fills are done). The workspace's two parities
+// alternate by row, so a half's next write never meets its partner's read of the previous row's
+// sums.
 #include <functional>
 #include <numeric>
 #include <optional>
