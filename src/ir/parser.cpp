@@ -312,22 +312,27 @@ std::vector<Expr> Parser::tuple() {
 
 }  // namespace parser_detail
 
-PrimFunc parse(std::string_view text, std::string_view filename) {
+namespace {
+PrimFunc parse_with(std::string_view text, std::string_view filename,
+                    const std::vector<std::string>* alloc_origins) {
   if (text.size() > kMaxIrTextBytes)
     parser_detail::fail_at(
         filename, 1, 1,
         fmt::format("input of {} bytes is longer than {} bytes (the IR text format's limit)",
                     text.size(), kMaxIrTextBytes));
   parser_detail::Parser p(parser_detail::lex(text, filename), filename);
+  p.set_origins(alloc_origins);
   return p.function();
+}
+}  // namespace
+
+PrimFunc parse(std::string_view text, std::string_view filename) {
+  return parse_with(text, filename, nullptr);
 }
 
 PrimFunc parse(std::string_view text, std::string_view filename,
                const std::vector<std::string>& alloc_origins) {
-  if (text.size() > kMaxIrTextBytes) return parse(text, filename);  // the limit's error
-  parser_detail::Parser p(parser_detail::lex(text, filename), filename);
-  p.set_origins(&alloc_origins);
-  return p.function();
+  return parse_with(text, filename, &alloc_origins);
 }
 
 bool is_ir_name(std::string_view s) {

@@ -136,6 +136,16 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
         T.tile.cast(x[0:1, h:bN], hi, "CAST_RINT")
 
     @T.macro
+    def add_chunk_sum(hv, st):
+        """The halves added, then one reduction into s: no tree, whose buffers UB has no room for
+        beside the resident half."""
+        T.tile.add(hv["r0"], hv["r0"], hv["r1"])
+        T.pipe_barrier("V")
+        T.reduce_sum(hv["r0"], st["cs"], -1)
+        T.pipe_barrier("V")
+        T.tile.add(st["s"], st["s"], st["cs"])
+
+    @T.macro
     def pass1_res(res, hv, st, ch, first):
         """log_softmax: chunk ch's sum of the resident dy into s."""
         s = st["s"]
@@ -144,11 +154,7 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
             T.tile.fill(s, 0.0)
         widen_res(res, hv, ch)
         T.pipe_barrier("V")
-        T.tile.add(hv["r0"], hv["r0"], hv["r1"])
-        T.pipe_barrier("V")
-        T.reduce_sum(hv["r0"], st["cs"], -1)
-        T.pipe_barrier("V")
-        T.tile.add(s, s, st["cs"])
+        add_chunk_sum(hv, st)
 
     @T.macro
     def pass1_slot(res, slot, hv, st, ch, first):
@@ -163,11 +169,7 @@ def softmax_split_kernel(dtype: str, cols: int, chunk: int, blocks: int, log: bo
         T.tile.mul(hv["r0"], hv["r0"], hv["e0"])
         T.tile.mul(hv["r1"], hv["r1"], hv["e1"])
         T.pipe_barrier("V")
-        T.tile.add(hv["r0"], hv["r0"], hv["r1"])
-        T.pipe_barrier("V")
-        T.reduce_sum(hv["r0"], st["cs"], -1)
-        T.pipe_barrier("V")
-        T.tile.add(s, s, st["cs"])
+        add_chunk_sum(hv, st)
 
     @T.macro
     def exchange(ws, st, cid, vid, j):
